@@ -1,0 +1,107 @@
+"""Kinds: what okt needs to know to build a REST path for an object, without a discovery round-trip when possible.
+
+Why this exists: every informer, create and patch needs (group, version, plural, namespaced). Discovery costs a
+request per group-version; the kinds every operator owns are known up front, so they come from a table, and anything
+else is resolved once through discovery by :class:`okt.kube.client.Client` and cached for the process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A resource type as the REST API addresses it."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        prefix = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
+        if self.namespaced and namespace:
+            return f"{prefix}/namespaces/{namespace}/{self.plural}"
+        return f"{prefix}/{self.plural}"
+
+    def path(self, name: str, namespace: str | None = None, subresource: str | None = None) -> str:
+        tail = f"/{subresource}" if subresource else ""
+        return f"{self.collection_path(namespace)}/{name}{tail}"
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.api_version}"
+
+
+_BUILTIN: tuple[Kind, ...] = (
+    Kind("v1", "ConfigMap", "configmaps"),
+    Kind("v1", "Secret", "secrets"),
+    Kind("v1", "Service", "services"),
+    Kind("v1", "ServiceAccount", "serviceaccounts"),
+    Kind("v1", "Pod", "pods"),
+    Kind("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    Kind("v1", "Event", "events"),
+    Kind("v1", "Endpoints", "endpoints"),
+    Kind("v1", "Namespace", "namespaces", namespaced=False),
+    Kind("v1", "Node", "nodes", namespaced=False),
+    Kind("apps/v1", "Deployment", "deployments"),
+    Kind("apps/v1", "StatefulSet", "statefulsets"),
+    Kind("apps/v1", "DaemonSet", "daemonsets"),
+    Kind("apps/v1", "ReplicaSet", "replicasets"),
+    Kind("batch/v1", "Job", "jobs"),
+    Kind("batch/v1", "CronJob", "cronjobs"),
+    Kind("batch/v1beta1", "CronJob", "cronjobs"),
+    Kind("networking.k8s.io/v1", "Ingress", "ingresses"),
+    Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies"),
+    Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    Kind("policy/v1beta1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    Kind("autoscaling/v2beta2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    Kind("rbac.authorization.k8s.io/v1", "Role", "roles"),
+    Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
+    Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False),
+    Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+    Kind("coordination.k8s.io/v1", "Lease", "leases"),
+    Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False),
+)
+
+BUILTIN: Mapping[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in _BUILTIN}
+
+CONFIG_MAP = BUILTIN[("v1", "ConfigMap")]
+EVENT = BUILTIN[("v1", "Event")]
+NAMESPACE = BUILTIN[("v1", "Namespace")]
+LEASE = BUILTIN[("coordination.k8s.io/v1", "Lease")]
+CRD = BUILTIN[("apiextensions.k8s.io/v1", "CustomResourceDefinition")]
+
+
+def builtin(api_version: str, kind: str) -> Kind | None:
+    return BUILTIN.get((api_version, kind))
+
+
+def naive_plural(kind: str) -> str:
+    """The plural the API would most likely use (only a fallback when discovery is not available)."""
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "ch", "sh")):
+        return lower + "es"
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+        return lower[:-1] + "ies"
+    return lower + "s"
+
+
+ObjectKey = tuple[str, str, str, str]
+"""(apiVersion, kind, namespace, name) — the identity of an object; namespace is "" for cluster-scoped ones."""
+
+
+def key_of(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("apiVersion", "")), str(obj.get("kind", "")), meta.get("namespace") or "", meta.get("name", ""))

@@ -1,0 +1,274 @@
+"""Build kube-apiserver and kube-controller-manager from Debian's ``kubernetes`` source package.
+
+Why this exists: no Kubernetes binaries can be downloaded on the machines okt is developed and tested on, but Debian
+ships the complete source of Kubernetes 1.20.2 (with its ``vendor/`` tree). Building it takes minutes, so it happens
+once per machine and the binaries are cached outside any checkout (``~/.cache/okt/envtest/1.20.2`` by default).
+
+Guarantees:
+
+* every step prints its number, its name and the elapsed time while it runs; a failed step names itself and the log
+  file that holds its output;
+* the vendored ``modern-go/reflect2`` v1.0.1 is fixed before building: with Go >= 1.18 its two-field ``hiter`` and
+  two-argument ``mapiterinit`` corrupt memory on map iteration (the apiserver panics on the first custom resource);
+* a finished build is published atomically (binaries land in a temporary directory that is renamed into place).
+
+Caveats: the build needs root for ``apt-get`` (the packages golang-go, rsync, jq, etcd-server and dpkg-dev) unless
+they are already installed.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+KUBE_VERSION = "1.20.2"
+BINARIES = ("kube-apiserver", "kube-controller-manager")
+BUILD_PACKAGES = ("golang-go", "rsync", "jq", "etcd-server", "dpkg-dev")
+PROGRESS_EVERY = 20.0
+
+
+class BuildError(RuntimeError):
+    """A build step failed; the message names the step and the log file."""
+
+
+def cache_root() -> pathlib.Path:
+    """The directory holding the cached control-plane builds (``OKT_ENVTEST_CACHE`` overrides it)."""
+    configured = os.environ.get("OKT_ENVTEST_CACHE")
+    if configured:
+        return pathlib.Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
+    return base / "okt" / "envtest"
+
+
+def cached_assets() -> pathlib.Path:
+    return cache_root() / KUBE_VERSION
+
+
+def has_binaries(directory: pathlib.Path) -> bool:
+    return all(os.access(directory / name, os.X_OK) for name in BINARIES)
+
+
+class _Progress:
+    """Prints a heartbeat line for the running step so a long build never sits silent."""
+
+    def __init__(self, out: Callable[[str], None]) -> None:
+        self._out = out
+        self._started = time.monotonic()
+        self._label = ""
+        self._step_started = self._started
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="okt-build-progress", daemon=True)
+
+    def __enter__(self) -> _Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+    def step(self, label: str) -> None:
+        self._label = label
+        self._step_started = time.monotonic()
+        self._out(f"okt envtest build: {label} (total {self._elapsed(self._started)})")
+
+    def _elapsed(self, since: float) -> str:
+        seconds = int(time.monotonic() - since)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def _beat(self) -> None:
+        while not self._stop.wait(PROGRESS_EVERY):
+            self._out(f"okt envtest build:   ... {self._label} running for {self._elapsed(self._step_started)}")
+
+
+def _run(argv: Sequence[str], log: pathlib.Path, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None) -> None:
+    with log.open("ab") as sink:
+        sink.write(f"\n$ {' '.join(argv)}\n".encode())
+        sink.flush()
+        completed = subprocess.run(list(argv), cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False)
+    if completed.returncode != 0:
+        raise subprocess.CalledProcessError(completed.returncode, list(argv))
+
+
+def _has_deb_src() -> bool:
+    candidates = [pathlib.Path("/etc/apt/sources.list"), *pathlib.Path("/etc/apt/sources.list.d").glob("*")]
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        if "deb-src" in text and not path.name.endswith(".disabled"):
+            return True
+    return False
+
+
+def _enable_deb_src(log: pathlib.Path) -> None:
+    if _has_deb_src():
+        return
+    source = pathlib.Path("/etc/apt/sources.list.d/debian.sources")
+    if source.exists():
+        text = source.read_text().replace("Types: deb\n", "Types: deb-src\n")
+        pathlib.Path("/etc/apt/sources.list.d/okt-deb-src.sources").write_text(text)
+        return
+    legacy = pathlib.Path("/etc/apt/sources.list")
+    lines = [line.replace("deb ", "deb-src ", 1) for line in legacy.read_text().splitlines() if line.startswith("deb ")]
+    pathlib.Path("/etc/apt/sources.list.d/okt-deb-src.list").write_text("\n".join(lines) + "\n")
+
+
+def _install_packages(log: pathlib.Path) -> None:
+    missing = [
+        pkg
+        for pkg in BUILD_PACKAGES
+        if subprocess.run(["dpkg", "-s", pkg], capture_output=True, check=False).returncode != 0
+    ]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    _run(["apt-get", "update", "-q"], log, env=env)
+    if missing:
+        _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], log, env=env)
+
+
+def _download_source(work: pathlib.Path, log: pathlib.Path) -> None:
+    if list(work.glob("kubernetes_*.dsc")):
+        return
+    _run(["apt-get", "source", "--download-only", "kubernetes"], log, cwd=work)
+
+
+def _extract_source(work: pathlib.Path, log: pathlib.Path) -> pathlib.Path:
+    source = work / "src"
+    if (source / "Makefile").exists():
+        return source
+    shutil.rmtree(source, ignore_errors=True)
+    dsc = sorted(work.glob("kubernetes_*.dsc"))[-1]
+    _run(["dpkg-source", "--no-check", "-x", dsc.name, "src"], log, cwd=work)
+    return source
+
+
+HITER_FULL = """type hiter struct {
+	key         unsafe.Pointer
+	value       unsafe.Pointer
+	t           unsafe.Pointer
+	h           unsafe.Pointer
+	buckets     unsafe.Pointer
+	bptr        unsafe.Pointer
+	overflow    *[]unsafe.Pointer
+	oldoverflow *[]unsafe.Pointer
+	startBucket uintptr
+	offset      uint8
+	wrapped     bool
+	B           uint8
+	i           uint8
+	bucket      uintptr
+	checkBucket uintptr
+}"""
+
+
+def patch_reflect2(source: pathlib.Path) -> bool:
+    """Give reflect2's ``hiter`` the runtime's full layout and call ``mapiterinit`` with three arguments.
+
+    Returns whether anything was changed (an already patched tree is left alone).
+    """
+    pkg = source / "vendor" / "github.com" / "modern-go" / "reflect2"
+    link = pkg / "unsafe_link.go"
+    umap = pkg / "unsafe_map.go"
+    link_text = link.read_text()
+    if "checkBucket" in link_text:
+        return False
+    old_decl = "func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer) *hiter"
+    start = link_text.index("type hiter struct {")
+    end = link_text.index("}", start) + 1
+    if old_decl not in link_text:
+        raise BuildError(f"reflect2 layout not recognised in {link}")
+    link_text = link_text[:start] + HITER_FULL + link_text[end:]
+    link_text = link_text.replace(old_decl, "func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer, it *hiter)")
+    link.write_text(link_text)
+    umap_text = umap.read_text()
+    old_call = "\t\thiter:      mapiterinit(type2.rtype, *(*unsafe.Pointer)(obj)),\n"
+    if old_call not in umap_text:
+        raise BuildError(f"reflect2 iterator not recognised in {umap}")
+    umap_text = umap_text.replace(old_call, "\t\thiter:      &it,\n")
+    umap_text = umap_text.replace(
+        "\treturn &UnsafeMapIterator{\n\t\thiter:      &it,",
+        "\tvar it hiter\n\tmapiterinit(type2.rtype, *(*unsafe.Pointer)(obj), &it)\n"
+        "\treturn &UnsafeMapIterator{\n\t\thiter:      &it,",
+    )
+    umap.write_text(umap_text)
+    return True
+
+
+def _compile(source: pathlib.Path, log: pathlib.Path) -> pathlib.Path:
+    gopath = source / ".go"
+    link = gopath / "src" / "k8s.io" / "kubernetes"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(source)
+    env = {
+        **os.environ,
+        "GOPATH": str(gopath),
+        "GO111MODULE": "off",
+        "CGO_ENABLED": "0",
+        "GOCACHE": str(source.parent / "gocache"),
+    }
+    _run(["make", f"WHAT={' '.join('cmd/' + b for b in BINARIES)}"], log, cwd=link, env=env)
+    output = source / "_output" / "local" / "bin" / "linux" / "amd64"
+    if not has_binaries(output):
+        output = source / "_output" / "bin"
+    return output
+
+
+def _publish(built: pathlib.Path, target: pathlib.Path) -> None:
+    staging = target.with_name(target.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name in BINARIES:
+        shutil.copy2(built / name, staging / name)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+
+
+def build(out: Callable[[str], None] | None = None, keep_sources: bool = False) -> pathlib.Path:
+    """Build (once) and return the directory holding kube-apiserver and kube-controller-manager."""
+    say = out or (lambda line: print(line, file=sys.stderr, flush=True))
+    target = cached_assets()
+    if has_binaries(target):
+        return target
+    work = cache_root() / "build"
+    work.mkdir(parents=True, exist_ok=True)
+    log = cache_root() / "build.log"
+    say(f"okt envtest build: building Kubernetes {KUBE_VERSION} once for this machine (log: {log})")
+    state: dict[str, pathlib.Path] = {}
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("enable deb-src", lambda: _enable_deb_src(log)),
+        ("install " + " ".join(BUILD_PACKAGES), lambda: _install_packages(log)),
+        ("download the kubernetes source package", lambda: _download_source(work, log)),
+        ("extract the source", lambda: state.__setitem__("src", _extract_source(work, log))),
+        ("patch vendored reflect2 for Go >= 1.18", lambda: patch_reflect2(state["src"])),
+        ("compile " + " and ".join(BINARIES) + " (about 6 minutes on 2 cores)",
+         lambda: state.__setitem__("bin", _compile(state["src"], log))),
+        (f"install binaries into {target}", lambda: _publish(state["bin"], target)),
+    ]
+    with _Progress(say) as progress:
+        for index, (label, action) in enumerate(steps, start=1):
+            progress.step(f"[{index}/{len(steps)}] {label}")
+            try:
+                action()
+            except (OSError, subprocess.CalledProcessError, BuildError, KeyError, ValueError) as exc:
+                raise BuildError(f"step {index}/{len(steps)} '{label}' failed: {exc} (log: {log})") from exc
+        progress.step("done")
+    if not keep_sources:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+if __name__ == "__main__":  # pragma: no cover - manual entry point
+    try:
+        print(build())
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,74 @@
+"""okt — Kubernetes operators as state machines (a Python re-think of Orange's Operators Karma Tools).
+
+The public surface is exactly what ``__all__`` lists; everything else is internal.
+"""
+
+from okt.engines.freestyle import FreeStyle
+from okt.engines.results import Entry, Operation, Outcome, OutcomeKind, Results
+from okt.engines.states import State
+from okt.engines.stepper import Run, Stepper
+from okt.errors import (
+    ApiError,
+    Conflict,
+    GiveUp,
+    InvalidSpec,
+    NotFound,
+    OktError,
+    PermanentError,
+    TemporaryError,
+)
+from okt.kube.client import Client
+from okt.kube.kinds import Kind
+from okt.kube.objects import CustomResource
+from okt.reconciler.context import Context
+from okt.reconciler.core import reconcile
+from okt.reconciler.reconciler import Reconciler
+from okt.resources.helpers import (
+    DeploymentResource,
+    Readiness,
+    SecretResource,
+    ServiceResource,
+    StatefulSetResource,
+)
+from okt.resources.registry import Registry
+from okt.resources.resource import MutableResource, Resource
+from okt.status.bookkeeping import Persistence
+from okt.status.conditions import Condition, Conditions, ConditionStatus
+
+__all__ = [
+    "ApiError",
+    "Client",
+    "Condition",
+    "ConditionStatus",
+    "Conditions",
+    "Conflict",
+    "Context",
+    "CustomResource",
+    "DeploymentResource",
+    "Entry",
+    "FreeStyle",
+    "GiveUp",
+    "InvalidSpec",
+    "Kind",
+    "MutableResource",
+    "NotFound",
+    "OktError",
+    "Operation",
+    "Outcome",
+    "OutcomeKind",
+    "PermanentError",
+    "Persistence",
+    "Readiness",
+    "Reconciler",
+    "Registry",
+    "Resource",
+    "Results",
+    "Run",
+    "SecretResource",
+    "ServiceResource",
+    "State",
+    "StatefulSetResource",
+    "Stepper",
+    "TemporaryError",
+    "reconcile",
+]

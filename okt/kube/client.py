@@ -99,8 +99,9 @@ class Client:
     # -- construction --------------------------------------------------------------------------------------------
 
     @classmethod
-    def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
-                        pool_size: int = 64) -> Client:
+    def from_kubeconfig(
+        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None, pool_size: int = 64
+    ) -> Client:
         """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config."""
         try:
             if path is not None:
@@ -139,12 +140,16 @@ class Client:
         headers = {"Content-Type": content_type} if data is not None else None
         try:
             response = self._session.request(
-                method, url, params=params, data=data, headers=headers, stream=stream,
+                method,
+                url,
+                params=params,
+                data=data,
+                headers=headers,
+                stream=stream,
                 timeout=timeout if timeout is not None else self._timeout,
             )
         except requests.RequestException as exc:
-            raise errors.ApiError.from_status(0, "Unavailable", f"{method} {path}: {exc}", method=method,
-                                              url=path) from exc
+            raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
         if response.status_code >= 400:
             raise self._error(response, method, path)
         return response
@@ -195,11 +200,13 @@ class Client:
 
     # -- verbs ---------------------------------------------------------------------------------------------------
 
-    def get(self, kind: kinds.Kind, name: str, namespace: str | None = None,
-            subresource: str | None = None) -> dict[str, Any]:
+    def get(
+        self, kind: kinds.Kind, name: str, namespace: str | None = None, subresource: str | None = None
+    ) -> dict[str, Any]:
         path = kind.path(name, namespace, subresource)
-        result: dict[str, Any] = self.request("GET", path, verb="get",
-                                              resource=_resource_label(kind, subresource)).json()
+        result: dict[str, Any] = self.request(
+            "GET", path, verb="get", resource=_resource_label(kind, subresource)
+        ).json()
         return result
 
     def get_or_none(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -208,16 +215,18 @@ class Client:
         except errors.NotFound:
             return None
 
-    def list(self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None,
-             page_size: int = 500) -> tuple[list[dict[str, Any]], str]:
+    def list(
+        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
+    ) -> tuple[list[dict[str, Any]], str]:
         """All objects of a kind (paginated), and the list's resourceVersion to start a watch from."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"limit": page_size}
         if label_selector:
             params["labelSelector"] = label_selector
         while True:
-            page = self.request("GET", kind.collection_path(namespace), verb="list", resource=kind.plural,
-                                params=params).json()
+            page = self.request(
+                "GET", kind.collection_path(namespace), verb="list", resource=kind.plural, params=params
+            ).json()
             for item in page.get("items") or []:
                 item.setdefault("apiVersion", kind.api_version)
                 item.setdefault("kind", kind.kind)
@@ -227,9 +236,16 @@ class Client:
                 return items, str(meta.get("resourceVersion", ""))
             params["continue"] = meta["continue"]
 
-    def watch(self, kind: kinds.Kind, namespace: str | None = None, *, resource_version: str,
-              label_selector: str | None = None, timeout_seconds: int = 300,
-              inactivity_timeout: float = 330.0) -> Iterator[dict[str, Any]]:
+    def watch(
+        self,
+        kind: kinds.Kind,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+        inactivity_timeout: float = 330.0,
+    ) -> Iterator[dict[str, Any]]:
         """Stream watch events (``{"type": ..., "object": ...}``) until the server ends the stream.
 
         A stream silent for ``inactivity_timeout`` seconds raises :class:`okt.errors.Unavailable` (a frozen watch is
@@ -243,8 +259,15 @@ class Client:
         }
         if label_selector:
             params["labelSelector"] = label_selector
-        response = self.request("GET", kind.collection_path(namespace), verb="watch", resource=kind.plural,
-                                params=params, stream=True, timeout=(10.0, inactivity_timeout))
+        response = self.request(
+            "GET",
+            kind.collection_path(namespace),
+            verb="watch",
+            resource=kind.plural,
+            params=params,
+            stream=True,
+            timeout=(10.0, inactivity_timeout),
+        )
         try:
             for line in response.iter_lines(chunk_size=None):
                 if line:
@@ -257,28 +280,51 @@ class Client:
     def create(self, obj: Mapping[str, Any], kind: kinds.Kind | None = None) -> dict[str, Any]:
         kind = kind or self.kind_of(obj)
         namespace = (obj.get("metadata") or {}).get("namespace")
-        result: dict[str, Any] = self.request("POST", kind.collection_path(namespace), verb="create",
-                                              resource=kind.plural, body=obj).json()
+        result: dict[str, Any] = self.request(
+            "POST", kind.collection_path(namespace), verb="create", resource=kind.plural, body=obj
+        ).json()
         return result
 
-    def patch(self, kind: kinds.Kind, name: str, patch: Any, namespace: str | None = None, *,
-              patch_type: str = "merge", subresource: str | None = None) -> dict[str, Any]:
+    def patch(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
         result: dict[str, Any] = self.request(
-            "PATCH", kind.path(name, namespace, subresource), verb="patch",
-            resource=_resource_label(kind, subresource), body=patch, content_type=PATCH_TYPES[patch_type],
+            "PATCH",
+            kind.path(name, namespace, subresource),
+            verb="patch",
+            resource=_resource_label(kind, subresource),
+            body=patch,
+            content_type=PATCH_TYPES[patch_type],
         ).json()
         return result
 
     def replace(self, kind: kinds.Kind, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         result: dict[str, Any] = self.request(
-            "PUT", kind.path(meta["name"], meta.get("namespace"), subresource), verb="update",
-            resource=_resource_label(kind, subresource), body=obj,
+            "PUT",
+            kind.path(meta["name"], meta.get("namespace"), subresource),
+            verb="update",
+            resource=_resource_label(kind, subresource),
+            body=obj,
         ).json()
         return result
 
-    def delete(self, kind: kinds.Kind, name: str, namespace: str | None = None, *,
-               propagation: str = "Background", uid: str | None = None) -> bool:
+    def delete(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        uid: str | None = None,
+    ) -> bool:
         """Delete; returns False when the object was already gone."""
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if uid:

@@ -88,7 +88,9 @@ class _Progress:
             self._out(f"okt envtest build:   ... {self._label} running for {self._elapsed(self._step_started)}")
 
 
-def _run(argv: Sequence[str], log: pathlib.Path, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None) -> None:
+def _run(
+    argv: Sequence[str], log: pathlib.Path, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None
+) -> None:
     with log.open("ab") as sink:
         sink.write(f"\n$ {' '.join(argv)}\n".encode())
         sink.flush()
@@ -187,7 +189,6 @@ def patch_reflect2(source: pathlib.Path) -> bool:
         raise BuildError(f"reflect2 layout not recognised in {link}")
     link_text = link_text[:start] + HITER_FULL + link_text[end:]
     link_text = link_text.replace(old_decl, "func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer, it *hiter)")
-    link.write_text(link_text)
     umap_text = umap.read_text()
     old_call = "\t\thiter:      mapiterinit(type2.rtype, *(*unsafe.Pointer)(obj)),\n"
     if old_call not in umap_text:
@@ -198,6 +199,8 @@ def patch_reflect2(source: pathlib.Path) -> bool:
         "\tvar it hiter\n\tmapiterinit(type2.rtype, *(*unsafe.Pointer)(obj), &it)\n"
         "\treturn &UnsafeMapIterator{\n\t\thiter:      &it,",
     )
+    # both files are checked before either is written: a half-patched tree would look "already patched" next time
+    link.write_text(link_text)
     umap.write_text(umap_text)
     return True
 
@@ -249,8 +252,10 @@ def build(out: Callable[[str], None] | None = None, keep_sources: bool = False) 
         ("download the kubernetes source package", lambda: _download_source(work, log)),
         ("extract the source", lambda: state.__setitem__("src", _extract_source(work, log))),
         ("patch vendored reflect2 for Go >= 1.18", lambda: patch_reflect2(state["src"])),
-        ("compile " + " and ".join(BINARIES) + " (about 6 minutes on 2 cores)",
-         lambda: state.__setitem__("bin", _compile(state["src"], log))),
+        (
+            "compile " + " and ".join(BINARIES) + " (about 6 minutes on 2 cores)",
+            lambda: state.__setitem__("bin", _compile(state["src"], log)),
+        ),
         (f"install binaries into {target}", lambda: _publish(state["bin"], target)),
     ]
     with _Progress(say) as progress:

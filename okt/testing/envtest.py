@@ -157,6 +157,11 @@ class ControlPlane:
         return self.directory / "kubeconfig"
 
     @property
+    def ca_file(self) -> pathlib.Path:
+        """The apiserver's self-generated serving certificate chain (its CA included): clients verify TLS with it."""
+        return self.directory / "certs" / "apiserver.crt"
+
+    @property
     def audit_log_path(self) -> pathlib.Path:
         return self.directory / "audit.log"
 
@@ -166,10 +171,15 @@ class ControlPlane:
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "okt-envtest", "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}],
+            "clusters": [
+                {"name": "okt-envtest", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}
+            ],
             "users": [{"name": user.name, "user": {"token": user.token}}],
             "contexts": [
-                {"name": "okt-envtest", "context": {"cluster": "okt-envtest", "user": user.name, "namespace": "default"}}
+                {
+                    "name": "okt-envtest",
+                    "context": {"cluster": "okt-envtest", "user": user.name, "namespace": "default"},
+                }
             ],
             "current-context": "okt-envtest",
         }
@@ -205,8 +215,12 @@ class ControlPlane:
 
     def detach(self) -> dict[str, Any]:
         """Leave the processes running past this Python process; returns what :func:`stop_detached` needs."""
-        state = {"pids": {name: proc.pid for name, proc in self._procs.items()}, "directory": str(self.directory),
-                 "kubeconfig": str(self.kubeconfig), "url": self.url}
+        state = {
+            "pids": {name: proc.pid for name, proc in self._procs.items()},
+            "directory": str(self.directory),
+            "kubeconfig": str(self.kubeconfig),
+            "url": self.url,
+        }
         self._procs.clear()
         self._dir = None
         atexit.unregister(self.stop)
@@ -253,9 +267,7 @@ class ControlPlane:
         d = self.directory
         (d / "certs").mkdir()
         key = d / "sa.key"
-        completed = subprocess.run(
-            ["openssl", "genrsa", "-out", str(key), "2048"], capture_output=True, check=False
-        )
+        completed = subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], capture_output=True, check=False)
         if completed.returncode != 0:
             raise ControlPlaneError(f"openssl genrsa failed: {completed.stderr.decode().strip()}")
         lines = [f'{u.token},{u.name},{u.name},"{",".join(u.groups)}"' for u in self.users]
@@ -319,13 +331,20 @@ class ControlPlane:
             "etcd",
             [
                 str(etcd),
-                "--data-dir", str(self.directory / "etcd"),
-                "--listen-client-urls", client,
-                "--advertise-client-urls", client,
-                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
-                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-                "--initial-cluster", f"default=http://127.0.0.1:{peer}",
-                "--quota-backend-bytes", str(4 * 1024**3),
+                "--data-dir",
+                str(self.directory / "etcd"),
+                "--listen-client-urls",
+                client,
+                "--advertise-client-urls",
+                client,
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer}",
+                "--quota-backend-bytes",
+                str(4 * 1024**3),
             ],
         )
 

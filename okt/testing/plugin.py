@@ -60,8 +60,9 @@ def ensure_crd(client: kube_client.Client, crd: dict[str, Any], timeout: float =
         client.create(crd, kinds.CRD)
     except errors.Conflict:
         live = client.get(kinds.CRD, name)
-        client.replace(kinds.CRD, {**crd, "metadata": {**crd["metadata"],
-                                                         "resourceVersion": live["metadata"]["resourceVersion"]}})
+        client.replace(
+            kinds.CRD, {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
+        )
 
     def established() -> bool:
         live = client.get(kinds.CRD, name)
@@ -71,10 +72,13 @@ def ensure_crd(client: kube_client.Client, crd: dict[str, Any], timeout: float =
     waiting.wait_for(established, timeout=timeout, message=f"CRD {name} Established")
     spec = crd["spec"]
     served = next(v["name"] for v in spec["versions"] if v.get("served", True))
-    kind = kinds.Kind(f"{spec['group']}/{served}", spec["names"]["kind"], spec["names"]["plural"],
-                      spec.get("scope", "Namespaced") == "Namespaced")
-    waiting.wait_for(lambda: client.list(kind, "default") is not None, timeout=timeout,
-                     message=f"{kind.plural} served")
+    kind = kinds.Kind(
+        f"{spec['group']}/{served}",
+        spec["names"]["kind"],
+        spec["names"]["plural"],
+        spec.get("scope", "Namespaced") == "Namespaced",
+    )
+    waiting.wait_for(lambda: client.list(kind, "default") is not None, timeout=timeout, message=f"{kind.plural} served")
     return kind
 
 

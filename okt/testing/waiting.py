@@ -28,7 +28,7 @@ def wait_for(
     while True:
         try:
             value = predicate()
-        except Exception as exc:  # noqa: BLE001 - "not yet"; reported on timeout
+        except Exception as exc:
             last = exc
         else:
             if value:

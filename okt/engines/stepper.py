@@ -1,0 +1,165 @@
+"""The Stepper engine: drive one reconcile through the state machine.
+
+Why this exists: OKT's operators are written as "what to do on entering each state". The Stepper owns the loop that
+makes this safe: it enters each state, lets the caller's ``step`` do the work (the user hook plus the built-in work of
+that state), records whatever the step raised, and routes on the consolidated results — never on what the hook
+returned — with :mod:`okt.engines.machine`'s one table.
+
+Guarantees:
+
+* a reconcile always ends at ``End`` with a :class:`Run` (the path taken, the outcome, the results);
+* an ``Exception`` raised by ``step`` never propagates: it is recorded (:meth:`Results.record_exception`) and routes
+  to the ErrorManager (or, for a :class:`~okt.errors.GiveUp`, to the GiveupManager); only ``BaseException``\\ s such
+  as ``KeyboardInterrupt`` and ``SystemExit`` pass through;
+* the ErrorManager runs at most once per reconcile: once it has been entered, later errors no longer route to it;
+* GiveupManager and End run no step but appear in the path;
+* a runaway machine is stopped after ``max_steps`` transitions with an alarming give-up ("infinite loop"), and its
+  path still ends with ``End``;
+* a ``Stepper`` holds no per-reconcile state, so one instance serves every worker thread.
+
+Caveats: ``finalizing`` is asked at most once, after the CRChecker state ran (that is when the custom resource has
+been read), and only when CRChecker recorded neither an error nor a give-up (those route first anyway, and the
+custom resource may be gone).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Callable
+
+import structlog
+
+from okt.engines import machine as machine_mod
+from okt.engines import results as results_mod
+from okt.engines.states import HOOKED_STATES, State
+
+_log = structlog.get_logger(__name__)
+
+#: The give-up reason recorded when a reconcile exceeds ``Stepper.max_steps`` transitions.
+RUNAWAY_REASON = "infinite loop"
+
+#: How a FreeStyle run shows its single hook in ``Run.path_str``.
+FREESTYLE_MARKER = "reconcile"
+
+
+class Engine(enum.Enum):
+    """Which engine produced a :class:`Run`."""
+
+    STEPPER = "stepper"
+    FREESTYLE = "freestyle"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What one reconcile did.
+
+    Attributes:
+        path: the states entered, in order; a Stepper path starts at ``CRChecker``, every path ends with ``End``.
+            A FreeStyle run has no states before its end, so its path is ``(End,)``.
+        outcome: the consolidated outcome (``results.outcome()`` when the run ended).
+        results: the reconcile's results stack.
+        engine: which engine ran.
+    """
+
+    path: tuple[State, ...]
+    outcome: results_mod.Outcome
+    results: results_mod.Results
+    engine: Engine = Engine.STEPPER
+
+    @property
+    def path_str(self) -> str:
+        """The path as logged: ``">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End"``.
+
+        A FreeStyle run shows its hook as ``reconcile``: ``">reconcile>End"``.
+        """
+        steps = [state.value for state in self.path]
+        if self.engine is Engine.FREESTYLE:
+            steps.insert(0, FREESTYLE_MARKER)
+        return "".join(f">{step}" for step in steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stepper:
+    """Runs reconciles through the Stepper state machine.
+
+    Attributes:
+        max_steps: the most transitions one reconcile may take (the table's longest path takes 7).
+
+    Raises:
+        ValueError: ``max_steps`` < 1.
+    """
+
+    max_steps: int = 32
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps!r}")
+
+    def run(
+        self,
+        step: Callable[[State], None],
+        results: results_mod.Results,
+        finalizing: Callable[[], bool],
+    ) -> Run:
+        """Run one reconcile.
+
+        Args:
+            step: called on entering each hooked state (every state but GiveupManager and End) with that state; does
+                the state's work and records into ``results``; may raise.
+            results: this reconcile's results stack (fresh per reconcile).
+            finalizing: whether the custom resource is being deleted; asked after CRChecker ran. An exception it
+                raises is recorded like a step's and counts as "not finalizing".
+
+        Returns:
+            the path taken, the outcome and the results.
+        """
+        machine = machine_mod.Machine()
+        state = machine.state
+        path = [state]
+        error_handled = False
+        transitions = 0
+        while state is not State.End:
+            if state in HOOKED_STATES:
+                _call_recorded(functools.partial(step, state), results)
+            if state is State.ErrorManager:
+                error_handled = True
+            if transitions >= self.max_steps:
+                results.give_up(RUNAWAY_REASON, alarming=True)
+                _log.warning("reconcile stopped", reason=RUNAWAY_REASON, max_steps=self.max_steps, state=state.value)
+                path.append(State.End)
+                break
+            # Errors and give-ups outrank finalization, and the custom resource may be gone: only ask when it matters.
+            finalizing_now = (
+                state is State.CRChecker
+                and not results.has_error
+                and results.gave_up is None
+                and _ask_recorded(finalizing, results)
+            )
+            facts = machine_mod.Facts(
+                error=results.has_error and not error_handled,
+                give_up=results.gave_up is not None,
+                finalizing=finalizing_now,
+            )
+            state = machine.advance(facts)
+            transitions += 1
+            path.append(state)
+        return Run(tuple(path), results.outcome(), results)
+
+
+def _call_recorded(call: Callable[[], None], results: results_mod.Results) -> None:
+    """Call ``call``; record an ``Exception`` it raises instead of propagating it."""
+    try:
+        call()
+    except Exception as exc:
+        results.record_exception(exc)
+
+
+def _ask_recorded(question: Callable[[], bool], results: results_mod.Results) -> bool:
+    """Ask ``question``; an ``Exception`` it raises is recorded and answers ``False``."""
+    try:
+        return bool(question())
+    except Exception as exc:
+        results.record_exception(exc)
+        return False

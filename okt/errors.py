@@ -1,0 +1,304 @@
+"""The one error tree of okt.
+
+Why this exists: a reconcile ends in one of a few ways — done, retried, requeued, given up — and the way it ends is
+decided by *what kind* of failure happened, not by where it happened. Every failure okt raises, and every failure an
+operator author is expected to raise, is a class of this tree, so the engine routes on ``isinstance`` and the status
+writer turns any of them into a condition reason with :func:`reason_for`.
+
+The tree::
+
+    OktError                      reason "OktError"
+    ├── TemporaryError            "TemporaryError"      retry, optionally after ``delay`` seconds
+    ├── PermanentError            "PermanentError"      retrying as-is will not help
+    │   └── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
+    ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
+    ├── ApiError                  "ApiError"            the Kubernetes API answered with a failure, or not at all
+    │   ├── BadRequest            400
+    │   ├── Unauthorized          401
+    │   ├── Forbidden             403
+    │   ├── NotFound              404
+    │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
+    │   ├── Gone                  410
+    │   ├── Invalid               422
+    │   ├── TooManyRequests       429
+    │   ├── ServerError           5xx
+    │   └── Unavailable           0    connection refused, reset or timed out
+    ├── RegistrationError         "RegistrationAborted" the same resource key was registered twice
+    ├── MutationError             "MutateError"         a mutation changed a child's name or namespace
+    └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input
+
+Guarantees:
+
+* every class has a ``reason`` usable as a Kubernetes condition reason (CamelCase, the API's reason pattern);
+* ``str(exc)`` is always one readable line (newlines in messages are folded);
+* errors survive ``pickle`` and ``copy`` with all their attributes;
+* transport exceptions (requests, pykube) are never subclassed: the edge raises ``ApiError.from_status(...) from exc``
+  so the original stays reachable as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+if TYPE_CHECKING:
+    import pydantic
+
+#: The condition reason given to exceptions that are not part of this tree.
+UNKNOWN_REASON = "ReconcileError"
+
+_MAX_INPUT_REPR = 60
+
+
+def _one_line(message: str) -> str:
+    """Fold a possibly multi-line message into one line, keeping every non-blank line."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+def _restore(cls: type[OktError], args: tuple[Any, ...], state: dict[str, Any]) -> OktError:
+    """Rebuild a pickled error without calling its (class-specific) ``__init__``."""
+    exc = cls.__new__(cls, *args)
+    BaseException.__init__(exc, *args)
+    exc.__dict__.update(state)
+    return exc
+
+
+class OktError(Exception):
+    """Root of every error okt raises or understands.
+
+    ``reason`` is a class attribute: it names the *kind* of failure and becomes the condition reason. ``message`` is
+    the one-line text, also what ``str(exc)`` returns.
+    """
+
+    reason: ClassVar[str] = "OktError"
+
+    def __init__(self, message: str = "") -> None:
+        self.message = _one_line(message) or self.reason
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
+
+
+class TemporaryError(OktError):
+    """A failure expected to go away by itself: the reconcile is retried.
+
+    Args:
+        message: what went wrong.
+        delay: seconds to wait before the retry; ``None`` lets the work queue's exponential backoff decide.
+
+    Raises:
+        ValueError: ``delay`` is negative or not finite.
+    """
+
+    reason: ClassVar[str] = "TemporaryError"
+
+    def __init__(self, message: str, delay: float | None = None) -> None:
+        if delay is not None and (not math.isfinite(delay) or delay < 0):
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {delay!r}")
+        self.delay = None if delay is None else float(delay)
+        super().__init__(message)
+
+
+class PermanentError(OktError):
+    """A failure that retrying unchanged input will not fix (the reconcile still backs off and retries)."""
+
+    reason: ClassVar[str] = "PermanentError"
+
+
+class InvalidSpec(PermanentError):
+    """The custom resource's spec is invalid; ``field`` names the (first) offending field when known."""
+
+    reason: ClassVar[str] = "InvalidSpec"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(message)
+
+    @classmethod
+    def from_validation_error(cls, exc: pydantic.ValidationError, prefix: str = "spec") -> Self:
+        """Build a readable error naming every bad field of a pydantic validation failure.
+
+        Args:
+            exc: the validation error raised while validating the spec model.
+            prefix: the path of the validated object inside the custom resource (``"spec"`` by default; pass ``""``
+                when the whole object was validated).
+
+        Returns:
+            an ``InvalidSpec`` whose message reads like
+            ``"spec.size: Input should be greater than or equal to 1 (got 0)"`` (several errors joined by ``"; "``)
+            and whose ``field`` is the first offending field's path.
+        """
+        parts: list[str] = []
+        fields: list[str] = []
+        for error in exc.errors():
+            path = _field_path(prefix, error["loc"])
+            fields.append(path)
+            text = f"{path}: {error['msg']}"
+            if error["type"] != "missing":
+                text += f" (got {_short_repr(error['input'])})"
+            parts.append(text)
+        if not parts:
+            return cls(f"{prefix or 'object'}: invalid", field=prefix or None)
+        return cls("; ".join(parts), field=fields[0])
+
+
+def _field_path(prefix: str, loc: tuple[int | str, ...]) -> str:
+    path = prefix
+    for item in loc:
+        if isinstance(item, int):
+            path += f"[{item}]"
+        else:
+            path = f"{path}.{item}" if path else str(item)
+    return path or "(root)"
+
+
+def _short_repr(value: object) -> str:
+    text = _one_line(repr(value))
+    if len(text) > _MAX_INPUT_REPR:
+        text = text[: _MAX_INPUT_REPR - 3] + "..."
+    return text
+
+
+class GiveUp(OktError):
+    """Stop reconciling this object until it changes.
+
+    Args:
+        reason_text: why the reconcile gives up (the condition message).
+        alarming: ``True`` when giving up is also an error: the ErrorManager state runs before the GiveupManager.
+            A quiet give-up (``False``, e.g. the custom resource is gone) goes straight to the GiveupManager.
+    """
+
+    reason: ClassVar[str] = "GiveUp"
+
+    def __init__(self, reason_text: str, alarming: bool = False) -> None:
+        self.alarming = alarming
+        super().__init__(reason_text)
+        self.reason_text = self.message
+
+
+class ApiError(OktError):
+    """The Kubernetes API failed a request (``status`` > 0) or could not be reached (``status`` 0).
+
+    Use :meth:`from_status` to get the status-class child. ``reason`` stays ``"ApiError"`` (the condition reason);
+    the API's own reason (``NotFound``, ``AlreadyExists``, ...) is ``api_reason``.
+
+    Args:
+        status: the HTTP status, 0 when no response came back.
+        reason: the ``reason`` field of the API's Status object (or a short transport description).
+        message: the ``message`` field of the API's Status object.
+        method: the HTTP method of the failed request, for the message.
+        url: the URL of the failed request, for the message.
+    """
+
+    reason: ClassVar[str] = "ApiError"
+
+    def __init__(self, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> None:
+        self.status = status
+        self.api_reason = reason
+        self.api_message = message
+        self.method = method
+        self.url = url
+        request = " ".join(part for part in (method, url) if part)
+        answer = f"{status} {reason}" if status else f"no response ({reason})" if reason else "no response"
+        text = f"{answer}: {message}" if message else answer
+        super().__init__(f"{request} -> {text}" if request else text)
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed later: conflicts, throttling, server errors, no response."""
+        return self.status in (0, 409, 429) or 500 <= self.status <= 599
+
+    @classmethod
+    def from_status(cls, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> ApiError:
+        """Build the child class that matches ``status`` (``ApiError`` itself for unlisted statuses)."""
+        if 500 <= status <= 599:
+            kind: type[ApiError] = ServerError
+        else:
+            kind = _BY_STATUS.get(status, ApiError)
+        return kind(status, reason, message, method=method, url=url)
+
+
+class BadRequest(ApiError):
+    """400: the request was malformed."""
+
+
+class Unauthorized(ApiError):
+    """401: the credentials were rejected."""
+
+
+class Forbidden(ApiError):
+    """403: RBAC does not allow the request."""
+
+
+class NotFound(ApiError):
+    """404: the object (or its kind) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: a stale resourceVersion, or (``already_exists``) a create of an existing object."""
+
+    def __init__(self, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> None:
+        super().__init__(status, reason, message, method=method, url=url)
+        self.already_exists = reason == "AlreadyExists"
+
+
+class Gone(ApiError):
+    """410: a watch's resourceVersion is too old; the informer relists."""
+
+
+class Invalid(ApiError):
+    """422: the object failed the API server's validation."""
+
+
+class TooManyRequests(ApiError):
+    """429: the API server is throttling; retry later."""
+
+
+class ServerError(ApiError):
+    """5xx: the API server failed; retry later."""
+
+
+class Unavailable(ApiError):
+    """0: no response at all (connection refused or reset, timeout)."""
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    0: Unavailable,
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+class RegistrationError(OktError):
+    """The same resource key (apiVersion, kind, namespace, name) was registered twice in one reconcile."""
+
+    reason: ClassVar[str] = "RegistrationAborted"
+
+
+class MutationError(OktError):
+    """A mutation changed a child's identity (name or namespace), which would orphan the live object."""
+
+    reason: ClassVar[str] = "MutateError"
+
+
+class ConfigurationError(OktError):
+    """Bad command-line or configuration input; raised before anything talks to a cluster."""
+
+    reason: ClassVar[str] = "ConfigurationError"
+
+
+def reason_for(exc: BaseException) -> str:
+    """The condition reason for any exception: its ``reason`` in this tree, ``"ReconcileError"`` otherwise."""
+    if isinstance(exc, OktError):
+        return exc.reason
+    return UNKNOWN_REASON

@@ -1,0 +1,167 @@
+"""One reconcile, start to end: fetch the CR, validate its spec, walk the engine, log the path, return the Run.
+
+Why this exists: the runtime (informers, queue, workers) and the tests both need "reconcile this key once" with no
+hidden state. Everything a reconcile touches lives in its :class:`okt.reconciler.context.Context`; the return value is
+the engine's :class:`okt.engines.stepper.Run` whose ``outcome`` drives the work queue.
+
+Guarantees: never raises for a problem of the object or the API (those become results entries and an outcome); a CR
+that no longer exists ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read; an
+invalid spec is an ``InvalidSpec`` error — except while the CR is being deleted, when cleanup must still run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.engines import freestyle, states, stepper
+from okt.engines import results as results_mod
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+from okt.reconciler import context as context_mod
+from okt.reconciler import reconciler as reconciler_mod
+from okt.status import events
+
+State = states.State
+Reader = context_mod.Reader
+_ids = itertools.count(1)
+_ids_lock = threading.Lock()
+
+
+class ApiReader:
+    """A Reader that asks the API server every time (plain calls and tests; ``okt run`` uses the informer cache)."""
+
+    def __init__(self, client: kube_client.Client) -> None:
+        self._client = client
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        obj = self._client.get_or_none(kind, name, namespace)
+        if obj is not None:
+            obj.setdefault("apiVersion", kind.api_version)
+            obj.setdefault("kind", kind.kind)
+        return obj
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items()) or None
+        items, _ = self._client.list(kind, namespace, label_selector=selector)
+        return items
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        return None
+
+
+def primary_kind(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> kinds.Kind:
+    """The REST addressing of the reconciler's primary kind (discovered when ``plural`` is not declared)."""
+    if reconciler_cls.plural:
+        return reconciler_cls.primary_kind()
+    return client.resolve(reconciler_cls.api_version, reconciler_cls.kind)
+
+
+def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> list[kinds.Kind]:
+    seen: dict[tuple[str, str], kinds.Kind] = {}
+    for owned in reconciler_cls.owns:
+        seen.setdefault((owned.api_version, owned.kind), client.resolve(owned.api_version, owned.kind))
+    return list(seen.values())
+
+
+def _next_id() -> int:
+    with _ids_lock:
+        return next(_ids)
+
+
+def reconcile(
+    reconciler: reconciler_mod.Reconciler,
+    client: kube_client.Client,
+    reader: Reader | None,
+    namespace: str | None,
+    name: str,
+    *,
+    kind: kinds.Kind | None = None,
+    logger: structlog.typing.FilteringBoundLogger | None = None,
+    recorder: events.EventRecorder | None = None,
+) -> stepper.Run:
+    """Reconcile one object once and return the run (path, outcome, results)."""
+    reader = reader or ApiReader(client)
+    kind = kind or primary_kind(type(reconciler), client)
+    log = (logger or structlog.get_logger("okt")).bind(
+        controller=type(reconciler).controller_name(),
+        namespace=namespace,
+        name=name,
+        reconcile_id=_next_id(),
+    )
+    raw = reader.get(kind, name, namespace)
+    exists = raw is not None
+    placeholder = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": name, "namespace": namespace},
+    }
+    cr = objects.CustomResource(raw if raw is not None else placeholder)
+    ctx = context_mod.Context(
+        reconciler=reconciler,
+        client=client,
+        reader=reader,
+        kind=kind,
+        cr=cr,
+        exists=exists,
+        logger=log,
+        recorder=recorder if reconciler.events else None,
+    )
+    ctx.conditions.flusher = lambda: reconciler.write_status(ctx)
+
+    def prologue() -> bool:
+        """Fetch and validate; False when the machine should not run the user's CRChecker work."""
+        if not exists:
+            ctx.results.add(results_mod.Operation.CR_NOT_FOUND, name)
+            ctx.results.give_up("cr not found")
+            return False
+        try:
+            typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
+        except errors.InvalidSpec:
+            if cr.deleting:
+                return True
+            raise
+        if typed is not None:
+            ctx.cr = ctx.cr.with_spec(typed)
+        return True
+
+    def step(state: states.State) -> None:
+        if state is State.CRChecker and not prologue():
+            return
+        reconciler.enter_in_state(state, ctx)
+
+    engine = reconciler.engine
+    if isinstance(engine, freestyle.FreeStyle):
+        run = engine.run(lambda: _freestyle(reconciler, ctx, prologue), ctx.results)
+    else:
+        run = engine.run(step, ctx.results, lambda: ctx.finalizing)
+    log.info("reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary())
+    return run
+
+
+def _freestyle(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, prologue: Any) -> None:
+    """FreeStyle framing: same fetch, finalizer and status handling as the Stepper, one hook, no routing."""
+    try:
+        if not prologue():
+            return
+        if ctx.finalizing:
+            reconciler.cr_finalizer(ctx)
+            return
+        reconciler.cr_checker(ctx)
+        if not ctx.results.has_error:
+            reconciler.reconcile_with_cr(ctx)
+    except Exception as exc:
+        ctx.results.record_exception(exc)
+    if ctx.finalizing:
+        return
+    if ctx.results.has_error or ctx.results.give_up_alarming:
+        reconciler.error_manager(ctx)
+    elif not ctx.results.gave_up:
+        reconciler.success_manager(ctx)

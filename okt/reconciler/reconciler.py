@@ -1,0 +1,348 @@
+"""``okt.Reconciler`` — the class an operator author subclasses.
+
+Why this exists: it is OKT's reconciler in Python. The author declares the primary kind, the spec model, the children
+it owns and whether deletion needs cleanup, then implements ``enter_in_state(state, ctx)`` (or only ``resources(ctx)``
+and let the built-in work do the rest). Every built-in state's work is a public method the author can call, extend or
+replace:
+
+==============  =======================================================================================
+state           built-in work (``default_work``)
+==============  =======================================================================================
+CRChecker       add the finalizer (when ``finalizer`` is set), first-visit conditions, ``check(ctx)``
+ObjectsGetter   register ``resources(ctx)``, read each child's live state (from the informer store)
+Mutator         ``mutate_with_cr``, normalise, hash, decide create / update / unchanged per child
+Updater         send the creates and updates decided, prune owned children no longer registered
+SuccessManager  Ready/Available/Progressing/Degraded/ReconciliationSuccess, status write if changed, events
+ErrorManager    Ready=False with the error's reason and message, status write if changed, warning event
+CRFinalizer     ``cleanup(ctx)``; the finalizer is removed only if cleanup recorded no error
+==============  =======================================================================================
+
+Guarantees: hooks never crash a worker (exceptions become results entries); a reconcile that changes nothing sends no
+request; the status is written only when it changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import pydantic
+
+from okt import errors
+from okt.engines import freestyle, states, stepper
+from okt.engines import results as results_mod
+from okt.kube import kinds
+from okt.reconciler import context as context_mod
+from okt.resources import apply, helpers, resource
+from okt.status import bookkeeping, events, finalizers, writer
+from okt.status import conditions as cond
+
+Operation = results_mod.Operation
+State = states.State
+CONFLICT_DELAY = 0.2
+
+
+class Reconciler:
+    """Subclass me. Class attributes declare what is reconciled; methods are the hooks."""
+
+    api_version: ClassVar[str] = ""
+    """The primary resource's apiVersion, e.g. ``"cache.example.com/v1alpha1"``."""
+    kind: ClassVar[str] = ""
+    plural: ClassVar[str | None] = None
+    namespaced: ClassVar[bool] = True
+    spec_model: ClassVar[type[pydantic.BaseModel] | None] = None
+    status_model: ClassVar[type[pydantic.BaseModel] | None] = None
+    owns: ClassVar[Sequence[type[resource.Resource]]] = ()
+    finalizer: ClassVar[str | None] = None
+    """Set to a finalizer name (e.g. ``"cache.example.com/cleanup"``) to get ``cleanup(ctx)`` on deletion."""
+    engine: ClassVar[stepper.Stepper | freestyle.FreeStyle] = stepper.Stepper()
+    params: ClassVar[Mapping[str, Any]] = {}
+    prune: ClassVar[bool] = True
+    prefix: ClassVar[str] = apply.DEFAULT_PREFIX
+    persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
+    max_concurrent: ClassVar[int | None] = None
+    name: ClassVar[str | None] = None
+    events: ClassVar[bool] = True
+    printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()
+
+    # -- naming --------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def controller_name(cls) -> str:
+        return cls.name or cls.kind.lower() or cls.__name__.lower()
+
+    @classmethod
+    def primary_kind(cls) -> kinds.Kind:
+        return kinds.Kind(cls.api_version, cls.kind, cls.plural or kinds.naive_plural(cls.kind), cls.namespaced)
+
+    # -- the author's hooks --------------------------------------------------------------------------------------
+
+    def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> None:
+        """Called on entering every state but GiveupManager and End. Default: the built-in work of the state.
+
+        Override it and call ``super().enter_in_state(state, ctx)`` (or one built-in method) where you want the
+        built-in work to happen.
+        """
+        self.default_work(state, ctx)
+
+    def reconcile_with_cr(self, ctx: context_mod.Context) -> None:
+        """The FreeStyle engine's single hook. Default: the Stepper's main course in one go."""
+        for state in (State.ObjectsGetter, State.Mutator, State.Updater):
+            self.default_work(state, ctx)
+            if ctx.results.has_error or ctx.results.gave_up:
+                return
+
+    def resources(self, ctx: context_mod.Context) -> Iterable[resource.Resource]:
+        """The children this CR should have; registered by the built-in ObjectsGetter. Default: none."""
+        return ()
+
+    def check(self, ctx: context_mod.Context) -> None:
+        """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""
+        return None
+
+    def cleanup(self, ctx: context_mod.Context) -> None:
+        """What deletion must undo before the finalizer goes (only called when ``finalizer`` is set)."""
+        return None
+
+    def available(self, ctx: context_mod.Context) -> bool | None:
+        """Whether the application is available. Default: every Deployment/StatefulSet child has its replicas
+        available; None (Unknown) when there is no workload child."""
+        readiness = [
+            r.readiness()
+            for r in ctx.registry
+            if isinstance(r, helpers.DeploymentResource | helpers.StatefulSetResource)
+        ]
+        if not readiness:
+            return None
+        return all(r.available_all for r in readiness)
+
+    def progressing(self, ctx: context_mod.Context) -> bool:
+        """Whether a rollout is under way. Default: a workload child has not rolled out its latest spec."""
+        return any(
+            r.readiness().progressing
+            for r in ctx.registry
+            if isinstance(r, helpers.DeploymentResource | helpers.StatefulSetResource)
+        )
+
+    # -- dispatch ------------------------------------------------------------------------------------------------
+
+    def default_work(self, state: states.State, ctx: context_mod.Context) -> None:
+        work: dict[State, Callable[[context_mod.Context], None]] = {
+            State.CRChecker: self.cr_checker,
+            State.ObjectsGetter: self.objects_getter,
+            State.Mutator: self.mutator,
+            State.Updater: self.updater,
+            State.SuccessManager: self.success_manager,
+            State.ErrorManager: self.error_manager,
+            State.CRFinalizer: self.cr_finalizer,
+        }
+        action = work.get(state)
+        if action is not None:
+            action(ctx)
+
+    # -- built-in work -------------------------------------------------------------------------------------------
+
+    def cr_checker(self, ctx: context_mod.Context) -> None:
+        if ctx.finalizing:
+            return
+        if self.finalizer:
+            try:
+                added = finalizers.add(ctx.client, ctx.kind, ctx.cr, self.finalizer, ctx.observe)
+            except (errors.Conflict, errors.Invalid) as exc:
+                ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+                return
+            if added is not None:
+                ctx.results.add(Operation.FINALIZER_ADDED, self.finalizer)
+        generation = ctx.cr.generation
+        ctx.conditions.set_unknown_if_missing(
+            (cond.READY, cond.AVAILABLE, cond.PROGRESSING, cond.DEGRADED),
+            "Reconciling",
+            "okt has started reconciling this object",
+            generation,
+        )
+        self.check(ctx)
+
+    def objects_getter(self, ctx: context_mod.Context) -> None:
+        for res in self.resources(ctx):
+            try:
+                ctx.register(res)
+            except errors.RegistrationError as exc:
+                ctx.results.add(Operation.REGISTRATION_ABORTED, res.describe(), exc)
+                return
+        for res in ctx.registry:
+            kind = ctx.client.kind_of(res.desired)
+            res.live = ctx.reader.get(kind, res.name, res.namespace)
+
+    def mutator(self, ctx: context_mod.Context) -> None:
+        for res in ctx.registry:
+            try:
+                res.mutate_with_cr(ctx.cr)
+                apply.prepare(res, ctx.cr, ctx.labels)
+                ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.labels)
+            except Exception as exc:
+                ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc)
+
+    def updater(self, ctx: context_mod.Context) -> None:
+        for res in ctx.registry:
+            decision = ctx.decisions.get(res.key)
+            if decision is None:
+                continue
+            self._apply_one(ctx, res, decision)
+        if self.prune and not ctx.results.has_error:
+            self.prune_unregistered(ctx)
+
+    def _apply_one(self, ctx: context_mod.Context, res: resource.Resource, decision: apply.Decision) -> None:
+        what = res.describe()
+        try:
+            if decision.action is apply.Action.CREATE:
+                try:
+                    apply.create(ctx.client, res, ctx.observe)
+                except errors.Conflict as exc:
+                    if not exc.already_exists:
+                        raise
+                    # Our cache had not seen it yet: read it and decide again (never a blind second create).
+                    live = ctx.client.get(ctx.client.kind_of(res.desired), res.name, res.namespace)
+                    ctx.observe(live)
+                    res.live = live
+                    again = apply.decide(res, live, ctx.cr, ctx.labels)
+                    if again.action is apply.Action.UPDATE:
+                        apply.update(ctx.client, res, live, ctx.cr, ctx.observe)
+                        ctx.results.add(Operation.UPDATED, what)
+                    else:
+                        ctx.results.add(Operation.UNCHANGED, what)
+                    return
+                ctx.results.add(Operation.CREATED, what)
+            elif decision.action is apply.Action.UPDATE and res.live is not None:
+                ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
+                apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe)
+                ctx.results.add(Operation.UPDATED, what)
+            else:
+                ctx.results.add(Operation.UNCHANGED, what)
+        except errors.Conflict as exc:
+            ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
+        except errors.OktError as exc:
+            ctx.results.add(Operation.CRUD_ERROR, what, exc)
+
+    def prune_unregistered(self, ctx: context_mod.Context) -> None:
+        """Delete children that carry our owner label but are no longer registered."""
+        wanted = ctx.registry.keys()
+        owned = {(c.api_version, c.kind) for c in self.owns} | {(k[0], k[1]) for k in wanted}
+        selector = {ctx.labels.owner_label: ctx.cr.uid}
+        for api_version, kind_name in sorted(owned):
+            kind = ctx.client.resolve(api_version, kind_name)
+            for obj in ctx.reader.list(kind, ctx.cr.namespace if kind.namespaced else None, selector):
+                key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
+                if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                try:
+                    apply.delete(ctx.client, obj)
+                    ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
+                except errors.OktError as exc:
+                    ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)
+
+    def success_manager(self, ctx: context_mod.Context) -> None:
+        generation = ctx.cr.generation
+        was_ready = ctx.conditions.is_true(cond.READY)
+        available = self.available(ctx)
+        progressing = self.progressing(ctx)
+        message = f"generation {generation} reconciled: {ctx.results.summary()}"
+        c = ctx.conditions
+        c.set(cond.READY, True, "Reconciled", "every child is in its desired state", generation)
+        c.set(cond.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
+        c.set(
+            cond.PROGRESSING,
+            progressing,
+            "RollingOut" if progressing else "Settled",
+            "a rollout is under way" if progressing else "nothing to roll out",
+            generation,
+        )
+        c.set(cond.DEGRADED, False, "AsExpected", "no error", generation)
+        if available is None:
+            c.set(cond.AVAILABLE, True, "Reconciled", "no workload to wait for", generation)
+        else:
+            c.set(
+                cond.AVAILABLE,
+                available,
+                "ReplicasAvailable" if available else "ReplicasUnavailable",
+                "all replicas are available" if available else "waiting for replicas",
+                generation,
+            )
+        ctx.bookkeeping.error_count = 0
+        self.write_status(ctx)
+        if not was_ready:
+            ctx.event(events.NORMAL, "Reconciled", message)
+
+    def error_manager(self, ctx: context_mod.Context) -> None:
+        if not ctx.exists:
+            return
+        error = ctx.results.first_error
+        if error is None and ctx.results.gave_up:
+            reason, message = "GiveUp", ctx.results.gave_up
+        else:
+            reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
+        generation = ctx.cr.generation
+        c = ctx.conditions
+        c.set(cond.READY, False, reason, message, generation)
+        c.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
+        c.set(cond.DEGRADED, True, reason, message, generation)
+        c.set_unknown_if_missing((cond.AVAILABLE, cond.PROGRESSING), reason, message, generation)
+        ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
+        try:
+            self.write_status(ctx)
+        finally:
+            ctx.event(events.WARNING, reason, message)
+
+    def cr_finalizer(self, ctx: context_mod.Context) -> None:
+        ctx.results.add(Operation.FINALIZING, ctx.cr.name)
+        if not self.finalizer or self.finalizer not in ctx.cr.finalizers:
+            return
+        try:
+            self.cleanup(ctx)
+        except Exception as exc:
+            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc)
+        if ctx.results.has_error:
+            return
+        try:
+            finalizers.remove(ctx.client, ctx.kind, ctx.cr, self.finalizer, ctx.observe)
+            ctx.results.add(Operation.FINALIZER_REMOVED, self.finalizer)
+        except errors.NotFound:
+            ctx.results.add(Operation.FINALIZER_REMOVED, self.finalizer)
+        except (errors.Conflict, errors.Invalid) as exc:
+            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+
+    # -- status --------------------------------------------------------------------------------------------------
+
+    def write_status(self, ctx: context_mod.Context) -> bool:
+        """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping — only if something changed."""
+        extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
+        if self.status_model is not None and ctx.status:
+            extra.update(
+                self.status_model.model_validate(ctx.status).model_dump(mode="json", by_alias=True, exclude_none=True)
+            )
+        wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
+        try:
+            written = writer.write(ctx.client, ctx.kind, ctx.cr, wanted, ctx.observe)
+            patch = ctx.bookkeeping.annotation_patch()
+            if patch is not None:
+                ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace))
+        except errors.NotFound:
+            ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
+            return False
+        except errors.Conflict as exc:
+            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+            return False
+        except errors.OktError as exc:
+            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
+            return False
+        ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
+        return written is not None
+
+
+def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:
+    """The typed spec (or the raw mapping when no model is declared); InvalidSpec names every bad field."""
+    if reconciler.spec_model is None:
+        return None
+    try:
+        return reconciler.spec_model.model_validate(dict(raw_spec))
+    except pydantic.ValidationError as exc:
+        raise errors.InvalidSpec.from_validation_error(exc) from exc

@@ -1,0 +1,177 @@
+"""The pure rules that decide whether a child object needs a write: checksums and the subset comparison.
+
+Why this exists: an operator that writes on every reconcile floods the API server, bumps ``resourceVersion`` for
+nothing and wakes every watcher, including itself. okt writes a child only when it has to, and that decision rests on
+two independent checks, both defined here with no cluster and no I/O:
+
+* a **checksum** of the desired object's hashable ref, stored in the child's ``<prefix>/okt-hash`` annotation. If the
+  stored hash differs from the desired hash, what we want changed since we last wrote;
+* a **subset comparison** of the desired object against the live one. If every field we set is still there with the
+  value we set, nobody changed what we own. Fields the server or other controllers added (defaults, ``status``,
+  ``clusterIP``, ``protocol: TCP`` inside ``ports``) are not ours and never count as drift.
+
+Both must hold for a child to be left alone.
+
+Guarantees:
+
+* :func:`canonical_json` and :func:`checksum` depend only on the value: key order never changes them, and a pydantic
+  model hashes like its wire form (aliases, ``None`` fields left out). Values JSON cannot represent exactly (NaN,
+  infinities, sets, arbitrary objects) raise instead of hashing to something unstable.
+* :func:`is_subset` and :func:`diff_paths` agree: ``is_subset(d, l)`` is exactly ``not diff_paths(d, l)``.
+
+Caveats: the comparison is deliberately strict about types (``1`` is not ``"1"``, ``True`` is not ``1``); a manifest
+that writes ``replicas: "3"`` will show drift until it is fixed. Quantities are not normalised either: the server
+keeps ``memory: 1Gi`` as written, so a manifest and its live object agree as long as the manifest is consistent.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pydantic
+
+SERVER_OWNED_METADATA = frozenset(
+    {
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+        "selfLink",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    }
+)
+"""``metadata`` keys the API server writes; a client never sets them, so they are left out of comparisons."""
+
+ROOT_PATH = "."
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _dump_model(value: object) -> Any:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable; convert it before hashing")
+
+
+def canonical_json(value: object) -> str:
+    """The one JSON text of ``value``: sorted keys, no whitespace, UTF-8 characters kept as they are.
+
+    Pydantic models (at any depth) are dumped first as ``model_dump(mode="json", by_alias=True, exclude_none=True)``,
+    their wire form. Tuples serialise as lists. NaN and infinities raise :class:`ValueError`; any other type JSON
+    cannot hold raises :class:`TypeError`.
+    """
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_dump_model,
+    )
+
+
+def checksum(value: object) -> str:
+    """The SHA-256 hex digest of :func:`canonical_json` encoded in UTF-8 (64 lowercase hex characters)."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def is_subset(desired: object, live: object) -> bool:
+    """Whether ``live`` still holds everything ``desired`` sets. The rules, applied recursively:
+
+    * **mappings** -- every key of ``desired`` must be in ``live`` and match there; keys only in ``live`` are ignored
+      (server defaults, other writers). A key missing from ``live`` matches when its desired value is empty
+      (``None``, ``{}`` or ``[]``), because the server drops empty values;
+    * **lists** -- same length, and each desired element is a subset of the live element at the same index, so
+      server-defaulted fields inside items (``ports[0].protocol``, ``containers[0].terminationMessagePath``) are
+      ignored while an added, removed or reordered item is drift;
+    * **scalars** -- equal value and kind: strings equal strings, numbers equal numbers (``1 == 1.0``), booleans
+      equal booleans, ``None`` equals ``None``. No conversion between kinds: ``1`` does not match ``"1"`` and
+      ``True`` does not match ``1``.
+
+    Pydantic models are compared in their wire form (see :func:`canonical_json`).
+    """
+    return next(_mismatches(_plain(desired), _plain(live), ROOT_PATH), None) is None
+
+
+def diff_paths(desired: object, live: object) -> list[str]:
+    """The paths where :func:`is_subset` fails, in desired-document order, for logs and drift reports.
+
+    Paths are jq-style: ``.spec.ports[0].port``, ``.metadata.annotations["okt.io/okt-hash"]`` (keys that are not
+    plain identifiers are quoted: ``.["a b"]``), and ``.`` for the root. The deepest differing path is reported: a
+    changed leaf names the leaf; a key missing from ``live``, a list of another length, or a value of another kind
+    names that key or value.
+    """
+    return list(_mismatches(_plain(desired), _plain(live), ROOT_PATH))
+
+
+def strip_server_owned(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a Kubernetes object without what the server owns: ``status`` and :data:`SERVER_OWNED_METADATA`.
+
+    Use it on a live object before comparing or hashing it, so a new ``resourceVersion`` or a status update never
+    reads as a change. ``obj`` itself is not modified.
+    """
+    stripped = {key: copy.deepcopy(value) for key, value in obj.items() if key != "status"}
+    metadata = stripped.get("metadata")
+    if isinstance(metadata, Mapping):
+        stripped["metadata"] = {key: value for key, value in metadata.items() if key not in SERVER_OWNED_METADATA}
+    return stripped
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def _is_empty(value: object) -> bool:
+    return value is None or (isinstance(value, Mapping | list | tuple) and len(value) == 0)
+
+
+def _child_path(path: str, key: object) -> str:
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
+        return f"{path}{key}" if path == ROOT_PATH else f"{path}.{key}"
+    quoted = json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False)
+    return f"{path}[{quoted}]"
+
+
+def _index_path(path: str, index: int) -> str:
+    return f"{path}[{index}]"
+
+
+def _mismatches(desired: object, live: object, path: str) -> Iterator[str]:
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            yield path
+            return
+        for key, value in desired.items():
+            if key in live:
+                yield from _mismatches(value, live[key], _child_path(path, key))
+            elif not _is_empty(value):
+                yield _child_path(path, key)
+    elif isinstance(desired, list | tuple):
+        if not isinstance(live, list | tuple) or len(live) != len(desired):
+            yield path
+            return
+        for index, (wanted, found) in enumerate(zip(desired, live, strict=True)):
+            yield from _mismatches(wanted, found, _index_path(path, index))
+    elif not _same_scalar(desired, live):
+        yield path
+
+
+def _same_scalar(desired: object, live: object) -> bool:
+    # bool is a subclass of int in Python; in JSON they are different kinds, so they are told apart first.
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return isinstance(desired, bool) and isinstance(live, bool) and desired == live
+    if isinstance(desired, int | float) and isinstance(live, int | float):
+        return desired == live
+    if isinstance(desired, int | float) or isinstance(live, int | float):
+        return False
+    if isinstance(desired, str) or isinstance(live, str):
+        return isinstance(desired, str) and isinstance(live, str) and desired == live
+    return desired == live

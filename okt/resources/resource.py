@@ -1,0 +1,173 @@
+"""Resources: one child object of a custom resource, described by its desired state.
+
+Why this exists: OKT's central idea is that an operator declares its children as *resources* — templates plus
+mutations — and the engine makes the cluster match them, idempotently. A ``Resource`` is created (and pruned or
+deleted) but never updated; a ``MutableResource`` is also updated when the desired state changes or drifts.
+
+How the desired state is built (in this order):
+
+1. from ``body`` (a dict or a pydantic model) when given, else by rendering the class's Jinja2 YAML ``template`` with
+   ``cr``, ``name``, ``namespace`` and the reconciler's parameters as variables;
+2. ``mutate_with_cr(cr)`` edits ``self.desired`` from the custom resource (every reconcile);
+3. ``mutate_with_initial_data()`` edits it further, only when the object is created or repaired.
+
+``hashable_ref()`` chooses what the checksum covers (default: everything but metadata, plus labels and our
+annotations). The name and namespace are fixed at construction: a mutation that changes them raises
+:class:`okt.errors.MutationError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import jinja2
+import pydantic
+import yaml
+
+from okt import errors
+from okt.kube import kinds, objects
+
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)  # noqa: S701 - YAML, not HTML
+_ENV.filters["to_yaml"] = lambda value: yaml.safe_dump(value, default_flow_style=True).strip()
+_compile_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(template: str) -> jinja2.Template:
+    with _compile_lock:
+        return _ENV.from_string(template)
+
+
+def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
+    """Render a Jinja2 YAML template into one object; errors say what went wrong in one line."""
+    try:
+        text = _compiled(template).render(**variables)
+    except jinja2.TemplateError as exc:
+        raise errors.MutationError(f"template error: {exc}") from exc
+    try:
+        loaded = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - the safe loader (C version when available)
+    except yaml.YAMLError as exc:
+        raise errors.MutationError(f"the rendered template is not valid YAML: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise errors.MutationError("the rendered template is not a YAML mapping")
+    return loaded
+
+
+class Resource:
+    """A child object okt creates (and deletes) but never updates.
+
+    Subclasses declare ``api_version``, ``kind`` and usually a ``template``.
+    """
+
+    api_version: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    template: ClassVar[str | None] = None
+    mutable: ClassVar[bool] = False
+    replace_fields: ClassVar[frozenset[str]] = frozenset({"data", "binaryData", "stringData"})
+    """Top-level fields that an update replaces exactly (keys okt no longer sets are removed); other fields merge."""
+
+    def __init__(
+        self,
+        cr: objects.CustomResource | None = None,
+        *,
+        name: str | None = None,
+        namespace: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | pydantic.BaseModel | None = None,
+    ) -> None:
+        self.cr = cr
+        self.params: Mapping[str, Any] = params or {}
+        if body is not None:
+            raw = (
+                body.model_dump(mode="json", by_alias=True, exclude_none=True)
+                if isinstance(body, pydantic.BaseModel)
+                else copy.deepcopy(dict(body))
+            )
+        elif self.template is not None:
+            default_ns = namespace or (cr.namespace if cr is not None else None) or ""
+            variables = {**self.params, "cr": cr, "name": name or (cr.name if cr else ""), "namespace": default_ns}
+            raw = render_template(self.template, variables)
+        else:
+            raw = {}
+        raw.setdefault("apiVersion", self.api_version)
+        raw.setdefault("kind", self.kind)
+        meta = raw.setdefault("metadata", {}) or {}
+        raw["metadata"] = meta
+        if name:
+            meta["name"] = name
+        if namespace or "namespace" not in meta:
+            ns = namespace or (cr.namespace if cr is not None else None)
+            if ns:
+                meta["namespace"] = ns
+        if not meta.get("name"):
+            raise errors.MutationError(f"{raw.get('kind') or type(self).__name__}: no metadata.name")
+        self.desired: dict[str, Any] = raw
+        self._identity = (str(meta["name"]), str(meta.get("namespace") or ""))
+        self.live: dict[str, Any] | None = None
+
+    # -- identity ------------------------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._identity[0]
+
+    @property
+    def namespace(self) -> str | None:
+        return self._identity[1] or None
+
+    @property
+    def key(self) -> kinds.ObjectKey:
+        return (str(self.desired.get("apiVersion")), str(self.desired.get("kind")), self._identity[1], self.name)
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.desired.get('kind')}/{where}{self.name}"
+
+    def check_identity(self) -> None:
+        """Raise MutationError when a mutation changed the name or namespace."""
+        meta = self.desired.get("metadata") or {}
+        now = (str(meta.get("name", "")), str(meta.get("namespace") or ""))
+        if now != self._identity:
+            raise errors.MutationError(
+                f"{self.describe()}: mutations may not change name/namespace (now {now[1]}/{now[0]})"
+            )
+
+    # -- the author's hooks ---------------------------------------------------------------------------------------
+
+    def mutate_with_cr(self, cr: objects.CustomResource) -> None:
+        """Edit ``self.desired`` from the custom resource; runs every reconcile. Default: nothing to change."""
+        return None
+
+    def mutate_with_initial_data(self) -> None:
+        """Edit ``self.desired`` with data applied only on creation or repair (e.g. generated values)."""
+        return None
+
+    def hashable_ref(self) -> Any:
+        """What the checksum covers. Default: the desired object without metadata, plus its labels."""
+        body = {k: v for k, v in self.desired.items() if k not in ("metadata", "status")}
+        body["labels"] = (self.desired.get("metadata") or {}).get("labels") or {}
+        return body
+
+    # -- helper hooks (overridden by the Secret/Service/... helpers) ----------------------------------------------
+
+    def normalize(self) -> None:
+        """Bring ``self.desired`` to the form the server stores (before hashing and comparing)."""
+        return None
+
+    def preserve_from_live(self, live: Mapping[str, Any]) -> None:
+        """Copy into ``self.desired`` the server-assigned values an update must keep (before an update)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+class MutableResource(Resource):
+    """A child object okt creates and updates (when the desired state changed or the live object drifted)."""
+
+    mutable: ClassVar[bool] = True

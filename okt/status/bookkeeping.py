@@ -1,0 +1,89 @@
+"""Where okt keeps its own per-object bookkeeping (consecutive error count, lifecycle phase).
+
+Why this exists: Kopf learned that built-in kinds and strict schemas prune unknown status fields, so a single hard-coded
+place does not fit every resource. okt lets the reconciler choose: ``status`` (``status.okt``, written with the
+conditions in the same status patch) or ``annotations`` (``<prefix>/error-count``, ``<prefix>/phase`` on the object;
+okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+STATUS_FIELD = "okt"
+
+
+class Persistence(enum.StrEnum):
+    STATUS = "status"
+    ANNOTATIONS = "annotations"
+
+
+class Bookkeeping:
+    """A working copy of the bookkeeping of one object for one reconcile."""
+
+    def __init__(self, raw: Mapping[str, Any], persistence: Persistence, prefix: str) -> None:
+        self.persistence = Persistence(persistence)
+        self._prefix = prefix
+        if self.persistence is Persistence.STATUS:
+            stored = (raw.get("status") or {}).get(STATUS_FIELD) or {}
+            self._loaded = {"errorCount": int(stored.get("errorCount") or 0), "phase": stored.get("phase")}
+        else:
+            annotations = (raw.get("metadata") or {}).get("annotations") or {}
+            count = annotations.get(self.error_annotation)
+            self._loaded = {
+                "errorCount": int(count) if count and count.isdigit() else 0,
+                "phase": annotations.get(self.phase_annotation),
+            }
+        self._values = dict(self._loaded)
+
+    @property
+    def error_annotation(self) -> str:
+        return f"{self._prefix}/error-count"
+
+    @property
+    def phase_annotation(self) -> str:
+        return f"{self._prefix}/phase"
+
+    @property
+    def error_count(self) -> int:
+        return int(self._values["errorCount"] or 0)
+
+    @error_count.setter
+    def error_count(self, value: int) -> None:
+        self._values["errorCount"] = max(0, int(value))
+
+    @property
+    def phase(self) -> str | None:
+        phase = self._values["phase"]
+        return str(phase) if phase is not None else None
+
+    @phase.setter
+    def phase(self, value: str | None) -> None:
+        self._values["phase"] = value
+
+    @property
+    def changed(self) -> bool:
+        return self._values != self._loaded
+
+    def status_fields(self) -> dict[str, Any]:
+        """What to merge into the desired status (status persistence only)."""
+        if self.persistence is not Persistence.STATUS:
+            return {}
+        if not self.error_count and self.phase is None and not self._loaded["errorCount"]:
+            return {}
+        return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
+
+    def annotation_patch(self) -> dict[str, Any] | None:
+        """A metadata merge patch with the changed annotations (annotation persistence only), or None."""
+        if self.persistence is not Persistence.ANNOTATIONS or not self.changed:
+            return None
+        return {
+            "metadata": {
+                "annotations": {
+                    self.error_annotation: str(self.error_count) if self.error_count else None,
+                    self.phase_annotation: self.phase,
+                }
+            }
+        }

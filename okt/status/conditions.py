@@ -1,0 +1,502 @@
+"""Status conditions, written the way Kubernetes API conventions ask for them.
+
+Why this exists: conditions are the part of an operator that users, ``kubectl wait --for=condition=Ready`` and kstatus
+readers actually look at. The conventions are precise and easy to get subtly wrong: ``lastTransitionTime`` must move
+only when the status flips (not when the message changes), a reason is a CamelCase token, a message is bounded, other
+controllers may write conditions into the same list and must not be disturbed, and a status write that changes nothing
+is a wasted request that can even re-trigger a watch. This module owns those rules so no caller has to remember them.
+
+Two values live here:
+
+* :class:`Condition` -- one immutable condition (a frozen pydantic model). It validates the API rules on construction
+  and serialises to the exact wire shape (``lastTransitionTime`` as ``2026-11-21T10:00:00Z``).
+* :class:`Conditions` -- a working copy of one object's ``status.conditions`` for the length of one reconcile. It is
+  the only mutable thing in this module, on purpose: a reconcile updates several conditions, then writes once if
+  :attr:`Conditions.changed`.
+
+Guarantees:
+
+* ``lastTransitionTime`` changes only when a condition's status changes (or when the condition first appears);
+  changing reason, message or observedGeneration keeps it, so a recurring identical error never looks new.
+* :meth:`Conditions.set` reports whether anything changed; setting what is already there is a no-op.
+* Conditions this process never touched -- whoever wrote them -- come out of :meth:`Conditions.to_list` exactly as they
+  went in, unknown keys included. Existing conditions keep their position; new ones are appended in the order set.
+* Times are aware UTC datetimes truncated to whole seconds. A naive datetime is rejected rather than guessed: a naive
+  value in Python is usually local time, and silently calling it UTC would shift transitions by hours.
+
+Caveats:
+
+* A condition we do touch is rewritten from its :class:`Condition` value: keys that :class:`Condition` does not model
+  (``lastUpdateTime``, ``lastProbeTime`` from older condition styles) are dropped for that condition only.
+* When a list holds the same type twice (possible only in CRDs that do not declare ``listType: map``), the first entry
+  is the condition; later duplicates are kept untouched until that type is set or removed, which drops them.
+* Message length is counted in UTF-8 bytes, as the API server's Go validation does; that is stricter than characters.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import enum
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple, Self
+
+import pydantic
+
+READY = "Ready"
+AVAILABLE = "Available"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+RECONCILIATION_SUCCESS = "ReconciliationSuccess"
+STANDARD_TYPES = (READY, AVAILABLE, PROGRESSING, DEGRADED, RECONCILIATION_SUCCESS)
+
+TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"  # optional DNS-subdomain prefix
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+TYPE_MAX_LENGTH = 316
+REASON_MAX_LENGTH = 1024
+MESSAGE_MAX_BYTES = 32768
+TRUNCATION_MARK = "\u2026"
+UNSPECIFIED_REASON = "Unspecified"
+
+_TYPE_RE = re.compile(TYPE_PATTERN)
+_REASON_RE = re.compile(REASON_PATTERN)
+_WORD_RE = re.compile(r"[A-Za-z0-9]+")
+_WIRE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def utcnow() -> datetime.datetime:
+    """The current time as an aware UTC datetime truncated to whole seconds (the precision conditions carry)."""
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def to_reason(text: str, *, fallback: str = UNSPECIFIED_REASON) -> str:
+    """Turn arbitrary text into a valid condition reason.
+
+    The rule: split ``text`` into runs of ASCII letters and digits (everything else -- spaces, punctuation, accents --
+    separates words), upper-case the first character of each word, keep the rest of the word as written, and join.
+    A result that would start with a digit is prefixed with ``Reason``; a result longer than 1024 characters is cut;
+    text with no letters or digits at all gives ``fallback``.
+
+    >>> to_reason("api error: 500")
+    'ApiError500'
+    >>> to_reason("InvalidSpec")
+    'InvalidSpec'
+    >>> to_reason("404 not found")
+    'Reason404NotFound'
+    """
+    reason = "".join(word[0].upper() + word[1:] for word in _WORD_RE.findall(text))
+    if not reason:
+        return fallback
+    if reason[0].isdigit():
+        reason = "Reason" + reason
+    return reason[:REASON_MAX_LENGTH]
+
+
+class ConditionStatus(enum.StrEnum):
+    """The three values a condition's status may take (the strings the API uses)."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+    @classmethod
+    def from_bool(cls, value: bool) -> ConditionStatus:
+        """``True`` -> ``TRUE``, ``False`` -> ``FALSE``."""
+        return cls.TRUE if value else cls.FALSE
+
+    @classmethod
+    def parse(cls, value: object) -> ConditionStatus:
+        """Read a status as other writers spell it: booleans, any letter case; anything else is UNKNOWN."""
+        if isinstance(value, bool):
+            return cls.from_bool(value)
+        if isinstance(value, str):
+            for member in cls:
+                if member.value.lower() == value.strip().lower():
+                    return member
+        return cls.UNKNOWN
+
+
+class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="forbid"):
+    """One status condition; immutable, validated against the API rules on construction.
+
+    Python names are snake_case, wire names camelCase (:meth:`to_dict` / :meth:`from_dict`). Direct construction is
+    strict: a reason outside the API pattern, a message over 32768 UTF-8 bytes or a naive datetime raise
+    :class:`pydantic.ValidationError`. Use :meth:`build` to have an over-long message truncated instead, and
+    :meth:`from_dict` to read what other writers put in a status.
+    """
+
+    type: str = pydantic.Field(pattern=TYPE_PATTERN, max_length=TYPE_MAX_LENGTH)
+    status: ConditionStatus
+    observed_generation: int | None = pydantic.Field(default=None, ge=0, alias="observedGeneration")
+    last_transition_time: datetime.datetime = pydantic.Field(alias="lastTransitionTime")
+    reason: str = pydantic.Field(pattern=REASON_PATTERN, min_length=1, max_length=REASON_MAX_LENGTH)
+    message: str = ""
+
+    @pydantic.field_validator("last_transition_time")
+    @classmethod
+    def _aware_utc_seconds(cls, value: datetime.datetime) -> datetime.datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("lastTransitionTime must be timezone-aware (a naive datetime is ambiguous)")
+        return value.astimezone(datetime.UTC).replace(microsecond=0)
+
+    @pydantic.field_validator("message")
+    @classmethod
+    def _bounded_message(cls, value: str) -> str:
+        size = len(value.encode("utf-8"))
+        if size > MESSAGE_MAX_BYTES:
+            raise ValueError(f"message is {size} UTF-8 bytes, the limit is {MESSAGE_MAX_BYTES}")
+        return value
+
+    @pydantic.field_serializer("last_transition_time", when_used="json")
+    def _wire_time(self, value: datetime.datetime) -> str:
+        return value.strftime(_WIRE_TIME_FORMAT)
+
+    @classmethod
+    def truncate_message(cls, message: str) -> str:
+        """Return ``message`` cut to fit the API limit, ending with an ellipsis when it was cut."""
+        encoded = message.encode("utf-8")
+        if len(encoded) <= MESSAGE_MAX_BYTES:
+            return message
+        room = MESSAGE_MAX_BYTES - len(TRUNCATION_MARK.encode("utf-8"))
+        # "ignore" drops a multi-byte character split by the cut instead of leaving half of it behind.
+        return encoded[:room].decode("utf-8", errors="ignore") + TRUNCATION_MARK
+
+    @classmethod
+    def build(
+        cls,
+        type: str,
+        status: ConditionStatus | bool,
+        reason: str,
+        message: str = "",
+        *,
+        observed_generation: int | None = None,
+        last_transition_time: datetime.datetime | None = None,
+    ) -> Condition:
+        """Construct a condition, truncating an over-long message; the time defaults to :func:`utcnow`."""
+        return cls(
+            type=type,
+            status=ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status),
+            reason=reason,
+            message=cls.truncate_message(message),
+            observed_generation=observed_generation,
+            last_transition_time=last_transition_time or utcnow(),
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, now: Callable[[], datetime.datetime] = utcnow) -> Condition:
+        """Read a condition as found in a live object, tolerating what other writers put there.
+
+        Only ``type`` must be valid (a condition without a usable type cannot be addressed; :class:`ValueError`).
+        Everything else is repaired rather than rejected: the status is read by :meth:`ConditionStatus.parse`; a
+        missing reason becomes ``Unspecified`` and an invalid one goes through :func:`to_reason`; a missing message is
+        empty and a long one is truncated; ``lastTransitionTime`` accepts any RFC 3339 / ISO 8601 form (fractions,
+        offsets; a value without offset is taken as UTC, which is what the API serialises) and falls back to ``now()``
+        when missing or unreadable; an ``observedGeneration`` that is not a non-negative integer is dropped. Unknown
+        keys are ignored.
+        """
+        type_ = data.get("type")
+        if not isinstance(type_, str) or len(type_) > TYPE_MAX_LENGTH or not _TYPE_RE.fullmatch(type_):
+            raise ValueError(f"not a valid condition type: {type_!r}")
+        raw_reason = data.get("reason")
+        if isinstance(raw_reason, str) and len(raw_reason) <= REASON_MAX_LENGTH and _REASON_RE.fullmatch(raw_reason):
+            reason = raw_reason
+        else:
+            reason = to_reason(raw_reason) if isinstance(raw_reason, str) else UNSPECIFIED_REASON
+        raw_message = data.get("message")
+        message = "" if raw_message is None else str(raw_message)
+        return cls(
+            type=type_,
+            status=ConditionStatus.parse(data.get("status")),
+            reason=reason,
+            message=cls.truncate_message(message),
+            observed_generation=_lenient_generation(data.get("observedGeneration")),
+            last_transition_time=_lenient_time(data.get("lastTransitionTime")) or now(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, ``observedGeneration`` omitted when unknown, the time as RFC 3339 UTC."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def with_status(self, status: ConditionStatus | bool, *, at: datetime.datetime | None = None) -> Condition:
+        """This condition with ``status``; ``lastTransitionTime`` moves to ``at`` (default now) only if it changed."""
+        new_status = ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status)
+        if new_status == self.status:
+            return self
+        return self._replace(status=new_status, last_transition_time=at or utcnow())
+
+    def with_reason(self, reason: str) -> Condition:
+        """This condition with another reason (validated); the transition time is kept."""
+        return self._replace(reason=reason)
+
+    def with_message(self, message: str) -> Condition:
+        """This condition with another message (truncated to the limit); the transition time is kept."""
+        return self._replace(message=self.truncate_message(message))
+
+    def with_observed_generation(self, observed_generation: int | None) -> Condition:
+        """This condition with another observedGeneration; the transition time is kept."""
+        return self._replace(observed_generation=observed_generation)
+
+    def _replace(self, **changes: Any) -> Self:
+        # model_copy(update=...) skips validation; rebuilding keeps every rule enforced on every value.
+        return self.model_validate({**self.model_dump(), **changes})
+
+
+def _lenient_generation(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _lenient_time(value: object) -> datetime.datetime | None:
+    if isinstance(value, datetime.datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return parsed.astimezone(datetime.UTC).replace(microsecond=0)
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One entry of the conditions list: the entry as loaded, and its parsed value if it is addressable."""
+
+    raw: Mapping[str, Any] | None
+    condition: Condition | None
+    key: str | None
+    touched: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        if self.touched and self.condition is not None:
+            return self.condition.to_dict()
+        return copy.deepcopy(dict(self.raw or {}))
+
+
+class Conditions(Mapping[str, Condition]):
+    """A working copy of one object's ``status.conditions``, addressed by condition type.
+
+    Read it with :meth:`from_status`, change it with :meth:`set` / :meth:`remove` / :meth:`set_unknown_if_missing`,
+    and write :meth:`to_list` back to the status subresource when :attr:`changed`. ``now`` is the clock used for new
+    transition times; tests pass a fixed one. Iteration yields condition types in list order.
+    """
+
+    def __init__(
+        self, items: Iterable[Mapping[str, Any]] = (), *, now: Callable[[], datetime.datetime] = utcnow
+    ) -> None:
+        self._now = now
+        self._slots: list[_Slot] = []
+        self._changed = False
+        seen: set[str] = set()
+        for item in items:
+            if not isinstance(item, Mapping):
+                # Not a condition at all: nothing can address or render it, so it is not carried over.
+                continue
+            raw = copy.deepcopy(dict(item))
+            try:
+                condition: Condition | None = Condition.from_dict(raw, now=now)
+            except ValueError:
+                condition = None
+            key = condition.type if condition is not None else None
+            if key is not None and key in seen:
+                condition = None
+            elif key is not None:
+                seen.add(key)
+            self._slots.append(_Slot(raw=raw, condition=condition, key=key))
+
+    @classmethod
+    def from_status(
+        cls, status: Mapping[str, Any] | None, *, now: Callable[[], datetime.datetime] = utcnow
+    ) -> Conditions:
+        """Load ``status["conditions"]``; a missing status, a missing list or a list of another shape reads as empty."""
+        items = (status or {}).get("conditions")
+        return cls(items if isinstance(items, list) else (), now=now)
+
+    @property
+    def changed(self) -> bool:
+        """Whether any :meth:`set` or :meth:`remove` changed something since this copy was loaded."""
+        return self._changed
+
+    def __getitem__(self, type: str) -> Condition:
+        slot = self._find(type)
+        if slot is None or slot.condition is None:
+            raise KeyError(type)
+        return slot.condition
+
+    def __contains__(self, type: object) -> bool:
+        return isinstance(type, str) and self._find(type) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (slot.condition.type for slot in self._slots if slot.condition is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for slot in self._slots if slot.condition is not None)
+
+    def __repr__(self) -> str:
+        return f"Conditions({self.summary()})"
+
+    def is_true(self, type: str) -> bool:
+        """Whether the condition is present with status True."""
+        condition = self.get(type)
+        return condition is not None and condition.status is ConditionStatus.TRUE
+
+    def is_false(self, type: str) -> bool:
+        """Whether the condition is present with status False."""
+        condition = self.get(type)
+        return condition is not None and condition.status is ConditionStatus.FALSE
+
+    def is_unknown(self, type: str) -> bool:
+        """Whether the condition is Unknown; an absent condition is unknown too."""
+        condition = self.get(type)
+        return condition is None or condition.status is ConditionStatus.UNKNOWN
+
+    def set(
+        self,
+        type: str,
+        status: ConditionStatus | bool,
+        reason: str,
+        message: str = "",
+        observed_generation: int | None = None,
+    ) -> bool:
+        """Set one condition; return whether anything changed.
+
+        ``lastTransitionTime`` is ``now()`` for a new condition or a status change, and kept otherwise. The message is
+        truncated to the API limit; an invalid type or reason raises :class:`pydantic.ValidationError` (use
+        :func:`to_reason` for free text). Setting exactly what is there changes nothing and returns False.
+        """
+        slot = self._find(type)
+        current = slot.condition if slot is not None else None
+        new_status = ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status)
+        keep_time = current is not None and current.status is new_status
+        wanted = Condition.build(
+            type,
+            new_status,
+            reason,
+            message,
+            observed_generation=observed_generation,
+            last_transition_time=current.last_transition_time if current is not None and keep_time else self._now(),
+        )
+        if current is not None and wanted == current:
+            return False
+        if slot is None:
+            self._slots.append(_Slot(raw=None, condition=wanted, key=type, touched=True))
+        else:
+            slot.condition = wanted
+            slot.touched = True
+            self._drop_duplicates(slot)
+        self._changed = True
+        return True
+
+    def set_unknown_if_missing(
+        self, types: Iterable[str], reason: str, message: str = "", observed_generation: int | None = None
+    ) -> bool:
+        """Add each of ``types`` that is absent with status Unknown (the conventions ask for conditions on first visit).
+
+        Present conditions are left alone whatever their status. Returns whether anything was added.
+        """
+        added = False
+        for type_ in types:
+            if type_ not in self:
+                added = self.set(type_, ConditionStatus.UNKNOWN, reason, message, observed_generation) or added
+        return added
+
+    def remove(self, type: str) -> bool:
+        """Remove a condition (and any duplicate of its type); return whether it was there."""
+        slot = self._find(type)
+        if slot is None:
+            return False
+        self._drop_duplicates(slot)
+        self._slots.remove(slot)
+        self._changed = True
+        return True
+
+    def apply(self, updates: Iterable[ConditionUpdate], observed_generation: int | None = None) -> bool:
+        """:meth:`set` each update (for instance :func:`standard_conditions`); return whether anything changed."""
+        changed = False
+        for update in updates:
+            changed = (
+                self.set(update.type, update.status, update.reason, update.message, observed_generation) or changed
+            )
+        return changed
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The list to write as ``status.conditions`` (fresh copies; mutating them does not affect this object)."""
+        return [slot.to_wire() for slot in self._slots]
+
+    def summary(self) -> str:
+        """One line for logs, in list order: ``Ready=True (Reconciled), Degraded=False (Reconciled)``."""
+        parts = [
+            f"{slot.condition.type}={slot.condition.status.value} ({slot.condition.reason})"
+            for slot in self._slots
+            if slot.condition is not None
+        ]
+        return ", ".join(parts) if parts else "no conditions"
+
+    def _find(self, type: str) -> _Slot | None:
+        for slot in self._slots:
+            if slot.condition is not None and slot.condition.type == type:
+                return slot
+        return None
+
+    def _drop_duplicates(self, primary: _Slot) -> None:
+        self._slots = [slot for slot in self._slots if slot is primary or slot.key != primary.key]
+
+
+class ConditionUpdate(NamedTuple):
+    """What one condition should become: the arguments of :meth:`Conditions.set` without the generation."""
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str
+
+
+def standard_conditions(
+    *,
+    ok: bool,
+    reason: str,
+    message: str,
+    generation: int | None,
+    progressing: bool = False,
+    degraded: bool | None = None,
+) -> list[ConditionUpdate]:
+    """What the standard conditions should say after one reconcile, in the OpenShift operator-status style.
+
+    ::
+
+        condition               success, settled   success, progressing   error (ok=False)
+        Ready                   True               False                  False
+        ReconciliationSuccess   True               True                   False
+        Progressing             False              True                   progressing
+        Degraded                False              False                  True
+
+    ``Ready`` is the summary ``kubectl wait --for=condition=Ready`` waits on, so it is True only when the object is
+    fully reconciled *and* nothing is still rolling out. ``ReconciliationSuccess`` keeps OKT's meaning: the last
+    reconcile ran without error. ``degraded``, when given, overrides the Degraded column (an operator may run
+    successfully yet know that a child is failing). Every condition carries the same reason and message: they describe
+    the one reconcile that produced them. An empty success message becomes ``generation N reconciled`` when the
+    generation is known, so ``kubectl describe`` shows what was reconciled. Pass ``generation`` again as the
+    ``observed_generation`` of :meth:`Conditions.apply`.
+    """
+    if ok and not message and generation is not None:
+        message = f"generation {generation} reconciled"
+    is_degraded = (not ok) if degraded is None else degraded
+    return [
+        ConditionUpdate(READY, ConditionStatus.from_bool(ok and not progressing), reason, message),
+        ConditionUpdate(RECONCILIATION_SUCCESS, ConditionStatus.from_bool(ok), reason, message),
+        ConditionUpdate(PROGRESSING, ConditionStatus.from_bool(progressing), reason, message),
+        ConditionUpdate(DEGRADED, ConditionStatus.from_bool(is_degraded), reason, message),
+    ]

@@ -1,0 +1,90 @@
+"""Kubernetes Events (core/v1) on meaningful transitions and on errors, deduplicated like client-go's recorder.
+
+Why this exists: ``kubectl describe`` is where people look first. okt emits an Event when a reconcile changes the
+Ready condition or fails; a repeat of the same (object, type, reason, message) bumps the existing Event's count
+instead of creating a new one. Steady reconciles emit nothing (the caller only emits on change).
+
+Guarantees: failures to record an event are logged and swallowed — an Event is never a reason to fail a reconcile.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import secrets
+import threading
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+
+NORMAL = "Normal"
+WARNING = "Warning"
+_CACHE_SIZE = 4096
+
+log = structlog.get_logger("okt.events")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Records Events for one controller; thread-safe; keeps a bounded dedupe cache."""
+
+    def __init__(self, client: kube_client.Client, component: str) -> None:
+        self._client = client
+        self._component = component
+        self._lock = threading.Lock()
+        self._seen: collections.OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = collections.OrderedDict()
+
+    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
+        key = (cr.uid, type_, reason, message)
+        namespace = cr.namespace or "default"
+        with self._lock:
+            seen = self._seen.pop(key, None)
+        try:
+            if seen is not None:
+                name, ns, count = seen
+                self._client.patch(kinds.EVENT, name, {"count": count + 1, "lastTimestamp": _now()}, ns)
+                stored = (name, ns, count + 1)
+            else:
+                name = f"{cr.name}.{secrets.token_hex(8)}"
+                now = _now()
+                self._client.create(self._event(cr, name, namespace, type_, reason, message, now), kinds.EVENT)
+                stored = (name, namespace, 1)
+        except errors.ApiError as exc:
+            log.warning("event not recorded", reason=reason, error=str(exc))
+            return
+        with self._lock:
+            self._seen[key] = stored
+            while len(self._seen) > _CACHE_SIZE:
+                self._seen.popitem(last=False)
+
+    def _event(
+        self, cr: objects.CustomResource, name: str, namespace: str, type_: str, reason: str, message: str, now: str
+    ) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": cr.api_version,
+                "kind": cr.kind,
+                "name": cr.name,
+                "namespace": cr.namespace,
+                "uid": cr.uid,
+                "resourceVersion": cr.resource_version,
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1024],
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }

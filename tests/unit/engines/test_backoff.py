@@ -1,0 +1,67 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okt.engines.backoff import Backoff
+
+
+@pytest.mark.parametrize(("failures", "delay"), [(1, 0.25), (2, 0.5), (3, 1.0), (4, 2.0), (5, 4.0), (11, 256.0)])
+def test_the_delay_doubles_per_failure_from_the_base(failures: int, delay: float) -> None:
+    assert Backoff().delay(failures, rand=0.5) == pytest.approx(delay)
+
+
+@pytest.mark.parametrize("failures", [12, 13, 100, 10_000, 10**9])
+def test_the_delay_never_exceeds_the_cap_even_for_huge_failure_counts(failures: int) -> None:
+    assert Backoff().delay(failures, rand=1.0) == 300.0
+
+
+@pytest.mark.parametrize(("rand", "delay"), [(0.0, 0.9), (0.5, 1.0), (1.0, 1.1)])
+def test_jitter_spreads_the_delay_by_at_most_its_share(rand: float, delay: float) -> None:
+    assert Backoff(base=1.0).delay(1, rand=rand) == pytest.approx(delay)
+
+
+def test_with_rand_given_the_delay_is_a_pure_function() -> None:
+    backoff = Backoff()
+    assert {backoff.delay(6, rand=0.3) for _ in range(20)} == {backoff.delay(6, rand=0.3)}
+
+
+def test_a_factor_of_one_keeps_the_delay_constant() -> None:
+    assert [Backoff(base=2.0, factor=1.0, jitter=0.0).delay(n) for n in (1, 5, 50)] == [2.0, 2.0, 2.0]
+
+
+@settings(max_examples=200, database=None, deadline=None)
+@given(failures=st.integers(min_value=1, max_value=10_000), rand=st.floats(min_value=0.0, max_value=1.0))
+def test_random_or_not_the_delay_stays_between_the_jittered_base_and_the_cap(failures: int, rand: float) -> None:
+    backoff = Backoff()
+    for value in (backoff.delay(failures, rand=rand), backoff.delay(failures)):
+        assert backoff.base * (1 - backoff.jitter) <= value <= backoff.cap
+
+
+@settings(max_examples=100, database=None, deadline=None)
+@given(failures=st.integers(min_value=1, max_value=200), rand=st.floats(min_value=0.0, max_value=1.0))
+def test_for_the_same_jitter_more_failures_never_wait_less(failures: int, rand: float) -> None:
+    backoff = Backoff()
+    assert backoff.delay(failures + 1, rand=rand) >= backoff.delay(failures, rand=rand)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"base": 0},
+        {"base": -1},
+        {"factor": 0.5},
+        {"cap": 0.1},
+        {"jitter": 1.0},
+        {"jitter": -0.1},
+        {"cap": float("inf")},
+    ],
+)
+def test_out_of_range_parameters_are_refused(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        Backoff(**kwargs)
+
+
+@pytest.mark.parametrize(("failures", "rand"), [(0, 0.5), (-3, 0.5), (1, -0.1), (1, 1.5)])
+def test_out_of_range_arguments_are_refused(failures: int, rand: float) -> None:
+    with pytest.raises(ValueError):
+        Backoff().delay(failures, rand=rand)

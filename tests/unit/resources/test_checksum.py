@@ -1,0 +1,361 @@
+"""Behaviour of okt.resources.checksum: canonical hashing and the drift comparison, without a cluster."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+import hypothesis
+import pydantic
+import pytest
+from hypothesis import strategies as st
+
+from okt.resources import checksum
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=25,
+)
+json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=5)
+
+
+def shuffled(value: Any, rnd: random.Random) -> Any:
+    """The same value with every mapping's keys inserted in another order."""
+    if isinstance(value, dict):
+        keys = list(value)
+        rnd.shuffle(keys)
+        return {key: shuffled(value[key], rnd) for key in keys}
+    if isinstance(value, list):
+        return [shuffled(item, rnd) for item in value]
+    return value
+
+
+def with_extra_keys(value: Any, rnd: random.Random) -> Any:
+    """The same value with keys added to some of its mappings, as a server or another writer would."""
+    if isinstance(value, dict):
+        grown = {key: with_extra_keys(item, rnd) for key, item in value.items()}
+        if rnd.random() < 0.7:
+            extra = "extra"
+            while extra in grown:
+                extra += "+"
+            grown[extra] = rnd.choice([None, 0, "defaulted", {"nested": [1]}, []])
+        return grown
+    if isinstance(value, list):
+        return [with_extra_keys(item, rnd) for item in value]
+    return value
+
+
+def leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        return [path for key, item in value.items() for path in leaf_paths(item, (*prefix, key))]
+    if isinstance(value, list):
+        return [path for index, item in enumerate(value) for path in leaf_paths(item, (*prefix, index))]
+    return [prefix]
+
+
+def with_leaf_changed(value: Any, path: tuple[Any, ...]) -> Any:
+    changed = copy.deepcopy(value)
+    parent = changed
+    for step in path[:-1]:
+        parent = parent[step]
+    leaf = parent[path[-1]]
+    # A string never equals a non-string, and no string equals itself with a character appended.
+    parent[path[-1]] = leaf + "\u2020" if isinstance(leaf, str) else "changed"
+    return changed
+
+
+# --- canonical_json and checksum ----------------------------------------------------------------------------------
+
+
+def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:
+    value = {"b": [True, None, "\u00e9"], "a": 1}
+
+    assert checksum.canonical_json(value) == '{"a":1,"b":[true,null,"\u00e9"]}'
+
+
+def test_checksum_is_the_sha256_of_the_canonical_json() -> None:
+    assert checksum.checksum({"b": [True, None, "\u00e9"], "a": 1}) == (
+        "9488dd13ca33d3291f5a91a1833dfa164811755ffba538c2b340780f8c31a0cb"
+    )
+
+
+@hypothesis.given(json_values, st.randoms(use_true_random=False))
+def test_key_order_never_changes_the_checksum(value: Any, rnd: random.Random) -> None:
+    reordered = shuffled(value, rnd)
+
+    assert checksum.canonical_json(reordered) == checksum.canonical_json(value)
+    assert checksum.checksum(reordered) == checksum.checksum(value)
+
+
+@hypothesis.given(json_values)
+def test_checksum_survives_a_round_trip_through_json(value: Any) -> None:
+    assert checksum.checksum(json.loads(checksum.canonical_json(value))) == checksum.checksum(value)
+
+
+@hypothesis.given(json_values)
+def test_checksum_is_64_lowercase_hex_characters(value: Any) -> None:
+    digest = checksum.checksum(value)
+
+    assert len(digest) == 64
+    assert set(digest) <= set("0123456789abcdef")
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ({"replicas": 1}, {"replicas": "1"}),
+        ({"enabled": True}, {"enabled": 1}),
+        ([1, 2], [2, 1]),
+        ({"a": None}, {}),
+        ({"data": {"k": "v"}}, {"data": {"k": "w"}}),
+    ],
+)
+def test_different_values_have_different_checksums(left: Any, right: Any) -> None:
+    assert checksum.checksum(left) != checksum.checksum(right)
+
+
+class Port(pydantic.BaseModel):
+    container_port: int = pydantic.Field(alias="containerPort")
+    name: str | None = None
+
+
+class Spec(pydantic.BaseModel):
+    replicas: int
+    ports: list[Port]
+    image_tag: str | None = pydantic.Field(default=None, alias="imageTag")
+
+
+def test_a_pydantic_model_hashes_like_its_wire_form() -> None:
+    model = Spec(replicas=2, ports=[Port(containerPort=80)])
+
+    assert checksum.canonical_json(model) == '{"ports":[{"containerPort":80}],"replicas":2}'
+    assert checksum.checksum(model) == checksum.checksum({"replicas": 2, "ports": [{"containerPort": 80}]})
+    assert checksum.checksum({"spec": model}) == checksum.checksum(
+        {"spec": {"replicas": 2, "ports": [{"containerPort": 80}]}}
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ({"x": float("nan")}, ValueError),
+        ({"x": float("inf")}, ValueError),
+        ({"x": {1, 2}}, TypeError),
+        ({"x": object()}, TypeError),
+    ],
+)
+def test_values_json_cannot_hold_exactly_are_refused(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        checksum.checksum(value)
+
+
+# --- is_subset and diff_paths -------------------------------------------------------------------------------------
+
+DEPLOYMENT_DESIRED: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {}},
+    "spec": {
+        "replicas": 2,
+        "template": {
+            "spec": {
+                "containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}],
+                "volumes": [],
+            }
+        },
+    },
+}
+DEPLOYMENT_LIVE: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "labels": {"app": "web"}, "resourceVersion": "812", "uid": "u-1", "generation": 3},
+    "spec": {
+        "replicas": 2,
+        "progressDeadlineSeconds": 600,
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                        "terminationMessagePath": "/dev/termination-log",
+                        "imagePullPolicy": "IfNotPresent",
+                    }
+                ],
+                "restartPolicy": "Always",
+            }
+        },
+    },
+    "status": {"replicas": 2, "availableReplicas": 2},
+}
+
+
+def test_server_defaulted_fields_never_count_as_drift() -> None:
+    assert checksum.is_subset(DEPLOYMENT_DESIRED, DEPLOYMENT_LIVE)
+    assert checksum.diff_paths(DEPLOYMENT_DESIRED, DEPLOYMENT_LIVE) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda d: d["spec"].update(replicas=3), ".spec.replicas"),
+        (lambda d: d["metadata"]["labels"].update(tier="front"), ".metadata.labels.tier"),
+        (
+            lambda d: d["metadata"]["labels"].update({"app.kubernetes.io/name": "web"}),
+            '.metadata.labels["app.kubernetes.io/name"]',
+        ),
+        # The live object has no annotations at all: the missing key itself is the drift.
+        (lambda d: d["metadata"]["annotations"].update({"okt.io/okt-hash": "abc"}), ".metadata.annotations"),
+        (
+            lambda d: d["spec"]["template"]["spec"]["containers"][0]["ports"][0].update(containerPort=8080),
+            ".spec.template.spec.containers[0].ports[0].containerPort",
+        ),
+        (
+            lambda d: d["spec"]["template"]["spec"]["containers"][0]["ports"].append({"containerPort": 443}),
+            ".spec.template.spec.containers[0].ports",
+        ),
+        (lambda d: d["spec"]["template"]["spec"].update(volumes=[{"name": "v"}]), ".spec.template.spec.volumes"),
+        (lambda d: d["spec"].update(paused=False), ".spec.paused"),
+    ],
+)
+def test_a_changed_desired_field_is_drift_reported_at_its_path(edit: Any, path: str) -> None:
+    desired = copy.deepcopy(DEPLOYMENT_DESIRED)
+    edit(desired)
+
+    assert not checksum.is_subset(desired, DEPLOYMENT_LIVE)
+    assert checksum.diff_paths(desired, DEPLOYMENT_LIVE) == [path]
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "expected"),
+    [
+        ({"a": None}, {}, True),
+        ({"a": {}}, {}, True),
+        ({"a": []}, {}, True),
+        ({"a": ""}, {}, False),
+        ({"a": 0}, {}, False),
+        ({"a": False}, {}, False),
+        ({"a": None}, {"a": "set by someone"}, False),
+        ({"a": []}, {"a": [1]}, False),
+        ({"a": {}}, {"a": {"b": 1}}, True),
+        ({"replicas": 1}, {"replicas": "1"}, False),
+        ({"replicas": "1"}, {"replicas": 1}, False),
+        ({"enabled": True}, {"enabled": 1}, False),
+        ({"count": 1}, {"count": True}, False),
+        ({"ratio": 1}, {"ratio": 1.0}, True),
+        ({"memory": "1Gi"}, {"memory": "1024Mi"}, False),
+        ([1, 2], [2, 1], False),
+        ([{"a": 1}], [{"a": 1, "b": 2}], True),
+        ([{"a": 1}], [{"a": 1}, {"a": 2}], False),
+        ({"a": {"b": 1}}, {"a": [1]}, False),
+        ({"a": [1]}, {"a": {"0": 1}}, False),
+        ((1, 2), [1, 2], True),
+        ({}, {"anything": 1}, True),
+        (None, None, True),
+    ],
+)
+def test_is_subset_rules(desired: Any, live: Any, expected: bool) -> None:
+    assert checksum.is_subset(desired, live) is expected
+    assert (checksum.diff_paths(desired, live) == []) is expected
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "paths"),
+    [
+        ({"a": 1}, [1], ["."]),
+        ([1, 2], [1, 3], [".[1]"]),
+        ({"a b": 1, "c": {"d.e": 2}}, {"a b": 0, "c": {"d.e": 3}}, ['.["a b"]', '.c["d.e"]']),
+        ({"x": 1, "y": 2, "z": 3}, {"x": 0, "y": 2}, [".x", ".z"]),
+    ],
+)
+def test_diff_paths_names_every_mismatch_jq_style(desired: Any, live: Any, paths: list[str]) -> None:
+    assert checksum.diff_paths(desired, live) == paths
+
+
+def test_pydantic_models_are_compared_in_their_wire_form() -> None:
+    desired = Spec(replicas=2, ports=[Port(containerPort=80)])
+
+    assert checksum.is_subset(desired, {"replicas": 2, "ports": [{"containerPort": 80, "protocol": "TCP"}]})
+    assert checksum.diff_paths(desired, {"replicas": 2, "ports": [{"containerPort": 81}]}) == [
+        ".ports[0].containerPort"
+    ]
+
+
+@hypothesis.given(json_values)
+def test_every_value_is_a_subset_of_itself(value: Any) -> None:
+    assert checksum.is_subset(value, copy.deepcopy(value))
+
+
+@hypothesis.given(json_values, st.randoms(use_true_random=False))
+def test_extra_keys_anywhere_in_live_are_not_drift(value: Any, rnd: random.Random) -> None:
+    assert checksum.is_subset(value, with_extra_keys(value, rnd))
+
+
+@hypothesis.given(json_objects, st.data())
+def test_changing_any_leaf_of_desired_is_drift(value: dict[str, Any], data: st.DataObject) -> None:
+    paths = leaf_paths(value)
+    hypothesis.assume(paths)
+    path = data.draw(st.sampled_from(paths))
+
+    desired = with_leaf_changed(value, path)
+
+    assert not checksum.is_subset(desired, value)
+    assert len(checksum.diff_paths(desired, value)) == 1
+
+
+# --- strip_server_owned -------------------------------------------------------------------------------------------
+
+
+def test_strip_server_owned_removes_what_the_server_writes_and_nothing_else() -> None:
+    original = copy.deepcopy(DEPLOYMENT_LIVE)
+    original["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    original["metadata"]["creationTimestamp"] = "2026-11-21T10:00:00Z"
+    original["metadata"]["selfLink"] = "/apis/apps/v1/namespaces/default/deployments/web"
+    snapshot = copy.deepcopy(original)
+
+    stripped = checksum.strip_server_owned(original)
+
+    assert "status" not in stripped
+    assert stripped["metadata"] == {"name": "web", "labels": {"app": "web"}}
+    assert stripped["spec"] == original["spec"]
+    assert original == snapshot
+
+
+def test_strip_server_owned_returns_an_independent_copy() -> None:
+    original = {"metadata": {"name": "x", "labels": {"a": "1"}}, "data": {"k": "v"}}
+
+    stripped = checksum.strip_server_owned(original)
+    stripped["metadata"]["labels"]["a"] = "2"
+    stripped["data"]["k"] = "w"
+
+    assert original == {"metadata": {"name": "x", "labels": {"a": "1"}}, "data": {"k": "v"}}
+
+
+@pytest.mark.parametrize("obj", [{}, {"kind": "ConfigMap"}, {"metadata": None, "status": {}}])
+def test_strip_server_owned_accepts_objects_without_metadata(obj: dict[str, Any]) -> None:
+    stripped = checksum.strip_server_owned(obj)
+
+    assert "status" not in stripped
+    assert {key: value for key, value in obj.items() if key != "status"} == stripped
+
+
+def test_a_stripped_live_object_hashes_the_same_across_server_bookkeeping_updates() -> None:
+    before = copy.deepcopy(DEPLOYMENT_LIVE)
+    after = copy.deepcopy(DEPLOYMENT_LIVE)
+    after["metadata"].update(resourceVersion="913", generation=4)
+    after["status"] = {"replicas": 2, "availableReplicas": 1}
+
+    assert checksum.checksum(checksum.strip_server_owned(before)) == checksum.checksum(
+        checksum.strip_server_owned(after)
+    )

@@ -1,0 +1,253 @@
+import copy
+import pickle
+import re
+
+import pydantic
+import pytest
+
+from okt import errors
+
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+EXPECTED_REASONS = {
+    errors.OktError: "OktError",
+    errors.TemporaryError: "TemporaryError",
+    errors.PermanentError: "PermanentError",
+    errors.InvalidSpec: "InvalidSpec",
+    errors.GiveUp: "GiveUp",
+    errors.ApiError: "ApiError",
+    errors.BadRequest: "ApiError",
+    errors.Unauthorized: "ApiError",
+    errors.Forbidden: "ApiError",
+    errors.NotFound: "ApiError",
+    errors.Conflict: "ApiError",
+    errors.Gone: "ApiError",
+    errors.Invalid: "ApiError",
+    errors.TooManyRequests: "ApiError",
+    errors.ServerError: "ApiError",
+    errors.Unavailable: "ApiError",
+    errors.RegistrationError: "RegistrationAborted",
+    errors.MutationError: "MutateError",
+    errors.ConfigurationError: "ConfigurationError",
+}
+
+
+def _every_error_class() -> list[type[errors.OktError]]:
+    found: list[type[errors.OktError]] = []
+    pending: list[type[errors.OktError]] = [errors.OktError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+class _Spec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    image: str = "memcached"
+    ports: list[int] = []
+
+
+def _validation_error(data: dict[str, object]) -> pydantic.ValidationError:
+    with pytest.raises(pydantic.ValidationError) as info:
+        _Spec.model_validate(data)
+    return info.value
+
+
+@pytest.mark.parametrize(("cls", "reason"), EXPECTED_REASONS.items(), ids=lambda v: getattr(v, "__name__", v))
+def test_each_error_kind_has_its_condition_reason(cls: type[errors.OktError], reason: str) -> None:
+    assert cls.reason == reason
+
+
+@pytest.mark.parametrize("cls", _every_error_class(), ids=lambda cls: cls.__name__)
+def test_every_reason_matches_the_kubernetes_condition_reason_pattern(cls: type[errors.OktError]) -> None:
+    assert REASON_PATTERN.match(cls.reason)
+
+
+def test_the_tree_has_no_class_missing_from_the_reason_table() -> None:
+    assert set(_every_error_class()) == set(EXPECTED_REASONS)
+
+
+@pytest.mark.parametrize("cls", _every_error_class(), ids=lambda cls: cls.__name__)
+def test_errors_descend_only_from_okt_error_and_builtin_exception(cls: type[errors.OktError]) -> None:
+    foreign = [base for base in cls.__mro__ if base.__module__ not in ("okt.errors", "builtins")]
+    assert foreign == []
+
+
+@pytest.mark.parametrize(
+    ("exc", "reason"),
+    [
+        (errors.TemporaryError("later"), "TemporaryError"),
+        (errors.InvalidSpec("bad size", field="spec.size"), "InvalidSpec"),
+        (errors.GiveUp("gone"), "GiveUp"),
+        (errors.ApiError.from_status(404, "NotFound", "missing"), "ApiError"),
+        (errors.RegistrationError("twice"), "RegistrationAborted"),
+        (errors.MutationError("renamed"), "MutateError"),
+        (errors.ConfigurationError("bad flag"), "ConfigurationError"),
+        (ValueError("boom"), "ReconcileError"),
+        (KeyError("k"), "ReconcileError"),
+        (KeyboardInterrupt(), "ReconcileError"),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else v,
+)
+def test_reason_for_names_okt_errors_by_kind_and_anything_else_reconcile_error(exc: BaseException, reason: str) -> None:
+    assert errors.reason_for(exc) == reason
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (0, errors.Unavailable),
+        (400, errors.BadRequest),
+        (401, errors.Unauthorized),
+        (403, errors.Forbidden),
+        (404, errors.NotFound),
+        (409, errors.Conflict),
+        (410, errors.Gone),
+        (422, errors.Invalid),
+        (429, errors.TooManyRequests),
+        (500, errors.ServerError),
+        (503, errors.ServerError),
+        (599, errors.ServerError),
+        (418, errors.ApiError),
+        (405, errors.ApiError),
+    ],
+)
+def test_from_status_picks_the_status_class(status: int, cls: type[errors.ApiError]) -> None:
+    exc = errors.ApiError.from_status(status, "Reason", "message", method="GET", url="/api/v1/pods")
+    assert type(exc) is cls
+    assert (exc.status, exc.api_reason, exc.api_message, exc.method, exc.url) == (
+        status,
+        "Reason",
+        "message",
+        "GET",
+        "/api/v1/pods",
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [
+        (0, True),
+        (409, True),
+        (429, True),
+        (500, True),
+        (504, True),
+        (400, False),
+        (403, False),
+        (404, False),
+        (410, False),
+        (422, False),
+    ],
+)
+def test_only_conflicts_throttling_server_errors_and_no_response_are_retryable(status: int, retryable: bool) -> None:
+    assert errors.ApiError.from_status(status, "R", "m").retryable is retryable
+
+
+@pytest.mark.parametrize(("api_reason", "already_exists"), [("AlreadyExists", True), ("Conflict", False)])
+def test_conflict_tells_already_exists_from_a_stale_version(api_reason: str, already_exists: bool) -> None:
+    exc = errors.ApiError.from_status(409, api_reason, 'configmaps "x" already exists')
+    assert isinstance(exc, errors.Conflict)
+    assert exc.already_exists is already_exists
+
+
+@pytest.mark.parametrize(
+    ("exc", "text"),
+    [
+        (
+            errors.ApiError.from_status(
+                404, "NotFound", 'configmaps "x" not found', method="GET", url="/api/v1/namespaces/ns/configmaps/x"
+            ),
+            'GET /api/v1/namespaces/ns/configmaps/x -> 404 NotFound: configmaps "x" not found',
+        ),
+        (errors.ApiError.from_status(500, "InternalError", "etcd down"), "500 InternalError: etcd down"),
+        (errors.ApiError.from_status(0, "ConnectionRefused", ""), "no response (ConnectionRefused)"),
+        (errors.ApiError.from_status(0, "", "", method="PATCH", url="/x"), "PATCH /x -> no response"),
+        (errors.TemporaryError("first line\n  second line\n"), "first line; second line"),
+        (errors.GiveUp("custom resource\ndeleted"), "custom resource; deleted"),
+        (errors.PermanentError(""), "PermanentError"),
+        (errors.OktError(), "OktError"),
+    ],
+)
+def test_str_is_one_readable_line(exc: errors.OktError, text: str) -> None:
+    assert str(exc) == text
+    assert "\n" not in str(exc)
+
+
+def test_the_transport_exception_stays_reachable_as_the_cause() -> None:
+    transport = ConnectionResetError("reset by peer")
+    with pytest.raises(errors.Unavailable) as info:
+        try:
+            raise transport
+        except ConnectionResetError as exc:
+            raise errors.ApiError.from_status(0, "ConnectionReset", str(exc)) from exc
+    assert info.value.__cause__ is transport
+
+
+@pytest.mark.parametrize("delay", [None, 0, 2.5])
+def test_temporary_error_keeps_its_delay(delay: float | None) -> None:
+    assert errors.TemporaryError("later", delay=delay).delay == delay
+
+
+@pytest.mark.parametrize("delay", [-1.0, float("nan"), float("inf")])
+def test_temporary_error_refuses_a_delay_that_is_not_a_duration(delay: float) -> None:
+    with pytest.raises(ValueError, match="delay"):
+        errors.TemporaryError("later", delay=delay)
+
+
+@pytest.mark.parametrize("alarming", [False, True])
+def test_give_up_keeps_its_reason_text_and_alarm(alarming: bool) -> None:
+    exc = errors.GiveUp("the custom resource is gone", alarming=alarming)
+    assert (exc.reason_text, exc.alarming, exc.reason) == ("the custom resource is gone", alarming, "GiveUp")
+
+
+def test_invalid_spec_from_validation_error_names_the_field_and_the_bad_value() -> None:
+    exc = errors.InvalidSpec.from_validation_error(_validation_error({"size": 0}))
+    assert str(exc) == "spec.size: Input should be greater than or equal to 1 (got 0)"
+    assert exc.field == "spec.size"
+    assert exc.reason == "InvalidSpec"
+    assert isinstance(exc, errors.PermanentError)
+
+
+def test_invalid_spec_from_validation_error_names_every_bad_field() -> None:
+    exc = errors.InvalidSpec.from_validation_error(_validation_error({"size": 0, "image": 3, "ports": [80, "x"]}))
+    message = str(exc)
+    assert [part.split(":")[0] for part in message.split("; ")] == ["spec.size", "spec.image", "spec.ports[1]"]
+    assert "(got 'x')" in message
+    assert exc.field == "spec.size"
+
+
+def test_invalid_spec_does_not_echo_the_whole_object_for_a_missing_field() -> None:
+    class Required(pydantic.BaseModel):
+        image: str
+
+    with pytest.raises(pydantic.ValidationError) as info:
+        Required.model_validate({"other": "x" * 500})
+    exc = errors.InvalidSpec.from_validation_error(info.value, prefix="")
+    assert str(exc) == "image: Field required"
+    assert exc.field == "image"
+
+
+def test_invalid_spec_shortens_long_bad_values() -> None:
+    exc = errors.InvalidSpec.from_validation_error(_validation_error({"size": 1, "image": ["y" * 500]}))
+    assert str(exc).startswith("spec.image: Input should be a valid string (got ['yyy")
+    assert len(str(exc)) < 150
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        errors.TemporaryError("later", delay=3.0),
+        errors.InvalidSpec("bad", field="spec.size"),
+        errors.GiveUp("stop", alarming=True),
+        errors.ApiError.from_status(409, "AlreadyExists", "exists", method="POST", url="/x"),
+        errors.ApiError.from_status(503, "ServiceUnavailable", "down"),
+        errors.RegistrationError("twice"),
+    ],
+    ids=lambda exc: type(exc).__name__,
+)
+def test_errors_survive_pickle_and_copy_with_their_attributes(exc: errors.OktError) -> None:
+    for clone in (pickle.loads(pickle.dumps(exc)), copy.copy(exc)):
+        assert type(clone) is type(exc)
+        assert vars(clone) == vars(exc)
+        assert str(clone) == str(exc)

@@ -29,6 +29,7 @@ from typing import Any
 import pykube
 import pykube.http
 import requests
+import yaml
 
 from okt import errors
 from okt.kube import kinds
@@ -115,7 +116,7 @@ class Client:
             if context:
                 config.set_current_context(context)
             return cls(config, pool_size=pool_size)
-        except (OSError, KeyError, TypeError, ValueError, pykube.exceptions.PyKubeError) as exc:
+        except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
             where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
 

@@ -1,0 +1,73 @@
+"""CLI mistakes end in one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+from okt.cli import main as cli_main
+from okt.engines import graph
+
+cli_main._mount_optional()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli_main.cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_graph_prints_the_generated_mermaid_diagram() -> None:
+    code, out = invoke("graph")
+    assert code == 0
+    assert out.strip() == graph.mermaid().strip()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("run", "does-not-exist.py"), "no such operator file: does-not-exist.py"),
+        (("run",), "give exactly one of TARGET"),
+        (("run", "x.py", "-m", "y"), "give exactly one of TARGET"),
+        (("run", "-m", "no_such_module_anywhere"), "no module named 'no_such_module_anywhere'"),
+    ],
+)
+def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None:
+    code, out = invoke(*args)
+    assert code != 0
+    assert expected in out
+    assert "Traceback" not in out
+
+
+def test_a_module_without_a_reconciler_is_refused(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "empty_operator.py"
+    operator.write_text("VALUE = 1\n")
+    code, out = invoke("run", str(operator))
+    assert code == 1
+    assert "defines no okt.Reconciler subclass" in out
+
+
+def test_a_bad_kubeconfig_is_one_line(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "one_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("this: [is not a kubeconfig\n")
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert "cannot load kubeconfig" in out
+    assert "Traceback" not in out
+
+
+def test_an_unreachable_api_server_is_one_line(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "two_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert "cannot reach the Kubernetes API server" in out

@@ -1,0 +1,26 @@
+"""The public surface is small and explicit: `okt.__all__` is sorted, complete and pinned."""
+
+from __future__ import annotations
+
+import okt
+
+PINNED = {
+    "ApiError", "Client", "Condition", "ConditionStatus", "Conditions", "Conflict", "Context", "CustomResource",
+    "DeploymentResource", "Entry", "FreeStyle", "GiveUp", "InvalidSpec", "Kind", "MutableResource", "NotFound",
+    "OktError", "Operation", "Outcome", "OutcomeKind", "PermanentError", "Persistence", "Readiness", "Reconciler",
+    "Registry", "Resource", "Results", "Run", "SecretResource", "ServiceResource", "State", "StatefulSetResource",
+    "Stepper", "TemporaryError", "reconcile",
+}
+
+
+def test_all_is_sorted() -> None:
+    assert list(okt.__all__) == sorted(okt.__all__)
+
+
+def test_all_matches_the_pinned_surface() -> None:
+    assert set(okt.__all__) == PINNED
+
+
+def test_every_public_name_resolves() -> None:
+    missing = [name for name in okt.__all__ if not hasattr(okt, name)]
+    assert missing == []

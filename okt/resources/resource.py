@@ -68,6 +68,8 @@ class Resource:
     kind: ClassVar[str] = ""
     template: ClassVar[str | None] = None
     mutable: ClassVar[bool] = False
+    namespaced: ClassVar[bool | None] = None
+    """Whether the kind is namespaced; None asks okt's table of built-in kinds (unknown kinds count as namespaced)."""
     replace_fields: ClassVar[frozenset[str]] = frozenset({"data", "binaryData", "stringData"})
     """Top-level fields that an update replaces exactly (keys okt no longer sets are removed); other fields merge."""
 
@@ -100,7 +102,9 @@ class Resource:
         raw["metadata"] = meta
         if name:
             meta["name"] = name
-        if namespace or "namespace" not in meta:
+        if not self._is_namespaced(raw):
+            meta.pop("namespace", None)
+        elif namespace or "namespace" not in meta:
             ns = namespace or (cr.namespace if cr is not None else None)
             if ns:
                 meta["namespace"] = ns
@@ -109,6 +113,12 @@ class Resource:
         self.desired: dict[str, Any] = raw
         self._identity = (str(meta["name"]), str(meta.get("namespace") or ""))
         self.live: dict[str, Any] | None = None
+
+    def _is_namespaced(self, raw: Mapping[str, Any]) -> bool:
+        if self.namespaced is not None:
+            return self.namespaced
+        known = kinds.builtin(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
+        return known.namespaced if known is not None else True
 
     # -- identity ------------------------------------------------------------------------------------------------
 

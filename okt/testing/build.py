@@ -18,6 +18,7 @@ they are already installed.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import shutil
@@ -26,8 +27,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import IO
 
 KUBE_VERSION = "1.20.2"
+BUILD_REVISION = 2
+"""Bumped whenever okt patches the sources differently, so machines rebuild instead of reusing an older build."""
 BINARIES = ("kube-apiserver", "kube-controller-manager")
 BUILD_PACKAGES = ("golang-go", "rsync", "jq", "etcd-server", "dpkg-dev")
 PROGRESS_EVERY = 20.0
@@ -48,7 +52,7 @@ def cache_root() -> pathlib.Path:
 
 
 def cached_assets() -> pathlib.Path:
-    return cache_root() / KUBE_VERSION
+    return cache_root() / f"{KUBE_VERSION}-okt{BUILD_REVISION}"
 
 
 def has_binaries(directory: pathlib.Path) -> bool:
@@ -205,6 +209,33 @@ def patch_reflect2(source: pathlib.Path) -> bool:
     return True
 
 
+OPENAPI_TYPE_VALIDATORS = (
+    "vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go",
+    "vendor/github.com/go-openapi/validate/type.go",
+)
+_ZERO_CHECK = "if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {"
+
+
+def patch_openapi_zero_check(source: pathlib.Path) -> bool:
+    """Make the CRD schema validators treat only JSON null as null.
+
+    The vendored validators compare ``reflect.Value`` structs of the data and of its type's zero value. Since Go 1.19
+    both point at the runtime's shared zero buffer for an empty string, so ``""`` was rejected as ``null`` by every CRD
+    with a string field (a condition with an empty message could not be written). Decoded JSON is ``nil`` exactly for
+    null, which is what the check meant. Returns whether anything was changed.
+    """
+    changed = False
+    for relative in OPENAPI_TYPE_VALIDATORS:
+        path = source / relative
+        text = path.read_text()
+        if _ZERO_CHECK in text:
+            path.write_text(text.replace(_ZERO_CHECK, "if data == nil {"))
+            changed = True
+        elif "if data == nil {" not in text:
+            raise BuildError(f"openapi type validator not recognised in {path}")
+    return changed
+
+
 def _compile(source: pathlib.Path, log: pathlib.Path) -> pathlib.Path:
     gopath = source / ".go"
     link = gopath / "src" / "k8s.io" / "kubernetes"
@@ -236,11 +267,34 @@ def _publish(built: pathlib.Path, target: pathlib.Path) -> None:
 
 
 def build(out: Callable[[str], None] | None = None, keep_sources: bool = False) -> pathlib.Path:
-    """Build (once) and return the directory holding kube-apiserver and kube-controller-manager."""
+    """Build (once per machine) and return the directory holding kube-apiserver and kube-controller-manager.
+
+    Concurrent callers (several test sessions at once) serialise on a lock file: one builds, the others wait and
+    reuse its result.
+    """
     say = out or (lambda line: print(line, file=sys.stderr, flush=True))
     target = cached_assets()
     if has_binaries(target):
         return target
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / "build.lock").open("w") as lock:
+        if not _try_lock(lock):
+            say("okt envtest build: another process is building the control plane; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if has_binaries(target):
+            return target
+        return _build_locked(say, target, keep_sources)
+
+
+def _try_lock(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _build_locked(say: Callable[[str], None], target: pathlib.Path, keep_sources: bool) -> pathlib.Path:
     work = cache_root() / "build"
     work.mkdir(parents=True, exist_ok=True)
     log = cache_root() / "build.log"
@@ -252,6 +306,7 @@ def build(out: Callable[[str], None] | None = None, keep_sources: bool = False) 
         ("download the kubernetes source package", lambda: _download_source(work, log)),
         ("extract the source", lambda: state.__setitem__("src", _extract_source(work, log))),
         ("patch vendored reflect2 for Go >= 1.18", lambda: patch_reflect2(state["src"])),
+        ("patch vendored openapi validators for Go >= 1.19", lambda: patch_openapi_zero_check(state["src"])),
         (
             "compile " + " and ".join(BINARIES) + " (about 6 minutes on 2 cores)",
             lambda: state.__setitem__("bin", _compile(state["src"], log)),

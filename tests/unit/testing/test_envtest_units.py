@@ -238,7 +238,7 @@ def test_the_cached_build_is_found_without_any_variable(
     monkeypatch.delenv("OKT_ENVTEST_ASSETS", raising=False)
     monkeypatch.delenv("KUBEBUILDER_ASSETS", raising=False)
     monkeypatch.setenv("OKT_ENVTEST_CACHE", str(tmp_path / "cache"))
-    cached = fake_binaries(tmp_path / "cache" / build.KUBE_VERSION)
+    cached = fake_binaries(build.cached_assets())
 
     assert envtest.find_assets(build_if_missing=False) == cached
 
@@ -259,7 +259,8 @@ def test_the_build_cache_honours_okt_envtest_cache_then_xdg_cache_home(
         monkeypatch.setenv(name, value)
 
     assert build.cache_root() == pathlib.Path(expected)
-    assert build.cached_assets() == pathlib.Path(expected) / build.KUBE_VERSION
+    assert build.cached_assets().parent == pathlib.Path(expected)
+    assert build.cached_assets().name.startswith(build.KUBE_VERSION)
 
 
 def test_the_build_cache_defaults_to_the_home_cache_directory(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,3 +368,33 @@ def test_an_unrecognised_reflect2_is_an_error_that_leaves_both_files_untouched(
 
     assert (package / "unsafe_link.go").read_text() == link
     assert (package / "unsafe_map.go").read_text() == umap
+
+
+_OPENAPI_ORIGINAL = """func (t *typeValidator) Validate(data interface{}) *Result {
+	result := new(Result)
+	if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {
+		return result
+	}
+}
+"""
+
+
+def test_the_openapi_zero_check_patch_treats_only_null_as_null_and_is_idempotent(tmp_path: pathlib.Path) -> None:
+    for relative in build.OPENAPI_TYPE_VALIDATORS:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(_OPENAPI_ORIGINAL)
+
+    assert build.patch_openapi_zero_check(tmp_path) is True
+    assert build.patch_openapi_zero_check(tmp_path) is False
+    for relative in build.OPENAPI_TYPE_VALIDATORS:
+        text = (tmp_path / relative).read_text()
+        assert "\tif data == nil {\n" in text
+        assert "reflect.DeepEqual" not in text
+
+
+def test_an_unrecognised_openapi_validator_fails_the_build_step(tmp_path: pathlib.Path) -> None:
+    for relative in build.OPENAPI_TYPE_VALIDATORS:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text("package validate\n")
+    with pytest.raises(build.BuildError, match="not recognised"):
+        build.patch_openapi_zero_check(tmp_path)

@@ -1,0 +1,250 @@
+"""``okt gen``: the command-line face of the generators (resource wrappers, CRD, RBAC).
+
+Why it exists: generators are run by people at a shell and by Makefiles, so they must fail the way tools do — one line
+on stderr that says what is wrong, exit status 2, no traceback — and print nothing else on success than what was
+asked (the YAML, or the list of files written). ``okt`` mounts :data:`gen` lazily; ``okt-gen-resource`` (see
+:mod:`codegen.okt_compat`) reaches the same ``resource`` command with OKT's spelling.
+
+Guarantees: every error — a bad option, an unknown kind, an invalid manifest or model, an operator that does not
+load — is ``Error: <one line>`` on stderr with exit status 2; ``--help`` works everywhere; YAML goes to stdout unless
+``--out FILE`` is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+import okt
+from codegen import crd, dictionary, errors, rbac, resource, yamlout
+
+ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
+"""Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
+
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
+class GenError(click.ClickException):
+    """A generator error as the CLI reports it: ``Error: <one line>`` and exit status 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+class _Command(click.Command):
+    """A command whose usage errors and generator errors are one line each (no usage block)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise GenError(exc.format_message()) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except errors.CodegenError as exc:
+            raise GenError(str(exc)) from exc
+
+
+class _Group(click.Group):
+    """A group whose usage errors are one line, like its commands' (running it bare still shows its help)."""
+
+    command_class = _Command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise
+            raise GenError(exc.format_message()) from exc
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            raise GenError(exc.format_message()) from exc
+
+
+def load_with_okt(target: str) -> Sequence[type[Any]]:
+    """Load the reconcilers of ``target`` (a ``.py`` path or a module name) with okt's loader, as ``okt run`` does."""
+    from okt.reconciler import loader
+
+    return loader.load_reconcilers(target)
+
+
+def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.Group:
+    """Build the ``gen`` command group; ``load_reconcilers`` reads an OPERATOR argument (tests pass their own)."""
+
+    @click.group("gen", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+    def gen() -> None:
+        """Generate resource wrappers, CRDs and RBAC for okt operators."""
+
+    gen.add_command(resource_command)
+
+    @gen.command("crd", cls=_Command)
+    @click.argument("operator")
+    @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
+    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    def crd_command(operator: str, reconciler_name: str | None, out_file: Path | None) -> None:
+        """Print the CustomResourceDefinition(s) of OPERATOR's reconcilers (a .py file or a module)."""
+        classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
+        _emit([crd.crd_for_reconciler(cls) for cls in classes], out_file)
+
+    @gen.command("rbac", cls=_Command)
+    @click.argument("operator")
+    @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
+    @click.option("--namespace", default="default", show_default=True, help="The operator's namespace.")
+    @click.option("--cluster-wide", is_flag=True, help="ClusterRole/ClusterRoleBinding: watch every namespace.")
+    @click.option("--leader-elect", is_flag=True, help="Grant the Lease permissions of leader election.")
+    @click.option("--service-account", metavar="NAME", help="ServiceAccount name [default: <kind>-operator].")
+    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    def rbac_command(
+        operator: str,
+        reconciler_name: str | None,
+        namespace: str,
+        cluster_wide: bool,
+        leader_elect: bool,
+        service_account: str | None,
+        out_file: Path | None,
+    ) -> None:
+        """Print the least-privilege ServiceAccount, role and binding OPERATOR needs (a .py file or a module)."""
+        classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
+        documents = rbac.rbac_for_reconcilers(
+            classes,
+            namespace=namespace,
+            cluster_wide=cluster_wide,
+            leader_elect=leader_elect,
+            service_account=service_account,
+        )
+        _emit(documents, out_file)
+
+    return gen
+
+
+@click.command("resource", cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--type", "resource_type", metavar="KIND", help="The child's Kubernetes kind (see --list).")
+@click.option("--kind", "cr_kind", metavar="CRKIND", help="The custom resource's kind, e.g. Memcached.")
+@click.option("--group", metavar="G", help="The custom resource's API group, e.g. cache.")
+@click.option("--version", metavar="V", help="The custom resource's API version, e.g. v1alpha1.")
+@click.option(
+    "--out",
+    "out_dir",
+    default="resources",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The package directory to write into.",
+)
+@click.option(
+    "--dictionary",
+    "dictionary_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A kind dictionary that adds or overrides kinds (repeatable).",
+)
+@click.option("--list", "list_kinds", is_flag=True, help="Print the kind dictionary and exit.")
+@click.argument("manifest", required=False, type=click.Path(dir_okay=False, path_type=Path))
+def resource_command(
+    resource_type: str | None,
+    cr_kind: str | None,
+    group: str | None,
+    version: str | None,
+    out_dir: Path,
+    dictionary_files: tuple[Path, ...],
+    list_kinds: bool,
+    manifest: Path | None,
+) -> None:
+    """Generate the okt resource wrapper of MANIFEST's kind, owned by the custom resource CRKIND.
+
+    Writes OUT/<type>_<crkind>_gen.py (always rewritten) and OUT/<type>_<crkind>.py (yours: written only when
+    missing, never touched again).
+    """
+    if list_kinds:
+        click.echo(kind_table(dictionary.load(dictionary_files)), nl=False)
+        return
+    if not (resource_type and cr_kind and group and version):
+        given = (("--type", resource_type), ("--kind", cr_kind), ("--group", group), ("--version", version))
+        missing = [option for option, value in given if not value]
+        raise GenError(f"missing option{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    if manifest is None:
+        raise GenError("missing argument MANIFEST (the child's YAML manifest)")
+    results = resource.generate(
+        resource_type=resource_type,
+        cr_kind=cr_kind,
+        group=group,
+        version=version,
+        manifest_path=manifest,
+        out_dir=out_dir,
+        dictionary_files=dictionary_files,
+    )
+    for result in results:
+        note = " (yours: not touched)" if result.action is resource.Action.KEPT else ""
+        click.echo(f"{result.action.value:<8} {result.path.as_posix()}{note}")
+
+
+def kind_table(kinds: dictionary.KindDictionary) -> str:
+    """The dictionary as an aligned text table, one kind a line, sorted by kind."""
+    header = ("KIND", "API VERSION", "PLURAL", "SCOPE", "BASE", "HASHED")
+    rows = [header] + [
+        (
+            spec.kind,
+            spec.api_version,
+            spec.plural,
+            "Namespaced" if spec.namespaced else "Cluster",
+            spec.base,
+            ", ".join(spec.hashed) or "-",
+        )
+        for spec in kinds
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _load(load_reconcilers: ReconcilerLoader, operator: str) -> list[type[Any]]:
+    try:
+        classes = list(load_reconcilers(operator))
+    except errors.CodegenError:
+        raise
+    except okt.OktError as exc:  # okt's loader already says what failed, in one line
+        raise errors.CodegenError(str(exc)) from exc
+    except Exception as exc:  # the author's module may raise anything while importing
+        raise errors.CodegenError(f"cannot load {operator}: {type(exc).__name__}: {exc}") from exc
+    if not classes:
+        raise errors.CodegenError(f"{operator} defines no reconciler")
+    return classes
+
+
+def _select(classes: list[type[Any]], name: str | None, operator: str) -> list[type[Any]]:
+    if name is None:
+        return classes
+    chosen = [cls for cls in classes if cls.__name__ == name]
+    if not chosen:
+        known = ", ".join(sorted(cls.__name__ for cls in classes))
+        raise errors.CodegenError(f"{operator} has no reconciler named {name!r} (it has: {known})")
+    return chosen
+
+
+def _emit(documents: Sequence[dict[str, Any]], out_file: Path | None) -> None:
+    text = yamlout.dump_all(documents)
+    if out_file is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out_file.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise errors.CodegenError(f"cannot write {out_file}: {exc.strerror or exc}") from exc
+    click.echo(f"written  {out_file.as_posix()}", err=True)
+
+
+gen = make_gen_group()
+"""The ``okt gen`` group, mounted by ``okt``'s CLI."""

@@ -1,0 +1,473 @@
+"""``okt gen crd``: a CustomResourceDefinition from the reconciler's pydantic models.
+
+Why it exists: the spec and status an author declares as pydantic models are the schema of the custom resource; the
+CRD should say the same thing, not a hand-copied variant that drifts. pydantic emits JSON Schema (draft 2020-12);
+Kubernetes accepts only a *structural* subset of OpenAPI v3.0, so this module converts one into the other.
+
+Guarantees (the conversion):
+
+* every ``$ref`` is inlined (a recursive model is cut at the recursion with ``x-kubernetes-preserve-unknown-fields``,
+  since structural schemas cannot recurse); ``$defs`` and ``title`` are dropped;
+* ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
+  dropped); ``int | str`` becomes ``x-kubernetes-int-or-string``; any other union is an error naming the field;
+* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default``, ``minimum``/
+  ``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean form),
+  ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``, ``minProperties``/
+  ``maxProperties`` and the ``format`` values Kubernetes knows;
+* ``Any`` and ``dict[str, Any]`` become ``x-kubernetes-preserve-unknown-fields: true``; ``dict[str, X]`` keeps
+  ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
+* ``set[X]`` of scalars becomes ``x-kubernetes-list-type: set`` (``uniqueItems`` is forbidden in CRDs);
+* every node has a ``type`` unless it preserves unknown fields or is int-or-string, so the result is a structural
+  schema that a Kubernetes 1.20 apiserver accepts.
+
+Guarantees (the CRD): ``apiextensions.k8s.io/v1``, one served and stored version, the ``status`` subresource,
+printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra columns, then ``Age``.
+``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
+``type``) and ``observedGeneration`` are added when the status model lacks them, and unknown status fields are
+preserved (okt may keep bookkeeping there; see the design notes on persistence).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+
+from codegen import errors
+
+Scope = Literal["Namespaced", "Cluster"]
+
+KUBERNETES_FORMATS = frozenset(
+    {
+        "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3", "uuid4", "uuid5",
+        "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "date",
+        "duration", "datetime", "date-time", "int32", "int64", "float", "double",
+    }
+)  # fmt: skip
+"""The ``format`` values a Kubernetes apiserver validates; pydantic's others (``binary``, ``path``, ...) are dropped."""
+
+PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+CONDITIONS_SCHEMA: dict[str, Any] = {
+    "description": "The latest observations of the resource's state (Ready, Available, Progressing, Degraded, ...).",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"description": "The condition type, in CamelCase.", "type": "string", "maxLength": 316},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"description": "Why the condition is so, in CamelCase.", "type": "string", "maxLength": 1024},
+            "message": {"description": "A human-readable explanation.", "type": "string", "maxLength": 32768},
+            "lastTransitionTime": {
+                "description": "When the status last changed.",
+                "type": "string",
+                "format": "date-time",
+            },
+            "observedGeneration": {
+                "description": "The metadata.generation the condition was set for.",
+                "type": "integer",
+                "format": "int64",
+                "minimum": 0,
+            },
+        },
+    },
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
+"""The schema of ``status.conditions``: the shape of Kubernetes' ``metav1.Condition``."""
+
+OBSERVED_GENERATION_SCHEMA: dict[str, Any] = {
+    "description": "The metadata.generation the status was computed for.",
+    "type": "integer",
+    "format": "int64",
+    "minimum": 0,
+}
+
+_CONDITION_COLUMN = '.status.conditions[?(@.type=="Ready")]'
+STANDARD_COLUMNS: tuple[dict[str, Any], ...] = (
+    {"name": "Ready", "type": "string", "jsonPath": f"{_CONDITION_COLUMN}.status"},
+    {"name": "Reason", "type": "string", "jsonPath": f"{_CONDITION_COLUMN}.reason"},
+)
+AGE_COLUMN: dict[str, Any] = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+_COLUMN_TYPES = frozenset({"integer", "number", "string", "boolean", "date"})
+_COLUMN_KEYS = frozenset({"name", "type", "jsonPath", "description", "format", "priority"})
+
+_COPIED_KEYWORDS = (
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+)
+_KEY_ORDER = (
+    "description",
+    "type",
+    "format",
+    "nullable",
+    "enum",
+    "default",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+)
+"""The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
+_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
+
+
+def crd_from_models(
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    scope: Scope,
+    spec_model: type[pydantic.BaseModel] | None,
+    status_model: type[pydantic.BaseModel] | None,
+    printer_columns: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The ``apiextensions.k8s.io/v1`` CRD of ``kind`` in ``group``/``version`` (see the module docstring).
+
+    Args:
+        spec_model, status_model: the models of ``spec`` and ``status``; without a spec model the spec accepts any
+            object, without a status model the status holds ``conditions`` and ``observedGeneration`` and preserves
+            any other field.
+        printer_columns: extra ``additionalPrinterColumns`` (``name``, ``type``, ``jsonPath``, optionally
+            ``description``, ``format``, ``priority``), shown between ``Reason`` and ``Age``.
+
+    Raises:
+        CodegenError: an invalid scope or printer column, or a model with no structural schema.
+    """
+    if scope not in ("Namespaced", "Cluster"):
+        raise errors.CodegenError(f"invalid scope {scope!r}: expected Namespaced or Cluster")
+    spec = _model_schema(spec_model, "spec") if spec_model is not None else {"type": "object", PRESERVE: True}
+    root: dict[str, Any] = {
+        "description": f"{kind} is the Schema for the {plural} API.",
+        "type": "object",
+        "properties": {
+            "apiVersion": {
+                "description": "The versioned schema of this representation of an object.",
+                "type": "string",
+            },
+            "kind": {"description": "The REST resource this object represents.", "type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status_schema(status_model),
+        },
+    }
+    if spec.get("required"):
+        root["required"] = ["spec"]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": scope,
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": _columns(printer_columns),
+                    "schema": {"openAPIV3Schema": root},
+                }
+            ],
+        },
+    }
+
+
+def status_schema(status_model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
+    """The schema of ``status``: the model's (when given) with okt's ``conditions`` and ``observedGeneration``."""
+    schema: dict[str, Any] = {"type": "object"}
+    if status_model is not None:
+        schema = _model_schema(status_model, "status")
+    properties = schema.setdefault("properties", {})
+    properties.setdefault("conditions", copy.deepcopy(CONDITIONS_SCHEMA))
+    properties.setdefault("observedGeneration", dict(OBSERVED_GENERATION_SCHEMA))
+    schema.pop("additionalProperties", None)
+    schema[PRESERVE] = True
+    return schema
+
+
+def structural_schema(model: type[pydantic.BaseModel], path: str = "spec") -> dict[str, Any]:
+    """The structural OpenAPI v3 schema of ``model`` (``path`` names its place in error messages)."""
+    return _model_schema(model, path)
+
+
+def crd_for_reconciler(cls: type[Any]) -> dict[str, Any]:
+    """The CRD of an ``okt.Reconciler`` subclass, read from its class attributes.
+
+    Reads ``api_version`` (``group/version``), ``kind``, ``plural`` (None: lowercased kind + ``s``), ``namespaced``,
+    ``spec_model``, ``status_model`` and ``printer_columns``.
+
+    Raises:
+        CodegenError: a missing or ill-typed attribute, or one :func:`crd_from_models` refuses.
+    """
+    primary = primary_of(cls)
+    spec_model = _model_attribute(cls, "spec_model")
+    status_model = _model_attribute(cls, "status_model")
+    columns = getattr(cls, "printer_columns", ()) or ()
+    if not isinstance(columns, Sequence) or isinstance(columns, str):
+        raise errors.CodegenError(f"{cls.__name__}.printer_columns must be a sequence of mappings")
+    return crd_from_models(
+        group=primary.group,
+        version=primary.version,
+        kind=primary.kind,
+        plural=primary.plural,
+        scope="Namespaced" if primary.namespaced else "Cluster",
+        spec_model=spec_model,
+        status_model=status_model,
+        printer_columns=columns,
+    )
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The custom resource a reconciler reconciles, as its class attributes declare it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    finalizer: bool
+
+
+def primary_of(cls: type[Any]) -> Primary:
+    """Read the primary resource's identity from a reconciler class (see :func:`crd_for_reconciler`).
+
+    Raises:
+        CodegenError: ``api_version`` or ``kind`` is missing or malformed.
+    """
+    name = cls.__name__
+    api_version = getattr(cls, "api_version", None)
+    kind = getattr(cls, "kind", None)
+    if not isinstance(api_version, str) or not api_version:
+        raise errors.CodegenError(f"{name}.api_version must be set, like 'cache.example.com/v1alpha1'")
+    group, _, version = api_version.rpartition("/")
+    if not group or not version:
+        raise errors.CodegenError(
+            f"{name}.api_version {api_version!r} has no API group: custom resources need one (like cache.example.com)"
+        )
+    if not isinstance(kind, str) or not kind:
+        raise errors.CodegenError(f"{name}.kind must be set, like 'Memcached'")
+    plural = getattr(cls, "plural", None) or f"{kind.lower()}s"
+    if not isinstance(plural, str):
+        raise errors.CodegenError(f"{name}.plural must be a string or None")
+    return Primary(
+        group=group,
+        version=version,
+        kind=kind,
+        plural=plural,
+        namespaced=bool(getattr(cls, "namespaced", True)),
+        finalizer=getattr(cls, "finalizer", None) is not None,
+    )
+
+
+def _model_attribute(cls: type[Any], attribute: str) -> type[pydantic.BaseModel] | None:
+    model = getattr(cls, attribute, None)
+    if model is None:
+        return None
+    if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+        raise errors.CodegenError(f"{cls.__name__}.{attribute} must be a pydantic model class or None")
+    return model
+
+
+def _columns(extra: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    columns = [dict(column) for column in STANDARD_COLUMNS]
+    names = {column["name"] for column in columns} | {AGE_COLUMN["name"]}
+    for index, column in enumerate(extra):
+        where = f"printer column #{index + 1}"
+        if not isinstance(column, Mapping):
+            raise errors.CodegenError(f"{where} must be a mapping with name, type and jsonPath")
+        missing = [key for key in ("name", "type", "jsonPath") if not column.get(key)]
+        if missing:
+            raise errors.CodegenError(f"{where} lacks {', '.join(missing)}")
+        unknown = sorted(set(column) - _COLUMN_KEYS)
+        if unknown:
+            raise errors.CodegenError(f"{where} ({column['name']}): unknown keys {', '.join(unknown)}")
+        if column["type"] not in _COLUMN_TYPES:
+            raise errors.CodegenError(
+                f"{where} ({column['name']}): type {column['type']!r} is not one of {', '.join(sorted(_COLUMN_TYPES))}"
+            )
+        if not str(column["jsonPath"]).startswith("."):
+            raise errors.CodegenError(f"{where} ({column['name']}): jsonPath must start with '.', like .spec.size")
+        if column["name"] in names:
+            raise errors.CodegenError(f"{where}: a column named {column['name']!r} already exists")
+        names.add(column["name"])
+        columns.append(dict(column))
+    columns.append(dict(AGE_COLUMN))
+    return columns
+
+
+def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
+    try:
+        schema = model.model_json_schema(mode="validation", by_alias=True)
+    except pydantic.PydanticUserError as exc:
+        raise errors.CodegenError(f"{path}: {model.__name__} has no JSON schema: {exc}") from exc
+    return _Converter(schema.get("$defs", {})).convert(schema, path, ())
+
+
+class _Converter:
+    """JSON Schema (pydantic) -> Kubernetes structural schema, one node at a time."""
+
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        self._definitions = definitions
+
+    def convert(self, node: Mapping[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        converted = self._convert(dict(node), path, stack)
+        order = {key: index for index, key in enumerate(_KEY_ORDER)}
+        return dict(sorted(converted.items(), key=lambda item: order.get(item[0], len(order))))
+
+    def _convert(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        if "$ref" in node:
+            return self._reference(node, path, stack)
+        if "allOf" in node:
+            parts = node.pop("allOf")
+            if len(parts) != 1:
+                raise errors.CodegenError(f"{path}: allOf with {len(parts)} schemas has no structural schema")
+            return self.convert({**parts[0], **node}, path, stack)
+        for keyword in ("anyOf", "oneOf"):
+            if keyword in node:
+                return self._union(node, node.pop(keyword), path, stack)
+        if isinstance(node.get("type"), list):
+            types = [kind for kind in node["type"] if kind != "null"]
+            nullable = len(types) < len(node["type"])
+            options = [{"type": kind} for kind in types]
+            return self._union({**node, "type": None}, options + ([{"type": "null"}] if nullable else []), path, stack)
+        return self._typed(node, path, stack)
+
+    def _reference(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        name = str(node.pop("$ref")).rsplit("/", 1)[-1]
+        if name not in self._definitions:
+            raise errors.CodegenError(f"{path}: unresolvable reference to {name!r}")
+        if name in stack:
+            cut: dict[str, Any] = {"type": "object", PRESERVE: True}
+            description = node.get("description", self._definitions[name].get("description"))
+            return {"description": description, **cut} if description else cut
+        return self.convert({**self._definitions[name], **node}, path, (*stack, name))
+
+    def _union(
+        self, node: dict[str, Any], options: Sequence[Mapping[str, Any]], path: str, stack: tuple[str, ...]
+    ) -> dict[str, Any]:
+        concrete = [option for option in options if option.get("type") != "null"]
+        nullable = len(concrete) < len(options)
+        siblings = {key: value for key, value in node.items() if key != "type" or value is not None}
+        if len(concrete) == 1:
+            converted = self.convert({**concrete[0], **siblings}, path, stack)
+        elif sorted(str(option.get("type")) for option in concrete) == ["integer", "string"]:
+            converted = self._annotations(siblings)
+            converted["x-kubernetes-int-or-string"] = True
+            if siblings.get("default") is not None:
+                converted["default"] = siblings["default"]
+        else:
+            shown = ", ".join(sorted(str(option.get("type", option.get("$ref", "?"))) for option in concrete))
+            raise errors.CodegenError(
+                f"{path}: the union of {shown} has no structural schema (only Optional[X] and int | str do)"
+            )
+        if nullable:
+            converted["nullable"] = True
+            if "default" in converted and converted["default"] is None:
+                del converted["default"]
+        return converted
+
+    def _typed(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        if "const" in node:
+            node["enum"] = [node.pop("const")]
+        kind = node.get("type") or _inferred_type(node, path)
+        if kind is None:
+            return {**self._annotations(node), PRESERVE: True}
+        if kind == "null":
+            raise errors.CodegenError(f"{path}: a field that can only be None has no structural schema")
+        out = self._annotations(node)
+        out["type"] = kind
+        if node.get("format") in KUBERNETES_FORMATS:
+            out["format"] = node["format"]
+        if "enum" in node:
+            out["enum"] = list(node["enum"])
+        if "default" in node and node["default"] is not None:
+            out["default"] = node["default"]
+        for keyword in _COPIED_KEYWORDS:
+            if keyword in node:
+                out[keyword] = node[keyword]
+        for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            value = node.get(exclusive)
+            if isinstance(value, bool):
+                out[exclusive] = value
+            elif value is not None:
+                out[bound] = value
+                out[exclusive] = True
+        if kind == "object":
+            self._object(node, out, path, stack)
+        elif kind == "array":
+            self._array(node, out, path, stack)
+        return out
+
+    def _object(self, node: dict[str, Any], out: dict[str, Any], path: str, stack: tuple[str, ...]) -> None:
+        properties = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        if properties:
+            out["properties"] = {
+                name: self.convert(schema, f"{path}.{name}", stack) for name, schema in properties.items()
+            }
+            if node.get("required"):
+                out["required"] = list(node["required"])
+            if extra is True or isinstance(extra, Mapping):
+                out[PRESERVE] = True
+        elif isinstance(extra, Mapping) and extra:
+            out["additionalProperties"] = self.convert(extra, f"{path}.*", stack)
+        elif extra is not False:
+            out[PRESERVE] = True
+
+    def _array(self, node: dict[str, Any], out: dict[str, Any], path: str, stack: tuple[str, ...]) -> None:
+        if "prefixItems" in node:
+            raise errors.CodegenError(f"{path}: fixed-length tuples have no structural schema; use list[X]")
+        items = node.get("items")
+        out["items"] = self.convert(items, f"{path}[]", stack) if isinstance(items, Mapping) else {PRESERVE: True}
+        if node.get("uniqueItems") and out["items"].get("type") in _SCALAR_TYPES:
+            out["x-kubernetes-list-type"] = "set"
+
+    @staticmethod
+    def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
+        """The keywords that describe a node whatever its type (here: its description)."""
+        return {"description": node["description"]} if node.get("description") else {}
+
+
+def _inferred_type(node: Mapping[str, Any], path: str) -> str | None:
+    if "properties" in node:
+        return "object"
+    if "items" in node:
+        return "array"
+    if "enum" not in node:
+        return None
+    values = node["enum"]
+    for kind, python_types in (("boolean", (bool,)), ("integer", (int,)), ("number", (int, float)), ("string", (str,))):
+        if all(isinstance(value, python_types) for value in values) and (
+            kind == "boolean" or not any(isinstance(value, bool) for value in values)
+        ):
+            return kind
+    raise errors.CodegenError(f"{path}: an enum mixing value types has no structural schema")

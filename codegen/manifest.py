@@ -1,0 +1,198 @@
+"""From a child's YAML manifest to the Jinja2 template a resource wrapper renders.
+
+Why it exists: an author writes the child object once, as plain Kubernetes YAML (often copied from docs or from
+``kubectl get -o yaml``), and okt renders it for each custom resource. Only the identity of the object changes between
+custom resources, so the template is the manifest **verbatim** — comments, key order, quoting and all — except
+``metadata.name`` and ``metadata.namespace``, which become the ``{{ name }}`` and ``{{ namespace }}`` placeholders
+(``namespace`` is added to namespaced kinds that lack it). A manifest may already hold ``{{ ... }}`` expressions in
+its values (rendered with ``cr``, ``name``, ``namespace`` and the reconciler's params); Jinja2 statements
+(``{% ... %}``) are not supported because the manifest must stay parseable YAML.
+
+Guarantees:
+
+* the manifest is one YAML document holding one mapping with ``apiVersion`` and ``kind``, and that kind and
+  apiVersion are the ones the dictionary says — otherwise a one-line :class:`~codegen.errors.CodegenError`;
+* the template is checked after it is built: parsed again, it equals the manifest with the two placeholders set. When
+  the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, ...), the template falls back to
+  the manifest re-dumped by PyYAML, which loses comments but never meaning;
+* trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
+  renders to exactly one document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from codegen import dictionary, errors
+
+NAME_EXPRESSION = "{{ name }}"
+NAMESPACE_EXPRESSION = "{{ namespace }}"
+
+_EXPRESSION = re.compile(r"\{\{.*?\}\}")
+_METADATA_LINE = re.compile(r"^metadata:[ \t]*(#.*)?$")
+_DOCUMENT_MARKER = re.compile(r"^(---|\.\.\.)[ \t]*(#.*)?$")
+_BLOCK_SCALAR = re.compile(r"^[|>]")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest: its text (blank-trimmed, without document markers) and the object it describes."""
+
+    path: Path
+    text: str
+    document: dict[str, Any]
+
+
+def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
+    """Read and validate the manifest at ``path`` for the kind described by ``spec``.
+
+    Raises:
+        CodegenError: the file is unreadable or not UTF-8, is not YAML, holds zero or several documents, is not a
+            mapping, or its ``kind``/``apiVersion`` are missing or differ from ``spec``'s.
+    """
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise errors.CodegenError(f"cannot read manifest {path}: {reason}") from exc
+    text = _trim(raw)
+    documents = _load_all(path, text)
+    if not documents:
+        raise errors.CodegenError(f"manifest {path} is empty: expected one Kubernetes object")
+    if len(documents) > 1:
+        raise errors.CodegenError(
+            f"manifest {path} holds {len(documents)} YAML documents: expected exactly one object "
+            "(generate one wrapper per manifest)"
+        )
+    document = documents[0]
+    if not isinstance(document, dict):
+        raise errors.CodegenError(f"manifest {path} is not a Kubernetes object (expected a mapping at the top level)")
+    _check_identity(path, document, spec)
+    return Manifest(path=path, text=text, document=document)
+
+
+def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
+    """The manifest's text with the name and namespace replaced by Jinja2 placeholders (see the module docstring)."""
+    expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
+    edited = _edit_lines(manifest.text, spec)
+    if edited is not None and _load_all(manifest.path, edited) == [expected]:
+        return edited
+    if _EXPRESSION.search(manifest.text):
+        raise errors.CodegenError(
+            f"manifest {manifest.path}: cannot place the name and namespace placeholders without reformatting the "
+            "manifest, which would change its Jinja2 expressions: write metadata as a block (metadata:, then "
+            "name: and namespace: on their own lines)"
+        )
+    return _redump(manifest, spec)
+
+
+def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindSpec) -> None:
+    kind = document.get("kind")
+    if not kind:
+        raise errors.CodegenError(f"manifest {path} has no kind (expected kind: {spec.kind})")
+    if kind != spec.kind:
+        raise errors.CodegenError(f"manifest {path} is a {kind}, not a {spec.kind}: its kind must match --type")
+    api_version = document.get("apiVersion")
+    if not api_version:
+        raise errors.CodegenError(f"manifest {path} has no apiVersion (expected apiVersion: {spec.api_version})")
+    if api_version != spec.api_version:
+        raise errors.CodegenError(
+            f"manifest {path} uses apiVersion {api_version} but the dictionary has {spec.api_version} for {spec.kind}: "
+            "fix the manifest or override the kind with --dictionary FILE"
+        )
+    metadata = document.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise errors.CodegenError(f"manifest {path}: metadata must be a mapping")
+    if not spec.namespaced and "namespace" in metadata:
+        raise errors.CodegenError(
+            f"manifest {path}: {spec.kind} is cluster-scoped, remove metadata.namespace from the manifest"
+        )
+
+
+def _trim(raw: str) -> str:
+    lines = [line.rstrip() for line in raw.splitlines()]
+    while lines and (not lines[0] or _DOCUMENT_MARKER.match(lines[0])):
+        lines.pop(0)
+    while lines and (not lines[-1] or _DOCUMENT_MARKER.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def neutral(expression: str) -> str:
+    """A plain YAML scalar standing for one Jinja2 expression, the same for the same expression in any text.
+
+    With :func:`neutralized`, it lets a template holding ``{{ ... }}`` expressions be parsed as YAML (to check it).
+    """
+    return "okt-jinja-" + hashlib.sha256(expression.encode()).hexdigest()[:16]
+
+
+def neutralized(text: str) -> str:
+    """``text`` with every ``{{ ... }}`` expression replaced by its :func:`neutral` scalar."""
+    return _EXPRESSION.sub(lambda match: neutral(match.group(0)), text)
+
+
+def _load_all(path: Path, text: str) -> list[Any]:
+    try:
+        return [document for document in yaml.safe_load_all(neutralized(text)) if document is not None]
+    except yaml.YAMLError as exc:
+        raise errors.CodegenError(f"manifest {path} is not valid YAML: {errors.yaml_problem(exc)}") from exc
+
+
+def _with_placeholders(
+    document: dict[str, Any], spec: dictionary.KindSpec, name: str, namespace: str
+) -> dict[str, Any]:
+    metadata = dict(document.get("metadata") or {})
+    metadata["name"] = name
+    if spec.namespaced:
+        metadata["namespace"] = namespace
+    return {**document, "metadata": metadata}
+
+
+def _edit_lines(text: str, spec: dictionary.KindSpec) -> str | None:
+    """Replace or insert the name/namespace lines of the top-level ``metadata:`` block; None when it is not simple."""
+    lines = text.splitlines()
+    start = next((index for index, line in enumerate(lines) if _METADATA_LINE.match(line)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " #"):
+        end += 1
+    children = [line for line in lines[start + 1 : end] if line.strip() and not line.lstrip().startswith("#")]
+    indent = (len(children[0]) - len(children[0].lstrip(" "))) if children else 2
+    if indent == 0:
+        return None
+    prefix = " " * indent
+    found: dict[str, int] = {}
+    for index in range(start + 1, end):
+        match = re.match(rf"^{prefix}(name|namespace):(.*)$", lines[index])
+        if match is None:
+            continue
+        value = match.group(2).strip()
+        if not value or _BLOCK_SCALAR.match(value):
+            return None
+        found[match.group(1)] = index
+    wanted = {"name": f'"{NAME_EXPRESSION}"', "namespace": f'"{NAMESPACE_EXPRESSION}"'}
+    for key, index in found.items():
+        lines[index] = f"{prefix}{key}: {wanted[key]}"
+    if "name" not in found:
+        lines.insert(start + 1, f"{prefix}name: {wanted['name']}")
+        found = {key: index + 1 for key, index in found.items()}
+        found["name"] = start + 1
+    if spec.namespaced and "namespace" not in found:
+        lines.insert(found["name"] + 1, f"{prefix}namespace: {wanted['namespace']}")
+    return "\n".join(lines) + "\n"
+
+
+def _redump(manifest: Manifest, spec: dictionary.KindSpec) -> str:
+    name, namespace = neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION)
+    document = _with_placeholders(manifest.document, spec, name, namespace)
+    text = yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return text.replace(name, f'"{NAME_EXPRESSION}"').replace(namespace, f'"{NAMESPACE_EXPRESSION}"')

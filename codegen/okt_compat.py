@@ -1,0 +1,55 @@
+"""``okt-gen-resource``: OKT's resource generator command line, on okt's generator.
+
+Why it exists: OKT users know ``okt-gen-resource -type=ConfigMap -kind=MyKind -group=demo -version=v1alpha1
+-path=DIR manifest.yaml`` (Go's single-dash flags). This entry point accepts that spelling — ``-flag=value``,
+``-flag value`` and the double-dash forms — and runs the same ``okt gen resource`` command, so existing scripts and
+habits keep working. OKT's ``-path`` is okt's ``--out``.
+
+Guarantees: a translated command behaves exactly like ``okt gen resource`` (same files, same messages, exit status
+2 on any error); arguments that are not flags pass through untouched, and so does everything after ``--``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from codegen import cli
+
+FLAGS = {
+    "type": "--type",
+    "kind": "--kind",
+    "group": "--group",
+    "version": "--version",
+    "path": "--out",
+    "out": "--out",
+    "dictionary": "--dictionary",
+}
+"""OKT flag name -> ``okt gen resource`` option (every one takes a value)."""
+
+SWITCHES = {"list": "--list", "h": "--help", "help": "--help"}
+"""OKT flag name -> ``okt gen resource`` option (flags without a value)."""
+
+
+def translate(arguments: Sequence[str]) -> list[str]:
+    """OKT-style arguments -> ``okt gen resource`` arguments (unknown dashes are left for click to report)."""
+    translated: list[str] = []
+    for index, argument in enumerate(arguments):
+        if argument == "--":
+            return [*translated, *arguments[index:]]
+        name, has_value, value = argument.lstrip("-").partition("=")
+        if not argument.startswith("-") or argument == "-":
+            translated.append(argument)
+        elif name in FLAGS:
+            translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
+        elif name in SWITCHES and not has_value:
+            translated.append(SWITCHES[name])
+        else:
+            translated.append(argument)
+    return translated
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run ``okt-gen-resource`` with ``argv`` (default: the process arguments); exits like any click command."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    cli.resource_command.main(args=translate(arguments), prog_name="okt-gen-resource")

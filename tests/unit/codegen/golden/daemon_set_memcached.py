@@ -1,0 +1,24 @@
+"""DaemonSet owned by Memcached (cache/v1alpha1): the author's part.
+
+Generated once by ``okt gen resource``, then yours. Regeneration rewrites
+``daemon_set_memcached_gen.py`` only (template, API version,
+hashed fields) and never touches this file.
+"""
+
+import okt
+
+from .daemon_set_memcached_gen import DaemonSetMemcachedBase
+
+
+class DaemonSetMemcached(DaemonSetMemcachedBase):
+    """The DaemonSet that okt keeps in place for each Memcached."""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        """Edit ``self.desired`` (the rendered template) from the custom resource.
+
+        Called on every reconcile. The default changes nothing: the rendered
+        template is the desired object. What this method sets is hashed and
+        compared with the live object, so derive it from ``cr`` alone.
+        """
+        # For example:
+        # self.desired["spec"]["minReadySeconds"] = cr.spec.min_ready_seconds

@@ -1,0 +1,24 @@
+"""Role owned by Memcached (cache/v1alpha1): the author's part.
+
+Generated once by ``okt gen resource``, then yours. Regeneration rewrites
+``role_memcached_gen.py`` only (template, API version,
+hashed fields) and never touches this file.
+"""
+
+import okt
+
+from .role_memcached_gen import RoleMemcachedBase
+
+
+class RoleMemcached(RoleMemcachedBase):
+    """The Role that okt keeps in place for each Memcached."""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        """Edit ``self.desired`` (the rendered template) from the custom resource.
+
+        Called on every reconcile. The default changes nothing: the rendered
+        template is the desired object. What this method sets is hashed and
+        compared with the live object, so derive it from ``cr`` alone.
+        """
+        # For example:
+        # self.desired["rules"][0]["resourceNames"] = [cr.name]

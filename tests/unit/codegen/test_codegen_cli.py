@@ -1,0 +1,268 @@
+"""``okt gen``: the click commands, their output, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any, ClassVar
+
+import click
+import pydantic
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+import okt
+from codegen import cli, crd, dictionary, rbac, yamlout
+
+MANIFESTS = Path(__file__).parent / "manifests"
+GOLDEN = Path(__file__).parent / "golden"
+RESOURCE = ["resource", "--type", "ConfigMap", "--kind", "Memcached", "--group", "cache", "--version", "v1alpha1"]
+
+
+class MemcachedSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+
+
+class Config(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class MemcachedReconciler(okt.Reconciler):
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Memcached"
+    spec_model = MemcachedSpec
+    owns: ClassVar = [Config]
+
+
+class BackupReconciler(okt.Reconciler):
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Backup"
+
+
+def invoke(arguments: list[str], group: click.Group | None = None) -> Result:
+    return CliRunner().invoke(group or cli.gen, arguments, catch_exceptions=False)
+
+
+def fake_loader(*classes: type[Any]) -> cli.ReconcilerLoader:
+    def load(target: str) -> list[type[Any]]:
+        assert target == "operator.py"
+        return list(classes)
+
+    return load
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    return tmp_path
+
+
+def test_resource_writes_both_modules_and_reports_each_file(workdir: Path) -> None:
+    result = invoke([*RESOURCE, "manifests/config_map.yaml"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "written  resources/config_map_memcached_gen.py",
+        "created  resources/config_map_memcached.py",
+        "created  resources/__init__.py",
+    ]
+    assert (workdir / "resources" / "config_map_memcached_gen.py").read_text() == (
+        GOLDEN / "config_map_memcached_gen.py"
+    ).read_text()
+
+
+def test_resource_rerun_reports_the_authors_module_as_kept(workdir: Path) -> None:
+    invoke([*RESOURCE, "manifests/config_map.yaml"])
+    result = invoke([*RESOURCE, "--out", "resources", "manifests/config_map.yaml"])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        "written  resources/config_map_memcached_gen.py",
+        "kept     resources/config_map_memcached.py (yours: not touched)",
+    ]
+
+
+def test_list_prints_the_dictionary_as_an_aligned_table(tmp_path: Path) -> None:
+    extension = tmp_path / "extra.yaml"
+    extension.write_text(
+        "kinds:\n  Certificate:\n    apiVersion: cert-manager.io/v1\n    plural: certificates\n"
+        "    namespaced: true\n    base: MutableResource\n    hashed: [spec]\n"
+    )
+    result = invoke(["resource", "--list", "--dictionary", str(extension)])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    header = lines[0]
+    assert header.split() == ["KIND", "API", "VERSION", "PLURAL", "SCOPE", "BASE", "HASHED"]
+    starts = [header.index(title) for title in ("API VERSION", "PLURAL", "SCOPE", "BASE", "HASHED")]
+    kinds = dictionary.load([extension])
+    assert [line.split()[0] for line in lines[1:]] == [spec.kind for spec in kinds]
+    for line, spec in zip(lines[1:], kinds, strict=True):
+        cells = [spec.api_version, spec.plural, "Namespaced" if spec.namespaced else "Cluster", spec.base]
+        assert [line[start : start + len(cell)] for start, cell in zip(starts, cells, strict=False)] == cells
+    assert "Certificate  " in result.stdout
+    assert "ClusterRole  " in result.stdout
+    assert lines[1].startswith("Certificate")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        pytest.param(
+            [
+                "resource",
+                "--type",
+                "Deploymnet",
+                "--kind",
+                "M",
+                "--group",
+                "g",
+                "--version",
+                "v1",
+                "manifests/pod.yaml",
+            ],
+            "unknown kind 'Deploymnet' (did you mean: Deployment?)",
+            id="unknown-kind",
+        ),
+        pytest.param(
+            [*RESOURCE, "manifests/missing.yaml"],
+            "cannot read manifest manifests/missing.yaml: No such file or directory",
+            id="unreadable-file",
+        ),
+        pytest.param(
+            [*RESOURCE, "manifests/broken.yaml"],
+            "manifest manifests/broken.yaml is not valid YAML: expected the node content, but found '<stream end>' "
+            "(line 2, column 1)",
+            id="invalid-yaml",
+        ),
+        pytest.param(
+            [*RESOURCE, "manifests/service.yaml"],
+            "manifest manifests/service.yaml is a Service, not a ConfigMap: its kind must match --type",
+            id="kind-differs-from-type",
+        ),
+        pytest.param(
+            [*RESOURCE, "manifests/two.yaml"],
+            "manifest manifests/two.yaml holds 2 YAML documents: expected exactly one object "
+            "(generate one wrapper per manifest)",
+            id="several-documents",
+        ),
+        pytest.param(["resource", "--type", "ConfigMap"], "missing options --kind, --group, --version", id="options"),
+        pytest.param(RESOURCE, "missing argument MANIFEST (the child's YAML manifest)", id="no-manifest"),
+        pytest.param(
+            [*RESOURCE, "--dictionary", "nope.yaml", "manifests/config_map.yaml"],
+            "cannot read dictionary nope.yaml: No such file or directory",
+            id="missing-dictionary",
+        ),
+        pytest.param(
+            ["resource", "--typo", "x"], "No such option '--typo'. Did you mean '--type'?", id="unknown-option"
+        ),
+        pytest.param(["deploy"], "No such command", id="unknown-command"),
+        pytest.param(["--verbose"], "No such option", id="unknown-group-option"),
+        pytest.param(["crd"], "Missing argument 'OPERATOR'.", id="missing-argument"),
+    ],
+)
+def test_errors_are_one_line_on_stderr_with_exit_status_2(workdir: Path, arguments: list[str], message: str) -> None:
+    (workdir / "manifests" / "broken.yaml").write_text("a: [1,\n")
+    (workdir / "manifests" / "two.yaml").write_text("kind: ConfigMap\n---\nkind: ConfigMap\n")
+    result = invoke(arguments)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error: {message}"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Usage:" not in result.stderr
+    assert not (workdir / "resources").exists()
+
+
+def test_crd_prints_the_crd_of_every_reconciler() -> None:
+    result = invoke(["crd", "operator.py"], cli.make_gen_group(fake_loader(BackupReconciler, MemcachedReconciler)))
+    assert result.exit_code == 0, result.output
+    assert list(yaml.safe_load_all(result.stdout)) == [
+        crd.crd_for_reconciler(BackupReconciler),
+        crd.crd_for_reconciler(MemcachedReconciler),
+    ]
+
+
+def test_crd_for_one_reconciler_written_to_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "crd.yaml"
+    group = cli.make_gen_group(fake_loader(BackupReconciler, MemcachedReconciler))
+    result = invoke(["crd", "operator.py", "--reconciler", "MemcachedReconciler", "--out", str(out)], group)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert out.read_text() == yamlout.dump_all([crd.crd_for_reconciler(MemcachedReconciler)])
+
+
+def test_rbac_passes_its_options_through() -> None:
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    arguments = ["rbac", "operator.py", "--namespace", "ops", "--cluster-wide", "--leader-elect"]
+    result = invoke([*arguments, "--service-account", "cache-operator"], group)
+    assert result.exit_code == 0, result.output
+    assert list(yaml.safe_load_all(result.stdout)) == rbac.rbac_for_reconciler(
+        MemcachedReconciler, namespace="ops", cluster_wide=True, leader_elect=True, service_account="cache-operator"
+    )
+
+
+def broken_loader(target: str) -> list[type[Any]]:
+    raise ZeroDivisionError("division by zero")
+
+
+def okt_error_loader(target: str) -> list[type[Any]]:
+    raise okt.OktError("no such operator file: operator.py")
+
+
+@pytest.mark.parametrize(
+    ("loader", "arguments", "message"),
+    [
+        (broken_loader, ["crd", "operator.py"], "cannot load operator.py: ZeroDivisionError: division by zero"),
+        (okt_error_loader, ["rbac", "operator.py"], "no such operator file: operator.py"),
+        (fake_loader(), ["crd", "operator.py"], "operator.py defines no reconciler"),
+        (
+            fake_loader(MemcachedReconciler, BackupReconciler),
+            ["crd", "operator.py", "--reconciler", "Nope"],
+            "operator.py has no reconciler named 'Nope' (it has: BackupReconciler, MemcachedReconciler)",
+        ),
+        (
+            fake_loader(MemcachedReconciler),
+            ["rbac", "operator.py", "--namespace", "Bad_NS"],
+            "invalid namespace 'Bad_NS': expected a DNS label such as operators",
+        ),
+    ],
+)
+def test_operator_errors_are_one_line_with_exit_status_2(
+    loader: cli.ReconcilerLoader, arguments: list[str], message: str
+) -> None:
+    result = invoke(arguments, cli.make_gen_group(loader))
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {message}\n"
+
+
+OPERATOR = """
+import okt
+
+
+class Memcached(okt.Reconciler):
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Memcached"
+    finalizer = "cache.example.com/cleanup"
+"""
+
+
+def test_crd_and_rbac_load_an_operator_file_with_okts_loader(tmp_path: Path) -> None:
+    operator = tmp_path / "memcached_operator.py"
+    operator.write_text(textwrap.dedent(OPERATOR))
+    crd_result = invoke(["crd", str(operator)])
+    rbac_result = invoke(["rbac", str(operator), "--namespace", "ops"])
+    assert crd_result.exit_code == 0, crd_result.output
+    assert yaml.safe_load(crd_result.stdout)["metadata"]["name"] == "memcacheds.cache.example.com"
+    assert rbac_result.exit_code == 0, rbac_result.output
+    role = list(yaml.safe_load_all(rbac_result.stdout))[1]
+    assert {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/finalizers"], "verbs": ["update"]} in role[
+        "rules"
+    ]
+
+
+def test_help_is_available_for_every_command() -> None:
+    for command in (["--help"], ["resource", "--help"], ["crd", "-h"], ["rbac", "--help"]):
+        result = invoke(command)
+        assert result.exit_code == 0
+        assert result.stdout.startswith("Usage: ")

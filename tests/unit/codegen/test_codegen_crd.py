@@ -1,0 +1,413 @@
+"""``okt gen crd``: pydantic models -> a structural apiextensions.k8s.io/v1 CRD.
+
+``golden/crd_memcached.yaml`` pins the whole CRD of a sample reconciler; ``OKT_UPDATE_GOLDEN=1`` regenerates it (see
+``test_codegen_resource.py``). Every converted schema is also checked against Kubernetes' structural-schema rules.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pydantic
+import pytest
+import yaml
+
+import okt
+from codegen import crd, errors, yamlout
+
+GOLDEN = Path(__file__).parent / "golden" / "crd_memcached.yaml"
+TYPES = {"object", "array", "string", "integer", "number", "boolean"}
+
+
+def assert_structural(node: Mapping[str, Any], path: str = "openAPIV3Schema") -> None:
+    """Kubernetes' structural-schema rules (apiextensions v1), as far as a schema without anyOf can break them."""
+    for forbidden in (
+        "$ref",
+        "$defs",
+        "definitions",
+        "title",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "const",
+        "prefixItems",
+    ):
+        assert forbidden not in node, f"{path}: {forbidden}"
+    if not (node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")):
+        assert node.get("type") in TYPES, f"{path}: no type"
+    assert not ("properties" in node and "additionalProperties" in node), f"{path}: properties and additionalProperties"
+    assert node.get("uniqueItems") is not True, f"{path}: uniqueItems"
+    for keyword in ("exclusiveMinimum", "exclusiveMaximum"):
+        assert isinstance(node.get(keyword, True), bool), f"{path}: numeric {keyword}"
+    if node.get("type") == "array":
+        assert isinstance(node.get("items"), Mapping), f"{path}: array without items"
+        assert_structural(node["items"], f"{path}[]")
+    for name, child in (node.get("properties") or {}).items():
+        assert_structural(child, f"{path}.{name}")
+    if isinstance(node.get("additionalProperties"), Mapping):
+        assert_structural(node["additionalProperties"], f"{path}.*")
+    for key in node.get("required", []):
+        assert key in node.get("properties", {}), f"{path}: required {key} is not a property"
+
+
+def schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    converted = crd.structural_schema(model)
+    assert_structural(converted)
+    return converted
+
+
+class Color(enum.StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Limits(pydantic.BaseModel):
+    """Resource limits of one instance."""
+
+    memory_mb: int = pydantic.Field(64, alias="memoryMB", ge=16, le=4096, description="Memory in MiB.")
+    ratio: float = pydantic.Field(0.5, gt=0, lt=1)
+
+
+class MemcachedSpec(pydantic.BaseModel):
+    """The desired state of a Memcached cluster."""
+
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    size: int = pydantic.Field(ge=1, le=10, description="Number of instances.")
+    image: str = pydantic.Field("memcached:1.6", min_length=1, max_length=255, pattern=r"^[a-z0-9./:-]+$")
+    color: Color = Color.RED
+    mode: Literal["fast", "safe"] = "safe"
+    limits: Limits = pydantic.Field(default_factory=Limits)
+    backup: Limits | None = None
+    args: list[str] = pydantic.Field(default_factory=list, max_length=8)
+    labels: dict[str, str] = {}
+    port: int | str = 11211
+    tags: set[str] = set()
+    extra: dict[str, Any] = {}
+    since: datetime.datetime | None = None
+
+
+class MemcachedStatus(pydantic.BaseModel):
+    """What the operator observed."""
+
+    ready_replicas: int = pydantic.Field(0, alias="readyReplicas")
+    nodes: list[str] = []
+
+
+def test_required_fields_are_kept() -> None:
+    assert schema(MemcachedSpec)["required"] == ["size"]
+
+
+def test_model_and_field_descriptions_are_kept_and_titles_dropped() -> None:
+    converted = schema(MemcachedSpec)
+    assert converted["description"] == "The desired state of a Memcached cluster."
+    assert converted["properties"]["size"]["description"] == "Number of instances."
+    assert converted["properties"]["limits"]["description"] == "Resource limits of one instance."
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("size", {"description": "Number of instances.", "type": "integer", "minimum": 1, "maximum": 10}),
+        (
+            "image",
+            {
+                "type": "string",
+                "default": "memcached:1.6",
+                "minLength": 1,
+                "maxLength": 255,
+                "pattern": r"^[a-z0-9./:-]+$",
+            },
+        ),
+        ("color", {"type": "string", "enum": ["red", "blue"], "default": "red"}),
+        ("mode", {"type": "string", "enum": ["fast", "safe"], "default": "safe"}),
+        ("args", {"type": "array", "maxItems": 8, "items": {"type": "string"}}),
+        ("labels", {"type": "object", "default": {}, "additionalProperties": {"type": "string"}}),
+        ("port", {"default": 11211, "x-kubernetes-int-or-string": True}),
+        ("tags", {"type": "array", "default": [], "items": {"type": "string"}, "x-kubernetes-list-type": "set"}),
+        ("extra", {"type": "object", "default": {}, "x-kubernetes-preserve-unknown-fields": True}),
+        ("since", {"type": "string", "format": "date-time", "nullable": True}),
+    ],
+)
+def test_fields_convert_to_their_structural_schema(field: str, expected: dict[str, Any]) -> None:
+    assert schema(MemcachedSpec)["properties"][field] == expected
+
+
+def test_nested_models_are_inlined_with_aliases_and_exclusive_bounds() -> None:
+    assert schema(MemcachedSpec)["properties"]["limits"] == {
+        "description": "Resource limits of one instance.",
+        "type": "object",
+        "properties": {
+            "memoryMB": {
+                "description": "Memory in MiB.",
+                "type": "integer",
+                "default": 64,
+                "minimum": 16,
+                "maximum": 4096,
+            },
+            "ratio": {
+                "type": "number",
+                "default": 0.5,
+                "minimum": 0,
+                "exclusiveMinimum": True,
+                "maximum": 1,
+                "exclusiveMaximum": True,
+            },
+        },
+    }
+
+
+def test_optional_model_is_nullable_without_a_null_default() -> None:
+    backup = schema(MemcachedSpec)["properties"]["backup"]
+    assert backup["nullable"] is True
+    assert backup["type"] == "object"
+    assert "default" not in backup
+    assert set(backup["properties"]) == {"memoryMB", "ratio"}
+
+
+class Tree(pydantic.BaseModel):
+    """A recursive node."""
+
+    name: str
+    children: list[Tree] = []
+
+
+class Forest(pydantic.BaseModel):
+    trees: list[Tree]
+
+
+def test_recursive_models_are_cut_with_preserved_unknown_fields() -> None:
+    tree = schema(Forest)["properties"]["trees"]["items"]
+    assert tree["properties"]["name"] == {"type": "string"}
+    assert tree["properties"]["children"]["items"] == {
+        "description": "A recursive node.",
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
+class Open(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    known: int = 0
+
+
+class Closed(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    known: int = 0
+
+
+@pytest.mark.parametrize(("model", "preserved"), [(Open, True), (Closed, False)])
+def test_extra_allow_preserves_unknown_fields(model: type[pydantic.BaseModel], preserved: bool) -> None:
+    converted = schema(model)
+    assert converted.get("x-kubernetes-preserve-unknown-fields", False) is preserved
+    assert "additionalProperties" not in converted
+
+
+class FloatOrStr(pydantic.BaseModel):
+    value: float | str
+
+
+class Pair(pydantic.BaseModel):
+    value: tuple[int, str]
+
+
+class Nothing(pydantic.BaseModel):
+    value: None = None
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (
+            FloatOrStr,
+            "spec.value: the union of number, string has no structural schema (only Optional[X] and int | str do)",
+        ),
+        (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
+        (Nothing, "spec.value: a field that can only be None has no structural schema"),
+    ],
+)
+def test_models_without_a_structural_schema_are_refused_naming_the_field(
+    model: type[pydantic.BaseModel], message: str
+) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.structural_schema(model)
+    assert str(caught.value) == message
+
+
+def memcached_crd(**overrides: Any) -> dict[str, Any]:
+    arguments: dict[str, Any] = {
+        "group": "cache.example.com",
+        "version": "v1alpha1",
+        "kind": "Memcached",
+        "plural": "memcacheds",
+        "scope": "Namespaced",
+        "spec_model": MemcachedSpec,
+        "status_model": MemcachedStatus,
+        "printer_columns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+    }
+    arguments.update(overrides)
+    return crd.crd_from_models(**arguments)
+
+
+def test_crd_matches_the_golden_file() -> None:
+    produced = yamlout.dump_all([memcached_crd()])
+    if os.environ.get("OKT_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(produced, encoding="utf-8")
+    assert produced == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_crd_names_scope_version_and_status_subresource() -> None:
+    definition = memcached_crd(scope="Cluster")
+    assert definition["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert definition["metadata"]["name"] == "memcacheds.cache.example.com"
+    assert definition["spec"]["names"] == {
+        "kind": "Memcached",
+        "listKind": "MemcachedList",
+        "plural": "memcacheds",
+        "singular": "memcached",
+    }
+    assert definition["spec"]["scope"] == "Cluster"
+    (version,) = definition["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+    root = version["schema"]["openAPIV3Schema"]
+    assert_structural(root)
+    assert root["required"] == ["spec"]
+
+
+def test_printer_columns_are_ready_reason_extra_then_age() -> None:
+    (version,) = memcached_crd()["spec"]["versions"]
+    assert version["additionalPrinterColumns"] == [
+        {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+        {"name": "Reason", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].reason'},
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+
+
+def status_of(definition: dict[str, Any]) -> dict[str, Any]:
+    status: dict[str, Any] = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    return status
+
+
+def test_status_without_a_model_holds_conditions_and_observed_generation_and_preserves_the_rest() -> None:
+    status = status_of(memcached_crd(status_model=None))
+    assert status["type"] == "object"
+    assert status["x-kubernetes-preserve-unknown-fields"] is True
+    assert set(status["properties"]) == {"conditions", "observedGeneration"}
+    conditions = status["properties"]["conditions"]
+    assert conditions["type"] == "array"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert set(conditions["items"]["properties"]) == {
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    }
+    assert conditions["items"]["properties"]["status"]["enum"] == ["True", "False", "Unknown"]
+    assert status["properties"]["observedGeneration"]["type"] == "integer"
+
+
+def test_status_model_gets_conditions_and_observed_generation_added() -> None:
+    status = status_of(memcached_crd())
+    assert list(status["properties"]) == ["readyReplicas", "nodes", "conditions", "observedGeneration"]
+    assert_structural(status)
+
+
+def test_spec_without_a_model_accepts_any_object() -> None:
+    definition = memcached_crd(spec_model=None)
+    root = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert root["properties"]["spec"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert "required" not in root
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ([{"name": "Size", "type": "integer"}], "printer column #1 lacks jsonPath"),
+        (
+            [{"name": "Size", "type": "int", "jsonPath": ".spec.size"}],
+            "printer column #1 (Size): type 'int' is not one of ",
+        ),
+        (
+            [{"name": "Size", "type": "integer", "jsonPath": "spec.size"}],
+            "printer column #1 (Size): jsonPath must start",
+        ),
+        (
+            [{"name": "Age", "type": "date", "jsonPath": ".metadata.x"}],
+            "printer column #1: a column named 'Age' already",
+        ),
+        (
+            [{"name": "S", "type": "integer", "jsonPath": ".s", "colour": 1}],
+            "printer column #1 (S): unknown keys colour",
+        ),
+    ],
+)
+def test_invalid_printer_columns_are_refused(columns: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        memcached_crd(printer_columns=columns)
+    assert str(caught.value).startswith(message)
+
+
+class MemcachedReconciler(okt.Reconciler):
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Memcached"
+    spec_model = MemcachedSpec
+    status_model = MemcachedStatus
+    printer_columns: ClassVar = [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]
+
+
+def test_crd_for_reconciler_reads_the_class_attributes() -> None:
+    assert crd.crd_for_reconciler(MemcachedReconciler) == memcached_crd()
+
+
+class ClusterThing(okt.Reconciler):
+    api_version = "infra.example.com/v1"
+    kind = "ClusterThing"
+    plural = "clusterthingies"
+    namespaced = False
+
+
+def test_crd_for_reconciler_honours_plural_and_scope() -> None:
+    definition = crd.crd_for_reconciler(ClusterThing)
+    assert definition["metadata"]["name"] == "clusterthingies.infra.example.com"
+    assert definition["spec"]["scope"] == "Cluster"
+
+
+class CoreGroup(okt.Reconciler):
+    api_version = "v1"
+    kind = "Thing"
+
+
+class BadModel(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+    spec_model = dict  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        (CoreGroup, "CoreGroup.api_version 'v1' has no API group: custom resources need one (like cache.example.com)"),
+        (BadModel, "BadModel.spec_model must be a pydantic model class or None"),
+    ],
+)
+def test_crd_for_reconciler_refuses_malformed_classes(cls: type[okt.Reconciler], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.crd_for_reconciler(cls)
+    assert str(caught.value) == message
+
+
+def test_crd_yaml_round_trips() -> None:
+    text = yamlout.dump_all([memcached_crd()])
+    assert yaml.safe_load(text) == memcached_crd()

@@ -1,0 +1,81 @@
+"""``okt-gen-resource``: OKT's single-dash command line reaches the same generator as ``okt gen resource``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codegen import okt_compat
+
+MANIFESTS = Path(__file__).parent / "manifests"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize(
+    ("okt_arguments", "translated"),
+    [
+        pytest.param(
+            ["-type=ConfigMap", "-kind=MyKind", "-group=demo", "-version=v1alpha1", "-path=out", "m.yaml"],
+            ["--type=ConfigMap", "--kind=MyKind", "--group=demo", "--version=v1alpha1", "--out=out", "m.yaml"],
+            id="equals-form",
+        ),
+        pytest.param(
+            ["-type", "ConfigMap", "-kind", "MyKind", "-path", "out", "m.yaml"],
+            ["--type", "ConfigMap", "--kind", "MyKind", "--out", "out", "m.yaml"],
+            id="separate-value",
+        ),
+        pytest.param(
+            ["--type=ConfigMap", "--out", "out", "-dictionary=d.yaml"],
+            ["--type=ConfigMap", "--out", "out", "--dictionary=d.yaml"],
+            id="double-dash-kept",
+        ),
+        pytest.param(["-list"], ["--list"], id="list"),
+        pytest.param(["-h"], ["--help"], id="short-help"),
+        pytest.param(["-help"], ["--help"], id="go-help"),
+        pytest.param(["-colour=red"], ["-colour=red"], id="unknown-left-for-click"),
+        pytest.param(["-type=Pod", "--", "-odd-name.yaml"], ["--type=Pod", "--", "-odd-name.yaml"], id="after-dashes"),
+    ],
+)
+def test_okt_flags_translate_to_okt_gen_resource_options(okt_arguments: list[str], translated: list[str]) -> None:
+    assert okt_compat.translate(okt_arguments) == translated
+
+
+def run(arguments: list[str]) -> int:
+    with pytest.raises(SystemExit) as exited:
+        okt_compat.main(arguments)
+    code = exited.value.code
+    return code if isinstance(code, int) else 0 if code is None else 1
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["-type=ConfigMap", "-kind=Memcached", "-group=cache", "-version=v1alpha1", "-path=resources"],
+        ["-type", "ConfigMap", "-kind", "Memcached", "-group", "cache", "-version", "v1alpha1", "-path", "resources"],
+    ],
+)
+def test_okt_spelling_generates_the_same_modules(
+    arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    assert run([*arguments, "manifests/config_map.yaml"]) == 0
+    assert "written  resources/config_map_memcached_gen.py" in capsys.readouterr().out
+    for name in ("config_map_memcached_gen.py", "config_map_memcached.py"):
+        assert (tmp_path / "resources" / name).read_text() == (GOLDEN / name).read_text()
+
+
+def test_okt_spelling_errors_are_one_line_with_exit_status_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = run(["-type=Deploymnet", "-kind=MyKind", "-group=demo", "-version=v1alpha1", "m.yaml"])
+    assert code == 2
+    assert capsys.readouterr().err == "Error: unknown kind 'Deploymnet' (did you mean: Deployment?)\n"
+
+
+def test_okt_spelling_lists_the_dictionary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["-list"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("KIND")

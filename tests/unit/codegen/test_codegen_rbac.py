@@ -1,0 +1,265 @@
+"""``okt gen rbac``: exactly the permissions okt needs, no wildcards, deterministic."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from codegen import errors, rbac
+
+PRIMARY = [
+    {
+        "apiGroups": ["cache.example.com"],
+        "resources": ["memcacheds"],
+        "verbs": ["get", "list", "patch", "update", "watch"],
+    },
+    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/status"], "verbs": ["get", "patch", "update"]},
+]
+FINALIZERS = {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/finalizers"], "verbs": ["update"]}
+EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}
+LEASES = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}
+ALL_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+
+
+def rules_of(documents: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    (role,) = [document for document in documents if document["kind"] == kind]
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def memcached_rbac(**overrides: Any) -> list[dict[str, Any]]:
+    arguments: dict[str, Any] = {
+        "primary_group": "cache.example.com",
+        "primary_plural": "memcacheds",
+        "owned": [("apps", "deployments"), ("", "configmaps"), ("", "services"), ("", "serviceaccounts", False)],
+        "namespace": "operators",
+        "cluster_wide": False,
+        "leader_elect": False,
+        "service_account": "memcached-operator",
+    }
+    arguments.update(overrides)
+    return rbac.rbac_for(**arguments)
+
+
+def test_namespaced_operator_gets_exactly_the_rules_okt_uses() -> None:
+    assert rules_of(memcached_rbac(), "Role") == [
+        {"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ALL_VERBS},
+        EVENTS,
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ALL_VERBS},
+        *PRIMARY,
+    ]
+
+
+def test_namespaced_operator_documents_are_account_role_and_binding_in_its_namespace() -> None:
+    account, role, binding = memcached_rbac()
+    assert account == {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "memcached-operator", "namespace": "operators"},
+    }
+    assert (role["kind"], role["metadata"]) == ("Role", {"name": "memcached-operator", "namespace": "operators"})
+    assert binding == {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "memcached-operator", "namespace": "operators"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "memcached-operator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "memcached-operator", "namespace": "operators"}],
+    }
+
+
+@pytest.mark.parametrize(("finalizer", "granted"), [(True, True), (False, False)])
+def test_finalizers_permission_only_with_a_finalizer(finalizer: bool, granted: bool) -> None:
+    assert (FINALIZERS in rules_of(memcached_rbac(finalizer=finalizer), "Role")) is granted
+
+
+@pytest.mark.parametrize(("leader_elect", "granted"), [(True, True), (False, False)])
+def test_lease_permissions_only_with_leader_election(leader_elect: bool, granted: bool) -> None:
+    assert (LEASES in rules_of(memcached_rbac(leader_elect=leader_elect), "Role")) is granted
+
+
+def test_cluster_wide_operator_gets_a_cluster_role_and_a_namespaced_lease_role() -> None:
+    documents = memcached_rbac(cluster_wide=True, leader_elect=True)
+    assert [(d["kind"], d["metadata"]) for d in documents] == [
+        ("ServiceAccount", {"name": "memcached-operator", "namespace": "operators"}),
+        ("ClusterRole", {"name": "memcached-operator"}),
+        ("ClusterRoleBinding", {"name": "memcached-operator"}),
+        ("Role", {"name": "memcached-operator-leader-election", "namespace": "operators"}),
+        ("RoleBinding", {"name": "memcached-operator-leader-election", "namespace": "operators"}),
+    ]
+    assert LEASES not in rules_of(documents, "ClusterRole")
+    assert rules_of(documents, "Role") == [LEASES]
+    assert documents[2]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "memcached-operator", "namespace": "operators"}
+    ]
+    assert documents[4]["roleRef"]["name"] == "memcached-operator-leader-election"
+
+
+@pytest.mark.parametrize("cluster_wide", [True, False])
+@pytest.mark.parametrize("leader_elect", [True, False])
+def test_no_wildcard_anywhere(cluster_wide: bool, leader_elect: bool) -> None:
+    for document in memcached_rbac(cluster_wide=cluster_wide, leader_elect=leader_elect, finalizer=True):
+        for rule in document.get("rules", []):
+            for key in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[key]
+                assert rule[key] == sorted(rule[key])
+
+
+def test_a_kind_owned_twice_gets_the_union_of_its_verbs_once() -> None:
+    rules = rbac.rules_for(
+        primaries=[rbac.PrimaryKind("x.io", "things")], owned=[("", "pods", False), ("", "pods", True)], leases=False
+    )
+    assert [rule for rule in rules if "pods" in rule["resources"]] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ALL_VERBS}
+    ]
+
+
+def test_rules_are_the_same_whatever_the_order_of_owned_kinds() -> None:
+    owned = [
+        rbac.OwnedKind("apps", "deployments"),
+        rbac.OwnedKind("", "configmaps"),
+        rbac.OwnedKind("batch", "jobs", False),
+    ]
+    first = rbac.rules_for(primaries=[rbac.PrimaryKind("x.io", "things")], owned=owned, leases=True)
+    second = rbac.rules_for(primaries=[rbac.PrimaryKind("x.io", "things")], owned=owned[::-1], leases=True)
+    assert first == second
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"namespace": "Operators"}, "invalid namespace 'Operators': expected a DNS label such as operators"),
+        ({"service_account": "my_operator"}, "invalid service account name 'my_operator': expected a DNS name"),
+    ],
+)
+def test_invalid_names_are_refused(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        memcached_rbac(**overrides)
+    assert str(caught.value) == message
+
+
+class Config(okt.Resource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class Workload(okt.DeploymentResource):
+    api_version = "apps/v1"
+    kind = "Deployment"
+
+
+class Account(okt.Resource):
+    api_version = "v1"
+    kind = "ServiceAccount"
+
+
+class MutableConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class MemcachedReconciler(okt.Reconciler):
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Memcached"
+    owns: ClassVar = [MutableConfig, Workload, Account]
+    finalizer = "cache.example.com/cleanup"
+
+
+def test_rbac_for_reconciler_reads_owned_kinds_mutability_and_finalizer() -> None:
+    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
+    assert documents[0]["metadata"] == {"name": "memcached-operator", "namespace": "operators"}
+    assert rules_of(documents, "Role") == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS},
+        EVENTS,
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ALL_VERBS},
+        PRIMARY[0],
+        FINALIZERS,
+        PRIMARY[1],
+    ]
+
+
+def test_create_delete_only_wrapper_of_a_mutable_kind_gets_no_update() -> None:
+    class Reconciler(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        owns: ClassVar = [Config]
+
+    rules = rules_of(rbac.rbac_for_reconciler(Reconciler), "Role")
+    assert {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["create", "delete", "get", "list", "watch"],
+    } in rules
+
+
+def test_several_reconcilers_share_one_role() -> None:
+    class Other(okt.Reconciler):
+        api_version = "other.example.com/v1"
+        kind = "Other"
+
+    documents = rbac.rbac_for_reconcilers([MemcachedReconciler, Other], service_account="both")
+    groups = {rule["apiGroups"][0] for rule in rules_of(documents, "Role")}
+    assert {"cache.example.com", "other.example.com"} <= groups
+    assert documents[0]["metadata"]["name"] == "both"
+
+
+class Widget(okt.MutableResource):
+    api_version = "widgets.example.com/v1"
+    kind = "Widget"
+
+
+class WidgetReconciler(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+    owns: ClassVar = [Widget]
+
+
+class ClusterOwner(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+
+    class Aggregate(okt.MutableResource):
+        api_version = "rbac.authorization.k8s.io/v1"
+        kind = "ClusterRole"
+
+    owns: ClassVar = [Aggregate]
+
+
+class ClusterScoped(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+    namespaced = False
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        (
+            WidgetReconciler,
+            "WidgetReconciler.owns: 'Widget': kind Widget is not in the kind dictionary, so its plural is unknown: "
+            "add it with --dictionary FILE",
+        ),
+        (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
+        (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),
+    ],
+)
+def test_rbac_for_reconciler_refuses_what_it_cannot_grant_safely(cls: type[okt.Reconciler], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        rbac.rbac_for_reconciler(cls)
+    assert str(caught.value) == message
+
+
+def test_owned_kind_with_its_own_plural_needs_no_dictionary_entry() -> None:
+    class PluralWidget(Widget):
+        plural = "widgets"
+
+    class Reconciler(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        owns: ClassVar = [PluralWidget]
+
+    rules = rules_of(rbac.rbac_for_reconciler(Reconciler), "Role")
+    assert {"apiGroups": ["widgets.example.com"], "resources": ["widgets"], "verbs": ALL_VERBS} in rules

@@ -1,0 +1,445 @@
+"""``okt gen resource``: golden files for every dictionary kind, regeneration, templates and input errors.
+
+Golden files: for each kind of the shipped dictionary, ``manifests/<kind>.yaml`` is generated as a child of the
+``Memcached`` custom resource (group ``cache``, version ``v1alpha1``, output package ``resources``) and both modules are
+compared byte for byte with ``golden/<kind>_memcached_gen.py`` and ``golden/<kind>_memcached.py``. After an intended
+change of the generated code, regenerate the goldens with::
+
+    OKT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/codegen -p no:okt
+
+and review the diff. ``test_codegen_generated_code.py`` lints, type-checks and imports the goldens.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen import dictionary, errors, manifest, resource
+
+HERE = Path(__file__).parent
+MANIFESTS = HERE / "manifests"
+GOLDEN = HERE / "golden"
+UPDATE_GOLDEN = os.environ.get("OKT_UPDATE_GOLDEN") == "1"
+KINDS = [spec.kind for spec in dictionary.builtin()]
+
+
+def generate_in(
+    workdir: Path, kind: str, manifest_text: str | None = None, **overrides: object
+) -> list[resource.FileResult]:
+    """Generate the ``kind`` wrapper from a copy of its sample manifest, with paths relative to ``workdir``."""
+    (workdir / "manifests").mkdir(exist_ok=True)
+    name = f"{resource.snake_case(kind)}.yaml"
+    target = workdir / "manifests" / name
+    if manifest_text is None:
+        shutil.copyfile(MANIFESTS / name, target)
+    else:
+        target.write_text(manifest_text, encoding="utf-8")
+    arguments: dict[str, object] = {
+        "resource_type": kind,
+        "cr_kind": "Memcached",
+        "group": "cache",
+        "version": "v1alpha1",
+        "manifest_path": Path("manifests") / name,
+        "out_dir": Path("resources"),
+    }
+    arguments.update(overrides)
+    return resource.generate(**arguments)  # type: ignore[arg-type]
+
+
+def template_of(source: str) -> str:
+    """The value of ``TEMPLATE`` in a generated module, read without importing it."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TEMPLATE" for t in node.targets):
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, str)
+            return value
+    raise AssertionError("no TEMPLATE in the generated module")
+
+
+def spec_for(kind: str) -> dictionary.KindSpec:
+    return dictionary.builtin().lookup(kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generated_modules_match_the_golden_files(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, kind)
+    gen_name, user_name = resource.module_names(kind, "Memcached")
+    for module in (gen_name, user_name):
+        produced = (tmp_path / "resources" / f"{module}.py").read_text(encoding="utf-8")
+        golden = GOLDEN / f"{module}.py"
+        if UPDATE_GOLDEN:
+            GOLDEN.mkdir(exist_ok=True)
+            golden.write_text(produced, encoding="utf-8")
+        assert golden.exists(), f"missing golden {golden.name}: run with OKT_UPDATE_GOLDEN=1"
+        assert produced == golden.read_text(encoding="utf-8"), f"{module}.py differs from its golden file"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_dictionary_kind_has_a_sample_manifest_of_its_api_version(kind: str) -> None:
+    document = yaml.safe_load(manifest.neutralized((MANIFESTS / f"{resource.snake_case(kind)}.yaml").read_text()))
+    assert (document["apiVersion"], document["kind"]) == (spec_for(kind).api_version, kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_template_is_the_manifest_with_name_and_namespace_placeholders(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, kind)
+    gen_name, _ = resource.module_names(kind, "Memcached")
+    template = template_of((tmp_path / "resources" / f"{gen_name}.py").read_text(encoding="utf-8"))
+    original = yaml.safe_load(manifest.neutralized((MANIFESTS / f"{resource.snake_case(kind)}.yaml").read_text()))
+    rendered = yaml.safe_load(manifest.neutralized(template))
+    metadata = rendered.pop("metadata")
+    original_metadata = original.pop("metadata")
+    assert rendered == original
+    assert metadata["name"] == manifest.neutral("{{ name }}")
+    if spec_for(kind).namespaced:
+        assert metadata["namespace"] == manifest.neutral("{{ namespace }}")
+    else:
+        assert "namespace" not in metadata
+    assert {k: v for k, v in metadata.items() if k not in ("name", "namespace")} == {
+        k: v for k, v in original_metadata.items() if k not in ("name", "namespace")
+    }
+
+
+def test_regeneration_keeps_the_authors_module_and_rewrites_the_generated_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = generate_in(tmp_path, "ConfigMap")
+    user_file = tmp_path / "resources" / "config_map_memcached.py"
+    gen_file = tmp_path / "resources" / "config_map_memcached_gen.py"
+    edited = user_file.read_text() + "\n# the author's edit\nLIMIT = 3\n"
+    user_file.write_text(edited)
+    gen_file.write_text("# stale\n")
+    second = generate_in(tmp_path, "ConfigMap")
+    assert [(r.path.name, r.action) for r in first] == [
+        ("config_map_memcached_gen.py", resource.Action.WRITTEN),
+        ("config_map_memcached.py", resource.Action.CREATED),
+        ("__init__.py", resource.Action.CREATED),
+    ]
+    assert [(r.path.name, r.action) for r in second] == [
+        ("config_map_memcached_gen.py", resource.Action.WRITTEN),
+        ("config_map_memcached.py", resource.Action.KEPT),
+    ]
+    assert user_file.read_text() == edited
+    assert gen_file.read_text() == (GOLDEN / "config_map_memcached_gen.py").read_text()
+
+
+def test_regeneration_keeps_an_existing_package_init(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "resources").mkdir()
+    (tmp_path / "resources" / "__init__.py").write_text('"""Mine."""\n')
+    results = generate_in(tmp_path, "Service")
+    assert "__init__.py" not in [r.path.name for r in results]
+    assert (tmp_path / "resources" / "__init__.py").read_text() == '"""Mine."""\n'
+
+
+@pytest.mark.parametrize(
+    ("name", "snake"),
+    [
+        ("ConfigMap", "config_map"),
+        ("HorizontalPodAutoscaler", "horizontal_pod_autoscaler"),
+        ("Memcached", "memcached"),
+        ("MyKind", "my_kind"),
+        ("HTTPRoute", "http_route"),
+        ("Pod", "pod"),
+        ("Ec2Node", "ec2_node"),
+    ],
+)
+def test_snake_case_splits_camel_case_words(name: str, snake: str) -> None:
+    assert resource.snake_case(name) == snake
+
+
+def test_module_and_class_names_combine_the_type_and_the_custom_resource_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, "PodDisruptionBudget", cr_kind="MyKind", group="demo")
+    source = (tmp_path / "resources" / "pod_disruption_budget_my_kind.py").read_text()
+    assert "class PodDisruptionBudgetMyKind(PodDisruptionBudgetMyKindBase):" in source
+    assert "from .pod_disruption_budget_my_kind_gen import PodDisruptionBudgetMyKindBase" in source
+
+
+def test_header_records_the_command_that_regenerates_the_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extension = tmp_path / "extra.yaml"
+    extension.write_text("kinds:\n  ConfigMap:\n    hashed: [data]\n")
+    generate_in(tmp_path, "ConfigMap", resource_type="configmap", dictionary_files=[Path("extra.yaml")])
+    header = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text().split('"""')[0]
+    assert header.splitlines() == [
+        "# Code generated by okt gen resource. DO NOT EDIT.",
+        "# Regenerate with:",
+        "#   okt gen resource --type ConfigMap --kind Memcached --group cache \\",
+        "#     --version v1alpha1 --out resources --dictionary extra.yaml \\",
+        "#     manifests/config_map.yaml",
+        "# Your code goes in this module, which regeneration never touches:",
+        "#   config_map_memcached.py",
+    ]
+
+
+def test_dictionary_extension_changes_the_hashed_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "extra.yaml").write_text("kinds:\n  ConfigMap:\n    hashed: [data]\n")
+    generate_in(tmp_path, "ConfigMap", dictionary_files=[Path("extra.yaml")])
+    source = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text()
+    assert 'HASHED_FIELDS: tuple[str, ...] = ("data",)\n' in source
+
+
+BASE = """\
+apiVersion: v1
+kind: ConfigMap
+"""
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        pytest.param(
+            "metadata:\n  name: a\n  namespace: b\n",
+            'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n',
+            id="both-replaced",
+        ),
+        pytest.param(
+            "metadata:\n  name: a\n",
+            'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n',
+            id="namespace-added-after-name",
+        ),
+        pytest.param(
+            "metadata:\n  labels:\n    x: y\n",
+            'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n  labels:\n    x: y\n',
+            id="name-and-namespace-added",
+        ),
+        pytest.param(
+            "metadata:\n    # the identity\n    namespace: b\n    name: 'a'  # old\n",
+            'metadata:\n    # the identity\n    namespace: "{{ namespace }}"\n    name: "{{ name }}"\n',
+            id="four-space-indent-and-comments",
+        ),
+        pytest.param(
+            "metadata:\n  labels:\n    name: keep\n  name: a\n",
+            'metadata:\n  labels:\n    name: keep\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n',
+            id="nested-name-untouched",
+        ),
+    ],
+)
+def test_placeholders_replace_only_the_identity_lines(metadata: str, expected: str) -> None:
+    path = Path("m.yaml")
+    child = manifest.Manifest(path=path, text=BASE + metadata, document=yaml.safe_load(BASE + metadata))
+    assert manifest.to_template(child, spec_for("ConfigMap")) == BASE + expected
+
+
+def test_flow_style_metadata_falls_back_to_a_redumped_manifest(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE + "metadata: {name: a, labels: {x: y}}\ndata:\n  k: v\n")
+    template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+    assert yaml.safe_load(manifest.neutralized(template)) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": manifest.neutral("{{ name }}"),
+            "labels": {"x": "y"},
+            "namespace": manifest.neutral("{{ namespace }}"),
+        },
+        "data": {"k": "v"},
+    }
+
+
+def test_cluster_scoped_kinds_get_no_namespace_placeholder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, "ClusterRole")
+    template = template_of((tmp_path / "resources" / "cluster_role_memcached_gen.py").read_text())
+    assert 'name: "{{ name }}"' in template
+    assert "namespace" not in template
+
+
+def test_template_keeps_backslashes_and_triple_quotes_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = BASE + 'metadata:\n  name: a\ndata:\n  path: C:\\temp\\n\n  quote: \'say """hi"""\'\n'
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    template = template_of((tmp_path / "resources" / "config_map_memcached_gen.py").read_text())
+    assert template == text.replace("name: a", 'name: "{{ name }}"\n  namespace: "{{ namespace }}"')
+
+
+@pytest.mark.parametrize(("length", "noqa"), [(80, False), (88, False), (89, True)])
+def test_a_template_line_longer_than_the_ruff_line_length_gets_a_noqa(
+    length: int, noqa: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    prefix = "  key: "
+    text = BASE + "metadata:\n  name: a\ndata:\n" + prefix + "v" * (length - len(prefix)) + "\n"
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    source = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text()
+    assert ('"""  # noqa: E501\n' in source) is noqa
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param({}, 88, id="no-configuration"),
+        pytest.param({"pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, 100, id="pyproject"),
+        pytest.param({"pyproject.toml": "[project]\nname = 'x'\n"}, 88, id="pyproject-without-ruff"),
+        pytest.param(
+            {"ruff.toml": "line-length = 99\n", "pyproject.toml": "[tool.ruff]\nline-length = 100\n"},
+            99,
+            id="ruff-toml-first",
+        ),
+        pytest.param({"pyproject.toml": "not toml ["}, 88, id="invalid-toml"),
+    ],
+)
+def test_ruff_line_length_is_read_from_the_closest_configuration(
+    files: dict[str, str], expected: int, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for name, text in files.items():
+        (project / name).write_text(text)
+    assert resource.ruff_line_length(project / "operator" / "resources") == expected
+
+
+MANY = BASE + "metadata:\n  name: a\n---\n" + BASE + "metadata:\n  name: b\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "message"),
+    [
+        pytest.param(
+            "ConfigMap", "a: [1,\n", "manifest manifests/config_map.yaml is not valid YAML: ", id="invalid-yaml"
+        ),
+        pytest.param(
+            "ConfigMap",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\n",
+            "manifest manifests/config_map.yaml is a Secret, not a ConfigMap: its kind must match --type",
+            id="kind-differs-from-type",
+        ),
+        pytest.param(
+            "ConfigMap",
+            MANY,
+            "manifest manifests/config_map.yaml holds 2 YAML documents: expected exactly one object "
+            "(generate one wrapper per manifest)",
+            id="several-documents",
+        ),
+        pytest.param(
+            "ConfigMap",
+            "# nothing\n",
+            "manifest manifests/config_map.yaml is empty: expected one Kubernetes object",
+            id="empty",
+        ),
+        pytest.param(
+            "ConfigMap",
+            "- a\n- b\n",
+            "manifest manifests/config_map.yaml is not a Kubernetes object (expected a mapping at the top level)",
+            id="not-a-mapping",
+        ),
+        pytest.param(
+            "ConfigMap",
+            "apiVersion: v1\nmetadata:\n  name: a\n",
+            "manifest manifests/config_map.yaml has no kind (expected kind: ConfigMap)",
+            id="no-kind",
+        ),
+        pytest.param(
+            "PodDisruptionBudget",
+            "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: a\n",
+            "manifest manifests/pod_disruption_budget.yaml uses apiVersion policy/v1beta1 but the dictionary has "
+            "policy/v1 for PodDisruptionBudget: fix the manifest or override the kind with --dictionary FILE",
+            id="api-version-differs",
+        ),
+        pytest.param(
+            "ClusterRole",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: a\n  namespace: b\n",
+            "manifest manifests/cluster_role.yaml: ClusterRole is cluster-scoped, remove metadata.namespace from the "
+            "manifest",
+            id="namespace-on-cluster-scoped-kind",
+        ),
+        pytest.param(
+            "ConfigMap",
+            BASE + "metadata: {name: a}\ndata:\n  k: '{{ cr.name }}'\n",
+            "manifest manifests/config_map.yaml: cannot place the name and namespace placeholders without "
+            "reformatting the manifest, which would change its Jinja2 expressions: write metadata as a block "
+            "(metadata:, then name: and namespace: on their own lines)",
+            id="flow-metadata-with-expressions",
+        ),
+    ],
+)
+def test_invalid_input_is_one_readable_error_line(
+    kind: str, text: str | None, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError) as caught:
+        generate_in(tmp_path, kind, manifest_text=text)
+    assert str(caught.value).startswith(message), str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "resources").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("Deploymnet", "unknown kind 'Deploymnet' (did you mean: Deployment?)"),
+        ("Rolebindng", "unknown kind 'Rolebindng' (did you mean: RoleBinding?)"),
+        (
+            "Widget",
+            "unknown kind 'Widget' (see `okt gen resource --list` for the known kinds, or add it with "
+            "--dictionary FILE)",
+        ),
+    ],
+)
+def test_unknown_kind_suggests_the_closest_known_kinds(
+    kind: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError) as caught:
+        generate_in(tmp_path, "Deployment", resource_type=kind)
+    assert str(caught.value) == message
+
+
+def test_unreadable_manifest_is_reported_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError, match=r"^cannot read manifest missing\.yaml: No such file or directory$"):
+        resource.generate(
+            resource_type="ConfigMap",
+            cr_kind="Memcached",
+            group="cache",
+            version="v1alpha1",
+            manifest_path=Path("missing.yaml"),
+            out_dir=Path("resources"),
+        )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("cr_kind", "my-kind", "invalid --kind 'my-kind': expected a CamelCase kind such as Memcached"),
+        ("group", "Cache", "invalid --group 'Cache': expected a lowercase DNS name such as cache"),
+        ("version", "1.0", "invalid --version '1.0': expected a Kubernetes version such as v1alpha1"),
+    ],
+)
+def test_invalid_custom_resource_names_are_refused(
+    field: str, value: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError) as caught:
+        generate_in(tmp_path, "ConfigMap", **{field: value})
+    assert str(caught.value) == message
+
+
+def test_generation_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = spec_for("Deployment")
+    arguments = {
+        "spec": spec,
+        "cr_kind": "Memcached",
+        "group": "cache",
+        "version": "v1alpha1",
+        "template": "kind: Deployment\n",
+        "command": ["okt", "gen", "resource"],
+    }
+    assert resource.render(**arguments) == resource.render(**arguments)  # type: ignore[arg-type]

@@ -20,6 +20,8 @@ from okt.errors import (
 from okt.kube.client import Client
 from okt.kube.kinds import Kind
 from okt.kube.objects import CustomResource
+from okt.lifecycle.lifecycle import Lifecycle, Progress
+from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
 from okt.reconciler.reconciler import Reconciler
@@ -48,8 +50,11 @@ __all__ = [
     "Entry",
     "FreeStyle",
     "GiveUp",
+    "IllegalTransition",
     "InvalidSpec",
     "Kind",
+    "Lifecycle",
+    "Move",
     "MutableResource",
     "NotFound",
     "OktError",
@@ -58,6 +63,7 @@ __all__ = [
     "OutcomeKind",
     "PermanentError",
     "Persistence",
+    "Progress",
     "Readiness",
     "Reconciler",
     "Registry",
@@ -70,5 +76,7 @@ __all__ = [
     "StatefulSetResource",
     "Stepper",
     "TemporaryError",
+    "Transition",
+    "UnknownPhase",
     "reconcile",
 ]

@@ -10,7 +10,9 @@ The tree::
     OktError                      reason "OktError"
     ├── TemporaryError            "TemporaryError"      retry, optionally after ``delay`` seconds
     ├── PermanentError            "PermanentError"      retrying as-is will not help
-    │   └── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
+    │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
+    │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
+    │   └── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
     ├── ApiError                  "ApiError"            the Kubernetes API answered with a failure, or not at all
     │   ├── BadRequest            400

@@ -30,14 +30,14 @@ cli.add_command(envtest_cli.envtest_group)
 
 
 def _mount_optional() -> None:
-    from okt.cli import run as run_cli
+    from okt.cli.run import run_command
 
-    cli.add_command(run_cli.run_command)
+    cli.add_command(run_command)
     try:
-        from codegen import cli as codegen_cli
+        from codegen.cli import gen
     except ImportError:  # codegen ships with okt; a broken install still runs operators
         return
-    cli.add_command(codegen_cli.gen)
+    cli.add_command(gen)
 
 
 def main() -> None:

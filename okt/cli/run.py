@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from okt import errors
@@ -40,7 +38,7 @@ def run_command(target: str | None, module: str | None, namespaces: tuple[str, .
         raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
     if all_namespaces and namespaces:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
-    logs.configure(log_format or ("console" if sys.stderr.isatty() else "json"), verbose)
+    logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
         reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module))
         client = kube_client.Client.from_kubeconfig(kubeconfig, context=kube_context,

@@ -116,6 +116,11 @@ class Reconciler:
             return None
         return all(r.available_all for r in readiness)
 
+    def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str]:
+        """Ready after a successful reconcile: (status, reason, message). Default: True once every child is in its
+        desired state — override it when readiness means more (a lifecycle phase, a workload's availability)."""
+        return True, "Reconciled", "every child is in its desired state"
+
     def progressing(self, ctx: context_mod.Context) -> bool:
         """Whether a rollout is under way. Default: a workload child has not rolled out its latest spec."""
         return any(
@@ -164,6 +169,9 @@ class Reconciler:
 
     def objects_getter(self, ctx: context_mod.Context) -> None:
         for res in self.resources(ctx):
+            if ctx.registry.get(res.key) is res:
+                # Built with ctx.resource(), which registers: the same object again is not a duplicate.
+                continue
             try:
                 ctx.register(res)
             except errors.RegistrationError as exc:
@@ -247,7 +255,8 @@ class Reconciler:
         progressing = self.progressing(ctx)
         message = f"generation {generation} reconciled: {ctx.results.summary()}"
         c = ctx.conditions
-        c.set(cond.READY, True, "Reconciled", "every child is in its desired state", generation)
+        ready, ready_reason, ready_message = self.ready(ctx)
+        c.set(cond.READY, ready, ready_reason, ready_message, generation)
         c.set(cond.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
         c.set(
             cond.PROGRESSING,
@@ -269,7 +278,7 @@ class Reconciler:
             )
         ctx.bookkeeping.error_count = 0
         self.write_status(ctx)
-        if not was_ready:
+        if ready and not was_ready:
             ctx.event(events.NORMAL, "Reconciled", message)
 
     def error_manager(self, ctx: context_mod.Context) -> None:
@@ -322,7 +331,7 @@ class Reconciler:
         wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
         try:
             written = writer.write(ctx.client, ctx.kind, ctx.cr, wanted, ctx.observe)
-            patch = ctx.bookkeeping.annotation_patch()
+            patch = ctx.bookkeeping.annotation_patch(ctx.cr.resource_version)
             if patch is not None:
                 ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace))
         except errors.NotFound:

@@ -75,15 +75,23 @@ class Bookkeeping:
             return {}
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
 
-    def annotation_patch(self) -> dict[str, Any] | None:
-        """A metadata merge patch with the changed annotations (annotation persistence only), or None."""
+    def annotation_patch(self, resource_version: str | None = None) -> dict[str, Any] | None:
+        """A metadata merge patch with only the annotations that changed (annotation persistence only), or None.
+
+        With ``resource_version`` the patch is guarded by it, so a concurrent hand edit is never overwritten.
+        """
         if self.persistence is not Persistence.ANNOTATIONS or not self.changed:
             return None
-        return {
-            "metadata": {
-                "annotations": {
-                    self.error_annotation: str(self.error_count) if self.error_count else None,
-                    self.phase_annotation: self.phase,
-                }
-            }
-        }
+        annotations: dict[str, Any] = {}
+        if self._values["errorCount"] != self._loaded["errorCount"]:
+            annotations[self.error_annotation] = str(self.error_count) if self.error_count else None
+        if self._values["phase"] != self._loaded["phase"]:
+            annotations[self.phase_annotation] = self.phase
+        metadata: dict[str, Any] = {"annotations": annotations}
+        if resource_version:
+            metadata["resourceVersion"] = resource_version
+        return {"metadata": metadata}
+
+    def owned_annotations(self) -> frozenset[str]:
+        """The annotation keys okt writes for its bookkeeping (changes to them never need a reconcile)."""
+        return frozenset({self.error_annotation, self.phase_annotation})

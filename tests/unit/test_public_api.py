@@ -9,7 +9,8 @@ PINNED = {
     "DeploymentResource", "Entry", "FreeStyle", "GiveUp", "InvalidSpec", "Kind", "MutableResource", "NotFound",
     "OktError", "Operation", "Outcome", "OutcomeKind", "PermanentError", "Persistence", "Readiness", "Reconciler",
     "Registry", "Resource", "Results", "Run", "SecretResource", "ServiceResource", "State", "StatefulSetResource",
-    "Stepper", "TemporaryError", "reconcile",
+    "Stepper", "TemporaryError", "reconcile", "IllegalTransition", "Lifecycle", "Move", "Progress", "Transition",
+    "UnknownPhase",
 }
 
 

@@ -1,0 +1,377 @@
+"""``okt.Lifecycle``: an application's phases across reconciles, moved only along declared, guarded transitions.
+
+Why this exists: a reconcile is a short pass; an application's life is long (Pending, Provisioning, Running,
+Upgrading, Failed, ...). OKT promised a machine for that and never shipped it, so operators grew ad-hoc ``if`` chains
+over a status string that anything could set to anything. Here the author declares the phases (a string Enum of their
+own) and one table of :class:`~okt.lifecycle.transition.Transition` values; the operator calls :meth:`Lifecycle.advance`
+from its ``enter_in_state`` hook (typically on entering ObjectsGetter, before the children are registered, so the new
+phase decides which children exist) and okt does the rest::
+
+    lifecycle = okt.Lifecycle(Phase, initial=Phase.Pending, transitions=[
+        okt.Transition(Phase.Pending, Phase.Provisioning, reason="Provisioning"),
+        okt.Transition(Phase.Provisioning, Phase.Running, when=setup_succeeded, reason="JobSucceeded"),
+        okt.Transition(Phase.Provisioning, Phase.Failed, when=setup_failed, reason="JobFailed"),
+    ], failed={Phase.Failed})
+
+Guarantees:
+
+* **Only declared edges.** The edges leaving the current phase are tried in declaration order and the first whose
+  guard holds is taken; :meth:`Lifecycle.force` moves along a declared edge without asking its guard, and any other
+  move raises :class:`~okt.lifecycle.transition.IllegalTransition`. There is no API that sets a phase directly.
+* **Bounded.** At most ``max_steps`` moves per :meth:`~Lifecycle.advance` (default 1, so every phase is seen in the
+  status and the events). When the budget was used up a requeue after ``requeue_after`` seconds is recorded, because
+  a status write does not trigger a reconcile (okt filters it out) and the next edge may hold at once.
+* **Persisted where okt keeps its bookkeeping.** The phase is ``ctx.bookkeeping.phase``: ``status.okt.phase`` or the
+  ``<prefix>/phase`` annotation, as ``Reconciler.persistence`` says, written with the status by the Success/Error
+  managers. A missing phase is the initial one (and is recorded).
+* **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
+  ``failed`` phases, True otherwise; reason = the transition's reason; message ``phase Running (from Provisioning):
+  ...``) with the CR's generation, records a Normal event with the same reason, and logs the move.
+* **Refusing, not crashing.** A persisted phase that names no phase (someone edited the annotation) raises
+  :class:`~okt.lifecycle.transition.UnknownPhase`, whose message says what was found where and what is accepted.
+  Raised in a hook, it is recorded like any error: the ErrorManager sets Ready=False with reason ``UnknownPhase``.
+
+Caveats:
+
+* A persisted value that *is* a phase is trusted: a hand edit from Running to Pending is taken as the current phase.
+  Use :meth:`Lifecycle.force` for a checked manual move.
+* Guards run inside the reconcile, so they read what the reconcile reads (the informer cache under ``okt run``); an
+  exception a guard raises propagates to the hook (the Stepper records it as an error); moves already taken in the
+  same call stay recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import re
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+from okt.engines import results
+from okt.lifecycle import machine as machine_mod
+from okt.lifecycle import transition as transition_mod
+from okt.reconciler import context as context_mod
+from okt.status import bookkeeping, conditions, events
+
+P = TypeVar("P", bound=enum.Enum)
+
+DEFAULT_CONDITION_TYPE = "Phase"
+DEFAULT_REQUEUE_AFTER = 1.0
+INITIAL_REASON = "Initialized"
+"""The condition reason when an object enters its initial phase (no transition led there)."""
+OBSERVED_REASON = "PhaseObserved"
+"""The condition reason when the condition was missing or described another phase than the persisted one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress(Generic[P]):
+    """What one :meth:`Lifecycle.advance` did.
+
+    Attributes:
+        start: the phase before the call.
+        moves: the moves taken, in order (empty when no guard held).
+    """
+
+    start: P
+    moves: tuple[transition_mod.Move[P], ...] = ()
+
+    @property
+    def phase(self) -> P:
+        """The phase after the call."""
+        return self.moves[-1].dest if self.moves else self.start
+
+    @property
+    def moved(self) -> bool:
+        """Whether any edge was taken."""
+        return bool(self.moves)
+
+    def entered(self, phase: P) -> bool:
+        """Whether ``phase`` was entered during the call (to run what entering it must do, once)."""
+        return any(move.dest is phase for move in self.moves)
+
+
+class Lifecycle(Generic[P]):
+    """An application's lifecycle: the phases, the initial one, and the only transitions allowed between them.
+
+    Args:
+        phases: the author's phase Enum (string values; ``enum.StrEnum`` is the natural choice).
+        initial: the phase of an object that has none persisted yet.
+        transitions: the edges, in priority order: from one phase, the first edge whose guard holds is taken.
+        condition_type: the condition that reports the phase; not one okt's built-in managers write (``Ready``...).
+        failed: phases in which the application has failed: the lifecycle condition is False there.
+        max_steps: the most moves one :meth:`advance` takes (>= 1).
+        requeue_after: seconds after which to reconcile again when :meth:`advance` used its whole budget or
+            :meth:`force` moved (``None``: never requeue for the lifecycle's sake).
+
+    Raises:
+        TypeError: ``phases`` is not a string-valued Enum, or a phase or transition is of the wrong type.
+        ValueError: a transition or ``failed`` names a phase of another Enum, the condition type is invalid or
+            reserved, ``max_steps`` < 1, or ``requeue_after`` is not a positive number.
+
+    A ``Lifecycle`` holds no per-object state: declare it once at module level and share it between worker threads.
+    """
+
+    def __init__(
+        self,
+        phases: type[P],
+        *,
+        initial: P,
+        transitions: Iterable[transition_mod.Transition[P]],
+        condition_type: str = DEFAULT_CONDITION_TYPE,
+        failed: Iterable[P] = (),
+        max_steps: int = 1,
+        requeue_after: float | None = DEFAULT_REQUEUE_AFTER,
+    ) -> None:
+        if not (isinstance(phases, type) and issubclass(phases, enum.Enum)) or not list(phases):
+            raise TypeError(f"phases must be an Enum class with at least one member, got {phases!r}")
+        for member in phases:
+            transition_mod.check_phase(member, f"{phases.__name__}.{member.name}")
+        self._phases = phases
+        self._by_value: dict[str, P] = {str(member.value): member for member in phases}
+        self._initial = self._own(initial, "initial")
+        table = tuple(transitions)
+        for edge in table:
+            if not isinstance(edge, transition_mod.Transition):
+                raise TypeError(f"transitions must be okt.Transition values, got {edge!r}")
+            self._own(edge.source, f"transition {edge.describe()}: source")
+        self._table = table
+        self._failed = frozenset(self._own(phase, "failed phase") for phase in failed)
+        self._condition_type = _check_condition_type(condition_type)
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+        self._max_steps = max_steps
+        if requeue_after is not None and (not math.isfinite(requeue_after) or requeue_after <= 0):
+            raise ValueError(f"requeue_after must be a finite number of seconds > 0 or None, got {requeue_after!r}")
+        self._requeue_after = requeue_after
+        self._edges = self._machine(self._initial).edges()
+
+    # -- the declaration ----------------------------------------------------------------------------------------------
+
+    @property
+    def phases(self) -> tuple[P, ...]:
+        """Every phase, in the Enum's order."""
+        return tuple(self._phases)
+
+    @property
+    def initial(self) -> P:
+        return self._initial
+
+    @property
+    def transitions(self) -> tuple[transition_mod.Transition[P], ...]:
+        """The declared edges in priority order, read back from the ``transitions`` machine."""
+        return self._edges
+
+    @property
+    def condition_type(self) -> str:
+        return self._condition_type
+
+    @property
+    def failed(self) -> frozenset[P]:
+        return self._failed
+
+    @property
+    def max_steps(self) -> int:
+        return self._max_steps
+
+    @property
+    def requeue_after(self) -> float | None:
+        return self._requeue_after
+
+    def targets(self, source: P) -> tuple[P, ...]:
+        """The phases one declared edge leads to from ``source``, in declaration order."""
+        return self._machine(self._own(source, "source")).targets(source)
+
+    def allows(self, source: P, dest: P) -> bool:
+        """Whether a declared edge leads from ``source`` to ``dest``."""
+        return self._own(dest, "dest") in self.targets(source)
+
+    def is_failed(self, phase: P) -> bool:
+        return phase in self._failed
+
+    # -- reading the persisted phase ----------------------------------------------------------------------------------
+
+    def phase_of(self, value: str | None, where: str = "the persisted phase") -> P:
+        """The phase a persisted value names; ``None`` (nothing persisted yet) is the initial phase.
+
+        Raises:
+            UnknownPhase: ``value`` names no phase (``where`` says where it was read, for the message).
+        """
+        if value is None:
+            return self._initial
+        phase = self._by_value.get(value)
+        if phase is None:
+            raise transition_mod.UnknownPhase(value, where, list(self._by_value), str(self._initial.value))
+        return phase
+
+    def current(self, ctx: context_mod.Context) -> P:
+        """The object's current phase, from ``ctx.bookkeeping`` (the initial phase when none is persisted).
+
+        Raises:
+            UnknownPhase: the persisted value names no phase.
+        """
+        return self.phase_of(ctx.bookkeeping.phase, _where(ctx))
+
+    # -- moving -------------------------------------------------------------------------------------------------------
+
+    def advance(self, ctx: context_mod.Context, *, max_steps: int | None = None) -> Progress[P]:
+        """Take up to ``max_steps`` (default: the lifecycle's) edges whose guards hold, recording each move.
+
+        Also records the initial phase of a new object, and keeps the lifecycle condition describing the current
+        phase with the current generation even when nothing moves.
+
+        Raises:
+            UnknownPhase: the persisted phase names no phase (nothing is changed).
+            ValueError: ``max_steps`` < 1.
+            Exception: whatever a guard raised (earlier moves of this call stay recorded).
+        """
+        budget = self._max_steps if max_steps is None else max_steps
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ValueError(f"max_steps must be an integer >= 1, got {budget!r}")
+        start = self._enter(ctx)
+        machine = self._machine(start)
+        moves: list[transition_mod.Move[P]] = []
+        while len(moves) < budget:
+            edge = machine.step(ctx)
+            if edge is None:
+                break
+            move = transition_mod.Move.along(edge)
+            self._record(ctx, move)
+            moves.append(move)
+        if len(moves) == budget:
+            self._requeue(ctx)
+        return Progress(start, tuple(moves))
+
+    def force(
+        self, ctx: context_mod.Context, phase: P, *, reason: str | None = None, message: str | None = None
+    ) -> transition_mod.Move[P]:
+        """Move to ``phase`` along a declared edge from the current phase, without asking its guard.
+
+        For the author's own decisions (an operator-level timeout, a manual "retry" field): the table still decides
+        what is legal. The move is recorded like any other (persisted, condition, event) and marked ``forced``.
+
+        Args:
+            phase: where to go.
+            reason: the reason to report; default: the edge's.
+            message: the explanation to report; default: the edge's.
+
+        Raises:
+            IllegalTransition: no declared edge leads from the current phase to ``phase`` (nothing is changed).
+            UnknownPhase: the persisted phase names no phase.
+            TypeError, ValueError: ``phase`` is not one of this lifecycle's phases, or ``reason`` is invalid.
+        """
+        target = self._own(phase, "phase")
+        if reason is not None:
+            transition_mod.check_reason(reason, f"force to {target.value}")
+        edge = self._machine(self.current(ctx)).force(target)
+        self._enter(ctx)
+        move = transition_mod.Move(
+            edge.source,
+            edge.dest,
+            reason or edge.reason,
+            edge.message if message is None else message,
+            forced=True,
+        )
+        self._record(ctx, move)
+        self._requeue(ctx)
+        return move
+
+    # -- documentation ------------------------------------------------------------------------------------------------
+
+    def mermaid(self) -> str:
+        """The lifecycle as a mermaid ``stateDiagram-v2`` (no trailing newline), generated from the machine.
+
+        Every edge is shown once, in priority order, labelled with its reason; the initial phase comes from
+        ``[*]``; phases no edge leaves go to ``[*]``; failed phases get the ``failed`` class.
+        """
+        lines = ["stateDiagram-v2"]
+        lines += [f'    state "{p.value}" as {p.name}' for p in self._phases if p.name != p.value]
+        lines.append(f"    [*] --> {self._initial.name}")
+        lines += [f"    {e.source.name} --> {e.dest.name} : {e.reason}" for e in self._edges]
+        sources = {edge.source for edge in self._edges}
+        lines += [f"    {phase.name} --> [*]" for phase in self._phases if phase not in sources]
+        if self._failed:
+            lines.append("    classDef failed fill:#fde0e0,stroke:#c62828")
+            lines += [f"    class {phase.name} failed" for phase in self._phases if phase in self._failed]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Lifecycle {self._phases.__name__}: {len(self._edges)} transitions from {self._initial.value}>"
+
+    # -- internals ----------------------------------------------------------------------------------------------------
+
+    def _own(self, phase: object, what: str) -> P:
+        """``phase`` narrowed to this lifecycle's Enum."""
+        if not isinstance(phase, self._phases):
+            transition_mod.check_phase(phase, what)
+            raise ValueError(f"{what} {phase!r} is not a phase of {self._phases.__name__}")
+        return phase
+
+    def _machine(self, current: P) -> machine_mod.PhaseMachine[P]:
+        return machine_mod.PhaseMachine(self._phases, self._table, current)
+
+    def _enter(self, ctx: context_mod.Context) -> P:
+        """Read the current phase; record it when new, and keep the condition describing it."""
+        phase = self.current(ctx)
+        if ctx.bookkeeping.phase is None:
+            ctx.bookkeeping.phase = str(phase.value)
+            self._report(ctx, phase, INITIAL_REASON, f"{_head(phase)} (initial)")
+            return phase
+        condition = ctx.conditions.get(self._condition_type)
+        if condition is None or not _describes(condition.message, phase):
+            self._report(ctx, phase, OBSERVED_REASON, _head(phase))
+        else:
+            self._report(ctx, phase, condition.reason, condition.message)
+        return phase
+
+    def _record(self, ctx: context_mod.Context, move: transition_mod.Move[P]) -> None:
+        ctx.bookkeeping.phase = str(move.dest.value)
+        origin = f"from {move.source.value}, forced" if move.forced else f"from {move.source.value}"
+        detail = f": {move.message}" if move.message else ""
+        self._report(ctx, move.dest, move.reason, f"{_head(move.dest)} ({origin}){detail}")
+        forced = " (forced)" if move.forced else ""
+        ctx.event(events.NORMAL, move.reason, f"phase {move.source.value} -> {move.dest.value}{forced}{detail}")
+        ctx.log.info(
+            "lifecycle moved",
+            phase=str(move.dest.value),
+            previous=str(move.source.value),
+            reason=move.reason,
+            forced=move.forced,
+        )
+
+    def _report(self, ctx: context_mod.Context, phase: P, reason: str, message: str) -> None:
+        ctx.conditions.set(self._condition_type, phase not in self._failed, reason, message, ctx.cr.generation)
+
+    def _requeue(self, ctx: context_mod.Context) -> None:
+        if self._requeue_after is not None:
+            ctx.results.add(results.Operation.REQUEUE, f"{ctx.cr.kind}/{ctx.cr.name}", delay=self._requeue_after)
+
+
+def _head(phase: enum.Enum) -> str:
+    """How every lifecycle condition message starts, so the condition can be checked against the persisted phase."""
+    return f"phase {phase.value}"
+
+
+def _describes(message: str, phase: enum.Enum) -> bool:
+    head = _head(phase)
+    return message == head or message.startswith((f"{head} (", f"{head}:"))
+
+
+def _where(ctx: context_mod.Context) -> str:
+    """Where the phase of ``ctx`` is persisted, for error messages."""
+    if ctx.bookkeeping.persistence is bookkeeping.Persistence.ANNOTATIONS:
+        return f"annotation {ctx.bookkeeping.phase_annotation}"
+    return f"status.{bookkeeping.STATUS_FIELD}.phase"
+
+
+def _check_condition_type(condition_type: str) -> str:
+    if not isinstance(condition_type, str):
+        raise TypeError(f"condition_type must be a string, got {condition_type!r}")
+    if condition_type in conditions.STANDARD_TYPES:
+        raise ValueError(
+            f"condition_type {condition_type!r} is written by okt's built-in managers; choose another, like 'Phase'"
+        )
+    if len(condition_type) > conditions.TYPE_MAX_LENGTH or not re.fullmatch(conditions.TYPE_PATTERN, condition_type):
+        raise ValueError(f"condition_type {condition_type!r} is not a valid condition type (CamelCase, like 'Phase')")
+    return condition_type

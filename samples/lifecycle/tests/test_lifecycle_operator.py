@@ -1,0 +1,146 @@
+"""The lifecycle sample end to end, on the real local control plane, run by okt's Manager.
+
+There is no Job controller: the tests finish Jobs by patching their status, as that controller would.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import okt
+from okt import errors
+from samples.lifecycle import harness
+from samples.lifecycle.lifecycle_operator import WebAppReconciler
+from samples.lifecycle.lifecycle_operator.resources import setup_job_name, upgrade_job_name
+
+pytestmark = pytest.mark.integration
+
+
+def provisioned(webapps: harness.WebApps, name: str, version: str) -> harness.View:
+    """Create a WebApp and take it through its setup to Running."""
+    webapps.create(name, version)
+    webapps.wait_phase(name, "Provisioning", jobs=(setup_job_name(name),))
+    webapps.finish_job(setup_job_name(name), succeeded=True)
+    return webapps.wait_phase(name, "Running", installed=version, jobs=(), deployment_image=f"nginx:{version}")
+
+
+def test_a_webapp_walks_provisioning_running_upgrading_running(
+    operator: harness.RunningOperator, webapps: harness.WebApps
+) -> None:
+    webapps.create("shop", "1.24", replicas=2)
+
+    provisioning = webapps.wait_phase("shop", "Provisioning", jobs=("shop-setup",))
+    assert (provisioning.ready, provisioning.reason, provisioning.deployment_image) == ("False", "Provisioning", None)
+    job = webapps.job("shop-setup")
+    assert job is not None
+    assert job["metadata"]["labels"]["lifecycle.example.com/version"] == "1.24"
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "WebApp"
+
+    webapps.finish_job("shop-setup", succeeded=True)
+    running = webapps.wait_phase("shop", "Running", jobs=(), deployment_image="nginx:1.24")
+    assert (running.ready, running.installed) == ("True", "1.24")
+
+    webapps.set_version("shop", "1.25")
+    upgrading = webapps.wait_phase("shop", "Upgrading", jobs=(upgrade_job_name("shop", "1.25"),))
+    assert (upgrading.ready, upgrading.reason) == ("False", "UpgradeRequested")
+    assert upgrading.deployment_image == "nginx:1.24", "the application keeps serving until the upgrade is done"
+
+    webapps.finish_job(upgrade_job_name("shop", "1.25"), succeeded=True)
+    upgraded = webapps.wait_phase("shop", "Running", jobs=(), deployment_image="nginx:1.25", ready="True")
+    assert upgraded.installed == "1.25"
+
+    obj = webapps.get("shop")
+    phase = harness.condition(obj, "Phase")
+    assert phase is not None
+    assert (phase["status"], phase["reason"]) == ("True", "UpgradeSucceeded")
+    assert phase["observedGeneration"] == obj["metadata"]["generation"]
+    moves = [(reason, message) for type_, reason, message in webapps.events("shop") if type_ == "Normal"]
+    assert [reason for reason, message in moves if message.startswith("phase ")] == [
+        "Provisioning",
+        "SetupSucceeded",
+        "UpgradeRequested",
+        "UpgradeSucceeded",
+    ]
+
+
+def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(
+    operator: harness.RunningOperator, webapps: harness.WebApps
+) -> None:
+    webapps.create("broken", "2.0")
+    webapps.wait_phase("broken", "Provisioning", jobs=("broken-setup",))
+
+    webapps.finish_job("broken-setup", succeeded=False)
+
+    failed = webapps.wait_phase("broken", "Failed", ready="False")
+    assert (failed.reason, failed.failed, failed.installed) == ("SetupFailed", "2.0", None)
+    assert failed.jobs == ("broken-setup",), "the failed Job is kept for its logs"
+    assert failed.deployment_image is None
+    obj = webapps.get("broken")
+    degraded, phase = harness.condition(obj, "Degraded"), harness.condition(obj, "Phase")
+    assert degraded is not None and phase is not None
+    assert (degraded["status"], degraded["reason"]) == ("True", "SetupFailed")
+    assert (phase["status"], phase["reason"]) == ("False", "SetupFailed")
+    assert "the setup Job failed" in phase["message"]
+
+
+def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
+    operator: harness.RunningOperator, webapps: harness.WebApps
+) -> None:
+    provisioned(webapps, "blog", "1")
+
+    webapps.set_version("blog", "2")
+    webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-2",))
+    webapps.finish_job("blog-upgrade-2", succeeded=False)
+    failed = webapps.wait_phase("blog", "Failed", reason="UpgradeFailed")
+    assert (failed.installed, failed.failed, failed.deployment_image) == ("1", "2", "nginx:1")
+
+    webapps.set_version("blog", "1")
+    rolled_back = webapps.wait_phase("blog", "Running", jobs=(), ready="True")
+    assert (rolled_back.installed, rolled_back.failed, rolled_back.deployment_image) == ("1", None, "nginx:1")
+
+    webapps.set_version("blog", "3")
+    webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-3",))
+    webapps.finish_job("blog-upgrade-3", succeeded=False)
+    webapps.wait_phase("blog", "Failed", failed="3")
+
+    webapps.set_version("blog", "4")
+    webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-4",), reason="RetryRequested")
+    webapps.finish_job("blog-upgrade-4", succeeded=True)
+    webapps.wait_phase("blog", "Running", installed="4", failed=None, deployment_image="nginx:4", ready="True")
+
+
+def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashing(
+    kube: okt.Client, namespace: str, operator: harness.RunningOperator, webapps: harness.WebApps
+) -> None:
+    provisioned(webapps, "edited", "1.0")
+
+    webapps.annotate_phase("edited", "Exploded")
+
+    refused = webapps.wait("edited", lambda v: v.ready == "False" and v.reason == "UnknownPhase", "Ready=False")
+    assert refused.phase == "Exploded"
+    assert refused.deployment_image == "nginx:1.0", "nothing is pruned or changed while the phase is unknown"
+    ready = harness.condition(webapps.get("edited"), "Ready")
+    assert ready is not None
+    assert ready["message"] == (
+        "annotation okt.io/phase is 'Exploded', which is not a phase of this lifecycle; set it to one of Pending, "
+        "Provisioning, Running, Upgrading, Failed (or remove it to start again from Pending)"
+    )
+
+    webapps.create("other", "1.0")
+    webapps.wait_phase("other", "Provisioning")  # the operator still works
+
+    # Repaired while no reconcile runs: the operator's own error bookkeeping rewrites the annotations it read.
+    assert operator.stop()
+    webapps.annotate_phase("edited", "Running")
+    restarted = harness.RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace])
+    try:
+        webapps.wait_phase("edited", "Running", ready="True", deployment_image="nginx:1.0")
+    finally:
+        assert restarted.stop()
+
+
+def test_the_generated_crd_refuses_a_version_that_cannot_name_a_job(
+    webapp_kind: object, webapps: harness.WebApps
+) -> None:
+    with pytest.raises(errors.Invalid, match=r"spec\.version"):
+        webapps.create("bad", "V1_!")

@@ -1,0 +1,123 @@
+"""The WebApp lifecycle without a cluster: its table, its refusals, its diagram, its generated CRD."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any, cast
+
+import pytest
+import structlog
+import yaml
+
+from codegen import crd
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+from okt.lifecycle import IllegalTransition, UnknownPhase
+from okt.reconciler import context as context_mod
+from samples.lifecycle.lifecycle_operator import LIFECYCLE, Phase, WebAppReconciler, WebAppSpec
+from samples.lifecycle.lifecycle_operator.resources import JobState, JobWebApp, job_version
+
+SAMPLE = pathlib.Path(__file__).resolve().parents[1]
+MERMAID_BLOCK = re.compile(r"```mermaid\n(.*?)\n```", re.DOTALL)
+LEGAL = {(edge.source, edge.dest) for edge in LIFECYCLE.transitions}
+ILLEGAL = [(s, d) for s in Phase for d in Phase if (s, d) not in LEGAL]
+
+
+def context(phase: str | None, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None) -> Any:
+    raw: dict[str, Any] = {
+        "apiVersion": "lifecycle.example.com/v1alpha1",
+        "kind": "WebApp",
+        "metadata": {"name": "shop", "namespace": "ns", "uid": "u", "generation": 1, "annotations": {}},
+        "spec": spec or {"version": "1"},
+        "status": status or {},
+    }
+    if phase is not None:
+        raw["metadata"]["annotations"]["okt.io/phase"] = phase
+    cr = objects.CustomResource(raw).with_spec(WebAppSpec.model_validate(raw["spec"]))
+    return context_mod.Context(
+        reconciler=WebAppReconciler(),
+        client=cast(kube_client.Client, None),
+        reader=cast(context_mod.Reader, None),
+        kind=kinds.Kind("lifecycle.example.com/v1alpha1", "WebApp", "webapps"),
+        cr=cr,
+        exists=True,
+        logger=structlog.get_logger("test"),
+        recorder=None,
+    )
+
+
+@pytest.mark.parametrize("document", ["README.md", "../../docs/concepts/lifecycle.md"])
+def test_the_documented_diagram_is_the_one_generated_from_the_machine(document: str) -> None:
+    text = (SAMPLE / document).read_text()
+    assert LIFECYCLE.mermaid() in MERMAID_BLOCK.findall(text)
+
+
+def test_the_machine_walks_the_phases_of_the_issue() -> None:
+    assert LIFECYCLE.initial is Phase.Pending
+    assert LIFECYCLE.targets(Phase.Pending) == (Phase.Provisioning,)
+    assert LIFECYCLE.targets(Phase.Provisioning) == (Phase.Running, Phase.Failed)
+    assert LIFECYCLE.targets(Phase.Running) == (Phase.Upgrading,)
+    assert LIFECYCLE.targets(Phase.Upgrading) == (Phase.Running, Phase.Failed)
+    assert LIFECYCLE.targets(Phase.Failed) == (Phase.Running, Phase.Upgrading)
+    assert LIFECYCLE.failed == {Phase.Failed}
+
+
+@pytest.mark.parametrize(("source", "dest"), ILLEGAL, ids=str)
+def test_an_illegal_jump_is_refused(source: Phase, dest: Phase) -> None:
+    ctx = context(source.value)
+    with pytest.raises(IllegalTransition, match=f"illegal transition {source} -> {dest}"):
+        LIFECYCLE.force(ctx, dest)
+    assert ctx.bookkeeping.phase == source.value
+
+
+def test_a_failed_webapp_can_be_forced_back_to_running_only_along_a_declared_edge() -> None:
+    ctx = context("Failed", status={"installedVersion": "1", "failedVersion": "2"})
+    move = LIFECYCLE.force(ctx, Phase.Running)
+    assert (move.reason, move.forced) == ("RolledBack", True)
+    assert LIFECYCLE.current(ctx) is Phase.Running
+    assert ctx.conditions["Phase"].message.startswith("phase Running (from Failed, forced)")
+
+
+@pytest.mark.parametrize("value", ["running", "Deleted", ""])
+def test_an_annotation_naming_no_phase_is_refused(value: str) -> None:
+    with pytest.raises(UnknownPhase, match=r"annotation okt\.io/phase"):
+        LIFECYCLE.current(context(value))
+
+
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        (None, JobState.MISSING),
+        ({}, JobState.ACTIVE),
+        ({"active": 1}, JobState.ACTIVE),
+        ({"failed": 1}, JobState.ACTIVE),  # another Pod may still run: only the condition says the Job gave up
+        ({"conditions": [{"type": "Complete", "status": "True"}]}, JobState.SUCCEEDED),
+        ({"conditions": [{"type": "Failed", "status": "True"}]}, JobState.FAILED),
+        ({"conditions": [{"type": "Failed", "status": "False"}]}, JobState.ACTIVE),
+        ({"conditions": [{"type": "Suspended", "status": "True"}]}, JobState.ACTIVE),
+    ],
+)
+def test_a_job_state_is_read_from_its_conditions(status: dict[str, Any] | None, state: JobState) -> None:
+    live = None if status is None else {"metadata": {"name": "j"}, "status": status}
+    assert JobState.of(live) is state
+
+
+def test_jobs_are_named_and_labelled_by_task_and_version() -> None:
+    cr = context("Running").cr
+    setup, upgrade = JobWebApp.setup(cr, "1.24"), JobWebApp.upgrade(cr, "1.25")
+    assert (setup.name, upgrade.name) == ("shop-setup", "shop-upgrade-1.25")
+    assert (job_version(setup.desired), job_version(upgrade.desired)) == ("1.24", "1.25")
+    container = upgrade.desired["spec"]["template"]["spec"]["containers"][0]
+    assert (container["name"], container["image"]) == ("upgrade", "nginx:1.25")
+
+
+def test_the_deploy_crd_is_the_generated_one() -> None:
+    stored = yaml.safe_load((SAMPLE / "deploy" / "crd.yaml").read_text())
+    assert stored == crd.crd_for_reconciler(WebAppReconciler)
+
+
+def test_the_readme_mentions_every_transition_reason() -> None:
+    readme = (SAMPLE / "README.md").read_text()
+    missing = [edge.reason for edge in LIFECYCLE.transitions if f"`{edge.reason}`" not in readme]
+    assert missing == []

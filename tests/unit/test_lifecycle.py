@@ -1,0 +1,638 @@
+import concurrent.futures
+import copy
+import dataclasses
+import enum
+import math
+import pickle
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import pytest
+import structlog
+
+from okt import errors
+from okt.engines import results as results_mod
+from okt.engines import states, stepper
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+from okt.lifecycle import lifecycle as lifecycle_mod
+from okt.lifecycle import transition as transition_mod
+from okt.lifecycle.lifecycle import Lifecycle, Progress
+from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
+from okt.reconciler import context as context_mod
+from okt.reconciler import reconciler as reconciler_mod
+from okt.status import bookkeeping, writer
+from okt.status.conditions import ConditionStatus
+
+Persistence = bookkeeping.Persistence
+KIND = kinds.Kind("test.okt.io/v1", "App", "apps")
+
+
+class Phase(enum.StrEnum):
+    Pending = "Pending"
+    Provisioning = "Provisioning"
+    Running = "Running"
+    Upgrading = "Upgrading"
+    Failed = "Failed"
+
+
+class Other(enum.StrEnum):
+    Pending = "Pending"
+
+
+@dataclasses.dataclass
+class Facts:
+    """What the guards of the test lifecycle read; a test flips them."""
+
+    job_succeeded: bool = False
+    job_failed: bool = False
+    version_changed: bool = False
+
+
+FACTS_KEY = "facts"
+
+
+def facts(ctx: context_mod.Context) -> Facts:
+    return cast(Facts, ctx.params[FACTS_KEY])
+
+
+TABLE = [
+    Transition(Phase.Pending, Phase.Provisioning, reason="Provisioning"),
+    Transition(Phase.Provisioning, Phase.Running, when=lambda ctx: facts(ctx).job_succeeded, reason="JobSucceeded"),
+    Transition(Phase.Provisioning, Phase.Failed, when=lambda ctx: facts(ctx).job_failed, reason="JobFailed"),
+    Transition(Phase.Running, Phase.Upgrading, when=lambda ctx: facts(ctx).version_changed, reason="UpgradeRequested"),
+    Transition(Phase.Upgrading, Phase.Running, when=lambda ctx: facts(ctx).job_succeeded, reason="UpgradeSucceeded"),
+    Transition(
+        Phase.Upgrading,
+        Phase.Failed,
+        when=lambda ctx: facts(ctx).job_failed,
+        reason="UpgradeFailed",
+        message="the upgrade Job failed",
+    ),
+]
+
+#: Facts under which exactly the guard of each edge of TABLE holds.
+ENABLING = {
+    "Provisioning": Facts(),
+    "JobSucceeded": Facts(job_succeeded=True),
+    "JobFailed": Facts(job_failed=True),
+    "UpgradeRequested": Facts(version_changed=True),
+    "UpgradeSucceeded": Facts(job_succeeded=True),
+    "UpgradeFailed": Facts(job_failed=True),
+}
+
+LIFECYCLE = Lifecycle(Phase, initial=Phase.Pending, transitions=TABLE, failed={Phase.Failed})
+
+DECLARED = {(edge.source, edge.dest) for edge in TABLE}
+UNDECLARED = [(s, d) for s in Phase for d in Phase if (s, d) not in DECLARED]
+
+
+class Recorder:
+    """A shipped-fake-style event recorder: remembers what would have been sent."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+
+
+class NoReader:
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        return None
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        return []
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        return None
+
+
+def _reconciler(persistence: Persistence) -> reconciler_mod.Reconciler:
+    cls = type("AppReconciler", (reconciler_mod.Reconciler,), {"persistence": persistence, "kind": "App"})
+    return cast(reconciler_mod.Reconciler, cls())
+
+
+def app(phase: str | None = None, persistence: Persistence = Persistence.STATUS, generation: int = 3) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "apiVersion": KIND.api_version,
+        "kind": KIND.kind,
+        "metadata": {"name": "demo", "namespace": "ns", "uid": "u-1", "generation": generation},
+        "spec": {},
+    }
+    if phase is not None and persistence is Persistence.STATUS:
+        raw["status"] = {"okt": {"phase": phase}}
+    elif phase is not None:
+        raw["metadata"]["annotations"] = {"okt.io/phase": phase}
+    return raw
+
+
+def make_ctx(
+    raw: dict[str, Any] | None = None,
+    *,
+    persistence: Persistence = Persistence.STATUS,
+    state: Facts | None = None,
+) -> tuple[context_mod.Context, Recorder]:
+    recorder = Recorder()
+    ctx = context_mod.Context(
+        reconciler=_reconciler(persistence),
+        client=cast(kube_client.Client, None),
+        reader=NoReader(),
+        kind=KIND,
+        cr=objects.CustomResource(raw if raw is not None else app(persistence=persistence)),
+        exists=True,
+        logger=structlog.get_logger("test"),
+        recorder=cast(Any, recorder),
+    )
+    ctx.params = {FACTS_KEY: state or Facts()}
+    return ctx, recorder
+
+
+def persisted(ctx: context_mod.Context) -> dict[str, Any]:
+    """The object as it would read after the reconciler's status (and annotation) write."""
+    raw = copy.deepcopy(dict(ctx.cr.raw))
+    extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
+    raw["status"] = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
+    patch = ctx.bookkeeping.annotation_patch()
+    if patch is not None:
+        annotations = raw["metadata"].setdefault("annotations", {})
+        for key, value in patch["metadata"]["annotations"].items():
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
+    return raw
+
+
+def requeues(ctx: context_mod.Context) -> list[float | None]:
+    return [e.delay for e in ctx.results.entries if e.operation is results_mod.Operation.REQUEUE]
+
+
+# -- the declared edges ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("edge", TABLE, ids=lambda e: e.describe())
+def test_each_declared_edge_is_taken_when_its_guard_holds(edge: Transition[Phase]) -> None:
+    ctx, recorder = make_ctx(app(edge.source.value), state=ENABLING[edge.reason])
+
+    progress = LIFECYCLE.advance(ctx)
+
+    assert progress == Progress(edge.source, (Move(edge.source, edge.dest, edge.reason, edge.message),))
+    assert LIFECYCLE.current(ctx) is edge.dest
+    assert ctx.bookkeeping.phase == edge.dest.value
+    condition = ctx.conditions["Phase"]
+    assert condition.reason == edge.reason
+    assert condition.status is (ConditionStatus.FALSE if edge.dest is Phase.Failed else ConditionStatus.TRUE)
+    assert condition.observed_generation == 3
+    assert condition.message.startswith(f"phase {edge.dest} (from {edge.source})")
+    assert recorder.events == [("Normal", edge.reason, f"phase {edge.source} -> {edge.dest}" + _detail(edge))]
+
+
+def _detail(edge: Transition[Phase]) -> str:
+    return f": {edge.message}" if edge.message else ""
+
+
+@pytest.mark.parametrize("phase", [Phase.Provisioning, Phase.Running, Phase.Upgrading, Phase.Failed], ids=str)
+def test_no_move_no_event_and_no_requeue_when_no_guard_holds(phase: Phase) -> None:
+    ctx, recorder = make_ctx(app(phase.value))
+
+    progress = LIFECYCLE.advance(ctx)
+
+    assert not progress.moved
+    assert progress.phase is phase
+    assert LIFECYCLE.current(ctx) is phase
+    assert recorder.events == []
+    assert requeues(ctx) == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("JobSucceeded", "JobFailed"), ("JobFailed", "JobSucceeded")],
+)
+def test_the_first_declared_edge_whose_guard_holds_wins(first: str, second: str) -> None:
+    by_reason = {edge.reason: edge for edge in TABLE}
+    table = [by_reason[first], by_reason[second]]
+    lifecycle = Lifecycle(Phase, initial=Phase.Provisioning, transitions=table)
+    ctx, _ = make_ctx(app("Provisioning"), state=Facts(job_succeeded=True, job_failed=True))
+
+    progress = lifecycle.advance(ctx)
+
+    assert [move.reason for move in progress.moves] == [first]
+    assert progress.phase is by_reason[first].dest
+
+
+def test_guards_after_the_winning_one_are_not_asked() -> None:
+    asked: list[str] = []
+
+    def guard(name: str, answer: bool) -> Callable[[context_mod.Context], bool]:
+        def ask(ctx: context_mod.Context) -> bool:
+            asked.append(name)
+            return answer
+
+        return ask
+
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Provisioning,
+        transitions=[
+            Transition(Phase.Provisioning, Phase.Upgrading, when=guard("a", False)),
+            Transition(Phase.Provisioning, Phase.Running, when=guard("b", True)),
+            Transition(Phase.Provisioning, Phase.Failed, when=guard("c", True)),
+        ],
+    )
+    ctx, _ = make_ctx(app("Provisioning"))
+
+    assert lifecycle.advance(ctx).phase is Phase.Running
+    assert asked == ["a", "b"]
+
+
+# -- max steps ---------------------------------------------------------------------------------------------------------
+
+CHAIN = Lifecycle(
+    Phase,
+    initial=Phase.Pending,
+    transitions=[
+        Transition(Phase.Pending, Phase.Provisioning),
+        Transition(Phase.Provisioning, Phase.Running),
+        Transition(Phase.Running, Phase.Upgrading),
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("budget", "expected", "requeued"),
+    [
+        (1, [Phase.Provisioning], True),
+        (2, [Phase.Provisioning, Phase.Running], True),
+        (3, [Phase.Provisioning, Phase.Running, Phase.Upgrading], True),
+        (4, [Phase.Provisioning, Phase.Running, Phase.Upgrading], False),
+        (50, [Phase.Provisioning, Phase.Running, Phase.Upgrading], False),
+    ],
+)
+def test_at_most_max_steps_moves_per_call_and_a_requeue_when_the_budget_is_used_up(
+    budget: int, expected: list[Phase], requeued: bool
+) -> None:
+    lifecycle = Lifecycle(Phase, initial=Phase.Pending, transitions=CHAIN.transitions, max_steps=budget)
+    ctx, recorder = make_ctx()
+
+    progress = lifecycle.advance(ctx)
+
+    assert [move.dest for move in progress.moves] == expected
+    assert ctx.bookkeeping.phase == expected[-1].value
+    assert [reason for _, reason, _ in recorder.events] == [phase.value for phase in expected]
+    assert requeues(ctx) == ([1.0] if requeued else [])
+    assert ctx.results.outcome() == (results_mod.Outcome.requeue_after(1.0) if requeued else results_mod.Outcome.done())
+
+
+def test_the_default_budget_is_one_move_so_every_phase_is_observable() -> None:
+    ctx, _ = make_ctx()
+    assert [move.dest for move in CHAIN.advance(ctx).moves] == [Phase.Provisioning]
+    assert [move.dest for move in CHAIN.advance(ctx).moves] == [Phase.Running]
+
+
+def test_a_call_may_override_the_budget() -> None:
+    ctx, _ = make_ctx()
+    assert CHAIN.advance(ctx, max_steps=2).phase is Phase.Running
+
+
+@pytest.mark.parametrize("requeue_after", [None, 0.25])
+def test_requeue_after_sets_or_disables_the_lifecycle_requeue(requeue_after: float | None) -> None:
+    lifecycle = Lifecycle(Phase, initial=Phase.Pending, transitions=CHAIN.transitions, requeue_after=requeue_after)
+    ctx, _ = make_ctx()
+    lifecycle.advance(ctx)
+    assert requeues(ctx) == ([] if requeue_after is None else [requeue_after])
+
+
+# -- persistence -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_the_phase_survives_the_round_trip_through_the_persisted_object(persistence: Persistence) -> None:
+    ctx, _ = make_ctx(app(persistence=persistence), persistence=persistence)
+    LIFECYCLE.advance(ctx)
+    stored = persisted(ctx)
+
+    if persistence is Persistence.STATUS:
+        assert stored["status"]["okt"]["phase"] == "Provisioning"
+        assert "annotations" not in stored["metadata"]
+    else:
+        assert stored["metadata"]["annotations"]["okt.io/phase"] == "Provisioning"
+        assert "okt" not in stored["status"]
+
+    again, recorder = make_ctx(stored, persistence=persistence, state=Facts(job_succeeded=True))
+    assert LIFECYCLE.current(again) is Phase.Provisioning
+    assert again.conditions["Phase"].reason == "Provisioning"
+
+    progress = LIFECYCLE.advance(again)
+
+    assert progress.moves == (Move(Phase.Provisioning, Phase.Running, "JobSucceeded"),)
+    assert LIFECYCLE.current(make_ctx(persisted(again), persistence=persistence)[0]) is Phase.Running
+    assert [reason for _, reason, _ in recorder.events] == ["JobSucceeded"]
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_a_new_object_starts_in_the_initial_phase_and_records_it(persistence: Persistence) -> None:
+    lifecycle = Lifecycle(Phase, initial=Phase.Pending, transitions=TABLE[1:])
+    ctx, recorder = make_ctx(app(persistence=persistence), persistence=persistence)
+    assert ctx.bookkeeping.phase is None
+
+    progress = lifecycle.advance(ctx)
+
+    assert progress == Progress(Phase.Pending)
+    assert ctx.bookkeeping.phase == "Pending"
+    assert ctx.conditions["Phase"].reason == lifecycle_mod.INITIAL_REASON
+    assert ctx.conditions["Phase"].message == "phase Pending (initial)"
+    assert recorder.events == []
+    assert LIFECYCLE.current(make_ctx(persisted(ctx), persistence=persistence)[0]) is Phase.Pending
+
+
+def test_a_steady_phase_keeps_its_condition_and_follows_the_generation() -> None:
+    ctx, _ = make_ctx(app("Provisioning", generation=1), state=Facts(job_succeeded=True))
+    LIFECYCLE.advance(ctx)
+    moved = ctx.conditions["Phase"]
+    stored = persisted(ctx)
+    stored["metadata"]["generation"] = 2
+
+    again, _ = make_ctx(stored)
+    LIFECYCLE.advance(again)
+
+    steady = again.conditions["Phase"]
+    assert (steady.reason, steady.message, steady.status) == (moved.reason, moved.message, moved.status)
+    assert steady.last_transition_time == moved.last_transition_time
+    assert steady.observed_generation == 2
+
+
+def test_a_condition_describing_another_phase_is_corrected_from_the_persisted_phase() -> None:
+    ctx, _ = make_ctx(app("Provisioning"), state=Facts(job_succeeded=True))
+    LIFECYCLE.advance(ctx)
+    stored = persisted(ctx)
+    stored["status"]["okt"]["phase"] = "Upgrading"  # edited by hand to another (known) phase
+
+    again, _ = make_ctx(stored)
+    LIFECYCLE.advance(again)
+
+    assert again.conditions["Phase"].reason == lifecycle_mod.OBSERVED_REASON
+    assert again.conditions["Phase"].message == "phase Upgrading"
+
+
+# -- refusals ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "dest"), UNDECLARED, ids=str)
+def test_force_along_an_undeclared_edge_is_refused_and_changes_nothing(source: Phase, dest: Phase) -> None:
+    ctx, recorder = make_ctx(app(source.value))
+    before = (ctx.bookkeeping.phase, ctx.conditions.to_list())
+
+    with pytest.raises(IllegalTransition) as raised:
+        LIFECYCLE.force(ctx, dest)
+
+    assert (raised.value.source, raised.value.dest) == (source.value, dest.value)
+    assert raised.value.allowed == tuple(p.value for p in LIFECYCLE.targets(source))
+    assert (ctx.bookkeeping.phase, ctx.conditions.to_list()) == (before[0], before[1])
+    assert recorder.events == []
+    assert requeues(ctx) == []
+
+
+@pytest.mark.parametrize("edge", TABLE, ids=lambda e: e.describe())
+def test_force_along_a_declared_edge_moves_without_asking_the_guard(edge: Transition[Phase]) -> None:
+    ctx, recorder = make_ctx(app(edge.source.value))  # no guard holds: every fact is False but Pending's
+
+    move = LIFECYCLE.force(ctx, edge.dest, reason="OperatorDecision", message="asked for")
+
+    assert move == Move(edge.source, edge.dest, "OperatorDecision", "asked for", forced=True)
+    assert LIFECYCLE.current(ctx) is edge.dest
+    assert ctx.conditions["Phase"].message == f"phase {edge.dest} (from {edge.source}, forced): asked for"
+    assert recorder.events == [
+        ("Normal", "OperatorDecision", f"phase {edge.source} -> {edge.dest} (forced): asked for")
+    ]
+    assert requeues(ctx) == [1.0]
+
+
+def test_force_reports_the_edge_reason_by_default() -> None:
+    ctx, _ = make_ctx(app("Upgrading"))
+    assert LIFECYCLE.force(ctx, Phase.Failed) == Move(
+        Phase.Upgrading, Phase.Failed, "UpgradeFailed", "the upgrade Job failed", forced=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (Phase.Running, "illegal transition Running -> Pending: from Running the lifecycle may only move to Upgrading"),
+        (Phase.Failed, "illegal transition Failed -> Pending: Failed is a final phase, no transition leaves it"),
+    ],
+)
+def test_an_illegal_transition_says_what_would_be_legal(source: Phase, message: str) -> None:
+    ctx, _ = make_ctx(app(source.value))
+    with pytest.raises(IllegalTransition, match=f"^{message}$"):
+        LIFECYCLE.force(ctx, Phase.Pending)
+
+
+@pytest.mark.parametrize("error", [IllegalTransition, UnknownPhase])
+def test_refusals_are_permanent_errors_with_their_own_reason(error: type[errors.OktError]) -> None:
+    assert issubclass(error, errors.PermanentError)
+    assert error.reason == error.__name__
+
+
+@pytest.mark.parametrize(
+    ("persistence", "where"),
+    [(Persistence.STATUS, "status.okt.phase"), (Persistence.ANNOTATIONS, "annotation okt.io/phase")],
+    ids=str,
+)
+def test_an_unknown_persisted_phase_is_refused_with_a_clear_message(persistence: Persistence, where: str) -> None:
+    ctx, recorder = make_ctx(app("Exploded", persistence=persistence), persistence=persistence)
+
+    with pytest.raises(UnknownPhase) as raised:
+        LIFECYCLE.advance(ctx)
+
+    assert str(raised.value) == (
+        f"{where} is 'Exploded', which is not a phase of this lifecycle; set it to one of Pending, Provisioning, "
+        "Running, Upgrading, Failed (or remove it to start again from Pending)"
+    )
+    assert raised.value.reason == "UnknownPhase"
+    assert ctx.bookkeeping.phase == "Exploded"
+    assert not ctx.conditions.changed
+    assert recorder.events == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [IllegalTransition("Running", "Pending", ["Upgrading"]), UnknownPhase("x", "annotation a/b", ["A"], "A")],
+    ids=lambda e: type(e).__name__,
+)
+def test_refusals_survive_pickling_with_their_attributes(error: errors.OktError) -> None:
+    copied = pickle.loads(pickle.dumps(error))
+    assert type(copied) is type(error)
+    assert str(copied) == str(error)
+    assert copied.__dict__ == error.__dict__
+
+
+def test_an_unknown_phase_raised_in_a_hook_becomes_an_error_outcome_not_a_crash() -> None:
+    ctx, _ = make_ctx(app("Exploded"))
+
+    def step(state: states.State) -> None:
+        if state is states.State.ObjectsGetter:
+            LIFECYCLE.advance(ctx)
+
+    run = stepper.Stepper().run(step, ctx.results, lambda: False)
+
+    assert run.path_str == ">CRChecker>ObjectsGetter>ErrorManager>End"
+    assert isinstance(run.outcome.error, UnknownPhase)
+
+
+def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:
+    def broken(ctx: context_mod.Context) -> bool:
+        raise errors.TemporaryError("job status not readable yet")
+
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Pending,
+        transitions=[
+            Transition(Phase.Pending, Phase.Provisioning),
+            Transition(Phase.Provisioning, Phase.Running, when=broken),
+        ],
+        max_steps=2,
+    )
+    ctx, recorder = make_ctx()
+
+    with pytest.raises(errors.TemporaryError):
+        lifecycle.advance(ctx)
+
+    assert ctx.bookkeeping.phase == "Provisioning"
+    assert [reason for _, reason, _ in recorder.events] == ["Provisioning"]
+
+
+# -- declaration -------------------------------------------------------------------------------------------------------
+
+
+class Numbered(enum.Enum):
+    One = 1
+    Two = 2
+
+
+def _declare(**overrides: Any) -> Lifecycle[Any]:
+    kwargs: dict[str, Any] = {"initial": Phase.Pending, "transitions": TABLE}
+    kwargs.update(overrides)
+    phases = kwargs.pop("phases", Phase)
+    return Lifecycle(phases, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("declare", "error", "match"),
+    [
+        (lambda: Transition(Phase.Running, Phase.Running), ValueError, "must change the phase"),
+        (lambda: Transition(Phase.Running, Other.Pending), ValueError, "same Enum"),
+        (lambda: Transition(Numbered.One, Numbered.Two), TypeError, "non-empty strings"),
+        (lambda: Transition("Running", Phase.Pending), TypeError, "member of the phase Enum"),  # type: ignore[type-var]
+        (lambda: Transition(Phase.Running, Phase.Failed, reason="job failed"), ValueError, "not a valid condition"),
+        (lambda: Transition(Phase.Running, Phase.Failed, when=True), TypeError, "callable"),  # type: ignore[arg-type]
+        (lambda: _declare(phases=Numbered, initial=Numbered.One, transitions=[]), TypeError, "non-empty strings"),
+        (lambda: _declare(phases=dict), TypeError, "Enum class"),
+        (lambda: _declare(initial=Other.Pending), ValueError, "not a phase of Phase"),
+        (lambda: _declare(transitions=[Transition(Other.Pending, Other.Pending)]), ValueError, "change the phase"),
+        (lambda: _declare(transitions=[("Pending", "Running")]), TypeError, "okt.Transition"),
+        (lambda: _declare(failed={Other.Pending}), ValueError, "not a phase of Phase"),
+        (lambda: _declare(condition_type="Ready"), ValueError, "built-in managers"),
+        (lambda: _declare(condition_type="not a type!"), ValueError, "not a valid condition type"),
+        (lambda: _declare(max_steps=0), ValueError, "max_steps"),
+        (lambda: _declare(max_steps=True), ValueError, "max_steps"),
+        (lambda: _declare(requeue_after=0), ValueError, "requeue_after"),
+        (lambda: _declare(requeue_after=math.nan), ValueError, "requeue_after"),
+    ],
+)
+def test_a_malformed_declaration_is_refused_up_front(
+    declare: Callable[[], object], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        declare()
+
+
+def test_an_edge_from_another_enum_is_refused() -> None:
+    class Mirror(enum.StrEnum):
+        Pending = "Pending"
+        Running = "Running"
+
+    with pytest.raises(ValueError, match="not a phase of Phase"):
+        _declare(transitions=[Transition(Mirror.Pending, Mirror.Running)])
+
+
+def test_a_transition_without_a_reason_reports_its_destination() -> None:
+    assert Transition(Phase.Pending, Phase.Provisioning).reason == "Provisioning"
+
+
+def test_a_transition_is_immutable() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TABLE[0].reason = "Other"  # type: ignore[misc]
+
+
+def test_the_table_reads_back_from_the_machine_in_declaration_order() -> None:
+    assert LIFECYCLE.transitions == tuple(TABLE)
+    assert LIFECYCLE.targets(Phase.Provisioning) == (Phase.Running, Phase.Failed)
+    assert LIFECYCLE.targets(Phase.Failed) == ()
+    assert LIFECYCLE.allows(Phase.Running, Phase.Upgrading)
+    assert not LIFECYCLE.allows(Phase.Running, Phase.Pending)
+
+
+def test_one_lifecycle_serves_many_objects_in_parallel() -> None:
+    def walk(index: int) -> list[Phase]:
+        ctx, _ = make_ctx()
+        seen = [LIFECYCLE.advance(ctx).phase]
+        facts(ctx).job_succeeded = index % 2 == 0
+        facts(ctx).job_failed = index % 2 == 1
+        seen.append(LIFECYCLE.advance(ctx).phase)
+        return seen
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        walks = list(pool.map(walk, range(200)))
+
+    for index, seen in enumerate(walks):
+        assert seen == [Phase.Provisioning, Phase.Running if index % 2 == 0 else Phase.Failed]
+
+
+# -- mermaid -----------------------------------------------------------------------------------------------------------
+
+
+def test_the_diagram_shows_every_edge_with_its_reason() -> None:
+    assert LIFECYCLE.mermaid() == "\n".join(
+        [
+            "stateDiagram-v2",
+            "    [*] --> Pending",
+            "    Pending --> Provisioning : Provisioning",
+            "    Provisioning --> Running : JobSucceeded",
+            "    Provisioning --> Failed : JobFailed",
+            "    Running --> Upgrading : UpgradeRequested",
+            "    Upgrading --> Running : UpgradeSucceeded",
+            "    Upgrading --> Failed : UpgradeFailed",
+            "    Failed --> [*]",
+            "    classDef failed fill:#fde0e0,stroke:#c62828",
+            "    class Failed failed",
+        ]
+    )
+
+
+def test_the_diagram_labels_phases_whose_value_is_not_an_identifier() -> None:
+    class Stage(enum.StrEnum):
+        warm_up = "warming up"
+        serving = "serving"
+
+    lifecycle = Lifecycle(Stage, initial=Stage.warm_up, transitions=[Transition(Stage.warm_up, Stage.serving)])
+
+    assert lifecycle.mermaid() == "\n".join(
+        [
+            "stateDiagram-v2",
+            '    state "warming up" as warm_up',
+            "    [*] --> warm_up",
+            "    warm_up --> serving : Serving",
+            "    serving --> [*]",
+        ]
+    )
+
+
+def test_the_phase_of_a_persisted_value_is_read_by_value() -> None:
+    assert LIFECYCLE.phase_of(None) is Phase.Pending
+    assert LIFECYCLE.phase_of("Upgrading") is Phase.Upgrading
+    with pytest.raises(UnknownPhase, match="'upgrading'"):
+        LIFECYCLE.phase_of("upgrading")
+    assert transition_mod.always(cast(context_mod.Context, None)) is True

@@ -1,0 +1,209 @@
+"""A fault-injecting loopback proxy between an operator and the kube-apiserver.
+
+Why this exists: an operator is only as good as its behaviour when the API misbehaves. The proxy listens on plain HTTP
+on loopback (point the operator's kubeconfig at :attr:`FaultProxy.url`) and forwards every request to the real
+apiserver over TLS, injecting, with probability ``rate`` per request:
+
+* ``500``/``503`` answers *without* forwarding (the write never happened);
+* ``lost-response``: a write is forwarded, then answered with 500 (the write happened, the client does not know);
+* ``409`` Conflict for writes, without forwarding;
+* ``reset``: the connection is closed with no answer (a transport error / timeout for the client);
+* ``watch-drop``: a watch stream is cut after a random number of events.
+
+Guarantees: the decisions come from a seeded RNG (reproducible runs); every injected fault is counted by kind in
+:attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import http.server
+import json
+import random
+import socket
+import ssl
+import threading
+import urllib.parse
+from typing import Any
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "host",
+        "content-length",
+    }
+)
+
+
+def _status_body(code: int, reason: str, message: str) -> bytes:
+    return json.dumps(
+        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
+    ).encode()
+
+
+class FaultProxy:
+    """``with FaultProxy(upstream_url, ca_file, rate=0.1) as proxy: ...`` — then use ``proxy.url``."""
+
+    def __init__(
+        self,
+        upstream: str,
+        ca_file: str | None = None,
+        *,
+        rate: float = 0.1,
+        seed: int = 0,
+        kinds: tuple[str, ...] = ("500", "503", "lost-response", "409", "reset", "watch-drop"),
+    ) -> None:
+        parsed = urllib.parse.urlsplit(upstream)
+        self._host = parsed.hostname or "127.0.0.1"
+        self._port = parsed.port or 443
+        self._ssl = ssl.create_default_context(cafile=ca_file) if ca_file else ssl._create_unverified_context()
+        self._ssl.check_hostname = False
+        self.rate = rate
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
+        self._kinds = kinds
+        self.injected: collections.Counter[str] = collections.Counter()
+        self.forwarded = 0
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="okt-fault-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _choose(self, method: str, is_watch: bool) -> str | None:
+        with self._rng_lock:
+            if self.rate <= 0 or self._rng.random() >= self.rate:
+                return None
+            candidates = [k for k in self._kinds if self._applies(k, method, is_watch)]
+            if not candidates:
+                return None
+            kind = self._rng.choice(candidates)
+            self.injected[kind] += 1
+            return kind
+
+    @staticmethod
+    def _applies(kind: str, method: str, is_watch: bool) -> bool:
+        if kind == "watch-drop":
+            return is_watch
+        if kind in ("lost-response", "409"):
+            return method in WRITE_METHODS
+        return not is_watch or kind == "reset"
+
+    def _watch_budget(self) -> int:
+        with self._rng_lock:
+            return self._rng.randint(0, 20)
+
+    def _connect(self) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=330)
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def _relay(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                query = urllib.parse.urlsplit(self.path).query
+                is_watch = "watch=true" in query or "watch=1" in query
+                fault = proxy._choose(self.command, is_watch)
+                if fault == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault in ("500", "503"):
+                    self._answer(
+                        int(fault), "InternalError" if fault == "500" else "ServiceUnavailable", "injected fault"
+                    )
+                    return
+                if fault == "409":
+                    self._answer(409, "Conflict", "injected conflict: the object has been modified")
+                    return
+                upstream = proxy._connect()
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}
+                try:
+                    upstream.request(self.command, self.path, body=body, headers=headers)
+                    response = upstream.getresponse()
+                except OSError:
+                    self._answer(503, "ServiceUnavailable", "upstream unreachable")
+                    return
+                proxy.forwarded += 1
+                if fault == "lost-response":
+                    response.read()
+                    upstream.close()
+                    self._answer(500, "InternalError", "injected fault after the write was applied")
+                    return
+                if is_watch:
+                    self._stream(response, proxy._watch_budget() if fault == "watch-drop" else None)
+                else:
+                    payload = response.read()
+                    self.send_response(response.status)
+                    for key, value in response.getheaders():
+                        if key.lower() not in _HOP_HEADERS:
+                            self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                upstream.close()
+
+            def _stream(self, response: http.client.HTTPResponse, budget: int | None) -> None:
+                self.send_response(response.status)
+                self.send_header("Content-Type", response.getheader("Content-Type") or "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                lines = 0
+                try:
+                    while True:
+                        line = response.readline()
+                        if not line:
+                            break
+                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                        self.wfile.flush()
+                        lines += 1
+                        if budget is not None and lines >= budget:
+                            self.close_connection = True
+                            return
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    self.close_connection = True
+
+            def _answer(self, code: int, reason: str, message: str) -> None:
+                payload = _status_body(code, reason, message)
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler

@@ -1,0 +1,76 @@
+"""The fault-injecting proxy forwards faithfully at rate 0 and injects every kind of fault, reproducibly, above it."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import envtest, faults
+
+
+def client_through(proxy: faults.FaultProxy, plane: envtest.ControlPlane, tmp_path: pathlib.Path) -> kube_client.Client:
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    config["clusters"][0]["cluster"] = {"server": proxy.url}
+    path = tmp_path / "kubeconfig-proxy"
+    path.write_text(yaml.safe_dump(config))
+    return kube_client.Client.from_kubeconfig(path)
+
+
+def configmap(name: str, namespace: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+
+
+def test_a_proxy_at_rate_zero_is_a_transparent_pipe(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        for i in range(10):
+            client.create(configmap(f"c{i}", namespace), kinds.CONFIG_MAP)
+        items, _ = client.list(kinds.CONFIG_MAP, namespace)
+    assert sorted(i["metadata"]["name"] for i in items if i["metadata"]["name"].startswith("c")) == [
+        f"c{i}" for i in range(10)
+    ]
+    assert sum(proxy.injected.values()) == 0
+
+
+def test_faults_are_injected_and_lost_responses_still_write(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
+) -> None:
+    with faults.FaultProxy(
+        control_plane.url, str(control_plane.ca_file), rate=0.5, seed=7, kinds=("500", "409", "lost-response")
+    ) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        acknowledged = 0
+        for i in range(60):
+            try:
+                client.create(configmap(f"f{i}", namespace), kinds.CONFIG_MAP)
+                acknowledged += 1
+            except errors.ApiError as exc:
+                assert isinstance(exc, errors.ServerError | errors.Conflict)
+    items, _ = kube.list(kinds.CONFIG_MAP, namespace)
+    stored = sum(1 for i in items if i["metadata"]["name"].startswith("f"))
+    assert set(proxy.injected) == {"500", "409", "lost-response"}
+    assert stored == acknowledged + proxy.injected["lost-response"]
+
+
+def test_a_dropped_watch_stream_ends_early(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
+) -> None:
+    for i in range(30):
+        kube.create(configmap(f"w{i}", namespace), kinds.CONFIG_MAP)
+    with faults.FaultProxy(
+        control_plane.url, str(control_plane.ca_file), rate=1.0, seed=3, kinds=("watch-drop",)
+    ) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        events = []
+        with pytest.raises(errors.Unavailable):
+            for event in client.watch(kinds.CONFIG_MAP, namespace, resource_version="0", timeout_seconds=5):
+                events.append(event)
+    assert proxy.injected["watch-drop"] == 1
+    assert len(events) < 30

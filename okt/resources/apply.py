@@ -62,15 +62,21 @@ class Decision:
 
 
 def prepare(res: resource.Resource, owner: objects.CustomResource | None, labels: Labels) -> str:
-    """Finish ``res.desired`` (normalised, owned, labelled, hashed) and return the desired hash."""
+    """Finish ``res.desired`` (normalised, owned, labelled, hashed) and return the desired hash.
+
+    Idempotent: the hash is taken after the owner label is stamped and without a hash annotation of an earlier call,
+    so preparing a prepared resource again gives the same hash and the same desired object.
+    """
     res.normalize()
     res.check_identity()
-    digest = checksum.checksum(res.hashable_ref())
     meta = res.desired.setdefault("metadata", {})
     if owner is not None:
         meta.setdefault("labels", {})[labels.owner_label] = owner.uid
         meta["ownerReferences"] = [owner.owner_reference()]
-    meta.setdefault("annotations", {})[labels.hash_annotation] = digest
+    annotations = meta.setdefault("annotations", {})
+    annotations.pop(labels.hash_annotation, None)
+    digest = checksum.checksum(res.hashable_ref())
+    annotations[labels.hash_annotation] = digest
     return digest
 
 

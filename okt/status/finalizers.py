@@ -3,7 +3,8 @@
 Why this exists: OKT removed its finalizer even when cleanup failed; naive clients replace the whole finalizers list and
 drop other controllers' entries. okt adds and removes its own entry with a JSON patch that first *tests* the
 resourceVersion (and, on removal, that the entry is still at the index it read), so a concurrent change makes the
-patch fail with 409 instead of overwriting it.
+patch fail instead of overwriting it. The API server answers a failed ``test`` operation with 422 Invalid, not 409:
+callers treat :class:`okt.errors.Invalid` from these functions like a conflict (re-read, retry soon).
 
 Guarantees: ``add`` is a no-op when present, ``remove`` when absent; other finalizers are never touched; removal is
 only called by the engine after a cleanup that recorded no error.

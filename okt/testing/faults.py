@@ -65,8 +65,7 @@ class FaultProxy:
         parsed = urllib.parse.urlsplit(upstream)
         self._host = parsed.hostname or "127.0.0.1"
         self._port = parsed.port or 443
-        self._ssl = ssl.create_default_context(cafile=ca_file) if ca_file else ssl._create_unverified_context()
-        self._ssl.check_hostname = False
+        self._ssl = ssl.create_default_context(cafile=ca_file)
         self.rate = rate
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()

@@ -15,22 +15,46 @@ from okt.reconciler import loader
 @click.option("-n", "--namespace", "namespaces", multiple=True, help="Watch this namespace (repeatable).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace (the default without -n).")
 @click.option("-l", "--selector", help="Only reconcile primary objects matching this label selector.")
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Kubeconfig file (default: $KUBECONFIG, "
-              "~/.kube/config, then the in-cluster service account).")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account).",
+)
 @click.option("--context", "kube_context", help="Kubeconfig context to use.")
-@click.option("--max-concurrent", type=click.IntRange(1, 256), default=4, show_default=True,
-              help="Reconciles running at once, per controller.")
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="Reconciles running at once, per controller.",
+)
 @click.option("--leader-elect", is_flag=True, help="Run only while holding a coordination.k8s.io Lease.")
 @click.option("--lease-namespace", default=None, help="Namespace of the Lease (default: the first watched one).")
-@click.option("--metrics-bind-address", default="127.0.0.1:8080", show_default=True,
-              help='Address for /metrics, /healthz, /readyz ("0" disables).')
-@click.option("--log-format", type=click.Choice(["console", "json"]), default=None,
-              help="Console on a terminal, JSON otherwise.")
+@click.option(
+    "--metrics-bind-address",
+    default="127.0.0.1:8080",
+    show_default=True,
+    help='Address for /metrics, /healthz, /readyz ("0" disables).',
+)
+@click.option(
+    "--log-format", type=click.Choice(["console", "json"]), default=None, help="Console on a terminal, JSON otherwise."
+)
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
-def run_command(target: str | None, module: str | None, namespaces: tuple[str, ...], all_namespaces: bool,
-                selector: str | None, kubeconfig: str | None, kube_context: str | None, max_concurrent: int,
-                leader_elect: bool, lease_namespace: str | None, metrics_bind_address: str,
-                log_format: str | None, verbose: int) -> None:
+def run_command(
+    target: str | None,
+    module: str | None,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    selector: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    max_concurrent: int,
+    leader_elect: bool,
+    lease_namespace: str | None,
+    metrics_bind_address: str,
+    log_format: str | None,
+    verbose: int,
+) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
     from okt.runtime import logs, manager
 
@@ -41,8 +65,9 @@ def run_command(target: str | None, module: str | None, namespaces: tuple[str, .
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
         reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module))
-        client = kube_client.Client.from_kubeconfig(kubeconfig, context=kube_context,
-                                                    pool_size=max(16, max_concurrent * 4))
+        client = kube_client.Client.from_kubeconfig(
+            kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4)
+        )
         try:
             version = client.server_version()
         except errors.ApiError as exc:
@@ -59,5 +84,7 @@ def run_command(target: str | None, module: str | None, namespaces: tuple[str, .
             metrics_bind=metrics_bind_address,
         )
         mgr.run()
+        if mgr.lost_leadership:
+            raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
     except errors.ConfigurationError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -68,8 +68,9 @@ def reconcilers_in(module: types.ModuleType) -> list[type[reconciler.Reconciler]
     return sorted(set(found), key=lambda cls: cls.__name__)
 
 
-def load_reconcilers(target: str, *, as_module: bool = False, only: str | None = None
-                     ) -> list[type[reconciler.Reconciler]]:
+def load_reconcilers(
+    target: str, *, as_module: bool = False, only: str | None = None
+) -> list[type[reconciler.Reconciler]]:
     """The Reconciler subclasses (with ``api_version`` and ``kind``) the target defines or imports."""
     module = load_module(target, as_module=as_module)
     found = reconcilers_in(module)
@@ -78,7 +79,5 @@ def load_reconcilers(target: str, *, as_module: bool = False, only: str | None =
         if not found:
             raise errors.ConfigurationError(f"{target} has no reconciler named {only!r}")
     if not found:
-        raise errors.ConfigurationError(
-            f"{target} defines no okt.Reconciler subclass (with api_version and kind set)"
-        )
+        raise errors.ConfigurationError(f"{target} defines no okt.Reconciler subclass (with api_version and kind set)")
     return found

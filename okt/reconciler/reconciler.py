@@ -308,7 +308,9 @@ class Reconciler:
         try:
             self.cleanup(ctx)
         except Exception as exc:
-            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc)
+            # A TemporaryError's delay is honoured here as it is for every other hook.
+            delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
+            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
         if ctx.results.has_error:
             return
         try:

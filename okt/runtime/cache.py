@@ -1,0 +1,271 @@
+"""The cache: the informers of one manager, and the read side every reconcile goes through.
+
+Why this exists: reconciles read the custom resource and its children many times; the cache answers from the
+informers' stores instead of the API (the :class:`okt.reconciler.core.Reader` protocol), fans each informer's events
+out to every controller that asked for the kind, and indexes children by their controller owner so that "which
+primary does this child belong to" and "which children does this primary have" are dict lookups.
+
+Guarantees:
+
+* one informer per (kind, namespace scope): all namespaces, or one per watched namespace for a namespaced kind
+  (a cluster-scoped kind always has one cluster-wide informer);
+* **reads return private copies**: a reconcile may mutate what :meth:`Cache.get` / :meth:`Cache.list` /
+  :meth:`Cache.owned_by` return without corrupting the store (only reads pay for a copy; the store itself is not
+  duplicated);
+* a kind nobody started an informer for, or a namespace outside the watched ones, is read **live** from the API (so a
+  reconcile can read any object; only watched kinds are cached);
+* :meth:`Cache.observe` writes okt's own write answers through to the store, if newer;
+* a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object.
+
+Caveats: the label selector, when set, applies to the kinds started with ``use_selector=True`` (the primary kinds),
+never to children, which do not carry the user's labels; a kind is started with one choice for its lifetime.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import informer as informer_mod
+
+#: The index of children by the uid of their controller owner.
+OWNER_INDEX = "owner-uid"
+
+_KindKey = tuple[str, str]
+
+
+def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ownerReference with ``controller: true`` of ``obj``, if any (an object has at most one)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> Iterable[str]:
+    owner = controller_owner(obj)
+    return (str(owner["uid"]),) if owner is not None and owner.get("uid") else ()
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars) — several times faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
+
+
+def labels_match(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
+    """Whether ``obj`` carries every label of ``labels`` with the same value (``None`` or empty matches all)."""
+    if not labels:
+        return True
+    have = (obj.get("metadata") or {}).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+def selector_of(labels: Mapping[str, str] | None) -> str | None:
+    """The equality label selector string for ``labels`` (``None`` when empty)."""
+    if not labels:
+        return None
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+class Cache:
+    """Informers per kind, event fan-out, and the store-backed :class:`~okt.reconciler.core.Reader`.
+
+    Args:
+        client: the shared API client.
+        namespaces: the namespaces to watch; ``None`` (or empty) watches all namespaces.
+        label_selector: the selector for kinds started with ``use_selector=True``.
+        resync: a periodic re-announcement interval for every informer (see :class:`~okt.runtime.informer.Informer`).
+        watch_timeout: passed to every informer.
+        inactivity_timeout: passed to every informer.
+    """
+
+    def __init__(
+        self,
+        client: kube_client.Client,
+        namespaces: Sequence[str] | None = None,
+        label_selector: str | None = None,
+        *,
+        resync: float | None = None,
+        watch_timeout: int = 300,
+        inactivity_timeout: float = 330.0,
+    ) -> None:
+        self.client = client
+        self.namespaces: tuple[str, ...] | None = tuple(dict.fromkeys(namespaces)) if namespaces else None
+        self.label_selector = label_selector or None
+        self._resync = resync
+        self._watch_timeout = watch_timeout
+        self._inactivity_timeout = inactivity_timeout
+        self._lock = threading.RLock()
+        self._kinds: dict[_KindKey, kinds.Kind] = {}
+        self._informers: dict[_KindKey, dict[str | None, informer_mod.Informer]] = {}
+        self._handlers: dict[_KindKey, list[informer_mod.EventHandler]] = {}
+        self._selected: dict[_KindKey, bool] = {}
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self, kind: kinds.Kind, on_event: informer_mod.EventHandler, *, use_selector: bool = False) -> None:
+        """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event).
+
+        Raises:
+            ValueError: ``kind`` was started before with a different ``use_selector``.
+            RuntimeError: the cache is stopped.
+        """
+        key = (kind.api_version, kind.kind)
+        replay: list[dict[str, Any]] = []
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the cache is stopped")
+            if key in self._informers:
+                if self._selected[key] != use_selector:
+                    raise ValueError(f"{kind} is already watched with use_selector={self._selected[key]}")
+                # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
+                # duplicate ADDED is harmless where a missed one is not.
+                replay = [obj for i in self._informers[key].values() for obj in i.items()]
+                self._handlers[key].append(on_event)
+                new: list[informer_mod.Informer] = []
+            else:
+                self._kinds[key] = kind
+                self._selected[key] = use_selector
+                self._handlers[key] = [on_event]
+                scopes: Sequence[str | None] = self.namespaces if kind.namespaced and self.namespaces else (None,)
+                selector = self.label_selector if use_selector else None
+                informers = {
+                    scope: informer_mod.Informer(
+                        self.client,
+                        kind,
+                        scope,
+                        selector,
+                        on_event=self._fan_out(key),
+                        resync=self._resync,
+                        watch_timeout=self._watch_timeout,
+                        inactivity_timeout=self._inactivity_timeout,
+                        indexers={OWNER_INDEX: _owner_uids},
+                    )
+                    for scope in scopes
+                }
+                self._informers[key] = informers
+                new = list(informers.values())
+        # A handler joining a synced kind learns what is already there; later events follow on the informer thread.
+        for obj in replay:
+            on_event(informer_mod.ADDED, obj, None)
+        for informer in new:
+            informer.start()
+
+    def _fan_out(self, key: _KindKey) -> informer_mod.EventHandler:
+        def deliver(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            with self._lock:
+                handlers = tuple(self._handlers.get(key, ()))
+            for handler in handlers:
+                handler(event_type, obj, old)
+
+        return deliver
+
+    @property
+    def synced(self) -> bool:
+        """Whether every informer started so far has its first list in the store."""
+        with self._lock:
+            informers = self._all_informers()
+        return all(i.has_synced.is_set() for i in informers)
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Block until :attr:`synced` (True) or ``timeout`` seconds pass (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            informers = self._all_informers()
+        for informer in informers:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not informer.has_synced.wait(remaining):
+                return False
+        return True
+
+    def stop(self) -> None:
+        """Stop every informer (no event is delivered afterwards); the stores stay readable."""
+        with self._lock:
+            self._stopped = True
+            informers = self._all_informers()
+        for informer in informers:
+            informer.stop()
+
+    def informers(self, kind: kinds.Kind) -> list[informer_mod.Informer]:
+        """The informers of ``kind`` (empty when it is not watched)."""
+        with self._lock:
+            return list(self._informers.get((kind.api_version, kind.kind), {}).values())
+
+    def _all_informers(self) -> list[informer_mod.Informer]:
+        return [i for scoped in self._informers.values() for i in scoped.values()]
+
+    def _informer_for(self, kind: kinds.Kind, namespace: str | None) -> informer_mod.Informer | None:
+        with self._lock:
+            scoped = self._informers.get((kind.api_version, kind.kind))
+        if not scoped:
+            return None
+        if None in scoped:
+            return scoped[None]
+        return scoped.get(namespace)
+
+    # -- the Reader protocol -------------------------------------------------------------------------------------
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        """The object (a private copy), or ``None`` when it does not exist."""
+        informer = self._informer_for(kind, namespace if kind.namespaced else None)
+        if informer is None:
+            return self.client.get_or_none(kind, name, namespace if kind.namespaced else None)
+        found = informer.get(namespace if kind.namespaced else None, name)
+        return None if found is None else dict(copy_json(found))
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The objects of ``kind`` in ``namespace`` (all watched namespaces when ``None``) carrying ``labels``.
+
+        Served from the store, filtered in memory; from the API when the kind or namespace is not watched.
+        """
+        with self._lock:
+            scoped = dict(self._informers.get((kind.api_version, kind.kind), {}))
+        if kind.namespaced and namespace is not None:
+            chosen = [i for scope, i in scoped.items() if scope in (None, namespace)]
+        else:
+            chosen = list(scoped.values())
+        if not chosen:
+            scope = namespace if kind.namespaced else None
+            items, _ = self.client.list(kind, scope, label_selector=selector_of(labels))
+            for item in items:
+                informer_mod.strip(item)
+            return items
+        return [
+            dict(copy_json(obj))
+            for informer in chosen
+            for obj in informer.items()
+            if (namespace is None or not kind.namespaced or _namespace(obj) == namespace) and labels_match(obj, labels)
+        ]
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        """Write-through of an API answer to one of okt's own writes (ignored for kinds that are not watched)."""
+        with self._lock:
+            kind = self._kinds.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+        if kind is None:
+            return
+        namespace = _namespace(obj) or None
+        informer = self._informer_for(kind, namespace if kind.namespaced else None)
+        if informer is not None:
+            informer.observe(obj)
+
+    # -- owners --------------------------------------------------------------------------------------------------
+
+    def owned_by(self, kind: kinds.Kind, owner_uid: str) -> builtins.list[dict[str, Any]]:
+        """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies)."""
+        return [dict(copy_json(obj)) for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid)]
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")

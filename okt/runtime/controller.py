@@ -1,0 +1,288 @@
+"""A controller: the events of one reconciler's kinds turned into keys, and workers turning keys into reconciles.
+
+Why this exists: it is the wiring controller-runtime gives OKT in Go. A reconciler declares its primary kind and the
+kinds it owns; the controller watches them through the shared :class:`okt.runtime.cache.Cache`, maps every relevant
+event to the key (namespace, name) of the primary object it concerns, and runs ``workers`` threads that take keys from
+a :class:`okt.runtime.workqueue.WorkQueue`, reconcile them, and drive the queue from the reconcile's one outcome.
+
+Guarantees:
+
+* **event mapping** — a primary's ADDED event enqueues its key; a MODIFIED event only if it changed the generation,
+  the deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never
+  loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
+  holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
+  owner is of the primary kind;
+* **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
+* **outcome → queue**: ``done`` forgets the key's backoff; ``requeue_after(s)`` forgets it and schedules the key in
+  ``s``; ``retry`` schedules it after the error's own delay when it has one, else after the per-key exponential
+  backoff; ``give_up`` forgets it (it comes back when the object or a child changes);
+* a reconcile function that **raises** counts as ``retry`` (result ``error`` in the metrics): no key is lost, no worker
+  dies;
+* each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
+
+The reconcile function is a parameter (default :func:`okt.reconciler.core.reconcile`), so the wiring can be exercised
+with a plain function.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from okt.engines import backoff as backoff_mod
+from okt.engines import results as results_mod
+from okt.engines import stepper
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import context as context_mod
+from okt.reconciler import core
+from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import cache as cache_mod
+from okt.runtime import informer as informer_mod
+from okt.runtime import logs, workqueue
+from okt.runtime import metrics as metrics_mod
+from okt.status import bookkeeping, events
+
+Key = tuple[str | None, str]
+"""``(namespace, name)`` of a primary object; namespace is ``None`` for a cluster-scoped kind."""
+
+#: The metadata whose change is worth a reconcile (besides the generation, which tracks the spec).
+_WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
+
+
+class ReconcileFunction(Protocol):
+    """The signature of :func:`okt.reconciler.core.reconcile`, as the controller calls it."""
+
+    def __call__(
+        self,
+        reconciler: reconciler_mod.Reconciler,
+        client: kube_client.Client,
+        reader: context_mod.Reader | None,
+        namespace: str | None,
+        name: str,
+        *,
+        kind: kinds.Kind | None = None,
+        logger: structlog.typing.FilteringBoundLogger | None = None,
+        recorder: events.EventRecorder | None = None,
+    ) -> stepper.Run: ...
+
+
+# -- pure rules ------------------------------------------------------------------------------------------------
+
+
+def primary_change_matters(
+    event_type: str,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    ignored_annotations: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether a primary object's event deserves a reconcile (DELETED is decided by the caller).
+
+    ADDED and RESYNC always do; MODIFIED only when the generation (the spec), the deletionTimestamp, the finalizers,
+    the labels or the annotations changed — so status writes and resourceVersion-only updates are dropped. Changes to
+    ``ignored_annotations`` (okt's own bookkeeping annotations) do not count, or an object in error would requeue
+    itself at once past its backoff. A MODIFIED event without the previous object is kept (nothing to compare with).
+    """
+    if event_type != informer_mod.MODIFIED or old is None:
+        return True
+    meta = obj.get("metadata") or {}
+    old_meta = old.get("metadata") or {}
+    if meta.get("generation") != old_meta.get("generation"):
+        return True
+    for field in _WATCHED_METADATA:
+        now, before = meta.get(field) or None, old_meta.get(field) or None
+        if field == "annotations" and ignored_annotations:
+            now = {k: v for k, v in (now or {}).items() if k not in ignored_annotations} or None
+            before = {k: v for k, v in (before or {}).items() if k not in ignored_annotations} or None
+        if now != before:
+            return True
+    return False
+
+
+def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> Key:
+    """The queue key of a primary object."""
+    meta = obj.get("metadata") or {}
+    return ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
+
+
+def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> Key | None:
+    """The key of ``child``'s controller owner when that owner is of ``owner_kind`` (any version of its group)."""
+    ref = cache_mod.controller_owner(child)
+    if ref is None or ref.get("kind") != owner_kind.kind or not ref.get("name"):
+        return None
+    group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+    if group != owner_kind.group:
+        return None
+    namespace = (child.get("metadata") or {}).get("namespace") or None
+    return (namespace if owner_kind.namespaced else None, str(ref["name"]))
+
+
+def apply_outcome(queue: workqueue.WorkQueue[Key], key: Key, outcome: results_mod.Outcome) -> None:
+    """Drive the queue from a reconcile's outcome (see the module docstring)."""
+    kind = outcome.kind
+    if kind is results_mod.OutcomeKind.RETRY:
+        if outcome.delay is not None:
+            queue.add_after(key, outcome.delay)
+        else:
+            queue.add_rate_limited(key)
+        return
+    queue.forget(key)
+    if kind is results_mod.OutcomeKind.REQUEUE_AFTER and outcome.delay is not None:
+        queue.add_after(key, outcome.delay)
+
+
+# -- the controller --------------------------------------------------------------------------------------------
+
+
+class Controller:
+    """Watches a reconciler's kinds and reconciles its primary objects with ``workers`` threads.
+
+    Args:
+        reconciler_cls: the :class:`okt.Reconciler` subclass; one instance serves every worker.
+        client: the shared API client (writes go there).
+        cache: the shared cache (reads come from there).
+        workers: the number of worker threads (the reconciler's ``max_concurrent`` wins when set).
+        reconcile: the reconcile function (default :func:`okt.reconciler.core.reconcile`).
+        metrics: where to report; a private :class:`~okt.runtime.metrics.Metrics` when ``None``.
+        backoff: the per-key backoff of failed reconciles.
+        record_events: give the reconcile an Event recorder (Kubernetes Events in ``kubectl describe``).
+    """
+
+    def __init__(
+        self,
+        reconciler_cls: type[reconciler_mod.Reconciler],
+        client: kube_client.Client,
+        cache: cache_mod.Cache,
+        *,
+        workers: int = 4,
+        reconcile: ReconcileFunction = core.reconcile,
+        metrics: metrics_mod.Metrics | None = None,
+        backoff: backoff_mod.Backoff | None = None,
+        record_events: bool = True,
+    ) -> None:
+        self.reconciler_cls = reconciler_cls
+        self.reconciler = reconciler_cls()
+        self._ignored_annotations = bookkeeping.Bookkeeping(
+            {}, reconciler_cls.persistence, reconciler_cls.prefix
+        ).owned_annotations()
+        self.client = client
+        self.cache = cache
+        self.name = reconciler_cls.controller_name()
+        self.workers = reconciler_cls.max_concurrent or workers
+        if self.workers < 1:
+            raise ValueError(f"a controller needs at least one worker, got {self.workers}")
+        self.kind = core.primary_kind(reconciler_cls, client)
+        self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
+        self.queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(backoff)
+        self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
+        self._reconcile = reconcile
+        self._recorder = events.EventRecorder(client, self.name) if record_events else None
+        self._threads: list[threading.Thread] = []
+        self._watching = False
+        self._lock = threading.Lock()
+        self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.controller").bind(
+            controller=self.name
+        )
+        self.metrics.prepare(self.name)
+        self.metrics.track_queue(self.name, lambda: len(self.queue))
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def watch(self) -> None:
+        """Start watching the primary kind (with the cache's label selector) and every owned kind (idempotent)."""
+        with self._lock:
+            if self._watching:
+                return
+            self._watching = True
+        self.cache.start(self.kind, self.on_primary_event, use_selector=True)
+        for kind in self.owned:
+            self.cache.start(kind, self.on_child_event)
+        self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
+
+    def start_workers(self) -> None:
+        """Start the worker threads (idempotent); call once the cache is synced."""
+        with self._lock:
+            if self._threads:
+                return
+            self._threads = [
+                threading.Thread(target=self._work, name=f"okt-{self.name}-worker-{i}", daemon=True)
+                for i in range(self.workers)
+            ]
+        for thread in self._threads:
+            thread.start()
+        self._log.info("workers started", workers=self.workers)
+
+    def shutdown(self, grace: float = 30.0) -> bool:
+        """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
+        self.queue.shutdown()
+        deadline = time.monotonic() + grace
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        unfinished = sum(thread.is_alive() for thread in self._threads)
+        if unfinished:
+            self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
+        return not unfinished
+
+    @property
+    def in_flight(self) -> int:
+        """How many reconciles are running now."""
+        return self.queue.processing_count
+
+    # -- events --------------------------------------------------------------------------------------------------
+
+    def on_primary_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = key_of(obj, self.kind.namespaced)
+        if event_type == informer_mod.DELETED:
+            # Gone for good unless it came back (recreated) in the meantime.
+            if self.cache.get(self.kind, key[1], key[0]) is None:
+                return
+        elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
+            return
+        self.queue.add(key)
+
+    def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = owner_key(obj, self.kind)
+        if key is not None:
+            self.queue.add(key)
+
+    # -- workers -------------------------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            key = self.queue.get()
+            if key is None:
+                return
+            try:
+                self.process(key)
+            finally:
+                self.queue.done(key)
+
+    def process(self, key: Key) -> results_mod.Outcome:
+        """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""
+        namespace, name = key
+        started = time.monotonic()
+        with self.metrics.active(self.name), logs.reconcile_context(self.name, namespace, name):
+            try:
+                run = self._reconcile(
+                    self.reconciler,
+                    self.client,
+                    self.cache,
+                    namespace,
+                    name,
+                    kind=self.kind,
+                    logger=self._log,
+                    recorder=self._recorder,
+                )
+                outcome = run.outcome
+                result = outcome.kind.value
+            except Exception as exc:  # a crashing reconcile is retried, never fatal to the worker
+                self._log.exception("reconcile raised", namespace=namespace, name=name)
+                outcome = results_mod.Outcome.retry(exc)
+                result = "error"
+        self.metrics.reconciled(self.name, result, time.monotonic() - started)
+        apply_outcome(self.queue, key, outcome)
+        return outcome

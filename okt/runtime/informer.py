@@ -1,0 +1,410 @@
+"""Informers: one thread per watched kind and namespace scope keeping a local store current, and telling who cares.
+
+Why this exists: a reconcile reads many objects; reading them from the API every time would cost a request per read
+and per worker. An informer lists a kind once, then follows a watch from the list's resourceVersion, so reads come
+from memory and every change is announced as an event. Python has no client-go; this module holds okt to the same
+guarantees.
+
+Guarantees:
+
+* **list, then watch from the list's resourceVersion**: no change between the two is missed;
+* **bookmarks** move the resourceVersion forward and nothing else (no event, no store change);
+* **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
+  objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED`` — nothing is lost while the
+  watch was broken;
+* **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
+  exponential backoff; the watch resumes from the last resourceVersion, and a relist follows when the server no longer
+  has it;
+* **out-of-order protection**: a stored object is only replaced by one with a higher resourceVersion (compared as
+  integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
+  is ignored entirely;
+* ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
+* the store holds the raw dicts, keyed by ``(namespace, name)`` (namespace ``""`` for cluster-scoped objects), without
+  ``metadata.managedFields`` (large, never read by okt); objects from the API are stored as they came, not copied;
+* optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
+  store, so "the children of this owner" is a dict lookup;
+* a handler that raises is logged and never stops the informer.
+
+Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
+return). The dicts handed to handlers and returned by :meth:`Informer.get` *are* the stored objects; callers that
+want to mutate must copy (the :class:`okt.runtime.cache.Cache` does). ``stop()`` returns at once and no event is
+delivered after it, but the HTTP stream of a watch in progress is only closed when the server ends it (at most
+``watch_timeout`` seconds later): the thread is a daemon and never keeps the process alive.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.engines import backoff as backoff_mod
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+RESYNC = "RESYNC"
+"""Periodic re-announcement of an unchanged object (only with ``resync``); ``old`` is the same object."""
+
+BOOKMARK = "BOOKMARK"
+ERROR = "ERROR"
+
+StoreKey = tuple[str, str]
+"""``(namespace, name)``; namespace is ``""`` for cluster-scoped objects."""
+
+EventHandler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+"""``on_event(type, obj, old)``: type is ADDED / MODIFIED / DELETED / RESYNC; ``old`` the replaced object or None."""
+
+Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
+
+#: The reconnect backoff: quick first retry, capped so an outage of minutes is noticed within half a minute.
+RECONNECT_BACKOFF = backoff_mod.Backoff(base=0.2, factor=2.0, cap=30.0, jitter=0.2)
+
+#: A watch that ends sooner than this without delivering anything counts as a failure (and backs off).
+_SHORTEST_WATCH = 1.0
+
+_log = structlog.get_logger(__name__)
+
+
+def store_key(obj: Mapping[str, Any]) -> StoreKey:
+    """The store key of an object: ``(namespace or "", name)``."""
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def is_newer(candidate: str, current: str) -> bool | None:
+    """Whether resourceVersion ``candidate`` is newer than ``current``: True, False, or None when they are equal.
+
+    Numeric versions (all the API server hands out) are compared as integers; anything else only by (in)equality, a
+    different opaque version counting as newer.
+    """
+    if candidate == current:
+        return None
+    if candidate.isdigit() and current.isdigit():
+        return int(candidate) > int(current)
+    return True
+
+
+def strip(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``metadata.managedFields`` in place (okt never reads it, and it is often the largest part of an object)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+class Informer:
+    """List+watch of one kind in one namespace scope (``None``: all namespaces, or a cluster-scoped kind).
+
+    Args:
+        client: the shared API client.
+        kind: what to watch.
+        namespace: the namespace to watch, ``None`` for all (or for a cluster-scoped kind).
+        label_selector: a label selector the API filters with.
+        on_event: called as ``on_event(type, obj, old)`` for every change (see :data:`EventHandler`).
+        resync: when set, every ``resync`` seconds each stored object is announced again as ``RESYNC``.
+        watch_timeout: the server-side lifetime of one watch request, in seconds (each watch asks for a random value
+            between half and all of it, so many informers do not reconnect in lockstep).
+        inactivity_timeout: a watch stream silent for this long is considered broken and reconnected.
+        indexers: secondary indexes kept with the store, ``name -> function(obj) -> index values``.
+        backoff: the reconnect backoff after consecutive failures.
+    """
+
+    def __init__(
+        self,
+        client: kube_client.Client,
+        kind: kinds.Kind,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        *,
+        on_event: EventHandler,
+        resync: float | None = None,
+        watch_timeout: int = 300,
+        inactivity_timeout: float = 330.0,
+        indexers: Mapping[str, Indexer] | None = None,
+        backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
+    ) -> None:
+        if resync is not None and resync <= 0:
+            raise ValueError(f"resync must be > 0 seconds, got {resync!r}")
+        self.client = client
+        self.kind = kind
+        self.namespace = namespace if kind.namespaced else None
+        self.label_selector = label_selector or None
+        self._on_event = on_event
+        self._resync = resync
+        self._watch_timeout = max(int(watch_timeout), 1)
+        self._inactivity_timeout = inactivity_timeout
+        self._indexers = dict(indexers or {})
+        self._backoff = backoff
+        self._lock = threading.RLock()
+        self._store: dict[StoreKey, dict[str, Any]] = {}
+        self._indexes: dict[str, dict[str, dict[StoreKey, dict[str, Any]]]] = {name: {} for name in self._indexers}
+        # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
+        # watch delivered last (None when the watch never delivered one).
+        self._shadowed: dict[StoreKey, dict[str, Any] | None] = {}
+        self._resource_version = ""
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.has_synced = threading.Event()
+        self.relists = 0
+        self.reconnects = 0
+        self._log = _log.bind(kind=str(kind), namespace=self.namespace)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the list+watch thread (and the resync thread when ``resync`` is set); idempotent."""
+        with self._lock:
+            if self._threads:
+                return
+            name = f"okt-informer-{self.kind.plural}-{self.namespace or '*'}"
+            self._threads.append(threading.Thread(target=self._run, name=name, daemon=True))
+            if self._resync is not None:
+                self._threads.append(threading.Thread(target=self._run_resync, name=f"{name}-resync", daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 0.0) -> None:
+        """Stop delivering events and following the watch; waits up to ``timeout`` seconds for the threads."""
+        self._stop.set()
+        for thread in list(self._threads):
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion the next watch starts from."""
+        with self._lock:
+            return self._resource_version
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The stored object (not a copy), or ``None``."""
+        with self._lock:
+            return self._store.get((namespace or "", name))
+
+    def items(self) -> list[dict[str, Any]]:
+        """Every stored object (not copies), in no particular order."""
+        with self._lock:
+            return list(self._store.values())
+
+    def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
+        """The stored objects whose ``index`` function returned ``value``."""
+        with self._lock:
+            return list(self._indexes[index].get(value, {}).values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._store)
+
+    # -- writes from okt itself ----------------------------------------------------------------------------------
+
+    def observe(self, obj: Mapping[str, Any]) -> bool:
+        """Write-through: store the API's answer to one of okt's own writes, if it is newer than the stored object.
+
+        No event is produced (the watch event for the same version still arrives and is delivered; deduplicating is
+        the work queue's job). Returns whether the store changed. The object is shallow-copied (its metadata without
+        ``managedFields``), so the caller's dict is never aliased by the store.
+        """
+        meta = dict(obj.get("metadata") or {})
+        meta.pop("managedFields", None)
+        stored_obj = {**obj, "metadata": meta}
+        with self._lock:
+            key = store_key(stored_obj)
+            current = self._store.get(key)
+            if current is not None and not is_newer(resource_version(stored_obj), resource_version(current)):
+                return False
+            # Remember what the watch last said, so its next event reports the change against that, not against
+            # this write-through copy (events describe the watch's history; observe only makes reads fresher).
+            self._shadowed.setdefault(key, current)
+            self._put_locked(key, stored_obj, current)
+            return True
+
+    # -- the list+watch loop -------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        expired = 0  # consecutive 410s: the first relists at once, a repeat backs off
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._relist()
+                    need_list = False
+                self._watch()
+                failures = expired = 0
+            except errors.Gone:
+                expired += 1
+                self._log.info("watch expired, relisting", resource_version=self.resource_version)
+                need_list = True
+                if expired > 1:
+                    self._stop.wait(self._backoff.delay(expired - 1))
+            except errors.ApiError as exc:
+                if self._stop.is_set():
+                    return
+                failures += 1
+                self.reconnects += 1
+                delay = self._backoff.delay(failures)
+                self._log.warning(
+                    "list or watch failed, retrying", error=str(exc), failures=failures, retry_in=round(delay, 2)
+                )
+                self._stop.wait(delay)
+            except Exception as exc:  # never let an unexpected answer kill the informer
+                failures += 1
+                delay = self._backoff.delay(failures)
+                self._log.error("informer error, relisting", error=repr(exc), retry_in=round(delay, 2))
+                need_list = True
+                self._stop.wait(delay)
+
+    def _relist(self) -> None:
+        items, version = self.client.list(self.kind, self.namespace, label_selector=self.label_selector)
+        events: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+        with self._lock:
+            listed: set[StoreKey] = set()
+            for item in items:
+                strip(item)
+                key = store_key(item)
+                listed.add(key)
+                current = self._store.get(key)
+                if current is None:
+                    self._put_locked(key, item, None)
+                    events.append((ADDED, item, None))
+                elif is_newer(resource_version(item), resource_version(current)):
+                    self._put_locked(key, item, current)
+                    events.append((MODIFIED, item, current))
+            for key in [key for key in self._store if key not in listed]:
+                gone = self._store[key]
+                # An object observed from our own write after the list was served is newer than the list: keep it.
+                if is_newer(resource_version(gone), version) is True:
+                    continue
+                self._remove_locked(key, gone)
+                events.append((DELETED, gone, None))
+            self._shadowed.clear()
+            self._resource_version = version
+            self.relists += 1
+        self._log.debug("listed", count=len(items), resource_version=version, changes=len(events))
+        for event in events:
+            self._emit(*event)
+        self.has_synced.set()
+
+    def _watch(self) -> None:
+        # Spread reconnects of many informers, as client-go does.
+        timeout = random.randint(max(self._watch_timeout // 2, 1), self._watch_timeout)
+        stream = self.client.watch(
+            self.kind,
+            self.namespace,
+            resource_version=self.resource_version,
+            label_selector=self.label_selector,
+            timeout_seconds=timeout,
+            inactivity_timeout=self._inactivity_timeout,
+        )
+        started = time.monotonic()
+        delivered = 0
+        for event in stream:
+            if self._stop.is_set():
+                return
+            delivered += 1
+            self._handle(str(event.get("type", "")), event.get("object") or {})
+        if self._stop.is_set():
+            return
+        if not delivered and time.monotonic() - started < _SHORTEST_WATCH:
+            # A server closing every watch at once (shutting down, a proxy in the way) must not spin this loop.
+            raise errors.ApiError.from_status(0, "WatchClosed", "the watch ended at once without any event")
+
+    def _handle(self, event_type: str, obj: dict[str, Any]) -> None:
+        if event_type == ERROR:
+            code = int(obj.get("code") or 0)
+            raise errors.ApiError.from_status(code, str(obj.get("reason") or "WatchError"), str(obj.get("message")))
+        version = resource_version(obj)
+        if event_type == BOOKMARK:
+            with self._lock:
+                if version:
+                    self._resource_version = version
+            return
+        if event_type not in (ADDED, MODIFIED, DELETED):
+            self._log.warning("unknown watch event ignored", type=event_type)
+            return
+        obj.setdefault("apiVersion", self.kind.api_version)
+        obj.setdefault("kind", self.kind.kind)
+        strip(obj)
+        key = store_key(obj)
+        with self._lock:
+            if version:
+                self._resource_version = version
+            current = self._store.get(key)
+            newer = None if current is None else is_newer(version, resource_version(current))
+            shadowed = key in self._shadowed
+            watched = self._shadowed.pop(key) if shadowed else current
+            if event_type == DELETED:
+                # A stored object newer than the deletion (recreated and observed since) stays.
+                if current is not None and newer is not False:
+                    self._remove_locked(key, current)
+                emitted: tuple[str, dict[str, Any], dict[str, Any] | None] = (DELETED, obj, None)
+            elif newer is False:
+                if shadowed:
+                    # Someone else's change from before our own write: our write's event is still to come.
+                    self._shadowed[key] = obj
+                return  # otherwise an event older than what we hold: out of order, nothing new to say
+            else:
+                if newer is True or current is None:
+                    self._put_locked(key, obj, current)
+                emitted = (ADDED if watched is None else MODIFIED, obj, watched)
+        self._emit(*emitted)
+
+    def _run_resync(self) -> None:
+        assert self._resync is not None
+        while not self._stop.wait(self._resync):
+            if not self.has_synced.is_set():
+                continue
+            for obj in self.items():
+                if self._stop.is_set():
+                    return
+                self._emit(RESYNC, obj, obj)
+
+    def _emit(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._on_event(event_type, obj, old)
+        except Exception as exc:  # a faulty handler must not stop the informer
+            self._log.error("event handler failed", event_type=event_type, object=store_key(obj), error=repr(exc))
+
+    # -- store and indexes (the lock is held) --------------------------------------------------------------------
+
+    def _put_locked(self, key: StoreKey, obj: dict[str, Any], current: dict[str, Any] | None) -> None:
+        if current is not None:
+            self._unindex_locked(key, current)
+        self._store[key] = obj
+        for name, indexer in self._indexers.items():
+            for value in indexer(obj):
+                self._indexes[name].setdefault(value, {})[key] = obj
+
+    def _remove_locked(self, key: StoreKey, current: dict[str, Any]) -> None:
+        self._unindex_locked(key, current)
+        del self._store[key]
+
+    def _unindex_locked(self, key: StoreKey, obj: Mapping[str, Any]) -> None:
+        for name, indexer in self._indexers.items():
+            index = self._indexes[name]
+            for value in indexer(obj):
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.pop(key, None)
+                    if not bucket:
+                        del index[value]

@@ -1,0 +1,319 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, so that only one replica of an operator reconciles.
+
+Why this exists: an operator is deployed with several replicas for availability, but two replicas reconciling the
+same objects would fight over them. The replicas race for one Lease object; the holder renews it every
+``retry_period`` seconds, the others watch it expire. This is client-go's algorithm, with its defaults (15 s / 10 s /
+2 s) and its safety rule: a leader that could not renew for ``renew_deadline`` seconds stops leading *before* the
+lease can expire for the others (``renew_deadline < lease_duration``).
+
+Guarantees:
+
+* the Lease is created when missing; a 409 on create or update means another candidate won the race;
+* a lease is taken only when it is free (empty holder), already ours, or expired — expiry is judged on **this**
+  process's monotonic clock from the moment the lease's record last changed (never by comparing clocks across
+  machines);
+* every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
+  believe they won;
+* each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale
+  leader past the point where another candidate may take over;
+* ``on_started_leading`` is called once when leadership is acquired, ``on_stopped_leading`` once when it is lost or
+  released; both on the elector's thread (keep them short);
+* :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) empties ``holderIdentity`` and sets
+  ``leaseDurationSeconds`` to 1, so a standby takes over at its next try instead of waiting for expiry.
+
+Caveats: once leadership is lost the elector does not run for it again (as controller-runtime, the process is
+expected to stop and be restarted); a new :class:`LeaderElector` can be started.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+#: Spread of the retry period, as client-go's ``JitterFactor``.
+JITTER = 1.2
+
+_log = structlog.get_logger(__name__)
+
+
+def micro_time(moment: datetime.datetime | None = None) -> str:
+    """A Kubernetes ``MicroTime`` string (RFC 3339 with microseconds, UTC)."""
+    moment = moment or datetime.datetime.now(datetime.UTC)
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Compete for, hold and release one Lease.
+
+    Args:
+        client: the API client.
+        namespace: the Lease's namespace.
+        name: the Lease's name.
+        identity: this candidate's unique identity (host name plus something unique per process).
+        lease_duration: how long a non-renewed lease stays valid for the others, in seconds.
+        renew_deadline: how long the leader keeps trying to renew before it gives leadership up.
+        retry_period: the wait between tries (jittered up to ``JITTER`` times more).
+        on_started_leading: called when this candidate becomes the leader.
+        on_stopped_leading: called when it stops being the leader (lost or released).
+
+    Raises:
+        ValueError: the durations break ``lease_duration > renew_deadline > retry_period > 0``.
+    """
+
+    def __init__(
+        self,
+        client: kube_client.Client,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_started_leading: Callable[[], None] | None = None,
+        on_stopped_leading: Callable[[], None] | None = None,
+    ) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError(
+                "need lease_duration > renew_deadline > retry_period > 0, got "
+                f"{lease_duration}, {renew_deadline}, {retry_period}"
+            )
+        if not identity:
+            raise ValueError("identity must not be empty")
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._on_started = on_started_leading
+        self._on_stopped = on_stopped_leading
+        self._request_timeout = max(lease_duration - renew_deadline, 1.0)
+        self._lease_seconds = max(math.ceil(lease_duration), 1)  # the API field is whole seconds
+        self._lock = threading.Lock()
+        self._leading = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # What the lease said when we last saw it change, and when (monotonic): the basis of expiry.
+        self._observed: tuple[str, str, str] | None = None
+        self._observed_at = 0.0
+        self._observed_duration = lease_duration
+        self._last_contact = 0.0
+        self._lost = False
+        self._log = _log.bind(lease=f"{namespace}/{name}", identity=identity)
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        with self._lock:
+            return self._leading
+
+    @property
+    def lost(self) -> bool:
+        """Whether leadership was held and then lost (not released)."""
+        with self._lock:
+            return self._lost
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the API server answered one of our lease requests recently (a healthy standby or leader)."""
+        with self._lock:
+            contact = self._last_contact
+        return contact > 0 and time.monotonic() - contact < self.lease_duration + self.retry_period * JITTER
+
+    @property
+    def holder(self) -> str:
+        """The holder identity of the lease as last seen ("" when free or not seen yet)."""
+        with self._lock:
+            return self._observed[0] if self._observed else ""
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Compete on a daemon thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"okt-leader-{self.name}", daemon=True)
+            self._thread.start()
+
+    def stop(self, release: bool = True, timeout: float | None = None) -> None:
+        """Stop competing; with ``release``, hand the lease over at once if we hold it."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout if timeout is not None else self._request_timeout * 2 + self.retry_period)
+        if release:
+            self.release()
+
+    def release(self) -> bool:
+        """Give the lease up if we hold it: holder emptied, duration 1 s. Returns whether it was released."""
+        with self._lock:
+            was_leading = self._leading
+            self._leading = False
+        if not was_leading:
+            return False
+        released = False
+        try:
+            lease = self._get()
+            if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                spec = dict(lease.get("spec") or {})
+                spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
+                self._replace({**lease, "spec": spec})
+                released = True
+        except errors.ApiError as exc:
+            self._log.warning("lease not released, the others wait for it to expire", error=str(exc))
+        self._log.info("leadership released")
+        self._notify_stopped()
+        return released
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        # Acquire.
+        while not self._stop.is_set():
+            if self._try_acquire_or_renew():
+                break
+            self._sleep()
+        else:
+            return
+        with self._lock:
+            self._leading = True
+        self._log.info("became leader")
+        if self._on_started is not None:
+            self._on_started()
+        # Renew.
+        last_renew = time.monotonic()
+        while not self._stop.is_set():
+            self._stop.wait(self.retry_period)
+            if self._stop.is_set():
+                return
+            if self._try_acquire_or_renew():
+                last_renew = time.monotonic()
+                continue
+            if time.monotonic() - last_renew >= self.renew_deadline:
+                break
+        else:
+            return
+        with self._lock:
+            if not self._leading:
+                return
+            self._leading = False
+            self._lost = True
+        self._log.error("leadership lost: could not renew the lease in time", renew_deadline=self.renew_deadline)
+        self._notify_stopped()
+
+    def _sleep(self) -> None:
+        self._stop.wait(self.retry_period * random.uniform(1.0, JITTER))
+
+    def _notify_stopped(self) -> None:
+        if self._on_stopped is not None:
+            try:
+                self._on_stopped()
+            except Exception as exc:  # the elector's thread must finish its own bookkeeping
+                self._log.error("on_stopped_leading failed", error=repr(exc))
+
+    def _try_acquire_or_renew(self) -> bool:
+        """One attempt; True when we hold the lease afterwards."""
+        try:
+            return self._attempt()
+        except errors.Conflict:
+            self._log.debug("lost the race for the lease")
+            return False
+        except errors.ApiError as exc:
+            self._log.warning("lease request failed", error=str(exc))
+            return False
+
+    def _attempt(self) -> bool:
+        now = micro_time()
+        lease = self._get()
+        if lease is None:
+            self._create(now)
+            self._see(self.identity, now, "", self.lease_duration)
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        self._see(holder, str(spec.get("renewTime") or ""), str(spec.get("acquireTime") or ""), duration)
+        if holder and holder != self.identity and not self._expired():
+            return False
+        renewed = dict(spec)
+        renewed.update(holderIdentity=self.identity, leaseDurationSeconds=self._lease_seconds)
+        renewed["renewTime"] = now
+        if holder != self.identity:
+            renewed["acquireTime"] = now
+            renewed["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        self._replace({**lease, "spec": renewed})
+        self._see(self.identity, now, str(renewed.get("acquireTime") or ""), self.lease_duration)
+        return True
+
+    def _see(self, holder: str, renew_time: str, acquire_time: str, duration: float) -> None:
+        record = (holder, renew_time, acquire_time)
+        with self._lock:
+            self._last_contact = time.monotonic()
+            if record != self._observed:
+                self._observed = record
+                self._observed_at = self._last_contact
+                self._observed_duration = duration
+
+    def _expired(self) -> bool:
+        with self._lock:
+            return time.monotonic() > self._observed_at + self._observed_duration
+
+    # -- requests (bounded in time) ------------------------------------------------------------------------------
+
+    def _get(self) -> dict[str, Any] | None:
+        try:
+            response = self.client.request(
+                "GET",
+                kinds.LEASE.path(self.name, self.namespace),
+                verb="get",
+                resource=kinds.LEASE.plural,
+                timeout=self._request_timeout,
+            )
+        except errors.NotFound:
+            return None
+        lease: dict[str, Any] = response.json()
+        return lease
+
+    def _create(self, now: str) -> None:
+        body = {
+            "apiVersion": kinds.LEASE.api_version,
+            "kind": kinds.LEASE.kind,
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": self._lease_seconds,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+        self.client.request(
+            "POST",
+            kinds.LEASE.collection_path(self.namespace),
+            verb="create",
+            resource=kinds.LEASE.plural,
+            body=body,
+            timeout=self._request_timeout,
+        ).close()
+
+    def _replace(self, lease: dict[str, Any]) -> None:
+        # The body carries metadata.resourceVersion as read: the API answers 409 if anyone wrote in between.
+        self.client.request(
+            "PUT",
+            kinds.LEASE.path(self.name, self.namespace),
+            verb="update",
+            resource=kinds.LEASE.plural,
+            body=lease,
+            timeout=self._request_timeout,
+        ).close()

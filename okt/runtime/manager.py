@@ -1,0 +1,319 @@
+"""The manager: one process running one or more controllers, with probes, metrics, leader election and a clean exit.
+
+Why this exists: ``okt run`` (and a benchmark, and an end-to-end test) needs one object that owns everything a running
+operator has — the shared cache, a controller per reconciler, the metrics and probe server, the leader elector — and
+starts and stops it in the right order.
+
+Start order: the probe server; the cache and every controller's watches (a standby keeps warm caches, so a failover
+does not relist); then, once the caches are synced — and, with leader election, once this replica leads — the
+workers.
+
+Guarantees:
+
+* :meth:`Manager.run` blocks until :meth:`Manager.stop`, SIGTERM or SIGINT (handlers are installed only when running
+  on the main thread, and restored afterwards); :meth:`Manager.start` / :meth:`Manager.stop` / :meth:`Manager.join`
+  are the non-blocking spelling;
+* a **graceful shutdown** stops every queue first (no new reconcile starts), waits for in-flight reconciles up to
+  ``grace_period`` seconds, releases the lease, stops the informers and closes the probe server;
+* a standby never reconciles; **losing the lease** stops the workers and the whole manager
+  (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
+* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
+  and — with leader election — this replica leads or is a healthy standby.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from types import FrameType
+
+import structlog
+
+from okt.engines import backoff as backoff_mod
+from okt.kube import client as kube_client
+from okt.reconciler import core
+from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
+from okt.runtime import leader as leader_mod
+from okt.runtime import metrics as metrics_mod
+
+DEFAULT_GRACE_PERIOD = 30.0
+_SYNC_POLL = 0.2
+_LEASE_NAME_MAX = 63
+
+_log = structlog.get_logger("okt.manager")
+
+
+def default_identity() -> str:
+    """A leader-election identity unique to this process: the host name plus a random suffix."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:10]}"
+
+
+def default_lease_name(controller_names: Sequence[str]) -> str:
+    """A valid Lease name derived from the controllers' names (hashed when too long)."""
+    raw = "okt-" + "-".join(sorted(controller_names))
+    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
+    if len(name) > _LEASE_NAME_MAX:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+        name = f"{name[: _LEASE_NAME_MAX - 11].rstrip('-')}-{digest}"
+    return name
+
+
+class Manager:
+    """Runs reconcilers: cache, controllers, workers, probes, metrics and (optionally) leader election.
+
+    Args:
+        client: the shared API client.
+        reconcilers: the :class:`okt.Reconciler` subclasses to run, one controller each.
+        namespaces: the namespaces to watch; ``None`` for all.
+        label_selector: only primary objects matching it are reconciled.
+        max_concurrent: workers per controller (a reconciler's own ``max_concurrent`` wins).
+        leader_elect: compete for a Lease and reconcile only while holding it.
+        lease_namespace: the Lease's namespace.
+        lease_name: the Lease's name; derived from the controllers' names when ``None``.
+        metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
+        identity: the leader-election identity; host name plus a random suffix when ``None``.
+        grace_period: how long a shutdown waits for in-flight reconciles, in seconds.
+        reconcile: the reconcile function (tests and benchmarks may pass their own).
+        lease_duration: see :class:`okt.runtime.leader.LeaderElector`.
+        renew_deadline: see :class:`okt.runtime.leader.LeaderElector`.
+        retry_period: see :class:`okt.runtime.leader.LeaderElector`.
+        resync: re-announce every cached object every ``resync`` seconds (``None``: never).
+        backoff: the per-key backoff of failed reconciles.
+    """
+
+    def __init__(
+        self,
+        client: kube_client.Client,
+        reconcilers: Sequence[type[reconciler_mod.Reconciler]],
+        *,
+        namespaces: Sequence[str] | None = None,
+        label_selector: str | None = None,
+        max_concurrent: int = 4,
+        leader_elect: bool = False,
+        lease_namespace: str = "default",
+        lease_name: str | None = None,
+        metrics_bind: str = "127.0.0.1:8080",
+        identity: str | None = None,
+        grace_period: float = DEFAULT_GRACE_PERIOD,
+        reconcile: controller_mod.ReconcileFunction = core.reconcile,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        resync: float | None = None,
+        backoff: backoff_mod.Backoff | None = None,
+    ) -> None:
+        if not reconcilers:
+            raise ValueError("a manager needs at least one reconciler")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        self.client = client
+        self.reconcilers = tuple(reconcilers)
+        self.namespaces = tuple(namespaces) if namespaces else None
+        self.label_selector = label_selector
+        self.max_concurrent = max_concurrent
+        self.leader_elect = leader_elect
+        self.lease_namespace = lease_namespace
+        self.lease_name = lease_name or default_lease_name([r.controller_name() for r in self.reconcilers])
+        self.identity = identity or default_identity()
+        self.grace_period = grace_period
+        self._bind = metrics_mod.parse_bind(metrics_bind)
+        self._reconcile = reconcile
+        self._lease_timing = (lease_duration, renew_deadline, retry_period)
+        self._resync = resync
+        self._backoff = backoff
+        self.metrics = metrics_mod.Metrics()
+        self.metrics.watch_client(client)
+        self.cache: cache_mod.Cache | None = None
+        self.controllers: list[controller_mod.Controller] = []
+        self.elector: leader_mod.LeaderElector | None = None
+        self.probes: metrics_mod.ProbeServer | None = None
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._working = threading.Event()
+        self._lost = False
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Started, and no shutdown begun."""
+        return self._started and not self._stopping.is_set()
+
+    @property
+    def working(self) -> bool:
+        """Whether the workers were started (caches synced and, with leader election, leading)."""
+        return self._working.is_set()
+
+    @property
+    def lost_leadership(self) -> bool:
+        """Whether the manager stopped because it lost the lease."""
+        return self._lost
+
+    def health(self) -> tuple[bool, str]:
+        """``/healthz``: ok while running."""
+        if not self._started:
+            return False, "not started"
+        if self._stopping.is_set():
+            return False, "shutting down"
+        return True, "ok"
+
+    def readiness(self) -> tuple[bool, str]:
+        """``/readyz``: caches synced and, with leader election, leading or a healthy standby."""
+        healthy, reason = self.health()
+        if not healthy:
+            return False, reason
+        if self.cache is None or not self.cache.synced:
+            return False, "caches not synced"
+        if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
+            return False, "leader election cannot reach the lease"
+        return True, "ok"
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start everything and return at once (workers follow once caches are synced and, if asked, leading).
+
+        Raises:
+            RuntimeError: the manager was already started, or stopped.
+            okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery).
+        """
+        with self._lock:
+            if self._started or self._stopping.is_set():
+                raise RuntimeError("a manager starts once, and never after stop()")
+            self._started = True
+        try:
+            if self._bind is not None:
+                self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
+                self.probes.start()
+            self.cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
+            self.controllers = [
+                controller_mod.Controller(
+                    reconciler_cls,
+                    self.client,
+                    self.cache,
+                    workers=self.max_concurrent,
+                    reconcile=self._reconcile,
+                    metrics=self.metrics,
+                    backoff=self._backoff,
+                )
+                for reconciler_cls in self.reconcilers
+            ]
+            for controller in self.controllers:
+                controller.watch()
+        except BaseException:
+            self.stop()
+            raise
+        if self.leader_elect:
+            duration, deadline, retry = self._lease_timing
+            self.elector = leader_mod.LeaderElector(
+                self.client,
+                self.lease_namespace,
+                self.lease_name,
+                self.identity,
+                lease_duration=duration,
+                renew_deadline=deadline,
+                retry_period=retry,
+                on_started_leading=self._begin_in_background,
+                on_stopped_leading=self._on_stopped_leading,
+            )
+            self.elector.start()
+        else:
+            self._begin_in_background()
+        _log.info(
+            "manager started",
+            controllers=[c.name for c in self.controllers],
+            namespaces=list(self.namespaces) if self.namespaces else "all",
+            leader_elect=self.leader_elect,
+            identity=self.identity if self.leader_elect else None,
+        )
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown and return at once (idempotent); :meth:`join` waits for its end."""
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self._stopping.set()
+        threading.Thread(target=self._shutdown, name="okt-manager-shutdown", daemon=True).start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until a shutdown completed; False on timeout."""
+        return self._stopped.wait(timeout)
+
+    def run(self) -> None:
+        """Start, block until stopped (``stop()``, SIGTERM, SIGINT, or a lost lease), shut down gracefully."""
+        with self._signals():
+            self.start()
+            # Short waits keep the main thread responsive to signals.
+            while not self._stopping.wait(0.5):
+                pass
+            self.join()
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _begin_in_background(self) -> None:
+        threading.Thread(target=self._begin, name="okt-manager-begin", daemon=True).start()
+
+    def _begin(self) -> None:
+        assert self.cache is not None
+        while not self.cache.wait_for_sync(_SYNC_POLL):
+            if self._stopping.is_set():
+                return
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            for controller in self.controllers:
+                controller.start_workers()
+            self._working.set()
+        _log.info("caches synced, reconciling")
+
+    def _on_stopped_leading(self) -> None:
+        if self._stopping.is_set():
+            return
+        self._lost = True
+        _log.error("leadership lost, stopping")
+        self.stop()
+
+    def _shutdown(self) -> None:
+        started = time.monotonic()
+        try:
+            for controller in self.controllers:
+                controller.queue.shutdown()
+            for controller in self.controllers:
+                controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
+            if self.elector is not None:
+                self.elector.stop(release=not self._lost)
+            if self.cache is not None:
+                self.cache.stop()
+            if self.probes is not None:
+                self.probes.stop()
+        finally:
+            self._stopped.set()
+            _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            _log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+            self.stop()
+
+        previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

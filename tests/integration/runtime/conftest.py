@@ -1,0 +1,124 @@
+"""A small custom resource ("Gadget", with a status subresource) and a reconciler owning ConfigMaps.
+
+The runtime tests inject their own reconcile function: what they pin is the wiring (events, queue, workers, leases,
+probes), not what a reconcile does.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import okt
+from okt.engines import results as results_mod
+from okt.engines import stepper
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+GROUP = "runtime.okt.io"
+
+
+def gadget_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
+class GadgetConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class GadgetReconciler(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    owns = (GadgetConfig,)
+
+
+@pytest.fixture(scope="session")
+def gadget_kind(apply_crd: Callable[[dict[str, Any]], kinds.Kind]) -> kinds.Kind:
+    return apply_crd(gadget_crd())
+
+
+@pytest.fixture
+def make_gadget(kube: kube_client.Client, gadget_kind: kinds.Kind, namespace: str) -> Callable[..., dict[str, Any]]:
+    def make(name: str, **spec: Any) -> dict[str, Any]:
+        body = {
+            "apiVersion": gadget_kind.api_version,
+            "kind": gadget_kind.kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec or {"size": 1},
+        }
+        return kube.create(body, gadget_kind)
+
+    return make
+
+
+class FakeReconcile:
+    """A reconcile function standing in for the core: counts calls per key, optionally slow or blocking."""
+
+    def __init__(self, delay: float = 0.0, action: Callable[[str | None, str], None] | None = None) -> None:
+        self.delay = delay
+        self.action = action
+        self.lock = threading.Lock()
+        self.calls: collections.Counter[tuple[str | None, str]] = collections.Counter()
+        self.running: collections.Counter[tuple[str | None, str]] = collections.Counter()
+        self.max_running_per_key = 0
+        self.max_running = 0
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(
+        self, reconciler: Any, client: Any, reader: Any, namespace: str | None, name: str, **kwargs: Any
+    ) -> stepper.Run:
+        key = (namespace, name)
+        with self.lock:
+            self.calls[key] += 1
+            self.running[key] += 1
+            self.max_running_per_key = max(self.max_running_per_key, self.running[key])
+            self.max_running = max(self.max_running, sum(self.running.values()))
+        try:
+            time.sleep(self.delay)
+            self.release.wait(60)
+            if self.action is not None:
+                self.action(namespace, name)
+        finally:
+            with self.lock:
+                self.running[key] -= 1
+        return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
+
+    def count(self, name: str | None = None) -> int:
+        with self.lock:
+            return sum(n for (_, key_name), n in self.calls.items() if name is None or key_name == name)
+
+
+@pytest.fixture
+def fake_reconcile() -> type[FakeReconcile]:
+    return FakeReconcile
+
+
+@pytest.fixture
+def gadget_reconciler() -> type[GadgetReconciler]:
+    return GadgetReconciler

@@ -1,0 +1,140 @@
+"""Controllers against a real kube-apiserver: one worker per key, the event filter, children mapped to owners."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
+from okt.testing import wait_for
+
+pytestmark = pytest.mark.integration
+
+#: How long a negative check waits for an event that must not cause a reconcile.
+SETTLE = 0.5
+
+
+@pytest.fixture
+def run_controller(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, gadget_reconciler: Any
+) -> Iterator[Callable[..., controller_mod.Controller]]:
+    running: list[tuple[controller_mod.Controller, cache_mod.Cache]] = []
+
+    def start(reconcile: Any, workers: int = 2) -> controller_mod.Controller:
+        cache = cache_mod.Cache(kube, [namespace])
+        controller = controller_mod.Controller(gadget_reconciler, kube, cache, workers=workers, reconcile=reconcile)
+        running.append((controller, cache))
+        controller.watch()
+        assert cache.wait_for_sync(15)
+        controller.start_workers()
+        return controller
+
+    yield start
+    for controller, cache in running:
+        controller.shutdown(5)
+        cache.stop()
+
+
+def settle(controller: controller_mod.Controller) -> None:
+    """Give pending events time to arrive, then wait until nothing is queued or running."""
+    time.sleep(SETTLE)
+    wait_for(lambda: len(controller.queue) == 0 and controller.in_flight == 0, timeout=10)
+
+
+def test_one_key_is_never_reconciled_by_two_workers_at_once(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    run_controller: Any,
+) -> None:
+    names = ["g0", "g1", "g2"]
+    for name in names:
+        make_gadget(name)
+    reconcile = fake_reconcile(delay=0.02)
+    controller = run_controller(reconcile, workers=8)
+    wait_for(lambda: all(reconcile.count(n) for n in names), timeout=10)
+    for i in range(300):
+        controller.queue.add((namespace, names[i % 3]))
+        if i % 30 == 0:
+            kube.patch(gadget_kind, names[i % 3], {"metadata": {"labels": {"round": str(i)}}}, namespace)
+    settle(controller)
+    assert reconcile.max_running_per_key == 1
+    assert reconcile.max_running >= 2
+    assert all(reconcile.count(n) >= 2 for n in names)
+
+
+def test_a_status_only_change_is_dropped_and_a_label_change_is_not(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    run_controller: Any,
+) -> None:
+    make_gadget("g")
+
+    def write_status(ns: str | None, name: str) -> None:
+        # Every reconcile writes a new status: without the filter this would loop forever.
+        kube.patch(gadget_kind, name, {"status": {"stamp": time.monotonic()}}, ns, subresource="status")
+
+    reconcile = fake_reconcile(action=write_status)
+    controller = run_controller(reconcile)
+    wait_for(lambda: reconcile.count("g") == 1, timeout=10)
+    wait_for(lambda: (controller.cache.get(gadget_kind, "g", namespace) or {}).get("status"), timeout=10)
+    settle(controller)
+    assert reconcile.count("g") == 1
+
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"tier": "gold"}}}, namespace)
+    wait_for(lambda: reconcile.count("g") == 2, timeout=10)
+    settle(controller)
+    assert reconcile.count("g") == 2
+
+
+def test_a_childs_change_reconciles_its_owner_and_a_deleted_primary_is_left_alone(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    run_controller: Any,
+) -> None:
+    owner = make_gadget("g")
+    reconcile = fake_reconcile()
+    controller = run_controller(reconcile)
+    wait_for(lambda: reconcile.count("g") == 1, timeout=10)
+    reference = {
+        "apiVersion": gadget_kind.api_version,
+        "kind": gadget_kind.kind,
+        "name": "g",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "data": {"v": "1"},
+        "metadata": {"name": "g-config", "namespace": namespace, "ownerReferences": [reference]},
+    }
+    stranger = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger", "namespace": namespace}}
+    kube.create(child, kinds.CONFIG_MAP)
+    kube.create(stranger, kinds.CONFIG_MAP)
+    wait_for(lambda: reconcile.count("g") == 2, timeout=10)
+    wait_for(lambda: controller.cache.owned_by(kinds.CONFIG_MAP, owner["metadata"]["uid"]), timeout=10)
+    settle(controller)
+    assert reconcile.count("g") == 2
+    assert reconcile.count("stranger") == 0
+
+    kube.delete(kinds.CONFIG_MAP, "g-config", namespace)
+    wait_for(lambda: reconcile.count("g") == 3, timeout=10)
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=10)
+    settle(controller)
+    assert reconcile.count("g") == 3

@@ -1,0 +1,133 @@
+"""Informers against a real kube-apiserver: surviving a restart, and 410 Gone turning into a diffing relist.
+
+One restart serves both (restarting the apiserver is the slow part): the watch breaks, the reconnect is held back
+while objects are changed, deleted and created, and the resumed watch is answered 410 Gone (the restarted
+apiserver's watch cache starts after the informer's resourceVersion), so every missed change must come from the
+relist's diff.
+"""
+
+from __future__ import annotations
+
+import collections
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt import errors
+from okt.engines import backoff as backoff_mod
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import informer as informer_mod
+from okt.testing import envtest, wait_for
+
+pytestmark = pytest.mark.integration
+
+CM = kinds.CONFIG_MAP
+# Reconnect quickly: the tests wait for the reconnect, not for a production-sized backoff.
+QUICK_RECONNECT = backoff_mod.Backoff(base=0.1, factor=1.5, cap=0.5, jitter=0.1)
+
+
+class Events:
+    """The events an informer delivered, by object name."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_name: collections.defaultdict[str, list[str]] = collections.defaultdict(list)
+
+    def __call__(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.by_name[obj["metadata"]["name"]].append(event_type)
+
+    def of(self, name: str) -> list[str]:
+        with self._lock:
+            return list(self.by_name.get(name, []))
+
+
+class GatedWatches:
+    """The real client, except that every watch after the first waits until the test opens ``gate``."""
+
+    def __init__(self, client: kube_client.Client) -> None:
+        self._client = client
+        self.gate = threading.Event()
+        self.watch_calls = 0
+
+    def list(self, *args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
+        return self._client.list(*args, **kwargs)
+
+    def watch(self, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        self.watch_calls += 1
+        if self.watch_calls > 1:
+            self.gate.wait(60)
+        return self._client.watch(*args, **kwargs)
+
+
+def config_map(namespace: str, name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def eventually(call: Callable[[], Any]) -> Any:
+    """Run a request until it succeeds: right after a restart the apiserver may still refuse a moment."""
+    result: list[Any] = []
+
+    def attempt() -> bool:
+        try:
+            result.append(call())
+        except errors.Conflict:
+            raise
+        except errors.ApiError:
+            return False
+        return True
+
+    wait_for(attempt, timeout=30, message="the apiserver to accept requests again")
+    return result[0]
+
+
+@pytest.fixture
+def run_informer() -> Iterator[Callable[..., informer_mod.Informer]]:
+    started: list[informer_mod.Informer] = []
+
+    def start(client: Any, namespace: str, on_event: Events) -> informer_mod.Informer:
+        informer = informer_mod.Informer(client, CM, namespace, on_event=on_event, backoff=QUICK_RECONNECT)
+        informer.start()
+        started.append(informer)
+        assert informer.has_synced.wait(15)
+        return informer
+
+    yield start
+    for informer in started:
+        informer.stop()
+
+
+def test_after_an_apiserver_restart_the_informer_relists_on_gone_and_announces_every_change_it_missed(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, run_informer: Any
+) -> None:
+    for name in ("keep", "change", "vanish"):
+        kube.create(config_map(namespace, name, v="1"), CM)
+    client = GatedWatches(kube)
+    events = Events()
+    informer = run_informer(client, namespace, events)
+    # A write elsewhere moves the cluster's resourceVersion past the informer's own; after a restart the apiserver's
+    # watch cache starts there, so resuming from the informer's version is answered with 410 Gone.
+    elsewhere = f"okt-elsewhere-{secrets.token_hex(3)}"
+    kube.create(config_map("default", elsewhere), CM)
+    kube.delete(CM, elsewhere, "default")
+
+    # The restart breaks the watch; the informer's reconnect waits at the gate while objects change behind its back.
+    control_plane.restart_apiserver()
+    wait_for(lambda: client.watch_calls >= 2, timeout=30, message="the informer to try reconnecting")
+    eventually(lambda: kube.patch(CM, "change", {"data": {"v": "2"}}, namespace))
+    kube.delete(CM, "vanish", namespace)
+    kube.create(config_map(namespace, "new"), CM)
+    client.gate.set()
+
+    wait_for(lambda: events.of("new") == ["ADDED"], timeout=30, message=lambda: str(dict(events.by_name)))
+    wait_for(lambda: events.of("vanish") == ["ADDED", "DELETED"], timeout=10)
+    assert events.of("change") == ["ADDED", "MODIFIED"]
+    assert events.of("keep") == ["ADDED"]
+    assert informer.relists == 2
+    assert informer.reconnects >= 1
+    assert informer.get(namespace, "vanish") is None
+    assert informer.get(namespace, "change")["data"] == {"v": "2"}  # type: ignore[index]

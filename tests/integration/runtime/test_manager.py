@@ -1,0 +1,136 @@
+"""The manager against a real kube-apiserver: probes and metrics, a standby that never reconciles, graceful exits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def managers(
+    kube: kube_client.Client, namespace: str, gadget_reconciler: Any
+) -> Iterator[Callable[..., manager_mod.Manager]]:
+    made: list[manager_mod.Manager] = []
+
+    def make(reconcile: Any, **kwargs: Any) -> manager_mod.Manager:
+        options: dict[str, Any] = {
+            "namespaces": [namespace],
+            "metrics_bind": "127.0.0.1:0",
+            "lease_namespace": namespace,
+            "lease_duration": 3.0,
+            "renew_deadline": 2.0,
+            "retry_period": 0.5,
+            "grace_period": 10.0,
+            **kwargs,
+        }
+        manager = manager_mod.Manager(kube, [gadget_reconciler], reconcile=reconcile, **options)
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        manager.stop()
+    for manager in made:
+        manager.join(15)
+
+
+def test_probes_and_metrics_follow_the_managers_life_and_shutdown_waits_for_in_flight_reconciles(
+    kube: kube_client.Client, namespace: str, make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    reconcile = fake_reconcile()
+    manager = managers(reconcile, leader_elect=True, identity="only")
+    manager.start()
+    assert manager.probes is not None
+    url = manager.probes.url
+    assert fetch(url + "/healthz") == (200, "ok")
+    wait_for(lambda: fetch(url + "/readyz") == (200, "ok"), timeout=15)
+    wait_for(lambda: manager.working, timeout=10)
+
+    make_gadget("g")
+    wait_for(lambda: reconcile.count("g") == 1, timeout=10)
+    status, body = fetch(url + "/metrics")
+    assert status == 200
+    assert 'okt_reconcile_total{controller="gadget",result="done"} 1.0' in body
+    assert 'okt_api_requests_total{resource="gadgets",verb="list"}' in body
+    assert 'okt_workqueue_depth{controller="gadget"} 0.0' in body
+    assert 'okt_active_workers{controller="gadget"} 0.0' in body
+
+    # A reconcile still running when the shutdown begins is allowed to finish.
+    reconcile.release.clear()
+    kube.patch(manager.controllers[0].kind, "g", {"metadata": {"labels": {"x": "1"}}}, namespace)
+    wait_for(lambda: manager.controllers[0].in_flight == 1, timeout=10)
+    manager.stop()
+    wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=5)
+    assert fetch(url + "/healthz") == (503, "not ready: shutting down")
+    assert fetch(url + "/readyz")[0] == 503
+    assert not manager.join(0.3)
+    reconcile.release.set()
+    assert manager.join(10)
+    assert reconcile.count("g") == 2
+    assert kube.get(kinds.LEASE, manager.lease_name, namespace)["spec"]["holderIdentity"] == ""
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url + "/healthz", timeout=2)
+
+
+def test_a_standby_is_ready_but_never_reconciles_until_the_leader_goes(
+    make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    on_leader, on_standby = fake_reconcile(), fake_reconcile()
+    leader = managers(on_leader, leader_elect=True, identity="leader")
+    leader.start()
+    wait_for(lambda: leader.working, timeout=15)
+    standby = managers(on_standby, leader_elect=True, identity="standby")
+    standby.start()
+    assert standby.probes is not None
+    wait_for(lambda: fetch(standby.probes.url + "/readyz") == (200, "ok"), timeout=15)
+
+    make_gadget("g")
+    wait_for(lambda: on_leader.count("g") == 1, timeout=10)
+    time.sleep(0.5)
+    assert on_standby.count() == 0
+    assert not standby.working
+
+    leader.stop()
+    assert leader.join(10)
+    wait_for(lambda: on_standby.count("g") == 1, timeout=10)
+    assert not leader.lost_leadership
+
+
+def test_sigterm_stops_run_gracefully(fake_reconcile: Any, managers: Any) -> None:
+    manager = managers(fake_reconcile(), metrics_bind="0")
+
+    def terminate_once_working() -> None:
+        wait_for(lambda: manager.working, timeout=15)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_once_working, daemon=True).start()
+    previous = signal.getsignal(signal.SIGTERM)
+    started = time.monotonic()
+    manager.run()
+    assert time.monotonic() - started < 20
+    assert manager.join(0)
+    assert not manager.running
+    assert signal.getsignal(signal.SIGTERM) is previous

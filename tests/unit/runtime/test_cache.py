@@ -1,0 +1,197 @@
+"""The cache's rules, against a scripted list/watch: scopes, private copies, filters, owners, fan-out, live reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt.kube import kinds
+from okt.runtime import cache as cache_mod
+from okt.testing import wait_for
+
+CM = kinds.CONFIG_MAP
+SECRET = kinds.builtin("v1", "Secret")
+NAMESPACE = kinds.NAMESPACE
+Obj = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def make_cache(api: Any) -> Iterator[Callable[..., cache_mod.Cache]]:
+    made: list[cache_mod.Cache] = []
+
+    def build(namespaces: list[str] | None = None, label_selector: str | None = None) -> cache_mod.Cache:
+        cache = cache_mod.Cache(api, namespaces, label_selector)
+        made.append(cache)
+        return cache
+
+    yield build
+    api.close()
+    for cache in made:
+        cache.stop()
+
+
+def owned(uid: str, controller: bool = True) -> dict[str, Any]:
+    return {
+        "ownerReferences": [
+            {"apiVersion": "x.io/v1", "kind": "Owner", "name": "o", "uid": uid, "controller": controller}
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("labels", "have", "expected"),
+    [
+        (None, {"a": "1"}, True),
+        ({}, {}, True),
+        ({"a": "1"}, {"a": "1", "b": "2"}, True),
+        ({"a": "1"}, {"a": "2"}, False),
+        ({"a": "1", "b": "2"}, {"a": "1"}, False),
+    ],
+)
+def test_labels_match_requires_every_label_with_its_value(
+    labels: dict[str, str] | None, have: dict[str, str], expected: bool
+) -> None:
+    assert cache_mod.labels_match({"metadata": {"labels": have}}, labels) is expected
+
+
+@pytest.mark.parametrize(
+    ("refs", "expected"),
+    [
+        ([], None),
+        ([{"uid": "a"}], None),
+        ([{"uid": "a", "controller": False}, {"uid": "b", "controller": True}], "b"),
+    ],
+)
+def test_the_controller_owner_is_the_reference_marked_controller(
+    refs: list[dict[str, Any]], expected: str | None
+) -> None:
+    owner = cache_mod.controller_owner({"metadata": {"ownerReferences": refs}})
+    assert (None if owner is None else owner["uid"]) == expected
+
+
+def test_one_informer_per_watched_namespace_and_one_for_cluster_scoped_kinds(api: Any, make_cache: Any) -> None:
+    cache = make_cache(["a", "b", "a"])
+    cache.start(CM, lambda *_: None)
+    cache.start(NAMESPACE, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    assert sorted((plural, ns) for plural, ns, _ in api.lists) == [
+        ("configmaps", "a"),
+        ("configmaps", "b"),
+        ("namespaces", None),
+    ]
+
+
+@pytest.mark.parametrize(("use_selector", "expected"), [(True, "app=x"), (False, None)])
+def test_the_label_selector_applies_only_to_kinds_that_ask_for_it(
+    api: Any, make_cache: Any, use_selector: bool, expected: str | None
+) -> None:
+    cache = make_cache(label_selector="app=x")
+    cache.start(CM, lambda *_: None, use_selector=use_selector)
+    assert cache.wait_for_sync(5)
+    assert api.lists == [("configmaps", None, expected)]
+
+
+def test_starting_a_kind_twice_with_different_selector_choices_is_refused(make_cache: Any) -> None:
+    cache = make_cache(label_selector="app=x")
+    cache.start(CM, lambda *_: None, use_selector=True)
+    with pytest.raises(ValueError, match="use_selector"):
+        cache.start(CM, lambda *_: None, use_selector=False)
+
+
+def test_reads_return_private_copies(api: Any, make_cache: Any, obj: Obj) -> None:
+    api.put(CM, {**obj(CM, "a", labels={"k": "v"}), "data": {"x": "1"}})
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    got = cache.get(CM, "a", "ns")
+    got["data"]["x"] = "mutated"
+    got["metadata"]["labels"]["k"] = "mutated"
+    cache.list(CM, "ns")[0]["data"]["x"] = "mutated too"
+    assert cache.get(CM, "a", "ns")["data"] == {"x": "1"}
+    assert cache.get(CM, "a", "ns")["metadata"]["labels"] == {"k": "v"}
+
+
+def test_list_filters_by_namespace_and_labels_in_memory(api: Any, make_cache: Any, obj: Obj) -> None:
+    api.put(CM, obj(CM, "a", "one", labels={"app": "x"}))
+    api.put(CM, obj(CM, "b", "one", labels={"app": "y"}))
+    api.put(CM, obj(CM, "c", "two", labels={"app": "x"}))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    calls = len(api.lists)
+
+    def names(namespace: str | None, labels: dict[str, str] | None = None) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in cache.list(CM, namespace, labels))
+
+    assert names(None) == ["a", "b", "c"]
+    assert names("one") == ["a", "b"]
+    assert names(None, {"app": "x"}) == ["a", "c"]
+    assert names("two", {"app": "y"}) == []
+    assert len(api.lists) == calls
+
+
+def test_kinds_and_namespaces_that_are_not_watched_are_read_from_the_api(api: Any, make_cache: Any, obj: Obj) -> None:
+    api.put(SECRET, obj(SECRET, "s"))
+    api.put(CM, obj(CM, "elsewhere", "other"))
+    cache = make_cache(["ns"])
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    assert cache.get(SECRET, "s", "ns")["metadata"]["name"] == "s"
+    assert cache.get(CM, "elsewhere", "other")["metadata"]["name"] == "elsewhere"
+    assert [o["metadata"]["name"] for o in cache.list(SECRET, "ns")] == ["s"]
+    assert api.gets == [("secrets", "s", "ns"), ("configmaps", "elsewhere", "other")]
+
+
+def test_owned_by_finds_children_by_their_controller_owner_uid(api: Any, make_cache: Any, obj: Obj) -> None:
+    api.put(CM, obj(CM, "child-1", **owned("u1")))
+    api.put(CM, obj(CM, "child-2", **owned("u1")))
+    api.put(CM, obj(CM, "not-controlled", **owned("u1", controller=False)))
+    api.put(CM, obj(CM, "other", **owned("u2")))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    assert sorted(o["metadata"]["name"] for o in cache.owned_by(CM, "u1")) == ["child-1", "child-2"]
+    assert cache.owned_by(CM, "nobody") == []
+
+
+def test_observe_writes_through_to_the_store_of_the_objects_kind(api: Any, make_cache: Any, obj: Obj) -> None:
+    first = api.put(CM, obj(CM, "a"))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    written = api.put(CM, {**first, "data": {"new": "yes"}})
+    cache.observe(written)
+    cache.observe(api.put(SECRET, obj(SECRET, "not-watched")))
+    assert cache.get(CM, "a", "ns")["data"] == {"new": "yes"}
+
+
+def test_every_handler_of_a_kind_gets_every_event_and_a_late_one_gets_a_replay(
+    api: Any, make_cache: Any, recorder: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "existing"))
+    cache = make_cache()
+    early: list[str] = []
+    cache.start(CM, lambda t, o, old: early.append(f"{t} {o['metadata']['name']}"))
+    assert cache.wait_for_sync(5)
+    cache.start(CM, recorder)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "new")), namespace=None)
+    wait_for(lambda: len(recorder.snapshot()) == 2 and len(early) == 2, timeout=5)
+    assert early == ["ADDED existing", "ADDED new"]
+    assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "existing"), ("ADDED", "new")]
+
+
+def test_synced_waits_for_every_informer(api: Any, make_cache: Any) -> None:
+    cache = make_cache(["a", "b"])
+    assert cache.synced
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    assert cache.synced
+
+
+def test_a_stopped_cache_refuses_to_start_a_kind(make_cache: Any) -> None:
+    cache = make_cache()
+    cache.stop()
+    with pytest.raises(RuntimeError, match="stopped"):
+        cache.start(CM, lambda *_: None)

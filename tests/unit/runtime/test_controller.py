@@ -1,0 +1,255 @@
+"""The controller's pure rules: which events enqueue what, and how an outcome drives the queue."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+import okt
+from okt.engines import backoff as backoff_mod
+from okt.engines import results as results_mod
+from okt.engines import stepper
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
+from okt.runtime import workqueue
+
+WIDGET = kinds.Kind("example.io/v1", "Widget", "widgets")
+CLUSTER_WIDGET = kinds.Kind("example.io/v1", "ClusterWidget", "clusterwidgets", namespaced=False)
+NO_JITTER = backoff_mod.Backoff(base=1.0, factor=2.0, cap=100.0, jitter=0.0)
+Outcome = results_mod.Outcome
+
+
+def primary(**meta: Any) -> dict[str, Any]:
+    base = {"name": "w", "namespace": "ns", "generation": 1, "resourceVersion": "10"}
+    return {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {**base, **meta}, "status": {"phase": "A"}}
+
+
+@pytest.mark.parametrize(
+    ("change", "matters"),
+    [
+        ({"metadata": {"resourceVersion": "11"}}, False),
+        ({"status": {"phase": "B"}}, False),
+        ({"metadata": {"generation": 2}}, True),
+        ({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}}, True),
+        ({"metadata": {"finalizers": ["x.io/cleanup"]}}, True),
+        ({"metadata": {"labels": {"tier": "gold"}}}, True),
+        ({"metadata": {"annotations": {"note": "hi"}}}, True),
+        ({"metadata": {"labels": {}}}, False),
+        ({"metadata": {"managedFields": [{"manager": "x"}]}}, False),
+    ],
+)
+def test_a_modified_primary_matters_only_for_spec_deletion_finalizer_label_or_annotation_changes(
+    change: dict[str, Any], matters: bool
+) -> None:
+    old = primary()
+    new = {**old, **{k: v for k, v in change.items() if k != "metadata"}}
+    new["metadata"] = {**old["metadata"], **change.get("metadata", {})}
+    assert controller_mod.primary_change_matters("MODIFIED", new, old) is matters
+
+
+@pytest.mark.parametrize(("event_type", "old"), [("ADDED", None), ("RESYNC", primary()), ("MODIFIED", None)])
+def test_added_resync_and_modified_without_the_old_object_always_matter(
+    event_type: str, old: dict[str, Any] | None
+) -> None:
+    assert controller_mod.primary_change_matters(event_type, primary(), old)
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "expected"),
+    [
+        (WIDGET, primary(), ("ns", "w")),
+        (CLUSTER_WIDGET, {"metadata": {"name": "c"}}, (None, "c")),
+        (CLUSTER_WIDGET, {"metadata": {"name": "c", "namespace": "ignored"}}, (None, "c")),
+    ],
+)
+def test_the_key_of_a_primary_is_its_namespace_and_name(
+    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.Key
+) -> None:
+    assert controller_mod.key_of(obj, kind.namespaced) == expected
+
+
+def child(namespace: str = "ns", **ref: Any) -> dict[str, Any]:
+    reference = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True, **ref}
+    return {"metadata": {"name": "c", "namespace": namespace, "ownerReferences": [reference]}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "obj", "expected"),
+    [
+        (WIDGET, child(), ("ns", "w")),
+        (WIDGET, child(apiVersion="example.io/v2beta1"), ("ns", "w")),
+        (WIDGET, child(apiVersion="other.io/v1"), None),
+        (WIDGET, child(kind="Gadget"), None),
+        (WIDGET, child(controller=False), None),
+        (WIDGET, {"metadata": {"name": "orphan", "namespace": "ns"}}, None),
+        (CLUSTER_WIDGET, child(kind="ClusterWidget", name="cw"), (None, "cw")),
+    ],
+)
+def test_a_child_maps_to_its_controller_owner_of_the_primary_kind(
+    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.Key | None
+) -> None:
+    assert controller_mod.owner_key(obj, kind) == expected
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def queue_after(outcome: Outcome, failures_before: int = 0) -> tuple[workqueue.WorkQueue[Any], Clock]:
+    clock = Clock()
+    queue: workqueue.WorkQueue[Any] = workqueue.WorkQueue(NO_JITTER, clock=clock)
+    for _ in range(failures_before):
+        queue.add_rate_limited(("ns", "w"))
+    clock.now += 1000
+    queue.get(timeout=0)
+    queue.done(("ns", "w"))
+    controller_mod.apply_outcome(queue, ("ns", "w"), outcome)
+    return queue, clock
+
+
+def ready_at(queue: workqueue.WorkQueue[Any], clock: Clock) -> float | None:
+    """How many seconds from now the key becomes ready (None if it never does within an hour)."""
+    start = clock.now
+    for tenths in range(0, 36000):
+        clock.now = start + tenths / 10
+        if len(queue):
+            return tenths / 10
+    return None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "failures_after", "delay"),
+    [
+        (Outcome.done(), 0, None),
+        (Outcome.requeue_after(30), 0, 30.0),
+        (Outcome.retry(RuntimeError("x")), 3, 4.0),
+        (Outcome.retry(RuntimeError("x"), delay=7), 2, 7.0),
+        (Outcome.give_up("no"), 0, None),
+    ],
+)
+def test_the_outcome_drives_the_queue(outcome: Outcome, failures_after: int, delay: float | None) -> None:
+    queue, clock = queue_after(outcome, failures_before=2)
+    assert queue.failures(("ns", "w")) == failures_after
+    assert ready_at(queue, clock) == delay
+
+
+# -- a controller without a cluster ----------------------------------------------------------------------------
+
+
+class Widgets(okt.Reconciler):
+    api_version = "example.io/v1"
+    kind = "Widget"
+    plural = "widgets"
+
+
+@pytest.fixture
+def offline_client(tmp_path: pathlib.Path) -> kube_client.Client:
+    """A client whose server does not exist: nothing in these tests may reach it."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return kube_client.Client.from_kubeconfig(path)
+
+
+def fake_run(outcome: Outcome) -> stepper.Run:
+    return stepper.Run(path=(okt.State.End,), outcome=outcome, results=results_mod.Results())
+
+
+def make_controller(
+    client: kube_client.Client, reconcile: Callable[..., stepper.Run], reads: Any = None
+) -> controller_mod.Controller:
+    """A controller whose cache reads through ``reads`` (the scripted API) or the offline client."""
+    cache = cache_mod.Cache(reads if reads is not None else client)
+    return controller_mod.Controller(Widgets, client, cache, reconcile=reconcile, backoff=NO_JITTER)
+
+
+def test_a_reconcile_that_raises_is_retried_with_backoff_and_counted_as_an_error(
+    offline_client: kube_client.Client,
+) -> None:
+    def explode(*args: Any, **kwargs: Any) -> stepper.Run:
+        raise RuntimeError("bug in the reconcile")
+
+    controller = make_controller(offline_client, explode)
+    outcome = controller.process(("ns", "w"))
+    assert outcome.kind is results_mod.OutcomeKind.RETRY
+    assert isinstance(outcome.error, RuntimeError)
+    assert controller.queue.failures(("ns", "w")) == 1
+    metric = controller.metrics.registry.get_sample_value
+    assert metric("okt_reconcile_total", {"controller": "widget", "result": "error"}) == 1
+    assert metric("okt_reconcile_errors_total", {"controller": "widget"}) == 1
+    assert metric("okt_active_workers", {"controller": "widget"}) == 0
+
+
+def test_the_reconcile_gets_the_key_the_cache_and_the_primary_kind(offline_client: kube_client.Client) -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        calls.append((type(reconciler), client, reader, namespace, name, kwargs["kind"]))
+        return fake_run(Outcome.done())
+
+    controller = make_controller(offline_client, record)
+    controller.process(("ns", "w"))
+    assert calls == [(Widgets, offline_client, controller.cache, "ns", "w", controller.kind)]
+    assert (
+        controller.metrics.registry.get_sample_value("okt_reconcile_total", {"controller": "widget", "result": "done"})
+        == 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("event_type", "old", "still_stored", "enqueued"),
+    [
+        ("ADDED", None, False, True),
+        ("MODIFIED", primary(), False, False),
+        ("MODIFIED", primary(generation=0), False, True),
+        ("DELETED", None, False, False),
+        ("DELETED", None, True, True),
+    ],
+)
+def test_primary_events_enqueue_by_the_rules(
+    offline_client: kube_client.Client,
+    api: Any,
+    event_type: str,
+    old: dict[str, Any] | None,
+    still_stored: bool,
+    enqueued: bool,
+) -> None:
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
+    if still_stored:
+        api.put(WIDGET, primary())
+    controller.on_primary_event(event_type, primary(), old)
+    assert len(controller.queue) == (1 if enqueued else 0)
+
+
+def test_child_events_enqueue_their_owner(offline_client: kube_client.Client) -> None:
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()))
+    controller.on_child_event("MODIFIED", child(), None)
+    controller.on_child_event("MODIFIED", child(kind="Gadget"), None)
+    assert controller.queue.get(timeout=0) == ("ns", "w")
+    assert controller.queue.get(timeout=0) is None
+
+
+def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> None:
+    old = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "1", "team": "a"}}}
+    new = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "a"}}}
+    ignored = frozenset({"okt.io/error-count", "okt.io/phase"})
+    assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is False
+    edited = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "b"}}}
+    assert controller_mod.primary_change_matters("MODIFIED", edited, old, ignored) is True

@@ -1,0 +1,250 @@
+"""The informer's rules, against a scripted list/watch: sync, bookmarks, relist diffs, reconnects, ordering."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt import errors
+from okt.kube import kinds
+from okt.runtime import informer as informer_mod
+from okt.testing import wait_for
+
+CM = kinds.CONFIG_MAP
+Obj = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def start(api: Any, recorder: Any) -> Iterator[Callable[..., informer_mod.Informer]]:
+    started: list[informer_mod.Informer] = []
+
+    def run(**kwargs: Any) -> informer_mod.Informer:
+        kwargs.setdefault("on_event", recorder)
+        informer = informer_mod.Informer(api, CM, "ns", **kwargs)
+        informer.start()
+        started.append(informer)
+        assert informer.has_synced.wait(5)
+        return informer
+
+    yield run
+    api.close()
+    for informer in started:
+        informer.stop(timeout=2)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "current", "expected"),
+    [("11", "10", True), ("9", "10", False), ("10", "10", None), ("100", "99", True), ("abc", "abd", True)],
+)
+def test_resource_versions_compare_as_integers_when_numeric(
+    candidate: str, current: str, expected: bool | None
+) -> None:
+    assert informer_mod.is_newer(candidate, current) is expected
+
+
+def test_the_first_list_fills_the_store_announces_every_object_and_marks_synced(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a"))
+    api.put(CM, obj(CM, "b"))
+    informer = start()
+    assert sorted(o["metadata"]["name"] for o in informer.items()) == ["a", "b"]
+    assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "a"), ("ADDED", "b")]
+    wait_for(lambda: api.watches, timeout=5)
+    assert api.watches[0] == ("configmaps", "ns", str(api.version))
+
+
+def test_managed_fields_are_dropped_from_stored_objects(api: Any, start: Any, obj: Obj) -> None:
+    api.put(CM, obj(CM, "a", managedFields=[{"manager": "kubectl", "fieldsV1": {"f:data": {}}}]))
+    informer = start()
+    stored = informer.get("ns", "a")
+    assert stored is not None
+    assert "managedFields" not in stored["metadata"]
+    assert stored["metadata"]["name"] == "a"
+
+
+def test_a_bookmark_moves_the_resource_version_without_an_event(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
+    informer = start()
+    api.emit(CM, "BOOKMARK", {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": "555"}})
+    api.end(CM)
+    wait_for(lambda: len(api.watches) == 2, timeout=5)
+    assert api.watches[1][2] == "555"
+    assert informer.resource_version == "555"
+    assert recorder.snapshot() == []
+    assert len(api.lists) == 1
+
+
+@pytest.mark.parametrize("how", ["error event", "exception"])
+def test_gone_relists_and_diffs_the_store_into_events(api: Any, recorder: Any, start: Any, obj: Obj, how: str) -> None:
+    for name in ("keep", "change", "vanish"):
+        api.put(CM, obj(CM, name))
+    informer = start()
+    kept_version = informer.get("ns", "keep")["metadata"]["resourceVersion"]  # type: ignore[index]
+    # What happens while the watch is broken: nobody is told.
+    api.put(CM, {**obj(CM, "change"), "data": {"x": "1"}})
+    api.remove(CM, "ns", "vanish")
+    api.put(CM, obj(CM, "new"))
+    if how == "error event":
+        api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    else:
+        api.fail(CM, errors.ApiError.from_status(410, "Expired", "too old"))
+    wait_for(lambda: len(recorder.snapshot()) == 6, timeout=5, message=lambda: str(recorder.snapshot()))
+    assert recorder.types_by_name() == {
+        "keep": ["ADDED"],
+        "change": ["ADDED", "MODIFIED"],
+        "vanish": ["ADDED", "DELETED"],
+        "new": ["ADDED"],
+    }
+    assert len(api.lists) == 2
+    assert informer.relists == 2
+    assert informer.get("ns", "vanish") is None
+    assert informer.get("ns", "change")["data"] == {"x": "1"}  # type: ignore[index]
+    assert informer.get("ns", "keep")["metadata"]["resourceVersion"] == kept_version  # type: ignore[index]
+    wait_for(lambda: len(api.watches) == 2, timeout=5)
+    assert api.watches[1][2] == str(api.version)
+
+
+def test_a_transport_failure_reconnects_from_the_last_resource_version_without_relisting(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    first = api.put(CM, obj(CM, "a"))
+    informer = start()
+    changed = api.put(CM, {**first, "data": {"v": "2"}})
+    api.emit(CM, "MODIFIED", changed)
+    api.fail(CM, errors.ApiError.from_status(0, "Unavailable", "connection refused"))
+    again = api.put(CM, {**first, "data": {"v": "3"}})
+    api.emit(CM, "MODIFIED", again)
+    wait_for(lambda: len(recorder.snapshot()) == 3, timeout=5)
+    assert [t for t, _, _, _ in recorder.snapshot()] == ["ADDED", "MODIFIED", "MODIFIED"]
+    assert len(api.lists) == 1
+    assert api.watches[1][2] == changed["metadata"]["resourceVersion"]
+    assert informer.reconnects == 1
+
+
+def test_an_event_older_than_the_stored_object_is_ignored(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
+    old = api.put(CM, obj(CM, "a"))
+    newer = api.put(CM, {**old, "data": {"v": "new"}})
+    informer = start()
+    api.emit(CM, "MODIFIED", {**old, "data": {"v": "stale"}})
+    api.emit(CM, "MODIFIED", {**obj(CM, "b"), "metadata": {**obj(CM, "b")["metadata"], "resourceVersion": "999"}})
+    wait_for(lambda: informer.get("ns", "b") is not None, timeout=5)
+    assert informer.get("ns", "a")["data"] == {"v": "new"}  # type: ignore[index]
+    assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "a"), ("ADDED", "b")]
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == newer["metadata"]["resourceVersion"]  # type: ignore[index]
+
+
+def test_observe_updates_the_store_and_the_later_watch_event_still_reports_the_change(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    first = api.put(CM, obj(CM, "a", labels={"v": "1"}))
+    informer = start()
+    written = api.put(CM, {**first, "metadata": {**first["metadata"], "labels": {"v": "2"}}})
+    assert informer.observe({**written, "metadata": {**written["metadata"], "managedFields": [{}]}}) is True
+    stored = informer.get("ns", "a")
+    assert stored is not None
+    assert stored["metadata"]["labels"] == {"v": "2"}
+    assert "managedFields" not in stored["metadata"]
+    assert recorder.snapshot() == [("ADDED", "a", first["metadata"]["resourceVersion"], None)]
+    api.emit(CM, "MODIFIED", written)
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    assert recorder.snapshot()[1] == (
+        "MODIFIED",
+        "a",
+        written["metadata"]["resourceVersion"],
+        first["metadata"]["resourceVersion"],
+    )
+
+
+def test_observe_ignores_an_answer_older_than_the_stored_object(api: Any, start: Any, obj: Obj) -> None:
+    old = api.put(CM, obj(CM, "a"))
+    newer = api.put(CM, {**old, "data": {"v": "new"}})
+    informer = start()
+    assert informer.observe({**old, "data": {"v": "old"}}) is False
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == newer["metadata"]["resourceVersion"]  # type: ignore[index]
+
+
+def test_observe_does_not_alias_the_callers_dict(api: Any, start: Any, obj: Obj) -> None:
+    informer = start()
+    mine = api.put(CM, obj(CM, "a"))
+    informer.observe(mine)
+    mine["metadata"]["name"] = "renamed"
+    assert informer.get("ns", "a")["metadata"]["name"] == "a"  # type: ignore[index]
+
+
+def owner_uids(o: dict[str, Any]) -> list[str]:
+    return [ref["uid"] for ref in o["metadata"].get("ownerReferences", [])]
+
+
+def test_a_deleted_event_removes_the_object_and_its_index_entries(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a", ownerReferences=[{"uid": "u1"}]))
+    informer = start(indexers={"owner": owner_uids})
+    assert [o["metadata"]["name"] for o in informer.by_index("owner", "u1")] == ["a"]
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    assert informer.get("ns", "a") is None
+    assert informer.by_index("owner", "u1") == []
+    assert recorder.snapshot()[1][0] == "DELETED"
+
+
+def test_a_deleted_event_older_than_a_recreated_object_keeps_the_new_one_but_is_announced(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a"))
+    informer = start()
+    deletion = api.remove(CM, "ns", "a")
+    recreated = api.put(CM, obj(CM, "a", uid="second"))
+    informer.observe(recreated)
+    api.emit(CM, "DELETED", deletion)
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    assert recorder.snapshot()[1][0] == "DELETED"
+    assert informer.get("ns", "a")["metadata"]["uid"] == "second"  # type: ignore[index]
+
+
+def test_an_index_follows_a_change_of_owner(api: Any, start: Any, obj: Obj) -> None:
+    first = api.put(CM, obj(CM, "a", ownerReferences=[{"uid": "u1"}]))
+    informer = start(indexers={"owner": owner_uids})
+    moved = api.put(CM, {**first, "metadata": {**first["metadata"], "ownerReferences": [{"uid": "u2"}]}})
+    api.emit(CM, "MODIFIED", moved)
+    wait_for(lambda: informer.by_index("owner", "u2"), timeout=5)
+    assert informer.by_index("owner", "u1") == []
+
+
+def test_a_failing_handler_does_not_stop_the_informer(api: Any, start: Any, obj: Obj) -> None:
+    seen: list[str] = []
+
+    def handler(event_type: str, o: dict[str, Any], old: dict[str, Any] | None) -> None:
+        seen.append(o["metadata"]["name"])
+        if o["metadata"]["name"] == "boom":
+            raise RuntimeError("handler bug")
+
+    start(on_event=handler)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "boom")))
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "after")))
+    wait_for(lambda: seen == ["boom", "after"], timeout=5, message=lambda: str(seen))
+
+
+def test_resync_reannounces_stored_objects(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
+    api.put(CM, obj(CM, "a"))
+    start(resync=0.05)
+    wait_for(lambda: [t for t, *_ in recorder.snapshot()].count("RESYNC") >= 2, timeout=5)
+    resync = next(e for e in recorder.snapshot() if e[0] == "RESYNC")
+    assert resync[2] == resync[3]
+
+
+def test_no_event_is_delivered_after_stop(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
+    informer = start()
+    informer.stop(timeout=0.1)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "late")))
+    api.end(CM)
+    assert informer.stopped
+    assert recorder.snapshot() == []
+
+
+@pytest.mark.parametrize("resync", [0, -1.0])
+def test_a_non_positive_resync_is_refused(api: Any, recorder: Any, resync: float) -> None:
+    with pytest.raises(ValueError, match="resync"):
+        informer_mod.Informer(api, CM, "ns", on_event=recorder, resync=resync)

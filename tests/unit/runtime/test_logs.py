@@ -1,0 +1,119 @@
+"""Logging setup: renderers, levels, and the reconcile identity bound to every line logged during a reconcile."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from okt.runtime import logs
+
+
+class TtyStream(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def restore_structlog() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+    structlog.contextvars.clear_contextvars()
+
+
+def lines(stream: io.StringIO) -> list[str]:
+    return [line for line in stream.getvalue().splitlines() if line]
+
+
+def test_json_format_writes_one_json_object_per_line_with_level_and_utc_timestamp() -> None:
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    structlog.get_logger("t").info("reconciled", path=">CRChecker>End")
+    [line] = lines(stream)
+    record = json.loads(line)
+    assert record["event"] == "reconciled"
+    assert record["level"] == "info"
+    assert record["path"] == ">CRChecker>End"
+    assert record["timestamp"].endswith("Z")
+
+
+@pytest.mark.parametrize(("stream_type", "is_json"), [(io.StringIO, True), (TtyStream, False)])
+def test_without_a_format_a_tty_gets_the_console_renderer_and_anything_else_json(
+    stream_type: type[io.StringIO], is_json: bool
+) -> None:
+    stream = stream_type()
+    logs.configure(None, stream=stream)
+    structlog.get_logger().info("hello", answer=42)
+    [line] = lines(stream)
+    assert line.startswith("{") is is_json
+    assert "answer" in line
+
+
+def test_console_format_renders_key_value_lines_without_colours_off_a_tty() -> None:
+    stream = io.StringIO()
+    logs.configure("console", stream=stream)
+    structlog.get_logger().warning("slow", seconds=3)
+    [line] = lines(stream)
+    assert "slow" in line
+    assert "seconds=3" in line
+    assert "\x1b[" not in line
+
+
+@pytest.mark.parametrize(
+    ("verbosity", "shown"),
+    [(-1, ["warning"]), (0, ["info", "warning"]), (1, ["debug", "info", "warning"]), (3, ["debug", "info", "warning"])],
+)
+def test_verbosity_chooses_the_lowest_level_shown(verbosity: int, shown: list[str]) -> None:
+    stream = io.StringIO()
+    logs.configure("json", verbosity, stream=stream)
+    log = structlog.get_logger()
+    log.debug("d")
+    log.info("i")
+    log.warning("w")
+    assert [json.loads(line)["level"] for line in lines(stream)] == shown
+
+
+def test_an_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="console, json"):
+        logs.configure("xml")  # type: ignore[arg-type]
+
+
+def test_a_reconcile_context_binds_its_identity_to_every_line_and_only_inside_the_block() -> None:
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    log = structlog.get_logger()
+    with logs.reconcile_context("widget", "ns", "w1") as reconcile_id:
+        log.info("inside")
+    log.info("outside")
+    inside, outside = (json.loads(line) for line in lines(stream))
+    assert {k: inside[k] for k in ("controller", "namespace", "name", "reconcile_id")} == {
+        "controller": "widget",
+        "namespace": "ns",
+        "name": "w1",
+        "reconcile_id": reconcile_id,
+    }
+    assert "controller" not in outside
+
+
+def test_reconcile_contexts_on_different_threads_do_not_mix() -> None:
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    barrier = threading.Barrier(2)
+
+    def reconcile(name: str) -> None:
+        with logs.reconcile_context("widget", "ns", name):
+            barrier.wait(5)
+            structlog.get_logger().info("working", who=name)
+
+    threads = [threading.Thread(target=reconcile, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    records = [json.loads(line) for line in lines(stream)]
+    assert sorted((r["who"], r["name"]) for r in records) == [("a", "a"), ("b", "b")]
+    assert records[0]["reconcile_id"] != records[1]["reconcile_id"]

@@ -1,0 +1,77 @@
+"""The manager's pure parts: lease names, identities and argument checks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.runtime import manager
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class Widgets(okt.Reconciler):
+    api_version = "example.io/v1"
+    kind = "Widget"
+    plural = "widgets"
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["memcached"], "okt-memcached"),
+        (["b", "a"], "okt-a-b"),
+        (["Weird_Name.v2"], "okt-weird-name-v2"),
+    ],
+)
+def test_the_default_lease_name_is_derived_from_the_controller_names(names: list[str], expected: str) -> None:
+    assert manager.default_lease_name(names) == expected
+
+
+def test_a_long_default_lease_name_is_shortened_with_a_hash_and_stays_valid() -> None:
+    names = [f"controller-number-{i}" for i in range(10)]
+    name = manager.default_lease_name(names)
+    assert len(name) <= 63
+    assert DNS_LABEL.match(name)
+    assert name != manager.default_lease_name(names[:-1])
+
+
+def test_default_identities_are_unique_per_call() -> None:
+    assert manager.default_identity() != manager.default_identity()
+
+
+@pytest.mark.parametrize(
+    ("reconcilers", "kwargs", "message"),
+    [
+        ([], {}, "at least one reconciler"),
+        ([Widgets], {"max_concurrent": 0}, "max_concurrent"),
+        ([Widgets], {"metrics_bind": "nonsense"}, "HOST:PORT"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_starts(
+    reconcilers: list[type[okt.Reconciler]], kwargs: dict[str, Any], message: str
+) -> None:
+    client: Any = object()
+    with pytest.raises(ValueError, match=message):
+        manager.Manager(client, reconcilers, **kwargs)
+
+
+class StatsOnly:
+    """All a manager touches of its client before it starts: the request counters it exports."""
+
+    def __init__(self) -> None:
+        self.stats = kube_client.RequestStats()
+
+
+def test_a_stopped_manager_cannot_be_started() -> None:
+    client: Any = StatsOnly()
+    stopped = manager.Manager(client, [Widgets], metrics_bind="0")
+    stopped.stop()
+    assert stopped.join(5)
+    assert not stopped.running
+    with pytest.raises(RuntimeError, match="never after stop"):
+        stopped.start()

@@ -1,0 +1,157 @@
+"""Metrics and the probe server, without a cluster: collectors, bind addresses, status codes and bodies."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt.kube import client as kube_client
+from okt.runtime import metrics as metrics_mod
+
+
+class StatsOnly:
+    """What the API-requests collector reads from a client: its request counters."""
+
+    def __init__(self) -> None:
+        self.stats = kube_client.RequestStats()
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("0", None),
+        ("", None),
+        ("127.0.0.1:8080", ("127.0.0.1", 8080)),
+        (":9090", ("0.0.0.0", 9090)),
+        ("localhost:0", ("localhost", 0)),
+        ("[::1]:8443", ("::1", 8443)),
+    ],
+)
+def test_bind_addresses_parse_to_host_and_port_or_disabled(address: str, expected: tuple[str, int] | None) -> None:
+    assert metrics_mod.parse_bind(address) == expected
+
+
+@pytest.mark.parametrize("address", ["8080", "host:", "host:http", "host:70000"])
+def test_malformed_bind_addresses_are_refused(address: str) -> None:
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        metrics_mod.parse_bind(address)
+
+
+def test_a_finished_reconcile_is_counted_by_result_and_timed() -> None:
+    metrics = metrics_mod.Metrics()
+    metrics.prepare("widget")
+    metrics.reconciled("widget", "done", 0.02)
+    metrics.reconciled("widget", "retry", 0.3)
+    metrics.reconciled("widget", "error", 0.1)
+    sample = metrics.registry.get_sample_value
+    assert sample("okt_reconcile_total", {"controller": "widget", "result": "done"}) == 1
+    assert sample("okt_reconcile_total", {"controller": "widget", "result": "give_up"}) == 0
+    assert sample("okt_reconcile_errors_total", {"controller": "widget"}) == 2
+    assert sample("okt_reconcile_duration_seconds_count", {"controller": "widget"}) == 3
+    assert sample("okt_reconcile_duration_seconds_bucket", {"controller": "widget", "le": "0.025"}) == 1
+
+
+def test_active_workers_count_the_reconciles_in_progress() -> None:
+    metrics = metrics_mod.Metrics()
+    sample = metrics.registry.get_sample_value
+    with metrics.active("widget"):
+        with metrics.active("widget"):
+            assert sample("okt_active_workers", {"controller": "widget"}) == 2
+        assert sample("okt_active_workers", {"controller": "widget"}) == 1
+    assert sample("okt_active_workers", {"controller": "widget"}) == 0
+
+
+def test_queue_depth_and_api_requests_are_read_at_scrape_time() -> None:
+    metrics = metrics_mod.Metrics()
+    depth = [0]
+    metrics.track_queue("widget", lambda: depth[0])
+    client: Any = StatsOnly()
+    metrics.watch_client(client)
+    metrics.watch_client(client)
+    depth[0] = 7
+    client.stats.record("patch", "widgets/status")
+    client.stats.record("patch", "widgets/status")
+    sample = metrics.registry.get_sample_value
+    assert sample("okt_workqueue_depth", {"controller": "widget"}) == 7
+    assert sample("okt_api_requests_total", {"verb": "patch", "resource": "widgets/status"}) == 2
+
+
+def test_two_metrics_objects_never_share_series() -> None:
+    first, second = metrics_mod.Metrics(), metrics_mod.Metrics()
+    first.reconciled("widget", "done", 0.01)
+    assert second.registry.get_sample_value("okt_reconcile_total", {"controller": "widget", "result": "done"}) is None
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., metrics_mod.ProbeServer]]:
+    servers: list[metrics_mod.ProbeServer] = []
+
+    def start(healthy: tuple[bool, str] = (True, "ok"), ready: Any = (True, "ok")) -> metrics_mod.ProbeServer:
+        metrics = metrics_mod.Metrics()
+        metrics.reconciled("widget", "done", 0.01)
+        ready_check = ready if callable(ready) else (lambda: ready)
+        server = metrics_mod.ProbeServer(("127.0.0.1", 0), metrics, lambda: healthy, ready_check)
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def fetch(url: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.headers["Content-Type"], response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+
+
+def test_metrics_are_served_in_the_prometheus_text_format(serve: Any) -> None:
+    server = serve()
+    status, content_type, body = fetch(server.url + "/metrics")
+    assert status == 200
+    assert content_type.startswith("text/plain")
+    assert 'okt_reconcile_total{controller="widget",result="done"} 1.0' in body
+
+
+@pytest.mark.parametrize(
+    ("path", "healthy", "ready", "expected"),
+    [
+        ("/healthz", (True, "ok"), (False, "x"), (200, "ok")),
+        ("/healthz", (False, "shutting down"), (True, "ok"), (503, "not ready: shutting down")),
+        ("/readyz", (True, "ok"), (True, "ok"), (200, "ok")),
+        ("/readyz", (True, "ok"), (False, "caches not synced"), (503, "not ready: caches not synced")),
+        ("/readyz?verbose", (True, "ok"), (True, "ok"), (200, "ok")),
+        ("/nope", (True, "ok"), (True, "ok"), (404, "not found")),
+    ],
+)
+def test_probes_answer_with_the_checks_verdict(
+    serve: Any, path: str, healthy: tuple[bool, str], ready: tuple[bool, str], expected: tuple[int, str]
+) -> None:
+    server = serve(healthy=healthy, ready=ready)
+    status, _, body = fetch(server.url + path)
+    assert (status, body) == expected
+
+
+def test_a_check_that_raises_fails_the_probe_instead_of_the_server(serve: Any) -> None:
+    def broken() -> tuple[bool, str]:
+        raise RuntimeError("boom")
+
+    server = serve(ready=broken)
+    status, _, body = fetch(server.url + "/readyz")
+    assert status == 503
+    assert "boom" in body
+    assert fetch(server.url + "/healthz")[0] == 200
+
+
+def test_a_stopped_server_releases_its_port(serve: Any) -> None:
+    server = serve()
+    server.stop()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(server.url + "/healthz", timeout=2)

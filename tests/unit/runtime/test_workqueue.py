@@ -1,0 +1,285 @@
+"""The work queue's rules: set-dedupe, one worker per key, delayed adds, per-key backoff, shutdown, concurrency."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import random
+import threading
+import time
+
+import pytest
+
+from okt.engines import backoff as backoff_mod
+from okt.runtime import workqueue
+
+NO_JITTER = backoff_mod.Backoff(base=1.0, factor=2.0, cap=100.0, jitter=0.0)
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def drain(queue: workqueue.WorkQueue[str]) -> list[str]:
+    keys = []
+    while (key := queue.get(timeout=0)) is not None:
+        keys.append(key)
+        queue.done(key)
+    return keys
+
+
+@pytest.mark.parametrize(
+    ("adds", "expected"),
+    [
+        (["a"], ["a"]),
+        (["a", "a", "a"], ["a"]),
+        (["a", "b", "a", "c", "b"], ["a", "b", "c"]),
+        (["c", "b", "a"], ["c", "b", "a"]),
+    ],
+)
+def test_added_keys_are_deduplicated_and_handed_out_in_first_add_order(adds: list[str], expected: list[str]) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    for key in adds:
+        queue.add(key)
+    assert len(queue) == len(expected)
+    assert drain(queue) == expected
+
+
+@pytest.mark.parametrize("timeout", [0, 0.05])
+def test_get_on_an_empty_queue_returns_none_after_the_timeout(timeout: float) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    started = time.monotonic()
+    assert queue.get(timeout=timeout) is None
+    assert time.monotonic() - started >= timeout
+
+
+def test_a_key_being_processed_is_not_handed_to_a_second_worker() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    assert queue.get(timeout=0) == "a"
+    queue.add("a")
+    assert queue.get(timeout=0.05) is None
+    assert queue.processing_count == 1
+
+
+@pytest.mark.parametrize("re_adds", [1, 2, 5])
+def test_re_adds_while_processing_run_exactly_once_after_done(re_adds: int) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    key = queue.get(timeout=0)
+    for _ in range(re_adds):
+        queue.add("a")
+    assert len(queue) == 0
+    queue.done("a")
+    assert key == "a"
+    assert drain(queue) == ["a"]
+    assert queue.processing_count == 0
+
+
+def test_done_without_a_re_add_does_not_queue_the_key_again() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    queue.get(timeout=0)
+    queue.done("a")
+    assert len(queue) == 0
+    assert queue.get(timeout=0) is None
+
+
+def test_other_keys_are_handed_out_while_one_is_processed() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    queue.get(timeout=0)
+    queue.add("a")
+    queue.add("b")
+    assert queue.get(timeout=0) == "b"
+
+
+def test_a_delayed_add_becomes_ready_when_its_delay_has_passed() -> None:
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock)
+    queue.add_after("a", 5)
+    assert len(queue) == 0
+    assert queue.delayed_count == 1
+    clock.advance(4.9)
+    assert queue.get(timeout=0) is None
+    clock.advance(0.1)
+    assert len(queue) == 1
+    assert queue.get(timeout=0) == "a"
+    assert queue.delayed_count == 0
+
+
+@pytest.mark.parametrize(("first", "second", "ready_at"), [(10, 2, 2), (2, 10, 2), (3, 3, 3)])
+def test_a_key_scheduled_twice_keeps_the_earliest_due_time(first: float, second: float, ready_at: float) -> None:
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock)
+    queue.add_after("a", first)
+    queue.add_after("a", second)
+    clock.advance(ready_at - 0.01)
+    assert len(queue) == 0
+    clock.advance(0.01)
+    assert drain(queue) == ["a"]
+    clock.advance(100)
+    assert drain(queue) == []
+
+
+@pytest.mark.parametrize("delay", [0, -1.5])
+def test_a_delayed_add_without_a_positive_delay_is_ready_at_once(delay: float) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add_after("a", delay)
+    assert queue.get(timeout=0) == "a"
+
+
+def test_a_delayed_key_already_waiting_in_the_queue_is_not_duplicated() -> None:
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock)
+    queue.add("a")
+    queue.add_after("a", 1)
+    clock.advance(1)
+    assert drain(queue) == ["a"]
+
+
+def test_a_blocked_getter_wakes_up_when_a_delayed_key_comes_due() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    got: list[str | None] = []
+    getter = threading.Thread(target=lambda: got.append(queue.get()))
+    getter.start()
+    time.sleep(0.02)
+    started = time.monotonic()
+    queue.add_after("a", 0.1)
+    getter.join(5)
+    assert got == ["a"]
+    assert time.monotonic() - started >= 0.1
+
+
+@pytest.mark.parametrize(("failures", "delays"), [(1, [1.0]), (3, [1.0, 2.0, 4.0]), (5, [1.0, 2.0, 4.0, 8.0, 16.0])])
+def test_rate_limited_adds_back_off_exponentially_per_key(failures: int, delays: list[float]) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=FakeClock())
+    assert [queue.add_rate_limited("a") for _ in range(failures)] == delays
+    assert queue.failures("a") == failures
+    assert queue.failures("b") == 0
+    assert queue.add_rate_limited("b") == 1.0
+
+
+def test_forget_resets_the_backoff_of_a_key() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=FakeClock())
+    for _ in range(4):
+        queue.add_rate_limited("a")
+    queue.forget("a")
+    assert queue.failures("a") == 0
+    assert queue.add_rate_limited("a") == 1.0
+
+
+def test_a_rate_limited_key_is_ready_after_its_growing_backoff_delay() -> None:
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=clock)
+    for expected_delay in (1.0, 2.0, 4.0):
+        queue.add_rate_limited("a")
+        clock.advance(expected_delay - 0.01)
+        assert len(queue) == 0
+        clock.advance(0.01)
+        assert drain(queue) == ["a"]
+
+
+def test_after_shutdown_get_returns_none_and_adds_are_ignored() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    queue.shutdown()
+    assert queue.shutting_down
+    assert queue.get() is None
+    queue.add("b")
+    queue.add_after("c", 0.01)
+    assert queue.get(timeout=0.05) is None
+
+
+def test_shutdown_wakes_every_blocked_getter() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    results: list[str | None] = []
+    getters = [threading.Thread(target=lambda: results.append(queue.get())) for _ in range(4)]
+    for getter in getters:
+        getter.start()
+    time.sleep(0.02)
+    queue.shutdown()
+    for getter in getters:
+        getter.join(5)
+    assert results == [None] * 4
+
+
+def test_a_key_in_flight_at_shutdown_can_still_be_marked_done() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add("a")
+    queue.get(timeout=0)
+    queue.add("a")
+    queue.shutdown()
+    queue.done("a")
+    assert queue.processing_count == 0
+    assert queue.get(timeout=0) is None
+
+
+def test_eight_workers_never_process_one_key_at_once_and_never_lose_an_add() -> None:
+    queue: workqueue.WorkQueue[int] = workqueue.WorkQueue(backoff_mod.Backoff(base=0.001, cap=0.01))
+    sequence = itertools.count()
+    lock = threading.Lock()
+    running: collections.Counter[int] = collections.Counter()
+    overlaps: list[int] = []
+    last_add: dict[int, int] = {}
+    last_start: dict[int, int] = {}
+    processed = collections.Counter[int]()
+    keys = range(12)
+
+    def worker() -> None:
+        while (key := queue.get()) is not None:
+            with lock:
+                running[key] += 1
+                if running[key] > 1:
+                    overlaps.append(key)
+                last_start[key] = next(sequence)
+                processed[key] += 1
+            time.sleep(random.uniform(0, 0.002))
+            with lock:
+                running[key] -= 1
+            if random.random() < 0.05:
+                queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+            queue.done(key)
+
+    def producer(seed: int) -> None:
+        rand = random.Random(seed)
+        for _ in range(400):
+            key = rand.choice(keys)
+            with lock:
+                last_add[key] = next(sequence)
+            if rand.random() < 0.1:
+                queue.add_after(key, rand.uniform(0, 0.005))
+            else:
+                queue.add(key)
+            if rand.random() < 0.2:
+                time.sleep(0.0005)
+
+    workers = [threading.Thread(target=worker) for _ in range(8)]
+    producers = [threading.Thread(target=producer, args=(seed,)) for seed in range(4)]
+    for thread in workers + producers:
+        thread.start()
+    for thread in producers:
+        thread.join(30)
+    deadline = time.monotonic() + 10
+    while (len(queue) or queue.processing_count or queue.delayed_count) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    queue.shutdown()
+    for thread in workers:
+        thread.join(10)
+
+    assert overlaps == []
+    assert set(processed) == set(last_add)
+    # Every key was processed at least once after its last add: nothing added was lost.
+    assert all(last_start[key] > last_add[key] for key in last_add)
+    assert not any(thread.is_alive() for thread in workers)

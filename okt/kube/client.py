@@ -23,7 +23,7 @@ import json
 import os
 import pathlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -246,11 +246,13 @@ class Client:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
         inactivity_timeout: float = 330.0,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Stream watch events (``{"type": ..., "object": ...}``) until the server ends the stream.
 
         A stream silent for ``inactivity_timeout`` seconds raises :class:`okt.errors.Unavailable` (a frozen watch is
         never waited on forever). Bookmarks are requested and yielded, so callers keep their resourceVersion fresh.
+        ``on_open`` receives the streaming response, so another thread can close it to stop the watch at once.
         """
         params: dict[str, Any] = {
             "watch": "true",
@@ -273,7 +275,8 @@ class Client:
             for line in response.iter_lines(chunk_size=None):
                 if line:
                     yield json.loads(line)
-        except requests.RequestException as exc:
+        except (requests.RequestException, AttributeError, ValueError) as exc:
+            # AttributeError/ValueError: the stream was closed under us by another thread (a stop).
             raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}") from exc
         finally:
             response.close()

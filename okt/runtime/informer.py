@@ -34,6 +34,7 @@ delivered after it, but the HTTP stream of a watch in progress is only closed wh
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -155,6 +156,7 @@ class Informer:
         self._shadowed: dict[StoreKey, dict[str, Any] | None] = {}
         self._resource_version = ""
         self._stop = threading.Event()
+        self._open_stream: Any = None
         self._threads: list[threading.Thread] = []
         self.has_synced = threading.Event()
         self.relists = 0
@@ -176,8 +178,12 @@ class Informer:
             thread.start()
 
     def stop(self, timeout: float = 0.0) -> None:
-        """Stop delivering events and following the watch; waits up to ``timeout`` seconds for the threads."""
+        """Stop delivering events and close the watch stream; waits up to ``timeout`` seconds for the threads."""
         self._stop.set()
+        stream = self._open_stream
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
         for thread in list(self._threads):
             if thread is not threading.current_thread():
                 thread.join(timeout)
@@ -303,6 +309,11 @@ class Informer:
             self._emit(*event)
         self.has_synced.set()
 
+    def _remember_stream(self, response: Any) -> None:
+        self._open_stream = response
+        if self._stop.is_set():
+            response.close()
+
     def _watch(self) -> None:
         # Spread reconnects of many informers, as client-go does.
         timeout = random.randint(max(self._watch_timeout // 2, 1), self._watch_timeout)
@@ -313,6 +324,7 @@ class Informer:
             label_selector=self.label_selector,
             timeout_seconds=timeout,
             inactivity_timeout=self._inactivity_timeout,
+            on_open=self._remember_stream,
         )
         started = time.monotonic()
         delivered = 0

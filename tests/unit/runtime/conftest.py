@@ -98,6 +98,7 @@ class FakeApi:
         label_selector: str | None = None,
         timeout_seconds: int = 300,
         inactivity_timeout: float = 330.0,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
         with self._lock:
             self.watches.append((kind.plural, namespace, resource_version))

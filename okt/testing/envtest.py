@@ -122,6 +122,7 @@ class ControlPlane:
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
         users: Sequence[TokenUser] = (),
         audit_log: bool = False,
+        crds: Sequence[dict[str, Any]] = (),
         tie_to_parent: bool = True,
         out: Callable[[str], None] | None = None,
     ) -> None:
@@ -129,6 +130,7 @@ class ControlPlane:
         self._controllers = tuple(controllers)
         self.users = (TokenUser(ADMIN_USER, secrets.token_hex(16), ("system:masters",)), *users)
         self._audit = audit_log
+        self._crds = tuple(crds)
         self._tie = tie_to_parent
         self._out = out
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -197,6 +199,8 @@ class ControlPlane:
             self._start_etcd(etcd)
             self._start_apiserver(assets)
             self.kubeconfig_for(self.users[0], self.kubeconfig)
+            for crd in self._crds:
+                self.install_crd(crd)
             if self._controllers:
                 self._start_controller_manager(assets)
         except BaseException:
@@ -225,6 +229,38 @@ class ControlPlane:
         self._dir = None
         atexit.unregister(self.stop)
         return state
+
+    def install_crd(self, crd: dict[str, Any], timeout: float = 30.0) -> None:
+        """Create a CRD (if missing) and wait until it is Established.
+
+        CRDs installed before :meth:`start` returns (``crds=``) are known to the garbage collector from its first
+        discovery; a CRD added later is only picked up at its next periodic rediscovery (about 30 s) unless
+        :meth:`restart_controller_manager` is called.
+        """
+        name = crd["metadata"]["name"]
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        try:
+            self.request("POST", path, crd)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:
+                raise ControlPlaneError(
+                    f"cannot install CRD {name}: {error.read().decode(errors='replace')}"
+                ) from error
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            live = self.request("GET", f"{path}/{name}")
+            conditions = (live.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                return
+            time.sleep(0.1)
+        raise ControlPlaneError(f"CRD {name} not Established after {timeout:.0f}s")
+
+    def restart_controller_manager(self) -> None:
+        """Restart kube-controller-manager (e.g. so its garbage collector discovers CRDs added since it started)."""
+        if "kube-controller-manager" not in self._procs:
+            return
+        self._kill("kube-controller-manager")
+        self._start_controller_manager(self._assets or find_assets(build_if_missing=False))
 
     def stop_apiserver(self) -> None:
         """Kill the apiserver (as a crash would); :meth:`start_apiserver` brings it back on the same port."""

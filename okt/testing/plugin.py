@@ -22,10 +22,9 @@ from typing import Any
 
 import pytest
 
-from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import envtest, waiting
+from okt.testing import crds, envtest
 
 
 @pytest.fixture(scope="session")
@@ -53,35 +52,6 @@ def namespace(kube: kube_client.Client) -> Iterator[str]:
     kube.delete(kinds.NAMESPACE, name)
 
 
-def ensure_crd(client: kube_client.Client, crd: dict[str, Any], timeout: float = 30.0) -> kinds.Kind:
-    """Create or replace a CRD, wait until it is Established and served, and return its kind."""
-    name = crd["metadata"]["name"]
-    try:
-        client.create(crd, kinds.CRD)
-    except errors.Conflict:
-        live = client.get(kinds.CRD, name)
-        client.replace(
-            kinds.CRD, {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
-        )
-
-    def established() -> bool:
-        live = client.get(kinds.CRD, name)
-        conditions = (live.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    waiting.wait_for(established, timeout=timeout, message=f"CRD {name} Established")
-    spec = crd["spec"]
-    served = next(v["name"] for v in spec["versions"] if v.get("served", True))
-    kind = kinds.Kind(
-        f"{spec['group']}/{served}",
-        spec["names"]["kind"],
-        spec["names"]["plural"],
-        spec.get("scope", "Namespaced") == "Namespaced",
-    )
-    waiting.wait_for(lambda: client.list(kind, "default") is not None, timeout=timeout, message=f"{kind.plural} served")
-    return kind
-
-
 @pytest.fixture(scope="session")
-def apply_crd(kube: kube_client.Client) -> Callable[[dict[str, Any]], kinds.Kind]:
-    return lambda crd: ensure_crd(kube, crd)
+def apply_crd(kube: kube_client.Client, control_plane: envtest.ControlPlane) -> Callable[[dict[str, Any]], kinds.Kind]:
+    return lambda crd: crds.ensure_crd(kube, crd, plane=control_plane)

@@ -1,0 +1,188 @@
+"""The Memcached reconciler: three owned children, a semantic check, status, and a finalizer with real cleanup.
+
+Why this exists: it is okt's canonical operator — the one the README, the demo, the end-to-end tests and the
+benchmarks run. It shows the Stepper used the way OKT intended: the built-in work of every state does almost
+everything, and the author adds behaviour on entering a state.
+
+What one reconcile does (``>CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End`` when all is well):
+
+==============  =======================================================================================
+CRChecker       add the finalizer; :func:`.policy.check` — a semantically bad spec ends in ErrorManager
+                with ``Ready=False``, reason ``InvalidSpec``
+ObjectsGetter   register ``<name>-config`` (ConfigMap), ``<name>`` (Service), ``<name>`` (Deployment)
+Mutator         derive replicas, image and settings from the spec (the resources' ``mutate_with_cr``)
+Updater         create or update the children that differ; then record the Memcached in the namespace's
+                inventory (only when the entry is missing or different)
+SuccessManager  ``status.availableReplicas`` from the Deployment, then okt's conditions (Ready, Available,
+                Progressing, Degraded) and ``observedGeneration``
+CRFinalizer     (deletion) remove the inventory entry; okt removes the finalizer only if that succeeded, and
+                the garbage collector deletes the children (they carry a controller ownerReference)
+==============  =======================================================================================
+
+The finalizer is configurable because it costs two API writes per object (add, remove) and a cleanup read: the
+benchmarks compare both. ``MEMCACHED_FINALIZER=off`` (or ``false``, ``no``, ``0``) makes :func:`reconciler_class`
+return :class:`MemcachedReconcilerWithoutFinalizer`, which keeps no inventory — an inventory nobody cleans on
+deletion would list Memcacheds that no longer exist.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import okt
+
+from . import api, inventory, policy
+from .resources import ConfigMapMemcached, DeploymentMemcached, ServiceMemcached, config_name
+
+State = okt.State
+Operation = okt.Operation
+
+FINALIZER = f"{api.GROUP}/inventory"
+"""The finalizer that keeps a Memcached until its inventory entry is removed."""
+
+FINALIZER_ENV = "MEMCACHED_FINALIZER"
+"""Environment variable: ``off``/``false``/``no``/``0`` runs the operator without its finalizer (and inventory)."""
+
+_OFF = frozenset({"off", "false", "no", "0", "disabled"})
+_CONFLICT_DELAY = 0.2
+
+
+def finalizer_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MEMCACHED_FINALIZER`` (in ``environ``, default ``os.environ``) leaves the finalizer on."""
+    value = (os.environ if environ is None else environ).get(FINALIZER_ENV, "on")
+    return value.strip().lower() not in _OFF
+
+
+class MemcachedReconciler(okt.Reconciler):
+    """Reconciles ``Memcached`` (``cache.example.com/v1alpha1``) into a ConfigMap, a Service and a Deployment.
+
+    Parameters (``params``, override in a subclass): ``max_sizes`` maps an image repository (full, or its last path
+    element) to the largest ``spec.size`` allowed for it; see :mod:`.policy`.
+    """
+
+    api_version = api.API_VERSION
+    kind = api.KIND
+    plural = api.PLURAL
+    spec_model = api.MemcachedSpec
+    status_model = api.MemcachedStatus
+    owns = (ConfigMapMemcached, ServiceMemcached, DeploymentMemcached)
+    finalizer: ClassVar[str | None] = FINALIZER
+    params: ClassVar[Mapping[str, Any]] = {"max_sizes": policy.DEFAULT_MAX_SIZES}
+    printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = (
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "description": "Desired replicas."},
+        {
+            "name": "Available",
+            "type": "integer",
+            "jsonPath": ".status.availableReplicas",
+            "description": "Replicas available to clients.",
+        },
+        {"name": "Image", "type": "string", "jsonPath": ".spec.image", "priority": 1},
+    )
+
+    @property
+    def keeps_inventory(self) -> bool:
+        """The inventory is kept only by a reconciler whose finalizer can clean it on deletion."""
+        return self.finalizer is not None
+
+    # -- the Stepper's hook --------------------------------------------------------------------------------------
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        """The built-in work of every state, plus the status field before SuccessManager and the inventory
+        after a successful Updater."""
+        if state is State.SuccessManager:
+            ctx.status["availableReplicas"] = self.available_replicas(ctx)
+        super().enter_in_state(state, ctx)
+        if state is State.Updater and self.keeps_inventory and not ctx.results.has_error:
+            self.record_in_inventory(ctx)
+
+    # -- okt.Reconciler hooks ------------------------------------------------------------------------------------
+
+    def check(self, ctx: okt.Context) -> None:
+        """Refuse semantically bad specs (floating image, size above the image's maximum): ``okt.InvalidSpec``."""
+        policy.check(api.spec_of(ctx.spec), ctx.params.get("max_sizes", policy.DEFAULT_MAX_SIZES))
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        """The three children of a Memcached, in creation order (settings first: the pods read them)."""
+        cr, params = ctx.cr, ctx.params
+        return [
+            ConfigMapMemcached(cr, name=config_name(cr.name), params=params),
+            ServiceMemcached(cr, params=params),
+            DeploymentMemcached(cr, params=params),
+        ]
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        """Remove the Memcached from its namespace's inventory (an API error keeps the finalizer: retried)."""
+        ctx.results.add(inventory.forget(ctx), inventory.describe(ctx.cr.namespace))
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    def available_replicas(self, ctx: okt.Context) -> int:
+        """The Deployment's available replicas, as last read (0 before the Deployment exists)."""
+        for res in ctx.registry:
+            if isinstance(res, DeploymentMemcached):
+                return res.readiness().available
+        return 0
+
+    def record_in_inventory(self, ctx: okt.Context) -> None:
+        """Record the Memcached in its namespace's inventory; failures are results entries (retried)."""
+        what = inventory.describe(ctx.cr.namespace)
+        try:
+            operation = inventory.record(ctx)
+        except okt.Conflict as exc:
+            ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=_CONFLICT_DELAY)
+        except okt.OktError as exc:
+            ctx.results.add(Operation.CRUD_ERROR, what, exc)
+        else:
+            ctx.results.add(operation, what)
+
+
+class MemcachedReconcilerWithoutFinalizer(MemcachedReconciler):
+    """The same operator without its finalizer (``MEMCACHED_FINALIZER=off``): no inventory, no deletion hook.
+
+    Deletion is then left to Kubernetes alone: the children are garbage-collected through their ownerReferences.
+    An object that still carries :data:`FINALIZER` — created while the operator ran with it — is cleaned up and
+    released as the finalizer-enabled operator would have done, so switching the finalizer off never leaves an
+    object stuck in deletion.
+    """
+
+    finalizer = None
+
+    def cr_finalizer(self, ctx: okt.Context) -> None:
+        super().cr_finalizer(ctx)
+        if FINALIZER not in ctx.cr.finalizers:
+            return
+        try:
+            ctx.results.add(inventory.forget(ctx), inventory.describe(ctx.cr.namespace))
+            release_finalizer(ctx, FINALIZER)
+            ctx.results.add(Operation.FINALIZER_REMOVED, FINALIZER)
+        except okt.Conflict as exc:
+            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=_CONFLICT_DELAY)
+        except okt.NotFound:
+            ctx.results.add(Operation.FINALIZER_REMOVED, FINALIZER)
+        except okt.OktError as exc:
+            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc)
+
+
+def release_finalizer(ctx: okt.Context, name: str) -> None:
+    """Remove one finalizer with a JSON patch that tests the resourceVersion and the entry's index first.
+
+    A concurrent change of the object (another controller's finalizer, say) makes the patch fail with 409
+    (``okt.Conflict``) instead of overwriting it.
+    """
+    finalizers = list(ctx.cr.finalizers)
+    index = finalizers.index(name)
+    ops = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": ctx.cr.resource_version},
+        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": name},
+        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+    ]
+    ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, ops, ctx.cr.namespace, patch_type="json"))
+
+
+def reconciler_class(finalizer: bool | None = None) -> type[MemcachedReconciler]:
+    """The reconciler to run: with the finalizer (default), or without it when ``finalizer`` is False — or, when
+    ``finalizer`` is None, when ``MEMCACHED_FINALIZER`` says ``off``."""
+    enabled = finalizer_enabled() if finalizer is None else finalizer
+    return MemcachedReconciler if enabled else MemcachedReconcilerWithoutFinalizer

@@ -1,0 +1,48 @@
+"""Deployment owned by Memcached (cache/v1alpha1): the author's part.
+
+Generated once by ``okt gen resource``, then yours: regeneration rewrites
+``deployment_memcached_gen.py`` (template, API version, hashed fields) and never
+touches this file.
+
+The template (from ``manifests/deployment.yaml``) fixes the shape: labels, port
+11211, the settings read from ``<name>-config``. What follows the custom resource
+is set here: the replicas, the image, the container's memory, and a checksum of
+the settings on the pod template, so that a change of settings rolls the pods
+(they read the ConfigMap only when they start).
+"""
+
+from typing import Any
+
+import okt
+
+from .. import api, settings
+from .deployment_memcached_gen import DeploymentMemcachedBase
+
+SETTINGS_ANNOTATION = "cache.example.com/settings-checksum"
+"""The pod-template annotation holding :meth:`settings.Settings.checksum`."""
+
+
+class DeploymentMemcached(DeploymentMemcachedBase):
+    """The memcached Deployment that okt keeps in place for each Memcached (replicas = ``spec.size``)."""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        """Set replicas, image, memory and the settings checksum from the custom resource."""
+        spec = api.spec_of(cr.spec)
+        tuned = settings.for_size(spec.size)
+        deployment_spec = self.desired["spec"]
+        deployment_spec["replicas"] = spec.size
+        pod = deployment_spec["template"]
+        pod["metadata"].setdefault("annotations", {})[SETTINGS_ANNOTATION] = tuned.checksum()
+        container = memcached_container(pod["spec"])
+        container["image"] = spec.image
+        resources = container.setdefault("resources", {})
+        resources.setdefault("requests", {})["memory"] = tuned.container_memory
+        resources.setdefault("limits", {})["memory"] = tuned.container_memory
+
+
+def memcached_container(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """The container named ``memcached`` of a pod spec (a template without it is a programming error)."""
+    for container in pod_spec["containers"]:
+        if container["name"] == "memcached":
+            return container  # type: ignore[no-any-return]
+    raise okt.PermanentError("the Deployment template has no container named 'memcached'")

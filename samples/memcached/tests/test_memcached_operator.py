@@ -1,0 +1,345 @@
+"""The memcached operator end to end, on the real local control plane, run by okt's Manager."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import okt
+from okt import errors
+from okt.reconciler import core
+from okt.testing import envtest, wait_for
+from samples.memcached import harness
+from samples.memcached.memcached_operator import (
+    FINALIZER,
+    MemcachedReconciler,
+    MemcachedReconcilerWithoutFinalizer,
+    settings,
+)
+from samples.memcached.memcached_operator.resources import deployment_memcached
+
+pytestmark = pytest.mark.integration
+
+
+def container(deployment: dict[str, Any]) -> dict[str, Any]:
+    return deployment_memcached.memcached_container(deployment["spec"]["template"]["spec"])
+
+
+def test_twenty_memcacheds_converge_to_ready_with_current_observed_generation(
+    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    names = [f"cache-{i:02d}" for i in range(20)]
+    for i, name in enumerate(names):
+        memcacheds.create(name, size=i % 5 + 1)
+
+    summaries = memcacheds.wait_converged(names, timeout=90)
+
+    assert [s.replicas for s in summaries] == [i % 5 + 1 for i in range(20)]
+    assert sorted(memcacheds.inventory()) == names
+    for name in names:
+        obj = memcacheds.get(name)
+        assert obj is not None
+        assert obj["metadata"]["finalizers"] == [FINALIZER]
+        types = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert {"Ready", "Available", "Progressing", "Degraded"} <= set(types)
+        assert types["Degraded"]["status"] == "False"
+        assert all(c["observedGeneration"] == obj["metadata"]["generation"] for c in types.values())
+
+
+def test_children_carry_the_spec_the_settings_and_a_controller_owner(
+    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    created = memcacheds.create("shaped", size=3, image="memcached:1.6.21")
+    memcacheds.wait_converged(["shaped"])
+
+    children = memcacheds.children("shaped")
+    deployment, service, config = children["Deployment"], children["Service"], children["ConfigMap"]
+    assert deployment is not None and service is not None and config is not None
+    tuned = settings.for_size(3)
+    assert deployment["spec"]["replicas"] == 3
+    assert container(deployment)["image"] == "memcached:1.6.21"
+    assert container(deployment)["ports"][0]["containerPort"] == 11211
+    assert container(deployment)["envFrom"][0]["configMapRef"]["name"] == "shaped-config"
+    assert [p["port"] for p in service["spec"]["ports"]] == [11211]
+    assert config["data"] == tuned.to_config_data()
+    for child in children.values():
+        assert child is not None
+        owners = child["metadata"]["ownerReferences"]
+        assert [(o["kind"], o["uid"], o["controller"]) for o in owners] == [
+            ("Memcached", created["metadata"]["uid"], True)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected_replicas", "expected_image"),
+    [
+        ({"size": 4}, 4, "memcached:1.6"),
+        ({"size": 12}, 12, "memcached:1.6"),
+        ({"image": "memcached:1.6.21"}, 2, "memcached:1.6.21"),
+        ({"size": 1, "image": "memcached:1.5"}, 1, "memcached:1.5"),
+    ],
+)
+def test_a_spec_change_propagates_to_the_deployment_and_the_inventory(
+    operator: harness.RunningOperator,
+    memcacheds: harness.Memcacheds,
+    change: dict[str, Any],
+    expected_replicas: int,
+    expected_image: str,
+) -> None:
+    memcacheds.create("scaled", size=2)
+    memcacheds.wait_converged(["scaled"])
+
+    memcacheds.update_spec("scaled", **change)
+    (summary,) = memcacheds.wait_converged(["scaled"])
+
+    deployment = memcacheds.deployment("scaled")
+    config = memcacheds.config("scaled")
+    assert deployment is not None and config is not None
+    assert summary.generation == 2
+    assert deployment["spec"]["replicas"] == expected_replicas
+    assert container(deployment)["image"] == expected_image
+    assert config["data"] == settings.for_size(expected_replicas).to_config_data()
+    entry = memcacheds.inventory()["scaled"]
+    assert (entry["size"], entry["image"]) == (expected_replicas, expected_image)
+
+
+def scale_deployment(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    client.patch(harness.DEPLOYMENT, name, {"spec": {"replicas": 9}}, memcacheds.namespace)
+
+
+def swap_image(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    deployment = memcacheds.deployment(name)
+    assert deployment is not None
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    containers[0]["image"] = "memcached:1.4"
+    client.patch(
+        harness.DEPLOYMENT, name, {"spec": {"template": {"spec": {"containers": containers}}}}, memcacheds.namespace
+    )
+
+
+def edit_settings(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    client.patch(harness.CONFIG_MAP, f"{name}-config", {"data": {"MEMCACHED_THREADS": "64"}}, memcacheds.namespace)
+
+
+def delete_service(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    client.delete(harness.SERVICE, name, memcacheds.namespace)
+
+
+def delete_deployment(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    client.delete(harness.DEPLOYMENT, name, memcacheds.namespace, propagation="Foreground")
+
+
+@pytest.mark.parametrize(
+    "edit", [scale_deployment, swap_image, edit_settings, delete_service, delete_deployment], ids=lambda f: f.__name__
+)
+def test_an_out_of_band_edit_of_a_child_is_repaired(
+    kube: okt.Client,
+    operator: harness.RunningOperator,
+    memcacheds: harness.Memcacheds,
+    edit: Callable[[okt.Client, harness.Memcacheds, str], None],
+) -> None:
+    memcacheds.create("tampered", size=3)
+    memcacheds.wait_converged(["tampered"])
+
+    edit(kube, memcacheds, "tampered")
+
+    def repaired() -> bool:
+        deployment, config, service = (
+            memcacheds.deployment("tampered"),
+            memcacheds.config("tampered"),
+            memcacheds.service("tampered"),
+        )
+        return (
+            deployment is not None
+            and deployment["metadata"].get("deletionTimestamp") is None
+            and deployment["spec"]["replicas"] == 3
+            and container(deployment)["image"] == "memcached:1.6"
+            and config is not None
+            and config["data"] == settings.for_size(3).to_config_data()
+            and service is not None
+        )
+
+    wait_for(repaired, timeout=30, interval=0.1, message="the children to be repaired")
+
+
+@pytest.mark.parametrize(
+    ("spec", "complaint"),
+    [
+        ({"size": 0}, "spec.size"),
+        ({"size": 101}, "spec.size"),
+        ({"size": "three"}, "spec.size"),
+        ({}, "spec.size"),
+        ({"size": 2, "image": ""}, "spec.image"),
+    ],
+)
+def test_an_invalid_memcached_is_refused_by_the_generated_crd_schema(
+    memcacheds: harness.Memcacheds, spec: dict[str, Any], complaint: str
+) -> None:
+    body = {**memcacheds.body("invalid", None), "spec": spec}
+
+    with pytest.raises(okt.ApiError) as refused:
+        memcacheds.client.create(body, memcacheds.kind)
+
+    assert isinstance(refused.value, errors.Invalid)
+    assert complaint in str(refused.value)
+    assert memcacheds.get("invalid") is None
+
+
+@pytest.mark.parametrize(
+    ("size", "image", "message"),
+    [
+        (2, "memcached", "spec.image 'memcached' has no tag"),
+        (2, "registry.example.com:5000/memcached", "has no tag"),
+        (2, "memcached:latest", "uses the floating tag 'latest'"),
+        (60, "memcached:1.6", "spec.size 60 exceeds the maximum of 50 replicas configured for memcached images"),
+    ],
+)
+def test_a_semantically_bad_memcached_gets_ready_false_with_the_reason(
+    operator: harness.RunningOperator, memcacheds: harness.Memcacheds, size: int, image: str, message: str
+) -> None:
+    memcacheds.create("dubious", size=size, image=image)
+
+    ready = memcacheds.wait_ready_false("dubious")
+
+    assert ready["reason"] == "InvalidSpec"
+    assert message in ready["message"]
+    obj = memcacheds.get("dubious")
+    assert obj is not None
+    degraded = harness.condition(obj, "Degraded")
+    assert degraded is not None and degraded["status"] == "True"
+    assert memcacheds.deployment("dubious") is None
+    assert "dubious" not in memcacheds.inventory()
+
+
+def test_fixing_a_semantically_bad_memcached_makes_it_ready(
+    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    memcacheds.create("fixed", size=2, image="memcached")
+    memcacheds.wait_ready_false("fixed")
+
+    memcacheds.update_spec("fixed", image="memcached:1.6.21")
+
+    (summary,) = memcacheds.wait_converged(["fixed"])
+    assert summary.replicas == 2
+    assert summary.observed_generation == 2
+
+
+def test_deleting_a_memcached_removes_its_inventory_entry_then_the_object_and_its_children(
+    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    for name in ("doomed", "survivor"):
+        memcacheds.create(name, size=2)
+    memcacheds.wait_converged(["doomed", "survivor"])
+    assert set(memcacheds.inventory()) == {"doomed", "survivor"}
+
+    memcacheds.delete("doomed")
+    memcacheds.wait_gone("doomed")
+
+    # The finalizer held the object until its entry was gone, so once the object is gone the entry is too.
+    assert set(memcacheds.inventory()) == {"survivor"}
+    memcacheds.wait_children_gone("doomed")
+    assert memcacheds.summary("survivor").converged
+
+
+def test_a_converged_memcached_is_reconciled_again_without_any_write(
+    kube: okt.Client, operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    memcacheds.create("steady", size=2)
+    memcacheds.wait_converged(["steady"])
+    operator.stop()
+    before = kube.stats.snapshot()
+
+    run = core.reconcile(MemcachedReconciler(), kube, None, memcacheds.namespace, "steady", kind=memcacheds.kind)
+
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    assert kube.stats.writes(before) == 0
+    assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End"
+
+
+def test_without_the_finalizer_there_is_no_inventory_and_deletion_is_left_to_the_garbage_collector(
+    run_operator: Callable[..., harness.RunningOperator], memcacheds: harness.Memcacheds
+) -> None:
+    run_operator(MemcachedReconcilerWithoutFinalizer)
+    memcacheds.create("plain", size=2)
+    memcacheds.wait_converged(["plain"])
+    obj = memcacheds.get("plain")
+    assert obj is not None
+    assert not obj["metadata"].get("finalizers")
+    assert memcacheds.inventory() == {}
+
+    memcacheds.delete("plain")
+
+    memcacheds.wait_gone("plain", timeout=5)
+    memcacheds.wait_children_gone("plain")
+
+
+def test_switching_the_finalizer_off_still_releases_objects_that_carry_it(
+    run_operator: Callable[..., harness.RunningOperator], memcacheds: harness.Memcacheds
+) -> None:
+    with_finalizer = run_operator(MemcachedReconciler)
+    memcacheds.create("legacy", size=1)
+    memcacheds.wait_converged(["legacy"])
+    assert with_finalizer.stop()
+    run_operator(MemcachedReconcilerWithoutFinalizer)
+
+    memcacheds.delete("legacy")
+
+    memcacheds.wait_gone("legacy")
+    assert "legacy" not in memcacheds.inventory()
+
+
+def test_okt_run_operator_py_reconciles_and_exits_cleanly_on_sigterm(
+    control_plane: envtest.ControlPlane, memcacheds: harness.Memcacheds, tmp_path: pathlib.Path
+) -> None:
+    process = harness.OperatorProcess.start(
+        control_plane.kubeconfig, namespaces=[memcacheds.namespace], log_path=tmp_path / "operator.log"
+    )
+    try:
+        memcacheds.create("served", size=2)
+        (summary,) = memcacheds.wait_converged(["served"])
+        assert summary.replicas == 2
+        assert 'okt_reconcile_total{controller="memcached",result="done"}' in process.metrics()
+    finally:
+        status = process.stop()
+
+    assert status == 0, process.log_tail(20)
+    assert "served" in process.log_tail(200)
+
+
+def test_available_follows_the_deployments_available_replicas(bare_plane: envtest.ControlPlane) -> None:
+    # No deployment controller runs on this control plane: the test writes the Deployment's status, as the
+    # kubelet and the deployment controller would on a real cluster.
+    admin = okt.Client.from_kubeconfig(bare_plane.kubeconfig)
+    kind = harness.apply_crd(admin)
+    memcacheds = harness.Memcacheds(admin, kind, "default")
+    operator = harness.RunningOperator.start(admin, MemcachedReconciler, namespaces=["default"])
+    try:
+        memcacheds.create("warming", size=2)
+        memcacheds.wait_converged(["warming"])
+        obj = memcacheds.get("warming")
+        assert obj is not None
+        available = harness.condition(obj, "Available")
+        assert available is not None and available["status"] == "False"
+        deployment = memcacheds.deployment("warming")
+        assert deployment is not None
+
+        counts = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+        status = {**counts, "observedGeneration": deployment["metadata"]["generation"]}
+        admin.patch(harness.DEPLOYMENT, "warming", {"status": status}, "default", subresource="status")
+
+        def available_now() -> bool:
+            obj = memcacheds.get("warming") or {}
+            conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+            return (obj.get("status") or {}).get("availableReplicas") == 2 and conditions.get("Available") == "True"
+
+        wait_for(available_now, timeout=30, interval=0.1, message="Available=True with availableReplicas=2")
+        obj = memcacheds.get("warming")
+        assert obj is not None
+        progressing = harness.condition(obj, "Progressing")
+        assert progressing is not None and progressing["status"] == "False"
+    finally:
+        operator.stop()
+        admin.close()

@@ -1,0 +1,165 @@
+"""Children that are no longer wanted, and children someone else writes concurrently.
+
+Pruning is okt's job: a child carrying the owner label but no longer registered is deleted, anything else is left
+alone. A 409 on a guarded update is reported as a fast retry, and the next reconcile converges. (Garbage collection
+of a deleted owner's children is in ``test_owner_deletion``.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import okt
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import reconciler as reconciler_mod
+from okt.testing import waiting
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
+
+NAME = "demo"
+CHILDREN = (
+    ("v1", "ConfigMap", f"{NAME}-config"),
+    ("v1", "Service", NAME),
+    ("apps/v1", "Deployment", NAME),
+)
+
+
+class WithoutService(shared.WidgetReconciler):
+    """The Widget reconciler after its author dropped the Service from ``resources()``."""
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [res for res in super().resources(ctx) if not isinstance(res, shared.WidgetService)]
+
+
+class WithoutConfigAndService(shared.WidgetReconciler):
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [res for res in super().resources(ctx) if isinstance(res, shared.WidgetDeployment)]
+
+
+class InterferedReconciler(shared.WidgetReconciler):
+    """Another writer annotates the ConfigMap after okt read it and before okt updates it (once).
+
+    The update okt then sends carries a stale resourceVersion: the API server answers 409.
+    """
+
+    def __init__(self, other: kube_client.Client) -> None:
+        self.other = other
+        self.interferences = 0
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and not self.interferences:
+            config = next(res for res in ctx.registry if res.kind == "ConfigMap")
+            assert config.live is not None, "ObjectsGetter read it"
+            patch = {"metadata": {"annotations": {"example.com/touched-by": "backup-controller"}}}
+            touched = self.other.patch(kinds.CONFIG_MAP, config.name, patch, config.namespace)
+            assert touched["metadata"]["resourceVersion"] != config.live["metadata"]["resourceVersion"]
+            self.interferences += 1
+        super().enter_in_state(state, ctx)
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "pruned"),
+    [
+        pytest.param(WithoutService(), {("delete", "services"): 1}, id="service"),
+        pytest.param(
+            WithoutConfigAndService(), {("delete", "services"): 1, ("delete", "configmaps"): 1}, id="config-and-service"
+        ),
+    ],
+)
+def test_a_child_removed_from_resources_is_pruned(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    reconciler: okt.Reconciler,
+    pruned: dict[tuple[str, str], int],
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    assert shared.write_requests(kube, before) == pruned
+    assert run.results.counts()[okt.Operation.PRUNED] == sum(pruned.values())
+    gone = {plural for _, plural in pruned}
+    for api_version, kind_name, name in CHILDREN:
+        plural = kube.resolve(api_version, kind_name).plural
+        if plural in gone:
+            waiting.wait_for(
+                lambda a=api_version, k=kind_name, n=name: shared.get_child(kube, a, k, namespace, n) is None,
+                message=f"{kind_name}/{name} pruned",
+            )
+        else:
+            assert shared.get_child(kube, api_version, kind_name, namespace, name) is not None
+    steady = kube.stats.snapshot()
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert shared.write_requests(kube, steady) == {}
+
+
+def test_an_object_without_our_owner_label_is_never_pruned(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    bystander = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "bystander", "namespace": namespace, "labels": {"app": NAME}},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    other_client.create(bystander, kube.resolve("v1", "Service"))
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(WithoutService(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {("delete", "services"): 1}
+    assert run.results.counts()[okt.Operation.PRUNED] == 1
+    assert shared.get_child(kube, "v1", "Service", namespace, "bystander") is not None
+
+
+def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converges(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1, greeting="hello")
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, greeting="bonjour")
+    reconciler = InterferedReconciler(other_client)
+    before = kube.stats.snapshot()
+
+    conflicted = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert reconciler.interferences == 1
+    assert conflicted.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>ErrorManager>End"
+    assert conflicted.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(conflicted.outcome.error, errors.Conflict)
+    assert conflicted.outcome.delay == reconciler_mod.CONFLICT_DELAY
+    # One refused update, no second blind attempt in the same reconcile; the status says Ready=False.
+    assert shared.write_requests(kube, before) == {("patch", "configmaps"): 1, ("patch", "widgets/status"): 1}
+    stale = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert stale is not None
+    assert stale["data"]["greeting"] == "hello"
+    not_ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert not_ready is not None
+    assert (not_ready["status"], not_ready["reason"]) == ("False", "ApiError")
+
+    converged = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert converged.outcome == okt.Outcome.done()
+    assert reconciler.interferences == 1
+    config = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert config is not None
+    assert config["data"]["greeting"] == "bonjour"
+    assert config["metadata"]["annotations"]["example.com/touched-by"] == "backup-controller"
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None
+    assert ready["status"] == "True"
+    steady = kube.stats.snapshot()
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert shared.write_requests(kube, steady) == {}

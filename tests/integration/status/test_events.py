@@ -1,0 +1,120 @@
+"""Kubernetes Events as ``kubectl describe`` shows them: one on a meaningful transition, one per distinct error
+(repeats bump its count), none while nothing happens."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.status import events
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+NAME = "demo"
+
+
+@pytest.fixture
+def recorder(kube: kube_client.Client) -> events.EventRecorder:
+    """One recorder for the test, as one controller process has one."""
+    return events.EventRecorder(kube, "widget-controller")
+
+
+def events_of(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> list[dict[str, Any]]:
+    """The Events about the Widget, oldest first (what ``kubectl describe widget demo`` lists)."""
+    uid = shared.get_widget(kube, kind, namespace, NAME)["metadata"]["uid"]
+    items, _ = kube.list(kinds.EVENT, namespace)
+    about = [item for item in items if item["involvedObject"].get("uid") == uid]
+    return sorted(about, key=lambda item: item["firstTimestamp"])
+
+
+def summary(event: dict[str, Any]) -> tuple[str, str, int]:
+    return event["type"], event["reason"], event["count"]
+
+
+def event_requests(
+    kube: kube_client.Client, before: collections.Counter[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    return {key: n for key, n in shared.write_requests(kube, before).items() if key[1] == "events"}
+
+
+def test_the_first_success_records_a_normal_reconciled_event(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+
+    recorded = events_of(kube, widget_kind, namespace)
+    assert [summary(event) for event in recorded] == [("Normal", "Reconciled", 1)]
+    assert recorded[0]["message"].startswith("generation 1 reconciled: created=3")
+    assert recorded[0]["involvedObject"]["kind"] == "Widget"
+    assert recorded[0]["source"] == {"component": "widget-controller"}
+
+
+def test_an_error_records_a_warning_event_with_the_error_reason(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
+
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+
+    recorded = events_of(kube, widget_kind, namespace)
+    assert [summary(event) for event in recorded] == [("Warning", "InvalidSpec", 1)]
+    assert recorded[0]["message"].startswith("spec.size: ")
+
+
+@pytest.mark.parametrize("steady_reconciles", [1, 3])
+def test_steady_reconciles_record_no_event(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    recorder: events.EventRecorder,
+    steady_reconciles: int,
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+    before = kube.stats.snapshot()
+
+    for _ in range(steady_reconciles):
+        shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert event_requests(kube, before) == {}
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Normal", "Reconciled", 1)]
+
+
+@pytest.mark.parametrize("repeats", [2, 4])
+def test_a_repeated_error_bumps_the_count_of_one_event(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder, repeats: int
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
+    before = kube.stats.snapshot()
+
+    for _ in range(repeats):
+        shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert event_requests(kube, before) == {("create", "events"): 1, ("patch", "events"): repeats - 1}
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [
+        ("Warning", "InvalidSpec", repeats)
+    ]
+
+
+def test_recovering_from_an_error_records_a_normal_event_after_the_warning(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert run.outcome == okt.Outcome.done()
+    recorded = events_of(kube, widget_kind, namespace)
+    assert sorted(summary(event) for event in recorded) == [("Normal", "Reconciled", 1), ("Warning", "InvalidSpec", 1)]

@@ -1,0 +1,221 @@
+"""Finalizers on a real API server: added on the first reconcile, removed only after a successful cleanup, never
+someone else's, and a deletion that happened while no reconcile ran is still cleaned up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import okt
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import reconciler as reconciler_mod
+from okt.testing import waiting
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
+
+NAME = "demo"
+FINALIZER = "test.okt.io/cleanup"
+FOREIGN = "example.com/keep-until-archived"
+
+
+class CleanupWidgetReconciler(shared.WidgetReconciler):
+    """A Widget reconciler whose deletion needs a cleanup that fails until ``cleanup_works`` flips."""
+
+    finalizer = FINALIZER
+
+    def __init__(self, *, cleanup_works: bool = True, retry_after: float | None = None) -> None:
+        self.cleanup_works = cleanup_works
+        self.retry_after = retry_after
+        self.cleanups = 0
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        self.cleanups += 1
+        if not self.cleanup_works:
+            raise okt.TemporaryError("the external bucket is not empty yet", delay=self.retry_after)
+
+
+def create_widget(kube: kube_client.Client, kind: kinds.Kind, namespace: str, *finalizers: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": NAME, "namespace": namespace},
+        "spec": {"size": 1},
+    }
+    if finalizers:
+        body["metadata"]["finalizers"] = list(finalizers)
+    return kube.create(body, kind)
+
+
+def finalizers_of(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> list[str] | None:
+    """The Widget's finalizers, or None once it is gone."""
+    live = kube.get_or_none(kind, NAME, namespace)
+    return None if live is None else list(live["metadata"].get("finalizers") or [])
+
+
+def wait_until_gone(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> None:
+    waiting.wait_for(lambda: kube.get_or_none(kind, NAME, namespace) is None, message=f"{kind.kind}/{NAME} gone")
+
+
+def test_the_first_reconcile_adds_the_finalizer(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    create_widget(kube, widget_kind, namespace)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(CleanupWidgetReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    assert run.results.counts()[okt.Operation.FINALIZER_ADDED] == 1
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+    assert shared.write_requests(kube, before)[("patch", "widgets")] == 1
+    steady = kube.stats.snapshot()
+    shared.reconcile_widget(CleanupWidgetReconciler(), kube, widget_kind, namespace, NAME)
+    assert shared.write_requests(kube, steady) == {}
+
+
+@pytest.mark.parametrize("retry_after", [None, 7.0])
+def test_a_failing_cleanup_keeps_the_finalizer_and_retries_until_it_succeeds(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, retry_after: float | None
+) -> None:
+    reconciler = CleanupWidgetReconciler(cleanup_works=False, retry_after=retry_after)
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    kube.delete(widget_kind, NAME, namespace)
+
+    failed = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert failed.path_str == ">CRChecker>CRFinalizer>ErrorManager>End"
+    assert failed.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(failed.outcome.error, okt.TemporaryError)
+    assert failed.outcome.delay == retry_after, "None: the work queue's backoff decides"
+    assert reconciler.cleanups == 1
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "TemporaryError",
+        "the external bucket is not empty yet",
+    )
+
+    reconciler.cleanup_works = True
+    done = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert done.path_str == ">CRChecker>CRFinalizer>End"
+    assert done.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 2
+    assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
+    wait_until_gone(kube, widget_kind, namespace)
+
+
+def test_a_finalizer_added_by_another_controller_is_never_removed(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = CleanupWidgetReconciler()
+    create_widget(kube, widget_kind, namespace, FOREIGN)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert finalizers_of(kube, widget_kind, namespace) == [FOREIGN, FINALIZER]
+    kube.delete(widget_kind, NAME, namespace)
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 1
+    assert finalizers_of(kube, widget_kind, namespace) == [FOREIGN]
+    before = kube.stats.snapshot()
+    again = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert again.path_str == ">CRChecker>CRFinalizer>End"
+    assert reconciler.cleanups == 1, "our finalizer is gone: nothing left for us to clean up"
+    assert shared.write_requests(kube, before) == {}
+    assert finalizers_of(kube, widget_kind, namespace) == [FOREIGN]
+
+    # The other controller finishes its own work; only then does the object go.
+    live = shared.get_widget(other_client, widget_kind, namespace, NAME)
+    other_client.patch(
+        widget_kind,
+        NAME,
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": live["metadata"]["resourceVersion"]},
+            {"op": "remove", "path": "/metadata/finalizers/0"},
+        ],
+        namespace,
+        patch_type="json",
+    )
+    wait_until_gone(kube, widget_kind, namespace)
+
+
+def test_a_finalizer_list_changed_during_cleanup_makes_the_removal_retry_instead_of_clobbering_it(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    class RacedReconciler(CleanupWidgetReconciler):
+        """While okt cleans up, the other controller finishes and removes its own finalizer (index 0)."""
+
+        def cleanup(self, ctx: okt.Context) -> None:
+            super().cleanup(ctx)
+            if self.cleanups == 1:
+                other_client.patch(
+                    widget_kind,
+                    NAME,
+                    [
+                        {"op": "test", "path": "/metadata/finalizers/0", "value": FOREIGN},
+                        {"op": "remove", "path": "/metadata/finalizers/0"},
+                    ],
+                    namespace,
+                    patch_type="json",
+                )
+
+    reconciler = RacedReconciler()
+    create_widget(kube, widget_kind, namespace, FOREIGN)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert finalizers_of(kube, widget_kind, namespace) == [FOREIGN, FINALIZER]
+    kube.delete(widget_kind, NAME, namespace)
+
+    raced = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    # okt read [FOREIGN, FINALIZER] and would remove index 1; the list is now [FINALIZER]. The JSON patch tests the
+    # resourceVersion first, so the server refuses it instead of applying it to a list okt never saw (a failed
+    # "test" operation is answered 422 Invalid), and okt asks for the same fast retry as after a 409.
+    assert raced.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(raced.outcome.error, errors.Invalid)
+    assert raced.outcome.delay == reconciler_mod.CONFLICT_DELAY
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+
+    settled = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert settled.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 2, "cleanup runs again: it must be idempotent"
+    wait_until_gone(kube, widget_kind, namespace)
+
+
+def test_a_cr_deleted_while_okt_was_down_is_cleaned_up_at_the_next_reconcile(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = CleanupWidgetReconciler()
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    kube.delete(widget_kind, NAME, namespace)  # no reconcile runs: okt is down
+
+    waiting.wait_for(
+        lambda: shared.get_widget(kube, widget_kind, namespace, NAME)["metadata"].get("deletionTimestamp"),
+        message="the deletion to be recorded",
+    )
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER], "the finalizer holds the object for us"
+    assert reconciler.cleanups == 0
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.path_str == ">CRChecker>CRFinalizer>End"
+    assert run.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 1
+    wait_until_gone(kube, widget_kind, namespace)
+    gone = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert gone.outcome == okt.Outcome.give_up("cr not found")
+    assert reconciler.cleanups == 1

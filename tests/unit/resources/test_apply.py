@@ -1,0 +1,406 @@
+"""Behaviour of okt.resources.apply: the create / update / unchanged decision and the one request it takes."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import hypothesis
+import pytest
+from hypothesis import strategies as st
+
+from okt.kube import kinds, objects
+from okt.resources import apply, checksum, resource
+
+OWNER = objects.CustomResource(
+    {
+        "apiVersion": "test.okt.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "demo", "namespace": "ns", "uid": "uid-1", "generation": 1},
+        "spec": {"size": 2},
+    }
+)
+LABELS = apply.Labels()
+
+
+class Config(resource.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-config
+  namespace: {{ namespace }}
+data:
+  size: "{{ cr.spec.size }}"
+  mode: fast
+"""
+
+
+class FrozenConfig(Config):
+    """The same ConfigMap as a create-only resource."""
+
+    mutable = False
+
+
+class AnnotatedConfig(Config):
+    """Hashes every annotation too (a ``hashable_ref`` override), including okt's own once it is stamped."""
+
+    def hashable_ref(self) -> Any:
+        return {**super().hashable_ref(), "annotations": self.desired["metadata"].get("annotations") or {}}
+
+
+class Seeded(Config):
+    """A resource whose initial data is generated once (on creation or repair)."""
+
+    def mutate_with_initial_data(self) -> None:
+        self.desired.setdefault("data", {})["seed"] = "generated"
+
+
+def prepared(cls: type[resource.Resource] = Config, owner: objects.CustomResource = OWNER) -> resource.Resource:
+    res = cls(owner)
+    apply.prepare(res, owner, LABELS)
+    return res
+
+
+def as_live(res: resource.Resource, **server_fields: Any) -> dict[str, Any]:
+    """What the server returns after creating ``res``: its desired state plus server-owned fields."""
+    live = copy.deepcopy(res.desired)
+    live["metadata"].update(
+        {"uid": "child-uid", "resourceVersion": "41", "creationTimestamp": "2026-11-21T10:00:00Z"}, **server_fields
+    )
+    return live
+
+
+# --- Labels ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "hash_annotation", "owner_label"),
+    [
+        ("okt.io", "okt.io/okt-hash", "okt.io/owner-uid"),
+        ("cache.example.com", "cache.example.com/okt-hash", "cache.example.com/owner-uid"),
+    ],
+)
+def test_label_names_derive_from_the_prefix(prefix: str, hash_annotation: str, owner_label: str) -> None:
+    labels = apply.Labels(prefix)
+
+    assert (labels.hash_annotation, labels.owner_label) == (hash_annotation, owner_label)
+
+
+def test_the_default_prefix_is_okt_io() -> None:
+    assert apply.Labels().prefix == apply.DEFAULT_PREFIX == "okt.io"
+
+
+# --- prepare --------------------------------------------------------------------------------------------------------
+
+
+def test_prepare_stamps_owner_reference_owner_label_and_hash() -> None:
+    res = Config(OWNER)
+
+    digest = apply.prepare(res, OWNER, LABELS)
+
+    meta = res.desired["metadata"]
+    assert meta["ownerReferences"] == [OWNER.owner_reference()]
+    assert meta["labels"] == {"okt.io/owner-uid": "uid-1"}
+    assert meta["annotations"] == {"okt.io/okt-hash": digest}
+    assert digest == checksum.checksum(res.hashable_ref())
+
+
+def test_prepare_without_owner_only_stamps_the_hash() -> None:
+    res = Config(OWNER)
+
+    apply.prepare(res, None, LABELS)
+
+    assert set(res.desired["metadata"]) == {"name", "namespace", "annotations"}
+
+
+def test_the_hash_covers_the_owner_label_so_another_owner_means_another_hash() -> None:
+    other_owner = objects.CustomResource({**OWNER.raw, "metadata": {**OWNER.metadata, "uid": "uid-2"}})
+
+    assert apply.prepare(Config(OWNER), OWNER, LABELS) != apply.prepare(Config(OWNER), other_owner, LABELS)
+
+
+@pytest.mark.parametrize(
+    "hashed_annotations",
+    [pytest.param(False, id="default-hashable-ref"), pytest.param(True, id="ref-with-annotations")],
+)
+@pytest.mark.parametrize("repeats", [1, 2, 5])
+def test_prepare_is_idempotent(hashed_annotations: bool, repeats: int) -> None:
+    res = AnnotatedConfig(OWNER) if hashed_annotations else Config(OWNER)
+    first = apply.prepare(res, OWNER, LABELS)
+    desired = copy.deepcopy(res.desired)
+
+    digests = {apply.prepare(res, OWNER, LABELS) for _ in range(repeats)}
+
+    assert digests == {first}
+    assert res.desired == desired
+
+
+def test_prepare_refuses_a_mutation_that_renamed_the_resource() -> None:
+    res = Config(OWNER)
+    res.desired["metadata"]["name"] = "renamed"
+
+    with pytest.raises(Exception, match="may not change name/namespace"):
+        apply.prepare(res, OWNER, LABELS)
+
+
+# --- decide ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_missing_child_is_created() -> None:
+    assert apply.decide(prepared(), None, OWNER, LABELS) == apply.Decision(apply.Action.CREATE, "missing")
+
+
+def test_a_child_as_we_wrote_it_is_unchanged() -> None:
+    res = prepared()
+
+    decision = apply.decide(res, as_live(res), OWNER, LABELS)
+
+    assert decision == apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
+
+
+@pytest.mark.parametrize(
+    "server_edit",
+    [
+        pytest.param(
+            lambda live: live["metadata"]["annotations"].update({"someone/else": "x"}), id="foreign-annotation"
+        ),
+        pytest.param(lambda live: live["metadata"]["labels"].update({"team": "storage"}), id="foreign-label"),
+        pytest.param(lambda live: live.update({"binaryData": {"blob": "AAAA"}}), id="extra-top-level-field"),
+        pytest.param(lambda live: live["metadata"].update({"managedFields": [{"manager": "kubectl"}]}), id="managed"),
+        pytest.param(lambda live: live["metadata"].update({"generation": 7}), id="generation"),
+        pytest.param(
+            lambda live: live["metadata"]["ownerReferences"].append({"uid": "other", "controller": False}),
+            id="extra-non-controller-owner",
+        ),
+    ],
+)
+def test_what_others_add_to_a_child_does_not_cause_an_update(server_edit: Any) -> None:
+    res = prepared()
+    live = as_live(res)
+    server_edit(live)
+
+    assert apply.decide(res, live, OWNER, LABELS).action is apply.Action.UNCHANGED
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason", "drift"),
+    [
+        pytest.param(
+            lambda live: live["data"].update({"size": "5"}), "drift", (".data.size",), id="managed-value-changed"
+        ),
+        pytest.param(lambda live: live["data"].pop("mode"), "drift", (".data.mode",), id="managed-key-removed"),
+        pytest.param(
+            lambda live: live["metadata"]["labels"].pop("okt.io/owner-uid"),
+            "drift",
+            ('.metadata.labels["okt.io/owner-uid"]',),
+            id="owner-label-removed",
+        ),
+        pytest.param(
+            lambda live: live["metadata"]["annotations"].update({"okt.io/okt-hash": "old"}),
+            "hash changed",
+            ('.metadata.annotations["okt.io/okt-hash"]',),
+            id="stale-hash",
+        ),
+        pytest.param(
+            lambda live: live["metadata"].update({"ownerReferences": []}),
+            "drift",
+            (".metadata.ownerReferences",),
+            id="owner-reference-removed",
+        ),
+    ],
+)
+def test_a_changed_desired_state_or_a_drifted_child_is_updated(edit: Any, reason: str, drift: tuple[str, ...]) -> None:
+    res = prepared()
+    live = as_live(res)
+    edit(live)
+
+    assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(apply.Action.UPDATE, reason, drift)
+
+
+def test_a_create_only_resource_that_exists_is_never_updated() -> None:
+    res = prepared(FrozenConfig)
+    live = as_live(res)
+    live["data"] = {"size": "999"}
+
+    decision = apply.decide(res, live, OWNER, LABELS)
+
+    assert decision == apply.Decision(apply.Action.UNCHANGED, "immutable resource exists")
+
+
+# --- update_patch ---------------------------------------------------------------------------------------------------
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies ``application/merge-patch+json``."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
+
+
+def test_an_update_patch_is_guarded_by_the_live_resource_version() -> None:
+    res = prepared()
+
+    patch = apply.update_patch(res, as_live(res), OWNER)
+
+    assert patch["metadata"]["resourceVersion"] == "41"
+
+
+def test_an_update_patch_never_sends_identity_or_status() -> None:
+    res = prepared()
+    res.desired["status"] = {"ignored": True}
+
+    patch = apply.update_patch(res, as_live(res), OWNER)
+
+    assert not {"apiVersion", "kind", "status"} & set(patch)
+    assert not {"name", "namespace"} & set(patch["metadata"])
+
+
+def test_a_replaced_field_loses_the_keys_okt_no_longer_sets_and_keeps_the_rest() -> None:
+    res = prepared()
+    live = as_live(res)
+    live["data"]["legacy"] = "old"
+
+    patched = merge(live, apply.update_patch(res, live, OWNER))
+
+    assert patched["data"] == {"size": "2", "mode": "fast"}
+
+
+def test_labels_and_annotations_of_others_survive_an_update() -> None:
+    res = prepared()
+    live = as_live(res)
+    live["metadata"]["labels"]["team"] = "storage"
+    live["metadata"]["annotations"]["note"] = "keep me"
+    live["data"]["size"] = "5"
+
+    patched = merge(live, apply.update_patch(res, live, OWNER))
+
+    assert patched["metadata"]["labels"] == {"okt.io/owner-uid": "uid-1", "team": "storage"}
+    assert patched["metadata"]["annotations"]["note"] == "keep me"
+    assert apply.decide(res, patched, OWNER, LABELS).action is apply.Action.UNCHANGED
+
+
+def test_a_field_written_as_null_is_removed_by_the_update_and_matches_from_then_on() -> None:
+    res = Config(OWNER)
+    res.desired["spec"] = {"strategy": None, "replicas": 2}
+    apply.prepare(res, OWNER, LABELS)
+    live = as_live(res)
+    live["spec"] = {"strategy": {"type": "Recreate"}, "replicas": 2}
+    live["metadata"]["annotations"]["okt.io/okt-hash"] = "written-before-the-field-was-dropped"
+
+    patched = merge(live, apply.update_patch(res, live, OWNER))
+
+    assert patched["spec"] == {"replicas": 2}
+    assert apply.decide(res, patched, OWNER, LABELS).action is apply.Action.UNCHANGED
+
+
+def test_an_update_adopts_a_child_keeping_foreign_owners_as_non_controllers() -> None:
+    res = prepared()
+    live = as_live(res)
+    foreign = {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "other", "controller": True}
+    live["metadata"]["ownerReferences"] = [foreign]
+
+    patch = apply.update_patch(res, live, OWNER)
+
+    assert patch["metadata"]["ownerReferences"] == [{**foreign, "controller": False}, OWNER.owner_reference()]
+
+
+def test_an_update_of_an_owned_child_does_not_rewrite_owner_references() -> None:
+    res = prepared()
+
+    patch = apply.update_patch(res, as_live(res), OWNER)
+
+    assert "ownerReferences" not in patch["metadata"]
+
+
+string_maps = st.dictionaries(st.text(min_size=1, max_size=5), st.text(max_size=5), max_size=6)
+
+
+@hypothesis.given(live_data=string_maps, desired_data=string_maps)
+def test_applying_an_update_patch_makes_a_replaced_field_exactly_the_desired_one(
+    live_data: dict[str, str], desired_data: dict[str, str]
+) -> None:
+    res = Config(OWNER)
+    res.desired["data"] = dict(desired_data)
+    apply.prepare(res, OWNER, LABELS)
+    live = as_live(res)
+    live["data"] = dict(live_data)
+
+    patched = merge(live, apply.update_patch(res, live, OWNER))
+
+    assert patched.get("data", {}) == desired_data
+
+
+# --- the requests ---------------------------------------------------------------------------------------------------
+
+
+class RecordingClient:
+    """The slice of :class:`okt.kube.client.Client` that apply uses, answering like an API server would."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:
+        found = kinds.builtin(str(obj["apiVersion"]), str(obj["kind"]))
+        assert found is not None
+        return found
+
+    def create(self, obj: Mapping[str, Any], kind: kinds.Kind | None = None) -> dict[str, Any]:
+        self.calls.append(("create", copy.deepcopy(obj)))
+        return {**copy.deepcopy(dict(obj)), "metadata": {**obj["metadata"], "resourceVersion": "1"}}
+
+    def patch(self, kind: kinds.Kind, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("patch", (kind.plural, name, namespace, copy.deepcopy(patch))))
+        return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": "2"}}
+
+    def delete(self, kind: kinds.Kind, name: str, namespace: str | None = None, *, uid: str | None = None) -> bool:
+        self.calls.append(("delete", (kind.plural, name, namespace, uid)))
+        return True
+
+
+def test_create_applies_the_initial_data_sends_one_create_and_observes_the_answer() -> None:
+    client = RecordingClient()
+    res = prepared(Seeded)
+    observed: list[Mapping[str, Any]] = []
+
+    created = apply.create(client, res, observed.append)
+
+    assert [verb for verb, _ in client.calls] == ["create"]
+    assert client.calls[0][1]["data"]["seed"] == "generated"
+    assert res.live is created
+    assert observed == [created]
+
+
+def test_update_applies_the_initial_data_and_sends_one_guarded_merge_patch() -> None:
+    client = RecordingClient()
+    res = prepared(Seeded)
+    live = as_live(prepared(Config))
+    observed: list[Mapping[str, Any]] = []
+
+    apply.update(client, res, live, OWNER, observed.append)
+
+    assert len(client.calls) == 1
+    verb, (plural, name, namespace, patch) = client.calls[0]
+    assert (verb, plural, name, namespace) == ("patch", "configmaps", "demo-config", "ns")
+    assert patch["data"]["seed"] == "generated"
+    assert patch["metadata"]["resourceVersion"] == "41"
+    assert res.live == observed[0]
+
+
+def test_delete_is_preconditioned_on_the_uid_it_read() -> None:
+    client = RecordingClient()
+
+    apply.delete(
+        client, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns", "uid": "u"}}
+    )
+
+    assert client.calls == [("delete", ("services", "s", "ns", "u"))]

@@ -1,0 +1,216 @@
+"""Behaviour of okt.resources.helpers: the Secret, Service and workload helpers, without a cluster."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+
+from okt.resources import apply, helpers
+
+LABELS = apply.Labels()
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def secret(**fields: Any) -> helpers.SecretResource:
+    return helpers.SecretResource(body={"metadata": {"name": "creds", "namespace": "ns"}, **fields})
+
+
+def service(spec: dict[str, Any]) -> helpers.ServiceResource:
+    return helpers.ServiceResource(body={"metadata": {"name": "web", "namespace": "ns"}, "spec": spec})
+
+
+# --- Secret ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "data"),
+    [
+        pytest.param({"stringData": {"password": "s3cret"}}, {"password": b64("s3cret")}, id="string-data-only"),
+        pytest.param(
+            {"data": {"user": b64("admin")}, "stringData": {"password": "s3cret"}},
+            {"user": b64("admin"), "password": b64("s3cret")},
+            id="both",
+        ),
+        pytest.param(
+            {"data": {"password": b64("old")}, "stringData": {"password": "new"}},
+            {"password": b64("new")},
+            id="string-data-wins-like-on-the-server",
+        ),
+        pytest.param({"stringData": {"port": 5432}}, {"port": b64("5432")}, id="non-string-value"),
+        pytest.param({"stringData": {"name": "żółw"}}, {"name": b64("żółw")}, id="utf-8"),
+        pytest.param({"data": {"user": b64("admin")}}, {"user": b64("admin")}, id="data-only"),
+    ],
+)
+def test_a_secret_folds_string_data_into_base64_data(fields: dict[str, Any], data: dict[str, str]) -> None:
+    res = secret(**fields)
+
+    res.normalize()
+
+    assert res.desired["data"] == data
+    assert "stringData" not in res.desired
+
+
+def test_an_empty_string_data_leaves_no_trace() -> None:
+    res = secret(stringData={})
+
+    res.normalize()
+
+    assert "stringData" not in res.desired
+    assert "data" not in res.desired
+
+
+def test_folding_is_idempotent_so_the_hash_is_stable() -> None:
+    once, twice = secret(stringData={"password": "s3cret"}), secret(stringData={"password": "s3cret"})
+
+    first = apply.prepare(once, None, LABELS)
+    apply.prepare(twice, None, LABELS)
+    second = apply.prepare(twice, None, LABELS)
+
+    assert first == second
+    assert once.desired == twice.desired
+
+
+def test_a_secret_written_with_string_data_matches_what_the_server_stores() -> None:
+    res = secret(stringData={"password": "s3cret"})
+    apply.prepare(res, None, LABELS)
+    stored = copy.deepcopy(res.desired)
+    stored["type"] = "Opaque"
+    stored["metadata"]["resourceVersion"] = "7"
+
+    assert apply.decide(res, stored, None, LABELS).action is apply.Action.UNCHANGED
+
+
+# --- Service --------------------------------------------------------------------------------------------------------
+
+LIVE_SERVICE = {
+    "spec": {
+        "type": "NodePort",
+        "clusterIP": "10.96.0.10",
+        "clusterIPs": ["10.96.0.10"],
+        "ipFamilies": ["IPv4"],
+        "ipFamilyPolicy": "SingleStack",
+        "ports": [
+            {"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080, "nodePort": 30080},
+            {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53, "nodePort": 30053},
+        ],
+    }
+}
+
+
+def test_a_service_update_keeps_the_cluster_ips_the_server_assigned() -> None:
+    res = service({"type": "NodePort", "ports": [{"name": "http", "port": 80}]})
+
+    res.preserve_from_live(LIVE_SERVICE)
+
+    spec = res.desired["spec"]
+    assert (spec["clusterIP"], spec["clusterIPs"]) == ("10.96.0.10", ["10.96.0.10"])
+    assert (spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["IPv4"], "SingleStack")
+
+
+@pytest.mark.parametrize(
+    ("ports", "node_ports"),
+    [
+        pytest.param([{"port": 80}], [30080], id="same-port-default-protocol"),
+        pytest.param([{"port": 53, "protocol": "UDP"}], [30053], id="same-port-and-protocol"),
+        pytest.param([{"port": 53}], [None], id="same-port-other-protocol"),
+        pytest.param([{"port": 8080}], [None], id="new-port"),
+        pytest.param([{"port": 80, "nodePort": 31000}], [31000], id="explicit-node-port-wins"),
+        pytest.param([{"port": 53, "protocol": "UDP"}, {"port": 80}], [30053, 30080], id="reordered"),
+    ],
+)
+def test_a_service_update_keeps_each_ports_node_port_when_the_port_is_the_same(
+    ports: list[dict[str, Any]], node_ports: list[int | None]
+) -> None:
+    res = service({"type": "NodePort", "ports": ports})
+
+    res.preserve_from_live(LIVE_SERVICE)
+
+    assert [port.get("nodePort") for port in res.desired["spec"]["ports"]] == node_ports
+
+
+def test_a_cluster_ip_the_template_sets_is_not_overridden() -> None:
+    res = service({"clusterIP": "None", "ports": [{"port": 80}]})
+
+    res.preserve_from_live(LIVE_SERVICE)
+
+    assert res.desired["spec"]["clusterIP"] == "None"
+
+
+def test_preserving_from_a_live_object_without_spec_changes_nothing_but_the_spec_key() -> None:
+    res = service({"ports": [{"port": 80}]})
+
+    res.preserve_from_live({})
+
+    assert res.desired["spec"] == {"ports": [{"port": 80}]}
+
+
+# --- Readiness ------------------------------------------------------------------------------------------------------
+
+
+def workload(replicas: int | None, generation: int, **status: int) -> dict[str, Any]:
+    spec = {} if replicas is None else {"replicas": replicas}
+    return {"metadata": {"generation": generation}, "spec": spec, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("live", "available_all", "progressing"),
+    [
+        pytest.param(None, False, True, id="missing"),
+        pytest.param(workload(3, 1), False, True, id="never-observed"),
+        pytest.param(
+            workload(3, 2, observedGeneration=1, readyReplicas=3, availableReplicas=3, updatedReplicas=3),
+            False,
+            True,
+            id="new-generation-not-observed-yet",
+        ),
+        pytest.param(
+            workload(3, 2, observedGeneration=2, readyReplicas=3, availableReplicas=3, updatedReplicas=3),
+            True,
+            False,
+            id="rolled-out",
+        ),
+        pytest.param(
+            workload(3, 2, observedGeneration=2, readyReplicas=3, availableReplicas=3, updatedReplicas=1),
+            True,
+            True,
+            id="rolling-out-but-available",
+        ),
+        pytest.param(
+            workload(3, 1, observedGeneration=1, readyReplicas=1, availableReplicas=1, updatedReplicas=3),
+            False,
+            True,
+            id="waiting-for-replicas",
+        ),
+        pytest.param(
+            workload(None, 1, observedGeneration=1, readyReplicas=1, availableReplicas=1, updatedReplicas=1),
+            True,
+            False,
+            id="replicas-default-to-one",
+        ),
+        pytest.param(workload(0, 1, observedGeneration=1), True, False, id="scaled-to-zero"),
+    ],
+)
+def test_readiness_reads_the_workload_status(
+    live: dict[str, Any] | None, available_all: bool, progressing: bool
+) -> None:
+    readiness = helpers.Readiness.of(live)
+
+    assert (readiness.available_all, readiness.progressing) == (available_all, progressing)
+
+
+@pytest.mark.parametrize("cls", [helpers.DeploymentResource, helpers.StatefulSetResource])
+def test_workload_helpers_report_the_readiness_of_their_live_object(
+    cls: type[helpers.DeploymentResource] | type[helpers.StatefulSetResource],
+) -> None:
+    res = cls(body={"metadata": {"name": "app", "namespace": "ns"}})
+    assert res.readiness() == helpers.Readiness(desired=0, ready=0, available=0, updated=0, observed=False)
+
+    res.live = workload(2, 1, observedGeneration=1, readyReplicas=2, availableReplicas=2, updatedReplicas=2)
+
+    assert res.readiness() == helpers.Readiness(desired=2, ready=2, available=2, updated=2, observed=True)

@@ -1,0 +1,167 @@
+"""Behaviour of okt.status.bookkeeping: okt's per-object error count and phase, in the status or in annotations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from okt.status import bookkeeping
+
+STATUS = bookkeeping.Persistence.STATUS
+ANNOTATIONS = bookkeeping.Persistence.ANNOTATIONS
+PREFIX = "okt.io"
+
+
+def obj(status: dict[str, Any] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    raw: dict[str, Any] = {"metadata": {"name": "demo", "annotations": annotations or {}}}
+    if status is not None:
+        raw["status"] = status
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "persistence", "error_count", "phase"),
+    [
+        pytest.param(obj(), STATUS, 0, None, id="status-nothing-yet"),
+        pytest.param(obj({"okt": {"errorCount": 3, "phase": "Installing"}}), STATUS, 3, "Installing", id="status"),
+        pytest.param(obj({"okt": {}}), STATUS, 0, None, id="status-empty"),
+        pytest.param(
+            obj(annotations={"okt.io/error-count": "2", "okt.io/phase": "Ready"}), ANNOTATIONS, 2, "Ready", id="ann"
+        ),
+        pytest.param(obj(annotations={"okt.io/error-count": "lots"}), ANNOTATIONS, 0, None, id="ann-not-a-number"),
+        pytest.param(obj(annotations={"okt.io/error-count": "-1"}), ANNOTATIONS, 0, None, id="ann-negative"),
+        pytest.param(obj({"okt": {"errorCount": 5}}), ANNOTATIONS, 0, None, id="annotations-ignore-the-status"),
+        pytest.param(obj(annotations={"okt.io/error-count": "5"}), STATUS, 0, None, id="status-ignores-annotations"),
+    ],
+)
+def test_bookkeeping_is_read_from_the_chosen_place_only(
+    raw: dict[str, Any], persistence: bookkeeping.Persistence, error_count: int, phase: str | None
+) -> None:
+    book = bookkeeping.Bookkeeping(raw, persistence, PREFIX)
+
+    assert (book.error_count, book.phase) == (error_count, phase)
+    assert not book.changed
+
+
+@pytest.mark.parametrize("persistence", ["status", "annotations"])
+def test_persistence_accepts_its_string_values(persistence: str) -> None:
+    book = bookkeeping.Bookkeeping(obj(), persistence, PREFIX)
+
+    assert book.persistence is bookkeeping.Persistence(persistence)
+
+
+@pytest.mark.parametrize(("value", "stored"), [(4, 4), (0, 0), (-3, 0)])
+def test_the_error_count_is_never_negative(value: int, stored: int) -> None:
+    book = bookkeeping.Bookkeeping(obj(), STATUS, PREFIX)
+
+    book.error_count = value
+
+    assert book.error_count == stored
+
+
+@pytest.mark.parametrize("prefix", ["okt.io", "cache.example.com"])
+def test_annotation_names_use_the_prefix(prefix: str) -> None:
+    book = bookkeeping.Bookkeeping(obj(), ANNOTATIONS, prefix)
+
+    assert (book.error_annotation, book.phase_annotation) == (f"{prefix}/error-count", f"{prefix}/phase")
+
+
+def test_changed_compares_with_what_was_loaded_not_with_the_last_assignment() -> None:
+    book = bookkeeping.Bookkeeping(obj({"okt": {"errorCount": 1}}), STATUS, PREFIX)
+
+    book.error_count = 2
+    assert book.changed
+    book.error_count = 1
+    assert not book.changed
+
+
+# --- status persistence ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("loaded", "error_count", "phase", "fields"),
+    [
+        pytest.param({}, 0, None, {}, id="never-failed-writes-nothing"),
+        pytest.param({}, 1, None, {"okt": {"errorCount": 1}}, id="first-error"),
+        pytest.param({"okt": {"errorCount": 1}}, 2, None, {"okt": {"errorCount": 2}}, id="counting-up"),
+        pytest.param({"okt": {"errorCount": 2}}, 0, None, {"okt": {"errorCount": 0}}, id="cleared-by-success"),
+        pytest.param({}, 0, "Installing", {"okt": {"errorCount": 0, "phase": "Installing"}}, id="phase-only"),
+    ],
+)
+def test_status_persistence_contributes_a_status_okt_field(
+    loaded: dict[str, Any], error_count: int, phase: str | None, fields: dict[str, Any]
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(loaded), STATUS, PREFIX)
+
+    book.error_count = error_count
+    book.phase = phase
+
+    assert book.status_fields() == fields
+    assert book.annotation_patch() is None
+
+
+def test_a_cleared_count_read_back_from_the_status_is_left_as_it_is() -> None:
+    book = bookkeeping.Bookkeeping(obj({"okt": {"errorCount": 0}}), STATUS, PREFIX)
+
+    book.error_count = 0
+
+    assert book.status_fields() == {}
+
+
+# --- annotation persistence -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("annotations", "error_count", "patch"),
+    [
+        pytest.param({}, 0, None, id="nothing-changed"),
+        pytest.param({}, 1, {"okt.io/error-count": "1"}, id="first-error"),
+        pytest.param({"okt.io/error-count": "1", "okt.io/phase": "Up"}, 2, {"okt.io/error-count": "2"}, id="up"),
+        pytest.param({"okt.io/error-count": "2"}, 0, {"okt.io/error-count": None}, id="clear"),
+        pytest.param({"okt.io/error-count": "2"}, 2, None, id="same-count"),
+    ],
+)
+def test_annotation_persistence_patches_only_changes_and_null_removes(
+    annotations: dict[str, str], error_count: int, patch: dict[str, Any] | None
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations=annotations), ANNOTATIONS, PREFIX)
+
+    book.error_count = error_count
+
+    expected = None if patch is None else {"metadata": {"annotations": patch}}
+    assert book.annotation_patch() == expected
+    assert book.status_fields() == {}
+
+
+@pytest.mark.parametrize(("phase", "written"), [("Ready", "Ready"), (None, None)])
+def test_annotation_persistence_writes_only_the_phase_when_only_the_phase_changed(
+    phase: str | None, written: str | None
+) -> None:
+    book = bookkeeping.Bookkeeping(
+        obj(annotations={"okt.io/phase": "Installing", "okt.io/error-count": "3"}), ANNOTATIONS, PREFIX
+    )
+
+    book.phase = phase
+
+    assert book.annotation_patch() == {"metadata": {"annotations": {"okt.io/phase": written}}}
+
+
+@pytest.mark.parametrize(("resource_version", "guarded"), [("42", True), (None, False), ("", False)])
+def test_an_annotation_patch_is_guarded_by_the_resource_version_when_given(
+    resource_version: str | None, guarded: bool
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(), ANNOTATIONS, PREFIX)
+    book.error_count = 1
+
+    patch = book.annotation_patch(resource_version)
+
+    assert patch is not None
+    assert patch["metadata"].get("resourceVersion") == (resource_version if guarded else None)
+
+
+@pytest.mark.parametrize("prefix", ["okt.io", "cache.example.com"])
+def test_okt_owns_exactly_its_two_bookkeeping_annotations(prefix: str) -> None:
+    book = bookkeeping.Bookkeeping(obj(), ANNOTATIONS, prefix)
+
+    assert book.owned_annotations() == {f"{prefix}/error-count", f"{prefix}/phase"}

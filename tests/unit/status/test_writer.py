@@ -1,0 +1,197 @@
+"""Behaviour of okt.status.writer: the status okt wants, the difference it writes, and no request when there is none."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+import hypothesis
+import pytest
+from hypothesis import strategies as st
+
+from okt.kube import kinds, objects
+from okt.status import conditions, writer
+
+KIND = kinds.Kind("test.okt.io/v1", "Widget", "widgets")
+T0 = datetime.datetime(2026, 11, 21, 10, 0, 0, tzinfo=datetime.UTC)
+READY_WIRE = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "Reconciled",
+    "message": "",
+    "lastTransitionTime": "2026-11-21T10:00:00Z",
+    "observedGeneration": 2,
+}
+
+
+def cr(status: dict[str, Any] | None = None, generation: int = 2) -> objects.CustomResource:
+    raw: dict[str, Any] = {
+        "apiVersion": KIND.api_version,
+        "kind": KIND.kind,
+        "metadata": {"name": "demo", "namespace": "ns", "generation": generation, "resourceVersion": "17"},
+    }
+    if status is not None:
+        raw["status"] = status
+    return objects.CustomResource(raw)
+
+
+def loaded(status: Mapping[str, Any]) -> conditions.Conditions:
+    return conditions.Conditions.from_status(status, now=lambda: T0)
+
+
+class RecordingClient:
+    """The slice of :class:`okt.kube.client.Client` the writer uses; answers like the API server."""
+
+    def __init__(self) -> None:
+        self.patches: list[dict[str, Any]] = []
+
+    def patch(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        self.patches.append(
+            {
+                "kind": kind,
+                "name": name,
+                "namespace": namespace,
+                "subresource": subresource,
+                "body": copy.deepcopy(patch),
+            }
+        )
+        return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": "18"}, "status": patch["status"]}
+
+
+# --- desired_status -------------------------------------------------------------------------------------------------
+
+
+def test_the_desired_status_keeps_fields_of_other_writers_and_sets_conditions_and_generation() -> None:
+    live = {"phase": "Running", "replicas": 3, "conditions": [READY_WIRE], "observedGeneration": 1}
+
+    wanted = writer.desired_status(live, loaded(live), 2, {"replicas": 4})
+
+    assert wanted == {"phase": "Running", "replicas": 4, "conditions": [READY_WIRE], "observedGeneration": 2}
+
+
+def test_the_desired_status_never_mutates_the_live_one() -> None:
+    live = {"conditions": [READY_WIRE], "observedGeneration": 1}
+    before = copy.deepcopy(live)
+    working = loaded(live)
+    working.set("Ready", False, "Broken", "x", 2)
+
+    writer.desired_status(live, working, 2, {"extra": 1})
+
+    assert live == before
+
+
+def test_the_conditions_come_from_the_working_copy_not_from_extra() -> None:
+    wanted = writer.desired_status({}, loaded({"conditions": [READY_WIRE]}), 2, {"conditions": []})
+
+    assert wanted["conditions"] == [READY_WIRE]
+
+
+# --- status_patch ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("live", "wanted", "patch"),
+    [
+        pytest.param({"a": 1}, {"a": 1}, {}, id="same"),
+        pytest.param({"a": 1}, {"a": 2}, {"a": 2}, id="changed"),
+        pytest.param({}, {"a": 1}, {"a": 1}, id="added"),
+        pytest.param({"a": 1, "b": 2}, {"a": 1}, {}, id="keys-only-in-live-are-not-touched"),
+        pytest.param({"a": {"x": 1, "y": 2}}, {"a": {"y": 2, "x": 1}}, {}, id="key-order-does-not-matter"),
+        pytest.param({"c": [1, 2]}, {"c": [2, 1]}, {"c": [2, 1]}, id="list-order-does"),
+        pytest.param({"a": 1}, {"a": 1.0}, {}, id="same-number"),
+        pytest.param({"a": None}, {"a": None}, {}, id="explicit-null"),
+    ],
+)
+def test_the_status_patch_holds_only_the_top_level_keys_that_differ(
+    live: dict[str, Any], wanted: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    assert writer.status_patch(live, wanted) == patch
+
+
+# --- write ----------------------------------------------------------------------------------------------------------
+
+
+def test_nothing_to_change_sends_no_request() -> None:
+    live = {"conditions": [READY_WIRE], "observedGeneration": 2}
+    client = RecordingClient()
+    observed: list[Mapping[str, Any]] = []
+
+    written = writer.write(client, KIND, cr(live), writer.desired_status(live, loaded(live), 2), observed.append)
+
+    assert written is None
+    assert client.patches == []
+    assert observed == []
+
+
+def test_a_change_is_one_guarded_patch_of_the_status_subresource_with_only_the_difference() -> None:
+    live = {"conditions": [READY_WIRE], "observedGeneration": 1, "phase": "Running"}
+    client = RecordingClient()
+    observed: list[Mapping[str, Any]] = []
+
+    written = writer.write(client, KIND, cr(live), writer.desired_status(live, loaded(live), 2), observed.append)
+
+    assert client.patches == [
+        {
+            "kind": KIND,
+            "name": "demo",
+            "namespace": "ns",
+            "subresource": "status",
+            "body": {"metadata": {"resourceVersion": "17"}, "status": {"observedGeneration": 2}},
+        }
+    ]
+    assert observed == [written]
+
+
+def test_a_condition_change_writes_the_whole_list_including_other_writers_conditions() -> None:
+    foreign = {"type": "example.com/BackedUp", "status": "True", "reason": "Done", "lastTransitionTime": "2026-01-01"}
+    live = {"conditions": [READY_WIRE, foreign], "observedGeneration": 2}
+    working = loaded(live)
+    working.set("Ready", False, "InvalidSpec", "spec.size: too small", 2)
+    client = RecordingClient()
+
+    writer.write(client, KIND, cr(live), writer.desired_status(live, working, 2), lambda obj: None)
+
+    (sent,) = client.patches
+    assert [item["type"] for item in sent["body"]["status"]["conditions"]] == ["Ready", "example.com/BackedUp"]
+    assert sent["body"]["status"]["conditions"][1] == foreign
+    assert set(sent["body"]["status"]) == {"conditions"}
+
+
+extra_fields = st.dictionaries(
+    st.sampled_from(["phase", "replicas", "url", "okt"]),
+    st.one_of(
+        st.integers(0, 5), st.text(max_size=4), st.dictionaries(st.sampled_from(["errorCount"]), st.integers(0, 3))
+    ),
+    max_size=4,
+)
+
+
+@hypothesis.given(first=extra_fields, second=extra_fields, generation=st.integers(1, 5))
+def test_once_a_status_is_written_writing_the_same_again_sends_nothing(
+    first: dict[str, Any], second: dict[str, Any], generation: int
+) -> None:
+    live: dict[str, Any] = {"conditions": [READY_WIRE], "observedGeneration": 1, **first}
+    wanted = writer.desired_status(live, loaded(live), generation, second)
+    stored = {**live, **writer.status_patch(live, wanted)}
+    client = RecordingClient()
+
+    again = writer.write(
+        client,
+        KIND,
+        cr(stored, generation),
+        writer.desired_status(stored, loaded(stored), generation, second),
+        lambda obj: None,
+    )
+
+    assert again is None
+    assert client.patches == []

@@ -154,7 +154,7 @@ class Reconciler:
             try:
                 added = finalizers.add(ctx.client, ctx.kind, ctx.cr, self.finalizer, ctx.observe)
             except (errors.Conflict, errors.Invalid) as exc:
-                ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+                ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, _lost_race(exc), delay=CONFLICT_DELAY)
                 return
             if added is not None:
                 ctx.results.add(Operation.FINALIZER_ADDED, self.finalizer)
@@ -220,6 +220,8 @@ class Reconciler:
                         ctx.results.add(Operation.UNCHANGED, what)
                     return
                 ctx.results.add(Operation.CREATED, what)
+            elif decision.action is apply.Action.REFUSE:
+                raise errors.PermanentError(f"{what} exists and is {decision.reason}; okt does not adopt it")
             elif decision.action is apply.Action.UPDATE and res.live is not None:
                 ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
                 apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe)
@@ -319,7 +321,7 @@ class Reconciler:
         except errors.NotFound:
             ctx.results.add(Operation.FINALIZER_REMOVED, self.finalizer)
         except (errors.Conflict, errors.Invalid) as exc:
-            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, _lost_race(exc), delay=CONFLICT_DELAY)
 
     # -- status --------------------------------------------------------------------------------------------------
 
@@ -347,6 +349,13 @@ class Reconciler:
             return False
         ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
         return written is not None
+
+
+def _lost_race(exc: errors.ApiError) -> errors.TemporaryError:
+    """A finalizer patch whose resourceVersion test failed (422) or that conflicted (409): someone wrote first."""
+    error = errors.TemporaryError("the object changed while okt updated its finalizers; retrying", CONFLICT_DELAY)
+    error.__cause__ = exc
+    return error
 
 
 def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:

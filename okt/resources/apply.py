@@ -52,6 +52,8 @@ class Action(enum.Enum):
     CREATE = "create"
     UPDATE = "update"
     UNCHANGED = "unchanged"
+    REFUSE = "refuse"
+    """The live object is controlled by another owner: okt never adopts it (controller-runtime's rule)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,12 +96,23 @@ def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> 
     return any(ref.get("uid") == owner.uid and ref.get("controller") for ref in refs)
 
 
+def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | None) -> Mapping[str, Any] | None:
+    """The controller ownerReference of ``live`` when it points at another object than ``owner``."""
+    if owner is None:
+        return None
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    return next((r for r in refs if r.get("controller") and r.get("uid") != owner.uid), None)
+
+
 def decide(
     res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, labels: Labels
 ) -> Decision:
     """What to do for one prepared resource, given its live object (or None)."""
     if live is None:
         return Decision(Action.CREATE, "missing")
+    other = foreign_controller(live, owner)
+    if other is not None:
+        return Decision(Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}")
     if not res.mutable:
         return Decision(Action.UNCHANGED, "immutable resource exists")
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(labels.hash_annotation)

@@ -79,7 +79,7 @@ class Readiness:
         return cls(
             desired=int(spec.get("replicas", 1)),
             ready=int(status.get("readyReplicas") or 0),
-            available=int(status.get("availableReplicas", status.get("readyReplicas")) or 0),
+            available=int(status.get("availableReplicas") or 0),
             updated=int(status.get("updatedReplicas") or 0),
             observed=int(status.get("observedGeneration") or 0) >= int(generation),
         )

@@ -303,15 +303,28 @@ def test_a_field_written_as_null_is_removed_by_the_update_and_matches_from_then_
     assert apply.decide(res, patched, OWNER, LABELS).action is apply.Action.UNCHANGED
 
 
-def test_an_update_adopts_a_child_keeping_foreign_owners_as_non_controllers() -> None:
+def test_a_child_controlled_by_another_owner_is_refused_never_adopted() -> None:
     res = prepared()
     live = as_live(res)
     foreign = {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "other", "controller": True}
     live["metadata"]["ownerReferences"] = [foreign]
 
+    decision = apply.decide(res, live, OWNER, LABELS)
+
+    assert decision.action is apply.Action.REFUSE
+    assert decision.reason == "controlled by Other/x"
+
+
+def test_an_update_adds_our_controller_reference_and_keeps_other_owners() -> None:
+    res = prepared()
+    live = as_live(res)
+    other = {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "other"}
+    live["metadata"]["ownerReferences"] = [other]
+
+    assert apply.decide(res, live, OWNER, LABELS).action is apply.Action.UPDATE
     patch = apply.update_patch(res, live, OWNER)
 
-    assert patch["metadata"]["ownerReferences"] == [{**foreign, "controller": False}, OWNER.owner_reference()]
+    assert patch["metadata"]["ownerReferences"] == [{**other, "controller": False}, OWNER.owner_reference()]
 
 
 def test_an_update_of_an_owned_child_does_not_rewrite_owner_references() -> None:

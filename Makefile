@@ -41,7 +41,7 @@ e2e: envtest
 	$(PYTEST) tests/e2e samples -q
 
 docs: venv
-	$(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 test: lint types imports unit integration e2e docs
 

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+
 import click
 
 from okt import errors
 from okt.kube import client as kube_client
 from okt.reconciler import loader
+
+SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
+    """In a pod: its own namespace ($POD_NAMESPACE, else the service account's); else the first watched one."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    if SERVICE_ACCOUNT_NAMESPACE.is_file():
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    return namespaces[0] if namespaces else "default"
 
 
 @click.command("run")
@@ -29,7 +43,11 @@ from okt.reconciler import loader
     help="Reconciles running at once, per controller.",
 )
 @click.option("--leader-elect", is_flag=True, help="Run only while holding a coordination.k8s.io Lease.")
-@click.option("--lease-namespace", default=None, help="Namespace of the Lease (default: the first watched one).")
+@click.option(
+    "--lease-namespace",
+    default=None,
+    help="Namespace of the Lease (default: the pod's own namespace, else the first watched one).",
+)
 @click.option(
     "--metrics-bind-address",
     default="127.0.0.1:8080",
@@ -80,7 +98,7 @@ def run_command(
             label_selector=selector,
             max_concurrent=max_concurrent,
             leader_elect=leader_elect,
-            lease_namespace=lease_namespace or (namespaces[0] if namespaces else "default"),
+            lease_namespace=lease_namespace or _default_lease_namespace(namespaces),
             metrics_bind=metrics_bind_address,
         )
         mgr.run()

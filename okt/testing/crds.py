@@ -10,6 +10,34 @@ from okt.kube import kinds
 from okt.testing import envtest, waiting
 
 
+def schemaless_crd(
+    group: str, kind: str, plural: str, version: str = "v1", *, namespaced: bool = True
+) -> dict[str, Any]:
+    """A CRD accepting any object (``x-kubernetes-preserve-unknown-fields``) with a status subresource.
+
+    For tests of behaviour that does not depend on a schema; generate real CRDs with ``okt gen crd``.
+    """
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
 def ensure_crd(
     client: kube_client.Client, crd: dict[str, Any], timeout: float = 30.0, plane: envtest.ControlPlane | None = None
 ) -> kinds.Kind:

@@ -20,31 +20,13 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import events
-from okt.testing import envtest, waiting
+from okt.testing import crds, envtest, waiting
 
 GROUP = "test.okt.io"
 
 
 def widget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
+    return crds.schemaless_crd(GROUP, "Widget", "widgets")
 
 
 class WidgetSpec(pydantic.BaseModel):

@@ -19,30 +19,13 @@ from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import crds
 
 GROUP = "runtime.okt.io"
 
 
 def gadget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
+    return crds.schemaless_crd(GROUP, "Gadget", "gadgets")
 
 
 class GadgetConfig(okt.MutableResource):

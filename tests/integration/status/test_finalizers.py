@@ -183,7 +183,8 @@ def test_a_finalizer_list_changed_during_cleanup_makes_the_removal_retry_instead
     # resourceVersion first, so the server refuses it instead of applying it to a list okt never saw (a failed
     # "test" operation is answered 422 Invalid), and okt asks for the same fast retry as after a 409.
     assert raced.outcome.kind is okt.OutcomeKind.RETRY
-    assert isinstance(raced.outcome.error, errors.Invalid)
+    assert isinstance(raced.outcome.error, errors.TemporaryError)
+    assert isinstance(raced.outcome.error.__cause__, errors.Invalid)
     assert raced.outcome.delay == reconciler_mod.CONFLICT_DELAY
     assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
 

@@ -4,14 +4,48 @@ from __future__ import annotations
 
 import os
 import pathlib
+import time
 
 import click
+import structlog
 
 from okt import errors
+from okt.engines import backoff
 from okt.kube import client as kube_client
 from okt.reconciler import loader
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+STARTUP_BACKOFF = backoff.Backoff(base=0.5, factor=2.0, cap=4.0)
+STARTUP_PATIENCE = 15.0
+"""Seconds of 5xx/429 answers to the first request before ``okt run`` gives up (a control plane being restarted)."""
+UNREACHABLE_ATTEMPTS = 3
+"""Tries of the first request when no answer comes at all (refused or reset): a wrong address fails in seconds."""
+
+
+def _server_version(client: kube_client.Client) -> str:
+    """The API server's version, asked again with backoff while the failure is transient.
+
+    One 503 or one reset connection at start-up must not stop an operator that would run fine a second later; a
+    server that keeps failing, or that nobody answers for, is still reported as one line.
+    """
+    started = time.monotonic()
+    failures = unreachable = 0
+    while True:
+        try:
+            return client.server_version()
+        except (errors.ServerError, errors.TooManyRequests, errors.Unavailable) as exc:
+            failures += 1
+            unreachable += isinstance(exc, errors.Unavailable)
+            delay = STARTUP_BACKOFF.delay(failures)
+            if unreachable >= UNREACHABLE_ATTEMPTS or time.monotonic() - started + delay > STARTUP_PATIENCE:
+                raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
+            structlog.get_logger("okt.run").warning(
+                "the API server failed the first request, retrying", error=str(exc), retry_in=round(delay, 2)
+            )
+            time.sleep(delay)
+        except errors.ApiError as exc:
+            raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
 
 
 def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
@@ -86,10 +120,7 @@ def run_command(
         client = kube_client.Client.from_kubeconfig(
             kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4)
         )
-        try:
-            version = client.server_version()
-        except errors.ApiError as exc:
-            raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
+        version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         mgr = manager.Manager(
             client,
@@ -104,5 +135,5 @@ def run_command(
         mgr.run()
         if mgr.lost_leadership:
             raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
-    except errors.ConfigurationError as exc:
+    except errors.OktError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -359,9 +359,15 @@ def _lost_race(exc: errors.ApiError) -> errors.TemporaryError:
 
 
 def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:
-    """The typed spec (or the raw mapping when no model is declared); InvalidSpec names every bad field."""
+    """The typed spec (or the raw mapping when no model is declared); InvalidSpec names every bad field.
+
+    A spec that is not a JSON object at all (a CRD that preserves unknown fields lets a string or a list through) is
+    an ``InvalidSpec`` too, never a crash of the reconcile.
+    """
     if reconciler.spec_model is None:
         return None
+    if not isinstance(raw_spec, Mapping):
+        raise errors.InvalidSpec(f"spec: must be an object, got {type(raw_spec).__name__}", field="spec")
     try:
         return reconciler.spec_model.model_validate(dict(raw_spec))
     except pydantic.ValidationError as exc:

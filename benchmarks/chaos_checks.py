@@ -1,0 +1,610 @@
+"""The judgements of the reliability suite: what "nothing lost, no duplicate, no crash, backs off" means, checkably.
+
+Why this exists: ``benchmarks/chaos.py`` (``make chaos``) and ``tests/e2e/test_reliability.py`` (the reduced suite in
+``make test``) torture the memcached operator in six ways and must judge the outcome the same way. The judgements
+live here, as pure functions over plain data, so that each one is pinned on synthetic input by a fast test and can
+never drift between the full run and the reduced one.
+
+The data comes from three instruments, none of them okt's own bookkeeping:
+
+* a :class:`Snapshot` of one namespace read from the API server (the custom resources, every object of the child
+  kinds, the inventory ConfigMap) — what a user would see with ``kubectl get``;
+* the operator's JSON log lines (:func:`parse_log`) — to spot crashes and to count reconciles of one object;
+* the kube-apiserver's audit log (:func:`read_audit`) — who wrote what, and when, attributed by the server to the
+  authenticated user.
+
+Guarantees: every check returns a :class:`Check` whose ``problems`` name the objects concerned (never only a count);
+a check never raises on odd input (a malformed object is a problem, not an exception); checks do not talk to the
+cluster — only :meth:`Snapshot.take` and :func:`read_audit` read anything.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import json
+import pathlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
+SERVICE = kinds.BUILTIN[("v1", "Service")]
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+CHILD_KINDS = (CONFIG_MAP, SERVICE, DEPLOYMENT)
+"""The kinds a Memcached owns."""
+
+INVENTORY = "memcached-inventory"
+"""The sample's per-namespace inventory ConfigMap (its finalizer's reason to exist)."""
+
+CRASH_EVENTS = frozenset({"reconcile raised", "informer error, relisting", "event handler failed"})
+"""Log events okt writes when an exception escaped the code that should have handled it."""
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+ExpectedChildren = Callable[[str], frozenset[tuple[str, str]]]
+"""A custom resource's name -> the ``(kind, name)`` of every child it must have."""
+
+
+def memcached_children(name: str) -> frozenset[tuple[str, str]]:
+    """The children of the Memcached ``name``: ConfigMap ``<name>-config``, Service and Deployment ``<name>``."""
+    return frozenset({("ConfigMap", f"{name}-config"), ("Service", name), ("Deployment", name)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One judgement: its name and what is wrong (nothing when it passed)."""
+
+    name: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def describe(self, limit: int = 5) -> str:
+        """``name: ok`` or ``name: N problems: first; second; ...``."""
+        if self.ok:
+            return f"{self.name}: ok"
+        shown = "; ".join(self.problems[:limit])
+        more = f"; and {len(self.problems) - limit} more" if len(self.problems) > limit else ""
+        return f"{self.name}: {len(self.problems)} problem(s): {shown}{more}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "problems": list(self.problems)}
+
+
+# -- what the API server holds ---------------------------------------------------------------------------------------
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The condition ``type_`` of ``status.conditions``, or None."""
+    status = obj.get("status")
+    items = status.get("conditions") if isinstance(status, Mapping) else None
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, Mapping) and item.get("type") == type_:
+            return item
+    return None
+
+
+def controller_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ownerReferences of ``obj`` that claim to be its controller."""
+    refs = _meta(obj).get("ownerReferences")
+    return [r for r in refs if isinstance(r, Mapping) and r.get("controller")] if isinstance(refs, list) else []
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """One namespace as the API server had it: custom resources, objects of the child kinds, the inventory.
+
+    Attributes:
+        crs: the custom resources.
+        children: every object of the child kinds in the namespace (owned by a custom resource or not), each with
+            its ``kind`` set.
+        inventory: the inventory ConfigMap's ``data`` (None when there is no inventory).
+        owner_kind: the kind of the custom resources (the kind their children's ownerReferences name).
+    """
+
+    crs: tuple[Mapping[str, Any], ...]
+    children: tuple[Mapping[str, Any], ...]
+    inventory: Mapping[str, str] | None = None
+    owner_kind: str = "Memcached"
+
+    @classmethod
+    def take(
+        cls,
+        client: kube_client.Client,
+        cr_kind: kinds.Kind,
+        namespace: str,
+        child_kinds: Sequence[kinds.Kind] = CHILD_KINDS,
+        inventory_name: str | None = INVENTORY,
+    ) -> Snapshot:
+        """List the custom resources and every child kind of ``namespace`` (one list call per kind)."""
+        crs, _ = client.list(cr_kind, namespace)
+        children: list[Mapping[str, Any]] = []
+        inventory: Mapping[str, str] | None = None
+        for kind in child_kinds:
+            items, _ = client.list(kind, namespace)
+            for item in items:
+                item["kind"] = kind.kind
+                if inventory_name and kind.kind == "ConfigMap" and _name(item) == inventory_name:
+                    inventory = dict(item.get("data") or {})
+                    continue
+                children.append(item)
+        return cls(tuple(crs), tuple(children), inventory, cr_kind.kind)
+
+    @property
+    def by_name(self) -> dict[str, Mapping[str, Any]]:
+        return {_name(cr): cr for cr in self.crs}
+
+
+def not_converged(snapshot: Snapshot, names: Iterable[str] | None = None) -> list[str]:
+    """Why each custom resource (all, or the ``names``) is not converged; empty when all are.
+
+    Converged: it exists, is not being deleted, its ``Ready`` condition is ``True`` for its current generation and
+    ``status.observedGeneration`` is that generation.
+    """
+    by_name = snapshot.by_name
+    wanted = sorted(by_name) if names is None else list(names)
+    problems = []
+    for name in wanted:
+        cr = by_name.get(name)
+        if cr is None:
+            problems.append(f"{name}: missing")
+            continue
+        generation = _meta(cr).get("generation")
+        ready = condition(cr, "Ready")
+        raw_status = cr.get("status")
+        status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
+        if _meta(cr).get("deletionTimestamp"):
+            problems.append(f"{name}: being deleted")
+        elif ready is None:
+            problems.append(f"{name}: no Ready condition")
+        elif ready.get("status") != "True":
+            problems.append(f"{name}: Ready={ready.get('status')} ({ready.get('reason')}: {ready.get('message')})")
+        elif ready.get("observedGeneration") != generation or status.get("observedGeneration") != generation:
+            problems.append(
+                f"{name}: generation {generation}, Ready observed {ready.get('observedGeneration')}, "
+                f"status observed {status.get('observedGeneration')}"
+            )
+    return problems
+
+
+def converged(snapshot: Snapshot, names: Iterable[str] | None = None) -> Check:
+    """Every custom resource (or every one of ``names``) is Ready=True for its current generation."""
+    return Check("all converged", tuple(not_converged(snapshot, names)))
+
+
+def unsettled(snapshot: Snapshot) -> list[str]:
+    """Custom resources whose ``Ready`` condition (True or False) is not yet about their current generation."""
+    problems = []
+    for cr in snapshot.crs:
+        ready = condition(cr, "Ready")
+        generation = _meta(cr).get("generation")
+        if ready is None:
+            problems.append(f"{_name(cr)}: no Ready condition")
+        elif ready.get("status") not in ("True", "False") or ready.get("observedGeneration") != generation:
+            problems.append(
+                f"{_name(cr)}: Ready={ready.get('status')} for generation {ready.get('observedGeneration')}, "
+                f"the object is at {generation}"
+            )
+    return problems
+
+
+def ready_reasons(snapshot: Snapshot) -> dict[str, int]:
+    """How many custom resources end with each ``Ready`` status and reason (``"False/InvalidSpec": 12``)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for cr in snapshot.crs:
+        ready = condition(cr, "Ready") or {}
+        counts[f"{ready.get('status', '-')}/{ready.get('reason', '-')}"] += 1
+    return dict(sorted(counts.items()))
+
+
+def verdicts_match(snapshot: Snapshot, verdicts: Mapping[str, str | None]) -> Check:
+    """Each custom resource's ``Ready`` agrees with the expected verdict on its spec.
+
+    ``verdicts`` maps a name to None (the spec is valid: Ready=True, or Ready=False for a reason other than the
+    spec, such as the API refusing a child) or to the reason the spec must be refused with (Ready=False, that
+    reason). An invalid spec that ends Ready=True is the worst outcome and always reported.
+    """
+    by_name = snapshot.by_name
+    problems = []
+    for name, verdict in sorted(verdicts.items()):
+        cr = by_name.get(name)
+        ready = condition(cr, "Ready") if cr is not None else None
+        if ready is None:
+            problems.append(f"{name}: no Ready condition")
+            continue
+        status, reason = ready.get("status"), ready.get("reason")
+        if verdict is None and status == "False" and reason == "InvalidSpec":
+            problems.append(f"{name}: a valid spec refused: {ready.get('message')}")
+        elif verdict is not None and (status != "False" or reason != verdict):
+            spec = json.dumps(cr.get("spec") if cr is not None else None, default=str)[:120]
+            problems.append(f"{name}: expected Ready=False/{verdict}, got Ready={status}/{reason} for spec {spec}")
+    return Check("Ready agrees with the spec's validity", tuple(problems))
+
+
+def with_status(snapshot: Snapshot) -> Check:
+    """Every custom resource has a status with a ``Ready`` condition that gives a reason (none left unattended)."""
+    problems = []
+    for cr in snapshot.crs:
+        ready = condition(cr, "Ready")
+        if not cr.get("status"):
+            problems.append(f"{_name(cr)}: no status")
+        elif ready is None:
+            problems.append(f"{_name(cr)}: status without a Ready condition")
+        elif not ready.get("reason"):
+            problems.append(f"{_name(cr)}: Ready={ready.get('status')} without a reason")
+    return Check("every CR has a status", tuple(problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildAudit:
+    """The children of a snapshot's custom resources, sorted into what is wrong with them (see :func:`child_audit`)."""
+
+    missing: tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()
+    unexpected: tuple[str, ...] = ()
+    multi_controller: tuple[str, ...] = ()
+    orphans: tuple[str, ...] = ()
+
+    def check(self) -> Check:
+        problems = self.missing + self.duplicates + self.unexpected + self.multi_controller + self.orphans
+        return Check("children exact (no duplicate, no orphan)", problems)
+
+
+def child_audit(
+    snapshot: Snapshot,
+    expected: ExpectedChildren = memcached_children,
+    names: Iterable[str] | None = None,
+) -> ChildAudit:
+    """Children by owner uid against the expected set of each custom resource.
+
+    A child belongs to the custom resource whose uid its controller ownerReference names. Reported: a **missing**
+    child; a **duplicate** (two children of one owner with the same kind and name, which only a generateName could
+    produce); an **unexpected** one (a kind or name the owner should not have); a child with more than one controller
+    ownerReference; an **orphan** — a child whose controller reference names a uid no custom resource has.
+    ``names`` restricts "missing" to those custom resources (others may legitimately not be reconciled yet).
+    """
+    owners = {str(_meta(cr).get("uid")): _name(cr) for cr in snapshot.crs}
+    required = set(snapshot.by_name) if names is None else set(names)
+    found: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)
+    multi, orphans = [], []
+    for child in snapshot.children:
+        label = f"{child.get('kind')}/{_name(child)}"
+        refs = controller_refs(child)
+        ours = [r for r in refs if r.get("kind") == snapshot.owner_kind]
+        if not ours:
+            continue
+        if len(refs) > 1:
+            multi.append(f"{label}: {len(refs)} controller ownerReferences")
+        uid = str(ours[0].get("uid"))
+        owner = owners.get(uid)
+        if owner is None:
+            orphans.append(f"{label}: orphan (its owner {ours[0].get('name')} uid {uid} does not exist)")
+            continue
+        found[owner].append((str(child.get("kind")), _name(child)))
+    missing, duplicates, unexpected = [], [], []
+    for name in sorted(owners.values()):
+        have = found.get(name, [])
+        want = expected(name)
+        counted = collections.Counter(have)
+        duplicates += [f"{name}: duplicate {k}/{n} (x{c})" for (k, n), c in sorted(counted.items()) if c > 1]
+        unexpected += [f"{name}: unexpected {k}/{n}" for k, n in sorted(set(have) - want)]
+        if name in required:
+            missing += [f"{name}: missing {k}/{n}" for k, n in sorted(want - set(have))]
+    return ChildAudit(tuple(missing), tuple(duplicates), tuple(unexpected), tuple(multi), tuple(orphans))
+
+
+def children_exact(
+    snapshot: Snapshot,
+    expected: ExpectedChildren = memcached_children,
+    names: Iterable[str] | None = None,
+) -> Check:
+    """Exactly the expected children per custom resource, one controller reference each, no orphan."""
+    return child_audit(snapshot, expected, names).check()
+
+
+def replicas_match(snapshot: Snapshot, sizes: Mapping[str, int]) -> Check:
+    """The spec each named custom resource was last given (``sizes``) reached its Deployment's replicas."""
+    by_name = snapshot.by_name
+    deployments = {_name(c): c for c in snapshot.children if c.get("kind") == "Deployment"}
+    problems = []
+    for name, size in sorted(sizes.items()):
+        cr = by_name.get(name)
+        spec = cr.get("spec") if cr is not None else None
+        if not isinstance(spec, Mapping) or spec.get("size") != size:
+            problems.append(
+                f"{name}: spec.size is {spec.get('size') if isinstance(spec, Mapping) else spec}, "
+                f"the last write set {size}"
+            )
+            continue
+        deployment = deployments.get(name)
+        replicas = (deployment.get("spec") or {}).get("replicas") if deployment is not None else None
+        if replicas != size:
+            problems.append(f"{name}: Deployment replicas {replicas}, spec.size {size}")
+    return Check("the last spec reached the children", tuple(problems))
+
+
+def inventory_matches(snapshot: Snapshot, deleted: Iterable[str] = ()) -> Check:
+    """The inventory lists every live custom resource with its uid, and none of the ``deleted`` ones."""
+    entries: dict[str, Any] = {}
+    for name, value in (snapshot.inventory or {}).items():
+        try:
+            entries[name] = json.loads(value)
+        except ValueError:
+            entries[name] = None
+    problems = []
+    for cr in snapshot.crs:
+        name, uid = _name(cr), _meta(cr).get("uid")
+        entry = entries.get(name)
+        if not isinstance(entry, Mapping):
+            problems.append(f"{name}: no inventory entry")
+        elif entry.get("uid") != uid:
+            problems.append(f"{name}: inventory entry for uid {entry.get('uid')}, the object is {uid}")
+    for name in sorted(set(deleted)):
+        if name in entries and name not in snapshot.by_name:
+            problems.append(f"{name}: deleted, still in the inventory")
+    return Check("inventory matches", tuple(problems))
+
+
+# -- deletions ---------------------------------------------------------------------------------------------------
+
+
+def cleanup_exactly_once(effective: Mapping[str, int], deleted: Iterable[str]) -> Check:
+    """Each deleted custom resource's cleanup took effect exactly once (its inventory entry removed once)."""
+    names = set(deleted)
+    problems = [
+        f"{name}: cleaned up {effective.get(name, 0)} times" for name in sorted(names) if effective.get(name) != 1
+    ]
+    problems += [f"{name}: cleaned up without being deleted" for name in sorted(set(effective) - names)]
+    return Check("cleanup exactly once per deletion", tuple(problems))
+
+
+def finalizer_kept(snapshot: Snapshot, names: Iterable[str], finalizer: str) -> Check:
+    """Each named custom resource still exists, is being deleted and still carries ``finalizer``."""
+    by_name = snapshot.by_name
+    problems = []
+    for name in sorted(set(names)):
+        cr = by_name.get(name)
+        if cr is None:
+            problems.append(f"{name}: gone although its cleanup failed")
+        elif not _meta(cr).get("deletionTimestamp"):
+            problems.append(f"{name}: not being deleted")
+        elif finalizer not in (_meta(cr).get("finalizers") or ()):
+            problems.append(f"{name}: finalizer {finalizer} removed although its cleanup failed")
+    return Check("failing cleanup keeps the finalizer", tuple(problems))
+
+
+# -- the operator's log ------------------------------------------------------------------------------------------
+
+
+def parse_log(text: str) -> list[dict[str, Any]]:
+    """The JSON records of an operator's log (``--log-format json``); other lines become ``{"raw": line}``."""
+    records: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        records.append(record if isinstance(record, dict) else {"raw": line})
+    return records
+
+
+def log_time(record: Mapping[str, Any]) -> float | None:
+    """The wall-clock time of a log record (its ISO ``timestamp``), or None."""
+    return parse_time(record.get("timestamp"))
+
+
+def parse_time(value: object) -> float | None:
+    """An RFC 3339 timestamp (``...Z``, any sub-second precision) as seconds since the epoch, or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:
+        digits = "".join(c for c in rest if c.isdigit())
+        zone = rest[len(digits) :]
+        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Log records that show an exception okt did not handle: a Traceback, an ``exception`` field, a crash event."""
+    found = []
+    for record in records:
+        raw = record.get("raw")
+        if isinstance(raw, str):
+            if "Traceback" in raw:
+                found.append(raw[:200])
+            continue
+        event = str(record.get("event", ""))
+        if "exception" in record or event in CRASH_EVENTS or "Traceback" in json.dumps(record, default=str):
+            found.append(f"{event} ({record.get('name') or record.get('kind') or ''}): {record.get('error', '')}"[:300])
+    return found
+
+
+def no_crash(records: Iterable[Mapping[str, Any]], exits: Mapping[str, int | None] | None = None) -> Check:
+    """No unhandled exception in the log, and no operator process that exited on its own with an error.
+
+    ``exits`` maps a process label to its exit status (None: still running; a negative status: killed by the
+    harness's signal, which is expected).
+    """
+    problems = crashes(records)
+    for label, code in sorted((exits or {}).items()):
+        if code is not None and code > 0:
+            problems.append(f"{label} exited with status {code}")
+    return Check("no crash", tuple(problems))
+
+
+def reconciles(records: Iterable[Mapping[str, Any]], name: str, since: float, until: float) -> int:
+    """How many reconciles of the object ``name`` ended between ``since`` and ``until`` (wall clock)."""
+    count = 0
+    for record in records:
+        if record.get("event") != "reconciled" or record.get("name") != name:
+            continue
+        moment = log_time(record)
+        if moment is not None and since <= moment <= until:
+            count += 1
+    return count
+
+
+def first_event(records: Iterable[Mapping[str, Any]], event: str) -> float | None:
+    """The wall-clock time of the first record whose event is ``event``."""
+    for record in records:
+        if record.get("event") == event:
+            return log_time(record)
+    return None
+
+
+def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> Check:
+    """Each object in error was reconciled fewer than ``limit`` times in ``window`` seconds (a backoff, no loop)."""
+    problems = [
+        f"{name}: {count} reconciles in {window:.0f}s (limit {limit})"
+        for name, count in sorted(counts.items())
+        if count >= limit
+    ]
+    if not counts:
+        problems.append("no reconcile of an object in error was observed")
+    return Check(f"retries back off (< {limit} reconciles in {window:.0f}s)", tuple(problems))
+
+
+# -- the audit log -----------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditRequest:
+    """One API request as the kube-apiserver's audit log saw it (the stages of one ``auditID`` merged)."""
+
+    user: str
+    verb: str
+    resource: str
+    namespace: str
+    name: str
+    code: int
+    received: float
+    completed: float
+
+    @property
+    def is_write(self) -> bool:
+        return self.verb in WRITE_VERBS
+
+    @property
+    def succeeded(self) -> bool:
+        return 200 <= self.code < 300
+
+
+def read_audit(path: pathlib.Path, users: Iterable[str], offset: int = 0) -> tuple[list[AuditRequest], int]:
+    """The requests of ``users`` in the audit log from byte ``offset`` on, and the offset after the last whole line.
+
+    A partial last line (the server writes in batches) is left for the next read; a partial first line (an offset
+    taken mid-batch) is skipped.
+    """
+    wanted = set(users)
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    merged: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for line in data[:end].splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        user = str((event.get("user") or {}).get("username") or "")
+        if user not in wanted:
+            continue
+        audit_id = str(event.get("auditID") or "")
+        if audit_id not in merged:
+            order.append(audit_id)
+            merged[audit_id] = {}
+        merged[audit_id].update({k: v for k, v in event.items() if v is not None})
+    requests = []
+    for audit_id in order:
+        event = merged[audit_id]
+        ref = event.get("objectRef") or {}
+        received = parse_time(event.get("requestReceivedTimestamp")) or 0.0
+        requests.append(
+            AuditRequest(
+                user=str((event.get("user") or {}).get("username") or ""),
+                verb=str(event.get("verb") or ""),
+                resource=str(ref.get("resource") or ""),
+                namespace=str(ref.get("namespace") or ""),
+                name=str(ref.get("name") or ""),
+                code=int((event.get("responseStatus") or {}).get("code") or 0),
+                received=received,
+                completed=parse_time(event.get("stageTimestamp")) or received,
+            )
+        )
+    return requests, offset + end
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteWindow:
+    """From the first to the last successful write of one user."""
+
+    user: str
+    first: float
+    last: float
+    writes: int
+
+    def overlaps(self, other: WriteWindow) -> bool:
+        return self.first <= other.last and other.first <= self.last
+
+
+def write_windows(requests: Iterable[AuditRequest]) -> dict[str, WriteWindow]:
+    """The write window of every user that wrote successfully (refused writes wrote nothing and do not count)."""
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for request in requests:
+        if request.is_write and request.succeeded:
+            times[request.user].append(request.received)
+            times[request.user].append(request.completed)
+    return {user: WriteWindow(user, min(moments), max(moments), len(moments) // 2) for user, moments in times.items()}
+
+
+def single_writer(requests: Sequence[AuditRequest], users: Sequence[str]) -> Check:
+    """Never two writers at once: the write windows of ``users`` do not overlap."""
+    windows = write_windows(requests)
+    problems = []
+    for i, first in enumerate(users):
+        for second in users[i + 1 :]:
+            a, b = windows.get(first), windows.get(second)
+            if a is not None and b is not None and a.overlaps(b):
+                problems.append(
+                    f"{first} wrote {a.first:.3f}..{a.last:.3f} and {second} wrote {b.first:.3f}..{b.last:.3f}"
+                )
+    return Check("never two writers at once", tuple(problems))
+
+
+def no_writes(requests: Iterable[AuditRequest], user: str, since: float, until: float, role: str) -> Check:
+    """``user`` wrote nothing (successfully) between ``since`` and ``until``."""
+    problems = [
+        f"{role} {user}: {r.verb} {r.resource}/{r.name} at {r.received:.3f}"
+        for r in requests
+        if r.user == user and r.is_write and r.succeeded and since <= r.received <= until
+    ]
+    return Check(f"the {role} does not write", tuple(problems))

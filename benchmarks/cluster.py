@@ -1,0 +1,186 @@
+"""What the harness itself does on the cluster: the CRD, namespaces, the N custom resources, and the polls.
+
+Why this exists: the harness's own requests must be the same for every contender and must never be counted for one.
+They go through an admin :class:`okt.kube.client.Client` (the control plane's admin token user, which no contender
+uses), from a thread pool of the same size for every contender.
+
+Guarantees:
+
+* every wait is bounded and raises :class:`BenchTimeout` with what was last seen (how many objects were ready, which
+  children were missing);
+* convergence is judged from list calls only (one list of the custom resources per poll, plus one list per child kind
+  once they are all ready), every :data:`POLL_INTERVAL` seconds;
+* a child "exists" when an object of that kind carries a controller ownerReference to the custom resource's uid —
+  the judgement does not depend on how a contender names its children.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import pathlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import yaml
+
+from benchmarks import manifests
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import crds
+
+POLL_INTERVAL = 0.2
+MEMCACHED = kinds.Kind(manifests.API_VERSION, manifests.KIND, manifests.PLURAL)
+CHILD_KINDS = (
+    kinds.BUILTIN[("v1", "ConfigMap")],
+    kinds.BUILTIN[("v1", "Service")],
+    kinds.BUILTIN[("apps/v1", "Deployment")],
+)
+
+
+class BenchError(RuntimeError):
+    """A benchmark step failed; the message says which contender, which phase and what was seen."""
+
+
+class BenchTimeout(BenchError):
+    """A bounded wait ran out."""
+
+
+def apply_crd(client: kube_client.Client, path: pathlib.Path, timeout: float = 60.0) -> None:
+    """Create the CRD (or replace it) and wait until the API server serves its kind."""
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    crd = next((d for d in documents if d.get("kind") == "CustomResourceDefinition"), None)
+    if crd is None:
+        raise BenchError(f"{path} holds no CustomResourceDefinition")
+    crds.ensure_crd(client, crd, timeout=timeout)
+
+
+def poll(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = POLL_INTERVAL,
+    detail: Callable[[], str] | None = None,
+) -> float:
+    """Call ``predicate`` every ``interval`` seconds until it is true; returns the wall-clock time it first was."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while True:
+        started = time.monotonic()
+        try:
+            if predicate():
+                return time.time()
+        except errors.OktError as exc:
+            last_error = exc
+        if time.monotonic() >= deadline:
+            seen = detail() if detail is not None else ""
+            error = f" (last error: {last_error})" if last_error is not None else ""
+            raise BenchTimeout(f"timed out after {timeout:.0f}s waiting for {what}{'; ' + seen if seen else ''}{error}")
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+
+
+def create_namespace(client: kube_client.Client, name: str) -> None:
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+
+
+def delete_namespace(client: kube_client.Client, name: str, timeout: float) -> bool:
+    """Strip finalizers from the custom resources left (their operator is gone), delete, wait; False if still there."""
+    strip_finalizers(client, name)
+    client.delete(kinds.NAMESPACE, name)
+    try:
+        poll(
+            lambda: client.get_or_none(kinds.NAMESPACE, name) is None, timeout, f"namespace {name} to go", interval=1.0
+        )
+    except BenchTimeout:
+        return False
+    return True
+
+
+def strip_finalizers(client: kube_client.Client, namespace: str) -> int:
+    items, _ = client.list(MEMCACHED, namespace)
+    stripped = 0
+    for item in items:
+        if item["metadata"].get("finalizers"):
+            patch = {"metadata": {"finalizers": None, "resourceVersion": item["metadata"]["resourceVersion"]}}
+            try:
+                client.patch(MEMCACHED, item["metadata"]["name"], patch, namespace)
+                stripped += 1
+            except (errors.NotFound, errors.Conflict):
+                continue
+    return stripped
+
+
+def cr_names(n: int) -> list[str]:
+    return [f"memcached-{i:05d}" for i in range(n)]
+
+
+def run_all(workers: int, calls: Sequence[Callable[[], Any]]) -> None:
+    """Run ``calls`` on a pool of ``workers`` threads; the first failure is raised once all are done."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harness") as pool:
+        futures = [pool.submit(call) for call in calls]
+        for future in futures:
+            future.result()
+
+
+def create_custom_resources(client: kube_client.Client, namespace: str, n: int, size: int, workers: int) -> float:
+    """Create ``n`` Memcached objects from a thread pool; returns the wall-clock time just before the first create."""
+    bodies = [manifests.custom_resource(name, namespace, size) for name in cr_names(n)]
+    started = time.time()
+    run_all(workers, [functools.partial(client.create, body, MEMCACHED) for body in bodies])
+    return started
+
+
+def patch_sizes(client: kube_client.Client, namespace: str, n: int, size: int, workers: int) -> float:
+    """Set ``spec.size`` on every Memcached; returns the wall-clock time just before the first patch."""
+    started = time.time()
+    run_all(
+        workers,
+        [functools.partial(client.patch, MEMCACHED, name, {"spec": {"size": size}}, namespace) for name in cr_names(n)],
+    )
+    return started
+
+
+class Convergence:
+    """The harness's view of one namespace: how many custom resources are ready, and whose children exist."""
+
+    def __init__(self, client: kube_client.Client, namespace: str, n: int) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.n = n
+        self.last = "nothing polled yet"
+
+    def _owned_by(self, kind: kinds.Kind) -> dict[str, dict[str, Any]]:
+        items, _ = self.client.list(kind, self.namespace)
+        owned: dict[str, dict[str, Any]] = {}
+        for item in items:
+            for ref in item["metadata"].get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == manifests.KIND:
+                    owned[str(ref["uid"])] = item
+        return owned
+
+    def converged(self) -> bool:
+        """Every custom resource is Ready=True and has its ConfigMap, Service and Deployment."""
+        crs, _ = self.client.list(MEMCACHED, self.namespace)
+        ready = [cr for cr in crs if manifests.is_ready(cr)]
+        self.last = f"{len(ready)}/{self.n} Ready"
+        if len(crs) < self.n or len(ready) < len(crs):
+            return False
+        uids = {str(cr["metadata"]["uid"]) for cr in crs}
+        missing = {kind.kind: len(uids - set(self._owned_by(kind))) for kind in CHILD_KINDS}
+        self.last += ", children missing: " + ", ".join(f"{k} {v}" for k, v in missing.items())
+        return not any(missing.values())
+
+    def replicas_are(self, size: int) -> bool:
+        """Every custom resource's Deployment asks for ``size`` replicas."""
+        crs, _ = self.client.list(MEMCACHED, self.namespace)
+        deployments = self._owned_by(CHILD_KINDS[2])
+        done = sum(
+            1
+            for cr in crs
+            if (deployments.get(str(cr["metadata"]["uid"])) or {}).get("spec", {}).get("replicas") == size
+        )
+        self.last = f"{done}/{self.n} Deployments at {size} replicas"
+        return len(crs) >= self.n and done == len(crs)

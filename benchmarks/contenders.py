@@ -1,0 +1,113 @@
+"""The contenders and how each is launched: same job, same concurrency, own process, own identity.
+
+Why this exists: the harness treats contenders alike; what differs — the command line, the environment — lives
+here, in one table. Every contender is given a kubeconfig for its own token user (the audit log attributes its
+requests by that name), the namespace to watch, and ``workers`` concurrent reconciles:
+
+============== ===============================================================================================
+``raw``        ``python -m benchmarks.raw_floor``: a watch and a ``ThreadPoolExecutor(workers)``, no framework
+``kopf``       ``kopf run benchmarks/kopf_operator.py --standalone``; ``settings.execution.max_workers`` = workers
+``okt``        ``okt run samples/memcached/operator.py --max-concurrent workers``, finalizer off
+``okt-final``  the same with the sample's finalizer (and its inventory cleanup) on
+============== ===============================================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import sys
+from collections.abc import Mapping
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OKT_OPERATOR = ROOT / "samples" / "memcached" / "operator.py"
+OKT_FINALIZER_VARIABLE = "MEMCACHED_FINALIZER"
+CRD = ROOT / "samples" / "memcached" / "deploy" / "crd.yaml"
+WORKERS_VARIABLE = "OKT_BENCH_WORKERS"
+"""How many handler threads the Kopf operator runs (it reads the variable at start-up)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Contender:
+    """One row of the comparison."""
+
+    key: str
+    label: str
+    description: str
+    operator: bool
+    """False for the raw floor: its ratio column is 1 by definition."""
+
+    def launch(
+        self, kubeconfig: pathlib.Path, namespace: str, workers: int, bin_dir: pathlib.Path | None = None
+    ) -> Launch:
+        """The command line and environment that run this contender on ``namespace`` (with ``bin_dir``'s tools)."""
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        bin_dir = bin_dir or pathlib.Path(sys.executable).parent
+        if self.key == "raw":
+            argv = [
+                str(bin_dir / "python"),
+                "-m",
+                "benchmarks.raw_floor",
+                "--namespace",
+                namespace,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--workers",
+                str(workers),
+            ]
+        elif self.key == "kopf":
+            env[WORKERS_VARIABLE] = str(workers)
+            argv = [
+                str(bin_dir / "kopf"),
+                "run",
+                str(ROOT / "benchmarks" / "kopf_operator.py"),
+                "--namespace",
+                namespace,
+                "--standalone",
+            ]
+        else:
+            env[OKT_FINALIZER_VARIABLE] = "on" if self.key == "okt-final" else "off"
+            argv = [
+                str(bin_dir / "okt"),
+                "run",
+                str(OKT_OPERATOR),
+                "--namespace",
+                namespace,
+                "--kubeconfig",
+                str(kubeconfig),
+                "--max-concurrent",
+                str(workers),
+                "--metrics-bind-address",
+                "0",
+                "--log-format",
+                "json",
+            ]
+        if not pathlib.Path(argv[0]).exists():
+            raise FileNotFoundError(
+                f"{argv[0]} not found: run the harness with the project's interpreter (.venv/bin/python -m "
+                "benchmarks.run), whose bin directory holds the okt and kopf commands"
+            )
+        return Launch(tuple(argv), env)
+
+
+RAW = Contender("raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", operator=False)
+KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults", operator=True)
+OKT = Contender("okt", "okt", "the memcached sample, finalizer off", operator=True)
+OKT_FINAL = Contender("okt-final", "okt + finalizer", "the memcached sample, finalizer and inventory on", operator=True)
+
+ALL: tuple[Contender, ...] = (RAW, KOPF, OKT, OKT_FINAL)
+
+
+def by_key(key: str) -> Contender:
+    for contender in ALL:
+        if contender.key == key:
+            return contender
+    raise KeyError(f"unknown contender {key!r}; known: {', '.join(c.key for c in ALL)}")

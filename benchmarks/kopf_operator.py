@@ -1,0 +1,106 @@
+"""The memcached operator written with Kopf, the way a Kopf user writes it: the benchmark's Kopf contender.
+
+Why this exists: comparing okt with the most used Python operator framework is only honest if the Kopf side is an
+idiomatic, careful Kopf operator — not a strawman. So: one handler for ``@kopf.on.create``, ``@kopf.on.update`` and
+``@kopf.on.resume``; children created with ``kopf.adopt`` (owner reference, namespace, labels) through pykube, the
+client Kopf's own documentation uses; a child is read first and only created when missing or patched when it
+drifted, so a resume over converged objects writes no child; the status (``Ready=True``, ``observedGeneration``) goes
+through Kopf's ``patch`` and only when it changes.
+
+Kopf's settings stay at their defaults (progress and diff-base storage, posting of events, watching) except:
+
+* the concurrency, to match the other contenders: ``settings.execution.max_workers`` = ``$OKT_BENCH_WORKERS``
+  (default 8) — the thread pool that runs synchronous handlers, so at most that many reconciles run at once, as
+  with okt's ``--max-concurrent`` and the floor's pool. ``settings.queueing.worker_limit`` stays unbounded (its
+  default): it caps Kopf's per-object *queue* workers, which are asyncio tasks that outlive their last event by
+  ``settings.queueing.idle_timeout`` (5 s), so a limit of 8 would admit only 8 objects per 5 s — a throttle, not a
+  concurrency setting;
+* nothing else: ``--standalone`` (no peering objects, as there is one operator per namespace) and
+  ``--namespace`` come from the command line, the credentials from ``$KUBECONFIG``.
+
+Run: ``KUBECONFIG=FILE kopf run benchmarks/kopf_operator.py --namespace NS --standalone``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+import pykube
+
+from benchmarks import contenders, manifests
+
+_api: pykube.HTTPClient | None = None
+_api_lock = threading.Lock()
+
+_KINDS: dict[str, Any] = {
+    "ConfigMap": pykube.ConfigMap,
+    "Service": pykube.Service,
+    "Deployment": pykube.Deployment,
+}
+
+
+def api() -> pykube.HTTPClient:
+    """One pykube client for the whole operator (its session is shared by the handler threads)."""
+    global _api
+    with _api_lock:
+        if _api is None:
+            _api = pykube.HTTPClient(pykube.KubeConfig.from_env())
+        return _api
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.execution.max_workers = int(os.environ.get(contenders.WORKERS_VARIABLE, "8"))
+
+
+def ensure(doc: dict[str, Any], namespace: str) -> str:
+    """Create the child if it is missing, patch it if it drifted from ``doc``; returns what was done."""
+    kind = _KINDS[doc["kind"]]
+    live = kind.objects(api(), namespace=namespace).get_or_none(name=doc["metadata"]["name"])
+    if live is None:
+        kind(api(), doc).create()
+        return "created"
+    desired = {key: value for key, value in doc.items() if key not in ("apiVersion", "kind", "metadata")}
+    desired["metadata"] = {"labels": doc["metadata"].get("labels", {})}
+    if manifests.is_subset(desired, live.obj):
+        return "unchanged"
+    live.patch(desired)
+    return "patched"
+
+
+@kopf.on.resume(manifests.GROUP, manifests.VERSION, manifests.PLURAL)
+@kopf.on.create(manifests.GROUP, manifests.VERSION, manifests.PLURAL)
+@kopf.on.update(manifests.GROUP, manifests.VERSION, manifests.PLURAL)
+def reconcile(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    name: str,
+    namespace: str | None,
+    patch: kopf.Patch,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    if namespace is None:
+        raise kopf.PermanentError("Memcached is a namespaced kind")
+    children = manifests.children(name, namespace, dict(spec))
+    kopf.adopt(children, owner=body)
+    done = [ensure(child, namespace) for child in children]
+    generation = int(meta.get("generation", 1))
+    previous = manifests.find_condition(dict(status), "Ready")
+    condition = manifests.ready_condition(generation, previous)
+    if status.get("observedGeneration") != generation or not _same_condition(previous, condition):
+        patch.status["observedGeneration"] = generation
+        patch.status["conditions"] = [condition]
+    logger.debug(f"children: {', '.join(done)}")
+
+
+def _same_condition(previous: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+    if previous is None:
+        return False
+    return all(previous.get(key) == wanted[key] for key in ("status", "reason", "observedGeneration"))

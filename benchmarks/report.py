@@ -1,0 +1,201 @@
+"""Machine facts, the median over rounds, and the two outputs: the markdown page and the JSON document.
+
+Why this exists: a benchmark number without the machine, the date, N and the number of rounds is an anecdote. Every
+report carries them; the JSON keeps every round's raw figures (so a reader can recompute anything), the markdown shows
+the medians side by side with the ratio to the raw floor.
+
+Guarantees: the median of a figure is taken over the rounds that converged; a contender whose every round failed is
+shown with its error instead of numbers; ratios are only computed against a floor that converged.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import pathlib
+import platform
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Round = Mapping[str, Any]
+SMALL_N = 200
+"""Below this many objects a run is a smoke test: the page says so."""
+
+
+def machine_info(kubernetes_version: str) -> dict[str, Any]:
+    """CPU model, cores, memory, Python, Kubernetes, the frameworks' versions, and the date (UTC)."""
+    cpu_model = "unknown"
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    memory_gib = 0.0
+    try:
+        for line in pathlib.Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory_gib = round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu_model,
+        "cores": os.cpu_count() or 0,
+        "memory_gib": memory_gib,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "kubernetes": kubernetes_version,
+        "okt": _version("okt"),
+        "kopf": _version("kopf"),
+        "date": datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+    }
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, float]:
+    """Every number in a nested mapping, keyed by its dotted path (``converge.requests.by_verb.create``)."""
+    out: dict[str, float] = {}
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(value, bool):
+        return out
+    elif isinstance(value, int | float):
+        out[prefix] = float(value)
+    return out
+
+
+def summarize(rounds: Sequence[Round]) -> dict[str, Any]:
+    """The median of every figure over the converged rounds of one contender."""
+    good = [r for r in rounds if r.get("converged")]
+    errors = [str(r["error"]) for r in rounds if r.get("error")]
+    if not good:
+        return {"converged": False, "rounds": len(rounds), "errors": errors, "median": {}}
+    flat = [flatten({k: v for k, v in r.items() if k not in ("round",)}) for r in good]
+    keys = sorted({key for figures in flat for key in figures})
+    median = {key: round(statistics.median(f.get(key, 0.0) for f in flat), 3) for key in keys}
+    return {
+        "converged": len(good) == len(rounds),
+        "rounds": len(rounds),
+        "rounds_converged": len(good),
+        "errors": errors,
+        "median": median,
+    }
+
+
+def add_ratios(summaries: dict[str, dict[str, Any]], floor_key: str = "raw") -> None:
+    """Each contender's converge and spec-change time divided by the floor's (when the floor converged)."""
+    floor = summaries.get(floor_key, {}).get("median", {})
+    for summary in summaries.values():
+        median = summary.get("median", {})
+        for phase in ("converge", "spec_change"):
+            base, mine = floor.get(f"{phase}.seconds"), median.get(f"{phase}.seconds")
+            if base and mine is not None:
+                summary[f"{phase}_ratio"] = round(mine / base, 2)
+
+
+def _n(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _verbs(median: Mapping[str, float], phase: str, verbs: Sequence[str]) -> str:
+    return " / ".join(_n(median.get(f"{phase}.requests.by_verb.{verb}", 0.0), 0) for verb in verbs)
+
+
+WRITE_COLUMNS = ("create", "patch", "update", "delete")
+READ_COLUMNS = ("get", "list", "watch")
+
+
+def markdown(document: Mapping[str, Any], labels: Mapping[str, str], descriptions: Mapping[str, str]) -> str:
+    """The page ``docs/benchmarks.md``: context, the two tables, and how to read them."""
+    m, s = document["machine"], document["settings"]
+    lines = [
+        "# Benchmarks: okt vs Kopf vs the raw floor",
+        "",
+        "Generated by `python -m benchmarks.run` (`make bench`: N=200, `make bench-full`: N=1000); "
+        "see `benchmarks/README.md` for the method. Every request is counted from the API server's audit log, "
+        "each contender under its own token user. Figures are medians over the rounds.",
+        "",
+        f"- **Machine**: {m['cpu_model']}, {m['cores']} cores, {m['memory_gib']} GiB RAM, {m['os']}",
+        f"- **Software**: Python {m['python']}, Kubernetes {m['kubernetes']} (local control plane), "
+        f"okt {m['okt']}, Kopf {m['kopf']}",
+        f"- **Run**: {m['date']}; N = {s['n']} custom resources; {s['rounds']} round(s); {s['workers']} workers "
+        f"per contender; restart window {s['steady_seconds']:.0f} s; spec change size {s['size']} → {s['new_size']}",
+        "",
+        *(
+            [
+                f"> **A small run (N = {s['n']})**: at this size the times are dominated by the 0.2 s poll and the "
+                "process start-up; `make bench` (N=200) and `make bench-full` (N=1000) give the figures to quote.",
+                "",
+            ]
+            if s["n"] < SMALL_N
+            else []
+        ),
+        "## Convergence: N new custom resources to Ready=True with every child",
+        "",
+        "| contender | time (s) | vs floor | writes | create / patch / update / delete | reads | "
+        "get / list / watch | 4xx/5xx answers | CPU (s) | RSS end (MiB) | RSS peak (MiB) |",
+        "|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|",
+    ]
+    summaries: Mapping[str, Mapping[str, Any]] = document["summary"]
+    for key, summary in summaries.items():
+        med = summary.get("median", {})
+        label = labels.get(key, key)
+        if not med:
+            error = " ".join("; ".join(summary.get("errors", [])).split()).replace("|", "/")[:200]
+            lines.append(f"| {label} | failed: {error} |" + " |" * 9)
+            continue
+        lines.append(
+            f"| {label} | {_n(med.get('converge.seconds'), 2)} | {_n(summary.get('converge_ratio'), 2)} "
+            f"| {_n(med.get('converge.requests.writes'), 0)} | {_verbs(med, 'converge', WRITE_COLUMNS)} "
+            f"| {_n(med.get('converge.requests.reads'), 0)} | {_verbs(med, 'converge', READ_COLUMNS)} "
+            f"| {_n(med.get('converge.requests.failed'), 0)} | {_n(med.get('converge.cpu_seconds'), 1)} "
+            f"| {_n(med.get('converge.rss_mib'), 1)} | {_n(med.get('converge.peak_rss_mib'), 1)} |"
+        )
+    lines += [
+        "",
+        "## Steady state and spec change",
+        "",
+        f"Restart: the operator is stopped and started again over the N converged objects; writes and reads are "
+        f"counted for the first {s['steady_seconds']:.0f} s, and *idle after* is the time from the process start "
+        f"to its last request or busy CPU interval. Spec change: `spec.size` is patched on all N; the time runs "
+        f"until every Deployment asks for the new replicas, the requests until the operator is idle again.",
+        "",
+        "| contender | restart writes | restart reads | idle after restart (s) | spec change (s) | vs floor "
+        "| spec change writes | spec change reads | RSS end (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, summary in summaries.items():
+        med = summary.get("median", {})
+        if not med:
+            continue
+        lines.append(
+            f"| {labels.get(key, key)} | {_n(med.get('restart.requests.writes'), 0)} "
+            f"| {_n(med.get('restart.requests.reads'), 0)} | {_n(med.get('restart.idle_after_seconds'), 2)} "
+            f"| {_n(med.get('spec_change.seconds'), 2)} | {_n(summary.get('spec_change_ratio'), 2)} "
+            f"| {_n(med.get('spec_change.requests.writes'), 0)} | {_n(med.get('spec_change.requests.reads'), 0)} "
+            f"| {_n(med.get('spec_change.rss_mib'), 1)} |"
+        )
+    lines += ["", "## The contenders", ""]
+    lines += [f"- **{labels.get(k, k)}** — {descriptions.get(k, '')}" for k in summaries]
+    lines += [
+        "",
+        "Writes are create, patch, update and delete requests, reads are get, list and watch; both include the "
+        "requests the API server refused (the 4xx/5xx column: e.g. a read answered 404 before a create, a conflict). "
+        "The raw floor is no operator: it writes the minimum the job needs "
+        "(3 creates and a status patch per object) and its ratio is 1 by definition. "
+        "Per-round figures, and the writes broken down by resource, are in `benchmarks/results/latest.json`.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,405 @@
+"""The benchmark harness: ``python -m benchmarks.run --n 200`` — okt, Kopf and the raw floor on one control plane.
+
+Why this exists: to measure, the same way for everyone, what an operator framework costs on the way to convergence,
+at rest, and on a change. One local control plane (with its audit log) serves the whole run; contenders take turns
+(the order rotates every round), each in a fresh namespace, each as its own process and its own token user.
+
+One measurement (a contender, a round):
+
+1. **start** the operator; it is ready once the audit log shows its watch on Memcached objects and its CPU is quiet;
+2. **converge**: the harness creates N Memcached objects from a thread pool; the time runs from the first create
+   until a poll (list calls every 0.2 s) sees every object ``Ready=True`` and its ConfigMap, Service and Deployment;
+   then the operator is left to become idle, its memory (VmRSS, VmHWM) and CPU time are read, and it is stopped;
+   its requests by verb are those of its user from its start to its stop;
+3. **restart**: a new process over the N converged objects; its writes and reads in the first ``--steady-seconds``
+   (okt's target: 0 writes), and the time from its start until it is idle (last request, last busy CPU interval);
+4. **spec change**: ``spec.size`` patched on all N; the time until every Deployment asks for the new replicas, the
+   requests until the operator is idle again; then memory, and the operator is stopped;
+5. **clean up**: finalizers of the (now unattended) objects are stripped, the namespace is deleted and awaited.
+
+Guarantees: every wait is bounded (timeouts grow with N; ``--timeout-scale`` stretches them) and ends with a message
+naming the contender, the phase and what was last seen; operator processes are always stopped (and die with the
+harness in any case); a failed measurement is recorded with its error and the run goes on; the exit status is 1 if
+any measurement failed. Outputs: ``docs/benchmarks.md`` and ``benchmarks/results/latest.json`` (or ``--markdown`` /
+``--json``); the table is printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks import audit, cluster, contenders, process, report, runtime_env
+from okt import errors
+from okt.kube import client as kube_client
+from okt.testing import envtest
+
+QUIET_SECONDS = 2.0
+READY_QUIET_SECONDS = 1.0
+CONTROLLERS = ("garbagecollector", "namespace", "deployment")
+"""No replicaset controller: Pods would only add the same Pending-pod churn to every contender's run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    n: int
+    rounds: int
+    workers: int
+    steady_seconds: float
+    size: int
+    new_size: int
+    contenders: tuple[contenders.Contender, ...]
+    crd: pathlib.Path
+    json_path: pathlib.Path
+    markdown_path: pathlib.Path
+    logs_dir: pathlib.Path | None
+    timeout_scale: float
+
+    def timeout(self, base: float, per_object: float) -> float:
+        return (base + per_object * self.n) * self.timeout_scale
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "rounds": self.rounds,
+            "workers": self.workers,
+            "steady_seconds": self.steady_seconds,
+            "size": self.size,
+            "new_size": self.new_size,
+            "contenders": [c.key for c in self.contenders],
+            "controllers": list(CONTROLLERS),
+        }
+
+
+def user_name(contender: contenders.Contender, round_no: int) -> str:
+    return f"bench-{contender.key}-r{round_no}"
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _mib(kib: int) -> float:
+    return round(kib / 1024, 1)
+
+
+class Bench:
+    """One benchmark run: the control plane, the audit log, the harness client, and the measurements."""
+
+    def __init__(self, settings: Settings, plane: envtest.ControlPlane, logs: pathlib.Path) -> None:
+        self.settings = settings
+        self.plane = plane
+        self.logs = logs
+        self.client = kube_client.Client.from_kubeconfig(plane.kubeconfig, pool_size=settings.workers * 2 + 4)
+        users = [user_name(c, r) for c in settings.contenders for r in range(1, settings.rounds + 1)]
+        self.audit = audit.AuditLog(plane.audit_log_path, users)
+        self.tokens = {u.name: u for u in plane.users}
+        self.bin_dir = runtime_env.prepare()
+
+    # -- the operator's life -----------------------------------------------------------------------------------------
+
+    def launch(self, contender: contenders.Contender, user: str, namespace: str, tag: str) -> process.OperatorProcess:
+        kubeconfig = self.plane.kubeconfig_for(self.tokens[user], self.logs / f"kubeconfig-{user}")
+        launch = contender.launch(kubeconfig, namespace, self.settings.workers, self.bin_dir)
+        proc = process.OperatorProcess(
+            f"{contender.key}-{tag}",
+            launch.argv,
+            env=launch.env,
+            log_path=self.logs / f"{namespace}-{tag}.log",
+            cwd=contenders.ROOT,
+        )
+        return proc.start()
+
+    def wait_idle(
+        self,
+        proc: process.OperatorProcess,
+        user: str,
+        since: float,
+        what: str,
+        timeout: float,
+        quiet: float = QUIET_SECONDS,
+    ) -> float:
+        """Wait until ``proc`` sent no request and used no CPU for ``quiet`` s; returns when it became idle."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.audit.refresh()
+            last_request = self.audit.last_request_at(user, since) or since
+            last_busy = proc.last_busy_at(since) or since
+            candidate = max(since, last_request, last_busy)
+            now = time.time()
+            if now - candidate >= quiet + audit.FLUSH_LAG:
+                return candidate
+            self.check_alive(proc, what)
+            if time.monotonic() >= deadline:
+                raise cluster.BenchTimeout(
+                    f"{proc.name} still busy {timeout:.0f}s into {what}: last request {now - last_request:.1f}s ago, "
+                    f"last busy CPU interval {now - last_busy:.1f}s ago"
+                )
+            time.sleep(0.25)
+
+    def wait_ready(self, proc: process.OperatorProcess, user: str) -> float:
+        timeout = self.settings.timeout(90, 0)
+        deadline = time.monotonic() + timeout
+        while True:
+            self.audit.refresh()
+            watching = any(
+                r.verb == "watch" and r.resource == cluster.MEMCACHED.plural
+                for r in self.audit.requests(user, proc.started_at)
+            )
+            if watching:
+                break
+            self.check_alive(proc, "start-up")
+            if time.monotonic() >= deadline:
+                raise cluster.BenchTimeout(
+                    f"{proc.name} did not watch {cluster.MEMCACHED.plural} within {timeout:.0f}s:\n{proc.tail()}"
+                )
+            time.sleep(0.2)
+        return self.wait_idle(proc, user, proc.started_at, "start-up", timeout, quiet=READY_QUIET_SECONDS)
+
+    @staticmethod
+    def check_alive(proc: process.OperatorProcess, what: str) -> None:
+        if not proc.alive:
+            raise cluster.BenchError(f"{proc.name} exited ({proc.returncode}) during {what}:\n{proc.tail()}")
+
+    def sleep_alive(self, proc: process.OperatorProcess, until: float, what: str) -> None:
+        while time.time() < until:
+            self.check_alive(proc, what)
+            time.sleep(min(0.5, max(0.0, until - time.time())))
+
+    # -- one measurement -------------------------------------------------------------------------------------------
+
+    def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
+        s = self.settings
+        user = user_name(contender, round_no)
+        namespace = f"bench-{contender.key}-r{round_no}-{secrets.token_hex(3)}"
+        result: dict[str, Any] = {
+            "contender": contender.key,
+            "round": round_no,
+            "namespace": namespace,
+            "converged": False,
+            "error": None,
+        }
+        running: list[process.OperatorProcess] = []
+        tag = f"[round {round_no} {contender.key}]"
+        cluster.create_namespace(self.client, namespace)
+        try:
+            first = self.launch(contender, user, namespace, "converge")
+            running.append(first)
+            self.wait_ready(first, user)
+            say(f"{tag} ready; creating {s.n} Memcached objects")
+            view = cluster.Convergence(self.client, namespace, s.n)
+            started = cluster.create_custom_resources(self.client, namespace, s.n, s.size, s.workers)
+            converged_at = cluster.poll(
+                view.converged, s.timeout(120, 1.5), f"{contender.key} to converge", detail=lambda: view.last
+            )
+            result["converged"] = True
+            idle_at = self.wait_idle(first, user, started, "convergence", s.timeout(60, 0.3))
+            rss, hwm = first.memory_kib()
+            cpu = first.cpu_seconds()
+            first.stop()
+            stopped_at = time.time()
+            self.audit.settle(stopped_at)
+            result["converge"] = {
+                "seconds": round(converged_at - started, 3),
+                "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
+                "requests": self.audit.counts(user, first.started_at, stopped_at).to_json(),
+                "cpu_seconds": round(cpu, 2),
+                "rss_mib": _mib(rss),
+                "peak_rss_mib": _mib(hwm),
+            }
+            say(
+                f"{tag} converged in {converged_at - started:.2f}s, "
+                f"{result['converge']['requests']['writes']} writes; restarting"
+            )
+
+            second = self.launch(contender, user, namespace, "restart")
+            running.append(second)
+            window_end = second.started_at + s.steady_seconds
+            self.sleep_alive(second, window_end, "the restart window")
+            self.audit.settle(window_end)
+            restart_counts = self.audit.counts(user, second.started_at, window_end)
+            idle_at = self.wait_idle(second, user, second.started_at, "the restart", s.timeout(60, 0.3))
+            result["restart"] = {
+                "window_seconds": s.steady_seconds,
+                "requests": restart_counts.to_json(),
+                "idle_after_seconds": round(idle_at - second.started_at, 3),
+            }
+            say(
+                f"{tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
+                f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
+            )
+
+            changed = cluster.patch_sizes(self.client, namespace, s.n, s.new_size, s.workers)
+            rolled_at = cluster.poll(
+                lambda: view.replicas_are(s.new_size),
+                s.timeout(120, 1.0),
+                f"{contender.key} to roll out spec.size={s.new_size}",
+                detail=lambda: view.last,
+            )
+            self.wait_idle(second, user, changed, "the spec change", s.timeout(60, 0.3))
+            ended = time.time()
+            rss, hwm = second.memory_kib()
+            cpu = second.cpu_seconds()
+            self.audit.settle(ended)
+            result["spec_change"] = {
+                "seconds": round(rolled_at - changed, 3),
+                "requests": self.audit.counts(user, changed, ended).to_json(),
+                "cpu_seconds": round(cpu, 2),
+                "rss_mib": _mib(rss),
+                "peak_rss_mib": _mib(hwm),
+            }
+            say(
+                f"{tag} spec change rolled out in {rolled_at - changed:.2f}s, "
+                f"{result['spec_change']['requests']['writes']} writes"
+            )
+        except (cluster.BenchError, errors.OktError, OSError) as exc:
+            result["converged"] = False
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            say(f"{tag} FAILED: {result['error']}")
+        finally:
+            for proc in running:
+                proc.stop()
+            if not cluster.delete_namespace(self.client, namespace, s.timeout(120, 0.3)):
+                say(f"{tag} namespace {namespace} still terminating; going on")
+        return result
+
+    def run(self) -> dict[str, Any]:
+        s = self.settings
+        rounds: dict[str, list[dict[str, Any]]] = {c.key: [] for c in s.contenders}
+        for round_no in range(1, s.rounds + 1):
+            shift = (round_no - 1) % len(s.contenders)
+            order = s.contenders[shift:] + s.contenders[:shift]
+            for contender in order:
+                rounds[contender.key].append(self.measure(contender, round_no))
+        summaries = {key: report.summarize(results) for key, results in rounds.items()}
+        report.add_ratios(summaries)
+        return {
+            "machine": report.machine_info(self.client.server_version()),
+            "settings": s.to_json(),
+            "summary": summaries,
+            "rounds": rounds,
+        }
+
+
+# -- command line ------------------------------------------------------------------------------------------------------
+
+
+def parse(argv: Sequence[str] | None) -> Settings:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description="okt vs Kopf vs the raw floor.")
+    parser.add_argument("--n", type=int, default=200, help="Memcached objects per measurement (default 200).")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="measurements per contender, the median is reported (default 2; 1 from N=1000).",
+    )
+    parser.add_argument("--workers", type=int, default=8, help="concurrent reconciles of every contender.")
+    parser.add_argument("--steady-seconds", type=float, default=30.0, help="the restart window (default 30).")
+    parser.add_argument("--size", type=int, default=1, help="spec.size at creation (default 1).")
+    parser.add_argument("--new-size", type=int, default=2, help="spec.size after the change (default 2).")
+    parser.add_argument(
+        "--contenders",
+        default=",".join(c.key for c in contenders.ALL),
+        help="comma-separated keys, in order (default: raw,kopf,okt,okt-final).",
+    )
+    parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
+    parser.add_argument(
+        "--crd",
+        type=pathlib.Path,
+        default=contenders.CRD,
+        help="the Memcached CRD to apply (default: the memcached sample's deploy/crd.yaml).",
+    )
+    parser.add_argument(
+        "--json",
+        type=pathlib.Path,
+        default=contenders.ROOT / "benchmarks" / "results" / "latest.json",
+        help="the JSON output.",
+    )
+    parser.add_argument(
+        "--markdown", type=pathlib.Path, default=contenders.ROOT / "docs" / "benchmarks.md", help="the markdown output."
+    )
+    parser.add_argument(
+        "--logs-dir",
+        type=pathlib.Path,
+        default=None,
+        help="keep the operators' logs here (default: a temporary directory, kept on failure).",
+    )
+    parser.add_argument("--timeout-scale", type=float, default=1.0, help="stretch every bounded wait.")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.workers < 1 or args.steady_seconds <= 0:
+        parser.error("--n, --workers and --steady-seconds must be positive")
+    if args.size == args.new_size:
+        parser.error("--size and --new-size must differ")
+    try:
+        chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
+    except KeyError as exc:
+        parser.error(str(exc))
+    if args.skip_kopf:
+        chosen = tuple(c for c in chosen if c is not contenders.KOPF)
+    if not chosen:
+        parser.error("no contender left to run")
+    rounds = args.rounds if args.rounds is not None else (1 if args.n >= 1000 else 2)
+    return Settings(
+        n=args.n,
+        rounds=max(1, rounds),
+        workers=args.workers,
+        steady_seconds=args.steady_seconds,
+        size=args.size,
+        new_size=args.new_size,
+        contenders=chosen,
+        crd=args.crd,
+        json_path=args.json,
+        markdown_path=args.markdown,
+        logs_dir=args.logs_dir,
+        timeout_scale=args.timeout_scale,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings = parse(argv)
+    users = [
+        envtest.TokenUser(user_name(c, r), secrets.token_hex(16), ("system:masters",))
+        for c in settings.contenders
+        for r in range(1, settings.rounds + 1)
+    ]
+    logs = settings.logs_dir or pathlib.Path(tempfile.mkdtemp(prefix="okt-bench-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    say(
+        f"bench: N={settings.n}, {settings.rounds} round(s), {settings.workers} workers, contenders "
+        f"{', '.join(c.key for c in settings.contenders)}; logs in {logs}"
+    )
+    with envtest.ControlPlane(audit_log=True, users=users, controllers=CONTROLLERS, out=say) as plane:
+        bench = Bench(settings, plane, logs)
+        cluster.apply_crd(bench.client, settings.crd)
+        try:
+            document = bench.run()
+        finally:
+            bench.client.close()
+    labels = {c.key: c.label for c in contenders.ALL}
+    descriptions = {c.key: c.description for c in contenders.ALL}
+    page = report.markdown(document, labels, descriptions)
+    settings.json_path.parent.mkdir(parents=True, exist_ok=True)
+    settings.json_path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    settings.markdown_path.write_text(page)
+    print(page)
+    ok = all(summary["converged"] for summary in document["summary"].values())
+    if ok and settings.logs_dir is None:
+        shutil.rmtree(logs, ignore_errors=True)
+    else:
+        say(f"bench: operator logs kept in {logs}")
+    say(f"bench: wrote {settings.markdown_path} and {settings.json_path}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

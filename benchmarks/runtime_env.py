@@ -1,0 +1,38 @@
+"""The operators run from a runtime-only virtualenv, as they would ship in a container.
+
+Why: the project's own venv also holds the dev and docs tools (import-linter brings rich and pygments, which
+structlog imports when present). Measuring an operator's memory there would charge it for tools it never ships with.
+The runtime venv holds okt (installed from this checkout, without extras) and kopf, nothing else; it lives in the
+cache directory and is refreshed with okt's current code on every run.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+from okt.testing import build
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def venv_dir() -> pathlib.Path:
+    configured = os.environ.get("OKT_BENCH_VENV")
+    return pathlib.Path(configured) if configured else build.cache_root().parent / "bench-venv"
+
+
+def prepare(say: object = print) -> pathlib.Path:
+    """Create (once) and refresh the runtime venv; return its bin directory."""
+    venv = venv_dir()
+    python = venv / "bin" / "python"
+    quiet = ["-q", "--disable-pip-version-check"]
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", *quiet, str(ROOT), "kopf"], check=True)
+    else:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", *quiet, "--no-deps", "--force-reinstall", str(ROOT)], check=True
+        )
+    return venv / "bin"

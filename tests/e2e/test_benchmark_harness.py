@@ -1,0 +1,202 @@
+"""The benchmark harness end to end, small: ``python -m benchmarks.run --n 5 --rounds 1 --skip-kopf``.
+
+One run of the real harness (its own control plane, the raw floor and both okt rows as subprocesses) feeds the
+end-to-end checks; the audit-log counting and the report's arithmetic are also pinned on synthetic input, since every
+figure of the benchmark rests on them.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import audit, manifests, report  # noqa: E402
+
+ROWS = ("raw", "okt", "okt-final")
+HARNESS_TIMEOUT = 540
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("bench")
+    json_path, markdown_path = out / "latest.json", out / "benchmarks.md"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--n",
+            "5",
+            "--rounds",
+            "1",
+            "--skip-kopf",
+            "--steady-seconds",
+            "15",
+            "--json",
+            str(json_path),
+            "--markdown",
+            str(markdown_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HARNESS_TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, f"harness failed:\n{completed.stderr[-4000:]}\n{completed.stdout[-2000:]}"
+    return json.loads(json_path.read_text()), markdown_path.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(HARNESS_TIMEOUT + 60)
+@pytest.mark.parametrize("row", ROWS)
+def test_every_contender_converges_in_every_phase(bench_run: tuple[dict[str, Any], str], row: str) -> None:
+    document, _ = bench_run
+    assert document["summary"][row]["converged"] is True
+    (measured,) = document["rounds"][row]
+    assert measured["converged"] is True and measured["error"] is None
+    assert measured["converge"]["seconds"] > 0
+    assert measured["spec_change"]["seconds"] > 0
+    assert measured["converge"]["requests"]["by_verb"].get("create", 0) >= 3 * 5
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(HARNESS_TIMEOUT + 60)
+@pytest.mark.parametrize("row", ["okt", "okt-final", "raw"])
+def test_a_restart_over_converged_objects_writes_nothing(bench_run: tuple[dict[str, Any], str], row: str) -> None:
+    document, _ = bench_run
+    assert document["summary"][row]["median"]["restart.requests.writes"] == 0
+    (measured,) = document["rounds"][row]
+    assert measured["restart"]["requests"]["writes"] == 0
+    assert measured["restart"]["idle_after_seconds"] < 15
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(HARNESS_TIMEOUT + 60)
+def test_the_report_names_the_machine_and_every_row(bench_run: tuple[dict[str, Any], str]) -> None:
+    document, page = bench_run
+    assert document["settings"]["n"] == 5
+    assert document["machine"]["cores"] >= 1
+    assert document["machine"]["kubernetes"].startswith("v1.")
+    for label in ("raw floor", "| okt |", "okt + finalizer"):
+        assert label in page
+    assert document["summary"]["raw"]["converge_ratio"] == 1.0
+
+
+def _event(audit_id: str, stage: str, user: str, verb: str, code: int | None, at: str, sub: str = "") -> bytes:
+    event: dict[str, Any] = {
+        "auditID": audit_id,
+        "stage": stage,
+        "verb": verb,
+        "user": {"username": user, "groups": ["system:masters"]},
+        "objectRef": {"resource": "memcacheds", "namespace": "ns", **({"subresource": sub} if sub else {})},
+        "requestReceivedTimestamp": at,
+    }
+    if code is not None:
+        event["responseStatus"] = {"code": code}
+    return (json.dumps(event, separators=(",", ":")) + "\n").encode()
+
+
+def test_the_audit_log_counts_each_request_once_for_its_own_user(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    t = "2026-01-01T00:00:0{}.000000Z"
+    log.write_bytes(
+        _event("a", "RequestReceived", "bench-okt-r1", "patch", None, t.format(1), "status")
+        + _event("a", "ResponseComplete", "bench-okt-r1", "patch", 200, t.format(1), "status")
+        + _event("b", "RequestReceived", "bench-okt-r1", "get", None, t.format(2))
+        + _event("b", "ResponseComplete", "bench-okt-r1", "get", 404, t.format(2))
+        + _event("c", "ResponseComplete", "bench-kopf-r1", "create", 201, t.format(3))
+        + _event("d", "ResponseComplete", "someone-else", "create", 201, t.format(4))
+    )
+    reader = audit.AuditLog(log, ["bench-okt-r1", "bench-kopf-r1"])
+    reader.refresh()
+    counts = reader.counts("bench-okt-r1")
+    assert counts.by_verb == {"get": 1, "patch": 1}
+    assert (counts.writes, counts.reads, counts.failed) == (1, 1, 1)
+    assert counts.writes_by_resource == {"patch memcacheds/status": 1}
+    assert reader.counts("bench-kopf-r1").writes == 1
+    assert reader.requests("someone-else") == []
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [(0.0, float("inf"), 2), (audit.parse_time("2026-01-01T00:00:02Z"), float("inf"), 1), (0.0, 1.0, 0)],
+)
+def test_audit_counts_are_taken_in_a_time_window(
+    tmp_path: pathlib.Path, start: float, end: float, expected: int
+) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(
+        _event("a", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:01.000000Z")
+        + _event("b", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:03.000000Z")
+    )
+    reader = audit.AuditLog(log, ["u"])
+    reader.refresh()
+    assert reader.counts("u", start, end).writes == expected
+
+
+def test_a_partial_last_line_waits_for_the_next_read(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    line = _event("a", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:01.000000Z")
+    log.write_bytes(line[:40])
+    reader = audit.AuditLog(log, ["u"])
+    reader.refresh()
+    assert reader.requests("u") == []
+    log.write_bytes(line)
+    reader.refresh()
+    assert len(reader.requests("u")) == 1
+
+
+@pytest.mark.parametrize(
+    ("rounds", "expected_seconds"),
+    [([1.0], 1.0), ([1.0, 3.0], 2.0), ([5.0, 1.0, 2.0], 2.0)],
+)
+def test_the_summary_is_the_median_over_converged_rounds(rounds: list[float], expected_seconds: float) -> None:
+    results = [{"round": i, "converged": True, "converge": {"seconds": s}} for i, s in enumerate(rounds)]
+    results.append({"round": 99, "converged": False, "error": "BenchTimeout: x"})
+    summary = report.summarize(results)
+    assert summary["median"]["converge.seconds"] == expected_seconds
+    assert summary["converged"] is False
+    assert summary["errors"] == ["BenchTimeout: x"]
+
+
+def test_ratios_are_taken_against_the_floor() -> None:
+    summaries: dict[str, dict[str, Any]] = {
+        "raw": {"median": {"converge.seconds": 2.0, "spec_change.seconds": 1.0}},
+        "okt": {"median": {"converge.seconds": 3.0, "spec_change.seconds": 1.5}},
+    }
+    report.add_ratios(summaries)
+    assert (summaries["okt"]["converge_ratio"], summaries["okt"]["spec_change_ratio"]) == (1.5, 1.5)
+    assert summaries["raw"]["converge_ratio"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "expected"),
+    [
+        ({"a": 1}, {"a": 1, "b": 2}, True),
+        ({"a": {"b": [1, {"c": 2}]}}, {"a": {"b": [1, {"c": 2, "d": 3}]}}, True),
+        ({"a": 1}, {"a": 2}, False),
+        ({"a": [1, 2]}, {"a": [1]}, False),
+        ({"a": 1}, {}, False),
+    ],
+)
+def test_a_child_is_unchanged_when_the_desired_fields_are_a_subset_of_the_live_ones(
+    desired: dict[str, Any], live: dict[str, Any], expected: bool
+) -> None:
+    assert manifests.is_subset(desired, live) is expected
+
+
+@pytest.mark.parametrize(("size", "tier"), [(1, "small"), (3, "small"), (4, "medium"), (10, "medium"), (11, "large")])
+def test_the_settings_tier_follows_the_size(size: int, tier: str) -> None:
+    config = manifests.config_map("m", "ns", {"size": size})
+    assert config["data"]["MEMCACHED_TIER"] == tier
+    assert manifests.deployment("m", "ns", {"size": size})["spec"]["replicas"] == size

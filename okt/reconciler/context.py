@@ -8,6 +8,7 @@ conditions, the bookkeeping, a bound logger, the API client and the reader (the 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -33,6 +34,10 @@ class Reader(Protocol):
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]: ...
+
+    def owned(
+        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+    ) -> builtins.list[dict[str, Any]]: ...
 
     def observe(self, obj: Mapping[str, Any]) -> None: ...
 

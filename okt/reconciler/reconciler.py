@@ -234,13 +234,17 @@ class Reconciler:
             ctx.results.add(Operation.CRUD_ERROR, what, exc)
 
     def prune_unregistered(self, ctx: context_mod.Context) -> None:
-        """Delete children that carry our owner label but are no longer registered."""
+        """Delete children this CR controls (and labelled as ours) that are no longer registered.
+
+        Under ``okt run`` the reader answers from the informers' owner index: no request, no scan of the store.
+        """
         wanted = ctx.registry.keys()
         owned = {(c.api_version, c.kind) for c in self.owns} | {(k[0], k[1]) for k in wanted}
         selector = {ctx.labels.owner_label: ctx.cr.uid}
         for api_version, kind_name in sorted(owned):
             kind = ctx.client.resolve(api_version, kind_name)
-            for obj in ctx.reader.list(kind, ctx.cr.namespace if kind.namespaced else None, selector):
+            namespace = ctx.cr.namespace if kind.namespaced else None
+            for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector):
                 key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
                 if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                     continue

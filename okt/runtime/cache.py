@@ -262,6 +262,22 @@ class Cache:
 
     # -- owners --------------------------------------------------------------------------------------------------
 
+    def owned(
+        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+    ) -> builtins.list[dict[str, Any]]:
+        """Objects of ``kind`` in ``namespace`` controlled by ``owner_uid``, from the owner index (no scan).
+
+        Kinds the cache does not watch are listed from the API with ``labels`` and filtered by controller.
+        """
+        if not self.informers(kind):
+            items = self.list(kind, namespace, labels)
+            return [obj for obj in items if (controller_owner(obj) or {}).get("uid") == owner_uid]
+        return [
+            obj
+            for obj in self.owned_by(kind, owner_uid)
+            if namespace is None or not kind.namespaced or _namespace(obj) == namespace
+        ]
+
     def owned_by(self, kind: kinds.Kind, owner_uid: str) -> builtins.list[dict[str, Any]]:
         """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies)."""
         return [dict(copy_json(obj)) for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid)]

@@ -1,3 +1,4 @@
+import builtins
 import concurrent.futures
 import copy
 import dataclasses
@@ -104,6 +105,11 @@ class NoReader:
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:
+        return []
+
+    def owned(
+        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+    ) -> builtins.list[dict[str, Any]]:
         return []
 
     def observe(self, obj: Mapping[str, Any]) -> None:

@@ -156,6 +156,23 @@ def test_owned_by_finds_children_by_their_controller_owner_uid(api: Any, make_ca
     assert cache.owned_by(CM, "nobody") == []
 
 
+def test_owned_answers_a_watched_kind_from_the_owner_index_scoped_to_the_namespace(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "child", **owned("u1")))
+    api.put(CM, obj(CM, "elsewhere", namespace="other", **owned("u1")))
+    api.put(CM, obj(CM, "other-owner", **owned("u2")))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    lists_before = len(api.lists)
+
+    found = cache.owned(CM, "ns", "u1", {"okt.io/owner-uid": "u1"})
+
+    assert [o["metadata"]["name"] for o in found] == ["child"]
+    assert len(api.lists) == lists_before
+
+
 def test_observe_writes_through_to_the_store_of_the_objects_kind(api: Any, make_cache: Any, obj: Obj) -> None:
     first = api.put(CM, obj(CM, "a"))
     cache = make_cache()

@@ -91,6 +91,10 @@ class Client:
         self._base = self._http.url.rstrip("/")
         self._session: requests.Session = self._http.session
         self._session.headers["User-Agent"] = "okt"
+        # requests re-reads the proxy environment on every request (about half a millisecond each); read it once.
+        self._proxies = requests.utils.get_environ_proxies(self._base)
+        self._verify = self._session.verify
+        self._session.trust_env = False
         self._timeout = timeout
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
         self._kinds_lock = threading.Lock()
@@ -148,6 +152,8 @@ class Client:
                 headers=headers,
                 stream=stream,
                 timeout=timeout if timeout is not None else self._timeout,
+                proxies=self._proxies,
+                verify=self._verify,
             )
         except requests.RequestException as exc:
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc

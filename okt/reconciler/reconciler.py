@@ -256,7 +256,7 @@ class Reconciler:
 
     def success_manager(self, ctx: context_mod.Context) -> None:
         generation = ctx.cr.generation
-        was_ready = ctx.conditions.is_true(cond.READY)
+        was_failing = ctx.conditions.is_false(cond.READY)
         available = self.available(ctx)
         progressing = self.progressing(ctx)
         message = f"generation {generation} reconciled: {ctx.results.summary()}"
@@ -284,7 +284,8 @@ class Reconciler:
             )
         ctx.bookkeeping.error_count = 0
         self.write_status(ctx)
-        if ready and not was_ready:
+        if ready and was_failing:
+            # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
             ctx.event(events.NORMAL, "Reconciled", message)
 
     def error_manager(self, ctx: context_mod.Context) -> None:

@@ -224,9 +224,10 @@ class Informer:
     def observe(self, obj: Mapping[str, Any]) -> bool:
         """Write-through: store the API's answer to one of okt's own writes, if it is newer than the stored object.
 
-        No event is produced (the watch event for the same version still arrives and is delivered; deduplicating is
-        the work queue's job). Returns whether the store changed. The object is shallow-copied (its metadata without
-        ``managedFields``), so the caller's dict is never aliased by the store.
+        No event is produced, and the watch's echo of that same version is swallowed when it arrives (the writer
+        already knows it); a later version from anyone is delivered as usual. Returns whether the store changed. The
+        object is shallow-copied (its metadata without ``managedFields``), so the caller's dict is never aliased by the
+        store.
         """
         meta = dict(obj.get("metadata") or {})
         meta.pop("managedFields", None)
@@ -373,6 +374,10 @@ class Informer:
                     # Someone else's change from before our own write: our write's event is still to come.
                     self._shadowed[key] = obj
                 return  # otherwise an event older than what we hold: out of order, nothing new to say
+            elif newer is None and shadowed:
+                # The echo of okt's own write, already in the store through observe(): the reconcile that wrote
+                # it knows this exact version, so there is nothing new to tell (and no needless reconcile).
+                return
             else:
                 if newer is True or current is None:
                     self._put_locked(key, obj, current)

@@ -45,18 +45,21 @@ def event_requests(
     return {key: n for key, n in shared.write_requests(kube, before).items() if key[1] == "events"}
 
 
-def test_the_first_success_records_a_normal_reconciled_event(
+def test_the_first_success_records_no_event_so_the_first_pass_writes_only_children_and_status(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
 ) -> None:
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    before = kube.stats.snapshot()
 
     shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
 
-    recorded = events_of(kube, widget_kind, namespace)
-    assert [summary(event) for event in recorded] == [("Normal", "Reconciled", 1)]
-    assert recorded[0]["message"].startswith("generation 1 reconciled: created=3")
-    assert recorded[0]["involvedObject"]["kind"] == "Widget"
-    assert recorded[0]["source"] == {"component": "widget-controller"}
+    assert events_of(kube, widget_kind, namespace) == []
+    assert shared.write_requests(kube, before) == {
+        ("create", "configmaps"): 1,
+        ("create", "services"): 1,
+        ("create", "deployments"): 1,
+        ("patch", "widgets/status"): 1,
+    }
 
 
 def test_an_error_records_a_warning_event_with_the_error_reason(
@@ -87,7 +90,7 @@ def test_steady_reconciles_record_no_event(
         shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
 
     assert event_requests(kube, before) == {}
-    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Normal", "Reconciled", 1)]
+    assert events_of(kube, widget_kind, namespace) == []
 
 
 @pytest.mark.parametrize("repeats", [2, 4])
@@ -118,3 +121,7 @@ def test_recovering_from_an_error_records_a_normal_event_after_the_warning(
     assert run.outcome == okt.Outcome.done()
     recorded = events_of(kube, widget_kind, namespace)
     assert sorted(summary(event) for event in recorded) == [("Normal", "Reconciled", 1), ("Warning", "InvalidSpec", 1)]
+    normal = next(event for event in recorded if event["type"] == "Normal")
+    assert normal["message"].startswith("generation 2 reconciled: ")
+    assert normal["involvedObject"]["kind"] == "Widget"
+    assert normal["source"] == {"component": "widget-controller"}

@@ -46,3 +46,7 @@ def main() -> None:
         cli.main(prog_name="okt", standalone_mode=True)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

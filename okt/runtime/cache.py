@@ -52,15 +52,6 @@ def _owner_uids(obj: Mapping[str, Any]) -> Iterable[str]:
     return (str(owner["uid"]),) if owner is not None and owner.get("uid") else ()
 
 
-def copy_json(value: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars) — several times faster than ``copy.deepcopy``."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_json(v) for v in value]
-    return value
-
-
 def labels_match(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
     """Whether ``obj`` carries every label of ``labels`` with the same value (``None`` or empty matches all)."""
     if not labels:
@@ -221,7 +212,7 @@ class Cache:
         if informer is None:
             return self.client.get_or_none(kind, name, namespace if kind.namespaced else None)
         found = informer.get(namespace if kind.namespaced else None, name)
-        return None if found is None else dict(copy_json(found))
+        return found
 
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
@@ -243,7 +234,7 @@ class Cache:
                 informer_mod.strip(item)
             return items
         return [
-            dict(copy_json(obj))
+            obj
             for informer in chosen
             for obj in informer.items()
             if (namespace is None or not kind.namespaced or _namespace(obj) == namespace) and labels_match(obj, labels)
@@ -280,7 +271,7 @@ class Cache:
 
     def owned_by(self, kind: kinds.Kind, owner_uid: str) -> builtins.list[dict[str, Any]]:
         """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies)."""
-        return [dict(copy_json(obj)) for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid)]
+        return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid)]
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -35,6 +35,7 @@ delivered after it, but the HTTP stream of a watch in progress is only closed wh
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import threading
 import time
@@ -97,6 +98,26 @@ def is_newer(candidate: str, current: str) -> bool | None:
     return True
 
 
+class Packed:
+    """One stored object, kept as compact JSON: a fraction of the memory of nested dicts, and every read decodes a
+    private copy (which a reconcile may then change freely)."""
+
+    __slots__ = ("data", "index", "rv")
+
+    def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer]) -> None:
+        self.data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        self.rv = resource_version(obj)
+        self.index = {name: tuple(indexer(obj)) for name, indexer in indexers.items()}
+
+    def unpack(self) -> dict[str, Any]:
+        obj: dict[str, Any] = json.loads(self.data)
+        return obj
+
+
+def _unpacked(packed: Packed | None) -> dict[str, Any] | None:
+    return None if packed is None else packed.unpack()
+
+
 def strip(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop ``metadata.managedFields`` in place (okt never reads it, and it is often the largest part of an object)."""
     meta = obj.get("metadata")
@@ -149,11 +170,11 @@ class Informer:
         self._indexers = dict(indexers or {})
         self._backoff = backoff
         self._lock = threading.RLock()
-        self._store: dict[StoreKey, dict[str, Any]] = {}
-        self._indexes: dict[str, dict[str, dict[StoreKey, dict[str, Any]]]] = {name: {} for name in self._indexers}
+        self._store: dict[StoreKey, Packed] = {}
+        self._indexes: dict[str, dict[str, set[StoreKey]]] = {name: {} for name in self._indexers}
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
-        self._shadowed: dict[StoreKey, dict[str, Any] | None] = {}
+        self._shadowed: dict[StoreKey, Packed | None] = {}
         self._resource_version = ""
         self._stop = threading.Event()
         self._open_stream: Any = None
@@ -201,19 +222,22 @@ class Informer:
     # -- reads ---------------------------------------------------------------------------------------------------
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """The stored object (not a copy), or ``None``."""
+        """A private copy of the stored object, or ``None``."""
         with self._lock:
-            return self._store.get((namespace or "", name))
+            packed = self._store.get((namespace or "", name))
+        return _unpacked(packed)
 
     def items(self) -> list[dict[str, Any]]:
-        """Every stored object (not copies), in no particular order."""
+        """Private copies of every stored object, in no particular order."""
         with self._lock:
-            return list(self._store.values())
+            packed = list(self._store.values())
+        return [p.unpack() for p in packed]
 
     def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
-        """The stored objects whose ``index`` function returned ``value``."""
+        """Private copies of the stored objects whose ``index`` function returned ``value``."""
         with self._lock:
-            return list(self._indexes[index].get(value, {}).values())
+            packed = [self._store[key] for key in self._indexes[index].get(value, ())]
+        return [p.unpack() for p in packed]
 
     def __len__(self) -> int:
         with self._lock:
@@ -235,7 +259,7 @@ class Informer:
         with self._lock:
             key = store_key(stored_obj)
             current = self._store.get(key)
-            if current is not None and not is_newer(resource_version(stored_obj), resource_version(current)):
+            if current is not None and not is_newer(resource_version(stored_obj), current.rv):
                 return False
             # Remember what the watch last said, so its next event reports the change against that, not against
             # this write-through copy (events describe the watch's history; observe only makes reads fresher).
@@ -292,16 +316,16 @@ class Informer:
                 if current is None:
                     self._put_locked(key, item, None)
                     events.append((ADDED, item, None))
-                elif is_newer(resource_version(item), resource_version(current)):
+                elif is_newer(resource_version(item), current.rv):
                     self._put_locked(key, item, current)
-                    events.append((MODIFIED, item, current))
+                    events.append((MODIFIED, item, current.unpack()))
             for key in [key for key in self._store if key not in listed]:
                 gone = self._store[key]
                 # An object observed from our own write after the list was served is newer than the list: keep it.
-                if is_newer(resource_version(gone), version) is True:
+                if is_newer(gone.rv, version) is True:
                     continue
                 self._remove_locked(key, gone)
-                events.append((DELETED, gone, None))
+                events.append((DELETED, gone.unpack(), None))
             self._shadowed.clear()
             self._resource_version = version
             self.relists += 1
@@ -361,7 +385,7 @@ class Informer:
             if version:
                 self._resource_version = version
             current = self._store.get(key)
-            newer = None if current is None else is_newer(version, resource_version(current))
+            newer = None if current is None else is_newer(version, current.rv)
             shadowed = key in self._shadowed
             watched = self._shadowed.pop(key) if shadowed else current
             if event_type == DELETED:
@@ -372,7 +396,7 @@ class Informer:
             elif newer is False:
                 if shadowed:
                     # Someone else's change from before our own write: our write's event is still to come.
-                    self._shadowed[key] = obj
+                    self._shadowed[key] = Packed(obj, {})
                 return  # otherwise an event older than what we hold: out of order, nothing new to say
             elif newer is None and shadowed:
                 # The echo of okt's own write, already in the store through observe(): the reconcile that wrote
@@ -381,7 +405,7 @@ class Informer:
             else:
                 if newer is True or current is None:
                     self._put_locked(key, obj, current)
-                emitted = (ADDED if watched is None else MODIFIED, obj, watched)
+                emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
         self._emit(*emitted)
 
     def _run_resync(self) -> None:
@@ -404,24 +428,25 @@ class Informer:
 
     # -- store and indexes (the lock is held) --------------------------------------------------------------------
 
-    def _put_locked(self, key: StoreKey, obj: dict[str, Any], current: dict[str, Any] | None) -> None:
+    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: Packed | None) -> None:
         if current is not None:
             self._unindex_locked(key, current)
-        self._store[key] = obj
-        for name, indexer in self._indexers.items():
-            for value in indexer(obj):
-                self._indexes[name].setdefault(value, {})[key] = obj
+        packed = Packed(obj, self._indexers)
+        self._store[key] = packed
+        for name, values in packed.index.items():
+            for value in values:
+                self._indexes[name].setdefault(value, set()).add(key)
 
-    def _remove_locked(self, key: StoreKey, current: dict[str, Any]) -> None:
+    def _remove_locked(self, key: StoreKey, current: Packed) -> None:
         self._unindex_locked(key, current)
         del self._store[key]
 
-    def _unindex_locked(self, key: StoreKey, obj: Mapping[str, Any]) -> None:
-        for name, indexer in self._indexers.items():
+    def _unindex_locked(self, key: StoreKey, packed: Packed) -> None:
+        for name, values in packed.index.items():
             index = self._indexes[name]
-            for value in indexer(obj):
+            for value in values:
                 bucket = index.get(value)
                 if bucket is not None:
-                    bucket.pop(key, None)
+                    bucket.discard(key)
                     if not bucket:
                         del index[value]

@@ -224,3 +224,13 @@ def test_the_default_hooks_leave_the_desired_state_untouched() -> None:
     config.preserve_from_live({"spec": {"clusterIP": "10.0.0.1"}})
 
     assert config.desired == before
+
+
+def test_rendering_the_same_text_twice_gives_equal_objects_that_never_share_state() -> None:
+    template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\ndata:\n  key: value\n"
+
+    first = resource.render_template(template, {"name": "same"})
+    first["data"]["key"] = "changed by a mutation"
+    second = resource.render_template(template, {"name": "same"})
+
+    assert second == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "same"}, "data": {"key": "value"}}

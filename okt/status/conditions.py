@@ -424,7 +424,7 @@ class Conditions(Mapping[str, Condition]):
         return True
 
     def apply(self, updates: Iterable[ConditionUpdate], observed_generation: int | None = None) -> bool:
-        """:meth:`set` each update (for instance :func:`standard_conditions`); return whether anything changed."""
+        """:meth:`set` each update; return whether anything changed."""
         changed = False
         for update in updates:
             changed = (
@@ -462,41 +462,3 @@ class ConditionUpdate(NamedTuple):
     status: ConditionStatus
     reason: str
     message: str
-
-
-def standard_conditions(
-    *,
-    ok: bool,
-    reason: str,
-    message: str,
-    generation: int | None,
-    progressing: bool = False,
-    degraded: bool | None = None,
-) -> list[ConditionUpdate]:
-    """What the standard conditions should say after one reconcile, in the OpenShift operator-status style.
-
-    ::
-
-        condition               success, settled   success, progressing   error (ok=False)
-        Ready                   True               False                  False
-        ReconciliationSuccess   True               True                   False
-        Progressing             False              True                   progressing
-        Degraded                False              False                  True
-
-    ``Ready`` is the summary ``kubectl wait --for=condition=Ready`` waits on, so it is True only when the object is
-    fully reconciled *and* nothing is still rolling out. ``ReconciliationSuccess`` keeps OKT's meaning: the last
-    reconcile ran without error. ``degraded``, when given, overrides the Degraded column (an operator may run
-    successfully yet know that a child is failing). Every condition carries the same reason and message: they describe
-    the one reconcile that produced them. An empty success message becomes ``generation N reconciled`` when the
-    generation is known, so ``kubectl describe`` shows what was reconciled. Pass ``generation`` again as the
-    ``observed_generation`` of :meth:`Conditions.apply`.
-    """
-    if ok and not message and generation is not None:
-        message = f"generation {generation} reconciled"
-    is_degraded = (not ok) if degraded is None else degraded
-    return [
-        ConditionUpdate(READY, ConditionStatus.from_bool(ok and not progressing), reason, message),
-        ConditionUpdate(RECONCILIATION_SUCCESS, ConditionStatus.from_bool(ok), reason, message),
-        ConditionUpdate(PROGRESSING, ConditionStatus.from_bool(progressing), reason, message),
-        ConditionUpdate(DEGRADED, ConditionStatus.from_bool(is_degraded), reason, message),
-    ]

@@ -557,68 +557,16 @@ def test_summary_lists_conditions_in_order() -> None:
     assert Conditions().summary() == "no conditions"
 
 
-# --- standard_conditions ----------------------------------------------------------------------------------------
+# --- apply ----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "expected"),
-    [
-        (
-            {"ok": True},
-            {"Ready": "True", "ReconciliationSuccess": "True", "Progressing": "False", "Degraded": "False"},
-        ),
-        (
-            {"ok": True, "progressing": True},
-            {"Ready": "False", "ReconciliationSuccess": "True", "Progressing": "True", "Degraded": "False"},
-        ),
-        (
-            {"ok": False},
-            {"Ready": "False", "ReconciliationSuccess": "False", "Progressing": "False", "Degraded": "True"},
-        ),
-        (
-            {"ok": False, "progressing": True},
-            {"Ready": "False", "ReconciliationSuccess": "False", "Progressing": "True", "Degraded": "True"},
-        ),
-        (
-            {"ok": True, "degraded": True},
-            {"Ready": "True", "ReconciliationSuccess": "True", "Progressing": "False", "Degraded": "True"},
-        ),
-        (
-            {"ok": False, "degraded": False},
-            {"Ready": "False", "ReconciliationSuccess": "False", "Progressing": "False", "Degraded": "False"},
-        ),
-    ],
-)
-def test_standard_conditions_map_an_outcome_to_condition_statuses(
-    kwargs: dict[str, bool], expected: dict[str, str]
-) -> None:
-    updates = conditions.standard_conditions(reason="Why", message="what", generation=None, **kwargs)
-
-    assert {u.type: u.status.value for u in updates} == expected
-    assert {(u.reason, u.message) for u in updates} == {("Why", "what")}
-
-
-@pytest.mark.parametrize(
-    ("ok", "message", "generation", "expected"),
-    [
-        (True, "", 4, "generation 4 reconciled"),
-        (True, "", None, ""),
-        (True, "custom", 4, "custom"),
-        (False, "", 4, ""),
-    ],
-)
-def test_standard_conditions_name_the_generation_when_success_has_no_message(
-    ok: bool, message: str, generation: int | None, expected: str
-) -> None:
-    updates = conditions.standard_conditions(ok=ok, reason="Why", message=message, generation=generation)
-
-    assert {u.message for u in updates} == {expected}
-
-
-def test_applying_the_same_standard_conditions_twice_changes_nothing_the_second_time() -> None:
+def test_applying_the_same_updates_twice_changes_nothing_the_second_time() -> None:
     clock = Clock()
     conds = Conditions(now=clock)
-    updates = conditions.standard_conditions(ok=False, reason="ApiError", message="boom", generation=2)
+    updates = [
+        conditions.ConditionUpdate(conditions.READY, ConditionStatus.FALSE, "ApiError", "boom"),
+        conditions.ConditionUpdate(conditions.DEGRADED, ConditionStatus.TRUE, "ApiError", "boom"),
+    ]
 
     assert conds.apply(updates, observed_generation=2) is True
     clock.advance(60)
@@ -626,14 +574,3 @@ def test_applying_the_same_standard_conditions_twice_changes_nothing_the_second_
     assert reloaded.apply(updates, observed_generation=2) is False
     assert reloaded.is_false(conditions.READY)
     assert reloaded[conditions.READY].observed_generation == 2
-
-
-def test_standard_updates_unpack_as_set_arguments() -> None:
-    conds = Conditions(now=Clock())
-
-    for type_, status, reason, message in conditions.standard_conditions(
-        ok=True, reason="Reconciled", message="", generation=1
-    ):
-        conds.set(type_, status, reason, message, 1)
-
-    assert [c["type"] for c in conds.to_list()] == ["Ready", "ReconciliationSuccess", "Progressing", "Degraded"]

@@ -255,8 +255,9 @@ class Manager:
         with self._signals():
             self.start()
             # Short waits keep the main thread responsive to signals.
-            while not self._stopping.wait(0.5):
-                pass
+            stopping = False
+            while not stopping:
+                stopping = self._stopping.wait(0.5)
             self.join()
 
     # -- internals -----------------------------------------------------------------------------------------------

@@ -4,12 +4,15 @@ Why it exists: an operator's permissions follow from what it reconciles, so they
 hand-written roles drift into ``"*"`` wildcards or miss the one verb that fails at 3 a.m. The rules below are exactly
 what okt's runtime and engine use:
 
-* the primary (``<plural>``): get, list, watch, patch, update — the informer, and finalizer patches;
-* ``<plural>/status``: get, patch, update — conditions are written through the status subresource;
-* ``<plural>/finalizers``: update — only when the reconciler declares a finalizer (owner references that block
-  deletion need it where the OwnerReferencesPermissionEnforcement admission plugin is on);
-* each owned kind: get, list, watch, create, patch, update, delete — informer, apply, prune; a create/delete-only
-  kind (``okt.Resource``) gets get, list, watch, create, delete;
+* the primary (``<plural>``): get, list, watch, patch — the informer, and the JSON patches of its finalizer and
+  bookkeeping annotations (okt never replaces an object with PUT, so no ``update``);
+* ``<plural>/status``: patch — conditions are written through the status subresource as a merge patch;
+* ``<plural>/finalizers``: update — when the primary owns children: okt sets ``blockOwnerDeletion`` on their owner
+  references, which the OwnerReferencesPermissionEnforcement admission plugin (on in many production clusters)
+  allows only to who may update the owner's finalizers;
+* each owned kind: get, list, watch, create, patch, delete — informer, create, guarded merge patch, prune, and the
+  one read after a create races with the informer (``AlreadyExists``); a create/delete-only kind (``okt.Resource``)
+  gets get, list, watch, create, delete;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election.
 
@@ -31,10 +34,10 @@ from typing import Any, NamedTuple
 
 from codegen import crd, dictionary, errors
 
-PRIMARY_VERBS = ("get", "list", "watch", "patch", "update")
-STATUS_VERBS = ("get", "patch", "update")
+PRIMARY_VERBS = ("get", "list", "watch", "patch")
+STATUS_VERBS = ("patch",)
 FINALIZER_VERBS = ("update",)
-OWNED_VERBS = ("get", "list", "watch", "create", "patch", "update", "delete")
+OWNED_VERBS = ("get", "list", "watch", "create", "patch", "delete")
 CREATE_DELETE_VERBS = ("get", "list", "watch", "create", "delete")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
@@ -54,11 +57,12 @@ class OwnedKind(NamedTuple):
 
 
 class PrimaryKind(NamedTuple):
-    """A custom resource the operator reconciles: its API group, plural, and whether it declares a finalizer."""
+    """A custom resource the operator reconciles: its API group, plural, and whether it owns children (whose owner
+    references block its deletion, see the module docstring)."""
 
     group: str
     plural: str
-    finalizer: bool = False
+    owner: bool = True
 
 
 def rules_for(
@@ -80,7 +84,7 @@ def rules_for(
     for primary in primaries:
         grant(primary.group, primary.plural, PRIMARY_VERBS)
         grant(primary.group, f"{primary.plural}/status", STATUS_VERBS)
-        if primary.finalizer:
+        if primary.owner:
             grant(primary.group, f"{primary.plural}/finalizers", FINALIZER_VERBS)
     for item in owned:
         kind = OwnedKind(*item)
@@ -107,7 +111,6 @@ def rbac_for(
     cluster_wide: bool,
     leader_elect: bool,
     service_account: str,
-    finalizer: bool = False,
 ) -> list[dict[str, Any]]:
     """The ServiceAccount, role(s) and binding(s) of an operator reconciling one custom resource.
 
@@ -118,13 +121,12 @@ def rbac_for(
         cluster_wide: a ClusterRole/ClusterRoleBinding instead of a Role/RoleBinding.
         leader_elect: grant the Lease permissions leader election needs (in ``namespace``).
         service_account: the ServiceAccount's name, also the name of the roles and bindings.
-        finalizer: grant ``<plural>/finalizers`` update (the reconciler declares a finalizer).
 
     Raises:
         CodegenError: an invalid namespace or ServiceAccount name.
     """
     return rbac_for_primaries(
-        primaries=[PrimaryKind(primary_group, primary_plural, finalizer)],
+        primaries=[PrimaryKind(primary_group, primary_plural, owner=bool(owned))],
         owned=owned,
         namespace=namespace,
         cluster_wide=cluster_wide,
@@ -178,7 +180,7 @@ def rbac_for_reconcilers(
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
-    Reads ``api_version``, ``kind``, ``plural``, ``namespaced`` and ``finalizer`` of each reconciler, and
+    Reads ``api_version``, ``kind``, ``plural``, ``namespaced`` and ``owns`` of each reconciler, and
     ``api_version``, ``kind`` (and ``plural``/``mutable`` when set) of each class in its ``owns``. An owned class
     without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one without a boolean
     ``mutable`` is as mutable as its dictionary entry. ``service_account`` defaults to ``<kind>-operator`` (lowercased,
@@ -197,8 +199,9 @@ def rbac_for_reconcilers(
         primary = crd.primary_of(cls)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
-        primaries.append(PrimaryKind(primary.group, primary.plural, primary.finalizer))
-        owned += [_owned_kind(cls, child, kinds, cluster_wide) for child in getattr(cls, "owns", ()) or ()]
+        children = [_owned_kind(cls, child, kinds, cluster_wide) for child in getattr(cls, "owns", ()) or ()]
+        primaries.append(PrimaryKind(primary.group, primary.plural, owner=bool(children)))
+        owned += children
     account = service_account or f"{crd.primary_of(classes[0]).kind.lower()}-operator"
     return rbac_for_primaries(
         primaries=primaries,

@@ -409,6 +409,9 @@ class ControlPlane:
             "--authorization-mode=RBAC",
             "--service-cluster-ip-range=10.96.0.0/12",
             "--disable-admission-plugins=ServiceAccount",
+            # As in many production clusters: blockOwnerDeletion needs update on the owner's finalizers, so a test
+            # of an operator's RBAC sees the permission it would miss there.
+            "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
             "--allow-privileged=true",
             "--max-requests-inflight=1000",
             "--max-mutating-requests-inflight=500",

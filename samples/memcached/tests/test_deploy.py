@@ -3,7 +3,10 @@ accepted by the apiserver and by ``okt run``."""
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import secrets
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -12,7 +15,9 @@ import yaml
 
 import okt
 from okt.cli import run as run_cli
-from okt.testing import envtest
+from okt.kube import kinds
+from okt.testing import envtest, waiting
+from okt.testing.waiting import wait_for
 from samples.memcached import harness
 
 DEPLOY = pathlib.Path(__file__).resolve().parents[1] / "deploy"
@@ -63,32 +68,144 @@ def test_okt_run_refuses_a_mistyped_argument() -> None:
         run_cli.run_command.make_context("run", ["/app/operator.py", "--leader-elekt"])
 
 
-@pytest.mark.integration
-def test_the_generated_rbac_is_all_the_operator_needs(
-    bare_plane: envtest.ControlPlane, operator_identity: envtest.TokenUser, tmp_path: pathlib.Path
-) -> None:
+ROLE_KINDS = ("ClusterRole", "Role")
+STEP_TIMEOUT = 20.0
+BROKEN_STEP_TIMEOUT = 8.0  # with a rule removed a step is expected to time out: the whole lifecycle takes ~2 s
+SUBJECT_ACCESS_REVIEW = okt.Kind("authorization.k8s.io/v1", "SubjectAccessReview", "subjectaccessreviews", False)
+
+
+def rule_cases() -> list[Any]:
+    """One case with the generated RBAC whole, then one per rule of its roles with that rule removed."""
+    cases = [pytest.param(None, id="whole")]
+    for doc in documents("rbac.yaml"):
+        if doc["kind"] in ROLE_KINDS:
+            for index, rule in enumerate(doc["rules"]):
+                cases.append(pytest.param((doc["kind"], index), id=f"without-{'+'.join(rule['resources'])}"))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def deployed(bare_plane: envtest.ControlPlane) -> Iterator[tuple[okt.Client, okt.Kind]]:
+    """The CRD, deploy/deployment.yaml and deploy/rbac.yaml created on the control plane (the apiserver validates
+    every object)."""
     admin = okt.Client.from_kubeconfig(bare_plane.kubeconfig)
     kind = harness.apply_crd(admin)
-    for doc in documents("deployment.yaml") + documents("rbac.yaml"):  # the apiserver validates every object
+    for doc in documents("deployment.yaml") + documents("rbac.yaml"):
         admin.create(doc)
-    memcacheds = harness.Memcacheds(admin, kind, "default")
-    operator = harness.OperatorProcess.start(
-        bare_plane.kubeconfig_for(operator_identity),
-        log_path=tmp_path / "operator.log",
-        args=["--leader-elect", "--lease-namespace", harness.OPERATOR_NAMESPACE],
-    )
-    try:
-        for name in ("first", "second"):
-            memcacheds.create(name, size=2)
-        memcacheds.wait_converged(["first", "second"])
-        memcacheds.update_spec("first", size=5)
-        memcacheds.wait_converged(["first"])
-        memcacheds.delete("second")
-        memcacheds.wait_gone("second")
-        assert set(memcacheds.inventory()) == {"first"}
-    finally:
-        status = operator.stop()
-        admin.close()
+    yield admin, kind
+    admin.close()
 
-    assert status == 0
-    assert "forbidden" not in operator.log_tail(10_000).lower()
+
+def allowed(admin: okt.Client, user: envtest.TokenUser, rule: dict[str, Any], namespace: str) -> bool:
+    """Whether ``user`` may use the first verb of ``rule`` on its first resource in ``namespace``."""
+    resource, _, subresource = rule["resources"][0].partition("/")
+    attributes = {
+        "group": rule["apiGroups"][0],
+        "resource": resource,
+        "subresource": subresource,
+        "verb": rule["verbs"][0],
+        "namespace": namespace,
+    }
+    review = admin.create(
+        {
+            "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
+            "kind": SUBJECT_ACCESS_REVIEW.kind,
+            "spec": {"user": user.name, "groups": list(user.groups), "resourceAttributes": attributes},
+        },
+        SUBJECT_ACCESS_REVIEW,
+    )
+    return bool(review["status"].get("allowed"))
+
+
+@contextlib.contextmanager
+def rbac_without(
+    admin: okt.Client, user: envtest.TokenUser, removed: tuple[str, int] | None, namespace: str
+) -> Iterator[None]:
+    """The generated roles with the ``removed`` (role kind, rule index) taken out, put back afterwards; returns once
+    the authorizer has seen the change."""
+    if removed is None:
+        yield
+        return
+    role_kind, index = removed
+    (role,) = [doc for doc in documents("rbac.yaml") if doc["kind"] == role_kind]
+    meta, rules = role["metadata"], role["rules"]
+    kind = admin.kind_of(role)
+    rule = rules[index]
+    where = meta.get("namespace", namespace)
+    admin.patch(kind, meta["name"], {"rules": rules[:index] + rules[index + 1 :]}, meta.get("namespace"))
+    try:
+        wait_for(lambda: not allowed(admin, user, rule, where), timeout=10, message="the rule's removal to apply")
+        yield
+    finally:
+        admin.patch(kind, meta["name"], {"rules": rules}, meta.get("namespace"))
+        wait_for(lambda: allowed(admin, user, rule, where), timeout=10, message="the rule to be granted again")
+
+
+def lifecycle(admin: okt.Client, memcacheds: harness.Memcacheds, timeout: float) -> None:
+    """What the sample does for its users: converge, refuse a bad spec with a Warning Event, scale, clean up on
+    deletion. Raises (``WaitTimeout``, ``AssertionError``) at the first step that does not happen in ``timeout``."""
+    for name in ("first", "second"):
+        memcacheds.create(name, size=2)
+    memcacheds.create("floating", size=1, image="memcached:latest")
+    memcacheds.wait_converged(["first", "second"], timeout=timeout)
+    memcacheds.wait_ready_false("floating", timeout=timeout)
+
+    def warned() -> bool:
+        events, _ = admin.list(kinds.EVENT, memcacheds.namespace)
+        return any(e["type"] == "Warning" and e["involvedObject"]["name"] == "floating" for e in events)
+
+    wait_for(warned, timeout=timeout, message="a Warning Event about the floating image")
+    memcacheds.update_spec("first", size=5)
+    memcacheds.wait_converged(["first"], timeout=timeout)
+    memcacheds.delete("second")
+    memcacheds.wait_gone("second", timeout=timeout)
+    assert set(memcacheds.inventory()) == {"first"}  # a refused spec never gets an entry
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("removed", rule_cases())
+def test_the_generated_rbac_is_exactly_what_the_operator_needs(
+    deployed: tuple[okt.Client, okt.Kind],
+    operator_identity: envtest.TokenUser,
+    bare_plane: envtest.ControlPlane,
+    tmp_path: pathlib.Path,
+    removed: tuple[str, int] | None,
+) -> None:
+    """Run as its ServiceAccount, the operator does its whole job with the generated RBAC (the control plane enforces
+    OwnerReferencesPermissionEnforcement, as production clusters do); without any one rule it fails on a 403."""
+    admin, kind = deployed
+    namespace = f"rbac-{secrets.token_hex(4)}"
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    memcacheds = harness.Memcacheds(admin, kind, namespace)
+    timeout = STEP_TIMEOUT if removed is None else BROKEN_STEP_TIMEOUT
+    failure: BaseException | None = None
+    with rbac_without(admin, operator_identity, removed, namespace):
+        try:
+            operator = harness.OperatorProcess.start(
+                bare_plane.kubeconfig_for(operator_identity),
+                namespaces=[namespace],
+                log_path=tmp_path / "operator.log",
+                args=["--leader-elect", "--lease-namespace", harness.OPERATOR_NAMESPACE],
+                timeout=timeout,
+            )
+        except waiting.WaitTimeout as exc:  # never ready: it cannot list what it watches, or reach its lease
+            failure, operator = exc, None
+        try:
+            if operator is not None:
+                lifecycle(admin, memcacheds, timeout)
+        except (waiting.WaitTimeout, AssertionError) as exc:
+            failure = exc
+        finally:
+            status = operator.stop() if operator is not None else None
+            for obj in admin.list(kind, namespace)[0]:  # leave nothing blocked on a finalizer
+                admin.patch(kind, obj["metadata"]["name"], {"metadata": {"finalizers": None}}, namespace)
+            admin.delete(kinds.NAMESPACE, namespace)
+    log = (tmp_path / "operator.log").read_text(errors="replace").lower()
+
+    if removed is None:
+        assert failure is None, f"{failure}\n{log[-3000:]}"
+        assert status == 0
+        assert "forbidden" not in log
+    else:
+        assert failure is not None, f"the operator did its whole job without rule {removed}"
+        assert "forbidden" in log

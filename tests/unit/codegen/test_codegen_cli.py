@@ -240,10 +240,15 @@ OPERATOR = """
 import okt
 
 
+class Config(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
 class Memcached(okt.Reconciler):
     api_version = "cache.example.com/v1alpha1"
     kind = "Memcached"
-    finalizer = "cache.example.com/cleanup"
+    owns = [Config]
 """
 
 

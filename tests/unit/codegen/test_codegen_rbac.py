@@ -13,14 +13,14 @@ PRIMARY = [
     {
         "apiGroups": ["cache.example.com"],
         "resources": ["memcacheds"],
-        "verbs": ["get", "list", "patch", "update", "watch"],
+        "verbs": ["get", "list", "patch", "watch"],
     },
-    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/status"], "verbs": ["get", "patch", "update"]},
+    {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/status"], "verbs": ["patch"]},
 ]
 FINALIZERS = {"apiGroups": ["cache.example.com"], "resources": ["memcacheds/finalizers"], "verbs": ["update"]}
 EVENTS = {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}
 LEASES = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}
-ALL_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+ALL_VERBS = ["create", "delete", "get", "list", "patch", "watch"]
 
 
 def rules_of(documents: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -49,8 +49,20 @@ def test_namespaced_operator_gets_exactly_the_rules_okt_uses() -> None:
         EVENTS,
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
         {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ALL_VERBS},
-        *PRIMARY,
+        PRIMARY[0],
+        FINALIZERS,
+        PRIMARY[1],
     ]
+
+
+def test_no_rule_grants_update_on_what_okt_only_patches() -> None:
+    granted = {
+        (resource, verb)
+        for rule in rules_of(memcached_rbac(leader_elect=True), "Role")
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert {resource for resource, verb in granted if verb == "update"} == {"memcacheds/finalizers", "leases"}
 
 
 def test_namespaced_operator_documents_are_account_role_and_binding_in_its_namespace() -> None:
@@ -70,9 +82,11 @@ def test_namespaced_operator_documents_are_account_role_and_binding_in_its_names
     }
 
 
-@pytest.mark.parametrize(("finalizer", "granted"), [(True, True), (False, False)])
-def test_finalizers_permission_only_with_a_finalizer(finalizer: bool, granted: bool) -> None:
-    assert (FINALIZERS in rules_of(memcached_rbac(finalizer=finalizer), "Role")) is granted
+def test_finalizers_permission_only_for_a_primary_that_owns_children() -> None:
+    """Owner references with blockOwnerDeletion need update on the owner's finalizers (OwnerReferencesPermission-
+    Enforcement); a primary without children sets none."""
+    assert FINALIZERS in rules_of(memcached_rbac(), "Role")
+    assert FINALIZERS not in rules_of(memcached_rbac(owned=[]), "Role")
 
 
 @pytest.mark.parametrize(("leader_elect", "granted"), [(True, True), (False, False)])
@@ -100,7 +114,7 @@ def test_cluster_wide_operator_gets_a_cluster_role_and_a_namespaced_lease_role()
 @pytest.mark.parametrize("cluster_wide", [True, False])
 @pytest.mark.parametrize("leader_elect", [True, False])
 def test_no_wildcard_anywhere(cluster_wide: bool, leader_elect: bool) -> None:
-    for document in memcached_rbac(cluster_wide=cluster_wide, leader_elect=leader_elect, finalizer=True):
+    for document in memcached_rbac(cluster_wide=cluster_wide, leader_elect=leader_elect):
         for rule in document.get("rules", []):
             for key in ("apiGroups", "resources", "verbs"):
                 assert "*" not in rule[key]
@@ -167,7 +181,7 @@ class MemcachedReconciler(okt.Reconciler):
     finalizer = "cache.example.com/cleanup"
 
 
-def test_rbac_for_reconciler_reads_owned_kinds_mutability_and_finalizer() -> None:
+def test_rbac_for_reconciler_reads_owned_kinds_and_their_mutability() -> None:
     documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
     assert documents[0]["metadata"] == {"name": "memcached-operator", "namespace": "operators"}
     assert rules_of(documents, "Role") == [
@@ -201,8 +215,9 @@ def test_several_reconcilers_share_one_role() -> None:
         kind = "Other"
 
     documents = rbac.rbac_for_reconcilers([MemcachedReconciler, Other], service_account="both")
-    groups = {rule["apiGroups"][0] for rule in rules_of(documents, "Role")}
-    assert {"cache.example.com", "other.example.com"} <= groups
+    resources = {resource for rule in rules_of(documents, "Role") for resource in rule["resources"]}
+    assert {"memcacheds", "memcacheds/finalizers", "others", "others/status"} <= resources
+    assert "others/finalizers" not in resources  # Other owns nothing
     assert documents[0]["metadata"]["name"] == "both"
 
 

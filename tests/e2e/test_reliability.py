@@ -1,9 +1,10 @@
 """The reliability suite at reduced sizes — the part of ``make chaos`` that ``make test`` runs.
 
-Each scenario of ``benchmarks/chaos.py`` runs once here with :data:`benchmarks.chaos.REDUCED` (tens of objects, a few
-kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no duplicate child,
-no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The judgements those
-scenarios rest on (``benchmarks/chaos_checks.py``) are pinned first, on synthetic objects, log lines and audit events.
+Each scenario of ``benchmarks/chaos/`` runs once here with :data:`benchmarks.chaos.profiles.REDUCED` (tens of objects,
+a few kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no duplicate
+child, no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The judgements those
+scenarios rest on (``checks``, ``operator_log`` and ``audit_log`` in ``benchmarks/chaos/``) are pinned first, on
+synthetic objects, log lines and audit events.
 """
 
 from __future__ import annotations
@@ -22,8 +23,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import okt  # noqa: E402
-from benchmarks import chaos  # noqa: E402
-from benchmarks import chaos_checks as checks  # noqa: E402
+from benchmarks.chaos import (  # noqa: E402
+    audit_log,
+    checks,
+    cleanup,
+    disruptions,
+    fuzz,
+    operator_log,
+    outcome,
+    profiles,
+    report,
+    testbed,
+)
 from okt.reconciler import reconciler as reconciler_mod  # noqa: E402
 from samples.memcached.memcached_operator import MemcachedReconciler  # noqa: E402
 
@@ -220,12 +231,12 @@ def test_a_finalizer_check_reports_an_object_that_went_away() -> None:
     ],
 )
 def test_crashes_are_unhandled_exceptions_in_the_log(line: str, crashed: bool) -> None:
-    assert bool(checks.crashes(checks.parse_log(line))) is crashed
+    assert bool(operator_log.crashes(operator_log.parse_log(line))) is crashed
 
 
 @pytest.mark.parametrize(("code", "ok"), [(None, True), (-9, True), (0, True), (1, False)])
 def test_an_operator_that_exits_with_an_error_is_a_crash(code: int | None, ok: bool) -> None:
-    assert checks.no_crash([], {"operator": code}).ok is ok
+    assert operator_log.no_crash([], {"operator": code}).ok is ok
 
 
 @pytest.mark.parametrize(
@@ -239,7 +250,7 @@ def test_an_operator_that_exits_with_an_error_is_a_crash(code: int | None, ok: b
     ],
 )
 def test_timestamps_of_logs_and_audit_events_are_read_to_the_microsecond(value: Any, seconds: float | None) -> None:
-    parsed = checks.parse_time(value)
+    parsed = operator_log.parse_time(value)
     assert parsed == pytest.approx(seconds) if seconds is not None else parsed is None
 
 
@@ -254,18 +265,18 @@ def test_reconciles_of_one_object_are_counted_in_a_window() -> None:
             ("reconciled", "probe", 30),
         ]
     )
-    start = checks.parse_time("2026-01-01T00:00:00Z")
+    start = operator_log.parse_time("2026-01-01T00:00:00Z")
     assert start is not None
-    assert checks.reconciles(checks.parse_log(lines), "probe", start, start + 20) == 2
+    assert operator_log.reconciles(operator_log.parse_log(lines), "probe", start, start + 20) == 2
 
 
 @pytest.mark.parametrize(("count", "ok"), [(7, True), (14, True), (15, False), (400, False)])
 def test_an_object_in_error_must_be_reconciled_less_often_than_the_limit(count: int, ok: bool) -> None:
-    assert checks.backoff_bounded({"probe": count}, 15, 20.0).ok is ok
+    assert operator_log.backoff_bounded({"probe": count}, 15, 20.0).ok is ok
 
 
 def test_a_backoff_check_without_any_measurement_fails() -> None:
-    assert not checks.backoff_bounded({}, 15, 20.0).ok
+    assert not operator_log.backoff_bounded({}, 15, 20.0).ok
 
 
 def audit_event(audit_id: str, user: str, verb: str, stage: str, second: float, code: int = 200) -> dict[str, Any]:
@@ -291,18 +302,18 @@ def test_the_audit_log_merges_the_stages_of_a_request_and_keeps_only_the_named_u
         audit_event("3", "b", "patch", "ResponseComplete", 2.0, code=409),
     ]
     path.write_text("\n".join(json.dumps(e) for e in events) + '\n{"auditID": "4", "partial')
-    requests, offset = checks.read_audit(path, ["a", "b"])
+    requests, offset = audit_log.read_audit(path, ["a", "b"])
     assert [(r.user, r.verb, r.code, r.is_write, r.succeeded) for r in requests] == [
         ("a", "create", 201, True, True),
         ("b", "patch", 409, True, False),
     ]
     assert requests[0].completed - requests[0].received == pytest.approx(1.0)
     assert offset == path.read_bytes().rfind(b"\n") + 1
-    assert checks.read_audit(path, ["a", "b"], offset)[0] == []
+    assert audit_log.read_audit(path, ["a", "b"], offset)[0] == []
 
 
-def request(user: str, at: float, code: int = 200, verb: str = "patch") -> checks.AuditRequest:
-    return checks.AuditRequest(user, verb, "memcacheds", "ns", "x", code, at, at + 0.01)
+def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit_log.AuditRequest:
+    return audit_log.AuditRequest(user, verb, "memcacheds", "ns", "x", code, at, at + 0.01)
 
 
 @pytest.mark.parametrize(
@@ -314,13 +325,13 @@ def request(user: str, at: float, code: int = 200, verb: str = "patch") -> check
         ([request("a", 1), request("b", 2, verb="get"), request("a", 3)], True),
     ],
 )
-def test_two_writers_at_once_are_overlapping_write_windows(requests: list[checks.AuditRequest], ok: bool) -> None:
-    assert checks.single_writer(requests, ["a", "b"]).ok is ok
+def test_two_writers_at_once_are_overlapping_write_windows(requests: list[audit_log.AuditRequest], ok: bool) -> None:
+    assert audit_log.single_writer(requests, ["a", "b"]).ok is ok
 
 
 def test_a_standby_write_in_its_window_is_reported() -> None:
     requests = [request("b", 1.0), request("b", 9.0)]
-    check = checks.no_writes(requests, "b", 0.0, 5.0, "standby")
+    check = audit_log.no_writes(requests, "b", 0.0, 5.0, "standby")
     assert len(check.problems) == 1
     assert "standby b" in check.problems[0]
 
@@ -358,7 +369,7 @@ def test_ready_must_agree_with_the_validity_of_the_spec(obj: dict[str, Any], ver
     ],
 )
 def test_the_fuzz_oracle_refuses_what_the_model_or_the_policy_refuses(spec: Any, verdict: str | None) -> None:
-    assert chaos.expected_verdict(spec) == verdict
+    assert fuzz.expected_verdict(spec) == verdict
 
 
 @pytest.mark.parametrize("spec", [[["size", 3]], "three", 3, [{"size": 3}]])
@@ -370,23 +381,23 @@ def test_a_spec_that_is_not_an_object_is_an_invalid_spec_not_a_crash(spec: Any) 
 
 
 def test_fuzzed_specs_are_reproducible_and_mix_valid_and_invalid_ones() -> None:
-    specs = chaos.fuzz_specs(40, seed=11)
-    assert specs == chaos.fuzz_specs(40, seed=11)
+    specs = fuzz.fuzz_specs(40, seed=11)
+    assert specs == fuzz.fuzz_specs(40, seed=11)
     assert len(specs) == 40
-    verdicts = [chaos.expected_verdict(spec) for spec in specs]
+    verdicts = [fuzz.expected_verdict(spec) for spec in specs]
     assert verdicts.count(None) >= 2
     assert verdicts.count("InvalidSpec") >= 10
 
 
 @pytest.mark.parametrize(("rate", "start"), [(0.1, 0), (0.1, 12345), (0.5, 7)])
 def test_the_fault_proxy_seed_makes_the_first_request_fail(rate: float, start: int) -> None:
-    seed = chaos.first_request_fails(rate, start)
+    seed = disruptions.first_request_fails(rate, start)
     assert seed >= start
     assert random.Random(seed).random() < rate
 
 
 def test_the_fuzz_crd_keeps_the_kind_and_lets_any_spec_through() -> None:
-    crd = chaos.fuzz_crd()
+    crd = fuzz.fuzz_crd()
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert crd["spec"]["names"]["kind"] == "Memcached"
     assert schema["properties"]["spec"] == {
@@ -397,12 +408,12 @@ def test_the_fuzz_crd_keeps_the_kind_and_lets_any_spec_through() -> None:
     assert "status" in schema["properties"]
 
 
-def synthetic_results() -> list[chaos.ScenarioResult]:
+def synthetic_results() -> list[outcome.ScenarioResult]:
     return [
-        chaos.ScenarioResult(
+        outcome.ScenarioResult(
             "kill", "kill -9", (checks.Check("all converged"),), {"kills": 3, "objects_lost": 0}, 12.0
         ),
-        chaos.ScenarioResult(
+        outcome.ScenarioResult(
             "failover",
             "failover",
             (checks.Check("never two writers at once", ("a wrote 1..3 and b wrote 2..4",)),),
@@ -414,16 +425,16 @@ def synthetic_results() -> list[chaos.ScenarioResult]:
 
 def test_the_summary_adds_up_the_scenarios_and_the_page_shows_every_check() -> None:
     results = synthetic_results()
-    doc = chaos.document(results, chaos.REDUCED, seed=3)
+    doc = report.document(results, profiles.REDUCED, seed=3)
     assert doc["summary"]["runs"] == 2
     assert doc["summary"]["passed"] == 1
     assert doc["summary"]["kills"] == 3
     assert doc["summary"]["takeover_seconds"] == 16.2
-    page = chaos.markdown(doc)
+    page = report.markdown(doc)
     assert page.startswith("# Reliability")
     assert "| never two writers at once | a wrote 1..3 and b wrote 2..4 |" in page
     assert "Profile **reduced** (seed 3)" in page
-    table = chaos.table(results)
+    table = report.table(results)
     assert "failover" in table
     assert "FAILED" in table
 
@@ -432,37 +443,37 @@ def test_the_summary_adds_up_the_scenarios_and_the_page_shows_every_check() -> N
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[chaos.Lab]:
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testbed.Lab]:
     """One control plane (audit log on, a token user per operator role, the Memcached CRD) for the scenarios."""
-    with chaos.Lab(tmp_path_factory.mktemp("chaos")) as started:
+    with testbed.Lab(tmp_path_factory.mktemp("chaos")) as started:
         yield started
 
 
-def passed(result: chaos.ScenarioResult) -> chaos.ScenarioResult:
+def passed(result: outcome.ScenarioResult) -> outcome.ScenarioResult:
     assert result.ok, result.report()
     return result
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
-def test_kill_9_at_random_moments_loses_nothing_and_duplicates_no_child(lab: chaos.Lab) -> None:
-    result = passed(chaos.kill_nine(lab, chaos.REDUCED, random.Random(1)))
-    assert result.figures["kills"] == chaos.REDUCED.kills
+def test_kill_9_at_random_moments_loses_nothing_and_duplicates_no_child(lab: testbed.Lab) -> None:
+    result = passed(disruptions.kill_nine(lab, profiles.REDUCED, random.Random(1)))
+    assert result.figures["kills"] == profiles.REDUCED.kills
     assert result.figures["objects_lost"] == result.figures["duplicates"] == result.figures["orphans"] == 0
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
-def test_an_apiserver_restart_mid_run_converges_everything_created_before_and_after(lab: chaos.Lab) -> None:
-    result = passed(chaos.apiserver_restart(lab, chaos.REDUCED, random.Random(2)))
+def test_an_apiserver_restart_mid_run_converges_everything_created_before_and_after(lab: testbed.Lab) -> None:
+    result = passed(disruptions.apiserver_restart(lab, profiles.REDUCED, random.Random(2)))
     assert result.figures["watch_reconnects"] > 0
-    assert result.figures["created_after_return"] == chaos.REDUCED.restart_late_crs
+    assert result.figures["created_after_return"] == profiles.REDUCED.restart_late_crs
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
-def test_api_faults_converge_without_an_unhandled_exception(lab: chaos.Lab) -> None:
-    result = passed(chaos.api_faults(lab, chaos.REDUCED, random.Random(3)))
+def test_api_faults_converge_without_an_unhandled_exception(lab: testbed.Lab) -> None:
+    result = passed(disruptions.api_faults(lab, profiles.REDUCED, random.Random(3)))
     assert result.figures["faults_injected"] > 0
     assert result.figures["startup_retries"] >= 1
     assert result.figures["crashes"] == 0
@@ -471,24 +482,24 @@ def test_api_faults_converge_without_an_unhandled_exception(lab: chaos.Lab) -> N
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
 def test_fuzzed_specs_end_ready_or_refused_with_a_reason_and_errors_back_off(tmp_path: pathlib.Path) -> None:
-    result = passed(chaos.fuzzed_specs(tmp_path, chaos.REDUCED, random.Random(4)))
-    assert result.figures["cases"] == chaos.REDUCED.fuzz_cases
-    assert 0 < result.figures["probe_reconciles_in_window"] < chaos.BACKOFF_LIMIT
+    result = passed(fuzz.fuzzed_specs(tmp_path, profiles.REDUCED, random.Random(4)))
+    assert result.figures["cases"] == profiles.REDUCED.fuzz_cases
+    assert 0 < result.figures["probe_reconciles_in_window"] < profiles.BACKOFF_LIMIT
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
-def test_deletions_clean_up_exactly_once_and_a_failing_cleanup_keeps_the_finalizer(lab: chaos.Lab) -> None:
-    result = passed(chaos.deletions(lab, chaos.REDUCED, random.Random(5)))
-    everyone = chaos.REDUCED.deletions + chaos.REDUCED.failing_deletions
+def test_deletions_clean_up_exactly_once_and_a_failing_cleanup_keeps_the_finalizer(lab: testbed.Lab) -> None:
+    result = passed(cleanup.deletions(lab, profiles.REDUCED, random.Random(5)))
+    everyone = profiles.REDUCED.deletions + profiles.REDUCED.failing_deletions
     assert result.figures["cleanups_effective"] == everyone
     assert result.figures["failing_attempts_max"] >= 2
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCENARIO_TIMEOUT)
-def test_the_standby_takes_over_from_a_killed_leader_and_never_writes_alongside_it(lab: chaos.Lab) -> None:
-    result = passed(chaos.failover(lab, chaos.REDUCED, random.Random(6)))
-    assert result.figures["takeover_seconds"] <= chaos.TAKEOVER_LIMIT
+def test_the_standby_takes_over_from_a_killed_leader_and_never_writes_alongside_it(lab: testbed.Lab) -> None:
+    result = passed(disruptions.failover(lab, profiles.REDUCED, random.Random(6)))
+    assert result.figures["takeover_seconds"] <= disruptions.TAKEOVER_LIMIT
     assert result.figures["leader_writes"] > 0
     assert result.figures["new_leader_writes"] > 0

@@ -1,30 +1,29 @@
 """The judgements of the reliability suite: what "nothing lost, no duplicate, no crash, backs off" means, checkably.
 
-Why this exists: ``benchmarks/chaos.py`` (``make chaos``) and ``tests/e2e/test_reliability.py`` (the reduced suite in
-``make test``) torture the memcached operator in six ways and must judge the outcome the same way. The judgements
-live here, as pure functions over plain data, so that each one is pinned on synthetic input by a fast test and can
-never drift between the full run and the reduced one.
+Why this exists: ``make chaos`` and ``tests/e2e/test_reliability.py`` (the reduced suite in ``make test``) torture the
+memcached operator in six ways and must judge the outcome the same way. The judgements live here, as pure functions
+over plain data, so that each one is pinned on synthetic input by a fast test and can never drift between the full
+run and the reduced one.
 
 The data comes from three instruments, none of them okt's own bookkeeping:
 
 * a :class:`Snapshot` of one namespace read from the API server (the custom resources, every object of the child
-  kinds, the inventory ConfigMap) — what a user would see with ``kubectl get``;
-* the operator's JSON log lines (:func:`parse_log`) — to spot crashes and to count reconciles of one object;
-* the kube-apiserver's audit log (:func:`read_audit`) — who wrote what, and when, attributed by the server to the
-  authenticated user.
+  kinds, the inventory ConfigMap) — what a user would see with ``kubectl get``; judged here;
+* the operator's JSON log lines — to spot crashes and to count reconciles of one object; judged in
+  :mod:`benchmarks.chaos.operator_log`;
+* the kube-apiserver's audit log — who wrote what, and when, attributed by the server to the authenticated user;
+  judged in :mod:`benchmarks.chaos.audit_log`.
 
 Guarantees: every check returns a :class:`Check` whose ``problems`` name the objects concerned (never only a count);
 a check never raises on odd input (a malformed object is a problem, not an exception); checks do not talk to the
-cluster — only :meth:`Snapshot.take` and :func:`read_audit` read anything.
+cluster — only :meth:`Snapshot.take` and :func:`benchmarks.chaos.audit_log.read_audit` read anything.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime
 import json
-import pathlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -39,11 +38,6 @@ CHILD_KINDS = (CONFIG_MAP, SERVICE, DEPLOYMENT)
 
 INVENTORY = "memcached-inventory"
 """The sample's per-namespace inventory ConfigMap (its finalizer's reason to exist)."""
-
-CRASH_EVENTS = frozenset({"reconcile raised", "informer error, relisting", "event handler failed"})
-"""Log events okt writes when an exception escaped the code that should have handled it."""
-
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 ExpectedChildren = Callable[[str], frozenset[tuple[str, str]]]
 """A custom resource's name -> the ``(kind, name)`` of every child it must have."""
@@ -386,225 +380,3 @@ def finalizer_kept(snapshot: Snapshot, names: Iterable[str], finalizer: str) -> 
         elif finalizer not in (_meta(cr).get("finalizers") or ()):
             problems.append(f"{name}: finalizer {finalizer} removed although its cleanup failed")
     return Check("failing cleanup keeps the finalizer", tuple(problems))
-
-
-# -- the operator's log ------------------------------------------------------------------------------------------
-
-
-def parse_log(text: str) -> list[dict[str, Any]]:
-    """The JSON records of an operator's log (``--log-format json``); other lines become ``{"raw": line}``."""
-    records: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        records.append(record if isinstance(record, dict) else {"raw": line})
-    return records
-
-
-def log_time(record: Mapping[str, Any]) -> float | None:
-    """The wall-clock time of a log record (its ISO ``timestamp``), or None."""
-    return parse_time(record.get("timestamp"))
-
-
-def parse_time(value: object) -> float | None:
-    """An RFC 3339 timestamp (``...Z``, any sub-second precision) as seconds since the epoch, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    head, dot, rest = text.partition(".")
-    if dot:
-        digits = "".join(c for c in rest if c.isdigit())
-        zone = rest[len(digits) :]
-        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
-
-
-def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Log records that show an exception okt did not handle: a Traceback, an ``exception`` field, a crash event."""
-    found = []
-    for record in records:
-        raw = record.get("raw")
-        if isinstance(raw, str):
-            if "Traceback" in raw:
-                found.append(raw[:200])
-            continue
-        event = str(record.get("event", ""))
-        if "exception" in record or event in CRASH_EVENTS or "Traceback" in json.dumps(record, default=str):
-            found.append(f"{event} ({record.get('name') or record.get('kind') or ''}): {record.get('error', '')}"[:300])
-    return found
-
-
-def no_crash(records: Iterable[Mapping[str, Any]], exits: Mapping[str, int | None] | None = None) -> Check:
-    """No unhandled exception in the log, and no operator process that exited on its own with an error.
-
-    ``exits`` maps a process label to its exit status (None: still running; a negative status: killed by the
-    harness's signal, which is expected).
-    """
-    problems = crashes(records)
-    for label, code in sorted((exits or {}).items()):
-        if code is not None and code > 0:
-            problems.append(f"{label} exited with status {code}")
-    return Check("no crash", tuple(problems))
-
-
-def reconciles(records: Iterable[Mapping[str, Any]], name: str, since: float, until: float) -> int:
-    """How many reconciles of the object ``name`` ended between ``since`` and ``until`` (wall clock)."""
-    count = 0
-    for record in records:
-        if record.get("event") != "reconciled" or record.get("name") != name:
-            continue
-        moment = log_time(record)
-        if moment is not None and since <= moment <= until:
-            count += 1
-    return count
-
-
-def first_event(records: Iterable[Mapping[str, Any]], event: str) -> float | None:
-    """The wall-clock time of the first record whose event is ``event``."""
-    for record in records:
-        if record.get("event") == event:
-            return log_time(record)
-    return None
-
-
-def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> Check:
-    """Each object in error was reconciled fewer than ``limit`` times in ``window`` seconds (a backoff, no loop)."""
-    problems = [
-        f"{name}: {count} reconciles in {window:.0f}s (limit {limit})"
-        for name, count in sorted(counts.items())
-        if count >= limit
-    ]
-    if not counts:
-        problems.append("no reconcile of an object in error was observed")
-    return Check(f"retries back off (< {limit} reconciles in {window:.0f}s)", tuple(problems))
-
-
-# -- the audit log -----------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class AuditRequest:
-    """One API request as the kube-apiserver's audit log saw it (the stages of one ``auditID`` merged)."""
-
-    user: str
-    verb: str
-    resource: str
-    namespace: str
-    name: str
-    code: int
-    received: float
-    completed: float
-
-    @property
-    def is_write(self) -> bool:
-        return self.verb in WRITE_VERBS
-
-    @property
-    def succeeded(self) -> bool:
-        return 200 <= self.code < 300
-
-
-def read_audit(path: pathlib.Path, users: Iterable[str], offset: int = 0) -> tuple[list[AuditRequest], int]:
-    """The requests of ``users`` in the audit log from byte ``offset`` on, and the offset after the last whole line.
-
-    A partial last line (the server writes in batches) is left for the next read; a partial first line (an offset
-    taken mid-batch) is skipped.
-    """
-    wanted = set(users)
-    try:
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-    except OSError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    merged: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
-    for line in data[:end].splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        user = str((event.get("user") or {}).get("username") or "")
-        if user not in wanted:
-            continue
-        audit_id = str(event.get("auditID") or "")
-        if audit_id not in merged:
-            order.append(audit_id)
-            merged[audit_id] = {}
-        merged[audit_id].update({k: v for k, v in event.items() if v is not None})
-    requests = []
-    for audit_id in order:
-        event = merged[audit_id]
-        ref = event.get("objectRef") or {}
-        received = parse_time(event.get("requestReceivedTimestamp")) or 0.0
-        requests.append(
-            AuditRequest(
-                user=str((event.get("user") or {}).get("username") or ""),
-                verb=str(event.get("verb") or ""),
-                resource=str(ref.get("resource") or ""),
-                namespace=str(ref.get("namespace") or ""),
-                name=str(ref.get("name") or ""),
-                code=int((event.get("responseStatus") or {}).get("code") or 0),
-                received=received,
-                completed=parse_time(event.get("stageTimestamp")) or received,
-            )
-        )
-    return requests, offset + end
-
-
-@dataclasses.dataclass(frozen=True)
-class WriteWindow:
-    """From the first to the last successful write of one user."""
-
-    user: str
-    first: float
-    last: float
-    writes: int
-
-    def overlaps(self, other: WriteWindow) -> bool:
-        return self.first <= other.last and other.first <= self.last
-
-
-def write_windows(requests: Iterable[AuditRequest]) -> dict[str, WriteWindow]:
-    """The write window of every user that wrote successfully (refused writes wrote nothing and do not count)."""
-    times: dict[str, list[float]] = collections.defaultdict(list)
-    for request in requests:
-        if request.is_write and request.succeeded:
-            times[request.user].append(request.received)
-            times[request.user].append(request.completed)
-    return {user: WriteWindow(user, min(moments), max(moments), len(moments) // 2) for user, moments in times.items()}
-
-
-def single_writer(requests: Sequence[AuditRequest], users: Sequence[str]) -> Check:
-    """Never two writers at once: the write windows of ``users`` do not overlap."""
-    windows = write_windows(requests)
-    problems = []
-    for i, first in enumerate(users):
-        for second in users[i + 1 :]:
-            a, b = windows.get(first), windows.get(second)
-            if a is not None and b is not None and a.overlaps(b):
-                problems.append(
-                    f"{first} wrote {a.first:.3f}..{a.last:.3f} and {second} wrote {b.first:.3f}..{b.last:.3f}"
-                )
-    return Check("never two writers at once", tuple(problems))
-
-
-def no_writes(requests: Iterable[AuditRequest], user: str, since: float, until: float, role: str) -> Check:
-    """``user`` wrote nothing (successfully) between ``since`` and ``until``."""
-    problems = [
-        f"{role} {user}: {r.verb} {r.resource}/{r.name} at {r.received:.3f}"
-        for r in requests
-        if r.user == user and r.is_write and r.succeeded and since <= r.received <= until
-    ]
-    return Check(f"the {role} does not write", tuple(problems))

@@ -251,6 +251,12 @@ class Cache:
         if informer is not None:
             informer.observe(obj)
 
+    def knows(self, kind: kinds.Kind, namespace: str | None, name: str, version: str) -> bool:
+        """Whether this version of the object is okt's own write, announced by the watch before the writer observed
+        it (see :meth:`okt.runtime.informer.Informer.knows`); True once per such version."""
+        informer = self._informer_for(kind, namespace if kind.namespaced else None)
+        return informer is not None and informer.knows(namespace if kind.namespaced else None, name, version)
+
     # -- owners --------------------------------------------------------------------------------------------------
 
     def owned(

@@ -13,6 +13,9 @@ Guarantees:
   holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
   owner is of the primary kind;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
+* **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
+  reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
+  watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
 * **outcome → queue**: ``done`` forgets the key's backoff; ``requeue_after(s)`` forgets it and schedules the key in
   ``s``; ``retry`` schedules it after the error's own delay when it has one, else after the per-key exponential
   backoff; ``give_up`` forgets it (it comes back when the object or a child changes);
@@ -177,11 +180,15 @@ class Controller:
             raise ValueError(f"a controller needs at least one worker, got {self.workers}")
         self.kind = core.primary_kind(reconciler_cls, client)
         self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
+        self._watched_by_type = {(k.api_version, k.kind): k for k in (self.kind, *self.owned)}
         self.queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(backoff)
         self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
         self._threads: list[threading.Thread] = []
+        # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion) per primary key.
+        self._held: dict[Key, list[tuple[kinds.Kind, str | None, str, str]]] = {}
+        self._held_lock = threading.Lock()
         self._watching = False
         self._lock = threading.Lock()
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.controller").bind(
@@ -242,12 +249,32 @@ class Controller:
                 return
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
-        self.queue.add(key)
+        self._enqueue(key, event_type, obj)
 
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = owner_key(obj, self.kind)
         if key is not None:
+            self._enqueue(key, event_type, obj)
+
+    def _enqueue(self, key: Key, event_type: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        version = str(meta.get("resourceVersion") or "")
+        kind = self._watched_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
+        with self._held_lock:
+            if event_type != informer_mod.DELETED and version and kind is not None and self.queue.processing(key):
+                self._held.setdefault(key, []).append((kind, meta.get("namespace"), str(meta.get("name")), version))
+                return
             self.queue.add(key)
+
+    def _finish(self, key: Key) -> None:
+        """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new."""
+        with self._held_lock:
+            held = self._held.pop(key, ())
+            # Every held event is looked up (each answer is consumed), not just up to the first unknown one.
+            unknown = [ref for ref in held if not self.cache.knows(*ref)]
+            if unknown:
+                self.queue.add(key)  # while processing: queued again by done()
+            self.queue.done(key)
 
     # -- workers -------------------------------------------------------------------------------------------------
 
@@ -259,7 +286,7 @@ class Controller:
             try:
                 self.process(key)
             finally:
-                self.queue.done(key)
+                self._finish(key)
 
     def process(self, key: Key) -> results_mod.Outcome:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""

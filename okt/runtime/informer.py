@@ -19,21 +19,25 @@ Guarantees:
   integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
   is ignored entirely;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
-* the store holds the raw dicts, keyed by ``(namespace, name)`` (namespace ``""`` for cluster-scoped objects), without
-  ``metadata.managedFields`` (large, never read by okt); objects from the API are stored as they came, not copied;
+* the store holds each object as compact JSON (:class:`Packed`), keyed by ``(namespace, name)`` (namespace ``""``
+  for cluster-scoped objects), without ``metadata.managedFields`` (large, never read by okt); every read decodes a
+  private copy;
+* **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
+  is swallowed; when the echo won the race and was announced first, :meth:`Informer.knows` tells the controller so
+  (once), and the reconcile that wrote it is not repeated for nothing;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
   store, so "the children of this owner" is a dict lookup;
 * a handler that raises is logged and never stops the informer.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
-return). The dicts handed to handlers and returned by :meth:`Informer.get` *are* the stored objects; callers that
-want to mutate must copy (the :class:`okt.runtime.cache.Cache` does). ``stop()`` returns at once and no event is
+return). ``stop()`` returns at once and no event is
 delivered after it, but the HTTP stream of a watch in progress is only closed when the server ends it (at most
 ``watch_timeout`` seconds later): the thread is a daemon and never keeps the process alive.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import random
@@ -57,6 +61,10 @@ RESYNC = "RESYNC"
 
 BOOKMARK = "BOOKMARK"
 ERROR = "ERROR"
+
+_KNOWN_ECHOES = 4096
+"""How many (object, version) pairs okt wrote after the watch announced them are remembered for :meth:`Informer.knows`
+(each is consumed by the controller within the reconcile that wrote it; the bound only guards against leaks)."""
 
 StoreKey = tuple[str, str]
 """``(namespace, name)``; namespace is ``""`` for cluster-scoped objects."""
@@ -175,6 +183,8 @@ class Informer:
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
         self._shadowed: dict[StoreKey, Packed | None] = {}
+        # (key, resourceVersion) of okt's own writes whose watch event was delivered before observe() saw the answer.
+        self._known_echoes: collections.OrderedDict[tuple[StoreKey, str], None] = collections.OrderedDict()
         self._resource_version = ""
         self._stop = threading.Event()
         self._open_stream: Any = None
@@ -256,15 +266,31 @@ class Informer:
         meta = dict(obj.get("metadata") or {})
         meta.pop("managedFields", None)
         stored_obj = {**obj, "metadata": meta}
+        version = resource_version(stored_obj)
         with self._lock:
             key = store_key(stored_obj)
             current = self._store.get(key)
-            if current is not None and not is_newer(resource_version(stored_obj), current.rv):
+            if current is not None and not is_newer(version, current.rv):
+                if version and version == current.rv and key not in self._shadowed:
+                    # The watch announced this very version before the answer reached the writer.
+                    self._known_echoes[(key, version)] = None
+                    while len(self._known_echoes) > _KNOWN_ECHOES:
+                        self._known_echoes.popitem(last=False)
                 return False
             # Remember what the watch last said, so its next event reports the change against that, not against
             # this write-through copy (events describe the watch's history; observe only makes reads fresher).
             self._shadowed.setdefault(key, current)
             self._put_locked(key, stored_obj, current)
+            return True
+
+    def knows(self, namespace: str | None, name: str, version: str) -> bool:
+        """Whether okt itself wrote this version of the object and observed the answer *after* the watch had already
+        announced it — that event told the writer nothing new. Answers True once per such version."""
+        with self._lock:
+            try:
+                del self._known_echoes[((namespace or "", name), version)]
+            except KeyError:
+                return False
             return True
 
     # -- the list+watch loop -------------------------------------------------------------------------------------

@@ -162,6 +162,11 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return self._shutting_down
 
+    def processing(self, key: K) -> bool:
+        """Whether ``key`` is handed out and not yet done."""
+        with self._cond:
+            return key in self._processing
+
     @property
     def processing_count(self) -> int:
         """How many keys are handed out and not yet done."""

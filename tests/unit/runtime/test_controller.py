@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pathlib
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -18,6 +19,7 @@ from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import workqueue
+from okt.testing import wait_for
 
 WIDGET = kinds.Kind("example.io/v1", "Widget", "widgets")
 CLUSTER_WIDGET = kinds.Kind("example.io/v1", "ClusterWidget", "clusterwidgets", namespaced=False)
@@ -253,3 +255,48 @@ def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> Non
     assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is False
     edited = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "b"}}}
     assert controller_mod.primary_change_matters("MODIFIED", edited, old, ignored) is True
+
+
+class ConfigChild(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class WidgetsWithConfig(Widgets):
+    owns: ClassVar = [ConfigChild]
+
+
+@pytest.mark.parametrize(("observed", "reconciles"), [(True, 1), (False, 2)])
+def test_an_event_during_a_reconcile_requeues_it_unless_it_echoes_that_reconciles_own_write(
+    offline_client: kube_client.Client, api: Any, recorder: Any, obj: Any, observed: bool, reconciles: int
+) -> None:
+    """The watch often announces a write before its answer reaches the writer: that event is held until the reconcile
+    ends, and dropped once the reconcile observed exactly that version; a version it never saw requeues the key."""
+    cache = cache_mod.Cache(api)
+    calls: list[str] = []
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: str, **kwargs: Any) -> stepper.Run:
+        calls.append(name)
+        if len(calls) == 1:
+            ref = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True}
+            written = api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "c", ownerReferences=[ref]))
+            # The watch (of all namespaces) delivers it to the controller, then to the recorder.
+            api.emit(kinds.CONFIG_MAP, "ADDED", written, namespace=None)
+            wait_for(recorder.snapshot, timeout=5)
+            if observed:
+                cache.observe(written)
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(WidgetsWithConfig, offline_client, cache, reconcile=reconcile, workers=2)
+    controller.watch()
+    cache.start(kinds.CONFIG_MAP, recorder)
+    assert cache.wait_for_sync(5)
+    controller.start_workers()
+    try:
+        controller.queue.add(("ns", "w"))
+        wait_for(lambda: len(calls) >= reconciles and not controller.in_flight and not len(controller.queue), timeout=5)
+        time.sleep(0.2)  # room for a wrong extra reconcile to show up
+        assert calls == ["w"] * reconciles
+    finally:
+        controller.shutdown(grace=5)
+        cache.stop()

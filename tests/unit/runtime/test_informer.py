@@ -156,6 +156,33 @@ def test_observe_updates_the_store_and_swallows_the_watch_echo_of_that_same_vers
     ]
 
 
+def test_an_echo_announced_before_its_write_was_observed_is_known_once(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    informer = start()
+    written = api.put(CM, obj(CM, "a"))
+    api.emit(CM, "ADDED", written)  # the watch is faster than the answer to the create
+    wait_for(lambda: informer.get("ns", "a") is not None, timeout=5)
+    version = written["metadata"]["resourceVersion"]
+    assert informer.knows("ns", "a", version) is False  # nobody observed it yet: someone else's, for all we know
+    assert informer.observe(written) is False
+    assert informer.knows("ns", "a", version) is True
+    assert informer.knows("ns", "a", version) is False  # told once
+    assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "a")]
+
+
+def test_an_echo_swallowed_after_observe_leaves_nothing_to_know(api: Any, start: Any, obj: Obj) -> None:
+    informer = start()
+    written = api.put(CM, obj(CM, "a"))
+    informer.observe(written)
+    informer.observe(written)  # observed twice (a second read of the same answer): still not a late echo
+    api.emit(CM, "ADDED", written)
+    other = api.put(CM, obj(CM, "b"))
+    api.emit(CM, "ADDED", other)
+    wait_for(lambda: informer.get("ns", "b") is not None, timeout=5)
+    assert informer.knows("ns", "a", written["metadata"]["resourceVersion"]) is False
+
+
 def test_observe_ignores_an_answer_older_than_the_stored_object(api: Any, start: Any, obj: Obj) -> None:
     old = api.put(CM, obj(CM, "a"))
     newer = api.put(CM, {**old, "data": {"v": "new"}})

@@ -1,8 +1,10 @@
-"""The kube edge: the only place okt talks HTTP to the Kubernetes API (through new-pykube's configured session).
+"""The kube edge: the only place okt talks HTTP to the Kubernetes API.
 
 Why this exists: okt needs a handful of verbs (get, list, watch, create, patch, delete) on arbitrary kinds, with
 errors mapped onto okt's own tree and every request counted. pykube brings the kubeconfig handling, the auth plugins
-and a tuned ``requests`` session; okt keeps its object model out of the way and speaks plain dicts.
+and a tuned ``requests`` session; okt keeps its object model out of the way and speaks plain dicts. Requests answered
+whole go through :class:`okt.kube.transport.DirectTransport` when the credentials are static (most of okt's CPU was
+``requests``' per-request bookkeeping); watches, refreshing credentials and proxies use the session.
 
 Guarantees:
 
@@ -12,16 +14,18 @@ Guarantees:
   ``patch memcacheds/status``): benchmarks and tests assert "0 writes" against these counters;
 * the session's connection pool is large enough for the configured number of workers (no connection churn).
 
-Caveats: one ``Client`` is shared by all workers; ``requests.Session`` is safe for concurrent requests in practice as
-long as its configuration is not changed after start-up, which okt never does.
+Caveats: one ``Client`` is shared by all workers; ``requests.Session`` and urllib3's pool are safe for concurrent
+requests as long as their configuration is not changed after start-up, which okt never does.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import pathlib
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -29,10 +33,11 @@ from typing import Any
 import pykube
 import pykube.http
 import requests
+import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import kinds
+from okt.kube import kinds, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
 PATCH_TYPES = {
@@ -78,6 +83,17 @@ class RequestStats:
         return collections.Counter({k: v for k, v in now.items() if v})
 
 
+def interrupt(stream: Any) -> None:
+    """Wake the thread reading a watch stream (as handed to ``on_open``): its socket is shut down, so the read ends at
+    once and the reader closes the stream. Closing it from another thread instead would block until the server sends
+    something."""
+    connection = getattr(getattr(stream, "raw", None), "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def _resource_label(kind: kinds.Kind, subresource: str | None) -> str:
     return f"{kind.plural}/{subresource}" if subresource else kind.plural
 
@@ -95,6 +111,7 @@ class Client:
         self._proxies = requests.utils.get_environ_proxies(self._base)
         self._verify = self._session.verify
         self._session.trust_env = False
+        self._direct = transport.DirectTransport.for_config(config, adapter, self._base, self._proxies, "okt")
         self._timeout = timeout
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
         self._kinds_lock = threading.Lock()
@@ -136,34 +153,60 @@ class Client:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        stream: bool = False,
-        timeout: float | tuple[float, float] | None = None,
-    ) -> requests.Response:
+        timeout: float | None = None,
+    ) -> transport.Response:
+        """One request answered whole (the direct path when the credentials allow it, else the session).
+
+        Raises:
+            okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
+        """
         self.stats.record(verb, resource)
-        url = self._base + path
         data = None if body is None else json.dumps(body, separators=(",", ":"))
-        headers = {"Content-Type": content_type} if data is not None else None
+        timeout = timeout if timeout is not None else self._timeout
+        if self._direct is not None:
+            try:
+                response = self._direct.send(
+                    method, path, params=params, data=data, content_type=content_type, timeout=timeout
+                )
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+        else:
+            answer = self._send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
+            response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
+        if response.status_code >= 400:
+            raise self._error(response, method, path)
+        return response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        data: str | None = None,
+        content_type: str = "application/json",
+        stream: bool = False,
+        timeout: float | tuple[float, float],
+    ) -> requests.Response:
+        """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams)."""
         try:
-            response = self._session.request(
+            return self._session.request(
                 method,
-                url,
+                self._base + path,
                 params=params,
                 data=data,
-                headers=headers,
+                headers={"Content-Type": content_type} if data is not None else None,
                 stream=stream,
-                timeout=timeout if timeout is not None else self._timeout,
+                timeout=timeout,
                 proxies=self._proxies,
                 verify=self._verify,
             )
         except requests.RequestException as exc:
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
-        if response.status_code >= 400:
-            raise self._error(response, method, path)
-        return response
 
     @staticmethod
-    def _error(response: requests.Response, method: str, path: str) -> errors.ApiError:
-        reason, message = response.reason or "", response.text[:2000]
+    def _error(response: transport.Response, method: str, path: str) -> errors.ApiError:
+        reason, message = response.reason, response.text[:2000]
         try:
             payload = response.json()
         except ValueError:
@@ -171,14 +214,9 @@ class Client:
         if isinstance(payload, dict) and payload.get("kind") == "Status":
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
-        response.close()
-        try:
-            response.raise_for_status()
-        except requests.HTTPError as exc:
-            error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
-            error.__cause__ = exc
-            return error
-        return errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
+        error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
+        error.__cause__ = requests.HTTPError(f"{response.status_code} {response.reason} for {method} {response.url}")
+        return error
 
     # -- kinds ---------------------------------------------------------------------------------------------------
 
@@ -268,15 +306,15 @@ class Client:
         }
         if label_selector:
             params["labelSelector"] = label_selector
-        response = self.request(
-            "GET",
-            kind.collection_path(namespace),
-            verb="watch",
-            resource=kind.plural,
-            params=params,
-            stream=True,
-            timeout=(10.0, inactivity_timeout),
-        )
+        self.stats.record("watch", kind.plural)
+        path = kind.collection_path(namespace)
+        response = self._send("GET", path, params=params, stream=True, timeout=(10.0, inactivity_timeout))
+        if response.status_code >= 400:
+            answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)
+            response.close()
+            raise self._error(answer, "GET", path)
+        if on_open is not None:
+            on_open(response)
         try:
             for line in response.iter_lines(chunk_size=None):
                 if line:

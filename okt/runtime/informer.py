@@ -30,15 +30,13 @@ Guarantees:
 * a handler that raises is logged and never stops the informer.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
-return). ``stop()`` returns at once and no event is
-delivered after it, but the HTTP stream of a watch in progress is only closed when the server ends it (at most
-``watch_timeout`` seconds later): the thread is a daemon and never keeps the process alive.
+return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
+daemon and never keeps the process alive.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import random
 import threading
@@ -213,8 +211,7 @@ class Informer:
         self._stop.set()
         stream = self._open_stream
         if stream is not None:
-            with contextlib.suppress(Exception):
-                stream.close()
+            kube_client.interrupt(stream)
         for thread in list(self._threads):
             if thread is not threading.current_thread():
                 thread.join(timeout)
@@ -363,7 +360,7 @@ class Informer:
     def _remember_stream(self, response: Any) -> None:
         self._open_stream = response
         if self._stop.is_set():
-            response.close()
+            kube_client.interrupt(response)
 
     def _watch(self) -> None:
         # Spread reconnects of many informers, as client-go does.

@@ -13,15 +13,18 @@ import concurrent.futures
 import contextlib
 import datetime
 import itertools
+import json
 import os
 import pathlib
 import secrets
 import socket
+import subprocess
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
 import requests
+import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -304,7 +307,7 @@ def test_api_failures_raise_the_matching_okt_error_with_the_http_error_as_cause(
 
     assert raised.value.status == status
     assert getattr(raised.value, "already_exists", None) is already_exists
-    assert isinstance(raised.value.__cause__, requests.HTTPError)
+    assert isinstance(raised.value.__cause__, requests.HTTPError)  # raised for the status, on either request path
     assert kube.get(kinds.CONFIG_MAP, "existing", namespace)["data"]["writer"] != "stale"
 
 
@@ -424,6 +427,67 @@ def test_the_written_kubeconfig_reaches_the_apiserver_as_the_admin(
     assert client.default_namespace == "default"
     assert default["status"]["phase"] == "Active"
     assert system[1]
+
+
+def kubeconfig_variant(plane: envtest.ControlPlane, path: pathlib.Path, **changes: Any) -> pathlib.Path:
+    """The admin kubeconfig with ``cluster=`` / ``user=`` entries replaced."""
+    doc = yaml.safe_load(plane.kubeconfig.read_text())
+    if "cluster" in changes:
+        doc["clusters"][0]["cluster"] = changes["cluster"]
+    if "user" in changes:
+        doc["users"][0]["user"] = changes["user"]
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def exec_plugin_user(plane: envtest.ControlPlane, directory: pathlib.Path) -> dict[str, Any]:
+    """A kubeconfig user whose token (the admin's) comes from an exec credential plugin."""
+    token = yaml.safe_load(plane.kubeconfig.read_text())["users"][0]["user"]["token"]
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential"}
+    plugin = directory / "credential.sh"
+    plugin.write_text(f"#!/bin/sh\necho '{json.dumps({**credential, 'status': {'token': token}})}'\n")
+    plugin.chmod(0o755)
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin)}}
+
+
+def test_credentials_from_an_exec_plugin_are_sent_through_the_session(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    """A token from an exec plugin can change while the process runs: such a client keeps the pykube session path
+    (which runs the plugin and retries a 401) instead of headers built once; the verbs behave the same."""
+    exec_user = exec_plugin_user(control_plane, tmp_path)
+    client = kube_client.Client.from_kubeconfig(kubeconfig_variant(control_plane, tmp_path / "kc", user=exec_user))
+    try:
+        assert client.get(kinds.NAMESPACE, "default")["metadata"]["name"] == "default"
+        with pytest.raises(errors.NotFound) as raised:
+            client.get(kinds.CONFIG_MAP, "missing", "default")
+    finally:
+        client.close()
+    assert isinstance(raised.value.__cause__, requests.HTTPError)
+
+
+@pytest.mark.parametrize("exec_plugin", [False, True], ids=["static token", "exec plugin"])
+def test_a_server_certificate_the_kubeconfig_does_not_trust_is_refused(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path, exec_plugin: bool
+) -> None:
+    stranger = tmp_path / "other-ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=other", "-days", "1",
+         "-keyout", str(tmp_path / "other-ca.key"), "-out", str(stranger)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    cluster = {"server": control_plane.url, "certificate-authority": str(stranger)}
+    user = exec_plugin_user(control_plane, tmp_path) if exec_plugin else {"token": "irrelevant"}
+    client = kube_client.Client.from_kubeconfig(
+        kubeconfig_variant(control_plane, tmp_path / "kc", cluster=cluster, user=user)
+    )
+    try:
+        with pytest.raises(errors.ApiError) as raised:
+            client.get(kinds.NAMESPACE, "default")
+    finally:
+        client.close()
+    assert raised.value.status == 0
+    assert "certificate verify failed" in str(raised.value).lower()
 
 
 def test_request_stats_count_each_request_by_verb_and_resource(

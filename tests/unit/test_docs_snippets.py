@@ -349,7 +349,15 @@ def test_the_generated_rbac_covers_the_children_the_reconciler_owns(built: Walk)
     granted = {resource for rule in role["rules"] for resource in rule["resources"]}
 
     assert [doc["kind"] for doc in documents] == ["ServiceAccount", "Role", "RoleBinding"]
-    assert granted == {"configmaps", "services", "deployments", "events", "memcacheds", "memcacheds/status"}
+    assert granted == {
+        "configmaps",
+        "services",
+        "deployments",
+        "events",
+        "memcacheds",
+        "memcacheds/status",
+        "memcacheds/finalizers",  # okt marks its children blockOwnerDeletion
+    }
 
 
 def test_the_operator_file_loads_the_final_reconciler(built: Walk) -> None:

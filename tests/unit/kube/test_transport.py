@@ -1,0 +1,58 @@
+"""Which requests take the direct path (headers built once, the session's own pool) and which stay on the session."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pykube
+import pytest
+import requests.adapters
+
+from okt.kube import transport
+
+BASE = "https://127.0.0.1:6443/prefix"
+
+
+def config(tmp_path: pathlib.Path, user: dict[str, Any], cluster: dict[str, Any] | None = None) -> pykube.KubeConfig:
+    doc = {
+        "clusters": [{"name": "c", "cluster": {"server": BASE, **(cluster or {})}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    return pykube.KubeConfig(doc)
+
+
+def direct(kubeconfig: pykube.KubeConfig, proxies: dict[str, str] | None = None) -> transport.DirectTransport | None:
+    return transport.DirectTransport.for_config(kubeconfig, requests.adapters.HTTPAdapter(), BASE, proxies or {}, "t")
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "credential-helper"}},
+        {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}},
+    ],
+    ids=["exec plugin", "auth provider"],
+)
+def test_credentials_that_refresh_stay_on_the_session(tmp_path: pathlib.Path, user: dict[str, Any]) -> None:
+    assert direct(config(tmp_path, user)) is None
+
+
+def test_a_proxy_keeps_requests_on_the_session(tmp_path: pathlib.Path) -> None:
+    assert direct(config(tmp_path, {"token": "t"}), {"https": "http://proxy:3128"}) is None
+
+
+@pytest.mark.parametrize(
+    ("user", "authorization"),
+    [({"token": "abc"}, "Bearer abc"), ({"username": "ann", "password": "pw"}, "Basic YW5uOnB3"), ({}, None)],
+)
+def test_static_credentials_take_the_direct_path_with_headers_built_once(
+    tmp_path: pathlib.Path, user: dict[str, Any], authorization: str | None
+) -> None:
+    found = direct(config(tmp_path, user, {"insecure-skip-tls-verify": True}))
+    assert found is not None
+    assert found.headers.get("Authorization") == authorization
+    assert found.headers["User-Agent"] == "t"
+    assert found.prefix == "/prefix"

@@ -117,7 +117,8 @@ def decide(
         return Decision(Action.UNCHANGED, "immutable resource exists")
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(labels.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(labels.hash_annotation)
-    drift = tuple(checksum.diff_paths(_comparable(res.desired), live))
+    comparable = _comparable(res.desired)
+    drift = () if checksum.is_subset(comparable, live) else tuple(checksum.diff_paths(comparable, live))
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
     if stored == wanted and not drift:

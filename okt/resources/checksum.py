@@ -96,7 +96,7 @@ def is_subset(desired: object, live: object) -> bool:
 
     Pydantic models are compared in their wire form (see :func:`canonical_json`).
     """
-    return next(_mismatches(_plain(desired), _plain(live), ROOT_PATH), None) is None
+    return _matches(_plain(desired), _plain(live))
 
 
 def diff_paths(desired: object, live: object) -> list[str]:
@@ -162,6 +162,25 @@ def _mismatches(desired: object, live: object, path: str) -> Iterator[str]:
             yield from _mismatches(wanted, found, _index_path(path, index))
     elif not _same_scalar(desired, live):
         yield path
+
+
+def _matches(desired: object, live: object) -> bool:
+    """:func:`_mismatches` yields nothing — decided without building a single path (the common, no-drift case)."""
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        for key, value in desired.items():
+            if key in live:
+                if not _matches(value, live[key]):
+                    return False
+            elif not _is_empty(value):
+                return False
+        return True
+    if isinstance(desired, list | tuple):
+        if not isinstance(live, list | tuple) or len(live) != len(desired):
+            return False
+        return all(_matches(wanted, found) for wanted, found in zip(desired, live, strict=True))
+    return _same_scalar(desired, live)
 
 
 def _same_scalar(desired: object, live: object) -> bool:

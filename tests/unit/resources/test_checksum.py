@@ -359,3 +359,21 @@ def test_a_stripped_live_object_hashes_the_same_across_server_bookkeeping_update
     assert checksum.checksum(checksum.strip_server_owned(before)) == checksum.checksum(
         checksum.strip_server_owned(after)
     )
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([1.0, 2.5]), st.sampled_from("ab"))
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@hypothesis.given(desired=_VALUES, live=_VALUES, data=st.data())
+def test_is_subset_is_exactly_no_diff_path(desired: Any, live: Any, data: st.DataObject) -> None:
+    """The fast yes/no answer and the path report agree, on unrelated values and on a value against itself with
+    extra keys (small alphabets make matches and near-matches common)."""
+    assert checksum.is_subset(desired, live) is (checksum.diff_paths(desired, live) == [])
+    widened = {"extra": data.draw(_VALUES), **desired} if isinstance(desired, dict) else desired
+    assert checksum.is_subset(desired, widened)
+    assert checksum.diff_paths(desired, widened) == []

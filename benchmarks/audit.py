@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 import json
 import pathlib
+import re
 import threading
 import time
 from collections import Counter
@@ -34,6 +35,8 @@ from typing import Any
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 READ_VERBS = frozenset({"get", "list", "watch"})
 FLUSH_LAG = 2.0
+SETTLE_TIMEOUT = 180.0
+_STAGE_TIME = re.compile(rb'"stageTimestamp":"([^"]+)"')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +110,8 @@ class AuditLog:
         self._by_id: dict[str, Request] = {}
         self._by_user: dict[str, list[str]] = {user: [] for user in self.users}
         self._lock = threading.Lock()
+        self.written_up_to = 0.0
+        """The stage time of the last event read from the file (any user): the log holds everything before it."""
 
     def refresh(self) -> None:
         """Read what the API server appended since the last call."""
@@ -124,6 +129,9 @@ class AuditLog:
             for line in lines:
                 if line and any(marker in line for marker in self._markers):
                     self._ingest(json.loads(line))
+            stamp = _STAGE_TIME.search(lines[-1]) if lines else None
+            if stamp is not None:
+                self.written_up_to = max(self.written_up_to, parse_time(stamp.group(1).decode()))
 
     def _ingest(self, event: dict[str, Any]) -> None:
         user = str((event.get("user") or {}).get("username", ""))
@@ -163,10 +171,17 @@ class AuditLog:
         times = [r.at for r in self.requests(user, start)]
         return max(times) if times else None
 
-    def settle(self, until: float | None = None) -> None:
-        """Wait until everything received before ``until`` (default: now) has been written, then read it."""
-        target = (time.time() if until is None else until) + FLUSH_LAG
-        delay = target - time.time()
-        if delay > 0:
-            time.sleep(delay)
+    def settle(self, until: float | None = None, timeout: float = SETTLE_TIMEOUT) -> None:
+        """Wait until everything received before ``until`` (default: now) has been written, then read it.
+
+        The API server writes its audit log in batches and falls behind under a burst (thousands of deletions): the
+        wait lasts until the file holds an event staged after ``until`` (the control plane's own traffic never
+        stops), at least :data:`FLUSH_LAG` and at most ``timeout`` seconds.
+        """
+        target = time.time() if until is None else until
+        time.sleep(max(target + FLUSH_LAG - time.time(), 0.0))
+        deadline = time.monotonic() + timeout
         self.refresh()
+        while self.written_up_to < target and time.monotonic() < deadline:
+            time.sleep(0.25)
+            self.refresh()

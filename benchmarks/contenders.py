@@ -43,6 +43,9 @@ class Contender:
     description: str
     operator: bool
     """False for the raw floor: its ratio column is 1 by definition."""
+    ready_line: str | None = None
+    """A line of its own log that says it watches (the harness also accepts its watch in the audit log, which can lag
+    far behind after thousands of deletions)."""
 
     def launch(
         self, kubeconfig: pathlib.Path, namespace: str, workers: int, bin_dir: pathlib.Path | None = None
@@ -98,10 +101,19 @@ class Contender:
         return Launch(tuple(argv), env)
 
 
-RAW = Contender("raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", operator=False)
+RAW = Contender(
+    "raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", operator=False, ready_line="watching"
+)
 KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults", operator=True)
-OKT = Contender("okt", "okt", "the memcached sample, finalizer off", operator=True)
-OKT_FINAL = Contender("okt-final", "okt + finalizer", "the memcached sample, finalizer and inventory on", operator=True)
+OKT_READY = "caches synced, reconciling"
+OKT = Contender("okt", "okt", "the memcached sample, finalizer off", operator=True, ready_line=OKT_READY)
+OKT_FINAL = Contender(
+    "okt-final",
+    "okt + finalizer",
+    "the memcached sample, finalizer and inventory on",
+    operator=True,
+    ready_line=OKT_READY,
+)
 
 ALL: tuple[Contender, ...] = (RAW, KOPF, OKT, OKT_FINAL)
 

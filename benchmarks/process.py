@@ -151,6 +151,13 @@ class OperatorProcess:
                 last = t1
         return last
 
+    def logged(self, text: str) -> bool:
+        """Whether its log holds ``text`` (a line the process prints once it is ready, say)."""
+        try:
+            return text.encode() in self.log_path.read_bytes()
+        except OSError:
+            return False
+
     def tail(self, lines: int = 15) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

@@ -146,12 +146,12 @@ class Bench:
                 )
             time.sleep(0.25)
 
-    def wait_ready(self, proc: process.OperatorProcess, user: str) -> float:
+    def wait_ready(self, proc: process.OperatorProcess, user: str, ready_line: str | None = None) -> float:
         timeout = self.settings.timeout(90, 0)
         deadline = time.monotonic() + timeout
         while True:
             self.audit.refresh()
-            watching = any(
+            watching = (ready_line is not None and proc.logged(ready_line)) or any(
                 r.verb == "watch" and r.resource == cluster.MEMCACHED.plural
                 for r in self.audit.requests(user, proc.started_at)
             )
@@ -194,7 +194,7 @@ class Bench:
         try:
             first = self.launch(contender, user, namespace, "converge")
             running.append(first)
-            self.wait_ready(first, user)
+            self.wait_ready(first, user, contender.ready_line)
             say(f"{tag} ready; creating {s.n} Memcached objects")
             view = cluster.Convergence(self.client, namespace, s.n)
             started = cluster.create_custom_resources(self.client, namespace, s.n, s.size, s.workers)

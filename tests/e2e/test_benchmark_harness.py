@@ -11,6 +11,8 @@ import json
 import pathlib
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -100,6 +102,7 @@ def _event(audit_id: str, stage: str, user: str, verb: str, code: int | None, at
         "user": {"username": user, "groups": ["system:masters"]},
         "objectRef": {"resource": "memcacheds", "namespace": "ns", **({"subresource": sub} if sub else {})},
         "requestReceivedTimestamp": at,
+        "stageTimestamp": at,
     }
     if code is not None:
         event["responseStatus"] = {"code": code}
@@ -125,6 +128,26 @@ def test_the_audit_log_counts_each_request_once_for_its_own_user(tmp_path: pathl
     assert counts.writes_by_resource == {"patch memcacheds/status": 1}
     assert reader.counts("bench-kopf-r1").writes == 1
     assert reader.requests("someone-else") == []
+
+
+def test_settling_waits_until_the_log_was_written_past_the_moment_asked(tmp_path: pathlib.Path) -> None:
+    """A lagging audit log is waited for: settle returns once an event (anyone's) staged after ``until`` is in the
+    file, and gives up after its timeout when none comes."""
+    log = tmp_path / "audit.log"
+    log.write_bytes(_event("a", "ResponseComplete", "someone-else", "get", 200, "2026-01-01T00:00:01.000000Z"))
+    reader = audit.AuditLog(log, ["bench-okt-r1"])
+    until = audit.parse_time("2026-01-01T00:00:05Z")
+    started = time.monotonic()
+    reader.settle(until, timeout=0.5)
+    assert time.monotonic() - started >= 0.5  # nothing after ``until`` yet: waited the whole timeout
+    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:01Z")
+
+    late = _event("b", "ResponseComplete", "bench-okt-r1", "create", 201, "2026-01-01T00:00:04.000000Z")
+    later = _event("c", "ResponseComplete", "someone-else", "get", 200, "2026-01-01T00:00:06.000000Z")
+    threading.Timer(0.3, lambda: log.write_bytes(log.read_bytes() + late + later)).start()
+    reader.settle(until, timeout=30)
+    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:06Z")
+    assert reader.counts("bench-okt-r1").writes == 1
 
 
 @pytest.mark.parametrize(

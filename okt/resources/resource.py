@@ -18,83 +18,17 @@ annotations). The name and namespace are fixed at construction: a mutation that 
 
 from __future__ import annotations
 
-import collections
 import copy
-import functools
-import hashlib
-import json
-import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import jinja2
 import pydantic
-import yaml
 
 from okt import errors
 from okt.kube import kinds, objects
+from okt.resources import templating
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)  # noqa: S701 - YAML, not HTML
-_ENV.filters["to_yaml"] = lambda value: yaml.safe_dump(value, default_flow_style=True).strip()
-_compile_lock = threading.Lock()
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(template: str) -> jinja2.Template:
-    with _compile_lock:
-        return _ENV.from_string(template)
-
-
-class _ParsedCache:
-    """Rendered YAML text -> the object as compact JSON, for the few most recent texts.
-
-    Parsing YAML costs about half a millisecond per child; an object is typically reconciled again moments later
-    with the same rendered text (its children's own events), and decoding JSON is some thirty times cheaper. Keys are
-    digests and values compact JSON, so the cache stays small; the decoded object is always a private copy.
-    """
-
-    def __init__(self, size: int = 1024) -> None:
-        self._size = size
-        self._entries: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def load(self, text: str) -> Any:
-        key = hashlib.blake2b(text.encode(), digest_size=16).digest()
-        with self._lock:
-            packed = self._entries.get(key)
-            if packed is not None:
-                self._entries.move_to_end(key)
-        if packed is not None:
-            return json.loads(packed)
-        loaded = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - the safe loader (C version when available)
-        try:
-            packed = json.dumps(loaded, separators=(",", ":")).encode()
-        except (TypeError, ValueError):
-            return loaded  # YAML-only values (dates...): not cached, the server would refuse them anyway
-        with self._lock:
-            self._entries[key] = packed
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return json.loads(packed)
-
-
-_parsed = _ParsedCache()
-
-
-def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-    """Render a Jinja2 YAML template into one object; errors say what went wrong in one line."""
-    try:
-        text = _compiled(template).render(**variables)
-    except jinja2.TemplateError as exc:
-        raise errors.MutationError(f"template error: {exc}") from exc
-    try:
-        loaded = _parsed.load(text)
-    except yaml.YAMLError as exc:
-        raise errors.MutationError(f"the rendered template is not valid YAML: {exc}") from exc
-    if not isinstance(loaded, dict):
-        raise errors.MutationError("the rendered template is not a YAML mapping")
-    return loaded
+render_template = templating.render_template
 
 
 class Resource:

@@ -64,6 +64,9 @@ class Reconciler:
     name: ClassVar[str | None] = None
     events: ClassVar[bool] = True
     printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()
+    child_change_delay: ClassVar[float] = 0.5
+    """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
+    status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
 
     # -- naming --------------------------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ Guarantees:
   the deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never
   loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
   holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
-  owner is of the primary kind;
+  owner is of the primary kind — a child's modification after the reconciler's ``child_change_delay``, so a burst of
+  them (a Deployment's status during a rollout) is one reconcile, its addition or deletion at once;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
@@ -186,8 +187,9 @@ class Controller:
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
         self._threads: list[threading.Thread] = []
-        # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion) per primary key.
-        self._held: dict[Key, list[tuple[kinds.Kind, str | None, str, str]]] = {}
+        self._child_delay = max(float(reconciler_cls.child_change_delay), 0.0)
+        # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
+        self._held: dict[Key, list[tuple[tuple[kinds.Kind, str | None, str, str], float]]] = {}
         self._held_lock = threading.Lock()
         self._watching = False
         self._lock = threading.Lock()
@@ -254,26 +256,27 @@ class Controller:
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = owner_key(obj, self.kind)
         if key is not None:
-            self._enqueue(key, event_type, obj)
+            self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
 
-    def _enqueue(self, key: Key, event_type: str, obj: Mapping[str, Any]) -> None:
+    def _enqueue(self, key: Key, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         kind = self._watched_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
         with self._held_lock:
             if event_type != informer_mod.DELETED and version and kind is not None and self.queue.processing(key):
-                self._held.setdefault(key, []).append((kind, meta.get("namespace"), str(meta.get("name")), version))
+                ref = (kind, meta.get("namespace"), str(meta.get("name")), version)
+                self._held.setdefault(key, []).append((ref, delay))
                 return
-            self.queue.add(key)
+            self.queue.add_after(key, delay)
 
     def _finish(self, key: Key) -> None:
         """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new."""
         with self._held_lock:
             held = self._held.pop(key, ())
             # Every held event is looked up (each answer is consumed), not just up to the first unknown one.
-            unknown = [ref for ref in held if not self.cache.knows(*ref)]
+            unknown = [delay for ref, delay in held if not self.cache.knows(*ref)]
             if unknown:
-                self.queue.add(key)  # while processing: queued again by done()
+                self.queue.add_after(key, min(unknown))  # now, while processing: queued again by done()
             self.queue.done(key)
 
     # -- workers -------------------------------------------------------------------------------------------------

@@ -240,6 +240,7 @@ def test_the_cluster_steps_of_getting_started_work_as_written(
 ) -> None:
     reader = Reader(kube, control_plane, apply_crd, namespace, page_project.project)
     ran: list[str] = []
+    idle_seen = False
     try:
         for block in snippets.BLOCKS:
             if block.kind != "cluster":
@@ -247,6 +248,11 @@ def test_the_cluster_steps_of_getting_started_work_as_written(
             for words in snippets.commands(block.text):
                 reader.run(words)
                 ran.append(shlex.join(words))
+                if words[:2] == ["kubectl", "wait"] and not idle_seen:
+                    # Right after the first convergence the page says: "The next reconciles find nothing to do" —
+                    # the Deployment's status updates bring one (after the controller's child_change_delay).
+                    wait_for(lambda: "unchanged=3" in reader.operator_log.read_text(errors="replace"), timeout=30)
+                    idle_seen = True
     finally:
         reader.stop_operator()
 

@@ -240,12 +240,29 @@ def test_primary_events_enqueue_by_the_rules(
     assert len(controller.queue) == (1 if enqueued else 0)
 
 
-def test_child_events_enqueue_their_owner(offline_client: kube_client.Client) -> None:
+@pytest.mark.parametrize("event_type", ["ADDED", "DELETED"])
+def test_a_child_added_or_deleted_enqueues_its_owner_at_once(
+    offline_client: kube_client.Client, event_type: str
+) -> None:
     controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()))
-    controller.on_child_event("MODIFIED", child(), None)
-    controller.on_child_event("MODIFIED", child(kind="Gadget"), None)
+    controller.on_child_event(event_type, child(), None)
+    controller.on_child_event(event_type, child(kind="Gadget"), None)
     assert controller.queue.get(timeout=0) == ("ns", "w")
     assert controller.queue.get(timeout=0) is None
+
+
+def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(offline_client: kube_client.Client) -> None:
+    class Patient(Widgets):
+        child_change_delay = 0.3
+
+    cache = cache_mod.Cache(offline_client)
+    controller = controller_mod.Controller(Patient, offline_client, cache, reconcile=lambda *a, **k: None)
+    for _ in range(3):
+        controller.on_child_event("MODIFIED", child(), None)
+    assert controller.queue.get(timeout=0) is None  # not yet: more changes may follow
+    assert controller.queue.get(timeout=5) == ("ns", "w")
+    controller.queue.done(("ns", "w"))
+    assert controller.queue.get(timeout=0.5) is None  # the three changes were one entry
 
 
 def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> None:

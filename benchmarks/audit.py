@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 import pathlib
 import re
 import threading
@@ -118,6 +119,8 @@ class AuditLog:
         with self._lock:
             try:
                 with self.path.open("rb") as handle:
+                    if os.fstat(handle.fileno()).st_size < self._offset:
+                        raise RuntimeError(f"{self.path} shrank under the reader (rotated?): counts would be wrong")
                     handle.seek(self._offset)
                     chunk = handle.read()
             except FileNotFoundError:

@@ -20,6 +20,7 @@ requests as long as their configuration is not changed after start-up, which okt
 
 from __future__ import annotations
 
+import builtins
 import collections
 import contextlib
 import json
@@ -265,6 +266,17 @@ class Client:
     ) -> tuple[list[dict[str, Any]], str]:
         """All objects of a kind (paginated), and the list's resourceVersion to start a watch from."""
         items: list[dict[str, Any]] = []
+        version = ""
+        for page, page_version in self.list_pages(kind, namespace, label_selector=label_selector, page_size=page_size):
+            items.extend(page)
+            version = page_version
+        return items, version
+
+    def list_pages(
+        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
+    ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
+        """The objects of a kind one page at a time, each with the list's resourceVersion (the same on every page of
+        one list), so a caller can pack a page before the next is decoded."""
         params: dict[str, Any] = {"limit": page_size}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -272,13 +284,15 @@ class Client:
             page = self.request(
                 "GET", kind.collection_path(namespace), verb="list", resource=kind.plural, params=params
             ).json()
-            for item in page.get("items") or []:
+            items: builtins.list[dict[str, Any]] = page.get("items") or []
+            for item in items:
                 item.setdefault("apiVersion", kind.api_version)
                 item.setdefault("kind", kind.kind)
-                items.append(item)
             meta = page.get("metadata") or {}
+            del page
+            yield items, str(meta.get("resourceVersion", ""))
             if not meta.get("continue"):
-                return items, str(meta.get("resourceVersion", ""))
+                return
             params["continue"] = meta["continue"]
 
     def watch(

@@ -60,6 +60,9 @@ RESYNC = "RESYNC"
 BOOKMARK = "BOOKMARK"
 ERROR = "ERROR"
 
+_PAGE = 250
+"""Objects per list request: what a relist holds decoded at once."""
+
 _KNOWN_ECHOES = 4096
 """How many (object, version) pairs okt wrote after the watch announced them are remembered for :meth:`Informer.knows`
 (each is consumed by the controller within the reconcile that wrote it; the bound only guards against leaks)."""
@@ -327,34 +330,39 @@ class Informer:
                 self._stop.wait(delay)
 
     def _relist(self) -> None:
-        items, version = self.client.list(self.kind, self.namespace, label_selector=self.label_selector)
-        events: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+        # Page by page: each page is packed into the store before the next is decoded, so a list of thousands of
+        # objects never lives as dicts all at once (the allocator would keep that peak as resident memory).
+        listed: set[StoreKey] = set()
+        events: list[tuple[str, Packed, Packed | None]] = []
+        version = ""
+        pages = self.client.list_pages(self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE)
+        for page, page_version in pages:
+            version = page_version
+            with self._lock:
+                for item in page:
+                    strip(item)
+                    key = store_key(item)
+                    listed.add(key)
+                    current = self._store.get(key)
+                    if current is None:
+                        events.append((ADDED, self._put_locked(key, item, None), None))
+                    elif is_newer(resource_version(item), current.rv):
+                        events.append((MODIFIED, self._put_locked(key, item, current), current))
+            del page
         with self._lock:
-            listed: set[StoreKey] = set()
-            for item in items:
-                strip(item)
-                key = store_key(item)
-                listed.add(key)
-                current = self._store.get(key)
-                if current is None:
-                    self._put_locked(key, item, None)
-                    events.append((ADDED, item, None))
-                elif is_newer(resource_version(item), current.rv):
-                    self._put_locked(key, item, current)
-                    events.append((MODIFIED, item, current.unpack()))
             for key in [key for key in self._store if key not in listed]:
                 gone = self._store[key]
                 # An object observed from our own write after the list was served is newer than the list: keep it.
                 if is_newer(gone.rv, version) is True:
                     continue
                 self._remove_locked(key, gone)
-                events.append((DELETED, gone.unpack(), None))
+                events.append((DELETED, gone, None))
             self._shadowed.clear()
             self._resource_version = version
             self.relists += 1
-        self._log.debug("listed", count=len(items), resource_version=version, changes=len(events))
-        for event in events:
-            self._emit(*event)
+        self._log.debug("listed", count=len(listed), resource_version=version, changes=len(events))
+        for event_type, packed, old in events:
+            self._emit(event_type, packed.unpack(), _unpacked(old))
         self.has_synced.set()
 
     def _remember_stream(self, response: Any) -> None:
@@ -451,7 +459,7 @@ class Informer:
 
     # -- store and indexes (the lock is held) --------------------------------------------------------------------
 
-    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: Packed | None) -> None:
+    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: Packed | None) -> Packed:
         if current is not None:
             self._unindex_locked(key, current)
         packed = Packed(obj, self._indexers)
@@ -459,6 +467,7 @@ class Informer:
         for name, values in packed.index.items():
             for value in values:
                 self._indexes[name].setdefault(value, set()).add(key)
+        return packed
 
     def _remove_locked(self, key: StoreKey, current: Packed) -> None:
         self._unindex_locked(key, current)

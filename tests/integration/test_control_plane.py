@@ -490,6 +490,21 @@ def test_a_server_certificate_the_kubeconfig_does_not_trust_is_refused(
     assert "certificate verify failed" in str(raised.value).lower()
 
 
+def test_a_list_comes_in_pages_of_the_size_asked_with_one_resource_version(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    for index in range(5):
+        kube.create(config_map(f"paged-{index}", namespace))
+
+    pages = list(kube.list_pages(kinds.CONFIG_MAP, namespace, page_size=2))
+
+    assert [len(items) for items, _ in pages] == [2, 2, 1]
+    assert len({version for _, version in pages}) == 1
+    names = [item["metadata"]["name"] for items, _ in pages for item in items]
+    assert names == [f"paged-{index}" for index in range(5)]
+    assert all(item["kind"] == "ConfigMap" for items, _ in pages for item in items)
+
+
 def test_request_stats_count_each_request_by_verb_and_resource(
     kube: kube_client.Client, widgets: kinds.Kind, namespace: str
 ) -> None:

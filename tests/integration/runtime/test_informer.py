@@ -57,6 +57,9 @@ class GatedWatches:
     def list(self, *args: Any, **kwargs: Any) -> tuple[list[dict[str, Any]], str]:
         return self._client.list(*args, **kwargs)
 
+    def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        return self._client.list_pages(*args, **kwargs)
+
     def watch(self, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
         self.watch_calls += 1
         if self.watch_calls > 1:

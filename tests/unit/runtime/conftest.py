@@ -89,6 +89,14 @@ class FakeApi:
             ]
             return items, str(self.version)
 
+    def list_pages(
+        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
+    ) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        """The list in pages of ``page_size`` (each with the list's resourceVersion)."""
+        items, version = self.list(kind, namespace, label_selector=label_selector)
+        for start in range(0, max(len(items), 1), page_size):
+            yield items[start : start + page_size], version
+
     def watch(
         self,
         kind: kinds.Kind,

@@ -274,3 +274,12 @@ def test_no_event_is_delivered_after_stop(api: Any, recorder: Any, start: Any, o
 def test_a_non_positive_resync_is_refused(api: Any, recorder: Any, resync: float) -> None:
     with pytest.raises(ValueError, match="resync"):
         informer_mod.Informer(api, CM, "ns", on_event=recorder, resync=resync)
+
+
+def test_a_list_longer_than_a_page_is_stored_and_announced_whole(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
+    for index in range(informer_mod._PAGE + 10):
+        api.put(CM, obj(CM, f"cm-{index:04d}"))
+    informer = start()
+    assert len(informer) == informer_mod._PAGE + 10
+    added = [name for event, name, _, _ in recorder.snapshot() if event == "ADDED"]
+    assert sorted(added) == [f"cm-{index:04d}" for index in range(informer_mod._PAGE + 10)]

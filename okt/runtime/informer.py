@@ -331,38 +331,43 @@ class Informer:
 
     def _relist(self) -> None:
         # Page by page: each page is packed into the store before the next is decoded, so a list of thousands of
-        # objects never lives as dicts all at once (the allocator would keep that peak as resident memory).
+        # objects never lives as dicts all at once (the allocator would keep that peak as resident memory). The
+        # changes already stored are announced even when a later page fails: the retry would not see them as new.
         listed: set[StoreKey] = set()
         events: list[tuple[str, Packed, Packed | None]] = []
-        version = ""
-        pages = self.client.list_pages(self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE)
-        for page, page_version in pages:
-            version = page_version
+        try:
+            version = ""
+            pages = self.client.list_pages(
+                self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE
+            )
+            for page, page_version in pages:
+                version = page_version
+                with self._lock:
+                    for item in page:
+                        strip(item)
+                        key = store_key(item)
+                        listed.add(key)
+                        current = self._store.get(key)
+                        if current is None:
+                            events.append((ADDED, self._put_locked(key, item, None), None))
+                        elif is_newer(resource_version(item), current.rv):
+                            events.append((MODIFIED, self._put_locked(key, item, current), current))
+                del page
             with self._lock:
-                for item in page:
-                    strip(item)
-                    key = store_key(item)
-                    listed.add(key)
-                    current = self._store.get(key)
-                    if current is None:
-                        events.append((ADDED, self._put_locked(key, item, None), None))
-                    elif is_newer(resource_version(item), current.rv):
-                        events.append((MODIFIED, self._put_locked(key, item, current), current))
-            del page
-        with self._lock:
-            for key in [key for key in self._store if key not in listed]:
-                gone = self._store[key]
-                # An object observed from our own write after the list was served is newer than the list: keep it.
-                if is_newer(gone.rv, version) is True:
-                    continue
-                self._remove_locked(key, gone)
-                events.append((DELETED, gone, None))
-            self._shadowed.clear()
-            self._resource_version = version
-            self.relists += 1
-        self._log.debug("listed", count=len(listed), resource_version=version, changes=len(events))
-        for event_type, packed, old in events:
-            self._emit(event_type, packed.unpack(), _unpacked(old))
+                for key in [key for key in self._store if key not in listed]:
+                    gone = self._store[key]
+                    # An object observed from our own write after the list was served is newer than the list: keep it.
+                    if is_newer(gone.rv, version) is True:
+                        continue
+                    self._remove_locked(key, gone)
+                    events.append((DELETED, gone, None))
+                self._shadowed.clear()
+                self._resource_version = version
+                self.relists += 1
+            self._log.debug("listed", count=len(listed), resource_version=version, changes=len(events))
+        finally:
+            for event_type, packed, old in events:
+                self._emit(event_type, packed.unpack(), _unpacked(old))
         self.has_synced.set()
 
     def _remember_stream(self, response: Any) -> None:

@@ -41,6 +41,7 @@ class FakeApi:
         self.gets: list[tuple[str, str, str | None]] = []
         self._streams: dict[tuple[str, str | None], queue.Queue[Any]] = {}
         self.closed = threading.Event()
+        self.page_failures: dict[int, BaseException] = {}
 
     # -- what the test does ---------------------------------------------------------------------------------------
 
@@ -92,9 +93,13 @@ class FakeApi:
     def list_pages(
         self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
     ) -> Iterator[tuple[list[dict[str, Any]], str]]:
-        """The list in pages of ``page_size`` (each with the list's resourceVersion)."""
+        """The list in pages of ``page_size`` (each with the list's resourceVersion); a failure registered in
+        ``page_failures`` for a page index is raised once, instead of that page."""
         items, version = self.list(kind, namespace, label_selector=label_selector)
-        for start in range(0, max(len(items), 1), page_size):
+        for index, start in enumerate(range(0, max(len(items), 1), page_size)):
+            failure = self.page_failures.pop(index, None)
+            if failure is not None:
+                raise failure
             yield items[start : start + page_size], version
 
     def watch(

@@ -283,3 +283,18 @@ def test_a_list_longer_than_a_page_is_stored_and_announced_whole(api: Any, recor
     assert len(informer) == informer_mod._PAGE + 10
     added = [name for event, name, _, _ in recorder.snapshot() if event == "ADDED"]
     assert sorted(added) == [f"cm-{index:04d}" for index in range(informer_mod._PAGE + 10)]
+
+
+def test_a_list_failing_after_its_first_page_loses_no_announcement_and_repeats_none(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The first page is already in the store when the second fails: its objects are announced then, and the retried
+    list announces only the rest."""
+    names = [f"cm-{index:04d}" for index in range(informer_mod._PAGE + 10)]
+    for name in names:
+        api.put(CM, obj(CM, name))
+    api.page_failures[1] = errors.ApiError.from_status(500, "InternalError", "etcd is busy")
+    informer = start()
+    assert len(informer) == len(names)
+    added = [name for event, name, _, _ in recorder.snapshot() if event == "ADDED"]
+    assert sorted(added) == names

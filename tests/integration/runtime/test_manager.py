@@ -71,9 +71,12 @@ def test_probes_and_metrics_follow_the_managers_life_and_shutdown_waits_for_in_f
 
     make_gadget("g")
     wait_for(lambda: reconcile.count("g") == 1, timeout=10)
+    # The reconcile is counted once it has returned, a moment after the call the line above saw.
+    done = 'okt_reconcile_total{controller="gadget",result="done"} 1.0'
+    wait_for(lambda: done in fetch(url + "/metrics")[1], timeout=10)
     status, body = fetch(url + "/metrics")
     assert status == 200
-    assert 'okt_reconcile_total{controller="gadget",result="done"} 1.0' in body
+    assert done in body
     assert 'okt_api_requests_total{resource="gadgets",verb="list"}' in body
     assert 'okt_workqueue_depth{controller="gadget"} 0.0' in body
     assert 'okt_active_workers{controller="gadget"} 0.0' in body

@@ -16,7 +16,6 @@ kept in a file whose tail is quoted when the process fails.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import os
 import pathlib
@@ -26,16 +25,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
+from okt.testing import envtest
+
 SAMPLE_INTERVAL = 0.25
 BUSY_CPU_SHARE = 0.05
 """A sample interval in which the process used more than this share of one core counts as busy."""
 STOP_TIMEOUT = 20.0
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class OperatorProcess:
@@ -90,7 +86,7 @@ class OperatorProcess:
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - an orphaned operator would skew every later figure
+                preexec_fn=envtest.die_with_parent,  # noqa: PLW1509 - an orphaned operator would skew every later figure
             )
         self._sampling.set()
         self._sampler = threading.Thread(target=self._sample, name=f"sampler-{self.name}", daemon=True)

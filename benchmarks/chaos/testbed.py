@@ -9,7 +9,6 @@ the harness (``PR_SET_PDEATHSIG``).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import os
 import pathlib
@@ -17,8 +16,6 @@ import secrets
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,11 +30,6 @@ from samples.memcached import harness
 
 LAB_CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 """No replicaset controller: Pods would stay Pending anyway (no kubelet) and would only add load."""
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class OperatorProcess:
@@ -77,7 +69,7 @@ class OperatorProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - the operator must die with the harness
+                preexec_fn=envtest.die_with_parent,  # noqa: PLW1509 - the operator must die with the harness
             )
         return cls(label, process, f"http://127.0.0.1:{port}", log_path)
 
@@ -89,11 +81,7 @@ class OperatorProcess:
         """``/readyz`` answers 200 (caches synced; with leader election, leading or a healthy standby)."""
         if not self.alive:
             raise RuntimeError(f"{self.label} exited with status {self.process.returncode}: {self.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"{self.probe_url}/readyz", timeout=2) as response:  # noqa: S310 - loopback
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return harness.answers_ready(self.probe_url)
 
     def wait_ready(self, timeout: float = 60.0) -> float:
         """Wait until ready; returns the seconds since the start."""

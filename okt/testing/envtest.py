@@ -104,7 +104,8 @@ def free_port() -> int:
         return port
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """``preexec_fn`` for a child process that must not outlive this one (Linux: PR_SET_PDEATHSIG = SIGKILL)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
@@ -320,7 +321,7 @@ class ControlPlane:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent if self._tie else None,  # noqa: PLW1509 - must die with its owner
+            preexec_fn=die_with_parent if self._tie else None,  # noqa: PLW1509 - must die with its owner
         )
         log.close()
         self._procs[name] = proc

@@ -172,11 +172,7 @@ class OperatorProcess:
         """``/readyz`` answers 200; raises when the process has exited (it never will be)."""
         if self.process.poll() is not None:
             raise RuntimeError(f"okt run exited with status {self.process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{self.probe_url}/readyz", timeout=2) as response:  # noqa: S310 - loopback
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return answers_ready(self.probe_url)
 
     def metrics(self) -> str:
         """The operator's Prometheus exposition (``/metrics``)."""
@@ -206,6 +202,16 @@ class OperatorProcess:
     def why(self) -> str:
         tail = self.log_tail()
         return f"; its log ends with:\n{tail}" if tail else ""
+
+
+def answers_ready(probe_url: str) -> bool:
+    """Whether an operator's ``/readyz`` at ``probe_url`` answers 200 (caches synced; with leader election, leading
+    or a healthy standby); False while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{probe_url}/readyz", timeout=2) as response:  # noqa: S310 - loopback
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def okt_command() -> str:

@@ -10,10 +10,15 @@ Shape: ``ConfigMap memcached-inventory``, one ``data`` key per Memcached name, i
 
 Guarantees:
 
-* :func:`record` writes only when the entry is missing or different (a steady state sends no request), and
-  :func:`forget` only when the entry is present;
-* every write is a JSON merge patch of **one** ``data`` key, so concurrent reconciles of different Memcacheds of
-  the same namespace never overwrite each other's entries and never conflict on resourceVersion;
+* :func:`record` writes only when the entry is missing or different (a steady state sends no request);
+* every write touches **one** ``data`` key, so concurrent reconciles of different Memcacheds of the same namespace
+  never overwrite each other's entries;
+* a record is **fenced**: it is a JSON patch that first tests the inventory's resourceVersion, and every
+  :func:`forget` changes the inventory (it removes the entry and stamps :data:`FORGOTTEN` with the Memcached's uid,
+  creating an empty inventory if there is none). A record read before a forget — a reconcile that had not yet seen
+  the deletion, or a request of an operator killed in mid-flight that the API server applies late — therefore fails
+  instead of bringing back the entry of a Memcached that is gone. A record that loses the race to another record
+  re-reads the inventory from the API and tries again at once;
 * the ConfigMap is created on first use (a concurrent creation is detected and turned into a patch) and is kept
   when it becomes empty, since another Memcached may be recorded a moment later.
 
@@ -33,6 +38,12 @@ from . import api
 
 NAME = "memcached-inventory"
 """The inventory ConfigMap's name, in each namespace that has Memcacheds."""
+
+ATTEMPTS = 4
+"""Fenced record patches tried in a row (each after a fresh read) before the reconcile is retried later."""
+
+FORGOTTEN = f"{api.GROUP}/last-forgotten"
+"""The annotation every :func:`forget` stamps with the uid of the Memcached it forgot."""
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "memcached-operator", "app.kubernetes.io/name": "memcached-inventory"}
 
@@ -74,51 +85,91 @@ def record(ctx: okt.Context) -> okt.Operation:
         ``UNCHANGED`` (no request was sent).
 
     Raises:
+        okt.Invalid: the inventory kept changing under :data:`ATTEMPTS` fenced patches in a row (422: the
+            resourceVersion test failed).
         okt.ApiError: the API refused a read or a write.
     """
     namespace, name = ctx.cr.namespace, ctx.cr.name
     value = entry_for(ctx.cr)
     kind = configmap_kind(ctx.client)
     live = ctx.reader.get(kind, NAME, namespace)
-    if live is not None and ((live.get("data") or {}).get(name)) == value:
-        return okt.Operation.UNCHANGED
-    if live is None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": NAME, "namespace": namespace, "labels": dict(MANAGED_BY)},
-            "data": {name: value},
-        }
+    for attempt in range(1, ATTEMPTS + 1):
+        if live is not None and (live.get("data") or {}).get(name) == value:
+            return okt.Operation.UNCHANGED
         try:
-            ctx.observe(ctx.client.create(body, kind))
-            return okt.Operation.CREATED
-        except okt.Conflict as exc:
-            if not exc.already_exists:
+            if live is None:
+                ctx.observe(ctx.client.create(created_with(namespace, {name: value}), kind))
+                return okt.Operation.CREATED
+            ctx.observe(ctx.client.patch(kind, NAME, fenced_set(live, name, value), namespace, patch_type="json"))
+            return okt.Operation.UPDATED
+        except okt.Invalid:  # the resourceVersion test failed: the inventory changed since it was read
+            if attempt == ATTEMPTS:
                 raise
-            # Another reconcile created it since our read: fall through to a patch of our key.
-    ctx.observe(ctx.client.patch(kind, NAME, {"data": {name: value}}, namespace))
-    return okt.Operation.UPDATED
+        except okt.Conflict as exc:  # created by someone else since it was read
+            if not exc.already_exists or attempt == ATTEMPTS:
+                raise
+        live = ctx.client.get_or_none(kind, NAME, namespace)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def created_with(namespace: str | None, data: dict[str, str] | None = None, **annotations: str) -> dict[str, Any]:
+    """A new inventory ConfigMap."""
+    metadata: dict[str, Any] = {"name": NAME, "namespace": namespace, "labels": dict(MANAGED_BY)}
+    if annotations:
+        metadata["annotations"] = annotations
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    if data:
+        body["data"] = data
+    return body
+
+
+def fenced_set(live: Mapping[str, Any], name: str, value: str) -> list[dict[str, Any]]:
+    """A JSON patch that sets one entry only if the inventory is still at the resourceVersion it was read at."""
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": live["metadata"]["resourceVersion"]}
+    ]
+    if live.get("data"):
+        ops.append({"op": "add", "path": f"/data/{_pointer(name)}", "value": value})
+    else:
+        ops.append({"op": "add", "path": "/data", "value": {name: value}})
+    return ops
 
 
 def forget(ctx: okt.Context) -> okt.Operation:
-    """Remove the custom resource's entry from its namespace's inventory.
+    """Remove the custom resource's entry from its namespace's inventory, fencing off records read before.
 
-    Reads the inventory from the API (not a cache): this runs once per deletion, and a stale read must never let an
-    entry survive its Memcached.
+    Reads the inventory from the API (not a cache: this runs once per deletion, and a stale read must never let an
+    entry survive its Memcached), then always writes — a merge patch that removes the entry and stamps
+    :data:`FORGOTTEN` with the uid, or the creation of an empty stamped inventory when there is none — so that the
+    inventory's resourceVersion moves past every record that had read it earlier.
 
     Returns:
-        ``UPDATED`` (the entry was removed) or ``UNCHANGED`` (there was no entry, or no inventory).
+        ``UPDATED`` (the entry was there and is removed) or ``UNCHANGED`` (there was no entry: only the stamp).
 
     Raises:
         okt.ApiError: the API refused the read or the write.
     """
     namespace, name = ctx.cr.namespace, ctx.cr.name
     kind = configmap_kind(ctx.client)
-    live = ctx.client.get_or_none(kind, NAME, namespace)
-    if live is None or name not in (live.get("data") or {}):
-        return okt.Operation.UNCHANGED
-    try:
-        ctx.observe(ctx.client.patch(kind, NAME, {"data": {name: None}}, namespace))
-    except okt.NotFound:
-        return okt.Operation.UNCHANGED
-    return okt.Operation.UPDATED
+    stamp = {FORGOTTEN: ctx.cr.uid}
+    for _ in range(ATTEMPTS):
+        live = ctx.client.get_or_none(kind, NAME, namespace)
+        try:
+            if live is None:
+                ctx.observe(ctx.client.create(created_with(namespace, **stamp), kind))
+                return okt.Operation.UNCHANGED
+            removal = {"metadata": {"annotations": stamp}, "data": {name: None}}
+            ctx.observe(ctx.client.patch(kind, NAME, removal, namespace))
+        except okt.NotFound:  # deleted between the read and the patch: read again
+            continue
+        except okt.Conflict as exc:  # created between the read and the create: read again
+            if not exc.already_exists:
+                raise
+            continue
+        return okt.Operation.UPDATED if name in (live.get("data") or {}) else okt.Operation.UNCHANGED
+    raise okt.TemporaryError(f"the inventory {describe(namespace)} kept appearing and disappearing; will retry")
+
+
+def _pointer(key: str) -> str:
+    """``key`` as one JSON pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")

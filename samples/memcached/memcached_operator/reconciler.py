@@ -130,7 +130,7 @@ class MemcachedReconciler(okt.Reconciler):
         what = inventory.describe(ctx.cr.namespace)
         try:
             operation = inventory.record(ctx)
-        except okt.Conflict as exc:
+        except (okt.Conflict, okt.Invalid) as exc:  # lost the inventory to other writers ATTEMPTS times in a row
             ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=_CONFLICT_DELAY)
         except okt.OktError as exc:
             ctx.results.add(Operation.CRUD_ERROR, what, exc)

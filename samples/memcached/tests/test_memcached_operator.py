@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from samples.memcached.memcached_operator import (
     FINALIZER,
     MemcachedReconciler,
     MemcachedReconcilerWithoutFinalizer,
+    inventory,
     settings,
 )
 from samples.memcached.memcached_operator.resources import deployment_memcached
@@ -242,6 +244,27 @@ def test_deleting_a_memcached_removes_its_inventory_entry_then_the_object_and_it
     assert set(memcacheds.inventory()) == {"survivor"}
     memcacheds.wait_children_gone("doomed")
     assert memcacheds.summary("survivor").converged
+
+
+def test_a_record_read_before_the_deletion_cannot_bring_the_entry_back(
+    kube: okt.Client, operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    memcacheds.create("late", size=1)
+    memcacheds.wait_converged(["late"])
+    kind = inventory.configmap_kind(kube)
+    read_before = kube.get(kind, inventory.NAME, memcacheds.namespace)
+    entry = read_before["data"]["late"]
+
+    memcacheds.delete("late")
+    memcacheds.wait_gone("late")
+
+    # What an operator killed in mid-request would have sent, applied by the API server only now.
+    with pytest.raises(errors.Invalid):
+        late = inventory.fenced_set(read_before, "late", entry)
+        kube.patch(kind, inventory.NAME, late, memcacheds.namespace, patch_type="json")
+    assert "late" not in memcacheds.inventory()
+    after = kube.get(kind, inventory.NAME, memcacheds.namespace)
+    assert after["metadata"]["annotations"][inventory.FORGOTTEN] == json.loads(entry)["uid"]
 
 
 def test_a_converged_memcached_is_reconciled_again_without_any_write(

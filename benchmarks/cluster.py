@@ -8,8 +8,9 @@ Guarantees:
 
 * every wait is bounded and raises :class:`BenchTimeout` with what was last seen (how many objects were ready, which
   children were missing);
-* convergence is judged from list calls only (one list of the custom resources per poll, plus one list per child kind
-  once they are all ready), every :data:`POLL_INTERVAL` seconds;
+* :class:`Convergence` judges from list calls (one list of the custom resources, plus one list per child kind once
+  they are all ready); the harness asks it only to confirm what :mod:`benchmarks.watched` saw, since lists of
+  N objects every :data:`POLL_INTERVAL` seconds would load the API server being measured;
 * a child "exists" when an object of that kind carries a controller ownerReference to the custom resource's uid —
   the judgement does not depend on how a contender names its children.
 """

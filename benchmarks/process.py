@@ -131,9 +131,7 @@ class OperatorProcess:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process so far (all its threads)."""
-        raw = pathlib.Path(f"/proc/{self.pid}/stat").read_text()
-        fields = raw[raw.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        return cpu_seconds_of(self.pid)
 
     def last_busy_at(self, since: float) -> float | None:
         """The end of the last sample interval after ``since`` in which the process was busy (None: never)."""
@@ -170,3 +168,13 @@ class OperatorProcess:
             with self._samples_lock:
                 self._samples.append(reading)
             time.sleep(SAMPLE_INTERVAL)
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (all its threads); 0 when it is gone."""
+    try:
+        raw = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS

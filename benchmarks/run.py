@@ -38,7 +38,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks import audit, cluster, contenders, process, report, runtime_env
+from benchmarks import audit, cluster, contenders, process, report, runtime_env, watched
 from okt import errors
 from okt.kube import client as kube_client
 from okt.testing import envtest
@@ -104,6 +104,13 @@ class Bench:
         self.audit = audit.AuditLog(plane.audit_log_path, users)
         self.tokens = {u.name: u for u in plane.users}
         self.bin_dir = runtime_env.prepare()
+
+    def plane_cpu(self, since: dict[str, float] | None = None) -> dict[str, float]:
+        """CPU seconds of each control-plane process so far, or (``since``) spent since that reading."""
+        now = {name: process.cpu_seconds_of(pid) for name, pid in self.plane.process_ids().items()}
+        if since is None:
+            return now
+        return {name: round(seconds - since.get(name, 0.0), 2) for name, seconds in now.items()}
 
     # -- the operator's life -----------------------------------------------------------------------------------------
 
@@ -189,6 +196,7 @@ class Bench:
             "error": None,
         }
         running: list[process.OperatorProcess] = []
+        view: watched.WatchedNamespace | None = None
         tag = f"[round {round_no} {contender.key}]"
         cluster.create_namespace(self.client, namespace)
         try:
@@ -196,12 +204,18 @@ class Bench:
             running.append(first)
             self.wait_ready(first, user, contender.ready_line)
             say(f"{tag} ready; creating {s.n} Memcached objects")
-            view = cluster.Convergence(self.client, namespace, s.n)
+            view = watched.WatchedNamespace(self.client, namespace, s.n).start()
+            plane_before = self.plane_cpu()
             started = cluster.create_custom_resources(self.client, namespace, s.n, s.size, s.workers)
             converged_at = cluster.poll(
-                view.converged, s.timeout(120, 1.5), f"{contender.key} to converge", detail=lambda: view.last
+                view.converged,
+                s.timeout(120, 1.5),
+                f"{contender.key} to converge",
+                interval=watched.POLL_INTERVAL,
+                detail=lambda: view.last,
             )
             result["converged"] = True
+            plane_converge = self.plane_cpu(since=plane_before)
             idle_at = self.wait_idle(first, user, started, "convergence", s.timeout(60, 0.3))
             rss, hwm = first.memory_kib()
             cpu = first.cpu_seconds()
@@ -213,6 +227,7 @@ class Bench:
                 "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
                 "requests": self.audit.counts(user, first.started_at, stopped_at).to_json(),
                 "cpu_seconds": round(cpu, 2),
+                "control_plane_cpu_seconds": plane_converge,
                 "rss_mib": _mib(rss),
                 "peak_rss_mib": _mib(hwm),
             }
@@ -238,13 +253,16 @@ class Bench:
                 f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
             )
 
+            plane_before = self.plane_cpu()
             changed = cluster.patch_sizes(self.client, namespace, s.n, s.new_size, s.workers)
             rolled_at = cluster.poll(
                 lambda: view.replicas_are(s.new_size),
                 s.timeout(120, 1.0),
                 f"{contender.key} to roll out spec.size={s.new_size}",
+                interval=watched.POLL_INTERVAL,
                 detail=lambda: view.last,
             )
+            plane_change = self.plane_cpu(since=plane_before)
             self.wait_idle(second, user, changed, "the spec change", s.timeout(60, 0.3))
             ended = time.time()
             rss, hwm = second.memory_kib()
@@ -254,6 +272,7 @@ class Bench:
                 "seconds": round(rolled_at - changed, 3),
                 "requests": self.audit.counts(user, changed, ended).to_json(),
                 "cpu_seconds": round(cpu, 2),
+                "control_plane_cpu_seconds": plane_change,
                 "rss_mib": _mib(rss),
                 "peak_rss_mib": _mib(hwm),
             }
@@ -268,6 +287,8 @@ class Bench:
         finally:
             for proc in running:
                 proc.stop()
+            if view is not None:
+                view.close()
             if not cluster.delete_namespace(self.client, namespace, s.timeout(120, 0.3)):
                 say(f"{tag} namespace {namespace} still terminating; going on")
         return result

@@ -218,6 +218,10 @@ class ControlPlane:
             self._dir = None
         atexit.unregister(self.stop)
 
+    def process_ids(self) -> dict[str, int]:
+        """The running processes of the control plane by name (``etcd``, ``kube-apiserver``, ...)."""
+        return {name: proc.pid for name, proc in self._procs.items() if proc.poll() is None}
+
     def detach(self) -> dict[str, Any]:
         """Leave the processes running past this Python process; returns what :func:`stop_detached` needs."""
         state = {

@@ -17,8 +17,10 @@ Guarantees:
   :func:`forget` changes the inventory (it removes the entry and stamps :data:`FORGOTTEN` with the Memcached's uid,
   creating an empty inventory if there is none). A record read before a forget — a reconcile that had not yet seen
   the deletion, or a request of an operator killed in mid-flight that the API server applies late — therefore fails
-  instead of bringing back the entry of a Memcached that is gone. A record that loses the race to another record
-  re-reads the inventory from the API and tries again at once;
+  instead of bringing back the entry of a Memcached that is gone. Within one operator, the writes to one namespace's
+  inventory take turns (:func:`turn`), so its own workers never fail each other's fence: the cached inventory
+  already holds the previous write's answer. A record that loses to another writer re-reads the inventory from the
+  API and tries again at once;
 * the ConfigMap is created on first use (a concurrent creation is detected and turned into a patch) and is kept
   when it becomes empty, since another Memcached may be recorded a moment later.
 
@@ -29,6 +31,7 @@ reconciler only keeps an inventory when its finalizer is on.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +49,16 @@ FORGOTTEN = f"{api.GROUP}/last-forgotten"
 """The annotation every :func:`forget` stamps with the uid of the Memcached it forgot."""
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "memcached-operator", "app.kubernetes.io/name": "memcached-inventory"}
+
+
+_turns: dict[str | None, threading.Lock] = {}
+_turns_guard = threading.Lock()
+
+
+def turn(namespace: str | None) -> threading.Lock:
+    """The lock this process's writes to ``namespace``'s inventory take turns on."""
+    with _turns_guard:
+        return _turns.setdefault(namespace, threading.Lock())
 
 
 def entry_for(cr: okt.CustomResource) -> str:
@@ -93,6 +106,14 @@ def record(ctx: okt.Context) -> okt.Operation:
     value = entry_for(ctx.cr)
     kind = configmap_kind(ctx.client)
     live = ctx.reader.get(kind, NAME, namespace)
+    if live is not None and (live.get("data") or {}).get(name) == value:
+        return okt.Operation.UNCHANGED
+    with turn(namespace):
+        return _record(ctx, kind, ctx.reader.get(kind, NAME, namespace), name, value)
+
+
+def _record(ctx: okt.Context, kind: okt.Kind, live: dict[str, Any] | None, name: str, value: str) -> okt.Operation:
+    namespace = ctx.cr.namespace
     for attempt in range(1, ATTEMPTS + 1):
         if live is not None and (live.get("data") or {}).get(name) == value:
             return okt.Operation.UNCHANGED
@@ -152,6 +173,12 @@ def forget(ctx: okt.Context) -> okt.Operation:
     namespace, name = ctx.cr.namespace, ctx.cr.name
     kind = configmap_kind(ctx.client)
     stamp = {FORGOTTEN: ctx.cr.uid}
+    with turn(namespace):
+        return _forget(ctx, kind, name, stamp)
+
+
+def _forget(ctx: okt.Context, kind: okt.Kind, name: str, stamp: dict[str, str]) -> okt.Operation:
+    namespace = ctx.cr.namespace
     for _ in range(ATTEMPTS):
         live = ctx.client.get_or_none(kind, NAME, namespace)
         try:

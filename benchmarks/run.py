@@ -321,7 +321,7 @@ def parse(argv: Sequence[str] | None) -> Settings:
         "--rounds",
         type=int,
         default=None,
-        help="measurements per contender, the median is reported (default 2; 1 from N=1000).",
+        help="measurements per contender, the median is reported (default 2).",
     )
     parser.add_argument("--workers", type=int, default=8, help="concurrent reconciles of every contender.")
     parser.add_argument("--steady-seconds", type=float, default=30.0, help="the restart window (default 30).")
@@ -368,7 +368,7 @@ def parse(argv: Sequence[str] | None) -> Settings:
         chosen = tuple(c for c in chosen if c is not contenders.KOPF)
     if not chosen:
         parser.error("no contender left to run")
-    rounds = args.rounds if args.rounds is not None else (1 if args.n >= 1000 else 2)
+    rounds = args.rounds if args.rounds is not None else 2
     return Settings(
         n=args.n,
         rounds=max(1, rounds),

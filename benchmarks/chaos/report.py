@@ -146,15 +146,15 @@ Each of these fails its scenario without its fix in okt:
   version, gave up on a single 503 or reset connection. It is now retried with backoff (15 s for 5xx/429 answers,
   three tries when nothing answers, so a wrong address still fails in seconds).
 
-## Open finding
-
-- **An inventory entry outlived its Memcached once** (kill, full run of 2026-11-21T14:35Z): `k0167` was deleted and
-  gone, its children too, but still listed in its namespace's inventory; every other check of the run held, and the
-  same scenario passed when run again right after. The only writes that add an entry are the sample's inventory
-  records, and its cleanup reads the inventory from the API before removing the entry; what fits is a record sent by
-  an operator killed in mid-request and applied by the API server after the next operator had already cleaned up.
-  The inventory is the sample's (one shared ConfigMap per namespace), not okt's; a record guarded by a precondition
-  on the Memcached still existing would close the gap. Not fixed yet.
+- **An inventory entry outlived its Memcached** (kill, once in a full run): `k0167` was deleted and gone, its
+  children too, but still listed in its namespace's inventory. A record of the entry read before the deletion —
+  sent by an operator killed in mid-request and applied by the API server after the next operator had cleaned up —
+  brought it back, since the record was an unconditional merge patch. The sample's records are now fenced: a JSON
+  patch that tests the inventory's resourceVersion, and every cleanup changes the inventory (it stamps the uid it
+  forgot), so a record read before a cleanup fails (`test_a_record_read_before_the_deletion_cannot_bring_the_entry_back`
+  replays exactly that late request against the API server). The fix is in the sample, whose shared inventory
+  ConfigMap it concerns; okt's own writes to children are owned and garbage-collected, and its finalizer and status
+  patches already test the resourceVersion.
 
 ## Caveats
 

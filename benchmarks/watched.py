@@ -20,7 +20,8 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -29,6 +30,8 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
+CONFIRM_INTERVAL = 1.0
+"""At most one list-based confirmation per this many seconds (should the lists ever disagree with the watches)."""
 POLL_INTERVAL = 0.05
 """How often a verdict is asked of the view (memory only, so often: the verdict's time is this precise)."""
 RETRY_DELAY = 0.5
@@ -45,6 +48,7 @@ class WatchedNamespace:
         self.custom = cluster.MEMCACHED
         self.children = cluster.CHILD_KINDS
         self.lists = cluster.Convergence(client, namespace, n)
+        self._confirmed_at = 0.0
         custom, children = self.custom, self.children
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -96,7 +100,12 @@ class WatchedNamespace:
             ready = sum(self._ready.values())
             missing = {kind: len(uids - set(owned.values())) for kind, owned in self._owned.items()}
         self.last = f"{ready}/{self.n} Ready, children missing: " + ", ".join(f"{k} {v}" for k, v in missing.items())
-        return len(uids) >= self.n and ready == len(uids) and not any(missing.values()) and self.lists.converged()
+        return (
+            len(uids) >= self.n
+            and ready == len(uids)
+            and not any(missing.values())
+            and self._confirm(self.lists.converged)
+        )
 
     def replicas_are(self, size: int) -> bool:
         """Every custom resource's Deployment asks for ``size`` replicas."""
@@ -106,7 +115,15 @@ class WatchedNamespace:
             done = sum(1 for name, replicas in self._replicas.items() if replicas == size and name in owners)
             total = len(self._ready)
         self.last = f"{done}/{self.n} Deployments at {size} replicas"
-        return total >= self.n and done == total and self.lists.replicas_are(size)
+        return total >= self.n and done == total and self._confirm(lambda: self.lists.replicas_are(size))
+
+    def _confirm(self, verdict: Callable[[], bool]) -> bool:
+        """The list-based ``verdict``, asked at most every :data:`CONFIRM_INTERVAL` seconds (False in between)."""
+        now = time.monotonic()
+        if now - self._confirmed_at < CONFIRM_INTERVAL:
+            return False
+        self._confirmed_at = now
+        return verdict()
 
     # -- the watches -----------------------------------------------------------------------------------------------
 

@@ -135,8 +135,8 @@ def markdown(document: Mapping[str, Any], labels: Mapping[str, str], description
         "",
         *(
             [
-                f"> **A small run (N = {s['n']})**: at this size the times are dominated by the 0.2 s poll and the "
-                "process start-up; `make bench` (N=200) and `make bench-full` (N=1000) give the figures to quote.",
+                f"> **A small run (N = {s['n']})**: at this size the times are dominated by start-up "
+                "latencies; `make bench` (N=200) and `make bench-full` (N=1000) give the figures to quote.",
                 "",
             ]
             if s["n"] < SMALL_N

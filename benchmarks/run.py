@@ -8,7 +8,8 @@ One measurement (a contender, a round):
 
 1. **start** the operator; it is ready once the audit log shows its watch on Memcached objects and its CPU is quiet;
 2. **converge**: the harness creates N Memcached objects from a thread pool; the time runs from the first create
-   until a poll (list calls every 0.2 s) sees every object ``Ready=True`` and its ConfigMap, Service and Deployment;
+   until the harness's watches (confirmed by lists) see every object ``Ready=True`` and its ConfigMap, Service and
+   Deployment;
    then the operator is left to become idle, its memory (VmRSS, VmHWM) and CPU time are read, and it is stopped;
    its requests by verb are those of its user from its start to its stop;
 3. **restart**: a new process over the N converged objects; its writes and reads in the first ``--steady-seconds``
@@ -41,6 +42,7 @@ from typing import Any
 from benchmarks import audit, cluster, contenders, process, report, runtime_env, watched
 from okt import errors
 from okt.kube import client as kube_client
+from okt.runtime import logs as okt_logs
 from okt.testing import envtest
 
 QUIET_SECONDS = 2.0
@@ -387,6 +389,7 @@ def parse(argv: Sequence[str] | None) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse(argv)
+    okt_logs.configure("console", verbosity=-1)  # the harness's own watches log only warnings (and errors)
     users = [
         envtest.TokenUser(user_name(c, r), secrets.token_hex(16), ("system:masters",))
         for c in settings.contenders

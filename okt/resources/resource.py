@@ -28,8 +28,6 @@ from okt import errors
 from okt.kube import kinds, objects
 from okt.resources import templating
 
-render_template = templating.render_template
-
 
 class Resource:
     """A child object okt creates (and deletes) but never updates.
@@ -66,7 +64,7 @@ class Resource:
         elif self.template is not None:
             default_ns = namespace or (cr.namespace if cr is not None else None) or ""
             variables = {**self.params, "cr": cr, "name": name or (cr.name if cr else ""), "namespace": default_ns}
-            raw = render_template(self.template, variables)
+            raw = templating.render_template(self.template, variables)
         else:
             raw = {}
         raw.setdefault("apiVersion", self.api_version)

@@ -258,11 +258,11 @@ def render_text(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
 def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
     """Render a Jinja2 YAML template into one object; errors say what went wrong in one line."""
     plan = _plan(template)
-    if plan is not None:
-        try:
-            return plan.render(variables)
-        except _Fallback:
-            pass
-        except jinja2.TemplateError as exc:
-            raise errors.MutationError(f"template error: {exc}") from exc
-    return render_text(template, variables)
+    if plan is None:
+        return render_text(template, variables)
+    try:
+        return plan.render(variables)
+    except _Fallback:  # this render holds a value only the YAML parser can type
+        return render_text(template, variables)
+    except jinja2.TemplateError as exc:
+        raise errors.MutationError(f"template error: {exc}") from exc

@@ -9,7 +9,7 @@ import pytest
 
 from okt import errors
 from okt.kube import objects
-from okt.resources import resource
+from okt.resources import resource, templating
 
 CR = objects.CustomResource(
     {
@@ -56,7 +56,7 @@ class ServiceAccountModel(pydantic.BaseModel):
 
 
 def test_render_template_returns_the_yaml_mapping_with_the_variables_substituted() -> None:
-    rendered = resource.render_template("name: {{ who }}\nitems: {{ items | to_yaml }}\n", {"who": "x", "items": [1]})
+    rendered = templating.render_template("name: {{ who }}\nitems: {{ items | to_yaml }}\n", {"who": "x", "items": [1]})
 
     assert rendered == {"name": "x", "items": [1]}
 
@@ -76,7 +76,7 @@ def test_render_template_reports_each_failure_as_a_mutation_error(
     template: str, variables: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(errors.MutationError, match=message):
-        resource.render_template(template, variables)
+        templating.render_template(template, variables)
 
 
 # --- construction ---------------------------------------------------------------------------------------------------
@@ -229,8 +229,8 @@ def test_the_default_hooks_leave_the_desired_state_untouched() -> None:
 def test_rendering_the_same_text_twice_gives_equal_objects_that_never_share_state() -> None:
     template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\ndata:\n  key: value\n"
 
-    first = resource.render_template(template, {"name": "same"})
+    first = templating.render_template(template, {"name": "same"})
     first["data"]["key"] = "changed by a mutation"
-    second = resource.render_template(template, {"name": "same"})
+    second = templating.render_template(template, {"name": "same"})
 
     assert second == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "same"}, "data": {"key": "value"}}

@@ -6,6 +6,7 @@ requests by that name), the namespace to watch, and ``workers`` concurrent recon
 
 ============== ===============================================================================================
 ``raw``        ``python -m benchmarks.raw_floor``: a watch and a ``ThreadPoolExecutor(workers)``, no framework
+``raw-okt``    the same with ``--okt-shaped``: the same number of writes, of the objects okt writes
 ``kopf``       ``kopf run benchmarks/kopf_operator.py --standalone``; ``settings.execution.max_workers`` = workers
 ``okt``        ``okt run samples/memcached/operator.py --max-concurrent workers``, finalizer off
 ``okt-final``  the same with the sample's finalizer (and its inventory cleanup) on
@@ -54,7 +55,7 @@ class Contender:
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         bin_dir = bin_dir or pathlib.Path(sys.executable).parent
-        if self.key == "raw":
+        if self.key in ("raw", "raw-okt"):
             argv = [
                 str(bin_dir / "python"),
                 "-m",
@@ -65,6 +66,7 @@ class Contender:
                 str(kubeconfig),
                 "--workers",
                 str(workers),
+                *(("--okt-shaped",) if self.key == "raw-okt" else ()),
             ]
         elif self.key == "kopf":
             env[WORKERS_VARIABLE] = str(workers)
@@ -104,6 +106,13 @@ class Contender:
 RAW = Contender(
     "raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", operator=False, ready_line="watching"
 )
+RAW_OKT = Contender(
+    "raw-okt",
+    "raw floor, okt-shaped",
+    "the floor writing okt's objects: five conditions, owner label, checksum annotation",
+    operator=False,
+    ready_line="watching",
+)
 KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults", operator=True)
 OKT_READY = "caches synced, reconciling"
 OKT = Contender("okt", "okt", "the memcached sample, finalizer off", operator=True, ready_line=OKT_READY)
@@ -115,7 +124,7 @@ OKT_FINAL = Contender(
     ready_line=OKT_READY,
 )
 
-ALL: tuple[Contender, ...] = (RAW, KOPF, OKT, OKT_FINAL)
+ALL: tuple[Contender, ...] = (RAW, RAW_OKT, KOPF, OKT, OKT_FINAL)
 
 
 def by_key(key: str) -> Contender:

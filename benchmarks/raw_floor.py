@@ -10,6 +10,12 @@ namespace and, with a ``ThreadPoolExecutor`` of the same size as the other conte
   1 status patch;
 * for an object whose ``status.observedGeneration`` is current (a restart over converged objects): nothing.
 
+With ``--okt-shaped`` it writes the objects okt writes instead of the smallest ones: the status holds okt's five
+conditions (Ready, Available, Progressing, Degraded, ReconciliationSuccess) and ``availableReplicas``, and the
+children carry okt's owner label and checksum annotation (the Deployment's pods a settings checksum). The writes are
+the same in number; the row tells the cost of the framework apart from the cost of the larger objects, which the
+API server pays on every write and every watch event.
+
 There is no cache, no read before a write, no retry policy beyond "try again on the next event", no events and no
 metrics: the floor is a lower bound, not an operator anyone should ship.
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import signal
 import ssl
@@ -38,6 +45,16 @@ from benchmarks import manifests
 USER_AGENT = "okt-bench-raw-floor"
 WATCH_SECONDS = 300
 RETRY_DELAY = 0.5
+OWNER_LABEL = "okt.io/owner-uid"
+HASH_ANNOTATION = "okt.io/okt-hash"
+SETTINGS_ANNOTATION = "cache.example.com/settings-checksum"
+OKT_CONDITIONS = (
+    ("Available", "False", "ReplicasUnavailable", "waiting for replicas"),
+    ("Progressing", "True", "RollingOut", "a rollout is under way"),
+    ("Degraded", "False", "AsExpected", "no error"),
+    ("ReconciliationSuccess", "True", "Reconciled", "generation {generation} reconciled"),
+)
+"""The conditions okt's memcached sample writes next to Ready while its pods are not available."""
 
 
 class Api:
@@ -96,11 +113,23 @@ def collection(kind: str, namespace: str) -> str:
     return paths[kind]
 
 
+def okt_shape(child: dict[str, Any], owner_uid: str) -> None:
+    """Add to ``child`` what okt adds to the children it creates (in place)."""
+    meta = child["metadata"]
+    meta.setdefault("labels", {})[OWNER_LABEL] = owner_uid
+    if child["kind"] == "Deployment":
+        settings = hashlib.sha256(meta["name"].encode()).hexdigest()[:16]
+        child["spec"]["template"]["metadata"].setdefault("annotations", {})[SETTINGS_ANNOTATION] = settings
+    digest = hashlib.sha256(json.dumps(child, sort_keys=True).encode()).hexdigest()
+    meta.setdefault("annotations", {})[HASH_ANNOTATION] = digest
+
+
 class Floor:
     """One namespace's memcached job: a watch feeding a bounded thread pool, one object at a time per name."""
 
-    def __init__(self, api: Api, namespace: str, workers: int) -> None:
+    def __init__(self, api: Api, namespace: str, workers: int, okt_shaped: bool = False) -> None:
         self.api = api
+        self.okt_shaped = okt_shaped
         self.namespace = namespace
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="floor")
         self.lock = threading.Lock()
@@ -124,6 +153,8 @@ class Floor:
         if observed is None:
             for child in manifests.children(name, self.namespace, spec):
                 child["metadata"]["ownerReferences"] = [owner]
+                if self.okt_shaped:
+                    okt_shape(child, meta["uid"])
                 self.create_or_patch(child)
         else:
             deployment = manifests.deployment(name, self.namespace, spec)
@@ -132,11 +163,25 @@ class Floor:
             if previous is None or manifests.tier(previous) != manifests.tier(int(spec["size"])):
                 config = manifests.config_map(name, self.namespace, spec)
                 self.patch("ConfigMap", config["metadata"]["name"], {"data": config["data"]})
-        condition = manifests.ready_condition(generation, manifests.find_condition(status, "Ready"))
+        conditions = [manifests.ready_condition(generation, manifests.find_condition(status, "Ready"))]
+        wanted: dict[str, Any] = {"observedGeneration": generation, "conditions": conditions}
+        if self.okt_shaped:
+            wanted["availableReplicas"] = 0
+            for kind, state, reason, message in OKT_CONDITIONS:
+                conditions.append(
+                    {
+                        "type": kind,
+                        "status": state,
+                        "reason": reason,
+                        "message": message.format(generation=generation),
+                        "lastTransitionTime": conditions[0]["lastTransitionTime"],
+                        "observedGeneration": generation,
+                    }
+                )
         self.api.call(
             "PATCH",
             f"{collection(manifests.KIND, self.namespace)}/{name}/status",
-            {"status": {"observedGeneration": generation, "conditions": [condition]}},
+            {"status": wanted},
             "application/merge-patch+json",
         )
         self.applied_size[name] = int(spec["size"])
@@ -224,8 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--okt-shaped", action="store_true", help="write the objects okt writes (see above).")
     args = parser.parse_args(argv)
-    floor = Floor(Api(args.kubeconfig, pool_size=args.workers + 2), args.namespace, args.workers)
+    floor = Floor(Api(args.kubeconfig, pool_size=args.workers + 2), args.namespace, args.workers, args.okt_shaped)
 
     def on_signal(signum: int, frame: object) -> None:
         floor.stopping.set()

@@ -194,7 +194,9 @@ def markdown(document: Mapping[str, Any], labels: Mapping[str, str], description
         "Writes are create, patch, update and delete requests, reads are get, list and watch; both include the "
         "requests the API server refused (the 4xx/5xx column: e.g. a read answered 404 before a create, a conflict). "
         "The raw floor is no operator: it writes the minimum the job needs "
-        "(3 creates and a status patch per object) and its ratio is 1 by definition. "
+        "(3 creates and a status patch per object) and its ratio is 1 by definition; the okt-shaped floor sends "
+        "the same writes with okt's objects (five conditions in the status, okt's label and annotations on the "
+        "children), which tells the API server's cost of those larger objects apart from the framework's. "
         "Per-round figures, and the writes broken down by resource, are in `benchmarks/results/latest.json`.",
         "",
     ]

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks import audit, manifests, report  # noqa: E402
 
-ROWS = ("raw", "okt", "okt-final")
+ROWS = ("raw", "raw-okt", "okt", "okt-final")
 HARNESS_TIMEOUT = 540
 
 
@@ -73,7 +73,7 @@ def test_every_contender_converges_in_every_phase(bench_run: tuple[dict[str, Any
 
 @pytest.mark.integration
 @pytest.mark.timeout(HARNESS_TIMEOUT + 60)
-@pytest.mark.parametrize("row", ["okt", "okt-final", "raw"])
+@pytest.mark.parametrize("row", ["okt", "okt-final", "raw", "raw-okt"])
 def test_a_restart_over_converged_objects_writes_nothing(bench_run: tuple[dict[str, Any], str], row: str) -> None:
     document, _ = bench_run
     assert document["summary"][row]["median"]["restart.requests.writes"] == 0
@@ -223,3 +223,18 @@ def test_the_settings_tier_follows_the_size(size: int, tier: str) -> None:
     config = manifests.config_map("m", "ns", {"size": size})
     assert config["data"]["MEMCACHED_TIER"] == tier
     assert manifests.deployment("m", "ns", {"size": size})["spec"]["replicas"] == size
+
+
+def test_the_okt_shaped_floor_adds_what_okt_adds_to_a_child() -> None:
+    from benchmarks import raw_floor
+
+    deployment = manifests.deployment("cache", "ns", {"size": 2})
+    plain = json.loads(json.dumps(deployment))
+
+    raw_floor.okt_shape(deployment, "uid-1")
+
+    meta = deployment["metadata"]
+    assert meta["labels"] == {**plain["metadata"]["labels"], raw_floor.OWNER_LABEL: "uid-1"}
+    assert len(meta["annotations"][raw_floor.HASH_ANNOTATION]) == 64
+    assert raw_floor.SETTINGS_ANNOTATION in deployment["spec"]["template"]["metadata"]["annotations"]
+    assert deployment["spec"]["template"]["spec"] == plain["spec"]["template"]["spec"]

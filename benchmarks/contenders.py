@@ -42,8 +42,6 @@ class Contender:
     key: str
     label: str
     description: str
-    operator: bool
-    """False for the raw floor: its ratio column is 1 by definition."""
     ready_line: str | None = None
     """A line of its own log that says it watches (the harness also accepts its watch in the audit log, which can lag
     far behind after thousands of deletions)."""
@@ -103,24 +101,20 @@ class Contender:
         return Launch(tuple(argv), env)
 
 
-RAW = Contender(
-    "raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", operator=False, ready_line="watching"
-)
+RAW = Contender("raw", "raw floor", "watch + thread pool, 4 writes per object, no framework", ready_line="watching")
 RAW_OKT = Contender(
     "raw-okt",
     "raw floor, okt-shaped",
     "the floor writing okt's objects: five conditions, owner label, checksum annotation",
-    operator=False,
     ready_line="watching",
 )
-KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults", operator=True)
+KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults")
 OKT_READY = "caches synced, reconciling"
-OKT = Contender("okt", "okt", "the memcached sample, finalizer off", operator=True, ready_line=OKT_READY)
+OKT = Contender("okt", "okt", "the memcached sample, finalizer off", ready_line=OKT_READY)
 OKT_FINAL = Contender(
     "okt-final",
     "okt + finalizer",
     "the memcached sample, finalizer and inventory on",
-    operator=True,
     ready_line=OKT_READY,
 )
 

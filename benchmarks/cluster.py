@@ -49,12 +49,17 @@ class BenchTimeout(BenchError):
     """A bounded wait ran out."""
 
 
-def apply_crd(client: kube_client.Client, path: pathlib.Path, timeout: float = 60.0) -> None:
-    """Create the CRD (or replace it) and wait until the API server serves its kind."""
+def load_crd(path: pathlib.Path) -> dict[str, Any]:
+    """The CustomResourceDefinition of a YAML file."""
     documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    crd = next((d for d in documents if d.get("kind") == "CustomResourceDefinition"), None)
+    crd: dict[str, Any] | None = next((d for d in documents if d.get("kind") == "CustomResourceDefinition"), None)
     if crd is None:
         raise BenchError(f"{path} holds no CustomResourceDefinition")
+    return crd
+
+
+def apply_crd(client: kube_client.Client, crd: dict[str, Any], timeout: float = 60.0) -> None:
+    """Create the CRD (or replace it, a no-op when unchanged) and wait until the API server serves its kind."""
     crds.ensure_crd(client, crd, timeout=timeout)
 
 
@@ -85,33 +90,6 @@ def poll(
 
 def create_namespace(client: kube_client.Client, name: str) -> None:
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
-
-
-def delete_namespace(client: kube_client.Client, name: str, timeout: float) -> bool:
-    """Strip finalizers from the custom resources left (their operator is gone), delete, wait; False if still there."""
-    strip_finalizers(client, name)
-    client.delete(kinds.NAMESPACE, name)
-    try:
-        poll(
-            lambda: client.get_or_none(kinds.NAMESPACE, name) is None, timeout, f"namespace {name} to go", interval=1.0
-        )
-    except BenchTimeout:
-        return False
-    return True
-
-
-def strip_finalizers(client: kube_client.Client, namespace: str) -> int:
-    items, _ = client.list(MEMCACHED, namespace)
-    stripped = 0
-    for item in items:
-        if item["metadata"].get("finalizers"):
-            patch = {"metadata": {"finalizers": None, "resourceVersion": item["metadata"]["resourceVersion"]}}
-            try:
-                client.patch(MEMCACHED, item["metadata"]["name"], patch, namespace)
-                stripped += 1
-            except (errors.NotFound, errors.Conflict):
-                continue
-    return stripped
 
 
 def cr_names(n: int) -> list[str]:

@@ -1,8 +1,9 @@
-"""The benchmark harness: ``python -m benchmarks.run --n 200`` — okt, Kopf and the raw floor on one control plane.
+"""The benchmark harness: ``python -m benchmarks.run --n 200`` — okt, Kopf and the raw floor, side by side.
 
 Why this exists: to measure, the same way for everyone, what an operator framework costs on the way to convergence,
-at rest, and on a change. One local control plane (with its audit log) serves the whole run; contenders take turns
-(the order rotates every round), each in a fresh namespace, each as its own process and its own token user.
+at rest, and on a change. Contenders take turns (the order rotates every round); every measurement gets a fresh local
+control plane (empty etcd, its own audit log), so none inherits what the one before it left behind; each contender
+runs as its own process under its own token user.
 
 One measurement (a contender, a round):
 
@@ -16,7 +17,7 @@ One measurement (a contender, a round):
    (okt's target: 0 writes), and the time from its start until it is idle (last request, last busy CPU interval);
 4. **spec change**: ``spec.size`` patched on all N; the time until every Deployment asks for the new replicas, the
    requests until the operator is idle again; then memory, and the operator is stopped;
-5. **clean up**: finalizers of the (now unattended) objects are stripped, the namespace is deleted and awaited.
+5. **clean up**: the operator and the control plane are stopped (the next measurement starts on a new one).
 
 Guarantees: every wait is bounded (timeouts grow with N; ``--timeout-scale`` stretches them) and ends with a message
 naming the contender, the phase and what was last seen; operator processes are always stopped (and die with the
@@ -28,6 +29,7 @@ any measurement failed. Outputs: ``docs/benchmarks.md`` and ``benchmarks/results
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import pathlib
@@ -36,7 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from benchmarks import audit, cluster, contenders, process, report, runtime_env, watched
@@ -95,17 +97,43 @@ def _mib(kib: int) -> float:
 
 
 class Bench:
-    """One benchmark run: the control plane, the audit log, the harness client, and the measurements."""
+    """One benchmark run: the settings, the measurements, and a fresh control plane for each measurement."""
 
-    def __init__(self, settings: Settings, plane: envtest.ControlPlane, logs: pathlib.Path) -> None:
+    def __init__(self, settings: Settings, logs: pathlib.Path, bin_dir: pathlib.Path) -> None:
         self.settings = settings
-        self.plane = plane
         self.logs = logs
-        self.client = kube_client.Client.from_kubeconfig(plane.kubeconfig, pool_size=settings.workers * 2 + 4)
-        users = [user_name(c, r) for c in settings.contenders for r in range(1, settings.rounds + 1)]
-        self.audit = audit.AuditLog(plane.audit_log_path, users)
-        self.tokens = {u.name: u for u in plane.users}
-        self.bin_dir = runtime_env.prepare()
+        self.bin_dir = bin_dir
+        self.crd = cluster.load_crd(settings.crd)
+        self.server_version = ""
+        # The current measurement's control plane, harness client, audit log and token users.
+        self.plane: envtest.ControlPlane
+        self.client: kube_client.Client
+        self.audit: audit.AuditLog
+        self.tokens: dict[str, envtest.TokenUser] = {}
+
+    @contextlib.contextmanager
+    def fresh_plane(self, user: str) -> Iterator[None]:
+        """A new control plane (empty etcd, CRD installed before the controller manager) for one measurement.
+
+        Why one per measurement: a contender that runs after another inherits what the first left behind — etcd's
+        uncompacted history of thousands of deleted objects, the API server's grown heap, garbage collection still
+        settling — and measured up to 40 % slower for it (the same contender, N=1000, first or second on a shared
+        control plane). A fresh one gives every contender the same start, whatever the order.
+        """
+        token = envtest.TokenUser(user, secrets.token_hex(16), ("system:masters",))
+        with envtest.ControlPlane(
+            audit_log=True, users=[token], controllers=CONTROLLERS, crds=[self.crd], out=say
+        ) as plane:
+            self.plane = plane
+            self.client = kube_client.Client.from_kubeconfig(plane.kubeconfig, pool_size=self.settings.workers * 2 + 4)
+            self.audit = audit.AuditLog(plane.audit_log_path, [user])
+            self.tokens = {token.name: token}
+            try:
+                cluster.apply_crd(self.client, self.crd)
+                self.server_version = self.server_version or self.client.server_version()
+                yield
+            finally:
+                self.client.close()
 
     def plane_cpu(self, since: dict[str, float] | None = None) -> dict[str, float]:
         """CPU seconds of each control-plane process so far, or (``since``) spent since that reading."""
@@ -187,7 +215,6 @@ class Bench:
     # -- one measurement -------------------------------------------------------------------------------------------
 
     def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
-        s = self.settings
         user = user_name(contender, round_no)
         namespace = f"bench-{contender.key}-r{round_no}-{secrets.token_hex(3)}"
         result: dict[str, Any] = {
@@ -197,6 +224,19 @@ class Bench:
             "converged": False,
             "error": None,
         }
+        try:
+            with self.fresh_plane(user):
+                self._measure(contender, round_no, user, namespace, result)
+        except (envtest.ControlPlaneError, errors.OktError, OSError) as exc:
+            result["converged"] = False
+            result["error"] = result["error"] or f"control plane: {type(exc).__name__}: {exc}"
+            say(f"[round {round_no} {contender.key}] FAILED: {result['error']}")
+        return result
+
+    def _measure(
+        self, contender: contenders.Contender, round_no: int, user: str, namespace: str, result: dict[str, Any]
+    ) -> None:
+        s = self.settings
         running: list[process.OperatorProcess] = []
         view: watched.WatchedNamespace | None = None
         tag = f"[round {round_no} {contender.key}]"
@@ -291,9 +331,6 @@ class Bench:
                 proc.stop()
             if view is not None:
                 view.close()
-            if not cluster.delete_namespace(self.client, namespace, s.timeout(120, 0.3)):
-                say(f"{tag} namespace {namespace} still terminating; going on")
-        return result
 
     def run(self) -> dict[str, Any]:
         s = self.settings
@@ -306,7 +343,7 @@ class Bench:
         summaries = {key: report.summarize(results) for key, results in rounds.items()}
         report.add_ratios(summaries)
         return {
-            "machine": report.machine_info(self.client.server_version()),
+            "machine": report.machine_info(self.server_version),
             "settings": s.to_json(),
             "summary": summaries,
             "rounds": rounds,
@@ -390,24 +427,14 @@ def parse(argv: Sequence[str] | None) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse(argv)
     okt_logs.configure("console", verbosity=-1)  # the harness's own watches log only warnings (and errors)
-    users = [
-        envtest.TokenUser(user_name(c, r), secrets.token_hex(16), ("system:masters",))
-        for c in settings.contenders
-        for r in range(1, settings.rounds + 1)
-    ]
     logs = settings.logs_dir or pathlib.Path(tempfile.mkdtemp(prefix="okt-bench-"))
     logs.mkdir(parents=True, exist_ok=True)
     say(
         f"bench: N={settings.n}, {settings.rounds} round(s), {settings.workers} workers, contenders "
         f"{', '.join(c.key for c in settings.contenders)}; logs in {logs}"
     )
-    with envtest.ControlPlane(audit_log=True, users=users, controllers=CONTROLLERS, out=say) as plane:
-        bench = Bench(settings, plane, logs)
-        cluster.apply_crd(bench.client, settings.crd)
-        try:
-            document = bench.run()
-        finally:
-            bench.client.close()
+    bench = Bench(settings, logs, runtime_env.prepare())
+    document = bench.run()
     labels = {c.key: c.label for c in contenders.ALL}
     descriptions = {c.key: c.description for c in contenders.ALL}
     page = report.markdown(document, labels, descriptions)

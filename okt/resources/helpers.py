@@ -69,6 +69,14 @@ class Readiness:
     def progressing(self) -> bool:
         return not self.observed or self.updated < self.desired or self.ready < self.desired
 
+    def view(self) -> tuple[int, int, int, bool, bool]:
+        """What conditions derive from these counts: ready, available, updated, all available, progressing.
+
+        Whether the controller has observed the latest generation matters only through the last two: its status
+        write that only acknowledges a new generation changes nothing a condition shows.
+        """
+        return (self.ready, self.available, self.updated, self.available_all, self.progressing)
+
     @classmethod
     def of(cls, live: Mapping[str, Any] | None) -> Readiness:
         if live is None:
@@ -86,20 +94,35 @@ class Readiness:
 
 
 class DeploymentResource(resource.MutableResource):
-    """A Deployment with readiness counts (``readiness()``) for conditions."""
+    """A Deployment with readiness counts (``readiness()``) for conditions.
+
+    Its watch events wake the reconciler only when its readiness view changes (or anything outside the status, but
+    for the Deployment controller's revision annotation): the controller rewrites a Deployment's status several
+    times per rollout step. Override :meth:`status_view` when the reconciler reads more of the status.
+    """
 
     api_version = "apps/v1"
     kind = "Deployment"
+    foreign_annotations = frozenset({"deployment.kubernetes.io/revision"})
 
     def readiness(self) -> Readiness:
         return Readiness.of(self.live)
 
+    @classmethod
+    def status_view(cls, live: Mapping[str, Any]) -> Any:
+        return Readiness.of(live).view()
+
 
 class StatefulSetResource(resource.MutableResource):
-    """A StatefulSet with readiness counts (``readiness()``) for conditions."""
+    """A StatefulSet with readiness counts (``readiness()``) for conditions; its watch events wake the reconciler
+    only when that view changes (or anything outside the status), as for :class:`DeploymentResource`."""
 
     api_version = "apps/v1"
     kind = "StatefulSet"
 
     def readiness(self) -> Readiness:
         return Readiness.of(self.live)
+
+    @classmethod
+    def status_view(cls, live: Mapping[str, Any]) -> Any:
+        return Readiness.of(live).view()

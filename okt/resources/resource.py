@@ -43,6 +43,9 @@ class Resource:
     """Whether the kind is namespaced; None asks okt's table of built-in kinds (unknown kinds count as namespaced)."""
     replace_fields: ClassVar[frozenset[str]] = frozenset({"data", "binaryData", "stringData"})
     """Top-level fields that an update replaces exactly (keys okt no longer sets are removed); other fields merge."""
+    foreign_annotations: ClassVar[frozenset[str]] = frozenset()
+    """Annotations that other controllers keep on objects of this kind (the Deployment controller's revision, say): a
+    change to them alone does not wake the reconciler. okt never sets them, so they can never be drift."""
 
     def __init__(
         self,
@@ -133,6 +136,17 @@ class Resource:
         body = {k: v for k, v in self.desired.items() if k not in ("metadata", "status")}
         body["labels"] = (self.desired.get("metadata") or {}).get("labels") or {}
         return body
+
+    @classmethod
+    def status_view(cls, live: Mapping[str, Any]) -> Any:
+        """The part of a live object's status that the reconciler reads (through this resource or its conditions).
+
+        A watch event that changes a child's status but leaves this view equal does not wake the reconciler: a
+        Deployment's status is rewritten several times by its controller while nothing the conditions show changes.
+        Default: the whole status. Override it to narrow (the workload helpers keep their readiness counts) or to
+        widen — a reconciler that reads a field outside the view is not woken when only that field changes.
+        """
+        return live.get("status")
 
     # -- helper hooks (overridden by the Secret/Service/... helpers) ----------------------------------------------
 

@@ -11,8 +11,10 @@ Guarantees:
   the deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never
   loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
   holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
-  owner is of the primary kind — a child's modification after the reconciler's ``child_change_delay``, so a burst of
-  them (a Deployment's status during a rollout) is one reconcile, its addition or deletion at once;
+  owner is of the primary kind — its addition or deletion at once; a modification only when it changed something
+  outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
+  Deployment's readiness counts, not every status rewrite of its controller), and after the reconciler's
+  ``child_change_delay``, so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
@@ -45,6 +47,7 @@ from okt.kube import kinds
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
+from okt.resources import resource
 from okt.runtime import cache as cache_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
@@ -56,6 +59,9 @@ Key = tuple[str | None, str]
 
 #: The metadata whose change is worth a reconcile (besides the generation, which tracks the spec).
 _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
+
+#: Metadata that changes with every write and tells nothing about a child's desired state.
+_VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
 
 class ReconcileFunction(Protocol):
@@ -105,6 +111,39 @@ def primary_change_matters(
         if now != before:
             return True
     return False
+
+
+def child_change_matters(
+    event_type: str,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    resource_classes: Sequence[type[resource.Resource]],
+) -> bool:
+    """Whether a child's event deserves a reconcile of its owner.
+
+    ADDED, DELETED and RESYNC always do, and so does a MODIFIED event without the previous object or for a kind no
+    resource class declares. Otherwise a modification matters to a class when it changed anything outside the status
+    (the resourceVersion, managedFields and the class's ``foreign_annotations`` aside: they are never drift) or the
+    class's ``status_view``; it deserves a reconcile when it matters to any class declared for the kind.
+    """
+    if event_type != informer_mod.MODIFIED or old is None or not resource_classes:
+        return True
+    for cls in resource_classes:
+        foreign = cls.foreign_annotations
+        if _outside_status(obj, foreign) != _outside_status(old, foreign):
+            return True
+        if cls.status_view(obj) != cls.status_view(old):
+            return True
+    return False
+
+
+def _outside_status(obj: Mapping[str, Any], foreign: frozenset[str]) -> dict[str, Any]:
+    body = {key: value for key, value in obj.items() if key != "status"}
+    meta = {key: value for key, value in (obj.get("metadata") or {}).items() if key not in _VOLATILE_METADATA}
+    if foreign and meta.get("annotations"):
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k not in foreign}
+    body["metadata"] = meta
+    return body
 
 
 def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> Key:
@@ -182,6 +221,10 @@ class Controller:
         self.kind = core.primary_kind(reconciler_cls, client)
         self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
         self._watched_by_type = {(k.api_version, k.kind): k for k in (self.kind, *self.owned)}
+        self._classes_by_type: dict[tuple[str, str], tuple[type[resource.Resource], ...]] = {}
+        for cls in reconciler_cls.owns:
+            type_key = (cls.api_version, cls.kind)
+            self._classes_by_type[type_key] = (*self._classes_by_type.get(type_key, ()), cls)
         self.queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(backoff)
         self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
         self._reconcile = reconcile
@@ -255,8 +298,12 @@ class Controller:
 
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = owner_key(obj, self.kind)
-        if key is not None:
-            self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
+        if key is None:
+            return
+        classes = self._classes_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))), ())
+        if not child_change_matters(event_type, obj, old, classes):
+            return
+        self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
 
     def _enqueue(self, key: Key, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}

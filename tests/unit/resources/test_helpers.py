@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from okt.resources import apply, helpers
+from okt.resources import resource as okt_resource
 
 LABELS = apply.Labels()
 
@@ -214,3 +215,21 @@ def test_workload_helpers_report_the_readiness_of_their_live_object(
     res.live = workload(2, 1, observedGeneration=1, readyReplicas=2, availableReplicas=2, updatedReplicas=2)
 
     assert res.readiness() == helpers.Readiness(desired=2, ready=2, available=2, updated=2, observed=True)
+
+
+@pytest.mark.parametrize("helper", [helpers.DeploymentResource, helpers.StatefulSetResource])
+def test_a_workloads_status_view_is_what_its_conditions_read(helper: type[helpers.DeploymentResource]) -> None:
+    live = {
+        "metadata": {"generation": 2},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 2, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 3},
+    }
+    assert helper.status_view(live) == (1, 1, 3, False, True)
+    noisy = copy.deepcopy(live)
+    noisy["status"].update(conditions=[{"type": "Progressing"}], unavailableReplicas=2, collisionCount=1)
+    assert helper.status_view(noisy) == helper.status_view(live)
+
+
+def test_a_plain_resource_reads_the_whole_status() -> None:
+    live = {"status": {"phase": "Running", "conditions": []}}
+    assert okt_resource.MutableResource.status_view(live) == live["status"]

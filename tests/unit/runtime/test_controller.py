@@ -265,6 +265,100 @@ def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(offline
     assert controller.queue.get(timeout=0.5) is None  # the three changes were one entry
 
 
+def deployment(**changes: Any) -> dict[str, Any]:
+    """A Deployment as its controller leaves it after creation: revision annotation, status with no pod ready."""
+    obj: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "d",
+            "namespace": "ns",
+            "generation": 1,
+            "resourceVersion": "10",
+            "annotations": {"deployment.kubernetes.io/revision": "1", "okt.io/okt-hash": "abc"},
+        },
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        "status": {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "unavailableReplicas": 2},
+    }
+    for path, value in changes.items():
+        *parents, leaf = path.split("__")
+        target = obj
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = value
+    return obj
+
+
+class Workload(okt.DeploymentResource):
+    pass
+
+
+class PlainDeployment(okt.MutableResource):
+    api_version = "apps/v1"
+    kind = "Deployment"
+
+
+@pytest.mark.parametrize(
+    ("change", "matters"),
+    [
+        ({"metadata__resourceVersion": "11"}, False),
+        ({"status__conditions": [{"type": "Progressing", "reason": "NewReplicaSetAvailable"}]}, False),
+        ({"status__unavailableReplicas": 1, "metadata__resourceVersion": "11"}, False),
+        ({"status__observedGeneration": 0}, False),  # progressing either way: updated 2 of 2, none ready
+        ({"metadata__annotations": {"deployment.kubernetes.io/revision": "2", "okt.io/okt-hash": "abc"}}, False),
+        ({"status__readyReplicas": 1}, True),
+        ({"status__availableReplicas": 2, "status__readyReplicas": 2}, True),
+        ({"status__updatedReplicas": 1}, True),
+        ({"spec__replicas": 3, "metadata__generation": 2}, True),
+        ({"metadata__annotations": {"deployment.kubernetes.io/revision": "1", "okt.io/okt-hash": "edited"}}, True),
+        ({"metadata__labels": {"team": "b"}}, True),
+        ({"metadata__deletionTimestamp": "2024-01-01T00:00:00Z"}, True),
+    ],
+)
+def test_a_workload_child_wakes_its_owner_only_when_its_readiness_or_its_desired_state_changed(
+    change: dict[str, Any], matters: bool
+) -> None:
+    assert controller_mod.child_change_matters("MODIFIED", deployment(**change), deployment(), [Workload]) is matters
+
+
+@pytest.mark.parametrize(
+    ("classes", "matters"),
+    [([PlainDeployment], True), ([Workload, PlainDeployment], True), ([Workload], False), ([], True)],
+)
+def test_a_child_status_change_matters_to_a_resource_class_that_reads_the_whole_status(
+    classes: list[type[okt.Resource]], matters: bool
+) -> None:
+    changed = deployment(status__unavailableReplicas=1)
+    assert controller_mod.child_change_matters("MODIFIED", changed, deployment(), classes) is matters
+
+
+@pytest.mark.parametrize(("event_type", "old"), [("ADDED", None), ("DELETED", None), ("MODIFIED", None)])
+def test_a_child_added_deleted_or_modified_without_the_old_object_always_matters(
+    event_type: str, old: dict[str, Any] | None
+) -> None:
+    assert controller_mod.child_change_matters(event_type, deployment(), old, [Workload])
+
+
+def test_a_workloads_status_rewrite_enqueues_nothing_and_a_readiness_change_its_owner(
+    offline_client: kube_client.Client,
+) -> None:
+    class Owner(Widgets):
+        owns: ClassVar = [Workload]
+        child_change_delay = 0.0
+
+    ref = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True}
+    before = deployment(metadata__ownerReferences=[ref])
+    rewritten = deployment(metadata__ownerReferences=[ref], status__conditions=[{"type": "Available"}])
+    ready = deployment(metadata__ownerReferences=[ref], status__readyReplicas=1)
+    controller = controller_mod.Controller(
+        Owner, offline_client, cache_mod.Cache(offline_client), reconcile=lambda *a, **k: None
+    )
+    controller.on_child_event("MODIFIED", rewritten, before)
+    assert controller.queue.get(timeout=0.2) is None
+    controller.on_child_event("MODIFIED", ready, rewritten)
+    assert controller.queue.get(timeout=2) == ("ns", "w")
+
+
 def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> None:
     old = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "1", "team": "a"}}}
     new = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "a"}}}

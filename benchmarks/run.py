@@ -22,8 +22,8 @@ One measurement (a contender, a round):
 Guarantees: every wait is bounded (timeouts grow with N; ``--timeout-scale`` stretches them) and ends with a message
 naming the contender, the phase and what was last seen; operator processes are always stopped (and die with the
 harness in any case); a failed measurement is recorded with its error and the run goes on; the exit status is 1 if
-any measurement failed. Outputs: ``docs/benchmarks.md`` and ``benchmarks/results/latest.json`` (or ``--markdown`` /
-``--json``); the table is printed at the end.
+any measurement failed. Outputs: ``benchmarks/results/n<N>.json`` (or ``--json``) and ``docs/benchmarks.md`` (or
+``--markdown``), the page showing this run and the other sizes' JSON found next to it; the page is printed at the end.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from okt.kube import client as kube_client
 from okt.runtime import logs as okt_logs
 from okt.testing import envtest
 
+RESULTS = contenders.ROOT / "benchmarks" / "results"
 QUIET_SECONDS = 2.0
 READY_QUIET_SECONDS = 1.0
 CONTROLLERS = ("garbagecollector", "namespace", "deployment")
@@ -381,8 +382,8 @@ def parse(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--json",
         type=pathlib.Path,
-        default=contenders.ROOT / "benchmarks" / "results" / "latest.json",
-        help="the JSON output.",
+        default=None,
+        help="the JSON output (default: benchmarks/results/n<N>.json; the page also shows the other n*.json there).",
     )
     parser.add_argument(
         "--markdown", type=pathlib.Path, default=contenders.ROOT / "docs" / "benchmarks.md", help="the markdown output."
@@ -417,11 +418,30 @@ def parse(argv: Sequence[str] | None) -> Settings:
         new_size=args.new_size,
         contenders=chosen,
         crd=args.crd,
-        json_path=args.json,
+        json_path=args.json or RESULTS / f"n{args.n}.json",
         markdown_path=args.markdown,
         logs_dir=args.logs_dir,
         timeout_scale=args.timeout_scale,
     )
+
+
+def runs_beside(json_path: pathlib.Path, document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """This run's document and those of other sizes next to it (``n<N>.json``), by the path the page names them."""
+
+    def shown(path: pathlib.Path) -> str:
+        return str(path.relative_to(contenders.ROOT)) if path.is_relative_to(contenders.ROOT) else str(path)
+
+    runs = {shown(json_path): document}
+    for other in sorted(json_path.parent.glob("n*.json")):
+        if other.resolve() == json_path.resolve():
+            continue
+        try:
+            earlier = json.loads(other.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(earlier, dict) and earlier.get("settings", {}).get("n") != document["settings"]["n"]:
+            runs[shown(other)] = earlier
+    return runs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -437,9 +457,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     document = bench.run()
     labels = {c.key: c.label for c in contenders.ALL}
     descriptions = {c.key: c.description for c in contenders.ALL}
-    page = report.markdown(document, labels, descriptions)
     settings.json_path.parent.mkdir(parents=True, exist_ok=True)
     settings.json_path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    page = report.page(runs_beside(settings.json_path, document), labels, descriptions)
     settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
     settings.markdown_path.write_text(page)
     print(page)

@@ -202,6 +202,28 @@ def test_ratios_are_taken_against_the_floor() -> None:
     assert summaries["raw"]["converge_ratio"] == 1.0
 
 
+def _document(n: int, okt_seconds: float) -> dict[str, Any]:
+    summaries: dict[str, dict[str, Any]] = {
+        "raw": {"converged": True, "median": {"converge.seconds": 2.0, "converge.requests.writes": 4.0 * n}},
+        "okt": {"converged": True, "median": {"converge.seconds": okt_seconds, "converge.requests.writes": 4.0 * n}},
+    }
+    report.add_ratios(summaries)
+    facts = ("cpu_model", "cores", "memory_gib", "os", "python", "kubernetes", "okt", "kopf", "date")
+    machine = dict.fromkeys(facts, "x")
+    settings = {"n": n, "rounds": 1, "workers": 8, "steady_seconds": 30.0, "size": 1, "new_size": 2}
+    return {"machine": machine, "settings": settings, "summary": summaries, "rounds": {}}
+
+
+def test_the_page_shows_every_size_smallest_first_with_each_ratio_at_a_glance() -> None:
+    page = report.page(
+        {"n1000.json": _document(1000, 3.0), "n200.json": _document(200, 2.2)}, {"okt": "okt"}, {"okt": "the sample"}
+    )
+    assert page.index("## N = 200") < page.index("## N = 1000")
+    assert "| 200 | okt | 1.10 | 4.0 | — | — | — |" in page
+    assert "| 1000 | okt | 1.50 | 4.0 | — | — | — |" in page
+    assert "are in `n1000.json`" in page and "are in `n200.json`" in page
+
+
 @pytest.mark.parametrize(
     ("desired", "live", "expected"),
     [

@@ -74,7 +74,9 @@ def test_two_hundred_primaries_converge_with_no_child_get_and_no_reconcile_after
     }
     assert child_gets == {}
     assert len(counting.calls) == N
-    # Each primary: its creation, then the deployment controller's status updates of its Deployment. Its own status
-    # write, and the echoes of its children's creation, start nothing (a loop would show as dozens of calls).
-    assert max(counting.calls.values()) <= 6
+    # Each primary: its creation, then at most one more when its Deployment's readiness view changes (the deployment
+    # controller reports the updated replicas). Its own status write, the echoes of its children's creation and the
+    # controller's other status rewrites and revision annotation start nothing (measured: 1 or 2 per key; before the
+    # status view, up to 6; a loop would show as dozens).
+    assert max(counting.calls.values()) <= 3
     assert requests[("patch", "widgets/status")] == N

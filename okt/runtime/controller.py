@@ -236,6 +236,7 @@ class Controller:
         self._held_lock = threading.Lock()
         self._watching = False
         self._lock = threading.Lock()
+        self._processed = 0
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.controller").bind(
             controller=self.name
         )
@@ -278,6 +279,11 @@ class Controller:
         if unfinished:
             self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
         return not unfinished
+
+    @property
+    def processed(self) -> int:
+        """How many reconciles finished so far."""
+        return self._processed
 
     @property
     def in_flight(self) -> int:
@@ -361,5 +367,7 @@ class Controller:
                 outcome = results_mod.Outcome.retry(exc)
                 result = "error"
         self.metrics.reconciled(self.name, result, time.monotonic() - started)
+        with self._lock:
+            self._processed += 1
         apply_outcome(self.queue, key, outcome)
         return outcome

@@ -18,7 +18,9 @@ Guarantees:
 * a standby never reconciles; **losing the lease** stops the workers and the whole manager
   (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
-  and — with leader election — this replica leads or is a healthy standby.
+  and — with leader election — this replica leads or is a healthy standby;
+* with ``tune_memory`` (the default) the process's malloc arenas are capped before any thread starts and freed memory
+  is returned to the system once a burst of reconciles is over (:mod:`okt.runtime.memory`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from okt.reconciler import reconciler as reconciler_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
+from okt.runtime import memory
 from okt.runtime import metrics as metrics_mod
 
 DEFAULT_GRACE_PERIOD = 30.0
@@ -88,6 +91,8 @@ class Manager:
         retry_period: see :class:`okt.runtime.leader.LeaderElector`.
         resync: re-announce every cached object every ``resync`` seconds (``None``: never).
         backoff: the per-key backoff of failed reconciles.
+        tune_memory: cap malloc's arenas and trim the heap after bursts of work (glibc only; the manager is then
+            the process's owner of memory settings — pass False when embedding it in a process that tunes its own).
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class Manager:
         retry_period: float = 2.0,
         resync: float | None = None,
         backoff: backoff_mod.Backoff | None = None,
+        tune_memory: bool = True,
     ) -> None:
         if not reconcilers:
             raise ValueError("a manager needs at least one reconciler")
@@ -130,6 +136,8 @@ class Manager:
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
         self._resync = resync
         self._backoff = backoff
+        self._tune_memory = tune_memory
+        self.trimmer: memory.Trimmer | None = None
         self.metrics = metrics_mod.Metrics()
         self.metrics.watch_client(client)
         self.cache: cache_mod.Cache | None = None
@@ -192,6 +200,8 @@ class Manager:
             if self._started or self._stopping.is_set():
                 raise RuntimeError("a manager starts once, and never after stop()")
             self._started = True
+        if self._tune_memory:
+            memory.limit_arenas()  # before this manager starts any thread
         try:
             if self._bind is not None:
                 self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
@@ -276,7 +286,16 @@ class Manager:
             for controller in self.controllers:
                 controller.start_workers()
             self._working.set()
+            if self._tune_memory:
+                self.trimmer = memory.Trimmer(self._reconciled, self._busy)
+                self.trimmer.start()
         _log.info("caches synced, reconciling")
+
+    def _reconciled(self) -> int:
+        return sum(controller.processed for controller in self.controllers)
+
+    def _busy(self) -> bool:
+        return any(len(controller.queue) or controller.in_flight for controller in self.controllers)
 
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():
@@ -292,6 +311,8 @@ class Manager:
                 controller.queue.shutdown()
             for controller in self.controllers:
                 controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
+            if self.trimmer is not None:
+                self.trimmer.stop()
             if self.elector is not None:
                 self.elector.stop(release=not self._lost)
             if self.cache is not None:

@@ -15,6 +15,6 @@ Modules:
 * :mod:`benchmarks.manifests` — the child objects the Kopf operator and the floor write;
 * :mod:`benchmarks.audit` — request counts per user from the audit log;
 * :mod:`benchmarks.process` — an operator subprocess with its memory and CPU figures;
-* :mod:`benchmarks.cluster` — what the harness itself does on the cluster (create, poll, clean up);
+* :mod:`benchmarks.cluster` — the harness's own cluster work (CRD, namespace, creates, spec patches, polls);
 * :mod:`benchmarks.report` — machine facts, medians, the markdown table and the JSON.
 """

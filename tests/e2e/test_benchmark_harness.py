@@ -1,8 +1,8 @@
 """The benchmark harness end to end, small: ``python -m benchmarks.run --n 5 --rounds 1 --skip-kopf``.
 
-One run of the real harness (its own control plane, the raw floor and both okt rows as subprocesses) feeds the
-end-to-end checks; the audit-log counting and the report's arithmetic are also pinned on synthetic input, since every
-figure of the benchmark rests on them.
+One run of the real harness (a fresh control plane per measurement, both floors and both okt rows as subprocesses)
+feeds the end-to-end checks; the audit-log counting and the report's arithmetic are also pinned on synthetic input,
+since every figure of the benchmark rests on them.
 """
 
 from __future__ import annotations

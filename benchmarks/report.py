@@ -237,8 +237,3 @@ def page(documents: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str], 
     for source, document in ordered:
         lines += section(document, labels, descriptions, source)
     return "\n".join(lines)
-
-
-def markdown(document: Mapping[str, Any], labels: Mapping[str, str], descriptions: Mapping[str, str]) -> str:
-    """The page for one run alone."""
-    return page({"the run's JSON": document}, labels, descriptions)

@@ -1,62 +1,151 @@
-"""Rendering a resource's Jinja2 YAML template into the object it describes, fast.
+"""Rendering a resource's Jinja2 YAML template into the object it describes: values are data, placed in slots.
 
-Why this exists: every reconcile renders its children's templates, and parsing the rendered YAML was the largest CPU
-cost left in okt's first pass over new objects (each object renders different names, so no cache helps). Most
-templates only put ``{{ expressions }}`` inside scalar values; for those the YAML structure never changes, so it is
-parsed once. :class:`_Plan` keeps the parsed tree with a :class:`_Slot` wherever an expression sits, and a render
-evaluates the expressions (one Jinja call) and fills the slots — typing each value the way YAML would have.
+Why this exists: a template is written by the operator's author, but the values it places — ``{{ cr.spec.image }}``
+— come from whoever may create the custom resource. Substituting them into the YAML *text* and parsing the result
+lets a value that holds a line break, ``: ``, a quote or a flow bracket add fields to the child (a ``hostPath`` volume,
+a privileged container). So the text is never parsed with the values in it:
+
+1. Jinja2 renders the template with a ``finalize`` hook: each ``{{ expression }}`` records its value and writes a
+   placeholder instead (``{% if %}``/``{% for %}`` blocks still run on the real values). The result, the *skeleton*,
+   holds only the template's own text;
+2. the skeleton is parsed once (cached by its text, so a template without blocks is parsed once per process): a
+   tree in which each scalar holding placeholders is a :class:`_Slot`;
+3. each render fills the slots with the recorded values — a fresh tree, never a parse.
+
+A value placed in a slot is a string, except in a *plain* (unquoted, untagged) scalar, where a text that is safely one
+YAML scalar gets the type YAML gives it (``replicas: {{ n }}`` stays a number; ``yes``, ``~``, ``0x1F`` are read as
+YAML reads them); anything else — ``a: b``, ``[1, 2]``, ``'3'``, a line break — stays the very string. Keys are always
+strings. ``{{ value | to_yaml }}`` is how an author places structure on purpose: the slot then takes the value with its
+own structure (a dict stays a dict, a string a string), never text to parse.
 
 Guarantees:
 
-* the result is exactly what rendering the whole text and parsing it with PyYAML's safe loader gives: whenever a
-  rendered value could mean something else in YAML (an indicator character, ``: ``, `` #``, a flow bracket, a quote
-  or backslash inside a quoted scalar, a line break, a timestamp...), that render falls back to the text path;
-* templates the plan cannot represent — Jinja blocks or comments (``{% %}``, ``{# #}``), whitespace control, YAML
-  tags, merge keys, anchors and aliases, block scalars holding an expression — always take the text path;
-* the text path keeps its cache of recently parsed texts (compact JSON, decoded into a private copy);
-* errors are one-line :class:`okt.errors.MutationError` messages, the same on both paths.
+* no value changes the structure of the object: it is the skeleton's tree with each value in its slot;
+* a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — raises
+  :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
+* a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
+  its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
+  raises a one-line :class:`okt.errors.MutationError`;
+* rendering a template again with other values parses no YAML (a new skeleton text — another branch of an
+  ``{% if %}``, another length of a loop — is parsed once and cached);
+* each render returns a private object.
+
+Caveats: an expression in a YAML comment places nothing; ``{% filter %}`` blocks and string operations on a captured
+block see placeholders, not values; ``| indent`` is no longer needed for multi-line values in block scalars (the value
+is placed as is, so the indentation it adds stays in the string).
 """
 
 from __future__ import annotations
 
-import collections
+import contextvars
+import copy
 import dataclasses
 import functools
-import hashlib
 import json
 import re
+import secrets
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 import jinja2
+import pydantic
 import yaml
 
 from okt import errors
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)  # noqa: S701 - YAML, not HTML
-_ENV.filters["to_yaml"] = lambda value: yaml.safe_dump(value, default_flow_style=True).strip()
-_compile_lock = threading.Lock()
-
-_EXPRESSION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_PLACEHOLDER = "oktslot{}x"
-_PLACEHOLDER_RE = re.compile(r"oktslot(\d+)x")
-_TEXT_ONLY_MARKS = ("{%", "{#", "{{-", "-}}", "!", "<<", "oktslot")
-_SEPARATOR = "\x1e"
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null"))
+_SLOT_TAG = "tag:okt.io,2024:slot"
+# A per-process secret in every placeholder: no value can forge one, so the skeleton holds only the template's text.
+_NONCE = secrets.token_hex(8)
+_PLACEHOLDER = "okt" + _NONCE + "s{}x"
+_PLACEHOLDER_RE = re.compile("okt" + _NONCE + r"s(\d+)x")
 _INDICATORS = frozenset("?:,[]{}#&*!|>'\"%@`")
 _FLOW = frozenset(",[]{}")
 _RESOLVER = yaml.resolver.Resolver()
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 # Scalar constructors called directly: construct_object would remember every node (a leak) and is not thread-safe.
 _SCALARS = {
-    _STR: _CONSTRUCTOR.construct_yaml_str,
     _INT: _CONSTRUCTOR.construct_yaml_int,
     _FLOAT: _CONSTRUCTOR.construct_yaml_float,
     _BOOL: _CONSTRUCTOR.construct_yaml_bool,
     _NULL: _CONSTRUCTOR.construct_yaml_null,
 }
+
+# The values one render records, in expression order (set around each render; renders may run in many threads).
+_recorded: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("okt_template_values", default=None)
+_compile_lock = threading.Lock()
+
+
+class _Structured(str):
+    """What ``to_yaml`` returns: the value's YAML text (for string contexts) and the value it stands for."""
+
+    value: Any
+
+
+def _data(value: Any) -> Any:
+    """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {_json_key(_data(key)): _data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(item) for item in value]
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, str):
+        return str.__str__(value)  # an enum's or a subclass's plain string, as JSON would write it
+    if isinstance(value, bool | int | float):
+        return json.loads(json.dumps(value))
+    try:  # anything else (a set, a date...): what YAML makes of it
+        return yaml.load(yaml.safe_dump(value), Loader=_BaseLoader)  # noqa: S506 - the safe loader
+    except yaml.YAMLError as exc:
+        raise errors.MutationError(f"template error: to_yaml cannot place a {kind.__name__}: {exc}") from exc
+
+
+def _json_key(key: Any) -> str:
+    """A mapping key as JSON writes it (Kubernetes objects only have string keys)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return str(key)
+
+
+def _to_yaml(value: Any) -> _Structured:
+    data = _data(value)
+    text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
+    structured = _Structured(text.removesuffix("\n...").strip())
+    structured.value = data
+    return structured
+
+
+@jinja2.pass_context  # a context-bound finalize also keeps Jinja2 from folding constant expressions at compile time
+def _record(context: jinja2.runtime.Context, value: Any) -> str:
+    """Jinja2's finalize: record an expression's value and write its placeholder instead."""
+    values = _recorded.get()
+    if values is None:
+        return str(value)
+    if type(value) is not _Structured:
+        value = str(value)  # StrictUndefined raises here, as Jinja2's own output would
+        if _NONCE in value:
+            raise errors.MutationError(
+                "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
+                "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
+            )
+    values.append(value)
+    return _PLACEHOLDER.format(len(values) - 1)
+
+
+_ENV = jinja2.Environment(
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,  # noqa: S701 - YAML, not HTML
+    finalize=_record,
+)
+_ENV.filters["to_yaml"] = _to_yaml
 
 
 @functools.lru_cache(maxsize=512)
@@ -65,37 +154,55 @@ def _compiled(template: str) -> jinja2.Template:
         return _ENV.from_string(template)
 
 
-class _Fallback(Exception):
-    """This template, or this render of it, must take the text path."""
+class _Unplaceable(Exception):
+    """A value that cannot stand in its slot; ``path`` is filled in (innermost first) on the way out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str | int] = []
+
+    def where(self) -> str:
+        text = ""
+        for step in reversed(self.path):
+            text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+        return text or "(root)"
 
 
 @dataclasses.dataclass(frozen=True)
 class _Slot:
-    """A scalar (key or value) holding expressions: its literal parts and expression indices, and its YAML style."""
+    """A scalar holding expressions: its literal parts and expression indices, and whether YAML types its text."""
 
     parts: tuple[str | int, ...]
-    style: str | None
+    typed: bool
 
-    def fill(self, rendered: list[str]) -> Any:
-        values = [rendered[part] for part in self.parts if isinstance(part, int)]
-        text = "".join(rendered[part] if isinstance(part, int) else part for part in self.parts)
-        if self.style == '"':
-            if any('"' in v or "\\" in v or not v.isprintable() for v in values):
-                raise _Fallback
-            return text
-        if self.style == "'":
-            if any("'" in v or not v.isprintable() for v in values):
-                raise _Fallback
-            return text
-        return _plain(text)
+    def text(self, values: list[str]) -> str:
+        return "".join(values[part] if isinstance(part, int) else part for part in self.parts)
+
+    def value(self, values: list[str]) -> Any:
+        if not self.typed:
+            return self.text(values)  # quoted, block or tagged !!str: the author asked for a string
+        if len(self.parts) == 1 and isinstance(self.parts[0], int):
+            value = values[self.parts[0]]
+            return _data(value.value) if type(value) is _Structured else _typed(value)
+        return _typed(self.text(values))
+
+    def key(self, values: list[str]) -> str:
+        if len(self.parts) == 1 and isinstance(self.parts[0], int):
+            value = values[self.parts[0]]
+            if type(value) is _Structured:
+                if not isinstance(value.value, str):
+                    raise _Unplaceable(f"a mapping key must be a string, got a {type(value.value).__name__}")
+                return value.value
+        return self.text(values)
 
 
-def _plain(text: str) -> Any:
-    """What a plain YAML scalar ``text`` loads as, or :class:`_Fallback` when it might not be one scalar."""
+def _typed(text: str) -> Any:
+    """What a plain scalar holding ``text`` means: the number, boolean or null YAML reads in it, else the string."""
     if not text:
-        raise _Fallback  # nothing at all: a null value, a broken key or flow entry, depending on where it stands
+        return None  # `key:` with nothing after it
     first = text[0]
-    unsafe = (
+    if (
         first in _INDICATORS
         or (first == "-" and (len(text) == 1 or text[1] == " "))
         or not text.isprintable()
@@ -104,165 +211,166 @@ def _plain(text: str) -> Any:
         or " #" in text
         or text.endswith(":")
         or any(c in _FLOW for c in text)
-    )
-    if unsafe:
-        raise _Fallback
+    ):
+        return text  # YAML would read it as something else than one scalar: it stays the string it is
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
-    if tag == _STR:
-        return text
     construct = _SCALARS.get(tag)
     if construct is None:
-        raise _Fallback  # a timestamp, "=", ...: left to the text path
+        return text  # a string, or a timestamp, "=", "<<"...: kept as the string
     return construct(yaml.ScalarNode(tag, text))
 
 
-class _Plan:
-    """A template parsed once: the tree with slots, and the one Jinja template rendering all its expressions."""
-
-    def __init__(self, template: str) -> None:
-        if any(mark in template for mark in _TEXT_ONLY_MARKS):
-            raise _Fallback
-        expressions: list[str] = []
-
-        def placeholder(match: re.Match[str]) -> str:
-            expressions.append(match.group(1))
-            return _PLACEHOLDER.format(len(expressions) - 1)
-
-        text = _EXPRESSION.sub(placeholder, template)
-        if not expressions or "{{" in text or "}}" in text:
-            raise _Fallback
-        try:
-            node = yaml.compose(text, Loader=_SafeLoader)
-        except yaml.YAMLError as exc:
-            raise _Fallback from exc
-        if not isinstance(node, yaml.MappingNode):
-            raise _Fallback
-        self._seen: set[int] = set()
-        self.tree = self._build(node)
-        self.expressions = _compiled(_SEPARATOR.join("{{" + e + "}}" for e in expressions))
-        self.count = len(expressions)
-
-    def _build(self, node: yaml.Node) -> Any:
-        if id(node) in self._seen:
-            raise _Fallback  # an alias: the same node twice
-        self._seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            built = {self._build(key): self._build(value) for key, value in node.value}
-            if not all(isinstance(key, str | _Slot) for key in built):
-                raise _Fallback  # a number as a key: the text path's JSON cache makes it a string
-            return built
-        if isinstance(node, yaml.SequenceNode):
-            return [self._build(item) for item in node.value]
-        if not isinstance(node, yaml.ScalarNode):
-            raise _Fallback
-        if not _PLACEHOLDER_RE.search(node.value):
-            construct = _SCALARS.get(node.tag)
-            if construct is None:
-                raise _Fallback  # a timestamp, binary data...: left to the text path
-            return construct(node)
-        style = node.style or None  # the C composer marks plain scalars with ""
-        if style not in (None, "'", '"'):
-            raise _Fallback  # an expression inside a block scalar
-        pieces = _PLACEHOLDER_RE.split(node.value)  # literal, index, literal, index, ..., literal
-        parts = tuple(int(piece) if i % 2 else piece for i, piece in enumerate(pieces) if piece)
-        return _Slot(parts, style)
-
-    def render(self, variables: Mapping[str, Any]) -> dict[str, Any]:
-        """The object for ``variables``; :class:`_Fallback` when a value needs the text path."""
-        rendered = self.expressions.render(**variables).split(_SEPARATOR)
-        if len(rendered) != self.count:
-            raise _Fallback
-        result: dict[str, Any] = _fill(self.tree, rendered)
-        return result
-
-
-def _fill(value: Any, rendered: list[str]) -> Any:
+def _fill(value: Any, values: list[str]) -> Any:
     kind = type(value)
     if kind is dict:
-        return {_key(key, rendered): _fill(item, rendered) for key, item in value.items()}
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            placed = key if type(key) is str else key.key(values)
+            try:
+                result[placed] = _fill(item, values)
+            except _Unplaceable as exc:
+                exc.path.append(placed)
+                raise
+        if len(result) != len(value):
+            raise _Unplaceable(f"the key {_duplicate(value, values)!r} appears twice once the values are placed")
+        return result
     if kind is list:
-        return [_fill(item, rendered) for item in value]
+        filled = []
+        for index, item in enumerate(value):
+            try:
+                filled.append(_fill(item, values))
+            except _Unplaceable as exc:
+                exc.path.append(index)
+                raise
+        return filled
     if kind is _Slot:
-        return value.fill(rendered)
+        return value.value(values)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)  # a literal YAML-only value (a date, a set...): never shared between renders
+
+
+def _duplicate(mapping: dict[Any, Any], values: list[str]) -> str:
+    seen: set[str] = set()
+    for key in mapping:
+        placed = key if type(key) is str else key.key(values)
+        if placed in seen:
+            return placed
+        seen.add(placed)
+    return ""
+
+
+class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """Skeletons without a ``!``: the C parser (no tag anywhere, so every plain scalar is untagged)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.okt_explicit: set[int] = set()
+        self.okt_slots: dict[int, _Slot] = {}
+
+
+class _TaggedLoader(yaml.SafeLoader):
+    """Skeletons with tags: the Python parser, which tells ``!!str {{ v }}`` from an untagged plain scalar."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.okt_explicit: set[int] = set()
+        self.okt_slots: dict[int, _Slot] = {}
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        tagged = self.peek_event().tag is not None  # type: ignore[no-untyped-call]
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        if tagged:
+            self.okt_explicit.add(id(node))
+        return node
+
+
+def _construct_slot(loader: _FastLoader | _TaggedLoader, node: yaml.Node) -> _Slot:
+    return loader.okt_slots[id(node)]
+
+
+_FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
+_TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
+
+
+def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, _Slot]:
+    """Find the scalars holding placeholders, retag them as slots; refuse placeholders where no value can stand."""
+    slots: dict[int, _Slot] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue  # an alias: the same node again
+        seen.add(id(node))
+        if _NONCE in (node.tag or ""):
+            raise errors.MutationError("template error: an expression cannot stand in a YAML tag")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+        elif isinstance(node, yaml.ScalarNode) and _NONCE in node.value:
+            if node.tag != _STR:
+                raise errors.MutationError(
+                    f"template error: an expression inside a scalar tagged {node.tag}: a value is placed as a "
+                    "string (or typed as YAML types an untagged plain scalar); drop the tag"
+                )
+            pieces = _PLACEHOLDER_RE.split(node.value)  # literal, index, literal, index, ..., literal
+            parts = tuple(int(piece) if i % 2 else piece for i, piece in enumerate(pieces) if piece)
+            slots[id(node)] = _Slot(parts, typed=not node.style and id(node) not in explicit)
+            node.tag = _SLOT_TAG
+    return slots
+
+
+def _tree(value: Any) -> Any:
+    """The constructed skeleton with JSON's string keys (``1: x`` has the key ``"1"``, as the API server stores it)."""
+    kind = type(value)
+    if kind is dict:
+        return {key if type(key) in (str, _Slot) else _json_key(key): _tree(item) for key, item in value.items()}
+    if kind is list:
+        return [_tree(item) for item in value]
     return value
 
 
-def _key(key: str | _Slot, rendered: list[str]) -> str:
-    if type(key) is str:
-        return key
-    filled = key.fill(rendered)  # type: ignore[union-attr]
-    if not isinstance(filled, str):
-        raise _Fallback  # keys are strings in JSON (and through the text path's cache)
-    return filled
-
-
 @functools.lru_cache(maxsize=512)
-def _plan(template: str) -> _Plan | None:
+def _parse(skeleton: str) -> Any:
+    """The tree of a skeleton (parsed once per distinct text): literal values, and a :class:`_Slot` per scalar
+    holding expressions."""
+    loader = (_TaggedLoader if "!" in skeleton else _FastLoader)(skeleton)
     try:
-        return _Plan(template)
-    except _Fallback:
-        return None
-
-
-class _ParsedCache:
-    """Rendered YAML text -> the object as compact JSON, for the few most recent texts.
-
-    Parsing YAML costs about half a millisecond per child; an object is typically reconciled again moments later
-    with the same rendered text (its children's own events), and decoding JSON is some thirty times cheaper. Keys are
-    digests and values compact JSON, so the cache stays small; the decoded object is always a private copy.
-    """
-
-    def __init__(self, size: int = 1024) -> None:
-        self._size = size
-        self._entries: collections.OrderedDict[bytes, bytes] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def load(self, text: str) -> Any:
-        key = hashlib.blake2b(text.encode(), digest_size=16).digest()
-        with self._lock:
-            packed = self._entries.get(key)
-            if packed is not None:
-                self._entries.move_to_end(key)
-        if packed is not None:
-            return json.loads(packed)
-        loaded = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - the safe loader (C version when available)
-        try:
-            packed = json.dumps(loaded, separators=(",", ":")).encode()
-        except (TypeError, ValueError):
-            return loaded  # YAML-only values (dates...): not cached, the server would refuse them anyway
-        with self._lock:
-            self._entries[key] = packed
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return json.loads(packed)
-
-
-_parsed = _ParsedCache()
-
-
-def render_text(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-    """Render the whole text with Jinja2 and parse it as YAML (every template can take this path)."""
-    try:
-        text = _compiled(template).render(**variables)
-    except jinja2.TemplateError as exc:
-        raise errors.MutationError(f"template error: {exc}") from exc
-    try:
-        loaded = _parsed.load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        loader.okt_slots = _mark_slots(node, loader.okt_explicit)
+        return _tree(loader.construct_document(node))
     except yaml.YAMLError as exc:
         raise errors.MutationError(f"the rendered template is not valid YAML: {exc}") from exc
-    if not isinstance(loaded, dict):
-        raise errors.MutationError("the rendered template is not a YAML mapping")
-    return loaded
+    except RecursionError as exc:
+        raise errors.MutationError("the rendered template is not valid YAML: a recursive alias") from exc
+    finally:
+        loader.dispose()
 
 
 def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-    """Render a Jinja2 YAML template into one object; errors say what went wrong in one line."""
-    plan = _plan(template)
-    if plan is None:
-        return render_text(template, variables)
+    """Render a Jinja2 YAML template into one object, each ``{{ }}`` value placed as data in its slot.
+
+    Raises:
+        okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why).
+        okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
+            expression where no value can stand).
+    """
+    values: list[str] = []
+    token = _recorded.set(values)
     try:
-        return plan.render(variables)
-    except _Fallback:  # this render holds a value only the YAML parser can type
-        return render_text(template, variables)
+        skeleton = _compiled(template).render(**variables)
     except jinja2.TemplateError as exc:
         raise errors.MutationError(f"template error: {exc}") from exc
+    finally:
+        _recorded.reset(token)
+    try:
+        rendered = _fill(_parse(skeleton), values)
+    except _Unplaceable as exc:
+        raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
+    if not isinstance(rendered, dict):
+        raise errors.MutationError("the rendered template is not a YAML mapping")
+    return rendered

@@ -1,14 +1,27 @@
-"""The parsed-once template plan gives exactly what rendering the whole text and parsing it gives — or steps aside."""
+"""Values are data placed in a template's slots: no value changes a rendered object's structure.
+
+The injection property feeds adversarial text (YAML indicators, line breaks, quotes, comments, anchors, tags, unicode
+line separators, 10 kB strings) into every slot shape a template has — a whole plain scalar, a plain scalar with
+literal text around it, double- and single-quoted strings, block scalars, mapping keys, block and flow list items,
+slots inside ``{% for %}`` and ``{% if %}`` blocks — and checks that the object is exactly the template's, with the
+value in its slot (a string, or for a plain scalar the number, boolean or null YAML reads in that text alone), or that
+rendering refuses the value with :class:`okt.errors.InvalidSpec`.
+"""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import json
 import pathlib
 from collections.abc import Callable
 from typing import Any
 
 import hypothesis
+import jinja2
+import pydantic
 import pytest
+import yaml
 from hypothesis import strategies as st
 
 from okt import errors
@@ -19,37 +32,295 @@ GENERATED = sorted(
     [*(ROOT / "tests/unit/codegen/golden").glob("*_gen.py"), *(ROOT / "samples").glob("*/*/resources/*_gen.py")]
 )
 
-HANDMADE = {
-    "plain in the middle": "kind: ConfigMap\nmetadata:\n  name: {{ name }}-config\ndata:\n  a: x{{ v }}y\n",
-    "typed plain": "kind: X\nspec:\n  replicas: {{ v }}\n  flag: {{ v }}\n",
-    "single quoted": "kind: X\nspec:\n  s: '{{ v }} and {{ name }}'\n",
-    "double quoted with escapes": 'kind: X\nspec:\n  s: "tab\\t{{ v }}"\n',
-    "key": "kind: X\ndata:\n  {{ v }}: value\n  fixed-{{ name }}: 1\n",
-    "flow sequence": 'kind: X\nspec:\n  args: [-m, {{ v }}, "{{ name }}"]\n',
-    "flow mapping": "kind: X\nspec: {a: {{ v }}, b: 2}\n",
-    "empty value": "kind: X\nspec:\n  a: {{ v }}\n  b: 1\n",
-    "to_yaml filter": "kind: X\nspec:\n  items: {{ [v, name] | to_yaml }}\n",
-}
-
-TOKENS = [*"aZ09 :#-_.,[]{}\"'\\!?&*|>%@`~=\t\n", "yes", "null", "0x1F", "1e3", "12:30", "2001-12-14", ".inf", "~"]
+HOSTILE = [
+    "\n",
+    "\r\n",
+    ": ",
+    "- ",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "#",
+    " #",
+    "|",
+    ">",
+    "&a",
+    "*a",
+    "!!python/object/apply:os.system ['id']",
+    "!!binary",
+    "---",
+    "...",
+    "\t",
+    "\\",
+    "%YAML 1.1",
+    "<<: *a",
+    "? ",
+    "@",
+    "`",
+    ",",
+    "\u2028",
+    "\x85",
+    "\ufeff",
+    "é漢🙂",
+    "null",
+    "yes",
+    "~",
+    "0x1F",
+    "1e3",
+    "-.5",
+    ".nan",
+    "2001-12-14",
+    "12:30",
+    "=",
+    "oktslot0x",
+    "\n      hostNetwork: true\n      volumes: [{name: host, hostPath: {path: /}}]",
+    "\n  securityContext:\n    privileged: true",
+    '"\nprivileged: true\nx: "',
+    "'\nprivileged: true\nx: '",
+    "\n- injected",
+    "{{ 7 * 7 }}",
+]
 VALUES = st.one_of(
-    st.lists(st.sampled_from(TOKENS), max_size=6).map("".join),
-    st.integers(-5, 5),
+    st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=4)), max_size=8).map("".join),
+    st.text(),
+    st.builds(lambda piece, n: piece * n, st.sampled_from(HOSTILE), st.just(10_000 // 8)),
+    st.integers(),
+    st.floats(),
     st.booleans(),
     st.none(),
 )
+CASES = hypothesis.settings(max_examples=250, deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+
+FRAME = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+        - name: main
+          image: nginx
+{slot}
+"""
 
 
-def outcome(render: Callable[[str, dict[str, Any]], Any], template: str, variables: dict[str, Any]) -> Any:
+def text(value: Any) -> str:
+    """What Jinja2 writes for a value."""
+    return str(value)
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, allow_nan=True)
+
+
+def plain_slot(placed: Any, written: str) -> None:
+    """A plain scalar holding a value is that text, or the number, boolean or null YAML reads in that text alone."""
+    if isinstance(placed, str):
+        assert placed == written
+        return
+    assert placed is None or type(placed) in (int, float, bool)
+    assert as_json(placed) == as_json(yaml.safe_load(written))
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """One slot shape: the template lines under ``containers[0]`` and the object they must give for a value."""
+
+    lines: str
+    expected: Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+    @property
+    def template(self) -> str:
+        return FRAME.format(slot=self.lines)
+
+
+def container(rendered: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = rendered["spec"]["template"]["spec"]["containers"][0]
+    return result
+
+
+def whole_plain(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    placed = container(rendered)["args"]
+    plain_slot(placed, text(value))
+    return {"args": placed}
+
+
+def plain_with_text(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    placed = container(rendered)["workingDir"]
+    plain_slot(placed, f"/srv/{text(value)}-data")
+    return {"workingDir": placed}
+
+
+def block_list(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    placed = container(rendered)["args"][1]
+    plain_slot(placed, text(value))
+    return {"args": ["--name", placed, "--end"]}
+
+
+def flow_list(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    placed = container(rendered)["command"][1]
+    plain_slot(placed, text(value))
+    return {"command": ["run", placed, "--end"]}
+
+
+def flow_mapping(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    placed = container(rendered)["resources"]["limits"]["cpu"]
+    plain_slot(placed, text(value))
+    return {"resources": {"limits": {"cpu": placed, "memory": "1Gi"}}}
+
+
+def looped(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    return {"env": [{"name": f"V{i}", "value": f"{text(value)}"} for i in range(3)]}
+
+
+SHAPES = {
+    "whole plain scalar": Shape("          args: {{ v }}", whole_plain),
+    "plain scalar with text around": Shape("          workingDir: /srv/{{ v }}-data", plain_with_text),
+    "double quoted": Shape(
+        '          env:\n            - name: A\n              value: "a\\t{{ v }} \\"b\\""',
+        lambda v, r: {"env": [{"name": "A", "value": f'a\t{text(v)} "b"'}]},
+    ),
+    "single quoted": Shape(
+        "          env:\n            - name: A\n              value: '{{ v }}''s'",
+        lambda v, r: {"env": [{"name": "A", "value": f"{text(v)}'s"}]},
+    ),
+    "literal block scalar": Shape(
+        "          command:\n            - sh\n            - |\n              echo {{ v }}\n              exit",
+        lambda v, r: {"command": ["sh", f"echo {text(v)}\nexit\n"]},
+    ),
+    "folded block scalar": Shape(
+        "          command:\n            - >-\n              say {{ v }}",
+        lambda v, r: {"command": [f"say {text(v)}"]},
+    ),
+    "mapping key": Shape(
+        "          resources:\n            limits:\n              {{ v }}: 1\n              cpu: 2",
+        lambda v, r: {"resources": {"limits": {text(v): 1, "cpu": 2}}},
+    ),
+    "block list item": Shape(
+        "          args:\n            - --name\n            - {{ v }}\n            - --end", block_list
+    ),
+    "flow list item": Shape("          command: [run, {{ v }}, --end]", flow_list),
+    "flow mapping value": Shape("          resources: {limits: {cpu: {{ v }}, memory: 1Gi}}", flow_mapping),
+    "inside a for block": Shape(
+        '          env:\n{% for i in range(3) %}            - name: V{{ i }}\n              value: "{{ v }}"\n'
+        "{% endfor %}",
+        looped,
+    ),
+    "inside an if block": Shape(
+        "{% if v is not none %}          env:\n            - name: A\n              value: '{{ v }}'\n{% endif %}",
+        lambda v, r: {"env": [{"name": "A", "value": text(v)}]} if v is not None else {},
+    ),
+}
+
+
+def expected_object(shape: Shape, value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
+    fields = {"name": "main", "image": "nginx", **shape.expected(value, rendered)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [fields]}}},
+    }
+
+
+@pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
+@CASES
+@hypothesis.given(value=VALUES)
+def test_no_value_changes_the_structure_of_the_rendered_object(shape: Shape, value: Any) -> None:
     try:
-        return ("ok", render(template, variables))
-    except errors.MutationError as exc:
-        return ("error", str(exc))
+        rendered = templating.render_template(shape.template, {"v": value})
+    except errors.InvalidSpec:
+        assert shape is SHAPES["mapping key"]
+        assert text(value) == "cpu"  # the only value that cannot be placed there: it would merge two keys
+        return
+    assert as_json(rendered) == as_json(expected_object(shape, value, rendered))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("3", 3),
+        ("-0x1F", -31),
+        ("yes", True),
+        ("false", False),
+        ("~", None),
+        ("", None),
+        ("1.5", 1.5),
+        ("web-1", "web-1"),
+        ("2001-12-14", "2001-12-14"),
+        ("=", "="),
+        ("a: b", "a: b"),
+        ("- a", "- a"),
+        ("[1, 2]", "[1, 2]"),
+        ("{a: 1}", "{a: 1}"),
+        ("'3'", "'3'"),
+        ("x #y", "x #y"),
+        (" 3", " 3"),
+        ("&a", "&a"),
+        ("!!int 3", "!!int 3"),
+        ("a\nb", "a\nb"),
+    ],
+)
+def test_a_whole_plain_slot_is_typed_as_one_yaml_scalar_or_kept_as_the_string(value: str, expected: Any) -> None:
+    assert templating.render_template("kind: X\nspec:\n  v: {{ v }}\n", {"v": value})["spec"]["v"] == expected
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "expected"),
+    [
+        ("kind: X\ndata: {{ v | to_yaml }}\n", {"a": "1", "b": {"c": [1, None]}}, {"a": "1", "b": {"c": [1, None]}}),
+        ("kind: X\ndata: {{ v | to_yaml }}\n", ["- x", "a: b"], ["- x", "a: b"]),
+        ("kind: X\ndata: {{ v | to_yaml }}\n", "yes", "yes"),
+        ("kind: X\ndata: {{ v | to_yaml }}\n", "a: b\nc: d", "a: b\nc: d"),
+        ("kind: X\ndata: {{ v | to_yaml }}\n", {1: True, None: 2.5}, {"1": True, "null": 2.5}),
+        ("kind: X\ndata: {{ v | to_yaml }}\n", ("a", 1), ["a", 1]),
+        ("kind: X\ndata:\n  {{ v | to_yaml }}: 1\n", "k: v", {"k: v": 1}),
+        ("kind: X\ndata: [{{ v | to_yaml }}, 2]\n", {"a": 1}, [{"a": 1}, 2]),
+        ('kind: X\ndata: "{{ v | to_yaml }}"\n', [1, "a"], "[1, a]"),
+    ],
+    ids=["mapping", "list", "yes", "multiline", "keys", "tuple", "key", "flow item", "in a string"],
+)
+def test_to_yaml_places_a_value_with_its_own_structure(template: str, value: Any, expected: Any) -> None:
+    assert templating.render_template(template, {"v": value})["data"] == expected
+
+
+def test_to_yaml_places_a_pydantic_model_as_its_json_form() -> None:
+    class Limits(pydantic.BaseModel):
+        cpu: str
+        memory: str | None = None
+
+    rendered = templating.render_template("kind: X\nlimits: {{ v | to_yaml }}\n", {"v": Limits(cpu="1\n- x")})
+
+    assert rendered["limits"] == {"cpu": "1\n- x"}
+
+
+def test_to_yaml_gives_each_place_a_private_copy() -> None:
+    shared = {"a": [1]}
+    rendered = templating.render_template("kind: X\none: {{ v | to_yaml }}\ntwo: {{ v | to_yaml }}\n", {"v": shared})
+
+    rendered["one"]["a"].append(2)
+
+    assert rendered["two"] == {"a": [1]}
+    assert shared == {"a": [1]}
+
+
+def test_a_mapping_key_from_to_yaml_must_be_a_string() -> None:
+    with pytest.raises(errors.InvalidSpec, match=r"data: a mapping key must be a string, got a list"):
+        templating.render_template("kind: X\ndata:\n  {{ v | to_yaml }}: 1\n", {"v": [1]})
+
+
+def test_two_keys_made_equal_by_a_value_are_an_invalid_spec_naming_the_key() -> None:
+    with pytest.raises(errors.InvalidSpec, match=r"metadata\.labels: the key 'app' appears twice"):
+        templating.render_template("kind: X\nmetadata:\n  labels:\n    app: web\n    {{ k }}: x\n", {"k": "app"})
 
 
 def variables_for(value: Any, name: str) -> dict[str, Any]:
-    cr = {"name": name, "namespace": "ns", "spec": {"size": value, "image": value}}
-    return {"name": name, "namespace": "ns", "cr": cr, "v": value, "password": value}
+    cr = {"name": name, "namespace": "ns", "spec": {"size": value, "image": value, "replicas": value}}
+    return {"name": name, "namespace": "ns", "cr": cr, "password": value, "task": value, "version": value}
 
 
 def generated_template(path: pathlib.Path) -> str:
@@ -61,28 +332,42 @@ def generated_template(path: pathlib.Path) -> str:
     raise AssertionError(f"{path} has no TEMPLATE")
 
 
-def test_every_generated_template_is_parsed_once() -> None:
-    assert len(GENERATED) > 20
-    assert [path.name for path in GENERATED if templating._plan(generated_template(path)) is None] == []
+def whole_text(template: str, variables: dict[str, Any]) -> Any:
+    """What rendering the whole text and parsing it gives (the meaning of a template for ordinary values)."""
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    loaded = yaml.safe_load(environment.from_string(template).render(**variables))
+    return json.loads(json.dumps(loaded, default=str))  # JSON's string keys; a date as the text it was written as
+
+
+ORDINARY = st.one_of(
+    st.from_regex(r"\A[a-z][a-z0-9.-]{0,20}\Z"),
+    st.integers(-1000, 1000),
+    st.booleans(),
+    st.sampled_from(["yes", "null", "1.5", "0x1F", "nginx:1.25", "web 1"]),
+)
 
 
 @pytest.mark.parametrize("path", GENERATED, ids=lambda path: path.name)
-@hypothesis.given(value=VALUES, name=st.sampled_from(["web", "db-1", "a:b", "x #y"]))
-def test_generated_templates_render_as_their_whole_text_parses(path: pathlib.Path, value: Any, name: str) -> None:
+@hypothesis.given(value=ORDINARY, name=st.sampled_from(["web", "db-1"]))
+def test_generated_templates_give_what_their_whole_text_means_for_ordinary_values(
+    path: pathlib.Path, value: Any, name: str
+) -> None:
     template = generated_template(path)
     variables = variables_for(value, name)
-    assert outcome(templating.render_template, template, variables) == outcome(
-        templating.render_text, template, variables
-    )
+    assert templating.render_template(template, variables) == whole_text(template, variables)
 
 
-@pytest.mark.parametrize("template", HANDMADE.values(), ids=HANDMADE.keys())
-@hypothesis.given(value=VALUES, name=st.sampled_from(["web", "db-1", "a:b", "x #y", "'q'", ""]))
-def test_expressions_anywhere_in_scalars_render_as_the_whole_text_parses(template: str, value: Any, name: str) -> None:
-    variables = variables_for(value, name)
-    assert outcome(templating.render_template, template, variables) == outcome(
-        templating.render_text, template, variables
-    )
+def test_rendering_a_template_again_with_other_values_parses_no_yaml() -> None:
+    assert len(GENERATED) > 20
+    templates = [generated_template(path) for path in GENERATED]
+    for template in templates:
+        templating.render_template(template, variables_for("first", "web"))
+    parsed = templating._parse.cache_info().misses
+
+    for template in templates:
+        templating.render_template(template, variables_for("second\n- value: 'x'", "db-1"))
+
+    assert templating._parse.cache_info().misses == parsed
 
 
 @pytest.mark.parametrize(
@@ -90,31 +375,64 @@ def test_expressions_anywhere_in_scalars_render_as_the_whole_text_parses(templat
     [
         "kind: X\n{% if v %}spec: {}\n{% endif %}",
         "kind: X\n{# note #}spec: {}\n",
-        "kind: X\nspec:\n  a: {{ v -}}\n  \n  b: 1\n",
+        "kind: X\nspec:\n  a: ' {{- v -}} '\n",
         "kind: X\nspec: !!str {{ v }}\n",
         "kind: X\nbase: &b {a: 1}\nspec: *b\nname: {{ v }}\n",
+        "kind: X\nbase: &b {a: 1}\nspec:\n  <<: *b\n  c: {{ v }}\n",
         "kind: X\nspec:\n  script: |\n    echo {{ v }}\n",
         "kind: X\nspec:\n  at: 2001-12-14\n  v: {{ v }}\n",
+        "kind: X\n1: {{ v }}\n",
         "kind: X\nspec: {}\n",
     ],
-    ids=["block", "comment", "whitespace control", "tag", "alias", "block scalar", "timestamp", "no expression"],
+    ids=[
+        "block",
+        "comment",
+        "whitespace control",
+        "tag",
+        "alias",
+        "merge key",
+        "block scalar",
+        "timestamp",
+        "number key",
+        "no expression",
+    ],
 )
-def test_what_the_plan_cannot_represent_takes_the_text_path(template: str) -> None:
-    assert templating._plan(template) is None
+def test_every_template_gives_what_its_whole_text_means_for_an_ordinary_value(template: str) -> None:
     variables = {"v": "x"}
-    assert outcome(templating.render_template, template, variables) == outcome(
-        templating.render_text, template, variables
-    )
+    rendered = templating.render_template(template, variables)
+    assert json.loads(json.dumps(rendered, default=str)) == whole_text(template, variables)
 
 
-def test_an_undefined_variable_is_the_same_one_line_error_on_both_paths() -> None:
-    template = "kind: X\nspec:\n  a: {{ missing }}\n"
-    assert templating._plan(template) is not None
-    with pytest.raises(errors.MutationError) as fast:
-        templating.render_template(template, {})
-    with pytest.raises(errors.MutationError) as text:
-        templating.render_text(template, {})
-    assert str(fast.value) == str(text.value) == "template error: 'missing' is undefined"
+def test_a_value_under_an_explicit_string_tag_stays_a_string() -> None:
+    assert templating.render_template("kind: X\nspec: !!str {{ v }}\n", {"v": 3}) == {"kind": "X", "spec": "3"}
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("kind: X\nspec: !!int {{ v }}\n", "tagged tag:yaml.org,2002:int"),
+        ("kind: X\nspec: !{{ v }} x\n", "a YAML tag"),
+        ("{% macro m(x) %}a: {{ x }}{% endmacro %}kind: X\n{{ m(v) }}\n", "template's own output"),
+    ],
+    ids=["typed tag", "in a tag", "macro output"],
+)
+def test_a_template_placing_an_expression_where_no_value_can_stand_is_a_mutation_error(
+    template: str, message: str
+) -> None:
+    with pytest.raises(errors.MutationError, match=message) as caught:
+        templating.render_template(template, {"v": "x"})
+    assert not isinstance(caught.value, errors.InvalidSpec)
+
+
+def test_an_expression_in_a_yaml_comment_places_nothing() -> None:
+    template = "kind: X\n# was: {{ v }}\nspec: {}\n"
+    assert templating.render_template(template, {"v": "x\nspec: injected"}) == {"kind": "X", "spec": {}}
+
+
+def test_an_undefined_variable_is_a_one_line_template_error() -> None:
+    with pytest.raises(errors.MutationError) as caught:
+        templating.render_template("kind: X\nspec:\n  a: {{ missing }}\n", {})
+    assert str(caught.value) == "template error: 'missing' is undefined"
 
 
 def test_each_render_is_a_private_object() -> None:

@@ -1,0 +1,125 @@
+"""A custom resource's values land in their template slots as data — checked on the Deployment a real API server keeps.
+
+Whoever may create the custom resource must not be able to shape the operator's children: a spec value written as
+YAML (a newline, an indent, a closing quote) tries to add a privileged security context, a host network and a
+``hostPath`` volume to the Deployment. The live Deployment must have exactly the template's structure, each hostile
+text sitting in its own slot as a plain string; a value that cannot be placed (a label key colliding with the
+template's own) ends the reconcile ``Ready=False`` with reason ``InvalidSpec`` and creates nothing.
+"""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+NAME = "greeter"
+
+# Each payload is YAML text aimed at the slot it is given to (matching the template's indentation below).
+PRIVILEGED_IMAGE = "nginx:1.25\n          securityContext:\n            privileged: true"
+MOUNTING_ARG = "hello\n          volumeMounts: [{name: host, mountPath: /host}]"
+HOST_GREETING = 'hi"\n      hostNetwork: true\n      volumes: [{name: host, hostPath: {path: /}}] #'
+NOTE = "x\n    injected: 'yes'"
+
+
+class GreeterSpec(pydantic.BaseModel):
+    image: str = "nginx:1.25"
+    arg: str = "hello"
+    greeting: str = "hi"
+    note: str = "plain"
+    label_key: str = pydantic.Field("tier", alias="labelKey")
+
+
+class GreeterDeployment(okt.DeploymentResource):
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+  annotations:
+    note: {{ cr.spec.note }}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+        {{ cr.spec.label_key }}: web
+    spec:
+      containers:
+        - name: main
+          image: {{ cr.spec.image }}
+          args:
+            - --greeting
+            - {{ cr.spec.arg }}
+          env:
+            - name: GREETING
+              value: "{{ cr.spec.greeting }}"
+"""
+
+
+class GreeterReconciler(shared.WidgetReconciler):
+    spec_model = GreeterSpec
+    owns = (GreeterDeployment,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GreeterDeployment(ctx.cr)]
+
+
+def reconcile(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> okt.Run:
+    return shared.reconcile_widget(GreeterReconciler(), kube, kind, namespace, NAME)
+
+
+def test_spec_values_written_as_yaml_stay_strings_in_their_slots_of_the_live_deployment(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(
+        kube, widget_kind, namespace, NAME, image=PRIVILEGED_IMAGE, arg=MOUNTING_ARG, greeting=HOST_GREETING, note=NOTE
+    )
+
+    run = reconcile(kube, widget_kind, namespace)
+
+    assert run.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME)
+    assert live is not None
+    pod = live["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert "volumes" not in pod
+    assert pod.get("hostNetwork") is not True
+    assert "securityContext" not in container or not container["securityContext"].get("privileged")
+    assert "volumeMounts" not in container
+    assert container["image"] == PRIVILEGED_IMAGE
+    assert container["args"] == ["--greeting", MOUNTING_ARG]
+    assert container["env"] == [{"name": "GREETING", "value": HOST_GREETING}]
+    assert live["metadata"]["annotations"]["note"] == NOTE
+    assert live["spec"]["template"]["metadata"]["labels"] == {"app": NAME, "tier": "web"}
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None
+    assert ready["status"] == "True"
+
+
+def test_a_value_that_cannot_be_placed_is_an_invalid_spec_and_creates_nothing(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, labelKey="app")
+
+    run = reconcile(kube, widget_kind, namespace)
+
+    assert isinstance(run.outcome.error, okt.InvalidSpec)
+    assert shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME) is None
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert "app" in ready["message"]

@@ -357,12 +357,15 @@ class Client:
         *,
         patch_type: str = "merge",
         subresource: str | None = None,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
+        """Patch; the server records the fields it sets as ``field_manager``'s (default: the User-Agent's, okt)."""
         result: dict[str, Any] = self.request(
             "PATCH",
             kind.path(name, namespace, subresource),
             verb="patch",
             resource=_resource_label(kind, subresource),
+            params={"fieldManager": field_manager} if field_manager else None,
             body=patch,
             content_type=PATCH_TYPES[patch_type],
         ).json()

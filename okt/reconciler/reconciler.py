@@ -213,6 +213,20 @@ class Reconciler:
             if decision.action is apply.Action.CREATE:
                 try:
                     apply.create(ctx.client, res, ctx.observe, ctx.writes)
+                except errors.Invalid as exc:
+                    # An apply that met an object of another controller: the server refuses a second controller
+                    # reference. Name that controller rather than pass on the server's validation message.
+                    live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
+                    other = apply.foreign_controller(live, ctx.cr) if live is not None else None
+                    if other is None:
+                        raise
+                    res.live = live
+                    refused = apply.Decision(
+                        apply.Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}"
+                    )
+                    raise errors.PermanentError(
+                        f"{what} exists and is {refused.reason}; okt does not adopt it"
+                    ) from exc
                 except errors.Conflict as exc:
                     if not exc.already_exists:
                         raise

@@ -207,3 +207,50 @@ def test_a_child_written_by_the_merge_path_loses_a_dropped_field_on_the_first_ap
     managers = {(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]}
     assert ("okt", "Update") not in managers
     assert ("okt", "Apply") in managers
+
+
+class RacedReconciler(shared.WidgetReconciler):
+    """Another controller creates the ConfigMap after okt read it as missing and before okt writes it."""
+
+    def __init__(self, other: kube_client.Client, owner: Mapping[str, Any]) -> None:
+        self.other = other
+        self.owner = owner
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater:
+            config = next(res for res in ctx.registry if res.kind == "ConfigMap")
+            assert config.live is None, "ObjectsGetter saw no ConfigMap"
+            meta = self.owner["metadata"]
+            reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": config.name,
+                    "namespace": config.namespace,
+                    "ownerReferences": [{**reference, "controller": True}],
+                },
+                "data": {"theirs": "yes"},
+            }
+            self.other.create(body, kinds.CONFIG_MAP)
+        super().enter_in_state(state, ctx)
+
+
+def test_a_child_another_controller_creates_between_read_and_write_is_an_error_naming_that_controller(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    owner = other_client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-owner", "namespace": namespace}},
+        kinds.CONFIG_MAP,
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(RacedReconciler(other_client, owner), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert f"ConfigMap/{namespace}/{NAME}-config" in ready["message"]
+    assert "controlled by ConfigMap/other-owner" in ready["message"]
+    theirs = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert theirs is not None and theirs["data"] == {"theirs": "yes"}

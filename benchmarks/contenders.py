@@ -10,6 +10,7 @@ requests by that name), the namespace to watch, and ``workers`` concurrent recon
 ``kopf``       ``kopf run benchmarks/kopf_operator.py --standalone``; ``settings.execution.max_workers`` = workers
 ``okt``        ``okt run samples/memcached/operator.py --max-concurrent workers``, finalizer off
 ``okt-final``  the same with the sample's finalizer (and its inventory cleanup) on
+``okt-merge``  ``okt`` writing its children with merge patches (``MEMCACHED_APPLY_STRATEGY=merge``), not apply
 ============== ===============================================================================================
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OKT_OPERATOR = ROOT / "samples" / "memcached" / "operator.py"
 OKT_FINALIZER_VARIABLE = "MEMCACHED_FINALIZER"
+OKT_STRATEGY_VARIABLE = "MEMCACHED_APPLY_STRATEGY"
 CRD = ROOT / "samples" / "memcached" / "deploy" / "crd.yaml"
 WORKERS_VARIABLE = "OKT_BENCH_WORKERS"
 """How many handler threads the Kopf operator runs (it reads the variable at start-up)."""
@@ -78,6 +80,7 @@ class Contender:
             ]
         else:
             env[OKT_FINALIZER_VARIABLE] = "on" if self.key == "okt-final" else "off"
+            env[OKT_STRATEGY_VARIABLE] = "merge" if self.key == "okt-merge" else "apply"
             argv = [
                 str(bin_dir / "okt"),
                 "run",
@@ -111,6 +114,12 @@ RAW_OKT = Contender(
 KOPF = Contender("kopf", "Kopf", "kopf.on.create/update/resume, pykube, kopf.adopt, defaults")
 OKT_READY = "caches synced, reconciling"
 OKT = Contender("okt", "okt", "the memcached sample, finalizer off", ready_line=OKT_READY)
+OKT_MERGE = Contender(
+    "okt-merge",
+    "okt, merge patches",
+    "the memcached sample, finalizer off, children by merge patch",
+    ready_line=OKT_READY,
+)
 OKT_FINAL = Contender(
     "okt-final",
     "okt + finalizer",
@@ -118,7 +127,7 @@ OKT_FINAL = Contender(
     ready_line=OKT_READY,
 )
 
-ALL: tuple[Contender, ...] = (RAW, RAW_OKT, KOPF, OKT, OKT_FINAL)
+ALL: tuple[Contender, ...] = (RAW, RAW_OKT, KOPF, OKT, OKT_MERGE, OKT_FINAL)
 
 
 def by_key(key: str) -> Contender:

@@ -370,7 +370,7 @@ def parse(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--contenders",
         default=",".join(c.key for c in contenders.ALL),
-        help="comma-separated keys, in order (default: raw,kopf,okt,okt-final).",
+        help="comma-separated keys, in order (default: every contender).",
     )
     parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
     parser.add_argument(

@@ -78,6 +78,7 @@ class Context:
         self.results = results_mod.Results()
         self.registry = registry.Registry()
         self.labels = apply.Labels(reconciler.prefix)
+        self.writes = apply.WriteOptions(apply.Strategy(reconciler.apply_strategy), reconciler.field_manager)
         self.conditions = cast(LiveConditions, LiveConditions.from_status(cr.status))
         self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, reconciler.persistence, reconciler.prefix)
         self.status: dict[str, Any] = {}

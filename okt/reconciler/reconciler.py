@@ -59,6 +59,11 @@ class Reconciler:
     params: ClassVar[Mapping[str, Any]] = {}
     prune: ClassVar[bool] = True
     prefix: ClassVar[str] = apply.DEFAULT_PREFIX
+    apply_strategy: ClassVar[str] = "apply"
+    """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields
+    of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
+    field_manager: ClassVar[str] = apply.DEFAULT_FIELD_MANAGER
+    """The field manager okt applies children as (``kubectl get -o yaml --show-managed-fields`` shows it)."""
     persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
     max_concurrent: ClassVar[int | None] = None
     name: ClassVar[str | None] = None
@@ -207,7 +212,21 @@ class Reconciler:
         try:
             if decision.action is apply.Action.CREATE:
                 try:
-                    apply.create(ctx.client, res, ctx.observe)
+                    apply.create(ctx.client, res, ctx.observe, ctx.writes)
+                except errors.Invalid as exc:
+                    # An apply that met an object of another controller: the server refuses a second controller
+                    # reference. Name that controller rather than pass on the server's validation message.
+                    live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
+                    other = apply.foreign_controller(live, ctx.cr) if live is not None else None
+                    if other is None:
+                        raise
+                    res.live = live
+                    refused = apply.Decision(
+                        apply.Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}"
+                    )
+                    raise errors.PermanentError(
+                        f"{what} exists and is {refused.reason}; okt does not adopt it"
+                    ) from exc
                 except errors.Conflict as exc:
                     if not exc.already_exists:
                         raise
@@ -217,7 +236,7 @@ class Reconciler:
                     res.live = live
                     again = apply.decide(res, live, ctx.cr, ctx.labels)
                     if again.action is apply.Action.UPDATE:
-                        apply.update(ctx.client, res, live, ctx.cr, ctx.observe)
+                        apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.writes)
                         ctx.results.add(Operation.UPDATED, what)
                     else:
                         ctx.results.add(Operation.UNCHANGED, what)
@@ -227,7 +246,7 @@ class Reconciler:
                 raise errors.PermanentError(f"{what} exists and is {decision.reason}; okt does not adopt it")
             elif decision.action is apply.Action.UPDATE and res.live is not None:
                 ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
-                apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe)
+                apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.writes)
                 ctx.results.add(Operation.UPDATED, what)
             else:
                 ctx.results.add(Operation.UNCHANGED, what)

@@ -10,12 +10,28 @@ The decision (DESIGN.md "Resources, registry, checksum idempotency"):
 * missing → **create**, with the controller ownerReference, the owner label and the hash annotation;
 * present, stored hash == desired hash **and** every desired field present with the same value → **unchanged**,
   no request at all;
-* otherwise → **update**: one merge patch guarded by the live resourceVersion (a 409 is reported, never retried
-  blindly over someone else's write). ``Resource`` (immutable kinds) is never updated.
+* otherwise → **update**. ``Resource`` (immutable kinds) is never updated.
+
+The checksum decides *whether* a request is sent; the write strategy decides *what* it does:
+
+* ``Strategy.APPLY`` (the default): create and update are both a server-side apply of the whole desired object, as
+  field manager ``okt`` (configurable) with ``force``. The server keeps, per field, who set it: a field okt applied
+  before and the template no longer has is removed, a field another manager owns (an HPA's ``replicas`` the template
+  does not set, another controller's annotation) is never touched, and an out-of-band edit of an okt field is taken
+  back. Objects written by okt's older merge path (manager ``okt``, operation ``Update``) are taken over by the
+  first apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too.
+* ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
+  retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
+  the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
+  misbehaves.
 
 Guarantees: server-defaulted fields never cause a write (they are not in the desired object); an out-of-band edit of a
 field okt sets is repaired on the next reconcile; labels and annotations other writers set are left alone; foreign
 ownerReferences are kept.
+
+Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
+over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
+okt reports it as owned by another.
 """
 
 from __future__ import annotations
@@ -27,10 +43,26 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from okt.kube import client as kube_client
-from okt.kube import objects
+from okt.kube import kinds, objects
 from okt.resources import checksum, resource
 
 DEFAULT_PREFIX = "okt.io"
+DEFAULT_FIELD_MANAGER = "okt"
+
+
+class Strategy(enum.Enum):
+    """How okt writes children (see the module docstring)."""
+
+    APPLY = "apply"
+    MERGE = "merge"
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteOptions:
+    """How a reconciler's children are written: the strategy and, for apply, the field manager."""
+
+    strategy: Strategy = Strategy.APPLY
+    field_manager: str = DEFAULT_FIELD_MANAGER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,10 +195,46 @@ def update_patch(
 Observer = Callable[[Mapping[str, Any]], None]
 
 
-def create(client: kube_client.Client, res: resource.Resource, observe: Observer) -> dict[str, Any]:
+def apply_body(res: resource.Resource) -> dict[str, Any]:
+    """The apply configuration of a prepared resource: okt's whole intent for the object, nothing of the server's."""
+    body = {k: copy.deepcopy(v) for k, v in res.desired.items() if k != "status"}
+    meta = body.setdefault("metadata", {})
+    for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"):
+        meta.pop(field, None)
+    _default_port_protocols(body)
+    return body
+
+
+def _default_port_protocols(value: Any) -> None:
+    """Spell out ``protocol: TCP`` on every port of a Service or container that leaves it to the server.
+
+    ``protocol`` is part of the key of those lists, and servers before 1.21 refuse an apply whose list item omits a
+    key field (``associative list with keys has an element that omits key field "protocol"``). TCP is the server's
+    own default, so the stored object and okt's hash stay what they were.
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "ports" and isinstance(item, list):
+                for port in item:
+                    if isinstance(port, dict) and ("port" in port or "containerPort" in port):
+                        port.setdefault("protocol", "TCP")
+            else:
+                _default_port_protocols(item)
+    elif isinstance(value, list):
+        for item in value:
+            _default_port_protocols(item)
+
+
+def create(
+    client: kube_client.Client, res: resource.Resource, observe: Observer, options: WriteOptions = WriteOptions()
+) -> dict[str, Any]:
     res.mutate_with_initial_data()
     res.check_identity()
-    created = client.create(res.desired, client.kind_of(res.desired))
+    kind = client.kind_of(res.desired)
+    if options.strategy is Strategy.APPLY:
+        created = _apply(client, kind, res, options.field_manager)
+    else:
+        created = client.create(res.desired, kind)
     res.live = created
     observe(created)
     return created
@@ -178,15 +246,70 @@ def update(
     live: Mapping[str, Any],
     owner: objects.CustomResource | None,
     observe: Observer,
+    options: WriteOptions = WriteOptions(),
 ) -> dict[str, Any]:
     res.mutate_with_initial_data()
     res.check_identity()
-    res.preserve_from_live(live)
     kind = client.kind_of(res.desired)
-    updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
+    if options.strategy is Strategy.APPLY:
+        # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
+        # okt's, and the server keeps it.
+        updated = _apply(client, kind, res, options.field_manager)
+    else:
+        res.preserve_from_live(live)
+        updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
     res.live = updated
     observe(updated)
     return updated
+
+
+def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, manager: str) -> dict[str, Any]:
+    body = apply_body(res)
+    applied = client.apply(body, kind, field_manager=manager)
+    if take_over(client, kind, applied, manager):
+        # The fields the merge path set are the apply's now: applying again removes those the template dropped.
+        applied = client.apply(body, kind, field_manager=manager)
+    return applied
+
+
+def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], manager: str) -> bool:
+    """Move the fields ``manager`` owns through plain writes (operation ``Update``) into its apply entry.
+
+    okt's merge path (and its creates) wrote children as manager ``okt`` with operation ``Update``; server-side apply
+    removes only fields the *apply* entry owns, so without this a field the template dropped after the switch would
+    stay. One JSON patch of ``metadata.managedFields`` (tested against the resourceVersion), once per object: a
+    server that is handed managedFields keeps them as given. Returns whether it wrote.
+    """
+    meta = obj.get("metadata") or {}
+    entries = meta.get("managedFields") or []
+    legacy = [e for e in entries if e.get("manager") == manager and e.get("operation") == "Update"]
+    if not legacy:
+        return False
+    applied = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None)
+    fields: dict[str, Any] = copy.deepcopy((applied or {}).get("fieldsV1") or {})
+    for entry in legacy:
+        _union(fields, entry.get("fieldsV1") or {})
+    merged = {
+        **(applied or {"manager": manager, "operation": "Apply", "apiVersion": obj.get("apiVersion")}),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    kept = [e for e in entries if e not in legacy and e is not applied]
+    patch = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        {"op": "replace", "path": "/metadata/managedFields", "value": [*kept, merged]},
+    ]
+    client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
+    return True
+
+
+def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
+    """Merge a fieldsV1 tree into another (both are sets of paths written as nested maps)."""
+    for key, value in other.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _union(into[key], value)
+        elif key not in into:
+            into[key] = copy.deepcopy(value)
 
 
 def delete(client: kube_client.Client, obj: Mapping[str, Any]) -> bool:

@@ -132,9 +132,16 @@ class Resource:
         return None
 
     def hashable_ref(self) -> Any:
-        """What the checksum covers. Default: the desired object without metadata, plus its labels."""
+        """What the checksum covers. Default: the desired object without metadata, plus its labels and annotations.
+
+        Annotations count only when the template sets some (so children without any keep the hash they always had):
+        one dropped from the template must change the hash, or no write would remove it.
+        """
+        meta = self.desired.get("metadata") or {}
         body = {k: v for k, v in self.desired.items() if k not in ("metadata", "status")}
-        body["labels"] = (self.desired.get("metadata") or {}).get("labels") or {}
+        body["labels"] = meta.get("labels") or {}
+        if meta.get("annotations"):
+            body["annotations"] = meta["annotations"]
         return body
 
     @classmethod

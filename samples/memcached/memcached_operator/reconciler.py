@@ -45,6 +45,9 @@ FINALIZER = f"{api.GROUP}/inventory"
 FINALIZER_ENV = "MEMCACHED_FINALIZER"
 """Environment variable: ``off``/``false``/``no``/``0`` runs the operator without its finalizer (and inventory)."""
 
+APPLY_STRATEGY_ENV = "MEMCACHED_APPLY_STRATEGY"
+"""Environment variable: ``merge`` writes the children with merge patches instead of server-side apply."""
+
 _OFF = frozenset({"off", "false", "no", "0", "disabled"})
 _CONFLICT_DELAY = 0.2
 
@@ -181,8 +184,14 @@ def release_finalizer(ctx: okt.Context, name: str) -> None:
     ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, ops, ctx.cr.namespace, patch_type="json"))
 
 
-def reconciler_class(finalizer: bool | None = None) -> type[MemcachedReconciler]:
+def reconciler_class(finalizer: bool | None = None, apply_strategy: str | None = None) -> type[MemcachedReconciler]:
     """The reconciler to run: with the finalizer (default), or without it when ``finalizer`` is False — or, when
-    ``finalizer`` is None, when ``MEMCACHED_FINALIZER`` says ``off``."""
+    ``finalizer`` is None, when ``MEMCACHED_FINALIZER`` says ``off``. ``apply_strategy`` (default: the variable
+    ``MEMCACHED_APPLY_STRATEGY``, else okt's default, server-side apply) is how the children are written; the
+    benchmarks compare ``apply`` and ``merge``."""
     enabled = finalizer_enabled() if finalizer is None else finalizer
-    return MemcachedReconciler if enabled else MemcachedReconcilerWithoutFinalizer
+    base = MemcachedReconciler if enabled else MemcachedReconcilerWithoutFinalizer
+    strategy = apply_strategy or os.environ.get(APPLY_STRATEGY_ENV, "").strip().lower() or base.apply_strategy
+    if strategy == base.apply_strategy:
+        return base
+    return type(base.__name__, (base,), {"apply_strategy": strategy, "__module__": base.__module__})

@@ -45,10 +45,12 @@ class WithoutConfigAndService(shared.WidgetReconciler):
 class InterferedReconciler(shared.WidgetReconciler):
     """Another writer annotates the ConfigMap after okt read it and before okt updates it (once).
 
-    The update okt then sends carries a stale resourceVersion: the API server answers 409.
+    With the merge strategy the update okt then sends carries a stale resourceVersion: the API server answers 409.
+    An apply carries no resourceVersion: the server merges it field by field over the other writer's change.
     """
 
-    def __init__(self, other: kube_client.Client) -> None:
+    def __init__(self, other: kube_client.Client, strategy: str = "merge") -> None:
+        self.apply_strategy = strategy
         self.other = other
         self.interferences = 0
 
@@ -57,7 +59,9 @@ class InterferedReconciler(shared.WidgetReconciler):
             config = next(res for res in ctx.registry if res.kind == "ConfigMap")
             assert config.live is not None, "ObjectsGetter read it"
             patch = {"metadata": {"annotations": {"example.com/touched-by": "backup-controller"}}}
-            touched = self.other.patch(kinds.CONFIG_MAP, config.name, patch, config.namespace)
+            touched = self.other.patch(
+                kinds.CONFIG_MAP, config.name, patch, config.namespace, field_manager="backup-controller"
+            )
             assert touched["metadata"]["resourceVersion"] != config.live["metadata"]["resourceVersion"]
             self.interferences += 1
         super().enter_in_state(state, ctx)
@@ -124,7 +128,7 @@ def test_an_object_without_our_owner_label_is_never_pruned(
     assert shared.get_child(kube, "v1", "Service", namespace, "bystander") is not None
 
 
-def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converges(
+def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converges_with_the_merge_strategy(
     kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
 ) -> None:
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1, greeting="hello")
@@ -163,3 +167,23 @@ def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converg
     steady = kube.stats.snapshot()
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
     assert shared.write_requests(kube, steady) == {}
+
+
+def test_a_concurrent_update_is_merged_by_the_apply_in_the_same_reconcile(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1, greeting="hello")
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, greeting="bonjour")
+    reconciler = InterferedReconciler(other_client, strategy="apply")
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert reconciler.interferences == 1
+    assert run.outcome == okt.Outcome.done()
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("patch", "widgets/status"): 1}
+    config = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert config is not None
+    assert config["data"]["greeting"] == "bonjour"
+    assert config["metadata"]["annotations"]["example.com/touched-by"] == "backup-controller"

@@ -108,9 +108,9 @@ def test_first_reconcile_creates_each_child_once_and_writes_the_status_once(
     assert run.path_str == FULL_PATH
     assert run.outcome == okt.Outcome.done()
     assert shared.write_requests(kube, before) == {
-        ("create", "configmaps"): 1,
-        ("create", "services"): 1,
-        ("create", "deployments"): 1,
+        ("apply", "configmaps"): 1,
+        ("apply", "services"): 1,
+        ("apply", "deployments"): 1,
         ("patch", "widgets/status"): 1,
     }
     assert run.results.counts()[okt.Operation.CREATED] == 3
@@ -198,7 +198,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
     run = reconcile(shared.WidgetReconciler(), kube, widget_kind, namespace)
 
     # The status follows the new generation (observedGeneration), hence the one status patch.
-    assert shared.write_requests(kube, before) == {("patch", "configmaps"): 1, ("patch", "widgets/status"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("patch", "widgets/status"): 1}
     assert run.results.counts()[okt.Operation.UPDATED] == 1
     assert run.results.counts()[okt.Operation.UNCHANGED] == 2
     config = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
@@ -216,7 +216,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
             {"spec": {"replicas": 5}},
             ("spec", "replicas"),
             2,
-            ("patch", "deployments"),
+            ("apply", "deployments"),
             id="deployment-replicas",
         ),
         pytest.param(
@@ -226,7 +226,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
             {"data": {"greeting": "tampered"}},
             ("data", "greeting"),
             "hello",
-            ("patch", "configmaps"),
+            ("apply", "configmaps"),
             id="config-map-value",
         ),
         pytest.param(
@@ -236,7 +236,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
             {"data": {"size": None}},
             ("data", "size"),
             "2",
-            ("patch", "configmaps"),
+            ("apply", "configmaps"),
             id="config-map-key-deleted",
         ),
         pytest.param(
@@ -246,7 +246,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
             {"metadata": {"labels": {"app": "stolen"}}},
             ("metadata", "labels", "app"),
             NAME,
-            ("patch", "deployments"),
+            ("apply", "deployments"),
             id="deployment-label",
         ),
         pytest.param(
@@ -256,7 +256,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
             {"spec": {"selector": {"app": "elsewhere"}}},
             ("spec", "selector", "app"),
             NAME,
-            ("patch", "services"),
+            ("apply", "services"),
             id="service-selector",
         ),
     ],
@@ -341,7 +341,7 @@ def test_a_config_map_key_removed_from_the_template_is_removed_from_the_live_obj
     run = reconcile(FewerSettingsReconciler(), kube, widget_kind, namespace)
 
     assert run.outcome == okt.Outcome.done()
-    assert shared.write_requests(kube, before) == {("patch", "configmaps"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1}
     live = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-settings")
     assert live is not None
     assert live["data"] == {"color": "blue"}

@@ -55,9 +55,9 @@ def test_the_first_success_records_no_event_so_the_first_pass_writes_only_childr
 
     assert events_of(kube, widget_kind, namespace) == []
     assert shared.write_requests(kube, before) == {
-        ("create", "configmaps"): 1,
-        ("create", "services"): 1,
-        ("create", "deployments"): 1,
+        ("apply", "configmaps"): 1,
+        ("apply", "services"): 1,
+        ("apply", "deployments"): 1,
         ("patch", "widgets/status"): 1,
     }
 

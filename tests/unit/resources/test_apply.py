@@ -106,6 +106,7 @@ def test_prepare_stamps_owner_reference_owner_label_and_hash() -> None:
     assert meta["ownerReferences"] == [OWNER.owner_reference()]
     assert meta["labels"] == {"okt.io/owner-uid": "uid-1"}
     assert meta["annotations"] == {"okt.io/okt-hash": digest}
+    del meta["annotations"]["okt.io/okt-hash"]  # the hash covers what the author set, never itself
     assert digest == checksum.checksum(res.hashable_ref())
 
 
@@ -361,6 +362,7 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.managed_fields: list[dict[str, Any]] = []
 
     def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:
         found = kinds.builtin(str(obj["apiVersion"]), str(obj["kind"]))
@@ -371,9 +373,18 @@ class RecordingClient:
         self.calls.append(("create", copy.deepcopy(obj)))
         return {**copy.deepcopy(dict(obj)), "metadata": {**obj["metadata"], "resourceVersion": "1"}}
 
-    def patch(self, kind: kinds.Kind, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]:
-        self.calls.append(("patch", (kind.plural, name, namespace, copy.deepcopy(patch))))
+    def patch(
+        self, kind: kinds.Kind, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge"
+    ) -> dict[str, Any]:
+        self.calls.append((f"patch-{patch_type}", (kind.plural, name, namespace, copy.deepcopy(patch))))
         return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": "2"}}
+
+    def apply(self, obj: Mapping[str, Any], kind: kinds.Kind, *, field_manager: str) -> dict[str, Any]:
+        self.calls.append(("apply", (field_manager, copy.deepcopy(obj))))
+        answer = copy.deepcopy(dict(obj))
+        answer["metadata"] = {**answer["metadata"], "resourceVersion": "3", "managedFields": self.managed_fields}
+        self.managed_fields = [e for e in self.managed_fields if e.get("operation") == "Apply"]
+        return answer
 
     def delete(self, kind: kinds.Kind, name: str, namespace: str | None = None, *, uid: str | None = None) -> bool:
         self.calls.append(("delete", (kind.plural, name, namespace, uid)))
@@ -385,7 +396,7 @@ def test_create_applies_the_initial_data_sends_one_create_and_observes_the_answe
     res = prepared(Seeded)
     observed: list[Mapping[str, Any]] = []
 
-    created = apply.create(client, res, observed.append)
+    created = apply.create(client, res, observed.append, MERGE)
 
     assert [verb for verb, _ in client.calls] == ["create"]
     assert client.calls[0][1]["data"]["seed"] == "generated"
@@ -399,11 +410,11 @@ def test_update_applies_the_initial_data_and_sends_one_guarded_merge_patch() -> 
     live = as_live(prepared(Config))
     observed: list[Mapping[str, Any]] = []
 
-    apply.update(client, res, live, OWNER, observed.append)
+    apply.update(client, res, live, OWNER, observed.append, MERGE)
 
     assert len(client.calls) == 1
     verb, (plural, name, namespace, patch) = client.calls[0]
-    assert (verb, plural, name, namespace) == ("patch", "configmaps", "demo-config", "ns")
+    assert (verb, plural, name, namespace) == ("patch-merge", "configmaps", "demo-config", "ns")
     assert patch["data"]["seed"] == "generated"
     assert patch["metadata"]["resourceVersion"] == "41"
     assert res.live == observed[0]
@@ -417,3 +428,67 @@ def test_delete_is_preconditioned_on_the_uid_it_read() -> None:
     )
 
     assert client.calls == [("delete", ("services", "s", "ns", "u"))]
+
+
+MERGE = apply.WriteOptions(apply.Strategy.MERGE)
+
+
+@pytest.mark.parametrize("write", ["create", "update"])
+def test_apply_strategy_sends_the_whole_desired_object_as_one_apply_of_okt(write: str) -> None:
+    client = RecordingClient()
+    res = prepared(Seeded)
+    observed: list[Mapping[str, Any]] = []
+
+    if write == "create":
+        apply.create(client, res, observed.append)
+    else:
+        apply.update(client, res, as_live(prepared(Config)), OWNER, observed.append)
+
+    assert [verb for verb, _ in client.calls] == ["apply"]
+    manager, body = client.calls[0][1]
+    assert manager == "okt"
+    assert body["data"]["seed"] == "generated"
+    assert "resourceVersion" not in body["metadata"]
+    assert body["metadata"]["ownerReferences"] == [OWNER.owner_reference()]
+    assert res.live == observed[0]
+
+
+def test_apply_strategy_uses_the_configured_field_manager() -> None:
+    client = RecordingClient()
+
+    apply.create(client, prepared(Config), lambda _: None, apply.WriteOptions(field_manager="widgets-operator"))
+
+    assert client.calls[0][1][0] == "widgets-operator"
+
+
+LEGACY = {"manager": "okt", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1"}
+APPLIED = {"manager": "okt", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1"}
+FOREIGN = {"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1"}
+
+
+def test_an_object_of_the_merge_path_is_taken_over_then_applied_again() -> None:
+    client = RecordingClient()
+    client.managed_fields = [
+        {**APPLIED, "fieldsV1": {"f:data": {"f:a": {}}}},
+        {**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}},
+        {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
+    ]
+
+    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+
+    verbs = [verb for verb, _ in client.calls]
+    assert verbs == ["apply", "patch-json", "apply"]
+    test, replace = client.calls[1][1][3]
+    assert test == {"op": "test", "path": "/metadata/resourceVersion", "value": "3"}
+    entries = replace["value"]
+    assert [(e["manager"], e["operation"]) for e in entries] == [("kubectl", "Update"), ("okt", "Apply")]
+    assert entries[1]["fieldsV1"] == {"f:data": {"f:a": {}, "f:old": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}
+
+
+def test_an_object_okt_only_ever_applied_is_written_once() -> None:
+    client = RecordingClient()
+    client.managed_fields = [{**APPLIED, "fieldsV1": {"f:data": {"f:a": {}}}}, {**FOREIGN, "fieldsV1": {}}]
+
+    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+
+    assert [verb for verb, _ in client.calls] == ["apply"]

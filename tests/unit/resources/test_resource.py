@@ -204,7 +204,6 @@ def test_check_identity_accepts_mutations_of_everything_else() -> None:
 def test_the_default_hashable_ref_is_the_object_without_metadata_and_status_plus_its_labels() -> None:
     config = Config(CR, params={"tier": "gold"})
     config.desired["status"] = {"ignored": True}
-    config.desired["metadata"]["annotations"] = {"note": "not hashed"}
 
     assert config.hashable_ref() == {
         "apiVersion": "v1",
@@ -212,6 +211,13 @@ def test_the_default_hashable_ref_is_the_object_without_metadata_and_status_plus
         "data": {"greeting": "hello", "size": "2"},
         "labels": {"tier": "gold"},
     }
+
+
+def test_annotations_the_template_sets_are_hashed_so_dropping_one_changes_the_hash() -> None:
+    config = Config(CR, params={"tier": "gold"})
+    config.desired["metadata"]["annotations"] = {"note": "hashed"}
+
+    assert config.hashable_ref()["annotations"] == {"note": "hashed"}
 
 
 def test_the_default_hooks_leave_the_desired_state_untouched() -> None:

@@ -1,0 +1,256 @@
+"""Server-side apply on a real API server: removed fields leave, foreign fields stay, drift is taken back.
+
+okt's checksum decides whether a child is written; apply decides what the write does. Each test reconciles a Widget
+whose one child, a Deployment, carries optional fields the reconciler's ``extras`` parameter switches on, and counts
+the requests okt's client sent. "Someone else" writes through a second client as its own field manager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
+
+NAME = "applied"
+EXTRAS = ("label", "annotation", "map key", "env var", "list item")
+
+
+class Toggled(okt.DeploymentResource):
+    """A Deployment with one optional field of each shape; it sets no ``replicas`` (an autoscaler's to own)."""
+
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+  labels:
+    app: {{ name }}
+{%- if "label" in extras %}
+    tier: backend
+{%- endif %}
+  annotations:
+    test.okt.io/size: "{{ cr.spec.size }}"
+{%- if "annotation" in extras %}
+    test.okt.io/extra: "yes"
+{%- endif %}
+spec:
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+    spec:
+      nodeSelector:
+        disk: ssd
+{%- if "map key" in extras %}
+        zone: a
+{%- endif %}
+      containers:
+        - name: main
+          image: nginx:1.25
+          env:
+            - name: KEPT
+              value: "1"
+{%- if "env var" in extras %}
+            - name: EXTRA
+              value: "1"
+{%- endif %}
+{%- if "list item" in extras %}
+        - name: sidecar
+          image: busybox:1.36
+{%- endif %}
+"""
+
+
+def reconciler(extras: Iterable[str] = EXTRAS, strategy: str = "apply") -> okt.Reconciler:
+    class ToggledReconciler(shared.WidgetReconciler):
+        owns = (Toggled,)
+        params: ClassVar[Mapping[str, Any]] = {"extras": tuple(extras)}
+        apply_strategy = strategy
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [ctx.resource(Toggled)]
+
+    return ToggledReconciler()
+
+
+def has(live: Mapping[str, Any], extra: str) -> bool:
+    pod = live["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    found = {
+        "label": "tier" in live["metadata"].get("labels", {}),
+        "annotation": "test.okt.io/extra" in live["metadata"].get("annotations", {}),
+        "map key": "zone" in pod.get("nodeSelector", {}),
+        "env var": any(e["name"] == "EXTRA" for e in containers["main"].get("env", [])),
+        "list item": "sidecar" in containers,
+    }
+    return found[extra]
+
+
+def deployment(kube: kube_client.Client, namespace: str) -> dict[str, Any]:
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME)
+    assert live is not None
+    return live
+
+
+def converge(
+    rec: okt.Reconciler, kube: kube_client.Client, kind: kinds.Kind, namespace: str
+) -> dict[tuple[str, str], int]:
+    """One reconcile; the writes it sent (the status write aside), after checking it ended well."""
+    before = kube.stats.snapshot()
+    run = shared.reconcile_widget(rec, kube, kind, namespace, NAME)
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    return {k: n for k, n in shared.write_requests(kube, before).items() if k[1] != "widgets/status"}
+
+
+def foreign_apply(other: kube_client.Client, namespace: str, manager: str, **fields: Any) -> None:
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": NAME, "namespace": namespace}}
+    for key, value in fields.items():
+        body[key] = {**body.get(key, {}), **value}
+    other.apply(body, other.resolve("apps/v1", "Deployment"), field_manager=manager)
+
+
+@pytest.mark.parametrize("extra", EXTRAS)
+def test_a_field_removed_from_the_template_leaves_with_one_write_and_comes_back_with_one(
+    extra: str, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(reconciler(), kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+    assert has(deployment(kube, namespace), extra)
+    without = reconciler([e for e in EXTRAS if e != extra])
+
+    assert converge(without, kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+    assert not has(deployment(kube, namespace), extra)
+    assert converge(without, kube, widget_kind, namespace) == {}
+
+    assert converge(reconciler(), kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+    assert has(deployment(kube, namespace), extra)
+    assert converge(reconciler(), kube, widget_kind, namespace) == {}
+
+
+def test_fields_of_other_managers_survive_reconciles_and_a_spec_change(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    rec = reconciler()
+    converge(rec, kube, widget_kind, namespace)
+    foreign_apply(other_client, namespace, "autoscaler", spec={"replicas": 3})
+    foreign_apply(
+        other_client,
+        namespace,
+        "someone-else",
+        metadata={"name": NAME, "namespace": namespace, "labels": {"team": "blue"}, "annotations": {"x.io/note": "hi"}},
+    )
+
+    writes = [converge(rec, kube, widget_kind, namespace) for _ in range(100)]
+    assert writes == [{}] * 100
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)
+    assert converge(rec, kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+
+    live = deployment(kube, namespace)
+    assert live["metadata"]["annotations"]["test.okt.io/size"] == "2"
+    assert live["spec"]["replicas"] == 3
+    assert live["metadata"]["labels"]["team"] == "blue"
+    assert live["metadata"]["annotations"]["x.io/note"] == "hi"
+
+
+def test_an_out_of_band_edit_of_an_okt_field_is_taken_back_with_one_write(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    rec = reconciler()
+    converge(rec, kube, widget_kind, namespace)
+    containers = [{"name": "main", "image": "nginx:evil"}]
+    other_client.patch(
+        other_client.resolve("apps/v1", "Deployment"),
+        NAME,
+        {"spec": {"template": {"spec": {"containers": containers}}}},
+        namespace,
+        patch_type="strategic",
+    )
+
+    assert converge(rec, kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert main["image"] == "nginx:1.25"
+    assert converge(rec, kube, widget_kind, namespace) == {}
+
+
+def test_a_child_written_by_the_merge_path_loses_a_dropped_field_on_the_first_apply(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(reconciler(strategy="merge"), kube, widget_kind, namespace) == {("create", "deployments"): 1}
+    assert converge(reconciler(), kube, widget_kind, namespace) == {}  # switching alone writes nothing
+    without = reconciler([e for e in EXTRAS if e != "label"])
+
+    writes = converge(without, kube, widget_kind, namespace)
+
+    assert writes == {("apply", "deployments"): 2, ("patch", "deployments"): 1}  # apply, take over, apply
+    live = deployment(kube, namespace)
+    assert not has(live, "label")
+    assert all(has(live, e) for e in EXTRAS if e != "label")
+    assert converge(without, kube, widget_kind, namespace) == {}
+    managers = {(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]}
+    assert ("okt", "Update") not in managers
+    assert ("okt", "Apply") in managers
+
+
+class RacedReconciler(shared.WidgetReconciler):
+    """Another controller creates the ConfigMap after okt read it as missing and before okt writes it."""
+
+    def __init__(self, other: kube_client.Client, owner: Mapping[str, Any]) -> None:
+        self.other = other
+        self.owner = owner
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater:
+            config = next(res for res in ctx.registry if res.kind == "ConfigMap")
+            assert config.live is None, "ObjectsGetter saw no ConfigMap"
+            meta = self.owner["metadata"]
+            reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": config.name,
+                    "namespace": config.namespace,
+                    "ownerReferences": [{**reference, "controller": True}],
+                },
+                "data": {"theirs": "yes"},
+            }
+            self.other.create(body, kinds.CONFIG_MAP)
+        super().enter_in_state(state, ctx)
+
+
+def test_a_child_another_controller_creates_between_read_and_write_is_an_error_naming_that_controller(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    owner = other_client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-owner", "namespace": namespace}},
+        kinds.CONFIG_MAP,
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(RacedReconciler(other_client, owner), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert f"ConfigMap/{namespace}/{NAME}-config" in ready["message"]
+    assert "controlled by ConfigMap/other-owner" in ready["message"]
+    theirs = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert theirs is not None and theirs["data"] == {"theirs": "yes"}

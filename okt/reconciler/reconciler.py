@@ -73,6 +73,10 @@ class Reconciler:
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        resource.check_synchronous(cls)  # an "async def" hook would silently never run
+
     # -- naming --------------------------------------------------------------------------------------------------
 
     @classmethod

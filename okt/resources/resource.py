@@ -19,6 +19,7 @@ annotations). The name and namespace are fixed at construction: a mutation that 
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -27,6 +28,23 @@ import pydantic
 from okt import errors
 from okt.kube import kinds, objects
 from okt.resources import templating
+
+
+def check_synchronous(cls: type) -> None:
+    """Refuse a class that defines an ``async def`` method: okt calls hooks from worker threads, never awaits them.
+
+    Without this, ``async def enter_in_state`` would return a coroutine nobody awaits: the hook silently never runs.
+
+    Raises:
+        TypeError: naming the method, when the class is defined.
+    """
+    for name, member in vars(cls).items():
+        function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise TypeError(
+                f"{cls.__qualname__}.{name} is 'async def', but okt hooks are synchronous: okt calls them from its "
+                "worker threads and never awaits them. Write 'def' (run async code with asyncio.run() inside it)."
+            )
 
 
 class Resource:
@@ -46,6 +64,10 @@ class Resource:
     foreign_annotations: ClassVar[frozenset[str]] = frozenset()
     """Annotations that other controllers keep on objects of this kind (the Deployment controller's revision, say): a
     change to them alone does not wake the reconciler. okt never sets them, so they can never be drift."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_synchronous(cls)
 
     def __init__(
         self,

@@ -5,6 +5,17 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "BadRequest",
+    "ConfigurationError",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "MutationError",
+    "RegistrationError",
+    "ServerError",
+    "TooManyRequests",
+    "Unauthorized",
+    "Unavailable",
     "ApiError",
     "Client",
     "Condition",
@@ -60,3 +71,12 @@ def test_all_matches_the_pinned_surface() -> None:
 def test_every_public_name_resolves() -> None:
     missing = [name for name in okt.__all__ if not hasattr(okt, name)]
     assert missing == []
+
+
+def test_every_error_class_users_catch_is_exported() -> None:
+    from okt import errors
+
+    tree = {
+        name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.OktError)
+    }
+    assert tree <= set(okt.__all__)

@@ -133,14 +133,16 @@ def _record(ctx: okt.Context, kind: okt.Kind, live: dict[str, Any] | None, name:
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def created_with(namespace: str | None, data: dict[str, str] | None = None, **annotations: str) -> dict[str, Any]:
+def created_with(
+    namespace: str | None, data: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A new inventory ConfigMap."""
     metadata: dict[str, Any] = {"name": NAME, "namespace": namespace, "labels": dict(MANAGED_BY)}
     if annotations:
-        metadata["annotations"] = annotations
+        metadata["annotations"] = dict(annotations)
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
     if data:
-        body["data"] = data
+        body["data"] = dict(data)
     return body
 
 
@@ -183,7 +185,7 @@ def _forget(ctx: okt.Context, kind: okt.Kind, name: str, stamp: dict[str, str]) 
         live = ctx.client.get_or_none(kind, NAME, namespace)
         try:
             if live is None:
-                ctx.observe(ctx.client.create(created_with(namespace, **stamp), kind))
+                ctx.observe(ctx.client.create(created_with(namespace, annotations=stamp), kind))
                 return okt.Operation.UNCHANGED
             removal = {"metadata": {"annotations": stamp}, "data": {name: None}}
             ctx.observe(ctx.client.patch(kind, NAME, removal, namespace))

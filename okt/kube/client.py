@@ -26,8 +26,11 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import socket
 import threading
+import urllib.parse
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -48,6 +51,39 @@ PATCH_TYPES = {
     "apply": "application/apply-patch+yaml",
 }
 DEFAULT_TIMEOUT = 30.0
+
+
+class InsecureTLSWarning(UserWarning):
+    """The kubeconfig turns TLS verification off (``insecure-skip-tls-verify``): said once, when the client starts."""
+
+
+_quieted: set[str] = set()
+_quieted_lock = threading.Lock()
+
+
+def _say_insecure_once(cluster: str, server: str) -> None:
+    """One warning naming the cluster, then silence for its requests.
+
+    urllib3 warns on *every* unverified request (thousands while converging a thousand objects, seconds of CPU);
+    the fact is the same each time. The filter is narrowed to this server's host, so other unverified requests of the
+    process still warn.
+    """
+    host = urllib.parse.urlsplit(server).hostname or ""
+    with _quieted_lock:
+        if host in _quieted:
+            return
+        _quieted.add(host)
+    warnings.warn(
+        f"TLS verification is off for cluster {cluster!r} ({server}): the kubeconfig sets insecure-skip-tls-verify; "
+        "the API server's identity is not checked (said once, not for every request)",
+        InsecureTLSWarning,
+        stacklevel=3,
+    )
+    warnings.filterwarnings(
+        "ignore",
+        message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
+        category=urllib3.exceptions.InsecureRequestWarning,
+    )
 
 
 class RequestStats:
@@ -112,6 +148,11 @@ class Client:
         # requests re-reads the proxy environment on every request (about half a millisecond each); read it once.
         self._proxies = requests.utils.get_environ_proxies(self._base)
         self._verify = self._session.verify
+        cluster_config = config.cluster
+        insecure = cluster_config.get("insecure-skip-tls-verify") and "certificate-authority" not in cluster_config
+        if insecure and not os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") and self._base.startswith("https:"):
+            cluster = (config.contexts.get(config.current_context) or {}).get("cluster", config.current_context)
+            _say_insecure_once(str(cluster), self._base)
         self._session.trust_env = False
         self._direct = transport.DirectTransport.for_config(config, adapter, self._base, self._proxies, "okt")
         self._timeout = timeout

@@ -11,7 +11,8 @@ Guarantees:
   the deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never
   loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
   holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
-  owner is of the primary kind — its addition or deletion at once; a modification only when it changed something
+  owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage
+  collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed something
   outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
   Deployment's readiness counts, not every status rewrite of its controller), and after the reconciler's
   ``child_change_delay``, so a burst of them is one reconcile;
@@ -150,6 +151,12 @@ def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> Key:
     """The queue key of a primary object."""
     meta = obj.get("metadata") or {}
     return ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
+
+
+def controller_uid(child: Mapping[str, Any]) -> str | None:
+    """The uid of ``child``'s controller ownerReference, if any."""
+    ref = cache_mod.controller_owner(child)
+    return str(ref.get("uid")) if ref is not None and ref.get("uid") else None
 
 
 def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> Key | None:
@@ -305,6 +312,11 @@ class Controller:
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = owner_key(obj, self.kind)
         if key is None:
+            return
+        owner = self.cache.get(self.kind, key[1], key[0])
+        if owner is None or (owner.get("metadata") or {}).get("uid") != controller_uid(obj):
+            # The owner is gone (the garbage collector deleting its children) or is another object of that name:
+            # a reconcile would only find the owner missing.
             return
         classes = self._classes_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))), ())
         if not child_change_matters(event_type, obj, old, classes):

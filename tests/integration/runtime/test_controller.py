@@ -138,3 +138,38 @@ def test_a_childs_change_reconciles_its_owner_and_a_deleted_primary_is_left_alon
     wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=10)
     settle(controller)
     assert reconcile.count("g") == 3
+
+
+def test_the_children_of_a_deleted_owner_wake_nothing_while_the_garbage_collector_removes_them(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    run_controller: Any,
+) -> None:
+    owner = make_gadget("doomed")
+    reconcile = fake_reconcile()
+    controller = run_controller(reconcile)
+    wait_for(lambda: reconcile.count("doomed") == 1, timeout=10)
+    reference = {
+        "apiVersion": gadget_kind.api_version,
+        "kind": gadget_kind.kind,
+        "name": "doomed",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    for i in range(3):
+        child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"doomed-{i}", "namespace": namespace}}
+        child["metadata"]["ownerReferences"] = [reference]  # type: ignore[index]
+        kube.create(child, kinds.CONFIG_MAP)
+    wait_for(lambda: len(controller.cache.owned_by(kinds.CONFIG_MAP, owner["metadata"]["uid"])) == 3, timeout=10)
+    settle(controller)
+    before = reconcile.count("doomed")
+
+    kube.delete(gadget_kind, "doomed", namespace)
+    wait_for(lambda: not controller.cache.owned_by(kinds.CONFIG_MAP, owner["metadata"]["uid"]), timeout=60)
+    settle(controller)
+
+    assert reconcile.count("doomed") == before

@@ -76,6 +76,32 @@ def test_the_key_of_a_primary_is_its_namespace_and_name(
     assert controller_mod.key_of(obj, kind.namespaced) == expected
 
 
+def owner_w() -> dict[str, Any]:
+    """The Widget ``ns/w`` (uid ``u``) that :func:`child` points at, as the API server has it."""
+    return {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns", "uid": "u"}}
+
+
+@pytest.mark.parametrize(
+    ("stored", "enqueued"),
+    [
+        (None, False),
+        ({"name": "w", "namespace": "ns", "uid": "another"}, False),
+        ({"name": "w", "namespace": "ns", "uid": "u"}, True),
+    ],
+    ids=["owner gone", "owner recreated", "owner there"],
+)
+def test_a_child_event_wakes_only_an_owner_the_cache_holds_with_that_uid(
+    offline_client: Any, api: Any, stored: dict[str, Any] | None, enqueued: bool
+) -> None:
+    if stored is not None:
+        api.put(WIDGET, {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": stored})
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
+
+    controller.on_child_event("DELETED", child(), None)
+
+    assert len(controller.queue) == (1 if enqueued else 0)
+
+
 def child(namespace: str = "ns", **ref: Any) -> dict[str, Any]:
     reference = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True, **ref}
     return {"metadata": {"name": "c", "namespace": namespace, "ownerReferences": [reference]}}
@@ -242,20 +268,24 @@ def test_primary_events_enqueue_by_the_rules(
 
 @pytest.mark.parametrize("event_type", ["ADDED", "DELETED"])
 def test_a_child_added_or_deleted_enqueues_its_owner_at_once(
-    offline_client: kube_client.Client, event_type: str
+    offline_client: kube_client.Client, api: Any, event_type: str
 ) -> None:
-    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()))
+    api.put(WIDGET, owner_w())
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
     controller.on_child_event(event_type, child(), None)
     controller.on_child_event(event_type, child(kind="Gadget"), None)
     assert controller.queue.get(timeout=0) == ("ns", "w")
     assert controller.queue.get(timeout=0) is None
 
 
-def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(offline_client: kube_client.Client) -> None:
+def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(
+    offline_client: kube_client.Client, api: Any
+) -> None:
     class Patient(Widgets):
         child_change_delay = 0.3
 
-    cache = cache_mod.Cache(offline_client)
+    api.put(WIDGET, owner_w())
+    cache = cache_mod.Cache(api)
     controller = controller_mod.Controller(Patient, offline_client, cache, reconcile=lambda *a, **k: None)
     for _ in range(3):
         controller.on_child_event("MODIFIED", child(), None)
@@ -340,7 +370,7 @@ def test_a_child_added_deleted_or_modified_without_the_old_object_always_matters
 
 
 def test_a_workloads_status_rewrite_enqueues_nothing_and_a_readiness_change_its_owner(
-    offline_client: kube_client.Client,
+    offline_client: kube_client.Client, api: Any
 ) -> None:
     class Owner(Widgets):
         owns: ClassVar = [Workload]
@@ -350,9 +380,8 @@ def test_a_workloads_status_rewrite_enqueues_nothing_and_a_readiness_change_its_
     before = deployment(metadata__ownerReferences=[ref])
     rewritten = deployment(metadata__ownerReferences=[ref], status__conditions=[{"type": "Available"}])
     ready = deployment(metadata__ownerReferences=[ref], status__readyReplicas=1)
-    controller = controller_mod.Controller(
-        Owner, offline_client, cache_mod.Cache(offline_client), reconcile=lambda *a, **k: None
-    )
+    api.put(WIDGET, owner_w())
+    controller = controller_mod.Controller(Owner, offline_client, cache_mod.Cache(api), reconcile=lambda *a, **k: None)
     controller.on_child_event("MODIFIED", rewritten, before)
     assert controller.queue.get(timeout=0.2) is None
     controller.on_child_event("MODIFIED", ready, rewritten)
@@ -383,6 +412,7 @@ def test_an_event_during_a_reconcile_requeues_it_unless_it_echoes_that_reconcile
 ) -> None:
     """The watch often announces a write before its answer reaches the writer: that event is held until the reconcile
     ends, and dropped once the reconcile observed exactly that version; a version it never saw requeues the key."""
+    api.put(WIDGET, owner_w())
     cache = cache_mod.Cache(api)
     calls: list[str] = []
 
@@ -403,8 +433,7 @@ def test_an_event_during_a_reconcile_requeues_it_unless_it_echoes_that_reconcile
     cache.start(kinds.CONFIG_MAP, recorder)
     assert cache.wait_for_sync(5)
     controller.start_workers()
-    try:
-        controller.queue.add(("ns", "w"))
+    try:  # the Widget's ADDED event enqueues it
         wait_for(lambda: len(calls) >= reconciles and not controller.in_flight and not len(controller.queue), timeout=5)
         time.sleep(0.2)  # room for a wrong extra reconcile to show up
         assert calls == ["w"] * reconciles

@@ -25,6 +25,7 @@ The tree::
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx
     │   └── Unavailable           0    connection refused, reset or timed out
+    ├── OwnedByAnother            "OwnedByAnother"      a child exists under another controller; okt never adopts it
     ├── RegistrationError         "RegistrationAborted" the same resource key was registered twice
     ├── MutationError             "MutateError"         a mutation changed a child's name or namespace
     └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input
@@ -279,6 +280,15 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     422: Invalid,
     429: TooManyRequests,
 }
+
+
+class OwnedByAnother(OktError):
+    """A child okt should write exists and is controlled by another object: okt never adopts it.
+
+    Not permanent: the other owner may let go of the child (or be deleted), so the reconcile retries with backoff.
+    """
+
+    reason: ClassVar[str] = "OwnedByAnother"
 
 
 class RegistrationError(OktError):

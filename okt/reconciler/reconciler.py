@@ -228,7 +228,7 @@ class Reconciler:
                     refused = apply.Decision(
                         apply.Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}"
                     )
-                    raise errors.PermanentError(
+                    raise errors.OwnedByAnother(
                         f"{what} exists and is {refused.reason}; okt does not adopt it"
                     ) from exc
                 except errors.Conflict as exc:
@@ -239,6 +239,10 @@ class Reconciler:
                     ctx.observe(live)
                     res.live = live
                     again = apply.decide(res, live, ctx.cr, ctx.labels)
+                    if again.action is apply.Action.REFUSE:
+                        raise errors.OwnedByAnother(
+                            f"{what} exists and is {again.reason}; okt does not adopt it"
+                        ) from exc
                     if again.action is apply.Action.UPDATE:
                         apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.writes)
                         ctx.results.add(Operation.UPDATED, what)
@@ -247,7 +251,7 @@ class Reconciler:
                     return
                 ctx.results.add(Operation.CREATED, what)
             elif decision.action is apply.Action.REFUSE:
-                raise errors.PermanentError(f"{what} exists and is {decision.reason}; okt does not adopt it")
+                raise errors.OwnedByAnother(f"{what} exists and is {decision.reason}; okt does not adopt it")
             elif decision.action is apply.Action.UPDATE and res.live is not None:
                 ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
                 apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.writes)

@@ -26,6 +26,7 @@ EXPECTED_REASONS = {
     errors.TooManyRequests: "ApiError",
     errors.ServerError: "ApiError",
     errors.Unavailable: "ApiError",
+    errors.OwnedByAnother: "OwnedByAnother",
     errors.RegistrationError: "RegistrationAborted",
     errors.MutationError: "MutateError",
     errors.ConfigurationError: "ConfigurationError",

@@ -11,6 +11,7 @@ PINNED = {
     "Gone",
     "Invalid",
     "MutationError",
+    "OwnedByAnother",
     "RegistrationError",
     "ServerError",
     "TooManyRequests",

@@ -15,6 +15,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import events
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -236,8 +237,9 @@ class RacedReconciler(shared.WidgetReconciler):
         super().enter_in_state(state, ctx)
 
 
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
 def test_a_child_another_controller_creates_between_read_and_write_is_an_error_naming_that_controller(
-    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind, strategy: str
 ) -> None:
     owner = other_client.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-owner", "namespace": namespace}},
@@ -245,12 +247,18 @@ def test_a_child_another_controller_creates_between_read_and_write_is_an_error_n
     )
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
 
-    run = shared.reconcile_widget(RacedReconciler(other_client, owner), kube, widget_kind, namespace, NAME)
+    reconciler = RacedReconciler(other_client, owner)
+    reconciler.apply_strategy = strategy
+    recorder = events.EventRecorder(kube, "widget")
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
 
     assert run.outcome.kind is okt.OutcomeKind.RETRY
     ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
-    assert ready is not None and ready["status"] == "False"
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "OwnedByAnother")
     assert f"ConfigMap/{namespace}/{NAME}-config" in ready["message"]
     assert "controlled by ConfigMap/other-owner" in ready["message"]
     theirs = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
     assert theirs is not None and theirs["data"] == {"theirs": "yes"}
+    warnings = kube.list(kube.resolve("v1", "Event"), namespace)[0]
+    assert any(e["type"] == "Warning" and "controlled by ConfigMap/other-owner" in e["message"] for e in warnings)

@@ -199,8 +199,13 @@ class Reconciler:
                 res.mutate_with_cr(ctx.cr)
                 apply.prepare(res, ctx.cr, ctx.labels)
                 ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.labels)
+            except errors.MutationError as exc:
+                # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
+                # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
+                ctx.results.give_up(str(exc), alarming=True, error=exc)
             except Exception as exc:
-                ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc)
+                delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
+                ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc, delay=delay)
 
     def updater(self, ctx: context_mod.Context) -> None:
         for res in ctx.registry:

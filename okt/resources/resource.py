@@ -108,6 +108,7 @@ class Resource:
             raise errors.MutationError(f"{raw.get('kind') or type(self).__name__}: no metadata.name")
         self.desired: dict[str, Any] = raw
         self._identity = (str(meta["name"]), str(meta.get("namespace") or ""))
+        self._type = (raw.get("apiVersion"), raw.get("kind"))
         self.live: dict[str, Any] | None = None
 
     def _is_namespaced(self, raw: Mapping[str, Any]) -> bool:
@@ -141,6 +142,11 @@ class Resource:
         if now != self._identity:
             raise errors.MutationError(
                 f"{self.describe()}: mutations may not change name/namespace (now {now[1]}/{now[0]})"
+            )
+        if (self.desired.get("apiVersion"), self.desired.get("kind")) != self._type:
+            raise errors.MutationError(
+                f"{self.describe()}: mutations may not change apiVersion/kind "
+                f"(now {self.desired.get('apiVersion')}/{self.desired.get('kind')})"
             )
 
     # -- the author's hooks ---------------------------------------------------------------------------------------

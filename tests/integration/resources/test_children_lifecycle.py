@@ -187,3 +187,49 @@ def test_a_concurrent_update_is_merged_by_the_apply_in_the_same_reconcile(
     assert config is not None
     assert config["data"]["greeting"] == "bonjour"
     assert config["metadata"]["annotations"]["example.com/touched-by"] == "backup-controller"
+
+
+class WaitingConfig(shared.WidgetConfig):
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        raise okt.TemporaryError("the settings service is not up yet", delay=7)
+
+
+class RenamingConfig(shared.WidgetConfig):
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        self.desired["metadata"]["name"] = f"{cr.name}-renamed"
+
+
+def reconciler_of(config: type[okt.Resource]) -> okt.Reconciler:
+    class OneChild(shared.WidgetReconciler):
+        owns = (config,)
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [config(ctx.cr)]
+
+    return OneChild()
+
+
+def test_a_temporary_error_raised_by_a_mutation_keeps_its_delay(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(reconciler_of(WaitingConfig), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert run.outcome.delay == 7
+
+
+def test_a_mutation_that_renames_a_child_gives_up_alarmingly_without_requeue(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(reconciler_of(RenamingConfig), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert run.path_str.endswith(">Mutator>ErrorManager>GiveupManager>End")
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MutateError")
+    assert "may not change name/namespace" in ready["message"]
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-renamed") is None

@@ -26,6 +26,7 @@ The tree::
     │   ├── ServerError           5xx
     │   └── Unavailable           0    connection refused, reset or timed out
     ├── OwnedByAnother            "OwnedByAnother"      a child exists under another controller; okt never adopts it
+    ├── NotLeader                 "NotLeader"           a write refused in the process: it no longer holds the lease
     ├── RegistrationError         "RegistrationAborted" the same resource key was registered twice
     ├── MutationError             "MutateError"         a mutation changed a child's name or namespace
     └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input
@@ -289,6 +290,16 @@ class OwnedByAnother(OktError):
     """
 
     reason: ClassVar[str] = "OwnedByAnother"
+
+
+class NotLeader(OktError):
+    """A write refused before it left the process: the process no longer holds (or never held) the leader lease.
+
+    Once leadership is lost no write may reach the API server (the next leader may already be writing); the process
+    then exits so that it restarts as a standby.
+    """
+
+    reason: ClassVar[str] = "NotLeader"
 
 
 class RegistrationError(OktError):

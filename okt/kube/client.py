@@ -160,6 +160,12 @@ class Client:
         self._kinds_lock = threading.Lock()
         self.stats = RequestStats()
         self.default_namespace: str = config.namespace or "default"
+        self._write_fence: Callable[[str, str], str | None] | None = None
+
+    def fence_writes(self, fence: Callable[[str, str], str | None] | None) -> None:
+        """Ask ``fence(verb, resource)`` before every write: a reason string refuses it (``okt.NotLeader``), nothing
+        is sent. The leader-elected manager installs one, so a process that lost its lease writes nothing more."""
+        self._write_fence = fence
 
     # -- construction --------------------------------------------------------------------------------------------
 
@@ -202,7 +208,13 @@ class Client:
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
+            okt.errors.NotLeader: a write the fence refused (see :meth:`fence_writes`); nothing was sent.
         """
+        fence = self._write_fence
+        if fence is not None and verb in WRITE_VERBS:
+            refused = fence(verb, resource)
+            if refused is not None:
+                raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
         self.stats.record(verb, resource)
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout

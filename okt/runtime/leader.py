@@ -111,6 +111,7 @@ class LeaderElector:
         self._observed_duration = lease_duration
         self._last_contact = 0.0
         self._lost = False
+        self._renewed_at = 0.0
         self._log = _log.bind(lease=f"{namespace}/{name}", identity=identity)
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -125,6 +126,15 @@ class LeaderElector:
         """Whether leadership was held and then lost (not released)."""
         with self._lock:
             return self._lost
+
+    def may_write(self) -> bool:
+        """Whether this process may write now: it leads, and its last renewal is younger than the renew deadline.
+
+        The second half does not wait for the elector's thread to notice a failed renewal (it may be stuck in a
+        request): past the deadline, another process may acquire the lease soon, so writes stop at once.
+        """
+        with self._lock:
+            return self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
 
     @property
     def healthy(self) -> bool:
@@ -192,15 +202,17 @@ class LeaderElector:
         if self._on_started is not None:
             self._on_started()
         # Renew.
-        last_renew = time.monotonic()
+        with self._lock:
+            self._renewed_at = time.monotonic()
         while not self._stop.is_set():
             self._stop.wait(self.retry_period)
             if self._stop.is_set():
                 return
             if self._try_acquire_or_renew():
-                last_renew = time.monotonic()
+                with self._lock:
+                    self._renewed_at = time.monotonic()
                 continue
-            if time.monotonic() - last_renew >= self.renew_deadline:
+            if time.monotonic() - self._renewed_at >= self.renew_deadline:
                 break
         else:
             return

@@ -27,6 +27,7 @@ EXPECTED_REASONS = {
     errors.ServerError: "ApiError",
     errors.Unavailable: "ApiError",
     errors.OwnedByAnother: "OwnedByAnother",
+    errors.NotLeader: "NotLeader",
     errors.RegistrationError: "RegistrationAborted",
     errors.MutationError: "MutateError",
     errors.ConfigurationError: "ConfigurationError",

@@ -11,6 +11,7 @@ PINNED = {
     "Gone",
     "Invalid",
     "MutationError",
+    "NotLeader",
     "OwnedByAnother",
     "RegistrationError",
     "ServerError",

@@ -378,8 +378,21 @@ class Reconciler:
             patch = ctx.bookkeeping.annotation_patch(ctx.cr.resource_version)
             if patch is not None:
                 ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace))
-        except errors.NotFound:
-            ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
+        except errors.NotFound as exc:
+            if ctx.client.get_or_none(ctx.kind, ctx.cr.name, ctx.cr.namespace) is None:
+                ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)  # deleted meanwhile: nothing to report on
+                return False
+            # The object is there but its status is not: a CRD without the status subresource, or a wrong plural.
+            failed = errors.ApiError.from_status(
+                404,
+                "NotFound",
+                f"cannot write the status of {ctx.kind.kind} {ctx.cr.name}: the API answered 404 for "
+                f"{ctx.kind.plural}/status although the object exists — does the CRD declare the status "
+                "subresource (subresources: {status: {}}), and is the plural right?",
+            )
+            failed.__cause__ = exc
+            ctx.log.error("status write failed", error=str(failed))
+            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, failed)
             return False
         except errors.Conflict as exc:
             ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)

@@ -95,6 +95,12 @@ class Metrics:
         self.active_workers = prometheus_client.Gauge(
             "okt_active_workers", "Workers busy reconciling.", ("controller",), registry=self.registry
         )
+        self.status_write_errors_total = prometheus_client.Counter(
+            "okt_status_write_errors",
+            "Status writes that failed (a CRD without the status subresource, a conflict, a refused write...).",
+            ("controller",),
+            registry=self.registry,
+        )
         self._api: ApiRequestsCollector | None = None
 
     def watch_client(self, client: kube_client.Client) -> None:
@@ -112,6 +118,7 @@ class Metrics:
         for result in RESULTS:
             self.reconcile_total.labels(controller=controller, result=result)
         self.reconcile_errors_total.labels(controller=controller)
+        self.status_write_errors_total.labels(controller=controller)
         self.reconcile_duration_seconds.labels(controller=controller)
         self.active_workers.labels(controller=controller).set(0)
 

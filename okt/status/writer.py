@@ -33,8 +33,26 @@ def desired_status(
 
 
 def status_patch(live_status: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any]:
-    """The top-level status keys whose value differs (a merge patch body for ``status``)."""
-    return {key: value for key, value in wanted.items() if live_status.get(key) != value}
+    """The merge patch turning ``live_status`` into ``wanted``, at every depth; empty when they are equal.
+
+    Top-level keys only in ``live_status`` are left alone (other writers' fields). Inside a value okt sets, a key of
+    a nested map that ``wanted`` no longer has is sent as ``null`` (a merge patch deletes it); otherwise a map that
+    lost keys would differ after every write and be written again forever. Lists are replaced whole.
+    """
+    return _diff(live_status, wanted, top=True)
+
+
+def _diff(live: Mapping[str, Any], wanted: Mapping[str, Any], top: bool = False) -> dict[str, Any]:
+    patch: dict[str, Any] = {} if top else {key: None for key in live if key not in wanted}
+    for key, value in wanted.items():
+        before = live.get(key)
+        if key in live and before == value:
+            continue
+        if isinstance(before, Mapping) and isinstance(value, Mapping):
+            patch[key] = _diff(before, value)
+        else:
+            patch[key] = value
+    return patch
 
 
 def write(

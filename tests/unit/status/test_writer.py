@@ -99,6 +99,34 @@ def test_the_conditions_come_from_the_working_copy_not_from_extra() -> None:
 # --- status_patch ---------------------------------------------------------------------------------------------------
 
 
+def merge(target: Any, patch: Any) -> Any:
+    """Apply a JSON merge patch (RFC 7386) as the API server does."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
+
+
+@hypothesis.given(
+    before=st.dictionaries(
+        st.sampled_from("abcd"), st.integers(0, 3) | st.dictionaries(st.sampled_from("xyz"), st.integers(0, 3))
+    ),
+    after=st.dictionaries(
+        st.sampled_from("abcd"), st.integers(0, 3) | st.dictionaries(st.sampled_from("xyz"), st.integers(0, 3))
+    ),
+)
+def test_after_one_status_patch_the_next_patch_is_empty(before: dict[str, Any], after: dict[str, Any]) -> None:
+    wanted = {**before, **after}  # desired_status keeps the live top-level keys
+    stored = merge(before, writer.status_patch(before, wanted))
+
+    assert writer.status_patch(stored, wanted) == {}
+
+
 @pytest.mark.parametrize(
     ("live", "wanted", "patch"),
     [
@@ -110,9 +138,13 @@ def test_the_conditions_come_from_the_working_copy_not_from_extra() -> None:
         pytest.param({"c": [1, 2]}, {"c": [2, 1]}, {"c": [2, 1]}, id="list-order-does"),
         pytest.param({"a": 1}, {"a": 1.0}, {}, id="same-number"),
         pytest.param({"a": None}, {"a": None}, {}, id="explicit-null"),
+        pytest.param({"a": {"x": 1, "y": 2}}, {"a": {"x": 1}}, {"a": {"y": None}}, id="nested-key-removed"),
+        pytest.param({"a": {"x": {"p": 1, "q": 2}}}, {"a": {"x": {"p": 1}}}, {"a": {"x": {"q": None}}}, id="deeper"),
+        pytest.param({"a": {"x": 1}}, {"a": {"x": 2, "z": 3}}, {"a": {"x": 2, "z": 3}}, id="nested-changed-added"),
+        pytest.param({"a": {"x": 1}}, {"a": {}}, {"a": {"x": None}}, id="emptied"),
     ],
 )
-def test_the_status_patch_holds_only_the_top_level_keys_that_differ(
+def test_the_status_patch_holds_what_differs_at_every_depth(
     live: dict[str, Any], wanted: dict[str, Any], patch: dict[str, Any]
 ) -> None:
     assert writer.status_patch(live, wanted) == patch
@@ -182,7 +214,7 @@ def test_once_a_status_is_written_writing_the_same_again_sends_nothing(
 ) -> None:
     live: dict[str, Any] = {"conditions": [READY_WIRE], "observedGeneration": 1, **first}
     wanted = writer.desired_status(live, loaded(live), generation, second)
-    stored = {**live, **writer.status_patch(live, wanted)}
+    stored = merge(live, writer.status_patch(live, wanted))
     client = RecordingClient()
 
     again = writer.write(

@@ -259,7 +259,9 @@ class Invalid(ApiError):
 
 
 class TooManyRequests(ApiError):
-    """429: the API server is throttling; retry later."""
+    """429: the API server is throttling; retry later (``retry_after`` seconds, when the server said)."""
+
+    retry_after: float | None = None
 
 
 class ServerError(ApiError):

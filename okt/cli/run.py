@@ -91,6 +91,15 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
 @click.option(
     "--log-format", type=click.Choice(["console", "json"]), default=None, help="Console on a terminal, JSON otherwise."
 )
+@click.option(
+    "--qps",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Client-side limit of API requests per second (default: none, as controller-runtime).",
+)
+@click.option(
+    "--burst", type=click.IntRange(min=1), default=None, help="Requests allowed at once above --qps (default: 2 x qps)."
+)
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
 def run_command(
     target: str | None,
@@ -105,6 +114,8 @@ def run_command(
     lease_namespace: str | None,
     metrics_bind_address: str,
     log_format: str | None,
+    qps: float | None,
+    burst: int | None,
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
@@ -114,11 +125,14 @@ def run_command(
         raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
     if all_namespaces and namespaces:
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
+    if burst is not None and qps is None:
+        raise click.UsageError("--burst needs --qps")
+    limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
         reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module))
         client = kube_client.Client.from_kubeconfig(
-            kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4)
+            kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4), rate_limit=limit
         )
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)

@@ -29,6 +29,7 @@ import pathlib
 import re
 import socket
 import threading
+import time
 import urllib.parse
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -86,6 +87,37 @@ def _say_insecure_once(cluster: str, server: str) -> None:
     )
 
 
+class RateLimit:
+    """A token bucket: ``qps`` requests a second on average, bursts of up to ``burst`` (client-go's client limit).
+
+    ``acquire()`` blocks until a token is free. Thread-safe; the waiting is done outside the lock.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if not qps > 0 or burst < 1:
+            raise ValueError(f"a rate limit needs qps > 0 and burst >= 1, got qps={qps}, burst={burst}")
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Take a token; the seconds to wait before using it (0 when one was free)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+            self._at = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def acquire(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            time.sleep(wait)
+
+
 class RequestStats:
     """Thread-safe counters of the requests a client sent, keyed by ``(verb, resource)``."""
 
@@ -139,7 +171,14 @@ def _resource_label(kind: kinds.Kind, subresource: str | None) -> str:
 class Client:
     """A counted, error-mapped REST client over pykube's configured HTTP session."""
 
-    def __init__(self, config: pykube.KubeConfig, *, pool_size: int = 64, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        config: pykube.KubeConfig,
+        *,
+        pool_size: int = 64,
+        timeout: float = DEFAULT_TIMEOUT,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
         adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")
@@ -161,6 +200,9 @@ class Client:
         self.stats = RequestStats()
         self.default_namespace: str = config.namespace or "default"
         self._write_fence: Callable[[str, str], str | None] | None = None
+        self.rate_limit = rate_limit
+        """Client-side rate limit of the requests answered whole (watches are long-lived: not limited); off by
+        default, as in controller-runtime: the API server's priority and fairness is the first line."""
 
     def fence_writes(self, fence: Callable[[str, str], str | None] | None) -> None:
         """Ask ``fence(verb, resource)`` before every write: a reason string refuses it (``okt.NotLeader``), nothing
@@ -171,7 +213,12 @@ class Client:
 
     @classmethod
     def from_kubeconfig(
-        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None, pool_size: int = 64
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        pool_size: int = 64,
+        rate_limit: RateLimit | None = None,
     ) -> Client:
         """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config."""
         try:
@@ -185,7 +232,7 @@ class Client:
                 config = pykube.KubeConfig.from_service_account()
             if context:
                 config.set_current_context(context)
-            return cls(config, pool_size=pool_size)
+            return cls(config, pool_size=pool_size, rate_limit=rate_limit)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
             where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
@@ -215,6 +262,8 @@ class Client:
             refused = fence(verb, resource)
             if refused is not None:
                 raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+        if self.rate_limit is not None:
+            self.rate_limit.acquire()
         self.stats.record(verb, resource)
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
@@ -270,6 +319,10 @@ class Client:
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
         error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
+        if isinstance(error, errors.TooManyRequests) and isinstance(payload, dict):
+            retry_after = (payload.get("details") or {}).get("retryAfterSeconds")
+            if isinstance(retry_after, int | float) and retry_after > 0:
+                error.retry_after = float(retry_after)
         error.__cause__ = requests.HTTPError(f"{response.status_code} {response.reason} for {method} {response.url}")
         return error
 

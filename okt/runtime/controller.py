@@ -21,8 +21,9 @@ Guarantees:
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
   watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
 * **outcome → queue**: ``done`` forgets the key's backoff; ``requeue_after(s)`` forgets it and schedules the key in
-  ``s``; ``retry`` schedules it after the error's own delay when it has one, else after the per-key exponential
-  backoff; ``give_up`` forgets it (it comes back when the object or a child changes);
+  ``s``; ``retry`` counts one more failure of the key and schedules it after the larger of the per-key exponential
+  backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``);
+  ``give_up`` forgets it (it comes back when the object or a child changes);
 * a reconcile function that **raises** counts as ``retry`` (result ``error`` in the metrics): no key is lost, no worker
   dies;
 * each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
@@ -40,6 +41,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from okt import errors
 from okt.engines import backoff as backoff_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -175,10 +177,12 @@ def apply_outcome(queue: workqueue.WorkQueue[Key], key: Key, outcome: results_mo
     """Drive the queue from a reconcile's outcome (see the module docstring)."""
     kind = outcome.kind
     if kind is results_mod.OutcomeKind.RETRY:
-        if outcome.delay is not None:
-            queue.add_after(key, outcome.delay)
-        else:
-            queue.add_rate_limited(key)
+        # Every failure counts toward the key's backoff, whatever delay the error asked for: a conflict that
+        # persists, or a TemporaryError(delay=1) raised forever, still backs off.
+        asked = outcome.delay or 0.0
+        if isinstance(outcome.error, errors.TooManyRequests) and outcome.error.retry_after:
+            asked = max(asked, outcome.error.retry_after)
+        queue.add_rate_limited(key, at_least=asked)
         return
     queue.forget(key)
     if kind is results_mod.OutcomeKind.REQUEUE_AFTER and outcome.delay is not None:

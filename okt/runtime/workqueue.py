@@ -94,12 +94,13 @@ class WorkQueue(Generic[K]):
             # A getter may be sleeping until a later due time: wake one so it recomputes its wait.
             self._cond.notify()
 
-    def add_rate_limited(self, key: K) -> float:
-        """Count one more consecutive failure of ``key`` and queue it after the backoff delay; returns the delay."""
+    def add_rate_limited(self, key: K, at_least: float = 0.0) -> float:
+        """Count one more consecutive failure of ``key`` and queue it after the backoff delay, or ``at_least``
+        seconds when that is longer (a delay the error asked for); returns the delay."""
         with self._cond:
             failures = self._failures.get(key, 0) + 1
             self._failures[key] = failures
-        delay = self._backoff.delay(failures)
+        delay = max(self._backoff.delay(failures), at_least)
         self.add_after(key, delay)
         return delay
 

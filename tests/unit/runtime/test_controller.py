@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 import okt
+from okt import errors
 from okt.engines import backoff as backoff_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -125,6 +126,25 @@ def test_a_child_maps_to_its_controller_owner_of_the_primary_kind(
     assert controller_mod.owner_key(obj, kind) == expected
 
 
+def throttled(retry_after: float | None) -> Exception:
+    error = errors.ApiError.from_status(429, "TooManyRequests", "slow down")
+    assert isinstance(error, errors.TooManyRequests)
+    error.retry_after = retry_after
+    return error
+
+
+def test_a_persistent_conflict_backs_off_instead_of_retrying_five_times_a_second() -> None:
+    clock = Clock()
+    queue: workqueue.WorkQueue[Any] = workqueue.WorkQueue(NO_JITTER, clock=clock)
+    waits = []
+    for _ in range(5):
+        controller_mod.apply_outcome(queue, ("ns", "w"), Outcome.retry(RuntimeError("409"), delay=0.2))
+        waits.append(ready_at(queue, clock))
+        queue.get(timeout=0)
+        queue.done(("ns", "w"))
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0]
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 0.0
@@ -161,7 +181,10 @@ def ready_at(queue: workqueue.WorkQueue[Any], clock: Clock) -> float | None:
         (Outcome.done(), 0, None),
         (Outcome.requeue_after(30), 0, 30.0),
         (Outcome.retry(RuntimeError("x")), 3, 4.0),
-        (Outcome.retry(RuntimeError("x"), delay=7), 2, 7.0),
+        (Outcome.retry(RuntimeError("x"), delay=7), 3, 7.0),
+        (Outcome.retry(RuntimeError("x"), delay=0.2), 3, 4.0),
+        (Outcome.retry(throttled(retry_after=9)), 3, 9.0),
+        (Outcome.retry(throttled(retry_after=None)), 3, 4.0),
         (Outcome.give_up("no"), 0, None),
     ],
 )

@@ -108,9 +108,12 @@ class TemporaryError(OktError):
 
 
 class PermanentError(OktError):
-    """A failure that retrying unchanged input will not fix (the reconcile still backs off and retries)."""
+    """A failure that retrying unchanged input will not fix: reported once (Ready=False, one Warning Event), then
+    nothing is retried or written until the object changes (a new generation, a label or annotation edit)."""
 
     reason: ClassVar[str] = "PermanentError"
+    waits_for_change: ClassVar[bool] = True
+    """False for a failure whose fix lies where an edit does not wake okt (a persisted phase): retried with backoff."""
 
 
 class InvalidSpec(PermanentError):

@@ -301,11 +301,20 @@ class Results:
         return any(entry.operation in _CHANGES for entry in self._entries)
 
     def outcome(self) -> Outcome:
-        """Fold the stack into the reconcile's one outcome (give-up > first error > smallest delay > done)."""
+        """Fold the stack into the reconcile's one outcome (give-up > first error > smallest delay > done).
+
+        A first error that is an :class:`okt.errors.PermanentError` (``InvalidSpec``...) gives up: it was reported
+        (ErrorManager ran), and nothing is retried until the object changes.
+        """
         if self._gave_up is not None:
             return Outcome.give_up(self._gave_up)
         if self._first_error is not None and self._first_error.error is not None:
-            return Outcome.retry(self._first_error.error, delay=self._first_error.delay)
+            error = self._first_error.error
+            if isinstance(error, errors.PermanentError) and error.waits_for_change:
+                # Retrying the same input cannot help (Kopf's PermanentError): reported, then left alone until the
+                # object changes, which enqueues it again.
+                return Outcome.give_up(f"{errors.reason_for(error)}: {error}")
+            return Outcome.retry(error, delay=self._first_error.delay)
         delay = self.min_delay
         if delay is not None:
             return Outcome.requeue_after(delay)

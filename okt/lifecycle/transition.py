@@ -171,6 +171,7 @@ class UnknownPhase(errors.PermanentError):
     """
 
     reason: ClassVar[str] = "UnknownPhase"
+    waits_for_change: ClassVar[bool] = False  # the fix is an edit of the status or of okt's annotation: no event
 
     def __init__(self, value: str, where: str, expected: Sequence[str], initial: str) -> None:
         self.value = value

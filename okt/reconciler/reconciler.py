@@ -333,15 +333,20 @@ class Reconciler:
             reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
         generation = ctx.cr.generation
         c = ctx.conditions
-        c.set(cond.READY, False, reason, message, generation)
+        news = c.set(cond.READY, False, reason, message, generation)
         c.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
         c.set(cond.DEGRADED, True, reason, message, generation)
         c.set_unknown_if_missing((cond.AVAILABLE, cond.PROGRESSING), reason, message, generation)
-        ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
+        # A permanent error already reported for this generation (a restart, a child's event) is reported once:
+        # no error count, no Event, so nothing is written while the object does not change.
+        reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news
+        if not reported:
+            ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
         try:
             self.write_status(ctx)
         finally:
-            ctx.event(events.WARNING, reason, message)
+            if not reported:
+                ctx.event(events.WARNING, reason, message)
 
     def cr_finalizer(self, ctx: context_mod.Context) -> None:
         ctx.results.add(Operation.FINALIZING, ctx.cr.name)

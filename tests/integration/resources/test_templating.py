@@ -117,7 +117,8 @@ def test_a_value_that_cannot_be_placed_is_an_invalid_spec_and_creates_nothing(
 
     run = reconcile(kube, widget_kind, namespace)
 
-    assert isinstance(run.outcome.error, okt.InvalidSpec)
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert run.outcome.reason is not None and run.outcome.reason.startswith("InvalidSpec: ")
     assert shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME) is None
     ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None

@@ -32,6 +32,17 @@ class StatusReconciler(shared.WidgetReconciler):
     persistence: ClassVar[okt.Persistence] = okt.Persistence.STATUS
 
 
+def unreachable(cls: type[okt.Reconciler]) -> okt.Reconciler:
+    """The reconciler, failing with a transient error (a backend that does not answer) while ``spec.size`` is 9."""
+
+    class Unreachable(cls):  # type: ignore[valid-type,misc]
+        def check(self, ctx: okt.Context) -> None:
+            if ctx.spec.size == 9:
+                raise okt.TemporaryError("the backend does not answer")
+
+    return Unreachable()
+
+
 def annotation_count(obj: dict[str, Any]) -> int | None:
     value = (obj["metadata"].get("annotations") or {}).get(ERROR_ANNOTATION)
     return None if value is None else int(value)
@@ -57,17 +68,39 @@ def test_each_failed_reconcile_counts_up_in_the_chosen_place_only(
     count_in: Callable[[dict[str, Any]], int | None],
     count_elsewhere: Callable[[dict[str, Any]], int | None],
 ) -> None:
-    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=9)
     seen = []
 
     for _ in range(3):
-        run = shared.reconcile_widget(reconciler_cls(), kube, widget_kind, namespace, NAME)
-        assert isinstance(run.outcome.error, okt.InvalidSpec)
+        run = shared.reconcile_widget(unreachable(reconciler_cls), kube, widget_kind, namespace, NAME)
+        assert isinstance(run.outcome.error, okt.TemporaryError)
         live = shared.get_widget(kube, widget_kind, namespace, NAME)
         seen.append(count_in(live))
         assert count_elsewhere(live) is None
 
     assert seen == [1, 2, 3]
+
+
+@pytest.mark.parametrize(("reconciler_cls", "count_in", "count_elsewhere"), PLACES)
+def test_a_permanent_error_is_counted_once_and_then_writes_nothing(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    reconciler_cls: type[okt.Reconciler],
+    count_in: Callable[[dict[str, Any]], int | None],
+    count_elsewhere: Callable[[dict[str, Any]], int | None],
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
+    run = shared.reconcile_widget(reconciler_cls(), kube, widget_kind, namespace, NAME)
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert run.outcome.reason is not None and run.outcome.reason.startswith("InvalidSpec: spec.size")
+    before = kube.stats.snapshot()
+
+    for _ in range(3):
+        shared.reconcile_widget(reconciler_cls(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert count_in(shared.get_widget(kube, widget_kind, namespace, NAME)) == 1
 
 
 @pytest.mark.parametrize(
@@ -85,9 +118,9 @@ def test_the_first_success_clears_the_error_count(
     count_in: Callable[[dict[str, Any]], int | None],
     cleared: int | None,
 ) -> None:
-    shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
-    shared.reconcile_widget(reconciler_cls(), kube, widget_kind, namespace, NAME)
-    shared.reconcile_widget(reconciler_cls(), kube, widget_kind, namespace, NAME)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=9)
+    shared.reconcile_widget(unreachable(reconciler_cls), kube, widget_kind, namespace, NAME)
+    shared.reconcile_widget(unreachable(reconciler_cls), kube, widget_kind, namespace, NAME)
     assert count_in(shared.get_widget(kube, widget_kind, namespace, NAME)) == 2
     shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=1)
 

@@ -130,8 +130,8 @@ def test_an_invalid_spec_sets_ready_false_with_invalid_spec_naming_the_field(
 
     run = shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
 
-    assert run.outcome.kind is okt.OutcomeKind.RETRY
-    assert isinstance(run.outcome.error, okt.InvalidSpec)
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP  # permanent: reported, then left until the spec changes
+    assert run.outcome.reason is not None and run.outcome.reason.startswith("InvalidSpec: spec.size: ")
     assert run.path_str == ">CRChecker>ErrorManager>End"
     live = widget(kube, widget_kind, namespace)
     found = ready(live)
@@ -155,7 +155,7 @@ def test_the_same_error_twice_keeps_the_last_transition_time(
 
     run = shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
 
-    assert isinstance(run.outcome.error, okt.InvalidSpec)
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
     assert ready(widget(kube, widget_kind, namespace)) == first
 
 

@@ -93,8 +93,32 @@ def test_steady_reconciles_record_no_event(
     assert events_of(kube, widget_kind, namespace) == []
 
 
+class Unreachable(shared.WidgetReconciler):
+    """Fails with a transient error (a backend that does not answer) while ``spec.size`` is 9."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.spec.size == 9:
+            raise okt.TemporaryError("the backend does not answer")
+
+
 @pytest.mark.parametrize("repeats", [2, 4])
 def test_a_repeated_error_bumps_the_count_of_one_event(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder, repeats: int
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=9)
+    before = kube.stats.snapshot()
+
+    for _ in range(repeats):
+        shared.reconcile_widget(Unreachable(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert event_requests(kube, before) == {("create", "events"): 1, ("patch", "events"): repeats - 1}
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [
+        ("Warning", "TemporaryError", repeats)
+    ]
+
+
+@pytest.mark.parametrize("repeats", [2, 4])
+def test_a_permanent_error_records_one_event_however_often_it_is_reconciled(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder, repeats: int
 ) -> None:
     shared.make_widget(kube, widget_kind, namespace, NAME, size=0)
@@ -103,10 +127,8 @@ def test_a_repeated_error_bumps_the_count_of_one_event(
     for _ in range(repeats):
         shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME, recorder)
 
-    assert event_requests(kube, before) == {("create", "events"): 1, ("patch", "events"): repeats - 1}
-    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [
-        ("Warning", "InvalidSpec", repeats)
-    ]
+    assert event_requests(kube, before) == {("create", "events"): 1}
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Warning", "InvalidSpec", 1)]
 
 
 def test_recovering_from_an_error_records_a_normal_event_after_the_warning(

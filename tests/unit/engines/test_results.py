@@ -259,10 +259,32 @@ def test_a_raised_temporary_error_is_a_hook_error_with_its_delay() -> None:
     assert results.outcome() == Outcome.retry(exc, delay=8)
 
 
-@pytest.mark.parametrize("exc", [ValueError("bad"), errors.PermanentError("never"), errors.ApiError(500, "X", "y")])
+@pytest.mark.parametrize("exc", [ValueError("bad"), errors.ApiError(500, "X", "y")])
 def test_any_other_raised_exception_is_a_hook_error(exc: Exception) -> None:
     results = Results()
     assert results.record_exception(exc) == Entry(Operation.HOOK_ERROR, error=exc)
+    assert results.outcome() == Outcome.retry(exc)
+
+
+@pytest.mark.parametrize(
+    "exc", [errors.PermanentError("never"), errors.InvalidSpec("spec.size: must be positive", field="spec.size")]
+)
+def test_a_permanent_error_is_reported_then_given_up_until_the_object_changes(exc: Exception) -> None:
+    results = Results()
+    assert results.record_exception(exc) == Entry(Operation.HOOK_ERROR, error=exc)
+    assert results.has_error
+    outcome = results.outcome()
+    assert outcome.kind is OutcomeKind.GIVE_UP
+    assert outcome.reason == f"{errors.reason_for(exc)}: {exc}"
+
+
+def test_a_permanent_error_whose_fix_wakes_nothing_is_retried() -> None:
+    class Stuck(errors.PermanentError):
+        waits_for_change = False
+
+    results = Results()
+    exc = Stuck("fix the annotation")
+    results.record_exception(exc)
     assert results.outcome() == Outcome.retry(exc)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import structlog
 
+from okt import errors
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
@@ -97,7 +98,20 @@ class Context:
         return self.exists and self.cr.deleting
 
     def register(self, res: R) -> R:
-        """Register a child resource (duplicate keys raise RegistrationError)."""
+        """Register a child resource.
+
+        Raises:
+            okt.RegistrationError: the key is registered twice, or the reconciler does not own the child's kind —
+                okt watches and generates RBAC only for the kinds in ``owns``, so such a child would never be
+                seen changing nor be allowed.
+        """
+        owns = self.reconciler.owns
+        kind = (str(res.desired.get("apiVersion")), str(res.desired.get("kind")))
+        if not isinstance(res, tuple(owns)) and kind not in {(c.api_version, c.kind) for c in owns}:
+            raise errors.RegistrationError(
+                f"{res.describe()} is a {kind[1]} ({kind[0]}), which {type(self.reconciler).__name__} does not own: "
+                f"add its resource class {type(res).__name__} to the reconciler's owns"
+            )
         self.registry.register(res)
         return res
 

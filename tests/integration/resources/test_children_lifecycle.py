@@ -233,3 +233,28 @@ def test_a_mutation_that_renames_a_child_gives_up_alarmingly_without_requeue(
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MutateError")
     assert "may not change name/namespace" in ready["message"]
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-renamed") is None
+
+
+class UndeclaredService(shared.WidgetReconciler):
+    """Registers a Service, but owns only the ConfigMap class: okt would neither watch the Service nor grant it."""
+
+    owns = (shared.WidgetConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr), shared.WidgetService(ctx.cr)]
+
+
+def test_a_child_of_a_kind_the_reconciler_does_not_own_is_refused_with_the_fix(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(UndeclaredService(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(run.outcome.error, errors.RegistrationError)
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "RegistrationAborted")
+    assert "Service" in ready["message"] and "does not own" in ready["message"]
+    assert "add its resource class WidgetService to the reconciler's owns" in ready["message"]
+    assert shared.get_child(kube, "v1", "Service", namespace, NAME) is None

@@ -269,7 +269,8 @@ class Reconciler:
             ctx.results.add(Operation.CRUD_ERROR, what, exc)
 
     def prune_unregistered(self, ctx: context_mod.Context) -> None:
-        """Delete children this CR controls (and labelled as ours) that are no longer registered.
+        """Delete children okt created for this CR (:func:`okt.resources.apply.prunable`) that are no longer
+        registered.
 
         Under ``okt run`` the reader answers from the informers' owner index: no request, no scan of the store.
         """
@@ -282,6 +283,8 @@ class Reconciler:
             for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector):
                 key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
                 if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                    continue
+                if not apply.prunable(obj, ctx.cr.uid, ctx.labels):  # the readers only narrow; the rule is here
                     continue
                 try:
                     apply.delete(ctx.client, obj)

@@ -128,6 +128,17 @@ def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> 
     return any(ref.get("uid") == owner.uid and ref.get("controller") for ref in refs)
 
 
+def prunable(obj: Mapping[str, Any], owner_uid: str, labels: Labels) -> bool:
+    """The one prune rule: okt deletes only what it created for this owner — an object whose controller
+    ownerReference is the owner *and* that carries okt's owner label with the owner's uid. An object someone else
+    made and pointed at the owner (no label), or labelled by hand without the controller reference, is never pruned.
+    """
+    meta = obj.get("metadata") or {}
+    if (meta.get("labels") or {}).get(labels.owner_label) != owner_uid:
+        return False
+    return any(ref.get("controller") and ref.get("uid") == owner_uid for ref in meta.get("ownerReferences") or ())
+
+
 def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | None) -> Mapping[str, Any] | None:
     """The controller ownerReference of ``live`` when it points at another object than ``owner``."""
     if owner is None:

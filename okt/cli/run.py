@@ -60,6 +60,12 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
 @click.command("run")
 @click.argument("target", required=False)
 @click.option("-m", "--module", "module", help="Import the operator as a module instead of a file.")
+@click.option(
+    "--reconciler",
+    "reconciler_name",
+    default=None,
+    help="Run only this reconciler (class name or kind) of the file or module.",
+)
 @click.option("-n", "--namespace", "namespaces", multiple=True, help="Watch this namespace (repeatable).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace (the default without -n).")
 @click.option("-l", "--selector", help="Only reconcile primary objects matching this label selector.")
@@ -104,6 +110,7 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
 def run_command(
     target: str | None,
     module: str | None,
+    reconciler_name: str | None,
     namespaces: tuple[str, ...],
     all_namespaces: bool,
     selector: str | None,
@@ -130,7 +137,7 @@ def run_command(
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
-        reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module))
+        reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module), only=reconciler_name)
         client = kube_client.Client.from_kubeconfig(
             kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4), rate_limit=limit
         )

@@ -55,29 +55,63 @@ def load_module(target: str, *, as_module: bool = False) -> types.ModuleType:
     return _import_file(pathlib.Path(target))
 
 
-def reconcilers_in(module: types.ModuleType) -> list[type[reconciler.Reconciler]]:
-    found = [
-        value
-        for value in vars(module).values()
-        if inspect.isclass(value)
+def _is_reconciler(value: object) -> bool:
+    return (
+        inspect.isclass(value)
         and issubclass(value, reconciler.Reconciler)
         and value is not reconciler.Reconciler
-        and value.kind
-        and value.api_version
-    ]
-    return sorted(set(found), key=lambda cls: cls.__name__)
+        and bool(value.kind)
+        and bool(value.api_version)
+    )
+
+
+def reconcilers_in(module: types.ModuleType) -> list[type[reconciler.Reconciler]]:
+    """The reconcilers a module runs, explicitly:
+
+    1. the names in its ``__all__``, when it has one;
+    2. else the Reconciler subclasses it *defines* (a base class it imports to subclass is not run twice);
+    3. else, for an entry-point file that only binds reconcilers defined elsewhere
+       (``Memcached = memcached_operator.reconciler_class()``), the ones it binds.
+    """
+    names = getattr(module, "__all__", None)
+    if names is not None:
+        listed = [getattr(module, name, None) for name in names]
+        return sorted({value for value in listed if _is_reconciler(value)}, key=lambda cls: cls.__name__)  # type: ignore[misc]
+    bound = {value for value in vars(module).values() if _is_reconciler(value)}
+    defined = {cls for cls in bound if cls.__module__ == module.__name__}
+    return sorted(defined or bound, key=lambda cls: cls.__name__)
+
+
+def _one_per_kind(found: list[type[reconciler.Reconciler]], target: str) -> None:
+    by_kind: dict[tuple[str, str], list[str]] = {}
+    for cls in found:
+        by_kind.setdefault((cls.api_version, cls.kind), []).append(cls.__name__)
+    for (api_version, kind), names in sorted(by_kind.items()):
+        if len(names) > 1:
+            raise errors.ConfigurationError(
+                f"{target}: {', '.join(names)} all reconcile {kind} ({api_version}); run one: "
+                "choose it with --reconciler NAME or list it in the module's __all__"
+            )
 
 
 def load_reconcilers(
     target: str, *, as_module: bool = False, only: str | None = None
 ) -> list[type[reconciler.Reconciler]]:
-    """The Reconciler subclasses (with ``api_version`` and ``kind``) the target defines or imports."""
+    """The reconcilers the target runs (:func:`reconcilers_in`), or the one named ``only`` (class name or kind).
+
+    Raises:
+        okt.errors.ConfigurationError: none found, ``only`` matches none, or two reconcile the same kind.
+    """
     module = load_module(target, as_module=as_module)
     found = reconcilers_in(module)
+    if only is not None:
+        candidates = {value for value in vars(module).values() if _is_reconciler(value)} | set(found)
+        found = sorted(candidates, key=lambda cls: cls.__name__)
     if only is not None:
         found = [cls for cls in found if only in (cls.__name__, cls.kind)]
         if not found:
             raise errors.ConfigurationError(f"{target} has no reconciler named {only!r}")
     if not found:
         raise errors.ConfigurationError(f"{target} defines no okt.Reconciler subclass (with api_version and kind set)")
+    _one_per_kind(found, target)
     return found

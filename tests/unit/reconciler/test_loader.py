@@ -1,0 +1,77 @@
+"""Which reconcilers ``okt run`` (and ``okt gen``) takes from a file is explicit."""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+
+import pytest
+
+from okt import errors
+from okt.reconciler import loader
+
+BASE = """
+import okt
+
+class Base(okt.Reconciler):
+    api_version = "example.io/v1"
+    kind = "Widget"
+"""
+
+
+def write(directory: pathlib.Path, name: str, text: str) -> pathlib.Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def base(tmp_path: pathlib.Path) -> pathlib.Path:
+    unique = f"base_{tmp_path.name.replace('-', '_')}"
+    write(tmp_path, f"{unique}.py", BASE)
+    return tmp_path / unique
+
+
+def names(found: list[type]) -> list[str]:
+    return [cls.__name__ for cls in found]
+
+
+def test_a_subclass_of_an_imported_reconciler_runs_alone(tmp_path: pathlib.Path, base: pathlib.Path) -> None:
+    path = write(tmp_path, "op.py", f"from {base.name} import Base\n\nclass Custom(Base):\n    name = 'custom'\n")
+
+    assert names(loader.load_reconcilers(str(path))) == ["Custom"]
+
+
+def test_all_says_which_reconcilers_run(tmp_path: pathlib.Path, base: pathlib.Path) -> None:
+    text = f"from {base.name} import Base\n\nclass Custom(Base):\n    pass\n\n__all__ = ['Base']\n"
+    path = write(tmp_path, "op.py", text)
+
+    assert names(loader.load_reconcilers(str(path))) == ["Base"]
+
+
+def test_an_entry_point_that_only_binds_a_reconciler_runs_it(tmp_path: pathlib.Path, base: pathlib.Path) -> None:
+    path = write(tmp_path, "op.py", f"import {base.name}\n\nWidget = {base.name}.Base\n")
+
+    assert names(loader.load_reconcilers(str(path))) == ["Base"]
+
+
+def test_two_reconcilers_of_one_kind_are_refused_in_one_line(tmp_path: pathlib.Path, base: pathlib.Path) -> None:
+    text = f"from {base.name} import Base\n\nclass One(Base):\n    pass\n\nclass Two(Base):\n    pass\n"
+    path = write(tmp_path, "op.py", text)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_reconcilers(str(path))
+
+    message = str(raised.value)
+    assert "One, Two all reconcile Widget (example.io/v1)" in message
+    assert "--reconciler NAME" in message and "\n" not in message
+
+
+def test_reconciler_picks_one_of_them_by_class_name_or_kind(tmp_path: pathlib.Path, base: pathlib.Path) -> None:
+    text = f"from {base.name} import Base\n\nclass One(Base):\n    pass\n\nclass Two(Base):\n    pass\n"
+    path = write(tmp_path, "op.py", text)
+
+    assert names(loader.load_reconcilers(str(path), only="Two")) == ["Two"]
+    assert names(loader.load_reconcilers(str(path), only="Base")) == ["Base"]
+    with pytest.raises(errors.ConfigurationError, match="has no reconciler named 'Three'"):
+        loader.load_reconcilers(str(path), only="Three")

@@ -1,0 +1,106 @@
+"""An invalid spec left alone: after its first report, how many writes does okt send? (Target: 0.)
+
+``python -m benchmarks.quiet_invalid --minutes 5`` starts an audited control plane, runs the memcached sample as a
+user starts it (``okt run``, its own token user so the audit log tells its requests apart), creates one Memcached
+whose spec the operator refuses (``InvalidSpec``) beside a valid one, waits for the refusal to be reported
+(Ready=False), then leaves everything alone for the given minutes — restarting the operator halfway, and editing a
+child of the valid object — and counts the operator's writes concerning the invalid object in the audit log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from benchmarks import audit, cluster, contenders, process
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import envtest, waiting
+
+OPERATOR = envtest.TokenUser("quiet-operator", "quiet-" + "0" * 26, ("system:masters",))
+NAMESPACE = "quiet"
+
+
+def ready_reason(client: kube_client.Client, kind: kinds.Kind, name: str) -> str | None:
+    obj = client.get(kind, name, NAMESPACE)
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return f"{condition.get('status')}/{condition.get('reason')}"
+    return None
+
+
+def launch(plane: envtest.ControlPlane, logs: pathlib.Path, tag: str) -> process.OperatorProcess:
+    kubeconfig = plane.kubeconfig_for(OPERATOR)
+    launch = contenders.OKT.launch(kubeconfig, NAMESPACE, 2)
+    return process.OperatorProcess(
+        f"okt-{tag}", launch.argv, env=launch.env, log_path=logs / f"okt-{tag}.log", cwd=contenders.ROOT
+    ).start()
+
+
+def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
+    plane = envtest.ControlPlane(users=(OPERATOR,), audit_log=True)
+    plane.start()
+    try:
+        admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+        cluster.apply_crd(admin, cluster.load_crd(contenders.CRD))
+        cluster.create_namespace(admin, NAMESPACE)
+        kind = admin.resolve("cache.example.com/v1alpha1", "Memcached")
+        operator = launch(plane, logs, "first")
+        # The sample's policy refuses an image with a floating tag (InvalidSpec, field spec.image).
+        for name, spec in (("valid", {"size": 1}), ("invalid", {"size": 1, "image": "memcached:latest"})):
+            body = {"apiVersion": kind.api_version, "kind": kind.kind, "spec": spec}
+            admin.create({**body, "metadata": {"name": name, "namespace": NAMESPACE}}, kind)
+        waiting.wait_for(lambda: ready_reason(admin, kind, "invalid") == "False/InvalidSpec", timeout=120)
+        waiting.wait_for(lambda: (ready_reason(admin, kind, "valid") or "").startswith("True"), timeout=120)
+        time.sleep(audit.FLUSH_LAG * 2)
+        reported_at = time.time()
+        deadline = reported_at + minutes * 60
+        half = reported_at + minutes * 30
+        restarted = edited = False
+        while time.time() < deadline:
+            if not restarted and time.time() >= half:
+                operator.stop()
+                operator = launch(plane, logs, "restarted")
+                restarted = True
+            if not edited and time.time() >= reported_at + 20:
+                config = kinds.CONFIG_MAP
+                admin.patch(config, "valid-config", {"metadata": {"labels": {"poked": "yes"}}}, NAMESPACE)
+                edited = True
+            time.sleep(1)
+        operator.stop()
+        time.sleep(audit.FLUSH_LAG * 2)
+        log = audit.AuditLog(plane.audit_log_path, [OPERATOR.name])
+        log.refresh()
+        after = [r for r in log.requests(OPERATOR.name, start=reported_at) if r.is_write]
+        return {
+            "minutes": minutes,
+            "operator_restarted": restarted,
+            "writes_after_first_report": len(after),
+            "writes_after_first_report_by_resource": sorted({f"{r.verb} {r.resource}" for r in after}),
+            "invalid_still": ready_reason(admin, kind, "invalid"),
+        }
+    finally:
+        plane.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.quiet_invalid", description=__doc__)
+    parser.add_argument("--minutes", type=float, default=5.0, help="how long the invalid spec is left alone")
+    parser.add_argument("--json", type=pathlib.Path, default=None, help="write the result here too")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="okt-quiet-") as logs:
+        result = measure(args.minutes, pathlib.Path(logs))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json is not None:
+        args.json.write_text(text + "\n")
+    return 0 if result["writes_after_first_report"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -123,6 +123,8 @@ class InvalidSpec(PermanentError):
 
     def __init__(self, message: str, field: str | None = None) -> None:
         self.field = field
+        if field and field not in message:
+            message = f"{field}: {message}"  # the condition, the Event and the log line name the field
         super().__init__(message)
 
     @classmethod

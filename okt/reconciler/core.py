@@ -157,8 +157,38 @@ def reconcile(
         run = engine.run(lambda: _freestyle(reconciler, ctx, prologue), ctx.results)
     else:
         run = engine.run(step, ctx.results, lambda: ctx.finalizing)
-    log.info("reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary())
+    error = ctx.results.first_error
+    if error is None:
+        log.info("reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary())
+        return run
+    log.warning(
+        "reconciled",
+        path=run.path_str,
+        outcome=str(run.outcome),
+        results=ctx.results.summary(),
+        error=f"{errors.reason_for(error)}: {error}",
+    )
+    if not isinstance(error, errors.OktError) and _first_sighting(error):
+        # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry.
+        log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
     return run
+
+
+_sightings: set[tuple[str, str]] = set()
+_sightings_lock = threading.Lock()
+_MAX_SIGHTINGS = 1024
+
+
+def _first_sighting(error: BaseException) -> bool:
+    """Whether this process logs this error (type and message) for the first time."""
+    key = (type(error).__qualname__, str(error))
+    with _sightings_lock:
+        if key in _sightings:
+            return False
+        if len(_sightings) >= _MAX_SIGHTINGS:
+            _sightings.clear()
+        _sightings.add(key)
+        return True
 
 
 def _freestyle(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, prologue: Any) -> None:

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import pydantic
 
 from codegen import errors
+from okt.kube import kinds
 
 Scope = Literal["Namespaced", "Cluster"]
 
@@ -275,7 +276,7 @@ def primary_of(cls: type[Any]) -> Primary:
         )
     if not isinstance(kind, str) or not kind:
         raise errors.CodegenError(f"{name}.kind must be set, like 'Memcached'")
-    plural = getattr(cls, "plural", None) or f"{kind.lower()}s"
+    plural = getattr(cls, "plural", None) or kinds.plural_of(kind)
     if not isinstance(plural, str):
         raise errors.CodegenError(f"{name}.plural must be a string or None")
     return Primary(

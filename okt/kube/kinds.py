@@ -88,12 +88,14 @@ def builtin(api_version: str, kind: str) -> Kind | None:
     return BUILTIN.get((api_version, kind))
 
 
-def naive_plural(kind: str) -> str:
-    """The plural the API would most likely use (only a fallback when discovery is not available)."""
+def plural_of(kind: str) -> str:
+    """The one plural rule of okt, the API machinery's own (``Ingress`` -> ``ingresses``, ``Policy`` ->
+    ``policies``, ``Gateway`` -> ``gateways``): what ``okt gen crd`` declares when a reconciler sets no ``plural``,
+    and what the runtime assumes where no server is at hand (with one, it asks discovery)."""
     lower = kind.lower()
-    if lower.endswith(("s", "x", "ch", "sh")):
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
         return lower + "es"
-    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+    if len(lower) > 1 and lower.endswith("y") and lower[-2] not in "aeiou":
         return lower[:-1] + "ies"
     return lower + "s"
 

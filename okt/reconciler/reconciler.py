@@ -85,7 +85,7 @@ class Reconciler:
 
     @classmethod
     def primary_kind(cls) -> kinds.Kind:
-        return kinds.Kind(cls.api_version, cls.kind, cls.plural or kinds.naive_plural(cls.kind), cls.namespaced)
+        return kinds.Kind(cls.api_version, cls.kind, cls.plural or kinds.plural_of(cls.kind), cls.namespaced)
 
     # -- the author's hooks --------------------------------------------------------------------------------------
 

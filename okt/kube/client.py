@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
+import contextvars
 import json
 import os
 import pathlib
@@ -85,6 +86,25 @@ def _say_insecure_once(cluster: str, server: str) -> None:
         message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
         category=urllib3.exceptions.InsecureRequestWarning,
     )
+
+
+WriteFence = Callable[[str, str], "str | None"]
+"""Asked ``fence(verb, resource)`` before a write: a reason string refuses it, ``None`` lets it through."""
+
+_write_fence: contextvars.ContextVar[WriteFence | None] = contextvars.ContextVar("okt_write_fence", default=None)
+
+
+@contextlib.contextmanager
+def fenced(fence: WriteFence | None) -> Iterator[None]:
+    """Ask ``fence`` before every write this thread sends in the block (``okt.NotLeader`` when it refuses; nothing
+    is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its lease writes
+    nothing more; writes outside the block (the elector's own lease updates, other code sharing the client) are not
+    concerned."""
+    token = _write_fence.set(fence)
+    try:
+        yield
+    finally:
+        _write_fence.reset(token)
 
 
 class RateLimit:
@@ -199,15 +219,9 @@ class Client:
         self._kinds_lock = threading.Lock()
         self.stats = RequestStats()
         self.default_namespace: str = config.namespace or "default"
-        self._write_fence: Callable[[str, str], str | None] | None = None
         self.rate_limit = rate_limit
         """Client-side rate limit of the requests answered whole (watches are long-lived: not limited); off by
         default, as in controller-runtime: the API server's priority and fairness is the first line."""
-
-    def fence_writes(self, fence: Callable[[str, str], str | None] | None) -> None:
-        """Ask ``fence(verb, resource)`` before every write: a reason string refuses it (``okt.NotLeader``), nothing
-        is sent. The leader-elected manager installs one, so a process that lost its lease writes nothing more."""
-        self._write_fence = fence
 
     # -- construction --------------------------------------------------------------------------------------------
 
@@ -255,9 +269,9 @@ class Client:
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
-            okt.errors.NotLeader: a write the fence refused (see :meth:`fence_writes`); nothing was sent.
+            okt.errors.NotLeader: a write the fence refused (see :func:`fenced`); nothing was sent.
         """
-        fence = self._write_fence
+        fence = _write_fence.get()
         if fence is not None and verb in WRITE_VERBS:
             refused = fence(verb, resource)
             if refused is not None:

@@ -240,6 +240,8 @@ class Controller:
         self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
+        self.write_fence: kube_client.WriteFence | None = None
+        """Asked before every write of a reconcile (the leader-elected manager sets it; see ``kube_client.fenced``)."""
         self._threads: list[threading.Thread] = []
         self._child_delay = max(float(reconciler_cls.child_change_delay), 0.0)
         # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
@@ -364,7 +366,11 @@ class Controller:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""
         namespace, name = key
         started = time.monotonic()
-        with self.metrics.active(self.name), logs.reconcile_context(self.name, namespace, name):
+        with (
+            self.metrics.active(self.name),
+            logs.reconcile_context(self.name, namespace, name),
+            kube_client.fenced(self.write_fence),
+        ):
             try:
                 run = self._reconcile(
                     self.reconciler,

@@ -13,10 +13,10 @@ Guarantees:
 * :meth:`Manager.run` blocks until :meth:`Manager.stop`, SIGTERM or SIGINT (handlers are installed only when running
   on the main thread, and restored afterwards); :meth:`Manager.start` / :meth:`Manager.stop` / :meth:`Manager.join`
   are the non-blocking spelling;
-* with leader election, **no write leaves the process unless it holds the lease**: every write asks the elector
-  (:meth:`okt.kube.client.Client.fence_writes`), which refuses from the moment the last renewal is older than the
-  renew deadline — before another process can acquire the lease — so in-flight reconciles of a deposed leader send
-  nothing more (their writes fail with ``okt.NotLeader``);
+* with leader election, **no reconcile's write leaves the process unless it holds the lease**: reconciles run under
+  :func:`okt.kube.client.fenced`, which asks the elector before every write and refuses from the moment the last
+  renewal is older than the renew deadline — before another process can acquire the lease — so in-flight reconciles
+  of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
 * a **graceful shutdown** stops every queue first (no new reconcile starts), waits for in-flight reconciles up to
   ``grace_period`` seconds, releases the lease, stops the informers and closes the probe server;
 * a standby never reconciles; **losing the lease** stops the workers and the whole manager
@@ -241,7 +241,8 @@ class Manager:
                 on_started_leading=self._begin_in_background,
                 on_stopped_leading=self._on_stopped_leading,
             )
-            self.client.fence_writes(self._write_fence)
+            for controller in self.controllers:
+                controller.write_fence = self._write_fence
             self.elector.start()
         else:
             self._begin_in_background()
@@ -303,8 +304,8 @@ class Manager:
         return any(len(controller.queue) or controller.in_flight for controller in self.controllers)
 
     def _write_fence(self, verb: str, resource: str) -> str | None:
-        """Why a write may not leave the process now (None: it may). Lease requests are the elector's own."""
-        if resource == "leases" or self.elector is None or self.elector.may_write():
+        """Why a reconcile's write may not leave the process now (None: it may)."""
+        if self.elector is None or self.elector.may_write():
             return None
         return "this process does not hold the leader lease" + (" (lost)" if self.elector.lost else "")
 

@@ -158,7 +158,6 @@ def test_the_children_of_a_deleted_owner_wake_nothing_while_the_garbage_collecto
         "name": "doomed",
         "uid": owner["metadata"]["uid"],
         "controller": True,
-        "blockOwnerDeletion": True,
     }
     for i in range(3):
         child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"doomed-{i}", "namespace": namespace}}

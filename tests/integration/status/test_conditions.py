@@ -15,7 +15,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import conditions
-from okt.testing import waiting
+from okt.testing import envtest, kubectl, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -235,3 +235,24 @@ def test_kubectl_wait_for_condition_ready_succeeds_only_once_the_new_generation_
 
     current = waiting.wait_for(ready_now, message="Ready at the new generation")
     assert kstatus_current(current)
+
+
+def test_the_real_kubectl_wait_for_condition_ready_returns_only_for_the_reconciled_generation(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, control_plane: envtest.ControlPlane
+) -> None:
+    def wait(seconds: int) -> int:
+        target = f"{widget_kind.plural}.{shared.GROUP}/{NAME}"
+        args = ("wait", "-n", namespace, "--for=condition=Ready", f"--timeout={seconds}s", target)
+        return kubectl.kubectl(control_plane.kubeconfig, *args).returncode
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert wait(2) != 0, "no Ready yet"
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    assert wait(20) == 0
+    shared.settle_deployment(kube, namespace, NAME)
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)
+    assert wait(2) != 0, "a Ready of the previous generation must not satisfy kubectl wait"
+
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert wait(20) == 0

@@ -41,6 +41,18 @@ def run_controller(
         cache.stop()
 
 
+def controller_reference(kind: kinds.Kind, owner: dict[str, Any]) -> dict[str, Any]:
+    """A controller ownerReference pointing at ``owner``."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+
+
 def settle(controller: controller_mod.Controller) -> None:
     """Give pending events time to arrive, then wait until nothing is queued or running."""
     time.sleep(SETTLE)
@@ -110,13 +122,7 @@ def test_a_childs_change_reconciles_its_owner_and_a_deleted_primary_is_left_alon
     reconcile = fake_reconcile()
     controller = run_controller(reconcile)
     wait_for(lambda: reconcile.count("g") == 1, timeout=10)
-    reference = {
-        "apiVersion": gadget_kind.api_version,
-        "kind": gadget_kind.kind,
-        "name": "g",
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-    }
+    reference = controller_reference(gadget_kind, owner)
     child = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -152,13 +158,7 @@ def test_the_children_of_a_deleted_owner_wake_nothing_while_the_garbage_collecto
     reconcile = fake_reconcile()
     controller = run_controller(reconcile)
     wait_for(lambda: reconcile.count("doomed") == 1, timeout=10)
-    reference = {
-        "apiVersion": gadget_kind.api_version,
-        "kind": gadget_kind.kind,
-        "name": "doomed",
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-    }
+    reference = controller_reference(gadget_kind, owner)
     for i in range(3):
         child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"doomed-{i}", "namespace": namespace}}
         child["metadata"]["ownerReferences"] = [reference]  # type: ignore[index]

@@ -198,15 +198,15 @@ def _freestyle(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, 
             return
         if ctx.finalizing:
             reconciler.cr_finalizer(ctx)
-            return
-        reconciler.cr_checker(ctx)
-        if not ctx.results.has_error:
-            reconciler.reconcile_with_cr(ctx)
+        else:
+            reconciler.cr_checker(ctx)
+            if not ctx.results.has_error:
+                reconciler.reconcile_with_cr(ctx)
     except Exception as exc:
         ctx.results.record_exception(exc)
-    if ctx.finalizing:
-        return
     if ctx.results.has_error or ctx.results.give_up_alarming:
-        reconciler.error_manager(ctx)
+        reconciler.error_manager(ctx)  # a failing cleanup too, as the Stepper's CRFinalizer -> ErrorManager
+    elif ctx.finalizing:
+        return
     elif not ctx.results.gave_up:
         reconciler.success_manager(ctx)

@@ -97,3 +97,67 @@ def test_two_reconcilers_in_one_manager_converge_their_own_objects_only(
     assert [r["uid"] for r in doodad_config["metadata"]["ownerReferences"]] == [doodad_uid]
     assert [r["uid"] for r in widget_config["metadata"]["ownerReferences"]] == [widget_uid]
     assert {c.name for c in manager.controllers} == {"widget", "doodad"}
+
+
+class FreeWidget(shared.WidgetReconciler):
+    """The FreeStyle engine, with a cleanup that fails while ``broken`` holds."""
+
+    engine = okt.FreeStyle()
+    finalizer = "test.okt.io/cleanup"
+    broken = True
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        if type(self).broken:
+            raise okt.TemporaryError("the backup service refused the final backup")
+
+
+def test_freestyle_converges_and_a_failing_cleanup_keeps_the_object_with_ready_false_until_it_succeeds(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "free", size=1)
+    FreeWidget.broken = True
+
+    run = shared.reconcile_widget(FreeWidget(), kube, widget_kind, namespace, "free")
+
+    assert run.outcome == okt.Outcome.done()
+    assert shared.get_child(kube, "apps/v1", "Deployment", namespace, "free") is not None
+    assert (shared.condition(shared.get_widget(kube, widget_kind, namespace, "free"), "Ready") or {})[
+        "status"
+    ] == "True"
+    kube.delete(widget_kind, "free", namespace)
+
+    failing = shared.reconcile_widget(FreeWidget(), kube, widget_kind, namespace, "free")
+
+    assert failing.outcome.kind is okt.OutcomeKind.RETRY
+    stuck = shared.get_widget(kube, widget_kind, namespace, "free")
+    assert "test.okt.io/cleanup" in stuck["metadata"]["finalizers"]
+    ready = shared.condition(stuck, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "TemporaryError")
+    assert "refused the final backup" in ready["message"]
+
+    FreeWidget.broken = False
+    shared.reconcile_widget(FreeWidget(), kube, widget_kind, namespace, "free")
+
+    wait_for(lambda: kube.get_or_none(widget_kind, "free", namespace) is None, timeout=30)
+
+
+def test_a_label_selector_keeps_the_manager_off_the_objects_it_does_not_match(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    for name, team in (("mine", "blue"), ("theirs", "red")):
+        body = {"apiVersion": widget_kind.api_version, "kind": "Widget", "spec": {"size": 1}}
+        kube.create({**body, "metadata": {"name": name, "namespace": namespace, "labels": {"team": team}}}, widget_kind)
+    manager = manager_mod.Manager(
+        kube, [shared.WidgetReconciler], namespaces=[namespace], label_selector="team=blue", metrics_bind="0"
+    )
+    manager.start()
+    try:
+        wait_for(lambda: shared.condition(kube.get(widget_kind, "mine", namespace), "Ready"), timeout=60)
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    theirs = kube.get(widget_kind, "theirs", namespace)
+    assert "status" not in theirs or not theirs["status"]
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "theirs-config") is None
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "mine-config") is not None

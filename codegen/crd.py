@@ -38,6 +38,7 @@ import pydantic
 
 from codegen import errors
 from okt.kube import kinds
+from okt.status import writer
 
 Scope = Literal["Namespaced", "Cluster"]
 
@@ -256,13 +257,17 @@ class Primary:
     plural: str
     namespaced: bool
     finalizer: bool
+    status: bool = True
+    """Whether okt writes the ``/status`` subresource (the reconciler's ``status`` resolves to ``"status"``)."""
 
 
-def primary_of(cls: type[Any]) -> Primary:
+def primary_of(cls: type[Any], *, custom: bool = True) -> Primary:
     """Read the primary resource's identity from a reconciler class (see :func:`crd_for_reconciler`).
 
+    With ``custom=False`` a built-in primary (a Deployment, a ConfigMap in the core group) is accepted too.
+
     Raises:
-        CodegenError: ``api_version`` or ``kind`` is missing or malformed.
+        CodegenError: ``api_version`` or ``kind`` is missing or malformed, or (``custom``) names a built-in kind.
     """
     name = cls.__name__
     api_version = getattr(cls, "api_version", None)
@@ -270,13 +275,20 @@ def primary_of(cls: type[Any]) -> Primary:
     if not isinstance(api_version, str) or not api_version:
         raise errors.CodegenError(f"{name}.api_version must be set, like 'cache.example.com/v1alpha1'")
     group, _, version = api_version.rpartition("/")
-    if not group or not version:
+    builtin = kinds.is_builtin_group(api_version)
+    if custom and builtin and isinstance(kind, str):
+        raise errors.CodegenError(
+            f"{name} reconciles {kind} in {api_version!r}, an API group of Kubernetes itself: a built-in kind has no "
+            "CRD to generate, and a custom resource needs a group of its own (like cache.example.com)"
+        )
+    if not version or (not group and not builtin):
         raise errors.CodegenError(
             f"{name}.api_version {api_version!r} has no API group: custom resources need one (like cache.example.com)"
         )
     if not isinstance(kind, str) or not kind:
         raise errors.CodegenError(f"{name}.kind must be set, like 'Memcached'")
-    plural = getattr(cls, "plural", None) or kinds.plural_of(kind)
+    known = kinds.builtin(api_version, kind)
+    plural = getattr(cls, "plural", None) or (known.plural if known else kinds.plural_of(kind))
     if not isinstance(plural, str):
         raise errors.CodegenError(f"{name}.plural must be a string or None")
     return Primary(
@@ -286,7 +298,15 @@ def primary_of(cls: type[Any]) -> Primary:
         plural=plural,
         namespaced=bool(getattr(cls, "namespaced", True)),
         finalizer=getattr(cls, "finalizer", None) is not None,
+        status=_status_target(cls, api_version) is writer.Target.STATUS,
     )
+
+
+def _status_target(cls: type[Any], api_version: str) -> writer.Target:
+    try:
+        return writer.Target.resolve(getattr(cls, "status", None), api_version)
+    except ValueError as exc:
+        raise errors.CodegenError(f"{cls.__name__}.{exc}") from None
 
 
 def _model_attribute(cls: type[Any], attribute: str) -> type[pydantic.BaseModel] | None:

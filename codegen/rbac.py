@@ -6,7 +6,8 @@ what okt's runtime and engine use:
 
 * the primary (``<plural>``): get, list, watch, patch — the informer, and the JSON patches of its finalizer and
   bookkeeping annotations (okt never replaces an object with PUT, so no ``update``);
-* ``<plural>/status``: patch — conditions are written through the status subresource as a merge patch;
+* ``<plural>/status``: patch — conditions are written through the status subresource (not when the reconciler's
+  ``status`` is ``"annotations"`` or ``"off"``, the default for a built-in primary such as a Deployment);
 * ``<plural>/finalizers``: update — when the primary owns children: okt sets ``blockOwnerDeletion`` on their owner
   references, which the OwnerReferencesPermissionEnforcement admission plugin (on in many production clusters)
   allows only to who may update the owner's finalizers;
@@ -63,6 +64,7 @@ class PrimaryKind(NamedTuple):
     group: str
     plural: str
     owner: bool = True
+    status: bool = True
 
 
 def rules_for(
@@ -83,7 +85,8 @@ def rules_for(
 
     for primary in primaries:
         grant(primary.group, primary.plural, PRIMARY_VERBS)
-        grant(primary.group, f"{primary.plural}/status", STATUS_VERBS)
+        if primary.status:
+            grant(primary.group, f"{primary.plural}/status", STATUS_VERBS)
         if primary.owner:
             grant(primary.group, f"{primary.plural}/finalizers", FINALIZER_VERBS)
     for item in owned:
@@ -196,13 +199,13 @@ def rbac_for_reconcilers(
     primaries: list[PrimaryKind] = []
     owned: list[OwnedKind] = []
     for cls in classes:
-        primary = crd.primary_of(cls)
+        primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
         children = [_owned_kind(cls, child, kinds, cluster_wide) for child in getattr(cls, "owns", ()) or ()]
-        primaries.append(PrimaryKind(primary.group, primary.plural, owner=bool(children)))
+        primaries.append(PrimaryKind(primary.group, primary.plural, owner=bool(children), status=primary.status))
         owned += children
-    account = service_account or f"{crd.primary_of(classes[0]).kind.lower()}-operator"
+    account = service_account or f"{crd.primary_of(classes[0], custom=False).kind.lower()}-operator"
     return rbac_for_primaries(
         primaries=primaries,
         owned=owned,

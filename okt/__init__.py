@@ -49,6 +49,7 @@ from okt.resources.registry import Registry
 from okt.resources.resource import MutableResource, Resource
 from okt.status.bookkeeping import Persistence
 from okt.status.conditions import Condition, Conditions, ConditionStatus
+from okt.status.writer import Target as StatusTarget
 
 __all__ = [
     "ApiError",
@@ -97,6 +98,7 @@ __all__ = [
     "ServiceResource",
     "State",
     "StatefulSetResource",
+    "StatusTarget",
     "Stepper",
     "TemporaryError",
     "TooManyRequests",

@@ -88,6 +88,14 @@ def builtin(api_version: str, kind: str) -> Kind | None:
     return BUILTIN.get((api_version, kind))
 
 
+def is_builtin_group(api_version: str) -> bool:
+    """Whether ``api_version`` belongs to Kubernetes itself: the core group, a group without a dot (``apps``,
+    ``batch``) or one under ``k8s.io`` (``networking.k8s.io``, and the Gateway API's CRDs, whose status their own
+    controllers write). Custom resources live in a group of their author's domain."""
+    group = api_version.rpartition("/")[0]
+    return "." not in group or group == "k8s.io" or group.endswith(".k8s.io")
+
+
 def plural_of(kind: str) -> str:
     """The one plural rule of okt, the API machinery's own (``Ingress`` -> ``ingresses``, ``Policy`` ->
     ``policies``, ``Gateway`` -> ``gateways``): what ``okt gen crd`` declares when a reconciler sets no ``plural``,

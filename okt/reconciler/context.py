@@ -19,7 +19,7 @@ from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.resources import apply, registry, resource
-from okt.status import bookkeeping, conditions, events
+from okt.status import bookkeeping, conditions, events, writer
 
 if TYPE_CHECKING:
     from okt.reconciler import reconciler as reconciler_mod
@@ -80,8 +80,13 @@ class Context:
         self.registry = registry.Registry()
         self.labels = apply.Labels(reconciler.prefix)
         self.writes = apply.WriteOptions(apply.Strategy(reconciler.apply_strategy), reconciler.field_manager)
-        self.conditions = cast(LiveConditions, LiveConditions.from_status(cr.status))
-        self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, reconciler.persistence, reconciler.prefix)
+        stored: Mapping[str, Any]
+        if reconciler.status_target() is writer.Target.ANNOTATIONS:
+            stored = {"conditions": writer.conditions_from_annotations(cr.annotations, reconciler.prefix)}
+        else:
+            stored = cr.status if reconciler.status_target() is writer.Target.STATUS else {}
+        self.conditions = cast(LiveConditions, LiveConditions.from_status(stored))
+        self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, reconciler.bookkeeping_persistence(), reconciler.prefix)
         self.status: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}

@@ -64,7 +64,15 @@ class Reconciler:
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
     field_manager: ClassVar[str] = apply.DEFAULT_FIELD_MANAGER
     """The field manager okt applies children as (``kubectl get -o yaml --show-managed-fields`` shows it)."""
+    status: ClassVar[writer.Target | str | bool | None] = None
+    """Where the conditions and observedGeneration go: ``"status"`` (the status subresource), ``"annotations"``
+    (JSON in ``<prefix>/conditions`` and ``<prefix>/observed-generation`` on the object), ``"off"`` (nowhere but
+    logs and Events); ``True``/``False`` read as ``"status"``/``"off"``. Default (``None``): ``"status"`` for a custom
+    resource, ``"off"`` for a built-in kind (a Deployment, a Service, a Namespace), whose status another controller
+    owns."""
     persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
+    """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
+    not go to the status subresource."""
     max_concurrent: ClassVar[int | None] = None
     name: ClassVar[str | None] = None
     events: ClassVar[bool] = True
@@ -76,6 +84,10 @@ class Reconciler:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         resource.check_synchronous(cls)  # an "async def" hook would silently never run
+        try:
+            cls.status_target()
+        except ValueError as exc:
+            raise TypeError(f"{cls.__name__}.{exc}") from None
 
     # -- naming --------------------------------------------------------------------------------------------------
 
@@ -86,6 +98,18 @@ class Reconciler:
     @classmethod
     def primary_kind(cls) -> kinds.Kind:
         return kinds.Kind(cls.api_version, cls.kind, cls.plural or kinds.plural_of(cls.kind), cls.namespaced)
+
+    @classmethod
+    def status_target(cls) -> writer.Target:
+        """Where this reconciler's conditions go (``status`` resolved for its kind)."""
+        return writer.Target.resolve(cls.status, cls.api_version)
+
+    @classmethod
+    def bookkeeping_persistence(cls) -> bookkeeping.Persistence:
+        """Where the bookkeeping goes: ``persistence``, unless there is no status to keep it in."""
+        if cls.status_target() is not writer.Target.STATUS:
+            return bookkeeping.Persistence.ANNOTATIONS
+        return bookkeeping.Persistence(cls.persistence)
 
     # -- the author's hooks --------------------------------------------------------------------------------------
 
@@ -374,18 +398,30 @@ class Reconciler:
     # -- status --------------------------------------------------------------------------------------------------
 
     def write_status(self, ctx: context_mod.Context) -> bool:
-        """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping — only if something changed."""
+        """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping where ``status`` says — only if
+        something changed (one status patch and/or one guarded metadata patch; nothing at all when ``off`` and the
+        bookkeeping is unchanged)."""
         extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
         if self.status_model is not None and ctx.status:
             extra.update(
                 self.status_model.model_validate(ctx.status).model_dump(mode="json", by_alias=True, exclude_none=True)
             )
-        wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
+        target = self.status_target()
         try:
-            written = writer.write(ctx.client, ctx.kind, ctx.cr, wanted, ctx.observe)
-            patch = ctx.bookkeeping.annotation_patch(ctx.cr.resource_version)
-            if patch is not None:
-                ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace))
+            written = None
+            annotations: dict[str, str | None] = {}
+            if target is writer.Target.STATUS:
+                wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
+                written = writer.write(ctx.client, ctx.kind, ctx.cr, wanted, ctx.observe)
+            elif target is writer.Target.ANNOTATIONS:
+                annotations = writer.annotations_patch(
+                    ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, self.prefix
+                )
+            annotations.update(ctx.bookkeeping.changed_annotations())
+            if annotations:
+                patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
+                written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)
+                ctx.observe(written)
         except errors.NotFound as exc:
             if ctx.client.get_or_none(ctx.kind, ctx.cr.name, ctx.cr.namespace) is None:
                 ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)  # deleted meanwhile: nothing to report on

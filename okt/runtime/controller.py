@@ -55,7 +55,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
-from okt.status import bookkeeping, events
+from okt.status import bookkeeping, events, writer
 
 Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object; namespace is ``None`` for a cluster-scoped kind."""
@@ -220,9 +220,10 @@ class Controller:
     ) -> None:
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
+        persistence = reconciler_cls.bookkeeping_persistence()
         self._ignored_annotations = bookkeeping.Bookkeeping(
-            {}, reconciler_cls.persistence, reconciler_cls.prefix
-        ).owned_annotations()
+            {}, persistence, reconciler_cls.prefix
+        ).owned_annotations() | writer.report_annotations(reconciler_cls.prefix)
         self.client = client
         self.cache = cache
         self.name = reconciler_cls.controller_name()

@@ -75,18 +75,25 @@ class Bookkeeping:
             return {}
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
 
+    def changed_annotations(self) -> dict[str, str | None]:
+        """The annotations that changed (annotation persistence only; ``None`` removes one), empty when none did."""
+        if self.persistence is not Persistence.ANNOTATIONS or not self.changed:
+            return {}
+        annotations: dict[str, str | None] = {}
+        if self._values["errorCount"] != self._loaded["errorCount"]:
+            annotations[self.error_annotation] = str(self.error_count) if self.error_count else None
+        if self._values["phase"] != self._loaded["phase"]:
+            annotations[self.phase_annotation] = self.phase
+        return annotations
+
     def annotation_patch(self, resource_version: str | None = None) -> dict[str, Any] | None:
         """A metadata merge patch with only the annotations that changed (annotation persistence only), or None.
 
         With ``resource_version`` the patch is guarded by it, so a concurrent hand edit is never overwritten.
         """
-        if self.persistence is not Persistence.ANNOTATIONS or not self.changed:
+        annotations = self.changed_annotations()
+        if not annotations:
             return None
-        annotations: dict[str, Any] = {}
-        if self._values["errorCount"] != self._loaded["errorCount"]:
-            annotations[self.error_annotation] = str(self.error_count) if self.error_count else None
-        if self._values["phase"] != self._loaded["phase"]:
-            annotations[self.phase_annotation] = self.phase
         metadata: dict[str, Any] = {"annotations": annotations}
         if resource_version:
             metadata["resourceVersion"] = resource_version

@@ -50,6 +50,7 @@ PINNED = {
     "ServiceResource",
     "State",
     "StatefulSetResource",
+    "StatusTarget",
     "Stepper",
     "TemporaryError",
     "reconcile",

@@ -398,7 +398,11 @@ class BadModel(okt.Reconciler):
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
-        (CoreGroup, "CoreGroup.api_version 'v1' has no API group: custom resources need one (like cache.example.com)"),
+        (
+            CoreGroup,
+            "CoreGroup reconciles Thing in 'v1', an API group of Kubernetes itself: a built-in kind has no CRD to "
+            "generate, and a custom resource needs a group of its own (like cache.example.com)",
+        ),
         (BadModel, "BadModel.spec_model must be a pydantic model class or None"),
     ],
 )

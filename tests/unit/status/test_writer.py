@@ -227,3 +227,51 @@ def test_once_a_status_is_written_writing_the_same_again_sends_nothing(
 
     assert again is None
     assert client.patches == []
+
+
+# -- where the status goes ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("declared", "api_version", "expected"),
+    [
+        (None, "cache.example.com/v1alpha1", writer.Target.STATUS),
+        (None, "apps/v1", writer.Target.OFF),
+        (None, "v1", writer.Target.OFF),
+        (None, "networking.k8s.io/v1", writer.Target.OFF),
+        (None, "gateway.networking.k8s.io/v1", writer.Target.OFF),
+        (True, "apps/v1", writer.Target.STATUS),
+        (False, "cache.example.com/v1", writer.Target.OFF),
+        ("annotations", "v1", writer.Target.ANNOTATIONS),
+        (writer.Target.STATUS, "v1", writer.Target.STATUS),
+    ],
+)
+def test_the_status_target_defaults_to_off_for_kubernetes_own_kinds(
+    declared: Any, api_version: str, expected: writer.Target
+) -> None:
+    assert writer.Target.resolve(declared, api_version) is expected
+
+
+def test_an_unknown_status_target_is_refused_with_the_accepted_values() -> None:
+    with pytest.raises(ValueError, match="status = 'anotations': expected 'status', 'annotations', 'off'"):
+        writer.Target.resolve("anotations", "v1")
+
+
+def test_the_annotations_target_patches_only_what_differs_and_reads_back_what_it_wrote() -> None:
+    conds = conditions.Conditions(now=lambda: T0)
+    conds.set("Ready", True, "Reconciled", "", 2)
+    first = writer.annotations_patch({}, conds, 2, {"phase": "Running"}, "okt.io")
+
+    assert set(first) == {"okt.io/conditions", "okt.io/observed-generation", "okt.io/status"}
+    live = {key: value for key, value in first.items() if value is not None}
+    assert writer.annotations_patch(live, conds, 2, {"phase": "Running"}, "okt.io") == {}
+    assert writer.conditions_from_annotations(live, "okt.io") == [READY_WIRE]
+    assert writer.annotations_patch(live, conds, 3, {}, "okt.io") == {
+        "okt.io/observed-generation": "3",
+        "okt.io/status": None,
+    }
+
+
+@pytest.mark.parametrize("raw", ["", "not json", '{"a": 1}', "[1"])
+def test_an_unreadable_conditions_annotation_reads_as_no_conditions(raw: str) -> None:
+    assert writer.conditions_from_annotations({"okt.io/conditions": raw}, "okt.io") == []

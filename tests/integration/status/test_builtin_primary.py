@@ -1,0 +1,164 @@
+"""A built-in kind as the primary: okt never writes into a status another controller owns.
+
+A reconciler of Deployments (status off, the default for a built-in kind) runs under the Manager end to end: its
+child appears, the Deployment's status gets none of okt's conditions, and a converged object costs no write. A
+reconciler of ConfigMaps (which have no status at all) keeps its conditions in annotations instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any
+
+import pytest
+
+import okt
+from codegen import rbac
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import envtest, wait_for
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+
+
+class DeploymentNotes(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-notes
+  namespace: {{ namespace }}
+data:
+  image: {{ cr.spec.template.spec.containers[0].image }}
+"""
+
+
+class DeploymentReconciler(okt.Reconciler):
+    """Writes a ConfigMap next to every Deployment, with the image it runs."""
+
+    api_version = "apps/v1"
+    kind = "Deployment"
+    owns = (DeploymentNotes,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [DeploymentNotes(ctx.cr)]
+
+
+class Settings(okt.Reconciler):
+    """Checks ConfigMaps labelled ``role=settings``; reports in annotations (a ConfigMap has no status)."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    status = "annotations"
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.raw.get("data", {}).get("mode") not in {"fast", "safe"}:
+            raise okt.InvalidSpec("data.mode: must be fast or safe", field="data.mode")
+
+
+def deployment(namespace: str, name: str, image: str = "example/app:1") -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": image}]}},
+        },
+    }
+
+
+def status_managers(obj: dict[str, Any]) -> set[str]:
+    return {
+        entry.get("manager", "")
+        for entry in obj["metadata"].get("managedFields") or []
+        if entry.get("subresource") == "status"
+    }
+
+
+def run_until_settled(client: kube_client.Client, namespace: str, until: Any) -> None:
+    """Run a Manager of DeploymentReconciler until ``until()`` holds and its queue is empty after a reconcile."""
+    manager = manager_mod.Manager(
+        client, [DeploymentReconciler], namespaces=[namespace], metrics_bind="0", grace_period=5
+    )
+    manager.start()
+    try:
+        wait_for(until, timeout=30, message="the child")
+        controller = manager.controllers[0]
+        wait_for(lambda: controller.processed >= 1 and len(controller.queue) == 0, timeout=30, message="settling")
+    finally:
+        manager.stop()
+        manager.join(15)
+
+
+def test_a_deployment_primary_gets_its_child_and_none_of_okts_status(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
+) -> None:
+    assert DeploymentReconciler.status_target() is okt.StatusTarget.OFF
+    kube.create(deployment(namespace, "web"), DEPLOYMENT)
+
+    first = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    run_until_settled(first, namespace, lambda: kube.get_or_none(kinds.CONFIG_MAP, "web-notes", namespace))
+    first.close()
+    restarted = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    run_until_settled(restarted, namespace, lambda: True)
+    restarted.close()
+    restart_writes = shared.write_requests(restarted, collections.Counter())
+
+    assert kube.get(kinds.CONFIG_MAP, "web-notes", namespace)["data"] == {"image": "example/app:1"}
+    live = kube.get(DEPLOYMENT, "web", namespace)
+    conditions = {c.get("type") for c in (live.get("status") or {}).get("conditions") or []}
+    assert not conditions & {"Ready", "ReconciliationSuccess", "Degraded"}, live.get("status")
+    assert "okt" not in status_managers(live)
+    assert restart_writes == {}
+
+
+def test_a_configmap_primary_reports_in_annotations_and_converges_to_no_writes(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+    kube.create({**body, "data": {"mode": "fast"}}, kinds.CONFIG_MAP)
+
+    first = okt.reconcile(Settings(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    before = kube.stats.snapshot()
+    second = okt.reconcile(Settings(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    second_writes = shared.write_requests(kube, before)
+
+    assert first.outcome == okt.Outcome.done(), first.results.summary()
+    assert second.outcome == okt.Outcome.done(), second.results.summary()
+    assert second_writes == {}
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    ready = next(c for c in json.loads(annotations["okt.io/conditions"]) if c["type"] == "Ready")
+    assert ready["status"] == "True"
+    assert "okt.io/observed-generation" in annotations
+
+    kube.patch(kinds.CONFIG_MAP, "s", {"data": {"mode": "reckless"}}, namespace)
+    okt.reconcile(Settings(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    ready = next(c for c in json.loads(annotations["okt.io/conditions"]) if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert "data.mode" in ready["message"]
+    assert annotations["okt.io/error-count"] == "1"
+
+
+def test_generated_rbac_asks_no_status_permission_where_okt_writes_no_status() -> None:
+    rules = [
+        rule
+        for document in rbac.rbac_for_reconciler(DeploymentReconciler)
+        if document["kind"] == "Role"
+        for rule in document["rules"]
+    ]
+    resources = {resource for rule in rules for resource in rule["resources"]}
+
+    assert "deployments" in resources
+    assert "deployments/status" not in resources

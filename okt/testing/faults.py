@@ -8,7 +8,10 @@ apiserver over TLS, injecting, with probability ``rate`` per request:
 * ``lost-response``: a write is forwarded, then answered with 500 (the write happened, the client does not know);
 * ``409`` Conflict for writes, without forwarding;
 * ``reset``: the connection is closed with no answer (a transport error / timeout for the client);
-* ``watch-drop``: a watch stream is cut after a random number of events.
+* ``watch-drop``: a watch stream is cut after a random number of events;
+* ``watch-freeze``: a watch is answered (200, its headers) and then stays silent with the connection open until the
+  proxy stops — a half-dead stream behind a load balancer, which only a client-side inactivity timeout detects.
+  Not among the default kinds: a client without that timeout would hang, which is what it is for.
 
 Guarantees: the decisions come from a seeded RNG (reproducible runs); every injected fault is counted by kind in
 :attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
@@ -72,6 +75,7 @@ class FaultProxy:
         self._kinds = kinds
         self.injected: collections.Counter[str] = collections.Counter()
         self.forwarded = 0
+        self._stopping = threading.Event()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="okt-fault-proxy", daemon=True)
@@ -85,6 +89,7 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -107,7 +112,7 @@ class FaultProxy:
 
     @staticmethod
     def _applies(kind: str, method: str, is_watch: bool) -> bool:
-        if kind == "watch-drop":
+        if kind in ("watch-drop", "watch-freeze"):
             return is_watch
         if kind in ("lost-response", "409"):
             return method in WRITE_METHODS
@@ -146,6 +151,15 @@ class FaultProxy:
                     return
                 if fault == "409":
                     self._answer(409, "Conflict", "injected conflict: the object has been modified")
+                    return
+                if fault == "watch-freeze":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.flush()
+                    proxy._stopping.wait()
+                    self.close_connection = True
                     return
                 upstream = proxy._connect()
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_HEADERS}

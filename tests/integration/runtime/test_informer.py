@@ -9,19 +9,21 @@ relist's diff.
 from __future__ import annotations
 
 import collections
+import pathlib
 import secrets
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from okt import errors
 from okt.engines import backoff as backoff_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import informer as informer_mod
-from okt.testing import envtest, wait_for
+from okt.testing import envtest, faults, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -134,3 +136,31 @@ def test_after_an_apiserver_restart_the_informer_relists_on_gone_and_announces_e
     assert informer.reconnects >= 1
     assert informer.get(namespace, "vanish") is None
     assert informer.get(namespace, "change")["data"] == {"v": "2"}  # type: ignore[index]
+
+
+def test_a_watch_that_goes_silent_is_reconnected_after_the_inactivity_timeout(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
+) -> None:
+    """A stream that stays open but delivers nothing (a half-dead connection) must not freeze the cache forever."""
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=1.0, kinds=("watch-freeze",)) as proxy:
+        config = yaml.safe_load(control_plane.kubeconfig.read_text())
+        config["clusters"][0]["cluster"] = {"server": proxy.url}
+        path = tmp_path / "kubeconfig-proxy"
+        path.write_text(yaml.safe_dump(config))
+        client = kube_client.Client.from_kubeconfig(path)
+        events = Events()
+        informer = informer_mod.Informer(
+            client, CM, namespace, on_event=events, backoff=QUICK_RECONNECT, inactivity_timeout=2.0
+        )
+        informer.start()
+        try:
+            assert informer.has_synced.wait(15)
+            wait_for(lambda: proxy.injected["watch-freeze"] == 1, timeout=15, message="the first watch to freeze")
+            proxy.rate = 0.0  # the reconnected watch is a healthy one
+            eventually(lambda: kube.create(config_map(namespace, "after-freeze", k="v"), CM))
+
+            wait_for(lambda: events.of("after-freeze") == [informer_mod.ADDED], timeout=20, message="the event")
+        finally:
+            informer.stop()
+            client.close()
+    assert proxy.injected["watch-freeze"] == 1

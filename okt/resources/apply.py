@@ -42,6 +42,8 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pydantic
+
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.resources import checksum, resource
@@ -121,6 +123,34 @@ def _comparable(desired: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+def drift_view(res: resource.Resource) -> dict[str, Any]:
+    """The part of the desired object the drift check compares with the live one: what ``hashable_ref()`` covers.
+
+    A desired field is compared when ``hashable_ref()`` holds it at the same path (its top-level ``labels`` and
+    ``annotations`` stand for ``metadata``'s, as the default builds them); a mapping is narrowed key by key, anything
+    else is covered whole. So a field left out of the hash is not repaired either: another controller may manage
+    it (OKT's contract). A ``hashable_ref()`` that is not a mapping (a version string) covers no field.
+    """
+    ref = res.hashable_ref()
+    if isinstance(ref, pydantic.BaseModel):
+        ref = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not isinstance(ref, Mapping):
+        return {}
+    shape = {k: v for k, v in ref.items() if k not in ("labels", "annotations", "metadata")}
+    metadata = dict(ref.get("metadata") or {}) if isinstance(ref.get("metadata"), Mapping) else {}
+    metadata.update({k: ref[k] for k in ("labels", "annotations") if k in ref})
+    if metadata:
+        shape["metadata"] = metadata
+    covered = _covered(_comparable(res.desired), shape)
+    return covered if isinstance(covered, dict) else {}
+
+
+def _covered(desired: Any, shape: Any) -> Any:
+    if isinstance(desired, Mapping) and isinstance(shape, Mapping):
+        return {k: _covered(v, shape[k]) for k, v in desired.items() if k in shape}
+    return desired
+
+
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:
     if owner is None:
         return True
@@ -160,7 +190,7 @@ def decide(
         return Decision(Action.UNCHANGED, "immutable resource exists")
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(labels.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(labels.hash_annotation)
-    comparable = _comparable(res.desired)
+    comparable = drift_view(res)
     drift = () if checksum.is_subset(comparable, live) else tuple(checksum.diff_paths(comparable, live))
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")

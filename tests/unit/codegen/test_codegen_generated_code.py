@@ -106,8 +106,13 @@ def test_generated_wrapper_renders_its_child_for_a_custom_resource(
     assert child.desired["metadata"]["name"] == "cache-one-child"
     if spec.namespaced:
         assert child.desired["metadata"]["namespace"] == "team-a"
-    assert child.hashable_ref() == {field: child.desired[field] for field in spec.hashed if field in child.desired}
-    assert child.hashable_ref(), "every sample manifest sets at least one hashed field"
+    meta = child.desired["metadata"]
+    expected = {field: child.desired[field] for field in spec.hashed if field in child.desired}
+    expected["labels"] = meta.get("labels") or {}
+    if meta.get("annotations"):
+        expected["annotations"] = meta["annotations"]
+    assert child.hashable_ref() == expected
+    assert set(child.hashable_ref()) - {"labels", "annotations"}, "every sample manifest sets a hashed field"
 
 
 def test_template_expressions_render_from_the_custom_resource_and_params(

@@ -222,6 +222,61 @@ def test_a_changed_desired_state_or_a_drifted_child_is_updated(edit: Any, reason
     assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(apply.Action.UPDATE, reason, drift)
 
 
+class SizeOnly(Config):
+    """Hashes ``data.size`` and okt's labels only: ``data.mode`` is managed by someone else (OKT's contract)."""
+
+    def hashable_ref(self) -> Any:
+        return {"data": {"size": self.desired["data"]["size"]}, "labels": self.desired["metadata"]["labels"]}
+
+
+class VersionOnly(Config):
+    """Hashes a version string: no field of the object is compared."""
+
+    def hashable_ref(self) -> Any:
+        return "v1"
+
+
+def test_a_field_outside_hashable_ref_is_neither_hashed_nor_repaired() -> None:
+    res = prepared(SizeOnly)
+    live = as_live(res)
+    live["data"]["mode"] = "safe"  # another controller's value
+    live["metadata"]["annotations"]["team"] = "edited by hand"
+
+    assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
+    assert apply.drift_view(res) == {"data": {"size": "2"}, "metadata": {"labels": res.desired["metadata"]["labels"]}}
+
+
+def test_a_field_inside_hashable_ref_is_still_repaired() -> None:
+    res = prepared(SizeOnly)
+    live = as_live(res)
+    live["data"]["size"] = "9"
+
+    assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(apply.Action.UPDATE, "drift", (".data.size",))
+
+
+def test_a_hashable_ref_that_is_not_an_object_covers_no_field_but_ownership_is_still_repaired() -> None:
+    res = prepared(VersionOnly)
+    live = as_live(res)
+    live["data"] = {"size": "9"}
+
+    assert apply.decide(res, live, OWNER, LABELS).action is apply.Action.UNCHANGED
+    live["metadata"]["ownerReferences"] = []
+    assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(
+        apply.Action.UPDATE, "drift", (".metadata.ownerReferences",)
+    )
+
+
+def test_the_default_hashable_ref_compares_every_field_okt_sets() -> None:
+    res = prepared()
+
+    assert apply.drift_view(res) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "data": res.desired["data"],
+        "metadata": {k: res.desired["metadata"][k] for k in ("labels", "annotations")},
+    }
+
+
 def test_a_create_only_resource_that_exists_is_never_updated() -> None:
     res = prepared(FrozenConfig)
     live = as_live(res)

@@ -41,6 +41,7 @@ class PodDisruptionBudgetMemcachedBase(okt.MutableResource):
     template = TEMPLATE
 
     def hashable_ref(self) -> dict[str, Any]:
-        """Select the ``HASHED_FIELDS`` that the desired object has."""
-        desired = self.desired
-        return {field: desired[field] for field in HASHED_FIELDS if field in desired}
+        """The ``HASHED_FIELDS`` the desired object has, with its labels and annotations: what is hashed and what
+        okt repairs when someone else changes it."""
+        ref: dict[str, Any] = super().hashable_ref()
+        return {key: value for key, value in ref.items() if key in HASHED_FIELDS or key in ("labels", "annotations")}

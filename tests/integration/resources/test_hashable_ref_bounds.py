@@ -1,0 +1,57 @@
+"""``hashable_ref()`` bounds what okt repairs (OKT's contract): a field left out of the hash may be managed by
+another controller, and okt leaves its value alone — no write, not even on drift — until the hash itself changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+
+class GreetingOnly(shared.WidgetConfig):
+    """Hashes the greeting and the labels: ``data.size`` is another controller's business once created."""
+
+    def hashable_ref(self) -> Any:
+        return {"data": {"greeting": self.desired["data"]["greeting"]}, "labels": self.desired["metadata"]["labels"]}
+
+
+class Bounded(shared.WidgetReconciler):
+    owns = (GreetingOnly,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GreetingOnly(ctx.cr)]
+
+
+def writes_of_one_reconcile(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[tuple[str, str], int]:
+    before = kube.stats.snapshot()
+    run = shared.reconcile_widget(Bounded(), kube, kind, namespace, "b")
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    return shared.write_requests(kube, before)
+
+
+def test_a_field_outside_hashable_ref_keeps_another_writers_value_and_costs_no_write(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "b", size=1, greeting="hi")
+    writes_of_one_reconcile(kube, widget_kind, namespace)
+    kube.patch(kinds.CONFIG_MAP, "b-config", {"data": {"size": "7"}}, namespace)  # the other controller
+
+    writes = writes_of_one_reconcile(kube, widget_kind, namespace)
+
+    assert writes == {}
+    assert kube.get(kinds.CONFIG_MAP, "b-config", namespace)["data"] == {"greeting": "hi", "size": "7"}
+
+    kube.patch(kinds.CONFIG_MAP, "b-config", {"data": {"greeting": "edited"}}, namespace)  # drift inside the hash
+    writes = writes_of_one_reconcile(kube, widget_kind, namespace)
+
+    assert writes == {("apply", "configmaps"): 1}
+    assert kube.get(kinds.CONFIG_MAP, "b-config", namespace)["data"]["greeting"] == "hi"

@@ -105,6 +105,11 @@ class Reconciler:
         return writer.Target.resolve(cls.status, cls.api_version)
 
     @classmethod
+    def applies_status(cls) -> bool:
+        """Whether the status is written by server-side apply (children applied, status on the subresource)."""
+        return cls.apply_strategy == apply.Strategy.APPLY.value and cls.status_target() is writer.Target.STATUS
+
+    @classmethod
     def bookkeeping_persistence(cls) -> bookkeeping.Persistence:
         """Where the bookkeeping goes: ``persistence``, unless there is no status to keep it in."""
         if cls.status_target() is not writer.Target.STATUS:
@@ -412,7 +417,16 @@ class Reconciler:
             annotations: dict[str, str | None] = {}
             if target is writer.Target.STATUS:
                 wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
-                written = writer.write(ctx.client, ctx.kind, ctx.cr, wanted, ctx.observe)
+                written = writer.write(
+                    ctx.client,
+                    ctx.kind,
+                    ctx.cr,
+                    wanted,
+                    ctx.observe,
+                    conditions=ctx.conditions,
+                    given=extra,
+                    apply_as=self.field_manager if self.applies_status() else None,
+                )
             elif target is writer.Target.ANNOTATIONS:
                 annotations = writer.annotations_patch(
                     ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, self.prefix

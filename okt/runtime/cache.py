@@ -100,12 +100,22 @@ class Cache:
         self._informers: dict[_KindKey, dict[str | None, informer_mod.Informer]] = {}
         self._handlers: dict[_KindKey, list[informer_mod.EventHandler]] = {}
         self._selected: dict[_KindKey, bool] = {}
+        self._status_owners: dict[_KindKey, bool] = {}
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
-    def start(self, kind: kinds.Kind, on_event: informer_mod.EventHandler, *, use_selector: bool = False) -> None:
+    def start(
+        self,
+        kind: kinds.Kind,
+        on_event: informer_mod.EventHandler,
+        *,
+        use_selector: bool = False,
+        status_owners: bool = False,
+    ) -> None:
         """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event).
+
+        ``status_owners`` keeps who owns which status field of each object (what applying the status needs).
 
         Raises:
             ValueError: ``kind`` was started before with a different ``use_selector``.
@@ -127,6 +137,7 @@ class Cache:
             else:
                 self._kinds[key] = kind
                 self._selected[key] = use_selector
+                self._status_owners[key] = status_owners
                 self._handlers[key] = [on_event]
                 scopes: Sequence[str | None] = self.namespaces if kind.namespaced and self.namespaces else (None,)
                 selector = self.label_selector if use_selector else None
@@ -141,6 +152,7 @@ class Cache:
                         watch_timeout=self._watch_timeout,
                         inactivity_timeout=self._inactivity_timeout,
                         indexers={OWNER_INDEX: _owner_uids},
+                        status_owners=status_owners,
                     )
                     for scope in scopes
                 }
@@ -230,8 +242,9 @@ class Cache:
         if not chosen:
             scope = namespace if kind.namespaced else None
             items, _ = self.client.list(kind, scope, label_selector=selector_of(labels))
+            owners = self._status_owners.get((kind.api_version, kind.kind), False)
             for item in items:
-                informer_mod.strip(item)
+                informer_mod.strip(item, owners)
             return items
         return [
             obj

@@ -265,7 +265,9 @@ class Controller:
             if self._watching:
                 return
             self._watching = True
-        self.cache.start(self.kind, self.on_primary_event, use_selector=True)
+        self.cache.start(
+            self.kind, self.on_primary_event, use_selector=True, status_owners=self.reconciler_cls.applies_status()
+        )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event)
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])

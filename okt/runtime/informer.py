@@ -20,8 +20,8 @@ Guarantees:
   is ignored entirely;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
 * the store holds each object as compact JSON (:class:`Packed`), keyed by ``(namespace, name)`` (namespace ``""``
-  for cluster-scoped objects), without ``metadata.managedFields`` (large, never read by okt); every read decodes a
-  private copy;
+  for cluster-scoped objects), without ``metadata.managedFields`` (large; a primary whose status okt applies keeps
+  only who owns which status field and condition); every read decodes a private copy;
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
   is swallowed; when the echo won the race and was announced first, :meth:`Informer.knows` tells the controller so
   (once), and the reconcile that wrote it is not repeated for nothing;
@@ -50,6 +50,7 @@ from okt import errors
 from okt.engines import backoff as backoff_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import writer
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -127,11 +128,16 @@ def _unpacked(packed: Packed | None) -> dict[str, Any] | None:
     return None if packed is None else packed.unpack()
 
 
-def strip(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop ``metadata.managedFields`` in place (okt never reads it, and it is often the largest part of an object)."""
+def strip(obj: dict[str, Any], status_owners: bool = False) -> dict[str, Any]:
+    """Drop ``metadata.managedFields`` in place (often the largest part of an object, and okt reads none of it but,
+    for a primary whose status okt applies, who owns which status field: ``status_owners`` keeps that much)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        meta.pop("managedFields", None)
+        entries = meta.pop("managedFields", None)
+        if status_owners and entries:
+            compact = writer.compact_managed_fields(entries)
+            if compact:
+                meta["managedFields"] = compact
     return obj
 
 
@@ -165,6 +171,7 @@ class Informer:
         inactivity_timeout: float = 330.0,
         indexers: Mapping[str, Indexer] | None = None,
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
+        status_owners: bool = False,
     ) -> None:
         if resync is not None and resync <= 0:
             raise ValueError(f"resync must be > 0 seconds, got {resync!r}")
@@ -178,6 +185,7 @@ class Informer:
         self._inactivity_timeout = inactivity_timeout
         self._indexers = dict(indexers or {})
         self._backoff = backoff
+        self._status_owners = status_owners
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._indexes: dict[str, dict[str, set[StoreKey]]] = {name: {} for name in self._indexers}
@@ -263,9 +271,7 @@ class Informer:
         object is shallow-copied (its metadata without ``managedFields``), so the caller's dict is never aliased by the
         store.
         """
-        meta = dict(obj.get("metadata") or {})
-        meta.pop("managedFields", None)
-        stored_obj = {**obj, "metadata": meta}
+        stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
         version = resource_version(stored_obj)
         with self._lock:
             key = store_key(stored_obj)
@@ -344,7 +350,7 @@ class Informer:
                 version = page_version
                 with self._lock:
                     for item in page:
-                        strip(item)
+                        strip(item, self._status_owners)
                         key = store_key(item)
                         listed.add(key)
                         current = self._store.get(key)
@@ -415,7 +421,7 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.kind.api_version)
         obj.setdefault("kind", self.kind.kind)
-        strip(obj)
+        strip(obj, self._status_owners)
         key = store_key(obj)
         with self._lock:
             if version:

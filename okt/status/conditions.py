@@ -300,6 +300,7 @@ class Conditions(Mapping[str, Condition]):
         self._now = now
         self._slots: list[_Slot] = []
         self._changed = False
+        self._asserted: set[str] = set()
         seen: set[str] = set()
         for item in items:
             if not isinstance(item, Mapping):
@@ -324,6 +325,11 @@ class Conditions(Mapping[str, Condition]):
         """Load ``status["conditions"]``; a missing status, a missing list or a list of another shape reads as empty."""
         items = (status or {}).get("conditions")
         return cls(items if isinstance(items, list) else (), now=now)
+
+    @property
+    def asserted(self) -> frozenset[str]:
+        """The types :meth:`set` was called for on this copy, changed or not: the conditions its writer states."""
+        return frozenset(self._asserted)
 
     @property
     def changed(self) -> bool:
@@ -379,6 +385,7 @@ class Conditions(Mapping[str, Condition]):
         """
         slot = self._find(type)
         current = slot.condition if slot is not None else None
+        self._asserted.add(type)
         new_status = ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status)
         keep_time = current is not None and current.status is new_status
         wanted = Condition.build(
@@ -420,6 +427,7 @@ class Conditions(Mapping[str, Condition]):
             return False
         self._drop_duplicates(slot)
         self._slots.remove(slot)
+        self._asserted.discard(type)
         self._changed = True
         return True
 

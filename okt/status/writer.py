@@ -10,9 +10,11 @@ as :class:`okt.errors.Conflict` for the caller to requeue (the next reconcile re
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import enum
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from okt.kube import client as kube_client
@@ -138,18 +140,158 @@ def _diff(live: Mapping[str, Any], wanted: Mapping[str, Any], top: bool = False)
     return patch
 
 
+@dataclasses.dataclass(frozen=True)
+class StatusOwnership:
+    """What one field manager owns of an object's status, read from its ``managedFields``."""
+
+    fields: frozenset[str] = frozenset()
+    """Top-level status fields (``observedGeneration``, ``okt``, ...)."""
+    conditions: frozenset[str] = frozenset()
+    """Condition types, when the list is merged by key."""
+    conditions_by_key: bool | None = None
+    """Whether the server merges ``status.conditions`` by ``type`` (``x-kubernetes-list-type: map``): True, False
+    (an atomic list, whoever writes it writes it whole), or None when no managedFields entry tells."""
+
+
+def status_ownership(raw: Mapping[str, Any], manager: str) -> StatusOwnership:
+    """What ``manager`` owns of ``raw``'s status, through apply or plain writes (a merge-era ``Update`` counts)."""
+    fields: set[str] = set()
+    types: set[str] = set()
+    by_key: bool | None = None
+    for entry in (raw.get("metadata") or {}).get("managedFields") or ():
+        status = (entry.get("fieldsV1") or {}).get("f:status")
+        if not isinstance(status, Mapping):
+            continue
+        listed = status.get("f:conditions")
+        if isinstance(listed, Mapping):
+            # A list merged by key records its items ("k:{...}") and itself ("."); an atomic list is one leaf ({}).
+            merged_by_key = any(key == "." or key.startswith("k:") for key in listed)
+            by_key = True if merged_by_key else (by_key or False)
+        if entry.get("manager") != manager:
+            continue
+        fields.update(key[2:] for key in status if key.startswith("f:"))
+        for key in listed or ():
+            if key.startswith("k:"):
+                try:
+                    types.add(str(json.loads(key[2:]).get("type")))
+                except (ValueError, AttributeError):
+                    continue
+    return StatusOwnership(frozenset(fields), frozenset(types), by_key)
+
+
+def compact_managed_fields(entries: Any) -> list[dict[str, Any]]:
+    """The part of ``managedFields`` :func:`status_ownership` reads — who owns which status field and condition —
+    for an informer store that keeps nothing else of them (a few dozen bytes per writer of the status)."""
+    compact: list[dict[str, Any]] = []
+    for entry in entries if isinstance(entries, list) else ():
+        status = (entry.get("fieldsV1") or {}).get("f:status") if isinstance(entry, Mapping) else None
+        if not isinstance(status, Mapping):
+            continue
+        summary: dict[str, Any] = {key: {} for key in status if key.startswith("f:")}
+        listed = status.get("f:conditions")
+        if isinstance(listed, Mapping):
+            summary["f:conditions"] = {key: {} for key in listed if key.startswith("k:") or key == "."}
+        compact.append(
+            {"manager": entry.get("manager"), "operation": entry.get("operation"), "fieldsV1": {"f:status": summary}}
+        )
+    return compact
+
+
+def apply_body(
+    cr: objects.CustomResource,
+    wanted: Mapping[str, Any],
+    conditions: conditions_mod.Conditions,
+    given: Iterable[str],
+    manager: str,
+) -> dict[str, Any] | None:
+    """The status apply configuration of ``manager``: the conditions it states (set in this reconcile, or applied
+    before and still there), ``observedGeneration``, the fields ``given`` and those it owns already. None when
+    another writer's conditions are in a list the server does not merge by key: only a guarded merge patch (which
+    writes the list whole, other writers' entries included) keeps them then.
+    """
+    owned = status_ownership(cr.raw, manager)
+    mine = conditions.asserted | owned.conditions
+    items = conditions.to_list()
+    if any(item.get("type") not in mine for item in items) and owned.conditions_by_key is not True:
+        return None
+    status = {key: wanted[key] for key in (set(given) | owned.fields) - {"conditions"} if key in wanted}
+    status["observedGeneration"] = wanted.get("observedGeneration")
+    status["conditions"] = [item for item in items if item.get("type") in mine]
+    metadata = {"name": cr.name, **({"namespace": cr.namespace} if cr.namespace else {})}
+    return {"apiVersion": cr.api_version, "kind": cr.kind, "metadata": metadata, "status": status}
+
+
+def take_over_status(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], manager: str) -> bool:
+    """Move the status fields ``manager`` owns through plain writes (its merge-era ``Update`` entry) into its apply
+    entry, so a condition or field it stops applying leaves the object. One JSON patch tested against the
+    resourceVersion, once per object; the rest of the ``Update`` entry (finalizers, annotations) stays. Returns
+    whether it wrote."""
+    meta = obj.get("metadata") or {}
+    entries = [dict(e) for e in meta.get("managedFields") or ()]
+    legacy = [
+        e
+        for e in entries
+        if e.get("manager") == manager and e.get("operation") == "Update" and "f:status" in (e.get("fieldsV1") or {})
+    ]
+    applied = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None)
+    if not legacy or applied is None:
+        return False
+    fields = copy.deepcopy(applied.get("fieldsV1") or {})
+    kept: list[dict[str, Any]] = []
+    for entry in entries:
+        if entry is applied:
+            continue
+        if entry in legacy:
+            rest = {k: v for k, v in (entry.get("fieldsV1") or {}).items() if k != "f:status"}
+            _union(fields.setdefault("f:status", {}), entry["fieldsV1"]["f:status"])
+            if set(rest) - {"f:metadata"} or (rest.get("f:metadata") or {}).keys() - {"."}:
+                kept.append({**entry, "fieldsV1": rest})
+            continue
+        kept.append(entry)
+    patch = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        {"op": "replace", "path": "/metadata/managedFields", "value": [*kept, {**applied, "fieldsV1": fields}]},
+    ]
+    client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
+    return True
+
+
+def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
+    for key, value in other.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _union(into[key], value)
+        else:
+            into[key] = copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
+
+
 def write(
     client: kube_client.Client,
     kind: kinds.Kind,
     cr: objects.CustomResource,
     wanted: Mapping[str, Any],
     observe: Callable[[Mapping[str, Any]], None],
+    *,
+    conditions: conditions_mod.Conditions | None = None,
+    given: Iterable[str] = (),
+    apply_as: str | None = None,
 ) -> dict[str, Any] | None:
-    """Patch the status subresource with what differs from ``cr.status``; None when nothing differs (no request)."""
+    """Write what differs from ``cr.status``; None when nothing differs (no request).
+
+    With ``apply_as`` (and the ``conditions``), the write is a server-side apply of the status as that field manager
+    (see :func:`apply_body`), falling back to the guarded merge patch where apply would drop another writer's
+    conditions. Without it, a merge patch of the difference guarded by the resourceVersion read.
+    """
     diff = status_patch(cr.status, wanted)
     if not diff:
         return None
-    body = {"metadata": {"resourceVersion": cr.resource_version}, "status": diff}
-    updated = client.patch(kind, cr.name, body, cr.namespace, subresource="status")
+    body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
+    if body is not None and apply_as is not None:
+        updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+        if take_over_status(client, kind, updated, apply_as):
+            updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+        observe(updated)
+        return updated
+    patch = {"metadata": {"resourceVersion": cr.resource_version}, "status": diff}
+    updated = client.patch(kind, cr.name, patch, cr.namespace, subresource="status")
     observe(updated)
     return updated

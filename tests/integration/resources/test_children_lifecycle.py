@@ -182,7 +182,7 @@ def test_a_concurrent_update_is_merged_by_the_apply_in_the_same_reconcile(
 
     assert reconciler.interferences == 1
     assert run.outcome == okt.Outcome.done()
-    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("patch", "widgets/status"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("apply", "widgets/status"): 1}
     config = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
     assert config is not None
     assert config["data"]["greeting"] == "bonjour"

@@ -86,7 +86,7 @@ def test_a_secret_with_string_data_is_created_once_then_left_alone(
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1, greeting="hello")
     before = kube.stats.snapshot()
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
-    assert shared.write_requests(kube, before) == {("apply", "secrets"): 1, ("patch", "widgets/status"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "secrets"): 1, ("apply", "widgets/status"): 1}
     live = shared.get_child(kube, "v1", "Secret", namespace, f"{NAME}-credentials")
     assert live is not None
     assert live["data"] == expected
@@ -110,7 +110,7 @@ def test_a_changed_string_data_value_updates_the_secret_once(
 
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
 
-    assert shared.write_requests(kube, before) == {("apply", "secrets"): 1, ("patch", "widgets/status"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "secrets"): 1, ("apply", "widgets/status"): 1}
     live = shared.get_child(kube, "v1", "Secret", namespace, f"{NAME}-credentials")
     assert live is not None
     assert live["data"] == {"password": b64("bonjour-s3cret")}

@@ -111,7 +111,7 @@ def test_first_reconcile_creates_each_child_once_and_writes_the_status_once(
         ("apply", "configmaps"): 1,
         ("apply", "services"): 1,
         ("apply", "deployments"): 1,
-        ("patch", "widgets/status"): 1,
+        ("apply", "widgets/status"): 1,
     }
     assert run.results.counts()[okt.Operation.CREATED] == 3
 
@@ -198,7 +198,7 @@ def test_a_spec_change_touching_only_the_config_map_patches_only_the_config_map(
     run = reconcile(shared.WidgetReconciler(), kube, widget_kind, namespace)
 
     # The status follows the new generation (observedGeneration), hence the one status patch.
-    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("patch", "widgets/status"): 1}
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1, ("apply", "widgets/status"): 1}
     assert run.results.counts()[okt.Operation.UPDATED] == 1
     assert run.results.counts()[okt.Operation.UNCHANGED] == 2
     config = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")

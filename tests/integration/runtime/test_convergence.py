@@ -79,4 +79,4 @@ def test_two_hundred_primaries_converge_with_no_child_get_and_no_reconcile_after
     # controller's other status rewrites and revision annotation start nothing (measured: 1 or 2 per key; before the
     # status view, up to 6; a loop would show as dozens).
     assert max(counting.calls.values()) <= 3
-    assert requests[("patch", "widgets/status")] == N
+    assert requests[("apply", "widgets/status")] == N

@@ -58,7 +58,7 @@ def test_the_first_success_records_no_event_so_the_first_pass_writes_only_childr
         ("apply", "configmaps"): 1,
         ("apply", "services"): 1,
         ("apply", "deployments"): 1,
-        ("patch", "widgets/status"): 1,
+        ("apply", "widgets/status"): 1,
     }
 
 

@@ -31,7 +31,7 @@ def status_writes(kube: kube_client.Client, reconciler: okt.Reconciler, kind: ki
     before = kube.stats.snapshot()
     run = shared.reconcile_widget(reconciler, kube, kind, namespace, "n")
     assert run.outcome == okt.Outcome.done(), run.results.summary()
-    return shared.write_requests(kube, before).get(("patch", "widgets/status"), 0)
+    return shared.write_requests(kube, before).get(("apply", "widgets/status"), 0)
 
 
 def test_a_nested_status_map_that_loses_keys_is_written_once_then_not_again(

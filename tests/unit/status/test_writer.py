@@ -275,3 +275,98 @@ def test_the_annotations_target_patches_only_what_differs_and_reads_back_what_it
 @pytest.mark.parametrize("raw", ["", "not json", '{"a": 1}', "[1"])
 def test_an_unreadable_conditions_annotation_reads_as_no_conditions(raw: str) -> None:
     assert writer.conditions_from_annotations({"okt.io/conditions": raw}, "okt.io") == []
+
+
+# -- the status by apply -----------------------------------------------------------------------------------------
+
+MANAGED = [
+    {
+        "manager": "okt",
+        "operation": "Apply",
+        "fieldsV1": {
+            "f:status": {
+                "f:observedGeneration": {},
+                "f:okt": {"f:errorCount": {}},
+                "f:conditions": {".": {}, 'k:{"type":"Ready"}': {".": {}, "f:status": {}}},
+            }
+        },
+    },
+    {
+        "manager": "backup",
+        "operation": "Apply",
+        "fieldsV1": {"f:status": {"f:conditions": {'k:{"type":"example.com/BackedUp"}': {".": {}}}}},
+    },
+    {"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {"f:size": {}}}},
+]
+
+
+def test_status_ownership_reads_the_fields_and_condition_types_of_one_manager() -> None:
+    owned = writer.status_ownership({"metadata": {"managedFields": MANAGED}}, "okt")
+
+    assert owned == writer.StatusOwnership(
+        frozenset({"observedGeneration", "okt", "conditions"}), frozenset({"Ready"}), True
+    )
+    assert writer.status_ownership({"metadata": {"managedFields": MANAGED}}, "backup").conditions == {
+        "example.com/BackedUp"
+    }
+
+
+def test_an_atomic_conditions_list_is_recognised() -> None:
+    atomic = [{"manager": "other", "operation": "Update", "fieldsV1": {"f:status": {"f:conditions": {}}}}]
+
+    assert writer.status_ownership({"metadata": {"managedFields": atomic}}, "okt").conditions_by_key is False
+    assert writer.status_ownership({"metadata": {}}, "okt").conditions_by_key is None
+
+
+def test_the_compact_managed_fields_keep_what_status_ownership_reads_and_nothing_else() -> None:
+    compact = writer.compact_managed_fields(MANAGED)
+
+    assert [entry["manager"] for entry in compact] == ["okt", "backup"]
+    assert compact[0]["fieldsV1"]["f:status"]["f:okt"] == {}
+    assert writer.status_ownership({"metadata": {"managedFields": compact}}, "okt") == writer.status_ownership(
+        {"metadata": {"managedFields": MANAGED}}, "okt"
+    )
+
+
+def gauge(conditions: list[dict[str, Any]], managed: list[dict[str, Any]]) -> objects.CustomResource:
+    return objects.CustomResource(
+        {
+            "apiVersion": "test.okt.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns", "generation": 3, "managedFields": managed},
+            "status": {"conditions": conditions, "observedGeneration": 2},
+        }
+    )
+
+
+def test_the_apply_body_states_okts_conditions_only_and_keeps_the_fields_it_owns() -> None:
+    foreign = {
+        "type": "example.com/BackedUp",
+        "status": "True",
+        "reason": "Snap",
+        "message": "",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
+    cr = gauge([READY_WIRE, foreign], MANAGED)
+    conds = conditions.Conditions.from_status(cr.status, now=lambda: T0)
+    conds.set("Ready", True, "Reconciled", "", 3)
+    wanted = writer.desired_status({**cr.status, "okt": {"errorCount": 0}}, conds, 3, {"phase": "Running"})
+
+    body = writer.apply_body(cr, wanted, conds, {"phase": "Running"}, "okt")
+
+    assert body is not None
+    assert [c["type"] for c in body["status"]["conditions"]] == ["Ready"]
+    assert body["status"]["observedGeneration"] == 3
+    assert body["status"]["phase"] == "Running"
+    assert body["status"]["okt"] == {"errorCount": 0}  # owned before, not given now: kept as it is
+    assert body["metadata"] == {"name": "w", "namespace": "ns"}
+
+
+def test_foreign_conditions_in_an_atomic_list_fall_back_to_the_guarded_merge_patch() -> None:
+    foreign = {"type": "Other", "status": "True", "reason": "Theirs", "lastTransitionTime": "2026-01-02T03:04:05Z"}
+    atomic = [{"manager": "other", "operation": "Update", "fieldsV1": {"f:status": {"f:conditions": {}}}}]
+    cr = gauge([foreign], atomic)
+    conds = conditions.Conditions.from_status(cr.status, now=lambda: T0)
+    conds.set("Ready", True, "Reconciled", "", 3)
+
+    assert writer.apply_body(cr, writer.desired_status(cr.status, conds, 3), conds, (), "okt") is None

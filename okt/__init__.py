@@ -51,6 +51,11 @@ from okt.status.bookkeeping import Persistence
 from okt.status.conditions import Condition, Conditions, ConditionStatus
 from okt.status.writer import Target as StatusTarget
 
+requeue_after = Outcome.requeue_after
+"""A hook's return value: reconcile this object again after ``seconds`` (``return okt.requeue_after(60)``)."""
+give_up = Outcome.give_up
+"""A hook's return value: stop, and wait until the object changes (``return okt.give_up("why")``)."""
+
 __all__ = [
     "ApiError",
     "BadRequest",
@@ -106,5 +111,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UnknownPhase",
+    "give_up",
     "reconcile",
+    "requeue_after",
 ]

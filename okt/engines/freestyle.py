@@ -17,7 +17,6 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -26,12 +25,32 @@ from okt.engines.states import State
 
 @dataclasses.dataclass(frozen=True)
 class FreeStyle:
-    """Runs reconciles as a single hook call."""
+    """Runs reconciles as a single hook call, framed by okt's built-in work.
 
-    def run(self, hook: Callable[[], None], results: results_mod.Results) -> stepper.Run:
-        """Call ``hook`` once, record what it raised, and consolidate ``results`` into the run's outcome."""
+    The routing, in full: the CRChecker work (fetch, finalizer, ``check``); then ``cleanup`` and the finalizer's
+    removal when the object is being deleted, or the single hook otherwise; then the ErrorManager's report after an
+    error (a failing cleanup included) or an alarming give-up, or the SuccessManager's after a success — none after a
+    deletion or a quiet give-up.
+    """
+
+    def run(self, steps: stepper.Steps, results: results_mod.Results) -> stepper.Run:
+        """Run one reconcile; what the hook raised is recorded, and ``results`` make the run's outcome."""
+        finalizing = False
         try:
-            hook()
+            steps.builtin(State.CRChecker)
+            if not results.has_error and results.gave_up is None:
+                finalizing = steps.finalizing()
+                if finalizing:
+                    steps.builtin(State.CRFinalizer)
+                else:
+                    steps.reconcile()
+        except Exception as exc:
+            results.record_exception(exc)
+        try:
+            if results.has_error or results.give_up_alarming:
+                steps.builtin(State.ErrorManager)
+            elif not finalizing and results.gave_up is None:
+                steps.builtin(State.SuccessManager)
         except Exception as exc:
             results.record_exception(exc)
         return stepper.Run((State.End,), results.outcome(), results, engine=stepper.Engine.FREESTYLE)

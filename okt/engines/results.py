@@ -250,6 +250,29 @@ class Results:
             return self.add(Operation.HOOK_ERROR, error=exc, delay=exc.delay)
         return self.add(Operation.HOOK_ERROR, error=exc)
 
+    def follow(self, returned: object, hook: str) -> None:
+        """Record what a hook returned: ``None`` carries on; an :class:`Outcome` (``okt.requeue_after(60)``,
+        ``okt.give_up("why")``, ``okt.Outcome.retry(error)``) asks for that outcome. Anything else is recorded as the
+        hook's error (a ``TypeError`` that says what a hook may return): it is a bug of the operator, never silent.
+        """
+        if returned is None:
+            return
+        if not isinstance(returned, Outcome):
+            self.add(
+                Operation.HOOK_ERROR,
+                hook,
+                TypeError(
+                    f"{hook} returned {returned!r}: a hook returns None (carry on), okt.requeue_after(seconds) or "
+                    "okt.give_up(reason)"
+                ),
+            )
+        elif returned.kind is OutcomeKind.REQUEUE_AFTER:
+            self.add(Operation.REQUEUE, hook, delay=returned.delay)
+        elif returned.kind is OutcomeKind.GIVE_UP:
+            self.give_up(returned.reason or hook)
+        elif returned.kind is OutcomeKind.RETRY and returned.error is not None:
+            self.add(Operation.HOOK_ERROR, hook, returned.error, delay=returned.delay)
+
     def _append(self, entry: Entry) -> Entry:
         self._entries.append(entry)
         if entry.operation.is_error and self._first_error is None:

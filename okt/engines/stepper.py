@@ -28,6 +28,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Callable
+from typing import Protocol
 
 import structlog
 
@@ -42,6 +43,22 @@ RUNAWAY_REASON = "infinite loop"
 
 #: How a FreeStyle run shows its single hook in ``Run.path_str``.
 FREESTYLE_MARKER = "reconcile"
+
+
+class Steps(Protocol):
+    """What an engine drives: the work of one reconcile, state by state. Both engines take one (one protocol)."""
+
+    def enter(self, state: State) -> None:
+        """Enter ``state``: the author's hook and, through it, the built-in work (the Stepper)."""
+
+    def builtin(self, state: State) -> None:
+        """Only okt's built-in work of ``state`` (FreeStyle frames its single hook with it)."""
+
+    def reconcile(self) -> None:
+        """FreeStyle's single hook."""
+
+    def finalizing(self) -> bool:
+        """Whether the object is being deleted (asked once its CRChecker work ran)."""
 
 
 class Engine(enum.Enum):
@@ -97,24 +114,21 @@ class Stepper:
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps!r}")
 
-    def run(
-        self,
-        step: Callable[[State], None],
-        results: results_mod.Results,
-        finalizing: Callable[[], bool],
-    ) -> Run:
+    def run(self, steps: Steps, results: results_mod.Results) -> Run:
         """Run one reconcile.
 
         Args:
-            step: called on entering each hooked state (every state but GiveupManager and End) with that state; does
-                the state's work and records into ``results``; may raise.
+            steps: ``steps.enter(state)`` is called on entering each hooked state (every state but GiveupManager and
+                End); it does the state's work and records into ``results``; it may raise. ``steps.finalizing()``
+                says whether the custom resource is being deleted; asked after CRChecker ran, an exception it raises
+                is recorded like a step's and counts as "not finalizing".
             results: this reconcile's results stack (fresh per reconcile).
-            finalizing: whether the custom resource is being deleted; asked after CRChecker ran. An exception it
-                raises is recorded like a step's and counts as "not finalizing".
 
         Returns:
             the path taken, the outcome and the results.
         """
+        step = steps.enter
+        finalizing = steps.finalizing
         machine = machine_mod.Machine()
         state = machine.state
         path = [state]

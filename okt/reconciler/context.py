@@ -9,22 +9,18 @@ conditions, the bookkeeping, a bound logger, the API client and the reader (the 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Protocol
 
+import pydantic
 import structlog
 
-from okt import errors
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.resources import apply, registry, resource
 from okt.status import bookkeeping, conditions, events, writer
-
-if TYPE_CHECKING:
-    from okt.reconciler import reconciler as reconciler_mod
-
-R = TypeVar("R", bound=resource.Resource)
 
 
 class Reader(Protocol):
@@ -43,14 +39,36 @@ class Reader(Protocol):
     def observe(self, obj: Mapping[str, Any]) -> None: ...
 
 
-class LiveConditions(conditions.Conditions):
-    """The conditions of the reconciled object, with :meth:`flush` to write them mid-reconcile."""
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What a reconcile needs to know of its reconciler's declaration (see :class:`okt.Reconciler`'s attributes)."""
 
-    flusher: Callable[[], bool] | None = None
+    controller: str
+    owns: tuple[type[resource.Resource], ...] = ()
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    prefix: str = apply.DEFAULT_PREFIX
+    finalizer: str | None = None
+    legacy_finalizers: tuple[str, ...] = ()
+    prune: bool = True
+    status_target: writer.Target = writer.Target.STATUS
+    persistence: bookkeeping.Persistence = bookkeeping.Persistence.STATUS
+    apply_strategy: apply.Strategy = apply.Strategy.APPLY
+    field_manager: str = apply.DEFAULT_FIELD_MANAGER
+    status_model: type[pydantic.BaseModel] | None = None
 
-    def flush(self) -> bool:
-        """Write the status now (only if something changed); returns whether a request was sent."""
-        return self.flusher() if self.flusher is not None else False
+    @property
+    def labels(self) -> apply.Labels:
+        """okt's label and annotation names on children, from the prefix."""
+        return apply.Labels(self.prefix)
+
+    @property
+    def writes(self) -> apply.WriteOptions:
+        return apply.WriteOptions(self.apply_strategy, self.field_manager)
+
+    @property
+    def applies_status(self) -> bool:
+        """Whether the status is written by server-side apply (children applied, status on the subresource)."""
+        return self.apply_strategy is apply.Strategy.APPLY and self.status_target is writer.Target.STATUS
 
 
 class Context:
@@ -59,7 +77,7 @@ class Context:
     def __init__(
         self,
         *,
-        reconciler: reconciler_mod.Reconciler,
+        settings: Settings,
         client: kube_client.Client,
         reader: Reader,
         kind: kinds.Kind,
@@ -68,7 +86,7 @@ class Context:
         logger: structlog.typing.FilteringBoundLogger,
         recorder: events.EventRecorder | None,
     ) -> None:
-        self.reconciler = reconciler
+        self.settings = settings
         self.client = client
         self.reader = reader
         self.kind = kind
@@ -78,21 +96,23 @@ class Context:
         self.recorder = recorder
         self.results = results_mod.Results()
         self.registry = registry.Registry()
-        self.labels = apply.Labels(reconciler.prefix)
-        self.writes = apply.WriteOptions(apply.Strategy(reconciler.apply_strategy), reconciler.field_manager)
         stored: Mapping[str, Any]
-        if reconciler.status_target() is writer.Target.ANNOTATIONS:
-            stored = {"conditions": writer.conditions_from_annotations(cr.annotations, reconciler.prefix)}
+        if settings.status_target is writer.Target.ANNOTATIONS:
+            stored = {"conditions": writer.conditions_from_annotations(cr.annotations, settings.prefix)}
         else:
-            stored = cr.status if reconciler.status_target() is writer.Target.STATUS else {}
-        self.conditions = cast(LiveConditions, LiveConditions.from_status(stored))
-        self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, reconciler.bookkeeping_persistence(), reconciler.prefix)
+            stored = cr.status if settings.status_target is writer.Target.STATUS else {}
+        self.conditions = conditions.Conditions.from_status(stored)
+        self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, settings.persistence, settings.prefix)
         self.status: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}
-        self.params: Mapping[str, Any] = reconciler.params
 
     # -- conveniences for hooks ----------------------------------------------------------------------------------
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The reconciler's ``params``."""
+        return self.settings.params
 
     @property
     def spec(self) -> Any:
@@ -102,28 +122,19 @@ class Context:
     def finalizing(self) -> bool:
         return self.exists and self.cr.deleting
 
-    def register(self, res: R) -> R:
-        """Register a child resource.
+    def requeue_after(self, seconds: float) -> None:
+        """Reconcile this object again after ``seconds`` (the shortest requested delay of a reconcile wins)."""
+        self.results.follow(results_mod.Outcome.requeue_after(seconds), "requeue_after")
 
-        Raises:
-            okt.RegistrationError: the key is registered twice, or the reconciler does not own the child's kind —
-                okt watches and generates RBAC only for the kinds in ``owns``, so such a child would never be
-                seen changing nor be allowed.
-        """
-        owns = self.reconciler.owns
-        kind = (str(res.desired.get("apiVersion")), str(res.desired.get("kind")))
-        if not isinstance(res, tuple(owns)) and kind not in {(c.api_version, c.kind) for c in owns}:
-            raise errors.RegistrationError(
-                f"{res.describe()} is a {kind[1]} ({kind[0]}), which {type(self.reconciler).__name__} does not own: "
-                f"add its resource class {type(res).__name__} to the reconciler's owns"
-            )
-        self.registry.register(res)
-        return res
+    def give_up(self, reason: str) -> None:
+        """Stop here: no more work this reconcile, no requeue until the object (or a child) changes."""
+        self.results.give_up(reason)
 
-    def resource(self, cls: type[R], **kwargs: Any) -> R:
-        """Build a resource of ``cls`` for this CR with the reconciler's parameters, and register it."""
-        kwargs.setdefault("params", self.params)
-        return self.register(cls(self.cr, **kwargs))
+    def flush_status(self) -> bool:
+        """Write the status now (only if something changed); returns whether a request was sent."""
+        from okt.reconciler import report  # report builds on this module
+
+        return report.write_status(self)
 
     def event(self, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None and self.exists:

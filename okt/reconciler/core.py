@@ -20,8 +20,8 @@ from typing import Any
 import structlog
 
 from okt import errors
-from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
+from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
@@ -120,7 +120,7 @@ def reconcile(
     }
     cr = objects.CustomResource(raw if raw is not None else placeholder)
     ctx = context_mod.Context(
-        reconciler=reconciler,
+        settings=reconciler.settings(),
         client=client,
         reader=reader,
         kind=kind,
@@ -129,34 +129,7 @@ def reconcile(
         logger=log,
         recorder=recorder if reconciler.events else None,
     )
-    ctx.conditions.flusher = lambda: reconciler.write_status(ctx)
-
-    def prologue() -> bool:
-        """Fetch and validate; False when the machine should not run the user's CRChecker work."""
-        if not exists:
-            ctx.results.add(results_mod.Operation.CR_NOT_FOUND, name)
-            ctx.results.give_up("cr not found")
-            return False
-        try:
-            typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
-        except errors.InvalidSpec:
-            if cr.deleting:
-                return True
-            raise
-        if typed is not None:
-            ctx.cr = ctx.cr.with_spec(typed)
-        return True
-
-    def step(state: states.State) -> None:
-        if state is State.CRChecker and not prologue():
-            return
-        reconciler.enter_in_state(state, ctx)
-
-    engine = reconciler.engine
-    if isinstance(engine, freestyle.FreeStyle):
-        run = engine.run(lambda: _freestyle(reconciler, ctx, prologue), ctx.results)
-    else:
-        run = engine.run(step, ctx.results, lambda: ctx.finalizing)
+    run = reconciler.engine.run(_Steps(reconciler, ctx), ctx.results)
     error = ctx.results.first_error
     if error is None:
         log.info("reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary())
@@ -191,22 +164,42 @@ def _first_sighting(error: BaseException) -> bool:
         return True
 
 
-def _freestyle(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, prologue: Any) -> None:
-    """FreeStyle framing: same fetch, finalizer and status handling as the Stepper, one hook, no routing."""
-    try:
-        if not prologue():
+class _Steps:
+    """The work of one reconcile as the engines drive it (:class:`okt.engines.stepper.Steps`)."""
+
+    def __init__(self, reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+        self.reconciler = reconciler
+        self.ctx = ctx
+
+    def _prologue(self) -> bool:
+        """Fetch and validate; False when the object is gone (a quiet give-up) and no CRChecker work should run."""
+        ctx = self.ctx
+        if not ctx.exists:
+            ctx.results.add(results_mod.Operation.CR_NOT_FOUND, ctx.cr.name)
+            ctx.results.give_up("cr not found")
+            return False
+        try:
+            typed = reconciler_mod.validate_spec(self.reconciler, ctx.cr.raw_spec)
+        except errors.InvalidSpec:
+            if ctx.cr.deleting:
+                return True  # cleanup must still run
+            raise
+        if typed is not None:
+            ctx.cr = ctx.cr.with_spec(typed)
+        return True
+
+    def enter(self, state: states.State) -> None:
+        if state is State.CRChecker and not self._prologue():
             return
-        if ctx.finalizing:
-            reconciler.cr_finalizer(ctx)
-        else:
-            reconciler.cr_checker(ctx)
-            if not ctx.results.has_error:
-                reconciler.reconcile_with_cr(ctx)
-    except Exception as exc:
-        ctx.results.record_exception(exc)
-    if ctx.results.has_error or ctx.results.give_up_alarming:
-        reconciler.error_manager(ctx)  # a failing cleanup too, as the Stepper's CRFinalizer -> ErrorManager
-    elif ctx.finalizing:
-        return
-    elif not ctx.results.gave_up:
-        reconciler.success_manager(ctx)
+        self.ctx.results.follow(self.reconciler.enter_in_state(state, self.ctx), "enter_in_state")
+
+    def builtin(self, state: states.State) -> None:
+        if state is State.CRChecker and not self._prologue():
+            return
+        reconciler_mod.builtin_work(self.reconciler, state, self.ctx)
+
+    def reconcile(self) -> None:
+        self.ctx.results.follow(self.reconciler.reconcile_with_cr(self.ctx), "reconcile_with_cr")
+
+    def finalizing(self) -> bool:
+        return self.ctx.finalizing

@@ -1,21 +1,24 @@
-"""``okt.Reconciler`` — the class an operator author subclasses.
+"""``okt.Reconciler`` — the class an operator author subclasses: a declaration and a few hooks.
 
 Why this exists: it is OKT's reconciler in Python. The author declares the primary kind, the spec model, the children
-it owns and whether deletion needs cleanup, then implements ``enter_in_state(state, ctx)`` (or only ``resources(ctx)``
-and let the built-in work do the rest). Every built-in state's work is a public method the author can call, extend or
-replace:
+it owns and whether deletion needs cleanup; okt does the rest. The built-in work of each state lives in modules by
+concept — :mod:`.children` (ObjectsGetter, Mutator, Updater), :mod:`.report` (SuccessManager, ErrorManager) and
+:mod:`.finalize` (CRChecker, CRFinalizer) — and runs from ``enter_in_state``; an author who overrides it calls
+``super().enter_in_state(state, ctx)`` where the built-in work should happen:
 
 ==============  =======================================================================================
-state           built-in work (``default_work``)
+state           built-in work
 ==============  =======================================================================================
 CRChecker       add the finalizer (when ``finalizer`` is set), first-visit conditions, ``check(ctx)``
 ObjectsGetter   register ``resources(ctx)``, read each child's live state (from the informer store)
 Mutator         ``mutate_with_cr``, normalise, hash, decide create / update / unchanged per child
 Updater         send the creates and updates decided, prune owned children no longer registered
-SuccessManager  Ready/Available/Progressing/Degraded/ReconciliationSuccess, status write if changed, events
+SuccessManager  Ready/Available/Progressing/Degraded/ReconciliationSuccess from the hooks, status write if changed
 ErrorManager    Ready=False with the error's reason and message, status write if changed, warning event
-CRFinalizer     ``cleanup(ctx)``; the finalizer is removed only if cleanup recorded no error
+CRFinalizer     ``cleanup(ctx)``; okt's finalizers are removed only if cleanup recorded no error
 ==============  =======================================================================================
+
+A hook may return an outcome — ``okt.requeue_after(60)``, ``okt.give_up("why")`` — or ``None`` to carry on.
 
 Guarantees: hooks never crash a worker (exceptions become results entries); a reconcile that changes nothing sends no
 request; the status is written only when it changes.
@@ -32,14 +35,14 @@ from okt import errors
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds
+from okt.reconciler import children, finalize, report
 from okt.reconciler import context as context_mod
 from okt.resources import apply, helpers, resource
-from okt.status import bookkeeping, events, finalizers, writer
-from okt.status import conditions as cond
+from okt.status import bookkeeping, writer
 
 Operation = results_mod.Operation
+Outcome = results_mod.Outcome
 State = states.State
-CONFLICT_DELAY = 0.2
 
 
 class Reconciler:
@@ -48,17 +51,30 @@ class Reconciler:
     api_version: ClassVar[str] = ""
     """The primary resource's apiVersion, e.g. ``"cache.example.com/v1alpha1"``."""
     kind: ClassVar[str] = ""
+    """The primary resource's kind, e.g. ``"Memcached"``."""
     plural: ClassVar[str | None] = None
+    """Its plural (default: discovery, or ``okt.kube.kinds.plural_of(kind)`` where no server is at hand)."""
     namespaced: ClassVar[bool] = True
     spec_model: ClassVar[type[pydantic.BaseModel] | None] = None
+    """A pydantic model of ``spec``: ``ctx.spec`` is typed, and a spec it refuses ends ``Ready=False, InvalidSpec``."""
     status_model: ClassVar[type[pydantic.BaseModel] | None] = None
+    """A pydantic model of what the reconciler puts in ``ctx.status`` (and of the CRD's status schema)."""
     owns: ClassVar[Sequence[type[resource.Resource]]] = ()
+    """The resource classes of the children: the kinds okt watches, may create, and asks RBAC for. By default every
+    object gets one child of each class; override ``resources(ctx)`` to choose."""
     finalizer: ClassVar[str | None] = None
     """Set to a finalizer name (e.g. ``"cache.example.com/cleanup"``) to get ``cleanup(ctx)`` on deletion."""
+    legacy_finalizers: ClassVar[Sequence[str]] = ()
+    """Finalizers this operator used to add (renamed, or ``finalizer`` switched off): an object still carrying one
+    gets ``cleanup(ctx)`` on deletion and is released, never left stuck."""
     engine: ClassVar[stepper.Stepper | freestyle.FreeStyle] = stepper.Stepper()
+    """How a reconcile is walked: the Stepper's states, or ``okt.FreeStyle()`` — one hook, ``reconcile_with_cr``."""
     params: ClassVar[Mapping[str, Any]] = {}
+    """Free parameters of the operator, read by hooks and resource templates as ``ctx.params``."""
     prune: ClassVar[bool] = True
+    """Delete the children okt created for an object and no longer registers (only those: see okt's ownership)."""
     prefix: ClassVar[str] = apply.DEFAULT_PREFIX
+    """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...)."""
     apply_strategy: ClassVar[str] = "apply"
     """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
@@ -74,9 +90,13 @@ class Reconciler:
     """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
     not go to the status subresource."""
     max_concurrent: ClassVar[int | None] = None
+    """Reconciles of this kind at once (default: ``okt run --workers``)."""
     name: ClassVar[str | None] = None
+    """The controller's name in logs and metrics (default: the kind, lowercased)."""
     events: ClassVar[bool] = True
+    """Record Kubernetes Events (what ``kubectl describe`` shows)."""
     printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()
+    """Extra ``kubectl get`` columns for ``okt gen crd`` (``additionalPrinterColumns`` entries)."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
@@ -116,38 +136,65 @@ class Reconciler:
             return bookkeeping.Persistence.ANNOTATIONS
         return bookkeeping.Persistence(cls.persistence)
 
+    def settings(self) -> context_mod.Settings:
+        """What a reconcile needs of this declaration: the :class:`~okt.reconciler.context.Settings` its context
+        holds (the context keeps no pointer back to the reconciler)."""
+        return context_mod.Settings(
+            controller=self.controller_name(),
+            owns=tuple(self.owns),
+            params=self.params,
+            prefix=self.prefix,
+            finalizer=self.finalizer,
+            legacy_finalizers=tuple(self.legacy_finalizers),
+            prune=self.prune,
+            status_target=self.status_target(),
+            persistence=self.bookkeeping_persistence(),
+            apply_strategy=apply.Strategy(self.apply_strategy),
+            field_manager=self.field_manager,
+            status_model=self.status_model,
+        )
+
     # -- the author's hooks --------------------------------------------------------------------------------------
 
-    def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> None:
+    def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> Outcome | None:
         """Called on entering every state but GiveupManager and End. Default: the built-in work of the state.
 
-        Override it and call ``super().enter_in_state(state, ctx)`` (or one built-in method) where you want the
-        built-in work to happen.
+        Override it and call ``super().enter_in_state(state, ctx)`` where the built-in work should happen; return
+        ``okt.requeue_after(seconds)`` or ``okt.give_up(reason)`` to ask for that outcome, ``None`` to carry on.
         """
-        self.default_work(state, ctx)
+        builtin_work(self, state, ctx)
+        return None
 
-    def reconcile_with_cr(self, ctx: context_mod.Context) -> None:
+    def reconcile_with_cr(self, ctx: context_mod.Context) -> Outcome | None:
         """The FreeStyle engine's single hook. Default: the Stepper's main course in one go."""
         for state in (State.ObjectsGetter, State.Mutator, State.Updater):
-            self.default_work(state, ctx)
+            builtin_work(self, state, ctx)
             if ctx.results.has_error or ctx.results.gave_up:
-                return
+                break
+        return None
 
     def resources(self, ctx: context_mod.Context) -> Iterable[resource.Resource]:
-        """The children this CR should have; registered by the built-in ObjectsGetter. Default: none."""
-        return ()
+        """The children this object should have. Default: one of each class in ``owns``, built for this object with
+        the reconciler's ``params``. Override it when children depend on the spec (an Ingress only when a host is
+        set) or when a class has several instances; only classes in ``owns`` may be returned."""
+        return [cls(ctx.cr, params=ctx.params) for cls in self.owns]
 
-    def check(self, ctx: context_mod.Context) -> None:
+    def check(self, ctx: context_mod.Context) -> Outcome | None:
         """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""
         return None
 
-    def cleanup(self, ctx: context_mod.Context) -> None:
+    def cleanup(self, ctx: context_mod.Context) -> Outcome | None:
         """What deletion must undo before the finalizer goes (only called when ``finalizer`` is set)."""
         return None
 
-    def available(self, ctx: context_mod.Context) -> bool | None:
+    def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
+        """Ready after a successful reconcile: a bool, or (status, reason, message). Default: True once every child
+        is in its desired state — override it when readiness means more (a lifecycle phase, availability)."""
+        return True, "Reconciled", "every child is in its desired state"
+
+    def available(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool | None:
         """Whether the application is available. Default: every Deployment/StatefulSet child has its replicas
-        available; None (Unknown) when there is no workload child."""
+        available; None (no workload to wait for) when there is none."""
         readiness = [
             r.readiness()
             for r in ctx.registry
@@ -157,12 +204,7 @@ class Reconciler:
             return None
         return all(r.available_all for r in readiness)
 
-    def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str]:
-        """Ready after a successful reconcile: (status, reason, message). Default: True once every child is in its
-        desired state — override it when readiness means more (a lifecycle phase, a workload's availability)."""
-        return True, "Reconciled", "every child is in its desired state"
-
-    def progressing(self, ctx: context_mod.Context) -> bool:
+    def progressing(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Whether a rollout is under way. Default: a workload child has not rolled out its latest spec."""
         return any(
             r.readiness().progressing
@@ -170,303 +212,31 @@ class Reconciler:
             if isinstance(r, helpers.DeploymentResource | helpers.StatefulSetResource)
         )
 
-    # -- dispatch ------------------------------------------------------------------------------------------------
-
-    def default_work(self, state: states.State, ctx: context_mod.Context) -> None:
-        work: dict[State, Callable[[context_mod.Context], None]] = {
-            State.CRChecker: self.cr_checker,
-            State.ObjectsGetter: self.objects_getter,
-            State.Mutator: self.mutator,
-            State.Updater: self.updater,
-            State.SuccessManager: self.success_manager,
-            State.ErrorManager: self.error_manager,
-            State.CRFinalizer: self.cr_finalizer,
-        }
-        action = work.get(state)
-        if action is not None:
-            action(ctx)
-
-    # -- built-in work -------------------------------------------------------------------------------------------
-
-    def cr_checker(self, ctx: context_mod.Context) -> None:
-        if ctx.finalizing:
-            return
-        if self.finalizer:
-            try:
-                added = finalizers.add(ctx.client, ctx.kind, ctx.cr, self.finalizer, ctx.observe)
-            except (errors.Conflict, errors.Invalid) as exc:
-                ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, _lost_race(exc), delay=CONFLICT_DELAY)
-                return
-            if added is not None:
-                ctx.results.add(Operation.FINALIZER_ADDED, self.finalizer)
-        generation = ctx.cr.generation
-        ctx.conditions.set_unknown_if_missing(
-            (cond.READY, cond.AVAILABLE, cond.PROGRESSING, cond.DEGRADED),
-            "Reconciling",
-            "okt has started reconciling this object",
-            generation,
-        )
-        self.check(ctx)
-
-    def objects_getter(self, ctx: context_mod.Context) -> None:
-        for res in self.resources(ctx):
-            if ctx.registry.get(res.key) is res:
-                # Built with ctx.resource(), which registers: the same object again is not a duplicate.
-                continue
-            try:
-                ctx.register(res)
-            except errors.RegistrationError as exc:
-                ctx.results.add(Operation.REGISTRATION_ABORTED, res.describe(), exc)
-                return
-        for res in ctx.registry:
-            kind = ctx.client.kind_of(res.desired)
-            res.live = ctx.reader.get(kind, res.name, res.namespace)
-
-    def mutator(self, ctx: context_mod.Context) -> None:
-        for res in ctx.registry:
-            try:
-                res.mutate_with_cr(ctx.cr)
-                apply.prepare(res, ctx.cr, ctx.labels)
-                ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.labels)
-            except errors.MutationError as exc:
-                # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
-                # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
-                ctx.results.give_up(str(exc), alarming=True, error=exc)
-            except Exception as exc:
-                delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
-                ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc, delay=delay)
-
-    def updater(self, ctx: context_mod.Context) -> None:
-        for res in ctx.registry:
-            decision = ctx.decisions.get(res.key)
-            if decision is None:
-                continue
-            self._apply_one(ctx, res, decision)
-        if self.prune and not ctx.results.has_error:
-            self.prune_unregistered(ctx)
-
-    def _apply_one(self, ctx: context_mod.Context, res: resource.Resource, decision: apply.Decision) -> None:
-        what = res.describe()
-        try:
-            if decision.action is apply.Action.CREATE:
-                try:
-                    apply.create(ctx.client, res, ctx.observe, ctx.writes)
-                except errors.Invalid as exc:
-                    # An apply that met an object of another controller: the server refuses a second controller
-                    # reference. Name that controller rather than pass on the server's validation message.
-                    live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
-                    other = apply.foreign_controller(live, ctx.cr) if live is not None else None
-                    if other is None:
-                        raise
-                    res.live = live
-                    refused = apply.Decision(
-                        apply.Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}"
-                    )
-                    raise errors.OwnedByAnother(
-                        f"{what} exists and is {refused.reason}; okt does not adopt it"
-                    ) from exc
-                except errors.Conflict as exc:
-                    if not exc.already_exists:
-                        raise
-                    # Our cache had not seen it yet: read it and decide again (never a blind second create).
-                    live = ctx.client.get(ctx.client.kind_of(res.desired), res.name, res.namespace)
-                    ctx.observe(live)
-                    res.live = live
-                    again = apply.decide(res, live, ctx.cr, ctx.labels)
-                    if again.action is apply.Action.REFUSE:
-                        raise errors.OwnedByAnother(
-                            f"{what} exists and is {again.reason}; okt does not adopt it"
-                        ) from exc
-                    if again.action is apply.Action.UPDATE:
-                        apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.writes)
-                        ctx.results.add(Operation.UPDATED, what)
-                    else:
-                        ctx.results.add(Operation.UNCHANGED, what)
-                    return
-                ctx.results.add(Operation.CREATED, what)
-            elif decision.action is apply.Action.REFUSE:
-                raise errors.OwnedByAnother(f"{what} exists and is {decision.reason}; okt does not adopt it")
-            elif decision.action is apply.Action.UPDATE and res.live is not None:
-                ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
-                apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.writes)
-                ctx.results.add(Operation.UPDATED, what)
-            else:
-                ctx.results.add(Operation.UNCHANGED, what)
-        except errors.Conflict as exc:
-            ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
-        except errors.OktError as exc:
-            ctx.results.add(Operation.CRUD_ERROR, what, exc)
-
-    def prune_unregistered(self, ctx: context_mod.Context) -> None:
-        """Delete children okt created for this CR (:func:`okt.resources.apply.prunable`) that are no longer
-        registered.
-
-        Under ``okt run`` the reader answers from the informers' owner index: no request, no scan of the store.
-        """
-        wanted = ctx.registry.keys()
-        owned = {(c.api_version, c.kind) for c in self.owns} | {(k[0], k[1]) for k in wanted}
-        selector = {ctx.labels.owner_label: ctx.cr.uid}
-        for api_version, kind_name in sorted(owned):
-            kind = ctx.client.resolve(api_version, kind_name)
-            namespace = ctx.cr.namespace if kind.namespaced else None
-            for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector):
-                key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
-                if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
-                    continue
-                if not apply.prunable(obj, ctx.cr.uid, ctx.labels):  # the readers only narrow; the rule is here
-                    continue
-                try:
-                    apply.delete(ctx.client, obj)
-                    ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
-                except errors.OktError as exc:
-                    ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)
-
-    def success_manager(self, ctx: context_mod.Context) -> None:
-        generation = ctx.cr.generation
-        was_failing = ctx.conditions.is_false(cond.READY)
-        available = self.available(ctx)
-        progressing = self.progressing(ctx)
-        message = f"generation {generation} reconciled: {ctx.results.summary()}"
-        c = ctx.conditions
-        ready, ready_reason, ready_message = self.ready(ctx)
-        c.set(cond.READY, ready, ready_reason, ready_message, generation)
-        c.set(cond.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
-        c.set(
-            cond.PROGRESSING,
-            progressing,
-            "RollingOut" if progressing else "Settled",
-            "a rollout is under way" if progressing else "nothing to roll out",
-            generation,
-        )
-        c.set(cond.DEGRADED, False, "AsExpected", "no error", generation)
-        if available is None:
-            c.set(cond.AVAILABLE, True, "Reconciled", "no workload to wait for", generation)
-        else:
-            c.set(
-                cond.AVAILABLE,
-                available,
-                "ReplicasAvailable" if available else "ReplicasUnavailable",
-                "all replicas are available" if available else "waiting for replicas",
-                generation,
-            )
-        ctx.bookkeeping.error_count = 0
-        self.write_status(ctx)
-        if ready and was_failing:
-            # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
-            ctx.event(events.NORMAL, "Reconciled", message)
-
-    def error_manager(self, ctx: context_mod.Context) -> None:
-        if not ctx.exists:
-            return
-        error = ctx.results.first_error
-        if error is None and ctx.results.gave_up:
-            reason, message = "GiveUp", ctx.results.gave_up
-        else:
-            reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
-        generation = ctx.cr.generation
-        c = ctx.conditions
-        news = c.set(cond.READY, False, reason, message, generation)
-        c.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
-        c.set(cond.DEGRADED, True, reason, message, generation)
-        c.set_unknown_if_missing((cond.AVAILABLE, cond.PROGRESSING), reason, message, generation)
-        # A permanent error already reported for this generation (a restart, a child's event) is reported once:
-        # no error count, no Event, so nothing is written while the object does not change.
-        reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news
-        if not reported:
-            ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
-        try:
-            self.write_status(ctx)
-        finally:
-            if not reported:
-                ctx.event(events.WARNING, reason, message)
-
-    def cr_finalizer(self, ctx: context_mod.Context) -> None:
-        ctx.results.add(Operation.FINALIZING, ctx.cr.name)
-        if not self.finalizer or self.finalizer not in ctx.cr.finalizers:
-            return
-        try:
-            self.cleanup(ctx)
-        except Exception as exc:
-            # A TemporaryError's delay is honoured here as it is for every other hook.
-            delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
-            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
-        if ctx.results.has_error:
-            return
-        try:
-            finalizers.remove(ctx.client, ctx.kind, ctx.cr, self.finalizer, ctx.observe)
-            ctx.results.add(Operation.FINALIZER_REMOVED, self.finalizer)
-        except errors.NotFound:
-            ctx.results.add(Operation.FINALIZER_REMOVED, self.finalizer)
-        except (errors.Conflict, errors.Invalid) as exc:
-            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, _lost_race(exc), delay=CONFLICT_DELAY)
-
-    # -- status --------------------------------------------------------------------------------------------------
-
-    def write_status(self, ctx: context_mod.Context) -> bool:
-        """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping where ``status`` says — only if
-        something changed (one status patch and/or one guarded metadata patch; nothing at all when ``off`` and the
-        bookkeeping is unchanged)."""
-        extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
-        if self.status_model is not None and ctx.status:
-            extra.update(
-                self.status_model.model_validate(ctx.status).model_dump(mode="json", by_alias=True, exclude_none=True)
-            )
-        target = self.status_target()
-        try:
-            written = None
-            annotations: dict[str, str | None] = {}
-            if target is writer.Target.STATUS:
-                wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
-                written = writer.write(
-                    ctx.client,
-                    ctx.kind,
-                    ctx.cr,
-                    wanted,
-                    ctx.observe,
-                    conditions=ctx.conditions,
-                    given=extra,
-                    apply_as=self.field_manager if self.applies_status() else None,
-                )
-            elif target is writer.Target.ANNOTATIONS:
-                annotations = writer.annotations_patch(
-                    ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, self.prefix
-                )
-            annotations.update(ctx.bookkeeping.changed_annotations())
-            if annotations:
-                patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
-                written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)
-                ctx.observe(written)
-        except errors.NotFound as exc:
-            if ctx.client.get_or_none(ctx.kind, ctx.cr.name, ctx.cr.namespace) is None:
-                ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)  # deleted meanwhile: nothing to report on
-                return False
-            # The object is there but its status is not: a CRD without the status subresource, or a wrong plural.
-            failed = errors.ApiError.from_status(
-                404,
-                "NotFound",
-                f"cannot write the status of {ctx.kind.kind} {ctx.cr.name}: the API answered 404 for "
-                f"{ctx.kind.plural}/status although the object exists — does the CRD declare the status "
-                "subresource (subresources: {status: {}}), and is the plural right?",
-            )
-            failed.__cause__ = exc
-            ctx.log.error("status write failed", error=str(failed))
-            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, failed)
-            return False
-        except errors.Conflict as exc:
-            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
-            return False
-        except errors.OktError as exc:
-            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
-            return False
-        ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
-        return written is not None
+    def degraded(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
+        """Whether the application is degraded although the reconcile succeeded (an error is Degraded anyway).
+        Default: False."""
+        return False
 
 
-def _lost_race(exc: errors.ApiError) -> errors.TemporaryError:
-    """A finalizer patch whose resourceVersion test failed (422) or that conflicted (409): someone wrote first."""
-    error = errors.TemporaryError("the object changed while okt updated its finalizers; retrying", CONFLICT_DELAY)
-    error.__cause__ = exc
-    return error
+BuiltinWork = Callable[[Reconciler, context_mod.Context], None]
+
+BUILTIN_WORK: Mapping[State, BuiltinWork] = {
+    State.CRChecker: finalize.check_in,
+    State.ObjectsGetter: children.register,
+    State.Mutator: lambda reconciler, ctx: children.mutate(ctx),
+    State.Updater: lambda reconciler, ctx: children.write(ctx),
+    State.SuccessManager: report.on_success,
+    State.ErrorManager: lambda reconciler, ctx: report.on_error(ctx),
+    State.CRFinalizer: finalize.finalize,
+}
+"""The built-in work of each state (:mod:`.children`, :mod:`.report`, :mod:`.finalize`)."""
+
+
+def builtin_work(reconciler: Reconciler, state: states.State, ctx: context_mod.Context) -> None:
+    """Do okt's built-in work of ``state`` (nothing for GiveupManager and End)."""
+    work = BUILTIN_WORK.get(state)
+    if work is not None:
+        work(reconciler, ctx)
 
 
 def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:

@@ -72,6 +72,47 @@ def ensure_crd(
         spec.get("scope", "Namespaced") == "Namespaced",
     )
     waiting.wait_for(lambda: client.list(kind, "default") is not None, timeout=timeout, message=f"{kind.plural} served")
+    if kind.namespaced:
+        waiting.wait_for(
+            lambda: _owner_references_resolve(client, kind),
+            timeout=timeout,
+            message=f"the API server's admission to know {kind.kind} as an owner",
+        )
     if created and plane is not None:
         plane.restart_controller_manager()
     return kind
+
+
+def _owner_references_resolve(client: kube_client.Client, kind: kinds.Kind) -> bool:
+    """Whether the API server's admission resolves ``kind`` in an ownerReference with ``blockOwnerDeletion`` (its
+    REST mapping lags a moment behind a new CRD: until then such a write is refused with 403). A dry run, no object."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "generateName": "okt-owner-probe-",
+            "namespace": "default",
+            "ownerReferences": [
+                {
+                    "apiVersion": kind.api_version,
+                    "kind": kind.kind,
+                    "name": "probe",
+                    "uid": "00000000-0000-0000-0000-000000000000",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+    }
+    try:
+        client.request(
+            "POST",
+            kinds.CONFIG_MAP.collection_path("default"),
+            verb="dry-run",
+            resource="configmaps",
+            params={"dryRun": "All"},
+            body=probe,
+        )
+    except errors.Forbidden:
+        return False
+    return True

@@ -143,7 +143,7 @@ def make_ctx(
 ) -> tuple[context_mod.Context, Recorder]:
     recorder = Recorder()
     ctx = context_mod.Context(
-        reconciler=_reconciler(persistence),
+        settings=_reconciler(persistence).settings(),
         client=cast(kube_client.Client, None),
         reader=NoReader(),
         kind=KIND,
@@ -152,7 +152,7 @@ def make_ctx(
         logger=structlog.get_logger("test"),
         recorder=cast(Any, recorder),
     )
-    ctx.params = {FACTS_KEY: state or Facts()}
+    ctx.settings = dataclasses.replace(ctx.settings, params={FACTS_KEY: state or Facts()})
     return ctx, recorder
 
 
@@ -478,11 +478,21 @@ def test_refusals_survive_pickling_with_their_attributes(error: errors.OktError)
 def test_an_unknown_phase_raised_in_a_hook_becomes_an_error_outcome_not_a_crash() -> None:
     ctx, _ = make_ctx(app("Exploded"))
 
-    def step(state: states.State) -> None:
-        if state is states.State.ObjectsGetter:
-            LIFECYCLE.advance(ctx)
+    class Steps:
+        def enter(self, state: states.State) -> None:
+            if state is states.State.ObjectsGetter:
+                LIFECYCLE.advance(ctx)
 
-    run = stepper.Stepper().run(step, ctx.results, lambda: False)
+        def builtin(self, state: states.State) -> None:
+            return None
+
+        def reconcile(self) -> None:
+            return None
+
+        def finalizing(self) -> bool:
+            return False
+
+    run = stepper.Stepper().run(Steps(), ctx.results)
 
     assert run.path_str == ">CRChecker>ObjectsGetter>ErrorManager>End"
     assert isinstance(run.outcome.error, UnknownPhase)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import okt
 from okt.lifecycle import Move
-from okt.status import conditions
 
 from . import api, phases
 from .phases import LIFECYCLE, Phase
@@ -71,34 +70,37 @@ class WebAppReconciler(okt.Reconciler):
                 children.append(job(ctx.cr, failed))
         return children
 
-    def success_manager(self, ctx: okt.Context) -> None:
+    # -- what the conditions say outside Running: the phase, explained by the lifecycle condition --------------
+
+    def ready(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
+        if LIFECYCLE.current(ctx) is Phase.Running:
+            return super().ready(ctx)
+        return False, *explained(ctx)
+
+    def progressing(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
         phase = LIFECYCLE.current(ctx)
         if phase is Phase.Running:
-            super().success_manager(ctx)
-        else:
-            self.report_phase(ctx, phase)
+            return super().progressing(ctx)
+        return not LIFECYCLE.is_failed(phase), *explained(ctx)
 
-    def report_phase(self, ctx: okt.Context, phase: Phase) -> None:
-        """Ready=False outside Running, explained by the lifecycle condition; then write the status."""
-        lifecycle_condition = ctx.conditions[LIFECYCLE.condition_type]
-        reason, message = lifecycle_condition.reason, lifecycle_condition.message
-        generation = ctx.cr.generation
-        failed = LIFECYCLE.is_failed(phase)
-        available = self.available(ctx)
-        c = ctx.conditions
-        c.set(conditions.READY, False, reason, message, generation)
-        c.set(conditions.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
-        c.set(conditions.PROGRESSING, not failed, reason, message, generation)
-        c.set(conditions.DEGRADED, failed, reason if failed else "AsExpected", message, generation)
-        c.set(
-            conditions.AVAILABLE,
-            bool(available),
-            "ReplicasAvailable" if available else "NotAvailable",
-            "all replicas are available" if available else f"phase {phase}: the application is not serving",
-            generation,
-        )
-        ctx.bookkeeping.error_count = 0
-        self.write_status(ctx)
+    def degraded(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
+        phase = LIFECYCLE.current(ctx)
+        if not LIFECYCLE.is_failed(phase):
+            return super().degraded(ctx)
+        return True, *explained(ctx)
+
+    def available(self, ctx: okt.Context) -> tuple[bool, str, str] | bool | None:
+        phase = LIFECYCLE.current(ctx)
+        available = super().available(ctx)
+        if phase is Phase.Running or available:
+            return available
+        return False, "NotAvailable", f"phase {phase}: the application is not serving"
+
+
+def explained(ctx: okt.Context) -> tuple[str, str]:
+    """The reason and message of the lifecycle condition: why the WebApp is in its phase."""
+    condition = ctx.conditions[LIFECYCLE.condition_type]
+    return condition.reason, condition.message
 
 
 def remember(ctx: okt.Context, move: Move[Phase]) -> None:

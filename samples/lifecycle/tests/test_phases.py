@@ -36,7 +36,7 @@ def context(phase: str | None, spec: dict[str, Any] | None = None, status: dict[
         raw["metadata"]["annotations"]["okt.io/phase"] = phase
     cr = objects.CustomResource(raw).with_spec(WebAppSpec.model_validate(raw["spec"]))
     return context_mod.Context(
-        reconciler=WebAppReconciler(),
+        settings=WebAppReconciler().settings(),
         client=cast(kube_client.Client, None),
         reader=cast(context_mod.Reader, None),
         kind=kinds.Kind("lifecycle.example.com/v1alpha1", "WebApp", "webapps"),

@@ -9,7 +9,8 @@ What one reconcile does (``>CRChecker>ObjectsGetter>Mutator>Updater>SuccessManag
 ==============  =======================================================================================
 CRChecker       add the finalizer; :func:`.policy.check` — a semantically bad spec ends in ErrorManager
                 with ``Ready=False``, reason ``InvalidSpec``
-ObjectsGetter   register ``<name>-config`` (ConfigMap), ``<name>`` (Service), ``<name>`` (Deployment)
+ObjectsGetter   register one child of each owned class: ``<name>-config`` (ConfigMap), ``<name>`` (Service),
+                ``<name>`` (Deployment) — in creation order, settings first (the pods read them)
 Mutator         derive replicas, image and settings from the spec (the resources' ``mutate_with_cr``)
 Updater         create or update the children that differ; then record the Memcached in the namespace's
                 inventory (only when the entry is missing or different)
@@ -34,7 +35,7 @@ from typing import Any, ClassVar
 import okt
 
 from . import api, inventory, policy
-from .resources import ConfigMapMemcached, DeploymentMemcached, ServiceMemcached, config_name
+from .resources import ConfigMapMemcached, DeploymentMemcached, ServiceMemcached
 
 State = okt.State
 Operation = okt.Operation
@@ -106,15 +107,6 @@ class MemcachedReconciler(okt.Reconciler):
         """Refuse semantically bad specs (floating image, size above the image's maximum): ``okt.InvalidSpec``."""
         policy.check(api.spec_of(ctx.spec), ctx.params.get("max_sizes", policy.DEFAULT_MAX_SIZES))
 
-    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-        """The three children of a Memcached, in creation order (settings first: the pods read them)."""
-        cr, params = ctx.cr, ctx.params
-        return [
-            ConfigMapMemcached(cr, name=config_name(cr.name), params=params),
-            ServiceMemcached(cr, params=params),
-            DeploymentMemcached(cr, params=params),
-        ]
-
     def cleanup(self, ctx: okt.Context) -> None:
         """Remove the Memcached from its namespace's inventory (an API error keeps the finalizer: retried)."""
         ctx.results.add(inventory.forget(ctx), inventory.describe(ctx.cr.namespace))
@@ -146,42 +138,12 @@ class MemcachedReconcilerWithoutFinalizer(MemcachedReconciler):
 
     Deletion is then left to Kubernetes alone: the children are garbage-collected through their ownerReferences.
     An object that still carries :data:`FINALIZER` — created while the operator ran with it — is cleaned up and
-    released as the finalizer-enabled operator would have done, so switching the finalizer off never leaves an
-    object stuck in deletion.
+    released as the finalizer-enabled operator would have done (okt's ``legacy_finalizers``), so switching the
+    finalizer off never leaves an object stuck in deletion.
     """
 
     finalizer = None
-
-    def cr_finalizer(self, ctx: okt.Context) -> None:
-        super().cr_finalizer(ctx)
-        if FINALIZER not in ctx.cr.finalizers:
-            return
-        try:
-            ctx.results.add(inventory.forget(ctx), inventory.describe(ctx.cr.namespace))
-            release_finalizer(ctx, FINALIZER)
-            ctx.results.add(Operation.FINALIZER_REMOVED, FINALIZER)
-        except okt.Conflict as exc:
-            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc, delay=_CONFLICT_DELAY)
-        except okt.NotFound:
-            ctx.results.add(Operation.FINALIZER_REMOVED, FINALIZER)
-        except okt.OktError as exc:
-            ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc)
-
-
-def release_finalizer(ctx: okt.Context, name: str) -> None:
-    """Remove one finalizer with a JSON patch that tests the resourceVersion and the entry's index first.
-
-    A concurrent change of the object (another controller's finalizer, say) makes the patch fail with 409
-    (``okt.Conflict``) instead of overwriting it.
-    """
-    finalizers = list(ctx.cr.finalizers)
-    index = finalizers.index(name)
-    ops = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": ctx.cr.resource_version},
-        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": name},
-        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-    ]
-    ctx.observe(ctx.client.patch(ctx.kind, ctx.cr.name, ops, ctx.cr.namespace, patch_type="json"))
+    legacy_finalizers = (FINALIZER,)
 
 
 def reconciler_class(finalizer: bool | None = None, apply_strategy: str | None = None) -> type[MemcachedReconciler]:

@@ -104,12 +104,12 @@ def test_the_service_exposes_port_11211_of_the_memcached_pods() -> None:
 
 
 @pytest.mark.parametrize(("resource", "hashed"), [(DeploymentMemcached, {"spec"}), (ServiceMemcached, {"spec"})])
-def test_the_checksum_covers_the_fields_the_kind_dictionary_names(
+def test_the_checksum_covers_the_fields_the_kind_dictionary_names_and_the_labels(
     resource: type[okt.Resource], hashed: set[str]
 ) -> None:
     child = resource(memcached())
 
-    assert set(child.hashable_ref()) == hashed
+    assert set(child.hashable_ref()) == hashed | {"labels"}
 
 
 def test_a_template_without_the_memcached_container_is_a_permanent_error() -> None:

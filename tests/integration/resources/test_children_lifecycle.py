@@ -13,7 +13,7 @@ import okt
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import children
 from okt.testing import waiting
 from tests.integration.reconciler import conftest as shared
 
@@ -143,7 +143,7 @@ def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converg
     assert conflicted.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>ErrorManager>End"
     assert conflicted.outcome.kind is okt.OutcomeKind.RETRY
     assert isinstance(conflicted.outcome.error, errors.Conflict)
-    assert conflicted.outcome.delay == reconciler_mod.CONFLICT_DELAY
+    assert conflicted.outcome.delay == children.CONFLICT_DELAY
     # One refused update, no second blind attempt in the same reconcile; the status says Ready=False.
     assert shared.write_requests(kube, before) == {("patch", "configmaps"): 1, ("patch", "widgets/status"): 1}
     stale = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")

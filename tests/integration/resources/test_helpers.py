@@ -145,7 +145,7 @@ def _service_reconciler(**settings: Any) -> okt.Reconciler:
         params: ClassVar[Mapping[str, Any]] = settings
 
         def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-            return [ctx.resource(PortedService)]
+            return [PortedService(ctx.cr, params=ctx.params)]
 
     return ServiceReconciler()
 

@@ -72,7 +72,7 @@ class SettingsReconciler(shared.WidgetReconciler):
     params: ClassVar[Mapping[str, Any]] = {"settings": {"color": "blue", "mode": "fast", "retries": "3"}}
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-        return [ctx.resource(SettingsConfig)]
+        return [SettingsConfig(ctx.cr, params=ctx.params)]
 
 
 class FewerSettingsReconciler(SettingsReconciler):

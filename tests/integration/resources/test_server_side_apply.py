@@ -84,7 +84,7 @@ def reconciler(extras: Iterable[str] = EXTRAS, strategy: str = "apply") -> okt.R
         apply_strategy = strategy
 
         def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-            return [ctx.resource(Toggled)]
+            return [Toggled(ctx.cr, params=ctx.params)]
 
     return ToggledReconciler()
 

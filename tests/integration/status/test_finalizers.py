@@ -11,7 +11,7 @@ import okt
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import children
 from okt.testing import waiting
 from tests.integration.reconciler import conftest as shared
 
@@ -185,7 +185,7 @@ def test_a_finalizer_list_changed_during_cleanup_makes_the_removal_retry_instead
     assert raced.outcome.kind is okt.OutcomeKind.RETRY
     assert isinstance(raced.outcome.error, errors.TemporaryError)
     assert isinstance(raced.outcome.error.__cause__, errors.Invalid)
-    assert raced.outcome.delay == reconciler_mod.CONFLICT_DELAY
+    assert raced.outcome.delay == children.CONFLICT_DELAY
     assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
 
     settled = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)

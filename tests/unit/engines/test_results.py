@@ -416,3 +416,37 @@ def test_an_outcome_is_immutable() -> None:
     outcome = Outcome.requeue_after(5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         outcome.delay = 1.0  # type: ignore[misc]
+
+
+# -- what a hook returns -----------------------------------------------------------------------------------------
+
+
+def test_a_hook_returning_none_carries_on() -> None:
+    results = Results()
+    results.follow(None, "enter_in_state")
+    assert results.entries == ()
+    assert results.outcome() == Outcome.done()
+
+
+def test_a_hook_returning_requeue_after_asks_for_it() -> None:
+    results = Results()
+    results.follow(Outcome.requeue_after(60), "enter_in_state")
+    assert results.outcome() == Outcome.requeue_after(60)
+
+
+def test_a_hook_returning_give_up_gives_up_quietly() -> None:
+    results = Results()
+    results.follow(Outcome.give_up("waiting for the database"), "check")
+    assert results.outcome() == Outcome.give_up("waiting for the database")
+    assert not results.has_error
+
+
+def test_a_hook_returning_anything_else_is_a_bug_reported_as_its_error() -> None:
+    results = Results()
+    results.follow(42, "enter_in_state")
+    error = results.first_error
+    assert isinstance(error, TypeError)
+    assert str(error) == (
+        "enter_in_state returned 42: a hook returns None (carry on), okt.requeue_after(seconds) or okt.give_up(reason)"
+    )
+    assert results.outcome().kind is OutcomeKind.RETRY

@@ -22,12 +22,22 @@ class Script:
     results: Results
     actions: dict[State, Action] = dataclasses.field(default_factory=dict)
     called: list[State] = dataclasses.field(default_factory=list)
+    is_finalizing: Callable[[], bool] = lambda: False
 
-    def step(self, state: State) -> None:
+    def enter(self, state: State) -> None:
         self.called.append(state)
         action = self.actions.get(state)
         if action is not None:
             action(self.results)
+
+    def builtin(self, state: State) -> None:
+        raise AssertionError("the Stepper enters states, it never asks for the built-in work alone")
+
+    def reconcile(self) -> None:
+        raise AssertionError("the Stepper has no single hook")
+
+    def finalizing(self) -> bool:
+        return self.is_finalizing()
 
 
 def _raise(exc: BaseException) -> Action:
@@ -43,8 +53,8 @@ def _run(
     stepper: Stepper | None = None,
 ) -> tuple[Run, Script]:
     results = Results()
-    script = Script(results, actions or {})
-    run = (stepper or Stepper()).run(script.step, results, lambda: finalizing)
+    script = Script(results, actions or {}, is_finalizing=lambda: finalizing)
+    run = (stepper or Stepper()).run(script, results)
     return run, script
 
 
@@ -143,7 +153,7 @@ def test_finalizing_is_not_asked_when_cr_checker_already_failed_or_gave_up(recor
             results.give_up("custom resource deleted")
 
     results = Results()
-    run = Stepper().run(Script(results, {State.CRChecker: check}).step, results, finalizing)
+    run = Stepper().run(Script(results, {State.CRChecker: check}, is_finalizing=finalizing), results)
     assert asked == []
     assert State.CRFinalizer not in run.path
 
@@ -153,7 +163,7 @@ def test_a_failing_finalizing_question_is_recorded_and_routes_to_the_error_manag
         raise KeyError("metadata")
 
     results = Results()
-    run = Stepper().run(Script(results).step, results, finalizing)
+    run = Stepper().run(Script(results, is_finalizing=finalizing), results)
     assert run.path_str == ">CRChecker>ErrorManager>End"
     assert isinstance(run.outcome.error, KeyError)
 
@@ -234,7 +244,7 @@ def test_parallel_reconciles_never_share_give_up_or_results() -> None:
         else:
             actions[State.Updater] = lambda results: results.add(Operation.REQUEUE, delay=index + 1)
         results = Results()
-        return index, stepper.run(Script(results, actions).step, results, lambda: False)
+        return index, stepper.run(Script(results, actions), results)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         runs = list(pool.map(reconcile, range(200)))

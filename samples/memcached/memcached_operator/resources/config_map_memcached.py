@@ -8,6 +8,8 @@ The ``<name>-config`` ConfigMap holds the memcached settings of the cluster
 (see ``memcached_operator.settings``); the pods read them as environment variables.
 """
 
+from typing import Any
+
 import okt
 
 from .. import api, settings
@@ -23,6 +25,9 @@ def config_name(cr_name: str) -> str:
 
 class ConfigMapMemcached(ConfigMapMemcachedBase):
     """The ``<name>-config`` ConfigMap that okt keeps in place for each Memcached."""
+
+    def __init__(self, cr: okt.CustomResource | None = None, *, name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(cr, name=name or (config_name(cr.name) if cr is not None else None), **kwargs)
 
     def mutate_with_cr(self, cr: okt.CustomResource) -> None:
         """Replace the template's settings with those of the cluster's size."""

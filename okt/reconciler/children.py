@@ -1,0 +1,160 @@
+"""The built-in work on children: register them, read them, mutate and decide, write what differs, prune the rest.
+
+Why this exists: it is OKT's ObjectsGetter, Mutator and Updater, as functions of one reconcile's context. The
+reconciler says which children exist (``resources(ctx)``, by default one of each class in ``owns``); everything else
+— hashing, the create-or-apply decision, the write, pruning what okt created and no longer wants — happens here.
+
+Guarantees: a child whose kind is not in ``owns`` is refused at registration (okt neither watches nor has RBAC for
+it); a child that exists and is controlled by another owner is an error (``OwnedByAnother``), never adopted; nothing
+is written for a child whose hash and fields match; only what okt created is pruned
+(:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from okt import errors
+from okt.engines import results as results_mod
+from okt.kube import kinds
+from okt.resources import apply, resource
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+    from okt.reconciler import reconciler as reconciler_mod
+
+Operation = results_mod.Operation
+CONFLICT_DELAY = 0.2
+"""The delay of a retry after a conflict: someone wrote first, the next read sees it."""
+
+
+def register(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+    """ObjectsGetter: register the reconciler's children and read each one's live state (from the informer store)."""
+    for res in reconciler.resources(ctx):
+        try:
+            check_owned(res, ctx.settings.owns, type(reconciler).__name__)
+            ctx.registry.register(res)
+        except errors.RegistrationError as exc:
+            ctx.results.add(Operation.REGISTRATION_ABORTED, res.describe(), exc)
+            return
+    for res in ctx.registry:
+        kind = ctx.client.kind_of(res.desired)
+        res.live = ctx.reader.get(kind, res.name, res.namespace)
+
+
+def check_owned(res: resource.Resource, owns: tuple[type[resource.Resource], ...], reconciler: str) -> None:
+    """Refuse a child of a kind the reconciler does not own (okt watches and generates RBAC only for ``owns``).
+
+    Raises:
+        okt.RegistrationError: naming the kind and the fix.
+    """
+    kind = (str(res.desired.get("apiVersion")), str(res.desired.get("kind")))
+    if isinstance(res, owns) or kind in {(c.api_version, c.kind) for c in owns}:
+        return
+    raise errors.RegistrationError(
+        f"{res.describe()} is a {kind[1]} ({kind[0]}), which {reconciler} does not own: "
+        f"add its resource class {type(res).__name__} to the reconciler's owns"
+    )
+
+
+def mutate(ctx: context_mod.Context) -> None:
+    """Mutator: ``mutate_with_cr``, normalise, hash and decide create / update / unchanged for every child."""
+    for res in ctx.registry:
+        try:
+            res.mutate_with_cr(ctx.cr)
+            apply.prepare(res, ctx.cr, ctx.settings.labels)
+            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.labels)
+        except errors.MutationError as exc:
+            # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
+            # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
+            ctx.results.give_up(str(exc), alarming=True, error=exc)
+        except Exception as exc:
+            delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
+            ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc, delay=delay)
+
+
+def write(ctx: context_mod.Context) -> None:
+    """Updater: send the creates and updates decided, then prune (unless an error was recorded)."""
+    for res in ctx.registry:
+        decision = ctx.decisions.get(res.key)
+        if decision is not None:
+            write_one(ctx, res, decision)
+    if ctx.settings.prune and not ctx.results.has_error:
+        prune(ctx)
+
+
+def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.Decision) -> None:
+    """Carry out one decision; every failure is a results entry (a conflict with a quick retry)."""
+    what = res.describe()
+    try:
+        if decision.action is apply.Action.CREATE:
+            _create(ctx, res)
+        elif decision.action is apply.Action.REFUSE:
+            raise errors.OwnedByAnother(f"{what} exists and is {decision.reason}; okt does not adopt it")
+        elif decision.action is apply.Action.UPDATE and res.live is not None:
+            ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
+            apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.settings.writes)
+            ctx.results.add(Operation.UPDATED, what)
+        else:
+            ctx.results.add(Operation.UNCHANGED, what)
+    except errors.Conflict as exc:
+        ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
+    except errors.OktError as exc:
+        ctx.results.add(Operation.CRUD_ERROR, what, exc)
+
+
+def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
+    what = res.describe()
+    try:
+        apply.create(ctx.client, res, ctx.observe, ctx.settings.writes)
+    except errors.Invalid as exc:
+        # An apply that met an object of another controller: the server refuses a second controller reference.
+        # Name that controller rather than pass on the server's validation message.
+        live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
+        other = apply.foreign_controller(live, ctx.cr) if live is not None else None
+        if other is None:
+            raise
+        res.live = live
+        raise errors.OwnedByAnother(
+            f"{what} exists and is controlled by {other.get('kind')}/{other.get('name')}; okt does not adopt it"
+        ) from exc
+    except errors.Conflict as exc:
+        if not exc.already_exists:
+            raise
+        # Our cache had not seen it yet: read it and decide again (never a blind second create).
+        live = ctx.client.get(ctx.client.kind_of(res.desired), res.name, res.namespace)
+        ctx.observe(live)
+        res.live = live
+        again = apply.decide(res, live, ctx.cr, ctx.settings.labels)
+        if again.action is apply.Action.REFUSE:
+            raise errors.OwnedByAnother(f"{what} exists and is {again.reason}; okt does not adopt it") from exc
+        if again.action is apply.Action.UPDATE:
+            apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.settings.writes)
+            ctx.results.add(Operation.UPDATED, what)
+        else:
+            ctx.results.add(Operation.UNCHANGED, what)
+        return
+    ctx.results.add(Operation.CREATED, what)
+
+
+def prune(ctx: context_mod.Context) -> None:
+    """Delete children okt created for this CR (:func:`okt.resources.apply.prunable`) that are no longer
+    registered. Under ``okt run`` the reader answers from the informers' owner index: no request, no scan."""
+    wanted = ctx.registry.keys()
+    owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {(k[0], k[1]) for k in wanted}
+    labels = ctx.settings.labels
+    selector = {labels.owner_label: ctx.cr.uid}
+    for api_version, kind_name in sorted(owned):
+        kind = ctx.client.resolve(api_version, kind_name)
+        namespace = ctx.cr.namespace if kind.namespaced else None
+        for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector):
+            key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
+            if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if not apply.prunable(obj, ctx.cr.uid, labels):  # the readers only narrow; the rule is here
+                continue
+            try:
+                apply.delete(ctx.client, obj)
+                ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
+            except errors.OktError as exc:
+                ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)

@@ -1,0 +1,82 @@
+"""The built-in work at both ends of an object's life: the check-in of every reconcile, and the finalizer on deletion.
+
+Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a live object okt adds its finalizer
+(when the reconciler declares one), sets the first-visit conditions and runs ``check(ctx)``; on deletion it runs
+``cleanup(ctx)`` and removes its finalizer only when cleanup recorded no error.
+
+Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
+finalizer of someone else); a finalizer the operator used to add (``legacy_finalizers``) is cleaned up and released
+like its current one, so renaming or dropping a finalizer never leaves an object stuck in deletion.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from okt import errors
+from okt.engines import results as results_mod
+from okt.reconciler import children
+from okt.status import conditions as cond
+from okt.status import finalizers
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+    from okt.reconciler import reconciler as reconciler_mod
+
+Operation = results_mod.Operation
+CONFLICT_DELAY = children.CONFLICT_DELAY
+
+
+def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+    """CRChecker: add the finalizer, set the first-visit conditions, run ``check(ctx)``."""
+    if ctx.finalizing:
+        return
+    finalizer = ctx.settings.finalizer
+    if finalizer:
+        try:
+            added = finalizers.add(ctx.client, ctx.kind, ctx.cr, finalizer, ctx.observe)
+        except (errors.Conflict, errors.Invalid) as exc:
+            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
+            return
+        if added is not None:
+            ctx.results.add(Operation.FINALIZER_ADDED, finalizer)
+    ctx.conditions.set_unknown_if_missing(
+        (cond.READY, cond.AVAILABLE, cond.PROGRESSING, cond.DEGRADED),
+        "Reconciling",
+        "okt has started reconciling this object",
+        ctx.cr.generation,
+    )
+    ctx.results.follow(reconciler.check(ctx), "check")
+
+
+def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+    """CRFinalizer: ``cleanup(ctx)``, then remove okt's finalizers (current and legacy) if cleanup recorded no error."""
+    ctx.results.add(Operation.FINALIZING, ctx.cr.name)
+    mine = [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
+    if not mine:
+        return
+    try:
+        ctx.results.follow(reconciler.cleanup(ctx), "cleanup")
+    except Exception as exc:
+        # A TemporaryError's delay is honoured here as it is for every other hook.
+        delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
+        ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
+    if ctx.results.has_error:
+        return
+    for finalizer in mine:
+        try:
+            finalizers.remove(ctx.client, ctx.kind, ctx.cr, finalizer, ctx.observe)
+            ctx.results.add(Operation.FINALIZER_REMOVED, finalizer)
+        except errors.NotFound:
+            ctx.results.add(Operation.FINALIZER_REMOVED, finalizer)
+            return
+        except (errors.Conflict, errors.Invalid) as exc:
+            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
+            return
+
+
+def lost_race(exc: errors.ApiError) -> errors.TemporaryError:
+    """A finalizer patch whose resourceVersion test failed (422) or that conflicted (409): someone wrote first."""
+    error = errors.TemporaryError("the object changed while okt updated its finalizers; retrying", CONFLICT_DELAY)
+    error.__cause__ = exc
+    return error

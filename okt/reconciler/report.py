@@ -1,0 +1,190 @@
+"""The built-in report: the conditions after a success or an error (pure functions), then one status write.
+
+Why this exists: it is OKT's SuccessManager and ErrorManager. What the conditions say is decided by pure functions
+over a working copy of the conditions, so it is tested without a cluster; the write happens once, at the end, and only
+when something changed — to the status subresource, to annotations or nowhere, as the reconciler's ``status`` says.
+
+Guarantees: nothing is written when nothing changed; a permanent error already reported for this generation is not
+reported again (no error count, no Event: 0 writes while the object does not change); a recovery (Ready going from
+False to True) is worth a Normal Event, a first success is not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from okt import errors
+from okt.engines import results as results_mod
+from okt.reconciler import children
+from okt.status import conditions as cond
+from okt.status import events, writer
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+    from okt.reconciler import reconciler as reconciler_mod
+
+Operation = results_mod.Operation
+CONFLICT_DELAY = children.CONFLICT_DELAY
+
+
+@dataclasses.dataclass(frozen=True)
+class Signal:
+    """One condition's value as a hook states it: status, reason, message."""
+
+    status: bool
+    reason: str
+    message: str
+
+    @classmethod
+    def of(
+        cls, value: bool | tuple[bool, str, str] | Signal, if_true: tuple[str, str], if_false: tuple[str, str]
+    ) -> Signal:
+        """Read what a hook returned: a bool takes the default reason and message of that value."""
+        if isinstance(value, Signal):
+            return value
+        if isinstance(value, tuple):
+            return cls(bool(value[0]), value[1], value[2])
+        return cls(bool(value), *(if_true if value else if_false))
+
+
+def success_conditions(
+    conditions: cond.Conditions,
+    generation: int,
+    *,
+    ready: Signal,
+    available: Signal | None,
+    progressing: Signal,
+    degraded: Signal,
+) -> None:
+    """Set the five conditions of a successful reconcile (``available`` None: no workload to wait for)."""
+    conditions.set(cond.READY, ready.status, ready.reason, ready.message, generation)
+    conditions.set(cond.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
+    conditions.set(cond.PROGRESSING, progressing.status, progressing.reason, progressing.message, generation)
+    conditions.set(cond.DEGRADED, degraded.status, degraded.reason, degraded.message, generation)
+    if available is None:
+        conditions.set(cond.AVAILABLE, True, "Reconciled", "no workload to wait for", generation)
+    else:
+        conditions.set(cond.AVAILABLE, available.status, available.reason, available.message, generation)
+
+
+def error_conditions(conditions: cond.Conditions, generation: int, reason: str, message: str) -> bool:
+    """Set the conditions of a failed reconcile; returns whether Ready changed (the error is news)."""
+    news = conditions.set(cond.READY, False, reason, message, generation)
+    conditions.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
+    conditions.set(cond.DEGRADED, True, reason, message, generation)
+    conditions.set_unknown_if_missing((cond.AVAILABLE, cond.PROGRESSING), reason, message, generation)
+    return news
+
+
+def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+    """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
+    hooks, the bookkeeping reset, one status write if anything changed, an Event on recovery."""
+    was_failing = ctx.conditions.is_false(cond.READY)
+    message = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}"
+    available = reconciler.available(ctx)
+    ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""))
+    success_conditions(
+        ctx.conditions,
+        ctx.cr.generation,
+        ready=ready,
+        available=None
+        if available is None
+        else Signal.of(
+            available,
+            ("ReplicasAvailable", "all replicas are available"),
+            ("ReplicasUnavailable", "waiting for replicas"),
+        ),
+        progressing=Signal.of(
+            reconciler.progressing(ctx),
+            ("RollingOut", "a rollout is under way"),
+            ("Settled", "nothing to roll out"),
+        ),
+        degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error")),
+    )
+    ctx.bookkeeping.error_count = 0
+    write_status(ctx)
+    if ready.status and was_failing:
+        # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
+        ctx.event(events.NORMAL, "Reconciled", message)
+
+
+def on_error(ctx: context_mod.Context) -> None:
+    """ErrorManager: Ready=False with the error's reason and message, one status write, a Warning Event."""
+    if not ctx.exists:
+        return
+    error = ctx.results.first_error
+    if error is None and ctx.results.gave_up:
+        reason, message = "GiveUp", ctx.results.gave_up
+    else:
+        reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
+    news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message)
+    # A permanent error already reported for this generation (a restart, a child's event) is reported once:
+    # no error count, no Event, so nothing is written while the object does not change.
+    reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news
+    if not reported:
+        ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
+    try:
+        write_status(ctx)
+    finally:
+        if not reported:
+            ctx.event(events.WARNING, reason, message)
+
+
+def write_status(ctx: context_mod.Context) -> bool:
+    """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping where the reconciler's ``status`` says —
+    only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
+    settings = ctx.settings
+    extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
+    if settings.status_model is not None and ctx.status:
+        extra.update(
+            settings.status_model.model_validate(ctx.status).model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+    try:
+        written = None
+        annotations: dict[str, str | None] = {}
+        if settings.status_target is writer.Target.STATUS:
+            wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
+            written = writer.write(
+                ctx.client,
+                ctx.kind,
+                ctx.cr,
+                wanted,
+                ctx.observe,
+                conditions=ctx.conditions,
+                given=extra,
+                apply_as=settings.field_manager if settings.applies_status else None,
+            )
+        elif settings.status_target is writer.Target.ANNOTATIONS:
+            annotations = writer.annotations_patch(
+                ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix
+            )
+        annotations.update(ctx.bookkeeping.changed_annotations())
+        if annotations:
+            patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
+            written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)
+            ctx.observe(written)
+    except errors.NotFound as exc:
+        if ctx.client.get_or_none(ctx.kind, ctx.cr.name, ctx.cr.namespace) is None:
+            ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)  # deleted meanwhile: nothing to report on
+            return False
+        # The object is there but its status is not: a CRD without the status subresource, or a wrong plural.
+        failed = errors.ApiError.from_status(
+            404,
+            "NotFound",
+            f"cannot write the status of {ctx.kind.kind} {ctx.cr.name}: the API answered 404 for "
+            f"{ctx.kind.plural}/status although the object exists — does the CRD declare the status "
+            "subresource (subresources: {status: {}}), and is the plural right?",
+        )
+        failed.__cause__ = exc
+        ctx.log.error("status write failed", error=str(failed))
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, failed)
+        return False
+    except errors.Conflict as exc:
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+        return False
+    except errors.OktError as exc:
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
+        return False
+    ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
+    return written is not None

@@ -4,7 +4,7 @@ The public surface is exactly what ``__all__`` lists; everything else is interna
 """
 
 from okt.engines.freestyle import FreeStyle
-from okt.engines.results import Entry, Operation, Outcome, OutcomeKind, Results
+from okt.engines.results import Operation, Outcome, OutcomeKind
 from okt.engines.states import State
 from okt.engines.stepper import Run, Stepper
 from okt.errors import (
@@ -45,10 +45,19 @@ from okt.resources.helpers import (
     ServiceResource,
     StatefulSetResource,
 )
-from okt.resources.registry import Registry
 from okt.resources.resource import MutableResource, Resource
+from okt.runtime.manager import Manager
 from okt.status.bookkeeping import Persistence
-from okt.status.conditions import Condition, Conditions, ConditionStatus
+from okt.status.conditions import (
+    AVAILABLE,
+    DEGRADED,
+    PROGRESSING,
+    READY,
+    RECONCILIATION_SUCCESS,
+    Condition,
+    Conditions,
+    ConditionStatus,
+)
 from okt.status.writer import Target as StatusTarget
 
 requeue_after = Outcome.requeue_after
@@ -57,6 +66,7 @@ give_up = Outcome.give_up
 """A hook's return value: stop, and wait until the object changes (``return okt.give_up("why")``)."""
 
 __all__ = [
+    "AVAILABLE",
     "ApiError",
     "BadRequest",
     "Client",
@@ -67,8 +77,8 @@ __all__ = [
     "Conflict",
     "Context",
     "CustomResource",
+    "DEGRADED",
     "DeploymentResource",
-    "Entry",
     "Forbidden",
     "FreeStyle",
     "GiveUp",
@@ -78,6 +88,7 @@ __all__ = [
     "InvalidSpec",
     "Kind",
     "Lifecycle",
+    "Manager",
     "Move",
     "MutableResource",
     "MutationError",
@@ -88,15 +99,16 @@ __all__ = [
     "Outcome",
     "OutcomeKind",
     "OwnedByAnother",
+    "PROGRESSING",
     "PermanentError",
     "Persistence",
     "Progress",
+    "READY",
+    "RECONCILIATION_SUCCESS",
     "Readiness",
     "Reconciler",
     "RegistrationError",
-    "Registry",
     "Resource",
-    "Results",
     "Run",
     "SecretResource",
     "ServerError",

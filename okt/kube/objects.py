@@ -115,3 +115,18 @@ class CustomResource:
     def __repr__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"<{self.kind} {where}{self.name} gen={self.generation} rv={self.resource_version}>"
+
+
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ownerReference with ``controller: true`` of ``obj``, if any (the API allows at most one): the one reader
+    of an object's controller, for the cache's owner index, the event mapping, the adoption check and pruning."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    """The uid of ``obj``'s controller ownerReference, if any."""
+    ref = controller_of(obj)
+    return str(ref["uid"]) if ref is not None and ref.get("uid") else None

@@ -58,18 +58,10 @@ class ApiReader:
         self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
     ) -> builtins.list[dict[str, Any]]:
         """Objects controlled by ``owner_uid``; ``labels`` (okt's owner label) narrow the list on the server."""
-        return [obj for obj in self.list(kind, namespace, labels) if controller_uid(obj) == owner_uid]
+        return [obj for obj in self.list(kind, namespace, labels) if objects.controller_uid(obj) == owner_uid]
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         return None
-
-
-def controller_uid(obj: Mapping[str, Any]) -> str | None:
-    """The uid of the object's controller ownerReference, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
 
 
 def primary_kind(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> kinds.Kind:

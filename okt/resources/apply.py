@@ -152,10 +152,7 @@ def _covered(desired: Any, shape: Any) -> Any:
 
 
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:
-    if owner is None:
-        return True
-    refs = (live.get("metadata") or {}).get("ownerReferences") or []
-    return any(ref.get("uid") == owner.uid and ref.get("controller") for ref in refs)
+    return owner is None or objects.controller_uid(live) == owner.uid
 
 
 def prunable(obj: Mapping[str, Any], owner_uid: str, labels: Labels) -> bool:
@@ -163,18 +160,15 @@ def prunable(obj: Mapping[str, Any], owner_uid: str, labels: Labels) -> bool:
     ownerReference is the owner *and* that carries okt's owner label with the owner's uid. An object someone else
     made and pointed at the owner (no label), or labelled by hand without the controller reference, is never pruned.
     """
-    meta = obj.get("metadata") or {}
-    if (meta.get("labels") or {}).get(labels.owner_label) != owner_uid:
+    if ((obj.get("metadata") or {}).get("labels") or {}).get(labels.owner_label) != owner_uid:
         return False
-    return any(ref.get("controller") and ref.get("uid") == owner_uid for ref in meta.get("ownerReferences") or ())
+    return objects.controller_uid(obj) == owner_uid
 
 
 def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | None) -> Mapping[str, Any] | None:
     """The controller ownerReference of ``live`` when it points at another object than ``owner``."""
-    if owner is None:
-        return None
-    refs = (live.get("metadata") or {}).get("ownerReferences") or []
-    return next((r for r in refs if r.get("controller") and r.get("uid") != owner.uid), None)
+    ref = objects.controller_of(live) if owner is not None else None
+    return ref if ref is not None and owner is not None and ref.get("uid") != owner.uid else None
 
 
 def decide(

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, objects
 from okt.runtime import informer as informer_mod
 
 #: The index of children by the uid of their controller owner.
@@ -39,17 +39,9 @@ OWNER_INDEX = "owner-uid"
 _KindKey = tuple[str, str]
 
 
-def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ownerReference with ``controller: true`` of ``obj``, if any (an object has at most one)."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
 def _owner_uids(obj: Mapping[str, Any]) -> Iterable[str]:
-    owner = controller_owner(obj)
-    return (str(owner["uid"]),) if owner is not None and owner.get("uid") else ()
+    uid = objects.controller_uid(obj)
+    return (uid,) if uid else ()
 
 
 def labels_match(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bool:
@@ -281,7 +273,7 @@ class Cache:
         """
         if not self.informers(kind):
             items = self.list(kind, namespace, labels)
-            return [obj for obj in items if (controller_owner(obj) or {}).get("uid") == owner_uid]
+            return [obj for obj in items if objects.controller_uid(obj) == owner_uid]
         return [
             obj
             for obj in self.owned_by(kind, owner_uid)

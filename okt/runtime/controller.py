@@ -46,7 +46,7 @@ from okt.engines import backoff as backoff_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
@@ -155,15 +155,9 @@ def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> Key:
     return ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
 
 
-def controller_uid(child: Mapping[str, Any]) -> str | None:
-    """The uid of ``child``'s controller ownerReference, if any."""
-    ref = cache_mod.controller_owner(child)
-    return str(ref.get("uid")) if ref is not None and ref.get("uid") else None
-
-
 def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> Key | None:
     """The key of ``child``'s controller owner when that owner is of ``owner_kind`` (any version of its group)."""
-    ref = cache_mod.controller_owner(child)
+    ref = objects.controller_of(child)
     if ref is None or ref.get("kind") != owner_kind.kind or not ref.get("name"):
         return None
     group = str(ref.get("apiVersion") or "").rpartition("/")[0]
@@ -323,7 +317,7 @@ class Controller:
         if key is None:
             return
         owner = self.cache.get(self.kind, key[1], key[0])
-        if owner is None or (owner.get("metadata") or {}).get("uid") != controller_uid(obj):
+        if owner is None or (owner.get("metadata") or {}).get("uid") != objects.controller_uid(obj):
             # The owner is gone (the garbage collector deleting its children) or is another object of that name:
             # a reconcile would only find the owner missing.
             return

@@ -5,6 +5,12 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "AVAILABLE",
+    "DEGRADED",
+    "PROGRESSING",
+    "READY",
+    "RECONCILIATION_SUCCESS",
+    "Manager",
     "BadRequest",
     "ConfigurationError",
     "Forbidden",
@@ -27,7 +33,6 @@ PINNED = {
     "Context",
     "CustomResource",
     "DeploymentResource",
-    "Entry",
     "FreeStyle",
     "GiveUp",
     "InvalidSpec",
@@ -42,9 +47,7 @@ PINNED = {
     "Persistence",
     "Readiness",
     "Reconciler",
-    "Registry",
     "Resource",
-    "Results",
     "Run",
     "SecretResource",
     "ServiceResource",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from okt.kube import kinds
+from okt.kube import kinds, objects
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
 
@@ -67,7 +67,7 @@ def test_labels_match_requires_every_label_with_its_value(
 def test_the_controller_owner_is_the_reference_marked_controller(
     refs: list[dict[str, Any]], expected: str | None
 ) -> None:
-    owner = cache_mod.controller_owner({"metadata": {"ownerReferences": refs}})
+    owner = objects.controller_of({"metadata": {"ownerReferences": refs}})
     assert (None if owner is None else owner["uid"]) == expected
 
 

@@ -62,8 +62,8 @@ def mutate(ctx: context_mod.Context) -> None:
     for res in ctx.registry:
         try:
             res.mutate_with_cr(ctx.cr)
-            apply.prepare(res, ctx.cr, ctx.settings.labels)
-            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.labels)
+            apply.prepare(res, ctx.cr, ctx.settings.names)
+            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.names)
         except errors.MutationError as exc:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
             # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
@@ -125,7 +125,7 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
         live = ctx.client.get(ctx.client.kind_of(res.desired), res.name, res.namespace)
         ctx.observe(live)
         res.live = live
-        again = apply.decide(res, live, ctx.cr, ctx.settings.labels)
+        again = apply.decide(res, live, ctx.cr, ctx.settings.names)
         if again.action is apply.Action.REFUSE:
             raise errors.OwnedByAnother(f"{what} exists and is {again.reason}; okt does not adopt it") from exc
         if again.action is apply.Action.UPDATE:
@@ -142,8 +142,8 @@ def prune(ctx: context_mod.Context) -> None:
     registered. Under ``okt run`` the reader answers from the informers' owner index: no request, no scan."""
     wanted = ctx.registry.keys()
     owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {(k[0], k[1]) for k in wanted}
-    labels = ctx.settings.labels
-    selector = {labels.owner_label: ctx.cr.uid}
+    names = ctx.settings.names
+    selector = {names.owner_label: ctx.cr.uid}
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)
         namespace = ctx.cr.namespace if kind.namespaced else None
@@ -151,7 +151,7 @@ def prune(ctx: context_mod.Context) -> None:
             key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
             if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
-            if not apply.prunable(obj, ctx.cr.uid, labels):  # the readers only narrow; the rule is here
+            if not apply.prunable(obj, ctx.cr.uid, names):  # the readers only narrow; the rule is here
                 continue
             try:
                 apply.delete(ctx.client, obj)

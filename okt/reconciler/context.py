@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pydantic
 import structlog
 
+from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
@@ -46,7 +47,7 @@ class Settings:
     controller: str
     owns: tuple[type[resource.Resource], ...] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    prefix: str = apply.DEFAULT_PREFIX
+    prefix: str = names_mod.DEFAULT_PREFIX
     finalizer: str | None = None
     legacy_finalizers: tuple[str, ...] = ()
     prune: bool = True
@@ -57,9 +58,9 @@ class Settings:
     status_model: type[pydantic.BaseModel] | None = None
 
     @property
-    def labels(self) -> apply.Labels:
-        """okt's label and annotation names on children, from the prefix."""
-        return apply.Labels(self.prefix)
+    def names(self) -> names_mod.Names:
+        """okt's label and annotation names, from the prefix."""
+        return names_mod.Names(self.prefix)
 
     @property
     def writes(self) -> apply.WriteOptions:

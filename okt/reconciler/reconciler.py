@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import pydantic
 
 from okt import errors
+from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds
@@ -73,7 +74,7 @@ class Reconciler:
     """Free parameters of the operator, read by hooks and resource templates as ``ctx.params``."""
     prune: ClassVar[bool] = True
     """Delete the children okt created for an object and no longer registers (only those: see okt's ownership)."""
-    prefix: ClassVar[str] = apply.DEFAULT_PREFIX
+    prefix: ClassVar[str] = names_mod.DEFAULT_PREFIX
     """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...)."""
     apply_strategy: ClassVar[str] = "apply"
     """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields

@@ -44,11 +44,12 @@ from typing import Any
 
 import pydantic
 
+from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.resources import checksum, resource
 
-DEFAULT_PREFIX = "okt.io"
+DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
 DEFAULT_FIELD_MANAGER = "okt"
 
 
@@ -67,21 +68,6 @@ class WriteOptions:
     field_manager: str = DEFAULT_FIELD_MANAGER
 
 
-@dataclasses.dataclass(frozen=True)
-class Labels:
-    """The label and annotation names okt stamps on children, derived from one configurable prefix."""
-
-    prefix: str = DEFAULT_PREFIX
-
-    @property
-    def hash_annotation(self) -> str:
-        return f"{self.prefix}/okt-hash"
-
-    @property
-    def owner_label(self) -> str:
-        return f"{self.prefix}/owner-uid"
-
-
 class Action(enum.Enum):
     CREATE = "create"
     UPDATE = "update"
@@ -97,7 +83,7 @@ class Decision:
     drift: tuple[str, ...] = ()
 
 
-def prepare(res: resource.Resource, owner: objects.CustomResource | None, labels: Labels) -> str:
+def prepare(res: resource.Resource, owner: objects.CustomResource | None, names: names_mod.Names) -> str:
     """Finish ``res.desired`` (normalised, owned, labelled, hashed) and return the desired hash.
 
     Idempotent: the hash is taken after the owner label is stamped and without a hash annotation of an earlier call,
@@ -107,12 +93,12 @@ def prepare(res: resource.Resource, owner: objects.CustomResource | None, labels
     res.check_identity()
     meta = res.desired.setdefault("metadata", {})
     if owner is not None:
-        meta.setdefault("labels", {})[labels.owner_label] = owner.uid
+        meta.setdefault("labels", {})[names.owner_label] = owner.uid
         meta["ownerReferences"] = [owner.owner_reference()]
     annotations = meta.setdefault("annotations", {})
-    annotations.pop(labels.hash_annotation, None)
+    annotations.pop(names.hash_annotation, None)
     digest = checksum.checksum(res.hashable_ref())
-    annotations[labels.hash_annotation] = digest
+    annotations[names.hash_annotation] = digest
     return digest
 
 
@@ -155,12 +141,12 @@ def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> 
     return owner is None or objects.controller_uid(live) == owner.uid
 
 
-def prunable(obj: Mapping[str, Any], owner_uid: str, labels: Labels) -> bool:
+def prunable(obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:
     """The one prune rule: okt deletes only what it created for this owner — an object whose controller
     ownerReference is the owner *and* that carries okt's owner label with the owner's uid. An object someone else
     made and pointed at the owner (no label), or labelled by hand without the controller reference, is never pruned.
     """
-    if ((obj.get("metadata") or {}).get("labels") or {}).get(labels.owner_label) != owner_uid:
+    if ((obj.get("metadata") or {}).get("labels") or {}).get(names.owner_label) != owner_uid:
         return False
     return objects.controller_uid(obj) == owner_uid
 
@@ -172,7 +158,7 @@ def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | 
 
 
 def decide(
-    res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, labels: Labels
+    res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, names: names_mod.Names
 ) -> Decision:
     """What to do for one prepared resource, given its live object (or None)."""
     if live is None:
@@ -182,8 +168,8 @@ def decide(
         return Decision(Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}")
     if not res.mutable:
         return Decision(Action.UNCHANGED, "immutable resource exists")
-    wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(labels.hash_annotation)
-    stored = ((live.get("metadata") or {}).get("annotations") or {}).get(labels.hash_annotation)
+    wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(names.hash_annotation)
+    stored = ((live.get("metadata") or {}).get("annotations") or {}).get(names.hash_annotation)
     comparable = drift_view(res)
     drift = () if checksum.is_subset(comparable, live) else tuple(checksum.diff_paths(comparable, live))
     if not _owned_by(live, owner):

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import structlog
 
 from okt import errors
+from okt import names as names_mod
 from okt.engines import backoff as backoff_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -55,7 +56,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
-from okt.status import bookkeeping, events, writer
+from okt.status import events
 
 Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object; namespace is ``None`` for a cluster-scoped kind."""
@@ -214,10 +215,7 @@ class Controller:
     ) -> None:
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
-        persistence = reconciler_cls.bookkeeping_persistence()
-        self._ignored_annotations = bookkeeping.Bookkeeping(
-            {}, persistence, reconciler_cls.prefix
-        ).owned_annotations() | writer.report_annotations(reconciler_cls.prefix)
+        self._ignored_annotations = names_mod.Names(reconciler_cls.prefix).primary_annotations()
         self.client = client
         self.cache = cache
         self.name = reconciler_cls.controller_name()

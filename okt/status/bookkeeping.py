@@ -12,6 +12,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from okt import names as names_mod
+
 STATUS_FIELD = "okt"
 
 
@@ -40,11 +42,11 @@ class Bookkeeping:
 
     @property
     def error_annotation(self) -> str:
-        return f"{self._prefix}/error-count"
+        return names_mod.Names(self._prefix).error_count_annotation
 
     @property
     def phase_annotation(self) -> str:
-        return f"{self._prefix}/phase"
+        return names_mod.Names(self._prefix).phase_annotation
 
     @property
     def error_count(self) -> int:
@@ -98,7 +100,3 @@ class Bookkeeping:
         if resource_version:
             metadata["resourceVersion"] = resource_version
         return {"metadata": metadata}
-
-    def owned_annotations(self) -> frozenset[str]:
-        """The annotation keys okt writes for its bookkeeping (changes to them never need a reconcile)."""
-        return frozenset({self.error_annotation, self.phase_annotation})

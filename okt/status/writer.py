@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.status import conditions as conditions_mod
@@ -54,26 +55,9 @@ class Target(enum.StrEnum):
             raise ValueError(f"status = {declared!r}: expected {accepted}, True, False or None") from None
 
 
-def conditions_annotation(prefix: str) -> str:
-    return f"{prefix}/conditions"
-
-
-def observed_generation_annotation(prefix: str) -> str:
-    return f"{prefix}/observed-generation"
-
-
-def status_annotation(prefix: str) -> str:
-    return f"{prefix}/status"
-
-
-def report_annotations(prefix: str) -> frozenset[str]:
-    """The annotation keys the ``annotations`` target writes (changes to them never need a reconcile)."""
-    return frozenset({conditions_annotation(prefix), observed_generation_annotation(prefix), status_annotation(prefix)})
-
-
 def conditions_from_annotations(annotations: Mapping[str, str] | None, prefix: str) -> list[Any]:
     """The conditions list kept in ``<prefix>/conditions``; a missing or unreadable annotation reads as empty."""
-    raw = (annotations or {}).get(conditions_annotation(prefix))
+    raw = (annotations or {}).get(names_mod.Names(prefix).conditions_annotation)
     try:
         items = json.loads(raw) if raw else []
     except ValueError:
@@ -91,10 +75,11 @@ def annotations_patch(
     """The annotations to patch so the object carries the conditions, observedGeneration and ``extra`` (as compact
     JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``."""
     live = live or {}
+    names = names_mod.Names(prefix)
     wanted: dict[str, str | None] = {
-        conditions_annotation(prefix): _compact(conditions.to_list()),
-        observed_generation_annotation(prefix): str(generation),
-        status_annotation(prefix): _compact(dict(extra)) if extra else None,
+        names.conditions_annotation: _compact(conditions.to_list()),
+        names.observed_generation_annotation: str(generation),
+        names.status_annotation: _compact(dict(extra)) if extra else None,
     }
     return {key: value for key, value in wanted.items() if live.get(key) != value}
 

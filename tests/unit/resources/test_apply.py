@@ -11,6 +11,7 @@ import pytest
 from hypothesis import strategies as st
 
 from okt.kube import kinds, objects
+from okt.names import DEFAULT_PREFIX, Names
 from okt.resources import apply, checksum, resource
 
 OWNER = objects.CustomResource(
@@ -21,7 +22,7 @@ OWNER = objects.CustomResource(
         "spec": {"size": 2},
     }
 )
-LABELS = apply.Labels()
+LABELS = Names()
 
 
 class Config(resource.MutableResource):
@@ -85,13 +86,13 @@ def as_live(res: resource.Resource, **server_fields: Any) -> dict[str, Any]:
     ],
 )
 def test_label_names_derive_from_the_prefix(prefix: str, hash_annotation: str, owner_label: str) -> None:
-    labels = apply.Labels(prefix)
+    labels = Names(prefix)
 
     assert (labels.hash_annotation, labels.owner_label) == (hash_annotation, owner_label)
 
 
 def test_the_default_prefix_is_okt_io() -> None:
-    assert apply.Labels().prefix == apply.DEFAULT_PREFIX == "okt.io"
+    assert Names().prefix == DEFAULT_PREFIX == "okt.io"
 
 
 # --- prepare --------------------------------------------------------------------------------------------------------

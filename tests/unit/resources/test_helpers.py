@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from okt.names import Names
 from okt.resources import apply, helpers
 from okt.resources import resource as okt_resource
 
-LABELS = apply.Labels()
+LABELS = Names()
 
 
 def b64(text: str) -> str:

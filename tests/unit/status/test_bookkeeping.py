@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from okt.names import Names
 from okt.status import bookkeeping
 
 STATUS = bookkeeping.Persistence.STATUS
@@ -161,7 +162,10 @@ def test_an_annotation_patch_is_guarded_by_the_resource_version_when_given(
 
 
 @pytest.mark.parametrize("prefix", ["okt.io", "cache.example.com"])
-def test_okt_owns_exactly_its_two_bookkeeping_annotations(prefix: str) -> None:
+def test_okt_owns_exactly_its_annotations_on_a_primary(prefix: str) -> None:
     book = bookkeeping.Bookkeeping(obj(), ANNOTATIONS, prefix)
 
-    assert book.owned_annotations() == {f"{prefix}/error-count", f"{prefix}/phase"}
+    assert {book.error_annotation, book.phase_annotation} == {f"{prefix}/error-count", f"{prefix}/phase"}
+    assert Names(prefix).primary_annotations() == {
+        f"{prefix}/{name}" for name in ("error-count", "phase", "conditions", "observed-generation", "status")
+    }

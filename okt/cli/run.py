@@ -10,9 +10,9 @@ import click
 import structlog
 
 from okt import errors
-from okt.engines import backoff
 from okt.kube import client as kube_client
 from okt.reconciler import loader
+from okt.runtime import backoff
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 

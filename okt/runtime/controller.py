@@ -43,7 +43,6 @@ import structlog
 
 from okt import errors
 from okt import names as names_mod
-from okt.engines import backoff as backoff_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
@@ -52,6 +51,7 @@ from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.resources import resource
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue

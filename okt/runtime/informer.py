@@ -47,9 +47,9 @@ from typing import Any
 import structlog
 
 from okt import errors
-from okt.engines import backoff as backoff_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.status import writer
 
 ADDED = "ADDED"

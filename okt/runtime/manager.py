@@ -42,10 +42,10 @@ from types import FrameType
 
 import structlog
 
-from okt.engines import backoff as backoff_mod
 from okt.kube import client as kube_client
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from okt.engines import backoff as backoff_mod
+from okt.runtime import backoff as backoff_mod
 
 K = TypeVar("K", bound=Hashable)
 

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from okt import errors
-from okt.engines import backoff as backoff_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import informer as informer_mod
 from okt.testing import envtest, faults, wait_for
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from okt.engines import backoff as backoff_mod
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import workqueue
 
 NO_JITTER = backoff_mod.Backoff(base=1.0, factor=2.0, cap=100.0, jitter=0.0)

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okt.engines.backoff import Backoff
+from okt.runtime.backoff import Backoff
 
 
 @pytest.mark.parametrize(("failures", "delay"), [(1, 0.25), (2, 0.5), (3, 1.0), (4, 2.0), (5, 4.0), (11, 256.0)])

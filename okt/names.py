@@ -54,7 +54,7 @@ class Names:
 
     @property
     def status_annotation(self) -> str:
-        """``ctx.status`` fields as JSON, when the reconciler's ``status`` is ``"annotations"``."""
+        """``ctx.status_fields`` as JSON, when the reconciler's ``status`` is ``"annotations"``."""
         return f"{self.prefix}/status"
 
     def primary_annotations(self) -> frozenset[str]:

@@ -104,7 +104,7 @@ class Context:
             stored = cr.status if settings.status_target is writer.Target.STATUS else {}
         self.conditions = conditions.Conditions.from_status(stored)
         self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, settings.persistence, settings.prefix)
-        self.status: dict[str, Any] = {}
+        self.status_fields: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}
 

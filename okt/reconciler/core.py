@@ -119,7 +119,7 @@ def reconcile(
         cr=cr,
         exists=exists,
         logger=log,
-        recorder=recorder if reconciler.events else None,
+        recorder=recorder if reconciler.record_events else None,
     )
     run = reconciler.engine.run(_Steps(reconciler, ctx), ctx.results)
     error = ctx.results.first_error

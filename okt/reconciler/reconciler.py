@@ -59,7 +59,7 @@ class Reconciler:
     spec_model: ClassVar[type[pydantic.BaseModel] | None] = None
     """A pydantic model of ``spec``: ``ctx.spec`` is typed, and a spec it refuses ends ``Ready=False, InvalidSpec``."""
     status_model: ClassVar[type[pydantic.BaseModel] | None] = None
-    """A pydantic model of what the reconciler puts in ``ctx.status`` (and of the CRD's status schema)."""
+    """A pydantic model of what the reconciler puts in ``ctx.status_fields`` (and of the CRD's status schema)."""
     owns: ClassVar[Sequence[type[resource.Resource]]] = ()
     """The resource classes of the children: the kinds okt watches, may create, and asks RBAC for. By default every
     object gets one child of each class; override ``resources(ctx)`` to choose."""
@@ -94,7 +94,7 @@ class Reconciler:
     """Reconciles of this kind at once (default: ``okt run --workers``)."""
     name: ClassVar[str | None] = None
     """The controller's name in logs and metrics (default: the kind, lowercased)."""
-    events: ClassVar[bool] = True
+    record_events: ClassVar[bool] = True
     """Record Kubernetes Events (what ``kubectl describe`` shows)."""
     printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()
     """Extra ``kubectl get`` columns for ``okt gen crd`` (``additionalPrinterColumns`` entries)."""

@@ -132,13 +132,15 @@ def on_error(ctx: context_mod.Context) -> None:
 
 
 def write_status(ctx: context_mod.Context) -> bool:
-    """Write conditions, observedGeneration, ``ctx.status`` and bookkeeping where the reconciler's ``status`` says —
-    only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
+    """Write conditions, observedGeneration, ``ctx.status_fields`` and bookkeeping where the reconciler's ``status``
+    says — only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
-    if settings.status_model is not None and ctx.status:
+    extra = {**ctx.status_fields, **ctx.bookkeeping.status_fields()}
+    if settings.status_model is not None and ctx.status_fields:
         extra.update(
-            settings.status_model.model_validate(ctx.status).model_dump(mode="json", by_alias=True, exclude_none=True)
+            settings.status_model.model_validate(ctx.status_fields).model_dump(
+                mode="json", by_alias=True, exclude_none=True
+            )
         )
     try:
         written = None

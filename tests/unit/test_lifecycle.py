@@ -159,7 +159,7 @@ def make_ctx(
 def persisted(ctx: context_mod.Context) -> dict[str, Any]:
     """The object as it would read after the reconciler's status (and annotation) write."""
     raw = copy.deepcopy(dict(ctx.cr.raw))
-    extra = {**ctx.status, **ctx.bookkeeping.status_fields()}
+    extra = {**ctx.status_fields, **ctx.bookkeeping.status_fields()}
     raw["status"] = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
     patch = ctx.bookkeeping.annotation_patch()
     if patch is not None:

@@ -49,7 +49,7 @@ class Phase(enum.StrEnum):
 
 def status_value(ctx: okt.Context, field: str) -> str | None:
     """A status field as this reconcile will leave it: set during the reconcile, else as read from the cluster."""
-    value = ctx.status[field] if field in ctx.status else ctx.cr.status.get(field)
+    value = ctx.status_fields[field] if field in ctx.status_fields else ctx.cr.status.get(field)
     return str(value) if value is not None else None
 
 

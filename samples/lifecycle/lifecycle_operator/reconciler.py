@@ -111,7 +111,7 @@ def remember(ctx: okt.Context, move: Move[Phase]) -> None:
     else:
         version = ctx.spec.version
     if move.dest is Phase.Running:
-        ctx.status[phases.INSTALLED_VERSION] = version
-        ctx.status[phases.FAILED_VERSION] = None
+        ctx.status_fields[phases.INSTALLED_VERSION] = version
+        ctx.status_fields[phases.FAILED_VERSION] = None
     elif move.dest is Phase.Failed:
-        ctx.status[phases.FAILED_VERSION] = version
+        ctx.status_fields[phases.FAILED_VERSION] = version

@@ -96,7 +96,7 @@ class MemcachedReconciler(okt.Reconciler):
         """The built-in work of every state, plus the status field before SuccessManager and the inventory
         after a successful Updater."""
         if state is State.SuccessManager:
-            ctx.status["availableReplicas"] = self.available_replicas(ctx)
+            ctx.status_fields["availableReplicas"] = self.available_replicas(ctx)
         super().enter_in_state(state, ctx)
         if state is State.Updater and self.keeps_inventory and not ctx.results.has_error:
             self.record_in_inventory(ctx)

@@ -21,7 +21,7 @@ def reporting(details: Mapping[str, Any]) -> okt.Reconciler:
     class Reporting(shared.WidgetReconciler):
         def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
             if state is okt.State.SuccessManager:
-                ctx.status["details"] = dict(details)
+                ctx.status_fields["details"] = dict(details)
             super().enter_in_state(state, ctx)
 
     return Reporting()

@@ -58,7 +58,7 @@ from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
 from okt.status import events
 
-Key = tuple[str | None, str]
+QueueKey = tuple[str | None, str]
 """``(namespace, name)`` of a primary object; namespace is ``None`` for a cluster-scoped kind."""
 
 #: The metadata whose change is worth a reconcile (besides the generation, which tracks the spec).
@@ -150,13 +150,13 @@ def _outside_status(obj: Mapping[str, Any], foreign: frozenset[str]) -> dict[str
     return body
 
 
-def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> Key:
+def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> QueueKey:
     """The queue key of a primary object."""
     meta = obj.get("metadata") or {}
     return ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
 
 
-def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> Key | None:
+def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> QueueKey | None:
     """The key of ``child``'s controller owner when that owner is of ``owner_kind`` (any version of its group)."""
     ref = objects.controller_of(child)
     if ref is None or ref.get("kind") != owner_kind.kind or not ref.get("name"):
@@ -168,7 +168,7 @@ def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> Key | None:
     return (namespace if owner_kind.namespaced else None, str(ref["name"]))
 
 
-def apply_outcome(queue: workqueue.WorkQueue[Key], key: Key, outcome: results_mod.Outcome) -> None:
+def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: results_mod.Outcome) -> None:
     """Drive the queue from a reconcile's outcome (see the module docstring)."""
     kind = outcome.kind
     if kind is results_mod.OutcomeKind.RETRY:
@@ -229,7 +229,7 @@ class Controller:
         for cls in reconciler_cls.owns:
             type_key = (cls.api_version, cls.kind)
             self._classes_by_type[type_key] = (*self._classes_by_type.get(type_key, ()), cls)
-        self.queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(backoff)
+        self.queue: workqueue.WorkQueue[QueueKey] = workqueue.WorkQueue(backoff)
         self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
@@ -238,7 +238,7 @@ class Controller:
         self._threads: list[threading.Thread] = []
         self._child_delay = max(float(reconciler_cls.child_change_delay), 0.0)
         # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
-        self._held: dict[Key, list[tuple[tuple[kinds.Kind, str | None, str, str], float]]] = {}
+        self._held: dict[QueueKey, list[tuple[tuple[kinds.Kind, str | None, str, str], float]]] = {}
         self._held_lock = threading.Lock()
         self._watching = False
         self._lock = threading.Lock()
@@ -324,7 +324,7 @@ class Controller:
             return
         self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
 
-    def _enqueue(self, key: Key, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
+    def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         kind = self._watched_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
@@ -335,7 +335,7 @@ class Controller:
                 return
             self.queue.add_after(key, delay)
 
-    def _finish(self, key: Key) -> None:
+    def _finish(self, key: QueueKey) -> None:
         """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new."""
         with self._held_lock:
             held = self._held.pop(key, ())
@@ -357,7 +357,7 @@ class Controller:
             finally:
                 self._finish(key)
 
-    def process(self, key: Key) -> results_mod.Outcome:
+    def process(self, key: QueueKey) -> results_mod.Outcome:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""
         namespace, name = key
         started = time.monotonic()

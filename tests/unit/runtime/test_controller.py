@@ -72,7 +72,7 @@ def test_added_resync_and_modified_without_the_old_object_always_matter(
     ],
 )
 def test_the_key_of_a_primary_is_its_namespace_and_name(
-    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.Key
+    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.QueueKey
 ) -> None:
     assert controller_mod.key_of(obj, kind.namespaced) == expected
 
@@ -121,7 +121,7 @@ def child(namespace: str = "ns", **ref: Any) -> dict[str, Any]:
     ],
 )
 def test_a_child_maps_to_its_controller_owner_of_the_primary_kind(
-    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.Key | None
+    kind: kinds.Kind, obj: dict[str, Any], expected: controller_mod.QueueKey | None
 ) -> None:
     assert controller_mod.owner_key(obj, kind) == expected
 

@@ -56,6 +56,8 @@ class Operation(enum.StrEnum):
     HOOK_ERROR = "hook error"
     GIVE_UP = "give up"
     REQUEUE = "requeue"
+    THROTTLED = "throttled"
+    """A child's creation put off to the next reconcile (the reconciler's ``max_creates``)."""
 
     @property
     def is_error(self) -> bool:

@@ -73,12 +73,28 @@ def mutate(ctx: context_mod.Context) -> None:
             ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc, delay=delay)
 
 
+THROTTLE_DELAY = 0.001
+"""The requeue of a reconcile whose creations were throttled: at once (a delay must be > 0)."""
+
+
 def write(ctx: context_mod.Context) -> None:
-    """Updater: send the creates and updates decided, then prune (unless an error was recorded)."""
+    """Updater: send the creates and updates decided — at most ``max_creates`` creates, the rest put off to a
+    reconcile requeued at once — then prune (unless an error was recorded)."""
+    creates, throttled = 0, 0
+    limit = ctx.settings.max_creates
     for res in ctx.registry:
         decision = ctx.decisions.get(res.key)
-        if decision is not None:
-            write_one(ctx, res, decision)
+        if decision is None:
+            continue
+        if decision.action is apply.Action.CREATE:
+            if limit is not None and creates >= limit:
+                ctx.results.add(Operation.THROTTLED, res.describe())
+                throttled += 1
+                continue
+            creates += 1
+        write_one(ctx, res, decision)
+    if throttled:
+        ctx.results.add(Operation.REQUEUE, f"{throttled} creations", delay=THROTTLE_DELAY)
     if ctx.settings.prune and not ctx.results.has_error:
         prune(ctx)
 

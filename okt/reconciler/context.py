@@ -51,6 +51,7 @@ class Settings:
     finalizer: str | None = None
     legacy_finalizers: tuple[str, ...] = ()
     prune: bool = True
+    max_creates: int | None = None
     status_target: writer.Target = writer.Target.STATUS
     persistence: bookkeeping.Persistence = bookkeeping.Persistence.STATUS
     apply_strategy: apply.Strategy = apply.Strategy.APPLY

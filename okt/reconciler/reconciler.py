@@ -74,6 +74,9 @@ class Reconciler:
     """Free parameters of the operator, read by hooks and resource templates as ``ctx.params``."""
     prune: ClassVar[bool] = True
     """Delete the children okt created for an object and no longer registers (only those: see okt's ownership)."""
+    max_creates: ClassVar[int | None] = None
+    """At most this many children created per reconcile (OKT's ``maxCreation``): the rest wait for the next
+    reconcile, which is requeued at once, and Ready stays False until they exist. None: no limit."""
     prefix: ClassVar[str] = names_mod.DEFAULT_PREFIX
     """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...)."""
     apply_strategy: ClassVar[str] = "apply"
@@ -109,6 +112,8 @@ class Reconciler:
             cls.status_target()
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
+        if cls.max_creates is not None and (not isinstance(cls.max_creates, int) or cls.max_creates < 1):
+            raise TypeError(f"{cls.__name__}.max_creates = {cls.max_creates!r}: expected a positive int or None")
 
     # -- naming --------------------------------------------------------------------------------------------------
 
@@ -148,6 +153,7 @@ class Reconciler:
             finalizer=self.finalizer,
             legacy_finalizers=tuple(self.legacy_finalizers),
             prune=self.prune,
+            max_creates=self.max_creates,
             status_target=self.status_target(),
             persistence=self.bookkeeping_persistence(),
             apply_strategy=apply.Strategy(self.apply_strategy),
@@ -191,6 +197,9 @@ class Reconciler:
     def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Ready after a successful reconcile: a bool, or (status, reason, message). Default: True once every child
         is in its desired state — override it when readiness means more (a lifecycle phase, availability)."""
+        waiting = ctx.results.counts()[Operation.THROTTLED]
+        if waiting:
+            return False, "Creating", f"{waiting} children wait for their creation (max_creates={self.max_creates})"
         return True, "Reconciled", "every child is in its desired state"
 
     def available(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool | None:

@@ -43,6 +43,7 @@ def test_operations_are_okts_names() -> None:
         "hook error",
         "give up",
         "requeue",
+        "throttled",
     ]
 
 

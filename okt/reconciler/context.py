@@ -52,6 +52,9 @@ class Settings:
     legacy_finalizers: tuple[str, ...] = ()
     prune: bool = True
     max_creates: int | None = None
+    degraded_after: int = 3
+    related_objects: bool = True
+    versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     status_target: writer.Target = writer.Target.STATUS
     persistence: bookkeeping.Persistence = bookkeeping.Persistence.STATUS
     apply_strategy: apply.Strategy = apply.Strategy.APPLY

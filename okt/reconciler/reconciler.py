@@ -74,6 +74,15 @@ class Reconciler:
     """Free parameters of the operator, read by hooks and resource templates as ``ctx.params``."""
     prune: ClassVar[bool] = True
     """Delete the children okt created for an object and no longer registers (only those: see okt's ownership)."""
+    versions: ClassVar[Mapping[str, str]] = {}
+    """Versions to report in ``status.versions`` (OpenShift's ``[{name, version}]``), e.g. ``{"operator": "1.4.0",
+    "memcached": "1.6"}``: written once nothing rolls out; while a rollout toward them is under way Progressing is
+    True, reason ``Upgrading``."""
+    related_objects: ClassVar[bool] = True
+    """Write ``status.relatedObjects`` (group, resource, namespace, name of every child), as OpenShift operators do."""
+    degraded_after: ClassVar[int] = 3
+    """Consecutive failed reconciles before Degraded turns True: a transient error (a conflict, an API hiccup) is not
+    a degradation. A permanent error (``okt.InvalidSpec``) is Degraded at once."""
     max_creates: ClassVar[int | None] = None
     """At most this many children created per reconcile (OKT's ``maxCreation``): the rest wait for the next
     reconcile, which is requeued at once, and Ready stays False until they exist. None: no limit."""
@@ -154,6 +163,9 @@ class Reconciler:
             legacy_finalizers=tuple(self.legacy_finalizers),
             prune=self.prune,
             max_creates=self.max_creates,
+            degraded_after=self.degraded_after,
+            related_objects=self.related_objects,
+            versions=dict(self.versions),
             status_target=self.status_target(),
             persistence=self.bookkeeping_persistence(),
             apply_strategy=apply.Strategy(self.apply_strategy),

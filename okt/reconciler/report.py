@@ -68,11 +68,20 @@ def success_conditions(
         conditions.set(cond.AVAILABLE, available.status, available.reason, available.message, generation)
 
 
-def error_conditions(conditions: cond.Conditions, generation: int, reason: str, message: str) -> bool:
-    """Set the conditions of a failed reconcile; returns whether Ready changed (the error is news)."""
+def error_conditions(
+    conditions: cond.Conditions, generation: int, reason: str, message: str, *, degraded: bool = True
+) -> bool:
+    """Set the conditions of a failed reconcile; returns whether Ready changed (the error is news).
+
+    ``degraded`` False (a transient error, not yet persistent) leaves Degraded False, explained: OpenShift's rule,
+    Degraded is a persistent problem, never a hiccup.
+    """
     news = conditions.set(cond.READY, False, reason, message, generation)
     conditions.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
-    conditions.set(cond.DEGRADED, True, reason, message, generation)
+    if degraded:
+        conditions.set(cond.DEGRADED, True, reason, message, generation)
+    else:
+        conditions.set(cond.DEGRADED, False, "Retrying", f"a transient error is being retried: {message}", generation)
     conditions.set_unknown_if_missing((cond.AVAILABLE, cond.PROGRESSING), reason, message, generation)
     return news
 
@@ -84,6 +93,13 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     message = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}"
     available = reconciler.available(ctx)
     ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""))
+    progressing = Signal.of(
+        reconciler.progressing(ctx), ("RollingOut", "a rollout is under way"), ("Settled", "nothing to roll out")
+    )
+    if ctx.settings.related_objects:
+        ctx.status_fields.setdefault("relatedObjects", related_objects(ctx))
+    if ctx.settings.versions:
+        progressing = _versions(ctx, progressing)
     success_conditions(
         ctx.conditions,
         ctx.cr.generation,
@@ -95,11 +111,7 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
             ("ReplicasAvailable", "all replicas are available"),
             ("ReplicasUnavailable", "waiting for replicas"),
         ),
-        progressing=Signal.of(
-            reconciler.progressing(ctx),
-            ("RollingOut", "a rollout is under way"),
-            ("Settled", "nothing to roll out"),
-        ),
+        progressing=progressing,
         degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error")),
     )
     ctx.bookkeeping.error_count = 0
@@ -107,6 +119,33 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     if ready.status and was_failing:
         # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
         ctx.event(events.NORMAL, "Reconciled", message)
+
+
+def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:
+    """``status.relatedObjects`` (OpenShift's shape: group, resource, namespace, name) from the registered children,
+    in registration order: what ``oc adm inspect``/must-gather style tools and people look at next."""
+    related = []
+    for res in ctx.registry:
+        kind = ctx.client.kind_of(res.desired)
+        entry = {"group": kind.group, "resource": kind.plural, "name": res.name}
+        if res.namespace:
+            entry["namespace"] = res.namespace
+        related.append(entry)
+    return related
+
+
+def _versions(ctx: context_mod.Context, progressing: Signal) -> Signal:
+    """``status.versions`` reports what is running: the declared versions once nothing is rolling out. While a
+    rollout toward versions not reported yet is under way, Progressing says so, and the old versions stay."""
+    declared = [{"name": name, "version": version} for name, version in sorted(ctx.settings.versions.items())]
+    reported = ctx.cr.status.get("versions")
+    if not progressing.status:
+        ctx.status_fields["versions"] = declared
+        return progressing
+    if reported == declared:
+        return progressing
+    target = ", ".join(f"{v['name']} {v['version']}" for v in declared)
+    return Signal(True, "Upgrading", f"rolling out {target}")
 
 
 def on_error(ctx: context_mod.Context) -> None:
@@ -118,12 +157,15 @@ def on_error(ctx: context_mod.Context) -> None:
         reason, message = "GiveUp", ctx.results.gave_up
     else:
         reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
-    news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message)
+    permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
+    failures = ctx.bookkeeping.error_count + 1
+    degraded = permanent or failures >= ctx.settings.degraded_after
+    news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded)
     # A permanent error already reported for this generation (a restart, a child's event) is reported once:
     # no error count, no Event, so nothing is written while the object does not change.
     reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news
     if not reported:
-        ctx.bookkeeping.error_count = ctx.bookkeeping.error_count + 1
+        ctx.bookkeeping.error_count = failures
     try:
         write_status(ctx)
     finally:

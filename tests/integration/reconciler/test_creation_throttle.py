@@ -34,10 +34,10 @@ data:
 
 class Sharded(shared.WidgetReconciler):
     owns = (Shard,)
-    max_creates: ClassVar[int | None] = 2
+    max_creates: ClassVar[int | None] = 3
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-        return [Shard(ctx.cr, name=f"{ctx.cr.name}-shard-{i}") for i in range(5)]
+        return [Shard(ctx.cr, name=f"{ctx.cr.name}-shard-{i}") for i in range(10)]
 
 
 def creates_of_one_reconcile(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> tuple[int, okt.Run]:
@@ -52,12 +52,12 @@ def test_at_most_max_creates_children_are_created_per_reconcile_and_the_rest_fol
 ) -> None:
     shared.make_widget(kube, widget_kind, namespace, "s", size=1)
 
-    rounds = [creates_of_one_reconcile(kube, widget_kind, namespace) for _ in range(4)]
+    rounds = [creates_of_one_reconcile(kube, widget_kind, namespace) for _ in range(5)]
 
-    assert [created for created, _ in rounds] == [2, 2, 1, 0]
-    assert [run.outcome for _, run in rounds[:2]] == [okt.Outcome.requeue_after(children.THROTTLE_DELAY)] * 2
-    assert rounds[2][1].outcome == okt.Outcome.done()
-    assert rounds[0][1].results.counts()[okt.Operation.THROTTLED] == 3
+    assert [created for created, _ in rounds] == [3, 3, 3, 1, 0]
+    assert [run.outcome for _, run in rounds[:3]] == [okt.Outcome.requeue_after(children.THROTTLE_DELAY)] * 3
+    assert rounds[3][1].outcome == okt.Outcome.done()
+    assert [run.results.counts()[okt.Operation.THROTTLED] for _, run in rounds] == [7, 4, 1, 0, 0]
     ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
     assert ready is not None and ready["status"] == "True"
 
@@ -72,7 +72,7 @@ def test_ready_stays_false_while_creations_wait(
     ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"]) == ("False", "Creating")
-    assert "3 children wait for their creation" in ready["message"]
+    assert "7 children wait for their creation" in ready["message"]
 
 
 def test_max_creates_must_be_a_positive_int() -> None:

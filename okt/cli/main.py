@@ -34,7 +34,7 @@ def _mount_optional() -> None:
 
     cli.add_command(run_command)
     try:
-        from codegen.cli import gen
+        from okt.codegen.cli import gen
     except ImportError:  # codegen ships with okt; a broken install still runs operators
         return
     cli.add_command(gen)

@@ -1,8 +1,8 @@
 """The code generators behind ``okt gen``: resource wrappers, CRDs and RBAC, plus the kind dictionary.
 
 Installed as ``okt.codegen``: the folder sits at the top of the repository, and ``okt/codegen`` is a link to it, so
-setuptools, mypy and import-linter all see the one name users import. It sits above :mod:`okt` (it imports okt; okt
-only mounts :data:`okt.codegen.cli.gen` lazily). Modules:
+setuptools, mypy and import-linter all see the one name users import. It sits above :mod:`okt` (it imports okt;
+:mod:`okt.cli` mounts :data:`okt.codegen.cli.gen` as ``okt gen``). Modules:
 
 * :mod:`okt.codegen.dictionary` — the kind dictionary (``kinds.yaml``) and its ``--dictionary`` extensions;
 * :mod:`okt.codegen.manifest` — a child's YAML manifest -> the Jinja2 template of its wrapper;

@@ -1,8 +1,9 @@
 """The code generators behind ``okt gen``: resource wrappers, CRDs and RBAC, plus the kind dictionary.
 
 Installed as ``okt.codegen``: the folder sits at the top of the repository, and ``okt/codegen`` is a link to it, so
-setuptools, mypy and import-linter all see the one name users import. It sits above :mod:`okt` (it imports okt;
-:mod:`okt.cli` mounts :data:`okt.codegen.cli.gen` as ``okt gen``). Modules:
+setuptools, mypy and import-linter all see the one name users import. It is a layer between :mod:`okt.cli` (which
+mounts :data:`okt.codegen.cli.gen` as ``okt gen``) and the runtime: it imports okt's pieces, and nothing in okt below
+the command line imports it (an import-linter contract keeps it so). Modules:
 
 * :mod:`okt.codegen.dictionary` — the kind dictionary (``kinds.yaml``) and its ``--dictionary`` extensions;
 * :mod:`okt.codegen.manifest` — a child's YAML manifest -> the Jinja2 template of its wrapper;

@@ -1,12 +1,16 @@
 """The code generators behind ``okt gen``: resource wrappers, CRDs and RBAC, plus the kind dictionary.
 
-This package sits above :mod:`okt` (it imports okt; okt only mounts :data:`codegen.cli.gen` lazily). Modules:
+Installed as ``okt.codegen``: the folder sits at the top of the repository, and ``okt/codegen`` is a link to it, so
+setuptools, mypy and import-linter all see the one name users import. It is a layer between :mod:`okt.cli` (which
+mounts :data:`okt.codegen.cli.gen` as ``okt gen``) and the runtime: it imports okt's pieces, and nothing in okt below
+the command line imports it (an import-linter contract keeps it so). Modules:
 
-* :mod:`codegen.dictionary` — the kind dictionary (``kinds.yaml``) and its ``--dictionary`` extensions;
-* :mod:`codegen.manifest` — a child's YAML manifest -> the Jinja2 template of its wrapper;
-* :mod:`codegen.resource` — ``okt gen resource``: the generated module and the author's module;
-* :mod:`codegen.crd` — ``okt gen crd``: pydantic models -> a structural CustomResourceDefinition;
-* :mod:`codegen.rbac` — ``okt gen rbac``: least-privilege ServiceAccount, role and binding;
-* :mod:`codegen.cli` / :mod:`codegen.okt_compat` — the ``okt gen`` commands and OKT's ``okt-gen-resource`` spelling;
-* :mod:`codegen.errors` — :class:`~codegen.errors.CodegenError`, the one-line error of every generator.
+* :mod:`okt.codegen.dictionary` — the kind dictionary (``kinds.yaml``) and its ``--dictionary`` extensions;
+* :mod:`okt.codegen.manifest` — a child's YAML manifest -> the Jinja2 template of its wrapper;
+* :mod:`okt.codegen.resource` — ``okt gen resource``: the generated module and the author's module;
+* :mod:`okt.codegen.crd` — ``okt gen crd``: pydantic models -> a structural CustomResourceDefinition;
+* :mod:`okt.codegen.rbac` — ``okt gen rbac``: least-privilege ServiceAccount, role and binding;
+* :mod:`okt.codegen.cli` / :mod:`okt.codegen.okt_compat` — the ``okt gen`` commands and OKT's
+  ``okt-gen-resource`` spelling;
+* :mod:`okt.codegen.errors` — :class:`~okt.codegen.errors.CodegenError`, the one-line error of every generator.
 """

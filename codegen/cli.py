@@ -3,7 +3,7 @@
 Why it exists: generators are run by people at a shell and by Makefiles, so they must fail the way tools do — one line
 on stderr that says what is wrong, exit status 2, no traceback — and print nothing else on success than what was
 asked (the YAML, or the list of files written). ``okt`` mounts :data:`gen` lazily; ``okt-gen-resource`` (see
-:mod:`codegen.okt_compat`) reaches the same ``resource`` command with OKT's spelling.
+:mod:`okt.codegen.okt_compat`) reaches the same ``resource`` command with OKT's spelling.
 
 Guarantees: every error — a bad option, an unknown kind, an invalid manifest or model, an operator that does not
 load — is ``Error: <one line>`` on stderr with exit status 2; ``--help`` works everywhere; YAML goes to stdout unless
@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 import okt
-from codegen import crd, dictionary, errors, rbac, resource, yamlout
+from okt.codegen import crd, dictionary, errors, rbac, resource, yamlout
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""

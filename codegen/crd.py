@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from codegen import errors
+from okt.codegen import errors
 from okt.kube import kinds
 from okt.status import writer
 

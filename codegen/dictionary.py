@@ -8,7 +8,7 @@ fields of known ones (only the fields the file sets).
 
 Guarantees:
 
-* every entry is validated (pydantic) when loaded; a bad entry is a :class:`~codegen.errors.CodegenError` naming the
+* every entry is validated (pydantic) when loaded; a bad entry is a :class:`~okt.codegen.errors.CodegenError` naming the
   file, the kind and the field;
 * :meth:`KindDictionary.lookup` accepts the kind in any letter case and answers an unknown kind with the closest
   known names: ``unknown kind 'Deploymnet' (did you mean: Deployment?)``;
@@ -29,7 +29,7 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
-from codegen import errors
+from okt.codegen import errors
 
 BUILTIN_PATH = Path(__file__).with_name("kinds.yaml")
 """The dictionary shipped with okt."""

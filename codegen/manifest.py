@@ -11,7 +11,7 @@ its values (rendered with ``cr``, ``name``, ``namespace`` and the reconciler's p
 Guarantees:
 
 * the manifest is one YAML document holding one mapping with ``apiVersion`` and ``kind``, and that kind and
-  apiVersion are the ones the dictionary says — otherwise a one-line :class:`~codegen.errors.CodegenError`;
+  apiVersion are the ones the dictionary says — otherwise a one-line :class:`~okt.codegen.errors.CodegenError`;
 * the template is checked after it is built: parsed again, it equals the manifest with the two placeholders set. When
   the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, ...), the template falls back to
   the manifest re-dumped by PyYAML, which loses comments but never meaning;
@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from codegen import dictionary, errors
+from okt.codegen import dictionary, errors
 
 NAME_EXPRESSION = "{{ name }}"
 NAMESPACE_EXPRESSION = "{{ namespace }}"

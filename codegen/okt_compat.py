@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from codegen import cli
+from okt.codegen import cli
 
 FLAGS = {
     "type": "--type",

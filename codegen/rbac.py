@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from codegen import crd, dictionary, errors
+from okt.codegen import crd, dictionary, errors
 
 PRIMARY_VERBS = ("get", "list", "watch", "patch")
 STATUS_VERBS = ("patch",)

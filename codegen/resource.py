@@ -15,7 +15,7 @@ created there when missing (and never touched afterwards).
 
 Guarantees: the generated code passes ruff and mypy strict; generation is deterministic (the same inputs give the same
 bytes, the header records the command that regenerates it); an existing author's module is reported as kept and never
-opened for writing; every input error is one :class:`~codegen.errors.CodegenError` line raised before anything is
+opened for writing; every input error is one :class:`~okt.codegen.errors.CodegenError` line raised before anything is
 written.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import jinja2
 
-from codegen import dictionary, errors, manifest
+from okt.codegen import dictionary, errors, manifest
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 """Where the Jinja2 templates of the generated modules live."""
@@ -123,7 +123,7 @@ def render(
     Args:
         spec: the dictionary entry of the child kind.
         cr_kind, group, version: the custom resource that owns the child (documentation and names only).
-        template: the child's Jinja2 YAML template (see :func:`codegen.manifest.to_template`).
+        template: the child's Jinja2 YAML template (see :func:`okt.codegen.manifest.to_template`).
         command: the command line recorded in the generated module's header.
         line_length: the line length ruff enforces on the output: the header is wrapped to it, and a template
             line longer than it gets the template a ``# noqa: E501`` (a manifest is embedded verbatim).

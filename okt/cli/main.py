@@ -10,6 +10,8 @@ import sys
 import click
 
 from okt.cli import envtest as envtest_cli
+from okt.cli import run as run_cli
+from okt.codegen import cli as codegen_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,22 +28,12 @@ def graph_command() -> None:
     click.echo(graph.mermaid())
 
 
+cli.add_command(run_cli.run_command)
+cli.add_command(codegen_cli.gen)
 cli.add_command(envtest_cli.envtest_group)
 
 
-def _mount_optional() -> None:
-    from okt.cli.run import run_command
-
-    cli.add_command(run_command)
-    try:
-        from codegen.cli import gen
-    except ImportError:  # codegen ships with okt; a broken install still runs operators
-        return
-    cli.add_command(gen)
-
-
 def main() -> None:
-    _mount_optional()
     try:
         cli.main(prog_name="okt", standalone_mode=True)
     except KeyboardInterrupt:

@@ -39,7 +39,7 @@ import yaml
 from click.testing import CliRunner
 
 import okt
-from codegen import cli as codegen_cli
+from okt.codegen import cli as codegen_cli
 from okt.reconciler import loader
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

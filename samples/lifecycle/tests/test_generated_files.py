@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from codegen import crd, rbac, yamlout
+from okt.codegen import crd, rbac, yamlout
 from samples.lifecycle.lifecycle_operator import WebAppReconciler
 
 DEPLOY = pathlib.Path(__file__).resolve().parents[1] / "deploy"

@@ -10,7 +10,7 @@ import pytest
 import structlog
 import yaml
 
-from codegen import crd
+from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.lifecycle import IllegalTransition, UnknownPhase

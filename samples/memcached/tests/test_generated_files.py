@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from codegen import crd, rbac, resource, yamlout
+from okt.codegen import crd, rbac, resource, yamlout
 from samples.memcached.memcached_operator import MemcachedReconciler
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import okt
-from codegen import rbac
+from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod

@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 import okt
-from codegen import crd
+from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from tests.integration.reconciler import conftest as shared

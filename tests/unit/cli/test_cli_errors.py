@@ -10,8 +10,6 @@ from click.testing import CliRunner
 from okt.cli import main as cli_main
 from okt.engines import graph
 
-cli_main._mount_optional()
-
 
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli_main.cli, list(args))

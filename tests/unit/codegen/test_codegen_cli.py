@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 import okt
-from codegen import cli, crd, dictionary, rbac, yamlout
+from okt.codegen import cli, crd, dictionary, rbac, yamlout
 
 MANIFESTS = Path(__file__).parent / "manifests"
 GOLDEN = Path(__file__).parent / "golden"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import okt
-from codegen import crd, errors, yamlout
+from okt.codegen import crd, errors, yamlout
 
 GOLDEN = Path(__file__).parent / "golden" / "crd_memcached.yaml"
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import dictionary, errors
+from okt.codegen import dictionary, errors
 
 REQUIRED_KINDS = [
     "ConfigMap",

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import okt
-from codegen import dictionary, resource
+from okt.codegen import dictionary, resource
 
 REPO = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).parent / "golden"

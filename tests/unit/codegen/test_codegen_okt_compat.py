@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import okt_compat
+from okt.codegen import okt_compat
 
 MANIFESTS = Path(__file__).parent / "manifests"
 GOLDEN = Path(__file__).parent / "golden"

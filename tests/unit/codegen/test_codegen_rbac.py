@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import pytest
 
 import okt
-from codegen import errors, rbac
+from okt.codegen import errors, rbac
 
 PRIMARY = [
     {

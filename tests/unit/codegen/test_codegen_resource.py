@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen import dictionary, errors, manifest, resource
+from okt.codegen import dictionary, errors, manifest, resource
 
 HERE = Path(__file__).parent
 MANIFESTS = HERE / "manifests"

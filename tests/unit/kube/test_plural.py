@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import okt
-from codegen import crd
+from okt.codegen import crd
 from okt.kube import kinds
 
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import pydantic
 
+from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
@@ -51,6 +52,8 @@ from okt.resources import checksum, resource
 
 DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
 DEFAULT_FIELD_MANAGER = "okt"
+TAKE_OVER_ATTEMPTS = 3
+"""How often a take-over is tried when another writer changes the object between okt's apply and its take-over."""
 
 
 class Strategy(enum.Enum):
@@ -287,9 +290,21 @@ def update(
 def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, manager: str) -> dict[str, Any]:
     body = apply_body(res)
     applied = client.apply(body, kind, field_manager=manager)
-    if take_over(client, kind, applied, manager):
-        # The fields the merge path set are the apply's now: applying again removes those the template dropped.
-        applied = client.apply(body, kind, field_manager=manager)
+    for attempt in range(TAKE_OVER_ATTEMPTS):
+        try:
+            taken = take_over(client, kind, applied, manager)
+        except errors.Invalid:
+            # Its resourceVersion test failed: another writer (a workload's controller updating its status) came in
+            # between. Read the object again and take over from there; the apply itself already happened.
+            if attempt == TAKE_OVER_ATTEMPTS - 1:
+                raise
+            meta = applied.get("metadata") or {}
+            applied = client.get(kind, meta["name"], meta.get("namespace"))
+            continue
+        if taken:
+            # The fields the merge path set are the apply's now: applying again removes those the template dropped.
+            applied = client.apply(body, kind, field_manager=manager)
+        break
     return applied
 
 

@@ -195,6 +195,7 @@ def test_a_child_written_by_the_merge_path_loses_a_dropped_field_on_the_first_ap
 ) -> None:
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
     assert converge(reconciler(strategy="merge"), kube, widget_kind, namespace) == {("create", "deployments"): 1}
+    shared.settle_deployment(kube, namespace, NAME)  # the deployment controller's writes would race the take-over
     assert converge(reconciler(), kube, widget_kind, namespace) == {}  # switching alone writes nothing
     without = reconciler([e for e in EXTRAS if e != "label"])
 

@@ -30,6 +30,7 @@ from okt.errors import (
     Unauthorized,
     Unavailable,
 )
+from okt.hooks import on_cleanup, on_startup
 from okt.kube.client import Client
 from okt.kube.kinds import Kind
 from okt.kube.objects import CustomResource
@@ -124,6 +125,8 @@ __all__ = [
     "Unavailable",
     "UnknownPhase",
     "give_up",
+    "on_cleanup",
+    "on_startup",
     "reconcile",
     "requeue_after",
 ]

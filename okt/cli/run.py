@@ -9,7 +9,7 @@ import time
 import click
 import structlog
 
-from okt import errors
+from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.reconciler import loader
 from okt.runtime import backoff
@@ -137,7 +137,9 @@ def run_command(
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
-        reconcilers = loader.load_reconcilers(module or target or "", as_module=bool(module), only=reconciler_name)
+        loaded = loader.load_module(module or target or "", as_module=bool(module))
+        reconcilers = loader.reconcilers_of(loaded, module or target or "", only=reconciler_name)
+        startups, cleanups = hooks.collect(loaded)
         client = kube_client.Client.from_kubeconfig(
             kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4), rate_limit=limit
         )
@@ -152,6 +154,8 @@ def run_command(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or _default_lease_namespace(namespaces),
             metrics_bind=metrics_bind_address,
+            on_startup=startups,
+            on_cleanup=cleanups,
         )
         mgr.run()
         if mgr.lost_leadership:

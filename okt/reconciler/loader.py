@@ -102,7 +102,11 @@ def load_reconcilers(
     Raises:
         okt.errors.ConfigurationError: none found, ``only`` matches none, or two reconcile the same kind.
     """
-    module = load_module(target, as_module=as_module)
+    return reconcilers_of(load_module(target, as_module=as_module), target, only)
+
+
+def reconcilers_of(module: types.ModuleType, target: str, only: str | None = None) -> list[type[reconciler.Reconciler]]:
+    """:func:`load_reconcilers` for a module already loaded (``target`` names it in messages)."""
     found = reconcilers_in(module)
     if only is not None:
         candidates = {value for value in vars(module).values() if _is_reconciler(value)} | set(found)

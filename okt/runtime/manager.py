@@ -42,6 +42,7 @@ from types import FrameType
 
 import structlog
 
+from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
@@ -120,6 +121,8 @@ class Manager:
         resync: float | None = None,
         backoff: backoff_mod.Backoff | None = None,
         tune_memory: bool = True,
+        on_startup: Sequence[hooks.StartupHook] = (),
+        on_cleanup: Sequence[hooks.CleanupHook] = (),
     ) -> None:
         if not reconcilers:
             raise ValueError("a manager needs at least one reconciler")
@@ -141,6 +144,9 @@ class Manager:
         self._resync = resync
         self._backoff = backoff
         self._tune_memory = tune_memory
+        self._on_startup = tuple(on_startup)
+        self._on_cleanup = tuple(on_cleanup)
+        self._started_up = False
         self.trimmer: memory.Trimmer | None = None
         self.metrics = metrics_mod.Metrics()
         self.metrics.watch_client(client)
@@ -210,6 +216,14 @@ class Manager:
             if self._bind is not None:
                 self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
                 self.probes.start()
+            for hook in self._on_startup:
+                try:
+                    hook(self.client)
+                except Exception as exc:
+                    raise errors.ConfigurationError(
+                        f"the start-up hook {hooks.name_of(hook)} failed: {type(exc).__name__}: {exc}"
+                    ) from exc
+            self._started_up = True
             self.cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
             self.controllers = [
                 controller_mod.Controller(
@@ -323,6 +337,8 @@ class Manager:
                 controller.queue.shutdown()
             for controller in self.controllers:
                 controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
+            if self._started_up:
+                self._clean_up()
             if self.trimmer is not None:
                 self.trimmer.stop()
             if self.elector is not None:
@@ -334,6 +350,13 @@ class Manager:
         finally:
             self._stopped.set()
             _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)
+
+    def _clean_up(self) -> None:
+        for hook in self._on_cleanup:
+            try:
+                hook()
+            except Exception as exc:
+                _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=f"{type(exc).__name__}: {exc}")
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:

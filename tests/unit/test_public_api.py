@@ -5,6 +5,8 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "on_cleanup",
+    "on_startup",
     "AVAILABLE",
     "DEGRADED",
     "PROGRESSING",

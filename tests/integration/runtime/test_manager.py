@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
@@ -137,3 +138,51 @@ def test_sigterm_stops_run_gracefully(fake_reconcile: Any, managers: Any) -> Non
     assert manager.join(0)
     assert not manager.running
     assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_start_up_hooks_run_before_the_first_watch_and_clean_up_hooks_after_the_last_reconcile(
+    kube: kube_client.Client, make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    order: list[str] = []
+    watched_at_start_up: list[bool] = []
+    before: list[Any] = []
+
+    def warm_up(client: kube_client.Client) -> None:
+        watched_at_start_up.append(any(key[1] == "gadgets" for key in client.stats.delta(before[0])))
+        order.append("startup")
+
+    def flush() -> None:
+        order.append("cleanup")
+
+    reconcile = fake_reconcile(action=lambda namespace, name: order.append("reconcile"))
+    make_gadget("h")
+    before.append(kube.stats.snapshot())
+    manager = managers(reconcile, on_startup=[warm_up], on_cleanup=[flush])
+    manager.start()
+    wait_for(lambda: reconcile.count("h") >= 1, timeout=15)
+    manager.stop()
+    assert manager.join(15)
+
+    assert watched_at_start_up == [False]
+    assert order[0] == "startup"
+    assert order[-1] == "cleanup"
+    assert order.count("reconcile") >= 1 and order.count("startup") == order.count("cleanup") == 1
+
+
+def test_a_failing_start_up_hook_stops_the_start_with_its_name_and_nothing_is_watched(
+    kube: kube_client.Client, fake_reconcile: Any, managers: Any
+) -> None:
+    cleaned: list[str] = []
+
+    def needs_the_database(client: kube_client.Client) -> None:
+        raise RuntimeError("database unreachable")
+
+    manager = managers(fake_reconcile(), on_startup=[needs_the_database], on_cleanup=[lambda: cleaned.append("x")])
+    before = kube.stats.snapshot()
+
+    with pytest.raises(okt.ConfigurationError, match=r"start-up hook .*needs_the_database failed: RuntimeError: "):
+        manager.start()
+
+    assert manager.join(15)
+    assert not any(key[1] == "gadgets" for key in kube.stats.delta(before))
+    assert cleaned == []

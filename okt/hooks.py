@@ -1,0 +1,55 @@
+"""Operator-wide start-up and clean-up hooks: ``@okt.on_startup`` and ``@okt.on_cleanup``.
+
+Why this exists: some work belongs to the operator, not to one object — warm a client, check a dependency, register
+with a service on the way in; flush or deregister on the way out (Kopf's ``@kopf.on.startup``/``@kopf.on.cleanup``).
+Decorate module-level functions of the operator's file; ``okt run`` finds them there (as it finds the reconcilers),
+and :class:`okt.Manager` takes them as ``on_startup``/``on_cleanup``.
+
+Guarantees: start-up hooks run in definition order before the first watch, each with the API client; one that raises
+stops the start with an ``okt.ConfigurationError`` naming it, and nothing is watched. Clean-up hooks run after the
+last reconcile finished (or the grace period ended), on a graceful shutdown; one that raises is logged and the others
+still run. Both run on every replica, leader or not: they are about the process, not the objects.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from okt.kube import client as kube_client
+
+StartupHook = Callable[[kube_client.Client], Any]
+CleanupHook = Callable[[], Any]
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MARK = "__okt_operator_hook__"
+
+
+def on_startup(fn: F) -> F:
+    """Run ``fn(client)`` once before the operator watches anything."""
+    setattr(fn, _MARK, "startup")
+    return fn
+
+
+def on_cleanup(fn: F) -> F:
+    """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown."""
+    setattr(fn, _MARK, "cleanup")
+    return fn
+
+
+def collect(module: types.ModuleType) -> tuple[list[StartupHook], list[CleanupHook]]:
+    """The start-up and clean-up hooks a module defines, in definition order."""
+    startups: list[StartupHook] = []
+    cleanups: list[CleanupHook] = []
+    for value in vars(module).values():
+        mark = getattr(value, _MARK, None) if callable(value) else None
+        if mark == "startup":
+            startups.append(value)
+        elif mark == "cleanup":
+            cleanups.append(value)
+    return startups, cleanups
+
+
+def name_of(hook: Callable[..., Any]) -> str:
+    return str(getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook))

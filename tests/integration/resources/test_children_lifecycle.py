@@ -90,7 +90,8 @@ def test_a_child_removed_from_resources_is_pruned(
     run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
 
     assert run.outcome == okt.Outcome.done()
-    assert shared.write_requests(kube, before) == pruned
+    # The prune, and the status write that takes the pruned children out of status.relatedObjects.
+    assert shared.write_requests(kube, before) == {**pruned, ("apply", "widgets/status"): 1}
     assert run.results.counts()[okt.Operation.PRUNED] == sum(pruned.values())
     gone = {plural for _, plural in pruned}
     for api_version, kind_name, name in CHILDREN:
@@ -123,7 +124,7 @@ def test_an_object_without_our_owner_label_is_never_pruned(
 
     run = shared.reconcile_widget(WithoutService(), kube, widget_kind, namespace, NAME)
 
-    assert shared.write_requests(kube, before) == {("delete", "services"): 1}
+    assert shared.write_requests(kube, before) == {("delete", "services"): 1, ("apply", "widgets/status"): 1}
     assert run.results.counts()[okt.Operation.PRUNED] == 1
     assert shared.get_child(kube, "v1", "Service", namespace, "bystander") is not None
 

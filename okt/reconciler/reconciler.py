@@ -110,6 +110,9 @@ class Reconciler:
     """Record Kubernetes Events (what ``kubectl describe`` shows)."""
     printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()
     """Extra ``kubectl get`` columns for ``okt gen crd`` (``additionalPrinterColumns`` entries)."""
+    annotation_selector: ClassVar[Mapping[str, str | None]] = {}
+    """Only objects carrying these annotations are watched and reconciled (a value of None: any value). With the
+    label selector (``okt run -l``, filtered by the server) and ``when(obj)``, what okt sees of the primaries."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
@@ -197,6 +200,30 @@ class Reconciler:
         the reconciler's ``params``. Override it when children depend on the spec (an Ingress only when a host is
         set) or when a class has several instances; only classes in ``owns`` may be returned."""
         return [cls(ctx.cr, params=ctx.params) for cls in self.owns]
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        """Whether okt watches and reconciles this object (the raw primary, as the API has it). Default: True.
+
+        Objects it refuses are not kept in the cache and never reconciled; one that stops passing is forgotten, one
+        that starts passing is reconciled at once. An object being deleted with okt's finalizer still on it is always
+        kept, so that its cleanup runs and the finalizer goes. Keep it quick and pure: it runs on every event.
+        """
+        return True
+
+    def watches(self, obj: Mapping[str, Any]) -> bool:
+        """The whole client-side filter: ``annotation_selector``, then ``when(obj)`` — or okt's finalizer on an object
+        being deleted."""
+        meta = obj.get("metadata") or {}
+        finalizers = meta.get("finalizers") or ()
+        if meta.get("deletionTimestamp") and any(
+            f in finalizers for f in (self.finalizer, *self.legacy_finalizers) if f
+        ):
+            return True
+        annotations = meta.get("annotations") or {}
+        for key, value in self.annotation_selector.items():
+            if key not in annotations or (value is not None and annotations[key] != value):
+                return False
+        return bool(self.when(obj))
 
     def check(self, ctx: context_mod.Context) -> Outcome | None:
         """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""

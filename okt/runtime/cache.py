@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from okt.kube import client as kube_client
@@ -104,10 +104,12 @@ class Cache:
         *,
         use_selector: bool = False,
         status_owners: bool = False,
+        keep: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event).
 
-        ``status_owners`` keeps who owns which status field of each object (what applying the status needs).
+        ``status_owners`` keeps who owns which status field of each object (what applying the status needs);
+        ``keep`` filters objects on the client side (see :class:`okt.runtime.informer.Informer`).
 
         Raises:
             ValueError: ``kind`` was started before with a different ``use_selector``.
@@ -145,6 +147,7 @@ class Cache:
                         inactivity_timeout=self._inactivity_timeout,
                         indexers={OWNER_INDEX: _owner_uids},
                         status_owners=status_owners,
+                        keep=keep,
                     )
                     for scope in scopes
                 }

@@ -257,8 +257,15 @@ class Controller:
             if self._watching:
                 return
             self._watching = True
+        filtered = type(self.reconciler).when is not reconciler_mod.Reconciler.when or bool(
+            self.reconciler_cls.annotation_selector
+        )
         self.cache.start(
-            self.kind, self.on_primary_event, use_selector=True, status_owners=self.reconciler_cls.applies_status()
+            self.kind,
+            self.on_primary_event,
+            use_selector=True,
+            status_owners=self.reconciler_cls.applies_status(),
+            keep=self.reconciler.watches if filtered else None,
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event)

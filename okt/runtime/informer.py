@@ -156,6 +156,9 @@ class Informer:
         inactivity_timeout: a watch stream silent for this long is considered broken and reconnected.
         indexers: secondary indexes kept with the store, ``name -> function(obj) -> index values``.
         backoff: the reconnect backoff after consecutive failures.
+        status_owners: keep who owns which status field of each object (see :func:`strip`).
+        keep: a client-side filter: objects it refuses are not stored (one that stops passing leaves the store and is
+            announced as ``DELETED``). Called with the informer's lock held: keep it quick and pure.
     """
 
     def __init__(
@@ -172,6 +175,7 @@ class Informer:
         indexers: Mapping[str, Indexer] | None = None,
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
         status_owners: bool = False,
+        keep: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         if resync is not None and resync <= 0:
             raise ValueError(f"resync must be > 0 seconds, got {resync!r}")
@@ -186,6 +190,7 @@ class Informer:
         self._indexers = dict(indexers or {})
         self._backoff = backoff
         self._status_owners = status_owners
+        self._keep = keep
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._indexes: dict[str, dict[str, set[StoreKey]]] = {name: {} for name in self._indexers}
@@ -272,6 +277,8 @@ class Informer:
         store.
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
+        if self._keep is not None and not self._keep(stored_obj):
+            return False
         version = resource_version(stored_obj)
         with self._lock:
             key = store_key(stored_obj)
@@ -351,6 +358,8 @@ class Informer:
                 with self._lock:
                     for item in page:
                         strip(item, self._status_owners)
+                        if self._keep is not None and not self._keep(item):
+                            continue  # filtered out: not stored (one that was is dropped below, as deleted)
                         key = store_key(item)
                         listed.add(key)
                         current = self._store.get(key)
@@ -427,6 +436,12 @@ class Informer:
             if version:
                 self._resource_version = version
             current = self._store.get(key)
+            if self._keep is not None and event_type != DELETED and not self._keep(obj):
+                # Filtered out: never stored; one that leaves the filter leaves the store, announced as deleted.
+                if current is None:
+                    self._shadowed.pop(key, None)
+                    return
+                event_type = DELETED
             newer = None if current is None else is_newer(version, current.rv)
             shadowed = key in self._shadowed
             watched = self._shadowed.pop(key) if shadowed else current

@@ -1,4 +1,4 @@
-"""``@okt.on_startup``/``@okt.on_cleanup`` mark module-level functions; ``okt run`` finds them in the operator's file."""
+"""``@okt.on_startup``/``@okt.on_cleanup`` mark functions; ``okt run`` finds them in the operator's file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pathlib
 from okt import hooks
 from okt.reconciler import loader
 
-OPERATOR = '''
+OPERATOR = """
 import okt
 
 calls = []
@@ -30,7 +30,7 @@ def helper():
 class Things(okt.Reconciler):
     api_version = "example.com/v1"
     kind = "Thing"
-'''
+"""
 
 
 def test_the_hooks_of_an_operator_file_are_found_in_definition_order(tmp_path: pathlib.Path) -> None:

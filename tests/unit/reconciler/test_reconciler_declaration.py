@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 import okt
@@ -25,3 +28,34 @@ def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     assert Deployments.bookkeeping_persistence() is okt.Persistence.ANNOTATIONS
     assert Widgets.status_target() is okt.StatusTarget.STATUS
     assert Widgets.bookkeeping_persistence() is okt.Persistence.STATUS
+
+
+class Selective(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    finalizer = "example.com/cleanup"
+    annotation_selector = {"example.com/managed": None, "example.com/tier": "gold"}
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return not str(obj["metadata"]["name"]).startswith("skip-")
+
+
+def widget(name: str, annotations: dict[str, str], **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "annotations": annotations, **meta}}
+
+
+def test_the_client_side_filter_is_the_annotations_then_when() -> None:
+    gold = {"example.com/managed": "", "example.com/tier": "gold"}
+    watches = Selective().watches
+
+    assert watches(widget("a", gold))
+    assert not watches(widget("a", {"example.com/managed": "yes"}))
+    assert not watches(widget("a", {**gold, "example.com/tier": "silver"}))
+    assert not watches(widget("skip-a", gold))
+
+
+def test_an_object_being_deleted_with_okts_finalizer_is_always_watched_so_its_cleanup_runs() -> None:
+    leaving = widget("skip-a", {}, deletionTimestamp="2026-11-25T07:00:00Z", finalizers=["example.com/cleanup"])
+
+    assert Selective().watches(leaving)
+    assert not Selective().watches({**leaving, "metadata": {**leaving["metadata"], "finalizers": ["other"]}})

@@ -1,0 +1,72 @@
+"""Filters on the primaries: ``annotation_selector`` and ``when(obj)``. Objects filtered out are neither reconciled
+nor kept in the cache; one that starts passing is reconciled at once, one that stops passing is forgotten."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import wait_for
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+MANAGED = "example.com/managed"
+
+
+class Selective(shared.WidgetReconciler):
+    owns = (shared.WidgetConfig,)
+    annotation_selector = {MANAGED: None}
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return not str(obj["metadata"]["name"]).startswith("skip-")
+
+
+def annotated(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str, value: str | None) -> None:
+    kube.patch(kind, name, {"metadata": {"annotations": {MANAGED: value}}}, namespace)
+
+
+def config(kube: kube_client.Client, namespace: str, name: str) -> dict[str, Any] | None:
+    return kube.get_or_none(kinds.CONFIG_MAP, f"{name}-config", namespace)
+
+
+def test_only_objects_that_pass_the_filters_are_cached_and_reconciled(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    for name in ("a", "b", "skip-c"):
+        shared.make_widget(kube, widget_kind, namespace, name, size=1)
+    annotated(kube, widget_kind, namespace, "a", "yes")
+    annotated(kube, widget_kind, namespace, "skip-c", "yes")
+    manager = manager_mod.Manager(kube, [Selective], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: config(kube, namespace, "a") is not None, timeout=30, message="a's child")
+        assert manager.cache is not None
+        cached = {name for name in ("a", "b", "skip-c") if manager.cache.get(widget_kind, name, namespace)}
+        assert cached == {"a"}
+
+        annotated(kube, widget_kind, namespace, "b", "yes")  # starts passing: reconciled at once
+        wait_for(lambda: config(kube, namespace, "b") is not None, timeout=30, message="b's child")
+
+        annotated(kube, widget_kind, namespace, "a", None)  # stops passing: forgotten
+        wait_for(lambda: manager.cache.get(widget_kind, "a", namespace) is None, timeout=30, message="a forgotten")
+        processed = manager.controllers[0].processed
+        kube.patch(widget_kind, "a", {"metadata": {"labels": {"touched": "yes"}}}, namespace)
+        kube.patch(widget_kind, "b", {"metadata": {"labels": {"touched": "yes"}}}, namespace)
+        wait_for(lambda: manager.controllers[0].processed > processed, timeout=30, message="b's reconcile")
+        assert manager.cache.get(widget_kind, "a", namespace) is None
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    assert config(kube, namespace, "skip-c") is None

@@ -39,6 +39,7 @@ from okt.lifecycle.transition import IllegalTransition, Move, Transition, Unknow
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
 from okt.reconciler.reconciler import Reconciler
+from okt.reconciler.timers import every
 from okt.resources.helpers import (
     DeploymentResource,
     Readiness,
@@ -124,6 +125,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UnknownPhase",
+    "every",
     "give_up",
     "on_cleanup",
     "on_startup",

@@ -36,7 +36,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.reconciler import children, finalize, report
+from okt.reconciler import children, finalize, report, timers
 from okt.reconciler import context as context_mod
 from okt.resources import apply, helpers, resource
 from okt.status import bookkeeping, writer
@@ -154,6 +154,14 @@ class Reconciler:
             return bookkeeping.Persistence.ANNOTATIONS
         return bookkeeping.Persistence(cls.persistence)
 
+    @property
+    def timer_clock(self) -> timers.Clock:
+        """When this reconciler's timers last ran, per object (one clock per reconciler instance)."""
+        clock = self.__dict__.get("_okt_timer_clock")
+        if clock is None:
+            clock = self.__dict__.setdefault("_okt_timer_clock", timers.Clock())
+        return clock  # type: ignore[no-any-return]
+
     def settings(self) -> context_mod.Settings:
         """What a reconcile needs of this declaration: the :class:`~okt.reconciler.context.Settings` its context
         holds (the context keeps no pointer back to the reconciler)."""
@@ -269,12 +277,18 @@ class Reconciler:
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]
 
+
+def _succeed(reconciler: Reconciler, ctx: context_mod.Context) -> None:
+    report.on_success(reconciler, ctx)
+    timers.run_due(reconciler, ctx, reconciler.timer_clock)
+
+
 BUILTIN_WORK: Mapping[State, BuiltinWork] = {
     State.CRChecker: finalize.check_in,
     State.ObjectsGetter: children.register,
     State.Mutator: lambda reconciler, ctx: children.mutate(ctx),
     State.Updater: lambda reconciler, ctx: children.write(ctx),
-    State.SuccessManager: report.on_success,
+    State.SuccessManager: _succeed,
     State.ErrorManager: lambda reconciler, ctx: report.on_error(ctx),
     State.CRFinalizer: finalize.finalize,
 }

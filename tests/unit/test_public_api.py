@@ -5,6 +5,7 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "every",
     "on_cleanup",
     "on_startup",
     "AVAILABLE",

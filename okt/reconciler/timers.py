@@ -1,0 +1,117 @@
+"""Timers: per-object periodic work, ``@okt.every(seconds=...)`` on a reconciler method (Kopf's ``@kopf.timer``).
+
+Why this exists: some work is due on a clock, not on a change — a backup every hour, a certificate check every day.
+A timer is a method ``name(self, ctx)`` of the reconciler; okt runs it for each object, within a successful reconcile
+(after SuccessManager), once its interval has passed since it last ran for that object, and requeues the object for
+the next one. So timers live in okt's model: they run only where reconciles run (never on a standby replica), never
+for an object being deleted or in error, never twice at once for one object (the work queue hands a key to one worker).
+
+Guarantees: the first run is at the object's first successful reconcile; a timer that raises is logged with its error
+and a Warning Event, and runs again after its interval (it does not fail the reconcile: Ready says what the
+reconcile did); the object is requeued for the earliest timer due. Caveat: the clock is the process's — after a
+restart or a failover every timer is due at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from okt.status import events
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+    from okt.reconciler import reconciler as reconciler_mod
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__okt_every__"
+
+
+def every(*, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0) -> Callable[[F], F]:
+    """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often."""
+    interval = seconds + 60 * minutes + 3600 * hours
+    if interval <= 0:
+        raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
+
+    def mark(fn: F) -> F:
+        setattr(fn, _MARK, float(interval))
+        return fn
+
+    return mark
+
+
+def declared(cls: type) -> dict[str, float]:
+    """The timers of a reconciler class: method name -> interval in seconds."""
+    found: dict[str, float] = {}
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            interval = getattr(member, _MARK, None)
+            if interval is not None:
+                found[name] = float(interval)
+    return found
+
+
+class Clock:
+    """When each timer last ran for each object (by uid), in this process.
+
+    Entries of objects that are gone are swept: one not refreshed for twice the longest interval is dropped (a live
+    object's timer refreshes it every interval).
+    """
+
+    SWEEP_EVERY = 256
+
+    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
+        self._now = now
+        self._lock = threading.Lock()
+        self._last: dict[tuple[str, str], float] = {}
+        self._longest = 0.0
+        self._runs = 0
+
+    def due(self, uid: str, name: str, interval: float) -> float:
+        """Seconds until the timer is due for that object (<= 0: due now)."""
+        with self._lock:
+            last = self._last.get((uid, name))
+        return 0.0 if last is None else last + interval - self._now()
+
+    def ran(self, uid: str, name: str, interval: float = 0.0) -> None:
+        with self._lock:
+            now = self._now()
+            self._last[(uid, name)] = now
+            self._longest = max(self._longest, interval)
+            self._runs += 1
+            if self._runs % self.SWEEP_EVERY == 0:
+                horizon = now - 2 * self._longest
+                for key in [key for key, last in self._last.items() if last < horizon]:
+                    del self._last[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._last)
+
+    def forget(self, uid: str) -> None:
+        with self._lock:
+            for key in [key for key in self._last if key[0] == uid]:
+                del self._last[key]
+
+
+def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:
+    """Run the timers due for this object, then ask for a requeue when the next one is."""
+    timers = declared(type(reconciler))
+    if not timers or not ctx.exists or ctx.finalizing:
+        return
+    uid = ctx.cr.uid
+    next_due: float | None = None
+    for name, interval in timers.items():
+        if clock.due(uid, name, interval) <= 0:
+            clock.ran(uid, name, interval)
+            try:
+                getattr(reconciler, name)(ctx)
+            except Exception as exc:
+                ctx.log.warning("timer failed", timer=name, error=f"{type(exc).__name__}: {exc}")
+                ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {type(exc).__name__}: {exc}")
+        remaining = clock.due(uid, name, interval)
+        next_due = remaining if next_due is None else min(next_due, remaining)
+    if next_due is not None:
+        ctx.requeue_after(max(next_due, 0.001))

@@ -1,0 +1,69 @@
+"""Timers under the Manager: ``@okt.every`` runs per object on its interval, writes nothing by itself, skips an
+object in error, and stops when the object is deleted."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import envtest, wait_for
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+
+class Ticking(shared.WidgetReconciler):
+    owns = (shared.WidgetConfig,)
+    ticks: ClassVar[collections.Counter[str]] = collections.Counter()
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    @okt.every(seconds=1)
+    def tick(self, ctx: okt.Context) -> None:
+        with self.lock:
+            self.ticks[ctx.cr.name] += 1
+
+
+def test_a_timer_ticks_per_object_writes_nothing_and_stops_with_the_object(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    Ticking.ticks.clear()
+    shared.make_widget(kube, widget_kind, namespace, "t", size=1)
+    shared.make_widget(kube, widget_kind, namespace, "broken", size=99)  # InvalidSpec: never ticks
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(operator, [Ticking], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: Ticking.ticks["t"] >= 1, timeout=30, message="the first tick")
+        time.sleep(1.5)  # let the first reconcile's writes settle
+        writes_before = sum(n for (verb, _), n in operator.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)
+        ticks_before = Ticking.ticks["t"]
+        time.sleep(3.2)
+        ticked = Ticking.ticks["t"] - ticks_before
+        writes = sum(n for (verb, _), n in operator.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)
+
+        kube.delete(widget_kind, "t", namespace)
+        wait_for(lambda: manager.cache is not None and manager.cache.get(widget_kind, "t", namespace) is None)
+        after_delete = Ticking.ticks["t"]
+        time.sleep(2.2)
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert 2 <= ticked <= 4
+    assert writes == writes_before
+    assert Ticking.ticks["broken"] == 0
+    assert Ticking.ticks["t"] == after_delete

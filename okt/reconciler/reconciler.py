@@ -218,7 +218,7 @@ class Reconciler:
         """
         return True
 
-    def watches(self, obj: Mapping[str, Any]) -> bool:
+    def selects(self, obj: Mapping[str, Any]) -> bool:
         """The whole client-side filter: ``annotation_selector``, then ``when(obj)`` — or okt's finalizer on an object
         being deleted."""
         meta = obj.get("metadata") or {}

@@ -265,7 +265,7 @@ class Controller:
             self.on_primary_event,
             use_selector=True,
             status_owners=self.reconciler_cls.applies_status(),
-            keep=self.reconciler.watches if filtered else None,
+            keep=self.reconciler.selects if filtered else None,
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event)

@@ -46,16 +46,16 @@ def widget(name: str, annotations: dict[str, str], **meta: Any) -> dict[str, Any
 
 def test_the_client_side_filter_is_the_annotations_then_when() -> None:
     gold = {"example.com/managed": "", "example.com/tier": "gold"}
-    watches = Selective().watches
+    selects = Selective().selects
 
-    assert watches(widget("a", gold))
-    assert not watches(widget("a", {"example.com/managed": "yes"}))
-    assert not watches(widget("a", {**gold, "example.com/tier": "silver"}))
-    assert not watches(widget("skip-a", gold))
+    assert selects(widget("a", gold))
+    assert not selects(widget("a", {"example.com/managed": "yes"}))
+    assert not selects(widget("a", {**gold, "example.com/tier": "silver"}))
+    assert not selects(widget("skip-a", gold))
 
 
 def test_an_object_being_deleted_with_okts_finalizer_is_always_watched_so_its_cleanup_runs() -> None:
     leaving = widget("skip-a", {}, deletionTimestamp="2026-11-25T07:00:00Z", finalizers=["example.com/cleanup"])
 
-    assert Selective().watches(leaving)
-    assert not Selective().watches({**leaving, "metadata": {**leaving["metadata"], "finalizers": ["other"]}})
+    assert Selective().selects(leaving)
+    assert not Selective().selects({**leaving, "metadata": {**leaving["metadata"], "finalizers": ["other"]}})

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.runtime import informer as informer_mod
@@ -93,6 +94,7 @@ class Cache:
         self._handlers: dict[_KindKey, list[informer_mod.EventHandler]] = {}
         self._selected: dict[_KindKey, bool] = {}
         self._status_owners: dict[_KindKey, bool] = {}
+        self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
@@ -121,8 +123,16 @@ class Cache:
             if self._stopped:
                 raise RuntimeError("the cache is stopped")
             if key in self._informers:
-                if self._selected[key] != use_selector:
-                    raise ValueError(f"{kind} is already watched with use_selector={self._selected[key]}")
+                narrowed = (self.label_selector is not None and self._selected[key] != use_selector) or (
+                    keep is not None or self._filtered.get(key, False)
+                )
+                if narrowed:
+                    # One store per kind: a view narrowed by a selector or a filter cannot also serve the full one.
+                    raise errors.ConfigurationError(
+                        f"{kind.kind} ({kind.api_version}) is watched twice in one process, once narrowed (a primary "
+                        "with a label selector or a filter) and once whole (a primary or an owned kind): run the "
+                        "two reconcilers in separate processes, or drop the narrowing"
+                    )
                 # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
                 # duplicate ADDED is harmless where a missed one is not.
                 replay = [obj for i in self._informers[key].values() for obj in i.items()]
@@ -132,6 +142,7 @@ class Cache:
                 self._kinds[key] = kind
                 self._selected[key] = use_selector
                 self._status_owners[key] = status_owners
+                self._filtered[key] = keep is not None
                 self._handlers[key] = [on_event]
                 scopes: Sequence[str | None] = self.namespaces if kind.namespaced and self.namespaces else (None,)
                 selector = self.label_selector if use_selector else None

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from okt import errors
 from okt.kube import kinds, objects
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
@@ -96,8 +97,24 @@ def test_the_label_selector_applies_only_to_kinds_that_ask_for_it(
 def test_starting_a_kind_twice_with_different_selector_choices_is_refused(make_cache: Any) -> None:
     cache = make_cache(label_selector="app=x")
     cache.start(CM, lambda *_: None, use_selector=True)
-    with pytest.raises(ValueError, match="use_selector"):
+    with pytest.raises(errors.ConfigurationError, match="watched twice in one process, once narrowed"):
         cache.start(CM, lambda *_: None, use_selector=False)
+
+
+def test_a_filtered_view_of_a_kind_cannot_also_serve_the_whole_kind(make_cache: Any) -> None:
+    cache = make_cache()
+    cache.start(CM, lambda *_: None, use_selector=True, keep=lambda obj: False)
+    with pytest.raises(errors.ConfigurationError, match="run the two reconcilers in separate processes"):
+        cache.start(CM, lambda *_: None)
+
+
+def test_without_a_selector_or_a_filter_a_primary_and_an_owned_kind_share_one_store(api: Any, make_cache: Any) -> None:
+    cache = make_cache()
+    seen: list[str] = []
+    cache.start(CM, lambda event, obj, old: seen.append("primary"), use_selector=True)
+    cache.start(CM, lambda event, obj, old: seen.append("owned"))
+    assert cache.wait_for_sync(5)
+    assert api.lists == [("configmaps", None, None)]
 
 
 def test_reads_return_private_copies(api: Any, make_cache: Any, obj: Obj) -> None:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from okt.kube import client as kube_client
+if TYPE_CHECKING:
+    from okt.kube import client as kube_client
 
-StartupHook = Callable[[kube_client.Client], Any]
+    StartupHook = Callable[[kube_client.Client], Any]
+else:  # okt.kube.client imports the okt package, which imports this module: no import cycle at run time
+    StartupHook = Callable[[Any], Any]
 CleanupHook = Callable[[], Any]
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -55,6 +55,29 @@ PATCH_TYPES = {
 DEFAULT_TIMEOUT = 30.0
 
 
+# Surrogate escapes of JSON (``\ud83d\ude00``), not preceded by an escaped backslash: a pair, or one alone.
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+_LONE_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89a-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _astral(match: re.Match[str]) -> str:
+    high, low = int(match.group(2), 16), int(match.group(3), 16)
+    return f"{match.group(1)}\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}"
+
+
+def yaml_safe_json(body: Any) -> str:
+    """``body`` as JSON that the API server's YAML decoder (server-side apply) accepts as it is.
+
+    JSON writes a character beyond the BMP (an emoji, a CJK extension) as a surrogate pair of ``\\u`` escapes, which
+    YAML refuses ("found invalid Unicode character escape code"): the pair becomes YAML's ``\\UXXXXXXXX``. A lone
+    surrogate (not a character at all; Python strings can hold one) becomes U+FFFD, as the JSON decoders of
+    Kubernetes read it. Everything else stays JSON, a subset of YAML, with non-ASCII escaped.
+    """
+    text = json.dumps(body, separators=(",", ":"))
+    text = _SURROGATE_PAIR.sub(_astral, text)
+    return _LONE_SURROGATE.sub(lambda m: f"{m.group(1)}\\uFFFD", text)
+
+
 class InsecureTLSWarning(UserWarning):
     """The kubeconfig turns TLS verification off (``insecure-skip-tls-verify``): said once, when the client starts."""
 
@@ -279,7 +302,12 @@ class Client:
         if self.rate_limit is not None:
             self.rate_limit.acquire()
         self.stats.record(verb, resource)
-        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        if body is None:
+            data = None
+        elif content_type == PATCH_TYPES["apply"]:
+            data = yaml_safe_json(body)
+        else:
+            data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
         if self._direct is not None:
             try:

@@ -263,3 +263,21 @@ def test_a_child_another_controller_creates_between_read_and_write_is_an_error_n
     assert theirs is not None and theirs["data"] == {"theirs": "yes"}
     warnings = kube.list(kube.resolve("v1", "Event"), namespace)[0]
     assert any(e["type"] == "Warning" and "controlled by ConfigMap/other-owner" in e["message"] for e in warnings)
+
+
+def test_text_beyond_the_bmp_reaches_children_and_conditions_through_apply(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """JSON escapes an emoji as a surrogate pair, which the server's YAML decoder of an apply refuses (400)."""
+    shared.make_widget(kube, widget_kind, namespace, "emoji", size=1, greeting="hi \U0001f600")
+    shared.make_widget(kube, widget_kind, namespace, "bad-emoji", size="\U0001f600")
+
+    good = shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, "emoji")
+    bad = shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, "bad-emoji")
+
+    assert good.outcome == okt.Outcome.done(), good.results.summary()
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "emoji-config")["data"]["greeting"] == "hi \U0001f600"
+    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "bad-emoji"), "Ready")
+    assert ready is not None and ready["reason"] == "InvalidSpec"
+    assert "\U0001f600" in ready["message"]
+    assert bad.results.counts()[okt.Operation.STATUS_UPDATE_ERROR] == 0

@@ -1,0 +1,31 @@
+"""The body of a server-side apply is decoded as YAML by the API server: characters beyond the BMP and lone
+surrogates must be written so that YAML reads them (JSON's surrogate-pair escapes are refused)."""
+
+from __future__ import annotations
+
+import hypothesis
+import yaml
+from hypothesis import strategies as st
+
+import okt  # noqa: F401 - the package first: okt.kube.client imports it
+from okt.kube.client import yaml_safe_json
+
+
+def test_an_emoji_is_written_as_yaml_reads_it() -> None:
+    assert yaml_safe_json({"m": "hi \U0001f600"}) == '{"m":"hi \\U0001F600"}'
+
+
+def test_a_lone_surrogate_becomes_the_replacement_character() -> None:
+    assert yaml.safe_load(yaml_safe_json({"m": "a \udbe3 b"})) == {"m": "a \ufffd b"}
+
+
+def test_an_escaped_backslash_before_u_is_text_not_an_escape() -> None:
+    value = {"m": "\\ud83d\\ude00 and \\\\ud83d"}
+    assert yaml.safe_load(yaml_safe_json(value)) == value
+
+
+@hypothesis.given(st.recursive(st.text(), lambda inner: st.dictionaries(st.text(), inner, max_size=3), max_leaves=8))
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_any_text_without_lone_surrogates_reads_back_unchanged(value: object) -> None:
+    body = {"v": value}
+    assert yaml.safe_load(yaml_safe_json(body)) == body

@@ -96,9 +96,10 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     progressing = Signal.of(
         reconciler.progressing(ctx), ("RollingOut", "a rollout is under way"), ("Settled", "nothing to roll out")
     )
-    if ctx.settings.related_objects:
+    in_status = ctx.settings.status_target is writer.Target.STATUS  # not in a built-in kind's annotations
+    if in_status and ctx.settings.related_objects:
         ctx.status_fields.setdefault("relatedObjects", related_objects(ctx))
-    if ctx.settings.versions:
+    if in_status and ctx.settings.versions:
         progressing = _versions(ctx, progressing)
     success_conditions(
         ctx.conditions,

@@ -74,6 +74,8 @@ def yaml_safe_json(body: Any) -> str:
     Kubernetes read it. Everything else stays JSON, a subset of YAML, with non-ASCII escaped.
     """
     text = json.dumps(body, separators=(",", ":"))
+    if "\\ud" not in text:  # json.dumps writes lowercase hex: no surrogate escape at all (nearly every body)
+        return text
     text = _SURROGATE_PAIR.sub(_astral, text)
     return _LONE_SURROGATE.sub(lambda m: f"{m.group(1)}\\uFFFD", text)
 

@@ -26,7 +26,8 @@ from benchmarks.chaos import checks, operator_log
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import envtest, waiting
-from samples.memcached import harness
+from okt.testing import process as okt_process
+from samples.memcached.tests import harness
 
 LAB_CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 """No replicaset controller: Pods would stay Pending anyway (no kubelet) and would only add load."""
@@ -57,7 +58,7 @@ class OperatorProcess:
         args: Sequence[str] = (),
     ) -> OperatorProcess:
         port = envtest.free_port()
-        argv = [harness.okt_command(), "run", str(harness.OPERATOR_PATH), "--kubeconfig", str(kubeconfig)]
+        argv = [okt_process.okt_command(), "run", str(harness.OPERATOR_PATH), "--kubeconfig", str(kubeconfig)]
         argv += ["--namespace", namespace, "--metrics-bind-address", f"127.0.0.1:{port}", "--log-format", "json"]
         argv += list(args)
         env = {**os.environ, "MEMCACHED_FINALIZER": "on", "PYTHONUNBUFFERED": "1"}
@@ -81,7 +82,7 @@ class OperatorProcess:
         """``/readyz`` answers 200 (caches synced; with leader election, leading or a healthy standby)."""
         if not self.alive:
             raise RuntimeError(f"{self.label} exited with status {self.process.returncode}: {self.log_tail()}")
-        return harness.answers_ready(self.probe_url)
+        return okt_process.answers_ready(self.probe_url)
 
     def wait_ready(self, timeout: float = 60.0) -> float:
         """Wait until ready; returns the seconds since the start."""

@@ -155,12 +155,14 @@ class OperatorProcess:
 
     # -- life --------------------------------------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Start the process and return at once (:meth:`wait_ready` waits for its probe).
+    def start(self, *, ready_within: float | None = None) -> Self:
+        """Start the process; with ``ready_within``, also wait that many seconds until it is ready (see
+        :meth:`wait_ready`; it is stopped again if it is not), else return at once.
 
         Raises:
             RuntimeError: it was started before.
             OSError: the command cannot be run.
+            okt.testing.WaitTimeout: not ready within ``ready_within`` seconds, or it exited first.
         """
         if self._proc is not None:
             raise RuntimeError(f"{self.name} was already started")
@@ -186,6 +188,12 @@ class OperatorProcess:
         if self._sample_cpu:
             self._sampler = threading.Thread(target=self._sample, name=f"cpu-{self.name}", daemon=True)
             self._sampler.start()
+        if ready_within is not None:
+            try:
+                self.wait_ready(ready_within)
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def ready(self) -> bool:
@@ -246,14 +254,7 @@ class OperatorProcess:
 
     def __enter__(self) -> Self:
         """Start it and, when it has a probe server, wait until it is ready (stopped again if it is not)."""
-        self.start()
-        if self.probe_url is not None:
-            try:
-                self.wait_ready()
-            except BaseException:
-                self.stop()
-                raise
-        return self
+        return self.start(ready_within=START_TIMEOUT if self.probe_url is not None else None)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

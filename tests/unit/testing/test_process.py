@@ -40,8 +40,8 @@ STAND_IN = textwrap.dedent(
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", port), Probe)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"event": "caches synced, reconciling"}), flush=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     threading.Event().wait()
     """
 )

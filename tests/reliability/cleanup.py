@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import okt
-from benchmarks.chaos import checks, operator_log, outcome, profiles, testbed, workload
 from okt import testing
 from okt.kube import client as kube_client
 from samples.memcached.memcached_operator import FINALIZER, MemcachedReconciler, inventory
+from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
 
 
 class CleanupLedger:

@@ -55,7 +55,7 @@ bench-full: envtest
 	$(BIN)/python -m benchmarks.run --n 1000
 
 chaos: envtest
-	$(BIN)/python -m benchmarks.chaos
+	$(BIN)/python -m tests.reliability
 
 clean:
 	rm -rf site .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""What the harness itself does on the cluster: the CRD, namespaces, the N custom resources, and the polls.
+"""What the harness itself does on the cluster: namespaces, the N custom resources, and the polls.
 
 Why this exists: the harness's own requests must be the same for every contender and must never be counted for one.
 They go through an admin :class:`okt.kube.client.Client` (the control plane's admin token user, which no contender
@@ -19,18 +19,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import pathlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import yaml
 
 from benchmarks import manifests
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import crds
 
 POLL_INTERVAL = 0.2
 MEMCACHED = kinds.Kind(manifests.API_VERSION, manifests.KIND, manifests.PLURAL)
@@ -47,20 +43,6 @@ class BenchError(RuntimeError):
 
 class BenchTimeout(BenchError):
     """A bounded wait ran out."""
-
-
-def load_crd(path: pathlib.Path) -> dict[str, Any]:
-    """The CustomResourceDefinition of a YAML file."""
-    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    crd: dict[str, Any] | None = next((d for d in documents if d.get("kind") == "CustomResourceDefinition"), None)
-    if crd is None:
-        raise BenchError(f"{path} holds no CustomResourceDefinition")
-    return crd
-
-
-def apply_crd(client: kube_client.Client, crd: dict[str, Any], timeout: float = 60.0) -> None:
-    """Create the CRD (or replace it, a no-op when unchanged) and wait until the API server serves its kind."""
-    crds.ensure_crd(client, crd, timeout=timeout)
 
 
 def poll(

@@ -17,28 +17,25 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from benchmarks import audit, cluster, contenders, process
+from benchmarks import cluster, contenders
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import envtest, waiting
+from okt.testing import audit, condition, crds, envtest, process, waiting
 
 OPERATOR = envtest.TokenUser("quiet-operator", "quiet-" + "0" * 26, ("system:masters",))
 NAMESPACE = "quiet"
 
 
 def ready_reason(client: kube_client.Client, kind: kinds.Kind, name: str) -> str | None:
-    obj = client.get(kind, name, NAMESPACE)
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return f"{condition.get('status')}/{condition.get('reason')}"
-    return None
+    ready = condition(client.get(kind, name, NAMESPACE), "Ready")
+    return None if ready is None else f"{ready.get('status')}/{ready.get('reason')}"
 
 
 def launch(plane: envtest.ControlPlane, logs: pathlib.Path, tag: str) -> process.OperatorProcess:
     kubeconfig = plane.kubeconfig_for(OPERATOR)
     launch = contenders.OKT.launch(kubeconfig, NAMESPACE, 2)
     return process.OperatorProcess(
-        f"okt-{tag}", launch.argv, env=launch.env, log_path=logs / f"okt-{tag}.log", cwd=contenders.ROOT
+        launch.argv, name=f"okt-{tag}", env=launch.env, log_path=logs / f"okt-{tag}.log", cwd=contenders.ROOT
     ).start()
 
 
@@ -47,7 +44,7 @@ def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
     plane.start()
     try:
         admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
-        cluster.apply_crd(admin, cluster.load_crd(contenders.CRD))
+        crds.ensure_crd(admin, crds.load_crd(contenders.CRD), timeout=60.0)
         cluster.create_namespace(admin, NAMESPACE)
         kind = admin.resolve("cache.example.com/v1alpha1", "Memcached")
         operator = launch(plane, logs, "first")

@@ -41,11 +41,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from benchmarks import audit, cluster, contenders, process, report, runtime_env, watched
+from benchmarks import cluster, contenders, report, runtime_env, watched
 from okt import errors
 from okt.kube import client as kube_client
 from okt.runtime import logs as okt_logs
-from okt.testing import envtest
+from okt.testing import audit, crds, envtest, process
 
 RESULTS = contenders.ROOT / "benchmarks" / "results"
 QUIET_SECONDS = 2.0
@@ -97,6 +97,26 @@ def _mib(kib: int) -> float:
     return round(kib / 1024, 1)
 
 
+@dataclasses.dataclass
+class Measurement:
+    """One contender in one round, as its phases share it: who runs where, and what is running."""
+
+    contender: contenders.Contender
+    user: str
+    namespace: str
+    tag: str
+    """How its progress lines start (``[round 1 okt]``)."""
+    view: watched.WatchedNamespace | None = None
+    running: list[process.OperatorProcess] = dataclasses.field(default_factory=list)
+
+    @property
+    def seen(self) -> watched.WatchedNamespace:
+        """The harness's view of the namespace (started once the operator is ready)."""
+        if self.view is None:
+            raise cluster.BenchError(f"{self.tag} no view of {self.namespace} yet")
+        return self.view
+
+
 class Bench:
     """One benchmark run: the settings, the measurements, and a fresh control plane for each measurement."""
 
@@ -104,7 +124,7 @@ class Bench:
         self.settings = settings
         self.logs = logs
         self.bin_dir = bin_dir
-        self.crd = cluster.load_crd(settings.crd)
+        self.crd = crds.load_crd(settings.crd)
         self.server_version = ""
         # The current measurement's control plane, harness client, audit log and token users.
         self.plane: envtest.ControlPlane
@@ -130,7 +150,7 @@ class Bench:
             self.audit = audit.AuditLog(plane.audit_log_path, [user])
             self.tokens = {token.name: token}
             try:
-                cluster.apply_crd(self.client, self.crd)
+                crds.ensure_crd(self.client, self.crd, timeout=60.0)
                 self.server_version = self.server_version or self.client.server_version()
                 yield
             finally:
@@ -145,16 +165,19 @@ class Bench:
 
     # -- the operator's life -----------------------------------------------------------------------------------------
 
-    def launch(self, contender: contenders.Contender, user: str, namespace: str, tag: str) -> process.OperatorProcess:
-        kubeconfig = self.plane.kubeconfig_for(self.tokens[user], self.logs / f"kubeconfig-{user}")
-        launch = contender.launch(kubeconfig, namespace, self.settings.workers, self.bin_dir)
+    def launch(self, m: Measurement, tag: str) -> process.OperatorProcess:
+        """Start the contender as its own process (under its token user), sampled for CPU; kept in ``m.running``."""
+        kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
+        launch = m.contender.launch(kubeconfig, m.namespace, self.settings.workers, self.bin_dir)
         proc = process.OperatorProcess(
-            f"{contender.key}-{tag}",
             launch.argv,
+            name=f"{m.contender.key}-{tag}",
             env=launch.env,
-            log_path=self.logs / f"{namespace}-{tag}.log",
+            log_path=self.logs / f"{m.namespace}-{tag}.log",
             cwd=contenders.ROOT,
+            sample_cpu=True,
         )
+        m.running.append(proc)
         return proc.start()
 
     def wait_idle(
@@ -227,111 +250,118 @@ class Bench:
         }
         try:
             with self.fresh_plane(user):
-                self._measure(contender, round_no, user, namespace, result)
+                self._measure(Measurement(contender, user, namespace, f"[round {round_no} {contender.key}]"), result)
         except (envtest.ControlPlaneError, errors.OktError, OSError) as exc:
             result["converged"] = False
             result["error"] = result["error"] or f"control plane: {type(exc).__name__}: {exc}"
             say(f"[round {round_no} {contender.key}] FAILED: {result['error']}")
         return result
 
-    def _measure(
-        self, contender: contenders.Contender, round_no: int, user: str, namespace: str, result: dict[str, Any]
-    ) -> None:
-        s = self.settings
-        running: list[process.OperatorProcess] = []
-        view: watched.WatchedNamespace | None = None
-        tag = f"[round {round_no} {contender.key}]"
-        cluster.create_namespace(self.client, namespace)
+    def _measure(self, m: Measurement, result: dict[str, Any]) -> None:
+        """The phases in order, on one namespace; a failure ends the measurement with its error."""
+        cluster.create_namespace(self.client, m.namespace)
         try:
-            first = self.launch(contender, user, namespace, "converge")
-            running.append(first)
-            self.wait_ready(first, user, contender.ready_line)
-            say(f"{tag} ready; creating {s.n} Memcached objects")
-            view = watched.WatchedNamespace(self.client, namespace, s.n).start()
-            plane_before = self.plane_cpu()
-            started = cluster.create_custom_resources(self.client, namespace, s.n, s.size, s.workers)
-            converged_at = cluster.poll(
-                view.converged,
-                s.timeout(120, 1.5),
-                f"{contender.key} to converge",
-                interval=watched.POLL_INTERVAL,
-                detail=lambda: view.last,
-            )
+            first = self.launch(m, "converge")
+            self.wait_ready(first, m.user, m.contender.ready_line)
+            say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
+            m.view = watched.WatchedNamespace(self.client, m.namespace, self.settings.n).start()
+            result["converge"] = self.converge(m, first)
             result["converged"] = True
-            plane_converge = self.plane_cpu(since=plane_before)
-            idle_at = self.wait_idle(first, user, started, "convergence", s.timeout(60, 0.3))
-            rss, hwm = first.memory_kib()
-            cpu = first.cpu_seconds()
-            first.stop()
-            stopped_at = time.time()
-            self.audit.settle(stopped_at)
-            result["converge"] = {
-                "seconds": round(converged_at - started, 3),
-                "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
-                "requests": self.audit.counts(user, first.started_at, stopped_at).to_json(),
-                "cpu_seconds": round(cpu, 2),
-                "control_plane_cpu_seconds": plane_converge,
-                "rss_mib": _mib(rss),
-                "peak_rss_mib": _mib(hwm),
-            }
-            say(
-                f"{tag} converged in {converged_at - started:.2f}s, "
-                f"{result['converge']['requests']['writes']} writes; restarting"
-            )
-
-            second = self.launch(contender, user, namespace, "restart")
-            running.append(second)
-            window_end = second.started_at + s.steady_seconds
-            self.sleep_alive(second, window_end, "the restart window")
-            self.audit.settle(window_end)
-            restart_counts = self.audit.counts(user, second.started_at, window_end)
-            idle_at = self.wait_idle(second, user, second.started_at, "the restart", s.timeout(60, 0.3))
-            result["restart"] = {
-                "window_seconds": s.steady_seconds,
-                "requests": restart_counts.to_json(),
-                "idle_after_seconds": round(idle_at - second.started_at, 3),
-            }
-            say(
-                f"{tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
-                f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
-            )
-
-            plane_before = self.plane_cpu()
-            changed = cluster.patch_sizes(self.client, namespace, s.n, s.new_size, s.workers)
-            rolled_at = cluster.poll(
-                lambda: view.replicas_are(s.new_size),
-                s.timeout(120, 1.0),
-                f"{contender.key} to roll out spec.size={s.new_size}",
-                interval=watched.POLL_INTERVAL,
-                detail=lambda: view.last,
-            )
-            plane_change = self.plane_cpu(since=plane_before)
-            self.wait_idle(second, user, changed, "the spec change", s.timeout(60, 0.3))
-            ended = time.time()
-            rss, hwm = second.memory_kib()
-            cpu = second.cpu_seconds()
-            self.audit.settle(ended)
-            result["spec_change"] = {
-                "seconds": round(rolled_at - changed, 3),
-                "requests": self.audit.counts(user, changed, ended).to_json(),
-                "cpu_seconds": round(cpu, 2),
-                "control_plane_cpu_seconds": plane_change,
-                "rss_mib": _mib(rss),
-                "peak_rss_mib": _mib(hwm),
-            }
-            say(
-                f"{tag} spec change rolled out in {rolled_at - changed:.2f}s, "
-                f"{result['spec_change']['requests']['writes']} writes"
-            )
+            second = self.launch(m, "restart")
+            result["restart"] = self.restart(m, second)
+            result["spec_change"] = self.spec_change(m, second)
         except (cluster.BenchError, errors.OktError, OSError) as exc:
             result["converged"] = False
             result["error"] = f"{type(exc).__name__}: {exc}"
-            say(f"{tag} FAILED: {result['error']}")
+            say(f"{m.tag} FAILED: {result['error']}")
         finally:
-            for proc in running:
+            for proc in m.running:
                 proc.stop()
-            if view is not None:
-                view.close()
+            if m.view is not None:
+                m.view.close()
+
+    # -- the phases ----------------------------------------------------------------------------------------------
+
+    def converge(self, m: Measurement, first: process.OperatorProcess) -> dict[str, Any]:
+        """N objects created at once: the time until all converged, then the operator's requests from its start to
+        its stop (once idle), its CPU and memory, and the control plane's CPU."""
+        s, view = self.settings, m.seen
+        plane_before = self.plane_cpu()
+        started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.size, s.workers)
+        converged_at = cluster.poll(
+            view.converged,
+            s.timeout(120, 1.5),
+            f"{m.contender.key} to converge",
+            interval=watched.POLL_INTERVAL,
+            detail=lambda: view.last,
+        )
+        plane_converge = self.plane_cpu(since=plane_before)
+        idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
+        rss, hwm = first.memory_kib()
+        cpu = first.cpu_seconds()
+        first.stop()
+        stopped_at = time.time()
+        self.audit.settle(stopped_at)
+        figures: dict[str, Any] = {
+            "seconds": round(converged_at - started, 3),
+            "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
+            "requests": self.audit.counts(m.user, first.started_at, stopped_at).to_json(),
+            "cpu_seconds": round(cpu, 2),
+            "control_plane_cpu_seconds": plane_converge,
+            "rss_mib": _mib(rss),
+            "peak_rss_mib": _mib(hwm),
+        }
+        say(f"{m.tag} converged in {converged_at - started:.2f}s, {figures['requests']['writes']} writes; restarting")
+        return figures
+
+    def restart(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
+        """A new process over the converged objects: its requests in the first ``steady_seconds``, and when it
+        became idle."""
+        s = self.settings
+        window_end = second.started_at + s.steady_seconds
+        self.sleep_alive(second, window_end, "the restart window")
+        self.audit.settle(window_end)
+        restart_counts = self.audit.counts(m.user, second.started_at, window_end)
+        idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
+        say(
+            f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
+            f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
+        )
+        return {
+            "window_seconds": s.steady_seconds,
+            "requests": restart_counts.to_json(),
+            "idle_after_seconds": round(idle_at - second.started_at, 3),
+        }
+
+    def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
+        """``spec.size`` patched on all N: the time until every Deployment follows, the requests until the operator
+        is idle again, its CPU and memory, and the control plane's CPU."""
+        s, view = self.settings, m.seen
+        plane_before = self.plane_cpu()
+        changed = cluster.patch_sizes(self.client, m.namespace, s.n, s.new_size, s.workers)
+        rolled_at = cluster.poll(
+            lambda: view.replicas_are(s.new_size),
+            s.timeout(120, 1.0),
+            f"{m.contender.key} to roll out spec.size={s.new_size}",
+            interval=watched.POLL_INTERVAL,
+            detail=lambda: view.last,
+        )
+        plane_change = self.plane_cpu(since=plane_before)
+        self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
+        ended = time.time()
+        rss, hwm = second.memory_kib()
+        cpu = second.cpu_seconds()
+        self.audit.settle(ended)
+        figures: dict[str, Any] = {
+            "seconds": round(rolled_at - changed, 3),
+            "requests": self.audit.counts(m.user, changed, ended).to_json(),
+            "cpu_seconds": round(cpu, 2),
+            "control_plane_cpu_seconds": plane_change,
+            "rss_mib": _mib(rss),
+            "peak_rss_mib": _mib(hwm),
+        }
+        say(f"{m.tag} spec change rolled out in {rolled_at - changed:.2f}s, {figures['requests']['writes']} writes")
+        return figures
 
     def run(self) -> dict[str, Any]:
         s = self.settings

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
 from typing import Any
+
+import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -36,6 +40,20 @@ def schemaless_crd(
             ],
         },
     }
+
+
+def load_crd(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The CustomResourceDefinition in a YAML file (``okt gen crd``'s output, or the first CRD of a multi-document
+    manifest).
+
+    Raises:
+        ValueError: the file holds no CustomResourceDefinition.
+    """
+    documents = [d for d in yaml.safe_load_all(pathlib.Path(path).read_text()) if isinstance(d, dict)]
+    crd = next((d for d in documents if d.get("kind") == "CustomResourceDefinition"), None)
+    if crd is None:
+        raise ValueError(f"{path} holds no CustomResourceDefinition")
+    return crd
 
 
 def ensure_crd(

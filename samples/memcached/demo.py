@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 
 import okt
 from okt.kube import kinds
-from okt.testing import envtest, waiting
+from okt.testing import envtest, process, waiting
 
-from . import harness
 from .memcached_operator import FINALIZER, inventory
+from .tests import harness
 
 NAMESPACE = "memcached-demo"
 CACHES = (("sessions", 1), ("catalog", 2), ("carts", 3))
@@ -126,7 +126,7 @@ def run(narrator: Narrator, verbose: bool) -> None:
     narrator.say("reusing the cached binaries, or building them once from Debian's kubernetes source (minutes)")
     plane = envtest.ControlPlane(out=narrator.say, crds=[harness.load_crd()])
     plane.start()
-    operator: harness.OperatorProcess | None = None
+    operator: process.OperatorProcess | None = None
     client: okt.Client | None = None
     try:
         narrator.say(f"API server ready at {plane.url} (kubeconfig: {plane.kubeconfig})")
@@ -142,11 +142,10 @@ def run(narrator: Narrator, verbose: bool) -> None:
         narrator.phase("Starting the operator: okt run samples/memcached/operator.py")
         log_path = None if verbose else LOG_DIR / "operator.log"
         if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-        operator = harness.OperatorProcess.start(
-            plane.kubeconfig, log_path=log_path, log_format="console" if verbose else "json"
-        )
-        narrator.say(f"ready: {operator.probe_url}/readyz answers 200 (caches synced); pid {operator.process.pid}")
+            log_path.unlink(missing_ok=True)
+        operator = harness.okt_run(plane.kubeconfig, log_path=log_path, log_format="console" if verbose else "json")
+        operator.start(ready_within=harness.START_TIMEOUT)
+        narrator.say(f"ready: {operator.probe_url}/readyz answers 200 (caches synced); pid {operator.pid}")
         narrator.say(f"its log: {log_path}" if log_path else "its log follows on standard error")
         narrator.say(f"finalizer {FINALIZER} on: the operator keeps an inventory of the Memcacheds it runs")
 
@@ -205,8 +204,8 @@ def run(narrator: Narrator, verbose: bool) -> None:
         counts = reconcile_counts(operator.metrics())
         narrator.say(f"reconciles by outcome (from {operator.probe_url}/metrics): {counts}")
     except BaseException:
-        if operator is not None and operator.log_tail():
-            narrator.say(f"the operator's log ends with:\n{operator.log_tail(10)}")
+        if operator is not None and operator.tail():
+            narrator.say(f"the operator's log ends with:\n{operator.tail(10)}")
         raise
     finally:
         narrator.phase("Stopping the operator and the control plane")

@@ -1,8 +1,8 @@
 """The benchmark harness end to end, small: ``python -m benchmarks.run --n 5 --rounds 1 --skip-kopf``.
 
 One run of the real harness (a fresh control plane per measurement, both floors and both okt rows as subprocesses)
-feeds the end-to-end checks; the audit-log counting and the report's arithmetic are also pinned on synthetic input,
-since every figure of the benchmark rests on them.
+feeds the end-to-end checks; the report's arithmetic is also pinned on synthetic input (the audit-log counting every
+figure rests on is pinned with :class:`okt.testing.AuditLog`, in ``tests/unit/testing/test_audit.py``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import json
 import pathlib
 import subprocess
 import sys
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import audit, manifests, report  # noqa: E402
+from benchmarks import manifests, report  # noqa: E402
 
 ROWS = ("raw", "raw-okt", "okt", "okt-merge", "okt-final")
 HARNESS_TIMEOUT = 540
@@ -94,91 +92,6 @@ def test_the_report_names_the_machine_and_every_row(bench_run: tuple[dict[str, A
     for label in ("raw floor", "| okt |", "okt + finalizer"):
         assert label in page
     assert document["summary"]["raw"]["converge_ratio"] == 1.0
-
-
-def _event(audit_id: str, stage: str, user: str, verb: str, code: int | None, at: str, sub: str = "") -> bytes:
-    event: dict[str, Any] = {
-        "auditID": audit_id,
-        "stage": stage,
-        "verb": verb,
-        "user": {"username": user, "groups": ["system:masters"]},
-        "objectRef": {"resource": "memcacheds", "namespace": "ns", **({"subresource": sub} if sub else {})},
-        "requestReceivedTimestamp": at,
-        "stageTimestamp": at,
-    }
-    if code is not None:
-        event["responseStatus"] = {"code": code}
-    return (json.dumps(event, separators=(",", ":")) + "\n").encode()
-
-
-def test_the_audit_log_counts_each_request_once_for_its_own_user(tmp_path: pathlib.Path) -> None:
-    log = tmp_path / "audit.log"
-    t = "2026-01-01T00:00:0{}.000000Z"
-    log.write_bytes(
-        _event("a", "RequestReceived", "bench-okt-r1", "patch", None, t.format(1), "status")
-        + _event("a", "ResponseComplete", "bench-okt-r1", "patch", 200, t.format(1), "status")
-        + _event("b", "RequestReceived", "bench-okt-r1", "get", None, t.format(2))
-        + _event("b", "ResponseComplete", "bench-okt-r1", "get", 404, t.format(2))
-        + _event("c", "ResponseComplete", "bench-kopf-r1", "create", 201, t.format(3))
-        + _event("d", "ResponseComplete", "someone-else", "create", 201, t.format(4))
-    )
-    reader = audit.AuditLog(log, ["bench-okt-r1", "bench-kopf-r1"])
-    reader.refresh()
-    counts = reader.counts("bench-okt-r1")
-    assert counts.by_verb == {"get": 1, "patch": 1}
-    assert (counts.writes, counts.reads, counts.failed) == (1, 1, 1)
-    assert counts.writes_by_resource == {"patch memcacheds/status": 1}
-    assert reader.counts("bench-kopf-r1").writes == 1
-    assert reader.requests("someone-else") == []
-
-
-def test_settling_waits_until_the_log_was_written_past_the_moment_asked(tmp_path: pathlib.Path) -> None:
-    """A lagging audit log is waited for: settle returns once an event (anyone's) staged after ``until`` is in the
-    file, and gives up after its timeout when none comes."""
-    log = tmp_path / "audit.log"
-    log.write_bytes(_event("a", "ResponseComplete", "someone-else", "get", 200, "2026-01-01T00:00:01.000000Z"))
-    reader = audit.AuditLog(log, ["bench-okt-r1"])
-    until = audit.parse_time("2026-01-01T00:00:05Z")
-    started = time.monotonic()
-    reader.settle(until, timeout=0.5)
-    assert time.monotonic() - started >= 0.5  # nothing after ``until`` yet: waited the whole timeout
-    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:01Z")
-
-    late = _event("b", "ResponseComplete", "bench-okt-r1", "create", 201, "2026-01-01T00:00:04.000000Z")
-    later = _event("c", "ResponseComplete", "someone-else", "get", 200, "2026-01-01T00:00:06.000000Z")
-    threading.Timer(0.3, lambda: log.write_bytes(log.read_bytes() + late + later)).start()
-    reader.settle(until, timeout=30)
-    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:06Z")
-    assert reader.counts("bench-okt-r1").writes == 1
-
-
-@pytest.mark.parametrize(
-    ("start", "end", "expected"),
-    [(0.0, float("inf"), 2), (audit.parse_time("2026-01-01T00:00:02Z"), float("inf"), 1), (0.0, 1.0, 0)],
-)
-def test_audit_counts_are_taken_in_a_time_window(
-    tmp_path: pathlib.Path, start: float, end: float, expected: int
-) -> None:
-    log = tmp_path / "audit.log"
-    log.write_bytes(
-        _event("a", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:01.000000Z")
-        + _event("b", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:03.000000Z")
-    )
-    reader = audit.AuditLog(log, ["u"])
-    reader.refresh()
-    assert reader.counts("u", start, end).writes == expected
-
-
-def test_a_partial_last_line_waits_for_the_next_read(tmp_path: pathlib.Path) -> None:
-    log = tmp_path / "audit.log"
-    line = _event("a", "ResponseComplete", "u", "create", 201, "2026-01-01T00:00:01.000000Z")
-    log.write_bytes(line[:40])
-    reader = audit.AuditLog(log, ["u"])
-    reader.refresh()
-    assert reader.requests("u") == []
-    log.write_bytes(line)
-    reader.refresh()
-    assert len(reader.requests("u")) == 1
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -17,15 +16,14 @@ if str(ROOT) not in sys.path:
 from benchmarks import cluster, contenders, manifests, watched  # noqa: E402
 from okt.kube import client as kube_client  # noqa: E402
 from okt.kube import kinds  # noqa: E402
-from okt.testing import wait_for  # noqa: E402
+from okt.testing import crds, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def memcached(apply_crd: Callable[[dict[str, Any]], kinds.Kind]) -> kinds.Kind:
-    documents = yaml.safe_load_all(contenders.CRD.read_text())
-    return apply_crd(next(d for d in documents if d and d.get("kind") == "CustomResourceDefinition"))
+    return apply_crd(crds.load_crd(contenders.CRD))
 
 
 def converge_by_hand(kube: kube_client.Client, namespace: str, name: str, size: int) -> None:

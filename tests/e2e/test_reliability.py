@@ -1,10 +1,10 @@
 """The reliability suite at reduced sizes — the part of ``make chaos`` that ``make test`` runs.
 
-Each scenario of ``benchmarks/chaos/`` runs once here with :data:`benchmarks.chaos.profiles.REDUCED` (tens of objects,
-a few kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no duplicate
-child, no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The judgements those
-scenarios rest on (``checks``, ``operator_log`` and ``audit_log`` in ``benchmarks/chaos/``) are pinned first, on
-synthetic objects, log lines and audit events.
+Each scenario of ``tests/reliability/`` runs once here with :data:`tests.reliability.profiles.REDUCED` (tens of
+objects, a few kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no
+duplicate child, no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The
+judgements those scenarios rest on (``checks``, ``operator_log`` and ``audit_log`` in ``tests/reliability/``) are
+pinned first, on synthetic objects, log lines and audit requests.
 """
 
 from __future__ import annotations
@@ -12,18 +12,16 @@ from __future__ import annotations
 import json
 import pathlib
 import random
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import okt  # noqa: E402
-from benchmarks.chaos import (  # noqa: E402
+import okt
+from okt.reconciler import reconciler as reconciler_mod
+from okt.testing import audit, process
+from samples.memcached.memcached_operator import MemcachedReconciler
+from tests.reliability import (
     audit_log,
     checks,
     cleanup,
@@ -35,8 +33,6 @@ from benchmarks.chaos import (  # noqa: E402
     report,
     testbed,
 )
-from okt.reconciler import reconciler as reconciler_mod  # noqa: E402
-from samples.memcached.memcached_operator import MemcachedReconciler  # noqa: E402
 
 SCENARIO_TIMEOUT = 180
 """A reduced scenario takes seconds to a few tens of seconds; the margin is for a loaded 2-core machine."""
@@ -231,27 +227,12 @@ def test_a_finalizer_check_reports_an_object_that_went_away() -> None:
     ],
 )
 def test_crashes_are_unhandled_exceptions_in_the_log(line: str, crashed: bool) -> None:
-    assert bool(operator_log.crashes(operator_log.parse_log(line))) is crashed
+    assert bool(operator_log.crashes(process.log_records(line))) is crashed
 
 
 @pytest.mark.parametrize(("code", "ok"), [(None, True), (-9, True), (0, True), (1, False)])
 def test_an_operator_that_exits_with_an_error_is_a_crash(code: int | None, ok: bool) -> None:
     assert operator_log.no_crash([], {"operator": code}).ok is ok
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [
-        ("2026-01-01T00:00:00Z", 1767225600.0),
-        ("2026-01-01T00:00:00.5Z", 1767225600.5),
-        ("2026-01-01T00:00:00.123456789Z", 1767225600.123456),
-        ("not a time", None),
-        (None, None),
-    ],
-)
-def test_timestamps_of_logs_and_audit_events_are_read_to_the_microsecond(value: Any, seconds: float | None) -> None:
-    parsed = operator_log.parse_time(value)
-    assert parsed == pytest.approx(seconds) if seconds is not None else parsed is None
 
 
 def test_reconciles_of_one_object_are_counted_in_a_window() -> None:
@@ -265,9 +246,9 @@ def test_reconciles_of_one_object_are_counted_in_a_window() -> None:
             ("reconciled", "probe", 30),
         ]
     )
-    start = operator_log.parse_time("2026-01-01T00:00:00Z")
+    start = audit.parse_time("2026-01-01T00:00:00Z")
     assert start is not None
-    assert operator_log.reconciles(operator_log.parse_log(lines), "probe", start, start + 20) == 2
+    assert operator_log.reconciles(process.log_records(lines), "probe", start, start + 20) == 2
 
 
 @pytest.mark.parametrize(("count", "ok"), [(7, True), (14, True), (15, False), (400, False)])
@@ -279,41 +260,8 @@ def test_a_backoff_check_without_any_measurement_fails() -> None:
     assert not operator_log.backoff_bounded({}, 15, 20.0).ok
 
 
-def audit_event(audit_id: str, user: str, verb: str, stage: str, second: float, code: int = 200) -> dict[str, Any]:
-    moment = f"2026-01-01T00:00:{second:09.6f}Z"
-    return {
-        "auditID": audit_id,
-        "stage": stage,
-        "user": {"username": user},
-        "verb": verb,
-        "objectRef": {"resource": "configmaps", "namespace": "ns", "name": audit_id},
-        "responseStatus": {"code": code} if stage == "ResponseComplete" else None,
-        "requestReceivedTimestamp": "2026-01-01T00:00:00.000000Z",
-        "stageTimestamp": moment,
-    }
-
-
-def test_the_audit_log_merges_the_stages_of_a_request_and_keeps_only_the_named_users(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "audit.log"
-    events = [
-        audit_event("1", "a", "create", "RequestReceived", 0.0),
-        audit_event("2", "controller-manager", "update", "ResponseComplete", 0.5),
-        audit_event("1", "a", "create", "ResponseComplete", 1.0, code=201),
-        audit_event("3", "b", "patch", "ResponseComplete", 2.0, code=409),
-    ]
-    path.write_text("\n".join(json.dumps(e) for e in events) + '\n{"auditID": "4", "partial')
-    requests, offset = audit_log.read_audit(path, ["a", "b"])
-    assert [(r.user, r.verb, r.code, r.is_write, r.succeeded) for r in requests] == [
-        ("a", "create", 201, True, True),
-        ("b", "patch", 409, True, False),
-    ]
-    assert requests[0].completed - requests[0].received == pytest.approx(1.0)
-    assert offset == path.read_bytes().rfind(b"\n") + 1
-    assert audit_log.read_audit(path, ["a", "b"], offset)[0] == []
-
-
-def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit_log.AuditRequest:
-    return audit_log.AuditRequest(user, verb, "memcacheds", "ns", "x", code, at, at + 0.01)
+def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit.Request:
+    return audit.Request(user, verb, "memcacheds", "ns", "x", code, at, at + 0.01)
 
 
 @pytest.mark.parametrize(
@@ -325,7 +273,7 @@ def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit
         ([request("a", 1), request("b", 2, verb="get"), request("a", 3)], True),
     ],
 )
-def test_two_writers_at_once_are_overlapping_write_windows(requests: list[audit_log.AuditRequest], ok: bool) -> None:
+def test_two_writers_at_once_are_overlapping_write_windows(requests: list[audit.Request], ok: bool) -> None:
     assert audit_log.single_writer(requests, ["a", "b"]).ok is ok
 
 

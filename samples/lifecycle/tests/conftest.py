@@ -1,4 +1,5 @@
-"""Fixtures of the lifecycle sample's tests: the CRD from ``deploy/crd.yaml`` and the operator run by okt's Manager.
+"""Fixtures of the lifecycle sample's tests: the CRD from ``deploy/crd.yaml`` and the operator run by okt's Manager
+(:class:`okt.testing.RunningOperator`).
 
 The repository root is put on ``sys.path`` so that ``samples.lifecycle`` imports as a package (pytest's importlib
 mode does not add it).
@@ -19,8 +20,9 @@ if str(ROOT) not in sys.path:
 
 import okt  # noqa: E402
 from okt.kube import kinds  # noqa: E402
-from samples.lifecycle import harness  # noqa: E402
+from okt.testing import RunningOperator  # noqa: E402
 from samples.lifecycle.lifecycle_operator import WebAppReconciler  # noqa: E402
+from samples.lifecycle.tests import harness  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -30,11 +32,10 @@ def webapp_kind(apply_crd: Callable[[dict[str, Any]], kinds.Kind]) -> kinds.Kind
 
 
 @pytest.fixture
-def operator(kube: okt.Client, webapp_kind: kinds.Kind, namespace: str) -> Iterator[harness.RunningOperator]:
+def operator(kube: okt.Client, webapp_kind: kinds.Kind, namespace: str) -> Iterator[RunningOperator]:
     """The operator, watching the test's namespace, stopped after the test."""
-    running = harness.RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace])
-    yield running
-    assert running.stop(), "the operator did not stop in time"
+    with RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace]) as running:
+        yield running
 
 
 @pytest.fixture

@@ -9,9 +9,10 @@ import pytest
 
 import okt
 from okt import errors
-from samples.lifecycle import harness
+from okt.testing import RunningOperator, condition
 from samples.lifecycle.lifecycle_operator import WebAppReconciler
 from samples.lifecycle.lifecycle_operator.resources import setup_job_name, upgrade_job_name
+from samples.lifecycle.tests import harness
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ def provisioned(webapps: harness.WebApps, name: str, version: str) -> harness.Vi
 
 
 def test_a_webapp_walks_provisioning_running_upgrading_running(
-    operator: harness.RunningOperator, webapps: harness.WebApps
+    operator: RunningOperator, webapps: harness.WebApps
 ) -> None:
     webapps.create("shop", "1.24", replicas=2)
 
@@ -50,7 +51,7 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
     assert upgraded.installed == "1.25"
 
     obj = webapps.get("shop")
-    phase = harness.condition(obj, "Phase")
+    phase = condition(obj, "Phase")
     assert phase is not None
     assert (phase["status"], phase["reason"]) == ("True", "UpgradeSucceeded")
     assert phase["observedGeneration"] == obj["metadata"]["generation"]
@@ -64,7 +65,7 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
 
 
 def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(
-    operator: harness.RunningOperator, webapps: harness.WebApps
+    operator: RunningOperator, webapps: harness.WebApps
 ) -> None:
     webapps.create("broken", "2.0")
     webapps.wait_phase("broken", "Provisioning", jobs=("broken-setup",))
@@ -76,7 +77,7 @@ def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(
     assert failed.jobs == ("broken-setup",), "the failed Job is kept for its logs"
     assert failed.deployment_image is None
     obj = webapps.get("broken")
-    degraded, phase = harness.condition(obj, "Degraded"), harness.condition(obj, "Phase")
+    degraded, phase = condition(obj, "Degraded"), condition(obj, "Phase")
     assert degraded is not None and phase is not None
     assert (degraded["status"], degraded["reason"]) == ("True", "SetupFailed")
     assert (phase["status"], phase["reason"]) == ("False", "SetupFailed")
@@ -84,7 +85,7 @@ def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(
 
 
 def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
-    operator: harness.RunningOperator, webapps: harness.WebApps
+    operator: RunningOperator, webapps: harness.WebApps
 ) -> None:
     provisioned(webapps, "blog", "1")
 
@@ -110,7 +111,7 @@ def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
 
 
 def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashing(
-    kube: okt.Client, namespace: str, operator: harness.RunningOperator, webapps: harness.WebApps
+    kube: okt.Client, namespace: str, operator: RunningOperator, webapps: harness.WebApps
 ) -> None:
     provisioned(webapps, "edited", "1.0")
 
@@ -119,7 +120,7 @@ def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashi
     refused = webapps.wait("edited", lambda v: v.ready == "False" and v.reason == "UnknownPhase", "Ready=False")
     assert refused.phase == "Exploded"
     assert refused.deployment_image == "nginx:1.0", "nothing is pruned or changed while the phase is unknown"
-    ready = harness.condition(webapps.get("edited"), "Ready")
+    ready = condition(webapps.get("edited"), "Ready")
     assert ready is not None
     assert ready["message"] == (
         "annotation okt.io/phase is 'Exploded', which is not a phase of this lifecycle; set it to one of Pending, "
@@ -132,11 +133,8 @@ def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashi
     # Repaired while no reconcile runs: the operator's own error bookkeeping rewrites the annotations it read.
     assert operator.stop()
     webapps.annotate_phase("edited", "Running")
-    restarted = harness.RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace])
-    try:
+    with RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace]):
         webapps.wait_phase("edited", "Running", ready="True", deployment_image="nginx:1.0")
-    finally:
-        assert restarted.stop()
 
 
 def test_the_generated_crd_refuses_a_version_that_cannot_name_a_job(

@@ -1,4 +1,5 @@
-"""Fixtures of the memcached sample's tests: the CRD from ``deploy/crd.yaml`` and the operator run by okt's Manager.
+"""Fixtures of the memcached sample's tests: the CRD from ``deploy/crd.yaml`` and the operator run by okt's Manager
+(:class:`okt.testing.RunningOperator`).
 
 The repository root is put on ``sys.path`` so that ``samples.memcached`` imports as a package (pytest's importlib
 mode does not add it), exactly as ``python -m samples.memcached.demo`` and the benchmarks import it.
@@ -17,9 +18,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import okt  # noqa: E402
-from okt.testing import envtest  # noqa: E402
-from samples.memcached import harness  # noqa: E402
+from okt.testing import RunningOperator, envtest  # noqa: E402
 from samples.memcached.memcached_operator import MemcachedReconciler  # noqa: E402
+from samples.memcached.tests import harness  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +38,12 @@ def memcached_kind(kube: okt.Client) -> okt.Kind:
 @pytest.fixture
 def run_operator(
     kube: okt.Client, memcached_kind: okt.Kind, namespace: str
-) -> Iterator[Callable[..., harness.RunningOperator]]:
+) -> Iterator[Callable[..., RunningOperator]]:
     """Start the operator (okt's Manager, watching the test's namespace); every one started is stopped after."""
-    started: list[harness.RunningOperator] = []
+    started: list[RunningOperator] = []
 
-    def start(reconciler: type[okt.Reconciler] = MemcachedReconciler) -> harness.RunningOperator:
-        operator = harness.RunningOperator.start(kube, reconciler, namespaces=[namespace])
+    def start(reconciler: type[okt.Reconciler] = MemcachedReconciler) -> RunningOperator:
+        operator = RunningOperator.start(kube, reconciler, namespaces=[namespace])
         started.append(operator)
         return operator
 
@@ -52,7 +53,7 @@ def run_operator(
 
 
 @pytest.fixture
-def operator(run_operator: Callable[..., harness.RunningOperator]) -> harness.RunningOperator:
+def operator(run_operator: Callable[..., RunningOperator]) -> RunningOperator:
     """The operator with its finalizer, running for the test."""
     return run_operator()
 

@@ -18,7 +18,7 @@ from okt.cli import run as run_cli
 from okt.kube import kinds
 from okt.testing import envtest, waiting
 from okt.testing.waiting import wait_for
-from samples.memcached import harness
+from samples.memcached.tests import harness
 
 DEPLOY = pathlib.Path(__file__).resolve().parents[1] / "deploy"
 
@@ -181,13 +181,12 @@ def test_the_generated_rbac_is_exactly_what_the_operator_needs(
     failure: BaseException | None = None
     with rbac_without(admin, operator_identity, removed, namespace):
         try:
-            operator = harness.OperatorProcess.start(
+            operator = harness.okt_run(
                 bare_plane.kubeconfig_for(operator_identity),
                 namespaces=[namespace],
                 log_path=tmp_path / "operator.log",
                 args=["--leader-elect", "--lease-namespace", harness.OPERATOR_NAMESPACE],
-                timeout=timeout,
-            )
+            ).start(ready_within=timeout)
         except waiting.WaitTimeout as exc:  # never ready: it cannot list what it watches, or reach its lease
             failure, operator = exc, None
         try:

@@ -12,8 +12,7 @@ import pytest
 import okt
 from okt import errors
 from okt.reconciler import core
-from okt.testing import envtest, wait_for
-from samples.memcached import harness
+from okt.testing import RunningOperator, condition, envtest, wait_for
 from samples.memcached.memcached_operator import (
     FINALIZER,
     MemcachedReconciler,
@@ -22,6 +21,7 @@ from samples.memcached.memcached_operator import (
     settings,
 )
 from samples.memcached.memcached_operator.resources import deployment_memcached
+from samples.memcached.tests import harness
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def container(deployment: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_twenty_memcacheds_converge_to_ready_with_current_observed_generation(
-    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     names = [f"cache-{i:02d}" for i in range(20)]
     for i, name in enumerate(names):
@@ -52,7 +52,7 @@ def test_twenty_memcacheds_converge_to_ready_with_current_observed_generation(
 
 
 def test_children_carry_the_spec_the_settings_and_a_controller_owner(
-    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     created = memcacheds.create("shaped", size=3, image="memcached:1.6.21")
     memcacheds.wait_converged(["shaped"])
@@ -85,7 +85,7 @@ def test_children_carry_the_spec_the_settings_and_a_controller_owner(
     ],
 )
 def test_a_spec_change_propagates_to_the_deployment_and_the_inventory(
-    operator: harness.RunningOperator,
+    operator: RunningOperator,
     memcacheds: harness.Memcacheds,
     change: dict[str, Any],
     expected_replicas: int,
@@ -139,7 +139,7 @@ def delete_deployment(client: okt.Client, memcacheds: harness.Memcacheds, name: 
 )
 def test_an_out_of_band_edit_of_a_child_is_repaired(
     kube: okt.Client,
-    operator: harness.RunningOperator,
+    operator: RunningOperator,
     memcacheds: harness.Memcacheds,
     edit: Callable[[okt.Client, harness.Memcacheds, str], None],
 ) -> None:
@@ -200,7 +200,7 @@ def test_an_invalid_memcached_is_refused_by_the_generated_crd_schema(
     ],
 )
 def test_a_semantically_bad_memcached_gets_ready_false_with_the_reason(
-    operator: harness.RunningOperator, memcacheds: harness.Memcacheds, size: int, image: str, message: str
+    operator: RunningOperator, memcacheds: harness.Memcacheds, size: int, image: str, message: str
 ) -> None:
     memcacheds.create("dubious", size=size, image=image)
 
@@ -210,14 +210,14 @@ def test_a_semantically_bad_memcached_gets_ready_false_with_the_reason(
     assert message in ready["message"]
     obj = memcacheds.get("dubious")
     assert obj is not None
-    degraded = harness.condition(obj, "Degraded")
+    degraded = condition(obj, "Degraded")
     assert degraded is not None and degraded["status"] == "True"
     assert memcacheds.deployment("dubious") is None
     assert "dubious" not in memcacheds.inventory()
 
 
 def test_fixing_a_semantically_bad_memcached_makes_it_ready(
-    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     memcacheds.create("fixed", size=2, image="memcached")
     memcacheds.wait_ready_false("fixed")
@@ -230,7 +230,7 @@ def test_fixing_a_semantically_bad_memcached_makes_it_ready(
 
 
 def test_deleting_a_memcached_removes_its_inventory_entry_then_the_object_and_its_children(
-    operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     for name in ("doomed", "survivor"):
         memcacheds.create(name, size=2)
@@ -247,7 +247,7 @@ def test_deleting_a_memcached_removes_its_inventory_entry_then_the_object_and_it
 
 
 def test_a_record_read_before_the_deletion_cannot_bring_the_entry_back(
-    kube: okt.Client, operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    kube: okt.Client, operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     memcacheds.create("late", size=1)
     memcacheds.wait_converged(["late"])
@@ -268,7 +268,7 @@ def test_a_record_read_before_the_deletion_cannot_bring_the_entry_back(
 
 
 def test_a_converged_memcached_is_reconciled_again_without_any_write(
-    kube: okt.Client, operator: harness.RunningOperator, memcacheds: harness.Memcacheds
+    kube: okt.Client, operator: RunningOperator, memcacheds: harness.Memcacheds
 ) -> None:
     memcacheds.create("steady", size=2)
     memcacheds.wait_converged(["steady"])
@@ -283,7 +283,7 @@ def test_a_converged_memcached_is_reconciled_again_without_any_write(
 
 
 def test_without_the_finalizer_there_is_no_inventory_and_deletion_is_left_to_the_garbage_collector(
-    run_operator: Callable[..., harness.RunningOperator], memcacheds: harness.Memcacheds
+    run_operator: Callable[..., RunningOperator], memcacheds: harness.Memcacheds
 ) -> None:
     run_operator(MemcachedReconcilerWithoutFinalizer)
     memcacheds.create("plain", size=2)
@@ -300,7 +300,7 @@ def test_without_the_finalizer_there_is_no_inventory_and_deletion_is_left_to_the
 
 
 def test_switching_the_finalizer_off_still_releases_objects_that_carry_it(
-    run_operator: Callable[..., harness.RunningOperator], memcacheds: harness.Memcacheds
+    run_operator: Callable[..., RunningOperator], memcacheds: harness.Memcacheds
 ) -> None:
     with_finalizer = run_operator(MemcachedReconciler)
     memcacheds.create("legacy", size=1)
@@ -317,19 +317,15 @@ def test_switching_the_finalizer_off_still_releases_objects_that_carry_it(
 def test_okt_run_operator_py_reconciles_and_exits_cleanly_on_sigterm(
     control_plane: envtest.ControlPlane, memcacheds: harness.Memcacheds, tmp_path: pathlib.Path
 ) -> None:
-    process = harness.OperatorProcess.start(
-        control_plane.kubeconfig, namespaces=[memcacheds.namespace], log_path=tmp_path / "operator.log"
-    )
-    try:
+    process = harness.okt_run(control_plane.kubeconfig, namespaces=[memcacheds.namespace], log_path=tmp_path / "op.log")
+    with process:
         memcacheds.create("served", size=2)
         (summary,) = memcacheds.wait_converged(["served"])
         assert summary.replicas == 2
         assert 'okt_reconcile_total{controller="memcached",result="done"}' in process.metrics()
-    finally:
-        status = process.stop()
 
-    assert status == 0, process.log_tail(20)
-    assert "served" in process.log_tail(200)
+    assert process.returncode == 0, process.tail(20)
+    assert process.logged("served")
 
 
 def test_available_follows_the_deployments_available_replicas(bare_plane: envtest.ControlPlane) -> None:
@@ -338,13 +334,12 @@ def test_available_follows_the_deployments_available_replicas(bare_plane: envtes
     admin = okt.Client.from_kubeconfig(bare_plane.kubeconfig)
     kind = harness.apply_crd(admin)
     memcacheds = harness.Memcacheds(admin, kind, "default")
-    operator = harness.RunningOperator.start(admin, MemcachedReconciler, namespaces=["default"])
-    try:
+    with RunningOperator.start(admin, MemcachedReconciler, namespaces=["default"]):
         memcacheds.create("warming", size=2)
         memcacheds.wait_converged(["warming"])
         obj = memcacheds.get("warming")
         assert obj is not None
-        available = harness.condition(obj, "Available")
+        available = condition(obj, "Available")
         assert available is not None and available["status"] == "False"
         deployment = memcacheds.deployment("warming")
         assert deployment is not None
@@ -355,14 +350,12 @@ def test_available_follows_the_deployments_available_replicas(bare_plane: envtes
 
         def available_now() -> bool:
             obj = memcacheds.get("warming") or {}
-            conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
-            return (obj.get("status") or {}).get("availableReplicas") == 2 and conditions.get("Available") == "True"
+            available = condition(obj, "Available") or {}
+            return (obj.get("status") or {}).get("availableReplicas") == 2 and available.get("status") == "True"
 
         wait_for(available_now, timeout=30, interval=0.1, message="Available=True with availableReplicas=2")
         obj = memcacheds.get("warming")
         assert obj is not None
-        progressing = harness.condition(obj, "Progressing")
+        progressing = condition(obj, "Progressing")
         assert progressing is not None and progressing["status"] == "False"
-    finally:
-        operator.stop()
-        admin.close()
+    admin.close()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import okt
-
-from .. import harness
+from okt.testing import RunningOperator
+from samples.memcached.tests import harness
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ def test_the_readme_operator_uses_only_okts_public_names() -> None:
 
 
 def test_the_readme_operator_converges_a_memcached(
-    run_operator: Callable[..., harness.RunningOperator], memcacheds: harness.Memcacheds, monkeypatch: Any
+    run_operator: Callable[..., RunningOperator], memcacheds: harness.Memcacheds, monkeypatch: Any
 ) -> None:
     monkeypatch.syspath_prepend(str(SAMPLE))  # ``from memcached_operator...`` as the README's project has it
     namespace: dict[str, Any] = {"__name__": "readme_operator"}

@@ -17,11 +17,10 @@ from typing import Any, ClassVar
 import pytest
 
 import okt
-from benchmarks import audit
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import envtest, wait_for
+from okt.testing import audit, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -115,7 +114,7 @@ def test_no_write_of_the_old_leader_reaches_the_server_after_the_new_leaders_fir
     time.sleep(audit.FLUSH_LAG)
     log.refresh()
     new_writes = [r for r in log.requests(NEW.name) if r.is_write and r.resource != "leases"]
-    first_new_write = min(r.at for r in new_writes)
+    first_new_write = min(r.received for r in new_writes)
     late = [r for r in log.requests(OLD.name, start=first_new_write) if r.is_write]
     assert late == []
     assert old_client.stats.writes() > 0  # it did write while it led (the lease, at least)

@@ -10,13 +10,13 @@ The data comes from three instruments, none of them okt's own bookkeeping:
 * a :class:`Snapshot` of one namespace read from the API server (the custom resources, every object of the child
   kinds, the inventory ConfigMap) — what a user would see with ``kubectl get``; judged here;
 * the operator's JSON log lines — to spot crashes and to count reconciles of one object; judged in
-  :mod:`benchmarks.chaos.operator_log`;
+  :mod:`tests.reliability.operator_log`;
 * the kube-apiserver's audit log — who wrote what, and when, attributed by the server to the authenticated user;
-  judged in :mod:`benchmarks.chaos.audit_log`.
+  judged in :mod:`tests.reliability.audit_log`.
 
 Guarantees: every check returns a :class:`Check` whose ``problems`` name the objects concerned (never only a count);
 a check never raises on odd input (a malformed object is a problem, not an exception); checks do not talk to the
-cluster — only :meth:`Snapshot.take` and :func:`benchmarks.chaos.audit_log.read_audit` read anything.
+cluster — only :meth:`Snapshot.take` and :class:`okt.testing.AuditLog` read anything.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import condition
 
 CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
 SERVICE = kinds.BUILTIN[("v1", "Service")]
@@ -81,16 +82,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("name") or "")
-
-
-def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    """The condition ``type_`` of ``status.conditions``, or None."""
-    status = obj.get("status")
-    items = status.get("conditions") if isinstance(status, Mapping) else None
-    for item in items if isinstance(items, list) else ():
-        if isinstance(item, Mapping) and item.get("type") == type_:
-            return item
-    return None
 
 
 def controller_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:

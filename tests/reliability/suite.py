@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import structlog
 
-from benchmarks.chaos import cleanup, disruptions, fuzz, outcome, profiles, testbed
 from okt.runtime import logs
+from tests.reliability import cleanup, disruptions, fuzz, outcome, profiles, testbed
 
 SCENARIOS = ("kill", "restart", "faults", "fuzz", "deletions", "failover")
 

@@ -7,21 +7,21 @@ between them, the leader — then judges that everything converged with nothing 
 
 from __future__ import annotations
 
-import pathlib
 import random
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.chaos import audit_log, checks, operator_log, outcome, profiles, testbed, workload
 from okt.runtime import leader
-from okt.testing import waiting
+from okt.testing import audit, process, waiting
+from tests.reliability import audit_log, checks, operator_log, outcome, profiles, testbed, workload
 
 LEASE_DURATION = 15.0
 RETRY_PERIOD = 2.0
 TAKEOVER_LIMIT = LEASE_DURATION + 2 * RETRY_PERIOD * leader.JITTER + 2.0
 """The lease time, plus up to two jittered retry periods (one to see the last renewal, one to take the lease), plus
 two seconds of slack for a loaded machine."""
+REPLICAS = ("replica-a", "replica-b")
 
 
 # -- kill -9 -----------------------------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         batches = _split(names, sizes.kills + 1)
         workload.create_all(lab, namespace, {n: {"size": want[n]} for n in batches[0]})
         created = list(batches[0])
-        operators: list[testbed.OperatorProcess] = []
+        operators: list[process.OperatorProcess] = []
         modes = {"starting": 0, "working": 0}
         resized = in_flight = 0
         deleted: list[str] = []
@@ -55,7 +55,7 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
             resized += workload.resize(lab, namespace, live, rng, want)
             deleted += workload.delete_some(lab, namespace, live, rng, want)
             time.sleep(rng.uniform(0.0, 1.5 if mode == "starting" else 0.4))
-            if operator.kill9():
+            if operator.kill():
                 modes[mode] += 1
             in_flight += len(checks.not_converged(lab.snapshot(namespace), [n for n in created if n not in deleted]))
         restarted = time.monotonic()
@@ -220,7 +220,7 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
 
     def run() -> tuple[list[checks.Check], dict[str, Any]]:
         namespace = lab.namespace("failover")
-        audit_offset = _size(lab.plane.audit_log_path)
+        written = audit.AuditLog.from_end(lab.plane.audit_log_path, [lab.users[r].name for r in REPLICAS])
         first = [f"l{i:04d}" for i in range(sizes.failover_crs)]
         second = [f"t{i:04d}" for i in range(max(1, sizes.failover_crs // 2))]
         want = {name: rng.randint(1, 5) for name in first + second}
@@ -228,7 +228,7 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
             role: lab.operator(
                 f"failover-{role}", namespace, role=role, args=["--leader-elect", "--lease-namespace", namespace]
             )
-            for role in ("replica-a", "replica-b")
+            for role in REPLICAS
         }
         for replica in replicas.values():
             replica.wait_ready()
@@ -244,7 +244,7 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
         workload.create_all(lab, namespace, {n: {"size": want[n]} for n in first})
         before, _ = workload.settle(lab, namespace, first, sizes.timeout(len(first)))
         killed_at = time.time()
-        replicas[leader_role].kill9()
+        replicas[leader_role].kill()
         workload.create_all(lab, namespace, {n: {"size": want[n]} for n in second})
         resized = workload.resize(lab, namespace, first, rng, want)
         standby = replicas[standby_role]
@@ -254,8 +254,8 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
         took_over_at = operator_log.first_event(standby.records(), "became leader")
         snapshot, _ = workload.settle(lab, namespace, first + second, sizes.timeout(len(first + second)))
         status = standby.stop()
-        time.sleep(3.0)  # the API server flushes its audit log every second
-        requests, _ = audit_log.read_audit(lab.plane.audit_log_path, [leader_user, standby_user], audit_offset)
+        written.settle()  # the API server writes its audit log in batches
+        requests = written.requests()
         takeover = None if took_over_at is None else took_over_at - killed_at
         windows = audit_log.write_windows(requests)
         leader_writes = windows[leader_user].writes if leader_user in windows else 0
@@ -290,10 +290,3 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
         return found, figures
 
     return outcome.scenario("failover", "leader failover under kill -9", run)
-
-
-def _size(path: pathlib.Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

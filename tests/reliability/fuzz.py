@@ -20,9 +20,9 @@ import pydantic
 from hypothesis import strategies as st
 
 import okt
-from benchmarks.chaos import checks, operator_log, outcome, profiles, testbed, workload
-from samples.memcached import harness
 from samples.memcached.memcached_operator import api, policy
+from samples.memcached.tests import harness
+from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
 
 
 def fuzz_crd() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.chaos`` (``make chaos``): the reliability suite's command line.
+"""``python -m tests.reliability`` (``make chaos``): the reliability suite's command line.
 
 Why this exists: it picks the profile and the scenarios, runs the suite, writes the JSON and the page, prints the
 summary table, and exits with status 1 when any scenario failed — so that a script or CI can rely on it.
@@ -12,12 +12,14 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from benchmarks import chaos
-from benchmarks.chaos import profiles, report, suite
+from tests import reliability
+from tests.reliability import profiles, report, suite
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.chaos", description=chaos.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.reliability", description=reliability.__doc__.splitlines()[0]
+    )
     parser.add_argument("--reduced", action="store_true", help="the sizes of the reduced suite (make test)")
     parser.add_argument(
         "--only", default=",".join(suite.SCENARIOS), help=f"comma-separated among {', '.join(suite.SCENARIOS)}"

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import okt
-from benchmarks.chaos import checks, operator_log, outcome, profiles, testbed, workload
+from okt import testing
 from okt.kube import client as kube_client
-from samples.memcached import harness
 from samples.memcached.memcached_operator import FINALIZER, MemcachedReconciler, inventory
+from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
 
 
 class CleanupLedger:
@@ -73,7 +73,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         ledger = CleanupLedger()
         ledger.fail(failing)
         client = kube_client.Client.from_kubeconfig(lab.kubeconfig("operator"))
-        running = harness.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
+        running = testing.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
         try:
             everyone = names + failing
             workload.create_all(lab, namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from benchmarks.chaos import checks, testbed
 from okt import errors
 from okt.testing import waiting
 from samples.memcached.memcached_operator import api
+from tests.reliability import checks, testbed
 
 POLL = 0.5
 """How often a wait polls, in seconds."""

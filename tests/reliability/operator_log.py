@@ -1,59 +1,27 @@
 """What the operator's own log says: unhandled exceptions, and how often one object was reconciled.
 
 Why this exists: a crash (an exception okt did not handle) and a retry loop without backoff leave their traces only
-in the operator's JSON log (``--log-format json``). These judgements read it as plain records, the way
-:mod:`benchmarks.chaos.checks` reads a snapshot, so that each one is pinned on synthetic lines by a fast test.
+in the operator's JSON log (``--log-format json``). These judgements read its records
+(:meth:`okt.testing.OperatorProcess.records`) the way
+:mod:`tests.reliability.checks` reads a snapshot, so that each one is pinned on synthetic lines by a fast test.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchmarks.chaos import checks
+from okt.testing import audit
+from tests.reliability import checks
 
 CRASH_EVENTS = frozenset({"reconcile raised", "informer error, relisting", "event handler failed"})
 """Log events okt writes when an exception escaped the code that should have handled it."""
 
 
-def parse_log(text: str) -> list[dict[str, Any]]:
-    """The JSON records of an operator's log (``--log-format json``); other lines become ``{"raw": line}``."""
-    records: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        records.append(record if isinstance(record, dict) else {"raw": line})
-    return records
-
-
 def log_time(record: Mapping[str, Any]) -> float | None:
     """The wall-clock time of a log record (its ISO ``timestamp``), or None."""
-    return parse_time(record.get("timestamp"))
-
-
-def parse_time(value: object) -> float | None:
-    """An RFC 3339 timestamp (``...Z``, any sub-second precision) as seconds since the epoch, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    head, dot, rest = text.partition(".")
-    if dot:
-        digits = "".join(c for c in rest if c.isdigit())
-        zone = rest[len(digits) :]
-        text = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
+    return audit.parse_time(record.get("timestamp"))
 
 
 def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -1,0 +1,397 @@
+"""A client that keeps objects in memory: unit tests of a reconciler with no cluster at all.
+
+Why this exists: a reconcile is a function of what the API server holds, and most of its rules — which children,
+which status, which error for which failure — can be pinned in milliseconds without one. :class:`FakeClient` is an
+:class:`okt.kube.client.Client` (so ``okt.reconcile`` and your hooks take it as they are) that answers the verbs a
+reconcile sends from a dict, the way the API server would, and counts them in :attr:`~FakeClient.stats` as the real
+client does. It plays the part httpx's ``MockTransport`` plays for HTTP code.
+
+Example::
+
+    from okt.testing import FakeClient, condition
+
+    fake = FakeClient(kinds=[MEMCACHED])
+    fake.put({"apiVersion": ..., "kind": "Memcached", "metadata": {"name": "cache", "namespace": "ns"}, ...})
+
+    run = okt.reconcile(MemcachedReconciler(), fake, None, "ns", "cache")
+
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    assert fake.stored(kinds.CONFIG_MAP, "cache-config", "ns") is not None
+    assert condition(fake.stored(MEMCACHED, "cache", "ns"), "Ready")["status"] == "True"
+    fake.fail("apply", "deployments", errors.ApiError.from_status(409, "Conflict", "stale"))  # the next one fails
+
+What it does as the API server does:
+
+* objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
+  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation``; ``uid`` and
+  ``creationTimestamp`` are set on create;
+* 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
+  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch or update,
+  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails;
+* every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
+  nothing else, a create drops the status it is given;
+* merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
+  and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` and the object goes when its
+  last finalizer is removed; a deleted object's dependents (by ``ownerReferences`` uid) go with it unless
+  ``propagation="Orphan"``.
+
+Limits, on purpose:
+
+* server-side apply is approximated: the applied object is merged into the stored one, and fields the same field
+  manager applied before and no longer applies are removed — but lists are atomic (replaced whole, never merged by
+  key such as a container's name or a condition's type), conflicts between managers are never reported (as if
+  ``force=True``), and ``managedFields`` are not kept;
+* strategic merge patches are treated as merge patches (lists replaced whole);
+* no schema, no defaulting, no validation, no admission; no watch (:meth:`~FakeClient.watch` raises): run an
+  operator under its manager on a real control plane (:class:`okt.testing.RunningOperator`) to test the runtime;
+* :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
+  :meth:`~FakeClient.put`; any other kind is a 404, as discovery would answer.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import datetime
+import itertools
+import secrets
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NoReturn
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds as kinds_mod
+from okt.testing import patching
+
+_Key = tuple[str, str, str, str]
+
+
+class FakeClient(kube_client.Client):
+    """An in-memory :class:`okt.kube.client.Client` (see the module documentation for what it does and does not).
+
+    Args:
+        kinds: kinds it serves besides Kubernetes' built-in ones (your custom resources).
+        objects: objects stored up front, as :meth:`put` stores them.
+    """
+
+    def __init__(self, *, kinds: Iterable[kinds_mod.Kind] = (), objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        # No kubeconfig and no HTTP session: the base class's constructor is not called on purpose, every verb is
+        # answered here.
+        self.stats = kube_client.RequestStats()
+        self.default_namespace = "default"
+        self.rate_limit = None
+        self._lock = threading.RLock()
+        self._served: dict[tuple[str, str], kinds_mod.Kind] = dict(kinds_mod.BUILTIN)
+        self._objects: dict[_Key, dict[str, Any]] = {}
+        self._applied: dict[tuple[_Key, str, str], dict[str, Any]] = {}
+        self._version = itertools.count(1000)
+        self._failures: list[list[Any]] = []
+        for kind in kinds:
+            self.serve(kind)
+        for obj in objects:
+            self.put(obj)
+
+    # -- what a test does --------------------------------------------------------------------------------------------
+
+    def serve(self, kind: kinds_mod.Kind) -> None:
+        """Serve ``kind`` from now on (what installing its CRD does)."""
+        with self._lock:
+            self._served[(kind.api_version, kind.kind)] = kind
+
+    def put(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
+        """Store ``obj`` as given, status included (create or replace, not counted in :attr:`stats`); returns it as
+        stored. ``kind`` is served from now on; without it, the object's kind must be served already."""
+        if kind is not None:
+            self.serve(kind)
+        with self._lock:
+            stored = copy.deepcopy(dict(obj))
+            meta = stored.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", _now())
+            meta.setdefault("generation", 1)
+            meta["resourceVersion"] = self._next_version()
+            self._objects[self._key_of(stored)] = stored
+            return copy.deepcopy(stored)
+
+    def stored(self, kind: kinds_mod.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object as stored (a copy), or None — for assertions: not counted in :attr:`stats`."""
+        with self._lock:
+            found = self._objects.get(_key(kind, name, namespace))
+            return copy.deepcopy(found) if found is not None else None
+
+    def objects(self, kind: kinds_mod.Kind | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Every stored object (of ``kind``, in ``namespace``), sorted by key — not counted in :attr:`stats`."""
+        with self._lock:
+            return [
+                copy.deepcopy(obj)
+                for key, obj in sorted(self._objects.items())
+                if (kind is None or key[:2] == (kind.api_version, kind.kind))
+                and (namespace is None or key[2] == namespace)
+            ]
+
+    def fail(
+        self, verb: str, resource: str, error: errors.ApiError | Callable[[], errors.ApiError], times: int = 1
+    ) -> None:
+        """Make the next ``times`` requests of ``verb`` on ``resource`` raise ``error`` (counted, nothing changed).
+
+        ``verb`` and ``resource`` are spelled as in :attr:`stats`: ``("apply", "deployments")``,
+        ``("patch", "memcacheds/status")``, ``("get", "configmaps")``.
+        """
+        with self._lock:
+            self._failures.append([verb, resource, error, times])
+
+    # -- the client's surface ----------------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> NoReturn:
+        raise NotImplementedError(f"FakeClient sends no HTTP request ({method} {path}): use a verb method")
+
+    def resolve(self, api_version: str, kind: str) -> kinds_mod.Kind:
+        with self._lock:
+            found = self._served.get((api_version, kind))
+        if found is None:
+            raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+        return found
+
+    def get(
+        self, kind: kinds_mod.Kind, name: str, namespace: str | None = None, subresource: str | None = None
+    ) -> dict[str, Any]:
+        with self._lock:
+            self._count("get", _label(kind, subresource))
+            return copy.deepcopy(self._existing(kind, name, namespace))
+
+    def list_pages(
+        self,
+        kind: kinds_mod.Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+    ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
+        with self._lock:
+            self._count("list", kind.plural)
+            wanted = patching.label_selector(label_selector)
+            items = [
+                obj
+                for obj in self.objects(kind, namespace if kind.namespaced else None)
+                if wanted((obj.get("metadata") or {}).get("labels") or {})
+            ]
+            version = str(next(self._version))
+        yield items, version
+
+    def watch(self, kind: kinds_mod.Kind, namespace: str | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError("FakeClient does not watch: run the operator on a control plane to test the runtime")
+
+    def create(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
+        kind = kind or self.kind_of(obj)
+        with self._lock:
+            self._count("create", kind.plural)
+            body = copy.deepcopy(dict(obj))
+            body.pop("status", None)
+            meta = body.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+            if kind.namespaced and not meta.get("namespace"):
+                raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
+            key = _key(kind, meta.get("name", ""), meta.get("namespace"))
+            if key in self._objects:
+                raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
+            for field in ("resourceVersion", "uid", "deletionTimestamp"):
+                meta.pop(field, None)
+            body.setdefault("apiVersion", kind.api_version)
+            body.setdefault("kind", kind.kind)
+            return self.put(body)
+
+    def patch(
+        self,
+        kind: kinds_mod.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        with self._lock:
+            self._count("patch", _label(kind, subresource))
+            live = self._existing(kind, name, namespace)
+            if patch_type == "json":
+                changed = patching.json_patch(live, patch)
+            elif patch_type in ("merge", "strategic"):
+                _check_version(live, patch)
+                changed = patching.merge_patch(live, patch)
+            else:
+                raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
+            return self._write(live, changed, subresource)
+
+    def apply(
+        self,
+        obj: Mapping[str, Any],
+        kind: kinds_mod.Kind | None = None,
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        kind = kind or self.kind_of(obj)
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self._count("apply", _label(kind, subresource))
+            key = _key(kind, meta["name"], meta.get("namespace"))
+            live = self._objects.get(key)
+            if live is None and subresource is not None:
+                raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
+            body = copy.deepcopy(dict(obj))
+            previous = self._applied.get((key, field_manager, subresource or ""), {})
+            if live is None:
+                self._applied[(key, field_manager, "")] = body
+                created = {k: v for k, v in body.items() if k != "status"}
+                return self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
+            changed = patching.merge_patch(live, patching.dropped(previous, body))
+            changed = patching.merge_patch(changed, body)
+            self._applied[(key, field_manager, subresource or "")] = body
+            return self._write(live, changed, subresource)
+
+    def replace(self, kind: kinds_mod.Kind, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self._count("update", _label(kind, subresource))
+            live = self._existing(kind, meta["name"], meta.get("namespace"))
+            _check_version(live, obj)
+            return self._write(live, copy.deepcopy(dict(obj)), subresource)
+
+    def delete(
+        self,
+        kind: kinds_mod.Kind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Background",
+        uid: str | None = None,
+    ) -> bool:
+        with self._lock:
+            self._count("delete", kind.plural)
+            key = _key(kind, name, namespace)
+            live = self._objects.get(key)
+            if live is None:
+                return False
+            meta = live["metadata"]
+            if uid is not None and meta.get("uid") != uid:
+                raise _error(409, "Conflict", f"precondition failed: uid {uid}, the object's is {meta.get('uid')}")
+            if meta.get("finalizers"):
+                if not meta.get("deletionTimestamp"):
+                    meta["deletionTimestamp"] = _now()
+                    meta["deletionGracePeriodSeconds"] = 0
+                    meta["resourceVersion"] = self._next_version()
+                return True
+            self._remove(key, orphan=propagation == "Orphan")
+            return True
+
+    def server_version(self) -> str:
+        return "v0.0.0-fake"
+
+    def close(self) -> None:
+        return None
+
+    # -- the store ---------------------------------------------------------------------------------------------------
+
+    def _count(self, verb: str, resource: str) -> None:
+        self.stats.record(verb, resource)
+        for failure in self._failures:
+            if failure[:2] == [verb, resource] and failure[3] > 0:
+                failure[3] -= 1
+                error = failure[2]
+                raise error() if callable(error) else error
+
+    def _existing(self, kind: kinds_mod.Kind, name: str, namespace: str | None) -> dict[str, Any]:
+        if (kind.api_version, kind.kind) not in self._served:
+            raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")
+        found = self._objects.get(_key(kind, name, namespace))
+        if found is None:
+            raise _error(404, "NotFound", f'{kind.plural} "{name}" not found')
+        return found
+
+    def _key_of(self, obj: Mapping[str, Any]) -> _Key:
+        kind = self.kind_of(obj)
+        meta = obj.get("metadata") or {}
+        return _key(kind, str(meta.get("name", "")), meta.get("namespace"))
+
+    def _next_version(self) -> str:
+        return str(next(self._version))
+
+    def _write(self, live: dict[str, Any], changed: dict[str, Any], subresource: str | None) -> dict[str, Any]:
+        """Store ``changed`` in place of ``live`` as the server would: status only through the subresource, the
+        identity kept, the generation bumped on a change of the rest, nothing written when nothing changed."""
+        if subresource == "status":
+            new = {**copy.deepcopy(live), "status": changed.get("status")}
+            if new["status"] is None:
+                del new["status"]
+        else:
+            new = {k: v for k, v in changed.items() if k != "status"}
+            if "status" in live:
+                new["status"] = copy.deepcopy(live["status"])
+            meta = new.setdefault("metadata", {})
+            for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation"):
+                if field in live["metadata"]:
+                    meta[field] = live["metadata"][field]
+                else:
+                    meta.pop(field, None)
+            if _spec_of(new) != _spec_of(live):
+                meta["generation"] = int(live["metadata"].get("generation") or 0) + 1
+        new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
+        if new == live:
+            return copy.deepcopy(live)
+        new["metadata"]["resourceVersion"] = self._next_version()
+        key = self._key_of(live)
+        self._objects[key] = new
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            self._remove(key, orphan=False)
+        return copy.deepcopy(new)
+
+    def _remove(self, key: _Key, *, orphan: bool) -> None:
+        gone = self._objects.pop(key)
+        for applied in [k for k in self._applied if k[0] == key]:
+            del self._applied[applied]
+        if orphan:
+            return
+        uid = gone["metadata"].get("uid")
+        for other_key, other in builtins.list(self._objects.items()):
+            refs = (other.get("metadata") or {}).get("ownerReferences") or ()
+            if other_key in self._objects and any(ref.get("uid") == uid for ref in refs):
+                self._remove(other_key, orphan=False)
+
+
+# -- the API server's rules, as functions --------------------------------------------------------------------------
+
+
+def _key(kind: kinds_mod.Kind, name: str, namespace: str | None) -> _Key:
+    return (kind.api_version, kind.kind, (namespace or "") if kind.namespaced else "", name)
+
+
+def _label(kind: kinds_mod.Kind, subresource: str | None) -> str:
+    return f"{kind.plural}/{subresource}" if subresource else kind.plural
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _error(status: int, reason: str, message: str) -> errors.ApiError:
+    return errors.ApiError.from_status(status, reason, message)
+
+
+def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _check_version(live: Mapping[str, Any], body: Any) -> None:
+    """A body naming a ``metadata.resourceVersion`` other than the stored one is a conflict (optimistic locking)."""
+    wanted = ((body or {}).get("metadata") or {}).get("resourceVersion") if isinstance(body, Mapping) else None
+    if wanted and wanted != live["metadata"].get("resourceVersion"):
+        raise _error(
+            409,
+            "Conflict",
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )

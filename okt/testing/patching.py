@@ -1,0 +1,144 @@
+"""How the API server changes an object: merge patches, JSON patches, an apply's dropped fields, label selectors.
+
+Why this exists: :class:`okt.testing.FakeClient` must answer a write the way the API server would, and these rules
+are pure functions over plain dicts — pinned on their own by unit tests, and small enough to read against the RFCs.
+
+Guarantees: no function mutates its arguments; a failed JSON patch ``test`` (or a path that does not exist) raises
+:class:`okt.errors.Invalid`, as the API server answers 422.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from okt import errors
+
+_ABSENT = object()
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key, ``null`` deletes a key, anything else (lists included) replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(dict(target)) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def dropped(previous: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch deleting what ``previous`` set and ``current`` no longer does: what one field manager's apply
+    removes (lists are atomic: a list still applied is replaced whole, not merged)."""
+    patch: dict[str, Any] = {}
+    for key, value in previous.items():
+        if key not in current:
+            patch[key] = None
+        elif isinstance(value, Mapping) and isinstance(current[key], Mapping):
+            nested = dropped(value, current[key])
+            if nested:
+                patch[key] = nested
+    return patch
+
+
+def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """RFC 6902's ``test``, ``add``, ``remove`` and ``replace``, applied in order to a copy of ``target``.
+
+    Raises:
+        okt.errors.Invalid: a ``test`` failed, or a path does not exist (the API server's 422).
+        okt.errors.BadRequest: another operation (``move``, ``copy``).
+    """
+    doc: dict[str, Any] = copy.deepcopy(dict(target))
+    for op in operations:
+        kind, path = str(op.get("op")), str(op.get("path"))
+        container, last = _parent(doc, path, kind)
+        if isinstance(container, list):
+            index = len(container) if last == "-" else _index(last, path, kind)
+            current = container[index] if index < len(container) else _ABSENT
+        else:
+            current = container.get(last, _ABSENT)
+        if kind == "test":
+            if current is _ABSENT or current != op.get("value"):
+                found = None if current is _ABSENT else current
+                raise _invalid(f"the test of {path} failed: it holds {found!r}, not {op.get('value')!r}")
+        elif kind == "add":
+            value = copy.deepcopy(op.get("value"))
+            if isinstance(container, list):
+                container.insert(index, value)
+            else:
+                container[last] = value
+        elif kind in ("remove", "replace"):
+            if current is _ABSENT:
+                raise _invalid(f"{kind} {path}: the path does not exist")
+            if isinstance(container, list):
+                if kind == "remove":
+                    del container[index]
+                else:
+                    container[index] = copy.deepcopy(op.get("value"))
+            elif kind == "remove":
+                del container[last]
+            else:
+                container[last] = copy.deepcopy(op.get("value"))
+        else:
+            raise errors.ApiError.from_status(400, "BadRequest", f"unsupported JSON patch operation {kind!r}")
+    return doc
+
+
+def _parent(doc: dict[str, Any], path: str, op: str) -> tuple[dict[str, Any] | list[Any], str]:
+    """The container a JSON pointer's last token is in, and that token (``~1`` and ``~0`` unescaped)."""
+    *parents, last = [token.replace("~1", "/").replace("~0", "~") for token in path.split("/")[1:]]
+    container: Any = doc
+    try:
+        for token in parents:
+            container = container[int(token)] if isinstance(container, list) else container[token]
+    except (KeyError, IndexError, ValueError, TypeError) as exc:
+        raise _invalid(f"{op} {path}: the path does not exist") from exc
+    if not isinstance(container, dict | list):
+        raise _invalid(f"{op} {path}: the path does not exist")
+    return container, last
+
+
+def _index(token: str, path: str, op: str) -> int:
+    try:
+        return int(token)
+    except ValueError as exc:
+        raise _invalid(f"{op} {path}: {token!r} is not a list index") from exc
+
+
+def _invalid(message: str) -> errors.ApiError:
+    return errors.ApiError.from_status(422, "Invalid", message)
+
+
+def label_selector(expression: str | None) -> Callable[[Mapping[str, str]], bool]:
+    """A predicate over labels for a selector of comma-joined terms: ``a=b`` (or ``a==b``), ``a!=b``, ``a`` (the
+    label exists), ``!a`` (it does not). Set-based terms (``a in (b, c)``) are not supported."""
+    terms: list[tuple[str, str, str]] = []
+    for raw in (expression or "").split(","):
+        term = raw.strip()
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            terms.append(("!=", key.strip(), value.strip()))
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            terms.append(("=", key.strip(), value.strip()))
+        elif term.startswith("!"):
+            terms.append(("!", term[1:].strip(), ""))
+        elif term:
+            terms.append(("", term, ""))
+
+    def matches(labels: Mapping[str, str]) -> bool:
+        for op, key, value in terms:
+            if (
+                (op == "=" and labels.get(key) != value)
+                or (op == "!=" and labels.get(key) == value)
+                or (op == "!" and key in labels)
+                or (op == "" and key not in labels)
+            ):
+                return False
+        return True
+
+    return matches

@@ -1,0 +1,98 @@
+"""An operator running in the test's own process: okt's Manager, started until synced, stopped cleanly.
+
+Why this exists: most tests of an operator want it running while they act as a user — create an object, wait for its
+children — and gone afterwards, without a subprocess to start. :class:`RunningOperator` is
+:class:`okt.runtime.manager.Manager` (the one ``okt run`` uses) with what a test needs around it: start and return
+once the workers run, stop gracefully at the end of a ``with`` block, and say so when the shutdown did not finish.
+
+Example::
+
+    from okt.testing import RunningOperator
+
+    with RunningOperator.start(kube, MemcachedReconciler, namespaces=[namespace]):
+        kube.create(memcached, kind)
+        wait_for(lambda: kube.get_or_none(kinds.CONFIG_MAP, "cache-config", namespace))
+
+Guarantees: :meth:`RunningOperator.start` returns only once the caches are synced and the workers run (with leader
+election: once this replica leads); if that does not happen in time, the manager is stopped before
+:class:`okt.testing.WaitTimeout` is raised. :meth:`RunningOperator.stop` is idempotent.
+
+Caveats: no probe or metrics server by default (``metrics_bind="0"``), and the test process's SIGTERM and SIGINT are
+left alone — use :class:`okt.testing.OperatorProcess` to test those. The manager's defaults apply otherwise,
+including its memory tuning (``tune_memory=False`` to leave the test process's malloc settings alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from okt.kube import client as kube_client
+from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import manager as manager_mod
+from okt.testing import waiting
+
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+class RunningOperator:
+    """A started :class:`okt.runtime.manager.Manager`; a context manager that stops it on exit."""
+
+    def __init__(self, manager: manager_mod.Manager) -> None:
+        self.manager = manager
+
+    @classmethod
+    def start(
+        cls,
+        client: kube_client.Client,
+        reconcilers: type[reconciler_mod.Reconciler] | Sequence[type[reconciler_mod.Reconciler]],
+        *,
+        namespaces: Sequence[str] | None = None,
+        max_concurrent: int = 4,
+        metrics_bind: str = "0",
+        timeout: float = START_TIMEOUT,
+        **options: Any,
+    ) -> RunningOperator:
+        """Start a manager running ``reconcilers`` and return once its workers run.
+
+        Args:
+            client: the client the operator uses (give it one of its own to count its requests apart).
+            reconcilers: one :class:`okt.Reconciler` subclass, or several.
+            namespaces: the namespaces to watch (all when None).
+            max_concurrent: workers per controller.
+            metrics_bind: the probe and metrics server's address (``"0"``: none).
+            timeout: how long to wait for the caches to sync, in seconds.
+            options: any other :class:`~okt.runtime.manager.Manager` argument (``grace_period``, ``reconcile``...).
+
+        Raises:
+            okt.testing.WaitTimeout: the workers did not start in time (the manager is stopped).
+            okt.errors.ApiError: a reconciler's kind cannot be resolved.
+        """
+        chosen = [reconcilers] if isinstance(reconcilers, type) else list(reconcilers)
+        manager = manager_mod.Manager(
+            client, chosen, namespaces=namespaces, max_concurrent=max_concurrent, metrics_bind=metrics_bind, **options
+        )
+        manager.start()
+        try:
+            waiting.wait_for(lambda: manager.working, timeout=timeout, message="the operator's caches to sync")
+        except BaseException:
+            manager.stop()
+            manager.join(STOP_TIMEOUT)
+            raise
+        return cls(manager)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> bool:
+        """Shut down gracefully (in-flight reconciles finish); False when it took longer than ``timeout`` seconds."""
+        self.manager.stop()
+        return self.manager.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if not self.stop() and exc_type is None:
+            raise waiting.WaitTimeout(f"the operator did not stop within {STOP_TIMEOUT:.0f}s")

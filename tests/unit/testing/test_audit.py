@@ -1,0 +1,155 @@
+"""okt.testing.AuditLog: requests per user from the kube-apiserver's audit log, read incrementally, counted once."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from okt.testing import audit
+
+
+def event(
+    audit_id: str, stage: str, user: str, verb: str, code: int | None, at: str, sub: str = "", received: str = ""
+) -> bytes:
+    """One audit event as the API server writes it (one JSON line)."""
+    body: dict[str, Any] = {
+        "auditID": audit_id,
+        "stage": stage,
+        "verb": verb,
+        "user": {"username": user, "groups": ["system:masters"]},
+        "objectRef": {
+            "resource": "memcacheds",
+            "namespace": "ns",
+            "name": audit_id,
+            **({"subresource": sub} if sub else {}),
+        },
+        "requestReceivedTimestamp": received or at,
+        "stageTimestamp": at,
+    }
+    if code is not None:
+        body["responseStatus"] = {"code": code}
+    return (json.dumps(body, separators=(",", ":")) + "\n").encode()
+
+
+def at(second: float) -> str:
+    return f"2026-01-01T00:00:{second:09.6f}Z"
+
+
+def test_each_request_is_counted_once_for_its_own_user(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(
+        event("a", "RequestReceived", "okt", "patch", None, at(1), "status")
+        + event("a", "ResponseComplete", "okt", "patch", 200, at(1), "status")
+        + event("b", "RequestReceived", "okt", "get", None, at(2))
+        + event("b", "ResponseComplete", "okt", "get", 404, at(2))
+        + event("c", "ResponseComplete", "kopf", "create", 201, at(3))
+        + event("d", "ResponseComplete", "someone-else", "create", 201, at(4))
+    )
+    reader = audit.AuditLog(log, ["okt", "kopf"])
+    reader.refresh()
+
+    counts = reader.counts("okt")
+    assert counts.by_verb == {"get": 1, "patch": 1}
+    assert (counts.writes, counts.reads, counts.failed) == (1, 1, 1)
+    assert counts.writes_by_resource == {"patch memcacheds/status": 1}
+    assert reader.counts("kopf").writes == 1
+    assert reader.requests("someone-else") == []
+    assert [r.user for r in reader.requests()] == ["okt", "okt", "kopf"]
+
+
+def test_the_stages_of_a_request_merge_into_its_times_and_last_code(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(
+        event("1", "RequestReceived", "a", "create", None, at(0), received=at(0))
+        + event("1", "ResponseComplete", "a", "create", 201, at(1), received=at(0))
+        + event("2", "ResponseComplete", "b", "patch", 409, at(2))
+    )
+    reader = audit.AuditLog(log, ["a", "b"])
+    reader.refresh()
+
+    first, second = reader.requests()
+    assert (first.user, first.verb, first.code, first.is_write, first.succeeded) == ("a", "create", 201, True, True)
+    assert first.completed - first.received == pytest.approx(1.0)
+    assert (second.code, second.succeeded) == (409, False)
+
+
+def test_settling_waits_until_the_log_was_written_past_the_moment_asked(tmp_path: pathlib.Path) -> None:
+    """A lagging audit log is waited for: settle returns once an event (anyone's) staged after ``until`` is in the
+    file, and gives up after its timeout when none comes."""
+    log = tmp_path / "audit.log"
+    log.write_bytes(event("a", "ResponseComplete", "someone-else", "get", 200, at(1)))
+    reader = audit.AuditLog(log, ["okt"])
+    until = audit.parse_time("2026-01-01T00:00:05Z")
+    assert until is not None
+    started = time.monotonic()
+    reader.settle(until, timeout=0.5)
+    assert time.monotonic() - started >= 0.5  # nothing after ``until`` yet: waited the whole timeout
+    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:01Z")
+
+    late = event("b", "ResponseComplete", "okt", "create", 201, at(4))
+    later = event("c", "ResponseComplete", "someone-else", "get", 200, at(6))
+    threading.Timer(0.3, lambda: log.write_bytes(log.read_bytes() + late + later)).start()
+    reader.settle(until, timeout=30)
+    assert reader.written_up_to == audit.parse_time("2026-01-01T00:00:06Z")
+    assert reader.counts("okt").writes == 1
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [(0.0, float("inf"), 2), (audit.parse_time("2026-01-01T00:00:02Z"), float("inf"), 1), (0.0, 1.0, 0)],
+)
+def test_counts_are_taken_in_a_time_window(tmp_path: pathlib.Path, start: float, end: float, expected: int) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(
+        event("a", "ResponseComplete", "u", "create", 201, at(1))
+        + event("b", "ResponseComplete", "u", "create", 201, at(3))
+    )
+    reader = audit.AuditLog(log, ["u"])
+    reader.refresh()
+    assert reader.counts("u", start, end).writes == expected
+
+
+def test_a_partial_last_line_waits_for_the_next_read(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    line = event("a", "ResponseComplete", "u", "create", 201, at(1))
+    log.write_bytes(line[:40])
+    reader = audit.AuditLog(log, ["u"])
+    reader.refresh()
+    assert reader.requests("u") == []
+    log.write_bytes(line)
+    reader.refresh()
+    assert len(reader.requests("u")) == 1
+
+
+def test_a_reader_from_the_end_sees_only_what_comes_after_and_skips_a_cut_first_line(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_bytes(event("old", "ResponseComplete", "u", "create", 201, at(1)))
+    reader = audit.AuditLog.from_end(log, ["u"])
+    cut = audit.AuditLog(log, ["u"], offset=10)
+    log.write_bytes(log.read_bytes() + event("new", "ResponseComplete", "u", "patch", 200, at(2)))
+
+    reader.refresh()
+    cut.refresh()
+
+    assert [r.name for r in reader.requests()] == ["new"]
+    assert [r.name for r in cut.requests()] == ["new"]
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("2026-01-01T00:00:00Z", 1767225600.0),
+        ("2026-01-01T00:00:00.5Z", 1767225600.5),
+        ("2026-01-01T00:00:00.123456789Z", 1767225600.123456),
+        ("not a time", None),
+        (None, None),
+    ],
+)
+def test_timestamps_are_read_to_the_microsecond(value: Any, seconds: float | None) -> None:
+    parsed = audit.parse_time(value)
+    assert parsed == pytest.approx(seconds) if seconds is not None else parsed is None

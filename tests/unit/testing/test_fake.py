@@ -1,0 +1,319 @@
+"""okt.testing.FakeClient: whole reconciles of a small reconciler in memory, and the API server's rules it keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pydantic
+import pytest
+
+import okt
+from okt import errors
+from okt.kube import kinds
+from okt.testing import FakeClient, condition
+
+GADGET = kinds.Kind("toys.example.com/v1", "Gadget", "gadgets")
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+
+
+class GadgetSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1, le=10)
+
+
+class GadgetConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-config
+  namespace: {{ namespace }}
+data:
+  size: "{{ cr.spec.size }}"
+"""
+
+
+class GadgetReconciler(okt.Reconciler):
+    api_version = GADGET.api_version
+    kind = GADGET.kind
+    plural = GADGET.plural
+    spec_model = GadgetSpec
+    owns = (GadgetConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GadgetConfig(ctx.cr)]
+
+
+class MergingGadgetReconciler(GadgetReconciler):
+    apply_strategy = "merge"
+
+
+class CleaningGadgetReconciler(GadgetReconciler):
+    finalizer = "toys.example.com/cleanup"
+    cleaned: ClassVar[list[str]] = []
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        type(self).cleaned.append(ctx.cr.name)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeClient]:
+    client = FakeClient(kinds=[GADGET])
+    yield client
+    client.close()
+
+
+def gadget(name: str = "g", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": GADGET.api_version,
+        "kind": GADGET.kind,
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": spec or {"size": 2},
+    }
+
+
+def reconcile(fake: FakeClient, reconciler: okt.Reconciler | None = None, name: str = "g") -> okt.Run:
+    return okt.reconcile(reconciler or GadgetReconciler(), fake, None, "ns", name)
+
+
+def ready(fake: FakeClient, name: str = "g") -> dict[str, Any]:
+    found = condition(fake.stored(GADGET, name, "ns"), "Ready")
+    assert found is not None
+    return found
+
+
+# -- whole reconciles ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reconciler", [GadgetReconciler(), MergingGadgetReconciler()], ids=["apply", "merge"])
+def test_a_first_reconcile_creates_the_child_owned_by_the_object_and_reports_ready(
+    fake: FakeClient, reconciler: okt.Reconciler
+) -> None:
+    owner = fake.put(gadget(size=3))
+
+    run = reconcile(fake, reconciler)
+
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    config = fake.stored(kinds.CONFIG_MAP, "g-config", "ns")
+    assert config is not None and config["data"] == {"size": "3"}
+    assert [ref["uid"] for ref in config["metadata"]["ownerReferences"]] == [owner["metadata"]["uid"]]
+    assert (ready(fake)["status"], ready(fake)["observedGeneration"]) == ("True", 1)
+
+
+@pytest.mark.parametrize("reconciler", [GadgetReconciler(), MergingGadgetReconciler()], ids=["apply", "merge"])
+def test_a_second_reconcile_of_a_converged_object_writes_nothing(fake: FakeClient, reconciler: okt.Reconciler) -> None:
+    fake.put(gadget())
+    reconcile(fake, reconciler)
+    before = fake.stats.snapshot()
+
+    reconcile(fake, reconciler)
+
+    assert fake.stats.writes(before) == 0
+
+
+def test_a_spec_change_raises_the_generation_and_the_next_reconcile_follows_it(fake: FakeClient) -> None:
+    fake.put(gadget(size=1))
+    reconcile(fake)
+
+    changed = fake.patch(GADGET, "g", {"spec": {"size": 4}}, "ns")
+    reconcile(fake)
+
+    assert changed["metadata"]["generation"] == 2
+    assert fake.stored(kinds.CONFIG_MAP, "g-config", "ns")["data"] == {"size": "4"}  # type: ignore[index]
+    assert ready(fake)["observedGeneration"] == 2
+
+
+def test_a_child_edited_by_someone_else_is_repaired(fake: FakeClient) -> None:
+    fake.put(gadget(size=2))
+    reconcile(fake)
+    fake.patch(kinds.CONFIG_MAP, "g-config", {"data": {"size": "9"}}, "ns")
+
+    reconcile(fake)
+
+    assert fake.stored(kinds.CONFIG_MAP, "g-config", "ns")["data"] == {"size": "2"}  # type: ignore[index]
+
+
+def test_an_invalid_spec_is_reported_and_no_child_is_written(fake: FakeClient) -> None:
+    fake.put(gadget(size=99))
+
+    run = reconcile(fake)
+
+    assert run.outcome.kind is not okt.OutcomeKind.DONE
+    assert (ready(fake)["status"], ready(fake)["reason"]) == ("False", "InvalidSpec")
+    assert fake.objects(kinds.CONFIG_MAP) == []
+
+
+def test_a_missing_object_gives_up_quietly_after_one_read(fake: FakeClient) -> None:
+    run = reconcile(fake, name="nobody")
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert fake.stats.snapshot() == {("get", "gadgets"): 1}
+
+
+def test_an_injected_conflict_ends_in_a_retry_and_the_next_reconcile_converges(fake: FakeClient) -> None:
+    fake.put(gadget())
+    fake.fail("apply", "configmaps", errors.ApiError.from_status(409, "Conflict", "the object has been modified"))
+
+    first = reconcile(fake)
+    second = reconcile(fake)
+
+    assert first.outcome.kind is okt.OutcomeKind.RETRY
+    assert second.outcome.kind is okt.OutcomeKind.DONE
+    assert fake.stats.snapshot()[("apply", "configmaps")] == 2
+
+
+def test_a_finalizer_is_added_then_cleanup_runs_once_and_the_object_goes(fake: FakeClient) -> None:
+    CleaningGadgetReconciler.cleaned.clear()
+    fake.put(gadget())
+    reconcile(fake, CleaningGadgetReconciler())
+    assert fake.stored(GADGET, "g", "ns")["metadata"]["finalizers"] == [CleaningGadgetReconciler.finalizer]  # type: ignore[index]
+
+    assert fake.delete(GADGET, "g", "ns")
+    assert fake.stored(GADGET, "g", "ns")["metadata"]["deletionTimestamp"]  # type: ignore[index]
+    reconcile(fake, CleaningGadgetReconciler())
+
+    assert CleaningGadgetReconciler.cleaned == ["g"]
+    assert fake.stored(GADGET, "g", "ns") is None
+    assert fake.objects(kinds.CONFIG_MAP) == []  # its child went with it
+
+
+# -- the API server's rules ------------------------------------------------------------------------------------------
+
+
+def test_a_create_of_an_existing_object_is_a_conflict_that_says_already_exists(fake: FakeClient) -> None:
+    fake.create(gadget())
+
+    with pytest.raises(errors.Conflict) as refused:
+        fake.create(gadget())
+
+    assert refused.value.already_exists
+
+
+def test_a_create_drops_the_status_and_sets_identity_and_version(fake: FakeClient) -> None:
+    created = fake.create({**gadget(), "status": {"phase": "made up"}})
+
+    meta = created["metadata"]
+    assert "status" not in created
+    assert meta["uid"] and meta["creationTimestamp"] and meta["generation"] == 1
+    assert int(meta["resourceVersion"]) > 0
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda f: f.get(GADGET, "missing", "ns"), errors.NotFound),
+        (lambda f: f.patch(GADGET, "missing", {}, "ns"), errors.NotFound),
+        (lambda f: f.resolve("toys.example.com/v1", "Unknown"), errors.NotFound),
+        (
+            lambda f: f.patch(GADGET, "g", {"metadata": {"resourceVersion": "1"}, "spec": {"size": 1}}, "ns"),
+            errors.Conflict,
+        ),
+        (
+            lambda f: f.patch(
+                GADGET,
+                "g",
+                [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"}],
+                "ns",
+                patch_type="json",
+            ),
+            errors.Invalid,
+        ),
+        (lambda f: f.delete(GADGET, "g", "ns", uid="another"), errors.Conflict),
+    ],
+    ids=["get", "patch", "resolve", "stale-merge-patch", "failed-json-test", "uid-precondition"],
+)
+def test_requests_fail_with_the_status_class_the_api_server_answers(
+    fake: FakeClient, call: Any, error: type[errors.ApiError]
+) -> None:
+    fake.create(gadget())
+
+    with pytest.raises(error):
+        call(fake)
+
+
+def test_a_write_to_the_object_leaves_the_status_and_one_to_the_status_leaves_the_rest(fake: FakeClient) -> None:
+    fake.create(gadget(size=1))
+
+    fake.patch(GADGET, "g", {"spec": {"size": 2}, "status": {"phase": "ignored"}}, "ns")
+    fake.patch(GADGET, "g", {"spec": {"size": 3}, "status": {"phase": "Running"}}, "ns", subresource="status")
+
+    stored = fake.stored(GADGET, "g", "ns")
+    assert stored is not None
+    assert (stored["spec"], stored["status"], stored["metadata"]["generation"]) == (
+        {"size": 2},
+        {"phase": "Running"},
+        2,
+    )
+
+
+def test_a_write_that_changes_nothing_keeps_the_resource_version(fake: FakeClient) -> None:
+    created = fake.create(gadget())
+
+    again = fake.patch(GADGET, "g", {"spec": {"size": 2}}, "ns")
+
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_an_apply_removes_what_the_same_manager_no_longer_applies_and_keeps_what_others_set(fake: FakeClient) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+    fake.apply({**body, "data": {"a": "1", "b": "2"}}, field_manager="okt")
+    fake.patch(kinds.CONFIG_MAP, "c", {"data": {"theirs": "x"}}, "ns")
+
+    fake.apply({**body, "data": {"a": "1"}}, field_manager="okt")
+
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"a": "1", "theirs": "x"}  # type: ignore[index]
+
+
+def test_lists_filter_by_namespace_and_label_selector(fake: FakeClient) -> None:
+    for name, namespace, labels in (("a", "ns", {"app": "x"}), ("b", "ns", {"app": "y"}), ("c", "other", {"app": "x"})):
+        fake.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            }
+        )
+
+    items, version = fake.list(kinds.CONFIG_MAP, "ns", label_selector="app=x")
+
+    assert [item["metadata"]["name"] for item in items] == ["a"]
+    assert version
+
+
+def test_a_foreground_or_background_delete_takes_the_dependents_and_an_orphaning_one_leaves_them(
+    fake: FakeClient,
+) -> None:
+    for name in ("kept", "gone"):
+        owner = fake.create(gadget(name))
+        reference = {"apiVersion": GADGET.api_version, "kind": "Gadget", "name": name, "uid": owner["metadata"]["uid"]}
+        child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}}
+        child["metadata"]["ownerReferences"] = [reference]  # type: ignore[index]
+        fake.create(child)
+
+    fake.delete(GADGET, "kept", "ns", propagation="Orphan")
+    fake.delete(GADGET, "gone", "ns")
+
+    assert [c["metadata"]["name"] for c in fake.objects(kinds.CONFIG_MAP)] == ["kept"]
+
+
+def test_every_request_is_counted_as_the_real_client_counts_it(fake: FakeClient) -> None:
+    fake.create(gadget())
+    fake.get_or_none(GADGET, "missing", "ns")
+    fake.patch(GADGET, "g", {"status": {"phase": "x"}}, "ns", subresource="status")
+    fake.list(kinds.CONFIG_MAP, "ns")
+
+    assert fake.stats.snapshot() == {
+        ("create", "gadgets"): 1,
+        ("get", "gadgets"): 1,
+        ("patch", "gadgets/status"): 1,
+        ("list", "configmaps"): 1,
+    }
+
+
+def test_it_neither_watches_nor_speaks_http(fake: FakeClient) -> None:
+    with pytest.raises(NotImplementedError):
+        next(iter(fake.watch(GADGET, "ns", resource_version="1")))
+    with pytest.raises(NotImplementedError):
+        fake.request("GET", "/version", verb="get", resource="version")

@@ -1,0 +1,94 @@
+"""okt.testing.patching: merge patches, JSON patches, an apply's dropped fields and label selectors, as the API
+server applies them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from okt import errors
+from okt.testing import patching
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "expected"),
+    [
+        ({"a": 1, "b": {"c": 2}}, {"b": {"d": 3}}, {"a": 1, "b": {"c": 2, "d": 3}}),
+        ({"a": 1, "b": 2}, {"a": None}, {"b": 2}),
+        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
+        ({"a": {"b": 1}}, {"a": "flat"}, {"a": "flat"}),
+        ({}, {"a": {"b": None}}, {"a": {}}),
+    ],
+)
+def test_a_merge_patch_merges_objects_deletes_nulls_and_replaces_lists(
+    target: dict[str, Any], patch: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    before = repr(target)
+    assert patching.merge_patch(target, patch) == expected
+    assert repr(target) == before
+
+
+@pytest.mark.parametrize(
+    ("operations", "expected"),
+    [
+        ([{"op": "add", "path": "/m/f", "value": ["x"]}], {"m": {"f": ["x"], "v": "7"}}),
+        (
+            [{"op": "test", "path": "/m/v", "value": "7"}, {"op": "replace", "path": "/m/v", "value": "8"}],
+            {"m": {"v": "8"}},
+        ),
+        ([{"op": "remove", "path": "/m/v"}], {"m": {}}),
+        ([{"op": "add", "path": "/l/-", "value": 3}], {"m": {"v": "7"}, "l": [1, 2, 3]}),
+        ([{"op": "remove", "path": "/l/0"}], {"m": {"v": "7"}, "l": [2]}),
+        ([{"op": "add", "path": "/a~1b", "value": 1}], {"m": {"v": "7"}, "a/b": 1}),
+    ],
+)
+def test_a_json_patch_applies_its_operations_in_order(
+    operations: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    target: dict[str, Any] = {"m": {"v": "7"}}
+    if any("/l/" in op["path"] for op in operations):
+        target["l"] = [1, 2]
+
+    assert patching.json_patch(target, operations) == expected
+
+
+@pytest.mark.parametrize(
+    ("operation", "error"),
+    [
+        ({"op": "test", "path": "/m/v", "value": "6"}, errors.Invalid),
+        ({"op": "remove", "path": "/m/nothing"}, errors.Invalid),
+        ({"op": "add", "path": "/no/such/parent", "value": 1}, errors.Invalid),
+        ({"op": "move", "from": "/m/v", "path": "/w"}, errors.BadRequest),
+    ],
+)
+def test_a_json_patch_that_cannot_apply_fails_as_the_api_server_answers(
+    operation: dict[str, Any], error: type[errors.ApiError]
+) -> None:
+    with pytest.raises(error):
+        patching.json_patch({"m": {"v": "7"}}, [operation])
+
+
+def test_what_an_apply_no_longer_sets_is_dropped_and_lists_count_as_one_field() -> None:
+    previous = {"data": {"a": "1", "b": "2"}, "spec": {"ports": [1, 2]}, "gone": True}
+    current = {"data": {"a": "1"}, "spec": {"ports": [1]}}
+
+    assert patching.dropped(previous, current) == {"data": {"b": None}, "gone": None}
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "matches"),
+    [
+        (None, {"a": "1"}, True),
+        ("a=1", {"a": "1"}, True),
+        ("a==1,b=2", {"a": "1"}, False),
+        ("a!=1", {"a": "2"}, True),
+        ("a!=1", {}, True),
+        ("a", {"a": ""}, True),
+        ("!a", {"a": "1"}, False),
+    ],
+)
+def test_a_label_selector_of_equality_and_existence_terms(
+    selector: str | None, labels: dict[str, str], matches: bool
+) -> None:
+    assert patching.label_selector(selector)(labels) is matches

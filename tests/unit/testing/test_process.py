@@ -1,0 +1,128 @@
+"""okt.testing.OperatorProcess: started in a session of its own, ready on /readyz, stopped with SIGTERM, its log kept.
+
+The operator here is a small Python program standing in for ``okt run``: it serves ``/readyz`` and ``/metrics``,
+logs JSON lines, and behaves as the test asks (``exit`` at once, ``stubborn``: ignore SIGTERM).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import signal
+import sys
+import textwrap
+
+import pytest
+
+from okt.testing import OperatorProcess, WaitTimeout, envtest, process
+
+STAND_IN = textwrap.dedent(
+    """
+    import http.server, json, signal, sys, threading
+
+    mode, port = sys.argv[1], int(sys.argv[2])
+    print(json.dumps({"event": "starting", "mode": mode}), flush=True)
+    print("not json", flush=True)
+    if mode == "exit":
+        sys.exit(3)
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+    class Probe(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"okt_reconcile_total 1\\n" if self.path == "/metrics" else b"ok"
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", port), Probe)
+    print(json.dumps({"event": "caches synced, reconciling"}), flush=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Event().wait()
+    """
+)
+
+
+def stand_in(tmp_path: pathlib.Path, mode: str = "serve") -> OperatorProcess:
+    script = tmp_path / "operator.py"
+    script.write_text(STAND_IN)
+    port = envtest.free_port()
+    return OperatorProcess(
+        [sys.executable, str(script), mode, str(port)],
+        name=f"stand-in ({mode})",
+        log_path=tmp_path / "operator.log",
+        probe_url=f"http://127.0.0.1:{port}",
+        sample_cpu=True,
+    )
+
+
+def test_as_a_context_manager_it_is_ready_inside_and_stopped_by_sigterm_after(tmp_path: pathlib.Path) -> None:
+    operator = stand_in(tmp_path)
+
+    with operator:
+        assert operator.ready()
+        assert "okt_reconcile_total 1" in operator.metrics()
+        assert operator.memory_kib()[0] > 0
+
+    assert operator.returncode == 0
+    assert not operator.hung and not operator.killed
+    assert operator.final_memory_kib is not None
+
+
+def test_its_log_is_kept_and_read_as_records(tmp_path: pathlib.Path) -> None:
+    with stand_in(tmp_path) as operator:
+        pass
+
+    assert operator.logged("caches synced")
+    assert operator.records()[:2] == [{"event": "starting", "mode": "serve"}, {"raw": "not json"}]
+    assert operator.tail(1) == '{"event": "caches synced, reconciling"}'
+
+
+def test_waiting_for_an_operator_that_exits_fails_at_once_with_its_log(tmp_path: pathlib.Path) -> None:
+    operator = stand_in(tmp_path, "exit").start()
+
+    with pytest.raises(WaitTimeout, match="exited with status 3") as failed:
+        operator.wait_ready(timeout=60)
+
+    assert "not json" in str(failed.value)
+    assert operator.exit_status == 3
+
+
+def test_an_operator_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path: pathlib.Path) -> None:
+    with stand_in(tmp_path, "stubborn") as operator:
+        status = operator.stop(timeout=0.5)
+
+    assert status == -signal.SIGKILL
+    assert operator.hung and operator.killed
+    assert operator.exit_status is None  # killed here: not the process's own failure
+
+
+def test_kill_is_kill_9_and_says_whether_it_was_running(tmp_path: pathlib.Path) -> None:
+    operator = stand_in(tmp_path).start()
+    operator.wait_ready()
+
+    assert operator.kill() is True
+    assert operator.kill() is False
+    assert operator.returncode == -signal.SIGKILL
+
+
+def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_path: pathlib.Path) -> None:
+    operator = process.OperatorProcess.okt_run(
+        "operator.py",
+        kubeconfig=tmp_path / "kubeconfig",
+        namespaces=["a", "b"],
+        args=["--leader-elect"],
+        command="okt",
+    )
+
+    assert operator.probe_url is not None
+    bind = operator.probe_url.removeprefix("http://")
+    assert operator.argv == [
+        "okt", "run", "operator.py", "--kubeconfig", str(tmp_path / "kubeconfig"),
+        "--namespace", "a", "--namespace", "b",
+        "--metrics-bind-address", bind, "--log-format", "json", "--leader-elect",
+    ]  # fmt: skip

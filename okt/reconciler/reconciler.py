@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pydantic
+import structlog
 
 from okt import errors
 from okt import names as names_mod
@@ -43,6 +44,7 @@ from okt.status import bookkeeping, writer
 
 Operation = results_mod.Operation
 Outcome = results_mod.Outcome
+_log = structlog.get_logger("okt.reconciler")
 State = states.State
 
 
@@ -214,7 +216,8 @@ class Reconciler:
 
         Objects it refuses are not kept in the cache and never reconciled; one that stops passing is forgotten, one
         that starts passing is reconciled at once. An object being deleted with okt's finalizer still on it is always
-        kept, so that its cleanup runs and the finalizer goes. Keep it quick and pure: it runs on every event.
+        kept, so that its cleanup runs and the finalizer goes. Keep it quick and pure: it runs on every event. One
+        that raises leaves the object out (logged), never stops the watch.
         """
         return True
 
@@ -231,7 +234,18 @@ class Reconciler:
         for key, value in self.annotation_selector.items():
             if key not in annotations or (value is not None and annotations[key] != value):
                 return False
-        return bool(self.when(obj))
+        try:
+            return bool(self.when(obj))
+        except Exception as exc:
+            # A bug of when() must not stop the watch (the informer would relist forever): the object is left out.
+            _log.warning(
+                "when() raised: the object is left out",
+                reconciler=type(self).__name__,
+                name=meta.get("name"),
+                namespace=meta.get("namespace"),
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return False
 
     def check(self, ctx: context_mod.Context) -> Outcome | None:
         """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""

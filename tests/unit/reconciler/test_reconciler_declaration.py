@@ -59,3 +59,15 @@ def test_an_object_being_deleted_with_okts_finalizer_is_always_watched_so_its_cl
 
     assert Selective().selects(leaving)
     assert not Selective().selects({**leaving, "metadata": {**leaving["metadata"], "finalizers": ["other"]}})
+
+
+def test_a_when_that_raises_leaves_the_object_out_instead_of_breaking_the_watch() -> None:
+    class Buggy(okt.Reconciler):
+        api_version = "example.com/v1"
+        kind = "Widget"
+
+        def when(self, obj: Mapping[str, Any]) -> bool:
+            return bool(obj["spec"]["enabled"])  # KeyError on an object without spec
+
+    assert Buggy().selects({"metadata": {"name": "a"}}) is False
+    assert Buggy().selects({"metadata": {"name": "b"}, "spec": {"enabled": True}}) is True

@@ -45,7 +45,7 @@ import yaml
 
 import okt
 from okt.kube import kinds
-from okt.testing import ControlPlane, wait_for
+from okt.testing import ControlPlane, OperatorProcess, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ class Reader:
         self.namespace = namespace
         self.project = project
         self.env = dict(os.environ)
-        self.operator: subprocess.Popen[bytes] | None = None
+        self.operator: OperatorProcess | None = None
         self.operator_log = project / "okt-run.log"
         self.operator_exit: int | None = None
         self.page_tests_summary = ""
@@ -152,14 +152,8 @@ class Reader:
         assert self.operator is None, "the page starts the operator once"
         args = [w if w != "default" else self.namespace for w in words[1:]]
         okt_bin = pathlib.Path(sys.executable).with_name("okt")
-        with self.operator_log.open("wb") as log:
-            self.operator = subprocess.Popen(
-                [str(okt_bin), *args, "--metrics-bind-address", "127.0.0.1:0", "--log-format", "console"],
-                cwd=self.project,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        argv = [str(okt_bin), *args, "--metrics-bind-address", "127.0.0.1:0", "--log-format", "console"]
+        self.operator = OperatorProcess(argv, env=self.env, cwd=self.project, log_path=self.operator_log).start()
 
     def wait(self, args: list[str]) -> None:
         for_, ref, timeout = args
@@ -197,15 +191,9 @@ class Reader:
         ), [(e["type"], e["reason"]) for e in events]
 
     def stop_operator(self) -> None:
-        if self.operator is None:
-            return
-        self.operator.send_signal(signal.SIGINT)
-        try:
-            self.operator_exit = self.operator.wait(timeout=30)
-        finally:
-            if self.operator.poll() is None:
-                self.operator.kill()
-                self.operator.wait()
+        """Ctrl-C, as the reader stops it."""
+        if self.operator is not None:
+            self.operator_exit = self.operator.stop(timeout=30, signum=signal.SIGINT)
             self.operator = None
 
     def run_page_tests(self, args: list[str]) -> None:

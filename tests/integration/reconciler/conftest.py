@@ -4,13 +4,13 @@ Shared by the integration tests of the reconciler, the resources and the status.
 it as ``from tests.integration.reconciler import conftest as shared`` and expose its session fixtures by assignment
 (``widget_kind = shared.widget_kind``, ``other_client = shared.other_client``). Besides the Widget itself it offers
 the small readers those tests share: the write requests sent since a snapshot, a child or the Widget as the API server
-has it, one condition of a status.
+has it (one condition of a status: :func:`okt.testing.condition`).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pydantic
@@ -166,14 +166,6 @@ def patch_widget_spec(
 ) -> dict[str, Any]:
     """Change the Widget's spec as a user would (``kubectl patch --type merge``); the generation goes up."""
     return kube.patch(kind, name, {"spec": spec}, namespace)
-
-
-def condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any] | None:
-    """The condition ``type_`` of an object's ``status.conditions`` as stored, or None."""
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return dict(item)
-    return None
 
 
 def deployment_settled(kube: kube_client.Client, namespace: str, name: str) -> bool:

@@ -10,8 +10,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import manager as manager_mod
-from okt.testing import crds, wait_for
+from okt.testing import RunningOperator, condition, crds, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -35,7 +34,7 @@ def test_a_child_registered_twice_is_an_error_in_the_conditions_and_nothing_is_w
     run = shared.reconcile_widget(Twice(), kube, widget_kind, namespace, "twice")
 
     assert run.outcome.kind is okt.OutcomeKind.RETRY
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "twice"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "twice"), "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "RegistrationAborted")
     assert "twice-config" in ready["message"]
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "twice-config") is None
@@ -72,21 +71,13 @@ def test_two_reconcilers_in_one_manager_converge_their_own_objects_only(
     shared.make_widget(kube, widget_kind, namespace, "both", size=1)
     doodad = {"apiVersion": doodad_kind.api_version, "kind": "Doodad", "spec": {"color": "teal"}}
     kube.create({**doodad, "metadata": {"name": "both", "namespace": namespace}}, doodad_kind)
-    manager = manager_mod.Manager(
-        kube, [shared.WidgetReconciler, DoodadReconciler], namespaces=[namespace], metrics_bind="0", grace_period=5
-    )
-    manager.start()
-    try:
+    reconcilers = [shared.WidgetReconciler, DoodadReconciler]
+    with RunningOperator.start(kube, reconcilers, namespaces=[namespace], grace_period=5) as operator:
         for kind in (widget_kind, doodad_kind):
             wait_for(
-                lambda kind=kind: (
-                    (shared.condition(kube.get(kind, "both", namespace), "Ready") or {}).get("status") == "True"
-                ),
+                lambda kind=kind: (condition(kube.get(kind, "both", namespace), "Ready") or {}).get("status") == "True",
                 timeout=60,
             )
-    finally:
-        manager.stop()
-        manager.join(15)
 
     widget_uid = kube.get(widget_kind, "both", namespace)["metadata"]["uid"]
     doodad_uid = kube.get(doodad_kind, "both", namespace)["metadata"]["uid"]
@@ -96,7 +87,7 @@ def test_two_reconcilers_in_one_manager_converge_their_own_objects_only(
     assert widget_config is not None
     assert [r["uid"] for r in doodad_config["metadata"]["ownerReferences"]] == [doodad_uid]
     assert [r["uid"] for r in widget_config["metadata"]["ownerReferences"]] == [widget_uid]
-    assert {c.name for c in manager.controllers} == {"widget", "doodad"}
+    assert {c.name for c in operator.manager.controllers} == {"widget", "doodad"}
 
 
 class FreeWidget(shared.WidgetReconciler):
@@ -121,9 +112,7 @@ def test_freestyle_converges_and_a_failing_cleanup_keeps_the_object_with_ready_f
 
     assert run.outcome == okt.Outcome.done()
     assert shared.get_child(kube, "apps/v1", "Deployment", namespace, "free") is not None
-    assert (shared.condition(shared.get_widget(kube, widget_kind, namespace, "free"), "Ready") or {})[
-        "status"
-    ] == "True"
+    assert (condition(shared.get_widget(kube, widget_kind, namespace, "free"), "Ready") or {})["status"] == "True"
     kube.delete(widget_kind, "free", namespace)
 
     failing = shared.reconcile_widget(FreeWidget(), kube, widget_kind, namespace, "free")
@@ -131,7 +120,7 @@ def test_freestyle_converges_and_a_failing_cleanup_keeps_the_object_with_ready_f
     assert failing.outcome.kind is okt.OutcomeKind.RETRY
     stuck = shared.get_widget(kube, widget_kind, namespace, "free")
     assert "test.okt.io/cleanup" in stuck["metadata"]["finalizers"]
-    ready = shared.condition(stuck, "Ready")
+    ready = condition(stuck, "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "TemporaryError")
     assert "refused the final backup" in ready["message"]
 
@@ -147,15 +136,8 @@ def test_a_label_selector_keeps_the_manager_off_the_objects_it_does_not_match(
     for name, team in (("mine", "blue"), ("theirs", "red")):
         body = {"apiVersion": widget_kind.api_version, "kind": "Widget", "spec": {"size": 1}}
         kube.create({**body, "metadata": {"name": name, "namespace": namespace, "labels": {"team": team}}}, widget_kind)
-    manager = manager_mod.Manager(
-        kube, [shared.WidgetReconciler], namespaces=[namespace], label_selector="team=blue", metrics_bind="0"
-    )
-    manager.start()
-    try:
-        wait_for(lambda: shared.condition(kube.get(widget_kind, "mine", namespace), "Ready"), timeout=60)
-    finally:
-        manager.stop()
-        manager.join(15)
+    with RunningOperator.start(kube, shared.WidgetReconciler, namespaces=[namespace], label_selector="team=blue"):
+        wait_for(lambda: condition(kube.get(widget_kind, "mine", namespace), "Ready"), timeout=60)
 
     theirs = kube.get(widget_kind, "theirs", namespace)
     assert "status" not in theirs or not theirs["status"]

@@ -14,7 +14,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import children
-from okt.testing import waiting
+from okt.testing import condition, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -150,7 +150,7 @@ def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converg
     stale = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
     assert stale is not None
     assert stale["data"]["greeting"] == "hello"
-    not_ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    not_ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert not_ready is not None
     assert (not_ready["status"], not_ready["reason"]) == ("False", "ApiError")
 
@@ -162,7 +162,7 @@ def test_a_concurrent_update_ends_in_a_fast_retry_and_the_next_reconcile_converg
     assert config is not None
     assert config["data"]["greeting"] == "bonjour"
     assert config["metadata"]["annotations"]["example.com/touched-by"] == "backup-controller"
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None
     assert ready["status"] == "True"
     steady = kube.stats.snapshot()
@@ -230,7 +230,7 @@ def test_a_mutation_that_renames_a_child_gives_up_alarmingly_without_requeue(
 
     assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
     assert run.path_str.endswith(">Mutator>ErrorManager>GiveupManager>End")
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MutateError")
     assert "may not change name/namespace" in ready["message"]
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-renamed") is None
@@ -254,7 +254,7 @@ def test_a_child_of_a_kind_the_reconciler_does_not_own_is_refused_with_the_fix(
 
     assert run.outcome.kind is okt.OutcomeKind.RETRY
     assert isinstance(run.outcome.error, errors.RegistrationError)
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "RegistrationAborted")
     assert "Service" in ready["message"] and "does not own" in ready["message"]
     assert "add its resource class WidgetService to the reconciler's owns" in ready["message"]

@@ -13,8 +13,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import manager as manager_mod
-from okt.testing import wait_for
+from okt.testing import RunningOperator, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -51,17 +50,14 @@ def test_under_the_manager_only_children_okt_created_are_pruned(
     foreign["metadata"]["ownerReferences"] = [reference]  # type: ignore[index]
     kube.create(foreign, kinds.CONFIG_MAP)
     Toggling.with_config = True
-    manager = manager_mod.Manager(kube, [Toggling], namespaces=[namespace], metrics_bind="0", grace_period=5)
-    manager.start()
     try:
-        wait_for(lambda: config(kube, namespace, "p-config") is not None, timeout=30)
-        Toggling.with_config = False
-        kube.patch(widget_kind, "p", {"metadata": {"labels": {"round": "2"}}}, namespace)  # wakes it
+        with RunningOperator.start(kube, Toggling, namespaces=[namespace], grace_period=5):
+            wait_for(lambda: config(kube, namespace, "p-config") is not None, timeout=30)
+            Toggling.with_config = False
+            kube.patch(widget_kind, "p", {"metadata": {"labels": {"round": "2"}}}, namespace)  # wakes it
 
-        wait_for(lambda: config(kube, namespace, "p-config") is None, timeout=30)  # the same pass saw p-notes
+            wait_for(lambda: config(kube, namespace, "p-config") is None, timeout=30)  # the same pass saw p-notes
     finally:
-        manager.stop()
-        manager.join(15)
         Toggling.with_config = True
 
     assert config(kube, namespace, "p-notes") is not None

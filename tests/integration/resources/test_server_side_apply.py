@@ -16,6 +16,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import events
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -255,7 +256,7 @@ def test_a_child_another_controller_creates_between_read_and_write_is_an_error_n
     run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
 
     assert run.outcome.kind is okt.OutcomeKind.RETRY
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "OwnedByAnother")
     assert f"ConfigMap/{namespace}/{NAME}-config" in ready["message"]
     assert "controlled by ConfigMap/other-owner" in ready["message"]

@@ -15,6 +15,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -105,7 +106,7 @@ def test_spec_values_written_as_yaml_stay_strings_in_their_slots_of_the_live_dep
     assert container["env"] == [{"name": "GREETING", "value": HOST_GREETING}]
     assert live["metadata"]["annotations"]["note"] == NOTE
     assert live["spec"]["template"]["metadata"]["labels"] == {"app": NAME, "tier": "web"}
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None
     assert ready["status"] == "True"
 
@@ -120,7 +121,7 @@ def test_a_value_that_cannot_be_placed_is_an_invalid_spec_and_creates_nothing(
     assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
     assert run.outcome.reason is not None and run.outcome.reason.startswith("InvalidSpec: ")
     assert shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME) is None
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
     assert "app" in ready["message"]

@@ -12,8 +12,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import core
-from okt.runtime import manager as manager_mod
-from okt.testing import envtest, wait_for
+from okt.testing import RunningOperator, condition, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 N = 200
@@ -34,11 +33,9 @@ class CountingReconcile:
 
 
 def ready(obj: dict[str, Any]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
     generation = obj["metadata"].get("generation")
-    return obj.get("status", {}).get("observedGeneration") == generation and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in conditions
-    )
+    status = (condition(obj, "Ready") or {}).get("status")
+    return obj.get("status", {}).get("observedGeneration") == generation and status == "True"
 
 
 def test_two_hundred_primaries_converge_with_no_child_get_and_no_reconcile_after_their_own_status_write(
@@ -46,15 +43,9 @@ def test_two_hundred_primaries_converge_with_no_child_get_and_no_reconcile_after
 ) -> None:
     operator_client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
     counting = CountingReconcile()
-    manager = manager_mod.Manager(
-        operator_client,
-        [shared.WidgetReconciler],
-        namespaces=[namespace],
-        max_concurrent=8,
-        metrics_bind="0",
-        reconcile=counting,
+    operator = RunningOperator.start(
+        operator_client, shared.WidgetReconciler, namespaces=[namespace], max_concurrent=8, reconcile=counting
     )
-    manager.start()
     try:
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda i: shared.make_widget(kube, widget_kind, namespace, f"w{i}", size=1), range(N)))
@@ -65,7 +56,7 @@ def test_two_hundred_primaries_converge_with_no_child_get_and_no_reconcile_after
 
         wait_for(converged, timeout=120, interval=0.5, message=f"{N} widgets Ready")
     finally:
-        manager.stop()
+        operator.stop()
         operator_client.close()
 
     requests = operator_client.stats.snapshot()

@@ -20,7 +20,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import audit, envtest, wait_for
+from okt.testing import audit, condition, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -97,7 +97,7 @@ def test_no_write_of_the_old_leader_reaches_the_server_after_the_new_leaders_fir
         new = manager_of(new_client, namespace, "new")
         new.start()
         try:
-            wait_for(lambda: shared.condition(admin.get(widget_kind, "w", namespace), "Ready"), timeout=60)
+            wait_for(lambda: condition(admin.get(widget_kind, "w", namespace), "Ready"), timeout=60)
             Stuck.hold.clear()  # the old leader's reconcile goes on to its writes
             wait_for(lambda: not old.running, timeout=30)
         finally:

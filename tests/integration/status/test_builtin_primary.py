@@ -17,8 +17,7 @@ import okt
 from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import manager as manager_mod
-from okt.testing import envtest, wait_for
+from okt.testing import RunningOperator, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -87,17 +86,10 @@ def status_managers(obj: dict[str, Any]) -> set[str]:
 
 def run_until_settled(client: kube_client.Client, namespace: str, until: Any) -> None:
     """Run a Manager of DeploymentReconciler until ``until()`` holds and its queue is empty after a reconcile."""
-    manager = manager_mod.Manager(
-        client, [DeploymentReconciler], namespaces=[namespace], metrics_bind="0", grace_period=5
-    )
-    manager.start()
-    try:
+    with RunningOperator.start(client, DeploymentReconciler, namespaces=[namespace], grace_period=5) as operator:
         wait_for(until, timeout=30, message="the child")
-        controller = manager.controllers[0]
+        controller = operator.manager.controllers[0]
         wait_for(lambda: controller.processed >= 1 and len(controller.queue) == 0, timeout=30, message="settling")
-    finally:
-        manager.stop()
-        manager.join(15)
 
 
 def test_a_deployment_primary_gets_its_child_and_none_of_okts_status(

@@ -15,7 +15,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import conditions
-from okt.testing import envtest, kubectl, waiting
+from okt.testing import condition, envtest, kubectl, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def widget(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[s
 
 
 def ready(obj: dict[str, Any]) -> dict[str, Any]:
-    found = shared.condition(obj, conditions.READY)
+    found = condition(obj, conditions.READY)
     assert found is not None, f"no Ready condition in {obj.get('status')}"
     return found
 
@@ -77,7 +77,7 @@ def test_a_successful_reconcile_writes_the_conditions_with_the_observed_generati
     shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
 
     live = widget(kube, widget_kind, namespace)
-    found = shared.condition(live, type_)
+    found = condition(live, type_)
     assert found is not None
     assert (found["status"], found["reason"]) == (status, reason)
     assert found["observedGeneration"] == live["metadata"]["generation"]
@@ -138,7 +138,7 @@ def test_an_invalid_spec_sets_ready_false_with_invalid_spec_naming_the_field(
     assert (found["status"], found["reason"]) == ("False", "InvalidSpec")
     assert found["message"].startswith("spec.size: ")
     assert found["observedGeneration"] == live["metadata"]["generation"]
-    degraded = shared.condition(live, conditions.DEGRADED)
+    degraded = condition(live, conditions.DEGRADED)
     assert degraded is not None
     assert (degraded["status"], degraded["reason"]) == ("True", "InvalidSpec")
     for child in ("ConfigMap", "Service"):
@@ -209,7 +209,7 @@ def test_a_condition_written_by_another_client_survives_okts_status_writes(
     # The Widget CRD keeps the list atomic (no list-map schema): a guarded merge patch, which writes it whole.
     assert shared.write_requests(kube, before)[("patch", "widgets/status")] == 1
     after = widget(kube, widget_kind, namespace)
-    assert shared.condition(after, "example.com/BackedUp") == foreign
+    assert condition(after, "example.com/BackedUp") == foreign
     assert ready(after)["observedGeneration"] == after["metadata"]["generation"]
     types = [item["type"] for item in after["status"]["conditions"]]
     assert types == [item["type"] for item in live["status"]["conditions"]] + ["example.com/BackedUp"]

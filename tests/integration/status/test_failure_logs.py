@@ -10,6 +10,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import events
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -61,7 +62,7 @@ def test_an_invalid_spec_names_its_field_in_the_condition_the_event_and_the_log(
         shared.reconcile_widget(PickyReconciler(), kube, widget_kind, namespace, "picky", recorder)
 
     expected = "spec.size: must be a prime number"
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "picky"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "picky"), "Ready")
     assert ready is not None and ready["message"] == expected
     (event,) = kube.list(kube.resolve("v1", "Event"), namespace)[0]
     assert event["message"] == expected

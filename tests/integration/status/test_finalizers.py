@@ -12,7 +12,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import children
-from okt.testing import waiting
+from okt.testing import condition, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -97,7 +97,7 @@ def test_a_failing_cleanup_keeps_the_finalizer_and_retries_until_it_succeeds(
     assert failed.outcome.delay == retry_after, "None: the work queue's backoff decides"
     assert reconciler.cleanups == 1
     assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"], ready["message"]) == (
         "False",

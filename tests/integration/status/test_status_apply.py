@@ -13,6 +13,7 @@ import okt
 from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -96,8 +97,8 @@ def test_another_writers_condition_survives_fifty_interleaved_rounds_without_a_c
             outcomes.append(reconcile(kube, gauge_kind, namespace, "g").outcome)
             assert shared.write_requests(kube, before) == {("apply", "gauges/status"): 1}
             live = kube.get(gauge_kind, "g", namespace)
-            assert shared.condition(live, "example.com/BackedUp")["message"] == f"snapshot {round_}"
-            ready = shared.condition(live, "Ready")
+            assert condition(live, "example.com/BackedUp")["message"] == f"snapshot {round_}"
+            ready = condition(live, "Ready")
             assert ready is not None and ready["observedGeneration"] == live["metadata"]["generation"]
     finally:
         Gauge.backup = None

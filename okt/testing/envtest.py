@@ -525,8 +525,7 @@ class ControlPlane:
 
 def _stop_node(root: pathlib.Path, out: Callable[[str], None] | None) -> bool:
     """Clean up after a stopped kubelet; False (and a line saying so) when mounts are left under ``root``."""
-    left = node.cleanup(root)
-    node.release(root)
+    left = node.stopped(root)
     if left and out is not None:
         out(f"could not unmount {', '.join(left)}; leaving {root.parent} in place")
     return not left

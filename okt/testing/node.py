@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -151,21 +152,25 @@ def _identity(pid: int) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Owner:
-    """Who runs the machine's node: a process (the kubelet once started) and the kubelet's root directory."""
+    """Who runs the machine's node: a process (the kubelet once started), the kubelet's root directory, and since
+    when (epoch seconds: Pod log directories written after it are the node's)."""
 
     pid: int
     identity: str
     root: str
+    since: float
 
     @classmethod
-    def of(cls, pid: int, root: pathlib.Path) -> Owner:
-        return cls(pid=pid, identity=_identity(pid), root=str(root))
+    def of(cls, pid: int, root: pathlib.Path, since: float) -> Owner:
+        return cls(pid=pid, identity=_identity(pid), root=str(root), since=since)
 
     @classmethod
     def read(cls) -> Owner | None:
         try:
             data = json.loads(_owner_file().read_text())
-            return cls(pid=int(data["pid"]), identity=str(data["identity"]), root=str(data["root"]))
+            return cls(
+                pid=int(data["pid"]), identity=str(data["identity"]), root=str(data["root"]), since=float(data["since"])
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -176,13 +181,14 @@ class Owner:
 class Ownership:
     """Claims the machine's Docker for one node: waits while another live kubelet owns it, cleans up after a dead one.
 
-    Use :meth:`claim` before starting the kubelet and :meth:`record` once its pid is known; :func:`release` when it
-    stopped.
+    Use :meth:`claim` before starting the kubelet and :meth:`record` once its pid is known; :func:`stopped` when
+    it stopped.
     """
 
     def __init__(self, out: Callable[[str], None] | None = None, wait: float = OWNER_WAIT) -> None:
         self._out = out
         self._wait = wait
+        self._since = 0.0
 
     def claim(self, root: pathlib.Path) -> None:
         deadline = time.monotonic() + self._wait
@@ -192,8 +198,9 @@ class Ownership:
                 owner = Owner.read()
                 if owner is None or not owner.alive():
                     if owner is not None:  # its process died without cleaning up (killed, or the machine stopped)
-                        cleanup(pathlib.Path(owner.root))
-                    _write_owner(Owner.of(os.getpid(), root))
+                        cleanup(pathlib.Path(owner.root), owner.since)
+                    self._since = time.time()
+                    _write_owner(Owner.of(os.getpid(), root, self._since))
                     return
             if time.monotonic() >= deadline:
                 raise NodeError(
@@ -207,15 +214,21 @@ class Ownership:
 
     def record(self, kubelet_pid: int, root: pathlib.Path) -> None:
         with _locked():
-            _write_owner(Owner.of(kubelet_pid, root))
+            _write_owner(Owner.of(kubelet_pid, root, self._since))
 
 
-def release(root: pathlib.Path) -> None:
-    """Forget the owner if it is the node of ``root`` (after :func:`cleanup`)."""
+def stopped(root: pathlib.Path) -> list[str]:
+    """Clean up after the stopped kubelet of ``root`` (:func:`cleanup`) and give the machine's Docker back.
+
+    Returns the mount points that could not be unmounted (none, normally).
+    """
     with _locked():
         owner = Owner.read()
-        if owner is not None and owner.root == str(root):
+        ours = owner is not None and owner.root == str(root)
+        left = cleanup(root, owner.since if owner is not None and ours else None)
+        if ours:
             _owner_file().unlink(missing_ok=True)
+    return left
 
 
 def _write_owner(owner: Owner) -> None:
@@ -284,32 +297,33 @@ def unmount(root: pathlib.Path) -> list[str]:
     return mounts_under(root)
 
 
-def remove_pod_logs(pod_uids: Sequence[str]) -> None:
-    """The kubelet writes Pod logs under fixed paths (``/var/log/pods``, ``/var/log/containers``): remove ours."""
+def remove_pod_logs(pod_uids: Sequence[str], since: float | None) -> None:
+    """The kubelet writes Pod logs under fixed paths (``/var/log/pods``, ``/var/log/containers``): remove the node's,
+    i.e. those of ``pod_uids`` and those created since ``since`` (the Pods deleted while the node ran)."""
     uids = {uid for uid in pod_uids if uid}
-    if not uids:
-        return
     for directory in POD_LOGS.glob("*_*_*"):
-        if directory.name.rsplit("_", 1)[-1] in uids:
-            subprocess.run(["rm", "-rf", "--one-file-system", str(directory)], check=False)
+        with contextlib.suppress(OSError):
+            recent = since is not None and directory.stat().st_ctime >= since
+            if recent or directory.name.rsplit("_", 1)[-1] in uids:
+                shutil.rmtree(directory)
     for link in CONTAINER_LOGS.glob("*.log"):
         if link.is_symlink() and not link.exists():
             link.unlink(missing_ok=True)
 
 
-def cleanup(root: pathlib.Path | None, docker: str | None = None) -> list[str]:
+def cleanup(root: pathlib.Path | None, since: float | None = None, docker: str | None = None) -> list[str]:
     """Remove the kubelet's containers and Pod logs and unmount its root directory; returns mounts left (if any).
 
-    Call it once the kubelet is stopped (or dead): a running kubelet would restart what is removed.
+    Call it once the kubelet is stopped (or dead): a running kubelet would restart what is removed. ``since`` (epoch
+    seconds) is when the node started: the Pod log directories created after it are removed too.
     """
     binary = docker or images.docker_binary()
     if binary is not None and images.docker_unavailable(binary) is None:
         containers = kubelet_containers(binary)
         if containers:
-            subprocess.run(
-                [binary, "rm", "-f", "-v", *(cid for cid, _ in containers)], capture_output=True, check=False
-            )
-        remove_pod_logs([uid for _, uid in containers])
+            removal = [binary, "rm", "-f", "-v", *(cid for cid, _ in containers)]
+            subprocess.run(removal, capture_output=True, check=False)
+        remove_pod_logs([uid for _, uid in containers], since)
     if root is None or not root.exists():
         return []
     return unmount(root)

@@ -194,9 +194,9 @@ def test_a_node_without_the_not_ready_taint_needs_no_patch() -> None:
 
 
 def test_an_owner_is_alive_while_its_process_runs_and_not_after() -> None:
-    assert node.Owner.of(os.getpid(), pathlib.Path("/x")).alive()
-    assert not node.Owner(pid=os.getpid(), identity="another-boot/1", root="/x").alive()
-    assert not node.Owner(pid=2**22 + 1, identity="", root="/x").alive()
+    assert node.Owner.of(os.getpid(), pathlib.Path("/x"), 0.0).alive()
+    assert not node.Owner(pid=os.getpid(), identity="another-boot/1", root="/x", since=0.0).alive()
+    assert not node.Owner(pid=2**22 + 1, identity="", root="/x", since=0.0).alive()
 
 
 def test_no_mounts_are_found_under_a_plain_directory(tmp_path: pathlib.Path) -> None:

@@ -198,7 +198,9 @@ class Ownership:
                 owner = Owner.read()
                 if owner is None or not owner.alive():
                     if owner is not None:  # its process died without cleaning up (killed, or the machine stopped)
-                        cleanup(pathlib.Path(owner.root), owner.since)
+                        dead = pathlib.Path(owner.root)
+                        if not cleanup(dead, owner.since):
+                            shutil.rmtree(dead, ignore_errors=True)
                     self._since = time.time()
                     _write_owner(Owner.of(os.getpid(), root, self._since))
                     return

@@ -87,6 +87,7 @@ def kubelet_argv(assets: pathlib.Path, kubeconfig: pathlib.Path, root: pathlib.P
         "--read-only-port=0",
         "--healthz-port=0",
         "--container-runtime=docker",
+        f"--docker-endpoint={docker_endpoint()}",
         f"--pod-infra-container-image={images.PAUSE}",
         "--fail-swap-on=false",
         "--cgroup-driver=cgroupfs",
@@ -99,6 +100,12 @@ def kubelet_argv(assets: pathlib.Path, kubeconfig: pathlib.Path, root: pathlib.P
         "--serialize-image-pulls=false",
         "--v=0",
     ]
+
+
+def docker_endpoint() -> str:
+    """The Docker daemon the ``docker`` command talks to (``DOCKER_HOST``, else the default socket), so the kubelet
+    runs Pods where the images were imported."""
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
 def scheduler_argv(assets: pathlib.Path, kubeconfig: pathlib.Path) -> list[str]:

@@ -161,6 +161,25 @@ def test_the_kubelet_listens_on_loopback_under_its_root_and_asks_nothing_negativ
 
 
 @pytest.mark.parametrize(
+    ("docker_host", "endpoint"),
+    [
+        (None, "unix:///var/run/docker.sock"),
+        ("unix:///run/user/1000/docker.sock", "unix:///run/user/1000/docker.sock"),
+        ("tcp://127.0.0.1:2375", "tcp://127.0.0.1:2375"),
+    ],
+)
+def test_the_kubelet_uses_the_docker_socket_the_docker_command_uses(
+    docker_host: str | None, endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if docker_host is None:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    else:
+        monkeypatch.setenv("DOCKER_HOST", docker_host)
+
+    assert node.docker_endpoint() == endpoint
+
+
+@pytest.mark.parametrize(
     ("conditions", "ready"),
     [
         ([{"type": "Ready", "status": "True"}], True),

@@ -143,31 +143,44 @@ def docker_binary() -> str | None:
     return shutil.which("docker")
 
 
-def present_label(docker: str, name: str) -> str | None:
-    """The okt build label of the local image ``name``, or None when there is no such image."""
+@dataclasses.dataclass(frozen=True)
+class Present:
+    """A local image of that name: its id and okt's build label ("" for an image okt did not make)."""
+
+    id: str
+    label: str
+
+
+def present(docker: str, name: str) -> Present | None:
+    """The local image ``name``, or None when there is none."""
     inspected = subprocess.run(
-        [docker, "image", "inspect", "--format", "{{json .Config.Labels}}", name],
+        [docker, "image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", name],
         capture_output=True,
         text=True,
         check=False,
     )
     if inspected.returncode != 0:
         return None
-    labels = json.loads(inspected.stdout or "null") or {}
-    value = labels.get(LABEL)
-    return str(value) if value is not None else ""
+    image_id, _, labels_json = inspected.stdout.strip().partition(" ")
+    labels = json.loads(labels_json or "null") or {}
+    return Present(id=image_id, label=str(labels.get(LABEL) or ""))
 
 
 def ensure(
     assets: pathlib.Path, revision: str, out: Callable[[str], None] | None = None, docker: str | None = None
 ) -> list[str]:
-    """Import every image that is missing (or from another build) into the local Docker; returns those imported."""
+    """Import every image that is missing (or from another okt build) into the local Docker; returns those imported.
+
+    An image of the same name that okt did not make (pulled from a registry earlier) is left alone and used: it is
+    the real thing. An image from an older okt build is replaced, and the old one removed.
+    """
     binary = docker or docker_binary()
     if binary is None:
         raise ImageError("no docker command on the PATH: install Debian's docker.io package")
     imported: list[str] = []
     for image in all_images(assets):
-        if present_label(binary, image.name) == revision:
+        found = present(binary, image.name)
+        if found is not None and found.label in ("", revision):
             continue
         if out is not None:
             out(f"importing {image.name} into the local Docker")
@@ -178,6 +191,8 @@ def ensure(
         if completed.returncode != 0:
             raise ImageError(f"docker import {image.name} failed: {completed.stderr.decode(errors='replace').strip()}")
         imported.append(image.name)
+        if found is not None:
+            subprocess.run([binary, "image", "rm", found.id], capture_output=True, check=False)
     return imported
 
 

@@ -44,7 +44,8 @@ CONTAINER_LABEL = "io.kubernetes.docker.type"
 POD_UID_LABEL = "io.kubernetes.pod.uid"
 POD_LOGS = pathlib.Path("/var/log/pods")
 CONTAINER_LOGS = pathlib.Path("/var/log/containers")
-OWNER_WAIT = 300.0
+OWNER_WAIT = 240.0
+"""Seconds a second node waits for the first to stop (below pytest's per-test timeout, so this message is seen)."""
 RUN_DIRECTORY = pathlib.Path("/run/okt")
 """Where the machine's node owner is recorded: one place for every checkout and build cache, forgotten at reboot."""
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+import time
 
 import click
 
-from okt.testing import build, envtest
+from okt.testing import build, envtest, images
 
 
 def _state_file() -> pathlib.Path:
@@ -21,27 +22,35 @@ def _say(line: str) -> None:
 
 @click.group("envtest")
 def envtest_group() -> None:
-    """A real local Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager)."""
+    """A real local Kubernetes control plane (etcd + kube-apiserver + kube-controller-manager), optionally a node."""
 
 
 @envtest_group.command("build")
 def build_command() -> None:
-    """Build the control plane once for this machine (or say where the cached binaries are)."""
+    """Build the control plane and the node once for this machine (or say where the cached binaries are).
+
+    Also imports the node's images (pause, busybox, memcached) into the local Docker when it answers.
+    """
+    started = time.monotonic()
     try:
         assets = envtest.find_assets(out=_say)
-    except envtest.ControlPlaneError as error:
+        if build.has_binaries(assets, node=True):
+            build.import_images(assets, _say)
+    except (envtest.ControlPlaneError, images.ImageError) as error:
         raise click.ClickException(str(error)) from error
-    click.echo(f"control plane binaries: {assets}")
+    click.echo(f"control plane binaries: {assets} ({time.monotonic() - started:.1f}s)")
 
 
 @envtest_group.command("start")
-def start_command() -> None:
+@click.option("--node", is_flag=True, help="Also run kube-scheduler and a kubelet on the local Docker (Pods run).")
+def start_command(node: bool) -> None:
     """Start a control plane in the background and print its kubeconfig path."""
     state_file = _state_file()
     if state_file.exists():
         state = json.loads(state_file.read_text())
         raise click.ClickException(f"already running (kubeconfig {state['kubeconfig']}); `okt envtest stop` first")
-    plane = envtest.ControlPlane(tie_to_parent=False, out=_say)
+    plane = envtest.ControlPlane(tie_to_parent=False, node=node, out=_say)
+    started = time.monotonic()
     try:
         plane.start()
     except envtest.ControlPlaneError as error:
@@ -49,7 +58,12 @@ def start_command() -> None:
     state = plane.detach()
     state_file.parent.mkdir(parents=True, exist_ok=True)
     state_file.write_text(json.dumps(state))
-    click.echo(f"control plane at {state['url']}")
+    click.echo(f"control plane at {state['url']} (started in {time.monotonic() - started:.1f}s)")
+    if plane.node_ready_seconds is not None:
+        click.echo(
+            f"node localhost Ready {time.monotonic() - started:.1f}s after start "
+            f"(kubelet and scheduler: {plane.node_ready_seconds:.1f}s)"
+        )
     click.echo(f"export KUBECONFIG={state['kubeconfig']}")
 
 
@@ -60,7 +74,7 @@ def stop_command() -> None:
     if not state_file.exists():
         click.echo("no control plane is running", err=True)
         return
-    envtest.stop_detached(json.loads(state_file.read_text()))
+    envtest.stop_detached(json.loads(state_file.read_text()), out=_say)
     state_file.unlink()
     click.echo("control plane stopped")
 

@@ -1,8 +1,10 @@
-"""Build kube-apiserver and kube-controller-manager from Debian's ``kubernetes`` source package.
+"""Build kube-apiserver, kube-controller-manager, kube-scheduler and kubelet from Debian's ``kubernetes`` package.
 
 Why this exists: no Kubernetes binaries can be downloaded on the machines okt is developed and tested on, but Debian
 ships the complete source of Kubernetes 1.20.2 (with its ``vendor/`` tree). Building it takes minutes, so it happens
-once per machine and the binaries are cached outside any checkout (``~/.cache/okt/envtest/1.20.2`` by default).
+once per machine and the binaries are cached outside any checkout (``~/.cache/okt/envtest/1.20.2-okt<revision>``).
+The same build compiles the ``pause`` binary of Kubernetes' ``build/pause`` (static C, with Debian's gcc) and, when
+Docker answers, imports the local node's images (:mod:`okt.testing.images`).
 
 Guarantees:
 
@@ -10,10 +12,12 @@ Guarantees:
   file that holds its output;
 * the vendored ``modern-go/reflect2`` v1.0.1 is fixed before building: with Go >= 1.18 its two-field ``hiter`` and
   two-argument ``mapiterinit`` corrupt memory on map iteration (the apiserver panics on the first custom resource);
+* the kubelet never asks for a negative ``oom_score_adj`` (refused on sandboxed machines, even to root);
 * a finished build is published atomically (binaries land in a temporary directory that is renamed into place).
 
-Caveats: the build needs root for ``apt-get`` (the packages golang-go, rsync, jq, etcd-server and dpkg-dev) unless
-they are already installed.
+Caveats: the build needs root for ``apt-get`` (the packages in :data:`BUILD_PACKAGES`) unless they are already
+installed. Docker itself (``docker.io``) is not installed here: the node is optional, and images missing from Docker
+are imported when a node starts.
 """
 
 from __future__ import annotations
@@ -29,11 +33,27 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO
 
+from okt.testing import images
+
 KUBE_VERSION = "1.20.2"
-BUILD_REVISION = 2
+BUILD_REVISION = 3
 """Bumped whenever okt patches the sources differently, so machines rebuild instead of reusing an older build."""
 BINARIES = ("kube-apiserver", "kube-controller-manager")
-BUILD_PACKAGES = ("golang-go", "rsync", "jq", "etcd-server", "dpkg-dev")
+"""What a control plane needs (also what ``OKT_ENVTEST_ASSETS`` / ``KUBEBUILDER_ASSETS`` must hold)."""
+NODE_BINARIES = ("kube-scheduler", "kubelet", images.PAUSE_BINARY)
+"""What a local node needs besides; every build makes them."""
+GO_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+BUILD_PACKAGES = (
+    "golang-go",
+    "rsync",
+    "jq",
+    "etcd-server",
+    "dpkg-dev",
+    "gcc",
+    "libc6-dev",
+    "busybox-static",
+    "memcached",
+)
 PROGRESS_EVERY = 20.0
 
 
@@ -52,11 +72,17 @@ def cache_root() -> pathlib.Path:
 
 
 def cached_assets() -> pathlib.Path:
-    return cache_root() / f"{KUBE_VERSION}-okt{BUILD_REVISION}"
+    return cache_root() / revision()
 
 
-def has_binaries(directory: pathlib.Path) -> bool:
-    return all(os.access(directory / name, os.X_OK) for name in BINARIES)
+def revision() -> str:
+    """This build's name (``1.20.2-okt3``), also the label of the images it imports."""
+    return f"{KUBE_VERSION}-okt{BUILD_REVISION}"
+
+
+def has_binaries(directory: pathlib.Path, node: bool = False) -> bool:
+    names = BINARIES + NODE_BINARIES if node else BINARIES
+    return all(os.access(directory / name, os.X_OK) for name in names)
 
 
 class _Progress:
@@ -236,6 +262,32 @@ def patch_openapi_zero_check(source: pathlib.Path) -> bool:
     return changed
 
 
+OOM_SCORE_ADJUSTMENTS = (
+    ("pkg/kubelet/dockershim/docker_sandbox.go", "defaultSandboxOOMAdj int = -998", "defaultSandboxOOMAdj int = 0"),
+    ("pkg/kubelet/qos/policy.go", "guaranteedOOMScoreAdj int = -997", "guaranteedOOMScoreAdj int = 0"),
+)
+
+
+def patch_oom_score_adj(source: pathlib.Path) -> bool:
+    """Keep the kubelet from asking for a negative ``oom_score_adj`` (pause sandboxes, guaranteed Pods).
+
+    Kubernetes 1.20 hard-codes -998 for the pause container and -997 for guaranteed Pods. Lowering ``oom_score_adj``
+    below 0 needs ``CAP_SYS_RESOURCE`` in the initial user namespace, which sandboxed and rootless machines refuse even
+    to root: every Pod would fail to start. A local test node has no memory pressure to protect anything from, so both
+    become 0. Returns whether anything was changed.
+    """
+    changed = False
+    for relative, old, new in OOM_SCORE_ADJUSTMENTS:
+        path = source / relative
+        text = path.read_text()
+        if old in text:
+            path.write_text(text.replace(old, new))
+            changed = True
+        elif new not in text:
+            raise BuildError(f"oom score adjustment not recognised in {path}")
+    return changed
+
+
 def _compile(source: pathlib.Path, log: pathlib.Path) -> pathlib.Path:
     gopath = source / ".go"
     link = gopath / "src" / "k8s.io" / "kubernetes"
@@ -249,39 +301,61 @@ def _compile(source: pathlib.Path, log: pathlib.Path) -> pathlib.Path:
         "CGO_ENABLED": "0",
         "GOCACHE": str(source.parent / "gocache"),
     }
-    _run(["make", f"WHAT={' '.join('cmd/' + b for b in BINARIES)}"], log, cwd=link, env=env)
+    _run(["make", f"WHAT={' '.join('cmd/' + b for b in GO_BINARIES)}"], log, cwd=link, env=env)
     output = source / "_output" / "local" / "bin" / "linux" / "amd64"
-    if not has_binaries(output):
+    if not all(os.access(output / name, os.X_OK) for name in GO_BINARIES):
         output = source / "_output" / "bin"
     return output
+
+
+def _compile_pause(source: pathlib.Path, built: pathlib.Path, log: pathlib.Path) -> None:
+    """The sandbox binary of ``build/pause``, compiled as its Makefile does (static, ``-Os -Wall -Werror``)."""
+    flags = ["-Os", "-Wall", "-Werror", "-static", f"-DVERSION=v{KUBE_VERSION}-okt{BUILD_REVISION}"]
+    target = built / images.PAUSE_BINARY
+    _run(["gcc", *flags, "-o", str(target), str(source / "build" / "pause" / "linux" / "pause.c")], log)
+
+
+def import_images(assets: pathlib.Path, say: Callable[[str], None]) -> None:
+    """Import the node's images into the local Docker, or say why not (a node imports them when it starts)."""
+    reason = images.docker_unavailable()
+    if reason is not None:
+        say(f"okt envtest build: images not imported ({reason}); a node imports them when it starts")
+        return
+    started = time.monotonic()
+    imported = images.ensure(assets, revision(), out=lambda line: say(f"okt envtest build: {line}"))
+    names = ", ".join(image.name for image in images.all_images(assets))
+    if imported:
+        say(f"okt envtest build: images imported in {time.monotonic() - started:.1f}s ({names})")
+    else:
+        say(f"okt envtest build: images already in Docker ({names})")
 
 
 def _publish(built: pathlib.Path, target: pathlib.Path) -> None:
     staging = target.with_name(target.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in BINARIES:
+    for name in BINARIES + NODE_BINARIES:
         shutil.copy2(built / name, staging / name)
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
 
 
 def build(out: Callable[[str], None] | None = None, keep_sources: bool = False) -> pathlib.Path:
-    """Build (once per machine) and return the directory holding kube-apiserver and kube-controller-manager.
+    """Build (once per machine) and return the directory holding the control-plane and node binaries.
 
     Concurrent callers (several test sessions at once) serialise on a lock file: one builds, the others wait and
-    reuse its result.
+    reuse its result. The node's images are imported separately (:func:`import_images`), as Docker may be down.
     """
     say = out or (lambda line: print(line, file=sys.stderr, flush=True))
     target = cached_assets()
-    if has_binaries(target):
+    if has_binaries(target, node=True):
         return target
     cache_root().mkdir(parents=True, exist_ok=True)
     with (cache_root() / "build.lock").open("w") as lock:
         if not _try_lock(lock):
             say("okt envtest build: another process is building the control plane; waiting for it")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        if has_binaries(target):
+        if has_binaries(target, node=True):
             return target
         return _build_locked(say, target, keep_sources)
 
@@ -307,10 +381,12 @@ def _build_locked(say: Callable[[str], None], target: pathlib.Path, keep_sources
         ("extract the source", lambda: state.__setitem__("src", _extract_source(work, log))),
         ("patch vendored reflect2 for Go >= 1.18", lambda: patch_reflect2(state["src"])),
         ("patch vendored openapi validators for Go >= 1.19", lambda: patch_openapi_zero_check(state["src"])),
+        ("patch the kubelet's oom_score_adj to 0", lambda: patch_oom_score_adj(state["src"])),
         (
-            "compile " + " and ".join(BINARIES) + " (about 6 minutes on 2 cores)",
+            "compile " + ", ".join(GO_BINARIES) + " (about 15 minutes on 2 cores)",
             lambda: state.__setitem__("bin", _compile(state["src"], log)),
         ),
+        ("compile pause (build/pause, static C)", lambda: _compile_pause(state["src"], state["bin"], log)),
         (f"install binaries into {target}", lambda: _publish(state["bin"], target)),
     ]
     with _Progress(say) as progress:

@@ -13,8 +13,13 @@ Guarantees:
 * ``stop()`` kills every process it started (their whole process groups) and removes the temporary directory; it also
   runs at interpreter exit, and processes started for an owning Python process die with it (``PR_SET_PDEATHSIG``).
 
-Caveats: there is no scheduler and no kubelet: Pods stay Pending, Deployments never become available unless a test
-patches their status. It is Kubernetes 1.20: PodDisruptionBudget is policy/v1beta1, CronJob batch/v1beta1.
+* with ``node=True`` it also runs kube-scheduler and one kubelet on the machine's Docker (:mod:`okt.testing.node`):
+  ``start()`` returns once the Node ``localhost`` is Ready and schedulable; Pods run from local images
+  (:mod:`okt.testing.images`), and ``stop()`` removes their containers and unmounts the kubelet's directory.
+
+Caveats: without ``node=True`` there is no scheduler and no kubelet: Pods stay Pending, Deployments never become
+available unless a test patches their status. It is Kubernetes 1.20: PodDisruptionBudget is policy/v1beta1, CronJob
+batch/v1beta1.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from okt.testing import build
+from okt.testing import build, images, node
 
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace", "deployment", "replicaset")
 ADMIN_USER = "okt-admin"
@@ -125,9 +130,14 @@ class ControlPlane:
         audit_log: bool = False,
         crds: Sequence[dict[str, Any]] = (),
         tie_to_parent: bool = True,
+        node: bool = False,
         out: Callable[[str], None] | None = None,
     ) -> None:
         self._assets = assets
+        self._node = node
+        self._node_root: pathlib.Path | None = None
+        self.node_ready_seconds: float | None = None
+        """With ``node=True``: seconds from the start of the node (after the API server) to the Node Ready."""
         self._controllers = tuple(controllers)
         self.users = (TokenUser(ADMIN_USER, secrets.token_hex(16), ("system:masters",)), *users)
         self._audit = audit_log
@@ -204,6 +214,8 @@ class ControlPlane:
                 self.install_crd(crd)
             if self._controllers:
                 self._start_controller_manager(assets)
+            if self._node:
+                self._start_node(assets)
         except BaseException:
             self.stop()
             raise
@@ -213,8 +225,13 @@ class ControlPlane:
         for name in reversed(list(self._procs)):
             self._kill(name)
         self._procs.clear()
+        kept = False
+        if self._node_root is not None:
+            kept = not _stop_node(self._node_root, self._out)
+            self._node_root = None
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            if not kept:
+                shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         atexit.unregister(self.stop)
 
@@ -230,6 +247,9 @@ class ControlPlane:
             "kubeconfig": str(self.kubeconfig),
             "url": self.url,
         }
+        if self._node_root is not None:
+            state["node_root"] = str(self._node_root)
+            self._node_root = None
         self._procs.clear()
         self._dir = None
         atexit.unregister(self.stop)
@@ -443,6 +463,45 @@ class ControlPlane:
 
         self._wait("kube-apiserver", ready)
 
+    def _start_node(self, assets: pathlib.Path) -> None:
+        started = time.monotonic()
+        reason = node.unavailable()
+        if reason is not None:
+            raise ControlPlaneError(f"no local node: {reason}")
+        if not build.has_binaries(assets, node=True):
+            raise ControlPlaneError(
+                f"{assets} does not hold {', '.join(build.NODE_BINARIES)}: run `okt envtest build` (or point "
+                "OKT_ENVTEST_ASSETS at a build that has them)"
+            )
+        try:
+            images.ensure(assets, build.revision(), out=self._out)
+        except (images.ImageError, OSError) as error:
+            raise ControlPlaneError(f"cannot prepare the node's images: {error}") from error
+        root = self.directory / "kubelet"
+        root.mkdir()
+        ownership = node.Ownership(out=self._out)
+        try:
+            ownership.claim(root)
+        except node.NodeError as error:
+            raise ControlPlaneError(str(error)) from error
+        self._node_root = root
+        self._spawn("kube-scheduler", node.scheduler_argv(assets, self.kubeconfig))
+        kubelet = self._spawn("kubelet", node.kubelet_argv(assets, self.kubeconfig, root, free_port()))
+        ownership.record(kubelet.pid, root)
+
+        def schedulable() -> bool:
+            live = self.request("GET", f"/api/v1/nodes/{node.NAME}")
+            if not node.is_ready(live):
+                return False
+            patch = node.without_not_ready_taint(live)
+            if patch is None:
+                return True
+            self.request("PATCH", f"/api/v1/nodes/{node.NAME}", patch)
+            return False
+
+        self._wait("kubelet", schedulable)
+        self.node_ready_seconds = time.monotonic() - started
+
     def _start_controller_manager(self, assets: pathlib.Path) -> None:
         argv = [
             str(assets / "kube-controller-manager"),
@@ -464,8 +523,16 @@ class ControlPlane:
             raise ControlPlaneError(f"kube-controller-manager exited: {self._tail('kube-controller-manager')}")
 
 
-def stop_detached(state: dict[str, Any]) -> None:
-    """Stop a control plane left running by :meth:`ControlPlane.detach` (process groups, then its directory)."""
+def _stop_node(root: pathlib.Path, out: Callable[[str], None] | None) -> bool:
+    """Clean up after a stopped kubelet; False (and a line saying so) when mounts are left under ``root``."""
+    left = node.stopped(root)
+    if left and out is not None:
+        out(f"could not unmount {', '.join(left)}; leaving {root.parent} in place")
+    return not left
+
+
+def stop_detached(state: dict[str, Any], out: Callable[[str], None] | None = None) -> None:
+    """Stop a control plane left running by :meth:`ControlPlane.detach` (process groups, the node, its directory)."""
     for pid in reversed(list(state.get("pids", {}).values())):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(int(pid), signal.SIGTERM)
@@ -479,6 +546,8 @@ def stop_detached(state: dict[str, Any]) -> None:
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(int(pid), signal.SIGKILL)
+    if state.get("node_root") and not _stop_node(pathlib.Path(state["node_root"]), out):
+        return
     shutil.rmtree(state.get("directory", ""), ignore_errors=True)
 
 

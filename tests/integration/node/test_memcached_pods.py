@@ -15,9 +15,9 @@ import pytest
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import envtest, images, waiting
-from samples.memcached import harness
+from okt.testing import RunningOperator, envtest, images, waiting
 from samples.memcached.memcached_operator import MemcachedReconciler
+from samples.memcached.tests import harness
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def memcacheds(
 ) -> Iterator[harness.Memcacheds]:
     """The operator (okt's Manager, in this process) watching the test's namespace on the node's control plane."""
     kind = harness.apply_crd(node_kube, plane=node_plane)
-    operator = harness.RunningOperator.start(node_kube, MemcachedReconciler, namespaces=[node_namespace])
+    operator = RunningOperator.start(node_kube, MemcachedReconciler, namespaces=[node_namespace])
     try:
         yield harness.Memcacheds(node_kube, kind, node_namespace)
     finally:

@@ -11,6 +11,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import children
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,7 @@ def test_at_most_max_creates_children_are_created_per_reconcile_and_the_rest_fol
     assert [run.outcome for _, run in rounds[:3]] == [okt.Outcome.requeue_after(children.THROTTLE_DELAY)] * 3
     assert rounds[3][1].outcome == okt.Outcome.done()
     assert [run.results.counts()[okt.Operation.THROTTLED] for _, run in rounds] == [7, 4, 1, 0, 0]
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
     assert ready is not None and ready["status"] == "True"
 
 
@@ -69,7 +70,7 @@ def test_ready_stays_false_while_creations_wait(
 
     creates_of_one_reconcile(kube, widget_kind, namespace)
 
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "s"), "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"]) == ("False", "Creating")
     assert "7 children wait for their creation" in ready["message"]

@@ -8,6 +8,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,7 @@ def test_a_returned_requeue_after_comes_after_the_built_in_work(
     assert run.outcome == okt.Outcome.requeue_after(30)
     assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End"
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "p-config") is not None
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "p"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "p"), "Ready")
     assert ready is not None and ready["status"] == "True"
 
 

@@ -278,7 +278,7 @@ def test_text_beyond_the_bmp_reaches_children_and_conditions_through_apply(
 
     assert good.outcome == okt.Outcome.done(), good.results.summary()
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "emoji-config")["data"]["greeting"] == "hi \U0001f600"
-    ready = shared.condition(shared.get_widget(kube, widget_kind, namespace, "bad-emoji"), "Ready")
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "bad-emoji"), "Ready")
     assert ready is not None and ready["reason"] == "InvalidSpec"
     assert "\U0001f600" in ready["message"]
     assert bad.results.counts()[okt.Operation.STATUS_UPDATE_ERROR] == 0

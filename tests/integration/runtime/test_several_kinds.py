@@ -12,7 +12,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import crds, wait_for
+from okt.testing import condition, crds, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -70,7 +70,7 @@ def test_one_manager_serves_three_controllers_with_their_own_metrics_labels(
     manager.start()
     try:
         wait_for(lambda: kube.get_or_none(kinds.CONFIG_MAP, "w-config", namespace), timeout=30, message="w's child")
-        wait_for(lambda: shared.condition(kube.get(gizmo_kind, "g", namespace), "Ready"), timeout=30, message="g Ready")
+        wait_for(lambda: condition(kube.get(gizmo_kind, "g", namespace), "Ready"), timeout=30, message="g Ready")
         wait_for(lambda: annotations_ready(kube, namespace, "s"), timeout=30, message="s reports in annotations")
         assert manager.probes is not None
         with urllib.request.urlopen(manager.probes.url + "/metrics", timeout=5) as response:

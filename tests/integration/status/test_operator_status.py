@@ -10,6 +10,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import condition
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -90,13 +91,13 @@ def test_degraded_waits_for_a_persistent_error_but_not_for_a_permanent_one(
     degraded = []
     for _ in range(3):
         shared.reconcile_widget(Flaky(), kube, widget_kind, namespace, "f")
-        condition = shared.condition(shared.get_widget(kube, widget_kind, namespace, "f"), "Degraded")
-        assert condition is not None
-        degraded.append((condition["status"], condition["reason"]))
+        now = condition(shared.get_widget(kube, widget_kind, namespace, "f"), "Degraded")
+        assert now is not None
+        degraded.append((now["status"], now["reason"]))
 
     shared.make_widget(kube, widget_kind, namespace, "bad", size=99)  # InvalidSpec: size <= 10
     shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, "bad")
-    invalid = shared.condition(shared.get_widget(kube, widget_kind, namespace, "bad"), "Degraded")
+    invalid = condition(shared.get_widget(kube, widget_kind, namespace, "bad"), "Degraded")
 
     assert degraded == [("False", "Retrying"), ("False", "Retrying"), ("True", "TemporaryError")]
     assert invalid is not None and (invalid["status"], invalid["reason"]) == ("True", "InvalidSpec")

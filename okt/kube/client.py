@@ -11,7 +11,8 @@ Guarantees:
 * every non-2xx answer or transport failure raises a subclass of :class:`okt.errors.ApiError` (``from_status``), with
   the original exception as ``__cause__``;
 * every request is counted in :attr:`Client.stats` by verb and resource (``create configmaps``,
-  ``patch memcacheds/status``): benchmarks and tests assert "0 writes" against these counters;
+  ``patch memcacheds/status``): benchmarks and tests assert "0 writes" against these counters; every answer is
+  counted by status code and method too (client-go's ``rest_client_requests_total``);
 * the session's connection pool is large enough for the configured number of workers (no connection churn).
 
 Caveats: one ``Client`` is shared by all workers; ``requests.Session`` and urllib3's pool are safe for concurrent
@@ -169,18 +170,31 @@ class RequestStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._answers: collections.Counter[tuple[str, str]] = collections.Counter()
 
     def record(self, verb: str, resource: str) -> None:
         with self._lock:
             self._counts[(verb, resource)] += 1
 
+    def answered(self, code: int, method: str) -> None:
+        """Count one answer by HTTP status code and method (client-go's ``rest_client_requests_total``); code 0 (no
+        answer at all) is counted as client-go's ``<error>``."""
+        with self._lock:
+            self._answers[(str(code) if code else "<error>", method)] += 1
+
     def snapshot(self) -> collections.Counter[tuple[str, str]]:
         with self._lock:
             return collections.Counter(self._counts)
 
+    def responses(self) -> collections.Counter[tuple[str, str]]:
+        """The answers counted so far, by ``(code, method)``."""
+        with self._lock:
+            return collections.Counter(self._answers)
+
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._answers.clear()
 
     def writes(self, since: collections.Counter[tuple[str, str]] | None = None) -> int:
         return sum(n for (verb, _), n in self.delta(since).items() if verb in WRITE_VERBS)
@@ -227,6 +241,8 @@ class Client:
         adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")
+        self.host: str = urllib.parse.urlsplit(self._base).netloc
+        """The API server's ``host:port``, as client-go labels its request metrics."""
         self._session: requests.Session = self._http.session
         self._session.headers["User-Agent"] = "okt"
         # requests re-reads the proxy environment on every request (about half a millisecond each); read it once.
@@ -317,10 +333,12 @@ class Client:
                     method, path, params=params, data=data, content_type=content_type, timeout=timeout
                 )
             except (urllib3.exceptions.HTTPError, OSError) as exc:
+                self.stats.answered(0, method)
                 raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
         else:
             answer = self._send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
             response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
+        self.stats.answered(response.status_code, method)
         if response.status_code >= 400:
             raise self._error(response, method, path)
         return response
@@ -350,6 +368,7 @@ class Client:
                 verify=self._verify,
             )
         except requests.RequestException as exc:
+            self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
 
     @staticmethod
@@ -474,6 +493,7 @@ class Client:
         self.stats.record("watch", kind.plural)
         path = kind.collection_path(namespace)
         response = self._send("GET", path, params=params, stream=True, timeout=(10.0, inactivity_timeout))
+        self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:
             answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)
             response.close()

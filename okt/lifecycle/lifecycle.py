@@ -368,7 +368,7 @@ def _where(ctx: context_mod.Context) -> str:
 def _check_condition_type(condition_type: str) -> str:
     if not isinstance(condition_type, str):
         raise TypeError(f"condition_type must be a string, got {condition_type!r}")
-    if condition_type in conditions.STANDARD_TYPES:
+    if condition_type in (*conditions.STANDARD_TYPES, *conditions.KSTATUS_TYPES):
         raise ValueError(
             f"condition_type {condition_type!r} is written by okt's built-in managers; choose another, like 'Phase'"
         )

@@ -18,7 +18,7 @@ from okt import errors
 from okt.engines import results as results_mod
 from okt.reconciler import children
 from okt.status import conditions as cond
-from okt.status import events, writer
+from okt.status import events, kstatus, writer
 
 if TYPE_CHECKING:
     from okt.reconciler import context as context_mod
@@ -59,6 +59,7 @@ def success_conditions(
 ) -> None:
     """Set the five conditions of a successful reconcile (``available`` None: no workload to wait for)."""
     conditions.set(cond.READY, ready.status, ready.reason, ready.message, generation)
+    kstatus.follow_ready(conditions, generation, ready.status, ready.reason, ready.message)
     conditions.set(cond.RECONCILIATION_SUCCESS, True, "Reconciled", f"generation {generation} reconciled", generation)
     conditions.set(cond.PROGRESSING, progressing.status, progressing.reason, progressing.message, generation)
     conditions.set(cond.DEGRADED, degraded.status, degraded.reason, degraded.message, generation)
@@ -69,14 +70,22 @@ def success_conditions(
 
 
 def error_conditions(
-    conditions: cond.Conditions, generation: int, reason: str, message: str, *, degraded: bool = True
+    conditions: cond.Conditions,
+    generation: int,
+    reason: str,
+    message: str,
+    *,
+    degraded: bool = True,
+    stalled: bool = False,
 ) -> bool:
     """Set the conditions of a failed reconcile; returns whether Ready changed (the error is news).
 
     ``degraded`` False (a transient error, not yet persistent) leaves Degraded False, explained: OpenShift's rule,
-    Degraded is a persistent problem, never a hiccup.
+    Degraded is a persistent problem, never a hiccup. ``stalled`` (retrying cannot fix it) sets kstatus's
+    ``Stalled=True``, otherwise ``Reconciling=True`` says the error is being retried.
     """
     news = conditions.set(cond.READY, False, reason, message, generation)
+    (kstatus.stalled if stalled else kstatus.reconciling)(conditions, generation, reason, message)
     conditions.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
     if degraded:
         conditions.set(cond.DEGRADED, True, reason, message, generation)
@@ -161,7 +170,8 @@ def on_error(ctx: context_mod.Context) -> None:
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
     failures = ctx.bookkeeping.error_count + 1
     degraded = permanent or failures >= ctx.settings.degraded_after
-    news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded)
+    stalled = permanent or ctx.results.gave_up is not None
+    news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
     # A permanent error already reported for this generation (a restart, a child's event) is reported once:
     # no error count, no Event, so nothing is written while the object does not change.
     reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news

@@ -229,8 +229,10 @@ class Controller:
         for cls in reconciler_cls.owns:
             type_key = (cls.api_version, cls.kind)
             self._classes_by_type[type_key] = (*self._classes_by_type.get(type_key, ()), cls)
-        self.queue: workqueue.WorkQueue[QueueKey] = workqueue.WorkQueue(backoff)
         self.metrics = metrics if metrics is not None else metrics_mod.Metrics()
+        self.queue: workqueue.WorkQueue[QueueKey] = workqueue.WorkQueue(
+            backoff, observer=self.metrics.queue_times(self.name)
+        )
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
         self.write_fence: kube_client.WriteFence | None = None
@@ -247,6 +249,7 @@ class Controller:
             controller=self.name
         )
         self.metrics.prepare(self.name)
+        self.metrics.workers(self.name, self.workers)
         self.metrics.track_queue(self.name, lambda: len(self.queue))
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
@@ -368,6 +371,7 @@ class Controller:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""
         namespace, name = key
         started = time.monotonic()
+        run = None
         with (
             self.metrics.active(self.name),
             logs.reconcile_context(self.name, namespace, name),
@@ -393,7 +397,7 @@ class Controller:
                 self._log.exception("reconcile raised", namespace=namespace, name=name)
                 outcome = results_mod.Outcome.retry(exc)
                 result = "error"
-        self.metrics.reconciled(self.name, result, time.monotonic() - started)
+        self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
         with self._lock:
             self._processed += 1
         apply_outcome(self.queue, key, outcome)

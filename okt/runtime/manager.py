@@ -257,6 +257,7 @@ class Manager:
             )
             for controller in self.controllers:
                 controller.write_fence = self._write_fence
+            self.metrics.track_leader(self.lease_name, lambda: self.elector is not None and self.elector.is_leader)
             self.elector.start()
         else:
             self._begin_in_background()

@@ -4,13 +4,25 @@ Why this exists: an operator in production is watched by Prometheus and restarte
 runtime reports what an SRE needs to see — reconciles by result, their duration, errors, queue depth, busy workers,
 API requests — and answers the probes from the manager's real state.
 
+Two families side by side:
+
+* **controller-runtime's** names, types and labels (``controller_runtime_*``, client-go's ``workqueue_*{name}``,
+  ``leader_election_master_status{name}``, ``rest_client_requests_total{code,method,host}``), so the Grafana
+  dashboards and alerts written for Go operators work unchanged — :data:`CONTROLLER_RUNTIME` lists them;
+* **okt's own** (``okt_*``), which say what those cannot: the outcome kinds (``give_up``), the Stepper path of each
+  reconcile, the children left alone because their checksum matched, the status writes that failed, the requests
+  by verb and resource.
+
 Guarantees:
 
 * every :class:`Metrics` owns its own ``CollectorRegistry`` (several managers in one process, as in tests and
   benchmarks, never collide, and nothing is registered globally);
 * ``okt_api_requests_total{verb,resource}`` is read from :attr:`okt.kube.client.Client.stats` at scrape time: the
   request path pays nothing for it;
-* ``okt_workqueue_depth`` is also computed at scrape time from the queue itself;
+* ``okt_workqueue_depth``, ``workqueue_depth``, ``workqueue_unfinished_work_seconds`` and
+  ``workqueue_longest_running_processor_seconds`` are computed at scrape time, as is
+  ``leader_election_master_status``;
+* every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
 * the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
   server never keeps the process alive; ``stop()`` closes the socket;
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds; otherwise
@@ -25,7 +37,8 @@ from __future__ import annotations
 import contextlib
 import http.server
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import prometheus_client
@@ -33,6 +46,8 @@ import structlog
 from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
+from okt.engines import results as results_mod
+from okt.engines import stepper
 from okt.kube import client as kube_client
 
 #: The ``result`` label values of ``okt_reconcile_total``: the outcome kinds, plus ``error`` when a reconcile raised.
@@ -40,6 +55,49 @@ RESULTS = ("done", "requeue_after", "retry", "give_up", "error")
 
 #: Reconcile duration buckets, in seconds: from a no-op (a few ms) to a slow multi-child create.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+#: The ``result`` label values of ``controller_runtime_reconcile_total``, controller-runtime's own.
+CONTROLLER_RUNTIME_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+#: okt's result (:data:`RESULTS`) as controller-runtime names it: a retry or a raised reconcile returned an error; a
+#: give-up is controller-runtime's "no error, no requeue" — unless it was alarming (an invalid spec), which is its
+#: terminal error, counted as ``error``.
+_CONTROLLER_RUNTIME_RESULT = {
+    "done": "success",
+    "requeue_after": "requeue_after",
+    "retry": "error",
+    "error": "error",
+    "give_up": "success",
+}
+
+#: controller-runtime's ``controller_runtime_reconcile_time_seconds`` buckets.
+RECONCILE_TIME_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    *(1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0),
+    *(50.0, 60.0),
+)
+
+#: client-go's work queue latency buckets: ``ExponentialBuckets(10e-9, 10, 10)``, 10 ns to 10 s.
+WORKQUEUE_BUCKETS = tuple(1e-8 * 10**exponent for exponent in range(10))
+
+#: The controller-runtime series okt exports: name -> (Prometheus type, label names). The names dashboards query
+#: (a counter's samples carry ``_total``, a histogram's ``_bucket``/``_sum``/``_count``).
+CONTROLLER_RUNTIME: dict[str, tuple[str, tuple[str, ...]]] = {
+    "controller_runtime_reconcile_total": ("counter", ("controller", "result")),
+    "controller_runtime_reconcile_errors_total": ("counter", ("controller",)),
+    "controller_runtime_reconcile_time_seconds": ("histogram", ("controller",)),
+    "controller_runtime_max_concurrent_reconciles": ("gauge", ("controller",)),
+    "controller_runtime_active_workers": ("gauge", ("controller",)),
+    "workqueue_depth": ("gauge", ("name",)),
+    "workqueue_adds_total": ("counter", ("name",)),
+    "workqueue_queue_duration_seconds": ("histogram", ("name",)),
+    "workqueue_work_duration_seconds": ("histogram", ("name",)),
+    "workqueue_retries_total": ("counter", ("name",)),
+    "workqueue_unfinished_work_seconds": ("gauge", ("name",)),
+    "workqueue_longest_running_processor_seconds": ("gauge", ("name",)),
+    "leader_election_master_status": ("gauge", ("name",)),
+    "rest_client_requests_total": ("counter", ("code", "method", "host")),
+}
 
 DISABLED = "0"
 
@@ -59,6 +117,71 @@ class ApiRequestsCollector(prom_registry.Collector):
         for (verb, resource), count in sorted(self._client.stats.snapshot().items()):
             family.add_metric((verb, resource), count)
         yield family
+        rest = prom_core.CounterMetricFamily(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            labels=("code", "method", "host"),
+        )
+        for (code, method), count in sorted(self._client.stats.responses().items()):
+            rest.add_metric((code, method, getattr(self._client, "host", "")), count)
+        yield rest
+
+
+class QueueTimes:
+    """client-go's work queue metrics of one queue: a :class:`okt.runtime.workqueue.Observer`.
+
+    Remembers when each pending key was added and when each handed-out key was taken, to observe
+    ``workqueue_queue_duration_seconds`` and ``workqueue_work_duration_seconds`` and to compute the unfinished work at
+    scrape time. Its own lock guards those times: the queue calls it under the queue's lock, a scrape reads from
+    another thread.
+    """
+
+    def __init__(self, metrics: Metrics, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._added_at: dict[Hashable, float] = {}
+        self._taken_at: dict[Hashable, float] = {}
+        self._adds = metrics.workqueue_adds_total.labels(name=name)
+        self._retries = metrics.workqueue_retries_total.labels(name=name)
+        self._waited = metrics.workqueue_queue_duration_seconds.labels(name=name)
+        self._worked = metrics.workqueue_work_duration_seconds.labels(name=name)
+        metrics.workqueue_unfinished_work_seconds.labels(name=name).set_function(self.unfinished_seconds)
+        metrics.workqueue_longest_running_processor_seconds.labels(name=name).set_function(self.longest_seconds)
+
+    def added(self, key: Hashable) -> None:
+        self._adds.inc()
+        with self._lock:
+            self._added_at.setdefault(key, self._clock())
+
+    def taken(self, key: Hashable) -> None:
+        now = self._clock()
+        with self._lock:
+            added = self._added_at.pop(key, None)
+            self._taken_at[key] = now
+        if added is not None:
+            self._waited.observe(now - added)
+
+    def done(self, key: Hashable) -> None:
+        now = self._clock()
+        with self._lock:
+            taken = self._taken_at.pop(key, None)
+        if taken is not None:
+            self._worked.observe(now - taken)
+
+    def retried(self, key: Hashable) -> None:
+        self._retries.inc()
+
+    def unfinished_seconds(self) -> float:
+        """How long the keys being processed have been, summed (a stuck worker makes it grow)."""
+        now = self._clock()
+        with self._lock:
+            return sum(now - taken for taken in self._taken_at.values())
+
+    def longest_seconds(self) -> float:
+        """How long the longest-running key being processed has been."""
+        now = self._clock()
+        with self._lock:
+            return max((now - taken for taken in self._taken_at.values()), default=0.0)
 
 
 class Metrics:
@@ -101,7 +224,96 @@ class Metrics:
             ("controller",),
             registry=self.registry,
         )
+        self.reconcile_paths_total = prometheus_client.Counter(
+            "okt_reconcile_paths",
+            "Reconciles by the Stepper path they took (>CRChecker>...>End).",
+            ("controller", "path"),
+            registry=self.registry,
+        )
+        self.writes_skipped_total = prometheus_client.Counter(
+            "okt_writes_skipped",
+            "Children left alone because their checksum and fields already matched (a write saved).",
+            ("controller",),
+            registry=self.registry,
+        )
+        self._controller_runtime(self.registry)
         self._api: ApiRequestsCollector | None = None
+
+    def _controller_runtime(self, registry: prometheus_client.CollectorRegistry) -> None:
+        """controller-runtime's and client-go's series (their help texts too), beside okt's."""
+        self.cr_reconcile_total = prometheus_client.Counter(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            ("controller", "result"),
+            registry=registry,
+        )
+        self.cr_reconcile_errors_total = prometheus_client.Counter(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            ("controller",),
+            registry=registry,
+        )
+        self.cr_reconcile_time_seconds = prometheus_client.Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ("controller",),
+            buckets=RECONCILE_TIME_BUCKETS,
+            registry=registry,
+        )
+        self.cr_max_concurrent_reconciles = prometheus_client.Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            ("controller",),
+            registry=registry,
+        )
+        self.cr_active_workers = prometheus_client.Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ("controller",),
+            registry=registry,
+        )
+        self.workqueue_depth_by_name = prometheus_client.Gauge(
+            "workqueue_depth", "Current depth of workqueue", ("name",), registry=registry
+        )
+        self.workqueue_adds_total = prometheus_client.Counter(
+            "workqueue_adds", "Total number of adds handled by workqueue", ("name",), registry=registry
+        )
+        self.workqueue_queue_duration_seconds = prometheus_client.Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ("name",),
+            buckets=WORKQUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.workqueue_work_duration_seconds = prometheus_client.Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            ("name",),
+            buckets=WORKQUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.workqueue_retries_total = prometheus_client.Counter(
+            "workqueue_retries", "Total number of retries handled by workqueue", ("name",), registry=registry
+        )
+        self.workqueue_unfinished_work_seconds = prometheus_client.Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by "
+            "work_duration. Large values indicate stuck threads.",
+            ("name",),
+            registry=registry,
+        )
+        self.workqueue_longest_running_processor_seconds = prometheus_client.Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            ("name",),
+            registry=registry,
+        )
+        self.leader_election_master_status = prometheus_client.Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+            ("name",),
+            registry=registry,
+        )
 
     def watch_client(self, client: kube_client.Client) -> None:
         """Export ``okt_api_requests_total`` from ``client`` (once; later calls are ignored)."""
@@ -110,8 +322,21 @@ class Metrics:
             self.registry.register(self._api)
 
     def track_queue(self, controller: str, depth: Callable[[], int]) -> None:
-        """Export ``okt_workqueue_depth{controller}`` as ``depth()`` at scrape time."""
+        """Export ``okt_workqueue_depth{controller}`` and ``workqueue_depth{name}`` as ``depth()`` at scrape time."""
         self.workqueue_depth.labels(controller=controller).set_function(lambda: float(depth()))
+        self.workqueue_depth_by_name.labels(name=controller).set_function(lambda: float(depth()))
+
+    def queue_times(self, controller: str) -> QueueTimes:
+        """The observer of ``controller``'s work queue (client-go's ``workqueue_*{name}`` series)."""
+        return QueueTimes(self, controller)
+
+    def track_leader(self, lease: str, leading: Callable[[], bool]) -> None:
+        """Export ``leader_election_master_status{name=lease}`` as ``leading()`` at scrape time."""
+        self.leader_election_master_status.labels(name=lease).set_function(lambda: float(leading()))
+
+    def workers(self, controller: str, count: int) -> None:
+        """Export ``controller_runtime_max_concurrent_reconciles{controller}``."""
+        self.cr_max_concurrent_reconciles.labels(controller=controller).set(count)
 
     def prepare(self, controller: str) -> None:
         """Create every series of ``controller`` at zero, so dashboards see them before the first reconcile."""
@@ -121,23 +346,46 @@ class Metrics:
         self.status_write_errors_total.labels(controller=controller)
         self.reconcile_duration_seconds.labels(controller=controller)
         self.active_workers.labels(controller=controller).set(0)
+        self.writes_skipped_total.labels(controller=controller)
+        for result in CONTROLLER_RUNTIME_RESULTS:
+            self.cr_reconcile_total.labels(controller=controller, result=result)
+        self.cr_reconcile_errors_total.labels(controller=controller)
+        self.cr_reconcile_time_seconds.labels(controller=controller)
+        self.cr_active_workers.labels(controller=controller).set(0)
+        for family in (self.workqueue_adds_total, self.workqueue_retries_total):
+            family.labels(name=controller)
+        for histogram in (self.workqueue_queue_duration_seconds, self.workqueue_work_duration_seconds):
+            histogram.labels(name=controller)
 
     @contextlib.contextmanager
     def active(self, controller: str) -> Iterator[None]:
         """Count a worker as busy for the duration of the block."""
-        gauge = self.active_workers.labels(controller=controller)
-        gauge.inc()
+        gauges = [family.labels(controller=controller) for family in (self.active_workers, self.cr_active_workers)]
+        for gauge in gauges:
+            gauge.inc()
         try:
             yield
         finally:
-            gauge.dec()
+            for gauge in gauges:
+                gauge.dec()
 
-    def reconciled(self, controller: str, result: str, seconds: float) -> None:
-        """Record one finished reconcile (``result`` from :data:`RESULTS`)."""
+    def reconciled(self, controller: str, result: str, seconds: float, run: stepper.Run | None = None) -> None:
+        """Record one finished reconcile (``result`` from :data:`RESULTS`; ``run`` when it returned one)."""
         self.reconcile_total.labels(controller=controller, result=result).inc()
         self.reconcile_duration_seconds.labels(controller=controller).observe(seconds)
         if result in ("retry", "error"):
             self.reconcile_errors_total.labels(controller=controller).inc()
+        alarming = run is not None and result == "give_up" and run.results.has_error
+        cr_result = "error" if alarming else _CONTROLLER_RUNTIME_RESULT.get(result, "error")
+        self.cr_reconcile_total.labels(controller=controller, result=cr_result).inc()
+        self.cr_reconcile_time_seconds.labels(controller=controller).observe(seconds)
+        if cr_result == "error":
+            self.cr_reconcile_errors_total.labels(controller=controller).inc()
+        if run is not None:
+            self.reconcile_paths_total.labels(controller=controller, path=run.path_str).inc()
+            skipped = run.results.counts()[results_mod.Operation.UNCHANGED]
+            if skipped:
+                self.writes_skipped_total.labels(controller=controller).inc(skipped)
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""

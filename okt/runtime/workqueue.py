@@ -20,6 +20,9 @@ Guarantees:
 
 Every method is thread-safe.
 
+What happens to keys is told to an optional :class:`Observer` (the metrics' ``workqueue_*`` series): one call per
+event, made with the queue's lock held, so the observer sees them in the queue's own order.
+
 Caveats: ``forget`` does not cancel a delayed add that is already scheduled (as in controller-runtime): the key is then
 reconciled once more, which a level-based reconcile tolerates by design.
 """
@@ -32,11 +35,41 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from okt.runtime import backoff as backoff_mod
 
 K = TypeVar("K", bound=Hashable)
+
+
+class Observer(Protocol):
+    """What a queue tells about its keys (called with the queue's lock held: keep it short, never call back)."""
+
+    def added(self, key: Hashable) -> None:
+        """``key`` became pending (a duplicate add of a pending key is not told)."""
+
+    def taken(self, key: Hashable) -> None:
+        """``key`` was handed out to a worker."""
+
+    def done(self, key: Hashable) -> None:
+        """The worker holding ``key`` finished with it."""
+
+    def retried(self, key: Hashable) -> None:
+        """``key`` was re-added after a failure (:meth:`WorkQueue.add_rate_limited`)."""
+
+
+class _Unobserved:
+    def added(self, key: Hashable) -> None:
+        pass
+
+    def taken(self, key: Hashable) -> None:
+        pass
+
+    def done(self, key: Hashable) -> None:
+        pass
+
+    def retried(self, key: Hashable) -> None:
+        pass
 
 
 class WorkQueue(Generic[K]):
@@ -45,6 +78,7 @@ class WorkQueue(Generic[K]):
     Args:
         backoff: the per-key backoff used by :meth:`add_rate_limited`.
         clock: a monotonic clock in seconds (tests may pass a controllable one; the waits still use real time).
+        observer: told what happens to the keys (see :class:`Observer`); nobody when ``None``.
     """
 
     def __init__(
@@ -52,6 +86,7 @@ class WorkQueue(Generic[K]):
         backoff: backoff_mod.Backoff | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        observer: Observer | None = None,
     ) -> None:
         self._backoff = backoff if backoff is not None else backoff_mod.Backoff()
         self._clock = clock
@@ -66,6 +101,7 @@ class WorkQueue(Generic[K]):
         self._due: dict[K, float] = {}
         self._sequence = itertools.count()
         self._shutting_down = False
+        self._observer: Observer = observer if observer is not None else _Unobserved()
 
     # -- adding --------------------------------------------------------------------------------------------------
 
@@ -100,6 +136,7 @@ class WorkQueue(Generic[K]):
         with self._cond:
             failures = self._failures.get(key, 0) + 1
             self._failures[key] = failures
+            self._observer.retried(key)
         delay = max(self._backoff.delay(failures), at_least)
         self.add_after(key, delay)
         return delay
@@ -131,6 +168,7 @@ class WorkQueue(Generic[K]):
                     key = self._queue.popleft()
                     self._processing.add(key)
                     self._dirty.discard(key)
+                    self._observer.taken(key)
                     return key
                 now = self._clock()
                 waits = []
@@ -146,6 +184,7 @@ class WorkQueue(Generic[K]):
         """Mark ``key`` processed; if it was re-added meanwhile, it is queued again now."""
         with self._cond:
             self._processing.discard(key)
+            self._observer.done(key)
             if key in self._dirty and not self._shutting_down:
                 self._queue.append(key)
                 self._cond.notify()
@@ -193,6 +232,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._observer.added(key)
         if key not in self._processing:
             self._queue.append(key)
             self._cond.notify()

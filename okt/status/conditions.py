@@ -51,6 +51,10 @@ PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 RECONCILIATION_SUCCESS = "ReconciliationSuccess"
 STANDARD_TYPES = (READY, AVAILABLE, PROGRESSING, DEGRADED, RECONCILIATION_SUCCESS)
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+KSTATUS_TYPES = (RECONCILING, STALLED)
+"""kstatus's abnormal-true conditions (see :mod:`okt.status.kstatus`): present only while something is unusual."""
 
 TYPE_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"  # optional DNS-subdomain prefix

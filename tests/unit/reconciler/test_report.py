@@ -62,3 +62,40 @@ def test_an_error_is_news_once_then_the_same_error_is_not() -> None:
     assert c.is_false(okt.READY)
     assert c.is_true(okt.DEGRADED)
     assert c.is_unknown(okt.AVAILABLE) and c.is_unknown(okt.PROGRESSING)
+
+
+def kstatus_of(c: conditions.Conditions) -> dict[str, tuple[str, str]]:
+    return {t: (c[t].status.value, c[t].reason) for t in conditions.KSTATUS_TYPES if t in c}
+
+
+def succeed(c: conditions.Conditions, ready: report.Signal) -> None:
+    quiet = report.Signal(False, "Settled", "nothing to roll out")
+    report.success_conditions(c, 4, ready=ready, available=None, progressing=quiet, degraded=quiet)
+
+
+def test_kstatus_conditions_follow_the_reconcile_reconciling_then_stalled_then_none() -> None:
+    c = fresh()
+
+    succeed(c, report.Signal(False, "Creating", "2 children wait for their creation"))
+    assert kstatus_of(c) == {conditions.RECONCILING: ("True", "Creating")}
+    assert c[conditions.RECONCILING].observed_generation == 4
+
+    report.error_conditions(c, 4, "ApiError", "the API server is away", degraded=False)
+    assert kstatus_of(c) == {conditions.RECONCILING: ("True", "ApiError")}
+
+    report.error_conditions(c, 5, "InvalidSpec", "spec.size: too big", stalled=True)
+    assert kstatus_of(c) == {conditions.STALLED: ("True", "InvalidSpec")}
+    assert c[conditions.STALLED].observed_generation == 5
+
+    succeed(c, report.Signal(True, "Reconciled", "fine"))
+    assert kstatus_of(c) == {}
+
+
+def test_the_same_stalled_error_again_changes_nothing_to_write() -> None:
+    c = conditions.Conditions.from_status({}, now=lambda: T0)
+    report.error_conditions(c, 2, "InvalidSpec", "spec.size: too big", stalled=True)
+    again = conditions.Conditions.from_status({"conditions": c.to_list()}, now=lambda: T0)
+
+    report.error_conditions(again, 2, "InvalidSpec", "spec.size: too big", stalled=True)
+
+    assert not again.changed

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+import okt
+from okt.engines import results as results_mod
+from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.runtime import metrics as metrics_mod
 
@@ -155,3 +158,78 @@ def test_a_stopped_server_releases_its_port(serve: Any) -> None:
     server.stop()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(server.url + "/healthz", timeout=2)
+
+
+def run_of(outcome: results_mod.Outcome, results: results_mod.Results | None = None) -> stepper.Run:
+    path = (okt.State.CRChecker, okt.State.ObjectsGetter, okt.State.End)
+    return stepper.Run(path, outcome, results if results is not None else results_mod.Results())
+
+
+def alarming_give_up() -> results_mod.Results:
+    results = results_mod.Results()
+    results.give_up("spec.size must be positive", alarming=True)
+    return results
+
+
+@pytest.mark.parametrize(
+    ("result", "results", "expected"),
+    [
+        ("done", None, "success"),
+        ("requeue_after", None, "requeue_after"),
+        ("retry", None, "error"),
+        ("error", None, "error"),
+        ("give_up", None, "success"),
+        ("give_up", alarming_give_up(), "error"),
+    ],
+)
+def test_okts_results_are_counted_with_controller_runtimes_result_names(
+    result: str, results: results_mod.Results | None, expected: str
+) -> None:
+    metrics = metrics_mod.Metrics()
+    metrics.prepare("widget")
+    outcome = results_mod.Outcome.done() if results is None else results.outcome()
+    metrics.reconciled("widget", result, 0.2, run_of(outcome, results))
+    sample = metrics.registry.get_sample_value
+    counted = {
+        name: sample("controller_runtime_reconcile_total", {"controller": "widget", "result": name})
+        for name in metrics_mod.CONTROLLER_RUNTIME_RESULTS
+    }
+    assert counted == {name: float(name == expected) for name in metrics_mod.CONTROLLER_RUNTIME_RESULTS}
+    assert sample("controller_runtime_reconcile_errors_total", {"controller": "widget"}) == float(expected == "error")
+    assert sample("controller_runtime_reconcile_time_seconds_bucket", {"controller": "widget", "le": "0.25"}) == 1
+
+
+def test_the_path_taken_and_the_children_left_alone_are_counted() -> None:
+    metrics = metrics_mod.Metrics()
+    results = results_mod.Results()
+    for child in ("configmaps/a", "services/a"):
+        results.add(results_mod.Operation.UNCHANGED, child)
+    metrics.reconciled("widget", "done", 0.01, run_of(results_mod.Outcome.done(), results))
+    sample = metrics.registry.get_sample_value
+    path = ">CRChecker>ObjectsGetter>End"
+    assert sample("okt_reconcile_paths_total", {"controller": "widget", "path": path}) == 1
+    assert sample("okt_writes_skipped_total", {"controller": "widget"}) == 2
+
+
+def test_queue_times_observe_the_wait_and_the_work_and_report_unfinished_work() -> None:
+    metrics = metrics_mod.Metrics()
+    now = [100.0]
+    times = metrics_mod.QueueTimes(metrics, "widget", clock=lambda: now[0])
+    times.added("a")
+    now[0] += 2.0
+    times.taken("a")
+    now[0] += 3.0
+    times.added("b")
+    times.taken("b")
+    now[0] += 1.0
+    sample = metrics.registry.get_sample_value
+    assert sample("workqueue_unfinished_work_seconds", {"name": "widget"}) == 5.0
+    assert sample("workqueue_longest_running_processor_seconds", {"name": "widget"}) == 4.0
+    times.done("a")
+    times.done("b")
+    times.retried("b")
+    assert sample("workqueue_adds_total", {"name": "widget"}) == 2
+    assert sample("workqueue_retries_total", {"name": "widget"}) == 1
+    assert sample("workqueue_queue_duration_seconds_sum", {"name": "widget"}) == 2.0
+    assert sample("workqueue_work_duration_seconds_sum", {"name": "widget"}) == 5.0
+    assert sample("workqueue_unfinished_work_seconds", {"name": "widget"}) == 0.0

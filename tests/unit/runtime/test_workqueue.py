@@ -283,3 +283,47 @@ def test_eight_workers_never_process_one_key_at_once_and_never_lose_an_add() -> 
     # Every key was processed at least once after its last add: nothing added was lost.
     assert all(last_start[key] > last_add[key] for key in last_add)
     assert not any(thread.is_alive() for thread in workers)
+
+
+class Told:
+    """An observer writing down what the queue tells it, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def added(self, key: object) -> None:
+        self.events.append(("added", key))
+
+    def taken(self, key: object) -> None:
+        self.events.append(("taken", key))
+
+    def done(self, key: object) -> None:
+        self.events.append(("done", key))
+
+    def retried(self, key: object) -> None:
+        self.events.append(("retried", key))
+
+
+def test_the_observer_is_told_each_pending_key_once_and_each_hand_out_retry_and_end() -> None:
+    clock, told = FakeClock(), Told()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=clock, observer=told)
+    queue.add("a")
+    queue.add("a")  # already pending: not a new add
+    assert queue.get(timeout=0) == "a"
+    queue.add("a")  # pending again while processed
+    queue.done("a")
+    queue.add_rate_limited("b")
+    clock.advance(1.0)
+    assert drain(queue) == ["a", "b"]
+    assert told.events == [
+        ("added", "a"),
+        ("taken", "a"),
+        ("added", "a"),
+        ("done", "a"),
+        ("retried", "b"),
+        ("added", "b"),
+        ("taken", "a"),
+        ("done", "a"),
+        ("taken", "b"),
+        ("done", "b"),
+    ]

@@ -1,0 +1,51 @@
+"""The permissions ``okt run`` asks for are the rules ``okt gen rbac`` writes, scoped where they apply."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import okt
+from okt.cli import permissions
+
+
+class Config(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class GizmoReconciler(okt.Reconciler):
+    api_version = "perm.okt.io/v1"
+    kind = "Gizmo"
+    plural = "gizmos"
+    owns: ClassVar[tuple[type[okt.Resource], ...]] = (Config,)
+
+
+def test_every_generated_rule_is_asked_in_every_watched_namespace_and_the_lease_in_its_own() -> None:
+    needed = permissions.required([GizmoReconciler], ["a", "b"], leader_elect=True, lease_namespace="ops")
+
+    asked = {(p.verb, p.group, p.resource, p.namespace) for p in needed}
+    for namespace in ("a", "b"):
+        assert ("patch", "perm.okt.io", "gizmos/status", namespace) in asked
+        assert ("update", "perm.okt.io", "gizmos/finalizers", namespace) in asked
+        assert ("delete", "", "configmaps", namespace) in asked
+        assert ("create", "", "events", namespace) in asked
+    assert {p.namespace for p in needed if p.resource == "leases"} == {"ops"}
+    assert {p.verb for p in needed if p.resource == "leases"} == {"get", "create", "update"}
+    assert len(needed) == len(set(needed))
+
+
+def test_all_namespaces_ask_cluster_wide_and_without_leader_election_no_lease() -> None:
+    needed = permissions.required([GizmoReconciler], None, leader_elect=False, lease_namespace="ops")
+
+    assert {p.namespace for p in needed} == {None}
+    assert not any(p.resource == "leases" for p in needed)
+
+
+def test_a_missing_permission_reads_as_one_line_with_the_rule_that_grants_it() -> None:
+    permission = permissions.Permission("patch", "perm.okt.io", "gizmos/status", "shop")
+
+    assert str(permission) == (
+        "missing permission: patch gizmos/status (perm.okt.io) in namespace shop (a Role there, or a ClusterRole); "
+        'rule: {apiGroups: ["perm.okt.io"], resources: ["gizmos/status"], verbs: ["patch"]}'
+    )
+    assert "cluster-wide (a ClusterRole)" in str(permissions.Permission("list", "", "configmaps", None))

@@ -31,6 +31,8 @@ import okt
 import okt.testing
 from tests.e2e import chromium
 
+pytestmark = pytest.mark.timeout(900)  # the site's build and every page in the first test's setup, on a busy machine
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 600  # the first build on a machine also fetches mermaid through npm
 DIAGRAM_TIMEOUT = 60.0

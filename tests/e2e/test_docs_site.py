@@ -31,7 +31,7 @@ import okt
 import okt.testing
 from tests.e2e import chromium
 
-pytestmark = pytest.mark.timeout(900)  # the site's build and every page in the first test's setup, on a busy machine
+pytestmark = pytest.mark.timeout(1800)  # the first test's setup builds and renders the whole site (15 min at load 28)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 600  # the first build on a machine also fetches mermaid through npm

@@ -22,8 +22,8 @@ envtest: venv
 	$(BIN)/okt envtest build
 
 lint: venv
-	$(BIN)/ruff check okt codegen tests samples benchmarks
-	$(BIN)/ruff format --check okt codegen tests samples benchmarks
+	$(BIN)/ruff check okt codegen tests samples benchmarks docs/hooks
+	$(BIN)/ruff format --check okt codegen tests samples benchmarks docs/hooks
 
 types: venv
 	$(BIN)/mypy

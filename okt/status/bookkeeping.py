@@ -18,6 +18,8 @@ STATUS_FIELD = "okt"
 
 
 class Persistence(enum.StrEnum):
+    """Where okt's bookkeeping is kept: in ``status.okt`` (``STATUS``) or in annotations on the object."""
+
     STATUS = "status"
     ANNOTATIONS = "annotations"
 

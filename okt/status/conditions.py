@@ -46,10 +46,16 @@ from typing import Any, NamedTuple, Self
 import pydantic
 
 READY = "Ready"
+"""The summary condition type (what ``kubectl wait --for=condition=Ready`` waits on): the reconcile succeeded and
+``ready(ctx)`` holds, or False with the error's kind as reason."""
 AVAILABLE = "Available"
+"""The condition type saying the workload children are up (``available(ctx)``; by default: replicas available)."""
 PROGRESSING = "Progressing"
+"""The condition type saying a rollout is under way (``progressing(ctx)``; by default a workload child rolls out)."""
 DEGRADED = "Degraded"
+"""The condition type saying a persistent problem: True after an error that is not a transient one being retried."""
 RECONCILIATION_SUCCESS = "ReconciliationSuccess"
+"""OKT's condition type: True after a successful reconcile, False after an error (its kind as reason)."""
 STANDARD_TYPES = (READY, AVAILABLE, PROGRESSING, DEGRADED, RECONCILIATION_SUCCESS)
 RECONCILING = "Reconciling"
 STALLED = "Stalled"

@@ -54,9 +54,10 @@ def controller_reference(kind: kinds.Kind, owner: dict[str, Any]) -> dict[str, A
 
 
 def settle(controller: controller_mod.Controller) -> None:
-    """Give pending events time to arrive, then wait until nothing is queued or running."""
+    """Give pending events time to arrive, then wait until nothing is queued, waiting for its delay, or running."""
     time.sleep(SETTLE)
-    wait_for(lambda: len(controller.queue) == 0 and controller.in_flight == 0, timeout=10)
+    queue = controller.queue
+    wait_for(lambda: len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0, timeout=10)
 
 
 def test_one_key_is_never_reconciled_by_two_workers_at_once(

@@ -12,7 +12,8 @@ False to True) is worth a Normal Event, a first success is not.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from okt import errors
 from okt.engines import results as results_mod
@@ -21,6 +22,8 @@ from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
 
 if TYPE_CHECKING:
+    import pydantic
+
     from okt.reconciler import context as context_mod
     from okt.reconciler import reconciler as reconciler_mod
 
@@ -184,17 +187,24 @@ def on_error(ctx: context_mod.Context) -> None:
             ctx.event(events.WARNING, reason, message)
 
 
+def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
+    """The status fields as written: through ``model`` (validated, API names) when there is one.
+
+    A key the model knows — by its Python name or its API alias — is written once, under the API name; keys the model
+    does not declare pass through unchanged (a status field another part of the operator sets).
+    """
+    if model is None or not fields:
+        return dict(fields)
+    known = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+    dumped = model.model_validate(fields).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {**{k: v for k, v in fields.items() if k not in known}, **dumped}
+
+
 def write_status(ctx: context_mod.Context) -> bool:
     """Write conditions, observedGeneration, ``ctx.status_fields`` and bookkeeping where the reconciler's ``status``
     says — only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    extra = {**ctx.status_fields, **ctx.bookkeeping.status_fields()}
-    if settings.status_model is not None and ctx.status_fields:
-        extra.update(
-            settings.status_model.model_validate(ctx.status_fields).model_dump(
-                mode="json", by_alias=True, exclude_none=True
-            )
-        )
+    extra = {**status_fields_view(ctx.status_fields, settings.status_model), **ctx.bookkeeping.status_fields()}
     try:
         written = None
         annotations: dict[str, str | None] = {}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime
 
+import pydantic
+import pytest
+
 import okt
 from okt.reconciler import report
 from okt.status import conditions
@@ -99,3 +102,20 @@ def test_the_same_stalled_error_again_changes_nothing_to_write() -> None:
     report.error_conditions(again, 2, "InvalidSpec", "spec.size: too big", stalled=True)
 
     assert not again.changed
+
+
+class _Replicas(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    available_replicas: int = pydantic.Field(0, alias="availableReplicas")
+    phase: str | None = None
+
+
+@pytest.mark.parametrize("key", ["available_replicas", "availableReplicas"])
+def test_a_status_field_set_by_either_name_is_written_once_under_its_api_name(key: str) -> None:
+    view = report.status_fields_view({key: 3, "phase": "Running", "other": "kept"}, _Replicas)
+    assert view == {"availableReplicas": 3, "phase": "Running", "other": "kept"}
+
+
+def test_without_a_status_model_the_status_fields_are_written_as_given() -> None:
+    assert report.status_fields_view({"available_replicas": 3}, None) == {"available_replicas": 3}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+from typing import TYPE_CHECKING
 
 import click
 import structlog
@@ -12,7 +13,11 @@ import structlog
 from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.reconciler import loader
+from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
+
+if TYPE_CHECKING:
+    from okt.runtime import webhook_server
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -55,6 +60,32 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
     if SERVICE_ACCOUNT_NAMESPACE.is_file():
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
     return namespaces[0] if namespaces else "default"
+
+
+def _webhook_options(
+    client: kube_client.Client, host: str, port: int, cert_dir: str | None, secret: str | None, ca_file: str | None
+) -> webhook_server.Options:
+    """Where and with which certificate the webhooks are served: the directory, the Secret, else a new CA (its PEM
+    written to ``ca_file`` when given)."""
+    from okt.runtime import certs, webhook_server
+
+    if cert_dir and secret:
+        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
+    if cert_dir:
+        bundle = certs.from_directory(cert_dir)
+    elif secret:
+        namespace, _, name = secret.rpartition("/")
+        if not namespace or not name:
+            raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {secret!r}")
+        bundle = certs.from_secret(client, namespace, name)
+    else:
+        bundle = certs.self_signed()
+    if ca_file:
+        try:
+            pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
+        except OSError as exc:
+            raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
+    return webhook_server.Options(host=host, port=port, certificates=bundle)
 
 
 @click.command("run")
@@ -106,6 +137,26 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
 @click.option(
     "--burst", type=click.IntRange(min=1), default=None, help="Requests allowed at once above --qps (default: 2 x qps)."
 )
+@click.option(
+    "--webhook-port",
+    type=click.IntRange(0, 65535),
+    default=9443,
+    show_default=True,
+    help="Port of the admission and conversion webhooks (HTTPS; 0: a free one), served when a reconciler has some.",
+)
+@click.option("--webhook-host", default="0.0.0.0", show_default=True, help="Address the webhook server binds.")
+@click.option(
+    "--webhook-cert-dir",
+    type=click.Path(file_okay=False),
+    help="Serve the certificate in DIR (tls.crt, tls.key, ca.crt: a mounted Secret) [default: self-signed].",
+)
+@click.option("--webhook-secret", metavar="NAMESPACE/NAME", help="Serve the certificate of this TLS Secret.")
+@click.option(
+    "--webhook-ca-file",
+    type=click.Path(dir_okay=False),
+    help="Write the webhook CA's PEM here (what `okt gen webhooks --ca-bundle` reads).",
+)
+@click.option("--no-webhooks", is_flag=True, help="Serve no webhooks.")
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
 def run_command(
     target: str | None,
@@ -123,6 +174,12 @@ def run_command(
     log_format: str | None,
     qps: float | None,
     burst: int | None,
+    webhook_port: int,
+    webhook_host: str,
+    webhook_cert_dir: str | None,
+    webhook_secret: str | None,
+    webhook_ca_file: str | None,
+    no_webhooks: bool,
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
@@ -145,6 +202,11 @@ def run_command(
         )
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
+        webhooks = None
+        if not no_webhooks and webhooks_mod.all_endpoints(reconcilers):
+            webhooks = _webhook_options(
+                client, webhook_host, webhook_port, webhook_cert_dir, webhook_secret, webhook_ca_file
+            )
         mgr = manager.Manager(
             client,
             reconcilers,
@@ -156,6 +218,7 @@ def run_command(
             metrics_bind=metrics_bind_address,
             on_startup=startups,
             on_cleanup=cleanups,
+            webhooks=webhooks,
         )
         mgr.run()
         if mgr.lost_leadership:

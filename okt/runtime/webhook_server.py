@@ -7,7 +7,8 @@ reconcilers' own code (:mod:`okt.reconciler.admission`, :mod:`okt.reconciler.con
 Guarantees:
 
 * it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
-  standby replica answers admission as the leader does (a review writes nothing);
+  standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
+  not even on a connection the API server kept alive;
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout;
 * a malformed review is a ``400`` naming what is wrong; an unknown path a ``404``; a review is never a ``500`` for a
@@ -17,9 +18,11 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.server
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -138,6 +141,7 @@ class WebhookServer:
         if self._thread.is_alive():
             self._server.shutdown()
             self._thread.join()
+        self._server.close_connections()
         self._server.server_close()
 
 
@@ -145,6 +149,22 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     tls: ssl.SSLContext
     routes: Mapping[str, Review]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        self.closing = False
+
+    def close_connections(self) -> None:
+        """End the kept-alive connections too: a stopped server answers nothing more (the API server then applies
+        the failurePolicy instead of getting answers from a half-stopped process)."""
+        with self.connections_lock:
+            self.closing = True
+            open_now = list(self.connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """The TLS handshake, on the connection's own thread (never the accepting one)."""
@@ -154,9 +174,16 @@ class _Server(http.server.ThreadingHTTPServer):
         except (ssl.SSLError, OSError) as exc:
             _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
             return
+        with self.connections_lock:
+            if self.closing:
+                wrapped.close()
+                return
+            self.connections.add(wrapped)
         try:
             super().finish_request(wrapped, client_address)
         finally:
+            with self.connections_lock:
+                self.connections.discard(wrapped)
             # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
             wrapped.close()
 
@@ -170,20 +197,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
-        review = self.server.routes.get(path)
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
-        if review is None or length <= 0 or length > MAX_BODY:
+        if length <= 0 or length > MAX_BODY:
             self.close_connection = True  # the body is not read: the connection cannot carry another request
-            if review is None:
-                self._send(404, {"error": f"no webhook at {path}"})
-            else:
-                self._send(400 if length <= 0 else 413, {"error": "a review is a JSON body of up to 16 MiB"})
+            self._send(400 if length <= 0 else 413, {"error": "a review is a JSON body of up to 16 MiB"})
+            return
+        raw = self.rfile.read(length)
+        review = self.server.routes.get(path)
+        if review is None:
+            self._send(404, {"error": f"no webhook at {path}"})
             return
         try:
-            body = json.loads(self.rfile.read(length))
+            body = json.loads(raw)
             if not isinstance(body, dict):
                 raise BadReview("the body is not a JSON object")
             answer = review(body)

@@ -132,3 +132,20 @@ def test_a_certificate_directory_is_served_and_its_ca_is_the_bundle() -> None:
         (root / "tls.key").unlink()
         with pytest.raises(okt.ConfigurationError, match=r"cannot read the webhook certificate"):
             certs.from_directory(root)
+
+
+def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> None:
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    try:
+        connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+        assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+        running.stop()
+        with pytest.raises((ConnectionError, http.client.HTTPException, ssl.SSLError, OSError)):
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+            connection.getresponse().read()
+    finally:
+        connection.close()
+        running.stop()

@@ -69,14 +69,10 @@ def _webhook_options(
     written to ``ca_file`` when given)."""
     from okt.runtime import certs, webhook_server
 
-    if cert_dir and secret:
-        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
     if cert_dir:
         bundle = certs.from_directory(cert_dir)
     elif secret:
         namespace, _, name = secret.rpartition("/")
-        if not namespace or not name:
-            raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {secret!r}")
         bundle = certs.from_secret(client, namespace, name)
     else:
         bundle = certs.self_signed()
@@ -191,6 +187,10 @@ def run_command(
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
     if burst is not None and qps is None:
         raise click.UsageError("--burst needs --qps")
+    if webhook_cert_dir and webhook_secret:
+        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
+    if webhook_secret and not all(webhook_secret.partition("/")[::2]):
+        raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:

@@ -30,6 +30,7 @@ from typing import Any
 
 import structlog
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.reconciler import admission, conversion, webhooks
 from okt.reconciler import reconciler as reconciler_mod
@@ -113,7 +114,8 @@ class WebhookServer:
             self._server.server_activate()
         except OSError as exc:
             self._server.server_close()
-            raise OSError(exc.errno, f"cannot serve webhooks on {options.host}:{options.port}: {exc.strerror}") from exc
+            message = f"cannot serve webhooks on {options.host}:{options.port}: {exc.strerror or exc}"
+            raise errors.ConfigurationError(message) from exc
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
         )

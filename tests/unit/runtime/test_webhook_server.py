@@ -149,3 +149,9 @@ def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> N
     finally:
         connection.close()
         running.stop()
+
+
+def test_a_port_already_taken_is_one_configuration_error(server: webhook_server.WebhookServer) -> None:
+    taken = webhook_server.Options(host="127.0.0.1", port=server.port)
+    with pytest.raises(okt.ConfigurationError, match=rf"cannot serve webhooks on 127.0.0.1:{server.port}: "):
+        webhook_server.WebhookServer(taken, [Widgets], FakeClient())

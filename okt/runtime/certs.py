@@ -6,8 +6,8 @@ certificate authority at hand, so okt makes one: a CA and a serving certificate 
 IP addresses the API server will dial as subject alternative names. In a cluster the certificate comes from whoever
 issues them there (cert-manager, a Secret written at install time), mounted as files or read from the Secret.
 
-Guarantees: the private key never leaves the process but through the files :meth:`Bundle.files` writes (mode 0600 in
-a private directory, removed by the caller); no key or certificate content is ever logged; ``ca_pem`` is what a
+Guarantees: the private key never reaches a disk where Linux has in-memory files (elsewhere: mode 0600 in a private
+temporary directory, removed at once); no key or certificate content is ever logged; ``ca_pem`` is what a
 webhook configuration's ``caBundle`` must hold (base64 of it: :meth:`Bundle.ca_bundle`).
 
 Caveats: a generated CA lives as long as its process (one year of validity, a new one on every start), so webhook
@@ -61,7 +61,20 @@ class Bundle:
 
     @contextlib.contextmanager
     def files(self) -> Iterator[tuple[pathlib.Path, pathlib.Path]]:
-        """``(cert_file, key_file)`` in a private temporary directory, removed on exit (``ssl`` reads files only)."""
+        """``(cert_file, key_file)`` for ``ssl``, which reads files only: anonymous in-memory files where Linux has
+        them (nothing on disk; a read-only root filesystem is fine), else a private temporary directory, removed on
+        exit."""
+        if _memory_files_work():
+            cert_fd, key_fd = (
+                _memory_file("okt-webhook-cert", self.cert_pem),
+                _memory_file("okt-webhook-key", self.key_pem),
+            )
+            try:
+                yield pathlib.Path(f"/proc/self/fd/{cert_fd}"), pathlib.Path(f"/proc/self/fd/{key_fd}")
+            finally:
+                os.close(cert_fd)
+                os.close(key_fd)
+            return
         with tempfile.TemporaryDirectory(prefix="okt-webhook-") as directory:
             cert, key = pathlib.Path(directory, CERT_FILE), pathlib.Path(directory, KEY_FILE)
             cert.write_bytes(self.cert_pem)
@@ -188,6 +201,16 @@ def from_secret(client: kube_client.Client, namespace: str, name: str) -> Bundle
         )
     decoded = {k: base64.b64decode(v) for k, v in data.items() if k in (CERT_FILE, KEY_FILE, CA_FILE)}
     return Bundle(decoded[CERT_FILE], decoded[KEY_FILE], decoded.get(CA_FILE, decoded[CERT_FILE]))
+
+
+def _memory_files_work() -> bool:
+    return hasattr(os, "memfd_create") and pathlib.Path("/proc/self/fd").is_dir()
+
+
+def _memory_file(name: str, content: bytes) -> int:
+    fd: int = os.memfd_create(name, 0)
+    os.write(fd, content)
+    return fd
 
 
 def _general_name(host: str) -> x509.GeneralName:

@@ -155,3 +155,15 @@ def test_a_port_already_taken_is_one_configuration_error(server: webhook_server.
     taken = webhook_server.Options(host="127.0.0.1", port=server.port)
     with pytest.raises(okt.ConfigurationError, match=rf"cannot serve webhooks on 127.0.0.1:{server.port}: "):
         webhook_server.WebhookServer(taken, [Widgets], FakeClient())
+
+
+def test_serving_writes_no_file_so_a_read_only_root_filesystem_is_fine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-directory"))  # as unwritable as /tmp can be
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    try:
+        running.start()
+        assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
+    finally:
+        running.stop()

@@ -81,7 +81,7 @@ def default_client_config(cls: type[Any], namespace: str = "default") -> ClientC
 
 def conversion_client_config(cls: type[Any], client_config: ClientConfig) -> dict[str, Any]:
     """The ``clientConfig`` of ``cls``'s conversion webhook (for ``okt gen crd``)."""
-    return client_config.for_path(webhooks.path_of(webhooks.Kind.CONVERSION, cls))
+    return client_config.for_path(webhooks.path_of(webhooks.Purpose.CONVERSION, cls))
 
 
 def webhooks_for_reconcilers(
@@ -107,9 +107,9 @@ def webhooks_for_reconcilers(
     mutating: list[dict[str, Any]] = []
     for cls in classes:
         for endpoint in webhooks.endpoints(cls):
-            if endpoint.kind is webhooks.Kind.VALIDATING:
+            if endpoint.purpose is webhooks.Purpose.VALIDATING:
                 validating.append(_webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout))
-            elif endpoint.kind is webhooks.Kind.MUTATING:
+            elif endpoint.purpose is webhooks.Purpose.MUTATING:
                 mutating.append(_webhook("default", cls, endpoint.path, client_config, failure_policy, timeout))
     if not validating and not mutating:
         names = ", ".join(cls.__name__ for cls in classes)

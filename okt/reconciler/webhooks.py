@@ -22,8 +22,8 @@ from typing import Any
 from okt.reconciler import reconciler as reconciler_mod
 
 
-class Kind(enum.Enum):
-    """A kind of webhook okt serves (the first segment of its path)."""
+class Purpose(enum.Enum):
+    """What a webhook okt serves does (the first segment of its path)."""
 
     VALIDATING = "validate"
     MUTATING = "mutate"
@@ -34,28 +34,28 @@ class Kind(enum.Enum):
 class Endpoint:
     """One webhook of one reconciler: what it does and the path it is served on."""
 
-    kind: Kind
+    purpose: Purpose
     reconciler: type[reconciler_mod.Reconciler]
 
     @property
     def path(self) -> str:
-        return path_of(self.kind, self.reconciler)
+        return path_of(self.purpose, self.reconciler)
 
 
-def path_of(kind: Kind, reconciler: type[reconciler_mod.Reconciler]) -> str:
-    """The URL path of ``reconciler``'s webhook of ``kind``."""
-    return f"/{kind.value}/{reconciler.controller_name()}"
+def path_of(purpose: Purpose, reconciler: type[reconciler_mod.Reconciler]) -> str:
+    """The URL path of ``reconciler``'s webhook for ``purpose``."""
+    return f"/{purpose.value}/{reconciler.controller_name()}"
 
 
 def endpoints(reconciler: type[reconciler_mod.Reconciler]) -> tuple[Endpoint, ...]:
     """The webhooks ``reconciler`` declares (see the module docstring), in a fixed order."""
     found: list[Endpoint] = []
     if reconciler.spec_model is not None or _overrides(reconciler, "check"):
-        found.append(Endpoint(Kind.VALIDATING, reconciler))
+        found.append(Endpoint(Purpose.VALIDATING, reconciler))
     if _overrides(reconciler, "default"):
-        found.append(Endpoint(Kind.MUTATING, reconciler))
+        found.append(Endpoint(Purpose.MUTATING, reconciler))
     if reconciler.converters:
-        found.append(Endpoint(Kind.CONVERSION, reconciler))
+        found.append(Endpoint(Purpose.CONVERSION, reconciler))
     return tuple(found)
 
 

@@ -71,9 +71,9 @@ def reviews_of(reconcilers: Sequence[type[reconciler_mod.Reconciler]], client: k
 
 
 def _review(endpoint: webhooks.Endpoint, reconciler: reconciler_mod.Reconciler, client: kube_client.Client) -> Review:
-    if endpoint.kind is webhooks.Kind.VALIDATING:
+    if endpoint.purpose is webhooks.Purpose.VALIDATING:
         return lambda review: admission.respond(review, admission.validate(reconciler, _request(review), client))
-    if endpoint.kind is webhooks.Kind.MUTATING:
+    if endpoint.purpose is webhooks.Purpose.MUTATING:
         return lambda review: admission.respond(review, admission.mutate(reconciler, _request(review)))
     return lambda review: conversion.respond(review, conversion.convert(endpoint.reconciler, _request(review)))
 

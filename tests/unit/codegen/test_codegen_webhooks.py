@@ -111,11 +111,11 @@ def test_every_configured_path_is_one_the_server_serves() -> None:
 
 
 def test_what_a_reconciler_declares_decides_its_webhooks() -> None:
-    kinds_of = {cls.__name__: [e.kind for e in declared.endpoints(cls)] for cls in (Memcached, Plain, Checked)}
-    assert kinds_of == {
-        "Memcached": [declared.Kind.VALIDATING, declared.Kind.MUTATING, declared.Kind.CONVERSION],
+    purposes = {cls.__name__: [e.purpose for e in declared.endpoints(cls)] for cls in (Memcached, Plain, Checked)}
+    assert purposes == {
+        "Memcached": [declared.Purpose.VALIDATING, declared.Purpose.MUTATING, declared.Purpose.CONVERSION],
         "Plain": [],
-        "Checked": [declared.Kind.VALIDATING],
+        "Checked": [declared.Purpose.VALIDATING],
     }
 
 

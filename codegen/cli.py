@@ -1,4 +1,4 @@
-"""``okt gen``: the command-line face of the generators (resource wrappers, CRD, RBAC).
+"""``okt gen``: the command-line face of the generators (resource wrappers, CRD, RBAC, webhooks).
 
 Why it exists: generators are run by people at a shell and by Makefiles, so they must fail the way tools do — one line
 on stderr that says what is wrong, exit status 2, no traceback — and print nothing else on success than what was
@@ -12,6 +12,7 @@ load — is ``Error: <one line>`` on stderr with exit status 2; ``--help`` works
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import click
 
 import okt
-from okt.codegen import crd, dictionary, errors, rbac, resource, yamlout
+from okt.codegen import crd, dictionary, errors, rbac, resource, webhooks, yamlout
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -94,10 +95,73 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @click.argument("operator")
     @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
     @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
-    def crd_command(operator: str, reconciler_name: str | None, out_file: Path | None) -> None:
-        """Print the CustomResourceDefinition(s) of OPERATOR's reconcilers (a .py file or a module)."""
+    @_client_config_options
+    def crd_command(
+        operator: str,
+        reconciler_name: str | None,
+        out_file: Path | None,
+        namespace: str,
+        url: str | None,
+        ca_bundle: Path | None,
+    ) -> None:
+        """Print the CustomResourceDefinition(s) of OPERATOR's reconcilers (a .py file or a module).
+
+        A reconciler with converters gets its conversion webhook (--url, else the Service okt gen webhooks writes).
+        """
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
-        _emit([crd.crd_for_reconciler(cls) for cls in classes], out_file)
+        documents = []
+        for cls in classes:
+            config = _client_config(cls, namespace, url, ca_bundle)
+            documents.append(crd.crd_for_reconciler(cls, webhooks.conversion_client_config(cls, config)))
+        _emit(documents, out_file)
+
+    @gen.command("webhooks", cls=_Command)
+    @click.argument("operator")
+    @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
+    @click.option("--name", metavar="NAME", help="The operator's name: its pods' app.kubernetes.io/name label, the "
+                  "configurations' name, the Service's prefix [default: <kind>-operator].")  # fmt: skip
+    @click.option(
+        "--failure-policy",
+        type=click.Choice(["Fail", "Ignore"]),
+        default="Fail",
+        show_default=True,
+        help="What the API server does when the operator does not answer.",
+    )
+    @click.option("--timeout", type=int, default=webhooks.DEFAULT_TIMEOUT, show_default=True, help="Seconds (1-30).")
+    @click.option(
+        "--webhook-port",
+        type=click.IntRange(1, 65535),
+        default=webhooks.DEFAULT_TARGET_PORT,
+        show_default=True,
+        help="The pods' webhook port (okt run --webhook-port), the Service's target.",
+    )
+    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    @_client_config_options
+    def webhooks_command(
+        operator: str,
+        reconciler_name: str | None,
+        name: str | None,
+        failure_policy: webhooks.FailurePolicy,
+        timeout: int,
+        webhook_port: int,
+        out_file: Path | None,
+        namespace: str,
+        url: str | None,
+        ca_bundle: Path | None,
+    ) -> None:
+        """Print the Validating/MutatingWebhookConfiguration (and the Service) of OPERATOR's admission webhooks."""
+        classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
+        name = name or webhooks.default_name(classes[0])
+        config = _client_config(classes[0], namespace, url, ca_bundle, name)
+        documents = webhooks.webhooks_for_reconcilers(
+            classes,
+            name=name,
+            client_config=config,
+            failure_policy=failure_policy,
+            timeout=timeout,
+            target_port=webhook_port,
+        )
+        _emit(documents, out_file)
 
     @gen.command("rbac", cls=_Command)
     @click.argument("operator")
@@ -189,6 +253,35 @@ def resource_command(
     for result in results:
         note = " (yours: not touched)" if result.action is resource.Action.KEPT else ""
         click.echo(f"{result.action.value:<8} {result.path.as_posix()}{note}")
+
+
+def _client_config_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options saying how the API server reaches the webhooks (shared by ``crd`` and ``webhooks``)."""
+    command = click.option(
+        "--ca-bundle",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help="PEM of the CA of the webhook certificate, for caBundle (okt run --webhook-ca-file writes it).",
+    )(command)
+    command = click.option(
+        "--url", metavar="URL", help="Call the webhooks at https://HOST:PORT (a local okt run) instead of a Service."
+    )(command)
+    return click.option(
+        "--namespace", default="default", show_default=True, help="The operator's namespace (its Service's)."
+    )(command)
+
+
+def _client_config(
+    cls: type[Any], namespace: str, url: str | None, ca_bundle: Path | None, name: str | None = None
+) -> webhooks.ClientConfig:
+    bundle = None
+    if ca_bundle is not None:
+        try:
+            bundle = base64.b64encode(ca_bundle.read_bytes()).decode()
+        except OSError as exc:
+            raise errors.CodegenError(f"cannot read {ca_bundle}: {exc.strerror or exc}") from exc
+    service = f"{name or webhooks.default_name(cls)}-webhooks"
+    return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
 
 
 def kind_table(kinds: dictionary.KindDictionary) -> str:

@@ -20,7 +20,9 @@ Guarantees (the conversion):
 * every node has a ``type`` unless it preserves unknown fields or is int-or-string, so the result is a structural
   schema that a Kubernetes 1.20 apiserver accepts.
 
-Guarantees (the CRD): ``apiextensions.k8s.io/v1``, one served and stored version, the ``status`` subresource,
+Guarantees (the CRD): ``apiextensions.k8s.io/v1``, one stored version (the reconciler's ``api_version``) and the
+other served versions of ``spec_models`` with their own spec schemas — with ``converters``, the conversion webhook okt
+serves (``spec.conversion.strategy: Webhook``) —, the ``status`` subresource,
 printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra columns, then ``Age``.
 ``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
 ``type``) and ``observedGeneration`` are added when the status model lacks them, and unknown status fields are
@@ -148,6 +150,8 @@ def crd_from_models(
     spec_model: type[pydantic.BaseModel] | None,
     status_model: type[pydantic.BaseModel] | None,
     printer_columns: Sequence[Mapping[str, Any]] = (),
+    other_versions: Mapping[str, type[pydantic.BaseModel] | None] | None = None,
+    conversion_client_config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``apiextensions.k8s.io/v1`` CRD of ``kind`` in ``group``/``version`` (see the module docstring).
 
@@ -157,12 +161,50 @@ def crd_from_models(
             any other field.
         printer_columns: extra ``additionalPrinterColumns`` (``name``, ``type``, ``jsonPath``, optionally
             ``description``, ``format``, ``priority``), shown between ``Reason`` and ``Age``.
+        other_versions: more served versions and their spec models (``version`` stays the one stored), listed
+            after it with the same status schema and columns.
+        conversion_client_config: the ``clientConfig`` of the conversion webhook (``spec.conversion.strategy:
+            Webhook``); None: no conversion webhook (``strategy: None``, the API server only rewrites apiVersion).
 
     Raises:
         CodegenError: an invalid scope or printer column, or a model with no structural schema.
     """
     if scope not in ("Namespaced", "Cluster"):
         raise errors.CodegenError(f"invalid scope {scope!r}: expected Namespaced or Cluster")
+    others = dict(other_versions or {})
+    if version in others:
+        raise errors.CodegenError(f"version {version} is the stored one: list only the other served versions")
+    versions = [_version(version, True, kind, plural, spec_model, status_model, printer_columns)]
+    versions += [_version(v, False, kind, plural, m, status_model, printer_columns) for v, m in others.items()]
+    definition: dict[str, Any] = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+            "scope": scope,
+            "versions": versions,
+        },
+    }
+    if conversion_client_config is not None:
+        definition["spec"]["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": dict(conversion_client_config), "conversionReviewVersions": ["v1"]},
+        }
+    return definition
+
+
+def _version(
+    version: str,
+    stored: bool,
+    kind: str,
+    plural: str,
+    spec_model: type[pydantic.BaseModel] | None,
+    status_model: type[pydantic.BaseModel] | None,
+    printer_columns: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One entry of ``spec.versions``."""
     spec = _model_schema(spec_model, "spec") if spec_model is not None else {"type": "object", PRESERVE: True}
     root: dict[str, Any] = {
         "description": f"{kind} is the Schema for the {plural} API.",
@@ -181,24 +223,12 @@ def crd_from_models(
     if spec.get("required"):
         root["required"] = ["spec"]
     return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
-            "scope": scope,
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": _columns(printer_columns),
-                    "schema": {"openAPIV3Schema": root},
-                }
-            ],
-        },
+        "name": version,
+        "served": True,
+        "storage": stored,
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": _columns(printer_columns),
+        "schema": {"openAPIV3Schema": root},
     }
 
 
@@ -220,11 +250,13 @@ def structural_schema(model: type[pydantic.BaseModel], path: str = "spec") -> di
     return _model_schema(model, path)
 
 
-def crd_for_reconciler(cls: type[Any]) -> dict[str, Any]:
+def crd_for_reconciler(cls: type[Any], conversion_client_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The CRD of an ``okt.Reconciler`` subclass, read from its class attributes.
 
     Reads ``api_version`` (``group/version``), ``kind``, ``plural`` (None: lowercased kind + ``s``), ``namespaced``,
-    ``spec_model``, ``status_model`` and ``printer_columns``.
+    ``spec_model``, ``status_model``, ``printer_columns``, and ``spec_models`` (more served versions). A reconciler
+    with ``converters`` gets ``conversion_client_config`` as its conversion webhook's ``clientConfig`` (default: the
+    Service ``okt gen webhooks`` writes, without a ``caBundle``).
 
     Raises:
         CodegenError: a missing or ill-typed attribute, or one :func:`crd_from_models` refuses.
@@ -235,6 +267,15 @@ def crd_for_reconciler(cls: type[Any]) -> dict[str, Any]:
     columns = getattr(cls, "printer_columns", ()) or ()
     if not isinstance(columns, Sequence) or isinstance(columns, str):
         raise errors.CodegenError(f"{cls.__name__}.printer_columns must be a sequence of mappings")
+    others = getattr(cls, "spec_models", None) or {}
+    if not isinstance(others, Mapping) or not all(
+        isinstance(m, type) and issubclass(m, pydantic.BaseModel) for m in others.values()
+    ):
+        raise errors.CodegenError(f"{cls.__name__}.spec_models must map versions to pydantic models")
+    if getattr(cls, "converters", None) and conversion_client_config is None:
+        from okt.codegen import webhooks  # builds on this module
+
+        conversion_client_config = webhooks.conversion_client_config(cls, webhooks.default_client_config(cls))
     return crd_from_models(
         group=primary.group,
         version=primary.version,
@@ -244,6 +285,8 @@ def crd_for_reconciler(cls: type[Any]) -> dict[str, Any]:
         spec_model=spec_model,
         status_model=status_model,
         printer_columns=columns,
+        other_versions=others,
+        conversion_client_config=conversion_client_config if getattr(cls, "converters", None) else None,
     )
 
 

@@ -6,7 +6,7 @@ import os
 import pathlib
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import structlog
@@ -15,7 +15,11 @@ from okt import errors, hooks
 from okt.cli import permissions
 from okt.kube import client as kube_client
 from okt.reconciler import loader
+from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
+
+if TYPE_CHECKING:
+    from okt.runtime import webhook_server
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -85,6 +89,28 @@ def _check_permissions(
         )
 
 
+def _webhook_options(
+    client: kube_client.Client, host: str, port: int, cert_dir: str | None, secret: str | None, ca_file: str | None
+) -> webhook_server.Options:
+    """Where and with which certificate the webhooks are served: the directory, the Secret, else a new CA (its PEM
+    written to ``ca_file`` when given)."""
+    from okt.runtime import certs, webhook_server
+
+    if cert_dir:
+        bundle = certs.from_directory(cert_dir)
+    elif secret:
+        namespace, _, name = secret.rpartition("/")
+        bundle = certs.from_secret(client, namespace, name)
+    else:
+        bundle = certs.self_signed()
+    if ca_file:
+        try:
+            pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
+        except OSError as exc:
+            raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
+    return webhook_server.Options(host=host, port=port, certificates=bundle)
+
+
 @click.command("run")
 @click.argument("target", required=False)
 @click.option("-m", "--module", "module", help="Import the operator as a module instead of a file.")
@@ -139,6 +165,26 @@ def _check_permissions(
     is_flag=True,
     help="Start even if the API server refuses a permission okt gen rbac would grant (checked by default).",
 )
+@click.option(
+    "--webhook-port",
+    type=click.IntRange(0, 65535),
+    default=9443,
+    show_default=True,
+    help="Port of the admission and conversion webhooks (HTTPS; 0: a free one), served when a reconciler has some.",
+)
+@click.option("--webhook-host", default="0.0.0.0", show_default=True, help="Address the webhook server binds.")
+@click.option(
+    "--webhook-cert-dir",
+    type=click.Path(file_okay=False),
+    help="Serve the certificate in DIR (tls.crt, tls.key, ca.crt: a mounted Secret) [default: self-signed].",
+)
+@click.option("--webhook-secret", metavar="NAMESPACE/NAME", help="Serve the certificate of this TLS Secret.")
+@click.option(
+    "--webhook-ca-file",
+    type=click.Path(dir_okay=False),
+    help="Write the webhook CA's PEM here (what `okt gen webhooks --ca-bundle` reads).",
+)
+@click.option("--no-webhooks", is_flag=True, help="Serve no webhooks.")
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
 def run_command(
     target: str | None,
@@ -157,6 +203,12 @@ def run_command(
     qps: float | None,
     burst: int | None,
     skip_permission_check: bool,
+    webhook_port: int,
+    webhook_host: str,
+    webhook_cert_dir: str | None,
+    webhook_secret: str | None,
+    webhook_ca_file: str | None,
+    no_webhooks: bool,
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
@@ -168,6 +220,10 @@ def run_command(
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
     if burst is not None and qps is None:
         raise click.UsageError("--burst needs --qps")
+    if webhook_cert_dir and webhook_secret:
+        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
+    if webhook_secret and not all(webhook_secret.partition("/")[::2]):
+        raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     try:
@@ -182,6 +238,11 @@ def run_command(
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
         if not skip_permission_check:
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace)
+        webhooks = None
+        if not no_webhooks and webhooks_mod.all_endpoints(reconcilers):
+            webhooks = _webhook_options(
+                client, webhook_host, webhook_port, webhook_cert_dir, webhook_secret, webhook_ca_file
+            )
         mgr = manager.Manager(
             client,
             reconcilers,
@@ -193,6 +254,7 @@ def run_command(
             metrics_bind=metrics_bind_address,
             on_startup=startups,
             on_cleanup=cleanups,
+            webhooks=webhooks,
         )
         mgr.run()
         if mgr.lost_leadership:

@@ -62,6 +62,13 @@ class Reconciler:
     """A pydantic model of ``spec``: ``ctx.spec`` is typed, and a spec it refuses ends ``Ready=False, InvalidSpec``."""
     status_model: ClassVar[type[pydantic.BaseModel] | None] = None
     """A pydantic model of what the reconciler puts in ``ctx.status_fields`` (and of the CRD's status schema)."""
+    spec_models: ClassVar[Mapping[str, type[pydantic.BaseModel]]] = {}
+    """The other served versions of the primary and their spec models, e.g. ``{"v1alpha1": SpecV1Alpha1}``: ``okt gen
+    crd`` serves each; the version of ``api_version`` (with ``spec_model``) is the one stored and reconciled."""
+    converters: ClassVar[Mapping[tuple[str, str], Callable[[Any], Any]]] = {}
+    """``(from_version, to_version) -> function`` taking the spec (a model of ``from_version``) and returning the spec
+    of ``to_version`` (its model, or a mapping): okt serves the CRD's conversion webhook with them, chaining them when
+    no direct one is declared. See the webhooks guide."""
     owns: ClassVar[Sequence[type[resource.Resource]]] = ()
     """The resource classes of the children: the kinds okt watches, may create, and asks RBAC for. By default every
     object gets one child of each class; override ``resources(ctx)`` to choose."""
@@ -249,6 +256,12 @@ class Reconciler:
 
     def check(self, ctx: context_mod.Context) -> Outcome | None:
         """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""
+        return None
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        """Admission defaulting (a mutating webhook is served when overridden): return the object with its defaults
+        filled in (``obj`` is a copy: change it and return it, or build another; None keeps ``obj`` with the changes
+        made to it). okt sends the API server the JSON patch between the object and what it returns."""
         return None
 
     def cleanup(self, ctx: context_mod.Context) -> Outcome | None:

@@ -46,11 +46,12 @@ from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
-from okt.runtime import memory
+from okt.runtime import memory, webhook_server
 from okt.runtime import metrics as metrics_mod
 
 DEFAULT_GRACE_PERIOD = 30.0
@@ -98,6 +99,9 @@ class Manager:
         backoff: the per-key backoff of failed reconciles.
         tune_memory: cap malloc's arenas and trim the heap after bursts of work (glibc only; the manager is then
             the process's owner of memory settings — pass False when embedding it in a process that tunes its own).
+        webhooks: serve the reconcilers' admission and conversion webhooks (:mod:`okt.reconciler.webhooks`) this
+            way, on every replica, leader or not; None: none are served. Nothing is served when no reconciler
+            declares one. The server is :attr:`webhook_server` once started.
     """
 
     def __init__(
@@ -123,6 +127,7 @@ class Manager:
         tune_memory: bool = True,
         on_startup: Sequence[hooks.StartupHook] = (),
         on_cleanup: Sequence[hooks.CleanupHook] = (),
+        webhooks: webhook_server.Options | None = None,
     ) -> None:
         if not reconcilers:
             raise ValueError("a manager needs at least one reconciler")
@@ -154,6 +159,8 @@ class Manager:
         self.controllers: list[controller_mod.Controller] = []
         self.elector: leader_mod.LeaderElector | None = None
         self.probes: metrics_mod.ProbeServer | None = None
+        self._webhooks = webhooks
+        self.webhook_server: webhook_server.WebhookServer | None = None
         self._lock = threading.Lock()
         self._started = False
         self._stopping = threading.Event()
@@ -216,6 +223,9 @@ class Manager:
             if self._bind is not None:
                 self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
                 self.probes.start()
+            if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
+                self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client)
+                self.webhook_server.start()
             for hook in self._on_startup:
                 try:
                     hook(self.client)
@@ -348,6 +358,8 @@ class Manager:
                 self.cache.stop()
             if self.probes is not None:
                 self.probes.stop()
+            if self.webhook_server is not None:
+                self.webhook_server.stop()
         finally:
             self._stopped.set()
             _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)

@@ -124,7 +124,7 @@ class OperatorProcess:
         sample_cpu: bool = False,
         tie_to_parent: bool = True,
     ) -> OperatorProcess:
-        """``okt run OPERATOR --kubeconfig K [--namespace N]... ARGS``, its probes on a free loopback port.
+        """``okt run OPERATOR --kubeconfig K [--namespace N]... ARGS``, its probes (and webhooks) on free ports.
 
         Not started yet: use it as a context manager (started and ready) or call :meth:`start`.
 
@@ -142,7 +142,8 @@ class OperatorProcess:
         argv = [command or okt_command(), "run", os.fspath(operator), "--kubeconfig", os.fspath(kubeconfig)]
         for namespace in namespaces:
             argv += ["--namespace", namespace]
-        argv += ["--metrics-bind-address", probe_url.removeprefix("http://"), "--log-format", log_format, *args]
+        argv += ["--metrics-bind-address", probe_url.removeprefix("http://"), "--webhook-port", "0"]  # free ports
+        argv += ["--log-format", log_format, *args]
         return cls(
             argv,
             name=name,

@@ -152,7 +152,8 @@ class Reader:
         assert self.operator is None, "the page starts the operator once"
         args = [w if w != "default" else self.namespace for w in words[1:]]
         okt_bin = pathlib.Path(sys.executable).with_name("okt")
-        argv = [str(okt_bin), *args, "--metrics-bind-address", "127.0.0.1:0", "--log-format", "console"]
+        argv = [str(okt_bin), *args, "--metrics-bind-address", "127.0.0.1:0", "--webhook-port", "0"]
+        argv += ["--log-format", "console"]
         self.operator = OperatorProcess(argv, env=self.env, cwd=self.project, log_path=self.operator_log).start()
 
     def wait(self, args: list[str]) -> None:

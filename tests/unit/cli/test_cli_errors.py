@@ -29,6 +29,8 @@ def test_graph_prints_the_generated_mermaid_diagram() -> None:
         (("run",), "give exactly one of TARGET"),
         (("run", "x.py", "-m", "y"), "give exactly one of TARGET"),
         (("run", "-m", "no_such_module_anywhere"), "no module named 'no_such_module_anywhere'"),
+        (("run", "x.py", "--webhook-cert-dir", "d", "--webhook-secret", "ns/s"), "exclude each other"),
+        (("run", "x.py", "--webhook-secret", "just-a-name"), "--webhook-secret is NAMESPACE/NAME"),
     ],
 )
 def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None:

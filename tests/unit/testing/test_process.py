@@ -124,5 +124,5 @@ def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_pa
     assert operator.argv == [
         "okt", "run", "operator.py", "--kubeconfig", str(tmp_path / "kubeconfig"),
         "--namespace", "a", "--namespace", "b",
-        "--metrics-bind-address", bind, "--log-format", "json", "--leader-elect",
+        "--metrics-bind-address", bind, "--webhook-port", "0", "--log-format", "json", "--leader-elect",
     ]  # fmt: skip

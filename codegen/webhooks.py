@@ -1,0 +1,177 @@
+"""``okt gen webhooks``: the Validating/MutatingWebhookConfiguration (and Service) that make the API server call okt.
+
+Why it exists: the webhooks a reconciler has are already declared by its code (:mod:`okt.reconciler.webhooks`): a
+``spec_model`` or a ``check`` makes a validating one, a ``default`` a mutating one. The configurations must name
+exactly those paths, the primary's group, version and plural, and the CA that signed the serving certificate; written
+by hand they drift.
+
+Two ways to reach the operator:
+
+* **in a cluster** (the default): a Service ``<name>-webhooks`` in the operator's namespace, port 443 to the pods'
+  webhook port (9443, ``okt run --webhook-port``), selecting ``app.kubernetes.io/name: <name>``; the configurations
+  name it;
+* **by URL** (``--url https://127.0.0.1:9443``: a local ``okt run`` beside a local API server): no Service.
+
+Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>``;
+``admissionReviewVersions: [v1]``, ``sideEffects: None``, ``matchPolicy: Equivalent`` (a request in another served
+version is converted to the reconciled one first, so the models judge what they know); CREATE and UPDATE of the
+primary only (never its ``/status``); the ``failurePolicy`` given (``Fail`` by default: no object is admitted
+unjudged); output is deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from okt.codegen import crd, errors
+from okt.reconciler import webhooks
+
+FailurePolicy = Literal["Fail", "Ignore"]
+SERVICE_PORT = 443
+DEFAULT_TARGET_PORT = 9443
+DEFAULT_TIMEOUT = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientConfig:
+    """How the API server reaches the webhook server: a Service (in a cluster) or a base URL.
+
+    Args:
+        url: ``https://host:port`` of the webhook server (no path); None: the Service.
+        service: the Service's name (with ``url`` None).
+        namespace: the Service's namespace.
+        ca_bundle: base64 of the PEM of the CA that signed the serving certificate (None: left out, for a CA
+            injector such as cert-manager's to fill in).
+    """
+
+    url: str | None = None
+    service: str = "operator-webhooks"
+    namespace: str = "default"
+    ca_bundle: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None and (not self.url.startswith("https://") or "?" in self.url or "#" in self.url):
+            raise errors.CodegenError(f"a webhook URL is https://HOST[:PORT], no query or fragment, got {self.url!r}")
+
+    def for_path(self, path: str) -> dict[str, Any]:
+        """The ``clientConfig`` of the webhook served at ``path``."""
+        config: dict[str, Any]
+        if self.url is not None:
+            config = {"url": self.url.rstrip("/") + path}
+        else:
+            config = {
+                "service": {"name": self.service, "namespace": self.namespace, "path": path, "port": SERVICE_PORT}
+            }
+        if self.ca_bundle:
+            config["caBundle"] = self.ca_bundle
+        return config
+
+
+def default_name(cls: type[Any]) -> str:
+    """The operator's default name: ``<kind>-operator`` (its ServiceAccount in ``okt gen rbac``, its pods' label)."""
+    return f"{crd.primary_of(cls, custom=False).kind.lower()}-operator"
+
+
+def default_client_config(cls: type[Any], namespace: str = "default") -> ClientConfig:
+    """The Service ``<kind>-operator-webhooks`` in ``namespace``, without a CA bundle."""
+    return ClientConfig(service=f"{default_name(cls)}-webhooks", namespace=namespace)
+
+
+def conversion_client_config(cls: type[Any], client_config: ClientConfig) -> dict[str, Any]:
+    """The ``clientConfig`` of ``cls``'s conversion webhook (for ``okt gen crd``)."""
+    return client_config.for_path(webhooks.path_of(webhooks.Purpose.CONVERSION, cls))
+
+
+def webhooks_for_reconcilers(
+    classes: Sequence[type[Any]],
+    *,
+    name: str,
+    client_config: ClientConfig,
+    failure_policy: FailurePolicy = "Fail",
+    timeout: int = DEFAULT_TIMEOUT,
+    target_port: int = DEFAULT_TARGET_PORT,
+) -> list[dict[str, Any]]:
+    """The documents serving the admission webhooks of ``classes``: the Service (without ``client_config.url``), the
+    ValidatingWebhookConfiguration and the MutatingWebhookConfiguration (each only when some reconciler needs it).
+
+    Raises:
+        CodegenError: a bad failure policy or timeout, or no reconciler has an admission webhook.
+    """
+    if failure_policy not in ("Fail", "Ignore"):
+        raise errors.CodegenError(f"invalid failure policy {failure_policy!r}: expected Fail or Ignore")
+    if not 1 <= timeout <= 30:
+        raise errors.CodegenError(f"a webhook timeout is 1 to 30 seconds, got {timeout}")
+    validating: list[dict[str, Any]] = []
+    mutating: list[dict[str, Any]] = []
+    for cls in classes:
+        for endpoint in webhooks.endpoints(cls):
+            if endpoint.purpose is webhooks.Purpose.VALIDATING:
+                validating.append(_webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout))
+            elif endpoint.purpose is webhooks.Purpose.MUTATING:
+                mutating.append(_webhook("default", cls, endpoint.path, client_config, failure_policy, timeout))
+    if not validating and not mutating:
+        names = ", ".join(cls.__name__ for cls in classes)
+        raise errors.CodegenError(
+            f"{names}: no admission webhook to configure (declare a spec_model, or override check() or default())"
+        )
+    documents: list[dict[str, Any]] = []
+    if client_config.url is None:
+        documents.append(service(client_config.service, client_config.namespace, name, target_port))
+    if validating:
+        documents.append(_configuration("ValidatingWebhookConfiguration", name, validating))
+    if mutating:
+        documents.append(_configuration("MutatingWebhookConfiguration", name, mutating))
+    return documents
+
+
+def service(service_name: str, namespace: str, app: str, target_port: int = DEFAULT_TARGET_PORT) -> dict[str, Any]:
+    """The Service in front of the operator's webhook port (pods labelled ``app.kubernetes.io/name: <app>``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service_name, "namespace": namespace, "labels": {"app.kubernetes.io/name": app}},
+        "spec": {
+            "selector": {"app.kubernetes.io/name": app},
+            "ports": [{"name": "webhooks", "port": SERVICE_PORT, "targetPort": target_port, "protocol": "TCP"}],
+        },
+    }
+
+
+def _webhook(
+    verb: str,
+    cls: type[Any],
+    path: str,
+    client_config: ClientConfig,
+    failure_policy: FailurePolicy,
+    timeout: int,
+) -> dict[str, Any]:
+    primary = crd.primary_of(cls, custom=False)
+    return {
+        "name": f"{verb}.{primary.plural}.{primary.group or 'core'}",  # a webhook name has three segments or more
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config.for_path(path),
+        "failurePolicy": failure_policy,
+        "matchPolicy": "Equivalent",
+        "rules": [
+            {
+                "apiGroups": [primary.group],
+                "apiVersions": [primary.version],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [primary.plural],
+                "scope": "Namespaced" if primary.namespaced else "Cluster",
+            }
+        ],
+        "sideEffects": "None",
+        "timeoutSeconds": timeout,
+    }
+
+
+def _configuration(kind: str, name: str, hooks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": sorted(hooks, key=lambda hook: str(hook["name"])),
+    }

@@ -1,0 +1,182 @@
+"""Admission: the reconciler's own checks and defaults, run by the API server before an object is stored.
+
+Why this exists: without it a bad spec lands, and the author learns of it from ``Ready=False, InvalidSpec`` a moment
+later; ``kubectl apply`` said "configured". With it the same checks refuse the object at admission, so the apply
+fails and says why. Nothing new is written by the author for that: the validating webhook runs what CRChecker runs —
+the ``spec_model`` validation and ``check(ctx)`` — and refuses with **the same message** the ``Ready`` condition would
+carry (``spec.size: Input should be greater than or equal to 1 (got 0)``). Defaulting is the reconciler's
+``default(obj)`` hook; okt computes the JSON patch the API server wants from the object it returns.
+
+Guarantees:
+
+* only CREATE and UPDATE are judged; an object being deleted is always admitted (its cleanup must still run and its
+  finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
+  still get its labels, annotations and finalizers edited);
+* a hook that raises refuses the object with its message, never crashes the server;
+* values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
+
+Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
+to the API server, nothing is reconciled): a check that writes, or that needs the object to exist already, belongs in
+a later state.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+from okt.reconciler import context as context_mod
+from okt.reconciler import core
+from okt.reconciler import reconciler as reconciler_mod
+
+REVIEW_API_VERSION = "admission.k8s.io/v1"
+JUDGED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
+_log = structlog.get_logger("okt.admission")
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What admission answers: allowed or not (with why), and a JSON patch for a mutation."""
+
+    allowed: bool
+    message: str = ""
+    code: int = 200
+    reason: str = ""
+    patch: tuple[dict[str, Any], ...] = ()
+
+    @classmethod
+    def allow(cls, patch: tuple[dict[str, Any], ...] = ()) -> Verdict:
+        return cls(True, patch=patch)
+
+    @classmethod
+    def refuse(cls, error: BaseException) -> Verdict:
+        """Refuse with the text ``Ready=False`` would carry: 422 ``Invalid`` for an invalid spec, else 403."""
+        if isinstance(error, errors.InvalidSpec):
+            return cls(False, str(error), 422, "Invalid")
+        return cls(False, str(error) or type(error).__name__, 403, "Forbidden")
+
+
+def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], client: kube_client.Client) -> Verdict:
+    """The validating webhook: ``spec_model`` validation, then ``check(ctx)``, as CRChecker runs them.
+
+    Args:
+        reconciler: the reconciler whose checks judge the object.
+        request: the ``request`` of an AdmissionReview.
+        client: the API client ``check(ctx)`` reads through.
+    """
+    obj = _judged(request)
+    if obj is None:
+        return Verdict.allow()
+    cr = objects.CustomResource(obj)
+    try:
+        typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
+    except errors.InvalidSpec as exc:
+        return Verdict.refuse(exc)
+    ctx = context_mod.Context(
+        settings=reconciler.settings(),
+        client=client,
+        reader=core.ApiReader(client),
+        kind=_kind_of(reconciler, request),
+        cr=cr.with_spec(typed) if typed is not None else cr,
+        exists=True,
+        logger=_log.bind(controller=type(reconciler).controller_name(), namespace=cr.namespace, name=cr.name),
+        recorder=None,
+    )
+    try:
+        ctx.results.follow(reconciler.check(ctx), "check")
+    except Exception as exc:  # recorded as CRChecker records it, so the message is the same
+        ctx.results.record_exception(exc)
+    error = ctx.results.first_error
+    return Verdict.allow() if error is None else Verdict.refuse(error)
+
+
+def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> Verdict:
+    """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch."""
+    obj = _judged(request)
+    if obj is None:
+        return Verdict.allow()
+    working = copy.deepcopy(dict(obj))
+    try:
+        returned = reconciler.default(working)
+    except Exception as exc:
+        return Verdict.refuse(exc)
+    defaulted = working if returned is None else returned
+    if not isinstance(defaulted, Mapping):
+        return Verdict.refuse(TypeError(f"default() returned {type(defaulted).__name__}, not the object"))
+    return Verdict.allow(tuple(json_patch(obj, defaulted)))
+
+
+def json_patch(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:
+    """The RFC 6902 operations turning ``old`` into ``new``: mappings are walked key by key, anything else that
+    differs (lists included) is replaced whole. ``1``, ``1.0`` and ``True`` differ, as they do in JSON."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        ops: list[dict[str, Any]] = [{"op": "remove", "path": f"{path}/{_token(k)}"} for k in old if k not in new]
+        for key, value in new.items():
+            where = f"{path}/{_token(key)}"
+            if key not in old:
+                ops.append({"op": "add", "path": where, "value": value})
+            else:
+                ops.extend(json_patch(old[key], value, where))
+        return ops
+    if _canonical(old) == _canonical(new):
+        return []
+    return [{"op": "replace", "path": path, "value": new}]
+
+
+def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
+    """The AdmissionReview answering ``review`` with ``verdict`` (same apiVersion, the request's uid)."""
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": verdict.allowed}
+    if not verdict.allowed:
+        response["status"] = {
+            "status": "Failure",
+            "code": verdict.code,
+            "reason": verdict.reason,
+            "message": verdict.message,
+        }
+    if verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(list(verdict.patch)).encode()).decode()
+    return {
+        "apiVersion": review.get("apiVersion") or REVIEW_API_VERSION,
+        "kind": "AdmissionReview",
+        "response": response,
+    }
+
+
+def _judged(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The object to judge, or None when admission lets the request through unjudged."""
+    obj = request.get("object")
+    if request.get("operation") not in JUDGED_OPERATIONS or not isinstance(obj, Mapping):
+        return None
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    old = request.get("oldObject")
+    if request.get("operation") == "UPDATE" and isinstance(old, Mapping) and old.get("spec") == obj.get("spec"):
+        return None
+    return obj
+
+
+def _kind_of(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> kinds.Kind:
+    """The REST addressing of the object under review, from the request (no discovery)."""
+    declared = type(reconciler).primary_kind()
+    resource = request.get("resource") or {}
+    plural = resource.get("resource") or declared.plural
+    return kinds.Kind(declared.api_version, declared.kind, plural, declared.namespaced)
+
+
+def _token(key: object) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,163 @@
+"""Conversion: the versions of a custom resource, converted by the author's functions between pydantic models.
+
+Why this exists: a CRD with several versions whose schemas differ (a field renamed, split, moved) needs a conversion
+webhook: the API server stores one version and asks the webhook for any other a client reads or writes. The author
+knows how a spec of one version maps to the next; okt does the rest — it validates the incoming spec with the model of
+its version, calls the converter (chaining several when no direct one is declared: ``v1alpha1 -> v1beta1 -> v1``),
+validates the result with the model of the target version, rewrites ``apiVersion`` and answers the ``ConversionReview``.
+
+Declared on the reconciler::
+
+    spec_model = SpecV1Beta1                      # the version of api_version: stored and reconciled
+    spec_models = {"v1alpha1": SpecV1Alpha1}      # the other served versions
+    converters = {("v1alpha1", "v1beta1"): up, ("v1beta1", "v1alpha1"): down}
+
+Guarantees:
+
+* ``metadata``, ``status`` and every other top-level field are passed through untouched (the API server refuses a
+  conversion that changes metadata other than labels and annotations); only ``spec`` and ``apiVersion`` change;
+* an object already in the desired version is returned as it is;
+* a converter that raises, a spec that its model refuses, or a missing path between two versions makes the whole
+  review ``Failed`` with a message naming the object, the versions and the reason — never a half-converted answer;
+* a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
+  target version and a round trip gives back what was stored.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic
+
+from okt import errors
+from okt.reconciler import reconciler as reconciler_mod
+
+REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
+Converter = Callable[[Any], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """The converted objects, or why the conversion failed."""
+
+    objects: tuple[dict[str, Any], ...] = ()
+    failure: str | None = None
+
+
+def storage_version(reconciler: type[reconciler_mod.Reconciler]) -> str:
+    """The stored version: the version of the reconciler's ``api_version``."""
+    return reconciler.api_version.rpartition("/")[2]
+
+
+def models_of(reconciler: type[reconciler_mod.Reconciler]) -> dict[str, type[pydantic.BaseModel] | None]:
+    """Every served version and its spec model (None: a spec of any shape), the stored version first."""
+    return {storage_version(reconciler): reconciler.spec_model, **reconciler.spec_models}
+
+
+def chain(converters: Mapping[tuple[str, str], Converter], source: str, target: str) -> list[tuple[str, str]] | None:
+    """The shortest sequence of declared conversions from ``source`` to ``target`` (None: there is none)."""
+    steps: dict[str, list[str]] = collections.defaultdict(list)
+    for a, b in converters:
+        steps[a].append(b)
+    came_from: dict[str, str] = {source: source}
+    queue = collections.deque([source])
+    while queue:
+        version = queue.popleft()
+        if version == target:
+            path: list[tuple[str, str]] = []
+            while version != source:
+                path.append((came_from[version], version))
+                version = came_from[version]
+            return path[::-1]
+        for following in steps[version]:
+            if following not in came_from:
+                came_from[following] = version
+                queue.append(following)
+    return None
+
+
+def convert(reconciler: type[reconciler_mod.Reconciler], request: Mapping[str, Any]) -> Result:
+    """Answer a ConversionReview's ``request`` (``desiredAPIVersion``, ``objects``) with the reconciler's converters."""
+    desired = str(request.get("desiredAPIVersion") or "")
+    group, _, version = desired.rpartition("/")
+    converted: list[dict[str, Any]] = []
+    for obj in request.get("objects") or ():
+        try:
+            converted.append(convert_object(reconciler, obj, group, version))
+        except Exception as exc:
+            return Result(failure=_describe(obj, desired, exc))
+    return Result(tuple(converted))
+
+
+def convert_object(
+    reconciler: type[reconciler_mod.Reconciler], obj: Mapping[str, Any], group: str, version: str
+) -> dict[str, Any]:
+    """``obj`` in ``group/version`` (see the module docstring).
+
+    Raises:
+        okt.errors.InvalidSpec: the spec does not fit its version's model, or a converter's result the target's.
+        ValueError: the object is of another group, or no converters lead from its version to ``version``.
+        Exception: whatever a converter raises.
+    """
+    source_group, _, source = str(obj.get("apiVersion") or "").rpartition("/")
+    if source_group != group:
+        raise ValueError(f"the object is in group {source_group!r}, not {group!r}")
+    if source == version:
+        return dict(obj)
+    path = chain(reconciler.converters, source, version)
+    if path is None:
+        declared = ", ".join(f"{a}->{b}" for a, b in reconciler.converters) or "none"
+        raise ValueError(f"no converters lead from {source} to {version} (declared: {declared})")
+    result = {**obj, "apiVersion": f"{group}/{version}"}
+    if "spec" in obj:
+        models = models_of(reconciler)
+        spec: Any = obj["spec"]
+        for a, b in path:
+            spec = _as_data(reconciler.converters[(a, b)](_as_model(spec, models.get(a))), models.get(b))
+        result["spec"] = spec
+    return result
+
+
+def respond(review: Mapping[str, Any], result: Result) -> dict[str, Any]:
+    """The ConversionReview answering ``review`` with ``result`` (same apiVersion, the request's uid)."""
+    request = review.get("request") or {}
+    response: dict[str, Any] = {"uid": request.get("uid", "")}
+    if result.failure is None:
+        response["convertedObjects"] = list(result.objects)
+        response["result"] = {"status": "Success"}
+    else:
+        response["convertedObjects"] = []
+        response["result"] = {"status": "Failed", "message": result.failure}
+    api_version = review.get("apiVersion") or REVIEW_API_VERSION
+    return {"apiVersion": api_version, "kind": "ConversionReview", "response": response}
+
+
+def _as_model(spec: Any, model: type[pydantic.BaseModel] | None) -> Any:
+    if model is None:
+        return spec
+    try:
+        return model.model_validate(spec)
+    except pydantic.ValidationError as exc:
+        raise errors.InvalidSpec.from_validation_error(exc) from exc
+
+
+def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
+    """A converter's result as JSON data, checked against the target version's model when there is one."""
+    if model is not None and not isinstance(value, model):
+        if isinstance(value, pydantic.BaseModel):  # a model of another class: checked by its data
+            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        value = _as_model(value, model)
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return value
+
+
+def _describe(obj: Any, desired: str, exc: BaseException) -> str:
+    meta = (obj.get("metadata") or {}) if isinstance(obj, Mapping) else {}
+    name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part) or "an object"
+    source = obj.get("apiVersion") if isinstance(obj, Mapping) else None
+    reason = str(exc) if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {exc}"
+    return f"cannot convert {name} from {source} to {desired}: {reason}"

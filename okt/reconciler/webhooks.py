@@ -1,0 +1,68 @@
+"""Which webhooks a reconciler has, and where they are served: one declaration read by the server and the generators.
+
+Why this exists: ``okt run`` serves the webhooks, ``okt gen webhooks`` and ``okt gen crd`` write the configurations
+that make the API server call them; both must agree on what exists and on the URL paths, or the API server calls a
+path nobody serves. Nothing here is declared twice: a reconciler gets
+
+* a **validating** webhook when it has a ``spec_model`` or overrides ``check(ctx)`` (a bad spec is refused at
+  admission with the message ``Ready=False`` would carry);
+* a **mutating** webhook when it overrides ``default(obj)``;
+* a **conversion** webhook when it declares ``converters`` between the versions of ``spec_models``.
+
+Paths are ``/validate/<controller>``, ``/mutate/<controller>`` and ``/convert/<controller>`` (the controller's name,
+as in logs and metrics).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+from okt.reconciler import reconciler as reconciler_mod
+
+
+class Purpose(enum.Enum):
+    """What a webhook okt serves does (the first segment of its path)."""
+
+    VALIDATING = "validate"
+    MUTATING = "mutate"
+    CONVERSION = "convert"
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """One webhook of one reconciler: what it does and the path it is served on."""
+
+    purpose: Purpose
+    reconciler: type[reconciler_mod.Reconciler]
+
+    @property
+    def path(self) -> str:
+        return path_of(self.purpose, self.reconciler)
+
+
+def path_of(purpose: Purpose, reconciler: type[reconciler_mod.Reconciler]) -> str:
+    """The URL path of ``reconciler``'s webhook for ``purpose``."""
+    return f"/{purpose.value}/{reconciler.controller_name()}"
+
+
+def endpoints(reconciler: type[reconciler_mod.Reconciler]) -> tuple[Endpoint, ...]:
+    """The webhooks ``reconciler`` declares (see the module docstring), in a fixed order."""
+    found: list[Endpoint] = []
+    if reconciler.spec_model is not None or _overrides(reconciler, "check"):
+        found.append(Endpoint(Purpose.VALIDATING, reconciler))
+    if _overrides(reconciler, "default"):
+        found.append(Endpoint(Purpose.MUTATING, reconciler))
+    if reconciler.converters:
+        found.append(Endpoint(Purpose.CONVERSION, reconciler))
+    return tuple(found)
+
+
+def all_endpoints(reconcilers: Any) -> tuple[Endpoint, ...]:
+    """The webhooks of every reconciler of ``reconcilers`` (a sequence of classes)."""
+    return tuple(e for r in reconcilers for e in endpoints(r))
+
+
+def _overrides(reconciler: type[reconciler_mod.Reconciler], hook: str) -> bool:
+    return getattr(reconciler, hook) is not getattr(reconciler_mod.Reconciler, hook)

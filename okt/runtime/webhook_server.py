@@ -1,0 +1,246 @@
+"""The webhook server: admission and conversion reviews served over HTTPS by the operator process.
+
+Why this exists: the API server calls webhooks, over TLS, on a port of their own; the reviews are answered by the
+reconcilers' own code (:mod:`okt.reconciler.admission`, :mod:`okt.reconciler.conversion`) at the paths
+:mod:`okt.reconciler.webhooks` declares, so the configurations ``okt gen webhooks`` writes point where this serves.
+
+Guarantees:
+
+* it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
+  standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
+  not even on a connection the API server kept alive;
+* each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
+  a timeout;
+* a malformed review is a ``400`` naming what is wrong; an unknown path a ``404``; a review is never a ``500`` for a
+  problem of the object (refusals are answers, see the review modules); bodies above :data:`MAX_BODY` are refused;
+* no object content is logged, only the review's uid, path and verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import http.server
+import json
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.reconciler import admission, conversion, webhooks
+from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import certs
+
+DEFAULT_PORT = 9443
+"""The webhook port controller-runtime uses (and kubebuilder's Services target)."""
+MAX_BODY = 16 * 1024 * 1024
+HANDSHAKE_TIMEOUT = 10.0
+
+Review = Callable[[Mapping[str, Any]], dict[str, Any]]
+_log = structlog.get_logger("okt.webhooks")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How ``okt run`` (or a :class:`~okt.runtime.manager.Manager`) serves webhooks.
+
+    Args:
+        host: the address to bind (``0.0.0.0``: every interface, as in a pod).
+        port: the port (0: a free one, see :attr:`WebhookServer.port`).
+        certificates: the serving certificate; None: a CA and a certificate generated for ``hosts``.
+        hosts: the names and addresses a generated certificate is valid for.
+    """
+
+    host: str = "0.0.0.0"
+    port: int = DEFAULT_PORT
+    certificates: certs.Bundle | None = None
+    hosts: tuple[str, ...] = certs.LOCAL_HOSTS
+
+
+def reviews_of(reconcilers: Sequence[type[reconciler_mod.Reconciler]], client: kube_client.Client) -> dict[str, Review]:
+    """The review function of every declared webhook, by path."""
+    routes: dict[str, Review] = {}
+    for endpoint in webhooks.all_endpoints(reconcilers):
+        routes[endpoint.path] = _review(endpoint, endpoint.reconciler(), client)
+    return routes
+
+
+def _review(endpoint: webhooks.Endpoint, reconciler: reconciler_mod.Reconciler, client: kube_client.Client) -> Review:
+    if endpoint.purpose is webhooks.Purpose.VALIDATING:
+        return lambda review: admission.respond(review, admission.validate(reconciler, _request(review), client))
+    if endpoint.purpose is webhooks.Purpose.MUTATING:
+        return lambda review: admission.respond(review, admission.mutate(reconciler, _request(review)))
+    return lambda review: conversion.respond(review, conversion.convert(endpoint.reconciler, _request(review)))
+
+
+class BadReview(ValueError):
+    """A request body that is not a review okt can answer (a 400, not a refusal)."""
+
+
+def _request(review: Mapping[str, Any]) -> Mapping[str, Any]:
+    request = review.get("request")
+    if not isinstance(request, Mapping) or not isinstance(request.get("uid"), str):
+        raise BadReview("the review has no request with a uid")
+    return request
+
+
+class WebhookServer:
+    """Serves the webhooks of ``reconcilers`` over HTTPS (see the module docstring).
+
+    Args:
+        options: where to listen and which certificate to serve.
+        reconcilers: the reconciler classes whose webhooks are served.
+        client: the API client a validating webhook's ``check(ctx)`` reads through.
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        reconcilers: Sequence[type[reconciler_mod.Reconciler]],
+        client: kube_client.Client,
+    ) -> None:
+        self.certificates = options.certificates or certs.self_signed(options.hosts)
+        self.routes = reviews_of(reconcilers, client)
+        self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
+        self._server.tls = self.certificates.server_context()
+        self._server.routes = self.routes
+        try:
+            self._server.server_bind()
+            self._server.server_activate()
+        except OSError as exc:
+            self._server.server_close()
+            message = f"cannot serve webhooks on {options.host}:{options.port}: {exc.strerror or exc}"
+            raise errors.ConfigurationError(message) from exc
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        """The bound port (the chosen one when the options asked for port 0)."""
+        return int(self._server.server_address[1])
+
+    @property
+    def ca_bundle(self) -> str:
+        """The ``caBundle`` of a webhook configuration calling this server (base64 of the CA's PEM)."""
+        return self.certificates.ca_bundle()
+
+    def url(self, path: str = "", host: str = "127.0.0.1") -> str:
+        """``https://host:port/path``: a ``clientConfig.url`` for an API server on ``host``'s side."""
+        return f"https://{host}:{self.port}{path}"
+
+    def start(self) -> None:
+        self._thread.start()
+        _log.info("serving webhooks", port=self.port, paths=sorted(self.routes))
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.close_connections()
+        self._server.server_close()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    tls: ssl.SSLContext
+    routes: Mapping[str, Review]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        self.closing = False
+
+    def close_connections(self) -> None:
+        """End the kept-alive connections too: a stopped server answers nothing more (the API server then applies
+        the failurePolicy instead of getting answers from a half-stopped process)."""
+        with self.connections_lock:
+            self.closing = True
+            open_now = list(self.connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """The TLS handshake, on the connection's own thread (never the accepting one)."""
+        request.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
+            return
+        with self.connections_lock:
+            if self.closing:
+                wrapped.close()
+                return
+            self.connections.add(wrapped)
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            with self.connections_lock:
+                self.connections.discard(wrapped)
+            # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
+            wrapped.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _log.debug("webhook connection failed", client=str(client_address[0]))
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length <= 0 or length > MAX_BODY:
+            self.close_connection = True  # the body is not read: the connection cannot carry another request
+            self._send(400 if length <= 0 else 413, {"error": "a review is a JSON body of up to 16 MiB"})
+            return
+        raw = self.rfile.read(length)
+        review = self.server.routes.get(path)
+        if review is None:
+            self._send(404, {"error": f"no webhook at {path}"})
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise BadReview("the body is not a JSON object")
+            answer = review(body)
+        except (BadReview, ValueError) as exc:
+            self._send(400, {"error": str(exc)})
+            return
+        except Exception as exc:  # a bug of okt, not of the object: the API server applies the failurePolicy
+            _log.error("a webhook failed", path=path, error=f"{type(exc).__name__}: {exc}")
+            self._send(500, {"error": f"{type(exc).__name__}: {exc}"})
+            return
+        _log.debug("review answered", path=path, uid=(body.get("request") or {}).get("uid"), answer=_verdict(answer))
+        self._send(200, answer)
+
+    def _send(self, status: int, payload: Mapping[str, Any]) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None  # one structured line per review instead (review answered)
+
+
+def _verdict(answer: Mapping[str, Any]) -> str:
+    response = answer.get("response") or {}
+    if "allowed" in response:
+        return "allowed" if response["allowed"] else "refused"
+    return str((response.get("result") or {}).get("status", "?"))

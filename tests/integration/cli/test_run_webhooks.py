@@ -1,0 +1,105 @@
+"""``okt run`` serves the webhooks of an operator with a spec_model: a generated CA written where ``okt gen webhooks
+--ca-bundle`` reads it, and the API server refusing a bad spec through it."""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import secrets
+import textwrap
+
+import pytest
+
+import okt
+from okt.codegen import crd, webhooks
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import loader
+from okt.testing import OperatorProcess, envtest, wait_for
+
+pytestmark = pytest.mark.integration
+
+OPERATOR = """
+import pydantic
+import okt
+
+class ThingSpec(pydantic.BaseModel):
+    size: int
+
+    @pydantic.field_validator("size")
+    @classmethod
+    def even(cls, size: int) -> int:
+        if size % 2:
+            raise ValueError("the size must be even")
+        return size
+
+class Things(okt.Reconciler):
+    api_version = "run.okt.example.com/v1"
+    kind = "Thing"
+    plural = "things"
+    spec_model = ThingSpec
+"""
+VALIDATING = kinds.Kind(
+    "admissionregistration.k8s.io/v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
+
+
+def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    apply_crd: object,
+    tmp_path: pathlib.Path,
+) -> None:
+    source = tmp_path / "operator.py"
+    source.write_text(textwrap.dedent(OPERATOR))
+    (things,) = loader.load_reconcilers(str(source))
+    kind = apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    ca_file = tmp_path / "ca.crt"
+    args = ["--webhook-host", "127.0.0.1", "--webhook-ca-file", str(ca_file)]
+    running = OperatorProcess.okt_run(
+        source,
+        kubeconfig=control_plane.kubeconfig,
+        namespaces=[namespace],
+        args=args,
+        log_path=tmp_path / "operator.log",
+    )
+    with running as operator:
+        serving = wait_for(
+            lambda: next((r for r in operator.records() if r.get("event") == "serving webhooks"), None),
+            timeout=30,
+            message="the webhook server's log line",
+        )
+        assert serving["paths"] == ["/validate/thing"]
+        name = f"things-{secrets.token_hex(3)}"
+        (configuration,) = webhooks.webhooks_for_reconcilers(
+            [things],
+            name=name,
+            client_config=webhooks.ClientConfig(
+                url=f"https://127.0.0.1:{serving['port']}", ca_bundle=base64.b64encode(ca_file.read_bytes()).decode()
+            ),
+        )
+        kube.create(configuration, VALIDATING)
+        try:
+
+            def refused() -> bool:
+                thing_name = f"t-{secrets.token_hex(3)}"
+                obj = {
+                    "apiVersion": "run.okt.example.com/v1",
+                    "kind": "Thing",
+                    "metadata": {"name": thing_name, "namespace": namespace},
+                    "spec": {"size": 3},
+                }
+                try:
+                    kube.create(obj, kind)
+                except okt.ApiError as exc:
+                    return "spec.size: Value error, the size must be even" in str(exc)
+                kube.delete(kind, thing_name, namespace)
+                return False
+
+            wait_for(refused, timeout=30, message="okt run refusing an odd size")
+        finally:
+            kube.delete(VALIDATING, name)

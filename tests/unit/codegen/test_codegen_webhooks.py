@@ -1,0 +1,203 @@
+"""``okt gen webhooks`` and the conversion webhook of ``okt gen crd``: configurations naming exactly the webhooks a
+reconciler declares, at the paths the server serves.
+
+``golden/webhooks_memcached.yaml`` and ``golden/crd_multiversion.yaml`` pin the output; ``OKT_UPDATE_GOLDEN=1``
+regenerates them (see ``test_codegen_resource.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import pydantic
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+import okt
+from okt.codegen import cli, crd, errors, webhooks, yamlout
+from okt.reconciler import webhooks as declared
+from okt.runtime import webhook_server
+from okt.testing import FakeClient
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+class MemcachedSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    image: str
+
+
+class MemcachedSpecAlpha(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    imageName: str  # noqa: N815 - the field's name in the API
+
+
+def up(spec: MemcachedSpecAlpha) -> MemcachedSpec:
+    return MemcachedSpec(size=spec.size, image=spec.imageName)
+
+
+def down(spec: MemcachedSpec) -> MemcachedSpecAlpha:
+    return MemcachedSpecAlpha(size=spec.size, imageName=spec.image)
+
+
+class Memcached(okt.Reconciler):
+    api_version = "cache.example.com/v1beta1"
+    kind = "Memcached"
+    spec_model = MemcachedSpec
+    spec_models = {"v1alpha1": MemcachedSpecAlpha}
+    converters = {("v1alpha1", "v1beta1"): up, ("v1beta1", "v1alpha1"): down}
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        return obj
+
+
+class Plain(okt.Reconciler):
+    api_version = "cache.example.com/v1"
+    kind = "Plain"
+
+
+class Checked(Plain):
+    kind = "Checked"
+
+    def check(self, ctx: okt.Context) -> None:
+        return None
+
+
+def check_golden(path: Path, produced: str) -> None:
+    if os.environ.get("OKT_UPDATE_GOLDEN") == "1":
+        path.write_text(produced, encoding="utf-8")
+    assert produced == path.read_text(encoding="utf-8")
+
+
+def invoke(arguments: list[str], group: click.Group) -> Result:
+    return CliRunner().invoke(group, arguments, catch_exceptions=False)
+
+
+def loader(*classes: type[Any]) -> cli.ReconcilerLoader:
+    return lambda target: list(classes)
+
+
+def test_configurations_and_service_match_the_golden_file() -> None:
+    documents = webhooks.webhooks_for_reconcilers(
+        [Memcached, Checked],
+        name="memcached-operator",
+        client_config=webhooks.ClientConfig(service="memcached-operator-webhooks", namespace="ops", ca_bundle="Q0E="),
+    )
+    assert [d["kind"] for d in documents] == [
+        "Service",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ]
+    check_golden(GOLDEN / "webhooks_memcached.yaml", yamlout.dump_all(documents))
+
+
+def test_every_configured_path_is_one_the_server_serves() -> None:
+    documents = webhooks.webhooks_for_reconcilers(
+        [Memcached, Checked], name="x", client_config=webhooks.ClientConfig(url="https://127.0.0.1:9443")
+    )
+    urls = [hook["clientConfig"]["url"] for d in documents for hook in d.get("webhooks", [])]
+    served = webhook_server.reviews_of([Memcached, Checked], FakeClient())
+    assert sorted(url.removeprefix("https://127.0.0.1:9443") for url in urls) == sorted(
+        path for path in served if not path.startswith("/convert/")
+    )
+    assert all("service" not in hook["clientConfig"] for d in documents for hook in d.get("webhooks", []))
+    assert "Service" not in [d["kind"] for d in documents]
+
+
+def test_what_a_reconciler_declares_decides_its_webhooks() -> None:
+    purposes = {cls.__name__: [e.purpose for e in declared.endpoints(cls)] for cls in (Memcached, Plain, Checked)}
+    assert purposes == {
+        "Memcached": [declared.Purpose.VALIDATING, declared.Purpose.MUTATING, declared.Purpose.CONVERSION],
+        "Plain": [],
+        "Checked": [declared.Purpose.VALIDATING],
+    }
+
+
+def no_webhook() -> object:
+    return webhooks.webhooks_for_reconcilers([Plain], name="x", client_config=webhooks.ClientConfig())
+
+
+def bad_policy() -> object:
+    config = webhooks.ClientConfig()
+    return webhooks.webhooks_for_reconcilers([Checked], name="x", client_config=config, failure_policy="Maybe")
+
+
+def plain_http() -> object:
+    return webhooks.ClientConfig(url="http://127.0.0.1:9443")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [(no_webhook, "no admission webhook"), (plain_http, "https://HOST[:PORT]"), (bad_policy, "invalid failure policy")],
+)
+def test_bad_input_is_one_clear_error(call: Any, message: str) -> None:
+    with pytest.raises(errors.CodegenError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        call()
+
+
+def test_a_multi_version_crd_stores_one_version_and_converts_through_the_webhook() -> None:
+    config = webhooks.ClientConfig(url="https://127.0.0.1:9443", ca_bundle="Q0E=")
+    definition = crd.crd_for_reconciler(Memcached, webhooks.conversion_client_config(Memcached, config))
+    versions = definition["spec"]["versions"]
+    assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+        ("v1beta1", True, True),
+        ("v1alpha1", True, False),
+    ]
+    assert set(versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]) == {"size", "image"}
+    assert set(versions[1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]) == {"size", "imageName"}
+    assert definition["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {"url": "https://127.0.0.1:9443/convert/memcached", "caBundle": "Q0E="},
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    check_golden(GOLDEN / "crd_multiversion.yaml", yamlout.dump_all([definition]))
+
+
+def test_without_converters_a_crd_has_no_conversion_webhook() -> None:
+    assert "conversion" not in crd.crd_for_reconciler(Plain)["spec"]
+
+
+def test_gen_webhooks_reads_the_ca_bundle_and_passes_its_options(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+    group = cli.make_gen_group(loader(Checked))
+    arguments = ["webhooks", "operator.py", "--namespace", "ops", "--ca-bundle", str(ca), "--failure-policy", "Ignore"]
+    result = invoke(arguments, group)
+    assert result.exit_code == 0, result.output
+    service, validating = yaml.safe_load_all(result.stdout)
+    assert service["metadata"] == {
+        "name": "checked-operator-webhooks",
+        "namespace": "ops",
+        "labels": {"app.kubernetes.io/name": "checked-operator"},
+    }
+    (hook,) = validating["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == ca.read_bytes()
+    assert hook["clientConfig"]["service"] == {
+        "name": "checked-operator-webhooks",
+        "namespace": "ops",
+        "path": "/validate/checked",
+        "port": 443,
+    }
+
+
+def test_gen_webhooks_of_an_operator_without_webhooks_is_one_line_error() -> None:
+    result = CliRunner().invoke(cli.make_gen_group(loader(Plain)), ["webhooks", "operator.py"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: Plain: no admission webhook to configure")
+
+
+def test_gen_crd_takes_the_conversion_webhook_url() -> None:
+    result = invoke(["crd", "operator.py", "--url", "https://127.0.0.1:9443"], cli.make_gen_group(loader(Memcached)))
+    assert result.exit_code == 0, result.output
+    (definition,) = yaml.safe_load_all(result.stdout)
+    client_config = definition["spec"]["conversion"]["webhook"]["clientConfig"]
+    assert client_config == {"url": "https://127.0.0.1:9443/convert/memcached"}

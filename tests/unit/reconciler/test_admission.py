@@ -1,0 +1,160 @@
+"""Admission judges an object with the reconciler's own checks, and says what Ready=False would say."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch
+import pydantic
+import pytest
+
+import okt
+from okt.kube import kinds
+from okt.reconciler import admission
+from okt.testing import FakeClient, condition
+
+WIDGET = kinds.Kind("example.com/v1", "Widget", "widgets")
+
+
+class WidgetSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    mode: str = "fast"
+
+
+class Widgets(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    spec_model = WidgetSpec
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.spec.mode == "forbidden":
+            raise okt.InvalidSpec("this mode is not allowed", field="spec.mode")
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        obj["spec"].setdefault("mode", "fast")
+        obj.setdefault("metadata", {}).setdefault("labels", {})["example.com/size"] = str(obj["spec"].get("size"))
+        return obj
+
+
+def widget(spec: Any, **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", **meta},
+        "spec": spec,
+    }
+
+
+def request(obj: Mapping[str, Any], operation: str = "CREATE", old: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "uid": "u-1",
+        "operation": operation,
+        "object": obj,
+        "oldObject": old,
+        "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+    }
+
+
+def ready_message_of_a_reconcile(obj: Mapping[str, Any]) -> str:
+    fake = FakeClient(kinds=[WIDGET], objects=[obj])
+    okt.reconcile(Widgets(), fake, None, "ns", "w")
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    return str(ready["message"])
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [({"size": 0}, "spec.size"), ({"size": 2, "mode": "forbidden"}, "spec.mode"), ({}, "spec.size")],
+)
+def test_a_bad_spec_is_refused_with_the_message_ready_false_would_carry(spec: dict[str, Any], field: str) -> None:
+    verdict = admission.validate(Widgets(), request(widget(spec)), FakeClient(kinds=[WIDGET]))
+    assert not verdict.allowed
+    assert verdict.message.startswith(f"{field}: ")
+    assert verdict.message == ready_message_of_a_reconcile(widget(spec))
+    assert (verdict.code, verdict.reason) == (422, "Invalid")
+
+
+def test_a_good_spec_is_admitted() -> None:
+    assert admission.validate(Widgets(), request(widget({"size": 3})), FakeClient()).allowed
+
+
+def test_a_check_that_fails_otherwise_refuses_with_403_and_its_message() -> None:
+    class Strict(Widgets):
+        def check(self, ctx: okt.Context) -> None:
+            raise okt.TemporaryError("the quota service is down")
+
+    verdict = admission.validate(Strict(), request(widget({"size": 3})), FakeClient())
+    assert (verdict.allowed, verdict.code, verdict.message) == (False, 403, "the quota service is down")
+
+
+@pytest.mark.parametrize(
+    "review",
+    [
+        request(widget({"size": 0}), "DELETE"),
+        request(widget({"size": 0}, deletionTimestamp="2026-01-01T00:00:00Z"), "UPDATE"),
+        request(widget({"size": 0}, labels={"a": "b"}), "UPDATE", old=widget({"size": 0})),
+    ],
+    ids=["delete", "being-deleted", "spec-unchanged"],
+)
+def test_what_cannot_be_made_valid_by_this_request_is_admitted(review: dict[str, Any]) -> None:
+    assert admission.validate(Widgets(), review, FakeClient()).allowed
+
+
+def test_an_update_that_breaks_the_spec_is_refused() -> None:
+    review = request(widget({"size": 0}), "UPDATE", old=widget({"size": 1}))
+    assert not admission.validate(Widgets(), review, FakeClient()).allowed
+
+
+def test_defaulting_answers_a_json_patch_that_gives_the_defaulted_object() -> None:
+    obj = widget({"size": 2})
+    verdict = admission.mutate(Widgets(), request(obj))
+    assert verdict.allowed
+    patched = jsonpatch.apply_patch(obj, list(verdict.patch))
+    assert patched["spec"] == {"size": 2, "mode": "fast"}
+    assert patched["metadata"]["labels"] == {"example.com/size": "2"}
+    assert obj["spec"] == {"size": 2}  # the request's object is not touched
+
+
+def test_a_default_hook_that_raises_refuses_the_object() -> None:
+    class Broken(Widgets):
+        def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+            raise ValueError("no default for you")
+
+    verdict = admission.mutate(Broken(), request(widget({"size": 2})))
+    assert (verdict.allowed, verdict.message) == (False, "no default for you")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"a": 1}, {"a": 1}),
+        ({"a": 1}, {"a": True}),
+        ({"a/b": {"c~d": [1]}}, {"a/b": {"c~d": [1, 2]}, "e": None}),
+        ({"a": {"b": 1, "c": 2}}, {"a": {"b": 1}}),
+        ({"a": "x"}, {"a": {"nested": "{{ not a template }}"}}),
+    ],
+)
+def test_the_json_patch_turns_the_old_object_into_the_new_one(old: dict[str, Any], new: dict[str, Any]) -> None:
+    patch = admission.json_patch(old, new)
+    assert jsonpatch.apply_patch(old, patch) == new
+    assert json.dumps(jsonpatch.apply_patch(old, patch), sort_keys=True) == json.dumps(new, sort_keys=True)
+    assert (patch == []) == (json.dumps(old) == json.dumps(new))
+
+
+def test_the_review_answer_carries_the_uid_status_and_base64_patch() -> None:
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request(widget({"size": 0}))}
+    refused = admission.respond(review, admission.Verdict.refuse(okt.InvalidSpec("bad", field="spec.size")))
+    assert refused["response"] == {
+        "uid": "u-1",
+        "allowed": False,
+        "status": {"status": "Failure", "code": 422, "reason": "Invalid", "message": "spec.size: bad"},
+    }
+    ops = ({"op": "add", "path": "/spec/mode", "value": "fast"},)
+    patched = admission.respond(review, admission.Verdict.allow(ops))["response"]
+    assert patched["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(patched["patch"])) == list(ops)

@@ -1,0 +1,123 @@
+"""Conversion rewrites apiVersion and the spec through the author's converters, and fails whole with a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+import pytest
+
+import okt
+from okt.reconciler import conversion
+
+
+class SpecAlpha(pydantic.BaseModel):
+    size: int = 1
+    image_name: str = pydantic.Field(alias="imageName")
+
+
+class SpecBeta(pydantic.BaseModel):
+    size: int = 1
+    image: str
+
+
+class SpecOne(pydantic.BaseModel):
+    replicas: int
+    image: str
+
+
+def up(spec: SpecAlpha) -> SpecBeta:
+    return SpecBeta(size=spec.size, image=spec.image_name)
+
+
+def down(spec: SpecBeta) -> dict[str, Any]:
+    return {"size": spec.size, "imageName": spec.image}
+
+
+def beta_to_one(spec: SpecBeta) -> SpecOne:
+    if spec.image == "broken":
+        raise RuntimeError("cannot map this image")
+    return SpecOne(replicas=spec.size, image=spec.image)
+
+
+class Caches(okt.Reconciler):
+    api_version = "example.com/v1beta1"
+    kind = "Cache"
+    spec_model = SpecBeta
+    spec_models = {"v1alpha1": SpecAlpha, "v1": SpecOne}
+    converters = {("v1alpha1", "v1beta1"): up, ("v1beta1", "v1alpha1"): down, ("v1beta1", "v1"): beta_to_one}
+
+
+def cache(version: str, spec: dict[str, Any], name: str = "c") -> dict[str, Any]:
+    return {
+        "apiVersion": f"example.com/{version}",
+        "kind": "Cache",
+        "metadata": {"name": name, "namespace": "ns", "labels": {"a": "b"}},
+        "spec": spec,
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def convert(desired: str, *objects: dict[str, Any]) -> conversion.Result:
+    return conversion.convert(Caches, {"uid": "u", "desiredAPIVersion": f"example.com/{desired}", "objects": objects})
+
+
+def test_a_renamed_field_is_converted_both_ways_and_round_trips() -> None:
+    alpha = cache("v1alpha1", {"size": 3, "imageName": "memcached:1.6"})
+    (beta,) = convert("v1beta1", alpha).objects
+    assert beta["apiVersion"] == "example.com/v1beta1"
+    assert beta["spec"] == {"size": 3, "image": "memcached:1.6"}
+    assert {k: v for k, v in beta.items() if k not in ("apiVersion", "spec")} == {
+        k: v for k, v in alpha.items() if k not in ("apiVersion", "spec")
+    }
+    (back,) = convert("v1alpha1", beta).objects
+    assert back == alpha
+
+
+def test_unset_fields_stay_unset_so_defaults_are_the_schemas() -> None:
+    (beta,) = convert("v1beta1", cache("v1alpha1", {"imageName": "x"})).objects
+    assert beta["spec"] == {"image": "x", "size": 1}  # set by the converter, which passed it explicitly
+    (back,) = convert("v1alpha1", cache("v1beta1", {"image": "x"})).objects
+    assert back["spec"] == {"size": 1, "imageName": "x"}
+
+
+def test_versions_without_a_direct_converter_are_chained() -> None:
+    assert conversion.chain(Caches.converters, "v1alpha1", "v1") == [("v1alpha1", "v1beta1"), ("v1beta1", "v1")]
+    (one,) = convert("v1", cache("v1alpha1", {"size": 2, "imageName": "x"})).objects
+    assert (one["apiVersion"], one["spec"]) == ("example.com/v1", {"replicas": 2, "image": "x"})
+
+
+def test_an_object_in_the_desired_version_is_returned_as_it_is() -> None:
+    obj = cache("v1beta1", {"image": "x", "unknown": "kept"})
+    assert convert("v1beta1", obj).objects == (obj,)
+
+
+@pytest.mark.parametrize(
+    ("desired", "obj", "reason"),
+    [
+        ("v1", cache("v1beta1", {"image": "broken"}), "RuntimeError: cannot map this image"),
+        ("v1beta1", cache("v1alpha1", {"size": 2}), "spec.imageName: Field required"),
+        ("v1alpha1", cache("v1", {"replicas": 1, "image": "x"}), "no converters lead from v1 to v1alpha1"),
+    ],
+    ids=["converter-raises", "invalid-source-spec", "no-path"],
+)
+def test_a_failed_conversion_fails_the_whole_review_naming_object_versions_and_reason(
+    desired: str, obj: dict[str, Any], reason: str
+) -> None:
+    result = convert(desired, cache("v1alpha1", {"imageName": "fine"}, name="ok"), obj)
+    assert result.objects == ()
+    assert result.failure is not None
+    assert result.failure.startswith(f"cannot convert ns/c from {obj['apiVersion']} to example.com/{desired}: ")
+    assert reason in result.failure
+
+
+def test_the_review_answer_is_success_with_objects_or_failed_with_a_message() -> None:
+    review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u-9"}}
+    ok = conversion.respond(review, conversion.Result(({"a": 1},)))
+    assert ok == {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {"uid": "u-9", "convertedObjects": [{"a": 1}], "result": {"status": "Success"}},
+    }
+    failed = conversion.respond(review, conversion.Result(failure="why"))["response"]
+    assert failed["result"] == {"status": "Failed", "message": "why"}

@@ -1,0 +1,169 @@
+"""The webhook server answers reviews over verified TLS, with certificates generated or read from a directory."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+from cryptography import x509
+
+import okt
+from okt.runtime import certs, webhook_server
+from okt.testing import FakeClient
+
+
+class Spec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+
+
+class Widgets(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    spec_model = Spec
+
+
+@pytest.fixture
+def server() -> Iterator[webhook_server.WebhookServer]:
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    running.start()
+    yield running
+    running.stop()
+
+
+def post(
+    server: webhook_server.WebhookServer, path: str, body: Any, host: str = "127.0.0.1"
+) -> tuple[int, dict[str, Any]]:
+    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection(host, server.port, context=context, timeout=10)
+    try:
+        connection.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def review(spec: dict[str, Any]) -> dict[str, Any]:
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": spec}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "abc", "operation": "CREATE", "object": obj},
+    }
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_refusal_comes_back_over_tls_verified_with_the_generated_ca(
+    server: webhook_server.WebhookServer, host: str
+) -> None:
+    status, answer = post(server, "/validate/widget", review({"size": 0}), host=host)
+    assert status == 200
+    assert answer["kind"] == "AdmissionReview"
+    assert answer["response"]["uid"] == "abc"
+    assert answer["response"]["allowed"] is False
+    assert answer["response"]["status"]["message"].startswith("spec.size: ")
+
+
+def test_a_good_object_is_allowed_and_several_requests_share_a_connection(server: webhook_server.WebhookServer) -> None:
+    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    try:
+        for _ in range(3):
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+            assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [("/validate/other", review({"size": 1}), 404), ("/validate/widget", ["not", "a", "review"], 400)],
+)
+def test_unknown_paths_and_malformed_reviews_are_client_errors(
+    server: webhook_server.WebhookServer, path: str, body: Any, status: int
+) -> None:
+    assert post(server, path, body)[0] == status
+
+
+def test_a_client_that_does_not_trust_the_ca_is_refused_by_its_own_verification(
+    server: webhook_server.WebhookServer,
+) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError):
+        post_untrusted = ssl.create_default_context()
+        connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=post_untrusted, timeout=10)
+        try:
+            connection.request("POST", "/validate/widget", body="{}")
+        finally:
+            connection.close()
+
+
+def test_the_generated_certificate_names_exactly_the_given_hosts_and_is_signed_by_the_ca() -> None:
+    bundle = certs.self_signed(certs.service_hosts("ops-webhooks", "ops"))
+    cert = x509.load_pem_x509_certificate(bundle.cert_pem)
+    ca = x509.load_pem_x509_certificate(bundle.ca_pem)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == [
+        "ops-webhooks.ops.svc",
+        "ops-webhooks",
+        "ops-webhooks.ops",
+        "ops-webhooks.ops.svc.cluster.local",
+    ]
+    cert.verify_directly_issued_by(ca)
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert "PEM" not in repr(bundle).replace("PEM data hidden", "")
+
+
+def test_a_certificate_directory_is_served_and_its_ca_is_the_bundle() -> None:
+    generated = certs.self_signed()
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        (root / "tls.crt").write_bytes(generated.cert_pem)
+        (root / "tls.key").write_bytes(generated.key_pem)
+        (root / "ca.crt").write_bytes(generated.ca_pem)
+        assert certs.from_directory(root) == generated
+        (root / "tls.key").unlink()
+        with pytest.raises(okt.ConfigurationError, match=r"cannot read the webhook certificate"):
+            certs.from_directory(root)
+
+
+def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> None:
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    try:
+        connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+        assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+        running.stop()
+        with pytest.raises((ConnectionError, http.client.HTTPException, ssl.SSLError, OSError)):
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+            connection.getresponse().read()
+    finally:
+        connection.close()
+        running.stop()
+
+
+def test_a_port_already_taken_is_one_configuration_error(server: webhook_server.WebhookServer) -> None:
+    taken = webhook_server.Options(host="127.0.0.1", port=server.port)
+    with pytest.raises(okt.ConfigurationError, match=rf"cannot serve webhooks on 127.0.0.1:{server.port}: "):
+        webhook_server.WebhookServer(taken, [Widgets], FakeClient())
+
+
+def test_serving_writes_no_file_so_a_read_only_root_filesystem_is_fine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-directory"))  # as unwritable as /tmp can be
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    try:
+        running.start()
+        assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
+    finally:
+        running.stop()

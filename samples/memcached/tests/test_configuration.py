@@ -1,4 +1,4 @@
-"""How the operator is configured and loaded: the finalizer switch and ``operator.py`` (pure: no cluster)."""
+"""How the operator is configured and loaded: the finalizer switch and ``main.py`` (pure: no cluster)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from samples.memcached.memcached_operator import (
     reconciler_class,
 )
 
-OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "operator.py"
+OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "main.py"
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_only_the_reconciler_with_the_finalizer_keeps_an_inventory(
 
 @pytest.fixture
 def isolated_imports() -> Iterator[None]:
-    """Loading operator.py puts its directory on sys.path and imports memcached_operator: undo both."""
+    """Loading main.py puts its directory on sys.path and imports memcached_operator: undo both."""
     path, modules = list(sys.path), set(sys.modules)
     yield
     sys.path[:] = path

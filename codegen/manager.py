@@ -36,7 +36,7 @@ def manager_manifests(
 
     Args:
         name: the Deployment's name and its ``app.kubernetes.io/name`` label.
-        namespace: where the operator runs (and its Lease lives).
+        namespace: where the operator runs (and its Lease lives: ``okt run`` reads ``$POD_NAMESPACE``).
         image: the operator's container image.
         service_account: the ServiceAccount of the RBAC generator's output.
         entry_point: the operator file inside the image.
@@ -60,10 +60,11 @@ def manager_manifests(
             entry_point,
             "--all-namespaces",
             "--leader-elect",
-            f"--lease-namespace={namespace}",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--log-format=json",
         ],
+        # The Lease lives in the pod's own namespace, whatever a kustomize overlay renames it to.
+        "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
         "ports": [{"name": "http", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5},

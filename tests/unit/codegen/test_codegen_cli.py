@@ -157,7 +157,7 @@ def test_list_prints_the_dictionary_as_an_aligned_table(tmp_path: Path) -> None:
         pytest.param(
             ["resource", "--typo", "x"], "No such option '--typo'. Did you mean '--type'?", id="unknown-option"
         ),
-        pytest.param(["deploy"], "No such command", id="unknown-command"),
+        pytest.param(["webhookz"], "No such command", id="unknown-command"),
         pytest.param(["--verbose"], "No such option", id="unknown-group-option"),
         pytest.param(["crd"], "Missing argument 'OPERATOR'.", id="missing-argument"),
     ],

@@ -1,4 +1,4 @@
-"""The operator's Deployment agrees with what ``okt run`` serves and with the RBAC generator's ServiceAccount."""
+"""The operator's Deployment agrees with what ``okt run`` serves; its Lease follows the pod's namespace."""
 
 from __future__ import annotations
 
@@ -24,7 +24,10 @@ def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
     assert container["ports"][0]["containerPort"] == manager.METRICS_PORT
     context = run_cli.run_command.make_context("run", list(container["args"]))
     assert context.params["target"] == "/app/main.py"
-    assert context.params["lease_namespace"] == "ops" and context.params["leader_elect"]
+    assert context.params["leader_elect"] and context.params["lease_namespace"] is None
+    assert container["env"] == [
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+    ]
     assert context.params["metrics_bind_address"] == f":{manager.METRICS_PORT}"
 
 

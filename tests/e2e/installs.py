@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEP_TIMEOUT = 180
-SOURCES = ("pyproject.toml", "README.md", "okt", "codegen")
-"""What a build reads: the files the container image copies."""
+SOURCES = ("pyproject.toml", "README.md", "CHANGELOG.md", "MANIFEST.in", "okt", "codegen")
+"""What a build reads: what the container image copies, with the changelog and the manifest the sdist reads."""
 PIP = (sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet")
 
 

@@ -79,7 +79,7 @@ def isolated_imports() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("environment", "expected"), [("on", "MemcachedReconciler"), ("off", "MemcachedReconcilerWithoutFinalizer")]
 )
-def test_okt_run_finds_exactly_one_reconciler_in_operator_py(
+def test_okt_run_finds_exactly_one_reconciler_in_main_py(
     monkeypatch: pytest.MonkeyPatch, isolated_imports: None, environment: str, expected: str
 ) -> None:
     monkeypatch.setenv(FINALIZER_ENV, environment)

@@ -8,7 +8,7 @@ requests by that name), the namespace to watch, and ``workers`` concurrent recon
 ``raw``        ``python -m benchmarks.raw_floor``: a watch and a ``ThreadPoolExecutor(workers)``, no framework
 ``raw-okt``    the same with ``--okt-shaped``: the same number of writes, of the objects okt writes
 ``kopf``       ``kopf run benchmarks/kopf_operator.py --standalone``; ``settings.execution.max_workers`` = workers
-``okt``        ``okt run samples/memcached/operator.py --max-concurrent workers``, finalizer off
+``okt``        ``okt run samples/memcached/main.py --max-concurrent workers``, finalizer off
 ``okt-final``  the same with the sample's finalizer (and its inventory cleanup) on
 ``okt-merge``  ``okt`` writing its children with merge patches (``MEMCACHED_APPLY_STRATEGY=merge``), not apply
 ============== ===============================================================================================
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OKT_OPERATOR = ROOT / "samples" / "memcached" / "operator.py"
+OKT_OPERATOR = ROOT / "samples" / "memcached" / "main.py"
 OKT_FINALIZER_VARIABLE = "MEMCACHED_FINALIZER"
 OKT_STRATEGY_VARIABLE = "MEMCACHED_APPLY_STRATEGY"
 CRD = ROOT / "samples" / "memcached" / "deploy" / "crd.yaml"

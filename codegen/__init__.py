@@ -10,6 +10,9 @@ the command line imports it (an import-linter contract keeps it so). Modules:
 * :mod:`okt.codegen.resource` — ``okt gen resource``: the generated module and the author's module;
 * :mod:`okt.codegen.crd` — ``okt gen crd``: pydantic models -> a structural CustomResourceDefinition;
 * :mod:`okt.codegen.rbac` — ``okt gen rbac``: least-privilege ServiceAccount, role and binding;
+* :mod:`okt.codegen.manager` — the operator's own Namespace and Deployment;
+* :mod:`okt.codegen.deploy` — ``okt gen deploy`` / ``okt gen bundle``: a kustomize tree and an OLM bundle;
+* :mod:`okt.codegen.scaffold` — ``okt init`` / ``okt create api``: a new project and a kind more;
 * :mod:`okt.codegen.cli` / :mod:`okt.codegen.okt_compat` — the ``okt gen`` commands and OKT's
   ``okt-gen-resource`` spelling;
 * :mod:`okt.codegen.errors` — :class:`~okt.codegen.errors.CodegenError`, the one-line error of every generator.

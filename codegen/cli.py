@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 import okt
-from okt.codegen import crd, dictionary, errors, rbac, resource, webhooks, yamlout
+from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, webhooks, yamlout
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -191,6 +191,11 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         )
         _emit(documents, out_file)
 
+    def load_selected(operator: str, name: str | None) -> list[type[Any]]:
+        return _select(_load(load_reconcilers, operator), name, operator)
+
+    for command in deploy_cli.commands(load_selected, _Command):
+        gen.add_command(command)
     return gen
 
 

@@ -12,6 +12,7 @@ import click
 from okt.cli import envtest as envtest_cli
 from okt.cli import run as run_cli
 from okt.codegen import cli as codegen_cli
+from okt.codegen import scaffold_cli
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,6 +32,8 @@ def graph_command() -> None:
 cli.add_command(run_cli.run_command)
 cli.add_command(codegen_cli.gen)
 cli.add_command(envtest_cli.envtest_group)
+cli.add_command(scaffold_cli.init_command)
+cli.add_command(scaffold_cli.create_group)
 
 
 def main() -> None:

@@ -226,6 +226,13 @@ def run_command(
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
+    shadowed = loader.shadowed_stdlib_module(module or target or "", as_module=bool(module))
+    if shadowed:
+        click.echo(
+            f"okt: warning: {module or target} shadows Python's standard module {shadowed!r} wherever its folder is "
+            "on sys.path (PYTHONPATH=/app in an image): rename it" + ("" if module else ", e.g. main.py"),
+            err=True,
+        )
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
         reconcilers = loader.reconcilers_of(loaded, module or target or "", only=reconciler_name)

@@ -1,4 +1,4 @@
-"""Find the reconcilers of an operator: a Python file (``okt run operator.py``) or a module (``okt run -m pkg.op``).
+"""Find the reconcilers of an operator: a Python file (``okt run main.py``) or a module (``okt run -m pkg.op``).
 
 Errors are :class:`okt.errors.ConfigurationError` with one readable line: a missing file, a module that fails to
 import (its exception, not a traceback), a module without a Reconciler subclass.
@@ -48,9 +48,23 @@ def _import_module(name: str) -> types.ModuleType:
         raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
 
 
+def _is_file_target(target: str, as_module: bool) -> bool:
+    return not as_module and (target.endswith(".py") or "/" in target)
+
+
+def shadowed_stdlib_module(target: str, *, as_module: bool = False) -> str | None:
+    """The standard-library module the target's top-level name hides, if any (``operator.py`` hides ``operator``).
+
+    Why: ``okt run`` imports the file under a private name, so it runs here; but wherever the file's folder is on
+    ``sys.path`` (``ENV PYTHONPATH=/app`` in an image, a test runner's rootdir), ``import operator`` anywhere —
+    ``collections`` does it at interpreter start — finds the operator instead, and the process dies at import.
+    """
+    name = pathlib.PurePath(target).stem if _is_file_target(target, as_module) else target.partition(".")[0]
+    return name if name in sys.stdlib_module_names else None
+
+
 def load_module(target: str, *, as_module: bool = False) -> types.ModuleType:
-    looks_like_file = target.endswith(".py") or "/" in target
-    if as_module or not looks_like_file:
+    if not _is_file_target(target, as_module):
         return _import_module(target)
     return _import_file(pathlib.Path(target))
 

@@ -10,7 +10,7 @@ Example::
     from okt.testing import OperatorProcess
 
     operator = OperatorProcess.okt_run(
-        "operator.py", kubeconfig=plane.kubeconfig, namespaces=[namespace], log_path=tmp_path / "operator.log"
+        "main.py", kubeconfig=plane.kubeconfig, namespaces=[namespace], log_path=tmp_path / "operator.log"
     )
     with operator:  # started, and ready: /readyz answers 200
         ...  # create objects, wait for them to converge

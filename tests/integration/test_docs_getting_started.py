@@ -10,7 +10,7 @@ fail on any command not handled here):
                                             stops the operator, which must exit cleanly
 ``export KUBECONFIG=$(...)``                the control plane's kubeconfig, for the operator process
 ``kubectl apply -f F``                      ``apply_crd`` for a CRD, a create in the test namespace otherwise
-``okt run operator.py --namespace default`` the real ``okt run`` in a subprocess, in the project folder, watching the
+``okt run main.py --namespace default``     the real ``okt run`` in a subprocess, in the project folder, watching the
                                             test namespace (the page's ``default``), metrics on a free port
 ``kubectl wait --for=condition=C[=false]``  wait until the object's condition C is True (False)
 ``kubectl wait --for=jsonpath=...=V``       wait until the field holds V
@@ -216,7 +216,7 @@ class Reader:
 
 @pytest.fixture
 def page_project(tmp_path: pathlib.Path) -> Iterator[Any]:
-    with snippets.isolated_imports(("memcached_operator", "okt_operator_operator")):
+    with snippets.isolated_imports(("memcached_operator", "okt_operator_main")):
         yield snippets.walk(tmp_path, snippets.BLOCKS)
 
 
@@ -246,7 +246,7 @@ def test_the_cluster_steps_of_getting_started_work_as_written(
         reader.stop_operator()
 
     log = reader.operator_log.read_text(errors="replace")
-    assert "okt run operator.py --namespace default" in ran and "python -m pytest tests/" in ran
+    assert "okt run main.py --namespace default" in ran and "python -m pytest tests/" in ran
     assert re.fullmatch(r"=* ?3 passed in [\d.]+s ?=*", reader.page_tests_summary), reader.page_tests_summary
     assert reader.operator_exit == 0, log[-2000:]
     assert ">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End" in log

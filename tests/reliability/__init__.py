@@ -2,7 +2,7 @@
 
 Why this exists: okt claims that an operator built with it loses nothing, duplicates nothing, never crashes and backs
 off when things go wrong. Each claim is only worth the experiment that tries to break it. This suite runs six, on a
-real local control plane, against the operator users run (``okt run samples/memcached/operator.py``, as a child
+real local control plane, against the operator users run (``okt run samples/memcached/main.py``, as a child
 process — :class:`okt.testing.OperatorProcess` — unless a scenario needs to count inside the reconciler):
 
 =================  ================================================================================================

@@ -1,7 +1,7 @@
 """The testbed: a local control plane with the Memcached CRD, and the operator processes run on it.
 
 Why this exists: the scenarios share one control plane (starting one takes seconds) and run the operator as users
-do — ``okt run samples/memcached/operator.py``, a child process (:class:`okt.testing.OperatorProcess`) that a
+do — ``okt run samples/memcached/main.py``, a child process (:class:`okt.testing.OperatorProcess`) that a
 scenario can ``kill -9``. Each operator role has a token user of its own, so that the API server's audit log says who
 wrote; every process started here dies with the harness (``PR_SET_PDEATHSIG``).
 """

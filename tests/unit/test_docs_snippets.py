@@ -275,7 +275,7 @@ def tree(folder: pathlib.Path) -> str:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Walk]:
-    with isolated_imports(("memcached_operator", "okt_operator_operator")):
+    with isolated_imports(("memcached_operator", "okt_operator_main")):
         yield walk(tmp_path_factory.mktemp("reader"), BLOCKS)
 
 
@@ -361,7 +361,7 @@ def test_the_generated_rbac_covers_the_children_the_reconciler_owns(built: Walk)
 
 
 def test_the_operator_file_loads_the_final_reconciler(built: Walk) -> None:
-    (reconciler,) = built.load("operator.py")
+    (reconciler,) = built.load("main.py")
 
     assert (reconciler.api_version, reconciler.kind) == ("cache.example.com/v1alpha1", "Memcached")
     assert [owned.kind for owned in reconciler.owns] == ["ConfigMap", "Service", "Deployment"]
@@ -377,7 +377,7 @@ def test_the_operator_file_loads_the_final_reconciler(built: Walk) -> None:
     ],
 )
 def test_the_reconcilers_check_refuses_only_images_without_a_tag(built: Walk, image: str, refused: bool) -> None:
-    (reconciler_cls,) = built.load("operator.py")
+    (reconciler_cls,) = built.load("main.py")
     spec = reconciler_cls.spec_model.model_validate({"size": 1, "image": image})
     cr = okt.CustomResource(
         {

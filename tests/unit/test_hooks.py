@@ -34,7 +34,7 @@ class Things(okt.Reconciler):
 
 
 def test_the_hooks_of_an_operator_file_are_found_in_definition_order(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "operator.py"
+    path = tmp_path / "main.py"
     path.write_text(OPERATOR)
     module = loader.load_module(str(path))
 

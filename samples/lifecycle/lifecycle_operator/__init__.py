@@ -1,6 +1,6 @@
 """lifecycle-operator: runs ``WebApp`` objects (lifecycle.example.com) through a lifecycle of phases.
 
-The package is what ``operator.py`` imports for ``okt run`` and what the tests import. From the API down:
+The package is what ``main.py`` imports for ``okt run`` and what the tests import. From the API down:
 
 * :mod:`.api` — the spec and status models (the CRD in ``deploy/crd.yaml`` is generated from them);
 * :mod:`.resources` — the Job and the Deployment, generated from ``manifests/`` by ``okt gen resource`` plus the

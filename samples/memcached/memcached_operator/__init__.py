@@ -1,6 +1,6 @@
 """memcached-operator: runs memcached clusters described by ``Memcached`` custom resources (cache.example.com).
 
-The package is what ``operator.py`` imports for ``okt run`` and what the tests, the demo and the benchmarks import.
+The package is what ``main.py`` imports for ``okt run`` and what the tests, the demo and the benchmarks import.
 Its modules, from the API down:
 
 * :mod:`.api` — the spec and status models (the CRD is generated from them);

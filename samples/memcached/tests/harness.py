@@ -26,7 +26,7 @@ from samples.memcached.memcached_operator.resources import config_name
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]
 CRD_PATH = SAMPLE / "deploy" / "crd.yaml"
-OPERATOR_PATH = SAMPLE / "operator.py"
+OPERATOR_PATH = SAMPLE / "main.py"
 DEPLOYMENT = kinds.Kind("apps/v1", "Deployment", "deployments", True)
 SERVICE = kinds.Kind("v1", "Service", "services", True)
 CONFIG_MAP = kinds.CONFIG_MAP
@@ -63,7 +63,7 @@ def okt_run(
     args: Sequence[str] = (),
     name: str = "okt run",
 ) -> process.OperatorProcess:
-    """``okt run samples/memcached/operator.py`` — the operator exactly as a user runs it; not started yet.
+    """``okt run samples/memcached/main.py`` — the operator exactly as a user runs it; not started yet.
 
     Args:
         kubeconfig: the cluster to run against.

@@ -1,4 +1,4 @@
-"""How the operator is configured and loaded: the finalizer switch and ``operator.py`` (pure: no cluster)."""
+"""How the operator is configured and loaded: the finalizer switch and ``main.py`` (pure: no cluster)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from samples.memcached.memcached_operator import (
     reconciler_class,
 )
 
-OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "operator.py"
+OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "main.py"
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def test_only_the_reconciler_with_the_finalizer_keeps_an_inventory(
 
 @pytest.fixture
 def isolated_imports() -> Iterator[None]:
-    """Loading operator.py puts its directory on sys.path and imports memcached_operator: undo both."""
+    """Loading main.py puts its directory on sys.path and imports memcached_operator: undo both."""
     path, modules = list(sys.path), set(sys.modules)
     yield
     sys.path[:] = path
@@ -79,7 +79,7 @@ def isolated_imports() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("environment", "expected"), [("on", "MemcachedReconciler"), ("off", "MemcachedReconcilerWithoutFinalizer")]
 )
-def test_okt_run_finds_exactly_one_reconciler_in_operator_py(
+def test_okt_run_finds_exactly_one_reconciler_in_main_py(
     monkeypatch: pytest.MonkeyPatch, isolated_imports: None, environment: str, expected: str
 ) -> None:
     monkeypatch.setenv(FINALIZER_ENV, environment)

@@ -53,7 +53,7 @@ def test_the_operator_deployment_runs_as_the_service_account_the_rbac_binds() ->
 def test_okt_run_accepts_the_operator_deployments_arguments() -> None:
     (container,) = operator_deployment()["spec"]["template"]["spec"]["containers"]
 
-    context = run_cli.run_command.make_context("run", ["/app/operator.py", *container["args"]])
+    context = run_cli.run_command.make_context("run", ["/app/main.py", *container["args"]])
 
     assert context.params["leader_elect"] is True
     assert context.params["all_namespaces"] is True
@@ -65,7 +65,7 @@ def test_okt_run_accepts_the_operator_deployments_arguments() -> None:
 
 def test_okt_run_refuses_a_mistyped_argument() -> None:
     with pytest.raises(click.UsageError):
-        run_cli.run_command.make_context("run", ["/app/operator.py", "--leader-elekt"])
+        run_cli.run_command.make_context("run", ["/app/main.py", "--leader-elekt"])
 
 
 ROLE_KINDS = ("ClusterRole", "Role")

@@ -314,7 +314,7 @@ def test_switching_the_finalizer_off_still_releases_objects_that_carry_it(
     assert "legacy" not in memcacheds.inventory()
 
 
-def test_okt_run_operator_py_reconciles_and_exits_cleanly_on_sigterm(
+def test_okt_run_main_py_reconciles_and_exits_cleanly_on_sigterm(
     control_plane: envtest.ControlPlane, memcacheds: harness.Memcacheds, tmp_path: pathlib.Path
 ) -> None:
     process = harness.okt_run(control_plane.kubeconfig, namespaces=[memcacheds.namespace], log_path=tmp_path / "op.log")

@@ -71,3 +71,22 @@ def test_an_unreachable_api_server_is_one_line(tmp_path: pathlib.Path) -> None:
     code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
     assert code == 1
     assert "cannot reach the Kubernetes API server" in out
+
+
+def test_run_warns_once_when_the_file_shadows_a_standard_module(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "operator.py"
+    operator.write_text("VALUE = 1\n")
+    code, out = invoke("run", str(operator))
+    warnings = [line for line in out.splitlines() if "shadows" in line]
+    assert warnings == [
+        f"okt: warning: {operator} shadows Python's standard module 'operator' wherever its folder is on sys.path "
+        "(PYTHONPATH=/app in an image): rename it, e.g. main.py"
+    ]
+    assert code == 1 and "defines no okt.Reconciler subclass" in out
+
+
+def test_run_does_not_warn_about_a_file_named_main(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "main.py"
+    operator.write_text("VALUE = 1\n")
+    code, out = invoke("run", str(operator))
+    assert code == 1 and "shadows" not in out

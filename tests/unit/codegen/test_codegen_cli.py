@@ -48,7 +48,7 @@ def invoke(arguments: list[str], group: click.Group | None = None) -> Result:
 
 def fake_loader(*classes: type[Any]) -> cli.ReconcilerLoader:
     def load(target: str) -> list[type[Any]]:
-        assert target == "operator.py"
+        assert target == "main.py"
         return list(classes)
 
     return load
@@ -157,7 +157,7 @@ def test_list_prints_the_dictionary_as_an_aligned_table(tmp_path: Path) -> None:
         pytest.param(
             ["resource", "--typo", "x"], "No such option '--typo'. Did you mean '--type'?", id="unknown-option"
         ),
-        pytest.param(["deploy"], "No such command", id="unknown-command"),
+        pytest.param(["webhookz"], "No such command", id="unknown-command"),
         pytest.param(["--verbose"], "No such option", id="unknown-group-option"),
         pytest.param(["crd"], "Missing argument 'OPERATOR'.", id="missing-argument"),
     ],
@@ -175,7 +175,7 @@ def test_errors_are_one_line_on_stderr_with_exit_status_2(workdir: Path, argumen
 
 
 def test_crd_prints_the_crd_of_every_reconciler() -> None:
-    result = invoke(["crd", "operator.py"], cli.make_gen_group(fake_loader(BackupReconciler, MemcachedReconciler)))
+    result = invoke(["crd", "main.py"], cli.make_gen_group(fake_loader(BackupReconciler, MemcachedReconciler)))
     assert result.exit_code == 0, result.output
     assert list(yaml.safe_load_all(result.stdout)) == [
         crd.crd_for_reconciler(BackupReconciler),
@@ -186,7 +186,7 @@ def test_crd_prints_the_crd_of_every_reconciler() -> None:
 def test_crd_for_one_reconciler_written_to_a_file(tmp_path: Path) -> None:
     out = tmp_path / "crd.yaml"
     group = cli.make_gen_group(fake_loader(BackupReconciler, MemcachedReconciler))
-    result = invoke(["crd", "operator.py", "--reconciler", "MemcachedReconciler", "--out", str(out)], group)
+    result = invoke(["crd", "main.py", "--reconciler", "MemcachedReconciler", "--out", str(out)], group)
     assert result.exit_code == 0
     assert result.stdout == ""
     assert out.read_text() == yamlout.dump_all([crd.crd_for_reconciler(MemcachedReconciler)])
@@ -194,7 +194,7 @@ def test_crd_for_one_reconciler_written_to_a_file(tmp_path: Path) -> None:
 
 def test_rbac_passes_its_options_through() -> None:
     group = cli.make_gen_group(fake_loader(MemcachedReconciler))
-    arguments = ["rbac", "operator.py", "--namespace", "ops", "--cluster-wide", "--leader-elect"]
+    arguments = ["rbac", "main.py", "--namespace", "ops", "--cluster-wide", "--leader-elect"]
     result = invoke([*arguments, "--service-account", "cache-operator"], group)
     assert result.exit_code == 0, result.output
     assert list(yaml.safe_load_all(result.stdout)) == rbac.rbac_for_reconciler(
@@ -207,23 +207,23 @@ def broken_loader(target: str) -> list[type[Any]]:
 
 
 def okt_error_loader(target: str) -> list[type[Any]]:
-    raise okt.OktError("no such operator file: operator.py")
+    raise okt.OktError("no such operator file: main.py")
 
 
 @pytest.mark.parametrize(
     ("loader", "arguments", "message"),
     [
-        (broken_loader, ["crd", "operator.py"], "cannot load operator.py: ZeroDivisionError: division by zero"),
-        (okt_error_loader, ["rbac", "operator.py"], "no such operator file: operator.py"),
-        (fake_loader(), ["crd", "operator.py"], "operator.py defines no reconciler"),
+        (broken_loader, ["crd", "main.py"], "cannot load main.py: ZeroDivisionError: division by zero"),
+        (okt_error_loader, ["rbac", "main.py"], "no such operator file: main.py"),
+        (fake_loader(), ["crd", "main.py"], "main.py defines no reconciler"),
         (
             fake_loader(MemcachedReconciler, BackupReconciler),
-            ["crd", "operator.py", "--reconciler", "Nope"],
-            "operator.py has no reconciler named 'Nope' (it has: BackupReconciler, MemcachedReconciler)",
+            ["crd", "main.py", "--reconciler", "Nope"],
+            "main.py has no reconciler named 'Nope' (it has: BackupReconciler, MemcachedReconciler)",
         ),
         (
             fake_loader(MemcachedReconciler),
-            ["rbac", "operator.py", "--namespace", "Bad_NS"],
+            ["rbac", "main.py", "--namespace", "Bad_NS"],
             "invalid namespace 'Bad_NS': expected a DNS label such as operators",
         ),
     ],

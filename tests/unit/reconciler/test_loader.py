@@ -75,3 +75,21 @@ def test_reconciler_picks_one_of_them_by_class_name_or_kind(tmp_path: pathlib.Pa
     assert names(loader.load_reconcilers(str(path), only="Base")) == ["Base"]
     with pytest.raises(errors.ConfigurationError, match="has no reconciler named 'Three'"):
         loader.load_reconcilers(str(path), only="Three")
+
+
+@pytest.mark.parametrize(
+    ("target", "as_module", "shadowed"),
+    [
+        ("operator.py", False, "operator"),
+        ("/app/operator.py", False, "operator"),
+        ("deploy/logging.py", False, "logging"),
+        ("main.py", False, None),
+        ("memcached_operator.py", False, None),
+        ("queue", True, "queue"),
+        ("types.reconcilers", True, "types"),
+        ("my_operator.operator", True, None),
+        ("my_operator", True, None),
+    ],
+)
+def test_a_target_named_like_a_standard_module_is_found(target: str, as_module: bool, shadowed: str | None) -> None:
+    assert loader.shadowed_stdlib_module(target, as_module=as_module) == shadowed

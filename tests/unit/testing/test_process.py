@@ -48,7 +48,7 @@ STAND_IN = textwrap.dedent(
 
 
 def stand_in(tmp_path: pathlib.Path, mode: str = "serve") -> OperatorProcess:
-    script = tmp_path / "operator.py"
+    script = tmp_path / "main.py"
     script.write_text(STAND_IN)
     port = envtest.free_port()
     return OperatorProcess(
@@ -112,7 +112,7 @@ def test_kill_is_kill_9_and_says_whether_it_was_running(tmp_path: pathlib.Path) 
 
 def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_path: pathlib.Path) -> None:
     operator = process.OperatorProcess.okt_run(
-        "operator.py",
+        "main.py",
         kubeconfig=tmp_path / "kubeconfig",
         namespaces=["a", "b"],
         args=["--leader-elect"],
@@ -122,7 +122,7 @@ def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_pa
     assert operator.probe_url is not None
     bind = operator.probe_url.removeprefix("http://")
     assert operator.argv == [
-        "okt", "run", "operator.py", "--kubeconfig", str(tmp_path / "kubeconfig"),
+        "okt", "run", "main.py", "--kubeconfig", str(tmp_path / "kubeconfig"),
         "--namespace", "a", "--namespace", "b",
         "--metrics-bind-address", bind, "--webhook-port", "0", "--log-format", "json", "--leader-elect",
     ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The lifecycle sample's entry point: ``okt run samples/lifecycle/operator.py``.
+"""The lifecycle sample's entry point: ``okt run samples/lifecycle/main.py``.
 
 ``okt run`` imports this file with its directory on ``sys.path``, so the ``lifecycle_operator`` package beside it
 imports as a top-level package (as it would in a container image), and runs the reconciler bound here.

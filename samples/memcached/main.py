@@ -1,4 +1,4 @@
-"""The memcached operator's entry point: ``okt run samples/memcached/operator.py``.
+"""The memcached operator's entry point: ``okt run samples/memcached/main.py``.
 
 ``okt run`` imports this file (with its directory on ``sys.path``, so the ``memcached_operator`` package beside it
 imports as a top-level package, as it does in the container image) and runs every reconciler bound here. Exactly one

@@ -1,0 +1,156 @@
+"""``okt gen deploy`` / ``okt gen bundle``: a kustomize tree and an OLM bundle made of okt's own generators' output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pydantic
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import okt
+from okt.codegen import cli, crd, deploy, errors, manager, rbac
+
+
+class GizmoSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(default=1, ge=1)
+
+
+class GizmoConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class GizmoReconciler(okt.Reconciler):
+    api_version = "toys.example.com/v1alpha1"
+    kind = "Gizmo"
+    spec_model = GizmoSpec
+    owns: ClassVar = [GizmoConfig]
+
+
+OPERATOR = deploy.Operator([GizmoReconciler], "gizmo-operator", "gizmo-system", "registry.example.com/gizmo:1.2.3")
+
+
+def load(text: str) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all(text) if document]
+
+
+def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() -> None:
+    tree = deploy.kustomize_tree(OPERATOR)
+
+    assert sorted(tree) == [
+        "base/crd.yaml",
+        "base/kustomization.yaml",
+        "base/manager.yaml",
+        "base/rbac.yaml",
+        "overlays/default/kustomization.yaml",
+        "overlays/default/namespace.yaml",
+    ]
+    assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["crd.yaml", "rbac.yaml", "manager.yaml"]
+    assert load(tree["base/crd.yaml"]) == [crd.crd_for_reconciler(GizmoReconciler)]
+    assert load(tree["base/rbac.yaml"]) == rbac.rbac_for_reconcilers(
+        [GizmoReconciler],
+        namespace="gizmo-system",
+        cluster_wide=True,
+        leader_elect=True,
+        service_account="gizmo-operator",
+    )
+    (deployment,) = load(tree["base/manager.yaml"])
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == deploy.IMAGE_PLACEHOLDER
+
+
+def test_the_default_overlay_sets_the_namespace_and_the_image() -> None:
+    overlay = load(deploy.kustomize_tree(OPERATOR)["overlays/default/kustomization.yaml"])[0]
+    assert overlay["namespace"] == "gizmo-system"
+    assert overlay["resources"] == ["../../base", "namespace.yaml"]
+    assert overlay["images"] == [{"name": "operator", "newName": "registry.example.com/gizmo", "newTag": "1.2.3"}]
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("gizmo", {"newName": "gizmo"}),
+        ("registry:5000/team/gizmo:v1", {"newName": "registry:5000/team/gizmo", "newTag": "v1"}),
+        ("gizmo@sha256:0a1b", {"newName": "gizmo", "digest": "sha256:0a1b"}),
+    ],
+)
+def test_an_image_becomes_a_kustomize_images_entry(image: str, parts: dict[str, str]) -> None:
+    assert deploy.image_parts(image) == {"name": deploy.IMAGE_PLACEHOLDER, **parts}
+
+
+@pytest.mark.parametrize("image", ["", "two words", "registry/"])
+def test_a_bad_image_is_refused(image: str) -> None:
+    with pytest.raises(errors.CodegenError, match="invalid --image"):
+        deploy.image_parts(image)
+
+
+def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules() -> None:
+    files = deploy.bundle(OPERATOR, version="0.1.0")
+
+    assert sorted(files) == [
+        "manifests/gizmo-operator.clusterserviceversion.yaml",
+        "manifests/gizmos.toys.example.com.yaml",
+        "metadata/annotations.yaml",
+    ]
+    (csv,) = load(files["manifests/gizmo-operator.clusterserviceversion.yaml"])
+    assert (csv["apiVersion"], csv["kind"]) == ("operators.coreos.com/v1alpha1", "ClusterServiceVersion")
+    assert csv["metadata"]["name"] == "gizmo-operator.v0.1.0" and csv["spec"]["version"] == "0.1.0"
+    owned = csv["spec"]["customresourcedefinitions"]["owned"]
+    assert [(o["name"], o["version"], o["kind"]) for o in owned] == [("gizmos.toys.example.com", "v1alpha1", "Gizmo")]
+    install = csv["spec"]["install"]
+    assert install["strategy"] == "deployment"
+    (_namespace, expected) = manager.manager_manifests(
+        name="gizmo-operator",
+        namespace="gizmo-system",
+        image="registry.example.com/gizmo:1.2.3",
+        service_account="gizmo-operator",
+    )
+    assert install["spec"]["deployments"] == [{"name": "gizmo-operator", "spec": expected["spec"]}]
+    roles = {document["kind"]: document for document in OPERATOR.rbac()}
+    assert install["spec"]["clusterPermissions"] == [
+        {"serviceAccountName": "gizmo-operator", "rules": roles["ClusterRole"]["rules"]}
+    ]
+    (permission,) = install["spec"]["permissions"]
+    assert permission["rules"][0]["resources"] == ["leases"]
+    assert {mode["type"] for mode in csv["spec"]["installModes"] if mode["supported"]} >= {"AllNamespaces"}
+    assert load(files["manifests/gizmos.toys.example.com.yaml"]) == [crd.crd_for_reconciler(GizmoReconciler)]
+
+
+def test_the_bundle_metadata_names_the_package_and_the_channel() -> None:
+    files = deploy.bundle(OPERATOR, version="0.1.0", channel="stable")
+    (metadata,) = load(files["metadata/annotations.yaml"])
+    annotations = metadata["annotations"]
+    assert annotations["operators.operatorframework.io.bundle.mediatype.v1"] == "registry+v1"
+    assert annotations["operators.operatorframework.io.bundle.manifests.v1"] == "manifests/"
+    assert annotations["operators.operatorframework.io.bundle.package.v1"] == "gizmo-operator"
+    assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "stable"
+
+
+def test_a_bundle_version_that_is_not_semantic_is_refused() -> None:
+    with pytest.raises(errors.CodegenError, match="semantic version"):
+        deploy.bundle(OPERATOR, version="v1")
+
+
+def test_okt_gen_deploy_writes_the_tree_and_lists_each_file(tmp_path: Path) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = ["deploy", "main.py", "--name", "gizmo-operator", "--namespace", "gizmo-system"]
+    arguments += ["--image", "gizmo:1", "--out", str(tmp_path / "config")]
+
+    result = CliRunner().invoke(group, arguments)
+
+    assert result.exit_code == 0, result.output
+    assert f"written  {(tmp_path / 'config' / 'base' / 'manager.yaml').as_posix()}" in result.output.splitlines()
+    assert (tmp_path / "config" / "overlays" / "default" / "kustomization.yaml").is_file()
+
+
+def test_okt_gen_bundle_errors_are_one_line(tmp_path: Path) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = ["bundle", "main.py", "--name", "gizmo-operator", "--version", "1", "--image", "gizmo:1"]
+
+    result = CliRunner().invoke(group, [*arguments, "--out", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert result.output.strip() == "Error: invalid --version '1': OLM wants a semantic version such as 0.1.0"
+    assert list(tmp_path.iterdir()) == []

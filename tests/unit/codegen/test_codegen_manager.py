@@ -1,0 +1,46 @@
+"""The operator's Deployment agrees with what ``okt run`` serves; its Lease follows the pod's namespace."""
+
+from __future__ import annotations
+
+import pytest
+
+from okt.cli import run as run_cli
+from okt.codegen import errors, manager
+
+
+def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
+    namespace, deployment = manager.manager_manifests(
+        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+    )
+    assert namespace == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "ops", "labels": {"app.kubernetes.io/name": "my-operator"}},
+    }
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["serviceAccountName"] == "my-operator"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["ports"][0]["containerPort"] == manager.METRICS_PORT
+    context = run_cli.run_command.make_context("run", list(container["args"]))
+    assert context.params["target"] == "/app/main.py"
+    assert context.params["leader_elect"] and context.params["lease_namespace"] is None
+    assert container["env"] == [
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+    ]
+    assert context.params["metrics_bind_address"] == f":{manager.METRICS_PORT}"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"name": "My_Operator"}, "invalid name"),
+        ({"namespace": "a b"}, "invalid namespace"),
+        ({"image": "two words"}, "invalid image"),
+        ({"replicas": 0}, "invalid replicas"),
+    ],
+)
+def test_bad_names_are_refused(options: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {"name": "op", "namespace": "ops", "image": "op:1", "service_account": "op"}
+    with pytest.raises(errors.CodegenError, match=message):
+        manager.manager_manifests(**{**arguments, **options})  # type: ignore[arg-type]

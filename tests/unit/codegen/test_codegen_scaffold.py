@@ -1,0 +1,180 @@
+"""``okt init`` / ``okt create api``: the files of a new project, checked names, and generators shared with okt gen."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from okt.cli import main as cli_main
+from okt.codegen import cli, errors, scaffold
+
+PROJECT = scaffold.Project.new("my-operator", group="example.com", version="v1alpha1")
+WIDGET = scaffold.Api.new("Widget", group="example.com", version="v1alpha1")
+EXPECTED_FILES = {
+    ".gitignore",
+    "Dockerfile",
+    "Makefile",
+    "README.md",
+    "deploy/crd.yaml",
+    "deploy/operator.yaml",
+    "deploy/rbac.yaml",
+    "deploy/samples/widget.yaml",
+    "main.py",
+    "manifests/widget/configmap.yaml",
+    "my_operator/__init__.py",
+    "my_operator/widget/__init__.py",
+    "my_operator/widget/api.py",
+    "my_operator/widget/reconciler.py",
+    "my_operator/widget/resources/__init__.py",
+    "my_operator/widget/resources/config_map_widget.py",
+    "my_operator/widget/resources/config_map_widget_gen.py",
+    "pyproject.toml",
+    "tests/test_widget.py",
+}
+
+
+def files(directory: Path) -> set[str]:
+    return {path.relative_to(directory).as_posix() for path in directory.rglob("*") if path.is_file()}
+
+
+def documents(path: Path) -> list[dict[str, object]]:
+    return [document for document in yaml.safe_load_all(path.read_text()) if document]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "my-operator"
+    scaffold.init(directory, PROJECT, WIDGET)
+    return directory
+
+
+def test_init_writes_a_whole_project_named_main_not_operator(project: Path) -> None:
+    assert files(project) == EXPECTED_FILES
+    assert 'ENTRYPOINT ["okt", "run"]' in (project / "Dockerfile").read_text()
+    assert "PYTHONPATH=/app" in (project / "Dockerfile").read_text()
+
+
+def test_init_generates_deploy_from_the_scaffolded_code(project: Path) -> None:
+    (crd,) = documents(project / "deploy" / "crd.yaml")
+    assert crd["metadata"] == {"name": "widgets.example.com"}
+    kinds = [document["kind"] for document in documents(project / "deploy" / "rbac.yaml")]
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+    namespace, deployment = documents(project / "deploy" / "operator.yaml")
+    assert namespace["metadata"]["name"] == "my-operator-system"  # type: ignore[index]
+    pod = deployment["spec"]["template"]["spec"]  # type: ignore[index]
+    assert pod["serviceAccountName"] == "my-operator"
+    assert pod["containers"][0]["args"][0] == "/app/main.py"
+
+
+def test_init_forgets_the_project_it_imported_to_generate_deploy(project: Path) -> None:
+    assert not [name for name in sys.modules if name == "my_operator" or name.startswith("my_operator.")]
+    assert str(project.resolve()) not in sys.path
+
+
+def test_the_child_wrapper_is_what_okt_gen_resource_writes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    generated = project / "my_operator" / "widget" / "resources" / "config_map_widget_gen.py"
+    scaffolded = generated.read_text()
+    lines = scaffolded.splitlines()
+    start = lines.index("# Regenerate with:") + 1
+    end = next(index for index in range(start, len(lines)) if not lines[index].endswith("\\"))
+    command = [word for line in lines[start : end + 1] for word in line[3:].rstrip(" \\").split()]
+    assert command[:3] == ["okt", "gen", "resource"]
+    generated.unlink()
+    monkeypatch.chdir(project)
+
+    result = CliRunner().invoke(cli.gen, command[2:])
+
+    assert result.exit_code == 0, result.output
+    assert generated.read_text() == scaffolded
+
+
+def test_the_scaffold_passes_ruff(project: Path) -> None:
+    ruff = [sys.executable, "-m", "ruff"]
+    checked = subprocess.run([*ruff, "check", "."], cwd=project, capture_output=True, text=True, check=False)
+    formatted = subprocess.run(
+        [*ruff, "format", "--check", "."], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout
+    assert formatted.returncode == 0, formatted.stdout
+
+
+def test_create_api_adds_a_kind_beside_the_first(project: Path) -> None:
+    gadget = scaffold.Api.new("Gadget", group="toys.example.com", version="v1")
+
+    scaffold.create_api(project, gadget)
+
+    assert {"my_operator/gadget/reconciler.py", "tests/test_gadget.py", "deploy/samples/gadget.yaml"} <= files(project)
+    main = (project / "main.py").read_text()
+    assert "from my_operator.gadget.reconciler import GadgetReconciler\nfrom my_operator.widget" in main
+    assert '__all__ = ["GadgetReconciler", "WidgetReconciler"]' in main
+    names = [crd["metadata"]["name"] for crd in documents(project / "deploy" / "crd.yaml")]  # type: ignore[index]
+    assert names == ["gadgets.toys.example.com", "widgets.example.com"]
+    (role,) = [d for d in documents(project / "deploy" / "rbac.yaml") if d["kind"] == "ClusterRole"]
+    groups = {group for rule in role["rules"] for group in rule["apiGroups"]}  # type: ignore[index, attr-defined]
+    assert {"toys.example.com", "example.com"} <= groups
+
+
+def test_create_api_refuses_a_kind_the_project_has(project: Path) -> None:
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    with pytest.raises(errors.CodegenError, match="the project has a Widget already"):
+        scaffold.create_api(project, WIDGET)
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+
+
+def test_create_api_refuses_a_main_it_cannot_extend_before_writing(project: Path) -> None:
+    (project / "main.py").write_text("from my_operator import everything\n")
+    expected = re.escape("add `from my_operator.gadget.reconciler import GadgetReconciler`")
+    with pytest.raises(errors.CodegenError, match=expected):
+        scaffold.create_api(project, scaffold.Api.new("Gadget", group="example.com", version="v1"))
+    assert not (project / "my_operator" / "gadget").exists()
+
+
+def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(errors.CodegenError, match="not an empty folder"):
+        scaffold.init(tmp_path, PROJECT, WIDGET)
+    assert files(tmp_path) == {"notes.txt"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["My_Operator", "--group", "example.com", "--version", "v1", "--kind", "W"], "invalid project name"),
+        (['x"; import os', "--group", "example.com", "--version", "v1", "--kind", "W"], "invalid project name"),
+        (["queue", "--group", "example.com", "--version", "v1", "--kind", "W"], "would shadow a module"),
+        (["op", "--group", "example", "--version", "v1", "--kind", "W"], "a CRD's group needs one"),
+        (["op", "--group", "example.com", "--version", "1", "--kind", "W"], "invalid --version '1'"),
+        (["op", "--group", "example.com", "--version", "v1", "--kind", "widget"], "expected a CamelCase kind"),
+        (["op", "--group", "example.com", "--version", "v1", "--kind", 'W"\nimport os'], "expected a CamelCase"),
+    ],
+)
+def test_okt_init_refuses_bad_names_in_one_line_writing_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli_main.cli, ["init", *arguments])
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_okt_create_api_outside_a_project_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli_main.cli, ["create", "api", "--kind", "Gadget", "--dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "run okt create api in a project made by okt init" in result.output
+
+
+def test_okt_init_prints_each_file_and_the_next_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    arguments = ["init", "my-operator", "--group", "example.com", "--version", "v1alpha1", "--kind", "Widget"]
+    result = CliRunner().invoke(cli_main.cli, arguments)
+    assert result.exit_code == 0, result.output
+    assert "created  main.py" in result.output.splitlines()
+    assert "Next: cd my-operator && make test" in result.output
+    assert files(tmp_path / "my-operator") == EXPECTED_FILES

@@ -247,7 +247,9 @@ def test_the_cluster_steps_of_getting_started_work_as_written(
 
     log = reader.operator_log.read_text(errors="replace")
     assert "okt run main.py --namespace default" in ran and "python -m pytest tests/" in ran
-    assert re.fullmatch(r"=* ?3 passed in [\d.]+s ?=*", reader.page_tests_summary), reader.page_tests_summary
+    assert re.fullmatch(r"=* ?3 passed in [\d.]+s(?: \([\d:]+\))? ?=*", reader.page_tests_summary), (
+        reader.page_tests_summary
+    )
     assert reader.operator_exit == 0, log[-2000:]
     assert ">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>End" in log
     assert "created=3" in log and "unchanged=3" in log

@@ -54,7 +54,7 @@ def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
     apply_crd: object,
     tmp_path: pathlib.Path,
 ) -> None:
-    source = tmp_path / "operator.py"
+    source = tmp_path / "webhook_operator.py"
     source.write_text(textwrap.dedent(OPERATOR))
     (things,) = loader.load_reconcilers(str(source))
     kind = apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]

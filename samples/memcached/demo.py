@@ -193,6 +193,97 @@ def memcached_talk(ip: str) -> dict[str, str]:
     return {"set": " ".join(stored), "get": got[1] if len(got) > 1 else "", **fields}
 
 
+def show_scaled(narrator: Narrator, memcacheds: harness.Memcacheds, before: set[str]) -> None:
+    """The scaled Memcached's Pods once available, and one of them answering over memcached's protocol."""
+    wait_available(narrator, memcacheds, [SCALED], {SCALED: SCALED_TO})
+    show_pods(narrator, memcacheds, [SCALED])
+    after = {pod["metadata"]["name"] for pod in pods(memcacheds, SCALED)}
+    replaced = len(before - after)
+    narrator.say(
+        f"{len(after - before)} Pods started"
+        + (
+            f" ({replaced} of them replace the old Pods: the settings tier changed, so did the Pod template)"
+            if replaced
+            else ""
+        )
+    )
+    target = pods(memcacheds, SCALED)[0]
+    ip = str(target["status"]["podIP"])
+    answers = memcached_talk(ip)
+    narrator.say(f"memcached at {ip}:{MEMCACHED_PORT}: set okt-demo -> {answers['set']}, get -> {answers['get']}")
+    narrator.say(
+        f"stats: version {answers.get('version')}, uptime {answers.get('uptime')}s, "
+        f"limit_maxbytes {answers.get('limit_maxbytes')}, threads {answers.get('threads')}, "
+        f"curr_connections {answers.get('curr_connections')}, cmd_set {answers.get('cmd_set')}, "
+        f"get_hits {answers.get('get_hits')}"
+    )
+
+
+def delete_one(narrator: Narrator, memcacheds: harness.Memcacheds) -> None:
+    """Delete one Memcached: the finalizer cleans up, the object goes, the garbage collector takes its children."""
+    narrator.phase(f"Deleting {DELETED}: the finalizer removes its inventory entry, then the object goes")
+    show_inventory(narrator, memcacheds)
+    memcacheds.delete(DELETED)
+    narrator.say(f"deleted Memcached {DELETED}; the operator cleans up before it releases the finalizer")
+    memcacheds.wait_gone(DELETED, timeout=30)
+    narrator.say(f"Memcached {DELETED} is gone")
+    show_inventory(narrator, memcacheds)
+    if DELETED in memcacheds.inventory():
+        raise waiting.WaitTimeout(f"{DELETED} is gone but still listed in the inventory")
+    narrator.say("Kubernetes' garbage collector deletes its children (they carry a controller ownerReference to it)")
+    memcacheds.wait_children_gone(
+        DELETED,
+        timeout=60,
+        progress=lambda left, seconds: narrator.say(f"... {', '.join(left)} still there after {seconds:.0f}s"),
+    )
+    narrator.say(f"ConfigMap {DELETED}-config, Service {DELETED} and Deployment {DELETED} are gone")
+
+
+def converge(narrator: Narrator, memcacheds: harness.Memcacheds, with_node: bool) -> None:
+    """Create the Memcacheds and wait until they converge (and, on a node, until their Pods serve)."""
+    narrator.phase(f"Creating {len(CACHES)} Memcacheds and waiting until they converge")
+    for name, size in CACHES:
+        memcacheds.create(name, size)
+        narrator.say(f"created Memcached {name} (spec.size={size})")
+    names = [name for name, _ in CACHES]
+    watch_table(
+        narrator,
+        memcacheds,
+        names,
+        lambda rows: all(s.converged for s in rows),
+        "every Memcached to be Ready=True with its 3 children",
+        timeout=30,
+    )
+    narrator.say("all Ready=True for their current generation, with a ConfigMap, a Service and a Deployment each")
+    if with_node:
+        wait_available(narrator, memcacheds, names, dict(CACHES))
+        show_pods(narrator, memcacheds, names)
+    show_inventory(narrator, memcacheds)
+
+
+def scale(narrator: Narrator, memcacheds: harness.Memcacheds, with_node: bool) -> None:
+    """Scale one Memcached (a spec change): the Deployment, the settings tier and, on a node, the Pods follow."""
+    narrator.phase(f"Scaling {SCALED} from 2 to {SCALED_TO} replicas (a spec change: generation 2)")
+    before = {pod["metadata"]["name"] for pod in pods(memcacheds, SCALED)} if with_node else set()
+    memcacheds.update_spec(SCALED, size=SCALED_TO)
+    narrator.say(f"patched {SCALED}: spec.size={SCALED_TO}")
+    watch_table(
+        narrator,
+        memcacheds,
+        [SCALED],
+        lambda rows: rows[0].converged and rows[0].replicas == SCALED_TO,
+        f"the Deployment {SCALED} to follow spec.size={SCALED_TO}",
+        timeout=30,
+    )
+    config = memcacheds.config(SCALED) or {}
+    narrator.say(
+        f"Deployment {SCALED} now has spec.replicas={SCALED_TO}; {SCALED}-config moved to the "
+        f"{(config.get('data') or {}).get('MEMCACHED_TIER')!r} settings tier"
+    )
+    if with_node:
+        show_scaled(narrator, memcacheds, before)
+
+
 def run(narrator: Narrator, verbose: bool) -> None:
     unavailable = node.unavailable()
     with_node = unavailable is None
@@ -230,86 +321,10 @@ def run(narrator: Narrator, verbose: bool) -> None:
         narrator.say(f"its log: {log_path}" if log_path else "its log follows on standard error")
         narrator.say(f"finalizer {FINALIZER} on: the operator keeps an inventory of the Memcacheds it runs")
 
-        narrator.phase(f"Creating {len(CACHES)} Memcacheds and waiting until they converge")
-        for name, size in CACHES:
-            memcacheds.create(name, size)
-            narrator.say(f"created Memcached {name} (spec.size={size})")
         names = [name for name, _ in CACHES]
-        watch_table(
-            narrator,
-            memcacheds,
-            names,
-            lambda rows: all(s.converged for s in rows),
-            "every Memcached to be Ready=True with its 3 children",
-            timeout=30,
-        )
-        narrator.say("all Ready=True for their current generation, with a ConfigMap, a Service and a Deployment each")
-        if with_node:
-            wait_available(narrator, memcacheds, names, dict(CACHES))
-            show_pods(narrator, memcacheds, names)
-        show_inventory(narrator, memcacheds)
-
-        narrator.phase(f"Scaling {SCALED} from 2 to {SCALED_TO} replicas (a spec change: generation 2)")
-        before = {pod["metadata"]["name"] for pod in pods(memcacheds, SCALED)} if with_node else set()
-        memcacheds.update_spec(SCALED, size=SCALED_TO)
-        narrator.say(f"patched {SCALED}: spec.size={SCALED_TO}")
-        watch_table(
-            narrator,
-            memcacheds,
-            [SCALED],
-            lambda rows: rows[0].converged and rows[0].replicas == SCALED_TO,
-            f"the Deployment {SCALED} to follow spec.size={SCALED_TO}",
-            timeout=30,
-        )
-        config = memcacheds.config(SCALED) or {}
-        narrator.say(
-            f"Deployment {SCALED} now has spec.replicas={SCALED_TO}; {SCALED}-config moved to the "
-            f"{(config.get('data') or {}).get('MEMCACHED_TIER')!r} settings tier"
-        )
-        if with_node:
-            wait_available(narrator, memcacheds, [SCALED], {SCALED: SCALED_TO})
-            show_pods(narrator, memcacheds, [SCALED])
-            after = {pod["metadata"]["name"] for pod in pods(memcacheds, SCALED)}
-            replaced = len(before - after)
-            narrator.say(
-                f"{len(after - before)} Pods started"
-                + (
-                    f" ({replaced} of them replace the old Pods: the settings tier changed, so did the Pod template)"
-                    if replaced
-                    else ""
-                )
-            )
-            target = pods(memcacheds, SCALED)[0]
-            ip = str(target["status"]["podIP"])
-            answers = memcached_talk(ip)
-            narrator.say(
-                f"memcached at {ip}:{MEMCACHED_PORT}: set okt-demo -> {answers['set']}, get -> {answers['get']}"
-            )
-            narrator.say(
-                f"stats: version {answers.get('version')}, uptime {answers.get('uptime')}s, "
-                f"limit_maxbytes {answers.get('limit_maxbytes')}, threads {answers.get('threads')}, "
-                f"curr_connections {answers.get('curr_connections')}, cmd_set {answers.get('cmd_set')}, "
-                f"get_hits {answers.get('get_hits')}"
-            )
-
-        narrator.phase(f"Deleting {DELETED}: the finalizer removes its inventory entry, then the object goes")
-        show_inventory(narrator, memcacheds)
-        memcacheds.delete(DELETED)
-        narrator.say(f"deleted Memcached {DELETED}; the operator cleans up before it releases the finalizer")
-        memcacheds.wait_gone(DELETED, timeout=30)
-        narrator.say(f"Memcached {DELETED} is gone")
-        show_inventory(narrator, memcacheds)
-        if DELETED in memcacheds.inventory():
-            raise waiting.WaitTimeout(f"{DELETED} is gone but still listed in the inventory")
-        narrator.say(
-            "Kubernetes' garbage collector deletes its children (they carry a controller ownerReference to it)"
-        )
-        memcacheds.wait_children_gone(
-            DELETED,
-            timeout=60,
-            progress=lambda left, seconds: narrator.say(f"... {', '.join(left)} still there after {seconds:.0f}s"),
-        )
-        narrator.say(f"ConfigMap {DELETED}-config, Service {DELETED} and Deployment {DELETED} are gone")
+        converge(narrator, memcacheds, with_node)
+        scale(narrator, memcacheds, with_node)
+        delete_one(narrator, memcacheds)
         narrator.table([memcacheds.summary(name) for name in names])
         counts = reconcile_counts(operator.metrics())
         narrator.say(f"reconciles by outcome (from {operator.probe_url}/metrics): {counts}")

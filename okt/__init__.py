@@ -38,6 +38,7 @@ from okt.lifecycle.lifecycle import Lifecycle, Progress
 from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
+from okt.reconciler.daemons import DaemonContext, daemon
 from okt.reconciler.reconciler import Reconciler
 from okt.reconciler.timers import every
 from okt.resources.helpers import (
@@ -80,6 +81,7 @@ __all__ = [
     "Context",
     "CustomResource",
     "DEGRADED",
+    "DaemonContext",
     "DeploymentResource",
     "Forbidden",
     "FreeStyle",
@@ -125,6 +127,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UnknownPhase",
+    "daemon",
     "every",
     "give_up",
     "on_cleanup",

@@ -53,6 +53,7 @@ from okt.reconciler import reconciler as reconciler_mod
 from okt.resources import resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
+from okt.runtime import daemons as daemons_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
@@ -248,6 +249,16 @@ class Controller:
         )
         self.metrics.prepare(self.name)
         self.metrics.track_queue(self.name, lambda: len(self.queue))
+        self.daemons = daemons_mod.Supervisor(
+            self.reconciler,
+            client,
+            self.kind,
+            read=lambda namespace, name: self.cache.get(self.kind, name, namespace),
+            enqueue=lambda namespace, name: self.queue.add((namespace, name)),
+            fence=lambda: self.write_fence,
+            controller=self.name,
+        )
+        """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -283,13 +294,16 @@ class Controller:
         for thread in self._threads:
             thread.start()
         self._log.info("workers started", workers=self.workers)
+        self.daemons.start(self.cache.list(self.kind, None))
 
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
         self.queue.shutdown()
+        self.daemons.halt()
         deadline = time.monotonic() + grace
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
+        self.daemons.join(max(deadline - time.monotonic(), 0.0))
         unfinished = sum(thread.is_alive() for thread in self._threads)
         if unfinished:
             self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
@@ -308,6 +322,7 @@ class Controller:
     # -- events --------------------------------------------------------------------------------------------------
 
     def on_primary_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self.daemons.observe(event_type, obj)
         key = key_of(obj, self.kind.namespaced)
         if event_type == informer_mod.DELETED:
             # Gone for good unless it came back (recreated) in the meantime.

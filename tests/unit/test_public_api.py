@@ -6,6 +6,8 @@ import okt
 
 PINNED = {
     "every",
+    "daemon",
+    "DaemonContext",
     "on_cleanup",
     "on_startup",
     "AVAILABLE",

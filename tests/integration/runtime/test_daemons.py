@@ -4,6 +4,7 @@ stopped with the object (deletion, a filter), the shutdown or the lease; a faili
 from __future__ import annotations
 
 import collections
+import datetime
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -207,3 +208,28 @@ def test_a_standby_runs_no_daemon_until_it_leads(
     assert journal.stops["g"] == 1
     assert journal.starts["g"] == 2
     assert standby.controllers[0].daemons.running() == [(standby.namespaces[0], "g", "monitor")]  # type: ignore[index]
+
+
+def test_a_leader_that_loses_its_lease_stops_its_daemons(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    leader = managers(leader_elect=True, identity="leader")
+    leader.start()
+    make_gadget("g")
+    wait_for(lambda: journal.running["g"] == 1, timeout=20)
+
+    # Someone else takes the lease: the leader's renewals fail, it is deposed and stops.
+    lease = kube.get(kinds.LEASE, leader.lease_name, namespace)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease["spec"].update(holderIdentity="nobody", renewTime=now)
+    kube.replace(kinds.LEASE, lease)
+    assert leader.join(30)
+
+    assert leader.lost_leadership
+    assert journal.stops["g"] == 1
+    assert journal.running["g"] == 0

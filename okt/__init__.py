@@ -41,6 +41,7 @@ from okt.reconciler.core import reconcile
 from okt.reconciler.daemons import DaemonContext, daemon
 from okt.reconciler.reconciler import Reconciler
 from okt.reconciler.timers import every
+from okt.reconciler.watches import MapContext, ref_of, watch
 from okt.resources.helpers import (
     DeploymentResource,
     Readiness,
@@ -93,6 +94,7 @@ __all__ = [
     "Kind",
     "Lifecycle",
     "Manager",
+    "MapContext",
     "Move",
     "MutableResource",
     "MutationError",
@@ -133,5 +135,7 @@ __all__ = [
     "on_cleanup",
     "on_startup",
     "reconcile",
+    "ref_of",
     "requeue_after",
+    "watch",
 ]

@@ -26,6 +26,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import watches
 from okt.status import events
 
 State = states.State
@@ -76,6 +77,13 @@ def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_cl
     for owned in reconciler_cls.owns:
         seen.setdefault((owned.api_version, owned.kind), client.resolve(owned.api_version, owned.kind))
     return list(seen.values())
+
+
+def watched_kinds(
+    reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client
+) -> list[tuple[kinds.Kind, watches.Watch]]:
+    """The related kinds of ``reconciler_cls.watches``, resolved (a kind named as kubectl does, by discovery)."""
+    return [(watches.resolve(client, w.kind), w) for w in reconciler_cls.watches]
 
 
 def _next_id() -> int:

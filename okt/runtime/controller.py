@@ -34,6 +34,7 @@ with a plain function.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,7 @@ from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import watches as watches_mod
 from okt.resources import resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
@@ -225,6 +227,7 @@ class Controller:
             raise ValueError(f"a controller needs at least one worker, got {self.workers}")
         self.kind = core.primary_kind(reconciler_cls, client)
         self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
+        self.related = core.watched_kinds(reconciler_cls, client)
         self._watched_by_type = {(k.api_version, k.kind): k for k in (self.kind, *self.owned)}
         self._classes_by_type: dict[tuple[str, str], tuple[type[resource.Resource], ...]] = {}
         for cls in reconciler_cls.owns:
@@ -277,9 +280,15 @@ class Controller:
             use_selector=True,
             status_owners=self.reconciler_cls.applies_status(),
             keep=self.reconciler.selects if filtered else None,
+            indexers={
+                watches_mod.index_name(self.name, name): functools.partial(watches_mod.safe_index, function)
+                for name, function in self.reconciler_cls.indexes.items()
+            },
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event)
+        for kind, watched in self.related:
+            self.cache.start(kind, functools.partial(self.on_related_event, watched))
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
 
     def start_workers(self) -> None:
@@ -345,6 +354,22 @@ class Controller:
         if not child_change_matters(event_type, obj, old, classes):
             return
         self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
+
+    def on_related_event(
+        self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        """An object of a watched kind changed: reconcile the primaries its mapping names (those in the cache)."""
+        ctx = watches_mod.MapContext(
+            self.kind,
+            self.cache,
+            self._log,
+            find=lambda name, value: watches_mod.lookup(
+                self.cache, self.kind, self.name, self.reconciler_cls.indexes, name, value
+            ),
+        )
+        for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
+            if self.cache.get(self.kind, key[1], key[0]) is not None:
+                self.queue.add(key)
 
     def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "MapContext",
+    "ref_of",
+    "watch",
     "every",
     "daemon",
     "DaemonContext",

@@ -407,9 +407,8 @@ class Client:
         if served is not None:
             try:
                 return discovery.match(name, served)
-            except errors.ConfigurationError as exc:
-                if "ambiguous" in str(exc):
-                    raise
+            except errors.ConfigurationError:
+                pass  # perhaps served since discovery was read: read it again, once
         served = self._discover()
         with self._kinds_lock:
             self._discovered = served

@@ -55,7 +55,9 @@ class Reconciler:
     api_version: ClassVar[str] = ""
     """The primary resource's apiVersion, e.g. ``"cache.example.com/v1alpha1"``."""
     kind: ClassVar[str] = ""
-    """The primary resource's kind, e.g. ``"Memcached"``."""
+    """The primary resource's kind, e.g. ``"Memcached"``. Without ``api_version``, any name ``kubectl`` takes for a
+    kind — ``"deploy"``, ``"deployments.apps"``, ``"Memcached"``, ``"memcacheds.cache.example.com"`` — resolved by
+    discovery when the controller starts (an unknown or ambiguous name stops the start with one line)."""
     plural: ClassVar[str | None] = None
     """Its plural (default: discovery, or ``okt.kube.kinds.plural_of(kind)`` where no server is at hand)."""
     namespaced: ClassVar[bool] = True

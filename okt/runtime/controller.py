@@ -216,6 +216,7 @@ class Controller:
         backoff: backoff_mod.Backoff | None = None,
         record_events: bool = True,
     ) -> None:
+        reconciler_cls = core.resolved(reconciler_cls, client)  # a kind named as kubectl names it: discovered
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
         self._ignored_annotations = names_mod.Names(reconciler_cls.prefix).primary_annotations()

@@ -305,5 +305,5 @@ def test_a_watch_named_by_a_short_name_needs_its_group_for_code_generation() -> 
         plural = "things"
         watches = (okt.watch("cm", map=lambda obj, ctx: []),)
 
-    with pytest.raises(errors.CodegenError, match="Watching.watches: 'cm' is not in the kind dictionary"):
+    with pytest.raises(errors.CodegenError, match=r"Watching\.watches: 'cm' is not in the kind dictionary"):
         rbac.rbac_for_reconciler(Watching, namespace="operators")

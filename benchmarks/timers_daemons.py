@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import pathlib
 import statistics
@@ -111,7 +112,7 @@ def measure(seconds: float, period: float, objects: int) -> dict[str, Any]:
             for name in names:
                 asked = time.monotonic()
                 admin.delete(kind, name, NAMESPACE)
-                waiting.wait_for(lambda n=name: n in record.stopped, timeout=30, message=f"the daemon of {name}")
+                waiting.wait_for(functools.partial(record.stopped.__contains__, name), timeout=30, message=name)
                 latencies.append(record.stopped[name] - asked)
         finally:
             manager.stop()

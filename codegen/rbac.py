@@ -14,6 +14,7 @@ what okt's runtime and engine use:
 * each owned kind: get, list, watch, create, patch, delete — informer, create, guarded merge patch, prune, and the
   one read after a create races with the informer (``AlreadyExists``); a create/delete-only kind (``okt.Resource``)
   gets get, list, watch, create, delete;
+* each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election.
 
@@ -40,6 +41,7 @@ STATUS_VERBS = ("patch",)
 FINALIZER_VERBS = ("update",)
 OWNED_VERBS = ("get", "list", "watch", "create", "patch", "delete")
 CREATE_DELETE_VERBS = ("get", "list", "watch", "create", "delete")
+READ_VERBS = ("get", "list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
 
@@ -72,6 +74,7 @@ def rules_for(
     primaries: Iterable[PrimaryKind],
     owned: Iterable[tuple[str, str] | tuple[str, str, bool]],
     leases: bool,
+    watched: Iterable[tuple[str, str]] = (),
 ) -> list[dict[str, Any]]:
     """The policy rules for reconciling ``primaries`` that own ``owned`` (see the module docstring's table).
 
@@ -92,6 +95,8 @@ def rules_for(
     for item in owned:
         kind = OwnedKind(*item)
         grant(kind.group, kind.plural, OWNED_VERBS if kind.mutable else CREATE_DELETE_VERBS)
+    for group, plural in watched:
+        grant(group, plural, READ_VERBS)
     grant("", "events", EVENT_VERBS)
     if leases:
         grant("coordination.k8s.io", "leases", LEASE_VERBS)
@@ -146,8 +151,10 @@ def rbac_for_primaries(
     cluster_wide: bool,
     leader_elect: bool,
     service_account: str,
+    watched: Sequence[tuple[str, str]] = (),
 ) -> list[dict[str, Any]]:
-    """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount."""
+    """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
+    ``(group, plural)`` of kinds only read)."""
     if not _DNS_LABEL.match(namespace):
         raise errors.CodegenError(f"invalid namespace {namespace!r}: expected a DNS label such as operators")
     if not _DNS_SUBDOMAIN.match(service_account):
@@ -158,12 +165,16 @@ def rbac_for_primaries(
         "metadata": {"name": service_account, "namespace": namespace},
     }
     if not cluster_wide:
-        rules = rules_for(primaries=primaries, owned=owned, leases=leader_elect)
+        rules = rules_for(primaries=primaries, owned=owned, leases=leader_elect, watched=watched)
         return [account, *_role_and_binding(service_account, namespace, rules, service_account)]
     documents = [
         account,
         *_role_and_binding(
-            service_account, None, rules_for(primaries=primaries, owned=owned, leases=False), service_account, namespace
+            service_account,
+            None,
+            rules_for(primaries=primaries, owned=owned, leases=False, watched=watched),
+            service_account,
+            namespace,
         ),
     ]
     if leader_elect:
@@ -198,7 +209,9 @@ def rbac_for_reconcilers(
     kinds = kinds if kinds is not None else dictionary.builtin()
     primaries: list[PrimaryKind] = []
     owned: list[OwnedKind] = []
+    watched: list[tuple[str, str]] = []
     for cls in classes:
+        watched += [_watched_kind(cls, w.kind, kinds) for w in getattr(cls, "watches", ()) or ()]
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
@@ -213,12 +226,31 @@ def rbac_for_reconcilers(
         cluster_wide=cluster_wide,
         leader_elect=leader_elect,
         service_account=account,
+        watched=watched,
     )
 
 
 def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:
     """The RBAC of an operator running the one reconciler ``cls``; ``options`` as in :func:`rbac_for_reconcilers`."""
     return rbac_for_reconcilers([cls], **options)
+
+
+def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary) -> tuple[str, str]:
+    """``(group, plural)`` of a watch's kind: an ``okt.Kind``, ``plural.group``, or a kind or plural of the
+    dictionary (a short name needs the server's discovery, which code generation does without)."""
+    if not isinstance(kind, str):
+        return str(kind.api_version).rpartition("/")[0], str(kind.plural)
+    word = kind.strip().lower()
+    for spec in kinds:
+        if word in (spec.kind.lower(), spec.plural):
+            return spec.api_version.rpartition("/")[0], spec.plural
+    plural, dot, group = word.partition(".")
+    if dot:
+        return group, plural
+    raise errors.CodegenError(
+        f"{owner.__name__}.watches: {kind!r} is not in the kind dictionary: name it as plural.group "
+        "(widgets.example.com) or with an okt.Kind"
+    )
 
 
 def _owned_kind(owner: type[Any], child: type[Any], kinds: dictionary.KindDictionary, cluster_wide: bool) -> OwnedKind:

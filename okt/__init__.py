@@ -38,8 +38,10 @@ from okt.lifecycle.lifecycle import Lifecycle, Progress
 from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
+from okt.reconciler.daemons import DaemonContext, daemon
 from okt.reconciler.reconciler import Reconciler
 from okt.reconciler.timers import every
+from okt.reconciler.watches import MapContext, ref_of, watch
 from okt.resources.helpers import (
     DeploymentResource,
     Readiness,
@@ -80,6 +82,7 @@ __all__ = [
     "Context",
     "CustomResource",
     "DEGRADED",
+    "DaemonContext",
     "DeploymentResource",
     "Forbidden",
     "FreeStyle",
@@ -91,6 +94,7 @@ __all__ = [
     "Kind",
     "Lifecycle",
     "Manager",
+    "MapContext",
     "Move",
     "MutableResource",
     "MutationError",
@@ -125,10 +129,13 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UnknownPhase",
+    "daemon",
     "every",
     "give_up",
     "on_cleanup",
     "on_startup",
     "reconcile",
+    "ref_of",
     "requeue_after",
+    "watch",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import time
@@ -118,7 +119,8 @@ def _webhook_options(
     "--reconciler",
     "reconciler_name",
     default=None,
-    help="Run only this reconciler (class name or kind) of the file or module.",
+    help="Run only this reconciler of the file or module: its class name, or its kind as kubectl names it "
+    "(Memcached, deploy, memcacheds.cache.example.com).",
 )
 @click.option("-n", "--namespace", "namespaces", multiple=True, help="Watch this namespace (repeatable).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace (the default without -n).")
@@ -235,11 +237,17 @@ def run_command(
         )
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
-        reconcilers = loader.reconcilers_of(loaded, module or target or "", only=reconciler_name)
-        startups, cleanups = hooks.collect(loaded)
-        client = kube_client.Client.from_kubeconfig(
-            kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4), rate_limit=limit
+        connect = functools.cache(
+            lambda: kube_client.Client.from_kubeconfig(
+                kubeconfig, context=kube_context, pool_size=max(16, max_concurrent * 4), rate_limit=limit
+            )
         )
+        # --reconciler also takes the kind as kubectl names it (deploy, memcacheds.cache.example.com): discovery.
+        reconcilers = loader.reconcilers_of(
+            loaded, module or target or "", only=reconciler_name, resolve=lambda name: connect().resolve_name(name)
+        )
+        startups, cleanups = hooks.collect(loaded)
+        client = connect()
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)

@@ -44,7 +44,7 @@ import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import kinds, transport
+from okt.kube import discovery, kinds, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 PATCH_TYPES = {
@@ -258,6 +258,7 @@ class Client:
         self._timeout = timeout
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
         self._kinds_lock = threading.Lock()
+        self._discovered: list[discovery.Served] | None = None
         self.stats = RequestStats()
         self.default_namespace: str = config.namespace or "default"
         self.rate_limit = rate_limit
@@ -410,6 +411,49 @@ class Client:
         if found is None:
             raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         return found
+
+    def resolve_name(self, name: str) -> kinds.Kind:
+        """The kind ``name`` designates as ``kubectl`` reads it (``deploy``, ``deployments.apps``, ``Memcached``,
+        ``memcacheds.cache.example.com``), by discovery (see :mod:`okt.kube.discovery`).
+
+        Discovery is read once per client and read again once when a name is not found (a CRD created since).
+
+        Raises:
+            okt.ConfigurationError: the name is unknown or ambiguous.
+        """
+        with self._kinds_lock:
+            served = self._discovered
+        if served is not None:
+            try:
+                return discovery.match(name, served)
+            except errors.ConfigurationError:
+                pass  # perhaps served since discovery was read: read it again, once
+        served = self._discover()
+        with self._kinds_lock:
+            self._discovered = served
+        return discovery.match(name, served)
+
+    def _discover(self) -> list[discovery.Served]:
+        """Every resource the server serves, in every version of every group (kubectl's discovery)."""
+        served: list[discovery.Served] = []
+        core = self.request("GET", "/api", verb="get", resource="discovery").json()
+        for version in core.get("versions") or ():
+            listing = self.request("GET", f"/api/{version}", verb="get", resource="discovery").json()
+            served += discovery.served_from(version, listing, preferred=True)
+        groups = self.request("GET", "/apis", verb="get", resource="discovery").json()
+        for group in groups.get("groups") or ():
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            for version in group.get("versions") or ():
+                group_version = str(version.get("groupVersion") or "")
+                try:
+                    listing = self.request("GET", f"/apis/{group_version}", verb="get", resource="discovery").json()
+                except errors.ServerError:
+                    continue  # an aggregated API that is down (metrics-server) must not hide the others
+                served += discovery.served_from(group_version, listing, preferred=group_version == preferred)
+        with self._kinds_lock:
+            for item in served:
+                self._kinds.setdefault((item.kind.api_version, item.kind.kind), item.kind)
+        return served
 
     def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:
         return self.resolve(str(obj["apiVersion"]), str(obj["kind"]))

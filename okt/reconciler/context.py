@@ -20,6 +20,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.reconciler import watches
 from okt.resources import apply, registry, resource
 from okt.status import bookkeeping, conditions, events, writer
 
@@ -60,6 +61,7 @@ class Settings:
     apply_strategy: apply.Strategy = apply.Strategy.APPLY
     field_manager: str = apply.DEFAULT_FIELD_MANAGER
     status_model: type[pydantic.BaseModel] | None = None
+    indexes: Mapping[str, watches.IndexFunction] = dataclasses.field(default_factory=dict)
 
     @property
     def names(self) -> names_mod.Names:
@@ -140,6 +142,11 @@ class Context:
         from okt.reconciler import report  # report builds on this module
 
         return report.write_status(self)
+
+    def index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup in the cache,
+        not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
+        return watches.lookup(self.reader, self.kind, self.settings.controller, self.settings.indexes, name, value)
 
     def event(self, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None and self.exists:

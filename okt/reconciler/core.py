@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import threading
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import watches
 from okt.status import events
 
 State = states.State
@@ -65,10 +67,42 @@ class ApiReader:
 
 
 def primary_kind(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> kinds.Kind:
-    """The REST addressing of the reconciler's primary kind (discovered when ``plural`` is not declared)."""
+    """The REST addressing of the reconciler's primary kind (discovered when ``plural`` is not declared, or when
+    ``kind`` is a name as kubectl takes it, without ``api_version``)."""
+    if not reconciler_cls.api_version:
+        return client.resolve_name(reconciler_cls.kind)
     if reconciler_cls.plural:
         return reconciler_cls.primary_kind()
     return client.resolve(reconciler_cls.api_version, reconciler_cls.kind)
+
+
+def resolved(
+    reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client
+) -> type[reconciler_mod.Reconciler]:
+    """``reconciler_cls`` with its primary kind spelled out: itself when it declares ``api_version``; else, for a
+    ``kind`` named as kubectl names it (``"deploy"``, ``"memcacheds.cache.example.com"``), a subclass of the same
+    name declaring the discovered ``api_version``, ``kind``, ``plural`` and ``namespaced`` — so everything derived
+    from the declaration (the status target of a built-in kind, the controller's name) sees the real kind.
+
+    Raises:
+        okt.ConfigurationError: the name is unknown or ambiguous.
+    """
+    if reconciler_cls.api_version:
+        return reconciler_cls
+    kind = client.resolve_name(reconciler_cls.kind)
+    attributes = {
+        "api_version": kind.api_version,
+        "kind": kind.kind,
+        "plural": kind.plural,
+        "namespaced": kind.namespaced,
+        "__module__": reconciler_cls.__module__,
+        "__qualname__": reconciler_cls.__qualname__,
+        "__doc__": reconciler_cls.__doc__,
+    }
+    subclass: type[reconciler_mod.Reconciler] = types.new_class(
+        reconciler_cls.__name__, (reconciler_cls,), exec_body=lambda namespace: namespace.update(attributes)
+    )
+    return subclass
 
 
 def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> list[kinds.Kind]:
@@ -76,6 +110,13 @@ def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_cl
     for owned in reconciler_cls.owns:
         seen.setdefault((owned.api_version, owned.kind), client.resolve(owned.api_version, owned.kind))
     return list(seen.values())
+
+
+def watched_kinds(
+    reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client
+) -> list[tuple[kinds.Kind, watches.Watch]]:
+    """The related kinds of ``reconciler_cls.watches``, resolved (a kind named as kubectl does, by discovery)."""
+    return [(watches.resolve(client, w.kind), w) for w in reconciler_cls.watches]
 
 
 def _next_id() -> int:

@@ -12,8 +12,10 @@ import inspect
 import pathlib
 import sys
 import types
+from collections.abc import Callable
 
 from okt import errors
+from okt.kube import kinds
 from okt.reconciler import reconciler
 
 
@@ -75,7 +77,6 @@ def _is_reconciler(value: object) -> bool:
         and issubclass(value, reconciler.Reconciler)
         and value is not reconciler.Reconciler
         and bool(value.kind)
-        and bool(value.api_version)
     )
 
 
@@ -94,6 +95,24 @@ def reconcilers_in(module: types.ModuleType) -> list[type[reconciler.Reconciler]
     bound = {value for value in vars(module).values() if _is_reconciler(value)}
     defined = {cls for cls in bound if cls.__module__ == module.__name__}
     return sorted(defined or bound, key=lambda cls: cls.__name__)
+
+
+def _by_kind_name(
+    found: list[type[reconciler.Reconciler]], name: str, resolve: Callable[[str], kinds.Kind]
+) -> list[type[reconciler.Reconciler]]:
+    """The reconcilers of the kind ``name`` designates (``resolve`` raises for an unknown or ambiguous name)."""
+    wanted = resolve(name)
+
+    def group_and_kind(cls: type[reconciler.Reconciler]) -> tuple[str, str] | None:
+        if cls.api_version:
+            return cls.api_version.rpartition("/")[0], cls.kind
+        try:
+            kind = resolve(cls.kind)
+        except errors.ConfigurationError:
+            return None
+        return kind.group, kind.kind
+
+    return [cls for cls in found if group_and_kind(cls) == (wanted.group, wanted.kind)]
 
 
 def _one_per_kind(found: list[type[reconciler.Reconciler]], target: str) -> None:
@@ -119,14 +138,29 @@ def load_reconcilers(
     return reconcilers_of(load_module(target, as_module=as_module), target, only)
 
 
-def reconcilers_of(module: types.ModuleType, target: str, only: str | None = None) -> list[type[reconciler.Reconciler]]:
-    """:func:`load_reconcilers` for a module already loaded (``target`` names it in messages)."""
+def reconcilers_of(
+    module: types.ModuleType,
+    target: str,
+    only: str | None = None,
+    resolve: Callable[[str], kinds.Kind] | None = None,
+) -> list[type[reconciler.Reconciler]]:
+    """:func:`load_reconcilers` for a module already loaded (``target`` names it in messages).
+
+    ``only`` is a class name or a kind; with ``resolve`` (a client's ``resolve_name``), also any name ``kubectl``
+    takes for the kind (``deploy``, ``memcacheds.cache.example.com``), compared by API group and kind.
+    """
     found = reconcilers_in(module)
     if only is not None:
         candidates = {value for value in vars(module).values() if _is_reconciler(value)} | set(found)
         found = sorted(candidates, key=lambda cls: cls.__name__)
     if only is not None:
-        found = [cls for cls in found if only in (cls.__name__, cls.kind)]
+        named = [cls for cls in found if only in (cls.__name__, cls.kind)]
+        if not named and resolve is not None:
+            try:
+                named = _by_kind_name(found, only, resolve)
+            except errors.ConfigurationError as exc:
+                raise errors.ConfigurationError(f"{target} has no reconciler named {only!r}: {exc}") from exc
+        found = named
         if not found:
             raise errors.ConfigurationError(f"{target} has no reconciler named {only!r}")
     if not found:

@@ -39,6 +39,7 @@ from okt.engines import results as results_mod
 from okt.kube import kinds
 from okt.reconciler import children, finalize, report, timers
 from okt.reconciler import context as context_mod
+from okt.reconciler import watches as watches_mod
 from okt.resources import apply, helpers, resource
 from okt.status import bookkeeping, writer
 
@@ -54,7 +55,9 @@ class Reconciler:
     api_version: ClassVar[str] = ""
     """The primary resource's apiVersion, e.g. ``"cache.example.com/v1alpha1"``."""
     kind: ClassVar[str] = ""
-    """The primary resource's kind, e.g. ``"Memcached"``."""
+    """The primary resource's kind, e.g. ``"Memcached"``. Without ``api_version``, any name ``kubectl`` takes for a
+    kind — ``"deploy"``, ``"deployments.apps"``, ``"Memcached"``, ``"memcacheds.cache.example.com"`` — resolved by
+    discovery when the controller starts (an unknown or ambiguous name stops the start with one line)."""
     plural: ClassVar[str | None] = None
     """Its plural (default: discovery, or ``okt.kube.kinds.plural_of(kind)`` where no server is at hand)."""
     namespaced: ClassVar[bool] = True
@@ -122,6 +125,12 @@ class Reconciler:
     annotation_selector: ClassVar[Mapping[str, str | None]] = {}
     """Only objects carrying these annotations are watched and reconciled (a value of None: any value). With the
     label selector (``okt run -l``, filtered by the server) and ``when(obj)``, what okt sees of the primaries."""
+    watches: ClassVar[Sequence[watches_mod.Watch]] = ()
+    """Related kinds whose changes reconcile the primaries a mapping function names: ``(okt.watch("configmaps",
+    map=fn),)``, controller-runtime's ``EnqueueRequestsFromMapFunc`` (see :mod:`okt.reconciler.watches`)."""
+    indexes: ClassVar[Mapping[str, watches_mod.IndexFunction]] = {}
+    """Indexes over the primaries in the cache, ``name -> fn(obj) -> values`` (Kopf's indexes): ``ctx.index(name,
+    value)`` in a reconcile or a mapping function is then a lookup, not a scan."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
@@ -191,6 +200,7 @@ class Reconciler:
             apply_strategy=apply.Strategy(self.apply_strategy),
             field_manager=self.field_manager,
             status_model=self.status_model,
+            indexes=dict(self.indexes),
         )
 
     # -- the author's hooks --------------------------------------------------------------------------------------

@@ -107,8 +107,11 @@ class Cache:
         use_selector: bool = False,
         status_owners: bool = False,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
+        indexers: Mapping[str, informer_mod.Indexer] | None = None,
     ) -> None:
         """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event).
+
+        ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched.
 
         ``status_owners`` keeps who owns which status field of each object (what applying the status needs);
         ``keep`` filters objects on the client side (see :class:`okt.runtime.informer.Informer`).
@@ -135,6 +138,8 @@ class Cache:
                     )
                 # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
                 # duplicate ADDED is harmless where a missed one is not.
+                for existing in self._informers[key].values():
+                    existing.add_indexers(indexers or {})
                 replay = [obj for i in self._informers[key].values() for obj in i.items()]
                 self._handlers[key].append(on_event)
                 new: list[informer_mod.Informer] = []
@@ -156,7 +161,7 @@ class Cache:
                         resync=self._resync,
                         watch_timeout=self._watch_timeout,
                         inactivity_timeout=self._inactivity_timeout,
-                        indexers={OWNER_INDEX: _owner_uids},
+                        indexers={OWNER_INDEX: _owner_uids, **(indexers or {})},
                         status_owners=status_owners,
                         keep=keep,
                     )
@@ -293,6 +298,14 @@ class Cache:
             for obj in self.owned_by(kind, owner_uid)
             if namespace is None or not kind.namespaced or _namespace(obj) == namespace
         ]
+
+    def by_index(self, kind: kinds.Kind, index: str, value: str) -> builtins.list[dict[str, Any]] | None:
+        """The stored objects of ``kind`` whose ``index`` holds ``value`` (private copies); None when ``kind`` is not
+        watched with that index."""
+        informers = self.informers(kind)
+        if not informers or not all(i.has_index(index) for i in informers):
+            return None
+        return [obj for i in informers for obj in i.by_index(index, value)]
 
     def owned_by(self, kind: kinds.Kind, owner_uid: str) -> builtins.list[dict[str, Any]]:
         """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies)."""

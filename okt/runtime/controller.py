@@ -34,6 +34,7 @@ with a plain function.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -50,9 +51,11 @@ from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
+from okt.reconciler import watches as watches_mod
 from okt.resources import resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
+from okt.runtime import daemons as daemons_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
@@ -213,6 +216,7 @@ class Controller:
         backoff: backoff_mod.Backoff | None = None,
         record_events: bool = True,
     ) -> None:
+        reconciler_cls = core.resolved(reconciler_cls, client)  # a kind named as kubectl names it: discovered
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
         self._ignored_annotations = names_mod.Names(reconciler_cls.prefix).primary_annotations()
@@ -224,6 +228,7 @@ class Controller:
             raise ValueError(f"a controller needs at least one worker, got {self.workers}")
         self.kind = core.primary_kind(reconciler_cls, client)
         self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
+        self.related = core.watched_kinds(reconciler_cls, client)
         self._watched_by_type = {(k.api_version, k.kind): k for k in (self.kind, *self.owned)}
         self._classes_by_type: dict[tuple[str, str], tuple[type[resource.Resource], ...]] = {}
         for cls in reconciler_cls.owns:
@@ -251,6 +256,16 @@ class Controller:
         self.metrics.prepare(self.name)
         self.metrics.workers(self.name, self.workers)
         self.metrics.track_queue(self.name, lambda: len(self.queue))
+        self.daemons = daemons_mod.Supervisor(
+            self.reconciler,
+            client,
+            self.kind,
+            read=lambda namespace, name: self.cache.get(self.kind, name, namespace),
+            enqueue=lambda namespace, name: self.queue.add((namespace, name)),
+            fence=lambda: self.write_fence,
+            controller=self.name,
+        )
+        """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -269,9 +284,15 @@ class Controller:
             use_selector=True,
             status_owners=self.reconciler_cls.applies_status(),
             keep=self.reconciler.selects if filtered else None,
+            indexers={
+                watches_mod.index_name(self.name, name): functools.partial(watches_mod.safe_index, function)
+                for name, function in self.reconciler_cls.indexes.items()
+            },
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event)
+        for kind, watched in self.related:
+            self.cache.start(kind, functools.partial(self.on_related_event, watched))
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
 
     def start_workers(self) -> None:
@@ -286,13 +307,16 @@ class Controller:
         for thread in self._threads:
             thread.start()
         self._log.info("workers started", workers=self.workers)
+        self.daemons.start(self.cache.list(self.kind, None))
 
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
         self.queue.shutdown()
+        self.daemons.halt()
         deadline = time.monotonic() + grace
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
+        self.daemons.join(max(deadline - time.monotonic(), 0.0))
         unfinished = sum(thread.is_alive() for thread in self._threads)
         if unfinished:
             self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
@@ -311,6 +335,7 @@ class Controller:
     # -- events --------------------------------------------------------------------------------------------------
 
     def on_primary_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self.daemons.observe(event_type, obj)
         key = key_of(obj, self.kind.namespaced)
         if event_type == informer_mod.DELETED:
             # Gone for good unless it came back (recreated) in the meantime.
@@ -333,6 +358,22 @@ class Controller:
         if not child_change_matters(event_type, obj, old, classes):
             return
         self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
+
+    def on_related_event(
+        self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        """An object of a watched kind changed: reconcile the primaries its mapping names (those in the cache)."""
+        ctx = watches_mod.MapContext(
+            self.kind,
+            self.cache,
+            self._log,
+            find=lambda name, value: watches_mod.lookup(
+                self.cache, self.kind, self.name, self.reconciler_cls.indexes, name, value
+            ),
+        )
+        for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
+            if self.cache.get(self.kind, key[1], key[0]) is not None:
+                self.queue.add(key)
 
     def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}

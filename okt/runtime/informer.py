@@ -262,6 +262,26 @@ class Informer:
             packed = [self._store[key] for key in self._indexes[index].get(value, ())]
         return [p.unpack() for p in packed]
 
+    def has_index(self, index: str) -> bool:
+        return index in self._indexers
+
+    def add_indexers(self, indexers: Mapping[str, Indexer]) -> None:
+        """Keep more indexes, built at once over what is stored (an index of that name already kept is left as is)."""
+        with self._lock:
+            added = {name: fn for name, fn in indexers.items() if name not in self._indexers}
+            if not added:
+                return
+            self._indexers.update(added)
+            for name in added:
+                self._indexes[name] = {}
+            for key, packed in self._store.items():
+                obj = packed.unpack()
+                for name, indexer in added.items():
+                    values = tuple(indexer(obj))
+                    packed.index[name] = values
+                    for value in values:
+                        self._indexes[name].setdefault(value, set()).add(key)
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._store)

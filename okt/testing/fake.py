@@ -62,6 +62,7 @@ from typing import Any, NoReturn
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import discovery
 from okt.kube import kinds as kinds_mod
 from okt.testing import patching
 
@@ -153,6 +154,11 @@ class FakeClient(kube_client.Client):
         if found is None:
             raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         return found
+
+    def resolve_name(self, name: str) -> kinds_mod.Kind:
+        with self._lock:
+            served = [discovery.Served(kind, kind.kind.lower()) for kind in self._served.values()]
+        return discovery.match(name, served)
 
     def get(
         self, kind: kinds_mod.Kind, name: str, namespace: str | None = None, subresource: str | None = None

@@ -5,7 +5,12 @@ from __future__ import annotations
 import okt
 
 PINNED = {
+    "MapContext",
+    "ref_of",
+    "watch",
     "every",
+    "daemon",
+    "DaemonContext",
     "on_cleanup",
     "on_startup",
     "AVAILABLE",

@@ -278,3 +278,32 @@ def test_owned_kind_with_its_own_plural_needs_no_dictionary_entry() -> None:
 
     rules = rules_of(rbac.rbac_for_reconciler(Reconciler), "Role")
     assert {"apiGroups": ["widgets.example.com"], "resources": ["widgets"], "verbs": ALL_VERBS} in rules
+
+
+def test_watched_kinds_are_only_read() -> None:
+    class Watching(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        watches = (
+            okt.watch("ConfigMap", map=lambda obj, ctx: []),
+            okt.watch(okt.Kind("y.example.com/v1", "Other", "others"), map=lambda obj, ctx: []),
+            okt.watch("gizmos.z.example.com", map=lambda obj, ctx: []),
+        )
+
+    rules = rules_of(rbac.rbac_for_reconciler(Watching, namespace="operators"), "Role")
+    read = ["get", "list", "watch"]
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": read} in rules
+    assert {"apiGroups": ["y.example.com"], "resources": ["others"], "verbs": read} in rules
+    assert {"apiGroups": ["z.example.com"], "resources": ["gizmos"], "verbs": read} in rules
+
+
+def test_a_watch_named_by_a_short_name_needs_its_group_for_code_generation() -> None:
+    class Watching(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        watches = (okt.watch("cm", map=lambda obj, ctx: []),)
+
+    with pytest.raises(errors.CodegenError, match=r"Watching\.watches: 'cm' is not in the kind dictionary"):
+        rbac.rbac_for_reconciler(Watching, namespace="operators")

@@ -8,7 +8,9 @@ import textwrap
 import pytest
 
 from okt import errors
+from okt.kube import kinds
 from okt.reconciler import loader
+from okt.testing import fake
 
 BASE = """
 import okt
@@ -93,3 +95,46 @@ def test_reconciler_picks_one_of_them_by_class_name_or_kind(tmp_path: pathlib.Pa
 )
 def test_a_target_named_like_a_standard_module_is_found(target: str, as_module: bool, shadowed: str | None) -> None:
     assert loader.shadowed_stdlib_module(target, as_module=as_module) == shadowed
+
+
+KINDS = """
+import okt
+
+class Deployments(okt.Reconciler):
+    api_version = "apps/v1"
+    kind = "Deployment"
+
+class Things(okt.Reconciler):
+    kind = "things.example.io"  # named as kubectl names it
+
+class Maps(okt.Reconciler):
+    kind = "configmap"
+"""
+
+
+@pytest.mark.parametrize(
+    ("only", "expected"),
+    [
+        ("Deployments", ["Deployments"]),
+        ("deployments", ["Deployments"]),
+        ("deployments.apps", ["Deployments"]),
+        ("Thing", ["Things"]),
+        ("thing", ["Things"]),
+        ("configmaps", ["Maps"]),
+    ],
+)
+def test_only_takes_a_class_name_or_the_kind_as_kubectl_names_it(
+    tmp_path: pathlib.Path, only: str, expected: list[str]
+) -> None:
+    path = write(tmp_path, "kinds_op.py", KINDS)
+    client = fake.FakeClient(kinds=[kinds.Kind("example.io/v1", "Thing", "things")])
+    module = loader.load_module(str(path))
+    assert names(loader.reconcilers_of(module, str(path), only=only, resolve=client.resolve_name)) == expected
+
+
+def test_a_kind_name_nothing_serves_is_one_line_naming_the_reconciler_asked_for(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, "kinds_op2.py", KINDS)
+    module = loader.load_module(str(path))
+    with pytest.raises(errors.ConfigurationError) as caught:
+        loader.reconcilers_of(module, "op.py", only="gizmo", resolve=fake.FakeClient().resolve_name)
+    assert str(caught.value).startswith("op.py has no reconciler named 'gizmo': the server serves no kind named")

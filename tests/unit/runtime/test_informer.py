@@ -298,3 +298,18 @@ def test_a_list_failing_after_its_first_page_loses_no_announcement_and_repeats_n
     assert len(informer) == len(names)
     added = [name for event, name, _, _ in recorder.snapshot() if event == "ADDED"]
     assert sorted(added) == names
+
+
+def test_an_index_added_to_a_running_informer_covers_what_is_stored_and_what_comes_later(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    api.put(CM, obj(CM, "b", labels={"team": "y"}))
+    informer = start()
+    informer.add_indexers({"team": lambda o: [o["metadata"]["labels"]["team"]]})
+    assert [o["metadata"]["name"] for o in informer.by_index("team", "x")] == ["a"]
+
+    api.emit(CM, "ADDED", obj(CM, "c", labels={"team": "x"}))
+    api.emit(CM, "MODIFIED", obj(CM, "a", labels={"team": "y"}))
+    wait_for(lambda: [o["metadata"]["name"] for o in informer.by_index("team", "x")] == ["c"], timeout=5)
+    assert sorted(o["metadata"]["name"] for o in informer.by_index("team", "y")) == ["a", "b"]

@@ -1,0 +1,143 @@
+"""Daemons: per-object background work, ``@okt.daemon`` on a reconciler method (Kopf's ``@kopf.daemon``).
+
+Why this exists: some work is neither a reaction to a change nor due on a clock — following a log stream, polling an
+external system the object stands for, keeping a connection open. A daemon is a method ``name(self, ctx)`` of the
+reconciler that runs in its own thread for as long as its object exists, and returns when ``ctx.stop`` is set.
+
+This module is the declaration (the decorator, the declared daemons of a class, what a daemon receives); the
+runtime's :mod:`okt.runtime.daemons` starts and stops them. The declaration sits on the reconciler, as timers do,
+because a daemon belongs to the object's lifecycle: it starts where reconciles run (never on a standby replica) and
+stops with the object, whatever the reason it goes away.
+
+A daemon is written as a loop that waits on its stop event::
+
+    @okt.daemon
+    def monitor(self, ctx: okt.DaemonContext) -> None:
+        while not ctx.stop.wait(10):  # True as soon as okt asks the daemon to stop
+            ...
+
+Guarantees: see :mod:`okt.runtime.daemons`. Caveat: Python cannot kill a thread — a daemon that never looks at
+``ctx.stop`` keeps running after its object is gone (okt logs it, and never starts a second one for that object).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+import structlog
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__okt_daemon__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How one daemon is run.
+
+    Attributes:
+        backoff: seconds before a daemon that raised is started again; doubled after each consecutive failure.
+        max_backoff: the cap of that doubling.
+        stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
+    """
+
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+    stop_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.backoff > 0 or self.max_backoff < self.backoff or self.stop_timeout < 0:
+            raise ValueError(
+                f"a daemon needs 0 < backoff <= max_backoff and stop_timeout >= 0, got {self!r}",
+            )
+
+    def delay(self, failures: int) -> float:
+        """The pause before the next start after ``failures`` consecutive failures (>= 1)."""
+        return float(min(self.backoff * 2 ** max(failures - 1, 0), self.max_backoff))
+
+
+@overload
+def daemon(fn: F, /) -> F: ...
+
+
+@overload
+def daemon(*, backoff: float = 1.0, max_backoff: float = 60.0, stop_timeout: float = 10.0) -> Callable[[F], F]: ...
+
+
+def daemon(
+    fn: F | None = None,
+    /,
+    *,
+    backoff: float = 1.0,
+    max_backoff: float = 60.0,
+    stop_timeout: float = 10.0,
+) -> F | Callable[[F], F]:
+    """Mark a reconciler method ``name(self, ctx)`` as a daemon: one thread per object, stopped with its object.
+
+    Used bare (``@okt.daemon``) or with options (``@okt.daemon(backoff=5)``, see :class:`Options`).
+    """
+    options = Options(backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout)
+
+    def mark(method: F) -> F:
+        setattr(method, _MARK, options)
+        return method
+
+    return mark(fn) if fn is not None else mark
+
+
+def declared(cls: type) -> dict[str, Options]:
+    """The daemons of a reconciler class: method name -> options (a subclass may override a daemon by name)."""
+    found: dict[str, Options] = {}
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            options = getattr(member, _MARK, None)
+            if isinstance(options, Options):
+                found[name] = options
+            elif name in found:
+                del found[name]  # redefined without the decorator: no longer a daemon
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonContext:
+    """What a daemon receives: its object, its stop event, and the means to talk to the cluster.
+
+    Attributes:
+        stop: set when the daemon must return — its object is deleted (or being deleted), filtered out, or the
+            operator shuts down or loses its lease. ``ctx.stop.wait(seconds)`` is the daemon's sleep.
+        kind: the primary kind.
+        namespace: the object's namespace (None for a cluster-scoped kind).
+        name: the object's name.
+        uid: the object's uid (a recreated object of the same name gets a new daemon).
+        client: the API client; writes from a daemon are fenced like a reconcile's (none leaves a replica that lost
+            its lease).
+        log: a logger bound with controller, daemon, namespace and name.
+        params: the reconciler's ``params``.
+        attempt: 1 for the first start for this object, then one more at every restart after a failure.
+    """
+
+    stop: threading.Event
+    kind: kinds.Kind
+    namespace: str | None
+    name: str
+    uid: str
+    client: kube_client.Client
+    log: structlog.typing.FilteringBoundLogger
+    params: Mapping[str, Any]
+    attempt: int
+    read: Callable[[], dict[str, Any] | None] = dataclasses.field(repr=False)
+    enqueue: Callable[[], None] = dataclasses.field(repr=False)
+
+    @property
+    def obj(self) -> dict[str, Any] | None:
+        """The object as the cache has it now (a private copy), None once it is gone."""
+        return self.read()
+
+    def reconcile(self) -> None:
+        """Ask for a reconcile of this object (e.g. when the daemon saw the outside world change)."""
+        self.enqueue()

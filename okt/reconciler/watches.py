@@ -1,0 +1,207 @@
+"""Watches of related kinds and indexes over the primaries: reconcile the objects a change concerns, by lookup.
+
+Why this exists: a primary often depends on objects it does not own — a shared ConfigMap, a Secret named in its
+spec, the Nodes it runs on. Their changes must reconcile the primaries that depend on them (controller-runtime's
+``Watches(..., EnqueueRequestsFromMapFunc(fn))``), and finding those primaries must not scan every object of the kind
+on every event (Kopf's indexes).
+
+The declaration lives on the reconciler, in the shape of ``owns``: a tuple of values, one per related kind, each
+naming the kind and how one of its objects maps to primaries::
+
+    class MemcachedReconciler(okt.Reconciler):
+        indexes = {"config": lambda obj: [f"{obj['metadata']['namespace']}/{obj['spec'].get('configMap')}"]}
+        watches = (okt.watch("configmaps", map=lambda cm, ctx: ctx.index("config", okt.ref_of(cm))),)
+
+Why a value per kind (``okt.watch(kind, map=fn)``) and not a decorator on a method (``@kopf.on.event``): a watch is
+not a handler — it does no work but say *which* primaries to reconcile, and the reconcile stays the one place where
+work happens; a tuple reads like ``owns`` next to it, and ``okt gen rbac`` reads the kinds from it the same way.
+Why indexes on the *primaries* only: the question a mapping asks is always "which primaries name this object"; an
+index on the primary kind answers it from the store the controller keeps anyway (no extra informer), and the same
+index serves a reconcile (``ctx.index(name, value)``).
+
+Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
+``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every
+change of a watched object (for a modification, both the old and the new object are mapped, so a primary that named
+the object before the change is reconciled too); a mapping function that raises is logged and maps to nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+
+Key = tuple[str | None, str]
+"""``(namespace, name)`` of a primary object."""
+IndexFunction = Callable[[Mapping[str, Any]], Iterable[str]]
+"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index)."""
+MapResult = Iterable["Key | Mapping[str, Any]"]
+"""What a mapping function returns: keys ``(namespace, name)``, or primary objects (e.g. from ``ctx.index``)."""
+MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
+"""``fn(obj, ctx) -> primaries to reconcile`` for one object of a watched kind."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """A related kind whose changes reconcile the primaries ``map`` names (see :func:`watch`)."""
+
+    kind: kinds.Kind | str
+    map: MapFunction
+
+
+def watch(kind: kinds.Kind | str, *, map: MapFunction) -> Watch:
+    """Declare a related kind: each change of one of its objects reconciles the primaries ``map(obj, ctx)`` returns.
+
+    Args:
+        kind: a :class:`okt.Kind`, or the kind named as ``kubectl`` does (``"configmaps"``, ``"cm"``, ``"Secret"``,
+            ``"ingresses.networking.k8s.io"``), resolved by discovery when the controller starts.
+        map: ``map(obj, ctx)`` with ``obj`` the watched object and ``ctx`` a :class:`MapContext`; returns keys
+            ``(namespace, name)`` or primary objects. Keep it quick: it runs on the informer's thread.
+    """
+    if not callable(map):
+        raise TypeError(f"okt.watch(map=...) needs a function, got {map!r}")
+    return Watch(kind, map)
+
+
+def resolve(client: kube_client.Client, kind: kinds.Kind | str) -> kinds.Kind:
+    """A watch's kind: as declared, or resolved from its kubectl name by discovery."""
+    if isinstance(kind, kinds.Kind):
+        return kind
+    return client.resolve_name(kind)
+
+
+def ref_of(obj: Mapping[str, Any]) -> str:
+    """``"namespace/name"`` (``"name"`` for a cluster-scoped object): the usual value of an index naming an object."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+def index_name(controller: str, name: str) -> str:
+    """The name of a reconciler's index in the shared cache (two controllers may use the same short name)."""
+    return f"{controller}/{name}"
+
+
+def lookup(
+    reader: context_mod.Reader,
+    kind: kinds.Kind,
+    controller: str,
+    indexes: Mapping[str, IndexFunction],
+    name: str,
+    value: str,
+) -> list[dict[str, Any]]:
+    """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list.
+
+    Raises:
+        okt.ConfigurationError: the reconciler declares no index of that name.
+    """
+    function = indexes.get(name)
+    if function is None:
+        raise errors.ConfigurationError(f"no index {name!r} is declared (declared: {sorted(indexes) or 'none'})")
+    by_index = getattr(reader, "by_index", None)
+    if by_index is not None:
+        found: list[dict[str, Any]] | None = by_index(kind, index_name(controller, name), value)
+        if found is not None:
+            return found
+    return [obj for obj in reader.list(kind, None) if value in set(safe_index(function, obj))]
+
+
+def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer)."""
+    try:
+        return tuple(str(value) for value in function(obj) or ())
+    except Exception as exc:
+        meta = obj.get("metadata") or {}
+        structlog.get_logger("okt.watches").warning(
+            "an index function raised: the object is left out of the index",
+            name=meta.get("name"),
+            namespace=meta.get("namespace"),
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class MapContext:
+    """What a mapping function receives besides the watched object.
+
+    Attributes:
+        kind: the primary kind.
+        reader: the cache (reads of any kind; watched kinds from memory).
+        log: a logger bound with the controller's name.
+    """
+
+    kind: kinds.Kind
+    reader: context_mod.Reader
+    log: structlog.typing.FilteringBoundLogger
+    find: Callable[[str, str], list[dict[str, Any]]] = dataclasses.field(repr=False)
+
+    def index(self, name: str, value: str) -> list[dict[str, Any]]:
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup, no scan."""
+        return self.find(name, value)
+
+
+def keys_of(result: MapResult | None, namespaced: bool) -> list[Key]:
+    """The distinct keys a mapping function returned (objects turned into their keys), in order.
+
+    Raises:
+        TypeError: an item is neither a key nor an object.
+    """
+    found: dict[Key, None] = {}
+    for item in result or ():
+        if isinstance(item, Mapping):
+            meta = item.get("metadata") or {}
+            key: Key = ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+            key = ((item[0] or None) if namespaced else None, item[1])
+        else:
+            raise TypeError(f"a mapping function returns (namespace, name) keys or objects, got {item!r}")
+        if key[1]:
+            found[key] = None
+    return list(found)
+
+
+#: Metadata that changes with every write and says nothing about an object's content.
+_VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
+
+
+def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = {key: value for key, value in (obj.get("metadata") or {}).items() if key not in _VOLATILE_METADATA}
+    return {**obj, "metadata": meta}
+
+
+def keys_for_event(
+    watched: Watch,
+    event_type: str,
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    ctx: MapContext,
+) -> list[Key]:
+    """The primaries one event of a watched kind concerns: ``map`` of the new object and, for a modification, of the
+    old one too. A modification that changed nothing but the resourceVersion concerns none; a mapping function that
+    raises (or returns something else than keys or objects) is logged and concerns none."""
+    if old is not None and event_type == "MODIFIED" and _content(obj) == _content(old):
+        return []
+    found: dict[Key, None] = {}
+    for version in (obj, old) if event_type == "MODIFIED" and old is not None else (obj,):
+        try:
+            found.update(dict.fromkeys(keys_of(watched.map(version, ctx), ctx.kind.namespaced)))
+        except Exception as exc:
+            meta = version.get("metadata") or {}
+            ctx.log.error(
+                "a watch's mapping function raised: the change reconciles nothing",
+                watched=str(version.get("kind")),
+                name=meta.get("name"),
+                namespace=meta.get("namespace"),
+                error=f"{type(exc).__name__}: {exc}",
+            )
+    return list(found)

@@ -1,0 +1,251 @@
+"""The daemon supervisor: one thread per (object, declared daemon), started and stopped with the object.
+
+Why this exists: a controller turns events into reconciles; daemons (:mod:`okt.reconciler.daemons`) need the same
+events turned into *lifetimes*. The supervisor is fed every event of the primary kind (after the cache's filters) and
+keeps, per object uid and daemon, at most one running thread.
+
+Guarantees:
+
+* a daemon **starts** for every object the cache holds that is not being deleted, once the supervisor is started —
+  which the controller does with its workers: once the caches are synced and, with leader election, once this
+  replica leads (**never on a standby**);
+* it is **asked to stop** (its ``ctx.stop`` is set) when its object is deleted, gets a deletionTimestamp, or stops
+  passing the reconciler's filters (``when``, ``annotation_selector``: the cache announces those as deletions), and
+  when the supervisor stops (shutdown, lost lease);
+* **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
+  (filtered out and in again) gets a new daemon only once the old thread returned;
+* a daemon that **raises** is logged and started again after a backoff (``Options.backoff``, doubled per
+  consecutive failure up to ``max_backoff``; the wait ends early when it is asked to stop); one that **returns** on
+  its own is done for that object (not restarted until the object comes back);
+* a daemon's writes go through the controller's write fence, as a reconcile's do.
+
+Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); after ``stop_timeout`` it
+is logged as stuck and left behind (the threads are daemonic: they never keep the process alive). The CRFinalizer of
+a deleted object does not wait for its daemons to return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import daemons as declaration
+from okt.reconciler import reconciler as reconciler_mod
+from okt.runtime import informer as informer_mod
+
+_SlotKey = tuple[str, str]
+"""``(uid, daemon name)``."""
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One daemon of one object: its thread, its stop event, and whether it must run again once stopped."""
+
+    namespace: str | None
+    name: str
+    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    again: bool = False
+    finished: bool = False
+
+
+class Supervisor:
+    """Starts and stops the daemons of one controller's objects.
+
+    Args:
+        reconciler: the reconciler instance whose ``@okt.daemon`` methods run.
+        client: the API client handed to the daemons.
+        kind: the primary kind.
+        read: ``read(namespace, name)`` — the object as the cache has it now.
+        enqueue: ``enqueue(namespace, name)`` — ask for a reconcile of the object.
+        fence: called for the write fence at each start (the controller's, set by a leader-elected manager).
+        controller: the controller's name, for logs.
+    """
+
+    def __init__(
+        self,
+        reconciler: reconciler_mod.Reconciler,
+        client: kube_client.Client,
+        kind: kinds.Kind,
+        *,
+        read: Callable[[str | None, str], dict[str, Any] | None],
+        enqueue: Callable[[str | None, str], None],
+        fence: Callable[[], kube_client.WriteFence | None] = lambda: None,
+        controller: str = "",
+    ) -> None:
+        self.reconciler = reconciler
+        self.declared = declaration.declared(type(reconciler))
+        self.client = client
+        self.kind = kind
+        self._read = read
+        self._enqueue = enqueue
+        self._fence = fence
+        self._lock = threading.Lock()
+        self._slots: dict[_SlotKey, _Slot] = {}
+        self._active = False
+        self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.daemons").bind(
+            controller=controller
+        )
+        self.started_total = 0
+        """How many daemon threads were started (restarts after a failure are not counted: same thread)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.declared)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def start(self, objs: Iterable[Mapping[str, Any]]) -> None:
+        """Begin supervising: start the daemons of ``objs`` (the cache's content) and of every later event."""
+        if not self.declared:
+            return
+        with self._lock:
+            self._active = True
+            for obj in objs:
+                # Read again under the lock: an object deleted since the list was taken has left the store already
+                # (the store changes before its event is delivered), and a later event waits for this lock.
+                meta = obj.get("metadata") or {}
+                current = self._current(meta.get("namespace") or None, str(meta.get("name") or ""), meta.get("uid"))
+                if current is not None:
+                    self._observe_locked(informer_mod.ADDED, current)
+
+    def halt(self) -> None:
+        """Stop supervising and ask every daemon to stop (returns at once; :meth:`join` waits)."""
+        with self._lock:
+            self._active = False
+            for slot in self._slots.values():
+                slot.again = False
+                slot.stop.set()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = [slot.thread for slot in self._slots.values() if slot.thread is not None]
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        stuck = sum(thread.is_alive() for thread in threads)
+        if stuck:
+            self._log.warning("daemons still running after their stop was asked", running=stuck)
+        return not stuck
+
+    def running(self) -> list[tuple[str | None, str, str]]:
+        """The daemons running now: (namespace, name, daemon), stop asked or not."""
+        with self._lock:
+            return sorted(
+                ((slot.namespace, slot.name, key[1]) for key, slot in self._slots.items() if slot.thread is not None),
+                key=lambda item: (item[0] or "", item[1], item[2]),
+            )
+
+    # -- events --------------------------------------------------------------------------------------------------
+
+    def observe(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        """Start or stop the object's daemons after one event of the primary kind (after the cache's filters)."""
+        if not self.declared:
+            return
+        with self._lock:
+            self._observe_locked(event_type, obj)
+
+    def _current(self, namespace: str | None, name: str, uid: Any) -> dict[str, Any] | None:
+        """The object as the cache has it now, if it is still the one with that uid."""
+        obj = self._read(namespace if self.kind.namespaced else None, name)
+        if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+            return None
+        return obj
+
+    # -- internals (called with the lock held) -------------------------------------------------------------------
+
+    def _observe_locked(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return
+        wanted = event_type != informer_mod.DELETED and not meta.get("deletionTimestamp")
+        namespace = (meta.get("namespace") or None) if self.kind.namespaced else None
+        name = str(meta.get("name") or "")
+        for daemon_name in self.declared:
+            key = (uid, daemon_name)
+            slot = self._slots.get(key)
+            if wanted and self._active:
+                if slot is None:
+                    self._launch(key, _Slot(namespace, name))
+                elif slot.stop.is_set() and slot.thread is not None:
+                    slot.again = True  # started anew once the stopping thread returned
+            elif slot is not None:
+                slot.again = False
+                slot.stop.set()
+                if slot.thread is None:
+                    del self._slots[key]  # finished on its own: nothing to wait for
+
+    def _launch(self, key: _SlotKey, slot: _Slot) -> None:
+        slot.thread = threading.Thread(
+            target=self._run,
+            args=(key, slot),
+            name=f"okt-daemon-{key[1]}-{slot.name}",
+            daemon=True,
+        )
+        self._slots[key] = slot
+        self.started_total += 1
+        slot.thread.start()
+
+    def _ended(self, key: _SlotKey, slot: _Slot) -> None:
+        with self._lock:
+            slot.thread = None
+            if self._slots.get(key) is not slot:
+                return
+            if slot.again and self._active:
+                self._launch(key, _Slot(slot.namespace, slot.name))
+            elif slot.stop.is_set():
+                del self._slots[key]
+            else:
+                slot.finished = True  # returned on its own: kept, so that later events do not start it again
+
+    # -- the daemon thread ---------------------------------------------------------------------------------------
+
+    def _run(self, key: _SlotKey, slot: _Slot) -> None:
+        uid, daemon_name = key
+        options = self.declared[daemon_name]
+        method = getattr(self.reconciler, daemon_name)
+        log = self._log.bind(daemon=daemon_name, namespace=slot.namespace, name=slot.name)
+        failures = 0
+        try:
+            with kube_client.fenced(self._fence()):
+                while not slot.stop.is_set():
+                    ctx = declaration.DaemonContext(
+                        stop=slot.stop,
+                        kind=self.kind,
+                        namespace=slot.namespace,
+                        name=slot.name,
+                        uid=uid,
+                        client=self.client,
+                        log=log,
+                        params=self.reconciler.params,
+                        attempt=failures + 1,
+                        read=lambda: self._current(slot.namespace, slot.name, uid),
+                        enqueue=lambda: self._enqueue(slot.namespace, slot.name),
+                    )
+                    log.info("daemon started", attempt=failures + 1)
+                    try:
+                        method(ctx)
+                    except Exception as exc:
+                        failures += 1
+                        delay = options.delay(failures)
+                        log.error(
+                            "daemon failed, restarting after a backoff",
+                            error=f"{type(exc).__name__}: {exc}",
+                            failures=failures,
+                            delay=delay,
+                            exc_info=True,
+                        )
+                        slot.stop.wait(delay)
+                        continue
+                    log.info("daemon returned", stopped=slot.stop.is_set())
+                    return
+        finally:
+            self._ended(key, slot)

@@ -1,0 +1,67 @@
+"""Kinds named as kubectl names them, resolved by the real kube-apiserver's discovery."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import crds, envtest
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("deploy", ("apps/v1", "Deployment", "deployments")),
+        ("deployments.apps", ("apps/v1", "Deployment", "deployments")),
+        ("Deployment", ("apps/v1", "Deployment", "deployments")),
+        ("cm", ("v1", "ConfigMap", "configmaps")),
+        ("ns", ("v1", "Namespace", "namespaces")),
+        ("events", ("v1", "Event", "events")),
+        ("Widget", (f"{shared.GROUP}/v1", "Widget", "widgets")),
+        ("widget", (f"{shared.GROUP}/v1", "Widget", "widgets")),
+        (f"widgets.{shared.GROUP}", (f"{shared.GROUP}/v1", "Widget", "widgets")),
+    ],
+)
+def test_a_name_kubectl_takes_resolves_to_its_kind(
+    kube: kube_client.Client, widget_kind: kinds.Kind, name: str, expected: tuple[str, str, str]
+) -> None:
+    kind = kube.resolve_name(name)
+    assert (kind.api_version, kind.kind, kind.plural) == expected
+    assert kind.namespaced is (name != "ns")
+
+
+def test_a_name_two_groups_serve_is_one_line_naming_the_choices(kube: kube_client.Client) -> None:
+    # Kubernetes 1.20 serves Ingress in extensions and in networking.k8s.io.
+    with pytest.raises(okt.ConfigurationError) as caught:
+        kube.resolve_name("ing")
+    assert str(caught.value) == (
+        "the kind name 'ing' is ambiguous: name one of ingresses.extensions, ingresses.networking.k8s.io"
+    )
+    assert kube.resolve_name("ingresses.networking.k8s.io").api_version == "networking.k8s.io/v1"
+
+
+def test_an_unknown_name_is_one_line(kube: kube_client.Client) -> None:
+    with pytest.raises(okt.ConfigurationError, match=r"^the server serves no kind named 'gizmos'"):
+        kube.resolve_name("gizmos")
+
+
+def test_a_kind_served_after_discovery_was_read_is_found(
+    control_plane: envtest.ControlPlane, apply_crd: Callable[[dict[str, Any]], kinds.Kind]
+) -> None:
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        client.resolve_name("deploy")  # discovery is read now
+        apply_crd(crds.schemaless_crd("late.okt.io", "Latecomer", "latecomers"))
+        assert client.resolve_name("latecomers.late.okt.io").kind == "Latecomer"
+    finally:
+        client.close()

@@ -1,0 +1,235 @@
+"""Daemons under the Manager on a real kube-apiserver: one thread per object and daemon, started where reconciles run,
+stopped with the object (deletion, a filter), the shutdown or the lease; a failing daemon is restarted."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import wait_for
+from tests.integration.runtime import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+
+class Journal:
+    """What the daemons did, by object name: starts, stops seen, failures; and how many run at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starts: collections.Counter[str] = collections.Counter()
+        self.stops: collections.Counter[str] = collections.Counter()
+        self.running: collections.Counter[str] = collections.Counter()
+        self.most_at_once: collections.Counter[str] = collections.Counter()
+        self.attempts: list[int] = []
+
+    def enter(self, name: str, attempt: int) -> None:
+        with self.lock:
+            self.starts[name] += 1
+            self.running[name] += 1
+            self.most_at_once[name] = max(self.most_at_once[name], self.running[name])
+            self.attempts.append(attempt)
+
+    def leave(self, name: str, stopped: bool) -> None:
+        with self.lock:
+            self.running[name] -= 1
+            self.stops[name] += stopped
+
+
+class Watching(shared.GadgetReconciler):
+    """Gadgets labelled ``watched=no`` are filtered out; each other one has a ``monitor`` daemon."""
+
+    journal: ClassVar[Journal] = Journal()
+    failures_left: ClassVar[dict[str, int]] = {}
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return ((obj.get("metadata") or {}).get("labels") or {}).get("watched") != "no"
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4)
+    def monitor(self, ctx: okt.DaemonContext) -> None:
+        self.journal.enter(ctx.name, ctx.attempt)
+        try:
+            if self.failures_left.get(ctx.name, 0) > 0:
+                self.failures_left[ctx.name] -= 1
+                raise RuntimeError("the monitored system is down")
+            assert ctx.obj is not None and ctx.obj["metadata"]["uid"] == ctx.uid
+            ctx.stop.wait(120)
+        finally:
+            self.journal.leave(ctx.name, ctx.stop.is_set())
+
+
+@pytest.fixture
+def watching() -> type[Watching]:
+    Watching.journal = Journal()
+    Watching.failures_left = {}
+    return Watching
+
+
+@pytest.fixture
+def managers(
+    kube: kube_client.Client, namespace: str, watching: type[Watching]
+) -> Iterator[Callable[..., manager_mod.Manager]]:
+    made: list[manager_mod.Manager] = []
+
+    def make(**kwargs: Any) -> manager_mod.Manager:
+        options: dict[str, Any] = {
+            "namespaces": [namespace],
+            "metrics_bind": "0",
+            "lease_namespace": namespace,
+            "lease_duration": 3.0,
+            "renew_deadline": 2.0,
+            "retry_period": 0.5,
+            "grace_period": 10.0,
+            "reconcile": shared.FakeReconcile(),
+            **kwargs,
+        }
+        manager = manager_mod.Manager(kube, [watching], **options)
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        manager.stop()
+    for manager in made:
+        manager.join(15)
+
+
+def test_one_daemon_runs_per_object_and_stops_when_its_object_is_deleted_or_filtered_out(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    make_gadget("before")  # exists before the manager starts
+    make_gadget("skipped")
+    kube.patch(gadget_kind, "skipped", {"metadata": {"labels": {"watched": "no"}}}, namespace)
+    manager = managers()
+    manager.start()
+    wait_for(lambda: journal.running["before"] == 1, timeout=20, message="the daemon of an existing object")
+    make_gadget("after")
+    make_gadget("filtered")
+    wait_for(lambda: journal.running["after"] == 1 and journal.running["filtered"] == 1, timeout=10)
+
+    # Events of a running object (metadata changes) never start a second daemon.
+    for i in range(3):
+        kube.patch(gadget_kind, "after", {"metadata": {"labels": {"round": str(i)}}}, namespace)
+    wait_for(lambda: manager.controllers[0].daemons.running().count((namespace, "after", "monitor")) == 1)
+
+    kube.delete(gadget_kind, "after", namespace)
+    wait_for(lambda: journal.stops["after"] == 1, timeout=10, message="the daemon to stop after the deletion")
+    kube.patch(gadget_kind, "filtered", {"metadata": {"labels": {"watched": "no"}}}, namespace)
+    wait_for(lambda: journal.stops["filtered"] == 1, timeout=10, message="the daemon to stop once filtered out")
+    wait_for(lambda: manager.controllers[0].daemons.running() == [(namespace, "before", "monitor")], timeout=10)
+
+    # Back in the filter: a new daemon, only once the previous one returned.
+    kube.patch(gadget_kind, "filtered", {"metadata": {"labels": {"watched": "yes"}}}, namespace)
+    wait_for(lambda: journal.running["filtered"] == 1, timeout=10)
+
+    assert journal.starts == {"before": 1, "after": 1, "filtered": 2}
+    assert journal.starts["skipped"] == 0
+    assert max(journal.most_at_once.values()) == 1
+    assert journal.stops["before"] == 0
+
+
+def test_the_shutdown_stops_every_daemon(
+    make_gadget: Callable[..., dict[str, Any]],
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    manager = managers()
+    manager.start()
+    for name in ("a", "b", "c"):
+        make_gadget(name)
+    wait_for(lambda: sum(journal.running.values()) == 3, timeout=20)
+
+    manager.stop()
+    assert manager.join(15)
+
+    assert journal.stops == {"a": 1, "b": 1, "c": 1}
+    assert sum(journal.running.values()) == 0
+    assert manager.controllers[0].daemons.running() == []
+
+
+def test_a_daemon_that_raises_is_restarted_after_a_backoff_and_the_operator_keeps_working(
+    make_gadget: Callable[..., dict[str, Any]],
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    watching.failures_left = {"flaky": 2}
+    reconcile = shared.FakeReconcile()
+    manager = managers(reconcile=reconcile)
+    manager.start()
+    make_gadget("flaky")
+    wait_for(lambda: journal.running["flaky"] == 1 and journal.starts["flaky"] == 3, timeout=20)
+    make_gadget("other")
+    wait_for(lambda: reconcile.count("other") == 1 and journal.running["other"] == 1, timeout=10)
+
+    assert journal.attempts[:3] == [1, 2, 3]
+    assert journal.most_at_once["flaky"] == 1
+    assert manager.working
+
+
+def test_a_standby_runs_no_daemon_until_it_leads(
+    make_gadget: Callable[..., dict[str, Any]],
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    leader = managers(leader_elect=True, identity="leader")
+    leader.start()
+    wait_for(lambda: leader.working, timeout=15)
+    standby = managers(leader_elect=True, identity="standby")
+    standby.start()
+    make_gadget("g")
+    wait_for(lambda: journal.running["g"] == 1, timeout=10)
+    wait_for(lambda: standby.cache is not None and standby.cache.synced, timeout=10)
+    wait_for(lambda: standby.elector is not None and standby.elector.holder == "leader", timeout=10)
+
+    assert standby.controllers[0].daemons.running() == []
+    assert leader.controllers[0].daemons.running() == [(leader.namespaces[0], "g", "monitor")]  # type: ignore[index]
+
+    leader.stop()
+    assert leader.join(15)
+    wait_for(lambda: standby.working and journal.running["g"] == 1, timeout=15, message="the standby taking over")
+    assert journal.stops["g"] == 1
+    assert journal.starts["g"] == 2
+    assert standby.controllers[0].daemons.running() == [(standby.namespaces[0], "g", "monitor")]  # type: ignore[index]
+
+
+def test_a_leader_that_loses_its_lease_stops_its_daemons(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    managers: Callable[..., manager_mod.Manager],
+    watching: type[Watching],
+) -> None:
+    journal = watching.journal
+    leader = managers(leader_elect=True, identity="leader")
+    leader.start()
+    make_gadget("g")
+    wait_for(lambda: journal.running["g"] == 1, timeout=20)
+
+    # Someone else takes the lease: the leader's renewals fail, it is deposed and stops.
+    lease = kube.get(kinds.LEASE, leader.lease_name, namespace)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease["spec"].update(holderIdentity="nobody", renewTime=now)
+    kube.replace(kinds.LEASE, lease)
+    assert leader.join(30)
+
+    assert leader.lost_leadership
+    assert journal.stops["g"] == 1
+    assert journal.running["g"] == 0

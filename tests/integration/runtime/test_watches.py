@@ -1,0 +1,143 @@
+"""Watches of related kinds on a real kube-apiserver: a shared ConfigMap's change reconciles exactly the Gadgets that
+name it, found through an index over the cached Gadgets."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import watches
+from okt.runtime import manager as manager_mod
+from okt.testing import wait_for
+from tests.integration.runtime import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+
+def config_of(obj: Mapping[str, Any]) -> list[str]:
+    """A Gadget's index value: the ConfigMap its spec names, as ``namespace/name``."""
+    name = (obj.get("spec") or {}).get("configMap")
+    return [f"{obj['metadata']['namespace']}/{name}"] if name else []
+
+
+class Configured(shared.GadgetReconciler):
+    """Gadgets reconciled when the ConfigMap named in their ``spec.configMap`` changes."""
+
+    indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"config": config_of}
+    watches = (okt.watch("configmaps", map=lambda cm, ctx: ctx.index("config", okt.ref_of(cm))),)
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+
+def config_map(namespace: str, name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+@pytest.fixture
+def operator(kube: kube_client.Client, namespace: str) -> Iterable[Callable[..., manager_mod.Manager]]:
+    made: list[manager_mod.Manager] = []
+
+    def start(reconcile: shared.FakeReconcile) -> manager_mod.Manager:
+        manager = manager_mod.Manager(
+            kube, [Configured], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+        )
+        made.append(manager)
+        manager.start()
+        return manager
+
+    yield start
+    for manager in made:
+        manager.stop()
+        manager.join(15)
+
+
+def test_a_shared_config_maps_change_reconciles_every_gadget_naming_it_and_no_other(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    operator: Callable[..., manager_mod.Manager],
+) -> None:
+    kube.create(config_map(namespace, "shared", level="info"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "other", level="info"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "unused", level="info"), kinds.CONFIG_MAP)
+    for name, config in (("a", "shared"), ("b", "shared"), ("c", "other")):
+        make_gadget(name, configMap=config)
+    make_gadget("d")  # names no ConfigMap
+    reconcile = shared.FakeReconcile()
+    manager = operator(reconcile)
+    wait_for(lambda: manager.working and all(reconcile.count(n) == 1 for n in "abcd"), timeout=20)
+    controller = manager.controllers[0]
+    indexed = controller.cache.by_index(controller.kind, "gadget/config", f"{namespace}/shared")
+    assert sorted(o["metadata"]["name"] for o in indexed or ()) == ["a", "b"]
+
+    kube.patch(kinds.CONFIG_MAP, "shared", {"data": {"level": "debug"}}, namespace)
+    kube.patch(kinds.CONFIG_MAP, "unused", {"data": {"level": "debug"}}, namespace)
+    # The same informer delivers the ConfigMaps' events in order: once the change of "other" reconciled c, those of
+    # "shared" and "unused" have been mapped too.
+    kube.patch(kinds.CONFIG_MAP, "other", {"data": {"level": "debug"}}, namespace)
+    wait_for(lambda: reconcile.count("c") == 2 and reconcile.count("a") == 2 and reconcile.count("b") == 2, timeout=10)
+    manager.stop()
+    assert manager.join(15)
+
+    assert {n: reconcile.count(n) for n in "abcd"} == {"a": 2, "b": 2, "c": 2, "d": 1}
+
+
+def test_a_gadget_that_stops_naming_a_config_map_is_no_longer_reconciled_by_its_changes(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    operator: Callable[..., manager_mod.Manager],
+) -> None:
+    kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "other"), kinds.CONFIG_MAP)
+    make_gadget("a", configMap="shared")
+    make_gadget("b", configMap="other")
+    reconcile = shared.FakeReconcile()
+    manager = operator(reconcile)
+    wait_for(lambda: manager.working and reconcile.count("a") == 1 and reconcile.count("b") == 1, timeout=20)
+
+    kube.patch(gadget_kind, "a", {"spec": {"configMap": "other"}}, namespace)  # the index follows the spec
+    wait_for(lambda: reconcile.count("a") == 2, timeout=10)
+    kube.patch(kinds.CONFIG_MAP, "shared", {"data": {"x": "1"}}, namespace)
+    kube.patch(kinds.CONFIG_MAP, "other", {"data": {"x": "1"}}, namespace)
+    wait_for(lambda: reconcile.count("b") == 2 and reconcile.count("a") == 3, timeout=10)
+    manager.stop()
+    assert manager.join(15)
+
+    assert (reconcile.count("a"), reconcile.count("b")) == (3, 2)
+
+
+def test_a_reconcile_looks_its_index_up_through_the_context(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    operator: Callable[..., manager_mod.Manager],
+) -> None:
+    make_gadget("a", configMap="shared")
+    make_gadget("b", configMap="shared")
+    make_gadget("c", configMap="other")
+    siblings: dict[str, list[str]] = {}
+
+    class Looking(Configured):
+        def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+            if state is okt.State.ObjectsGetter:
+                names = sorted(o["metadata"]["name"] for o in ctx.index("config", f"{namespace}/shared"))
+                with self.lock:
+                    siblings[ctx.cr.name] = names
+
+    manager = manager_mod.Manager(kube, [Looking], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: len(siblings) == 3, timeout=20)
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    assert siblings == {"a": ["a", "b"], "b": ["a", "b"], "c": ["a", "b"]}

@@ -1,0 +1,58 @@
+"""Daemons' declaration: the decorator's two spellings, the options' backoff, and what a class declares."""
+
+from __future__ import annotations
+
+import pytest
+
+import okt
+from okt.reconciler import daemons
+
+
+class Base(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+    @okt.daemon(backoff=2, max_backoff=10, stop_timeout=3)
+    def poll(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+
+class Child(Base):
+    def follow(self, ctx: okt.DaemonContext) -> None:  # redefined without the decorator: no longer a daemon
+        return None
+
+    @okt.daemon
+    def extra(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+
+def test_a_class_declares_its_daemons_bare_or_with_options() -> None:
+    assert daemons.declared(Base) == {
+        "follow": daemons.Options(),
+        "poll": daemons.Options(backoff=2, max_backoff=10, stop_timeout=3),
+    }
+
+
+def test_a_subclass_inherits_adds_and_drops_daemons_by_name() -> None:
+    assert set(daemons.declared(Child)) == {"poll", "extra"}
+
+
+def test_a_reconciler_without_daemons_declares_none() -> None:
+    assert daemons.declared(okt.Reconciler) == {}
+
+
+@pytest.mark.parametrize(("failures", "delay"), [(1, 2.0), (2, 4.0), (3, 8.0), (4, 10.0), (50, 10.0)])
+def test_the_restart_backoff_doubles_per_consecutive_failure_up_to_its_cap(failures: int, delay: float) -> None:
+    assert daemons.Options(backoff=2, max_backoff=10).delay(failures) == delay
+
+
+@pytest.mark.parametrize(
+    "options", [{"backoff": 0}, {"backoff": -1}, {"backoff": 5, "max_backoff": 1}, {"stop_timeout": -1}]
+)
+def test_nonsensical_options_are_refused_at_declaration(options: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="a daemon needs"):
+        okt.daemon(**options)

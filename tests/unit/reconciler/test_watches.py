@@ -1,0 +1,117 @@
+"""Watches' pure rules: which primaries an event of a related kind concerns, and index lookups with or without a
+cache index."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import structlog
+
+import okt
+from okt.kube import kinds
+from okt.reconciler import core, watches
+from okt.testing import fake
+
+THING = kinds.Kind("example.com/v1", "Thing", "things", True)
+
+
+def thing(name: str, config: str | None = None, namespace: str = "ns") -> dict[str, Any]:
+    spec = {"config": config} if config else {}
+    return {
+        "apiVersion": THING.api_version,
+        "kind": "Thing",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def config_of(obj: Mapping[str, Any]) -> list[str]:
+    config = obj["spec"].get("config")
+    return [f"{obj['metadata']['namespace']}/{config}"] if config else []
+
+
+def cm(name: str, rv: str = "1", **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+        "data": data,
+    }
+
+
+def context(client: fake.FakeClient) -> watches.MapContext:
+    reader = core.ApiReader(client)
+    return watches.MapContext(
+        THING,
+        reader,
+        structlog.get_logger(),
+        find=lambda name, value: watches.lookup(reader, THING, "thing", {"config": config_of}, name, value),
+    )
+
+
+@pytest.fixture
+def client() -> fake.FakeClient:
+    return fake.FakeClient(
+        kinds=[THING], objects=[thing("a", "shared"), thing("b", "shared"), thing("c", "other"), thing("d")]
+    )
+
+
+BY_INDEX = okt.watch(kinds.CONFIG_MAP, map=lambda obj, ctx: ctx.index("config", okt.ref_of(obj)))
+
+
+def test_a_change_maps_to_the_primaries_naming_the_object(client: fake.FakeClient) -> None:
+    keys = watches.keys_for_event(BY_INDEX, "MODIFIED", cm("shared", "2", x="1"), cm("shared", "1"), context(client))
+    assert sorted(keys, key=str) == [("ns", "a"), ("ns", "b")]
+
+
+def test_a_modification_maps_the_old_object_too() -> None:
+    by_data = okt.watch(kinds.CONFIG_MAP, map=lambda obj, ctx: [("ns", v) for v in obj.get("data", {}).values()])
+    ctx = context(fake.FakeClient(kinds=[THING]))
+    keys = watches.keys_for_event(by_data, "MODIFIED", cm("x", "2", who="new"), cm("x", "1", who="old"), ctx)
+    assert keys == [("ns", "new"), ("ns", "old")]
+
+
+def test_a_change_of_the_resource_version_alone_maps_to_nothing(client: fake.FakeClient) -> None:
+    assert watches.keys_for_event(BY_INDEX, "MODIFIED", cm("shared", "2"), cm("shared", "1"), context(client)) == []
+
+
+@pytest.mark.parametrize("event_type", ["ADDED", "DELETED", "RESYNC"])
+def test_other_events_map_the_object_once(client: fake.FakeClient, event_type: str) -> None:
+    assert watches.keys_for_event(BY_INDEX, event_type, cm("other"), None, context(client)) == [("ns", "c")]
+
+
+@pytest.mark.parametrize(
+    "result", [lambda obj, ctx: 1 / 0, lambda obj, ctx: ["just-a-name"], lambda obj, ctx: [("ns", 3)]]
+)
+def test_a_mapping_that_raises_or_returns_nonsense_maps_to_nothing(client: fake.FakeClient, result: Any) -> None:
+    assert watches.keys_for_event(okt.watch("configmaps", map=result), "ADDED", cm("x"), None, context(client)) == []
+
+
+def test_keys_are_deduplicated_and_objects_become_keys() -> None:
+    keys = watches.keys_of([("ns", "a"), thing("a"), thing("b", namespace="other"), ("ns", "")], namespaced=True)
+    assert keys == [("ns", "a"), ("other", "b")]
+
+
+def test_a_cluster_scoped_primary_has_no_namespace_in_its_keys() -> None:
+    assert watches.keys_of([("ns", "a"), thing("b")], namespaced=False) == [(None, "a"), (None, "b")]
+
+
+def test_an_undeclared_index_is_one_clear_error(client: fake.FakeClient) -> None:
+    with pytest.raises(okt.ConfigurationError, match="no index 'nope' is declared"):
+        context(client).index("nope", "x")
+
+
+def test_a_reader_without_indexes_filters_a_list_with_the_same_answer(client: fake.FakeClient) -> None:
+    found = context(client).index("config", "ns/other")
+    assert [o["metadata"]["name"] for o in found] == ["c"]
+
+
+def test_an_index_function_that_raises_leaves_the_object_out() -> None:
+    assert watches.safe_index(lambda obj: [obj["missing"]], {"metadata": {"name": "x"}}) == ()
+
+
+def test_map_must_be_a_function() -> None:
+    with pytest.raises(TypeError, match="needs a function"):
+        okt.watch("configmaps", map="not callable")  # type: ignore[arg-type]

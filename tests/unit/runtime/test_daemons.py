@@ -1,0 +1,123 @@
+"""The daemon supervisor's bookkeeping, driven by events without a cluster: one thread per object and daemon, a
+daemon that returned is not restarted by the next event, one that comes back waits for the old thread."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, cast
+
+import okt
+from okt.kube import kinds
+from okt.runtime import daemons, informer
+from okt.testing import wait_for
+
+KIND = kinds.Kind("example.com/v1", "Thing", "things", True)
+
+
+def thing(name: str, uid: str, **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": uid, **meta}}
+
+
+class Store:
+    def __init__(self, *objs: dict[str, Any]) -> None:
+        self.objs = {o["metadata"]["name"]: o for o in objs}
+
+    def read(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.objs.get(name)
+
+
+class Gate(okt.Reconciler):
+    """A daemon that waits for its stop event, then for ``release`` (a slow stop); or returns when ``quit`` is set."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.release.set()
+        self.quit = threading.Event()
+        self.lock = threading.Lock()
+        self.starts = 0
+
+    @okt.daemon
+    def run(self, ctx: okt.DaemonContext) -> None:
+        with self.lock:
+            self.starts += 1
+        while not ctx.stop.wait(0.01):
+            if self.quit.is_set():
+                return
+        self.release.wait(10)
+
+
+def supervisor(reconciler: Gate, store: Store) -> daemons.Supervisor:
+    return daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+
+
+def test_nothing_starts_before_the_supervisor_does_and_the_stored_objects_start_with_it() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    sup = supervisor(reconciler, store)
+    sup.observe(informer.ADDED, store.objs["a"])
+    assert sup.running() == []
+
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 1)
+    sup.observe(informer.MODIFIED, store.objs["a"])
+    assert sup.running() == [("ns", "a", "run")]
+    sup.halt()
+    assert sup.join(5)
+    assert reconciler.starts == 1
+
+
+def test_an_object_listed_but_deleted_since_gets_no_daemon() -> None:
+    reconciler, store = Gate(), Store()
+    sup = supervisor(reconciler, store)
+    sup.start([thing("gone", "u1")])
+    assert sup.running() == []
+    assert sup.started_total == 0
+
+
+def test_a_daemon_that_returned_on_its_own_is_not_restarted_by_later_events() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    reconciler.quit.set()
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: sup.running() == [] and reconciler.starts == 1)
+    sup.observe(informer.MODIFIED, store.objs["a"])
+    assert reconciler.starts == 1
+
+    sup.observe(informer.DELETED, store.objs["a"])
+    sup.observe(informer.ADDED, store.objs["a"])  # came back (filtered out and in again): a new lifetime
+    wait_for(lambda: reconciler.starts == 2)
+    sup.halt()
+
+
+def test_an_object_back_while_its_daemon_still_stops_gets_a_new_one_only_after_the_old_returned() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 1)
+    reconciler.release.clear()  # the daemon will be slow to stop
+
+    sup.observe(informer.MODIFIED, thing("a", "u1", deletionTimestamp="2024-01-01T00:00:00Z"))
+    sup.observe(informer.MODIFIED, store.objs["a"])
+    assert reconciler.starts == 1
+    assert sup.running() == [("ns", "a", "run")]
+
+    reconciler.release.set()
+    wait_for(lambda: reconciler.starts == 2)
+    assert sup.running() == [("ns", "a", "run")]
+    sup.halt()
+    assert sup.join(5)
+
+
+def test_a_recreated_object_of_the_same_name_gets_its_own_daemon() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 1)
+    sup.observe(informer.DELETED, thing("a", "u1"))
+    store.objs["a"] = thing("a", "u2")
+    sup.observe(informer.ADDED, store.objs["a"])
+    wait_for(lambda: reconciler.starts == 2 and sup.running() == [("ns", "a", "run")])
+    sup.halt()
+    assert sup.join(5)

@@ -68,6 +68,11 @@ PINNED = {
     "Progress",
     "Transition",
     "UnknownPhase",
+    "ExecResult",
+    "HttpError",
+    "HttpResponse",
+    "RemoteError",
+    "RemoteTimeout",
 }
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import click
 import structlog
 
 from okt import errors, hooks
+from okt.cli import permissions
 from okt.kube import client as kube_client
 from okt.reconciler import loader
 from okt.runtime import backoff
@@ -55,6 +58,31 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
     if SERVICE_ACCOUNT_NAMESPACE.is_file():
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
     return namespaces[0] if namespaces else "default"
+
+
+def _check_permissions(
+    client: kube_client.Client,
+    reconcilers: Sequence[type[Any]],
+    namespaces: tuple[str, ...],
+    leader_elect: bool,
+    lease_namespace: str,
+) -> None:
+    """Print one line per permission the API server refuses, then stop (see :mod:`okt.cli.permissions`)."""
+    refused = permissions.missing(
+        client,
+        reconcilers,
+        namespaces,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        warn=lambda line: click.echo(f"okt: {line}", err=True),
+    )
+    for permission in refused:
+        click.echo(f"okt: {permission}", err=True)
+    if refused:
+        raise click.ClickException(
+            f"{len(refused)} permission(s) missing (above): grant them (okt gen rbac writes every rule the operator "
+            "needs), or start anyway with --skip-permission-check"
+        )
 
 
 @click.command("run")
@@ -106,6 +134,11 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
 @click.option(
     "--burst", type=click.IntRange(min=1), default=None, help="Requests allowed at once above --qps (default: 2 x qps)."
 )
+@click.option(
+    "--skip-permission-check",
+    is_flag=True,
+    help="Start even if the API server refuses a permission okt gen rbac would grant (checked by default).",
+)
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
 def run_command(
     target: str | None,
@@ -123,6 +156,7 @@ def run_command(
     log_format: str | None,
     qps: float | None,
     burst: int | None,
+    skip_permission_check: bool,
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
@@ -145,6 +179,9 @@ def run_command(
         )
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
+        lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
+        if not skip_permission_check:
+            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace)
         mgr = manager.Manager(
             client,
             reconcilers,
@@ -152,7 +189,7 @@ def run_command(
             label_selector=selector,
             max_concurrent=max_concurrent,
             leader_elect=leader_elect,
-            lease_namespace=lease_namespace or _default_lease_namespace(namespaces),
+            lease_namespace=lease_namespace,
             metrics_bind=metrics_bind_address,
             on_startup=startups,
             on_cleanup=cleanups,

@@ -285,7 +285,13 @@ class Reconciler:
 
     def degraded(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Whether the application is degraded although the reconcile succeeded (an error is Degraded anyway).
-        Default: False."""
+        Default: True, reason ``ProgressDeadlineExceeded``, while a workload child's rollout is stuck (its controller
+        saw no progress within ``progressDeadlineSeconds``: an image that cannot start, a crash loop); else False."""
+        for child in ctx.registry:
+            if isinstance(child, helpers.DeploymentResource | helpers.StatefulSetResource):
+                stalled = child.readiness().stalled
+                if stalled:
+                    return True, "ProgressDeadlineExceeded", f"{child.kind} {child.name}: {stalled}"
         return False
 
 

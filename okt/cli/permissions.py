@@ -1,0 +1,141 @@
+"""The permission check of ``okt run``: ask the API server, before the first watch, for everything the operator needs.
+
+Why this exists: an operator deployed with a role that misses one verb starts, syncs its caches, and fails its first
+reconcile with a 403 — or, worse, only the first one that needs that verb (a prune, a finalizer), hours later. Asking
+up front turns that into one line per missing permission, naming the RBAC rule that grants it, before anything runs.
+
+What is asked: exactly the rules ``okt gen rbac`` writes for the same reconcilers
+(:func:`okt.codegen.rbac.rbac_for_reconcilers` — one source of truth, so the check and the generated role never
+disagree). The ClusterRole's rules are asked in every watched namespace (cluster-wide when all are watched); the
+leader-election Role's, in the Lease's namespace. Each (verb, resource, namespace) is one ``SelfSubjectAccessReview``
+(any authenticated user may send one: the ``system:basic-user`` role grants it).
+
+Guarantees: :func:`missing` lists the permissions the server refuses, in the order of the generated rules, each with
+the rule that grants it; nothing is written. When the check cannot be made — the reconcilers' permissions cannot be
+derived (a child kind missing from the kind dictionary), or the server does not answer access reviews — it says so
+and reports nothing missing: the check never stops an operator that might work.
+
+Caveats: the review asks the authorizer what it would answer now; a webhook authorizer may decide differently per
+object. A cluster-scoped kind watched with ``--namespace`` is asked about in those namespaces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from okt import errors
+from okt.codegen import errors as codegen_errors
+from okt.codegen import rbac
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+ACCESS_REVIEW = kinds.Kind(
+    "authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Permission:
+    """One verb on one resource (``plural`` or ``plural/subresource``) of an API group, in a namespace (``None``:
+    cluster-wide)."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None
+
+    def rule(self) -> str:
+        """The RBAC rule that grants it, as one line of YAML."""
+        return f'{{apiGroups: ["{self.group}"], resources: ["{self.resource}"], verbs: ["{self.verb}"]}}'
+
+    def where(self) -> str:
+        """Where the rule must apply: a Role in the namespace, or a ClusterRole."""
+        if self.namespace is None:
+            return "cluster-wide (a ClusterRole)"
+        return f"in namespace {self.namespace} (a Role there, or a ClusterRole)"
+
+    def __str__(self) -> str:
+        group = self.group or "core"
+        return f"missing permission: {self.verb} {self.resource} ({group}) {self.where()}; rule: {self.rule()}"
+
+
+def required(
+    reconcilers: Sequence[type[Any]],
+    namespaces: Sequence[str] | None,
+    *,
+    leader_elect: bool,
+    lease_namespace: str,
+) -> list[Permission]:
+    """Every permission the operator running ``reconcilers`` needs, from the rules ``okt gen rbac`` generates.
+
+    Raises:
+        okt.codegen.errors.CodegenError: the rules cannot be derived (see :func:`rbac.rbac_for_reconcilers`).
+    """
+    documents = rbac.rbac_for_reconcilers(
+        reconcilers, namespace=lease_namespace, cluster_wide=True, leader_elect=leader_elect
+    )
+    where: list[str | None] = list(namespaces) if namespaces else [None]
+    needed: list[Permission] = []
+    for document in documents:
+        if document["kind"] == "ClusterRole":
+            scopes = where
+        elif document["kind"] == "Role":
+            scopes = [document["metadata"]["namespace"]]
+        else:
+            continue
+        for rule in document["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        needed += [Permission(verb, group, resource, scope) for scope in scopes]
+    return list(dict.fromkeys(needed))
+
+
+def allowed(client: kube_client.Client, permission: Permission) -> bool:
+    """Ask the API server whether the client's identity holds ``permission`` (one SelfSubjectAccessReview).
+
+    Raises:
+        okt.errors.ApiError: the review itself failed.
+    """
+    resource, _, subresource = permission.resource.partition("/")
+    attributes = {"verb": permission.verb, "group": permission.group, "resource": resource}
+    if subresource:
+        attributes["subresource"] = subresource
+    if permission.namespace is not None:
+        attributes["namespace"] = permission.namespace
+    review = {
+        "apiVersion": ACCESS_REVIEW.api_version,
+        "kind": ACCESS_REVIEW.kind,
+        "spec": {"resourceAttributes": attributes},
+    }
+    answer = client.create(review, ACCESS_REVIEW)
+    return bool((answer.get("status") or {}).get("allowed"))
+
+
+def missing(
+    client: kube_client.Client,
+    reconcilers: Sequence[type[Any]],
+    namespaces: Sequence[str] | None,
+    *,
+    leader_elect: bool,
+    lease_namespace: str,
+    warn: Callable[[str], None],
+) -> list[Permission]:
+    """The permissions the operator needs and the API server refuses to the client's identity (see the module
+    docstring); ``warn`` receives one line when the check cannot be made."""
+    try:
+        needed = required(reconcilers, namespaces, leader_elect=leader_elect, lease_namespace=lease_namespace)
+    except codegen_errors.CodegenError as exc:
+        warn(f"permissions not checked: {exc}")
+        return []
+    refused = []
+    for permission in needed:
+        try:
+            if not allowed(client, permission):
+                refused.append(permission)
+        except errors.ApiError as exc:
+            warn(f"permissions not checked: the API server does not answer access reviews ({exc})")
+            return []
+    return refused

@@ -1,0 +1,152 @@
+"""``okt run`` asks the real API server for every permission ``okt gen rbac`` would grant, as the identity it runs
+with (a ServiceAccount's token), and stops before the first watch when one is missing."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from okt.cli import permissions
+from okt.codegen import rbac
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import loader
+from okt.testing import crds, envtest
+
+pytestmark = pytest.mark.integration
+
+NAMESPACE = "shop"
+OPERATOR = envtest.TokenUser.service_account(NAMESPACE, "gizmo-operator")
+GROUP = "perm.okt.io"
+
+OPERATOR_SOURCE = textwrap.dedent(
+    f'''
+    import okt
+
+
+    class GizmoConfig(okt.MutableResource):
+        api_version = "v1"
+        kind = "ConfigMap"
+        template = """
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: {{{{ name }}}}
+      namespace: {{{{ namespace }}}}
+    data:
+      size: "1"
+    """
+
+
+    class GizmoReconciler(okt.Reconciler):
+        api_version = "{GROUP}/v1"
+        kind = "Gizmo"
+        plural = "gizmos"
+        owns = (GizmoConfig,)
+
+        def resources(self, ctx):
+            return [GizmoConfig(ctx.cr)]
+    '''
+)
+
+
+@pytest.fixture(scope="module")
+def plane() -> Iterator[envtest.ControlPlane]:
+    """A control plane of its own: token users are declared when the API server starts."""
+    plane = envtest.ControlPlane(users=(OPERATOR,), crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),))
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def operator_file(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    path = tmp_path_factory.mktemp("operator") / "gizmo_operator.py"
+    path.write_text(OPERATOR_SOURCE)
+    return path
+
+
+STATUS_RULE = {"apiGroups": [GROUP], "resources": ["gizmos/status"], "verbs": ["patch"]}
+
+
+def apply(admin: kube_client.Client, documents: list[dict[str, Any]]) -> None:
+    for document in documents:
+        admin.create(document, admin.resolve(document["apiVersion"], document["kind"]))
+
+
+def without_status_rule(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``okt gen rbac``'s documents, the status rule left out of the Role."""
+    trimmed = [{**d, "rules": [r for r in d["rules"] if r != STATUS_RULE]} if "rules" in d else d for d in documents]
+    assert trimmed != documents, "the generated Role has no rule of its own for gizmos/status"
+    return trimmed
+
+
+def status_role() -> list[dict[str, Any]]:
+    """The missing rule, granted on its own."""
+    rbac_group = "rbac.authorization.k8s.io"
+    role = {
+        "apiVersion": f"{rbac_group}/v1",
+        "kind": "Role",
+        "metadata": {"name": "gizmo-status", "namespace": NAMESPACE},
+        "rules": [STATUS_RULE],
+    }
+    binding = {
+        "apiVersion": f"{rbac_group}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "gizmo-status", "namespace": NAMESPACE},
+        "roleRef": {"apiGroup": rbac_group, "kind": "Role", "name": "gizmo-status"},
+        "subjects": [{"kind": "ServiceAccount", "name": "gizmo-operator", "namespace": NAMESPACE}],
+    }
+    return [role, binding]
+
+
+def okt_run(plane: envtest.ControlPlane, operator: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "okt", "run", str(operator), "--kubeconfig", str(plane.kubeconfig_for(OPERATOR))]
+    argv += ["--namespace", NAMESPACE, "--metrics-bind-address", "0", *args]
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])}
+    return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_okt_run_without_one_permission_prints_the_missing_rule_and_stops_before_the_first_watch(
+    plane: envtest.ControlPlane, operator_file: pathlib.Path
+) -> None:
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    try:
+        admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, kinds.NAMESPACE)
+        reconcilers = loader.reconcilers_of(loader.load_module(str(operator_file), as_module=False), "gizmo")
+        documents = rbac.rbac_for_reconcilers(reconcilers, namespace=NAMESPACE, service_account="gizmo-operator")
+        apply(admin, without_status_rule(documents))
+
+        result = okt_run(plane, operator_file)
+
+        missing = [line for line in result.stderr.splitlines() if "missing permission" in line]
+        assert result.returncode == 1, result.stderr
+        assert missing == [
+            "okt: missing permission: patch gizmos/status (perm.okt.io) in namespace shop (a Role there, or a "
+            'ClusterRole); rule: {apiGroups: ["perm.okt.io"], resources: ["gizmos/status"], verbs: ["patch"]}'
+        ]
+        assert "--skip-permission-check" in result.stderr
+        assert "watching" not in result.stderr  # stopped before the first watch
+
+        client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(OPERATOR))
+        try:
+            apply(admin, status_role())
+            assert (
+                permissions.missing(
+                    client, reconcilers, [NAMESPACE], leader_elect=False, lease_namespace=NAMESPACE, warn=print
+                )
+                == []
+            )
+        finally:
+            client.close()
+    finally:
+        admin.close()

@@ -37,7 +37,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.reconciler import children, finalize, report, timers
+from okt.reconciler import children, cluster_operator, finalize, report, timers
 from okt.reconciler import context as context_mod
 from okt.resources import apply, helpers, resource
 from okt.status import bookkeeping, writer
@@ -80,6 +80,10 @@ class Reconciler:
     """Versions to report in ``status.versions`` (OpenShift's ``[{name, version}]``), e.g. ``{"operator": "1.4.0",
     "memcached": "1.6"}``: written once nothing rolls out; while a rollout toward them is under way Progressing is
     True, reason ``Upgrading``."""
+    cluster_operator: ClassVar[str | None] = None
+    """The name of a cluster-scoped ``ClusterOperator`` (``config.openshift.io/v1``) to mirror this operator's
+    Available/Progressing/Degraded, versions and related objects onto, when the server serves that kind (OpenShift);
+    nothing happens where it does not. See :mod:`okt.reconciler.cluster_operator`."""
     related_objects: ClassVar[bool] = True
     """Write ``status.relatedObjects`` (group, resource, namespace, name of every child), as OpenShift operators do."""
     degraded_after: ClassVar[int] = 3
@@ -300,7 +304,18 @@ BuiltinWork = Callable[[Reconciler, context_mod.Context], None]
 
 def _succeed(reconciler: Reconciler, ctx: context_mod.Context) -> None:
     report.on_success(reconciler, ctx)
+    _mirror(reconciler, ctx)
     timers.run_due(reconciler, ctx, reconciler.timer_clock)
+
+
+def _fail(reconciler: Reconciler, ctx: context_mod.Context) -> None:
+    report.on_error(ctx)
+    _mirror(reconciler, ctx)
+
+
+def _mirror(reconciler: Reconciler, ctx: context_mod.Context) -> None:
+    if reconciler.cluster_operator and ctx.exists:
+        cluster_operator.mirror(reconciler.cluster_operator, ctx)
 
 
 BUILTIN_WORK: Mapping[State, BuiltinWork] = {
@@ -309,7 +324,7 @@ BUILTIN_WORK: Mapping[State, BuiltinWork] = {
     State.Mutator: lambda reconciler, ctx: children.mutate(ctx),
     State.Updater: lambda reconciler, ctx: children.write(ctx),
     State.SuccessManager: _succeed,
-    State.ErrorManager: lambda reconciler, ctx: report.on_error(ctx),
+    State.ErrorManager: _fail,
     State.CRFinalizer: finalize.finalize,
 }
 """The built-in work of each state (:mod:`.children`, :mod:`.report`, :mod:`.finalize`)."""

@@ -16,7 +16,10 @@ what okt's runtime and engine use:
   gets get, list, watch, create, delete;
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
-* ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election.
+* ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election;
+* ``clusteroperators`` in ``config.openshift.io``: create, and get (plus patch on ``clusteroperators/status``) of the
+  names the reconcilers declare in ``cluster_operator`` — a separate ClusterRole ``<account>-cluster-operator``, since
+  a ClusterOperator is cluster-scoped even when the operator is namespaced.
 
 Guarantees: no wildcard anywhere; rules are grouped per API group (a rule per group and set of verbs), with groups,
 resources and verbs sorted, so the output is deterministic and diffs well. A namespaced operator gets a
@@ -44,6 +47,7 @@ CREATE_DELETE_VERBS = ("get", "list", "watch", "create", "delete")
 READ_VERBS = ("get", "list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
+CLUSTER_OPERATOR_GROUP = "config.openshift.io"
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -219,7 +223,7 @@ def rbac_for_reconcilers(
         primaries.append(PrimaryKind(primary.group, primary.plural, owner=bool(children), status=primary.status))
         owned += children
     account = service_account or f"{crd.primary_of(classes[0], custom=False).kind.lower()}-operator"
-    return rbac_for_primaries(
+    documents = rbac_for_primaries(
         primaries=primaries,
         owned=owned,
         namespace=namespace,
@@ -228,6 +232,28 @@ def rbac_for_reconcilers(
         service_account=account,
         watched=watched,
     )
+    names = sorted({name for cls in classes if isinstance(name := getattr(cls, "cluster_operator", None), str)})
+    if names:
+        documents += _role_and_binding(
+            f"{account}-cluster-operator", None, cluster_operator_rules(names), account, namespace
+        )
+    return documents
+
+
+def cluster_operator_rules(names: Sequence[str]) -> list[dict[str, Any]]:
+    """What mirroring onto the ClusterOperators ``names`` needs: create them (a create cannot be limited to names),
+    read them and patch their status."""
+    group = [CLUSTER_OPERATOR_GROUP]
+    return [
+        {"apiGroups": group, "resources": ["clusteroperators"], "verbs": ["create"]},
+        {"apiGroups": group, "resources": ["clusteroperators"], "resourceNames": list(names), "verbs": ["get"]},
+        {
+            "apiGroups": group,
+            "resources": ["clusteroperators/status"],
+            "resourceNames": list(names),
+            "verbs": ["get", "patch"],
+        },
+    ]
 
 
 def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from okt.errors import (
     Forbidden,
     GiveUp,
     Gone,
+    HttpError,
     Invalid,
     InvalidSpec,
     MutationError,
@@ -24,6 +25,8 @@ from okt.errors import (
     OwnedByAnother,
     PermanentError,
     RegistrationError,
+    RemoteError,
+    RemoteTimeout,
     ServerError,
     TemporaryError,
     TooManyRequests,
@@ -34,6 +37,8 @@ from okt.hooks import on_cleanup, on_startup
 from okt.kube.client import Client
 from okt.kube.kinds import Kind
 from okt.kube.objects import CustomResource
+from okt.kube.operand_http import HttpResponse
+from okt.kube.podexec import ExecResult
 from okt.lifecycle.lifecycle import Lifecycle, Progress
 from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
 from okt.reconciler.context import Context
@@ -84,10 +89,13 @@ __all__ = [
     "DEGRADED",
     "DaemonContext",
     "DeploymentResource",
+    "ExecResult",
     "Forbidden",
     "FreeStyle",
     "GiveUp",
     "Gone",
+    "HttpError",
+    "HttpResponse",
     "IllegalTransition",
     "Invalid",
     "InvalidSpec",
@@ -114,6 +122,8 @@ __all__ = [
     "Readiness",
     "Reconciler",
     "RegistrationError",
+    "RemoteError",
+    "RemoteTimeout",
     "Resource",
     "Run",
     "SecretResource",

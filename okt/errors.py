@@ -9,6 +9,9 @@ The tree::
 
     OktError                      reason "OktError"
     ├── TemporaryError            "TemporaryError"      retry, optionally after ``delay`` seconds
+    │   └── RemoteError           "RemoteError"         a call into the operand (``ctx.exec``, ``ctx.http``) failed
+    │       ├── RemoteTimeout     "RemoteTimeout"       no complete answer within the call's timeout
+    │       └── HttpError         "HttpError"           the operand answered HTTP with a non-2xx status
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
@@ -325,6 +328,36 @@ class ConfigurationError(OktError):
     """Bad command-line or configuration input; raised before anything talks to a cluster."""
 
     reason: ClassVar[str] = "ConfigurationError"
+
+
+class RemoteError(TemporaryError):
+    """A call into the operand failed: a command could not run in its container (``ctx.exec``), or an HTTP call to
+    it got no usable answer (``ctx.http``). Temporary: the operand is usually starting, restarting or overloaded.
+
+    A command that runs and exits non-zero is *not* an error: its exit code is in the result.
+    """
+
+    reason: ClassVar[str] = "RemoteError"
+
+
+class RemoteTimeout(RemoteError):
+    """No complete answer within the call's ``timeout`` seconds; the connection was closed (nothing left waiting).
+
+    Caveat: closing an exec stream does not kill the command in the container; it may still be running.
+    """
+
+    reason: ClassVar[str] = "RemoteTimeout"
+
+
+class HttpError(RemoteError):
+    """The operand answered an HTTP call with a non-2xx ``status``; ``body`` is the start of its answer."""
+
+    reason: ClassVar[str] = "HttpError"
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        self.status = status
+        self.body = body
+        super().__init__(message)
 
 
 def reason_for(exc: BaseException) -> str:

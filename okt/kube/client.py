@@ -133,6 +133,15 @@ def fenced(fence: WriteFence | None) -> Iterator[None]:
         _write_fence.reset(token)
 
 
+def check_fence(verb: str, resource: str) -> None:
+    """Raise ``okt.NotLeader`` when the thread's fence (see :func:`fenced`) refuses ``verb`` on ``resource``."""
+    fence = _write_fence.get()
+    if fence is not None:
+        refused = fence(verb, resource)
+        if refused is not None:
+            raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+
+
 class RateLimit:
     """A token bucket: ``qps`` requests a second on average, bursts of up to ``burst`` (client-go's client limit).
 
@@ -256,6 +265,10 @@ class Client:
         self._session.trust_env = False
         self._direct = transport.DirectTransport.for_config(config, adapter, self._base, self._proxies, "okt")
         self._timeout = timeout
+        self._config = config
+        self._adapter = adapter
+        self.tls = transport.TLS.of(config)
+        """The TLS settings of every connection to the API server (the session's, the direct path's, streams')."""
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
         self._kinds_lock = threading.Lock()
         self._discovered: list[discovery.Served] | None = None
@@ -306,22 +319,26 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        check: bool = True,
+        data: bytes | str | None = None,
     ) -> transport.Response:
         """One request answered whole (the direct path when the credentials allow it, else the session).
+
+        ``check`` False returns a non-2xx answer instead of raising (a proxied answer is the operand's, not the API's);
+        ``data`` is a body sent as it is (``body`` is serialised as JSON).
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
             okt.errors.NotLeader: a write the fence refused (see :func:`fenced`); nothing was sent.
         """
-        fence = _write_fence.get()
-        if fence is not None and verb in WRITE_VERBS:
-            refused = fence(verb, resource)
-            if refused is not None:
-                raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+        if verb in WRITE_VERBS:
+            check_fence(verb, resource)
         if self.rate_limit is not None:
             self.rate_limit.acquire()
         self.stats.record(verb, resource)
-        if body is None:
+        if data is not None:
+            pass
+        elif body is None:
             data = None
         elif content_type == PATCH_TYPES["apply"]:
             data = yaml_safe_json(body)
@@ -340,7 +357,7 @@ class Client:
             answer = self._send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
             response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
         self.stats.answered(response.status_code, method)
-        if response.status_code >= 400:
+        if check and response.status_code >= 400:
             raise self._error(response, method, path)
         return response
 
@@ -350,7 +367,7 @@ class Client:
         path: str,
         *,
         params: Mapping[str, Any] | None = None,
-        data: str | None = None,
+        data: bytes | str | None = None,
         content_type: str = "application/json",
         stream: bool = False,
         timeout: float | tuple[float, float],
@@ -371,6 +388,26 @@ class Client:
         except requests.RequestException as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+
+    @property
+    def base_url(self) -> str:
+        """The API server's URL (with the path prefix a proxy in front of it may add), without a trailing slash."""
+        return str(self._base)
+
+    def credential_headers(self) -> dict[str, str]:
+        """The headers proving who we are, for a connection the session does not make (a websocket).
+
+        Static credentials give the headers the direct path sends; refreshing ones (``exec`` plugins, auth providers)
+        are asked to pykube's adapter afresh, as the session would for a request.
+        """
+        if self._direct is not None:
+            return {k: v for k, v in self._direct.headers.items() if k in ("Authorization", "User-Agent")}
+        probe = requests.Request("GET", self._base).prepare()
+        self._adapter._setup_request_auth(self._config, probe, {})  # pykube's per-request authentication
+        headers = {"User-Agent": "okt"}
+        if probe.headers.get("Authorization"):
+            headers["Authorization"] = str(probe.headers["Authorization"])
+        return headers
 
     @staticmethod
     def _error(response: transport.Response, method: str, path: str) -> errors.ApiError:

@@ -22,8 +22,10 @@ Caveats: streaming requests (watches) stay on the session, which handles long-li
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import ssl
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +35,47 @@ import requests
 import urllib3
 
 TimeoutSpec = float | tuple[float, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class TLS:
+    """How a kubeconfig says to check the API server and prove who we are: what every connection to it must use.
+
+    ``verify`` is ``True`` (the system's CAs), a CA file, or ``False`` (``insecure-skip-tls-verify``); ``cert`` the
+    client certificate and key files; ``server_name`` the kubeconfig's ``tls-server-name``.
+    """
+
+    verify: bool | str = True
+    cert: tuple[str, str] | None = None
+    server_name: str | None = None
+
+    @classmethod
+    def of(cls, config: pykube.KubeConfig) -> TLS:
+        """Read as pykube's adapter reads it (``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` first, then the kubeconfig)."""
+        user, cluster = config.user, config.cluster
+        cert = None
+        if "client-certificate" in user:
+            cert = (user["client-certificate"].filename(), user["client-key"].filename())
+        verify: bool | str = True
+        if os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") is not None:
+            verify = os.environ["PYKUBE_SSL_CERTIFICATE_AUTHORITY"]
+        elif "certificate-authority" in cluster:
+            verify = cluster["certificate-authority"].filename()
+        elif "insecure-skip-tls-verify" in cluster:
+            verify = not cluster["insecure-skip-tls-verify"]
+        return cls(verify, cert, cluster.get("tls-server-name"))
+
+    def context(self) -> ssl.SSLContext:
+        """An ``ssl`` context with these settings (for connections ``requests`` does not make: websockets)."""
+        if self.verify is False:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context(cafile=self.verify if isinstance(self.verify, str) else None)
+        if self.cert is not None:
+            context.load_cert_chain(*self.cert)
+        return context
 
 
 class Response:
@@ -87,22 +130,12 @@ class DirectTransport:
         elif user.get("username") and user.get("password"):
             basic = urllib3.util.make_headers(basic_auth=f"{user['username']}:{user['password']}")
             headers["Authorization"] = basic["authorization"]
-        cert = None
-        if "client-certificate" in user:
-            cert = (user["client-certificate"].filename(), user["client-key"].filename())
-        cluster = config.cluster
-        verify: bool | str = True
-        if os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") is not None:
-            verify = os.environ["PYKUBE_SSL_CERTIFICATE_AUTHORITY"]
-        elif "certificate-authority" in cluster:
-            verify = cluster["certificate-authority"].filename()
-        elif "insecure-skip-tls-verify" in cluster:
-            verify = not cluster["insecure-skip-tls-verify"]
+        settings = TLS.of(config)
         probe = requests.Request("GET", base).prepare()
-        host_params, tls = adapter.build_connection_pool_key_attributes(probe, verify, cert)
+        host_params, tls = adapter.build_connection_pool_key_attributes(probe, settings.verify, settings.cert)
         pool_kwargs: dict[str, Any] = dict(tls)
-        if "tls-server-name" in cluster:
-            pool_kwargs["assert_hostname"] = pool_kwargs["server_hostname"] = cluster["tls-server-name"]
+        if settings.server_name:
+            pool_kwargs["assert_hostname"] = pool_kwargs["server_hostname"] = settings.server_name
         pool = adapter.poolmanager.connection_from_host(**host_params, pool_kwargs=pool_kwargs)
         return cls(pool, urllib.parse.urlsplit(base).path.rstrip("/"), headers)
 
@@ -112,7 +145,7 @@ class DirectTransport:
         path: str,
         *,
         params: Mapping[str, Any] | None,
-        data: str | None,
+        data: bytes | str | None,
         content_type: str,
         timeout: TimeoutSpec,
     ) -> Response:
@@ -129,7 +162,7 @@ class DirectTransport:
         answer = self._pool.urlopen(
             method,
             url,
-            body=data.encode() if data is not None else None,
+            body=data.encode() if isinstance(data, str) else data,
             headers=headers,
             retries=False,
             redirect=False,

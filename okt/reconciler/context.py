@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 import pydantic
 import structlog
@@ -19,7 +19,7 @@ import structlog
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, operand_http, podexec
 from okt.reconciler import watches
 from okt.resources import apply, registry, resource
 from okt.status import bookkeeping, conditions, events, writer
@@ -157,3 +157,54 @@ class Context:
         self.reader.observe(obj)
         if kinds.key_of(obj) == self.cr.key:
             self.cr = self.cr.with_raw(obj)
+
+    # -- calling the operand (see docs/guide/remote.md) ----------------------------------------------------------
+
+    def exec(
+        self,
+        pod: str,
+        container: str | None,
+        command: Sequence[str],
+        *,
+        timeout: float = podexec.DEFAULT_TIMEOUT,
+        namespace: str | None = None,
+    ) -> podexec.ExecResult:
+        """Run ``command`` in ``container`` of Pod ``pod`` (in the custom resource's namespace unless given) through
+        the ``pods/exec`` subresource: stdout, stderr and the exit code (non-zero is a result, not an error).
+
+        Raises ``okt.RemoteTimeout`` after ``timeout`` seconds, ``okt.RemoteError`` when the command cannot start,
+        an ``okt.ApiError`` when the Pod or container does not exist; see :mod:`okt.kube.podexec`.
+        """
+        where = namespace or self.cr.namespace or self.client.default_namespace
+        return podexec.run(self.client, where, pod, container, command, timeout=timeout)
+
+    def http(
+        self,
+        target: str,
+        path: str,
+        *,
+        method: str = "GET",
+        json: Any = None,
+        timeout: float = operand_http.DEFAULT_TIMEOUT,
+        port: int | str | None = None,
+        scheme: Literal["http", "https"] = "http",
+        route: operand_http.Route = "proxy",
+        verify: bool | str = True,
+        namespace: str | None = None,
+    ) -> operand_http.HttpResponse:
+        """Call the operand: ``target`` is ``"service/NAME"`` (or a bare name) or ``"pod/NAME"``, by default through
+        the API server's proxy. A non-2xx answer raises ``okt.HttpError``, no answer ``okt.RemoteTimeout`` or
+        ``okt.RemoteError``; see :mod:`okt.kube.operand_http` for the routes."""
+        where = operand_http.Target.parse(target, namespace or self.cr.namespace or self.client.default_namespace)
+        return operand_http.call(
+            self.client,
+            where,
+            path,
+            method=method,
+            json=json,
+            timeout=timeout,
+            port=port,
+            scheme=scheme,
+            route=route,
+            verify=verify,
+        )

@@ -37,7 +37,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.reconciler import children, finalize, report, timers
+from okt.reconciler import children, cluster_operator, finalize, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import apply, helpers, resource
@@ -90,6 +90,10 @@ class Reconciler:
     """Versions to report in ``status.versions`` (OpenShift's ``[{name, version}]``), e.g. ``{"operator": "1.4.0",
     "memcached": "1.6"}``: written once nothing rolls out; while a rollout toward them is under way Progressing is
     True, reason ``Upgrading``."""
+    cluster_operator: ClassVar[str | None] = None
+    """The name of a cluster-scoped ``ClusterOperator`` (``config.openshift.io/v1``) to mirror this operator's
+    Available/Progressing/Degraded, versions and related objects onto, when the server serves that kind (OpenShift);
+    nothing happens where it does not. See :mod:`okt.reconciler.cluster_operator`."""
     related_objects: ClassVar[bool] = True
     """Write ``status.relatedObjects`` (group, resource, namespace, name of every child), as OpenShift operators do."""
     degraded_after: ClassVar[int] = 3
@@ -308,7 +312,13 @@ class Reconciler:
 
     def degraded(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Whether the application is degraded although the reconcile succeeded (an error is Degraded anyway).
-        Default: False."""
+        Default: True, reason ``ProgressDeadlineExceeded``, while a workload child's rollout is stuck (its controller
+        saw no progress within ``progressDeadlineSeconds``: an image that cannot start, a crash loop); else False."""
+        for child in ctx.registry:
+            if isinstance(child, helpers.DeploymentResource | helpers.StatefulSetResource):
+                stalled = child.readiness().stalled
+                if stalled:
+                    return True, "ProgressDeadlineExceeded", f"{child.kind} {child.name}: {stalled}"
         return False
 
 
@@ -317,7 +327,18 @@ BuiltinWork = Callable[[Reconciler, context_mod.Context], None]
 
 def _succeed(reconciler: Reconciler, ctx: context_mod.Context) -> None:
     report.on_success(reconciler, ctx)
+    _mirror(reconciler, ctx)
     timers.run_due(reconciler, ctx, reconciler.timer_clock)
+
+
+def _fail(reconciler: Reconciler, ctx: context_mod.Context) -> None:
+    report.on_error(ctx)
+    _mirror(reconciler, ctx)
+
+
+def _mirror(reconciler: Reconciler, ctx: context_mod.Context) -> None:
+    if reconciler.cluster_operator and ctx.exists:
+        cluster_operator.mirror(reconciler.cluster_operator, ctx)
 
 
 BUILTIN_WORK: Mapping[State, BuiltinWork] = {
@@ -326,7 +347,7 @@ BUILTIN_WORK: Mapping[State, BuiltinWork] = {
     State.Mutator: lambda reconciler, ctx: children.mutate(ctx),
     State.Updater: lambda reconciler, ctx: children.write(ctx),
     State.SuccessManager: _succeed,
-    State.ErrorManager: lambda reconciler, ctx: report.on_error(ctx),
+    State.ErrorManager: _fail,
     State.CRFinalizer: finalize.finalize,
 }
 """The built-in work of each state (:mod:`.children`, :mod:`.report`, :mod:`.finalize`)."""

@@ -4,7 +4,8 @@
   hashing and comparing — otherwise every reconcile would see drift.
 * Service: ``clusterIP``/``clusterIPs`` and each port's ``nodePort`` are assigned by the server; an update keeps them
   (a changed clusterIP is rejected, a dropped nodePort would be re-allocated).
-* Deployment / StatefulSet: readiness counts from the live status, for the Available/Progressing conditions.
+* Deployment / StatefulSet: readiness counts from the live status, for the Available/Progressing conditions, and a
+  Deployment's stuck rollout (``ProgressDeadlineExceeded``) for Degraded.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class Readiness:
     available: int
     updated: int
     observed: bool
+    stalled: str | None = None
+    """Why the rollout is stuck — the message of a Deployment's ``Progressing=False, ProgressDeadlineExceeded``
+    condition (no progress within ``progressDeadlineSeconds``) — or None while it is not."""
 
     @property
     def available_all(self) -> bool:
@@ -69,13 +73,13 @@ class Readiness:
     def progressing(self) -> bool:
         return not self.observed or self.updated < self.desired or self.ready < self.desired
 
-    def view(self) -> tuple[int, int, int, bool, bool]:
-        """What conditions derive from these counts: ready, available, updated, all available, progressing.
+    def view(self) -> tuple[int, int, int, bool, bool, str | None]:
+        """What conditions derive from these counts: ready, available, updated, all available, progressing, stalled.
 
         Whether the controller has observed the latest generation matters only through the last two: its status
         write that only acknowledges a new generation changes nothing a condition shows.
         """
-        return (self.ready, self.available, self.updated, self.available_all, self.progressing)
+        return (self.ready, self.available, self.updated, self.available_all, self.progressing, self.stalled)
 
     @classmethod
     def of(cls, live: Mapping[str, Any] | None) -> Readiness:
@@ -90,7 +94,16 @@ class Readiness:
             available=int(status.get("availableReplicas") or 0),
             updated=int(status.get("updatedReplicas") or 0),
             observed=int(status.get("observedGeneration") or 0) >= int(generation),
+            stalled=_stalled(status),
         )
+
+
+def _stalled(status: Mapping[str, Any]) -> str | None:
+    for condition in status.get("conditions") or ():
+        stuck = condition.get("reason") == "ProgressDeadlineExceeded" and condition.get("status") == "False"
+        if stuck and condition.get("type") == "Progressing":
+            return str(condition.get("message") or "ProgressDeadlineExceeded")
+    return None
 
 
 class DeploymentResource(resource.MutableResource):

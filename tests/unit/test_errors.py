@@ -31,6 +31,9 @@ EXPECTED_REASONS = {
     errors.RegistrationError: "RegistrationAborted",
     errors.MutationError: "MutateError",
     errors.ConfigurationError: "ConfigurationError",
+    errors.RemoteError: "RemoteError",
+    errors.RemoteTimeout: "RemoteTimeout",
+    errors.HttpError: "HttpError",
 }
 
 
@@ -246,6 +249,7 @@ def test_invalid_spec_shortens_long_bad_values() -> None:
         errors.ApiError.from_status(409, "AlreadyExists", "exists", method="POST", url="/x"),
         errors.ApiError.from_status(503, "ServiceUnavailable", "down"),
         errors.RegistrationError("twice"),
+        errors.HttpError("GET pod/x -> 404: gone", status=404, body="gone"),
     ],
     ids=lambda exc: type(exc).__name__,
 )

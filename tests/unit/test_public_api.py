@@ -73,6 +73,11 @@ PINNED = {
     "Progress",
     "Transition",
     "UnknownPhase",
+    "ExecResult",
+    "HttpError",
+    "HttpResponse",
+    "RemoteError",
+    "RemoteTimeout",
 }
 
 

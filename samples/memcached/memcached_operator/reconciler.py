@@ -63,7 +63,9 @@ class MemcachedReconciler(okt.Reconciler):
     """Reconciles ``Memcached`` (``cache.example.com/v1alpha1``) into a ConfigMap, a Service and a Deployment.
 
     Parameters (``params``, override in a subclass): ``max_sizes`` maps an image repository (full, or its last path
-    element) to the largest ``spec.size`` allowed for it; see :mod:`.policy`.
+    element) to the largest ``spec.size`` allowed for it; see :mod:`.policy`. ``progress_deadline_seconds`` (unset:
+    Kubernetes' 600) is the Deployment's ``progressDeadlineSeconds``: a rollout without progress for that long (an
+    image that cannot start) turns the Memcached ``Degraded=True``, reason ``ProgressDeadlineExceeded``.
     """
 
     api_version = api.API_VERSION

@@ -19,13 +19,14 @@ from okt.testing import envtest, node
 
 @pytest.fixture(scope="session")
 def node_plane() -> Iterator[envtest.ControlPlane]:
-    """A control plane with the local node, Ready and schedulable (the StatefulSet controller runs too)."""
+    """A control plane with the local node, Ready and schedulable (the StatefulSet and Endpoints controllers run
+    too: Services have endpoints, so the API server's Service proxy reaches their Pods)."""
     reason = node.unavailable()
     if reason is not None:
         pytest.skip(f"no local node: {reason}")
     plane = envtest.ControlPlane(
         node=True,
-        controllers=(*envtest.DEFAULT_CONTROLLERS, "statefulset"),
+        controllers=(*envtest.DEFAULT_CONTROLLERS, "statefulset", "endpoint"),
         out=lambda line: print(line, file=sys.stderr, flush=True),
     )
     plane.start()

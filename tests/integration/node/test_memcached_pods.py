@@ -124,3 +124,47 @@ def test_an_image_whose_command_cannot_start_leaves_the_rollout_stuck(memcacheds
         assert found["Progressing"] == ("True", "RollingOut")
         assert (memcacheds.get("broken") or {})["status"]["availableReplicas"] == 0
         time.sleep(0.5)
+
+
+class ImpatientMemcachedReconciler(MemcachedReconciler):
+    """The sample with a 5-second rollout deadline: a stuck rollout is reported within seconds, not 10 minutes."""
+
+    params = {**MemcachedReconciler.params, "progress_deadline_seconds": 5}
+
+
+@pytest.fixture
+def impatient_memcacheds(
+    node_plane: envtest.ControlPlane, node_kube: kube_client.Client, node_namespace: str
+) -> Iterator[harness.Memcacheds]:
+    kind = harness.apply_crd(node_kube, plane=node_plane)
+    operator = RunningOperator.start(node_kube, ImpatientMemcachedReconciler, namespaces=[node_namespace])
+    try:
+        yield harness.Memcacheds(node_kube, kind, node_namespace)
+    finally:
+        operator.stop()
+
+
+def degraded_condition(memcacheds: harness.Memcacheds, name: str) -> dict[str, Any]:
+    found = [
+        c for c in ((memcacheds.get(name) or {}).get("status") or {}).get("conditions") or () if c["type"] == "Degraded"
+    ]
+    return found[0] if found else {}
+
+
+def test_a_rollout_stuck_past_its_deadline_turns_the_memcached_degraded_with_the_deployments_reason(
+    impatient_memcacheds: harness.Memcacheds,
+) -> None:
+    memcacheds = impatient_memcacheds
+    memcacheds.create("stuck", 1, images.BUSYBOX)  # busybox cannot run memcached's arguments: no progress, ever
+    wait_conditions(memcacheds, "stuck", Available="False", Degraded="False")
+
+    wait_conditions(memcacheds, "stuck", timeout=TIMEOUT, Degraded="True")
+
+    degraded = degraded_condition(memcacheds, "stuck")
+    assert degraded["reason"] == "ProgressDeadlineExceeded"
+    assert degraded["message"].startswith("Deployment stuck: ")
+    found = conditions(memcacheds, "stuck")
+    assert found["Available"] == ("False", "ReplicasUnavailable")
+    assert found["Ready"][0] == "True"  # the operator did its part: the children are as desired
+    deployment = memcacheds.client.get(kinds.BUILTIN[("apps/v1", "Deployment")], "stuck", memcacheds.namespace)
+    assert deployment["spec"]["progressDeadlineSeconds"] == 5

@@ -307,3 +307,37 @@ def test_a_watch_named_by_a_short_name_needs_its_group_for_code_generation() -> 
 
     with pytest.raises(errors.CodegenError, match=r"Watching\.watches: 'cm' is not in the kind dictionary"):
         rbac.rbac_for_reconciler(Watching, namespace="operators")
+
+
+def test_a_declared_cluster_operator_gets_a_cluster_role_limited_to_its_name() -> None:
+    class Mirrored(MemcachedReconciler):
+        cluster_operator = "memcached"
+
+    documents = rbac.rbac_for_reconciler(Mirrored, namespace="operators")
+
+    roles = [d for d in documents if d["kind"] == "ClusterRole"]
+    assert [r["metadata"]["name"] for r in roles] == ["memcached-operator-cluster-operator"]
+    assert roles[0]["rules"] == [
+        {"apiGroups": ["config.openshift.io"], "resources": ["clusteroperators"], "verbs": ["create"]},
+        {
+            "apiGroups": ["config.openshift.io"],
+            "resources": ["clusteroperators"],
+            "resourceNames": ["memcached"],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": ["config.openshift.io"],
+            "resources": ["clusteroperators/status"],
+            "resourceNames": ["memcached"],
+            "verbs": ["get", "patch"],
+        },
+    ]
+    binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "memcached-operator", "namespace": "operators"}]
+    assert rules_of(documents, "Role") == rules_of(rbac.rbac_for_reconciler(MemcachedReconciler), "Role")
+
+
+def test_no_cluster_operator_no_cluster_role() -> None:
+    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
+
+    assert not [d for d in documents if d["kind"].startswith("Cluster")]

@@ -225,7 +225,7 @@ def test_a_workloads_status_view_is_what_its_conditions_read(helper: type[helper
         "spec": {"replicas": 3},
         "status": {"observedGeneration": 2, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 3},
     }
-    assert helper.status_view(live) == (1, 1, 3, False, True)
+    assert helper.status_view(live) == (1, 1, 3, False, True, None)
     noisy = copy.deepcopy(live)
     noisy["status"].update(conditions=[{"type": "Progressing"}], unavailableReplicas=2, collisionCount=1)
     assert helper.status_view(noisy) == helper.status_view(live)
@@ -234,3 +234,34 @@ def test_a_workloads_status_view_is_what_its_conditions_read(helper: type[helper
 def test_a_plain_resource_reads_the_whole_status() -> None:
     live = {"status": {"phase": "Running", "conditions": []}}
     assert okt_resource.MutableResource.status_view(live) == live["status"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "stalled"),
+    [
+        pytest.param(
+            {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"},
+            "timed out",
+            id="deadline-exceeded",
+        ),
+        pytest.param(
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "progressing"},
+            None,
+            id="progressing",
+        ),
+        pytest.param(
+            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable", "message": "x"},
+            None,
+            id="other-condition",
+        ),
+    ],
+)
+def test_a_deployment_whose_rollout_passed_its_deadline_reads_as_stalled_and_its_view_changes(
+    condition: dict[str, str], stalled: str | None
+) -> None:
+    live = workload(1, 1, observedGeneration=1)
+    before = helpers.DeploymentResource.status_view(live)
+    live["status"]["conditions"] = [condition]
+
+    assert helpers.Readiness.of(live).stalled == stalled
+    assert (helpers.DeploymentResource.status_view(live) != before) is (stalled is not None)

@@ -8,7 +8,8 @@ The template (from ``manifests/deployment.yaml``) fixes the shape: labels, port
 11211, the settings read from ``<name>-config``. What follows the custom resource
 is set here: the replicas, the image, the container's memory, and a checksum of
 the settings on the pod template, so that a change of settings rolls the pods
-(they read the ConfigMap only when they start).
+(they read the ConfigMap only when they start); the rollout's deadline when the
+operator's ``progress_deadline_seconds`` parameter sets one.
 """
 
 from typing import Any
@@ -38,6 +39,9 @@ class DeploymentMemcached(DeploymentMemcachedBase):
         resources = container.setdefault("resources", {})
         resources.setdefault("requests", {})["memory"] = tuned.container_memory
         resources.setdefault("limits", {})["memory"] = tuned.container_memory
+        deadline = self.params.get("progress_deadline_seconds")
+        if deadline is not None:  # how long a stuck rollout waits before the Memcached reads Degraded
+            deployment_spec["progressDeadlineSeconds"] = int(deadline)
 
 
 def memcached_container(pod_spec: dict[str, Any]) -> dict[str, Any]:

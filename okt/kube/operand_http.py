@@ -1,0 +1,262 @@
+"""Call the operand over HTTP: through the API server's proxy (the default), or straight to a Pod's IP.
+
+Why this exists: an operator reads its operand's health and statistics, or triggers its admin endpoints, over HTTP.
+Where the operator runs decides what it can reach: out of the cluster (``okt run`` on a laptop, the tests) it reaches
+only the API server; in the cluster it reaches Pod IPs, and Service ClusterIPs only where kube-proxy (or a CNI doing
+its work) runs. Two routes, chosen per call:
+
+``route="proxy"`` (default)
+    ``/api/v1/namespaces/NS/{pods|services}/[SCHEME:]NAME[:PORT]/proxy/PATH`` on the API server: works in and out of
+    the cluster, through the client's verified TLS and credentials (RBAC: ``get``/``create``/... on ``pods/proxy`` or
+    ``services/proxy``). A Service is resolved by the API server to one of its ready endpoints (not its ClusterIP),
+    so it works without kube-proxy. Caveat: the API server does not verify an ``https`` operand's certificate on its
+    hop; use the direct route where that matters.
+``route="direct"``
+    to the Pod's IP (a Service: the first ready address of its Endpoints) and the port, from this process. For an
+    in-cluster operator; ``https`` is verified (``verify=True``: the system's CAs; a CA file path; ``False`` only by
+    explicit choice).
+
+Guarantees: every call has a ``timeout`` (connect and read); a non-2xx answer raises :class:`okt.errors.HttpError`
+(its ``status`` and the first :data:`EXCERPT` characters of the body); no answer raises
+:class:`okt.errors.RemoteTimeout` (the timeout) or :class:`okt.errors.RemoteError` (refused, unreachable); the
+connection of a failed call is dropped, never left waiting. A call that is not a ``GET``/``HEAD`` may change the
+operand: it is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json as json_mod
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import urllib3
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+DEFAULT_TIMEOUT = 10.0
+EXCERPT = 200
+"""Characters of a failed answer's body kept in the error (enough to read it, never a whole page in a condition)."""
+
+Route = Literal["proxy", "direct"]
+_KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "service": "services", "services": "services", "svc": "services"}
+_PODS = kinds.BUILTIN[("v1", "Pod")]
+_SERVICES = kinds.BUILTIN[("v1", "Service")]
+_ENDPOINTS = kinds.Kind("v1", "Endpoints", "endpoints", True)
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpResponse:
+    """A 2xx answer of the operand, read whole."""
+
+    status: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json_mod.loads(self.body)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What to call: a Pod or a Service by name, in a namespace."""
+
+    resource: Literal["pods", "services"]
+    name: str
+    namespace: str
+
+    @classmethod
+    def parse(cls, target: str, namespace: str) -> Target:
+        """``"pod/NAME"``, ``"service/NAME"`` (``po``, ``svc`` too), or a bare ``"NAME"``: a Service."""
+        kind, _, name = target.rpartition("/")
+        resource = _KINDS.get(kind.lower() or "service")
+        if resource is None or not name:
+            raise ValueError(f"target {target!r}: expected 'pod/NAME', 'service/NAME' or a Service's NAME")
+        return cls(resource, name, namespace)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return f"{self.resource[:-1]}/{self.namespace}/{self.name}"
+
+
+def proxy_path(target: Target, path: str, port: int | str | None, scheme: str) -> str:
+    """The API server's proxy path for ``path`` on ``target``'s ``port`` (``scheme:name:port``)."""
+    spec = target.name if port is None else f"{target.name}:{port}"
+    if scheme != "http":
+        spec = f"{scheme}:{spec}"
+    namespace, spec = urllib.parse.quote(target.namespace), urllib.parse.quote(spec, safe=":")
+    return f"/api/v1/namespaces/{namespace}/{target.resource}/{spec}/proxy/{path.lstrip('/')}"
+
+
+def call(
+    client: kube_client.Client,
+    target: Target,
+    path: str,
+    *,
+    method: str = "GET",
+    json: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    port: int | str | None = None,
+    scheme: Literal["http", "https"] = "http",
+    route: Route = "proxy",
+    verify: bool | str = True,
+) -> HttpResponse:
+    """Call ``method path`` on ``target`` and return its 2xx answer.
+
+    Args:
+        path: the path (with its query) on the operand, e.g. ``"/stats?format=json"``.
+        json: a body, sent as JSON.
+        port: the port (number, or a named port of the Pod/Service); default: the Service's first port, a Pod's 80.
+        route: ``"proxy"`` (through the API server) or ``"direct"`` (to the Pod IP; in-cluster operators).
+        verify: for ``https`` on the direct route: ``True`` (system CAs), a CA file, or ``False``.
+
+    Raises:
+        okt.errors.HttpError: the operand (or the API server's proxy) answered non-2xx.
+        okt.errors.RemoteTimeout: no complete answer within ``timeout`` seconds.
+        okt.errors.RemoteError: no answer at all (refused, unreachable, no ready endpoint).
+        okt.errors.NotLeader: a call other than GET/HEAD while the thread's leadership fence refuses writes.
+    """
+    method = method.upper()
+    if method not in ("GET", "HEAD", "OPTIONS"):
+        kube_client.check_fence("create", f"{target.resource}/proxy")
+    data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()
+    shown = f"{method} {scheme}://{target}{'' if port is None else f':{port}'}/{path.lstrip('/')}"
+    if route == "proxy":
+        status, body = _through_proxy(client, target, path, method, data, timeout, port, scheme, shown)
+    elif route == "direct":
+        status, body = _direct(client, target, path, method, data, timeout, port, scheme, verify, shown)
+    else:
+        raise ValueError(f"route {route!r}: expected 'proxy' or 'direct'")
+    if not 200 <= status <= 299:
+        excerpt = " ".join(body.decode("utf-8", errors="replace").split())[:EXCERPT]
+        raise errors.HttpError(f"{shown} -> {status}: {excerpt}".rstrip(": "), status=status, body=excerpt)
+    return HttpResponse(status, body)
+
+
+def _through_proxy(
+    client: kube_client.Client,
+    target: Target,
+    path: str,
+    method: str,
+    data: bytes | None,
+    timeout: float,
+    port: int | str | None,
+    scheme: str,
+    shown: str,
+) -> tuple[int, bytes]:
+    if target.resource == "pods" and isinstance(port, str) and not port.isdigit():  # pods/proxy takes numbers only
+        port = _port_number(port, _pod_ports(client.get(_PODS, target.name, target.namespace)), None, target)
+    elif target.resource == "services" and port is None:  # services/proxy needs a named port's name
+        ports = (client.get(_SERVICES, target.name, target.namespace).get("spec") or {}).get("ports") or ()
+        port = (ports[0].get("name") or ports[0].get("port")) if ports else None
+    try:
+        answer = client.request(
+            method,
+            proxy_path(target, path, port, scheme),
+            verb="proxy",
+            resource=f"{target.resource}/proxy",
+            data=data,
+            content_type="application/json",
+            timeout=timeout,
+            check=False,
+        )
+    except errors.Unavailable as exc:
+        raise _no_answer(exc, shown, timeout) from exc
+    if answer.status_code >= 500:
+        unreachable = _proxy_failure(answer.content)
+        if unreachable:
+            raise errors.RemoteError(f"{shown}: no answer: {unreachable}")
+    return answer.status_code, answer.content
+
+
+def _proxy_failure(body: bytes) -> str | None:
+    """The API server's own message when its proxy could not reach the operand (a Status it wrote, not an answer)."""
+    try:
+        status = json_mod.loads(body)
+    except ValueError:
+        return None
+    if isinstance(status, dict) and status.get("kind") == "Status" and status.get("apiVersion") == "v1":
+        message = str(status.get("message") or "")
+        if message.startswith("error trying to reach service"):
+            return message
+    return None
+
+
+def _direct(
+    client: kube_client.Client,
+    target: Target,
+    path: str,
+    method: str,
+    data: bytes | None,
+    timeout: float,
+    port: int | str | None,
+    scheme: str,
+    verify: bool | str,
+    shown: str,
+) -> tuple[int, bytes]:
+    address, number = _address(client, target, port)
+    host = f"[{address}]" if ":" in address else address
+    url = f"{scheme}://{host}:{number}/{path.lstrip('/')}"
+    options: dict[str, Any] = {"retries": False, "timeout": urllib3.Timeout(connect=timeout, read=timeout)}
+    if scheme == "https":
+        options["cert_reqs"] = "CERT_REQUIRED" if verify is not False else "CERT_NONE"
+        if isinstance(verify, str):
+            options["ca_certs"] = verify
+    pool = urllib3.PoolManager(num_pools=1, **options)
+    try:
+        headers = {"Content-Type": "application/json"} if data is not None else None
+        answer = pool.request(method, url, body=data, headers=headers, redirect=False, preload_content=True)
+    except urllib3.exceptions.HTTPError as exc:
+        raise _no_answer(exc, shown, timeout) from exc
+    finally:
+        pool.clear()  # one call, one connection: nothing kept open behind the caller
+    return answer.status, answer.data
+
+
+def _address(client: kube_client.Client, target: Target, port: int | str | None) -> tuple[str, int]:
+    """The IP and port number to call ``target`` at directly (a Service: its first ready endpoint)."""
+    if target.resource == "pods":
+        pod = client.get(_PODS, target.name, target.namespace)
+        ip = (pod.get("status") or {}).get("podIP")
+        if not ip:
+            raise errors.RemoteError(f"{target} has no IP yet (phase {(pod.get('status') or {}).get('phase')})")
+        return str(ip), _port_number(port, _pod_ports(pod), 80, target)
+    endpoints = client.get(_ENDPOINTS, target.name, target.namespace)
+    for subset in endpoints.get("subsets") or ():
+        addresses = subset.get("addresses") or ()
+        if addresses:
+            return str(addresses[0]["ip"]), _port_number(port, subset.get("ports") or [], None, target)
+    raise errors.RemoteError(f"{target} has no ready endpoint")
+
+
+def _pod_ports(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [port for c in (pod.get("spec") or {}).get("containers") or () for port in c.get("ports") or ()]
+
+
+def _port_number(port: int | str | None, ports: list[Mapping[str, Any]], default: int | None, target: Target) -> int:
+    if isinstance(port, int):
+        return port
+    for entry in ports:
+        if port is None or entry.get("name") == port:
+            return int(entry.get("containerPort") or entry["port"])
+    if port is None and default is not None:
+        return default
+    raise errors.RemoteError(f"{target} has no port {port!r}" if port else f"{target} declares no port")
+
+
+def _no_answer(exc: BaseException, shown: str, timeout: float) -> errors.RemoteError:
+    """No answer: a refusal, or a timeout (found anywhere in the exception's chain)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        # urllib3 2's NewConnectionError is a ConnectTimeoutError too (for compatibility): a refusal, not a timeout
+        if isinstance(cause, urllib3.exceptions.NewConnectionError | ConnectionError):
+            break
+        if isinstance(cause, TimeoutError | urllib3.exceptions.TimeoutError):
+            return errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s")
+        cause = cause.__cause__ or cause.__context__
+    return errors.RemoteError(f"{shown}: no answer: {exc}")

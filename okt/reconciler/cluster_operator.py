@@ -1,0 +1,156 @@
+"""The ClusterOperator mirror: the operator's status, summed up on one cluster-scoped object admins read at a glance.
+
+Why this exists: on OpenShift, ``oc get clusteroperators`` is where an admin looks first; each operator keeps a
+``ClusterOperator`` (``config.openshift.io/v1``, cluster-scoped) whose status says Available / Progressing / Degraded,
+which versions run and which objects to inspect next. A reconciler that declares ``cluster_operator = "name"`` gets
+that object kept for it, from the status okt already writes on its custom resources.
+
+What is mirrored, after every SuccessManager and ErrorManager (the custom resources' statuses are written first):
+
+* ``Available`` — True when every custom resource of the kind is Available; else False, with the first unavailable
+  one's reason and message (prefixed with its namespace/name);
+* ``Progressing`` — True when any is Progressing; ``Degraded`` — True when any is Degraded (same reason rule);
+* ``versions`` — the custom resources' ``status.versions`` when they all report the same, else left as it was (a
+  rollout is under way: OpenShift reports a version only once it is reached);
+* ``relatedObjects`` — each custom resource, then each one's own ``status.relatedObjects``, without duplicates.
+
+Guarantees:
+
+* no ClusterOperator CRD (a cluster that is not OpenShift): nothing is sent but one discovery request every
+  :data:`ABSENT_RECHECK` seconds, and one log line at info level — no error, no retry;
+* nothing is written when the mirror already says it: conditions keep their ``lastTransitionTime`` until their status
+  changes, and conditions of other types (``Upgradeable``, set by someone else) are kept;
+* a failure to mirror is logged and never fails the reconcile of the custom resource (the mirror is a summary, the
+  custom resources stay the truth).
+
+Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. The RBAC it needs (``get``,
+``create`` on ``clusteroperators``, ``patch`` on ``clusteroperators/status``) is generated when the reconciler
+declares ``cluster_operator``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.status import conditions as cond
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+
+API_VERSION = "config.openshift.io/v1"
+KIND = kinds.Kind(API_VERSION, "ClusterOperator", "clusteroperators", namespaced=False)
+MIRRORED = (cond.AVAILABLE, cond.PROGRESSING, cond.DEGRADED)
+ABSENT_RECHECK = 300.0
+"""Seconds before a client that found no ClusterOperator CRD asks discovery again."""
+
+_absent_until: weakref.WeakKeyDictionary[kube_client.Client, float] = weakref.WeakKeyDictionary()
+_absent_lock = threading.Lock()
+
+
+def served(client: kube_client.Client, log: Any = None) -> bool:
+    """Whether the API server serves ClusterOperators (asked again every :data:`ABSENT_RECHECK` s while it does not;
+    ``log`` hears of each time it was found missing)."""
+    with _absent_lock:
+        if _absent_until.get(client, 0.0) > time.monotonic():
+            return False
+    try:
+        client.resolve(API_VERSION, KIND.kind)
+    except errors.NotFound:
+        with _absent_lock:
+            _absent_until[client] = time.monotonic() + ABSENT_RECHECK
+        if log is not None:
+            log.info("the server has no ClusterOperator kind: the operator's status is not mirrored")
+        return False
+    return True
+
+
+def _offending(primaries: Sequence[Mapping[str, Any]], type_: str, bad: str) -> tuple[str, str] | None:
+    """The reason and message of the first primary whose ``type_`` condition has status ``bad``."""
+    for primary in primaries:
+        found = cond.Conditions.from_status(primary.get("status"))
+        if type_ in found and found[type_].status.value == bad:
+            meta = primary.get("metadata") or {}
+            where = "/".join(part for part in (meta.get("namespace"), meta.get("name")) if part)
+            return found[type_].reason, f"{primary.get('kind')} {where}: {found[type_].message}"
+    return None
+
+
+def desired_status(
+    primaries: Sequence[Mapping[str, Any]], kind: kinds.Kind, current: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], bool]:
+    """The ClusterOperator status summing up ``primaries`` (sorted by namespace/name), and whether it differs from
+    ``current``."""
+    ordered = sorted(primaries, key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]))
+    working = cond.Conditions.from_status(current)
+    count = f"{len(ordered)} {kind.kind}"
+    unavailable = _offending(ordered, cond.AVAILABLE, "False") or _offending(ordered, cond.AVAILABLE, "Unknown")
+    working.set(cond.AVAILABLE, unavailable is None, *(unavailable or ("AsExpected", f"{count}: all available")))
+    progressing = _offending(ordered, cond.PROGRESSING, "True")
+    working.set(cond.PROGRESSING, progressing is not None, *(progressing or ("AsExpected", f"{count}: settled")))
+    degraded = _offending(ordered, cond.DEGRADED, "True")
+    working.set(cond.DEGRADED, degraded is not None, *(degraded or ("AsExpected", f"{count}: none degraded")))
+    status: dict[str, Any] = {"conditions": working.to_list()}
+    reported = [(p.get("status") or {}).get("versions") for p in ordered]
+    if reported and reported[0] and all(v == reported[0] for v in reported):
+        status["versions"] = reported[0]
+    elif (current or {}).get("versions"):
+        status["versions"] = (current or {})["versions"]
+    status["relatedObjects"] = _related(ordered, kind)
+    before = {k: (current or {}).get(k) for k in ("versions", "relatedObjects")}
+    after = {k: status.get(k) for k in ("versions", "relatedObjects")}
+    return status, working.changed or before != after
+
+
+def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[dict[str, str]]:
+    related: list[dict[str, str]] = []
+    for primary in primaries:
+        meta = primary.get("metadata") or {}
+        own = {"group": kind.group, "resource": kind.plural, "name": str(meta.get("name"))}
+        if meta.get("namespace"):
+            own["namespace"] = str(meta["namespace"])
+        for entry in (own, *((primary.get("status") or {}).get("relatedObjects") or ())):
+            if entry not in related:
+                related.append(dict(entry))
+    return related
+
+
+def mirror(name: str, ctx: context_mod.Context, attempts: int = 2) -> bool:
+    """Mirror the status of every custom resource of ``ctx``'s kind onto ClusterOperator ``name``; returns whether
+    it wrote. Never raises an API error: a failure is logged (the next reconcile tries again); a write that lost a
+    race (409) is recomputed from a fresh read once."""
+    client = ctx.client
+    try:
+        if not served(client, ctx.log):
+            return False
+        primaries = {kinds.key_of(p): p for p in ctx.reader.list(ctx.kind, None)}
+        if ctx.exists:
+            primaries[ctx.cr.key] = dict(ctx.cr.raw)  # the status just written, maybe not in the cache yet
+        for attempt in range(1, attempts + 1):
+            try:
+                return _write(client, name, list(primaries.values()), ctx.kind)
+            except errors.Conflict:
+                if attempt == attempts:
+                    raise
+    except errors.OktError as exc:
+        ctx.log.warning("ClusterOperator not mirrored", cluster_operator=name, error=str(exc))
+    return False
+
+
+def _write(client: kube_client.Client, name: str, primaries: list[Mapping[str, Any]], kind: kinds.Kind) -> bool:
+    live = client.get_or_none(KIND, name)
+    if live is None:
+        body = {"apiVersion": API_VERSION, "kind": KIND.kind, "metadata": {"name": name}, "spec": {}}
+        live = client.create(body, KIND)
+    status, changed = desired_status(primaries, kind, live.get("status"))
+    if not changed:
+        return False
+    patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": status}
+    client.patch(KIND, name, patch, subresource="status")
+    return True

@@ -1,0 +1,216 @@
+"""capability-operator: a memcached operator climbing the Operator Capability Levels (a start: levels 1, 3 and 4).
+
+Why this exists: okt's README promises operators "beyond Phase 2" — beyond installing and upgrading. This sample runs
+memcached (Debian's package, the ``memcached:1.6`` image) and adds what the next levels ask, with okt's remote
+helpers doing the talking:
+
+=======  ===========================  =====================================================================
+Level    Feature                      How
+=======  ===========================  =====================================================================
+1        basic install                a Deployment of ``spec.size`` Pods (memcached + a busybox ``tools``
+                                      sidecar sharing its network), okt's conditions and relatedObjects
+3        full lifecycle: backup       ``spec.backup: NAME`` — the keys and values are read with ``ctx.exec``
+                                      in the sidecar (``lru_crawler metadump``, ``get``) into the ConfigMap
+                                      ``<cache>-backup-NAME``; ``status.backups`` lists the backups taken
+3        full lifecycle: restore      ``spec.restore: NAME`` — that ConfigMap's values are ``set`` back into
+                                      every ready Pod; ``status.restored`` says which backup was restored
+4        deep insights                memcached's ``stats`` read through ``ctx.exec`` on every reconcile
+                                      (every :data:`STATS_INTERVAL` s): ``capability_cache_items``,
+                                      ``capability_cache_bytes``, Prometheus gauges of the operator, and
+                                      ``status.stats``
+=======  ===========================  =====================================================================
+
+Each backup and restore happens once per name: the status remembers it, so a reconcile later (a restart, a resync)
+does not take or apply it again. Values are data: they travel as arguments of the exec'd command, never as shell text.
+
+Not yet (see README.md): Level 2 seamless upgrades with ``status.versions`` per step, Level 5 auto-pilot, a generated
+CRD and RBAC.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import prometheus_client
+import pydantic
+
+import okt
+
+from . import memcache_protocol as proto
+
+GROUP = "capability.example.com"
+API_VERSION = f"{GROUP}/v1alpha1"
+STATS_INTERVAL = 30.0
+"""Seconds between two reads of memcached's statistics (the reconcile is requeued after each)."""
+TOOLS = "tools"
+"""The sidecar the operator execs in (memcached's image has no shell)."""
+EXEC_TIMEOUT = 20.0
+
+ITEMS = prometheus_client.Gauge(
+    "capability_cache_items", "Items stored in a Cache's memcached (first ready Pod).", ["namespace", "name"]
+)
+BYTES = prometheus_client.Gauge(
+    "capability_cache_bytes", "Bytes stored in a Cache's memcached (first ready Pod).", ["namespace", "name"]
+)
+POD = okt.Kind("v1", "Pod", "pods", True)
+CONFIG_MAP = okt.Kind("v1", "ConfigMap", "configmaps", True)
+
+
+class CacheSpec(pydantic.BaseModel):
+    """The desired cache, and the day-2 operations asked of it."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    size: int = pydantic.Field(default=1, ge=1, le=10, description="memcached Pods.")
+    image: str = pydantic.Field(default="memcached:1.6", min_length=1, description="The memcached image.")
+    backup: str | None = pydantic.Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Take this backup (once)."
+    )
+    restore: str | None = pydantic.Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Restore this backup (once)."
+    )
+
+
+class CacheDeployment(okt.DeploymentResource):
+    """memcached and the ``tools`` sidecar the operator execs in."""
+
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+  labels:
+    app.kubernetes.io/instance: {{ name }}
+spec:
+  replicas: {{ cr.spec.size }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ name }}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: memcached
+          image: {{ cr.spec.image }}
+          imagePullPolicy: IfNotPresent
+          args: ["-m", "64"]
+          ports:
+            - name: memcached
+              containerPort: 11211
+          readinessProbe:
+            tcpSocket:
+              port: memcached
+            periodSeconds: 1
+        - name: tools
+          image: busybox:1.35
+          imagePullPolicy: IfNotPresent
+          command: ["sleep", "2147483647"]
+"""
+
+
+class CacheReconciler(okt.Reconciler):
+    """Reconciles ``Cache`` (``capability.example.com/v1alpha1``); the day-2 work runs once the Pods are available."""
+
+    api_version = API_VERSION
+    kind = "Cache"
+    plural = "caches"
+    spec_model = CacheSpec
+    owns = (CacheDeployment,)
+    versions: ClassVar[dict[str, str]] = {"capability-operator": "0.1.0"}
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.SuccessManager and self.available(ctx) is True:
+            self.day_two(ctx)
+        return super().enter_in_state(state, ctx)
+
+    def day_two(self, ctx: okt.Context) -> None:
+        """Backup, restore, statistics: each a status field, written with the conditions."""
+        pods = ready_pods(ctx)
+        if not pods:
+            return
+        spec: CacheSpec = ctx.spec
+        status = ctx.cr.status
+        backups = list(status.get("backups") or ())
+        if spec.backup and spec.backup not in backups:
+            take_backup(ctx, pods[0], spec.backup)
+            backups.append(spec.backup)
+        ctx.status_fields["backups"] = backups
+        restored = status.get("restored")
+        if spec.restore and spec.restore != restored:
+            for pod in pods:
+                restore_backup(ctx, pod, spec.restore)
+            restored = spec.restore
+        if restored:
+            ctx.status_fields["restored"] = restored
+        stats = proto.parse_stats(run(ctx, pods[0], proto.stats_request()))
+        items, size = int(stats.get("curr_items", 0)), int(stats.get("bytes", 0))
+        ITEMS.labels(ctx.cr.namespace, ctx.cr.name).set(items)
+        BYTES.labels(ctx.cr.namespace, ctx.cr.name).set(size)
+        ctx.status_fields["stats"] = {"items": items, "bytes": size}
+        ctx.requeue_after(STATS_INTERVAL)
+
+
+def ready_pods(ctx: okt.Context) -> list[str]:
+    """The names of the Cache's ready Pods, sorted."""
+    pods, _ = ctx.client.list(POD, ctx.cr.namespace, label_selector=f"app.kubernetes.io/instance={ctx.cr.name}")
+    ready = [
+        p["metadata"]["name"]
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+        and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+    ]
+    return sorted(ready)
+
+
+def run(ctx: okt.Context, pod: str, payload: str) -> str:
+    """Send ``payload`` to memcached from the Pod's sidecar; its answer. A failing command is a temporary error."""
+    result = ctx.exec(pod, TOOLS, proto.command(payload), timeout=EXEC_TIMEOUT)
+    if not result.ok:
+        raise okt.TemporaryError(f"memcached in {pod} did not answer (exit {result.exit_code}): {result.stderr}")
+    return result.stdout
+
+
+def backup_name(cache: str, backup: str) -> str:
+    return f"{cache}-backup-{backup}"
+
+
+def take_backup(ctx: okt.Context, pod: str, backup: str) -> None:
+    """Every key and value of ``pod``'s memcached into the ConfigMap ``<cache>-backup-<backup>``, owned by the Cache."""
+    keys = proto.parse_keys(run(ctx, pod, proto.metadump_request()))
+    values = proto.parse_values(run(ctx, pod, proto.get_request(keys))) if keys else {}
+    owner = {"apiVersion": API_VERSION, "kind": "Cache", "name": ctx.cr.name, "uid": ctx.cr.uid}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": backup_name(ctx.cr.name, backup),
+            "namespace": ctx.cr.namespace,
+            "ownerReferences": [owner],
+        },
+        "data": {"values.json": json.dumps(values, sort_keys=True)},
+    }
+    try:
+        ctx.client.create(body, CONFIG_MAP)
+    except okt.Conflict as exc:  # taken before, and the status write was lost: keep the first one
+        if not exc.already_exists:
+            raise
+    ctx.results.add(okt.Operation.CREATED, f"backup {backup} ({len(values)} keys from {pod})")
+
+
+def restore_backup(ctx: okt.Context, pod: str, backup: str) -> None:
+    """Set the values of backup ``backup`` into ``pod``'s memcached."""
+    stored = ctx.client.get_or_none(CONFIG_MAP, backup_name(ctx.cr.name, backup), ctx.cr.namespace)
+    if stored is None:
+        raise okt.InvalidSpec(f"no backup {backup!r} of this Cache", field="spec.restore")
+    values = json.loads((stored.get("data") or {}).get("values.json") or "{}")
+    if values:
+        run(ctx, pod, proto.set_request(values))
+    ctx.results.add(okt.Operation.UPDATED, f"restore {backup} ({len(values)} keys into {pod})")

@@ -1,0 +1,139 @@
+"""The ClusterOperator mirror: a reconciler declaring ``cluster_operator`` sums its custom resources up on a
+cluster-scoped ``config.openshift.io/v1`` ClusterOperator where that kind is served, and does nothing where it is not.
+
+The Gizmos here are a kind of their own (no other test creates one), so the mirror sums up this file's objects
+only (each test's in a namespace of its own); the ClusterOperator CRD is OpenShift's schema
+(:mod:`okt.testing.openshift`), installed by the tests that need it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import cluster_operator
+from okt.testing import crds, envtest, openshift
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+CLUSTER_OPERATOR = cluster_operator.KIND
+
+
+class Gizmos(shared.WidgetReconciler):
+    kind = "Gizmo"
+    plural = "gizmos"
+    owns = (shared.WidgetConfig,)
+    cluster_operator = "gizmo-operator"
+    versions: ClassVar[dict[str, str]] = {"operator": "1.2.0", "gizmo": "7"}
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+
+class BrokenGizmos(Gizmos):
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.InvalidSpec("size must be odd", field="spec.size")
+
+
+@pytest.fixture(scope="module")
+def gizmo_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crds.schemaless_crd(shared.GROUP, "Gizmo", "gizmos"))
+    return kind
+
+
+@pytest.fixture
+def fresh_client(control_plane: envtest.ControlPlane) -> Iterator[kube_client.Client]:
+    """A client of its own: its requests are counted apart, and it has not looked for the ClusterOperator kind yet."""
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    yield client
+    client.close()
+
+
+def co_status(kube: kube_client.Client) -> dict[str, Any]:
+    return dict((kube.get(CLUSTER_OPERATOR, Gizmos.cluster_operator or "") or {}).get("status") or {})
+
+
+def co_conditions(kube: kube_client.Client) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c.get("reason", "")) for c in co_status(kube).get("conditions") or ()}
+
+
+def test_without_the_clusteroperator_kind_nothing_is_mirrored_and_the_reconcile_succeeds(
+    fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    shared.make_widget(fresh_client, gizmo_kind, namespace, "plain", size=1)
+
+    runs = [shared.reconcile_widget(Gizmos(), fresh_client, gizmo_kind, namespace, "plain") for _ in range(3)]
+
+    assert [run.outcome for run in runs] == [okt.Outcome.done()] * 3
+    sent = fresh_client.stats.snapshot()
+    assert not [key for key in sent if key[1].startswith("clusteroperators")]
+    assert sent[("get", "discovery")] == 1  # asked once, not on every reconcile
+    conditions = shared.get_widget(fresh_client, gizmo_kind, namespace, "plain")["status"]["conditions"]
+    assert {c["type"]: c["status"] for c in conditions}["Ready"] == "True"
+
+
+@pytest.fixture(scope="module")
+def clusteroperator_crd(kube: kube_client.Client, control_plane: envtest.ControlPlane) -> Iterator[None]:
+    crds.ensure_crd(kube, openshift.cluster_operator_crd(), plane=control_plane)
+    yield
+    kube.delete(
+        kinds.BUILTIN[("apiextensions.k8s.io/v1", "CustomResourceDefinition")], "clusteroperators.config.openshift.io"
+    )
+
+
+def test_the_clusteroperator_mirrors_conditions_versions_and_related_objects_and_is_not_rewritten_unchanged(
+    clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    kube = fresh_client
+    shared.make_widget(kube, gizmo_kind, namespace, "g", size=1)
+
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "g")
+
+    status = co_status(kube)
+    assert co_conditions(kube) == {
+        "Available": ("True", "AsExpected"),
+        "Progressing": ("False", "AsExpected"),
+        "Degraded": ("False", "AsExpected"),
+    }
+    assert status["versions"] == [{"name": "gizmo", "version": "7"}, {"name": "operator", "version": "1.2.0"}]
+    assert [entry for entry in status["relatedObjects"] if entry.get("namespace") == namespace] == [
+        {"group": shared.GROUP, "resource": "gizmos", "namespace": namespace, "name": "g"},
+        {"group": "", "resource": "configmaps", "namespace": namespace, "name": "g-config"},
+    ]
+
+    before = kube.stats.snapshot()
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "g")
+
+    assert shared.write_requests(kube, before) == {}
+
+
+def test_a_degraded_custom_resource_degrades_the_clusteroperator_and_other_writers_conditions_stay(
+    clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    kube = fresh_client
+    shared.make_widget(kube, gizmo_kind, namespace, "d", size=1)
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "d")
+    upgradeable = {
+        "type": "Upgradeable",
+        "status": "False",
+        "reason": "AdminAckRequired",
+        "message": "set by someone else",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    conditions = [*co_status(kube)["conditions"], upgradeable]
+    kube.patch(CLUSTER_OPERATOR, "gizmo-operator", {"status": {"conditions": conditions}}, subresource="status")
+    available_since = next(c for c in conditions if c["type"] == "Available")["lastTransitionTime"]
+
+    shared.reconcile_widget(BrokenGizmos(), kube, gizmo_kind, namespace, "d")
+
+    after = {c["type"]: c for c in co_status(kube)["conditions"]}
+    assert (after["Degraded"]["status"], after["Degraded"]["reason"]) == ("True", "InvalidSpec")
+    assert after["Degraded"]["message"] == f"Gizmo {namespace}/d: spec.size: size must be odd"
+    assert after["Upgradeable"] == upgradeable
+    assert after["Available"]["lastTransitionTime"] == available_since  # status unchanged: the time stays

@@ -1,0 +1,75 @@
+"""The ClusterOperator's status summed up from the custom resources' statuses (pure: no cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from okt.kube import kinds
+from okt.reconciler import cluster_operator
+
+KIND = kinds.Kind("cache.example.com/v1", "Memcached", "memcacheds", namespaced=True)
+V1 = [{"name": "operator", "version": "1"}]
+V2 = [{"name": "operator", "version": "2"}]
+
+
+def primary(name: str, versions: list[dict[str, str]] | None = None, **conditions: tuple[str, str]) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "conditions": [
+            {
+                "type": t,
+                "status": s,
+                "reason": r,
+                "message": f"{t} of {name}",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+            for t, (s, r) in conditions.items()
+        ]
+    }
+    if versions is not None:
+        status["versions"] = versions
+    return {"kind": "Memcached", "metadata": {"name": name, "namespace": "ns"}, "status": status}
+
+
+def summary(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_one_unavailable_and_one_degraded_resource_name_themselves_in_the_summary() -> None:
+    primaries = [
+        primary("b", Available=("True", "Ok"), Progressing=("False", "Settled"), Degraded=("True", "InvalidSpec")),
+        primary("a", Available=("False", "ReplicasUnavailable"), Progressing=("True", "RollingOut")),
+    ]
+
+    status, changed = cluster_operator.desired_status(primaries, KIND, None)
+
+    assert changed
+    assert summary(status) == {
+        "Available": ("False", "ReplicasUnavailable", "Memcached ns/a: Available of a"),
+        "Progressing": ("True", "RollingOut", "Memcached ns/a: Progressing of a"),
+        "Degraded": ("True", "InvalidSpec", "Memcached ns/b: Degraded of b"),
+    }
+    assert status["relatedObjects"][:2] == [
+        {"group": "cache.example.com", "resource": "memcacheds", "name": "a", "namespace": "ns"},
+        {"group": "cache.example.com", "resource": "memcacheds", "name": "b", "namespace": "ns"},
+    ]
+
+
+def test_versions_are_reported_only_when_every_resource_reached_the_same() -> None:
+    healthy = {"Available": ("True", "Ok"), "Progressing": ("False", "Settled"), "Degraded": ("False", "Ok")}
+    reached, _ = cluster_operator.desired_status([primary("a", V1, **healthy), primary("b", V1, **healthy)], KIND, None)
+    midway, _ = cluster_operator.desired_status(
+        [primary("a", V2, **healthy), primary("b", V1, **healthy)], KIND, reached
+    )
+    done, _ = cluster_operator.desired_status([primary("a", V2, **healthy), primary("b", V2, **healthy)], KIND, midway)
+
+    assert (reached["versions"], midway["versions"], done["versions"]) == (V1, V1, V2)
+
+
+def test_the_same_summary_again_is_no_change_and_keeps_the_transition_times() -> None:
+    primaries = [primary("a", V1, Available=("True", "Ok"), Progressing=("False", "S"), Degraded=("False", "Ok"))]
+    first, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    again, changed = cluster_operator.desired_status(primaries, KIND, first)
+
+    assert not changed
+    assert again == first

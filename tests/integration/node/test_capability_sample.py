@@ -12,8 +12,8 @@ import pytest
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
 from okt.testing import crds, running, waiting
+from samples.capability import main as operator
 from samples.capability import memcache_protocol as proto
-from samples.capability import operator
 
 pytestmark = pytest.mark.integration
 

@@ -343,6 +343,7 @@ class Bench:
         self.audit.settle(window_end)
         restart_counts = self.audit.counts(m.user, second.started_at, window_end)
         idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
+        rss, hwm = second.memory_kib()
         say(
             f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
             f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
@@ -351,6 +352,8 @@ class Bench:
             "window_seconds": s.steady_seconds,
             "requests": restart_counts.to_json(),
             "idle_after_seconds": round(idle_at - second.started_at, 3),
+            "rss_mib": _mib(rss),
+            "peak_rss_mib": _mib(hwm),
         }
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:

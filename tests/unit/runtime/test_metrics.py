@@ -155,3 +155,16 @@ def test_a_stopped_server_releases_its_port(serve: Any) -> None:
     server.stop()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(server.url + "/healthz", timeout=2)
+
+
+def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> None:
+    metrics = metrics_mod.Metrics()
+    depth = {"all": 5, "low": 3, "stored": 0, "synced": False}
+    metrics.track_priorities("c", lambda: depth["all"], lambda: depth["low"])
+    metrics.track_sync("Gadget", lambda: depth["stored"], lambda: depth["synced"])
+    depth.update(stored=40, synced=True)
+    body = metrics.exposition().decode()
+    assert 'okt_workqueue_depth_by_priority{controller="c",priority="live"} 2.0' in body
+    assert 'okt_workqueue_depth_by_priority{controller="c",priority="sweep"} 3.0' in body
+    assert 'okt_cache_objects{kind="Gadget"} 40.0' in body
+    assert 'okt_cache_synced{kind="Gadget"} 1.0' in body

@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.okt-installed
 PYTEST  := $(BIN)/pytest
 
-.PHONY: all venv envtest lint types imports unit integration e2e test demo docs bench bench-full chaos clean
+.PHONY: all venv envtest lint types imports unit integration e2e test demo docs bench bench-full bench-scale chaos clean
 
 all: test
 
@@ -53,6 +53,11 @@ bench: envtest
 
 bench-full: envtest
 	$(BIN)/python -m benchmarks.run --n 1000
+
+## okt's cost as N grows (realistic mix): make bench-scale SCALE_N="1000 3000"
+SCALE_N ?= 1000 3000 10000
+bench-scale: envtest
+	$(BIN)/python -m benchmarks.scale --n $(SCALE_N)
 
 chaos: envtest
 	$(BIN)/python -m tests.reliability

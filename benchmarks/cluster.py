@@ -86,22 +86,48 @@ def run_all(workers: int, calls: Sequence[Callable[[], Any]]) -> None:
             future.result()
 
 
-def create_custom_resources(client: kube_client.Client, namespace: str, n: int, size: int, workers: int) -> float:
+def sizes_of(n: int, size: int | Sequence[int]) -> list[int]:
+    """The ``spec.size`` of each of the ``n`` objects: one size for all, or one per object."""
+    return [size] * n if isinstance(size, int) else list(size)
+
+
+def mixed_sizes(n: int, smallest: int = 1, largest: int = 3, shift: int = 0) -> list[int]:
+    """A realistic mix: sizes from ``smallest`` to ``largest`` in turn (``shift`` adds to every size)."""
+    span = largest - smallest + 1
+    return [smallest + i % span + shift for i in range(n)]
+
+
+def create_custom_resources(
+    client: kube_client.Client, namespace: str, n: int, size: int | Sequence[int], workers: int
+) -> float:
     """Create ``n`` Memcached objects from a thread pool; returns the wall-clock time just before the first create."""
-    bodies = [manifests.custom_resource(name, namespace, size) for name in cr_names(n)]
+    pairs = zip(cr_names(n), sizes_of(n, size), strict=True)
+    bodies = [manifests.custom_resource(name, namespace, s) for name, s in pairs]
     started = time.time()
     run_all(workers, [functools.partial(client.create, body, MEMCACHED) for body in bodies])
     return started
 
 
-def patch_sizes(client: kube_client.Client, namespace: str, n: int, size: int, workers: int) -> float:
+def patch_sizes(client: kube_client.Client, namespace: str, n: int, size: int | Sequence[int], workers: int) -> float:
     """Set ``spec.size`` on every Memcached; returns the wall-clock time just before the first patch."""
     started = time.time()
     run_all(
         workers,
-        [functools.partial(client.patch, MEMCACHED, name, {"spec": {"size": size}}, namespace) for name in cr_names(n)],
+        [
+            functools.partial(client.patch, MEMCACHED, name, {"spec": {"size": s}}, namespace)
+            for name, s in zip(cr_names(n), sizes_of(n, size), strict=True)
+        ],
     )
     return started
+
+
+def expected_sizes(n: int, size: int | Sequence[int]) -> dict[str, int]:
+    """The replicas each custom resource's Deployment must ask for, by name."""
+    return dict(zip(cr_names(n), sizes_of(n, size), strict=True))
+
+
+def describe_sizes(size: int | Sequence[int]) -> str:
+    return str(size) if isinstance(size, int) else f"{min(size, default=0)}-{max(size, default=0)}"
 
 
 class Convergence:
@@ -134,14 +160,16 @@ class Convergence:
         self.last += ", children missing: " + ", ".join(f"{k} {v}" for k, v in missing.items())
         return not any(missing.values())
 
-    def replicas_are(self, size: int) -> bool:
-        """Every custom resource's Deployment asks for ``size`` replicas."""
+    def replicas_are(self, size: int | Sequence[int]) -> bool:
+        """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
         crs, _ = self.client.list(MEMCACHED, self.namespace)
         deployments = self._owned_by(CHILD_KINDS[2])
+        wanted = expected_sizes(self.n, size)
         done = sum(
             1
             for cr in crs
-            if (deployments.get(str(cr["metadata"]["uid"])) or {}).get("spec", {}).get("replicas") == size
+            if (deployments.get(str(cr["metadata"]["uid"])) or {}).get("spec", {}).get("replicas")
+            == wanted.get(cr["metadata"]["name"])
         )
-        self.last = f"{done}/{self.n} Deployments at {size} replicas"
+        self.last = f"{done}/{self.n} Deployments at {describe_sizes(size)} replicas"
         return len(crs) >= self.n and done == len(crs)

@@ -68,6 +68,21 @@ class Settings:
     markdown_path: pathlib.Path
     logs_dir: pathlib.Path | None
     timeout_scale: float
+    mix: bool = False
+    """The realistic mix: CRs ask for 1-3 replicas and the replicaset controller runs, so the control plane also does
+    the Pod work a cluster does; the spec change adds one replica to every CR."""
+
+    @property
+    def controllers(self) -> tuple[str, ...]:
+        return (*CONTROLLERS, "replicaset") if self.mix else CONTROLLERS
+
+    def sizes(self) -> int | list[int]:
+        """``spec.size`` at creation: one for all, or (the mix) each CR's own."""
+        return cluster.mixed_sizes(self.n) if self.mix else self.size
+
+    def new_sizes(self) -> int | list[int]:
+        """``spec.size`` after the change (the mix: one more replica for every CR)."""
+        return cluster.mixed_sizes(self.n, shift=1) if self.mix else self.new_size
 
     def timeout(self, base: float, per_object: float) -> float:
         return (base + per_object * self.n) * self.timeout_scale
@@ -81,7 +96,8 @@ class Settings:
             "size": self.size,
             "new_size": self.new_size,
             "contenders": [c.key for c in self.contenders],
-            "controllers": list(CONTROLLERS),
+            "controllers": list(self.controllers),
+            "mix": self.mix,
         }
 
 
@@ -131,6 +147,8 @@ class Bench:
         self.client: kube_client.Client
         self.audit: audit.AuditLog
         self.tokens: dict[str, envtest.TokenUser] = {}
+        self.converge_limits: dict[str, float] = {}
+        """Per contender key: how long its convergence may take before it is recorded as not finished."""
 
     @contextlib.contextmanager
     def fresh_plane(self, user: str) -> Iterator[None]:
@@ -142,8 +160,9 @@ class Bench:
         control plane). A fresh one gives every contender the same start, whatever the order.
         """
         token = envtest.TokenUser(user, secrets.token_hex(16), ("system:masters",))
+        s = self.settings
         with envtest.ControlPlane(
-            audit_log=True, users=[token], controllers=CONTROLLERS, crds=[self.crd], out=say
+            audit_log=True, users=[token], controllers=s.controllers, crds=[self.crd], out=say
         ) as plane:
             self.plane = plane
             self.client = kube_client.Client.from_kubeconfig(plane.kubeconfig, pool_size=self.settings.workers * 2 + 4)
@@ -263,6 +282,7 @@ class Bench:
         try:
             first = self.launch(m, "converge")
             self.wait_ready(first, m.user, m.contender.ready_line)
+            result["ready_rss_mib"] = _mib(first.memory_kib()[0])
             say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
             m.view = watched.WatchedNamespace(self.client, m.namespace, self.settings.n).start()
             result["converge"] = self.converge(m, first)
@@ -287,10 +307,10 @@ class Bench:
         its stop (once idle), its CPU and memory, and the control plane's CPU."""
         s, view = self.settings, m.seen
         plane_before = self.plane_cpu()
-        started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.size, s.workers)
+        started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
         converged_at = cluster.poll(
             view.converged,
-            s.timeout(120, 1.5),
+            self.converge_limits.get(m.contender.key, s.timeout(120, 1.5)),
             f"{m.contender.key} to converge",
             interval=watched.POLL_INTERVAL,
             detail=lambda: view.last,
@@ -323,6 +343,7 @@ class Bench:
         self.audit.settle(window_end)
         restart_counts = self.audit.counts(m.user, second.started_at, window_end)
         idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
+        rss, hwm = second.memory_kib()
         say(
             f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
             f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
@@ -331,6 +352,8 @@ class Bench:
             "window_seconds": s.steady_seconds,
             "requests": restart_counts.to_json(),
             "idle_after_seconds": round(idle_at - second.started_at, 3),
+            "rss_mib": _mib(rss),
+            "peak_rss_mib": _mib(hwm),
         }
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
@@ -338,11 +361,12 @@ class Bench:
         is idle again, its CPU and memory, and the control plane's CPU."""
         s, view = self.settings, m.seen
         plane_before = self.plane_cpu()
-        changed = cluster.patch_sizes(self.client, m.namespace, s.n, s.new_size, s.workers)
+        target = s.new_sizes()
+        changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
         rolled_at = cluster.poll(
-            lambda: view.replicas_are(s.new_size),
+            lambda: view.replicas_are(target),
             s.timeout(120, 1.0),
-            f"{m.contender.key} to roll out spec.size={s.new_size}",
+            f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}",
             interval=watched.POLL_INTERVAL,
             detail=lambda: view.last,
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -98,13 +98,16 @@ class WatchedNamespace:
             and self._confirm(self.lists.converged)
         )
 
-    def replicas_are(self, size: int) -> bool:
-        """Every custom resource's Deployment asks for ``size`` replicas."""
+    def replicas_are(self, size: int | Sequence[int]) -> bool:
+        """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
+        wanted = cluster.expected_sizes(self.n, size)
         with self._lock:
             owners = self._owned[self._deployment.kind]
-            done = sum(1 for name, replicas in self._replicas.items() if replicas == size and name in owners)
+            done = sum(
+                1 for name, replicas in self._replicas.items() if replicas == wanted.get(name) and name in owners
+            )
             total = len(self._ready)
-        self.last = f"{done}/{self.n} Deployments at {size} replicas"
+        self.last = f"{done}/{self.n} Deployments at {cluster.describe_sizes(size)} replicas"
         return total >= self.n and done == total and self._confirm(lambda: self.lists.replicas_are(size))
 
     def _confirm(self, verdict: Callable[[], bool]) -> bool:

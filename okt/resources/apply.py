@@ -212,16 +212,29 @@ def update_patch(
         if field in res.replace_fields:
             patch[field] = _replace_patch(live.get(field), value)
         else:
-            patch[field] = copy.deepcopy(value)
+            patch[field] = json_copy(value)
     return patch
 
 
 Observer = Callable[[Mapping[str, Any]], None]
 
 
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON tree (dicts, lists, scalars) that shares nothing mutable with it.
+
+    Why not ``copy.deepcopy``: every write copies the desired object, and deepcopy's generality (a memo of every
+    object, any type's copy protocol) makes it more than twice as slow for the trees a resource holds.
+    """
+    if isinstance(value, dict):
+        return {key: json_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_copy(item) for item in value]
+    return value
+
+
 def apply_body(res: resource.Resource) -> dict[str, Any]:
     """The apply configuration of a prepared resource: okt's whole intent for the object, nothing of the server's."""
-    body = {k: copy.deepcopy(v) for k, v in res.desired.items() if k != "status"}
+    body = {k: json_copy(v) for k, v in res.desired.items() if k != "status"}
     meta = body.setdefault("metadata", {})
     for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"):
         meta.pop(field, None)

@@ -210,6 +210,17 @@ class Cache:
         for informer in informers:
             informer.stop()
 
+    def progress(self, kind: kinds.Kind) -> tuple[Callable[[], int], Callable[[], bool]]:
+        """How far the sync of ``kind`` is: a count of its stored objects, and whether every informer has listed."""
+
+        def stored() -> int:
+            return sum(len(i) for i in self.informers(kind))
+
+        def synced() -> bool:
+            return all(i.has_synced.is_set() for i in self.informers(kind))
+
+        return stored, synced
+
     def informers(self, kind: kinds.Kind) -> list[informer_mod.Informer]:
         """The informers of ``kind`` (empty when it is not watched)."""
         with self._lock:

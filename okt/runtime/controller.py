@@ -266,6 +266,7 @@ class Controller:
             controller=self.name,
         )
         """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
+        self.metrics.track_priorities(self.name, lambda: len(self.queue), lambda: self.queue.low_count)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -293,6 +294,8 @@ class Controller:
             self.cache.start(kind, self.on_child_event)
         for kind, watched in self.related:
             self.cache.start(kind, functools.partial(self.on_related_event, watched))
+        for kind in (self.kind, *self.owned):
+            self.metrics.track_sync(str(kind), *self.cache.progress(kind))
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
 
     def start_workers(self) -> None:
@@ -384,7 +387,8 @@ class Controller:
                 ref = (kind, meta.get("namespace"), str(meta.get("name")), version)
                 self._held.setdefault(key, []).append((ref, delay))
                 return
-            self.queue.add_after(key, delay)
+            # The sweep after a list waits behind what the watch says now (see okt.runtime.workqueue).
+            self.queue.add_after(key, delay, low=informer_mod.sweeping())
 
     def _finish(self, key: QueueKey) -> None:
         """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new."""

@@ -6,7 +6,9 @@ starts and stops it in the right order.
 
 Start order: the probe server; the cache and every controller's watches (a standby keeps warm caches, so a failover
 does not relist); then, once the caches are synced — and, with leader election, once this replica leads — the
-workers.
+workers. With leader election a replica competes for the lease only once its caches are synced (a **warm
+standby**): the replica that leads can reconcile at once, and one whose caches cannot sync never takes the lease
+from one that could.
 
 Guarantees:
 
@@ -268,7 +270,7 @@ class Manager:
             for controller in self.controllers:
                 controller.write_fence = self._write_fence
             self.metrics.track_leader(self.lease_name, lambda: self.elector is not None and self.elector.is_leader)
-            self.elector.start()
+            threading.Thread(target=self._campaign, name="okt-manager-campaign", daemon=True).start()
         else:
             self._begin_in_background()
         _log.info(
@@ -321,6 +323,18 @@ class Manager:
                 self.trimmer = memory.Trimmer(self._reconciled, self._busy)
                 self.trimmer.start()
         _log.info("caches synced, reconciling")
+
+    def _campaign(self) -> None:
+        """Compete for the lease once the caches are synced (never after a shutdown began)."""
+        assert self.cache is not None and self.elector is not None
+        while not self.cache.wait_for_sync(_SYNC_POLL):
+            if self._stopping.is_set():
+                return
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self.elector.start()
+        _log.info("caches synced, competing for the lease", lease=self.lease_name)
 
     def _reconciled(self) -> int:
         return sum(controller.processed for controller in self.controllers)

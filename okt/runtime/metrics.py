@@ -236,6 +236,21 @@ class Metrics:
             ("controller",),
             registry=self.registry,
         )
+        self.workqueue_depth_by_priority = prometheus_client.Gauge(
+            "okt_workqueue_depth_by_priority",
+            "Keys ready to be reconciled, by lane: live (watch events, requeues) or sweep (after a list, resyncs).",
+            ("controller", "priority"),
+            registry=self.registry,
+        )
+        self.cache_objects = prometheus_client.Gauge(
+            "okt_cache_objects", "Objects in the informers' stores, by kind.", ("kind",), registry=self.registry
+        )
+        self.cache_synced = prometheus_client.Gauge(
+            "okt_cache_synced",
+            "1 once every informer of the kind has its first list stored.",
+            ("kind",),
+            registry=self.registry,
+        )
         self._controller_runtime(self.registry)
         self._api: ApiRequestsCollector | None = None
 
@@ -314,6 +329,17 @@ class Metrics:
             ("name",),
             registry=registry,
         )
+
+    def track_priorities(self, controller: str, depth: Callable[[], int], low: Callable[[], int]) -> None:
+        """Export ``okt_workqueue_depth_by_priority{controller, priority}``: ``live`` and ``sweep`` at scrape time."""
+        gauge = self.workqueue_depth_by_priority
+        gauge.labels(controller=controller, priority="live").set_function(lambda: float(depth() - low()))
+        gauge.labels(controller=controller, priority="sweep").set_function(lambda: float(low()))
+
+    def track_sync(self, kind: str, stored: Callable[[], int], synced: Callable[[], bool]) -> None:
+        """Export the sync progress of ``kind``: ``okt_cache_objects`` and ``okt_cache_synced`` at scrape time."""
+        self.cache_objects.labels(kind=kind).set_function(lambda: float(stored()))
+        self.cache_synced.labels(kind=kind).set_function(lambda: float(synced()))
 
     def watch_client(self, client: kube_client.Client) -> None:
         """Export ``okt_api_requests_total`` from ``client`` (once; later calls are ignored)."""

@@ -10,7 +10,12 @@ Guarantees:
 * **set-dedupe** — a key waiting in the queue is held once, however many times it is added;
 * **no concurrent processing** — a key handed out by :meth:`WorkQueue.get` is never handed out again before
   :meth:`WorkQueue.done`; a re-add while it is being processed is remembered and queued once, after ``done``;
-* **FIFO** among ready keys, so no key starves;
+* **FIFO** among ready keys of one priority, so no key starves;
+* **fresh events first** — keys added with ``low=True`` (the sweep over every object after a list or a relist, and
+  periodic resyncs) wait behind keys added otherwise (live events, requeues), so a change made now is not stuck
+  behind thousands of objects that are probably converged; **aging** keeps the sweep moving under a steady stream of
+  live keys: once the oldest low key has waited :attr:`WorkQueue.aging` seconds, low and live keys are handed out in
+  turn. A low key added again as live moves to the live lane (never the other way);
 * **delayed adds** (:meth:`WorkQueue.add_after`) are kept in one heap and promoted by the getters' condition wait —
   there is no thread per delayed item, and no thread at all; a key already waiting keeps its *earliest* due time;
 * **per-key exponential backoff** (:meth:`WorkQueue.add_rate_limited`) counts consecutive failures per key;
@@ -40,6 +45,9 @@ from typing import Generic, Protocol, TypeVar
 from okt.runtime import backoff as backoff_mod
 
 K = TypeVar("K", bound=Hashable)
+
+DEFAULT_AGING = 5.0
+"""Seconds the oldest low-priority key waits before low and live keys take turns."""
 
 
 class Observer(Protocol):
@@ -79,6 +87,7 @@ class WorkQueue(Generic[K]):
         backoff: the per-key backoff used by :meth:`add_rate_limited`.
         clock: a monotonic clock in seconds (tests may pass a controllable one; the waits still use real time).
         observer: told what happens to the keys (see :class:`Observer`); nobody when ``None``.
+        aging: after how many seconds of waiting the oldest low-priority key is handed out in turn with live ones.
     """
 
     def __init__(
@@ -87,11 +96,18 @@ class WorkQueue(Generic[K]):
         *,
         clock: Callable[[], float] = time.monotonic,
         observer: Observer | None = None,
+        aging: float = DEFAULT_AGING,
     ) -> None:
         self._backoff = backoff if backoff is not None else backoff_mod.Backoff()
         self._clock = clock
         self._cond = threading.Condition(threading.Lock())
         self._queue: collections.deque[K] = collections.deque()
+        # The low lane: (time added, key); a key that moved to the live lane leaves a stale entry (``_low`` no longer
+        # holds it), skipped when it reaches the head.
+        self._low_queue: collections.deque[tuple[float, K]] = collections.deque()
+        self._low: set[K] = set()
+        self._last_was_low = False
+        self.aging = aging
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._failures: dict[K, int] = {}
@@ -105,13 +121,15 @@ class WorkQueue(Generic[K]):
 
     # -- adding --------------------------------------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        """Queue ``key`` now, unless it is already waiting (it is then left where it is)."""
+    def add(self, key: K, *, low: bool = False) -> None:
+        """Queue ``key`` now, unless it is already waiting (it is then left where it is, or moved to the live lane
+        when it waited in the low one and this add is live)."""
         with self._cond:
-            self._add_locked(key)
+            self._add_locked(key, low)
 
-    def add_after(self, key: K, delay: float) -> None:
-        """Queue ``key`` after ``delay`` seconds (now when ``delay`` <= 0).
+    def add_after(self, key: K, delay: float, *, low: bool = False) -> None:
+        """Queue ``key`` after ``delay`` seconds (now when ``delay`` <= 0; ``low`` applies to that case only: a
+        delayed add is a requeue, due in the live lane).
 
         A key already scheduled keeps the earlier of its two due times.
         """
@@ -119,7 +137,7 @@ class WorkQueue(Generic[K]):
             if self._shutting_down:
                 return
             if delay <= 0:
-                self._add_locked(key)
+                self._add_locked(key, low)
                 return
             due = self._clock() + delay
             current = self._due.get(key)
@@ -164,8 +182,8 @@ class WorkQueue(Generic[K]):
                 if self._shutting_down:
                     return None
                 self._promote_due_locked()
-                if self._queue:
-                    key = self._queue.popleft()
+                key = self._next_locked()
+                if key is not None:
                     self._processing.add(key)
                     self._dirty.discard(key)
                     self._observer.taken(key)
@@ -224,18 +242,49 @@ class WorkQueue(Generic[K]):
         """How many keys are ready to be handed out (the queue depth); due delayed keys count as ready."""
         with self._cond:
             self._promote_due_locked()
-            return len(self._queue)
+            return len(self._queue) + len(self._low)
+
+    @property
+    def low_count(self) -> int:
+        """How many ready keys wait in the low-priority lane (the rest of the sweep)."""
+        with self._cond:
+            return len(self._low)
 
     # -- internals (the lock is held) ----------------------------------------------------------------------------
 
-    def _add_locked(self, key: K) -> None:
-        if self._shutting_down or key in self._dirty:
+    def _add_locked(self, key: K, low: bool = False) -> None:
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if not low and key in self._low:
+                self._low.discard(key)  # its entry in the low lane is now stale
+                self._queue.append(key)
+                self._cond.notify()
             return
         self._dirty.add(key)
         self._observer.added(key)
-        if key not in self._processing:
+        if key in self._processing:
+            return  # queued by done(), as live
+        if low:
+            self._low.add(key)
+            self._low_queue.append((self._clock(), key))
+        else:
             self._queue.append(key)
-            self._cond.notify()
+        self._cond.notify()
+
+    def _next_locked(self) -> K | None:
+        """The next key to hand out: live first; once the oldest low key is older than ``aging``, in turn."""
+        while self._low_queue and self._low_queue[0][1] not in self._low:
+            self._low_queue.popleft()  # stale: moved to the live lane
+        if self._low_queue and (
+            not self._queue or (not self._last_was_low and self._clock() - self._low_queue[0][0] >= self.aging)
+        ):
+            _, key = self._low_queue.popleft()
+            self._low.discard(key)
+            self._last_was_low = True
+            return key
+        self._last_was_low = False
+        return self._queue.popleft() if self._queue else None
 
     def _promote_due_locked(self) -> None:
         now = self._clock()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -548,3 +549,13 @@ def test_an_object_okt_only_ever_applied_is_written_once() -> None:
     apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
 
     assert [verb for verb, _ in client.calls] == ["apply"]
+
+
+def test_a_json_copy_equals_its_tree_and_shares_nothing_mutable_with_it() -> None:
+    tree = {"spec": {"ports": [{"port": 80}], "args": ("-m", {"n": 1})}, "replicas": 2, "name": "x", "none": None}
+    copied = apply.json_copy(tree)
+    assert json.dumps(copied) == json.dumps(tree)
+    copied["spec"]["ports"][0]["port"] = 81
+    copied["spec"]["args"][1]["n"] = 2
+    assert tree["spec"]["ports"][0]["port"] == 80
+    assert tree["spec"]["args"][1] == {"n": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -191,6 +192,60 @@ def test_observe_ignores_an_answer_older_than_the_stored_object(api: Any, start:
     assert informer.get("ns", "a")["metadata"]["resourceVersion"] == newer["metadata"]["resourceVersion"]  # type: ignore[index]
 
 
+def test_kubectls_last_applied_configuration_is_dropped_from_stored_objects(api: Any, start: Any, obj: Obj) -> None:
+    copy = '{"apiVersion":"v1","kind":"ConfigMap","data":{"big":"..."}}'
+    api.put(CM, obj(CM, "a", annotations={informer_mod.LAST_APPLIED: copy, "team": "cache"}))
+    api.put(CM, obj(CM, "b", annotations={informer_mod.LAST_APPLIED: copy}))
+    informer = start()
+    assert informer.get("ns", "a")["metadata"]["annotations"] == {"team": "cache"}  # type: ignore[index]
+    assert "annotations" not in informer.get("ns", "b")["metadata"]  # type: ignore[index]
+
+
+def test_observe_drops_last_applied_without_changing_the_callers_annotations(api: Any, start: Any, obj: Obj) -> None:
+    informer = start()
+    mine = api.put(CM, obj(CM, "a", annotations={informer_mod.LAST_APPLIED: "{}", "team": "cache"}))
+    informer.observe(mine)
+    assert mine["metadata"]["annotations"] == {informer_mod.LAST_APPLIED: "{}", "team": "cache"}
+    assert informer.get("ns", "a")["metadata"]["annotations"] == {"team": "cache"}  # type: ignore[index]
+
+
+def test_objects_alike_are_stored_in_a_fraction_of_their_json_and_read_back_whole(api: Any, start: Any) -> None:
+    def deployment_like(i: int) -> dict[str, Any]:
+        labels = {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": f"memcached-{i:05d}"}
+        container = {"name": "memcached", "image": "memcached:1.6", "args": ["-m", "64", "-c", "1024"], "ports": []}
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"memcached-{i:05d}", "namespace": "ns", "uid": f"uid-{i:032d}", "labels": labels},
+            "data": {"template": json.dumps({"labels": labels, "containers": [container] * 3})},
+        }
+
+    for i in range(50):
+        api.put(CM, deployment_like(i))
+    informer = start()
+    for i in (0, 1, 49):
+        stored = informer.get("ns", f"memcached-{i:05d}")
+        assert stored is not None
+        assert stored["data"] == deployment_like(i)["data"]
+        packed = informer._store[("ns", f"memcached-{i:05d}")]
+        assert len(packed.data) * 4 < len(json.dumps(stored, separators=(",", ":")))
+
+
+def test_an_owner_index_holds_many_children_and_lets_them_go_one_by_one(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    for i in range(20):
+        api.put(CM, obj(CM, f"c{i:02d}", ownerReferences=[{"uid": "u1"}]))
+    informer = start(indexers={"owner": owner_uids})
+    assert sorted(o["metadata"]["name"] for o in informer.by_index("owner", "u1")) == [f"c{i:02d}" for i in range(20)]
+    for i in range(19):
+        api.emit(CM, "DELETED", api.remove(CM, "ns", f"c{i:02d}"))
+    wait_for(lambda: len(recorder.snapshot()) == 39, timeout=5)
+    assert [o["metadata"]["name"] for o in informer.by_index("owner", "u1")] == ["c19"]
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "c19"))
+    wait_for(lambda: informer.by_index("owner", "u1") == [], timeout=5)
+
+
 def test_observe_does_not_alias_the_callers_dict(api: Any, start: Any, obj: Obj) -> None:
     informer = start()
     mine = api.put(CM, obj(CM, "a"))
@@ -313,3 +368,16 @@ def test_an_index_added_to_a_running_informer_covers_what_is_stored_and_what_com
     api.emit(CM, "MODIFIED", obj(CM, "a", labels={"team": "y"}))
     wait_for(lambda: [o["metadata"]["name"] for o in informer.by_index("team", "x")] == ["c"], timeout=5)
     assert sorted(o["metadata"]["name"] for o in informer.by_index("team", "y")) == ["a", "b"]
+
+
+def test_events_from_the_list_are_delivered_as_the_sweep_and_watch_events_are_not(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    seen: list[tuple[str, bool]] = []
+    api.put(CM, obj(CM, "listed"))
+    start(on_event=lambda event_type, o, old: seen.append((o["metadata"]["name"], informer_mod.sweeping())))
+    wait_for(lambda: api.watches, timeout=5)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "watched")))
+    wait_for(lambda: len(seen) == 2, timeout=5)
+    assert seen == [("listed", True), ("watched", False)]
+    assert not informer_mod.sweeping()

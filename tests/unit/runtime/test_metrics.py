@@ -233,3 +233,16 @@ def test_queue_times_observe_the_wait_and_the_work_and_report_unfinished_work() 
     assert sample("workqueue_queue_duration_seconds_sum", {"name": "widget"}) == 2.0
     assert sample("workqueue_work_duration_seconds_sum", {"name": "widget"}) == 5.0
     assert sample("workqueue_unfinished_work_seconds", {"name": "widget"}) == 0.0
+
+
+def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> None:
+    metrics = metrics_mod.Metrics()
+    depth = {"all": 5, "low": 3, "stored": 0, "synced": False}
+    metrics.track_priorities("c", lambda: depth["all"], lambda: depth["low"])
+    metrics.track_sync("Gadget", lambda: depth["stored"], lambda: depth["synced"])
+    depth.update(stored=40, synced=True)
+    body = metrics.exposition().decode()
+    assert 'okt_workqueue_depth_by_priority{controller="c",priority="live"} 2.0' in body
+    assert 'okt_workqueue_depth_by_priority{controller="c",priority="sweep"} 3.0' in body
+    assert 'okt_cache_objects{kind="Gadget"} 40.0' in body
+    assert 'okt_cache_synced{kind="Gadget"} 1.0' in body

@@ -327,3 +327,44 @@ def test_the_observer_is_told_each_pending_key_once_and_each_hand_out_retry_and_
         ("taken", "b"),
         ("done", "b"),
     ]
+
+
+def test_live_keys_are_handed_out_before_the_sweep_added_earlier() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    for key in ("s1", "s2", "s3"):
+        queue.add(key, low=True)
+    queue.add("fresh")
+    assert (len(queue), queue.low_count) == (4, 3)
+    assert drain(queue) == ["fresh", "s1", "s2", "s3"]
+
+
+def test_a_sweep_key_added_again_as_live_moves_to_the_live_lane_once() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    for key in ("s1", "s2", "s3"):
+        queue.add(key, low=True)
+    queue.add("s3")
+    queue.add("s3", low=True)  # never back down
+    assert (len(queue), queue.low_count) == (3, 2)
+    assert drain(queue) == ["s3", "s1", "s2"]
+
+
+def test_a_sweep_that_waited_past_the_aging_takes_turns_with_live_keys() -> None:
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock, aging=5.0)
+    for key in ("s1", "s2", "s3"):
+        queue.add(key, low=True)
+    for key in ("l1", "l2", "l3", "l4"):
+        queue.add(key)
+    assert [queue.get(timeout=0), queue.get(timeout=0)] == ["l1", "l2"]
+    clock.advance(5.0)
+    assert drain(queue) == ["s1", "l3", "s2", "l4", "s3"]
+
+
+def test_a_sweep_key_re_added_while_processing_runs_again_as_live() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add("a", low=True)
+    assert queue.get(timeout=0) == "a"
+    queue.add("a", low=True)
+    queue.add("b", low=True)
+    queue.done("a")
+    assert drain(queue) == ["a", "b"]

@@ -1,0 +1,226 @@
+"""The scale benchmark: ``python -m benchmarks.scale --n 1000 3000 10000`` — how okt's cost grows with N.
+
+Why this exists: okt at the raw floor for 1000 objects says little about 10,000; what an operator in the field meets
+is memory per cached object, a restart over many converged objects and a change on all of them. This runs the
+memcached job of :mod:`benchmarks.run` (its machinery: a fresh control plane per measurement, the audit log's request
+counts, the harness's watches) at each N, with the realistic mix (CRs asking 1-3 replicas, the replicaset controller
+creating the Pods), and prints the curve: per N and contender, time, writes, reads, CPU, RSS at the end and peak RSS
+for convergence, restart and spec change; the growth per 1000 objects between consecutive sizes; and the memory per
+cached object (a CR and its three children are four) above the operator's RSS when it was ready with nothing to do.
+
+The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
+recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
+
+Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import pathlib
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchmarks import contenders, report, run, runtime_env
+from okt.runtime import logs as okt_logs
+
+DEFAULT_SIZES = (1000, 3000, 10000)
+CACHED_PER_CR = 4
+"""Objects okt caches per Memcached: the CR, its ConfigMap, Service and Deployment."""
+KOPF_LIMIT = 3.0
+"""Kopf is measured where it converges within this many times the floor's convergence time."""
+
+
+def settings_for(n: int, args: argparse.Namespace, chosen: Sequence[contenders.Contender]) -> run.Settings:
+    return run.Settings(
+        n=n,
+        rounds=1,
+        workers=args.workers,
+        steady_seconds=args.steady_seconds,
+        size=1,
+        new_size=2,
+        contenders=tuple(chosen),
+        crd=contenders.CRD,
+        json_path=args.json,
+        markdown_path=args.json.with_suffix(".md"),
+        logs_dir=args.logs_dir,
+        timeout_scale=args.timeout_scale,
+        mix=True,
+    )
+
+
+def measure_size(
+    n: int, args: argparse.Namespace, chosen: Sequence[contenders.Contender], logs: pathlib.Path, skip: set[str]
+) -> dict[str, dict[str, Any]]:
+    """Every contender at one N, the floor first; Kopf given :data:`KOPF_LIMIT` times the floor's time."""
+    settings = settings_for(n, args, chosen)
+    bench = run.Bench(settings, logs, runtime_env.prepare())
+    results: dict[str, dict[str, Any]] = {}
+    ordered = sorted(chosen, key=lambda c: c.key != contenders.RAW.key)
+    for contender in ordered:
+        if contender.key in skip:
+            results[contender.key] = {"converged": False, "error": "skipped: did not finish at a smaller N"}
+            continue
+        floor = results.get(contenders.RAW.key, {}).get("converge", {}).get("seconds")
+        if contender is contenders.KOPF and floor:
+            bench.converge_limits[contender.key] = KOPF_LIMIT * float(floor)
+        run.say(f"scale: N={n} {contender.key}")
+        results[contender.key] = bench.measure(contender, 1)
+        if contender is contenders.KOPF and not results[contender.key].get("converged"):
+            skip.add(contender.key)
+    return results
+
+
+def figures(result: Mapping[str, Any], n: int) -> dict[str, float | None]:
+    """The figures of one measurement that the tables show (None where the phase did not run)."""
+    flat = report.flatten(result)
+    ready = flat.get("ready_rss_mib")
+    rss = flat.get("converge.rss_mib")
+    per_object = None
+    if ready is not None and rss is not None:
+        per_object = round((rss - ready) * 1024 / (CACHED_PER_CR * n), 2)
+    return {
+        "converge_s": flat.get("converge.seconds"),
+        "converge_writes": flat.get("converge.requests.writes"),
+        "converge_reads": flat.get("converge.requests.reads"),
+        "converge_cpu_s": flat.get("converge.cpu_seconds"),
+        "ready_rss_mib": ready,
+        "converge_rss_mib": rss,
+        "converge_peak_rss_mib": flat.get("converge.peak_rss_mib"),
+        "kib_per_object": per_object,
+        "restart_writes": flat.get("restart.requests.writes"),
+        "restart_reads": flat.get("restart.requests.reads"),
+        "restart_idle_s": flat.get("restart.idle_after_seconds"),
+        "restart_rss_mib": flat.get("restart.rss_mib"),
+        "restart_peak_rss_mib": flat.get("restart.peak_rss_mib"),
+        "change_s": flat.get("spec_change.seconds"),
+        "change_writes": flat.get("spec_change.requests.writes"),
+        "change_cpu_s": flat.get("spec_change.cpu_seconds"),
+        "change_rss_mib": flat.get("spec_change.rss_mib"),
+        "change_peak_rss_mib": flat.get("spec_change.peak_rss_mib"),
+    }
+
+
+COLUMNS = (
+    ("converge_s", "conv s"),
+    ("ratio", "x floor"),
+    ("converge_writes", "writes"),
+    ("converge_reads", "reads"),
+    ("converge_cpu_s", "CPU s"),
+    ("converge_rss_mib", "RSS MiB"),
+    ("converge_peak_rss_mib", "peak MiB"),
+    ("kib_per_object", "KiB/obj"),
+    ("restart_writes", "rst writes"),
+    ("restart_idle_s", "rst idle s"),
+    ("restart_rss_mib", "rst RSS"),
+    ("restart_peak_rss_mib", "rst peak"),
+    ("change_s", "chg s"),
+    ("change_writes", "chg writes"),
+    ("change_peak_rss_mib", "chg peak"),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def tables(document: Mapping[str, Any]) -> str:
+    """The per-N table and the growth per 1000 objects between consecutive sizes, per contender."""
+    sizes = sorted(int(n) for n in document["sizes"])
+    rows: dict[str, dict[int, dict[str, Any]]] = {}
+    lines = ["| N | contender | " + " | ".join(label for _, label in COLUMNS) + " |"]
+    lines.append("|" + "---|" * (len(COLUMNS) + 2))
+    for n in sizes:
+        results = document["sizes"][str(n)]
+        floor = figures(results.get(contenders.RAW.key, {}), n).get("converge_s")
+        for key, result in results.items():
+            row: dict[str, Any] = dict(figures(result, n))
+            mine = row.get("converge_s")
+            row["ratio"] = round(mine / floor, 2) if mine and floor else None
+            if not result.get("converged"):
+                lines.append(f"| {n} | {key} | not finished: {str(result.get('error'))[:80]} |")
+                continue
+            rows.setdefault(key, {})[n] = row
+            lines.append(f"| {n} | {key} | " + " | ".join(_cell(row.get(col)) for col, _ in COLUMNS) + " |")
+    growth = ["", "Growth per 1000 objects (N CRs; 4N cached objects) between consecutive sizes:", ""]
+    growth.append("| contender | from N | to N | conv s | CPU s | RSS MiB | peak MiB | rst idle s | chg s |")
+    growth.append("|---|---|---|---|---|---|---|---|---|")
+    for key, by_n in rows.items():
+        known = sorted(by_n)
+        for low, high in itertools.pairwise(known):
+            per = (high - low) / 1000
+
+            def slope(col: str, a: Mapping[str, Any] = by_n[low], b: Mapping[str, Any] = by_n[high]) -> str:
+                x, y = a.get(col), b.get(col)
+                return "-" if x is None or y is None else f"{(y - x) / per:.2f}"  # noqa: B023 - used at once
+
+            cols = ("converge_s", "converge_cpu_s", "converge_rss_mib", "converge_peak_rss_mib")
+            growth.append(
+                f"| {key} | {low} | {high} | "
+                + " | ".join(slope(c) for c in (*cols, "restart_idle_s", "change_s"))
+                + " |"
+            )
+    return "\n".join(lines + growth)
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description="okt's cost as N grows.")
+    parser.add_argument("--n", type=int, nargs="+", default=list(DEFAULT_SIZES), help="sizes (default 1000 3000 10000)")
+    parser.add_argument("--contenders", default="raw,okt,kopf", help="comma-separated keys (default raw,okt,kopf).")
+    parser.add_argument("--workers", type=int, default=8, help="concurrent reconciles of every contender.")
+    parser.add_argument("--steady-seconds", type=float, default=30.0, help="the restart window (default 30).")
+    parser.add_argument("--json", type=pathlib.Path, default=run.RESULTS / "scale.json", help="the JSON output.")
+    parser.add_argument("--logs-dir", type=pathlib.Path, default=None, help="keep the operators' logs here.")
+    parser.add_argument("--timeout-scale", type=float, default=1.0, help="stretch every bounded wait.")
+    args = parser.parse_args(argv)
+    if any(n < 1 for n in args.n) or args.workers < 1:
+        parser.error("--n and --workers must be positive")
+    try:
+        args.chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
+    except KeyError as exc:
+        parser.error(str(exc))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    okt_logs.configure("console", verbosity=-1)
+    logs = args.logs_dir or pathlib.Path(tempfile.mkdtemp(prefix="okt-bench-scale-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    run.say(f"scale: N={' '.join(map(str, args.n))}, contenders {args.contenders}; logs in {logs}")
+    skip: set[str] = set()
+    document: dict[str, Any] = {"sizes": {}, "kopf_limit": KOPF_LIMIT, "cached_per_cr": CACHED_PER_CR}
+    server = ""
+    for n in sorted(args.n):
+        document["sizes"][str(n)] = measure_size(n, args, args.chosen, logs, skip)
+        document["settings"] = dataclasses.asdict(settings_for(n, args, args.chosen)) | {"n": sorted(args.n)}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    document["machine"] = report.machine_info(server)
+    args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    print(tables(document))
+    ok = all(
+        result.get("converged") or key == contenders.KOPF.key
+        for results in document["sizes"].values()
+        for key, result in results.items()
+    )
+    if ok and args.logs_dir is None:
+        shutil.rmtree(logs, ignore_errors=True)
+    else:
+        run.say(f"scale: operator logs kept in {logs}")
+    run.say(f"scale: wrote {args.json}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -70,6 +70,9 @@ _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
 #: Metadata that changes with every write and tells nothing about a child's desired state.
 _VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
+DAEMON_STOP_POLL = 0.2
+"""Seconds between two looks at a deleted object whose daemons have not returned yet (its finalization waits)."""
+
 
 class ReconcileFunction(Protocol):
     """The signature of :func:`okt.reconciler.core.reconcile`, as the controller calls it."""
@@ -402,6 +405,18 @@ class Controller:
 
     # -- workers -------------------------------------------------------------------------------------------------
 
+    def _daemons_still_running(self, namespace: str | None, name: str) -> bool:
+        """Whether the object is being deleted while one of its daemons still runs: its finalization waits for them
+        (they were asked to stop when the deletion was seen), checked again every ``DAEMON_STOP_POLL`` seconds."""
+        if not self.daemons:
+            return False
+        obj = self.cache.get(self.kind, name, namespace)
+        meta = (obj or {}).get("metadata") or {}
+        if not meta.get("deletionTimestamp") or not self.daemons.stopping(str(meta.get("uid") or "")):
+            return False
+        self._log.debug("finalization waits for the object's daemons to return", namespace=namespace, name=name)
+        return True
+
     def _work(self) -> None:
         while True:
             key = self.queue.get()
@@ -415,6 +430,10 @@ class Controller:
     def process(self, key: QueueKey) -> results_mod.Outcome:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""
         namespace, name = key
+        if self._daemons_still_running(namespace, name):
+            outcome = results_mod.Outcome.requeue_after(DAEMON_STOP_POLL)
+            apply_outcome(self.queue, key, outcome)
+            return outcome
         started = time.monotonic()
         run = None
         with (

@@ -143,6 +143,15 @@ class Supervisor:
                 key=lambda item: (item[0] or "", item[1], item[2]),
             )
 
+    def stopping(self, uid: str) -> bool:
+        """Whether a daemon of the object with ``uid`` still runs (its stop asked or not).
+
+        The controller finalizes a deleted object only once this is False: a daemon may still be using the object or
+        its children, and okt's finalizer is what keeps them there (Kopf waits for its daemons the same way).
+        """
+        with self._lock:
+            return any(key[0] == uid and slot.thread is not None for key, slot in self._slots.items())
+
     # -- events --------------------------------------------------------------------------------------------------
 
     def observe(self, event_type: str, obj: Mapping[str, Any]) -> None:

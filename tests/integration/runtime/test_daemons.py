@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import datetime
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -233,3 +234,66 @@ def test_a_leader_that_loses_its_lease_stops_its_daemons(
     assert leader.lost_leadership
     assert journal.stops["g"] == 1
     assert journal.running["g"] == 0
+
+
+class Lingering(Watching):
+    """A daemon that, once asked to stop, returns only when the test lets it go (cleaning up after itself)."""
+
+    let_go: ClassVar[threading.Event] = threading.Event()
+    stop_seen: ClassVar[threading.Event] = threading.Event()
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4)
+    def monitor(self, ctx: okt.DaemonContext) -> None:
+        self.journal.enter(ctx.name, ctx.attempt)
+        try:
+            ctx.stop.wait(120)
+            self.stop_seen.set()
+            self.let_go.wait(30)
+        finally:
+            self.journal.leave(ctx.name, ctx.stop.is_set())
+
+
+def test_a_deleted_object_is_finalized_only_once_its_daemons_returned(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+) -> None:
+    """okt's finalizer keeps the object (and its children) while a daemon may still use them: no reconcile of the
+    deleted object — where the finalizer would be released — runs before its daemons have returned."""
+    Lingering.journal, Lingering.let_go, Lingering.stop_seen = Journal(), threading.Event(), threading.Event()
+    journal = Lingering.journal
+    seen: list[tuple[bool, int]] = []  # (deleting, daemons running) at each reconcile of "held"
+
+    def record(ns: str | None, name: str) -> None:
+        if name == "held":
+            obj = kube.get(gadget_kind, name, ns)
+            with journal.lock:
+                seen.append((bool(obj["metadata"].get("deletionTimestamp")), journal.running[name]))
+
+    manager = manager_mod.Manager(
+        kube,
+        [Lingering],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=10.0,
+        reconcile=shared.FakeReconcile(action=record),
+    )
+    make_gadget("held")
+    kube.patch(gadget_kind, "held", {"metadata": {"finalizers": ["test.okt.io/hold"]}}, namespace)
+    try:
+        manager.start()
+        wait_for(lambda: journal.running["held"] == 1, timeout=20, message="the daemon of held")
+        kube.delete(gadget_kind, "held", namespace)
+        assert Lingering.stop_seen.wait(10), "the daemon was not asked to stop after the deletion"
+        wait_for(lambda: manager.controllers[0].cache.get(gadget_kind, "held", namespace) is not None)
+        time.sleep(1.0)  # a window in which a reconcile of the deleted object would run (none may)
+        assert not [s for s in seen if s[0]], f"the deleted object was reconciled while its daemon ran: {seen}"
+        Lingering.let_go.set()
+        wait_for(lambda: any(deleting for deleting, _ in seen), timeout=10, message="a reconcile once it returned")
+        assert all(running == 0 for deleting, running in seen if deleting), seen
+    finally:
+        Lingering.let_go.set()
+        kube.patch(gadget_kind, "held", {"metadata": {"finalizers": None}}, namespace)
+        manager.stop()
+        manager.join(15)

@@ -51,8 +51,8 @@ def test_a_name_two_groups_serve_is_one_line_naming_the_choices(kube: kube_clien
 
 
 def test_an_unknown_name_is_one_line(kube: kube_client.Client) -> None:
-    with pytest.raises(okt.ConfigurationError, match=r"^the server serves no kind named 'gizmos'"):
-        kube.resolve_name("gizmos")
+    with pytest.raises(okt.ConfigurationError, match=r"^the server serves no kind named 'nosuchthings'"):
+        kube.resolve_name("nosuchthings")
 
 
 def test_a_kind_served_after_discovery_was_read_is_found(

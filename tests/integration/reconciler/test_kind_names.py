@@ -81,14 +81,14 @@ class ConfigMapReconciler(okt.Reconciler):
     ("name", "message"),
     [
         ("ing", "has no reconciler named 'ing': the kind name 'ing' is ambiguous: name one of ingresses.extensions"),
-        ("gizmos", "has no reconciler named 'gizmos': the server serves no kind named 'gizmos'"),
+        ("nosuchthings", "has no reconciler named 'nosuchthings': the server serves no kind named 'nosuchthings'"),
         ("deploy", "has no reconciler named 'deploy'"),
     ],
 )
 def test_okt_run_refuses_a_reconciler_name_it_cannot_resolve_in_one_line(
     control_plane: envtest.ControlPlane, widget_kind: kinds.Kind, tmp_path: pathlib.Path, name: str, message: str
 ) -> None:
-    operator = tmp_path / "operator.py"
+    operator = tmp_path / "kinds_operator.py"
     operator.write_text(OPERATOR)
     done = subprocess.run(
         [
@@ -123,7 +123,7 @@ def test_okt_run_runs_the_reconciler_named_as_kubectl_names_its_kind(
     tmp_path: pathlib.Path,
     name: str,
 ) -> None:
-    operator = tmp_path / "operator.py"
+    operator = tmp_path / "kinds_operator.py"
     operator.write_text(OPERATOR)
     shared.make_widget(kube, widget_kind, namespace, "w", size=1)
     process = OperatorProcess.okt_run(

@@ -12,6 +12,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tomllib
 
 from okt.testing import build
 
@@ -35,4 +36,12 @@ def prepare(say: object = print) -> pathlib.Path:
         subprocess.run(
             [str(python), "-m", "pip", "install", *quiet, "--no-deps", "--force-reinstall", str(ROOT)], check=True
         )
+        # okt's dependencies as the checkout declares them now (a venv made before a new one was added lacks it).
+        subprocess.run([str(python), "-m", "pip", "install", *quiet, *dependencies()], check=True)
     return venv / "bin"
+
+
+def dependencies() -> list[str]:
+    """okt's runtime requirements, as ``pyproject.toml`` declares them."""
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        return [str(requirement) for requirement in tomllib.load(file)["project"]["dependencies"]]

@@ -100,11 +100,14 @@ class WatchedNamespace:
 
     def replicas_are(self, size: int | Sequence[int]) -> bool:
         """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
-        wanted = cluster.expected_sizes(self.n, size)
+        # One size for all holds whatever the objects are named; a list of sizes goes by the harness's names.
+        wanted = None if isinstance(size, int) else cluster.expected_sizes(self.n, size)
         with self._lock:
             owners = self._owned[self._deployment.kind]
             done = sum(
-                1 for name, replicas in self._replicas.items() if replicas == wanted.get(name) and name in owners
+                1
+                for name, replicas in self._replicas.items()
+                if replicas == (size if wanted is None else wanted.get(name)) and name in owners
             )
             total = len(self._ready)
         self.last = f"{done}/{self.n} Deployments at {cluster.describe_sizes(size)} replicas"

@@ -189,7 +189,8 @@ def section(
     lines += [f"- **{labels.get(k, k)}** — {descriptions.get(k, '')}" for k in summaries]
     lines += [
         "",
-        "Writes are create, patch, update and delete requests, reads are get, list and watch; both include the "
+        "Writes are create, patch, update and delete requests, reads are get, list and watch (and the access "
+        "reviews of okt's start-up permission check: a create that stores nothing); both include the "
         "requests the API server refused (the 4xx/5xx column: e.g. a read answered 404 before a create, a conflict). "
         "The raw floor is no operator: it writes the minimum the job needs "
         "(3 creates and a status patch per object) and its ratio is 1 by definition; the okt-shaped floor sends "

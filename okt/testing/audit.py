@@ -43,6 +43,17 @@ from collections.abc import Iterable
 from typing import Any
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+REVIEWS = frozenset(
+    {
+        "selfsubjectaccessreviews",
+        "selfsubjectrulesreviews",
+        "subjectaccessreviews",
+        "localsubjectaccessreviews",
+        "tokenreviews",
+    }
+)
+"""Resources a ``create`` only asks a question of (the API server answers and stores nothing): counted as reviews,
+not writes — an operator checking its permissions at start-up writes nothing."""
 FLUSH_LAG = 2.0
 """Seconds the API server may take to write a request it received (its batches are a second apart)."""
 SETTLE_TIMEOUT = 180.0
@@ -65,7 +76,12 @@ class Request:
 
     @property
     def is_write(self) -> bool:
-        return self.verb in WRITE_VERBS
+        return self.verb in WRITE_VERBS and not self.is_review
+
+    @property
+    def is_review(self) -> bool:
+        """A question to the API server (an access review), which stores nothing."""
+        return self.resource in REVIEWS
 
     @property
     def succeeded(self) -> bool:
@@ -94,7 +110,7 @@ class Counts:
         writes: collections.Counter[str] = collections.Counter()
         failed = 0
         for request in requests:
-            verbs[request.verb] += 1
+            verbs["review" if request.is_review else request.verb] += 1
             if request.is_write:
                 writes[f"{request.verb} {request.resource}"] += 1
             if request.code >= 400:

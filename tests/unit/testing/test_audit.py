@@ -153,3 +153,15 @@ def test_a_reader_from_the_end_sees_only_what_comes_after_and_skips_a_cut_first_
 def test_timestamps_are_read_to_the_microsecond(value: Any, seconds: float | None) -> None:
     parsed = audit.parse_time(value)
     assert parsed == pytest.approx(seconds) if seconds is not None else parsed is None
+
+
+def test_an_access_review_is_counted_as_a_question_not_a_write() -> None:
+    def request(verb: str, resource: str) -> audit.Request:
+        return audit.Request("op", verb, resource, "", "", 201, 0.0, 0.0)
+
+    counts = audit.Counts.of(
+        [request("create", "selfsubjectaccessreviews"), request("create", "memcacheds"), request("get", "pods")]
+    )
+    assert (counts.writes, counts.reads) == (1, 2)
+    assert counts.writes_by_resource == {"create memcacheds": 1}
+    assert counts.by_verb == {"create": 1, "get": 1, "review": 1}

@@ -195,9 +195,11 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     """
     if model is None or not fields:
         return dict(fields)
-    known = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+    api_name = {name: field.alias or name for name, field in model.model_fields.items()}
+    api_name.update({alias: alias for alias in api_name.values()})
     dumped = model.model_validate(fields).model_dump(mode="json", by_alias=True, exclude_none=True)
-    return {**{k: v for k, v in fields.items() if k not in known}, **dumped}
+    removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
+    return {**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed}
 
 
 def write_status(ctx: context_mod.Context) -> bool:

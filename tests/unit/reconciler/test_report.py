@@ -119,3 +119,8 @@ def test_a_status_field_set_by_either_name_is_written_once_under_its_api_name(ke
 
 def test_without_a_status_model_the_status_fields_are_written_as_given() -> None:
     assert report.status_fields_view({"available_replicas": 3}, None) == {"available_replicas": 3}
+
+
+def test_a_status_field_set_to_none_is_removed_under_its_api_name() -> None:
+    view = report.status_fields_view({"available_replicas": 2, "phase": None}, _Replicas)
+    assert view == {"availableReplicas": 2, "phase": None}

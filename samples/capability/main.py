@@ -1,4 +1,4 @@
-"""capability-operator: a memcached operator climbing the Operator Capability Levels (a start: levels 1, 3 and 4).
+"""capability-operator: a memcached operator climbing the Operator Capability Levels (levels 1 to 4).
 
 Why this exists: okt's README promises operators "beyond Phase 2" — beyond installing and upgrading. This sample runs
 memcached (Debian's package, the ``memcached:1.6`` image) and adds what the next levels ask, with okt's remote
@@ -9,6 +9,9 @@ Level    Feature                      How
 =======  ===========================  =====================================================================
 1        basic install                a Deployment of ``spec.size`` Pods (memcached + a busybox ``tools``
                                       sidecar sharing its network), okt's conditions and relatedObjects
+2        seamless upgrade             ``spec.version`` picks a release of :data:`RELEASES`; the Deployment rolls
+                                      and ``status.versions`` reports the new release only once its Pods are
+                                      ready (``Progressing=True, Upgrading`` meanwhile): ``target_versions``
 3        full lifecycle: backup       ``spec.backup: NAME`` — the keys and values are read with ``ctx.exec``
                                       in the sidecar (``lru_crawler metadump``, ``get``) into the ConfigMap
                                       ``<cache>-backup-NAME``; ``status.backups`` lists the backups taken
@@ -23,14 +26,15 @@ Level    Feature                      How
 Each backup and restore happens once per name: the status remembers it, so a reconcile later (a restart, a resync)
 does not take or apply it again. Values are data: they travel as arguments of the exec'd command, never as shell text.
 
-Not yet (see README.md): Level 2 seamless upgrades with ``status.versions`` per step, Level 5 auto-pilot, a generated
-CRD and RBAC.
+Not yet (see README.md): Level 5 auto-pilot, a generated CRD and RBAC.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import prometheus_client
 import pydantic
@@ -53,8 +57,29 @@ ITEMS = prometheus_client.Gauge(
 BYTES = prometheus_client.Gauge(
     "capability_cache_bytes", "Bytes stored in a Cache's memcached (first ready Pod).", ["namespace", "name"]
 )
+OPERATOR_VERSION = "0.2.0"
 POD = okt.Kind("v1", "Pod", "pods", True)
 CONFIG_MAP = okt.Kind("v1", "ConfigMap", "configmaps", True)
+
+
+Version = Literal["1.6.0", "1.6.1"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """What one operand version runs: the image and memcached's arguments."""
+
+    image: str
+    args: tuple[str, ...]
+
+
+RELEASES: Mapping[str, Release] = {
+    "1.6.0": Release("memcached:1.6", ("-m", "64")),
+    # The same binary (memcached:1.6 is the only memcached image of the local node): this release of the operand
+    # raises memcached's connection limit. The rollout it causes is a real one all the same.
+    "1.6.1": Release("memcached:1.6", ("-m", "64", "-c", "2048")),
+}
+"""The operand versions this operator knows, as an operator's catalog maps each to its image and settings."""
 
 
 class CacheSpec(pydantic.BaseModel):
@@ -63,7 +88,7 @@ class CacheSpec(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
     size: int = pydantic.Field(default=1, ge=1, le=10, description="memcached Pods.")
-    image: str = pydantic.Field(default="memcached:1.6", min_length=1, description="The memcached image.")
+    version: Version = pydantic.Field(default="1.6.0", description="The memcached release to run (an upgrade).")
     backup: str | None = pydantic.Field(
         default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Take this backup (once)."
     )
@@ -84,7 +109,7 @@ metadata:
   labels:
     app.kubernetes.io/instance: {{ name }}
 spec:
-  replicas: {{ cr.spec.size }}
+  replicas: {{ replicas }}
   selector:
     matchLabels:
       app.kubernetes.io/instance: {{ name }}
@@ -92,13 +117,14 @@ spec:
     metadata:
       labels:
         app.kubernetes.io/instance: {{ name }}
+        app.kubernetes.io/version: "{{ version }}"
     spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: memcached
-          image: {{ cr.spec.image }}
+          image: {{ release.image }}
           imagePullPolicy: IfNotPresent
-          args: ["-m", "64"]
+          args: {{ release.args | list | to_yaml }}
           ports:
             - name: memcached
               containerPort: 11211
@@ -121,7 +147,17 @@ class CacheReconciler(okt.Reconciler):
     plural = "caches"
     spec_model = CacheSpec
     owns = (CacheDeployment,)
-    versions: ClassVar[dict[str, str]] = {"capability-operator": "0.1.0"}
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        spec: CacheSpec = ctx.spec
+        params = {"release": RELEASES[spec.version], "version": spec.version, "replicas": spec.size}
+        return [CacheDeployment(ctx.cr, params=params)]
+
+    def target_versions(self, ctx: okt.Context) -> dict[str, str]:
+        """The operator's version and the memcached release the spec asks for: okt reports them in
+        ``status.versions`` once the Deployment has rolled out, with ``Progressing=True, Upgrading`` until then."""
+        spec: CacheSpec = ctx.spec
+        return {"capability-operator": OPERATOR_VERSION, "memcached": spec.version}
 
     def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
         if state is okt.State.SuccessManager and self.available(ctx) is True:

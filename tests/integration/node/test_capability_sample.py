@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import prometheus_client
 import pytest
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
 from okt.testing import crds, running, waiting
@@ -90,3 +92,96 @@ def test_data_written_is_backed_up_lost_with_its_pod_and_restored_and_stats_beco
     labels = {"namespace": namespace, "name": "c"}
     assert prometheus_client.REGISTRY.get_sample_value("capability_cache_items", labels) == 2
     assert (cache(kube, caches, namespace)["status"]["stats"]["items"]) == 2
+
+
+class Recorder:
+    """Every object a watch of one kind in one namespace delivers, in order, until the ``with`` block ends."""
+
+    def __init__(self, kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> None:
+        _, version = kube.list(kind, namespace)
+        self.objects: list[dict[str, Any]] = []
+        self._stream: Any = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(kube, kind, namespace, version), daemon=True)
+
+    def _opened(self, response: Any) -> None:
+        self._stream = response
+
+    def _watch(self, kube: kube_client.Client, kind: kinds.Kind, namespace: str, version: str) -> None:
+        try:
+            for event in kube.watch(kind, namespace, resource_version=version, on_open=self._opened):
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    self.objects.append(event["object"])
+        except errors.ApiError:
+            if not self._stopped.is_set():
+                raise
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        waiting.wait_for(lambda: self._stream is not None, timeout=10, message="the watch to open")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        self._stream.close()
+        self._thread.join(timeout=10)
+
+
+def revision(obj: dict[str, Any]) -> int:
+    """The object's resourceVersion: one etcd's revision, so it orders events of different kinds (one server)."""
+    return int(obj["metadata"]["resourceVersion"])
+
+
+def reported_version(obj: dict[str, Any]) -> str:
+    versions = (obj.get("status") or {}).get("versions") or ()
+    return next((v["version"] for v in versions if v["name"] == "memcached"), "")
+
+
+def progressing(obj: dict[str, Any]) -> tuple[str, str]:
+    generation = obj["metadata"]["generation"]
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c["type"] == "Progressing" and c.get("observedGeneration") == generation:
+            return c["status"], c["reason"]
+    return "", ""
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def test_an_upgrade_is_progressing_and_reports_the_new_version_only_once_its_pods_are_ready(
+    node_kube: kube_client.Client, node_namespace: str, caches: kinds.Kind
+) -> None:
+    kube, namespace = node_kube, node_namespace
+    body = {"apiVersion": operator.API_VERSION, "kind": "Cache", "metadata": {"name": "c", "namespace": namespace}}
+    kube.create({**body, "spec": {"size": 1, "version": "1.6.0"}}, caches)
+    waiting.wait_for(
+        lambda: (reported_version(c := cache(kube, caches, namespace)), progressing(c)[0]) == ("1.6.0", "False"),
+        timeout=TIMEOUT,
+    )
+
+    with Recorder(kube, caches, namespace) as caches_seen, Recorder(kube, POD, namespace) as pods_seen:
+        kube.patch(caches, "c", {"spec": {"version": "1.6.1"}}, namespace)
+        waiting.wait_for(
+            lambda: (reported_version(c := cache(kube, caches, namespace)), progressing(c)[0]) == ("1.6.1", "False"),
+            timeout=TIMEOUT,
+        )
+
+    steps = [(revision(c), *progressing(c), reported_version(c)) for c in caches_seen.objects]
+    new_pod_ready = min(
+        (
+            revision(p)
+            for p in pods_seen.objects
+            if p["metadata"]["labels"].get("app.kubernetes.io/version") == "1.6.1" and pod_ready(p)
+        ),
+        default=None,
+    )
+    print(f"\nupgrade 1.6.0 -> 1.6.1: the first 1.6.1 Pod is Ready at revision {new_pod_ready}")
+    for step in steps:
+        print("  revision {} Progressing={:<5} reason={:<12} versions.memcached={}".format(*step))
+    assert new_pod_ready is not None, "1.6.1 was reported before any 1.6.1 Pod was ready"
+    assert all(version == "1.6.0" for rv, _, _, version in steps if rv < new_pod_ready)
+    assert all(rv > new_pod_ready for rv, _, _, version in steps if version == "1.6.1")
+    assert ("True", "Upgrading", "1.6.0") in [step[1:] for step in steps]
+    assert steps[-1][1:] == ("False", "Settled", "1.6.1")

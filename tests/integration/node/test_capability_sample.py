@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Self
 
 import prometheus_client
@@ -20,14 +20,34 @@ from samples.capability import memcache_protocol as proto
 pytestmark = pytest.mark.integration
 
 POD = kinds.BUILTIN[("v1", "Pod")]
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 TIMEOUT = 90.0
 
 
 @pytest.fixture
-def caches(node_kube: kube_client.Client, node_namespace: str) -> Iterator[kinds.Kind]:
-    kind = crds.ensure_crd(node_kube, crds.schemaless_crd(operator.GROUP, "Cache", "caches", "v1alpha1"))
-    with running.RunningOperator.start(node_kube, operator.CacheReconciler, namespaces=[node_namespace]):
-        yield kind
+def run_operator(node_kube: kube_client.Client, node_namespace: str) -> Iterator[Callable[[], running.RunningOperator]]:
+    """Start the operator (watching the test's namespace); every one started is stopped after the test."""
+    started: list[running.RunningOperator] = []
+
+    def start() -> running.RunningOperator:
+        started.append(running.RunningOperator.start(node_kube, operator.CacheReconciler, namespaces=[node_namespace]))
+        return started[-1]
+
+    yield start
+    for one in started:
+        one.stop()
+
+
+@pytest.fixture
+def caches(node_kube: kube_client.Client) -> kinds.Kind:
+    return crds.ensure_crd(node_kube, crds.schemaless_crd(operator.GROUP, "Cache", "caches", "v1alpha1"))
+
+
+@pytest.fixture
+def capability_operator(
+    caches: kinds.Kind, run_operator: Callable[[], running.RunningOperator]
+) -> running.RunningOperator:
+    return run_operator()
 
 
 def cache(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[str, Any]:
@@ -61,7 +81,7 @@ DATA = {"greeting": "hello world", "answer": "42"}
 
 
 def test_data_written_is_backed_up_lost_with_its_pod_and_restored_and_stats_become_metrics(
-    node_kube: kube_client.Client, node_namespace: str, caches: kinds.Kind
+    node_kube: kube_client.Client, node_namespace: str, caches: kinds.Kind, capability_operator: running.RunningOperator
 ) -> None:
     kube, namespace = node_kube, node_namespace
     body = {"apiVersion": operator.API_VERSION, "kind": "Cache", "metadata": {"name": "c"}, "spec": {"size": 1}}
@@ -151,7 +171,7 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 
 
 def test_an_upgrade_is_progressing_and_reports_the_new_version_only_once_its_pods_are_ready(
-    node_kube: kube_client.Client, node_namespace: str, caches: kinds.Kind
+    node_kube: kube_client.Client, node_namespace: str, caches: kinds.Kind, capability_operator: running.RunningOperator
 ) -> None:
     kube, namespace = node_kube, node_namespace
     body = {"apiVersion": operator.API_VERSION, "kind": "Cache", "metadata": {"name": "c", "namespace": namespace}}
@@ -185,3 +205,71 @@ def test_an_upgrade_is_progressing_and_reports_the_new_version_only_once_its_pod
     assert all(rv > new_pod_ready for rv, _, _, version in steps if version == "1.6.1")
     assert ("True", "Upgrading", "1.6.0") in [step[1:] for step in steps]
     assert steps[-1][1:] == ("False", "Settled", "1.6.1")
+
+
+def metric(name: str, namespace: str) -> float:
+    return prometheus_client.REGISTRY.get_sample_value(name, {"namespace": namespace, "name": "c"}) or 0.0
+
+
+def wait_for_reads(namespace: str, more: int) -> None:
+    """Until the operator has read the statistics ``more`` times again (each read is a decision of the auto-pilot)."""
+    reads = metric("capability_stats_reads_total", namespace)
+    waiting.wait_for(lambda: metric("capability_stats_reads_total", namespace) >= reads + more, timeout=TIMEOUT)
+
+
+def test_the_autopilot_adds_one_pod_for_a_busy_pod_and_no_other_while_the_signal_stays_high_even_after_a_restart(
+    node_kube: kube_client.Client,
+    node_namespace: str,
+    caches: kinds.Kind,
+    capability_operator: running.RunningOperator,
+    run_operator: Callable[[], running.RunningOperator],
+) -> None:
+    kube, namespace = node_kube, node_namespace
+    policy = {"itemsThreshold": 50, "maxSize": 3, "coolDownSeconds": 3600}
+    spec = {"size": 1, "statsIntervalSeconds": 1, "autopilot": policy}
+    kube.create(
+        {
+            "apiVersion": operator.API_VERSION,
+            "kind": "Cache",
+            "metadata": {"name": "c", "namespace": namespace},
+            "spec": spec,
+        },
+        caches,
+    )
+    waiting.wait_for(lambda: condition(cache(kube, caches, namespace), "Available") == "True", timeout=TIMEOUT)
+    before = kube.get(DEPLOYMENT, "c", namespace)
+    pod = the_pod(kube, namespace)
+
+    filled = {f"key-{i}": f"value-{i}" for i in range(60)}
+    waiting.wait_for(lambda: memcached(kube, namespace, pod, proto.set_request(filled)), timeout=30, interval=0.5)
+    waiting.wait_for(
+        lambda: (
+            (d := kube.get(DEPLOYMENT, "c", namespace))["spec"]["replicas"] == 2
+            and (d.get("status") or {}).get("availableReplicas") == 2
+        ),
+        timeout=TIMEOUT,
+    )
+    scaled = kube.get(DEPLOYMENT, "c", namespace)
+    print(
+        f"\nauto-pilot: 60 items in {pod} (threshold 50): Deployment generation {before['metadata']['generation']}"
+        f" -> {scaled['metadata']['generation']}, replicas 1 -> 2"
+    )
+    print(f"  status.autopilot: {cache(kube, caches, namespace)['status']['autopilot']}")
+
+    for restart in (False, True):
+        if restart:
+            capability_operator.stop()
+            run_operator()
+        wait_for_reads(namespace, 5)
+        now = cache(kube, caches, namespace)["status"]
+        print(
+            f"  {'after a restart, ' if restart else ''}5 more reads: busiest={now['stats']['busiest']},"
+            f" autopilot={now['autopilot']['reason']!r}"
+        )
+        assert now["stats"]["busiest"] >= 50  # the signal stays high: the busy Pod keeps its items
+        assert kube.get(DEPLOYMENT, "c", namespace)["metadata"]["generation"] == scaled["metadata"]["generation"]
+
+    assert scaled["metadata"]["generation"] == before["metadata"]["generation"] + 1
+    assert metric("capability_autopilot_scale_outs_total", namespace) == 1
+    assert now["autopilot"]["added"] == 1
+    assert now["autopilot"]["reason"].startswith("cooling down until")

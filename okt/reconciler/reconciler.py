@@ -90,6 +90,10 @@ class Reconciler:
     """Versions to report in ``status.versions`` (OpenShift's ``[{name, version}]``), e.g. ``{"operator": "1.4.0",
     "memcached": "1.6"}``: written once nothing rolls out; while a rollout toward them is under way Progressing is
     True, reason ``Upgrading``. Versions chosen by each object (its spec) come from ``target_versions(ctx)``."""
+    permissions: ClassVar[Mapping[tuple[str, str], Sequence[str]]] = {}
+    """What the hooks reach beyond the children, for ``okt gen rbac``: ``{(group, resource): verbs}``, e.g.
+    ``{("", "pods"): ("get", "list"), ("", "pods/exec"): ("create", "get")}`` for ``ctx.exec``. Never read at run
+    time: the API server's RBAC is what enforces it."""
     cluster_operator: ClassVar[str | None] = None
     """The name of a cluster-scoped ``ClusterOperator`` (``config.openshift.io/v1``) to mirror this operator's
     Available/Progressing/Degraded, versions and related objects onto, when the server serves that kind (OpenShift);

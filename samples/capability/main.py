@@ -35,8 +35,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import prometheus_client
 import pydantic
@@ -163,6 +163,11 @@ class CacheReconciler(okt.Reconciler):
     plural = "caches"
     spec_model = CacheSpec
     owns = (CacheDeployment,)
+    permissions: ClassVar[Mapping[tuple[str, str], Sequence[str]]] = {
+        ("", "pods"): ("get", "list"),  # the ready Pods to exec in
+        ("", "pods/exec"): ("create", "get"),  # ctx.exec (get: Kubernetes 1.30 and earlier)
+        ("", "configmaps"): ("create", "get"),  # the backups
+    }
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
         spec: CacheSpec = ctx.spec

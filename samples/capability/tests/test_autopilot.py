@@ -10,7 +10,7 @@ import pytest
 from samples.capability import autopilot
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.UTC)
-POLICY = autopilot.AutopilotSpec(itemsThreshold=100, maxSize=3, coolDownSeconds=600)
+POLICY = autopilot.AutopilotSpec.model_validate({"itemsThreshold": 100, "maxSize": 3, "coolDownSeconds": 600})
 
 
 def decide(

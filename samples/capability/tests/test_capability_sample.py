@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Self
 
 import prometheus_client
@@ -13,7 +13,7 @@ import pytest
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
-from okt.testing import crds, running, waiting
+from okt.testing import running, waiting
 from samples.capability import main as operator
 from samples.capability import memcache_protocol as proto
 
@@ -22,32 +22,6 @@ pytestmark = pytest.mark.integration
 POD = kinds.BUILTIN[("v1", "Pod")]
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 TIMEOUT = 90.0
-
-
-@pytest.fixture
-def run_operator(node_kube: kube_client.Client, node_namespace: str) -> Iterator[Callable[[], running.RunningOperator]]:
-    """Start the operator (watching the test's namespace); every one started is stopped after the test."""
-    started: list[running.RunningOperator] = []
-
-    def start() -> running.RunningOperator:
-        started.append(running.RunningOperator.start(node_kube, operator.CacheReconciler, namespaces=[node_namespace]))
-        return started[-1]
-
-    yield start
-    for one in started:
-        one.stop()
-
-
-@pytest.fixture
-def caches(node_kube: kube_client.Client) -> kinds.Kind:
-    return crds.ensure_crd(node_kube, crds.schemaless_crd(operator.GROUP, "Cache", "caches", "v1alpha1"))
-
-
-@pytest.fixture
-def capability_operator(
-    caches: kinds.Kind, run_operator: Callable[[], running.RunningOperator]
-) -> running.RunningOperator:
-    return run_operator()
 
 
 def cache(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[str, Any]:
@@ -68,7 +42,7 @@ def the_pod(kube: kube_client.Client, namespace: str) -> str:
     pods, _ = kube.list(POD, namespace, label_selector="app.kubernetes.io/instance=c")
     alive = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
     assert len(alive) == 1, alive
-    return alive[0]
+    return str(alive[0])
 
 
 def memcached(kube: kube_client.Client, namespace: str, pod: str, payload: str) -> str:

@@ -1,5 +1,7 @@
-"""The capability sample on real Pods: data written into memcached is backed up, lost with its Pod, and restored
-(Level 3, through ``ctx.exec``); memcached's statistics become the operator's Prometheus gauges (Level 4)."""
+"""The capability sample on real Pods of the local node, one test per level above the first: an upgrade watched
+through its rollout (Level 2, ``status.versions`` and ``Progressing``); data written into memcached backed up, lost
+with its Pod and restored (Level 3, through ``ctx.exec``); memcached's statistics as the operator's Prometheus gauges
+(Level 4); one Pod added by the auto-pilot, and no other while the signal stays high (Level 5)."""
 
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ def test_data_written_is_backed_up_lost_with_its_pod_and_restored_and_stats_beco
     kube.patch(caches, "c", {"spec": {"backup": "b1"}}, namespace)
     waiting.wait_for(lambda: "b1" in (cache(kube, caches, namespace).get("status") or {}).get("backups", []), TIMEOUT)
     stored = kube.get(operator.CONFIG_MAP, "c-backup-b1", namespace)
+    print(f"\nbackup: {DATA} written into {first}; spec.backup=b1 -> ConfigMap c-backup-b1 {stored['data']}")
     assert stored["data"] == {"values.json": '{"answer": "42", "greeting": "hello world"}'}
 
     kube.delete(POD, first, namespace)  # memcached keeps nothing on disk: the data goes with the Pod
@@ -77,13 +80,21 @@ def test_data_written_is_backed_up_lost_with_its_pod_and_restored_and_stats_beco
     )
     second = the_pod(kube, namespace)
     lost = waiting.wait_for(lambda: memcached(kube, namespace, second, proto.get_request(sorted(DATA))), timeout=30)
+    print(f"  Pod {first} deleted; its replacement {second} holds {proto.parse_values(lost)}")
     assert proto.parse_values(lost) == {}
 
     kube.patch(caches, "c", {"spec": {"restore": "b1"}}, namespace)
     waiting.wait_for(lambda: (cache(kube, caches, namespace).get("status") or {}).get("restored") == "b1", TIMEOUT)
 
-    assert proto.parse_values(memcached(kube, namespace, second, proto.get_request(sorted(DATA)))) == DATA
+    restored = proto.parse_values(memcached(kube, namespace, second, proto.get_request(sorted(DATA))))
     labels = {"namespace": namespace, "name": "c"}
+    print(f"  spec.restore=b1 -> status.restored=b1; {second} now holds {restored}")
+    print(
+        f"metric: capability_cache_items{labels} = "
+        f"{prometheus_client.REGISTRY.get_sample_value('capability_cache_items', labels)};"
+        f" status.stats = {cache(kube, caches, namespace)['status']['stats']}"
+    )
+    assert restored == DATA
     assert prometheus_client.REGISTRY.get_sample_value("capability_cache_items", labels) == 2
     assert (cache(kube, caches, namespace)["status"]["stats"]["items"]) == 2
 
@@ -174,6 +185,9 @@ def test_an_upgrade_is_progressing_and_reports_the_new_version_only_once_its_pod
     print(f"\nupgrade 1.6.0 -> 1.6.1: the first 1.6.1 Pod is Ready at revision {new_pod_ready}")
     for step in steps:
         print("  revision {} Progressing={:<5} reason={:<12} versions.memcached={}".format(*step))
+    final = cache(kube, caches, namespace)["status"]
+    print(f"  status.versions: {final['versions']}")
+    print("  conditions: " + ", ".join(f"{c['type']}={c['status']} ({c['reason']})" for c in final["conditions"]))
     assert new_pod_ready is not None, "1.6.1 was reported before any 1.6.1 Pod was ready"
     assert all(version == "1.6.0" for rv, _, _, version in steps if rv < new_pod_ready)
     assert all(rv > new_pod_ready for rv, _, _, version in steps if version == "1.6.1")

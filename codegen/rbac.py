@@ -15,6 +15,8 @@ what okt's runtime and engine use:
   one read after a create races with the informer (``AlreadyExists``); a create/delete-only kind (``okt.Resource``)
   gets get, list, watch, create, delete;
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
+* what the reconciler declares in ``permissions`` (``{(group, resource): verbs}``): what its hooks reach beyond the
+  children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election;
 * ``clusteroperators`` in ``config.openshift.io``: create, and get (plus patch on ``clusteroperators/status``) of the
@@ -79,11 +81,12 @@ def rules_for(
     owned: Iterable[tuple[str, str] | tuple[str, str, bool]],
     leases: bool,
     watched: Iterable[tuple[str, str]] = (),
+    declared: Iterable[tuple[str, str, Sequence[str]]] = (),
 ) -> list[dict[str, Any]]:
     """The policy rules for reconciling ``primaries`` that own ``owned`` (see the module docstring's table).
 
-    ``owned`` items are ``(group, plural)`` (updated by okt) or ``(group, plural, mutable)``; a kind listed twice gets
-    the union of its verbs.
+    ``owned`` items are ``(group, plural)`` (updated by okt) or ``(group, plural, mutable)``; ``declared`` items are
+    ``(group, resource, verbs)``; a kind listed twice gets the union of its verbs.
     """
     verbs: dict[tuple[str, str], set[str]] = {}
 
@@ -101,6 +104,8 @@ def rules_for(
         grant(kind.group, kind.plural, OWNED_VERBS if kind.mutable else CREATE_DELETE_VERBS)
     for group, plural in watched:
         grant(group, plural, READ_VERBS)
+    for group, resource, asked in declared:
+        grant(group, resource, asked)
     grant("", "events", EVENT_VERBS)
     if leases:
         grant("coordination.k8s.io", "leases", LEASE_VERBS)
@@ -156,9 +161,10 @@ def rbac_for_primaries(
     leader_elect: bool,
     service_account: str,
     watched: Sequence[tuple[str, str]] = (),
+    declared: Sequence[tuple[str, str, Sequence[str]]] = (),
 ) -> list[dict[str, Any]]:
     """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
-    ``(group, plural)`` of kinds only read)."""
+    ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for)."""
     if not _DNS_LABEL.match(namespace):
         raise errors.CodegenError(f"invalid namespace {namespace!r}: expected a DNS label such as operators")
     if not _DNS_SUBDOMAIN.match(service_account):
@@ -169,14 +175,14 @@ def rbac_for_primaries(
         "metadata": {"name": service_account, "namespace": namespace},
     }
     if not cluster_wide:
-        rules = rules_for(primaries=primaries, owned=owned, leases=leader_elect, watched=watched)
+        rules = rules_for(primaries=primaries, owned=owned, leases=leader_elect, watched=watched, declared=declared)
         return [account, *_role_and_binding(service_account, namespace, rules, service_account)]
     documents = [
         account,
         *_role_and_binding(
             service_account,
             None,
-            rules_for(primaries=primaries, owned=owned, leases=False, watched=watched),
+            rules_for(primaries=primaries, owned=owned, leases=False, watched=watched, declared=declared),
             service_account,
             namespace,
         ),
@@ -198,15 +204,15 @@ def rbac_for_reconcilers(
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
-    Reads ``api_version``, ``kind``, ``plural``, ``namespaced`` and ``owns`` of each reconciler, and
+    Reads ``api_version``, ``kind``, ``plural``, ``namespaced``, ``owns`` and ``permissions`` of each reconciler, and
     ``api_version``, ``kind`` (and ``plural``/``mutable`` when set) of each class in its ``owns``. An owned class
     without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one without a boolean
     ``mutable`` is as mutable as its dictionary entry. ``service_account`` defaults to ``<kind>-operator`` (lowercased,
     first reconciler).
 
     Raises:
-        CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, or a
-            cluster-scoped primary or owned kind without ``cluster_wide``.
+        CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a
+            cluster-scoped primary or owned kind without ``cluster_wide``, or a wildcard or empty permission.
     """
     if not classes:
         raise errors.CodegenError("no reconciler to generate RBAC for")
@@ -214,8 +220,10 @@ def rbac_for_reconcilers(
     primaries: list[PrimaryKind] = []
     owned: list[OwnedKind] = []
     watched: list[tuple[str, str]] = []
+    declared: list[tuple[str, str, Sequence[str]]] = []
     for cls in classes:
         watched += [_watched_kind(cls, w.kind, kinds) for w in getattr(cls, "watches", ()) or ()]
+        declared += _declared(cls)
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
@@ -231,6 +239,7 @@ def rbac_for_reconcilers(
         leader_elect=leader_elect,
         service_account=account,
         watched=watched,
+        declared=declared,
     )
     names = sorted({name for cls in classes if isinstance(name := getattr(cls, "cluster_operator", None), str)})
     if names:
@@ -259,6 +268,20 @@ def cluster_operator_rules(names: Sequence[str]) -> list[dict[str, Any]]:
 def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:
     """The RBAC of an operator running the one reconciler ``cls``; ``options`` as in :func:`rbac_for_reconcilers`."""
     return rbac_for_reconcilers([cls], **options)
+
+
+def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
+    """A reconciler's ``permissions`` as ``(group, resource, verbs)``, each checked: no wildcard, some verb."""
+    declared: list[tuple[str, str, Sequence[str]]] = []
+    for key, verbs in dict(getattr(cls, "permissions", None) or {}).items():
+        group, resource = key
+        granted = [verbs] if isinstance(verbs, str) else list(verbs)
+        if "*" in (group, resource, *granted) or not resource or not granted:
+            raise errors.CodegenError(
+                f"{cls.__name__}.permissions: {key!r}: {granted!r}: name the group, resource and verbs, no wildcard"
+            )
+        declared.append((group, resource, granted))
+    return declared
 
 
 def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary) -> tuple[str, str]:

@@ -89,7 +89,11 @@ class Reconciler:
     versions: ClassVar[Mapping[str, str]] = {}
     """Versions to report in ``status.versions`` (OpenShift's ``[{name, version}]``), e.g. ``{"operator": "1.4.0",
     "memcached": "1.6"}``: written once nothing rolls out; while a rollout toward them is under way Progressing is
-    True, reason ``Upgrading``."""
+    True, reason ``Upgrading``. Versions chosen by each object (its spec) come from ``target_versions(ctx)``."""
+    permissions: ClassVar[Mapping[tuple[str, str], Sequence[str]]] = {}
+    """What the hooks reach beyond the children, for ``okt gen rbac``: ``{(group, resource): verbs}``, e.g.
+    ``{("", "pods"): ("get", "list"), ("", "pods/exec"): ("create", "get")}`` for ``ctx.exec``. Never read at run
+    time: the API server's RBAC is what enforces it."""
     cluster_operator: ClassVar[str | None] = None
     """The name of a cluster-scoped ``ClusterOperator`` (``config.openshift.io/v1``) to mirror this operator's
     Available/Progressing/Degraded, versions and related objects onto, when the server serves that kind (OpenShift);
@@ -309,6 +313,12 @@ class Reconciler:
             for r in ctx.registry
             if isinstance(r, helpers.DeploymentResource | helpers.StatefulSetResource)
         )
+
+    def target_versions(self, ctx: context_mod.Context) -> Mapping[str, str]:
+        """The versions this object's reconcile rolls toward, reported in ``status.versions`` once reached (see
+        ``versions``). Default: the ``versions`` declaration. Override it when a version is the object's choice — an
+        operand version read from the spec — so that each object reports its own."""
+        return ctx.settings.versions
 
     def degraded(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Whether the application is degraded although the reconcile succeeded (an error is Degraded anyway).

@@ -111,8 +111,9 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     in_status = ctx.settings.status_target is writer.Target.STATUS  # not in a built-in kind's annotations
     if in_status and ctx.settings.related_objects:
         ctx.status_fields.setdefault("relatedObjects", related_objects(ctx))
-    if in_status and ctx.settings.versions:
-        progressing = _versions(ctx, progressing)
+    versions = reconciler.target_versions(ctx)
+    if in_status and versions:
+        progressing = _versions(ctx, versions, progressing)
     success_conditions(
         ctx.conditions,
         ctx.cr.generation,
@@ -147,10 +148,10 @@ def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:
     return related
 
 
-def _versions(ctx: context_mod.Context, progressing: Signal) -> Signal:
-    """``status.versions`` reports what is running: the declared versions once nothing is rolling out. While a
+def _versions(ctx: context_mod.Context, versions: Mapping[str, str], progressing: Signal) -> Signal:
+    """``status.versions`` reports what is running: the target versions once nothing is rolling out. While a
     rollout toward versions not reported yet is under way, Progressing says so, and the old versions stay."""
-    declared = [{"name": name, "version": version} for name, version in sorted(ctx.settings.versions.items())]
+    declared = [{"name": name, "version": version} for name, version in sorted(versions.items())]
     reported = ctx.cr.status.get("versions")
     if not progressing.status:
         ctx.status_fields["versions"] = declared

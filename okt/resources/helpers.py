@@ -64,6 +64,10 @@ class Readiness:
     stalled: str | None = None
     """Why the rollout is stuck — the message of a Deployment's ``Progressing=False, ProgressDeadlineExceeded``
     condition (no progress within ``progressDeadlineSeconds``) — or None while it is not."""
+    replicas: int = 0
+    """The Pods the controller keeps, of every revision (``status.replicas``): more than ``updated`` while Pods of the
+    previous spec still run — a surge Pod of the new spec counts as updated before it is ready, and the old Pod as
+    ready, so only this count tells that the rollout is not over."""
 
     @property
     def available_all(self) -> bool:
@@ -71,7 +75,12 @@ class Readiness:
 
     @property
     def progressing(self) -> bool:
-        return not self.observed or self.updated < self.desired or self.ready < self.desired
+        return (
+            not self.observed
+            or self.updated < self.desired
+            or self.ready < self.desired
+            or self.replicas > self.updated
+        )
 
     def view(self) -> tuple[int, int, int, bool, bool, str | None]:
         """What conditions derive from these counts: ready, available, updated, all available, progressing, stalled.
@@ -95,6 +104,7 @@ class Readiness:
             updated=int(status.get("updatedReplicas") or 0),
             observed=int(status.get("observedGeneration") or 0) >= int(generation),
             stalled=_stalled(status),
+            replicas=int(status.get("replicas") or 0),
         )
 
 

@@ -11,6 +11,10 @@ Fixtures:
     a fresh namespace name, deleted after the test.
 ``apply_crd`` (session)
     a function that creates (or replaces) a CRD from a dict and waits until it is Established.
+``node_plane`` (session), ``node_kube`` (session), ``node_namespace`` (function)
+    the same three for tests whose Pods must really run: a separate control plane with the local node
+    (:mod:`okt.testing.node`). Where no node can run (no Docker daemon, not root, cgroup v2), a test asking for
+    them is skipped with one line saying why; the rest of the suite still runs.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import pytest
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import crds, envtest
+from okt.testing import crds, envtest, node
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +59,39 @@ def namespace(kube: kube_client.Client) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def apply_crd(kube: kube_client.Client, control_plane: envtest.ControlPlane) -> Callable[[dict[str, Any]], kinds.Kind]:
     return lambda crd: crds.ensure_crd(kube, crd, plane=control_plane)
+
+
+@pytest.fixture(scope="session")
+def node_plane() -> Iterator[envtest.ControlPlane]:
+    """A control plane with the local node, Ready and schedulable (the StatefulSet and Endpoints controllers run
+    too: Services have endpoints, so the API server's Service proxy reaches their Pods)."""
+    reason = node.unavailable()
+    if reason is not None:
+        pytest.skip(f"no local node: {reason}")
+    plane = envtest.ControlPlane(
+        node=True,
+        controllers=(*envtest.DEFAULT_CONTROLLERS, "statefulset", "endpoint"),
+        out=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    plane.start()
+    print(f"local node Ready in {plane.node_ready_seconds:.1f}s", file=sys.stderr, flush=True)
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="session")
+def node_kube(node_plane: envtest.ControlPlane) -> Iterator[kube_client.Client]:
+    client = kube_client.Client.from_kubeconfig(node_plane.kubeconfig)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def node_namespace(node_kube: kube_client.Client) -> Iterator[str]:
+    """A fresh namespace on the node's control plane; deleting it stops its Pods."""
+    name = f"okt-node-{secrets.token_hex(4)}"
+    node_kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+    yield name
+    node_kube.delete(kinds.NAMESPACE, name)

@@ -1,4 +1,4 @@
-"""capability-operator: a memcached operator climbing the Operator Capability Levels (a start: levels 1, 3 and 4).
+"""capability-operator: a memcached operator climbing the five Operator Capability Levels.
 
 Why this exists: okt's README promises operators "beyond Phase 2" — beyond installing and upgrading. This sample runs
 memcached (Debian's package, the ``memcached:1.6`` image) and adds what the next levels ask, with okt's remote
@@ -9,66 +9,107 @@ Level    Feature                      How
 =======  ===========================  =====================================================================
 1        basic install                a Deployment of ``spec.size`` Pods (memcached + a busybox ``tools``
                                       sidecar sharing its network), okt's conditions and relatedObjects
+2        seamless upgrade             ``spec.version`` picks a release of :data:`RELEASES`; the Deployment rolls
+                                      and ``status.versions`` reports the new release only once its Pods are
+                                      ready (``Progressing=True, Upgrading`` meanwhile): ``target_versions``
 3        full lifecycle: backup       ``spec.backup: NAME`` — the keys and values are read with ``ctx.exec``
                                       in the sidecar (``lru_crawler metadump``, ``get``) into the ConfigMap
                                       ``<cache>-backup-NAME``; ``status.backups`` lists the backups taken
 3        full lifecycle: restore      ``spec.restore: NAME`` — that ConfigMap's values are ``set`` back into
                                       every ready Pod; ``status.restored`` says which backup was restored
-4        deep insights                memcached's ``stats`` read through ``ctx.exec`` on every reconcile
-                                      (every :data:`STATS_INTERVAL` s): ``capability_cache_items``,
-                                      ``capability_cache_bytes``, Prometheus gauges of the operator, and
-                                      ``status.stats``
+4        deep insights                memcached's ``stats`` read through ``ctx.exec`` in every ready Pod, every
+                                      ``spec.statsIntervalSeconds``: ``capability_cache_items``,
+                                      ``capability_cache_bytes``, ``capability_cache_busiest_items``,
+                                      Prometheus gauges of the operator, and ``status.stats``
+5        auto-pilot                   ``spec.autopilot`` — one more Pod when the busiest Pod holds
+                                      ``itemsThreshold`` items, guarded by a cool-down kept in
+                                      ``status.autopilot`` (see :mod:`.autopilot`)
 =======  ===========================  =====================================================================
 
 Each backup and restore happens once per name: the status remembers it, so a reconcile later (a restart, a resync)
 does not take or apply it again. Values are data: they travel as arguments of the exec'd command, never as shell text.
-
-Not yet (see README.md): Level 2 seamless upgrades with ``status.versions`` per step, Level 5 auto-pilot, a generated
-CRD and RBAC.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import prometheus_client
 import pydantic
 
 import okt
 
+from . import autopilot as autopilot_mod
 from . import memcache_protocol as proto
 
 GROUP = "capability.example.com"
 API_VERSION = f"{GROUP}/v1alpha1"
-STATS_INTERVAL = 30.0
-"""Seconds between two reads of memcached's statistics (the reconcile is requeued after each)."""
 TOOLS = "tools"
 """The sidecar the operator execs in (memcached's image has no shell)."""
 EXEC_TIMEOUT = 20.0
 
 ITEMS = prometheus_client.Gauge(
-    "capability_cache_items", "Items stored in a Cache's memcached (first ready Pod).", ["namespace", "name"]
+    "capability_cache_items", "Items stored in a Cache's memcached (all ready Pods).", ["namespace", "name"]
 )
 BYTES = prometheus_client.Gauge(
-    "capability_cache_bytes", "Bytes stored in a Cache's memcached (first ready Pod).", ["namespace", "name"]
+    "capability_cache_bytes", "Bytes stored in a Cache's memcached (all ready Pods).", ["namespace", "name"]
 )
+BUSIEST = prometheus_client.Gauge(
+    "capability_cache_busiest_items", "Items held by a Cache's busiest ready Pod.", ["namespace", "name"]
+)
+STATS_READS = prometheus_client.Counter(
+    "capability_stats_reads", "Reads of a Cache's memcached statistics.", ["namespace", "name"]
+)
+SCALE_OUTS = prometheus_client.Counter(
+    "capability_autopilot_scale_outs", "Pods the auto-pilot added to a Cache.", ["namespace", "name"]
+)
+OPERATOR_VERSION = "0.2.0"
 POD = okt.Kind("v1", "Pod", "pods", True)
 CONFIG_MAP = okt.Kind("v1", "ConfigMap", "configmaps", True)
+
+
+Version = Literal["1.6.0", "1.6.1"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """What one operand version runs: the image and memcached's arguments."""
+
+    image: str
+    args: tuple[str, ...]
+
+
+RELEASES: Mapping[str, Release] = {
+    "1.6.0": Release("memcached:1.6", ("-m", "64")),
+    # The same binary (memcached:1.6 is the only memcached image of the local node): this release of the operand
+    # raises memcached's connection limit. The rollout it causes is a real one all the same.
+    "1.6.1": Release("memcached:1.6", ("-m", "64", "-c", "2048")),
+}
+"""The operand versions this operator knows, as an operator's catalog maps each to its image and settings."""
 
 
 class CacheSpec(pydantic.BaseModel):
     """The desired cache, and the day-2 operations asked of it."""
 
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     size: int = pydantic.Field(default=1, ge=1, le=10, description="memcached Pods.")
-    image: str = pydantic.Field(default="memcached:1.6", min_length=1, description="The memcached image.")
+    version: Version = pydantic.Field(default="1.6.0", description="The memcached release to run (an upgrade).")
     backup: str | None = pydantic.Field(
         default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Take this backup (once)."
     )
     restore: str | None = pydantic.Field(
         default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Restore this backup (once)."
+    )
+    stats_interval_seconds: int = pydantic.Field(
+        default=30, ge=1, alias="statsIntervalSeconds", description="Seconds between two reads of the statistics."
+    )
+    autopilot: autopilot_mod.AutopilotSpec | None = pydantic.Field(
+        default=None, description="Add Pods when the busiest Pod holds too many items (off when absent)."
     )
 
 
@@ -84,7 +125,7 @@ metadata:
   labels:
     app.kubernetes.io/instance: {{ name }}
 spec:
-  replicas: {{ cr.spec.size }}
+  replicas: {{ replicas }}
   selector:
     matchLabels:
       app.kubernetes.io/instance: {{ name }}
@@ -92,13 +133,14 @@ spec:
     metadata:
       labels:
         app.kubernetes.io/instance: {{ name }}
+        app.kubernetes.io/version: "{{ version }}"
     spec:
       terminationGracePeriodSeconds: 1
       containers:
         - name: memcached
-          image: {{ cr.spec.image }}
+          image: {{ release.image }}
           imagePullPolicy: IfNotPresent
-          args: ["-m", "64"]
+          args: {{ release.args | list | to_yaml }}
           ports:
             - name: memcached
               containerPort: 11211
@@ -121,7 +163,24 @@ class CacheReconciler(okt.Reconciler):
     plural = "caches"
     spec_model = CacheSpec
     owns = (CacheDeployment,)
-    versions: ClassVar[dict[str, str]] = {"capability-operator": "0.1.0"}
+    permissions: ClassVar[Mapping[tuple[str, str], Sequence[str]]] = {
+        ("", "pods"): ("get", "list"),  # the ready Pods to exec in
+        ("", "pods/exec"): ("create", "get"),  # ctx.exec (get: Kubernetes 1.30 and earlier)
+        ("", "configmaps"): ("create", "get"),  # the backups
+    }
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        spec: CacheSpec = ctx.spec
+        state = autopilot_mod.State.from_status(ctx.cr.status.get("autopilot"))
+        replicas = autopilot_mod.replicas(spec.size, spec.autopilot, state)
+        params = {"release": RELEASES[spec.version], "version": spec.version, "replicas": replicas}
+        return [CacheDeployment(ctx.cr, params=params)]
+
+    def target_versions(self, ctx: okt.Context) -> dict[str, str]:
+        """The operator's version and the memcached release the spec asks for: okt reports them in
+        ``status.versions`` once the Deployment has rolled out, with ``Progressing=True, Upgrading`` until then."""
+        spec: CacheSpec = ctx.spec
+        return {"capability-operator": OPERATOR_VERSION, "memcached": spec.version}
 
     def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
         if state is okt.State.SuccessManager and self.available(ctx) is True:
@@ -129,7 +188,7 @@ class CacheReconciler(okt.Reconciler):
         return super().enter_in_state(state, ctx)
 
     def day_two(self, ctx: okt.Context) -> None:
-        """Backup, restore, statistics: each a status field, written with the conditions."""
+        """Backup, restore, statistics, auto-pilot: each a status field, written with the conditions."""
         pods = ready_pods(ctx)
         if not pods:
             return
@@ -147,12 +206,42 @@ class CacheReconciler(okt.Reconciler):
             restored = spec.restore
         if restored:
             ctx.status_fields["restored"] = restored
-        stats = proto.parse_stats(run(ctx, pods[0], proto.stats_request()))
-        items, size = int(stats.get("curr_items", 0)), int(stats.get("bytes", 0))
-        ITEMS.labels(ctx.cr.namespace, ctx.cr.name).set(items)
-        BYTES.labels(ctx.cr.namespace, ctx.cr.name).set(size)
-        ctx.status_fields["stats"] = {"items": items, "bytes": size}
-        ctx.requeue_after(STATS_INTERVAL)
+        per_pod = [proto.parse_stats(run(ctx, pod, proto.stats_request())) for pod in pods]
+        counts = [int(stats.get("curr_items", 0)) for stats in per_pod]
+        items, size, busiest = sum(counts), sum(int(stats.get("bytes", 0)) for stats in per_pod), max(counts)
+        labels = (ctx.cr.namespace, ctx.cr.name)
+        STATS_READS.labels(*labels).inc()
+        ITEMS.labels(*labels).set(items)
+        BYTES.labels(*labels).set(size)
+        BUSIEST.labels(*labels).set(busiest)
+        ctx.status_fields["stats"] = {"items": items, "bytes": size, "busiest": busiest}
+        ctx.requeue_after(spec.stats_interval_seconds)
+        self.pilot(ctx, busiest)
+
+    def pilot(self, ctx: okt.Context, busiest: int) -> None:
+        """Level 5: add a Pod when the busiest one holds too many items (see :mod:`.autopilot` for the guards).
+
+        The decision is kept in ``status.autopilot`` with the conditions; the reconcile asked for a second later
+        renders the Deployment with one more replica from it.
+        """
+        spec: CacheSpec = ctx.spec
+        if spec.autopilot is None:
+            return
+        rolling = self.progressing(ctx)
+        decision = autopilot_mod.decide(
+            spec.autopilot,
+            autopilot_mod.State.from_status(ctx.cr.status.get("autopilot")),
+            size=spec.size,
+            busiest_items=busiest,
+            rolling=rolling[0] if isinstance(rolling, tuple) else rolling,
+            now=datetime.datetime.now(datetime.UTC).replace(microsecond=0),
+        )
+        ctx.status_fields["autopilot"] = decision.state.to_status(decision.reason)
+        if decision.acted:
+            SCALE_OUTS.labels(ctx.cr.namespace, ctx.cr.name).inc()
+            ctx.event("Normal", "ScaledOut", decision.reason)
+            ctx.results.add(okt.Operation.UPDATED, f"autopilot: {decision.reason}")
+            ctx.requeue_after(1.0)
 
 
 def ready_pods(ctx: okt.Context) -> list[str]:

@@ -84,6 +84,29 @@ def test_a_new_version_is_reported_once_rolled_out_and_progressing_says_upgradin
     assert after["versions"] == [{"name": "widget", "version": "3"}, {"name": "widget-operator", "version": "1.1.0"}]
 
 
+class GreetingVersioned(Versioned):
+    """The operand version is each object's choice: its spec's greeting."""
+
+    def target_versions(self, ctx: okt.Context) -> dict[str, str]:
+        return {"widget-operator": "1.0.0", "widget": ctx.spec.greeting}
+
+
+def test_versions_chosen_by_the_spec_are_reported_per_object(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "hi", size=1, greeting="hi")
+    shared.make_widget(kube, widget_kind, namespace, "hey", size=1, greeting="hey")
+
+    for name in ("hi", "hey"):
+        shared.reconcile_widget(GreetingVersioned(), kube, widget_kind, namespace, name)
+
+    reported = {name: status_of(kube, widget_kind, namespace, name)["versions"] for name in ("hi", "hey")}
+    assert reported == {
+        name: [{"name": "widget", "version": name}, {"name": "widget-operator", "version": "1.0.0"}]
+        for name in ("hi", "hey")
+    }
+
+
 def test_degraded_waits_for_a_persistent_error_but_not_for_a_permanent_one(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
 ) -> None:

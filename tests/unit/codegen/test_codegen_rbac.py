@@ -280,6 +280,36 @@ def test_owned_kind_with_its_own_plural_needs_no_dictionary_entry() -> None:
     assert {"apiGroups": ["widgets.example.com"], "resources": ["widgets"], "verbs": ALL_VERBS} in rules
 
 
+def test_declared_permissions_join_the_rules_of_their_group() -> None:
+    class Execing(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        owns: ClassVar = [MutableConfig]
+        permissions: ClassVar = {("", "pods"): ("list", "get"), ("", "pods/exec"): ("create", "get")}
+
+    rules = rules_of(rbac.rbac_for_reconciler(Execing, namespace="operators"), "Role")
+
+    assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]} in rules
+    assert {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]} in rules
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS} in rules
+
+
+@pytest.mark.parametrize(
+    "permissions",
+    [{("", "*"): ("get",)}, {("", "pods"): ("*",)}, {("*", "pods"): ("get",)}, {("", "pods"): ()}],
+)
+def test_a_wildcard_or_empty_permission_is_refused(permissions: dict[tuple[str, str], tuple[str, ...]]) -> None:
+    class Greedy(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+
+    Greedy.permissions = permissions
+
+    with pytest.raises(errors.CodegenError, match=r"^Greedy\.permissions: "):
+        rbac.rbac_for_reconciler(Greedy)
+
+
 def test_watched_kinds_are_only_read() -> None:
     class Watching(okt.Reconciler):
         api_version = "x.example.com/v1"

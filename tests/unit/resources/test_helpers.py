@@ -155,8 +155,8 @@ def test_preserving_from_a_live_object_without_spec_changes_nothing_but_the_spec
 # --- Readiness ------------------------------------------------------------------------------------------------------
 
 
-def workload(replicas: int | None, generation: int, **status: int) -> dict[str, Any]:
-    spec = {} if replicas is None else {"replicas": replicas}
+def workload(desired: int | None, generation: int, **status: int) -> dict[str, Any]:
+    spec = {} if desired is None else {"replicas": desired}
     return {"metadata": {"generation": generation}, "spec": spec, "status": status}
 
 
@@ -182,6 +182,12 @@ def workload(replicas: int | None, generation: int, **status: int) -> dict[str, 
             True,
             True,
             id="rolling-out-but-available",
+        ),
+        pytest.param(
+            workload(1, 2, observedGeneration=2, replicas=2, readyReplicas=1, availableReplicas=1, updatedReplicas=1),
+            True,
+            True,
+            id="new-pod-not-ready-while-the-old-one-serves",
         ),
         pytest.param(
             workload(3, 1, observedGeneration=1, readyReplicas=1, availableReplicas=1, updatedReplicas=3),

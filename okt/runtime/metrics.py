@@ -414,8 +414,15 @@ class Metrics:
                 self.writes_skipped_total.labels(controller=controller).inc(skipped)
 
     def exposition(self) -> bytes:
-        """The registry in the Prometheus text format."""
-        return prometheus_client.generate_latest(self.registry)
+        """okt's registry, then the process's default one, in the Prometheus text format.
+
+        The default registry is where an operator's own metrics land when its code declares them the usual way
+        (``prometheus_client.Gauge(...)`` without ``registry=``), with the process and Python collectors: they are
+        served on the same ``/metrics``.
+        """
+        return prometheus_client.generate_latest(self.registry) + prometheus_client.generate_latest(
+            prometheus_client.REGISTRY
+        )
 
 
 def parse_bind(address: str) -> tuple[str, int] | None:

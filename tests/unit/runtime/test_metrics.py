@@ -7,6 +7,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import prometheus_client
 import pytest
 
 import okt
@@ -246,3 +247,14 @@ def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> 
     assert 'okt_workqueue_depth_by_priority{controller="c",priority="sweep"} 3.0' in body
     assert 'okt_cache_objects{kind="Gadget"} 40.0' in body
     assert 'okt_cache_synced{kind="Gadget"} 1.0' in body
+
+
+def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts() -> None:
+    gauge = prometheus_client.Gauge("okt_test_operand_items", "Items the operand holds (a user's metric).")
+    try:
+        gauge.set(7)
+        body = metrics_mod.Metrics().exposition().decode()
+        assert "okt_test_operand_items 7.0" in body
+        assert "# TYPE okt_reconcile_total counter" in body
+    finally:
+        prometheus_client.REGISTRY.unregister(gauge)

@@ -16,8 +16,9 @@ A daemon is written as a loop that waits on its stop event::
         while not ctx.stop.wait(10):  # True as soon as okt asks the daemon to stop
             ...
 
-Guarantees: see :mod:`okt.runtime.daemons`. Caveat: Python cannot kill a thread — a daemon that never looks at
-``ctx.stop`` keeps running after its object is gone (okt logs it, and never starts a second one for that object).
+Guarantees: see :mod:`okt.runtime.daemons`; a deleted object is finalized only once its daemons returned. Caveat:
+Python cannot kill a thread — a daemon that never looks at ``ctx.stop`` keeps running and holds its object's
+finalization (okt logs it, and never starts a second one for that object).
 """
 
 from __future__ import annotations

@@ -39,7 +39,11 @@ def run_operator(node_kube: kube_client.Client, node_namespace: str) -> Iterator
     started: list[running.RunningOperator] = []
 
     def start() -> running.RunningOperator:
-        started.append(running.RunningOperator.start(node_kube, operator.CacheReconciler, namespaces=[node_namespace]))
+        started.append(
+            running.RunningOperator.start(
+                node_kube, operator.CacheReconciler, namespaces=[node_namespace], metrics_bind="127.0.0.1:0"
+            )
+        )
         return started[-1]
 
     yield start

@@ -6,6 +6,7 @@ with its Pod and restored (Level 3, through ``ctx.exec``); memcached's statistic
 from __future__ import annotations
 
 import threading
+import urllib.request
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -96,6 +97,13 @@ def test_data_written_is_backed_up_lost_with_its_pod_and_restored_and_stats_beco
     )
     assert restored == DATA
     assert prometheus_client.REGISTRY.get_sample_value("capability_cache_items", labels) == 2
+    probes = capability_operator.manager.probes
+    assert probes is not None
+    with urllib.request.urlopen(probes.url + "/metrics", timeout=10) as answer:  # noqa: S310 (our http://127.0.0.1)
+        scraped = answer.read().decode()
+    line = f'capability_cache_items{{name="c",namespace="{namespace}"}} 2.0'
+    print(f"  scraped from {probes.url}/metrics: {line in scraped and line}")
+    assert line in scraped
     assert (cache(kube, caches, namespace)["status"]["stats"]["items"]) == 2
 
 

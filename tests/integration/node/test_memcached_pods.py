@@ -30,12 +30,19 @@ def memcacheds(
     node_plane: envtest.ControlPlane, node_kube: kube_client.Client, node_namespace: str
 ) -> Iterator[harness.Memcacheds]:
     """The operator (okt's Manager, in this process) watching the test's namespace on the node's control plane."""
-    kind = harness.apply_crd(node_kube, plane=node_plane)
-    operator = RunningOperator.start(node_kube, MemcachedReconciler, namespaces=[node_namespace])
-    try:
-        yield harness.Memcacheds(node_kube, kind, node_namespace)
-    finally:
-        operator.stop()
+    yield from running_sample(MemcachedReconciler, node_plane, node_kube, node_namespace)
+
+
+def running_sample(
+    reconciler: type[MemcachedReconciler],
+    plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+) -> Iterator[harness.Memcacheds]:
+    """The sample's CRD applied and ``reconciler`` running in this process until the generator is closed."""
+    kind = harness.apply_crd(kube, plane=plane)
+    with RunningOperator.start(kube, reconciler, namespaces=[namespace]):
+        yield harness.Memcacheds(kube, kind, namespace)
 
 
 def conditions(memcacheds: harness.Memcacheds, name: str) -> dict[str, tuple[str, str]]:
@@ -136,12 +143,7 @@ class ImpatientMemcachedReconciler(MemcachedReconciler):
 def impatient_memcacheds(
     node_plane: envtest.ControlPlane, node_kube: kube_client.Client, node_namespace: str
 ) -> Iterator[harness.Memcacheds]:
-    kind = harness.apply_crd(node_kube, plane=node_plane)
-    operator = RunningOperator.start(node_kube, ImpatientMemcachedReconciler, namespaces=[node_namespace])
-    try:
-        yield harness.Memcacheds(node_kube, kind, node_namespace)
-    finally:
-        operator.stop()
+    yield from running_sample(ImpatientMemcachedReconciler, node_plane, node_kube, node_namespace)
 
 
 def degraded_condition(memcacheds: harness.Memcacheds, name: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +19,8 @@ from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
 from okt.testing import crds
 
 GROUP = "runtime.okt.io"
@@ -105,3 +107,24 @@ def fake_reconcile() -> type[FakeReconcile]:
 @pytest.fixture
 def gadget_reconciler() -> type[GadgetReconciler]:
     return GadgetReconciler
+
+
+@pytest.fixture
+def run_controller(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, gadget_reconciler: Any
+) -> Iterator[Callable[..., controller_mod.Controller]]:
+    running: list[tuple[controller_mod.Controller, cache_mod.Cache]] = []
+
+    def start(reconcile: Any, workers: int = 2) -> controller_mod.Controller:
+        cache = cache_mod.Cache(kube, [namespace])
+        controller = controller_mod.Controller(gadget_reconciler, kube, cache, workers=workers, reconcile=reconcile)
+        running.append((controller, cache))
+        controller.watch()
+        assert cache.wait_for_sync(30)
+        controller.start_workers()
+        return controller
+
+    yield start
+    for controller, cache in running:
+        controller.shutdown(5)
+        cache.stop()

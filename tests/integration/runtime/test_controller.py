@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.testing import wait_for
 
@@ -18,27 +16,6 @@ pytestmark = pytest.mark.integration
 
 #: How long a negative check waits for an event that must not cause a reconcile.
 SETTLE = 0.5
-
-
-@pytest.fixture
-def run_controller(
-    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, gadget_reconciler: Any
-) -> Iterator[Callable[..., controller_mod.Controller]]:
-    running: list[tuple[controller_mod.Controller, cache_mod.Cache]] = []
-
-    def start(reconcile: Any, workers: int = 2) -> controller_mod.Controller:
-        cache = cache_mod.Cache(kube, [namespace])
-        controller = controller_mod.Controller(gadget_reconciler, kube, cache, workers=workers, reconcile=reconcile)
-        running.append((controller, cache))
-        controller.watch()
-        assert cache.wait_for_sync(15)
-        controller.start_workers()
-        return controller
-
-    yield start
-    for controller, cache in running:
-        controller.shutdown(5)
-        cache.stop()
 
 
 def controller_reference(kind: kinds.Kind, owner: dict[str, Any]) -> dict[str, Any]:

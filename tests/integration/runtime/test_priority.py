@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.testing import wait_for
 
@@ -28,32 +26,11 @@ def many_gadgets(make_gadget: Callable[..., dict[str, Any]]) -> list[str]:
     return names
 
 
-@pytest.fixture
-def controller_over(
-    kube: kube_client.Client, namespace: str, gadget_reconciler: Any
-) -> Iterator[Callable[[Any], controller_mod.Controller]]:
-    running: list[tuple[controller_mod.Controller, cache_mod.Cache]] = []
-
-    def start(reconcile: Any) -> controller_mod.Controller:
-        cache = cache_mod.Cache(kube, [namespace])
-        controller = controller_mod.Controller(gadget_reconciler, kube, cache, workers=1, reconcile=reconcile)
-        running.append((controller, cache))
-        controller.watch()
-        assert cache.wait_for_sync(30)
-        controller.start_workers()
-        return controller
-
-    yield start
-    for controller, cache in running:
-        controller.shutdown(5)
-        cache.stop()
-
-
 def test_a_resource_created_after_a_start_over_many_is_reconciled_before_the_sweep_ends(
     many_gadgets: list[str],
     make_gadget: Callable[..., dict[str, Any]],
     fake_reconcile: Any,
-    controller_over: Callable[[Any], controller_mod.Controller],
+    run_controller: Callable[..., controller_mod.Controller],
     gadget_kind: kinds.Kind,
 ) -> None:
     order: list[str] = []
@@ -68,7 +45,7 @@ def test_a_resource_created_after_a_start_over_many_is_reconciled_before_the_swe
 
     reconcile = fake_reconcile(action=record)
     reconcile.release.clear()  # the one worker holds the first key of the sweep until the new resource is queued
-    controller = controller_over(reconcile)
+    controller = run_controller(reconcile, workers=1)
     started.append(controller)
     wait_for(lambda: reconcile.count() == 1 and controller.in_flight == 1, timeout=10)
 

@@ -135,9 +135,16 @@ def drift_view(res: resource.Resource) -> dict[str, Any]:
 
 
 def _covered(desired: Any, shape: Any) -> Any:
+    # Runs over every field of every child on every reconcile: a scalar (most fields) is told apart by its exact
+    # type, without the ABC checks.
+    if type(desired) in _SCALARS or type(shape) in _SCALARS:
+        return desired
     if isinstance(desired, Mapping) and isinstance(shape, Mapping):
         return {k: _covered(v, shape[k]) for k, v in desired.items() if k in shape}
     return desired
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:

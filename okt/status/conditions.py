@@ -294,7 +294,8 @@ class _Slot:
     def to_wire(self) -> dict[str, Any]:
         if self.touched and self.condition is not None:
             return self.condition.to_dict()
-        return objects.json_copy(dict(self.raw or {}))
+        copied: dict[str, Any] = objects.json_copy(dict(self.raw or {}))
+        return copied
 
 
 class Conditions(Mapping[str, Condition]):

@@ -7,8 +7,17 @@ up front turns that into one line per missing permission, naming the RBAC rule t
 What is asked: exactly the rules ``okt gen rbac`` writes for the same reconcilers
 (:func:`okt.codegen.rbac.rbac_for_reconcilers` — one source of truth, so the check and the generated role never
 disagree). The ClusterRole's rules are asked in every watched namespace (cluster-wide when all are watched); the
-leader-election Role's, in the Lease's namespace. Each (verb, resource, namespace) is one ``SelfSubjectAccessReview``
-(any authenticated user may send one: the ``system:basic-user`` role grants it).
+leader-election Role's, in the Lease's namespace.
+
+How it is asked: one ``SelfSubjectRulesReview`` per namespace lists every rule the identity holds there (its
+RoleBindings' and ClusterRoleBindings'); a permission one of those rules covers, with RBAC's own matching (``*``
+wildcards, ``*/subresource``, no ``resourceNames``), is held. What a rules review cannot answer is asked with one
+``SelfSubjectAccessReview`` each: a cluster-wide permission (a namespace's rules include its RoleBindings, which do
+not reach beyond it), and every permission the rules do not cover — the rules of a webhook or other authorizer may be
+missing from the review (``incomplete``), so only the authorizer's own answer says "refused". A rules review can
+under-report, never over-report, so the answers are those the access reviews alone would give, in one request per
+namespace instead of one per (verb, resource, namespace) when nothing is missing. Any authenticated user may send
+both reviews (the ``system:basic-user`` role grants them).
 
 Guarantees: :func:`missing` lists the permissions the server refuses, in the order of the generated rules, each with
 the rule that grants it; nothing is written. When the check cannot be made — the reconcilers' permissions cannot be
@@ -33,6 +42,9 @@ from okt.kube import kinds
 
 ACCESS_REVIEW = kinds.Kind(
     "authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False
+)
+RULES_REVIEW = kinds.Kind(
+    "authorization.k8s.io/v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", namespaced=False
 )
 
 
@@ -114,6 +126,48 @@ def allowed(client: kube_client.Client, permission: Permission) -> bool:
     return bool((answer.get("status") or {}).get("allowed"))
 
 
+def rules_in(client: kube_client.Client, namespace: str) -> list[dict[str, Any]]:
+    """The resource rules the client's identity holds in ``namespace`` (one SelfSubjectRulesReview): those of its
+    RoleBindings there and of its ClusterRoleBindings, as far as the authorizers can list them.
+
+    Raises:
+        okt.errors.ApiError: the review itself failed.
+    """
+    review = {"apiVersion": RULES_REVIEW.api_version, "kind": RULES_REVIEW.kind, "spec": {"namespace": namespace}}
+    answer = client.create(review, RULES_REVIEW)
+    return list((answer.get("status") or {}).get("resourceRules") or [])
+
+
+def covers(rule: dict[str, Any], permission: Permission) -> bool:
+    """Whether the policy ``rule`` grants ``permission`` on every object (no name asked), matched as Kubernetes' RBAC
+    authorizer matches: ``*`` in verbs, groups or resources, ``*/<subresource>`` for a subresource, and a rule limited
+    to ``resourceNames`` grants nothing here."""
+    if rule.get("resourceNames"):
+        return False
+    verbs = rule.get("verbs") or ()
+    groups = rule.get("apiGroups") or ()
+    if not ("*" in verbs or permission.verb in verbs) or not ("*" in groups or permission.group in groups):
+        return False
+    _, _, subresource = permission.resource.partition("/")
+    return any(
+        resource in ("*", permission.resource) or (bool(subresource) and resource == f"*/{subresource}")
+        for resource in rule.get("resources") or ()
+    )
+
+
+def _held_by_rules(client: kube_client.Client, needed: Sequence[Permission]) -> set[Permission]:
+    """The permissions of ``needed`` that a rules review of their namespace shows held (one review per namespace;
+    a namespace whose review fails shows nothing: its permissions go to access reviews)."""
+    held: set[Permission] = set()
+    for namespace in dict.fromkeys(p.namespace for p in needed if p.namespace is not None):
+        try:
+            rules = rules_in(client, namespace)
+        except errors.ApiError:
+            continue
+        held.update(p for p in needed if p.namespace == namespace and any(covers(r, p) for r in rules))
+    return held
+
+
 def missing(
     client: kube_client.Client,
     reconcilers: Sequence[type[Any]],
@@ -130,8 +184,11 @@ def missing(
     except codegen_errors.CodegenError as exc:
         warn(f"permissions not checked: {exc}")
         return []
+    held = _held_by_rules(client, needed)
     refused = []
     for permission in needed:
+        if permission in held:
+            continue
         try:
             if not allowed(client, permission):
                 refused.append(permission)

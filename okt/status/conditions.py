@@ -35,7 +35,6 @@ Caveats:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime
 import enum
@@ -44,6 +43,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Self
 
 import pydantic
+
+from okt.kube import objects
 
 READY = "Ready"
 """The summary condition type (what ``kubectl wait --for=condition=Ready`` waits on): the reconcile succeeded and
@@ -293,7 +294,8 @@ class _Slot:
     def to_wire(self) -> dict[str, Any]:
         if self.touched and self.condition is not None:
             return self.condition.to_dict()
-        return copy.deepcopy(dict(self.raw or {}))
+        copied: dict[str, Any] = objects.json_copy(dict(self.raw or {}))
+        return copied
 
 
 class Conditions(Mapping[str, Condition]):
@@ -316,7 +318,7 @@ class Conditions(Mapping[str, Condition]):
             if not isinstance(item, Mapping):
                 # Not a condition at all: nothing can address or render it, so it is not carried over.
                 continue
-            raw = copy.deepcopy(dict(item))
+            raw = objects.json_copy(dict(item))
             try:
                 condition: Condition | None = Condition.from_dict(raw, now=now)
             except ValueError:

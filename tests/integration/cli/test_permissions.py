@@ -1,5 +1,6 @@
 """``okt run`` asks the real API server for every permission ``okt gen rbac`` would grant, as the identity it runs
-with (a ServiceAccount's token), and stops before the first watch when one is missing."""
+with (a ServiceAccount's token), and stops before the first watch when one is missing; it asks with one rules review
+per namespace, and its answers are those of one access review per permission."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
-from okt.testing import crds, envtest
+from okt.testing import audit, crds, envtest
 
 pytestmark = pytest.mark.integration
 
 NAMESPACE = "shop"
 OPERATOR = envtest.TokenUser.service_account(NAMESPACE, "gizmo-operator")
+HOLDER = envtest.TokenUser.service_account("depot-a", "gizmo-operator")
+"""Holds every permission, through a ClusterRole and the leader-election Role (counted in the audit log)."""
+WILDCARD = envtest.TokenUser.service_account("depot-w", "gizmo-operator")
+"""Holds permissions through wildcards, ``*/status`` and ``resourceNames`` (some refused)."""
 GROUP = "perm.okt.io"
 
 OPERATOR_SOURCE = textwrap.dedent(
@@ -60,7 +65,9 @@ OPERATOR_SOURCE = textwrap.dedent(
 @pytest.fixture(scope="module")
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
-    plane = envtest.ControlPlane(users=(OPERATOR,), crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),))
+    plane = envtest.ControlPlane(
+        users=(OPERATOR, HOLDER, WILDCARD), audit_log=True, crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),)
+    )
     plane.start()
     try:
         yield plane
@@ -150,4 +157,89 @@ def test_okt_run_without_one_permission_prints_the_missing_rule_and_stops_before
         finally:
             client.close()
     finally:
+        admin.close()
+
+
+def create_namespaces(admin: kube_client.Client, *names: str) -> None:
+    for name in names:
+        admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+
+
+def gizmo_reconcilers(operator_file: pathlib.Path) -> list[type[Any]]:
+    return loader.reconcilers_of(loader.load_module(str(operator_file), as_module=False), "gizmo")
+
+
+def test_an_operator_holding_every_permission_is_checked_with_one_rules_review_per_namespace_and_no_access_review(
+    plane: envtest.ControlPlane, operator_file: pathlib.Path
+) -> None:
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(HOLDER))
+    try:
+        create_namespaces(admin, "depot-a", "depot-b")
+        reconcilers = gizmo_reconcilers(operator_file)
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                reconcilers, namespace="depot-a", service_account="gizmo-operator", cluster_wide=True, leader_elect=True
+            ),
+        )
+        log = audit.AuditLog.from_end(plane.audit_log_path, [HOLDER.name])
+
+        refused = permissions.missing(
+            client, reconcilers, ["depot-a", "depot-b"], leader_elect=True, lease_namespace="depot-a", warn=print
+        )
+
+        log.settle()
+        asked = sorted((r.resource, r.namespace) for r in log.requests(HOLDER.name))
+        assert refused == []
+        assert asked == [("selfsubjectrulesreviews", ""), ("selfsubjectrulesreviews", "")], asked
+    finally:
+        client.close()
+        admin.close()
+
+
+def test_the_rules_review_refuses_exactly_what_one_access_review_per_permission_refuses(
+    plane: envtest.ControlPlane, operator_file: pathlib.Path
+) -> None:
+    rbac_group = "rbac.authorization.k8s.io"
+    role = {
+        "apiVersion": f"{rbac_group}/v1",
+        "kind": "Role",
+        "metadata": {"name": "gizmo-wildcards", "namespace": "depot-w"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+            {"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["patch"]},
+            {"apiGroups": [GROUP], "resources": ["*"], "verbs": ["get", "list"]},
+            {"apiGroups": [GROUP], "resources": ["gizmos"], "resourceNames": ["one"], "verbs": ["watch", "patch"]},
+        ],
+    }
+    binding = {
+        "apiVersion": f"{rbac_group}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "gizmo-wildcards", "namespace": "depot-w"},
+        "roleRef": {"apiGroup": rbac_group, "kind": "Role", "name": "gizmo-wildcards"},
+        "subjects": [{"kind": "ServiceAccount", "name": "gizmo-operator", "namespace": "depot-w"}],
+    }
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(WILDCARD))
+    try:
+        create_namespaces(admin, "depot-w")
+        apply(admin, [role, binding])
+        reconcilers = gizmo_reconcilers(operator_file)
+        needed = permissions.required(reconcilers, ["depot-w"], leader_elect=False, lease_namespace="depot-w")
+
+        refused = permissions.missing(
+            client, reconcilers, ["depot-w"], leader_elect=False, lease_namespace="depot-w", warn=print
+        )
+
+        assert refused == [p for p in needed if not permissions.allowed(client, p)]
+        assert {(p.verb, p.resource) for p in refused} == {
+            ("watch", "gizmos"),
+            ("patch", "gizmos"),
+            ("update", "gizmos/finalizers"),
+            ("create", "events"),
+            ("patch", "events"),
+        }
+    finally:
+        client.close()
         admin.close()

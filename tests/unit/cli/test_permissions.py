@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import pytest
 
 import okt
 from okt.cli import permissions
@@ -49,3 +51,34 @@ def test_a_missing_permission_reads_as_one_line_with_the_rule_that_grants_it() -
         'rule: {apiGroups: ["perm.okt.io"], resources: ["gizmos/status"], verbs: ["patch"]}'
     )
     assert "cluster-wide (a ClusterRole)" in str(permissions.Permission("list", "", "configmaps", None))
+
+
+STATUS = permissions.Permission("patch", "perm.okt.io", "gizmos/status", "shop")
+
+
+@pytest.mark.parametrize(
+    ("rule", "held"),
+    [
+        ({"apiGroups": ["perm.okt.io"], "resources": ["gizmos/status"], "verbs": ["patch"]}, True),
+        ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, True),
+        ({"apiGroups": ["perm.okt.io"], "resources": ["*/status"], "verbs": ["patch"]}, True),
+        ({"apiGroups": ["perm.okt.io"], "resources": ["gizmos"], "verbs": ["patch"]}, False),
+        ({"apiGroups": ["perm.okt.io"], "resources": ["*/scale"], "verbs": ["patch"]}, False),
+        ({"apiGroups": ["perm.okt.io"], "resources": ["gizmos/status"], "verbs": ["get", "update"]}, False),
+        ({"apiGroups": [""], "resources": ["gizmos/status"], "verbs": ["patch"]}, False),
+        (
+            {"apiGroups": ["perm.okt.io"], "resources": ["gizmos/status"], "resourceNames": ["one"], "verbs": ["*"]},
+            False,
+        ),
+        ({"apiGroups": ["perm.okt.io"], "resources": [], "verbs": ["patch"]}, False),
+    ],
+)
+def test_a_rule_covers_a_permission_as_the_rbac_authorizer_matches_it(rule: dict[str, Any], held: bool) -> None:
+    assert permissions.covers(rule, STATUS) is held
+
+
+def test_a_star_slash_subresource_rule_does_not_cover_the_resource_itself() -> None:
+    rule = {"apiGroups": [""], "resources": ["*/exec"], "verbs": ["create"]}
+
+    assert permissions.covers(rule, permissions.Permission("create", "", "pods/exec", "shop"))
+    assert not permissions.covers(rule, permissions.Permission("create", "", "pods", "shop"))

@@ -574,3 +574,17 @@ def test_applying_the_same_updates_twice_changes_nothing_the_second_time() -> No
     assert reloaded.apply(updates, observed_generation=2) is False
     assert reloaded.is_false(conditions.READY)
     assert reloaded[conditions.READY].observed_generation == 2
+
+
+def test_conditions_read_from_a_status_share_nothing_with_it_and_write_back_copies() -> None:
+    extra = {"nested": ["kept"]}
+    status = {"conditions": [wire("Ready", **{"x-vendor": extra}), {"no type": True}, {"type": "Bad type!"}]}
+    loaded = Conditions.from_status(status)
+
+    written = loaded.to_list()
+    written[0]["x-vendor"]["nested"].append("changed")
+    written[1]["no type"] = False
+
+    assert status["conditions"][0]["x-vendor"] == {"nested": ["kept"]}
+    assert status["conditions"][1] == {"no type": True}
+    assert Conditions.from_status(status).to_list() == loaded.to_list()

@@ -507,6 +507,9 @@ class ControlPlane:
             str(assets / "kube-controller-manager"),
             f"--kubeconfig={self.kubeconfig}",
             f"--controllers={','.join(self._controllers)}",
+            # The CA a Pod's projected ``kube-root-ca.crt`` ConfigMap holds (the root-ca-cert-publisher controller
+            # writes it into every namespace): an in-cluster client verifies the API server with it.
+            f"--root-ca-file={self.ca_file}",
             "--leader-elect=false",
             "--port=0",
             "--secure-port=0",

@@ -90,6 +90,16 @@ def _check_permissions(
         )
 
 
+def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
+    """The webhook configuration kinds the reconcilers need (validating, mutating): the ones ``okt gen`` writes."""
+    purposes = {endpoint.purpose for endpoint in webhooks_mod.all_endpoints(reconcilers)}
+    chosen = (
+        ("ValidatingWebhookConfiguration", webhooks_mod.Purpose.VALIDATING),
+        ("MutatingWebhookConfiguration", webhooks_mod.Purpose.MUTATING),
+    )
+    return [kind for kind, purpose in chosen if purpose in purposes]
+
+
 def _webhook_options(
     client: kube_client.Client,
     host: str,
@@ -99,6 +109,7 @@ def _webhook_options(
     ca_file: str | None,
     service: tuple[str, str] | None = None,
     configuration: str | None = None,
+    configuration_kinds: Sequence[str] = (),
 ) -> webhook_server.Options:
     """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
     certificate (``service``: namespace and name), else a new CA (its PEM written to ``ca_file`` when given). With
@@ -116,7 +127,9 @@ def _webhook_options(
     else:
         bundle = certs.self_signed()
     if service and configuration:
-        changed = certs.inject_ca_bundle(client, configuration, service[1], service[0], bundle.ca_bundle())
+        changed = certs.inject_ca_bundle(
+            client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds
+        )
         structlog.get_logger("okt.run").info("webhook CA written", configuration=configuration, kinds=changed)
     if ca_file:
         try:
@@ -296,6 +309,7 @@ def run_command(
                 webhook_ca_file,
                 service,
                 webhook_configuration,
+                _configuration_kinds(reconcilers),
             )
         mgr = manager.Manager(
             client,

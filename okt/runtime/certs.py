@@ -245,19 +245,25 @@ WEBHOOK_CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConf
 
 
 def inject_ca_bundle(
-    client: kube_client.Client, configuration: str, service: str, namespace: str, ca_bundle: str
+    client: kube_client.Client,
+    configuration: str,
+    service: str,
+    namespace: str,
+    ca_bundle: str,
+    kinds_: Sequence[str] = WEBHOOK_CONFIGURATIONS,
 ) -> list[str]:
     """Write ``ca_bundle`` into the webhooks of the configurations named ``configuration`` that call ``service``.
 
     Why: the API server trusts a webhook's server only through its ``caBundle``; with a CA the operator made itself
     (:func:`for_service`) nobody else can write it, so the operator does, at start, as cert-manager's CA injector
-    would. Both kinds are looked at; a missing one is skipped. Only webhooks whose ``clientConfig.service`` names
+    would. ``kinds_`` are the configuration kinds the operator has webhooks of (only those are read: its RBAC grants
+    no others); a missing configuration is skipped. Only webhooks whose ``clientConfig.service`` names
     ``namespace/service`` are changed; the write is guarded by the resourceVersion read (a conflict is retried).
 
     Returns the kinds that were changed.
     """
     changed: list[str] = []
-    for kind_name in WEBHOOK_CONFIGURATIONS:
+    for kind_name in kinds_:
         kind = client.resolve("admissionregistration.k8s.io/v1", kind_name)
         for _attempt in range(5):
             live = client.get_or_none(kind, configuration)

@@ -442,6 +442,9 @@ class ControlPlane:
             "--max-mutating-requests-inflight=500",
             "--v=0",
         ]
+        if self._node:
+            # No kube-proxy routes a ClusterIP: the API server calls a webhook Service's endpoints (its Pods) itself.
+            argv.append("--enable-aggregator-routing=true")
         if self._audit:
             argv += [
                 f"--audit-policy-file={d / 'audit-policy.yaml'}",

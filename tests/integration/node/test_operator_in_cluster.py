@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import envtest, images, operator_image, waiting
@@ -61,10 +62,12 @@ def node_overlay(
     """The JSON patch of the test overlay: what the local node lacks, nothing of the operator's own settings."""
     container = base["spec"]["template"]["spec"]["containers"][0]
     # on the host's network, the ports are the machine's: free ones instead of 8080 and the webhooks' 9443
+    free = {"--metrics-bind-address": f":{probe_port}", "--webhook-port": str(webhook_port)}
     args = [
-        f"--metrics-bind-address=:{probe_port}" if arg.startswith("--metrics-bind-address=") else arg
-        for arg in container["args"]
-    ] + [f"--webhook-port={webhook_port}"]
+        f"{option}={free[option]}" if option in free else f"{option}={value}" if value else option
+        for option, _, value in (arg.partition("=") for arg in container["args"])
+    ]
+    assert "--webhook-port=9443" in container["args"] and container["ports"][1]["name"] == "webhooks"
     spec = "/spec/template/spec"
     account = "/var/run/secrets/kubernetes.io/serviceaccount"
     return [
@@ -72,6 +75,7 @@ def node_overlay(
         {"op": "add", "path": f"{spec}/hostNetwork", "value": True},
         {"op": "replace", "path": f"{spec}/containers/0/args", "value": args},
         {"op": "replace", "path": f"{spec}/containers/0/ports/0/containerPort", "value": probe_port},
+        {"op": "replace", "path": f"{spec}/containers/0/ports/1/containerPort", "value": webhook_port},
         {
             "op": "add",
             "path": f"{spec}/containers/0/env/-",
@@ -127,13 +131,15 @@ def describe(plane: envtest.ControlPlane, kube: kube_client.Client, namespace: s
     for pod in operator_pods(kube, namespace):
         name = pod["metadata"]["name"]
         statuses = json.dumps((pod.get("status") or {}).get("containerStatuses"))
-        logs = subprocess.run(
-            [KUBECTL, "--kubeconfig", str(plane.kubeconfig), "logs", "-n", namespace, name, "--tail=20"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        lines.append(f"{name}: {statuses}\n{logs.stdout}{logs.stderr}")
+        lines.append(f"{name}: {statuses}")
+        for previous in ("--previous=false", "--previous=true"):
+            logs = subprocess.run(
+                [KUBECTL, "--kubeconfig", str(plane.kubeconfig), "logs", "-n", namespace, name, "--tail=20", previous],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            lines.append(f"logs {previous}:\n{logs.stdout}{logs.stderr}")
     return "\n".join(lines) or "no operator Pod"
 
 
@@ -162,9 +168,12 @@ def installed(
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     try:
         yield overlay
-    finally:
+    finally:  # the webhooks first: with the operator gone they would refuse every Memcached of later tests
+        admission = "admissionregistration.k8s.io/v1"
+        node_kube.delete(node_kube.resolve(admission, "ValidatingWebhookConfiguration"), NAME)
         for kind in ("ClusterRoleBinding", "ClusterRole"):
-            node_kube.delete(node_kube.resolve("rbac.authorization.k8s.io/v1", kind), NAME)
+            for name in (NAME, f"{NAME}-webhooks"):
+                node_kube.delete(node_kube.resolve("rbac.authorization.k8s.io/v1", kind), name)
 
 
 def test_the_applied_tree_runs_the_operator_in_its_pod_which_reconciles_a_memcached_with_its_own_rbac(
@@ -183,8 +192,16 @@ def test_the_applied_tree_runs_the_operator_in_its_pod_which_reconciles_a_memcac
     assert pod["spec"]["serviceAccountName"] == NAME
     assert pod["spec"]["containers"][0]["image"] == IMAGE
 
+    # the operator wrote the CA of the certificate it keeps in its Secret into its webhook configuration
+    validating = node_kube.resolve("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
+    (hook,) = node_kube.get(validating, NAME)["webhooks"]
+    tls = node_kube.get(kinds.BUILTIN[("v1", "Secret")], f"{NAME}-webhooks-tls", node_namespace)
+    assert hook["clientConfig"]["caBundle"] == tls["data"]["ca.crt"]
     kind = node_kube.resolve(api.API_VERSION, api.KIND)
     memcacheds = harness.Memcacheds(node_kube, kind, node_namespace)
+    # the API server calls the in-cluster webhook through its Service (failurePolicy Fail: no answer, no object)
+    with pytest.raises(okt.ApiError, match=f'admission webhook "{hook["name"]}" denied the request'):
+        memcacheds.create("floating", 1, "memcached:latest")
     memcacheds.create("cache", 1, images.MEMCACHED)
     try:
         waiting.wait_for(

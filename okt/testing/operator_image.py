@@ -21,6 +21,7 @@ is used); extension modules come as installed here, so the image runs on this ma
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.metadata
 import os
 import pathlib
@@ -53,10 +54,10 @@ def operator_image(name: str, app: Mapping[str, pathlib.Path], *, package: str =
         raise images.ImageError(f"{name}: no standard library at {stdlib}")
     files: dict[str, pathlib.Path] = {str(interpreter).lstrip("/"): interpreter}
     files.update(_tree(stdlib.relative_to("/"), stdlib, skip=_SKIPPED_STDLIB))
-    module = __import__(package)
+    module = importlib.import_module(package)
     package_dir = pathlib.Path(module.__file__ or "").parent
     files.update(_tree(pathlib.PurePosixPath(SITE_PACKAGES, package), package_dir, skip=frozenset({"__pycache__"})))
-    for distribution in dependencies(package, _declared(package_dir, package)):
+    for distribution in dependencies(package):
         files.update(_distribution_files(distribution))
     for target, source in app.items():
         if not source.exists():
@@ -89,15 +90,17 @@ def operator_image(name: str, app: Mapping[str, pathlib.Path], *, package: str =
     )
 
 
-def dependencies(package: str = "okt", declared: Iterable[str] | None = None) -> list[importlib.metadata.Distribution]:
+def dependencies(package: str = "okt") -> list[importlib.metadata.Distribution]:
     """The installed distributions ``package`` needs, recursively (extras left out), ``package``'s own excluded.
 
-    ``declared`` are ``package``'s requirements when known better than its installed metadata (a checkout's
-    ``pyproject.toml``: an editable install's metadata is as old as the install). A requirement whose distribution
-    is not installed is one whose environment marker excludes it here (another Python or platform): the interpreter
-    that runs the image is this one, so it is not needed.
+    ``package``'s requirements are read from the ``pyproject.toml`` of the checkout it is imported from, when it is
+    (an editable install's metadata is as old as the install), else from its installed metadata. A requirement
+    whose distribution is not installed is one whose environment marker excludes it here (another Python or
+    platform): the interpreter that runs the image is this one, so it is not needed.
     """
     found: dict[str, importlib.metadata.Distribution] = {}
+    module = importlib.import_module(package)
+    declared = _declared(pathlib.Path(module.__file__ or "").parent, package)
     top = declared if declared is not None else importlib.metadata.distribution(package).requires or ()
     pending = list(_names(top))
     while pending:

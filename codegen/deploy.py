@@ -8,6 +8,7 @@ written by hand, and never drift from the code.
 The kustomize tree (``--out``, default ``config``)::
 
     base/kustomization.yaml        crd.yaml, rbac.yaml, manager.yaml (+ webhook.yaml when the operator has webhooks)
+    base/webhook.yaml              the webhooks' Service, configurations and the RBAC to write their caBundle
     base/crd.yaml                  okt gen crd
     base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect
     base/manager.yaml              the Deployment, image ``IMAGE_PLACEHOLDER``
@@ -22,9 +23,10 @@ The OLM bundle (``--out``, default ``bundle``): ``manifests/<name>.clusterservic
 ``deployment`` install strategy with the Deployment's spec, ``clusterPermissions`` and ``permissions`` from the RBAC
 generator's rules), one ``manifests/<crd>.yaml`` per CRD, and ``metadata/annotations.yaml`` (registry+v1).
 
-Webhooks: :func:`webhook_manifests` is the one hook point. It is to return the webhook objects of the reconcilers
-(their Service and admission configurations); today it returns none (see there), and ``webhook.yaml`` is written, and
-listed in the base, only when it returns some.
+Webhooks: when a reconciler has admission webhooks, :func:`webhook_manifests` adds ``base/webhook.yaml`` (the
+Service, the configurations without a CA, and the RBAC with which the operator writes its own self-signed CA into
+them at start) and the Deployment gets the matching ``okt run`` arguments and ``webhooks`` port. No certificate
+issuer is needed. The OLM bundle leaves them out (OLM installs webhooks and their certificates itself).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from okt.codegen import crd, errors, manager, rbac, yamlout
+from okt.codegen import webhooks as codegen_webhooks
+from okt.reconciler import webhooks as reconciler_webhooks
 
 IMAGE_PLACEHOLDER = "operator"
 """The image name of the base's Deployment; the overlay's ``images`` entry replaces it."""
@@ -61,22 +65,81 @@ class Operator:
             self.classes, namespace=self.namespace, cluster_wide=True, leader_elect=True, service_account=self.name
         )
 
-    def deployment(self, image: str) -> dict[str, Any]:
+    def has_webhooks(self) -> bool:
+        """Whether a reconciler has an admission webhook (a ``spec_model``, ``check`` or ``default``)."""
+        return any(
+            endpoint.purpose in (reconciler_webhooks.Purpose.VALIDATING, reconciler_webhooks.Purpose.MUTATING)
+            for cls in self.classes
+            for endpoint in reconciler_webhooks.endpoints(cls)
+        )
+
+    def deployment(self, image: str, *, webhooks: bool = False) -> dict[str, Any]:
         _namespace, deployment = manager.manager_manifests(
-            name=self.name, namespace=self.namespace, image=image, service_account=self.name
+            name=self.name, namespace=self.namespace, image=image, service_account=self.name, webhooks=webhooks
         )
         return deployment
 
 
-def webhook_manifests(classes: Sequence[type[Any]]) -> list[dict[str, Any]]:
-    """The webhook objects of ``classes`` (Service, Validating/MutatingWebhookConfiguration) for the kustomize base.
+def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
+    """The webhook objects of ``operator`` for the kustomize base (none when it has no admission webhook).
 
-    The hook point for okt's webhooks: whatever this returns goes into ``base/webhook.yaml`` and the base's
-    resources. It returns none yet: the webhooks need a serving certificate mounted in the manager and its CA in the
-    configurations (cert-manager or a Secret), which the tree does not provide; ``okt gen webhooks`` writes them.
+    The Service ``<name>-webhooks`` in front of the pods' ``webhooks`` port; the Validating/MutatingWebhookConfiguration
+    ``<name>`` calling it, without a ``caBundle``: ``okt run --webhook-service --webhook-configuration`` (the
+    Deployment's arguments) makes a self-signed certificate for the Service, keeps it in the Secret
+    ``<name>-webhooks-tls`` for every replica, and writes its CA into these configurations at start. The RBAC for
+    that, and nothing more: ``get`` on that Secret and ``create`` on Secrets of the namespace (a create cannot be
+    limited to a name), ``get`` and ``patch`` on these two configurations by name.
     """
-    del classes
-    return []
+    if not operator.has_webhooks():
+        return []
+    service = manager.webhook_service_name(operator.name)
+    client_config = codegen_webhooks.ClientConfig(service=service, namespace=operator.namespace)
+    documents = codegen_webhooks.webhooks_for_reconcilers(
+        operator.classes, name=operator.name, client_config=client_config, target_port="webhooks"
+    )
+    configurations = sorted(f"{doc['kind'].lower()}s" for doc in documents if doc["kind"].endswith("Configuration"))
+    role_name = f"{operator.name}-webhooks"
+    subject = {"kind": "ServiceAccount", "name": operator.name, "namespace": operator.namespace}
+    rbac_group = "rbac.authorization.k8s.io"
+    return [
+        *documents,
+        {
+            "apiVersion": f"{rbac_group}/v1",
+            "kind": "Role",
+            "metadata": {"name": role_name, "namespace": operator.namespace},
+            "rules": [
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [f"{service}-tls"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            ],
+        },
+        {
+            "apiVersion": f"{rbac_group}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": role_name, "namespace": operator.namespace},
+            "roleRef": {"apiGroup": rbac_group, "kind": "Role", "name": role_name},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": f"{rbac_group}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role_name},
+            "rules": [
+                {
+                    "apiGroups": ["admissionregistration.k8s.io"],
+                    "resources": configurations,
+                    "verbs": ["get", "patch"],
+                    "resourceNames": [operator.name],
+                }
+            ],
+        },
+        {
+            "apiVersion": f"{rbac_group}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role_name},
+            "roleRef": {"apiGroup": rbac_group, "kind": "ClusterRole", "name": role_name},
+            "subjects": [subject],
+        },
+    ]
 
 
 def image_parts(image: str) -> dict[str, str]:
@@ -98,13 +161,13 @@ def image_parts(image: str) -> dict[str, str]:
 
 def kustomize_tree(operator: Operator) -> dict[str, str]:
     """The files of the kustomize tree, by path relative to the output folder (pure: nothing is written)."""
-    webhooks = webhook_manifests(operator.classes)
+    webhooks = webhook_manifests(operator)
     base_resources = ["crd.yaml", "rbac.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
     files = {
         "base/kustomization.yaml": _kustomization({"resources": base_resources}),
         "base/crd.yaml": yamlout.dump_all(operator.crds()),
         "base/rbac.yaml": yamlout.dump_all(operator.rbac()),
-        "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER)]),
+        "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER, webhooks=bool(webhooks))]),
         "overlays/default/kustomization.yaml": _kustomization(
             {
                 "namespace": operator.namespace,

@@ -20,6 +20,9 @@ from okt.codegen import errors
 METRICS_PORT = 8080
 """The port of ``/metrics``, ``/healthz`` and ``/readyz`` inside the container."""
 
+WEBHOOK_PORT = 9443
+"""The port of the admission webhooks inside the container (``okt run --webhook-port``)."""
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -31,6 +34,7 @@ def manager_manifests(
     service_account: str,
     entry_point: str = "/app/main.py",
     replicas: int = 2,
+    webhooks: bool = False,
 ) -> list[dict[str, Any]]:
     """The operator's Namespace and Deployment (``okt run ENTRY_POINT`` on every namespace, leader-elected).
 
@@ -41,6 +45,9 @@ def manager_manifests(
         service_account: the ServiceAccount of the RBAC generator's output.
         entry_point: the operator file inside the image.
         replicas: 1 or more; above 1, the others wait as standbys.
+        webhooks: the operator serves admission webhooks: on the ``webhooks`` port (:data:`WEBHOOK_PORT`), behind
+            the Service ``<name>-webhooks`` (:func:`webhook_service_name`), with a certificate ``okt run`` keeps in
+            the Secret ``<name>-webhooks-tls`` and whose CA it writes into the configurations named ``<name>``.
 
     Raises:
         CodegenError: a name that is not a DNS label, an empty image or a replica count below 1.
@@ -53,6 +60,14 @@ def manager_manifests(
     if replicas < 1:
         raise errors.CodegenError(f"invalid replicas {replicas}: at least 1")
     labels = {"app.kubernetes.io/name": name}
+    webhook_args = [
+        f"--webhook-port={WEBHOOK_PORT}",
+        f"--webhook-service={webhook_service_name(name)}",
+        f"--webhook-configuration={name}",
+    ]
+    ports = [{"name": "http", "containerPort": METRICS_PORT, "protocol": "TCP"}]
+    if webhooks:
+        ports.append({"name": "webhooks", "containerPort": WEBHOOK_PORT, "protocol": "TCP"})
     container = {
         "name": "operator",
         "image": image,
@@ -62,10 +77,11 @@ def manager_manifests(
             "--leader-elect",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--log-format=json",
+            *(webhook_args if webhooks else []),
         ],
         # The Lease lives in the pod's own namespace, whatever a kustomize overlay renames it to.
         "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
-        "ports": [{"name": "http", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "ports": ports,
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10},
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5},
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
@@ -101,3 +117,8 @@ def manager_manifests(
     }
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
     return [namespace_object, deployment]
+
+
+def webhook_service_name(name: str) -> str:
+    """The Service in front of operator ``name``'s webhooks (its certificate's Secret adds ``-tls``)."""
+    return f"{name}-webhooks"

@@ -91,7 +91,7 @@ def webhooks_for_reconcilers(
     client_config: ClientConfig,
     failure_policy: FailurePolicy = "Fail",
     timeout: int = DEFAULT_TIMEOUT,
-    target_port: int = DEFAULT_TARGET_PORT,
+    target_port: int | str = DEFAULT_TARGET_PORT,
 ) -> list[dict[str, Any]]:
     """The documents serving the admission webhooks of ``classes``: the Service (without ``client_config.url``), the
     ValidatingWebhookConfiguration and the MutatingWebhookConfiguration (each only when some reconciler needs it).
@@ -126,8 +126,11 @@ def webhooks_for_reconcilers(
     return documents
 
 
-def service(service_name: str, namespace: str, app: str, target_port: int = DEFAULT_TARGET_PORT) -> dict[str, Any]:
-    """The Service in front of the operator's webhook port (pods labelled ``app.kubernetes.io/name: <app>``)."""
+def service(
+    service_name: str, namespace: str, app: str, target_port: int | str = DEFAULT_TARGET_PORT
+) -> dict[str, Any]:
+    """The Service in front of the operator's webhook port (pods labelled ``app.kubernetes.io/name: <app>``; a port
+    number, or the name of the pods' container port)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",

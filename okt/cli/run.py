@@ -90,11 +90,31 @@ def _check_permissions(
         )
 
 
+def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
+    """The webhook configuration kinds the reconcilers need (validating, mutating): the ones ``okt gen`` writes."""
+    purposes = {endpoint.purpose for endpoint in webhooks_mod.all_endpoints(reconcilers)}
+    chosen = (
+        ("ValidatingWebhookConfiguration", webhooks_mod.Purpose.VALIDATING),
+        ("MutatingWebhookConfiguration", webhooks_mod.Purpose.MUTATING),
+    )
+    return [kind for kind, purpose in chosen if purpose in purposes]
+
+
 def _webhook_options(
-    client: kube_client.Client, host: str, port: int, cert_dir: str | None, secret: str | None, ca_file: str | None
+    client: kube_client.Client,
+    host: str,
+    port: int,
+    cert_dir: str | None,
+    secret: str | None,
+    ca_file: str | None,
+    service: tuple[str, str] | None = None,
+    configuration: str | None = None,
+    configuration_kinds: Sequence[str] = (),
 ) -> webhook_server.Options:
-    """Where and with which certificate the webhooks are served: the directory, the Secret, else a new CA (its PEM
-    written to ``ca_file`` when given)."""
+    """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
+    certificate (``service``: namespace and name), else a new CA (its PEM written to ``ca_file`` when given). With
+    ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
+    ``service``."""
     from okt.runtime import certs, webhook_server
 
     if cert_dir:
@@ -102,8 +122,15 @@ def _webhook_options(
     elif secret:
         namespace, _, name = secret.rpartition("/")
         bundle = certs.from_secret(client, namespace, name)
+    elif service:
+        bundle = certs.for_service(client, service[0], service[1], f"{service[1]}-tls")
     else:
         bundle = certs.self_signed()
+    if service and configuration:
+        changed = certs.inject_ca_bundle(
+            client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds
+        )
+        structlog.get_logger("okt.run").info("webhook CA written", configuration=configuration, kinds=changed)
     if ca_file:
         try:
             pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
@@ -186,6 +213,19 @@ def _webhook_options(
     type=click.Path(dir_okay=False),
     help="Write the webhook CA's PEM here (what `okt gen webhooks --ca-bundle` reads).",
 )
+@click.option(
+    "--webhook-service",
+    metavar="NAME",
+    help="In a cluster: the Service in front of the webhooks, in the pod's namespace. Serve a self-signed "
+    "certificate for it, kept in the Secret NAME-tls (the first replica makes it), unless --webhook-cert-dir or "
+    "--webhook-secret give one.",
+)
+@click.option(
+    "--webhook-configuration",
+    metavar="NAME",
+    help="With --webhook-service: write the served certificate's CA into the caBundle of the Validating/"
+    "MutatingWebhookConfiguration NAME (its webhooks that call that Service).",
+)
 @click.option("--no-webhooks", is_flag=True, help="Serve no webhooks.")
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
 def run_command(
@@ -210,6 +250,8 @@ def run_command(
     webhook_cert_dir: str | None,
     webhook_secret: str | None,
     webhook_ca_file: str | None,
+    webhook_service: str | None,
+    webhook_configuration: str | None,
     no_webhooks: bool,
     verbose: int,
 ) -> None:
@@ -224,6 +266,8 @@ def run_command(
         raise click.UsageError("--burst needs --qps")
     if webhook_cert_dir and webhook_secret:
         raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
+    if webhook_configuration and not webhook_service:
+        raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
     if webhook_secret and not all(webhook_secret.partition("/")[::2]):
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
@@ -255,8 +299,17 @@ def run_command(
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace)
         webhooks = None
         if not no_webhooks and webhooks_mod.all_endpoints(reconcilers):
+            service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
             webhooks = _webhook_options(
-                client, webhook_host, webhook_port, webhook_cert_dir, webhook_secret, webhook_ca_file
+                client,
+                webhook_host,
+                webhook_port,
+                webhook_cert_dir,
+                webhook_secret,
+                webhook_ca_file,
+                service,
+                webhook_configuration,
+                _configuration_kinds(reconcilers),
             )
         mgr = manager.Manager(
             client,

@@ -10,9 +10,14 @@ Guarantees: the private key never reaches a disk where Linux has in-memory files
 temporary directory, removed at once); no key or certificate content is ever logged; ``ca_pem`` is what a
 webhook configuration's ``caBundle`` must hold (base64 of it: :meth:`Bundle.ca_bundle`).
 
-Caveats: a generated CA lives as long as its process (one year of validity, a new one on every start), so webhook
-configurations written for it are valid for that run only: write them again after a restart (``okt run
---webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it).
+In a cluster without a certificate issuer, :func:`for_service` keeps one self-signed certificate for the webhook
+Service in a Secret (every replica serves it) and :func:`inject_ca_bundle` writes its CA into the webhook
+configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes).
+
+Caveats: a CA from :func:`self_signed` lives as long as its process (one year of validity, a new one on every
+start), so webhook configurations written for it are valid for that run only: write them again after a restart
+(``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it). The Secret of
+:func:`for_service` is not renewed: delete it within the year (the next start makes a new one).
 """
 
 from __future__ import annotations
@@ -201,6 +206,87 @@ def from_secret(client: kube_client.Client, namespace: str, name: str) -> Bundle
         )
     decoded = {k: base64.b64decode(v) for k, v in data.items() if k in (CERT_FILE, KEY_FILE, CA_FILE)}
     return Bundle(decoded[CERT_FILE], decoded[KEY_FILE], decoded.get(CA_FILE, decoded[CERT_FILE]))
+
+
+def for_service(client: kube_client.Client, namespace: str, service: str, secret: str) -> Bundle:
+    """The serving certificate of the Service ``namespace/service``, shared by every replica through a Secret.
+
+    Why: each replica of an operator answers the webhooks behind the Service, so they must serve certificates of one
+    CA — the one in the configurations' ``caBundle``. The first replica to start makes a self-signed CA and
+    certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, and
+    every restart, read it. Two replicas racing to create it both end up serving the one the API server kept.
+
+    Raises:
+        okt.errors.ConfigurationError: the Secret exists but lacks a key.
+        okt.errors.ApiError: the Secret could not be read or created (RBAC: get and create on that Secret).
+    """
+    secret_kind = kinds.BUILTIN[("v1", "Secret")]
+    if client.get_or_none(secret_kind, secret, namespace) is None:
+        bundle = self_signed(service_hosts(service, namespace))
+        data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/tls",
+            "metadata": {"name": secret, "namespace": namespace},
+            "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+        }
+        try:
+            client.create(body, secret_kind)
+        except errors.Conflict as exc:
+            if not exc.already_exists:
+                raise
+        else:
+            return bundle
+    return from_secret(client, namespace, secret)
+
+
+WEBHOOK_CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+
+
+def inject_ca_bundle(
+    client: kube_client.Client,
+    configuration: str,
+    service: str,
+    namespace: str,
+    ca_bundle: str,
+    kinds_: Sequence[str] = WEBHOOK_CONFIGURATIONS,
+) -> list[str]:
+    """Write ``ca_bundle`` into the webhooks of the configurations named ``configuration`` that call ``service``.
+
+    Why: the API server trusts a webhook's server only through its ``caBundle``; with a CA the operator made itself
+    (:func:`for_service`) nobody else can write it, so the operator does, at start, as cert-manager's CA injector
+    would. ``kinds_`` are the configuration kinds the operator has webhooks of (only those are read: its RBAC grants
+    no others); a missing configuration is skipped. Only webhooks whose ``clientConfig.service`` names
+    ``namespace/service`` are changed; the write is guarded by the resourceVersion read (a conflict is retried).
+
+    Returns the kinds that were changed.
+    """
+    changed: list[str] = []
+    for kind_name in kinds_:
+        kind = client.resolve("admissionregistration.k8s.io/v1", kind_name)
+        for _attempt in range(5):
+            live = client.get_or_none(kind, configuration)
+            if live is None:
+                break
+            hooks = [dict(hook) for hook in live.get("webhooks") or ()]
+            touched = False
+            for hook in hooks:
+                config = dict(hook.get("clientConfig") or {})
+                target = config.get("service") or {}
+                if target.get("name") == service and target.get("namespace") == namespace:
+                    touched |= config.get("caBundle") != ca_bundle
+                    hook["clientConfig"] = {**config, "caBundle": ca_bundle}
+            if not touched:
+                break
+            patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "webhooks": hooks}
+            try:
+                client.patch(kind, configuration, patch)
+            except errors.Conflict:
+                continue
+            changed.append(kind_name)
+            break
+    return changed
 
 
 def _memory_files_work() -> bool:

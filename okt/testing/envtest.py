@@ -442,6 +442,9 @@ class ControlPlane:
             "--max-mutating-requests-inflight=500",
             "--v=0",
         ]
+        if self._node:
+            # No kube-proxy routes a ClusterIP: the API server calls a webhook Service's endpoints (its Pods) itself.
+            argv.append("--enable-aggregator-routing=true")
         if self._audit:
             argv += [
                 f"--audit-policy-file={d / 'audit-policy.yaml'}",
@@ -507,6 +510,9 @@ class ControlPlane:
             str(assets / "kube-controller-manager"),
             f"--kubeconfig={self.kubeconfig}",
             f"--controllers={','.join(self._controllers)}",
+            # The CA a Pod's projected ``kube-root-ca.crt`` ConfigMap holds (the root-ca-cert-publisher controller
+            # writes it into every namespace): an in-cluster client verifies the API server with it.
+            f"--root-ca-file={self.ca_file}",
             "--leader-elect=false",
             "--port=0",
             "--secure-port=0",

@@ -39,7 +39,7 @@ PAUSE_BINARY = "pause"
 MEMCACHED_UID = 11211
 BUSYBOX_PATH = pathlib.Path("/bin/busybox")
 MEMCACHED_PATH = pathlib.Path("/usr/bin/memcached")
-_LDD_LINE = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")
+LDD_LINE = re.compile(r"(?:=>\s*)?(/\S+)\s+\(0x[0-9a-f]+\)")
 
 
 class ImageError(RuntimeError):
@@ -115,7 +115,7 @@ def busybox_image(busybox: pathlib.Path = BUSYBOX_PATH) -> Image:
 def shared_libraries(binary: pathlib.Path) -> list[pathlib.Path]:
     """The shared libraries ``binary`` loads (and its dynamic loader), as ``ldd`` resolves them on this machine."""
     listed = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
-    return [pathlib.Path(match.group(1)) for match in map(_LDD_LINE.search, listed.splitlines()) if match]
+    return [pathlib.Path(match.group(1)) for match in map(LDD_LINE.search, listed.splitlines()) if match]
 
 
 def memcached_image(memcached: pathlib.Path = MEMCACHED_PATH) -> Image:

@@ -35,3 +35,17 @@ def test_a_scaffolded_project_with_two_kinds_passes_make_test(tmp_path: pathlib.
 
     assert re.search(r"\b8 passed\b", output), output[-3000:]
     assert "failed" not in output, output[-3000:]
+
+
+def test_make_manifests_regenerates_the_deployment_and_the_whole_kustomize_tree(tmp_path: pathlib.Path) -> None:
+    okt = [sys.executable, "-m", "okt"]
+    run([*okt, "init", "my-operator", "--group", "example.com", "--version", "v1alpha1", "--kind", "Widget"], tmp_path)
+    project = tmp_path / "my-operator"
+    written = {path: path.read_text() for path in sorted((project / "config").rglob("*.yaml"))}
+    for path in written:
+        path.unlink()
+
+    run(["make", "manifests", f"PYTHON={sys.executable}"], project)
+
+    assert {path: path.read_text() for path in written} == written  # the same generators as `okt init`
+    assert project / "config" / "base" / "manager.yaml" in written

@@ -4,6 +4,7 @@ accepted by the apiserver and by ``okt run``."""
 from __future__ import annotations
 
 import contextlib
+import json
 import pathlib
 import secrets
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import yaml
 
 import okt
 from okt.cli import run as run_cli
+from okt.codegen import manager
 from okt.kube import kinds
 from okt.testing import envtest, waiting
 from okt.testing.waiting import wait_for
@@ -53,7 +55,7 @@ def test_the_operator_deployment_runs_as_the_service_account_the_rbac_binds() ->
 def test_okt_run_accepts_the_operator_deployments_arguments() -> None:
     (container,) = operator_deployment()["spec"]["template"]["spec"]["containers"]
 
-    context = run_cli.run_command.make_context("run", ["/app/main.py", *container["args"]])
+    context = run_cli.run_command.make_context("run", list(container["args"]))
 
     assert context.params["leader_elect"] is True
     assert context.params["all_namespaces"] is True
@@ -61,6 +63,27 @@ def test_okt_run_accepts_the_operator_deployments_arguments() -> None:
     assert context.params["metrics_bind_address"] == ":8080"
     probes = {container["livenessProbe"]["httpGet"]["path"], container["readinessProbe"]["httpGet"]["path"]}
     assert probes == {"/healthz", "/readyz"}
+
+
+def entry_point() -> list[str]:
+    """The image's ENTRYPOINT (samples/memcached/Dockerfile), after ``okt run``."""
+    dockerfile = (DEPLOY.parent / "Dockerfile").read_text()
+    (line,) = [line for line in dockerfile.splitlines() if line.startswith("ENTRYPOINT ")]
+    command = json.loads(line.removeprefix("ENTRYPOINT "))
+    assert command[:2] == ["okt", "run"]
+    return list(command[2:])
+
+
+def test_the_images_entry_point_runs_the_arguments_of_deploy_and_of_okt_gen_deploy() -> None:
+    (generated,) = manager.manager_manifests(
+        name=harness.SERVICE_ACCOUNT, namespace=harness.OPERATOR_NAMESPACE, image="op:1", service_account="op"
+    )[1:]
+    for deployment in (operator_deployment(), generated):
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+
+        context = run_cli.run_command.make_context("run", [*entry_point(), *container["args"]])
+
+        assert context.params["target"] == "/app/main.py"
 
 
 def test_okt_run_refuses_a_mistyped_argument() -> None:

@@ -78,6 +78,15 @@ def test_kubectl_apply_k_installs_the_generated_tree(
     pod = deployment["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "registry.example.com/gizmo-operator:0.3.0"
     assert pod["serviceAccountName"] == "gizmo-operator"
+    # Gizmo has a spec model, so a validating webhook: its Service and configuration, moved to the namespace
+    service = kube.get(kube.resolve("v1", "Service"), "gizmo-operator-webhooks", "gizmo-system")
+    assert service["spec"]["ports"][0]["targetPort"] == "webhooks"
+    validating = kube.resolve("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
+    (hook,) = kube.get(validating, "gizmo-operator", None)["webhooks"]
+    assert hook["clientConfig"]["service"]["namespace"] == "gizmo-system"
+    role = kube.get(kube.resolve("rbac.authorization.k8s.io/v1", "Role"), "gizmo-operator-webhooks", "gizmo-system")
+    assert role["rules"][0]["resourceNames"] == ["gizmo-operator-webhooks-tls"]
+    assert "--webhook-configuration=gizmo-operator" in pod["containers"][0]["args"]
     replica_sets = kube.resolve("apps/v1", "ReplicaSet")
     waiting.wait_for(
         lambda: kube.list(replica_sets, "gizmo-system", label_selector="app.kubernetes.io/name=gizmo-operator")[0],

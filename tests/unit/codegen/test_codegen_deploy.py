@@ -33,12 +33,23 @@ class GizmoReconciler(okt.Reconciler):
 OPERATOR = deploy.Operator([GizmoReconciler], "gizmo-operator", "gizmo-system", "registry.example.com/gizmo:1.2.3")
 
 
+class PlainGizmoReconciler(okt.Reconciler):
+    """No spec model, no check, no default: no admission webhook."""
+
+    api_version = "toys.example.com/v1alpha1"
+    kind = "Gizmo"
+    owns: ClassVar = [GizmoConfig]
+
+
+PLAIN = deploy.Operator([PlainGizmoReconciler], "gizmo-operator", "gizmo-system", "registry.example.com/gizmo:1.2.3")
+
+
 def load(text: str) -> list[dict[str, Any]]:
     return [document for document in yaml.safe_load_all(text) if document]
 
 
 def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() -> None:
-    tree = deploy.kustomize_tree(OPERATOR)
+    tree = deploy.kustomize_tree(PLAIN)
 
     assert sorted(tree) == [
         "base/crd.yaml",
@@ -49,16 +60,46 @@ def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() 
         "overlays/default/namespace.yaml",
     ]
     assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["crd.yaml", "rbac.yaml", "manager.yaml"]
-    assert load(tree["base/crd.yaml"]) == [crd.crd_for_reconciler(GizmoReconciler)]
+    assert load(tree["base/crd.yaml"]) == [crd.crd_for_reconciler(PlainGizmoReconciler)]
     assert load(tree["base/rbac.yaml"]) == rbac.rbac_for_reconcilers(
-        [GizmoReconciler],
+        [PlainGizmoReconciler],
         namespace="gizmo-system",
         cluster_wide=True,
         leader_elect=True,
         service_account="gizmo-operator",
     )
     (deployment,) = load(tree["base/manager.yaml"])
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == deploy.IMAGE_PLACEHOLDER
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == deploy.IMAGE_PLACEHOLDER
+    assert not [arg for arg in container["args"] if arg.startswith("--webhook")]
+
+
+def test_an_operator_with_webhooks_gets_their_service_configuration_and_the_rbac_to_write_their_ca() -> None:
+    tree = deploy.kustomize_tree(OPERATOR)
+
+    assert load(tree["base/kustomization.yaml"])[0]["resources"][-1] == "webhook.yaml"
+    documents = {(doc["kind"], doc["metadata"]["name"]): doc for doc in load(tree["base/webhook.yaml"])}
+    service = documents[("Service", "gizmo-operator-webhooks")]
+    assert service["spec"]["ports"][0]["targetPort"] == "webhooks"
+    (hook,) = documents[("ValidatingWebhookConfiguration", "gizmo-operator")]["webhooks"]
+    assert hook["clientConfig"]["service"]["name"] == "gizmo-operator-webhooks"
+    assert "caBundle" not in hook["clientConfig"]  # the operator writes it at start
+    (configurations,) = documents[("ClusterRole", "gizmo-operator-webhooks")]["rules"]
+    assert configurations == {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations"],
+        "verbs": ["get", "patch"],
+        "resourceNames": ["gizmo-operator"],
+    }
+    secrets = documents[("Role", "gizmo-operator-webhooks")]["rules"]
+    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]} in secrets
+    assert all("*" not in rule["verbs"] and "*" not in rule["resources"] for rule in [*secrets, configurations])
+    for binding in ("RoleBinding", "ClusterRoleBinding"):
+        assert documents[(binding, "gizmo-operator-webhooks")]["subjects"][0]["name"] == "gizmo-operator"
+    (deployment,) = load(tree["base/manager.yaml"])
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--webhook-service=gizmo-operator-webhooks" in container["args"]
+    assert "--webhook-configuration=gizmo-operator" in container["args"]
 
 
 def test_the_default_overlay_sets_the_namespace_and_the_image() -> None:

@@ -31,6 +31,18 @@ def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
     assert context.params["metrics_bind_address"] == f":{manager.METRICS_PORT}"
 
 
+def test_an_operator_with_webhooks_serves_them_on_a_named_port_for_its_service_and_configurations() -> None:
+    _namespace, deployment = manager.manager_manifests(
+        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator", webhooks=True
+    )
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {"name": "webhooks", "containerPort": manager.WEBHOOK_PORT, "protocol": "TCP"} in container["ports"]
+    context = run_cli.run_command.make_context("run", list(container["args"]))
+    assert context.params["webhook_port"] == manager.WEBHOOK_PORT
+    assert context.params["webhook_service"] == "my-operator-webhooks"
+    assert context.params["webhook_configuration"] == "my-operator"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

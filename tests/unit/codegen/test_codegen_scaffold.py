@@ -21,8 +21,14 @@ EXPECTED_FILES = {
     "Dockerfile",
     "Makefile",
     "README.md",
+    "config/base/crd.yaml",
+    "config/base/kustomization.yaml",
+    "config/base/manager.yaml",
+    "config/base/rbac.yaml",
+    "config/base/webhook.yaml",
+    "config/overlays/default/kustomization.yaml",
+    "config/overlays/default/namespace.yaml",
     "deploy/crd.yaml",
-    "deploy/operator.yaml",
     "deploy/rbac.yaml",
     "deploy/samples/widget.yaml",
     "main.py",
@@ -65,8 +71,9 @@ def test_init_generates_deploy_from_the_scaffolded_code(project: Path) -> None:
     assert crd["metadata"] == {"name": "widgets.example.com"}
     kinds = [document["kind"] for document in documents(project / "deploy" / "rbac.yaml")]
     assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
-    namespace, deployment = documents(project / "deploy" / "operator.yaml")
+    (namespace,) = documents(project / "config" / "overlays" / "default" / "namespace.yaml")
     assert namespace["metadata"]["name"] == "my-operator-system"  # type: ignore[index]
+    (deployment,) = documents(project / "config" / "base" / "manager.yaml")
     pod = deployment["spec"]["template"]["spec"]  # type: ignore[index]
     assert pod["serviceAccountName"] == "my-operator"
     assert pod["containers"][0]["args"][0] == "/app/main.py"

@@ -3,10 +3,7 @@
 Why this exists: a comparison is only fair if every contender writes the same objects. The Kopf operator and the raw
 floor build their children here, from the custom resource's name, namespace and spec, as plain dicts — the shapes of
 ``samples/memcached/manifests/`` (Deployment ``<name>``, Service ``<name>``, ConfigMap ``<name>-config`` whose
-memcached settings follow the size tier).
-
-Guarantees: the functions are pure (same input, same dict; a fresh dict every call, safe to mutate); nothing here
-talks to the cluster or imports a framework.
+memcached settings follow the size tier). Pure functions (a fresh dict every call), no framework imported.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ RAW_FLOOR = "{bin}/python -m benchmarks.raw_floor --namespace {namespace} --kube
 KOPF_RUN = "{bin}/kopf run {root}/benchmarks/kopf_operator.py --namespace {namespace} --standalone"
 OKT_RUN = (
     "{bin}/okt run {root}/samples/memcached/main.py --namespace {namespace} --kubeconfig {kubeconfig} "
-    "--max-concurrent {workers} --metrics-bind-address 0 --log-format json"
+    "--max-concurrent {workers} --metrics-bind-address 0 --webhook-port 0 --log-format json"
 )
 OKT_READY = "caches synced, reconciling"
 

@@ -18,7 +18,7 @@ import okt
 from okt import testing
 from okt.kube import client as kube_client
 from samples.memcached.memcached_operator import FINALIZER, MemcachedReconciler, inventory
-from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
+from tests.reliability import checks, logs, outcome, profiles, testbed
 
 
 class CleanupLedger:
@@ -76,14 +76,14 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         running = testing.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
         try:
             everyone = names + failing
-            workload.create_all(lab, namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
-            before, _ = workload.settle(lab, namespace, everyone, sizes.timeout(len(everyone)))
+            lab.create_all(namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
+            before, _ = lab.settle(namespace, everyone, sizes.timeout(len(everyone)))
             recorded = outcome.labelled("before the deletions", checks.inventory_matches(before))
             started = time.monotonic()
             deleted_at = time.time()
             with concurrent.futures.ThreadPoolExecutor(8) as pool:
                 list(pool.map(lambda n: lab.client.delete(lab.kind, n, namespace), everyone))
-            gone = workload.until(
+            gone = testbed.until(
                 lambda: not set(names) & set(lab.snapshot(namespace).by_name), sizes.timeout(len(names))
             )
             took = time.monotonic() - started
@@ -92,7 +92,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
             attempts = {name: ledger.calls.get(name, 0) for name in failing}
             window = time.time() - deleted_at
             ledger.heal()
-            released = workload.until(lambda: not lab.snapshot(namespace).crs, sizes.timeout(len(failing)))
+            released = testbed.until(lambda: not lab.snapshot(namespace).crs, sizes.timeout(len(failing)))
             after = lab.snapshot(namespace)
         finally:
             running.stop()
@@ -105,7 +105,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
                 "failing cleanups are retried", tuple(f"{n}: {c} attempt(s)" for n, c in attempts.items() if c < 2)
             ),
             # Exponential backoff front-loads its attempts: a shorter window keeps the same bound.
-            operator_log.backoff_bounded(attempts, profiles.BACKOFF_LIMIT, window),
+            logs.backoff_bounded(attempts, profiles.BACKOFF_LIMIT, window),
             checks.Check("released once cleanup works", () if released else tuple(sorted(after.by_name))),
             checks.cleanup_exactly_once(ledger.effective, everyone),
             outcome.labelled("after the deletions", checks.inventory_matches(after, everyone)),

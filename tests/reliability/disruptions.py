@@ -14,7 +14,7 @@ from typing import Any
 
 from okt.runtime import leader
 from okt.testing import audit, process, waiting
-from tests.reliability import audit_log, checks, operator_log, outcome, profiles, testbed, workload
+from tests.reliability import checks, logs, outcome, profiles, testbed
 
 LEASE_DURATION = 15.0
 RETRY_PERIOD = 2.0
@@ -35,7 +35,7 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         names = [f"k{i:04d}" for i in range(sizes.kill_crs)]
         want: dict[str, int] = {name: rng.randint(1, 5) for name in names}
         batches = _split(names, sizes.kills + 1)
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in batches[0]})
+        lab.create_sized(namespace, batches[0], want)
         created = list(batches[0])
         operators: list[process.OperatorProcess] = []
         modes = {"starting": 0, "working": 0}
@@ -49,11 +49,11 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
             mode = rng.choice(("starting", "working"))
             if mode == "working":
                 operator.wait_ready()
-            workload.create_all(lab, namespace, {n: {"size": want[n]} for n in batches[k + 1]})
+            lab.create_sized(namespace, batches[k + 1], want)
             created += batches[k + 1]
             live = [n for n in created if n not in deleted]
-            resized += workload.resize(lab, namespace, live, rng, want)
-            deleted += workload.delete_some(lab, namespace, live, rng, want)
+            resized += lab.resize(namespace, live, rng, want)
+            deleted += lab.delete_some(namespace, live, rng, want)
             time.sleep(rng.uniform(0.0, 1.5 if mode == "starting" else 0.4))
             if operator.kill():
                 modes[mode] += 1
@@ -63,7 +63,7 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         operators.append(final)
         final.wait_ready()
         live = [n for n in names if n not in deleted]
-        snapshot, _ = workload.settle(lab, namespace, live, sizes.timeout(len(names)), gone=deleted)
+        snapshot, _ = lab.settle(namespace, live, sizes.timeout(len(names)), gone=deleted)
         took = time.monotonic() - restarted
         final.stop()
         crash, crashes = outcome.crash_check(operators)
@@ -107,17 +107,17 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
         want = {name: rng.randint(1, 5) for name in early + late}
         operator = lab.operator("restart", namespace)
         operator.wait_ready()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in early})
+        lab.create_sized(namespace, early, want)
         time.sleep(rng.uniform(0.2, 1.5))
         down = time.monotonic()
         lab.plane.stop_apiserver()
         time.sleep(sizes.outage)
         lab.plane.start_apiserver()
         back = time.monotonic()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in late})
-        resized = workload.resize(lab, namespace, early, rng, want)
-        snapshot, took = workload.settle(lab, namespace, early + late, sizes.timeout(len(early + late)))
-        ready_again = workload.until(operator.ready, 30)
+        lab.create_sized(namespace, late, want)
+        resized = lab.resize(namespace, early, rng, want)
+        snapshot, took = lab.settle(namespace, early + late, sizes.timeout(len(early + late)))
+        ready_again = testbed.until(operator.ready, 30)
         records = operator.records()
         operator.stop()
         crash, crashes = outcome.crash_check([operator])
@@ -158,14 +158,14 @@ def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> o
         with faults.FaultProxy(lab.plane.url, str(lab.plane.ca_file), rate=sizes.fault_rate, seed=seed) as proxy:
             operator = lab.operator("faults", namespace, server=proxy.url)
             operator.wait_ready(90)
-            workload.create_all(lab, namespace, {n: {"size": want[n]} for n in names})
-            resized = workload.resize(lab, namespace, names, rng, want)
-            snapshot, took = workload.settle(lab, namespace, names, sizes.timeout(len(names)))
+            lab.create_sized(namespace, names, want)
+            resized = lab.resize(namespace, names, rng, want)
+            snapshot, took = lab.settle(namespace, names, sizes.timeout(len(names)))
             deleted = rng.sample(names, max(1, len(names) // 5))
             for name in deleted:
                 lab.client.delete(lab.kind, name, namespace)
             kept = [n for n in names if n not in deleted]
-            after, _ = workload.settle(lab, namespace, kept, sizes.timeout(len(deleted)), gone=deleted)
+            after, _ = lab.settle(namespace, kept, sizes.timeout(len(deleted)), gone=deleted)
             alive = operator.alive
             operator.stop()
             injected = dict(proxy.injected)
@@ -233,31 +233,27 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
         for replica in replicas.values():
             replica.wait_ready()
         leader_role: str = waiting.wait_for(
-            lambda: next(
-                (r for r, p in replicas.items() if operator_log.first_event(p.records(), "became leader")), ""
-            ),
+            lambda: next((r for r, p in replicas.items() if logs.first_event(p.records(), "became leader")), ""),
             timeout=30,
             message="one replica to become the leader",
         )
         standby_role = next(r for r in replicas if r != leader_role)
         leader_user, standby_user = lab.users[leader_role].name, lab.users[standby_role].name
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in first})
-        before, _ = workload.settle(lab, namespace, first, sizes.timeout(len(first)))
+        lab.create_sized(namespace, first, want)
+        before, _ = lab.settle(namespace, first, sizes.timeout(len(first)))
         killed_at = time.time()
         replicas[leader_role].kill()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in second})
-        resized = workload.resize(lab, namespace, first, rng, want)
+        lab.create_sized(namespace, second, want)
+        resized = lab.resize(namespace, first, rng, want)
         standby = replicas[standby_role]
-        workload.until(
-            lambda: operator_log.first_event(standby.records(), "became leader") is not None, TAKEOVER_LIMIT + 30
-        )
-        took_over_at = operator_log.first_event(standby.records(), "became leader")
-        snapshot, _ = workload.settle(lab, namespace, first + second, sizes.timeout(len(first + second)))
+        testbed.until(lambda: logs.first_event(standby.records(), "became leader") is not None, TAKEOVER_LIMIT + 30)
+        took_over_at = logs.first_event(standby.records(), "became leader")
+        snapshot, _ = lab.settle(namespace, first + second, sizes.timeout(len(first + second)))
         status = standby.stop()
         written.settle()  # the API server writes its audit log in batches
         requests = written.requests()
         takeover = None if took_over_at is None else took_over_at - killed_at
-        windows = audit_log.write_windows(requests)
+        windows = logs.write_windows(requests)
         leader_writes = windows[leader_user].writes if leader_user in windows else 0
         found = [
             outcome.labelled("before the kill", checks.converged(before, first)),
@@ -272,8 +268,8 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
                 ),
             ),
             checks.Check("the leader wrote", () if leader_writes else (f"no write by {leader_user}",)),
-            audit_log.no_writes(requests, standby_user, 0.0, killed_at, "standby"),
-            audit_log.single_writer(requests, [leader_user, standby_user]),
+            logs.no_writes(requests, standby_user, 0.0, killed_at, "standby"),
+            logs.single_writer(requests, [leader_user, standby_user]),
             checks.Check("the new leader stops cleanly", () if status == 0 else (f"exit status {status}",)),
             outcome.crash_check(list(replicas.values()))[0],
         ]

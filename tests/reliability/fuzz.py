@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import okt
 from samples.memcached.memcached_operator import api, policy
 from samples.memcached.tests import harness
-from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
+from tests.reliability import checks, logs, outcome, profiles, testbed
 
 
 def fuzz_crd() -> dict[str, Any]:
@@ -140,11 +140,11 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
             operator = lab.operator("fuzz", namespace)
             operator.wait_ready()
             probe_created = time.time()
-            workload.create_all(lab, namespace, {"probe": {"size": 1, "image": "memcached:latest"}})
+            lab.create_all(namespace, {"probe": {"size": 1, "image": "memcached:latest"}})
             specs = fuzz_specs(sizes.fuzz_cases, rng.randrange(2**32))
             cases = {f"fuzz-{i:04d}": spec for i, spec in enumerate(specs)}
             cases.update((f"edge-{i:02d}", spec) for i, spec in enumerate(EDGE_SPECS))
-            stored = workload.create_all(lab, namespace, cases)
+            stored = lab.create_all(namespace, cases)
             verdicts = {name: expected_verdict(obj.get("spec")) for name, obj in stored.items()}
             verdicts["probe"] = "InvalidSpec"
             valid = [name for name, verdict in verdicts.items() if verdict is None]
@@ -159,15 +159,13 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
                 return not checks.unsettled(last[0])
 
             started = time.monotonic()
-            workload.until(settled, sizes.timeout(len(stored)))
+            testbed.until(settled, sizes.timeout(len(stored)))
             took = time.monotonic() - started
             time.sleep(max(probe_created + profiles.BACKOFF_WINDOW + 1.0 - time.time(), 0.0))
             snapshot = lab.snapshot(namespace)
             records = operator.records()
             counts = {
-                "probe": operator_log.reconciles(
-                    records, "probe", probe_created, probe_created + profiles.BACKOFF_WINDOW
-                )
+                "probe": logs.reconciles(records, "probe", probe_created, probe_created + profiles.BACKOFF_WINDOW)
             }
             alive = operator.alive
             operator.stop()
@@ -178,7 +176,7 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
             checks.with_status(snapshot),
             checks.verdicts_match(snapshot, verdicts),
             checks.children_exact(snapshot, expected, names=valid),
-            operator_log.backoff_bounded(counts, profiles.BACKOFF_LIMIT, profiles.BACKOFF_WINDOW),
+            logs.backoff_bounded(counts, profiles.BACKOFF_LIMIT, profiles.BACKOFF_WINDOW),
             checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
             crash,
         ]

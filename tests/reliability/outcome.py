@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from okt.testing import process
-from tests.reliability import checks, operator_log
+from tests.reliability import checks, logs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,7 @@ def loss_figures(snapshot: checks.Snapshot, names: Sequence[str]) -> dict[str, i
 def crash_check(operators: Sequence[process.OperatorProcess]) -> tuple[checks.Check, int]:
     """No unhandled exception in the operators' logs, no error exit, no hang on SIGTERM; and how many problems."""
     records = [record for operator in operators for record in operator.records()]
-    check = operator_log.no_crash(records, {o.name: o.exit_status for o in operators})
+    check = logs.no_crash(records, {o.name: o.exit_status for o in operators})
     hung = tuple(f"{o.name} ignored SIGTERM (killed after 30s)" for o in operators if o.hung)
     check = dataclasses.replace(check, problems=check.problems + hung)
     return check, len(check.problems)

@@ -12,7 +12,6 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import okt
 from okt import testing
@@ -63,62 +62,57 @@ def ledger_reconciler(ledger: CleanupLedger) -> type[MemcachedReconciler]:
     return LedgerMemcachedReconciler
 
 
-def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("deletions", "deletions clean up exactly once")
+def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Delete custom resources; count cleanups; a failing cleanup keeps the finalizer until it succeeds."""
-
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        namespace = lab.namespace("delete")
-        names = [f"d{i:04d}" for i in range(sizes.deletions)]
-        failing = [f"fail{i:02d}" for i in range(sizes.failing_deletions)]
-        ledger = CleanupLedger()
-        ledger.fail(failing)
-        client = kube_client.Client.from_kubeconfig(lab.kubeconfig("operator"))
-        running = testing.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
-        try:
-            everyone = names + failing
-            lab.create_all(namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
-            before, _ = lab.settle(namespace, everyone, sizes.timeout(len(everyone)))
-            recorded = outcome.labelled("before the deletions", checks.inventory_matches(before))
-            started = time.monotonic()
-            deleted_at = time.time()
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda n: lab.client.delete(lab.kind, n, namespace), everyone))
-            gone = testbed.until(
-                lambda: not set(names) & set(lab.snapshot(namespace).by_name), sizes.timeout(len(names))
-            )
-            took = time.monotonic() - started
-            time.sleep(max(deleted_at + sizes.failing_window - time.time(), 0.0))
-            held = lab.snapshot(namespace)
-            attempts = {name: ledger.calls.get(name, 0) for name in failing}
-            window = time.time() - deleted_at
-            ledger.heal()
-            released = testbed.until(lambda: not lab.snapshot(namespace).crs, sizes.timeout(len(failing)))
-            after = lab.snapshot(namespace)
-        finally:
-            running.stop()
-            client.close()
-        found = [
-            recorded,
-            checks.Check("deletions complete", () if gone else tuple(sorted(set(names) & set(held.by_name)))),
-            checks.finalizer_kept(held, failing, FINALIZER),
-            checks.Check(
-                "failing cleanups are retried", tuple(f"{n}: {c} attempt(s)" for n, c in attempts.items() if c < 2)
-            ),
-            # Exponential backoff front-loads its attempts: a shorter window keeps the same bound.
-            logs.backoff_bounded(attempts, profiles.BACKOFF_LIMIT, window),
-            checks.Check("released once cleanup works", () if released else tuple(sorted(after.by_name))),
-            checks.cleanup_exactly_once(ledger.effective, everyone),
-            outcome.labelled("after the deletions", checks.inventory_matches(after, everyone)),
-        ]
-        figures = {
-            "deletions": len(names),
-            "failing_cleanups": len(failing),
-            "delete_seconds": round(took, 1),
-            "cleanup_calls": sum(ledger.calls.values()),
-            "cleanups_effective": sum(ledger.effective.values()),
-            "failing_attempts_max": max(attempts.values(), default=0),
-            "failing_window_seconds": round(window, 1),
-        }
-        return found, figures
-
-    return outcome.scenario("deletions", "deletions clean up exactly once", run)
+    namespace = lab.namespace("delete")
+    names = [f"d{i:04d}" for i in range(sizes.deletions)]
+    failing = [f"fail{i:02d}" for i in range(sizes.failing_deletions)]
+    ledger = CleanupLedger()
+    ledger.fail(failing)
+    client = kube_client.Client.from_kubeconfig(lab.kubeconfig("operator"))
+    running = testing.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
+    try:
+        everyone = names + failing
+        lab.create_all(namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
+        before, _ = lab.settle(namespace, everyone, sizes.timeout(len(everyone)))
+        recorded = outcome.labelled("before the deletions", checks.inventory_matches(before))
+        started = time.monotonic()
+        deleted_at = time.time()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: lab.client.delete(lab.kind, n, namespace), everyone))
+        gone = testbed.until(lambda: not set(names) & set(lab.snapshot(namespace).by_name), sizes.timeout(len(names)))
+        took = time.monotonic() - started
+        time.sleep(max(deleted_at + sizes.failing_window - time.time(), 0.0))
+        held = lab.snapshot(namespace)
+        attempts = {name: ledger.calls.get(name, 0) for name in failing}
+        window = time.time() - deleted_at
+        ledger.heal()
+        released = testbed.until(lambda: not lab.snapshot(namespace).crs, sizes.timeout(len(failing)))
+        after = lab.snapshot(namespace)
+    finally:
+        running.stop()
+        client.close()
+    found = [
+        recorded,
+        checks.Check("deletions complete", () if gone else tuple(sorted(set(names) & set(held.by_name)))),
+        checks.finalizer_kept(held, failing, FINALIZER),
+        checks.Check(
+            "failing cleanups are retried", tuple(f"{n}: {c} attempt(s)" for n, c in attempts.items() if c < 2)
+        ),
+        # Exponential backoff front-loads its attempts: a shorter window keeps the same bound.
+        logs.backoff_bounded(attempts, profiles.BACKOFF_LIMIT, window),
+        checks.Check("released once cleanup works", () if released else tuple(sorted(after.by_name))),
+        checks.cleanup_exactly_once(ledger.effective, everyone),
+        outcome.labelled("after the deletions", checks.inventory_matches(after, everyone)),
+    ]
+    figures = {
+        "deletions": len(names),
+        "failing_cleanups": len(failing),
+        "delete_seconds": round(took, 1),
+        "cleanup_calls": sum(ledger.calls.values()),
+        "cleanups_effective": sum(ledger.effective.values()),
+        "failing_attempts_max": max(attempts.values(), default=0),
+        "failing_window_seconds": round(window, 1),
+    }
+    return found, figures

@@ -14,18 +14,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from benchmarks import cluster
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import condition
-
-CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
-SERVICE = kinds.BUILTIN[("v1", "Service")]
-DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
-CHILD_KINDS = (CONFIG_MAP, SERVICE, DEPLOYMENT)
-"""The kinds a Memcached owns."""
 
 INVENTORY = "memcached-inventory"
 """The sample's per-namespace inventory ConfigMap (its finalizer's reason to exist)."""
@@ -92,23 +87,16 @@ class Snapshot:
     owner_kind: str = "Memcached"
 
     @classmethod
-    def take(
-        cls,
-        client: kube_client.Client,
-        cr_kind: kinds.Kind,
-        namespace: str,
-        child_kinds: Sequence[kinds.Kind] = CHILD_KINDS,
-        inventory_name: str | None = INVENTORY,
-    ) -> Snapshot:
+    def take(cls, client: kube_client.Client, cr_kind: kinds.Kind, namespace: str) -> Snapshot:
         """List the custom resources and every child kind of ``namespace`` (one list call per kind)."""
         crs, _ = client.list(cr_kind, namespace)
         children: list[Mapping[str, Any]] = []
         inventory: Mapping[str, str] | None = None
-        for kind in child_kinds:
+        for kind in cluster.CHILD_KINDS:
             items, _ = client.list(kind, namespace)
             for item in items:
                 item["kind"] = kind.kind
-                if inventory_name and kind.kind == "ConfigMap" and _name(item) == inventory_name:
+                if kind.kind == "ConfigMap" and _name(item) == INVENTORY:
                     inventory = dict(item.get("data") or {})
                     continue
                 children.append(item)

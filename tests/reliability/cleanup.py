@@ -7,6 +7,7 @@ process, its cleanup wrapped in a :class:`CleanupLedger` that counts the calls a
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import random
 import threading
@@ -23,15 +24,11 @@ from tests.reliability import checks, logs, outcome, profiles, testbed
 class CleanupLedger:
     """Counts, per custom resource, the cleanups run and those that took effect; makes chosen ones fail."""
 
-    def __init__(self) -> None:
+    def __init__(self, failing: Sequence[str]) -> None:
         self._lock = threading.Lock()
-        self.calls: dict[str, int] = {}
-        self.effective: dict[str, int] = {}
-        self._failing: set[str] = set()
-
-    def fail(self, names: Sequence[str]) -> None:
-        with self._lock:
-            self._failing |= set(names)
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.effective: collections.Counter[str] = collections.Counter()
+        self._failing = set(failing)
 
     def heal(self) -> None:
         with self._lock:
@@ -41,25 +38,15 @@ class CleanupLedger:
         """The sample's cleanup (remove the inventory entry), counted; raises for a custom resource set to fail."""
         name = ctx.cr.name
         with self._lock:
-            self.calls[name] = self.calls.get(name, 0) + 1
+            self.calls[name] += 1
             failing = name in self._failing
         if failing:
             raise okt.TemporaryError(f"injected cleanup failure for {name}")
         operation = inventory.forget(ctx)
         if operation is okt.Operation.UPDATED:
             with self._lock:
-                self.effective[name] = self.effective.get(name, 0) + 1
+                self.effective[name] += 1
         ctx.results.add(operation, inventory.describe(ctx.cr.namespace))
-
-
-def ledger_reconciler(ledger: CleanupLedger) -> type[MemcachedReconciler]:
-    """The sample's reconciler whose cleanup goes through ``ledger``."""
-
-    class LedgerMemcachedReconciler(MemcachedReconciler):
-        def cleanup(self, ctx: okt.Context) -> None:
-            ledger.cleanup(ctx)
-
-    return LedgerMemcachedReconciler
 
 
 @outcome.scenario("deletions", "deletions clean up exactly once")
@@ -68,10 +55,16 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
     namespace = lab.namespace("delete")
     names = [f"d{i:04d}" for i in range(sizes.deletions)]
     failing = [f"fail{i:02d}" for i in range(sizes.failing_deletions)]
-    ledger = CleanupLedger()
-    ledger.fail(failing)
+    ledger = CleanupLedger(failing)
+
+    class LedgerMemcachedReconciler(MemcachedReconciler):
+        """The sample's reconciler whose cleanup goes through ``ledger``."""
+
+        def cleanup(self, ctx: okt.Context) -> None:
+            ledger.cleanup(ctx)
+
     client = kube_client.Client.from_kubeconfig(lab.kubeconfig("operator"))
-    running = testing.RunningOperator.start(client, ledger_reconciler(ledger), namespaces=[namespace])
+    running = testing.RunningOperator.start(client, LedgerMemcachedReconciler, namespaces=[namespace])
     try:
         everyone = names + failing
         lab.create_all(namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
@@ -85,7 +78,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         took = time.monotonic() - started
         time.sleep(max(deleted_at + sizes.failing_window - time.time(), 0.0))
         held = lab.snapshot(namespace)
-        attempts = {name: ledger.calls.get(name, 0) for name in failing}
+        attempts = {name: ledger.calls[name] for name in failing}
         window = time.time() - deleted_at
         ledger.heal()
         released = testbed.until(lambda: not lab.snapshot(namespace).crs, sizes.timeout(len(failing)))

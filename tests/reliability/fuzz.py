@@ -151,14 +151,8 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
         def expected(name: str) -> frozenset[tuple[str, str]]:
             return checks.memcached_children(name) if verdicts.get(name) is None else frozenset()
 
-        last: list[checks.Snapshot] = []
-
-        def settled() -> bool:
-            last[:] = [lab.snapshot(namespace)]
-            return not checks.unsettled(last[0])
-
         started = time.monotonic()
-        testbed.until(settled, sizes.timeout(len(stored)))
+        testbed.until(lambda: not checks.unsettled(lab.snapshot(namespace)), sizes.timeout(len(stored)))
         took = time.monotonic() - started
         time.sleep(max(probe_created + profiles.BACKOFF_WINDOW + 1.0 - time.time(), 0.0))
         snapshot = lab.snapshot(namespace)

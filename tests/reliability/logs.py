@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -43,36 +44,24 @@ def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def no_crash(records: Iterable[Mapping[str, Any]], exits: Mapping[str, int | None] | None = None) -> checks.Check:
-    """No unhandled exception in the log, and no operator process that exited on its own with an error.
-
-    ``exits`` maps a process label to its exit status (None: still running; a negative status: killed by the
-    harness's signal, which is expected).
-    """
+    """No unhandled exception in the log, and no operator process that exited on its own with an error (``exits``:
+    label -> exit status; None while running, negative when killed by the harness's signal, as expected)."""
     problems = crashes(records)
-    for label, code in sorted((exits or {}).items()):
-        if code is not None and code > 0:
-            problems.append(f"{label} exited with status {code}")
+    problems += [
+        f"{label} exited with status {code}" for label, code in sorted((exits or {}).items()) if (code or 0) > 0
+    ]
     return checks.Check("no crash", tuple(problems))
 
 
 def reconciles(records: Iterable[Mapping[str, Any]], name: str, since: float, until: float) -> int:
     """How many reconciles of the object ``name`` ended between ``since`` and ``until`` (wall clock)."""
-    count = 0
-    for record in records:
-        if record.get("event") != "reconciled" or record.get("name") != name:
-            continue
-        moment = log_time(record)
-        if moment is not None and since <= moment <= until:
-            count += 1
-    return count
+    moments = [log_time(r) for r in records if r.get("event") == "reconciled" and r.get("name") == name]
+    return sum(1 for moment in moments if moment is not None and since <= moment <= until)
 
 
 def first_event(records: Iterable[Mapping[str, Any]], event: str) -> float | None:
     """The wall-clock time of the first record whose event is ``event``."""
-    for record in records:
-        if record.get("event") == event:
-            return log_time(record)
-    return None
+    return next((log_time(record) for record in records if record.get("event") == event), None)
 
 
 def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> checks.Check:
@@ -117,13 +106,10 @@ def single_writer(requests: Sequence[audit.Request], users: Sequence[str]) -> ch
     """Never two writers at once: the write windows of ``users`` do not overlap."""
     windows = write_windows(requests)
     problems = []
-    for i, first in enumerate(users):
-        for second in users[i + 1 :]:
-            a, b = windows.get(first), windows.get(second)
-            if a is not None and b is not None and a.overlaps(b):
-                problems.append(
-                    f"{first} wrote {a.first:.3f}..{a.last:.3f} and {second} wrote {b.first:.3f}..{b.last:.3f}"
-                )
+    for first, second in itertools.combinations(users, 2):
+        a, b = windows.get(first), windows.get(second)
+        if a is not None and b is not None and a.overlaps(b):
+            problems.append(f"{first} wrote {a.first:.3f}..{a.last:.3f} and {second} wrote {b.first:.3f}..{b.last:.3f}")
     return checks.Check("never two writers at once", tuple(problems))
 
 

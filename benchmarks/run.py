@@ -84,10 +84,6 @@ class Settings:
         }
 
 
-def user_name(contender: contenders.Contender, round_no: int) -> str:
-    return f"bench-{contender.key}-r{round_no}"
-
-
 def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -253,7 +249,7 @@ class Bench:
     # -- one measurement -------------------------------------------------------------------------------------------
 
     def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
-        user = user_name(contender, round_no)
+        user = f"bench-{contender.key}-r{round_no}"
         namespace = f"bench-{contender.key}-r{round_no}-{secrets.token_hex(3)}"
         result: dict[str, Any] = {
             "contender": contender.key,

@@ -18,6 +18,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -112,10 +113,9 @@ class WatchedNamespace:
         self._seen = Seen(n)
         self._confirmed_at = 0.0
         self._lock = threading.Lock()
-        self._informers = [informer_mod.Informer(client, cluster.MEMCACHED, namespace, on_event=self._on_custom)]
-        self._informers += [
-            informer_mod.Informer(client, kind, namespace, on_event=self._child_handler(kind))
-            for kind in cluster.CHILD_KINDS
+        self._informers = [
+            informer_mod.Informer(client, kind, namespace, on_event=functools.partial(self._on_event, kind))
+            for kind in (cluster.MEMCACHED, *cluster.CHILD_KINDS)
         ]
 
     def __enter__(self) -> WatchedNamespace:
@@ -162,13 +162,9 @@ class WatchedNamespace:
         self._confirmed_at = now
         return verdict(Seen.listed(self.client, self.namespace, self.n))
 
-    def _on_custom(self, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _on_event(self, kind: kinds.Kind, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:
-            self._seen.custom(change, obj)
-
-    def _child_handler(self, kind: kinds.Kind) -> informer_mod.EventHandler:
-        def on_child(change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            with self._lock:
+            if kind is cluster.MEMCACHED:
+                self._seen.custom(change, obj)
+            else:
                 self._seen.child(kind.kind, change, obj)
-
-        return on_child

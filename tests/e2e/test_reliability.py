@@ -3,7 +3,7 @@
 Each scenario of ``tests/reliability/`` runs once here with :data:`tests.reliability.profiles.REDUCED` (tens of
 objects, a few kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no
 duplicate child, no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The
-judgements those scenarios rest on (``checks``, ``operator_log`` and ``audit_log`` in ``tests/reliability/``) are
+judgements those scenarios rest on (``checks`` and ``logs`` in ``tests/reliability/``) are
 pinned first, on synthetic objects, log lines and audit requests.
 """
 

@@ -211,7 +211,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "$ .venv/bin/python -m tests.reliability --only kill,failover --seed 7",
         "```",
         "",
-        "The checks are in `tests/reliability/checks.py`, `logs.py` and `logs.py`; each one names the "
+        "The checks are in `tests/reliability/checks.py` and `logs.py`; each one names the "
         "objects concerned when it fails.",
         "",
         PAGE_FINDINGS,

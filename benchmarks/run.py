@@ -94,14 +94,14 @@ def memory(proc: process.OperatorProcess) -> dict[str, float]:
     return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(hwm / 1024, 1)}
 
 
-def until(view: watched.WatchedNamespace, verdict: Callable[[], bool], timeout: float, what: str) -> float:
+def when_true(view: watched.WatchedNamespace, verdict: Callable[[], bool], timeout: float, what: str) -> float:
     """Ask the view's ``verdict`` until it is yes; returns the wall-clock time it first was."""
-    return waiting.wait_for(
-        lambda: verdict() and time.time(),
-        timeout,
-        watched.POLL_INTERVAL,
-        message=lambda: f"{what}; {view.last}",
-    )
+    try:
+        return waiting.wait_for(
+            lambda: verdict() and time.time(), timeout, watched.POLL_INTERVAL, lambda: f"{what}; {view.last}"
+        )
+    except waiting.WaitTimeout as exc:
+        raise cluster.BenchTimeout(str(exc)) from None
 
 
 @dataclasses.dataclass
@@ -281,7 +281,7 @@ class Bench:
             second = self.launch(m, "restart")
             result["restart"] = self.restart(m, second)
             result["spec_change"] = self.spec_change(m, second)
-        except (cluster.BenchError, waiting.WaitTimeout, errors.OktError, OSError) as exc:
+        except (cluster.BenchError, errors.OktError, OSError) as exc:
             result["converged"] = False
             result["error"] = f"{type(exc).__name__}: {exc}"
             say(f"{m.tag} FAILED: {result['error']}")
@@ -300,7 +300,7 @@ class Bench:
         plane_before = self.plane_cpu()
         started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
         limit = self.converge_limits.get(m.contender.key, s.timeout(120, 1.5))
-        converged_at = until(view, view.converged, limit, f"{m.contender.key} to converge")
+        converged_at = when_true(view, view.converged, limit, f"{m.contender.key} to converge")
         plane_converge = self.plane_cpu(since=plane_before)
         idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
         used = memory(first)
@@ -348,7 +348,7 @@ class Bench:
         target = s.new_sizes()
         changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
         what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
-        rolled_at = until(view, lambda: view.replicas_are(target), s.timeout(120, 1.0), what)
+        rolled_at = when_true(view, lambda: view.replicas_are(target), s.timeout(120, 1.0), what)
         plane_change = self.plane_cpu(since=plane_before)
         self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
         ended = time.time()

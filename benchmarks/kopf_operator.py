@@ -1,24 +1,12 @@
 """The memcached operator written with Kopf, the way a Kopf user writes it: the benchmark's Kopf contender.
 
 Why this exists: comparing okt with the most used Python operator framework is only honest if the Kopf side is an
-idiomatic, careful Kopf operator — not a strawman. So: one handler for ``@kopf.on.create``, ``@kopf.on.update`` and
-``@kopf.on.resume``; children created with ``kopf.adopt`` (owner reference, namespace, labels) through pykube, the
-client Kopf's own documentation uses; a child is read first and only created when missing or patched when it
-drifted, so a resume over converged objects writes no child; the status (``Ready=True``, ``observedGeneration``) goes
-through Kopf's ``patch`` and only when it changes.
-
-Kopf's settings stay at their defaults (progress and diff-base storage, posting of events, watching) except:
-
-* the concurrency, to match the other contenders: ``settings.execution.max_workers`` = ``$OKT_BENCH_WORKERS``
-  (default 8) — the thread pool that runs synchronous handlers, so at most that many reconciles run at once, as
-  with okt's ``--max-concurrent`` and the floor's pool. ``settings.queueing.worker_limit`` stays unbounded (its
-  default): it caps Kopf's per-object *queue* workers, which are asyncio tasks that outlive their last event by
-  ``settings.queueing.idle_timeout`` (5 s), so a limit of 8 would admit only 8 objects per 5 s — a throttle, not a
-  concurrency setting;
-* nothing else: ``--standalone`` (no peering objects, as there is one operator per namespace) and
-  ``--namespace`` come from the command line, the credentials from ``$KUBECONFIG``.
-
-Run: ``KUBECONFIG=FILE kopf run benchmarks/kopf_operator.py --namespace NS --standalone``.
+idiomatic, careful Kopf operator — not a strawman: one handler for create, update and resume; children adopted with
+``kopf.adopt`` and written through pykube, read first and only created when missing or patched when they drifted; the
+status patched through Kopf only when it changes. Kopf's settings stay at their defaults except the concurrency:
+``settings.execution.max_workers`` = ``$OKT_BENCH_WORKERS``, the thread pool of synchronous handlers.
+``settings.queueing.worker_limit`` stays unbounded: its per-object queue workers outlive their last event by
+``idle_timeout`` (5 s), so a limit of 8 would admit only 8 objects per 5 s — a throttle, not a concurrency setting.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
 """The objects every non-okt contender writes for one Memcached: the same children as the okt memcached sample.
 
 Why this exists: a comparison is only fair if every contender writes the same objects. The Kopf operator and the raw
-floor build their children here, from the custom resource's name, namespace and spec, as plain dicts — the shapes of
-``samples/memcached/manifests/`` (Deployment ``<name>``, Service ``<name>``, ConfigMap ``<name>-config`` whose
-memcached settings follow the size tier).
-
-Guarantees: the functions are pure (same input, same dict; a fresh dict every call, safe to mutate); nothing here
-talks to the cluster or imports a framework.
+floor build their children here, as plain dicts, from the sample's own templates (``samples/memcached/manifests/``)
+with what the sample's resources set from the custom resource: names, replicas, image, and the memcached settings
+of the size tier. The templates are read with a plain substitution of ``{{ cr.name }}`` (their only placeholder), not
+Jinja: the floor must not carry a template engine it does not need. Pure functions, a fresh dict every call.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import json
+import pathlib
 from collections.abc import Mapping
 from typing import Any
+
+import yaml
 
 GROUP = "cache.example.com"
 VERSION = "v1alpha1"
@@ -21,7 +24,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "Memcached"
 PLURAL = "memcacheds"
 DEFAULT_IMAGE = "memcached:1.6"
-PORT = 11211
+TEMPLATES = pathlib.Path(__file__).resolve().parent.parent / "samples" / "memcached" / "manifests"
 
 # (largest size of the tier, tier name, memory limit MB, max connections, threads)
 TIERS: tuple[tuple[int, str, int, int, int], ...] = (
@@ -40,16 +43,17 @@ def tier(size: int) -> tuple[str, int, int, int]:
     return name, memory, connections, threads
 
 
-def labels(cr_name: str) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/name": "memcached",
-        "app.kubernetes.io/instance": cr_name,
-        "app.kubernetes.io/managed-by": "memcached-operator",
-    }
+@functools.cache
+def _template_json(file: str) -> str:
+    """A template as JSON text, parsed once: a contender's CPU time must not go to parsing YAML per object."""
+    return json.dumps(yaml.safe_load((TEMPLATES / file).read_text()))
 
 
-def selector(cr_name: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": cr_name}
+def _template(file: str, name: str, namespace: str) -> dict[str, Any]:
+    """One of the sample's child templates for the custom resource ``name``, named and placed as the sample does."""
+    child: dict[str, Any] = json.loads(_template_json(file).replace("{{ cr.name }}", name))
+    child["metadata"].update(name=name, namespace=namespace)
+    return child
 
 
 def custom_resource(name: str, namespace: str, size: int, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
@@ -64,69 +68,29 @@ def custom_resource(name: str, namespace: str, size: int, image: str = DEFAULT_I
 
 def config_map(name: str, namespace: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     tier_name, memory, connections, threads = tier(int(spec["size"]))
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": f"{name}-config", "namespace": namespace, "labels": labels(name)},
-        "data": {
-            "MEMCACHED_TIER": tier_name,
-            "MEMCACHED_MEMORY_LIMIT_MB": str(memory),
-            "MEMCACHED_MAX_CONNECTIONS": str(connections),
-            "MEMCACHED_THREADS": str(threads),
-        },
+    config = _template("configmap.yaml", name, namespace)
+    config["metadata"]["name"] = f"{name}-config"
+    config["data"] = {
+        "MEMCACHED_TIER": tier_name,
+        "MEMCACHED_MEMORY_LIMIT_MB": str(memory),
+        "MEMCACHED_MAX_CONNECTIONS": str(connections),
+        "MEMCACHED_THREADS": str(threads),
     }
+    return config
 
 
 def service(name: str, namespace: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels(name)},
-        "spec": {
-            "selector": selector(name),
-            "ports": [{"name": "memcached", "port": PORT, "targetPort": "memcached", "protocol": "TCP"}],
-        },
-    }
+    return _template("service.yaml", name, namespace)
 
 
 def deployment(name: str, namespace: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     _, memory, _, _ = tier(int(spec["size"]))
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels(name)},
-        "spec": {
-            "replicas": int(spec["size"]),
-            "selector": {"matchLabels": selector(name)},
-            "template": {
-                "metadata": {"labels": selector(name)},
-                "spec": {
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": PORT},
-                    "containers": [
-                        {
-                            "name": "memcached",
-                            "image": str(spec.get("image") or DEFAULT_IMAGE),
-                            "args": [
-                                "-m",
-                                "$(MEMCACHED_MEMORY_LIMIT_MB)",
-                                "-c",
-                                "$(MEMCACHED_MAX_CONNECTIONS)",
-                                "-t",
-                                "$(MEMCACHED_THREADS)",
-                            ],
-                            "envFrom": [{"configMapRef": {"name": f"{name}-config"}}],
-                            "ports": [{"name": "memcached", "containerPort": PORT, "protocol": "TCP"}],
-                            "readinessProbe": {"tcpSocket": {"port": "memcached"}},
-                            "resources": {
-                                "requests": {"cpu": "100m", "memory": f"{memory + 32}Mi"},
-                                "limits": {"memory": f"{memory + 32}Mi"},
-                            },
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    deployment = _template("deployment.yaml", name, namespace)
+    deployment["spec"]["replicas"] = int(spec["size"])
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    container["image"] = str(spec.get("image") or DEFAULT_IMAGE)
+    container["resources"]["requests"]["memory"] = container["resources"]["limits"]["memory"] = f"{memory + 32}Mi"
+    return deployment
 
 
 def children(name: str, namespace: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from benchmarks import cluster, contenders
+from benchmarks import cluster, contenders, report
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import audit, condition, crds, envtest, process, waiting
@@ -40,9 +40,7 @@ def launch(plane: envtest.ControlPlane, logs: pathlib.Path, tag: str) -> process
 
 
 def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
-    plane = envtest.ControlPlane(users=(OPERATOR,), audit_log=True)
-    plane.start()
-    try:
+    with envtest.ControlPlane(users=(OPERATOR,), audit_log=True) as plane:
         admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
         crds.ensure_crd(admin, crds.load_crd(contenders.CRD), timeout=60.0)
         cluster.create_namespace(admin, NAMESPACE)
@@ -81,8 +79,6 @@ def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
             "writes_after_first_report_by_resource": sorted({f"{r.verb} {r.resource}" for r in after}),
             "invalid_still": ready_reason(admin, kind, "invalid"),
         }
-    finally:
-        plane.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = json.dumps(result, indent=2)
     print(text)
     if args.json is not None:
-        args.json.write_text(text + "\n")
+        report.write(args.json, text + "\n")
     return 0 if result["writes_after_first_report"] == 0 else 1
 
 

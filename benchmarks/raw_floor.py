@@ -1,25 +1,15 @@
 """The raw floor: the memcached job done with no framework — one watch, a thread pool, and the minimum of writes.
 
-Why this exists: a framework's cost only means something next to what the job costs without one. This process does
-what any controller must do at the very least, and nothing more: it lists and watches the Memcached objects of one
-namespace and, with a ``ThreadPoolExecutor`` of the same size as the other contenders' workers, sends
+Why this exists: a framework's cost only means something next to what the job costs without one. This process lists
+and watches the Memcached objects of one namespace and, with a ``ThreadPoolExecutor`` of the same size as the other
+contenders' workers, sends 3 creates and a status patch for a new custom resource, a Deployment patch (plus the
+ConfigMap when the size moves to another settings tier) and a status patch for a spec change, and nothing for an
+object whose ``status.observedGeneration`` is current. No cache, no read before a write, no retry policy beyond "try
+again on the next event", no events, no metrics: a lower bound, not an operator anyone should ship.
 
-* for a new custom resource: 3 creates (ConfigMap, Service, Deployment, each with a controller ownerReference) and
-  1 status patch (``Ready=True``, ``observedGeneration``) — 4 writes;
-* for a spec change: 1 Deployment patch (plus the ConfigMap when the size moves to another settings tier) and
-  1 status patch;
-* for an object whose ``status.observedGeneration`` is current (a restart over converged objects): nothing.
-
-With ``--okt-shaped`` it writes the objects okt writes instead of the smallest ones: the status holds okt's five
-conditions (Ready, Available, Progressing, Degraded, ReconciliationSuccess) and ``availableReplicas``, and the
-children carry okt's owner label and checksum annotation (the Deployment's pods a settings checksum). The writes are
-the same in number; the row tells the cost of the framework apart from the cost of the larger objects, which the
-API server pays on every write and every watch event.
-
-There is no cache, no read before a write, no retry policy beyond "try again on the next event", no events and no
-metrics: the floor is a lower bound, not an operator anyone should ship.
-
-Run: ``python -m benchmarks.raw_floor --namespace NS --kubeconfig FILE --workers 8``. SIGTERM or SIGINT stop it.
+With ``--okt-shaped`` it writes the objects okt writes (okt's five conditions and ``availableReplicas`` in the
+status, okt's owner label and checksum annotation on the children): the same number of writes, which tells the cost
+of the framework apart from the cost of the larger objects.
 """
 
 from __future__ import annotations

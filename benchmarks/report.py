@@ -26,32 +26,31 @@ SMALL_N = 200
 
 def machine_info(kubernetes_version: str) -> dict[str, Any]:
     """CPU model, cores, memory, Python, Kubernetes, the frameworks' versions, and the date (UTC)."""
-    cpu_model = "unknown"
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.partition(":")[2].strip()
-                break
-    except OSError:
-        pass
-    memory_gib = 0.0
-    try:
-        for line in pathlib.Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory_gib = round(int(line.split()[1]) / 1024**2, 1)
-    except OSError:
-        pass
+    memory_kib = _proc_field("/proc/meminfo", "MemTotal:", "0 kB").split()[0]
     return {
-        "cpu_model": cpu_model,
+        "cpu_model": _proc_field("/proc/cpuinfo", "model name", "unknown"),
         "cores": os.cpu_count() or 0,
-        "memory_gib": memory_gib,
+        "memory_gib": round(int(memory_kib) / 1024**2, 1),
         "os": platform.platform(),
         "python": platform.python_version(),
         "kubernetes": kubernetes_version,
         "okt": _version("okt"),
         "kopf": _version("kopf"),
-        "date": datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "date": utc_now(),
     }
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _proc_field(path: str, prefix: str, default: str) -> str:
+    """The value of the first ``prefix: value`` line of a /proc file (``default`` when there is none)."""
+    try:
+        lines = pathlib.Path(path).read_text().splitlines()
+    except OSError:
+        return default
+    return next((line.partition(":")[2].strip() for line in lines if line.startswith(prefix)), default)
 
 
 def _version(package: str) -> str:
@@ -59,6 +58,12 @@ def _version(package: str) -> str:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
+
+
+def write(path: pathlib.Path, text: str) -> None:
+    """Write ``text`` to ``path``, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, float]:

@@ -3,21 +3,8 @@
 Why this exists: to measure, the same way for everyone, what an operator framework costs on the way to convergence,
 at rest, and on a change. Contenders take turns (the order rotates every round); every measurement gets a fresh local
 control plane (empty etcd, its own audit log), so none inherits what the one before it left behind; each contender
-runs as its own process under its own token user.
-
-One measurement (a contender, a round):
-
-1. **start** the operator; it is ready once the audit log shows its watch on Memcached objects and its CPU is quiet;
-2. **converge**: the harness creates N Memcached objects from a thread pool; the time runs from the first create
-   until the harness's watches (confirmed by lists) see every object ``Ready=True`` and its ConfigMap, Service and
-   Deployment;
-   then the operator is left to become idle, its memory (VmRSS, VmHWM) and CPU time are read, and it is stopped;
-   its requests by verb are those of its user from its start to its stop;
-3. **restart**: a new process over the N converged objects; its writes and reads in the first ``--steady-seconds``
-   (okt's target: 0 writes), and the time from its start until it is idle (last request, last busy CPU interval);
-4. **spec change**: ``spec.size`` patched on all N; the time until every Deployment asks for the new replicas, the
-   requests until the operator is idle again; then memory, and the operator is stopped;
-5. **clean up**: the operator and the control plane are stopped (the next measurement starts on a new one).
+runs as its own process under its own token user. The phases of one measurement (start, converge, restart, spec
+change) are described in ``benchmarks/README.md`` and in each phase's docstring.
 
 Guarantees: every wait is bounded (timeouts grow with N; ``--timeout-scale`` stretches them) and ends with a message
 naming the contender, the phase and what was last seen; operator processes are always stopped (and die with the
@@ -38,14 +25,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from benchmarks import cluster, contenders, report, runtime_env, watched
 from okt import errors
 from okt.kube import client as kube_client
 from okt.runtime import logs as okt_logs
-from okt.testing import audit, crds, envtest, process
+from okt.testing import audit, crds, envtest, process, waiting
 
 RESULTS = contenders.ROOT / "benchmarks" / "results"
 QUIET_SECONDS = 2.0
@@ -88,29 +75,33 @@ class Settings:
         return (base + per_object * self.n) * self.timeout_scale
 
     def to_json(self) -> dict[str, Any]:
+        shown = ("n", "rounds", "workers", "steady_seconds", "size", "new_size")
         return {
-            "n": self.n,
-            "rounds": self.rounds,
-            "workers": self.workers,
-            "steady_seconds": self.steady_seconds,
-            "size": self.size,
-            "new_size": self.new_size,
+            **{name: getattr(self, name) for name in shown},
             "contenders": [c.key for c in self.contenders],
             "controllers": list(self.controllers),
             "mix": self.mix,
         }
 
 
-def user_name(contender: contenders.Contender, round_no: int) -> str:
-    return f"bench-{contender.key}-r{round_no}"
-
-
 def say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _mib(kib: int) -> float:
-    return round(kib / 1024, 1)
+def memory(proc: process.OperatorProcess) -> dict[str, float]:
+    """The operator's memory now (VmRSS) and at its peak (VmHWM), in MiB."""
+    rss, hwm = proc.memory_kib()
+    return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(hwm / 1024, 1)}
+
+
+def when_true(view: watched.WatchedNamespace, verdict: Callable[[], bool], timeout: float, what: str) -> float:
+    """Ask the view's ``verdict`` until it is yes; returns the wall-clock time it first was."""
+    try:
+        return waiting.wait_for(
+            lambda: verdict() and time.time(), timeout, watched.POLL_INTERVAL, lambda: f"{what}; {view.last}"
+        )
+    except waiting.WaitTimeout as exc:
+        raise cluster.BenchTimeout(str(exc)) from None
 
 
 @dataclasses.dataclass
@@ -258,7 +249,7 @@ class Bench:
     # -- one measurement -------------------------------------------------------------------------------------------
 
     def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
-        user = user_name(contender, round_no)
+        user = f"bench-{contender.key}-r{round_no}"
         namespace = f"bench-{contender.key}-r{round_no}-{secrets.token_hex(3)}"
         result: dict[str, Any] = {
             "contender": contender.key,
@@ -282,7 +273,7 @@ class Bench:
         try:
             first = self.launch(m, "converge")
             self.wait_ready(first, m.user, m.contender.ready_line)
-            result["ready_rss_mib"] = _mib(first.memory_kib()[0])
+            result["ready_rss_mib"] = memory(first)["rss_mib"]
             say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
             m.view = watched.WatchedNamespace(self.client, m.namespace, self.settings.n).start()
             result["converge"] = self.converge(m, first)
@@ -308,17 +299,12 @@ class Bench:
         s, view = self.settings, m.seen
         plane_before = self.plane_cpu()
         started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
-        converged_at = cluster.poll(
-            view.converged,
-            self.converge_limits.get(m.contender.key, s.timeout(120, 1.5)),
-            f"{m.contender.key} to converge",
-            interval=watched.POLL_INTERVAL,
-            detail=lambda: view.last,
-        )
+        limit = self.converge_limits.get(m.contender.key, s.timeout(120, 1.5))
+        converged_at = when_true(view, view.converged, limit, f"{m.contender.key} to converge")
         plane_converge = self.plane_cpu(since=plane_before)
         idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
-        rss, hwm = first.memory_kib()
-        cpu = first.cpu_seconds()
+        used = memory(first)
+        cpu = round(first.cpu_seconds(), 2)
         first.stop()
         stopped_at = time.time()
         self.audit.settle(stopped_at)
@@ -326,10 +312,9 @@ class Bench:
             "seconds": round(converged_at - started, 3),
             "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
             "requests": self.audit.counts(m.user, first.started_at, stopped_at).to_json(),
-            "cpu_seconds": round(cpu, 2),
+            "cpu_seconds": cpu,
             "control_plane_cpu_seconds": plane_converge,
-            "rss_mib": _mib(rss),
-            "peak_rss_mib": _mib(hwm),
+            **used,
         }
         say(f"{m.tag} converged in {converged_at - started:.2f}s, {figures['requests']['writes']} writes; restarting")
         return figures
@@ -343,7 +328,7 @@ class Bench:
         self.audit.settle(window_end)
         restart_counts = self.audit.counts(m.user, second.started_at, window_end)
         idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
-        rss, hwm = second.memory_kib()
+        used = memory(second)
         say(
             f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
             f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
@@ -352,8 +337,7 @@ class Bench:
             "window_seconds": s.steady_seconds,
             "requests": restart_counts.to_json(),
             "idle_after_seconds": round(idle_at - second.started_at, 3),
-            "rss_mib": _mib(rss),
-            "peak_rss_mib": _mib(hwm),
+            **used,
         }
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
@@ -363,26 +347,20 @@ class Bench:
         plane_before = self.plane_cpu()
         target = s.new_sizes()
         changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
-        rolled_at = cluster.poll(
-            lambda: view.replicas_are(target),
-            s.timeout(120, 1.0),
-            f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}",
-            interval=watched.POLL_INTERVAL,
-            detail=lambda: view.last,
-        )
+        what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
+        rolled_at = when_true(view, lambda: view.replicas_are(target), s.timeout(120, 1.0), what)
         plane_change = self.plane_cpu(since=plane_before)
         self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
         ended = time.time()
-        rss, hwm = second.memory_kib()
-        cpu = second.cpu_seconds()
+        used = memory(second)
+        cpu = round(second.cpu_seconds(), 2)
         self.audit.settle(ended)
         figures: dict[str, Any] = {
             "seconds": round(rolled_at - changed, 3),
             "requests": self.audit.counts(m.user, changed, ended).to_json(),
-            "cpu_seconds": round(cpu, 2),
+            "cpu_seconds": cpu,
             "control_plane_cpu_seconds": plane_change,
-            "rss_mib": _mib(rss),
-            "peak_rss_mib": _mib(hwm),
+            **used,
         }
         say(f"{m.tag} spec change rolled out in {rolled_at - changed:.2f}s, {figures['requests']['writes']} writes")
         return figures
@@ -407,48 +385,37 @@ class Bench:
 
 # -- command line ------------------------------------------------------------------------------------------------------
 
+OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
+    ("--n", int, 200, "Memcached objects per measurement (default 200)."),
+    ("--rounds", int, 2, "measurements per contender, the median is reported (default 2)."),
+    ("--workers", int, 8, "concurrent reconciles of every contender."),
+    ("--steady-seconds", float, 30.0, "the restart window (default 30)."),
+    ("--size", int, 1, "spec.size at creation (default 1)."),
+    ("--new-size", int, 2, "spec.size after the change (default 2)."),
+    ("--contenders", str, ",".join(c.key for c in contenders.ALL), "comma-separated keys, in order (default: all)."),
+    ("--crd", pathlib.Path, contenders.CRD, "the Memcached CRD to apply (default: the sample's deploy/crd.yaml)."),
+    (
+        "--json",
+        pathlib.Path,
+        None,
+        "the JSON output (default: benchmarks/results/n<N>.json; the page also shows the other n*.json there).",
+    ),
+    ("--markdown", pathlib.Path, contenders.ROOT / "docs" / "benchmarks.md", "the markdown output."),
+    (
+        "--logs-dir",
+        pathlib.Path,
+        None,
+        "keep the operators' logs here (default: a temporary directory, kept on failure).",
+    ),
+    ("--timeout-scale", float, 1.0, "stretch every bounded wait."),
+)
+
 
 def parse(argv: Sequence[str] | None) -> Settings:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description="okt vs Kopf vs the raw floor.")
-    parser.add_argument("--n", type=int, default=200, help="Memcached objects per measurement (default 200).")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=None,
-        help="measurements per contender, the median is reported (default 2).",
-    )
-    parser.add_argument("--workers", type=int, default=8, help="concurrent reconciles of every contender.")
-    parser.add_argument("--steady-seconds", type=float, default=30.0, help="the restart window (default 30).")
-    parser.add_argument("--size", type=int, default=1, help="spec.size at creation (default 1).")
-    parser.add_argument("--new-size", type=int, default=2, help="spec.size after the change (default 2).")
-    parser.add_argument(
-        "--contenders",
-        default=",".join(c.key for c in contenders.ALL),
-        help="comma-separated keys, in order (default: every contender).",
-    )
+    for flag, kind, default, text in OPTIONS:
+        parser.add_argument(flag, type=kind, default=default, help=text)
     parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
-    parser.add_argument(
-        "--crd",
-        type=pathlib.Path,
-        default=contenders.CRD,
-        help="the Memcached CRD to apply (default: the memcached sample's deploy/crd.yaml).",
-    )
-    parser.add_argument(
-        "--json",
-        type=pathlib.Path,
-        default=None,
-        help="the JSON output (default: benchmarks/results/n<N>.json; the page also shows the other n*.json there).",
-    )
-    parser.add_argument(
-        "--markdown", type=pathlib.Path, default=contenders.ROOT / "docs" / "benchmarks.md", help="the markdown output."
-    )
-    parser.add_argument(
-        "--logs-dir",
-        type=pathlib.Path,
-        default=None,
-        help="keep the operators' logs here (default: a temporary directory, kept on failure).",
-    )
-    parser.add_argument("--timeout-scale", type=float, default=1.0, help="stretch every bounded wait.")
     args = parser.parse_args(argv)
     if args.n < 1 or args.workers < 1 or args.steady_seconds <= 0:
         parser.error("--n, --workers and --steady-seconds must be positive")
@@ -458,14 +425,12 @@ def parse(argv: Sequence[str] | None) -> Settings:
         chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
     except KeyError as exc:
         parser.error(str(exc))
-    if args.skip_kopf:
-        chosen = tuple(c for c in chosen if c is not contenders.KOPF)
+    chosen = tuple(c for c in chosen if not (args.skip_kopf and c is contenders.KOPF))
     if not chosen:
         parser.error("no contender left to run")
-    rounds = args.rounds if args.rounds is not None else 2
     return Settings(
         n=args.n,
-        rounds=max(1, rounds),
+        rounds=max(1, args.rounds),
         workers=args.workers,
         steady_seconds=args.steady_seconds,
         size=args.size,
@@ -511,11 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     document = bench.run()
     labels = {c.key: c.label for c in contenders.ALL}
     descriptions = {c.key: c.description for c in contenders.ALL}
-    settings.json_path.parent.mkdir(parents=True, exist_ok=True)
-    settings.json_path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    report.write(settings.json_path, json.dumps(document, indent=2, sort_keys=False) + "\n")
     page = report.page(runs_beside(settings.json_path, document), labels, descriptions)
-    settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    settings.markdown_path.write_text(page)
+    report.write(settings.markdown_path, page)
     print(page)
     ok = all(summary["converged"] for summary in document["summary"].values())
     if ok and settings.logs_dir is None:

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import okt
+from benchmarks import report
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import manager as manager_mod
-from okt.testing import crds, envtest, waiting
+from okt.testing import crds, envtest, running, waiting
 
 NAMESPACE = "clockwork"
 GROUP = "bench.okt.io"
@@ -83,20 +83,19 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def spread(figures: dict[str, float]) -> str:
+    return f"mean {figures['mean']} s  min {figures['min']} s  max {figures['max']} s"
+
+
 def measure(seconds: float, period: float, objects: int) -> dict[str, Any]:
-    plane = envtest.ControlPlane()
-    plane.start()
-    try:
+    record = Record()
+    names = [f"c{i}" for i in range(objects)]
+    with envtest.ControlPlane() as plane:
         admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
         kind = crds.ensure_crd(admin, crds.schemaless_crd(GROUP, "Clockwork", "clockworks"), timeout=60.0)
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, kinds.NAMESPACE)
-        record = Record()
-        reconciler = clockwork(period, record)
         operator = kube_client.Client.from_kubeconfig(plane.kubeconfig)
-        manager = manager_mod.Manager(operator, [reconciler], namespaces=[NAMESPACE], metrics_bind="0")
-        manager.start()
-        names = [f"c{i}" for i in range(objects)]
-        try:
+        with running.RunningOperator.start(operator, clockwork(period, record), namespaces=[NAMESPACE]):
             for name in names:
                 body = {"apiVersion": kind.api_version, "kind": kind.kind, "spec": {}}
                 admin.create({**body, "metadata": {"name": name, "namespace": NAMESPACE}}, kind)
@@ -106,7 +105,6 @@ def measure(seconds: float, period: float, objects: int) -> dict[str, Any]:
             with record.lock:
                 ticks = {n: [t for t in record.ticks[n] if t >= started] for n in names}
             intervals = [b - a for n in names for a, b in zip(ticks[n], ticks[n][1:], strict=False)]
-
             waiting.wait_for(lambda: record.running >= set(names), timeout=30, message="every daemon running")
             latencies = []
             for name in names:
@@ -114,21 +112,14 @@ def measure(seconds: float, period: float, objects: int) -> dict[str, Any]:
                 admin.delete(kind, name, NAMESPACE)
                 waiting.wait_for(functools.partial(record.stopped.__contains__, name), timeout=30, message=name)
                 latencies.append(record.stopped[name] - asked)
-        finally:
-            manager.stop()
-            manager.join(30)
-            operator.close()
-    finally:
-        plane.stop()
-    ticks_summary = summary(intervals)
-    stop_summary = summary(latencies)
+        operator.close()
     return {
         "period": period,
         "seconds": seconds,
         "objects": objects,
-        "tick_intervals": ticks_summary,
+        "tick_intervals": summary(intervals),
         "ticks_within_20_percent": all(abs(i - period) <= TOLERANCE * period for i in intervals),
-        "daemon_stop_latency": stop_summary,
+        "daemon_stop_latency": summary(latencies),
         "daemons_stopped_within_2_s": max(latencies) <= STOP_BOUND,
     }
 
@@ -143,17 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = measure(args.seconds, args.period, args.objects)
     ticks, stops = result["tick_intervals"], result["daemon_stop_latency"]
     print(f"timer period {args.period} s, {ticks['count']} intervals over {args.seconds:.0f} s")
-    print(
-        f"  mean {ticks['mean']} s  min {ticks['min']} s  max {ticks['max']} s  within ±20 %: "
-        f"{result['ticks_within_20_percent']}"
-    )
+    print(f"  {spread(ticks)}  within ±20 %: {result['ticks_within_20_percent']}")
     print(f"daemon stop after deletion, {stops['count']} objects")
-    print(
-        f"  mean {stops['mean']} s  min {stops['min']} s  max {stops['max']} s  within 2 s: "
-        f"{result['daemons_stopped_within_2_s']}"
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"  {spread(stops)}  within 2 s: {result['daemons_stopped_within_2_s']}")
+    report.write(args.out, json.dumps(result, indent=2) + "\n")
     return 0 if result["ticks_within_20_percent"] and result["daemons_stopped_within_2_s"] else 1
 
 

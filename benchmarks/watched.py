@@ -8,20 +8,20 @@ contender (the tax grew with the very time it was measuring). A watch costs one 
 Guarantees:
 
 * one of okt's informers per kind (the custom resources and the three child kinds) lists, then watches, resumes a
-  watch that ends and relists when its version is gone (410), announcing what changed meanwhile — so a missed event
-  is never assumed (the floor and Kopf are judged by the same instrument, and every verdict is confirmed by lists);
-* only what judgement needs is kept: per custom resource its uid and whether it is ``Ready=True``, per child kind
-  the uids of the custom resources that control one, and the Deployments' replicas;
-* :meth:`converged` and :meth:`replicas_are` read memory only, and each one's "yes" is confirmed by the list-based
-  :class:`benchmarks.cluster.Convergence` before it counts, so a bug in this view could delay a verdict but never
-  fake it.
+  watch that ends and relists when its version is gone (410) — so a missed event is never assumed;
+* a child "exists" when an object of that kind carries a controller ownerReference to the custom resource's uid —
+  the judgement does not depend on how a contender names its children;
+* each "yes" of :meth:`WatchedNamespace.converged` and :meth:`WatchedNamespace.replicas_are` is confirmed by the
+  same judgement over fresh lists (at most once per :data:`CONFIRM_INTERVAL`) before it counts, so a bug in the
+  watched view could delay a verdict but never fake it.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -35,28 +35,87 @@ CONFIRM_INTERVAL = 1.0
 POLL_INTERVAL = 0.05
 """How often a verdict is asked of the view (memory only, so often: the verdict's time is this precise)."""
 SYNC_TIMEOUT = 60.0
+DEPLOYMENT = cluster.CHILD_KINDS[-1].kind
+
+
+class Seen:
+    """Only what judgement needs: per custom resource uid whether it is Ready=True, per child kind the owner uid of
+    each child, and the Deployments' replicas; fed with watch events or with the items of lists."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.ready: dict[str, bool] = {}
+        self.owned: dict[str, dict[str, str]] = {k.kind: {} for k in cluster.CHILD_KINDS}
+        self.replicas: dict[str, int | None] = {}
+
+    @classmethod
+    def listed(cls, client: kube_client.Client, namespace: str, n: int) -> Seen:
+        """The same view from one list per kind."""
+        seen = cls(n)
+        for cr in client.list(cluster.MEMCACHED, namespace)[0]:
+            seen.custom(informer_mod.ADDED, cr)
+        for kind in cluster.CHILD_KINDS:
+            for child in client.list(kind, namespace)[0]:
+                seen.child(kind.kind, informer_mod.ADDED, child)
+        return seen
+
+    def custom(self, change: str, obj: dict[str, Any]) -> None:
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if change == informer_mod.DELETED:
+            self.ready.pop(uid, None)
+        else:
+            self.ready[uid] = manifests.is_ready(obj)
+
+    def child(self, kind: str, change: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        refs = meta.get("ownerReferences") or []
+        owner = next((r for r in refs if r.get("controller") and r.get("kind") == manifests.KIND), None)
+        if change == informer_mod.DELETED or owner is None:
+            self.owned[kind].pop(name, None)
+            if kind == DEPLOYMENT:
+                self.replicas.pop(name, None)
+            return
+        self.owned[kind][name] = str(owner["uid"])
+        if kind == DEPLOYMENT:
+            self.replicas[name] = (obj.get("spec") or {}).get("replicas")
+
+    def converged(self) -> tuple[bool, str]:
+        """Every custom resource is Ready=True and controls a ConfigMap, a Service and a Deployment."""
+        uids = set(self.ready)
+        ready = sum(self.ready.values())
+        missing = {kind: len(uids - set(owned.values())) for kind, owned in self.owned.items()}
+        said = f"{ready}/{self.n} Ready, children missing: " + ", ".join(f"{k} {v}" for k, v in missing.items())
+        return len(uids) >= self.n and ready == len(uids) and not any(missing.values()), said
+
+    def replicas_are(self, size: int | Sequence[int]) -> tuple[bool, str]:
+        """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
+        # One size for all holds whatever the objects are named; a list of sizes goes by the harness's names.
+        wanted = None if isinstance(size, int) else cluster.expected_sizes(self.n, size)
+        owners = self.owned[DEPLOYMENT]
+        done = sum(
+            1
+            for name, replicas in self.replicas.items()
+            if replicas == (size if wanted is None else wanted.get(name)) and name in owners
+        )
+        said = f"{done}/{self.n} Deployments at {cluster.describe_sizes(size)} replicas"
+        return len(self.ready) >= self.n and done == len(self.ready), said
 
 
 class WatchedNamespace:
     """Watches of the custom resources and their children in one namespace; use as a context manager."""
 
     def __init__(self, client: kube_client.Client, namespace: str, n: int) -> None:
+        self.client = client
         self.n = n
         self.namespace = namespace
-        self.lists = cluster.Convergence(client, namespace, n)
         self.last = "nothing seen yet"
-        self._deployment = cluster.CHILD_KINDS[-1]
+        self._seen = Seen(n)
         self._confirmed_at = 0.0
         self._lock = threading.Lock()
-        self._ready: dict[str, bool] = {}  # custom resource uid -> Ready=True
-        self._owned: dict[str, dict[str, str]] = {k.kind: {} for k in cluster.CHILD_KINDS}  # child name -> owner uid
-        self._replicas: dict[str, int | None] = {}  # Deployment name -> spec.replicas
         self._informers = [
-            informer_mod.Informer(client, cluster.MEMCACHED, namespace, on_event=self._on_custom),
-            *(
-                informer_mod.Informer(client, kind, namespace, on_event=self._child_handler(kind))
-                for kind in cluster.CHILD_KINDS
-            ),
+            informer_mod.Informer(client, kind, namespace, on_event=functools.partial(self._on_event, kind))
+            for kind in (cluster.MEMCACHED, *cluster.CHILD_KINDS)
         ]
 
     def __enter__(self) -> WatchedNamespace:
@@ -82,78 +141,30 @@ class WatchedNamespace:
         for informer in self._informers:
             informer.stop(timeout=5.0)
 
-    # -- verdicts --------------------------------------------------------------------------------------------------
-
     def converged(self) -> bool:
         """Every custom resource is Ready=True and controls a ConfigMap, a Service and a Deployment."""
         with self._lock:
-            uids = set(self._ready)
-            ready = sum(self._ready.values())
-            missing = {kind: len(uids - set(owned.values())) for kind, owned in self._owned.items()}
-        self.last = f"{ready}/{self.n} Ready, children missing: " + ", ".join(f"{k} {v}" for k, v in missing.items())
-        return (
-            len(uids) >= self.n
-            and ready == len(uids)
-            and not any(missing.values())
-            and self._confirm(self.lists.converged)
-        )
+            yes, self.last = self._seen.converged()
+        return yes and self._confirm(lambda seen: seen.converged()[0])
 
     def replicas_are(self, size: int | Sequence[int]) -> bool:
         """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
-        # One size for all holds whatever the objects are named; a list of sizes goes by the harness's names.
-        wanted = None if isinstance(size, int) else cluster.expected_sizes(self.n, size)
         with self._lock:
-            owners = self._owned[self._deployment.kind]
-            done = sum(
-                1
-                for name, replicas in self._replicas.items()
-                if replicas == (size if wanted is None else wanted.get(name)) and name in owners
-            )
-            total = len(self._ready)
-        self.last = f"{done}/{self.n} Deployments at {cluster.describe_sizes(size)} replicas"
-        return total >= self.n and done == total and self._confirm(lambda: self.lists.replicas_are(size))
+            yes, self.last = self._seen.replicas_are(size)
+        return yes and self._confirm(lambda seen: seen.replicas_are(size)[0])
 
-    def _confirm(self, verdict: Callable[[], bool]) -> bool:
-        """The list-based ``verdict``, asked at most every :data:`CONFIRM_INTERVAL` seconds (False in between)."""
+    def _confirm(self, verdict: Callable[[Seen], bool]) -> bool:
+        """The same ``verdict`` over fresh lists, asked at most every :data:`CONFIRM_INTERVAL` seconds (False in
+        between)."""
         now = time.monotonic()
         if now - self._confirmed_at < CONFIRM_INTERVAL:
             return False
         self._confirmed_at = now
-        return verdict()
+        return verdict(Seen.listed(self.client, self.namespace, self.n))
 
-    # -- what the informers announce -------------------------------------------------------------------------------
-
-    def _on_custom(self, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        uid = str((obj.get("metadata") or {}).get("uid", ""))
+    def _on_event(self, kind: kinds.Kind, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:
-            if change == informer_mod.DELETED:
-                self._ready.pop(uid, None)
+            if kind is cluster.MEMCACHED:
+                self._seen.custom(change, obj)
             else:
-                self._ready[uid] = manifests.is_ready(obj)
-
-    def _child_handler(self, kind: kinds.Kind) -> informer_mod.EventHandler:
-        owned = self._owned[kind.kind]
-        deployment = kind is self._deployment
-
-        def on_child(change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            meta: Mapping[str, Any] = obj.get("metadata") or {}
-            name = str(meta.get("name", ""))
-            owner = next(
-                (
-                    r
-                    for r in meta.get("ownerReferences") or []
-                    if r.get("controller") and r.get("kind") == manifests.KIND
-                ),
-                None,
-            )
-            with self._lock:
-                if change == informer_mod.DELETED or owner is None:
-                    owned.pop(name, None)
-                    if deployment:
-                        self._replicas.pop(name, None)
-                    return
-                owned[name] = str(owner["uid"])
-                if deployment:
-                    self._replicas[name] = (obj.get("spec") or {}).get("replicas")
-
-        return on_child
+                self._seen.child(kind.kind, change, obj)

@@ -3,7 +3,7 @@
 Each scenario of ``tests/reliability/`` runs once here with :data:`tests.reliability.profiles.REDUCED` (tens of
 objects, a few kills, seconds of faults) on a real control plane: a regression of okt's promises — nothing lost, no
 duplicate child, no crash, retries back off, one writer at a time — fails CI, not only the nightly full run. The
-judgements those scenarios rest on (``checks``, ``operator_log`` and ``audit_log`` in ``tests/reliability/``) are
+judgements those scenarios rest on (``checks`` and ``logs`` in ``tests/reliability/``) are
 pinned first, on synthetic objects, log lines and audit requests.
 """
 
@@ -22,12 +22,11 @@ from okt.reconciler import reconciler as reconciler_mod
 from okt.testing import audit, process
 from samples.memcached.memcached_operator import MemcachedReconciler
 from tests.reliability import (
-    audit_log,
     checks,
     cleanup,
     disruptions,
     fuzz,
-    operator_log,
+    logs,
     outcome,
     profiles,
     report,
@@ -227,12 +226,12 @@ def test_a_finalizer_check_reports_an_object_that_went_away() -> None:
     ],
 )
 def test_crashes_are_unhandled_exceptions_in_the_log(line: str, crashed: bool) -> None:
-    assert bool(operator_log.crashes(process.log_records(line))) is crashed
+    assert bool(logs.crashes(process.log_records(line))) is crashed
 
 
 @pytest.mark.parametrize(("code", "ok"), [(None, True), (-9, True), (0, True), (1, False)])
 def test_an_operator_that_exits_with_an_error_is_a_crash(code: int | None, ok: bool) -> None:
-    assert operator_log.no_crash([], {"operator": code}).ok is ok
+    assert logs.no_crash([], {"operator": code}).ok is ok
 
 
 def test_reconciles_of_one_object_are_counted_in_a_window() -> None:
@@ -248,16 +247,16 @@ def test_reconciles_of_one_object_are_counted_in_a_window() -> None:
     )
     start = audit.parse_time("2026-01-01T00:00:00Z")
     assert start is not None
-    assert operator_log.reconciles(process.log_records(lines), "probe", start, start + 20) == 2
+    assert logs.reconciles(process.log_records(lines), "probe", start, start + 20) == 2
 
 
 @pytest.mark.parametrize(("count", "ok"), [(7, True), (14, True), (15, False), (400, False)])
 def test_an_object_in_error_must_be_reconciled_less_often_than_the_limit(count: int, ok: bool) -> None:
-    assert operator_log.backoff_bounded({"probe": count}, 15, 20.0).ok is ok
+    assert logs.backoff_bounded({"probe": count}, 15, 20.0).ok is ok
 
 
 def test_a_backoff_check_without_any_measurement_fails() -> None:
-    assert not operator_log.backoff_bounded({}, 15, 20.0).ok
+    assert not logs.backoff_bounded({}, 15, 20.0).ok
 
 
 def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit.Request:
@@ -274,12 +273,12 @@ def request(user: str, at: float, code: int = 200, verb: str = "patch") -> audit
     ],
 )
 def test_two_writers_at_once_are_overlapping_write_windows(requests: list[audit.Request], ok: bool) -> None:
-    assert audit_log.single_writer(requests, ["a", "b"]).ok is ok
+    assert logs.single_writer(requests, ["a", "b"]).ok is ok
 
 
 def test_a_standby_write_in_its_window_is_reported() -> None:
     requests = [request("b", 1.0), request("b", 9.0)]
-    check = audit_log.no_writes(requests, "b", 0.0, 5.0, "standby")
+    check = logs.no_writes(requests, "b", 0.0, 5.0, "standby")
     assert len(check.problems) == 1
     assert "standby b" in check.problems[0]
 

@@ -1,22 +1,12 @@
-"""The judgements of the reliability suite: what "nothing lost, no duplicate, no crash, backs off" means, checkably.
+"""The judgements of the reliability suite over what the API server holds: converged, exact children, a status.
 
-Why this exists: ``make chaos`` and ``tests/e2e/test_reliability.py`` (the reduced suite in ``make test``) torture the
-memcached operator in six ways and must judge the outcome the same way. The judgements live here, as pure functions
-over plain data, so that each one is pinned on synthetic input by a fast test and can never drift between the full
-run and the reduced one.
-
-The data comes from three instruments, none of them okt's own bookkeeping:
-
-* a :class:`Snapshot` of one namespace read from the API server (the custom resources, every object of the child
-  kinds, the inventory ConfigMap) — what a user would see with ``kubectl get``; judged here;
-* the operator's JSON log lines — to spot crashes and to count reconciles of one object; judged in
-  :mod:`tests.reliability.operator_log`;
-* the kube-apiserver's audit log — who wrote what, and when, attributed by the server to the authenticated user;
-  judged in :mod:`tests.reliability.audit_log`.
+Why this exists: ``make chaos`` and ``tests/e2e/test_reliability.py`` (the reduced suite in ``make test``) must judge
+the outcome the same way; as pure functions over a :class:`Snapshot` of one namespace (what a user would see with
+``kubectl get``), each one is pinned on synthetic input by a fast test and can never drift between the two.
 
 Guarantees: every check returns a :class:`Check` whose ``problems`` name the objects concerned (never only a count);
-a check never raises on odd input (a malformed object is a problem, not an exception); checks do not talk to the
-cluster — only :meth:`Snapshot.take` and :class:`okt.testing.AuditLog` read anything.
+a check never raises on odd input (a malformed object is a problem, not an exception); only :meth:`Snapshot.take`
+talks to the cluster.
 """
 
 from __future__ import annotations
@@ -24,18 +14,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from benchmarks import cluster
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import condition
-
-CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
-SERVICE = kinds.BUILTIN[("v1", "Service")]
-DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
-CHILD_KINDS = (CONFIG_MAP, SERVICE, DEPLOYMENT)
-"""The kinds a Memcached owns."""
 
 INVENTORY = "memcached-inventory"
 """The sample's per-namespace inventory ConfigMap (its finalizer's reason to exist)."""
@@ -92,15 +77,9 @@ def controller_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """One namespace as the API server had it: custom resources, objects of the child kinds, the inventory.
-
-    Attributes:
-        crs: the custom resources.
-        children: every object of the child kinds in the namespace (owned by a custom resource or not), each with
-            its ``kind`` set.
-        inventory: the inventory ConfigMap's ``data`` (None when there is no inventory).
-        owner_kind: the kind of the custom resources (the kind their children's ownerReferences name).
-    """
+    """One namespace as the API server had it: the custom resources, every object of the child kinds (owned or not,
+    each with its ``kind`` set), the inventory ConfigMap's ``data`` (None when there is none), and the kind the
+    children's ownerReferences name."""
 
     crs: tuple[Mapping[str, Any], ...]
     children: tuple[Mapping[str, Any], ...]
@@ -108,23 +87,16 @@ class Snapshot:
     owner_kind: str = "Memcached"
 
     @classmethod
-    def take(
-        cls,
-        client: kube_client.Client,
-        cr_kind: kinds.Kind,
-        namespace: str,
-        child_kinds: Sequence[kinds.Kind] = CHILD_KINDS,
-        inventory_name: str | None = INVENTORY,
-    ) -> Snapshot:
+    def take(cls, client: kube_client.Client, cr_kind: kinds.Kind, namespace: str) -> Snapshot:
         """List the custom resources and every child kind of ``namespace`` (one list call per kind)."""
         crs, _ = client.list(cr_kind, namespace)
         children: list[Mapping[str, Any]] = []
         inventory: Mapping[str, str] | None = None
-        for kind in child_kinds:
+        for kind in cluster.CHILD_KINDS:
             items, _ = client.list(kind, namespace)
             for item in items:
                 item["kind"] = kind.kind
-                if inventory_name and kind.kind == "ConfigMap" and _name(item) == inventory_name:
+                if kind.kind == "ConfigMap" and _name(item) == INVENTORY:
                     inventory = dict(item.get("data") or {})
                     continue
                 children.append(item)

@@ -1,8 +1,8 @@
 """The scenarios that break the operator's surroundings: ``kill``, ``restart``, ``faults`` and ``failover``.
 
-Why this exists: each of them runs the stock operator as users do (``okt run``, a child process) on the shared
-testbed and takes something away — the process itself (``kill -9``), the API server, the reliability of the network
-between them, the leader — then judges that everything converged with nothing lost, duplicated or crashed.
+Each runs the stock operator as users do (``okt run``, a child process) on the shared testbed and takes something
+away — the process itself, the API server, the network between them, the leader — then judges that everything
+converged with nothing lost, duplicated or crashed.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from okt.runtime import leader
 from okt.testing import audit, process, waiting
-from tests.reliability import audit_log, checks, operator_log, outcome, profiles, testbed, workload
+from tests.reliability import checks, logs, outcome, profiles, testbed
 
 LEASE_DURATION = 15.0
 RETRY_PERIOD = 2.0
@@ -27,66 +26,63 @@ REPLICAS = ("replica-a", "replica-b")
 # -- kill -9 -----------------------------------------------------------------------------------------------------
 
 
-def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("kill", "kill -9 the operator at random moments")
+def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """kill -9 the operator ``sizes.kills`` times at random moments while custom resources are created and changed."""
-
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        namespace = lab.namespace("kill")
-        names = [f"k{i:04d}" for i in range(sizes.kill_crs)]
-        want: dict[str, int] = {name: rng.randint(1, 5) for name in names}
-        batches = _split(names, sizes.kills + 1)
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in batches[0]})
-        created = list(batches[0])
-        operators: list[process.OperatorProcess] = []
-        modes = {"starting": 0, "working": 0}
-        resized = in_flight = 0
-        deleted: list[str] = []
-        for k in range(sizes.kills):
-            operator = lab.operator(f"kill-{k}", namespace)
-            operators.append(operator)
-            # Half the kills land while the operator starts (informers listing), half while it reconciles a batch
-            # it has just been given.
-            mode = rng.choice(("starting", "working"))
-            if mode == "working":
-                operator.wait_ready()
-            workload.create_all(lab, namespace, {n: {"size": want[n]} for n in batches[k + 1]})
-            created += batches[k + 1]
-            live = [n for n in created if n not in deleted]
-            resized += workload.resize(lab, namespace, live, rng, want)
-            deleted += workload.delete_some(lab, namespace, live, rng, want)
-            time.sleep(rng.uniform(0.0, 1.5 if mode == "starting" else 0.4))
-            if operator.kill():
-                modes[mode] += 1
-            in_flight += len(checks.not_converged(lab.snapshot(namespace), [n for n in created if n not in deleted]))
-        restarted = time.monotonic()
-        final = lab.operator("kill-final", namespace)
-        operators.append(final)
-        final.wait_ready()
-        live = [n for n in names if n not in deleted]
-        snapshot, _ = workload.settle(lab, namespace, live, sizes.timeout(len(names)), gone=deleted)
-        took = time.monotonic() - restarted
-        final.stop()
-        crash, crashes = outcome.crash_check(operators)
-        found = [
-            *outcome.state_checks(snapshot, live, want, deleted),
-            checks.Check("deleted ones are gone", tuple(sorted(set(deleted) & set(snapshot.by_name)))),
-            crash,
-        ]
-        figures = {
-            "crs": len(names),
-            "kills": sum(modes.values()),
-            "kills_while_starting": modes["starting"],
-            "kills_while_working": modes["working"],
-            "spec_changes": resized,
-            "deletions": len(deleted),
-            "unconverged_at_kills": in_flight,
-            "converge_after_last_restart_seconds": round(took, 1),
-            "crashes": crashes,
-            **outcome.loss_figures(snapshot, live),
-        }
-        return found, figures
-
-    return outcome.scenario("kill", "kill -9 the operator at random moments", run)
+    namespace = lab.namespace("kill")
+    names = [f"k{i:04d}" for i in range(sizes.kill_crs)]
+    want: dict[str, int] = {name: rng.randint(1, 5) for name in names}
+    batches = _split(names, sizes.kills + 1)
+    lab.create_sized(namespace, batches[0], want)
+    created = list(batches[0])
+    operators: list[process.OperatorProcess] = []
+    modes = {"starting": 0, "working": 0}
+    resized = in_flight = 0
+    deleted: list[str] = []
+    for k in range(sizes.kills):
+        operator = lab.operator(f"kill-{k}", namespace)
+        operators.append(operator)
+        # Half the kills land while the operator starts (informers listing), half while it reconciles a batch
+        # it has just been given.
+        mode = rng.choice(("starting", "working"))
+        if mode == "working":
+            operator.wait_ready()
+        lab.create_sized(namespace, batches[k + 1], want)
+        created += batches[k + 1]
+        live = [n for n in created if n not in deleted]
+        resized += lab.resize(namespace, live, rng, want)
+        deleted += lab.delete_some(namespace, live, rng, want)
+        time.sleep(rng.uniform(0.0, 1.5 if mode == "starting" else 0.4))
+        if operator.kill():
+            modes[mode] += 1
+        in_flight += len(checks.not_converged(lab.snapshot(namespace), [n for n in created if n not in deleted]))
+    restarted = time.monotonic()
+    final = lab.operator("kill-final", namespace)
+    operators.append(final)
+    final.wait_ready()
+    live = [n for n in names if n not in deleted]
+    snapshot, _ = lab.settle(namespace, live, sizes.timeout(len(names)), gone=deleted)
+    took = time.monotonic() - restarted
+    final.stop()
+    crash, crashes = outcome.crash_check(operators)
+    found = [
+        *outcome.state_checks(snapshot, live, want, deleted),
+        checks.Check("deleted ones are gone", tuple(sorted(set(deleted) & set(snapshot.by_name)))),
+        crash,
+    ]
+    figures = {
+        "crs": len(names),
+        "kills": sum(modes.values()),
+        "kills_while_starting": modes["starting"],
+        "kills_while_working": modes["working"],
+        "spec_changes": resized,
+        "deletions": len(deleted),
+        "unconverged_at_kills": in_flight,
+        "converge_after_last_restart_seconds": round(took, 1),
+        "crashes": crashes,
+        **outcome.loss_figures(snapshot, live),
+    }
+    return found, figures
 
 
 def _split(items: Sequence[str], parts: int) -> list[list[str]]:
@@ -97,106 +93,100 @@ def _split(items: Sequence[str], parts: int) -> list[list[str]]:
 # -- apiserver restart -------------------------------------------------------------------------------------------
 
 
-def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("restart", "restart the kube-apiserver mid-run")
+def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Kill the kube-apiserver while custom resources converge, restart it, and create more right after."""
-
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        namespace = lab.namespace("restart")
-        early = [f"r{i:04d}" for i in range(sizes.restart_crs)]
-        late = [f"late{i:04d}" for i in range(sizes.restart_late_crs)]
-        want = {name: rng.randint(1, 5) for name in early + late}
-        operator = lab.operator("restart", namespace)
-        operator.wait_ready()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in early})
-        time.sleep(rng.uniform(0.2, 1.5))
-        down = time.monotonic()
-        lab.plane.stop_apiserver()
-        time.sleep(sizes.outage)
-        lab.plane.start_apiserver()
-        back = time.monotonic()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in late})
-        resized = workload.resize(lab, namespace, early, rng, want)
-        snapshot, took = workload.settle(lab, namespace, early + late, sizes.timeout(len(early + late)))
-        ready_again = workload.until(operator.ready, 30)
-        records = operator.records()
-        operator.stop()
-        crash, crashes = outcome.crash_check([operator])
-        found = [
-            *outcome.state_checks(snapshot, early + late, want),
-            checks.Check("the operator is ready again", () if ready_again else ("/readyz never answered 200",)),
-            crash,
-        ]
-        figures = {
-            "crs": len(early),
-            "created_after_return": len(late),
-            "spec_changes": resized,
-            "outage_seconds": round(back - down, 1),
-            "converge_after_return_seconds": round(took, 1),
-            "watch_reconnects": sum(1 for r in records if r.get("event") == "list or watch failed, retrying"),
-            "relists": sum(1 for r in records if r.get("event") == "watch expired, relisting"),
-            "crashes": crashes,
-            **outcome.loss_figures(snapshot, early + late),
-        }
-        return found, figures
-
-    return outcome.scenario("restart", "restart the kube-apiserver mid-run", run)
+    namespace = lab.namespace("restart")
+    early = [f"r{i:04d}" for i in range(sizes.restart_crs)]
+    late = [f"late{i:04d}" for i in range(sizes.restart_late_crs)]
+    want = {name: rng.randint(1, 5) for name in early + late}
+    operator = lab.operator("restart", namespace)
+    operator.wait_ready()
+    lab.create_sized(namespace, early, want)
+    time.sleep(rng.uniform(0.2, 1.5))
+    down = time.monotonic()
+    lab.plane.stop_apiserver()
+    time.sleep(sizes.outage)
+    lab.plane.start_apiserver()
+    back = time.monotonic()
+    lab.create_sized(namespace, late, want)
+    resized = lab.resize(namespace, early, rng, want)
+    snapshot, took = lab.settle(namespace, early + late, sizes.timeout(len(early + late)))
+    ready_again = testbed.until(operator.ready, 30)
+    records = operator.records()
+    operator.stop()
+    crash, crashes = outcome.crash_check([operator])
+    found = [
+        *outcome.state_checks(snapshot, early + late, want),
+        checks.Check("the operator is ready again", () if ready_again else ("/readyz never answered 200",)),
+        crash,
+    ]
+    figures = {
+        "crs": len(early),
+        "created_after_return": len(late),
+        "spec_changes": resized,
+        "outage_seconds": round(back - down, 1),
+        "converge_after_return_seconds": round(took, 1),
+        "watch_reconnects": sum(1 for r in records if r.get("event") == "list or watch failed, retrying"),
+        "relists": sum(1 for r in records if r.get("event") == "watch expired, relisting"),
+        "crashes": crashes,
+        **outcome.loss_figures(snapshot, early + late),
+    }
+    return found, figures
 
 
 # -- API faults --------------------------------------------------------------------------------------------------
 
 
-def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("faults", "{sizes.fault_rate:.0%} of API requests fail")
+def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Run the operator through the fault proxy; converge, change and delete custom resources."""
+    from okt.testing import faults
 
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        from okt.testing import faults
-
-        namespace = lab.namespace("faults")
-        names = [f"f{i:04d}" for i in range(sizes.fault_crs)]
-        want = {name: rng.randint(1, 5) for name in names}
-        seed = first_request_fails(sizes.fault_rate, rng.randrange(2**32))
-        with faults.FaultProxy(lab.plane.url, str(lab.plane.ca_file), rate=sizes.fault_rate, seed=seed) as proxy:
-            operator = lab.operator("faults", namespace, server=proxy.url)
-            operator.wait_ready(90)
-            workload.create_all(lab, namespace, {n: {"size": want[n]} for n in names})
-            resized = workload.resize(lab, namespace, names, rng, want)
-            snapshot, took = workload.settle(lab, namespace, names, sizes.timeout(len(names)))
-            deleted = rng.sample(names, max(1, len(names) // 5))
-            for name in deleted:
-                lab.client.delete(lab.kind, name, namespace)
-            kept = [n for n in names if n not in deleted]
-            after, _ = workload.settle(lab, namespace, kept, sizes.timeout(len(deleted)), gone=deleted)
-            alive = operator.alive
-            operator.stop()
-            injected = dict(proxy.injected)
-            forwarded = proxy.forwarded
-        crash, crashes = outcome.crash_check([operator])
-        found = [
-            *outcome.state_checks(snapshot, names, want),
-            checks.Check("deletions complete", tuple(sorted(set(deleted) & set(after.by_name)))),
-            outcome.labelled("after the deletions", checks.inventory_matches(after, deleted)),
-            outcome.labelled("after the deletions", checks.children_exact(after, names=kept)),
-            checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
-            crash,
-        ]
-        figures = {
-            "crs": len(names),
-            "fault_rate": sizes.fault_rate,
-            "faults_injected": sum(injected.values()),
-            "faults_by_kind": injected,
-            "requests_forwarded": forwarded,
-            "startup_retries": sum(
-                1 for r in operator.records() if r.get("event") == "the API server failed the first request, retrying"
-            ),
-            "spec_changes": resized,
-            "deletions": len(deleted),
-            "converge_seconds": round(took, 1),
-            "crashes": crashes,
-            **outcome.loss_figures(snapshot, names),
-        }
-        return found, figures
-
-    return outcome.scenario("faults", f"{sizes.fault_rate:.0%} of API requests fail", run)
+    namespace = lab.namespace("faults")
+    names = [f"f{i:04d}" for i in range(sizes.fault_crs)]
+    want = {name: rng.randint(1, 5) for name in names}
+    seed = first_request_fails(sizes.fault_rate, rng.randrange(2**32))
+    with faults.FaultProxy(lab.plane.url, str(lab.plane.ca_file), rate=sizes.fault_rate, seed=seed) as proxy:
+        operator = lab.operator("faults", namespace, server=proxy.url)
+        operator.wait_ready(90)
+        lab.create_sized(namespace, names, want)
+        resized = lab.resize(namespace, names, rng, want)
+        snapshot, took = lab.settle(namespace, names, sizes.timeout(len(names)))
+        deleted = rng.sample(names, max(1, len(names) // 5))
+        for name in deleted:
+            lab.client.delete(lab.kind, name, namespace)
+        kept = [n for n in names if n not in deleted]
+        after, _ = lab.settle(namespace, kept, sizes.timeout(len(deleted)), gone=deleted)
+        alive = operator.alive
+        operator.stop()
+        injected = dict(proxy.injected)
+        forwarded = proxy.forwarded
+    crash, crashes = outcome.crash_check([operator])
+    found = [
+        *outcome.state_checks(snapshot, names, want),
+        checks.Check("deletions complete", tuple(sorted(set(deleted) & set(after.by_name)))),
+        outcome.labelled("after the deletions", checks.inventory_matches(after, deleted)),
+        outcome.labelled("after the deletions", checks.children_exact(after, names=kept)),
+        checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
+        crash,
+    ]
+    figures = {
+        "crs": len(names),
+        "fault_rate": sizes.fault_rate,
+        "faults_injected": sum(injected.values()),
+        "faults_by_kind": injected,
+        "requests_forwarded": forwarded,
+        "startup_retries": sum(
+            1 for r in operator.records() if r.get("event") == "the API server failed the first request, retrying"
+        ),
+        "spec_changes": resized,
+        "deletions": len(deleted),
+        "converge_seconds": round(took, 1),
+        "crashes": crashes,
+        **outcome.loss_figures(snapshot, names),
+    }
+    return found, figures
 
 
 def first_request_fails(rate: float, start: int) -> int:
@@ -215,78 +205,71 @@ def first_request_fails(rate: float, start: int) -> int:
 # -- leader failover ---------------------------------------------------------------------------------------------
 
 
-def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("failover", "leader failover under kill -9")
+def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Two replicas with leader election; kill -9 the leader; the standby takes over; never two writers."""
-
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        namespace = lab.namespace("failover")
-        written = audit.AuditLog.from_end(lab.plane.audit_log_path, [lab.users[r].name for r in REPLICAS])
-        first = [f"l{i:04d}" for i in range(sizes.failover_crs)]
-        second = [f"t{i:04d}" for i in range(max(1, sizes.failover_crs // 2))]
-        want = {name: rng.randint(1, 5) for name in first + second}
-        replicas = {
-            role: lab.operator(
-                f"failover-{role}", namespace, role=role, args=["--leader-elect", "--lease-namespace", namespace]
-            )
-            for role in REPLICAS
-        }
-        for replica in replicas.values():
-            replica.wait_ready()
-        leader_role: str = waiting.wait_for(
-            lambda: next(
-                (r for r, p in replicas.items() if operator_log.first_event(p.records(), "became leader")), ""
-            ),
-            timeout=30,
-            message="one replica to become the leader",
+    namespace = lab.namespace("failover")
+    written = audit.AuditLog.from_end(lab.plane.audit_log_path, [lab.users[r].name for r in REPLICAS])
+    first = [f"l{i:04d}" for i in range(sizes.failover_crs)]
+    second = [f"t{i:04d}" for i in range(max(1, sizes.failover_crs // 2))]
+    want = {name: rng.randint(1, 5) for name in first + second}
+    replicas = {
+        role: lab.operator(
+            f"failover-{role}", namespace, role=role, args=["--leader-elect", "--lease-namespace", namespace]
         )
-        standby_role = next(r for r in replicas if r != leader_role)
-        leader_user, standby_user = lab.users[leader_role].name, lab.users[standby_role].name
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in first})
-        before, _ = workload.settle(lab, namespace, first, sizes.timeout(len(first)))
-        killed_at = time.time()
-        replicas[leader_role].kill()
-        workload.create_all(lab, namespace, {n: {"size": want[n]} for n in second})
-        resized = workload.resize(lab, namespace, first, rng, want)
-        standby = replicas[standby_role]
-        workload.until(
-            lambda: operator_log.first_event(standby.records(), "became leader") is not None, TAKEOVER_LIMIT + 30
-        )
-        took_over_at = operator_log.first_event(standby.records(), "became leader")
-        snapshot, _ = workload.settle(lab, namespace, first + second, sizes.timeout(len(first + second)))
-        status = standby.stop()
-        written.settle()  # the API server writes its audit log in batches
-        requests = written.requests()
-        takeover = None if took_over_at is None else took_over_at - killed_at
-        windows = audit_log.write_windows(requests)
-        leader_writes = windows[leader_user].writes if leader_user in windows else 0
-        found = [
-            outcome.labelled("before the kill", checks.converged(before, first)),
-            *outcome.state_checks(snapshot, first + second, want),
-            checks.Check(
-                "the standby takes over in time",
-                ()
-                if takeover is not None and takeover <= TAKEOVER_LIMIT
-                else (
-                    f"took over after {takeover if takeover is None else round(takeover, 1)}s "
-                    f"(limit {TAKEOVER_LIMIT:.1f}s)",
-                ),
+        for role in REPLICAS
+    }
+    for replica in replicas.values():
+        replica.wait_ready()
+    leader_role: str = waiting.wait_for(
+        lambda: next((r for r, p in replicas.items() if logs.first_event(p.records(), "became leader")), ""),
+        timeout=30,
+        message="one replica to become the leader",
+    )
+    standby_role = next(r for r in replicas if r != leader_role)
+    leader_user, standby_user = lab.users[leader_role].name, lab.users[standby_role].name
+    lab.create_sized(namespace, first, want)
+    before, _ = lab.settle(namespace, first, sizes.timeout(len(first)))
+    killed_at = time.time()
+    replicas[leader_role].kill()
+    lab.create_sized(namespace, second, want)
+    resized = lab.resize(namespace, first, rng, want)
+    standby = replicas[standby_role]
+    testbed.until(lambda: logs.first_event(standby.records(), "became leader") is not None, TAKEOVER_LIMIT + 30)
+    took_over_at = logs.first_event(standby.records(), "became leader")
+    snapshot, _ = lab.settle(namespace, first + second, sizes.timeout(len(first + second)))
+    status = standby.stop()
+    written.settle()  # the API server writes its audit log in batches
+    requests = written.requests()
+    takeover = None if took_over_at is None else took_over_at - killed_at
+    windows = logs.write_windows(requests)
+    leader_writes = windows[leader_user].writes if leader_user in windows else 0
+    found = [
+        outcome.labelled("before the kill", checks.converged(before, first)),
+        *outcome.state_checks(snapshot, first + second, want),
+        checks.Check(
+            "the standby takes over in time",
+            ()
+            if takeover is not None and takeover <= TAKEOVER_LIMIT
+            else (
+                f"took over after {takeover if takeover is None else round(takeover, 1)}s "
+                f"(limit {TAKEOVER_LIMIT:.1f}s)",
             ),
-            checks.Check("the leader wrote", () if leader_writes else (f"no write by {leader_user}",)),
-            audit_log.no_writes(requests, standby_user, 0.0, killed_at, "standby"),
-            audit_log.single_writer(requests, [leader_user, standby_user]),
-            checks.Check("the new leader stops cleanly", () if status == 0 else (f"exit status {status}",)),
-            outcome.crash_check(list(replicas.values()))[0],
-        ]
-        figures = {
-            "crs": len(first) + len(second),
-            "spec_changes": resized,
-            "takeover_seconds": None if takeover is None else round(takeover, 1),
-            "takeover_limit_seconds": round(TAKEOVER_LIMIT, 1),
-            "leader_writes": leader_writes,
-            "new_leader_writes": windows[standby_user].writes if standby_user in windows else 0,
-            "audited_requests": len(requests),
-            **outcome.loss_figures(snapshot, first + second),
-        }
-        return found, figures
-
-    return outcome.scenario("failover", "leader failover under kill -9", run)
+        ),
+        checks.Check("the leader wrote", () if leader_writes else (f"no write by {leader_user}",)),
+        logs.no_writes(requests, standby_user, 0.0, killed_at, "standby"),
+        logs.single_writer(requests, [leader_user, standby_user]),
+        checks.Check("the new leader stops cleanly", () if status == 0 else (f"exit status {status}",)),
+        outcome.crash_check(list(replicas.values()))[0],
+    ]
+    figures = {
+        "crs": len(first) + len(second),
+        "spec_changes": resized,
+        "takeover_seconds": None if takeover is None else round(takeover, 1),
+        "takeover_limit_seconds": round(TAKEOVER_LIMIT, 1),
+        "leader_writes": leader_writes,
+        "new_leader_writes": windows[standby_user].writes if standby_user in windows else 0,
+        "audited_requests": len(requests),
+        **outcome.loss_figures(snapshot, first + second),
+    }
+    return found, figures

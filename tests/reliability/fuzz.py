@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import okt
 from samples.memcached.memcached_operator import api, policy
 from samples.memcached.tests import harness
-from tests.reliability import checks, operator_log, outcome, profiles, testbed, workload
+from tests.reliability import checks, logs, outcome, profiles, testbed
 
 
 def fuzz_crd() -> dict[str, Any]:
@@ -131,68 +131,55 @@ def expected_verdict(spec: Any) -> str | None:
     return None
 
 
-def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Random) -> outcome.ScenarioResult:
+@outcome.scenario("fuzz", "fuzzed specs past a permissive schema")
+def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Hypothesis-generated specs past a permissive CRD, on a control plane of their own."""
+    with testbed.Lab(workdir / "fuzz", crd=fuzz_crd(), audit_log=False, controllers=()) as lab:
+        namespace = lab.namespace("fuzz")
+        operator = lab.operator("fuzz", namespace)
+        operator.wait_ready()
+        probe_created = time.time()
+        lab.create_all(namespace, {"probe": {"size": 1, "image": "memcached:latest"}})
+        specs = fuzz_specs(sizes.fuzz_cases, rng.randrange(2**32))
+        cases = {f"fuzz-{i:04d}": spec for i, spec in enumerate(specs)}
+        cases.update((f"edge-{i:02d}", spec) for i, spec in enumerate(EDGE_SPECS))
+        stored = lab.create_all(namespace, cases)
+        verdicts = {name: expected_verdict(obj.get("spec")) for name, obj in stored.items()}
+        verdicts["probe"] = "InvalidSpec"
+        valid = [name for name, verdict in verdicts.items() if verdict is None]
 
-    def run() -> tuple[list[checks.Check], dict[str, Any]]:
-        with testbed.Lab(workdir / "fuzz", crd=fuzz_crd(), audit_log=False, controllers=()) as lab:
-            namespace = lab.namespace("fuzz")
-            operator = lab.operator("fuzz", namespace)
-            operator.wait_ready()
-            probe_created = time.time()
-            workload.create_all(lab, namespace, {"probe": {"size": 1, "image": "memcached:latest"}})
-            specs = fuzz_specs(sizes.fuzz_cases, rng.randrange(2**32))
-            cases = {f"fuzz-{i:04d}": spec for i, spec in enumerate(specs)}
-            cases.update((f"edge-{i:02d}", spec) for i, spec in enumerate(EDGE_SPECS))
-            stored = workload.create_all(lab, namespace, cases)
-            verdicts = {name: expected_verdict(obj.get("spec")) for name, obj in stored.items()}
-            verdicts["probe"] = "InvalidSpec"
-            valid = [name for name, verdict in verdicts.items() if verdict is None]
+        def expected(name: str) -> frozenset[tuple[str, str]]:
+            return checks.memcached_children(name) if verdicts.get(name) is None else frozenset()
 
-            def expected(name: str) -> frozenset[tuple[str, str]]:
-                return checks.memcached_children(name) if verdicts.get(name) is None else frozenset()
-
-            last: list[checks.Snapshot] = []
-
-            def settled() -> bool:
-                last[:] = [lab.snapshot(namespace)]
-                return not checks.unsettled(last[0])
-
-            started = time.monotonic()
-            workload.until(settled, sizes.timeout(len(stored)))
-            took = time.monotonic() - started
-            time.sleep(max(probe_created + profiles.BACKOFF_WINDOW + 1.0 - time.time(), 0.0))
-            snapshot = lab.snapshot(namespace)
-            records = operator.records()
-            counts = {
-                "probe": operator_log.reconciles(
-                    records, "probe", probe_created, probe_created + profiles.BACKOFF_WINDOW
-                )
-            }
-            alive = operator.alive
-            operator.stop()
-            crash, crashes = outcome.crash_check([operator])
-            reasons = checks.ready_reasons(snapshot)
-        found = [
-            checks.Check("every CR settled", tuple(checks.unsettled(snapshot))),
-            checks.with_status(snapshot),
-            checks.verdicts_match(snapshot, verdicts),
-            checks.children_exact(snapshot, expected, names=valid),
-            operator_log.backoff_bounded(counts, profiles.BACKOFF_LIMIT, profiles.BACKOFF_WINDOW),
-            checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
-            crash,
-        ]
-        figures = {
-            "cases": len(specs),
-            "edge_cases": len(EDGE_SPECS),
-            "refused_by_the_api": len(cases) - len(stored),
-            "valid": len(valid),
-            "ready_reasons": reasons,
-            "settle_seconds": round(took, 1),
-            "probe_reconciles_in_window": counts["probe"],
-            "backoff_window_seconds": profiles.BACKOFF_WINDOW,
-            "crashes": crashes,
-        }
-        return found, figures
-
-    return outcome.scenario("fuzz", "fuzzed specs past a permissive schema", run)
+        started = time.monotonic()
+        testbed.until(lambda: not checks.unsettled(lab.snapshot(namespace)), sizes.timeout(len(stored)))
+        took = time.monotonic() - started
+        time.sleep(max(probe_created + profiles.BACKOFF_WINDOW + 1.0 - time.time(), 0.0))
+        snapshot = lab.snapshot(namespace)
+        records = operator.records()
+        counts = {"probe": logs.reconciles(records, "probe", probe_created, probe_created + profiles.BACKOFF_WINDOW)}
+        alive = operator.alive
+        operator.stop()
+        crash, crashes = outcome.crash_check([operator])
+        reasons = checks.ready_reasons(snapshot)
+    found = [
+        checks.Check("every CR settled", tuple(checks.unsettled(snapshot))),
+        checks.with_status(snapshot),
+        checks.verdicts_match(snapshot, verdicts),
+        checks.children_exact(snapshot, expected, names=valid),
+        logs.backoff_bounded(counts, profiles.BACKOFF_LIMIT, profiles.BACKOFF_WINDOW),
+        checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
+        crash,
+    ]
+    figures = {
+        "cases": len(specs),
+        "edge_cases": len(EDGE_SPECS),
+        "refused_by_the_api": len(cases) - len(stored),
+        "valid": len(valid),
+        "ready_reasons": reasons,
+        "settle_seconds": round(took, 1),
+        "probe_reconciles_in_window": counts["probe"],
+        "backoff_window_seconds": profiles.BACKOFF_WINDOW,
+        "crashes": crashes,
+    }
+    return found, figures

@@ -2,19 +2,26 @@
 
 Why this exists: a scenario that could not be carried out (it raised) must still yield a result that says why, so
 that one failing scenario does not stop the others; and every scenario with the stock operator judges the same end
-state, the same losses and the same crashes. Keeping that here keeps each scenario about what it does to the cluster.
+state, losses and crashes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from okt.testing import process
-from tests.reliability import checks, operator_log
+from tests.reliability import checks, logs, profiles
+
+T = TypeVar("T")
+Found = tuple[list[checks.Check], dict[str, Any]]
+"""What a scenario's body finds: its checks and its figures."""
+Body = Callable[[T, profiles.Sizes, random.Random], Found]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,17 +93,26 @@ def loss_figures(snapshot: checks.Snapshot, names: Sequence[str]) -> dict[str, i
 def crash_check(operators: Sequence[process.OperatorProcess]) -> tuple[checks.Check, int]:
     """No unhandled exception in the operators' logs, no error exit, no hang on SIGTERM; and how many problems."""
     records = [record for operator in operators for record in operator.records()]
-    check = operator_log.no_crash(records, {o.name: o.exit_status for o in operators})
+    check = logs.no_crash(records, {o.name: o.exit_status for o in operators})
     hung = tuple(f"{o.name} ignored SIGTERM (killed after 30s)" for o in operators if o.hung)
     check = dataclasses.replace(check, problems=check.problems + hung)
     return check, len(check.problems)
 
 
-def scenario(key: str, title: str, body_: Callable[[], tuple[list[checks.Check], dict[str, Any]]]) -> ScenarioResult:
-    """Carry out a scenario's body; an exception becomes the result's error, so that the other scenarios go on."""
-    started = time.monotonic()
-    try:
-        found, figures = body_()
-    except Exception as exc:
-        return ScenarioResult(key, title, (), {}, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
-    return ScenarioResult(key, title, tuple(found), figures, time.monotonic() - started)
+def scenario(key: str, title: str) -> Callable[[Body[T]], Callable[[T, profiles.Sizes, random.Random], ScenarioResult]]:
+    """Make a scenario's body return a :class:`ScenarioResult` (``title`` formatted with ``sizes``); an exception
+    becomes the result's error, so that the other scenarios go on."""
+
+    def decorate(body: Body[T]) -> Callable[[T, profiles.Sizes, random.Random], ScenarioResult]:
+        @functools.wraps(body)
+        def run(where: T, sizes: profiles.Sizes, rng: random.Random) -> ScenarioResult:
+            started, named = time.monotonic(), title.format(sizes=sizes)
+            try:
+                found, figures = body(where, sizes, rng)
+            except Exception as exc:
+                return ScenarioResult(key, named, (), {}, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+            return ScenarioResult(key, named, tuple(found), figures, time.monotonic() - started)
+
+        return run
+
+    return decorate

@@ -1,8 +1,5 @@
-"""How hard the suite pushes: the full profile (``make chaos``) and the reduced one (``make test``).
-
-Why this exists: the full run and the reduced run in CI are the same scenarios at different sizes; one frozen value
-per profile keeps those sizes in one place, next to the backoff bound that both profiles are judged against.
-"""
+"""How hard the suite pushes: the full profile (``make chaos``) and the reduced one (``make test``), one frozen value
+each, next to the backoff bound both are judged against."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ run (``--render`` regenerates it without running anything), so its figures are a
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import os
 import pathlib
@@ -15,19 +14,18 @@ import platform
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchmarks import report as bench_report
 from tests.reliability import outcome, profiles
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS_JSON = ROOT / "tests" / "reliability" / "results" / "chaos.json"
 RESULTS_PAGE = ROOT / "docs" / "reliability.md"
+TOTALS = ("faults_injected", "kills", "objects_lost", "duplicates", "orphans", "crashes")
+"""The figures the summary adds up over every scenario."""
 
 
 def summary(results: Sequence[outcome.ScenarioResult]) -> dict[str, Any]:
     """The headline figures over every scenario."""
-
-    def total(figure: str) -> int:
-        return sum(int(r.figures.get(figure) or 0) for r in results)
-
     by_key = {r.key: r for r in results}
     backoff: dict[str, Any] = {}
     if "fuzz" in by_key:
@@ -37,12 +35,7 @@ def summary(results: Sequence[outcome.ScenarioResult]) -> dict[str, Any]:
     return {
         "runs": len(results),
         "passed": sum(r.ok for r in results),
-        "faults_injected": total("faults_injected"),
-        "kills": total("kills"),
-        "objects_lost": total("objects_lost"),
-        "duplicates": total("duplicates"),
-        "orphans": total("orphans"),
-        "crashes": total("crashes"),
+        **{figure: sum(int(r.figures.get(figure) or 0) for r in results) for figure in TOTALS},
         "takeover_seconds": by_key["failover"].figures.get("takeover_seconds") if "failover" in by_key else None,
         "backoff": backoff,
     }
@@ -62,7 +55,7 @@ def table(results: Sequence[outcome.ScenarioResult]) -> str:
 
 def document(results: Sequence[outcome.ScenarioResult], sizes: profiles.Sizes, seed: int) -> dict[str, Any]:
     return {
-        "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated": bench_report.utc_now(),
         "profile": sizes.profile,
         "seed": seed,
         "sizes": dataclasses.asdict(sizes),
@@ -74,10 +67,8 @@ def document(results: Sequence[outcome.ScenarioResult], sizes: profiles.Sizes, s
 
 def write(doc: Mapping[str, Any], json_path: pathlib.Path, page_path: pathlib.Path) -> None:
     """Write a run's document as JSON to ``json_path`` and its page to ``page_path`` (creating their folders)."""
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    page_path.parent.mkdir(parents=True, exist_ok=True)
-    page_path.write_text(markdown(doc))
+    bench_report.write(json_path, json.dumps(doc, indent=2, default=str) + "\n")
+    bench_report.write(page_path, markdown(doc))
 
 
 PAGE_INTRO = """\
@@ -220,7 +211,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
         "$ .venv/bin/python -m tests.reliability --only kill,failover --seed 7",
         "```",
         "",
-        "The checks are in `tests/reliability/checks.py`, `operator_log.py` and `audit_log.py`; each one names the "
+        "The checks are in `tests/reliability/checks.py` and `logs.py`; each one names the "
         "objects concerned when it fails.",
         "",
         PAGE_FINDINGS,

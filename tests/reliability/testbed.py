@@ -1,41 +1,55 @@
-"""The testbed: a local control plane with the Memcached CRD, and the operator processes run on it.
+"""The testbed: a local control plane with the Memcached CRD, the operator processes run on it, and what a user does.
 
 Why this exists: the scenarios share one control plane (starting one takes seconds) and run the operator as users
 do — ``okt run samples/memcached/main.py``, a child process (:class:`okt.testing.OperatorProcess`) that a
 scenario can ``kill -9``. Each operator role has a token user of its own, so that the API server's audit log says who
-wrote; every process started here dies with the harness (``PR_SET_PDEATHSIG``).
+wrote. Every scenario drives the operator the way a user would — through the API server, never through the
+operator — and waits for the same end state (converged, exactly the expected children, the deleted ones gone); every
+wait is bounded.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import pathlib
+import random
 import secrets
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
 
 import okt
+from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds
-from okt.testing import envtest, process
+from okt.testing import envtest, process, waiting
+from samples.memcached.memcached_operator import api
 from samples.memcached.tests import harness
 from tests.reliability import checks
 
 LAB_CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 """No replicaset controller: Pods would stay Pending anyway (no kubelet) and would only add load."""
+POLL = 0.5
+"""How often a wait polls, in seconds."""
+
+
+def until(predicate: Callable[[], bool], timeout: float, interval: float = POLL) -> bool:
+    """Whether ``predicate`` became true within ``timeout`` seconds."""
+    try:
+        waiting.wait_for(predicate, timeout=timeout, interval=interval)
+    except waiting.WaitTimeout:
+        return False
+    return True
 
 
 class Lab:
     """A control plane with the Memcached CRD and one token user per operator role, shared by the scenarios.
 
-    Args:
-        workdir: where kubeconfigs and operator logs go.
-        crd: the CRD to install (the sample's ``deploy/crd.yaml`` by default).
-        audit_log: keep the API server's audit log (the failover scenario reads it).
-        controllers: the kube-controller-manager's controllers (none: no controller manager).
+    ``crd`` replaces the sample's ``deploy/crd.yaml``; ``audit_log`` keeps the API server's audit log (the failover
+    scenario reads it); ``controllers`` are the kube-controller-manager's (none: no controller manager).
     """
 
     ROLES = ("operator", "replica-a", "replica-b")
@@ -57,51 +71,33 @@ class Lab:
         self.plane = envtest.ControlPlane(
             controllers=controllers, users=list(self.users.values()), audit_log=audit_log, crds=[self._crd]
         )
-        self._client: kube_client.Client | None = None
-        self._kind: okt.Kind | None = None
+        self.client: kube_client.Client
+        self.kind: okt.Kind
         self._operators: list[process.OperatorProcess] = []
         self._counter = itertools.count()
 
-    def start(self) -> Lab:
+    def __enter__(self) -> Lab:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.plane.start()
         try:
-            self._client = kube_client.Client.from_kubeconfig(self.plane.kubeconfig, pool_size=32)
-            self._kind = harness.apply_crd(self._client, self._crd, timeout=60)
+            self.client = kube_client.Client.from_kubeconfig(self.plane.kubeconfig, pool_size=32)
+            self.kind = harness.apply_crd(self.client, self._crd, timeout=60)
         except BaseException:
-            self.close()
+            self.__exit__()
             raise
         return self
 
-    def close(self) -> None:
+    def __exit__(self, *exc: object) -> None:
         for operator in self._operators:
             with contextlib.suppress(Exception):
                 operator.stop(10)
-        if self._client is not None:
-            self._client.close()
+        if hasattr(self, "client"):
+            self.client.close()
         self.plane.stop()
-
-    def __enter__(self) -> Lab:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def client(self) -> kube_client.Client:
-        if self._client is None:
-            raise RuntimeError("the lab is not started")
-        return self._client
-
-    @property
-    def kind(self) -> okt.Kind:
-        if self._kind is None:
-            raise RuntimeError("the lab is not started")
-        return self._kind
 
     def namespace(self, prefix: str) -> str:
         name = f"chaos-{prefix}-{next(self._counter)}-{secrets.token_hex(2)}"
-        self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+        self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         return name
 
     def kubeconfig(self, role: str, server: str | None = None) -> pathlib.Path:
@@ -115,13 +111,7 @@ class Lab:
         return path
 
     def operator(
-        self,
-        label: str,
-        namespace: str,
-        *,
-        role: str = "operator",
-        server: str | None = None,
-        args: Sequence[str] = (),
+        self, label: str, namespace: str, *, role: str = "operator", server: str | None = None, args: Sequence[str] = ()
     ) -> process.OperatorProcess:
         """Start ``okt run`` for the sample (with its finalizer) in ``namespace``; does not wait until it is ready."""
         operator = harness.okt_run(
@@ -136,3 +126,65 @@ class Lab:
 
     def snapshot(self, namespace: str) -> checks.Snapshot:
         return checks.Snapshot.take(self.client, self.kind, namespace)
+
+    # -- what a user does ----------------------------------------------------------------------------------------
+
+    def create_all(self, namespace: str, specs: Mapping[str, Any], workers: int = 8) -> dict[str, dict[str, Any]]:
+        """Create custom resources from a thread pool; returns what the API server stored (a refused one is left
+        out)."""
+
+        def create(item: tuple[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            name, spec = item
+            body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "spec": spec}
+            try:
+                return name, self.client.create({**body, "metadata": {"name": name, "namespace": namespace}}, self.kind)
+            except (errors.Invalid, errors.BadRequest):
+                return name, None
+
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            stored = dict(pool.map(create, specs.items()))
+        return {name: obj for name, obj in stored.items() if obj is not None}
+
+    def create_sized(self, namespace: str, names: Sequence[str], sizes: Mapping[str, int]) -> None:
+        """Create the named custom resources, each with its ``spec.size`` from ``sizes``."""
+        self.create_all(namespace, {name: {"size": sizes[name]} for name in names})
+
+    def resize(self, namespace: str, names: Sequence[str], rng: random.Random, sizes: dict[str, int]) -> int:
+        """Change ``spec.size`` of about a tenth of ``names`` (at least one), recording the new sizes; returns how
+        many."""
+        if not names:
+            return 0
+        chosen = rng.sample(list(names), max(1, len(names) // 10))
+        for name in chosen:
+            size = rng.choice([s for s in range(1, 6) if s != sizes.get(name)])
+            self.client.patch(self.kind, name, {"spec": {"size": size}}, namespace)
+            sizes[name] = size
+        return len(chosen)
+
+    def delete_some(self, namespace: str, names: Sequence[str], rng: random.Random, sizes: dict[str, int]) -> list[str]:
+        """Delete about one in fifty of ``names`` (at least one), forgetting their sizes; returns them."""
+        chosen = rng.sample(list(names), min(len(names), max(1, len(names) // 50)))
+        for name in chosen:
+            self.client.delete(self.kind, name, namespace)
+            sizes.pop(name, None)
+        return chosen
+
+    def settle(
+        self, namespace: str, names: Sequence[str], timeout: float, gone: Sequence[str] = ()
+    ) -> tuple[checks.Snapshot, float]:
+        """Poll until every named custom resource converged with exactly its children and the ``gone`` ones no
+        longer exist (their children collected: no orphan); returns the last snapshot and the time it took
+        (``timeout`` when it did not settle — the checks then say what is wrong)."""
+        started = time.monotonic()
+        last = [self.snapshot(namespace)]
+
+        def done() -> bool:
+            last[0] = self.snapshot(namespace)
+            return (
+                checks.converged(last[0], names).ok
+                and checks.children_exact(last[0], names=names).ok
+                and not set(gone) & set(last[0].by_name)
+            )
+
+        converged = until(done, timeout)
+        return last[0], (time.monotonic() - started) if converged else timeout

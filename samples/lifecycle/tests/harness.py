@@ -22,7 +22,7 @@ from samples.lifecycle.lifecycle_operator import api
 
 CRD_PATH = pathlib.Path(__file__).resolve().parents[1] / "deploy" / "crd.yaml"
 JOB = kinds.Kind("batch/v1", "Job", "jobs", True)
-DEPLOYMENT = kinds.Kind("apps/v1", "Deployment", "deployments", True)
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 PHASE_ANNOTATION = "okt.io/phase"
 TIMEOUT = 30.0
 

@@ -1,13 +1,9 @@
 """Driving the memcached operator from Python: create Memcacheds, watch them converge, run ``okt run`` on the sample.
 
-Why this exists: the end-to-end tests, ``make demo`` and the reliability suite all do the same things — apply the
-generated CRD, run the operator (okt's :class:`okt.testing.RunningOperator` in this process, or
-:class:`okt.testing.OperatorProcess` as users start it), create and change Memcached objects, and ask "is it Ready,
-are its children there, is it in the inventory". They share this module so that what the demo shows is what the
-tests assert.
-
-Guarantees: every wait is bounded and its failure says what was awaited and what was last seen; nothing here
-reconciles — only the operator writes children, status and the inventory.
+Why this exists: the end-to-end tests, ``make demo`` and the reliability suite all apply the generated CRD, run the
+operator, create and change Memcached objects, and ask "is it Ready, are its children there, is it in the inventory";
+they share this module so that what the demo shows is what the tests assert. Every wait is bounded and its failure
+says what was awaited and what was last seen; nothing here reconciles.
 """
 
 from __future__ import annotations
@@ -27,8 +23,8 @@ from samples.memcached.memcached_operator.resources import config_name
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]
 CRD_PATH = SAMPLE / "deploy" / "crd.yaml"
 OPERATOR_PATH = SAMPLE / "main.py"
-DEPLOYMENT = kinds.Kind("apps/v1", "Deployment", "deployments", True)
-SERVICE = kinds.Kind("v1", "Service", "services", True)
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+SERVICE = kinds.BUILTIN[("v1", "Service")]
 CONFIG_MAP = kinds.CONFIG_MAP
 OPERATOR_NAMESPACE = "memcached-operator-system"
 """Where deploy/ runs the operator in a cluster."""
@@ -63,17 +59,9 @@ def okt_run(
     args: Sequence[str] = (),
     name: str = "okt run",
 ) -> process.OperatorProcess:
-    """``okt run samples/memcached/main.py`` — the operator exactly as a user runs it; not started yet.
-
-    Args:
-        kubeconfig: the cluster to run against.
-        namespaces: the namespaces to watch (all when empty).
-        finalizer: run with the finalizer (``MEMCACHED_FINALIZER=on``) or without.
-        log_path: where the operator's log goes; None to share this process's standard error.
-        log_format: ``json`` or ``console``.
-        args: more ``okt run`` options (``--leader-elect``, ...).
-        name: what messages call it.
-    """
+    """``okt run samples/memcached/main.py`` — the operator exactly as a user runs it, with its finalizer
+    (``MEMCACHED_FINALIZER``) on or off; not started yet. The other arguments are
+    :meth:`okt.testing.OperatorProcess.okt_run`'s."""
     return process.OperatorProcess.okt_run(
         OPERATOR_PATH,
         kubeconfig=kubeconfig,
@@ -161,6 +149,9 @@ class Memcacheds:
         """The three children of ``name`` by kind (None where missing)."""
         return {"ConfigMap": self.config(name), "Service": self.service(name), "Deployment": self.deployment(name)}
 
+    def finalizers(self, name: str) -> list[str]:
+        return list(((self.get(name) or {}).get("metadata") or {}).get("finalizers") or [])
+
     def inventory(self) -> dict[str, dict[str, Any]]:
         """The entries of the namespace's inventory (empty when it does not exist)."""
         return inventory.entries(self.client.get_or_none(CONFIG_MAP, inventory.NAME, self.namespace))
@@ -219,7 +210,7 @@ class Memcacheds:
             lambda: self.get(name) is None,
             timeout=timeout,
             interval=0.1,
-            message=lambda: f"{name} to be deleted (it still has finalizers {_finalizers(self.get(name))})",
+            message=lambda: f"{name} to be deleted (it still has finalizers {self.finalizers(name)})",
         )
 
     def wait_children_gone(
@@ -249,10 +240,6 @@ class Memcacheds:
             interval=0.2,
             message=lambda: f"{name}'s children gone (left: {left()})",
         )
-
-
-def _finalizers(obj: Mapping[str, Any] | None) -> list[str]:
-    return list(((obj or {}).get("metadata") or {}).get("finalizers") or [])
 
 
 def _not_converged(summaries: Sequence[Summary]) -> str:

@@ -93,6 +93,8 @@ class Contender:
                 str(workers),
                 "--metrics-bind-address",
                 "0",
+                "--webhook-port",
+                "0",  # a free port: the sample's webhooks must not clash with another okt on this machine
                 "--log-format",
                 "json",
             ]

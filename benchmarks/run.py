@@ -142,23 +142,24 @@ class Bench:
         """Per contender key: how long its convergence may take before it is recorded as not finished."""
 
     @contextlib.contextmanager
-    def fresh_plane(self, user: str) -> Iterator[None]:
+    def fresh_plane(self, user: str, *more_users: str) -> Iterator[None]:
         """A new control plane (empty etcd, CRD installed before the controller manager) for one measurement.
 
         Why one per measurement: a contender that runs after another inherits what the first left behind — etcd's
         uncompacted history of thousands of deleted objects, the API server's grown heap, garbage collection still
         settling — and measured up to 40 % slower for it (the same contender, N=1000, first or second on a shared
-        control plane). A fresh one gives every contender the same start, whatever the order.
+        control plane). A fresh one gives every contender the same start, whatever the order. ``more_users`` get
+        tokens too (two processes told apart in the audit log).
         """
-        token = envtest.TokenUser(user, secrets.token_hex(16), ("system:masters",))
+        tokens = [envtest.TokenUser(u, secrets.token_hex(16), ("system:masters",)) for u in (user, *more_users)]
         s = self.settings
         with envtest.ControlPlane(
-            audit_log=True, users=[token], controllers=s.controllers, crds=[self.crd], out=say
+            audit_log=True, users=tokens, controllers=s.controllers, crds=[self.crd], out=say
         ) as plane:
             self.plane = plane
             self.client = kube_client.Client.from_kubeconfig(plane.kubeconfig, pool_size=self.settings.workers * 2 + 4)
-            self.audit = audit.AuditLog(plane.audit_log_path, [user])
-            self.tokens = {token.name: token}
+            self.audit = audit.AuditLog(plane.audit_log_path, [t.name for t in tokens])
+            self.tokens = {t.name: t for t in tokens}
             try:
                 crds.ensure_crd(self.client, self.crd, timeout=60.0)
                 self.server_version = self.server_version or self.client.server_version()

@@ -11,6 +11,13 @@ cached object (a CR and its three children are four) above the operator's RSS wh
 The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
 recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
 
+Each okt contender then runs the two phases of :mod:`benchmarks.phases` on a control plane of its own (unless
+``--skip-phases``): **fresh events first** (a Memcached created 1 s after a restart over the N converged objects, the
+time until it is Ready while the sweep runs, the sweep's progress read from the operator's ``/metrics``) and **warm
+standby** (the leader killed with SIGKILL beside a standby: the time until the standby reconciled a change made at
+the kill). They are printed in a table of their own, each figure beside its target; the raw floor and Kopf have
+neither a priority lane nor leader election and are shown as not applicable.
+
 Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
 """
 
@@ -27,7 +34,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmarks import contenders, report, run, runtime_env
+from benchmarks import contenders, phases, report, run, runtime_env
 from okt.runtime import logs as okt_logs
 
 DEFAULT_SIZES = (1000, 3000, 10000)
@@ -74,7 +81,19 @@ def measure_size(
         results[contender.key] = bench.measure(contender, 1)
         if contender is contenders.KOPF and not results[contender.key].get("converged"):
             skip.add(contender.key)
+        if not args.skip_phases:
+            results[contender.key]["phases"] = phases_of(bench, contender, results[contender.key])
     return results
+
+
+def phases_of(bench: run.Bench, contender: contenders.Contender, measured: Mapping[str, Any]) -> dict[str, Any]:
+    """The fresh-first and failover phases of an okt contender that converged (see :mod:`benchmarks.phases`)."""
+    if contender.key not in phases.APPLICABLE:
+        return phases.not_applicable(contender)
+    if not measured.get("converged"):
+        return {"contender": contender.key, "error": "skipped: the contender did not converge"}
+    run.say(f"scale: N={bench.settings.n} {contender.key} fresh-first and failover phases")
+    return phases.measure(bench, contender)
 
 
 def figures(result: Mapping[str, Any], n: int) -> dict[str, float | None]:
@@ -170,7 +189,69 @@ def tables(document: Mapping[str, Any]) -> str:
                 + " | ".join(slope(c) for c in (*cols, "restart_idle_s", "change_s"))
                 + " |"
             )
-    return "\n".join(lines + growth)
+    return "\n".join(lines + growth + ["", phase_table(document)])
+
+
+def _target(figures: Mapping[str, Any]) -> str:
+    return f"≤ {figures['target_seconds']:g} s, {'met' if figures['met'] else 'MISSED'}"
+
+
+def _fresh_cells(fresh: Mapping[str, Any]) -> list[str]:
+    if not fresh.get("applicable", True):
+        return [str(fresh.get("why", "not applicable")), "-", "-", "-"]
+    at_ready = fresh["at_ready"]
+    return [
+        _cell(fresh["seconds"]),
+        _target(fresh),
+        f"{at_ready['sweep_keys_waiting']} ({'running' if fresh['sweep_running_at_ready'] else 'done'})",
+        f"{at_ready['reconciles']} of {fresh['settled']['reconciles']}",
+    ]
+
+
+def _failover_cells(failover: Mapping[str, Any]) -> list[str]:
+    if not failover.get("applicable", True):
+        return [str(failover.get("why", "not applicable")), "-", "-", "-", "-"]
+    return [
+        _cell(failover["seconds"]),
+        _target(failover),
+        _cell(failover["became_leader_after_kill_seconds"]),
+        str(failover["killed_leader_requests_after_kill"]),
+        str(failover["standby_writes_before_leading"]),
+    ]
+
+
+def phase_table(document: Mapping[str, Any]) -> str:
+    """Fresh events first and warm standby, per N and contender, each figure beside its target."""
+    header = (
+        "fresh Ready s",
+        "target",
+        "sweep keys waiting then",
+        "reconciles then (of all)",
+        "failover s",
+        "target",
+        "led after kill s",
+        "killed leader's requests after kill",
+        "standby writes before leading",
+    )
+    lines = [
+        f"Fresh events first (a CR created {phases.FRESH_DELAY:g} s after a restart over N converged objects, until "
+        f"Ready) and warm standby (leader killed with SIGKILL, lease {phases.LEASE_DURATION:g} s: until the standby "
+        "reconciled a change made at the kill):",
+        "",
+        "| N | contender | " + " | ".join(header) + " |",
+        "|" + "---|" * (len(header) + 2),
+    ]
+    for n in sorted(int(n) for n in document["sizes"]):
+        for key, result in document["sizes"][str(n)].items():
+            measured = result.get("phases")
+            if measured is None:
+                continue
+            if measured.get("error"):
+                lines.append(f"| {n} | {key} | failed: {str(measured['error'])[:100]} |")
+                continue
+            cells = _fresh_cells(measured["fresh_first"]) + _failover_cells(measured["failover"])
+            lines.append(f"| {n} | {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -182,6 +263,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=pathlib.Path, default=run.RESULTS / "scale.json", help="the JSON output.")
     parser.add_argument("--logs-dir", type=pathlib.Path, default=None, help="keep the operators' logs here.")
     parser.add_argument("--timeout-scale", type=float, default=1.0, help="stretch every bounded wait.")
+    parser.add_argument("--skip-phases", action="store_true", help="leave out okt's fresh-first and failover phases.")
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.n) or args.workers < 1:
         parser.error("--n and --workers must be positive")
@@ -199,7 +281,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     run.say(f"scale: N={' '.join(map(str, args.n))}, contenders {args.contenders}; logs in {logs}")
     skip: set[str] = set()
-    document: dict[str, Any] = {"sizes": {}, "kopf_limit": KOPF_LIMIT, "cached_per_cr": CACHED_PER_CR}
+    document: dict[str, Any] = {
+        "sizes": {},
+        "kopf_limit": KOPF_LIMIT,
+        "cached_per_cr": CACHED_PER_CR,
+        "targets": {
+            "fresh_first_seconds": phases.FRESH_TARGET,
+            "fresh_first_delay_seconds": phases.FRESH_DELAY,
+            "failover_seconds": phases.LEASE_DURATION + phases.FAILOVER_SLACK,
+            "lease_duration_seconds": phases.LEASE_DURATION,
+        },
+    }
     server = ""
     for n in sorted(args.n):
         document["sizes"][str(n)] = measure_size(n, args, args.chosen, logs, skip)
@@ -210,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(tables(document))
     ok = all(
-        result.get("converged") or key == contenders.KOPF.key
+        (result.get("converged") or key == contenders.KOPF.key) and not (result.get("phases") or {}).get("error")
         for results in document["sizes"].values()
         for key, result in results.items()
     )

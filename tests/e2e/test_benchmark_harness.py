@@ -175,3 +175,125 @@ def test_the_okt_shaped_floor_adds_what_okt_adds_to_a_child() -> None:
     assert len(meta["annotations"][raw_floor.HASH_ANNOTATION]) == 64
     assert raw_floor.SETTINGS_ANNOTATION in deployment["spec"]["template"]["metadata"]["annotations"]
     assert deployment["spec"]["template"]["spec"] == plain["spec"]["template"]["spec"]
+
+
+# -- the scale run's okt-only phases: fresh events first, warm standby -----------------------------------------------
+
+SCALE_N = 10
+SCALE_TIMEOUT = 900
+
+
+@pytest.fixture(scope="module")
+def scale_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    json_path = tmp_path_factory.mktemp("scale") / "scale.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.scale",
+            "--n",
+            str(SCALE_N),
+            "--contenders",
+            "raw,okt",
+            "--steady-seconds",
+            "5",
+            "--json",
+            str(json_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SCALE_TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, f"scale run failed:\n{completed.stderr[-4000:]}\n{completed.stdout[-2000:]}"
+    return json.loads(json_path.read_text()), completed.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(SCALE_TIMEOUT + 60)
+def test_a_fresh_object_after_a_restart_is_ready_and_the_sweep_is_read_from_the_operators_metrics(
+    scale_run: tuple[dict[str, Any], str],
+) -> None:
+    document, _ = scale_run
+    fresh = document["sizes"][str(SCALE_N)]["okt"]["phases"]["fresh_first"]
+    assert fresh["applicable"] is True
+    assert fresh["seconds"] > 0 and fresh["target_seconds"] == 3.0 and isinstance(fresh["met"], bool)
+    assert fresh["created_after_reconciling_seconds"] >= 1.0
+    # The verdict on the sweep is the operator's own gauge at that moment, not an assumption.
+    assert fresh["sweep_running_at_ready"] is (fresh["at_ready"]["sweep_keys_waiting"] > 0)
+    assert "okt_workqueue_depth_by_priority" in fresh["evidence"]
+    # Every converged object was swept, and the fresh one reconciled, once the queue was empty.
+    assert fresh["settled"]["reconciles"] >= SCALE_N + 1
+    assert fresh["at_ready"]["cached_objects"]["Memcached.cache.example.com/v1alpha1"] == SCALE_N + 1
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(SCALE_TIMEOUT + 60)
+def test_the_standby_reconciles_after_the_leader_is_killed_and_never_writes_beside_it(
+    scale_run: tuple[dict[str, Any], str],
+) -> None:
+    document, _ = scale_run
+    failover = document["sizes"][str(SCALE_N)]["okt"]["phases"]["failover"]
+    assert failover["applicable"] is True
+    assert failover["seconds"] > 0 and isinstance(failover["met"], bool)
+    assert failover["target_seconds"] == failover["lease_duration_seconds"] + 2.0
+    assert failover["generation"] >= 2
+    assert 0 < failover["became_leader_after_kill_seconds"] <= failover["seconds"]
+    assert failover["killed_leader_requests_after_kill"] == 0
+    assert failover["standby_writes_before_leading"] == 0
+    assert failover["standby_requests_before_leading"]["by_verb"].get("watch", 0) >= 1  # its caches were warm
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(SCALE_TIMEOUT + 60)
+def test_the_floor_has_neither_phase_and_the_table_prints_each_target_beside_its_figure(
+    scale_run: tuple[dict[str, Any], str],
+) -> None:
+    document, tables = scale_run
+    floor = document["sizes"][str(SCALE_N)]["raw"]["phases"]
+    assert floor["fresh_first"]["applicable"] is False and floor["failover"]["applicable"] is False
+    (okt_row,) = [line for line in tables.splitlines() if line.startswith(f"| {SCALE_N} | okt | ") and "≤ 3 s" in line]
+    assert "≤ 17 s" in okt_row
+    assert any(line.startswith(f"| {SCALE_N} | raw | not applicable") for line in tables.splitlines())
+
+
+def test_the_phase_table_prints_each_figure_beside_its_target_and_a_failure_as_such() -> None:
+    from benchmarks import scale
+
+    fresh = {
+        "applicable": True,
+        "seconds": 0.5,
+        "target_seconds": 3.0,
+        "met": True,
+        "sweep_running_at_ready": True,
+        "at_ready": {"sweep_keys_waiting": 812, "reconciles": 190},
+        "settled": {"reconciles": 1001},
+    }
+    failover = {
+        "applicable": True,
+        "seconds": 18.4,
+        "target_seconds": 17.0,
+        "met": False,
+        "became_leader_after_kill_seconds": 16.2,
+        "killed_leader_requests_after_kill": 0,
+        "standby_writes_before_leading": 0,
+    }
+    document = {
+        "sizes": {
+            "1000": {
+                "okt": {"phases": {"fresh_first": fresh, "failover": failover}},
+                "okt-merge": {"phases": {"error": "BenchTimeout: the standby"}},
+                "kopf": {
+                    "phases": {"fresh_first": {"applicable": False, "why": "n/a"}, "failover": {"applicable": False}}
+                },
+            }
+        }
+    }
+    rows = scale.phase_table(document).splitlines()
+    assert (
+        "| 1000 | okt | 0.50 | ≤ 3 s, met | 812 (running) | 190 of 1001 | 18.40 | ≤ 17 s, MISSED | 16.20 | 0 | 0 |"
+        in rows
+    )
+    assert "| 1000 | okt-merge | failed: BenchTimeout: the standby |" in rows
+    assert "| 1000 | kopf | n/a | - | - | - | not applicable | - | - | - | - |" in rows

@@ -1,0 +1,325 @@
+"""Two phases of the scale benchmark that only okt has: fresh events first, and the warm standby's failover.
+
+Why this exists: at N converged objects, a restart makes okt reconcile every one of them once (the sweep). okt puts
+the sweep in a low-priority lane of its work queue so that a resource created meanwhile is not stuck behind
+thousands of converged ones; and with leader election, a standby fills its caches before it holds the Lease, so a
+failover does not relist. Both are claims about time at scale, measured here on the memcached job of
+:mod:`benchmarks.scale`, with the targets beside the figures:
+
+* **fresh events first**: the operator is restarted over the N converged objects; 1 s after it started reconciling
+  (its caches synced: a resource created earlier would be in its initial list, so part of the sweep, not a fresh
+  event) a new Memcached is created; the time until it is ``Ready=True`` (target: :data:`FRESH_TARGET` s). Whether
+  the sweep was still running then is read, not assumed: the operator's ``/metrics`` is scraped as soon as the
+  harness saw the new object Ready, and ``okt_workqueue_depth_by_priority{priority="sweep"}`` (keys of the sweep
+  still waiting) above 0 then means it was above 0 at that moment too (nothing adds to the sweep lane after the
+  initial list, short of a resync); the reconciles done since the restart are recorded beside it;
+* **warm standby**: a second process (a token user of its own, so the audit log tells the two apart) starts beside
+  the leader and is waited for until it logs that its caches are synced and it competes for the Lease; the leader is
+  killed with SIGKILL (no release of the Lease: the standby must wait for it to expire), one Memcached's
+  ``spec.size`` is changed at once, and the time until that object is ``Ready=True`` for its new generation is the
+  failover-to-first-reconcile (target: okt's lease duration, read from :class:`okt.runtime.manager.Manager`'s
+  default, plus :data:`FAILOVER_SLACK` s). Beside it: when the standby logged ``became leader``, the killed leader's
+  requests received after the kill and the standby's writes before it led, other than taking the Lease (both must
+  be 0: never two writers).
+
+Both run with ``--leader-elect`` and ``/metrics`` on a free local port, on a fresh control plane of their own after
+the contender's usual measurement (N objects converged by a process without leader election first, so the phase
+starts from the same state as the restart phase of :mod:`benchmarks.run`). The raw floor and Kopf have neither a
+priority lane nor leader election: they are recorded as not applicable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pathlib
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import parser as prom_parser
+
+from benchmarks import cluster, contenders, manifests, run, watched
+from okt import errors
+from okt.runtime import manager
+from okt.testing import audit, envtest, process
+
+FRESH_DELAY = 1.0
+"""Seconds after the restarted operator started reconciling that the fresh object is created."""
+FRESH_TARGET = 3.0
+"""Seconds within which the fresh object must be Ready."""
+FAILOVER_SLACK = 2.0
+"""Seconds above the lease duration within which the standby must have reconciled a change made at the kill."""
+LEASE_DURATION = float(inspect.signature(manager.Manager).parameters["lease_duration"].default)
+"""The lease duration okt runs with (``okt run`` keeps the Manager's default)."""
+RETRY_PERIOD = float(inspect.signature(manager.Manager).parameters["retry_period"].default)
+READY_LINE = contenders.OKT_READY
+STANDBY_LINE = "caches synced, competing for the lease"
+LEADER_LINE = "became leader"
+METRICS_FLAG = "--metrics-bind-address"
+FRESH_NAME = "memcached-fresh"
+LEASES = "leases"
+APPLICABLE = frozenset({contenders.OKT.key, contenders.OKT_MERGE.key, contenders.OKT_FINAL.key})
+NOT_APPLICABLE = {
+    "fresh_first": "not applicable: no priority lanes (every event waits in one queue)",
+    "failover": "not applicable: no leader election",
+}
+
+
+def not_applicable(contender: contenders.Contender) -> dict[str, Any]:
+    """What the JSON says of a contender these phases do not apply to."""
+    return {phase: {"applicable": False, "why": why} for phase, why in NOT_APPLICABLE.items()} | {
+        "contender": contender.key
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Elected(contenders.Contender):
+    """An okt contender run as a replica: ``--leader-elect``, and ``/metrics`` on a free local port."""
+
+    @classmethod
+    def of(cls, contender: contenders.Contender) -> Elected:
+        return cls(**{field.name: getattr(contender, field.name) for field in dataclasses.fields(contender)})
+
+    def launch(
+        self, kubeconfig: pathlib.Path, namespace: str, workers: int, bin_dir: pathlib.Path | None = None
+    ) -> contenders.Launch:
+        base = super().launch(kubeconfig, namespace, workers, bin_dir)
+        argv = list(base.argv)
+        argv[argv.index(METRICS_FLAG) + 1] = f"127.0.0.1:{envtest.free_port()}"
+        return contenders.Launch((*argv, "--leader-elect"), base.env)
+
+
+def probe(proc: process.OperatorProcess) -> process.OperatorProcess:
+    """``proc`` with its probe URL set from its command line (``/metrics`` can then be scraped)."""
+    proc.probe_url = "http://" + proc.argv[proc.argv.index(METRICS_FLAG) + 1]
+    return proc
+
+
+def scrape(proc: process.OperatorProcess) -> dict[str, Any]:
+    """The operator's queue and sync progress now, from its ``/metrics``: sweep and live keys waiting, workers busy,
+    reconciles done since it started, objects cached by kind."""
+    sums = {"sweep": 0.0, "live": 0.0, "active_workers": 0.0, "reconciles": 0.0}
+    cached: dict[str, float] = {}
+    summed = {"okt_active_workers": "active_workers", "okt_reconcile_total": "reconciles"}
+    for family in prom_parser.text_string_to_metric_families(proc.metrics()):
+        for sample in family.samples:
+            if sample.name == "okt_workqueue_depth_by_priority" and sample.labels.get("priority") in sums:
+                sums[sample.labels["priority"]] += sample.value
+            elif sample.name in summed:
+                sums[summed[sample.name]] += sample.value
+            elif sample.name == "okt_cache_objects":
+                cached[sample.labels.get("kind", "")] = sample.value
+    return {
+        "at": round(time.time(), 3),
+        "sweep_keys_waiting": int(sums["sweep"]),
+        "live_keys_waiting": int(sums["live"]),
+        "active_workers": int(sums["active_workers"]),
+        "reconciles": int(sums["reconciles"]),
+        "cached_objects": {kind: int(n) for kind, n in sorted(cached.items())},
+    }
+
+
+def logged_at(proc: process.OperatorProcess, event: str) -> float | None:
+    """When ``proc`` first logged ``event`` (its record's own timestamp), or None."""
+    for record in proc.records():
+        if record.get("event") == event:
+            return audit.parse_time(record.get("timestamp"))
+    return None
+
+
+def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, timeout: float) -> float:
+    """Wait until ``proc`` logged ``event``; returns the record's time."""
+    found: list[float] = []
+
+    def seen() -> bool:
+        bench.check_alive(proc, f"waiting for {event!r}")
+        moment = logged_at(proc, event) if proc.logged(event) else None
+        if moment is not None:
+            found.append(moment)
+        return moment is not None
+
+    cluster.poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
+    return found[0]
+
+
+def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float) -> dict[str, Any]:
+    """Wait until ``proc``'s queue is empty and no worker is busy, on two scrapes a second apart.
+
+    Why not :meth:`benchmarks.run.Bench.wait_idle`: a leader renews its Lease every couple of seconds, so it never
+    goes without a request for long; its queue says when its work is done.
+    """
+    last: list[dict[str, Any]] = []
+
+    def settled() -> bool:
+        bench.check_alive(proc, "the sweep")
+        now = scrape(proc)
+        idle = now["sweep_keys_waiting"] == now["live_keys_waiting"] == now["active_workers"] == 0
+        calm = idle and bool(last) and last[-1]["reconciles"] == now["reconciles"]
+        last.append(now)
+        return calm
+
+    cluster.poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
+    return last[-1]
+
+
+def get_cr(bench: run.Bench, namespace: str, name: str) -> dict[str, Any]:
+    return bench.client.get(cluster.MEMCACHED, name, namespace)
+
+
+def ready_for(generation: int) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a Memcached is ``Ready=True`` having observed ``generation``."""
+
+    def verdict(cr: Mapping[str, Any]) -> bool:
+        status = cr.get("status") or {}
+        condition = manifests.find_condition(status, "Ready") or {}
+        observed = condition.get("observedGeneration", status.get("observedGeneration")) or 0
+        return manifests.is_ready(cr) and int(observed) >= generation
+
+    return verdict
+
+
+def judged(seconds: float, target: float) -> dict[str, Any]:
+    return {"seconds": round(seconds, 3), "target_seconds": target, "met": seconds <= target}
+
+
+# -- the phases --------------------------------------------------------------------------------------------------------
+
+
+def fresh_first(bench: run.Bench, m: run.Measurement) -> tuple[dict[str, Any], process.OperatorProcess]:
+    """Restart over the converged objects, create a fresh Memcached :data:`FRESH_DELAY` s after the restarted
+    operator began reconciling, and time it to Ready; returns the figures and the restarted process (the leader)."""
+    s = bench.settings
+    leader = probe(bench.launch(m, "fresh-first"))
+    reconciling_at = wait_logged(bench, leader, READY_LINE, s.timeout(90, 0.02))
+    bench.sleep_alive(leader, reconciling_at + FRESH_DELAY, "the fresh-first delay")
+    at_create = scrape(leader)
+    created_at = time.time()
+    bench.client.create(manifests.custom_resource(FRESH_NAME, m.namespace, 1), cluster.MEMCACHED)
+    ready = ready_for(1)
+    ready_at = cluster.poll(
+        lambda: ready(get_cr(bench, m.namespace, FRESH_NAME)),
+        s.timeout(60, 0.05),
+        f"{m.contender.key}'s fresh {FRESH_NAME} to be Ready",
+        interval=watched.POLL_INTERVAL,
+    )
+    at_ready = scrape(leader)
+    settled = wait_settled(bench, leader, s.timeout(60, 0.3))
+    sweeping = at_ready["sweep_keys_waiting"] > 0
+    run.say(
+        f"{m.tag} fresh CR Ready {ready_at - created_at:.2f}s after its creation (target {FRESH_TARGET:.0f}s); "
+        f"sweep keys still waiting then: {at_ready['sweep_keys_waiting']}"
+    )
+    figures = judged(ready_at - created_at, FRESH_TARGET) | {
+        "applicable": True,
+        "created_after_reconciling_seconds": round(created_at - reconciling_at, 3),
+        "restart_to_reconciling_seconds": round(reconciling_at - leader.started_at, 3),
+        "sweep_running_at_ready": sweeping,
+        "evidence": (
+            f"okt_workqueue_depth_by_priority{{priority=sweep}} = {at_ready['sweep_keys_waiting']} when scraped "
+            f"{at_ready['at'] - ready_at:.2f}s after the fresh object was seen Ready; "
+            f"{at_ready['reconciles']} reconciles done by then, {settled['reconciles']} once the queue was empty"
+        ),
+        "at_create": at_create,
+        "at_ready": at_ready,
+        "settled": settled,
+    }
+    return figures, leader
+
+
+def failover(
+    bench: run.Bench, m: run.Measurement, leader: process.OperatorProcess, standby_user: str
+) -> dict[str, Any]:
+    """A warm standby beside ``leader``; ``leader`` killed with SIGKILL, a spec changed at once; the time until the
+    standby reconciled it, with the audit log's word on who wrote when."""
+    s = bench.settings
+    standby = probe(bench.launch(dataclasses.replace(m, user=standby_user), "standby"))
+    warm_at = wait_logged(bench, standby, STANDBY_LINE, s.timeout(90, 0.02))
+    # A standby in its steady state: it has seen the leader renew the Lease at least once.
+    bench.sleep_alive(standby, time.time() + RETRY_PERIOD * 2, "the standby's warm-up")
+    bench.check_alive(leader, "the standby's warm-up")
+    name = cluster.cr_names(s.n)[0]
+    size = int((get_cr(bench, m.namespace, name).get("spec") or {}).get("size") or 1)
+    killed_at = time.time()
+    leader.kill()
+    changed = bench.client.patch(cluster.MEMCACHED, name, {"spec": {"size": size + 1}}, m.namespace)
+    changed_at = time.time()
+    generation = int(changed["metadata"]["generation"])
+    ready = ready_for(generation)
+    reconciled_at = cluster.poll(
+        lambda: ready(get_cr(bench, m.namespace, name)),
+        LEASE_DURATION + s.timeout(60, 0.01),
+        f"the standby to reconcile {name} generation {generation}",
+        interval=watched.POLL_INTERVAL,
+        detail=standby.tail,
+    )
+    led_at = wait_logged(bench, standby, LEADER_LINE, 10.0)
+    bench.audit.settle(time.time())
+    after_kill = bench.audit.counts(m.user, killed_at)
+    # Taking the Lease is the standby's one write before it leads; any other would be a second writer.
+    before_leading = [r for r in bench.audit.requests(standby_user, standby.started_at, led_at) if r.resource != LEASES]
+    target = LEASE_DURATION + FAILOVER_SLACK
+    run.say(
+        f"{m.tag} failover: the standby reconciled {reconciled_at - killed_at:.2f}s after the kill "
+        f"(target {target:.0f}s), led after {led_at - killed_at:.2f}s; the killed leader's requests after the kill: "
+        f"{after_kill.writes + after_kill.reads}"
+    )
+    return judged(reconciled_at - killed_at, target) | {
+        "applicable": True,
+        "lease_duration_seconds": LEASE_DURATION,
+        "standby_warm_after_seconds": round(warm_at - standby.started_at, 3),
+        "became_leader_after_kill_seconds": round(led_at - killed_at, 3),
+        "change_after_kill_seconds": round(changed_at - killed_at, 3),
+        "generation": generation,
+        "killed_leader_requests_after_kill": after_kill.writes + after_kill.reads,
+        "standby_writes_before_leading": sum(r.is_write for r in before_leading),
+        "standby_requests_before_leading": audit.Counts.of(before_leading).to_json(),
+    }
+
+
+def measure(bench: run.Bench, contender: contenders.Contender) -> dict[str, Any]:
+    """Both phases for one okt contender on a fresh control plane; a failure is recorded with its error."""
+    if contender.key not in APPLICABLE:
+        return not_applicable(contender)
+    suffix = secrets.token_hex(3)
+    user, standby_user = f"bench-{contender.key}-leader", f"bench-{contender.key}-standby"
+    namespace = f"bench-{contender.key}-phases-{suffix}"
+    result: dict[str, Any] = {"contender": contender.key, "namespace": namespace, "error": None}
+    m = run.Measurement(contender, user, namespace, f"[phases {contender.key}]")
+    try:
+        with bench.fresh_plane(user, standby_user):
+            try:
+                cluster.create_namespace(bench.client, namespace)
+                first = bench.launch(m, "phases-converge")
+                bench.wait_ready(first, user, contender.ready_line)
+                m.view = watched.WatchedNamespace(bench.client, namespace, bench.settings.n).start()
+                converge(bench, m, first)
+                m.contender = Elected.of(contender)
+                result["fresh_first"], leader = fresh_first(bench, m)
+                result["failover"] = failover(bench, m, leader, standby_user)
+            finally:
+                for proc in m.running:
+                    proc.stop()
+                if m.view is not None:
+                    m.view.close()
+    except (cluster.BenchError, envtest.ControlPlaneError, errors.OktError, OSError) as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        run.say(f"{m.tag} FAILED: {result['error']}")
+    return result
+
+
+def converge(bench: run.Bench, m: run.Measurement, first: process.OperatorProcess) -> None:
+    """N objects created and converged by ``first`` (no leader election), which is then stopped once idle."""
+    s, view = bench.settings, m.seen
+    run.say(f"{m.tag} converging {s.n} Memcached objects")
+    started = cluster.create_custom_resources(bench.client, m.namespace, s.n, s.sizes(), s.workers)
+    cluster.poll(
+        view.converged,
+        bench.converge_limits.get(m.contender.key, s.timeout(120, 1.5)),
+        f"{m.contender.key} to converge",
+        interval=watched.POLL_INTERVAL,
+        detail=lambda: view.last,
+    )
+    bench.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
+    first.stop()

@@ -43,7 +43,7 @@ from prometheus_client import parser as prom_parser
 from benchmarks import cluster, contenders, manifests, run, watched
 from okt import errors
 from okt.runtime import manager
-from okt.testing import audit, envtest, process
+from okt.testing import audit, envtest, process, waiting
 
 FRESH_DELAY = 1.0
 """Seconds after the restarted operator started reconciling that the fresh object is created."""
@@ -72,6 +72,26 @@ def not_applicable(contender: contenders.Contender) -> dict[str, Any]:
     return {phase: {"applicable": False, "why": why} for phase, why in NOT_APPLICABLE.items()} | {
         "contender": contender.key
     }
+
+
+def poll(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = watched.POLL_INTERVAL,
+    detail: Callable[[], str] | None = None,
+) -> float:
+    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
+    try:
+        return waiting.wait_for(
+            lambda: predicate() and time.time(),
+            timeout,
+            interval,
+            lambda: f"{what}; {detail()}" if detail is not None else what,
+        )
+    except waiting.WaitTimeout as exc:
+        raise cluster.BenchTimeout(str(exc)) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +160,7 @@ def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, tim
             found.append(moment)
         return moment is not None
 
-    cluster.poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
+    poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
     return found[0]
 
 
@@ -160,7 +180,7 @@ def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float
         last.append(now)
         return calm
 
-    cluster.poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
+    poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
     return last[-1]
 
 
@@ -198,7 +218,7 @@ def fresh_first(bench: run.Bench, m: run.Measurement) -> tuple[dict[str, Any], p
     created_at = time.time()
     bench.client.create(manifests.custom_resource(FRESH_NAME, m.namespace, 1), cluster.MEMCACHED)
     ready = ready_for(1)
-    ready_at = cluster.poll(
+    ready_at = poll(
         lambda: ready(get_cr(bench, m.namespace, FRESH_NAME)),
         s.timeout(60, 0.05),
         f"{m.contender.key}'s fresh {FRESH_NAME} to be Ready",
@@ -247,7 +267,7 @@ def failover(
     changed_at = time.time()
     generation = int(changed["metadata"]["generation"])
     ready = ready_for(generation)
-    reconciled_at = cluster.poll(
+    reconciled_at = poll(
         lambda: ready(get_cr(bench, m.namespace, name)),
         LEASE_DURATION + s.timeout(60, 0.01),
         f"the standby to reconcile {name} generation {generation}",
@@ -314,7 +334,7 @@ def converge(bench: run.Bench, m: run.Measurement, first: process.OperatorProces
     s, view = bench.settings, m.seen
     run.say(f"{m.tag} converging {s.n} Memcached objects")
     started = cluster.create_custom_resources(bench.client, m.namespace, s.n, s.sizes(), s.workers)
-    cluster.poll(
+    poll(
         view.converged,
         bench.converge_limits.get(m.contender.key, s.timeout(120, 1.5)),
         f"{m.contender.key} to converge",

@@ -94,11 +94,21 @@ def memory(proc: process.OperatorProcess) -> dict[str, float]:
     return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(hwm / 1024, 1)}
 
 
-def when_true(view: watched.WatchedNamespace, verdict: Callable[[], bool], timeout: float, what: str) -> float:
-    """Ask the view's ``verdict`` until it is yes; returns the wall-clock time it first was."""
+def poll(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = watched.POLL_INTERVAL,
+    detail: Callable[[], str] | None = None,
+) -> float:
+    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
     try:
         return waiting.wait_for(
-            lambda: verdict() and time.time(), timeout, watched.POLL_INTERVAL, lambda: f"{what}; {view.last}"
+            lambda: predicate() and time.time(),
+            timeout,
+            interval,
+            lambda: f"{what}; {detail()}" if detail is not None else what,
         )
     except waiting.WaitTimeout as exc:
         raise cluster.BenchTimeout(str(exc)) from None
@@ -301,7 +311,7 @@ class Bench:
         plane_before = self.plane_cpu()
         started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
         limit = self.converge_limits.get(m.contender.key, s.timeout(120, 1.5))
-        converged_at = when_true(view, view.converged, limit, f"{m.contender.key} to converge")
+        converged_at = poll(view.converged, limit, f"{m.contender.key} to converge", detail=lambda: view.last)
         plane_converge = self.plane_cpu(since=plane_before)
         idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
         used = memory(first)
@@ -349,7 +359,7 @@ class Bench:
         target = s.new_sizes()
         changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
         what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
-        rolled_at = when_true(view, lambda: view.replicas_are(target), s.timeout(120, 1.0), what)
+        rolled_at = poll(lambda: view.replicas_are(target), s.timeout(120, 1.0), what, detail=lambda: view.last)
         plane_change = self.plane_cpu(since=plane_before)
         self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
         ended = time.time()

@@ -106,21 +106,13 @@ def scrape(proc: process.OperatorProcess) -> dict[str, Any]:
     }
 
 
-def logged_at(proc: process.OperatorProcess, event: str) -> float | None:
-    """When ``proc`` first logged ``event`` (its record's own timestamp), or None."""
-    for record in proc.records():
-        if record.get("event") == event:
-            return audit.parse_time(record.get("timestamp"))
-    return None
-
-
 def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, timeout: float) -> float:
     """Wait until ``proc`` logged ``event``; returns the record's time."""
     found: list[float] = []
 
     def seen() -> bool:
         bench.check_alive(proc, f"waiting for {event!r}")
-        moment = logged_at(proc, event) if proc.logged(event) else None
+        moment = proc.logged_at(event) if proc.logged(event) else None
         if moment is not None:
             found.append(moment)
         return moment is not None

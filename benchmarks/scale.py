@@ -11,12 +11,9 @@ cached object (a CR and its three children are four) above the operator's RSS wh
 The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
 recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
 
-Each okt contender then runs the two phases of :mod:`benchmarks.phases` on a control plane of its own (unless
-``--skip-phases``): **fresh events first** (a Memcached created 1 s after a restart over the N converged objects, the
-time until it is Ready while the sweep runs, the sweep's progress read from the operator's ``/metrics``) and **warm
-standby** (the leader killed with SIGKILL beside a standby: the time until the standby reconciled a change made at
-the kill). They are printed in a table of their own, each figure beside its target; the raw floor and Kopf have
-neither a priority lane nor leader election and are shown as not applicable.
+Each okt contender then runs the two phases of :mod:`benchmarks.phases` (fresh events first, warm standby; described
+there) on a control plane of its own, unless ``--skip-phases``. They are printed in a table of their own, each figure
+beside its target; the raw floor and Kopf are shown as not applicable.
 
 Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
 """

@@ -277,10 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in sorted(args.n):
         document["sizes"][str(n)] = measure_size(n, args, args.chosen, logs, skip)
         document["settings"] = dataclasses.asdict(settings_for(n, args, args.chosen)) | {"n": sorted(args.n)}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+        report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
     document["machine"] = report.machine_info(server)
-    args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
     print(tables(document))
     ok = all(
         (result.get("converged") or key == contenders.KOPF.key) and not (result.get("phases") or {}).get("error")

@@ -401,10 +401,7 @@ OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
     ("--rounds", int, 2, "measurements per contender, the median is reported (default 2)."),
     ("--workers", int, 8, "concurrent reconciles of every contender."),
     ("--steady-seconds", float, 30.0, "the restart window (default 30)."),
-    ("--size", int, 1, "spec.size at creation (default 1)."),
-    ("--new-size", int, 2, "spec.size after the change (default 2)."),
     ("--contenders", str, ",".join(c.key for c in contenders.ALL), "comma-separated keys, in order (default: all)."),
-    ("--crd", pathlib.Path, contenders.CRD, "the Memcached CRD to apply (default: the sample's deploy/crd.yaml)."),
     (
         "--json",
         pathlib.Path,
@@ -430,8 +427,6 @@ def parse(argv: Sequence[str] | None) -> Settings:
     args = parser.parse_args(argv)
     if args.n < 1 or args.workers < 1 or args.steady_seconds <= 0:
         parser.error("--n, --workers and --steady-seconds must be positive")
-    if args.size == args.new_size:
-        parser.error("--size and --new-size must differ")
     try:
         chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
     except KeyError as exc:
@@ -444,10 +439,10 @@ def parse(argv: Sequence[str] | None) -> Settings:
         rounds=max(1, args.rounds),
         workers=args.workers,
         steady_seconds=args.steady_seconds,
-        size=args.size,
-        new_size=args.new_size,
+        size=1,
+        new_size=2,
         contenders=chosen,
-        crd=args.crd,
+        crd=contenders.CRD,
         json_path=args.json or RESULTS / f"n{args.n}.json",
         markdown_path=args.markdown,
         logs_dir=args.logs_dir,

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import pathlib
 import secrets
 import time
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import parser as prom_parser
@@ -43,7 +41,7 @@ from prometheus_client import parser as prom_parser
 from benchmarks import cluster, contenders, manifests, run, watched
 from okt import errors
 from okt.runtime import manager
-from okt.testing import audit, envtest, process, waiting
+from okt.testing import audit, envtest, process
 
 FRESH_DELAY = 1.0
 """Seconds after the restarted operator started reconciling that the fresh object is created."""
@@ -74,46 +72,13 @@ def not_applicable(contender: contenders.Contender) -> dict[str, Any]:
     }
 
 
-def poll(
-    predicate: Callable[[], Any],
-    timeout: float,
-    what: str,
-    *,
-    interval: float = watched.POLL_INTERVAL,
-    detail: Callable[[], str] | None = None,
-) -> float:
-    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
-    try:
-        return waiting.wait_for(
-            lambda: predicate() and time.time(),
-            timeout,
-            interval,
-            lambda: f"{what}; {detail()}" if detail is not None else what,
-        )
-    except waiting.WaitTimeout as exc:
-        raise cluster.BenchTimeout(str(exc)) from None
-
-
-@dataclasses.dataclass(frozen=True)
-class Elected(contenders.Contender):
-    """An okt contender run as a replica: ``--leader-elect``, and ``/metrics`` on a free local port."""
-
-    @classmethod
-    def of(cls, contender: contenders.Contender) -> Elected:
-        return cls(**{field.name: getattr(contender, field.name) for field in dataclasses.fields(contender)})
-
-    def launch(
-        self, kubeconfig: pathlib.Path, namespace: str, workers: int, bin_dir: pathlib.Path | None = None
-    ) -> contenders.Launch:
-        base = super().launch(kubeconfig, namespace, workers, bin_dir)
-        argv = list(base.argv)
-        argv[argv.index(METRICS_FLAG) + 1] = f"127.0.0.1:{envtest.free_port()}"
-        return contenders.Launch((*argv, "--leader-elect"), base.env)
-
-
-def probe(proc: process.OperatorProcess) -> process.OperatorProcess:
-    """``proc`` with its probe URL set from its command line (``/metrics`` can then be scraped)."""
-    proc.probe_url = "http://" + proc.argv[proc.argv.index(METRICS_FLAG) + 1]
+def launch_elected(bench: run.Bench, m: run.Measurement, tag: str) -> process.OperatorProcess:
+    """``m``'s okt contender as a replica: ``--leader-elect``, and ``/metrics`` on a free local port (its probe URL,
+    so that it can be scraped)."""
+    address = f"127.0.0.1:{envtest.free_port()}"
+    command = m.contender.command.replace(f"{METRICS_FLAG} 0", f"{METRICS_FLAG} {address}") + " --leader-elect"
+    proc = bench.launch(dataclasses.replace(m, contender=dataclasses.replace(m.contender, command=command)), tag)
+    proc.probe_url = f"http://{address}"
     return proc
 
 
@@ -141,26 +106,18 @@ def scrape(proc: process.OperatorProcess) -> dict[str, Any]:
     }
 
 
-def logged_at(proc: process.OperatorProcess, event: str) -> float | None:
-    """When ``proc`` first logged ``event`` (its record's own timestamp), or None."""
-    for record in proc.records():
-        if record.get("event") == event:
-            return audit.parse_time(record.get("timestamp"))
-    return None
-
-
 def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, timeout: float) -> float:
     """Wait until ``proc`` logged ``event``; returns the record's time."""
     found: list[float] = []
 
     def seen() -> bool:
         bench.check_alive(proc, f"waiting for {event!r}")
-        moment = logged_at(proc, event) if proc.logged(event) else None
+        moment = proc.logged_at(event) if proc.logged(event) else None
         if moment is not None:
             found.append(moment)
         return moment is not None
 
-    poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
+    run.poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
     return found[0]
 
 
@@ -180,24 +137,17 @@ def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float
         last.append(now)
         return calm
 
-    poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
+    run.poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
     return last[-1]
 
 
-def get_cr(bench: run.Bench, namespace: str, name: str) -> dict[str, Any]:
-    return bench.client.get(cluster.MEMCACHED, name, namespace)
-
-
-def ready_for(generation: int) -> Callable[[Mapping[str, Any]], bool]:
-    """Whether a Memcached is ``Ready=True`` having observed ``generation``."""
-
-    def verdict(cr: Mapping[str, Any]) -> bool:
-        status = cr.get("status") or {}
-        condition = manifests.find_condition(status, "Ready") or {}
-        observed = condition.get("observedGeneration", status.get("observedGeneration")) or 0
-        return manifests.is_ready(cr) and int(observed) >= generation
-
-    return verdict
+def ready_at(bench: run.Bench, namespace: str, name: str, generation: int) -> bool:
+    """Whether the Memcached ``name`` is ``Ready=True`` having observed ``generation``."""
+    cr = bench.client.get(cluster.MEMCACHED, name, namespace)
+    status = cr.get("status") or {}
+    condition = manifests.find_condition(status, "Ready") or {}
+    observed = condition.get("observedGeneration", status.get("observedGeneration")) or 0
+    return manifests.is_ready(cr) and int(observed) >= generation
 
 
 def judged(seconds: float, target: float) -> dict[str, Any]:
@@ -211,34 +161,32 @@ def fresh_first(bench: run.Bench, m: run.Measurement) -> tuple[dict[str, Any], p
     """Restart over the converged objects, create a fresh Memcached :data:`FRESH_DELAY` s after the restarted
     operator began reconciling, and time it to Ready; returns the figures and the restarted process (the leader)."""
     s = bench.settings
-    leader = probe(bench.launch(m, "fresh-first"))
+    leader = launch_elected(bench, m, "fresh-first")
     reconciling_at = wait_logged(bench, leader, READY_LINE, s.timeout(90, 0.02))
     bench.sleep_alive(leader, reconciling_at + FRESH_DELAY, "the fresh-first delay")
     at_create = scrape(leader)
     created_at = time.time()
     bench.client.create(manifests.custom_resource(FRESH_NAME, m.namespace, 1), cluster.MEMCACHED)
-    ready = ready_for(1)
-    ready_at = poll(
-        lambda: ready(get_cr(bench, m.namespace, FRESH_NAME)),
+    fresh_ready_at = run.poll(
+        lambda: ready_at(bench, m.namespace, FRESH_NAME, 1),
         s.timeout(60, 0.05),
         f"{m.contender.key}'s fresh {FRESH_NAME} to be Ready",
-        interval=watched.POLL_INTERVAL,
     )
     at_ready = scrape(leader)
     settled = wait_settled(bench, leader, s.timeout(60, 0.3))
     sweeping = at_ready["sweep_keys_waiting"] > 0
     run.say(
-        f"{m.tag} fresh CR Ready {ready_at - created_at:.2f}s after its creation (target {FRESH_TARGET:.0f}s); "
+        f"{m.tag} fresh CR Ready {fresh_ready_at - created_at:.2f}s after its creation (target {FRESH_TARGET:.0f}s); "
         f"sweep keys still waiting then: {at_ready['sweep_keys_waiting']}"
     )
-    figures = judged(ready_at - created_at, FRESH_TARGET) | {
+    figures = judged(fresh_ready_at - created_at, FRESH_TARGET) | {
         "applicable": True,
         "created_after_reconciling_seconds": round(created_at - reconciling_at, 3),
         "restart_to_reconciling_seconds": round(reconciling_at - leader.started_at, 3),
         "sweep_running_at_ready": sweeping,
         "evidence": (
             f"okt_workqueue_depth_by_priority{{priority=sweep}} = {at_ready['sweep_keys_waiting']} when scraped "
-            f"{at_ready['at'] - ready_at:.2f}s after the fresh object was seen Ready; "
+            f"{at_ready['at'] - fresh_ready_at:.2f}s after the fresh object was seen Ready; "
             f"{at_ready['reconciles']} reconciles done by then, {settled['reconciles']} once the queue was empty"
         ),
         "at_create": at_create,
@@ -254,24 +202,22 @@ def failover(
     """A warm standby beside ``leader``; ``leader`` killed with SIGKILL, a spec changed at once; the time until the
     standby reconciled it, with the audit log's word on who wrote when."""
     s = bench.settings
-    standby = probe(bench.launch(dataclasses.replace(m, user=standby_user), "standby"))
+    standby = launch_elected(bench, dataclasses.replace(m, user=standby_user), "standby")
     warm_at = wait_logged(bench, standby, STANDBY_LINE, s.timeout(90, 0.02))
     # A standby in its steady state: it has seen the leader renew the Lease at least once.
     bench.sleep_alive(standby, time.time() + RETRY_PERIOD * 2, "the standby's warm-up")
     bench.check_alive(leader, "the standby's warm-up")
     name = cluster.cr_names(s.n)[0]
-    size = int((get_cr(bench, m.namespace, name).get("spec") or {}).get("size") or 1)
+    size = int((bench.client.get(cluster.MEMCACHED, name, m.namespace).get("spec") or {}).get("size") or 1)
     killed_at = time.time()
     leader.kill()
     changed = bench.client.patch(cluster.MEMCACHED, name, {"spec": {"size": size + 1}}, m.namespace)
     changed_at = time.time()
     generation = int(changed["metadata"]["generation"])
-    ready = ready_for(generation)
-    reconciled_at = poll(
-        lambda: ready(get_cr(bench, m.namespace, name)),
+    reconciled_at = run.poll(
+        lambda: ready_at(bench, m.namespace, name, generation),
         LEASE_DURATION + s.timeout(60, 0.01),
         f"the standby to reconcile {name} generation {generation}",
-        interval=watched.POLL_INTERVAL,
         detail=standby.tail,
     )
     led_at = wait_logged(bench, standby, LEADER_LINE, 10.0)
@@ -299,9 +245,8 @@ def failover(
 
 
 def measure(bench: run.Bench, contender: contenders.Contender) -> dict[str, Any]:
-    """Both phases for one okt contender on a fresh control plane; a failure is recorded with its error."""
-    if contender.key not in APPLICABLE:
-        return not_applicable(contender)
+    """Both phases for one okt contender (one of :data:`APPLICABLE`) on a fresh control plane; a failure is recorded
+    with its error."""
     suffix = secrets.token_hex(3)
     user, standby_user = f"bench-{contender.key}-leader", f"bench-{contender.key}-standby"
     namespace = f"bench-{contender.key}-phases-{suffix}"
@@ -314,8 +259,7 @@ def measure(bench: run.Bench, contender: contenders.Contender) -> dict[str, Any]
                 first = bench.launch(m, "phases-converge")
                 bench.wait_ready(first, user, contender.ready_line)
                 m.view = watched.WatchedNamespace(bench.client, namespace, bench.settings.n).start()
-                converge(bench, m, first)
-                m.contender = Elected.of(contender)
+                bench.converge(m, first)
                 result["fresh_first"], leader = fresh_first(bench, m)
                 result["failover"] = failover(bench, m, leader, standby_user)
             finally:
@@ -327,19 +271,3 @@ def measure(bench: run.Bench, contender: contenders.Contender) -> dict[str, Any]
         result["error"] = f"{type(exc).__name__}: {exc}"
         run.say(f"{m.tag} FAILED: {result['error']}")
     return result
-
-
-def converge(bench: run.Bench, m: run.Measurement, first: process.OperatorProcess) -> None:
-    """N objects created and converged by ``first`` (no leader election), which is then stopped once idle."""
-    s, view = bench.settings, m.seen
-    run.say(f"{m.tag} converging {s.n} Memcached objects")
-    started = cluster.create_custom_resources(bench.client, m.namespace, s.n, s.sizes(), s.workers)
-    poll(
-        view.converged,
-        bench.converge_limits.get(m.contender.key, s.timeout(120, 1.5)),
-        f"{m.contender.key} to converge",
-        interval=watched.POLL_INTERVAL,
-        detail=lambda: view.last,
-    )
-    bench.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
-    first.stop()

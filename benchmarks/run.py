@@ -94,11 +94,21 @@ def memory(proc: process.OperatorProcess) -> dict[str, float]:
     return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(hwm / 1024, 1)}
 
 
-def when_true(view: watched.WatchedNamespace, verdict: Callable[[], bool], timeout: float, what: str) -> float:
-    """Ask the view's ``verdict`` until it is yes; returns the wall-clock time it first was."""
+def poll(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = watched.POLL_INTERVAL,
+    detail: Callable[[], str] | None = None,
+) -> float:
+    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
     try:
         return waiting.wait_for(
-            lambda: verdict() and time.time(), timeout, watched.POLL_INTERVAL, lambda: f"{what}; {view.last}"
+            lambda: predicate() and time.time(),
+            timeout,
+            interval,
+            lambda: f"{what}; {detail()}" if detail is not None else what,
         )
     except waiting.WaitTimeout as exc:
         raise cluster.BenchTimeout(str(exc)) from None
@@ -301,7 +311,7 @@ class Bench:
         plane_before = self.plane_cpu()
         started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
         limit = self.converge_limits.get(m.contender.key, s.timeout(120, 1.5))
-        converged_at = when_true(view, view.converged, limit, f"{m.contender.key} to converge")
+        converged_at = poll(view.converged, limit, f"{m.contender.key} to converge", detail=lambda: view.last)
         plane_converge = self.plane_cpu(since=plane_before)
         idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
         used = memory(first)
@@ -349,7 +359,7 @@ class Bench:
         target = s.new_sizes()
         changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
         what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
-        rolled_at = when_true(view, lambda: view.replicas_are(target), s.timeout(120, 1.0), what)
+        rolled_at = poll(lambda: view.replicas_are(target), s.timeout(120, 1.0), what, detail=lambda: view.last)
         plane_change = self.plane_cpu(since=plane_before)
         self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
         ended = time.time()
@@ -391,10 +401,7 @@ OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
     ("--rounds", int, 2, "measurements per contender, the median is reported (default 2)."),
     ("--workers", int, 8, "concurrent reconciles of every contender."),
     ("--steady-seconds", float, 30.0, "the restart window (default 30)."),
-    ("--size", int, 1, "spec.size at creation (default 1)."),
-    ("--new-size", int, 2, "spec.size after the change (default 2)."),
     ("--contenders", str, ",".join(c.key for c in contenders.ALL), "comma-separated keys, in order (default: all)."),
-    ("--crd", pathlib.Path, contenders.CRD, "the Memcached CRD to apply (default: the sample's deploy/crd.yaml)."),
     (
         "--json",
         pathlib.Path,
@@ -420,8 +427,6 @@ def parse(argv: Sequence[str] | None) -> Settings:
     args = parser.parse_args(argv)
     if args.n < 1 or args.workers < 1 or args.steady_seconds <= 0:
         parser.error("--n, --workers and --steady-seconds must be positive")
-    if args.size == args.new_size:
-        parser.error("--size and --new-size must differ")
     try:
         chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
     except KeyError as exc:
@@ -434,10 +439,10 @@ def parse(argv: Sequence[str] | None) -> Settings:
         rounds=max(1, args.rounds),
         workers=args.workers,
         steady_seconds=args.steady_seconds,
-        size=args.size,
-        new_size=args.new_size,
+        size=1,
+        new_size=2,
         contenders=chosen,
-        crd=args.crd,
+        crd=contenders.CRD,
         json_path=args.json or RESULTS / f"n{args.n}.json",
         markdown_path=args.markdown,
         logs_dir=args.logs_dir,

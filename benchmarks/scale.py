@@ -11,12 +11,9 @@ cached object (a CR and its three children are four) above the operator's RSS wh
 The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
 recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
 
-Each okt contender then runs the two phases of :mod:`benchmarks.phases` on a control plane of its own (unless
-``--skip-phases``): **fresh events first** (a Memcached created 1 s after a restart over the N converged objects, the
-time until it is Ready while the sweep runs, the sweep's progress read from the operator's ``/metrics``) and **warm
-standby** (the leader killed with SIGKILL beside a standby: the time until the standby reconciled a change made at
-the kill). They are printed in a table of their own, each figure beside its target; the raw floor and Kopf have
-neither a priority lane nor leader election and are shown as not applicable.
+Each okt contender then runs the two phases of :mod:`benchmarks.phases` (fresh events first, warm standby; described
+there) on a control plane of its own, unless ``--skip-phases``. They are printed in a table of their own, each figure
+beside its target; the raw floor and Kopf are shown as not applicable.
 
 Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
 """
@@ -97,51 +94,40 @@ def phases_of(bench: run.Bench, contender: contenders.Contender, measured: Mappi
 
 
 def figures(result: Mapping[str, Any], n: int) -> dict[str, float | None]:
-    """The figures of one measurement that the tables show (None where the phase did not run)."""
-    flat = report.flatten(result)
-    ready = flat.get("ready_rss_mib")
-    rss = flat.get("converge.rss_mib")
-    per_object = None
+    """The figures of one measurement by dotted path (None where the phase did not run), with the memory per cached
+    object above the RSS the operator had when it was ready."""
+    flat: dict[str, float | None] = dict(report.flatten(result))
+    ready, rss = flat.get("ready_rss_mib"), flat.get("converge.rss_mib")
     if ready is not None and rss is not None:
-        per_object = round((rss - ready) * 1024 / (CACHED_PER_CR * n), 2)
-    return {
-        "converge_s": flat.get("converge.seconds"),
-        "converge_writes": flat.get("converge.requests.writes"),
-        "converge_reads": flat.get("converge.requests.reads"),
-        "converge_cpu_s": flat.get("converge.cpu_seconds"),
-        "ready_rss_mib": ready,
-        "converge_rss_mib": rss,
-        "converge_peak_rss_mib": flat.get("converge.peak_rss_mib"),
-        "kib_per_object": per_object,
-        "restart_writes": flat.get("restart.requests.writes"),
-        "restart_reads": flat.get("restart.requests.reads"),
-        "restart_idle_s": flat.get("restart.idle_after_seconds"),
-        "restart_rss_mib": flat.get("restart.rss_mib"),
-        "restart_peak_rss_mib": flat.get("restart.peak_rss_mib"),
-        "change_s": flat.get("spec_change.seconds"),
-        "change_writes": flat.get("spec_change.requests.writes"),
-        "change_cpu_s": flat.get("spec_change.cpu_seconds"),
-        "change_rss_mib": flat.get("spec_change.rss_mib"),
-        "change_peak_rss_mib": flat.get("spec_change.peak_rss_mib"),
-    }
+        flat[KIB_PER_OBJECT] = round((rss - ready) * 1024 / (CACHED_PER_CR * n), 2)
+    return flat
 
 
+RATIO, KIB_PER_OBJECT = "ratio", "kib_per_object"
 COLUMNS = (
-    ("converge_s", "conv s"),
-    ("ratio", "x floor"),
-    ("converge_writes", "writes"),
-    ("converge_reads", "reads"),
-    ("converge_cpu_s", "CPU s"),
-    ("converge_rss_mib", "RSS MiB"),
-    ("converge_peak_rss_mib", "peak MiB"),
-    ("kib_per_object", "KiB/obj"),
-    ("restart_writes", "rst writes"),
-    ("restart_idle_s", "rst idle s"),
-    ("restart_rss_mib", "rst RSS"),
-    ("restart_peak_rss_mib", "rst peak"),
-    ("change_s", "chg s"),
-    ("change_writes", "chg writes"),
-    ("change_peak_rss_mib", "chg peak"),
+    ("converge.seconds", "conv s"),
+    (RATIO, "x floor"),
+    ("converge.requests.writes", "writes"),
+    ("converge.requests.reads", "reads"),
+    ("converge.cpu_seconds", "CPU s"),
+    ("converge.rss_mib", "RSS MiB"),
+    ("converge.peak_rss_mib", "peak MiB"),
+    (KIB_PER_OBJECT, "KiB/obj"),
+    ("restart.requests.writes", "rst writes"),
+    ("restart.idle_after_seconds", "rst idle s"),
+    ("restart.rss_mib", "rst RSS"),
+    ("restart.peak_rss_mib", "rst peak"),
+    ("spec_change.seconds", "chg s"),
+    ("spec_change.requests.writes", "chg writes"),
+    ("spec_change.peak_rss_mib", "chg peak"),
+)
+GROWTH = (
+    "converge.seconds",
+    "converge.cpu_seconds",
+    "converge.rss_mib",
+    "converge.peak_rss_mib",
+    "restart.idle_after_seconds",
+    "spec_change.seconds",
 )
 
 
@@ -161,11 +147,11 @@ def tables(document: Mapping[str, Any]) -> str:
     lines.append("|" + "---|" * (len(COLUMNS) + 2))
     for n in sizes:
         results = document["sizes"][str(n)]
-        floor = figures(results.get(contenders.RAW.key, {}), n).get("converge_s")
+        floor = figures(results.get(contenders.RAW.key, {}), n).get("converge.seconds")
         for key, result in results.items():
             row: dict[str, Any] = dict(figures(result, n))
-            mine = row.get("converge_s")
-            row["ratio"] = round(mine / floor, 2) if mine and floor else None
+            mine = row.get("converge.seconds")
+            row[RATIO] = round(mine / floor, 2) if mine and floor else None
             if not result.get("converged"):
                 lines.append(f"| {n} | {key} | not finished: {str(result.get('error'))[:80]} |")
                 continue
@@ -183,12 +169,7 @@ def tables(document: Mapping[str, Any]) -> str:
                 x, y = a.get(col), b.get(col)
                 return "-" if x is None or y is None else f"{(y - x) / per:.2f}"  # noqa: B023 - used at once
 
-            cols = ("converge_s", "converge_cpu_s", "converge_rss_mib", "converge_peak_rss_mib")
-            growth.append(
-                f"| {key} | {low} | {high} | "
-                + " | ".join(slope(c) for c in (*cols, "restart_idle_s", "change_s"))
-                + " |"
-            )
+            growth.append(f"| {key} | {low} | {high} | " + " | ".join(map(slope, GROWTH)) + " |")
     return "\n".join(lines + growth + ["", phase_table(document)])
 
 
@@ -296,10 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in sorted(args.n):
         document["sizes"][str(n)] = measure_size(n, args, args.chosen, logs, skip)
         document["settings"] = dataclasses.asdict(settings_for(n, args, args.chosen)) | {"n": sorted(args.n)}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+        report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
     document["machine"] = report.machine_info(server)
-    args.json.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
     print(tables(document))
     ok = all(
         (result.get("converged") or key == contenders.KOPF.key) and not (result.get("phases") or {}).get("error")

@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
-from okt.testing import envtest, waiting
+from okt.testing import audit, envtest, waiting
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -320,6 +320,11 @@ class OperatorProcess:
     def records(self) -> list[dict[str, Any]]:
         """Its log as records (``--log-format json``; see :func:`log_records`)."""
         return log_records(self.log_text())
+
+    def logged_at(self, event: str) -> float | None:
+        """When it first logged a record whose ``event`` is ``event`` — that record's own ``timestamp``, wall clock —
+        or None: the moment it happened in the operator, however late the test looks."""
+        return next((audit.parse_time(r.get("timestamp")) for r in self.records() if r.get("event") == event), None)
 
     def _log_end(self) -> str:
         tail = self.tail()

@@ -222,7 +222,7 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
     for replica in replicas.values():
         replica.wait_ready()
     leader_role: str = waiting.wait_for(
-        lambda: next((r for r, p in replicas.items() if logs.first_event(p.records(), "became leader")), ""),
+        lambda: next((r for r, p in replicas.items() if p.logged_at("became leader")), ""),
         timeout=30,
         message="one replica to become the leader",
     )
@@ -235,8 +235,8 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
     lab.create_sized(namespace, second, want)
     resized = lab.resize(namespace, first, rng, want)
     standby = replicas[standby_role]
-    testbed.until(lambda: logs.first_event(standby.records(), "became leader") is not None, TAKEOVER_LIMIT + 30)
-    took_over_at = logs.first_event(standby.records(), "became leader")
+    testbed.until(lambda: standby.logged_at("became leader") is not None, TAKEOVER_LIMIT + 30)
+    took_over_at = standby.logged_at("became leader")
     snapshot, _ = lab.settle(namespace, first + second, sizes.timeout(len(first + second)))
     status = standby.stop()
     written.settle()  # the API server writes its audit log in batches

@@ -59,11 +59,6 @@ def reconciles(records: Iterable[Mapping[str, Any]], name: str, since: float, un
     return sum(1 for moment in moments if moment is not None and since <= moment <= until)
 
 
-def first_event(records: Iterable[Mapping[str, Any]], event: str) -> float | None:
-    """The wall-clock time of the first record whose event is ``event``."""
-    return next((log_time(record) for record in records if record.get("event") == event), None)
-
-
 def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> checks.Check:
     """Each object in error was reconciled fewer than ``limit`` times in ``window`` seconds (a backoff, no loop)."""
     problems = [

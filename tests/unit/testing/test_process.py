@@ -6,6 +6,7 @@ logs JSON lines, and behaves as the test asks (``exit`` at once, ``stubborn``: i
 
 from __future__ import annotations
 
+import json
 import pathlib
 import signal
 import sys
@@ -13,7 +14,7 @@ import textwrap
 
 import pytest
 
-from okt.testing import OperatorProcess, WaitTimeout, envtest, process
+from okt.testing import OperatorProcess, WaitTimeout, audit, envtest, process
 
 STAND_IN = textwrap.dedent(
     """
@@ -80,6 +81,20 @@ def test_its_log_is_kept_and_read_as_records(tmp_path: pathlib.Path) -> None:
     assert operator.logged("caches synced")
     assert operator.records()[:2] == [{"event": "starting", "mode": "serve"}, {"raw": "not json"}]
     assert operator.tail(1) == '{"event": "caches synced, reconciling"}'
+
+
+def test_when_it_first_logged_an_event_is_the_records_own_timestamp(tmp_path: pathlib.Path) -> None:
+    log = tmp_path / "operator.log"
+    lines = [
+        {"event": "caches synced, competing for the lease", "timestamp": "2026-01-01T00:00:01Z"},
+        {"event": "became leader", "timestamp": "2026-01-01T00:00:05.250Z"},
+        {"event": "became leader", "timestamp": "2026-01-01T00:00:09Z"},
+    ]
+    log.write_text("not json\n" + "\n".join(json.dumps(line) for line in lines))
+    operator = OperatorProcess(["true"], log_path=log)
+
+    assert operator.logged_at("became leader") == audit.parse_time("2026-01-01T00:00:05.250Z")
+    assert operator.logged_at("stopped") is None
 
 
 def test_waiting_for_an_operator_that_exits_fails_at_once_with_its_log(tmp_path: pathlib.Path) -> None:

@@ -337,10 +337,12 @@ def run_command(
         service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
         if not skip_permission_check:
             own_certificate = not (webhook_cert_dir or webhook_secret)
-            extra = _webhook_ca_permissions(reconcilers, service, webhook_configuration, own_certificate)
-            _check_permissions(
-                client, reconcilers, namespaces, leader_elect, lease_namespace, extra if serves_webhooks else ()
+            extra = (
+                _webhook_ca_permissions(reconcilers, service, webhook_configuration, own_certificate)
+                if serves_webhooks
+                else []
             )
+            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
         webhooks = None
         if serves_webhooks:
             webhooks = _webhook_options(

@@ -304,8 +304,7 @@ def inject_conversion_ca_bundle(
             return None
         return {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": ca_bundle}}}}}
 
-    kind = client.resolve("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-    return [name for name in crds if _patch_guarded(client, kind, name, change)]
+    return [name for name in crds if _patch_guarded(client, kinds.CRD, name, change)]
 
 
 def _calls(client_config: dict[str, Any], service: str, namespace: str) -> bool:

@@ -9,6 +9,7 @@ The kustomize tree (``--out``, default ``config``)::
 
     base/kustomization.yaml        crd.yaml, rbac.yaml, manager.yaml (+ webhook.yaml when the operator has webhooks)
     base/webhook.yaml              the webhooks' Service, configurations and the RBAC to write their caBundle
+    base/kustomizeconfig.yaml      with a conversion webhook: namePrefix renames its Service in the CRD too
     base/crd.yaml                  okt gen crd
     base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect
     base/manager.yaml              the Deployment, image ``IMAGE_PLACEHOLDER``
@@ -16,17 +17,22 @@ The kustomize tree (``--out``, default ``config``)::
     overlays/default/namespace.yaml
 
 The overlay's ``namespace`` renames the Namespace and moves every namespaced object and the bindings' ServiceAccount
-subjects (kustomize's namespace transformer); the operator finds its Lease namespace from the pod
-(``$POD_NAMESPACE``), so nothing else names it.
+subjects, and the webhook Service's namespace where the configurations and the CRDs' conversion webhooks name it
+(kustomize's namespace transformer); the operator finds its Lease namespace from the pod (``$POD_NAMESPACE``), so
+nothing else names it.
 
 The OLM bundle (``--out``, default ``bundle``): ``manifests/<name>.clusterserviceversion.yaml`` (owned CRDs, the
 ``deployment`` install strategy with the Deployment's spec, ``clusterPermissions`` and ``permissions`` from the RBAC
 generator's rules), one ``manifests/<crd>.yaml`` per CRD, and ``metadata/annotations.yaml`` (registry+v1).
 
-Webhooks: when a reconciler has admission webhooks, :func:`webhook_manifests` adds ``base/webhook.yaml`` (the
-Service, the configurations without a CA, and the RBAC with which the operator writes its own self-signed CA into
-them at start) and the Deployment gets the matching ``okt run`` arguments and ``webhooks`` port. No certificate
-issuer is needed. The OLM bundle leaves them out (OLM installs webhooks and their certificates itself).
+Webhooks: when a reconciler has admission or conversion webhooks, :func:`webhook_manifests` adds
+``base/webhook.yaml`` (the Service, the configurations without a CA, and the RBAC with which the operator writes its
+own self-signed CA into them and into the conversion webhook of its CRDs at start), the CRD of a reconciler with
+``converters`` gets ``spec.conversion.strategy: Webhook`` calling that Service, and the Deployment gets the matching
+``okt run`` arguments and ``webhooks`` port. No certificate issuer is needed. The OLM bundle lists them as the CSV's
+``webhookdefinitions`` instead (OLM installs webhooks and their certificates itself, and mounts the certificate where
+the Deployment's ``okt run --webhook-cert-dir`` reads it); with a conversion webhook it supports the
+``AllNamespaces`` install mode only, as OLM requires.
 """
 
 from __future__ import annotations
@@ -44,6 +50,25 @@ from okt.reconciler import webhooks as reconciler_webhooks
 IMAGE_PLACEHOLDER = "operator"
 """The image name of the base's Deployment; the overlay's ``images`` entry replaces it."""
 
+CRD_SERVICE_REFERENCE: dict[str, Any] = {
+    "nameReference": [
+        {
+            "kind": "Service",
+            "version": "v1",
+            "fieldSpecs": [
+                {
+                    "kind": "CustomResourceDefinition",
+                    "group": "apiextensions.k8s.io",
+                    "path": "spec/conversion/webhook/clientConfig/service/name",
+                }
+            ],
+        }
+    ]
+}
+"""The base's ``kustomizeconfig.yaml`` when a CRD has a conversion webhook: kustomize renames a Service where a webhook
+configuration names it (``namePrefix``), but not in a CRD's ``spec.conversion`` unless told so (its namespace
+transformer already moves the CRD's service namespace)."""
+
 _SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
 _IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[\w+.-]+:[0-9a-fA-F]+))?$")
 
@@ -58,46 +83,82 @@ class Operator:
     image: str
 
     def crds(self) -> list[dict[str, Any]]:
-        return [crd.crd_for_reconciler(cls) for cls in self.classes]
+        """The CRDs; a reconciler with ``converters`` gets its conversion webhook on :meth:`client_config`'s
+        Service."""
+        return [
+            crd.crd_for_reconciler(cls, codegen_webhooks.conversion_client_config(cls, self.client_config()))
+            for cls in self.classes
+        ]
 
     def rbac(self) -> list[dict[str, Any]]:
         return rbac.rbac_for_reconcilers(
             self.classes, namespace=self.namespace, cluster_wide=True, leader_elect=True, service_account=self.name
         )
 
-    def has_webhooks(self) -> bool:
-        """Whether a reconciler has an admission webhook (a ``spec_model``, ``check`` or ``default``)."""
-        return any(
-            endpoint.purpose in (reconciler_webhooks.Purpose.VALIDATING, reconciler_webhooks.Purpose.MUTATING)
-            for cls in self.classes
-            for endpoint in reconciler_webhooks.endpoints(cls)
-        )
+    def client_config(self) -> codegen_webhooks.ClientConfig:
+        """How the API server calls the webhooks: the Service ``<name>-webhooks`` in the operator's namespace."""
+        return codegen_webhooks.ClientConfig(service=manager.webhook_service_name(self.name), namespace=self.namespace)
 
-    def deployment(self, image: str, *, webhooks: bool = False) -> dict[str, Any]:
+    def endpoints(self) -> tuple[reconciler_webhooks.Endpoint, ...]:
+        """Every webhook of the reconcilers: admission (a ``spec_model``, ``check`` or ``default``) and conversion
+        (``converters``)."""
+        return reconciler_webhooks.all_endpoints(self.classes)
+
+    def has_webhooks(self) -> bool:
+        """Whether a reconciler has a webhook of any kind (the Deployment then serves them on its ``webhooks``
+        port)."""
+        return bool(self.endpoints())
+
+    def has_admission_webhooks(self) -> bool:
+        """Whether a reconciler has an admission webhook (a ``spec_model``, ``check`` or ``default``)."""
+        return any(endpoint.purpose in _ADMISSION for endpoint in self.endpoints())
+
+    def has_conversion_webhooks(self) -> bool:
+        """Whether a reconciler has a conversion webhook (``converters``)."""
+        return any(endpoint.purpose is reconciler_webhooks.Purpose.CONVERSION for endpoint in self.endpoints())
+
+    def deployment(self, image: str, *, webhooks: bool = False, webhook_cert_dir: str | None = None) -> dict[str, Any]:
         _namespace, deployment = manager.manager_manifests(
-            name=self.name, namespace=self.namespace, image=image, service_account=self.name, webhooks=webhooks
+            name=self.name,
+            namespace=self.namespace,
+            image=image,
+            service_account=self.name,
+            webhooks=webhooks,
+            webhook_cert_dir=webhook_cert_dir,
         )
         return deployment
 
 
+_ADMISSION = (reconciler_webhooks.Purpose.VALIDATING, reconciler_webhooks.Purpose.MUTATING)
+
+
 def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
-    """The webhook objects of ``operator`` for the kustomize base (none when it has no admission webhook).
+    """The webhook objects of ``operator`` for the kustomize base (none when it has no webhook).
 
     The Service ``<name>-webhooks`` in front of the pods' ``webhooks`` port; the Validating/MutatingWebhookConfiguration
-    ``<name>`` calling it, without a ``caBundle``: ``okt run --webhook-service --webhook-configuration`` (the
+    ``<name>`` calling it (when there are admission webhooks), without a ``caBundle`` — the CRDs of reconcilers with
+    ``converters`` call it too (:meth:`Operator.crds`). ``okt run --webhook-service --webhook-configuration`` (the
     Deployment's arguments) makes a self-signed certificate for the Service, keeps it in the Secret
-    ``<name>-webhooks-tls`` for every replica, and writes its CA into these configurations at start. The RBAC for
-    that, and nothing more: ``get`` on that Secret and ``create`` on Secrets of the namespace (a create cannot be
-    limited to a name), ``get`` and ``patch`` on these two configurations by name.
+    ``<name>-webhooks-tls`` for every replica, and writes its CA into these configurations and into those CRDs'
+    conversion webhook at start. The RBAC for that, and nothing more (:func:`okt.codegen.rbac.webhook_ca_rules`):
+    ``get`` on that Secret and ``create`` on Secrets of the namespace (a create cannot be limited to a name), ``get``
+    and ``patch`` on these configurations and those CRDs by name.
     """
     if not operator.has_webhooks():
         return []
-    service = manager.webhook_service_name(operator.name)
-    client_config = codegen_webhooks.ClientConfig(service=service, namespace=operator.namespace)
-    documents = codegen_webhooks.webhooks_for_reconcilers(
-        operator.classes, name=operator.name, client_config=client_config, target_port="webhooks"
+    client_config = operator.client_config()
+    if operator.has_admission_webhooks():
+        documents = codegen_webhooks.webhooks_for_reconcilers(
+            operator.classes, name=operator.name, client_config=client_config, target_port="webhooks"
+        )
+    else:
+        documents = [codegen_webhooks.service(client_config.service, operator.namespace, operator.name, "webhooks")]
+    namespaced_rules, cluster_rules = rbac.webhook_ca_rules(
+        secret=f"{client_config.service}-tls",
+        configuration=operator.name,
+        configurations=[f"{doc['kind'].lower()}s" for doc in documents if doc["kind"].endswith("Configuration")],
+        crds=codegen_webhooks.conversion_crds(operator.classes),
     )
-    configurations = sorted(f"{doc['kind'].lower()}s" for doc in documents if doc["kind"].endswith("Configuration"))
     role_name = f"{operator.name}-webhooks"
     subject = {"kind": "ServiceAccount", "name": operator.name, "namespace": operator.namespace}
     rbac_group = "rbac.authorization.k8s.io"
@@ -107,10 +168,7 @@ def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
             "apiVersion": f"{rbac_group}/v1",
             "kind": "Role",
             "metadata": {"name": role_name, "namespace": operator.namespace},
-            "rules": [
-                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [f"{service}-tls"]},
-                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
-            ],
+            "rules": namespaced_rules,
         },
         {
             "apiVersion": f"{rbac_group}/v1",
@@ -123,14 +181,7 @@ def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
             "apiVersion": f"{rbac_group}/v1",
             "kind": "ClusterRole",
             "metadata": {"name": role_name},
-            "rules": [
-                {
-                    "apiGroups": ["admissionregistration.k8s.io"],
-                    "resources": configurations,
-                    "verbs": ["get", "patch"],
-                    "resourceNames": [operator.name],
-                }
-            ],
+            "rules": cluster_rules,
         },
         {
             "apiVersion": f"{rbac_group}/v1",
@@ -163,8 +214,11 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
     """The files of the kustomize tree, by path relative to the output folder (pure: nothing is written)."""
     webhooks = webhook_manifests(operator)
     base_resources = ["crd.yaml", "rbac.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
+    base: dict[str, Any] = {"resources": base_resources}
+    if operator.has_conversion_webhooks():
+        base["configurations"] = ["kustomizeconfig.yaml"]
     files = {
-        "base/kustomization.yaml": _kustomization({"resources": base_resources}),
+        "base/kustomization.yaml": _kustomization(base),
         "base/crd.yaml": yamlout.dump_all(operator.crds()),
         "base/rbac.yaml": yamlout.dump_all(operator.rbac()),
         "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER, webhooks=bool(webhooks))]),
@@ -181,6 +235,8 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
     }
     if webhooks:
         files["base/webhook.yaml"] = yamlout.dump_all(webhooks)
+    if operator.has_conversion_webhooks():
+        files["base/kustomizeconfig.yaml"] = yamlout.dump_all([CRD_SERVICE_REFERENCE])
     return files
 
 
@@ -218,11 +274,14 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
 
 
 def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], *, version: str) -> dict[str, Any]:
-    """The ClusterServiceVersion: owned CRDs, the Deployment as install strategy, the RBAC rules as permissions."""
+    """The ClusterServiceVersion: owned CRDs, the Deployment as install strategy, the RBAC rules as permissions, the
+    webhooks as ``webhookdefinitions`` (:func:`webhook_definitions`)."""
     roles = operator.rbac()
     cluster_rules = [rule for doc in roles if doc["kind"] == "ClusterRole" for rule in doc["rules"]]
     namespace_rules = [rule for doc in roles if doc["kind"] == "Role" for rule in doc["rules"]]
-    deployment = operator.deployment(operator.image)
+    deployment = operator.deployment(
+        operator.image, webhooks=operator.has_webhooks(), webhook_cert_dir=manager.OLM_CERT_DIR
+    )
     owned = [
         {
             "name": document["metadata"]["name"],
@@ -234,6 +293,8 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
         for document in crds
         for served in document["spec"]["versions"]
     ]
+    definitions = webhook_definitions(operator, deployment["metadata"]["name"])
+    conversion = any(definition["type"] == "ConversionWebhook" for definition in definitions)
     return {
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
@@ -247,9 +308,10 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
             "version": version,
             "maturity": "alpha",
             "minKubeVersion": "1.20.0",
+            # OLM installs an operator with a conversion webhook in AllNamespaces mode only: a CRD is cluster-wide.
             "installModes": [
-                {"type": "OwnNamespace", "supported": True},
-                {"type": "SingleNamespace", "supported": True},
+                {"type": "OwnNamespace", "supported": not conversion},
+                {"type": "SingleNamespace", "supported": not conversion},
                 {"type": "MultiNamespace", "supported": False},
                 {"type": "AllNamespaces", "supported": True},
             ],
@@ -262,8 +324,63 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
                     "deployments": [{"name": deployment["metadata"]["name"], "spec": deployment["spec"]}],
                 },
             },
+            **({"webhookdefinitions": definitions} if definitions else {}),
         },
     }
+
+
+def webhook_definitions(operator: Operator, deployment_name: str) -> list[dict[str, Any]]:
+    """The CSV's ``webhookdefinitions``: every webhook of the reconcilers, for OLM to install.
+
+    OLM makes the Service in front of ``deployment_name``'s ``targetPort``, a certificate mounted at
+    :data:`okt.codegen.manager.OLM_CERT_DIR` (where the Deployment's ``okt run --webhook-cert-dir`` reads it), and
+    the Validating/MutatingWebhookConfigurations or the CRDs' ``spec.conversion`` with its CA. An admission webhook
+    is the one ``okt gen webhooks`` writes (its name becomes ``generateName``); a conversion webhook lists its CRD
+    in ``conversionCRDs`` (OLM requires ``admissionReviewVersions`` and ``sideEffects`` of it too, and takes the
+    former as the CRD's ``conversionReviewVersions``).
+    """
+    common = {
+        "deploymentName": deployment_name,
+        "containerPort": codegen_webhooks.SERVICE_PORT,
+        "targetPort": manager.WEBHOOK_PORT,
+    }
+    definitions: list[dict[str, Any]] = []
+    if operator.has_admission_webhooks():
+        documents = codegen_webhooks.webhooks_for_reconcilers(
+            operator.classes, name=operator.name, client_config=operator.client_config()
+        )
+        types = {
+            "ValidatingWebhookConfiguration": "ValidatingAdmissionWebhook",
+            "MutatingWebhookConfiguration": "MutatingAdmissionWebhook",
+        }
+        for document in documents:
+            for hook in document.get("webhooks") or ():
+                fields = {k: v for k, v in hook.items() if k not in ("name", "clientConfig")}
+                definitions.append(
+                    {
+                        "type": types[document["kind"]],
+                        "generateName": hook["name"],
+                        **common,
+                        "webhookPath": hook["clientConfig"]["service"]["path"],
+                        **fields,
+                    }
+                )
+    for cls in operator.classes:
+        if not any(e.purpose is reconciler_webhooks.Purpose.CONVERSION for e in reconciler_webhooks.endpoints(cls)):
+            continue
+        primary = crd.primary_of(cls)
+        definitions.append(
+            {
+                "type": "ConversionWebhook",
+                "generateName": f"convert.{primary.plural}.{primary.group}",
+                **common,
+                "webhookPath": reconciler_webhooks.path_of(reconciler_webhooks.Purpose.CONVERSION, cls),
+                "conversionCRDs": [f"{primary.plural}.{primary.group}"],
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+            }
+        )
+    return definitions
 
 
 def write(files: dict[str, str], out_dir: Path) -> list[Path]:

@@ -21,7 +21,11 @@ METRICS_PORT = 8080
 """The port of ``/metrics``, ``/healthz`` and ``/readyz`` inside the container."""
 
 WEBHOOK_PORT = 9443
-"""The port of the admission webhooks inside the container (``okt run --webhook-port``)."""
+"""The port of the admission and conversion webhooks inside the container (``okt run --webhook-port``)."""
+
+OLM_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount point OLM chooses
+"""Where OLM mounts the serving certificate (``tls.crt``, ``tls.key``) of the webhooks a ClusterServiceVersion
+lists into the Deployment it names."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -35,6 +39,7 @@ def manager_manifests(
     entry_point: str = "/app/main.py",
     replicas: int = 2,
     webhooks: bool = False,
+    webhook_cert_dir: str | None = None,
 ) -> list[dict[str, Any]]:
     """The operator's Namespace and Deployment (``okt run ENTRY_POINT`` on every namespace, leader-elected).
 
@@ -45,9 +50,12 @@ def manager_manifests(
         service_account: the ServiceAccount of the RBAC generator's output.
         entry_point: the operator file inside the image.
         replicas: 1 or more; above 1, the others wait as standbys.
-        webhooks: the operator serves admission webhooks: on the ``webhooks`` port (:data:`WEBHOOK_PORT`), behind
-            the Service ``<name>-webhooks`` (:func:`webhook_service_name`), with a certificate ``okt run`` keeps in
-            the Secret ``<name>-webhooks-tls`` and whose CA it writes into the configurations named ``<name>``.
+        webhooks: the operator serves admission or conversion webhooks: on the ``webhooks`` port
+            (:data:`WEBHOOK_PORT`), behind the Service ``<name>-webhooks`` (:func:`webhook_service_name`), with a
+            certificate ``okt run`` keeps in the Secret ``<name>-webhooks-tls`` and whose CA it writes into the
+            configurations named ``<name>`` and the conversion webhooks of its CRDs.
+        webhook_cert_dir: with ``webhooks``, serve the certificate mounted in this directory instead
+            (``--webhook-cert-dir``: OLM mounts one at :data:`OLM_CERT_DIR` and writes the CA itself).
 
     Raises:
         CodegenError: a name that is not a DNS label, an empty image or a replica count below 1.
@@ -60,11 +68,11 @@ def manager_manifests(
     if replicas < 1:
         raise errors.CodegenError(f"invalid replicas {replicas}: at least 1")
     labels = {"app.kubernetes.io/name": name}
-    webhook_args = [
-        f"--webhook-port={WEBHOOK_PORT}",
-        f"--webhook-service={webhook_service_name(name)}",
-        f"--webhook-configuration={name}",
-    ]
+    webhook_args = [f"--webhook-port={WEBHOOK_PORT}"]
+    if webhook_cert_dir is not None:
+        webhook_args.append(f"--webhook-cert-dir={webhook_cert_dir}")
+    else:
+        webhook_args += [f"--webhook-service={webhook_service_name(name)}", f"--webhook-configuration={name}"]
     ports = [{"name": "http", "containerPort": METRICS_PORT, "protocol": "TCP"}]
     if webhooks:
         ports.append({"name": "webhooks", "containerPort": WEBHOOK_PORT, "protocol": "TCP"})

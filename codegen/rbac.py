@@ -19,6 +19,9 @@ what okt's runtime and engine use:
   children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election;
+* the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
+  by name, ``create`` on Secrets, ``get``/``patch`` by name on the webhook configurations and on the CRDs whose
+  conversion webhook it serves — only in ``okt gen deploy``'s tree, which passes those options;
 * ``clusteroperators`` in ``config.openshift.io``: create, and get (plus patch on ``clusteroperators/status``) of the
   names the reconcilers declare in ``cluster_operator`` — a separate ClusterRole ``<account>-cluster-operator``, since
   a ClusterOperator is cluster-scoped even when the operator is namespaced.
@@ -263,6 +266,50 @@ def cluster_operator_rules(names: Sequence[str]) -> list[dict[str, Any]]:
             "verbs": ["get", "patch"],
         },
     ]
+
+
+def webhook_ca_rules(
+    *,
+    secret: str | None,
+    configuration: str | None,
+    configurations: Sequence[str] = (),
+    crds: Sequence[str] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``okt run --webhook-service`` needs to keep its own webhook CA: ``(rules in its namespace, cluster rules)``.
+
+    ``secret``: the Secret it keeps the Service's certificate in (None: the certificate comes from elsewhere) — get
+    it by name, and create Secrets in the namespace (a create cannot be limited to a name). ``configuration``: the
+    name of the webhook configurations it writes the CA into (``--webhook-configuration``; None: it writes none) —
+    get and patch, by that name, on ``configurations`` (``validatingwebhookconfigurations``,
+    ``mutatingwebhookconfigurations``), and on the CustomResourceDefinitions ``crds`` whose conversion webhook it
+    serves. One source for ``okt gen deploy``'s RBAC and ``okt run``'s permission check.
+    """
+    namespaced: list[dict[str, Any]] = []
+    if secret is not None:
+        namespaced = [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [secret]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ]
+    cluster: list[dict[str, Any]] = []
+    if configuration is not None and configurations:
+        cluster.append(
+            {
+                "apiGroups": ["admissionregistration.k8s.io"],
+                "resources": sorted(configurations),
+                "verbs": ["get", "patch"],
+                "resourceNames": [configuration],
+            }
+        )
+    if configuration is not None and crds:
+        cluster.append(
+            {
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "verbs": ["get", "patch"],
+                "resourceNames": sorted(crds),
+            }
+        )
+    return namespaced, cluster
 
 
 def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:

@@ -84,6 +84,16 @@ def conversion_client_config(cls: type[Any], client_config: ClientConfig) -> dic
     return client_config.for_path(webhooks.path_of(webhooks.Purpose.CONVERSION, cls))
 
 
+def conversion_crds(classes: Sequence[type[Any]]) -> list[str]:
+    """The names (``<plural>.<group>``) of the CRDs of ``classes`` that have a conversion webhook (``converters``)."""
+    names = []
+    for cls in classes:
+        if any(e.purpose is webhooks.Purpose.CONVERSION for e in webhooks.endpoints(cls)):
+            primary = crd.primary_of(cls)
+            names.append(f"{primary.plural}.{primary.group}")
+    return sorted(set(names))
+
+
 def webhooks_for_reconcilers(
     classes: Sequence[type[Any]],
     *,

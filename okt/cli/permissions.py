@@ -6,8 +6,10 @@ up front turns that into one line per missing permission, naming the RBAC rule t
 
 What is asked: exactly the rules ``okt gen rbac`` writes for the same reconcilers
 (:func:`okt.codegen.rbac.rbac_for_reconcilers` — one source of truth, so the check and the generated role never
-disagree). The ClusterRole's rules are asked in every watched namespace (cluster-wide when all are watched); the
-leader-election Role's, in the Lease's namespace.
+disagree), and those the options of ``okt run`` add (``--webhook-service``, ``--webhook-configuration``:
+:func:`okt.codegen.rbac.webhook_ca_rules`, the rules of ``okt gen deploy``'s ``webhook.yaml``, each on the
+objects it names). The ClusterRole's rules are asked in every watched namespace (cluster-wide when all are watched);
+the leader-election Role's, in the Lease's namespace.
 
 How it is asked: one ``SelfSubjectRulesReview`` per namespace lists every rule the identity holds there (its
 RoleBindings' and ClusterRoleBindings'); a permission one of those rules covers, with RBAC's own matching (``*``
@@ -51,16 +53,18 @@ RULES_REVIEW = kinds.Kind(
 @dataclasses.dataclass(frozen=True)
 class Permission:
     """One verb on one resource (``plural`` or ``plural/subresource``) of an API group, in a namespace (``None``:
-    cluster-wide)."""
+    cluster-wide), on every object or (``name``) on one."""
 
     verb: str
     group: str
     resource: str
     namespace: str | None
+    name: str | None = None
 
     def rule(self) -> str:
         """The RBAC rule that grants it, as one line of YAML."""
-        return f'{{apiGroups: ["{self.group}"], resources: ["{self.resource}"], verbs: ["{self.verb}"]}}'
+        names = f', resourceNames: ["{self.name}"]' if self.name is not None else ""
+        return f'{{apiGroups: ["{self.group}"], resources: ["{self.resource}"]{names}, verbs: ["{self.verb}"]}}'
 
     def where(self) -> str:
         """Where the rule must apply: a Role in the namespace, or a ClusterRole."""
@@ -70,7 +74,8 @@ class Permission:
 
     def __str__(self) -> str:
         group = self.group or "core"
-        return f"missing permission: {self.verb} {self.resource} ({group}) {self.where()}; rule: {self.rule()}"
+        what = self.resource if self.name is None else f"{self.resource} {self.name}"
+        return f"missing permission: {self.verb} {what} ({group}) {self.where()}; rule: {self.rule()}"
 
 
 def required(
@@ -79,8 +84,11 @@ def required(
     *,
     leader_elect: bool,
     lease_namespace: str,
+    extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> list[Permission]:
-    """Every permission the operator running ``reconcilers`` needs, from the rules ``okt gen rbac`` generates.
+    """Every permission the operator running ``reconcilers`` needs, from the rules ``okt gen rbac`` generates, then
+    those of ``extra`` (``(namespace or None for cluster-wide, rules)``: what ``okt run``'s options add, such as
+    :func:`okt.codegen.rbac.webhook_ca_rules`; a rule limited to ``resourceNames`` asks for each name).
 
     Raises:
         okt.codegen.errors.CodegenError: the rules cannot be derived (see :func:`rbac.rbac_for_reconcilers`).
@@ -97,12 +105,21 @@ def required(
             scopes = [document["metadata"]["namespace"]]
         else:
             continue
-        for rule in document["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for verb in rule["verbs"]:
-                        needed += [Permission(verb, group, resource, scope) for scope in scopes]
+        needed += _permissions_of(document["rules"], scopes)
+    for namespace, rules in extra:
+        needed += _permissions_of(rules, [namespace])
     return list(dict.fromkeys(needed))
+
+
+def _permissions_of(rules: Sequence[dict[str, Any]], scopes: Sequence[str | None]) -> list[Permission]:
+    found = []
+    for rule in rules:
+        names: list[str | None] = list(rule.get("resourceNames") or [None])
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    found += [Permission(verb, group, resource, scope, name) for scope in scopes for name in names]
+    return found
 
 
 def allowed(client: kube_client.Client, permission: Permission) -> bool:
@@ -117,6 +134,8 @@ def allowed(client: kube_client.Client, permission: Permission) -> bool:
         attributes["subresource"] = subresource
     if permission.namespace is not None:
         attributes["namespace"] = permission.namespace
+    if permission.name is not None:
+        attributes["name"] = permission.name
     review = {
         "apiVersion": ACCESS_REVIEW.api_version,
         "kind": ACCESS_REVIEW.kind,
@@ -139,10 +158,11 @@ def rules_in(client: kube_client.Client, namespace: str) -> list[dict[str, Any]]
 
 
 def covers(rule: dict[str, Any], permission: Permission) -> bool:
-    """Whether the policy ``rule`` grants ``permission`` on every object (no name asked), matched as Kubernetes' RBAC
-    authorizer matches: ``*`` in verbs, groups or resources, ``*/<subresource>`` for a subresource, and a rule limited
-    to ``resourceNames`` grants nothing here."""
-    if rule.get("resourceNames"):
+    """Whether the policy ``rule`` grants ``permission``, matched as Kubernetes' RBAC authorizer matches: ``*`` in
+    verbs, groups or resources, ``*/<subresource>`` for a subresource, and a rule limited to ``resourceNames`` grants
+    only a permission on one of those names (never one on every object)."""
+    names = rule.get("resourceNames")
+    if names and permission.name not in names:
         return False
     verbs = rule.get("verbs") or ()
     groups = rule.get("apiGroups") or ()
@@ -176,11 +196,14 @@ def missing(
     leader_elect: bool,
     lease_namespace: str,
     warn: Callable[[str], None],
+    extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> list[Permission]:
-    """The permissions the operator needs and the API server refuses to the client's identity (see the module
-    docstring); ``warn`` receives one line when the check cannot be made."""
+    """The permissions the operator needs (``extra`` as for :func:`required`) and the API server refuses to the
+    client's identity (see the module docstring); ``warn`` receives one line when the check cannot be made."""
     try:
-        needed = required(reconcilers, namespaces, leader_elect=leader_elect, lease_namespace=lease_namespace)
+        needed = required(
+            reconcilers, namespaces, leader_elect=leader_elect, lease_namespace=lease_namespace, extra=extra
+        )
     except codegen_errors.CodegenError as exc:
         warn(f"permissions not checked: {exc}")
         return []

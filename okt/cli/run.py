@@ -14,6 +14,9 @@ import structlog
 
 from okt import errors, hooks
 from okt.cli import permissions
+from okt.codegen import errors as codegen_errors
+from okt.codegen import rbac
+from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
 from okt.reconciler import loader
 from okt.reconciler import webhooks as webhooks_mod
@@ -71,6 +74,7 @@ def _check_permissions(
     namespaces: tuple[str, ...],
     leader_elect: bool,
     lease_namespace: str,
+    extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> None:
     """Print one line per permission the API server refuses, then stop (see :mod:`okt.cli.permissions`)."""
     refused = permissions.missing(
@@ -80,6 +84,7 @@ def _check_permissions(
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         warn=lambda line: click.echo(f"okt: {line}", err=True),
+        extra=extra,
     )
     for permission in refused:
         click.echo(f"okt: {permission}", err=True)
@@ -100,6 +105,34 @@ def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
     return [kind for kind, purpose in chosen if purpose in purposes]
 
 
+def _webhook_ca_permissions(
+    reconcilers: Sequence[type[Any]],
+    service: tuple[str, str] | None,
+    configuration: str | None,
+    own_certificate: bool,
+) -> list[tuple[str | None, Sequence[dict[str, Any]]]]:
+    """What ``--webhook-service`` (``service``: namespace and name) and ``--webhook-configuration`` add to the
+    permission check: the rules ``okt gen deploy`` grants for them (``own_certificate``: the Service's certificate is
+    kept in its Secret, no --webhook-cert-dir or --webhook-secret)."""
+    if service is None:
+        return []
+    namespaced, cluster = rbac.webhook_ca_rules(
+        secret=f"{service[1]}-tls" if own_certificate else None,
+        configuration=configuration,
+        configurations=[f"{kind.lower()}s" for kind in _configuration_kinds(reconcilers)],
+        crds=_conversion_crds(reconcilers),
+    )
+    return [(service[0], namespaced), (None, cluster)]
+
+
+def _conversion_crds(reconcilers: Sequence[type[Any]]) -> list[str]:
+    """The CRDs of the reconcilers with a conversion webhook (``<plural>.<group>``; none for a built-in kind)."""
+    try:
+        return codegen_webhooks.conversion_crds(reconcilers)
+    except codegen_errors.CodegenError:
+        return []
+
+
 def _webhook_options(
     client: kube_client.Client,
     host: str,
@@ -110,11 +143,12 @@ def _webhook_options(
     service: tuple[str, str] | None = None,
     configuration: str | None = None,
     configuration_kinds: Sequence[str] = (),
+    conversion_crds: Sequence[str] = (),
 ) -> webhook_server.Options:
     """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
     certificate (``service``: namespace and name), else a new CA (its PEM written to ``ca_file`` when given). With
     ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
-    ``service``."""
+    ``service``, and of the conversion webhooks of the CRDs ``conversion_crds`` that call it."""
     from okt.runtime import certs, webhook_server
 
     if cert_dir:
@@ -130,7 +164,10 @@ def _webhook_options(
         changed = certs.inject_ca_bundle(
             client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds
         )
-        structlog.get_logger("okt.run").info("webhook CA written", configuration=configuration, kinds=changed)
+        crds = certs.inject_conversion_ca_bundle(client, conversion_crds, service[1], service[0], bundle.ca_bundle())
+        structlog.get_logger("okt.run").info(
+            "webhook CA written", configuration=configuration, kinds=changed, crds=crds
+        )
     if ca_file:
         try:
             pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
@@ -224,7 +261,8 @@ def _webhook_options(
     "--webhook-configuration",
     metavar="NAME",
     help="With --webhook-service: write the served certificate's CA into the caBundle of the Validating/"
-    "MutatingWebhookConfiguration NAME (its webhooks that call that Service).",
+    "MutatingWebhookConfiguration NAME (its webhooks that call that Service), and of the conversion webhook of the "
+    "CRDs of reconcilers with converters that call that Service.",
 )
 @click.option("--no-webhooks", is_flag=True, help="Serve no webhooks.")
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
@@ -295,11 +333,18 @@ def run_command(
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
+        serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
+        service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
         if not skip_permission_check:
-            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace)
+            own_certificate = not (webhook_cert_dir or webhook_secret)
+            extra = (
+                _webhook_ca_permissions(reconcilers, service, webhook_configuration, own_certificate)
+                if serves_webhooks
+                else []
+            )
+            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
         webhooks = None
-        if not no_webhooks and webhooks_mod.all_endpoints(reconcilers):
-            service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
+        if serves_webhooks:
             webhooks = _webhook_options(
                 client,
                 webhook_host,
@@ -310,6 +355,7 @@ def run_command(
                 service,
                 webhook_configuration,
                 _configuration_kinds(reconcilers),
+                _conversion_crds(reconcilers),
             )
         mgr = manager.Manager(
             client,

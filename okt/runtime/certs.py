@@ -12,7 +12,8 @@ webhook configuration's ``caBundle`` must hold (base64 of it: :meth:`Bundle.ca_b
 
 In a cluster without a certificate issuer, :func:`for_service` keeps one self-signed certificate for the webhook
 Service in a Secret (every replica serves it) and :func:`inject_ca_bundle` writes its CA into the webhook
-configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes).
+configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes), and
+:func:`inject_conversion_ca_bundle` into the conversion webhooks of the operator's CRDs.
 
 Caveats: a CA from :func:`self_signed` lives as long as its process (one year of validity, a new one on every
 start), so webhook configurations written for it are valid for that run only: write them again after a restart
@@ -31,7 +32,8 @@ import os
 import pathlib
 import ssl
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -262,31 +264,77 @@ def inject_ca_bundle(
 
     Returns the kinds that were changed.
     """
-    changed: list[str] = []
-    for kind_name in kinds_:
-        kind = client.resolve("admissionregistration.k8s.io/v1", kind_name)
-        for _attempt in range(5):
-            live = client.get_or_none(kind, configuration)
-            if live is None:
-                break
-            hooks = [dict(hook) for hook in live.get("webhooks") or ()]
-            touched = False
-            for hook in hooks:
-                config = dict(hook.get("clientConfig") or {})
-                target = config.get("service") or {}
-                if target.get("name") == service and target.get("namespace") == namespace:
-                    touched |= config.get("caBundle") != ca_bundle
-                    hook["clientConfig"] = {**config, "caBundle": ca_bundle}
-            if not touched:
-                break
-            patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "webhooks": hooks}
-            try:
-                client.patch(kind, configuration, patch)
-            except errors.Conflict:
-                continue
-            changed.append(kind_name)
-            break
-    return changed
+
+    def change(live: dict[str, Any]) -> dict[str, Any] | None:
+        hooks = [dict(hook) for hook in live.get("webhooks") or ()]
+        touched = False
+        for hook in hooks:
+            config = dict(hook.get("clientConfig") or {})
+            if _calls(config, service, namespace):
+                touched |= config.get("caBundle") != ca_bundle
+                hook["clientConfig"] = {**config, "caBundle": ca_bundle}
+        return {"webhooks": hooks} if touched else None
+
+    return [
+        kind_name
+        for kind_name in kinds_
+        if _patch_guarded(client, client.resolve("admissionregistration.k8s.io/v1", kind_name), configuration, change)
+    ]
+
+
+def inject_conversion_ca_bundle(
+    client: kube_client.Client, crds: Sequence[str], service: str, namespace: str, ca_bundle: str
+) -> list[str]:
+    """Write ``ca_bundle`` into the conversion webhook of the CustomResourceDefinitions ``crds`` that call ``service``.
+
+    Why: as for :func:`inject_ca_bundle` — the API server calls a conversion webhook (``spec.conversion.webhook``)
+    only over TLS verified against its ``clientConfig.caBundle``. ``crds`` are the names (``<plural>.<group>``) of
+    the CRDs of the reconcilers with ``converters`` (only those are read: the RBAC ``okt gen deploy`` writes names
+    them). A missing CRD, or one whose conversion webhook calls another Service (a URL, cert-manager's injector),
+    is skipped; a CRD already holding ``ca_bundle`` is not written; the write is guarded by the resourceVersion read
+    (a conflict is retried).
+
+    Returns the names of the CRDs that were changed.
+    """
+
+    def change(live: dict[str, Any]) -> dict[str, Any] | None:
+        conversion = (live.get("spec") or {}).get("conversion") or {}
+        config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+        if not _calls(config, service, namespace) or config.get("caBundle") == ca_bundle:
+            return None
+        return {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": ca_bundle}}}}}
+
+    return [name for name in crds if _patch_guarded(client, kinds.CRD, name, change)]
+
+
+def _calls(client_config: dict[str, Any], service: str, namespace: str) -> bool:
+    """Whether a webhook ``clientConfig`` calls the Service ``namespace/service``."""
+    target = client_config.get("service") or {}
+    return bool(target.get("name") == service and target.get("namespace") == namespace)
+
+
+def _patch_guarded(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    name: str,
+    change: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> bool:
+    """Merge-patch the cluster-scoped object ``name`` with what ``change`` makes of it (None: nothing to change),
+    guarded by the resourceVersion read; a conflict reads it again (5 tries). Returns whether it was written."""
+    for _attempt in range(5):
+        live = client.get_or_none(kind, name)
+        if live is None:
+            return False
+        patch = change(live)
+        if patch is None:
+            return False
+        patch["metadata"] = {"resourceVersion": live["metadata"]["resourceVersion"]}
+        try:
+            client.patch(kind, name, patch)
+        except errors.Conflict:
+            continue
+        return True
+    return False
 
 
 def _memory_files_work() -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from okt.cli import permissions
-from okt.codegen import rbac
+from okt.codegen import deploy, rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
@@ -29,6 +29,8 @@ HOLDER = envtest.TokenUser.service_account("depot-a", "gizmo-operator")
 """Holds every permission, through a ClusterRole and the leader-election Role (counted in the audit log)."""
 WILDCARD = envtest.TokenUser.service_account("depot-w", "gizmo-operator")
 """Holds permissions through wildcards, ``*/status`` and ``resourceNames`` (some refused)."""
+CONVERTER = envtest.TokenUser.service_account("depot-c", "gadget-operator")
+"""Runs an operator with a conversion webhook, with ``okt gen deploy``'s webhook arguments."""
 GROUP = "perm.okt.io"
 
 OPERATOR_SOURCE = textwrap.dedent(
@@ -66,7 +68,9 @@ OPERATOR_SOURCE = textwrap.dedent(
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
     plane = envtest.ControlPlane(
-        users=(OPERATOR, HOLDER, WILDCARD), audit_log=True, crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),)
+        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER),
+        audit_log=True,
+        crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),),
     )
     plane.start()
     try:
@@ -116,9 +120,15 @@ def status_role() -> list[dict[str, Any]]:
     return [role, binding]
 
 
-def okt_run(plane: envtest.ControlPlane, operator: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "okt", "run", str(operator), "--kubeconfig", str(plane.kubeconfig_for(OPERATOR))]
-    argv += ["--namespace", NAMESPACE, "--metrics-bind-address", "0", *args]
+def okt_run(
+    plane: envtest.ControlPlane,
+    operator: pathlib.Path,
+    *args: str,
+    user: envtest.TokenUser = OPERATOR,
+    namespace: str = NAMESPACE,
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "okt", "run", str(operator), "--kubeconfig", str(plane.kubeconfig_for(user))]
+    argv += ["--namespace", namespace, "--metrics-bind-address", "0", *args]
     env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])}
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, env=env)
 
@@ -240,6 +250,74 @@ def test_the_rules_review_refuses_exactly_what_one_access_review_per_permission_
             ("create", "events"),
             ("patch", "events"),
         }
+    finally:
+        client.close()
+        admin.close()
+
+
+CONVERTING_SOURCE = textwrap.dedent(
+    f"""
+    import pydantic
+    import okt
+
+
+    class GadgetSpecAlpha(pydantic.BaseModel):
+        colour: str
+
+
+    class Gadgets(okt.Reconciler):
+        api_version = "conv.{GROUP}/v1beta1"
+        kind = "Gadget"
+        plural = "gadgets"
+        spec_models = {{"v1alpha1": GadgetSpecAlpha}}
+        converters = {{
+            ("v1alpha1", "v1beta1"): lambda spec: {{"color": spec.colour}},
+            ("v1beta1", "v1alpha1"): lambda spec: {{"colour": spec["color"]}},
+        }}
+    """
+)
+
+
+def test_with_the_webhook_ca_options_okt_run_asks_to_get_and_patch_the_crd_of_its_conversion_webhook(
+    plane: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    source = tmp_path / "gadget_operator.py"
+    source.write_text(CONVERTING_SOURCE)
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(CONVERTER))
+    try:
+        create_namespaces(admin, "depot-c")
+        reconcilers = loader.reconcilers_of(loader.load_module(str(source), as_module=False), "gadget")
+        apply(admin, rbac.rbac_for_reconcilers(reconcilers, namespace="depot-c", service_account="gadget-operator"))
+        webhook_rbac = deploy.webhook_manifests(deploy.Operator(reconcilers, "gadget-operator", "depot-c", "gadget:1"))
+        apply(admin, [d for d in webhook_rbac if d["kind"] in ("Role", "RoleBinding")])  # the Secret's, not the CRD's
+        options = ["--webhook-service", "gadget-operator-webhooks", "--webhook-configuration", "gadget-operator"]
+
+        result = okt_run(plane, source, *options, user=CONVERTER, namespace="depot-c")
+        print(result.stderr)
+
+        missing = [line for line in result.stderr.splitlines() if "missing permission" in line]
+        assert result.returncode == 1, result.stderr
+        crd_name = "gadgets.conv.perm.okt.io"
+        assert missing == [
+            f"okt: missing permission: {verb} customresourcedefinitions {crd_name} (apiextensions.k8s.io) "
+            'cluster-wide (a ClusterRole); rule: {apiGroups: ["apiextensions.k8s.io"], resources: '
+            f'["customresourcedefinitions"], resourceNames: ["{crd_name}"], verbs: ["{verb}"]}}'
+            for verb in ("get", "patch")
+        ]
+        apply(admin, [d for d in webhook_rbac if d["kind"] in ("ClusterRole", "ClusterRoleBinding")])
+        namespaced, cluster = rbac.webhook_ca_rules(
+            secret="gadget-operator-webhooks-tls",
+            configuration="gadget-operator",
+            crds=[crd_name],
+        )
+        extra = [("depot-c", namespaced), (None, cluster)]
+        assert (
+            permissions.missing(
+                client, reconcilers, ["depot-c"], leader_elect=False, lease_namespace="depot-c", warn=print, extra=extra
+            )
+            == []
+        )
     finally:
         client.close()
         admin.close()

@@ -1,12 +1,17 @@
 """``okt run`` serves the webhooks of an operator with a spec_model: a generated CA written where ``okt gen webhooks
---ca-bundle`` reads it, and the API server refusing a bad spec through it."""
+--ca-bundle`` reads it, and the API server refusing a bad spec through it. With ``--webhook-service`` and
+``--webhook-configuration`` (what ``okt gen deploy`` passes), the CA of the Service's certificate goes into the
+conversion webhook of the CRDs of reconcilers with converters, once."""
 
 from __future__ import annotations
 
 import base64
 import pathlib
 import secrets
+import socket
+import ssl
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -103,3 +108,86 @@ def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
             wait_for(refused, timeout=30, message="okt run refusing an odd size")
         finally:
             kube.delete(VALIDATING, name)
+
+
+CONVERTING = """
+import pydantic
+import okt
+
+class GadgetSpecAlpha(pydantic.BaseModel):
+    colour: str
+
+class GadgetSpec(pydantic.BaseModel):
+    color: str
+
+class Gadgets(okt.Reconciler):
+    api_version = "conv.run.okt.example.com/v1beta1"
+    kind = "Gadget"
+    plural = "gadgets"
+    spec_models = {"v1alpha1": GadgetSpecAlpha}
+    converters = {
+        ("v1alpha1", "v1beta1"): lambda spec: GadgetSpec(color=spec.colour),
+        ("v1beta1", "v1alpha1"): lambda spec: GadgetSpecAlpha(colour=spec["color"]),
+    }
+"""
+SERVICE = "gadget-operator-webhooks"
+SECRET = kinds.BUILTIN[("v1", "Secret")]
+
+
+def conversion_client_config(crd_document: dict[str, Any]) -> dict[str, Any]:
+    return dict(crd_document["spec"]["conversion"]["webhook"]["clientConfig"])
+
+
+def test_okt_run_writes_the_services_ca_into_the_crds_conversion_webhook_once(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    apply_crd: object,
+    tmp_path: pathlib.Path,
+) -> None:
+    source = tmp_path / "converting_operator.py"
+    source.write_text(textwrap.dedent(CONVERTING))
+    (gadgets,) = loader.load_reconcilers(str(source))
+    client_config = webhooks.ClientConfig(service=SERVICE, namespace=namespace)
+    apply_crd(crd.crd_for_reconciler(gadgets, webhooks.conversion_client_config(gadgets, client_config)))  # type: ignore[operator]
+    name = "gadgets.conv.run.okt.example.com"
+    args = ["--webhook-host", "127.0.0.1", "--webhook-service", SERVICE, "--webhook-configuration", "gadget-operator"]
+
+    def start(log: str) -> OperatorProcess:
+        return OperatorProcess.okt_run(
+            source, kubeconfig=control_plane.kubeconfig, namespaces=[namespace], args=args, log_path=tmp_path / log
+        )
+
+    with start("first.log") as operator:
+        written = wait_for(
+            lambda: next((r for r in operator.records() if r.get("event") == "webhook CA written"), None),
+            timeout=30,
+            message="the log line of the CA written",
+        )
+        serving = wait_for(
+            lambda: next((r for r in operator.records() if r.get("event") == "serving webhooks"), None),
+            timeout=30,
+            message="the webhook server's log line",
+        )
+        assert written["crds"] == [name]
+        assert serving["paths"] == ["/convert/gadget"]
+        live = kube.get(kinds.CRD, name)
+        config = conversion_client_config(live)
+        ca_pem = base64.b64decode(config["caBundle"])
+        assert ca_pem == base64.b64decode(kube.get(SECRET, f"{SERVICE}-tls", namespace)["data"]["ca.crt"])
+        assert config["service"] == {"name": SERVICE, "namespace": namespace, "path": "/convert/gadget", "port": 443}
+        # the CA is the one of the certificate served, for the name the API server dials
+        context = ssl.create_default_context(cadata=ca_pem.decode())
+        raw = socket.create_connection(("127.0.0.1", serving["port"]), timeout=10)
+        with context.wrap_socket(raw, server_hostname=f"{SERVICE}.{namespace}.svc") as tls:
+            assert tls.getpeercert() is not None
+    version = live["metadata"]["resourceVersion"]
+
+    with start("second.log") as operator:
+        again = wait_for(
+            lambda: next((r for r in operator.records() if r.get("event") == "webhook CA written"), None),
+            timeout=30,
+            message="the log line of the CA written at the second start",
+        )
+        assert again["crds"] == []  # the same CA from the Secret, already in the CRD: nothing written
+    assert kube.get(kinds.CRD, name)["metadata"]["resourceVersion"] == version

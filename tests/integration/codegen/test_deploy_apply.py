@@ -42,6 +42,20 @@ OPERATOR = """
         kind = "Gizmo"
         spec_model = GizmoSpec
         owns = (GizmoConfig,)
+
+
+    class GadgetSpecAlpha(pydantic.BaseModel):
+        colour: str
+
+
+    class GadgetReconciler(okt.Reconciler):
+        api_version = "deploy.okt.example.com/v1beta1"
+        kind = "Gadget"
+        spec_models = {"v1alpha1": GadgetSpecAlpha}
+        converters = {
+            ("v1alpha1", "v1beta1"): lambda spec: {"color": spec.colour},
+            ("v1beta1", "v1alpha1"): lambda spec: {"colour": spec["color"]},
+        }
 """
 
 pytestmark = pytest.mark.skipif(not os.access(KUBECTL, os.X_OK), reason="needs kubectl at /usr/bin/kubectl")
@@ -64,7 +78,9 @@ def test_kubectl_apply_k_installs_the_generated_tree(
     run([*okt_gen, "bundle", "main.py", "--version", "0.3.0", *identity], tmp_path)
     kubectl = [KUBECTL, "--kubeconfig", str(control_plane.kubeconfig)]
 
-    run([*kubectl, "apply", "--dry-run=server", "-f", "bundle/manifests/gizmos.deploy.okt.example.com.yaml"], tmp_path)
+    for bundled in ("gizmos", "gadgets"):
+        manifest = f"bundle/manifests/{bundled}.deploy.okt.example.com.yaml"
+        run([*kubectl, "apply", "--dry-run=server", "-f", manifest], tmp_path)
     applied = run([*kubectl, "apply", "-k", "config/overlays/default"], tmp_path)
 
     assert "deployment.apps/gizmo-operator created" in applied, applied
@@ -87,6 +103,24 @@ def test_kubectl_apply_k_installs_the_generated_tree(
     role = kube.get(kube.resolve("rbac.authorization.k8s.io/v1", "Role"), "gizmo-operator-webhooks", "gizmo-system")
     assert role["rules"][0]["resourceNames"] == ["gizmo-operator-webhooks-tls"]
     assert "--webhook-configuration=gizmo-operator" in pod["containers"][0]["args"]
+    # Gadget has converters: its CRD converts through the same Service, moved to the namespace too
+    conversion = kube.get(crds, "gadgets.deploy.okt.example.com", None)["spec"]["conversion"]
+    assert conversion["strategy"] == "Webhook"
+    assert conversion["webhook"]["clientConfig"]["service"] == {
+        "name": "gizmo-operator-webhooks",
+        "namespace": "gizmo-system",
+        "path": "/convert/gadget",
+        "port": 443,
+    }
+    cluster_role = kube.get(
+        kube.resolve("rbac.authorization.k8s.io/v1", "ClusterRole"), "gizmo-operator-webhooks", None
+    )
+    assert {"gadgets.deploy.okt.example.com"} == {
+        name
+        for rule in cluster_role["rules"]
+        if rule["apiGroups"] == ["apiextensions.k8s.io"]
+        for name in rule["resourceNames"]
+    }
     replica_sets = kube.resolve("apps/v1", "ReplicaSet")
     waiting.wait_for(
         lambda: kube.list(replica_sets, "gizmo-system", label_selector="app.kubernetes.io/name=gizmo-operator")[0],

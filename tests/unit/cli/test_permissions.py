@@ -82,3 +82,47 @@ def test_a_star_slash_subresource_rule_does_not_cover_the_resource_itself() -> N
 
     assert permissions.covers(rule, permissions.Permission("create", "", "pods/exec", "shop"))
     assert not permissions.covers(rule, permissions.Permission("create", "", "pods", "shop"))
+
+
+CRD = permissions.Permission("patch", "apiextensions.k8s.io", "customresourcedefinitions", None, "gizmos.perm.okt.io")
+
+
+@pytest.mark.parametrize(
+    ("names", "held"),
+    [
+        (["gizmos.perm.okt.io"], True),
+        (["gizmos.perm.okt.io", "other.perm.okt.io"], True),
+        (["other.perm.okt.io"], False),
+    ],
+)
+def test_a_rule_limited_to_names_covers_a_permission_on_one_of_them(names: list[str], held: bool) -> None:
+    rule = {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "patch"],
+        "resourceNames": names,
+    }
+
+    assert permissions.covers(rule, CRD) is held
+
+
+def test_a_permission_on_one_object_reads_with_its_name() -> None:
+    assert str(CRD) == (
+        "missing permission: patch customresourcedefinitions gizmos.perm.okt.io (apiextensions.k8s.io) cluster-wide "
+        '(a ClusterRole); rule: {apiGroups: ["apiextensions.k8s.io"], resources: ["customresourcedefinitions"], '
+        'resourceNames: ["gizmos.perm.okt.io"], verbs: ["patch"]}'
+    )
+
+
+def test_extra_rules_are_asked_where_they_apply_and_for_each_of_their_names() -> None:
+    extra = [
+        ("ops", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["hooks-tls"]}]),
+        (None, [{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                 "verbs": ["get", "patch"], "resourceNames": ["a.perm.okt.io", "b.perm.okt.io"]}]),
+    ]  # fmt: skip
+
+    needed = permissions.required([GizmoReconciler], ["a"], leader_elect=False, lease_namespace="ops", extra=extra)
+
+    assert permissions.Permission("get", "", "secrets", "ops", "hooks-tls") in needed
+    crds = {(p.verb, p.name) for p in needed if p.resource == "customresourcedefinitions" and p.namespace is None}
+    assert crds == {(verb, name) for verb in ("get", "patch") for name in ("a.perm.okt.io", "b.perm.okt.io")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -12,6 +14,8 @@ from click.testing import CliRunner
 
 import okt
 from okt.codegen import cli, crd, deploy, errors, manager, rbac
+
+KUBECTL = "/usr/bin/kubectl"
 
 
 class GizmoSpec(pydantic.BaseModel):
@@ -147,6 +151,8 @@ def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules
         namespace="gizmo-system",
         image="registry.example.com/gizmo:1.2.3",
         service_account="gizmo-operator",
+        webhooks=True,  # the validating webhook of the spec model, with the certificate OLM mounts
+        webhook_cert_dir=manager.OLM_CERT_DIR,
     )
     assert install["spec"]["deployments"] == [{"name": "gizmo-operator", "spec": expected["spec"]}]
     roles = {document["kind"]: document for document in OPERATOR.rbac()}
@@ -157,6 +163,29 @@ def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules
     assert permission["rules"][0]["resources"] == ["leases"]
     assert {mode["type"] for mode in csv["spec"]["installModes"] if mode["supported"]} >= {"AllNamespaces"}
     assert load(files["manifests/gizmos.toys.example.com.yaml"]) == [crd.crd_for_reconciler(GizmoReconciler)]
+    (definition,) = csv["spec"]["webhookdefinitions"]
+    assert definition == {
+        "type": "ValidatingAdmissionWebhook",
+        "generateName": "validate.gizmos.toys.example.com",
+        "deploymentName": "gizmo-operator",
+        "containerPort": 443,
+        "targetPort": 9443,
+        "webhookPath": "/validate/gizmo",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
+        "rules": [
+            {
+                "apiGroups": ["toys.example.com"],
+                "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["gizmos"],
+                "scope": "Namespaced",
+            }
+        ],
+        "sideEffects": "None",
+        "timeoutSeconds": 10,
+    }
 
 
 def test_the_bundle_metadata_names_the_package_and_the_channel() -> None:
@@ -195,3 +224,136 @@ def test_okt_gen_bundle_errors_are_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.strip() == "Error: invalid --version '1': OLM wants a semantic version such as 0.1.0"
     assert list(tmp_path.iterdir()) == []
+
+
+class GadgetSpecAlpha(pydantic.BaseModel):
+    colour: str
+
+
+class GadgetSpec(pydantic.BaseModel):
+    color: str
+
+
+class GadgetReconciler(okt.Reconciler):
+    """Two versions and converters between them, no spec model of the stored version: a conversion webhook only."""
+
+    api_version = "toys.example.com/v1beta1"
+    kind = "Gadget"
+    spec_models: ClassVar = {"v1alpha1": GadgetSpecAlpha}
+    converters: ClassVar = {
+        ("v1alpha1", "v1beta1"): lambda spec: GadgetSpec(color=spec.colour),
+        ("v1beta1", "v1alpha1"): lambda spec: GadgetSpecAlpha(colour=spec["color"]),
+    }
+
+
+GADGETS = deploy.Operator([GadgetReconciler], "gadget-operator", "gadget-system", "registry.example.com/gadget:2.0.0")
+
+
+def test_a_crd_with_converters_calls_the_trees_webhook_service_for_conversion() -> None:
+    tree = deploy.kustomize_tree(GADGETS)
+
+    (definition,) = load(tree["base/crd.yaml"])
+    assert definition["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": {
+                "service": {
+                    "name": "gadget-operator-webhooks",
+                    "namespace": "gadget-system",
+                    "path": "/convert/gadget",
+                    "port": 443,
+                }
+            },
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    assert load(tree["overlays/default/kustomization.yaml"])[0]["namespace"] == "gadget-system"
+    assert load(tree["base/kustomization.yaml"])[0]["configurations"] == ["kustomizeconfig.yaml"]
+    assert load(tree["base/kustomizeconfig.yaml"]) == [deploy.CRD_SERVICE_REFERENCE]
+
+
+@pytest.mark.skipif(not os.access(KUBECTL, os.X_OK), reason="needs kubectl at /usr/bin/kubectl")
+def test_an_overlays_namespace_and_name_prefix_reach_the_crds_conversion_service(tmp_path: Path) -> None:
+    deploy.write(deploy.kustomize_tree(GADGETS), tmp_path)
+    overlay = tmp_path / "overlays" / "elsewhere"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text("namespace: elsewhere\nnamePrefix: pre-\nresources: [../default]\n")
+
+    built = subprocess.run(
+        [KUBECTL, "kustomize", str(overlay)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+
+    documents = {(doc["kind"], doc["metadata"]["name"]): doc for doc in load(built)}
+    assert ("Service", "pre-gadget-operator-webhooks") in documents
+    definition = documents[("CustomResourceDefinition", "gadgets.toys.example.com")]
+    service = definition["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    assert (service["name"], service["namespace"]) == ("pre-gadget-operator-webhooks", "elsewhere")
+
+
+def test_a_conversion_webhook_alone_gets_the_service_the_port_and_the_rbac_to_write_its_ca_into_the_crd() -> None:
+    tree = deploy.kustomize_tree(GADGETS)
+
+    assert load(tree["base/kustomization.yaml"])[0]["resources"][-1] == "webhook.yaml"
+    documents = {(doc["kind"], doc["metadata"]["name"]): doc for doc in load(tree["base/webhook.yaml"])}
+    assert not [kind for kind, _name in documents if kind.endswith("WebhookConfiguration")]
+    service = documents[("Service", "gadget-operator-webhooks")]
+    assert service["metadata"]["namespace"] == "gadget-system"
+    assert service["spec"]["ports"] == [{"name": "webhooks", "port": 443, "targetPort": "webhooks", "protocol": "TCP"}]
+    assert documents[("ClusterRole", "gadget-operator-webhooks")]["rules"] == [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get", "patch"],
+            "resourceNames": ["gadgets.toys.example.com"],
+        }
+    ]
+    secrets = documents[("Role", "gadget-operator-webhooks")]["rules"]
+    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]} in secrets
+    (deployment,) = load(tree["base/manager.yaml"])
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {"name": "webhooks", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
+    assert "--webhook-service=gadget-operator-webhooks" in container["args"]
+    assert "--webhook-configuration=gadget-operator" in container["args"]
+
+
+def test_an_operator_with_both_kinds_of_webhook_writes_its_ca_into_the_configurations_and_the_crds() -> None:
+    both = deploy.Operator([GizmoReconciler, GadgetReconciler], "toy-operator", "toys", "toys:1")
+
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in deploy.webhook_manifests(both)}
+
+    resources = [rule["resources"] for rule in documents[("ClusterRole", "toy-operator-webhooks")]["rules"]]
+    assert resources == [["validatingwebhookconfigurations"], ["customresourcedefinitions"]]
+
+
+def test_the_csv_lists_the_conversion_webhook_for_olm_and_supports_all_namespaces_only() -> None:
+    files = deploy.bundle(GADGETS, version="2.0.0")
+
+    (csv,) = load(files["manifests/gadget-operator.clusterserviceversion.yaml"])
+    assert csv["spec"]["webhookdefinitions"] == [
+        {
+            "type": "ConversionWebhook",
+            "generateName": "convert.gadgets.toys.example.com",
+            "deploymentName": "gadget-operator",
+            "containerPort": 443,
+            "targetPort": 9443,
+            "webhookPath": "/convert/gadget",
+            "conversionCRDs": ["gadgets.toys.example.com"],
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+        }
+    ]
+    modes = {mode["type"]: mode["supported"] for mode in csv["spec"]["installModes"]}
+    assert modes == {"OwnNamespace": False, "SingleNamespace": False, "MultiNamespace": False, "AllNamespaces": True}
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert f"--webhook-cert-dir={manager.OLM_CERT_DIR}" in container["args"]
+    assert not [arg for arg in container["args"] if arg.startswith(("--webhook-service", "--webhook-configuration"))]
+    assert {"name": "webhooks", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
+
+
+def test_a_csv_without_webhooks_lists_none_and_supports_every_single_namespace_mode() -> None:
+    (csv,) = load(deploy.bundle(PLAIN, version="0.1.0")["manifests/gizmo-operator.clusterserviceversion.yaml"])
+
+    assert "webhookdefinitions" not in csv["spec"]
+    modes = {mode["type"]: mode["supported"] for mode in csv["spec"]["installModes"]}
+    assert modes["OwnNamespace"] and modes["SingleNamespace"]

@@ -1,0 +1,91 @@
+"""The webhook CA written into the conversion webhook of the CRDs that call the operator's Service, and only there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from okt.kube import kinds
+from okt.runtime import certs
+from okt.testing import FakeClient
+
+SERVICE, NAMESPACE, CA = "gadget-operator-webhooks", "gadget-system", "Q0EgYnVuZGxl"
+
+
+def crd(name: str, client_config: dict[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"group": name.partition(".")[2], "conversion": {"strategy": "None"}}
+    if client_config is not None:
+        spec["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]},
+        }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def service(name: str = SERVICE, namespace: str = NAMESPACE) -> dict[str, Any]:
+    return {"service": {"name": name, "namespace": namespace, "path": "/convert/gadget", "port": 443}}
+
+
+def ca_of(client: FakeClient, name: str) -> str | None:
+    stored = client.stored(kinds.CRD, name)
+    assert stored is not None
+    config: dict[str, Any] = (stored["spec"]["conversion"].get("webhook") or {}).get("clientConfig") or {}
+    return config.get("caBundle")
+
+
+def version_of(client: FakeClient, name: str) -> str:
+    stored = client.stored(kinds.CRD, name)
+    assert stored is not None
+    return str(stored["metadata"]["resourceVersion"])
+
+
+def test_the_ca_goes_into_the_crds_calling_the_service_once() -> None:
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", service())])
+
+    assert certs.inject_conversion_ca_bundle(client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, CA) == [
+        "gadgets.toys.example.com"
+    ]
+    assert ca_of(client, "gadgets.toys.example.com") == CA
+    version = version_of(client, "gadgets.toys.example.com")
+
+    assert certs.inject_conversion_ca_bundle(client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, CA) == []
+    assert version_of(client, "gadgets.toys.example.com") == version  # nothing written
+
+
+def test_a_new_ca_replaces_the_old_one() -> None:
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", {**service(), "caBundle": "b2xk"})])
+
+    assert certs.inject_conversion_ca_bundle(client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, CA)
+    assert ca_of(client, "gadgets.toys.example.com") == CA
+
+
+@pytest.mark.parametrize(
+    "client_config",
+    [
+        service(name="other-webhooks"),
+        service(namespace="elsewhere"),
+        {"url": "https://127.0.0.1:9443/convert/gadget"},
+        None,  # strategy None: no webhook
+    ],
+)
+def test_a_crd_whose_conversion_calls_something_else_is_left_alone(client_config: dict[str, Any] | None) -> None:
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", client_config)])
+
+    assert certs.inject_conversion_ca_bundle(client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, CA) == []
+    assert ca_of(client, "gadgets.toys.example.com") is None
+
+
+def test_a_missing_crd_is_skipped() -> None:
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", service())])
+
+    changed = certs.inject_conversion_ca_bundle(
+        client, ["absent.toys.example.com", "gadgets.toys.example.com"], SERVICE, NAMESPACE, CA
+    )
+
+    assert changed == ["gadgets.toys.example.com"]

@@ -61,8 +61,9 @@ def settings_for(n: int, args: argparse.Namespace, chosen: Sequence[contenders.C
 
 def measure_size(
     n: int, args: argparse.Namespace, chosen: Sequence[contenders.Contender], logs: pathlib.Path, skip: set[str]
-) -> dict[str, dict[str, Any]]:
-    """Every contender at one N, the floor first; Kopf given :data:`KOPF_LIMIT` times the floor's time."""
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """Every contender at one N, the floor first; Kopf given :data:`KOPF_LIMIT` times the floor's time. With the
+    results, the version the API server reported."""
     settings = settings_for(n, args, chosen)
     bench = run.Bench(settings, logs, runtime_env.prepare())
     results: dict[str, dict[str, Any]] = {}
@@ -80,7 +81,7 @@ def measure_size(
             skip.add(contender.key)
         if not args.skip_phases:
             results[contender.key]["phases"] = phases_of(bench, contender, results[contender.key])
-    return results
+    return results, bench.server_version
 
 
 def phases_of(bench: run.Bench, contender: contenders.Contender, measured: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     server = ""
     for n in sorted(args.n):
-        document["sizes"][str(n)] = measure_size(n, args, args.chosen, logs, skip)
+        document["sizes"][str(n)], version = measure_size(n, args, args.chosen, logs, skip)
+        server = version or server
         document["settings"] = dataclasses.asdict(settings_for(n, args, args.chosen)) | {"n": sorted(args.n)}
         report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
     document["machine"] = report.machine_info(server)

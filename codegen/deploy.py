@@ -141,8 +141,8 @@ def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
     Deployment's arguments) makes a self-signed certificate for the Service, keeps it in the Secret
     ``<name>-webhooks-tls`` for every replica, and writes its CA into these configurations and into those CRDs'
     conversion webhook at start. The RBAC for that, and nothing more (:func:`okt.codegen.rbac.webhook_ca_rules`):
-    ``get`` on that Secret and ``create`` on Secrets of the namespace (a create cannot be limited to a name), ``get``
-    and ``patch`` on these configurations and those CRDs by name.
+    ``get`` and ``update`` (the renewal) on that Secret and ``create`` on Secrets of the namespace (a create cannot be
+    limited to a name), ``get`` and ``patch`` on these configurations and those CRDs by name.
     """
     if not operator.has_webhooks():
         return []

@@ -278,16 +278,16 @@ def webhook_ca_rules(
     """What ``okt run --webhook-service`` needs to keep its own webhook CA: ``(rules in its namespace, cluster rules)``.
 
     ``secret``: the Secret it keeps the Service's certificate in (None: the certificate comes from elsewhere) — get
-    it by name, and create Secrets in the namespace (a create cannot be limited to a name). ``configuration``: the
-    name of the webhook configurations it writes the CA into (``--webhook-configuration``; None: it writes none) —
-    get and patch, by that name, on ``configurations`` (``validatingwebhookconfigurations``,
+    and update (the renewal) it by name, and create Secrets in the namespace (a create cannot be limited to a name).
+    ``configuration``: the name of the webhook configurations it writes the CA into (``--webhook-configuration``;
+    None: it writes none) — get and patch, by that name, on ``configurations`` (``validatingwebhookconfigurations``,
     ``mutatingwebhookconfigurations``), and on the CustomResourceDefinitions ``crds`` whose conversion webhook it
     serves. One source for ``okt gen deploy``'s RBAC and ``okt run``'s permission check.
     """
     namespaced: list[dict[str, Any]] = []
     if secret is not None:
         namespaced = [
-            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [secret]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "update"], "resourceNames": [secret]},
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
         ]
     cluster: list[dict[str, Any]] = []

@@ -18,7 +18,8 @@ configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes), 
 Caveats: a CA from :func:`self_signed` lives as long as its process (one year of validity, a new one on every
 start), so webhook configurations written for it are valid for that run only: write them again after a restart
 (``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it). The Secret of
-:func:`for_service` is not renewed: delete it within the year (the next start makes a new one).
+:func:`for_service` is renewed by the first start within :data:`RENEW_BEFORE` of its end (or after it), which then
+writes the new CA into the configurations; a process that runs past its certificate's end is not renewed in place.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import os
 import pathlib
 import ssl
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cryptography import x509
@@ -45,6 +46,8 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 
 VALIDITY = datetime.timedelta(days=365)
+RENEW_BEFORE = datetime.timedelta(days=30)
+"""A kept self-signed certificate this close to its end (or past it) is replaced by the next start."""
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 """The names a generated serving certificate is valid for when none are given (the API server on the same host)."""
 CERT_FILE, KEY_FILE, CA_FILE = "tls.crt", "tls.key", "ca.crt"
@@ -200,47 +203,82 @@ def from_secret(client: kube_client.Client, namespace: str, name: str) -> Bundle
     secret = client.get_or_none(kinds.BUILTIN[("v1", "Secret")], name, namespace)
     if secret is None:
         raise errors.ConfigurationError(f"the webhook certificate Secret {namespace}/{name} does not exist")
+    return _bundle_in(secret, f"{namespace}/{name}")
+
+
+def _bundle_in(secret: Mapping[str, Any], where: str) -> Bundle:
     data = secret.get("data") or {}
     missing = [k for k in (CERT_FILE, KEY_FILE) if k not in data]
     if missing:
-        raise errors.ConfigurationError(
-            f"the webhook certificate Secret {namespace}/{name} has no {' or '.join(missing)}"
-        )
+        raise errors.ConfigurationError(f"the webhook certificate Secret {where} has no {' or '.join(missing)}")
     decoded = {k: base64.b64decode(v) for k, v in data.items() if k in (CERT_FILE, KEY_FILE, CA_FILE)}
     return Bundle(decoded[CERT_FILE], decoded[KEY_FILE], decoded.get(CA_FILE, decoded[CERT_FILE]))
 
 
-def for_service(client: kube_client.Client, namespace: str, service: str, secret: str) -> Bundle:
+def for_service(
+    client: kube_client.Client,
+    namespace: str,
+    service: str,
+    secret: str,
+    *,
+    now: datetime.datetime | None = None,
+) -> Bundle:
     """The serving certificate of the Service ``namespace/service``, shared by every replica through a Secret.
 
     Why: each replica of an operator answers the webhooks behind the Service, so they must serve certificates of one
     CA — the one in the configurations' ``caBundle``. The first replica to start makes a self-signed CA and
     certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, and
-    every restart, read it. Two replicas racing to create it both end up serving the one the API server kept.
+    every restart, read it. A kept certificate that ends within :data:`RENEW_BEFORE` of ``now``, or does not name the
+    Service, is replaced (an update guarded by the Secret's resourceVersion). Two replicas racing to create or renew
+    it both end up serving the one the API server kept.
 
     Raises:
         okt.errors.ConfigurationError: the Secret exists but lacks a key.
-        okt.errors.ApiError: the Secret could not be read or created (RBAC: get and create on that Secret).
+        okt.errors.ApiError: the Secret could not be read or written (RBAC: get, create and update on that Secret).
     """
     secret_kind = kinds.BUILTIN[("v1", "Secret")]
-    if client.get_or_none(secret_kind, secret, namespace) is None:
-        bundle = self_signed(service_hosts(service, namespace))
-        data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
-        body = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "kubernetes.io/tls",
-            "metadata": {"name": secret, "namespace": namespace},
-            "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
-        }
-        try:
+    hosts = service_hosts(service, namespace)
+    live = client.get_or_none(secret_kind, secret, namespace)
+    if live is not None:
+        kept = _bundle_in(live, f"{namespace}/{secret}")
+        if not needs_renewal(kept, hosts, now=now):
+            return kept
+    bundle = self_signed(hosts, now=now)
+    data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
+    metadata = {"name": secret, "namespace": namespace}
+    if live is not None:
+        metadata["resourceVersion"] = live["metadata"]["resourceVersion"]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": metadata,
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+    try:
+        if live is None:
             client.create(body, secret_kind)
-        except errors.Conflict as exc:
-            if not exc.already_exists:
-                raise
         else:
-            return bundle
-    return from_secret(client, namespace, secret)
+            client.replace(secret_kind, body)
+    except errors.Conflict:  # another replica created or renewed it first: serve what the server kept
+        return from_secret(client, namespace, secret)
+    return bundle
+
+
+def needs_renewal(bundle: Bundle, hosts: Sequence[str], *, now: datetime.datetime | None = None) -> bool:
+    """Whether a kept certificate must be replaced: it or its CA ends within :data:`RENEW_BEFORE` of ``now`` (or has
+    ended), or it does not name every one of ``hosts``."""
+    horizon = (now or datetime.datetime.now(datetime.UTC)) + RENEW_BEFORE
+    cert = x509.load_pem_x509_certificate(bundle.cert_pem)
+    ca = x509.load_pem_x509_certificate(bundle.ca_pem)
+    if min(cert.not_valid_after_utc, ca.not_valid_after_utc) <= horizon:
+        return True
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return True
+    named = {*names.get_values_for_type(x509.DNSName), *map(str, names.get_values_for_type(x509.IPAddress))}
+    return not set(hosts) <= named
 
 
 WEBHOOK_CONFIGURATIONS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")

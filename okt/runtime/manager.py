@@ -41,6 +41,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -53,8 +54,11 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
-from okt.runtime import memory, webhook_server
+from okt.runtime import memory
 from okt.runtime import metrics as metrics_mod
+
+if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~8 MiB an operator without
+    from okt.runtime import webhook_server  # webhooks should not carry
 
 DEFAULT_GRACE_PERIOD = 30.0
 _SYNC_POLL = 0.2
@@ -226,6 +230,8 @@ class Manager:
                 self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
                 self.probes.start()
             if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
+                from okt.runtime import webhook_server
+
                 self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client)
                 self.webhook_server.start()
             for hook in self._on_startup:

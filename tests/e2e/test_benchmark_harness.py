@@ -247,10 +247,11 @@ def test_the_standby_reconciles_after_the_leader_is_killed_and_never_writes_besi
 
 @pytest.mark.integration
 @pytest.mark.timeout(SCALE_TIMEOUT + 60)
-def test_the_floor_has_neither_phase_and_the_table_prints_each_target_beside_its_figure(
+def test_the_floor_has_neither_phase_and_the_table_prints_each_target_beside_its_figure_under_the_servers_version(
     scale_run: tuple[dict[str, Any], str],
 ) -> None:
     document, tables = scale_run
+    assert document["machine"]["kubernetes"].startswith("v1.")
     floor = document["sizes"][str(SCALE_N)]["raw"]["phases"]
     assert floor["fresh_first"]["applicable"] is False and floor["failover"]["applicable"] is False
     (okt_row,) = [line for line in tables.splitlines() if line.startswith(f"| {SCALE_N} | okt | ") and "≤ 3 s" in line]

@@ -5,6 +5,7 @@ configurations that call the Service — on the real API server (``okt run --web
 from __future__ import annotations
 
 import base64
+import datetime
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -86,3 +87,20 @@ def test_the_ca_goes_into_the_webhooks_that_call_the_service_and_nowhere_else(
     assert "caBundle" not in hooks["other.gadgets.okt.example.com"]
     again = certs.inject_ca_bundle(kube, name, "gadget-webhooks", namespace, bundle.ca_bundle())
     assert again == []  # already there: nothing written
+
+
+def test_a_certificate_near_its_end_is_renewed_once_at_start_and_the_new_ca_is_served_by_every_replica(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    eleven_months_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=340)
+    old = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls", now=eleven_months_ago)
+
+    renewed = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls")
+    written = kube.get(SECRET, "gadget-webhooks-tls", namespace)["metadata"]["resourceVersion"]
+    again = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls")
+
+    assert renewed.ca_pem != old.ca_pem
+    end = x509.load_pem_x509_certificate(renewed.cert_pem).not_valid_after_utc
+    assert end - datetime.datetime.now(datetime.UTC) > datetime.timedelta(days=360)
+    assert (again.cert_pem, again.ca_pem) == (renewed.cert_pem, renewed.ca_pem)
+    assert kube.get(SECRET, "gadget-webhooks-tls", namespace)["metadata"]["resourceVersion"] == written

@@ -1,7 +1,9 @@
-"""The webhook CA written into the conversion webhook of the CRDs that call the operator's Service, and only there."""
+"""The webhook CA written into the conversion webhook of the CRDs that call the operator's Service, and only there;
+when a kept self-signed certificate must be replaced (pure: no API server)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -89,3 +91,28 @@ def test_a_missing_crd_is_skipped() -> None:
     )
 
     assert changed == ["gadgets.toys.example.com"]
+
+
+NOW = datetime.datetime(2027, 6, 1, tzinfo=datetime.UTC)
+HOSTS = certs.service_hosts("gadget-webhooks", "shop")
+
+
+def test_a_fresh_certificate_for_the_service_is_kept() -> None:
+    assert not certs.needs_renewal(certs.self_signed(HOSTS, now=NOW), HOSTS, now=NOW)
+
+
+def test_a_certificate_in_its_last_month_or_past_its_end_is_renewed() -> None:
+    last_month = certs.self_signed(HOSTS, now=NOW - datetime.timedelta(days=340))
+    ended = certs.self_signed(HOSTS, now=NOW - datetime.timedelta(days=400))
+    before_last_month = certs.self_signed(HOSTS, now=NOW - datetime.timedelta(days=300))
+
+    assert certs.needs_renewal(last_month, HOSTS, now=NOW)
+    assert certs.needs_renewal(ended, HOSTS, now=NOW)
+    assert not certs.needs_renewal(before_last_month, HOSTS, now=NOW)
+
+
+def test_a_certificate_that_does_not_name_the_service_is_renewed() -> None:
+    other = certs.self_signed(certs.service_hosts("other-webhooks", "shop"), now=NOW)
+
+    assert certs.needs_renewal(other, HOSTS, now=NOW)
+    assert not certs.needs_renewal(certs.self_signed(certs.LOCAL_HOSTS, now=NOW), ("127.0.0.1",), now=NOW)

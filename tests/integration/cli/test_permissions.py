@@ -20,6 +20,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
 from okt.testing import audit, crds, envtest
+from tests.integration import converting
 
 pytestmark = pytest.mark.integration
 
@@ -255,34 +256,10 @@ def test_the_rules_review_refuses_exactly_what_one_access_review_per_permission_
         admin.close()
 
 
-CONVERTING_SOURCE = textwrap.dedent(
-    f"""
-    import pydantic
-    import okt
-
-
-    class GadgetSpecAlpha(pydantic.BaseModel):
-        colour: str
-
-
-    class Gadgets(okt.Reconciler):
-        api_version = "conv.{GROUP}/v1beta1"
-        kind = "Gadget"
-        plural = "gadgets"
-        spec_models = {{"v1alpha1": GadgetSpecAlpha}}
-        converters = {{
-            ("v1alpha1", "v1beta1"): lambda spec: {{"color": spec.colour}},
-            ("v1beta1", "v1alpha1"): lambda spec: {{"colour": spec["color"]}},
-        }}
-    """
-)
-
-
 def test_with_the_webhook_ca_options_okt_run_asks_to_get_and_patch_the_crd_of_its_conversion_webhook(
     plane: envtest.ControlPlane, tmp_path: pathlib.Path
 ) -> None:
-    source = tmp_path / "gadget_operator.py"
-    source.write_text(CONVERTING_SOURCE)
+    source = converting.gadget_operator(tmp_path, f"conv.{GROUP}")
     admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
     client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(CONVERTER))
     try:

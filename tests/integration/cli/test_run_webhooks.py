@@ -21,6 +21,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
 from okt.testing import OperatorProcess, envtest, wait_for
+from tests.integration import converting
 
 pytestmark = pytest.mark.integration
 
@@ -110,26 +111,6 @@ def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
             kube.delete(VALIDATING, name)
 
 
-CONVERTING = """
-import pydantic
-import okt
-
-class GadgetSpecAlpha(pydantic.BaseModel):
-    colour: str
-
-class GadgetSpec(pydantic.BaseModel):
-    color: str
-
-class Gadgets(okt.Reconciler):
-    api_version = "conv.run.okt.example.com/v1beta1"
-    kind = "Gadget"
-    plural = "gadgets"
-    spec_models = {"v1alpha1": GadgetSpecAlpha}
-    converters = {
-        ("v1alpha1", "v1beta1"): lambda spec: GadgetSpec(color=spec.colour),
-        ("v1beta1", "v1alpha1"): lambda spec: GadgetSpecAlpha(colour=spec["color"]),
-    }
-"""
 SERVICE = "gadget-operator-webhooks"
 SECRET = kinds.BUILTIN[("v1", "Secret")]
 
@@ -145,8 +126,7 @@ def test_okt_run_writes_the_services_ca_into_the_crds_conversion_webhook_once(
     apply_crd: object,
     tmp_path: pathlib.Path,
 ) -> None:
-    source = tmp_path / "converting_operator.py"
-    source.write_text(textwrap.dedent(CONVERTING))
+    source = converting.gadget_operator(tmp_path, "conv.run.okt.example.com")
     (gadgets,) = loader.load_reconcilers(str(source))
     client_config = webhooks.ClientConfig(service=SERVICE, namespace=namespace)
     apply_crd(crd.crd_for_reconciler(gadgets, webhooks.conversion_client_config(gadgets, client_config)))  # type: ignore[operator]

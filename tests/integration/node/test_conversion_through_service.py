@@ -10,7 +10,6 @@ endpoints (no kube-proxy), and verifies the served certificate against the CRD's
 from __future__ import annotations
 
 import pathlib
-import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,30 +20,10 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
 from okt.testing import OperatorProcess, crds, envtest, wait_for
+from tests.integration import converting
 
 pytestmark = pytest.mark.integration
 
-OPERATOR = """
-import pydantic
-import okt
-
-class GadgetSpecAlpha(pydantic.BaseModel):
-    colour: str
-
-class GadgetSpec(pydantic.BaseModel):
-    color: str
-
-class Gadgets(okt.Reconciler):
-    api_version = "conv.node.okt.example.com/v1beta1"
-    kind = "Gadget"
-    plural = "gadgets"
-    spec_model = GadgetSpec
-    spec_models = {"v1alpha1": GadgetSpecAlpha}
-    converters = {
-        ("v1alpha1", "v1beta1"): lambda spec: GadgetSpec(color=spec.colour),
-        ("v1beta1", "v1alpha1"): lambda spec: GadgetSpecAlpha(colour=spec.color),
-    }
-"""
 SERVICE = "gadget-operator-webhooks"
 ALPHA = kinds.Kind("conv.node.okt.example.com/v1alpha1", "Gadget", "gadgets")
 BETA = kinds.Kind("conv.node.okt.example.com/v1beta1", "Gadget", "gadgets")
@@ -76,8 +55,7 @@ def service_to_this_machine(namespace: str, port: int, address: str) -> list[dic
 
 @pytest.fixture
 def gadgets(node_kube: kube_client.Client, node_namespace: str, tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    source = tmp_path / "gadget_operator.py"
-    source.write_text(textwrap.dedent(OPERATOR))
+    source = converting.gadget_operator(tmp_path, "conv.node.okt.example.com", stored_model=True)
     (reconciler,) = loader.load_reconcilers(str(source))
     client_config = webhooks.ClientConfig(service=SERVICE, namespace=node_namespace)
     definition = crd.crd_for_reconciler(reconciler, webhooks.conversion_client_config(reconciler, client_config))

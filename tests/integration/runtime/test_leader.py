@@ -76,6 +76,7 @@ def test_only_one_candidate_leads_and_the_other_takes_over_within_the_lease_dura
     takeover = time.monotonic() - stopped_at
     assert takeover < (1.5 if release else LEASE_DURATION + 1.5)
     assert first.transitions == (["started", "stopped"] if release else ["started"])
+    wait_for(lambda: second.transitions != [], timeout=2)  # the flag is set before the callback runs
     assert second.transitions == ["started"]
     lease = kube.get(kinds.LEASE, "runtime-test", namespace)
     assert lease["spec"]["holderIdentity"] == "second"
@@ -92,5 +93,7 @@ def test_a_leader_that_cannot_renew_steps_down_before_the_lease_expires(
     kube.patch(kinds.LEASE, "runtime-test", {"spec": {"holderIdentity": "usurper"}}, namespace)
     wait_for(lambda: not first.elector.is_leader, timeout=LEASE_DURATION)
     assert first.elector.lost
+    # The flag drops first (writes stop at once), then the callback runs on the elector's thread.
+    wait_for(lambda: len(first.transitions) == 2, timeout=2)
     assert first.transitions == ["started", "stopped"]
     assert lease["spec"]["holderIdentity"] == "first"

@@ -2,11 +2,10 @@
 
 Why this exists: okt at the raw floor for 1000 objects says little about 10,000; what an operator in the field meets
 is memory per cached object, a restart over many converged objects and a change on all of them. This runs the
-memcached job of :mod:`benchmarks.run` (its machinery: a fresh control plane per measurement, the audit log's request
-counts, the harness's watches) at each N, with the realistic mix (CRs asking 1-3 replicas, the replicaset controller
-creating the Pods), and prints the curve: per N and contender, time, writes, reads, CPU, RSS at the end and peak RSS
-for convergence, restart and spec change; the growth per 1000 objects between consecutive sizes; and the memory per
-cached object (a CR and its three children are four) above the operator's RSS when it was ready with nothing to do.
+measurement of :mod:`benchmarks.run` at each N, with the realistic mix (:attr:`benchmarks.run.Settings.mix`), and
+prints the curve: per N and contender the figures of :data:`COLUMNS`, among them the memory per cached object (a CR
+and its three children are four) above the operator's RSS when it was ready; and the growth per 1000 objects between
+consecutive sizes.
 
 The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
 recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).

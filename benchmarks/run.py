@@ -118,13 +118,6 @@ def poll(predicate: Callable[[], bool], timeout: float, what: str, detail: Calla
     return until(lambda: time.time() if predicate() else None, timeout, what, detail=detail)
 
 
-def failed(m: Measurement, result: dict[str, Any], error: str) -> None:
-    """Record ``error`` as the end of ``m``'s ``result`` (not converged) and say so."""
-    result["converged"] = False
-    result["error"] = error
-    say(f"{m.tag} FAILED: {error}")
-
-
 @dataclasses.dataclass
 class Measurement:
     """One contender in one round, as its phases share it: who runs where, and what is running."""
@@ -305,9 +298,12 @@ class Bench:
                         result["restart"] = self.restart(m, second)
                         result["spec_change"] = self.spec_change(m, second)
                 except (cluster.BenchError, errors.OktError, OSError) as exc:
-                    failed(m, result, f"{type(exc).__name__}: {exc}")
+                    result["error"] = f"{type(exc).__name__}: {exc}"
         except (envtest.ControlPlaneError, errors.OktError, OSError) as exc:
-            failed(m, result, result["error"] or f"control plane: {type(exc).__name__}: {exc}")
+            result["error"] = result["error"] or f"control plane: {type(exc).__name__}: {exc}"
+        if result["error"]:
+            result["converged"] = False
+            say(f"{m.tag} FAILED: {result['error']}")
         return result
 
     # -- the phases ----------------------------------------------------------------------------------------------

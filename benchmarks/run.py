@@ -25,9 +25,8 @@ import shutil
 import sys
 import tempfile
 import time
-import typing
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from benchmarks import cluster, contenders, report, runtime_env, watched
 from okt import errors
@@ -110,7 +109,7 @@ def until(
         found = waiting.wait_for(predicate, timeout, interval, lambda: f"{what}; {detail()}" if detail else what)
     except waiting.WaitTimeout as exc:
         raise cluster.BenchTimeout(str(exc)) from None
-    return typing.cast("T", found)
+    return cast("T", found)
 
 
 def poll(predicate: Callable[[], bool], timeout: float, what: str, detail: Callable[[], str] | None = None) -> float:

@@ -40,11 +40,6 @@ def cr_names(n: int) -> list[str]:
     return [f"memcached-{i:05d}" for i in range(n)]
 
 
-def sizes_of(n: int, size: int | Sequence[int]) -> list[int]:
-    """The ``spec.size`` of each of the ``n`` objects: one size for all, or one per object."""
-    return [size] * n if isinstance(size, int) else list(size)
-
-
 def mixed_sizes(n: int, smallest: int = 1, largest: int = 3, shift: int = 0) -> list[int]:
     """A realistic mix: sizes from ``smallest`` to ``largest`` in turn (``shift`` adds to every size)."""
     span = largest - smallest + 1
@@ -52,8 +47,8 @@ def mixed_sizes(n: int, smallest: int = 1, largest: int = 3, shift: int = 0) -> 
 
 
 def expected_sizes(n: int, size: int | Sequence[int]) -> dict[str, int]:
-    """The replicas each custom resource's Deployment must ask for, by name."""
-    return dict(zip(cr_names(n), sizes_of(n, size), strict=True))
+    """The replicas each custom resource's Deployment must ask for, by name (``size``: one for all, or one each)."""
+    return dict(zip(cr_names(n), [size] * n if isinstance(size, int) else size, strict=True))
 
 
 def describe_sizes(size: int | Sequence[int]) -> str:

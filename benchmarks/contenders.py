@@ -14,6 +14,8 @@ import pathlib
 import sys
 from collections.abc import Mapping
 
+from okt.testing import process
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD = ROOT / "samples" / "memcached" / "deploy" / "crd.yaml"
 WORKERS_VARIABLE = "OKT_BENCH_WORKERS"
@@ -24,12 +26,6 @@ OKT_RUN = (
     "--max-concurrent {workers} --metrics-bind-address 0 --webhook-port 0 --log-format json"
 )
 OKT_READY = "caches synced, reconciling"
-
-
-@dataclasses.dataclass(frozen=True)
-class Launch:
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +43,18 @@ class Contender:
     far behind after thousands of deletions)."""
 
     def launch(
-        self, kubeconfig: pathlib.Path, namespace: str, workers: int, bin_dir: pathlib.Path | None = None
-    ) -> Launch:
-        """The command line and environment that run this contender on ``namespace`` (with ``bin_dir``'s tools)."""
+        self,
+        kubeconfig: pathlib.Path,
+        namespace: str,
+        workers: int,
+        logs: pathlib.Path,
+        tag: str,
+        bin_dir: pathlib.Path | None = None,
+        *,
+        sample_cpu: bool = False,
+    ) -> process.OperatorProcess:
+        """This contender on ``namespace`` (with ``bin_dir``'s tools), not started yet: named by its key and ``tag``,
+        its log in ``logs`` (named by the namespace and ``tag``)."""
         values = {
             "bin": str(bin_dir or pathlib.Path(sys.executable).parent),
             "root": str(ROOT),
@@ -63,9 +68,13 @@ class Contender:
                 f"{argv[0]} not found: run the harness with the project's interpreter (.venv/bin/python -m "
                 "benchmarks.run), whose bin directory holds the okt and kopf commands"
             )
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        return Launch(argv, {**env, **{k: v.format(**values) for k, v in self.env.items()}})
+        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = {"KUBECONFIG": str(kubeconfig), "PYTHONPATH": pythonpath}
+        env |= {k: v.format(**values) for k, v in self.env.items()}
+        log_path = logs / f"{namespace}-{tag}.log"
+        return process.OperatorProcess(
+            argv, name=f"{self.key}-{tag}", env=env, log_path=log_path, cwd=ROOT, sample_cpu=sample_cpu
+        )
 
 
 def okt_sample(finalizer: str, strategy: str) -> dict[str, str]:

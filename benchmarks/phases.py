@@ -65,13 +65,6 @@ NOT_APPLICABLE = {
 }
 
 
-def not_applicable(contender: contenders.Contender) -> dict[str, Any]:
-    """What the JSON says of a contender these phases do not apply to."""
-    return {phase: {"applicable": False, "why": why} for phase, why in NOT_APPLICABLE.items()} | {
-        "contender": contender.key
-    }
-
-
 def launch_elected(bench: run.Bench, m: run.Measurement, tag: str) -> process.OperatorProcess:
     """``m``'s okt contender as a replica: ``--leader-elect``, and ``/metrics`` on a free local port (its probe URL,
     so that it can be scraped)."""
@@ -108,17 +101,12 @@ def scrape(proc: process.OperatorProcess) -> dict[str, Any]:
 
 def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, timeout: float) -> float:
     """Wait until ``proc`` logged ``event``; returns the record's time."""
-    found: list[float] = []
 
-    def seen() -> bool:
+    def logged_at() -> float | None:
         bench.check_alive(proc, f"waiting for {event!r}")
-        moment = proc.logged_at(event) if proc.logged(event) else None
-        if moment is not None:
-            found.append(moment)
-        return moment is not None
+        return proc.logged_at(event) if proc.logged(event) else None
 
-    run.poll(seen, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
-    return found[0]
+    return run.until(logged_at, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
 
 
 def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float) -> dict[str, Any]:
@@ -137,7 +125,7 @@ def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float
         last.append(now)
         return calm
 
-    run.poll(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
+    run.until(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
     return last[-1]
 
 
@@ -244,29 +232,28 @@ def failover(
     }
 
 
-def measure(bench: run.Bench, contender: contenders.Contender) -> dict[str, Any]:
-    """Both phases for one okt contender (one of :data:`APPLICABLE`) on a fresh control plane; a failure is recorded
-    with its error."""
-    suffix = secrets.token_hex(3)
+def measure(bench: run.Bench, contender: contenders.Contender, converged: bool) -> dict[str, Any]:
+    """Both phases for an okt contender (one of :data:`APPLICABLE`) that ``converged``, on a fresh control plane; a
+    failure is recorded with its error. The others are recorded as not applicable, or skipped."""
+    if contender.key not in APPLICABLE:
+        return {phase: {"applicable": False, "why": why} for phase, why in NOT_APPLICABLE.items()} | {
+            "contender": contender.key
+        }
+    if not converged:
+        return {"contender": contender.key, "error": "skipped: the contender did not converge"}
+    run.say(f"scale: N={bench.settings.n} {contender.key} fresh-first and failover phases")
     user, standby_user = f"bench-{contender.key}-leader", f"bench-{contender.key}-standby"
-    namespace = f"bench-{contender.key}-phases-{suffix}"
+    namespace = f"bench-{contender.key}-phases-{secrets.token_hex(3)}"
     result: dict[str, Any] = {"contender": contender.key, "namespace": namespace, "error": None}
     m = run.Measurement(contender, user, namespace, f"[phases {contender.key}]")
     try:
         with bench.fresh_plane(user, standby_user):
-            try:
-                cluster.create_namespace(bench.client, namespace)
-                first = bench.launch(m, "phases-converge")
-                bench.wait_ready(first, user, contender.ready_line)
+            cluster.create_namespace(bench.client, namespace)
+            with bench.started(m, "phases-converge") as first:
                 m.view = watched.WatchedNamespace(bench.client, namespace, bench.settings.n).start()
                 bench.converge(m, first)
                 result["fresh_first"], leader = fresh_first(bench, m)
                 result["failover"] = failover(bench, m, leader, standby_user)
-            finally:
-                for proc in m.running:
-                    proc.stop()
-                if m.view is not None:
-                    m.view.close()
     except (cluster.BenchError, envtest.ControlPlaneError, errors.OktError, OSError) as exc:
         result["error"] = f"{type(exc).__name__}: {exc}"
         run.say(f"{m.tag} FAILED: {result['error']}")

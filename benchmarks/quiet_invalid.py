@@ -33,10 +33,7 @@ def ready_reason(client: kube_client.Client, kind: kinds.Kind, name: str) -> str
 
 def launch(plane: envtest.ControlPlane, logs: pathlib.Path, tag: str) -> process.OperatorProcess:
     kubeconfig = plane.kubeconfig_for(OPERATOR)
-    launch = contenders.OKT.launch(kubeconfig, NAMESPACE, 2)
-    return process.OperatorProcess(
-        launch.argv, name=f"okt-{tag}", env=launch.env, log_path=logs / f"okt-{tag}.log", cwd=contenders.ROOT
-    ).start()
+    return contenders.OKT.launch(kubeconfig, NAMESPACE, 2, logs, tag).start()
 
 
 def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
@@ -67,9 +64,8 @@ def measure(minutes: float, logs: pathlib.Path) -> dict[str, object]:
                 edited = True
             time.sleep(1)
         operator.stop()
-        time.sleep(audit.FLUSH_LAG * 2)
         log = audit.AuditLog(plane.audit_log_path, [OPERATOR.name])
-        log.refresh()
+        log.settle()
         after = [r for r in log.requests(OPERATOR.name, start=reported_at) if r.is_write]
         return {
             "minutes": minutes,
@@ -87,10 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="okt-quiet-") as logs:
         result = measure(args.minutes, pathlib.Path(logs))
-    text = json.dumps(result, indent=2)
-    print(text)
+    print(json.dumps(result, indent=2))
     if args.json is not None:
-        report.write(args.json, text + "\n")
+        report.write_json(args.json, result)
     return 0 if result["writes_after_first_report"] == 0 else 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import json
 import os
 import pathlib
 import platform
@@ -64,6 +65,13 @@ def write(path: pathlib.Path, text: str) -> None:
     """Write ``text`` to ``path``, creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def write_json(path: pathlib.Path, document: Mapping[str, Any]) -> str:
+    """Write ``document`` to ``path`` as indented JSON (what is not JSON as its ``str``); returns the text."""
+    text = json.dumps(document, indent=2, default=str)
+    write(path, text + "\n")
+    return text
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, float]:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from benchmarks import cluster, contenders, report, runtime_env, watched
 from okt import errors
@@ -35,22 +35,24 @@ from okt.runtime import logs as okt_logs
 from okt.testing import audit, crds, envtest, process, waiting
 
 RESULTS = contenders.ROOT / "benchmarks" / "results"
+CRD = contenders.CRD
 QUIET_SECONDS = 2.0
 READY_QUIET_SECONDS = 1.0
 CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 """No replicaset controller: Pods would only add the same Pending-pod churn to every contender's run."""
+T = TypeVar("T")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
     n: int
     rounds: int
     workers: int
     steady_seconds: float
-    size: int
-    new_size: int
+    size: int = 1
+    new_size: int = 2
     contenders: tuple[contenders.Contender, ...]
-    crd: pathlib.Path
+    crd: pathlib.Path = CRD
     json_path: pathlib.Path
     markdown_path: pathlib.Path
     logs_dir: pathlib.Path | None
@@ -94,24 +96,25 @@ def memory(proc: process.OperatorProcess) -> dict[str, float]:
     return {"rss_mib": round(rss / 1024, 1), "peak_rss_mib": round(hwm / 1024, 1)}
 
 
-def poll(
-    predicate: Callable[[], Any],
+def until(
+    predicate: Callable[[], T | None],
     timeout: float,
     what: str,
     *,
     interval: float = watched.POLL_INTERVAL,
     detail: Callable[[], str] | None = None,
-) -> float:
-    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
+) -> T:
+    """Ask ``predicate`` until it gives something true, and return that (a timeout is a BenchTimeout)."""
     try:
-        return waiting.wait_for(
-            lambda: predicate() and time.time(),
-            timeout,
-            interval,
-            lambda: f"{what}; {detail()}" if detail is not None else what,
-        )
+        found = waiting.wait_for(predicate, timeout, interval, lambda: f"{what}; {detail()}" if detail else what)
     except waiting.WaitTimeout as exc:
         raise cluster.BenchTimeout(str(exc)) from None
+    return cast("T", found)
+
+
+def poll(predicate: Callable[[], bool], timeout: float, what: str, detail: Callable[[], str] | None = None) -> float:
+    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
+    return until(lambda: time.time() if predicate() else None, timeout, what, detail=detail)
 
 
 @dataclasses.dataclass
@@ -189,14 +192,8 @@ class Bench:
     def launch(self, m: Measurement, tag: str) -> process.OperatorProcess:
         """Start the contender as its own process (under its token user), sampled for CPU; kept in ``m.running``."""
         kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
-        launch = m.contender.launch(kubeconfig, m.namespace, self.settings.workers, self.bin_dir)
-        proc = process.OperatorProcess(
-            launch.argv,
-            name=f"{m.contender.key}-{tag}",
-            env=launch.env,
-            log_path=self.logs / f"{m.namespace}-{tag}.log",
-            cwd=contenders.ROOT,
-            sample_cpu=True,
+        proc = m.contender.launch(
+            kubeconfig, m.namespace, self.settings.workers, self.logs, tag, self.bin_dir, sample_cpu=True
         )
         m.running.append(proc)
         return proc.start()
@@ -259,9 +256,26 @@ class Bench:
 
     # -- one measurement -------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def started(self, m: Measurement, tag: str) -> Iterator[process.OperatorProcess]:
+        """``m``'s contender launched (``tag``) and ready; at the end, every process it ran is stopped and the
+        harness's view of its namespace closed."""
+        try:
+            first = self.launch(m, tag)
+            self.wait_ready(first, m.user, m.contender.ready_line)
+            yield first
+        finally:
+            for proc in m.running:
+                proc.stop()
+            if m.view is not None:
+                m.view.close()
+
     def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
+        """The phases in order, on one namespace of a fresh control plane; a failure ends the measurement with its
+        error."""
         user = f"bench-{contender.key}-r{round_no}"
         namespace = f"bench-{contender.key}-r{round_no}-{secrets.token_hex(3)}"
+        m = Measurement(contender, user, namespace, f"[round {round_no} {contender.key}]")
         result: dict[str, Any] = {
             "contender": contender.key,
             "round": round_no,
@@ -271,36 +285,25 @@ class Bench:
         }
         try:
             with self.fresh_plane(user):
-                self._measure(Measurement(contender, user, namespace, f"[round {round_no} {contender.key}]"), result)
+                cluster.create_namespace(self.client, namespace)
+                try:
+                    with self.started(m, "converge") as first:
+                        result["ready_rss_mib"] = memory(first)["rss_mib"]
+                        say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
+                        m.view = watched.WatchedNamespace(self.client, namespace, self.settings.n).start()
+                        result["converge"] = self.converge(m, first)
+                        result["converged"] = True
+                        second = self.launch(m, "restart")
+                        result["restart"] = self.restart(m, second)
+                        result["spec_change"] = self.spec_change(m, second)
+                except (cluster.BenchError, errors.OktError, OSError) as exc:
+                    result["error"] = f"{type(exc).__name__}: {exc}"
         except (envtest.ControlPlaneError, errors.OktError, OSError) as exc:
-            result["converged"] = False
             result["error"] = result["error"] or f"control plane: {type(exc).__name__}: {exc}"
-            say(f"[round {round_no} {contender.key}] FAILED: {result['error']}")
-        return result
-
-    def _measure(self, m: Measurement, result: dict[str, Any]) -> None:
-        """The phases in order, on one namespace; a failure ends the measurement with its error."""
-        cluster.create_namespace(self.client, m.namespace)
-        try:
-            first = self.launch(m, "converge")
-            self.wait_ready(first, m.user, m.contender.ready_line)
-            result["ready_rss_mib"] = memory(first)["rss_mib"]
-            say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
-            m.view = watched.WatchedNamespace(self.client, m.namespace, self.settings.n).start()
-            result["converge"] = self.converge(m, first)
-            result["converged"] = True
-            second = self.launch(m, "restart")
-            result["restart"] = self.restart(m, second)
-            result["spec_change"] = self.spec_change(m, second)
-        except (cluster.BenchError, errors.OktError, OSError) as exc:
+        if result["error"]:
             result["converged"] = False
-            result["error"] = f"{type(exc).__name__}: {exc}"
             say(f"{m.tag} FAILED: {result['error']}")
-        finally:
-            for proc in m.running:
-                proc.stop()
-            if m.view is not None:
-                m.view.close()
+        return result
 
     # -- the phases ----------------------------------------------------------------------------------------------
 
@@ -396,11 +399,19 @@ class Bench:
 
 # -- command line ------------------------------------------------------------------------------------------------------
 
-OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
-    ("--n", int, 200, "Memcached objects per measurement (default 200)."),
-    ("--rounds", int, 2, "measurements per contender, the median is reported (default 2)."),
+
+Option = tuple[str, type, Any, str]
+"""A command-line option: its flag, type, default and help."""
+SHARED: tuple[Option, ...] = (
     ("--workers", int, 8, "concurrent reconciles of every contender."),
     ("--steady-seconds", float, 30.0, "the restart window (default 30)."),
+    ("--logs-dir", pathlib.Path, None, "keep the operators' logs here (default: a temporary folder, kept on failure)."),
+    ("--timeout-scale", float, 1.0, "stretch every bounded wait."),
+)
+"""The options ``benchmarks.scale`` shares with this command."""
+OPTIONS: tuple[Option, ...] = (
+    ("--n", int, 200, "Memcached objects per measurement (default 200)."),
+    ("--rounds", int, 2, "measurements per contender, the median is reported (default 2)."),
     ("--contenders", str, ",".join(c.key for c in contenders.ALL), "comma-separated keys, in order (default: all)."),
     (
         "--json",
@@ -409,29 +420,34 @@ OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
         "the JSON output (default: benchmarks/results/n<N>.json; the page also shows the other n*.json there).",
     ),
     ("--markdown", pathlib.Path, contenders.ROOT / "docs" / "benchmarks.md", "the markdown output."),
-    (
-        "--logs-dir",
-        pathlib.Path,
-        None,
-        "keep the operators' logs here (default: a temporary directory, kept on failure).",
-    ),
-    ("--timeout-scale", float, 1.0, "stretch every bounded wait."),
 )
 
 
-def parse(argv: Sequence[str] | None) -> Settings:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description="okt vs Kopf vs the raw floor.")
-    for flag, kind, default, text in OPTIONS:
+def parser_for(prog: str, description: str, options: Sequence[Option]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for flag, kind, default, text in (*options, *SHARED):
         parser.add_argument(flag, type=kind, default=default, help=text)
-    parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
+    return parser
+
+
+def parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed and checked, with the contenders it names as ``chosen``."""
     args = parser.parse_args(argv)
-    if args.n < 1 or args.workers < 1 or args.steady_seconds <= 0:
+    sizes = args.n if isinstance(args.n, list) else [args.n]  # the scale run takes several
+    if min(sizes) < 1 or args.workers < 1 or args.steady_seconds <= 0:
         parser.error("--n, --workers and --steady-seconds must be positive")
     try:
-        chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
+        args.chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
     except KeyError as exc:
         parser.error(str(exc))
-    chosen = tuple(c for c in chosen if not (args.skip_kopf and c is contenders.KOPF))
+    return args
+
+
+def parse(argv: Sequence[str] | None) -> Settings:
+    parser = parser_for("python -m benchmarks.run", "okt vs Kopf vs the raw floor.", OPTIONS)
+    parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
+    args = parsed(parser, argv)
+    chosen = tuple(c for c in args.chosen if not (args.skip_kopf and c is contenders.KOPF))
     if not chosen:
         parser.error("no contender left to run")
     return Settings(
@@ -439,15 +455,30 @@ def parse(argv: Sequence[str] | None) -> Settings:
         rounds=max(1, args.rounds),
         workers=args.workers,
         steady_seconds=args.steady_seconds,
-        size=1,
-        new_size=2,
         contenders=chosen,
-        crd=contenders.CRD,
         json_path=args.json or RESULTS / f"n{args.n}.json",
         markdown_path=args.markdown,
         logs_dir=args.logs_dir,
         timeout_scale=args.timeout_scale,
     )
+
+
+def logs_folder(given: pathlib.Path | None, prefix: str) -> pathlib.Path:
+    """Where the operators' logs go: ``given``, or a new temporary folder (the harness's own logging set up too)."""
+    okt_logs.configure("console", verbosity=-1)  # the harness's own watches log only warnings (and errors)
+    logs = given or pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    logs.mkdir(parents=True, exist_ok=True)
+    return logs
+
+
+def finish(command: str, ok: bool, logs: pathlib.Path, given: pathlib.Path | None, wrote: str) -> int:
+    """Remove a temporary logs folder after a run that went well (else say where the logs are); the exit status."""
+    if ok and given is None:
+        shutil.rmtree(logs, ignore_errors=True)
+    else:
+        say(f"{command}: operator logs kept in {logs}")
+    say(f"{command}: wrote {wrote}")
+    return 0 if ok else 1
 
 
 def runs_beside(json_path: pathlib.Path, document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -471,28 +502,20 @@ def runs_beside(json_path: pathlib.Path, document: dict[str, Any]) -> dict[str, 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse(argv)
-    okt_logs.configure("console", verbosity=-1)  # the harness's own watches log only warnings (and errors)
-    logs = settings.logs_dir or pathlib.Path(tempfile.mkdtemp(prefix="okt-bench-"))
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = logs_folder(settings.logs_dir, "okt-bench-")
     say(
         f"bench: N={settings.n}, {settings.rounds} round(s), {settings.workers} workers, contenders "
         f"{', '.join(c.key for c in settings.contenders)}; logs in {logs}"
     )
-    bench = Bench(settings, logs, runtime_env.prepare())
-    document = bench.run()
+    document = Bench(settings, logs, runtime_env.prepare()).run()
     labels = {c.key: c.label for c in contenders.ALL}
     descriptions = {c.key: c.description for c in contenders.ALL}
-    report.write(settings.json_path, json.dumps(document, indent=2, sort_keys=False) + "\n")
+    report.write_json(settings.json_path, document)
     page = report.page(runs_beside(settings.json_path, document), labels, descriptions)
     report.write(settings.markdown_path, page)
     print(page)
     ok = all(summary["converged"] for summary in document["summary"].values())
-    if ok and settings.logs_dir is None:
-        shutil.rmtree(logs, ignore_errors=True)
-    else:
-        say(f"bench: operator logs kept in {logs}")
-    say(f"bench: wrote {settings.markdown_path} and {settings.json_path}")
-    return 0 if ok else 1
+    return finish("bench", ok, logs, settings.logs_dir, f"{settings.markdown_path} and {settings.json_path}")
 
 
 if __name__ == "__main__":

@@ -2,18 +2,16 @@
 
 Why this exists: okt at the raw floor for 1000 objects says little about 10,000; what an operator in the field meets
 is memory per cached object, a restart over many converged objects and a change on all of them. This runs the
-memcached job of :mod:`benchmarks.run` (its machinery: a fresh control plane per measurement, the audit log's request
-counts, the harness's watches) at each N, with the realistic mix (CRs asking 1-3 replicas, the replicaset controller
-creating the Pods), and prints the curve: per N and contender, time, writes, reads, CPU, RSS at the end and peak RSS
-for convergence, restart and spec change; the growth per 1000 objects between consecutive sizes; and the memory per
-cached object (a CR and its three children are four) above the operator's RSS when it was ready with nothing to do.
+measurement of :mod:`benchmarks.run` at each N, with the realistic mix (:attr:`benchmarks.run.Settings.mix`), and
+prints the curve: per N and contender the figures of :data:`COLUMNS`, among them the memory per cached object (a CR
+and its three children are four) above the operator's RSS when it was ready; and the growth per 1000 objects between
+consecutive sizes.
 
 The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
 recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
 
-Each okt contender then runs the two phases of :mod:`benchmarks.phases` (fresh events first, warm standby; described
-there) on a control plane of its own, unless ``--skip-phases``. They are printed in a table of their own, each figure
-beside its target; the raw floor and Kopf are shown as not applicable.
+Each okt contender then runs the two phases of :mod:`benchmarks.phases` unless ``--skip-phases``; they are printed in
+a table of their own, each figure beside its target.
 
 Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
 """
@@ -23,16 +21,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import json
 import pathlib
-import shutil
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmarks import contenders, phases, report, run, runtime_env
-from okt.runtime import logs as okt_logs
 
 DEFAULT_SIZES = (1000, 3000, 10000)
 CACHED_PER_CR = 4
@@ -41,16 +35,13 @@ KOPF_LIMIT = 3.0
 """Kopf is measured where it converges within this many times the floor's convergence time."""
 
 
-def settings_for(n: int, args: argparse.Namespace, chosen: Sequence[contenders.Contender]) -> run.Settings:
+def settings_for(n: int, args: argparse.Namespace) -> run.Settings:
     return run.Settings(
         n=n,
         rounds=1,
         workers=args.workers,
         steady_seconds=args.steady_seconds,
-        size=1,
-        new_size=2,
-        contenders=tuple(chosen),
-        crd=contenders.CRD,
+        contenders=args.chosen,
         json_path=args.json,
         markdown_path=args.json.with_suffix(".md"),
         logs_dir=args.logs_dir,
@@ -60,14 +51,13 @@ def settings_for(n: int, args: argparse.Namespace, chosen: Sequence[contenders.C
 
 
 def measure_size(
-    n: int, args: argparse.Namespace, chosen: Sequence[contenders.Contender], logs: pathlib.Path, skip: set[str]
+    n: int, args: argparse.Namespace, logs: pathlib.Path, skip: set[str]
 ) -> tuple[dict[str, dict[str, Any]], str]:
     """Every contender at one N, the floor first; Kopf given :data:`KOPF_LIMIT` times the floor's time. With the
     results, the version the API server reported."""
-    settings = settings_for(n, args, chosen)
-    bench = run.Bench(settings, logs, runtime_env.prepare())
+    bench = run.Bench(settings_for(n, args), logs, runtime_env.prepare())
     results: dict[str, dict[str, Any]] = {}
-    ordered = sorted(chosen, key=lambda c: c.key != contenders.RAW.key)
+    ordered = sorted(args.chosen, key=lambda c: c.key != contenders.RAW.key)
     for contender in ordered:
         if contender.key in skip:
             results[contender.key] = {"converged": False, "error": "skipped: did not finish at a smaller N"}
@@ -80,18 +70,9 @@ def measure_size(
         if contender is contenders.KOPF and not results[contender.key].get("converged"):
             skip.add(contender.key)
         if not args.skip_phases:
-            results[contender.key]["phases"] = phases_of(bench, contender, results[contender.key])
+            converged = bool(results[contender.key].get("converged"))
+            results[contender.key]["phases"] = phases.measure(bench, contender, converged)
     return results, bench.server_version
-
-
-def phases_of(bench: run.Bench, contender: contenders.Contender, measured: Mapping[str, Any]) -> dict[str, Any]:
-    """The fresh-first and failover phases of an okt contender that converged (see :mod:`benchmarks.phases`)."""
-    if contender.key not in phases.APPLICABLE:
-        return phases.not_applicable(contender)
-    if not measured.get("converged"):
-        return {"contender": contender.key, "error": "skipped: the contender did not converge"}
-    run.say(f"scale: N={bench.settings.n} {contender.key} fresh-first and failover phases")
-    return phases.measure(bench, contender)
 
 
 def figures(result: Mapping[str, Any], n: int) -> dict[str, float | None]:
@@ -237,30 +218,19 @@ def phase_table(document: Mapping[str, Any]) -> str:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description="okt's cost as N grows.")
+    options: tuple[run.Option, ...] = (
+        ("--contenders", str, "raw,okt,kopf", "comma-separated keys (default raw,okt,kopf)."),
+        ("--json", pathlib.Path, run.RESULTS / "scale.json", "the JSON output."),
+    )
+    parser = run.parser_for("python -m benchmarks.scale", "okt's cost as N grows.", options)
     parser.add_argument("--n", type=int, nargs="+", default=list(DEFAULT_SIZES), help="sizes (default 1000 3000 10000)")
-    parser.add_argument("--contenders", default="raw,okt,kopf", help="comma-separated keys (default raw,okt,kopf).")
-    parser.add_argument("--workers", type=int, default=8, help="concurrent reconciles of every contender.")
-    parser.add_argument("--steady-seconds", type=float, default=30.0, help="the restart window (default 30).")
-    parser.add_argument("--json", type=pathlib.Path, default=run.RESULTS / "scale.json", help="the JSON output.")
-    parser.add_argument("--logs-dir", type=pathlib.Path, default=None, help="keep the operators' logs here.")
-    parser.add_argument("--timeout-scale", type=float, default=1.0, help="stretch every bounded wait.")
     parser.add_argument("--skip-phases", action="store_true", help="leave out okt's fresh-first and failover phases.")
-    args = parser.parse_args(argv)
-    if any(n < 1 for n in args.n) or args.workers < 1:
-        parser.error("--n and --workers must be positive")
-    try:
-        args.chosen = tuple(contenders.by_key(k.strip()) for k in args.contenders.split(",") if k.strip())
-    except KeyError as exc:
-        parser.error(str(exc))
-    return args
+    return run.parsed(parser, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    okt_logs.configure("console", verbosity=-1)
-    logs = args.logs_dir or pathlib.Path(tempfile.mkdtemp(prefix="okt-bench-scale-"))
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = run.logs_folder(args.logs_dir, "okt-bench-scale-")
     run.say(f"scale: N={' '.join(map(str, args.n))}, contenders {args.contenders}; logs in {logs}")
     skip: set[str] = set()
     document: dict[str, Any] = {
@@ -276,24 +246,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     server = ""
     for n in sorted(args.n):
-        document["sizes"][str(n)], version = measure_size(n, args, args.chosen, logs, skip)
+        document["sizes"][str(n)], version = measure_size(n, args, logs, skip)
         server = version or server
-        document["settings"] = dataclasses.asdict(settings_for(n, args, args.chosen)) | {"n": sorted(args.n)}
-        report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
+        document["settings"] = dataclasses.asdict(settings_for(n, args)) | {"n": sorted(args.n)}
+        report.write_json(args.json, document)
     document["machine"] = report.machine_info(server)
-    report.write(args.json, json.dumps(document, indent=2, default=str) + "\n")
+    report.write_json(args.json, document)
     print(tables(document))
     ok = all(
         (result.get("converged") or key == contenders.KOPF.key) and not (result.get("phases") or {}).get("error")
         for results in document["sizes"].values()
         for key, result in results.items()
     )
-    if ok and args.logs_dir is None:
-        shutil.rmtree(logs, ignore_errors=True)
-    else:
-        run.say(f"scale: operator logs kept in {logs}")
-    run.say(f"scale: wrote {args.json}")
-    return 0 if ok else 1
+    return run.finish("scale", ok, logs, args.logs_dir, str(args.json))
 
 
 if __name__ == "__main__":

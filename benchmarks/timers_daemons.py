@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import json
 import pathlib
 import statistics
 import sys
@@ -27,9 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import okt
-from benchmarks import report
+from benchmarks import cluster, report
 from okt.kube import client as kube_client
-from okt.kube import kinds
 from okt.testing import crds, envtest, running, waiting
 
 NAMESPACE = "clockwork"
@@ -93,7 +91,7 @@ def measure(seconds: float, period: float, objects: int) -> dict[str, Any]:
     with envtest.ControlPlane() as plane:
         admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
         kind = crds.ensure_crd(admin, crds.schemaless_crd(GROUP, "Clockwork", "clockworks"), timeout=60.0)
-        admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, kinds.NAMESPACE)
+        cluster.create_namespace(admin, NAMESPACE)
         operator = kube_client.Client.from_kubeconfig(plane.kubeconfig)
         with running.RunningOperator.start(operator, clockwork(period, record), namespaces=[NAMESPACE]):
             for name in names:
@@ -137,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  {spread(ticks)}  within ±20 %: {result['ticks_within_20_percent']}")
     print(f"daemon stop after deletion, {stops['count']} objects")
     print(f"  {spread(stops)}  within 2 s: {result['daemons_stopped_within_2_s']}")
-    report.write(args.out, json.dumps(result, indent=2) + "\n")
+    report.write_json(args.out, result)
     return 0 if result["ticks_within_20_percent"] and result["daemons_stopped_within_2_s"] else 1
 
 

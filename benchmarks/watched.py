@@ -81,7 +81,7 @@ class Seen:
             self.replicas[name] = (obj.get("spec") or {}).get("replicas")
 
     def converged(self) -> tuple[bool, str]:
-        """Every custom resource is Ready=True and controls a ConfigMap, a Service and a Deployment."""
+        """See :meth:`WatchedNamespace.converged`; with what was seen."""
         uids = set(self.ready)
         ready = sum(self.ready.values())
         missing = {kind: len(uids - set(owned.values())) for kind, owned in self.owned.items()}
@@ -89,7 +89,7 @@ class Seen:
         return len(uids) >= self.n and ready == len(uids) and not any(missing.values()), said
 
     def replicas_are(self, size: int | Sequence[int]) -> tuple[bool, str]:
-        """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
+        """See :meth:`WatchedNamespace.replicas_are`; with what was seen."""
         # One size for all holds whatever the objects are named; a list of sizes goes by the harness's names.
         wanted = None if isinstance(size, int) else cluster.expected_sizes(self.n, size)
         owners = self.owned[DEPLOYMENT]
@@ -143,24 +143,22 @@ class WatchedNamespace:
 
     def converged(self) -> bool:
         """Every custom resource is Ready=True and controls a ConfigMap, a Service and a Deployment."""
-        with self._lock:
-            yes, self.last = self._seen.converged()
-        return yes and self._confirm(lambda seen: seen.converged()[0])
+        return self._verdict(Seen.converged)
 
     def replicas_are(self, size: int | Sequence[int]) -> bool:
         """Every custom resource's Deployment asks for ``size`` replicas (or its own size of the list, by name)."""
-        with self._lock:
-            yes, self.last = self._seen.replicas_are(size)
-        return yes and self._confirm(lambda seen: seen.replicas_are(size)[0])
+        return self._verdict(lambda seen: seen.replicas_are(size))
 
-    def _confirm(self, verdict: Callable[[Seen], bool]) -> bool:
-        """The same ``verdict`` over fresh lists, asked at most every :data:`CONFIRM_INTERVAL` seconds (False in
-        between)."""
+    def _verdict(self, judge: Callable[[Seen], tuple[bool, str]]) -> bool:
+        """``judge``'s verdict on the watched view (what it saw kept in :attr:`last`), a "yes" confirmed by the same
+        judgement over fresh lists — asked at most every :data:`CONFIRM_INTERVAL` seconds (False in between)."""
+        with self._lock:
+            yes, self.last = judge(self._seen)
         now = time.monotonic()
-        if now - self._confirmed_at < CONFIRM_INTERVAL:
+        if not yes or now - self._confirmed_at < CONFIRM_INTERVAL:
             return False
         self._confirmed_at = now
-        return verdict(Seen.listed(self.client, self.namespace, self.n))
+        return judge(Seen.listed(self.client, self.namespace, self.n))[0]
 
     def _on_event(self, kind: kinds.Kind, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:

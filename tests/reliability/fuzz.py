@@ -46,12 +46,11 @@ _JSON_SCALARS = (
     | st.text(max_size=40)
 )
 
-
-def _json_containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-
-
-_JSON = st.recursive(_JSON_SCALARS, _json_containers, max_leaves=12)
+_JSON = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 _IMAGES = st.sampled_from(
     [
         "memcached:1.6",

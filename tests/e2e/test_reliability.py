@@ -174,6 +174,7 @@ def test_the_last_spec_must_reach_the_deployment(sizes: dict[str, int], replicas
         ({"a": '{"uid": "someone-else"}'}, (), "uid someone-else"),
         ({"a": '{"uid": "uid-a"}', "b": '{"uid": "uid-b"}'}, ("b",), "still in the inventory"),
         ({"a": "not json"}, (), "no inventory entry"),
+        ({"a": '{"size": 1}'}, (), "no inventory entry"),
     ],
 )
 def test_the_inventory_lists_exactly_the_live_objects(
@@ -232,6 +233,16 @@ def test_crashes_are_unhandled_exceptions_in_the_log(line: str, crashed: bool) -
 @pytest.mark.parametrize(("code", "ok"), [(None, True), (-9, True), (0, True), (1, False)])
 def test_an_operator_that_exits_with_an_error_is_a_crash(code: int | None, ok: bool) -> None:
     assert logs.no_crash([], {"operator": code}).ok is ok
+
+
+def test_an_operator_that_ignored_sigterm_is_a_crash() -> None:
+    assert logs.no_crash([], {}, hung=["operator"]).problems == ("operator ignored SIGTERM (killed after 30s)",)
+
+
+@pytest.mark.parametrize(("ok", "problems"), [(True, ()), (False, ("it did not",))])
+def test_a_check_of_one_condition_names_its_problem_only_when_it_fails(ok: bool, problems: tuple[str, ...]) -> None:
+    check = checks.Check.holds("it holds", ok, "it did not").labelled("after the kill")
+    assert (check.name, check.problems) == ("after the kill: it holds", problems)
 
 
 def test_reconciles_of_one_object_are_counted_in_a_window() -> None:

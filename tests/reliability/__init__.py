@@ -3,9 +3,9 @@
 Why this exists: okt claims that an operator built with it loses nothing, duplicates nothing, never crashes and backs
 off when things go wrong. Each claim is only worth the experiment that tries to break it. This suite runs six
 (``kill``, ``restart``, ``faults``, ``fuzz``, ``deletions``, ``failover``: what each does and what must hold is the
-table of :data:`tests.reliability.report.PAGE_SCENARIOS`, published in ``docs/reliability.md``), on a real local
-control plane, against the operator users run (``okt run samples/memcached/main.py`` as a child process, unless a
-scenario needs to count inside the reconciler).
+table at the top of ``page.md``, the fixed text of ``docs/reliability.md``), on a real local control plane, against
+the operator users run (``okt run samples/memcached/main.py`` as a child process, unless a scenario needs to count
+inside the reconciler).
 
 Run it: ``make chaos`` (the full sizes; writes ``tests/reliability/results/chaos.json`` and ``docs/reliability.md``),
 ``python -m tests.reliability --reduced`` for the sizes ``make test`` runs (``tests/e2e/test_reliability.py``),

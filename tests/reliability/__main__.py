@@ -14,7 +14,7 @@ import pathlib
 import random
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -42,7 +42,10 @@ def run_all(
     results: list[outcome.ScenarioResult] = []
     with contextlib.ExitStack() as stack:
         root = workdir or pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="okt-chaos-")))
-        stack.enter_context(_in_process_logs(root))
+        root.mkdir(parents=True, exist_ok=True)
+        # The operator run in this process (deletions) logs to a file of the run, not over the harness's output.
+        okt_logs.configure("json", stream=stack.enter_context((root / "in-process.log").open("a")))
+        stack.callback(structlog.reset_defaults)
         lab = stack.enter_context(testbed.Lab(root / "lab")) if set(only) & set(SHARED) else None
         for key in only:
             print(f"chaos: {key} ...", flush=True)
@@ -54,18 +57,6 @@ def run_all(
             results.append(result)
             print(result.report(), flush=True)
     return results
-
-
-@contextlib.contextmanager
-def _in_process_logs(directory: pathlib.Path) -> Iterator[None]:
-    """The operator run in this process (deletions) logs to a file of the run, not over the harness's output."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / "in-process.log").open("a") as stream:
-        okt_logs.configure("json", stream=stream)
-        try:
-            yield
-        finally:
-            structlog.reset_defaults()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,16 +14,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from benchmarks import cluster
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import condition
-
-INVENTORY = "memcached-inventory"
-"""The sample's per-namespace inventory ConfigMap (its finalizer's reason to exist)."""
+from samples.memcached.memcached_operator import inventory as memcached_inventory
 
 ExpectedChildren = Callable[[str], frozenset[tuple[str, str]]]
 """A custom resource's name -> the ``(kind, name)`` of every child it must have."""
@@ -41,6 +39,11 @@ class Check:
     name: str
     problems: tuple[str, ...] = ()
 
+    @classmethod
+    def holds(cls, name: str, ok: bool, problem: str) -> Check:
+        """A check of one condition: ``problem`` when it does not hold."""
+        return cls(name, () if ok else (problem,))
+
     @property
     def ok(self) -> bool:
         return not self.problems
@@ -53,15 +56,16 @@ class Check:
         more = f"; and {len(self.problems) - limit} more" if len(self.problems) > limit else ""
         return f"{self.name}: {len(self.problems)} problem(s): {shown}{more}"
 
+    def labelled(self, when: str) -> Check:
+        """The same check, named for the moment it judges (a scenario may judge the same thing twice)."""
+        return dataclasses.replace(self, name=f"{when}: {self.name}")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "problems": list(self.problems)}
 
 
-# -- what the API server holds ---------------------------------------------------------------------------------------
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
+def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
     return meta if isinstance(meta, Mapping) else {}
 
 
@@ -96,10 +100,10 @@ class Snapshot:
             items, _ = client.list(kind, namespace)
             for item in items:
                 item["kind"] = kind.kind
-                if kind.kind == "ConfigMap" and _name(item) == INVENTORY:
+                if kind.kind == "ConfigMap" and _name(item) == memcached_inventory.NAME:
                     inventory = dict(item.get("data") or {})
-                    continue
-                children.append(item)
+                else:
+                    children.append(item)
         return cls(tuple(crs), tuple(children), inventory, cr_kind.kind)
 
     @property
@@ -114,27 +118,25 @@ def not_converged(snapshot: Snapshot, names: Iterable[str] | None = None) -> lis
     ``status.observedGeneration`` is that generation.
     """
     by_name = snapshot.by_name
-    wanted = sorted(by_name) if names is None else list(names)
     problems = []
-    for name in wanted:
+    for name in sorted(by_name) if names is None else names:
         cr = by_name.get(name)
-        if cr is None:
-            problems.append(f"{name}: missing")
-            continue
         generation = _meta(cr).get("generation")
         ready = condition(cr, "Ready")
-        raw_status = cr.get("status")
-        status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
-        if _meta(cr).get("deletionTimestamp"):
+        status = cr.get("status") if cr is not None else None
+        observed = status.get("observedGeneration") if isinstance(status, Mapping) else None
+        if cr is None:
+            problems.append(f"{name}: missing")
+        elif _meta(cr).get("deletionTimestamp"):
             problems.append(f"{name}: being deleted")
         elif ready is None:
             problems.append(f"{name}: no Ready condition")
         elif ready.get("status") != "True":
             problems.append(f"{name}: Ready={ready.get('status')} ({ready.get('reason')}: {ready.get('message')})")
-        elif ready.get("observedGeneration") != generation or status.get("observedGeneration") != generation:
+        elif ready.get("observedGeneration") != generation or observed != generation:
             problems.append(
                 f"{name}: generation {generation}, Ready observed {ready.get('observedGeneration')}, "
-                f"status observed {status.get('observedGeneration')}"
+                f"status observed {observed}"
             )
     return problems
 
@@ -180,15 +182,15 @@ def verdicts_match(snapshot: Snapshot, verdicts: Mapping[str, str | None]) -> Ch
     problems = []
     for name, verdict in sorted(verdicts.items()):
         cr = by_name.get(name)
-        ready = condition(cr, "Ready") if cr is not None else None
-        if ready is None:
+        ready = condition(cr, "Ready")
+        if cr is None or ready is None:
             problems.append(f"{name}: no Ready condition")
             continue
         status, reason = ready.get("status"), ready.get("reason")
         if verdict is None and status == "False" and reason == "InvalidSpec":
             problems.append(f"{name}: a valid spec refused: {ready.get('message')}")
         elif verdict is not None and (status != "False" or reason != verdict):
-            spec = json.dumps(cr.get("spec") if cr is not None else None, default=str)[:120]
+            spec = json.dumps(cr.get("spec"), default=str)[:120]
             problems.append(f"{name}: expected Ready=False/{verdict}, got Ready={status}/{reason} for spec {spec}")
     return Check("Ready agrees with the spec's validity", tuple(problems))
 
@@ -223,9 +225,7 @@ class ChildAudit:
 
 
 def child_audit(
-    snapshot: Snapshot,
-    expected: ExpectedChildren = memcached_children,
-    names: Iterable[str] | None = None,
+    snapshot: Snapshot, expected: ExpectedChildren = memcached_children, names: Iterable[str] | None = None
 ) -> ChildAudit:
     """Children by owner uid against the expected set of each custom resource.
 
@@ -248,15 +248,13 @@ def child_audit(
         if len(refs) > 1:
             multi.append(f"{label}: {len(refs)} controller ownerReferences")
         uid = str(ours[0].get("uid"))
-        owner = owners.get(uid)
-        if owner is None:
+        if uid in owners:
+            found[owners[uid]].append((str(child.get("kind")), _name(child)))
+        else:
             orphans.append(f"{label}: orphan (its owner {ours[0].get('name')} uid {uid} does not exist)")
-            continue
-        found[owner].append((str(child.get("kind")), _name(child)))
     missing, duplicates, unexpected = [], [], []
     for name in sorted(owners.values()):
-        have = found.get(name, [])
-        want = expected(name)
+        have, want = found.get(name, []), expected(name)
         counted = collections.Counter(have)
         duplicates += [f"{name}: duplicate {k}/{n} (x{c})" for (k, n), c in sorted(counted.items()) if c > 1]
         unexpected += [f"{name}: unexpected {k}/{n}" for k, n in sorted(set(have) - want)]
@@ -266,9 +264,7 @@ def child_audit(
 
 
 def children_exact(
-    snapshot: Snapshot,
-    expected: ExpectedChildren = memcached_children,
-    names: Iterable[str] | None = None,
+    snapshot: Snapshot, expected: ExpectedChildren = memcached_children, names: Iterable[str] | None = None
 ) -> Check:
     """Exactly the expected children per custom resource, one controller reference each, no orphan."""
     return child_audit(snapshot, expected, names).check()
@@ -280,41 +276,54 @@ def replicas_match(snapshot: Snapshot, sizes: Mapping[str, int]) -> Check:
     deployments = {_name(c): c for c in snapshot.children if c.get("kind") == "Deployment"}
     problems = []
     for name, size in sorted(sizes.items()):
-        cr = by_name.get(name)
-        spec = cr.get("spec") if cr is not None else None
-        if not isinstance(spec, Mapping) or spec.get("size") != size:
-            problems.append(
-                f"{name}: spec.size is {spec.get('size') if isinstance(spec, Mapping) else spec}, "
-                f"the last write set {size}"
-            )
-            continue
-        deployment = deployments.get(name)
-        replicas = (deployment.get("spec") or {}).get("replicas") if deployment is not None else None
-        if replicas != size:
+        spec = (by_name.get(name) or {}).get("spec")
+        written = spec.get("size") if isinstance(spec, Mapping) else spec
+        replicas = ((deployments.get(name) or {}).get("spec") or {}).get("replicas")
+        if not isinstance(spec, Mapping) or written != size:
+            problems.append(f"{name}: spec.size is {written}, the last write set {size}")
+        elif replicas != size:
             problems.append(f"{name}: Deployment replicas {replicas}, spec.size {size}")
     return Check("the last spec reached the children", tuple(problems))
 
 
 def inventory_matches(snapshot: Snapshot, deleted: Iterable[str] = ()) -> Check:
     """The inventory lists every live custom resource with its uid, and none of the ``deleted`` ones."""
-    entries: dict[str, Any] = {}
-    for name, value in (snapshot.inventory or {}).items():
-        try:
-            entries[name] = json.loads(value)
-        except ValueError:
-            entries[name] = None
+    entries = memcached_inventory.entries({"data": snapshot.inventory})
     problems = []
     for cr in snapshot.crs:
         name, uid = _name(cr), _meta(cr).get("uid")
-        entry = entries.get(name)
-        if not isinstance(entry, Mapping):
+        entry = entries.get(name, {})
+        if "uid" not in entry:
             problems.append(f"{name}: no inventory entry")
-        elif entry.get("uid") != uid:
-            problems.append(f"{name}: inventory entry for uid {entry.get('uid')}, the object is {uid}")
-    for name in sorted(set(deleted)):
-        if name in entries and name not in snapshot.by_name:
-            problems.append(f"{name}: deleted, still in the inventory")
+        elif entry["uid"] != uid:
+            problems.append(f"{name}: inventory entry for uid {entry['uid']}, the object is {uid}")
+    gone = sorted(set(deleted) - set(snapshot.by_name))
+    problems += [f"{name}: deleted, still in the inventory" for name in gone if name in entries]
     return Check("inventory matches", tuple(problems))
+
+
+def state_checks(
+    snapshot: Snapshot, names: Sequence[str], sizes: Mapping[str, int], deleted: Sequence[str] = ()
+) -> list[Check]:
+    """The end state every scenario with the stock operator must reach (``deleted``: gone, and gone from the
+    inventory)."""
+    return [
+        converged(snapshot, names),
+        children_exact(snapshot, names=names),
+        with_status(snapshot),
+        replicas_match(snapshot, sizes),
+        inventory_matches(snapshot, deleted),
+    ]
+
+
+def loss_figures(snapshot: Snapshot, names: Sequence[str]) -> dict[str, int]:
+    """Objects lost (not converged, or missing from the inventory), duplicate and orphan children."""
+    audit = child_audit(snapshot, names=names)
+    return {
+        "objects_lost": len(not_converged(snapshot, names)) + len(inventory_matches(snapshot).problems),
+        "duplicates": len(audit.duplicates) + len(audit.unexpected) + len(audit.multi_controller),
+        "orphans": len(audit.orphans),
+    }
 
 
 # -- deletions ---------------------------------------------------------------------------------------------------
@@ -323,9 +332,7 @@ def inventory_matches(snapshot: Snapshot, deleted: Iterable[str] = ()) -> Check:
 def cleanup_exactly_once(effective: Mapping[str, int], deleted: Iterable[str]) -> Check:
     """Each deleted custom resource's cleanup took effect exactly once (its inventory entry removed once)."""
     names = set(deleted)
-    problems = [
-        f"{name}: cleaned up {effective.get(name, 0)} times" for name in sorted(names) if effective.get(name) != 1
-    ]
+    problems = [f"{n}: cleaned up {effective.get(n, 0)} times" for n in sorted(names) if effective.get(n) != 1]
     problems += [f"{name}: cleaned up without being deleted" for name in sorted(set(effective) - names)]
     return Check("cleanup exactly once per deletion", tuple(problems))
 
@@ -335,11 +342,11 @@ def finalizer_kept(snapshot: Snapshot, names: Iterable[str], finalizer: str) -> 
     by_name = snapshot.by_name
     problems = []
     for name in sorted(set(names)):
-        cr = by_name.get(name)
-        if cr is None:
+        meta = _meta(by_name.get(name))
+        if name not in by_name:
             problems.append(f"{name}: gone although its cleanup failed")
-        elif not _meta(cr).get("deletionTimestamp"):
+        elif not meta.get("deletionTimestamp"):
             problems.append(f"{name}: not being deleted")
-        elif finalizer not in (_meta(cr).get("finalizers") or ()):
+        elif finalizer not in (meta.get("finalizers") or ()):
             problems.append(f"{name}: finalizer {finalizer} removed although its cleanup failed")
     return Check("failing cleanup keeps the finalizer", tuple(problems))

@@ -69,7 +69,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         everyone = names + failing
         lab.create_all(namespace, {n: {"size": rng.randint(1, 3)} for n in everyone})
         before, _ = lab.settle(namespace, everyone, sizes.timeout(len(everyone)))
-        recorded = outcome.labelled("before the deletions", checks.inventory_matches(before))
+        recorded = checks.inventory_matches(before).labelled("before the deletions")
         started = time.monotonic()
         deleted_at = time.time()
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -97,7 +97,7 @@ def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         logs.backoff_bounded(attempts, profiles.BACKOFF_LIMIT, window),
         checks.Check("released once cleanup works", () if released else tuple(sorted(after.by_name))),
         checks.cleanup_exactly_once(ledger.effective, everyone),
-        outcome.labelled("after the deletions", checks.inventory_matches(after, everyone)),
+        checks.inventory_matches(after, everyone).labelled("after the deletions"),
     ]
     figures = {
         "deletions": len(names),

@@ -23,9 +23,6 @@ two seconds of slack for a loaded machine."""
 REPLICAS = ("replica-a", "replica-b")
 
 
-# -- kill -9 -----------------------------------------------------------------------------------------------------
-
-
 @outcome.scenario("kill", "kill -9 the operator at random moments")
 def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """kill -9 the operator ``sizes.kills`` times at random moments while custom resources are created and changed."""
@@ -64,9 +61,9 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
     snapshot, _ = lab.settle(namespace, live, sizes.timeout(len(names)), gone=deleted)
     took = time.monotonic() - restarted
     final.stop()
-    crash, crashes = outcome.crash_check(operators)
+    crash = logs.crash_check(operators)
     found = [
-        *outcome.state_checks(snapshot, live, want, deleted),
+        *checks.state_checks(snapshot, live, want, deleted),
         checks.Check("deleted ones are gone", tuple(sorted(set(deleted) & set(snapshot.by_name)))),
         crash,
     ]
@@ -79,8 +76,8 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
         "deletions": len(deleted),
         "unconverged_at_kills": in_flight,
         "converge_after_last_restart_seconds": round(took, 1),
-        "crashes": crashes,
-        **outcome.loss_figures(snapshot, live),
+        "crashes": len(crash.problems),
+        **checks.loss_figures(snapshot, live),
     }
     return found, figures
 
@@ -88,9 +85,6 @@ def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> ou
 def _split(items: Sequence[str], parts: int) -> list[list[str]]:
     size = -(-len(items) // parts)
     return [list(items[i * size : (i + 1) * size]) for i in range(parts)]
-
-
-# -- apiserver restart -------------------------------------------------------------------------------------------
 
 
 @outcome.scenario("restart", "restart the kube-apiserver mid-run")
@@ -115,10 +109,10 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
     ready_again = testbed.until(operator.ready, 30)
     records = operator.records()
     operator.stop()
-    crash, crashes = outcome.crash_check([operator])
+    crash = logs.crash_check([operator])
     found = [
-        *outcome.state_checks(snapshot, early + late, want),
-        checks.Check("the operator is ready again", () if ready_again else ("/readyz never answered 200",)),
+        *checks.state_checks(snapshot, early + late, want),
+        checks.Check.holds("the operator is ready again", ready_again, "/readyz never answered 200"),
         crash,
     ]
     figures = {
@@ -127,15 +121,12 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
         "spec_changes": resized,
         "outage_seconds": round(back - down, 1),
         "converge_after_return_seconds": round(took, 1),
-        "watch_reconnects": sum(1 for r in records if r.get("event") == "list or watch failed, retrying"),
-        "relists": sum(1 for r in records if r.get("event") == "watch expired, relisting"),
-        "crashes": crashes,
-        **outcome.loss_figures(snapshot, early + late),
+        "watch_reconnects": logs.count(records, "list or watch failed, retrying"),
+        "relists": logs.count(records, "watch expired, relisting"),
+        "crashes": len(crash.problems),
+        **checks.loss_figures(snapshot, early + late),
     }
     return found, figures
-
-
-# -- API faults --------------------------------------------------------------------------------------------------
 
 
 @outcome.scenario("faults", "{sizes.fault_rate:.0%} of API requests fail")
@@ -162,13 +153,13 @@ def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> o
         operator.stop()
         injected = dict(proxy.injected)
         forwarded = proxy.forwarded
-    crash, crashes = outcome.crash_check([operator])
+    crash = logs.crash_check([operator])
     found = [
-        *outcome.state_checks(snapshot, names, want),
+        *checks.state_checks(snapshot, names, want),
         checks.Check("deletions complete", tuple(sorted(set(deleted) & set(after.by_name)))),
-        outcome.labelled("after the deletions", checks.inventory_matches(after, deleted)),
-        outcome.labelled("after the deletions", checks.children_exact(after, names=kept)),
-        checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
+        checks.inventory_matches(after, deleted).labelled("after the deletions"),
+        checks.children_exact(after, names=kept).labelled("after the deletions"),
+        checks.Check.holds("the operator survived", alive, f"exited with {operator.exit_status}"),
         crash,
     ]
     figures = {
@@ -177,14 +168,12 @@ def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> o
         "faults_injected": sum(injected.values()),
         "faults_by_kind": injected,
         "requests_forwarded": forwarded,
-        "startup_retries": sum(
-            1 for r in operator.records() if r.get("event") == "the API server failed the first request, retrying"
-        ),
+        "startup_retries": logs.count(operator.records(), "the API server failed the first request, retrying"),
         "spec_changes": resized,
         "deletions": len(deleted),
         "converge_seconds": round(took, 1),
-        "crashes": crashes,
-        **outcome.loss_figures(snapshot, names),
+        "crashes": len(crash.problems),
+        **checks.loss_figures(snapshot, names),
     }
     return found, figures
 
@@ -200,9 +189,6 @@ def first_request_fails(rate: float, start: int) -> int:
     while random.Random(seed).random() >= rate:
         seed += 1
     return seed
-
-
-# -- leader failover ---------------------------------------------------------------------------------------------
 
 
 @outcome.scenario("failover", "leader failover under kill -9")
@@ -245,22 +231,18 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
     windows = logs.write_windows(requests)
     leader_writes = windows[leader_user].writes if leader_user in windows else 0
     found = [
-        outcome.labelled("before the kill", checks.converged(before, first)),
-        *outcome.state_checks(snapshot, first + second, want),
-        checks.Check(
+        checks.converged(before, first).labelled("before the kill"),
+        *checks.state_checks(snapshot, first + second, want),
+        checks.Check.holds(
             "the standby takes over in time",
-            ()
-            if takeover is not None and takeover <= TAKEOVER_LIMIT
-            else (
-                f"took over after {takeover if takeover is None else round(takeover, 1)}s "
-                f"(limit {TAKEOVER_LIMIT:.1f}s)",
-            ),
+            takeover is not None and takeover <= TAKEOVER_LIMIT,
+            f"took over after {takeover if takeover is None else round(takeover, 1)}s (limit {TAKEOVER_LIMIT:.1f}s)",
         ),
-        checks.Check("the leader wrote", () if leader_writes else (f"no write by {leader_user}",)),
+        checks.Check.holds("the leader wrote", leader_writes > 0, f"no write by {leader_user}"),
         logs.no_writes(requests, standby_user, 0.0, killed_at, "standby"),
         logs.single_writer(requests, [leader_user, standby_user]),
-        checks.Check("the new leader stops cleanly", () if status == 0 else (f"exit status {status}",)),
-        outcome.crash_check(list(replicas.values()))[0],
+        checks.Check.holds("the new leader stops cleanly", status == 0, f"exit status {status}"),
+        logs.crash_check(list(replicas.values())),
     ]
     figures = {
         "crs": len(first) + len(second),
@@ -270,6 +252,6 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
         "leader_writes": leader_writes,
         "new_leader_writes": windows[standby_user].writes if standby_user in windows else 0,
         "audited_requests": len(requests),
-        **outcome.loss_figures(snapshot, first + second),
+        **checks.loss_figures(snapshot, first + second),
     }
     return found, figures

@@ -46,12 +46,11 @@ _JSON_SCALARS = (
     | st.text(max_size=40)
 )
 
-
-def _json_containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-
-
-_JSON = st.recursive(_JSON_SCALARS, _json_containers, max_leaves=12)
+_JSON = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 _IMAGES = st.sampled_from(
     [
         "memcached:1.6",
@@ -160,15 +159,14 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
         counts = {"probe": logs.reconciles(records, "probe", probe_created, probe_created + profiles.BACKOFF_WINDOW)}
         alive = operator.alive
         operator.stop()
-        crash, crashes = outcome.crash_check([operator])
-        reasons = checks.ready_reasons(snapshot)
+        crash = logs.crash_check([operator])
     found = [
         checks.Check("every CR settled", tuple(checks.unsettled(snapshot))),
         checks.with_status(snapshot),
         checks.verdicts_match(snapshot, verdicts),
         checks.children_exact(snapshot, expected, names=valid),
         logs.backoff_bounded(counts, profiles.BACKOFF_LIMIT, profiles.BACKOFF_WINDOW),
-        checks.Check("the operator survived", () if alive else (f"exited with {operator.exit_status}",)),
+        checks.Check.holds("the operator survived", alive, f"exited with {operator.exit_status}"),
         crash,
     ]
     figures = {
@@ -176,10 +174,10 @@ def fuzzed_specs(workdir: pathlib.Path, sizes: profiles.Sizes, rng: random.Rando
         "edge_cases": len(EDGE_SPECS),
         "refused_by_the_api": len(cases) - len(stored),
         "valid": len(valid),
-        "ready_reasons": reasons,
+        "ready_reasons": checks.ready_reasons(snapshot),
         "settle_seconds": round(took, 1),
         "probe_reconciles_in_window": counts["probe"],
         "backoff_window_seconds": profiles.BACKOFF_WINDOW,
-        "crashes": crashes,
+        "crashes": len(crash.problems),
     }
     return found, figures

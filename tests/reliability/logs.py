@@ -16,16 +16,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from okt.testing import audit
+from okt.testing import audit, process
 from tests.reliability import checks
 
 CRASH_EVENTS = frozenset({"reconcile raised", "informer error, relisting", "event handler failed"})
 """Log events okt writes when an exception escaped the code that should have handled it."""
-
-
-def log_time(record: Mapping[str, Any]) -> float | None:
-    """The wall-clock time of a log record (its ISO ``timestamp``), or None."""
-    return audit.parse_time(record.get("timestamp"))
 
 
 def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -33,38 +28,52 @@ def crashes(records: Iterable[Mapping[str, Any]]) -> list[str]:
     found = []
     for record in records:
         raw = record.get("raw")
+        event = str(record.get("event", ""))
         if isinstance(raw, str):
             if "Traceback" in raw:
                 found.append(raw[:200])
-            continue
-        event = str(record.get("event", ""))
-        if "exception" in record or event in CRASH_EVENTS or "Traceback" in json.dumps(record, default=str):
+        elif "exception" in record or event in CRASH_EVENTS or "Traceback" in json.dumps(record, default=str):
             found.append(f"{event} ({record.get('name') or record.get('kind') or ''}): {record.get('error', '')}"[:300])
     return found
 
 
-def no_crash(records: Iterable[Mapping[str, Any]], exits: Mapping[str, int | None] | None = None) -> checks.Check:
-    """No unhandled exception in the log, and no operator process that exited on its own with an error (``exits``:
-    label -> exit status; None while running, negative when killed by the harness's signal, as expected)."""
+def no_crash(
+    records: Iterable[Mapping[str, Any]], exits: Mapping[str, int | None] | None = None, hung: Sequence[str] = ()
+) -> checks.Check:
+    """No unhandled exception in the log, no operator process that exited on its own with an error (``exits``:
+    label -> exit status; None while running, negative when killed by the harness's signal, as expected), and none
+    that ignored SIGTERM (``hung``)."""
     problems = crashes(records)
     problems += [
         f"{label} exited with status {code}" for label, code in sorted((exits or {}).items()) if (code or 0) > 0
     ]
+    problems += [f"{label} ignored SIGTERM (killed after 30s)" for label in hung]
     return checks.Check("no crash", tuple(problems))
+
+
+def crash_check(operators: Sequence[process.OperatorProcess]) -> checks.Check:
+    """:func:`no_crash` over the logs, exit statuses and stops of ``operators``."""
+    records = [record for operator in operators for record in operator.records()]
+    exits = {o.name: o.exit_status for o in operators}
+    return no_crash(records, exits, [o.name for o in operators if o.hung])
+
+
+def count(records: Iterable[Mapping[str, Any]], event: str) -> int:
+    """How many records are of ``event``."""
+    return sum(1 for record in records if record.get("event") == event)
 
 
 def reconciles(records: Iterable[Mapping[str, Any]], name: str, since: float, until: float) -> int:
     """How many reconciles of the object ``name`` ended between ``since`` and ``until`` (wall clock)."""
-    moments = [log_time(r) for r in records if r.get("event") == "reconciled" and r.get("name") == name]
+    ours = [r for r in records if r.get("event") == "reconciled" and r.get("name") == name]
+    moments = [audit.parse_time(r.get("timestamp")) for r in ours]
     return sum(1 for moment in moments if moment is not None and since <= moment <= until)
 
 
 def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> checks.Check:
     """Each object in error was reconciled fewer than ``limit`` times in ``window`` seconds (a backoff, no loop)."""
     problems = [
-        f"{name}: {count} reconciles in {window:.0f}s (limit {limit})"
-        for name, count in sorted(counts.items())
-        if count >= limit
+        f"{n}: {c} reconciles in {window:.0f}s (limit {limit})" for n, c in sorted(counts.items()) if c >= limit
     ]
     if not counts:
         problems.append("no reconcile of an object in error was observed")
@@ -78,7 +87,6 @@ def backoff_bounded(counts: Mapping[str, int], limit: int, window: float) -> che
 class WriteWindow:
     """From the first to the last successful write of one user."""
 
-    user: str
     first: float
     last: float
     writes: int
@@ -92,9 +100,8 @@ def write_windows(requests: Iterable[audit.Request]) -> dict[str, WriteWindow]:
     times: dict[str, list[float]] = collections.defaultdict(list)
     for request in requests:
         if request.is_write and request.succeeded:
-            times[request.user].append(request.received)
-            times[request.user].append(request.completed)
-    return {user: WriteWindow(user, min(moments), max(moments), len(moments) // 2) for user, moments in times.items()}
+            times[request.user] += [request.received, request.completed]
+    return {user: WriteWindow(min(moments), max(moments), len(moments) // 2) for user, moments in times.items()}
 
 
 def single_writer(requests: Sequence[audit.Request], users: Sequence[str]) -> checks.Check:

@@ -1,11 +1,9 @@
 """The testbed: a local control plane with the Memcached CRD, the operator processes run on it, and what a user does.
 
-Why this exists: the scenarios share one control plane (starting one takes seconds) and run the operator as users
-do — ``okt run samples/memcached/main.py``, a child process (:class:`okt.testing.OperatorProcess`) that a
-scenario can ``kill -9``. Each operator role has a token user of its own, so that the API server's audit log says who
-wrote. Every scenario drives the operator the way a user would — through the API server, never through the
-operator — and waits for the same end state (converged, exactly the expected children, the deleted ones gone); every
-wait is bounded.
+Why this exists: the scenarios share one control plane (starting one takes seconds), run the operator as a child
+process they can ``kill -9`` (:func:`samples.memcached.tests.harness.okt_run`), under a token user per role so that
+the audit log says who wrote, drive it only through the API server, and wait for the same end state (converged,
+exactly the expected children, the deleted ones gone) within a bound.
 """
 
 from __future__ import annotations

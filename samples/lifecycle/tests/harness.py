@@ -94,9 +94,6 @@ class WebApps:
     def job(self, name: str) -> dict[str, Any] | None:
         return self.client.get_or_none(JOB, name, self.namespace)
 
-    def deployment(self, name: str) -> dict[str, Any] | None:
-        return self.client.get_or_none(DEPLOYMENT, name, self.namespace)
-
     def events(self, name: str) -> list[tuple[str, str, str]]:
         """(type, reason, message) of the Events about the WebApp ``name``, oldest first."""
         items, _ = self.client.list(kinds.EVENT, self.namespace)
@@ -109,7 +106,10 @@ class WebApps:
         ready = condition(obj, "Ready") or {}
         status = obj.get("status") or {}
         jobs, _ = self.client.list(JOB, self.namespace)
-        deployment = self.deployment(name)
+        mine = [
+            j["metadata"] for j in jobs if (j["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == name
+        ]
+        deployment = self.client.get_or_none(DEPLOYMENT, name, self.namespace)
         image = deployment["spec"]["template"]["spec"]["containers"][0]["image"] if deployment else None
         return View(
             phase=(obj["metadata"].get("annotations") or {}).get(PHASE_ANNOTATION),
@@ -117,14 +117,7 @@ class WebApps:
             reason=str(ready.get("reason", "")),
             installed=status.get("installedVersion"),
             failed=status.get("failedVersion"),
-            jobs=tuple(
-                sorted(
-                    j["metadata"]["name"]
-                    for j in jobs
-                    if not j["metadata"].get("deletionTimestamp")
-                    and (j["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == name
-                )
-            ),
+            jobs=tuple(sorted(meta["name"] for meta in mine if not meta.get("deletionTimestamp"))),
             deployment_image=image,
         )
 
@@ -135,9 +128,8 @@ class WebApps:
         last: list[View] = []
 
         def holds() -> View | None:
-            view = self.view(name)
-            last[:] = [view]
-            return view if check(view) else None
+            last[:] = [self.view(name)]
+            return last[0] if check(last[0]) else None
 
         found = waiting.wait_for(
             holds, timeout=timeout, interval=0.1, message=lambda: f"{name}: {what} (last seen: {last})"

@@ -49,29 +49,12 @@ def apply_crd(
     return crds.ensure_crd(client, dict(crd if crd is not None else load_crd()), timeout=timeout, plane=plane)
 
 
-def okt_run(
-    kubeconfig: pathlib.Path,
-    *,
-    namespaces: Sequence[str] = (),
-    finalizer: bool = True,
-    log_path: pathlib.Path | None = None,
-    log_format: str = "json",
-    args: Sequence[str] = (),
-    name: str = "okt run",
-) -> process.OperatorProcess:
+def okt_run(kubeconfig: pathlib.Path, *, finalizer: bool = True, **options: Any) -> process.OperatorProcess:
     """``okt run samples/memcached/main.py`` — the operator exactly as a user runs it, with its finalizer
-    (``MEMCACHED_FINALIZER``) on or off; not started yet. The other arguments are
+    (``MEMCACHED_FINALIZER``) on or off; not started yet. The ``options`` are
     :meth:`okt.testing.OperatorProcess.okt_run`'s."""
-    return process.OperatorProcess.okt_run(
-        OPERATOR_PATH,
-        kubeconfig=kubeconfig,
-        namespaces=namespaces,
-        args=args,
-        log_format=log_format,
-        name=name,
-        env={"MEMCACHED_FINALIZER": "on" if finalizer else "off"},
-        log_path=log_path,
-    )
+    env = {"MEMCACHED_FINALIZER": "on" if finalizer else "off"}
+    return process.OperatorProcess.okt_run(OPERATOR_PATH, kubeconfig=kubeconfig, env=env, **options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,11 +91,8 @@ class Memcacheds:
     # -- writes (what a user does) -------------------------------------------------------------------------------
 
     def body(self, name: str, size: int | None, image: str | None = None, **extra: Any) -> dict[str, Any]:
-        spec: dict[str, Any] = {**extra}
-        if size is not None:
-            spec["size"] = size
-        if image is not None:
-            spec["image"] = image
+        given = {"size": size, "image": image}
+        spec = {**extra, **{field: value for field, value in given.items() if value is not None}}
         return {
             "apiVersion": api.API_VERSION,
             "kind": api.KIND,
@@ -149,9 +129,6 @@ class Memcacheds:
         """The three children of ``name`` by kind (None where missing)."""
         return {"ConfigMap": self.config(name), "Service": self.service(name), "Deployment": self.deployment(name)}
 
-    def finalizers(self, name: str) -> list[str]:
-        return list(((self.get(name) or {}).get("metadata") or {}).get("finalizers") or [])
-
     def inventory(self) -> dict[str, dict[str, Any]]:
         """The entries of the namespace's inventory (empty when it does not exist)."""
         return inventory.entries(self.client.get_or_none(CONFIG_MAP, inventory.NAME, self.namespace))
@@ -180,8 +157,7 @@ class Memcacheds:
         last: list[Summary] = []
 
         def converged() -> bool:
-            nonlocal last
-            last = [self.summary(name) for name in wanted]
+            last[:] = [self.summary(name) for name in wanted]
             return all(s.converged for s in last)
 
         waiting.wait_for(converged, timeout=timeout, interval=0.1, message=lambda: _not_converged(last))
@@ -191,12 +167,10 @@ class Memcacheds:
         """Wait until ``name`` has Ready=False for its current generation; returns that condition."""
 
         def refused() -> dict[str, Any] | None:
-            obj = self.get(name) or {}
-            ready = condition(obj, "Ready")
-            generation = (obj.get("metadata") or {}).get("generation")
-            if ready and ready.get("status") == "False" and ready.get("observedGeneration") == generation:
-                return dict(ready)
-            return None
+            obj = self.get(name)
+            ready = condition(obj, "Ready") or {}
+            current = ready.get("observedGeneration") == ((obj or {}).get("metadata") or {}).get("generation")
+            return ready if ready.get("status") == "False" and current else None
 
         found = waiting.wait_for(
             refused, timeout=timeout, interval=0.1, message=lambda: f"{name} Ready=False (now: {self.summary(name)})"
@@ -206,12 +180,12 @@ class Memcacheds:
 
     def wait_gone(self, name: str, timeout: float = 30.0) -> None:
         """Wait until the Memcached ``name`` no longer exists."""
-        waiting.wait_for(
-            lambda: self.get(name) is None,
-            timeout=timeout,
-            interval=0.1,
-            message=lambda: f"{name} to be deleted (it still has finalizers {self.finalizers(name)})",
-        )
+
+        def still_there() -> str:
+            finalizers = ((self.get(name) or {}).get("metadata") or {}).get("finalizers") or []
+            return f"{name} to be deleted (it still has finalizers {finalizers})"
+
+        waiting.wait_for(lambda: self.get(name) is None, timeout=timeout, interval=0.1, message=still_there)
 
     def wait_children_gone(
         self, name: str, timeout: float = 60.0, progress: Callable[[list[str], float], None] | None = None
@@ -220,25 +194,21 @@ class Memcacheds:
 
         ``progress(left, seconds)`` is called about every 5 seconds while children are left.
         """
-        started = last_report = time.monotonic()
+        started = reported = time.monotonic()
 
         def left() -> list[str]:
             return [kind for kind, child in self.children(name).items() if child is not None]
 
         def gone() -> bool:
-            nonlocal last_report
+            nonlocal reported
             remaining = left()
-            now = time.monotonic()
-            if remaining and progress is not None and now - last_report >= PROGRESS_EVERY:
-                last_report = now
-                progress(remaining, now - started)
+            if remaining and progress is not None and time.monotonic() - reported >= PROGRESS_EVERY:
+                reported = time.monotonic()
+                progress(remaining, reported - started)
             return not remaining
 
         waiting.wait_for(
-            gone,
-            timeout=timeout,
-            interval=0.2,
-            message=lambda: f"{name}'s children gone (left: {left()})",
+            gone, timeout=timeout, interval=0.2, message=lambda: f"{name}'s children gone (left: {left()})"
         )
 
 

@@ -115,3 +115,19 @@ def test_the_checksum_covers_the_fields_the_kind_dictionary_names_and_the_labels
 def test_a_template_without_the_memcached_container_is_a_permanent_error() -> None:
     with pytest.raises(okt.PermanentError, match="no container named 'memcached'"):
         deployment_memcached.memcached_container({"containers": [{"name": "sidecar"}]})
+
+
+def deployment_status(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"generation": 1}, "spec": {"replicas": 2}, "status": {"observedGeneration": 1, **status}}
+
+
+def test_pods_starting_do_not_wake_the_memcached_until_one_is_available() -> None:
+    view = DeploymentMemcached.status_view
+    created = view({"metadata": {"generation": 1}, "spec": {"replicas": 2}})
+    scheduled = view(deployment_status(replicas=2, updatedReplicas=2))
+    started = view(deployment_status(replicas=2, updatedReplicas=2, readyReplicas=1))
+    available = view(deployment_status(replicas=2, updatedReplicas=2, readyReplicas=1, availableReplicas=1))
+    assert created == scheduled == started  # the Memcached's status and conditions read the same for all three
+    assert available != started  # status.availableReplicas moves
+    everything = view(deployment_status(replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2))
+    assert everything != available  # Available and Progressing change

@@ -12,6 +12,7 @@ the settings on the pod template, so that a change of settings rolls the pods
 operator's ``progress_deadline_seconds`` parameter sets one.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import okt
@@ -42,6 +43,14 @@ class DeploymentMemcached(DeploymentMemcachedBase):
         deadline = self.params.get("progress_deadline_seconds")
         if deadline is not None:  # how long a stuck rollout waits before the Memcached reads Degraded
             deployment_spec["progressDeadlineSeconds"] = int(deadline)
+
+    @classmethod
+    def status_view(cls, live: Mapping[str, Any]) -> Any:
+        """What the Memcached reads of its Deployment's status: the available count (its ``status.availableReplicas``)
+        and what okt's conditions derive (all available, rolling out, stuck). The ready and updated counts move on
+        their own while Pods start (the deployment controller writes each step), so those writes do not wake it."""
+        readiness = okt.Readiness.of(live)
+        return (readiness.available, readiness.available_all, readiness.progressing, readiness.stalled)
 
 
 def memcached_container(pod_spec: dict[str, Any]) -> dict[str, Any]:

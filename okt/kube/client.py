@@ -336,14 +336,11 @@ class Client:
         if self.rate_limit is not None:
             self.rate_limit.acquire()
         self.stats.record(verb, resource)
-        if data is not None:
-            pass
-        elif body is None:
-            data = None
-        elif content_type == PATCH_TYPES["apply"]:
-            data = yaml_safe_json(body)
-        else:
-            data = json.dumps(body, separators=(",", ":"))
+        if data is None and body is not None:  # an encoded ``data`` is sent as it is
+            if content_type == PATCH_TYPES["apply"]:
+                data = yaml_safe_json(body)
+            else:
+                data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
         if self._direct is not None:
             try:

@@ -163,7 +163,8 @@ def prune(ctx: context_mod.Context) -> None:
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)
         namespace = ctx.cr.namespace if kind.namespaced else None
-        for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector):
+        held = {(key[2], key[3]) for key in wanted if key[:2] == (api_version, kind_name)}  # never decoded again
+        for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector, held):
             key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
             if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import pydantic
@@ -35,7 +35,12 @@ class Reader(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     def owned(
-        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+        self,
+        kind: kinds.Kind,
+        namespace: str | None,
+        owner_uid: str,
+        labels: Mapping[str, str],
+        skip: Container[tuple[str, str]] = (),
     ) -> builtins.list[dict[str, Any]]: ...
 
     def observe(self, obj: Mapping[str, Any]) -> None: ...

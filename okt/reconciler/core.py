@@ -15,7 +15,7 @@ import builtins
 import itertools
 import threading
 import types
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 import structlog
@@ -57,10 +57,20 @@ class ApiReader:
         return items
 
     def owned(
-        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+        self,
+        kind: kinds.Kind,
+        namespace: str | None,
+        owner_uid: str,
+        labels: Mapping[str, str],
+        skip: Container[tuple[str, str]] = (),
     ) -> builtins.list[dict[str, Any]]:
-        """Objects controlled by ``owner_uid``; ``labels`` (okt's owner label) narrow the list on the server."""
-        return [obj for obj in self.list(kind, namespace, labels) if objects.controller_uid(obj) == owner_uid]
+        """Objects controlled by ``owner_uid`` but for the ``(namespace, name)`` pairs in ``skip``; ``labels`` (okt's
+        owner label) narrow the list on the server."""
+        return [
+            obj
+            for obj in self.list(kind, namespace, labels)
+            if objects.controller_uid(obj) == owner_uid and kinds.key_of(obj)[2:] not in skip
+        ]
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         return None

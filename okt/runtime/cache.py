@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from okt import errors
@@ -295,18 +295,25 @@ class Cache:
     # -- owners --------------------------------------------------------------------------------------------------
 
     def owned(
-        self, kind: kinds.Kind, namespace: str | None, owner_uid: str, labels: Mapping[str, str]
+        self,
+        kind: kinds.Kind,
+        namespace: str | None,
+        owner_uid: str,
+        labels: Mapping[str, str],
+        skip: Container[tuple[str, str]] = (),
     ) -> builtins.list[dict[str, Any]]:
-        """Objects of ``kind`` in ``namespace`` controlled by ``owner_uid``, from the owner index (no scan).
+        """Objects of ``kind`` in ``namespace`` controlled by ``owner_uid``, from the owner index (no scan), but for
+        those whose ``(namespace, name)`` is in ``skip`` (``""`` for a cluster-scoped one): a reconcile already holds
+        the children it declared, and the store does not decode them again.
 
         Kinds the cache does not watch are listed from the API with ``labels`` and filtered by controller.
         """
         if not self.informers(kind):
             items = self.list(kind, namespace, labels)
-            return [obj for obj in items if objects.controller_uid(obj) == owner_uid]
+            return [obj for obj in items if objects.controller_uid(obj) == owner_uid and _store_key(obj) not in skip]
         return [
             obj
-            for obj in self.owned_by(kind, owner_uid)
+            for obj in self.owned_by(kind, owner_uid, skip)
             if namespace is None or not kind.namespaced or _namespace(obj) == namespace
         ]
 
@@ -318,9 +325,17 @@ class Cache:
             return None
         return [obj for i in informers for obj in i.by_index(index, value)]
 
-    def owned_by(self, kind: kinds.Kind, owner_uid: str) -> builtins.list[dict[str, Any]]:
-        """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies)."""
-        return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid)]
+    def owned_by(
+        self, kind: kinds.Kind, owner_uid: str, skip: Container[tuple[str, str]] = ()
+    ) -> builtins.list[dict[str, Any]]:
+        """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies), but for those
+        whose ``(namespace, name)`` is in ``skip``."""
+        return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid, skip)]
+
+
+def _store_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

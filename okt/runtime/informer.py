@@ -47,7 +47,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import structlog
@@ -346,10 +346,11 @@ class Informer:
             packed = list(self._store.values())
         return [p.unpack() for p in packed]
 
-    def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
-        """Private copies of the stored objects whose ``index`` function returned ``value``."""
+    def by_index(self, index: str, value: str, skip: Container[StoreKey] = ()) -> list[dict[str, Any]]:
+        """Private copies of the stored objects whose ``index`` function returned ``value``, but for those whose
+        ``(namespace, name)`` is in ``skip`` (never decoded: the caller holds them already)."""
         with self._lock:
-            packed = [self._store[key] for key in self._indexes[index].get(value, ())]
+            packed = [self._store[key] for key in self._indexes[index].get(value, ()) if key not in skip]
         return [p.unpack() for p in packed]
 
     def has_index(self, index: str) -> bool:

@@ -190,6 +190,20 @@ def test_owned_answers_a_watched_kind_from_the_owner_index_scoped_to_the_namespa
     assert len(api.lists) == lists_before
 
 
+def test_owned_leaves_out_the_children_the_caller_already_holds(api: Any, make_cache: Any, obj: Obj) -> None:
+    """Prune asks for the owned children it does not hold: those it holds are left out (and never decoded)."""
+    for name in ("declared-1", "declared-2", "orphan"):
+        api.put(CM, obj(CM, name, **owned("u1")))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    found = cache.owned(CM, "ns", "u1", {"okt.io/owner-uid": "u1"}, {("ns", "declared-1"), ("ns", "declared-2")})
+
+    assert [o["metadata"]["name"] for o in found] == ["orphan"]
+    assert len(cache.owned(CM, "ns", "u1", {}, {("other", "orphan")})) == 3  # another namespace: not the same object
+
+
 def test_observe_writes_through_to_the_store_of_the_objects_kind(api: Any, make_cache: Any, obj: Obj) -> None:
     first = api.put(CM, obj(CM, "a"))
     cache = make_cache()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+import types
+import weakref
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from okt.status import events
@@ -42,15 +44,23 @@ def every(*, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0) -> 
     return mark
 
 
-def declared(cls: type) -> dict[str, float]:
-    """The timers of a reconciler class: method name -> interval in seconds."""
+def declared(cls: type) -> Mapping[str, float]:
+    """The timers of a reconciler class: method name -> interval in seconds (read once per class: every reconcile
+    asks)."""
+    known = _declared.get(cls)
+    if known is not None:
+        return known
     found: dict[str, float] = {}
     for klass in reversed(cls.__mro__):
         for name, member in vars(klass).items():
             interval = getattr(member, _MARK, None)
             if interval is not None:
                 found[name] = float(interval)
-    return found
+    known = _declared[cls] = types.MappingProxyType(found)
+    return known
+
+
+_declared: weakref.WeakKeyDictionary[type, Mapping[str, float]] = weakref.WeakKeyDictionary()
 
 
 class Clock:

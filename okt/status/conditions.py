@@ -219,15 +219,18 @@ class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="f
         else:
             reason = to_reason(raw_reason) if isinstance(raw_reason, str) else UNSPECIFIED_REASON
         raw_message = data.get("message")
-        message = "" if raw_message is None else str(raw_message)
-        return cls(
-            type=type_,
-            status=ConditionStatus.parse(data.get("status")),
-            reason=reason,
-            message=cls.truncate_message(message),
-            observed_generation=_lenient_generation(data.get("observedGeneration")),
-            last_transition_time=_lenient_time(data.get("lastTransitionTime")) or now(),
-        )
+        fields: dict[str, Any] = {
+            "type": type_,
+            "status": ConditionStatus.parse(data.get("status")),
+            "reason": reason,
+            "message": cls.truncate_message("" if raw_message is None else str(raw_message)),
+            "observed_generation": _lenient_generation(data.get("observedGeneration")),
+        }
+        when = _lenient_time(data.get("lastTransitionTime"))
+        if when is None:
+            return cls(last_transition_time=now(), **fields)  # the caller's clock is validated
+        # Every field was checked or repaired above, and every reconcile reads every condition: not validated twice.
+        return cls.model_construct(last_transition_time=when, **fields)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: camelCase keys, ``observedGeneration`` omitted when unknown, the time as RFC 3339 UTC."""

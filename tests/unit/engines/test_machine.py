@@ -126,8 +126,8 @@ def test_facts_and_edges_are_immutable_values() -> None:
 
 
 def test_concurrent_reconciles_share_the_library_machine_without_sharing_state() -> None:
-    """Every facade triggers the one ``transitions`` machine with its own model: threads walking different paths at
-    once each end where their own facts lead."""
+    """Every facade walks the routes read back from the one ``transitions`` machine with a state of its own: threads
+    walking different paths at once each end where their own facts lead."""
     routes = {
         "success": (NOTHING, [State.ObjectsGetter, State.Mutator, State.Updater, State.SuccessManager, State.End]),
         "error": (Facts(error=True, give_up=False, finalizing=False), [State.ErrorManager]),

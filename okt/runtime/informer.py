@@ -455,53 +455,57 @@ class Informer:
                 self._stop.wait(delay)
 
     def _relist(self) -> None:
-        # Page by page: each page is packed into the store before the next is decoded, so a list of thousands of
-        # objects never lives as dicts all at once (the allocator would keep that peak as resident memory). The
-        # changes already stored are announced even when a later page fails: the retry would not see them as new.
+        # Page by page: each page is packed into the store and announced before the next is decoded, so a list of
+        # thousands of objects never lives as dicts all at once (the allocator would keep that peak as resident
+        # memory), and an object is announced from the dict just decoded rather than decoded again from the store.
+        # What a page stored is announced even when a later page fails: the retry would not see it as new.
         listed: set[StoreKey] = set()
-        events: list[tuple[str, Packed, Packed | None]] = []
-        try:
-            version = ""
-            pages = self.client.list_pages(
-                self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE
-            )
-            for page, page_version in pages:
-                version = page_version
-                page.reverse()
-                with self._lock:
-                    while page:
-                        item = page.pop()  # in the list's order; each decoded object goes as soon as it is packed
-                        strip(item, self._status_owners)
-                        if self._keep is not None and not self._keep(item):
-                            continue  # filtered out: not stored (one that was is dropped below, as deleted)
-                        key = store_key(item)
-                        listed.add(key)
-                        current = self._store.get(key)
-                        if current is None:
-                            events.append((ADDED, self._put_locked(key, item, None), None))
-                        elif is_newer(resource_version(item), current.rv):
-                            events.append((MODIFIED, self._put_locked(key, item, current), current))
-                del page
+        version = ""
+        pages = self.client.list_pages(self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE)
+        for page, page_version in pages:
+            version = page_version
+            changes: list[tuple[str, dict[str, Any], Packed | None]] = []
             with self._lock:
-                for key in [key for key in self._store if key not in listed]:
-                    gone = self._store[key]
-                    # An object observed from our own write after the list was served is newer than the list: keep it.
-                    if is_newer(gone.rv, version) is True:
-                        continue
-                    self._remove_locked(key, gone)
-                    events.append((DELETED, gone, None))
-                self._shadowed.clear()
-                self._resource_version = version
-                self.relists += 1
-            self._log.debug("listed", count=len(listed), resource_version=version, changes=len(events))
-        finally:
-            _delivery.sweep = True
-            try:
-                for event_type, packed, old in events:
-                    self._emit(event_type, packed.unpack(), _unpacked(old))
-            finally:
-                _delivery.sweep = False
+                for item in page:
+                    strip(item, self._status_owners)
+                    if self._keep is not None and not self._keep(item):
+                        continue  # filtered out: not stored (one that was is dropped below, as deleted)
+                    key = store_key(item)
+                    listed.add(key)
+                    current = self._store.get(key)
+                    if current is None:
+                        self._put_locked(key, item, None)
+                        changes.append((ADDED, item, None))
+                    elif is_newer(resource_version(item), current.rv):
+                        self._put_locked(key, item, current)
+                        changes.append((MODIFIED, item, current))
+            del page
+            self._announce_sweep((event_type, obj, _unpacked(old)) for event_type, obj, old in changes)
+            del changes
+        gone: list[Packed] = []
+        with self._lock:
+            for key in [key for key in self._store if key not in listed]:
+                stored = self._store[key]
+                # An object observed from our own write after the list was served is newer than the list: keep it.
+                if is_newer(stored.rv, version) is True:
+                    continue
+                self._remove_locked(key, stored)
+                gone.append(stored)
+            self._shadowed.clear()
+            self._resource_version = version
+            self.relists += 1
+        self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone))
+        self._announce_sweep((DELETED, packed.unpack(), None) for packed in gone)
         self.has_synced.set()
+
+    def _announce_sweep(self, events: Iterable[tuple[str, dict[str, Any], dict[str, Any] | None]]) -> None:
+        """Emit events of a list (or resync) as such: see :func:`sweeping`."""
+        _delivery.sweep = True
+        try:
+            for event_type, obj, old in events:
+                self._emit(event_type, obj, old)
+        finally:
+            _delivery.sweep = False
 
     def _remember_stream(self, response: Any) -> None:
         self._open_stream = response
@@ -588,14 +592,7 @@ class Informer:
         while not self._stop.wait(self._resync):
             if not self.has_synced.is_set():
                 continue
-            _delivery.sweep = True
-            try:
-                for obj in self.items():
-                    if self._stop.is_set():
-                        return
-                    self._emit(RESYNC, obj, obj)
-            finally:
-                _delivery.sweep = False
+            self._announce_sweep((RESYNC, obj, obj) for obj in self.items())  # _emit stops once stopped
 
     def _emit(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if self._stop.is_set():

@@ -403,6 +403,14 @@ class Conditions(Mapping[str, Condition]):
         self._asserted.add(type)
         new_status = ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status)
         keep_time = current is not None and current.status is new_status
+        if (
+            keep_time
+            and current is not None
+            and current.reason == reason
+            and current.observed_generation == observed_generation
+            and current.message == Condition.truncate_message(message)
+        ):
+            return False  # exactly what is there (the steady state of every reconcile): nothing to build
         wanted = Condition.build(
             type,
             new_status,

@@ -24,8 +24,11 @@ Guarantees:
 * the ConfigMap is created on first use (a concurrent creation is detected and turned into a patch) and is kept
   when it becomes empty, since another Memcached may be recorded a moment later.
 
-Caveat: the entries of Memcacheds deleted while the operator ran without its finalizer stay behind; that is why the
-reconciler only keeps an inventory when its finalizer is on.
+Caveats: the entries of Memcacheds deleted while the operator ran without its finalizer stay behind; that is why the
+reconciler only keeps an inventory when its finalizer is on. One ConfigMap holds a whole namespace: every reconcile
+reads all of it from the cache and every record's answer is all of it, so its cost grows with the namespace's
+Memcacheds (a fifth of the CPU of restarting over 1000 in one namespace), and a ConfigMap holds at most 1 MiB
+(about 10,000 entries). The sample shows what a finalizer is for, not how to keep an index of thousands of objects.
 """
 
 from __future__ import annotations

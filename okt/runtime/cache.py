@@ -310,7 +310,11 @@ class Cache:
         """
         if not self.informers(kind):
             items = self.list(kind, namespace, labels)
-            return [obj for obj in items if objects.controller_uid(obj) == owner_uid and _store_key(obj) not in skip]
+            return [
+                obj
+                for obj in items
+                if objects.controller_uid(obj) == owner_uid and informer_mod.store_key(obj) not in skip
+            ]
         return [
             obj
             for obj in self.owned_by(kind, owner_uid, skip)
@@ -331,11 +335,6 @@ class Cache:
         """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies), but for those
         whose ``(namespace, name)`` is in ``skip``."""
         return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid, skip)]
-
-
-def _store_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

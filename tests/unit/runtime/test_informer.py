@@ -231,6 +231,27 @@ def test_objects_alike_are_stored_in_a_fraction_of_their_json_and_read_back_whol
         assert len(packed.data) * 4 < len(json.dumps(stored, separators=(",", ":")))
 
 
+def test_every_json_value_is_read_back_as_it_was_stored_and_each_read_is_a_private_copy(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    class Ordered(dict):  # type: ignore[type-arg]  # a dict subclass: stored as the plain mapping it holds
+        pass
+
+    data = {"text": "Grüße, 日本", "empty": "", "int": 3, "big": 2**70, "float": 0.5, "true": True, "false": False}
+    informer = start()
+    stored = obj(CM, "a")
+    stored["metadata"]["resourceVersion"] = "7"
+    stored.update(data=data, extra={"none": None, "list": [1, "two", [], {}], "nested": Ordered(a=1)})
+    informer.observe(stored)
+    first, second = informer.get("ns", "a"), informer.get("ns", "a")
+    assert first is not None and second is not None
+    assert first["data"] == data and [type(v) for v in first["data"].values()] == [type(v) for v in data.values()]
+    assert first["extra"] == {"none": None, "list": [1, "two", [], {}], "nested": {"a": 1}}
+    assert type(first["extra"]["nested"]) is dict
+    first["extra"]["list"].append("changed")
+    assert second["extra"]["list"] == [1, "two", [], {}] == informer.get("ns", "a")["extra"]["list"]  # type: ignore[index]
+
+
 def test_an_owner_index_holds_many_children_and_lets_them_go_one_by_one(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

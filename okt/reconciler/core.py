@@ -175,7 +175,12 @@ def reconcile(
     run = reconciler.engine.run(_Steps(reconciler, ctx), ctx.results)
     error = ctx.results.first_error
     if error is None:
-        log.info("reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary())
+        # A reconcile that wrote nothing and did not give up found everything in place: at 10,000 objects a restart
+        # or a resync is 10,000 of them, which say nothing an operator's log reader needs (metrics count them).
+        quiet = all(entry.operation in _IN_PLACE for entry in ctx.results.entries)
+        (log.debug if quiet else log.info)(
+            "reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary()
+        )
         return run
     log.warning(
         "reconciled",
@@ -189,6 +194,11 @@ def reconcile(
         log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
     return run
 
+
+_IN_PLACE = frozenset(
+    {results_mod.Operation.UNCHANGED, results_mod.Operation.STATUS_UNCHANGED, results_mod.Operation.REQUEUE}
+)
+"""What a reconcile that found everything in place records (logged at debug level)."""
 
 _sightings: set[tuple[str, str]] = set()
 _sightings_lock = threading.Lock()

@@ -1,5 +1,6 @@
 """Failures are visible where users look: the log line of a failed reconcile carries the error's message, an
-exception that is not okt's own gets its traceback once, and InvalidSpec names its field."""
+exception that is not okt's own gets its traceback once, and InvalidSpec names its field; a reconcile that found
+everything in place says so only at debug level."""
 
 from __future__ import annotations
 
@@ -67,3 +68,18 @@ def test_an_invalid_spec_names_its_field_in_the_condition_the_event_and_the_log(
     (event,) = kube.list(kube.resolve("v1", "Event"), namespace)[0]
     assert event["message"] == expected
     assert [e["error"] for e in logs if e["event"] == "reconciled"] == [f"InvalidSpec: {expected}"]
+
+
+def test_a_reconcile_that_writes_logs_at_info_and_one_that_finds_everything_in_place_only_at_debug(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "calm", size=1)
+
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(2):
+            shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, "calm")
+
+    first, second = [e for e in logs if e["event"] == "reconciled"]
+    assert first["log_level"] == "info" and "created=3" in first["results"]
+    assert second["log_level"] == "debug" and "created=0 updated=0 unchanged=3" in second["results"]
+    assert second["outcome"] == "done"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from okt import errors
@@ -247,6 +247,14 @@ class Cache:
             return self.client.get_or_none(kind, name, namespace if kind.namespaced else None)
         found = informer.get(namespace if kind.namespaced else None, name)
         return found
+
+    def each(self, kind: kinds.Kind) -> Iterator[dict[str, Any]]:
+        """Every cached object of a watched ``kind`` (all its namespaces), decoded one at a time as the caller goes;
+        nothing for a kind that is not watched."""
+        with self._lock:
+            chosen = builtins.list(self._informers.get((kind.api_version, kind.kind), {}).values())
+        for informer in chosen:
+            yield from informer.each()
 
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None

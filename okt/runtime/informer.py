@@ -48,7 +48,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -360,6 +360,13 @@ class Informer:
         with self._lock:
             packed = list(self._store.values())
         return [p.unpack() for p in packed]
+
+    def each(self) -> Iterator[dict[str, Any]]:
+        """Private copies of the objects stored when called, each decoded only when the caller reaches it (a list of
+        every object decoded at once would be the store's whole size again, at once, as resident memory)."""
+        with self._lock:
+            packed = list(self._store.values())
+        return (p.unpack() for p in packed)
 
     def by_index(self, index: str, value: str, skip: Container[StoreKey] = ()) -> list[dict[str, Any]]:
         """Private copies of the stored objects whose ``index`` function returned ``value``, but for those whose

@@ -149,6 +149,24 @@ def test_list_filters_by_namespace_and_labels_in_memory(api: Any, make_cache: An
     assert len(api.lists) == calls
 
 
+def test_each_yields_every_cached_object_of_a_kind_one_at_a_time_and_nothing_of_an_unwatched_kind(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    for namespace, name in (("one", "a"), ("one", "b"), ("two", "c")):
+        api.put(CM, obj(CM, name, namespace))
+    cache = make_cache(["one", "two"])  # an informer per namespace: each goes through both
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    each = cache.each(CM)
+    assert not isinstance(each, list)  # a generator: nothing decoded before it is asked for
+    first = next(each)
+    first["data"] = {"changed": "by the caller"}
+    assert sorted(o["metadata"]["name"] for o in [first, *each]) == ["a", "b", "c"]
+    assert all("data" not in o for o in cache.each(CM))  # private copies
+    assert list(cache.each(kinds.Kind("v1", "Secret", "secrets"))) == []
+
+
 def test_kinds_and_namespaces_that_are_not_watched_are_read_from_the_api(api: Any, make_cache: Any, obj: Obj) -> None:
     api.put(SECRET, obj(SECRET, "s"))
     api.put(CM, obj(CM, "elsewhere", "other"))

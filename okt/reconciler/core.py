@@ -179,7 +179,9 @@ def reconcile(
         # A reconcile that wrote nothing and did not give up found everything in place: at 10,000 objects a restart
         # or a resync is 10,000 of them, which say nothing an operator's log reader needs (metrics count them).
         quiet = all(entry.operation in _IN_PLACE for entry in ctx.results.entries)
-        if quiet and not log.is_enabled_for(logging.DEBUG):
+        # Asked of the class: structlog's plain BoundLogger has no such method and hands any name to its logger.
+        filtering = getattr(type(log), "is_enabled_for", None) is not None
+        if quiet and filtering and not log.is_enabled_for(logging.DEBUG):
             return run  # not even the line's fields are worth building
         (log.debug if quiet else log.info)(
             "reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pydantic
 import pytest
+import structlog
+import structlog.testing
 
 import okt
 from okt import errors
@@ -100,6 +103,25 @@ def test_a_first_reconcile_creates_the_child_owned_by_the_object_and_reports_rea
     assert config is not None and config["data"] == {"size": "3"}
     assert [ref["uid"] for ref in config["metadata"]["ownerReferences"]] == [owner["metadata"]["uid"]]
     assert (ready(fake)["status"], ready(fake)["observedGeneration"]) == ("True", 1)
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "quiet_line"),
+    [(structlog.BoundLogger, ["debug"]), (structlog.make_filtering_bound_logger(logging.INFO), [])],
+    ids=["any-level", "info-and-up"],
+)
+def test_the_reconciled_line_is_info_when_the_reconcile_wrote_and_debug_when_it_found_everything_in_place(
+    fake: FakeClient, wrapper: Any, quiet_line: list[str]
+) -> None:
+    fake.put(gadget())
+    captured = structlog.testing.CapturingLogger()
+    logger = structlog.wrap_logger(captured, wrapper_class=wrapper, processors=[])
+
+    for _ in range(2):
+        okt.reconcile(GadgetReconciler(), fake, None, "ns", "g", logger=logger)
+
+    levels = [call.method_name for call in captured.calls if call.kwargs.get("event") == "reconciled"]
+    assert levels == ["info", *quiet_line]
 
 
 @pytest.mark.parametrize("reconciler", [GadgetReconciler(), MergingGadgetReconciler()], ids=["apply", "merge"])

@@ -43,8 +43,22 @@ from okt.kube import kinds
 
 #: Spread of the retry period, as client-go's ``JitterFactor``.
 JITTER = 1.2
+EXPIRY_MARGIN = 0.05
+"""Seconds past the moment another holder's lease runs out (on this clock) at which a candidate tries again."""
 
 _log = structlog.get_logger(__name__)
+
+
+def candidate_wait(retry: float, until_expiry: float | None) -> float:
+    """How long a candidate waits before its next try: ``retry`` (the jittered retry period), or, when the holder's
+    lease runs out sooner (``until_expiry`` seconds from now on this process's clock), just past that moment.
+
+    Expiry is judged by the same rule either way (the leader has stopped writing ``lease_duration - renew_deadline``
+    seconds before); only the wait is shorter: a standby tries when the lease runs out rather than up to a jittered
+    retry period later."""
+    if until_expiry is not None and 0.0 <= until_expiry < retry:
+        return until_expiry + EXPIRY_MARGIN
+    return retry
 
 
 def micro_time(moment: datetime.datetime | None = None) -> str:
@@ -225,7 +239,10 @@ class LeaderElector:
         self._notify_stopped()
 
     def _sleep(self) -> None:
-        self._stop.wait(self.retry_period * random.uniform(1.0, JITTER))
+        with self._lock:
+            held_by_other = bool(self._observed and self._observed[0] and self._observed[0] != self.identity)
+            until_expiry = self._observed_at + self._observed_duration - time.monotonic() if held_by_other else None
+        self._stop.wait(candidate_wait(self.retry_period * random.uniform(1.0, JITTER), until_expiry))
 
     def _notify_stopped(self) -> None:
         if self._on_stopped is not None:

@@ -1,4 +1,5 @@
-"""Leader election's pure rules: timestamps in the API's MicroTime format and the safety ordering of durations."""
+"""Leader election's pure rules: timestamps in the API's MicroTime format, the safety ordering of durations, and when
+a candidate tries again."""
 
 from __future__ import annotations
 
@@ -41,3 +42,19 @@ def test_a_new_elector_neither_leads_nor_has_reached_the_api() -> None:
     assert not elector.lost
     assert elector.holder == ""
     assert elector.release() is False
+
+
+@pytest.mark.parametrize(
+    ("until_expiry", "expected"),
+    [
+        (0.5, 0.5 + leader.EXPIRY_MARGIN),  # the holder's lease runs out before the next try: just after it does
+        (0.0, leader.EXPIRY_MARGIN),
+        (3.0, 2.2),  # it runs out later: the usual retry
+        (None, 2.2),  # nobody else holds it (free, ours, or not seen yet)
+        (-1.0, 2.2),  # it had run out and another candidate won the race since: the usual retry
+    ],
+)
+def test_a_candidate_tries_again_when_the_holders_lease_runs_out_or_after_the_retry_period(
+    until_expiry: float | None, expected: float
+) -> None:
+    assert leader.candidate_wait(2.2, until_expiry) == pytest.approx(expected)

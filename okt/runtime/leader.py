@@ -11,7 +11,8 @@ Guarantees:
 * the Lease is created when missing; a 409 on create or update means another candidate won the race;
 * a lease is taken only when it is free (empty holder), already ours, or expired — expiry is judged on **this**
   process's monotonic clock from the moment the lease's record last changed (never by comparing clocks across
-  machines);
+  machines); a candidate tries again at the moment the lease it watches runs out when that comes before its next
+  try (:func:`candidate_wait`);
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
   believe they won;
 * each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale

@@ -11,7 +11,8 @@ fail on any command not handled here):
 ``export KUBECONFIG=$(...)``                the control plane's kubeconfig, for the operator process
 ``kubectl apply -f F``                      ``apply_crd`` for a CRD, a create in the test namespace otherwise
 ``okt run main.py --namespace default``     the real ``okt run`` in a subprocess, in the project folder, watching the
-                                            test namespace (the page's ``default``), metrics on a free port
+                                            test namespace (the page's ``default``), metrics on a free port, with
+                                            ``-v`` (the reconciles that find nothing to do log at debug level)
 ``kubectl wait --for=condition=C[=false]``  wait until the object's condition C is True (False)
 ``kubectl wait --for=jsonpath=...=V``       wait until the field holds V
 ``kubectl get T/N ...``                     each object exists
@@ -153,7 +154,7 @@ class Reader:
         args = [w if w != "default" else self.namespace for w in words[1:]]
         okt_bin = pathlib.Path(sys.executable).with_name("okt")
         argv = [str(okt_bin), *args, "--metrics-bind-address", "127.0.0.1:0", "--webhook-port", "0"]
-        argv += ["--log-format", "console"]
+        argv += ["--log-format", "console", "-v"]  # -v: the page's "next reconciles" (unchanged=3) are debug lines
         self.operator = OperatorProcess(argv, env=self.env, cwd=self.project, log_path=self.operator_log).start()
 
     def wait(self, args: list[str]) -> None:

@@ -130,6 +130,15 @@ WRITE_COLUMNS = ("create", "patch", "update", "delete")
 READ_COLUMNS = ("get", "list", "watch")
 
 
+def _sizes(settings: Mapping[str, Any]) -> str:
+    if settings.get("mix"):
+        return (
+            "the realistic mix: each CR asks for 1-3 replicas and the replicaset controller makes the Pods; the spec "
+            "change adds one replica to every CR"
+        )
+    return f"spec change size {settings['size']} → {settings['new_size']}"
+
+
 def section(
     document: Mapping[str, Any], labels: Mapping[str, str], descriptions: Mapping[str, str], source: str
 ) -> list[str]:
@@ -142,7 +151,7 @@ def section(
         f"- **Software**: Python {m['python']}, Kubernetes {m['kubernetes']} (local control plane), "
         f"okt {m['okt']}, Kopf {m['kopf']}",
         f"- **Run**: {m['date']}; N = {s['n']} custom resources; {s['rounds']} round(s); {s['workers']} workers "
-        f"per contender; restart window {s['steady_seconds']:.0f} s; spec change size {s['size']} → {s['new_size']}",
+        f"per contender; restart window {s['steady_seconds']:.0f} s; {_sizes(s)}",
         "",
         *(
             [

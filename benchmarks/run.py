@@ -35,6 +35,7 @@ from okt.runtime import logs as okt_logs
 from okt.testing import audit, crds, envtest, process, waiting
 
 RESULTS = contenders.ROOT / "benchmarks" / "results"
+DEFAULT_PAGE = contenders.ROOT / "docs" / "benchmarks.md"
 CRD = contenders.CRD
 QUIET_SECONDS = 2.0
 READY_QUIET_SECONDS = 1.0
@@ -419,7 +420,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "the JSON output (default: benchmarks/results/n<N>.json; the page also shows the other n*.json there).",
     ),
-    ("--markdown", pathlib.Path, contenders.ROOT / "docs" / "benchmarks.md", "the markdown output."),
+    ("--markdown", pathlib.Path, None, "the markdown output (default: docs/benchmarks.md)."),
 )
 
 
@@ -446,20 +447,29 @@ def parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 def parse(argv: Sequence[str] | None) -> Settings:
     parser = parser_for("python -m benchmarks.run", "okt vs Kopf vs the raw floor.", OPTIONS)
     parser.add_argument("--skip-kopf", action="store_true", help="leave Kopf out.")
+    parser.add_argument(
+        "--mix",
+        action="store_true",
+        help="the realistic mix: CRs ask for 1-3 replicas and the replicaset controller runs (default outputs: "
+        "benchmarks/results/mix/n<N>.json and benchmarks.md beside it).",
+    )
     args = parsed(parser, argv)
     chosen = tuple(c for c in args.chosen if not (args.skip_kopf and c is contenders.KOPF))
     if not chosen:
         parser.error("no contender left to run")
+    results = RESULTS / "mix" if args.mix else RESULTS
+    json_path = args.json or results / f"n{args.n}.json"
     return Settings(
         n=args.n,
         rounds=max(1, args.rounds),
         workers=args.workers,
         steady_seconds=args.steady_seconds,
         contenders=chosen,
-        json_path=args.json or RESULTS / f"n{args.n}.json",
-        markdown_path=args.markdown,
+        json_path=json_path,
+        markdown_path=args.markdown or (json_path.parent / "benchmarks.md" if args.mix else DEFAULT_PAGE),
         logs_dir=args.logs_dir,
         timeout_scale=args.timeout_scale,
+        mix=args.mix,
     )
 
 

@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import manifests, report  # noqa: E402
+from benchmarks import manifests, report, run  # noqa: E402
 
 ROWS = ("raw", "raw-okt", "okt", "okt-merge", "okt-final")
 HARNESS_TIMEOUT = 540
@@ -137,6 +137,22 @@ def test_the_page_shows_every_size_smallest_first_with_each_ratio_at_a_glance() 
     assert "| 200 | okt | 1.10 | 4.0 | — | — | — |" in page
     assert "| 1000 | okt | 1.50 | 4.0 | — | — | — |" in page
     assert "are in `n1000.json`" in page and "are in `n200.json`" in page
+
+
+def test_the_realistic_mix_runs_the_replicaset_controller_and_writes_beside_the_other_runs_not_over_them() -> None:
+    mixed = run.parse(["--n", "1000", "--mix", "--contenders", "raw,okt"])
+    assert mixed.mix and "replicaset" in mixed.controllers
+    assert mixed.sizes() == [1, 2, 3] * 333 + [1]
+    assert mixed.json_path == run.RESULTS / "mix" / "n1000.json"
+    assert mixed.markdown_path == run.RESULTS / "mix" / "benchmarks.md"
+    plain = run.parse(["--n", "1000"])
+    assert not plain.mix and "replicaset" not in plain.controllers and plain.sizes() == 1
+    assert (plain.json_path, plain.markdown_path) == (run.RESULTS / "n1000.json", run.DEFAULT_PAGE)
+    document = _document(1000, 3.0)
+    document["settings"] |= mixed.to_json()
+    page = report.page({"mix/n1000.json": document}, {"okt": "okt"}, {"okt": "the sample"})
+    assert "each CR asks for 1-3 replicas and the replicaset controller makes the Pods" in page
+    assert "spec change size" not in page
 
 
 @pytest.mark.parametrize(

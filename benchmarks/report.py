@@ -225,8 +225,8 @@ def section(
 
 
 def page(documents: Mapping[str, Mapping[str, Any]], labels: Mapping[str, str], descriptions: Mapping[str, str]) -> str:
-    """The page ``docs/benchmarks.md``: the figures at a glance, then one section per run (``documents``: JSON file
-    name -> the run's document), smallest N first."""
+    """The page ``docs/benchmarks.md`` (a ``--mix`` run's: ``benchmarks/results/mix/benchmarks.md``): the figures at a
+    glance, then one section per run (``documents``: JSON file name -> the run's document), smallest N first."""
     ordered = sorted(documents.items(), key=lambda item: int(item[1]["settings"]["n"]))
     mix = any(document["settings"].get("mix") for _, document in ordered)
     how = (

@@ -11,6 +11,7 @@ naming the contender, the phase and what was last seen; operator processes are a
 harness in any case); a failed measurement is recorded with its error and the run goes on; the exit status is 1 if
 any measurement failed. Outputs: ``benchmarks/results/n<N>.json`` (or ``--json``) and ``docs/benchmarks.md`` (or
 ``--markdown``), the page showing this run and the other sizes' JSON found next to it; the page is printed at the end.
+With ``--mix`` (the realistic mix, :attr:`Settings.mix`) both go to ``benchmarks/results/mix/``.
 """
 
 from __future__ import annotations

@@ -117,6 +117,15 @@ OKT_FINAL = Contender(
     OKT_READY,
 )
 
+LISTER = Contender(
+    "raw-list",
+    "raw floor, list only",
+    "the floor's client listing the CRs and their children once, then exiting",
+    RAW_FLOOR + " --list-everything",
+)
+"""Not a contender: after the floor's restart, the harness times it from start to exit (see
+:meth:`benchmarks.run.Bench.list_everything`)."""
+
 ALL: tuple[Contender, ...] = (RAW, RAW_OKT, KOPF, OKT, OKT_MERGE, OKT_FINAL)
 
 

@@ -42,6 +42,8 @@ QUIET_SECONDS = 2.0
 READY_QUIET_SECONDS = 1.0
 CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 """No replicaset controller: Pods would only add the same Pending-pod churn to every contender's run."""
+OBJECTS_PER_CR = 4
+"""Objects of the job per Memcached: the CR, its ConfigMap, Service and Deployment."""
 T = TypeVar("T")
 
 
@@ -345,16 +347,37 @@ class Bench:
         restart_counts = self.audit.counts(m.user, second.started_at, window_end)
         idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
         used = memory(second)
-        say(
-            f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
-            f"{idle_at - second.started_at:.2f}s; changing spec.size on all"
-        )
-        return {
+        figures: dict[str, Any] = {
             "window_seconds": s.steady_seconds,
             "requests": restart_counts.to_json(),
             "idle_after_seconds": round(idle_at - second.started_at, 3),
             **used,
         }
+        if m.contender in (contenders.RAW, contenders.RAW_OKT):
+            figures["list_everything_seconds"] = self.list_everything(m)
+        say(
+            f"{m.tag} restart: {restart_counts.writes} writes in {s.steady_seconds:.0f}s, idle after "
+            f"{figures['idle_after_seconds']:.2f}s; changing spec.size on all"
+        )
+        return figures
+
+    def list_everything(self, m: Measurement) -> float:
+        """Seconds from the start to the exit of a process of the floor's client that lists the custom resources and
+        their children once (:func:`benchmarks.raw_floor.list_everything`): the least an operator that caches its
+        children pays before a restart can tell a converged object from a drifted one."""
+        kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
+        lister = contenders.LISTER.launch(kubeconfig, m.namespace, 1, self.logs, "list", self.bin_dir).start()
+        deadline = time.monotonic() + self.settings.timeout(60, 0.1)
+        while lister.returncode is None:
+            if time.monotonic() >= deadline:
+                lister.stop()
+                raise cluster.BenchTimeout(f"{lister.name} still listing after {self.settings.timeout(60, 0.1):.0f}s")
+            time.sleep(0.01)
+        ended = time.time()
+        expected = f"listed {OBJECTS_PER_CR * self.settings.n}"
+        if lister.returncode != 0 or not lister.logged(expected):
+            raise cluster.BenchError(f"{lister.name} exited {lister.returncode}, not '{expected}':\n{lister.tail()}")
+        return round(ended - lister.started_at, 3)
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
         """``spec.size`` patched on all N: the time until every Deployment follows, the requests until the operator

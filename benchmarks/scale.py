@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks import contenders, phases, report, run, runtime_env
 
 DEFAULT_SIZES = (1000, 3000, 10000)
-CACHED_PER_CR = 4
+CACHED_PER_CR = run.OBJECTS_PER_CR
 """Objects okt caches per Memcached: the CR, its ConfigMap, Service and Deployment."""
 KOPF_LIMIT = 3.0
 """Kopf is measured where it converges within this many times the floor's convergence time."""
@@ -85,7 +85,7 @@ def figures(result: Mapping[str, Any], n: int) -> dict[str, float | None]:
     return flat
 
 
-RATIO, KIB_PER_OBJECT = "ratio", "kib_per_object"
+RATIO, KIB_PER_OBJECT, RESTART_RATIO = "ratio", "kib_per_object", "restart_ratio"
 COLUMNS = (
     ("converge.seconds", "conv s"),
     (RATIO, "x floor"),
@@ -97,6 +97,8 @@ COLUMNS = (
     (KIB_PER_OBJECT, "KiB/obj"),
     ("restart.requests.writes", "rst writes"),
     ("restart.idle_after_seconds", "rst idle s"),
+    ("restart.list_everything_seconds", "floor list-all s"),
+    (RESTART_RATIO, "rst idle x floor list-all"),
     ("restart.rss_mib", "rst RSS"),
     ("restart.peak_rss_mib", "rst peak"),
     ("spec_change.seconds", "chg s"),
@@ -111,6 +113,10 @@ GROWTH = (
     "restart.idle_after_seconds",
     "spec_change.seconds",
 )
+
+
+def _over(mine: float | None, floor: float | None) -> float | None:
+    return round(mine / floor, 2) if mine and floor else None
 
 
 def _cell(value: Any) -> str:
@@ -129,11 +135,12 @@ def tables(document: Mapping[str, Any]) -> str:
     lines.append("|" + "---|" * (len(COLUMNS) + 2))
     for n in sizes:
         results = document["sizes"][str(n)]
-        floor = figures(results.get(contenders.RAW.key, {}), n).get("converge.seconds")
+        floor = figures(results.get(contenders.RAW.key, {}), n)
         for key, result in results.items():
             row: dict[str, Any] = dict(figures(result, n))
-            mine = row.get("converge.seconds")
-            row[RATIO] = round(mine / floor, 2) if mine and floor else None
+            row[RATIO] = _over(row.get("converge.seconds"), floor.get("converge.seconds"))
+            listed = floor.get("restart.list_everything_seconds")
+            row[RESTART_RATIO] = _over(row.get("restart.idle_after_seconds"), listed)
             if not result.get("converged"):
                 lines.append(f"| {n} | {key} | not finished: {str(result.get('error'))[:80]} |")
                 continue

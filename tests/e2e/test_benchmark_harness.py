@@ -276,6 +276,25 @@ def test_the_floor_has_neither_phase_and_the_table_prints_each_target_beside_its
     assert any(line.startswith(f"| {SCALE_N} | raw | not applicable") for line in tables.splitlines())
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(SCALE_TIMEOUT + 60)
+def test_the_floor_times_a_list_of_everything_and_the_table_sets_each_restart_beside_it(
+    scale_run: tuple[dict[str, Any], str],
+) -> None:
+    document, tables = scale_run
+    results = document["sizes"][str(SCALE_N)]
+    listed = results["raw"]["restart"]["list_everything_seconds"]
+    # A fresh process that read all four kinds: the check of its printed count is the harness's own.
+    assert 0 < listed < results["raw"]["converge"]["seconds"] + 30
+    assert "list_everything_seconds" not in results["okt"]["restart"]
+    header = next(line for line in tables.splitlines() if line.startswith("| N | contender |"))
+    columns = [cell.strip() for cell in header.strip("|").split("|")]
+    (okt_row,) = [line for line in tables.splitlines() if line.startswith(f"| {SCALE_N} | okt | ") and "≤" not in line]
+    cells = [cell.strip() for cell in okt_row.strip("|").split("|")]
+    ratio = float(cells[columns.index("rst idle x floor list-all")])
+    assert ratio == round(results["okt"]["restart"]["idle_after_seconds"] / listed, 2)
+
+
 def test_the_phase_table_prints_each_figure_beside_its_target_and_a_failure_as_such() -> None:
     from benchmarks import scale
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Self
@@ -126,10 +127,17 @@ class ConditionStatus(enum.StrEnum):
         if isinstance(value, bool):
             return cls.from_bool(value)
         if isinstance(value, str):
+            exact = _STATUS_BY_WIRE.get(value)
+            if exact is not None:
+                return exact
             for member in cls:
                 if member.value.lower() == value.strip().lower():
                     return member
         return cls.UNKNOWN
+
+
+_STATUS_BY_WIRE = {member.value: member for member in ConditionStatus}
+"""The spellings the API uses, read without a loop: every reconcile reads every condition of its object."""
 
 
 class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="forbid"):
@@ -170,6 +178,8 @@ class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="f
     @classmethod
     def truncate_message(cls, message: str) -> str:
         """Return ``message`` cut to fit the API limit, ending with an ellipsis when it was cut."""
+        if len(message) <= MESSAGE_MAX_BYTES and message.isascii():
+            return message  # one byte per character: within the limit without encoding it
         encoded = message.encode("utf-8")
         if len(encoded) <= MESSAGE_MAX_BYTES:
             return message
@@ -211,10 +221,10 @@ class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="f
         keys are ignored.
         """
         type_ = data.get("type")
-        if not isinstance(type_, str) or len(type_) > TYPE_MAX_LENGTH or not _TYPE_RE.fullmatch(type_):
+        if not isinstance(type_, str) or not _valid_type(type_):
             raise ValueError(f"not a valid condition type: {type_!r}")
         raw_reason = data.get("reason")
-        if isinstance(raw_reason, str) and len(raw_reason) <= REASON_MAX_LENGTH and _REASON_RE.fullmatch(raw_reason):
+        if isinstance(raw_reason, str) and _valid_reason(raw_reason):
             reason = raw_reason
         else:
             reason = to_reason(raw_reason) if isinstance(raw_reason, str) else UNSPECIFIED_REASON
@@ -270,16 +280,51 @@ def _lenient_generation(value: object) -> int | None:
     return None
 
 
+# The checks below are pure and see few distinct values (a handful of types and reasons; transition times shared by
+# every object converged in the same second): each is remembered, within bounds (and only for values of a length the
+# API allows, so other writers' oversized values are never kept), instead of redone for every condition of every
+# reconcile.
+
+
+def _valid_type(value: str) -> bool:
+    return len(value) <= TYPE_MAX_LENGTH and _type_matches(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _type_matches(value: str) -> bool:
+    return _TYPE_RE.fullmatch(value) is not None
+
+
+def _valid_reason(value: str) -> bool:
+    return len(value) <= REASON_MAX_LENGTH and _reason_matches(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _reason_matches(value: str) -> bool:
+    return _REASON_RE.fullmatch(value) is not None
+
+
+_TIME_MAX_LENGTH = 64
+"""Longer than any RFC 3339 time with a fraction and an offset: a longer value is parsed but not remembered."""
+
+
 def _lenient_time(value: object) -> datetime.datetime | None:
+    if isinstance(value, str):
+        return _parsed_time(value) if len(value) <= _TIME_MAX_LENGTH else _parsed_time.__wrapped__(value)
     if isinstance(value, datetime.datetime):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = datetime.datetime.fromisoformat(value.strip())
-        except ValueError:
-            return None
-    else:
+        return _utc_seconds(value)
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_time(text: str) -> datetime.datetime | None:
+    try:
+        return _utc_seconds(datetime.datetime.fromisoformat(text.strip()))
+    except ValueError:
         return None
+
+
+def _utc_seconds(parsed: datetime.datetime) -> datetime.datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.UTC)
     return parsed.astimezone(datetime.UTC).replace(microsecond=0)

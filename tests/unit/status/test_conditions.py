@@ -201,6 +201,8 @@ def test_with_reason_validates_the_new_reason() -> None:
         (wire("Ready", status="FALSE"), {"status": ConditionStatus.FALSE}),
         (wire("Ready", status=True), {"status": ConditionStatus.TRUE}),
         (wire("Ready", status="maybe"), {"status": ConditionStatus.UNKNOWN}),
+        (wire("Ready", status=" True "), {"status": ConditionStatus.TRUE}),
+        (wire("Ready", reason="A" * 2000), {"reason": "A" * conditions.REASON_MAX_LENGTH}),
         ({"type": "Ready", "status": "True"}, {"reason": "Unspecified", "message": "", "last_transition_time": T0}),
         (wire("Ready", reason="api error: 500"), {"reason": "ApiError500"}),
         (wire("Ready", reason=""), {"reason": "Unspecified"}),
@@ -209,6 +211,7 @@ def test_with_reason_validates_the_new_reason() -> None:
         (wire("Ready", lastTransitionTime="2026-11-21T11:00:00.123+01:00"), {"last_transition_time": T0}),
         (wire("Ready", lastTransitionTime="2026-11-21T10:00:00"), {"last_transition_time": T0}),
         (wire("Ready", lastTransitionTime="yesterday"), {"last_transition_time": T0}),
+        (wire("Ready", lastTransitionTime=" " * 80 + "2026-11-21T10:00:00Z"), {"last_transition_time": T0}),
         (wire("Ready", observedGeneration=4), {"observed_generation": 4}),
         (wire("Ready", observedGeneration="4"), {"observed_generation": 4}),
         (wire("Ready", observedGeneration=-1), {"observed_generation": None}),
@@ -227,6 +230,25 @@ def test_from_dict_truncates_an_over_long_foreign_message() -> None:
 
     assert condition.message.endswith("\u2026")
     assert len(condition.message.encode("utf-8")) <= conditions.MESSAGE_MAX_BYTES
+
+
+def test_a_message_at_the_limit_in_characters_but_over_it_in_bytes_is_truncated() -> None:
+    message = "\u00e9" + "x" * (conditions.MESSAGE_MAX_BYTES - 1)  # one two-byte character
+
+    assert Condition.from_dict(wire("Ready", message=message)).message.endswith("\u2026")
+
+
+def test_reading_oversized_foreign_values_remembers_none_of_them() -> None:
+    # Valid types, reasons and times are remembered between reconciles; a writer's oversized ones must not be.
+    conditions._reason_matches.cache_clear()
+    conditions._parsed_time.cache_clear()
+    long_time = " " * 100 + "2026-11-21T10:00:00Z"
+
+    condition = Condition.from_dict(wire("Ready", reason="B" * 5000, lastTransitionTime=long_time), now=Clock(T0))
+
+    assert condition.reason == "B" * conditions.REASON_MAX_LENGTH and condition.last_transition_time == T0
+    assert conditions._reason_matches.cache_info().currsize == 0
+    assert conditions._parsed_time.cache_info().currsize == 0
 
 
 @pytest.mark.parametrize("data", [{}, {"type": ""}, {"type": 3}, {"type": "not a type"}, {"status": "True"}])

@@ -374,9 +374,9 @@ class Bench:
                 raise cluster.BenchTimeout(f"{lister.name} still listing after {self.settings.timeout(60, 0.1):.0f}s")
             time.sleep(0.01)
         ended = time.time()
-        expected = f"listed {OBJECTS_PER_CR * self.settings.n}"
+        expected = f"raw-floor: listed {OBJECTS_PER_CR * self.settings.n}\n"  # the whole line: 40000 is not 4000
         if lister.returncode != 0 or not lister.logged(expected):
-            raise cluster.BenchError(f"{lister.name} exited {lister.returncode}, not '{expected}':\n{lister.tail()}")
+            raise cluster.BenchError(f"{lister.name} exited {lister.returncode}, not {expected!r}:\n{lister.tail()}")
         return round(ended - lister.started_at, 3)
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:

@@ -367,13 +367,15 @@ class Bench:
         children pays before a restart can tell a converged object from a drifted one."""
         kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
         lister = contenders.LISTER.launch(kubeconfig, m.namespace, 1, self.logs, "list", self.bin_dir).start()
-        deadline = time.monotonic() + self.settings.timeout(60, 0.1)
-        while lister.returncode is None:
-            if time.monotonic() >= deadline:
-                lister.stop()
-                raise cluster.BenchTimeout(f"{lister.name} still listing after {self.settings.timeout(60, 0.1):.0f}s")
-            time.sleep(0.01)
-        ended = time.time()
+        try:
+            ended = until(
+                lambda: time.time() if lister.returncode is not None else None,
+                self.settings.timeout(60, 0.1),
+                f"{lister.name} to exit",
+                interval=0.01,
+            )
+        finally:
+            lister.stop()  # nothing to do once it exited
         expected = f"raw-floor: listed {OBJECTS_PER_CR * self.settings.n}\n"  # the whole line: 40000 is not 4000
         if lister.returncode != 0 or not lister.logged(expected):
             raise cluster.BenchError(f"{lister.name} exited {lister.returncode}, not {expected!r}:\n{lister.tail()}")

@@ -44,7 +44,7 @@ import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import discovery, kinds, transport
+from okt.kube import discovery, jsonstream, kinds, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 PATCH_TYPES = {
@@ -54,6 +54,8 @@ PATCH_TYPES = {
     "apply": "application/apply-patch+yaml",
 }
 DEFAULT_TIMEOUT = 30.0
+_LIST_CHUNK = 256 * 1024
+"""Bytes of a list answer read at once: what is held undecoded besides the object being decoded."""
 
 
 # Surrogate escapes of JSON (``\ud83d\ude00``), not preceded by an escaped backslash: a pair, or one alone.
@@ -521,27 +523,77 @@ class Client:
         return items, version
 
     def list_pages(
-        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
+        self,
+        kind: kinds.Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
-        """The objects of a kind one page at a time, each with the list's resourceVersion (the same on every page of
-        one list), so a caller can pack a page before the next is decoded."""
+        """The objects of a kind ``page_size`` at a time, so a caller can pack a page before the next is decoded.
+
+        Each page comes with the list's resourceVersion, except a page handed out before the answer's metadata was
+        read (a custom resource's list carries it after the items): that one has "". The last page of a list always
+        has it.
+
+        ``resource_version="0"`` lets the API server answer from its watch cache, as an informer's first list does
+        (client-go's reflector too): no read of etcd, and far less of the server's CPU, at the price of an answer that
+        may be a moment behind. Such an answer is not paged by the server; every answer is read as it streams and
+        handed out a page at a time, so no more than a page of objects is ever decoded at once.
+        """
         params: dict[str, Any] = {"limit": page_size}
         if label_selector:
             params["labelSelector"] = label_selector
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
         while True:
-            page = self.request(
-                "GET", kind.collection_path(namespace), verb="list", resource=kind.plural, params=params
-            ).json()
-            items: builtins.list[dict[str, Any]] = page.get("items") or []
-            for item in items:
-                item.setdefault("apiVersion", kind.api_version)
-                item.setdefault("kind", kind.kind)
-            meta = page.get("metadata") or {}
-            del page
-            yield items, str(meta.get("resourceVersion", ""))
+            meta: dict[str, Any] = {}
+            page: builtins.list[dict[str, Any]] = []
+            version = None  # of the last page handed out
+            for name, value in self._list_members(kind, namespace, params):
+                if name == "metadata":
+                    meta = value if isinstance(value, dict) else {}
+                if name is not None or not isinstance(value, dict):
+                    continue
+                value.setdefault("apiVersion", kind.api_version)
+                value.setdefault("kind", kind.kind)
+                page.append(value)
+                if len(page) >= page_size:
+                    version = str(meta.get("resourceVersion", ""))
+                    yield page, version
+                    page = []
+            if page or not version:
+                yield page, str(meta.get("resourceVersion", ""))
             if not meta.get("continue"):
                 return
             params["continue"] = meta["continue"]
+            params.pop("resourceVersion", None)  # a continuation carries its own
+
+    def _list_members(
+        self, kind: kinds.Kind, namespace: str | None, params: Mapping[str, Any]
+    ) -> Iterator[tuple[str | None, Any]]:
+        """One list request, its answer decoded as it streams (see :func:`okt.kube.jsonstream.list_members`)."""
+        if self.rate_limit is not None:
+            self.rate_limit.acquire()
+        self.stats.record("list", kind.plural)
+        path = kind.collection_path(namespace)
+        response = self._send("GET", path, params=params, stream=True, timeout=(10.0, self._timeout))
+        self.stats.answered(response.status_code, "GET")
+        try:
+            if response.status_code >= 400:
+                raise self._error(
+                    transport.Response(response.status_code, response.reason or "", response.content, response.url),
+                    "GET",
+                    path,
+                )
+            yield from jsonstream.list_members(response.iter_content(chunk_size=_LIST_CHUNK))
+        except requests.RequestException as exc:
+            raise errors.ApiError.from_status(0, "Unavailable", f"list {kind.plural}: {exc}", url=path) from exc
+        except ValueError as exc:  # cut short or malformed: as a connection dropped mid-answer
+            raise errors.ApiError.from_status(0, "Unavailable", f"list {kind.plural}: {exc}", url=path) from exc
+        finally:
+            response.close()
 
     def watch(
         self,

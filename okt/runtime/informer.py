@@ -7,7 +7,9 @@ guarantees.
 
 Guarantees:
 
-* **list, then watch from the list's resourceVersion**: no change between the two is missed;
+* **list, then watch from the list's resourceVersion**: no change between the two is missed; the first list is
+  answered from the API server's watch cache (``resourceVersion=0``, as client-go's reflector asks), read as it
+  streams and stored a page at a time; a relist reads etcd, page by page, so the store never goes back in time;
 * **bookmarks** move the resourceVersion forward and nothing else (no event, no store change);
 * **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
   objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED`` — nothing is lost while the
@@ -69,8 +71,9 @@ BOOKMARK = "BOOKMARK"
 ERROR = "ERROR"
 
 _PAGE = 100
-"""Objects per list request: what a relist holds decoded at once (a page of Deployments as the API sends them,
-managedFields and all, decodes to a few MiB; the informers of several kinds list at the same time at start-up)."""
+"""Objects a list holds decoded at once (a page of Deployments as the API sends them, managedFields and all, decodes
+to a few MiB; the informers of several kinds list at the same time at start-up): the page size asked of etcd, and the
+size of the pages an unpaged answer from the watch cache is handed out in."""
 
 _KNOWN_ECHOES = 4096
 """How many (object, version) pairs okt wrote after the watch announced them are remembered for :meth:`Informer.knows`
@@ -483,7 +486,16 @@ class Informer:
         # What a page stored is announced even when a later page fails: the retry would not see it as new.
         listed: set[StoreKey] = set()
         version = ""
-        pages = self.client.list_pages(self.kind, self.namespace, label_selector=self.label_selector, page_size=_PAGE)
+        # The first list is served from the API server's watch cache (client-go's reflector lists so too): no read
+        # of etcd, which a busy control plane pays for most. A relist (the watch expired, an error) reads etcd, so
+        # the store never goes back to an older state than it has seen.
+        pages = self.client.list_pages(
+            self.kind,
+            self.namespace,
+            label_selector=self.label_selector,
+            page_size=_PAGE,
+            resource_version=None if self.relists else "0",
+        )
         for page, page_version in pages:
             version = page_version
             changes: list[tuple[str, dict[str, Any], Packed | None]] = []

@@ -174,6 +174,7 @@ class FakeClient(kube_client.Client):
         *,
         label_selector: str | None = None,
         page_size: int = 500,
+        resource_version: str | None = None,
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
         with self._lock:
             self._count("list", kind.plural)

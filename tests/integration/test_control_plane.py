@@ -505,6 +505,68 @@ def test_a_list_comes_in_pages_of_the_size_asked_with_one_resource_version(
     assert all(item["kind"] == "ConfigMap" for items, _ in pages for item in items)
 
 
+def test_a_list_from_the_servers_cache_is_one_request_handed_out_in_pages_of_the_size_asked(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    for index in range(5):
+        kube.create(config_map(f"cached-{index}", namespace))
+
+    def listed() -> tuple[list[tuple[list[dict[str, Any]], str]], collections.Counter[tuple[str, str]]] | None:
+        before = kube.stats.snapshot()
+        pages = list(kube.list_pages(kinds.CONFIG_MAP, namespace, page_size=2, resource_version="0"))
+        # The watch cache may be a moment behind the creates: list again until it has all five.
+        return (pages, kube.stats.delta(before)) if sum(len(items) for items, _ in pages) == 5 else None
+
+    pages, requests_made = waiting.wait_for(listed, timeout=10, message="the watch cache to hold all five")
+
+    # The server does not page an answer from its cache: one request, read as it streams, handed out two at a time.
+    assert requests_made == collections.Counter({("list", "configmaps"): 1})
+    assert [len(items) for items, _ in pages] == [2, 2, 1]
+    assert len({version for _, version in pages}) == 1 and pages[0][1]
+    names = sorted(item["metadata"]["name"] for items, _ in pages for item in items)  # the cache's own order
+    assert names == [f"cached-{index}" for index in range(5)]
+    assert all(item["kind"] == "ConfigMap" and item["apiVersion"] == "v1" for items, _ in pages for item in items)
+
+
+def test_a_custom_resources_list_is_handed_out_before_its_metadata_is_read(
+    kube: kube_client.Client, widgets: kinds.Kind, namespace: str
+) -> None:
+    for index in range(5):
+        kube.create(widget(f"streamed-{index}", namespace), widgets)
+
+    def listed() -> list[tuple[list[dict[str, Any]], str]] | None:
+        pages = list(kube.list_pages(widgets, namespace, page_size=2, resource_version="0"))
+        return pages if sum(len(items) for items, _ in pages) == 5 else None
+
+    pages = waiting.wait_for(listed, timeout=10, message="the watch cache to hold all five")
+
+    # A custom resource's list has its keys in order: the items come before the list's metadata. The pages are
+    # handed out as the items are read, without holding the list until its resourceVersion comes; the last one
+    # carries it.
+    assert [(len(items), version) for items, version in pages[:-1]] == [(2, ""), (2, "")]
+    assert len(pages[-1][0]) == 1 and int(pages[-1][1]) > 0
+    names = sorted(item["metadata"]["name"] for items, _ in pages for item in items)
+    assert names == [f"streamed-{index}" for index in range(5)]
+
+
+def test_an_empty_list_is_one_empty_page_with_the_lists_resource_version(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    for resource_version in (None, "0"):
+        pages = list(
+            kube.list_pages(
+                kinds.CONFIG_MAP,
+                namespace,
+                label_selector="nothing=here",
+                page_size=2,
+                resource_version=resource_version,
+            )
+        )
+
+        assert len(pages) == 1
+        assert pages[0][0] == [] and int(pages[0][1]) > 0
+
+
 def test_request_stats_count_each_request_by_verb_and_resource(
     kube: kube_client.Client, widgets: kinds.Kind, namespace: str
 ) -> None:

@@ -42,6 +42,7 @@ class FakeApi:
         self._streams: dict[tuple[str, str | None], queue.Queue[Any]] = {}
         self.closed = threading.Event()
         self.page_failures: dict[int, BaseException] = {}
+        self.list_versions: list[str | None] = []
 
     # -- what the test does ---------------------------------------------------------------------------------------
 
@@ -91,10 +92,17 @@ class FakeApi:
             return items, str(self.version)
 
     def list_pages(
-        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
+        self,
+        kind: kinds.Kind,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
     ) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """The list in pages of ``page_size`` (each with the list's resourceVersion); a failure registered in
         ``page_failures`` for a page index is raised once, instead of that page."""
+        self.list_versions.append(resource_version)
         items, version = self.list(kind, namespace, label_selector=label_selector)
         for index, start in enumerate(range(0, max(len(items), 1), page_size)):
             failure = self.page_failures.pop(index, None)

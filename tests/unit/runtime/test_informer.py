@@ -99,6 +99,7 @@ def test_gone_relists_and_diffs_the_store_into_events(api: Any, recorder: Any, s
         "new": ["ADDED"],
     }
     assert len(api.lists) == 2
+    assert api.list_versions == ["0", None]  # the first list from the server's cache, the relist from etcd
     assert informer.relists == 2
     assert informer.get("ns", "vanish") is None
     assert informer.get("ns", "change")["data"] == {"x": "1"}  # type: ignore[index]

@@ -151,7 +151,12 @@ _ENV.filters["to_yaml"] = _to_yaml
 @functools.lru_cache(maxsize=512)
 def _compiled(template: str) -> jinja2.Template:
     with _compile_lock:
-        return _ENV.from_string(template)
+        compiled = _ENV.from_string(template)
+    # Jinja2 keeps a template's globals as a ChainMap over the environment's, so a global added later shows; okt's
+    # environment never changes once built, and merging a ChainMap into each render's context took most of the
+    # time Jinja2 spends outside the template itself (8 µs of 10 per render).
+    compiled.globals = dict(compiled.globals)
+    return compiled
 
 
 class _Unplaceable(Exception):

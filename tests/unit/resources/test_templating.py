@@ -440,3 +440,14 @@ def test_each_render_is_a_private_object() -> None:
     first = templating.render_template(template, {"v": "b"})
     first["spec"]["items"].append("mutated")
     assert templating.render_template(template, {"v": "b"}) == {"kind": "X", "spec": {"items": ["a", "b"]}}
+
+
+def test_jinja_globals_still_work_when_each_render_reads_them_from_a_plain_dict() -> None:
+    template = (
+        "{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}"
+        "kind: ConfigMap\ndata:\n  sum: '{{ ns.n }}'\n  kind: '{{ dict(a=1) | length }}'\n"
+    )
+
+    assert templating.render_template(template, {}) == {"kind": "ConfigMap", "data": {"sum": "3", "kind": "1"}}
+    # A template's globals are a snapshot of the environment's, merged into each render's context without a ChainMap.
+    assert type(templating._compiled(template).globals) is dict

@@ -202,6 +202,7 @@ class Results:
 
     def __init__(self) -> None:
         self._entries: list[Entry] = []
+        self._counts: dict[Operation, int] = {}
         self._first_error: Entry | None = None
         self._gave_up: str | None = None
         self._alarming = False
@@ -239,6 +240,7 @@ class Results:
             self._gave_up = reason
         self._alarming = self._alarming or alarming
         self._entries.append(entry)
+        self._counts[Operation.GIVE_UP] = self._counts.get(Operation.GIVE_UP, 0) + 1
         if alarming and self._first_error is None:
             self._first_error = entry
         return entry
@@ -277,6 +279,7 @@ class Results:
 
     def _append(self, entry: Entry) -> Entry:
         self._entries.append(entry)
+        self._counts[entry.operation] = self._counts.get(entry.operation, 0) + 1
         if entry.operation.is_error and self._first_error is None:
             self._first_error = entry
         return entry
@@ -288,7 +291,11 @@ class Results:
 
     def counts(self) -> collections.Counter[Operation]:
         """How many entries of each operation were recorded."""
-        return collections.Counter(entry.operation for entry in self._entries)
+        return collections.Counter(self._counts)
+
+    def count(self, operation: Operation) -> int:
+        """How many entries of ``operation`` were recorded (kept as they are added: read on every reconcile)."""
+        return self._counts.get(operation, 0)
 
     @property
     def first_error(self) -> BaseException | None:
@@ -350,6 +357,6 @@ class Results:
 
         Example: ``"created=3 updated=0 unchanged=0 deleted=0 pruned=0 hook_error=1"``.
         """
-        counts = self.counts()
-        shown = [op for op in Operation if op in _SUMMARY_ALWAYS or counts[op]]
-        return " ".join(f"{op.value.replace(' ', '_')}={counts[op]}" for op in shown)
+        counts = self._counts
+        shown = [op for op in Operation if op in _SUMMARY_ALWAYS or op in counts]
+        return " ".join(f"{op.value.replace(' ', '_')}={counts.get(op, 0)}" for op in shown)

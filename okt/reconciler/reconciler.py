@@ -289,7 +289,7 @@ class Reconciler:
     def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Ready after a successful reconcile: a bool, or (status, reason, message). Default: True once every child
         is in its desired state — override it when readiness means more (a lifecycle phase, availability)."""
-        waiting = ctx.results.counts()[Operation.THROTTLED]
+        waiting = ctx.results.count(Operation.THROTTLED)
         if waiting:
             return False, "Creating", f"{waiting} children wait for their creation (max_creates={self.max_creates})"
         return True, "Reconciled", "every child is in its desired state"

@@ -102,7 +102,8 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
     hooks, the bookkeeping reset, one status write if anything changed, an Event on recovery."""
     was_failing = ctx.conditions.is_false(cond.READY)
-    message = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}"
+    # What a recovery's Event says, as things stand before the conditions are written (read only then).
+    recovered = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}" if was_failing else ""
     available = reconciler.available(ctx)
     ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""))
     progressing = Signal.of(
@@ -132,7 +133,7 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     write_status(ctx)
     if ready.status and was_failing:
         # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
-        ctx.event(events.NORMAL, "Reconciled", message)
+        ctx.event(events.NORMAL, "Reconciled", recovered)
 
 
 def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:

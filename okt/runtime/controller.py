@@ -457,7 +457,7 @@ class Controller:
                 )
                 outcome = run.outcome
                 result = outcome.kind.value
-                failed_status = run.results.counts()[results_mod.Operation.STATUS_UPDATE_ERROR]
+                failed_status = run.results.count(results_mod.Operation.STATUS_UPDATE_ERROR)
                 if failed_status:
                     self.metrics.status_write_errors_total.labels(controller=self.name).inc(failed_status)
             except Exception as exc:  # a crashing reconcile is retried, never fatal to the worker

@@ -193,6 +193,7 @@ class Metrics:
 
     def __init__(self, registry: prometheus_client.CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else prometheus_client.CollectorRegistry(auto_describe=True)
+        self._bound: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.reconcile_total = prometheus_client.Counter(
             "okt_reconcile",
             "Reconciles by controller and result.",
@@ -386,7 +387,7 @@ class Metrics:
     @contextlib.contextmanager
     def active(self, controller: str) -> Iterator[None]:
         """Count a worker as busy for the duration of the block."""
-        gauges = [family.labels(controller=controller) for family in (self.active_workers, self.cr_active_workers)]
+        gauges = [self._labelled(family, controller) for family in (self.active_workers, self.cr_active_workers)]
         for gauge in gauges:
             gauge.inc()
         try:
@@ -395,23 +396,32 @@ class Metrics:
             for gauge in gauges:
                 gauge.dec()
 
+    def _labelled(self, family: Any, *values: str) -> Any:
+        """``family.labels(*values)``, remembered: the metrics of every reconcile take the same few label values, and
+        prometheus_client builds and locks anew for each lookup."""
+        key = (id(family), values)
+        child = self._bound.get(key)
+        if child is None:
+            child = self._bound[key] = family.labels(*values)
+        return child
+
     def reconciled(self, controller: str, result: str, seconds: float, run: stepper.Run | None = None) -> None:
         """Record one finished reconcile (``result`` from :data:`RESULTS`; ``run`` when it returned one)."""
-        self.reconcile_total.labels(controller=controller, result=result).inc()
-        self.reconcile_duration_seconds.labels(controller=controller).observe(seconds)
+        self._labelled(self.reconcile_total, controller, result).inc()
+        self._labelled(self.reconcile_duration_seconds, controller).observe(seconds)
         if result in ("retry", "error"):
-            self.reconcile_errors_total.labels(controller=controller).inc()
+            self._labelled(self.reconcile_errors_total, controller).inc()
         alarming = run is not None and result == "give_up" and run.results.has_error
         cr_result = "error" if alarming else _CONTROLLER_RUNTIME_RESULT.get(result, "error")
-        self.cr_reconcile_total.labels(controller=controller, result=cr_result).inc()
-        self.cr_reconcile_time_seconds.labels(controller=controller).observe(seconds)
+        self._labelled(self.cr_reconcile_total, controller, cr_result).inc()
+        self._labelled(self.cr_reconcile_time_seconds, controller).observe(seconds)
         if cr_result == "error":
-            self.cr_reconcile_errors_total.labels(controller=controller).inc()
+            self._labelled(self.cr_reconcile_errors_total, controller).inc()
         if run is not None:
-            self.reconcile_paths_total.labels(controller=controller, path=run.path_str).inc()
-            skipped = run.results.counts()[results_mod.Operation.UNCHANGED]
+            self._labelled(self.reconcile_paths_total, controller, run.path_str).inc()
+            skipped = run.results.count(results_mod.Operation.UNCHANGED)
             if skipped:
-                self.writes_skipped_total.labels(controller=controller).inc(skipped)
+                self._labelled(self.writes_skipped_total, controller).inc(skipped)
 
     def exposition(self) -> bytes:
         """okt's registry, then the process's default one, in the Prometheus text format.

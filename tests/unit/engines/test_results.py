@@ -297,7 +297,12 @@ def test_counts_group_entries_by_operation() -> None:
     for name in ("a", "b", "c"):
         results.add(Operation.CREATED, name)
     results.add(Operation.UNCHANGED, "d")
-    assert results.counts() == {Operation.CREATED: 3, Operation.UNCHANGED: 1}
+    results.give_up("enough")
+    assert results.counts() == {Operation.CREATED: 3, Operation.UNCHANGED: 1, Operation.GIVE_UP: 1}
+    assert [results.count(op) for op in (Operation.CREATED, Operation.UNCHANGED, Operation.GIVE_UP)] == [3, 1, 1]
+    assert results.count(Operation.DELETED) == 0
+    results.counts()[Operation.DELETED] += 1  # a copy: the results stay as recorded
+    assert results.count(Operation.DELETED) == 0
 
 
 @pytest.mark.parametrize("operation", list(Operation), ids=str)

@@ -13,6 +13,7 @@ changes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 
@@ -48,8 +49,14 @@ class Settings:
 
     def checksum(self) -> str:
         """A short digest of the settings, stamped on the pod template so that a settings change rolls the pods."""
-        canonical = json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return _checksum(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _checksum(settings: Settings) -> str:
+    # Every reconcile asks for the digest of one of a few settings (the tiers): computed once for each.
+    canonical = json.dumps(dataclasses.asdict(settings), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 TIERS: tuple[tuple[int, Settings], ...] = (

@@ -4,7 +4,8 @@ Why this exists: okt needs a handful of verbs (get, list, watch, create, patch, 
 errors mapped onto okt's own tree and every request counted. pykube brings the kubeconfig handling, the auth plugins
 and a tuned ``requests`` session; okt keeps its object model out of the way and speaks plain dicts. Requests answered
 whole go through :class:`okt.kube.transport.DirectTransport` when the credentials are static (most of okt's CPU was
-``requests``' per-request bookkeeping); watches, refreshing credentials and proxies use the session.
+``requests``' per-request bookkeeping); watches and lists (both read as they stream), refreshing credentials and
+proxies use the session.
 
 Guarantees:
 

@@ -241,6 +241,8 @@ class Controller:
         self.queue: workqueue.WorkQueue[QueueKey] = workqueue.WorkQueue(
             backoff, observer=self.metrics.queue_times(self.name)
         )
+        self._pacer = workqueue.SweepPacer(self.queue, self.workers) if self.workers > 1 else None
+        """How many keys of a sweep run at once (see :class:`okt.runtime.workqueue.SweepPacer`)."""
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
         self.write_fence: kube_client.WriteFence | None = None
@@ -270,6 +272,8 @@ class Controller:
         )
         """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
         self.metrics.track_priorities(self.name, lambda: len(self.queue), lambda: self.queue.low_count)
+        pacer = self._pacer
+        self.metrics.track_sweep_width(self.name, lambda: pacer.width if pacer is not None else self.workers)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -396,15 +400,24 @@ class Controller:
             # The sweep after a list waits behind what the watch says now (see okt.runtime.workqueue).
             self.queue.add_after(key, delay, low=informer_mod.sweeping())
 
-    def _finish(self, key: QueueKey) -> None:
-        """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new."""
+    def _finish(self, key: QueueKey, take_next: bool = False) -> QueueKey | None:
+        """Mark ``key`` done, requeueing it first if an event held during its reconcile told something new; with
+        ``take_next``, also take the next ready key for the calling worker (None when none is ready yet)."""
         with self._held_lock:
             held = self._held.pop(key, ())
             # Every held event is looked up (each answer is consumed), not just up to the first unknown one.
             unknown = [delay for ref, delay in held if not self.cache.knows(*ref)]
             if unknown:
                 self.queue.add_after(key, min(unknown))  # now, while processing: queued again by done()
-            self.queue.done(key)
+            swept = self.queue.taken_low(key)
+            if take_next:
+                following = self.queue.done_and_take(key)
+            else:
+                following = None
+                self.queue.done(key)
+        if swept and self._pacer is not None:
+            self._pacer.finished()
+        return following
 
     # -- workers -------------------------------------------------------------------------------------------------
 
@@ -421,14 +434,16 @@ class Controller:
         return True
 
     def _work(self) -> None:
-        while True:
-            key = self.queue.get()
-            if key is None:
-                return
+        key = self.queue.get()
+        while key is not None:
             try:
                 self.process(key)
-            finally:
+            except BaseException:
                 self._finish(key)
+                raise
+            key = self._finish(key, take_next=True)
+            if key is None:
+                key = self.queue.get()
 
     def process(self, key: QueueKey) -> results_mod.Outcome:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""

@@ -243,6 +243,12 @@ class Metrics:
             ("controller", "priority"),
             registry=self.registry,
         )
+        self.sweep_width = prometheus_client.Gauge(
+            "okt_sweep_width",
+            "How many keys of the sweep are reconciled at once: 1, or the workers when that finishes more per second.",
+            ("controller",),
+            registry=self.registry,
+        )
         self.cache_objects = prometheus_client.Gauge(
             "okt_cache_objects", "Objects in the informers' stores, by kind.", ("kind",), registry=self.registry
         )
@@ -336,6 +342,10 @@ class Metrics:
         gauge = self.workqueue_depth_by_priority
         gauge.labels(controller=controller, priority="live").set_function(lambda: float(depth() - low()))
         gauge.labels(controller=controller, priority="sweep").set_function(lambda: float(low()))
+
+    def track_sweep_width(self, controller: str, width: Callable[[], int]) -> None:
+        """Export ``okt_sweep_width{controller}`` at scrape time."""
+        self.sweep_width.labels(controller=controller).set_function(lambda: float(width()))
 
     def track_sync(self, kind: str, stored: Callable[[], int], synced: Callable[[], bool]) -> None:
         """Export the sync progress of ``kind``: ``okt_cache_objects`` and ``okt_cache_synced`` at scrape time."""

@@ -11,7 +11,7 @@ import pytest
 
 from okt.kube import kinds
 from okt.runtime import controller as controller_mod
-from okt.testing import wait_for
+from okt.testing import WaitTimeout, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +57,37 @@ def test_a_resource_created_after_a_start_over_many_is_reconciled_before_the_swe
     assert order.index("fresh") == 1
     assert left_when_handed_out["fresh"] == CONVERGED - 1  # the whole sweep was still to come
     assert sorted(order) == sorted([*many_gadgets, "fresh"])
+
+
+def test_a_sweep_of_python_work_runs_one_key_at_a_time_and_leaves_the_other_workers_to_live_events(
+    many_gadgets: list[str],
+    make_gadget: Callable[..., dict[str, Any]],
+    fake_reconcile: Any,
+    run_controller: Callable[..., controller_mod.Controller],
+) -> None:
+    reconcile = fake_reconcile()
+    reconcile.release.clear()  # every reconcile waits: the sweep's first key stays in flight
+    controller = run_controller(reconcile, workers=4)
+    wait_for(lambda: reconcile.count() == 1 and controller.in_flight == 1, timeout=10)
+    with pytest.raises(WaitTimeout):
+        wait_for(lambda: controller.in_flight > 1, timeout=0.5)  # three workers free, the sweep held to one
+
+    make_gadget("fresh")
+    wait_for(lambda: reconcile.count("fresh") == 1, timeout=10)  # taken by a free worker, the sweep's key still held
+    assert controller.in_flight == 2
+
+    reconcile.release.set()
+    wait_for(lambda: reconcile.count() == CONVERGED + 1 and not controller.in_flight, timeout=60)
+    assert reconcile.max_running_per_key == 1
+
+
+def test_a_sweep_that_waits_opens_to_every_worker(
+    many_gadgets: list[str],
+    fake_reconcile: Any,
+    run_controller: Callable[..., controller_mod.Controller],
+) -> None:
+    reconcile = fake_reconcile(delay=0.02)  # a reconcile that waits on something: more at once finish more
+    controller = run_controller(reconcile, workers=4)
+    wait_for(lambda: reconcile.count() == CONVERGED and not controller.in_flight, timeout=60)
+    assert reconcile.max_running == 4
+    assert reconcile.max_running_per_key == 1

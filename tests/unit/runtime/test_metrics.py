@@ -249,6 +249,15 @@ def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> 
     assert 'okt_cache_synced{kind="Gadget"} 1.0' in body
 
 
+def test_the_sweep_width_is_read_at_scrape_time() -> None:
+    metrics = metrics_mod.Metrics()
+    width = {"now": 1}
+    metrics.track_sweep_width("c", lambda: width["now"])
+    assert 'okt_sweep_width{controller="c"} 1.0' in metrics.exposition().decode()
+    width["now"] = 8
+    assert 'okt_sweep_width{controller="c"} 8.0' in metrics.exposition().decode()
+
+
 def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts() -> None:
     gauge = prometheus_client.Gauge("okt_test_operand_items", "Items the operand holds (a user's metric).")
     try:

@@ -368,3 +368,187 @@ def test_a_sweep_key_re_added_while_processing_runs_again_as_live() -> None:
     queue.add("b", low=True)
     queue.done("a")
     assert drain(queue) == ["a", "b"]
+
+
+def test_the_low_limit_holds_back_sweep_keys_but_never_live_ones() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.low_limit = 1
+    for key in ("s1", "s2"):
+        queue.add(key, low=True)
+    assert queue.get(timeout=0) == "s1"
+    assert (queue.taken_low("s1"), queue.low_processing_count) == (True, 1)
+    assert queue.get(timeout=0) is None  # s2 waits for s1
+    queue.add("live")
+    assert queue.get(timeout=0) == "live"
+    assert queue.taken_low("live") is False
+    queue.done("live")
+    queue.done("s1")
+    assert (queue.taken_low("s1"), queue.low_processing_count) == (False, 0)
+    assert queue.get(timeout=0) == "s2"
+
+
+def test_a_getter_held_back_by_the_low_limit_wakes_when_a_sweep_key_is_done() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.low_limit = 1
+    queue.add("s1", low=True)
+    queue.add("s2", low=True)
+    assert queue.get(timeout=0) == "s1"
+    got: list[str | None] = []
+    getter = threading.Thread(target=lambda: got.append(queue.get(timeout=5)))
+    getter.start()
+    time.sleep(0.05)
+    assert got == []
+    queue.done("s1")
+    getter.join(5)
+    assert got == ["s2"]
+
+
+def test_raising_the_low_limit_wakes_the_held_back_getters() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.low_limit = 1
+    for key in ("s1", "s2", "s3"):
+        queue.add(key, low=True)
+    assert queue.get(timeout=0) == "s1"
+    got: list[str | None] = []
+    getters = [threading.Thread(target=lambda: got.append(queue.get(timeout=5))) for _ in range(2)]
+    for getter in getters:
+        getter.start()
+    time.sleep(0.05)
+    queue.low_limit = None
+    for getter in getters:
+        getter.join(5)
+    assert sorted(got) == ["s2", "s3"]  # type: ignore[type-var]
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_low_limit_below_one_is_refused(limit: int) -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    with pytest.raises(ValueError, match="at least 1"):
+        queue.low_limit = limit
+
+
+class Sweep:
+    """A sweep of ``keys`` low keys through a queue paced by a :class:`workqueue.SweepPacer`, handed to ``workers``
+    workers, on a fake clock: each reconcile takes ``seconds_per_key[width]`` of the clock, where ``width`` is how
+    many sweep keys run at once."""
+
+    def __init__(self, keys: int, workers: int = 8) -> None:
+        self.clock = FakeClock()
+        self.queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=self.clock)
+        self.workers = workers
+        self.pacer = workqueue.SweepPacer(self.queue, workers, clock=self.clock)
+        for i in range(keys):
+            self.queue.add(f"s{i}", low=True)
+        self.widths: list[int] = []
+
+    def run(self, keys: int, seconds_per_key: dict[int, float]) -> None:
+        """Reconcile ``keys`` keys, each taking the clock ``seconds_per_key[width]`` (the sweep's throughput)."""
+        done = 0
+        while done < keys and self.queue.low_count:
+            width = self.pacer.width
+            taken = [key for _ in range(self.workers) if (key := self.queue.get(timeout=0)) is not None]
+            assert len(taken) == width or self.queue.low_count == 0
+            for key in taken:
+                self.widths.append(width)
+                self.clock.advance(seconds_per_key[width])
+                self.queue.done(key)
+                self.pacer.finished()
+            done += len(taken)
+
+
+def test_a_sweep_of_pure_cpu_work_stays_one_at_a_time() -> None:
+    sweep = Sweep(keys=10_000)
+    # Python work: eight at once finish each key a quarter later than one at a time.
+    sweep.run(10_000, {1: 0.0014, 8: 0.00175})
+    assert sweep.pacer.narrow_rate is not None and sweep.pacer.wide_rate is not None
+    assert sweep.pacer.narrow_rate > sweep.pacer.wide_rate
+    assert sweep.widths.count(1) > 0.9 * len(sweep.widths)
+    assert sweep.widths[-1] == 1
+
+
+def test_a_sweep_that_waits_on_io_opens_to_every_worker() -> None:
+    sweep = Sweep(keys=10_000)
+    # Writes: 30 ms each, eight at once finish eight times as many per second.
+    sweep.run(10_000, {1: 0.030, 8: 0.030 / 8})
+    assert sweep.pacer.wide_rate is not None and sweep.pacer.narrow_rate is not None
+    assert sweep.pacer.wide_rate > 5 * sweep.pacer.narrow_rate
+    assert sweep.widths[-1] == 8
+    assert sweep.widths.count(8) > 0.9 * len(sweep.widths)
+
+
+def test_the_pacer_measures_again_and_follows_a_sweep_that_changes() -> None:
+    sweep = Sweep(keys=12_000)
+    sweep.run(2000, {1: 0.030, 8: 0.030 / 8})
+    assert sweep.widths.count(8) > 0.9 * len(sweep.widths)
+    sweep.run(9000, {1: 0.0014, 8: 0.00175})
+    last = sweep.widths[-3000:]
+    assert last.count(1) > 0.9 * len(last)
+
+
+def test_the_next_sweep_is_measured_from_the_start() -> None:
+    sweep = Sweep(keys=600)
+    sweep.run(600, {1: 0.030, 8: 0.030 / 8})
+    assert sweep.queue.low_count == 0
+    assert (sweep.pacer.width, sweep.queue.low_limit) == (1, 1)
+
+
+def test_a_lone_width_means_no_limit_on_the_queue() -> None:
+    sweep = Sweep(keys=2000)
+    sweep.run(2000, {1: 0.030, 8: 0.030 / 8})
+    assert sweep.pacer.width == 8 or sweep.queue.low_count == 0
+
+
+def test_done_and_take_hands_the_caller_the_next_key_without_waking_a_held_back_getter() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.low_limit = 1
+    for key in ("s1", "s2"):
+        queue.add(key, low=True)
+    assert queue.get(timeout=0) == "s1"
+    got: list[str | None] = []
+    getter = threading.Thread(target=lambda: got.append(queue.get(timeout=0.3)))
+    getter.start()
+    time.sleep(0.05)
+    assert queue.done_and_take("s1") == "s2"
+    getter.join(5)
+    assert got == [None]  # held back until its timeout: the caller took the place
+
+
+def test_done_and_take_returns_the_key_itself_when_it_was_re_added_meanwhile() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add("a")
+    assert queue.get(timeout=0) == "a"
+    queue.add("a")
+    assert queue.done_and_take("a") == "a"
+    assert queue.processing("a")
+
+
+def test_done_and_take_returns_none_when_nothing_is_ready_or_after_shutdown() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add("a")
+    queue.add("b")
+    assert queue.get(timeout=0) == "a"
+    assert queue.done_and_take("a") == "b"
+    assert queue.done_and_take("b") is None
+    queue.add("c")
+    assert queue.get(timeout=0) == "c"
+    queue.add("d")
+    queue.shutdown()
+    assert queue.done_and_take("c") is None
+    assert not queue.processing("c")
+
+
+def test_a_live_key_taken_while_a_sweep_place_is_free_wakes_a_getter_for_the_sweep() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.low_limit = 1
+    queue.add("s1", low=True)
+    queue.add("s2", low=True)
+    assert queue.get(timeout=0) == "s1"
+    got: list[str | None] = []
+    getter = threading.Thread(target=lambda: got.append(queue.get(timeout=5)))
+    getter.start()
+    time.sleep(0.05)
+    queue.add("s1")  # an event while s1 is reconciled: it runs again, as live, once done
+    # The worker finishing s1 takes it again as a live key: the sweep's free place goes to the waiting getter.
+    assert queue.done_and_take("s1") == "s1"
+    getter.join(1)
+    assert got == ["s2"]  # at once, not at the getter's timeout

@@ -218,7 +218,7 @@ class WorkQueue(Generic[K]):
             self._promote_due_locked()
             taken = self._take_locked()
             if taken is None and freed:
-                self._cond.notify()  # not for this caller (a delayed key not yet due): still a change to look at
+                self._cond.notify()  # defensive: a ready key the caller did not take is another getter's
             return taken
 
     def shutdown(self) -> None:

@@ -110,6 +110,7 @@ class WorkQueue(Generic[K]):
         self._last_was_low = False
         self._low_limit: int | None = None
         self._low_taken: set[K] = set()
+        self._completed = 0
         self.aging = aging
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
@@ -289,6 +290,12 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return len(self._low)
 
+    @property
+    def completed(self) -> int:
+        """How many keys handed out were marked done since the queue was made, of either lane."""
+        with self._cond:
+            return self._completed
+
     # -- internals (the lock is held) ----------------------------------------------------------------------------
 
     def _take_locked(self) -> K | None:
@@ -306,7 +313,9 @@ class WorkQueue(Generic[K]):
     def _done_locked(self, key: K) -> bool:
         """Mark ``key`` processed; True when that makes a key ready for a getter (it was re-added meanwhile, or it
         frees a place in the low limit while low keys wait)."""
-        self._processing.discard(key)
+        if key in self._processing:
+            self._processing.discard(key)
+            self._completed += 1
         self._observer.done(key)
         ready = False
         if key in self._low_taken:
@@ -379,12 +388,15 @@ class SweepPacer:
     operator upgraded with new templates) or whose hooks wait on something else (an external service) is faster the
     more of it runs at once. The pacer does not guess which sweep it is: it measures both widths and keeps the faster.
 
-    How: the pacer counts the sweep's reconciles in rounds (each at least :attr:`ROUND_KEYS` keys and
-    :attr:`ROUND_SECONDS`, or :attr:`LONG_ROUND_SECONDS` whatever the keys). A sweep starts with a round at width one,
-    then one at full width; the faster width is kept for a stretch of rounds, which doubles (up to
-    :attr:`MAX_STRETCH`) each time the measurement confirms the choice, and both widths are measured again after it.
-    Width one wins ties (within :attr:`MARGIN`): it spends less CPU and leaves the other workers free for live events.
-    When the sweep is over (no low key waiting or running), the next one starts from the beginning again.
+    How: while a sweep runs, the pacer counts every reconcile that finishes — the sweep's and the live events' — in
+    rounds (each at least :attr:`ROUND_KEYS` keys and :attr:`ROUND_SECONDS`, or :attr:`LONG_ROUND_SECONDS` whatever
+    the keys). Every key counts because the width decides how the workers are shared: with live events waiting, a
+    sweep on every worker finishes more *sweep* keys per second only by taking workers from the live ones, which is
+    no gain when the process does the same work. A sweep starts with a round at width one, then one at full width;
+    the faster width is kept for a stretch of rounds, which doubles (up to :attr:`MAX_STRETCH`) each time the
+    measurement confirms the choice, and both widths are measured again after it. Width one wins ties (within
+    :attr:`MARGIN`): it spends less CPU and leaves the other workers free for live events. When the sweep is over (no
+    low key waiting or running), the next one starts from the beginning again.
 
     Thread-safe: :meth:`finished` is called by the workers, with the queue's lock *not* held.
     """
@@ -401,16 +413,17 @@ class SweepPacer:
         self._clock = clock
         self._lock = threading.Lock()
         self.narrow_rate: float | None = None
-        """Keys per second of the last round measured at width one."""
+        """Keys per second (the sweep's and the live ones) of the last round measured at width one."""
         self.wide_rate: float | None = None
-        """Keys per second of the last round measured at full width."""
+        """Keys per second (the sweep's and the live ones) of the last round measured at full width."""
         self._phase = "narrow"
         self._width = 1
         self._chosen: int | None = None
         self._stretch = 1
         self._left = 0
         self._round_start: float | None = None
-        self._round_keys = 0
+        self._round_base = 0
+        """How many keys the queue had completed when the round began."""
         self._restart_locked()
 
     @property
@@ -420,22 +433,21 @@ class SweepPacer:
             return self._width
 
     def finished(self) -> None:
-        """One key handed out from the low lane was reconciled and marked done."""
+        """A key of the sweep was reconciled and marked done: the round's keys (every key the queue saw done since
+        the round began, the sweep's and the live ones) are counted, and the round ends when it is long enough."""
         with self._lock:
             if self._queue.low_count == 0 and self._queue.low_processing_count == 0:
                 self._restart_locked()  # the sweep is over: the next one is measured from the start
                 return
             now = self._clock()
             if self._round_start is None:
-                self._round_start = now  # the sweep's first key: its own start is not known, the round starts here
+                self._begin_round_locked()  # the sweep's first key: its own start is not known, the round starts here
                 return
-            self._round_keys += 1
+            keys = self._queue.completed - self._round_base
             elapsed = now - self._round_start
-            if elapsed < self.LONG_ROUND_SECONDS and (
-                self._round_keys < self.ROUND_KEYS or elapsed < self.ROUND_SECONDS
-            ):
+            if elapsed < self.LONG_ROUND_SECONDS and (keys < self.ROUND_KEYS or elapsed < self.ROUND_SECONDS):
                 return
-            self._end_round_locked(self._round_keys / max(elapsed, 1e-9))
+            self._end_round_locked(keys / max(elapsed, 1e-9))
 
     def _end_round_locked(self, rate: float) -> None:
         if self._phase == "narrow":
@@ -454,13 +466,16 @@ class SweepPacer:
             if self._left <= 0:
                 self._set_locked("narrow", 1)
             else:
-                self._round_start, self._round_keys = self._clock(), 0
+                self._begin_round_locked()
 
     def _set_locked(self, phase: str, width: int) -> None:
         self._phase = phase
         self._width = width
-        self._round_start, self._round_keys = self._clock(), 0
+        self._begin_round_locked()
         self._queue.low_limit = None if width >= self._workers else width
+
+    def _begin_round_locked(self) -> None:
+        self._round_start, self._round_base = self._clock(), self._queue.completed
 
     def _restart_locked(self) -> None:
         self._chosen = None

@@ -429,31 +429,45 @@ def test_a_low_limit_below_one_is_refused(limit: int) -> None:
 
 class Sweep:
     """A sweep of ``keys`` low keys through a queue paced by a :class:`workqueue.SweepPacer`, handed to ``workers``
-    workers, on a fake clock: each reconcile takes ``seconds_per_key[width]`` of the clock, where ``width`` is how
-    many sweep keys run at once."""
+    workers, on a fake clock: each reconcile takes ``seconds_per_key[n]`` of the clock, where ``n`` is how many keys
+    run at once (the sweep's width, or with ``live`` every worker: live events then wait all along, a storm of them,
+    and every worker the sweep leaves free takes one). The pacer is told of sweep keys only, as the controller does."""
 
-    def __init__(self, keys: int, workers: int = 8) -> None:
+    def __init__(self, keys: int, workers: int = 8, live: bool = False) -> None:
         self.clock = FakeClock()
         self.queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=self.clock)
         self.workers = workers
+        self.live = live
         self.pacer = workqueue.SweepPacer(self.queue, workers, clock=self.clock)
         for i in range(keys):
             self.queue.add(f"s{i}", low=True)
         self.widths: list[int] = []
+        self.live_done = 0
+        self.seconds_at: dict[int, float] = {}
+        """The clock's time spent at each width."""
 
     def run(self, keys: int, seconds_per_key: dict[int, float]) -> None:
-        """Reconcile ``keys`` keys, each taking the clock ``seconds_per_key[width]`` (the sweep's throughput)."""
+        """Reconcile ``keys`` sweep keys (and the live keys beside them), each taking ``seconds_per_key[n]``."""
         done = 0
         while done < keys and self.queue.low_count:
             width = self.pacer.width
+            if self.live:
+                for i in range(self.workers - width):
+                    self.queue.add(f"l{self.live_done + i}")
             taken = [key for _ in range(self.workers) if (key := self.queue.get(timeout=0)) is not None]
-            assert len(taken) == width or self.queue.low_count == 0
+            swept = [key for key in taken if key.startswith("s")]
+            assert len(swept) == width or self.queue.low_count == 0
             for key in taken:
-                self.widths.append(width)
-                self.clock.advance(seconds_per_key[width])
+                seconds = seconds_per_key[len(taken) if self.live else width]
+                self.clock.advance(seconds)
+                self.seconds_at[width] = self.seconds_at.get(width, 0.0) + seconds
                 self.queue.done(key)
-                self.pacer.finished()
-            done += len(taken)
+                if key in swept:
+                    self.widths.append(width)
+                    self.pacer.finished()
+                else:
+                    self.live_done += 1
+            done += len(swept)
 
 
 def test_a_sweep_of_pure_cpu_work_stays_one_at_a_time() -> None:
@@ -483,6 +497,31 @@ def test_the_pacer_measures_again_and_follows_a_sweep_that_changes() -> None:
     sweep.run(9000, {1: 0.0014, 8: 0.00175})
     last = sweep.widths[-3000:]
     assert last.count(1) > 0.9 * len(last)
+
+
+def test_a_sweep_beside_waiting_live_events_is_measured_by_every_key_done() -> None:
+    sweep = Sweep(keys=3000, live=True)
+    # Python work with every worker busy at either width: the process finishes as many keys per second both ways;
+    # a wider sweep would only take workers from the live events.
+    sweep.run(3000, dict.fromkeys(range(1, 9), 0.00175))
+    assert sweep.pacer.narrow_rate is not None and sweep.pacer.wide_rate is not None
+    assert sweep.pacer.wide_rate < 1.1 * sweep.pacer.narrow_rate
+    assert sweep.seconds_at[1] > 0.8 * sum(sweep.seconds_at.values())
+    assert sweep.widths[-1] == 1
+    assert sweep.live_done > 3 * len(sweep.widths)  # most places went on serving live events
+
+
+def test_the_queue_counts_the_keys_done_in_either_lane() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add("s1", low=True)
+    queue.add("live")
+    for _ in range(2):
+        key = queue.get(timeout=0)
+        assert key is not None
+        queue.done(key)
+    queue.add("live")
+    assert queue.done_and_take("missing") is not None  # a key not taken counts for nothing
+    assert queue.completed == 2
 
 
 def test_the_next_sweep_is_measured_from_the_start() -> None:

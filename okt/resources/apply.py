@@ -120,31 +120,30 @@ def drift_view(res: resource.Resource) -> dict[str, Any]:
     else is covered whole. So a field left out of the hash is not repaired either: another controller may manage
     it (OKT's contract). A ``hashable_ref()`` that is not a mapping (a version string) covers no field.
     """
+    shape = _drift_shape(res)
+    return {} if shape is None else checksum.narrowed(_comparable(res.desired), shape)
+
+
+def in_place(res: resource.Resource, live: Mapping[str, Any]) -> bool:
+    """Whether ``live`` holds every field of :func:`drift_view` — ``checksum.is_subset(drift_view(res), live)`` in one
+    walk, without building the view (every child of every reconcile is checked; drift is the rare case)."""
+    shape = _drift_shape(res)
+    return shape is None or checksum.is_subset_within(_comparable(res.desired), shape, live)
+
+
+def _drift_shape(res: resource.Resource) -> dict[str, Any] | None:
+    """``hashable_ref()`` shaped like the object (its ``labels`` and ``annotations`` under ``metadata``), or None."""
     ref = res.hashable_ref()
     if isinstance(ref, pydantic.BaseModel):
         ref = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
     if not isinstance(ref, Mapping):
-        return {}
+        return None
     shape = {k: v for k, v in ref.items() if k not in ("labels", "annotations", "metadata")}
     metadata = dict(ref.get("metadata") or {}) if isinstance(ref.get("metadata"), Mapping) else {}
     metadata.update({k: ref[k] for k in ("labels", "annotations") if k in ref})
     if metadata:
         shape["metadata"] = metadata
-    covered = _covered(_comparable(res.desired), shape)
-    return covered if isinstance(covered, dict) else {}
-
-
-def _covered(desired: Any, shape: Any) -> Any:
-    # Runs over every field of every child on every reconcile: a scalar (most fields) is told apart by its exact
-    # type, without the ABC checks.
-    if type(desired) in _SCALARS or type(shape) in _SCALARS:
-        return desired
-    if isinstance(desired, Mapping) and isinstance(shape, Mapping):
-        return {k: _covered(v, shape[k]) for k, v in desired.items() if k in shape}
-    return desired
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+    return shape
 
 
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:
@@ -180,8 +179,7 @@ def decide(
         return Decision(Action.UNCHANGED, "immutable resource exists")
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(names.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(names.hash_annotation)
-    comparable = drift_view(res)
-    drift = () if checksum.is_subset(comparable, live) else tuple(checksum.diff_paths(comparable, live))
+    drift = () if in_place(res, live) else tuple(checksum.diff_paths(drift_view(res), live))
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
     if stored == wanted and not drift:

@@ -99,6 +99,23 @@ def is_subset(desired: object, live: object) -> bool:
     return _matches(_plain(desired), _plain(live))
 
 
+def narrowed(desired: Any, shape: Any) -> Any:
+    """``desired`` narrowed to ``shape``: where both are mappings, only the keys ``shape`` holds, each narrowed in
+    turn; anywhere else (a scalar, a list, a mapping against a scalar) the desired value whole."""
+    # Runs over every field of every child on every reconcile: a scalar (most fields) is told apart by its exact
+    # type, without the ABC checks.
+    if type(desired) in _SCALARS or type(shape) in _SCALARS:
+        return desired
+    if isinstance(desired, Mapping) and isinstance(shape, Mapping):
+        return {k: narrowed(v, shape[k]) for k, v in desired.items() if k in shape}
+    return desired
+
+
+def is_subset_within(desired: object, shape: object, live: object) -> bool:
+    """``is_subset(narrowed(desired, shape), live)``, decided in one walk without building the narrowed copy."""
+    return _matches_within(_plain(desired), shape, _plain(live))
+
+
 def diff_paths(desired: object, live: object) -> list[str]:
     """The paths where :func:`is_subset` fails, in desired-document order, for logs and drift reports.
 
@@ -191,6 +208,25 @@ def _matches(desired: Any, live: Any) -> bool:
             return False
         return all(_matches(wanted, found) for wanted, found in zip(desired, live, strict=True))
     return _same_scalar(desired, live)
+
+
+def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
+    """:func:`_matches` of ``narrowed(desired, shape)`` and ``live``."""
+    if type(desired) in _SCALARS or type(shape) in _SCALARS:
+        return _matches(desired, live)
+    if not (isinstance(desired, Mapping) and isinstance(shape, Mapping)):
+        return _matches(desired, live)
+    if not isinstance(live, Mapping):
+        return False
+    for key, value in desired.items():
+        if key not in shape:
+            continue
+        if key in live:
+            if not _matches_within(value, shape[key], live[key]):
+                return False
+        elif not _is_empty(narrowed(value, shape[key])):
+            return False
+    return True
 
 
 def _same_scalar(desired: object, live: object) -> bool:

@@ -377,3 +377,27 @@ def test_is_subset_is_exactly_no_diff_path(desired: Any, live: Any, data: st.Dat
     widened = {"extra": data.draw(_VALUES), **desired} if isinstance(desired, dict) else desired
     assert checksum.is_subset(desired, widened)
     assert checksum.diff_paths(desired, widened) == []
+
+
+@hypothesis.given(desired=_VALUES, shape=_VALUES, live=_VALUES, data=st.data())
+def test_is_subset_within_is_is_subset_of_the_narrowed_value(
+    desired: Any, shape: Any, live: Any, data: st.DataObject
+) -> None:
+    """The one-walk check answers as the narrowed copy compared whole, on unrelated values and on a live value that
+    holds the narrowed one (with a shape drawn from the desired value's own keys, so narrowing keeps something)."""
+    assert checksum.is_subset_within(desired, shape, live) is checksum.is_subset(
+        checksum.narrowed(desired, shape), live
+    )
+    own = {k: data.draw(_VALUES | st.just(v)) for k, v in desired.items()} if isinstance(desired, dict) else shape
+    view = checksum.narrowed(desired, own)
+    assert checksum.is_subset_within(desired, own, view)
+    assert checksum.is_subset_within(desired, own, live) is checksum.is_subset(view, live)
+
+
+def test_is_subset_within_compares_only_what_the_shape_holds() -> None:
+    desired = {"spec": {"replicas": 2, "paused": False}, "kind": "Deployment"}
+    shape = {"spec": {"replicas": 1}}
+    assert checksum.is_subset_within(desired, shape, {"spec": {"replicas": 2, "paused": True}})
+    assert not checksum.is_subset_within(desired, shape, {"spec": {"replicas": 3}})
+    assert not checksum.is_subset_within(desired, shape, {"spec": "not a mapping"})
+    assert checksum.is_subset_within(desired, {"spec": {"other": 1}}, {})  # narrowed to nothing: an empty value

@@ -332,12 +332,45 @@ def _utc_seconds(parsed: datetime.datetime) -> datetime.datetime:
 
 @dataclasses.dataclass
 class _Slot:
-    """One entry of the conditions list: the entry as loaded, and its parsed value if it is addressable."""
+    """One entry of the conditions list: the entry as loaded, its type when it is addressable (a valid type, the
+    first entry of that type), and its parsed value — read from the entry the first time it is asked for."""
 
     raw: Mapping[str, Any] | None
-    condition: Condition | None
     key: str | None
+    """The entry's type (a duplicate keeps it: :meth:`Conditions._drop_duplicates` finds it by it)."""
+    addressable: bool
+    now: Callable[[], datetime.datetime]
+    parsed: Condition | None = None
     touched: bool = False
+
+    @property
+    def condition(self) -> Condition | None:
+        if self.parsed is None and self.addressable and self.raw is not None:
+            self.parsed = Condition.from_dict(self.raw, now=self.now)
+        return self.parsed if self.addressable else None
+
+    def holds(self, status: ConditionStatus, reason: str, message: str, observed_generation: int | None) -> bool:
+        """Whether the entry as loaded already says exactly this — decided on the entry itself, without parsing it
+        (every reconcile sets every condition, and they mostly hold already)."""
+        raw = self.raw
+        if self.parsed is not None or self.touched or raw is None:
+            current = self.condition
+            return current is not None and (
+                current.status is status
+                and current.reason == reason
+                and current.observed_generation == observed_generation
+                and current.message == Condition.truncate_message(message)
+            )
+        raw_message = raw.get("message")
+        return (
+            raw.get("status") == status.value
+            and isinstance(reason, str)
+            and raw.get("reason") == reason
+            and _valid_reason(reason)
+            and _lenient_generation(raw.get("observedGeneration")) == observed_generation
+            and Condition.truncate_message("" if raw_message is None else str(raw_message))
+            == Condition.truncate_message(message)
+        )
 
     def to_wire(self) -> dict[str, Any]:
         if self.touched and self.condition is not None:
@@ -367,16 +400,12 @@ class Conditions(Mapping[str, Condition]):
                 # Not a condition at all: nothing can address or render it, so it is not carried over.
                 continue
             raw = objects.json_copy(dict(item))
-            try:
-                condition: Condition | None = Condition.from_dict(raw, now=now)
-            except ValueError:
-                condition = None
-            key = condition.type if condition is not None else None
-            if key is not None and key in seen:
-                condition = None
-            elif key is not None:
+            type_ = raw.get("type")
+            key = type_ if isinstance(type_, str) and _valid_type(type_) else None
+            addressable = key is not None and key not in seen
+            if key is not None:
                 seen.add(key)
-            self._slots.append(_Slot(raw=raw, condition=condition, key=key))
+            self._slots.append(_Slot(raw=raw, key=key, addressable=addressable, now=now))
 
     @classmethod
     def from_status(
@@ -406,10 +435,10 @@ class Conditions(Mapping[str, Condition]):
         return isinstance(type, str) and self._find(type) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return (slot.condition.type for slot in self._slots if slot.condition is not None)
+        return (slot.key for slot in self._slots if slot.addressable and slot.key is not None)
 
     def __len__(self) -> int:
-        return sum(1 for slot in self._slots if slot.condition is not None)
+        return sum(1 for slot in self._slots if slot.addressable)
 
     def __repr__(self) -> str:
         return f"Conditions({self.summary()})"
@@ -444,18 +473,12 @@ class Conditions(Mapping[str, Condition]):
         :func:`to_reason` for free text). Setting exactly what is there changes nothing and returns False.
         """
         slot = self._find(type)
-        current = slot.condition if slot is not None else None
         self._asserted.add(type)
         new_status = ConditionStatus.from_bool(status) if isinstance(status, bool) else ConditionStatus(status)
-        keep_time = current is not None and current.status is new_status
-        if (
-            keep_time
-            and current is not None
-            and current.reason == reason
-            and current.observed_generation == observed_generation
-            and current.message == Condition.truncate_message(message)
-        ):
+        if slot is not None and slot.holds(new_status, reason, message, observed_generation):
             return False  # exactly what is there (the steady state of every reconcile): nothing to build
+        current = slot.condition if slot is not None else None
+        keep_time = current is not None and current.status is new_status
         wanted = Condition.build(
             type,
             new_status,
@@ -467,9 +490,9 @@ class Conditions(Mapping[str, Condition]):
         if current is not None and wanted == current:
             return False
         if slot is None:
-            self._slots.append(_Slot(raw=None, condition=wanted, key=type, touched=True))
+            self._slots.append(_Slot(raw=None, key=type, addressable=True, now=self._now, parsed=wanted, touched=True))
         else:
-            slot.condition = wanted
+            slot.parsed = wanted
             slot.touched = True
             self._drop_duplicates(slot)
         self._changed = True
@@ -523,7 +546,7 @@ class Conditions(Mapping[str, Condition]):
 
     def _find(self, type: str) -> _Slot | None:
         for slot in self._slots:
-            if slot.condition is not None and slot.condition.type == type:
+            if slot.addressable and slot.key == type:
                 return slot
         return None
 

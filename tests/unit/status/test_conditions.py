@@ -342,6 +342,32 @@ def test_a_loaded_list_that_is_set_identically_is_not_changed() -> None:
 
 
 @pytest.mark.parametrize(
+    "entry",
+    [
+        wire("Ready", status="true", observedGeneration=2),  # another writer's spelling of True
+        wire("Ready", observedGeneration="2"),  # a generation written as text
+        wire("Ready", observedGeneration=2, lastTransitionTime="yesterday"),  # a time that cannot be read
+    ],
+)
+def test_an_entry_that_already_says_the_same_in_other_words_is_kept_as_loaded(entry: dict[str, Any]) -> None:
+    conds = Conditions.from_status({"conditions": [entry]}, now=Clock())
+
+    assert conds.set("Ready", True, "Reconciled", "", observed_generation=2) is False
+    assert conds.changed is False
+    assert conds.to_list() == [entry]
+
+
+@pytest.mark.parametrize("reason", ["has space", "9Lives"])
+def test_setting_a_loaded_invalid_reason_again_is_refused_like_any_invalid_reason(reason: str) -> None:
+    conds = Conditions.from_status({"conditions": [wire("Ready", reason=reason)]}, now=Clock())
+
+    with pytest.raises(pydantic.ValidationError):
+        conds.set("Ready", True, reason)
+
+    assert conds.to_list() == [wire("Ready", reason=reason)]
+
+
+@pytest.mark.parametrize(
     ("status", "reason", "message", "generation", "transition_moves"),
     [
         (ConditionStatus.FALSE, "Reconciled", "", 1, True),

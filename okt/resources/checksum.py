@@ -212,10 +212,9 @@ def _matches(desired: Any, live: Any) -> bool:
 
 def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
     """:func:`_matches` of ``narrowed(desired, shape)`` and ``live``."""
-    if type(desired) in _SCALARS or type(shape) in _SCALARS:
-        return _matches(desired, live)
-    if not (isinstance(desired, Mapping) and isinstance(shape, Mapping)):
-        return _matches(desired, live)
+    scalar = type(desired) in _SCALARS or type(shape) in _SCALARS  # told apart first, without the ABC checks
+    if scalar or not (isinstance(desired, Mapping) and isinstance(shape, Mapping)):
+        return _matches(desired, live)  # narrowing keeps the desired value whole
     if not isinstance(live, Mapping):
         return False
     for key, value in desired.items():

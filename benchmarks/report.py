@@ -188,7 +188,8 @@ def section(
         "### Steady state and spec change",
         "",
         f"Restart: the operator is stopped and started again over the N converged objects; writes and reads are "
-        f"counted for the first {s['steady_seconds']:.0f} s, and *idle after* is the time from the process start "
+        f"counted for the first {s['steady_seconds']:.0f} s or until it is idle, whichever is later, and *idle after* "
+        f"is the time from the process start "
         f"to its last request or busy CPU interval. Spec change: `spec.size` is patched on all N; the time runs "
         f"until every Deployment asks for the new replicas, the requests until the operator is idle again.",
         "",

@@ -349,6 +349,16 @@ class _Slot:
             self.parsed = Condition.from_dict(self.raw, now=self.now)
         return self.parsed if self.addressable else None
 
+    @property
+    def status(self) -> ConditionStatus | None:
+        """The condition's status, read from the entry as loaded when it was not parsed yet (as
+        :meth:`Condition.from_dict` reads it): asking whether a condition is true parses nothing else."""
+        if not self.addressable:
+            return None
+        if self.parsed is None and self.raw is not None:
+            return ConditionStatus.parse(self.raw.get("status"))
+        return self.parsed.status if self.parsed is not None else None
+
     def holds(self, status: ConditionStatus, reason: str, message: str, observed_generation: int | None) -> bool:
         """Whether the entry as loaded already says exactly this — decided on the entry itself, without parsing it
         (every reconcile sets every condition, and they mostly hold already)."""
@@ -445,18 +455,20 @@ class Conditions(Mapping[str, Condition]):
 
     def is_true(self, type: str) -> bool:
         """Whether the condition is present with status True."""
-        condition = self.get(type)
-        return condition is not None and condition.status is ConditionStatus.TRUE
+        return self._status(type) is ConditionStatus.TRUE
 
     def is_false(self, type: str) -> bool:
         """Whether the condition is present with status False."""
-        condition = self.get(type)
-        return condition is not None and condition.status is ConditionStatus.FALSE
+        return self._status(type) is ConditionStatus.FALSE
 
     def is_unknown(self, type: str) -> bool:
         """Whether the condition is Unknown; an absent condition is unknown too."""
-        condition = self.get(type)
-        return condition is None or condition.status is ConditionStatus.UNKNOWN
+        status = self._status(type)
+        return status is None or status is ConditionStatus.UNKNOWN
+
+    def _status(self, type: str) -> ConditionStatus | None:
+        slot = self._find(type)
+        return None if slot is None else slot.status
 
     def set(
         self,

@@ -357,6 +357,23 @@ def test_an_entry_that_already_says_the_same_in_other_words_is_kept_as_loaded(en
     assert conds.to_list() == [entry]
 
 
+@pytest.mark.parametrize("status", ["True", "False", "Unknown", "true", " FALSE ", True, False, "maybe", None, 1])
+@pytest.mark.parametrize("touched", [False, True])
+def test_is_true_false_unknown_read_a_loaded_entry_as_its_parsed_condition_says(status: object, touched: bool) -> None:
+    entries = [wire("Ready", status=status), wire("Ready", status="True"), {"type": "bad type", "status": "True"}]
+    conds = Conditions.from_status({"conditions": entries}, now=Clock())
+    if touched:
+        conds.get("Ready")  # parsed first: the answer must not change with the order of the questions
+    parsed = Condition.from_dict(wire("Ready", status=status)).status  # the first entry of a type is the one read
+
+    assert conds.is_true("Ready") is (parsed is ConditionStatus.TRUE)
+    assert conds.is_false("Ready") is (parsed is ConditionStatus.FALSE)
+    assert conds.is_unknown("Ready") is (parsed is ConditionStatus.UNKNOWN)
+    assert conds.get("Ready") is not None and conds.get("Ready").status is parsed
+    assert (conds.is_true("bad type"), conds.is_false("bad type"), conds.is_unknown("bad type")) == (False, False, True)
+    assert (conds.is_true("Absent"), conds.is_false("Absent"), conds.is_unknown("Absent")) == (False, False, True)
+
+
 @pytest.mark.parametrize("reason", ["has space", "9Lives"])
 def test_setting_a_loaded_invalid_reason_again_is_refused_like_any_invalid_reason(reason: str) -> None:
     conds = Conditions.from_status({"conditions": [wire("Ready", reason=reason)]}, now=Clock())

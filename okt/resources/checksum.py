@@ -106,7 +106,7 @@ def narrowed(desired: Any, shape: Any) -> Any:
     # type, without the ABC checks.
     if type(desired) in _SCALARS or type(shape) in _SCALARS:
         return desired
-    if isinstance(desired, Mapping) and isinstance(shape, Mapping):
+    if _is_mapping(desired) and _is_mapping(shape):
         return {k: narrowed(v, shape[k]) for k, v in desired.items() if k in shape}
     return desired
 
@@ -147,7 +147,16 @@ def _plain(value: object) -> object:
 
 
 def _is_empty(value: object) -> bool:
+    kind = type(value)
+    if kind is dict or kind is list:
+        return not value
     return value is None or (isinstance(value, Mapping | list | tuple) and len(value) == 0)
+
+
+def _is_mapping(value: object) -> bool:
+    """``isinstance(value, Mapping)``, the exact ``dict`` of a decoded object told apart first: an ABC check goes
+    through ``ABCMeta.__instancecheck__``, several times slower, and the drift walk asks it of every field."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _child_path(path: str, key: object) -> str:
@@ -194,7 +203,7 @@ def _matches(desired: Any, live: Any) -> bool:
     if kind is str:
         return isinstance(live, str) and desired == live
     if kind is dict or (kind not in _SCALARS and isinstance(desired, Mapping)):
-        if not isinstance(live, Mapping):
+        if not _is_mapping(live):
             return False
         for key, value in desired.items():
             if key in live:
@@ -213,9 +222,9 @@ def _matches(desired: Any, live: Any) -> bool:
 def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
     """:func:`_matches` of ``narrowed(desired, shape)`` and ``live``."""
     scalar = type(desired) in _SCALARS or type(shape) in _SCALARS  # told apart first, without the ABC checks
-    if scalar or not (isinstance(desired, Mapping) and isinstance(shape, Mapping)):
+    if scalar or not (_is_mapping(desired) and _is_mapping(shape)):
         return _matches(desired, live)  # narrowing keeps the desired value whole
-    if not isinstance(live, Mapping):
+    if not _is_mapping(live):
         return False
     for key, value in desired.items():
         if key not in shape:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import types
 from typing import Any
 
 import hypothesis
@@ -401,3 +402,23 @@ def test_is_subset_within_compares_only_what_the_shape_holds() -> None:
     assert not checksum.is_subset_within(desired, shape, {"spec": {"replicas": 3}})
     assert not checksum.is_subset_within(desired, shape, {"spec": "not a mapping"})
     assert checksum.is_subset_within(desired, {"spec": {"other": 1}}, {})  # narrowed to nothing: an empty value
+
+
+def test_a_mapping_or_sequence_of_another_type_compares_as_a_dict_or_list_does() -> None:
+    """The walk tells the exact ``dict`` and ``list`` of a decoded object apart first; any other Mapping or tuple
+    (a read-only view, a model's own mapping) is still compared by what it holds."""
+    desired = {"spec": {"replicas": 2, "ports": [80]}, "data": {}}
+    shape = {"spec": {"replicas": 1, "ports": 1}, "data": 1}
+    live = {"spec": {"replicas": 2, "ports": [80], "paused": False}}
+    frozen = types.MappingProxyType({"spec": types.MappingProxyType({"replicas": 2, "ports": (80,)}), "data": ()})
+    for wanted in (desired, frozen):
+        for found in (live, types.MappingProxyType({"spec": types.MappingProxyType(live["spec"])})):
+            assert checksum.is_subset(wanted, found)
+            assert checksum.is_subset_within(wanted, shape, found)
+            spec = wanted["spec"]
+            assert checksum.narrowed(wanted, shape) == {
+                "spec": {"replicas": 2, "ports": spec["ports"]},
+                "data": wanted["data"],
+            }
+    assert not checksum.is_subset({"data": types.MappingProxyType({"k": "v"})}, {"data": {}})
+    assert not checksum.is_subset_within(frozen, shape, {"spec": ("not", "a mapping")})

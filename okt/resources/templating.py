@@ -225,12 +225,20 @@ def _typed(text: str) -> Any:
     return construct(yaml.ScalarNode(tag, text))
 
 
+_LITERALS = frozenset({str, int, float, bool, type(None)})
+"""The types of a skeleton's literal scalars, placed as they are: most of a template's values, so :func:`_fill` places
+them inside its loops rather than by a call each."""
+
+
 def _fill(value: Any, values: list[str]) -> Any:
     kind = type(value)
     if kind is dict:
         result: dict[str, Any] = {}
         for key, item in value.items():
             placed = key if type(key) is str else key.key(values)
+            if type(item) in _LITERALS:
+                result[placed] = item
+                continue
             try:
                 result[placed] = _fill(item, values)
             except _Unplaceable as exc:
@@ -242,6 +250,9 @@ def _fill(value: Any, values: list[str]) -> Any:
     if kind is list:
         filled = []
         for index, item in enumerate(value):
+            if type(item) in _LITERALS:
+                filled.append(item)
+                continue
             try:
                 filled.append(_fill(item, values))
             except _Unplaceable as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -278,6 +279,32 @@ def test_observe_does_not_alias_the_callers_dict(api: Any, start: Any, obj: Obj)
 
 def owner_uids(o: dict[str, Any]) -> list[str]:
     return [ref["uid"] for ref in o["metadata"].get("ownerReferences", [])]
+
+
+def test_a_read_does_not_wait_for_the_writer_storing_another_object(api: Any, start: Any, obj: Obj) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_index(o: dict[str, Any]) -> list[str]:
+        if o["metadata"]["name"] == "slow":  # the watch thread stores it holding the informer's lock
+            entered.set()
+            release.wait(10)
+        return []
+
+    api.put(CM, obj(CM, "a"))
+    informer = start(indexers={"slow": slow_index})
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "slow")))
+    assert entered.wait(5)
+    read: list[dict[str, Any] | None] = []
+    reader = threading.Thread(target=lambda: read.append(informer.get("ns", "a")))
+    reader.start()
+    reader.join(2)
+    try:
+        assert not reader.is_alive(), "the read waited for the writer"
+        assert read[0] is not None and read[0]["metadata"]["name"] == "a"
+    finally:
+        release.set()
+        reader.join(5)
+    wait_for(lambda: informer.get("ns", "slow") is not None, timeout=5)
 
 
 def test_a_deleted_event_removes_the_object_and_its_index_entries(

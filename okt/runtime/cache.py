@@ -96,6 +96,7 @@ class Cache:
         self._status_owners: dict[_KindKey, bool] = {}
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
+        self._recovery_listeners: list[Callable[[], None]] = []
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -164,6 +165,7 @@ class Cache:
                         indexers={OWNER_INDEX: _owner_uids, **(indexers or {})},
                         status_owners=status_owners,
                         keep=keep,
+                        on_recovered=self._recovered,
                     )
                     for scope in scopes
                 }
@@ -183,6 +185,19 @@ class Cache:
                 handler(event_type, obj, old)
 
         return deliver
+
+    def on_recovered(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on an informer's thread) whenever an informer reaches the API server again after its
+        list or watch failed."""
+        with self._lock:
+            if listener not in self._recovery_listeners:
+                self._recovery_listeners.append(listener)
+
+    def _recovered(self) -> None:
+        with self._lock:
+            listeners = tuple(self._recovery_listeners)
+        for listener in listeners:
+            listener()
 
     @property
     def synced(self) -> bool:

@@ -24,6 +24,9 @@ Guarantees:
   ``s``; ``retry`` counts one more failure of the key and schedules it after the larger of the per-key exponential
   backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``);
   ``give_up`` forgets it (it comes back when the object or a child changes);
+* **back from an outage at once**: a key whose reconcile failed because the API server did not answer
+  (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
+  — not minutes later, when the backoff it climbed during the outage runs out;
 * a reconcile function that **raises** counts as ``retry`` (result ``error`` in the metrics): no key is lost, no worker
   dies;
 * each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
@@ -183,7 +186,7 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
         asked = outcome.delay or 0.0
         if isinstance(outcome.error, errors.TooManyRequests) and outcome.error.retry_after:
             asked = max(asked, outcome.error.retry_after)
-        queue.add_rate_limited(key, at_least=asked)
+        queue.add_rate_limited(key, at_least=asked, unanswered=isinstance(outcome.error, errors.Unavailable))
         return
     queue.forget(key)
     if kind is results_mod.OutcomeKind.REQUEUE_AFTER and outcome.delay is not None:
@@ -303,7 +306,13 @@ class Controller:
             self.cache.start(kind, functools.partial(self.on_related_event, watched))
         for kind in (self.kind, *self.owned):
             self.metrics.track_sync(str(kind), *self.cache.progress(kind))
+        self.cache.on_recovered(self._retry_unanswered)
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
+
+    def _retry_unanswered(self) -> None:
+        retried = self.queue.retry_unanswered()
+        if retried:
+            self._log.info("the API server answers again: retrying what failed for lack of an answer", keys=retried)
 
     def start_workers(self) -> None:
         """Start the worker threads (idempotent); call once the cache is synced."""

@@ -34,7 +34,9 @@ Guarantees:
   (once), and the reconcile that wrote it is not repeated for nothing;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
   store, so "the children of this owner" is a dict lookup;
-* a handler that raises is logged and never stops the informer.
+* a handler that raises is logged and never stops the informer;
+* after its list or watch failed, the first list or watch the API server answers calls ``on_recovered`` once (the
+  controllers retry at once what failed while the API server was away).
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
 return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
@@ -266,6 +268,8 @@ class Informer:
         status_owners: keep who owns which status field of each object (see :func:`strip`).
         keep: a client-side filter: objects it refuses are not stored (one that stops passing leaves the store and is
             announced as ``DELETED``). Called with the informer's lock held: keep it quick and pure.
+        on_recovered: called on the informer's thread when the API server answers a list or watch again after one
+            failed.
     """
 
     def __init__(
@@ -283,6 +287,7 @@ class Informer:
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
         status_owners: bool = False,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
+        on_recovered: Callable[[], None] | None = None,
     ) -> None:
         if resync is not None and resync <= 0:
             raise ValueError(f"resync must be > 0 seconds, got {resync!r}")
@@ -298,6 +303,8 @@ class Informer:
         self._backoff = backoff
         self._status_owners = status_owners
         self._keep = keep
+        self._on_recovered = on_recovered
+        self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._codec = Codec()
@@ -459,6 +466,7 @@ class Informer:
                 if need_list:
                     self._relist()
                     need_list = False
+                    self._answered()
                 self._watch()
                 failures = expired = 0
             except errors.Gone:
@@ -472,6 +480,7 @@ class Informer:
                     return
                 failures += 1
                 self.reconnects += 1
+                self._failing = True
                 delay = self._backoff.delay(failures)
                 self._log.warning(
                     "list or watch failed, retrying", error=str(exc), failures=failures, retry_in=round(delay, 2)
@@ -479,6 +488,7 @@ class Informer:
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 failures += 1
+                self._failing = True
                 delay = self._backoff.delay(failures)
                 self._log.error("informer error, relisting", error=repr(exc), retry_in=round(delay, 2))
                 need_list = True
@@ -550,6 +560,20 @@ class Informer:
         self._open_stream = response
         if self._stop.is_set():
             kube_client.interrupt(response)
+            return
+        self._answered()
+
+    def _answered(self) -> None:
+        """A list or watch was answered: tell ``on_recovered`` when the one before had failed."""
+        if not self._failing:
+            return
+        self._failing = False
+        self._log.info("the API server answers again")
+        if self._on_recovered is not None:
+            try:
+                self._on_recovered()
+            except Exception:
+                self._log.exception("the recovery handler raised")
 
     def _watch(self) -> None:
         # Spread reconnects of many informers, as client-go does.

@@ -21,6 +21,10 @@ Guarantees:
   there is no thread per delayed item, and no thread at all; a key already waiting keeps its *earliest* due time;
 * **per-key exponential backoff** (:meth:`WorkQueue.add_rate_limited`) counts consecutive failures per key;
   :meth:`WorkQueue.forget` resets the count after a success;
+* **an outage is not the key's failure** — a key whose last failure was *unanswered* (the API server gave no answer
+  at all) is retried at once, its count reset, when :meth:`WorkQueue.retry_unanswered` is called (the informers saw
+  the API server answer again): during an outage every failing key climbs its backoff, and without this a key would
+  wait out minutes of it after the API server is back, with nothing wrong with the key;
 * after :meth:`WorkQueue.shutdown`, :meth:`WorkQueue.get` returns ``None`` at once (workers stop taking keys) and adds
   are ignored; keys already handed out can still be marked done.
 
@@ -115,6 +119,7 @@ class WorkQueue(Generic[K]):
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._failures: dict[K, int] = {}
+        self._unanswered: set[K] = set()
         # Delayed adds: a heap of (due, sequence, key); ``_due`` holds each key's live due time, heap entries whose
         # due time no longer matches are stale and skipped (lazy deletion keeps updates O(log n)).
         self._heap: list[tuple[float, int, K]] = []
@@ -152,21 +157,45 @@ class WorkQueue(Generic[K]):
             # A getter may be sleeping until a later due time: wake one so it recomputes its wait.
             self._cond.notify()
 
-    def add_rate_limited(self, key: K, at_least: float = 0.0) -> float:
+    def add_rate_limited(self, key: K, at_least: float = 0.0, *, unanswered: bool = False) -> float:
         """Count one more consecutive failure of ``key`` and queue it after the backoff delay, or ``at_least``
-        seconds when that is longer (a delay the error asked for); returns the delay."""
+        seconds when that is longer (a delay the error asked for); returns the delay.
+
+        ``unanswered``: the failure was the API server not answering at all; :meth:`retry_unanswered` retries the key
+        at once when it answers again.
+        """
         with self._cond:
             failures = self._failures.get(key, 0) + 1
             self._failures[key] = failures
+            if unanswered:
+                self._unanswered.add(key)
+            else:
+                self._unanswered.discard(key)
             self._observer.retried(key)
         delay = max(self._backoff.delay(failures), at_least)
         self.add_after(key, delay)
         return delay
 
+    def retry_unanswered(self) -> int:
+        """Queue now every key whose last failure was unanswered, with its failure count reset; returns how many.
+
+        Called when the API server answers again after an outage: what those keys failed on is gone. A key that
+        failed since on something else (a refusal, a conflict) keeps its backoff.
+        """
+        with self._cond:
+            keys = list(self._unanswered)
+            self._unanswered.clear()
+            for key in keys:
+                self._failures.pop(key, None)
+                self._due.pop(key, None)  # its heap entry becomes stale: the retry below replaces it
+                self._add_locked(key, False)
+        return len(keys)
+
     def forget(self, key: K) -> None:
         """Reset ``key``'s failure count (after a successful reconcile)."""
         with self._cond:
             self._failures.pop(key, None)
+            self._unanswered.discard(key)
 
     def failures(self, key: K) -> int:
         """How many consecutive failures of ``key`` are counted."""

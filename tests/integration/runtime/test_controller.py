@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pathlib
 import time
 from typing import Any
 
 import pytest
+import yaml
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
+from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.testing import wait_for
+from okt.testing import faults, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -150,3 +154,61 @@ def test_the_children_of_a_deleted_owner_wake_nothing_while_the_garbage_collecto
     settle(controller)
 
     assert reconcile.count("doomed") == before
+
+
+def test_a_key_that_failed_while_the_api_server_was_away_is_retried_when_it_answers_again(
+    control_plane: Any,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    gadget_reconciler: Any,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The backoff a key climbed during an outage is not waited out once the API server is back (here it is an hour:
+    without the recovery the key would not be retried within the test)."""
+    make_gadget("outage")
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0.0, kinds=("reset",)) as proxy:
+        config = yaml.safe_load(control_plane.kubeconfig.read_text())
+        config["clusters"][0]["cluster"] = {"server": proxy.url}
+        path = tmp_path / "kubeconfig-proxy"
+        path.write_text(yaml.safe_dump(config))
+        client = kube_client.Client.from_kubeconfig(path)
+
+        def read_it(ns: str | None, name: str) -> None:
+            client.get(gadget_kind, name, ns)  # through the proxy: no answer while it resets every connection
+
+        reconcile = fake_reconcile(action=read_it)
+        cache = cache_mod.Cache(client, [namespace], watch_timeout=2)  # the informers reconnect every 1-2 s
+        controller = controller_mod.Controller(
+            gadget_reconciler,
+            client,
+            cache,
+            workers=1,
+            reconcile=reconcile,
+            backoff=backoff_mod.Backoff(base=3600, cap=3600),
+            record_events=False,
+        )
+        try:
+            controller.watch()
+            assert cache.wait_for_sync(30)
+            controller.start_workers()
+            wait_for(lambda: reconcile.count("outage") == 1, timeout=15, message="the first reconcile")
+            settle(controller)
+
+            proxy.rate = 1.0  # the API server is away
+            controller.queue.add((namespace, "outage"))
+            key = (namespace, "outage")
+            wait_for(lambda: controller.queue.failures(key) == 1, timeout=30, message="the reconcile to fail")
+            informers = cache.informers(gadget_kind)
+            wait_for(lambda: all(i.reconnects for i in informers), timeout=30, message="the informers to fail")
+            assert reconcile.count("outage") == 2
+
+            proxy.rate = 0.0  # back
+            wait_for(lambda: reconcile.count("outage") == 3, timeout=30, message="the retry once the API answers")
+            wait_for(lambda: controller.queue.failures(key) == 0, timeout=10, message="the backoff to be forgotten")
+        finally:
+            controller.shutdown(5)
+            cache.stop()
+            client.close()

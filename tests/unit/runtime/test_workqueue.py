@@ -178,6 +178,31 @@ def test_forget_resets_the_backoff_of_a_key() -> None:
     assert queue.add_rate_limited("a") == 1.0
 
 
+def test_keys_that_failed_unanswered_are_retried_at_once_with_their_backoff_reset() -> None:
+    """After an outage, a key that failed because the API server did not answer does not wait out its backoff."""
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=clock)
+    for _ in range(6):
+        queue.add_rate_limited("down", unanswered=True)  # 32 s of backoff by now
+    queue.add_rate_limited("refused")  # failed on something else: keeps its backoff
+    queue.add_rate_limited("answered-since", unanswered=True)
+    queue.add_rate_limited("answered-since")  # its last failure was answered
+    queue.add_rate_limited("done-since", unanswered=True)
+    queue.forget("done-since")
+
+    assert queue.retry_unanswered() == 1
+    assert drain(queue) == ["down"]
+    assert queue.failures("down") == 0
+    assert queue.failures("refused") == 1
+    assert queue.failures("answered-since") == 2
+    assert queue.retry_unanswered() == 0  # told once: a second recovery finds nothing new
+    assert queue.add_rate_limited("down") == 1.0  # counted from the start again
+    clock.advance(1.0)
+    assert sorted(drain(queue)) == ["answered-since", "done-since", "down", "refused"]  # their first retries
+    clock.advance(31.0)
+    assert drain(queue) == []  # the 32 s retry of before the recovery was replaced, not kept
+
+
 def test_a_rate_limited_key_is_ready_after_its_growing_backoff_delay() -> None:
     clock = FakeClock()
     queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=clock)

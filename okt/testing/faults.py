@@ -23,12 +23,15 @@ import collections
 import http.client
 import http.server
 import json
+import pathlib
 import random
 import socket
 import ssl
 import threading
 import urllib.parse
 from typing import Any
+
+import yaml
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HOP_HEADERS = frozenset(
@@ -83,6 +86,15 @@ class FaultProxy:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def kubeconfig(self, source: str | pathlib.Path, target: str | pathlib.Path) -> pathlib.Path:
+        """Write to ``target`` the kubeconfig read from ``source``, its cluster pointing at this proxy (plain HTTP on
+        loopback: the proxy checks the API server's certificate itself); returns ``target`` as a path."""
+        config = yaml.safe_load(pathlib.Path(source).read_text())
+        config["clusters"][0]["cluster"] = {"server": self.url}
+        path = pathlib.Path(target)
+        path.write_text(yaml.safe_dump(config))
+        return path
 
     def start(self) -> FaultProxy:
         self._thread.start()

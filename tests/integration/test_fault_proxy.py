@@ -5,7 +5,6 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -14,11 +13,7 @@ from okt.testing import envtest, faults
 
 
 def client_through(proxy: faults.FaultProxy, plane: envtest.ControlPlane, tmp_path: pathlib.Path) -> kube_client.Client:
-    config = yaml.safe_load(plane.kubeconfig.read_text())
-    config["clusters"][0]["cluster"] = {"server": proxy.url}
-    path = tmp_path / "kubeconfig-proxy"
-    path.write_text(yaml.safe_dump(config))
-    return kube_client.Client.from_kubeconfig(path)
+    return kube_client.Client.from_kubeconfig(proxy.kubeconfig(plane.kubeconfig, tmp_path / "kubeconfig-proxy"))
 
 
 def configmap(name: str, namespace: str) -> dict[str, object]:

@@ -7,7 +7,6 @@ import time
 from typing import Any
 
 import pytest
-import yaml
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
@@ -170,10 +169,7 @@ def test_a_key_that_failed_while_the_api_server_was_away_is_retried_when_it_answ
     without the recovery the key would not be retried within the test)."""
     make_gadget("outage")
     with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0.0, kinds=("reset",)) as proxy:
-        config = yaml.safe_load(control_plane.kubeconfig.read_text())
-        config["clusters"][0]["cluster"] = {"server": proxy.url}
-        path = tmp_path / "kubeconfig-proxy"
-        path.write_text(yaml.safe_dump(config))
+        path = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig-proxy")
         client = kube_client.Client.from_kubeconfig(path)
 
         def read_it(ns: str | None, name: str) -> None:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -143,10 +142,7 @@ def test_a_watch_that_goes_silent_is_reconnected_after_the_inactivity_timeout(
 ) -> None:
     """A stream that stays open but delivers nothing (a half-dead connection) must not freeze the cache forever."""
     with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=1.0, kinds=("watch-freeze",)) as proxy:
-        config = yaml.safe_load(control_plane.kubeconfig.read_text())
-        config["clusters"][0]["cluster"] = {"server": proxy.url}
-        path = tmp_path / "kubeconfig-proxy"
-        path.write_text(yaml.safe_dump(config))
+        path = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig-proxy")
         client = kube_client.Client.from_kubeconfig(path)
         events = Events()
         informer = informer_mod.Informer(

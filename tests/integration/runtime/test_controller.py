@@ -193,12 +193,17 @@ def test_a_key_that_failed_while_the_api_server_was_away_is_retried_when_it_answ
             wait_for(lambda: reconcile.count("outage") == 1, timeout=15, message="the first reconcile")
             settle(controller)
 
+            informers = cache.informers(gadget_kind)
+            before = [informer.reconnects for informer in informers]
             proxy.rate = 1.0  # the API server is away
             controller.queue.add((namespace, "outage"))
             key = (namespace, "outage")
             wait_for(lambda: controller.queue.failures(key) == 1, timeout=30, message="the reconcile to fail")
-            informers = cache.informers(gadget_kind)
-            wait_for(lambda: all(i.reconnects for i in informers), timeout=30, message="the informers to fail")
+            wait_for(
+                lambda: all(i.reconnects > n for i, n in zip(informers, before, strict=True)),
+                timeout=30,
+                message="the informers to fail",
+            )
             assert reconcile.count("outage") == 2
 
             proxy.rate = 0.0  # back

@@ -16,8 +16,8 @@ Guarantees:
   counted by status code and method too (client-go's ``rest_client_requests_total``);
 * the session's connection pool is large enough for the configured number of workers (no connection churn).
 
-Caveats: one ``Client`` is shared by all workers; ``requests.Session`` and urllib3's pool are safe for concurrent
-requests as long as their configuration is not changed after start-up, which okt never does.
+Caveats: one ``Client`` is shared by all workers; ``requests.Session``, urllib3's pool and the direct path's pool are
+safe for concurrent requests as long as their configuration is not changed after start-up, which okt never does.
 """
 
 from __future__ import annotations
@@ -266,7 +266,9 @@ class Client:
             cluster = (config.contexts.get(config.current_context) or {}).get("cluster", config.current_context)
             _say_insecure_once(str(cluster), self._base)
         self._session.trust_env = False
-        self._direct = transport.DirectTransport.for_config(config, adapter, self._base, self._proxies, "okt")
+        self._direct = transport.DirectTransport.for_config(
+            config, self._base, self._proxies, "okt", pool_size=pool_size
+        )
         self._timeout = timeout
         self._config = config
         self._adapter = adapter
@@ -350,7 +352,7 @@ class Client:
                 response = self._direct.send(
                     method, path, params=params, data=data, content_type=content_type, timeout=timeout
                 )
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
+            except OSError as exc:
                 self.stats.answered(0, method)
                 raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
         else:
@@ -737,3 +739,5 @@ class Client:
 
     def close(self) -> None:
         self._session.close()
+        if self._direct is not None:
+            self._direct.close()

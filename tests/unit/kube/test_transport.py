@@ -7,7 +7,6 @@ from typing import Any
 
 import pykube
 import pytest
-import requests.adapters
 
 from okt.kube import transport
 
@@ -25,7 +24,7 @@ def config(tmp_path: pathlib.Path, user: dict[str, Any], cluster: dict[str, Any]
 
 
 def direct(kubeconfig: pykube.KubeConfig, proxies: dict[str, str] | None = None) -> transport.DirectTransport | None:
-    return transport.DirectTransport.for_config(kubeconfig, requests.adapters.HTTPAdapter(), BASE, proxies or {}, "t")
+    return transport.DirectTransport.for_config(kubeconfig, BASE, proxies or {}, "t")
 
 
 @pytest.mark.parametrize(

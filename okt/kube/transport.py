@@ -1,4 +1,4 @@
-"""The direct request path: okt's non-streaming requests, written in one piece over kept-alive connections of its own.
+"""The direct request path: okt's requests and watches, written in one piece over kept-alive connections of its own.
 
 Why this exists: for every request, ``requests`` merges session settings, cookies, hooks and proxy settings, prepares
 a new request object, and re-checks the TLS files on disk; pykube's adapter then re-reads the kubeconfig's
@@ -22,9 +22,12 @@ Guarantees:
   read whole; a connection goes back to the pool only after a whole answer that lets it be kept, and one the server
   closed while idle is never reused.
 
-Caveats: streaming requests (watches, lists) stay on the session, which handles long-lived chunked bodies. Answers
-are not asked to be compressed (the direct path reads single objects; the API server would spend CPU to shrink them
-on a link that rarely needs it); a server that compresses anyway is decoded.
+Watches take the direct path too (:meth:`DirectTransport.stream`): each event is a line read from the connection's
+buffer, where ``requests`` and urllib3 ran a dozen Python calls per chunk.
+
+Caveats: lists stay on the session (they stream large answers a quarter-megabyte at a time: its cost per chunk does
+not count there). Answers are not asked to be compressed (the direct path reads single objects and events; the API
+server would spend CPU to shrink them on a link that rarely needs it); a server that compresses anyway is decoded.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import ssl
 import threading
 import urllib.parse
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -143,9 +146,11 @@ class DirectTransport:
         """The server URL's path (a proxy in front of the API server may serve it under one)."""
         self.headers = dict(headers)
         """Sent with every request (credentials included): built once."""
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": parts.netloc, **self.headers}.items())
+        host = parts.netloc.rpartition("@")[2]
+        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **self.headers}.items())
         self._tls = (tls or TLS()) if parts.scheme == "https" else None
-        self._context = self._tls.context() if self._tls is not None else None
+        self._context: ssl.SSLContext | None = None
+        """Made at the first connection: a CA file that cannot be read fails that request, not the client's making."""
         self._server_name = (self._tls.server_name if self._tls else None) or self._host
         self._pool_size = pool_size
         self._idle: list[_Connection] = []
@@ -193,6 +198,39 @@ class DirectTransport:
             OSError: the request did not get an answer (refused, reset, timed out, closed before or during the
                 answer, an answer that is not HTTP).
         """
+        url, request, body = self._request(method, path, params, data, content_type)
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        conn = self._take(connect)
+        try:
+            conn.send(request, body, read)
+            status, reason, content, keep = _read_answer(conn.reader, method)
+        except BaseException:
+            conn.close()
+            raise
+        self._give_back(conn, keep)
+        return Response(status, reason, content, url)
+
+    def stream(self, path: str, *, params: Mapping[str, Any] | None, timeout: TimeoutSpec) -> Stream:
+        """A GET whose answer is read as it comes (a watch), on a connection of its own until the stream is closed.
+
+        Raises:
+            OSError: no answer's head (refused, reset, timed out, not HTTP).
+        """
+        url, request, _ = self._request("GET", path, params, None, "")
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        conn = self._connect(connect)
+        try:
+            conn.send(request, None, read)
+            status, reason, headers, _ = _read_head(conn.reader)
+        except BaseException:
+            conn.close()
+            raise
+        return Stream(conn, status, reason, headers, url)
+
+    def _request(
+        self, method: str, path: str, params: Mapping[str, Any] | None, data: bytes | str | None, content_type: str
+    ) -> tuple[str, bytes, bytes | None]:
+        """The URL (as shown in errors), the request's head (with a small body joined) and a large body on its own."""
         url = self.prefix + path
         target = urllib.parse.quote(url, safe=_TARGET_SAFE)
         if params:
@@ -205,21 +243,9 @@ class DirectTransport:
         elif method in _BODY_METHODS:
             head += "Content-Length: 0\r\n"
         request = (head + "\r\n").encode("latin-1")
-        if body:
-            request = request + body if len(body) < _JOIN_BELOW else request
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        conn = self._take(connect)
-        try:
-            conn.sock.settimeout(read)
-            conn.sock.sendall(request)
-            if body and len(body) >= _JOIN_BELOW:
-                conn.sock.sendall(body)
-            status, reason, content, keep = _read_answer(conn.reader, method)
-        except BaseException:
-            conn.close()
-            raise
-        self._give_back(conn, keep)
-        return Response(status, reason, content, url)
+        if body and len(body) < _JOIN_BELOW:
+            return url, request + body, None
+        return url, request, body or None
 
     def close(self) -> None:
         """Close the kept-alive connections (one in use is closed when its request ends)."""
@@ -251,7 +277,9 @@ class DirectTransport:
         sock = socket.create_connection((self._host, self._port), timeout=timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._context is not None:
+            if self._tls is not None:
+                if self._context is None:
+                    self._context = self._tls.context()
                 sock = self._context.wrap_socket(sock, server_hostname=self._server_name)
         except BaseException:
             sock.close()
@@ -278,6 +306,12 @@ class _Connection:
         self.sock = sock
         self.reader = sock.makefile("rb")
 
+    def send(self, request: bytes, body: bytes | None, timeout: float) -> None:
+        self.sock.settimeout(timeout)
+        self.sock.sendall(request)
+        if body:
+            self.sock.sendall(body)
+
     def dropped(self) -> bool:
         """Whether the server closed (or wrote on) this idle connection: readable now means it is not usable."""
         try:
@@ -294,8 +328,81 @@ class _Connection:
             self.sock.close()
 
 
+class Stream:
+    """An answer read as it comes: its status, then its lines (a watch's events), on a connection of its own.
+
+    :meth:`interrupt` may be called from another thread: the connection is shut down, so a read waiting for the next
+    line ends at once (with an ``OSError``, or as the end of the stream).
+    """
+
+    def __init__(self, conn: _Connection, status: int, reason: str, headers: dict[bytes, bytes], url: str) -> None:
+        self._conn = conn
+        self._headers = headers
+        self.status_code = status
+        self.reason = reason
+        self.url = url
+
+    def lines(self) -> Iterator[bytes]:
+        """The body's lines as they arrive, without their line ends.
+
+        Raises:
+            OSError: the stream was cut short (the connection closed before the body's end), or timed out.
+        """
+        framing = _framing(self._headers, "GET", self.status_code)
+        if self._headers.get(b"content-encoding", b"identity").strip().lower() != b"identity":
+            yield from _decoded(self.read(), {}).splitlines()  # a body the server compressed anyway: read whole
+            return
+        if framing == "chunked":
+            pending = b""
+            for chunk in _chunks(self._conn.reader):
+                *complete, pending = (pending + chunk if pending else chunk).split(b"\n")
+                yield from complete
+            if pending:
+                yield pending
+        elif framing != "none":
+            yield from (line.rstrip(b"\n") for line in self._conn.reader)
+
+    def read(self) -> bytes:
+        """The whole body (an error answer's), decoded."""
+        framing = _framing(self._headers, "GET", self.status_code)
+        if framing == "chunked":
+            return _decoded(b"".join(_chunks(self._conn.reader)), self._headers)
+        if framing == "length":
+            return _decoded(self._conn.reader.read(int(self._headers[b"content-length"])), self._headers)
+        return b"" if framing == "none" else _decoded(self._conn.reader.read(), self._headers)
+
+    def interrupt(self) -> None:
+        """Wake the thread reading this stream: the read ends at once."""
+        with contextlib.suppress(OSError):
+            self._conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool]:
     """Status, reason, body and whether the connection may be kept, read from ``reader`` (HTTP/1.x)."""
+    status, reason, headers, keep = _read_head(reader)
+    framing = _framing(headers, method, status)
+    if framing == "none":
+        content = b""
+    elif framing == "chunked":
+        content = b"".join(_chunks(reader))
+    elif framing == "length":
+        try:
+            length = int(headers[b"content-length"])
+        except ValueError:
+            raise ConnectionError(f"bad Content-Length: {headers[b'content-length'][:40]!r}") from None
+        content = reader.read(length)
+        if len(content) != length:
+            raise ConnectionResetError(f"the answer was cut short ({len(content)} of {length} bytes)")
+    else:
+        content, keep = reader.read(), False  # delimited by the end of the connection
+    return status, reason, _decoded(content, headers), keep
+
+
+def _read_head(reader: Any) -> tuple[int, str, dict[bytes, bytes], bool]:
+    """Status, reason, header fields and whether HTTP lets the connection be kept, skipping 1xx answers."""
     while True:
         line = reader.readline(_MAX_LINE + 1)
         if not line:
@@ -309,29 +416,28 @@ def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool]:
         if status >= 200 or status == 101:
             break  # 1xx answers (100 Continue, 103 Early Hints) come before the real one
     keep = version == b"HTTP/1.1" and b"close" not in headers.get(b"connection", b"").lower()
+    return status, reason.decode("latin-1"), headers, keep
+
+
+def _framing(headers: Mapping[bytes, bytes], method: str, status: int) -> str:
+    """How the body ends: ``none``, ``chunked``, ``length`` or ``close`` (the end of the connection)."""
     if method == "HEAD" or status in (204, 304) or status < 200:
-        content = b""
-    elif b"chunked" in headers.get(b"transfer-encoding", b"").lower():
-        content = _read_chunked(reader)
-    elif b"content-length" in headers:
-        try:
-            length = int(headers[b"content-length"])
-        except ValueError:
-            raise ConnectionError(f"bad Content-Length: {headers[b'content-length'][:40]!r}") from None
-        content = reader.read(length)
-        if len(content) != length:
-            raise ConnectionResetError(f"the answer was cut short ({len(content)} of {length} bytes)")
-    else:
-        content, keep = reader.read(), False  # delimited by the end of the connection
+        return "none"
+    if b"chunked" in headers.get(b"transfer-encoding", b"").lower():
+        return "chunked"
+    return "length" if b"content-length" in headers else "close"
+
+
+def _decoded(content: bytes, headers: Mapping[bytes, bytes]) -> bytes:
     encoding = headers.get(b"content-encoding", b"identity").strip().lower()
     if encoding in (b"gzip", b"x-gzip", b"deflate"):
         try:
-            content = zlib.decompress(content, 47)  # 32 + 15: a gzip or zlib header, found by itself
+            return zlib.decompress(content, 47)  # 32 + 15: a gzip or zlib header, found by itself
         except zlib.error as exc:
             raise ConnectionError(f"an answer encoded {encoding.decode()} could not be decoded: {exc}") from None
-    elif encoding != b"identity":
+    if encoding != b"identity":
         raise ConnectionError(f"an answer in an encoding not asked for: {encoding[:40]!r}")
-    return status, reason.decode("latin-1"), content, keep
+    return content
 
 
 def _read_headers(reader: Any) -> dict[bytes, bytes]:
@@ -351,21 +457,20 @@ def _read_headers(reader: Any) -> dict[bytes, bytes]:
     raise ConnectionError(f"more than {_MAX_HEADERS} header fields in an answer")
 
 
-def _read_chunked(reader: Any) -> bytes:
-    parts: list[bytes] = []
+def _chunks(reader: Any) -> Iterator[bytes]:
+    """The chunks of a chunked body as they arrive, up to the last one (and past its trailer)."""
     while True:
         line = reader.readline(_MAX_LINE + 1)
-        size_text = line.split(b";", 1)[0].strip()
         try:
-            size = int(size_text, 16)
+            size = int(line.split(b";", 1)[0].strip(), 16)
         except ValueError:
             raise ConnectionResetError(
                 f"the answer was cut short or is not chunked as it says: {line[:40]!r}"
             ) from None
         if size == 0:
             _read_headers(reader)  # the trailer, up to its blank line
-            return b"".join(parts)
+            return
         chunk = reader.read(size + 2)
         if len(chunk) != size + 2:
             raise ConnectionResetError("the answer was cut short inside a chunk")
-        parts.append(chunk[:size])
+        yield chunk[:size]

@@ -222,3 +222,44 @@ def test_a_compressed_answer_is_decoded(serve: Serve) -> None:
     _, direct = serve([answer])
 
     assert get(direct).json() == {"big": True}
+
+
+def test_a_stream_yields_its_lines_as_they_come_whatever_the_chunks(serve: Serve) -> None:
+    events = b'{"type": "ADDED"}\n{"type": "MODIFIED", "n": 1}\n{"type": "DELETED"}\n'
+    chunks = [events[:5], events[5:40], events[40:]]  # a line cut across chunks, two lines in one
+    body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+    _, direct = serve([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body])
+
+    stream = direct.stream("/api/v1/pods", params={"watch": "true"}, timeout=5.0)
+
+    assert stream.status_code == 200
+    assert [line for line in stream.lines()] == events.splitlines()
+    stream.close()
+
+
+def test_a_stream_refused_gives_its_error_body(serve: Serve) -> None:
+    _, direct = serve([b'HTTP/1.1 410 Gone\r\nContent-Length: 17\r\n\r\n{"reason":"Gone"}'])
+
+    stream = direct.stream("/api/v1/pods", params=None, timeout=5.0)
+
+    assert (stream.status_code, stream.read()) == (410, b'{"reason":"Gone"}')
+    stream.close()
+
+
+def test_interrupting_a_stream_from_another_thread_ends_a_read_waiting_for_the_next_line(serve: Serve) -> None:
+    hold = threading.Event()
+
+    def one_event_then_silence(conn: socket.socket) -> None:
+        conn.sendall(b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{"a":1\r\n2\r\n}\n\r\n')
+        hold.wait(10.0)
+
+    _, direct = serve([one_event_then_silence])
+    stream = direct.stream("/api/v1/pods", params={"watch": "true"}, timeout=30.0)
+    lines = stream.lines()
+    assert next(lines) == b'{"a":1}'
+
+    threading.Timer(0.2, stream.interrupt).start()
+    with pytest.raises(OSError, match="cut short"):
+        next(lines)  # waits for a line that never comes, until the interrupt
+    hold.set()
+    stream.close()

@@ -3,8 +3,8 @@
 Why this exists: okt needs a handful of verbs (get, list, watch, create, patch, delete) on arbitrary kinds, with
 errors mapped onto okt's own tree and every request counted. pykube brings the kubeconfig handling, the auth plugins
 and a tuned ``requests`` session; okt keeps its object model out of the way and speaks plain dicts. Requests answered
-whole, and watches, go through :class:`okt.kube.transport.DirectTransport` when the credentials are static (most of
-okt's CPU was ``requests``' and urllib3's per-request bookkeeping); lists (read as they stream), refreshing
+whole go through :class:`okt.kube.transport.DirectTransport` when the credentials are static (most of okt's CPU was
+``requests``' and urllib3's per-request bookkeeping); watches and lists (both read as they stream), refreshing
 credentials and proxies use the session.
 
 Guarantees:
@@ -228,9 +228,6 @@ def interrupt(stream: Any) -> None:
     """Wake the thread reading a watch stream (as handed to ``on_open``): its socket is shut down, so the read ends at
     once and the reader closes the stream. Closing it from another thread instead would block until the server sends
     something."""
-    if isinstance(stream, transport.Stream):
-        stream.interrupt()
-        return
     connection = getattr(getattr(stream, "raw", None), "connection", None)
     sock = getattr(connection, "sock", None)
     if sock is not None:
@@ -628,9 +625,6 @@ class Client:
             params["labelSelector"] = label_selector
         self.stats.record("watch", kind.plural)
         path = kind.collection_path(namespace)
-        if self._direct is not None:
-            yield from self._watch_direct(self._direct, kind, path, params, inactivity_timeout, on_open)
-            return
         response = self._send("GET", path, params=params, stream=True, timeout=(10.0, inactivity_timeout))
         self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:
@@ -648,36 +642,6 @@ class Client:
             raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}") from exc
         finally:
             response.close()
-
-    def _watch_direct(
-        self,
-        direct: transport.DirectTransport,
-        kind: kinds.Kind,
-        path: str,
-        params: Mapping[str, Any],
-        inactivity_timeout: float,
-        on_open: Callable[[Any], None] | None,
-    ) -> Iterator[dict[str, Any]]:
-        """:meth:`watch` on the direct path: each event is a line read from the connection's buffer."""
-        try:
-            stream = direct.stream(path, params=params, timeout=(10.0, inactivity_timeout))
-        except OSError as exc:
-            self.stats.answered(0, "GET")
-            raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}", url=path) from exc
-        try:
-            self.stats.answered(stream.status_code, "GET")
-            if stream.status_code >= 400:
-                answer = transport.Response(stream.status_code, stream.reason, stream.read(), stream.url)
-                raise self._error(answer, "GET", path)
-            if on_open is not None:
-                on_open(stream)
-            for line in stream.lines():
-                if line:
-                    yield json.loads(line)
-        except (OSError, ValueError) as exc:  # cut short, timed out, or shut down by a stop
-            raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}") from exc
-        finally:
-            stream.close()
 
     def create(self, obj: Mapping[str, Any], kind: kinds.Kind | None = None) -> dict[str, Any]:
         kind = kind or self.kind_of(obj)

@@ -1,4 +1,4 @@
-"""The direct request path: okt's requests and watches, written in one piece over kept-alive connections of its own.
+"""The direct request path: okt's requests answered whole, written in one piece over kept-alive connections of its own.
 
 Why this exists: for every request, ``requests`` merges session settings, cookies, hooks and proxy settings, prepares
 a new request object, and re-checks the TLS files on disk; pykube's adapter then re-reads the kubeconfig's
@@ -22,12 +22,10 @@ Guarantees:
   read whole; a connection goes back to the pool only after a whole answer that lets it be kept, and one the server
   closed while idle is never reused.
 
-Watches take the direct path too (:meth:`DirectTransport.stream`): each event is a line read from the connection's
-buffer, where ``requests`` and urllib3 ran a dozen Python calls per chunk.
-
-Caveats: lists stay on the session (they stream large answers a quarter-megabyte at a time: its cost per chunk does
-not count there). Answers are not asked to be compressed (the direct path reads single objects and events; the API
-server would spend CPU to shrink them on a link that rarely needs it); a server that compresses anyway is decoded.
+Caveats: streaming requests (watches, lists) stay on the session, which handles long-lived chunked bodies (reading a
+watch's events from the connection's buffer instead measured no less CPU for the informers). Answers are not asked to
+be compressed (the direct path reads single objects; the API server would spend CPU to shrink them on a link that
+rarely needs it); a server that compresses anyway is decoded.
 """
 
 from __future__ import annotations
@@ -210,23 +208,6 @@ class DirectTransport:
         self._give_back(conn, keep)
         return Response(status, reason, content, url)
 
-    def stream(self, path: str, *, params: Mapping[str, Any] | None, timeout: TimeoutSpec) -> Stream:
-        """A GET whose answer is read as it comes (a watch), on a connection of its own until the stream is closed.
-
-        Raises:
-            OSError: no answer's head (refused, reset, timed out, not HTTP).
-        """
-        url, request, _ = self._request("GET", path, params, None, "")
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        conn = self._connect(connect)
-        try:
-            conn.send(request, None, read)
-            status, reason, headers, _ = _read_head(conn.reader)
-        except BaseException:
-            conn.close()
-            raise
-        return Stream(conn, status, reason, headers, url)
-
     def _request(
         self, method: str, path: str, params: Mapping[str, Any] | None, data: bytes | str | None, content_type: str
     ) -> tuple[str, bytes, bytes | None]:
@@ -326,58 +307,6 @@ class _Connection:
             self.reader.close()
         with contextlib.suppress(OSError):
             self.sock.close()
-
-
-class Stream:
-    """An answer read as it comes: its status, then its lines (a watch's events), on a connection of its own.
-
-    :meth:`interrupt` may be called from another thread: the connection is shut down, so a read waiting for the next
-    line ends at once (with an ``OSError``, or as the end of the stream).
-    """
-
-    def __init__(self, conn: _Connection, status: int, reason: str, headers: dict[bytes, bytes], url: str) -> None:
-        self._conn = conn
-        self._headers = headers
-        self.status_code = status
-        self.reason = reason
-        self.url = url
-
-    def lines(self) -> Iterator[bytes]:
-        """The body's lines as they arrive, without their line ends.
-
-        Raises:
-            OSError: the stream was cut short (the connection closed before the body's end), or timed out.
-        """
-        framing = _framing(self._headers, "GET", self.status_code)
-        if self._headers.get(b"content-encoding", b"identity").strip().lower() != b"identity":
-            yield from _decoded(self.read(), {}).splitlines()  # a body the server compressed anyway: read whole
-            return
-        if framing == "chunked":
-            pending = b""
-            for chunk in _chunks(self._conn.reader):
-                *complete, pending = (pending + chunk if pending else chunk).split(b"\n")
-                yield from complete
-            if pending:
-                yield pending
-        elif framing != "none":
-            yield from (line.rstrip(b"\n") for line in self._conn.reader)
-
-    def read(self) -> bytes:
-        """The whole body (an error answer's), decoded."""
-        framing = _framing(self._headers, "GET", self.status_code)
-        if framing == "chunked":
-            return _decoded(b"".join(_chunks(self._conn.reader)), self._headers)
-        if framing == "length":
-            return _decoded(self._conn.reader.read(int(self._headers[b"content-length"])), self._headers)
-        return b"" if framing == "none" else _decoded(self._conn.reader.read(), self._headers)
-
-    def interrupt(self) -> None:
-        """Wake the thread reading this stream: the read ends at once."""
-        with contextlib.suppress(OSError):
-            self._conn.sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self._conn.close()
 
 
 def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool]:

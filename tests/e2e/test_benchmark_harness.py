@@ -82,6 +82,10 @@ def test_a_restart_over_converged_objects_writes_nothing(bench_run: tuple[dict[s
     assert measured["restart"]["idle_after_seconds"] < 15
     # Counted until the process was idle, not only for the 1 s window the run asks for: okt is still syncing then.
     assert measured["restart"]["window_seconds"] >= measured["restart"]["idle_after_seconds"]
+    # Its CPU, and what the control plane spent meanwhile (the API server at least answered its lists).
+    assert measured["restart"]["cpu_seconds"] > 0
+    assert measured["restart"]["control_plane_cpu_seconds"]["kube-apiserver"] > 0
+    assert measured["restart"]["control_plane_window_seconds"] >= measured["restart"]["idle_after_seconds"] - 1
 
 
 @pytest.mark.integration

@@ -357,7 +357,7 @@ class Bench:
             "idle_after_seconds": round(idle_at - second.started_at, 3),
             "cpu_seconds": round(second.cpu_seconds(), 2),
             # What else the machine did meanwhile: the Pod work the convergence left the controller manager (at
-            # 10,000 objects, on one and a half cores for minutes after every CR is Ready) competes with a restart.
+            # 10,000 objects, one to one and a half cores for minutes after every CR is Ready) competes with a restart.
             "control_plane_cpu_seconds": plane_restart,
             "control_plane_window_seconds": round(plane_to - plane_from, 1),
             **used,

@@ -124,8 +124,8 @@ class DirectTransport:
     interpreter's time (the pool's bookkeeping, a timeout object, the target re-encoded, the headers parsed by the
     ``email`` package, a file object made per answer); writing the request in one piece and reading the answer from a
     buffered reader kept with the connection costs well under half of it (a GET, its answer decoded: 260-320 µs of
-    CPU against 735 µs). A reconcile that writes three children and a
-    status sends four such requests; on a machine the API server shares, that is the operator's largest cost.
+    CPU against 735 µs). A reconcile that writes three children and a status sends four such requests; on a machine
+    the API server shares, that is the operator's largest cost.
     """
 
     def __init__(

@@ -26,6 +26,7 @@ import builtins
 import collections
 import contextlib
 import contextvars
+import functools
 import json
 import os
 import pathlib
@@ -45,7 +46,7 @@ import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import discovery, jsonstream, kinds, transport
+from okt.kube import discovery, jsonstream, kinds, tokens, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 PATCH_TYPES = {
@@ -55,6 +56,8 @@ PATCH_TYPES = {
     "apply": "application/apply-patch+yaml",
 }
 DEFAULT_TIMEOUT = 30.0
+SERVICE_ACCOUNT = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where a Pod finds its ServiceAccount's token, the cluster's CA and its namespace."""
 _LIST_CHUNK = 256 * 1024
 """Bytes of a list answer read at once: what is held undecoded besides the object being decoded."""
 
@@ -82,6 +85,24 @@ def yaml_safe_json(body: Any) -> str:
         return text
     text = _SURROGATE_PAIR.sub(_astral, text)
     return _LONE_SURROGATE.sub(lambda m: f"{m.group(1)}\\uFFFD", text)
+
+
+def _token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | None) -> tokens.TokenSource | None:
+    """Where the client's bearer token comes from when it can change: ``given`` (a token file), else the kubeconfig
+    user's ``tokenFile`` (relative to the kubeconfig's folder, as kubectl reads it), else its credential plugin when
+    that gives a token; None for a token that never changes (and for an auth provider, or a plugin that gives a client
+    certificate: pykube's session handles those)."""
+    user = config.user
+    folder = config.kubeconfig_path.parent if config.kubeconfig_path is not None else None
+    if given is not None or (user.get("tokenFile") and "exec" not in user and "auth-provider" not in user):
+        where = pathlib.Path(given if given is not None else user["tokenFile"]).expanduser()
+        return tokens.TokenFile(where if where.is_absolute() or folder is None else folder / where)
+    if "exec" in user:
+        try:
+            return tokens.ExecToken(user["exec"], cluster=config.cluster, kubeconfig=config.kubeconfig_path)
+        except tokens.CertificateCredential:
+            return None
+    return None
 
 
 class InsecureTLSWarning(UserWarning):
@@ -249,7 +270,16 @@ class Client:
         pool_size: int = 64,
         timeout: float = DEFAULT_TIMEOUT,
         rate_limit: RateLimit | None = None,
+        token_file: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``token_file`` (else the kubeconfig user's ``tokenFile``) holds the bearer token, read again now and then
+        and whenever the API server refuses the one sent (:class:`okt.kube.tokens.TokenFile`); a kubeconfig user's
+        credential plugin is run now, and again when its token expires or is refused (:class:`~okt.kube.tokens.
+        ExecToken`).
+
+        Raises:
+            okt.errors.ConfigurationError: the token file cannot be read, or the credential plugin gives no token.
+        """
         adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")
@@ -266,8 +296,14 @@ class Client:
             cluster = (config.contexts.get(config.current_context) or {}).get("cluster", config.current_context)
             _say_insecure_once(str(cluster), self._base)
         self._session.trust_env = False
+        self._token = _token_source(config, token_file)
         self._direct = transport.DirectTransport.for_config(
-            config, self._base, self._proxies, "okt", pool_size=pool_size
+            config,
+            self._base,
+            self._proxies,
+            "okt",
+            pool_size=pool_size,
+            token=self._token.token if self._token is not None else None,
         )
         self._timeout = timeout
         self._config = config
@@ -303,13 +339,35 @@ class Client:
             elif pathlib.Path("~/.kube/config").expanduser().exists():
                 config = pykube.KubeConfig.from_file(str(pathlib.Path("~/.kube/config").expanduser()))
             else:
-                config = pykube.KubeConfig.from_service_account()
+                return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit)
             if context:
                 config.set_current_context(context)
             return cls(config, pool_size=pool_size, rate_limit=rate_limit)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
             where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
+
+    @classmethod
+    def in_cluster(
+        cls,
+        directory: str | os.PathLike[str] = SERVICE_ACCOUNT,
+        *,
+        pool_size: int = 64,
+        rate_limit: RateLimit | None = None,
+    ) -> Client:
+        """The in-cluster configuration: the Pod's ServiceAccount ``directory`` (token, CA, namespace) and the API
+        server of ``$KUBERNETES_SERVICE_HOST`` and ``$KUBERNETES_SERVICE_PORT``. The token is read again as the
+        kubelet rotates it (:class:`okt.kube.tokens.TokenFile`).
+
+        Raises:
+            okt.errors.ConfigurationError: a file or a variable is missing.
+        """
+        folder = pathlib.Path(directory)
+        try:
+            config = pykube.KubeConfig.from_service_account(str(folder))
+        except (OSError, KeyError) as exc:
+            raise errors.ConfigurationError(f"cannot load the in-cluster configuration from {folder}: {exc}") from exc
+        return cls(config, pool_size=pool_size, rate_limit=rate_limit, token_file=folder / "token")
 
     # -- the one request function --------------------------------------------------------------------------------
 
@@ -348,40 +406,100 @@ class Client:
                 data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
         if self._direct is not None:
-            try:
-                response = self._direct.send(
-                    method, path, params=params, data=data, content_type=content_type, timeout=timeout
-                )
-            except OSError as exc:
-                self.stats.answered(0, method)
-                raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+            sent = functools.partial(
+                self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
+            )
+            response = sent()
+            if response.status_code == 401 and self._token_changed(method, verb, resource):
+                response = sent()  # another token came (a rotated file, a plugin run again): once more with it
         else:
-            answer = self._send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
+            answer = self._send(
+                method,
+                path,
+                verb=verb,
+                resource=resource,
+                params=params,
+                data=data,
+                content_type=content_type,
+                timeout=timeout,
+            )
             response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
             raise self._error(response, method, path)
         return response
 
+    def _send_direct(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None,
+        data: bytes | str | None,
+        content_type: str,
+        timeout: float,
+    ) -> transport.Response:
+        assert self._direct is not None  # the caller checked
+        try:
+            return self._direct.send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
+        except OSError as exc:
+            self.stats.answered(0, method)
+            raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+
+    def _token_changed(self, method: str, verb: str, resource: str) -> bool:
+        """After a 401: whether the token source now gives another token (the file read again, the plugin run
+        again). If so, the refused answer is counted and the request counted again: the caller sends it once more."""
+        if self._token is None or not self._token.renew():
+            return False
+        self.stats.answered(401, method)
+        self.stats.record(verb, resource)
+        return True
+
     def _send(
         self,
         method: str,
         path: str,
         *,
+        verb: str,
+        resource: str,
         params: Mapping[str, Any] | None = None,
         data: bytes | str | None = None,
         content_type: str = "application/json",
         stream: bool = False,
         timeout: float | tuple[float, float],
     ) -> requests.Response:
-        """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams)."""
+        """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams); a 401
+        is sent once more when the token source gives another token (counted as ``verb`` on ``resource``)."""
+        sent = functools.partial(
+            self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
+        )
+        answer = sent()
+        if answer.status_code == 401 and self._token_changed(method, verb, resource):
+            answer.close()
+            answer = sent()
+        return answer
+
+    def _through_session(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        data: bytes | str | None,
+        content_type: str,
+        *,
+        stream: bool,
+        timeout: float | tuple[float, float],
+    ) -> requests.Response:
+        headers = {"Content-Type": content_type} if data is not None else {}
+        if self._token is not None:  # pykube's adapter keeps an Authorization it is given
+            headers["Authorization"] = f"Bearer {self._token.token()}"
         try:
             return self._session.request(
                 method,
                 self._base + path,
                 params=params,
                 data=data,
-                headers={"Content-Type": content_type} if data is not None else None,
+                headers=headers or None,
                 stream=stream,
                 timeout=timeout,
                 proxies=self._proxies,
@@ -399,9 +517,12 @@ class Client:
     def credential_headers(self) -> dict[str, str]:
         """The headers proving who we are, for a connection the session does not make (a websocket).
 
-        Static credentials give the headers the direct path sends; refreshing ones (``exec`` plugins, auth providers)
-        are asked to pykube's adapter afresh, as the session would for a request.
+        A token that can change (a token file's, a credential plugin's) is the one of the moment; other static
+        credentials give the headers the direct path sends; those pykube refreshes (auth providers, a plugin's client
+        certificate) are asked to pykube's adapter afresh, as the session would for a request.
         """
+        if self._token is not None:
+            return {"User-Agent": "okt", "Authorization": f"Bearer {self._token.token()}"}
         if self._direct is not None:
             return {k: v for k, v in self._direct.headers.items() if k in ("Authorization", "User-Agent")}
         probe = requests.Request("GET", self._base).prepare()
@@ -581,7 +702,9 @@ class Client:
             self.rate_limit.acquire()
         self.stats.record("list", kind.plural)
         path = kind.collection_path(namespace)
-        response = self._send("GET", path, params=params, stream=True, timeout=(10.0, self._timeout))
+        response = self._send(
+            "GET", path, verb="list", resource=kind.plural, params=params, stream=True, timeout=(10.0, self._timeout)
+        )
         self.stats.answered(response.status_code, "GET")
         try:
             if response.status_code >= 400:
@@ -625,7 +748,15 @@ class Client:
             params["labelSelector"] = label_selector
         self.stats.record("watch", kind.plural)
         path = kind.collection_path(namespace)
-        response = self._send("GET", path, params=params, stream=True, timeout=(10.0, inactivity_timeout))
+        response = self._send(
+            "GET",
+            path,
+            verb="watch",
+            resource=kind.plural,
+            params=params,
+            stream=True,
+            timeout=(10.0, inactivity_timeout),
+        )
         self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:
             answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)

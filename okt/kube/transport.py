@@ -4,18 +4,18 @@ Why this exists: for every request, ``requests`` merges session settings, cookie
 a new request object, and re-checks the TLS files on disk; pykube's adapter then re-reads the kubeconfig's
 credentials; urllib3 and ``http.client`` underneath still cost about 0.7 ms of the interpreter per request (see
 :class:`DirectTransport`). On a 2-core machine converging a thousand objects that bookkeeping costs more CPU than the
-HTTP itself, and the operator competes with the API server for those cores. When the credentials cannot change while
-the process runs (a bearer token, a client certificate, basic auth) and no proxy is in the way, nothing of it needs
-redoing: :class:`DirectTransport` builds the head of every request once, writes each request with one ``sendall`` on
-a kept-alive connection, and reads the answer (HTTP/1.1: a length, chunks, or the end of the connection) from the
-connection's buffered reader.
+HTTP itself, and the operator competes with the API server for those cores. When no plugin refreshes the credentials
+(a bearer token, a token file read again now and then, a client certificate, basic auth) and no proxy is in the way,
+nothing of it needs redoing: :class:`DirectTransport` builds the head of every request once (but a token file's
+token), writes each request with one ``sendall`` on a kept-alive connection, and reads the answer (HTTP/1.1: a
+length, chunks, or the end of the connection) from the connection's buffered reader.
 
 Guarantees:
 
 * the same TLS verification as the session: the kubeconfig's CA (or ``PYKUBE_SSL_CERTIFICATE_AUTHORITY``),
   ``insecure-skip-tls-verify``, the client certificate and ``tls-server-name`` (:class:`TLS`);
-* :meth:`DirectTransport.for_config` answers ``None`` — use the session — for credentials that refresh (``exec``
-  plugins, auth providers: pykube retries them on 401) and for a proxy;
+* :meth:`DirectTransport.for_config` answers ``None`` — use the session — for credentials pykube refreshes (auth
+  providers, a credential plugin that gives a client certificate: pykube retries them on 401) and for a proxy;
 * the request target is percent-encoded where it must be: no value (an object's name) can end the request line or
   add a header;
 * no retries and no redirects: a failure is the caller's to classify (:class:`okt.errors.ApiError`); the answer is
@@ -40,7 +40,7 @@ import ssl
 import threading
 import urllib.parse
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -135,7 +135,10 @@ class DirectTransport:
         tls: TLS | None = None,
         *,
         pool_size: int = 10,
+        token: Callable[[], str] | None = None,
     ) -> None:
+        """``token`` gives the bearer token of each request (a token file read again now and then): then no
+        ``Authorization`` is among ``headers``."""
         parts = urllib.parse.urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base!r}")
@@ -147,6 +150,7 @@ class DirectTransport:
         """Sent with every request (credentials included): built once."""
         host = parts.netloc.rpartition("@")[2]
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **self.headers}.items())
+        self._token = token
         self._tls = (tls or TLS()) if parts.scheme == "https" else None
         self._context: ssl.SSLContext | None = None
         """Made at the first connection: a CA file that cannot be read fails that request, not the client's making."""
@@ -164,22 +168,24 @@ class DirectTransport:
         user_agent: str,
         *,
         pool_size: int = 10,
+        token: Callable[[], str] | None = None,
     ) -> DirectTransport | None:
-        """The direct path for ``config``, or ``None`` when the session must be used (credentials that refresh,
-        a proxy, a header that could not be sent as it is)."""
+        """The direct path for ``config``, or ``None`` when the session must be used (credentials a plugin
+        refreshes, a proxy, a header that could not be sent as it is). ``token``: the bearer token of each request,
+        from a file read again now and then or a credential plugin's (:mod:`okt.kube.tokens`), not the kubeconfig's."""
         user = config.user
-        refreshing = "exec" in user or "auth-provider" in user
+        refreshing = ("exec" in user and token is None) or "auth-provider" in user
         if refreshing or proxies or not base.startswith(("http://", "https://")):
             return None
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if user.get("token"):
+        if token is None and user.get("token"):  # else the token of each request is the file's (see _request)
             headers["Authorization"] = f"Bearer {user['token']}"
-        elif user.get("username") and user.get("password"):
+        elif token is None and user.get("username") and user.get("password"):
             basic = urllib3.util.make_headers(basic_auth=f"{user['username']}:{user['password']}")
             headers["Authorization"] = basic["authorization"]
         if any(c in value for value in headers.values() for c in "\r\n\0"):
             return None  # the session refuses such a header with its own error
-        return cls(base, headers, TLS.of(config), pool_size=pool_size)
+        return cls(base, headers, TLS.of(config), pool_size=pool_size, token=token)
 
     def send(
         self,
@@ -220,6 +226,8 @@ class DirectTransport:
             url, target = f"{url}?{query}", f"{target}?{query}"
         body = data.encode() if isinstance(data, str) else data
         head = f"{method} {target} HTTP/1.1\r\n{self._fixed}"
+        if self._token is not None:
+            head += f"Authorization: Bearer {self._token()}\r\n"
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
         elif method in _BODY_METHODS:

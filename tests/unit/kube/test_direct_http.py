@@ -222,3 +222,21 @@ def test_a_compressed_answer_is_decoded(serve: Serve) -> None:
     _, direct = serve([answer])
 
     assert get(direct).json() == {"big": True}
+
+
+def test_a_token_source_gives_each_request_the_token_of_the_moment() -> None:
+    server = ScriptedServer([OK, OK])
+    current = ["first"]
+    direct = transport.DirectTransport(f"http://127.0.0.1:{server.port}", {"User-Agent": "t"}, token=lambda: current[0])
+    try:
+        get(direct)
+        current[0] = "second"
+        get(direct)
+    finally:
+        direct.close()
+        server.close()
+
+    heads = [request.decode() for _, request in server.requests]
+    assert "Authorization: Bearer first\r\n" in heads[0]
+    assert "Authorization: Bearer second\r\n" in heads[1]
+    assert [head.count("Authorization:") for head in heads] == [1, 1]

@@ -1,0 +1,276 @@
+"""Bearer tokens that change while the operator runs: a file someone else rewrites (the in-cluster ServiceAccount
+token, a kubeconfig's ``tokenFile``) and a kubeconfig's credential plugin (``exec``).
+
+Why this exists: a Pod's ServiceAccount token is a projected, bound token. It expires (an hour as the kubelet asks for
+it; up to a year where the API server extends it for old clients, 90 days on some managed clusters) and the kubelet
+writes a fresh one into the same file well before that. A client that read the file once at start keeps sending the
+first token: once it expired or was invalidated, every request is refused with 401 while the process looks healthy,
+and the operator has silently stopped. client-go reads such a file again at most once a minute; okt does the same,
+and reads it at once when the API server refused the token it sent. A credential plugin (``aws eks get-token``,
+``gke-gcloud-auth-plugin``, ``kubelogin``: how a developer's kubeconfig reaches a managed cluster) takes a good part
+of a second to run; run for every request, as pykube does, it turns a reconcile into seconds. client-go runs it once,
+keeps its token until the expiry the plugin gives, and runs it again when the API server refuses that token; so does
+:class:`ExecToken`.
+
+Guarantees of :class:`TokenFile`:
+
+* the file is read at most once per ``period`` seconds, and at once on :meth:`TokenFile.renew`;
+* surrounding whitespace is dropped (a trailing newline is common); a token that could not be a header value (empty,
+  inner whitespace or control characters, not Latin-1) is never used;
+* a read that fails, or finds no usable token (a file being rewritten), keeps the last good token and says so once
+  per distinct failure (:class:`TokenFileWarning`); only the first read must succeed;
+* the token itself never appears in a message.
+
+Guarantees of :class:`ExecToken`: the plugin runs without a terminal (``interactive: false``; a plugin that insists on
+one is a :class:`okt.errors.ConfigurationError`), with the kubeconfig's ``env`` and, when it asks for it
+(``provideClusterInfo``), the cluster in ``KUBERNETES_EXEC_INFO``; it runs again only once its token is within
+:data:`EXPIRY_MARGIN` seconds of the expiry it gave, or on :meth:`ExecToken.renew`, one run at a time; a plugin that
+fails, times out or answers something else than a token says so in the error (its stderr's end and the kubeconfig's
+``installHint``). Caveat: a plugin that answers with a client certificate instead of a token is left to pykube's
+session, which runs it for every request.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from okt import errors
+
+PERIOD = 60.0
+"""Seconds a token read from the file is used before the file is read again (client-go's period)."""
+EXPIRY_MARGIN = 10.0
+"""Seconds before a plugin's token expires that the plugin is run again (no request leaves with a token that expires
+on the way)."""
+PLUGIN_TIMEOUT = 120.0
+"""Seconds a credential plugin may take (a cloud CLI may first refresh its own session)."""
+EXEC_VERSIONS = frozenset(f"client.authentication.k8s.io/{v}" for v in ("v1", "v1beta1", "v1alpha1"))
+
+
+class TokenSource(Protocol):
+    """Where the client's bearer token comes from when it can change while the process runs."""
+
+    def token(self) -> str:
+        """The token to send now."""
+        ...
+
+    def renew(self) -> bool:
+        """Get a token afresh (the API server refused the one in hand); whether it differs from that one."""
+        ...
+
+
+class TokenFileWarning(UserWarning):
+    """The token file could not be read again, or held no usable token: the last good token is still used."""
+
+
+def _usable(text: str) -> str:
+    """The token in ``text`` (whitespace around it dropped), or a ValueError saying why there is none."""
+    token = text.strip()
+    if not token:
+        raise ValueError("it is empty")
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in token):
+        raise ValueError("the token holds whitespace or control characters")
+    try:
+        token.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError("the token holds characters a header cannot carry") from None
+    return token
+
+
+class TokenFile:
+    """The bearer token in ``path``, read again when it is ``period`` seconds old or when asked to."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        period: float = PERIOD,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Read the file now.
+
+        Raises:
+            okt.errors.ConfigurationError: the file cannot be read or holds no usable token.
+        """
+        self.path = pathlib.Path(path)
+        self._period = period
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failure = ""
+        try:
+            self._token = _usable(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise errors.ConfigurationError(f"cannot read a bearer token from {self.path}: {exc}") from exc
+        self._read_at = clock()
+
+    def token(self) -> str:
+        """The current token: the file is read again first when the token in hand is ``period`` seconds old."""
+        if self._clock() - self._read_at < self._period:
+            return self._token
+        with self._lock:
+            if self._clock() - self._read_at >= self._period:
+                self._read_locked()
+            return self._token
+
+    def renew(self) -> bool:
+        """Read the file now (the API server refused the token in hand); whether that gave another token."""
+        with self._lock:
+            before = self._token
+            self._read_locked()
+            return self._token != before
+
+    def _read_locked(self) -> None:
+        self._read_at = self._clock()
+        try:
+            self._token = _usable(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            if failure != self._failure:
+                warnings.warn(
+                    f"cannot read the bearer token again from {self.path} ({failure}); the last one read is used",
+                    TokenFileWarning,
+                    stacklevel=2,
+                )
+            self._failure = failure
+        else:
+            self._failure = ""
+
+
+def _plugin_failure(what: str, hint: str | None) -> errors.ConfigurationError:
+    return errors.ConfigurationError(what + (f" ({hint.strip()})" if hint else ""))
+
+
+def _expiry(value: object) -> datetime.datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"expirationTimestamp {value!r} is not a time") from None
+
+
+class ExecToken:
+    """The bearer token a kubeconfig's credential plugin (``user.exec``) gives, kept until it expires."""
+
+    def __init__(
+        self,
+        spec: Mapping[str, Any],
+        *,
+        cluster: Mapping[str, Any] | None = None,
+        kubeconfig: pathlib.Path | None = None,
+        clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        """Run the plugin once now. ``cluster``: the kubeconfig's cluster (given to a plugin that asks for it);
+        ``kubeconfig``: where the kubeconfig is (a relative command is found from its folder).
+
+        Raises:
+            okt.errors.ConfigurationError: the plugin cannot run, fails, or gives no token.
+            CertificateCredential: the plugin gives a client certificate instead of a token.
+        """
+        self._spec = dict(spec)
+        self._version = str(spec.get("apiVersion") or "")
+        if self._version not in EXEC_VERSIONS:
+            raise errors.ConfigurationError(
+                f"credential plugin apiVersion {self._version!r} is not one of {', '.join(sorted(EXEC_VERSIONS))}"
+            )
+        if spec.get("interactiveMode") == "Always":
+            raise errors.ConfigurationError(
+                f"the credential plugin {spec.get('command')!r} needs a terminal (interactiveMode: Always); an "
+                "operator runs without one"
+            )
+        self._command = self._resolve(str(spec.get("command") or ""), kubeconfig)
+        self._cluster = dict(cluster or {})
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.runs = 0
+        """How many times the plugin ran."""
+        self._token, self._expires = self._run()
+
+    def token(self) -> str:
+        """The plugin's token, the plugin run again first when it is within :data:`EXPIRY_MARGIN` of its expiry."""
+        with self._lock:
+            if self._expired():
+                self._token, self._expires = self._run()
+            return self._token
+
+    def renew(self) -> bool:
+        """Run the plugin now; whether its token differs from the one in hand."""
+        with self._lock:
+            before = self._token
+            self._token, self._expires = self._run()
+            return self._token != before
+
+    def _expired(self) -> bool:
+        return self._expires is not None and self._clock() >= self._expires - datetime.timedelta(seconds=EXPIRY_MARGIN)
+
+    def _resolve(self, command: str, kubeconfig: pathlib.Path | None) -> str:
+        """``command`` as client-go finds it: a path with a folder in it from the kubeconfig's folder, else on PATH."""
+        hint = self._spec.get("installHint")
+        if not command:
+            raise _plugin_failure("the credential plugin has no command", hint)
+        if os.sep in command and not os.path.isabs(command) and kubeconfig is not None:
+            command = str(kubeconfig.parent / command)
+        found = shutil.which(command)
+        if found is None:
+            raise _plugin_failure(f"the credential plugin {command!r} is not found", hint)
+        return found
+
+    def _exec_info(self) -> str:
+        spec: dict[str, Any] = {"interactive": False}
+        if self._spec.get("provideClusterInfo"):
+            cluster: dict[str, Any] = {"server": self._cluster.get("server", "")}
+            for key, field in (
+                ("tls-server-name", "tls-server-name"),
+                ("insecure-skip-tls-verify", "insecure-skip-tls-verify"),
+            ):
+                if key in self._cluster:
+                    cluster[field] = self._cluster[key]
+            authority = self._cluster.get("certificate-authority")
+            if authority is not None:
+                data = authority.bytes() if hasattr(authority, "bytes") else pathlib.Path(str(authority)).read_bytes()
+                cluster["certificate-authority-data"] = base64.b64encode(data).decode()
+            spec["cluster"] = cluster
+        return json.dumps({"apiVersion": self._version, "kind": "ExecCredential", "spec": spec})
+
+    def _run(self) -> tuple[str, datetime.datetime | None]:
+        hint = self._spec.get("installHint")
+        env = dict(os.environ)
+        env.update({str(item["name"]): str(item["value"]) for item in self._spec.get("env") or ()})
+        env["KUBERNETES_EXEC_INFO"] = self._exec_info()
+        argv = [self._command, *(str(arg) for arg in self._spec.get("args") or ())]
+        self.runs += 1
+        try:
+            done = subprocess.run(  # noqa: S603 - the kubeconfig's own plugin, as kubectl runs it
+                argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PLUGIN_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _plugin_failure(f"the credential plugin {argv[0]!r} did not run: {exc}", hint) from exc
+        said = done.stderr.decode(errors="replace").strip()[-500:]
+        if done.returncode != 0:
+            raise _plugin_failure(f"the credential plugin {argv[0]!r} exited with {done.returncode}: {said}", hint)
+        try:
+            answer = json.loads(done.stdout)
+            status = answer.get("status") or {}
+            if answer.get("apiVersion") != self._version or answer.get("kind") != "ExecCredential":
+                raise ValueError(f"it answered {answer.get('kind')} {answer.get('apiVersion')}, not {self._version}")
+            expires = _expiry(status.get("expirationTimestamp"))
+            if status.get("clientCertificateData") and not status.get("token"):
+                raise CertificateCredential(argv[0])
+            token = _usable(str(status.get("token") or ""))
+        except (ValueError, AttributeError) as exc:
+            raise _plugin_failure(f"the credential plugin {argv[0]!r} gave no usable token: {exc}", hint) from exc
+        return token, expires
+
+
+class CertificateCredential(Exception):
+    """The credential plugin answers with a client certificate, not a token: the session's way is kept for it."""

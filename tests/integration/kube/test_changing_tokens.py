@@ -1,0 +1,201 @@
+"""Tokens that change under a running client: a rotated token file, read again; a credential plugin, run once and
+again when its token is refused.
+
+The tokens are real bound ServiceAccount tokens from the API server's TokenRequest API, each bound to a Secret:
+deleting the Secret invalidates its token at once, as expiry would. The client holds the file's path (a kubeconfig's
+``tokenFile``, or the in-cluster configuration) or runs a kubeconfig's ``exec`` plugin; a fresh token is put in
+place, the old one invalidated, and the client's next request — answered whole on the direct path, or streamed
+through the session — gets through without a restart.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+
+import pytest
+import yaml
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import envtest, wait_for
+
+pytestmark = pytest.mark.integration
+
+ACCOUNT = "rotating"
+SECRET = kinds.BUILTIN[("v1", "Secret")]
+SERVICE_ACCOUNT = kinds.BUILTIN[("v1", "ServiceAccount")]
+
+
+@pytest.fixture
+def account(kube: kube_client.Client, namespace: str) -> str:
+    """A ServiceAccount of ``namespace`` that may read (and write) anything: the name of ``namespace``."""
+    kube.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": ACCOUNT, "namespace": namespace}})
+    kube.create(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": ACCOUNT, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}],
+        }
+    )
+    return namespace
+
+
+def bound_token(kube: kube_client.Client, namespace: str, anchor: str) -> str:
+    """A token of the ServiceAccount, valid as long as the Secret ``anchor`` (created here) exists."""
+    secret = kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": anchor, "namespace": namespace}})
+    reference = {"apiVersion": "v1", "kind": "Secret", "name": anchor, "uid": secret["metadata"]["uid"]}
+    answer = kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{ACCOUNT}/token",
+        verb="create",
+        resource="serviceaccounts/token",
+        body={
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600, "boundObjectRef": reference},
+        },
+    )
+    return str(answer.json()["status"]["token"])
+
+
+def invalidate(plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, anchor: str, token: str) -> None:
+    """Delete the Secret ``token`` is bound to, and wait until the API server refuses the token."""
+    kube.delete(SECRET, anchor, namespace)
+    path = plane.kubeconfig_for(envtest.TokenUser(ACCOUNT, token), plane.directory / f"kubeconfig-{anchor}")
+    holder = kube_client.Client.from_kubeconfig(path)
+
+    def refused() -> bool:
+        try:
+            holder.get(SERVICE_ACCOUNT, ACCOUNT, namespace)
+        except okt.Unauthorized:
+            return True
+        return False
+
+    try:
+        wait_for(refused, timeout=30, interval=0.2, message=f"the token bound to {anchor} to be refused")
+    finally:
+        holder.close()
+
+
+def kubeconfig_with_token_file(plane: envtest.ControlPlane, folder: pathlib.Path) -> pathlib.Path:
+    """The control plane's kubeconfig whose user has only ``tokenFile: token`` (relative to the kubeconfig)."""
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    config["users"][0]["user"] = {"tokenFile": "token"}
+    path = folder / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def unauthorized_answers(client: kube_client.Client) -> int:
+    return sum(n for (code, _), n in client.stats.responses().items() if code == "401")
+
+
+def test_a_kubeconfig_token_file_rotated_under_a_running_client_is_read_again(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    token_path = tmp_path / "token"
+    token_path.write_text(bound_token(kube, account, "anchor-1") + "\n")
+    client = kube_client.Client.from_kubeconfig(kubeconfig_with_token_file(control_plane, tmp_path))
+    try:
+        first = client.get(SERVICE_ACCOUNT, ACCOUNT, account)
+        for anchor, fresh, read in (
+            ("anchor-1", "anchor-2", lambda: client.list(kinds.CONFIG_MAP, account)[1]),  # streamed: the session
+            ("anchor-2", "anchor-3", lambda: client.get(SERVICE_ACCOUNT, ACCOUNT, account)),  # answered whole: direct
+        ):
+            held = _held(client)
+            token_path.write_text(bound_token(kube, account, fresh))
+            invalidate(control_plane, kube, account, anchor, held)
+            assert read()
+        refused = unauthorized_answers(client)
+        created = client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": account}}
+        )
+    finally:
+        client.close()
+
+    assert first["metadata"]["name"] == ACCOUNT
+    assert refused == 2  # one refused request per rotation, each sent again once with the new token
+    assert created["metadata"]["name"] == "c"
+
+
+def _held(client: kube_client.Client) -> str:
+    return client.credential_headers()["Authorization"].removeprefix("Bearer ")
+
+
+def test_in_cluster_the_service_account_token_is_read_again_as_the_kubelet_rotates_it(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    account: str,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mounted = tmp_path / "serviceaccount"
+    mounted.mkdir()
+    shutil.copy(control_plane.ca_file, mounted / "ca.crt")
+    (mounted / "namespace").write_text(account)
+    (mounted / "token").write_text(bound_token(kube, account, "pod-1"))
+    host, port = control_plane.url.removeprefix("https://").rsplit(":", 1)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+
+    client = kube_client.Client.in_cluster(mounted)
+    try:
+        before = client.get(SERVICE_ACCOUNT, ACCOUNT, account)
+        held = _held(client)
+        (mounted / "token").write_text(bound_token(kube, account, "pod-2"))
+        invalidate(control_plane, kube, account, "pod-1", held)
+        after = client.get(SERVICE_ACCOUNT, ACCOUNT, account)
+    finally:
+        client.close()
+
+    assert client.default_namespace == account
+    assert before["metadata"]["uid"] == after["metadata"]["uid"]
+    assert unauthorized_answers(client) == 1
+
+
+def test_in_cluster_without_its_files_is_one_clear_error(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(okt.ConfigurationError, match="in-cluster configuration"):
+        kube_client.Client.in_cluster(tmp_path / "nowhere")
+
+
+PLUGIN = """#!/bin/sh
+echo run >> "$RUNS"
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "%s"}}' \\
+    "$(cat "$TOKEN")"
+"""
+
+
+def test_a_credential_plugin_runs_once_and_again_when_its_token_is_refused(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "plugin").write_text(PLUGIN)
+    (tmp_path / "plugin").chmod(0o755)
+    token_path, runs = tmp_path / "token", tmp_path / "runs"
+    token_path.write_text(bound_token(kube, account, "plugin-1"))
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    env = [{"name": "RUNS", "value": str(runs)}, {"name": "TOKEN", "value": str(token_path)}]
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
+    config["users"][0]["user"] = {"exec": plugin}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        read = [client.get(SERVICE_ACCOUNT, ACCOUNT, account)["metadata"]["name"] for _ in range(20)]
+        listed = client.list(kinds.CONFIG_MAP, account)[1]
+        runs_before = len(runs.read_text().splitlines())
+        held = _held(client)
+        token_path.write_text(bound_token(kube, account, "plugin-2"))
+        invalidate(control_plane, kube, account, "plugin-1", held)
+        after = client.get(SERVICE_ACCOUNT, ACCOUNT, account)
+    finally:
+        client.close()
+
+    assert read == [ACCOUNT] * 20 and listed
+    assert runs_before == 1  # once for 21 requests, not once per request
+    assert len(runs.read_text().splitlines()) == 2  # and once more when its token was refused
+    assert after["metadata"]["name"] == ACCOUNT
+    assert unauthorized_answers(client) == 1

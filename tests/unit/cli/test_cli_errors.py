@@ -73,6 +73,26 @@ def test_an_unreachable_api_server_is_one_line(tmp_path: pathlib.Path) -> None:
     assert "cannot reach the Kubernetes API server" in out
 
 
+def test_a_credential_plugin_that_fails_is_one_line_with_its_words_and_the_install_hint(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "three_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    plugin = tmp_path / "get-token"
+    plugin.write_text("#!/bin/sh\necho 'the SSO session has expired' >&2\nexit 1\n")
+    plugin.chmod(0o755)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ./get-token, "
+        "installHint: 'log in with: cloud sso login'}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert "exited with 1: the SSO session has expired (log in with: cloud sso login)" in out
+    assert len(out.strip().splitlines()) == 1
+    assert "Traceback" not in out
+
+
 def test_run_warns_once_when_the_file_shadows_a_standard_module(tmp_path: pathlib.Path) -> None:
     operator = tmp_path / "operator.py"
     operator.write_text("VALUE = 1\n")

@@ -31,7 +31,8 @@ Guarantees:
   private copy;
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
   is swallowed; when the echo won the race and was announced first, :meth:`Informer.knows` tells the controller so
-  (once), and the reconcile that wrote it is not repeated for nothing;
+  (once), and the reconcile that wrote it is not repeated for nothing; someone else's change that the watch tells
+  only after such an answer (it happened between okt's read and its write) is announced all the same;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
   store, so "the children of this owner" is a dict lookup;
 * a handler that raises is logged and never stops the informer;
@@ -421,9 +422,10 @@ class Informer:
         """Write-through: store the API's answer to one of okt's own writes, if it is newer than the stored object.
 
         No event is produced, and the watch's echo of that same version is swallowed when it arrives (the writer
-        already knows it); a later version from anyone is delivered as usual. Returns whether the store changed. The
-        object is shallow-copied (its metadata without ``managedFields``), so the caller's dict is never aliased by the
-        store.
+        already knows it); a later version from anyone is delivered as usual, and so is someone else's version older
+        than this answer that the watch tells after it (the writer acted on what it read before that change).
+        Returns whether the store changed. The object is shallow-copied (its metadata without ``managedFields``), so
+        the caller's dict is never aliased by the store.
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
         if self._keep is not None and not self._keep(stored_obj):
@@ -528,6 +530,12 @@ class Informer:
                     elif is_newer(resource_version(item), current.rv):
                         self._put_locked(key, item, current)
                         changes.append((MODIFIED, item, current))
+                    elif key in self._shadowed:
+                        # The store holds the answer to okt's own write and the watch never told what came before
+                        # it (someone may have changed the object between okt's read and its write): announced
+                        # against what the watch said last.
+                        watched = self._shadowed[key]
+                        changes.append((ADDED if watched is None else MODIFIED, item, watched))
             del page
             self._announce_sweep((event_type, obj, _unpacked(old)) for event_type, obj, old in changes)
             del changes
@@ -636,10 +644,14 @@ class Informer:
                     self._remove_locked(key, current)
                 emitted: tuple[str, dict[str, Any], dict[str, Any] | None] = (DELETED, obj, None)
             elif newer is False:
-                if shadowed:
-                    # Someone else's change from before our own write: our write's event is still to come.
-                    self._shadowed[key] = Packed(obj, {}, self._codec)
-                return  # otherwise an event older than what we hold: out of order, nothing new to say
+                if not shadowed:
+                    return  # an event older than what we hold: out of order, nothing new to say
+                # Someone else's change from before okt's own write, whose answer reached the store first: the
+                # writer acted on what it had read before this change (a spec changed between a reconcile's read
+                # and its status write), so it is announced as usual, against what the watch said last. The store
+                # keeps the newer answer; the echo of okt's write, still to come, is swallowed.
+                self._shadowed[key] = Packed(obj, {}, self._codec)
+                emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
             elif newer is None and shadowed:
                 # The echo of okt's own write, already in the store through observe(): the reconcile that wrote
                 # it knows this exact version, so there is nothing new to tell (and no needless reconcile).

@@ -159,6 +159,45 @@ def test_observe_updates_the_store_and_swallows_the_watch_echo_of_that_same_vers
     ]
 
 
+def test_someone_elses_change_the_watch_tells_after_okts_later_write_was_observed_is_announced(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    first = api.put(CM, obj(CM, "a", labels={"v": "1"}))
+    informer = start()
+    theirs = api.put(CM, {**first, "metadata": {**first["metadata"], "labels": {"v": "2"}}})
+    ours = api.put(CM, {**theirs, "data": {"written": "by okt"}})
+    informer.observe(ours)  # the answer to okt's write came before the watch told of the change under it
+    api.emit(CM, "MODIFIED", theirs)
+    api.emit(CM, "MODIFIED", ours)  # the echo of okt's own write: swallowed
+    later = api.put(CM, {**ours, "metadata": {**ours["metadata"], "labels": {"v": "3"}}})
+    api.emit(CM, "MODIFIED", later)
+    wait_for(lambda: len(recorder.snapshot()) == 3, timeout=5)
+
+    assert recorder.snapshot() == [
+        ("ADDED", "a", first["metadata"]["resourceVersion"], None),
+        ("MODIFIED", "a", theirs["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"]),
+        ("MODIFIED", "a", later["metadata"]["resourceVersion"], ours["metadata"]["resourceVersion"]),
+    ]
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == later["metadata"]["resourceVersion"]  # type: ignore[index]
+
+
+def test_a_relist_announces_what_came_before_okts_observed_write_that_the_watch_never_told(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    first = api.put(CM, obj(CM, "a", labels={"v": "1"}))
+    informer = start()
+    theirs = api.put(CM, {**first, "metadata": {**first["metadata"], "labels": {"v": "2"}}})
+    ours = api.put(CM, {**theirs, "data": {"written": "by okt"}})
+    informer.observe(ours)  # the watch is down (an API server restart): only the answer to okt's write came
+    api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5, message=lambda: str(recorder.snapshot()))
+
+    assert recorder.snapshot() == [
+        ("ADDED", "a", first["metadata"]["resourceVersion"], None),
+        ("MODIFIED", "a", ours["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"]),
+    ]
+
+
 def test_an_echo_announced_before_its_write_was_observed_is_known_once(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

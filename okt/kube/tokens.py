@@ -197,18 +197,34 @@ class ExecToken:
         self._token, self._expires = self._run()
 
     def token(self) -> str:
-        """The plugin's token, the plugin run again first when it is within :data:`EXPIRY_MARGIN` of its expiry."""
+        """The plugin's token, the plugin run again first when it is within :data:`EXPIRY_MARGIN` of its expiry.
+
+        Raises:
+            okt.errors.Unauthorized: the plugin, run again, gave no token (the request cannot be sent as anyone).
+        """
         with self._lock:
             if self._expired():
-                self._token, self._expires = self._run()
+                self._run_again()
             return self._token
 
     def renew(self) -> bool:
-        """Run the plugin now; whether its token differs from the one in hand."""
+        """Run the plugin now; whether its token differs from the one in hand.
+
+        Raises:
+            okt.errors.Unauthorized: the plugin gave no token.
+        """
         with self._lock:
             before = self._token
-            self._token, self._expires = self._run()
+            self._run_again()
             return self._token != before
+
+    def _run_again(self) -> None:
+        """A run after the first: its failure is the request's (an API error the caller retries with backoff), not
+        a mistake of the configuration that worked at start."""
+        try:
+            self._token, self._expires = self._run()
+        except errors.ConfigurationError as exc:
+            raise errors.ApiError.from_status(401, "Unauthorized", str(exc)) from exc
 
     def _expired(self) -> bool:
         return self._expires is not None and self._clock() >= self._expires - datetime.timedelta(seconds=EXPIRY_MARGIN)

@@ -409,8 +409,9 @@ class Client:
             sent = functools.partial(
                 self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
             )
+            used = self._token.token() if self._token is not None else None
             response = sent()
-            if response.status_code == 401 and self._token_changed(method, verb, resource):
+            if response.status_code == 401 and self._token_changed(method, verb, resource, used):
                 response = sent()  # another token came (a rotated file, a plugin run again): once more with it
         else:
             answer = self._send(
@@ -446,10 +447,11 @@ class Client:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
 
-    def _token_changed(self, method: str, verb: str, resource: str) -> bool:
-        """After a 401: whether the token source now gives another token (the file read again, the plugin run
-        again). If so, the refused answer is counted and the request counted again: the caller sends it once more."""
-        if self._token is None or not self._token.renew():
+    def _token_changed(self, method: str, verb: str, resource: str, refused: str | None) -> bool:
+        """After a 401 to a request sent with ``refused``: whether the token source now gives another token (the file
+        read again, the plugin run again — once for requests refused together). If so, the refused answer is counted
+        and the request counted again: the caller sends it once more."""
+        if self._token is None or refused is None or not self._token.renew(refused):
             return False
         self.stats.answered(401, method)
         self.stats.record(verb, resource)
@@ -473,10 +475,11 @@ class Client:
         sent = functools.partial(
             self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
         )
-        answer = sent()
-        if answer.status_code == 401 and self._token_changed(method, verb, resource):
+        used = self._token.token() if self._token is not None else None
+        answer = sent(used)
+        if answer.status_code == 401 and self._token_changed(method, verb, resource, used):
             answer.close()
-            answer = sent()
+            answer = sent(self._token.token() if self._token is not None else None)
         return answer
 
     def _through_session(
@@ -486,13 +489,14 @@ class Client:
         params: Mapping[str, Any] | None,
         data: bytes | str | None,
         content_type: str,
+        token: str | None,
         *,
         stream: bool,
         timeout: float | tuple[float, float],
     ) -> requests.Response:
         headers = {"Content-Type": content_type} if data is not None else {}
-        if self._token is not None:  # pykube's adapter keeps an Authorization it is given
-            headers["Authorization"] = f"Bearer {self._token.token()}"
+        if token is not None:  # a token source's: pykube's adapter keeps an Authorization it is given
+            headers["Authorization"] = f"Bearer {token}"
         try:
             return self._session.request(
                 method,

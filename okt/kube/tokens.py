@@ -64,8 +64,9 @@ class TokenSource(Protocol):
         """The token to send now."""
         ...
 
-    def renew(self) -> bool:
-        """Get a token afresh (the API server refused the one in hand); whether it differs from that one."""
+    def renew(self, refused: str | None = None) -> bool:
+        """The API server refused ``refused`` (None: the token in hand): get a token afresh, unless the one in hand
+        already differs from it (another request renewed it meanwhile); whether the one in hand now differs."""
         ...
 
 
@@ -122,12 +123,14 @@ class TokenFile:
                 self._read_locked()
             return self._token
 
-    def renew(self) -> bool:
-        """Read the file now (the API server refused the token in hand); whether that gave another token."""
+    def renew(self, refused: str | None = None) -> bool:
+        """Read the file now, the API server having refused ``refused`` (None: the token in hand) — unless the token
+        in hand already differs from it; whether the token in hand now differs from it."""
         with self._lock:
-            before = self._token
-            self._read_locked()
-            return self._token != before
+            refused = self._token if refused is None else refused
+            if self._token == refused:
+                self._read_locked()
+            return self._token != refused
 
     def _read_locked(self) -> None:
         self._read_at = self._clock()
@@ -207,16 +210,19 @@ class ExecToken:
                 self._run_again()
             return self._token
 
-    def renew(self) -> bool:
-        """Run the plugin now; whether its token differs from the one in hand.
+    def renew(self, refused: str | None = None) -> bool:
+        """Run the plugin now, the API server having refused ``refused`` (None: the token in hand) — unless the token
+        in hand already differs from it (several requests refused at once run the plugin once); whether the token in
+        hand now differs from it.
 
         Raises:
             okt.errors.Unauthorized: the plugin gave no token.
         """
         with self._lock:
-            before = self._token
-            self._run_again()
-            return self._token != before
+            refused = self._token if refused is None else refused
+            if self._token == refused:
+                self._run_again()
+            return self._token != refused
 
     def _run_again(self) -> None:
         """A run after the first: its failure is the request's (an API error the caller retries with backoff), not

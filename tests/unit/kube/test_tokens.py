@@ -282,3 +282,30 @@ def test_a_plugin_that_fails_later_is_an_unauthorized_answer_and_works_again_onc
 
     assert raised.value.status == 401
     assert (source.renew(), source.token()) == (True, "second")
+
+
+def test_requests_refused_together_read_the_file_once(tmp_path: pathlib.Path, clock: Clock) -> None:
+    path = token_file(tmp_path, "first")
+    source = tokens.TokenFile(path, clock=clock)
+    path.write_text("second")
+
+    first = source.renew("first")
+    path.unlink()  # a second read would warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = source.renew("first")
+
+    assert (first, second, source.token()) == (True, True, "second")
+
+
+def test_requests_refused_together_run_the_plugin_once(tmp_path: pathlib.Path) -> None:
+    plugin = Plugin(tmp_path)
+    source = tokens.ExecToken(plugin.spec())
+    (tmp_path / "token").write_text("second")
+
+    renewed = [source.renew("first") for _ in range(8)]
+
+    assert renewed == [True] * 8
+    assert plugin.runs == 2
+    assert source.renew("second") is False  # the token in hand refused, and the plugin gives it again
+    assert plugin.runs == 3

@@ -303,7 +303,7 @@ class Client:
             self._proxies,
             "okt",
             pool_size=pool_size,
-            token=self._token.token if self._token is not None else None,
+            changing_token=self._token is not None,
         )
         self._timeout = timeout
         self._config = config
@@ -410,9 +410,10 @@ class Client:
                 self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
             )
             used = self._token.token() if self._token is not None else None
-            response = sent()
+            response = sent(token=used)
             if response.status_code == 401 and self._token_changed(method, verb, resource, used):
-                response = sent()  # another token came (a rotated file, a plugin run again): once more with it
+                # another token came (a rotated file, a plugin run again): once more with it
+                response = sent(token=self._token.token() if self._token is not None else None)
         else:
             answer = self._send(
                 method,
@@ -439,10 +440,13 @@ class Client:
         data: bytes | str | None,
         content_type: str,
         timeout: float,
+        token: str | None,
     ) -> transport.Response:
         assert self._direct is not None  # the caller checked
         try:
-            return self._direct.send(method, path, params=params, data=data, content_type=content_type, timeout=timeout)
+            return self._direct.send(
+                method, path, params=params, data=data, content_type=content_type, timeout=timeout, token=token
+            )
         except OSError as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc

@@ -6,9 +6,9 @@ credentials; urllib3 and ``http.client`` underneath still cost about 0.7 ms of t
 :class:`DirectTransport`). On a 2-core machine converging a thousand objects that bookkeeping costs more CPU than the
 HTTP itself, and the operator competes with the API server for those cores. When no plugin refreshes the credentials
 (a bearer token, a token file read again now and then, a client certificate, basic auth) and no proxy is in the way,
-nothing of it needs redoing: :class:`DirectTransport` builds the head of every request once (but a token file's
-token), writes each request with one ``sendall`` on a kept-alive connection, and reads the answer (HTTP/1.1: a
-length, chunks, or the end of the connection) from the connection's buffered reader.
+nothing of it needs redoing: :class:`DirectTransport` builds the head of every request once (but a token that can
+change, given with each request), writes each request with one ``sendall`` on a kept-alive connection, and reads the
+answer (HTTP/1.1: a length, chunks, or the end of the connection) from the connection's buffered reader.
 
 Guarantees:
 
@@ -40,7 +40,7 @@ import ssl
 import threading
 import urllib.parse
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -135,10 +135,9 @@ class DirectTransport:
         tls: TLS | None = None,
         *,
         pool_size: int = 10,
-        token: Callable[[], str] | None = None,
     ) -> None:
-        """``token`` gives the bearer token of each request (a token file read again now and then): then no
-        ``Authorization`` is among ``headers``."""
+        """``headers`` hold the credentials of a token that never changes; one that can is given to each
+        :meth:`send` instead."""
         parts = urllib.parse.urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base!r}")
@@ -150,7 +149,6 @@ class DirectTransport:
         """Sent with every request (credentials included): built once."""
         host = parts.netloc.rpartition("@")[2]
         self._fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **self.headers}.items())
-        self._token = token
         self._tls = (tls or TLS()) if parts.scheme == "https" else None
         self._context: ssl.SSLContext | None = None
         """Made at the first connection: a CA file that cannot be read fails that request, not the client's making."""
@@ -168,24 +166,25 @@ class DirectTransport:
         user_agent: str,
         *,
         pool_size: int = 10,
-        token: Callable[[], str] | None = None,
+        changing_token: bool = False,
     ) -> DirectTransport | None:
         """The direct path for ``config``, or ``None`` when the session must be used (credentials a plugin
-        refreshes, a proxy, a header that could not be sent as it is). ``token``: the bearer token of each request,
-        from a file read again now and then or a credential plugin's (:mod:`okt.kube.tokens`), not the kubeconfig's."""
+        refreshes, a proxy, a header that could not be sent as it is). ``changing_token``: the bearer token comes
+        from a file read again now and then or from a credential plugin (:mod:`okt.kube.tokens`), and is given to
+        each :meth:`send`; none from the kubeconfig is built in."""
         user = config.user
-        refreshing = ("exec" in user and token is None) or "auth-provider" in user
+        refreshing = ("exec" in user and not changing_token) or "auth-provider" in user
         if refreshing or proxies or not base.startswith(("http://", "https://")):
             return None
         headers = {"User-Agent": user_agent, "Accept": "application/json"}
-        if token is None and user.get("token"):  # else the token of each request is the file's (see _request)
+        if not changing_token and user.get("token"):
             headers["Authorization"] = f"Bearer {user['token']}"
-        elif token is None and user.get("username") and user.get("password"):
+        elif not changing_token and user.get("username") and user.get("password"):
             basic = urllib3.util.make_headers(basic_auth=f"{user['username']}:{user['password']}")
             headers["Authorization"] = basic["authorization"]
         if any(c in value for value in headers.values() for c in "\r\n\0"):
             return None  # the session refuses such a header with its own error
-        return cls(base, headers, TLS.of(config), pool_size=pool_size, token=token)
+        return cls(base, headers, TLS.of(config), pool_size=pool_size)
 
     def send(
         self,
@@ -196,14 +195,16 @@ class DirectTransport:
         data: bytes | str | None,
         content_type: str,
         timeout: TimeoutSpec,
+        token: str | None = None,
     ) -> Response:
-        """One request, answered whole. Never retried: a failure is the caller's to classify.
+        """One request, answered whole. Never retried: a failure is the caller's to classify. ``token``: the bearer
+        token of this request, when it can change (see :meth:`for_config`).
 
         Raises:
             OSError: the request did not get an answer (refused, reset, timed out, closed before or during the
                 answer, an answer that is not HTTP).
         """
-        url, request, body = self._request(method, path, params, data, content_type)
+        url, request, body = self._request(method, path, params, data, content_type, token)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn = self._take(connect)
         try:
@@ -216,7 +217,13 @@ class DirectTransport:
         return Response(status, reason, content, url)
 
     def _request(
-        self, method: str, path: str, params: Mapping[str, Any] | None, data: bytes | str | None, content_type: str
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        data: bytes | str | None,
+        content_type: str,
+        token: str | None,
     ) -> tuple[str, bytes, bytes | None]:
         """The URL (as shown in errors), the request's head (with a small body joined) and a large body on its own."""
         url = self.prefix + path
@@ -226,8 +233,8 @@ class DirectTransport:
             url, target = f"{url}?{query}", f"{target}?{query}"
         body = data.encode() if isinstance(data, str) else data
         head = f"{method} {target} HTTP/1.1\r\n{self._fixed}"
-        if self._token is not None:
-            head += f"Authorization: Bearer {self._token()}\r\n"
+        if token is not None:
+            head += f"Authorization: Bearer {token}\r\n"
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
         elif method in _BODY_METHODS:

@@ -59,7 +59,7 @@ def test_static_credentials_take_the_direct_path_with_headers_built_once(
 
 def test_a_token_file_takes_the_direct_path_with_no_token_built_in(tmp_path: pathlib.Path) -> None:
     found = transport.DirectTransport.for_config(
-        config(tmp_path, {"token": "stale"}, {"insecure-skip-tls-verify": True}), BASE, {}, "t", token=lambda: "fresh"
+        config(tmp_path, {"token": "stale"}, {"insecure-skip-tls-verify": True}), BASE, {}, "t", changing_token=True
     )
 
     assert found is not None

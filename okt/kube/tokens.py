@@ -32,6 +32,7 @@ session, which runs it for every request.
 
 from __future__ import annotations
 
+import abc
 import base64
 import datetime
 import json
@@ -70,6 +71,31 @@ class TokenSource(Protocol):
         ...
 
 
+class _Renewed(abc.ABC):
+    """The renewal both sources share: a token in hand under a lock, fetched afresh by ``_fetch_locked``."""
+
+    _token: str
+    _lock: threading.Lock
+
+    def renew(self, refused: str | None = None) -> bool:
+        """Get a token afresh, the API server having refused ``refused`` (None: the token in hand) — unless the
+        token in hand already differs from it (requests refused together renew once); whether the token in hand now
+        differs from it.
+
+        Raises:
+            okt.errors.Unauthorized: a credential plugin, run again, gave no token.
+        """
+        with self._lock:
+            refused = self._token if refused is None else refused
+            if self._token == refused:
+                self._fetch_locked()
+            return self._token != refused
+
+    @abc.abstractmethod
+    def _fetch_locked(self) -> None:
+        """Get the token afresh into ``_token`` (the lock held)."""
+
+
 class TokenFileWarning(UserWarning):
     """The token file could not be read again, or held no usable token: the last good token is still used."""
 
@@ -88,7 +114,7 @@ def _usable(text: str) -> str:
     return token
 
 
-class TokenFile:
+class TokenFile(_Renewed):
     """The bearer token in ``path``, read again when it is ``period`` seconds old or when asked to."""
 
     def __init__(
@@ -120,19 +146,11 @@ class TokenFile:
             return self._token
         with self._lock:
             if self._clock() - self._read_at >= self._period:
-                self._read_locked()
+                self._fetch_locked()
             return self._token
 
-    def renew(self, refused: str | None = None) -> bool:
-        """Read the file now, the API server having refused ``refused`` (None: the token in hand) — unless the token
-        in hand already differs from it; whether the token in hand now differs from it."""
-        with self._lock:
-            refused = self._token if refused is None else refused
-            if self._token == refused:
-                self._read_locked()
-            return self._token != refused
-
-    def _read_locked(self) -> None:
+    def _fetch_locked(self) -> None:
+        """Read the file again (its renewal)."""
         self._read_at = self._clock()
         try:
             self._token = _usable(self.path.read_text(encoding="utf-8"))
@@ -162,7 +180,7 @@ def _expiry(value: object) -> datetime.datetime | None:
         raise ValueError(f"expirationTimestamp {value!r} is not a time") from None
 
 
-class ExecToken:
+class ExecToken(_Renewed):
     """The bearer token a kubeconfig's credential plugin (``user.exec``) gives, kept until it expires."""
 
     def __init__(
@@ -195,8 +213,6 @@ class ExecToken:
         self._cluster = dict(cluster or {})
         self._clock = clock
         self._lock = threading.Lock()
-        self.runs = 0
-        """How many times the plugin ran."""
         self._token, self._expires = self._run()
 
     def token(self) -> str:
@@ -207,26 +223,12 @@ class ExecToken:
         """
         with self._lock:
             if self._expired():
-                self._run_again()
+                self._fetch_locked()
             return self._token
 
-    def renew(self, refused: str | None = None) -> bool:
-        """Run the plugin now, the API server having refused ``refused`` (None: the token in hand) — unless the token
-        in hand already differs from it (several requests refused at once run the plugin once); whether the token in
-        hand now differs from it.
-
-        Raises:
-            okt.errors.Unauthorized: the plugin gave no token.
-        """
-        with self._lock:
-            refused = self._token if refused is None else refused
-            if self._token == refused:
-                self._run_again()
-            return self._token != refused
-
-    def _run_again(self) -> None:
-        """A run after the first: its failure is the request's (an API error the caller retries with backoff), not
-        a mistake of the configuration that worked at start."""
+    def _fetch_locked(self) -> None:
+        """Run the plugin again (renewed, or its token expired). Its failure is the request's (an API error the
+        caller retries with backoff), not a mistake of the configuration that worked at start."""
         try:
             self._token, self._expires = self._run()
         except errors.ConfigurationError as exc:
@@ -270,7 +272,6 @@ class ExecToken:
         env.update({str(item["name"]): str(item["value"]) for item in self._spec.get("env") or ()})
         env["KUBERNETES_EXEC_INFO"] = self._exec_info()
         argv = [self._command, *(str(arg) for arg in self._spec.get("args") or ())]
-        self.runs += 1
         try:
             done = subprocess.run(  # noqa: S603 - the kubeconfig's own plugin, as kubectl runs it
                 argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PLUGIN_TIMEOUT, check=False

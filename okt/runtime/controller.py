@@ -10,7 +10,11 @@ Guarantees:
 * **event mapping** — a primary's ADDED event enqueues its key; a MODIFIED event only if it changed the generation,
   the deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never
   loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
-  holds it again (recreated); a child's event enqueues the owner named by its *controller* ownerReference when that
+  holds it again (recreated) — or unless it went **with okt's finalizer still on it**: a deletion that did not wait
+  for the finalizer (the API server can delete an object whose finalizer was added while the deletion was under way,
+  Kubernetes issue 77988; or someone deleted it from etcd). Its cleanup then runs on its last known state
+  (``cleanup(ctx)``; the finalizer's removal finds it gone), and is retried with backoff until it succeeds, so what it
+  was to release is released; a child's event enqueues the owner named by its *controller* ownerReference when that
   owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage
   collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed something
   outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
@@ -31,16 +35,22 @@ Guarantees:
   dies;
 * each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
 
+Caveats: the cleanup of an object deleted past okt's finalizer is remembered in memory only: if the operator stops
+before it succeeds, or the object was so deleted while no operator watched, nothing can tell it any more.
+
 The reconcile function is a parameter (default :func:`okt.reconciler.core.reconcile`), so the wiring can be exercised
 with a plain function.
 """
 
 from __future__ import annotations
 
+import builtins
+import copy
+import datetime
 import functools
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
@@ -196,6 +206,56 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
 # -- the controller --------------------------------------------------------------------------------------------
 
 
+class _Gone:
+    """The cache, except that for one object deleted past okt's finalizer it answers with that object's last known
+    state, marked as being deleted (so that a reconcile of it runs its cleanup)."""
+
+    def __init__(self, cache: cache_mod.Cache, kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
+        self._cache = cache
+        self._kind = kind
+        self._key = key_of(obj, kind.namespaced)
+        self._obj = obj
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        if (kind.api_version, kind.kind) == (self._kind.api_version, self._kind.kind) and self._key == (
+            namespace if kind.namespaced else None,
+            name,
+        ):
+            return copy.deepcopy(dict(self._obj))
+        return self._cache.get(kind, name, namespace)
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        return self._cache.list(kind, namespace, labels)
+
+    def owned(
+        self,
+        kind: kinds.Kind,
+        namespace: str | None,
+        owner_uid: str,
+        labels: Mapping[str, str],
+        skip: Container[tuple[str, str]] = (),
+    ) -> builtins.list[dict[str, Any]]:
+        return self._cache.owned(kind, namespace, owner_uid, labels, skip)
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        self._cache.observe(obj)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cache, name)
+
+
+def gone_past_finalizers(obj: Mapping[str, Any], finalizers: Container[str]) -> dict[str, Any] | None:
+    """The last state of a deleted object that still carried one of ``finalizers`` — marked as being deleted, as a
+    reconcile of it must see it — or None when it carried none of them (its finalizers ran)."""
+    meta = obj.get("metadata") or {}
+    if not any(f in finalizers for f in meta.get("finalizers") or ()):
+        return None
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {**obj, "metadata": {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or stamp}}
+
+
 class Controller:
     """Watches a reconciler's kinds and reconciles its primary objects with ``workers`` threads.
 
@@ -255,6 +315,12 @@ class Controller:
         # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
         self._held: dict[QueueKey, list[tuple[tuple[kinds.Kind, str | None, str, str], float]]] = {}
         self._held_lock = threading.Lock()
+        # Objects deleted with okt's finalizer still on them, by key, until their cleanup succeeded (guarded by
+        # _held_lock).
+        self._gone: dict[QueueKey, dict[str, Any]] = {}
+        self._finalizers = frozenset(
+            f for f in (reconciler_cls.finalizer, *reconciler_cls.legacy_finalizers) if isinstance(f, str) and f
+        )
         self._watching = False
         self._lock = threading.Lock()
         self._processed = 0
@@ -360,9 +426,18 @@ class Controller:
         self.daemons.observe(event_type, obj)
         key = key_of(obj, self.kind.namespaced)
         if event_type == informer_mod.DELETED:
-            # Gone for good unless it came back (recreated) in the meantime.
+            # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
-                return
+                last = gone_past_finalizers(obj, self._finalizers)
+                if last is None:
+                    return
+                self._log.warning(
+                    "deleted with okt's finalizer still on it: its cleanup runs on its last known state",
+                    namespace=key[0],
+                    name=key[1],
+                )
+                with self._held_lock:
+                    self._gone[key] = last
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
         self._enqueue(key, event_type, obj)
@@ -430,6 +505,22 @@ class Controller:
 
     # -- workers -------------------------------------------------------------------------------------------------
 
+    def _gone_object(self, key: QueueKey) -> dict[str, Any] | None:
+        """The last state of ``key``'s object if it was deleted past okt's finalizer and its cleanup is still due —
+        None when it was recreated since (the new object is reconciled as usual)."""
+        with self._held_lock:
+            gone = self._gone.get(key)
+            if gone is None or self.cache.get(self.kind, key[1], key[0]) is None:
+                return gone
+            del self._gone[key]
+        self._log.warning(
+            "recreated before the cleanup of the object deleted past okt's finalizer succeeded; that cleanup is "
+            "dropped",
+            namespace=key[0],
+            name=key[1],
+        )
+        return None
+
     def _daemons_still_running(self, namespace: str | None, name: str) -> bool:
         """Whether the object is being deleted while one of its daemons still runs: its finalization waits for them
         (they were asked to stop when the deletion was seen), checked again every ``DAEMON_STOP_POLL`` seconds."""
@@ -463,6 +554,7 @@ class Controller:
             return outcome
         started = time.monotonic()
         run = None
+        gone = self._gone_object(key)
         with (
             self.metrics.active(self.name),
             logs.reconcile_context(self.name, namespace, name),
@@ -472,7 +564,7 @@ class Controller:
                 run = self._reconcile(
                     self.reconciler,
                     self.client,
-                    self.cache,
+                    self.cache if gone is None else _Gone(self.cache, self.kind, gone),
                     namespace,
                     name,
                     kind=self.kind,
@@ -489,6 +581,10 @@ class Controller:
                 outcome = results_mod.Outcome.retry(exc)
                 result = "error"
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
+        if gone is not None and run is not None and run.results.first_error is None:
+            with self._held_lock:
+                if self._gone.get(key) is gone:
+                    del self._gone[key]
         with self._lock:
             self._processed += 1
         apply_outcome(self.queue, key, outcome)

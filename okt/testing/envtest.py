@@ -25,6 +25,7 @@ batch/v1beta1.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import ctypes
 import dataclasses
@@ -46,6 +47,7 @@ from typing import Any
 
 import yaml
 
+from okt.kube import kinds
 from okt.testing import build, images, node
 
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace", "deployment", "replicaset")
@@ -293,6 +295,28 @@ class ControlPlane:
 
     def start_apiserver(self) -> None:
         self._start_apiserver(self._assets or find_assets(build_if_missing=False))
+
+    def delete_from_etcd(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> bool:
+        """Delete an object's key in etcd, past the API server: its watchers see it ``DELETED`` with its finalizers
+        still on — what a deletion that did not wait for them looks like (the API server's race of Kubernetes issue
+        77988). Returns whether the key existed.
+
+        Raises:
+            ValueError: ``kind`` is built in (only a custom resource's key, ``/registry/<group>/<plural>/...``, is
+                known here).
+        """
+        if (kind.api_version, kind.kind) in kinds.BUILTIN:
+            raise ValueError(f"{kind} is built in: only custom resources can be deleted from etcd here")
+        prefix = f"/registry/{kind.group}/{kind.plural}"
+        key = f"{prefix}/{namespace}/{name}" if kind.namespaced else f"{prefix}/{name}"
+        body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.etcd_port}/v3/kv/deleterange",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(json.loads(answer.read()).get("deleted") or 0) > 0
 
     def restart_apiserver(self) -> None:
         self.stop_apiserver()

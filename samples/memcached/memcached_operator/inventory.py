@@ -15,9 +15,15 @@ Guarantees:
   never overwrite each other's entries;
 * a record is **fenced**: it is a JSON patch that first tests the inventory's resourceVersion, and every
   :func:`forget` changes the inventory (it removes the entry and stamps :data:`FORGOTTEN` with the Memcached's uid,
-  creating an empty inventory if there is none). A record read before a forget — a reconcile that had not yet seen
-  the deletion, or a request of an operator killed in mid-flight that the API server applies late — therefore fails
-  instead of bringing back the entry of a Memcached that is gone. Within one operator, the writes to one namespace's
+  creating an empty inventory if there is none). A record read before a forget — a request of an operator killed in
+  mid-flight that the API server applies late — therefore fails instead of bringing back the entry of a Memcached
+  that is gone;
+* a record is only written for a Memcached that, **read from the API** just before, is still the one the reconcile
+  is about, not being deleted, with the finalizer on: a reconcile working from a cache that lags behind the deletion
+  (a new operator's first list is served by the API server's watch cache, which can trail etcd by seconds when the
+  control plane is busy) would otherwise record it after its forget, with an inventory read afresh. Nothing else can
+  forget it meanwhile: this operator reconciles one Memcached at a time, and only one operator leads. This read
+  costs one request per record that writes, none at a steady state. Within one operator, the writes to one namespace's
   inventory take turns (:func:`turn`), so its own workers never fail each other's fence: the cached inventory
   already holds the previous write's answer. A record that loses to another writer re-reads the inventory from the
   API and tries again at once;
@@ -98,7 +104,8 @@ def record(ctx: okt.Context) -> okt.Operation:
 
     Returns:
         ``CREATED`` (the ConfigMap was created with the entry), ``UPDATED`` (the entry was added or changed) or
-        ``UNCHANGED`` (no request was sent).
+        ``UNCHANGED`` (the entry was there; or the Memcached, read from the API, is gone, replaced or being deleted:
+        nothing is recorded, and its deletion's own reconcile does the rest).
 
     Raises:
         okt.Invalid: the inventory kept changing under :data:`ATTEMPTS` fenced patches in a row (422: the
@@ -112,13 +119,31 @@ def record(ctx: okt.Context) -> okt.Operation:
     if live is not None and (live.get("data") or {}).get(name) == value:
         return okt.Operation.UNCHANGED
     with turn(namespace):
-        return _record(ctx, kind, ctx.reader.get(kind, NAME, namespace), name, value)
+        live = ctx.reader.get(kind, NAME, namespace)
+        if live is not None and (live.get("data") or {}).get(name) == value:
+            return okt.Operation.UNCHANGED
+        if not still_recordable(ctx):
+            return okt.Operation.UNCHANGED
+        return _record(ctx, kind, live, name, value)
+
+
+def still_recordable(ctx: okt.Context) -> bool:
+    """Whether the custom resource, read from the API now, is the one ``ctx`` holds (same uid), not being deleted,
+    and carries the reconciler's finalizer — so that its deletion will run :func:`forget` after this record."""
+    fresh = ctx.client.get_or_none(ctx.kind, ctx.cr.name, ctx.cr.namespace)
+    meta = (fresh or {}).get("metadata") or {}
+    return (
+        fresh is not None
+        and meta.get("uid") == ctx.cr.uid
+        and not meta.get("deletionTimestamp")
+        and ctx.settings.finalizer in (meta.get("finalizers") or ())
+    )
 
 
 def _record(ctx: okt.Context, kind: okt.Kind, live: dict[str, Any] | None, name: str, value: str) -> okt.Operation:
     namespace = ctx.cr.namespace
     for attempt in range(1, ATTEMPTS + 1):
-        if live is not None and (live.get("data") or {}).get(name) == value:
+        if attempt > 1 and live is not None and (live.get("data") or {}).get(name) == value:
             return okt.Operation.UNCHANGED
         try:
             if live is None:

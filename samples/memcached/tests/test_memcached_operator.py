@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import pathlib
 from collections.abc import Callable
@@ -265,6 +266,52 @@ def test_a_record_read_before_the_deletion_cannot_bring_the_entry_back(
     assert "late" not in memcacheds.inventory()
     after = kube.get(kind, inventory.NAME, memcacheds.namespace)
     assert after["metadata"]["annotations"][inventory.FORGOTTEN] == json.loads(entry)["uid"]
+
+
+class BeforeItsDeletion(core.ApiReader):
+    """A cache that still holds one Memcached as it was before its deletion: a new operator's first list served by
+    an API server's watch cache that trails etcd. Everything else is read from the API."""
+
+    def __init__(self, client: okt.Client, memcached: dict[str, Any]) -> None:
+        super().__init__(client)
+        self.memcached = memcached
+
+    def get(self, kind: okt.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        meta = self.memcached["metadata"]
+        if kind.kind == self.memcached["kind"] and (namespace, name) == (meta["namespace"], meta["name"]):
+            return copy.deepcopy(self.memcached)
+        return super().get(kind, name, namespace)
+
+
+def test_a_reconcile_that_read_the_memcached_before_its_deletion_does_not_record_it_after_its_forget(
+    kube: okt.Client, operator: RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    memcacheds.create("stale", size=1)
+    memcacheds.wait_converged(["stale"])
+    before = kube.get(memcacheds.kind, "stale", memcacheds.namespace)
+    before.setdefault("kind", memcacheds.kind.kind)
+    memcacheds.delete("stale")
+    memcacheds.wait_gone("stale")
+    assert "stale" not in memcacheds.inventory()
+
+    stale_cache = BeforeItsDeletion(kube, before)
+    core.reconcile(MemcachedReconciler(), kube, stale_cache, memcacheds.namespace, "stale", kind=memcacheds.kind)
+
+    assert "stale" not in memcacheds.inventory()
+
+
+def test_a_memcached_deleted_past_its_finalizer_still_leaves_the_inventory(
+    control_plane: envtest.ControlPlane, operator: RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    memcacheds.create("bypassed", size=1)
+    memcacheds.wait_converged(["bypassed"])
+    assert "bypassed" in memcacheds.inventory()
+
+    # What the API server does to a deletion racing the finalizer's addition (Kubernetes issue 77988): the object
+    # is gone at once, the finalizer still on it.
+    assert control_plane.delete_from_etcd(memcacheds.kind, "bypassed", memcacheds.namespace)
+
+    wait_for(lambda: "bypassed" not in memcacheds.inventory(), timeout=30)
 
 
 def test_a_converged_memcached_is_reconciled_again_without_any_write(

@@ -463,3 +463,30 @@ def test_an_event_during_a_reconcile_requeues_it_unless_it_echoes_that_reconcile
     finally:
         controller.shutdown(grace=5)
         cache.stop()
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "deleting", "cleanup_due"),
+    [
+        (["example.com/cleanup"], False, True),  # gone at once, the finalizer on: the API server's race
+        (["other.io/keep", "example.com/old"], True, True),  # a legacy finalizer of okt's counts too
+        (["other.io/keep"], True, False),  # okt's finalizer had gone (its cleanup ran); someone else's is not okt's
+        ([], False, False),
+    ],
+)
+def test_an_object_deleted_with_okts_finalizer_on_is_due_a_cleanup_as_being_deleted(
+    finalizers: list[str], deleting: bool, cleanup_due: bool
+) -> None:
+    meta: dict[str, Any] = {"name": "g", "namespace": "ns", "finalizers": finalizers}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-28T10:00:00Z"
+    obj = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": meta, "spec": {"size": 1}}
+
+    last = controller_mod.gone_past_finalizers(obj, {"example.com/cleanup", "example.com/old"})
+
+    assert (last is not None) is cleanup_due
+    if last is not None:
+        assert last["metadata"]["deletionTimestamp"]  # a reconcile of it takes the finalizer's path
+        assert last["metadata"]["finalizers"] == finalizers
+        assert last["spec"] == {"size": 1}
+    assert ("deletionTimestamp" in meta) is deleting  # the event's object is left as it was

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pathlib
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
+import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import core
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.testing import faults, wait_for
+from okt.testing import envtest, faults, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -213,3 +215,43 @@ def test_a_key_that_failed_while_the_api_server_was_away_is_retried_when_it_answ
             controller.shutdown(5)
             cache.stop()
             client.close()
+
+
+class CleanedGadget(okt.Reconciler):
+    """A Gadget whose cleanup fails on its first call (an external system briefly down), then succeeds."""
+
+    api_version = "runtime.okt.io/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    finalizer = "test.okt.io/release"
+    cleanups: ClassVar[list[tuple[str, bool]]] = []
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        failing = not self.cleanups
+        self.cleanups.append((ctx.cr.uid, not failing))
+        if failing:
+            raise okt.TemporaryError("the external system is down", delay=0.2)
+
+
+@pytest.mark.parametrize("gadget_reconciler", [CleanedGadget])
+def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanup_succeeds(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    run_controller: Any,
+) -> None:
+    CleanedGadget.cleanups.clear()
+    uid = make_gadget("g")["metadata"]["uid"]
+    controller = run_controller(core.reconcile)
+    finalizer = CleanedGadget.finalizer
+    wait_for(lambda: finalizer in okt.CustomResource(kube.get(gadget_kind, "g", namespace)).finalizers, timeout=10)
+
+    # Gone at once with the finalizer on, as a deletion racing the finalizer's addition can make it.
+    assert control_plane.delete_from_etcd(gadget_kind, "g", namespace)
+
+    wait_for(lambda: any(done for _, done in CleanedGadget.cleanups), timeout=15)
+    settle(controller)
+    assert CleanedGadget.cleanups == [(uid, False), (uid, True)]
+    assert kube.get_or_none(gadget_kind, "g", namespace) is None

@@ -53,6 +53,8 @@ from okt.testing import build, images, node
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace", "deployment", "replicaset")
 ADMIN_USER = "okt-admin"
 START_TIMEOUT = 90.0
+PORT_ATTEMPTS = 5
+"""Starts of etcd or the API server tried on fresh ports when one chosen was taken before it could be bound."""
 
 
 class ControlPlaneError(RuntimeError):
@@ -209,8 +211,8 @@ class ControlPlane:
         atexit.register(self.stop)
         try:
             self._prepare_files()
-            self._start_etcd(etcd)
-            self._start_apiserver(assets)
+            self._on_free_ports("etcd", lambda: self._start_etcd(etcd), self._forget_etcd_ports)
+            self._on_free_ports("kube-apiserver", lambda: self._start_apiserver(assets), self._forget_apiserver_port)
             self.kubeconfig_for(self.users[0], self.kubeconfig)
             for crd in self._crds:
                 self.install_crd(crd)
@@ -407,6 +409,26 @@ class ControlPlane:
         except OSError:
             return "(no log)"
         return " | ".join(lines[-3:]) + f" (log: {log})"
+
+    def _on_free_ports(self, name: str, start: Callable[[], None], forget_ports: Callable[[], None]) -> None:
+        """``start()``, again on other ports while ``name`` finds one of its ports taken: a port free when chosen can
+        be given to another process's connection before ``name`` binds it (the kernel hands out the same range)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                start()
+                return
+            except ControlPlaneError as exc:
+                if "address already in use" not in str(exc) or attempt == PORT_ATTEMPTS:
+                    raise
+                self._kill(name)
+                forget_ports()
+
+    def _forget_etcd_ports(self) -> None:
+        self.etcd_port = 0
+        shutil.rmtree(self.directory / "etcd", ignore_errors=True)
+
+    def _forget_apiserver_port(self) -> None:
+        self.port = 0
 
     def _start_etcd(self, etcd: pathlib.Path) -> None:
         self.etcd_port = free_port()

@@ -632,6 +632,32 @@ def test_stop_leaves_no_process_behind_and_removes_the_temporary_directory() -> 
         _ = plane.directory
 
 
+def test_ports_taken_between_their_choice_and_their_binding_are_chosen_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another process's connection can be given a port the kernel called free a moment before: here the first two
+    # choices (etcd's client port, then the API server's) are ports something already listens on.
+    with contextlib.ExitStack() as held:
+        taken = []
+        for _ in range(2):
+            listener = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            taken.append(listener.getsockname()[1])
+        choices = iter(taken[:1])
+        real = envtest.free_port
+        monkeypatch.setattr(envtest, "free_port", lambda: next(choices, None) or real())
+        plane = envtest.ControlPlane(controllers=())
+        plane.port = taken[1]  # the API server's port, as a restart on the same port keeps it
+        plane.start()
+        try:
+            client = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+            assert client.server_version()
+            client.close()
+            assert plane.etcd_port != taken[0]
+            assert plane.port != taken[1]
+        finally:
+            plane.stop()
+
+
 # -- the controllers of kube-controller-manager -------------------------------------------------------------------
 # Last in the file: the garbage collector only learns the Widget kind on its periodic discovery resync, so the
 # later its test runs after the CRD was created, the less it waits.

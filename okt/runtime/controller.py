@@ -12,8 +12,9 @@ Guarantees:
   loops); a DELETED primary is not reconciled (the core ran its finalizer before the API let it go) unless the store
   holds it again (recreated) — or unless it went **with okt's finalizer still on it**: a deletion that did not wait
   for the finalizer (the API server can delete an object whose finalizer was added while the deletion was under way,
-  Kubernetes issue 77988; or someone deleted it from etcd). Its cleanup then runs on its last known state
-  (``cleanup(ctx)``; the finalizer's removal finds it gone), and is retried with backoff until it succeeds, so what it
+  Kubernetes issue 77988; or someone deleted it from etcd). Once the API confirms it is gone (a watch also says
+  ``DELETED`` of an object that merely left its selection: that one is left alone), its cleanup runs on its last known
+  state (``cleanup(ctx)``; the finalizer's removal finds it gone), retried with backoff until it succeeds, so what it
   was to release is released; a child's event enqueues the owner named by its *controller* ownerReference when that
   owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage
   collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed something
@@ -246,6 +247,10 @@ class _Gone:
         return getattr(self._cache, name)
 
 
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
 def gone_past_finalizers(obj: Mapping[str, Any], finalizers: Container[str]) -> dict[str, Any] | None:
     """The last state of a deleted object that still carried one of ``finalizers`` — marked as being deleted, as a
     reconcile of it must see it — or None when it carried none of them (its finalizers ran)."""
@@ -431,11 +436,6 @@ class Controller:
                 last = gone_past_finalizers(obj, self._finalizers)
                 if last is None:
                     return
-                self._log.warning(
-                    "deleted with okt's finalizer still on it: its cleanup runs on its last known state",
-                    namespace=key[0],
-                    name=key[1],
-                )
                 with self._held_lock:
                     self._gone[key] = last
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
@@ -506,19 +506,33 @@ class Controller:
     # -- workers -------------------------------------------------------------------------------------------------
 
     def _gone_object(self, key: QueueKey) -> dict[str, Any] | None:
-        """The last state of ``key``'s object if it was deleted past okt's finalizer and its cleanup is still due —
-        None when it was recreated since (the new object is reconciled as usual)."""
+        """The last state of ``key``'s object if it was deleted past okt's finalizer and its cleanup is still due.
+
+        None when the object is in fact there: a watch also says ``DELETED`` of an object that left its selection (a
+        label selector, ``annotation_selector`` or ``when(obj)`` that stopped matching), so the API is asked; an
+        object there with the same uid was not deleted and is left alone (it is not the operator's any more), and
+        one recreated since is reconciled as usual.
+
+        Raises:
+            okt.errors.ApiError: the API could not say whether the object is there (the key is retried).
+        """
         with self._held_lock:
             gone = self._gone.get(key)
-            if gone is None or self.cache.get(self.kind, key[1], key[0]) is None:
+        if gone is None:
+            return None
+        there = self.client.get_or_none(self.kind, key[1], key[0])
+        if there is None or _uid(there) != _uid(gone):
+            if self.cache.get(self.kind, key[1], key[0]) is None:
                 return gone
-            del self._gone[key]
-        self._log.warning(
-            "recreated before the cleanup of the object deleted past okt's finalizer succeeded; that cleanup is "
-            "dropped",
-            namespace=key[0],
-            name=key[1],
-        )
+            self._log.warning(
+                "recreated before the cleanup of the object deleted past okt's finalizer succeeded; that cleanup "
+                "is dropped",
+                namespace=key[0],
+                name=key[1],
+            )
+        with self._held_lock:
+            if self._gone.get(key) is gone:
+                del self._gone[key]
         return None
 
     def _daemons_still_running(self, namespace: str | None, name: str) -> bool:
@@ -554,13 +568,14 @@ class Controller:
             return outcome
         started = time.monotonic()
         run = None
-        gone = self._gone_object(key)
+        gone = None
         with (
             self.metrics.active(self.name),
             logs.reconcile_context(self.name, namespace, name),
             kube_client.fenced(self.write_fence),
         ):
             try:
+                gone = self._gone_object(key)
                 run = self._reconcile(
                     self.reconciler,
                     self.client,
@@ -582,6 +597,12 @@ class Controller:
                 result = "error"
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
         if gone is not None and run is not None and run.results.first_error is None:
+            self._log.warning(
+                "deleted with okt's finalizer still on it (its deletion did not wait for it): its cleanup ran on its "
+                "last known state",
+                namespace=namespace,
+                name=name,
+            )
             with self._held_lock:
                 if self._gone.get(key) is gone:
                     del self._gone[key]

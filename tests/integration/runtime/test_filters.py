@@ -4,7 +4,7 @@ nor kept in the cache; one that starts passing is reconciled at once, one that s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -70,3 +70,40 @@ def test_only_objects_that_pass_the_filters_are_cached_and_reconciled(
         manager.join(15)
 
     assert config(kube, namespace, "skip-c") is None
+
+
+class SelectiveWithCleanup(Selective):
+    finalizer = "example.com/cleanup"
+    cleanups: ClassVar[list[str]] = []
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        self.cleanups.append(ctx.cr.name)
+
+
+def test_an_object_that_stops_passing_the_filters_keeps_okts_finalizer_and_gets_no_cleanup(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    SelectiveWithCleanup.cleanups.clear()
+    shared.make_widget(kube, widget_kind, namespace, "a", size=1)
+    annotated(kube, widget_kind, namespace, "a", "yes")
+    finalizer = SelectiveWithCleanup.finalizer
+    manager = manager_mod.Manager(
+        kube, [SelectiveWithCleanup], namespaces=[namespace], metrics_bind="0", grace_period=5
+    )
+    manager.start()
+    try:
+        wait_for(lambda: config(kube, namespace, "a") is not None, timeout=30, message="a's child")
+        assert finalizer in okt.CustomResource(kube.get(widget_kind, "a", namespace)).finalizers
+        controller = manager.controllers[0]
+        processed = controller.processed
+
+        # Stops passing: the store forgets it with a DELETED event that still carries okt's finalizer.
+        annotated(kube, widget_kind, namespace, "a", None)
+        wait_for(lambda: controller.processed > processed, timeout=30, message="the key looked at again")
+        wait_for(lambda: controller.in_flight == 0 and len(controller.queue) == 0, timeout=30)
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    assert SelectiveWithCleanup.cleanups == []
+    assert finalizer in okt.CustomResource(kube.get(widget_kind, "a", namespace)).finalizers

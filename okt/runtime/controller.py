@@ -516,6 +516,8 @@ class Controller:
         Raises:
             okt.errors.ApiError: the API could not say whether the object is there (the key is retried).
         """
+        if not self._gone:  # the usual case, asked on every reconcile: no lock taken
+            return None
         with self._held_lock:
             gone = self._gone.get(key)
         if gone is None:

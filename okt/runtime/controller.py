@@ -537,6 +537,30 @@ class Controller:
                 del self._gone[key]
         return None
 
+    def _run(
+        self, namespace: str | None, name: str, gone: dict[str, Any] | None
+    ) -> tuple[stepper.Run | None, results_mod.Outcome, str]:
+        """One reconcile (of ``gone``, the last state of an object deleted past okt's finalizer, when given): its
+        run, outcome and metrics result."""
+        try:
+            run = self._reconcile(
+                self.reconciler,
+                self.client,
+                self.cache if gone is None else _Gone(self.cache, self.kind, gone),
+                namespace,
+                name,
+                kind=self.kind,
+                logger=self._log,
+                recorder=self._recorder,
+            )
+        except Exception as exc:  # a crashing reconcile is retried, never fatal to the worker
+            self._log.exception("reconcile raised", namespace=namespace, name=name)
+            return None, results_mod.Outcome.retry(exc), "error"
+        failed_status = run.results.count(results_mod.Operation.STATUS_UPDATE_ERROR)
+        if failed_status:
+            self.metrics.status_write_errors_total.labels(controller=self.name).inc(failed_status)
+        return run, run.outcome, run.outcome.kind.value
+
     def _daemons_still_running(self, namespace: str | None, name: str) -> bool:
         """Whether the object is being deleted while one of its daemons still runs: its finalization waits for them
         (they were asked to stop when the deletion was seen), checked again every ``DAEMON_STOP_POLL`` seconds."""
@@ -578,25 +602,17 @@ class Controller:
         ):
             try:
                 gone = self._gone_object(key)
-                run = self._reconcile(
-                    self.reconciler,
-                    self.client,
-                    self.cache if gone is None else _Gone(self.cache, self.kind, gone),
-                    namespace,
-                    name,
-                    kind=self.kind,
-                    logger=self._log,
-                    recorder=self._recorder,
+            except errors.ApiError as exc:
+                # Whether it is gone is not known yet: asked again after the key's backoff, nothing else done.
+                self._log.warning(
+                    "cannot tell yet whether the object deleted with okt's finalizer on it is gone; retrying",
+                    namespace=namespace,
+                    name=name,
+                    error=str(exc),
                 )
-                outcome = run.outcome
-                result = outcome.kind.value
-                failed_status = run.results.count(results_mod.Operation.STATUS_UPDATE_ERROR)
-                if failed_status:
-                    self.metrics.status_write_errors_total.labels(controller=self.name).inc(failed_status)
-            except Exception as exc:  # a crashing reconcile is retried, never fatal to the worker
-                self._log.exception("reconcile raised", namespace=namespace, name=name)
-                outcome = results_mod.Outcome.retry(exc)
-                result = "error"
+                outcome, result = results_mod.Outcome.retry(exc), "error"
+            else:
+                run, outcome, result = self._run(namespace, name, gone)
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
         if gone is not None and run is not None and run.results.first_error is None:
             self._log.warning(

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
+import structlog
+import structlog.testing
 import yaml
 
 import okt
@@ -20,7 +22,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import workqueue
-from okt.testing import wait_for
+from okt.testing import FakeClient, wait_for
 
 WIDGET = kinds.Kind("example.io/v1", "Widget", "widgets")
 CLUSTER_WIDGET = kinds.Kind("example.io/v1", "ClusterWidget", "clusterwidgets", namespaced=False)
@@ -490,3 +492,44 @@ def test_an_object_deleted_with_okts_finalizer_on_is_due_a_cleanup_as_being_dele
         assert last["metadata"]["finalizers"] == finalizers
         assert last["spec"] == {"size": 1}
     assert ("deletionTimestamp" in meta) is deleting  # the event's object is left as it was
+
+
+class CleanedWidgets(Widgets):
+    finalizer = "example.io/cleanup"
+
+
+def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted_once_the_api_says_it_is_gone() -> None:
+    kind = okt.Kind("example.io/v1", "Widget", "widgets")
+    client = FakeClient(kinds=[kind])
+    seen: list[dict[str, Any] | None] = []
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        seen.append(reader.get(kind, name, namespace))
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(
+        CleanedWidgets, client, cache_mod.Cache(client), reconcile=reconcile, backoff=NO_JITTER
+    )
+    last = {
+        "apiVersion": "example.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "finalizers": ["example.io/cleanup"]},
+    }
+    controller.on_primary_event("DELETED", last, None)
+    assert len(controller.queue) == 1
+
+    client.fail("get", "widgets", errors.ApiError.from_status(503, "ServiceUnavailable", "the API is down"))
+    with structlog.testing.capture_logs() as logged:
+        first = controller.process(("ns", "w"))  # the API cannot say whether it is gone: retried, nothing reconciled
+    assert first.kind is results_mod.OutcomeKind.RETRY
+    assert seen == []
+    assert [entry["log_level"] for entry in logged] == ["warning"]  # an outage, not a reconcile that raised
+
+    second = controller.process(("ns", "w"))  # gone: reconciled on its last state, marked as being deleted
+    assert second.kind is results_mod.OutcomeKind.DONE
+    assert len(seen) == 1 and seen[0] is not None
+    assert seen[0]["metadata"]["uid"] == "u1"
+    assert seen[0]["metadata"]["deletionTimestamp"]
+
+    controller.process(("ns", "w"))  # its cleanup succeeded: the next reconcile of the key finds nothing
+    assert seen[-1] is None

@@ -19,14 +19,15 @@ Guarantees:
   mid-flight that the API server applies late — therefore fails instead of bringing back the entry of a Memcached
   that is gone;
 * a record is only written for a Memcached that, **read from the API** just before, is still the one the reconcile
-  is about, not being deleted, with the finalizer on: a reconcile working from a cache that lags behind the deletion
-  (a new operator's first list is served by the API server's watch cache, which can trail etcd by seconds when the
-  control plane is busy) would otherwise record it after its forget, with an inventory read afresh. Nothing else can
-  forget it meanwhile: this operator reconciles one Memcached at a time, and only one operator leads. This read
-  costs one request per record that writes, none at a steady state. Within one operator, the writes to one namespace's
-  inventory take turns (:func:`turn`), so its own workers never fail each other's fence: the cached inventory
-  already holds the previous write's answer. A record that loses to another writer re-reads the inventory from the
-  API and tries again at once;
+  is about, not being deleted, with the finalizer on. Otherwise it could outlive its Memcached: the API server can
+  delete an object at once although adding its finalizer was answered 200 (Kubernetes issue 77988; okt then runs the
+  cleanup when the watch tells the deletion), and a reconcile working from a cache that trails the deletion (a new
+  operator's first list is answered by the API server's watch cache) would record it after its forget. Nothing else
+  forgets it between that read and the write: okt reconciles one Memcached in one worker at a time, and one operator
+  leads. The read costs one request per record that writes, none at a steady state;
+* within one operator, the writes to one namespace's inventory take turns (:func:`turn`), so its own workers never
+  fail each other's fence: the cached inventory already holds the previous write's answer. A record that loses to
+  another writer re-reads the inventory from the API and tries again at once;
 * the ConfigMap is created on first use (a concurrent creation is detected and turned into a patch) and is kept
   when it becomes empty, since another Memcached may be recorded a moment later.
 
@@ -118,13 +119,10 @@ def record(ctx: okt.Context) -> okt.Operation:
     live = ctx.reader.get(kind, NAME, namespace)
     if live is not None and (live.get("data") or {}).get(name) == value:
         return okt.Operation.UNCHANGED
+    if not still_recordable(ctx):
+        return okt.Operation.UNCHANGED
     with turn(namespace):
-        live = ctx.reader.get(kind, NAME, namespace)
-        if live is not None and (live.get("data") or {}).get(name) == value:
-            return okt.Operation.UNCHANGED
-        if not still_recordable(ctx):
-            return okt.Operation.UNCHANGED
-        return _record(ctx, kind, live, name, value)
+        return _record(ctx, kind, ctx.reader.get(kind, NAME, namespace), name, value)
 
 
 def still_recordable(ctx: okt.Context) -> bool:
@@ -143,7 +141,7 @@ def still_recordable(ctx: okt.Context) -> bool:
 def _record(ctx: okt.Context, kind: okt.Kind, live: dict[str, Any] | None, name: str, value: str) -> okt.Operation:
     namespace = ctx.cr.namespace
     for attempt in range(1, ATTEMPTS + 1):
-        if attempt > 1 and live is not None and (live.get("data") or {}).get(name) == value:
+        if live is not None and (live.get("data") or {}).get(name) == value:
             return okt.Operation.UNCHANGED
         try:
             if live is None:

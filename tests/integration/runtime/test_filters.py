@@ -99,6 +99,7 @@ def test_an_object_that_stops_passing_the_filters_keeps_okts_finalizer_and_gets_
 
         # Stops passing: the store forgets it with a DELETED event that still carries okt's finalizer.
         annotated(kube, widget_kind, namespace, "a", None)
+        wait_for(lambda: manager.cache.get(widget_kind, "a", namespace) is None, timeout=30, message="a forgotten")
         wait_for(lambda: controller.processed > processed, timeout=30, message="the key looked at again")
         wait_for(lambda: controller.in_flight == 0 and len(controller.queue) == 0, timeout=30)
     finally:

@@ -252,13 +252,19 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 
 def gone_past_finalizers(obj: Mapping[str, Any], finalizers: Container[str]) -> dict[str, Any] | None:
-    """The last state of a deleted object that still carried one of ``finalizers`` — marked as being deleted, as a
-    reconcile of it must see it — or None when it carried none of them (its finalizers ran)."""
+    """The last state of a deleted object that carried one of ``finalizers`` and was never marked as being deleted —
+    returned marked so, as a reconcile of it must see it — or None.
+
+    A deletion that waited for its finalizers marks the object first (``deletionTimestamp``), and the watch's
+    ``DELETED`` tells the last state stored, which still lists the finalizer okt's own removal took away (the API
+    server deletes instead of storing that removal): that one is None, its cleanup ran. An object gone with a
+    finalizer and no such mark went without waiting.
+    """
     meta = obj.get("metadata") or {}
-    if not any(f in finalizers for f in meta.get("finalizers") or ()):
+    if meta.get("deletionTimestamp") or not any(f in finalizers for f in meta.get("finalizers") or ()):
         return None
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {**obj, "metadata": {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or stamp}}
+    return {**obj, "metadata": {**meta, "deletionTimestamp": stamp}}
 
 
 class Controller:

@@ -255,3 +255,30 @@ def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanu
     settle(controller)
     assert CleanedGadget.cleanups == [(uid, False), (uid, True)]
     assert kube.get_or_none(gadget_kind, "g", namespace) is None
+
+
+class CountedGadget(CleanedGadget):
+    """A Gadget whose cleanup always succeeds, counted."""
+
+    cleanups: ClassVar[list[tuple[str, bool]]] = []
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        self.cleanups.append((ctx.cr.uid, True))
+
+
+@pytest.mark.parametrize("gadget_reconciler", [CountedGadget])
+def test_a_deletion_that_waits_for_okts_finalizer_runs_the_cleanup_once(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, make_gadget: Any, run_controller: Any
+) -> None:
+    CountedGadget.cleanups.clear()
+    uid = make_gadget("g")["metadata"]["uid"]
+    controller = run_controller(core.reconcile)
+    finalizer = CountedGadget.finalizer
+    wait_for(lambda: finalizer in okt.CustomResource(kube.get(gadget_kind, "g", namespace)).finalizers, timeout=10)
+
+    # The watch's DELETED tells the last state stored, okt's finalizer still listed: not a deletion past it.
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: kube.get_or_none(gadget_kind, "g", namespace) is None, timeout=15)
+    wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=15)
+    settle(controller)
+    assert CountedGadget.cleanups == [(uid, True)]

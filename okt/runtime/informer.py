@@ -424,7 +424,9 @@ class Informer:
         No event is produced, and the watch's echo of that same version is swallowed when it arrives (the writer
         already knows it); a later version from anyone is delivered as usual, and so is someone else's version older
         than this answer that the watch tells after it (the writer acted on what it read before that change).
-        Returns whether the store changed. The object is shallow-copied (its metadata without ``managedFields``), so
+        An answer not newer than what the watch last told is not stored for an object the store lacks: the object
+        was deleted (or left the selection) after that answer. Returns whether the store changed. The object is
+        shallow-copied (its metadata without ``managedFields``), so
         the caller's dict is never aliased by the store.
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
@@ -434,6 +436,12 @@ class Informer:
         with self._lock:
             key = store_key(stored_obj)
             current = self._store.get(key)
+            if current is None and version and is_newer(version, self._resource_version) is not True:
+                # The store holds everything up to the version the watch (or the list) last told, and this object
+                # is not in it: the answer is from before its deletion (okt's finalizer removal, a write the garbage
+                # collector overtook) or from before it left the selection. Storing it would bring back a ghost that
+                # reads as existing until the next relist.
+                return False
             if current is not None and not is_newer(version, current.rv):
                 if version and version == current.rv and key not in self._shadowed:
                     # The watch announced this very version before the answer reached the writer.

@@ -279,5 +279,6 @@ def test_a_deletion_that_waits_for_okts_finalizer_runs_the_cleanup_once(
     # The watch's DELETED tells the last state stored, okt's finalizer still listed: not a deletion past it.
     kube.delete(gadget_kind, "g", namespace)
     wait_for(lambda: kube.get_or_none(gadget_kind, "g", namespace) is None, timeout=15)
+    wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=15)
     settle(controller)
     assert CountedGadget.cleanups == [(uid, True)]

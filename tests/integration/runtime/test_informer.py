@@ -189,3 +189,29 @@ def test_a_change_the_watch_tells_only_after_okts_later_write_was_observed_is_an
     assert events.of("a") == [informer_mod.ADDED, informer_mod.MODIFIED]  # theirs; the echo of ours swallowed
     assert int(theirs["metadata"]["resourceVersion"]) < int(ours["metadata"]["resourceVersion"])
     assert informer.get(namespace, "a")["metadata"]["labels"] == {"written": "by-okt"}  # type: ignore[index]
+
+
+def test_the_answer_to_okts_finalizer_removal_observed_after_the_watch_told_the_deletion_brings_nothing_back(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, run_informer: Any
+) -> None:
+    """okt removes its finalizer from an object being deleted: the API server answers with the object (deleting, no
+    finalizer left) and deletes it at once. The worker that wrote may observe that answer only after the watch told
+    the deletion; the object must stay gone from the store, not read as existing until the next relist."""
+    kube.create(
+        {
+            **config_map(namespace, "a"),
+            "metadata": {"name": "a", "namespace": namespace, "finalizers": ["example.com/cleanup"]},
+        },
+        CM,
+    )
+    events = Events()
+    informer = run_informer(kube, namespace, events)
+    kube.delete(CM, "a", namespace)
+    wait_for(lambda: events.of("a") == [informer_mod.ADDED, informer_mod.MODIFIED], timeout=10)
+    released = kube.patch(CM, "a", {"metadata": {"finalizers": None}}, namespace)
+    assert released["metadata"]["deletionTimestamp"] and not released["metadata"].get("finalizers")
+    wait_for(lambda: events.of("a")[-1:] == [informer_mod.DELETED], timeout=10, message=lambda: str(events.of("a")))
+
+    assert informer.observe(released) is False
+    assert informer.get(namespace, "a") is None
+    assert kube.get_or_none(CM, "a", namespace) is None

@@ -281,7 +281,7 @@ def test_every_json_value_is_read_back_as_it_was_stored_and_each_read_is_a_priva
     data = {"text": "Grüße, 日本", "empty": "", "int": 3, "big": 2**70, "float": 0.5, "true": True, "false": False}
     informer = start()
     stored = obj(CM, "a")
-    stored["metadata"]["resourceVersion"] = "7"
+    stored["metadata"]["resourceVersion"] = "107"  # newer than the list: a create answered before its ADDED
     stored.update(data=data, extra={"none": None, "list": [1, "two", [], {}], "nested": Ordered(a=1)})
     informer.observe(stored)
     first, second = informer.get("ns", "a"), informer.get("ns", "a")
@@ -371,6 +371,48 @@ def test_a_deleted_event_older_than_a_recreated_object_keeps_the_new_one_but_is_
     wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
     assert recorder.snapshot()[1][0] == "DELETED"
     assert informer.get("ns", "a")["metadata"]["uid"] == "second"  # type: ignore[index]
+
+
+def test_an_answer_observed_after_the_watch_told_the_objects_deletion_does_not_bring_it_back(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a", finalizers=["okt.example/finalizer"], deletionTimestamp="2026-11-28T00:00:00Z"))
+    informer = start()
+    # okt removes its finalizer: the API answers with the object (deleting, no finalizer left) and deletes it.
+    released = api.put(CM, obj(CM, "a", deletionTimestamp="2026-11-28T00:00:00Z"))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    assert informer.observe(released) is False  # the worker reads the answer only after the watch told the deletion
+    assert informer.get("ns", "a") is None
+
+
+def test_an_answer_older_than_what_the_watch_told_since_is_not_stored_for_an_object_the_store_lacks(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a"))
+    informer = start()
+    written = api.put(CM, obj(CM, "a", labels={"written": "by okt"}))  # okt's write ...
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))  # ... then someone deletes the object
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "b")))
+    wait_for(lambda: len(recorder.snapshot()) == 3, timeout=5)
+    assert informer.observe(written) is False
+    assert informer.get("ns", "a") is None
+    created = api.put(CM, obj(CM, "c"))  # a create answered before its ADDED: newer than all the watch told
+    assert informer.observe(created) is True
+    assert informer.get("ns", "c") is not None
+
+
+def test_an_answer_from_before_a_relist_is_not_stored_for_an_object_the_list_lacked(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a"))
+    informer = start()
+    written = api.put(CM, obj(CM, "a", labels={"written": "by okt"}))
+    api.remove(CM, "ns", "a")  # deleted while the watch was down
+    api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert informer.observe(written) is False
+    assert informer.get("ns", "a") is None
 
 
 def test_an_index_follows_a_change_of_owner(api: Any, start: Any, obj: Obj) -> None:

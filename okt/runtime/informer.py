@@ -426,8 +426,7 @@ class Informer:
         than this answer that the watch tells after it (the writer acted on what it read before that change).
         An answer not newer than what the watch last told is not stored for an object the store lacks: the object
         was deleted (or left the selection) after that answer. Returns whether the store changed. The object is
-        shallow-copied (its metadata without ``managedFields``), so
-        the caller's dict is never aliased by the store.
+        shallow-copied (its metadata without ``managedFields``), so the caller's dict is never aliased by the store.
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
         if self._keep is not None and not self._keep(stored_obj):

@@ -233,6 +233,24 @@ class CleanedGadget(okt.Reconciler):
             raise okt.TemporaryError("the external system is down", delay=0.2)
 
 
+def gadget_with_finalizer(
+    reconciler: type[CleanedGadget],
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    run_controller: Any,
+) -> tuple[str, Any]:
+    """A Gadget ``g`` under a running controller of ``reconciler`` (its cleanups forgotten), once okt's finalizer is
+    on it: its uid and the controller."""
+    reconciler.cleanups.clear()
+    uid = make_gadget("g")["metadata"]["uid"]
+    controller = run_controller(core.reconcile)
+    finalizer = reconciler.finalizer
+    wait_for(lambda: finalizer in okt.CustomResource(kube.get(gadget_kind, "g", namespace)).finalizers, timeout=10)
+    return uid, controller
+
+
 @pytest.mark.parametrize("gadget_reconciler", [CleanedGadget])
 def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanup_succeeds(
     control_plane: envtest.ControlPlane,
@@ -242,11 +260,7 @@ def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanu
     make_gadget: Any,
     run_controller: Any,
 ) -> None:
-    CleanedGadget.cleanups.clear()
-    uid = make_gadget("g")["metadata"]["uid"]
-    controller = run_controller(core.reconcile)
-    finalizer = CleanedGadget.finalizer
-    wait_for(lambda: finalizer in okt.CustomResource(kube.get(gadget_kind, "g", namespace)).finalizers, timeout=10)
+    uid, controller = gadget_with_finalizer(CleanedGadget, kube, namespace, gadget_kind, make_gadget, run_controller)
 
     # Gone at once with the finalizer on, as a deletion racing the finalizer's addition can make it.
     assert control_plane.delete_from_etcd(gadget_kind, "g", namespace)
@@ -270,11 +284,7 @@ class CountedGadget(CleanedGadget):
 def test_a_deletion_that_waits_for_okts_finalizer_runs_the_cleanup_once(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, make_gadget: Any, run_controller: Any
 ) -> None:
-    CountedGadget.cleanups.clear()
-    uid = make_gadget("g")["metadata"]["uid"]
-    controller = run_controller(core.reconcile)
-    finalizer = CountedGadget.finalizer
-    wait_for(lambda: finalizer in okt.CustomResource(kube.get(gadget_kind, "g", namespace)).finalizers, timeout=10)
+    uid, controller = gadget_with_finalizer(CountedGadget, kube, namespace, gadget_kind, make_gadget, run_controller)
 
     # The watch's DELETED tells the last state stored, okt's finalizer still listed: not a deletion past it.
     kube.delete(gadget_kind, "g", namespace)

@@ -107,10 +107,11 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self._cond = threading.Condition(threading.Lock())
         self._queue: collections.deque[K] = collections.deque()
-        # The low lane: (time added, key); a key that moved to the live lane leaves a stale entry (``_low`` no longer
-        # holds it), skipped when it reaches the head.
-        self._low_queue: collections.deque[tuple[float, K]] = collections.deque()
-        self._low: set[K] = set()
+        # The low lane: (time added, entry number, key); ``_low`` maps each key waiting there to the number of its
+        # live entry. A key that moved to the live lane leaves a stale entry, skipped when it reaches the head — and
+        # stays stale when the key is swept again later (a new entry, at the tail): the number tells them apart.
+        self._low_queue: collections.deque[tuple[float, int, K]] = collections.deque()
+        self._low: dict[K, int] = {}
         self._last_was_low = False
         self._low_limit: int | None = None
         self._low_taken: set[K] = set()
@@ -363,7 +364,7 @@ class WorkQueue(Generic[K]):
             return
         if key in self._dirty:
             if not low and key in self._low:
-                self._low.discard(key)  # its entry in the low lane is now stale
+                del self._low[key]  # its entry in the low lane is now stale
                 self._queue.append(key)
                 self._cond.notify()
             return
@@ -372,23 +373,24 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             return  # queued by done(), as live
         if low:
-            self._low.add(key)
-            self._low_queue.append((self._clock(), key))
+            entry = next(self._sequence)
+            self._low[key] = entry
+            self._low_queue.append((self._clock(), entry, key))
         else:
             self._queue.append(key)
         self._cond.notify()
 
     def _next_locked(self) -> K | None:
         """The next key to hand out: live first; once the oldest low key is older than ``aging``, in turn."""
-        while self._low_queue and self._low_queue[0][1] not in self._low:
-            self._low_queue.popleft()  # stale: moved to the live lane
+        while self._low_queue and self._low.get(self._low_queue[0][2]) != self._low_queue[0][1]:
+            self._low_queue.popleft()  # stale: moved to the live lane (and maybe swept again since, further back)
         if (
             self._low_queue
             and self._low_open_locked()
             and (not self._queue or (not self._last_was_low and self._clock() - self._low_queue[0][0] >= self.aging))
         ):
-            _, key = self._low_queue.popleft()
-            self._low.discard(key)
+            _, _, key = self._low_queue.popleft()
+            del self._low[key]
             self._low_taken.add(key)
             self._last_was_low = True
             return key

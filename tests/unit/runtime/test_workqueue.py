@@ -373,6 +373,36 @@ def test_a_sweep_key_added_again_as_live_moves_to_the_live_lane_once() -> None:
     assert drain(queue) == ["s3", "s1", "s2"]
 
 
+def test_a_sweep_key_moved_to_the_live_lane_and_swept_again_waits_behind_the_keys_swept_before_it() -> None:
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())
+    queue.add("s1", low=True)
+    queue.add("a", low=True)
+    queue.add("a")  # an event: "a" leaves the sweep
+    assert queue.get(timeout=0) == "a"
+    queue.done("a")
+    queue.add("s2", low=True)
+    queue.add("a", low=True)  # the next sweep: added after s2, handed out after it
+    assert drain(queue) == ["s1", "s2", "a"]
+
+
+def test_a_sweep_key_swept_again_after_it_moved_to_the_live_lane_waits_from_its_new_add() -> None:
+    """The aging of a key swept again is counted from that add, not from the first one, long gone."""
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock, aging=5.0)
+    queue.add("s1", low=True)
+    queue.add("a", low=True)
+    queue.add("a")
+    assert queue.get(timeout=0) == "a"
+    queue.done("a")
+    assert queue.get(timeout=0) == "s1"
+    queue.done("s1")
+    clock.advance(100.0)
+    queue.add("a", low=True)  # waited for nothing yet
+    for key in ("l1", "l2", "l3"):
+        queue.add(key)
+    assert drain(queue) == ["l1", "l2", "l3", "a"]
+
+
 def test_a_sweep_that_waited_past_the_aging_takes_turns_with_live_keys() -> None:
     clock = FakeClock()
     queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock, aging=5.0)

@@ -329,14 +329,20 @@ class WorkQueue(Generic[K]):
     # -- internals (the lock is held) ----------------------------------------------------------------------------
 
     def _take_locked(self) -> K | None:
-        """Hand out the next ready key, if any; wakes another getter when a low key can still be handed out."""
+        """Hand out the next ready key, if any; wakes another getter when a key of the other lane can still be
+        handed out."""
         key = self._next_locked()
         if key is None:
             return None
         self._processing.add(key)
         self._dirty.discard(key)
         self._observer.taken(key)
-        if self._low and key not in self._low_taken and self._low_open_locked():
+        if key in self._low_taken:
+            if self._queue:
+                # This caller took the sweep's turn: the live key it might have taken is someone else's (a getter
+                # woken for it, or none: a done that readied both a live key and a low place wakes only one).
+                self._cond.notify()
+        elif self._low and self._low_open_locked():
             self._cond.notify()  # this caller took a live key: the low place it might have taken is someone else's
         return key
 

@@ -646,3 +646,44 @@ def test_a_live_key_taken_while_a_sweep_place_is_free_wakes_a_getter_for_the_swe
     assert queue.done_and_take("s1") == "s1"
     getter.join(1)
     assert got == ["s2"]  # at once, not at the getter's timeout
+
+
+@pytest.mark.parametrize("take_next", [True, False])
+def test_a_key_re_added_during_its_sweep_reconcile_goes_to_a_waiting_getter_when_the_finisher_takes_a_sweep_key(
+    take_next: bool,
+) -> None:
+    """Done, the key is ready again and frees its sweep place: two keys ready at once, a getter for each."""
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(aging=0.0)  # low and live keys take turns from the start
+    queue.low_limit = 1
+    queue.add("s1", low=True)
+    queue.add("s2", low=True)
+    assert queue.get(timeout=0) == "s1"
+    queue.add("live")
+    assert queue.get(timeout=0) == "live"  # a live key was handed out last: the sweep's turn is next
+    queue.done("live")
+    got: list[str | None] = []
+    lock = threading.Lock()
+
+    def take() -> None:
+        key = queue.get()
+        with lock:
+            got.append(key)
+
+    getters = [threading.Thread(target=take) for _ in range(1 if take_next else 2)]
+    for getter in getters:
+        getter.start()
+    time.sleep(0.05)  # held back: s2 waits for s1's place
+    queue.add("s1")  # an event while s1 is reconciled: it runs again, as live, once done
+    if take_next:
+        assert queue.done_and_take("s1") == "s2"
+    else:
+        queue.done("s1")
+    try:
+        for getter in getters:
+            getter.join(5)
+        with lock:
+            assert sorted(got) == (["s1"] if take_next else ["s1", "s2"])  # type: ignore[type-var]
+    finally:
+        queue.shutdown()
+        for getter in getters:
+            getter.join(5)

@@ -351,7 +351,7 @@ class Controller:
             controller=self.name,
         )
         """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
-        self.metrics.track_priorities(self.name, lambda: len(self.queue), lambda: self.queue.low_count)
+        self.metrics.track_priorities(self.name, self.queue.depths)
         pacer = self._pacer
         self.metrics.track_sweep_width(self.name, lambda: pacer.width if pacer is not None else self.workers)
 

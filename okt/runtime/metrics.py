@@ -337,11 +337,12 @@ class Metrics:
             registry=registry,
         )
 
-    def track_priorities(self, controller: str, depth: Callable[[], int], low: Callable[[], int]) -> None:
-        """Export ``okt_workqueue_depth_by_priority{controller, priority}``: ``live`` and ``sweep`` at scrape time."""
+    def track_priorities(self, controller: str, depths: Callable[[], tuple[int, int]]) -> None:
+        """Export ``okt_workqueue_depth_by_priority{controller, priority}``: ``live`` and ``sweep`` at scrape time, from
+        ``depths()``, the ready keys of each lane read at once."""
         gauge = self.workqueue_depth_by_priority
-        gauge.labels(controller=controller, priority="live").set_function(lambda: float(depth() - low()))
-        gauge.labels(controller=controller, priority="sweep").set_function(lambda: float(low()))
+        gauge.labels(controller=controller, priority="live").set_function(lambda: float(depths()[0]))
+        gauge.labels(controller=controller, priority="sweep").set_function(lambda: float(depths()[1]))
 
     def track_sweep_width(self, controller: str, width: Callable[[], int]) -> None:
         """Export ``okt_sweep_width{controller}`` at scrape time."""

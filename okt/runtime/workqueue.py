@@ -314,6 +314,13 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return len(self._low_taken)
 
+    def depths(self) -> tuple[int, int]:
+        """How many ready keys wait in the live lane and in the low one, read at once (two reads apart would see keys
+        move in between: a sweep added after the total was read made the live lane's share of it negative)."""
+        with self._cond:
+            self._promote_due_locked()
+            return len(self._queue), len(self._low)
+
     @property
     def low_count(self) -> int:
         """How many ready keys wait in the low-priority lane (the rest of the sweep)."""

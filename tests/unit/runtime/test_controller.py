@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import pathlib
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -536,3 +539,41 @@ def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted
 
     controller.process(("ns", "w"))  # its cleanup succeeded: the next reconcile of the key finds nothing
     assert seen[-1] is None
+
+
+def test_the_queue_depth_by_priority_is_never_negative_while_a_sweep_comes_and_goes(
+    offline_client: kube_client.Client,
+) -> None:
+    """Read while keys are added to the sweep and taken from it, the live depth is never below zero: the live and
+    sweep depths are one reading of the queue, not two."""
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()))
+    queue = controller.queue
+    stop = threading.Event()
+
+    def sweeps() -> None:
+        for number in itertools.count():
+            if stop.is_set():
+                return
+            for name in range(50):
+                queue.add((f"ns-{number}", str(name)), low=True)
+            while (key := queue.get(timeout=0)) is not None:
+                queue.done(key)
+
+    def live_depth() -> float:
+        (family,) = controller.metrics.workqueue_depth_by_priority.collect()
+        return next(s.value for s in family.samples if s.labels == {"controller": "widget", "priority": "live"})
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often: a reading between two looks at the queue is likely
+    sweeper = threading.Thread(target=sweeps)
+    sweeper.start()
+    try:
+        deadline = time.monotonic() + 3
+        readings = []
+        while time.monotonic() < deadline and min(readings, default=0.0) >= 0:
+            readings.append(live_depth())
+    finally:
+        stop.set()
+        sweeper.join(10)
+        sys.setswitchinterval(switching)
+    assert min(readings) >= 0

@@ -238,8 +238,8 @@ def test_queue_times_observe_the_wait_and_the_work_and_report_unfinished_work() 
 
 def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> None:
     metrics = metrics_mod.Metrics()
-    depth = {"all": 5, "low": 3, "stored": 0, "synced": False}
-    metrics.track_priorities("c", lambda: depth["all"], lambda: depth["low"])
+    depth = {"live": 2, "low": 3, "stored": 0, "synced": False}
+    metrics.track_priorities("c", lambda: (depth["live"], depth["low"]))
     metrics.track_sync("Gadget", lambda: depth["stored"], lambda: depth["synced"])
     depth.update(stored=40, synced=True)
     body = metrics.exposition().decode()

@@ -6,7 +6,8 @@ the engine's :class:`okt.engines.stepper.Run` whose ``outcome`` drives the work 
 
 Guarantees: never raises for a problem of the object or the API (those become results entries and an outcome); a CR
 that no longer exists ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read; an
-invalid spec is an ``InvalidSpec`` error — except while the CR is being deleted, when cleanup must still run.
+invalid spec is an ``InvalidSpec`` error (a spec model whose validation raises, that exception) — except while the CR is
+being deleted, when cleanup must still run.
 """
 
 from __future__ import annotations
@@ -238,7 +239,9 @@ class _Steps:
             return False
         try:
             typed = reconciler_mod.validate_spec(self.reconciler, ctx.cr.raw_spec)
-        except errors.InvalidSpec:
+        except Exception:
+            # Not only InvalidSpec: pydantic lets a validator's KeyError or TypeError through (``info.data["size"]``
+            # once ``size`` failed), and that spec must not hold the deletion either.
             if ctx.cr.deleting:
                 return True  # cleanup must still run
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 
 import okt
@@ -220,3 +221,41 @@ def test_a_cr_deleted_while_okt_was_down_is_cleaned_up_at_the_next_reconcile(
     gone = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
     assert gone.outcome == okt.Outcome.give_up("cr not found")
     assert reconciler.cleanups == 1
+
+
+class TieredSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1, le=10)
+    replicas: int = 1
+
+    @pydantic.field_validator("replicas")
+    @classmethod
+    def within_size(cls, replicas: int, info: pydantic.ValidationInfo) -> int:
+        # The usual pitfall: when ``size`` failed, info.data has no "size" and this raises KeyError, which pydantic
+        # lets through instead of reporting a validation error.
+        if replicas > info.data["size"]:
+            raise ValueError("more replicas than size")
+        return replicas
+
+
+def test_a_spec_whose_validation_crashes_still_lets_the_cleanup_run_on_deletion(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    class TieredReconciler(CleanupWidgetReconciler):
+        spec_model = TieredSpec
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return []
+
+    reconciler = TieredReconciler()
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+    other_client.patch(widget_kind, NAME, {"spec": {"size": 0, "replicas": 2}}, namespace)
+    kube.delete(widget_kind, NAME, namespace)
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.path_str == ">CRChecker>CRFinalizer>End"
+    assert run.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 1
+    wait_until_gone(kube, widget_kind, namespace)

@@ -79,7 +79,7 @@ def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], 
     cr = objects.CustomResource(obj)
     try:
         typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
-    except errors.InvalidSpec as exc:
+    except Exception as exc:  # InvalidSpec, or what a validator raised past pydantic (a KeyError): refused as well
         return Verdict.refuse(exc)
     ctx = context_mod.Context(
         settings=reconciler.settings(),

@@ -158,3 +158,35 @@ def test_the_review_answer_carries_the_uid_status_and_base64_patch() -> None:
     patched = admission.respond(review, admission.Verdict.allow(ops))["response"]
     assert patched["patchType"] == "JSONPatch"
     assert json.loads(base64.b64decode(patched["patch"])) == list(ops)
+
+
+class TieredSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    replicas: int = 1
+
+    @pydantic.field_validator("replicas")
+    @classmethod
+    def within_size(cls, replicas: int, info: pydantic.ValidationInfo) -> int:
+        if replicas > info.data["size"]:  # a KeyError once size failed: pydantic lets it through
+            raise ValueError("more replicas than size")
+        return replicas
+
+
+class Tiered(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    spec_model = TieredSpec
+
+
+def test_a_spec_model_whose_validation_raises_refuses_with_the_message_ready_false_would_carry() -> None:
+    obj = widget({"size": 0, "replicas": 2})
+
+    verdict = admission.validate(Tiered(), request(obj), FakeClient(kinds=[WIDGET]))
+
+    assert (verdict.allowed, verdict.code) == (False, 403)
+    fake = FakeClient(kinds=[WIDGET], objects=[obj])
+    okt.reconcile(Tiered(), fake, None, "ns", "w")
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert verdict.message == ready["message"]

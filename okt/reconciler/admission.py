@@ -12,7 +12,8 @@ Guarantees:
 * only CREATE and UPDATE are judged; an object being deleted is always admitted (its cleanup must still run and its
   finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
   still get its labels, annotations and finalizers edited);
-* a hook that raises refuses the object with its message, never crashes the server;
+* a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
+  returns what JSON cannot carry;
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
 
 Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
@@ -112,7 +113,14 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) ->
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
         return Verdict.refuse(TypeError(f"default() returned {type(defaulted).__name__}, not the object"))
-    return Verdict.allow(tuple(json_patch(obj, defaulted)))
+    try:
+        patch = tuple(json_patch(obj, defaulted))
+        # A value JSON cannot carry (a datetime, a model, NaN) is refused here with what it is, not answered as an
+        # error of the server (which the failurePolicy turns into a refusal saying nothing, or an admission).
+        json.dumps(patch, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return Verdict.refuse(TypeError(f"default() returned an object that is not JSON data: {exc}"))
+    return Verdict.allow(patch)
 
 
 def json_patch(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -190,3 +191,23 @@ def test_a_spec_model_whose_validation_raises_refuses_with_the_message_ready_fal
     ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
     assert ready is not None and ready["status"] == "False"
     assert verdict.message == ready["message"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), WidgetSpec(size=2), float("nan")],
+    ids=["datetime", "model", "nan"],
+)
+def test_a_default_hook_that_returns_what_json_cannot_say_refuses_the_object_with_a_message(value: Any) -> None:
+    class Careless(Widgets):
+        def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+            obj["spec"]["extra"] = value
+            return obj
+
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request(widget({"size": 2}))}
+
+    answer = admission.respond(review, admission.mutate(Careless(), review["request"]))
+
+    json.loads(json.dumps(answer, allow_nan=False))  # what the API server receives is JSON
+    assert answer["response"]["allowed"] is False
+    assert answer["response"]["status"]["message"].startswith("default() returned ")

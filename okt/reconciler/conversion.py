@@ -17,8 +17,9 @@ Guarantees:
 * ``metadata``, ``status`` and every other top-level field are passed through untouched (the API server refuses a
   conversion that changes metadata other than labels and annotations); only ``spec`` and ``apiVersion`` change;
 * an object already in the desired version is returned as it is;
-* a converter that raises, a spec that its model refuses, or a missing path between two versions makes the whole
-  review ``Failed`` with a message naming the object, the versions and the reason — never a half-converted answer;
+* a converter that raises, a spec that its model refuses, a converted spec that is not JSON data (a version without
+  a model), or a missing path between two versions makes the whole review ``Failed`` with a message naming the
+  object, the versions and the reason — never a half-converted answer;
 * a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
   target version and a round trip gives back what was stored.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -152,6 +154,12 @@ def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
         value = _as_model(value, model)
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    try:
+        # Without a model nothing made it JSON: a datetime would be a 500 of the server, NaN an answer the API server
+        # cannot read, instead of a failed review naming the object.
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the converted spec is not JSON data: {exc}") from exc
     return value
 
 

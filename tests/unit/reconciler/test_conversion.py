@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pydantic
@@ -121,3 +122,24 @@ def test_the_review_answer_is_success_with_objects_or_failed_with_a_message() ->
     }
     failed = conversion.respond(review, conversion.Result(failure="why"))["response"]
     assert failed["result"] == {"status": "Failed", "message": "why"}
+
+
+@pytest.mark.parametrize(
+    "value", [datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), float("nan")], ids=["datetime", "nan"]
+)
+def test_a_converter_that_returns_what_json_cannot_say_fails_the_review_naming_the_object(value: Any) -> None:
+    class Loose(okt.Reconciler):
+        """The stored version has no spec model: what the converter returns is written as it is."""
+
+        api_version = "example.com/v2"
+        kind = "Cache"
+        spec_models = {"v1beta1": SpecBeta}
+        converters = {("v1beta1", "v2"): lambda spec: {"image": spec.image, "since": value}}
+
+    request = {"uid": "u", "desiredAPIVersion": "example.com/v2", "objects": [cache("v1beta1", {"image": "x"})]}
+
+    result = conversion.convert(Loose, request)
+
+    assert result.objects == ()
+    assert result.failure is not None
+    assert result.failure.startswith("cannot convert ns/c from example.com/v1beta1 to example.com/v2: ")

@@ -6,8 +6,9 @@ resourceVersion (and, on removal, that the entry is still at the index it read),
 patch fail instead of overwriting it. The API server answers a failed ``test`` operation with 422 Invalid, not 409:
 callers treat :class:`okt.errors.Invalid` from these functions like a conflict (re-read, retry soon).
 
-Guarantees: ``add`` is a no-op when present, ``remove`` when absent; other finalizers are never touched; removal is
-only called by the engine after a cleanup that recorded no error.
+Guarantees: ``add`` is a no-op when present, ``remove`` when absent (and removes every entry of the name when a
+client listed it twice); other finalizers are never touched; removal is only called by the engine after a cleanup
+that recorded no error.
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ def remove(
 ) -> dict[str, Any] | None:
     if name not in cr.finalizers:
         return None
-    index = cr.finalizers.index(name)
-    ops = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": cr.resource_version},
-        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": name},
-        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-    ]
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": cr.resource_version}]
+    # Every entry of the name goes (the API server keeps a name listed twice, and one left would hold the object
+    # until a second cleanup), the last first so that each index is still the one read.
+    for index in reversed([i for i, finalizer in enumerate(cr.finalizers) if finalizer == name]):
+        ops.append({"op": "test", "path": f"/metadata/finalizers/{index}", "value": name})
+        ops.append({"op": "remove", "path": f"/metadata/finalizers/{index}"})
     updated = client.patch(kind, cr.name, ops, cr.namespace, patch_type="json")
     observe(updated)
     return updated

@@ -259,3 +259,32 @@ def test_a_spec_whose_validation_crashes_still_lets_the_cleanup_run_on_deletion(
     assert run.outcome == okt.Outcome.done()
     assert reconciler.cleanups == 1
     wait_until_gone(kube, widget_kind, namespace)
+
+
+def test_a_finalizer_listed_twice_is_released_by_the_one_cleanup(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = CleanupWidgetReconciler()
+    create_widget(kube, widget_kind, namespace, FINALIZER, FOREIGN, FINALIZER)  # the API server keeps both entries
+    kube.delete(widget_kind, NAME, namespace)
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 1
+    assert finalizers_of(kube, widget_kind, namespace) == [FOREIGN]
+    again = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert again.outcome == okt.Outcome.done()
+    assert reconciler.cleanups == 1
+    live = kube.get(widget_kind, NAME, namespace)
+    kube.patch(
+        widget_kind,
+        NAME,
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": live["metadata"]["resourceVersion"]},
+            {"op": "remove", "path": "/metadata/finalizers/0"},
+        ],
+        namespace,
+        patch_type="json",
+    )
+    wait_until_gone(kube, widget_kind, namespace)

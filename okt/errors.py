@@ -46,6 +46,7 @@ Guarantees:
 from __future__ import annotations
 
 import math
+import types
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 if TYPE_CHECKING:
@@ -131,13 +132,18 @@ class InvalidSpec(PermanentError):
         super().__init__(message)
 
     @classmethod
-    def from_validation_error(cls, exc: pydantic.ValidationError, prefix: str = "spec") -> Self:
+    def from_validation_error(
+        cls, exc: pydantic.ValidationError, prefix: str = "spec", *, model: type[pydantic.BaseModel] | None = None
+    ) -> Self:
         """Build a readable error naming every bad field of a pydantic validation failure.
 
         Args:
             exc: the validation error raised while validating the spec model.
             prefix: the path of the validated object inside the custom resource (``"spec"`` by default; pass ``""``
                 when the whole object was validated).
+            model: the model that was validated. With it, the value a field was given is not repeated when that
+                field is, or holds, a ``SecretStr``, ``SecretBytes`` or ``Secret`` (nor the whole object for an error
+                of a model holding one): the message goes to the Ready condition, an Event and the log.
 
         Returns:
             an ``InvalidSpec`` whose message reads like
@@ -150,7 +156,7 @@ class InvalidSpec(PermanentError):
             path = _field_path(prefix, error["loc"])
             fields.append(path)
             text = f"{path}: {error['msg']}"
-            if error["type"] != "missing":
+            if error["type"] != "missing" and not (model is not None and _holds_secret_at(model, error["loc"])):
                 text += f" (got {_short_repr(error['input'])})"
             parts.append(text)
         if not parts:
@@ -166,6 +172,57 @@ def _field_path(prefix: str, loc: tuple[int | str, ...]) -> str:
         else:
             path = f"{path}.{item}" if path else str(item)
     return path or "(root)"
+
+
+def _holds_secret_at(model: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> bool:
+    """Whether the value at ``loc`` of ``model`` is, or may hold, a pydantic secret (a step the walk cannot follow,
+    such as a union member's tag, judges by everything the type at that point may hold)."""
+    annotation: Any = model
+    for step in loc:
+        inner = _step_into(annotation, step)
+        if inner is None:
+            break
+        annotation = inner
+    return _may_hold_secret(annotation, set())
+
+
+def _step_into(annotation: Any, step: int | str) -> Any:
+    """The type of ``step`` inside ``annotation`` (a model's field by name or alias, a list's item, a dict's value), or
+    None when it cannot be told."""
+    import typing
+
+    import pydantic
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return args[0] if len(args) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        for name, field in annotation.model_fields.items():
+            if step in (name, field.alias, field.validation_alias):
+                return field.annotation
+        return None
+    origin = typing.get_origin(annotation)
+    if isinstance(origin, type) and issubclass(origin, dict) and len(args) == 2:
+        return args[1]
+    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset) and args:
+        return args[0]
+    return None
+
+
+def _may_hold_secret(annotation: Any, seen: set[int]) -> bool:
+    import typing
+
+    import pydantic
+
+    if id(annotation) in seen:
+        return False
+    seen.add(id(annotation))
+    secret = typing.get_origin(annotation) or annotation  # Secret[int] is an alias of Secret
+    if isinstance(secret, type) and issubclass(secret, pydantic.SecretStr | pydantic.SecretBytes | pydantic.Secret):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return any(_may_hold_secret(field.annotation, seen) for field in annotation.model_fields.values())
+    return any(_may_hold_secret(arg, seen) for arg in typing.get_args(annotation))
 
 
 def _short_repr(value: object) -> str:

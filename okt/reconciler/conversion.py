@@ -143,7 +143,7 @@ def _as_model(spec: Any, model: type[pydantic.BaseModel] | None) -> Any:
     try:
         return model.model_validate(spec)
     except pydantic.ValidationError as exc:
-        raise errors.InvalidSpec.from_validation_error(exc) from exc
+        raise errors.InvalidSpec.from_validation_error(exc, model=model) from exc
 
 
 def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:

@@ -383,4 +383,4 @@ def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:
     try:
         return reconciler.spec_model.model_validate(dict(raw_spec))
     except pydantic.ValidationError as exc:
-        raise errors.InvalidSpec.from_validation_error(exc) from exc
+        raise errors.InvalidSpec.from_validation_error(exc, model=reconciler.spec_model) from exc

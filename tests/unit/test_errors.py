@@ -1,6 +1,7 @@
 import copy
 import pickle
 import re
+import typing
 
 import pydantic
 import pytest
@@ -258,3 +259,59 @@ def test_errors_survive_pickle_and_copy_with_their_attributes(exc: errors.OktErr
         assert type(clone) is type(exc)
         assert vars(clone) == vars(exc)
         assert str(clone) == str(exc)
+
+
+class _Credentials(pydantic.BaseModel):
+    user: str
+    password: pydantic.SecretStr = pydantic.Field(min_length=12)
+
+
+class _WithSecrets(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+    token: pydantic.SecretStr | None = None
+    credentials: _Credentials | None = None
+    keys: list[pydantic.SecretBytes] = []
+    pins: dict[str, pydantic.Secret[int]] = {}
+
+    @pydantic.model_validator(mode="after")
+    def _token_or_credentials(self) -> typing.Self:
+        if self.size > 5 and self.token is None and self.credentials is None:
+            raise ValueError("a cluster above 5 needs a token or credentials")
+        return self
+
+
+def _secret_error(data: dict[str, object]) -> errors.InvalidSpec:
+    with pytest.raises(pydantic.ValidationError) as info:
+        _WithSecrets.model_validate(data)
+    return errors.InvalidSpec.from_validation_error(info.value, model=_WithSecrets)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"size": 1, "token": 42}, "spec.token"),
+        ({"size": 1, "credentials": {"user": "u", "password": "hunter2-short"[:7]}}, "spec.credentials.password"),
+        ({"size": 1, "credentials": "hunter2-as-a-string"}, "spec.credentials"),
+        ({"size": 1, "keys": ["k1", 3]}, "spec.keys[1]"),
+        ({"size": 1, "pins": {"door": "hunter2"}}, "spec.pins.door"),
+        ({"size": 9, "credentials": None, "note": "hunter2"}, "spec"),
+    ],
+    ids=[
+        "secret-field",
+        "nested-secret-field",
+        "model-holding-a-secret",
+        "list-of-secrets",
+        "generic-secret",
+        "whole-spec",
+    ],
+)
+def test_invalid_spec_never_echoes_what_a_secret_field_was_given(data: dict[str, object], field: str) -> None:
+    exc = _secret_error(data)
+    assert exc.field == field
+    assert "hunter2" not in str(exc)
+    assert "(got" not in str(exc)
+
+
+def test_invalid_spec_still_echoes_the_bad_value_of_a_plain_field_beside_secret_ones() -> None:
+    exc = _secret_error({"size": 0, "token": "s3cr3t-value"})
+    assert str(exc) == "spec.size: Input should be greater than or equal to 1 (got 0)"

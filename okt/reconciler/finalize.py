@@ -2,7 +2,7 @@
 
 Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a live object okt adds its finalizer
 (when the reconciler declares one), sets the first-visit conditions and runs ``check(ctx)``; on deletion it runs
-``cleanup(ctx)`` and removes its finalizer only when cleanup recorded no error.
+``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` and recorded no error.
 
 Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
 finalizer of someone else); a finalizer the operator used to add (``legacy_finalizers``) is cleaned up and released
@@ -50,18 +50,23 @@ def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
 
 
 def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
-    """CRFinalizer: ``cleanup(ctx)``, then remove okt's finalizers (current and legacy) if cleanup recorded no error."""
+    """CRFinalizer: ``cleanup(ctx)``, then remove okt's finalizers (current and legacy) if cleanup returned ``None``
+    and recorded no error (an outcome it returns — ``requeue_after``, ``give_up`` — keeps them)."""
     ctx.results.add(Operation.FINALIZING, ctx.cr.name)
     mine = [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
     if not mine:
         return
+    answer = None
     try:
-        ctx.results.follow(reconciler.cleanup(ctx), "cleanup")
+        answer = reconciler.cleanup(ctx)
+        ctx.results.follow(answer, "cleanup")
     except Exception as exc:
         # A TemporaryError's delay is honoured here as it is for every other hook.
         delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
         ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
-    if ctx.results.has_error:
+    if ctx.results.has_error or isinstance(answer, results_mod.Outcome):
+        # An outcome is the cleanup saying it is not finished: ``requeue_after`` (an external deletion under way, look
+        # again later) or ``give_up`` (it needs a human). Only ``None`` lets the object go.
         return
     for finalizer in mine:
         try:

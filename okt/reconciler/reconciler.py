@@ -283,7 +283,12 @@ class Reconciler:
         return None
 
     def cleanup(self, ctx: context_mod.Context) -> Outcome | None:
-        """What deletion must undo before the finalizer goes (only called when ``finalizer`` is set)."""
+        """What deletion must undo before the finalizer goes (only called when ``finalizer`` is set).
+
+        Return None when it is done: the finalizer goes. Raise (or record an error) when it failed: retried with
+        backoff. Return ``okt.requeue_after(seconds)`` when it is under way but not finished (an external deletion to
+        wait for), or ``okt.give_up(reason)`` when it needs a human: the finalizer stays either way.
+        """
         return None
 
     def ready(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:

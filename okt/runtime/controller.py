@@ -620,7 +620,12 @@ class Controller:
             else:
                 run, outcome, result = self._run(namespace, name, gone)
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
-        if gone is not None and run is not None and run.results.first_error is None:
+        if (
+            gone is not None
+            and run is not None
+            and run.results.first_error is None
+            and run.results.count(results_mod.Operation.FINALIZER_REMOVED)
+        ):  # the cleanup said it is done (an outcome it returned, requeue_after or give_up, keeps the last state)
             self._log.warning(
                 "deleted with okt's finalizer still on it (its deletion did not wait for it): its cleanup ran on its "
                 "last known state",

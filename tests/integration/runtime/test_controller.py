@@ -271,6 +271,35 @@ def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanu
     assert kube.get_or_none(gadget_kind, "g", namespace) is None
 
 
+class PatientGadget(CleanedGadget):
+    """A Gadget whose cleanup first answers that it is under way (``requeue_after``), then that it is done."""
+
+    cleanups: ClassVar[list[tuple[str, bool]]] = []
+
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
+        finished = bool(self.cleanups)
+        self.cleanups.append((ctx.cr.uid, finished))
+        return None if finished else okt.requeue_after(0.2)
+
+
+@pytest.mark.parametrize("gadget_reconciler", [PatientGadget])
+def test_a_primary_deleted_past_okts_finalizer_whose_cleanup_asks_to_be_requeued_is_cleaned_up_again(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    run_controller: Any,
+) -> None:
+    uid, controller = gadget_with_finalizer(PatientGadget, kube, namespace, gadget_kind, make_gadget, run_controller)
+
+    assert control_plane.delete_from_etcd(gadget_kind, "g", namespace)
+
+    wait_for(lambda: any(done for _, done in PatientGadget.cleanups), timeout=15)
+    settle(controller)
+    assert PatientGadget.cleanups == [(uid, False), (uid, True)]
+
+
 class CountedGadget(CleanedGadget):
     """A Gadget whose cleanup always succeeds, counted."""
 

@@ -288,3 +288,51 @@ def test_a_finalizer_listed_twice_is_released_by_the_one_cleanup(
         patch_type="json",
     )
     wait_until_gone(kube, widget_kind, namespace)
+
+
+class WaitingCleanupWidgetReconciler(shared.WidgetReconciler):
+    """A Widget reconciler whose cleanup answers with an outcome until ``finished`` flips (an external deletion that
+    takes a while, or one that needs a human)."""
+
+    finalizer = FINALIZER
+
+    def __init__(self, answer: okt.Outcome) -> None:
+        self.answer = answer
+        self.finished = False
+        self.cleanups = 0
+
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
+        self.cleanups += 1
+        return None if self.finished else self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "path", "kind"),
+    [
+        (okt.requeue_after(30), ">CRChecker>CRFinalizer>End", okt.OutcomeKind.REQUEUE_AFTER),
+        (okt.give_up("the bucket holds objects under legal hold"), ">CRChecker>CRFinalizer>GiveupManager>End", None),
+    ],
+    ids=["requeue_after", "give_up"],
+)
+def test_a_cleanup_that_answers_requeue_after_or_give_up_keeps_the_finalizer_until_it_returns_none(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, answer: okt.Outcome, path: str, kind: Any
+) -> None:
+    reconciler = WaitingCleanupWidgetReconciler(answer)
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    kube.delete(widget_kind, NAME, namespace)
+
+    waiting_run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert waiting_run.path_str == path
+    assert waiting_run.outcome.kind is (kind or okt.OutcomeKind.GIVE_UP)
+    assert okt.Operation.FINALIZER_REMOVED not in waiting_run.results.counts()
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+
+    reconciler.finished = True
+    done = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert done.path_str == ">CRChecker>CRFinalizer>End"
+    assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
+    assert reconciler.cleanups == 2
+    wait_until_gone(kube, widget_kind, namespace)

@@ -13,6 +13,8 @@ Guarantees:
   process's monotonic clock from the moment the lease's record last changed (never by comparing clocks across
   machines); a candidate tries again at the moment the lease it watches runs out when that comes before its next
   try (:func:`candidate_wait`);
+* a leader that finds the lease held by another candidate stops leading — and writing — at once (that candidate
+  may be writing already), without waiting for its renew deadline;
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
   believe they won;
 * each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale
@@ -227,16 +229,23 @@ class LeaderElector:
                 with self._lock:
                     self._renewed_at = time.monotonic()
                 continue
+            if self.lost:
+                break  # deposed: _see stopped the writes the moment it saw the other holder
             if time.monotonic() - self._renewed_at >= self.renew_deadline:
                 break
         else:
             return
         with self._lock:
-            if not self._leading:
+            deposed = self._lost
+            if not self._leading and not deposed:
                 return
             self._leading = False
             self._lost = True
-        self._log.error("leadership lost: could not renew the lease in time", renew_deadline=self.renew_deadline)
+            holder = self._observed[0] if self._observed else ""
+        if deposed:
+            self._log.error("leadership lost: the lease is held by another candidate", holder=holder)
+        else:
+            self._log.error("leadership lost: could not renew the lease in time", renew_deadline=self.renew_deadline)
         self._notify_stopped()
 
     def _sleep(self) -> None:
@@ -287,8 +296,13 @@ class LeaderElector:
         return True
 
     def _see(self, holder: str, renew_time: str, acquire_time: str, duration: float) -> None:
+        """Note what the lease says. A leader that finds another holder is deposed on the spot: that holder may
+        already be writing, so waiting for the renew deadline would let two processes write."""
         record = (holder, renew_time, acquire_time)
         with self._lock:
+            if self._leading and holder and holder != self.identity:
+                self._leading = False
+                self._lost = True
             self._last_contact = time.monotonic()
             if record != self._observed:
                 self._observed = record

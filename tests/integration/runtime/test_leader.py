@@ -97,3 +97,36 @@ def test_a_leader_that_cannot_renew_steps_down_before_the_lease_expires(
     wait_for(lambda: len(first.transitions) == 2, timeout=2)
     assert first.transitions == ["started", "stopped"]
     assert lease["spec"]["holderIdentity"] == "first"
+
+
+def test_a_leader_that_finds_the_lease_held_by_another_stops_writing_at_once(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The other holder may already be writing: the leader's writes stop when it sees it, not when its own renew
+    deadline (long here) runs out."""
+    stopped = threading.Event()
+    elector = leader.LeaderElector(
+        kube,
+        namespace,
+        "usurped",
+        "first",
+        lease_duration=30.0,
+        renew_deadline=20.0,
+        retry_period=0.5,
+        on_stopped_leading=stopped.set,
+    )
+    elector.start()
+    try:
+        wait_for(elector.may_write, timeout=10)
+        lease = kube.get(kinds.LEASE, "usurped", namespace)
+        now = leader.micro_time()
+        lease["spec"].update(holderIdentity="usurper", acquireTime=now, renewTime=now)
+        kube.replace(kinds.LEASE, lease)
+        wait_for(lambda: elector.holder == "usurper", timeout=10)
+        wait_for(lambda: not elector.may_write(), timeout=5, message="the leader stops writing")
+        assert not elector.is_leader
+        assert elector.lost
+        assert stopped.wait(5)
+        assert kube.get(kinds.LEASE, "usurped", namespace)["spec"]["holderIdentity"] == "usurper"
+    finally:
+        elector.stop(release=True)

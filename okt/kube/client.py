@@ -394,10 +394,10 @@ class Client:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
             okt.errors.NotLeader: a write the fence refused (see :func:`fenced`); nothing was sent.
         """
-        if verb in WRITE_VERBS:
-            check_fence(verb, resource)
         if self.rate_limit is not None:
             self.rate_limit.acquire()
+        if verb in WRITE_VERBS:  # after the rate limit's wait: leadership may have been lost during it
+            check_fence(verb, resource)
         self.stats.record(verb, resource)
         if data is None and body is not None:  # an encoded ``data`` is sent as it is
             if content_type == PATCH_TYPES["apply"]:

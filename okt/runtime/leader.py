@@ -145,7 +145,8 @@ class LeaderElector:
             return self._lost
 
     def may_write(self) -> bool:
-        """Whether this process may write now: it leads, and its last renewal is younger than the renew deadline.
+        """Whether this process may write now: it leads, and its last renewal is younger than the renew deadline
+        (counted from when the renewal was sent: the others may have seen it from then on).
 
         The second half does not wait for the elector's thread to notice a failed renewal (it may be stuck in a
         request): past the deadline, another process may acquire the lease soon, so writes stop at once.
@@ -206,8 +207,12 @@ class LeaderElector:
     # -- the loop ------------------------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        # A renewal counts from the moment its attempt began, not from its answer: the others may have seen the
+        # lease renewed (and started counting its duration) any time after the request left, and an answer can come
+        # late (a slow network, this process paused between the write and its answer).
         # Acquire.
         while not self._stop.is_set():
+            attempted_at = time.monotonic()
             if self._try_acquire_or_renew():
                 break
             self._sleep()
@@ -215,19 +220,19 @@ class LeaderElector:
             return
         with self._lock:
             self._leading = True
+            self._renewed_at = attempted_at
         self._log.info("became leader")
         if self._on_started is not None:
             self._on_started()
         # Renew.
-        with self._lock:
-            self._renewed_at = time.monotonic()
         while not self._stop.is_set():
             self._stop.wait(self.retry_period)
             if self._stop.is_set():
                 return
+            attempted_at = time.monotonic()
             if self._try_acquire_or_renew():
                 with self._lock:
-                    self._renewed_at = time.monotonic()
+                    self._renewed_at = attempted_at
                 continue
             if self.lost:
                 break  # deposed: _see stopped the writes the moment it saw the other holder

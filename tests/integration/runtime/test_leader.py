@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.server
+import pathlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +13,7 @@ import pytest
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import leader
-from okt.testing import wait_for
+from okt.testing import envtest, faults, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -130,3 +132,88 @@ def test_a_leader_that_finds_the_lease_held_by_another_stops_writing_at_once(
         assert kube.get(kinds.LEASE, "usurped", namespace)["spec"]["holderIdentity"] == "usurper"
     finally:
         elector.stop(release=True)
+
+
+class HeldAnswerProxy(faults.FaultProxy):
+    """Forwards every request; while :attr:`hold` is set, the next lease update is applied by the API server but its
+    answer reaches the client only ``HELD`` seconds later, a header line at a time (each read of the client's gets
+    something within its timeout) — as when the process is paused (SIGSTOP) between the write and its answer."""
+
+    HELD = 6.0
+
+    def __init__(self, upstream: str, ca_file: str) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.hold = threading.Event()
+        self.answered = threading.Event()
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if not (self.command == "PUT" and "/leases/" in self.path and proxy.hold.is_set()):
+                    super()._relay()
+                    return
+                proxy.hold.clear()
+                length = int(self.headers.get("Content-Length") or 0)
+                upstream = proxy._connect()
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in faults._HOP_HEADERS}
+                upstream.request(self.command, self.path, body=self.rfile.read(length), headers=headers)
+                response = upstream.getresponse()
+                payload = response.read()
+                upstream.close()
+                self.wfile.write(f"HTTP/1.1 {response.status} {response.reason}\r\n".encode())
+                held_until = time.monotonic() + proxy.HELD
+                while time.monotonic() < held_until:
+                    self.wfile.write(b"X-Held: yes\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.25)
+                self.wfile.write(f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode())
+                self.wfile.write(payload)
+                self.wfile.flush()
+                proxy.answered.set()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler
+
+
+def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_leader(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A renewal counts from when it was sent, not from when its answer came: the others judge the lease from the
+    moment they saw it renewed, which may be long before the answer reaches the leader."""
+    timing = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+    with HeldAnswerProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        first = leader.LeaderElector(through, namespace, "held", "first", **timing)
+        second = leader.LeaderElector(kube, namespace, "held", "second", **timing)
+        both: list[float] = []
+        watching = threading.Event()
+
+        def watch() -> None:
+            while watching.is_set():
+                if first.may_write() and second.is_leader:
+                    both.append(time.monotonic())
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        try:
+            first.start()
+            wait_for(first.may_write, timeout=10)
+            second.start()
+            wait_for(lambda: second.holder == "first", timeout=10)
+            watching.set()
+            watcher.start()
+            proxy.hold.set()
+            wait_for(lambda: second.is_leader, timeout=2 * proxy.HELD, message="the second takes the expired lease")
+            assert not proxy.answered.is_set(), "the second took the lease while the first's renewal was held"
+            assert proxy.answered.wait(proxy.HELD + 5)
+            wait_for(lambda: first.lost, timeout=5, message="the first finds the second holding the lease")
+        finally:
+            watching.clear()
+            first.stop(release=False)
+            second.stop(release=True)
+            through.close()
+        assert not both, f"the first could write for {both[-1] - both[0]:.2f} s while the second led"

@@ -454,10 +454,17 @@ class Client:
     def _token_changed(self, method: str, verb: str, resource: str, refused: str | None) -> bool:
         """After a 401 to a request sent with ``refused``: whether the token source now gives another token (the file
         read again, the plugin run again — once for requests refused together). If so, the refused answer is counted
-        and the request counted again: the caller sends it once more."""
+        and the request counted again: the caller sends it once more.
+
+        Raises:
+            okt.errors.NotLeader: a write the fence refuses now (leadership may have been lost while the token was
+                renewed); it is not sent again.
+        """
         if self._token is None or refused is None or not self._token.renew(refused):
             return False
         self.stats.answered(401, method)
+        if verb in WRITE_VERBS:
+            check_fence(verb, resource)
         self.stats.record(verb, resource)
         return True
 

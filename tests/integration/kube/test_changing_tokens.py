@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pathlib
 import shutil
+import time
 
 import pytest
 import yaml
@@ -199,3 +200,47 @@ def test_a_credential_plugin_runs_once_and_again_when_its_token_is_refused(
     assert len(runs.read_text().splitlines()) == 2  # and once more when its token was refused
     assert after["metadata"]["name"] == ACCOUNT
     assert unauthorized_answers(client) == 1
+
+
+SLOW_PLUGIN = """#!/bin/sh
+if [ -e "$SLOW" ]; then sleep "$(cat "$SLOW")"; fi
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "%s"}}' \\
+    "$(cat "$TOKEN")"
+"""
+
+
+def test_a_write_refused_for_its_token_is_not_sent_again_once_the_write_fence_refuses_it(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    """Leadership can be lost while the credential plugin runs again: the write is sent again only if the fence
+    still lets it through."""
+    (tmp_path / "plugin").write_text(SLOW_PLUGIN)
+    (tmp_path / "plugin").chmod(0o755)
+    token_path, slow = tmp_path / "token", tmp_path / "slow"
+    token_path.write_text(bound_token(kube, account, "fenced-1"))
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
+    config["users"][0]["user"] = {"exec": plugin}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        client.get(SERVICE_ACCOUNT, ACCOUNT, account)
+        held = _held(client)
+        token_path.write_text(bound_token(kube, account, "fenced-2"))
+        invalidate(control_plane, kube, account, "fenced-1", held)
+        slow.write_text("2")  # the plugin's next run takes 2 s; leadership is lost 1 s into it
+        lost_at = time.monotonic() + 1.0
+
+        def fence(verb: str, resource: str) -> str | None:
+            return "leadership lost" if time.monotonic() >= lost_at else None
+
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": account}}
+        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+            client.create(body, kinds.CONFIG_MAP)
+    finally:
+        client.close()
+
+    assert unauthorized_answers(client) == 1
+    assert kube.get_or_none(kinds.CONFIG_MAP, "late", account) is None

@@ -198,7 +198,7 @@ class LeaderElector:
                 spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
                 self._replace({**lease, "spec": spec})
                 released = True
-        except errors.ApiError as exc:
+        except (errors.ApiError, ValueError) as exc:  # ValueError: an answer that is not JSON
             self._log.warning("lease not released, the others wait for it to expire", error=str(exc))
         self._log.info("leadership released")
         self._notify_stopped()
@@ -275,6 +275,9 @@ class LeaderElector:
             return False
         except errors.ApiError as exc:
             self._log.warning("lease request failed", error=str(exc))
+            return False
+        except ValueError as exc:  # an answer that is not JSON (a proxy's error page): failed as any other attempt
+            self._log.warning("lease answer unreadable", error=str(exc))
             return False
 
     def _attempt(self) -> bool:

@@ -217,3 +217,86 @@ def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_
             second.stop(release=True)
             through.close()
         assert not both, f"the first could write for {both[-1] - both[0]:.2f} s while the second led"
+
+
+class GarblingProxy(faults.FaultProxy):
+    """Forwards every request; while :attr:`garble` is set, reads of the lease are answered 200 with a body that is
+    not JSON (as a misbehaving proxy or load balancer in front of the API server may answer)."""
+
+    def __init__(self, upstream: str, ca_file: str) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.garble = threading.Event()
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if not (self.command == "GET" and "/leases/" in self.path and proxy.garble.is_set()):
+                    super()._relay()
+                    return
+                payload = b"<html><body>502 Bad Gateway</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler
+
+
+def test_a_leader_whose_renewals_get_answers_that_are_not_json_loses_leadership_and_says_so(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """An answer that cannot be read is a failed renewal like any other: past the renew deadline the leader stops
+    leading and tells its owner (which exits to be restarted), rather than staying a silent leader that writes
+    nothing."""
+    stopped = threading.Event()
+    with GarblingProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        elector = leader.LeaderElector(
+            through,
+            namespace,
+            "garbled",
+            "first",
+            lease_duration=LEASE_DURATION,
+            renew_deadline=2.0,
+            retry_period=0.5,
+            on_stopped_leading=stopped.set,
+        )
+        try:
+            elector.start()
+            wait_for(elector.may_write, timeout=10)
+            proxy.garble.set()
+            assert stopped.wait(LEASE_DURATION + 5), "the leader tells it stopped leading"
+            assert elector.lost
+            assert not elector.is_leader
+        finally:
+            elector.stop(release=False)
+            through.close()
+
+
+def test_a_release_that_gets_an_answer_that_is_not_json_still_ends_leadership(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """The release is best effort (the others wait for the lease to expire): an unreadable answer does not make
+    :meth:`LeaderElector.stop` fail half-way through a shutdown."""
+    stopped = threading.Event()
+    with GarblingProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        elector = leader.LeaderElector(
+            through, namespace, "garbled", "first", on_stopped_leading=stopped.set, retry_period=0.5
+        )
+        try:
+            elector.start()
+            wait_for(elector.may_write, timeout=10)
+            proxy.garble.set()
+            assert elector.release() is False
+            assert stopped.is_set()
+            assert not elector.may_write()
+        finally:
+            elector.stop(release=False)
+            through.close()

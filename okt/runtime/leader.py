@@ -21,8 +21,8 @@ Guarantees:
   leader past the point where another candidate may take over;
 * ``on_started_leading`` is called once when leadership is acquired, ``on_stopped_leading`` once when it is lost or
   released; both on the elector's thread (keep them short);
-* :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) empties ``holderIdentity`` and sets
-  ``leaseDurationSeconds`` to 1, so a standby takes over at its next try instead of waiting for expiry.
+* :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
+  and sets ``leaseDurationSeconds`` to 1, so a standby takes over at its next try instead of waiting for expiry.
 
 Caveats: once leadership is lost the elector does not run for it again (as controller-runtime, the process is
 expected to stop and be restarted); a new :class:`LeaderElector` can be started.
@@ -177,17 +177,22 @@ class LeaderElector:
 
     def stop(self, release: bool = True, timeout: float | None = None) -> None:
         """Stop competing; with ``release``, hand the lease over at once if we hold it."""
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout if timeout is not None else self._request_timeout * 2 + self.retry_period)
+        self._halt(timeout)
         if release:
             self.release()
 
     def release(self) -> bool:
-        """Give the lease up if we hold it: holder emptied, duration 1 s. Returns whether it was released."""
+        """Stop competing and give the lease up if we hold it: holder emptied, duration 1 s. Returns whether it was
+        released.
+
+        The elector's thread is stopped first: renewing on, it would find the lease free and take it back, and the
+        others would wait for a lease that never runs out.
+        """
         with self._lock:
-            was_leading = self._leading
-            self._leading = False
+            was_leading, self._leading = self._leading, False  # writes stop at once
+        self._halt(None)
+        with self._lock:  # the thread may have acquired the lease meanwhile
+            was_leading, self._leading = was_leading or self._leading, False
         if not was_leading:
             return False
         released = False
@@ -203,6 +208,11 @@ class LeaderElector:
         self._log.info("leadership released")
         self._notify_stopped()
         return released
+
+    def _halt(self, timeout: float | None) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout if timeout is not None else self._request_timeout * 2 + self.retry_period)
 
     # -- the loop ------------------------------------------------------------------------------------------------
 

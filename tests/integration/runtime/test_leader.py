@@ -300,3 +300,18 @@ def test_a_release_that_gets_an_answer_that_is_not_json_still_ends_leadership(
         finally:
             elector.stop(release=False)
             through.close()
+
+
+def test_a_released_lease_is_not_taken_again_by_the_elector_that_released_it(
+    kube: kube_client.Client, namespace: str, candidates: Callable[[str], Candidate]
+) -> None:
+    """:meth:`LeaderElector.release` hands the lease over: the elector's thread, still renewing, must not take the
+    free lease back (the standby would then wait for a lease that never runs out)."""
+    first = candidates("first")
+    wait_for(lambda: first.elector.is_leader, timeout=10)
+    assert first.elector.release()
+    time.sleep(LEASE_DURATION)  # six retry periods
+    lease = kube.get(kinds.LEASE, "runtime-test", namespace)
+    assert lease["spec"]["holderIdentity"] == ""
+    assert not first.elector.is_leader
+    assert first.transitions == ["started", "stopped"]

@@ -384,19 +384,23 @@ class Client:
         timeout: float | None = None,
         check: bool = True,
         data: bytes | str | None = None,
+        write: bool | None = None,
     ) -> transport.Response:
         """One request answered whole (the direct path when the credentials allow it, else the session).
 
         ``check`` False returns a non-2xx answer instead of raising (a proxied answer is the operand's, not the API's);
-        ``data`` is a body sent as it is (``body`` is serialised as JSON).
+        ``data`` is a body sent as it is (``body`` is serialised as JSON); ``write`` says whether the write fence is
+        asked (default: for the write verbs) — a call proxied to an operand that may change it is one, though not
+        counted as a write of the API.
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
             okt.errors.NotLeader: a write the fence refused (see :func:`fenced`); nothing was sent.
         """
+        write = verb in WRITE_VERBS if write is None else write
         if self.rate_limit is not None:
             self.rate_limit.acquire()
-        if verb in WRITE_VERBS:  # after the rate limit's wait: leadership may have been lost during it
+        if write:  # after the rate limit's wait: leadership may have been lost during it
             check_fence(verb, resource)
         self.stats.record(verb, resource)
         if data is None and body is not None:  # an encoded ``data`` is sent as it is
@@ -411,7 +415,7 @@ class Client:
             )
             used = self._token.token() if self._token is not None else None
             response = sent(token=used)
-            if response.status_code == 401 and self._token_changed(method, verb, resource, used):
+            if response.status_code == 401 and self._token_changed(method, verb, resource, used, write):
                 # another token came (a rotated file, a plugin run again): once more with it
                 response = sent(token=self._token.token() if self._token is not None else None)
         else:
@@ -424,6 +428,7 @@ class Client:
                 data=data,
                 content_type=content_type,
                 timeout=timeout,
+                write=write,
             )
             response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
         self.stats.answered(response.status_code, method)
@@ -451,7 +456,7 @@ class Client:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
 
-    def _token_changed(self, method: str, verb: str, resource: str, refused: str | None) -> bool:
+    def _token_changed(self, method: str, verb: str, resource: str, refused: str | None, write: bool) -> bool:
         """After a 401 to a request sent with ``refused``: whether the token source now gives another token (the file
         read again, the plugin run again — once for requests refused together). If so, the refused answer is counted
         and the request counted again: the caller sends it once more.
@@ -463,7 +468,7 @@ class Client:
         if self._token is None or refused is None or not self._token.renew(refused):
             return False
         self.stats.answered(401, method)
-        if verb in WRITE_VERBS:
+        if write:
             check_fence(verb, resource)
         self.stats.record(verb, resource)
         return True
@@ -480,15 +485,17 @@ class Client:
         content_type: str = "application/json",
         stream: bool = False,
         timeout: float | tuple[float, float],
+        write: bool = False,
     ) -> requests.Response:
         """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams); a 401
-        is sent once more when the token source gives another token (counted as ``verb`` on ``resource``)."""
+        is sent once more when the token source gives another token (counted as ``verb`` on ``resource``; a
+        ``write`` asks the fence again first)."""
         sent = functools.partial(
             self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
         )
         used = self._token.token() if self._token is not None else None
         answer = sent(used)
-        if answer.status_code == 401 and self._token_changed(method, verb, resource, used):
+        if answer.status_code == 401 and self._token_changed(method, verb, resource, used, write):
             answer.close()
             answer = sent(self._token.token() if self._token is not None else None)
         return answer

@@ -43,6 +43,8 @@ EXCERPT = 200
 
 Route = Literal["proxy", "direct"]
 _KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "service": "services", "services": "services", "svc": "services"}
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that do not change the operand: not fenced."""
 _PODS = kinds.BUILTIN[("v1", "Pod")]
 _SERVICES = kinds.BUILTIN[("v1", "Service")]
 _ENDPOINTS = kinds.Kind("v1", "Endpoints", "endpoints", True)
@@ -122,7 +124,7 @@ def call(
         okt.errors.NotLeader: a call other than GET/HEAD while the thread's leadership fence refuses writes.
     """
     method = method.upper()
-    if method not in ("GET", "HEAD", "OPTIONS"):
+    if method not in _READS:
         kube_client.check_fence("create", f"{target.resource}/proxy")
     data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()
     shown = f"{method} {scheme}://{target}{'' if port is None else f':{port}'}/{path.lstrip('/')}"
@@ -164,6 +166,7 @@ def _through_proxy(
             content_type="application/json",
             timeout=timeout,
             check=False,
+            write=method not in _READS,  # fenced again as it leaves: a rate limit may have held it
         )
     except errors.Unavailable as exc:
         raise _no_answer(exc, shown, timeout) from exc

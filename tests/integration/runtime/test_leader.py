@@ -184,11 +184,12 @@ def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_
 ) -> None:
     """A renewal counts from when it was sent, not from when its answer came: the others judge the lease from the
     moment they saw it renewed, which may be long before the answer reaches the leader."""
-    timing = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
-    with HeldAnswerProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+    timing = (3.0, 2.0, 0.5)  # lease duration, renew deadline, retry period
+    proxy = HeldAnswerProxy(control_plane.url, str(control_plane.ca_file))
+    with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
-        first = leader.LeaderElector(through, namespace, "held", "first", **timing)
-        second = leader.LeaderElector(kube, namespace, "held", "second", **timing)
+        first = leader.LeaderElector(through, namespace, "held", "first", *timing)
+        second = leader.LeaderElector(kube, namespace, "held", "second", *timing)
         both: list[float] = []
         watching = threading.Event()
 
@@ -255,7 +256,8 @@ def test_a_leader_whose_renewals_get_answers_that_are_not_json_loses_leadership_
     leading and tells its owner (which exits to be restarted), rather than staying a silent leader that writes
     nothing."""
     stopped = threading.Event()
-    with GarblingProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+    proxy = GarblingProxy(control_plane.url, str(control_plane.ca_file))
+    with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         elector = leader.LeaderElector(
             through,
@@ -285,7 +287,8 @@ def test_a_release_that_gets_an_answer_that_is_not_json_still_ends_leadership(
     """The release is best effort (the others wait for the lease to expire): an unreadable answer does not make
     :meth:`LeaderElector.stop` fail half-way through a shutdown."""
     stopped = threading.Event()
-    with GarblingProxy(control_plane.url, str(control_plane.ca_file)) as proxy:
+    proxy = GarblingProxy(control_plane.url, str(control_plane.ca_file))
+    with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         elector = leader.LeaderElector(
             through, namespace, "garbled", "first", on_stopped_leading=stopped.set, retry_period=0.5

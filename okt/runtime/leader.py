@@ -179,7 +179,7 @@ class LeaderElector:
         """Stop competing; with ``release``, hand the lease over at once if we hold it."""
         self._halt(timeout)
         if release:
-            self.release()
+            self._give_up(False)
 
     def release(self) -> bool:
         """Stop competing and give the lease up if we hold it: holder emptied, duration 1 s. Returns whether it was
@@ -191,7 +191,11 @@ class LeaderElector:
         with self._lock:
             was_leading, self._leading = self._leading, False  # writes stop at once
         self._halt(None)
-        with self._lock:  # the thread may have acquired the lease meanwhile
+        return self._give_up(was_leading)
+
+    def _give_up(self, was_leading: bool) -> bool:
+        """Release the lease if we led (``was_leading``) or lead now, the elector's thread being stopped."""
+        with self._lock:  # the thread may have acquired the lease before it stopped
             was_leading, self._leading = was_leading or self._leading, False
         if not was_leading:
             return False

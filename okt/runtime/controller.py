@@ -15,12 +15,13 @@ Guarantees:
   Kubernetes issue 77988; or someone deleted it from etcd). Once the API confirms it is gone (a watch also says
   ``DELETED`` of an object that merely left its selection: that one is left alone), its cleanup runs on its last known
   state (``cleanup(ctx)``; the finalizer's removal finds it gone), retried with backoff until it succeeds, so what it
-  was to release is released; a child's event enqueues the owner named by its *controller* ownerReference when that
-  owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage
-  collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed something
-  outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
-  Deployment's readiness counts, not every status rewrite of its controller), and after the reconciler's
-  ``child_change_delay``, so a burst of them is one reconcile;
+  was to release is released; a child's event enqueues the owner named by its *controller* ownerReference (for a
+  modification, before the change too: an owner the child stopped naming has lost it) when that owner is of the
+  primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage collector
+  removes, wake nothing) — its addition or deletion at once; a modification only when it changed something outside
+  the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a Deployment's
+  readiness counts, not every status rewrite of its controller), and after the reconciler's ``child_change_delay``,
+  so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
@@ -449,18 +450,27 @@ class Controller:
         self._enqueue(key, event_type, obj)
 
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        key = owner_key(obj, self.kind)
-        if key is None:
-            return
-        owner = self.cache.get(self.kind, key[1], key[0])
-        if owner is None or (owner.get("metadata") or {}).get("uid") != objects.controller_uid(obj):
-            # The owner is gone (the garbage collector deleting its children) or is another object of that name:
-            # a reconcile would only find the owner missing.
+        # A modification concerns the owner the child named before it too: one whose ownerReference was removed or
+        # pointed elsewhere has lost its child (drift its reconcile repairs), and the new object no longer names it.
+        versions = (obj, old) if event_type == informer_mod.MODIFIED and old is not None else (obj,)
+        keys: dict[QueueKey, None] = {}
+        for version in versions:
+            key = owner_key(version, self.kind)
+            if key is None or key in keys:
+                continue
+            owner = self.cache.get(self.kind, key[1], key[0])
+            if owner is None or (owner.get("metadata") or {}).get("uid") != objects.controller_uid(version):
+                # The owner is gone (the garbage collector deleting its children) or is another object of that
+                # name: a reconcile would only find the owner missing.
+                continue
+            keys[key] = None
+        if not keys:
             return
         classes = self._classes_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))), ())
         if not child_change_matters(event_type, obj, old, classes):
             return
-        self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
+        for key in keys:
+            self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)
 
     def on_related_event(
         self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None

@@ -306,6 +306,25 @@ def test_a_child_added_or_deleted_enqueues_its_owner_at_once(
     assert controller.queue.get(timeout=0) is None
 
 
+@pytest.mark.parametrize(
+    "now",
+    [
+        {"metadata": {"name": "c", "namespace": "ns"}},
+        child(name="other", uid="u2"),
+    ],
+    ids=["owner reference removed", "controller owner changed"],
+)
+def test_a_child_that_stopped_pointing_at_its_owner_wakes_that_owner(
+    offline_client: kube_client.Client, api: Any, now: dict[str, Any]
+) -> None:
+    """The owner a child named before a change has lost it (drift its reconcile repairs): it is reconciled, as the
+    owner the child names now would be."""
+    api.put(WIDGET, owner_w())
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
+    controller.on_child_event("MODIFIED", now, child())
+    assert controller.queue.get(timeout=5) == ("ns", "w")
+
+
 def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(
     offline_client: kube_client.Client, api: Any
 ) -> None:

@@ -94,6 +94,7 @@ class Cache:
         self._handlers: dict[_KindKey, list[informer_mod.EventHandler]] = {}
         self._selected: dict[_KindKey, bool] = {}
         self._status_owners: dict[_KindKey, bool] = {}
+        self._status_owners_wanted: set[_KindKey] = set()
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
@@ -114,11 +115,13 @@ class Cache:
 
         ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched.
 
-        ``status_owners`` keeps who owns which status field of each object (what applying the status needs);
-        ``keep`` filters objects on the client side (see :class:`okt.runtime.informer.Informer`).
+        ``status_owners`` keeps who owns which status field of each object (what applying the status needs), as
+        does :meth:`keep_status_owners` before; ``keep`` filters objects on the client side (see
+        :class:`okt.runtime.informer.Informer`).
 
         Raises:
-            ValueError: ``kind`` was started before with a different ``use_selector``.
+            okt.ConfigurationError: ``kind`` was started before with a different ``use_selector`` or a filter, or
+                without the status owners this start asks for.
             RuntimeError: the cache is stopped.
         """
         key = (kind.api_version, kind.kind)
@@ -126,7 +129,14 @@ class Cache:
         with self._lock:
             if self._stopped:
                 raise RuntimeError("the cache is stopped")
+            status_owners = status_owners or key in self._status_owners_wanted
             if key in self._informers:
+                if status_owners and not self._status_owners[key]:
+                    # The store holds the kind without who owns its status fields, and cannot get them back.
+                    raise errors.ConfigurationError(
+                        f"{kind.kind} ({kind.api_version}) is already watched without its status owners, which "
+                        "applying its status needs: declare it with Cache.keep_status_owners before starting it"
+                    )
                 narrowed = (self.label_selector is not None and self._selected[key] != use_selector) or (
                     keep is not None or self._filtered.get(key, False)
                 )
@@ -176,6 +186,13 @@ class Cache:
             on_event(informer_mod.ADDED, obj, None)
         for informer in new:
             informer.start()
+
+    def keep_status_owners(self, kind: kinds.Kind) -> None:
+        """Keep who owns which status field of ``kind``'s objects, whoever starts the kind: a kind one reconciler owns
+        may be the primary of another that applies its status, and a store started without the owners cannot get
+        them back (its objects would read as if okt owned no status field). Call it before starting the kind."""
+        with self._lock:
+            self._status_owners_wanted.add((kind.api_version, kind.kind))
 
     def _fan_out(self, key: _KindKey) -> informer_mod.EventHandler:
         def deliver(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

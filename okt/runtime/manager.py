@@ -256,6 +256,10 @@ class Manager:
                 for reconciler_cls in self.reconcilers
             ]
             for controller in self.controllers:
+                # Before any kind is started: another controller may own this one's primary kind and start it first.
+                if controller.reconciler_cls.applies_status():
+                    self.cache.keep_status_owners(controller.kind)
+            for controller in self.controllers:
                 controller.watch()
         except BaseException:
             self.stop()

@@ -117,6 +117,23 @@ def test_without_a_selector_or_a_filter_a_primary_and_an_owned_kind_share_one_st
     assert api.lists == [("configmaps", None, None)]
 
 
+def test_status_owners_declared_ahead_are_kept_whoever_starts_the_kind_and_asked_too_late_are_refused(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    owners = [{"manager": "okt", "operation": "Apply", "fieldsV1": {"f:status": {"f:phase": {}}}}]
+    api.put(CM, obj(CM, "a", managedFields=owners))
+    api.put(SECRET, obj(SECRET, "s", managedFields=owners))
+    cache = make_cache()
+    cache.keep_status_owners(CM)
+    cache.start(CM, lambda *_: None)  # an owned kind, started first
+    cache.start(CM, lambda *_: None, status_owners=True)  # the primary whose status okt applies
+    cache.start(SECRET, lambda *_: None)
+    with pytest.raises(errors.ConfigurationError, match="already watched without its status owners"):
+        cache.start(SECRET, lambda *_: None, status_owners=True)
+    assert cache.wait_for_sync(5)
+    assert cache.get(CM, "a", "ns")["metadata"]["managedFields"][0]["manager"] == "okt"  # type: ignore[index]
+
+
 def test_reads_return_private_copies(api: Any, make_cache: Any, obj: Obj) -> None:
     api.put(CM, {**obj(CM, "a", labels={"k": "v"}), "data": {"x": "1"}})
     cache = make_cache()

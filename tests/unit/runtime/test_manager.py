@@ -8,8 +8,12 @@ from typing import Any
 import pytest
 
 import okt
+from okt.engines import results as results_mod
+from okt.engines import stepper
 from okt.kube import client as kube_client
+from okt.kube import kinds
 from okt.runtime import manager
+from okt.status import writer
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -75,3 +79,53 @@ def test_a_stopped_manager_cannot_be_started() -> None:
     assert not stopped.running
     with pytest.raises(RuntimeError, match="never after stop"):
         stopped.start()
+
+
+class ChildGadget(okt.MutableResource):
+    api_version = "example.io/v1"
+    kind = "Gadget"
+
+
+class Parents(okt.Reconciler):
+    """Owns Gadgets, which another reconciler of the same process has as its primary."""
+
+    api_version = "example.io/v1"
+    kind = "Parent"
+    plural = "parents"
+    owns = (ChildGadget,)
+
+
+class Gadgets(okt.Reconciler):
+    api_version = "example.io/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+
+
+def test_a_primary_whose_status_okt_applies_keeps_its_status_owners_when_another_reconciler_owns_its_kind(
+    api: Any, obj: Any
+) -> None:
+    """Applying the status needs who owns which status field (what okt applied before and no longer states would be
+    dropped by the server otherwise): the store keeps that of a status-applying primary's kind, whichever of the
+    reconcilers watching the kind starts it."""
+    gadget = kinds.Kind("example.io/v1", "Gadget", "gadgets")
+    by_type = {(k.api_version, k.kind): k for k in (gadget, kinds.Kind("example.io/v1", "Parent", "parents"))}
+    api.stats = kube_client.RequestStats()
+    api.resolve = lambda api_version, kind: by_type[(api_version, kind)]
+    owners = [{"manager": "okt", "operation": "Apply", "fieldsV1": {"f:status": {"f:phase": {}}}}]
+    api.put(gadget, obj(gadget, "g", managedFields=owners))
+    assert Gadgets.applies_status()
+
+    def reconcile(*args: Any, **kwargs: Any) -> stepper.Run:
+        return stepper.Run(path=(okt.State.End,), outcome=results_mod.Outcome.done(), results=results_mod.Results())
+
+    runner = manager.Manager(api, [Parents, Gadgets], metrics_bind="0", reconcile=reconcile, tune_memory=False)
+    runner.start()
+    try:
+        assert runner.cache is not None
+        assert runner.cache.wait_for_sync(5)
+        stored = runner.cache.get(gadget, "g", "ns")
+    finally:
+        runner.stop()
+        runner.join(5)
+    assert stored is not None
+    assert writer.status_ownership(stored, "okt").fields == {"phase"}

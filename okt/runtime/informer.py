@@ -12,8 +12,8 @@ Guarantees:
   streams and stored a page at a time; a relist reads etcd, page by page, so the store never goes back in time;
 * **bookmarks** move the resourceVersion forward and nothing else (no event, no store change);
 * **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
-  objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED`` — nothing is lost while the
-  watch was broken;
+  objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED``, and one deleted and
+  created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken;
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
   exponential backoff; the watch resumes from the last resourceVersion, and a relist follows when the server no longer
   has it;
@@ -287,6 +287,10 @@ def _bucket_without(bucket: Bucket, key: StoreKey) -> Bucket:
 
 def _unpacked(packed: Packed | None) -> dict[str, Any] | None:
     return None if packed is None else packed.unpack()
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def strip(obj: dict[str, Any], status_owners: bool = False) -> dict[str, Any]:
@@ -601,8 +605,15 @@ class Informer:
                         self._put_locked(key, item, None)
                         changes.append((ADDED, item, None))
                     elif is_newer(resource_version(item), current.rv):
+                        before = current.unpack()
                         self._put_locked(key, item, current)
-                        changes.append((MODIFIED, item, current))
+                        if _uid(before) != _uid(item):
+                            # Deleted and created again while the watch was down: another object, as the watch
+                            # would have told (a modification may look like nothing new: same spec, generation 1).
+                            changes.append((DELETED, before, None))
+                            changes.append((ADDED, item, None))
+                        else:
+                            changes.append((MODIFIED, item, current))
                     elif key in self._shadowed:
                         # The store holds the answer to okt's own write and the watch never told what came before
                         # it (someone may have changed the object between okt's read and its write): announced

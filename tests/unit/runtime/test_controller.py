@@ -325,6 +325,25 @@ def test_a_child_that_stopped_pointing_at_its_owner_wakes_that_owner(
     assert controller.queue.get(timeout=5) == ("ns", "w")
 
 
+def test_a_primary_deleted_and_created_again_while_the_watch_was_down_is_reconciled(
+    offline_client: kube_client.Client, api: Any
+) -> None:
+    """The new object has the spec, labels and generation of the old: it is another object all the same, with none
+    of the children the garbage collector took with the old one."""
+    api.put(WIDGET, primary(uid="u1"))
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
+    controller.watch()
+    try:
+        assert controller.queue.get(timeout=5) == ("ns", "w")
+        controller.queue.done(("ns", "w"))
+        api.remove(WIDGET, "ns", "w")
+        api.put(WIDGET, primary(uid="u2"))
+        api.emit(WIDGET, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired"}, namespace=None)
+        assert controller.queue.get(timeout=5) == ("ns", "w")
+    finally:
+        controller.cache.stop()
+
+
 def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(
     offline_client: kube_client.Client, api: Any
 ) -> None:

@@ -109,6 +109,25 @@ def test_gone_relists_and_diffs_the_store_into_events(api: Any, recorder: Any, s
     assert api.watches[1][2] == str(api.version)
 
 
+def test_an_object_deleted_and_created_again_while_the_watch_was_down_is_announced_as_both(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """What the watch would have told: the first object went (its owner's children with it), another came. A
+    modification of one object would read as nothing new to a handler comparing the spec of the two."""
+    first = api.put(CM, obj(CM, "a", uid="u1"))
+    informer = start()
+    api.remove(CM, "ns", "a")
+    again = api.put(CM, obj(CM, "a", uid="u2"))
+    api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert recorder.snapshot() == [
+        ("ADDED", "a", first["metadata"]["resourceVersion"], None),
+        ("DELETED", "a", first["metadata"]["resourceVersion"], None),
+        ("ADDED", "a", again["metadata"]["resourceVersion"], None),
+    ]
+    assert informer.get("ns", "a")["metadata"]["uid"] == "u2"  # type: ignore[index]
+
+
 def test_a_transport_failure_reconnects_from_the_last_resource_version_without_relisting(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

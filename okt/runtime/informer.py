@@ -605,15 +605,20 @@ class Informer:
                         self._put_locked(key, item, None)
                         changes.append((ADDED, item, None))
                     elif is_newer(resource_version(item), current.rv):
-                        before = current.unpack()
+                        # Against what the watch said last: the store may hold the answer to okt's own write, which
+                        # carries whatever changed before it (a spec change the watch never told).
+                        watched = self._shadowed.get(key, current)
+                        before = None if watched is None else watched.unpack()
                         self._put_locked(key, item, current)
-                        if _uid(before) != _uid(item):
+                        if before is None:
+                            changes.append((ADDED, item, None))
+                        elif _uid(before) != _uid(item):
                             # Deleted and created again while the watch was down: another object, as the watch
                             # would have told (a modification may look like nothing new: same spec, generation 1).
                             changes.append((DELETED, before, None))
                             changes.append((ADDED, item, None))
                         else:
-                            changes.append((MODIFIED, item, current))
+                            changes.append((MODIFIED, item, watched))
                     elif key in self._shadowed:
                         # The store holds the answer to okt's own write and the watch never told what came before
                         # it (someone may have changed the object between okt's read and its write): announced

@@ -344,6 +344,28 @@ def test_a_primary_deleted_and_created_again_while_the_watch_was_down_is_reconci
         controller.cache.stop()
 
 
+def test_a_spec_change_the_watch_missed_before_okts_status_write_is_reconciled_after_the_relist(
+    offline_client: kube_client.Client, api: Any
+) -> None:
+    """The watch is down; someone changes the spec, a reconcile of the old read writes the status (its answer goes
+    to the store), someone else writes the status: the relist's change holds the spec change, seen from the watch's
+    last word rather than from okt's answer (which already carries the new generation)."""
+    first = api.put(WIDGET, primary(uid="u1"))
+    controller = make_controller(offline_client, lambda *a, **k: fake_run(Outcome.done()), reads=api)
+    controller.watch()
+    try:
+        assert controller.queue.get(timeout=5) == ("ns", "w")
+        controller.queue.done(("ns", "w"))
+        theirs = api.put(WIDGET, {**first, "metadata": {**first["metadata"], "generation": 2}})
+        ours = api.put(WIDGET, {**theirs, "status": {"phase": "B"}})
+        controller.cache.observe(ours)
+        api.put(WIDGET, {**ours, "status": {"phase": "C"}})
+        api.emit(WIDGET, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired"}, namespace=None)
+        assert controller.queue.get(timeout=5) == ("ns", "w")
+    finally:
+        controller.cache.stop()
+
+
 def test_a_burst_of_child_modifications_is_one_reconcile_after_the_delay(
     offline_client: kube_client.Client, api: Any
 ) -> None:

@@ -217,6 +217,26 @@ def test_a_relist_announces_what_came_before_okts_observed_write_that_the_watch_
     ]
 
 
+def test_a_relist_announces_a_change_after_okts_observed_write_against_what_the_watch_told(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The relabelling before okt's write is in the change the relist announces: against okt's own answer, which
+    already carries it, the change would read as the data alone."""
+    first = api.put(CM, obj(CM, "a", labels={"v": "1"}))
+    informer = start()
+    theirs = api.put(CM, {**first, "metadata": {**first["metadata"], "labels": {"v": "2"}}})
+    ours = api.put(CM, {**theirs, "data": {"written": "by okt"}})
+    informer.observe(ours)  # the watch is down: only the answer to okt's write came
+    later = api.put(CM, {**ours, "data": {"written": "by okt", "and": "by someone else"}})
+    api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5, message=lambda: str(recorder.snapshot()))
+
+    assert recorder.snapshot() == [
+        ("ADDED", "a", first["metadata"]["resourceVersion"], None),
+        ("MODIFIED", "a", later["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"]),
+    ]
+
+
 def test_an_echo_announced_before_its_write_was_observed_is_known_once(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -579,6 +579,9 @@ class Informer:
         # memory), and an object is announced from the dict just decoded rather than decoded again from the store.
         # What a page stored is announced even when a later page fails: the retry would not see it as new.
         listed: set[StoreKey] = set()
+        # What the list says of objects whose store entry is okt's own answer, newer than the list: the watch, which
+        # resumes from the list, may still tell changes from before that answer.
+        relisted: dict[StoreKey, Packed] = {}
         version = ""
         # The first list is served from the API server's watch cache (client-go's reflector lists so too): no read
         # of etcd, which a busy control plane pays for most. A relist (the watch expired, an error) reads etcd, so
@@ -622,9 +625,12 @@ class Informer:
                     elif key in self._shadowed:
                         # The store holds the answer to okt's own write and the watch never told what came before
                         # it (someone may have changed the object between okt's read and its write): announced
-                        # against what the watch said last.
+                        # against what the watch said last, unless the list says just that.
                         watched = self._shadowed[key]
-                        changes.append((ADDED if watched is None else MODIFIED, item, watched))
+                        if current.rv != resource_version(item):
+                            relisted[key] = Packed(item, {}, self._codec)
+                        if watched is None or watched.rv != resource_version(item):
+                            changes.append((ADDED if watched is None else MODIFIED, item, watched))
             del page
             self._announce_sweep((event_type, obj, _unpacked(old)) for event_type, obj, old in changes)
             del changes
@@ -637,7 +643,14 @@ class Informer:
                     continue
                 self._remove_locked(key, stored)
                 gone.append(stored)
-            self._shadowed.clear()
+            # An answer of okt's newer than the list stays shadowed, against what the list said of the object (or
+            # nothing, when the list lacked it): the watch's events up to that answer are told against it, and the
+            # answer's own echo is swallowed.
+            self._shadowed = {
+                key: relisted.get(key)
+                for key in self._shadowed
+                if key in self._store and is_newer(self._store[key].rv, version) is True
+            }
             self._resource_version = version
             self.relists += 1
         self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone))

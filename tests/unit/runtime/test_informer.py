@@ -237,6 +237,34 @@ def test_a_relist_announces_a_change_after_okts_observed_write_against_what_the_
     ]
 
 
+def test_a_change_before_okts_observed_write_that_a_relist_older_than_the_write_lacks_is_announced_by_the_watch(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The relist was answered before okt's write (observed meanwhile) and before someone's change under it: the
+    watch, resuming from the list, tells that change; the store keeps okt's newer answer and swallows its echo."""
+    first = api.put(CM, obj(CM, "a", labels={"v": "1"}))
+    informer = start()
+    version = int(first["metadata"]["resourceVersion"])
+    theirs = {**first, "metadata": {**first["metadata"], "labels": {"v": "2"}, "resourceVersion": str(version + 1)}}
+    ours = {**theirs, "metadata": {**theirs["metadata"], "resourceVersion": str(version + 2)}, "data": {"by": "okt"}}
+    informer.observe(ours)
+    api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+    wait_for(lambda: informer.relists == 2, timeout=5)  # the list: the object as the watch told it
+    api.version += 2  # both changes happened on the server after the list was answered
+    api.emit(CM, "MODIFIED", theirs)
+    api.emit(CM, "MODIFIED", ours)
+    later = api.put(CM, obj(CM, "b"))
+    api.emit(CM, "ADDED", later)
+    wait_for(lambda: informer.get("ns", "b") is not None, timeout=5)
+
+    assert recorder.snapshot() == [
+        ("ADDED", "a", str(version), None),
+        ("MODIFIED", "a", str(version + 1), str(version)),
+        ("ADDED", "b", later["metadata"]["resourceVersion"], None),
+    ]
+    assert informer.get("ns", "a")["metadata"]["resourceVersion"] == str(version + 2)  # type: ignore[index]
+
+
 def test_an_echo_announced_before_its_write_was_observed_is_known_once(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

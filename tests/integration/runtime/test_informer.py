@@ -215,3 +215,38 @@ def test_the_answer_to_okts_finalizer_removal_observed_after_the_watch_told_the_
     assert informer.observe(released) is False
     assert informer.get(namespace, "a") is None
     assert kube.get_or_none(CM, "a", namespace) is None
+
+
+def test_an_object_relabelled_out_of_the_selection_under_okts_write_leaves_the_store(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
+) -> None:
+    """Someone relabels an object out of the informer's selection while okt writes it: the watch tells the
+    relabelling as a deletion, and okt's answer (newer, reaching the store first) must not keep it there."""
+    selected = {"app": "mine"}
+    body = config_map(namespace, "a", v="1")
+    kube.create({**body, "metadata": {**body["metadata"], "labels": selected}}, CM)
+    events, release = Events(), threading.Event()
+
+    def on_event(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        events(event_type, obj, old)
+        if obj["metadata"]["name"] == "gate":
+            release.wait(30)  # the informer's thread waits here: the events after this one queue up
+
+    informer = informer_mod.Informer(kube, CM, namespace, "app in (mine)", on_event=on_event, backoff=QUICK_RECONNECT)
+    informer.start()
+    try:
+        assert informer.has_synced.wait(15)
+        gate = config_map(namespace, "gate")
+        kube.create({**gate, "metadata": {**gate["metadata"], "labels": selected}}, CM)
+        wait_for(lambda: events.of("gate") == [informer_mod.ADDED], timeout=10, message="the gate's event")
+        kube.patch(CM, "a", {"metadata": {"labels": {"app": "theirs"}}}, namespace)
+        ours = kube.patch(CM, "a", {"data": {"v": "2"}}, namespace)
+        informer.observe(ours)
+        release.set()
+        wait_for(lambda: events.of("a")[-1:] == [informer_mod.DELETED], timeout=10, message=lambda: str(events.of("a")))
+
+        assert informer.get(namespace, "a") is None
+        assert [obj["metadata"]["name"] for obj in informer.items()] == ["gate"]
+    finally:
+        release.set()
+        informer.stop()

@@ -491,8 +491,8 @@ class Informer:
         than this answer that the watch tells after it (the writer acted on what it read before that change).
         An answer not newer than what the watch last told is not stored for an object the store lacks: the object
         was deleted (or left the selection) after that answer. Nor is an answer outside the label selector or the
-        ``keep`` filter. Returns whether the store changed. The object is
-        shallow-copied (its metadata without ``managedFields``), so the caller's dict is never aliased by the store.
+        ``keep`` filter. Returns whether the store changed. The object is shallow-copied (its metadata without
+        ``managedFields``), so the caller's dict is never aliased by the store.
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
         if (self._keep is not None and not self._keep(stored_obj)) or (
@@ -595,7 +595,7 @@ class Informer:
         )
         for page, page_version in pages:
             version = page_version
-            changes: list[tuple[str, dict[str, Any], Packed | None]] = []
+            changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
             with self._lock:
                 for item in page:
                     strip(item, self._status_owners)
@@ -621,7 +621,7 @@ class Informer:
                             changes.append((DELETED, before, None))
                             changes.append((ADDED, item, None))
                         else:
-                            changes.append((MODIFIED, item, watched))
+                            changes.append((MODIFIED, item, before))
                     elif key in self._shadowed:
                         # The store holds the answer to okt's own write and the watch never told what came before
                         # it (someone may have changed the object between okt's read and its write): announced
@@ -630,9 +630,9 @@ class Informer:
                         if current.rv != resource_version(item):
                             relisted[key] = Packed(item, {}, self._codec)
                         if watched is None or watched.rv != resource_version(item):
-                            changes.append((ADDED if watched is None else MODIFIED, item, watched))
+                            changes.append((ADDED if watched is None else MODIFIED, item, _unpacked(watched)))
             del page
-            self._announce_sweep((event_type, obj, _unpacked(old)) for event_type, obj, old in changes)
+            self._announce_sweep(changes)
             del changes
         gone: list[Packed] = []
         with self._lock:

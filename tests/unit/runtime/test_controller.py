@@ -571,7 +571,10 @@ def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted
 
     def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
         seen.append(reader.get(kind, name, namespace))
-        return fake_run(Outcome.done())
+        run = fake_run(Outcome.done())
+        if seen[-1] is not None:  # the cleanup succeeded, and the finalizer's removal found the object gone
+            run.results.add(okt.Operation.FINALIZER_REMOVED, "example.io/cleanup")
+        return run
 
     controller = controller_mod.Controller(
         CleanedWidgets, client, cache_mod.Cache(client), reconcile=reconcile, backoff=NO_JITTER

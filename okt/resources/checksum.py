@@ -19,16 +19,21 @@ Guarantees:
   infinities, sets, arbitrary objects) raise instead of hashing to something unstable.
 * :func:`is_subset` and :func:`diff_paths` agree: ``is_subset(d, l)`` is exactly ``not diff_paths(d, l)``.
 
-Caveats: the comparison is deliberately strict about types (``1`` is not ``"1"``, ``True`` is not ``1``); a manifest
-that writes ``replicas: "3"`` will show drift until it is fixed. Quantities are not normalised either: the server
-keeps ``memory: 1Gi`` as written, so a manifest and its live object agree as long as the manifest is consistent.
+Caveats: the comparison is deliberately strict about types (``"1"`` is not ``1``, ``True`` is not ``1``); a manifest
+that writes ``replicas: "3"`` will show drift until it is fixed. The one exception is what the API server does to
+resource quantities: it stores their canonical form (``cpu: 0.5`` becomes ``"500m"``, ``memory: 1024Mi`` becomes
+``"1Gi"``, ``cpu: 2`` becomes ``"2"``), so a live string that is exactly the canonical form of the desired number or
+quantity matches it (:func:`canonical_quantity`). Only that form does: ``1Gi`` against a live ``1024Mi`` is drift.
 """
 
 from __future__ import annotations
 
 import copy
+import decimal as decimal_mod
+import fractions
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -91,8 +96,9 @@ def is_subset(desired: object, live: object) -> bool:
       server-defaulted fields inside items (``ports[0].protocol``, ``containers[0].terminationMessagePath``) are
       ignored while an added, removed or reordered item is drift;
     * **scalars** -- equal value and kind: strings equal strings, numbers equal numbers (``1 == 1.0``), booleans
-      equal booleans, ``None`` equals ``None``. No conversion between kinds: ``1`` does not match ``"1"`` and
-      ``True`` does not match ``1``.
+      equal booleans, ``None`` equals ``None``. No conversion between kinds (``"1"`` does not match ``1``, ``True``
+      does not match ``1``) but one: a live string that is the canonical form the server gives a desired quantity
+      (``0.5`` or ``"500m"`` against ``"500m"``, ``"1024Mi"`` against ``"1Gi"``) matches it.
 
     Pydantic models are compared in their wire form (see :func:`canonical_json`).
     """
@@ -201,7 +207,7 @@ def _matches(desired: Any, live: Any) -> bool:
     """
     kind = type(desired)
     if kind is str:
-        return isinstance(live, str) and desired == live
+        return isinstance(live, str) and (desired == live or canonical_quantity(desired) == live)
     if kind is dict or (kind not in _SCALARS and isinstance(desired, Mapping)):
         if not _is_mapping(live):
             return False
@@ -243,8 +249,71 @@ def _same_scalar(desired: object, live: object) -> bool:
         return isinstance(desired, bool) and isinstance(live, bool) and desired == live
     if isinstance(desired, int | float) and isinstance(live, int | float):
         return desired == live
-    if isinstance(desired, int | float) or isinstance(live, int | float):
+    if isinstance(live, str) and isinstance(desired, int | float | str):
+        return desired == live or canonical_quantity(desired) == live
+    if isinstance(desired, int | float | str) or isinstance(live, int | float | str):
         return False
-    if isinstance(desired, str) or isinstance(live, str):
-        return isinstance(desired, str) and isinstance(live, str) and desired == live
     return desired == live
+
+
+_QUANTITY = re.compile(
+    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:(Ki|Mi|Gi|Ti|Pi|Ei)|[eE]([+-]?[0-9]+)|([numkMGTPE]?))"
+)
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_NANO = 10**9
+
+
+def canonical_quantity(value: object) -> str | None:
+    """The text the API server stores for ``value`` written in a resource quantity field (``resources.limits.cpu``,
+    a ResourceQuota's ``hard``), or None when ``value`` is no quantity.
+
+    The server parses a quantity and writes it back in its canonical form (Kubernetes' ``Quantity.String()``): the
+    suffix family written is kept (binary ``Ki``..``Ei``, decimal ``n``..``E``, or an exponent ``e3``), the number is
+    an integer with the largest suffix of that family that keeps it exact, and a binary quantity below 1024 or with
+    a fraction is written in decimal. ``0.5`` → ``"500m"``, ``"1000m"`` → ``"1"``, ``"1024Mi"`` → ``"1Gi"``,
+    ``"0.5Gi"`` → ``"512Mi"``, ``"1e3"`` → ``"1e3"``. A value finer than a nano unit (which the server rounds up) or
+    beyond the suffixes' range gives None too: such a value is compared as written. (The server keeps a spelling
+    that is short already as written — ``1E3``, ``+1`` — which the comparison matches as it is.)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        text = repr(value)  # what json.dumps sends
+    elif isinstance(value, str):
+        text = value
+    else:
+        return None
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        return None
+    number, binary, exponent, decimal = match.groups()
+    amount = fractions.Fraction(decimal_mod.Decimal(number))
+    if binary is not None:
+        amount *= 1024 ** _BINARY_SUFFIXES.index(binary)
+    elif exponent is not None:
+        amount *= fractions.Fraction(10) ** int(exponent)
+    else:
+        amount *= fractions.Fraction(10) ** next(k for k, v in _DECIMAL_SUFFIXES.items() if v == decimal)
+    if amount == 0:
+        return "0"
+    if (amount * _NANO).denominator != 1:
+        return None
+    if binary is not None and amount.denominator == 1 and abs(amount) >= 1024:
+        mantissa, power = int(amount), 0
+        while mantissa % 1024 == 0:
+            mantissa, power = mantissa // 1024, power + 1
+        return f"{mantissa}{_BINARY_SUFFIXES[power]}" if power < len(_BINARY_SUFFIXES) else None
+    mantissa, power = int(amount * _NANO), -9
+    while mantissa % 10 == 0:
+        mantissa, power = mantissa // 10, power + 1
+    rest = power % 3  # down to a multiple of 3, as the server does
+    mantissa, power = mantissa * 10**rest, power - rest
+    if exponent is not None:
+        return f"{mantissa}e{power}" if power else str(mantissa)
+    suffix = _DECIMAL_SUFFIXES.get(power)
+    return None if suffix is None else f"{mantissa}{suffix}"

@@ -250,8 +250,14 @@ def test_a_changed_desired_field_is_drift_reported_at_its_path(edit: Any, path: 
         ({"a": None}, {"a": "set by someone"}, False),
         ({"a": []}, {"a": [1]}, False),
         ({"a": {}}, {"a": {"b": 1}}, True),
-        ({"replicas": 1}, {"replicas": "1"}, False),
         ({"replicas": "1"}, {"replicas": 1}, False),
+        ({"cpu": 1}, {"cpu": "1"}, True),
+        ({"cpu": 0.5}, {"cpu": "500m"}, True),
+        ({"cpu": "1000m"}, {"cpu": "1"}, True),
+        ({"memory": "1024Mi"}, {"memory": "1Gi"}, True),
+        ({"cpu": "500m"}, {"cpu": 0.5}, False),
+        ({"cpu": "1"}, {"cpu": "1000m"}, False),
+        ({"cpu": 2}, {"cpu": "500m"}, False),
         ({"enabled": True}, {"enabled": 1}, False),
         ({"count": 1}, {"count": True}, False),
         ({"ratio": 1}, {"ratio": 1.0}, True),
@@ -422,3 +428,38 @@ def test_a_mapping_or_sequence_of_another_type_compares_as_a_dict_or_list_does()
             }
     assert not checksum.is_subset({"data": types.MappingProxyType({"k": "v"})}, {"data": {}})
     assert not checksum.is_subset_within(frozen, shape, {"spec": ("not", "a mapping")})
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [
+        (0.5, "500m"),
+        (2, "2"),
+        (-1.5, "-1500m"),
+        ("1000m", "1"),
+        ("100m", "100m"),
+        ("1.5", "1500m"),
+        ("1500", "1500"),
+        ("1000k", "1M"),
+        ("1024Mi", "1Gi"),
+        ("1000Mi", "1000Mi"),
+        ("0.5Gi", "512Mi"),
+        ("1.5Gi", "1536Mi"),
+        ("0.5Ki", "512"),
+        ("1e3", "1e3"),
+        ("1E3", "1e3"),
+        ("1.5e3", "1500"),
+        (".5", "500m"),
+        ("0Gi", "0"),
+        ("8080", "8080"),
+        ("http", None),
+        ("", None),
+        ("1 Gi", None),
+        ("0.1n", None),
+        (True, None),
+        (None, None),
+        (float("nan"), None),
+    ],
+)
+def test_canonical_quantity_is_what_the_api_server_stores(value: Any, stored: str | None) -> None:
+    assert checksum.canonical_quantity(value) == stored

@@ -1,0 +1,129 @@
+"""What the API server makes of what okt asked for: a child it normalises still costs no write once converged.
+
+Each test reconciles a Widget whose one child is built from the body the reconciler's ``body`` parameter holds, waits
+for the workload's controller to settle, and counts the writes okt's client sends on the next reconcile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
+
+NAME = "normal"
+
+
+class Given(okt.DeploymentResource):
+    """A Deployment whose body the reconciler's parameters give whole."""
+
+
+class GivenReconciler(okt.Reconciler):
+    api_version = shared.WidgetReconciler.api_version
+    kind = shared.WidgetReconciler.kind
+    plural = shared.WidgetReconciler.plural
+    owns = (Given,)
+    params: ClassVar[Mapping[str, Any]] = {"container": {}}
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        container = {"name": "main", "image": "nginx:1.25", **ctx.params["container"]}
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": ctx.cr.namespace, "labels": {"app": NAME}},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": NAME}},
+                "template": {"metadata": {"labels": {"app": NAME}}, "spec": {"containers": [container]}},
+            },
+        }
+        return [Given(ctx.cr, body=body)]
+
+
+def reconciler_with(container: Mapping[str, Any], strategy: str = "apply") -> GivenReconciler:
+    class With(GivenReconciler):
+        params: ClassVar[Mapping[str, Any]] = {"container": container}
+        apply_strategy: ClassVar[str] = strategy
+
+    return With()
+
+
+def container_of(kube: kube_client.Client, namespace: str) -> dict[str, Any]:
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, NAME)
+    assert live is not None
+    container: dict[str, Any] = live["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+@pytest.mark.parametrize(
+    ("resources", "stored"),
+    [
+        pytest.param({"requests": {"cpu": "1000m"}}, {"requests": {"cpu": "1"}}, id="cpu-1000m"),
+        pytest.param({"requests": {"cpu": "0.5"}}, {"requests": {"cpu": "500m"}}, id="cpu-0.5"),
+        pytest.param({"requests": {"memory": "1024Mi"}}, {"requests": {"memory": "1Gi"}}, id="memory-1024Mi"),
+        pytest.param({"requests": {"memory": "1000k"}}, {"requests": {"memory": "1M"}}, id="memory-1000k"),
+        pytest.param({"requests": {"memory": "0.5Gi"}}, {"requests": {"memory": "512Mi"}}, id="memory-0.5Gi"),
+        pytest.param({"requests": {"memory": "1.5Gi"}}, {"requests": {"memory": "1536Mi"}}, id="memory-1.5Gi"),
+        pytest.param({"limits": {"memory": "1E3"}}, {"limits": {"memory": "1E3"}}, id="memory-1E3-kept"),
+        pytest.param({"limits": {"memory": "1000E3"}}, {"limits": {"memory": "1e6"}}, id="memory-1000E3"),
+        pytest.param(
+            {"limits": {"ephemeral-storage": "2048Ki"}}, {"limits": {"ephemeral-storage": "2Mi"}}, id="storage-2048Ki"
+        ),
+    ],
+)
+def test_a_quantity_the_server_canonicalizes_is_written_once_and_then_left_alone(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    resources: dict[str, Any],
+    stored: dict[str, Any],
+) -> None:
+    reconciler = reconciler_with({"resources": resources})
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert container_of(kube, namespace)["resources"] == stored, "the server stores the canonical form"
+    shared.settle_deployment(kube, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+@pytest.mark.parametrize(
+    ("resources", "stored"),
+    [
+        pytest.param({"limits": {"cpu": 0.5}}, {"limits": {"cpu": "500m"}}, id="cpu-0.5"),
+        pytest.param({"limits": {"cpu": 2}}, {"limits": {"cpu": "2"}}, id="cpu-2"),
+    ],
+)
+def test_a_quantity_written_as_a_number_through_merge_patches_is_written_once_and_then_left_alone(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    resources: dict[str, Any],
+    stored: dict[str, Any],
+) -> None:
+    # Server-side apply refuses a number where a quantity goes ("expected string"); a create or merge patch takes it.
+    reconciler = reconciler_with({"resources": resources}, strategy="merge")
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert container_of(kube, namespace)["resources"] == stored, "the server stores the canonical form"
+    shared.settle_deployment(kube, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1

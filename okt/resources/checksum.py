@@ -90,8 +90,11 @@ def is_subset(desired: object, live: object) -> bool:
     """Whether ``live`` still holds everything ``desired`` sets. The rules, applied recursively:
 
     * **mappings** -- every key of ``desired`` must be in ``live`` and match there; keys only in ``live`` are ignored
-      (server defaults, other writers). A key missing from ``live`` matches when its desired value is empty
-      (``None``, ``{}`` or ``[]``), because the server drops empty values;
+      (server defaults, other writers). A key missing from ``live`` matches when its desired value is empty (``{}``
+      or ``[]``), because the server drops empty values. A key whose desired value is ``None`` matches whatever
+      ``live`` holds there, or nothing: a null asks for no value, and a write removes the field, but the server
+      may default it again at once (a container's ``imagePullPolicy: null`` comes back ``IfNotPresent``), so no
+      write can make it match and comparing it would write on every reconcile;
     * **lists** -- same length, and each desired element is a subset of the live element at the same index, so
       server-defaulted fields inside items (``ports[0].protocol``, ``containers[0].terminationMessagePath``) are
       ignored while an added, removed or reordered item is drift;
@@ -182,6 +185,8 @@ def _mismatches(desired: object, live: object, path: str) -> Iterator[str]:
             yield path
             return
         for key, value in desired.items():
+            if value is None:
+                continue  # okt sets nothing there (see is_subset)
             if key in live:
                 yield from _mismatches(value, live[key], _child_path(path, key))
             elif not _is_empty(value):
@@ -212,6 +217,8 @@ def _matches(desired: Any, live: Any) -> bool:
         if not _is_mapping(live):
             return False
         for key, value in desired.items():
+            if value is None:
+                continue
             if key in live:
                 if not _matches(value, live[key]):
                     return False
@@ -233,7 +240,7 @@ def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
     if not _is_mapping(live):
         return False
     for key, value in desired.items():
-        if key not in shape:
+        if value is None or key not in shape:
             continue
         if key in live:
             if not _matches_within(value, shape[key], live[key]):

@@ -127,3 +127,30 @@ def test_a_quantity_written_as_a_number_through_merge_patches_is_written_once_an
 
     assert shared.write_requests(kube, before) == {}
     assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        pytest.param({"env": []}, id="empty-list"),
+        pytest.param({"resources": {}}, id="empty-map"),
+        pytest.param({"securityContext": {}}, id="empty-struct"),
+        pytest.param({"args": None}, id="null-left-unset"),
+        pytest.param({"imagePullPolicy": None}, id="null-the-server-defaults"),
+        pytest.param({"terminationMessagePolicy": None, "ports": [{"containerPort": 80}]}, id="null-and-port"),
+    ],
+)
+def test_an_empty_or_null_field_in_the_template_is_written_once_and_then_left_alone(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, container: dict[str, Any]
+) -> None:
+    reconciler = reconciler_with(container)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1
+    shared.settle_deployment(kube, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1

@@ -107,7 +107,9 @@ def status_patch(live_status: Mapping[str, Any], wanted: Mapping[str, Any]) -> d
 
     Top-level keys only in ``live_status`` are left alone (other writers' fields). Inside a value okt sets, a key of
     a nested map that ``wanted`` no longer has is sent as ``null`` (a merge patch deletes it); otherwise a map that
-    lost keys would differ after every write and be written again forever. Lists are replaced whole.
+    lost keys would differ after every write and be written again forever. A key ``wanted`` holds as ``None`` (a
+    field to remove) that ``live_status`` does not have is no difference: it is removed already, and sending it
+    would write again on every reconcile. Lists are replaced whole.
     """
     return _diff(live_status, wanted, top=True)
 
@@ -116,10 +118,12 @@ def _diff(live: Mapping[str, Any], wanted: Mapping[str, Any], top: bool = False)
     patch: dict[str, Any] = {} if top else {key: None for key in live if key not in wanted}
     for key, value in wanted.items():
         before = live.get(key)
-        if key in live and before == value:
+        if (key in live and before == value) or (value is None and key not in live):
             continue
         if isinstance(before, Mapping) and isinstance(value, Mapping):
-            patch[key] = _diff(before, value)
+            nested = _diff(before, value)
+            if nested:  # maps that differ only by None against absent keys are the same status
+                patch[key] = nested
         else:
             patch[key] = value
     return patch
@@ -190,7 +194,8 @@ def apply_body(
     manager: str,
 ) -> dict[str, Any] | None:
     """The status apply configuration of ``manager``: the conditions it states (set in this reconcile, or applied
-    before and still there), ``observedGeneration``, the fields ``given`` and those it owns already. None when
+    before and still there), ``observedGeneration``, the fields ``given`` and those it owns already, but for those
+    ``wanted`` holds as ``None`` (to be removed: the server drops what the manager stops applying). None when
     another writer's conditions are in a list the server does not merge by key: only a guarded merge patch (which
     writes the list whole, other writers' entries included) keeps them then.
     """
@@ -199,7 +204,9 @@ def apply_body(
     items = conditions.to_list()
     if any(item.get("type") not in mine for item in items) and owned.conditions_by_key is not True:
         return None
-    status = {key: wanted[key] for key in (set(given) | owned.fields) - {"conditions"} if key in wanted}
+    # A field stated as None is left out: okt no longer applying it is what removes it (a null would be stored).
+    stated = (set(given) | owned.fields) - {"conditions"}
+    status = {key: wanted[key] for key in stated if wanted.get(key) is not None}
     status["observedGeneration"] = wanted.get("observedGeneration")
     status["conditions"] = [item for item in items if item.get("type") in mine]
     metadata = {"name": cr.name, **({"namespace": cr.namespace} if cr.namespace else {})}

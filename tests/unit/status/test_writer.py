@@ -117,10 +117,12 @@ def merge(target: Any, patch: Any) -> Any:
         st.sampled_from("abcd"), st.integers(0, 3) | st.dictionaries(st.sampled_from("xyz"), st.integers(0, 3))
     ),
     after=st.dictionaries(
-        st.sampled_from("abcd"), st.integers(0, 3) | st.dictionaries(st.sampled_from("xyz"), st.integers(0, 3))
+        st.sampled_from("abcd"),
+        st.none() | st.integers(0, 3) | st.dictionaries(st.sampled_from("xyz"), st.none() | st.integers(0, 3)),
     ),
 )
 def test_after_one_status_patch_the_next_patch_is_empty(before: dict[str, Any], after: dict[str, Any]) -> None:
+    # None in what okt wants removes a field (a status field set to None): once removed, it is no difference.
     wanted = {**before, **after}  # desired_status keeps the live top-level keys
     stored = merge(before, writer.status_patch(before, wanted))
 
@@ -142,6 +144,10 @@ def test_after_one_status_patch_the_next_patch_is_empty(before: dict[str, Any], 
         pytest.param({"a": {"x": {"p": 1, "q": 2}}}, {"a": {"x": {"p": 1}}}, {"a": {"x": {"q": None}}}, id="deeper"),
         pytest.param({"a": {"x": 1}}, {"a": {"x": 2, "z": 3}}, {"a": {"x": 2, "z": 3}}, id="nested-changed-added"),
         pytest.param({"a": {"x": 1}}, {"a": {}}, {"a": {"x": None}}, id="emptied"),
+        pytest.param({"a": 1}, {"a": None}, {"a": None}, id="set-to-none"),
+        pytest.param({}, {"a": None}, {}, id="none-and-absent"),
+        pytest.param({"a": {"x": 1}}, {"a": {"x": None}}, {"a": {"x": None}}, id="nested-set-to-none"),
+        pytest.param({"a": {}}, {"a": {"x": None}}, {}, id="nested-none-and-absent"),
     ],
 )
 def test_the_status_patch_holds_what_differs_at_every_depth(

@@ -27,7 +27,10 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
 
 Guarantees: server-defaulted fields never cause a write (they are not in the desired object); an out-of-band edit of a
 field okt sets is repaired on the next reconcile; labels and annotations other writers set are left alone; foreign
-ownerReferences are kept.
+ownerReferences are kept. A field the server stores otherwise than okt wrote it, even in the very answer to okt's
+write — a zero value it leaves out (``stdin: false``, an env var's ``value: ""``, ``hostPort: 0``) — is no drift
+while it holds what the server made of okt's value (:class:`ServerForms`): writing again could not change it. That
+memory lives in the process; after a restart, such a child is written once more.
 
 Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
 over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
@@ -36,9 +39,11 @@ okt reports it as owned by another.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import enum
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -166,6 +171,56 @@ def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | 
     return ref if ref is not None and owner is not None and ref.get("uid") != owner.uid else None
 
 
+class ServerForms:
+    """What the API server made of okt's last write of each child, where it differs from what okt wrote.
+
+    Why this exists: the server leaves out the zero value of many built-in fields (``stdin: false``, ``value: ""``,
+    ``hostPort: 0`` are not stored), so a desired field that sets one never reads as in place, and a drift check that
+    trusts only the live object writes again on every reconcile — for nothing, as the answer to each write shows.
+    Whether a missing field was left out by the server or removed by someone (a ``false`` that matters, such as
+    ``allowPrivilegeEscalation``) cannot be told from the live object alone; the answer to okt's own write tells it.
+
+    So after each write okt remembers, per object, the fields that differ in the server's answer (path and stored
+    value) for that desired state; a later drift exactly made of those fields with those values is the server's form,
+    not drift. Anything else — another value there, another field, another desired state — is compared as ever.
+    Bounded (the oldest entries are forgotten first: such a child is written once more); safe across worker threads.
+    """
+
+    LIMIT = 8192
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._forms: collections.OrderedDict[str, tuple[str, frozenset[tuple[str, str | None]]]] = (
+            collections.OrderedDict()
+        )
+
+    def remember(self, view: Mapping[str, Any], written: Mapping[str, Any]) -> None:
+        """Record what differs between ``view`` (the drift view okt wrote from) and the server's answer."""
+        uid = (written.get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        found = checksum.mismatches(view, written)
+        with self._lock:
+            if not found:
+                self._forms.pop(uid, None)
+                return
+            self._forms[uid] = (checksum.checksum(view), frozenset(found))
+            self._forms.move_to_end(uid)
+            while len(self._forms) > self._limit:
+                self._forms.popitem(last=False)
+
+    def explain(self, live: Mapping[str, Any], view: Mapping[str, Any], found: list[tuple[str, str | None]]) -> bool:
+        """Whether every mismatch ``found`` between ``view`` and ``live`` is what the server made of okt's write."""
+        uid = (live.get("metadata") or {}).get("uid")
+        with self._lock:
+            known = self._forms.get(uid) if uid else None
+        return known is not None and set(found) <= known[1] and known[0] == checksum.checksum(view)
+
+
+SERVER_FORMS = ServerForms()
+
+
 def decide(
     res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, names: names_mod.Names
 ) -> Decision:
@@ -179,7 +234,12 @@ def decide(
         return Decision(Action.UNCHANGED, "immutable resource exists")
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(names.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(names.hash_annotation)
-    drift = () if in_place(res, live) else tuple(checksum.diff_paths(drift_view(res), live))
+    drift: tuple[str, ...] = ()
+    if not in_place(res, live):
+        view = drift_view(res)
+        found = checksum.mismatches(view, live)
+        if not SERVER_FORMS.explain(live, view, found):
+            drift = tuple(path for path, _ in found)
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
     if stored == wanted and not drift:
@@ -260,6 +320,7 @@ def _default_port_protocols(value: Any) -> None:
 def create(
     client: kube_client.Client, res: resource.Resource, observe: Observer, options: WriteOptions = WriteOptions()
 ) -> dict[str, Any]:
+    view = drift_view(res)  # as the next reconcile compares it: without the initial data
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -267,6 +328,7 @@ def create(
         created = _apply(client, kind, res, options.field_manager)
     else:
         created = client.create(res.desired, kind)
+    SERVER_FORMS.remember(view, created)
     res.live = created
     observe(created)
     return created
@@ -280,6 +342,7 @@ def update(
     observe: Observer,
     options: WriteOptions = WriteOptions(),
 ) -> dict[str, Any]:
+    view = drift_view(res)  # as the next reconcile compares it: without the initial data
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -290,6 +353,7 @@ def update(
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
+    SERVER_FORMS.remember(view, updated)
     res.live = updated
     observe(updated)
     return updated

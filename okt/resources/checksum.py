@@ -133,7 +133,16 @@ def diff_paths(desired: object, live: object) -> list[str]:
     changed leaf names the leaf; a key missing from ``live``, a list of another length, or a value of another kind
     names that key or value.
     """
-    return list(_mismatches(_plain(desired), _plain(live), ROOT_PATH))
+    return [path for path, _ in _mismatches(_plain(desired), _plain(live), ROOT_PATH)]
+
+
+def mismatches(desired: object, live: object) -> list[tuple[str, str | None]]:
+    """:func:`diff_paths`, each path with what ``live`` holds there: its :func:`canonical_json`, or None when
+    ``live`` has nothing there (a missing key)."""
+    return [
+        (path, None if found is _MISSING else canonical_json(found))
+        for path, found in _mismatches(_plain(desired), _plain(live), ROOT_PATH)
+    ]
 
 
 def strip_server_owned(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,10 +188,15 @@ def _index_path(path: str, index: int) -> str:
     return f"{path}[{index}]"
 
 
-def _mismatches(desired: object, live: object, path: str) -> Iterator[str]:
+_MISSING = object()
+"""What :func:`_mismatches` gives for the live value of a key ``live`` does not have."""
+
+
+def _mismatches(desired: object, live: object, path: str) -> Iterator[tuple[str, object]]:
+    """The paths where ``desired`` and ``live`` differ, each with the live value there (``_MISSING``: none)."""
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
-            yield path
+            yield path, live
             return
         for key, value in desired.items():
             if value is None:
@@ -190,15 +204,15 @@ def _mismatches(desired: object, live: object, path: str) -> Iterator[str]:
             if key in live:
                 yield from _mismatches(value, live[key], _child_path(path, key))
             elif not _is_empty(value):
-                yield _child_path(path, key)
+                yield _child_path(path, key), _MISSING
     elif isinstance(desired, list | tuple):
         if not isinstance(live, list | tuple) or len(live) != len(desired):
-            yield path
+            yield path, live
             return
         for index, (wanted, found) in enumerate(zip(desired, live, strict=True)):
             yield from _mismatches(wanted, found, _index_path(path, index))
     elif not _same_scalar(desired, live):
-        yield path
+        yield path, live
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

@@ -154,3 +154,82 @@ def test_an_empty_or_null_field_in_the_template_is_written_once_and_then_left_al
 
     assert shared.write_requests(kube, before) == {}
     assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        pytest.param({"env": [{"name": "PROXY", "value": ""}]}, id="env-value-empty-string"),
+        pytest.param({"stdin": False}, id="false"),
+        pytest.param({"ports": [{"containerPort": 80, "hostPort": 0}]}, id="zero"),
+    ],
+)
+def test_a_zero_value_the_server_leaves_out_is_written_once_and_then_left_alone(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, container: dict[str, Any]
+) -> None:
+    reconciler = reconciler_with(container)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1
+    shared.settle_deployment(kube, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+@pytest.mark.parametrize(
+    ("container", "edit", "path", "expected"),
+    [
+        pytest.param(
+            {"stdin": False},
+            [{"op": "add", "path": "/spec/template/spec/containers/0/stdin", "value": True}],
+            ("stdin",),
+            None,
+            id="a-left-out-false-turned-true",
+        ),
+        pytest.param(
+            {"env": [{"name": "PROXY", "value": ""}]},
+            [{"op": "add", "path": "/spec/template/spec/containers/0/env/0/value", "value": "http://elsewhere"}],
+            ("env", 0, "value"),
+            None,
+            id="a-left-out-empty-string-given-a-value",
+        ),
+        pytest.param(
+            {"stdin": False, "securityContext": {"allowPrivilegeEscalation": False}},
+            [{"op": "remove", "path": "/spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation"}],
+            ("securityContext", "allowPrivilegeEscalation"),
+            False,
+            id="a-stored-false-removed",
+        ),
+    ],
+)
+def test_an_edit_of_a_field_the_server_left_out_or_kept_is_repaired_once_and_then_left_alone(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    container: dict[str, Any],
+    edit: list[dict[str, Any]],
+    path: tuple[str | int, ...],
+    expected: object,
+) -> None:
+    reconciler = reconciler_with(container)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    other_client.patch(other_client.resolve("apps/v1", "Deployment"), NAME, edit, namespace, patch_type="json")
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {("apply", "deployments"): 1}
+    assert run.results.counts()[okt.Operation.UPDATED] == 1
+    parent: Any = container_of(kube, namespace)
+    for step in path[:-1]:
+        parent = parent[step]
+    assert parent.get(path[-1]) == expected
+    after_repair = kube.stats.snapshot()
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert shared.write_requests(kube, after_repair) == {}

@@ -559,3 +559,91 @@ def test_a_json_copy_equals_its_tree_and_shares_nothing_mutable_with_it() -> Non
     copied["spec"]["args"][1]["n"] = 2
     assert tree["spec"]["ports"][0]["port"] == 80
     assert tree["spec"]["args"][1] == {"n": 1}
+
+
+# --- What the server made of okt's write ----------------------------------------------------------------------------
+
+
+class Flagged(Config):
+    """A ConfigMap that also sets a zero value (``immutable: false``), as a built-in kind's field the server leaves
+    out of what it stores."""
+
+    def mutate_with_cr(self, cr: objects.CustomResource) -> None:
+        self.desired["immutable"] = False
+
+
+def left_out(res: resource.Resource) -> dict[str, Any]:
+    live = as_live(res)
+    live.pop("immutable")
+    return live
+
+
+def test_a_field_the_answer_to_okts_write_left_out_is_no_drift_while_it_stays_so() -> None:
+    forms = apply.ServerForms()
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    view = apply.drift_view(res)
+    written = left_out(res)
+    forms.remember(view, written)
+    found = checksum.mismatches(view, written)
+
+    assert found == [(".immutable", None)]
+    assert forms.explain(written, view, found)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda live: live.update({"immutable": True}), id="another-value-there"),
+        pytest.param(lambda live: live["data"].update({"size": "5"}), id="another-field-too"),
+        pytest.param(lambda live: live["metadata"].update({"uid": "recreated"}), id="another-object"),
+    ],
+)
+def test_anything_else_than_what_the_server_made_of_okts_write_is_drift(edit: Any) -> None:
+    forms = apply.ServerForms()
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    view = apply.drift_view(res)
+    forms.remember(view, left_out(res))
+    live = left_out(res)
+    edit(live)
+
+    assert not forms.explain(live, view, checksum.mismatches(view, live))
+
+
+def test_another_desired_state_is_compared_as_ever() -> None:
+    forms = apply.ServerForms()
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    forms.remember(apply.drift_view(res), left_out(res))
+    res.desired["data"]["mode"] = "slow"
+    view = apply.drift_view(res)
+    live = left_out(res)
+
+    assert not forms.explain(live, view, checksum.mismatches(view, live))
+
+
+def test_a_write_the_server_stored_as_sent_forgets_the_earlier_form() -> None:
+    forms = apply.ServerForms()
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    view = apply.drift_view(res)
+    forms.remember(view, left_out(res))
+    forms.remember(view, as_live(res))
+
+    assert not forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
+
+
+def test_the_memory_keeps_only_the_newest_objects() -> None:
+    forms = apply.ServerForms(limit=2)
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    view = apply.drift_view(res)
+    lives = []
+    for uid in ("a", "b", "c"):
+        live = left_out(res)
+        live["metadata"]["uid"] = uid
+        forms.remember(view, live)
+        lives.append(live)
+
+    assert [forms.explain(live, view, checksum.mismatches(view, live)) for live in lives] == [False, True, True]

@@ -293,7 +293,8 @@ def apply_body(res: resource.Resource) -> dict[str, Any]:
     meta = body.setdefault("metadata", {})
     for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"):
         meta.pop(field, None)
-    _default_port_protocols(body)
+    if kinds.is_builtin_group(str(body.get("apiVersion") or "")):
+        _default_port_protocols(body)
     return body
 
 
@@ -302,7 +303,8 @@ def _default_port_protocols(value: Any) -> None:
 
     ``protocol`` is part of the key of those lists, and servers before 1.21 refuse an apply whose list item omits a
     key field (``associative list with keys has an element that omits key field "protocol"``). TCP is the server's
-    own default, so the stored object and okt's hash stay what they were.
+    own default, so the stored object and okt's hash stay what they were. Built-in kinds only: a custom resource's
+    ``ports`` are its own (no such key, perhaps another meaning of ``protocol``), and get nothing okt was not asked for.
     """
     if isinstance(value, dict):
         for key, item in value.items():

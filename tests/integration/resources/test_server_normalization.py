@@ -14,6 +14,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import crds
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -233,3 +234,46 @@ def test_an_edit_of_a_field_the_server_left_out_or_kept_is_repaired_once_and_the
     after_repair = kube.stats.snapshot()
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
     assert shared.write_requests(kube, after_repair) == {}
+
+
+class Listener(okt.MutableResource):
+    """A custom resource child with a ``ports`` list of its own (its schema knows nothing of a ``protocol``)."""
+
+    api_version = f"{shared.GROUP}/v1"
+    kind = "Listener"
+    template = """
+apiVersion: test.okt.io/v1
+kind: Listener
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  ports:
+    - port: 8080
+      name: web
+"""
+
+
+class ListenerReconciler(GivenReconciler):
+    owns = (Listener,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Listener(ctx.cr)]
+
+
+@pytest.fixture(scope="module")
+def listener_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crds.schemaless_crd(shared.GROUP, "Listener", "listeners"))
+    return kind
+
+
+def test_a_custom_resource_child_gets_only_the_fields_its_template_sets(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, listener_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(ListenerReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.results.counts()[okt.Operation.CREATED] == 1
+    live = kube.get(listener_kind, NAME, namespace)
+    assert live["spec"] == {"ports": [{"port": 8080, "name": "web"}]}

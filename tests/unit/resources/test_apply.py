@@ -647,3 +647,26 @@ def test_the_memory_keeps_only_the_newest_objects() -> None:
         lives.append(live)
 
     assert [forms.explain(live, view, checksum.mismatches(view, live)) for live in lives] == [False, True, True]
+
+
+# --- The apply body -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "spelled"),
+    [
+        ("v1", "Service", True),
+        ("apps/v1", "Deployment", True),
+        ("test.okt.io/v1", "Listener", False),
+    ],
+)
+def test_only_a_built_in_kind_gets_its_ports_protocol_spelled_out(api_version: str, kind: str, spelled: bool) -> None:
+    res = resource.MutableResource(
+        OWNER,
+        body={"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": {"ports": [{"port": 80}]}},
+    )
+
+    body = apply.apply_body(res)
+
+    assert body["spec"]["ports"] == [{"port": 80, "protocol": "TCP"} if spelled else {"port": 80}]
+    assert res.desired["spec"]["ports"] == [{"port": 80}]

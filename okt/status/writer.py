@@ -10,10 +10,13 @@ as :class:`okt.errors.Conflict` for the caller to requeue (the next reconcile re
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import enum
+import hashlib
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -256,6 +259,53 @@ def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
             into[key] = copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
 
 
+class Residues:
+    """What okt's last status apply of each object left different from the status it wanted.
+
+    Why this exists: an apply changes only what its manager owns. When another writer keeps a key inside a map okt
+    applies (``status.endpoints.secondary`` beside okt's ``primary``), the difference counts that key as one to remove
+    — okt's merge patch would — but the apply leaves it, rightly: it is not okt's. Without a memory of that, the same
+    apply would be sent on every reconcile. So the difference left right after okt's apply is remembered, per object,
+    for the status okt wanted then; the same difference for the same wanted status is nothing a write can change. Any
+    other difference (okt's own value edited, another status wanted) writes as ever. Bounded, the oldest entries
+    forgotten first (such an object is written once more); safe across worker threads.
+    """
+
+    LIMIT = 8192
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._left: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+
+    def remember(self, uid: str, wanted: Mapping[str, Any], answer: Mapping[str, Any]) -> None:
+        """Record what still differs between the answer to okt's status apply and ``wanted``."""
+        if not uid:
+            return
+        left = status_patch(answer.get("status") or {}, wanted)
+        with self._lock:
+            if not left:
+                self._left.pop(uid, None)
+                return
+            self._left[uid] = (_digest(wanted), _compact(left))
+            self._left.move_to_end(uid)
+            while len(self._left) > self._limit:
+                self._left.popitem(last=False)
+
+    def explain(self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any]) -> bool:
+        """Whether ``diff`` is exactly what okt's last apply of ``wanted`` to this object left."""
+        with self._lock:
+            left = self._left.get(uid) if uid else None
+        return left is not None and left[1] == _compact(diff) and left[0] == _digest(wanted)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(_compact(value).encode("utf-8")).hexdigest()
+
+
+RESIDUES = Residues()
+
+
 def write(
     client: kube_client.Client,
     kind: kinds.Kind,
@@ -271,16 +321,20 @@ def write(
 
     With ``apply_as`` (and the ``conditions``), the write is a server-side apply of the status as that field manager
     (see :func:`apply_body`), falling back to the guarded merge patch where apply would drop another writer's
-    conditions. Without it, a merge patch of the difference guarded by the resourceVersion read.
+    conditions; a difference that okt's last apply of the same status left (:class:`Residues`) sends nothing.
+    Without it, a merge patch of the difference guarded by the resourceVersion read.
     """
     diff = status_patch(cr.status, wanted)
     if not diff:
         return None
     body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
     if body is not None and apply_as is not None:
+        if RESIDUES.explain(cr.uid, wanted, diff):
+            return None  # what differs is another writer's: the same apply left it last time (see Residues)
         updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
         if take_over_status(client, kind, updated, apply_as):
             updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+        RESIDUES.remember(cr.uid, wanted, updated)
         observe(updated)
         return updated
     patch = {"metadata": {"resourceVersion": cr.resource_version}, "status": diff}

@@ -116,3 +116,56 @@ def test_another_writers_status_field_survives_and_costs_okt_no_write(
     status = status_of(kube, widget_kind, namespace)
     assert status["backup"] == theirs["backup"]
     assert status["endpoints"] == {"primary": "a"}
+
+
+def test_another_writers_key_in_a_status_map_okt_applies_survives_and_then_costs_okt_no_write(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = reconciler_with({"endpoints": {"primary": "a"}})
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    body = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        "metadata": {"name": NAME, "namespace": namespace},
+        "status": {"endpoints": {"secondary": "b"}},
+    }
+    other_client.apply(body, widget_kind, field_manager="backup", subresource="status")
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)  # may apply once: it changes nothing
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.STATUS_UNCHANGED] == 1
+    assert status_of(kube, widget_kind, namespace)["endpoints"] == {"primary": "a", "secondary": "b"}
+    other_client.apply(
+        {**body, "status": {"endpoints": {"secondary": "c"}}}, widget_kind, field_manager="backup", subresource="status"
+    )
+    changed = kube.stats.snapshot()
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert shared.write_requests(kube, changed) == {}
+    assert status_of(kube, widget_kind, namespace)["endpoints"] == {"primary": "a", "secondary": "c"}
+
+
+def test_okts_own_value_in_a_status_map_it_applies_is_still_repaired_beside_another_writers_key(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = reconciler_with({"endpoints": {"primary": "a"}})
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    body = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        "metadata": {"name": NAME, "namespace": namespace},
+        "status": {"endpoints": {"secondary": "b"}},
+    }
+    other_client.apply(body, widget_kind, field_manager="backup", subresource="status")
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    other_client.patch(widget_kind, NAME, {"status": {"endpoints": {"primary": "x"}}}, namespace, subresource="status")
+    before = kube.stats.snapshot()
+
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {("apply", "widgets/status"): 1}
+    assert status_of(kube, widget_kind, namespace)["endpoints"] == {"primary": "a", "secondary": "b"}

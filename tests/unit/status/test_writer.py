@@ -376,3 +376,53 @@ def test_foreign_conditions_in_an_atomic_list_fall_back_to_the_guarded_merge_pat
     conds.set("Ready", True, "Reconciled", "", 3)
 
     assert writer.apply_body(cr, writer.desired_status(cr.status, conds, 3), conds, (), "okt") is None
+
+
+# --- Residues -------------------------------------------------------------------------------------------------------
+
+WANTED = {"endpoints": {"primary": "a"}, "observedGeneration": 2}
+ANSWER = {"status": {"endpoints": {"primary": "a", "secondary": "b"}, "observedGeneration": 2}}
+
+
+def test_what_an_apply_left_of_another_writer_is_explained_for_the_same_wanted_status() -> None:
+    residues = writer.Residues()
+    residues.remember("uid-1", WANTED, ANSWER)
+
+    assert residues.explain("uid-1", WANTED, writer.status_patch(ANSWER["status"], WANTED))
+
+
+@pytest.mark.parametrize(
+    ("uid", "wanted", "live"),
+    [
+        pytest.param("uid-2", WANTED, ANSWER["status"], id="another-object"),
+        pytest.param("uid-1", {**WANTED, "observedGeneration": 3}, ANSWER["status"], id="another-wanted-status"),
+        pytest.param(
+            "uid-1",
+            WANTED,
+            {**ANSWER["status"], "endpoints": {"primary": "x", "secondary": "b"}},
+            id="okts-value-edited",
+        ),
+    ],
+)
+def test_any_other_difference_is_not_explained(uid: str, wanted: dict[str, Any], live: dict[str, Any]) -> None:
+    residues = writer.Residues()
+    residues.remember("uid-1", WANTED, ANSWER)
+
+    assert not residues.explain(uid, wanted, writer.status_patch(live, wanted))
+
+
+def test_an_apply_that_left_nothing_forgets_the_earlier_residue() -> None:
+    residues = writer.Residues()
+    residues.remember("uid-1", WANTED, ANSWER)
+    residues.remember("uid-1", WANTED, {"status": WANTED})
+
+    assert not residues.explain("uid-1", WANTED, writer.status_patch(ANSWER["status"], WANTED))
+
+
+def test_residues_keep_only_the_newest_objects() -> None:
+    residues = writer.Residues(limit=2)
+    for uid in ("a", "b", "c"):
+        residues.remember(uid, WANTED, ANSWER)
+    diff = writer.status_patch(ANSWER["status"], WANTED)
+
+    assert [residues.explain(uid, WANTED, diff) for uid in ("a", "b", "c")] == [False, True, True]

@@ -195,12 +195,17 @@ class ServerForms:
             collections.OrderedDict()
         )
 
-    def remember(self, view: Mapping[str, Any], written: Mapping[str, Any]) -> None:
-        """Record what differs between ``view`` (the drift view okt wrote from) and the server's answer."""
+    def remember(self, view: Mapping[str, Any] | None, res: resource.Resource, written: Mapping[str, Any]) -> None:
+        """Record what differs between the drift view okt wrote from (``view``; None: :func:`drift_view` of ``res``,
+        whose desired object its write left as the next reconcile builds it) and the server's answer."""
         uid = (written.get("metadata") or {}).get("uid")
         if not uid:
             return
-        found = checksum.mismatches(view, written)
+        if view is None and in_place(res, written):
+            found = []  # the usual case, on every write: the answer holds what okt wrote (one walk, no view built)
+        else:
+            view = drift_view(res) if view is None else view
+            found = checksum.mismatches(view, written)
         with self._lock:
             if not found:
                 self._forms.pop(uid, None)
@@ -319,10 +324,19 @@ def _default_port_protocols(value: Any) -> None:
             _default_port_protocols(item)
 
 
+def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
+    """The drift view as the next reconcile builds it — without the initial data — when the write's
+    ``mutate_with_initial_data()`` may change it; None when the resource keeps the default one, which changes nothing
+    (the view is then built only if the answer differs)."""
+    if type(res).mutate_with_initial_data is resource.Resource.mutate_with_initial_data:
+        return None
+    return drift_view(res)
+
+
 def create(
     client: kube_client.Client, res: resource.Resource, observe: Observer, options: WriteOptions = WriteOptions()
 ) -> dict[str, Any]:
-    view = drift_view(res)  # as the next reconcile compares it: without the initial data
+    view = _pristine_view(res)
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -330,7 +344,7 @@ def create(
         created = _apply(client, kind, res, options.field_manager)
     else:
         created = client.create(res.desired, kind)
-    SERVER_FORMS.remember(view, created)
+    SERVER_FORMS.remember(view, res, created)
     res.live = created
     observe(created)
     return created
@@ -344,7 +358,7 @@ def update(
     observe: Observer,
     options: WriteOptions = WriteOptions(),
 ) -> dict[str, Any]:
-    view = drift_view(res)  # as the next reconcile compares it: without the initial data
+    view = _pristine_view(res)
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -355,7 +369,7 @@ def update(
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
-    SERVER_FORMS.remember(view, updated)
+    SERVER_FORMS.remember(view, res, updated)
     res.live = updated
     observe(updated)
     return updated

@@ -584,7 +584,7 @@ def test_a_field_the_answer_to_okts_write_left_out_is_no_drift_while_it_stays_so
     res.mutate_with_cr(OWNER)
     view = apply.drift_view(res)
     written = left_out(res)
-    forms.remember(view, written)
+    forms.remember(view, res, written)
     found = checksum.mismatches(view, written)
 
     assert found == [(".immutable", None)]
@@ -604,7 +604,7 @@ def test_anything_else_than_what_the_server_made_of_okts_write_is_drift(edit: An
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
     view = apply.drift_view(res)
-    forms.remember(view, left_out(res))
+    forms.remember(view, res, left_out(res))
     live = left_out(res)
     edit(live)
 
@@ -615,7 +615,7 @@ def test_another_desired_state_is_compared_as_ever() -> None:
     forms = apply.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    forms.remember(apply.drift_view(res), left_out(res))
+    forms.remember(apply.drift_view(res), res, left_out(res))
     res.desired["data"]["mode"] = "slow"
     view = apply.drift_view(res)
     live = left_out(res)
@@ -623,13 +623,25 @@ def test_another_desired_state_is_compared_as_ever() -> None:
     assert not forms.explain(live, view, checksum.mismatches(view, live))
 
 
+def test_the_view_is_built_from_the_resource_when_its_write_left_the_desired_object_as_it_was() -> None:
+    forms = apply.ServerForms()
+    res = prepared(Flagged)
+    res.mutate_with_cr(OWNER)
+    view = apply.drift_view(res)
+    forms.remember(None, res, left_out(res))
+
+    assert forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
+    forms.remember(None, res, as_live(res))
+    assert not forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
+
+
 def test_a_write_the_server_stored_as_sent_forgets_the_earlier_form() -> None:
     forms = apply.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
     view = apply.drift_view(res)
-    forms.remember(view, left_out(res))
-    forms.remember(view, as_live(res))
+    forms.remember(view, res, left_out(res))
+    forms.remember(view, res, as_live(res))
 
     assert not forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
 
@@ -643,7 +655,7 @@ def test_the_memory_keeps_only_the_newest_objects() -> None:
     for uid in ("a", "b", "c"):
         live = left_out(res)
         live["metadata"]["uid"] = uid
-        forms.remember(view, live)
+        forms.remember(view, res, live)
         lives.append(live)
 
     assert [forms.explain(live, view, checksum.mismatches(view, live)) for live in lives] == [False, True, True]

@@ -68,6 +68,11 @@ class Readiness:
     """The Pods the controller keeps, of every revision (``status.replicas``): more than ``updated`` while Pods of the
     previous spec still run — a surge Pod of the new spec counts as updated before it is ready, and the old Pod as
     ready, so only this count tells that the rollout is not over."""
+    kept: int = 0
+    """The Pods the controller leaves on the previous spec by design: those below a StatefulSet's ``partition``, or
+    all of them under its ``OnDelete`` strategy (the controller replaces none; a Pod deleted by hand comes back
+    updated). The rollout is over once the other Pods are updated — as ``kubectl rollout status`` and kstatus read
+    it — instead of waiting for ever for Pods nothing will update."""
 
     @property
     def available_all(self) -> bool:
@@ -77,9 +82,9 @@ class Readiness:
     def progressing(self) -> bool:
         return (
             not self.observed
-            or self.updated < self.desired
+            or self.updated < self.desired - self.kept
             or self.ready < self.desired
-            or self.replicas > self.updated
+            or self.replicas > self.updated + self.kept
         )
 
     def view(self) -> tuple[int, int, int, bool, bool, str | None]:
@@ -97,15 +102,27 @@ class Readiness:
         spec = live.get("spec") or {}
         status = live.get("status") or {}
         generation = (live.get("metadata") or {}).get("generation") or 0
+        desired = int(spec.get("replicas", 1))
         return cls(
-            desired=int(spec.get("replicas", 1)),
+            desired=desired,
             ready=int(status.get("readyReplicas") or 0),
             available=int(status.get("availableReplicas") or 0),
             updated=int(status.get("updatedReplicas") or 0),
             observed=int(status.get("observedGeneration") or 0) >= int(generation),
             stalled=_stalled(status),
             replicas=int(status.get("replicas") or 0),
+            kept=_kept(spec, desired),
         )
+
+
+def _kept(spec: Mapping[str, Any], desired: int) -> int:
+    """The Pods a StatefulSet's ``updateStrategy`` leaves on the previous spec; none for a Deployment (whose
+    ``spec.strategy`` replaces every Pod)."""
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type") == "OnDelete":
+        return desired
+    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    return max(0, min(partition, desired))
 
 
 def _stalled(status: Mapping[str, Any]) -> str | None:

@@ -271,3 +271,88 @@ def test_a_deployment_whose_rollout_passed_its_deadline_reads_as_stalled_and_its
 
     assert helpers.Readiness.of(live).stalled == stalled
     assert (helpers.DeploymentResource.status_view(live) != before) is (stalled is not None)
+
+
+def statefulset(desired: int, update_strategy: dict[str, Any], **status: Any) -> dict[str, Any]:
+    """A StatefulSet as the API serves it after its controller acted on generation 2 (a new Pod template)."""
+    return {
+        "metadata": {"generation": 2},
+        "spec": {"replicas": desired, "updateStrategy": update_strategy},
+        "status": {"observedGeneration": 2, "currentRevision": "web-1", "updateRevision": "web-2", **status},
+    }
+
+
+@pytest.mark.parametrize(
+    ("live", "progressing"),
+    [
+        pytest.param(
+            statefulset(
+                3,
+                {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+                replicas=3,
+                readyReplicas=3,
+                availableReplicas=3,
+                currentReplicas=2,
+                updatedReplicas=1,
+            ),
+            False,
+            id="partition-rolled-out",
+        ),
+        pytest.param(
+            statefulset(
+                3,
+                {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}},
+                replicas=3,
+                readyReplicas=3,
+                availableReplicas=3,
+                currentReplicas=2,
+                updatedReplicas=1,
+            ),
+            True,
+            id="partition-rolling-out",
+        ),
+        pytest.param(
+            statefulset(
+                3,
+                {"type": "RollingUpdate", "rollingUpdate": {"partition": 5}},
+                replicas=3,
+                readyReplicas=3,
+                availableReplicas=3,
+                currentReplicas=3,
+                updatedReplicas=0,
+            ),
+            False,
+            id="partition-above-the-replicas",
+        ),
+        pytest.param(
+            statefulset(3, {"type": "OnDelete"}, replicas=3, readyReplicas=3, availableReplicas=3, currentReplicas=3),
+            False,
+            id="on-delete-waits-for-pods-deleted-by-hand",
+        ),
+        pytest.param(
+            statefulset(3, {"type": "OnDelete"}, replicas=3, readyReplicas=2, availableReplicas=2, currentReplicas=3),
+            True,
+            id="on-delete-with-a-pod-not-ready",
+        ),
+        pytest.param(
+            statefulset(
+                3,
+                {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                replicas=3,
+                readyReplicas=3,
+                availableReplicas=3,
+                currentReplicas=2,
+                updatedReplicas=1,
+            ),
+            True,
+            id="rolling-update-under-way",
+        ),
+    ],
+)
+def test_a_statefulset_has_rolled_out_when_its_controller_updated_every_pod_its_strategy_updates(
+    live: dict[str, Any], progressing: bool
+) -> None:
+    """A partition keeps the Pods below it on the old revision and OnDelete replaces none: the controller's rollout is
+    over once the Pods it does update are (``kubectl rollout status`` and kstatus read them so)."""
+    assert helpers.Readiness.of(live).progressing is progressing
+    assert helpers.StatefulSetResource.status_view(live)[4] is progressing

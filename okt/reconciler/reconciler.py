@@ -312,12 +312,18 @@ class Reconciler:
         return all(r.available_all for r in readiness)
 
     def progressing(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
-        """Whether a rollout is under way. Default: a workload child has not rolled out its latest spec."""
-        return any(
-            r.readiness().progressing
-            for r in ctx.registry
-            if isinstance(r, helpers.DeploymentResource | helpers.StatefulSetResource)
-        )
+        """Whether a rollout is under way. Default: a workload child has not rolled out its latest spec; False,
+        reason ``ProgressDeadlineExceeded``, when the only ones that have not are stuck (their controller gave up
+        on them, as the Deployment's own ``Progressing=False`` says: nothing is rolling out any more)."""
+        stuck: tuple[bool, str, str] | bool = False
+        for child in ctx.registry:
+            if isinstance(child, helpers.DeploymentResource | helpers.StatefulSetResource):
+                readiness = child.readiness()
+                if readiness.progressing:
+                    return True
+                if readiness.stalled and stuck is False:
+                    stuck = False, helpers.PROGRESS_DEADLINE_EXCEEDED, f"{child.kind} {child.name}: {readiness.stalled}"
+        return stuck
 
     def target_versions(self, ctx: context_mod.Context) -> Mapping[str, str]:
         """The versions this object's reconcile rolls toward, reported in ``status.versions`` once reached (see
@@ -333,7 +339,7 @@ class Reconciler:
             if isinstance(child, helpers.DeploymentResource | helpers.StatefulSetResource):
                 stalled = child.readiness().stalled
                 if stalled:
-                    return True, "ProgressDeadlineExceeded", f"{child.kind} {child.name}: {stalled}"
+                    return True, helpers.PROGRESS_DEADLINE_EXCEEDED, f"{child.kind} {child.name}: {stalled}"
         return False
 
 

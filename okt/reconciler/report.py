@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from okt import errors
 from okt.engines import results as results_mod
 from okt.reconciler import children
+from okt.resources import helpers
 from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
 
@@ -151,9 +152,12 @@ def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:
 
 def _versions(ctx: context_mod.Context, versions: Mapping[str, str], progressing: Signal) -> Signal:
     """``status.versions`` reports what is running: the target versions once nothing is rolling out. While a
-    rollout toward versions not reported yet is under way, Progressing says so, and the old versions stay."""
+    rollout toward versions not reported yet is under way, Progressing says so, and the old versions stay; a rollout
+    stuck past its deadline (not progressing, but not there either) keeps them too."""
     declared = [{"name": name, "version": version} for name, version in sorted(versions.items())]
     reported = ctx.cr.status.get("versions")
+    if not progressing.status and progressing.reason == helpers.PROGRESS_DEADLINE_EXCEEDED:
+        return progressing
     if not progressing.status:
         ctx.status_fields["versions"] = declared
         return progressing

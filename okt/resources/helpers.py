@@ -52,6 +52,11 @@ class ServiceResource(resource.MutableResource):
                 port["nodePort"] = match["nodePort"]
 
 
+PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+"""The reason of a Deployment's ``Progressing=False`` once its rollout made no progress within
+``progressDeadlineSeconds``; okt's Progressing and Degraded conditions take it over."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Readiness:
     """Replica counts of a workload, and whether the controller has seen its latest spec."""
@@ -80,11 +85,16 @@ class Readiness:
 
     @property
     def progressing(self) -> bool:
-        return (
-            not self.observed
-            or self.updated < self.desired - self.kept
-            or self.ready < self.desired
-            or self.replicas > self.updated + self.kept
+        """Whether the controller is rolling out the latest spec: it has not observed it yet, or it has and some Pod
+        is still to update or to become ready — but for a rollout its controller gave up on (``stalled``), which is
+        not progressing any more, as the Deployment's own ``Progressing=False`` says."""
+        return not self.observed or (
+            self.stalled is None
+            and (
+                self.updated < self.desired - self.kept
+                or self.ready < self.desired
+                or self.replicas > self.updated + self.kept
+            )
         )
 
     def view(self) -> tuple[int, int, int, bool, bool, str | None]:
@@ -127,9 +137,9 @@ def _kept(spec: Mapping[str, Any], desired: int) -> int:
 
 def _stalled(status: Mapping[str, Any]) -> str | None:
     for condition in status.get("conditions") or ():
-        stuck = condition.get("reason") == "ProgressDeadlineExceeded" and condition.get("status") == "False"
+        stuck = condition.get("reason") == PROGRESS_DEADLINE_EXCEEDED and condition.get("status") == "False"
         if stuck and condition.get("type") == "Progressing":
-            return str(condition.get("message") or "ProgressDeadlineExceeded")
+            return str(condition.get("message") or PROGRESS_DEADLINE_EXCEEDED)
     return None
 
 

@@ -167,6 +167,7 @@ def test_a_rollout_stuck_past_its_deadline_turns_the_memcached_degraded_with_the
     assert degraded["message"].startswith("Deployment stuck: ")
     found = conditions(memcacheds, "stuck")
     assert found["Available"] == ("False", "ReplicasUnavailable")
+    assert found["Progressing"] == ("False", "ProgressDeadlineExceeded")  # as the Deployment says: given up
     assert found["Ready"][0] == "True"  # the operator did its part: the children are as desired
     deployment = memcacheds.client.get(kinds.BUILTIN[("apps/v1", "Deployment")], "stuck", memcacheds.namespace)
     assert deployment["spec"]["progressDeadlineSeconds"] == 5

@@ -356,3 +356,26 @@ def test_a_statefulset_has_rolled_out_when_its_controller_updated_every_pod_its_
     over once the Pods it does update are (``kubectl rollout status`` and kstatus read them so)."""
     assert helpers.Readiness.of(live).progressing is progressing
     assert helpers.StatefulSetResource.status_view(live)[4] is progressing
+
+
+def test_a_deployment_past_its_progress_deadline_is_not_progressing() -> None:
+    """Its controller stopped rolling it out (``Progressing=False, ProgressDeadlineExceeded``) although Pods of the
+    previous spec still run: it is stalled, no longer progressing."""
+    live = workload(2, 2, observedGeneration=2, replicas=3, updatedReplicas=1, readyReplicas=2, availableReplicas=2)
+    live["status"]["conditions"] = [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"}
+    ]
+
+    readiness = helpers.Readiness.of(live)
+
+    assert (readiness.stalled, readiness.progressing) == ("timed out", False)
+
+
+def test_a_stalled_condition_the_controller_has_not_reconsidered_yet_leaves_the_new_spec_progressing() -> None:
+    """A new generation the controller has not observed yet restarts the rollout (and resets its deadline)."""
+    live = workload(2, 3, observedGeneration=2, replicas=3, updatedReplicas=1, readyReplicas=2, availableReplicas=2)
+    live["status"]["conditions"] = [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"}
+    ]
+
+    assert helpers.Readiness.of(live).progressing

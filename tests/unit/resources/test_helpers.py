@@ -347,6 +347,23 @@ def statefulset(desired: int, update_strategy: dict[str, Any], **status: Any) ->
             True,
             id="rolling-update-under-way",
         ),
+        pytest.param(
+            statefulset(3, {"type": "OnDelete"}, replicas=4, readyReplicas=4, availableReplicas=4, updatedReplicas=1),
+            True,
+            id="on-delete-scaling-down",
+        ),
+        pytest.param(
+            statefulset(
+                3,
+                {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+                replicas=4,
+                readyReplicas=4,
+                availableReplicas=4,
+                updatedReplicas=2,
+            ),
+            True,
+            id="partition-scaling-down",
+        ),
     ],
 )
 def test_a_statefulset_has_rolled_out_when_its_controller_updated_every_pod_its_strategy_updates(

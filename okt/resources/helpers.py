@@ -86,13 +86,16 @@ class Readiness:
     @property
     def progressing(self) -> bool:
         """Whether the controller is rolling out the latest spec: it has not observed it yet, or it has and some Pod
-        is still to update, to become ready or to go (a scale-down) — but for a rollout its controller gave up on
-        (``stalled``), which is not progressing any more, as the Deployment's own ``Progressing=False`` says."""
+        is still to update, to become ready then available (``minReadySeconds`` after it is ready, as the controller
+        and ``kubectl rollout status`` count a rollout complete) or to go (a scale-down) — but for a rollout its
+        controller gave up on (``stalled``), which is not progressing any more, as the Deployment's own
+        ``Progressing=False`` says."""
         return not self.observed or (
             self.stalled is None
             and (
                 self.updated < self.desired - self.kept
                 or self.ready < self.desired
+                or self.available < self.updated
                 or self.replicas > self.updated + self.kept
                 or self.replicas > self.desired
             )

@@ -396,3 +396,19 @@ def test_a_stalled_condition_the_controller_has_not_reconsidered_yet_leaves_the_
     ]
 
     assert helpers.Readiness.of(live).progressing
+
+
+def test_a_deployment_whose_last_pods_are_ready_but_not_yet_available_is_still_rolling_out() -> None:
+    """With ``minReadySeconds``, a ready Pod is available only after that long: until then the Deployment controller
+    has not completed the rollout (``Progressing`` stays ``ReplicaSetUpdated``, not ``NewReplicaSetAvailable``) and
+    ``kubectl rollout status`` still waits for "3 of 4 updated replicas are available"."""
+    live = workload(4, 2, observedGeneration=2, replicas=4, updatedReplicas=4, readyReplicas=4, availableReplicas=3)
+    live["spec"]["minReadySeconds"] = 30
+    live["status"]["conditions"] = [
+        {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+        {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+    ]
+
+    readiness = helpers.Readiness.of(live)
+
+    assert (readiness.available_all, readiness.progressing) == (False, True)

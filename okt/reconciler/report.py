@@ -176,6 +176,9 @@ def on_error(ctx: context_mod.Context) -> None:
         reason, message = "GiveUp", ctx.results.gave_up
     else:
         reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
+    # An operator's own error class may spell its reason as free text: the conditions would refuse it, and Ready
+    # would keep saying True while every reconcile fails.
+    reason = cond.as_reason(reason)
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
     failures = ctx.bookkeeping.error_count + 1
     degraded = permanent or failures >= ctx.settings.degraded_after

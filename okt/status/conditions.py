@@ -109,6 +109,18 @@ def to_reason(text: str, *, fallback: str = UNSPECIFIED_REASON) -> str:
     return reason[:REASON_MAX_LENGTH]
 
 
+def as_reason(text: str) -> str:
+    """``text`` itself when it is a valid condition reason, else :func:`to_reason` of it: for a reason that should be
+    one already (an error class's ``reason``) but is not always spelled as the API wants it.
+
+    >>> as_reason("InvalidSpec")
+    'InvalidSpec'
+    >>> as_reason("quota exceeded")
+    'QuotaExceeded'
+    """
+    return text if _valid_reason(text) else to_reason(text)
+
+
 class ConditionStatus(enum.StrEnum):
     """The three values a condition's status may take (the strings the API uses)."""
 

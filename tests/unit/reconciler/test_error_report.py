@@ -1,0 +1,55 @@
+"""What the ErrorManager writes for an error, reconciled with the in-memory client: Ready=False with the error's
+reason and message, whatever the error class names its reason, and back to True once the error is gone."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import okt
+from okt.kube import kinds
+from okt.testing import FakeClient, condition
+
+WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
+
+
+class QuotaExceeded(okt.TemporaryError):
+    """An operator's own error kind, its reason spelled as free text rather than the API's CamelCase."""
+
+    reason: ClassVar[str] = "quota exceeded"
+
+
+class WebAppReconciler(okt.Reconciler):
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+    failing: ClassVar[bool] = False
+
+    def check(self, ctx: okt.Context) -> None:
+        if self.failing:
+            raise QuotaExceeded("the namespace quota is used up")
+
+
+class Failing(WebAppReconciler):
+    failing: ClassVar[bool] = True
+
+
+def ready_after(reconciler: okt.Reconciler, fake: FakeClient) -> tuple[str, str, str]:
+    okt.reconcile(reconciler, fake, None, "shop", "web")
+    ready = condition(fake.stored(WEBAPP, "web", "shop"), "Ready")
+    assert ready is not None
+    return ready["status"], ready["reason"], ready["message"]
+
+
+def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_recovery_turns_it_true() -> None:
+    fake = FakeClient(kinds=[WEBAPP])
+    fake.put(
+        {
+            "apiVersion": WEBAPP.api_version,
+            "kind": WEBAPP.kind,
+            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
+            "spec": {},
+        }
+    )
+    assert ready_after(WebAppReconciler(), fake)[0] == "True"
+
+    assert ready_after(Failing(), fake) == ("False", "QuotaExceeded", "the namespace quota is used up")
+    assert ready_after(WebAppReconciler(), fake)[:2] == ("True", "Reconciled")

@@ -176,6 +176,9 @@ def on_error(ctx: context_mod.Context) -> None:
         reason, message = "GiveUp", ctx.results.gave_up
     else:
         reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
+        # An exception without text (a bare ``raise RuntimeError``, an ``assert`` without message) is named instead:
+        # an empty message says nothing of what failed.
+        message = message or type(error).__name__
     # An operator's own error class may spell its reason as free text: the conditions would refuse it, and Ready
     # would keep saying True while every reconcile fails.
     reason = cond.as_reason(reason)

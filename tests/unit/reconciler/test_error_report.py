@@ -53,3 +53,22 @@ def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_re
 
     assert ready_after(Failing(), fake) == ("False", "QuotaExceeded", "the namespace quota is used up")
     assert ready_after(WebAppReconciler(), fake)[:2] == ("True", "Reconciled")
+
+
+class Bare(WebAppReconciler):
+    def check(self, ctx: okt.Context) -> None:
+        raise RuntimeError  # no text at all: a bare raise, an assert without message
+
+
+def test_an_exception_without_text_still_says_what_was_raised() -> None:
+    fake = FakeClient(kinds=[WEBAPP])
+    fake.put(
+        {
+            "apiVersion": WEBAPP.api_version,
+            "kind": WEBAPP.kind,
+            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
+            "spec": {},
+        }
+    )
+
+    assert ready_after(Bare(), fake) == ("False", "ReconcileError", "RuntimeError")

@@ -781,8 +781,12 @@ class Client:
         )
         self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:
-            answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)
-            response.close()
+            try:
+                answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)
+            except requests.RequestException as exc:  # the refusal itself cut short: as a connection dropped
+                raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}", url=path) from exc
+            finally:
+                response.close()
             raise self._error(answer, "GET", path)
         if on_open is not None:
             on_open(response)

@@ -1,0 +1,99 @@
+"""How the client reads answers a server may give but a healthy control plane rarely does: throttled, cut short.
+
+A scripted server on loopback (plain HTTP) answers the n-th request with the bytes a test gives, then closes the
+connection; the client under test is an ordinary :class:`okt.kube.client.Client` built from a kubeconfig naming it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pykube
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
+
+Answer = bytes | Callable[[], bytes]
+
+
+class ScriptedServer:
+    """Answers the n-th request with ``answers[n]`` (bytes, or a function giving them when the request came) on a
+    connection of its own, and records each request's head."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.answers = answers
+        self.requests: list[bytes] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            with conn:
+                reader = conn.makefile("rb")
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        break
+                    head += line
+                if not head:
+                    continue
+                self.requests.append(head)
+                answer = self.answers[len(self.requests) - 1]
+                conn.sendall(answer() if callable(answer) else answer)
+                reader.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+Start = Callable[..., tuple[ScriptedServer, kube_client.Client]]
+
+
+@pytest.fixture
+def start(tmp_path: pathlib.Path) -> Iterator[Start]:
+    opened: list[tuple[ScriptedServer, kube_client.Client]] = []
+
+    def run(
+        answers: list[Answer], *, user: dict[str, str] | None = None, **options: object
+    ) -> tuple[ScriptedServer, kube_client.Client]:
+        server = ScriptedServer(answers)
+        doc = {
+            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
+            "users": [{"name": "u", "user": user if user is not None else {"token": "static"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "x",
+        }
+        client = kube_client.Client(pykube.KubeConfig(doc), **options)  # type: ignore[arg-type]
+        opened.append((server, client))
+        return server, client
+
+    yield run
+    for server, client in opened:
+        client.close()
+        server.close()
+
+
+def answer(status: str, body: bytes, *headers: str) -> bytes:
+    fields = "".join(f"{field}\r\n" for field in headers)
+    return f"HTTP/1.1 {status}\r\n{fields}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+
+
+def test_a_watch_refused_with_an_answer_cut_short_is_an_api_error(start: Start) -> None:
+    cut = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 90\r\n\r\n"
+    _, client = start([cut + b'{"kind":"Status","apiVersion":"v1"'])
+
+    with pytest.raises(okt.errors.Unavailable):
+        next(iter(client.watch(CONFIG_MAP, "default", resource_version="1")))

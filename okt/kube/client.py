@@ -256,6 +256,13 @@ def interrupt(stream: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+def _seconds(retry_after: str | None) -> float | None:
+    """A ``Retry-After`` header's delay in seconds: a whole number, as the API server gives it (and as client-go reads
+    it: a date is not read)."""
+    text = (retry_after or "").strip()
+    return float(text) if text.isascii() and text.isdigit() else None
+
+
 def _resource_label(kind: kinds.Kind, subresource: str | None) -> str:
     return f"{kind.plural}/{subresource}" if subresource else kind.plural
 
@@ -430,7 +437,9 @@ class Client:
                 timeout=timeout,
                 write=write,
             )
-            response = transport.Response(answer.status_code, answer.reason or "", answer.content, answer.url)
+            response = transport.Response(
+                answer.status_code, answer.reason or "", answer.content, answer.url, answer.headers
+            )
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
             raise self._error(response, method, path)
@@ -565,9 +574,13 @@ class Client:
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
         error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
-        if isinstance(error, errors.TooManyRequests) and isinstance(payload, dict):
-            retry_after = (payload.get("details") or {}).get("retryAfterSeconds")
-            if isinstance(retry_after, int | float) and retry_after > 0:
+        if isinstance(error, errors.TooManyRequests):
+            # A Status says it in its details; the API server's priority and fairness (and max-in-flight) refuse with
+            # a text body and say it only in the Retry-After header.
+            retry_after = (payload.get("details") or {}).get("retryAfterSeconds") if isinstance(payload, dict) else None
+            if not isinstance(retry_after, int | float):
+                retry_after = _seconds(response.headers.get("retry-after"))
+            if retry_after is not None and retry_after > 0:
                 error.retry_after = float(retry_after)
         error.__cause__ = requests.HTTPError(f"{response.status_code} {response.reason} for {method} {response.url}")
         return error
@@ -731,7 +744,9 @@ class Client:
         try:
             if response.status_code >= 400:
                 raise self._error(
-                    transport.Response(response.status_code, response.reason or "", response.content, response.url),
+                    transport.Response(
+                        response.status_code, response.reason or "", response.content, response.url, response.headers
+                    ),
                     "GET",
                     path,
                 )
@@ -782,7 +797,9 @@ class Client:
         self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:
             try:
-                answer = transport.Response(response.status_code, response.reason or "", response.content, response.url)
+                answer = transport.Response(
+                    response.status_code, response.reason or "", response.content, response.url, response.headers
+                )
             except requests.RequestException as exc:  # the refusal itself cut short: as a connection dropped
                 raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}", url=path) from exc
             finally:

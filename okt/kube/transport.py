@@ -96,15 +96,20 @@ class TLS:
 
 
 class Response:
-    """An answer read whole: status, reason and body (what okt's verbs need from ``requests.Response``)."""
+    """An answer read whole: status, reason, body and header fields (what okt's verbs need from
+    ``requests.Response``; a refusal's ``Retry-After`` is in a header field)."""
 
-    __slots__ = ("content", "reason", "status_code", "url")
+    __slots__ = ("content", "headers", "reason", "status_code", "url")
 
-    def __init__(self, status_code: int, reason: str, content: bytes, url: str) -> None:
+    def __init__(
+        self, status_code: int, reason: str, content: bytes, url: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.status_code = status_code
         self.reason = reason
         self.content = content
         self.url = url
+        self.headers: Mapping[str, str] = headers if headers is not None else {}
+        """The header fields, looked up by lowercase name."""
 
     @property
     def text(self) -> str:
@@ -209,12 +214,13 @@ class DirectTransport:
         conn = self._take(connect)
         try:
             conn.send(request, body, read)
-            status, reason, content, keep = _read_answer(conn.reader, method)
+            status, reason, content, keep, fields = _read_answer(conn.reader, method)
         except BaseException:
             conn.close()
             raise
         self._give_back(conn, keep)
-        return Response(status, reason, content, url)
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in fields.items()}
+        return Response(status, reason, content, url, headers)
 
     def _request(
         self,
@@ -325,8 +331,9 @@ class _Connection:
             self.sock.close()
 
 
-def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool]:
-    """Status, reason, body and whether the connection may be kept, read from ``reader`` (HTTP/1.x)."""
+def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool, dict[bytes, bytes]]:
+    """Status, reason, body, whether the connection may be kept and the header fields (names lowercased), read from
+    ``reader`` (HTTP/1.x)."""
     status, reason, headers, keep = _read_head(reader)
     framing = _framing(headers, method, status)
     if framing == "none":
@@ -343,7 +350,7 @@ def _read_answer(reader: Any, method: str) -> tuple[int, str, bytes, bool]:
             raise ConnectionResetError(f"the answer was cut short ({len(content)} of {length} bytes)")
     else:
         content, keep = reader.read(), False  # delimited by the end of the connection
-    return status, reason, _decoded(content, headers), keep
+    return status, reason, _decoded(content, headers), keep, headers
 
 
 def _read_head(reader: Any) -> tuple[int, str, dict[bytes, bytes], bool]:

@@ -91,6 +91,53 @@ def answer(status: str, body: bytes, *headers: str) -> bytes:
     return f"HTTP/1.1 {status}\r\n{fields}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
 
 
+THROTTLED = answer(
+    "429 Too Many Requests",
+    b"Too many requests, please try again later.\n",
+    "Content-Type: text/plain; charset=utf-8",
+    "Retry-After: 7",
+)
+"""What the API server's priority and fairness answers a request it rejects: a text body, the wait in the header."""
+
+
+def test_a_throttled_request_waits_the_retry_after_the_server_gives_in_its_header(start: Start) -> None:
+    _, client = start([THROTTLED])
+
+    with pytest.raises(okt.TooManyRequests) as raised:
+        client.get(CONFIG_MAP, "a", "default")
+
+    assert raised.value.retry_after == 7.0
+
+
+def test_a_throttled_list_waits_the_retry_after_the_server_gives_in_its_header(start: Start) -> None:
+    _, client = start([THROTTLED])
+
+    with pytest.raises(okt.TooManyRequests) as raised:
+        client.list(CONFIG_MAP, "default")
+
+    assert raised.value.retry_after == 7.0
+
+
+def test_a_throttled_watch_waits_the_retry_after_the_server_gives_in_its_header(start: Start) -> None:
+    _, client = start([THROTTLED])
+
+    with pytest.raises(okt.TooManyRequests) as raised:
+        next(iter(client.watch(CONFIG_MAP, "default", resource_version="1")))
+
+    assert raised.value.retry_after == 7.0
+
+
+def test_a_retry_after_in_the_status_is_taken_as_well(start: Start) -> None:
+    status = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429,'
+    status += b'"details":{"retryAfterSeconds":4}}'
+    _, client = start([answer("429 Too Many Requests", status, "Content-Type: application/json", "Retry-After: 4")])
+
+    with pytest.raises(okt.TooManyRequests) as raised:
+        client.get(CONFIG_MAP, "a", "default")
+
+    assert raised.value.retry_after == 4.0
+
+
 def test_a_watch_refused_with_an_answer_cut_short_is_an_api_error(start: Start) -> None:
     cut = b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 90\r\n\r\n"
     _, client = start([cut + b'{"kind":"Status","apiVersion":"v1"'])

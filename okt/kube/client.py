@@ -422,7 +422,7 @@ class Client:
             )
             used = self._token.token() if self._token is not None else None
             response = sent(token=used)
-            if response.status_code == 401 and self._token_changed(method, verb, resource, used, write):
+            if response.status_code == 401 and self._token_changed(method, verb, resource, used, write, limited=True):
                 # another token came (a rotated file, a plugin run again): once more with it
                 response = sent(token=self._token.token() if self._token is not None else None)
         else:
@@ -465,10 +465,14 @@ class Client:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
 
-    def _token_changed(self, method: str, verb: str, resource: str, refused: str | None, write: bool) -> bool:
+    def _token_changed(
+        self, method: str, verb: str, resource: str, refused: str | None, write: bool, *, limited: bool
+    ) -> bool:
         """After a 401 to a request sent with ``refused``: whether the token source now gives another token (the file
         read again, the plugin run again — once for requests refused together). If so, the refused answer is counted
-        and the request counted again: the caller sends it once more.
+        and the request counted again: the caller sends it once more. A ``limited`` request first waits its turn in
+        the rate limit again: sent once more, it is one more request (requests refused together would otherwise all
+        go again at once, past the limit's burst).
 
         Raises:
             okt.errors.NotLeader: a write the fence refuses now (leadership may have been lost while the token was
@@ -477,7 +481,9 @@ class Client:
         if self._token is None or refused is None or not self._token.renew(refused):
             return False
         self.stats.answered(401, method)
-        if write:
+        if limited and self.rate_limit is not None:
+            self.rate_limit.acquire()
+        if write:  # after the rate limit's wait: leadership may have been lost during it
             check_fence(verb, resource)
         self.stats.record(verb, resource)
         return True
@@ -495,16 +501,17 @@ class Client:
         stream: bool = False,
         timeout: float | tuple[float, float],
         write: bool = False,
+        limited: bool = True,
     ) -> requests.Response:
         """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams); a 401
         is sent once more when the token source gives another token (counted as ``verb`` on ``resource``; a
-        ``write`` asks the fence again first)."""
+        ``limited`` request waits its turn in the rate limit again and a ``write`` asks the fence again first)."""
         sent = functools.partial(
             self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
         )
         used = self._token.token() if self._token is not None else None
         answer = sent(used)
-        if answer.status_code == 401 and self._token_changed(method, verb, resource, used, write):
+        if answer.status_code == 401 and self._token_changed(method, verb, resource, used, write, limited=limited):
             answer.close()
             answer = sent(self._token.token() if self._token is not None else None)
         return answer
@@ -793,6 +800,7 @@ class Client:
             params=params,
             stream=True,
             timeout=(10.0, inactivity_timeout),
+            limited=False,  # watches are long-lived: not rate limited
         )
         self.stats.answered(response.status_code, "GET")
         if response.status_code >= 400:

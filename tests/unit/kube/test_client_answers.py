@@ -91,6 +91,9 @@ def answer(status: str, body: bytes, *headers: str) -> bytes:
     return f"HTTP/1.1 {status}\r\n{fields}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
 
 
+OK = answer(
+    "200 OK", b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}', "Content-Type: application/json"
+)
 THROTTLED = answer(
     "429 Too Many Requests",
     b"Too many requests, please try again later.\n",
@@ -144,3 +147,28 @@ def test_a_watch_refused_with_an_answer_cut_short_is_an_api_error(start: Start) 
 
     with pytest.raises(okt.errors.Unavailable):
         next(iter(client.watch(CONFIG_MAP, "default", resource_version="1")))
+
+
+class FrozenClock:
+    def __call__(self) -> float:
+        return 0.0
+
+
+def test_a_request_sent_again_with_a_renewed_token_waits_its_turn_in_the_rate_limit(
+    start: Start, tmp_path: pathlib.Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("first")
+
+    def rotated_then_refused() -> bytes:
+        token.write_text("second")
+        return answer("401 Unauthorized", b"", "Content-Type: application/json")
+
+    limit = kube_client.RateLimit(qps=1000, burst=1, clock=FrozenClock())
+    server, client = start([rotated_then_refused, OK], rate_limit=limit, token_file=token)
+
+    client.get(CONFIG_MAP, "a", "default")
+
+    assert [b"Bearer second" in head for head in server.requests] == [False, True]
+    # Both requests took their token from the bucket: the next one waits for a third (the clock stands still).
+    assert limit.reserve() == pytest.approx(2 / 1000)

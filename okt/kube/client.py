@@ -256,6 +256,29 @@ def interrupt(stream: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+_WATCH_READ = 64 * 1024
+"""Bytes asked of the connection at once by a watch answer that is not chunked (a read returns what has arrived)."""
+
+
+def _watch_lines(response: requests.Response) -> Iterator[bytes]:
+    """The lines of a watch answer (one event each) as they arrive, blank ones left out.
+
+    The API server's answer is chunked: requests hands it out chunk by chunk. One without chunks, ended by the end
+    of the connection (a proxy may stream so), requests would read to its end before handing out anything — a watch's
+    events only once the watch is over; it is read as each read of the connection returns instead.
+    """
+    raw = response.raw
+    if raw.chunked:
+        yield from (line for line in response.iter_lines(chunk_size=None) if line)
+        return
+    pending = b""
+    while chunk := raw.read1(_WATCH_READ, decode_content=True):
+        *lines, pending = (pending + chunk).split(b"\n")
+        yield from (line for line in lines if line.strip())
+    if pending.strip():
+        yield pending
+
+
 def _seconds(retry_after: str | None) -> float | None:
     """A ``Retry-After`` header's delay in seconds: a whole number, as the API server gives it (and as client-go reads
     it: a date is not read)."""
@@ -824,10 +847,9 @@ class Client:
         if on_open is not None:
             on_open(response)
         try:
-            for line in response.iter_lines(chunk_size=None):
-                if line:
-                    yield json.loads(line)
-        except (requests.RequestException, AttributeError, ValueError) as exc:
+            for line in _watch_lines(response):
+                yield json.loads(line)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, AttributeError, ValueError) as exc:
             # AttributeError/ValueError: the stream was closed under us by another thread (a stop).
             raise errors.ApiError.from_status(0, "Unavailable", f"watch {kind.plural}: {exc}") from exc
         finally:

@@ -30,6 +30,8 @@ class ScriptedServer:
     def __init__(self, answers: list[Answer]) -> None:
         self.answers = answers
         self.requests: list[bytes] = []
+        self.hold: threading.Event | None = None
+        """Set: each connection is closed only once it is (an answer that ends with the connection goes on)."""
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
@@ -53,6 +55,8 @@ class ScriptedServer:
                 self.requests.append(head)
                 answer = self.answers[len(self.requests) - 1]
                 conn.sendall(answer() if callable(answer) else answer)
+                if self.hold is not None:
+                    self.hold.wait(60)
                 reader.close()
 
     def close(self) -> None:
@@ -202,3 +206,28 @@ def test_a_refusal_whose_token_cannot_be_renewed_is_counted_as_answered(start: S
 
     assert client.stats.snapshot() == {("get", "configmaps"): 1}
     assert client.stats.responses() == {("401", "GET"): 1}
+
+
+def test_a_watch_whose_answer_ends_with_the_connection_gives_each_event_as_it_arrives(start: Start) -> None:
+    """A server or proxy may stream without chunks (no length, the end of the connection ends the answer): each
+    event must still be handed out when it arrives, not once the stream ends."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+    event = b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}}\n'
+    server, client = start([head + event])
+    release = server.hold = threading.Event()
+    received: list[dict[str, object]] = []
+    arrived = threading.Event()
+
+    def read() -> None:
+        for got in client.watch(CONFIG_MAP, "default", resource_version="1"):
+            received.append(got)
+            arrived.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert arrived.wait(30), "the event was not handed out while the stream was open"
+    finally:
+        release.set()
+    reader.join(30)
+    assert [got["type"] for got in received] == ["ADDED"]

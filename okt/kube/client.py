@@ -72,15 +72,51 @@ def _astral(match: re.Match[str]) -> str:
     return f"{match.group(1)}\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}"
 
 
+_LONG_KEY = 1000
+"""Characters of a key written as JSON beyond which YAML may not read it as a key: YAML looks for the ``:`` of a key
+written without the ``?`` indicator only within 1024 characters of its start."""
+
+
+def _has_long_key(value: Any) -> bool:
+    """Whether a mapping in ``value`` has a key of more than :data:`_LONG_KEY` characters once written as JSON (a
+    character is at most six)."""
+    if isinstance(value, dict):
+        return any(
+            (isinstance(key, str) and len(key) * 6 + 2 > _LONG_KEY and len(json.dumps(key)) > _LONG_KEY)
+            or _has_long_key(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return any(_has_long_key(item) for item in value)
+    return False
+
+
+def _with_key_indicators(value: Any) -> str:
+    """``value`` as compact JSON, but each long key written after YAML's ``? `` (an explicit key, of any length)."""
+    if isinstance(value, dict):
+        members = []
+        for key, item in value.items():
+            name = json.dumps({key: 0}, separators=(",", ":"))[1:-3]  # the key as JSON writes it (1 -> "1")
+            members.append(f"{'? ' if len(name) > _LONG_KEY else ''}{name}:{_with_key_indicators(item)}")
+        return "{" + ",".join(members) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_with_key_indicators(item) for item in value) + "]"
+    return json.dumps(value, separators=(",", ":"))
+
+
 def yaml_safe_json(body: Any) -> str:
     """``body`` as JSON that the API server's YAML decoder (server-side apply) accepts as it is.
 
     JSON writes a character beyond the BMP (an emoji, a CJK extension) as a surrogate pair of ``\\u`` escapes, which
     YAML refuses ("found invalid Unicode character escape code"): the pair becomes YAML's ``\\UXXXXXXXX``. A lone
     surrogate (not a character at all; Python strings can hold one) becomes U+FFFD, as the JSON decoders of
-    Kubernetes read it. Everything else stays JSON, a subset of YAML, with non-ASCII escaped.
+    Kubernetes read it. A key longer than YAML reads as JSON writes it (a custom resource's free-form map may hold
+    one) is written after YAML's ``? `` key indicator. Everything else stays JSON, a subset of YAML, with non-ASCII
+    escaped.
     """
     text = json.dumps(body, separators=(",", ":"))
+    if len(text) > _LONG_KEY and _has_long_key(body):  # a long body only may hold a long key
+        text = _with_key_indicators(body)
     if "\\ud" not in text:  # json.dumps writes lowercase hex: no surrogate escape at all (nearly every body)
         return text
     text = _SURROGATE_PAIR.sub(_astral, text)

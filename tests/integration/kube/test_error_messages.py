@@ -1,0 +1,28 @@
+"""What an API error says: enough to act on, and never the Secret data the refused request carried."""
+
+from __future__ import annotations
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_secret_refused_for_its_data_is_not_quoted_in_the_error(kube: kube_client.Client, namespace: str) -> None:
+    # A common slip: clear text under data (base64 expected) instead of stringData. The API server's JSON decoder
+    # quotes the body around where it stopped; the error goes to the log, the Ready condition and an Event.
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "credentials", "namespace": namespace},
+        "data": {"password": "hunter2 in clear"},
+    }
+
+    with pytest.raises(okt.BadRequest) as raised:
+        kube.create(secret)
+
+    assert "hunter2" not in str(raised.value)
+    assert "hunter2" not in raised.value.api_message
+    assert "cannot be handled as a Secret" in str(raised.value)

@@ -19,9 +19,9 @@ Guarantees:
   its own is done for that object (not restarted until the object comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do.
 
-Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); after ``stop_timeout`` it
-is logged as stuck and left behind (the threads are daemonic: they never keep the process alive). The CRFinalizer of
-a deleted object does not wait for its daemons to return.
+Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
+``stop_timeout`` seconds ago it is logged as stuck, once, and left behind (the threads are daemonic: they never keep
+the process alive). The finalization of its deleted object waits for it all the same.
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ class _Slot:
     thread: threading.Thread | None = None
     again: bool = False
     finished: bool = False
+    stop_asked: float | None = None
+    """When (``time.monotonic()``) it was first asked to stop while running, for the stuck-daemon warning."""
+    reported: bool = False
 
 
 class Supervisor:
@@ -90,6 +93,8 @@ class Supervisor:
         self._lock = threading.Lock()
         self._slots: dict[_SlotKey, _Slot] = {}
         self._active = False
+        self._watchdog: threading.Thread | None = None
+        self._stops_asked = threading.Event()
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.daemons").bind(
             controller=controller
         )
@@ -121,7 +126,7 @@ class Supervisor:
             self._active = False
             for slot in self._slots.values():
                 slot.again = False
-                slot.stop.set()
+                self._ask_stop(slot)
 
     def join(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did."""
@@ -188,9 +193,20 @@ class Supervisor:
                     slot.again = True  # started anew once the stopping thread returned
             elif slot is not None:
                 slot.again = False
-                slot.stop.set()
+                self._ask_stop(slot)
                 if slot.thread is None:
                     del self._slots[key]  # finished on its own: nothing to wait for
+
+    def _ask_stop(self, slot: _Slot) -> None:
+        """Set the slot's stop event; a running daemon is watched from then on (see :meth:`_watch_stops`)."""
+        slot.stop.set()
+        if slot.thread is None or slot.stop_asked is not None:
+            return
+        slot.stop_asked = time.monotonic()
+        self._stops_asked.set()
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch_stops, name="okt-daemon-watchdog", daemon=True)
+            self._watchdog.start()
 
     def _launch(self, key: _SlotKey, slot: _Slot) -> None:
         slot.thread = threading.Thread(
@@ -214,6 +230,41 @@ class Supervisor:
                 del self._slots[key]
             else:
                 slot.finished = True  # returned on its own: kept, so that later events do not start it again
+
+    # -- the watchdog --------------------------------------------------------------------------------------------
+
+    def _watch_stops(self) -> None:
+        """Log, once each, the daemons still running ``stop_timeout`` seconds after they were asked to stop.
+
+        One thread per supervisor, alive only while some daemon is stopping: a stuck daemon holds its object's
+        finalization, and nothing else would tell why.
+        """
+        while True:
+            with self._lock:
+                self._stops_asked.clear()
+                now = time.monotonic()
+                wake: float | None = None
+                for (_, daemon_name), slot in self._slots.items():
+                    if slot.thread is None or slot.stop_asked is None or slot.reported:
+                        continue
+                    timeout = self.declared[daemon_name].stop_timeout
+                    deadline = slot.stop_asked + timeout
+                    if deadline > now:
+                        wake = deadline if wake is None else min(wake, deadline)
+                        continue
+                    slot.reported = True
+                    self._log.warning(
+                        "daemon ignores its stop event",
+                        daemon=daemon_name,
+                        namespace=slot.namespace,
+                        name=slot.name,
+                        stop_timeout=timeout,
+                        seconds=round(now - slot.stop_asked, 3),
+                    )
+                if wake is None:
+                    self._watchdog = None
+                    return
+            self._stops_asked.wait(max(wake - now, 0.0))
 
     # -- the daemon thread ---------------------------------------------------------------------------------------
 

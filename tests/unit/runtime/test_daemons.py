@@ -4,7 +4,10 @@ daemon that returned is not restarted by the next event, one that comes back wai
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, cast
+
+import structlog
 
 import okt
 from okt.kube import kinds
@@ -121,3 +124,46 @@ def test_a_recreated_object_of_the_same_name_gets_its_own_daemon() -> None:
     wait_for(lambda: reconciler.starts == 2 and sup.running() == [("ns", "a", "run")])
     sup.halt()
     assert sup.join(5)
+
+
+class Deaf(okt.Reconciler):
+    """A daemon that never looks at its stop event: it returns only when the test lets it go."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.let_go = threading.Event()
+        self.started = threading.Event()
+
+    @okt.daemon(stop_timeout=0.2)
+    def deaf(self, ctx: okt.DaemonContext) -> None:
+        self.started.set()
+        self.let_go.wait(30)
+
+
+def test_a_daemon_that_ignores_its_stop_is_logged_as_stuck_once_its_stop_timeout_passed() -> None:
+    """The deletion of its object asks the daemon to stop; one still running ``stop_timeout`` seconds later holds the
+    object's finalization, and says so in the log (once), naming the daemon and the object."""
+    reconciler, store = Deaf(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    assert reconciler.started.wait(5)
+
+    def stuck() -> list[dict[str, Any]]:
+        return [entry for entry in logged if entry["event"] == "daemon ignores its stop event"]
+
+    try:
+        with structlog.testing.capture_logs() as logged:
+            sup.observe(informer.DELETED, store.objs["a"])
+            wait_for(stuck, timeout=10, message="the stuck daemon to be logged")
+            time.sleep(0.5)  # several stop timeouts: still logged once
+        assert len(stuck()) == 1
+        entry = stuck()[0]
+        assert entry["log_level"] == "warning"
+        assert (entry["daemon"], entry["namespace"], entry["name"]) == ("deaf", "ns", "a")
+        assert sup.stopping("u1")
+    finally:
+        reconciler.let_go.set()
+    assert sup.join(5)
+    assert not sup.stopping("u1")

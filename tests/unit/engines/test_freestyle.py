@@ -3,11 +3,14 @@ from collections.abc import Callable
 
 import pytest
 
+import okt
 from okt import errors
 from okt.engines.freestyle import FreeStyle
 from okt.engines.results import Operation, Outcome, OutcomeKind, Results
 from okt.engines.states import State
 from okt.engines.stepper import Engine, Run
+from okt.kube import kinds
+from okt.testing import FakeClient, condition
 
 
 @dataclasses.dataclass
@@ -19,12 +22,15 @@ class Framing:
     deleting: bool = False
     builtins: list[State] = dataclasses.field(default_factory=list)
     hooked: int = 0
+    raises: dict[State, Exception] = dataclasses.field(default_factory=dict)
 
     def enter(self, state: State) -> None:
         raise AssertionError("FreeStyle enters no state")
 
     def builtin(self, state: State) -> None:
         self.builtins.append(state)
+        if state in self.raises:
+            raise self.raises[state]
 
     def reconcile(self) -> None:
         self.hooked += 1
@@ -100,3 +106,87 @@ def test_base_exceptions_propagate_out_of_freestyle() -> None:
 
     with pytest.raises(KeyboardInterrupt):
         run_with(hook)
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind", "report"),
+    [
+        (ValueError("ready() failed"), OutcomeKind.RETRY, [State.ErrorManager]),
+        (errors.TemporaryError("the status write conflicted", delay=1), OutcomeKind.RETRY, [State.ErrorManager]),
+        (errors.GiveUp("broken", alarming=True), OutcomeKind.GIVE_UP, [State.ErrorManager]),
+        (errors.GiveUp("not mine"), OutcomeKind.GIVE_UP, []),
+    ],
+    ids=["error", "temporary", "alarming-give-up", "give-up"],
+)
+def test_an_error_in_the_success_report_is_reported_by_the_error_manager_as_the_stepper_does(
+    exc: Exception, kind: OutcomeKind, report: list[State]
+) -> None:
+    """The Stepper routes an error of the SuccessManager (a ``ready()`` that raises, a status write that fails) to
+    the ErrorManager, which sets Ready=False; FreeStyle's report follows the same rule."""
+    framing = Framing(Results(), raises={State.SuccessManager: exc})
+    run = FreeStyle().run(framing, framing.results)
+
+    assert framing.builtins == [State.CRChecker, State.SuccessManager, *report]
+    assert run.outcome.kind is kind
+
+
+def test_an_error_the_success_report_records_is_reported_by_the_error_manager() -> None:
+    results = Results()
+    framing = Framing(results)
+
+    def builtin(state: State) -> None:
+        framing.builtins.append(state)
+        if state is State.SuccessManager:
+            results.add(Operation.STATUS_UPDATE_ERROR, "ns/a", errors.ApiError.from_status(409, "Conflict", "stale"))
+
+    framing.builtin = builtin  # type: ignore[method-assign]
+    run = FreeStyle().run(framing, results)
+
+    assert framing.builtins == [State.CRChecker, State.SuccessManager, State.ErrorManager]
+    assert run.outcome.kind is OutcomeKind.RETRY
+
+
+def test_an_error_in_the_error_report_is_recorded_and_the_report_runs_once() -> None:
+    def hook() -> None:
+        raise ValueError("bad")
+
+    framing = Framing(Results(), hook, raises={State.ErrorManager: RuntimeError("status write failed")})
+    run = FreeStyle().run(framing, framing.results)
+
+    assert framing.builtins == [State.CRChecker, State.ErrorManager]
+    assert isinstance(run.outcome.error, ValueError)  # the first error wins
+
+
+THING = kinds.Kind("example.com/v1", "Thing", "things", True)
+
+
+class Probed(okt.Reconciler):
+    """A FreeStyle reconciler whose ``ready()`` can be made to raise."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+    plural = "things"
+    engine = okt.FreeStyle()
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def ready(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
+        if self.failing:
+            raise ValueError("the readiness probe failed")
+        return super().ready(ctx)
+
+
+def test_a_freestyle_reconcile_whose_success_report_fails_is_not_left_ready() -> None:
+    fake = FakeClient(kinds=[THING])
+    fake.put({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a", "namespace": "ns"}})
+    reconciler = Probed()
+    okt.reconcile(reconciler, fake, None, "ns", "a")
+    assert condition(fake.stored(THING, "a", "ns"), "Ready")["status"] == "True"
+
+    reconciler.failing = True
+    run = okt.reconcile(reconciler, fake, None, "ns", "a")
+
+    assert run.outcome.kind is OutcomeKind.RETRY
+    ready = condition(fake.stored(THING, "a", "ns"), "Ready")
+    assert (ready["status"], ready["message"]) == ("False", "the readiness probe failed")

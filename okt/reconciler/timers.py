@@ -107,9 +107,13 @@ class Clock:
 
 
 def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:
-    """Run the timers due for this object, then ask for a requeue when the next one is."""
+    """Run the timers due for this object, then ask for a requeue when the next one is.
+
+    Nothing runs when the reconcile already failed or gave up: called from the SuccessManager, after its report,
+    whose status write may have been refused (the reconcile then goes on to the ErrorManager and is retried).
+    """
     timers = declared(type(reconciler))
-    if not timers or not ctx.exists or ctx.finalizing:
+    if not timers or not ctx.exists or ctx.finalizing or ctx.results.has_error or ctx.results.gave_up is not None:
         return
     uid = ctx.cr.uid
     next_due: float | None = None

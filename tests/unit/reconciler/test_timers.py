@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
+import structlog
 
 import okt
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds, objects
+from okt.reconciler import context as context_mod
 from okt.reconciler import timers
 
 
@@ -55,3 +62,46 @@ def test_timers_are_declared_on_methods_and_inherited() -> None:
 def test_a_timer_needs_a_positive_interval() -> None:
     with pytest.raises(ValueError, match="a timer needs a positive interval"):
         okt.every()
+
+
+class Ticking(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    @okt.every(minutes=1)
+    def tick(self, ctx: okt.Context) -> None:
+        self.ticks += 1
+
+
+def context_of(reconciler: okt.Reconciler) -> context_mod.Context:
+    raw = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}
+    return context_mod.Context(
+        settings=reconciler.settings(),
+        client=cast(kube_client.Client, None),
+        reader=cast(Any, None),
+        kind=kinds.Kind("example.com/v1", "Thing", "things", True),
+        cr=objects.CustomResource(raw),
+        exists=True,
+        logger=structlog.get_logger("test"),
+        recorder=None,
+    )
+
+
+def test_a_timer_runs_only_within_a_successful_reconcile() -> None:
+    """The SuccessManager's own report can fail (a status write refused): that reconcile ends in the ErrorManager
+    and is retried, and its timers wait for a reconcile that succeeds."""
+    reconciler = Ticking()
+    clock = timers.Clock(FakeTime())
+    failed = context_of(reconciler)
+    failed.results.add(okt.Operation.STATUS_UPDATE_ERROR, "a", errors.ApiError.from_status(409, "Conflict", "stale"))
+
+    timers.run_due(reconciler, failed, clock)
+
+    assert reconciler.ticks == 0
+    assert clock.due("u1", "tick", 60) <= 0  # still due: the retry runs it
+
+    timers.run_due(reconciler, context_of(reconciler), clock)
+    assert reconciler.ticks == 1

@@ -19,8 +19,9 @@ Guarantees:
   :func:`okt.kube.client.fenced`, which asks the elector before every write and refuses from the moment the last
   renewal is older than the renew deadline — before another process can acquire the lease — so in-flight reconciles
   of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
-* a **graceful shutdown** stops every queue first (no new reconcile starts), waits for in-flight reconciles up to
-  ``grace_period`` seconds, releases the lease, stops the informers and closes the probe server;
+* a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
+  in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
+  the probe server;
 * a standby never reconciles; **losing the lease** stops the workers and the whole manager
   (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
@@ -370,6 +371,9 @@ class Manager:
         try:
             for controller in self.controllers:
                 controller.queue.shutdown()
+                # Every daemon is asked now, before any controller waits: a slow one must not keep another
+                # controller's daemons running (after a lost lease, beside the new leader's).
+                controller.daemons.halt()
             for controller in self.controllers:
                 controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
             if self._started_up:

@@ -297,3 +297,66 @@ def test_a_deleted_object_is_finalized_only_once_its_daemons_returned(
         kube.patch(gadget_kind, "held", {"metadata": {"finalizers": None}}, namespace)
         manager.stop()
         manager.join(15)
+
+
+class SlowToStop(shared.GadgetReconciler):
+    """A Gadget daemon that, once asked to stop, returns only when the test lets it go."""
+
+    let_go: ClassVar[threading.Event] = threading.Event()
+    running: ClassVar[threading.Event] = threading.Event()
+
+    @okt.daemon
+    def drain(self, ctx: okt.DaemonContext) -> None:
+        self.running.set()
+        ctx.stop.wait(120)
+        self.let_go.wait(60)
+
+
+class Settings(okt.Reconciler):
+    """Secrets labelled ``role=settings``, another controller of the same manager, with a daemon of its own."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+    running: ClassVar[threading.Event] = threading.Event()
+    stopped: ClassVar[threading.Event] = threading.Event()
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return ((obj.get("metadata") or {}).get("labels") or {}).get("role") == "settings"
+
+    @okt.daemon
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        self.running.set()
+        ctx.stop.wait(120)
+        self.stopped.set()
+
+
+def test_the_shutdown_asks_the_daemons_of_every_controller_to_stop_at_once(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
+) -> None:
+    """A controller whose daemon is slow to return does not keep another controller's daemons running: a replica
+    that stops (or lost its lease) asks all of them to stop together, before it waits for any."""
+    SlowToStop.let_go, SlowToStop.running = threading.Event(), threading.Event()
+    Settings.running, Settings.stopped = threading.Event(), threading.Event()
+    make_gadget("g")
+    meta = {"name": "s", "namespace": namespace, "labels": {"role": "settings"}}
+    secret = kinds.BUILTIN[("v1", "Secret")]
+    kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": {"k": "v"}}, secret)
+    manager = manager_mod.Manager(
+        kube,
+        [SlowToStop, Settings],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=60.0,
+        reconcile=shared.FakeReconcile(),
+    )
+    try:
+        manager.start()
+        assert SlowToStop.running.wait(20) and Settings.running.wait(20), "both daemons running"
+        manager.stop()
+        assert Settings.stopped.wait(10), "the second controller's daemon was not asked to stop while the first's ran"
+        assert not manager.join(0)  # the first controller's daemon still holds the shutdown
+    finally:
+        SlowToStop.let_go.set()
+        manager.stop()
+        assert manager.join(15)

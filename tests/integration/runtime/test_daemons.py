@@ -360,3 +360,61 @@ def test_the_shutdown_asks_the_daemons_of_every_controller_to_stop_at_once(
         SlowToStop.let_go.set()
         manager.stop()
         assert manager.join(15)
+
+
+class Writing(shared.GadgetReconciler):
+    """A daemon that, once asked to stop, tries one last write to its object and records what became of it."""
+
+    outcomes: ClassVar[list[BaseException | None]] = []
+    running: ClassVar[threading.Event] = threading.Event()
+    done: ClassVar[threading.Event] = threading.Event()
+
+    @okt.daemon
+    def flush(self, ctx: okt.DaemonContext) -> None:
+        self.running.set()
+        ctx.stop.wait(120)
+        try:
+            ctx.client.patch(ctx.kind, ctx.name, {"metadata": {"labels": {"flushed": "yes"}}}, ctx.namespace)
+        except Exception as exc:
+            self.outcomes.append(exc)
+        else:
+            self.outcomes.append(None)
+        finally:
+            self.done.set()
+
+
+def test_a_daemon_of_a_leader_that_lost_its_lease_writes_nothing(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]], gadget_kind: kinds.Kind
+) -> None:
+    Writing.outcomes, Writing.running, Writing.done = [], threading.Event(), threading.Event()
+    make_gadget("g")
+    leader = manager_mod.Manager(
+        kube,
+        [Writing],
+        namespaces=[namespace],
+        metrics_bind="0",
+        leader_elect=True,
+        identity="leader",
+        lease_namespace=namespace,
+        lease_duration=3.0,
+        renew_deadline=2.0,
+        retry_period=0.5,
+        grace_period=10.0,
+        reconcile=shared.FakeReconcile(),
+    )
+    try:
+        leader.start()
+        assert Writing.running.wait(20), "the daemon of g"
+        lease = kube.get(kinds.LEASE, leader.lease_name, namespace)
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease["spec"].update(holderIdentity="nobody", renewTime=now)
+        kube.replace(kinds.LEASE, lease)
+        assert leader.join(30)
+        assert Writing.done.wait(10)
+    finally:
+        leader.stop()
+        leader.join(15)
+
+    assert leader.lost_leadership
+    assert len(Writing.outcomes) == 1 and isinstance(Writing.outcomes[0], okt.NotLeader), Writing.outcomes
+    assert "flushed" not in (kube.get(gadget_kind, "g", namespace)["metadata"].get("labels") or {})

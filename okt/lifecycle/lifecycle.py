@@ -23,7 +23,8 @@ Guarantees:
   a status write does not trigger a reconcile (okt filters it out) and the next edge may hold at once.
 * **Persisted where okt keeps its bookkeeping.** The phase is ``ctx.bookkeeping.phase``: ``status.okt.phase`` or the
   ``<prefix>/phase`` annotation, as ``Reconciler.persistence`` says, written with the status by the Success/Error
-  managers. A missing phase is the initial one (and is recorded).
+  managers — or at the end of a reconcile that gave up quietly after a move. A missing phase is the initial one (and
+  is recorded).
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
   ``failed`` phases, True otherwise; reason = the transition's reason; message ``phase Running (from Provisioning):
   ...``) with the CR's generation, records a Normal event with the same reason, and logs the move.

@@ -1,0 +1,73 @@
+"""The lifecycle on a real kube-apiserver: a move is persisted by the reconcile that made it, whatever the reconcile
+did next, so the next reconcile starts from the new phase and never makes the same move twice."""
+
+from __future__ import annotations
+
+import enum
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import condition
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+
+
+class Phase(enum.StrEnum):
+    Pending = "Pending"
+    Running = "Running"
+
+
+LIFECYCLE = okt.Lifecycle(
+    Phase, initial=Phase.Pending, transitions=[okt.Transition(Phase.Pending, Phase.Running, reason="Started")]
+)
+
+
+class Waiting(shared.WidgetReconciler):
+    """Advances the lifecycle on entering ObjectsGetter, then gives up quietly (waiting for something outside)."""
+
+    owns = ()
+
+    def __init__(self) -> None:
+        self.progress: list[okt.Progress[Phase]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.ObjectsGetter:
+            self.progress.append(LIFECYCLE.advance(ctx))
+            return okt.give_up("waiting for the license server")
+        return super().enter_in_state(state, ctx)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+
+@pytest.mark.parametrize("persistence", [okt.Persistence.STATUS, okt.Persistence.ANNOTATIONS], ids=str)
+def test_a_move_is_persisted_when_the_reconcile_then_gives_up_quietly(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, persistence: okt.Persistence
+) -> None:
+    reconciler_cls = type("WaitingWidget", (Waiting,), {"persistence": persistence})
+    reconciler = reconciler_cls()
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+
+    first = okt.reconcile(reconciler, kube, None, namespace, "w")
+    assert first.path_str == ">CRChecker>ObjectsGetter>GiveupManager>End"
+    assert reconciler.progress[0].moves and reconciler.progress[0].phase is Phase.Running
+
+    stored = kube.get(widget_kind, "w", namespace)
+    assert condition(stored, "Phase")["reason"] == "Started"
+    writes_before = writes(kube)
+    second = okt.reconcile(reconciler, kube, None, namespace, "w")
+
+    assert writes(kube) == writes_before  # nothing moved: a quiet give-up writes nothing
+    assert second.path_str == ">CRChecker>ObjectsGetter>GiveupManager>End"
+    assert reconciler.progress[1].start is Phase.Running  # not Pending again
+    assert not reconciler.progress[1].moves  # the move was made once
+
+
+def writes(client: kube_client.Client) -> int:
+    return sum(n for (verb, _), n in client.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)

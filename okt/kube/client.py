@@ -539,18 +539,10 @@ class Client:
         go again at once, past the limit's burst).
 
         Raises:
-            okt.errors.Unauthorized: the credential plugin, run again, gave no token (the refusal is counted).
             okt.errors.NotLeader: a write the fence refuses now (leadership may have been lost while the token was
                 renewed); it is not sent again.
         """
-        if self._token is None or refused is None:
-            return False
-        try:
-            renewed = self._token.renew(refused)
-        except errors.ApiError:
-            self.stats.answered(401, method)  # the refusal, which the caller will not count
-            raise
-        if not renewed:
+        if self._token is None or refused is None or not self._token.renew(refused):
             return False
         self.stats.answered(401, method)
         if limited and self.rate_limit is not None:

@@ -178,36 +178,6 @@ def test_a_request_sent_again_with_a_renewed_token_waits_its_turn_in_the_rate_li
     assert limit.reserve() == pytest.approx(2 / 1000)
 
 
-PLUGIN = """#!/bin/sh
-if [ -e "$FAILS" ]; then echo "the session has expired" >&2; exit 3; fi
-printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "t"}}'
-"""
-
-
-def test_a_refusal_whose_token_cannot_be_renewed_is_counted_as_answered(start: Start, tmp_path: pathlib.Path) -> None:
-    plugin = tmp_path / "plugin"
-    plugin.write_text(PLUGIN)
-    plugin.chmod(0o755)
-    fails = tmp_path / "fails"
-    spec = {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "command": str(plugin),
-        "env": [{"name": "FAILS", "value": str(fails)}],
-    }
-
-    def plugin_broken_then_refused() -> bytes:
-        fails.touch()
-        return answer("401 Unauthorized", b"", "Content-Type: application/json")
-
-    _, client = start([plugin_broken_then_refused], user={"exec": spec})  # type: ignore[dict-item]
-
-    with pytest.raises(okt.Unauthorized, match="the session has expired"):
-        client.get(CONFIG_MAP, "a", "default")
-
-    assert client.stats.snapshot() == {("get", "configmaps"): 1}
-    assert client.stats.responses() == {("401", "GET"): 1}
-
-
 def test_a_watch_whose_answer_ends_with_the_connection_gives_each_event_as_it_arrives(start: Start) -> None:
     """A server or proxy may stream without chunks (no length, the end of the connection ends the answer): each
     event must still be handed out when it arrives, not once the stream ends."""

@@ -16,7 +16,9 @@ Guarantees:
   the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, ...), the template falls back to
   the manifest re-dumped by PyYAML, which loses comments but never meaning;
 * trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
-  renders to exactly one document.
+  renders to exactly one document;
+* a ``{#`` of the manifest's text (a shell script's ``${#NAME}``) is written ``{{ "{#" }}``, so it renders as the text
+  it is instead of opening a Jinja2 comment.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _EXPRESSION = re.compile(r"\{\{.*?\}\}")
 _METADATA_LINE = re.compile(r"^metadata:[ \t]*(#.*)?$")
 _DOCUMENT_MARKER = re.compile(r"^(---|\.\.\.)[ \t]*(#.*)?$")
 _BLOCK_SCALAR = re.compile(r"^[|>]")
+_COMMENT_OPENER = '{{ "{#" }}'
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,25 @@ def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
     edited = _edit_lines(manifest.text, spec)
     if edited is not None and _load_all(manifest.path, edited) == [expected]:
-        return edited
+        return _comment_openers_escaped(edited)
     if _EXPRESSION.search(manifest.text):
         raise errors.CodegenError(
             f"manifest {manifest.path}: cannot place the name and namespace placeholders without reformatting the "
             "manifest, which would change its Jinja2 expressions: write metadata as a block (metadata:, then "
             "name: and namespace: on their own lines)"
         )
-    return _redump(manifest, spec)
+    return _comment_openers_escaped(_redump(manifest, spec))
+
+
+def _comment_openers_escaped(text: str) -> str:
+    """``text`` with each ``{#`` outside an expression written as the expression ``{{ "{#" }}``.
+
+    ``{#`` opens a Jinja2 comment, and a manifest holds it as plain text often enough (a shell script's ``${#}`` or
+    ``${#NAME}`` in a ConfigMap): left as it is, rendering fails on every reconcile ("Missing end of comment tag"), or
+    drops the text up to the next ``#}``. The expression renders the two characters themselves.
+    """
+    parts = re.split(f"({_EXPRESSION.pattern})", text)  # text, expression, text, ..., text
+    return "".join(part if index % 2 else part.replace("{#", _COMMENT_OPENER) for index, part in enumerate(parts))
 
 
 def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindSpec) -> None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
 from okt.codegen import dictionary, errors, manifest, resource
+from okt.resources import templating
 
 HERE = Path(__file__).parent
 MANIFESTS = HERE / "manifests"
@@ -268,6 +270,23 @@ def test_template_keeps_backslashes_and_triple_quotes_verbatim(tmp_path: Path, m
     generate_in(tmp_path, "ConfigMap", manifest_text=text)
     template = template_of((tmp_path / "resources" / "config_map_memcached_gen.py").read_text())
     assert template == text.replace("name: a", 'name: "{{ name }}"\n  namespace: "{{ namespace }}"')
+
+
+def test_a_jinja2_comment_opener_in_the_manifest_renders_as_the_text_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `${#}` and `${#VAR}` (a shell's argument count and a string's length) open a Jinja2 comment: the manifest's own
+    # text must come out of the rendered template as it went in.
+    monkeypatch.chdir(tmp_path)
+    script = 'set -- a b\necho "${#} ${#1}"\n[ ${#NAME} -gt 3 ] && echo long #}\n'
+    text = BASE + "metadata:\n  name: a\ndata:\n  run.sh: |\n" + textwrap.indent(script, "    ") + "  plain: a{#b\n"
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    template = template_of((tmp_path / "resources" / "config_map_memcached_gen.py").read_text())
+
+    rendered = templating.render_template(template, {"cr": None, "name": "n", "namespace": "ns"})
+
+    assert rendered["data"] == {"run.sh": script, "plain": "a{#b"}
+    assert rendered["metadata"] == {"name": "n", "namespace": "ns"}
 
 
 @pytest.mark.parametrize(("length", "noqa"), [(80, False), (88, False), (89, True)])

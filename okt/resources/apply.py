@@ -30,7 +30,8 @@ field okt sets is repaired on the next reconcile; labels and annotations other w
 ownerReferences are kept. A field the server stores otherwise than okt wrote it, even in the very answer to okt's
 write — a zero value it leaves out (``stdin: false``, an env var's ``value: ""``, ``hostPort: 0``) — is no drift
 while it holds what the server made of okt's value (:class:`ServerForms`): writing again could not change it. That
-memory lives in the process; after a restart, such a child is written once more.
+memory lives in the process; after a restart, such a child is written once more. A resource quantity of a built-in
+kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which server-side apply requires.
 
 Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
 over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
@@ -43,6 +44,7 @@ import collections
 import copy
 import dataclasses
 import enum
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -300,6 +302,7 @@ def apply_body(res: resource.Resource) -> dict[str, Any]:
         meta.pop(field, None)
     if kinds.is_builtin_group(str(body.get("apiVersion") or "")):
         _default_port_protocols(body)
+        _quantities_as_text(body)
     return body
 
 
@@ -322,6 +325,65 @@ def _default_port_protocols(value: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             _default_port_protocols(item)
+
+
+_QUANTITY_FIELDS = frozenset({"hard", "capacity", "overhead", "podFixed", "sizeLimit", "maximumVolumeSize"})
+"""Keys of built-in kinds whose value is a quantity, or maps names to quantities: a ResourceQuota's ``hard``, a
+PersistentVolume's ``capacity``, a Pod's ``overhead``, a RuntimeClass's ``overhead.podFixed``, an emptyDir's
+``sizeLimit``, a CSIStorageCapacity's ``capacity`` and ``maximumVolumeSize``. A ``resources`` map's ``limits`` and
+``requests`` (a container's, a Pod's, a PersistentVolumeClaim's) are quantities too, and so are a LimitRange's."""
+_LIMIT_RANGE_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+
+
+def _quantities_as_text(body: dict[str, Any]) -> None:
+    """Write each number in a resource quantity field of a built-in kind as the text JSON gives it (``cpu: 0.5`` is
+    sent as ``"0.5"``).
+
+    A template's ``cpu: 1`` or ``memory: 1024`` is a number once YAML has read it, and server-side apply refuses a
+    number where a quantity goes (``expected string``), though a create or a merge patch takes it. The text is the
+    same quantity, so the server stores what it stored from the number, and okt's hash (of the desired object, which
+    keeps the number) and its drift check (which matches a number with its canonical quantity) stay what they were.
+    """
+    _quantity_fields(body)
+    spec = body.get("spec")
+    if body.get("kind") == "LimitRange" and isinstance(spec, dict) and isinstance(spec.get("limits"), list):
+        for item in spec["limits"]:
+            if isinstance(item, dict):
+                for key in _LIMIT_RANGE_FIELDS:
+                    if key in item:
+                        item[key] = _quantities(item[key])
+
+
+def _quantity_fields(value: Any) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "resources" and isinstance(item, dict):
+                for field in ("limits", "requests"):
+                    if isinstance(item.get(field), dict):
+                        item[field] = _quantities(item[field])
+            elif key in _QUANTITY_FIELDS:
+                value[key] = _quantities(item)
+            _quantity_fields(value[key])
+    elif isinstance(value, list):
+        for item in value:
+            _quantity_fields(item)
+
+
+def _quantities(value: Any) -> Any:
+    """A quantity field's value with its numbers (the value, or a mapping's values) as text."""
+    if isinstance(value, dict):
+        return {key: _quantity_text(item) for key, item in value.items()}
+    return _quantity_text(value)
+
+
+def _quantity_text(value: Any) -> Any:
+    """A number as the text JSON writes it (what :func:`okt.resources.checksum.canonical_quantity` reads); anything
+    else as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return value
+    return str(value) if isinstance(value, int) else repr(value)
 
 
 def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:

@@ -116,7 +116,7 @@ def test_a_quantity_written_as_a_number_through_merge_patches_is_written_once_an
     resources: dict[str, Any],
     stored: dict[str, Any],
 ) -> None:
-    # Server-side apply refuses a number where a quantity goes ("expected string"); a create or merge patch takes it.
+    # The merge path sends the number as it is: a create or a merge patch takes it (an apply would not, see above).
     reconciler = reconciler_with({"resources": resources}, strategy="merge")
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
@@ -125,6 +125,83 @@ def test_a_quantity_written_as_a_number_through_merge_patches_is_written_once_an
     before = kube.stats.snapshot()
 
     run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+@pytest.mark.parametrize(
+    ("resources", "stored"),
+    [
+        pytest.param({"limits": {"cpu": 0.5}}, {"limits": {"cpu": "500m"}}, id="cpu-0.5"),
+        pytest.param({"limits": {"cpu": 1}}, {"limits": {"cpu": "1"}}, id="cpu-1"),
+        pytest.param({"requests": {"memory": 1024}}, {"requests": {"memory": "1024"}}, id="memory-1024"),
+        pytest.param(
+            {"requests": {"cpu": 0.25, "memory": "64Mi"}, "limits": {"cpu": 2}},
+            {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "2"}},
+            id="mixed",
+        ),
+    ],
+)
+def test_a_quantity_written_as_a_number_is_applied_once_and_then_left_alone(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    resources: dict[str, Any],
+    stored: dict[str, Any],
+) -> None:
+    reconciler = reconciler_with({"resources": resources})
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    assert container_of(kube, namespace)["resources"] == stored, "the server stores the canonical form"
+    shared.settle_deployment(kube, namespace, NAME)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+class Quota(okt.MutableResource):
+    """A ResourceQuota from a template whose quantities YAML reads as numbers."""
+
+    api_version = "v1"
+    kind = "ResourceQuota"
+    template = """
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  hard:
+    pods: 10
+    requests.cpu: 1.5
+    requests.memory: 1Gi
+"""
+
+
+class QuotaReconciler(GivenReconciler):
+    owns = (Quota,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Quota(ctx.cr, name=NAME)]
+
+
+def test_a_resource_quota_templated_with_numbers_is_applied_once_and_then_left_alone(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(QuotaReconciler(), kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    live = shared.get_child(kube, "v1", "ResourceQuota", namespace, NAME)
+    assert live is not None
+    assert live["spec"]["hard"] == {"pods": "10", "requests.cpu": "1500m", "requests.memory": "1Gi"}
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(QuotaReconciler(), kube, widget_kind, namespace, NAME)
 
     assert shared.write_requests(kube, before) == {}
     assert run.results.counts()[okt.Operation.UNCHANGED] == 1

@@ -682,3 +682,97 @@ def test_only_a_built_in_kind_gets_its_ports_protocol_spelled_out(api_version: s
 
     assert body["spec"]["ports"] == [{"port": 80, "protocol": "TCP"} if spelled else {"port": 80}]
     assert res.desired["spec"]["ports"] == [{"port": 80}]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "spec", "sent"),
+    [
+        pytest.param(
+            "apps/v1",
+            "Deployment",
+            {
+                "template": {
+                    "spec": {"containers": [{"name": "m", "resources": {"limits": {"cpu": 0.5, "memory": 1024}}}]}
+                }
+            },
+            {
+                "template": {
+                    "spec": {"containers": [{"name": "m", "resources": {"limits": {"cpu": "0.5", "memory": "1024"}}}]}
+                }
+            },
+            id="container",
+        ),
+        pytest.param(
+            "v1",
+            "PersistentVolumeClaim",
+            {"resources": {"requests": {"storage": 1073741824}}},
+            {"resources": {"requests": {"storage": "1073741824"}}},
+            id="claim",
+        ),
+        pytest.param(
+            "v1",
+            "ResourceQuota",
+            {"hard": {"pods": 10, "requests.cpu": 1.5, "requests.memory": "1Gi"}},
+            {"hard": {"pods": "10", "requests.cpu": "1.5", "requests.memory": "1Gi"}},
+            id="quota",
+        ),
+        pytest.param(
+            "v1",
+            "LimitRange",
+            {
+                "limits": [
+                    {"type": "Container", "max": {"cpu": 2}, "default": {"cpu": 1}, "defaultRequest": {"cpu": 0.1}}
+                ]
+            },
+            {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "max": {"cpu": "2"},
+                        "default": {"cpu": "1"},
+                        "defaultRequest": {"cpu": "0.1"},
+                    }
+                ]
+            },
+            id="limit-range",
+        ),
+        pytest.param(
+            "v1",
+            "Pod",
+            {"overhead": {"cpu": 0.25}, "volumes": [{"name": "t", "emptyDir": {"sizeLimit": 1000}}]},
+            {"overhead": {"cpu": "0.25"}, "volumes": [{"name": "t", "emptyDir": {"sizeLimit": "1000"}}]},
+            id="pod",
+        ),
+        pytest.param(
+            "apps/v1",
+            "Deployment",
+            {"replicas": 2, "template": {"spec": {"containers": [{"name": "m", "ports": [{"containerPort": 80}]}]}}},
+            {
+                "replicas": 2,
+                "template": {
+                    "spec": {"containers": [{"name": "m", "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}
+                },
+            },
+            id="numbers-elsewhere-stay",
+        ),
+        pytest.param(
+            "test.okt.io/v1",
+            "Listener",
+            {"resources": {"limits": {"cpu": 1}}, "hard": {"pods": 2}},
+            {"resources": {"limits": {"cpu": 1}}, "hard": {"pods": 2}},
+            id="custom-resource-untouched",
+        ),
+    ],
+)
+def test_a_built_in_kinds_quantities_are_applied_as_text(
+    api_version: str, kind: str, spec: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    res = resource.MutableResource(
+        OWNER, body={"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+    )
+    desired = copy.deepcopy(res.desired)
+
+    body = apply.apply_body(res)
+
+    assert body["spec"] == sent
+    assert res.desired == desired, "the desired object (hashed, compared) keeps the numbers"

@@ -9,7 +9,8 @@ Guarantees (the conversion):
 * every ``$ref`` is inlined (a recursive model is cut at the recursion with ``x-kubernetes-preserve-unknown-fields``,
   since structural schemas cannot recurse); ``$defs`` and ``title`` are dropped;
 * ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
-  dropped); ``int | str`` becomes ``x-kubernetes-int-or-string``; any other union is an error naming the field;
+  dropped; an enum lists ``null`` too, since the API server checks a null against it); ``int | str`` becomes
+  ``x-kubernetes-int-or-string``; any other union is an error naming the field;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default``, ``minimum``/
   ``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean form),
   ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``, ``minProperties``/
@@ -118,6 +119,7 @@ _KEY_ORDER = (
     "format",
     "nullable",
     "enum",
+    "allOf",
     "default",
     "minimum",
     "exclusiveMinimum",
@@ -457,6 +459,10 @@ class _Converter:
             converted["nullable"] = True
             if "default" in converted and converted["default"] is None:
                 del converted["default"]
+            if "enum" in converted:
+                # The API server checks a null against a node's enum, nullable or not ("Unsupported value: null"), and
+                # refuses a CRD whose enum lists null; it checks a null against no allOf.
+                converted["allOf"] = [{"enum": converted.pop("enum")}]
         return converted
 
     def _typed(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:

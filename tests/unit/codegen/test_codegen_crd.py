@@ -22,6 +22,7 @@ from okt.codegen import crd, errors, yamlout
 
 GOLDEN = Path(__file__).parent / "golden" / "crd_memcached.yaml"
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
+VALUE_VALIDATIONS = {"enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 
 
 def assert_structural(node: Mapping[str, Any], path: str = "openAPIV3Schema") -> None:
@@ -33,7 +34,6 @@ def assert_structural(node: Mapping[str, Any], path: str = "openAPIV3Schema") ->
         "title",
         "anyOf",
         "oneOf",
-        "allOf",
         "not",
         "const",
         "prefixItems",
@@ -43,6 +43,9 @@ def assert_structural(node: Mapping[str, Any], path: str = "openAPIV3Schema") ->
         assert node.get("type") in TYPES, f"{path}: no type"
     assert not ("properties" in node and "additionalProperties" in node), f"{path}: properties and additionalProperties"
     assert node.get("uniqueItems") is not True, f"{path}: uniqueItems"
+    for member in node.get("allOf", []):
+        # A junctor may hold value validations only (no type, default, nullable, description or structure).
+        assert set(member) <= VALUE_VALIDATIONS, f"{path}: allOf holds {sorted(set(member) - VALUE_VALIDATIONS)}"
     for keyword in ("exclusiveMinimum", "exclusiveMaximum"):
         assert isinstance(node.get(keyword, True), bool), f"{path}: numeric {keyword}"
     if node.get("type") == "array":
@@ -169,6 +172,22 @@ def test_optional_model_is_nullable_without_a_null_default() -> None:
     assert backup["type"] == "object"
     assert "default" not in backup
     assert set(backup["properties"]) == {"memoryMB", "ratio"}
+
+
+def test_an_optional_enum_checks_its_values_where_a_null_passes() -> None:
+    class Spec(pydantic.BaseModel):
+        color: Color | None = None
+        mode: Literal["fast", "safe"] | None = "safe"
+
+    properties = schema(Spec)["properties"]
+
+    assert properties["color"] == {"type": "string", "nullable": True, "allOf": [{"enum": ["red", "blue"]}]}
+    assert properties["mode"] == {
+        "type": "string",
+        "nullable": True,
+        "allOf": [{"enum": ["fast", "safe"]}],
+        "default": "safe",
+    }
 
 
 class Tree(pydantic.BaseModel):

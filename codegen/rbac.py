@@ -13,7 +13,8 @@ what okt's runtime and engine use:
   allows only to who may update the owner's finalizers;
 * each owned kind: get, list, watch, create, patch, delete — informer, create, guarded merge patch, prune, and the
   one read after a create races with the informer (``AlreadyExists``); a create/delete-only kind (``okt.Resource``)
-  gets get, list, watch, create, delete;
+  gets get, list, watch, create, delete — and patch too when the reconciler writes with server-side apply (its
+  ``apply_strategy``, ``"apply"`` by default), since the API server authorizes an apply that creates as both;
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
 * what the reconciler declares in ``permissions`` (``{(group, resource): verbs}``): what its hooks reach beyond the
   children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard;
@@ -230,7 +231,8 @@ def rbac_for_reconcilers(
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
-        children = [_owned_kind(cls, child, kinds, cluster_wide) for child in getattr(cls, "owns", ()) or ()]
+        applies = getattr(cls, "apply_strategy", "apply") == "apply"
+        children = [_owned_kind(cls, child, kinds, cluster_wide, applies) for child in getattr(cls, "owns", ()) or ()]
         primaries.append(PrimaryKind(primary.group, primary.plural, owner=bool(children), status=primary.status))
         owned += children
     account = service_account or f"{crd.primary_of(classes[0], custom=False).kind.lower()}-operator"
@@ -349,7 +351,12 @@ def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary)
     )
 
 
-def _owned_kind(owner: type[Any], child: type[Any], kinds: dictionary.KindDictionary, cluster_wide: bool) -> OwnedKind:
+def _owned_kind(
+    owner: type[Any], child: type[Any], kinds: dictionary.KindDictionary, cluster_wide: bool, applies: bool
+) -> OwnedKind:
+    """The owned kind of ``child``; ``applies``: the reconciler writes its children with server-side apply, whose
+    create is a ``PATCH`` that the API server authorizes as ``patch`` and ``create`` both, so a create/delete-only
+    kind needs ``patch`` as well (which a mutable kind has)."""
     where = f"{owner.__name__}.owns: {getattr(child, '__name__', child)!r}"
     api_version = getattr(child, "api_version", None)
     kind = getattr(child, "kind", None)
@@ -369,7 +376,7 @@ def _owned_kind(owner: type[Any], child: type[Any], kinds: dictionary.KindDictio
         mutable = spec.mutable if spec is not None else True
     if spec is not None and not spec.namespaced and not cluster_wide:
         raise errors.CodegenError(f"{where}: {kind} is cluster-scoped: use --cluster-wide")
-    return OwnedKind(api_version.rpartition("/")[0], plural, mutable)
+    return OwnedKind(api_version.rpartition("/")[0], plural, mutable or applies)
 
 
 def _role_and_binding(

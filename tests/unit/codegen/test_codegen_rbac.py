@@ -182,7 +182,10 @@ class MemcachedReconciler(okt.Reconciler):
 
 
 def test_rbac_for_reconciler_reads_owned_kinds_and_their_mutability() -> None:
-    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
+    class Merging(MemcachedReconciler):
+        apply_strategy = "merge"
+
+    documents = rbac.rbac_for_reconciler(Merging, namespace="operators")
     assert documents[0]["metadata"] == {"name": "memcached-operator", "namespace": "operators"}
     assert rules_of(documents, "Role") == [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS},
@@ -195,11 +198,26 @@ def test_rbac_for_reconciler_reads_owned_kinds_and_their_mutability() -> None:
     ]
 
 
+def test_a_create_delete_only_child_written_by_apply_gets_patch_too() -> None:
+    # okt creates it with a server-side apply, a PATCH the API server authorizes as patch and create.
+    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
+
+    assert rules_of(documents, "Role") == [
+        {"apiGroups": [""], "resources": ["configmaps", "serviceaccounts"], "verbs": ALL_VERBS},
+        EVENTS,
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ALL_VERBS},
+        PRIMARY[0],
+        FINALIZERS,
+        PRIMARY[1],
+    ]
+
+
 def test_create_delete_only_wrapper_of_a_mutable_kind_gets_no_update() -> None:
     class Reconciler(okt.Reconciler):
         api_version = "x.example.com/v1"
         kind = "Thing"
         owns: ClassVar = [Config]
+        apply_strategy = "merge"
 
     rules = rules_of(rbac.rbac_for_reconciler(Reconciler), "Role")
     assert {

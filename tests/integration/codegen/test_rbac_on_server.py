@@ -1,0 +1,112 @@
+"""The RBAC ``okt gen rbac`` generates is enough to reconcile, on a real API server, as the ServiceAccount it binds.
+
+The generated ServiceAccount, Role and RoleBinding are created in a fresh namespace, a token of that ServiceAccount is
+asked from the API server (TokenRequest), and the reconciler runs with a client holding only that token.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+import okt
+from okt.codegen import crd, rbac
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import envtest
+
+pytestmark = pytest.mark.integration
+
+GROUP = "rbac.okt.example.com"
+
+
+class BatchJob(okt.Resource):
+    """A create/delete-only child (a Job's spec cannot change once created)."""
+
+    api_version = "batch/v1"
+    kind = "Job"
+    template = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: busybox:1.36
+          command: ["true"]
+"""
+
+
+class SettingsMap(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-settings
+  namespace: {{ namespace }}
+data:
+  size: "1"
+"""
+
+
+class BatchReconciler(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Batch"
+    plural = "batches"
+    owns = (BatchJob, SettingsMap)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [BatchJob(ctx.cr), SettingsMap(ctx.cr)]
+
+
+@pytest.fixture(scope="module")
+def batch_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(BatchReconciler))
+    return kind
+
+
+def client_of_service_account(
+    kube: kube_client.Client, plane: envtest.ControlPlane, namespace: str, name: str
+) -> kube_client.Client:
+    """A client holding only a token of the ServiceAccount ``name``, as a Pod running as it would."""
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    answer = kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        verb="create",
+        resource="serviceaccounts/token",
+        body=review,
+    ).json()
+    user = envtest.TokenUser(name=f"system:serviceaccount:{namespace}:{name}", token=answer["status"]["token"])
+    path = plane.kubeconfig_for(user, plane.directory / f"kubeconfig-{secrets.token_hex(4)}")
+    return kube_client.Client.from_kubeconfig(path)
+
+
+def test_a_reconcile_as_the_generated_service_account_creates_every_child(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, batch_kind: kinds.Kind
+) -> None:
+    for document in rbac.rbac_for_reconcilers([BatchReconciler], namespace=namespace, service_account="batch-operator"):
+        kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
+    kube.create(
+        {"apiVersion": batch_kind.api_version, "kind": "Batch", "metadata": {"name": "b", "namespace": namespace}},
+        batch_kind,
+    )
+    operator = client_of_service_account(kube, control_plane, namespace, "batch-operator")
+    try:
+        run = okt.reconcile(BatchReconciler(), operator, None, namespace, "b", kind=batch_kind)
+    finally:
+        operator.close()
+
+    assert run.outcome == okt.Outcome.done(), run.path_str
+    assert run.results.counts()[okt.Operation.CREATED] == 2
+    assert kube.get_or_none(kube.resolve("batch/v1", "Job"), "b", namespace) is not None

@@ -27,11 +27,26 @@ class Colour(enum.StrEnum):
     BLUE = "blue"
 
 
+class Port(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    container_port: int | str = pydantic.Field(alias="containerPort")
+    protocol: Literal["TCP", "UDP"] = "TCP"
+    host_port: int | None = pydantic.Field(default=None, alias="hostPort", ge=1)
+
+
 class SchemedSpec(pydantic.BaseModel):
     colour: Colour | None = None
     mode: Literal["fast", "safe"] | None = "safe"
     tier: Literal["gold"] | None = None
     size: int = pydantic.Field(default=1, ge=1)
+    port: Port | None = None
+    ports: list[Port] = pydantic.Field(default_factory=list, max_length=3)
+    labels: dict[str, str] = {}
+    tags: set[str] = set()
+    extra: dict[str, Any] | None = None
+    target: int | str | None = None
+    ratio: float = pydantic.Field(default=0.5, gt=0, lt=1)
 
 
 class SchemedReconciler:
@@ -64,6 +79,18 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"tier": None}, id="optional-one-value-literal-null"),
         pytest.param({"colour": "red", "mode": "fast", "tier": "gold"}, id="enum-values"),
         pytest.param({}, id="defaults"),
+        pytest.param({"port": None, "extra": None, "target": None}, id="optional-null"),
+        pytest.param({"port": {"containerPort": "http"}}, id="nested-defaults"),
+        pytest.param(
+            {"ports": [{"containerPort": 80, "hostPort": None}, {"containerPort": 81, "protocol": "UDP"}]},
+            id="list-of-models",
+        ),
+        pytest.param(
+            {"labels": {"a": "b"}, "tags": ["x", "y"], "extra": {"any": [1, {"x": None}]}}, id="maps-and-sets"
+        ),
+        pytest.param({"target": 8080}, id="int-or-string-int"),
+        pytest.param({"target": "50%"}, id="int-or-string-string"),
+        pytest.param({"ratio": 0.25}, id="float"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
@@ -82,6 +109,13 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"colour": "green"}, id="enum-value-unknown"),
         pytest.param({"mode": "slow"}, id="literal-value-unknown"),
         pytest.param({"size": 0}, id="below-minimum"),
+        pytest.param({"ratio": 1}, id="exclusive-maximum"),
+        pytest.param({"ports": [{"containerPort": 1}] * 4}, id="too-many-items"),
+        pytest.param({"port": {"containerPort": 80, "protocol": "SCTP"}}, id="nested-enum"),
+        pytest.param({"port": {"containerPort": 80, "hostPort": 0}}, id="nested-optional-minimum"),
+        pytest.param({"port": {}}, id="nested-required"),
+        pytest.param({"labels": {"a": 1}}, id="map-value-type"),
+        pytest.param({"target": 1.5}, id="int-or-string-float"),
     ],
 )
 def test_a_spec_the_model_refuses_is_refused(

@@ -331,7 +331,8 @@ _QUANTITY_FIELDS = frozenset({"hard", "capacity", "overhead", "podFixed", "sizeL
 """Keys of built-in kinds whose value is a quantity, or maps names to quantities: a ResourceQuota's ``hard``, a
 PersistentVolume's ``capacity``, a Pod's ``overhead``, a RuntimeClass's ``overhead.podFixed``, an emptyDir's
 ``sizeLimit``, a CSIStorageCapacity's ``capacity`` and ``maximumVolumeSize``. A ``resources`` map's ``limits`` and
-``requests`` (a container's, a Pod's, a PersistentVolumeClaim's) are quantities too, and so are a LimitRange's."""
+``requests`` (a container's, a Pod's, a PersistentVolumeClaim's) are quantities too, and so are a LimitRange's and an
+autoscaler's metric targets."""
 _LIMIT_RANGE_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
 
@@ -346,12 +347,26 @@ def _quantities_as_text(body: dict[str, Any]) -> None:
     """
     _quantity_fields(body)
     spec = body.get("spec")
-    if body.get("kind") == "LimitRange" and isinstance(spec, dict) and isinstance(spec.get("limits"), list):
+    if not isinstance(spec, dict):
+        return
+    if body.get("kind") == "LimitRange" and isinstance(spec.get("limits"), list):
         for item in spec["limits"]:
             if isinstance(item, dict):
                 for key in _LIMIT_RANGE_FIELDS:
                     if key in item:
                         item[key] = _quantities(item[key])
+    if body.get("kind") == "HorizontalPodAutoscaler" and isinstance(spec.get("metrics"), list):
+        # Each metric's source (``resource``, ``pods``, ``object``, ``external``, ``containerResource``): the
+        # ``target``'s ``value``/``averageValue`` (v2, v2beta2), or its ``targetValue``/``targetAverageValue``
+        # (v2beta1).
+        metrics = [metric for metric in spec["metrics"] if isinstance(metric, dict)]
+        for source in [source for metric in metrics for source in metric.values() if isinstance(source, dict)]:
+            target = source.get("target")
+            for holder, keys in ((target, ("value", "averageValue")), (source, ("targetValue", "targetAverageValue"))):
+                if isinstance(holder, dict):
+                    for key in keys:
+                        if key in holder:
+                            holder[key] = _quantity_text(holder[key])
 
 
 def _quantity_fields(value: Any) -> None:

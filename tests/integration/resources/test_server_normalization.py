@@ -207,6 +207,59 @@ def test_a_resource_quota_templated_with_numbers_is_applied_once_and_then_left_a
     assert run.results.counts()[okt.Operation.UNCHANGED] == 1
 
 
+class Autoscaler(okt.MutableResource):
+    """A HorizontalPodAutoscaler from a template whose metric targets YAML reads as numbers."""
+
+    api_version = "autoscaling/v2beta2"
+    kind = "HorizontalPodAutoscaler"
+    template = """
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: {{ name }}}
+  minReplicas: 1
+  maxReplicas: 3
+  metrics:
+    - type: Pods
+      pods:
+        metric: {name: queue-depth}
+        target: {type: AverageValue, averageValue: 100}
+    - type: Object
+      object:
+        describedObject: {apiVersion: v1, kind: Service, name: {{ name }}}
+        metric: {name: requests}
+        target: {type: Value, value: 0.5}
+"""
+
+
+class AutoscalerReconciler(GivenReconciler):
+    owns = (Autoscaler,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Autoscaler(ctx.cr, name=NAME)]
+
+
+def test_an_autoscaler_templated_with_numeric_targets_is_applied_once_and_then_left_alone(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(AutoscalerReconciler(), kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    live = shared.get_child(kube, "autoscaling/v2beta2", "HorizontalPodAutoscaler", namespace, NAME)
+    assert live is not None
+    targets = [metric[metric["type"].lower()]["target"] for metric in live["spec"]["metrics"]]
+    assert targets == [{"type": "AverageValue", "averageValue": "100"}, {"type": "Value", "value": "500m"}]
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(AutoscalerReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
 @pytest.mark.parametrize(
     "container",
     [

@@ -756,6 +756,25 @@ def test_only_a_built_in_kind_gets_its_ports_protocol_spelled_out(api_version: s
             id="numbers-elsewhere-stay",
         ),
         pytest.param(
+            "autoscaling/v2",
+            "HorizontalPodAutoscaler",
+            {
+                "maxReplicas": 3,
+                "metrics": [
+                    {"type": "Pods", "pods": {"target": {"type": "AverageValue", "averageValue": 100}}},
+                    {"type": "Resource", "resource": {"target": {"type": "Utilization", "averageUtilization": 80}}},
+                ],
+            },
+            {
+                "maxReplicas": 3,
+                "metrics": [
+                    {"type": "Pods", "pods": {"target": {"type": "AverageValue", "averageValue": "100"}}},
+                    {"type": "Resource", "resource": {"target": {"type": "Utilization", "averageUtilization": 80}}},
+                ],
+            },
+            id="autoscaler",
+        ),
+        pytest.param(
             "test.okt.io/v1",
             "Listener",
             {"resources": {"limits": {"cpu": 1}}, "hard": {"pods": 2}},

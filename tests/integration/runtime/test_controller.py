@@ -226,11 +226,12 @@ class CleanedGadget(okt.Reconciler):
     finalizer = "test.okt.io/release"
     cleanups: ClassVar[list[tuple[str, bool]]] = []
 
-    def cleanup(self, ctx: okt.Context) -> None:
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
         failing = not self.cleanups
         self.cleanups.append((ctx.cr.uid, not failing))
         if failing:
             raise okt.TemporaryError("the external system is down", delay=0.2)
+        return None
 
 
 def gadget_with_finalizer(
@@ -251,26 +252,6 @@ def gadget_with_finalizer(
     return uid, controller
 
 
-@pytest.mark.parametrize("gadget_reconciler", [CleanedGadget])
-def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanup_succeeds(
-    control_plane: envtest.ControlPlane,
-    kube: kube_client.Client,
-    namespace: str,
-    gadget_kind: kinds.Kind,
-    make_gadget: Any,
-    run_controller: Any,
-) -> None:
-    uid, controller = gadget_with_finalizer(CleanedGadget, kube, namespace, gadget_kind, make_gadget, run_controller)
-
-    # Gone at once with the finalizer on, as a deletion racing the finalizer's addition can make it.
-    assert control_plane.delete_from_etcd(gadget_kind, "g", namespace)
-
-    wait_for(lambda: any(done for _, done in CleanedGadget.cleanups), timeout=15)
-    settle(controller)
-    assert CleanedGadget.cleanups == [(uid, False), (uid, True)]
-    assert kube.get_or_none(gadget_kind, "g", namespace) is None
-
-
 class PatientGadget(CleanedGadget):
     """A Gadget whose cleanup first answers that it is under way (``requeue_after``), then that it is done."""
 
@@ -282,22 +263,29 @@ class PatientGadget(CleanedGadget):
         return None if finished else okt.requeue_after(0.2)
 
 
-@pytest.mark.parametrize("gadget_reconciler", [PatientGadget])
-def test_a_primary_deleted_past_okts_finalizer_whose_cleanup_asks_to_be_requeued_is_cleaned_up_again(
+@pytest.mark.parametrize("gadget_reconciler", [CleanedGadget, PatientGadget], ids=["raises-first", "requeues-first"])
+def test_a_primary_deleted_with_okts_finalizer_on_is_cleaned_up_until_the_cleanup_succeeds(
     control_plane: envtest.ControlPlane,
     kube: kube_client.Client,
     namespace: str,
     gadget_kind: kinds.Kind,
     make_gadget: Any,
     run_controller: Any,
+    gadget_reconciler: type[CleanedGadget],
 ) -> None:
-    uid, controller = gadget_with_finalizer(PatientGadget, kube, namespace, gadget_kind, make_gadget, run_controller)
+    """The cleanup runs on the last state again until it says it is done: after it raised, and after it answered
+    ``requeue_after`` (not finished yet) — neither lets the last state go."""
+    uid, controller = gadget_with_finalizer(
+        gadget_reconciler, kube, namespace, gadget_kind, make_gadget, run_controller
+    )
 
+    # Gone at once with the finalizer on, as a deletion racing the finalizer's addition can make it.
     assert control_plane.delete_from_etcd(gadget_kind, "g", namespace)
 
-    wait_for(lambda: any(done for _, done in PatientGadget.cleanups), timeout=15)
+    wait_for(lambda: any(done for _, done in gadget_reconciler.cleanups), timeout=15)
     settle(controller)
-    assert PatientGadget.cleanups == [(uid, False), (uid, True)]
+    assert gadget_reconciler.cleanups == [(uid, False), (uid, True)]
+    assert kube.get_or_none(gadget_kind, "g", namespace) is None
 
 
 class CountedGadget(CleanedGadget):

@@ -117,10 +117,16 @@ class Readiness:
         status = live.get("status") or {}
         generation = (live.get("metadata") or {}).get("generation") or 0
         desired = int(spec.get("replicas", 1))
+        ready = int(status.get("readyReplicas") or 0)
+        available = status.get("availableReplicas")
+        if available is None and live.get("kind") == "StatefulSet":
+            # A StatefulSet's status has counted available Pods only since Kubernetes 1.22 (minReadySeconds); before,
+            # a ready Pod is all there is to count. (A Deployment leaves the field out when it is 0.)
+            available = ready
         return cls(
             desired=desired,
-            ready=int(status.get("readyReplicas") or 0),
-            available=int(status.get("availableReplicas") or 0),
+            ready=ready,
+            available=int(available or 0),
             updated=int(status.get("updatedReplicas") or 0),
             observed=int(status.get("observedGeneration") or 0) >= int(generation),
             stalled=_stalled(status),

@@ -412,3 +412,20 @@ def test_a_deployment_whose_last_pods_are_ready_but_not_yet_available_is_still_r
     readiness = helpers.Readiness.of(live)
 
     assert (readiness.available_all, readiness.progressing) == (False, True)
+
+
+def test_a_statefulset_from_a_server_that_does_not_count_available_pods_is_available_once_its_pods_are_ready() -> None:
+    """Before Kubernetes 1.22 a StatefulSet's status has no ``availableReplicas``: its ready Pods are its available
+    ones (a Deployment's status leaves the field out only when it is 0)."""
+    live = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"generation": 1},
+        "spec": {"replicas": 2},
+        "status": {"observedGeneration": 1, "replicas": 2, "readyReplicas": 2, "updatedReplicas": 2},
+    }
+    readiness = helpers.Readiness.of(live)
+
+    assert (readiness.available, readiness.available_all, readiness.progressing) == (2, True, False)
+    deployment = {**live, "kind": "Deployment"}
+    assert helpers.Readiness.of(deployment).available == 0

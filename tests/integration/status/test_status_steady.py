@@ -118,19 +118,28 @@ def test_another_writers_status_field_survives_and_costs_okt_no_write(
     assert status["endpoints"] == {"primary": "a"}
 
 
-def test_another_writers_key_in_a_status_map_okt_applies_survives_and_then_costs_okt_no_write(
+def endpoints_beside_another_writers(
     kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
-) -> None:
+) -> tuple[Fielded, dict[str, Any]]:
+    """A Widget whose ``status.endpoints`` okt applied (``primary: a``) and another field manager then applied a key
+    of its own into (``secondary: b``): the reconciler, and that other writer's apply body."""
     reconciler = reconciler_with({"endpoints": {"primary": "a"}})
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": widget_kind.api_version,
         "kind": widget_kind.kind,
         "metadata": {"name": NAME, "namespace": namespace},
         "status": {"endpoints": {"secondary": "b"}},
     }
     other_client.apply(body, widget_kind, field_manager="backup", subresource="status")
+    return reconciler, body
+
+
+def test_another_writers_key_in_a_status_map_okt_applies_survives_and_then_costs_okt_no_write(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler, body = endpoints_beside_another_writers(kube, other_client, namespace, widget_kind)
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)  # may apply once: it changes nothing
     before = kube.stats.snapshot()
 
@@ -151,16 +160,7 @@ def test_another_writers_key_in_a_status_map_okt_applies_survives_and_then_costs
 def test_okts_own_value_in_a_status_map_it_applies_is_still_repaired_beside_another_writers_key(
     kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
 ) -> None:
-    reconciler = reconciler_with({"endpoints": {"primary": "a"}})
-    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
-    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
-    body = {
-        "apiVersion": widget_kind.api_version,
-        "kind": widget_kind.kind,
-        "metadata": {"name": NAME, "namespace": namespace},
-        "status": {"endpoints": {"secondary": "b"}},
-    }
-    other_client.apply(body, widget_kind, field_manager="backup", subresource="status")
+    reconciler, _ = endpoints_beside_another_writers(kube, other_client, namespace, widget_kind)
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
     other_client.patch(widget_kind, NAME, {"status": {"endpoints": {"primary": "x"}}}, namespace, subresource="status")
     before = kube.stats.snapshot()

@@ -39,7 +39,8 @@ def ready_after(reconciler: okt.Reconciler, fake: FakeClient) -> tuple[str, str,
     return ready["status"], ready["reason"], ready["message"]
 
 
-def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_recovery_turns_it_true() -> None:
+def webapp() -> FakeClient:
+    """An in-memory API holding the WebApp ``shop/web``."""
     fake = FakeClient(kinds=[WEBAPP])
     fake.put(
         {
@@ -49,6 +50,11 @@ def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_re
             "spec": {},
         }
     )
+    return fake
+
+
+def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_recovery_turns_it_true() -> None:
+    fake = webapp()
     assert ready_after(WebAppReconciler(), fake)[0] == "True"
 
     assert ready_after(Failing(), fake) == ("False", "QuotaExceeded", "the namespace quota is used up")
@@ -61,14 +67,6 @@ class Bare(WebAppReconciler):
 
 
 def test_an_exception_without_text_still_says_what_was_raised() -> None:
-    fake = FakeClient(kinds=[WEBAPP])
-    fake.put(
-        {
-            "apiVersion": WEBAPP.api_version,
-            "kind": WEBAPP.kind,
-            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
-            "spec": {},
-        }
-    )
+    fake = webapp()
 
     assert ready_after(Bare(), fake) == ("False", "ReconcileError", "RuntimeError")

@@ -50,7 +50,6 @@ import collections
 import json
 import marshal
 import random
-import re
 import threading
 import time
 import zlib
@@ -61,7 +60,7 @@ import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, selectors
 from okt.runtime import backoff as backoff_mod
 from okt.status import writer
 
@@ -135,65 +134,6 @@ def is_newer(candidate: str, current: str) -> bool | None:
     if candidate.isdigit() and current.isdigit():
         return int(candidate) > int(current)
     return True
-
-
-_SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
-_VALUE_TERM = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*(.*)$")
-
-
-def selector_matcher(selector: str | None) -> Callable[[Mapping[str, Any]], bool]:
-    """Whether an object's labels match a label selector, as the API server reads it: comma-joined terms ``k=v``
-    (``k==v``), ``k!=v`` (true when the label is missing), ``k in (a, b)``, ``k notin (a, b)`` (true when missing),
-    ``k`` (it exists), ``!k`` (it does not), ``k>n``, ``k<n`` (integers). ``None`` or empty matches everything.
-
-    Why: the watch and the list are filtered by the server, but an answer to okt's own write is not: one for an object
-    relabelled out of the selection must not be stored."""
-    terms: list[tuple[str, str, frozenset[str]]] = []
-    text = selector or ""
-    depth, start = 0, 0
-    pieces: list[str] = []
-    for i, char in enumerate(text):
-        depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
-            pieces.append(text[start:i])
-            start = i + 1
-    pieces.append(text[start:])
-    for piece in pieces:
-        term = piece.strip()
-        if not term:
-            continue
-        if found := _SET_TERM.match(term):
-            values = frozenset(value.strip() for value in found.group(3).split(","))
-            terms.append((found.group(2), found.group(1), values))
-        elif term.startswith("!"):
-            terms.append(("!", term[1:].strip(), frozenset()))
-        elif found := _VALUE_TERM.match(term):
-            op = "=" if found.group(2) == "==" else found.group(2)
-            terms.append((op, found.group(1), frozenset({found.group(3).strip()})))
-        else:
-            terms.append(("", term, frozenset()))
-
-    def matches(obj: Mapping[str, Any]) -> bool:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        return all(_term_matches(op, labels.get(key), values) for op, key, values in terms)
-
-    return matches
-
-
-def _term_matches(op: str, have: str | None, values: frozenset[str]) -> bool:
-    if op in ("=", "in"):
-        return have is not None and have in values
-    if op in ("!=", "notin"):
-        return have not in values
-    if op == "!":
-        return have is None
-    if op == "":
-        return have is not None
-    try:  # > and <: integers
-        number, bound = int(have or ""), int(next(iter(values)))
-    except ValueError:
-        return False
-    return number > bound if op == ">" else number < bound
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -360,7 +300,9 @@ class Informer:
         self.kind = kind
         self.namespace = namespace if kind.namespaced else None
         self.label_selector = label_selector or None
-        self._selects = selector_matcher(self.label_selector) if self.label_selector else None
+        # The watch and the list are filtered by the server, but an answer to okt's own write is not: one for an
+        # object relabelled out of the selection must not be stored.
+        self._selects = selectors.matcher(self.label_selector) if self.label_selector else None
         self._on_event = on_event
         self._resync = resync
         self._watch_timeout = max(int(watch_timeout), 1)
@@ -496,7 +438,7 @@ class Informer:
         """
         stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
         if (self._keep is not None and not self._keep(stored_obj)) or (
-            self._selects is not None and not self._selects(stored_obj)
+            self._selects is not None and not self._selects((stored_obj["metadata"]).get("labels") or {})
         ):
             # Outside the selection (relabelled since the writer read it): the watch tells it as deleted, and the
             # store must not keep it past that.

@@ -62,7 +62,7 @@ from typing import Any, NoReturn
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import discovery
+from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.testing import patching
 
@@ -178,7 +178,7 @@ class FakeClient(kube_client.Client):
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
         with self._lock:
             self._count("list", kind.plural)
-            wanted = patching.label_selector(label_selector)
+            wanted = selectors.matcher(label_selector)
             items = [
                 obj
                 for obj in self.objects(kind, namespace if kind.namespaced else None)

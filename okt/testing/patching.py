@@ -1,4 +1,4 @@
-"""How the API server changes an object: merge patches, JSON patches, an apply's dropped fields, label selectors.
+"""How the API server changes an object: merge patches, JSON patches, an apply's dropped fields.
 
 Why this exists: :class:`okt.testing.FakeClient` must answer a write the way the API server would, and these rules
 are pure functions over plain dicts — pinned on their own by unit tests, and small enough to read against the RFCs.
@@ -10,7 +10,7 @@ Guarantees: no function mutates its arguments; a failed JSON patch ``test`` (or 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from okt import errors
@@ -111,34 +111,3 @@ def _index(token: str, path: str, op: str) -> int:
 
 def _invalid(message: str) -> errors.ApiError:
     return errors.ApiError.from_status(422, "Invalid", message)
-
-
-def label_selector(expression: str | None) -> Callable[[Mapping[str, str]], bool]:
-    """A predicate over labels for a selector of comma-joined terms: ``a=b`` (or ``a==b``), ``a!=b``, ``a`` (the
-    label exists), ``!a`` (it does not). Set-based terms (``a in (b, c)``) are not supported."""
-    terms: list[tuple[str, str, str]] = []
-    for raw in (expression or "").split(","):
-        term = raw.strip()
-        if "!=" in term:
-            key, value = term.split("!=", 1)
-            terms.append(("!=", key.strip(), value.strip()))
-        elif "=" in term:
-            key, value = term.replace("==", "=").split("=", 1)
-            terms.append(("=", key.strip(), value.strip()))
-        elif term.startswith("!"):
-            terms.append(("!", term[1:].strip(), ""))
-        elif term:
-            terms.append(("", term, ""))
-
-    def matches(labels: Mapping[str, str]) -> bool:
-        for op, key, value in terms:
-            if (
-                (op == "=" and labels.get(key) != value)
-                or (op == "!=" and labels.get(key) == value)
-                or (op == "!" and key in labels)
-                or (op == "" and key not in labels)
-            ):
-                return False
-        return True
-
-    return matches

@@ -504,30 +504,6 @@ def test_an_answer_outside_the_label_selector_is_not_stored(
     assert len(informer) == 0
 
 
-@pytest.mark.parametrize(
-    ("selector", "labels", "matches"),
-    [
-        ("app=a", {"app": "a"}, True),
-        ("app==a", {"app": "b"}, False),
-        ("app!=a", {}, True),
-        ("app!=a", {"app": "a"}, False),
-        ("app in (a, b)", {"app": "b"}, True),
-        ("app in (a,b)", {}, False),
-        ("app notin (a,b)", {"app": "c"}, True),
-        ("app notin (a,b)", {}, True),
-        ("app notin (a,b)", {"app": "a"}, False),
-        ("app", {"app": ""}, True),
-        ("!app", {"app": ""}, False),
-        (" app = a , tier in (x) ", {"app": "a", "tier": "x"}, True),
-        ("app in (a,b),tier", {"app": "a"}, False),
-        ("replicas>3", {"replicas": "5"}, True),
-        ("replicas<3", {"replicas": "many"}, False),
-    ],
-)
-def test_a_label_selector_matches_as_the_api_server_does(selector: str, labels: dict[str, str], matches: bool) -> None:
-    assert informer_mod.selector_matcher(selector)({"metadata": {"labels": labels}}) is matches
-
-
 def test_an_index_follows_a_change_of_owner(api: Any, start: Any, obj: Obj) -> None:
     first = api.put(CM, obj(CM, "a", ownerReferences=[{"uid": "u1"}]))
     informer = start(indexers={"owner": owner_uids})

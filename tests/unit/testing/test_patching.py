@@ -74,21 +74,3 @@ def test_what_an_apply_no_longer_sets_is_dropped_and_lists_count_as_one_field() 
     current = {"data": {"a": "1"}, "spec": {"ports": [1]}}
 
     assert patching.dropped(previous, current) == {"data": {"b": None}, "gone": None}
-
-
-@pytest.mark.parametrize(
-    ("selector", "labels", "matches"),
-    [
-        (None, {"a": "1"}, True),
-        ("a=1", {"a": "1"}, True),
-        ("a==1,b=2", {"a": "1"}, False),
-        ("a!=1", {"a": "2"}, True),
-        ("a!=1", {}, True),
-        ("a", {"a": ""}, True),
-        ("!a", {"a": "1"}, False),
-    ],
-)
-def test_a_label_selector_of_equality_and_existence_terms(
-    selector: str | None, labels: dict[str, str], matches: bool
-) -> None:
-    assert patching.label_selector(selector)(labels) is matches

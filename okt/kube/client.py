@@ -351,6 +351,7 @@ class Client:
         Raises:
             okt.errors.ConfigurationError: the token file cannot be read, or the credential plugin gives no token.
         """
+        transport.keep_inline_files_private(config)
         adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")

@@ -34,16 +34,21 @@ import contextlib
 import dataclasses
 import json
 import os
+import pathlib
 import select
+import shutil
 import socket
 import ssl
+import tempfile
 import threading
 import urllib.parse
+import weakref
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pykube
+import pykube.config
 import urllib3
 
 TimeoutSpec = float | tuple[float, float]
@@ -93,6 +98,37 @@ class TLS:
         if self.cert is not None:
             context.load_cert_chain(*self.cert)
         return context
+
+
+_INLINE = (("clusters", "cluster", ("certificate-authority",)), ("users", "user", ("client-certificate", "client-key")))
+"""Where a kubeconfig may hold a certificate or key inline (``<field>-data``): section, entry key and fields."""
+
+
+def keep_inline_files_private(config: pykube.KubeConfig) -> None:
+    """Write the kubeconfig's inline CA, client certificate and client key to files only this user can read.
+
+    Why: TLS libraries read certificates and keys from files, and pykube writes an inline one to
+    ``/tmp/new-pykube.<md5>.crt`` with the process's umask — a client key any local user can read, left behind at
+    exit — and trusts such a file already there, so a CA another user put at that name first would be trusted.
+    Here each goes to a new folder of mode 0700 (removed when ``config`` is collected or the process exits), and
+    ``config``'s parsed clusters and users point at those files, for the session and the direct path alike. The
+    kubeconfig's own document (which pykube may write back to its file) is left as it is.
+    """
+    folder: pathlib.Path | None = None
+    for section, entry_key, fields in _INLINE:
+        parsed = getattr(config, section)
+        for number, entry in enumerate(config.doc.get(section) or ()):
+            for field in fields:
+                if f"{field}-data" not in (entry.get(entry_key) or {}) or entry.get("name") not in parsed:
+                    continue
+                if folder is None:
+                    folder = pathlib.Path(tempfile.mkdtemp(prefix="okt-kubeconfig-"))
+                    weakref.finalize(config, shutil.rmtree, folder, ignore_errors=True)
+                path = folder / f"{entry_key}-{number}-{field}"
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(parsed[entry["name"]][field].bytes())
+                parsed[entry["name"]][field] = pykube.config.BytesOrFile(filename=str(path))
 
 
 class Response:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import pathlib
+import stat
 from typing import Any
 
 import pykube
 import pytest
 
+from okt.kube import client as kube_client
 from okt.kube import transport
 
 BASE = "https://127.0.0.1:6443/prefix"
@@ -64,3 +68,17 @@ def test_a_token_file_takes_the_direct_path_with_no_token_built_in(tmp_path: pat
 
     assert found is not None
     assert "Authorization" not in found.headers
+
+
+def test_a_client_key_given_inline_is_written_where_only_its_user_can_read_it(tmp_path: pathlib.Path) -> None:
+    key = base64.b64encode(f"-----BEGIN PRIVATE KEY-----\n{tmp_path}\n-----END PRIVATE KEY-----\n".encode()).decode()
+    kubeconfig = config(tmp_path, {"client-certificate-data": key, "client-key-data": key})
+
+    client = kube_client.Client(kubeconfig)
+
+    assert client.tls.cert is not None
+    for written in client.tls.cert:
+        assert stat.S_IMODE(os.stat(written).st_mode) & 0o077 == 0
+        assert stat.S_IMODE(os.stat(os.path.dirname(written)).st_mode) & 0o077 == 0
+        assert pathlib.Path(written).read_bytes() == base64.b64decode(key)
+    assert kubeconfig.user["client-key"].filename() == client.tls.cert[1]  # what the session sends, too

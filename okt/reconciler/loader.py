@@ -45,7 +45,11 @@ def _import_module(name: str) -> types.ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        raise errors.ConfigurationError(f"no module named {name!r}") from exc
+        # Only when the module (or a package on its path) is the one missing: an import the module itself makes
+        # and cannot satisfy (a dependency not installed) is its failure, named as such.
+        if exc.name is None or name == exc.name or name.startswith(f"{exc.name}."):
+            raise errors.ConfigurationError(f"no module named {name!r}") from exc
+        raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
         raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
 

@@ -138,3 +138,34 @@ def test_a_kind_name_nothing_serves_is_one_line_naming_the_reconciler_asked_for(
     with pytest.raises(errors.ConfigurationError) as caught:
         loader.reconcilers_of(module, "op.py", only="gizmo", resolve=fake.FakeClient().resolve_name)
     assert str(caught.value).startswith("op.py has no reconciler named 'gizmo': the server serves no kind named")
+
+
+def test_a_module_whose_own_import_is_missing_names_that_import_not_the_module(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = f"pkg_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    write(tmp_path / package, "__init__.py", "")
+    write(tmp_path / package, "op.py", "import okt_missing_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(f"{package}.op", as_module=True)
+
+    assert str(raised.value) == (
+        f"module {package}.op failed to import: ModuleNotFoundError: No module named 'okt_missing_dependency_xyz'"
+    )
+
+
+@pytest.mark.parametrize("missing", ["{package}.nope", "{package}_absent.op"])
+def test_a_module_that_is_not_there_is_named(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    package = f"pkg_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    write(tmp_path / package, "__init__.py", "")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = missing.format(package=package)
+
+    with pytest.raises(errors.ConfigurationError, match=f"^no module named '{name}'$"):
+        loader.load_module(name, as_module=True)

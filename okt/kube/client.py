@@ -349,8 +349,14 @@ class Client:
         ExecToken`).
 
         Raises:
-            okt.errors.ConfigurationError: the token file cannot be read, or the credential plugin gives no token.
+            okt.errors.ConfigurationError: the token file cannot be read, the credential plugin gives no token, or
+                ``insecure-skip-tls-verify`` is not a boolean (kubectl refuses it too).
         """
+        skip = config.cluster.get("insecure-skip-tls-verify", False)
+        if not isinstance(skip, bool):  # pykube would read any text, "false" too, as "skip the check"
+            raise errors.ConfigurationError(
+                f"the kubeconfig's insecure-skip-tls-verify must be true or false, got {skip!r}"
+            )
         transport.keep_inline_files_private(config)
         adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)

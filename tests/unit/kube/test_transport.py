@@ -6,11 +6,13 @@ import base64
 import os
 import pathlib
 import stat
+import warnings
 from typing import Any
 
 import pykube
 import pytest
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import transport
 
@@ -82,3 +84,24 @@ def test_a_client_key_given_inline_is_written_where_only_its_user_can_read_it(tm
         assert stat.S_IMODE(os.stat(os.path.dirname(written)).st_mode) & 0o077 == 0
         assert pathlib.Path(written).read_bytes() == base64.b64decode(key)
     assert kubeconfig.user["client-key"].filename() == client.tls.cert[1]  # what the session sends, too
+
+
+@pytest.mark.parametrize("value", ["false", "true", 0, "no"])
+def test_insecure_skip_tls_verify_that_is_not_true_or_false_is_refused_at_start(
+    tmp_path: pathlib.Path, value: object
+) -> None:
+    kubeconfig = config(tmp_path, {"token": "t"}, {"insecure-skip-tls-verify": value})
+
+    with pytest.raises(errors.ConfigurationError, match="insecure-skip-tls-verify must be true or false"):
+        kube_client.Client(kubeconfig)
+
+
+@pytest.mark.parametrize(("value", "verify"), [(False, True), (True, False)])
+def test_insecure_skip_tls_verify_turns_verification_off_only_when_true(
+    tmp_path: pathlib.Path, value: bool, verify: bool
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kube_client.InsecureTLSWarning)  # said once per process: maybe not here
+        client = kube_client.Client(config(tmp_path, {"token": "t"}, {"insecure-skip-tls-verify": value}))
+
+    assert client.tls.verify is verify

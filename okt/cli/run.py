@@ -294,7 +294,7 @@ def run_command(
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
-    from okt.runtime import logs, manager
+    from okt.runtime import logs, manager, metrics
 
     if bool(target) == bool(module):
         raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
@@ -308,6 +308,10 @@ def run_command(
         raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
     if webhook_secret and not all(webhook_secret.partition("/")[::2]):
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
+    try:  # before the operator is loaded and the API server asked: the manager would only raise it at the end
+        metrics.parse_bind(metrics_bind_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--metrics-bind-address'") from None
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     shadowed = loader.shadowed_stdlib_module(module or target or "", as_module=bool(module))

@@ -1,0 +1,70 @@
+"""A mistake in ``--metrics-bind-address`` stops ``okt run`` at start with one line, never a traceback."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import pathlib
+import threading
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from okt.cli import main as cli_main
+
+OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
+
+
+class _VersionOnly(http.server.BaseHTTPRequestHandler):
+    """An API server as far as ``okt run`` asks before it starts the manager: its version."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"major": "1", "minor": "20", "gitVersion": "v1.20.2"}).encode()
+        self.send_response(200 if self.path == "/version" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VersionOnly)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    yield path
+    server.shutdown()
+    server.server_close()
+
+
+def run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, address: str) -> tuple[int, str]:
+    operator = tmp_path / "probes_operator.py"
+    operator.write_text(OPERATOR)
+    args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check"]
+    result = CliRunner().invoke(cli_main.cli, [*args, "--metrics-bind-address", address])
+    assert isinstance(result.exception, SystemExit), repr(result.exception)  # click's exit, not an exception raised
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("address", ["8080", "localhost:http", "127.0.0.1:70000"])
+def test_a_malformed_metrics_address_is_one_line(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, address: str
+) -> None:
+    code, out = run(tmp_path, kubeconfig, address)
+
+    assert code == 2
+    assert (
+        f"Invalid value for '--metrics-bind-address': a bind address is HOST:PORT (or '0' to disable), got {address!r}"
+        in out
+    )
+    assert "Traceback" not in out

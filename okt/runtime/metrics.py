@@ -46,6 +46,7 @@ import structlog
 from prometheus_client import core as prom_core
 from prometheus_client import registry as prom_registry
 
+from okt import errors
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
@@ -509,6 +510,9 @@ class ProbeServer:
         metrics: the metrics to expose.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
+
+    Raises:
+        okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).
     """
 
     def __init__(
@@ -518,7 +522,13 @@ class ProbeServer:
         healthy: Callable[[], tuple[bool, str]],
         ready: Callable[[], tuple[bool, str]],
     ) -> None:
-        self._server = _Server(address, _Handler)
+        try:
+            self._server = _Server(address, _Handler)
+        except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
+            host, port = address
+            raise errors.ConfigurationError(
+                f"cannot serve metrics and probes on {host}:{port}: {exc.strerror or exc}"
+            ) from exc
         self._server.metrics = metrics
         self._server.healthy = healthy
         self._server.ready = ready

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import pathlib
+import socket
 import threading
 from collections.abc import Iterator
 
@@ -67,4 +68,14 @@ def test_a_malformed_metrics_address_is_one_line(
         f"Invalid value for '--metrics-bind-address': a bind address is HOST:PORT (or '0' to disable), got {address!r}"
         in out
     )
+    assert "Traceback" not in out
+
+
+def test_a_metrics_address_in_use_is_one_line(tmp_path: pathlib.Path, kubeconfig: pathlib.Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code, out = run(tmp_path, kubeconfig, f"127.0.0.1:{port}")
+
+    assert code == 1
+    assert f"Error: cannot serve metrics and probes on 127.0.0.1:{port}: Address already in use" in out
     assert "Traceback" not in out

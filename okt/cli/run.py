@@ -18,7 +18,7 @@ from okt.codegen import errors as codegen_errors
 from okt.codegen import rbac
 from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
-from okt.reconciler import loader
+from okt.reconciler import core, loader
 from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
 
@@ -93,6 +93,36 @@ def _check_permissions(
             f"{len(refused)} permission(s) missing (above): grant them (okt gen rbac writes every rule the operator "
             "needs), or start anyway with --skip-permission-check"
         )
+
+
+def _check_selector(
+    client: kube_client.Client, reconcilers: Sequence[type[Any]], namespaces: tuple[str, ...], selector: str
+) -> None:
+    """Have the API server read ``selector`` once, in a list of at most one primary object.
+
+    Why: the informers send it with every list and watch; one the server cannot parse (``app:web``) fails each of
+    them with a 400, which they retry for ever — an operator that never syncs and never says why in one line. Only
+    that refusal stops the start: any other failure is the manager's to meet and report.
+
+    Raises:
+        okt.errors.ConfigurationError: the API server refuses the selector.
+    """
+    try:
+        kind = core.primary_kind(reconcilers[0], client)
+        namespace = namespaces[0] if namespaces and kind.namespaced else None
+        client.request(
+            "GET",
+            kind.collection_path(namespace),
+            verb="list",
+            resource=kind.plural,
+            params={"labelSelector": selector, "limit": 1},
+        )
+    except errors.BadRequest as exc:
+        raise errors.ConfigurationError(
+            f"--selector {selector!r}: the API server refuses it: {exc.api_message or exc}"
+        ) from exc
+    except errors.OktError:
+        return
 
 
 def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
@@ -347,6 +377,8 @@ def run_command(
                 else []
             )
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
+        if selector:
+            _check_selector(client, reconcilers, namespaces, selector)
         webhooks = None
         if serves_webhooks:
             webhooks = _webhook_options(

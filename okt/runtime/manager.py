@@ -13,8 +13,9 @@ from one that could.
 Guarantees:
 
 * :meth:`Manager.run` blocks until :meth:`Manager.stop`, SIGTERM or SIGINT (handlers are installed only when running
-  on the main thread, and restored afterwards); :meth:`Manager.start` / :meth:`Manager.stop` / :meth:`Manager.join`
-  are the non-blocking spelling;
+  on the main thread, and restored afterwards); a second SIGTERM or SIGINT once the shutdown began ends it at once
+  with ``SystemExit(1)``, in-flight reconciles not waited for; :meth:`Manager.start` / :meth:`Manager.stop` /
+  :meth:`Manager.join` are the non-blocking spelling;
 * with leader election, **no reconcile's write leaves the process unless it holds the lease**: reconciles run under
   :func:`okt.kube.client.fenced`, which asks the elector before every write and refuses from the moment the last
   renewal is older than the renew deadline — before another process can acquire the lease — so in-flight reconciles
@@ -406,6 +407,10 @@ class Manager:
             return
 
         def handle(signum: int, frame: FrameType | None) -> None:
+            if self._stopping.is_set():
+                # As controller-runtime: the one who asks again does not want to wait for the grace period.
+                _log.warning("second signal received, exiting at once", signal=signal.Signals(signum).name)
+                raise SystemExit(1)
             _log.info("signal received, shutting down", signal=signal.Signals(signum).name)
             self.stop()
 

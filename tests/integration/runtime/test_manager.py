@@ -140,6 +140,33 @@ def test_sigterm_stops_run_gracefully(fake_reconcile: Any, managers: Any) -> Non
     assert signal.getsignal(signal.SIGTERM) is previous
 
 
+def test_a_second_sigterm_during_the_graceful_shutdown_exits_at_once_with_status_1(
+    make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    reconcile = fake_reconcile()
+    reconcile.release.clear()  # the reconcile hangs: the graceful shutdown would wait the whole grace period
+    manager = managers(reconcile, metrics_bind="0", grace_period=120.0)
+
+    def terminate_twice_once_reconciling() -> None:
+        make_gadget("g")
+        wait_for(lambda: manager.working and manager.controllers[0].in_flight == 1, timeout=15)
+        os.kill(os.getpid(), signal.SIGTERM)
+        wait_for(lambda: not manager.running, timeout=5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_twice_once_reconciling, daemon=True).start()
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            manager.run()
+    finally:
+        reconcile.release.set()
+
+    assert exited.value.code == 1
+    assert not manager.join(0)  # the in-flight reconcile was not waited for
+    assert signal.getsignal(signal.SIGTERM) is previous
+
+
 def test_start_up_hooks_run_before_the_first_watch_and_clean_up_hooks_after_the_last_reconcile(
     kube: kube_client.Client, make_gadget: Any, fake_reconcile: Any, managers: Any
 ) -> None:

@@ -141,6 +141,25 @@ def _token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | Non
     return None
 
 
+def _unusable_context(config: pykube.KubeConfig) -> str | None:
+    """Why the kubeconfig's current context cannot be used, as kubectl would say it (None: it can).
+
+    Why: pykube reads a context that names a user the file does not define as no user at all — every request would
+    go out anonymously — and says only ``'name'`` (a KeyError) for a context or cluster that is not there.
+    """
+    try:
+        name = config.current_context
+    except pykube.exceptions.PyKubeError:
+        return "it sets no current-context: choose one with --context"
+    context = config.contexts.get(name)
+    if context is None:
+        return f"it has no context {name!r}"
+    for part, defined in (("cluster", config.clusters), ("user", config.users)):
+        if context.get(part) and context[part] not in defined:
+            return f"context {name!r} names the {part} {context[part]!r}, which it does not define"
+    return None
+
+
 class InsecureTLSWarning(UserWarning):
     """The kubeconfig turns TLS verification off (``insecure-skip-tls-verify``): said once, when the client starts."""
 
@@ -408,7 +427,12 @@ class Client:
         pool_size: int = 64,
         rate_limit: RateLimit | None = None,
     ) -> Client:
-        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config."""
+        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config.
+
+        Raises:
+            okt.errors.ConfigurationError: the file cannot be read or parsed, or its context cannot be used (none
+                chosen, or one that names a cluster or user the file does not define).
+        """
         try:
             if path is not None:
                 config = pykube.KubeConfig.from_file(str(path))
@@ -420,10 +444,14 @@ class Client:
                 return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit)
             if context:
                 config.set_current_context(context)
-            return cls(config, pool_size=pool_size, rate_limit=rate_limit)
+            unusable = _unusable_context(config)
+            if unusable is None:
+                return cls(config, pool_size=pool_size, rate_limit=rate_limit)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
             where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
+        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {unusable}")
 
     @classmethod
     def in_cluster(

@@ -1,0 +1,50 @@
+"""A kubeconfig whose context, cluster or user is not there is refused at start, saying which one and where."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from okt import errors
+from okt.kube import client as kube_client
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443'}}]
+users: [{name: u, user: {token: t}}]
+contexts:
+- {name: x, context: {cluster: c, user: u}}
+- {name: lost-cluster, context: {cluster: gone, user: u}}
+- {name: lost-user, context: {cluster: c, user: gone}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("context", "current", "reason"),
+    [
+        (None, "", "it sets no current-context: choose one with --context"),
+        ("nope", "x", "it has no context 'nope'"),
+        (None, "nope", "it has no context 'nope'"),
+        ("lost-cluster", "x", "context 'lost-cluster' names the cluster 'gone', which it does not define"),
+        ("lost-user", "x", "context 'lost-user' names the user 'gone', which it does not define"),
+    ],
+)
+def test_a_context_that_cannot_be_used_is_refused_with_the_reason(
+    tmp_path: pathlib.Path, context: str | None, current: str, reason: str
+) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG + (f"current-context: {current}\n" if current else ""))
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig(path, context=context)
+
+    assert str(raised.value) == f"cannot load kubeconfig from {path}: {reason}"
+
+
+def test_a_context_without_a_user_is_anonymous_as_kubectl_has_it(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG + "- {name: nobody, context: {cluster: c}}\ncurrent-context: nobody\n")
+
+    assert kube_client.Client.from_kubeconfig(path).credential_headers() == {"User-Agent": "okt"}

@@ -583,24 +583,42 @@ def _stop_node(root: pathlib.Path, out: Callable[[str], None] | None) -> bool:
     return not left
 
 
+def _runs_plane_process(pid: int, directory: str) -> bool:
+    """Whether ``pid`` is still a process of the plane in ``directory``: each one names it in its command line.
+
+    Why: the pids of a detached plane outlive it in the state file; after a reboot, or once the plane died, the same
+    numbers may be someone else's process groups by now.
+    """
+    try:
+        command = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return bool(directory) and os.fsencode(directory) in command
+
+
 def stop_detached(state: dict[str, Any], out: Callable[[str], None] | None = None) -> None:
-    """Stop a control plane left running by :meth:`ControlPlane.detach` (process groups, the node, its directory)."""
-    for pid in reversed(list(state.get("pids", {}).values())):
+    """Stop a control plane left running by :meth:`ControlPlane.detach` (process groups, the node, its directory).
+
+    Only the recorded processes still running the plane are signalled (see :func:`_runs_plane_process`).
+    """
+    directory = str(state.get("directory", ""))
+    pids = [int(pid) for pid in state.get("pids", {}).values() if _runs_plane_process(int(pid), directory)]
+    for pid in reversed(pids):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(int(pid), signal.SIGTERM)
+            os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
-    for pid in state.get("pids", {}).values():
+    for pid in pids:
         while time.monotonic() < deadline:
             try:
-                os.killpg(int(pid), 0)
+                os.killpg(pid, 0)
             except (ProcessLookupError, PermissionError):
                 break
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(int(pid), signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
     if state.get("node_root") and not _stop_node(pathlib.Path(state["node_root"]), out):
         return
-    shutil.rmtree(state.get("directory", ""), ignore_errors=True)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextlib.contextmanager

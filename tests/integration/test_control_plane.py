@@ -632,6 +632,21 @@ def test_stop_leaves_no_process_behind_and_removes_the_temporary_directory() -> 
         _ = plane.directory
 
 
+def test_a_detached_plane_is_stopped_by_its_state_with_every_process_and_its_directory() -> None:
+    plane = envtest.ControlPlane(tie_to_parent=False).start()
+    directory = plane.directory
+    state = plane.detach()
+    running = processes_under(directory)
+
+    envtest.stop_detached(state)
+
+    for pid in running:
+        os.waitpid(pid, 0)  # our children: reaped here, as init reaps those of an `okt envtest start` that exited
+    assert sorted(running.values()) == sorted(CONTROL_PLANE_PROCESSES)
+    assert processes_under(directory) == {}
+    assert not directory.exists()
+
+
 def test_ports_taken_between_their_choice_and_their_binding_are_chosen_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # Another process's connection can be given a port the kernel called free a moment before: here the first two
     # choices (etcd's client port, then the API server's) are ports something already listens on.

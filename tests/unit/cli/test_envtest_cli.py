@@ -1,0 +1,39 @@
+"""``okt envtest stop`` stops the control plane it started, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from okt.cli import main as cli_main
+
+
+def test_stop_leaves_alone_a_process_that_now_has_a_recorded_pid(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a reboot (or a kill -9 of the plane), the state file's pids may name someone else's processes.
+    monkeypatch.setenv("OKT_ENVTEST_CACHE", str(tmp_path / "cache"))
+    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        directory = tmp_path / "okt-envtest-gone"
+        state = {
+            "pids": {"etcd": stranger.pid, "kube-apiserver": stranger.pid},
+            "directory": str(directory),
+            "kubeconfig": str(directory / "kubeconfig"),
+            "url": "https://127.0.0.1:6443",
+        }
+        (tmp_path / "cache" / "run").mkdir(parents=True)
+        (tmp_path / "cache" / "run" / "state.json").write_text(json.dumps(state))
+
+        result = CliRunner().invoke(cli_main.cli, ["envtest", "stop"])
+
+        assert result.exit_code == 0
+        assert stranger.poll() is None
+        assert not (tmp_path / "cache" / "run" / "state.json").exists()
+    finally:
+        stranger.kill()
+        stranger.wait()

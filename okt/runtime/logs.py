@@ -11,13 +11,15 @@ Guarantees:
 * ``format="console"`` renders key=value lines (coloured only on a TTY); ``"json"`` renders one JSON object per line;
   ``None`` picks console on a TTY and JSON otherwise (a container's stdout is not a TTY);
 * verbosity ``0`` logs INFO and above, ``1`` or more DEBUG, a negative value WARNING and above;
-* timestamps are ISO 8601 in UTC; exceptions are rendered (a traceback on the console, a structured one in JSON);
+* timestamps are ISO 8601 in UTC; exceptions are rendered (a traceback on the console, a structured one in JSON),
+  without the local variables of their frames (they may hold a Secret's data or a token);
 * context bound by :func:`reconcile_context` is per thread (contextvars) and removed when the block exits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import logging
 import sys
@@ -26,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any, Literal, TextIO
 
 import structlog
+import structlog.tracebacks
 
 Format = Literal["console", "json"]
 FORMATS: tuple[Format, ...] = ("console", "json")
@@ -63,10 +66,18 @@ def configure(format: Format | None = None, verbosity: int = 0, *, stream: TextI
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.StackInfoRenderer(),
     ]
+    # structlog's tracebacks show every frame's local variables by default: a Secret's decoded data, a token, an
+    # object's spec would land in the logs with the exception. The frames and their lines are kept.
     if chosen == "json":
-        processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+        no_locals = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+        processors += [structlog.processors.ExceptionRenderer(no_locals), structlog.processors.JSONRenderer()]
     else:
-        processors.append(structlog.dev.ConsoleRenderer(colors=tty))
+        formatter: structlog.typing.ExceptionRenderer = (
+            structlog.dev.RichTracebackFormatter(show_locals=False)
+            if importlib.util.find_spec("rich") is not None
+            else structlog.dev.plain_traceback
+        )
+        processors.append(structlog.dev.ConsoleRenderer(colors=tty, exception_formatter=formatter))
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(level_for(verbosity)),

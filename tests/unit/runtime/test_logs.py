@@ -117,3 +117,27 @@ def test_reconcile_contexts_on_different_threads_do_not_mix() -> None:
     records = [json.loads(line) for line in lines(stream)]
     assert sorted((r["who"], r["name"]) for r in records) == [("a", "a"), ("b", "b")]
     assert records[0]["reconcile_id"] != records[1]["reconcile_id"]
+
+
+def _connect_with(password: str) -> None:
+    raise ConnectionError("the database refused the login")
+
+
+def _reconcile_reading_a_secret() -> None:
+    password = "-".join(("hunter2", "db", "password"))  # decoded from a Secret's data (not a literal of the source)
+    _connect_with(password)
+
+
+@pytest.mark.parametrize("format", ["json", "console"])
+def test_a_logged_exception_shows_where_it_was_raised_but_no_frames_local_values(format: logs.Format) -> None:
+    stream = io.StringIO()
+    logs.configure(format, stream=stream)
+    try:
+        _reconcile_reading_a_secret()
+    except ConnectionError:
+        structlog.get_logger().exception("reconcile raised")
+
+    out = stream.getvalue()
+    assert "the database refused the login" in out
+    assert "_reconcile_reading_a_secret" in out  # the frames are there
+    assert "hunter2-db-password" not in out

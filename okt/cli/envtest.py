@@ -6,6 +6,7 @@ import json
 import pathlib
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -14,6 +15,20 @@ from okt.testing import build, envtest, images
 
 def _state_file() -> pathlib.Path:
     return build.cache_root() / "run" / "state.json"
+
+
+def _running_state() -> dict[str, Any] | None:
+    """The state of the plane ``okt envtest start`` left running, or None — a state whose processes are all gone
+    (the plane died, the machine restarted) is forgotten, not taken for a running plane."""
+    state_file = _state_file()
+    if not state_file.exists():
+        return None
+    state: dict[str, Any] = json.loads(state_file.read_text())
+    if envtest.detached_running(state):
+        return state
+    envtest.stop_detached(state, out=_say)  # its directory and node, if any are left
+    state_file.unlink()
+    return None
 
 
 def _say(line: str) -> None:
@@ -45,10 +60,10 @@ def build_command() -> None:
 @click.option("--node", is_flag=True, help="Also run kube-scheduler and a kubelet on the local Docker (Pods run).")
 def start_command(node: bool) -> None:
     """Start a control plane in the background and print its kubeconfig path."""
-    state_file = _state_file()
-    if state_file.exists():
-        state = json.loads(state_file.read_text())
+    state = _running_state()
+    if state is not None:
         raise click.ClickException(f"already running (kubeconfig {state['kubeconfig']}); `okt envtest stop` first")
+    state_file = _state_file()
     plane = envtest.ControlPlane(tie_to_parent=False, node=node, out=_say)
     started = time.monotonic()
     try:
@@ -82,8 +97,8 @@ def stop_command() -> None:
 @envtest_group.command("kubeconfig")
 def kubeconfig_command() -> None:
     """Print the kubeconfig path of the background control plane."""
-    state_file = _state_file()
-    if not state_file.exists():
+    state = _running_state()
+    if state is None:
         click.echo("error: no control plane is running; `okt envtest start` first", err=True)
         sys.exit(1)
-    click.echo(json.loads(state_file.read_text())["kubeconfig"])
+    click.echo(state["kubeconfig"])

@@ -596,6 +596,12 @@ def _runs_plane_process(pid: int, directory: str) -> bool:
     return bool(directory) and os.fsencode(directory) in command
 
 
+def detached_running(state: dict[str, Any]) -> bool:
+    """Whether any process of the plane :meth:`ControlPlane.detach` described in ``state`` still runs."""
+    directory = str(state.get("directory", ""))
+    return any(_runs_plane_process(int(pid), directory) for pid in state.get("pids", {}).values())
+
+
 def stop_detached(state: dict[str, Any], out: Callable[[str], None] | None = None) -> None:
     """Stop a control plane left running by :meth:`ControlPlane.detach` (process groups, the node, its directory).
 

@@ -37,3 +37,24 @@ def test_stop_leaves_alone_a_process_that_now_has_a_recorded_pid(
     finally:
         stranger.kill()
         stranger.wait()
+
+
+@pytest.mark.parametrize("command", [["envtest", "kubeconfig"], ["envtest", "start"]])
+def test_a_state_left_by_a_plane_that_is_gone_is_not_taken_for_a_running_one(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.setenv("OKT_ENVTEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OKT_ENVTEST_ASSETS", str(tmp_path))  # no binaries there: start fails fast, builds nothing
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    directory = tmp_path / "okt-envtest-gone"
+    state = {"pids": {"etcd": gone.pid}, "directory": str(directory), "kubeconfig": str(directory / "kubeconfig")}
+    (tmp_path / "cache" / "run").mkdir(parents=True)
+    (tmp_path / "cache" / "run" / "state.json").write_text(json.dumps(state))
+
+    result = CliRunner().invoke(cli_main.cli, command)
+
+    assert str(directory / "kubeconfig") not in result.output
+    assert "already running" not in result.output
+    assert "no control plane is running" in result.output or command[1] == "start"
+    assert not (tmp_path / "cache" / "run" / "state.json").exists()

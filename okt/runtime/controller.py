@@ -569,7 +569,9 @@ class Controller:
                 logger=self._log,
                 recorder=self._recorder,
             )
-        except Exception as exc:  # a crashing reconcile is retried, never fatal to the worker
+        except (Exception, SystemExit) as exc:  # a crashing reconcile is retried, never fatal to the worker
+            # SystemExit too: a hook's sys.exit() ends only this thread — silently, as threading ignores it — and the
+            # controller would go on with one worker less (none, after as many), its probes still answering ok.
             self._log.exception("reconcile raised", namespace=namespace, name=name)
             return None, results_mod.Outcome.retry(exc), "error"
         failed_status = run.results.count(results_mod.Operation.STATUS_UPDATE_ERROR)

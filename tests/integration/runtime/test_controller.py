@@ -66,6 +66,23 @@ def test_one_key_is_never_reconciled_by_two_workers_at_once(
     assert all(reconcile.count(n) >= 2 for n in names)
 
 
+def test_a_reconcile_that_calls_sys_exit_is_retried_and_its_worker_goes_on(
+    make_gadget: Any, fake_reconcile: Any, run_controller: Any
+) -> None:
+    def exit_on_bad(namespace: str | None, name: str) -> None:
+        if name == "bad":
+            raise SystemExit(3)  # what a hook's sys.exit() raises: in a worker thread it ended the thread, silently
+
+    reconcile = fake_reconcile(action=exit_on_bad)
+    controller = run_controller(reconcile, workers=1)
+    make_gadget("bad")
+    wait_for(lambda: reconcile.count("bad") >= 2, timeout=15, message="the failed key retried")
+
+    make_gadget("good")
+    wait_for(lambda: reconcile.count("good") == 1, timeout=15, message="the one worker still at work")
+    assert controller.queue.failures(next(k for k in reconcile.calls if k[1] == "bad")) >= 1
+
+
 def test_a_status_only_change_is_dropped_and_a_label_change_is_not(
     kube: kube_client.Client,
     namespace: str,

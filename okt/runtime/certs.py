@@ -233,7 +233,8 @@ def for_service(
     it both end up serving the one the API server kept.
 
     Raises:
-        okt.errors.ConfigurationError: the Secret exists but lacks a key.
+        okt.errors.ConfigurationError: the Secret exists but lacks a key, or its certificate or CA is not a PEM
+            certificate (it is left as it is; its content is never logged).
         okt.errors.ApiError: the Secret could not be read or written (RBAC: get, create and update on that Secret).
     """
     secret_kind = kinds.BUILTIN[("v1", "Secret")]
@@ -241,7 +242,16 @@ def for_service(
     live = client.get_or_none(secret_kind, secret, namespace)
     if live is not None:
         kept = _bundle_in(live, f"{namespace}/{secret}")
-        if not needs_renewal(kept, hosts, now=now):
+        try:
+            renew = needs_renewal(kept, hosts, now=now)
+        except ValueError:
+            # Not replaced: what it holds may be someone's, and nothing says it was ever okt's to overwrite.
+            message = (
+                f"the webhook certificate Secret {namespace}/{secret} holds no PEM certificate in tls.crt or ca.crt "
+                "(delete it, and the next start makes a new one)"
+            )
+            raise errors.ConfigurationError(message) from None
+        if not renew:
             return kept
     bundle = self_signed(hosts, now=now)
     data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}

@@ -3,15 +3,18 @@ when a kept self-signed certificate must be replaced (pure: no API server)."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 from typing import Any
 
 import pytest
 
+import okt
 from okt.kube import kinds
 from okt.runtime import certs
 from okt.testing import FakeClient
 
+SECRET = kinds.BUILTIN[("v1", "Secret")]
 SERVICE, NAMESPACE, CA = "gadget-operator-webhooks", "gadget-system", "Q0EgYnVuZGxl"
 
 
@@ -116,3 +119,37 @@ def test_a_certificate_that_does_not_name_the_service_is_renewed() -> None:
 
     assert certs.needs_renewal(other, HOSTS, now=NOW)
     assert not certs.needs_renewal(certs.self_signed(certs.LOCAL_HOSTS, now=NOW), ("127.0.0.1",), now=NOW)
+
+
+def tls_secret(data: dict[str, bytes]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": "gadget-webhooks-tls", "namespace": "shop"},
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+
+
+GOOD = certs.self_signed(HOSTS)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"tls.crt": b"hunter2-not-a-certificate", "tls.key": b"hunter2-not-a-key"},
+        {"tls.crt": GOOD.cert_pem, "tls.key": GOOD.key_pem, "ca.crt": b"hunter2-not-a-ca"},
+    ],
+    ids=["certificate", "ca"],
+)
+def test_a_kept_secret_that_holds_no_certificate_is_one_configuration_error_and_is_left_as_it_is(
+    data: dict[str, bytes],
+) -> None:
+    client = FakeClient(objects=[tls_secret(data)])
+    before = client.stored(SECRET, "gadget-webhooks-tls", "shop")
+
+    with pytest.raises(okt.ConfigurationError, match=r"Secret shop/gadget-webhooks-tls") as raised:
+        certs.for_service(client, "shop", "gadget-webhooks", "gadget-webhooks-tls")
+
+    assert "hunter2" not in str(raised.value)
+    assert client.stored(SECRET, "gadget-webhooks-tls", "shop") == before

@@ -83,9 +83,22 @@ class BadReview(ValueError):
 
 
 def _request(review: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The review's request, of the shape the review modules read (anything else is a 400 naming what is wrong, not
+    a 500 of an AttributeError deep in them)."""
     request = review.get("request")
     if not isinstance(request, Mapping) or not isinstance(request.get("uid"), str):
         raise BadReview("the review has no request with a uid")
+    for field in ("object", "oldObject", "resource"):
+        if request.get(field) is not None and not isinstance(request[field], Mapping):
+            raise BadReview(f"request.{field} is not a JSON object")
+    objects = request.get("objects")
+    if objects is not None and not isinstance(objects, list):
+        raise BadReview("request.objects is not a list")
+    named = [("request.object", request.get("object")), ("request.oldObject", request.get("oldObject"))]
+    named += [(f"request.objects[{i}]", obj) for i, obj in enumerate(objects or ())]
+    for where, obj in named:
+        if isinstance(obj, Mapping) and obj.get("metadata") is not None and not isinstance(obj["metadata"], Mapping):
+            raise BadReview(f"{where}.metadata is not a JSON object")
     return request
 
 
@@ -217,7 +230,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise BadReview("the body is not a JSON object")
             answer = review(body)
-        except (BadReview, ValueError) as exc:
+        except (BadReview, ValueError, RecursionError) as exc:  # RecursionError: a body nested past what JSON decodes
             self._send(400, {"error": str(exc)})
             return
         except Exception as exc:  # a bug of okt, not of the object: the API server applies the failurePolicy

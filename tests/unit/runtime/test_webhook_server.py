@@ -39,12 +39,13 @@ def server() -> Iterator[webhook_server.WebhookServer]:
 
 
 def post(
-    server: webhook_server.WebhookServer, path: str, body: Any, host: str = "127.0.0.1"
+    server: webhook_server.WebhookServer, path: str, body: Any, host: str = "127.0.0.1", raw: bool = False
 ) -> tuple[int, dict[str, Any]]:
     context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
     connection = http.client.HTTPSConnection(host, server.port, context=context, timeout=10)
     try:
-        connection.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        sent = body if raw else json.dumps(body)
+        connection.request("POST", path, body=sent, headers={"Content-Type": "application/json"})
         response = connection.getresponse()
         return response.status, json.loads(response.read())
     finally:
@@ -91,6 +92,58 @@ def test_unknown_paths_and_malformed_reviews_are_client_errors(
     server: webhook_server.WebhookServer, path: str, body: Any, status: int
 ) -> None:
     assert post(server, path, body)[0] == status
+
+
+class Gadgets(okt.Reconciler):
+    api_version = "example.com/v2"
+    kind = "Gadget"
+    plural = "gadgets"
+    converters = {("v1", "v2"): lambda spec: spec, ("v2", "v1"): lambda spec: spec}
+
+    def default(self, obj: dict[str, Any]) -> None:
+        obj.setdefault("spec", {}).setdefault("size", 1)
+
+
+def gadget(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "ns"}, **fields}
+
+
+def admission_review(**request: Any) -> dict[str, Any]:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", **request}}
+
+
+def conversion_review(objects: Any) -> dict[str, Any]:
+    request = {"uid": "u", "desiredAPIVersion": "example.com/v2", "objects": objects}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": request}
+
+
+widget = review({"size": 1})["request"]["object"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "named"),
+    [
+        ("/validate/widget", admission_review(operation="CREATE", object=gadget(metadata="g")), "request.object"),
+        ("/validate/widget", admission_review(operation="CREATE", object=widget, resource="widgets"), "resource"),
+        ("/mutate/gadget", admission_review(operation="CREATE", object=gadget(metadata=["g"])), "request.object"),
+        ("/mutate/gadget", admission_review(operation="UPDATE", object=gadget(), oldObject="g"), "oldObject"),
+        ("/convert/gadget", conversion_review(5), "request.objects"),
+        ("/convert/gadget", conversion_review([gadget(apiVersion="other.com/v1", metadata="g")]), "request.objects"),
+        ("/validate/widget", "[" * 100_000 + "]" * 100_000, "depth"),
+    ],
+    ids=["metadata", "resource", "mutated-metadata", "old-object", "objects", "converted-metadata", "nesting"],
+)
+def test_a_review_of_the_wrong_shape_is_a_client_error_naming_what_is_wrong(path: str, body: Any, named: str) -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    try:
+        status, answer = post(running, path, body, raw=isinstance(body, str))
+        assert (status, named in answer.get("error", "")) == (400, True), answer
+        assert post(running, "/mutate/gadget", admission_review(operation="CREATE", object=gadget()))[0] == 200
+    finally:
+        running.stop()
 
 
 def test_a_client_that_does_not_trust_the_ca_is_refused_by_its_own_verification(

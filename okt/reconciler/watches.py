@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object."""
 IndexFunction = Callable[[Mapping[str, Any]], Iterable[str]]
-"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index)."""
+"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index; a string: one value)."""
 MapResult = Iterable["Key | Mapping[str, Any]"]
 """What a mapping function returns: keys ``(namespace, name)``, or primary objects (e.g. from ``ctx.index``)."""
 MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
@@ -116,9 +116,13 @@ def lookup(
 
 
 def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer)."""
+    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer).
+
+    A string returned is one value: a string is an iterable of strings too, and indexing its characters would make
+    every lookup of the value miss, silently."""
     try:
-        return tuple(str(value) for value in function(obj) or ())
+        values = function(obj) or ()
+        return (values,) if isinstance(values, str) else tuple(str(value) for value in values)
     except Exception as exc:
         meta = obj.get("metadata") or {}
         structlog.get_logger("okt.watches").warning(

@@ -108,6 +108,16 @@ def test_a_reader_without_indexes_filters_a_list_with_the_same_answer(client: fa
     assert [o["metadata"]["name"] for o in found] == ["c"]
 
 
+def test_an_index_function_returning_one_string_indexes_that_string_not_its_characters() -> None:
+    one_value = {"config": lambda obj: f"ns/{obj['spec'].get('config')}"}
+    reader = core.ApiReader(fake.FakeClient(kinds=[THING], objects=[thing("a", "shared"), thing("b", "other")]))
+
+    found = watches.lookup(reader, THING, "thing", one_value, "config", "ns/shared")
+
+    assert [o["metadata"]["name"] for o in found] == ["a"]
+    assert watches.safe_index(one_value["config"], thing("a", "shared")) == ("ns/shared",)
+
+
 def test_an_index_function_that_raises_leaves_the_object_out() -> None:
     assert watches.safe_index(lambda obj: [obj["missing"]], {"metadata": {"name": "x"}}) == ()
 

@@ -5,7 +5,8 @@ Why this exists: on OpenShift, ``oc get clusteroperators`` is where an admin loo
 which versions run and which objects to inspect next. A reconciler that declares ``cluster_operator = "name"`` gets
 that object kept for it, from the status okt already writes on its custom resources.
 
-What is mirrored, after every SuccessManager and ErrorManager (the custom resources' statuses are written first):
+What is mirrored, after every SuccessManager and ErrorManager (the custom resources' statuses are written first), and
+after a reconcile that finds its custom resource gone (so a deleted one no longer counts, nor keeps it Degraded):
 
 * ``Available`` — True when every custom resource of the kind is Available; else False, with the first unavailable
   one's reason and message (prefixed with its namespace/name);
@@ -132,6 +133,8 @@ def mirror(name: str, ctx: context_mod.Context, attempts: int = 2) -> bool:
         primaries = {kinds.key_of(p): p for p in ctx.reader.list(ctx.kind, None)}
         if ctx.exists:
             primaries[ctx.cr.key] = dict(ctx.cr.raw)  # the status just written, maybe not in the cache yet
+        else:
+            primaries.pop(ctx.cr.key, None)  # gone, whatever a cache a moment behind still holds
         for attempt in range(1, attempts + 1):
             try:
                 return _write(client, name, list(primaries.values()), ctx.kind)

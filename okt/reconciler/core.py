@@ -5,10 +5,11 @@ hidden state. Everything a reconcile touches lives in its :class:`okt.reconciler
 the engine's :class:`okt.engines.stepper.Run` whose ``outcome`` drives the work queue.
 
 Guarantees: never raises for a problem of the object or the API (those become results entries and an outcome); a CR
-that no longer exists ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read; a
-quiet give-up writes nothing either, unless a lifecycle moved before it (the new phase is persisted then); an
-invalid spec is an ``InvalidSpec`` error (a spec model whose validation raises, that exception) — except while the CR is
-being deleted, when cleanup must still run.
+that no longer exists ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read (and,
+for a reconciler with a ``cluster_operator``, the mirror's, so the ClusterOperator forgets it); a quiet give-up writes
+nothing either, unless a lifecycle moved before it (the new phase is persisted then); an invalid spec is an
+``InvalidSpec`` error (a spec model whose validation raises, that exception) — except while the CR is being deleted,
+when cleanup must still run.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.reconciler import cluster_operator, report, watches
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
-from okt.reconciler import report, watches
 from okt.status import events
 
 State = states.State
@@ -176,6 +177,10 @@ def reconcile(
         recorder=recorder if reconciler.record_events else None,
     )
     run = reconciler.engine.run(_Steps(reconciler, ctx), ctx.results)
+    if not ctx.exists and reconciler.cluster_operator:
+        # No manager runs for a gone object, and the ClusterOperator would go on summing it up (listed, and
+        # Degraded for ever when it was the degraded one).
+        cluster_operator.mirror(reconciler.cluster_operator, ctx)
     if ctx.exists and ctx.results.gave_up is not None and not ctx.results.has_error and ctx.bookkeeping.changed:
         # A quiet give-up runs neither manager, which write the bookkeeping: a lifecycle move made before it is
         # persisted here, or the next reconcile would start from the old phase and make the same move again.

@@ -441,10 +441,11 @@ class Controller:
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
                 last = gone_past_finalizers(obj, self._finalizers)
-                if last is None:
-                    return
-                with self._held_lock:
-                    self._gone[key] = last
+                if last is not None:
+                    with self._held_lock:
+                        self._gone[key] = last
+                elif not self.reconciler_cls.cluster_operator:
+                    return  # nothing left to do (a ClusterOperator's mirror must still forget it: okt.reconciler.core)
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
         self._enqueue(key, event_type, obj)

@@ -17,7 +17,8 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import cluster_operator
-from okt.testing import crds, envtest, openshift
+from okt.runtime import manager as manager_mod
+from okt.testing import crds, envtest, openshift, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -39,6 +40,12 @@ class Gizmos(shared.WidgetReconciler):
 class BrokenGizmos(Gizmos):
     def check(self, ctx: okt.Context) -> None:
         raise okt.InvalidSpec("size must be odd", field="spec.size")
+
+
+class PickyGizmos(Gizmos):
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.name == "broken":
+            raise okt.InvalidSpec("broken on purpose", field="metadata.name")
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +144,27 @@ def test_a_degraded_custom_resource_degrades_the_clusteroperator_and_other_write
     assert after["Degraded"]["message"] == f"Gizmo {namespace}/d: spec.size: size must be odd"
     assert after["Upgradeable"] == upgradeable
     assert after["Available"]["lastTransitionTime"] == available_since  # status unchanged: the time stays
+
+
+def test_a_deleted_custom_resource_leaves_the_clusteroperator_and_its_degradation_with_it(
+    clusteroperator_crd: None, kube: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, gizmo_kind, namespace, "fine", size=1)
+    shared.make_widget(kube, gizmo_kind, namespace, "broken", size=1)
+
+    def summed_up() -> list[str]:
+        related = co_status(kube).get("relatedObjects") or ()
+        return sorted(e["name"] for e in related if e.get("namespace") == namespace and e["resource"] == "gizmos")
+
+    running = manager_mod.Manager(kube, [PickyGizmos], namespaces=[namespace], metrics_bind="127.0.0.1:0")
+    running.start()
+    try:
+        wait_for(lambda: summed_up() == ["broken", "fine"] and co_conditions(kube)["Degraded"][0] == "True")
+
+        kube.delete(gizmo_kind, "broken", namespace)
+
+        wait_for(lambda: summed_up() == ["fine"], timeout=15, message=lambda: f"still summed up: {summed_up()}")
+        assert co_conditions(kube)["Degraded"] == ("False", "AsExpected")
+    finally:
+        running.stop()
+        running.join(15)

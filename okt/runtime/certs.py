@@ -19,7 +19,8 @@ Caveats: a CA from :func:`self_signed` lives as long as its process (one year of
 start), so webhook configurations written for it are valid for that run only: write them again after a restart
 (``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it). The Secret of
 :func:`for_service` is renewed by the first start within :data:`RENEW_BEFORE` of its end (or after it), which then
-writes the new CA into the configurations; a process that runs past its certificate's end is not renewed in place.
+writes the new CA into the configurations, beside the old one until it ends (the replicas started before still serve
+the old certificate); a process that runs past its certificate's end is not renewed in place.
 """
 
 from __future__ import annotations
@@ -229,8 +230,9 @@ def for_service(
     CA — the one in the configurations' ``caBundle``. The first replica to start makes a self-signed CA and
     certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, and
     every restart, read it. A kept certificate that ends within :data:`RENEW_BEFORE` of ``now``, or does not name the
-    Service, is replaced (an update guarded by the Secret's resourceVersion). Two replicas racing to create or renew
-    it both end up serving the one the API server kept.
+    Service, is replaced (an update guarded by the Secret's resourceVersion); the new ``ca.crt`` holds the new CA
+    first, then the old CAs that have not ended (the replicas still running serve the old certificate). Two replicas
+    racing to create or renew it both end up serving the one the API server kept.
 
     Raises:
         okt.errors.ConfigurationError: the Secret exists but lacks a key, or its certificate or CA is not a PEM
@@ -254,6 +256,10 @@ def for_service(
         if not renew:
             return kept
     bundle = self_signed(hosts, now=now)
+    if live is not None:
+        # The replicas started before this renewal serve the kept certificate until they restart: the caBundle the
+        # new CA goes into keeps trusting the old one until it ends, or they would refuse every review meanwhile.
+        bundle = dataclasses.replace(bundle, ca_pem=bundle.ca_pem + _not_ended(kept.ca_pem, now))
     data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
     metadata = {"name": secret, "namespace": namespace}
     if live is not None:
@@ -273,6 +279,13 @@ def for_service(
     except errors.Conflict:  # another replica created or renewed it first: serve what the server kept
         return from_secret(client, namespace, secret)
     return bundle
+
+
+def _not_ended(pem: bytes, now: datetime.datetime | None) -> bytes:
+    """The certificates of ``pem`` that have not ended at ``now``, as PEM."""
+    moment = now or datetime.datetime.now(datetime.UTC)
+    valid = [c for c in x509.load_pem_x509_certificates(pem) if c.not_valid_after_utc > moment]
+    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in valid)
 
 
 def needs_renewal(bundle: Bundle, hosts: Sequence[str], *, now: datetime.datetime | None = None) -> bool:

@@ -8,6 +8,8 @@ import datetime
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 
 import okt
 from okt.kube import kinds
@@ -153,3 +155,29 @@ def test_a_kept_secret_that_holds_no_certificate_is_one_configuration_error_and_
 
     assert "hunter2" not in str(raised.value)
     assert client.stored(SECRET, "gadget-webhooks-tls", "shop") == before
+
+
+def test_a_renewal_keeps_the_old_ca_trusted_so_a_replica_still_serving_the_old_certificate_is_answered() -> None:
+    client = FakeClient()
+    a_year_ago = NOW - datetime.timedelta(days=340)
+    still_served = certs.for_service(client, "shop", "gadget-webhooks", "gadget-webhooks-tls", now=a_year_ago)
+
+    renewed = certs.for_service(client, "shop", "gadget-webhooks", "gadget-webhooks-tls", now=NOW)
+
+    trusted = x509.load_pem_x509_certificates(renewed.ca_pem)
+    for served in (renewed, still_served):
+        issuer = x509.load_pem_x509_certificate(served.cert_pem).issuer
+        assert [ca.subject for ca in trusted if ca.subject == issuer and signed(served.cert_pem, ca)]
+    assert not certs.needs_renewal(renewed, HOSTS, now=NOW)
+    next_year = certs.for_service(
+        client, "shop", "gadget-webhooks", "gadget-webhooks-tls", now=NOW + datetime.timedelta(days=340)
+    )
+    assert len(x509.load_pem_x509_certificates(next_year.ca_pem)) == 2  # the CA ended by then is dropped
+
+
+def signed(cert_pem: bytes, ca: x509.Certificate) -> bool:
+    try:
+        x509.load_pem_x509_certificate(cert_pem).verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True

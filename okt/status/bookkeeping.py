@@ -31,13 +31,14 @@ class Bookkeeping:
         self.persistence = Persistence(persistence)
         self._prefix = prefix
         if self.persistence is Persistence.STATUS:
-            stored = (raw.get("status") or {}).get(STATUS_FIELD) or {}
-            self._loaded = {"errorCount": int(stored.get("errorCount") or 0), "phase": stored.get("phase")}
+            stored = (raw.get("status") or {}).get(STATUS_FIELD)
+            if not isinstance(stored, Mapping):  # a hand edit of the status: read as nothing kept yet
+                stored = {}
+            self._loaded = {"errorCount": _count(stored.get("errorCount")), "phase": stored.get("phase")}
         else:
             annotations = (raw.get("metadata") or {}).get("annotations") or {}
-            count = annotations.get(self.error_annotation)
             self._loaded = {
-                "errorCount": int(count) if count and count.isdigit() else 0,
+                "errorCount": _count(annotations.get(self.error_annotation)),
                 "phase": annotations.get(self.phase_annotation),
             }
         self._values = dict(self._loaded)
@@ -102,3 +103,9 @@ class Bookkeeping:
         if resource_version:
             metadata["resourceVersion"] = resource_version
         return {"metadata": metadata}
+
+
+def _count(stored: Any) -> int:
+    """An error count as stored; 0 for what is not one (a hand edit), which must not fail every reconcile."""
+    text = str(stored)
+    return int(text) if text.isascii() and text.isdigit() else 0  # "²" is a digit int() refuses

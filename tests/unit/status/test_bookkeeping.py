@@ -27,11 +27,15 @@ def obj(status: dict[str, Any] | None = None, annotations: dict[str, str] | None
         pytest.param(obj(), STATUS, 0, None, id="status-nothing-yet"),
         pytest.param(obj({"okt": {"errorCount": 3, "phase": "Installing"}}), STATUS, 3, "Installing", id="status"),
         pytest.param(obj({"okt": {}}), STATUS, 0, None, id="status-empty"),
+        pytest.param(obj({"okt": {"errorCount": "lots"}}), STATUS, 0, None, id="status-not-a-number"),
+        pytest.param(obj({"okt": {"errorCount": -1}}), STATUS, 0, None, id="status-negative"),
+        pytest.param(obj({"okt": "hand-edited"}), STATUS, 0, None, id="status-not-an-object"),
         pytest.param(
             obj(annotations={"okt.io/error-count": "2", "okt.io/phase": "Ready"}), ANNOTATIONS, 2, "Ready", id="ann"
         ),
         pytest.param(obj(annotations={"okt.io/error-count": "lots"}), ANNOTATIONS, 0, None, id="ann-not-a-number"),
         pytest.param(obj(annotations={"okt.io/error-count": "-1"}), ANNOTATIONS, 0, None, id="ann-negative"),
+        pytest.param(obj(annotations={"okt.io/error-count": "²"}), ANNOTATIONS, 0, None, id="ann-superscript"),
         pytest.param(obj({"okt": {"errorCount": 5}}), ANNOTATIONS, 0, None, id="annotations-ignore-the-status"),
         pytest.param(obj(annotations={"okt.io/error-count": "5"}), STATUS, 0, None, id="status-ignores-annotations"),
     ],

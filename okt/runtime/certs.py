@@ -121,6 +121,9 @@ _CA_KEY_USAGE = x509.KeyUsage(
 )
 
 
+_COMMON_NAME_MAX = 64
+
+
 def self_signed(hosts: Sequence[str] = LOCAL_HOSTS, *, now: datetime.datetime | None = None) -> Bundle:
     """A new CA and a serving certificate it signed, valid for ``hosts`` (DNS names or IP addresses).
 
@@ -149,9 +152,12 @@ def self_signed(hosts: Sequence[str] = LOCAL_HOSTS, *, now: datetime.datetime | 
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
+    # Clients verify the subject alternative names; the common name only labels the certificate, in 64 characters at
+    # most (``<service>.<namespace>.svc`` can be longer: the next host, the Service's own name, fits).
+    common_name = next((host for host in hosts if len(host) <= _COMMON_NAME_MAX), "okt webhook")
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -181,3 +181,17 @@ def signed(cert_pem: bytes, ca: x509.Certificate) -> bool:
     except (ValueError, TypeError, InvalidSignature):
         return False
     return True
+
+
+def test_a_service_whose_dns_name_is_longer_than_a_common_name_gets_its_certificate() -> None:
+    hosts = certs.service_hosts("postgres-cluster-operator-webhooks", "postgres-cluster-operator-system")
+    assert len(hosts[0]) > 64  # past the 64 characters x509 allows a common name
+
+    bundle = certs.for_service(
+        FakeClient(), "postgres-cluster-operator-system", "postgres-cluster-operator-webhooks", "t"
+    )
+
+    names = x509.load_pem_x509_certificate(bundle.cert_pem).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    assert names.value.get_values_for_type(x509.DNSName) == list(hosts)

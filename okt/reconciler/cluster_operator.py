@@ -117,7 +117,9 @@ def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[d
         if meta.get("namespace"):
             own["namespace"] = str(meta["namespace"])
         for entry in (own, *((primary.get("status") or {}).get("relatedObjects") or ())):
-            if entry not in related:
+            # What is not an object names nothing (a hand edit of one resource's status): left out, not raised, or
+            # the reconcile of every resource of the kind would fail on it.
+            if isinstance(entry, Mapping) and entry not in related:
                 related.append(dict(entry))
     return related
 

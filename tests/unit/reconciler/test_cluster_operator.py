@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import okt
 from okt.kube import kinds
 from okt.reconciler import cluster_operator
+from okt.testing import FakeClient
 
 KIND = kinds.Kind("cache.example.com/v1", "Memcached", "memcacheds", namespaced=True)
 V1 = [{"name": "operator", "version": "1"}]
@@ -73,3 +75,30 @@ def test_the_same_summary_again_is_no_change_and_keeps_the_transition_times() ->
 
     assert not changed
     assert again == first
+
+
+class Things(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Thing"
+    plural = "things"
+    cluster_operator = "thing-operator"
+
+
+def thing(name: str, **status: Any) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "ns", "generation": 1}
+    return {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": meta, "spec": {}, "status": status}
+
+
+def test_a_hand_edited_related_object_of_one_resource_neither_fails_the_others_reconcile_nor_stops_the_mirror() -> None:
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+    client = FakeClient(
+        kinds=[thing_kind, cluster_operator.KIND],
+        objects=[thing("good"), thing("odd", relatedObjects=["hand-edited", {"resource": "pods", "name": "p"}])],
+    )
+
+    run = okt.reconcile(Things(), client, None, "ns", "good", kind=thing_kind)
+
+    assert run.outcome == okt.Outcome.done()
+    stored = client.stored(cluster_operator.KIND, "thing-operator")
+    assert stored is not None
+    assert [entry["name"] for entry in stored["status"]["relatedObjects"]] == ["good", "odd", "p"]

@@ -8,6 +8,7 @@ else is resolved once through discovery by :class:`okt.kube.client.Client` and c
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,8 +37,11 @@ class Kind:
         return f"{prefix}/{self.plural}"
 
     def path(self, name: str, namespace: str | None = None, subresource: str | None = None) -> str:
+        """The object's URL path. The name is escaped: a ``?`` or ``#`` in it (some kinds allow them) would otherwise
+        end the path there and address another object. A ``/`` is no part of any kind's name, and escaping it would
+        not help (the server decodes it and reads a subresource): a child's name is checked when it is built."""
         tail = f"/{subresource}" if subresource else ""
-        return f"{self.collection_path(namespace)}/{name}{tail}"
+        return f"{self.collection_path(namespace)}/{urllib.parse.quote(name, safe='')}{tail}"
 
     def __str__(self) -> str:
         return f"{self.kind}.{self.api_version}"

@@ -12,7 +12,8 @@ How the desired state is built (in this order):
 3. ``mutate_with_initial_data()`` edits it further, only when the object is created or repaired.
 
 ``hashable_ref()`` chooses what the checksum covers (default: everything but metadata, plus labels and our
-annotations). The name and namespace are fixed at construction: a mutation that changes them raises
+annotations). The name and namespace are fixed at construction, where one that cannot address a single object
+raises :class:`okt.errors.InvalidSpec` (:func:`check_identity_values`); a mutation that changes them raises
 :class:`okt.errors.MutationError`.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -45,6 +47,32 @@ def check_synchronous(cls: type) -> None:
                 f"{cls.__qualname__}.{name} is 'async def', but okt hooks are synchronous: okt calls them from its "
                 "worker threads and never awaits them. Write 'def' (run async code with asyncio.run() inside it)."
             )
+
+
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def check_identity_values(kind: str, name: str, namespace: str) -> None:
+    """Refuse a name or namespace that cannot address one object, before it goes into a URL.
+
+    The name and namespace are segments of the URL okt reads and writes the child at, and often come from the custom
+    resource: a name ``web/status`` would read the ``web`` child's status subresource — that very child, which the
+    reconcile would take for its own and prune as undeclared. So a name is refused where the API server refuses it
+    for every kind (``.``, ``..``, a ``/`` or a ``%``; what else a kind allows is the server's to check, in a readable
+    422), and a namespace unless it is an RFC 1123 label, as every namespace's name is.
+
+    Raises:
+        okt.errors.InvalidSpec: naming the child and the value.
+    """
+    if name in (".", "..") or "/" in name or "%" in name:
+        raise errors.InvalidSpec(
+            f"{kind} {name!r}: not a valid object name (it may not be '.' or '..' nor contain '/' or '%')"
+        )
+    if namespace and not _NAMESPACE.match(namespace):
+        raise errors.InvalidSpec(
+            f"{kind} {name!r}: namespace {namespace!r} is not a valid namespace name "
+            "(at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)"
+        )
 
 
 class Resource:
@@ -108,6 +136,7 @@ class Resource:
             raise errors.MutationError(f"{raw.get('kind') or type(self).__name__}: no metadata.name")
         self.desired: dict[str, Any] = raw
         self._identity = (str(meta["name"]), str(meta.get("namespace") or ""))
+        check_identity_values(str(raw.get("kind") or type(self).__name__), *self._identity)
         self._type = (raw.get("apiVersion"), raw.get("kind"))
         self.live: dict[str, Any] | None = None
 

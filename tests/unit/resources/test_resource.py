@@ -157,6 +157,29 @@ def test_a_resource_without_a_name_is_refused(kwargs: dict[str, Any]) -> None:
         Untemplated(CR, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("name", "namespace", "refused"),
+    [
+        pytest.param("web/status", "team-a", "not a valid object name", id="slash"),
+        pytest.param("..", "team-a", "not a valid object name", id="dot-dot"),
+        pytest.param("web%2Fstatus", "team-a", "not a valid object name", id="percent"),
+        pytest.param("web", "Team_A", "not a valid namespace name", id="namespace-not-a-label"),
+        pytest.param("web", "team-a/configmaps", "not a valid namespace name", id="namespace-with-slash"),
+        pytest.param("web", "n" * 64, "not a valid namespace name", id="namespace-too-long"),
+    ],
+)
+def test_a_name_or_namespace_that_cannot_address_one_object_is_an_invalid_spec(
+    name: str, namespace: str, refused: str
+) -> None:
+    with pytest.raises(errors.InvalidSpec, match=refused):
+        Untemplated(body={"metadata": {"name": name, "namespace": namespace}})
+
+
+@pytest.mark.parametrize("name", ["system:controller:web", "web?x", "Web_1", "ünï"])
+def test_a_name_only_some_kinds_refuse_is_left_to_the_server(name: str) -> None:
+    assert Untemplated(body={"metadata": {"name": name}}).name == name
+
+
 # --- identity -------------------------------------------------------------------------------------------------------
 
 

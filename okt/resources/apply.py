@@ -98,11 +98,15 @@ def prepare(res: resource.Resource, owner: objects.CustomResource | None, names:
 
     Idempotent: the hash is taken after the owner label is stamped and without a hash annotation of an earlier call,
     so preparing a prepared resource again gives the same hash and the same desired object.
+
+    Raises:
+        okt.errors.PermanentError: the child is outside its namespaced owner's namespace (:func:`check_ownable`).
     """
     res.normalize()
     res.check_identity()
     meta = res.desired.setdefault("metadata", {})
     if owner is not None:
+        check_ownable(res, owner)
         meta.setdefault("labels", {})[names.owner_label] = owner.uid
         meta["ownerReferences"] = [owner.owner_reference()]
     annotations = meta.setdefault("annotations", {})
@@ -110,6 +114,27 @@ def prepare(res: resource.Resource, owner: objects.CustomResource | None, names:
     digest = checksum.checksum(res.hashable_ref())
     annotations[names.hash_annotation] = digest
     return digest
+
+
+def check_ownable(res: resource.Resource, owner: objects.CustomResource) -> None:
+    """Refuse a child that its owner's controller reference cannot hold: Kubernetes resolves an owner reference in
+    the child's own namespace, so a namespaced owner can own only children of its namespace.
+
+    The API server stores any such reference; the garbage collector then deletes a namespaced child whose owner is
+    in another namespace as soon as it sees it (okt would create it again on every reconcile, reporting Ready), and
+    ignores the reference of a cluster-scoped child to a namespaced owner (the child outlives its owner, and an
+    ``OwnerRefInvalidNamespace`` Event is all that says so). controller-runtime refuses both the same way.
+
+    Raises:
+        okt.errors.PermanentError: naming the child, where it is and where its owner is; retrying cannot help.
+    """
+    if owner.namespace is None or res.namespace == owner.namespace:
+        return
+    where = f"in namespace {res.namespace}" if res.namespace else "in no namespace"
+    raise errors.PermanentError(
+        f"{res.describe()} is {where}, but its owner {owner.kind} {owner.name} is in namespace {owner.namespace}: "
+        "a namespaced owner can own only objects of its namespace (Kubernetes would delete or orphan this one)"
+    )
 
 
 def _comparable(desired: Mapping[str, Any]) -> dict[str, Any]:

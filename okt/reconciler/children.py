@@ -155,18 +155,24 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
 
 def prune(ctx: context_mod.Context) -> None:
     """Delete children okt created for this CR (:func:`okt.resources.apply.prunable`) that are no longer
-    registered. Under ``okt run`` the reader answers from the informers' owner index: no request, no scan."""
-    wanted = ctx.registry.keys()
-    owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {(k[0], k[1]) for k in wanted}
+    registered. Under ``okt run`` the reader answers from the informers' owner index: no request, no scan.
+
+    An object is one object in every version of its group that serves its kind: a reconciler that owns a kind in two
+    served versions (``autoscaling/v1`` and ``autoscaling/v2``, declaring each child in one of them) lists each child
+    under both, so a registered child is recognised by group, kind, namespace and name, whatever the version."""
+    registered = ctx.registry.keys()
+    wanted = {(_group(key[0]), *key[1:]) for key in registered}
+    owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {(k[0], k[1]) for k in registered}
     names = ctx.settings.names
     selector = {names.owner_label: ctx.cr.uid}
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)
         namespace = ctx.cr.namespace if kind.namespaced else None
-        held = {(key[2], key[3]) for key in wanted if key[:2] == (api_version, kind_name)}  # never decoded again
+        group = _group(api_version)
+        held = {(key[2], key[3]) for key in wanted if key[:2] == (group, kind_name)}  # never decoded again
         for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector, held):
             key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
-            if key in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if (group, *key[1:]) in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             if not apply.prunable(obj, ctx.cr.uid, names):  # the readers only narrow; the rule is here
                 continue
@@ -175,3 +181,7 @@ def prune(ctx: context_mod.Context) -> None:
                 ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
             except errors.OktError as exc:
                 ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]

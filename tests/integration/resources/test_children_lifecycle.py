@@ -259,3 +259,50 @@ def test_a_child_of_a_kind_the_reconciler_does_not_own_is_refused_with_the_fix(
     assert "Service" in ready["message"] and "does not own" in ready["message"]
     assert "add its resource class WidgetService to the reconciler's owns" in ready["message"]
     assert shared.get_child(kube, "v1", "Service", namespace, NAME) is None
+
+
+class WidgetAutoscaler(okt.MutableResource):
+    api_version = "autoscaling/v2beta2"
+    kind = "HorizontalPodAutoscaler"
+    template = """
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ name }}
+  minReplicas: 1
+  maxReplicas: 3
+"""
+
+
+class WidgetAutoscalerV1(WidgetAutoscaler):
+    """The same child for servers that serve only ``autoscaling/v1``."""
+
+    api_version = "autoscaling/v1"
+    template = WidgetAutoscaler.template.replace("autoscaling/v2beta2", "autoscaling/v1")
+
+
+class EitherAutoscaler(shared.WidgetReconciler):
+    """Owns the autoscaler in both versions the server serves, and declares it in one of them."""
+
+    owns = (WidgetAutoscalerV1, WidgetAutoscaler)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [WidgetAutoscaler(ctx.cr)]
+
+
+def test_a_declared_child_is_not_pruned_as_seen_through_another_version_of_its_kind(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    run = shared.reconcile_widget(EitherAutoscaler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    assert run.results.counts()[okt.Operation.PRUNED] == 0
+    assert shared.get_child(kube, "autoscaling/v2beta2", "HorizontalPodAutoscaler", namespace, NAME) is not None

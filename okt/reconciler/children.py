@@ -33,6 +33,7 @@ def register(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
     for res in reconciler.resources(ctx):
         try:
             check_owned(res, ctx.settings.owns, type(reconciler).__name__)
+            check_scope(res, ctx.client.kind_of(res.desired))
             ctx.registry.register(res)
         except errors.RegistrationError as exc:
             ctx.results.add(Operation.REGISTRATION_ABORTED, res.describe(), exc)
@@ -55,6 +56,23 @@ def check_owned(res: resource.Resource, owns: tuple[type[resource.Resource], ...
         f"{res.describe()} is a {kind[1]} ({kind[0]}), which {reconciler} does not own: "
         f"add its resource class {type(res).__name__} to the reconciler's owns"
     )
+
+
+def check_scope(res: resource.Resource, kind: kinds.Kind) -> None:
+    """Refuse a child that carries a namespace while the server serves its kind cluster-scoped.
+
+    A resource class of a kind okt's table does not know counts it namespaced unless it sets ``namespaced = False``,
+    and is given its owner's namespace. The server writes such an object without one, so it never matches its
+    registration: the prune of the very reconcile that created it would delete it, every time, with Ready=True.
+
+    Raises:
+        okt.RegistrationError: naming the kind and the fix.
+    """
+    if res.namespace is not None and not kind.namespaced:
+        raise errors.RegistrationError(
+            f"{res.describe()}: {kind.kind} ({kind.api_version}) is cluster-scoped, but {type(res).__name__} gives it "
+            f"a namespace: set namespaced = False on {type(res).__name__}"
+        )
 
 
 def mutate(ctx: context_mod.Context) -> None:

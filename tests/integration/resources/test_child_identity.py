@@ -7,17 +7,20 @@ Either way the child okt manages stays and the custom resource is not Ready.
 
 A child's controller ownerReference holds only within its owner's namespace: the garbage collector deletes a
 namespaced child whose owner is in another namespace as soon as it sees it, and ignores the reference of a
-cluster-scoped child to a namespaced owner (the child outlives its owner). okt refuses to write either.
+cluster-scoped child to a namespaced owner (the child outlives its owner). okt refuses to write either, and a class
+that gives a namespace to a kind the server serves cluster-scoped is refused when the child is registered.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import condition
+from okt.testing import condition, crds
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -128,3 +131,41 @@ def test_a_child_outside_its_owners_namespace_is_refused_and_never_written(
     ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None and ready["status"] == "False"
     assert where.format(other=other) in ready["message"] and f"namespace {namespace}" in ready["message"]
+
+
+class ClusterGizmo(okt.MutableResource):
+    """A child of a cluster-scoped custom kind, whose class does not say so (``namespaced`` left to okt's table)."""
+
+    api_version = f"{shared.GROUP}/v1"
+    kind = "ClusterGizmo"
+    template = """
+apiVersion: test.okt.io/v1
+kind: ClusterGizmo
+metadata:
+  name: {{ name }}-gizmo
+spec:
+  size: {{ cr.spec.size }}
+"""
+
+
+class GizmoReconciler(shared.WidgetReconciler):
+    owns = (ClusterGizmo,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [ClusterGizmo(ctx.cr)]
+
+
+def test_a_child_class_that_takes_a_cluster_scoped_kind_for_a_namespaced_one_is_refused_with_the_fix(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, apply_crd: Any
+) -> None:
+    apply_crd(crds.schemaless_crd(shared.GROUP, "ClusterGizmo", "clustergizmos", namespaced=False))
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(GizmoReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is not okt.OutcomeKind.DONE
+    assert shared.write_requests(kube, before) == {("apply", "widgets/status"): 1}
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert "cluster-scoped" in ready["message"] and "namespaced = False" in ready["message"]

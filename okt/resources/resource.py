@@ -52,18 +52,25 @@ def check_synchronous(cls: type) -> None:
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def check_identity_values(kind: str, name: str, namespace: str) -> None:
+def check_identity_values(kind: str, name: Any, namespace: Any) -> None:
     """Refuse a name or namespace that cannot address one object, before it goes into a URL.
 
     The name and namespace are segments of the URL okt reads and writes the child at, and often come from the custom
     resource: a name ``web/status`` would read the ``web`` child's status subresource — that very child, which the
     reconcile would take for its own and prune as undeclared. So a name is refused where the API server refuses it
     for every kind (``.``, ``..``, a ``/`` or a ``%``; what else a kind allows is the server's to check, in a readable
-    422), and a namespace unless it is an RFC 1123 label, as every namespace's name is.
+    422), and a namespace unless it is an RFC 1123 label, as every namespace's name is. Either must be a string: a
+    plain ``name: {{ cr.spec.id }}`` places the number YAML reads in ``42``, which no server takes for a name.
 
     Raises:
         okt.errors.InvalidSpec: naming the child and the value.
     """
+    for field, value in (("metadata.name", name), ("metadata.namespace", namespace)):
+        if value is not None and not isinstance(value, str):
+            raise errors.InvalidSpec(
+                f"{kind} {field} {value!r} is a {type(value).__name__}, not a string: quote it in the template "
+                f'({field.rpartition(".")[2]}: "{{{{ ... }}}}")'
+            )
     if name in (".", "..") or "/" in name or "%" in name:
         raise errors.InvalidSpec(
             f"{kind} {name!r}: not a valid object name (it may not be '.' or '..' nor contain '/' or '%')"
@@ -134,9 +141,9 @@ class Resource:
                 meta["namespace"] = ns
         if not meta.get("name"):
             raise errors.MutationError(f"{raw.get('kind') or type(self).__name__}: no metadata.name")
+        check_identity_values(str(raw.get("kind") or type(self).__name__), meta["name"], meta.get("namespace") or None)
         self.desired: dict[str, Any] = raw
         self._identity = (str(meta["name"]), str(meta.get("namespace") or ""))
-        check_identity_values(str(raw.get("kind") or type(self).__name__), *self._identity)
         self._type = (raw.get("apiVersion"), raw.get("kind"))
         self.live: dict[str, Any] | None = None
 

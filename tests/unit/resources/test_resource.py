@@ -175,6 +175,22 @@ def test_a_name_or_namespace_that_cannot_address_one_object_is_an_invalid_spec(
         Untemplated(body={"metadata": {"name": name, "namespace": namespace}})
 
 
+class NamedAfterSize(resource.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ cr.spec.size }}
+"""
+
+
+def test_a_name_the_template_places_as_a_number_is_an_invalid_spec_that_says_to_quote_it() -> None:
+    with pytest.raises(errors.InvalidSpec, match=r"metadata\.name 2 is a int, not a string: quote it"):
+        NamedAfterSize(CR)
+
+
 @pytest.mark.parametrize("name", ["system:controller:web", "web?x", "Web_1", "ünï"])
 def test_a_name_only_some_kinds_refuse_is_left_to_the_server(name: str) -> None:
     assert Untemplated(body={"metadata": {"name": name}}).name == name

@@ -2,7 +2,9 @@
 
 Why this exists: OKT registers every child before mutating and updating them all, so later states work on "all
 resources" and pruning knows what is still wanted. Unlike OKT's, registering the same (apiVersion, kind, namespace,
-name) twice is an error, never a silent overwrite.
+name) twice is an error, never a silent overwrite — and so is registering one object twice through two versions of
+its group (``autoscaling/v1`` and ``autoscaling/v2``): two desired states of one object would be written in turn,
+one write per reconcile for ever.
 """
 
 from __future__ import annotations
@@ -19,16 +21,21 @@ class Registry:
 
     def __init__(self) -> None:
         self._items: dict[kinds.ObjectKey, resource.Resource] = {}
+        self._objects: set[tuple[str, str, str, str]] = set()
 
     def register(self, res: resource.Resource) -> resource.Resource:
         key = res.key
-        if key in self._items:
+        if _object(key) in self._objects:
             raise errors.RegistrationError(f"{res.describe()} is already registered")
         self._items[key] = res
+        self._objects.add(_object(key))
         return res
 
     def unregister(self, res: resource.Resource) -> bool:
-        return self._items.pop(res.key, None) is not None
+        if self._items.pop(res.key, None) is None:
+            return False
+        self._objects.discard(_object(res.key))
+        return True
 
     def get(self, key: kinds.ObjectKey) -> resource.Resource | None:
         return self._items.get(key)
@@ -44,3 +51,8 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def _object(key: kinds.ObjectKey) -> tuple[str, str, str, str]:
+    """The object a key names, whatever the version it is registered in: (group, kind, namespace, name)."""
+    return (key[0].rpartition("/")[0], *key[1:])

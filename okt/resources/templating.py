@@ -139,10 +139,25 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     return _PLACEHOLDER.format(len(values) - 1)
 
 
-_ENV = jinja2.Environment(
+class _Environment(jinja2.Environment):
+    """Jinja2, with ``a.b`` reading a mapping's key ``b`` before its attribute.
+
+    Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
+    dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
+    field named like a dict method (``items``, ``values``, ``keys``, ``get``...) silently reads as something else.
+    A key the mapping does not have still finds the attribute (``labels.items()``).
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if (type(obj) is dict or isinstance(obj, Mapping)) and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+_ENV = _Environment(
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
-    autoescape=False,  # noqa: S701 - YAML, not HTML
+    autoescape=False,  # YAML, not HTML
     finalize=_record,
 )
 _ENV.filters["to_yaml"] = _to_yaml

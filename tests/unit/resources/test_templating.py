@@ -25,6 +25,7 @@ import yaml
 from hypothesis import strategies as st
 
 from okt import errors
+from okt.kube import objects
 from okt.resources import templating
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -451,3 +452,19 @@ def test_jinja_globals_still_work_when_each_render_reads_them_from_a_plain_dict(
     assert templating.render_template(template, {}) == {"kind": "ConfigMap", "data": {"sum": "3", "kind": "1"}}
     # A template's globals are a snapshot of the environment's, merged into each render's context without a ChainMap.
     assert type(templating._compiled(template).globals) is dict
+
+
+@pytest.mark.parametrize(
+    ("template", "spec", "expected"),
+    [
+        pytest.param("v: '{{ cr.spec.values }}'", {"values": "mine"}, "mine", id="values"),
+        pytest.param("v: '{{ cr.spec.items | length }}'", {"items": ["a", "b"]}, "2", id="items-filtered"),
+        pytest.param("v: '{{ cr.spec.get.path }}'", {"get": {"path": "/healthz"}}, "/healthz", id="nested"),
+        pytest.param("v: {% if cr.spec.keys %}some{% else %}none{% endif %}", {"keys": []}, "none", id="in-a-block"),
+        pytest.param("v: '{{ cr.spec.labels.items() | list | length }}'", {"labels": {"a": "b"}}, "1", id="method"),
+    ],
+)
+def test_a_spec_field_named_like_a_dict_method_is_the_field(template: str, spec: Any, expected: str) -> None:
+    cr = objects.CustomResource({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": spec})
+
+    assert templating.render_template(template, {"cr": cr}) == {"v": expected}

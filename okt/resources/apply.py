@@ -108,7 +108,10 @@ def prepare(res: resource.Resource, owner: objects.CustomResource | None, names:
     if owner is not None:
         check_ownable(res, owner)
         meta.setdefault("labels", {})[names.owner_label] = owner.uid
-        meta["ownerReferences"] = [owner.owner_reference()]
+        # Owner references the template or a mutation set stay beside okt's controller reference: they are part of
+        # the desired object okt writes, like any other field the author sets.
+        kept = [ref for ref in meta.get("ownerReferences") or () if ref.get("uid") != owner.uid]
+        meta["ownerReferences"] = [*kept, owner.owner_reference()]
     annotations = meta.setdefault("annotations", {})
     annotations.pop(names.hash_annotation, None)
     digest = checksum.checksum(res.hashable_ref())

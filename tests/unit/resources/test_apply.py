@@ -112,6 +112,17 @@ def test_prepare_stamps_owner_reference_owner_label_and_hash() -> None:
     assert digest == checksum.checksum(res.hashable_ref())
 
 
+def test_prepare_keeps_the_owner_references_the_author_set_beside_okts() -> None:
+    shared_by = {"apiVersion": "v1", "kind": "ConfigMap", "name": "catalog", "uid": "uid-9"}
+    res = Config(OWNER)
+    res.desired["metadata"]["ownerReferences"] = [shared_by, {**OWNER.owner_reference(), "controller": False}]
+
+    for _ in range(2):
+        apply.prepare(res, OWNER, LABELS)
+
+    assert res.desired["metadata"]["ownerReferences"] == [shared_by, OWNER.owner_reference()]
+
+
 def test_prepare_without_owner_only_stamps_the_hash() -> None:
     res = Config(OWNER)
 

@@ -18,7 +18,9 @@ Guarantees:
 * trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
   renders to exactly one document;
 * a ``{#`` of the manifest's text (a shell script's ``${#NAME}``) is written ``{{ "{#" }}``, so it renders as the text
-  it is instead of opening a Jinja2 comment.
+  it is instead of opening a Jinja2 comment;
+* a manifest Jinja2 cannot read (a literal ``{{ $labels.instance }}`` of an alerting rule, a Go template) is a
+  one-line :class:`~okt.codegen.errors.CodegenError` naming its line: the wrapper would fail on every render.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import yaml
 
 from okt.codegen import dictionary, errors
@@ -41,6 +44,7 @@ _METADATA_LINE = re.compile(r"^metadata:[ \t]*(#.*)?$")
 _DOCUMENT_MARKER = re.compile(r"^(---|\.\.\.)[ \t]*(#.*)?$")
 _BLOCK_SCALAR = re.compile(r"^[|>]")
 _COMMENT_OPENER = '{{ "{#" }}'
+_OFFSET = re.compile(r" at \d+$")  # Jinja2's offset in the whole text: the line number says where
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
 
 def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     """The manifest's text with the name and namespace replaced by Jinja2 placeholders (see the module docstring)."""
+    _check_jinja2(manifest)
     expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
     edited = _edit_lines(manifest.text, spec)
     if edited is not None and _load_all(manifest.path, edited) == [expected]:
@@ -93,6 +98,18 @@ def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
             "name: and namespace: on their own lines)"
         )
     return _comment_openers_escaped(_redump(manifest, spec))
+
+
+def _check_jinja2(manifest: Manifest) -> None:
+    """Refuse a manifest whose ``{{ }}`` or ``{% %}`` Jinja2 cannot parse, with the manifest's own line number."""
+    try:
+        jinja2.Environment(autoescape=False).parse(_comment_openers_escaped(manifest.text))  # noqa: S701 - YAML
+    except jinja2.TemplateSyntaxError as exc:
+        problem = _OFFSET.sub("", exc.message or "")
+        raise errors.CodegenError(
+            f"manifest {manifest.path}: line {exc.lineno}: not a Jinja2 expression ({problem}): okt renders the "
+            "manifest with Jinja2, so write a literal {{ as {{ '{{' }} (or set the value in mutate_with_cr)"
+        ) from exc
 
 
 def _comment_openers_escaped(text: str) -> str:

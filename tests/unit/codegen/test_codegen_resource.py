@@ -387,6 +387,14 @@ MANY = BASE + "metadata:\n  name: a\n---\n" + BASE + "metadata:\n  name: b\n"
             "(metadata:, then name: and namespace: on their own lines)",
             id="flow-metadata-with-expressions",
         ),
+        pytest.param(
+            "ConfigMap",
+            BASE + "metadata:\n  name: a\ndata:\n  alert: '{{ $labels.instance }} is down'\n",
+            "manifest manifests/config_map.yaml: line 6: not a Jinja2 expression (unexpected char '$'): okt "
+            "renders the manifest with Jinja2, so write a literal {{ as {{ '{{' }} (or set the value in "
+            "mutate_with_cr)",
+            id="literal-go-template",
+        ),
     ],
 )
 def test_invalid_input_is_one_readable_error_line(

@@ -47,11 +47,8 @@ class EventRecorder:
         with self._lock:
             seen = self._seen.pop(key, None)
         try:
-            if seen is not None:
-                name, ns, count = seen
-                self._client.patch(kinds.EVENT, name, {"count": count + 1, "lastTimestamp": _now()}, ns)
-                stored = (name, ns, count + 1)
-            else:
+            stored = self._bump(seen) if seen is not None else None
+            if stored is None:
                 name = f"{cr.name}.{secrets.token_hex(8)}"
                 now = _now()
                 self._client.create(self._event(cr, name, namespace, type_, reason, message, now), kinds.EVENT)
@@ -63,6 +60,16 @@ class EventRecorder:
             self._seen[key] = stored
             while len(self._seen) > _CACHE_SIZE:
                 self._seen.popitem(last=False)
+
+    def _bump(self, seen: tuple[str, str, int]) -> tuple[str, str, int] | None:
+        """Count one more repeat on the Event ``seen`` (name, namespace, count); None when it is gone — the API server
+        removes an Event an hour after its last update (``--event-ttl``), and the repeat then needs a new one."""
+        name, namespace, count = seen
+        try:
+            self._client.patch(kinds.EVENT, name, {"count": count + 1, "lastTimestamp": _now()}, namespace)
+        except errors.NotFound:
+            return None
+        return name, namespace, count + 1
 
     def _event(
         self, cr: objects.CustomResource, name: str, namespace: str, type_: str, reason: str, message: str, now: str

@@ -147,3 +147,17 @@ def test_recovering_from_an_error_records_a_normal_event_after_the_warning(
     assert normal["message"].startswith("generation 2 reconciled: ")
     assert normal["involvedObject"]["kind"] == "Widget"
     assert normal["source"] == {"component": "widget-controller"}
+
+
+def test_a_repeated_error_whose_event_expired_records_a_new_event(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=9)
+    shared.reconcile_widget(Unreachable(), kube, widget_kind, namespace, NAME, recorder)
+    # The API server removes an Event an hour after its last update (--event-ttl); the recorder still knows its name.
+    for event in events_of(kube, widget_kind, namespace):
+        kube.delete(kinds.EVENT, event["metadata"]["name"], namespace)
+
+    shared.reconcile_widget(Unreachable(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Warning", "TemporaryError", 1)]

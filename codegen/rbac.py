@@ -16,6 +16,7 @@ what okt's runtime and engine use:
   gets get, list, watch, create, delete — and patch too when the reconciler writes with server-side apply (its
   ``apply_strategy``, ``"apply"`` by default), since the API server authorizes an apply that creates as both;
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
+  a cluster-scoped one (known from an ``okt.Kind`` or the kind dictionary) needs a cluster-wide operator;
 * what the reconciler declares in ``permissions`` (``{(group, resource): verbs}``): what its hooks reach beyond the
   children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard;
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
@@ -226,7 +227,7 @@ def rbac_for_reconcilers(
     watched: list[tuple[str, str]] = []
     declared: list[tuple[str, str, Sequence[str]]] = []
     for cls in classes:
-        watched += [_watched_kind(cls, w.kind, kinds) for w in getattr(cls, "watches", ()) or ()]
+        watched += [_watched_kind(cls, w.kind, kinds, cluster_wide) for w in getattr(cls, "watches", ()) or ()]
         declared += _declared(cls)
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
@@ -333,14 +334,22 @@ def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
     return declared
 
 
-def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary) -> tuple[str, str]:
+def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary, cluster_wide: bool) -> tuple[str, str]:
     """``(group, plural)`` of a watch's kind: an ``okt.Kind``, ``plural.group``, or a kind or plural of the
-    dictionary (a short name needs the server's discovery, which code generation does without)."""
+    dictionary (a short name needs the server's discovery, which code generation does without).
+
+    A kind known to be cluster-scoped needs ``cluster_wide``: its informer lists the whole cluster, which a Role
+    cannot grant (a Role's rule on a cluster-scoped resource is accepted and grants nothing).
+    """
     if not isinstance(kind, str):
+        if not getattr(kind, "namespaced", True) and not cluster_wide:
+            raise errors.CodegenError(f"{owner.__name__}.watches: {kind.kind!r} is cluster-scoped: use --cluster-wide")
         return str(kind.api_version).rpartition("/")[0], str(kind.plural)
     word = kind.strip().lower()
     for spec in kinds:
         if word in (spec.kind.lower(), spec.plural):
+            if not spec.namespaced and not cluster_wide:
+                raise errors.CodegenError(f"{owner.__name__}.watches: {kind!r} is cluster-scoped: use --cluster-wide")
             return spec.api_version.rpartition("/")[0], spec.plural
     plural, dot, group = word.partition(".")
     if dot:

@@ -267,6 +267,18 @@ class ClusterScoped(okt.Reconciler):
     namespaced = False
 
 
+class NodeWatcher(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+    watches = (okt.watch(okt.Kind("v1", "Node", "nodes", namespaced=False), map=lambda obj, ctx: []),)
+
+
+class ClusterRoleWatcher(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+    watches = (okt.watch("ClusterRole", map=lambda obj, ctx: []),)
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
@@ -277,6 +289,8 @@ class ClusterScoped(okt.Reconciler):
         ),
         (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
         (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),
+        (NodeWatcher, "NodeWatcher.watches: 'Node' is cluster-scoped: use --cluster-wide"),
+        (ClusterRoleWatcher, "ClusterRoleWatcher.watches: 'ClusterRole' is cluster-scoped: use --cluster-wide"),
     ],
 )
 def test_rbac_for_reconciler_refuses_what_it_cannot_grant_safely(cls: type[okt.Reconciler], message: str) -> None:

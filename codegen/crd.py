@@ -11,10 +11,11 @@ Guarantees (the conversion):
 * ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
   dropped; an enum lists ``null`` too, since the API server checks a null against it); ``int | str`` becomes
   ``x-kubernetes-int-or-string``; any other union is an error naming the field;
-* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default``, ``minimum``/
-  ``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean form),
-  ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``, ``minProperties``/
-  ``maxProperties`` and the ``format`` values Kubernetes knows;
+* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a ``datetime``
+  default without a time zone is an error: the ``date-time`` format refuses it), ``minimum``/``maximum`` (JSON
+  Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean form), ``multipleOf``,
+  ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``, ``minProperties``/``maxProperties`` and the
+  ``format`` values Kubernetes knows;
 * ``Any`` and ``dict[str, Any]`` become ``x-kubernetes-preserve-unknown-fields: true``; ``dict[str, X]`` keeps
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
 * ``set[X]`` of scalars becomes ``x-kubernetes-list-type: set`` (``uniqueItems`` is forbidden in CRDs);
@@ -33,6 +34,7 @@ preserved (okt may keep bookkeeping there; see the design notes on persistence).
 from __future__ import annotations
 
 import copy
+import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -481,6 +483,11 @@ class _Converter:
             out["enum"] = list(node["enum"])
         if "default" in node and node["default"] is not None:
             out["default"] = node["default"]
+            if out.get("format") == "date-time" and _naive(out["default"]):
+                raise errors.CodegenError(
+                    f"{path}: the default {out['default']!r} has no time zone, which the API server's date-time "
+                    "format refuses: give it one (tzinfo=datetime.UTC)"
+                )
         for keyword in _COPIED_KEYWORDS:
             if keyword in node:
                 out[keyword] = node[keyword]
@@ -525,6 +532,15 @@ class _Converter:
     def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords that describe a node whatever its type (here: its description)."""
         return {"description": node["description"]} if node.get("description") else {}
+
+
+def _naive(value: Any) -> bool:
+    """Whether ``value`` is a date-time without a time zone (pydantic's JSON form of a naive ``datetime``): RFC 3339,
+    the API server's ``date-time`` format, requires one, and a CRD whose default the server refuses is refused whole."""
+    try:
+        return isinstance(value, str) and datetime.datetime.fromisoformat(value).tzinfo is None
+    except ValueError:
+        return False
 
 
 def _inferred_type(node: Mapping[str, Any], path: str) -> str | None:

@@ -242,6 +242,10 @@ class Nothing(pydantic.BaseModel):
     value: None = None
 
 
+class NaiveStart(pydantic.BaseModel):
+    start: datetime.datetime = datetime.datetime(2020, 1, 1)
+
+
 @pytest.mark.parametrize(
     ("model", "message"),
     [
@@ -251,6 +255,11 @@ class Nothing(pydantic.BaseModel):
         ),
         (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
         (Nothing, "spec.value: a field that can only be None has no structural schema"),
+        (
+            NaiveStart,
+            "spec.start: the default '2020-01-01T00:00:00' has no time zone, which the API server's date-time format "
+            "refuses: give it one (tzinfo=datetime.UTC)",
+        ),
     ],
 )
 def test_models_without_a_structural_schema_are_refused_naming_the_field(

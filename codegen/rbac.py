@@ -59,6 +59,8 @@ CLUSTER_OPERATOR_GROUP = "config.openshift.io"
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
+"""An API version, as the middle part of ``plural.version.group``."""
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -336,7 +338,8 @@ def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
 
 def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary, cluster_wide: bool) -> tuple[str, str]:
     """``(group, plural)`` of a watch's kind: an ``okt.Kind``, ``plural.group``, or a kind or plural of the
-    dictionary (a short name needs the server's discovery, which code generation does without).
+    dictionary, alone or with its group (``Deployment.apps``) and version (``deployments.v1.apps``) as ``kubectl``
+    and okt's runtime read them (a short name needs the server's discovery, which code generation does without).
 
     A kind known to be cluster-scoped needs ``cluster_wide``: its informer lists the whole cluster, which a Role
     cannot grant (a Role's rule on a cluster-scoped resource is accepted and grants nothing).
@@ -345,15 +348,17 @@ def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary,
         if not getattr(kind, "namespaced", True) and not cluster_wide:
             raise errors.CodegenError(f"{owner.__name__}.watches: {kind.kind!r} is cluster-scoped: use --cluster-wide")
         return str(kind.api_version).rpartition("/")[0], str(kind.plural)
-    word = kind.strip().lower()
+    word, dot, rest = kind.strip().lower().partition(".")
+    version, _, after_version = rest.partition(".")
+    group = (after_version if _VERSION.match(version) else rest) if dot else None
     for spec in kinds:
-        if word in (spec.kind.lower(), spec.plural):
+        spec_group = spec.api_version.rpartition("/")[0]
+        if word in (spec.kind.lower(), spec.plural) and group in (None, spec_group):
             if not spec.namespaced and not cluster_wide:
                 raise errors.CodegenError(f"{owner.__name__}.watches: {kind!r} is cluster-scoped: use --cluster-wide")
-            return spec.api_version.rpartition("/")[0], spec.plural
-    plural, dot, group = word.partition(".")
-    if dot:
-        return group, plural
+            return spec_group, spec.plural
+    if group is not None:
+        return group, word
     raise errors.CodegenError(
         f"{owner.__name__}.watches: {kind!r} is not in the kind dictionary: name it as plural.group "
         "(widgets.example.com) or with an okt.Kind"

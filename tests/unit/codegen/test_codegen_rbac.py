@@ -360,6 +360,29 @@ def test_watched_kinds_are_only_read() -> None:
     assert {"apiGroups": ["z.example.com"], "resources": ["gizmos"], "verbs": read} in rules
 
 
+@pytest.mark.parametrize(
+    ("name", "group", "plural"),
+    [
+        ("deployments.v1.apps", "apps", "deployments"),
+        ("Deployment.apps", "apps", "deployments"),
+        ("deployment.apps", "apps", "deployments"),
+        ("configmaps.v1", "", "configmaps"),
+        ("gizmos.v1beta1.z.example.com", "z.example.com", "gizmos"),
+    ],
+)
+def test_a_watch_named_with_its_group_or_version_as_kubectl_names_it_reads_that_kind(
+    name: str, group: str, plural: str
+) -> None:
+    class Watching(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        watches = (okt.watch(name, map=lambda obj, ctx: []),)
+
+    rules = rules_of(rbac.rbac_for_reconciler(Watching, namespace="operators"), "Role")
+    assert {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"]} in rules
+
+
 def test_a_watch_named_by_a_short_name_needs_its_group_for_code_generation() -> None:
     class Watching(okt.Reconciler):
         api_version = "x.example.com/v1"

@@ -41,7 +41,7 @@ escalation check); add those permissions to the generated role, or the ``bind``/
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from okt.codegen import crd, dictionary, errors
@@ -323,11 +323,22 @@ def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:
 
 
 def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
-    """A reconciler's ``permissions`` as ``(group, resource, verbs)``, each checked: no wildcard, some verb."""
+    """A reconciler's ``permissions`` as ``(group, resource, verbs)``, each checked: a ``{(group, resource): verbs}``
+    mapping of strings, no wildcard, some verb."""
+    permissions = getattr(cls, "permissions", None) or {}
+    if not isinstance(permissions, Mapping):
+        raise errors.CodegenError(f"{cls.__name__}.permissions must map (group, resource) to verbs")
     declared: list[tuple[str, str, Sequence[str]]] = []
-    for key, verbs in dict(getattr(cls, "permissions", None) or {}).items():
+    for key, verbs in permissions.items():
+        granted = list(verbs) if isinstance(verbs, Iterable) and not isinstance(verbs, str) else [verbs]
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(part, str) for part in key)) or not all(
+            isinstance(verb, str) for verb in granted
+        ):
+            raise errors.CodegenError(
+                f"{cls.__name__}.permissions: {key!r}: {verbs!r}: expected (group, resource): verbs, all strings, "
+                'such as ("", "pods"): ("get", "list")'
+            )
         group, resource = key
-        granted = [verbs] if isinstance(verbs, str) else list(verbs)
         if "*" in (group, resource, *granted) or not resource or not granted:
             raise errors.CodegenError(
                 f"{cls.__name__}.permissions: {key!r}: {granted!r}: name the group, resource and verbs, no wildcard"

@@ -342,6 +342,21 @@ def test_a_wildcard_or_empty_permission_is_refused(permissions: dict[tuple[str, 
         rbac.rbac_for_reconciler(Greedy)
 
 
+@pytest.mark.parametrize(
+    "permissions",
+    [{"pods": ("get",)}, {("", "pods", "get"): ("get",)}, {("", "pods"): None}, {("", "pods"): (1,)}, [("", "pods")]],
+)
+def test_a_malformed_permission_is_refused_in_one_line(permissions: Any) -> None:
+    class Confused(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+
+    Confused.permissions = permissions
+
+    with pytest.raises(errors.CodegenError, match=r"^Confused\.permissions"):
+        rbac.rbac_for_reconciler(Confused)
+
+
 def test_watched_kinds_are_only_read() -> None:
     class Watching(okt.Reconciler):
         api_version = "x.example.com/v1"

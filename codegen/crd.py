@@ -27,8 +27,9 @@ other served versions of ``spec_models`` with their own spec schemas — with ``
 serves (``spec.conversion.strategy: Webhook``) —, the ``status`` subresource,
 printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra columns, then ``Age``.
 ``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
-``type``) and ``observedGeneration`` are added when the status model lacks them, and unknown status fields are
-preserved (okt may keep bookkeeping there; see the design notes on persistence).
+``type``) and ``observedGeneration`` are added when the status model lacks them, its required fields are not
+required (a failing reconcile reports before they are set), and unknown status fields are preserved (okt may keep
+bookkeeping there; see the design notes on persistence).
 """
 
 from __future__ import annotations
@@ -237,10 +238,16 @@ def _version(
 
 
 def status_schema(status_model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
-    """The schema of ``status``: the model's (when given) with okt's ``conditions`` and ``observedGeneration``."""
+    """The schema of ``status``: the model's (when given) with okt's ``conditions`` and ``observedGeneration``.
+
+    The model's required fields are not required here: the status is written piecewise (okt's conditions of a
+    reconcile that failed before the reconciler set anything, another writer's key), and the API server would refuse
+    each such write for a field that is not there yet.
+    """
     schema: dict[str, Any] = {"type": "object"}
     if status_model is not None:
         schema = _model_schema(status_model, "status")
+        schema.pop("required", None)
     properties = schema.setdefault("properties", {})
     properties.setdefault("conditions", copy.deepcopy(CONDITIONS_SCHEMA))
     properties.setdefault("observedGeneration", dict(OBSERVED_GENERATION_SCHEMA))

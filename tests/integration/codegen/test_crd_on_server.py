@@ -14,6 +14,7 @@ from typing import Any, Literal
 import pydantic
 import pytest
 
+import okt
 from okt import errors
 from okt.codegen import crd
 from okt.kube import client as kube_client
@@ -126,3 +127,37 @@ def test_a_spec_the_model_refuses_is_refused(
 
     with pytest.raises(errors.Invalid):
         create(kube, schemed_kind, namespace, spec)
+
+
+class GaugeSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(ge=1)
+
+
+class GaugeStatus(pydantic.BaseModel):
+    phase: str
+
+
+class GaugeReconciler(okt.Reconciler):
+    """Fails before it could report a phase (a backend that does not answer)."""
+
+    api_version = "status.okt.example.com/v1"
+    kind = "Gauge"
+    spec_model = GaugeSpec
+    status_model = GaugeStatus
+
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.TemporaryError("the backend does not answer")
+
+
+def test_a_status_model_with_a_required_field_takes_the_conditions_of_a_reconcile_that_failed_before_setting_it(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(GaugeReconciler))
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "g", "namespace": namespace}}
+    kube.create({**body, "spec": {"size": 1}}, kind)
+
+    okt.reconcile(GaugeReconciler(), kube, None, namespace, "g", kind=kind)
+
+    status = kube.get(kind, "g", namespace).get("status") or {}
+    ready = [c for c in status.get("conditions") or () if c["type"] == "Ready"]
+    assert [(c["status"], c["reason"]) for c in ready] == [("False", "TemporaryError")]

@@ -103,6 +103,8 @@ STANDARD_COLUMNS: tuple[dict[str, Any], ...] = (
 AGE_COLUMN: dict[str, Any] = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 _COLUMN_TYPES = frozenset({"integer", "number", "string", "boolean", "date"})
 _COLUMN_KEYS = frozenset({"name", "type", "jsonPath", "description", "format", "priority"})
+_COLUMN_FORMATS = frozenset({"int32", "int64", "float", "double", "byte", "date", "date-time", "password"})
+"""The ``format`` values the API server accepts on a printer column."""
 
 _COPIED_KEYWORDS = (
     "minimum",
@@ -389,6 +391,14 @@ def _columns(extra: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             raise errors.CodegenError(
                 f"{where} ({column['name']}): type {column['type']!r} is not one of {', '.join(sorted(_COLUMN_TYPES))}"
             )
+        if "format" in column and column["format"] not in _COLUMN_FORMATS:
+            raise errors.CodegenError(
+                f"{where} ({column['name']}): format {column['format']!r} is not one of "
+                f"{', '.join(sorted(_COLUMN_FORMATS))}"
+            )
+        priority = column.get("priority", 0)
+        if type(priority) is not int or not -(2**31) <= priority < 2**31:
+            raise errors.CodegenError(f"{where} ({column['name']}): priority {priority!r} is not a whole number")
         if not str(column["jsonPath"]).startswith("."):
             raise errors.CodegenError(f"{where} ({column['name']}): jsonPath must start with '.', like .spec.size")
         if column["name"] in names:

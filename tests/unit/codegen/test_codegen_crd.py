@@ -379,6 +379,14 @@ def test_spec_without_a_model_accepts_any_object() -> None:
             [{"name": "S", "type": "integer", "jsonPath": ".s", "colour": 1}],
             "printer column #1 (S): unknown keys colour",
         ),
+        (
+            [{"name": "S", "type": "integer", "jsonPath": ".s", "priority": "high"}],
+            "printer column #1 (S): priority 'high' is not a whole number",
+        ),
+        (
+            [{"name": "S", "type": "number", "jsonPath": ".s", "format": "percent"}],
+            "printer column #1 (S): format 'percent' is not one of ",
+        ),
     ],
 )
 def test_invalid_printer_columns_are_refused(columns: list[dict[str, Any]], message: str) -> None:

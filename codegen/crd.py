@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -144,6 +145,8 @@ _KEY_ORDER = (
     "items",
 )
 """The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
+_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
 
 
@@ -174,10 +177,12 @@ def crd_from_models(
             Webhook``); None: no conversion webhook (``strategy: None``, the API server only rewrites apiVersion).
 
     Raises:
-        CodegenError: an invalid scope or printer column, or a model with no structural schema.
+        CodegenError: an invalid scope, name (group, kind, plural) or printer column, or a model with no structural
+            schema.
     """
     if scope not in ("Namespaced", "Cluster"):
         raise errors.CodegenError(f"invalid scope {scope!r}: expected Namespaced or Cluster")
+    _check_names(group, kind, plural)
     others = dict(other_versions or {})
     if version in others:
         raise errors.CodegenError(f"version {version} is the stored one: list only the other served versions")
@@ -200,6 +205,17 @@ def crd_from_models(
             "webhook": {"clientConfig": dict(conversion_client_config), "conversionReviewVersions": ["v1"]},
         }
     return definition
+
+
+def _check_names(group: str, kind: str, plural: str) -> None:
+    """The API server's rules for a CRD's names: a group with a dot, and a plural, kind and list kind (lowercased)
+    that are DNS-1035 labels."""
+    if not _DNS_SUBDOMAIN.match(group) or "." not in group or len(group) > 253:
+        raise errors.CodegenError(f"invalid group {group!r}: expected a DNS name with a dot, such as cache.example.com")
+    if not _DNS_1035_LABEL.match(f"{kind}List".lower()):
+        raise errors.CodegenError(f"invalid kind {kind!r}: expected a name such as Memcached")
+    if not _DNS_1035_LABEL.match(plural):
+        raise errors.CodegenError(f"invalid plural {plural!r}: expected a lowercase DNS label such as memcacheds")
 
 
 def _version(

@@ -403,6 +403,21 @@ class MemcachedReconciler(okt.Reconciler):
     printer_columns: ClassVar = [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]
 
 
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ({"plural": "Memcacheds"}, "invalid plural 'Memcacheds': expected a lowercase DNS label such as memcacheds"),
+        ({"plural": "mem.cacheds"}, "invalid plural 'mem.cacheds': expected a lowercase DNS label such as memcacheds"),
+        ({"kind": "Mem_cached"}, "invalid kind 'Mem_cached': expected a name such as Memcached"),
+        ({"group": "cache"}, "invalid group 'cache': expected a DNS name with a dot, such as cache.example.com"),
+    ],
+)
+def test_names_the_api_server_refuses_are_refused(names: dict[str, str], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        memcached_crd(**names)
+    assert str(caught.value) == message
+
+
 def test_crd_for_reconciler_reads_the_class_attributes() -> None:
     assert crd.crd_for_reconciler(MemcachedReconciler) == memcached_crd()
 

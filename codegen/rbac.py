@@ -212,10 +212,11 @@ def rbac_for_reconcilers(
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
     Reads ``api_version``, ``kind``, ``plural``, ``namespaced``, ``owns`` and ``permissions`` of each reconciler, and
-    ``api_version``, ``kind`` (and ``plural``/``mutable`` when set) of each class in its ``owns``. An owned class
-    without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one without a boolean
-    ``mutable`` is as mutable as its dictionary entry. ``service_account`` defaults to ``<kind>-operator`` (lowercased,
-    first reconciler).
+    ``api_version``, ``kind`` (and ``plural``/``mutable``/``namespaced`` when set) of each class in its ``owns``. An
+    owned class without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one
+    without a boolean ``mutable`` or ``namespaced`` is as mutable or namespaced as its dictionary entry (a kind the
+    dictionary lacks counts as namespaced). ``service_account`` defaults to ``<kind>-operator`` (lowercased, first
+    reconciler).
 
     Raises:
         CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a
@@ -411,7 +412,10 @@ def _owned_kind(
     mutable = getattr(child, "mutable", None)
     if not isinstance(mutable, bool):
         mutable = spec.mutable if spec is not None else True
-    if spec is not None and not spec.namespaced and not cluster_wide:
+    namespaced = getattr(child, "namespaced", None)
+    if not isinstance(namespaced, bool):
+        namespaced = spec.namespaced if spec is not None else True
+    if not namespaced and not cluster_wide:
         raise errors.CodegenError(f"{where}: {kind} is cluster-scoped: use --cluster-wide")
     return OwnedKind(api_version.rpartition("/")[0], plural, mutable or applies)
 

@@ -267,6 +267,19 @@ class ClusterScoped(okt.Reconciler):
     namespaced = False
 
 
+class ClusterScopedCustomOwner(okt.Reconciler):
+    api_version = "x.example.com/v1"
+    kind = "Thing"
+
+    class Tenant(okt.MutableResource):
+        api_version = "tenants.example.com/v1"
+        kind = "Tenant"
+        plural = "tenants"
+        namespaced = False
+
+    owns: ClassVar = [Tenant]
+
+
 class NodeWatcher(okt.Reconciler):
     api_version = "x.example.com/v1"
     kind = "Thing"
@@ -289,6 +302,10 @@ class ClusterRoleWatcher(okt.Reconciler):
         ),
         (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
         (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),
+        (
+            ClusterScopedCustomOwner,
+            "ClusterScopedCustomOwner.owns: 'Tenant': Tenant is cluster-scoped: use --cluster-wide",
+        ),
         (NodeWatcher, "NodeWatcher.watches: 'Node' is cluster-scoped: use --cluster-wide"),
         (ClusterRoleWatcher, "ClusterRoleWatcher.watches: 'ClusterRole' is cluster-scoped: use --cluster-wide"),
     ],

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from okt.codegen import crd, dictionary, errors
+from okt.kube import kinds as kube_kinds
 
 PRIMARY_VERBS = ("get", "list", "watch", "patch")
 STATUS_VERBS = ("patch",)
@@ -406,7 +407,7 @@ def _owned_kind(
         if spec is None:
             raise errors.CodegenError(
                 f"{where}: kind {kind} is not in the kind dictionary, so its plural is unknown: "
-                "add it with --dictionary FILE"
+                f'declare it on the class, such as plural = "{kube_kinds.plural_of(kind)}"'
             )
         plural = spec.plural
     mutable = getattr(child, "mutable", None)

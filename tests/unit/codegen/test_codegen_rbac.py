@@ -298,7 +298,7 @@ class ClusterRoleWatcher(okt.Reconciler):
         (
             WidgetReconciler,
             "WidgetReconciler.owns: 'Widget': kind Widget is not in the kind dictionary, so its plural is unknown: "
-            "add it with --dictionary FILE",
+            'declare it on the class, such as plural = "widgets"',
         ),
         (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
         (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),

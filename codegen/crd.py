@@ -184,6 +184,9 @@ def crd_from_models(
         raise errors.CodegenError(f"invalid scope {scope!r}: expected Namespaced or Cluster")
     _check_names(group, kind, plural)
     others = dict(other_versions or {})
+    for name in (version, *others):
+        if not _DNS_1035_LABEL.match(name):
+            raise errors.CodegenError(f"invalid version {name!r}: expected a lowercase DNS label such as v1alpha1")
     if version in others:
         raise errors.CodegenError(f"version {version} is the stored one: list only the other served versions")
     versions = [_version(version, True, kind, plural, spec_model, status_model, printer_columns)]

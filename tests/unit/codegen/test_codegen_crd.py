@@ -410,9 +410,11 @@ class MemcachedReconciler(okt.Reconciler):
         ({"plural": "mem.cacheds"}, "invalid plural 'mem.cacheds': expected a lowercase DNS label such as memcacheds"),
         ({"kind": "Mem_cached"}, "invalid kind 'Mem_cached': expected a name such as Memcached"),
         ({"group": "cache"}, "invalid group 'cache': expected a DNS name with a dot, such as cache.example.com"),
+        ({"version": "V1"}, "invalid version 'V1': expected a lowercase DNS label such as v1alpha1"),
+        ({"other_versions": {"1.0": None}}, "invalid version '1.0': expected a lowercase DNS label such as v1alpha1"),
     ],
 )
-def test_names_the_api_server_refuses_are_refused(names: dict[str, str], message: str) -> None:
+def test_names_the_api_server_refuses_are_refused(names: dict[str, Any], message: str) -> None:
     with pytest.raises(errors.CodegenError) as caught:
         memcached_crd(**names)
     assert str(caught.value) == message

@@ -316,6 +316,28 @@ _BODY_QUOTE = re.compile(r"(, error found in #\d+ byte) of \.\.\.\|.*\|\.\.\.", 
 text around the error (``error found in #10 byte of ...|..."password":"hunter2"}}|..., bigger context ...|...|...``).
 It may be a Secret's data (clear text given as ``data``, which is base64): an error message goes to the log, a
 condition and an Event, so the quote is left out; what went wrong stays."""
+_APPLY_VALUE = re.compile(r"&value\.value\w*\{")
+"""Where server-side apply's typed patch quotes a value it could not take (``.data.pin: expected string, got
+&value.valueUnstructured{Value:987654}``): the request's own value, perhaps a Secret's, left out like the quote
+above."""
+
+
+def _without_quoted_values(message: str) -> str:
+    """``message`` with each value server-side apply quotes (see :data:`_APPLY_VALUE`, braces balanced) left out."""
+    parts = []
+    position = 0
+    for found in _APPLY_VALUE.finditer(message):
+        if found.start() < position:
+            continue
+        depth, end = 1, found.end()
+        while end < len(message) and depth:
+            depth += {"{": 1, "}": -1}.get(message[end], 0)
+            end += 1
+        parts.append(message[position : found.start()] + "a value (left out)")
+        position = end
+    return "".join(parts) + message[position:]
+
+
 _WATCH_READ = 64 * 1024
 """Bytes asked of the connection at once by a watch answer that is not chunked (a read returns what has arrived)."""
 
@@ -679,7 +701,7 @@ class Client:
         if isinstance(payload, dict) and payload.get("kind") == "Status":
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
-        message = _BODY_QUOTE.sub(r"\1 of the request (its text left out)", str(message))
+        message = _without_quoted_values(_BODY_QUOTE.sub(r"\1 of the request (its text left out)", str(message)))
         error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
         if isinstance(error, errors.TooManyRequests):
             # A Status says it in its details; the API server's priority and fairness (and max-in-flight) refuse with

@@ -26,3 +26,24 @@ def test_a_secret_refused_for_its_data_is_not_quoted_in_the_error(kube: kube_cli
     assert "hunter2" not in str(raised.value)
     assert "hunter2" not in raised.value.api_message
     assert "cannot be handled as a Secret" in str(raised.value)
+
+
+@pytest.mark.parametrize("field", ["data", "stringData"])
+def test_a_secret_refused_by_apply_for_a_value_of_the_wrong_type_is_not_quoted_in_the_error(
+    kube: kube_client.Client, namespace: str, field: str
+) -> None:
+    # A template that places a number where a Secret wants a string: server-side apply's typed patch names the field
+    # and quotes the value it could not take.
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "credentials", "namespace": namespace},
+        field: {"pin": 987654},
+    }
+
+    with pytest.raises(okt.ApiError) as raised:
+        kube.apply(secret, field_manager="okt")
+
+    assert "987654" not in str(raised.value)
+    assert "987654" not in raised.value.api_message
+    assert f".{field}.pin: expected string" in str(raised.value)

@@ -204,7 +204,9 @@ class FakeClient(kube_client.Client):
             key = _key(kind, meta.get("name", ""), meta.get("namespace"))
             if key in self._objects:
                 raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
-            for field in ("resourceVersion", "uid", "deletionTimestamp"):
+            # The server sets the identity and the version itself: a body copied from another object (a Secret
+            # copied into another namespace) gets its own.
+            for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp"):
                 meta.pop(field, None)
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)

@@ -31,9 +31,9 @@ What it does as the API server does:
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
-  and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` and the object goes when its
-  last finalizer is removed; a deleted object's dependents (by ``ownerReferences`` uid) go with it unless
-  ``propagation="Orphan"``.
+  and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` (and bumps ``generation``)
+  and the object goes when its last finalizer is removed; a deleted object's dependents (by ``ownerReferences``
+  uid) go with it unless ``propagation="Orphan"``.
 
 Limits, on purpose:
 
@@ -293,6 +293,10 @@ class FakeClient(kube_client.Client):
                 if not meta.get("deletionTimestamp"):
                     meta["deletionTimestamp"] = _now()
                     meta["deletionGracePeriodSeconds"] = 0
+                    # The server counts the start of a deletion as a change of the desired state: a reconciler's
+                    # observedGeneration falls behind it until the finalizing reconcile reports.
+                    if meta.get("generation"):
+                        meta["generation"] = int(meta["generation"]) + 1
                     meta["resourceVersion"] = self._next_version()
                 return True
             self._remove(key, orphan=propagation == "Orphan")

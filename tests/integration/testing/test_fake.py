@@ -224,6 +224,22 @@ def test_a_write_that_changes_nothing_keeps_the_resource_version(api: Api) -> No
 # -- deletion --------------------------------------------------------------------------------------------------------
 
 
+def test_a_delete_of_an_object_with_finalizers_marks_it_and_the_last_finalizer_removed_deletes_it(api: Api) -> None:
+    created = api.client.create(api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]}))
+
+    assert api.client.delete(WIDGET, "w", api.namespace) is True
+    marked = api.client.get(WIDGET, "w", api.namespace)
+    assert marked["metadata"]["deletionTimestamp"]
+    assert marked["metadata"]["finalizers"] == ["a/b"]
+    assert marked["metadata"]["generation"] == created["metadata"]["generation"] + 1
+    assert api.client.delete(WIDGET, "w", api.namespace) is True
+    assert api.client.get(WIDGET, "w", api.namespace)["metadata"] == marked["metadata"]
+
+    api.client.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, api.namespace)
+
+    assert api.client.get_or_none(WIDGET, "w", api.namespace) is None
+
+
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:
     api.client.create(api.widget())
 

@@ -27,7 +27,8 @@ What it does as the API server does:
   ``creationTimestamp`` are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch or update,
-  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails;
+  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails or a
+  write adds a finalizer to an object being deleted;
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
@@ -353,6 +354,7 @@ class FakeClient(kube_client.Client):
                     meta.pop(field, None)
             if _spec_of(new) != _spec_of(live):
                 meta["generation"] = int(live["metadata"].get("generation") or 0) + 1
+            _check_finalizers(live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
             return copy.deepcopy(live)
@@ -397,6 +399,20 @@ def _error(status: int, reason: str, message: str) -> errors.ApiError:
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """An object being deleted takes no new finalizer: its deletion waits only for those it had when it began."""
+    if not live["metadata"].get("deletionTimestamp"):
+        return
+    added = [f for f in new["metadata"].get("finalizers") or () if f not in (live["metadata"].get("finalizers") or ())]
+    if added:
+        raise _error(
+            422,
+            "Invalid",
+            f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, "
+            f"found new finalizers {added}",
+        )
 
 
 def _check_version(live: Mapping[str, Any], body: Any) -> None:

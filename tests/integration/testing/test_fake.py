@@ -240,6 +240,25 @@ def test_a_delete_of_an_object_with_finalizers_marks_it_and_the_last_finalizer_r
     assert api.client.get_or_none(WIDGET, "w", api.namespace) is None
 
 
+@pytest.mark.parametrize(
+    ("patch", "patch_type"),
+    [
+        ([{"op": "add", "path": "/metadata/finalizers/-", "value": "c/d"}], "json"),
+        ({"metadata": {"finalizers": ["a/b", "c/d"]}}, "merge"),
+    ],
+    ids=["json", "merge"],
+)
+def test_no_finalizer_can_be_added_to_an_object_being_deleted(api: Api, patch: Any, patch_type: str) -> None:
+    api.client.create(api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]}))
+    api.client.delete(WIDGET, "w", api.namespace)
+    marked = api.client.get(WIDGET, "w", api.namespace)
+
+    with pytest.raises(errors.Invalid):
+        api.client.patch(WIDGET, "w", patch, api.namespace, patch_type=patch_type)
+
+    assert api.client.get(WIDGET, "w", api.namespace) == marked
+
+
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:
     api.client.create(api.widget())
 

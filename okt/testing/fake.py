@@ -38,10 +38,11 @@ What it does as the API server does:
 
 Limits, on purpose:
 
-* server-side apply is approximated: the applied object is merged into the stored one, and fields the same field
-  manager applied before and no longer applies are removed — but lists are atomic (replaced whole, never merged by
-  key such as a container's name or a condition's type), conflicts between managers are never reported (as if
-  ``force=True``), and ``managedFields`` are not kept;
+* server-side apply is approximated: the applied object is merged into the stored one, and a field its field
+  manager applied before and no longer applies is removed when no other writer owns it too (another apply of the
+  same value, or a create, patch or update that wrote it since) — but lists are atomic (replaced whole, never merged
+  by key such as a container's name or a condition's type), conflicts between managers are never reported (as if
+  ``force=True``), and ``managedFields`` are not kept (objects stored with :meth:`~FakeClient.put` have no owners);
 * strategic merge patches are treated as merge patches (lists replaced whole);
 * no schema, no defaulting, no validation, no admission; no watch (:meth:`~FakeClient.watch` raises): run an
   operator under its manager on a real control plane (:class:`okt.testing.RunningOperator`) to test the runtime;
@@ -68,6 +69,9 @@ from okt.kube import kinds as kinds_mod
 from okt.testing import patching
 
 _Key = tuple[str, str, str, str]
+_Path = tuple[str, ...]
+_Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
+_UPDATE: _Writer = ("Update",)  # every create, patch and update: none of them ever removes a field it stops setting
 
 
 class FakeClient(kube_client.Client):
@@ -87,7 +91,7 @@ class FakeClient(kube_client.Client):
         self._lock = threading.RLock()
         self._served: dict[tuple[str, str], kinds_mod.Kind] = dict(kinds_mod.BUILTIN)
         self._objects: dict[_Key, dict[str, Any]] = {}
-        self._applied: dict[tuple[_Key, str, str], dict[str, Any]] = {}
+        self._owners: dict[_Key, dict[_Path, set[_Writer]]] = {}
         self._version = itertools.count(1000)
         self._failures: list[list[Any]] = []
         for kind in kinds:
@@ -114,7 +118,9 @@ class FakeClient(kube_client.Client):
             meta.setdefault("creationTimestamp", _now())
             meta.setdefault("generation", 1)
             meta["resourceVersion"] = self._next_version()
-            self._objects[self._key_of(stored)] = stored
+            key = self._key_of(stored)
+            self._objects[key] = stored
+            self._owners.pop(key, None)
             return copy.deepcopy(stored)
 
     def stored(self, kind: kinds_mod.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -211,7 +217,9 @@ class FakeClient(kube_client.Client):
                 meta.pop(field, None)
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)
-            return self.put(body)
+            created = self.put(body)
+            self._own(key, {}, created, _UPDATE)
+            return created
 
     def patch(
         self,
@@ -234,7 +242,9 @@ class FakeClient(kube_client.Client):
                 changed = patching.merge_patch(live, patch)
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
-            return self._write(live, changed, subresource)
+            written = self._write(live, changed, subresource)
+            self._own(_key(kind, name, namespace), live, written, _UPDATE)
+            return written
 
     def apply(
         self,
@@ -254,15 +264,20 @@ class FakeClient(kube_client.Client):
             if live is None and subresource is not None:
                 raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
             body = copy.deepcopy(dict(obj))
-            previous = self._applied.get((key, field_manager, subresource or ""), {})
+            writer = ("Apply", field_manager, subresource or "")
+            applied = patching.fields(_scope(body, subresource))
             if live is None:
-                self._applied[(key, field_manager, "")] = body
                 created = {k: v for k, v in body.items() if k != "status"}
-                return self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
-            changed = patching.merge_patch(live, patching.dropped(previous, body))
-            changed = patching.merge_patch(changed, body)
-            self._applied[(key, field_manager, subresource or "")] = body
-            return self._write(live, changed, subresource)
+                created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
+                self._own(key, {}, created, writer, applied)
+                return created
+            # What this manager applied before and no longer applies goes, unless another writer owns it too.
+            owners = self._owners.get(key, {})
+            gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
+            changed = patching.merge_patch(patching.without(live, gone), body)
+            written = self._write(live, changed, subresource)
+            self._own(key, live, written, writer, applied)
+            return written
 
     def replace(self, kind: kinds_mod.Kind, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
@@ -270,7 +285,9 @@ class FakeClient(kube_client.Client):
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
             _check_version(live, obj)
-            return self._write(live, copy.deepcopy(dict(obj)), subresource)
+            written = self._write(live, copy.deepcopy(dict(obj)), subresource)
+            self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _UPDATE)
+            return written
 
     def delete(
         self,
@@ -365,10 +382,37 @@ class FakeClient(kube_client.Client):
             self._remove(key, orphan=False)
         return copy.deepcopy(new)
 
+    def _own(
+        self,
+        key: _Key,
+        before: Mapping[str, Any],
+        after: Mapping[str, Any],
+        writer: _Writer,
+        applied: Mapping[_Path, Any] | None = None,
+    ) -> None:
+        """Record which writer owns which field after a write, as the API server's managedFields do.
+
+        A field the write changed is its writer's alone (an update, or a forced apply, takes it from every other
+        owner); an applied field already holding the applied value is shared; a field its manager no longer
+        applies is no longer its own. A field the object no longer has is nobody's.
+        """
+        if key not in self._objects:
+            return
+        was, now = patching.fields(before), patching.fields(after)
+        owners = self._owners.setdefault(key, {})
+        for path in [path for path in owners if path not in now]:
+            del owners[path]
+        for path, value in now.items():
+            if applied is not None and path not in applied:
+                owners.get(path, set()).discard(writer)
+            elif path not in was or was[path] != value:
+                owners[path] = {writer}
+            elif applied is not None:
+                owners.setdefault(path, set()).add(writer)
+
     def _remove(self, key: _Key, *, orphan: bool) -> None:
         gone = self._objects.pop(key)
-        for applied in [k for k in self._applied if k[0] == key]:
-            del self._applied[applied]
+        self._owners.pop(key, None)
         if orphan:
             return
         uid = gone["metadata"].get("uid")
@@ -395,6 +439,13 @@ def _now() -> str:
 
 def _error(status: int, reason: str, message: str) -> errors.ApiError:
     return errors.ApiError.from_status(status, reason, message)
+
+
+def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:
+    """The part of a body a write to ``subresource`` may change: the status alone, or all but the status."""
+    if subresource == "status":
+        return {"status": body["status"]} if "status" in body else {}
+    return {k: v for k, v in body.items() if k != "status"}
 
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:

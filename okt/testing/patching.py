@@ -1,4 +1,4 @@
-"""How the API server changes an object: merge patches, JSON patches, an apply's dropped fields.
+"""How the API server changes an object: merge patches, JSON patches, the fields an apply owns and removes.
 
 Why this exists: :class:`okt.testing.FakeClient` must answer a write the way the API server would, and these rules
 are pure functions over plain dicts — pinned on their own by unit tests, and small enough to read against the RFCs.
@@ -10,7 +10,7 @@ Guarantees: no function mutates its arguments; a failed JSON patch ``test`` (or 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from okt import errors
@@ -31,18 +31,37 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def dropped(previous: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
-    """A merge patch deleting what ``previous`` set and ``current`` no longer does: what one field manager's apply
-    removes (lists are atomic: a list still applied is replaced whole, not merged)."""
-    patch: dict[str, Any] = {}
-    for key, value in previous.items():
-        if key not in current:
-            patch[key] = None
-        elif isinstance(value, Mapping) and isinstance(current[key], Mapping):
-            nested = dropped(value, current[key])
-            if nested:
-                patch[key] = nested
-    return patch
+def fields(obj: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    """Every field of ``obj`` by its path, as field ownership counts them: each value that is not an object (a list
+    is one field, replaced whole) and each empty object."""
+    found: dict[tuple[str, ...], Any] = {}
+    for key, value in obj.items():
+        if isinstance(value, Mapping) and value:
+            found.update(fields(value, (*prefix, key)))
+        else:
+            found[(*prefix, key)] = value
+    return found
+
+
+def without(obj: Mapping[str, Any], paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+    """A copy of ``obj`` without the fields at ``paths``; an object one of these removals leaves empty goes too (as
+    an apply's removal of its manager's last key of ``labels`` leaves no ``labels: {}``)."""
+    result: dict[str, Any] = copy.deepcopy(dict(obj))
+    for path in paths:
+        _remove(result, path)
+    return result
+
+
+def _remove(obj: dict[str, Any], path: tuple[str, ...]) -> None:
+    head, *rest = path
+    if head not in obj:
+        return
+    if rest and isinstance(obj[head], dict):
+        _remove(obj[head], tuple(rest))
+        if not obj[head]:
+            del obj[head]
+    elif not rest:
+        del obj[head]
 
 
 def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -299,6 +299,37 @@ def test_an_apply_creates_a_missing_object_without_its_status(api: Api) -> None:
     assert (created["spec"], created.get("status"), created["metadata"]["generation"]) == ({"size": 1}, None, 1)
 
 
+def test_an_apply_removes_what_its_manager_alone_applied_and_no_longer_applies(api: Api) -> None:
+    api.client.apply(api.config_map(data={"mine": "1", "shared": "2", "kept": "3"}), field_manager="okt")
+    api.client.apply(api.config_map(data={"shared": "2"}), field_manager="other")
+
+    applied = api.client.apply(api.config_map(data={"kept": "3"}), field_manager="okt")
+
+    assert applied["data"] == {"shared": "2", "kept": "3"}
+
+
+def test_an_apply_leaves_what_another_writer_has_taken_over_or_also_wrote(api: Api) -> None:
+    api.client.create(api.widget(spec={"size": 1, "created": "x"}))
+    api.client.apply(api.widget(spec={"size": 1, "created": "x", "taken": "2", "tags": ["a"]}), field_manager="okt")
+    api.client.patch(WIDGET, "w", {"spec": {"taken": "changed", "tags": ["b"]}}, api.namespace, field_manager="editor")
+    api.client.apply(api.widget(spec={"forced": "1"}), field_manager="other")
+    api.client.apply(api.widget(spec={"size": 1, "forced": "2"}), field_manager="okt")
+
+    applied = api.client.apply(api.widget(spec={"size": 1}), field_manager="other")
+
+    assert applied["spec"] == {"size": 1, "created": "x", "taken": "changed", "tags": ["b"], "forced": "2"}
+
+
+def test_an_apply_that_drops_a_whole_map_removes_only_the_keys_its_manager_alone_set(api: Api) -> None:
+    labelled = {"name": "c", "namespace": api.namespace, "labels": {"app": "c"}}
+    api.client.apply(api.config_map(metadata=labelled, data={"mine": "1"}), field_manager="okt")
+    api.client.patch(kinds.CONFIG_MAP, "c", {"data": {"theirs": "2"}}, api.namespace, field_manager="editor")
+
+    applied = api.client.apply(api.config_map(), field_manager="okt")
+
+    assert (applied["metadata"].get("labels"), applied["data"]) == (None, {"theirs": "2"})
+
+
 def test_an_apply_to_the_status_changes_only_the_status(api: Api) -> None:
     api.client.create(api.widget())
 

@@ -1,5 +1,5 @@
-"""okt.testing.patching: merge patches, JSON patches, an apply's dropped fields and label selectors, as the API
-server applies them."""
+"""okt.testing.patching: merge patches, JSON patches, the fields an apply owns and removes, and label selectors, as
+the API server applies them."""
 
 from __future__ import annotations
 
@@ -69,8 +69,24 @@ def test_a_json_patch_that_cannot_apply_fails_as_the_api_server_answers(
         patching.json_patch({"m": {"v": "7"}}, [operation])
 
 
-def test_what_an_apply_no_longer_sets_is_dropped_and_lists_count_as_one_field() -> None:
-    previous = {"data": {"a": "1", "b": "2"}, "spec": {"ports": [1, 2]}, "gone": True}
-    current = {"data": {"a": "1"}, "spec": {"ports": [1]}}
+def test_an_object_s_fields_are_its_values_its_lists_whole_and_its_empty_objects() -> None:
+    obj = {"data": {"a": "1", "b": "2"}, "spec": {"ports": [1, 2], "empty": {}}, "gone": True}
 
-    assert patching.dropped(previous, current) == {"data": {"b": None}, "gone": None}
+    assert patching.fields(obj) == {
+        ("data", "a"): "1",
+        ("data", "b"): "2",
+        ("spec", "ports"): [1, 2],
+        ("spec", "empty"): {},
+        ("gone",): True,
+    }
+
+
+def test_removing_fields_removes_the_objects_they_leave_empty_and_no_other() -> None:
+    obj = {"metadata": {"labels": {"app": "x"}}, "data": {"a": "1", "b": "2"}, "spec": {"empty": {}}}
+
+    assert patching.without(
+        obj, [("metadata", "labels", "app"), ("data", "a"), ("data", "missing"), ("nope", "x")]
+    ) == {
+        "data": {"b": "2"},
+        "spec": {"empty": {}},
+    }

@@ -208,6 +208,8 @@ class FakeClient(kube_client.Client):
                 meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
             if kind.namespaced and not meta.get("namespace"):
                 raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
+            if not kind.namespaced:
+                meta.pop("namespace", None)  # the server drops it: a cluster-scoped object is in no namespace
             key = _key(kind, meta.get("name", ""), meta.get("namespace"))
             if key in self._objects:
                 raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
@@ -268,6 +270,8 @@ class FakeClient(kube_client.Client):
             applied = patching.fields(_scope(body, subresource))
             if live is None:
                 created = {k: v for k, v in body.items() if k != "status"}
+                if not kind.namespaced:
+                    created["metadata"].pop("namespace", None)
                 created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 self._own(key, {}, created, writer, applied)
                 return created

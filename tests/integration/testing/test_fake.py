@@ -9,6 +9,7 @@ custom resource is a Widget (a schemaless CRD with a status subresource).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.integration
 
 widget_kind = shared.widget_kind
 WIDGET = kinds.Kind(f"{shared.GROUP}/v1", "Widget", "widgets")
+CLUSTER_ROLE = kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "ClusterRole")]
 
 
 @dataclasses.dataclass
@@ -288,6 +290,20 @@ def test_a_list_keeps_what_its_label_selector_matches(api: Api, selector: str, n
     items, _ = api.client.list(kinds.CONFIG_MAP, api.namespace, label_selector=selector)
 
     assert sorted(item["metadata"]["name"] for item in items) == names
+
+
+@pytest.mark.parametrize("verb", ["create", "apply"])
+def test_a_cluster_scoped_object_has_no_namespace_whatever_the_body_says(api: Api, verb: str) -> None:
+    name = f"okt-fake-{secrets.token_hex(4)}"
+    body = {"apiVersion": CLUSTER_ROLE.api_version, "kind": "ClusterRole", "metadata": {"name": name}, "rules": []}
+    body["metadata"]["namespace"] = api.namespace  # type: ignore[index]
+    try:
+        created = api.client.create(body) if verb == "create" else api.client.apply(body, field_manager="okt")
+
+        assert "namespace" not in created["metadata"]
+        assert "namespace" not in api.client.get(CLUSTER_ROLE, name)["metadata"]
+    finally:
+        api.client.delete(CLUSTER_ROLE, name)
 
 
 # -- server-side apply -----------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 Why this exists: :class:`okt.testing.FakeClient` must answer a write the way the API server would, and these rules
 are pure functions over plain dicts — pinned on their own by unit tests, and small enough to read against the RFCs.
 
-Guarantees: no function mutates its arguments; a failed JSON patch ``test`` (or a path that does not exist) raises
-:class:`okt.errors.Invalid`, as the API server answers 422.
+Guarantees: no function mutates its arguments; a failed JSON patch ``test`` (or a path that does not exist, but for
+a ``replace`` of an object's key) raises :class:`okt.errors.Invalid`, as the API server answers 422.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def _remove(obj: dict[str, Any], path: tuple[str, ...]) -> None:
 
 
 def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """RFC 6902's ``test``, ``add``, ``remove`` and ``replace``, applied in order to a copy of ``target``.
+    """RFC 6902's ``test``, ``add``, ``remove`` and ``replace``, applied in order to a copy of ``target``, as the API
+    server applies them (unlike RFC 6902, a ``replace`` of a missing key of an object sets it).
 
     Raises:
         okt.errors.Invalid: a ``test`` failed, or a path does not exist (the API server's 422).
@@ -91,7 +92,9 @@ def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]
             else:
                 container[last] = value
         elif kind in ("remove", "replace"):
-            if current is _ABSENT:
+            # The API server's JSON patch library replaces a missing key of an object as if added; a missing list
+            # item, or a missing key to remove, is refused.
+            if current is _ABSENT and (kind == "remove" or isinstance(container, list)):
                 raise _invalid(f"{kind} {path}: the path does not exist")
             if isinstance(container, list):
                 if kind == "remove":

@@ -96,6 +96,20 @@ def test_a_json_patch_applies_test_add_remove_and_replace_in_order(api: Api) -> 
     )
 
 
+def test_a_json_patch_replace_of_a_missing_key_sets_it_and_of_a_missing_list_item_is_invalid(api: Api) -> None:
+    api.client.create(api.widget(spec={"size": 1, "tags": ["a"]}))
+
+    patched = api.client.patch(
+        WIDGET, "w", [{"op": "replace", "path": "/spec/missing", "value": 1}], api.namespace, patch_type="json"
+    )
+    with pytest.raises(errors.Invalid):
+        api.client.patch(
+            WIDGET, "w", [{"op": "replace", "path": "/spec/tags/3", "value": "b"}], api.namespace, patch_type="json"
+        )
+
+    assert patched["spec"] == {"size": 1, "tags": ["a"], "missing": 1}
+
+
 @pytest.mark.parametrize(
     "operation",
     [

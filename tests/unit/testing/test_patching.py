@@ -41,6 +41,7 @@ def test_a_merge_patch_merges_objects_deletes_nulls_and_replaces_lists(
         ([{"op": "add", "path": "/l/-", "value": 3}], {"m": {"v": "7"}, "l": [1, 2, 3]}),
         ([{"op": "remove", "path": "/l/0"}], {"m": {"v": "7"}, "l": [2]}),
         ([{"op": "add", "path": "/a~1b", "value": 1}], {"m": {"v": "7"}, "a/b": 1}),
+        ([{"op": "replace", "path": "/m/w", "value": "8"}], {"m": {"v": "7", "w": "8"}}),
     ],
 )
 def test_a_json_patch_applies_its_operations_in_order(
@@ -58,6 +59,7 @@ def test_a_json_patch_applies_its_operations_in_order(
     [
         ({"op": "test", "path": "/m/v", "value": "6"}, errors.Invalid),
         ({"op": "remove", "path": "/m/nothing"}, errors.Invalid),
+        ({"op": "replace", "path": "/l/2", "value": 3}, errors.Invalid),
         ({"op": "add", "path": "/no/such/parent", "value": 1}, errors.Invalid),
         ({"op": "move", "from": "/m/v", "path": "/w"}, errors.BadRequest),
     ],
@@ -66,7 +68,7 @@ def test_a_json_patch_that_cannot_apply_fails_as_the_api_server_answers(
     operation: dict[str, Any], error: type[errors.ApiError]
 ) -> None:
     with pytest.raises(error):
-        patching.json_patch({"m": {"v": "7"}}, [operation])
+        patching.json_patch({"m": {"v": "7"}, "l": [1, 2]}, [operation])
 
 
 def test_an_object_s_fields_are_its_values_its_lists_whole_and_its_empty_objects() -> None:

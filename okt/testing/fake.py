@@ -27,8 +27,9 @@ What it does as the API server does:
   ``creationTimestamp`` are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch or update,
-  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails or a
-  write adds a finalizer to an object being deleted;
+  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a
+  write adds a finalizer to an object being deleted, or an update of a custom resource names no
+  ``metadata.resourceVersion``;
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
@@ -288,6 +289,11 @@ class FakeClient(kube_client.Client):
         with self._lock:
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
+            if not meta.get("resourceVersion") and kinds_mod.builtin(kind.api_version, kind.kind) is None:
+                # Kubernetes' own kinds take an update without a version (last write wins); custom resources do not.
+                raise _error(
+                    422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+                )
             _check_version(live, obj)
             written = self._write(live, copy.deepcopy(dict(obj)), subresource)
             self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _UPDATE)

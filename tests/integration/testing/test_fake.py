@@ -145,6 +145,20 @@ def test_a_stale_resource_version_is_a_conflict_for_a_merge_patch_and_an_update(
     assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 2}
 
 
+def test_an_update_without_a_resource_version_is_invalid_for_a_custom_resource_and_not_for_a_config_map(
+    api: Api,
+) -> None:
+    api.client.create(api.widget())
+    api.client.create(api.config_map(data={"a": "1"}))
+
+    with pytest.raises(errors.Invalid):
+        api.client.replace(WIDGET, api.widget(spec={"size": 2}))
+    replaced = api.client.replace(kinds.CONFIG_MAP, api.config_map(data={"a": "2"}))
+
+    assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 1}
+    assert replaced["data"] == {"a": "2"}
+
+
 def test_a_create_of_an_existing_name_is_a_conflict_that_says_already_exists(api: Api) -> None:
     api.client.create(api.widget())
 

@@ -27,8 +27,9 @@ What it does as the API server does:
   ``creationTimestamp`` are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch or update,
-  or a wrong uid precondition on delete; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a
-  write adds a finalizer to an object being deleted, or an update of a custom resource names no
+  a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a patch that
+  renames its object; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch changes the uid,
+  a write adds a finalizer to an object being deleted, or an update of a custom resource names no
   ``metadata.resourceVersion``;
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
@@ -245,6 +246,7 @@ class FakeClient(kube_client.Client):
                 changed = patching.merge_patch(live, patch)
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
+            _check_identity(live, changed, subresource)
             written = self._write(live, changed, subresource)
             self._own(_key(kind, name, namespace), live, written, _UPDATE)
             return written
@@ -295,6 +297,14 @@ class FakeClient(kube_client.Client):
                     422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
                 )
             _check_version(live, obj)
+            if meta.get("uid") and meta["uid"] != live["metadata"].get("uid"):
+                # The body's uid is a precondition of an update: it names another incarnation of the object.
+                raise _error(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: {live['metadata'].get('uid')}, "
+                    f"UID in object meta: {meta['uid']}",
+                )
             written = self._write(live, copy.deepcopy(dict(obj)), subresource)
             self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _UPDATE)
             return written
@@ -460,6 +470,21 @@ def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:
 
 def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subresource: str | None) -> None:
+    """A patch cannot move its object to another name or namespace (400), nor change its uid (422)."""
+    was, now = live["metadata"], patched.get("metadata") or {}
+    for field in ("name", "namespace"):
+        if now.get(field) != was.get(field):
+            raise _error(
+                400,
+                "BadRequest",
+                f"the {field} of the object ({now.get(field)}) does not match the {field} of the request "
+                f"({was.get(field)})",
+            )
+    if subresource is None and now.get("uid") != was.get("uid"):
+        raise _error(422, "Invalid", f"metadata.uid: Invalid value: {now.get('uid')!r}: field is immutable")
 
 
 def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:

@@ -208,6 +208,21 @@ def test_a_write_keeps_the_creation_timestamp(api: Api) -> None:
     assert patched["metadata"]["uid"] == created["metadata"]["uid"]
 
 
+def test_a_write_that_changes_the_uid_or_the_name_is_refused(api: Api) -> None:
+    created = api.client.create(api.widget())
+    other_uid = "0b0b0b0b-0000-0000-0000-000000000000"
+
+    with pytest.raises(errors.Invalid):
+        api.client.patch(WIDGET, "w", {"metadata": {"uid": other_uid}}, api.namespace)
+    with pytest.raises(errors.BadRequest):
+        api.client.patch(WIDGET, "w", {"metadata": {"name": "renamed"}}, api.namespace)
+    with pytest.raises(errors.Conflict):
+        api.client.replace(WIDGET, {**created, "metadata": {**created["metadata"], "uid": other_uid}})
+
+    assert api.client.get(WIDGET, "w", api.namespace) == created
+    assert api.client.get_or_none(WIDGET, "renamed", api.namespace) is None
+
+
 # -- status subresource, generation ----------------------------------------------------------------------------------
 
 

@@ -26,10 +26,10 @@ What it does as the API server does:
   ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation``; ``uid`` and
   ``creationTimestamp`` are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
-  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch or update,
-  a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a patch that
-  renames its object; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch changes the uid,
-  a write adds a finalizer to an object being deleted, or an update of a custom resource names no
+  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
+  or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
+  patch that renames its object; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch
+  changes the uid, a write adds a finalizer to an object being deleted, or an update of a custom resource names no
   ``metadata.resourceVersion``;
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
@@ -278,6 +278,7 @@ class FakeClient(kube_client.Client):
                 created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 self._own(key, {}, created, writer, applied)
                 return created
+            _check_version(live, body)
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]

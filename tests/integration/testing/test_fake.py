@@ -389,6 +389,18 @@ def test_an_apply_that_drops_a_whole_map_removes_only_the_keys_its_manager_alone
     assert (applied["metadata"].get("labels"), applied["data"]) == (None, {"theirs": "2"})
 
 
+def test_an_apply_naming_a_stale_resource_version_is_a_conflict(api: Api) -> None:
+    created = api.client.apply(api.widget(), field_manager="okt")
+    api.client.patch(WIDGET, "w", {"spec": {"size": 2}}, api.namespace)
+    stale = api.widget(metadata={"name": "w", "namespace": api.namespace}, spec={"size": 3})
+    stale["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+
+    with pytest.raises(errors.Conflict):
+        api.client.apply(stale, field_manager="okt")
+
+    assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 2}
+
+
 def test_an_apply_to_the_status_changes_only_the_status(api: Api) -> None:
     api.client.create(api.widget())
 

@@ -187,6 +187,8 @@ class FakeClient(kube_client.Client):
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
         with self._lock:
             self._count("list", kind.plural)
+            if (kind.api_version, kind.kind) not in self._served:
+                raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")
             wanted = selectors.matcher(label_selector)
             items = [
                 obj

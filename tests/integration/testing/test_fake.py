@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -178,6 +178,23 @@ def test_a_missing_object_is_not_found_and_its_delete_says_it_was_gone(api: Api)
 
     assert api.client.get_or_none(WIDGET, "missing", api.namespace) is None
     assert api.client.delete(WIDGET, "missing", api.namespace) is False
+
+
+@pytest.mark.parametrize("verb", ["get", "list", "create", "apply", "patch"])
+def test_every_request_for_a_kind_the_server_does_not_serve_is_not_found(api: Api, verb: str) -> None:
+    unserved = kinds.Kind("nowhere.example.com/v1", "Nothing", "nothings")
+    body = {"apiVersion": unserved.api_version, "kind": "Nothing", "metadata": {"name": "n"}}
+    body["metadata"]["namespace"] = api.namespace  # type: ignore[index]
+    calls: dict[str, Callable[[], object]] = {
+        "get": lambda: api.client.get(unserved, "n", api.namespace),
+        "list": lambda: api.client.list(unserved, api.namespace),
+        "create": lambda: api.client.create(body, unserved),
+        "apply": lambda: api.client.apply(body, unserved, field_manager="okt"),
+        "patch": lambda: api.client.patch(unserved, "n", {"spec": {}}, api.namespace),
+    }
+
+    with pytest.raises(errors.NotFound):
+        calls[verb]()
 
 
 # -- identity --------------------------------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ Example::
 What it does as the API server does:
 
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
-  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation``; ``uid`` and
-  ``creationTimestamp`` are set on create;
+  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (which
+  ConfigMaps, Secrets, Services, RBAC objects and a few more kinds do not have); ``uid`` and ``creationTimestamp``
+  are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
   or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
@@ -73,7 +74,27 @@ from okt.testing import patching
 _Key = tuple[str, str, str, str]
 _Path = tuple[str, ...]
 _Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
-_UPDATE: _Writer = ("Update",)  # every create, patch and update: none of them ever removes a field it stops setting
+_UPDATE: _Writer = ("Update",)
+# Kubernetes' own kinds whose objects have no metadata.generation, on every version of the API server: nothing in
+# them is a desired state a controller reports having observed. (Custom resources, Deployments, Ingresses,
+# PodDisruptionBudgets... have one.)
+_WITHOUT_GENERATION = frozenset(
+    {
+        ("v1", "ConfigMap"),
+        ("v1", "Secret"),
+        ("v1", "Service"),
+        ("v1", "ServiceAccount"),
+        ("v1", "Endpoints"),
+        ("v1", "Event"),
+        ("v1", "Namespace"),
+        ("v1", "Node"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ("coordination.k8s.io/v1", "Lease"),
+    }
+)  # every create, patch and update: none of them ever removes a field it stops setting
 
 
 class FakeClient(kube_client.Client):
@@ -118,7 +139,8 @@ class FakeClient(kube_client.Client):
             meta = stored.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", _now())
-            meta.setdefault("generation", 1)
+            if (stored.get("apiVersion"), stored.get("kind")) not in _WITHOUT_GENERATION:
+                meta.setdefault("generation", 1)
             meta["resourceVersion"] = self._next_version()
             key = self._key_of(stored)
             self._objects[key] = stored
@@ -392,8 +414,8 @@ class FakeClient(kube_client.Client):
                     meta[field] = live["metadata"][field]
                 else:
                     meta.pop(field, None)
-            if _spec_of(new) != _spec_of(live):
-                meta["generation"] = int(live["metadata"].get("generation") or 0) + 1
+            if _spec_of(new) != _spec_of(live) and "generation" in live["metadata"]:
+                meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:

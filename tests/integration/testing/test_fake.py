@@ -275,6 +275,26 @@ def test_the_generation_follows_the_spec_and_not_metadata_or_status(api: Api) ->
     assert generations == [1, 1, 2]
 
 
+@pytest.mark.parametrize(
+    ("kind", "body", "change"),
+    [
+        (kinds.CONFIG_MAP, {"data": {"a": "1"}}, {"data": {"a": "2"}}),
+        (kinds.BUILTIN[("v1", "Service")], {"spec": {"ports": [{"port": 80}]}}, {"spec": {"ports": [{"port": 81}]}}),
+        (kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "Role")], {"rules": []}, {"rules": None}),
+    ],
+    ids=["config-map", "service", "role"],
+)
+def test_a_kind_without_a_generation_gets_none(
+    api: Api, kind: kinds.Kind, body: dict[str, Any], change: dict[str, Any]
+) -> None:
+    meta = {"name": "x", "namespace": api.namespace}
+
+    created = api.client.create({"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta, **body})
+    changed = api.client.patch(kind, "x", change, api.namespace)
+
+    assert "generation" not in created["metadata"] and "generation" not in changed["metadata"]
+
+
 def test_a_write_that_changes_nothing_keeps_the_resource_version(api: Api) -> None:
     created = api.client.create(api.widget())
 

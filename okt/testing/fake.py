@@ -23,9 +23,9 @@ Example::
 What it does as the API server does:
 
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
-  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (which
-  ConfigMaps, Secrets, Services, RBAC objects and a few more kinds do not have); ``uid`` and ``creationTimestamp``
-  are set on create;
+  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
+  change of a Deployment's annotations; ConfigMaps, Secrets, Services, RBAC objects and a few more kinds have no
+  generation); ``uid`` and ``creationTimestamp`` are set on create;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
   or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
@@ -414,7 +414,7 @@ class FakeClient(kube_client.Client):
                     meta[field] = live["metadata"][field]
                 else:
                     meta.pop(field, None)
-            if _spec_of(new) != _spec_of(live) and "generation" in live["metadata"]:
+            if _desired_of(new) != _desired_of(live) and "generation" in live["metadata"]:
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
@@ -493,8 +493,13 @@ def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k != "status"}
 
 
-def _spec_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+def _desired_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a change of bumps the generation: all but metadata and status, and a Deployment's annotations too (its
+    controller copies them to its ReplicaSets, so they are part of a rollout)."""
+    desired = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    if (obj.get("apiVersion"), obj.get("kind")) == ("apps/v1", "Deployment"):
+        desired["annotations"] = (obj.get("metadata") or {}).get("annotations") or {}
+    return desired
 
 
 def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subresource: str | None) -> None:

@@ -295,6 +295,19 @@ def test_a_kind_without_a_generation_gets_none(
     assert "generation" not in created["metadata"] and "generation" not in changed["metadata"]
 
 
+def test_a_deployment_s_generation_follows_its_annotations_too(api: Api) -> None:
+    deployment = kinds.BUILTIN[("apps/v1", "Deployment")]
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
+    meta = {"name": "d", "namespace": api.namespace}
+    api.client.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
+
+    annotated = api.client.patch(deployment, "d", {"metadata": {"annotations": {"a": "1"}}}, api.namespace)
+    labelled = api.client.patch(deployment, "d", {"metadata": {"labels": {"a": "1"}}}, api.namespace)
+
+    assert [annotated["metadata"]["generation"], labelled["metadata"]["generation"]] == [2, 2]
+
+
 def test_a_write_that_changes_nothing_keeps_the_resource_version(api: Api) -> None:
     created = api.client.create(api.widget())
 

@@ -30,8 +30,8 @@ What it does as the API server does:
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
   or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
   patch that renames its object; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch
-  changes the uid, a write adds a finalizer to an object being deleted, or an update of a custom resource names no
-  ``metadata.resourceVersion``;
+  changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
+  ``metadata.resourceVersion``, or a create names no object (neither ``name`` nor ``generateName``);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
@@ -232,6 +232,8 @@ class FakeClient(kube_client.Client):
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+            if not meta.get("name"):
+                raise _error(422, "Invalid", "metadata.name: Required value: name or generateName is required")
             if kind.namespaced and not meta.get("namespace"):
                 raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
             if not kind.namespaced:

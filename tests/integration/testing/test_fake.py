@@ -168,6 +168,13 @@ def test_a_create_of_an_existing_name_is_a_conflict_that_says_already_exists(api
     assert refused.value.already_exists
 
 
+def test_a_create_without_a_name_or_a_generate_name_is_invalid(api: Api) -> None:
+    with pytest.raises(errors.Invalid):
+        api.client.create(api.config_map(metadata={"namespace": api.namespace}))
+
+    assert api.client.list(kinds.CONFIG_MAP, api.namespace)[0] == []
+
+
 def test_a_missing_object_is_not_found_and_its_delete_says_it_was_gone(api: Api) -> None:
     with pytest.raises(errors.NotFound):
         api.client.get(WIDGET, "missing", api.namespace)

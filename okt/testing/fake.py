@@ -37,7 +37,8 @@ What it does as the API server does:
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
   and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` (and bumps ``generation``)
   and the object goes when its last finalizer is removed; a deleted object's dependents (by ``ownerReferences``
-  uid) go with it unless ``propagation="Orphan"``.
+  uid) go with it unless ``propagation="Orphan"`` (at once, where the garbage collector takes a moment; a dependent
+  with finalizers is marked and stays until they are removed).
 
 Limits, on purpose:
 
@@ -355,14 +356,7 @@ class FakeClient(kube_client.Client):
             if uid is not None and meta.get("uid") != uid:
                 raise _error(409, "Conflict", f"precondition failed: uid {uid}, the object's is {meta.get('uid')}")
             if meta.get("finalizers"):
-                if not meta.get("deletionTimestamp"):
-                    meta["deletionTimestamp"] = _now()
-                    meta["deletionGracePeriodSeconds"] = 0
-                    # The server counts the start of a deletion as a change of the desired state: a reconciler's
-                    # observedGeneration falls behind it until the finalizing reconcile reports.
-                    if meta.get("generation"):
-                        meta["generation"] = int(meta["generation"]) + 1
-                    meta["resourceVersion"] = self._next_version()
+                self._mark_deleted(meta)
                 return True
             self._remove(key, orphan=propagation == "Orphan")
             return True
@@ -457,7 +451,21 @@ class FakeClient(kube_client.Client):
             elif applied is not None:
                 owners.setdefault(path, set()).add(writer)
 
+    def _mark_deleted(self, meta: dict[str, Any]) -> None:
+        """Begin the deletion of an object with finalizers: it stays, marked, until the last one is removed."""
+        if meta.get("deletionTimestamp"):
+            return
+        meta["deletionTimestamp"] = _now()
+        meta["deletionGracePeriodSeconds"] = 0
+        # The server counts the start of a deletion as a change of the desired state: a reconciler's
+        # observedGeneration falls behind it until the finalizing reconcile reports.
+        if meta.get("generation"):
+            meta["generation"] = int(meta["generation"]) + 1
+        meta["resourceVersion"] = self._next_version()
+
     def _remove(self, key: _Key, *, orphan: bool) -> None:
+        """Remove an object and, as the garbage collector then deletes them, its dependents: one with finalizers
+        is only marked, as any delete of it would."""
         gone = self._objects.pop(key)
         self._owners.pop(key, None)
         if orphan:
@@ -465,7 +473,11 @@ class FakeClient(kube_client.Client):
         uid = gone["metadata"].get("uid")
         for other_key, other in builtins.list(self._objects.items()):
             refs = (other.get("metadata") or {}).get("ownerReferences") or ()
-            if other_key in self._objects and any(ref.get("uid") == uid for ref in refs):
+            if other_key not in self._objects or not any(ref.get("uid") == uid for ref in refs):
+                continue
+            if other["metadata"].get("finalizers"):
+                self._mark_deleted(other["metadata"])
+            else:
                 self._remove(other_key, orphan=False)
 
 

@@ -18,7 +18,7 @@ import pytest
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import FakeClient
+from okt.testing import FakeClient, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -359,6 +359,24 @@ def test_no_finalizer_can_be_added_to_an_object_being_deleted(api: Api, patch: A
         api.client.patch(WIDGET, "w", patch, api.namespace, patch_type=patch_type)
 
     assert api.client.get(WIDGET, "w", api.namespace) == marked
+
+
+def test_a_dependent_with_finalizers_outlives_its_deleted_owner_until_they_are_removed(api: Api) -> None:
+    owner = api.client.create(api.widget("owner"))
+    reference = {"apiVersion": WIDGET.api_version, "kind": "Widget", "name": "owner", "uid": owner["metadata"]["uid"]}
+    meta = {"name": "c", "namespace": api.namespace, "ownerReferences": [reference], "finalizers": ["a/b"]}
+    api.client.create(api.config_map(metadata=meta))
+
+    api.client.delete(WIDGET, "owner", api.namespace)
+
+    waiting.wait_for(
+        lambda: api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"].get("deletionTimestamp"),
+        message="the dependent marked for deletion",
+    )
+    assert api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"]["finalizers"] == ["a/b"]
+    assert api.client.get_or_none(WIDGET, "owner", api.namespace) is None
+    api.client.patch(kinds.CONFIG_MAP, "c", {"metadata": {"finalizers": None}}, api.namespace)
+    assert api.client.get_or_none(kinds.CONFIG_MAP, "c", api.namespace) is None
 
 
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:

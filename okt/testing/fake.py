@@ -37,8 +37,9 @@ What it does as the API server does:
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
   and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` (and bumps ``generation``)
   and the object goes when its last finalizer is removed; a deleted object's dependents (by ``ownerReferences``
-  uid) go with it unless ``propagation="Orphan"`` (at once, where the garbage collector takes a moment; a dependent
-  with finalizers is marked and stays until they are removed).
+  uid) go with it unless ``propagation="Orphan"`` or another of their owners is still there (at once, where the
+  garbage collector takes a moment; a dependent with finalizers is marked and stays until they are removed; one that
+  stays loses its reference to the deleted owner).
 
 Limits, on purpose:
 
@@ -465,20 +466,30 @@ class FakeClient(kube_client.Client):
 
     def _remove(self, key: _Key, *, orphan: bool) -> None:
         """Remove an object and, as the garbage collector then deletes them, its dependents: one with finalizers
-        is only marked, as any delete of it would."""
+        is only marked, as any delete of it would. A dependent that stays (orphaned, or with another owner still
+        there) loses its reference to the removed object, as the garbage collector removes it."""
         gone = self._objects.pop(key)
         self._owners.pop(key, None)
-        if orphan:
-            return
         uid = gone["metadata"].get("uid")
         for other_key, other in builtins.list(self._objects.items()):
-            refs = (other.get("metadata") or {}).get("ownerReferences") or ()
+            meta = other["metadata"]
+            refs = meta.get("ownerReferences") or ()
             if other_key not in self._objects or not any(ref.get("uid") == uid for ref in refs):
                 continue
-            if other["metadata"].get("finalizers"):
-                self._mark_deleted(other["metadata"])
+            if orphan or any(self._exists(ref.get("uid")) for ref in refs if ref.get("uid") != uid):
+                kept = [ref for ref in refs if ref.get("uid") != uid]
+                if kept:
+                    meta["ownerReferences"] = kept
+                else:
+                    del meta["ownerReferences"]
+                meta["resourceVersion"] = self._next_version()
+            elif meta.get("finalizers"):
+                self._mark_deleted(meta)
             else:
                 self._remove(other_key, orphan=False)
+
+    def _exists(self, uid: str | None) -> bool:
+        return any(obj["metadata"].get("uid") == uid for obj in self._objects.values())
 
 
 # -- the API server's rules, as functions --------------------------------------------------------------------------

@@ -379,6 +379,28 @@ def test_a_dependent_with_finalizers_outlives_its_deleted_owner_until_they_are_r
     assert api.client.get_or_none(kinds.CONFIG_MAP, "c", api.namespace) is None
 
 
+@pytest.mark.parametrize("survivor", ["orphaned", "another owner"])
+def test_a_dependent_that_stays_loses_its_reference_to_the_deleted_owner(api: Api, survivor: str) -> None:
+    references = []
+    for name in ("gone", "kept"):
+        owner = api.client.create(api.widget(name))
+        references.append(
+            {"apiVersion": WIDGET.api_version, "kind": "Widget", "name": name, "uid": owner["metadata"]["uid"]}
+        )
+    if survivor == "orphaned":
+        references.pop()
+    api.client.create(api.config_map(metadata={"name": "c", "namespace": api.namespace, "ownerReferences": references}))
+
+    api.client.delete(WIDGET, "gone", api.namespace, propagation="Orphan" if survivor == "orphaned" else "Background")
+
+    left = references[1:] or None
+    waiting.wait_for(
+        lambda: api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"].get("ownerReferences") == left,
+        message="the dependent without its reference to the deleted owner",
+    )
+    assert api.client.get_or_none(WIDGET, "gone", api.namespace) is None
+
+
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:
     api.client.create(api.widget())
 

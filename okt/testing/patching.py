@@ -88,6 +88,8 @@ def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]
         elif kind == "add":
             value = copy.deepcopy(op.get("value"))
             if isinstance(container, list):
+                if index > len(container):  # "-" or the index just past the end appends; beyond it, nothing does
+                    raise _invalid(f"add {path}: the list has only {len(container)} items")
                 container.insert(index, value)
             else:
                 container[last] = value

@@ -116,11 +116,13 @@ def test_a_json_patch_replace_of_a_missing_key_sets_it_and_of_a_missing_list_ite
         {"op": "test", "path": "/spec/size", "value": 5},
         {"op": "remove", "path": "/spec/missing"},
         {"op": "add", "path": "/spec/missing/deeper", "value": 1},
+        {"op": "add", "path": "/spec/tags/3", "value": "d"},
+        {"op": "remove", "path": "/spec/tags/3"},
     ],
-    ids=["failed-test", "remove-missing", "add-under-missing"],
+    ids=["failed-test", "remove-missing", "add-under-missing", "add-past-the-end", "remove-past-the-end"],
 )
 def test_a_json_patch_that_cannot_apply_is_invalid_and_changes_nothing(api: Api, operation: dict[str, Any]) -> None:
-    created = api.client.create(api.widget())
+    created = api.client.create(api.widget(spec={"size": 1, "tags": ["a"]}))
 
     with pytest.raises(errors.Invalid):
         api.client.patch(WIDGET, "w", [operation], api.namespace, patch_type="json")

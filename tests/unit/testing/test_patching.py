@@ -60,6 +60,7 @@ def test_a_json_patch_applies_its_operations_in_order(
         ({"op": "test", "path": "/m/v", "value": "6"}, errors.Invalid),
         ({"op": "remove", "path": "/m/nothing"}, errors.Invalid),
         ({"op": "replace", "path": "/l/2", "value": 3}, errors.Invalid),
+        ({"op": "add", "path": "/l/3", "value": 3}, errors.Invalid),
         ({"op": "add", "path": "/no/such/parent", "value": 1}, errors.Invalid),
         ({"op": "move", "from": "/m/v", "path": "/w"}, errors.BadRequest),
     ],

@@ -406,7 +406,15 @@ class FakeClient(kube_client.Client):
             if "status" in live:
                 new["status"] = copy.deepcopy(live["status"])
             meta = new.setdefault("metadata", {})
-            for field in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation"):
+            for field in (
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
                 if field in live["metadata"]:
                     meta[field] = live["metadata"][field]
                 else:

@@ -344,6 +344,36 @@ def test_a_delete_of_an_object_with_finalizers_marks_it_and_the_last_finalizer_r
     assert api.client.get_or_none(WIDGET, "w", api.namespace) is None
 
 
+def test_a_write_cannot_take_back_the_deletion_of_an_object(api: Api) -> None:
+    api.client.create(api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]}))
+    api.client.delete(WIDGET, "w", api.namespace)
+    marked = api.client.get(WIDGET, "w", api.namespace)
+    cleared = {
+        k: v for k, v in marked["metadata"].items() if k not in ("deletionTimestamp", "deletionGracePeriodSeconds")
+    }
+
+    patched = api.client.patch(
+        WIDGET,
+        "w",
+        {"metadata": {"deletionTimestamp": None, "deletionGracePeriodSeconds": None}, "spec": {"size": 2}},
+        api.namespace,
+    )
+    replaced = api.client.replace(
+        WIDGET,
+        {
+            **patched,
+            "metadata": {**cleared, "resourceVersion": patched["metadata"]["resourceVersion"]},
+            "spec": {"size": 3},
+        },
+    )
+
+    for answer in (patched, replaced):
+        assert [answer["metadata"].get(f) for f in ("deletionTimestamp", "deletionGracePeriodSeconds")] == [
+            marked["metadata"]["deletionTimestamp"],
+            0,
+        ]
+
+
 @pytest.mark.parametrize(
     ("patch", "patch_type"),
     [

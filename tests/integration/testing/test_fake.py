@@ -11,14 +11,15 @@ from __future__ import annotations
 import dataclasses
 import secrets
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
+import okt
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import FakeClient, waiting
+from okt.testing import FakeClient, condition, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -542,3 +543,84 @@ def test_an_apply_to_the_status_changes_only_the_status(api: Api) -> None:
         {"phase": "Ready"},
         1,
     )
+
+
+# -- a whole reconcile -----------------------------------------------------------------------------------------------
+
+
+class Settings(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-settings
+  namespace: {{ namespace }}
+data:
+  size: "{{ cr.spec.size }}"
+{%- if cr.spec.size > 1 %}
+  many: "yes"
+{%- endif %}
+"""
+
+
+class WidgetSettings(okt.Reconciler):
+    api_version = WIDGET.api_version
+    kind = WIDGET.kind
+    plural = WIDGET.plural
+    spec_model = shared.WidgetSpec
+    owns = (Settings,)
+    finalizer = "test.okt.io/cleanup"
+    cleaned: ClassVar[list[str]] = []
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Settings(ctx.cr)]
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        type(self).cleaned.append(ctx.cr.name)
+
+
+class MergedWidgetSettings(WidgetSettings):
+    apply_strategy = "merge"
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "first_writes", "change_writes"),
+    [
+        (WidgetSettings(), {"patch": 1, "apply": 2}, {"apply": 2}),
+        (MergedWidgetSettings(), {"patch": 2, "create": 1}, {"patch": 2}),
+    ],
+    ids=["apply", "merge"],
+)
+def test_a_reconciler_s_life_sends_the_same_requests_and_leaves_the_same_objects(
+    api: Api, reconciler: WidgetSettings, first_writes: dict[str, int], change_writes: dict[str, int]
+) -> None:
+    def reconcile() -> tuple[okt.OutcomeKind, dict[str, int]]:
+        before = api.client.stats.snapshot()
+        run = okt.reconcile(reconciler, api.client, None, api.namespace, "w", kind=WIDGET)
+        return run.outcome.kind, api.client.stats.by_verb(before)
+
+    def settings() -> dict[str, str] | None:
+        found = api.client.get_or_none(kinds.CONFIG_MAP, "w-settings", api.namespace)
+        return found["data"] if found is not None else None
+
+    def ready() -> tuple[str, int]:
+        found = condition(api.client.get(WIDGET, "w", api.namespace), "Ready")
+        assert found is not None
+        return found["status"], found["observedGeneration"]
+
+    api.client.create(api.widget(spec={"size": 2}))
+    assert reconcile() == (okt.OutcomeKind.DONE, {"get": 2, "list": 1, **first_writes})
+    assert (settings(), ready()) == ({"size": "2", "many": "yes"}, ("True", 1))
+    assert reconcile() == (okt.OutcomeKind.DONE, {"get": 2, "list": 1})
+
+    api.client.patch(WIDGET, "w", {"spec": {"size": 1}}, api.namespace)
+    assert reconcile() == (okt.OutcomeKind.DONE, {"get": 2, "list": 1, **change_writes})
+    assert (settings(), ready()) == ({"size": "1"}, ("True", 2))
+
+    cleaned = len(WidgetSettings.cleaned)
+    api.client.delete(WIDGET, "w", api.namespace)
+    assert reconcile() == (okt.OutcomeKind.DONE, {"get": 1, "patch": 1})
+    assert WidgetSettings.cleaned[cleaned:] == ["w"]
+    assert api.client.get_or_none(WIDGET, "w", api.namespace) is None

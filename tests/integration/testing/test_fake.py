@@ -624,3 +624,32 @@ def test_a_reconciler_s_life_sends_the_same_requests_and_leaves_the_same_objects
     assert reconcile() == (okt.OutcomeKind.DONE, {"get": 1, "patch": 1})
     assert WidgetSettings.cleaned[cleaned:] == ["w"]
     assert api.client.get_or_none(WIDGET, "w", api.namespace) is None
+
+
+@pytest.mark.parametrize("reconciler", [WidgetSettings(), MergedWidgetSettings()], ids=["apply", "merge"])
+def test_a_child_someone_else_edited_is_repaired_the_same_on_both(api: Api, reconciler: WidgetSettings) -> None:
+    api.client.create(api.widget(spec={"size": 2}))
+    okt.reconcile(reconciler, api.client, None, api.namespace, "w", kind=WIDGET)
+    api.client.patch(
+        kinds.CONFIG_MAP,
+        "w-settings",
+        {"metadata": {"labels": {"theirs": "x"}}, "data": {"size": "9", "many": None, "theirs": "x"}},
+        api.namespace,
+        field_manager="editor",
+    )
+    api.client.patch(
+        WIDGET, "w", {"status": {"theirs": "x"}}, api.namespace, subresource="status", field_manager="editor"
+    )
+    before = api.client.stats.snapshot()
+    apply = reconciler.apply_strategy == "apply"
+
+    run = okt.reconcile(reconciler, api.client, None, api.namespace, "w", kind=WIDGET)
+
+    repaired = api.client.get(kinds.CONFIG_MAP, "w-settings", api.namespace)
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    assert api.client.stats.by_verb(before) == {"get": 3, "list": 1, ("apply" if apply else "patch"): 1}
+    assert (repaired["data"]["size"], repaired["data"].get("many")) == ("2", "yes")
+    if apply:
+        assert repaired["data"]["theirs"] == "x"  # another manager's field, which apply never touches
+    assert repaired["metadata"]["labels"]["theirs"] == "x"
+    assert api.client.get(WIDGET, "w", api.namespace)["status"]["theirs"] == "x"

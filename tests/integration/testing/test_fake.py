@@ -431,7 +431,8 @@ def test_a_dependent_that_stays_loses_its_reference_to_the_deleted_owner(api: Ap
         lambda: api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"].get("ownerReferences") == left,
         message="the dependent without its reference to the deleted owner",
     )
-    assert api.client.get_or_none(WIDGET, "gone", api.namespace) is None
+    # An orphaning delete lets the owner go once its dependents are orphaned.
+    waiting.wait_for(lambda: api.client.get_or_none(WIDGET, "gone", api.namespace) is None, message="the owner gone")
 
 
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:

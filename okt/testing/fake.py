@@ -358,6 +358,8 @@ class FakeClient(kube_client.Client):
                 raise _error(409, "Conflict", f"precondition failed: uid {uid}, the object's is {meta.get('uid')}")
             if meta.get("finalizers"):
                 self._mark_deleted(meta)
+                if propagation == "Orphan":  # done at once, not when the object goes with its last finalizer
+                    self._collect(meta.get("uid"), orphan=True)
                 return True
             self._remove(key, orphan=propagation == "Orphan")
             return True
@@ -473,12 +475,14 @@ class FakeClient(kube_client.Client):
         meta["resourceVersion"] = self._next_version()
 
     def _remove(self, key: _Key, *, orphan: bool) -> None:
-        """Remove an object and, as the garbage collector then deletes them, its dependents: one with finalizers
-        is only marked, as any delete of it would. A dependent that stays (orphaned, or with another owner still
-        there) loses its reference to the removed object, as the garbage collector removes it."""
         gone = self._objects.pop(key)
         self._owners.pop(key, None)
-        uid = gone["metadata"].get("uid")
+        self._collect(gone["metadata"].get("uid"), orphan=orphan)
+
+    def _collect(self, uid: str | None, *, orphan: bool) -> None:
+        """What the garbage collector does to the dependents of a deleted object: it deletes them (one with
+        finalizers is only marked, as any delete of it would); a dependent that stays (orphaned, or with another
+        owner still there) loses its reference to the deleted object."""
         for other_key, other in builtins.list(self._objects.items()):
             meta = other["metadata"]
             refs = meta.get("ownerReferences") or ()

@@ -435,6 +435,24 @@ def test_a_dependent_that_stays_loses_its_reference_to_the_deleted_owner(api: Ap
     waiting.wait_for(lambda: api.client.get_or_none(WIDGET, "gone", api.namespace) is None, message="the owner gone")
 
 
+def test_an_orphaning_delete_of_an_object_with_finalizers_leaves_its_dependents_when_it_goes(api: Api) -> None:
+    owner = api.client.create(api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]}))
+    reference = {"apiVersion": WIDGET.api_version, "kind": "Widget", "name": "w", "uid": owner["metadata"]["uid"]}
+    api.client.create(
+        api.config_map(metadata={"name": "c", "namespace": api.namespace, "ownerReferences": [reference]})
+    )
+
+    api.client.delete(WIDGET, "w", api.namespace, propagation="Orphan")
+    waiting.wait_for(
+        lambda: "ownerReferences" not in api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"],
+        message="the dependent orphaned",
+    )
+    api.client.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, api.namespace)
+    waiting.wait_for(lambda: api.client.get_or_none(WIDGET, "w", api.namespace) is None, message="the owner gone")
+
+    assert api.client.get_or_none(kinds.CONFIG_MAP, "c", api.namespace) is not None
+
+
 def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:
     api.client.create(api.widget())
 

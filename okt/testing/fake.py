@@ -25,7 +25,8 @@ What it does as the API server does:
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
   ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
   change of a Deployment's annotations; ConfigMaps, Secrets, Services, RBAC objects and a few more kinds have no
-  generation); ``uid`` and ``creationTimestamp`` are set on create;
+  generation); ``uid`` and ``creationTimestamp`` are set on create; empty ``labels``, ``annotations``,
+  ``finalizers`` and ``ownerReferences`` are left out;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
   or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
@@ -249,6 +250,7 @@ class FakeClient(kube_client.Client):
                 meta.pop(field, None)
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)
+            _leave_out_empty(meta)
             created = self.put(body)
             self._own(key, {}, created, _UPDATE)
             return created
@@ -303,6 +305,7 @@ class FakeClient(kube_client.Client):
                 created = {k: v for k, v in body.items() if k != "status"}
                 if not kind.namespaced:
                     created["metadata"].pop("namespace", None)
+                _leave_out_empty(created["metadata"])
                 created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 self._own(key, {}, created, writer, applied)
                 return created
@@ -421,6 +424,7 @@ class FakeClient(kube_client.Client):
                     meta[field] = live["metadata"][field]
                 else:
                     meta.pop(field, None)
+            _leave_out_empty(meta)
             if _desired_of(new) != _desired_of(live) and "generation" in live["metadata"]:
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
@@ -528,6 +532,14 @@ def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:
     if subresource == "status":
         return {"status": body["status"]} if "status" in body else {}
     return {k: v for k, v in body.items() if k != "status"}
+
+
+def _leave_out_empty(meta: dict[str, Any]) -> None:
+    """Drop the empty metadata lists and maps, as the API server stores none (the last finalizer removed leaves no
+    ``finalizers: []``: code reading ``meta["finalizers"]`` fails on a cluster as it does here)."""
+    for field in ("labels", "annotations", "finalizers", "ownerReferences"):
+        if field in meta and not meta[field]:
+            del meta[field]
 
 
 def _desired_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -250,6 +250,21 @@ def test_a_write_that_changes_the_uid_or_the_name_is_refused(api: Api) -> None:
     assert api.client.get_or_none(WIDGET, "renamed", api.namespace) is None
 
 
+def test_empty_labels_annotations_finalizers_and_owner_references_are_left_out(api: Api) -> None:
+    metadata = {"name": "w", "namespace": api.namespace, "labels": {}, "annotations": {}, "ownerReferences": []}
+    created = api.client.create(api.widget(metadata={**metadata, "finalizers": ["a/b"]}))
+    unfinalized = api.client.patch(
+        WIDGET, "w", [{"op": "remove", "path": "/metadata/finalizers/0"}], api.namespace, patch_type="json"
+    )
+    labelled = api.client.patch(WIDGET, "w", {"metadata": {"labels": {"a": "b"}}}, api.namespace)
+    unlabelled = api.client.patch(WIDGET, "w", {"metadata": {"labels": {"a": None}}}, api.namespace)
+
+    for answer in (created, unfinalized, unlabelled):
+        assert not {"labels", "annotations", "ownerReferences"} & answer["metadata"].keys()
+    assert "finalizers" not in unfinalized["metadata"]
+    assert labelled["metadata"]["labels"] == {"a": "b"}
+
+
 # -- status subresource, generation ----------------------------------------------------------------------------------
 
 

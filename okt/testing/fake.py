@@ -48,7 +48,8 @@ Limits, on purpose:
   manager applied before and no longer applies is removed when no other writer owns it too (another apply of the
   same value, or a create, patch or update that wrote it since) — but lists are atomic (replaced whole, never merged
   by key such as a container's name or a condition's type), conflicts between managers are never reported (as if
-  ``force=True``), and ``managedFields`` are not kept (objects stored with :meth:`~FakeClient.put` have no owners);
+  ``force=True``), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it
+  stores keep the owners they had, or have none);
 * strategic merge patches are treated as merge patches (lists replaced whole);
 * no schema, no defaulting, no validation, no admission; no watch (:meth:`~FakeClient.watch` raises): run an
   operator under its manager on a real control plane (:class:`okt.testing.RunningOperator`) to test the runtime;
@@ -145,9 +146,7 @@ class FakeClient(kube_client.Client):
             if (stored.get("apiVersion"), stored.get("kind")) not in _WITHOUT_GENERATION:
                 meta.setdefault("generation", 1)
             meta["resourceVersion"] = self._next_version()
-            key = self._key_of(stored)
-            self._objects[key] = stored
-            self._owners.pop(key, None)
+            self._objects[self._key_of(stored)] = stored
             return copy.deepcopy(stored)
 
     def stored(self, kind: kinds_mod.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:

@@ -288,6 +288,16 @@ def test_an_apply_removes_what_the_same_manager_no_longer_applies_and_keeps_what
     assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"a": "1", "theirs": "x"}  # type: ignore[index]
 
 
+def test_an_object_stored_again_with_put_keeps_what_each_manager_applied(fake: FakeClient) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+    applied = fake.apply({**body, "data": {"a": "1", "b": "2"}}, field_manager="okt")
+    fake.put({**applied, "data": {"a": "1", "b": "edited"}})
+
+    fake.apply({**body, "data": {"a": "1"}}, field_manager="okt")
+
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"a": "1"}  # type: ignore[index]
+
+
 def test_lists_filter_by_namespace_and_label_selector(fake: FakeClient) -> None:
     for name, namespace, labels in (("a", "ns", {"app": "x"}), ("b", "ns", {"app": "y"}), ("c", "other", {"app": "x"})):
         fake.create(

@@ -78,7 +78,7 @@ from okt.testing import patching
 _Key = tuple[str, str, str, str]
 _Path = tuple[str, ...]
 _Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
-_UPDATE: _Writer = ("Update",)
+_UPDATE: _Writer = ("Update",)  # every create, patch and update: none of them ever removes a field it stops setting
 # Kubernetes' own kinds whose objects have no metadata.generation, on every version of the API server: nothing in
 # them is a desired state a controller reports having observed. (Custom resources, Deployments, Ingresses,
 # PodDisruptionBudgets... have one.)
@@ -98,7 +98,7 @@ _WITHOUT_GENERATION = frozenset(
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
         ("coordination.k8s.io/v1", "Lease"),
     }
-)  # every create, patch and update: none of them ever removes a field it stops setting
+)
 
 
 class FakeClient(kube_client.Client):

@@ -118,7 +118,9 @@ def primary_change_matters(
     """Whether a primary object's event deserves a reconcile (DELETED is decided by the caller).
 
     ADDED and RESYNC always do; MODIFIED only when the generation (the spec), the deletionTimestamp, the finalizers,
-    the labels or the annotations changed — so status writes and resourceVersion-only updates are dropped. Changes to
+    the labels or the annotations changed — so status writes and resourceVersion-only updates are dropped. A kind
+    the API server keeps no generation for (a ConfigMap's ``data``, a Secret's, a Service's ``spec``) counts a change
+    of anything outside its metadata and status instead: its generation never moves. Changes to
     ``ignored_annotations`` (okt's own bookkeeping annotations) do not count, or an object in error would requeue
     itself at once past its backoff. A MODIFIED event without the previous object is kept (nothing to compare with).
     """
@@ -128,6 +130,8 @@ def primary_change_matters(
     old_meta = old.get("metadata") or {}
     if meta.get("generation") != old_meta.get("generation"):
         return True
+    if meta.get("generation") is None and _content(obj) != _content(old):
+        return True
     for field in _WATCHED_METADATA:
         now, before = meta.get(field) or None, old_meta.get(field) or None
         if field == "annotations" and ignored_annotations:
@@ -136,6 +140,11 @@ def primary_change_matters(
         if now != before:
             return True
     return False
+
+
+def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What an object holds outside its metadata and status (what a generation counts, for kinds that keep one)."""
+    return {key: value for key, value in obj.items() if key not in ("metadata", "status")}
 
 
 def child_change_matters(

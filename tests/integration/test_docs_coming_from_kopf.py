@@ -138,6 +138,9 @@ def check_built_ins(scene: Scene) -> None:
     copy = scene.config_map("src-copy")
     assert copy is not None and copy["data"] == {"a": "1"}
     assert "status" not in (scene.config_map("src") or {})
+    # A ConfigMap has no generation: a change of its data alone is what the copy follows.
+    scene.kube.patch(kinds.CONFIG_MAP, "src", {"data": {"a": "2"}}, scene.namespace)
+    wait_for(lambda: (scene.config_map("src-copy") or {}).get("data") == {"a": "2"}, timeout=20)
 
 
 def check_filtering(scene: Scene) -> None:

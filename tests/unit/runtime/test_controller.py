@@ -61,6 +61,25 @@ def test_a_modified_primary_matters_only_for_spec_deletion_finalizer_label_or_an
     assert controller_mod.primary_change_matters("MODIFIED", new, old) is matters
 
 
+@pytest.mark.parametrize(
+    ("change", "matters"),
+    [
+        ({"data": {"level": "debug"}}, True),
+        ({"binaryData": {"blob": "AA=="}}, True),
+        ({"immutable": True}, True),
+        ({"status": {"loadBalancer": {}}}, False),
+        ({"metadata": {"resourceVersion": "11"}}, False),
+    ],
+)
+def test_a_modified_primary_of_a_kind_without_a_generation_matters_for_a_change_outside_metadata_and_status(
+    change: dict[str, Any], matters: bool
+) -> None:
+    old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "10"}, "data": {}}
+    new = {**old, **{k: v for k, v in change.items() if k != "metadata"}}
+    new["metadata"] = {**old["metadata"], **change.get("metadata", {})}
+    assert controller_mod.primary_change_matters("MODIFIED", new, old) is matters
+
+
 @pytest.mark.parametrize(("event_type", "old"), [("ADDED", None), ("RESYNC", primary()), ("MODIFIED", None)])
 def test_added_resync_and_modified_without_the_old_object_always_matter(
     event_type: str, old: dict[str, Any] | None

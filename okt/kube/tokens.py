@@ -172,12 +172,17 @@ def _plugin_failure(what: str, hint: str | None) -> errors.ConfigurationError:
 
 
 def _expiry(value: object) -> datetime.datetime | None:
+    """A plugin's ``expirationTimestamp`` (RFC 3339, so with a time zone); ValueError for what is not one — a time
+    without a zone could not be compared with the clock, and every request would fail on it."""
     if not value:
         return None
     try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        expires = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"expirationTimestamp {value!r} is not a time") from None
+    if expires.tzinfo is None:
+        raise ValueError(f"expirationTimestamp {value!r} has no time zone (RFC 3339 asks for one, such as Z)")
+    return expires
 
 
 class ExecToken(_Renewed):

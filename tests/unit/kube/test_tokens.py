@@ -235,8 +235,9 @@ def test_a_relative_command_is_found_from_the_kubeconfig_folder(tmp_path: pathli
         ({}, {"TOKEN": "/nonexistent"}, "gave no usable token"),
         ({}, {"ANSWER_VERSION": "client.authentication.k8s.io/v1"}, "not client.authentication.k8s.io/v1beta1"),
         ({}, {"EXTRA": ', "expirationTimestamp": "soon"'}, "'soon' is not a time"),
+        ({}, {"EXTRA": ', "expirationTimestamp": "2030-01-01T00:00:00"'}, "has no time zone"),
     ],
-    ids=["not found", "unknown version", "interactive", "no token", "other version", "bad expiry"],
+    ids=["not found", "unknown version", "interactive", "no token", "other version", "bad expiry", "naive expiry"],
 )
 def test_a_plugin_that_gives_no_token_is_one_clear_error(
     tmp_path: pathlib.Path, spec: dict[str, object], env: dict[str, str], said: str

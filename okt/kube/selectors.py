@@ -12,12 +12,23 @@ from collections.abc import Callable, Mapping
 
 _SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
 _VALUE_TERM = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*(.*)$")
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+_VALUE = re.compile(rf"^({_NAME})?$")
+_INTEGER = re.compile(r"^[0-9]{1,63}$")
+"""A bound of ``<`` or ``>``: an integer that is a label value too (so without a sign), as the API server reads it."""
 
 
 def matcher(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
     """Whether labels match a label selector: comma-joined terms ``k=v`` (``k==v``), ``k!=v`` (true when the label is
     missing), ``k in (a, b)``, ``k notin (a, b)`` (true when missing), ``k`` (it exists), ``!k`` (it does not),
-    ``k>n``, ``k<n`` (integers). ``None`` or empty matches everything."""
+    ``k>n``, ``k<n`` (integers). ``None`` or empty matches everything.
+
+    Raises:
+        ValueError: the API server would refuse the selector (a term it cannot read, a key or value that is no label
+            key or value, a bound that is not an integer), naming the term: matched as something else,
+            it would select the wrong objects without a word.
+    """
     terms: list[tuple[str, str, frozenset[str]]] = []
     text = selector or ""
     depth, start = 0, 0
@@ -28,25 +39,36 @@ def matcher(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
             pieces.append(text[start:i])
             start = i + 1
     pieces.append(text[start:])
+    if len(pieces) == 1 and not pieces[0].strip():
+        pieces = []
     for piece in pieces:
-        term = piece.strip()
-        if not term:
-            continue
-        if found := _SET_TERM.match(term):
-            values = frozenset(value.strip() for value in found.group(3).split(","))
-            terms.append((found.group(2), found.group(1), values))
-        elif term.startswith("!"):
-            terms.append(("!", term[1:].strip(), frozenset()))
-        elif found := _VALUE_TERM.match(term):
-            op = "=" if found.group(2) == "==" else found.group(2)
-            terms.append((op, found.group(1), frozenset({found.group(3).strip()})))
-        else:
-            terms.append(("", term, frozenset()))
+        terms.append(_term(piece.strip(), text))
 
     def matches(labels: Mapping[str, str]) -> bool:
         return all(_term_matches(op, labels.get(key), values) for op, key, values in terms)
 
     return matches
+
+
+def _term(term: str, selector: str) -> tuple[str, str, frozenset[str]]:
+    """One term of ``selector`` as (operator, key, values)."""
+    if found := _SET_TERM.match(term):
+        op, key, values = found.group(2), found.group(1), frozenset(v.strip() for v in found.group(3).split(","))
+    elif term.startswith("!"):
+        op, key, values = "!", term[1:].strip(), frozenset()
+    elif found := _VALUE_TERM.match(term):
+        op = "=" if found.group(2) == "==" else found.group(2)
+        key, values = found.group(1), frozenset({found.group(3).strip()})
+    else:
+        op, key, values = "", term, frozenset()
+    if not _KEY.match(key) or len(key) > 317:
+        raise ValueError(f"label selector {selector!r}: {term or 'an empty term'!r}: {key!r} is not a label key")
+    for value in values:
+        if op in ("<", ">") and not _INTEGER.match(value):
+            raise ValueError(f"label selector {selector!r}: {term!r}: {value!r} is not an integer")
+        if op not in ("<", ">") and not _VALUE.match(value):
+            raise ValueError(f"label selector {selector!r}: {term!r}: {value!r} is not a label value")
+    return op, key, values
 
 
 def _term_matches(op: str, have: str | None, values: frozenset[str]) -> bool:

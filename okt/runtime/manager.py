@@ -49,6 +49,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.kube import client as kube_client
+from okt.kube import selectors
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import webhooks as webhooks_mod
@@ -110,6 +111,10 @@ class Manager:
         webhooks: serve the reconcilers' admission and conversion webhooks (:mod:`okt.reconciler.webhooks`) this
             way, on every replica, leader or not; None: none are served. Nothing is served when no reconciler
             declares one. The server is :attr:`webhook_server` once started.
+
+    Raises:
+        okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
+            would be refused, and retried for ever).
     """
 
     def __init__(
@@ -141,6 +146,10 @@ class Manager:
             raise ValueError("a manager needs at least one reconciler")
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        try:
+            selectors.matcher(label_selector)
+        except ValueError as exc:
+            raise errors.ConfigurationError(str(exc)) from None
         self.client = client
         self.reconcilers = tuple(reconcilers)
         self.namespaces = tuple(namespaces) if namespaces else None

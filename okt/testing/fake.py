@@ -213,7 +213,10 @@ class FakeClient(kube_client.Client):
             self._count("list", kind.plural)
             if (kind.api_version, kind.kind) not in self._served:
                 raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")
-            wanted = selectors.matcher(label_selector)
+            try:
+                wanted = selectors.matcher(label_selector)
+            except ValueError as exc:  # what the API server says of a selector it cannot read
+                raise _error(400, "BadRequest", f"unable to parse requirement: {exc}") from None
             items = [
                 obj
                 for obj in self.objects(kind, namespace if kind.namespaced else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from okt.kube import selectors
@@ -34,3 +36,32 @@ def test_a_label_selector_matches_as_the_api_server_does(
     selector: str | None, labels: dict[str, str], matches: bool
 ) -> None:
     assert selectors.matcher(selector)(labels) is matches
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "app:web",
+        "app in (a",
+        "=x",
+        "a!=b,,c",
+        "app notin x",
+        "app=a b",
+        "replicas>many",
+        "-app",
+        "a,",
+        "app=x/y",
+        "replicas>-1",
+    ],
+)
+def test_a_label_selector_the_api_server_refuses_is_refused_naming_its_term(selector: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"label selector {selector!r}")):
+        selectors.matcher(selector)
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ["app=", "app==", "app in ()", "app in (a,)", "example.com/app=web", "!app", "replicas>3", "a.b_c-d=x.y_z-1"],
+)
+def test_a_label_selector_the_api_server_reads_is_read(selector: str) -> None:
+    assert callable(selectors.matcher(selector))

@@ -64,6 +64,12 @@ def test_bad_arguments_are_refused_before_anything_starts(
         manager.Manager(client, reconcilers, **kwargs)
 
 
+def test_a_label_selector_the_api_server_cannot_read_is_refused_before_anything_starts() -> None:
+    client: Any = object()
+    with pytest.raises(okt.ConfigurationError, match=re.escape("label selector 'app:web'")):
+        manager.Manager(client, [Widgets], label_selector="app:web")
+
+
 class StatsOnly:
     """All a manager touches of its client before it starts: the request counters it exports."""
 

@@ -314,6 +314,13 @@ def test_lists_filter_by_namespace_and_label_selector(fake: FakeClient) -> None:
     assert version
 
 
+def test_a_list_with_a_label_selector_the_api_server_cannot_read_is_a_bad_request(fake: FakeClient) -> None:
+    fake.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}})
+
+    with pytest.raises(okt.errors.BadRequest, match="app:web"):
+        fake.list(kinds.CONFIG_MAP, "ns", label_selector="app:web")
+
+
 def test_a_foreground_or_background_delete_takes_the_dependents_and_an_orphaning_one_leaves_them(
     fake: FakeClient,
 ) -> None:

@@ -464,7 +464,7 @@ def update(
     options: WriteOptions = WriteOptions(),
 ) -> dict[str, Any]:
     view = _pristine_view(res)
-    res.mutate_with_initial_data()
+    _keep_initial_data(res, live)
     res.check_identity()
     kind = client.kind_of(res.desired)
     if options.strategy is Strategy.APPLY:
@@ -478,6 +478,49 @@ def update(
     res.live = updated
     observe(updated)
     return updated
+
+
+def _keep_initial_data(res: resource.Resource, live: Mapping[str, Any]) -> None:
+    """Run ``mutate_with_initial_data()`` for an update, keeping the live value of each field it sets.
+
+    Initial data is generated once — a password, a random suffix — and an update must not generate it again: for
+    every value the hook adds or changes (a mapping's keys one by one; anything else, a list too, as a whole), the
+    live object's value at that path wins when it has one. A field the live object lacks (never written, or removed
+    since) takes the hook's value: that is the repair. The desired object is normalised again after the hook (a
+    Secret's ``stringData`` folded into ``data``) so its paths are those the server stores.
+    """
+    if type(res).mutate_with_initial_data is resource.Resource.mutate_with_initial_data:
+        return  # the default sets nothing: no copy of the desired object to compare with
+    before = copy.deepcopy(res.desired)
+    res.mutate_with_initial_data()
+    res.normalize()
+    for path in _set_paths(before, res.desired):
+        found, value = _lookup(live, path)
+        if found:
+            target = res.desired
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = copy.deepcopy(value)
+
+
+def _set_paths(before: Any, after: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of ``after`` whose value is not the one ``before`` holds there (mappings compared key by key)."""
+    paths: list[tuple[str, ...]] = []
+    for key, value in after.items():
+        old = before.get(key) if isinstance(before, Mapping) else None
+        if isinstance(value, Mapping) and (old is None or isinstance(old, Mapping)):
+            paths.extend(_set_paths(old or {}, value, (*prefix, key)))
+        elif not isinstance(before, Mapping) or key not in before or old != value:
+            paths.append((*prefix, key))
+    return paths
+
+
+def _lookup(obj: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    for key in path:
+        if not isinstance(obj, Mapping) or key not in obj:
+            return False, None
+        obj = obj[key]
+    return True, obj
 
 
 def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, manager: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ How the desired state is built (in this order):
 1. from ``body`` (a dict or a pydantic model) when given, else by rendering the class's Jinja2 YAML ``template`` with
    ``cr``, ``name``, ``namespace`` and the reconciler's parameters as variables;
 2. ``mutate_with_cr(cr)`` edits ``self.desired`` from the custom resource (every reconcile);
-3. ``mutate_with_initial_data()`` edits it further, only when the object is created or repaired.
+3. ``mutate_with_initial_data()`` edits it further, only when the object is written (created, updated or
+   repaired); on an update, the live value of each field it sets is kept where the live object has one.
 
 ``hashable_ref()`` chooses what the checksum covers (default: everything but metadata, plus labels and our
 annotations). The name and namespace are fixed at construction, where one that cannot address a single object
@@ -192,7 +193,12 @@ class Resource:
         return None
 
     def mutate_with_initial_data(self) -> None:
-        """Edit ``self.desired`` with data applied only on creation or repair (e.g. generated values)."""
+        """Edit ``self.desired`` with data applied only on creation or repair (e.g. generated values).
+
+        Runs right before each write. On an update, every field it sets keeps its live value when the live object
+        has one, so a password generated here is generated once; a field the live object lacks takes the new value.
+        Neither hashed nor compared: these values never cause a write by themselves.
+        """
         return None
 
     def hashable_ref(self) -> Any:

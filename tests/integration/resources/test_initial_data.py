@@ -1,0 +1,103 @@
+"""Initial data on a real API server: a value ``mutate_with_initial_data()`` generates is written once and kept.
+
+A Secret child generates its password there. Changing the Widget's spec updates the Secret (its user follows the
+size), and the password must stay the one generated at creation, under both write strategies; a password removed
+from the live Secret is generated again by the next write.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
+
+NAME = "seeded"
+SECRET = f"{NAME}-credentials"
+
+
+class PasswordSecret(okt.SecretResource):
+    template = """
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ name }}-credentials
+  namespace: {{ namespace }}
+stringData:
+  user: admin-{{ cr.spec.size }}
+"""
+
+    def mutate_with_initial_data(self) -> None:
+        self.desired.setdefault("stringData", {})["password"] = secrets.token_hex(16)
+
+
+def reconciler(strategy: str) -> okt.Reconciler:
+    class PasswordReconciler(shared.WidgetReconciler):
+        owns = (PasswordSecret,)
+        apply_strategy = strategy
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [PasswordSecret(ctx.cr)]
+
+    return PasswordReconciler()
+
+
+def converge(rec: okt.Reconciler, kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> int:
+    """One reconcile; the number of writes it sent to the Secret."""
+    before = kube.stats.snapshot()
+    run = shared.reconcile_widget(rec, kube, kind, namespace, NAME)
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    return sum(n for (_, plural), n in shared.write_requests(kube, before).items() if plural == "secrets")
+
+
+def secret_data(kube: kube_client.Client, namespace: str) -> dict[str, str]:
+    live = shared.get_child(kube, "v1", "Secret", namespace, SECRET)
+    assert live is not None
+    return {key: base64.b64decode(value).decode() for key, value in (live.get("data") or {}).items()}
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_a_generated_password_survives_spec_changes_and_comes_back_when_removed(
+    strategy: str,
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+) -> None:
+    rec = reconciler(strategy)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(rec, kube, widget_kind, namespace) == 1
+    password = secret_data(kube, namespace)["password"]
+    assert converge(rec, kube, widget_kind, namespace) == 0
+
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)
+    assert converge(rec, kube, widget_kind, namespace) == 1
+    assert secret_data(kube, namespace) == {"user": "admin-2", "password": password}
+    assert converge(rec, kube, widget_kind, namespace) == 0
+
+    other_client.patch(
+        other_client.resolve("v1", "Secret"),
+        SECRET,
+        [{"op": "remove", "path": "/data/password"}],
+        namespace,
+        patch_type="json",
+    )
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=3)
+    assert converge(rec, kube, widget_kind, namespace) == 1
+    restored = secret_data(kube, namespace)
+    assert restored["user"] == "admin-3"
+    assert len(restored.get("password", "")) == 32
+    assert converge(rec, kube, widget_kind, namespace) == 0
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=4)
+    assert converge(rec, kube, widget_kind, namespace) == 1
+    assert secret_data(kube, namespace) == {"user": "admin-4", "password": restored["password"]}

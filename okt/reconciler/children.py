@@ -6,7 +6,8 @@ reconciler says which children exist (``resources(ctx)``, by default one of each
 
 Guarantees: a child whose kind is not in ``owns`` is refused at registration (okt neither watches nor has RBAC for
 it); a child that exists and is controlled by another owner is an error (``OwnedByAnother``), never adopted; nothing
-is written for a child whose hash and fields match; only what okt created is pruned
+is written for a child whose hash and fields match; a child being deleted is not ready (a retried error) until
+it is gone and created again; only what okt created is pruned
 (:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
 """
 
@@ -125,6 +126,8 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
             _create(ctx, res)
         elif decision.action is apply.Action.REFUSE:
             raise errors.OwnedByAnother(f"{what} exists and is {decision.reason}; okt does not adopt it")
+        elif decision.action is apply.Action.WAIT:
+            raise terminating(what, decision)
         elif decision.action is apply.Action.UPDATE and res.live is not None:
             ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
             apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.settings.writes)
@@ -135,6 +138,13 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
         ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
+
+
+def terminating(what: str, decision: apply.Decision) -> errors.TemporaryError:
+    """The error of a child that is being deleted: its owner is not ready while the child goes (a finalizer may hold
+    it for long: a PersistentVolumeClaim in use, another controller's cleanup). Retried with backoff — the child's
+    deletion wakes the owner too — and the reconcile after it is gone creates it again."""
+    return errors.TemporaryError(f"{what} is {decision.reason}; okt creates it again once it is gone")
 
 
 def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
@@ -162,6 +172,8 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
         again = apply.decide(res, live, ctx.cr, ctx.settings.names)
         if again.action is apply.Action.REFUSE:
             raise errors.OwnedByAnother(f"{what} exists and is {again.reason}; okt does not adopt it") from exc
+        if again.action is apply.Action.WAIT:
+            raise terminating(what, again) from exc
         if again.action is apply.Action.UPDATE:
             apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.settings.writes)
             ctx.results.add(Operation.UPDATED, what)

@@ -10,6 +10,8 @@ The decision (DESIGN.md "Resources, registry, checksum idempotency"):
 * missing → **create**, with the controller ownerReference, the owner label and the hash annotation;
 * present, stored hash == desired hash **and** every desired field present with the same value → **unchanged**,
   no request at all;
+* being deleted (``deletionTimestamp`` set, a finalizer holds it) → **wait**: not in place, nothing sent; the
+  reconcile is retried and creates the child again once it is gone;
 * otherwise → **update**. ``Resource`` (immutable kinds) is never updated.
 
 The checksum decides *whether* a request is sent; the write strategy decides *what* it does:
@@ -84,6 +86,9 @@ class Action(enum.Enum):
     UNCHANGED = "unchanged"
     REFUSE = "refuse"
     """The live object is controlled by another owner: okt never adopts it (controller-runtime's rule)."""
+    WAIT = "wait"
+    """The live object is being deleted (a finalizer holds it): it is not in place, and no write can keep it; okt
+    creates it again once it is gone."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,6 +267,9 @@ def decide(
     """What to do for one prepared resource, given its live object (or None)."""
     if live is None:
         return Decision(Action.CREATE, "missing")
+    deleted = (live.get("metadata") or {}).get("deletionTimestamp")
+    if deleted:
+        return Decision(Action.WAIT, f"being deleted since {deleted}")
     other = foreign_controller(live, owner)
     if other is not None:
         return Decision(Action.REFUSE, f"controlled by {other.get('kind')}/{other.get('name')}")

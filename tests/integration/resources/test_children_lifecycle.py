@@ -306,3 +306,34 @@ def test_a_declared_child_is_not_pruned_as_seen_through_another_version_of_its_k
     assert run.outcome == okt.Outcome.done()
     assert run.results.counts()[okt.Operation.PRUNED] == 0
     assert shared.get_child(kube, "autoscaling/v2beta2", "HorizontalPodAutoscaler", namespace, NAME) is not None
+
+
+class OnlyConfig(shared.WidgetReconciler):
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+
+def test_a_child_being_deleted_keeps_its_owner_not_ready_and_is_created_again_once_gone(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    rec = OnlyConfig()
+    assert shared.reconcile_widget(rec, kube, widget_kind, namespace, NAME).outcome == okt.Outcome.done()
+    config = f"{NAME}-config"
+    held = {"metadata": {"finalizers": ["test.okt.io/hold"]}}
+    other_client.patch(kinds.CONFIG_MAP, config, held, namespace)
+    other_client.delete(kinds.CONFIG_MAP, config, namespace)
+
+    run = shared.reconcile_widget(rec, kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "False"
+    assert f"ConfigMap/{namespace}/{config}" in ready["message"] and "being deleted" in ready["message"]
+
+    other_client.patch(kinds.CONFIG_MAP, config, {"metadata": {"finalizers": None}}, namespace)
+    waiting.wait_for(lambda: shared.get_child(kube, "v1", "ConfigMap", namespace, config) is None)
+    assert shared.reconcile_widget(rec, kube, widget_kind, namespace, NAME).outcome == okt.Outcome.done()
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, config) is not None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "True"

@@ -21,7 +21,8 @@ own structure (a dict stays a dict, a string a string), never text to parse.
 Guarantees:
 
 * no value changes the structure of the object: it is the skeleton's tree with each value in its slot;
-* a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — raises
+* a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — or that an expression
+  cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero) raises
   :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
@@ -382,11 +383,24 @@ def _parse(skeleton: str) -> Any:
         loader.dispose()
 
 
+def _template_line(exc: BaseException) -> str:
+    """The template line an exception was raised on (Jinja2 puts a frame of the template's own lines in its
+    traceback), or ``?``."""
+    line = "?"
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = str(tb.tb_lineno)
+        tb = tb.tb_next
+    return line
+
+
 def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, Any]:
     """Render a Jinja2 YAML template into one object, each ``{{ }}`` value placed as data in its slot.
 
     Raises:
-        okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why).
+        okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), or an expression
+            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``: the message names its line).
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
@@ -396,6 +410,15 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         skeleton = _compiled(template).render(**variables)
     except jinja2.TemplateError as exc:
         raise errors.MutationError(f"template error: {exc}") from exc
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and
+        # its names resolved, and what failed is an expression on a value it was given — a value of the custom
+        # resource of a type or range the template cannot use (a string where it adds a number, a zero it divides
+        # by). Retrying cannot help; another spec can.
+        raise errors.InvalidSpec(
+            f"template line {_template_line(exc)}: {exc} ({type(exc).__name__}): the template cannot use a value "
+            "of the custom resource there"
+        ) from exc
     finally:
         _recorded.reset(token)
     try:

@@ -436,6 +436,30 @@ def test_an_undefined_variable_is_a_one_line_template_error() -> None:
     assert str(caught.value) == "template error: 'missing' is undefined"
 
 
+@pytest.mark.parametrize(
+    ("expression", "spec", "message"),
+    [
+        ("cr.spec.size + 1", {"size": "3"}, r'can only concatenate str \(not "int"\) to str \(TypeError\)'),
+        ("100 // cr.spec.shards", {"shards": 0}, r"integer division or modulo by zero \(ZeroDivisionError\)"),
+        ('"{:d}".format(cr.spec.port)', {"port": "http"}, r"Unknown format code 'd' .* \(ValueError\)"),
+        ("cr.spec.hosts | join(',')", {"hosts": 3}, r"'int' object is not iterable \(TypeError\)"),
+    ],
+    ids=["add to a string", "divide by zero", "format a string as a number", "join a number"],
+)
+def test_an_expression_failing_on_a_value_of_the_custom_resource_is_an_invalid_spec_naming_its_line(
+    expression: str, spec: dict[str, Any], message: str
+) -> None:
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": spec})
+    template = f"kind: ConfigMap\nmetadata:\n  name: w\ndata:\n  value: '{{{{ {expression} }}}}'\n"
+
+    with pytest.raises(
+        errors.InvalidSpec, match=f"^template line 5: {message}: the template cannot use a value"
+    ) as caught:
+        templating.render_template(template, {"cr": cr})
+
+    assert "\n" not in str(caught.value)
+
+
 def test_each_render_is_a_private_object() -> None:
     template = "kind: X\nspec:\n  items: [a, {{ v }}]\n"
     first = templating.render_template(template, {"v": "b"})

@@ -496,11 +496,19 @@ def _keep_initial_data(res: resource.Resource, live: Mapping[str, Any]) -> None:
     live object's value at that path wins when it has one. A field the live object lacks (never written, or removed
     since) takes the hook's value: that is the repair. The desired object is normalised again after the hook (a
     Secret's ``stringData`` folded into ``data``) so its paths are those the server stores.
+
+    The hook runs as for a creation (``res.live`` is None while it runs): one that sets its data only when there is
+    no live object would otherwise set nothing, and the write — an apply, or a merge of a replaced field such as a
+    Secret's ``data`` — would remove the value it set at creation.
     """
     if type(res).mutate_with_initial_data is resource.Resource.mutate_with_initial_data:
         return  # the default sets nothing: no copy of the desired object to compare with
     before = copy.deepcopy(res.desired)
-    res.mutate_with_initial_data()
+    kept, res.live = res.live, None
+    try:
+        res.mutate_with_initial_data()
+    finally:
+        res.live = kept
     res.normalize()
     for path in _set_paths(before, res.desired):
         found, value = _lookup(live, path)

@@ -195,9 +195,10 @@ class Resource:
     def mutate_with_initial_data(self) -> None:
         """Edit ``self.desired`` with data applied only on creation or repair (e.g. generated values).
 
-        Runs right before each write. On an update, every field it sets keeps its live value when the live object
-        has one, so a password generated here is generated once; a field the live object lacks takes the new value.
-        Neither hashed nor compared: these values never cause a write by themselves.
+        Runs right before each write, always as for a creation (``self.live`` is None while it runs). On an update,
+        every field it sets keeps its live value when the live object has one, so a password generated here is
+        generated once; a field the live object lacks takes the new value. Neither hashed nor compared: these values
+        never cause a write by themselves.
         """
         return None
 

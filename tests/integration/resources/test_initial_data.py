@@ -41,13 +41,21 @@ stringData:
         self.desired.setdefault("stringData", {})["password"] = secrets.token_hex(16)
 
 
-def reconciler(strategy: str) -> okt.Reconciler:
+class OnCreationSecret(PasswordSecret):
+    """Generates the password only when there is no live object, as "initial data" reads."""
+
+    def mutate_with_initial_data(self) -> None:
+        if self.live is None:
+            super().mutate_with_initial_data()
+
+
+def reconciler(strategy: str, secret: type[PasswordSecret]) -> okt.Reconciler:
     class PasswordReconciler(shared.WidgetReconciler):
-        owns = (PasswordSecret,)
+        owns = (secret,)
         apply_strategy = strategy
 
         def resources(self, ctx: okt.Context) -> list[okt.Resource]:
-            return [PasswordSecret(ctx.cr)]
+            return [secret(ctx.cr)]
 
     return PasswordReconciler()
 
@@ -66,15 +74,17 @@ def secret_data(kube: kube_client.Client, namespace: str) -> dict[str, str]:
     return {key: base64.b64decode(value).decode() for key, value in (live.get("data") or {}).items()}
 
 
+@pytest.mark.parametrize("secret", [PasswordSecret, OnCreationSecret], ids=["always", "when no live object"])
 @pytest.mark.parametrize("strategy", ["apply", "merge"])
 def test_a_generated_password_survives_spec_changes_and_comes_back_when_removed(
     strategy: str,
+    secret: type[PasswordSecret],
     kube: kube_client.Client,
     other_client: kube_client.Client,
     namespace: str,
     widget_kind: kinds.Kind,
 ) -> None:
-    rec = reconciler(strategy)
+    rec = reconciler(strategy, secret)
     shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
     assert converge(rec, kube, widget_kind, namespace) == 1
     password = secret_data(kube, namespace)["password"]

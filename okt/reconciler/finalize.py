@@ -2,7 +2,8 @@
 
 Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a live object okt adds its finalizer
 (when the reconciler declares one), sets the first-visit conditions and runs ``check(ctx)``; on deletion it runs
-``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` and recorded no error.
+``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` (or ``Outcome.done()``) and recorded no
+error.
 
 Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
 finalizer of someone else); a finalizer the operator used to add (``legacy_finalizers``) is cleaned up and released
@@ -51,7 +52,8 @@ def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
 
 def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """CRFinalizer: ``cleanup(ctx)``, then remove okt's finalizers (current and legacy) if cleanup returned ``None``
-    and recorded no error (an outcome it returns — ``requeue_after``, ``give_up`` — keeps them)."""
+    (or ``Outcome.done()``) and recorded no error (an outcome it returns — ``requeue_after``, ``give_up`` — keeps
+    them)."""
     ctx.results.add(Operation.FINALIZING, ctx.cr.name)
     mine = [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
     if not mine:
@@ -64,9 +66,12 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         # A TemporaryError's delay is honoured here as it is for every other hook.
         delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
         ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
-    if ctx.results.has_error or isinstance(answer, results_mod.Outcome):
+    if ctx.results.has_error or (
+        isinstance(answer, results_mod.Outcome) and answer.kind is not results_mod.OutcomeKind.DONE
+    ):
         # An outcome is the cleanup saying it is not finished: ``requeue_after`` (an external deletion under way, look
-        # again later) or ``give_up`` (it needs a human). Only ``None`` lets the object go.
+        # again later) or ``give_up`` (it needs a human). ``Outcome.done()`` says it is finished, as ``None`` does:
+        # kept, the finalizer would hold the object for ever, with nothing requeued and nothing reported.
         return
     for finalizer in mine:
         try:

@@ -285,9 +285,10 @@ class Reconciler:
     def cleanup(self, ctx: context_mod.Context) -> Outcome | None:
         """What deletion must undo before the finalizer goes (only called when ``finalizer`` is set).
 
-        Return None when it is done: the finalizer goes. Raise (or record an error) when it failed: retried with
-        backoff. Return ``okt.requeue_after(seconds)`` when it is under way but not finished (an external deletion to
-        wait for), or ``okt.give_up(reason)`` when it needs a human: the finalizer stays either way.
+        Return None (or ``okt.Outcome.done()``) when it is done: the finalizer goes. Raise (or record an error) when
+        it failed: retried with backoff. Return ``okt.requeue_after(seconds)`` when it is under way but not finished
+        (an external deletion to wait for), or ``okt.give_up(reason)`` when it needs a human: the finalizer stays
+        either way.
         """
         return None
 

@@ -1,0 +1,63 @@
+"""What the CRFinalizer does with what ``cleanup(ctx)`` returns, reconciled with the in-memory client: the finalizer
+goes when the cleanup is done, and stays while it asks to come back or gives up."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+import okt
+from okt.kube import kinds
+from okt.testing import FakeClient
+
+VAULT = kinds.Kind("data.example.com/v1", "Vault", "vaults")
+FINALIZER = "data.example.com/cleanup"
+
+
+class VaultReconciler(okt.Reconciler):
+    api_version = VAULT.api_version
+    kind = VAULT.kind
+    finalizer = FINALIZER
+    answer: ClassVar[okt.Outcome | None] = None
+
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
+        return self.answer
+
+
+def deleted_vault() -> FakeClient:
+    """An in-memory API holding the Vault ``ns/v``, deleted while okt's finalizer is on it."""
+    fake = FakeClient(kinds=[VAULT])
+    fake.put(
+        {
+            "apiVersion": VAULT.api_version,
+            "kind": VAULT.kind,
+            "metadata": {"name": "v", "namespace": "ns", "finalizers": [FINALIZER]},
+            "spec": {},
+        }
+    )
+    fake.delete(VAULT, "v", "ns")
+    return fake
+
+
+@pytest.mark.parametrize("answer", [None, okt.Outcome.done()], ids=["none", "done"])
+def test_a_cleanup_that_is_done_lets_the_object_go(answer: okt.Outcome | None) -> None:
+    fake = deleted_vault()
+    reconciler = type("Done", (VaultReconciler,), {"answer": answer})()
+
+    run = okt.reconcile(reconciler, fake, None, "ns", "v")
+
+    assert run.path_str == ">CRChecker>CRFinalizer>End"
+    assert fake.stored(VAULT, "v", "ns") is None
+
+
+@pytest.mark.parametrize("answer", [okt.requeue_after(30), okt.give_up("the bucket needs a human")])
+def test_a_cleanup_that_is_not_finished_keeps_the_finalizer(answer: okt.Outcome) -> None:
+    fake = deleted_vault()
+    reconciler = type("Waiting", (VaultReconciler,), {"answer": answer})()
+
+    run = okt.reconcile(reconciler, fake, None, "ns", "v")
+
+    assert run.outcome == answer
+    stored = fake.stored(VAULT, "v", "ns")
+    assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]

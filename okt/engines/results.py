@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import enum
 import math
+import numbers
 from typing import Self
 
 from okt import errors
@@ -166,8 +167,15 @@ class Outcome:
 
     @classmethod
     def requeue_after(cls, seconds: float) -> Self:
-        """Reconcile again after ``seconds`` (> 0; capped at :data:`MAX_DELAY`)."""
-        _check_delay(seconds, "seconds")
+        """Reconcile again after ``seconds`` (> 0; capped at :data:`MAX_DELAY`).
+
+        Raises:
+            ValueError: ``seconds`` is not finite or not > 0; ``TypeError``: it is not a number. One message for all,
+                saying what is needed: the hook's author reads it where the call is, not deep in the queue.
+        """
+        if not isinstance(seconds, numbers.Real) or not math.isfinite(seconds) or seconds <= 0:
+            wrong = ValueError if isinstance(seconds, numbers.Real) else TypeError
+            raise wrong(f"requeue_after needs a finite number of seconds > 0, got {seconds!r}")
         return cls(OutcomeKind.REQUEUE_AFTER, delay=_capped(seconds))
 
     @classmethod

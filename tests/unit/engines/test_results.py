@@ -414,6 +414,25 @@ def test_requeue_after_needs_a_positive_finite_delay(seconds: float) -> None:
         Outcome.requeue_after(seconds)
 
 
+@pytest.mark.parametrize(
+    ("seconds", "error"),
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (float("nan"), ValueError),
+        (float("inf"), ValueError),
+        (None, TypeError),
+        ("30", TypeError),
+    ],
+)
+def test_a_wrong_requeue_delay_is_refused_with_one_message_saying_what_is_needed(
+    seconds: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error) as refused:
+        Outcome.requeue_after(seconds)  # type: ignore[arg-type]
+    assert str(refused.value) == f"requeue_after needs a finite number of seconds > 0, got {seconds!r}"
+
+
 def test_requeue_after_caps_its_delay() -> None:
     assert Outcome.requeue_after(MAX_DELAY * 3).delay == MAX_DELAY
 

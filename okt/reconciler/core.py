@@ -4,12 +4,12 @@ Why this exists: the runtime (informers, queue, workers) and the tests both need
 hidden state. Everything a reconcile touches lives in its :class:`okt.reconciler.context.Context`; the return value is
 the engine's :class:`okt.engines.stepper.Run` whose ``outcome`` drives the work queue.
 
-Guarantees: never raises for a problem of the object or the API (those become results entries and an outcome); a CR
-that no longer exists ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read (and,
-for a reconciler with a ``cluster_operator``, the mirror's, so the ClusterOperator forgets it); a quiet give-up writes
-nothing either, unless a lifecycle moved before it (the new phase is persisted then); an invalid spec is an
-``InvalidSpec`` error (a spec model whose validation raises, that exception) — except while the CR is being deleted,
-when cleanup must still run.
+Guarantees: never raises for a problem of the object or the API (those become results entries and an outcome: a read
+of the CR that fails is retried, ``>CRChecker>ErrorManager>End`` with nothing written); a CR that no longer exists
+ends as a quiet give-up (``>CRChecker>GiveupManager>End``) with no request but the read (and, for a reconciler with a
+``cluster_operator``, the mirror's, so the ClusterOperator forgets it); a quiet give-up writes nothing either, unless
+a lifecycle moved before it (the new phase is persisted then); an invalid spec is an ``InvalidSpec`` error (a spec
+model whose validation raises, that exception) — except while the CR is being deleted, when cleanup must still run.
 """
 
 from __future__ import annotations
@@ -158,7 +158,12 @@ def reconcile(
         name=name,
         reconcile_id=_next_id(),
     )
-    raw = reader.get(kind, name, namespace)
+    unread: errors.ApiError | None = None
+    try:
+        raw = reader.get(kind, name, namespace)
+    except errors.ApiError as exc:
+        # Reading from the API (a plain call): a failed read is the API's problem, retried — never a gone object.
+        raw, unread = None, exc
     exists = raw is not None
     placeholder = {
         "apiVersion": kind.api_version,
@@ -176,8 +181,8 @@ def reconcile(
         logger=log,
         recorder=recorder if reconciler.record_events else None,
     )
-    run = reconciler.engine.run(_Steps(reconciler, ctx), ctx.results)
-    if not ctx.exists and reconciler.cluster_operator:
+    run = reconciler.engine.run(_Steps(reconciler, ctx, unread), ctx.results)
+    if not ctx.exists and unread is None and reconciler.cluster_operator:
         # No manager runs for a gone object, and the ClusterOperator would go on summing it up (listed, and
         # Degraded for ever when it was the degraded one).
         cluster_operator.mirror(reconciler.cluster_operator, ctx)
@@ -236,13 +241,20 @@ def _first_sighting(error: BaseException) -> bool:
 class _Steps:
     """The work of one reconcile as the engines drive it (:class:`okt.engines.stepper.Steps`)."""
 
-    def __init__(self, reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
+    def __init__(
+        self, reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, unread: errors.ApiError | None = None
+    ) -> None:
         self.reconciler = reconciler
         self.ctx = ctx
+        self.unread = unread
 
     def _prologue(self) -> bool:
-        """Fetch and validate; False when the object is gone (a quiet give-up) and no CRChecker work should run."""
+        """Fetch and validate; False when the object could not be read (an error) or is gone (a quiet give-up) and no
+        CRChecker work should run."""
         ctx = self.ctx
+        if self.unread is not None:
+            ctx.results.add(results_mod.Operation.CRUD_ERROR, ctx.cr.name, self.unread)
+            return False
         if not ctx.exists:
             ctx.results.add(results_mod.Operation.CR_NOT_FOUND, ctx.cr.name)
             ctx.results.give_up("cr not found")

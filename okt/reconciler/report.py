@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from okt import errors
 from okt.engines import results as results_mod
 from okt.reconciler import children
@@ -23,8 +25,6 @@ from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
 
 if TYPE_CHECKING:
-    import pydantic
-
     from okt.reconciler import context as context_mod
     from okt.reconciler import reconciler as reconciler_mod
 
@@ -102,6 +102,9 @@ def error_conditions(
 def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
     hooks, the bookkeeping reset, one status write if anything changed, an Event on recovery."""
+    # Status fields the status model refuses fail the reconcile here, before Ready=True is set: the ErrorManager then
+    # reports them, and the refused values are never written.
+    status_fields_view(ctx.status_fields, ctx.settings.status_model)
     was_failing = ctx.conditions.is_false(cond.READY)
     # What a recovery's Event says, as things stand before the conditions are written (read only then).
     recovered = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}" if was_failing else ""
@@ -204,12 +207,20 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
 
     A key the model knows — by its Python name or its API alias — is written once, under the API name; keys the model
     does not declare pass through unchanged (a status field another part of the operator sets).
+
+    Raises:
+        ValueError: ``model`` refuses the fields; one line naming each bad field (``status.replicas: ...``).
     """
     if model is None or not fields:
         return dict(fields)
     api_name = {name: field.alias or name for name, field in model.model_fields.items()}
     api_name.update({alias: alias for alias in api_name.values()})
-    dumped = model.model_validate(fields).model_dump(mode="json", by_alias=True, exclude_none=True)
+    try:
+        validated = model.model_validate(fields)
+    except pydantic.ValidationError as exc:
+        readable = errors.InvalidSpec.from_validation_error(exc, "status", model=model)  # for its message only
+        raise ValueError(str(readable)) from exc
+    dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True)
     removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
     return {**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed}
 
@@ -218,7 +229,14 @@ def write_status(ctx: context_mod.Context) -> bool:
     """Write conditions, observedGeneration, ``ctx.status_fields`` and bookkeeping where the reconciler's ``status``
     says — only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    extra = {**status_fields_view(ctx.status_fields, settings.status_model), **ctx.bookkeeping.status_fields()}
+    try:
+        fields = status_fields_view(ctx.status_fields, settings.status_model)
+    except ValueError as exc:
+        # Fields the status model refuses (a bug of the operator) are left out, the rest is written: the conditions
+        # above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
+        fields = {}
+    extra = {**fields, **ctx.bookkeeping.status_fields()}
     try:
         written = None
         annotations: dict[str, str | None] = {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import pydantic
+
 import okt
 from okt.kube import kinds
 from okt.testing import FakeClient, condition
@@ -70,3 +72,33 @@ def test_an_exception_without_text_still_says_what_was_raised() -> None:
     fake = webapp()
 
     assert ready_after(Bare(), fake) == ("False", "ReconcileError", "RuntimeError")
+
+
+class _Replicas(pydantic.BaseModel):
+    replicas: int = 0
+
+
+class Counting(WebAppReconciler):
+    """Reports a replica count in its status, through a status model."""
+
+    status_model = _Replicas
+    replicas: ClassVar[object] = 2
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["replicas"] = self.replicas
+
+
+class Miscounting(Counting):
+    replicas: ClassVar[object] = "many"  # a bug of the operator: not what its status model declares
+
+
+def test_status_fields_the_status_model_refuses_turn_ready_false_naming_the_field() -> None:
+    fake = webapp()
+    assert ready_after(Counting(), fake)[0] == "True"
+
+    status, reason, message = ready_after(Miscounting(), fake)
+
+    assert (status, reason) == ("False", "ReconcileError")
+    assert message.startswith("status.replicas: Input should be a valid integer")
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None and stored["status"]["replicas"] == 2  # the refused value is not written

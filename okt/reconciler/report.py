@@ -42,11 +42,25 @@ class Signal:
 
     @classmethod
     def of(
-        cls, value: bool | tuple[bool, str, str] | Signal, if_true: tuple[str, str], if_false: tuple[str, str]
+        cls,
+        value: bool | tuple[bool, str, str] | Signal,
+        if_true: tuple[str, str],
+        if_false: tuple[str, str],
+        hook: str = "a condition hook",
     ) -> Signal:
-        """Read what a hook returned: a bool takes the default reason and message of that value."""
+        """Read what a hook returned: a bool takes the default reason and message of that value.
+
+        Raises:
+            TypeError: ``hook`` returned an outcome (``okt.requeue_after(5)``): true as a bool, it would turn the
+                condition True when the hook meant "not yet".
+        """
         if isinstance(value, Signal):
             return value
+        if isinstance(value, results_mod.Outcome):
+            raise TypeError(
+                f"{hook} returned {value}: it returns a bool or (status, reason, message); an outcome is returned by "
+                "enter_in_state, check or cleanup"
+            )
         if isinstance(value, tuple):
             return cls(bool(value[0]), value[1], value[2])
         return cls(bool(value), *(if_true if value else if_false))
@@ -109,9 +123,12 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     # What a recovery's Event says, as things stand before the conditions are written (read only then).
     recovered = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}" if was_failing else ""
     available = reconciler.available(ctx)
-    ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""))
+    ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""), "ready")
     progressing = Signal.of(
-        reconciler.progressing(ctx), ("RollingOut", "a rollout is under way"), ("Settled", "nothing to roll out")
+        reconciler.progressing(ctx),
+        ("RollingOut", "a rollout is under way"),
+        ("Settled", "nothing to roll out"),
+        "progressing",
     )
     in_status = ctx.settings.status_target is writer.Target.STATUS  # not in a built-in kind's annotations
     if in_status and ctx.settings.related_objects:
@@ -129,9 +146,10 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
             available,
             ("ReplicasAvailable", "all replicas are available"),
             ("ReplicasUnavailable", "waiting for replicas"),
+            "available",
         ),
         progressing=progressing,
-        degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error")),
+        degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error"), "degraded"),
     )
     ctx.bookkeeping.error_count = 0
     write_status(ctx)

@@ -102,3 +102,20 @@ def test_status_fields_the_status_model_refuses_turn_ready_false_naming_the_fiel
     assert message.startswith("status.replicas: Input should be a valid integer")
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None and stored["status"]["replicas"] == 2  # the refused value is not written
+
+
+class Impatient(WebAppReconciler):
+    def ready(self, ctx: okt.Context) -> bool:
+        return okt.requeue_after(5)  # type: ignore[return-value]  # an outcome, where a bool is expected
+
+
+def test_a_ready_hook_returning_an_outcome_is_the_operators_bug_not_a_ready_object() -> None:
+    fake = webapp()
+
+    status, reason, message = ready_after(Impatient(), fake)
+
+    assert (status, reason) == ("False", "ReconcileError")
+    assert message == (
+        "ready returned requeue_after(5.0): it returns a bool or (status, reason, message); an outcome is returned "
+        "by enter_in_state, check or cleanup"
+    )

@@ -13,6 +13,7 @@ still run. Both run on every replica, leader or not: they are about the process,
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,15 +31,34 @@ _MARK = "__okt_operator_hook__"
 
 
 def on_startup(fn: F) -> F:
-    """Run ``fn(client)`` once before the operator watches anything."""
+    """Run ``fn(client)`` once before the operator watches anything.
+
+    Raises:
+        TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`).
+    """
+    _check_synchronous(fn)
     setattr(fn, _MARK, "startup")
     return fn
 
 
 def on_cleanup(fn: F) -> F:
-    """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown."""
+    """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown.
+
+    Raises:
+        TypeError: ``fn`` is ``async def``: okt calls its hooks and never awaits them, so its body would never run
+            (Kopf's ``@kopf.on.startup`` takes coroutines; these do not).
+    """
+    _check_synchronous(fn)
     setattr(fn, _MARK, "cleanup")
     return fn
+
+
+def _check_synchronous(fn: Callable[..., Any]) -> None:
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"{name_of(fn)} is 'async def', but okt's operator hooks are synchronous: okt calls them and never awaits "
+            "them. Write 'def' (run async code with asyncio.run() inside it)."
+        )
 
 
 def collect(module: types.ModuleType) -> tuple[list[StartupHook], list[CleanupHook]]:

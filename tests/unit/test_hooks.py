@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pathlib
+from typing import Any
+
+import pytest
 
 from okt import hooks
 from okt.reconciler import loader
@@ -43,3 +46,17 @@ def test_the_hooks_of_an_operator_file_are_found_in_definition_order(tmp_path: p
     assert [hooks.name_of(h) for h in startups] == ["first", "second"]
     assert [hooks.name_of(h) for h in cleanups] == ["bye"]
     assert [cls.__name__ for cls in loader.reconcilers_of(module, str(path))] == ["Things"]
+
+
+async def _warm(client: object) -> None:
+    return None
+
+
+async def _flush() -> None:
+    return None
+
+
+@pytest.mark.parametrize(("decorate", "fn"), [(hooks.on_startup, _warm), (hooks.on_cleanup, _flush)])
+def test_an_async_operator_hook_is_refused_where_it_is_declared(decorate: Any, fn: Any) -> None:
+    with pytest.raises(TypeError, match=rf"^{fn.__name__} is 'async def', but okt's operator hooks are synchronous"):
+        decorate(fn)

@@ -101,3 +101,15 @@ def test_every_error_class_users_catch_is_exported() -> None:
         name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.OktError)
     }
     assert tree <= set(okt.__all__)
+
+
+def test_what_the_results_page_says_okt_re_exports_is_exported() -> None:
+    import pathlib
+    import re
+
+    page = pathlib.Path(__file__).resolve().parents[2] / "docs" / "concepts" / "results.md"
+    claim = re.search(r"re-exported from `okt`: ([^.]*)\.", page.read_text())
+    assert claim, "the page no longer says what okt re-exports"
+    named = re.findall(r"`(\w+)`", claim.group(1))
+    assert named
+    assert [name for name in named if name not in okt.__all__] == []

@@ -52,26 +52,33 @@ def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
 
 def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """CRFinalizer: ``cleanup(ctx)``, then remove okt's finalizers (current and legacy) if cleanup returned ``None``
-    (or ``Outcome.done()``) and recorded no error (an outcome it returns — ``requeue_after``, ``give_up`` — keeps
-    them)."""
+    (or ``Outcome.done()``) and recorded no error (an outcome it asks for — ``requeue_after``, ``give_up``, returned,
+    through ``ctx`` or as a raised ``okt.GiveUp`` — keeps them)."""
     ctx.results.add(Operation.FINALIZING, ctx.cr.name)
     mine = [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
     if not mine:
         return
     answer = None
+    requeues = ctx.results.count(Operation.REQUEUE)
     try:
         answer = reconciler.cleanup(ctx)
         ctx.results.follow(answer, "cleanup")
+    except errors.GiveUp as exc:
+        ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
     except Exception as exc:
         # A TemporaryError's delay is honoured here as it is for every other hook.
         delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
         ctx.results.add(Operation.CLEANUP_ERROR, ctx.cr.name, exc, delay=delay)
-    if ctx.results.has_error or (
-        isinstance(answer, results_mod.Outcome) and answer.kind is not results_mod.OutcomeKind.DONE
+    if (
+        ctx.results.has_error
+        or ctx.results.gave_up is not None
+        or ctx.results.count(Operation.REQUEUE) > requeues
+        or (isinstance(answer, results_mod.Outcome) and answer.kind is not results_mod.OutcomeKind.DONE)
     ):
-        # An outcome is the cleanup saying it is not finished: ``requeue_after`` (an external deletion under way, look
-        # again later) or ``give_up`` (it needs a human). ``Outcome.done()`` says it is finished, as ``None`` does:
-        # kept, the finalizer would hold the object for ever, with nothing requeued and nothing reported.
+        # The cleanup saying it is not finished — by returning an outcome, through ``ctx.requeue_after()`` /
+        # ``ctx.give_up()``, or raising ``okt.GiveUp``: ``requeue_after`` (an external deletion under way, look again
+        # later) or ``give_up`` (it needs a human). ``Outcome.done()`` says it is finished, as ``None`` does: kept, the
+        # finalizer would hold the object for ever, with nothing requeued and nothing reported.
         return
     for finalizer in mine:
         try:

@@ -61,3 +61,39 @@ def test_a_cleanup_that_is_not_finished_keeps_the_finalizer(answer: okt.Outcome)
     assert run.outcome == answer
     stored = fake.stored(VAULT, "v", "ns")
     assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]
+
+
+class RaisingGiveUp(VaultReconciler):
+    def cleanup(self, ctx: okt.Context) -> None:
+        raise okt.GiveUp("the bucket needs a human")
+
+
+class CallingGiveUp(VaultReconciler):
+    def cleanup(self, ctx: okt.Context) -> None:
+        ctx.give_up("the bucket needs a human")
+
+
+class CallingRequeueAfter(VaultReconciler):
+    def cleanup(self, ctx: okt.Context) -> None:
+        ctx.requeue_after(30)
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "outcome"),
+    [
+        (RaisingGiveUp(), okt.give_up("the bucket needs a human")),
+        (CallingGiveUp(), okt.give_up("the bucket needs a human")),
+        (CallingRequeueAfter(), okt.requeue_after(30)),
+    ],
+    ids=["raise-GiveUp", "ctx.give_up", "ctx.requeue_after"],
+)
+def test_a_cleanup_that_asks_through_ctx_or_raises_give_up_keeps_the_finalizer_as_when_it_returns_it(
+    reconciler: okt.Reconciler, outcome: okt.Outcome
+) -> None:
+    fake = deleted_vault()
+
+    run = okt.reconcile(reconciler, fake, None, "ns", "v")
+
+    assert run.outcome == outcome
+    stored = fake.stored(VAULT, "v", "ns")
+    assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]

@@ -87,6 +87,8 @@ def mutate(ctx: context_mod.Context) -> None:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
             # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
             ctx.results.give_up(str(exc), alarming=True, error=exc)
+        except errors.GiveUp as exc:
+            ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
         except Exception as exc:
             delay = exc.delay if isinstance(exc, errors.TemporaryError) else None
             ctx.results.add(Operation.MUTATE_ERROR, res.describe(), exc, delay=delay)

@@ -344,13 +344,15 @@ class Results:
         """Fold the stack into the reconcile's one outcome (give-up > first error > smallest delay > done).
 
         A first error that is an :class:`okt.errors.PermanentError` (``InvalidSpec``...) gives up: it was reported
-        (ErrorManager ran), and nothing is retried until the object changes.
+        (ErrorManager ran), and nothing is retried until the object changes — unless a status write failed: the
+        report did not reach the object (Ready may still say True), so it is retried until it does.
         """
         if self._gave_up is not None:
             return Outcome.give_up(self._gave_up)
         if self._first_error is not None and self._first_error.error is not None:
             error = self._first_error.error
-            if isinstance(error, errors.PermanentError) and error.waits_for_change:
+            reported = not self.count(Operation.STATUS_UPDATE_ERROR)
+            if isinstance(error, errors.PermanentError) and error.waits_for_change and reported:
                 # Retrying the same input cannot help (Kopf's PermanentError): reported, then left alone until the
                 # object changes, which enqueues it again.
                 return Outcome.give_up(f"{errors.reason_for(error)}: {error}")

@@ -119,3 +119,20 @@ def test_a_ready_hook_returning_an_outcome_is_the_operators_bug_not_a_ready_obje
         "ready returned requeue_after(5.0): it returns a bool or (status, reason, message); an outcome is returned "
         "by enter_in_state, check or cleanup"
     )
+
+
+class Hostless(WebAppReconciler):
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.InvalidSpec("must name a host", field="spec.host")
+
+
+def test_a_permanent_error_whose_report_failed_is_retried_until_ready_says_false() -> None:
+    fake = webapp()
+    assert ready_after(WebAppReconciler(), fake)[0] == "True"
+    fake.fail("patch", "webapps/status", okt.ApiError.from_status(409, "Conflict", "the object has been modified"))
+
+    run = okt.reconcile(Hostless(), fake, None, "shop", "web")
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
+    assert ready_after(Hostless(), fake) == ("False", "InvalidSpec", "spec.host: must name a host")
+    assert okt.reconcile(Hostless(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP

@@ -150,6 +150,9 @@ class Reconciler:
             cls.status_target()
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
+        if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
+            # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
+            raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
         if cls.max_creates is not None and (not isinstance(cls.max_creates, int) or cls.max_creates < 1):
             raise TypeError(f"{cls.__name__}.max_creates = {cls.max_creates!r}: expected a positive int or None")
 

@@ -15,6 +15,12 @@ def test_a_misspelt_status_target_is_refused_when_the_class_is_defined() -> None
         type("Typo", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "status": "anotations"})
 
 
+@pytest.mark.parametrize("engine", [okt.FreeStyle, okt.Stepper, "freestyle"])
+def test_an_engine_that_is_not_an_engine_instance_is_refused_when_the_class_is_defined(engine: object) -> None:
+    with pytest.raises(TypeError, match=r"^Loose\.engine = .*: expected okt\.Stepper\(\) or okt\.FreeStyle\(\)$"):
+        type("Loose", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "engine": engine})
+
+
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     class Deployments(okt.Reconciler):
         api_version = "apps/v1"

@@ -150,6 +150,7 @@ class Reconciler:
             cls.status_target()
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
+        _check_owns(cls)
         if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
             # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
@@ -345,6 +346,23 @@ class Reconciler:
                 if stalled:
                     return True, helpers.PROGRESS_DEADLINE_EXCEEDED, f"{child.kind} {child.name}: {stalled}"
         return False
+
+
+def _check_owns(cls: type[Reconciler]) -> None:
+    """Refuse an ``owns`` that is not a sequence of resource classes (``owns = (ConfigMapRes)`` lacks its comma): it
+    would fail every reconcile, and the start of ``okt run``, with a TypeError far from the declaration."""
+    owns = cls.owns
+    if isinstance(owns, type) and issubclass(owns, resource.Resource):
+        raise TypeError(
+            f"{cls.__name__}.owns = {owns.__name__}: expected a tuple of resource classes: "
+            f"({owns.__name__},), with its comma"
+        )
+    if (
+        isinstance(owns, str)
+        or not isinstance(owns, Sequence)
+        or not all(isinstance(c, type) and issubclass(c, resource.Resource) for c in owns)
+    ):
+        raise TypeError(f"{cls.__name__}.owns = {owns!r}: expected a tuple of resource classes")
 
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]

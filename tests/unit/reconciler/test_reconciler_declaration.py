@@ -21,6 +21,26 @@ def test_an_engine_that_is_not_an_engine_instance_is_refused_when_the_class_is_d
         type("Loose", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "engine": engine})
 
 
+class _Config(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+@pytest.mark.parametrize(
+    ("owns", "message"),
+    [
+        (_Config, r"^Owner\.owns = _Config: expected a tuple of resource classes: \(_Config,\), with its comma$"),
+        ((_Config, "Deployment"), r"^Owner\.owns = \(.*'Deployment'\): expected a tuple of resource classes$"),
+        ((okt.Reconciler,), r"^Owner\.owns = \(.*Reconciler'>,\): expected a tuple of resource classes$"),
+    ],
+)
+def test_owns_that_is_not_a_sequence_of_resource_classes_is_refused_when_the_class_is_defined(
+    owns: object, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        type("Owner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Owner", "owns": owns})
+
+
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     class Deployments(okt.Reconciler):
         api_version = "apps/v1"

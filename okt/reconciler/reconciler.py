@@ -151,6 +151,13 @@ class Reconciler:
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
         _check_owns(cls)
+        legacy = cls.legacy_finalizers
+        if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
+            # A str would be read letter by letter: an object still carrying the old finalizer never released.
+            raise TypeError(
+                f"{cls.__name__}.legacy_finalizers = {legacy!r}: expected a tuple of finalizer names, e.g. "
+                '("example.com/old-cleanup",)'
+            )
         if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
             # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")

@@ -41,6 +41,15 @@ def test_owns_that_is_not_a_sequence_of_resource_classes_is_refused_when_the_cla
         type("Owner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Owner", "owns": owns})
 
 
+@pytest.mark.parametrize("legacy", ["example.com/old-cleanup", ("example.com/old-cleanup", 3)])
+def test_legacy_finalizers_that_are_not_a_sequence_of_names_are_refused_when_the_class_is_defined(
+    legacy: object,
+) -> None:
+    # A str would be read letter by letter: an object carrying the old finalizer would never be released.
+    with pytest.raises(TypeError, match=r"^Renamed\.legacy_finalizers = .*: expected a tuple of finalizer names"):
+        type("Renamed", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_finalizers": legacy})
+
+
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     class Deployments(okt.Reconciler):
         api_version = "apps/v1"

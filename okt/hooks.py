@@ -36,7 +36,7 @@ def on_startup(fn: F) -> F:
     Raises:
         TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`).
     """
-    _check_synchronous(fn)
+    check_synchronous(fn)
     setattr(fn, _MARK, "startup")
     return fn
 
@@ -48,12 +48,13 @@ def on_cleanup(fn: F) -> F:
         TypeError: ``fn`` is ``async def``: okt calls its hooks and never awaits them, so its body would never run
             (Kopf's ``@kopf.on.startup`` takes coroutines; these do not).
     """
-    _check_synchronous(fn)
+    check_synchronous(fn)
     setattr(fn, _MARK, "cleanup")
     return fn
 
 
-def _check_synchronous(fn: Callable[..., Any]) -> None:
+def check_synchronous(fn: Callable[..., Any]) -> None:
+    """Refuse an ``async def`` hook (TypeError): okt would call it and never await it."""
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(
             f"{name_of(fn)} is 'async def', but okt's operator hooks are synchronous: okt calls them and never awaits "

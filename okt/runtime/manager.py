@@ -115,6 +115,7 @@ class Manager:
     Raises:
         okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
             would be refused, and retried for ever).
+        TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited).
     """
 
     def __init__(
@@ -166,6 +167,9 @@ class Manager:
         self._resync = resync
         self._backoff = backoff
         self._tune_memory = tune_memory
+        for each in (on_startup, on_cleanup):
+            for hook in each:
+                hooks.check_synchronous(hook)
         self._on_startup = tuple(on_startup)
         self._on_cleanup = tuple(on_cleanup)
         self._started_up = False

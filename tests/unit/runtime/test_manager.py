@@ -70,6 +70,16 @@ def test_a_label_selector_the_api_server_cannot_read_is_refused_before_anything_
         manager.Manager(client, [Widgets], label_selector="app:web")
 
 
+@pytest.mark.parametrize("which", ["on_startup", "on_cleanup"])
+def test_an_async_hook_given_to_the_manager_is_refused_before_anything_starts(which: str) -> None:
+    async def warm_up(*args: Any) -> None:
+        return None
+
+    client: Any = object()
+    with pytest.raises(TypeError, match="'async def'"):
+        manager.Manager(client, [Widgets], **{which: [warm_up]})
+
+
 class StatsOnly:
     """All a manager touches of its client before it starts: the request counters it exports."""
 

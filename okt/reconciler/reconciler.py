@@ -237,7 +237,7 @@ class Reconciler:
         """The FreeStyle engine's single hook. Default: the Stepper's main course in one go."""
         for state in (State.ObjectsGetter, State.Mutator, State.Updater):
             builtin_work(self, state, ctx)
-            if ctx.results.has_error or ctx.results.gave_up:
+            if ctx.results.has_error or ctx.results.gave_up is not None:  # a give-up's reason may be ""
                 break
         return None
 

@@ -193,8 +193,8 @@ def on_error(ctx: context_mod.Context) -> None:
     if not ctx.exists:
         return
     error = ctx.results.first_error
-    if error is None and ctx.results.gave_up:
-        reason, message = "GiveUp", ctx.results.gave_up
+    if error is None and ctx.results.gave_up is not None:
+        reason, message = "GiveUp", ctx.results.gave_up or "gave up"
     else:
         reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
         # An exception without text (a bare ``raise RuntimeError``, an ``assert`` without message) is named instead:

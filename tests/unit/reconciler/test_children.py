@@ -52,3 +52,27 @@ def test_a_give_up_raised_by_mutate_with_cr_gives_up_as_from_any_hook() -> None:
     assert run.outcome == okt.give_up("waiting for the payment provider's credentials")
     assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>GiveupManager>End"
     assert fake.stored(kinds.CONFIG_MAP, "s-config", "ns") is None
+
+
+class PlainShopConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = ShopConfig.template
+
+
+class FreeStyleShops(ShopReconciler):
+    engine = okt.FreeStyle()
+    owns = (PlainShopConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        ctx.give_up("")
+        return [PlainShopConfig(ctx.cr)]
+
+
+def test_a_give_up_without_a_reason_stops_freestyles_main_course_too() -> None:
+    fake = shop()
+
+    run = okt.reconcile(FreeStyleShops(), fake, None, "ns", "s")
+
+    assert run.outcome == okt.give_up("")
+    assert fake.stored(kinds.CONFIG_MAP, "s-config", "ns") is None

@@ -14,7 +14,8 @@ Guarantees (the consolidation rules):
   exponential backoff);
 * a non-error entry requeues only with a delay > 0, the smallest such delay wins;
 * every delay is capped at :data:`MAX_DELAY` (6 h);
-* give-up never requeues: the object is reconciled again when it changes.
+* give-up never requeues: the object is reconciled again when it changes — but for an alarming give-up whose
+  report (the ErrorManager's status write) failed, which is retried like an error until the report is written.
 
 Caveats: a ``Results`` belongs to one reconcile on one thread. It is never global and never shared; it is mutable
 (an append-only stack) and not thread-safe. Entries and outcomes are immutable values.
@@ -345,13 +346,17 @@ class Results:
 
         A first error that is an :class:`okt.errors.PermanentError` (``InvalidSpec``...) gives up: it was reported
         (ErrorManager ran), and nothing is retried until the object changes — unless a status write failed: the
-        report did not reach the object (Ready may still say True), so it is retried until it does.
+        report did not reach the object (Ready may still say True), so it is retried until it does. So is an
+        *alarming* give-up whose report failed: the ErrorManager reports it as it reports an error.
         """
+        reported = not self.count(Operation.STATUS_UPDATE_ERROR)
         if self._gave_up is not None:
+            first = self._first_error.error if self._first_error is not None else None
+            if self._alarming and not reported and first is not None:
+                return Outcome.retry(first)
             return Outcome.give_up(self._gave_up)
         if self._first_error is not None and self._first_error.error is not None:
             error = self._first_error.error
-            reported = not self.count(Operation.STATUS_UPDATE_ERROR)
             if isinstance(error, errors.PermanentError) and error.waits_for_change and reported:
                 # Retrying the same input cannot help (Kopf's PermanentError): reported, then left alone until the
                 # object changes, which enqueues it again.

@@ -136,3 +136,20 @@ def test_a_permanent_error_whose_report_failed_is_retried_until_ready_says_false
     assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
     assert ready_after(Hostless(), fake) == ("False", "InvalidSpec", "spec.host: must name a host")
     assert okt.reconcile(Hostless(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
+
+
+class Unpayable(WebAppReconciler):
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.GiveUp("the payment provider refused the account", alarming=True)
+
+
+def test_an_alarming_give_up_whose_report_failed_is_retried_until_ready_says_false() -> None:
+    fake = webapp()
+    assert ready_after(WebAppReconciler(), fake)[0] == "True"
+    fake.fail("patch", "webapps/status", okt.ApiError.from_status(409, "Conflict", "the object has been modified"))
+
+    run = okt.reconcile(Unpayable(), fake, None, "shop", "web")
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
+    assert ready_after(Unpayable(), fake) == ("False", "GiveUp", "the payment provider refused the account")
+    assert okt.reconcile(Unpayable(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP

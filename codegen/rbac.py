@@ -231,9 +231,7 @@ def rbac_for_reconcilers(
     watched: list[tuple[str, str]] = []
     declared: list[tuple[str, str, Sequence[str]]] = []
     for cls in classes:
-        watched += [
-            _watched_kind(cls, _kind_of_watch(cls, w), kinds, cluster_wide) for w in getattr(cls, "watches", ()) or ()
-        ]
+        watched += [_watched_kind(cls, w.kind, kinds, cluster_wide) for w in getattr(cls, "watches", ()) or ()]
         declared += _declared(cls)
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
@@ -349,16 +347,6 @@ def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
             )
         declared.append((group, resource, granted))
     return declared
-
-
-def _kind_of_watch(owner: type[Any], watch: Any) -> Any:
-    """The kind a watch declares (``okt.watch(kind, map=...)`` makes one)."""
-    kind = getattr(watch, "kind", None)
-    if kind is None or not callable(getattr(watch, "map", None)):
-        raise errors.CodegenError(
-            f"{owner.__name__}.watches: {watch!r} is not a watch: declare it with okt.watch(kind, map=function)"
-        )
-    return kind
 
 
 def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary, cluster_wide: bool) -> tuple[str, str]:

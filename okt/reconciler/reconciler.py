@@ -151,6 +151,7 @@ class Reconciler:
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
         _check_owns(cls)
+        _check_watches(cls)
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.
@@ -370,6 +371,16 @@ def _check_owns(cls: type[Reconciler]) -> None:
         or not all(isinstance(c, type) and issubclass(c, resource.Resource) for c in owns)
     ):
         raise TypeError(f"{cls.__name__}.owns = {owns!r}: expected a tuple of resource classes")
+
+
+def _check_watches(cls: type[Reconciler]) -> None:
+    """Refuse ``watches`` that are not a sequence of :func:`okt.watch` declarations (a kind's name, or a kind, given
+    without its ``map``): the start of ``okt run`` would fail on it with an AttributeError far from the declaration."""
+    watched = cls.watches
+    if isinstance(watched, str) or not isinstance(watched, Sequence):
+        watched = (watched,)
+    if not all(isinstance(w, watches_mod.Watch) for w in watched):
+        raise TypeError(f"{cls.__name__}.watches = {cls.watches!r}: expected a tuple of okt.watch(kind, map=...)")
 
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]

@@ -415,18 +415,6 @@ def test_a_watch_named_with_its_group_or_version_as_kubectl_names_it_reads_that_
     assert {"apiGroups": [group], "resources": [plural], "verbs": ["get", "list", "watch"]} in rules
 
 
-def test_a_watch_that_is_not_made_by_okt_watch_is_refused_in_one_line() -> None:
-    class Watching(okt.Reconciler):
-        api_version = "x.example.com/v1"
-        kind = "Thing"
-        watches = ("ConfigMap",)
-
-    with pytest.raises(
-        errors.CodegenError, match=r"^Watching\.watches: 'ConfigMap' is not a watch: declare it with okt"
-    ):
-        rbac.rbac_for_reconciler(Watching)
-
-
 def test_a_watch_named_by_a_short_name_needs_its_group_for_code_generation() -> None:
     class Watching(okt.Reconciler):
         api_version = "x.example.com/v1"

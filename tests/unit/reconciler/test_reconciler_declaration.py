@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import okt
+from okt.kube import kinds
 
 
 def test_a_misspelt_status_target_is_refused_when_the_class_is_defined() -> None:
@@ -39,6 +40,16 @@ def test_owns_that_is_not_a_sequence_of_resource_classes_is_refused_when_the_cla
 ) -> None:
     with pytest.raises(TypeError, match=message):
         type("Owner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Owner", "owns": owns})
+
+
+@pytest.mark.parametrize(
+    "watches",
+    ["configmaps", ("configmaps",), (okt.watch("configmaps", map=lambda obj, ctx: []), kinds.CONFIG_MAP)],
+    ids=["a name", "a tuple of names", "a kind beside a watch"],
+)
+def test_watches_that_are_not_a_sequence_of_okt_watch_are_refused_when_the_class_is_defined(watches: object) -> None:
+    with pytest.raises(TypeError, match=r"^Watcher\.watches = .*: expected a tuple of okt\.watch\(kind, map=\.\.\.\)$"):
+        type("Watcher", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Watcher", "watches": watches})
 
 
 @pytest.mark.parametrize("legacy", ["example.com/old-cleanup", ("example.com/old-cleanup", 3)])

@@ -1,5 +1,6 @@
 """What the ErrorManager writes for an error, reconciled with the in-memory client: Ready=False with the error's
-reason and message, whatever the error class names its reason, and back to True once the error is gone."""
+reason and message, whatever the error class names its reason, and back to True once the error is gone; and nothing
+written about a primary the API failed to read (the reconcile ends in a retry, never raises)."""
 
 from __future__ import annotations
 
@@ -153,3 +154,19 @@ def test_an_alarming_give_up_whose_report_failed_is_retried_until_ready_says_fal
     assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
     assert ready_after(Unpayable(), fake) == ("False", "GiveUp", "the payment provider refused the account")
     assert okt.reconcile(Unpayable(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
+
+
+def test_a_primary_the_api_fails_to_read_is_retried_and_never_taken_for_gone() -> None:
+    fake = webapp()
+    fake.fail("get", "webapps", okt.ApiError.from_status(500, "InternalError", "etcdserver: request timed out"))
+
+    run = okt.reconcile(WebAppReconciler(), fake, None, "shop", "web")
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(run.outcome.error, okt.ServerError)
+    assert run.path_str == ">CRChecker>ErrorManager>End"
+    assert run.results.count(okt.Operation.CR_NOT_FOUND) == 0
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None and "status" not in stored  # nothing written about an object okt could not read
+
+    assert okt.reconcile(WebAppReconciler(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.DONE

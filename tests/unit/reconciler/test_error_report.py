@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pydantic
+import pytest
 
 import okt
 from okt.kube import kinds
@@ -127,33 +128,31 @@ class Hostless(WebAppReconciler):
         raise okt.InvalidSpec("must name a host", field="spec.host")
 
 
-def test_a_permanent_error_whose_report_failed_is_retried_until_ready_says_false() -> None:
-    fake = webapp()
-    assert ready_after(WebAppReconciler(), fake)[0] == "True"
-    fake.fail("patch", "webapps/status", okt.ApiError.from_status(409, "Conflict", "the object has been modified"))
-
-    run = okt.reconcile(Hostless(), fake, None, "shop", "web")
-
-    assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
-    assert ready_after(Hostless(), fake) == ("False", "InvalidSpec", "spec.host: must name a host")
-    assert okt.reconcile(Hostless(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
-
-
 class Unpayable(WebAppReconciler):
     def check(self, ctx: okt.Context) -> None:
         raise okt.GiveUp("the payment provider refused the account", alarming=True)
 
 
-def test_an_alarming_give_up_whose_report_failed_is_retried_until_ready_says_false() -> None:
+@pytest.mark.parametrize(
+    ("reconciler", "ready"),
+    [
+        (Hostless(), ("False", "InvalidSpec", "spec.host: must name a host")),
+        (Unpayable(), ("False", "GiveUp", "the payment provider refused the account")),
+    ],
+    ids=["permanent error", "alarming give-up"],
+)
+def test_a_give_up_whose_report_failed_is_retried_until_ready_says_false(
+    reconciler: okt.Reconciler, ready: tuple[str, str, str]
+) -> None:
     fake = webapp()
     assert ready_after(WebAppReconciler(), fake)[0] == "True"
     fake.fail("patch", "webapps/status", okt.ApiError.from_status(409, "Conflict", "the object has been modified"))
 
-    run = okt.reconcile(Unpayable(), fake, None, "shop", "web")
+    run = okt.reconcile(reconciler, fake, None, "shop", "web")
 
     assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
-    assert ready_after(Unpayable(), fake) == ("False", "GiveUp", "the payment provider refused the account")
-    assert okt.reconcile(Unpayable(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert ready_after(reconciler, fake) == ready
+    assert okt.reconcile(reconciler, fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
 
 
 def test_a_primary_the_api_fails_to_read_is_retried_and_never_taken_for_gone() -> None:

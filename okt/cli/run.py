@@ -18,7 +18,8 @@ from okt.codegen import errors as codegen_errors
 from okt.codegen import rbac
 from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
-from okt.reconciler import core, loader
+from okt.kube import selectors
+from okt.reconciler import loader
 from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
 
@@ -95,34 +96,24 @@ def _check_permissions(
         )
 
 
-def _check_selector(
-    client: kube_client.Client, reconcilers: Sequence[type[Any]], namespaces: tuple[str, ...], selector: str
-) -> None:
-    """Have the API server read ``selector`` once, in a list of at most one primary object.
-
-    Why: the informers send it with every list and watch; one the server cannot parse (``app:web``) fails each of
-    them with a 400, which they retry for ever — an operator that never syncs and never says why in one line. Only
-    that refusal stops the start: any other failure is the manager's to meet and report.
+def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
+    """Refuse, before the operator is loaded and the API server asked, a ``--metrics-bind-address`` that is no
+    address (the manager would only raise it once everything else had started) and a ``--selector`` the API server
+    cannot read (every list and watch would be refused, and retried for ever).
 
     Raises:
-        okt.errors.ConfigurationError: the API server refuses the selector.
+        click.BadParameter: naming the option and what is wrong with it.
     """
+    from okt.runtime import metrics
+
     try:
-        kind = core.primary_kind(reconcilers[0], client)
-        namespace = namespaces[0] if namespaces and kind.namespaced else None
-        client.request(
-            "GET",
-            kind.collection_path(namespace),
-            verb="list",
-            resource=kind.plural,
-            params={"labelSelector": selector, "limit": 1},
-        )
-    except errors.BadRequest as exc:
-        raise errors.ConfigurationError(
-            f"--selector {selector!r}: the API server refuses it: {exc.api_message or exc}"
-        ) from exc
-    except errors.OktError:
-        return
+        metrics.parse_bind(metrics_bind_address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--metrics-bind-address'") from None
+    try:
+        selectors.matcher(selector)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--selector'") from None
 
 
 def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
@@ -324,7 +315,7 @@ def run_command(
     verbose: int,
 ) -> None:
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
-    from okt.runtime import logs, manager, metrics
+    from okt.runtime import logs, manager
 
     if bool(target) == bool(module):
         raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
@@ -338,10 +329,7 @@ def run_command(
         raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
     if webhook_secret and not all(webhook_secret.partition("/")[::2]):
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
-    try:  # before the operator is loaded and the API server asked: the manager would only raise it at the end
-        metrics.parse_bind(metrics_bind_address)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="'--metrics-bind-address'") from None
+    _check_spelling(metrics_bind_address, selector)
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     shadowed = loader.shadowed_stdlib_module(module or target or "", as_module=bool(module))
@@ -377,8 +365,6 @@ def run_command(
                 else []
             )
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
-        if selector:
-            _check_selector(client, reconcilers, namespaces, selector)
         webhooks = None
         if serves_webhooks:
             webhooks = _webhook_options(

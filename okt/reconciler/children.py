@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from okt import errors
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.resources import apply, resource
+from okt.resources import apply, registry, resource
 
 if TYPE_CHECKING:
     from okt.reconciler import context as context_mod
@@ -192,19 +192,17 @@ def prune(ctx: context_mod.Context) -> None:
     An object is one object in every version of its group that serves its kind: a reconciler that owns a kind in two
     served versions (``autoscaling/v1`` and ``autoscaling/v2``, declaring each child in one of them) lists each child
     under both, so a registered child is recognised by group, kind, namespace and name, whatever the version."""
-    registered = ctx.registry.keys()
-    wanted = {(_group(key[0]), *key[1:]) for key in registered}
-    owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {(k[0], k[1]) for k in registered}
+    wanted = ctx.registry.objects()
+    owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {res.key[:2] for res in ctx.registry}
     names = ctx.settings.names
     selector = {names.owner_label: ctx.cr.uid}
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)
         namespace = ctx.cr.namespace if kind.namespaced else None
-        group = _group(api_version)
-        held = {(key[2], key[3]) for key in wanted if key[:2] == (group, kind_name)}  # never decoded again
+        held = {(key[2], key[3]) for key in wanted if key[:2] == (kind.group, kind_name)}  # never decoded again
         for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector, held):
             key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
-            if (group, *key[1:]) in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if registry.object_of(key) in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             if not apply.prunable(obj, ctx.cr.uid, names):  # the readers only narrow; the rule is here
                 continue
@@ -213,7 +211,3 @@ def prune(ctx: context_mod.Context) -> None:
                 ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
             except errors.OktError as exc:
                 ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]

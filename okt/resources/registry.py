@@ -15,26 +15,29 @@ from okt import errors
 from okt.kube import kinds
 from okt.resources import resource
 
+ObjectName = tuple[str, str, str, str]
+"""(group, kind, namespace, name): one object, in whichever version of its group it is read."""
+
 
 class Registry:
     """Ordered by registration; keyed by (apiVersion, kind, namespace, name). One per reconcile."""
 
     def __init__(self) -> None:
         self._items: dict[kinds.ObjectKey, resource.Resource] = {}
-        self._objects: set[tuple[str, str, str, str]] = set()
+        self._objects: set[ObjectName] = set()
 
     def register(self, res: resource.Resource) -> resource.Resource:
         key = res.key
-        if _object(key) in self._objects:
+        if object_of(key) in self._objects:
             raise errors.RegistrationError(f"{res.describe()} is already registered")
         self._items[key] = res
-        self._objects.add(_object(key))
+        self._objects.add(object_of(key))
         return res
 
     def unregister(self, res: resource.Resource) -> bool:
         if self._items.pop(res.key, None) is None:
             return False
-        self._objects.discard(_object(res.key))
+        self._objects.discard(object_of(res.key))
         return True
 
     def get(self, key: kinds.ObjectKey) -> resource.Resource | None:
@@ -42,6 +45,10 @@ class Registry:
 
     def keys(self) -> frozenset[kinds.ObjectKey]:
         return frozenset(self._items)
+
+    def objects(self) -> frozenset[ObjectName]:
+        """The objects registered, each named whatever the version it is registered in (:func:`object_of`)."""
+        return frozenset(self._objects)
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
@@ -53,6 +60,6 @@ class Registry:
         return len(self._items)
 
 
-def _object(key: kinds.ObjectKey) -> tuple[str, str, str, str]:
+def object_of(key: kinds.ObjectKey) -> ObjectName:
     """The object a key names, whatever the version it is registered in: (group, kind, namespace, name)."""
     return (key[0].rpartition("/")[0], *key[1:])

@@ -60,8 +60,19 @@ def test_a_label_selector_the_api_server_refuses_is_refused_naming_its_term(sele
 
 
 @pytest.mark.parametrize(
-    "selector",
-    ["app=", "app==", "app in ()", "app in (a,)", "example.com/app=web", "!app", "replicas>3", "a.b_c-d=x.y_z-1"],
+    ("selector", "labels"),
+    [
+        ("app=", {"app": ""}),
+        ("app==", {"app": ""}),
+        ("app in ()", {"app": ""}),
+        ("app in (a,)", {"app": "a"}),
+        ("example.com/app=web", {"example.com/app": "web"}),
+        ("!app", {}),
+        ("replicas>3", {"replicas": "4"}),
+        ("a.b_c-d=x.y_z-1", {"a.b_c-d": "x.y_z-1"}),
+    ],
 )
-def test_a_label_selector_the_api_server_reads_is_read(selector: str) -> None:
-    assert callable(selectors.matcher(selector))
+def test_a_label_selector_the_api_server_reads_is_read_as_it_does(selector: str, labels: dict[str, str]) -> None:
+    matches = selectors.matcher(selector)
+    assert matches(labels)
+    assert not matches({"app": "other", "replicas": "2", "example.com/app": "api", "a.b_c-d": "y"})

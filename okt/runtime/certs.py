@@ -236,9 +236,9 @@ def for_service(
     CA — the one in the configurations' ``caBundle``. The first replica to start makes a self-signed CA and
     certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, and
     every restart, read it. A kept certificate that ends within :data:`RENEW_BEFORE` of ``now``, or does not name the
-    Service, is replaced (an update guarded by the Secret's resourceVersion); the new ``ca.crt`` holds the new CA
-    first, then the old CAs that have not ended (the replicas still running serve the old certificate). Two replicas
-    racing to create or renew it both end up serving the one the API server kept.
+    Service, is replaced (an update of its three keys only, guarded by the Secret's resourceVersion); the new
+    ``ca.crt`` holds the new CA first, then the old CAs that have not ended (the replicas still running serve the old
+    certificate). Two replicas racing to create or renew it both end up serving the one the API server kept.
 
     Raises:
         okt.errors.ConfigurationError: the Secret exists but lacks a key, or its certificate or CA is not a PEM
@@ -267,15 +267,16 @@ def for_service(
         # new CA goes into keeps trusting the old one until it ends, or they would refuse every review meanwhile.
         bundle = dataclasses.replace(bundle, ca_pem=bundle.ca_pem + _not_ended(kept.ca_pem, now))
     data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
-    metadata = {"name": secret, "namespace": namespace}
-    if live is not None:
-        metadata["resourceVersion"] = live["metadata"]["resourceVersion"]
+    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    # A renewal replaces the three keys only: the metadata (with its resourceVersion, the guard) and the other keys
+    # are the live Secret's, so labels, annotations or keys another writer put there stay.
+    kept_metadata, kept_data = (live["metadata"], live.get("data") or {}) if live is not None else ({}, {})
     body = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "kubernetes.io/tls",
-        "metadata": metadata,
-        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+        "metadata": {**kept_metadata, "name": secret, "namespace": namespace},
+        "data": {**kept_data, **encoded},
     }
     try:
         if live is None:

@@ -104,3 +104,27 @@ def test_a_certificate_near_its_end_is_renewed_once_at_start_and_the_new_ca_is_s
     assert end - datetime.datetime.now(datetime.UTC) > datetime.timedelta(days=360)
     assert (again.cert_pem, again.ca_pem) == (renewed.cert_pem, renewed.ca_pem)
     assert kube.get(SECRET, "gadget-webhooks-tls", namespace)["metadata"]["resourceVersion"] == written
+
+
+def test_a_renewal_keeps_the_labels_annotations_and_keys_other_writers_put_on_the_secret(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    eleven_months_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=340)
+    certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls", now=eleven_months_ago)
+    note = base64.b64encode(b"kept by the backup tool").decode()
+    others = {
+        "metadata": {
+            "labels": {"app.kubernetes.io/part-of": "gadgets"},
+            "annotations": {"backup.example.com/exclude": "true"},
+        },
+        "data": {"note": note},
+    }
+    kube.patch(SECRET, "gadget-webhooks-tls", others, namespace)
+
+    renewed = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls")
+
+    stored = kube.get(SECRET, "gadget-webhooks-tls", namespace)
+    assert base64.b64decode(stored["data"]["tls.crt"]) == renewed.cert_pem
+    assert stored["metadata"]["labels"]["app.kubernetes.io/part-of"] == "gadgets"
+    assert stored["metadata"]["annotations"]["backup.example.com/exclude"] == "true"
+    assert stored["data"]["note"] == note

@@ -194,7 +194,9 @@ def _webhook_options(
             pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
         except OSError as exc:
             raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
-    return webhook_server.Options(host=host, port=port, certificates=bundle)
+    # A directory is served as a directory: the server reads it again when a renewal is written there.
+    served = pathlib.Path(cert_dir) if cert_dir else bundle
+    return webhook_server.Options(host=host, port=port, certificates=served)
 
 
 @click.command("run")

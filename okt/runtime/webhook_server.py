@@ -11,6 +11,9 @@ Guarantees:
   not even on a connection the API server kept alive;
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout;
+* a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
+  mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
+  is not written yet) is never served, the previous one is until the files load;
 * a malformed review is a ``400`` naming what is wrong; an unknown path a ``404``; a review is never a ``500`` for a
   problem of the object (refusals are answers, see the review modules); bodies above :data:`MAX_BODY` are refused;
 * no object content is logged, only the review's uid, path and verdict.
@@ -22,6 +25,7 @@ import contextlib
 import dataclasses
 import http.server
 import json
+import pathlib
 import socket
 import ssl
 import threading
@@ -52,13 +56,15 @@ class Options:
     Args:
         host: the address to bind (``0.0.0.0``: every interface, as in a pod).
         port: the port (0: a free one, see :attr:`WebhookServer.port`).
-        certificates: the serving certificate; None: a CA and a certificate generated for ``hosts``.
+        certificates: the serving certificate; a directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a
+            mounted Secret): the certificate in it, read again when its files change; None: a CA and a certificate
+            generated for ``hosts``.
         hosts: the names and addresses a generated certificate is valid for.
     """
 
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
-    certificates: certs.Bundle | None = None
+    certificates: certs.Bundle | pathlib.Path | None = None
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
 
 
@@ -117,10 +123,13 @@ class WebhookServer:
         reconcilers: Sequence[type[reconciler_mod.Reconciler]],
         client: kube_client.Client,
     ) -> None:
-        self.certificates = options.certificates or certs.self_signed(options.hosts)
+        if isinstance(options.certificates, pathlib.Path):
+            self._served = _Served(certs.from_directory(options.certificates), options.certificates)
+        else:
+            self._served = _Served(options.certificates or certs.self_signed(options.hosts), None)
         self.routes = reviews_of(reconcilers, client)
         self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
-        self._server.tls = self.certificates.server_context()
+        self._server.tls = self._served.context
         self._server.routes = self.routes
         try:
             self._server.server_bind()
@@ -137,6 +146,11 @@ class WebhookServer:
     def port(self) -> int:
         """The bound port (the chosen one when the options asked for port 0)."""
         return int(self._server.server_address[1])
+
+    @property
+    def certificates(self) -> certs.Bundle:
+        """The certificate served to the next connection."""
+        return self._served.bundle
 
     @property
     def ca_bundle(self) -> str:
@@ -160,9 +174,47 @@ class WebhookServer:
         self._server.server_close()
 
 
+class _Served:
+    """The serving certificate and its TLS context; for a certificate directory, read again when its files change.
+
+    Why: whoever issues the certificate renews it in place (cert-manager writes the Secret, the kubelet swaps the
+    mounted files), and a server that kept the pair read at start serves the old one until it ends, then fails
+    every handshake. The three small files are read on each new connection (kept-alive connections make that
+    rare); a changed pair whose key does not match is refused once, logged, and the previous pair served instead.
+    """
+
+    def __init__(self, bundle: certs.Bundle, directory: pathlib.Path | None) -> None:
+        self.bundle = bundle
+        self._context = bundle.server_context()
+        self._directory = directory
+        self._refused: certs.Bundle | None = None
+        self._lock = threading.Lock()
+
+    def context(self) -> ssl.SSLContext:
+        """The TLS context of the certificate to serve now."""
+        if self._directory is None:
+            return self._context
+        with self._lock:
+            try:
+                bundle = certs.from_directory(self._directory)
+            except errors.ConfigurationError:  # a file missing for a moment of the renewal: the next connection reads
+                return self._context
+            if bundle in (self.bundle, self._refused):
+                return self._context
+            try:
+                context = bundle.server_context()
+            except errors.ConfigurationError as exc:
+                self._refused = bundle
+                _log.warning("the renewed webhook certificate is not served", error=str(exc))
+                return self._context
+            self.bundle, self._context, self._refused = bundle, context, None
+            _log.info("serving the renewed webhook certificate", directory=str(self._directory))
+            return self._context
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
-    tls: ssl.SSLContext
+    tls: Callable[[], ssl.SSLContext]
     routes: Mapping[str, Review]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -185,7 +237,7 @@ class _Server(http.server.ThreadingHTTPServer):
         """The TLS handshake, on the connection's own thread (never the accepting one)."""
         request.settimeout(HANDSHAKE_TIMEOUT)
         try:
-            wrapped = self.tls.wrap_socket(request, server_side=True)
+            wrapped = self.tls().wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError) as exc:
             _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
             return

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
+import os
 import ssl
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import pytest
 from cryptography import x509
 
 import okt
+from okt.cli import run
 from okt.runtime import certs, webhook_server
 from okt.testing import FakeClient
 
@@ -39,9 +42,14 @@ def server() -> Iterator[webhook_server.WebhookServer]:
 
 
 def post(
-    server: webhook_server.WebhookServer, path: str, body: Any, host: str = "127.0.0.1", raw: bool = False
+    server: webhook_server.WebhookServer,
+    path: str,
+    body: Any,
+    host: str = "127.0.0.1",
+    raw: bool = False,
+    ca: bytes | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    context = ssl.create_default_context(cadata=(ca or server.certificates.ca_pem).decode())
     connection = http.client.HTTPSConnection(host, server.port, context=context, timeout=10)
     try:
         sent = body if raw else json.dumps(body)
@@ -185,6 +193,55 @@ def test_a_certificate_directory_is_served_and_its_ca_is_the_bundle() -> None:
         (root / "tls.key").unlink()
         with pytest.raises(okt.ConfigurationError, match=r"cannot read the webhook certificate"):
             certs.from_directory(root)
+
+
+def mount(root: Path, bundle: certs.Bundle, generation: str) -> None:
+    """Write ``bundle`` as the kubelet updates a mounted Secret: a new folder, then ``..data`` pointed at it at once."""
+    folder = root / f"..{generation}"
+    folder.mkdir()
+    files = {"tls.crt": bundle.cert_pem, "tls.key": bundle.key_pem, "ca.crt": bundle.ca_pem}
+    for name, pem in files.items():
+        (folder / name).write_bytes(pem)
+    (root / "..data_tmp").symlink_to(folder.name)
+    os.replace(root / "..data_tmp", root / "..data")
+    for name in files:
+        if not (root / name).is_symlink():
+            (root / name).symlink_to(f"..data/{name}")
+
+
+def test_a_certificate_directory_renewed_while_serving_is_served_from_the_next_connection(tmp_path: Path) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    options = run._webhook_options(FakeClient(), "127.0.0.1", 0, str(tmp_path), None, None)
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        assert post(running, "/validate/widget", review({"size": 1}), ca=first.ca_pem)[0] == 200
+
+        mount(tmp_path, renewed, "2")
+
+        status, answer = post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)
+        assert (status, answer["response"]["allowed"]) == (200, True)
+        assert running.certificates == renewed
+    finally:
+        running.stop()
+
+
+def test_a_renewed_certificate_whose_key_is_not_written_yet_is_never_served(tmp_path: Path) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, certificates=tmp_path), [Widgets], FakeClient()
+    )
+    running.start()
+    try:
+        mount(tmp_path, dataclasses.replace(renewed, key_pem=first.key_pem), "2")
+        assert post(running, "/validate/widget", review({"size": 1}), ca=first.ca_pem)[0] == 200
+
+        mount(tmp_path, renewed, "3")
+        assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+    finally:
+        running.stop()
 
 
 def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> None:

@@ -127,19 +127,14 @@ def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[d
 def mirror(name: str, ctx: context_mod.Context, attempts: int = 2) -> bool:
     """Mirror the status of every custom resource of ``ctx``'s kind onto ClusterOperator ``name``; returns whether
     it wrote. Never raises an API error: a failure is logged (the next reconcile tries again); a write that lost a
-    race (409) is recomputed from a fresh read once."""
+    race (409) is recomputed from a fresh read of the ClusterOperator and of the custom resources, once."""
     client = ctx.client
     try:
         if not served(client, ctx.log):
             return False
-        primaries = {kinds.key_of(p): p for p in ctx.reader.list(ctx.kind, None)}
-        if ctx.exists:
-            primaries[ctx.cr.key] = dict(ctx.cr.raw)  # the status just written, maybe not in the cache yet
-        else:
-            primaries.pop(ctx.cr.key, None)  # gone, whatever a cache a moment behind still holds
         for attempt in range(1, attempts + 1):
             try:
-                return _write(client, name, list(primaries.values()), ctx.kind)
+                return _write(client, name, ctx)
             except errors.Conflict:
                 if attempt == attempts:
                     raise
@@ -148,12 +143,25 @@ def mirror(name: str, ctx: context_mod.Context, attempts: int = 2) -> bool:
     return False
 
 
-def _write(client: kube_client.Client, name: str, primaries: list[Mapping[str, Any]], kind: kinds.Kind) -> bool:
+def _primaries(ctx: context_mod.Context) -> list[Mapping[str, Any]]:
+    """The custom resources of ``ctx``'s kind as the reader has them now, ``ctx``'s own as this reconcile left it."""
+    primaries = {kinds.key_of(p): p for p in ctx.reader.list(ctx.kind, None)}
+    if ctx.exists:
+        primaries[ctx.cr.key] = dict(ctx.cr.raw)  # the status just written, maybe not in the cache yet
+    else:
+        primaries.pop(ctx.cr.key, None)  # gone, whatever a cache a moment behind still holds
+    return list(primaries.values())
+
+
+def _write(client: kube_client.Client, name: str, ctx: context_mod.Context) -> bool:
     live = client.get_or_none(KIND, name)
     if live is None:
         body = {"apiVersion": API_VERSION, "kind": KIND.kind, "metadata": {"name": name}, "spec": {}}
         live = client.create(body, KIND)
-    status, changed = desired_status(primaries, kind, live.get("status"))
+    # The custom resources are read after the ClusterOperator, on every attempt: a mirror written meanwhile by
+    # another resource's reconcile (which wrote its own status first) fails this write's resourceVersion guard, and
+    # the retry sums up that status too, instead of writing back what the reader held before it.
+    status, changed = desired_status(_primaries(ctx), ctx.kind, live.get("status"))
     if not changed:
         return False
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": status}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import okt
+from okt import errors
 from okt.kube import kinds
 from okt.reconciler import cluster_operator
 from okt.testing import FakeClient
@@ -102,3 +103,32 @@ def test_a_hand_edited_related_object_of_one_resource_neither_fails_the_others_r
     stored = client.stored(cluster_operator.KIND, "thing-operator")
     assert stored is not None
     assert [entry["name"] for entry in stored["status"]["relatedObjects"]] == ["good", "odd", "p"]
+
+
+class TouchyThings(Things):
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.raw["spec"].get("broken"):
+            raise okt.InvalidSpec("broken on purpose", field="spec.broken")
+
+
+def test_two_resources_recovering_at_once_leave_the_clusteroperator_no_longer_degraded() -> None:
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+    client = FakeClient(
+        kinds=[thing_kind, cluster_operator.KIND],
+        objects=[{**thing(name), "spec": {"broken": True}} for name in ("a", "b")],
+    )
+    for name in ("a", "b"):
+        okt.reconcile(TouchyThings(), client, None, "ns", name, kind=thing_kind)
+        client.patch(thing_kind, name, {"spec": {"broken": False}}, "ns")
+
+    def b_recovers_first() -> errors.ApiError:
+        # b's reconcile runs between a's reading of the resources and a's write of the mirror, which it outdates.
+        okt.reconcile(TouchyThings(), client, None, "ns", "b", kind=thing_kind)
+        return errors.ApiError.from_status(409, "Conflict", "the object has been modified")
+
+    client.fail("patch", "clusteroperators/status", b_recovers_first)
+    okt.reconcile(TouchyThings(), client, None, "ns", "a", kind=thing_kind)
+
+    stored = client.stored(cluster_operator.KIND, "thing-operator")
+    assert stored is not None
+    assert summary(stored["status"])["Degraded"] == ("False", "AsExpected", "2 Thing: none degraded")

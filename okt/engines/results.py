@@ -171,11 +171,13 @@ class Outcome:
         """Reconcile again after ``seconds`` (> 0; capped at :data:`MAX_DELAY`).
 
         Raises:
-            ValueError: ``seconds`` is not finite or not > 0; ``TypeError``: it is not a number. One message for all,
-                saying what is needed: the hook's author reads it where the call is, not deep in the queue.
+            ValueError: ``seconds`` is not finite or not > 0; ``TypeError``: it is not a number, or it is a bool
+                (Python counts ``True`` as 1: ``requeue_after(True)`` would requeue after one second). One message for
+                all, saying what is needed: the hook's author reads it where the call is, not deep in the queue.
         """
-        if not isinstance(seconds, numbers.Real) or not math.isfinite(seconds) or seconds <= 0:
-            wrong = ValueError if isinstance(seconds, numbers.Real) else TypeError
+        number = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
+        if not number or not math.isfinite(seconds) or seconds <= 0:
+            wrong = ValueError if number else TypeError
             raise wrong(f"requeue_after needs a finite number of seconds > 0, got {seconds!r}")
         return cls(OutcomeKind.REQUEUE_AFTER, delay=_capped(seconds))
 

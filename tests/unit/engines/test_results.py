@@ -423,6 +423,8 @@ def test_requeue_after_needs_a_positive_finite_delay(seconds: float) -> None:
         (float("inf"), ValueError),
         (None, TypeError),
         ("30", TypeError),
+        (True, TypeError),
+        (False, TypeError),
     ],
 )
 def test_a_wrong_requeue_delay_is_refused_with_one_message_saying_what_is_needed(

@@ -118,13 +118,17 @@ class Context:
         self.status_fields: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}
+        # This reconcile's own mapping: a key a hook sets or removes must not reach later reconciles, nor those other
+        # workers run at the same time, through the reconciler's class attribute.
+        self._params = dict(settings.params)
 
     # -- conveniences for hooks ----------------------------------------------------------------------------------
 
     @property
     def params(self) -> Mapping[str, Any]:
-        """The reconciler's ``params``."""
-        return self.settings.params
+        """The reconciler's ``params``, as a mapping of this reconcile's own: a key a hook sets or removes is seen by
+        this reconcile only. The values are the reconciler's (one shared object stays one), not copies."""
+        return self._params
 
     @property
     def spec(self) -> Any:

@@ -13,8 +13,9 @@ Guarantees:
   as ``KeyboardInterrupt`` and ``SystemExit`` pass through;
 * the ErrorManager runs at most once per reconcile: once it has been entered, later errors no longer route to it;
 * GiveupManager and End run no step but appear in the path;
-* a runaway machine is stopped after ``max_steps`` transitions with an alarming give-up ("infinite loop"), and its
-  path still ends with ``End``;
+* a runaway machine is stopped after ``max_steps`` transitions with an alarming give-up ("infinite loop"), reported
+  as any alarming give-up is (the ErrorManager, unless it already ran, then the GiveupManager), and its path still
+  ends with ``End``;
 * a ``Stepper`` holds no per-reconcile state, so one instance serves every worker thread.
 
 Caveats: ``finalizing`` is asked at most once, after the CRChecker state ran (that is when the custom resource has
@@ -102,7 +103,8 @@ class Stepper:
     """Runs reconciles through the Stepper state machine.
 
     Attributes:
-        max_steps: the most transitions one reconcile may take (the table's longest path takes 7).
+        max_steps: the most transitions one reconcile may take before it is stopped (the table's longest path takes
+            7); the report of the stop takes up to three more (ErrorManager, GiveupManager, End).
 
     Raises:
         ValueError: ``max_steps`` < 1.
@@ -133,17 +135,19 @@ class Stepper:
         state = machine.state
         path = [state]
         error_handled = False
+        stopped = False
         transitions = 0
         while state is not State.End:
             if state in HOOKED_STATES:
                 _call_recorded(functools.partial(step, state), results)
             if state is State.ErrorManager:
                 error_handled = True
-            if transitions >= self.max_steps:
+            if transitions >= self.max_steps and not stopped:
+                # Routed by the table like any alarming give-up: the ErrorManager reports it (Ready=False) unless it
+                # already ran, then the GiveupManager; at most three more transitions, since a give-up is sticky.
                 results.give_up(RUNAWAY_REASON, alarming=True)
                 _log.warning("reconcile stopped", reason=RUNAWAY_REASON, max_steps=self.max_steps, state=state.value)
-                path.append(State.End)
-                break
+                stopped = True
             # Errors and give-ups outrank finalization, and the custom resource may be gone: only ask when it matters.
             finalizing_now = (
                 state is State.CRChecker

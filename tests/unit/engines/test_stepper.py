@@ -208,12 +208,19 @@ def test_base_exceptions_propagate_out_of_the_engine(exc: BaseException) -> None
         _run({State.Mutator: _raise(exc)})
 
 
-def test_the_runaway_guard_gives_up_alarmingly_and_ends() -> None:
+def test_the_runaway_guard_gives_up_alarmingly_and_reports_it_through_the_error_manager() -> None:
     run, script = _run(stepper=Stepper(max_steps=3))
-    assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>End"
+    assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>ErrorManager>GiveupManager>End"
     assert run.outcome == Outcome.give_up(RUNAWAY_REASON)
     assert run.results.give_up_alarming
-    assert script.called == [State.CRChecker, State.ObjectsGetter, State.Mutator, State.Updater]
+    assert script.called == [State.CRChecker, State.ObjectsGetter, State.Mutator, State.Updater, State.ErrorManager]
+
+
+def test_the_runaway_guard_stopping_in_the_error_manager_does_not_run_it_twice() -> None:
+    run, script = _run({State.ObjectsGetter: _raise(ValueError("broken"))}, stepper=Stepper(max_steps=2))
+    assert run.path_str == ">CRChecker>ObjectsGetter>ErrorManager>GiveupManager>End"
+    assert run.outcome == Outcome.give_up(RUNAWAY_REASON)
+    assert script.called == [State.CRChecker, State.ObjectsGetter, State.ErrorManager]
 
 
 def test_exactly_max_steps_transitions_are_allowed() -> None:

@@ -169,3 +169,19 @@ def test_a_primary_the_api_fails_to_read_is_retried_and_never_taken_for_gone() -
     assert stored is not None and "status" not in stored  # nothing written about an object okt could not read
 
     assert okt.reconcile(WebAppReconciler(), fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.DONE
+
+
+class Runaway(WebAppReconciler):
+    engine = okt.Stepper(max_steps=3)  # stopped in the Updater, before the SuccessManager
+
+
+def test_a_reconcile_the_step_limit_stops_turns_ready_false() -> None:
+    fake = webapp()
+    assert ready_after(WebAppReconciler(), fake)[0] == "True"
+
+    run = okt.reconcile(Runaway(), fake, None, "shop", "web")
+
+    assert run.outcome == okt.give_up("infinite loop")
+    ready = condition(fake.stored(WEBAPP, "web", "shop"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", "GiveUp", "infinite loop")

@@ -146,7 +146,8 @@ _KEY_ORDER = (
 )
 """The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+"""A DNS subdomain as the API server reads names and groups (RFC 1123 labels joined by dots; length checked apart)."""
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
 
 
@@ -213,7 +214,7 @@ def crd_from_models(
 def _check_names(group: str, kind: str, plural: str) -> None:
     """The API server's rules for a CRD's names: a group with a dot, and a plural, kind and list kind (lowercased)
     that are DNS-1035 labels."""
-    if not _DNS_SUBDOMAIN.match(group) or "." not in group or len(group) > 253:
+    if not DNS_SUBDOMAIN.match(group) or "." not in group or len(group) > 253:
         raise errors.CodegenError(f"invalid group {group!r}: expected a DNS name with a dot, such as cache.example.com")
     if not _DNS_1035_LABEL.match(f"{kind}List".lower()):
         raise errors.CodegenError(f"invalid kind {kind!r}: expected a name such as Memcached")

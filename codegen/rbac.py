@@ -62,7 +62,6 @@ _RBAC_GROUP = "rbac.authorization.k8s.io"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
 """An API version, as the middle part of ``plural.version.group``."""
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class OwnedKind(NamedTuple):
@@ -175,7 +174,7 @@ def rbac_for_primaries(
     ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for)."""
     if not _DNS_LABEL.match(namespace):
         raise errors.CodegenError(f"invalid namespace {namespace!r}: expected a DNS label such as operators")
-    if not _DNS_SUBDOMAIN.match(service_account):
+    if not crd.DNS_SUBDOMAIN.match(service_account):
         raise errors.CodegenError(f"invalid service account name {service_account!r}: expected a DNS name")
     account: dict[str, Any] = {
         "apiVersion": "v1",

@@ -224,7 +224,9 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     """The status fields as written: through ``model`` (validated, API names) when there is one.
 
     A key the model knows — by its Python name or its API alias — is written once, under the API name; keys the model
-    does not declare pass through unchanged (a status field another part of the operator sets).
+    does not declare pass through unchanged (a status field another part of the operator sets, okt's own
+    ``relatedObjects`` and ``versions``), so only the declared keys are validated: a model that forbids extra fields
+    refuses none of them.
 
     Raises:
         ValueError: ``model`` refuses the fields; one line naming each bad field (``status.replicas: ...``).
@@ -234,7 +236,7 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     api_name = {name: field.alias or name for name, field in model.model_fields.items()}
     api_name.update({alias: alias for alias in api_name.values()})
     try:
-        validated = model.model_validate(fields)
+        validated = model.model_validate({k: v for k, v in fields.items() if k in api_name})
     except pydantic.ValidationError as exc:
         readable = errors.InvalidSpec.from_validation_error(exc, "status", model=model)  # for its message only
         raise ValueError(str(readable)) from exc

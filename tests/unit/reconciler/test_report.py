@@ -124,3 +124,15 @@ def test_without_a_status_model_the_status_fields_are_written_as_given() -> None
 def test_a_status_field_set_to_none_is_removed_under_its_api_name() -> None:
     view = report.status_fields_view({"available_replicas": 2, "phase": None}, _Replicas)
     assert view == {"availableReplicas": 2, "phase": None}
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    replicas: int = 0
+
+
+def test_a_status_model_that_forbids_extra_fields_still_lets_undeclared_fields_through() -> None:
+    # relatedObjects is okt's own (the SuccessManager sets it): a strict model must not fail every reconcile on it.
+    view = report.status_fields_view({"replicas": 2, "relatedObjects": []}, _Strict)
+    assert view == {"replicas": 2, "relatedObjects": []}

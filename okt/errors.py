@@ -99,13 +99,13 @@ class TemporaryError(OktError):
         delay: seconds to wait before the retry; ``None`` lets the work queue's exponential backoff decide.
 
     Raises:
-        ValueError: ``delay`` is negative or not finite.
+        ValueError: ``delay`` is negative, not finite, or a bool (Python counts ``True`` as 1 second).
     """
 
     reason: ClassVar[str] = "TemporaryError"
 
     def __init__(self, message: str, delay: float | None = None) -> None:
-        if delay is not None and (not math.isfinite(delay) or delay < 0):
+        if delay is not None and (isinstance(delay, bool) or not math.isfinite(delay) or delay < 0):
             raise ValueError(f"delay must be a finite number of seconds >= 0, got {delay!r}")
         self.delay = None if delay is None else float(delay)
         super().__init__(message)

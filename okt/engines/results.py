@@ -87,7 +87,8 @@ _SUMMARY_ALWAYS = (Operation.CREATED, Operation.UPDATED, Operation.UNCHANGED, Op
 
 
 def _check_delay(delay: float | None, what: str) -> None:
-    if delay is not None and (not math.isfinite(delay) or delay < 0):
+    # A bool is a number to Python: ``delay=True`` would be one second.
+    if delay is not None and (isinstance(delay, bool) or not math.isfinite(delay) or delay < 0):
         raise ValueError(f"{what} must be a finite number of seconds >= 0, got {delay!r}")
 
 

@@ -196,7 +196,7 @@ def test_temporary_error_keeps_its_delay(delay: float | None) -> None:
     assert errors.TemporaryError("later", delay=delay).delay == delay
 
 
-@pytest.mark.parametrize("delay", [-1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("delay", [-1.0, float("nan"), float("inf"), True])
 def test_temporary_error_refuses_a_delay_that_is_not_a_duration(delay: float) -> None:
     with pytest.raises(ValueError, match="delay"):
         errors.TemporaryError("later", delay=delay)

@@ -435,6 +435,12 @@ def test_a_wrong_requeue_delay_is_refused_with_one_message_saying_what_is_needed
     assert str(refused.value) == f"requeue_after needs a finite number of seconds > 0, got {seconds!r}"
 
 
+@pytest.mark.parametrize("delay", [-1.0, float("nan"), True])
+def test_a_retry_refuses_a_delay_that_is_not_a_duration(delay: float) -> None:
+    with pytest.raises(ValueError, match="delay must be a finite number of seconds"):
+        Outcome.retry(_boom(), delay=delay)
+
+
 def test_requeue_after_caps_its_delay() -> None:
     assert Outcome.requeue_after(MAX_DELAY * 3).delay == MAX_DELAY
 

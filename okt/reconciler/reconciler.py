@@ -152,6 +152,7 @@ class Reconciler:
             raise TypeError(f"{cls.__name__}.{exc}") from None
         _check_owns(cls)
         _check_watches(cls)
+        _check_write_choices(cls)
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.
@@ -381,6 +382,23 @@ def _check_watches(cls: type[Reconciler]) -> None:
         watched = (watched,)
     if not all(isinstance(w, watches_mod.Watch) for w in watched):
         raise TypeError(f"{cls.__name__}.watches = {cls.watches!r}: expected a tuple of okt.watch(kind, map=...)")
+
+
+def _check_write_choices(cls: type[Reconciler]) -> None:
+    """Refuse an ``apply_strategy`` or a ``persistence`` okt does not know (``"server-side"``, ``"annotation"``): read
+    only when a reconcile builds its settings, it would fail every reconcile with a traceback, nothing reported on
+    the object."""
+    choices: tuple[tuple[str, type[apply.Strategy] | type[bookkeeping.Persistence]], ...] = (
+        ("apply_strategy", apply.Strategy),
+        ("persistence", bookkeeping.Persistence),
+    )
+    for attribute, enum_cls in choices:
+        value = getattr(cls, attribute)
+        try:
+            enum_cls(value)
+        except ValueError:
+            accepted = " or ".join(repr(member.value) for member in enum_cls)
+            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {accepted}") from None
 
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]

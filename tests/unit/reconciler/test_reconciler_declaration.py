@@ -16,6 +16,21 @@ def test_a_misspelt_status_target_is_refused_when_the_class_is_defined() -> None
         type("Typo", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "status": "anotations"})
 
 
+@pytest.mark.parametrize(
+    ("attribute", "value", "accepted"),
+    [
+        ("apply_strategy", "server-side", "'apply' or 'merge'"),
+        ("persistence", "annotation", "'status' or 'annotations'"),
+    ],
+)
+def test_a_misspelt_write_choice_is_refused_when_the_class_is_defined(
+    attribute: str, value: str, accepted: str
+) -> None:
+    # Accepted, it failed every reconcile with a traceback, and nothing was reported on the object.
+    with pytest.raises(TypeError, match=rf"^Typo\.{attribute} = '{value}': expected {accepted}$"):
+        type("Typo", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Widget", attribute: value})
+
+
 @pytest.mark.parametrize("engine", [okt.FreeStyle, okt.Stepper, "freestyle"])
 def test_an_engine_that_is_not_an_engine_instance_is_refused_when_the_class_is_defined(engine: object) -> None:
     with pytest.raises(TypeError, match=r"^Loose\.engine = .*: expected okt\.Stepper\(\) or okt\.FreeStyle\(\)$"):

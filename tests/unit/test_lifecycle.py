@@ -142,8 +142,9 @@ def make_ctx(
     state: Facts | None = None,
 ) -> tuple[context_mod.Context, Recorder]:
     recorder = Recorder()
+    settings = dataclasses.replace(_reconciler(persistence).settings(), params={FACTS_KEY: state or Facts()})
     ctx = context_mod.Context(
-        settings=_reconciler(persistence).settings(),
+        settings=settings,
         client=cast(kube_client.Client, None),
         reader=NoReader(),
         kind=KIND,
@@ -152,7 +153,6 @@ def make_ctx(
         logger=structlog.get_logger("test"),
         recorder=cast(Any, recorder),
     )
-    ctx.settings = dataclasses.replace(ctx.settings, params={FACTS_KEY: state or Facts()})
     return ctx, recorder
 
 

@@ -21,7 +21,8 @@ Guarantees:
   a model), or a missing path between two versions makes the whole review ``Failed`` with a message naming the
   object, the versions and the reason — never a half-converted answer;
 * a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
-  target version and a round trip gives back what was stored.
+  target version and a round trip gives back what was stored — secret fields (``SecretStr``...) with their values,
+  not pydantic's ``**********``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 Converter = Callable[[Any], Any]
+_JSON: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,10 +152,10 @@ def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
     """A converter's result as JSON data, checked against the target version's model when there is one."""
     if model is not None and not isinstance(value, model):
         if isinstance(value, pydantic.BaseModel):  # a model of another class: checked by its data
-            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            value = _dumped(value)
         value = _as_model(value, model)
     if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return _dumped(value)
     try:
         # Without a model nothing made it JSON: a datetime would be a 500 of the server, NaN an answer the API server
         # cannot read, instead of a failed review naming the object.
@@ -161,6 +163,24 @@ def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the converted spec is not JSON data: {exc}") from exc
     return value
+
+
+def _dumped(model: pydantic.BaseModel) -> Any:
+    """``model``'s set fields as JSON data, secrets included: pydantic's JSON dump masks a ``SecretStr`` as
+    ``**********``, and a converted spec is what the API server serves to clients, and stores when one writes."""
+    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return _revealed(data, model.model_dump(by_alias=True, exclude_unset=True))
+
+
+def _revealed(data: Any, python: Any) -> Any:
+    """``data`` (the JSON dump) with the value of each secret the Python dump ``python`` holds at the same place."""
+    if isinstance(python, pydantic.SecretStr | pydantic.SecretBytes | pydantic.Secret):
+        return _JSON.dump_python(python.get_secret_value(), mode="json")
+    if isinstance(data, dict) and isinstance(python, Mapping):
+        return {key: _revealed(value, python[key]) if key in python else value for key, value in data.items()}
+    if isinstance(data, list) and isinstance(python, list | tuple) and len(data) == len(python):
+        return [_revealed(value, inner) for value, inner in zip(data, python, strict=True)]
+    return data
 
 
 def _describe(obj: Any, desired: str, exc: BaseException) -> str:

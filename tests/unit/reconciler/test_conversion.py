@@ -143,3 +143,40 @@ def test_a_converter_that_returns_what_json_cannot_say_fails_the_review_naming_t
     assert result.objects == ()
     assert result.failure is not None
     assert result.failure.startswith("cannot convert ns/c from example.com/v1beta1 to example.com/v2: ")
+
+
+class SecretAlpha(pydantic.BaseModel):
+    size: int = 1
+    password: pydantic.SecretStr
+    token: pydantic.SecretBytes | None = None
+
+
+class SecretBeta(pydantic.BaseModel):
+    replicas: int = 1
+    password: pydantic.SecretStr
+    token: pydantic.SecretBytes | None = None
+
+
+class Databases(okt.Reconciler):
+    api_version = "example.com/v1beta1"
+    kind = "Cache"
+    spec_model = SecretBeta
+    spec_models = {"v1alpha1": SecretAlpha}
+    converters = {
+        ("v1alpha1", "v1beta1"): lambda s: SecretBeta(replicas=s.size, password=s.password, token=s.token),
+        ("v1beta1", "v1alpha1"): lambda s: {"size": s.replicas, "password": s.password, "token": s.token},
+    }
+
+
+def test_a_secret_field_is_converted_with_its_value_not_its_mask() -> None:
+    alpha = cache("v1alpha1", {"size": 2, "password": "hunter2", "token": "t0k"})
+
+    (beta,) = conversion.convert(
+        Databases, {"uid": "u", "desiredAPIVersion": "example.com/v1beta1", "objects": [alpha]}
+    ).objects
+    (back,) = conversion.convert(
+        Databases, {"uid": "u", "desiredAPIVersion": "example.com/v1alpha1", "objects": [beta]}
+    ).objects
+
+    assert beta["spec"] == {"replicas": 2, "password": "hunter2", "token": "t0k"}
+    assert back == alpha

@@ -12,6 +12,8 @@ Guarantees:
 * only CREATE and UPDATE are judged; an object being deleted is always admitted (its cleanup must still run and its
   finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
   still get its labels, annotations and finalizers edited);
+* only the objects the reconciler selects (``annotation_selector``, ``when(obj)``) are judged or defaulted: the others
+  are never reconciled by it, and may be another operator's, checked by its own webhook;
 * a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
   returns what JSON cannot carry;
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
@@ -74,7 +76,7 @@ def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], 
         request: the ``request`` of an AdmissionReview.
         client: the API client ``check(ctx)`` reads through.
     """
-    obj = _judged(request)
+    obj = _judged(reconciler, request)
     if obj is None:
         return Verdict.allow()
     cr = objects.CustomResource(obj)
@@ -102,7 +104,7 @@ def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], 
 
 def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> Verdict:
     """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch."""
-    obj = _judged(request)
+    obj = _judged(reconciler, request)
     if obj is None:
         return Verdict.allow()
     working = copy.deepcopy(dict(obj))
@@ -161,7 +163,7 @@ def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def _judged(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _judged(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The object to judge, or None when admission lets the request through unjudged."""
     obj = request.get("object")
     if request.get("operation") not in JUDGED_OPERATIONS or not isinstance(obj, Mapping):
@@ -171,7 +173,7 @@ def _judged(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
     old = request.get("oldObject")
     if request.get("operation") == "UPDATE" and isinstance(old, Mapping) and old.get("spec") == obj.get("spec"):
         return None
-    return obj
+    return obj if reconciler.selects(obj) else None
 
 
 def _kind_of(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> kinds.Kind:

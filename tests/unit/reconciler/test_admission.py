@@ -211,3 +211,24 @@ def test_a_default_hook_that_returns_what_json_cannot_say_refuses_the_object_wit
     json.loads(json.dumps(answer, allow_nan=False))  # what the API server receives is JSON
     assert answer["response"]["allowed"] is False
     assert answer["response"]["status"]["message"].startswith("default() returned ")
+
+
+class ClassA(Widgets):
+    """Reconciles only the widgets of class ``a``; another operator owns the others."""
+
+    annotation_selector = {"example.com/class": "a"}
+
+
+@pytest.mark.parametrize("annotations", [{}, {"example.com/class": "b"}], ids=["no-class", "another-class"])
+def test_an_object_the_reconciler_does_not_select_is_neither_judged_nor_defaulted(annotations: dict[str, str]) -> None:
+    review = request(widget({"size": 0, "mode": "forbidden"}, annotations=annotations))
+
+    assert admission.validate(ClassA(), review, FakeClient()) == admission.Verdict.allow()
+    assert admission.mutate(ClassA(), review) == admission.Verdict.allow()
+
+
+def test_an_object_the_reconciler_selects_is_judged_and_defaulted() -> None:
+    review = request(widget({"size": 0}, annotations={"example.com/class": "a"}))
+
+    assert not admission.validate(ClassA(), review, FakeClient()).allowed
+    assert admission.mutate(ClassA(), review).patch

@@ -76,7 +76,14 @@ class Bookkeeping:
         """What to merge into the desired status (status persistence only)."""
         if self.persistence is not Persistence.STATUS:
             return {}
-        if not self.error_count and self.phase is None and not self._loaded["errorCount"]:
+        # Nothing to keep and nothing kept: no field. A phase kept and now cleared is stated as gone (the status patch
+        # removes the key the nested map lost; leaving the field out would keep the old phase).
+        if (
+            not self.error_count
+            and self.phase is None
+            and not self._loaded["errorCount"]
+            and self._loaded["phase"] is None
+        ):
             return {}
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
 

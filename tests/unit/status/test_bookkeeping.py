@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from okt.names import Names
-from okt.status import bookkeeping
+from okt.status import bookkeeping, conditions, writer
 
 STATUS = bookkeeping.Persistence.STATUS
 ANNOTATIONS = bookkeeping.Persistence.ANNOTATIONS
@@ -173,3 +173,15 @@ def test_okt_owns_exactly_its_annotations_on_a_primary(prefix: str) -> None:
     assert Names(prefix).primary_annotations() == {
         f"{prefix}/{name}" for name in ("error-count", "phase", "conditions", "observed-generation", "status")
     }
+
+
+@pytest.mark.parametrize("error_count", [0, 2], ids=["never-failed", "failing"])
+def test_a_cleared_phase_leaves_the_status(error_count: int) -> None:
+    live = {"okt": {"errorCount": error_count, "phase": "Installing"}, "observedGeneration": 1}
+    book = bookkeeping.Bookkeeping(obj(live), STATUS, PREFIX)
+
+    book.phase = None
+    wanted = writer.desired_status(live, conditions.Conditions(), 1, book.status_fields())
+
+    assert "phase" not in wanted["okt"]
+    assert writer.status_patch(live, wanted)["okt"] == {"phase": None}

@@ -22,6 +22,7 @@ unjudged); output is deterministic.
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -52,8 +53,17 @@ class ClientConfig:
     ca_bundle: str | None = None
 
     def __post_init__(self) -> None:
-        if self.url is not None and (not self.url.startswith("https://") or "?" in self.url or "#" in self.url):
-            raise errors.CodegenError(f"a webhook URL is https://HOST[:PORT], no query or fragment, got {self.url!r}")
+        # okt serves its webhooks at the root of its port (/validate/..., /convert/...): a path would be prefixed to
+        # theirs, and the API server would call paths nobody serves.
+        if self.url is not None and (
+            not self.url.startswith("https://")
+            or "?" in self.url
+            or "#" in self.url
+            or urllib.parse.urlsplit(self.url).path.strip("/")
+        ):
+            raise errors.CodegenError(
+                f"a webhook URL is https://HOST[:PORT], no path, query or fragment, got {self.url!r}"
+            )
 
     def for_path(self, path: str) -> dict[str, Any]:
         """The ``clientConfig`` of the webhook served at ``path``."""

@@ -201,3 +201,14 @@ def test_gen_crd_takes_the_conversion_webhook_url() -> None:
     (definition,) = yaml.safe_load_all(result.stdout)
     client_config = definition["spec"]["conversion"]["webhook"]["clientConfig"]
     assert client_config == {"url": "https://127.0.0.1:9443/convert/memcached"}
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:9443/webhooks", "https://op.example.com/okt/"])
+def test_a_webhook_url_with_a_path_is_refused_as_okt_serves_none_under_it(url: str) -> None:
+    with pytest.raises(errors.CodegenError, match="no path"):
+        webhooks.ClientConfig(url=url)
+
+
+def test_a_webhook_url_with_a_trailing_slash_calls_okts_own_paths() -> None:
+    config = webhooks.ClientConfig(url="https://127.0.0.1:9443/")
+    assert config.for_path("/validate/memcached") == {"url": "https://127.0.0.1:9443/validate/memcached"}

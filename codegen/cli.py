@@ -282,9 +282,14 @@ def _client_config(
     bundle = None
     if ca_bundle is not None:
         try:
-            bundle = base64.b64encode(ca_bundle.read_bytes()).decode()
+            pem = ca_bundle.read_bytes()
         except OSError as exc:
             raise errors.CodegenError(f"cannot read {ca_bundle}: {exc.strerror or exc}") from exc
+        # The API server reads the caBundle only when it calls the webhook: anything but a PEM certificate (a DER
+        # file, the serving key) would fail every call then — and a key would sit in a configuration anyone may read.
+        if b"-----BEGIN CERTIFICATE-----" not in pem:
+            raise errors.CodegenError(f"{ca_bundle} is not a PEM certificate (-----BEGIN CERTIFICATE-----)")
+        bundle = base64.b64encode(pem).decode()
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
 

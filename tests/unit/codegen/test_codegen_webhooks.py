@@ -212,3 +212,23 @@ def test_a_webhook_url_with_a_path_is_refused_as_okt_serves_none_under_it(url: s
 def test_a_webhook_url_with_a_trailing_slash_calls_okts_own_paths() -> None:
     config = webhooks.ClientConfig(url="https://127.0.0.1:9443/")
     assert config.for_path("/validate/memcached") == {"url": "https://127.0.0.1:9443/validate/memcached"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----\n", b"\x30\x82\x01\x0a\x02\x82", b""],
+    ids=["private-key", "der", "empty"],
+)
+@pytest.mark.parametrize("command", ["webhooks", "crd"])
+def test_a_ca_bundle_that_is_not_a_pem_certificate_is_one_line_error(
+    tmp_path: Path, content: bytes, command: str
+) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(content)
+    group = cli.make_gen_group(loader(Memcached))
+
+    result = CliRunner().invoke(group, [command, "operator.py", "--ca-bundle", str(ca)])
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: {ca} is not a PEM certificate")
+    assert result.stdout == ""

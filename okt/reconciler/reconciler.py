@@ -123,7 +123,7 @@ class Reconciler:
     """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
     not go to the status subresource."""
     max_concurrent: ClassVar[int | None] = None
-    """Reconciles of this kind at once (default: ``okt run --workers``)."""
+    """Reconciles of this kind at once (default: ``okt run --max-concurrent``)."""
     name: ClassVar[str | None] = None
     """The controller's name in logs and metrics (default: the kind, lowercased)."""
     record_events: ClassVar[bool] = True

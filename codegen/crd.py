@@ -286,10 +286,10 @@ def structural_schema(model: type[pydantic.BaseModel], path: str = "spec") -> di
 def crd_for_reconciler(cls: type[Any], conversion_client_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The CRD of an ``okt.Reconciler`` subclass, read from its class attributes.
 
-    Reads ``api_version`` (``group/version``), ``kind``, ``plural`` (None: lowercased kind + ``s``), ``namespaced``,
-    ``spec_model``, ``status_model``, ``printer_columns``, and ``spec_models`` (more served versions). A reconciler
-    with ``converters`` gets ``conversion_client_config`` as its conversion webhook's ``clientConfig`` (default: the
-    Service ``okt gen webhooks`` writes, without a ``caBundle``).
+    Reads ``api_version`` (``group/version``), ``kind``, ``plural`` (None: :func:`okt.kube.kinds.plural_of`),
+    ``namespaced``, ``spec_model``, ``status_model``, ``printer_columns``, and ``spec_models`` (more served versions). A
+    reconciler with ``converters`` gets ``conversion_client_config`` as its conversion webhook's ``clientConfig``
+    (default: the Service ``okt gen webhooks`` writes, without a ``caBundle``).
 
     Raises:
         CodegenError: a missing or ill-typed attribute, or one :func:`crd_from_models` refuses.

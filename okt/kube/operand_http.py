@@ -92,7 +92,30 @@ def proxy_path(target: Target, path: str, port: int | str | None, scheme: str) -
     if scheme != "http":
         spec = f"{scheme}:{spec}"
     namespace, spec = urllib.parse.quote(target.namespace), urllib.parse.quote(spec, safe=":")
-    return f"/api/v1/namespaces/{namespace}/{target.resource}/{spec}/proxy/{path.lstrip('/')}"
+    return f"/api/v1/namespaces/{namespace}/{target.resource}/{spec}/proxy/{_from_root(path)}"
+
+
+def _from_root(path: str) -> str:
+    """``path`` (with its query) without its leading ``/``, dot segments resolved at the operand's root.
+
+    Why: the URL is resolved as a whole on its way (by ``requests``, by a proxy in front of the API server), and a
+    ``..`` left in ``path`` would climb out of the ``proxy`` subresource into the API (``../../../secrets/NAME``
+    reads a Secret, and answers it as the operand's). Resolved here, against the operand's root, ``..`` stops there,
+    as it does on the direct route; ``%2e`` counts as ``.``, as RFC 3986 reads it.
+    """
+    path, mark, query = path.partition("?")
+    segments = path.lstrip("/").split("/")
+    kept: list[str] = []
+    for segment in segments:
+        dots = urllib.parse.unquote(segment)
+        if dots == "..":
+            if kept:
+                kept.pop()
+        elif dots != ".":
+            kept.append(segment)
+    if urllib.parse.unquote(segments[-1]) in (".", ".."):
+        kept.append("")  # a path ending in a dot segment names a directory: it keeps its trailing slash
+    return "/".join(kept) + mark + query
 
 
 def call(

@@ -17,7 +17,8 @@ Guarantees:
 * a command still running after ``timeout`` seconds raises :class:`okt.errors.RemoteTimeout`; the websocket is
   closed before the call returns or raises, so no thread or connection is left waiting;
 * a missing Pod or container raises the API's answer (:class:`okt.errors.NotFound`, :class:`okt.errors.BadRequest`)
-  with a message naming both; a command that cannot start raises :class:`okt.errors.RemoteError`;
+  with a message naming both; a command that cannot start raises :class:`okt.errors.RemoteError`, and so does a
+  stream that ends before the command's Status came (``v4.channel.k8s.io``);
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
   operand.
 
@@ -206,5 +207,9 @@ def _read(socket: websocket.WebSocket, where: str, deadline: float, timeout: flo
             err += chunk
         elif channel == ERROR:
             status += chunk
+    if not status and protocol == PROTOCOLS[0]:
+        # v4 ends every exec with a Status, Success too: without one the stream was cut while the command ran, and
+        # what came so far is no result (an exit code 0 read from nothing would make a cut backup a success)
+        raise errors.RemoteError(f"exec in {where}: the stream ended before the command's exit status came")
     code = exit_code_of(status.decode("utf-8", errors="replace"), protocol)
     return ExecResult(out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), code)

@@ -663,6 +663,9 @@ class Client:
                 timeout=timeout,
                 proxies=self._proxies,
                 verify=self._verify,
+                # as on the direct path: a redirect is the answer (one an operand gives through the API server's
+                # proxy would take this request, and pykube's adapter would add the credentials, to any host it names)
+                allow_redirects=False,
             )
         except requests.RequestException as exc:
             self.stats.answered(0, method)

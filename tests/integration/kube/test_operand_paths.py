@@ -1,22 +1,26 @@
-"""A path on the operand stays on the operand: no dot segment climbs out of the API server's proxy subresource.
+"""A call to the operand through the API server's proxy stays a call to the operand: no dot segment climbs out of the
+proxy subresource, no redirect the operand answers takes okt's credentials elsewhere.
 
-The client here reaches the API server through an HTTPS proxy (``HTTPS_PROXY``): its requests take the session,
-whose URL handling resolves dot segments before anything is sent, as any HTTP client or intermediary may.
+The clients here reach the API server through an HTTPS proxy (``HTTPS_PROXY``), so their requests take the session
+(``requests``, which resolves dot segments before anything is sent, and follows redirects unless told not to), or
+straight (okt's direct path). The operand is a local HTTP server at a Pod's IP (the Pod never runs: its status is
+written by the test, and the API server proxies to that IP).
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import select
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import operand_http
+from okt.kube import kinds, operand_http
 from okt.testing import envtest
 
 pytestmark = pytest.mark.integration
@@ -86,3 +90,80 @@ def test_dot_segments_in_an_operand_path_never_reach_another_resource(
 
     assert raised.value.status == 404
     assert 'services \\"web\\" not found' in raised.value.body
+
+
+def outside_address() -> str:
+    """This machine's address on its default route: one the API server proxies to (it refuses loopback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route
+        except OSError:
+            pytest.skip("no default route: no address the API server would proxy to")
+        address: str = probe.getsockname()[0]
+    if address.startswith("127."):
+        pytest.skip("only a loopback address, which the API server does not proxy to")
+    return address
+
+
+@contextlib.contextmanager
+def http_server(address: str, answer: Callable[[http.server.BaseHTTPRequestHandler], None]) -> Iterator[int]:
+    """A local HTTP server at ``address`` answering every GET with ``answer``; yields its port."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            answer(self)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((address, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("through_proxy", [False, True], ids=["direct", "session"])
+def test_a_redirect_the_operand_answers_is_its_answer_and_is_not_followed(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    through_proxy: bool,
+) -> None:
+    address = outside_address()
+    visits: list[dict[str, str]] = []
+
+    def elsewhere(handler: http.server.BaseHTTPRequestHandler) -> None:
+        visits.append(dict(handler.headers))
+        handler.send_response(200)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    with http_server(address, elsewhere) as other, contextlib.ExitStack() as stack:
+
+        def redirect(handler: http.server.BaseHTTPRequestHandler) -> None:
+            handler.send_response(302)
+            handler.send_header("Location", f"http://{address}:{other}/collect")
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+
+        port = stack.enter_context(http_server(address, redirect))
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+        kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+        status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+        kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+        if through_proxy:
+            monkeypatch.setenv("HTTPS_PROXY", stack.enter_context(connect_proxy()))
+            monkeypatch.delenv("NO_PROXY", raising=False)
+            monkeypatch.delenv("no_proxy", raising=False)
+        client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+        stack.callback(client.close)
+
+        with pytest.raises(errors.HttpError) as raised:
+            operand_http.call(client, operand_http.Target("pods", "operand", namespace), "/stats", port=port)
+
+    assert raised.value.status == 302
+    assert visits == []

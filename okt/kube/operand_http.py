@@ -252,12 +252,23 @@ def _address(client: kube_client.Client, target: Target, port: int | str | None)
         if not ip:
             raise errors.RemoteError(f"{target} has no IP yet (phase {(pod.get('status') or {}).get('phase')})")
         return str(ip), _port_number(port, _pod_ports(pod), 80, target)
+    if isinstance(port, int):  # the Service's port: its Endpoints list the target port under the same name
+        port = _service_port_name(client, target, port)
     endpoints = client.get(_ENDPOINTS, target.name, target.namespace)
     for subset in endpoints.get("subsets") or ():
         addresses = subset.get("addresses") or ()
         if addresses:
             return str(addresses[0]["ip"]), _port_number(port, subset.get("ports") or [], None, target)
     raise errors.RemoteError(f"{target} has no ready endpoint")
+
+
+def _service_port_name(client: kube_client.Client, target: Target, number: int) -> str | None:
+    """The name of ``target``'s port ``number`` (``None`` for a Service's one unnamed port), as the API server's proxy
+    resolves it: the number is the Service's, not the one its endpoints listen on."""
+    for entry in (client.get(_SERVICES, target.name, target.namespace).get("spec") or {}).get("ports") or ():
+        if entry.get("port") == number:
+            return entry.get("name") or None
+    raise errors.RemoteError(f"{target} has no port {number}")
 
 
 def _pod_ports(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -1,5 +1,6 @@
 """A call to the operand through the API server's proxy stays a call to the operand: no dot segment climbs out of the
-proxy subresource, no redirect the operand answers takes okt's credentials elsewhere.
+proxy subresource, no redirect the operand answers takes okt's credentials elsewhere; a direct call reaches the port
+the proxy would.
 
 The clients here reach the API server through an HTTPS proxy (``HTTPS_PROXY``), so their requests take the session
 (``requests``, which resolves dot segments before anything is sent, and follows redirects unless told not to), or
@@ -24,6 +25,8 @@ from okt.kube import kinds, operand_http
 from okt.testing import envtest
 
 pytestmark = pytest.mark.integration
+
+ENDPOINTS = kinds.Kind("v1", "Endpoints", "endpoints", True)
 
 
 @contextlib.contextmanager
@@ -167,3 +170,29 @@ def test_a_redirect_the_operand_answers_is_its_answer_and_is_not_followed(
 
     assert raised.value.status == 302
     assert visits == []
+
+
+@pytest.mark.parametrize("port", [80, "web"])
+def test_a_direct_call_to_a_services_port_reaches_its_target_port(
+    kube: kube_client.Client, namespace: str, port: int | str
+) -> None:
+    address = outside_address()
+
+    def hello(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "5")
+        handler.end_headers()
+        handler.wfile.write(b"hello")
+
+    with http_server(address, hello) as target_port:
+        meta = {"name": "operand", "namespace": namespace}
+        service_port = {"name": "web", "port": 80, "targetPort": target_port}
+        kube.create({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": [service_port]}})
+        subset = {"addresses": [{"ip": address}], "ports": [{"name": "web", "port": target_port}]}
+        kube.create({"apiVersion": "v1", "kind": "Endpoints", "metadata": meta, "subsets": [subset]}, ENDPOINTS)
+
+        answer = operand_http.call(
+            kube, operand_http.Target("services", "operand", namespace), "/", port=port, route="direct"
+        )
+
+    assert answer.text == "hello"

@@ -226,6 +226,8 @@ def _direct(
     shown: str,
 ) -> tuple[int, bytes]:
     address, number = _address(client, target, port)
+    if method not in _READS:  # fenced again as it leaves: reading the address may have waited at the rate limit
+        kube_client.check_fence("create", f"{target.resource}/proxy")
     host = f"[{address}]" if ":" in address else address
     url = f"{scheme}://{host}:{number}/{path.lstrip('/')}"
     options: dict[str, Any] = {"retries": False, "timeout": urllib3.Timeout(connect=timeout, read=timeout)}

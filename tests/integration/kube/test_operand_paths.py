@@ -1,6 +1,6 @@
 """A call to the operand through the API server's proxy stays a call to the operand: no dot segment climbs out of the
 proxy subresource, no redirect the operand answers takes okt's credentials elsewhere; a direct call reaches the port
-the proxy would.
+the proxy would, and is fenced as late as a proxied one.
 
 The clients here reach the API server through an HTTPS proxy (``HTTPS_PROXY``), so their requests take the session
 (``requests``, which resolves dot segments before anything is sent, and follows redirects unless told not to), or
@@ -15,6 +15,7 @@ import http.server
 import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -110,10 +111,13 @@ def outside_address() -> str:
 
 @contextlib.contextmanager
 def http_server(address: str, answer: Callable[[http.server.BaseHTTPRequestHandler], None]) -> Iterator[int]:
-    """A local HTTP server at ``address`` answering every GET with ``answer``; yields its port."""
+    """A local HTTP server at ``address`` answering every GET and POST with ``answer``; yields its port."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            answer(self)
+
+        def do_POST(self) -> None:
             answer(self)
 
         def log_message(self, format: str, *args: object) -> None:
@@ -196,3 +200,38 @@ def test_a_direct_call_to_a_services_port_reaches_its_target_port(
         )
 
     assert answer.text == "hello"
+
+
+def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
+) -> None:
+    """The direct route reads the Pod first (its IP): that read may wait at the rate limit while leadership is lost,
+    and the POST that follows may change the operand."""
+    address = outside_address()
+    posts: list[str] = []
+
+    def record(handler: http.server.BaseHTTPRequestHandler) -> None:
+        posts.append(handler.path)
+        handler.send_response(204)
+        handler.end_headers()
+
+    qps = 0.5  # one request every 2 s once the burst of one is spent
+    client = kube_client.Client.from_kubeconfig(
+        control_plane.kubeconfig, rate_limit=kube_client.RateLimit(qps=qps, burst=1)
+    )
+    with http_server(address, record) as port, contextlib.closing(client):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+        kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+        status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+        kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+        client.get(kinds.NAMESPACE, namespace)  # the burst is spent: the next request waits about 1 / qps
+        lost_at = time.monotonic() + 0.5 / qps  # leadership is lost halfway through that wait
+
+        def fence(verb: str, resource: str) -> str | None:
+            return "leadership lost" if time.monotonic() >= lost_at else None
+
+        target = operand_http.Target("pods", "operand", namespace)
+        with pytest.raises(errors.NotLeader), kube_client.fenced(fence):
+            operand_http.call(client, target, "/flush", method="POST", port=port, route="direct")
+
+    assert posts == []

@@ -138,7 +138,8 @@ def call(
         json: a body, sent as JSON.
         port: the port (number, or a named port of the Pod/Service); default: the Service's first port, a Pod's 80.
         route: ``"proxy"`` (through the API server) or ``"direct"`` (to the Pod IP; in-cluster operators).
-        verify: for ``https`` on the direct route: ``True`` (system CAs), a CA file, or ``False``.
+        verify: for ``https`` on the direct route: ``True`` (system CAs), a CA file, or ``False``. A CA file on the
+            proxy route raises ``ValueError``: the API server's hop does not verify.
 
     Raises:
         okt.errors.HttpError: the operand (or the API server's proxy) answered non-2xx.
@@ -147,6 +148,11 @@ def call(
         okt.errors.NotLeader: a call other than GET/HEAD while the thread's leadership fence refuses writes.
     """
     method = method.upper()
+    if route == "proxy" and isinstance(verify, str):  # ignored, it would read as an operand checked against that CA
+        raise ValueError(
+            f"verify={verify!r}: a CA file checks the operand's certificate on the direct route only; the API "
+            "server's proxy does not check it (route='direct' to have it checked)"
+        )
     if method not in _READS:
         kube_client.check_fence("create", f"{target.resource}/proxy")
     data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()

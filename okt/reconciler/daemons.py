@@ -118,7 +118,8 @@ class DaemonContext:
         client: the API client; writes from a daemon are fenced like a reconcile's (none leaves a replica that lost
             its lease).
         log: a logger bound with controller, daemon, namespace and name.
-        params: the reconciler's ``params``.
+        params: the reconciler's ``params``, as a mapping of this run's own: a key the daemon sets or removes is
+            seen by this run only (not by other daemons, later runs or reconciles). The values are not copies.
         attempt: 1 for the first start for this object, then one more at every restart after a failure.
     """
 

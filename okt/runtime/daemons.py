@@ -285,7 +285,9 @@ class Supervisor:
                         uid=uid,
                         client=self.client,
                         log=log,
-                        params=self.reconciler.params,
+                        # A mapping of this run's own, as a reconcile's ``ctx.params`` is: a key one daemon sets
+                        # must not reach the other daemons nor the reconciles through the reconciler's attribute.
+                        params=dict(self.reconciler.params),
                         attempt=failures + 1,
                         read=lambda: self._current(slot.namespace, slot.name, uid),
                         enqueue=lambda: self._enqueue(slot.namespace, slot.name),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import structlog
 
@@ -167,3 +167,32 @@ def test_a_daemon_that_ignores_its_stop_is_logged_as_stuck_once_its_stop_timeout
         reconciler.let_go.set()
     assert sup.join(5)
     assert not sup.stopping("u1")
+
+
+class Tagging(okt.Reconciler):
+    """A daemon that puts its object's name in ``ctx.params`` after remembering what it found there first."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+    params: ClassVar[dict[str, Any]] = {"tier": "web"}
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.found: list[dict[str, Any]] = []
+
+    @okt.daemon
+    def tag(self, ctx: okt.DaemonContext) -> None:
+        with self.lock:
+            self.found.append(dict(ctx.params))
+            ctx.params["owner"] = ctx.name  # type: ignore[index]
+
+
+def test_a_daemon_that_changes_params_changes_them_for_its_own_run_only() -> None:
+    reconciler, store = Tagging(), Store(thing("a", "u1"), thing("b", "u2"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    wait_for(lambda: sup.started_total == 2 and sup.running() == [])
+    sup.halt()
+
+    assert reconciler.found == [{"tier": "web"}, {"tier": "web"}]
+    assert Tagging.params == {"tier": "web"}

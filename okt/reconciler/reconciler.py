@@ -165,6 +165,12 @@ class Reconciler:
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
         if cls.max_creates is not None and (not isinstance(cls.max_creates, int) or cls.max_creates < 1):
             raise TypeError(f"{cls.__name__}.max_creates = {cls.max_creates!r}: expected a positive int or None")
+        if not isinstance(cls.degraded_after, int) or isinstance(cls.degraded_after, bool):
+            # Read only by the ErrorManager: ``"3"`` raised there before Ready=False was written, and a failing object
+            # kept saying Ready.
+            raise TypeError(
+                f"{cls.__name__}.degraded_after = {cls.degraded_after!r}: expected an int (failed reconciles)"
+            )
 
     # -- naming --------------------------------------------------------------------------------------------------
 

@@ -31,6 +31,13 @@ def test_a_misspelt_write_choice_is_refused_when_the_class_is_defined(
         type("Typo", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Widget", attribute: value})
 
 
+@pytest.mark.parametrize("degraded_after", ["3", 2.5, None, True])
+def test_a_degraded_after_that_is_not_a_count_is_refused_when_the_class_is_defined(degraded_after: object) -> None:
+    # Accepted, the ErrorManager raised on it before Ready=False was written: a failing object kept saying Ready.
+    with pytest.raises(TypeError, match=r"^Flaky\.degraded_after = .*: expected an int \(failed reconciles\)$"):
+        type("Flaky", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "degraded_after": degraded_after})
+
+
 @pytest.mark.parametrize("engine", [okt.FreeStyle, okt.Stepper, "freestyle"])
 def test_an_engine_that_is_not_an_engine_instance_is_refused_when_the_class_is_defined(engine: object) -> None:
     with pytest.raises(TypeError, match=r"^Loose\.engine = .*: expected okt\.Stepper\(\) or okt\.FreeStyle\(\)$"):

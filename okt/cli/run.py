@@ -329,7 +329,8 @@ def run_command(
         raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
     if webhook_configuration and not webhook_service:
         raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
-    if webhook_secret and not all(webhook_secret.partition("/")[::2]):
+    # One slash, two non-empty parts: "ns/a/b" would be asked of the API server as the Secret "b" of namespace "ns/a".
+    if webhook_secret and (webhook_secret.count("/") != 1 or not all(webhook_secret.partition("/")[::2])):
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
     _check_spelling(metrics_bind_address, selector)
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None

@@ -40,6 +40,15 @@ def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("secret", ["just-a-name", "ns/", "/name", "ns/a/b", "ns/name/"])
+def test_a_webhook_secret_that_is_not_namespace_slash_name_is_a_usage_error(secret: str) -> None:
+    # "ns/a/b" passed and failed only once the operator had started, as "Secret ns/a/b does not exist".
+    code, out = invoke("run", "x.py", "--webhook-secret", secret)
+    assert code == 2
+    assert f"--webhook-secret is NAMESPACE/NAME, got {secret!r}" in out
+    assert "Traceback" not in out
+
+
 def test_a_module_without_a_reconciler_is_refused(tmp_path: pathlib.Path) -> None:
     operator = tmp_path / "empty_operator.py"
     operator.write_text("VALUE = 1\n")

@@ -24,7 +24,8 @@ Guarantees:
 * a failure to mirror is logged and never fails the reconcile of the custom resource (the mirror is a summary, the
   custom resources stay the truth).
 
-Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. The RBAC it needs (``get``,
+Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. One name sums up one kind:
+the manager refuses two reconcilers of different kinds declaring the same name. The RBAC it needs (``get``,
 ``create`` on ``clusteroperators``, ``patch`` on ``clusteroperators/status``) is generated when the reconciler
 declares ``cluster_operator``.
 """

@@ -233,6 +233,7 @@ class Manager:
         Raises:
             RuntimeError: the manager was already started, or stopped.
             okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery).
+            okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``.
         """
         with self._lock:
             if self._started or self._stopping.is_set():
@@ -270,6 +271,7 @@ class Manager:
                 )
                 for reconciler_cls in self.reconcilers
             ]
+            _check_cluster_operators(self.controllers)
             for controller in self.controllers:
                 # Before any kind is started: another controller may own this one's primary kind and start it first.
                 if controller.reconciler_cls.applies_status():
@@ -433,3 +435,26 @@ class Manager:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -> None:
+    """Refuse two reconcilers of different kinds that declare the same ``cluster_operator`` name.
+
+    Each reconcile mirrors the custom resources of its own kind only (:mod:`okt.reconciler.cluster_operator` reads
+    them from its reader): with two kinds on one ClusterOperator, each reconcile would overwrite the other kind's
+    conditions and related objects, and a Degraded kind would no longer show. The kinds are compared once resolved,
+    so two spellings of one kind (``"deploy"``, ``"apps/v1 Deployment"``) share a name freely.
+    """
+    first: dict[str, controller_mod.Controller] = {}
+    for controller in controllers:
+        name = controller.reconciler_cls.cluster_operator
+        if not name:
+            continue
+        other = first.setdefault(name, controller)
+        if (other.kind.group, other.kind.kind) != (controller.kind.group, controller.kind.kind):
+            raise errors.ConfigurationError(
+                f"{other.reconciler_cls.__name__} ({other.kind.api_version} {other.kind.kind}) and "
+                f"{controller.reconciler_cls.__name__} ({controller.kind.api_version} {controller.kind.kind}) both "
+                f"declare cluster_operator = {name!r}: each would overwrite the other kind's status there; give "
+                "each its own ClusterOperator name"
+            )

@@ -145,3 +145,28 @@ def test_a_primary_whose_status_okt_applies_keeps_its_status_owners_when_another
         runner.join(5)
     assert stored is not None
     assert writer.status_ownership(stored, "okt").fields == {"phase"}
+
+
+class MirroredWidgets(Widgets):
+    cluster_operator = "toys"
+
+
+class MirroredGadgets(Gadgets):
+    cluster_operator = "toys"
+
+
+def test_two_kinds_mirrored_onto_one_cluster_operator_are_refused_when_the_manager_starts() -> None:
+    """Each kind's mirror sums up its own custom resources only: the last reconcile of one kind would overwrite the
+    other's conditions and related objects (a Degraded kind would no longer show)."""
+    client: Any = StatsOnly()
+    runner = manager.Manager(client, [MirroredWidgets, MirroredGadgets], metrics_bind="0", tune_memory=False)
+    message = (
+        r"^MirroredWidgets \(example\.io/v1 Widget\) and MirroredGadgets \(example\.io/v1 Gadget\) both declare "
+        r"cluster_operator = 'toys': .*$"
+    )
+    try:
+        with pytest.raises(okt.ConfigurationError, match=message):
+            runner.start()
+    finally:
+        runner.stop()
+        runner.join(5)

@@ -153,6 +153,7 @@ class Reconciler:
         _check_owns(cls)
         _check_watches(cls)
         _check_write_choices(cls)
+        _check_mappings(cls)
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.
@@ -388,6 +389,15 @@ def _check_watches(cls: type[Reconciler]) -> None:
         watched = (watched,)
     if not all(isinstance(w, watches_mod.Watch) for w in watched):
         raise TypeError(f"{cls.__name__}.watches = {cls.watches!r}: expected a tuple of okt.watch(kind, map=...)")
+
+
+def _check_mappings(cls: type[Reconciler]) -> None:
+    """Refuse a ``params``, ``versions`` or ``indexes`` that is not a mapping (``None``, a string, a list): copied
+    into every reconcile's context, it would fail every reconcile with a traceback, nothing reported on the object."""
+    for attribute in ("params", "versions", "indexes"):
+        value = getattr(cls, attribute)
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected a mapping (a dict)")
 
 
 def _check_write_choices(cls: type[Reconciler]) -> None:

@@ -38,6 +38,18 @@ def test_a_degraded_after_that_is_not_a_count_is_refused_when_the_class_is_defin
         type("Flaky", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "degraded_after": degraded_after})
 
 
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [("params", None), ("params", "replicas=3"), ("versions", ["1.4.0"]), ("indexes", ["by-owner"])],
+)
+def test_a_mapping_attribute_that_is_not_a_mapping_is_refused_when_the_class_is_defined(
+    attribute: str, value: object
+) -> None:
+    # Accepted, every reconcile raised a ValueError or TypeError building its context: nothing reported on the object.
+    with pytest.raises(TypeError, match=rf"^Loose\.{attribute} = .*: expected a mapping \(a dict\)$"):
+        type("Loose", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", attribute: value})
+
+
 @pytest.mark.parametrize("engine", [okt.FreeStyle, okt.Stepper, "freestyle"])
 def test_an_engine_that_is_not_an_engine_instance_is_refused_when_the_class_is_defined(engine: object) -> None:
     with pytest.raises(TypeError, match=r"^Loose\.engine = .*: expected okt\.Stepper\(\) or okt\.FreeStyle\(\)$"):

@@ -154,6 +154,12 @@ class Reconciler:
         _check_watches(cls)
         _check_write_choices(cls)
         _check_mappings(cls)
+        if cls.finalizer is not None and not isinstance(cls.finalizer, str):
+            # Every reconcile would put it in metadata.finalizers, a list of names: ``True`` or a tuple is none.
+            raise TypeError(
+                f"{cls.__name__}.finalizer = {cls.finalizer!r}: expected a finalizer name or None, e.g. "
+                '"example.com/cleanup"'
+            )
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.

@@ -95,6 +95,13 @@ def test_legacy_finalizers_that_are_not_a_sequence_of_names_are_refused_when_the
         type("Renamed", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_finalizers": legacy})
 
 
+@pytest.mark.parametrize("finalizer", [True, ("example.com/cleanup",), 1])
+def test_a_finalizer_that_is_not_a_name_is_refused_when_the_class_is_defined(finalizer: object) -> None:
+    # Accepted, every reconcile tried to add it to the object's metadata.finalizers, a list of names.
+    with pytest.raises(TypeError, match=r"^Cleaner\.finalizer = .*: expected a finalizer name or None"):
+        type("Cleaner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "C", "finalizer": finalizer})
+
+
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     class Deployments(okt.Reconciler):
         api_version = "apps/v1"

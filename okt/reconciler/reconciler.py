@@ -154,6 +154,7 @@ class Reconciler:
         _check_watches(cls)
         _check_write_choices(cls)
         _check_mappings(cls)
+        _check_models(cls)
         if cls.finalizer is not None and not isinstance(cls.finalizer, str):
             # Every reconcile would put it in metadata.finalizers, a list of names: ``True`` or a tuple is none.
             raise TypeError(
@@ -404,6 +405,18 @@ def _check_mappings(cls: type[Reconciler]) -> None:
         value = getattr(cls, attribute)
         if not isinstance(value, Mapping):
             raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected a mapping (a dict)")
+
+
+def _check_models(cls: type[Reconciler]) -> None:
+    """Refuse a ``spec_model`` or ``status_model`` that is no pydantic model (a dict of fields, ``dict``): every
+    reconcile would fail on it, and a bad ``status_model`` fails the ErrorManager's status write too, so not even
+    Ready=False would be written. (A model instance reads as its model: it is let through.)"""
+    for attribute in ("spec_model", "status_model"):
+        model = getattr(cls, attribute)
+        if model is None or isinstance(model, pydantic.BaseModel):
+            continue
+        if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+            raise TypeError(f"{cls.__name__}.{attribute} = {model!r}: expected a pydantic model class or None")
 
 
 def _check_write_choices(cls: type[Reconciler]) -> None:

@@ -445,7 +445,10 @@ class CoreGroup(okt.Reconciler):
 class BadModel(okt.Reconciler):
     api_version = "x.example.com/v1"
     kind = "Thing"
-    spec_model = dict  # type: ignore[assignment]
+
+
+# Set once the class exists: okt.Reconciler refuses it in a class body.
+BadModel.spec_model = dict  # type: ignore[assignment]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pydantic
 import pytest
 
 import okt
@@ -100,6 +101,20 @@ def test_a_finalizer_that_is_not_a_name_is_refused_when_the_class_is_defined(fin
     # Accepted, every reconcile tried to add it to the object's metadata.finalizers, a list of names.
     with pytest.raises(TypeError, match=r"^Cleaner\.finalizer = .*: expected a finalizer name or None"):
         type("Cleaner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "C", "finalizer": finalizer})
+
+
+class _Spec(pydantic.BaseModel):
+    replicas: int = 1
+
+
+@pytest.mark.parametrize("attribute", ["spec_model", "status_model"])
+@pytest.mark.parametrize("model", [{"replicas": int}, dict, _Spec.model_fields])
+def test_a_model_that_is_not_a_pydantic_model_class_is_refused_when_the_class_is_defined(
+    attribute: str, model: object
+) -> None:
+    # Accepted, every reconcile failed on it; a bad status_model failed the ErrorManager's write too: no condition.
+    with pytest.raises(TypeError, match=rf"^Modelled\.{attribute} = .*: expected a pydantic model class or None$"):
+        type("Modelled", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "M", attribute: model})
 
 
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:

@@ -50,6 +50,11 @@ def matcher(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
     return matches
 
 
+def is_label_key(key: str) -> bool:
+    """Whether the API server takes ``key`` as a label key: an optional DNS-subdomain prefix and ``/``, then a name."""
+    return bool(_KEY.match(key)) and len(key) <= 317
+
+
 def _term(term: str, selector: str) -> tuple[str, str, frozenset[str]]:
     """One term of ``selector`` as (operator, key, values)."""
     if found := _SET_TERM.match(term):
@@ -61,7 +66,7 @@ def _term(term: str, selector: str) -> tuple[str, str, frozenset[str]]:
         key, values = found.group(1), frozenset({found.group(3).strip()})
     else:
         op, key, values = "", term, frozenset()
-    if not _KEY.match(key) or len(key) > 317:
+    if not is_label_key(key):
         raise ValueError(f"label selector {selector!r}: {term or 'an empty term'!r}: {key!r} is not a label key")
     for value in values:
         if op in ("<", ">") and not _INTEGER.match(value):

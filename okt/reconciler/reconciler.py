@@ -36,7 +36,7 @@ from okt import errors
 from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
-from okt.kube import kinds
+from okt.kube import kinds, selectors
 from okt.reconciler import children, cluster_operator, finalize, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
@@ -155,6 +155,9 @@ class Reconciler:
         _check_write_choices(cls)
         _check_mappings(cls)
         _check_models(cls)
+        if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
+            # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
+            raise TypeError(f"{cls.__name__}.prefix = {cls.prefix!r}: expected a DNS subdomain, e.g. 'okt.io'")
         if cls.finalizer is not None and not isinstance(cls.finalizer, str):
             # Every reconcile would put it in metadata.finalizers, a list of names: ``True`` or a tuple is none.
             raise TypeError(

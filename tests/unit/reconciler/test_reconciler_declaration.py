@@ -117,6 +117,13 @@ def test_a_model_that_is_not_a_pydantic_model_class_is_refused_when_the_class_is
         type("Modelled", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "M", attribute: model})
 
 
+@pytest.mark.parametrize("prefix", [None, "", "Example.com", "my prefix", "okt.io/"])
+def test_a_prefix_that_cannot_start_a_label_key_is_refused_when_the_class_is_defined(prefix: object) -> None:
+    # Accepted, every reconcile with a child failed on okt's own labels (the prune's selector, the create).
+    with pytest.raises(TypeError, match=r"^Prefixed\.prefix = .*: expected a DNS subdomain, e\.g\. 'okt\.io'$"):
+        type("Prefixed", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "P", "prefix": prefix})
+
+
 def test_a_built_in_primary_keeps_its_bookkeeping_in_annotations() -> None:
     class Deployments(okt.Reconciler):
         api_version = "apps/v1"

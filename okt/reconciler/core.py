@@ -152,11 +152,14 @@ def reconcile(
     """Reconcile one object once and return the run (path, outcome, results)."""
     reader = reader or ApiReader(client)
     kind = kind or primary_kind(type(reconciler), client)
+    # A reconcile the runtime runs has its id bound to the logging context already (the author's lines carry it):
+    # okt's own lines of the same reconcile must carry that one, not a number of another count.
+    bound_id = structlog.contextvars.get_contextvars().get("reconcile_id")
     log = (logger or structlog.get_logger("okt")).bind(
         controller=type(reconciler).controller_name(),
         namespace=namespace,
         name=name,
-        reconcile_id=_next_id(),
+        reconcile_id=bound_id if bound_id is not None else _next_id(),
     )
     unread: errors.ApiError | None = None
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import itertools
+import json
 import pathlib
 import sys
 import threading
@@ -24,7 +26,7 @@ from okt.kube import kinds
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.runtime import workqueue
+from okt.runtime import logs, workqueue
 from okt.testing import FakeClient, wait_for
 
 WIDGET = kinds.Kind("example.io/v1", "Widget", "widgets")
@@ -659,3 +661,29 @@ def test_the_queue_depth_by_priority_is_never_negative_while_a_sweep_comes_and_g
         sweeper.join(10)
         sys.setswitchinterval(switching)
     assert min(readings) >= 0
+
+
+class TalkativeWidgets(Widgets):
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Mutator:
+            structlog.get_logger("my_operator").info("mutating")
+
+
+def test_every_line_of_one_reconcile_carries_the_same_reconcile_id() -> None:
+    """The author's lines (``structlog.get_logger()``) and okt's own (``reconciled``) of one reconcile are found
+    together by its ``reconcile_id``, whatever reconciles ran in the process before."""
+    kind = okt.Kind("example.io/v1", "Widget", "widgets")
+    client = FakeClient(kinds=[kind], objects=[{**primary(), "spec": {}}])
+    stream = io.StringIO()
+    logs.configure("json", verbosity=1, stream=stream)
+    try:
+        okt.reconcile(TalkativeWidgets(), client, None, "ns", "w", kind=kind)  # a reconcile outside any controller
+        controller = controller_mod.Controller(TalkativeWidgets, client, cache_mod.Cache(client), record_events=False)
+        before = len(stream.getvalue().splitlines())
+        controller.process(("ns", "w"))
+    finally:
+        structlog.reset_defaults()
+    records = [json.loads(line) for line in stream.getvalue().splitlines()[before:]]
+    said = {record["event"]: record["reconcile_id"] for record in records if "reconcile_id" in record}
+    assert {"mutating", "reconciled"} <= said.keys()
+    assert said["mutating"] == said["reconciled"]

@@ -173,6 +173,7 @@ class Manager:
         self._on_startup = tuple(on_startup)
         self._on_cleanup = tuple(on_cleanup)
         self._started_up = False
+        self._assembled = False
         self.trimmer: memory.Trimmer | None = None
         self.metrics = metrics_mod.Metrics()
         self.metrics.watch_client(client)
@@ -219,7 +220,9 @@ class Manager:
         healthy, reason = self.health()
         if not healthy:
             return False, reason
-        if self.cache is None or not self.cache.synced:
+        # Until start() has started every watch and made the elector, the informers synced so far are not all there
+        # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
+        if self.cache is None or not self._assembled or not self.cache.synced:
             return False, "caches not synced"
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
             return False, "leader election cannot reach the lease"
@@ -300,6 +303,7 @@ class Manager:
             threading.Thread(target=self._campaign, name="okt-manager-campaign", daemon=True).start()
         else:
             self._begin_in_background()
+        self._assembled = True
         _log.info(
             "manager started",
             controllers=[c.name for c in self.controllers],

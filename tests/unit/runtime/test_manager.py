@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -170,3 +172,39 @@ def test_two_kinds_mirrored_onto_one_cluster_operator_are_refused_when_the_manag
     finally:
         runner.stop()
         runner.join(5)
+
+
+def test_readyz_is_not_ready_before_the_watches_are_started(api: Any) -> None:
+    """Between the cache's creation and the start of the first informer, no informer exists to be unsynced: the
+    controllers are still being built (discovery may take seconds), and ``/readyz`` must not say ready then."""
+    by_type = {
+        (k.api_version, k.kind): k
+        for k in (kinds.Kind("example.io/v1", "Gadget", "gadgets"), kinds.Kind("example.io/v1", "Parent", "parents"))
+    }
+    api.stats = kube_client.RequestStats()
+    answers: list[tuple[int, str]] = []
+
+    def resolve(api_version: str, kind: str) -> kinds.Kind:
+        # Discovery, while the manager builds its controllers: what does the readiness probe say now?
+        if runner.probes is not None and runner.cache is not None:
+            try:
+                with urllib.request.urlopen(runner.probes.url + "/readyz", timeout=5) as response:
+                    answers.append((response.status, response.read().decode()))
+            except urllib.error.HTTPError as exc:
+                answers.append((exc.code, exc.read().decode()))
+        return by_type[(api_version, kind)]
+
+    api.resolve = resolve
+
+    def reconcile(*args: Any, **kwargs: Any) -> stepper.Run:
+        return stepper.Run(path=(okt.State.End,), outcome=results_mod.Outcome.done(), results=results_mod.Results())
+
+    runner = manager.Manager(api, [Parents], metrics_bind="127.0.0.1:0", reconcile=reconcile, tune_memory=False)
+    runner.start()
+    try:
+        assert runner.cache is not None and runner.cache.wait_for_sync(5)
+    finally:
+        runner.stop()
+        runner.join(5)
+    assert answers
+    assert all(status == 503 for status, _ in answers), answers

@@ -28,14 +28,15 @@ Guarantees:
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds; otherwise
   ``503`` with a one-line reason; anything else is ``404``.
 
-Bind addresses: ``"host:port"`` (``":8080"`` is every interface, port ``0`` picks a free one — see
-:attr:`ProbeServer.port`), or ``"0"`` to disable the server.
+Bind addresses: ``"host:port"`` (``":8080"`` is every IPv4 interface, ``"[::]:8080"`` every IPv6 one, port ``0``
+picks a free one — see :attr:`ProbeServer.port`), or ``"0"`` to disable the server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import socket
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
@@ -502,6 +503,12 @@ class _Server(http.server.ThreadingHTTPServer):
     ready: Callable[[], tuple[bool, str]]
 
 
+class _Server6(_Server):
+    """An IPv6 address (``[::]:8080``: an IPv6-only pod's every interface) needs an IPv6 socket."""
+
+    address_family = socket.AF_INET6
+
+
 class ProbeServer:
     """``/metrics``, ``/healthz`` and ``/readyz`` on one address.
 
@@ -523,7 +530,7 @@ class ProbeServer:
         ready: Callable[[], tuple[bool, str]],
     ) -> None:
         try:
-            self._server = _Server(address, _Handler)
+            self._server = (_Server6 if ":" in address[0] else _Server)(address, _Handler)
         except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
             host, port = address
             raise errors.ConfigurationError(
@@ -547,7 +554,8 @@ class ProbeServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     def start(self) -> None:
         self._thread.start()

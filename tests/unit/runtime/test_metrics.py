@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -159,6 +160,21 @@ def test_a_stopped_server_releases_its_port(serve: Any) -> None:
     server.stop()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(server.url + "/healthz", timeout=2)
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="this Python has no IPv6")
+def test_an_ipv6_bind_address_is_served() -> None:
+    """``[::1]:PORT`` parses as an address to bind (``[::]:8080`` is every interface of an IPv6-only pod)."""
+    address = metrics_mod.parse_bind("[::1]:0")
+    assert address is not None
+    server = metrics_mod.ProbeServer(address, metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"))
+    server.start()
+    try:
+        assert server.url.startswith("http://[::1]:")
+        status, _, body = fetch(server.url + "/healthz")
+    finally:
+        server.stop()
+    assert (status, body) == (200, "ok")
 
 
 def run_of(outcome: results_mod.Outcome, results: results_mod.Results | None = None) -> stepper.Run:

@@ -391,7 +391,8 @@ class Controller:
             self.cache.start(kind, self.on_child_event)
         for kind, watched in self.related:
             self.cache.start(kind, functools.partial(self.on_related_event, watched))
-        for kind in (self.kind, *self.owned):
+        # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
+        for kind in (self.kind, *self.owned, *(kind for kind, _ in self.related)):
             self.metrics.track_sync(str(kind), *self.cache.progress(kind))
         self.cache.on_recovered(self._retry_unanswered)
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])

@@ -687,3 +687,24 @@ def test_every_line_of_one_reconcile_carries_the_same_reconcile_id() -> None:
     said = {record["event"]: record["reconcile_id"] for record in records if "reconcile_id" in record}
     assert {"mutating", "reconciled"} <= said.keys()
     assert said["mutating"] == said["reconciled"]
+
+
+class WidgetsReadingConfigMaps(Widgets):
+    watches = (okt.watch(kinds.CONFIG_MAP, map=lambda obj, ctx: []),)
+
+
+def test_the_sync_of_every_kind_the_cache_waits_for_is_exported_watched_kinds_too(api: Any) -> None:
+    """Readiness waits for the informers of the watched kinds too: ``okt_cache_synced`` and ``okt_cache_objects``
+    show theirs, or a replica stuck on one reads as fully synced on the dashboard."""
+    api.stats = kube_client.RequestStats()
+    controller = controller_mod.Controller(
+        WidgetsReadingConfigMaps, api, cache_mod.Cache(api), reconcile=lambda *a, **k: fake_run(Outcome.done())
+    )
+    controller.watch()
+    try:
+        assert controller.cache.wait_for_sync(5)
+        sample = controller.metrics.registry.get_sample_value
+        synced = {str(kind): sample("okt_cache_synced", {"kind": str(kind)}) for kind in (WIDGET, kinds.CONFIG_MAP)}
+    finally:
+        controller.cache.stop()
+    assert synced == {str(WIDGET): 1.0, str(kinds.CONFIG_MAP): 1.0}

@@ -26,6 +26,7 @@ request; the status is written only when it changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -174,14 +175,7 @@ class Reconciler:
         if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
             # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
-        if cls.max_creates is not None and (not isinstance(cls.max_creates, int) or cls.max_creates < 1):
-            raise TypeError(f"{cls.__name__}.max_creates = {cls.max_creates!r}: expected a positive int or None")
-        if not isinstance(cls.degraded_after, int) or isinstance(cls.degraded_after, bool):
-            # Read only by the ErrorManager: ``"3"`` raised there before Ready=False was written, and a failing object
-            # kept saying Ready.
-            raise TypeError(
-                f"{cls.__name__}.degraded_after = {cls.degraded_after!r}: expected an int (failed reconciles)"
-            )
+        _check_settings(cls)
 
     # -- naming --------------------------------------------------------------------------------------------------
 
@@ -420,6 +414,43 @@ def _check_models(cls: type[Reconciler]) -> None:
             continue
         if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
             raise TypeError(f"{cls.__name__}.{attribute} = {model!r}: expected a pydantic model class or None")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # a bool is an int to Python: True would be 1
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+_SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("namespaced", lambda v: isinstance(v, bool), "True or False"),
+    ("prune", lambda v: isinstance(v, bool), "True or False"),
+    ("related_objects", lambda v: isinstance(v, bool), "True or False"),
+    ("record_events", lambda v: isinstance(v, bool), "True or False"),
+    ("degraded_after", _is_int, "an int (failed reconciles)"),
+    ("max_creates", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
+    ("max_concurrent", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
+    (
+        "child_change_delay",
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+        "a number of seconds >= 0",
+    ),
+    ("field_manager", _is_name, "a non-empty name"),
+    ("name", lambda v: v is None or _is_name(v), "a name or None"),
+    ("cluster_operator", lambda v: v is None or _is_name(v), "a name or None"),
+)
+"""The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
+``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before
+Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback."""
+
+
+def _check_settings(cls: type[Reconciler]) -> None:
+    for attribute, valid, expected in _SETTINGS:
+        value = getattr(cls, attribute)
+        if not valid(value):
+            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {expected}")
 
 
 def _check_write_choices(cls: type[Reconciler]) -> None:

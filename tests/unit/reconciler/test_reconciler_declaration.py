@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,33 @@ def test_a_degraded_after_that_is_not_a_count_is_refused_when_the_class_is_defin
     # Accepted, the ErrorManager raised on it before Ready=False was written: a failing object kept saying Ready.
     with pytest.raises(TypeError, match=r"^Flaky\.degraded_after = .*: expected an int \(failed reconciles\)$"):
         type("Flaky", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "degraded_after": degraded_after})
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "expected"),
+    [
+        ("prune", "false", "True or False"),
+        ("related_objects", 0, "True or False"),
+        ("record_events", None, "True or False"),
+        ("namespaced", "yes", "True or False"),
+        ("max_concurrent", "4", "a positive int or None"),
+        ("max_concurrent", 0, "a positive int or None"),
+        ("child_change_delay", "0.5", "a number of seconds >= 0"),
+        ("child_change_delay", -1, "a number of seconds >= 0"),
+        ("child_change_delay", True, "a number of seconds >= 0"),
+        ("field_manager", "", "a non-empty name"),
+        ("field_manager", None, "a non-empty name"),
+        ("name", 7, "a name or None"),
+        ("cluster_operator", ("toys",), "a name or None"),
+    ],
+)
+def test_a_setting_of_the_wrong_type_is_refused_when_the_class_is_defined(
+    attribute: str, value: object, expected: str
+) -> None:
+    # Each was read only at run time: "false" pruned (a str is true), "4" failed okt run's start with a traceback,
+    # a negative delay failed the queue's first child event.
+    with pytest.raises(TypeError, match=rf"^Flaky\.{attribute} = .*: expected {re.escape(expected)}$"):
+        type("Flaky", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", attribute: value})
 
 
 @pytest.mark.parametrize(

@@ -153,12 +153,17 @@ def create_api(directory: Path, api: Api) -> list[resource.FileResult]:
     """Add the kind ``api`` to the project in ``directory``: its files, its line in ``main.py``, and deploy/ again.
 
     Raises:
-        CodegenError: not a project of ``okt init``, the kind's package exists, ``main.py`` lost its shape, or a
-            generator refused its input.
+        CodegenError: not a project of ``okt init``, the kind's package or one of its other files exists, ``main.py``
+            lost its shape, or a generator refused its input.
     """
     project = Project.read(directory)
     if (directory / project.package / api.module).exists():
         raise errors.CodegenError(f"{project.package}/{api.module} exists: the project has a {api.kind} already")
+    # The kind's manifest, sample and test live outside its package: an author's file there is never replaced.
+    names = {"package": project.package, "module": api.module}
+    for _source, target in API_FILES:
+        if (directory / target.format(**names)).exists():
+            raise errors.CodegenError(f"{target.format(**names)} exists: okt create api writes only new files")
     main_path = directory / "main.py"
     try:
         updated_main = add_to_main(main_path.read_text(encoding="utf-8"), project, api)

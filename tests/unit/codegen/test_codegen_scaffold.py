@@ -134,6 +134,17 @@ def test_create_api_refuses_a_kind_the_project_has(project: Path) -> None:
     assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
 
 
+def test_create_api_refuses_a_kind_whose_files_the_author_has_before_writing(project: Path) -> None:
+    mine = project / "tests" / "test_gadget.py"
+    mine.write_text("def test_mine():\n    assert True\n")
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+
+    with pytest.raises(errors.CodegenError, match=r"tests/test_gadget\.py exists"):
+        scaffold.create_api(project, scaffold.Api.new("Gadget", group="example.com", version="v1"))
+
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+
+
 def test_create_api_refuses_a_main_it_cannot_extend_before_writing(project: Path) -> None:
     (project / "main.py").write_text("from my_operator import everything\n")
     expected = re.escape("add `from my_operator.gadget.reconciler import GadgetReconciler`")

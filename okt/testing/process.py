@@ -19,7 +19,8 @@ Example::
 Guarantees:
 
 * the process runs in a session (a process group) of its own; :meth:`OperatorProcess.stop` sends SIGTERM to the
-  group, waits, then SIGKILLs it (:attr:`OperatorProcess.hung`); it is idempotent and bounded;
+  group, waits, then SIGKILLs it (:attr:`OperatorProcess.hung`), and SIGKILLs what is left of the group once the
+  process has ended (a child it started, or left behind when it crashed); it is idempotent and bounded;
 * with ``tie_to_parent`` (the default) the kernel kills the process when this Python process dies
   (``PR_SET_PDEATHSIG``), so a crashed test run leaves no operator behind;
 * :meth:`OperatorProcess.wait_ready` raises :class:`okt.testing.WaitTimeout` at once when the process exits instead
@@ -223,7 +224,8 @@ class OperatorProcess:
         return time.time() - self.started_at
 
     def stop(self, timeout: float = STOP_TIMEOUT, *, signum: int = signal.SIGTERM) -> int | None:
-        """End it gracefully: ``signum`` (SIGTERM) to its process group, SIGKILL after ``timeout`` seconds.
+        """End it gracefully: ``signum`` (SIGTERM) to its process group, SIGKILL after ``timeout`` seconds; then
+        SIGKILL to whatever of its group is left once it has ended (by itself too), so no process stays behind.
 
         Returns its exit status (negative: the signal that ended it); None when it was never started. The last memory
         and CPU figures are kept in :attr:`final_memory_kib` and :attr:`final_cpu_seconds`.
@@ -241,6 +243,8 @@ class OperatorProcess:
             except subprocess.TimeoutExpired:
                 self.hung = True
                 self.kill()
+        # The group outlives its leader: what the operator started (or left running when it crashed) ends with it.
+        self._signal(signal.SIGKILL)
         if self._sampler is not None:
             self._sampler.join(timeout=2)
         return proc.returncode

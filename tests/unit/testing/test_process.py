@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from okt.testing import OperatorProcess, WaitTimeout, audit, envtest, process
+from okt.testing import OperatorProcess, WaitTimeout, audit, envtest, process, wait_for
 
 STAND_IN = textwrap.dedent(
     """
@@ -141,3 +141,40 @@ def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_pa
         "--namespace", "a", "--namespace", "b",
         "--metrics-bind-address", bind, "--webhook-port", "0", "--log-format", "json", "--leader-elect",
     ]  # fmt: skip
+
+
+LEAVES_A_CHILD = textwrap.dedent(
+    """
+    import pathlib, subprocess, sys, threading
+
+    mode, pid_file = sys.argv[1], pathlib.Path(sys.argv[2])
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    pid_file.write_text(str(child.pid))
+    if mode == "serve":
+        threading.Event().wait()
+    """
+)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped yet has ended)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("mode", ["crash", "serve"])
+def test_stop_ends_the_processes_the_operator_started_in_its_group(tmp_path: pathlib.Path, mode: str) -> None:
+    script, pid_file = tmp_path / "main.py", tmp_path / "child.pid"
+    script.write_text(LEAVES_A_CHILD)
+    operator = OperatorProcess([sys.executable, str(script), mode, str(pid_file)], log_path=tmp_path / "log").start()
+    child = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), message="the child's pid"))
+    if mode == "crash":
+        wait_for(lambda: not operator.alive, message="the operator to exit, its child left running")
+
+    operator.stop(timeout=5)
+
+    wait_for(lambda: not running(child), timeout=10, message=f"the operator's child {child} to end")

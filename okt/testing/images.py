@@ -10,9 +10,10 @@ as a root filesystem packed into a tar stream and given to ``docker import``:
 * ``memcached:1.6`` — Debian's ``memcached`` with the shared libraries it links (found with ``ldd``), running as the
   ``memcache`` user (uid 11211), as the sample's Deployment asks.
 
-Guarantees: the tar streams are deterministic (fixed owners and times), so importing twice gives the same layer; an
-image already present with this build's label is not imported again; image names carry explicit tags, so Pods that use
-them with ``imagePullPolicy: IfNotPresent`` (or ``Never``) never try a registry.
+Guarantees: the tar streams are deterministic (fixed owners and times), so importing twice gives the same layer; every
+file is readable, and every program runnable, by every user, whatever its mode here; an image already present with
+this build's label is not imported again; image names carry explicit tags, so Pods that use them with
+``imagePullPolicy: IfNotPresent`` (or ``Never``) never try a registry.
 
 Caveats: images are made from the packages installed on this machine (``busybox-static``, ``memcached``); a missing
 package is reported by name.
@@ -79,7 +80,7 @@ class Image:
                 data = source.read_bytes()
                 info = tarfile.TarInfo(name.lstrip("/"))
                 info.size = len(data)
-                info.mode = source.stat().st_mode & 0o7777
+                info.mode = _shared_mode(source.stat().st_mode)
                 archive.addfile(info, io.BytesIO(data))
             for name, target in sorted(self.links):
                 info = tarfile.TarInfo(name.lstrip("/"))
@@ -87,6 +88,14 @@ class Image:
                 info.linkname = target
                 archive.addfile(info)
         return buffer.getvalue()
+
+
+def _shared_mode(mode: int) -> int:
+    """``mode`` readable by everyone, and runnable by everyone when anyone may run it: the containers run as
+    unprivileged users (65532, ``memcache``) who own nothing in the image, whatever the umask that made the file
+    here."""
+    mode &= 0o7777
+    return mode | 0o444 | (0o111 if mode & 0o111 else 0)
 
 
 def _etc(users: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], ...]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import pathlib
 import sys
+import tarfile
 
 import pytest
 
@@ -58,3 +60,19 @@ def test_the_digest_changes_with_any_file_of_the_image(
 def test_a_missing_operator_file_is_named() -> None:
     with pytest.raises(operator_image.images.ImageError, match=r"nowhere\.py does not exist"):
         operator_image.operator_image("op:test", {"app/main.py": ROOT / "nowhere.py"})
+
+
+def test_every_file_is_readable_and_every_program_runnable_by_the_unprivileged_user(
+    image: operator_image.images.Image, tmp_path: pathlib.Path
+) -> None:
+    private, program = tmp_path / "main.py", tmp_path / "tool"
+    private.write_text("VALUE = 1\n")
+    program.write_text("#!/bin/sh\n")
+    private.chmod(0o600)  # a checkout made under umask 077
+    program.chmod(0o700)
+    small = dataclasses.replace(image, files=(("app/main.py", private), ("app/tool", program)))
+
+    with tarfile.open(fileobj=io.BytesIO(small.tar())) as archive:
+        modes = {member.name: member.mode for member in archive.getmembers()}
+
+    assert (modes["app/main.py"], modes["app/tool"]) == (0o644, 0o755)

@@ -13,6 +13,7 @@ load — is ``Error: <one line>`` on stderr with exit status 2; ``--help`` works
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,11 @@ from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, web
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+"""What the API server accepts as a namespace's name."""
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+"""What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
@@ -152,6 +158,11 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         """Print the Validating/MutatingWebhookConfiguration (and the Service) of OPERATOR's admission webhooks."""
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
         name = name or webhooks.default_name(classes[0])
+        if not _SERVICE_NAME.match(f"{name}-webhooks"):
+            raise errors.CodegenError(
+                f"invalid --name {name!r}: expected a DNS label that starts with a letter, at most 54 characters "
+                f"(its webhooks' Service is {name}-webhooks)"
+            )
         config = _client_config(classes[0], namespace, url, ca_bundle, name)
         documents = webhooks.webhooks_for_reconcilers(
             classes,
@@ -290,6 +301,8 @@ def _client_config(
         if b"-----BEGIN CERTIFICATE-----" not in pem:
             raise errors.CodegenError(f"{ca_bundle} is not a PEM certificate (-----BEGIN CERTIFICATE-----)")
         bundle = base64.b64encode(pem).decode()
+    if not _DNS_LABEL.match(namespace):
+        raise errors.CodegenError(f"invalid --namespace {namespace!r}: expected a DNS label such as operators")
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
 

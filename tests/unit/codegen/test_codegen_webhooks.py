@@ -232,3 +232,24 @@ def test_a_ca_bundle_that_is_not_a_pem_certificate_is_one_line_error(
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"Error: {ca} is not a PEM certificate")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "arguments", "message"),
+    [
+        (Checked, ["webhooks", "operator.py", "--name", "Bad Name"], "invalid --name 'Bad Name'"),
+        (Checked, ["webhooks", "operator.py", "--name", "9-operator"], "invalid --name '9-operator'"),
+        (Checked, ["webhooks", "operator.py", "--name", "o" * 60], "at most 54 characters"),
+        (Checked, ["webhooks", "operator.py", "--namespace", "a b"], "invalid --namespace 'a b'"),
+        (Memcached, ["crd", "operator.py", "--namespace", "Ops"], "invalid --namespace 'Ops'"),
+    ],
+)
+def test_a_name_the_api_server_would_refuse_is_one_line_error(
+    reconciler: type[Any], arguments: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(cli.make_gen_group(loader(reconciler)), arguments)
+
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: invalid --") and len(result.stderr.splitlines()) == 1
+    assert message in result.stderr

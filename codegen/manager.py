@@ -28,6 +28,8 @@ OLM_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount p
 lists into the Deployment it names."""
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+"""What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 
 def manager_manifests(
@@ -58,7 +60,8 @@ def manager_manifests(
             (``--webhook-cert-dir``: OLM mounts one at :data:`OLM_CERT_DIR` and writes the CA itself).
 
     Raises:
-        CodegenError: a name that is not a DNS label, an empty image or a replica count below 1.
+        CodegenError: a name that is not a DNS label (with ``webhooks`` and no ``webhook_cert_dir``, one that makes
+            a Service name: starting with a letter, at most 54 characters), an empty image or a replica count below 1.
     """
     for option, value in (("name", name), ("namespace", namespace), ("service account", service_account)):
         if not _DNS_LABEL.match(value):
@@ -67,6 +70,11 @@ def manager_manifests(
         raise errors.CodegenError(f"invalid image {image!r}: expected a reference such as my-operator:0.1.0")
     if replicas < 1:
         raise errors.CodegenError(f"invalid replicas {replicas}: at least 1")
+    if webhooks and webhook_cert_dir is None and not _SERVICE_NAME.match(webhook_service_name(name)):
+        raise errors.CodegenError(
+            f"invalid name {name!r}: expected a DNS label that starts with a letter, at most 54 characters (its "
+            f"webhooks' Service {webhook_service_name(name)} must be one)"
+        )
     labels = {"app.kubernetes.io/name": name}
     webhook_args = [f"--webhook-port={WEBHOOK_PORT}"]
     if webhook_cert_dir is not None:

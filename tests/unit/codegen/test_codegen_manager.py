@@ -50,6 +50,8 @@ def test_an_operator_with_webhooks_serves_them_on_a_named_port_for_its_service_a
         ({"namespace": "a b"}, "invalid namespace"),
         ({"image": "two words"}, "invalid image"),
         ({"replicas": 0}, "invalid replicas"),
+        ({"name": "9-operator", "webhooks": True}, "Service 9-operator-webhooks must be one"),
+        ({"name": "o" * 60, "webhooks": True}, "at most 54 characters"),
     ],
 )
 def test_bad_names_are_refused(options: dict[str, object], message: str) -> None:

@@ -23,7 +23,8 @@ nothing else names it.
 
 The OLM bundle (``--out``, default ``bundle``): ``manifests/<name>.clusterserviceversion.yaml`` (owned CRDs, the
 ``deployment`` install strategy with the Deployment's spec, ``clusterPermissions`` and ``permissions`` from the RBAC
-generator's rules), one ``manifests/<crd>.yaml`` per CRD, and ``metadata/annotations.yaml`` (registry+v1).
+generator's rules), one ``manifests/<crd>.yaml`` per CRD, and ``metadata/annotations.yaml`` (registry+v1). It
+supports the ``AllNamespaces`` install mode only: the operator watches every namespace with cluster-wide permissions.
 
 Webhooks: when a reconciler has admission or conversion webhooks, :func:`webhook_manifests` adds
 ``base/webhook.yaml`` (the Service, the configurations without a CA, and the RBAC with which the operator writes its
@@ -31,8 +32,7 @@ own self-signed CA into them and into the conversion webhook of its CRDs at star
 ``converters`` gets ``spec.conversion.strategy: Webhook`` calling that Service, and the Deployment gets the matching
 ``okt run`` arguments and ``webhooks`` port. No certificate issuer is needed. The OLM bundle lists them as the CSV's
 ``webhookdefinitions`` instead (OLM installs webhooks and their certificates itself, and mounts the certificate where
-the Deployment's ``okt run --webhook-cert-dir`` reads it); with a conversion webhook it supports the
-``AllNamespaces`` install mode only, as OLM requires.
+the Deployment's ``okt run --webhook-cert-dir`` reads it).
 """
 
 from __future__ import annotations
@@ -294,7 +294,6 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
         for served in document["spec"]["versions"]
     ]
     definitions = webhook_definitions(operator, deployment["metadata"]["name"])
-    conversion = any(definition["type"] == "ConversionWebhook" for definition in definitions)
     return {
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
@@ -308,10 +307,11 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
             "version": version,
             "maturity": "alpha",
             "minKubeVersion": "1.20.0",
-            # OLM installs an operator with a conversion webhook in AllNamespaces mode only: a CRD is cluster-wide.
+            # AllNamespaces only: the Deployment watches every namespace (okt run --all-namespaces, with cluster-wide
+            # RBAC), whatever namespaces an OperatorGroup targets; OLM also requires it of a conversion webhook.
             "installModes": [
-                {"type": "OwnNamespace", "supported": not conversion},
-                {"type": "SingleNamespace", "supported": not conversion},
+                {"type": "OwnNamespace", "supported": False},
+                {"type": "SingleNamespace", "supported": False},
                 {"type": "MultiNamespace", "supported": False},
                 {"type": "AllNamespaces", "supported": True},
             ],

@@ -351,9 +351,20 @@ def test_the_csv_lists_the_conversion_webhook_for_olm_and_supports_all_namespace
     assert {"name": "webhooks", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
 
 
-def test_a_csv_without_webhooks_lists_none_and_supports_every_single_namespace_mode() -> None:
+def test_a_csv_without_webhooks_lists_none() -> None:
     (csv,) = load(deploy.bundle(PLAIN, version="0.1.0")["manifests/gizmo-operator.clusterserviceversion.yaml"])
 
     assert "webhookdefinitions" not in csv["spec"]
-    modes = {mode["type"]: mode["supported"] for mode in csv["spec"]["installModes"]}
-    assert modes["OwnNamespace"] and modes["SingleNamespace"]
+
+
+@pytest.mark.parametrize("operator", [PLAIN, OPERATOR], ids=["plain", "webhooks"])
+def test_the_csv_supports_all_namespaces_only_as_its_deployment_watches_every_namespace(
+    operator: deploy.Operator,
+) -> None:
+    (csv,) = load(deploy.bundle(operator, version="0.1.0")["manifests/gizmo-operator.clusterserviceversion.yaml"])
+
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--all-namespaces" in container["args"]
+    supported = [mode["type"] for mode in csv["spec"]["installModes"] if mode["supported"]]
+    assert supported == ["AllNamespaces"]

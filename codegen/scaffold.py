@@ -18,6 +18,7 @@ not empty; ``okt create api`` refuses a kind the project has and touches no file
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import json
@@ -184,7 +185,8 @@ def add_to_main(source: str, project: Project, api: Api) -> str:
     """``main.py`` with ``api``'s reconciler imported and listed in ``__all__`` (imports and names kept sorted).
 
     Raises:
-        CodegenError: ``main.py`` has no scaffold-shaped import block or single-line ``__all__`` to extend.
+        CodegenError: ``main.py`` has no scaffold-shaped import block or single-line ``__all__`` of string literals
+            to extend.
     """
     imports = list(_MAIN_IMPORT.finditer(source))
     listed = _MAIN_ALL.search(source)
@@ -194,12 +196,31 @@ def add_to_main(source: str, project: Project, api: Api) -> str:
             f"`from {project.package}.{api.module}.reconciler import {api.kind}Reconciler` and list it in __all__"
         )
     lines = sorted({match.group(0) for match in imports} | {_import_line(project, api)})
-    names = sorted({*json.loads(f"[{listed['names']}]"), f"{api.kind}Reconciler"})
+    names = sorted({*_listed_names(listed["names"], project, api), f"{api.kind}Reconciler"})
     first, last = imports[0].start(), imports[-1].end()
     if source[first:last].count("\n") != len(imports) - 1:
         raise errors.CodegenError("main.py's reconciler imports are not one block: add the new one yourself")
     source = source[:first] + "\n".join(lines) + source[last:]
     return _MAIN_ALL.sub(lambda _: f"__all__ = [{', '.join(json.dumps(name) for name in names)}]", source, count=1)
+
+
+def _listed_names(listed: str, project: Project, api: Api) -> list[str]:
+    """The names of ``__all__``'s one line: string literals in either quote style (a formatter may have changed
+    them), nothing else.
+
+    Raises:
+        CodegenError: an item that is not a string literal (an expression, a name).
+    """
+    try:
+        names = ast.literal_eval(f"[{listed}]")
+    except (ValueError, SyntaxError):
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise errors.CodegenError(
+            "main.py's __all__ is not a list of string literals: add "
+            f"`from {project.package}.{api.module}.reconciler import {api.kind}Reconciler` and list it in __all__"
+        )
+    return names
 
 
 def write_manifests(directory: Path, project: Project) -> list[resource.FileResult]:

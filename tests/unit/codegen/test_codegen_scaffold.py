@@ -153,6 +153,27 @@ def test_create_api_refuses_a_main_it_cannot_extend_before_writing(project: Path
     assert not (project / "my_operator" / "gadget").exists()
 
 
+def test_create_api_extends_an_all_written_with_single_quotes(project: Path) -> None:
+    main = project / "main.py"
+    main.write_text(main.read_text().replace('["WidgetReconciler"]', "['WidgetReconciler']"))
+
+    scaffold.create_api(project, scaffold.Api.new("Gadget", group="example.com", version="v1"))
+
+    assert '__all__ = ["GadgetReconciler", "WidgetReconciler"]' in main.read_text()
+
+
+def test_okt_create_api_with_an_all_it_cannot_read_is_one_line_writing_nothing(project: Path) -> None:
+    main = project / "main.py"
+    main.write_text(main.read_text().replace('["WidgetReconciler"]', "[WidgetReconciler.__name__]"))
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file()}
+
+    result = CliRunner().invoke(cli_main.cli, ["create", "api", "--kind", "Gadget", "--dir", str(project)])
+
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: main.py") and len(result.output.strip().splitlines()) == 1
+    assert {path: path.read_bytes() for path in project.rglob("*") if path.is_file()} == before
+
+
 def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(errors.CodegenError, match="not an empty folder"):

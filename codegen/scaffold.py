@@ -87,7 +87,10 @@ class Project:
                 "such as my-operator"
             )
         package = name.replace("-", "_")
-        if keyword.iskeyword(package) or package in sys.stdlib_module_names or package in ("okt", "tests"):
+        # The project's folder comes first on the path (PYTHONPATH=/app, pytest's rootdir): a package named like an
+        # installed module (okt's own dependencies: yaml, pydantic, ...) would hide it from okt and from the tests.
+        shadowed = package in sys.stdlib_module_names or package in metadata.packages_distributions()
+        if keyword.iskeyword(package) or shadowed or package in ("okt", "tests"):
             raise errors.CodegenError(f"invalid project name {name!r}: its package {package!r} would shadow a module")
         _check_api(group, version)
         return cls(name, package, group, version, namespace=f"{name}-system", image=f"{name}:0.1.0")

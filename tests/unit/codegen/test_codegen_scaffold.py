@@ -187,6 +187,8 @@ def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         (["My_Operator", "--group", "example.com", "--version", "v1", "--kind", "W"], "invalid project name"),
         (['x"; import os', "--group", "example.com", "--version", "v1", "--kind", "W"], "invalid project name"),
         (["queue", "--group", "example.com", "--version", "v1", "--kind", "W"], "would shadow a module"),
+        (["yaml", "--group", "example.com", "--version", "v1", "--kind", "W"], "would shadow a module"),
+        (["pydantic", "--group", "example.com", "--version", "v1", "--kind", "W"], "would shadow a module"),
         (["op", "--group", "example", "--version", "v1", "--kind", "W"], "a CRD's group needs one"),
         (["op", "--group", "example.com", "--version", "1", "--kind", "W"], "invalid --version '1'"),
         (["op", "--group", "example.com", "--version", "v1", "--kind", "widget"], "expected a CamelCase kind"),

@@ -335,6 +335,8 @@ def _load(load_reconcilers: ReconcilerLoader, operator: str) -> list[type[Any]]:
         raise errors.CodegenError(str(exc)) from exc
     except Exception as exc:  # the author's module may raise anything while importing
         raise errors.CodegenError(f"cannot load {operator}: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:  # a script's unguarded sys.exit(): left alone, the command "succeeds" generating nothing
+        raise errors.CodegenError(f"cannot load {operator}: it exited (SystemExit {exc.code}) while importing") from exc
     if not classes:
         raise errors.CodegenError(f"{operator} defines no reconciler")
     return classes

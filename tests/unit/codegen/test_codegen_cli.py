@@ -271,3 +271,18 @@ def test_help_is_available_for_every_command() -> None:
         result = invoke(command)
         assert result.exit_code == 0
         assert result.stdout.startswith("Usage: ")
+
+
+@pytest.mark.parametrize(
+    ("body", "status"), [("import sys\nsys.exit()\n", "None"), ("raise SystemExit(0)\n", "0")], ids=["bare", "zero"]
+)
+def test_an_operator_that_exits_while_importing_is_one_line_not_success(tmp_path: Path, body: str, status: str) -> None:
+    operator = tmp_path / "script.py"
+    operator.write_text(body)
+    out = tmp_path / "crd.yaml"
+
+    result = invoke(["crd", str(operator), "--out", str(out)])
+
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: cannot load {operator}: it exited (SystemExit {status}) while importing\n"
+    assert not out.exists()

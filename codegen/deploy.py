@@ -200,8 +200,11 @@ def image_parts(image: str) -> dict[str, str]:
         CodegenError: not an image reference.
     """
     match = _IMAGE.match(image)
-    if match is None or not match["name"] or match["name"].endswith("/"):
-        raise errors.CodegenError(f"invalid --image {image!r}: expected a reference such as registry/my-operator:0.1.0")
+    if match is None or not match["name"] or match["name"].endswith("/") or not manager.lowercase_repository(image):
+        raise errors.CodegenError(
+            f"invalid --image {image!r}: expected a reference such as registry/my-operator:0.1.0 (a lowercase "
+            "repository)"
+        )
     parts = {"name": IMAGE_PLACEHOLDER, "newName": match["name"]}
     if match["tag"]:
         parts["newTag"] = match["tag"]

@@ -66,8 +66,10 @@ def manager_manifests(
     for option, value in (("name", name), ("namespace", namespace), ("service account", service_account)):
         if not _DNS_LABEL.match(value):
             raise errors.CodegenError(f"invalid {option} {value!r}: expected a DNS label such as my-operator")
-    if not image.strip() or any(character.isspace() for character in image):
-        raise errors.CodegenError(f"invalid image {image!r}: expected a reference such as my-operator:0.1.0")
+    if not image.strip() or any(character.isspace() for character in image) or not lowercase_repository(image):
+        raise errors.CodegenError(
+            f"invalid image {image!r}: expected a reference such as my-operator:0.1.0 (a lowercase repository)"
+        )
     if replicas < 1:
         raise errors.CodegenError(f"invalid replicas {replicas}: at least 1")
     if webhooks and webhook_cert_dir is None and not _SERVICE_NAME.match(webhook_service_name(name)):
@@ -133,6 +135,18 @@ def manager_manifests(
     }
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
     return [namespace_object, deployment]
+
+
+def lowercase_repository(image: str) -> bool:
+    """Whether the repository of the image reference ``image`` is lowercase, as the kubelet requires: it refuses
+    ``My-Operator:1`` at every Pod start (``InvalidImageName``), while the API server accepts the Deployment. A
+    registry host (``Registry.Example.com/``) and a tag (``:V1``) may hold capitals."""
+    name = image.partition("@")[0]
+    first, slash, rest = name.partition("/")
+    path = rest if slash and ("." in first or ":" in first or first == "localhost") else name
+    folders, separator, last = path.rpartition("/")
+    repository = folders + separator + last.partition(":")[0]
+    return repository == repository.lower()
 
 
 def webhook_service_name(name: str) -> str:

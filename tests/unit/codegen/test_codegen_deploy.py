@@ -119,13 +119,14 @@ def test_the_default_overlay_sets_the_namespace_and_the_image() -> None:
         ("gizmo", {"newName": "gizmo"}),
         ("registry:5000/team/gizmo:v1", {"newName": "registry:5000/team/gizmo", "newTag": "v1"}),
         ("gizmo@sha256:0a1b", {"newName": "gizmo", "digest": "sha256:0a1b"}),
+        ("Registry.Example.com/gizmo:1", {"newName": "Registry.Example.com/gizmo", "newTag": "1"}),
     ],
 )
 def test_an_image_becomes_a_kustomize_images_entry(image: str, parts: dict[str, str]) -> None:
     assert deploy.image_parts(image) == {"name": deploy.IMAGE_PLACEHOLDER, **parts}
 
 
-@pytest.mark.parametrize("image", ["", "two words", "registry/"])
+@pytest.mark.parametrize("image", ["", "two words", "registry/", "My-Operator:1", "registry.example.com/Team/gizmo"])
 def test_a_bad_image_is_refused(image: str) -> None:
     with pytest.raises(errors.CodegenError, match="invalid --image"):
         deploy.image_parts(image)

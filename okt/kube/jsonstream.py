@@ -66,9 +66,11 @@ class _Reader:
                 if self.done:
                     raise ValueError(f"malformed list: {exc}") from None
             else:
-                # A value ending exactly where the text does may be cut short (a number): a member is always
-                # followed by a comma or a bracket, so read on until one is there.
-                if end < len(self.text) or self.done:
+                # A value ending exactly where the text does may be cut short (a number), and so may a number
+                # followed by a point or an exponent (``1.`` of ``1.5``, ``2e`` of ``2e3``: the decoder takes the
+                # digits before them): a member is always followed by a comma or a bracket, so read on until one is
+                # there.
+                if (end < len(self.text) and self.text[end] not in ".eE") or self.done:
                     self.pos = end
                     return value
             self.more()

@@ -69,6 +69,14 @@ def test_a_number_cut_at_the_end_of_a_chunk_is_read_whole() -> None:
     assert members([b'{"a": 12', b'3, "items": [], "b": 4', b"5}"]) == [("a", 123), ("b", 45)]
 
 
+@pytest.mark.parametrize("number", [b"1.5", b"-0.25", b"2e3", b"2E-3", b"1.5e+21"])
+def test_a_number_with_a_fraction_or_an_exponent_is_read_whole_wherever_the_bytes_are_cut(number: bytes) -> None:
+    """A chunk may end just after the point or the ``e``: what comes before is a number too, but not the one sent."""
+    document = b'{"a": ' + number + b', "items": [' + number + b"]}"
+    for at in range(1, len(document)):
+        assert members([document[:at], document[at:]]) == expected(json.loads(document)), document[:at]
+
+
 @pytest.mark.parametrize(
     "document, found",
     [

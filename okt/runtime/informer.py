@@ -581,7 +581,9 @@ class Informer:
             for key in [key for key in self._store if key not in listed]:
                 stored = self._store[key]
                 # An object observed from our own write after the list was served is newer than the list: keep it.
-                if is_newer(stored.rv, version) is True:
+                # Only such an answer, not yet told by the watch: one the watch told is missing from a list older than
+                # it only when resourceVersions went back (etcd restored from a backup) — it is gone.
+                if key in self._shadowed and is_newer(stored.rv, version) is True:
                     continue
                 self._remove_locked(key, stored)
                 gone.append(stored)

@@ -15,9 +15,9 @@ Guarantees:
   never overwrite each other's entries;
 * a record is **fenced**: it is a JSON patch that first tests the inventory's resourceVersion, and every
   :func:`forget` changes the inventory (it removes the entry and stamps :data:`FORGOTTEN` with the Memcached's uid,
-  creating an empty inventory if there is none). A record read before a forget — a request of an operator killed in
-  mid-flight that the API server applies late — therefore fails instead of bringing back the entry of a Memcached
-  that is gone;
+  creating an empty inventory if there is none, unless its namespace is being deleted). A record read before a
+  forget — a request of an operator killed in mid-flight that the API server applies late — therefore fails instead
+  of bringing back the entry of a Memcached that is gone;
 * a record is only written for a Memcached that, **read from the API** just before, is still the one the reconcile
   is about, not being deleted, with the finalizer on. Otherwise it could outlive its Memcached: the API server can
   delete an object at once although adding its finalizer was answered 200 (Kubernetes issue 77988; okt then runs the
@@ -190,7 +190,9 @@ def forget(ctx: okt.Context) -> okt.Operation:
     Reads the inventory from the API (not a cache: this runs once per deletion, and a stale read must never let an
     entry survive its Memcached), then always writes — a merge patch that removes the entry and stamps
     :data:`FORGOTTEN` with the uid, or the creation of an empty stamped inventory when there is none — so that the
-    inventory's resourceVersion moves past every record that had read it earlier.
+    inventory's resourceVersion moves past every record that had read it earlier. The one exception: a namespace
+    being deleted that has no inventory left, where the API server refuses the creation and no record can land
+    (see :func:`namespace_terminating`).
 
     Returns:
         ``UPDATED`` (the entry was there and is removed) or ``UNCHANGED`` (there was no entry: only the stamp).
@@ -221,8 +223,23 @@ def _forget(ctx: okt.Context, kind: okt.Kind, name: str, stamp: dict[str, str]) 
             if not exc.already_exists:
                 raise
             continue
+        except okt.Forbidden as exc:
+            if live is not None or not namespace_terminating(exc):
+                raise
+            return okt.Operation.UNCHANGED
         return okt.Operation.UPDATED if name in (live.get("data") or {}) else okt.Operation.UNCHANGED
     raise okt.TemporaryError(f"the inventory {describe(namespace)} kept appearing and disappearing; will retry")
+
+
+def namespace_terminating(exc: okt.Forbidden) -> bool:
+    """Whether the API server refused a creation because the namespace is being deleted.
+
+    Nothing is left to fence then: the namespace's deletion already removed the inventory, and no record can create
+    it again (the API server refuses every creation in that namespace), so the stamp is not needed — and insisting
+    on it would hold the Memcached, and with it the namespace, in deletion for ever. The API server says so only in
+    its message (okt keeps no status causes).
+    """
+    return "because it is being terminated" in exc.api_message
 
 
 def _pointer(key: str) -> str:

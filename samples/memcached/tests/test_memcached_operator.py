@@ -12,6 +12,7 @@ import pytest
 
 import okt
 from okt import errors
+from okt.kube import kinds
 from okt.reconciler import core
 from okt.testing import RunningOperator, condition, envtest, wait_for
 from samples.memcached.memcached_operator import (
@@ -312,6 +313,23 @@ def test_a_memcached_deleted_past_its_finalizer_still_leaves_the_inventory(
     assert control_plane.delete_from_etcd(memcacheds.kind, "bypassed", memcacheds.namespace)
 
     wait_for(lambda: "bypassed" not in memcacheds.inventory(), timeout=30)
+
+
+def test_a_memcached_whose_namespace_is_deleted_is_released_once_the_namespace_lost_its_inventory(
+    kube: okt.Client, run_operator: Callable[..., RunningOperator], memcacheds: harness.Memcacheds
+) -> None:
+    operator = run_operator()
+    memcacheds.create("orphaned", size=1)
+    memcacheds.wait_converged(["orphaned"])
+    assert operator.stop()
+
+    # Deleting the namespace: its controller deletes the inventory at once, the finalizer holds the Memcached.
+    kube.delete(kinds.NAMESPACE, memcacheds.namespace)
+    wait_for(lambda: kube.get_or_none(harness.CONFIG_MAP, inventory.NAME, memcacheds.namespace) is None, timeout=30)
+    assert memcacheds.get("orphaned") is not None
+    run_operator()
+
+    memcacheds.wait_gone("orphaned")
 
 
 def test_a_converged_memcached_is_reconciled_again_without_any_write(

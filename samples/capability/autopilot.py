@@ -51,13 +51,16 @@ class State:
 
     @classmethod
     def from_status(cls, raw: Mapping[str, Any] | None) -> State:
-        """Read ``status.autopilot`` back (absent or unreadable fields: nothing done yet)."""
+        """Read ``status.autopilot`` back (absent or unreadable fields: nothing done yet). A time without an offset
+        (set by hand) is UTC, as the auto-pilot writes it: compared as it is, it would fail every decision."""
         raw = raw or {}
         stamp = raw.get("lastScaleOut")
         try:
             last = datetime.datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
         except ValueError:
             last = None
+        if last is not None and last.tzinfo is None:
+            last = last.replace(tzinfo=datetime.UTC)
         added = raw.get("added")
         return cls(added=added if isinstance(added, int) and added >= 0 else 0, last_action=last)
 

@@ -71,6 +71,14 @@ def test_the_state_survives_its_trip_through_the_status() -> None:
     assert autopilot.State.from_status(written) == state
 
 
+def test_a_scale_out_time_written_without_an_offset_is_read_as_utc_and_keeps_the_cool_down() -> None:
+    state = autopilot.State.from_status({"added": 1, "lastScaleOut": "2026-01-01T12:00:00"})
+
+    decision = decide(state, minutes=9)
+
+    assert (decision.acted, decision.reason) == (False, "cooling down until 2026-01-01T12:10:00+00:00")
+
+
 @pytest.mark.parametrize(
     "raw",
     [None, {}, {"added": -1}, {"added": "2"}, {"lastScaleOut": "yesterday"}, {"lastScaleOut": 5}],

@@ -44,19 +44,29 @@ FINALIZER = f"{api.GROUP}/inventory"
 """The finalizer that keeps a Memcached until its inventory entry is removed."""
 
 FINALIZER_ENV = "MEMCACHED_FINALIZER"
-"""Environment variable: ``off``/``false``/``no``/``0`` runs the operator without its finalizer (and inventory)."""
+"""Environment variable: ``off``/``false``/``no``/``0`` runs the operator without its finalizer (and inventory);
+``on``/``true``/``yes``/``1`` (the default) with it; any other value is refused."""
 
 APPLY_STRATEGY_ENV = "MEMCACHED_APPLY_STRATEGY"
 """Environment variable: ``merge`` writes the children with merge patches instead of server-side apply."""
 
 _OFF = frozenset({"off", "false", "no", "0", "disabled"})
+_ON = frozenset({"on", "true", "yes", "1", "enabled", ""})
 _CONFLICT_DELAY = 0.2
 
 
 def finalizer_enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``MEMCACHED_FINALIZER`` (in ``environ``, default ``os.environ``) leaves the finalizer on."""
+    """Whether ``MEMCACHED_FINALIZER`` (in ``environ``, default ``os.environ``) leaves the finalizer on.
+
+    Raises:
+        ValueError: the variable says neither on nor off (``disable``, ``of``): read as on, a typo meant to turn the
+            finalizer off would silently keep it, and the inventory, on.
+    """
     value = (os.environ if environ is None else environ).get(FINALIZER_ENV, "on")
-    return value.strip().lower() not in _OFF
+    switch = value.strip().lower()
+    if switch not in _ON | _OFF:
+        raise ValueError(f"{FINALIZER_ENV}={value!r}: expected on (or true, yes, 1) or off (or false, no, 0)")
+    return switch not in _OFF
 
 
 class MemcachedReconciler(okt.Reconciler):

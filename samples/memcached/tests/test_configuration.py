@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import okt
 from okt.reconciler import loader
 from samples.memcached.memcached_operator import (
     FINALIZER,
@@ -36,6 +37,24 @@ OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "main.py"
 )
 def test_the_finalizer_is_on_unless_the_environment_turns_it_off(environ: dict[str, str], enabled: bool) -> None:
     assert finalizer_enabled(environ) is enabled
+
+
+@pytest.mark.parametrize("value", ["of", "disable", "none", "nope"])
+def test_a_finalizer_switch_that_says_neither_on_nor_off_is_refused_with_what_is_accepted(value: str) -> None:
+    with pytest.raises(ValueError, match=f"{FINALIZER_ENV}={value!r}.*off"):
+        finalizer_enabled({FINALIZER_ENV: value})
+
+
+def test_okt_run_names_a_finalizer_switch_it_cannot_read_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, isolated_imports: None
+) -> None:
+    monkeypatch.setenv(FINALIZER_ENV, "disable")
+
+    with pytest.raises(okt.ConfigurationError) as refused:
+        loader.load_reconcilers(str(OPERATOR))
+
+    assert f"{FINALIZER_ENV}='disable'" in str(refused.value)
+    assert "\n" not in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,9 @@ DEFAULT_MAX_SIZES: Mapping[str, int] = {"memcached": 50}
 
 FLOATING_TAGS = frozenset({"latest"})
 
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_ALIASES = frozenset({"index.docker.io", "registry-1.docker.io"})
+
 
 @dataclasses.dataclass(frozen=True)
 class ImageRef:
@@ -56,9 +59,26 @@ class ImageRef:
         return self.digest is not None or (self.tag is not None and self.tag not in FLOATING_TAGS)
 
 
+def canonical_repository(repository: str) -> str:
+    """``repository`` as the container runtime pulls it: an image of Docker Hub under ``docker.io``, with
+    ``library/`` for its official images (``memcached``, ``library/memcached``, ``docker.io/memcached`` and
+    ``index.docker.io/library/memcached`` are all ``docker.io/library/memcached``); other registries as written."""
+    host, _, path = repository.partition("/")
+    if not path or ("." not in host and ":" not in host and host != "localhost"):
+        host, path = DOCKER_HUB, repository
+    if host in DOCKER_HUB_ALIASES:
+        host = DOCKER_HUB
+    if host == DOCKER_HUB and "/" not in path:
+        path = f"library/{path}"
+    return f"{host}/{path}"
+
+
 def max_size_for(image: ImageRef, max_sizes: Mapping[str, int]) -> int:
-    """The largest cluster allowed for ``image``: configured by full repository or by its short name."""
-    configured = max_sizes.get(image.repository, max_sizes.get(image.short_name))
+    """The largest cluster allowed for ``image``: configured by full repository (compared as the runtime pulls it,
+    so that another spelling of the same image cannot escape its limit) or by its short name (a key without ``/``).
+    """
+    by_repository = {canonical_repository(key): limit for key, limit in max_sizes.items() if "/" in key}
+    configured = by_repository.get(canonical_repository(image.repository), max_sizes.get(image.short_name))
     return api.MAX_SIZE if configured is None else configured
 
 

@@ -84,3 +84,22 @@ def test_the_size_limit_is_configured_per_image_repository(
     if refused is not None:
         with pytest.raises(okt.InvalidSpec, match=f"maximum of {allowed} replicas"):
             policy.check(MemcachedSpec(size=refused, image=image), max_sizes)
+
+
+@pytest.mark.parametrize(
+    ("max_sizes", "image"),
+    [
+        ({"docker.io/library/memcached": 8}, "memcached:1.6"),
+        ({"docker.io/library/memcached": 8}, "library/memcached:1.6"),
+        ({"docker.io/library/memcached": 8}, "index.docker.io/library/memcached:1.6"),
+        ({"docker.io/memcached": 8}, "memcached:1.6"),
+        ({"library/memcached": 8}, "docker.io/memcached:1.6"),
+        ({"memcached": 50, "docker.io/library/memcached": 8}, "memcached:1.6"),
+    ],
+)
+def test_a_limit_configured_for_a_docker_hub_image_holds_however_the_image_is_spelled(
+    max_sizes: Mapping[str, int], image: str
+) -> None:
+    policy.check(MemcachedSpec(size=8, image=image), max_sizes)
+    with pytest.raises(okt.InvalidSpec, match="maximum of 8 replicas"):
+        policy.check(MemcachedSpec(size=9, image=image), max_sizes)

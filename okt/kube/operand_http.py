@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json as json_mod
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -156,7 +157,9 @@ def call(
     if method not in _READS:
         kube_client.check_fence("create", f"{target.resource}/proxy")
     data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()
-    shown = f"{method} {scheme}://{target}{'' if port is None else f':{port}'}/{path.lstrip('/')}"
+    at = "" if port is None else f":{port}"
+    where, mark, query = path.partition("?")
+    shown = f"{method} {scheme}://{target}{at}/{where.lstrip('/')}{mark}{_elided(query)}"
     if route == "proxy":
         status, body = _through_proxy(client, target, path, method, data, timeout, port, scheme, shown)
     elif route == "direct":
@@ -198,11 +201,11 @@ def _through_proxy(
             write=method not in _READS,  # fenced again as it leaves: a rate limit may have held it
         )
     except errors.Unavailable as exc:
-        raise _no_answer(exc, shown, timeout) from exc
+        raise _no_answer(exc, shown, timeout, path) from exc
     if answer.status_code >= 500:
         unreachable = _proxy_failure(answer.content)
         if unreachable:
-            raise errors.RemoteError(f"{shown}: no answer: {unreachable}")
+            raise errors.RemoteError(f"{shown}: no answer: {_without_query_values(unreachable, path)}")
     return answer.status_code, answer.content
 
 
@@ -246,7 +249,7 @@ def _direct(
         headers = {"Content-Type": "application/json"} if data is not None else None
         answer = pool.request(method, url, body=data, headers=headers, redirect=False, preload_content=True)
     except urllib3.exceptions.HTTPError as exc:
-        raise _no_answer(exc, shown, timeout) from exc
+        raise _no_answer(exc, shown, timeout, path) from exc
     finally:
         pool.clear()  # one call, one connection: nothing kept open behind the caller
     return answer.status, answer.data
@@ -294,8 +297,9 @@ def _port_number(port: int | str | None, ports: list[Mapping[str, Any]], default
     raise errors.RemoteError(f"{target} has no port {port!r}" if port else f"{target} declares no port")
 
 
-def _no_answer(exc: BaseException, shown: str, timeout: float) -> errors.RemoteError:
-    """No answer: a refusal, or a timeout (found anywhere in the exception's chain)."""
+def _no_answer(exc: BaseException, shown: str, timeout: float, path: str) -> errors.RemoteError:
+    """No answer: a refusal, or a timeout (found anywhere in the exception's chain). ``path``: the call's, whose
+    query's values are left out of the exception's text."""
     cause: BaseException | None = exc
     while cause is not None:
         # urllib3 2's NewConnectionError is a ConnectTimeoutError too (for compatibility): a refusal, not a timeout
@@ -304,4 +308,29 @@ def _no_answer(exc: BaseException, shown: str, timeout: float) -> errors.RemoteE
         if isinstance(cause, TimeoutError | urllib3.exceptions.TimeoutError):
             return errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s")
         cause = cause.__cause__ or cause.__context__
-    return errors.RemoteError(f"{shown}: no answer: {exc}")
+    return errors.RemoteError(f"{shown}: no answer: {_without_query_values(str(exc), path)}")
+
+
+def _elided(query: str) -> str:
+    """``query``'s keys with their values elided (``token=…&user=…``; a part without ``=`` may be a value alone: it is
+    elided whole).
+
+    Why: an operand's admin endpoint may take a token or a password in its query, and the message of a failed call
+    goes to the custom resource's conditions, its Events and the log; the keys say which call it was.
+    """
+    return "&".join(
+        f"{key}=…" if sep else "…" if key else "" for key, sep, _ in (p.partition("=") for p in query.split("&"))
+    )
+
+
+_QUERY = re.compile(r"\?([^\s'\"()<>]*)")
+"""A URL's query as a transport's error quotes it (``requests`` quotes the URL it could not reach)."""
+
+
+def _without_query_values(text: str, path: str) -> str:
+    """``text`` with the query of ``path`` (as it was given, as a transport may quote it) and of any URL in it
+    elided (see :func:`_elided`)."""
+    query = path.partition("?")[2]
+    if query:
+        text = text.replace(query, _elided(query))
+    return _QUERY.sub(lambda found: "?" + _elided(found.group(1)), text)

@@ -1,12 +1,19 @@
-"""What ``okt.kube.operand_http.call`` refuses before anything is sent."""
+"""What ``okt.kube.operand_http.call`` refuses before anything is sent, and what its errors say."""
 
 from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
 
 import pykube
 import pytest
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import operand_http
+from okt.testing import FakeClient
 
 
 def test_a_ca_file_on_the_proxy_route_is_refused_as_the_api_servers_hop_does_not_verify() -> None:
@@ -25,3 +32,96 @@ def test_a_ca_file_on_the_proxy_route_is_refused_as_the_api_servers_hop_does_not
     finally:
         client.close()
     assert client.stats.snapshot() == {}
+
+
+@contextlib.contextmanager
+def operand(answer: bytes | None) -> Iterator[int]:
+    """A local operand at 127.0.0.1 answering each request with ``answer`` (``None``: never answering; ``b""``:
+    closing the connection unanswered); yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if answer is not None:
+                conn.recv(65536)
+                conn.sendall(answer)
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+def closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port: int = listener.getsockname()[1]
+    return port
+
+
+def refused_client() -> kube_client.Client:
+    """A client of an API server that refuses every connection."""
+    doc = {
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{closed_port()}"}}],
+        "users": [{"name": "u", "user": {"token": "static"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    return kube_client.Client(pykube.KubeConfig(doc))
+
+
+FORBIDDEN = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\nConnection: close\r\n\r\ndenied"
+
+
+@pytest.mark.parametrize(
+    ("route", "answer", "raised"),
+    [
+        ("direct", FORBIDDEN, errors.HttpError),
+        ("direct", None, errors.RemoteTimeout),
+        ("direct", b"", errors.RemoteError),
+        ("proxy", b"", errors.RemoteError),
+        ("proxy-session", b"", errors.RemoteError),
+    ],
+    ids=["answered-403", "no-answer-in-time", "closed-unanswered", "api-server-refused", "forward-proxy-refused"],
+)
+def test_a_failed_calls_message_shows_the_querys_keys_and_none_of_its_values(
+    route: str, answer: bytes | None, raised: type[errors.RemoteError], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token given in the query must not reach the conditions, Events and logs the message goes to. Through a
+    forward proxy, the request takes ``requests``' session, whose error quotes the URL."""
+    if route == "proxy-session":
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "ns"}}
+    with operand(answer) as port:
+        if route == "direct":
+            client: kube_client.Client = FakeClient(objects=[{**pod, "status": {"podIP": "127.0.0.1"}}])
+        else:
+            client = refused_client()
+        try:
+            with pytest.raises(raised) as failed:
+                operand_http.call(
+                    client,
+                    operand_http.Target("pods", "web", "ns"),
+                    "/admin?token=s3cret&user=root&flag",
+                    port=port,
+                    timeout=0.5,
+                    route="direct" if route == "direct" else "proxy",
+                )
+        finally:
+            client.close()
+
+    assert type(failed.value) is raised
+    assert "/admin?token=…&user=…&…" in str(failed.value)
+    assert "s3cret" not in str(failed.value)
+    assert "root" not in str(failed.value)

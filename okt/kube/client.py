@@ -4,8 +4,8 @@ Why this exists: okt needs a handful of verbs (get, list, watch, create, patch, 
 errors mapped onto okt's own tree and every request counted. pykube brings the kubeconfig handling, the auth plugins
 and a tuned ``requests`` session; okt keeps its object model out of the way and speaks plain dicts. Requests answered
 whole go through :class:`okt.kube.transport.DirectTransport` when the credentials are static (most of okt's CPU was
-``requests``' and urllib3's per-request bookkeeping); watches and lists (both read as they stream), refreshing
-credentials and proxies use the session.
+``requests``' and urllib3's per-request bookkeeping); watches, lists and requests whose whole answer has a deadline
+(all read as they stream), refreshing credentials and proxies use the session.
 
 Guarantees:
 
@@ -311,6 +311,36 @@ def interrupt(stream: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+_DEADLINE_READ = 64 * 1024
+"""Bytes asked of the connection at once by :func:`read_by` (a read returns what has arrived)."""
+
+
+def read_by(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
+    """The whole body of a streamed answer (``preload_content=False``), decoded, read by ``deadline`` (a
+    :func:`time.monotonic` time).
+
+    Why: a socket's timeout bounds each read, not the answer; a server sending a byte now and then keeps a read
+    that waits ``timeout`` at a time going for as long as it likes. Here each read returns what has arrived and
+    waits no longer than what remains.
+
+    Raises:
+        TimeoutError: the body was not whole by ``deadline``; the caller closes the answer.
+        urllib3.exceptions.HTTPError: the body was cut short (a read's own timeout: ``ReadTimeoutError``).
+    """
+    parts: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer was not whole by its deadline")
+        sock = getattr(raw.connection, "sock", None)  # none once the whole body is in and the connection released
+        if sock is not None:
+            sock.settimeout(left)
+        chunk = raw.read1(_DEADLINE_READ, decode_content=True)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+
+
 _BODY_QUOTE = re.compile(r"(, error found in #\d+ byte) of \.\.\.\|.*\|\.\.\.", re.DOTALL)
 """What the JSON decoder of older API servers (json-iterator; 1.20's does) adds to a decoding error: the request's
 text around the error (``error found in #10 byte of ...|..."password":"hunter2"}}|..., bigger context ...|...|...``).
@@ -513,13 +543,17 @@ class Client:
         check: bool = True,
         data: bytes | str | None = None,
         write: bool | None = None,
+        deadline: float | None = None,
     ) -> transport.Response:
         """One request answered whole (the direct path when the credentials allow it, else the session).
 
         ``check`` False returns a non-2xx answer instead of raising (a proxied answer is the operand's, not the API's);
         ``data`` is a body sent as it is (``body`` is serialised as JSON); ``write`` says whether the write fence is
         asked (default: for the write verbs) — a call proxied to an operand that may change it is one, though not
-        counted as a write of the API.
+        counted as a write of the API. ``deadline`` (a :func:`time.monotonic` time, in place of ``timeout``) bounds
+        the whole answer, not each read: the request is streamed through the session and read by :func:`read_by` (an
+        operand answering through the API server's proxy may trickle its answer); past it the connection is closed
+        and ``Unavailable`` raised, a timeout in its cause.
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
@@ -537,7 +571,19 @@ class Client:
             else:
                 data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
-        if self._direct is not None:
+        if deadline is not None:
+            response = self._whole_by(
+                method,
+                path,
+                verb=verb,
+                resource=resource,
+                params=params,
+                data=data,
+                content_type=content_type,
+                write=write,
+                deadline=deadline,
+            )
+        elif self._direct is not None:
             sent = functools.partial(
                 self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
             )
@@ -565,6 +611,48 @@ class Client:
         if check and response.status_code >= 400:
             raise self._error(response, method, path)
         return response
+
+    def _whole_by(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        resource: str,
+        params: Mapping[str, Any] | None,
+        data: bytes | str | None,
+        content_type: str,
+        write: bool,
+        deadline: float,
+    ) -> transport.Response:
+        """One request through the session, streamed, its answer read whole by ``deadline`` (see :meth:`request`)."""
+        try:
+            left = deadline - time.monotonic()
+            if left <= 0:  # the rate limit held it past its deadline: not sent
+                raise TimeoutError("the deadline passed before the request was sent")
+            answer = self._send(
+                method,
+                path,
+                verb=verb,
+                resource=resource,
+                params=params,
+                data=data,
+                content_type=content_type,
+                stream=True,
+                timeout=(left, left),
+                write=write,
+            )
+        except TimeoutError as exc:
+            self.stats.answered(0, method)
+            raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+        try:
+            content = read_by(answer.raw, deadline)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # OSError: TimeoutError, the deadline
+            self.stats.answered(0, method)
+            raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+        finally:
+            answer.close()  # whole or not: a connection left mid-answer is closed, not kept
+        return transport.Response(answer.status_code, answer.reason or "", content, answer.url, answer.headers)
 
     def _send_direct(
         self,

@@ -16,7 +16,8 @@ its work) runs. Two routes, chosen per call:
     in-cluster operator; ``https`` is verified (``verify=True``: the system's CAs; a CA file path; ``False`` only by
     explicit choice).
 
-Guarantees: every call has a ``timeout`` (connect and read); a non-2xx answer raises :class:`okt.errors.HttpError`
+Guarantees: every call has a ``timeout``, a deadline for the whole answer (not for each read: an operand trickling
+its answer does not hold the caller past it); a non-2xx answer raises :class:`okt.errors.HttpError`
 (its ``status`` and the first :data:`EXCERPT` characters of the body); no answer raises
 :class:`okt.errors.RemoteTimeout` (the timeout) or :class:`okt.errors.RemoteError` (refused, unreachable); the
 connection of a failed call is dropped, never left waiting. A call that is not a ``GET``/``HEAD`` may change the
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json as json_mod
 import re
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -196,9 +198,9 @@ def _through_proxy(
             resource=f"{target.resource}/proxy",
             data=data,
             content_type="application/json",
-            timeout=timeout,
             check=False,
             write=method not in _READS,  # fenced again as it leaves: a rate limit may have held it
+            deadline=time.monotonic() + timeout,
         )
     except errors.Unavailable as exc:
         raise _no_answer(exc, shown, timeout, path) from exc
@@ -239,20 +241,25 @@ def _direct(
         kube_client.check_fence("create", f"{target.resource}/proxy")
     host = f"[{address}]" if ":" in address else address
     url = f"{scheme}://{host}:{number}/{path.lstrip('/')}"
-    options: dict[str, Any] = {"retries": False, "timeout": urllib3.Timeout(connect=timeout, read=timeout)}
+    # the answer's head is waited for no longer than what connecting left; its body is read by the deadline
+    options: dict[str, Any] = {"retries": False, "timeout": urllib3.Timeout(total=timeout)}
     if scheme == "https":
         options["cert_reqs"] = "CERT_REQUIRED" if verify is not False else "CERT_NONE"
         if isinstance(verify, str):
             options["ca_certs"] = verify
     pool = urllib3.PoolManager(num_pools=1, **options)
+    answer = None
     try:
         headers = {"Content-Type": "application/json"} if data is not None else None
-        answer = pool.request(method, url, body=data, headers=headers, redirect=False, preload_content=True)
-    except urllib3.exceptions.HTTPError as exc:
+        deadline = time.monotonic() + timeout
+        answer = pool.request(method, url, body=data, headers=headers, redirect=False, preload_content=False)
+        return answer.status, kube_client.read_by(answer, deadline)
+    except (urllib3.exceptions.HTTPError, TimeoutError) as exc:
         raise _no_answer(exc, shown, timeout, path) from exc
     finally:
+        if answer is not None:
+            answer.close()  # a connection left mid-answer is dropped
         pool.clear()  # one call, one connection: nothing kept open behind the caller
-    return answer.status, answer.data
 
 
 def _address(client: kube_client.Client, target: Target, port: int | str | None) -> tuple[str, int]:

@@ -1,6 +1,6 @@
 """A call to the operand through the API server's proxy stays a call to the operand: no dot segment climbs out of the
 proxy subresource, no redirect the operand answers takes okt's credentials elsewhere; a direct call reaches the port
-the proxy would, and is fenced as late as a proxied one.
+the proxy would, and is fenced as late as a proxied one; an answer trickled past the timeout is cut off there.
 
 The clients here reach the API server through an HTTPS proxy (``HTTPS_PROXY``), so their requests take the session
 (``requests``, which resolves dot segments before anything is sent, and follows redirects unless told not to), or
@@ -235,3 +235,42 @@ def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership
             operand_http.call(client, target, "/flush", method="POST", port=port, route="direct")
 
     assert posts == []
+
+
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+def test_an_answer_trickled_past_the_timeout_raises_remote_timeout(
+    kube: kube_client.Client, namespace: str, route: operand_http.Route
+) -> None:
+    """``timeout`` bounds the whole answer, not each read: an operand sending a byte now and then would otherwise hold
+    the reconcile as long as it likes."""
+    address = outside_address()
+    stop = threading.Event()
+    trickled = 16  # one byte every half second: 8 s in all
+
+    def trickle(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(trickled))
+        handler.end_headers()
+        with contextlib.suppress(OSError):  # the caller hung up
+            for _ in range(trickled):
+                handler.wfile.write(b".")
+                handler.wfile.flush()
+                if stop.wait(0.5):
+                    return
+
+    timeout = 1.0
+    with http_server(address, trickle) as port:
+        try:
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+            kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+            status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+            kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+            target = operand_http.Target("pods", "operand", namespace)
+            started = time.monotonic()
+            with pytest.raises(errors.RemoteTimeout):
+                operand_http.call(kube, target, "/stats", port=port, timeout=timeout, route=route)
+            took = time.monotonic() - started
+        finally:
+            stop.set()
+
+    assert took < 5 * timeout

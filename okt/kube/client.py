@@ -312,10 +312,10 @@ def interrupt(stream: Any) -> None:
 
 
 _DEADLINE_READ = 64 * 1024
-"""Bytes asked of the connection at once by :func:`read_by` (a read returns what has arrived)."""
+"""Bytes asked of the connection at once by :func:`_read_by` (a read returns what has arrived)."""
 
 
-def read_by(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
+def _read_by(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
     """The whole body of a streamed answer (``preload_content=False``), decoded, read by ``deadline`` (a
     :func:`time.monotonic` time).
 
@@ -551,7 +551,7 @@ class Client:
         ``data`` is a body sent as it is (``body`` is serialised as JSON); ``write`` says whether the write fence is
         asked (default: for the write verbs) — a call proxied to an operand that may change it is one, though not
         counted as a write of the API. ``deadline`` (a :func:`time.monotonic` time, in place of ``timeout``) bounds
-        the whole answer, not each read: the request is streamed through the session and read by :func:`read_by` (an
+        the whole answer, not each read: the request is streamed through the session and read by :func:`_read_by` (an
         operand answering through the API server's proxy may trickle its answer); past it the connection is closed
         and ``Unavailable`` raised, a timeout in its cause.
 
@@ -646,7 +646,7 @@ class Client:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
         try:
-            content = read_by(answer.raw, deadline)
+            content = _read_by(answer.raw, deadline)
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # OSError: TimeoutError, the deadline
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc

@@ -26,11 +26,16 @@ operand: it is refused (``okt.NotLeader``) when the thread's leadership fence re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import http.client
 import json as json_mod
 import re
+import socket
+import threading
 import time
 import urllib.parse
+import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -240,26 +245,58 @@ def _direct(
     if method not in _READS:  # fenced again as it leaves: reading the address may have waited at the rate limit
         kube_client.check_fence("create", f"{target.resource}/proxy")
     host = f"[{address}]" if ":" in address else address
-    url = f"{scheme}://{host}:{number}/{path.lstrip('/')}"
-    # the answer's head is waited for no longer than what connecting left; its body is read by the deadline
-    options: dict[str, Any] = {"retries": False, "timeout": urllib3.Timeout(total=timeout)}
+    url = urllib3.util.parse_url(f"{scheme}://{host}:{number}/{path.lstrip('/')}")  # what must be, percent-encoded
+    options: dict[str, Any] = {}
     if scheme == "https":
         options["cert_reqs"] = "CERT_REQUIRED" if verify is not False else "CERT_NONE"
         if isinstance(verify, str):
             options["ca_certs"] = verify
-    pool = urllib3.PoolManager(num_pools=1, **options)
-    answer = None
+        connection: urllib3.connection.HTTPConnection = urllib3.connection.HTTPSConnection(
+            address, number, timeout=timeout, **options
+        )
+    else:
+        connection = urllib3.connection.HTTPConnection(address, number, timeout=timeout)
+    # One call, one connection, closed when the call ends. A socket's timeout bounds each read, not the answer: an
+    # operand sending its head or its body a byte at a time would hold the caller as long as it sends; past the
+    # deadline the watchdog shuts the socket down, which ends any read or write under way.
+    cut = threading.Event()
+    watchdog = None
     try:
-        headers = {"Content-Type": "application/json"} if data is not None else None
         deadline = time.monotonic() + timeout
-        answer = pool.request(method, url, body=data, headers=headers, redirect=False, preload_content=False)
-        return answer.status, kube_client.read_by(answer, deadline)
-    except (urllib3.exceptions.HTTPError, TimeoutError) as exc:
+        connection.connect()
+        if scheme == "https" and not connection.is_verified:  # verify=False: warned of, as urllib3's pools do
+            warnings.warn(
+                f"Unverified HTTPS request is being made to host '{address}'. Adding certificate verification is "
+                "strongly advised.",
+                urllib3.exceptions.InsecureRequestWarning,
+                stacklevel=3,
+            )
+        # the socket itself: the connection lets go of it once an answer says it will close, and reads on
+        watchdog = threading.Timer(deadline - time.monotonic(), _cut, (connection.sock, cut))
+        watchdog.daemon = True
+        watchdog.start()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        connection.request(method, url.request_uri, body=data, headers=headers)
+        answer = connection.getresponse()
+        if cut.is_set():  # cut as the answer ended: what came after the cut is not an answer
+            raise TimeoutError
+        return answer.status, answer.data
+    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+        if cut.is_set():
+            raise errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s") from exc
         raise _no_answer(exc, shown, timeout, path) from exc
     finally:
-        if answer is not None:
-            answer.close()  # a connection left mid-answer is dropped
-        pool.clear()  # one call, one connection: nothing kept open behind the caller
+        if watchdog is not None:
+            watchdog.cancel()
+        connection.close()
+
+
+def _cut(sock: socket.socket | None, cut: threading.Event) -> None:
+    """Shut down a call's socket (its deadline passed); ``cut`` tells the call it was its deadline."""
+    cut.set()
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _address(client: kube_client.Client, target: Target, port: int | str | None) -> tuple[str, int]:

@@ -1,10 +1,11 @@
-"""What ``okt.kube.operand_http.call`` refuses before anything is sent, and what its errors say."""
+"""What ``okt.kube.operand_http.call`` refuses before anything is sent, what its errors say, when it stops waiting."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pykube
@@ -125,3 +126,41 @@ def test_a_failed_calls_message_shows_the_querys_keys_and_none_of_its_values(
     assert "/admin?token=…&user=…&…" in str(failed.value)
     assert "s3cret" not in str(failed.value)
     assert "root" not in str(failed.value)
+
+
+def test_an_answers_head_trickled_past_the_timeout_raises_remote_timeout_on_the_direct_route() -> None:
+    """The deadline holds from the first byte on: the head of an answer may trickle as its body may."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Padding: " + b"." * 24 + b"\r\n\r\nok"  # 0.2 s a byte: 12 s
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn, contextlib.suppress(OSError):  # the caller hung up
+            conn.recv(65536)
+            for byte in head:
+                conn.sendall(bytes([byte]))
+                if stop.wait(0.2):
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "ns"}}
+    client = FakeClient(objects=[{**pod, "status": {"podIP": "127.0.0.1"}}])
+    timeout = 0.5
+    started = time.monotonic()
+    try:
+        with pytest.raises(errors.RemoteTimeout):
+            operand_http.call(
+                client,
+                operand_http.Target("pods", "web", "ns"),
+                "/",
+                port=listener.getsockname()[1],
+                timeout=timeout,
+                route="direct",
+            )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        listener.close()
+
+    assert took < 5 * timeout

@@ -175,7 +175,8 @@ def call(
         raise ValueError(f"route {route!r}: expected 'proxy' or 'direct'")
     if not 200 <= status <= 299:
         excerpt = " ".join(body.decode("utf-8", errors="replace").split())[:EXCERPT]
-        raise errors.HttpError(f"{shown} -> {status}: {excerpt}".rstrip(": "), status=status, body=excerpt)
+        told = _without_query_values(excerpt, path)  # an operand's error page may quote the path it was asked
+        raise errors.HttpError(f"{shown} -> {status}: {told}".rstrip(": "), status=status, body=excerpt)
     return HttpResponse(status, body)
 
 

@@ -81,18 +81,28 @@ def refused_client() -> kube_client.Client:
 
 
 FORBIDDEN = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\nConnection: close\r\n\r\ndenied"
+ECHOED = b"no such page: /admin?token=s3cret&amp;user=root&amp;flag"
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(ECHOED), ECHOED)
 
 
 @pytest.mark.parametrize(
     ("route", "answer", "raised"),
     [
         ("direct", FORBIDDEN, errors.HttpError),
+        ("direct", NOT_FOUND, errors.HttpError),
         ("direct", None, errors.RemoteTimeout),
         ("direct", b"", errors.RemoteError),
         ("proxy", b"", errors.RemoteError),
         ("proxy-session", b"", errors.RemoteError),
     ],
-    ids=["answered-403", "no-answer-in-time", "closed-unanswered", "api-server-refused", "forward-proxy-refused"],
+    ids=[
+        "answered-403",
+        "answered-404-echoing-the-path",
+        "no-answer-in-time",
+        "closed-unanswered",
+        "api-server-refused",
+        "forward-proxy-refused",
+    ],
 )
 def test_a_failed_calls_message_shows_the_querys_keys_and_none_of_its_values(
     route: str, answer: bytes | None, raised: type[errors.RemoteError], monkeypatch: pytest.MonkeyPatch

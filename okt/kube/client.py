@@ -571,18 +571,19 @@ class Client:
             else:
                 data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
+        through_session = functools.partial(
+            self._send,
+            method,
+            path,
+            verb=verb,
+            resource=resource,
+            params=params,
+            data=data,
+            content_type=content_type,
+            write=write,
+        )
         if deadline is not None:
-            response = self._whole_by(
-                method,
-                path,
-                verb=verb,
-                resource=resource,
-                params=params,
-                data=data,
-                content_type=content_type,
-                write=write,
-                deadline=deadline,
-            )
+            response = self._whole_by(through_session, method, path, deadline)
         elif self._direct is not None:
             sent = functools.partial(
                 self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
@@ -593,17 +594,7 @@ class Client:
                 # another token came (a rotated file, a plugin run again): once more with it
                 response = sent(token=self._token.token() if self._token is not None else None)
         else:
-            answer = self._send(
-                method,
-                path,
-                verb=verb,
-                resource=resource,
-                params=params,
-                data=data,
-                content_type=content_type,
-                timeout=timeout,
-                write=write,
-            )
+            answer = through_session(timeout=timeout)
             response = transport.Response(
                 answer.status_code, answer.reason or "", answer.content, answer.url, answer.headers
             )
@@ -613,35 +604,15 @@ class Client:
         return response
 
     def _whole_by(
-        self,
-        method: str,
-        path: str,
-        *,
-        verb: str,
-        resource: str,
-        params: Mapping[str, Any] | None,
-        data: bytes | str | None,
-        content_type: str,
-        write: bool,
-        deadline: float,
+        self, through_session: Callable[..., requests.Response], method: str, path: str, deadline: float
     ) -> transport.Response:
-        """One request through the session, streamed, its answer read whole by ``deadline`` (see :meth:`request`)."""
+        """One request through the session (``through_session``, :meth:`_send` with the request's own arguments),
+        streamed, its answer read whole by ``deadline`` (see :meth:`request`)."""
         try:
             left = deadline - time.monotonic()
             if left <= 0:  # the rate limit held it past its deadline: not sent
                 raise TimeoutError("the deadline passed before the request was sent")
-            answer = self._send(
-                method,
-                path,
-                verb=verb,
-                resource=resource,
-                params=params,
-                data=data,
-                content_type=content_type,
-                stream=True,
-                timeout=(left, left),
-                write=write,
-            )
+            answer = through_session(stream=True, timeout=(left, left))
         except TimeoutError as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc

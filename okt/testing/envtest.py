@@ -29,6 +29,7 @@ import base64
 import contextlib
 import ctypes
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
@@ -183,8 +184,13 @@ class ControlPlane:
         return self.directory / "audit.log"
 
     def kubeconfig_for(self, user: TokenUser, path: pathlib.Path | None = None) -> pathlib.Path:
-        """Write a kubeconfig authenticating as ``user`` and return its path."""
-        target = path or self.directory / f"kubeconfig-{user.token[:8]}"
+        """Write a kubeconfig authenticating as ``user`` and return its path.
+
+        Without ``path`` it goes into :attr:`directory`, named by a digest of the user's name and token: two users
+        never share a file (tokens chosen by hand often begin alike), and the name gives away nothing of the token.
+        """
+        identity = hashlib.sha256(f"{user.name}\n{user.token}".encode()).hexdigest()[:16]
+        target = path or self.directory / f"kubeconfig-{identity}"
         doc = {
             "apiVersion": "v1",
             "kind": "Config",

@@ -429,6 +429,21 @@ def test_the_written_kubeconfig_reaches_the_apiserver_as_the_admin(
     assert system[1]
 
 
+def test_each_token_user_gets_a_kubeconfig_of_its_own_when_their_tokens_begin_alike(
+    control_plane: envtest.ControlPlane,
+) -> None:
+    first = envtest.TokenUser("first-operator", "operator-token-one")
+    second = envtest.TokenUser("second-operator", "operator-token-two")
+
+    first_path = control_plane.kubeconfig_for(first)
+    second_path = control_plane.kubeconfig_for(second)
+
+    assert first_path != second_path
+    assert yaml.safe_load(first_path.read_text())["users"] == [
+        {"name": "first-operator", "user": {"token": "operator-token-one"}}
+    ]
+
+
 def kubeconfig_variant(plane: envtest.ControlPlane, path: pathlib.Path, **changes: Any) -> pathlib.Path:
     """The admin kubeconfig with ``cluster=`` / ``user=`` entries replaced."""
     doc = yaml.safe_load(plane.kubeconfig.read_text())

@@ -114,6 +114,18 @@ def free_port() -> int:
         return port
 
 
+def write_private(path: pathlib.Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable and writable by its owner only (0600, as kubectl writes a kubeconfig).
+
+    Why: a kubeconfig written here carries a bearer token; with the usual umask a plain write leaves it readable by
+    every user of the machine, wherever the caller put it. An existing file is narrowed to 0600 too.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        os.fchmod(fd, 0o600)
+        handle.write(text)
+
+
 def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """``preexec_fn`` for a child process that must not outlive this one (Linux: PR_SET_PDEATHSIG = SIGKILL)."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -184,7 +196,7 @@ class ControlPlane:
         return self.directory / "audit.log"
 
     def kubeconfig_for(self, user: TokenUser, path: pathlib.Path | None = None) -> pathlib.Path:
-        """Write a kubeconfig authenticating as ``user`` and return its path.
+        """Write a kubeconfig authenticating as ``user`` (readable by its owner only) and return its path.
 
         Without ``path`` it goes into :attr:`directory`, named by a digest of the user's name and token: two users
         never share a file (tokens chosen by hand often begin alike), and the name gives away nothing of the token.
@@ -206,7 +218,7 @@ class ControlPlane:
             ],
             "current-context": "okt-envtest",
         }
-        target.write_text(yaml.safe_dump(doc, sort_keys=False))
+        write_private(target, yaml.safe_dump(doc, sort_keys=False))
         return target
 
     def start(self) -> ControlPlane:

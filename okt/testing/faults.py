@@ -33,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from okt.testing import envtest
+
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HOP_HEADERS = frozenset(
     {
@@ -89,11 +91,12 @@ class FaultProxy:
 
     def kubeconfig(self, source: str | pathlib.Path, target: str | pathlib.Path) -> pathlib.Path:
         """Write to ``target`` the kubeconfig read from ``source``, its cluster pointing at this proxy (plain HTTP on
-        loopback: the proxy checks the API server's certificate itself); returns ``target`` as a path."""
+        loopback: the proxy checks the API server's certificate itself); returns ``target`` as a path. It keeps the
+        source's credentials, so it is readable by its owner only."""
         config = yaml.safe_load(pathlib.Path(source).read_text())
         config["clusters"][0]["cluster"] = {"server": self.url}
         path = pathlib.Path(target)
-        path.write_text(yaml.safe_dump(config))
+        envtest.write_private(path, yaml.safe_dump(config))
         return path
 
     def start(self) -> FaultProxy:

@@ -18,6 +18,7 @@ import os
 import pathlib
 import secrets
 import socket
+import stat
 import subprocess
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
@@ -442,6 +443,19 @@ def test_each_token_user_gets_a_kubeconfig_of_its_own_when_their_tokens_begin_al
     assert yaml.safe_load(first_path.read_text())["users"] == [
         {"name": "first-operator", "user": {"token": "operator-token-one"}}
     ]
+
+
+def test_a_kubeconfig_written_where_the_test_asks_is_readable_by_its_owner_only(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    previous = os.umask(0o022)
+    try:
+        path = control_plane.kubeconfig_for(control_plane.users[0], tmp_path / "admin-kubeconfig")
+    finally:
+        os.umask(previous)
+
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert yaml.safe_load(path.read_text())["users"][0]["user"]["token"] == control_plane.token
 
 
 def kubeconfig_variant(plane: envtest.ControlPlane, path: pathlib.Path, **changes: Any) -> pathlib.Path:

@@ -36,6 +36,8 @@ import yaml
 from okt.testing import envtest
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze"})
+"""The faults the proxy knows how to inject (the module's list)."""
 _HOP_HEADERS = frozenset(
     {
         "connection",
@@ -70,6 +72,10 @@ class FaultProxy:
         seed: int = 0,
         kinds: tuple[str, ...] = ("500", "503", "lost-response", "409", "reset", "watch-drop"),
     ) -> None:
+        unknown = sorted(set(kinds) - KINDS)
+        if unknown:
+            # A misspelt kind would be chosen, counted in ``injected`` and never injected.
+            raise ValueError(f"unknown fault kind {', '.join(unknown)}: the proxy injects {', '.join(sorted(KINDS))}")
         parsed = urllib.parse.urlsplit(upstream)
         self._host = parsed.hostname or "127.0.0.1"
         self._port = parsed.port or 443

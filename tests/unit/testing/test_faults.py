@@ -6,6 +6,7 @@ import os
 import pathlib
 import stat
 
+import pytest
 import yaml
 
 from okt.testing import faults
@@ -32,3 +33,9 @@ def test_the_kubeconfig_pointing_at_the_proxy_is_readable_by_its_owner_only(tmp_
     config = yaml.safe_load(written.read_text())
     assert config["clusters"][0]["cluster"] == {"server": proxy.url}
     assert config["users"][0]["user"]["token"] == "secret-token"
+
+
+@pytest.mark.parametrize("kinds", [("500", "50O"), ("watch_drop",)])
+def test_fault_kinds_the_proxy_would_never_inject_are_refused_when_it_is_made(kinds: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="fault kind"):
+        faults.FaultProxy("https://127.0.0.1:6443", rate=1.0, kinds=kinds)

@@ -110,8 +110,11 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the listening socket; also for a proxy never started (``shutdown()`` would wait
+        forever for a serving loop that never ran)."""
         self._stopping.set()
-        self._server.shutdown()
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
     def __enter__(self) -> FaultProxy:

@@ -222,6 +222,14 @@ class ControlPlane:
         return target
 
     def start(self) -> ControlPlane:
+        """Start every component; returns once the API server is ready (see the module's guarantees).
+
+        Raises:
+            ControlPlaneError: a component cannot be found or started, or this plane is already started (a second
+                start would run a second plane and lose the first's processes and directory to :meth:`stop`).
+        """
+        if self._dir is not None:
+            raise ControlPlaneError(f"the control plane in {self._dir} is already started: stop() it first")
         assets = self._assets or find_assets(out=self._out)
         etcd = find_etcd()
         shm = pathlib.Path("/dev/shm")

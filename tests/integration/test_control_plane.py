@@ -661,6 +661,21 @@ def test_stop_leaves_no_process_behind_and_removes_the_temporary_directory() -> 
         _ = plane.directory
 
 
+def test_starting_a_started_plane_again_is_refused_and_stop_leaves_nothing_of_it_behind() -> None:
+    plane = envtest.ControlPlane(controllers=())
+    plane.start()
+    directory = plane.directory
+    try:
+        with pytest.raises(envtest.ControlPlaneError, match="already started"):
+            plane.start()  # e.g. ``with ControlPlane().start() as plane:``, whose ``with`` starts it again
+        assert plane.directory == directory
+    finally:
+        plane.stop()
+
+    assert processes_under(directory) == {}
+    assert not directory.exists()
+
+
 def test_a_detached_plane_is_stopped_by_its_state_with_every_process_and_its_directory() -> None:
     plane = envtest.ControlPlane(tie_to_parent=False).start()
     directory = plane.directory

@@ -18,6 +18,8 @@ Guarantees:
 
 * a request is counted once, however many stages were logged for it (``RequestReceived``, ``ResponseStarted`` for
   watches, ``ResponseComplete``): events are merged by ``auditID``;
+* a write sent with ``dryRun=All`` (its URI says so) stores nothing: it is counted as a ``dry-run``, not a write, as
+  an access review is counted as a ``review``;
 * :attr:`Request.received` is ``requestReceivedTimestamp``, :attr:`Request.completed` the last stage's time, and
   :attr:`Request.code` the last status code logged (0 while a watch is still open);
 * the file is read incrementally from an offset (:meth:`AuditLog.from_end` starts at its current end); a partial last
@@ -39,6 +41,7 @@ import pathlib
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,10 +76,12 @@ class Request:
     code: int
     received: float
     completed: float
+    dry_run: bool = False
+    """Sent with ``dryRun=All``: the API server validated it and stored nothing."""
 
     @property
     def is_write(self) -> bool:
-        return self.verb in WRITE_VERBS and not self.is_review
+        return self.verb in WRITE_VERBS and not self.is_review and not self.dry_run
 
     @property
     def is_review(self) -> bool:
@@ -110,7 +115,7 @@ class Counts:
         writes: collections.Counter[str] = collections.Counter()
         failed = 0
         for request in requests:
-            verbs["review" if request.is_review else request.verb] += 1
+            verbs["review" if request.is_review else "dry-run" if request.dry_run else request.verb] += 1
             if request.is_write:
                 writes[f"{request.verb} {request.resource}"] += 1
             if request.code >= 400:
@@ -223,6 +228,7 @@ class AuditLog:
         if ref.get("subresource"):
             resource = f"{resource}/{ref['subresource']}"
         received = parse_time(event.get("requestReceivedTimestamp")) or stage_time or 0.0
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(str(event.get("requestURI") or "")).query)
         self._by_id[audit_id] = Request(
             user=user,
             verb=str(event.get("verb") or ""),
@@ -232,6 +238,7 @@ class AuditLog:
             code=code,
             received=received,
             completed=stage_time or received,
+            dry_run="All" in query.get("dryRun", ()),
         )
         self._order.append(audit_id)
 

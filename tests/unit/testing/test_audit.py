@@ -165,3 +165,21 @@ def test_an_access_review_is_counted_as_a_question_not_a_write() -> None:
     assert (counts.writes, counts.reads) == (1, 2)
     assert counts.writes_by_resource == {"create memcacheds": 1}
     assert counts.by_verb == {"create": 1, "get": 1, "review": 1}
+
+
+def test_a_dry_run_is_counted_as_a_question_not_a_write(tmp_path: pathlib.Path) -> None:
+    """A write sent with ``dryRun=All`` is validated and stored nowhere: the log tells it only by its URI."""
+    log = tmp_path / "audit.log"
+    dry = json.loads(event("a", "ResponseComplete", "okt", "create", 201, at(1)))
+    dry["requestURI"] = "/apis/cache.example.com/v1/namespaces/ns/memcacheds?dryRun=All&fieldManager=okt"
+    real = json.loads(event("b", "ResponseComplete", "okt", "patch", 200, at(2)))
+    real["requestURI"] = "/apis/cache.example.com/v1/namespaces/ns/memcacheds/b?fieldManager=okt"
+    log.write_text(json.dumps(dry) + "\n" + json.dumps(real) + "\n")
+    reader = audit.AuditLog(log, ["okt"])
+    reader.refresh()
+
+    counts = reader.counts("okt")
+    assert counts.writes == 1
+    assert counts.writes_by_resource == {"patch memcacheds": 1}
+    assert counts.by_verb == {"dry-run": 1, "patch": 1}
+    assert [r.is_write for r in reader.requests("okt")] == [False, True]

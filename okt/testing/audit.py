@@ -261,6 +261,10 @@ class AuditLog:
 
         The wait lasts until the file holds an event staged after ``until`` (a control plane's own traffic never
         stops), at least :data:`FLUSH_LAG` and at most ``timeout`` seconds.
+
+        Raises:
+            RuntimeError: there is still no file at :attr:`path` (an API server without an audit log writes none):
+                every count would be zero.
         """
         target = time.time() if until is None else until
         time.sleep(max(target + FLUSH_LAG - time.time(), 0.0))
@@ -269,3 +273,7 @@ class AuditLog:
         while self.written_up_to < target and time.monotonic() < deadline:
             time.sleep(0.25)
             self.refresh()
+        if not self.path.exists():
+            raise RuntimeError(
+                f"no audit log at {self.path} after {timeout:.1f}s: was the control plane started with audit_log=True?"
+            )

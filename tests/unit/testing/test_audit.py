@@ -183,3 +183,11 @@ def test_a_dry_run_is_counted_as_a_question_not_a_write(tmp_path: pathlib.Path) 
     assert counts.writes_by_resource == {"patch memcacheds": 1}
     assert counts.by_verb == {"dry-run": 1, "patch": 1}
     assert [r.is_write for r in reader.requests("okt")] == [False, True]
+
+
+def test_settling_a_log_the_api_server_never_wrote_is_an_error_not_zero_requests(tmp_path: pathlib.Path) -> None:
+    """No file at the path (a control plane started without ``audit_log=True``): counting would find no request."""
+    reader = audit.AuditLog(tmp_path / "audit.log", ["okt"])
+
+    with pytest.raises(RuntimeError, match="audit_log=True"):
+        reader.settle(time.time() - 10, timeout=0.2)

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 
 import pytest
 
+_VERSIONED = re.compile(r"kubectl\.1\.(\d+)")
+"""A versioned kubectl's name (``kubectl.1.33``); its minor version orders them as numbers, not as text."""
+
 
 def find() -> str | None:
-    """The kubectl binary to use, or None."""
+    """The kubectl binary to use, or None; of versioned ones in a ``PATH`` directory, the newest."""
     explicit = os.environ.get("OKT_KUBECTL")
     if explicit:
         return explicit if pathlib.Path(explicit).is_file() else None
@@ -24,9 +28,14 @@ def find() -> str | None:
     if found:
         return found
     for directory in os.environ.get("PATH", "").split(os.pathsep):
-        versioned = sorted(pathlib.Path(directory).glob("kubectl.1.*")) if directory else []
+        candidates = pathlib.Path(directory).glob("kubectl.1.*") if directory else ()
+        versioned = {
+            int(match.group(1)): path
+            for path in candidates
+            if (match := _VERSIONED.fullmatch(path.name)) and os.access(path, os.X_OK)
+        }
         if versioned:
-            return str(versioned[-1])
+            return str(versioned[max(versioned)])
     return None
 
 

@@ -11,7 +11,8 @@ Guarantees:
 * the admin is a static token user in ``system:masters``; extra token users (``TokenUser``) can be declared up front,
   which is how tests run an operator as a ServiceAccount-like identity under RBAC;
 * ``stop()`` kills every process it started (their whole process groups) and removes the temporary directory; it also
-  runs at interpreter exit, and processes started for an owning Python process die with it (``PR_SET_PDEATHSIG``).
+  runs at interpreter exit, and processes started for an owning Python process die with it (``PR_SET_PDEATHSIG``);
+  the directory of a plane whose owner was killed outright goes at the next ``start()`` on the machine.
 
 * with ``node=True`` it also runs kube-scheduler and one kubelet on the machine's Docker (:mod:`okt.testing.node`):
   ``start()`` returns once the Node ``localhost`` is Ready and schedulable; Pods run from local images
@@ -56,6 +57,9 @@ ADMIN_USER = "okt-admin"
 START_TIMEOUT = 90.0
 PORT_ATTEMPTS = 5
 """Starts of etcd or the API server tried on fresh ports when one chosen was taken before it could be bound."""
+DIRECTORY_PREFIX = "okt-envtest-"
+OWNER_FILE = "owner"
+"""In a plane's directory: the process that started it (see :func:`_abandoned`)."""
 
 
 class ControlPlaneError(RuntimeError):
@@ -233,9 +237,12 @@ class ControlPlane:
         assets = self._assets or find_assets(out=self._out)
         etcd = find_etcd()
         shm = pathlib.Path("/dev/shm")
-        self._dir = pathlib.Path(tempfile.mkdtemp(prefix="okt-envtest-", dir=shm if shm.is_dir() else None))
+        parent = shm if shm.is_dir() else pathlib.Path(tempfile.gettempdir())
+        _remove_abandoned(parent)
+        self._dir = pathlib.Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX, dir=parent))
         atexit.register(self.stop)
         try:
+            (self._dir / OWNER_FILE).write_text(_process_identity(os.getpid()) or "")
             self._prepare_files()
             self._on_free_ports("etcd", lambda: self._start_etcd(etcd), self._forget_etcd_ports)
             self._on_free_ports("kube-apiserver", lambda: self._start_apiserver(assets), self._forget_apiserver_port)
@@ -620,6 +627,50 @@ def _runs_plane_process(pid: int, directory: str) -> bool:
     except OSError:
         return False
     return bool(directory) and os.fsencode(directory) in command
+
+
+def _process_identity(pid: int) -> str | None:
+    """``pid`` with its start time and PID namespace, or None when no such process runs (a pid alone may be another
+    process's by now)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+    return f"{pid} {stat[stat.rindex(')') + 2 :].split()[19]} {namespace}"
+
+
+def _abandoned(directory: pathlib.Path) -> bool:
+    """Whether ``directory`` is left by a plane whose owner died without stopping it (killed outright: no ``stop()``,
+    no atexit; its processes died with it): the owner no longer runs, no process runs the plane, and it has no node.
+
+    A directory without an owner file is never abandoned (it is being made, or an older okt made it); nor is one
+    whose owner ran in another PID namespace (this one cannot tell), nor a node's, whose mounts the next node cleans
+    up (:mod:`okt.testing.node`). A detached plane's processes outlive its owner and keep it.
+    """
+    try:
+        owner = (directory / OWNER_FILE).read_text()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+    pid = owner.split(" ", 1)[0]
+    if not pid.isdigit() or not owner.endswith(f" {namespace}") or _process_identity(int(pid)) == owner:
+        return False
+    if (directory / "kubelet").exists():
+        return False
+    return not any(
+        _runs_plane_process(int(entry.name), str(directory))
+        for entry in pathlib.Path("/proc").iterdir()
+        if entry.name.isdigit()
+    )
+
+
+def _remove_abandoned(parent: pathlib.Path) -> None:
+    """Remove the directories in ``parent`` that planes killed outright left (etcd's data, in memory under
+    ``/dev/shm``, and the tokens): the first plane started after such a death cleans up after it."""
+    for directory in parent.glob(f"{DIRECTORY_PREFIX}*"):
+        if directory.is_dir() and directory.stat().st_uid == os.getuid() and _abandoned(directory):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def detached_running(state: dict[str, Any]) -> bool:

@@ -20,6 +20,7 @@ import secrets
 import socket
 import stat
 import subprocess
+import sys
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
@@ -674,6 +675,44 @@ def test_starting_a_started_plane_again_is_refused_and_stop_leaves_nothing_of_it
 
     assert processes_under(directory) == {}
     assert not directory.exists()
+
+
+OWNER_KILLED_OUTRIGHT = """
+import sys, threading
+from okt.testing import envtest
+plane = envtest.ControlPlane(controllers=()).start()
+print(plane.directory, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_the_directory_of_a_plane_whose_owner_was_killed_outright_goes_at_the_next_start() -> None:
+    # ``kill -9`` (or SIGTERM, which Python does not turn into an exit) of a test run: no stop(), no atexit.
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER_KILLED_OUTRIGHT],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert owner.stdout is not None
+        left = pathlib.Path(owner.stdout.readline().strip())
+    finally:
+        owner.kill()
+        owner.wait()
+        if owner.stdout is not None:
+            owner.stdout.close()
+    waiting.wait_for(lambda: processes_under(left) == {}, timeout=30, message="the killed owner's plane to die")
+    assert left.is_dir()
+
+    plane = envtest.ControlPlane(controllers=())
+    plane.start()
+    try:
+        assert plane.directory.is_dir()
+    finally:
+        plane.stop()
+
+    assert not left.exists()
 
 
 def test_a_detached_plane_is_stopped_by_its_state_with_every_process_and_its_directory() -> None:

@@ -59,7 +59,8 @@ def load_crd(path: str | os.PathLike[str]) -> dict[str, Any]:
 def ensure_crd(
     client: kube_client.Client, crd: dict[str, Any], timeout: float = 30.0, plane: envtest.ControlPlane | None = None
 ) -> kinds.Kind:
-    """Create or replace a CRD, wait until it is Established and served, and return its kind.
+    """Create or replace a CRD, wait until it is Established, served and known to the API server's admission as an
+    owner (a child's controller reference to it is accepted), and return its kind.
 
     With ``plane``, a newly created CRD restarts kube-controller-manager so its garbage collector knows the kind at
     once (instead of at its next rediscovery, about 30 s later).
@@ -90,12 +91,12 @@ def ensure_crd(
         spec.get("scope", "Namespaced") == "Namespaced",
     )
     waiting.wait_for(lambda: client.list(kind, "default") is not None, timeout=timeout, message=f"{kind.plural} served")
-    if kind.namespaced:
-        waiting.wait_for(
-            lambda: _owner_references_resolve(client, kind),
-            timeout=timeout,
-            message=f"the API server's admission to know {kind.kind} as an owner",
-        )
+    # Namespaced or not: a cluster-scoped kind owns namespaced children too, through the same admission check.
+    waiting.wait_for(
+        lambda: _owner_references_resolve(client, kind),
+        timeout=timeout,
+        message=f"the API server's admission to know {kind.kind} as an owner",
+    )
     if created and plane is not None:
         plane.restart_controller_manager()
     return kind

@@ -244,7 +244,14 @@ class AuditLog:
 
     def requests(self, user: str | None = None, start: float = 0.0, end: float = float("inf")) -> list[Request]:
         """The requests of ``user`` (every kept user's when None) received in ``[start, end]``, in the order the log
-        has them (call :meth:`refresh` or :meth:`settle` first)."""
+        has them (call :meth:`refresh` or :meth:`settle` first).
+
+        Raises:
+            ValueError: ``user`` is not one of :attr:`users`: its requests were never kept, and none would read as
+                "it sent nothing".
+        """
+        if user is not None and user not in self.users:
+            raise ValueError(f"{user!r} is not among the users this reader keeps ({', '.join(sorted(self.users))})")
         with self._lock:
             found = [self._by_id[audit_id] for audit_id in self._order]
         return [r for r in found if (user is None or r.user == user) and start <= r.received <= end]

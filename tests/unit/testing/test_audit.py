@@ -58,8 +58,7 @@ def test_each_request_is_counted_once_for_its_own_user(tmp_path: pathlib.Path) -
     assert (counts.writes, counts.reads, counts.failed) == (1, 1, 1)
     assert counts.writes_by_resource == {"patch memcacheds/status": 1}
     assert reader.counts("kopf").writes == 1
-    assert reader.requests("someone-else") == []
-    assert [r.user for r in reader.requests()] == ["okt", "okt", "kopf"]
+    assert [r.user for r in reader.requests()] == ["okt", "okt", "kopf"]  # someone-else's is not kept
 
 
 def test_the_stages_of_a_request_merge_into_its_times_and_last_code(tmp_path: pathlib.Path) -> None:
@@ -191,3 +190,17 @@ def test_settling_a_log_the_api_server_never_wrote_is_an_error_not_zero_requests
 
     with pytest.raises(RuntimeError, match="audit_log=True"):
         reader.settle(time.time() - 10, timeout=0.2)
+
+
+def test_asking_for_a_user_the_reader_does_not_keep_is_an_error_not_zero_requests(tmp_path: pathlib.Path) -> None:
+    """Only the users named up front are kept: another name (a typo, the ServiceAccount's short name) never has
+    requests here, whatever it sent."""
+    log = tmp_path / "audit.log"
+    log.write_bytes(event("a", "ResponseComplete", "system:serviceaccount:ns:op", "create", 201, at(1)))
+    reader = audit.AuditLog(log, ["system:serviceaccount:ns:op"])
+    reader.refresh()
+
+    assert reader.counts("system:serviceaccount:ns:op").writes == 1
+    for ask in (reader.counts, reader.requests, reader.last_request_at):
+        with pytest.raises(ValueError, match="op"):
+            ask("op")

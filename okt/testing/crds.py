@@ -62,8 +62,14 @@ def ensure_crd(
     """Create or replace a CRD, wait until it is Established, served and known to the API server's admission as an
     owner (a child's controller reference to it is accepted), and return its kind.
 
+    A CRD still being deleted (custom resources' finalizers hold it) is waited for, then created anew.
+
     With ``plane``, a newly created CRD restarts kube-controller-manager so its garbage collector knows the kind at
     once (instead of at its next rediscovery, about 30 s later).
+
+    Raises:
+        okt.testing.WaitTimeout: the CRD is not Established, served and known as an owner within ``timeout``
+            seconds, or a deletion of it did not end in that time.
     """
     name = crd["metadata"]["name"]
     created = False
@@ -72,9 +78,20 @@ def ensure_crd(
         created = True
     except errors.Conflict:
         live = client.get(kinds.CRD, name)
-        client.replace(
-            kinds.CRD, {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
-        )
+        if live["metadata"].get("deletionTimestamp"):
+            # Replaced, it would lose the API server's cleanup finalizer: gone at once, its resources left in etcd.
+            waiting.wait_for(
+                lambda: client.get_or_none(kinds.CRD, name) is None,
+                timeout=timeout,
+                message=f"CRD {name}, being deleted, to go (finalizers of its custom resources may hold it)",
+            )
+            client.create(crd, kinds.CRD)
+            created = True
+        else:
+            client.replace(
+                kinds.CRD,
+                {**crd, "metadata": {**crd["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}},
+            )
 
     def established() -> bool:
         live = client.get(kinds.CRD, name)

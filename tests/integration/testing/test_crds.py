@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 
 import pytest
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import crds
+from okt.testing import crds, waiting
 
 pytestmark = pytest.mark.integration
 
@@ -43,3 +45,29 @@ def test_a_new_cluster_scoped_kind_can_own_a_child_as_soon_as_it_is_returned(
         kube.delete(kinds.CRD, f"clusters.{group}")
 
     assert child["metadata"]["ownerReferences"] == [reference]
+
+
+def test_a_crd_still_being_deleted_is_waited_for_and_never_stripped_of_its_cleanup(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A CRD deleted while a custom resource's finalizer holds it stays until its resources are gone; replacing it
+    then would drop the API server's cleanup finalizer: the CRD vanishes at once and its resources stay in etcd,
+    to come back with the next CRD of that name."""
+    group = f"t{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Held", "helds")
+    name = f"helds.{group}"
+    kind = crds.ensure_crd(kube, crd)
+    metadata = {"name": "held", "namespace": namespace, "finalizers": ["okt.io/hold"]}
+    kube.create({"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}, kind)
+    kube.delete(kinds.CRD, name)
+    try:
+        with pytest.raises(waiting.WaitTimeout, match="being deleted"):
+            crds.ensure_crd(kube, crd, timeout=2)
+
+        live = kube.get(kinds.CRD, name)
+        assert live["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+        assert kube.get(kind, "held", namespace)["metadata"]["deletionTimestamp"]
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            kube.patch(kind, "held", {"metadata": {"finalizers": None}}, namespace)
+        waiting.wait_for(lambda: kube.get_or_none(kinds.CRD, name) is None, message=f"CRD {name} to go")

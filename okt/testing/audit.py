@@ -133,13 +133,14 @@ class Counts:
 
 
 def parse_time(value: object) -> float | None:
-    """An RFC 3339 timestamp (``...Z``, any sub-second precision) as seconds since the epoch, or None."""
+    """An RFC 3339 timestamp (``...Z`` or an offset, any sub-second precision) as seconds since the epoch, or None."""
     if not isinstance(value, str) or not value:
         return None
     text = value.replace("Z", "+00:00")
     head, dot, rest = text.partition(".")
     if dot:
-        digits = "".join(c for c in rest if c.isdigit())
+        # The fraction is the run of digits after the dot; what follows it (``+02:00``) is the offset, kept as is.
+        digits = rest[: len(rest) - len(rest.lstrip("0123456789"))]
         text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
     try:
         moment = datetime.datetime.fromisoformat(text)

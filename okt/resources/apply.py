@@ -187,7 +187,12 @@ def _drift_shape(res: resource.Resource) -> dict[str, Any] | None:
 
 
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:
-    return owner is None or objects.controller_uid(live) == owner.uid
+    """Whether ``live`` carries okt's controller reference to ``owner`` as okt writes it: ``blockOwnerDeletion``
+    included, without which a foreground deletion of the owner no longer waits for the child."""
+    if owner is None:
+        return True
+    ref = objects.controller_of(live)
+    return ref is not None and ref.get("uid") == owner.uid and ref.get("blockOwnerDeletion") is True
 
 
 def prunable(obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:

@@ -348,3 +348,41 @@ def test_a_config_map_key_removed_from_the_template_is_removed_from_the_live_obj
     steady = kube.stats.snapshot()
     reconcile(FewerSettingsReconciler(), kube, widget_kind, namespace)
     assert shared.write_requests(kube, steady) == {}
+
+
+class ConfigOnlyReconciler(shared.WidgetReconciler):
+    """The Widget's ConfigMap alone, written with the strategy of the ``strategy`` parameter."""
+
+    owns = (shared.WidgetConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_a_controller_reference_that_no_longer_blocks_the_owners_deletion_is_repaired_by_the_next_reconcile(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    strategy: str,
+) -> None:
+    rec = type("Reconciler", (ConfigOnlyReconciler,), {"apply_strategy": strategy})()
+    widget = shared.make_widget(kube, widget_kind, namespace, NAME, size=2)
+    reconcile(rec, kube, widget_kind, namespace)
+    config_maps = other_client.resolve("v1", "ConfigMap")
+    remove = [{"op": "remove", "path": "/metadata/ownerReferences/0/blockOwnerDeletion"}]
+    other_client.patch(config_maps, f"{NAME}-config", remove, namespace, patch_type="json", field_manager="editor")
+    before = kube.stats.snapshot()
+
+    run = reconcile(rec, kube, widget_kind, namespace)
+
+    write = ("apply" if strategy == "apply" else "patch", "configmaps")
+    assert {k: n for k, n in shared.write_requests(kube, before).items() if k[1] == "configmaps"} == {write: 1}
+    assert run.results.counts()[okt.Operation.UPDATED] == 1
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert live is not None
+    assert live["metadata"]["ownerReferences"] == [okt.CustomResource(widget).owner_reference()]
+    steady = kube.stats.snapshot()
+    reconcile(rec, kube, widget_kind, namespace)
+    assert {k: n for k, n in shared.write_requests(kube, steady).items() if k[1] == "configmaps"} == {}

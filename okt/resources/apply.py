@@ -146,9 +146,15 @@ def check_ownable(res: resource.Resource, owner: objects.CustomResource) -> None
 
 
 def _comparable(desired: Mapping[str, Any]) -> dict[str, Any]:
+    """What the drift check compares of ``desired``; a built-in kind's quantities marked as such
+    (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
+    does)."""
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     meta = desired.get("metadata") or {}
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
+    if kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
+        body = json_copy(body)
+        _convert_quantities(body, _marked_quantity)
     return body
 
 
@@ -343,7 +349,7 @@ def apply_body(res: resource.Resource) -> dict[str, Any]:
         meta.pop(field, None)
     if kinds.is_builtin_group(str(body.get("apiVersion") or "")):
         _default_port_protocols(body)
-        _quantities_as_text(body)
+        _convert_quantities(body, _quantity_text)
     return body
 
 
@@ -377,16 +383,17 @@ autoscaler's metric targets."""
 _LIMIT_RANGE_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
 
-def _quantities_as_text(body: dict[str, Any]) -> None:
-    """Write each number in a resource quantity field of a built-in kind as the text JSON gives it (``cpu: 0.5`` is
-    sent as ``"0.5"``).
+def _convert_quantities(body: dict[str, Any], convert: Callable[[Any], Any]) -> None:
+    """Pass each value of a resource quantity field of a built-in kind through ``convert``: :func:`_quantity_text`
+    writes each number as the text JSON gives it (``cpu: 0.5`` is sent as ``"0.5"``), :func:`_marked_quantity` marks
+    each quantity for the drift check.
 
     A template's ``cpu: 1`` or ``memory: 1024`` is a number once YAML has read it, and server-side apply refuses a
     number where a quantity goes (``expected string``), though a create or a merge patch takes it. The text is the
     same quantity, so the server stores what it stored from the number, and okt's hash (of the desired object, which
     keeps the number) and its drift check (which matches a number with its canonical quantity) stay what they were.
     """
-    _quantity_fields(body)
+    _quantity_fields(body, convert)
     spec = body.get("spec")
     if not isinstance(spec, dict):
         return
@@ -395,7 +402,7 @@ def _quantities_as_text(body: dict[str, Any]) -> None:
             if isinstance(item, dict):
                 for key in _LIMIT_RANGE_FIELDS:
                     if key in item:
-                        item[key] = _quantities(item[key])
+                        item[key] = _quantities(item[key], convert)
     if body.get("kind") == "HorizontalPodAutoscaler" and isinstance(spec.get("metrics"), list):
         # Each metric's source (``resource``, ``pods``, ``object``, ``external``, ``containerResource``): the
         # ``target``'s ``value``/``averageValue`` (v2, v2beta2), or its ``targetValue``/``targetAverageValue``
@@ -407,29 +414,29 @@ def _quantities_as_text(body: dict[str, Any]) -> None:
                 if isinstance(holder, dict):
                     for key in keys:
                         if key in holder:
-                            holder[key] = _quantity_text(holder[key])
+                            holder[key] = convert(holder[key])
 
 
-def _quantity_fields(value: Any) -> None:
+def _quantity_fields(value: Any, convert: Callable[[Any], Any]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if key == "resources" and isinstance(item, dict):
                 for field in ("limits", "requests"):
                     if isinstance(item.get(field), dict):
-                        item[field] = _quantities(item[field])
+                        item[field] = _quantities(item[field], convert)
             elif key in _QUANTITY_FIELDS:
-                value[key] = _quantities(item)
-            _quantity_fields(value[key])
+                value[key] = _quantities(item, convert)
+            _quantity_fields(value[key], convert)
     elif isinstance(value, list):
         for item in value:
-            _quantity_fields(item)
+            _quantity_fields(item, convert)
 
 
-def _quantities(value: Any) -> Any:
-    """A quantity field's value with its numbers (the value, or a mapping's values) as text."""
+def _quantities(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """A quantity field's value (the value, or a mapping's values) passed through ``convert``."""
     if isinstance(value, dict):
-        return {key: _quantity_text(item) for key, item in value.items()}
-    return _quantity_text(value)
+        return {key: convert(item) for key, item in value.items()}
+    return convert(value)
 
 
 def _quantity_text(value: Any) -> Any:
@@ -440,6 +447,13 @@ def _quantity_text(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return value
     return str(value) if isinstance(value, int) else repr(value)
+
+
+def _marked_quantity(value: Any) -> Any:
+    """A quantity as the drift check compares it: its :func:`_quantity_text`, marked as a quantity; anything else
+    (a boolean, a mapping) as it is."""
+    text = _quantity_text(value)
+    return checksum.Quantity(text) if isinstance(text, str) else text
 
 
 def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:

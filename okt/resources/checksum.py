@@ -22,8 +22,9 @@ Guarantees:
 Caveats: the comparison is deliberately strict about types (``"1"`` is not ``1``, ``True`` is not ``1``); a manifest
 that writes ``replicas: "3"`` will show drift until it is fixed. The one exception is what the API server does to
 resource quantities: it stores their canonical form (``cpu: 0.5`` becomes ``"500m"``, ``memory: 1024Mi`` becomes
-``"1Gi"``, ``cpu: 2`` becomes ``"2"``), so a live string that is exactly the canonical form of the desired number or
-quantity matches it (:func:`canonical_quantity`). Only that form does: ``1Gi`` against a live ``1024Mi`` is drift.
+``"1Gi"``, ``cpu: 2`` becomes ``"2"``), so a live string that is exactly the canonical form of a desired
+:class:`Quantity` matches it (:func:`canonical_quantity`). Only that form does: ``1Gi`` against a live ``1024Mi`` is
+drift. Any other string is compared as it is — the server stores it so, and ``"1000"`` edited to ``"1k"`` is drift.
 """
 
 from __future__ import annotations
@@ -56,6 +57,19 @@ SERVER_OWNED_METADATA = frozenset(
 
 ROOT_PATH = "."
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class Quantity(str):
+    """A resource quantity of a desired object, as okt sends it (a number as the text JSON gives it).
+
+    It matches a live string that is this text or the canonical form the API server stores of it
+    (:func:`canonical_quantity`), and a live number whose text it is. Only values so marked get that leniency: the
+    server canonicalises its quantity fields alone, so a quantity-like string anywhere else (a ConfigMap's
+    ``"1000"``, a label's ``"2.0"``) edited to that form (``"1k"``, ``"2"``) has changed. okt's drift check marks the
+    quantity fields of built-in kinds (:func:`okt.resources.apply.drift_view`).
+    """
+
+    __slots__ = ()
 
 
 def _dump_model(value: object) -> Any:
@@ -100,8 +114,9 @@ def is_subset(desired: object, live: object) -> bool:
       ignored while an added, removed or reordered item is drift;
     * **scalars** -- equal value and kind: strings equal strings, numbers equal numbers (``1 == 1.0``), booleans
       equal booleans, ``None`` equals ``None``. No conversion between kinds (``"1"`` does not match ``1``, ``True``
-      does not match ``1``) but one: a live string that is the canonical form the server gives a desired quantity
-      (``0.5`` or ``"500m"`` against ``"500m"``, ``"1024Mi"`` against ``"1Gi"``) matches it.
+      does not match ``1``) but one: a live string that is the canonical form the server gives a desired
+      :class:`Quantity` (``Quantity("0.5")`` or ``Quantity("500m")`` against ``"500m"``, ``Quantity("1024Mi")``
+      against ``"1Gi"``) matches it. A plain string matches only itself.
 
     Pydantic models are compared in their wire form (see :func:`canonical_json`).
     """
@@ -226,7 +241,7 @@ def _matches(desired: Any, live: Any) -> bool:
     """
     kind = type(desired)
     if kind is str:
-        return isinstance(live, str) and (desired == live or canonical_quantity(desired) == live)
+        return isinstance(live, str) and desired == live
     if kind is dict or (kind not in _SCALARS and isinstance(desired, Mapping)):
         if not _is_mapping(live):
             return False
@@ -265,13 +280,19 @@ def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
 
 
 def _same_scalar(desired: object, live: object) -> bool:
+    if isinstance(desired, Quantity):
+        if isinstance(live, str):
+            return desired == live or canonical_quantity(desired) == live
+        if isinstance(live, int | float) and not isinstance(live, bool):
+            return desired == (str(live) if isinstance(live, int) else repr(live))
+        return False
     # bool is a subclass of int in Python; in JSON they are different kinds, so they are told apart first.
     if isinstance(desired, bool) or isinstance(live, bool):
         return isinstance(desired, bool) and isinstance(live, bool) and desired == live
     if isinstance(desired, int | float) and isinstance(live, int | float):
         return desired == live
-    if isinstance(live, str) and isinstance(desired, int | float | str):
-        return desired == live or canonical_quantity(desired) == live
+    if isinstance(desired, str) and isinstance(live, str):
+        return desired == live
     if isinstance(desired, int | float | str) or isinstance(live, int | float | str):
         return False
     return desired == live

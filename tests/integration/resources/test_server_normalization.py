@@ -355,3 +355,69 @@ def test_a_custom_resource_child_gets_only_the_fields_its_template_sets(
     assert run.results.counts()[okt.Operation.CREATED] == 1
     live = kube.get(listener_kind, NAME, namespace)
     assert live["spec"] == {"ports": [{"port": 8080, "name": "web"}]}
+
+
+class Settings(okt.MutableResource):
+    """A ConfigMap whose label and value read as quantities, though the server stores them as they are."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+  labels:
+    version: "2.0"
+data:
+  limit: "1000"
+"""
+
+
+class SettingsReconciler(GivenReconciler):
+    owns = (Settings,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Settings(ctx.cr, name=NAME)]
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+@pytest.mark.parametrize(
+    ("path", "edited"),
+    [(("data", "limit"), "1k"), (("metadata", "labels", "version"), "2")],
+    ids=["value", "label"],
+)
+def test_a_value_edited_to_the_quantity_form_of_what_okt_wrote_is_repaired_outside_quantity_fields(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    path: tuple[str, ...],
+    edited: str,
+    strategy: str,
+) -> None:
+    class Chosen(SettingsReconciler):
+        apply_strategy: ClassVar[str] = strategy
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(Chosen(), kube, widget_kind, namespace, NAME)
+    written = shared.get_child(kube, "v1", "ConfigMap", namespace, NAME)
+    assert written is not None
+    edit: dict[str, Any] = {}
+    target = edit
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = edited
+    other_client.patch(other_client.resolve("v1", "ConfigMap"), NAME, edit, namespace, field_manager="editor")
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(Chosen(), kube, widget_kind, namespace, NAME)
+
+    write = ("apply" if strategy == "apply" else "patch", "configmaps")
+    assert {k: n for k, n in shared.write_requests(kube, before).items() if k[1] == "configmaps"} == {write: 1}
+    assert run.results.counts()[okt.Operation.UPDATED] == 1
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, NAME)
+    assert live is not None
+    assert live["data"] == written["data"]
+    assert live["metadata"]["labels"] == written["metadata"]["labels"]

@@ -806,3 +806,53 @@ def test_a_built_in_kinds_quantities_are_applied_as_text(
 
     assert body["spec"] == sent
     assert res.desired == desired, "the desired object (hashed, compared) keeps the numbers"
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "body", "live", "expected"),
+    [
+        pytest.param(
+            "v1",
+            "ResourceQuota",
+            {"spec": {"hard": {"requests.cpu": 0.5, "requests.memory": "1024Mi"}}},
+            {"spec": {"hard": {"requests.cpu": "500m", "requests.memory": "1Gi"}}},
+            True,
+            id="quantity-field-canonical",
+        ),
+        pytest.param(
+            "v1",
+            "ConfigMap",
+            {"data": {"limit": "1000"}},
+            {"data": {"limit": "1k"}},
+            False,
+            id="config-map-value",
+        ),
+        pytest.param(
+            "v1",
+            "ConfigMap",
+            {"metadata": {"name": "x", "labels": {"version": "2.0"}}},
+            {"metadata": {"labels": {"version": "2"}}},
+            False,
+            id="label",
+        ),
+        pytest.param(
+            "example.com/v1",
+            "Listener",
+            {"spec": {"resources": {"limits": {"cpu": "1000m"}}}},
+            {"spec": {"resources": {"limits": {"cpu": "1"}}}},
+            False,
+            id="custom-resource-stored-as-written",
+        ),
+    ],
+)
+def test_only_a_built_in_kinds_quantity_fields_match_the_canonical_form_of_what_okt_wrote(
+    api_version: str, kind: str, body: dict[str, Any], live: dict[str, Any], expected: bool
+) -> None:
+    res = resource.MutableResource(
+        OWNER, body={"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, **body}
+    )
+
+    live = {"apiVersion": api_version, "kind": kind, **live}
+
+    assert apply.in_place(res, live) is expected
+    assert checksum.is_subset(apply.drift_view(res), live) is expected

@@ -296,6 +296,11 @@ def decide(
             drift = tuple(path for path, _ in found)
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
+    if owner is not None:
+        # okt's owner label is what prunes the child (prunable), like the controller reference: it is repaired
+        # whatever hashable_ref() covers.
+        label = {"metadata": {"labels": {names.owner_label: owner.uid}}}
+        drift = (*drift, *(path for path in checksum.diff_paths(label, live) if path not in drift))
     if stored == wanted and not drift:
         return Decision(Action.UNCHANGED, "hash and fields match")
     return Decision(Action.UPDATE, "hash changed" if stored != wanted else "drift", drift)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import okt
+from okt import names
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from tests.integration.reconciler import conftest as shared
@@ -55,3 +56,43 @@ def test_a_field_outside_hashable_ref_keeps_another_writers_value_and_costs_no_w
 
     assert writes == {("apply", "configmaps"): 1}
     assert kube.get(kinds.CONFIG_MAP, "b-config", namespace)["data"]["greeting"] == "hi"
+
+
+class DataOnly(shared.WidgetConfig):
+    """Hashes the data alone: the labels are left to others, okt's own owner label aside."""
+
+    def hashable_ref(self) -> Any:
+        return {"data": self.desired["data"]}
+
+
+class DataOnlyReconciler(shared.WidgetReconciler):
+    owns = (DataOnly,)
+    apply_strategy = "apply"
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [DataOnly(ctx.cr)]
+
+
+class DataOnlyMergeReconciler(DataOnlyReconciler):
+    apply_strategy = "merge"
+
+
+@pytest.mark.parametrize("reconciler", [DataOnlyReconciler, DataOnlyMergeReconciler], ids=["apply", "merge"])
+def test_okts_owner_label_removed_from_a_child_whose_hash_leaves_out_the_labels_is_put_back(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, reconciler: type[okt.Reconciler]
+) -> None:
+    owner = shared.make_widget(kube, widget_kind, namespace, "b", size=1, greeting="hi")
+    shared.reconcile_widget(reconciler(), kube, widget_kind, namespace, "b")
+    label = names.Names().owner_label
+    remove = [{"op": "remove", "path": "/metadata/labels/" + label.replace("/", "~1")}]
+    kube.patch(kinds.CONFIG_MAP, "b-config", remove, namespace, patch_type="json", field_manager="editor")
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler(), kube, widget_kind, namespace, "b")
+
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    assert {k: n for k, n in shared.write_requests(kube, before).items() if k[1] == "configmaps"} == {
+        ("apply" if reconciler is DataOnlyReconciler else "patch", "configmaps"): 1
+    }
+    labels = kube.get(kinds.CONFIG_MAP, "b-config", namespace)["metadata"].get("labels") or {}
+    assert labels.get(label) == owner["metadata"]["uid"], "without it, the child is never pruned"

@@ -20,8 +20,10 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
   field manager ``okt`` (configurable) with ``force``. The server keeps, per field, who set it: a field okt applied
   before and the template no longer has is removed, a field another manager owns (an HPA's ``replicas`` the template
   does not set, another controller's annotation) is never touched, and an out-of-band edit of an okt field is taken
-  back. Objects written by okt's older merge path (manager ``okt``, operation ``Update``) are taken over by the
-  first apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too.
+  back — items of an okt list put in another order too, by one JSON patch (:func:`_put_back_in_order`), as an apply
+  keeps the live order. Objects written by okt's older merge path (manager ``okt``, operation ``Update``) are taken
+  over by the first apply that needs to write them (:func:`take_over`), so a field removed from the template leaves
+  then too.
 * ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
   retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
   the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
@@ -503,6 +505,7 @@ def update(
         # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
         # okt's, and the server keeps it.
         updated = _apply(client, kind, res, options.field_manager)
+        updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
@@ -510,6 +513,61 @@ def update(
     res.live = updated
     observe(updated)
     return updated
+
+
+def _put_back_in_order(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    view: Mapping[str, Any],
+    applied: dict[str, Any],
+    options: WriteOptions,
+) -> dict[str, Any]:
+    """Put the items of okt's lists that someone reordered back in the template's order; the applied object, or the
+    answer to that one more write.
+
+    An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
+    reordering (env vars, whose order matters: one may refer to those before it). One JSON patch, tested against the
+    resourceVersion, replaces each such list with its own live items in the template's order: nothing is added,
+    dropped or changed. The next apply takes over what it wrote (:func:`take_over`).
+    """
+    reordered = _reordered_lists(view, applied, "")
+    if not reordered:
+        return applied
+    meta = applied.get("metadata") or {}
+    patch = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        *({"op": "replace", "path": pointer, "value": items} for pointer, items in reordered),
+    ]
+    return client.patch(
+        kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
+    )
+
+
+def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any]]]:
+    """Each list of ``live`` (its JSON pointer) that holds the items of ``desired``'s list there in another order,
+    with those items in ``desired``'s order."""
+    if isinstance(desired, Mapping) and isinstance(live, Mapping):
+        found: list[tuple[str, list[Any]]] = []
+        for key, value in desired.items():
+            if key in live:
+                escaped = str(key).replace("~", "~0").replace("/", "~1")
+                found.extend(_reordered_lists(value, live[key], f"{pointer}/{escaped}"))
+        return found
+    if not isinstance(desired, list | tuple) or not isinstance(live, list) or len(desired) != len(live):
+        return []
+    pairs = list(zip(desired, live, strict=True))
+    inner = [_reordered_lists(wanted, item, f"{pointer}/{i}") for i, (wanted, item) in enumerate(pairs)]
+    if all(found or checksum.is_subset(wanted, item) for (wanted, item), found in zip(pairs, inner, strict=True)):
+        return [each for found in inner for each in found]  # in order here; perhaps not inside an item
+    left = list(range(len(live)))
+    order = []
+    for wanted in desired:
+        index = next((i for i in left if checksum.is_subset(wanted, live[i])), None)
+        if index is None:
+            return []  # not the same items: an apply's business, not an order's
+        left.remove(index)
+        order.append(index)
+    return [(pointer, [live[i] for i in order])]
 
 
 def _keep_initial_data(res: resource.Resource, live: Mapping[str, Any]) -> None:

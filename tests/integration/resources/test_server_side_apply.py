@@ -212,6 +212,62 @@ def test_a_child_written_by_the_merge_path_loses_a_dropped_field_on_the_first_ap
     assert ("okt", "Apply") in managers
 
 
+class Nightly(okt.MutableResource):
+    """A CronJob whose second env var refers to the first: their order is meaningful. No controller writes it."""
+
+    api_version = "batch/v1beta1"
+    kind = "CronJob"
+    template = """
+apiVersion: batch/v1beta1
+kind: CronJob
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: main
+              image: busybox:1.36
+              env:
+                - name: HOST
+                  value: db
+                - name: URL
+                  value: "tcp://$(HOST):5432"
+"""
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_list_items_put_in_another_order_are_put_back_in_the_templates_order(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind, strategy: str
+) -> None:
+    class NightlyReconciler(shared.WidgetReconciler):
+        owns = (Nightly,)
+        apply_strategy = strategy
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [Nightly(ctx.cr)]
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(NightlyReconciler(), kube, widget_kind, namespace)
+    env = "/spec/jobTemplate/spec/template/spec/containers/0/env"
+    moved = [{"op": "move", "from": f"{env}/1", "path": f"{env}/0"}]
+    cron_jobs = other_client.resolve("batch/v1beta1", "CronJob")
+    other_client.patch(cron_jobs, NAME, moved, namespace, patch_type="json", field_manager="editor")
+
+    assert converge(NightlyReconciler(), kube, widget_kind, namespace)
+
+    live = shared.get_child(kube, "batch/v1beta1", "CronJob", namespace, NAME)
+    assert live is not None
+    main = live["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert [e["name"] for e in main["env"]] == ["HOST", "URL"]
+    assert converge(NightlyReconciler(), kube, widget_kind, namespace) == {}
+
+
 class RacedReconciler(shared.WidgetReconciler):
     """Another controller creates the ConfigMap after okt read it as missing and before okt writes it."""
 

@@ -159,12 +159,6 @@ class Reconciler:
         if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
             # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
             raise TypeError(f"{cls.__name__}.prefix = {cls.prefix!r}: expected a DNS subdomain, e.g. 'okt.io'")
-        if cls.finalizer is not None and not isinstance(cls.finalizer, str):
-            # Every reconcile would put it in metadata.finalizers, a list of names: ``True`` or a tuple is none.
-            raise TypeError(
-                f"{cls.__name__}.finalizer = {cls.finalizer!r}: expected a finalizer name or None, e.g. "
-                '"example.com/cleanup"'
-            )
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.
@@ -437,13 +431,15 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
         "a number of seconds >= 0",
     ),
+    ("finalizer", lambda v: v is None or isinstance(v, str), 'a finalizer name or None, e.g. "example.com/cleanup"'),
     ("field_manager", _is_name, "a non-empty name"),
     ("name", lambda v: v is None or _is_name(v), "a name or None"),
     ("cluster_operator", lambda v: v is None or _is_name(v), "a name or None"),
 )
 """The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
 ``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before
-Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback."""
+Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback, ``finalizer = True``
+went into every object's ``metadata.finalizers`` (a list of names)."""
 
 
 def _check_settings(cls: type[Reconciler]) -> None:

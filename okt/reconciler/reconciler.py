@@ -414,10 +414,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # a bool is an int to Python: True would be 1
 
 
-def _is_name(value: object) -> bool:
-    return isinstance(value, str) and value != ""
-
-
 _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("namespaced", lambda v: isinstance(v, bool), "True or False"),
     ("prune", lambda v: isinstance(v, bool), "True or False"),
@@ -432,9 +428,9 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         "a number of seconds >= 0",
     ),
     ("finalizer", lambda v: v is None or isinstance(v, str), 'a finalizer name or None, e.g. "example.com/cleanup"'),
-    ("field_manager", _is_name, "a non-empty name"),
-    ("name", lambda v: v is None or _is_name(v), "a name or None"),
-    ("cluster_operator", lambda v: v is None or _is_name(v), "a name or None"),
+    ("field_manager", lambda v: isinstance(v, str), "a name"),
+    ("name", lambda v: v is None or isinstance(v, str), "a name or None"),
+    ("cluster_operator", lambda v: v is None or isinstance(v, str), "a name or None"),
 )
 """The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
 ``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before

@@ -73,11 +73,13 @@ TYPE_MAX_LENGTH = 316
 REASON_MAX_LENGTH = 1024
 MESSAGE_MAX_BYTES = 32768
 TRUNCATION_MARK = "\u2026"
+REPLACEMENT_CHARACTER = "\ufffd"
 UNSPECIFIED_REASON = "Unspecified"
 
 _TYPE_RE = re.compile(TYPE_PATTERN)
 _REASON_RE = re.compile(REASON_PATTERN)
 _WORD_RE = re.compile(r"[A-Za-z0-9]+")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _WIRE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -189,10 +191,18 @@ class Condition(pydantic.BaseModel, frozen=True, populate_by_name=True, extra="f
 
     @classmethod
     def truncate_message(cls, message: str) -> str:
-        """Return ``message`` cut to fit the API limit, ending with an ellipsis when it was cut."""
+        """Return ``message`` cut to fit the API limit, ending with an ellipsis when it was cut.
+
+        Lone surrogates (what Python keeps of bytes that were not UTF-8, such as a file name read with
+        ``surrogateescape``) become U+FFFD: they have no UTF-8 form, and a message holding one could not be sent.
+        """
         if len(message) <= MESSAGE_MAX_BYTES and message.isascii():
             return message  # one byte per character: within the limit without encoding it
-        encoded = message.encode("utf-8")
+        try:
+            encoded = message.encode("utf-8")
+        except UnicodeEncodeError:
+            message = _SURROGATE_RE.sub(REPLACEMENT_CHARACTER, message)
+            encoded = message.encode("utf-8")
         if len(encoded) <= MESSAGE_MAX_BYTES:
             return message
         room = MESSAGE_MAX_BYTES - len(TRUNCATION_MARK.encode("utf-8"))

@@ -185,3 +185,17 @@ def test_a_reconcile_the_step_limit_stops_turns_ready_false() -> None:
     ready = condition(fake.stored(WEBAPP, "web", "shop"), "Ready")
     assert ready is not None
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "GiveUp", "infinite loop")
+
+
+class Undecodable(WebAppReconciler):
+    def check(self, ctx: okt.Context) -> None:
+        # A name read from bytes that are not UTF-8 (a file name, a process's output) keeps them as lone surrogates.
+        name = b"config-\xff.yaml".decode("utf-8", errors="surrogateescape")
+        raise RuntimeError(f"cannot read {name}")
+
+
+def test_an_error_message_that_is_not_valid_utf8_still_turns_ready_false_with_a_readable_message() -> None:
+    fake = webapp()
+    assert ready_after(WebAppReconciler(), fake)[0] == "True"
+
+    assert ready_after(Undecodable(), fake) == ("False", "ReconcileError", "cannot read config-\ufffd.yaml")

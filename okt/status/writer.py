@@ -76,19 +76,25 @@ def annotations_patch(
     prefix: str,
 ) -> dict[str, str | None]:
     """The annotations to patch so the object carries the conditions, observedGeneration and ``extra`` (as compact
-    JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``."""
+    JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``.
+
+    The conditions are written with their characters as they are, not as ``\\u`` escapes: the API server bounds all
+    annotations of an object to 256 KiB of UTF-8, and escaped, the messages of a failed reconcile in a non-Latin
+    script (up to 32 KiB each, in up to six conditions) would take up to three times their size: the write would be
+    refused on every reconcile, and the last Ready would stay.
+    """
     live = live or {}
     names = names_mod.Names(prefix)
     wanted: dict[str, str | None] = {
-        names.conditions_annotation: _compact(conditions.to_list()),
+        names.conditions_annotation: _compact(conditions.to_list(), ensure_ascii=False),
         names.observed_generation_annotation: str(generation),
         names.status_annotation: _compact(dict(extra)) if extra else None,
     }
     return {key: value for key, value in wanted.items() if live.get(key) != value}
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+def _compact(value: Any, *, ensure_ascii: bool = True) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=ensure_ascii)
 
 
 def desired_status(

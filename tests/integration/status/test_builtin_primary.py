@@ -154,3 +154,31 @@ def test_generated_rbac_asks_no_status_permission_where_okt_writes_no_status() -
 
     assert "deployments" in resources
     assert "deployments/status" not in resources
+
+
+class Quoting(Settings):
+    """Fails with what a backend answered, quoted whole: a long answer in a script JSON escapes (Cyrillic)."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.raw.get("data", {}).get("mode") == "remote":
+            raise okt.PermanentError("the backend refused: " + "ошибка " * 8000)
+
+
+def test_an_error_with_a_long_message_turns_ready_false_in_the_annotations_too(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+    kube.create({**body, "data": {"mode": "fast"}}, kinds.CONFIG_MAP)
+    okt.reconcile(Quoting(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    kube.patch(kinds.CONFIG_MAP, "s", {"data": {"mode": "remote"}}, namespace)
+
+    run = okt.reconcile(Quoting(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+
+    assert run.results.count(okt.Operation.STATUS_UPDATE_ERROR) == 0, run.results.summary()
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    ready = next(c for c in json.loads(annotations["okt.io/conditions"]) if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "PermanentError")
+    assert ready["message"].startswith("the backend refused: ошибка ошибка")
+    before = kube.stats.snapshot()
+    okt.reconcile(Quoting(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    assert shared.write_requests(kube, before) == {}  # reported once, and what was written reads back the same

@@ -214,10 +214,26 @@ def on_error(ctx: context_mod.Context) -> None:
     if not reported:
         ctx.bookkeeping.error_count = failures
     try:
+        # Status fields the API server refused (a CRD stricter than the status model, or none) are left out of the
+        # report, as those the status model refuses are: written with them, the conditions would be refused too, and
+        # Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
+        if _status_refused(ctx.results):
+            ctx.status_fields.clear()
         write_status(ctx)
+        if ctx.status_fields and _status_refused(ctx.results):
+            ctx.status_fields.clear()
+            write_status(ctx)
     finally:
         if not reported:
             ctx.event(events.WARNING, reason, message)
+
+
+def _status_refused(results: results_mod.Results) -> bool:
+    """Whether the API server refused a status this reconcile wrote as invalid (422)."""
+    return any(
+        entry.operation is Operation.STATUS_UPDATE_ERROR and isinstance(entry.error, errors.Invalid)
+        for entry in results.entries
+    )
 
 
 def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel] | None) -> dict[str, Any]:

@@ -1,17 +1,20 @@
-"""A status write that fails says so: a CRD without the status subresource is an error, logged and counted."""
+"""A status write that fails says so: a CRD without the status subresource is an error, logged and counted; a status
+field the CRD refuses turns Ready False all the same."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 
 import okt
+from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.testing import crds
+from okt.testing import condition, crds
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -59,3 +62,54 @@ def test_a_crd_without_the_status_subresource_is_a_status_error_logged_and_count
         "okt_status_write_errors_total", {"controller": PlainReconciler.controller_name()}
     )
     assert counted is not None and counted >= 1
+
+
+class TallySpec(pydantic.BaseModel):
+    size: int = 1
+
+
+class TallyStatus(pydantic.BaseModel):
+    replicas: int = pydantic.Field(0, le=10)
+
+
+class Tally(okt.Reconciler):
+    """Its CRD (``okt gen crd``) allows at most 10 replicas in the status."""
+
+    api_version = "tally.okt.io/v1"
+    kind = "Tally"
+    spec_model = TallySpec
+    status_model = TallyStatus
+
+
+class LooseTally(okt.Reconciler):
+    """An operator of Tallies without a status model: nothing bounds what it reports but the CRD installed."""
+
+    api_version = Tally.api_version
+    kind = Tally.kind
+    spec_model = TallySpec
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["replicas"] = ctx.spec.size
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_a_status_field_the_crd_refuses_turns_ready_false_with_the_api_servers_reason(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, strategy: str
+) -> None:
+    tally_kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(Tally))
+    reconciler = type("Tally", (LooseTally,), {"apply_strategy": strategy})()
+    body = {"apiVersion": tally_kind.api_version, "kind": "Tally", "metadata": {"name": "t", "namespace": namespace}}
+    kube.create({**body, "spec": {"size": 1}}, tally_kind)
+    okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
+    ready = condition(kube.get(tally_kind, "t", namespace), "Ready")
+    assert ready is not None and ready["status"] == "True"
+    kube.patch(tally_kind, "t", {"spec": {"size": 99}}, namespace)
+
+    run = okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
+
+    assert isinstance(run.outcome.error, okt.Invalid)
+    live = kube.get(tally_kind, "t", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ApiError"), ready
+    assert "status.replicas" in ready["message"]
+    assert live["status"]["replicas"] == 1  # the refused value is not there

@@ -18,6 +18,8 @@ Guarantees (the conversion):
   ``format`` values Kubernetes knows;
 * ``Any`` and ``dict[str, Any]`` become ``x-kubernetes-preserve-unknown-fields: true``; ``dict[str, X]`` keeps
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
+* a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
+  no default and not required (the model's default and ``InvalidSpec`` stand in);
 * ``set[X]`` of scalars becomes ``x-kubernetes-list-type: set`` (``uniqueItems`` is forbidden in CRDs);
 * every node has a ``type`` unless it preserves unknown fields or is int-or-string, so the result is a structural
   schema that a Kubernetes 1.20 apiserver accepts.
@@ -42,6 +44,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
+import pydantic.json_schema
+from pydantic_core import core_schema
 
 from okt.codegen import errors
 from okt.kube import kinds
@@ -431,10 +435,59 @@ def _columns(extra: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
     try:
-        schema = model.model_json_schema(mode="validation", by_alias=True)
+        schema = model.model_json_schema(mode="validation", by_alias=True, schema_generator=_EveryNameSchema)
     except pydantic.PydanticUserError as exc:
         raise errors.CodegenError(f"{path}: {model.__name__} has no JSON schema: {exc}") from exc
     return _Converter(schema.get("$defs", {})).convert(schema, path, ())
+
+
+class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
+    """pydantic's JSON schema, with a property for every name a model reads a field by.
+
+    pydantic declares a field under one name (its alias), but a model with ``populate_by_name`` (``validate_by_name``)
+    reads it by its Python name too, and an ``AliasChoices`` by each choice. The API server prunes what the schema does
+    not declare: a custom resource that spelled the field another way would lose its value without a word. Every name
+    gets the field's schema without its default (the API server would add the default under a name the custom resource
+    did not use, and the model reads the alias first: the value written under another name would be lost again; the
+    model's default applies all the same), and the field is required under none of them (the schema cannot require
+    one name of several; okt's ``InvalidSpec`` names the field when the custom resource sets it under none).
+    """
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> pydantic.json_schema.JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        properties = json_schema.get("properties")
+        model = schema["cls"]
+        if not isinstance(properties, dict) or not issubclass(model, pydantic.BaseModel):
+            return json_schema
+        by_name = bool(model.model_config.get("validate_by_name") or model.model_config.get("populate_by_name"))
+        for name, field in model.model_fields.items():
+            names = _field_names(name, field, by_name)
+            declared = next((other for other in names if other in properties), None)
+            if declared is None or len(names) < 2:
+                continue
+            undefaulted = {key: value for key, value in properties[declared].items() if key != "default"}
+            for other in names:
+                properties[other] = dict(undefaulted)
+            required = [other for other in json_schema.get("required", ()) if other not in names]
+            if required:
+                json_schema["required"] = required
+            else:
+                json_schema.pop("required", None)
+        return json_schema
+
+
+def _field_names(name: str, field: pydantic.fields.FieldInfo, by_name: bool) -> list[str]:
+    """The top-level keys a model reads ``field`` by (an ``AliasPath`` into a nested value is not one)."""
+    alias = field.validation_alias if field.validation_alias is not None else field.alias
+    choices = alias.choices if isinstance(alias, pydantic.AliasChoices) else [] if alias is None else [alias]
+    names: list[str] = []
+    for choice in choices:
+        key = choice if isinstance(choice, str) else choice.path[0] if len(choice.path) == 1 else None
+        if isinstance(key, str):
+            names.append(key)
+    if by_name or alias is None:
+        names.append(name)
+    return list(dict.fromkeys(names))
 
 
 class _Converter:

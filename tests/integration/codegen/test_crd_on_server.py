@@ -33,7 +33,12 @@ class Port(pydantic.BaseModel):
 
     container_port: int | str = pydantic.Field(alias="containerPort")
     protocol: Literal["TCP", "UDP"] = "TCP"
+    target_port: int = pydantic.Field(default=8080, alias="targetPort")
     host_port: int | None = pydantic.Field(default=None, alias="hostPort", ge=1)
+
+
+class Limit(pydantic.BaseModel):
+    value: int
 
 
 class SchemedSpec(pydantic.BaseModel):
@@ -42,6 +47,7 @@ class SchemedSpec(pydantic.BaseModel):
     tier: Literal["gold"] | None = None
     size: int = pydantic.Field(default=1, ge=1)
     port: Port | None = None
+    limit: Limit | None = None
     ports: list[Port] = pydantic.Field(default_factory=list, max_length=3)
     labels: dict[str, str] = {}
     tags: set[str] = set()
@@ -82,6 +88,9 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({}, id="defaults"),
         pytest.param({"port": None, "extra": None, "target": None}, id="optional-null"),
         pytest.param({"port": {"containerPort": "http"}}, id="nested-defaults"),
+        pytest.param({"port": {"containerPort": 80, "host_port": 8080}}, id="populate-by-name-optional"),
+        pytest.param({"port": {"container_port": 80}}, id="populate-by-name-required"),
+        pytest.param({"port": {"containerPort": 80, "target_port": 9090}}, id="populate-by-name-default"),
         pytest.param(
             {"ports": [{"containerPort": 80, "hostPort": None}, {"containerPort": 81, "protocol": "UDP"}]},
             id="list-of-models",
@@ -114,7 +123,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"ports": [{"containerPort": 1}] * 4}, id="too-many-items"),
         pytest.param({"port": {"containerPort": 80, "protocol": "SCTP"}}, id="nested-enum"),
         pytest.param({"port": {"containerPort": 80, "hostPort": 0}}, id="nested-optional-minimum"),
-        pytest.param({"port": {}}, id="nested-required"),
+        pytest.param({"limit": {}}, id="nested-required"),
         pytest.param({"labels": {"a": 1}}, id="map-value-type"),
         pytest.param({"target": 1.5}, id="int-or-string-float"),
     ],

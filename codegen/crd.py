@@ -11,11 +11,11 @@ Guarantees (the conversion):
 * ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
   dropped; an enum lists ``null`` too, since the API server checks a null against it); ``int | str`` becomes
   ``x-kubernetes-int-or-string``; any other union is an error naming the field;
-* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a ``datetime``
-  default without a time zone is an error: the ``date-time`` format refuses it), ``minimum``/``maximum`` (JSON
-  Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean form), ``multipleOf``,
-  ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``, ``minProperties``/``maxProperties`` and the
-  ``format`` values Kubernetes knows;
+* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default``,
+  ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
+  form), ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``,
+  ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
+  ``date-time``, ``date`` or ``duration``);
 * ``Any`` and ``dict[str, Any]`` become ``x-kubernetes-preserve-unknown-fields: true``; ``dict[str, X]`` keeps
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
@@ -37,7 +37,6 @@ bookkeeping there; see the design notes on persistence).
 from __future__ import annotations
 
 import copy
-import datetime
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,11 +55,17 @@ Scope = Literal["Namespaced", "Cluster"]
 KUBERNETES_FORMATS = frozenset(
     {
         "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3", "uuid4", "uuid5",
-        "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "date",
-        "duration", "datetime", "date-time", "int32", "int64", "float", "double",
+        "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "int32", "int64",
+        "float", "double",
     }
 )  # fmt: skip
-"""The ``format`` values a Kubernetes apiserver validates; pydantic's others (``binary``, ``path``, ...) are dropped."""
+"""The ``format`` values a Kubernetes apiserver validates; pydantic's others (``binary``, ``path``, ...) are dropped.
+
+So are ``date-time``, ``date`` and ``duration``: the API server reads them strictly (RFC 3339 with a time zone, a bare
+date, Go's durations and ISO 8601's without years or months), pydantic's ``datetime``, ``date`` and ``timedelta``
+accept more (``2032-04-23T10:20:30`` without a zone, a space for the ``T``, a date alone, a midnight date-time,
+``P1Y``), and the API server refused a custom resource with such a value; ``InvalidSpec`` refuses what the model
+refuses."""
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 
@@ -573,11 +578,6 @@ class _Converter:
             out["enum"] = list(node["enum"])
         if "default" in node and node["default"] is not None:
             out["default"] = node["default"]
-            if out.get("format") == "date-time" and _naive(out["default"]):
-                raise errors.CodegenError(
-                    f"{path}: the default {out['default']!r} has no time zone, which the API server's date-time "
-                    "format refuses: give it one (tzinfo=datetime.UTC)"
-                )
         for keyword in _COPIED_KEYWORDS:
             if keyword in node:
                 out[keyword] = node[keyword]
@@ -622,15 +622,6 @@ class _Converter:
     def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords that describe a node whatever its type (here: its description)."""
         return {"description": node["description"]} if node.get("description") else {}
-
-
-def _naive(value: Any) -> bool:
-    """Whether ``value`` is a date-time without a time zone (pydantic's JSON form of a naive ``datetime``): RFC 3339,
-    the API server's ``date-time`` format, requires one, and a CRD whose default the server refuses is refused whole."""
-    try:
-        return isinstance(value, str) and datetime.datetime.fromisoformat(value).tzinfo is None
-    except ValueError:
-        return False
 
 
 def _inferred_type(node: Mapping[str, Any], path: str) -> str | None:

@@ -7,6 +7,7 @@ validates is stored (and what is stored still validates to the same model), a sp
 
 from __future__ import annotations
 
+import datetime
 import enum
 import secrets
 from typing import Any, Literal
@@ -54,6 +55,9 @@ class SchemedSpec(pydantic.BaseModel):
     extra: dict[str, Any] | None = None
     target: int | str | None = None
     ratio: float = pydantic.Field(default=0.5, gt=0, lt=1)
+    since: datetime.datetime | None = None
+    day: datetime.date | None = None
+    period: datetime.timedelta | None = None
 
 
 class SchemedReconciler:
@@ -101,6 +105,12 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"target": 8080}, id="int-or-string-int"),
         pytest.param({"target": "50%"}, id="int-or-string-string"),
         pytest.param({"ratio": 0.25}, id="float"),
+        pytest.param({"since": "2032-04-23T10:20:30Z", "day": "2032-04-23", "period": "PT1H"}, id="time-rfc3339"),
+        pytest.param({"since": "2032-04-23T10:20:30"}, id="datetime-local"),
+        pytest.param({"since": "2032-04-23 10:20:30+02:00"}, id="datetime-space"),
+        pytest.param({"since": "2032-04-23"}, id="datetime-date-only"),
+        pytest.param({"day": "2032-04-23T00:00:00"}, id="date-midnight"),
+        pytest.param({"period": "P1Y"}, id="duration-year"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(

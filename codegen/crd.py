@@ -158,6 +158,8 @@ _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 """A DNS subdomain as the API server reads names and groups (RFC 1123 labels joined by dots; length checked apart)."""
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
+_FIELD_STEPS = re.compile(r"(\.[A-Za-z_$][\w$-]*)*")
+"""The leading ``.field`` steps of a printer column's JSONPath (up to a ``[``, a quoted key or a wildcard)."""
 
 
 def crd_from_models(
@@ -263,7 +265,8 @@ def _version(
         "served": True,
         "storage": stored,
         "subresources": {"status": {}},
-        "additionalPrinterColumns": _columns(printer_columns),
+        # The columns are the same for every version: their paths are checked against the stored one's schema.
+        "additionalPrinterColumns": _columns(printer_columns, root if stored else None),
         "schema": {"openAPIV3Schema": root},
     }
 
@@ -403,7 +406,7 @@ def _model_attribute(cls: type[Any], attribute: str) -> type[pydantic.BaseModel]
     return model
 
 
-def _columns(extra: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _columns(extra: Sequence[Mapping[str, Any]], root: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     columns = [dict(column) for column in STANDARD_COLUMNS]
     names = {column["name"] for column in columns} | {AGE_COLUMN["name"]}
     for index, column in enumerate(extra):
@@ -430,12 +433,35 @@ def _columns(extra: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             raise errors.CodegenError(f"{where} ({column['name']}): priority {priority!r} is not a whole number")
         if not str(column["jsonPath"]).startswith("."):
             raise errors.CodegenError(f"{where} ({column['name']}): jsonPath must start with '.', like .spec.size")
+        if root is not None:
+            _check_column_path(f"{where} ({column['name']})", str(column["jsonPath"]), root)
         if column["name"] in names:
             raise errors.CodegenError(f"{where}: a column named {column['name']!r} already exists")
         names.add(column["name"])
         columns.append(dict(column))
     columns.append(dict(AGE_COLUMN))
     return columns
+
+
+def _check_column_path(where: str, json_path: str, root: Mapping[str, Any]) -> None:
+    """Refuse a column whose path names a field the schema does not have: the API server takes any path, and the
+    column would stay empty for every object (a misspelled field, the Python name of an aliased one).
+
+    Only the leading ``.field`` steps are followed, and only through declared properties: a node that preserves
+    unknown fields, maps any key, or is not an object ends the check.
+    """
+    node = root
+    steps = _FIELD_STEPS.match(json_path)
+    for name in (steps.group(0) if steps else "").split(".")[1:]:
+        properties = node.get("properties")
+        if node.get(PRESERVE) or node.get("additionalProperties") or not properties:
+            return
+        if name not in properties:
+            raise errors.CodegenError(
+                f"{where}: jsonPath {json_path} names no field of the schema ({name!r} is not one of "
+                f"{', '.join(sorted(properties))})"
+            )
+        node = properties[name]
 
 
 def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:

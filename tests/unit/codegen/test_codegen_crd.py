@@ -378,12 +378,59 @@ def test_spec_without_a_model_accepts_any_object() -> None:
             [{"name": "S", "type": "number", "jsonPath": ".s", "format": "percent"}],
             "printer column #1 (S): format 'percent' is not one of ",
         ),
+        (
+            [{"name": "Memory", "type": "integer", "jsonPath": ".spec.memory_mb"}],
+            "printer column #1 (Memory): jsonPath .spec.memory_mb names no field of the schema ('memory_mb' is not one "
+            "of ",
+        ),
+        (
+            [{"name": "Size", "type": "integer", "jsonPath": ".spec.sise"}],
+            "printer column #1 (Size): jsonPath .spec.sise names no field of the schema ('sise' is not one of ",
+        ),
+        (
+            [{"name": "Max", "type": "integer", "jsonPath": ".spec.limits.maxConnections"}],
+            "printer column #1 (Max): jsonPath .spec.limits.maxConnections names no field of the schema",
+        ),
+        (
+            [{"name": "Spec", "type": "string", "jsonPath": ".specs"}],
+            "printer column #1 (Spec): jsonPath .specs names no field of the schema ('specs' is not one of apiVersion, "
+            "kind, metadata, spec, status)",
+        ),
     ],
 )
 def test_invalid_printer_columns_are_refused(columns: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(errors.CodegenError) as caught:
         memcached_crd(printer_columns=columns)
     assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "json_path",
+    [
+        ".spec.limits.memoryMB",
+        ".spec.labels.app",
+        ".spec.extra.anything.below",
+        ".spec.args[0]",
+        ".spec['size']",
+        ".status.readyReplicas",
+        ".status.anything",
+        ".metadata.labels.app",
+    ],
+)
+def test_printer_columns_may_name_declared_fields_map_keys_and_preserved_fields(json_path: str) -> None:
+    column = {"name": "Column", "type": "string", "jsonPath": json_path}
+    (version,) = memcached_crd(printer_columns=[column])["spec"]["versions"]
+    assert column in version["additionalPrinterColumns"]
+
+
+def test_printer_column_paths_are_checked_against_the_stored_version_only() -> None:
+    class Older(pydantic.BaseModel):
+        replicas: int = 1
+
+    column = {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}
+    definition = memcached_crd(printer_columns=[column], other_versions={"v1": Older}, conversion_client_config={})
+
+    assert all(column in version["additionalPrinterColumns"] for version in definition["spec"]["versions"])
 
 
 class MemcachedReconciler(okt.Reconciler):

@@ -11,7 +11,8 @@ Guarantees (the conversion):
 * ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
   dropped; an enum lists ``null`` too, since the API server checks a null against it); ``int | str`` becomes
   ``x-kubernetes-int-or-string``; any other union is an error naming the field;
-* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default``,
+* kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
+  field refuses is an error naming the field: the API server would refuse the CRD),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
   form), ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
@@ -469,6 +470,8 @@ def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
         schema = model.model_json_schema(mode="validation", by_alias=True, schema_generator=_EveryNameSchema)
     except pydantic.PydanticUserError as exc:
         raise errors.CodegenError(f"{path}: {model.__name__} has no JSON schema: {exc}") from exc
+    except errors.CodegenError as exc:
+        raise errors.CodegenError(f"{path}: {exc}") from None
     return _Converter(schema.get("$defs", {})).convert(schema, path, ())
 
 
@@ -494,6 +497,8 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
         for name, field in model.model_fields.items():
             names = _field_names(name, field, by_name)
             declared = next((other for other in names if other in properties), None)
+            if declared is not None and properties[declared].get("default") is not None:
+                _check_default(f"{model.__name__}.{name}", field)
             if declared is None or len(names) < 2:
                 continue
             undefaulted = {key: value for key, value in properties[declared].items() if key != "default"}
@@ -505,6 +510,18 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
             else:
                 json_schema.pop("required", None)
         return json_schema
+
+
+def _check_default(where: str, field: pydantic.fields.FieldInfo) -> None:
+    """Refuse a default its own field refuses (pydantic does not validate defaults): the API server checks each
+    ``default`` against the schema and refuses the whole CRD, in a message that names no model."""
+    try:
+        pydantic.TypeAdapter(field.rebuild_annotation()).validate_python(field.default)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]["msg"]
+        raise errors.CodegenError(
+            f"{where}: its default {field.default!r} is one the field refuses ({first}), and so would the API server"
+        ) from None
 
 
 def _field_names(name: str, field: pydantic.fields.FieldInfo, by_name: bool) -> list[str]:

@@ -261,6 +261,43 @@ def test_models_without_a_structural_schema_are_refused_naming_the_field(
     assert str(caught.value) == message
 
 
+class BelowMinimum(pydantic.BaseModel):
+    size: int = pydantic.Field(default=0, ge=1)
+
+
+class OutsideLiteral(pydantic.BaseModel):
+    mode: Literal["fast", "safe"] = "slow"  # type: ignore[assignment]
+
+
+class NestedTooShort(pydantic.BaseModel):
+    class Inner(pydantic.BaseModel):
+        name: str = pydantic.Field(default="", min_length=1)
+
+    inner: Inner | None = None
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (BelowMinimum, "spec: BelowMinimum.size: its default 0 is one the field refuses (Input should be greater than"),
+        (OutsideLiteral, "spec: OutsideLiteral.mode: its default 'slow' is one the field refuses (Input should be"),
+        (NestedTooShort, "spec: Inner.name: its default '' is one the field refuses (String should have at least 1"),
+    ],
+)
+def test_a_default_its_field_refuses_is_refused_naming_the_field(model: type[pydantic.BaseModel], message: str) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.structural_schema(model)
+    assert str(caught.value).startswith(message)
+
+
+class SloppyNone(pydantic.BaseModel):
+    size: int = None  # type: ignore[assignment]
+
+
+def test_a_none_default_of_a_field_that_refuses_none_is_left_out_as_before() -> None:
+    assert crd.structural_schema(SloppyNone)["properties"]["size"] == {"type": "integer"}
+
+
 def memcached_crd(**overrides: Any) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "group": "cache.example.com",

@@ -21,7 +21,8 @@ Guarantees (the conversion):
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
-* ``set[X]`` of scalars becomes ``x-kubernetes-list-type: set`` (``uniqueItems`` is forbidden in CRDs);
+* ``set[X]`` becomes a plain list: ``uniqueItems`` is forbidden in CRDs, and ``x-kubernetes-list-type: set`` would
+  refuse the duplicates the model folds into one;
 * every node has a ``type`` unless it preserves unknown fields or is int-or-string, so the result is a structural
   schema that a Kubernetes 1.20 apiserver accepts.
 
@@ -158,7 +159,6 @@ _KEY_ORDER = (
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 """A DNS subdomain as the API server reads names and groups (RFC 1123 labels joined by dots; length checked apart)."""
-_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})
 _FIELD_STEPS = re.compile(r"(\.[A-Za-z_$][\w$-]*)*")
 """The leading ``.field`` steps of a printer column's JSONPath (up to a ``[``, a quoted key or a wildcard)."""
 
@@ -658,8 +658,6 @@ class _Converter:
             raise errors.CodegenError(f"{path}: fixed-length tuples have no structural schema; use list[X]")
         items = node.get("items")
         out["items"] = self.convert(items, f"{path}[]", stack) if isinstance(items, Mapping) else {PRESERVE: True}
-        if node.get("uniqueItems") and out["items"].get("type") in _SCALAR_TYPES:
-            out["x-kubernetes-list-type"] = "set"
 
     @staticmethod
     def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:

@@ -102,6 +102,7 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param(
             {"labels": {"a": "b"}, "tags": ["x", "y"], "extra": {"any": [1, {"x": None}]}}, id="maps-and-sets"
         ),
+        pytest.param({"tags": ["x", "y", "x"]}, id="set-with-a-duplicate"),
         pytest.param({"target": 8080}, id="int-or-string-int"),
         pytest.param({"target": "50%"}, id="int-or-string-string"),
         pytest.param({"ratio": 0.25}, id="float"),

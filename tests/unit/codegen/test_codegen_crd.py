@@ -133,7 +133,7 @@ def test_model_and_field_descriptions_are_kept_and_titles_dropped() -> None:
         ("args", {"type": "array", "maxItems": 8, "items": {"type": "string"}}),
         ("labels", {"type": "object", "default": {}, "additionalProperties": {"type": "string"}}),
         ("port", {"default": 11211, "x-kubernetes-int-or-string": True}),
-        ("tags", {"type": "array", "default": [], "items": {"type": "string"}, "x-kubernetes-list-type": "set"}),
+        ("tags", {"type": "array", "default": [], "items": {"type": "string"}}),
         ("extra", {"type": "object", "default": {}, "x-kubernetes-preserve-unknown-fields": True}),
         ("since", {"type": "string", "nullable": True}),
     ],

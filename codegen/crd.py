@@ -8,9 +8,10 @@ Guarantees (the conversion):
 
 * every ``$ref`` is inlined (a recursive model is cut at the recursion with ``x-kubernetes-preserve-unknown-fields``,
   since structural schemas cannot recurse); ``$defs`` and ``title`` are dropped;
-* ``Optional[X]`` (``anyOf`` with ``null``) becomes ``X`` with ``nullable: true`` (and its ``None`` default is
-  dropped; an enum lists ``null`` too, since the API server checks a null against it); ``int | str`` becomes
-  ``x-kubernetes-int-or-string``; any other union is an error naming the field;
+* ``Optional[X]`` (``anyOf`` with ``null``, or a ``Literal`` that lists ``None``) becomes ``X`` with
+  ``nullable: true`` (and its ``None`` default is dropped; an enum lists ``null`` too, since the API server checks a
+  null against it); ``int | str`` becomes ``x-kubernetes-int-or-string``; any other union is an error naming the
+  field;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
@@ -565,6 +566,12 @@ class _Converter:
             nullable = len(types) < len(node["type"])
             options = [{"type": kind} for kind in types]
             return self._union({**node, "type": None}, options + ([{"type": "null"}] if nullable else []), path, stack)
+        values = node.get("enum") or ()
+        if None in values and any(value is not None for value in values):
+            # Literal["a", None]: pydantic lists None among the values rather than writing Optional[Literal["a"]].
+            siblings = {key: value for key, value in node.items() if key != "enum"}
+            options = [{"enum": [value for value in values if value is not None]}, {"type": "null"}]
+            return self._union(siblings, options, path, stack)
         return self._typed(node, path, stack)
 
     def _reference(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:

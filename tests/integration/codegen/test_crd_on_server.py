@@ -46,6 +46,7 @@ class SchemedSpec(pydantic.BaseModel):
     colour: Colour | None = None
     mode: Literal["fast", "safe"] | None = "safe"
     tier: Literal["gold"] | None = None
+    grade: Literal["a", "b", None] = "a"
     size: int = pydantic.Field(default=1, ge=1)
     port: Port | None = None
     limit: Limit | None = None
@@ -88,7 +89,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"colour": None}, id="optional-enum-null"),
         pytest.param({"mode": None}, id="optional-literal-with-default-null"),
         pytest.param({"tier": None}, id="optional-one-value-literal-null"),
-        pytest.param({"colour": "red", "mode": "fast", "tier": "gold"}, id="enum-values"),
+        pytest.param({"grade": None}, id="literal-listing-none-null"),
+        pytest.param({"colour": "red", "mode": "fast", "tier": "gold", "grade": "b"}, id="enum-values"),
         pytest.param({}, id="defaults"),
         pytest.param({"port": None, "extra": None, "target": None}, id="optional-null"),
         pytest.param({"port": {"containerPort": "http"}}, id="nested-defaults"),
@@ -129,6 +131,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
     [
         pytest.param({"colour": "green"}, id="enum-value-unknown"),
         pytest.param({"mode": "slow"}, id="literal-value-unknown"),
+        pytest.param({"grade": "c"}, id="literal-listing-none-value-unknown"),
         pytest.param({"size": 0}, id="below-minimum"),
         pytest.param({"ratio": 1}, id="exclusive-maximum"),
         pytest.param({"ports": [{"containerPort": 1}] * 4}, id="too-many-items"),

@@ -190,6 +190,22 @@ def test_an_optional_enum_checks_its_values_where_a_null_passes() -> None:
     }
 
 
+def test_a_literal_that_lists_none_is_a_nullable_enum() -> None:
+    class Spec(pydantic.BaseModel):
+        mode: Literal["fast", "safe", None] = "safe"
+        level: Literal[1, 2, None]
+
+    properties = schema(Spec)["properties"]
+
+    assert properties["mode"] == {
+        "type": "string",
+        "nullable": True,
+        "allOf": [{"enum": ["fast", "safe"]}],
+        "default": "safe",
+    }
+    assert properties["level"] == {"type": "integer", "nullable": True, "allOf": [{"enum": [1, 2]}]}
+
+
 class Tree(pydantic.BaseModel):
     """A recursive node."""
 

@@ -29,8 +29,9 @@ Guarantees (the conversion):
 
 Guarantees (the CRD): ``apiextensions.k8s.io/v1``, one stored version (the reconciler's ``api_version``) and the
 other served versions of ``spec_models`` with their own spec schemas — with ``converters``, the conversion webhook okt
-serves (``spec.conversion.strategy: Webhook``) —, the ``status`` subresource,
-printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra columns, then ``Age``.
+serves (``spec.conversion.strategy: Webhook``); without, they must have the stored version's spec schema —, the
+``status`` subresource, printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra
+columns, then ``Age``.
 ``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
 ``type``) and ``observedGeneration`` are added when the status model lacks them, its required fields are not
 required (a failing reconcile reports before they are set), and unknown status fields are preserved (okt may keep
@@ -191,8 +192,8 @@ def crd_from_models(
             Webhook``); None: no conversion webhook (``strategy: None``, the API server only rewrites apiVersion).
 
     Raises:
-        CodegenError: an invalid scope, name (group, kind, plural) or printer column, or a model with no structural
-            schema.
+        CodegenError: an invalid scope, name (group, kind, plural) or printer column, a model with no structural
+            schema, or versions whose spec schemas differ without a conversion webhook.
     """
     if scope not in ("Namespaced", "Cluster"):
         raise errors.CodegenError(f"invalid scope {scope!r}: expected Namespaced or Cluster")
@@ -205,6 +206,8 @@ def crd_from_models(
         raise errors.CodegenError(f"version {version} is the stored one: list only the other served versions")
     versions = [_version(version, True, kind, plural, spec_model, status_model, printer_columns)]
     versions += [_version(v, False, kind, plural, m, status_model, printer_columns) for v, m in others.items()]
+    if conversion_client_config is None:
+        _check_same_spec(kind, versions)
     definition: dict[str, Any] = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -222,6 +225,29 @@ def crd_from_models(
             "webhook": {"clientConfig": dict(conversion_client_config), "conversionReviewVersions": ["v1"]},
         }
     return definition
+
+
+def _check_same_spec(kind: str, versions: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse served versions whose spec schemas differ when there is no conversion webhook: the API server then only
+    rewrites ``apiVersion`` and prunes the object to the stored version's schema, so a field only another version
+    declares would be dropped from every object written in that version, without a word."""
+    stored, *others = [_undescribed(version["schema"]["openAPIV3Schema"]["properties"]["spec"]) for version in versions]
+    for version, spec in zip(versions[1:], others, strict=True):
+        if spec != stored:
+            raise errors.CodegenError(
+                f"{kind}: the spec schema of version {version['name']} differs from the stored version "
+                f"{versions[0]['name']}'s, and without converters the API server would only rewrite apiVersion "
+                f"(what only {version['name']} declares would be dropped): declare converters between the versions"
+            )
+
+
+def _undescribed(node: Any) -> Any:
+    """``node`` without its descriptions (they change nothing the API server stores)."""
+    if isinstance(node, Mapping):
+        return {key: _undescribed(value) for key, value in node.items() if key != "description"}
+    if isinstance(node, list):
+        return [_undescribed(value) for value in node]
+    return node
 
 
 def _check_names(group: str, kind: str, plural: str) -> None:

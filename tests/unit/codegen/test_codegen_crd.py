@@ -511,6 +511,36 @@ def test_names_the_api_server_refuses_are_refused(names: dict[str, Any], message
     assert str(caught.value) == message
 
 
+class MemcachedSpecAlpha(pydantic.BaseModel):
+    size: int = 1
+
+
+class UnconvertedMemcached(okt.Reconciler):
+    api_version = "cache.example.com/v1beta1"
+    kind = "Memcached"
+    spec_model = MemcachedSpec
+    spec_models: ClassVar = {"v1alpha1": MemcachedSpecAlpha}
+
+
+def test_versions_whose_spec_schemas_differ_need_converters() -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.crd_for_reconciler(UnconvertedMemcached)
+    assert str(caught.value).startswith(
+        "Memcached: the spec schema of version v1alpha1 differs from the stored version v1beta1's, and without "
+        "converters"
+    )
+
+
+def test_versions_whose_spec_schemas_are_the_same_need_no_converters() -> None:
+    class Described(MemcachedSpec):
+        """The same fields, described otherwise."""
+
+    definition = memcached_crd(other_versions={"v1": Described})
+
+    assert [version["name"] for version in definition["spec"]["versions"]] == ["v1alpha1", "v1"]
+    assert "conversion" not in definition["spec"]
+
+
 def test_crd_for_reconciler_reads_the_class_attributes() -> None:
     assert crd.crd_for_reconciler(MemcachedReconciler) == memcached_crd()
 

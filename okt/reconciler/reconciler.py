@@ -427,7 +427,11 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
         "a number of seconds >= 0",
     ),
-    ("finalizer", lambda v: v is None or isinstance(v, str), 'a finalizer name or None, e.g. "example.com/cleanup"'),
+    (
+        "finalizer",
+        lambda v: v is None or (isinstance(v, str) and selectors.is_label_key(v)),
+        'a finalizer name or None, e.g. "example.com/cleanup"',
+    ),
     ("field_manager", lambda v: isinstance(v, str), "a name"),
     ("name", lambda v: v is None or isinstance(v, str), "a name or None"),
     ("cluster_operator", lambda v: v is None or isinstance(v, str), "a name or None"),
@@ -435,7 +439,9 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 """The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
 ``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before
 Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback, ``finalizer = True``
-went into every object's ``metadata.finalizers`` (a list of names)."""
+went into every object's ``metadata.finalizers`` (a list of names), and a name the API server refuses (it takes a
+qualified name, as a label key: ``"example.com/clean up"``) had every finalizer patch answered 422, read as a lost race
+and retried for ever, no child written; ``""`` silently meant no cleanup."""
 
 
 def _check_settings(cls: type[Reconciler]) -> None:

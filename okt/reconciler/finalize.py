@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 Operation = results_mod.Operation
 CONFLICT_DELAY = children.CONFLICT_DELAY
+INVALID_OBJECT = " is invalid"
+"""What the API server's message says of an object that fails validation (``Gauge.example.com "demo" is invalid:
+spec.size: ...``); a JSON patch it could not apply (a failed ``test``: someone wrote first) is answered 422 too, with
+a generic message."""
 
 
 def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
@@ -37,7 +41,7 @@ def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         try:
             added = finalizers.add(ctx.client, ctx.kind, ctx.cr, finalizer, ctx.observe)
         except (errors.Conflict, errors.Invalid) as exc:
-            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
+            refused(ctx, exc)
             return
         if added is not None:
             ctx.results.add(Operation.FINALIZER_ADDED, finalizer)
@@ -88,8 +92,18 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
             ctx.results.add(Operation.FINALIZER_REMOVED, finalizer)
             return
         except (errors.Conflict, errors.Invalid) as exc:
-            ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
+            refused(ctx, exc)
             return
+
+
+def refused(ctx: context_mod.Context, exc: errors.Conflict | errors.Invalid) -> None:
+    """Record a refused finalizer patch: a lost race retries soon; an object the API server finds invalid as a whole
+    (its stored spec fails a schema made stricter since) is that error, retried with backoff, so the report names the
+    field to fix instead of a race that never happened — no finalizer patch can pass until the object is fixed."""
+    if isinstance(exc, errors.Invalid) and INVALID_OBJECT in exc.api_message:
+        ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc)
+    else:
+        ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
 
 
 def lost_race(exc: errors.ApiError) -> errors.TemporaryError:

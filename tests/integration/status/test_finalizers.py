@@ -13,7 +13,8 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import children
-from okt.testing import condition, waiting
+from okt.status import events
+from okt.testing import condition, crds, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -336,3 +337,68 @@ def test_a_cleanup_that_answers_requeue_after_or_give_up_keeps_the_finalizer_unt
     assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
     assert reconciler.cleanups == 2
     wait_until_gone(kube, widget_kind, namespace)
+
+
+def gauge_crd(maximum: int | None) -> dict[str, Any]:
+    """A CRD whose ``spec.size`` has a schema; with ``maximum`` it refuses what it stored before."""
+    crd = crds.schemaless_crd(shared.GROUP, "Gauge", "gauges")
+    size: dict[str, Any] = {"type": "integer"} if maximum is None else {"type": "integer", "maximum": maximum}
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {"size": size}},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        }
+    }
+    return crd
+
+
+class GaugeReconciler(okt.Reconciler):
+    api_version = f"{shared.GROUP}/v1"
+    kind = "Gauge"
+    plural = "gauges"
+    finalizer = FINALIZER
+
+
+def test_a_finalizer_patch_the_api_server_finds_invalid_reports_why_instead_of_a_lost_race(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    gauge_kind: kinds.Kind = apply_crd(gauge_crd(None))
+    kube.create(
+        {
+            "apiVersion": gauge_kind.api_version,
+            "kind": "Gauge",
+            "metadata": {"name": NAME, "namespace": namespace},
+            "spec": {"size": 100},
+        },
+        gauge_kind,
+    )
+    try:
+        apply_crd(gauge_crd(10))  # the schema got stricter: every write of the stored object is now refused
+
+        def refused() -> bool:
+            try:
+                other_client.patch(gauge_kind, NAME, {"metadata": {"labels": {"probe": "x"}}}, namespace)
+            except errors.Invalid:
+                return True
+            return False
+
+        waiting.wait_for(refused, message="the stricter schema to be enforced")
+
+        recorder = events.EventRecorder(kube, "gauge-controller")
+        run = okt.reconcile(GaugeReconciler(), kube, None, namespace, NAME, kind=gauge_kind, recorder=recorder)
+
+        assert run.outcome.kind is okt.OutcomeKind.RETRY
+        assert isinstance(run.outcome.error, errors.Invalid), "the server's reason, not a race that never happened"
+        assert run.outcome.delay is None, "backed off, not the fast retry of a lost race"
+        assert "spec.size" in str(run.outcome.error)
+        # The status write is refused too (the object fails its schema): the Warning event is what says why.
+        uid = kube.get(gauge_kind, NAME, namespace)["metadata"]["uid"]
+        items, _ = kube.list(kinds.EVENT, namespace)
+        warnings = [e["message"] for e in items if e["involvedObject"].get("uid") == uid and e["type"] == "Warning"]
+        assert warnings and all("spec.size" in message for message in warnings)
+    finally:
+        apply_crd(gauge_crd(None))
+        kube.delete(gauge_kind, NAME, namespace)

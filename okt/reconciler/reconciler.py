@@ -170,6 +170,12 @@ class Reconciler:
             # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
         _check_settings(cls)
+        if cls.finalizer in GARBAGE_COLLECTOR_FINALIZERS:
+            raise TypeError(
+                f"{cls.__name__}.finalizer = {cls.finalizer!r}: the garbage collector's own finalizer (it acts on it "
+                "and removes it, so the object could go before its cleanup ran); expected a name of yours, e.g. "
+                '"example.com/cleanup"'
+            )
 
     # -- naming --------------------------------------------------------------------------------------------------
 
@@ -442,6 +448,11 @@ Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start wit
 went into every object's ``metadata.finalizers`` (a list of names), and a name the API server refuses (it takes a
 qualified name, as a label key: ``"example.com/clean up"``) had every finalizer patch answered 422, read as a lost race
 and retried for ever, no child written; ``""`` silently meant no cleanup."""
+
+
+GARBAGE_COLLECTOR_FINALIZERS = frozenset({"orphan", "foregroundDeletion"})
+"""The finalizers the garbage collector acts on: on a deleted object it orphans or deletes the dependents, then removes
+the name itself — whether or not okt's cleanup ran."""
 
 
 def _check_settings(cls: type[Reconciler]) -> None:

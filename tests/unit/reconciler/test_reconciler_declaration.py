@@ -138,6 +138,14 @@ def test_a_finalizer_name_the_api_server_refuses_is_refused_when_the_class_is_de
         type("Cleaner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "C", "finalizer": finalizer})
 
 
+@pytest.mark.parametrize("finalizer", ["orphan", "foregroundDeletion"])
+def test_the_garbage_collectors_own_finalizer_is_refused_when_the_class_is_defined(finalizer: str) -> None:
+    # Accepted, okt put it on every object: on deletion the garbage collector acted on it (orphaned or deleted the
+    # children) and removed it, and the object could go before its cleanup ran.
+    with pytest.raises(TypeError, match=r"^Cleaner\.finalizer = .*: the garbage collector's own finalizer"):
+        type("Cleaner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "C", "finalizer": finalizer})
+
+
 class _Spec(pydantic.BaseModel):
     replicas: int = 1
 

@@ -33,6 +33,7 @@ object. A cluster-scoped kind watched with ``--namespace`` is asked about in tho
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ from okt.codegen import errors as codegen_errors
 from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import core
 
 ACCESS_REVIEW = kinds.Kind(
     "authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False
@@ -120,6 +122,27 @@ def _permissions_of(rules: Sequence[dict[str, Any]], scopes: Sequence[str | None
                 for verb in rule["verbs"]:
                     found += [Permission(verb, group, resource, scope, name) for scope in scopes for name in names]
     return found
+
+
+def _as_served(client: kube_client.Client, cls: type[Any]) -> type[Any]:
+    """``cls`` with its primary kind's plural as the API server serves it: the runtime reads a plural the reconciler
+    does not declare (and a kind named as kubectl names it) from discovery, so the check asks about the resource the
+    operator will use — not okt's guess (``Person`` is served as ``people``, never ``persons``). A kind discovery
+    cannot resolve is checked as declared: the start reports it in one line."""
+    try:
+        served = core.resolved(cls, client)
+        if served.plural:
+            return served
+        plural = core.primary_kind(served, client).plural
+    except errors.OktError:
+        return cls
+    return types.new_class(
+        served.__name__,
+        (served,),
+        exec_body=lambda namespace: namespace.update(
+            {"plural": plural, "__module__": served.__module__, "__qualname__": served.__qualname__}
+        ),
+    )
 
 
 def allowed(client: kube_client.Client, permission: Permission) -> bool:
@@ -202,7 +225,11 @@ def missing(
     client's identity (see the module docstring); ``warn`` receives one line when the check cannot be made."""
     try:
         needed = required(
-            reconcilers, namespaces, leader_elect=leader_elect, lease_namespace=lease_namespace, extra=extra
+            [_as_served(client, cls) for cls in reconcilers],
+            namespaces,
+            leader_elect=leader_elect,
+            lease_namespace=lease_namespace,
+            extra=extra,
         )
     except codegen_errors.CodegenError as exc:
         warn(f"permissions not checked: {exc}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import okt
 from okt.cli import permissions
 from okt.codegen import deploy, rbac
 from okt.kube import client as kube_client
@@ -32,6 +33,8 @@ WILDCARD = envtest.TokenUser.service_account("depot-w", "gizmo-operator")
 """Holds permissions through wildcards, ``*/status`` and ``resourceNames`` (some refused)."""
 CONVERTER = envtest.TokenUser.service_account("depot-c", "gadget-operator")
 """Runs an operator with a conversion webhook, with ``okt gen deploy``'s webhook arguments."""
+PERSONS = envtest.TokenUser.service_account("depot-p", "person-operator")
+"""Holds the permissions of an operator of a kind whose plural is irregular (Person, people)."""
 GROUP = "perm.okt.io"
 
 OPERATOR_SOURCE = textwrap.dedent(
@@ -69,9 +72,9 @@ OPERATOR_SOURCE = textwrap.dedent(
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
     plane = envtest.ControlPlane(
-        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER),
+        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS),
         audit_log=True,
-        crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"),),
+        crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"), crds.schemaless_crd(GROUP, "Person", "people")),
     )
     plane.start()
     try:
@@ -295,6 +298,32 @@ def test_with_the_webhook_ca_options_okt_run_asks_to_get_and_patch_the_crd_of_it
             )
             == []
         )
+    finally:
+        client.close()
+        admin.close()
+
+
+def test_a_primary_kind_declared_without_its_plural_is_checked_under_the_plural_the_server_serves(
+    plane: envtest.ControlPlane,
+) -> None:
+    class PersonReconciler(okt.Reconciler):
+        api_version = f"{GROUP}/v1"
+        kind = "Person"  # served as "people": the runtime reads the plural from discovery
+
+    class Declared(PersonReconciler):
+        plural = "people"
+
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(PERSONS))
+    try:
+        create_namespaces(admin, "depot-p")
+        apply(admin, rbac.rbac_for_reconcilers([Declared], namespace="depot-p", service_account="person-operator"))
+
+        refused = permissions.missing(
+            client, [PersonReconciler], ["depot-p"], leader_elect=False, lease_namespace="depot-p", warn=print
+        )
+
+        assert refused == []
     finally:
         client.close()
         admin.close()

@@ -833,8 +833,10 @@ class Client:
                 group_version = str(version.get("groupVersion") or "")
                 try:
                     listing = self.request("GET", f"/apis/{group_version}", verb="get", resource="discovery").json()
-                except errors.ServerError:
-                    continue  # an aggregated API that is down (metrics-server) must not hide the others
+                except (errors.ServerError, errors.NotFound):
+                    # An aggregated API that is down (metrics-server: 503) or still registering (404), a group gone
+                    # since /apis was read (404): kubectl skips it too, and it must not hide the others.
+                    continue
                 served += discovery.served_from(group_version, listing, preferred=group_version == preferred)
         with self._kinds_lock:
             for item in served:

@@ -65,3 +65,22 @@ def test_a_kind_served_after_discovery_was_read_is_found(
         assert client.resolve_name("latecomers.late.okt.io").kind == "Latecomer"
     finally:
         client.close()
+
+
+def test_a_group_listed_but_not_served_does_not_hide_the_others(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane
+) -> None:
+    # An APIService without a backend, for a group no one serves: /apis lists the group and its listing answers 404,
+    # as an aggregated API's does while it registers, or a CRD group's deleted between the two requests.
+    api_services = kinds.Kind("apiregistration.k8s.io/v1", "APIService", "apiservices", namespaced=False)
+    spec = {"group": "unserved.okt.io", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15}
+    metadata = {"name": "v1.unserved.okt.io"}
+    kube.create(
+        {"apiVersion": api_services.api_version, "kind": "APIService", "metadata": metadata, "spec": spec}, api_services
+    )
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        assert client.resolve_name("deploy").api_version == "apps/v1"
+    finally:
+        client.close()
+        kube.delete(api_services, "v1.unserved.okt.io")

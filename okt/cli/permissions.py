@@ -32,6 +32,7 @@ object. A cluster-scoped kind watched with ``--namespace`` is asked about in tho
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types
 from collections.abc import Callable, Sequence
@@ -42,7 +43,7 @@ from okt.codegen import errors as codegen_errors
 from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.reconciler import core
+from okt.reconciler import core, watches
 
 ACCESS_REVIEW = kinds.Kind(
     "authorization.k8s.io/v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", namespaced=False
@@ -125,24 +126,27 @@ def _permissions_of(rules: Sequence[dict[str, Any]], scopes: Sequence[str | None
 
 
 def _as_served(client: kube_client.Client, cls: type[Any]) -> type[Any]:
-    """``cls`` with its primary kind's plural as the API server serves it: the runtime reads a plural the reconciler
-    does not declare (and a kind named as kubectl names it) from discovery, so the check asks about the resource the
-    operator will use — not okt's guess (``Person`` is served as ``people``, never ``persons``). A kind discovery
-    cannot resolve is checked as declared: the start reports it in one line."""
+    """``cls`` with its kinds as the API server serves them: the runtime reads from discovery a plural the reconciler
+    does not declare and a kind named as kubectl names it (its own or a watch's), so the check asks about the
+    resources the operator will use — not okt's guess (``Person`` is served as ``people``, never ``persons``, and a
+    watch of ``Person.example.com`` lists ``people``). A kind discovery cannot resolve is checked as declared: the
+    start reports it in one line."""
     try:
         served = core.resolved(cls, client)
-        if served.plural:
-            return served
-        plural = core.primary_kind(served, client).plural
     except errors.OktError:
         return cls
-    return types.new_class(
-        served.__name__,
-        (served,),
-        exec_body=lambda namespace: namespace.update(
-            {"plural": plural, "__module__": served.__module__, "__qualname__": served.__qualname__}
-        ),
-    )
+    attributes: dict[str, Any] = {"__module__": served.__module__, "__qualname__": served.__qualname__}
+    with contextlib.suppress(errors.OktError):
+        attributes["plural"] = served.plural or core.primary_kind(served, client).plural
+    attributes["watches"] = tuple(_watch_as_served(client, w) for w in served.watches)
+    return types.new_class(served.__name__, (served,), exec_body=lambda namespace: namespace.update(attributes))
+
+
+def _watch_as_served(client: kube_client.Client, declared: watches.Watch) -> watches.Watch:
+    try:
+        return dataclasses.replace(declared, kind=watches.resolve(client, declared.kind))
+    except errors.OktError:
+        return declared
 
 
 def allowed(client: kube_client.Client, permission: Permission) -> bool:

@@ -35,6 +35,8 @@ CONVERTER = envtest.TokenUser.service_account("depot-c", "gadget-operator")
 """Runs an operator with a conversion webhook, with ``okt gen deploy``'s webhook arguments."""
 PERSONS = envtest.TokenUser.service_account("depot-p", "person-operator")
 """Holds the permissions of an operator of a kind whose plural is irregular (Person, people)."""
+WATCHER = envtest.TokenUser.service_account("depot-v", "gizmo-operator")
+"""Holds the permissions of an operator that watches people."""
 GROUP = "perm.okt.io"
 
 OPERATOR_SOURCE = textwrap.dedent(
@@ -72,7 +74,7 @@ OPERATOR_SOURCE = textwrap.dedent(
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
     plane = envtest.ControlPlane(
-        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS),
+        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS, WATCHER),
         audit_log=True,
         crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"), crds.schemaless_crd(GROUP, "Person", "people")),
     )
@@ -321,6 +323,36 @@ def test_a_primary_kind_declared_without_its_plural_is_checked_under_the_plural_
 
         refused = permissions.missing(
             client, [PersonReconciler], ["depot-p"], leader_elect=False, lease_namespace="depot-p", warn=print
+        )
+
+        assert refused == []
+    finally:
+        client.close()
+        admin.close()
+
+
+def test_a_kind_watched_by_its_kubectl_name_is_checked_under_the_plural_the_server_serves(
+    plane: envtest.ControlPlane,
+) -> None:
+    people = kinds.Kind(f"{GROUP}/v1", "Person", "people")
+
+    class Declared(okt.Reconciler):
+        api_version = f"{GROUP}/v1"
+        kind = "Gizmo"
+        plural = "gizmos"
+        watches = (okt.watch(people, map=lambda obj, ctx: []),)
+
+    class WatchingByName(Declared):
+        watches = (okt.watch(f"Person.{GROUP}", map=lambda obj, ctx: []),)  # kind.group, as kubectl takes it
+
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(WATCHER))
+    try:
+        create_namespaces(admin, "depot-v")
+        apply(admin, rbac.rbac_for_reconcilers([Declared], namespace="depot-v", service_account="gizmo-operator"))
+
+        refused = permissions.missing(
+            client, [WatchingByName], ["depot-v"], leader_elect=False, lease_namespace="depot-v", warn=print
         )
 
         assert refused == []

@@ -784,7 +784,13 @@ class Client:
         if known is not None:
             return known
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        listing = self.request("GET", path, verb="get", resource="discovery").json()
+        not_served = errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+        try:
+            listing = self.request("GET", path, verb="get", resource="discovery").json()
+        except errors.NotFound as exc:
+            # No such group version (its CRD not installed yet): the same line as a kind its group lacks, naming
+            # the kind, not "404 page not found".
+            raise not_served from exc
         found: kinds.Kind | None = None
         with self._kinds_lock:
             for item in listing.get("resources", []):
@@ -795,7 +801,7 @@ class Client:
                 if item["kind"] == kind:
                     found = resolved
         if found is None:
-            raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+            raise not_served
         return found
 
     def resolve_name(self, name: str) -> kinds.Kind:

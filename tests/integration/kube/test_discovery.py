@@ -84,3 +84,12 @@ def test_a_group_listed_but_not_served_does_not_hide_the_others(
     finally:
         client.close()
         kube.delete(api_services, "v1.unserved.okt.io")
+
+
+@pytest.mark.parametrize("api_version", [f"{shared.GROUP}/v1", "nothing.okt.io/v1"])
+def test_a_kind_the_server_does_not_serve_is_named_in_the_error_whether_its_group_is_served_or_not(
+    kube: kube_client.Client, widget_kind: kinds.Kind, api_version: str
+) -> None:
+    with pytest.raises(okt.errors.NotFound) as caught:
+        kube.resolve(api_version, "Thing")
+    assert str(caught.value) == f"404 NotFound: the server does not serve Thing in {api_version}"

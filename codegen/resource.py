@@ -125,7 +125,9 @@ def render(
         template: the child's Jinja2 YAML template (see :func:`okt.codegen.manifest.to_template`).
         command: the command line recorded in the generated module's header.
         line_length: the line length ruff enforces on the output: the header is wrapped to it, and a template
-            line longer than it gets the template a ``# noqa: E501`` (a manifest is embedded verbatim).
+            line longer than it gets the template a ``# noqa: E501, RUF100`` (a manifest is embedded verbatim;
+            ``RUF100`` keeps the directive from being reported as unused where E501 is not enabled, as with ruff's
+            default rules).
     """
     gen_name, user_name = module_names(spec.kind, cr_kind)
     base_class = f"{spec.kind}{cr_kind}Base"

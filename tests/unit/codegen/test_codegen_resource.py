@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -298,7 +300,30 @@ def test_a_template_line_longer_than_the_ruff_line_length_gets_a_noqa(
     text = BASE + "metadata:\n  name: a\ndata:\n" + prefix + "v" * (length - len(prefix)) + "\n"
     generate_in(tmp_path, "ConfigMap", manifest_text=text)
     source = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text()
-    assert ('"""  # noqa: E501\n' in source) is noqa
+    assert ('"""  # noqa: E501, RUF100\n' in source) is noqa
+
+
+@pytest.mark.parametrize(
+    "configuration",
+    [
+        pytest.param(["--isolated"], id="ruff-defaults"),
+        pytest.param(["--config", str(HERE.parents[2] / "pyproject.toml")], id="repository-configuration"),
+    ],
+)
+def test_a_wrapper_with_a_template_line_longer_than_any_line_length_passes_ruff(
+    configuration: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ruff's default rules leave E501 out but report a noqa that names it as unused (RUF100).
+    monkeypatch.chdir(tmp_path)
+    text = BASE + "metadata:\n  name: a\ndata:\n  key: " + "word " * 40 + "end\n"
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", *configuration, "resources"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ spec:
               memory: 96Mi
             limits:
               memory: 96Mi
-"""  # noqa: E501
+"""  # noqa: E501, RUF100
 """The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
 
 HASHED_FIELDS: tuple[str, ...] = ("spec",)

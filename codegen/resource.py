@@ -124,10 +124,11 @@ def render(
         cr_kind, group, version: the custom resource that owns the child (documentation and names only).
         template: the child's Jinja2 YAML template (see :func:`okt.codegen.manifest.to_template`).
         command: the command line recorded in the generated module's header.
-        line_length: the line length ruff enforces on the output: the header is wrapped to it, and a template
-            line longer than it gets the template a ``# noqa: E501, RUF100`` (a manifest is embedded verbatim;
-            ``RUF100`` keeps the directive from being reported as unused where E501 is not enabled, as with ruff's
-            default rules).
+        line_length: the line length ruff enforces on the output: the header is wrapped to it, the author's
+            module imports the base class in parentheses when one line would be longer (as ruff's import sorting
+            wants it), and a template line longer than it gets the template a ``# noqa: E501, RUF100`` (a manifest
+            is embedded verbatim; ``RUF100`` keeps the directive from being reported as unused where E501 is not
+            enabled, as with ruff's default rules).
     """
     gen_name, user_name = module_names(spec.kind, cr_kind)
     base_class = f"{spec.kind}{cr_kind}Base"
@@ -140,6 +141,7 @@ def render(
         "header": _header(command, user_name, line_length),
         "template_literal": literal,
         "template_needs_noqa": any(len(line) > line_length for line in literal.splitlines()),
+        "base_import_wrapped": len(f"from .{gen_name} import {base_class}") > line_length,
         "hashed_literal": _tuple_literal(spec.hashed),
         "base_class": base_class,
         "user_class": f"{spec.kind}{cr_kind}",

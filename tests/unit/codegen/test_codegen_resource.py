@@ -326,6 +326,20 @@ def test_a_wrapper_with_a_template_line_longer_than_any_line_length_passes_ruff(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_wrappers_of_every_kind_pass_ruff_default_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No ruff configuration governs the output: the default line length (88) sorts and wraps its imports.
+    monkeypatch.chdir(tmp_path)
+    for kind in KINDS:
+        generate_in(tmp_path, kind)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", "--isolated", "resources"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [

@@ -7,7 +7,9 @@ hashed fields) and never touches this file.
 
 import okt
 
-from .horizontal_pod_autoscaler_memcached_gen import HorizontalPodAutoscalerMemcachedBase
+from .horizontal_pod_autoscaler_memcached_gen import (
+    HorizontalPodAutoscalerMemcachedBase,
+)
 
 
 class HorizontalPodAutoscalerMemcached(HorizontalPodAutoscalerMemcachedBase):

@@ -341,6 +341,28 @@ def test_the_wrappers_of_every_kind_pass_ruff_default_rules(tmp_path: Path, monk
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["check", "--select", "E501"], id="line-length"),
+        pytest.param(["format", "--check"], id="format"),
+    ],
+)
+def test_the_lines_the_generator_writes_keep_to_88_columns(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for kind in KINDS:
+        generate_in(tmp_path, kind)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "ruff"), *command, "--no-cache", "--isolated", "resources"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
     ("files", "expected"),
     [
         pytest.param({}, 88, id="no-configuration"),

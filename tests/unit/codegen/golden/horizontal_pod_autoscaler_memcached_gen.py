@@ -50,7 +50,9 @@ class HorizontalPodAutoscalerMemcachedBase(okt.MutableResource):
     template = TEMPLATE
 
     def hashable_ref(self) -> dict[str, Any]:
-        """The ``HASHED_FIELDS`` the desired object has, with its labels and annotations: what is hashed and what
-        okt repairs when someone else changes it."""
+        """The ``HASHED_FIELDS`` the desired object has, with its labels and
+        annotations: what is hashed and what okt repairs when someone else
+        changes it."""
         ref: dict[str, Any] = super().hashable_ref()
-        return {key: value for key, value in ref.items() if key in HASHED_FIELDS or key in ("labels", "annotations")}
+        kept = (*HASHED_FIELDS, "labels", "annotations")
+        return {key: value for key, value in ref.items() if key in kept}

@@ -308,8 +308,13 @@ def _tuple_literal(values: Sequence[str]) -> str:
 
 
 def _triple_quoted_body(text: str) -> str:
-    """``text`` escaped to sit verbatim between triple double quotes."""
-    escaped = text.replace("\\", "\\\\")
+    """``text`` escaped to sit verbatim between triple double quotes.
+
+    A tab (a Makefile or a tab-separated file in a ConfigMap) is written ``\\t`` and a zero-width space
+    ``\\u200b``: ruff refuses both unescaped in source (E101/W191, PLE2515), and the two escapes read back as the
+    characters themselves.
+    """
+    escaped = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\u200b", "\\u200b")
     if '"""' in escaped:
         escaped = escaped.replace('"', '\\"')
     return escaped

@@ -70,6 +70,12 @@ def spec_for(kind: str) -> dictionary.KindSpec:
     return dictionary.builtin().lookup(kind)
 
 
+def run_ruff(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """The virtual environment's ruff, without its cache, on generated files."""
+    command = [str(Path(sys.executable).parent / "ruff"), *arguments, "--no-cache"]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_generated_modules_match_the_golden_files(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -317,12 +323,7 @@ def test_a_wrapper_with_a_template_line_longer_than_any_line_length_passes_ruff(
     monkeypatch.chdir(tmp_path)
     text = BASE + "metadata:\n  name: a\ndata:\n  key: " + "word " * 40 + "end\n"
     generate_in(tmp_path, "ConfigMap", manifest_text=text)
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", *configuration, "resources"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_ruff("check", *configuration, "resources")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -331,12 +332,7 @@ def test_the_wrappers_of_every_kind_pass_ruff_default_rules(tmp_path: Path, monk
     monkeypatch.chdir(tmp_path)
     for kind in KINDS:
         generate_in(tmp_path, kind)
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "ruff"), "check", "--no-cache", "--isolated", "resources"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_ruff("check", "--isolated", "resources")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -353,13 +349,29 @@ def test_the_lines_the_generator_writes_keep_to_88_columns(
     monkeypatch.chdir(tmp_path)
     for kind in KINDS:
         generate_in(tmp_path, kind)
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "ruff"), *command, "--no-cache", "--isolated", "resources"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_ruff(*command, "--isolated", "resources")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("all:\n\t$(MAKE) -C src\n", id="tab-indented-makefile"),
+        pytest.param("a\u200bb\n", id="zero-width-space"),
+    ],
+)
+def test_a_template_character_ruff_refuses_unescaped_is_escaped(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = BASE + "metadata:\n  name: a\ndata:\n  file: |\n" + textwrap.indent(value, "    ")
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    source = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text(encoding="utf-8")
+
+    result = run_ruff("check", "--config", str(HERE.parents[2] / "pyproject.toml"), "resources")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert yaml.safe_load(manifest.neutralized(template_of(source)))["data"] == {"file": value}
 
 
 @pytest.mark.parametrize(

@@ -126,9 +126,8 @@ def render(
         command: the command line recorded in the generated module's header.
         line_length: the line length ruff enforces on the output: the header is wrapped to it, the author's
             module imports the base class in parentheses when one line would be longer (as ruff's import sorting
-            wants it), and a template line longer than it gets the template a ``# noqa: E501, RUF100`` (a manifest
-            is embedded verbatim; ``RUF100`` keeps the directive from being reported as unused where E501 is not
-            enabled, as with ruff's default rules).
+            wants it), and a template line longer than it gets the template a ``# noqa`` (see
+            :func:`_template_noqa`).
     """
     gen_name, user_name = module_names(spec.kind, cr_kind)
     base_class = f"{spec.kind}{cr_kind}Base"
@@ -140,7 +139,7 @@ def render(
         "version": version,
         "header": _header(command, user_name, line_length),
         "template_literal": literal,
-        "template_needs_noqa": any(len(line) > line_length for line in literal.splitlines()),
+        "template_noqa": _template_noqa(literal, line_length),
         "base_import_wrapped": len(f"from .{gen_name} import {base_class}") > line_length,
         "hashed_literal": _tuple_literal(spec.hashed),
         "base_class": base_class,
@@ -318,6 +317,21 @@ def _triple_quoted_body(text: str) -> str:
     if '"""' in escaped:
         escaped = escaped.replace('"', '\\"')
     return escaped
+
+
+def _template_noqa(literal: str, line_length: int) -> list[str]:
+    """The ruff rules the manifest, embedded verbatim, may break in ``TEMPLATE``: the codes of its ``# noqa``.
+
+    A line longer than ``line_length`` breaks E501; a non-ASCII character may be one ruff calls ambiguous (RUF001:
+    an en dash, a typographic apostrophe). ``RUF100`` keeps the directive from being reported as unused where a rule
+    is not enabled (ruff's default rules leave E501 out) or a character is not ambiguous.
+    """
+    codes = []
+    if any(len(line) > line_length for line in literal.splitlines()):
+        codes.append("E501")
+    if not literal.isascii():
+        codes.append("RUF001")
+    return [*codes, "RUF100"] if codes else []
 
 
 def _header(command: Sequence[str], user_module: str, line_length: int) -> list[str]:

@@ -375,6 +375,26 @@ def test_a_template_character_ruff_refuses_unescaped_is_escaped(
 
 
 @pytest.mark.parametrize(
+    "configuration",
+    [
+        pytest.param(["--isolated"], id="ruff-defaults"),
+        pytest.param(["--config", str(HERE.parents[2] / "pyproject.toml")], id="repository-configuration"),
+    ],
+)
+def test_a_wrapper_whose_template_holds_non_ascii_text_passes_ruff(
+    configuration: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An en dash, a typographic apostrophe and Cyrillic letters are "ambiguous" to ruff (RUF001).
+    monkeypatch.chdir(tmp_path)
+    text = BASE + "metadata:\n  name: a\ndata:\n  greeting: l\u2019\u00e9t\u00e9 \u2013 \u043b\u0435\u0442\u043e\n"
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+
+    result = run_ruff("check", *configuration, "resources")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
     ("files", "expected"),
     [
         pytest.param({}, 88, id="no-configuration"),

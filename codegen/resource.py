@@ -29,6 +29,7 @@ import re
 import shlex
 import tempfile
 import tomllib
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,11 +328,16 @@ def _template_noqa(literal: str, line_length: int) -> list[str]:
     is not enabled (ruff's default rules leave E501 out) or a character is not ambiguous.
     """
     codes = []
-    if any(len(line) > line_length for line in literal.splitlines()):
+    if any(_width(line) > line_length for line in literal.splitlines()):
         codes.append("E501")
     if not literal.isascii():
         codes.append("RUF001")
     return [*codes, "RUF100"] if codes else []
+
+
+def _width(line: str) -> int:
+    """The columns ``line`` takes, as ruff counts them for E501: a wide East Asian character takes two."""
+    return sum(2 if unicodedata.east_asian_width(character) in ("W", "F") else 1 for character in line)
 
 
 def _header(command: Sequence[str], user_module: str, line_length: int) -> list[str]:

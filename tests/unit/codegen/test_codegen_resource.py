@@ -394,6 +394,19 @@ def test_a_wrapper_whose_template_holds_non_ascii_text_passes_ruff(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_template_line_of_wide_characters_is_measured_in_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 50 CJK characters take 100 columns, past the 88 of ruff's default line length.
+    monkeypatch.chdir(tmp_path)
+    text = BASE + "metadata:\n  name: a\ndata:\n  greeting: " + "\u6b22\u8fce" * 25 + "\n"
+    generate_in(tmp_path, "ConfigMap", manifest_text=text)
+
+    result = run_ruff("check", "--isolated", "--extend-select", "E501", "resources")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [

@@ -152,7 +152,13 @@ def _trim(raw: str) -> str:
     lines = [line.rstrip() for line in raw.splitlines()]
     while lines and (not lines[0] or _DOCUMENT_MARKER.match(lines[0])):
         lines.pop(0)
-    while lines and (not lines[-1] or _DOCUMENT_MARKER.match(lines[-1])):
+    # A marker followed only by comments (a file's closing ``---`` and a note) starts a second, empty document:
+    # the object renders fine, but a template of two documents does not. The markers go, the comments stay.
+    tail = len(lines)
+    while tail and (not lines[tail - 1] or lines[tail - 1].startswith("#") or _DOCUMENT_MARKER.match(lines[tail - 1])):
+        tail -= 1
+    lines = lines[:tail] + [line for line in lines[tail:] if not _DOCUMENT_MARKER.match(line)]
+    while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n" if lines else ""
 

@@ -408,6 +408,27 @@ def test_a_template_line_of_wide_characters_is_measured_in_columns(
 
 
 @pytest.mark.parametrize(
+    ("ending", "comments"),
+    [
+        pytest.param("---\n# end of the file\n", "# end of the file\n", id="marker-then-comment"),
+        pytest.param("---\n\n# one\n\n# two\n---\n", "\n# one\n\n# two\n", id="markers-around-comments"),
+        pytest.param("...\n# end of the file\n", "# end of the file\n", id="document-end-then-comment"),
+    ],
+)
+def test_a_document_marker_followed_only_by_comments_leaves_a_template_of_one_document(
+    ending: str, comments: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, "ConfigMap", manifest_text=BASE + "metadata:\n  name: a\ndata:\n  k: v\n" + ending)
+    template = template_of((tmp_path / "resources" / "config_map_memcached_gen.py").read_text())
+
+    rendered = templating.render_template(template, {"cr": None, "name": "n", "namespace": "ns"})
+
+    assert rendered["data"] == {"k": "v"}
+    assert template.endswith("  k: v\n" + comments)
+
+
+@pytest.mark.parametrize(
     ("files", "expected"),
     [
         pytest.param({}, 88, id="no-configuration"),

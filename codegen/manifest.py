@@ -149,7 +149,9 @@ def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindS
 
 
 def _trim(raw: str) -> str:
-    lines = [line.rstrip() for line in raw.splitlines()]
+    # Only the line breaks of source text: str.splitlines() and str.rstrip() also take a value's U+2028 for a line
+    # break and a no-break space for a blank, which YAML keeps as characters of the value.
+    lines = [line.rstrip(" \t") for line in raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     while lines and (not lines[0] or _DOCUMENT_MARKER.match(lines[0])):
         lines.pop(0)
     # A marker followed only by comments (a file's closing ``---`` and a note) starts a second, empty document:
@@ -195,7 +197,7 @@ def _with_placeholders(
 
 def _edit_lines(text: str, spec: dictionary.KindSpec) -> str | None:
     """Replace or insert the name/namespace lines of the top-level ``metadata:`` block; None when it is not simple."""
-    lines = text.splitlines()
+    lines = text.split("\n")[:-1]  # the text ends with its last line's break (see _trim)
     start = next((index for index, line in enumerate(lines) if _METADATA_LINE.match(line)), None)
     if start is None:
         return None

@@ -328,7 +328,7 @@ def _template_noqa(literal: str, line_length: int) -> list[str]:
     is not enabled (ruff's default rules leave E501 out) or a character is not ambiguous.
     """
     codes = []
-    if any(_width(line) > line_length for line in literal.splitlines()):
+    if any(_width(line) > line_length for line in literal.split("\n")):
         codes.append("E501")
     if not literal.isascii():
         codes.append("RUF001")

@@ -429,6 +429,26 @@ def test_a_document_marker_followed_only_by_comments_leaves_a_template_of_one_do
 
 
 @pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        pytest.param('  k: "a\u2028b"\n', "a\u2028b", id="line-separator-in-a-quoted-value"),
+        pytest.param("  k: a\u00a0\n", "a\u00a0", id="no-break-space-ending-a-plain-value"),
+    ],
+)
+def test_a_unicode_space_or_line_separator_of_a_value_reaches_the_template_unchanged(
+    line: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert yaml.safe_load(BASE + "data:\n" + line)["data"] == {"k": value}
+    generate_in(tmp_path, "ConfigMap", manifest_text=BASE + "metadata:\n  name: a\ndata:\n" + line)
+    template = template_of((tmp_path / "resources" / "config_map_memcached_gen.py").read_text(encoding="utf-8"))
+
+    rendered = templating.render_template(template, {"cr": None, "name": "n", "namespace": "ns"})
+
+    assert rendered["data"] == {"k": value}
+
+
+@pytest.mark.parametrize(
     ("files", "expected"),
     [
         pytest.param({}, 88, id="no-configuration"),

@@ -360,6 +360,7 @@ def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary,
         if not getattr(kind, "namespaced", True) and not cluster_wide:
             raise errors.CodegenError(f"{owner.__name__}.watches: {kind.kind!r} is cluster-scoped: use --cluster-wide")
         return str(kind.api_version).rpartition("/")[0], str(kind.plural)
+    named = kind.strip().partition(".")[0]
     word, dot, rest = kind.strip().lower().partition(".")
     version, _, after_version = rest.partition(".")
     group = (after_version if _VERSION.match(version) else rest) if dot else None
@@ -370,7 +371,9 @@ def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary,
                 raise errors.CodegenError(f"{owner.__name__}.watches: {kind!r} is cluster-scoped: use --cluster-wide")
             return spec_group, spec.plural
     if group is not None:
-        return group, word
+        # A kind of no dictionary, ``Widget.example.com`` as kubectl reads it: the rule names its plural (the runtime
+        # asks discovery for it; okt's plural rule is the one ``okt gen crd`` declares), never the kind's own name.
+        return group, kube_kinds.plural_of(named) if named[:1].isupper() else word
     raise errors.CodegenError(
         f"{owner.__name__}.watches: {kind!r} is not in the kind dictionary: name it as plural.group "
         "(widgets.example.com) or with an okt.Kind"

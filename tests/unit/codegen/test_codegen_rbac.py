@@ -400,6 +400,9 @@ def test_watched_kinds_are_only_read() -> None:
         ("deployment.apps", "apps", "deployments"),
         ("configmaps.v1", "", "configmaps"),
         ("gizmos.v1beta1.z.example.com", "z.example.com", "gizmos"),
+        # A kind of no dictionary, named by its kind as kubectl reads Kind.group: its plural, not its name.
+        ("Widget.example.com", "example.com", "widgets"),
+        ("Policy.v1.z.example.com", "z.example.com", "policies"),
     ],
 )
 def test_a_watch_named_with_its_group_or_version_as_kubectl_names_it_reads_that_kind(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import pathlib
 import time
@@ -395,6 +396,11 @@ def run_command(
             on_cleanup=cleanups,
             webhooks=webhooks,
         )
+        # What exists now (modules, classes, the operator's code and settings: some 60,000 objects) lives as long as
+        # the process. Out of the collector's reach, a full collection, which the garbage of decoding lists and of
+        # reconciles triggers again and again, no longer walks it each time: on a restart over 3000 objects the
+        # collector's full collections took 0.13-0.23 s instead of 0.62 s.
+        gc.freeze()
         mgr.run()
         if mgr.lost_leadership:
             raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")

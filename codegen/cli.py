@@ -245,8 +245,9 @@ def resource_command(
 ) -> None:
     """Generate the okt resource wrapper of MANIFEST's kind, owned by the custom resource CRKIND.
 
-    Writes OUT/<type>_<crkind>_gen.py (always rewritten) and OUT/<type>_<crkind>.py (yours: written only when
-    missing, never touched again).
+    Writes OUT/<type>_<crkind>_gen.py (rewritten from the manifest it was generated from) and OUT/<type>_<crkind>.py
+    (yours: written only when missing, never touched again). A further manifest of the same kind gets modules named
+    after its file: OUT/<type>_<crkind>_<file>_gen.py and OUT/<type>_<crkind>_<file>.py.
     """
     if list_kinds:
         click.echo(kind_table(dictionary.load(dictionary_files)), nl=False)

@@ -10,13 +10,20 @@ okt generates it in Python, split the same way so that regeneration and hand-wri
 * ``<type>_<crkind>.py`` — **the author's, written only when missing**: ``class <Type><CrKind>(<...>Base)`` with a
   documented ``mutate_with_cr`` whose default changes nothing.
 
+A custom resource may own several children of one kind (a ConfigMap of settings and one of scripts), each from its own
+manifest. The first manifest generated takes the names above; a generated module records in its header the manifest
+it came from, so another manifest of the same kind never replaces it: it gets modules and classes of its own, named
+after its file (``scripts.yaml``: ``<type>_<crkind>_scripts_gen.py``, ``class <Type><CrKind>Scripts``). Regenerating
+from a manifest rewrites the module that manifest made, whichever its name.
+
 The author's module imports the generated one relatively, so the output directory is a package: an ``__init__.py`` is
 created there when missing (and never touched afterwards).
 
 Guarantees: the generated code passes ruff and mypy strict; generation is deterministic (the same inputs give the same
 bytes, the header records the command that regenerates it); an existing author's module is reported as kept and never
-opened for writing; every input error is one :class:`~okt.codegen.errors.CodegenError` line raised before anything is
-written.
+opened for writing; a generated module is only ever rewritten from the manifest it was generated from (the paths of
+its recorded command are read relative to each other, so regenerating from another directory finds it); every input
+error is one :class:`~okt.codegen.errors.CodegenError` line raised before anything is written.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ DEFAULT_LINE_LENGTH = 88
 _CR_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_FILE_NAME_WORD = re.compile(r"[A-Za-z0-9]+")
+_COMMAND_LINE = "#   "  # a line of the header's command: the other header lines start with "# " and a word
 _PACKAGE_DOCSTRING = '"""Resource wrappers from ``okt gen resource`` and their authors\' subclasses."""\n'
 
 
@@ -84,10 +93,22 @@ def snake_case(name: str) -> str:
     return _WORD_BOUNDARY.sub("_", name).lower()
 
 
-def module_names(resource_type: str, cr_kind: str) -> tuple[str, str]:
-    """The generated and the author's module names for a child kind and a custom resource kind."""
+def module_names(resource_type: str, cr_kind: str, suffix: str = "") -> tuple[str, str]:
+    """The generated and the author's module names for a child kind and a custom resource kind.
+
+    ``suffix`` (see :func:`manifest_suffix`) tells apart a further manifest of the same kind.
+    """
     stem = f"{snake_case(resource_type)}_{snake_case(cr_kind)}"
+    stem = f"{stem}_{suffix}" if suffix else stem
     return f"{stem}_gen", stem
+
+
+def manifest_suffix(manifest_path: Path) -> str:
+    """The words of the manifest's file name, snake_cased: ``configMap-scripts.yaml`` -> ``config_map_scripts``.
+
+    Empty when the file name holds no ASCII letter or digit.
+    """
+    return "_".join(snake_case(word) for word in _FILE_NAME_WORD.findall(manifest_path.stem))
 
 
 def regenerate_command(
@@ -117,6 +138,7 @@ def render(
     template: str,
     command: Sequence[str],
     line_length: int = DEFAULT_LINE_LENGTH,
+    suffix: str = "",
 ) -> Modules:
     """Render both modules of the wrapper (pure: no file is read or written).
 
@@ -129,9 +151,12 @@ def render(
             module imports the base class in parentheses when one line would be longer (as ruff's import sorting
             wants it), and a template line longer than it gets the template a ``# noqa`` (see
             :func:`_template_noqa`).
+        suffix: what tells this wrapper's modules and classes apart from the first of its kind (see
+            :func:`manifest_suffix`); empty for the first.
     """
-    gen_name, user_name = module_names(spec.kind, cr_kind)
-    base_class = f"{spec.kind}{cr_kind}Base"
+    gen_name, user_name = module_names(spec.kind, cr_kind, suffix)
+    user_class = spec.kind + cr_kind + "".join(word.capitalize() for word in suffix.split("_"))
+    base_class = f"{user_class}Base"
     literal = _triple_quoted_body(template)
     context = {
         "spec": spec,
@@ -144,7 +169,7 @@ def render(
         "base_import_wrapped": len(f"from .{gen_name} import {base_class}") > line_length,
         "hashed_literal": _tuple_literal(spec.hashed),
         "base_class": base_class,
-        "user_class": f"{spec.kind}{cr_kind}",
+        "user_class": user_class,
         "gen_module": gen_name,
         "user_module": user_name,
         "example": spec.example or 'self.desired.setdefault("metadata", {}).setdefault("labels", {})["app"] = cr.name',
@@ -171,16 +196,18 @@ def generate(
     """Generate the wrapper of ``resource_type`` owned by ``cr_kind`` from the manifest at ``manifest_path``.
 
     Writes ``<out_dir>/<type>_<crkind>_gen.py`` (always), ``<out_dir>/<type>_<crkind>.py`` (only when missing) and
-    ``<out_dir>/__init__.py`` (only when missing). Paths are recorded in the header as given, so pass them relative
-    to where the author will run the regeneration.
+    ``<out_dir>/__init__.py`` (only when missing). When ``<type>_<crkind>_gen.py`` was generated from another
+    manifest, the two modules are ``<type>_<crkind>_<file>`` instead, ``<file>`` from the manifest's file name (see
+    :func:`manifest_suffix`). Paths are recorded in the header as given, so pass them relative to where the author
+    will run the regeneration.
 
     Returns:
         One :class:`FileResult` per file considered, in the order above (``__init__.py`` only when created).
 
     Raises:
         CodegenError: unknown kind, invalid ``cr_kind``/``group``/``version``, a dictionary file or the manifest is
-            unreadable or invalid, the manifest's kind or apiVersion differ from the dictionary's, or a file cannot be
-            written.
+            unreadable or invalid, the manifest's kind or apiVersion differ from the dictionary's, both module names
+            are taken by wrappers of other manifests, or a file cannot be written.
     """
     _check_names(cr_kind, group, version)
     kinds = dictionary.load(dictionary_files)
@@ -203,6 +230,7 @@ def generate(
         template=manifest.to_template(child, spec),
         command=command,
         line_length=ruff_line_length(out_dir),
+        suffix=_suffix(spec.kind, cr_kind, manifest_path, out_dir),
     )
     return _write(modules, out_dir)
 
@@ -229,6 +257,67 @@ def ruff_line_length(directory: Path) -> int:
             length = config.get("line-length", DEFAULT_LINE_LENGTH)
             return length if isinstance(length, int) and length > 0 else DEFAULT_LINE_LENGTH
     return DEFAULT_LINE_LENGTH
+
+
+def _suffix(resource_type: str, cr_kind: str, manifest_path: Path, out_dir: Path) -> str:
+    """The :func:`manifest_suffix` of the wrapper of ``manifest_path``, or ``""`` when it is the first of its kind.
+
+    The wrapper is the one a generated module records this manifest for; else the suffixed one when only the author's
+    module of that name is left (its generated module was deleted: the first name may belong to another manifest);
+    else the first name when no other manifest holds it. Taking the first name only when it is free keeps the names of
+    existing projects, and ``<type>_<crkind>_gen.py`` is never silently rewritten from another child's manifest.
+    """
+    source = manifest_path.resolve()
+    suffix = manifest_suffix(manifest_path)
+    first_gen, _ = module_names(resource_type, cr_kind)
+    own_gen, own_user = module_names(resource_type, cr_kind, suffix)
+    own_source = _recorded_manifest(out_dir / f"{own_gen}.py", out_dir) if suffix else None
+    if suffix and (own_source == source or (own_source is None and (out_dir / f"{own_user}.py").exists())):
+        return suffix
+    first_source = _recorded_manifest(out_dir / f"{first_gen}.py", out_dir)
+    if first_source is None or first_source == source:
+        return ""
+    if not suffix or own_source is not None:
+        held = f"{os.path.relpath(first_source)} holds {out_dir / first_gen}.py"
+        if own_source is None:
+            held += " and the manifest's file name, without a letter or digit, names no other"
+        else:
+            held += f" and {os.path.relpath(own_source)} holds {out_dir / own_gen}.py"
+        raise errors.CodegenError(
+            f"manifest {manifest_path}: its wrapper's names are taken by other {resource_type}s of {cr_kind} ({held}): "
+            f"rename {manifest_path} (a further wrapper is named after its file) or generate it with another --out"
+        )
+    return suffix
+
+
+def _recorded_manifest(gen_path: Path, out_dir: Path) -> Path | None:
+    """Where the manifest of the generated module ``gen_path`` is, from the command its header records.
+
+    The header's paths are relative to where that command ran; the recorded ``--out`` is where ``out_dir`` was from
+    there, so the manifest is found from ``out_dir`` wherever generation runs now. None when there is no such file or
+    no command of ``okt gen resource`` in it.
+    """
+    try:
+        lines = gen_path.read_text(encoding="utf-8").split("\n")
+        start = lines.index("# Regenerate with:") + 1
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    command = []
+    for line in lines[start:]:
+        if not line.startswith(_COMMAND_LINE):
+            break
+        command.append(line[1:].removesuffix("\\"))
+    try:
+        words = shlex.split(" ".join(command))
+        recorded_out = Path(words[words.index("--out") + 1])
+    except (ValueError, IndexError):
+        return None
+    if words[:3] != ["okt", "gen", "resource"]:
+        return None
+    recorded_manifest = Path(words[-1])
+    if recorded_manifest.is_absolute() or recorded_out.is_absolute():
+        return recorded_manifest.resolve()
+    return (out_dir / os.path.relpath(recorded_manifest, recorded_out)).resolve()
 
 
 def _check_names(cr_kind: str, group: str, version: str) -> None:

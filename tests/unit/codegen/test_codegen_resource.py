@@ -617,3 +617,109 @@ def test_generation_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "command": ["okt", "gen", "resource"],
     }
     assert resource.render(**arguments) == resource.render(**arguments)  # type: ignore[arg-type]
+
+
+SETTINGS = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  verbosity: '1'\n"
+SCRIPTS = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: scripts\ndata:\n  start.sh: exec memcached\n"
+
+
+def generate_manifest(path: str, text: str | None = None, out: str = "resources") -> list[resource.FileResult]:
+    """Generate a ConfigMap wrapper of Memcached from ``path`` (written first when ``text`` is given)."""
+    if text is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    return resource.generate(
+        resource_type="ConfigMap",
+        cr_kind="Memcached",
+        group="cache",
+        version="v1alpha1",
+        manifest_path=Path(path),
+        out_dir=Path(out),
+    )
+
+
+def test_a_second_manifest_of_the_same_kind_gets_its_own_modules_named_after_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_manifest("manifests/settings.yaml", SETTINGS)
+    results = generate_manifest("manifests/scripts.yaml", SCRIPTS)
+    assert [(r.path.as_posix(), r.action) for r in results] == [
+        ("resources/config_map_memcached_scripts_gen.py", resource.Action.WRITTEN),
+        ("resources/config_map_memcached_scripts.py", resource.Action.CREATED),
+    ]
+    first = Path("resources/config_map_memcached_gen.py").read_text(encoding="utf-8")
+    second = Path("resources/config_map_memcached_scripts_gen.py").read_text(encoding="utf-8")
+    assert "verbosity" in template_of(first)
+    assert "start.sh" in template_of(second)
+    assert "class ConfigMapMemcachedScriptsBase(okt.MutableResource):" in second
+    user = Path("resources/config_map_memcached_scripts.py").read_text(encoding="utf-8")
+    assert "class ConfigMapMemcachedScripts(ConfigMapMemcachedScriptsBase):" in user
+
+
+def test_regenerating_each_manifest_rewrites_its_own_wrapper_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_manifest("manifests/settings.yaml", SETTINGS)
+    generate_manifest("manifests/scripts.yaml", SCRIPTS)
+    again = generate_manifest("manifests/scripts.yaml", SCRIPTS.replace("exec memcached", "exec memcached -v"))
+    generate_manifest("manifests/settings.yaml", SETTINGS.replace("'1'", "'2'"))
+    assert [(r.path.name, r.action) for r in again] == [
+        ("config_map_memcached_scripts_gen.py", resource.Action.WRITTEN),
+        ("config_map_memcached_scripts.py", resource.Action.KEPT),
+    ]
+    assert "verbosity: '2'" in template_of(Path("resources/config_map_memcached_gen.py").read_text(encoding="utf-8"))
+    scripts = template_of(Path("resources/config_map_memcached_scripts_gen.py").read_text(encoding="utf-8"))
+    assert "exec memcached -v" in scripts
+    assert sorted(path.name for path in Path("resources").iterdir()) == [
+        "__init__.py",
+        "config_map_memcached.py",
+        "config_map_memcached_gen.py",
+        "config_map_memcached_scripts.py",
+        "config_map_memcached_scripts_gen.py",
+    ]
+
+
+def test_a_manifest_regenerated_from_another_directory_still_rewrites_its_own_wrapper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_manifest("operator/manifests/settings.yaml", SETTINGS, out="operator/resources")
+    generate_manifest("operator/manifests/scripts.yaml", SCRIPTS, out="operator/resources")
+    monkeypatch.chdir(tmp_path / "operator")
+    results = generate_manifest("./manifests/settings.yaml", out="resources")
+    assert [r.path.name for r in results] == ["config_map_memcached_gen.py", "config_map_memcached.py"]
+    assert "verbosity" in template_of(Path("resources/config_map_memcached_gen.py").read_text(encoding="utf-8"))
+
+
+def test_a_second_manifest_keeps_its_names_when_the_generated_modules_are_regenerated_in_another_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_manifest("manifests/settings.yaml", SETTINGS)
+    generate_manifest("manifests/scripts.yaml", SCRIPTS)
+    for generated in Path("resources").glob("*_gen.py"):
+        generated.unlink()
+    generate_manifest("manifests/scripts.yaml")
+    generate_manifest("manifests/settings.yaml")
+    assert "verbosity" in template_of(Path("resources/config_map_memcached_gen.py").read_text(encoding="utf-8"))
+    assert "start.sh" in template_of(Path("resources/config_map_memcached_scripts_gen.py").read_text(encoding="utf-8"))
+
+
+def test_a_manifest_whose_wrapper_names_are_both_taken_is_refused_naming_the_manifests_that_hold_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_manifest("manifests/settings.yaml", SETTINGS)
+    generate_manifest("manifests/scripts.yaml", SCRIPTS)
+    before = {path.name: path.read_bytes() for path in Path("resources").iterdir()}
+    with pytest.raises(errors.CodegenError) as refused:
+        generate_manifest("manifests/extra/scripts.yaml", SCRIPTS)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "manifests/settings.yaml" in message
+    assert "manifests/scripts.yaml" in message
+    assert "rename manifests/extra/scripts.yaml" in message
+    assert "--out" in message
+    assert {path.name: path.read_bytes() for path in Path("resources").iterdir()} == before

@@ -149,7 +149,8 @@ def render(
         command: the command line recorded in the generated module's header.
         line_length: the line length ruff enforces on the output: the header is wrapped to it, the author's
             module imports the base class in parentheses when one line would be longer (as ruff's import sorting
-            wants it), and a template line longer than it gets the template a ``# noqa`` (see
+            wants it), a ``class`` line that would be longer puts its base on a line of its own (as ruff format
+            writes it), and a template line longer than it gets the template a ``# noqa`` (see
             :func:`_template_noqa`).
         suffix: what tells this wrapper's modules and classes apart from the first of its kind (see
             :func:`manifest_suffix`); empty for the first.
@@ -167,6 +168,8 @@ def render(
         "template_literal": literal,
         "template_noqa": _template_noqa(literal, line_length),
         "base_import_wrapped": len(f"from .{gen_name} import {base_class}") > line_length,
+        "base_class_wrapped": len(f"class {base_class}(okt.{spec.base}):") > line_length,
+        "user_class_wrapped": len(f"class {user_class}({base_class}):") > line_length,
         "hashed_literal": _tuple_literal(spec.hashed),
         "base_class": base_class,
         "user_class": user_class,

@@ -723,3 +723,22 @@ def test_a_manifest_whose_wrapper_names_are_both_taken_is_refused_naming_the_man
     assert "rename manifests/extra/scripts.yaml" in message
     assert "--out" in message
     assert {path.name: path.read_bytes() for path in Path("resources").iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("cr_kind", "manifests"),
+    [
+        pytest.param("MemcachedClusterOfTheRegionalEdge", ["hpa.yaml"], id="long-custom-resource-kind"),
+        pytest.param("Memcached", ["hpa.yaml", "hpa-of-the-regional-edge-cluster.yaml"], id="long-manifest-file-name"),
+    ],
+)
+def test_a_wrapper_whose_class_line_is_longer_than_the_line_length_passes_ruff_format(
+    cr_kind: str, manifests: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "manifests").mkdir()
+    for name in manifests:
+        shutil.copyfile(MANIFESTS / "horizontal_pod_autoscaler.yaml", tmp_path / "manifests" / name)
+        generate_in(tmp_path, "HorizontalPodAutoscaler", manifest_path=Path("manifests") / name, cr_kind=cr_kind)
+    result = run_ruff("format", "--check", "--isolated", "resources")
+    assert result.returncode == 0, result.stdout + result.stderr

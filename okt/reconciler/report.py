@@ -4,9 +4,9 @@ Why this exists: it is OKT's SuccessManager and ErrorManager. What the condition
 over a working copy of the conditions, so it is tested without a cluster; the write happens once, at the end, and only
 when something changed — to the status subresource, to annotations or nowhere, as the reconciler's ``status`` says.
 
-Guarantees: nothing is written when nothing changed; a permanent error already reported for this generation is not
-reported again (no error count, no Event: 0 writes while the object does not change); a recovery (Ready going from
-False to True) is worth a Normal Event, a first success is not.
+Guarantees: nothing is written when nothing changed; a permanent error or a give-up already reported for this
+generation is not reported again (no error count, no Event: 0 writes while the object does not change); a recovery
+(Ready going from False to True) is worth a Normal Event, a first success is not.
 """
 
 from __future__ import annotations
@@ -208,9 +208,11 @@ def on_error(ctx: context_mod.Context) -> None:
     degraded = permanent or failures >= ctx.settings.degraded_after
     stalled = permanent or ctx.results.gave_up is not None
     news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
-    # A permanent error already reported for this generation (a restart, a child's event) is reported once:
-    # no error count, no Event, so nothing is written while the object does not change.
-    reported = isinstance(error, errors.PermanentError) and error.waits_for_change and not news
+    # A permanent error or a give-up already reported for this generation (a restart, a resync, a child's event) is
+    # reported once: no error count, no Event, so nothing is written while the object does not change. Neither is
+    # retried, so every later report would be one more write saying the same thing.
+    waits = ctx.results.gave_up is not None or (isinstance(error, errors.PermanentError) and error.waits_for_change)
+    reported = waits and not news
     if not reported:
         ctx.bookkeeping.error_count = failures
     try:

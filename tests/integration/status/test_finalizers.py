@@ -402,3 +402,74 @@ def test_a_finalizer_patch_the_api_server_finds_invalid_reports_why_instead_of_a
     finally:
         apply_crd(gauge_crd(None))
         kube.delete(gauge_kind, NAME, namespace)
+
+
+class GivingUpCleanupWidgetReconciler(shared.WidgetReconciler):
+    """A Widget reconciler whose cleanup gives up, in one of the ways a hook can, until ``finished`` flips."""
+
+    finalizer = FINALIZER
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.finished = False
+
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
+        if self.finished:
+            return None
+        if self.how == "returned":
+            return okt.give_up(LEGAL_HOLD)
+        if self.how == "ctx":
+            ctx.give_up(LEGAL_HOLD)
+            return None
+        if self.how == "raised":
+            raise okt.GiveUp(LEGAL_HOLD)
+        if self.how == "alarming":
+            raise okt.GiveUp(LEGAL_HOLD, alarming=True)
+        raise errors.PermanentError(LEGAL_HOLD)
+
+
+LEGAL_HOLD = "the bucket holds objects under legal hold"
+
+
+@pytest.mark.parametrize(
+    ("how", "reason"),
+    [
+        ("alarming", "GiveUp"),
+        ("permanent", "PermanentError"),
+    ],
+)
+def test_a_cleanup_that_gives_up_says_why_on_the_object_once(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, how: str, reason: str
+) -> None:
+    reconciler = GivingUpCleanupWidgetReconciler(how)
+    recorder = events.EventRecorder(kube, "widget-controller")
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+    kube.delete(widget_kind, NAME, namespace)
+
+    stuck = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+
+    assert stuck.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert finalizers_of(kube, widget_kind, namespace) == [FINALIZER]
+    live = shared.get_widget(kube, widget_kind, namespace, NAME)
+    ready = condition(live, "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", reason, LEGAL_HOLD)
+    items, _ = kube.list(kinds.EVENT, namespace)
+    warnings = [
+        (e["reason"], e["message"])
+        for e in items
+        if e["involvedObject"].get("uid") == live["metadata"]["uid"] and e["type"] == "Warning"
+    ]
+    assert warnings == [(reason, LEGAL_HOLD)]
+
+    # Left alone, the object is not written again: a restart or a resync finds the give-up reported.
+    before = kube.stats.snapshot()
+    again = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.write_requests(kube, before) == {}
+
+    reconciler.finished = True
+    done = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+    assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
+    wait_until_gone(kube, widget_kind, namespace)

@@ -10,7 +10,9 @@ import pydantic
 import pytest
 
 import okt
+from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import events
 from okt.testing import FakeClient, condition
 
 WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
@@ -153,6 +155,21 @@ def test_a_give_up_whose_report_failed_is_retried_until_ready_says_false(
     assert run.outcome.kind is okt.OutcomeKind.RETRY  # a give-up would wait for a change that may never come
     assert ready_after(reconciler, fake) == ready
     assert okt.reconcile(reconciler, fake, None, "shop", "web").outcome.kind is okt.OutcomeKind.GIVE_UP
+
+
+def test_an_alarming_give_up_is_reported_once_while_the_object_does_not_change() -> None:
+    fake = webapp()
+    fake.serve(kinds.EVENT)
+    recorder = events.EventRecorder(fake, "webapp-controller")
+    okt.reconcile(Unpayable(), fake, None, "shop", "web", recorder=recorder)
+    assert [(e["type"], e["reason"]) for e in fake.objects(kinds.EVENT)] == [("Warning", "GiveUp")]
+    before = fake.stats.snapshot()
+
+    run = okt.reconcile(Unpayable(), fake, None, "shop", "web", recorder=recorder)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert {key: n for key, n in fake.stats.delta(before).items() if key[0] in kube_client.WRITE_VERBS} == {}
+    assert [e.get("count", 1) for e in fake.objects(kinds.EVENT)] == [1]
 
 
 def test_a_primary_the_api_fails_to_read_is_retried_and_never_taken_for_gone() -> None:

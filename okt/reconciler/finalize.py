@@ -3,7 +3,8 @@
 Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a live object okt adds its finalizer
 (when the reconciler declares one), sets the first-visit conditions and runs ``check(ctx)``; on deletion it runs
 ``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` (or ``Outcome.done()``) and recorded no
-error.
+error. A cleanup that gives up holds the object in deletion until a human acts: its give-up is always alarming, so the
+ErrorManager says why on the object (Ready=False, reason ``GiveUp``, a Warning Event), once.
 
 Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
 finalizer of someone else); a finalizer the operator used to add (``legacy_finalizers``) is cleaned up and released
@@ -83,6 +84,10 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         # ``ctx.give_up()``, or raising ``okt.GiveUp``: ``requeue_after`` (an external deletion under way, look again
         # later) or ``give_up`` (it needs a human). ``Outcome.done()`` says it is finished, as ``None`` does: kept, the
         # finalizer would hold the object for ever, with nothing requeued and nothing reported.
+        if ctx.results.gave_up is not None and not ctx.results.give_up_alarming:
+            # A cleanup that gives up holds the object in deletion (and its namespace with it) until a human acts:
+            # never quiet, the ErrorManager says why on the object (Ready=False, a Warning Event), once.
+            ctx.results.give_up(ctx.results.gave_up, alarming=True)
         return
     for finalizer in mine:
         try:

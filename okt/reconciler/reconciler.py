@@ -312,7 +312,8 @@ class Reconciler:
         Return None (or ``okt.Outcome.done()``) when it is done: the finalizer goes. Raise (or record an error) when
         it failed: retried with backoff. Return ``okt.requeue_after(seconds)`` when it is under way but not finished
         (an external deletion to wait for), or ``okt.give_up(reason)`` when it needs a human: the finalizer stays
-        either way.
+        either way. A give-up here is reported on the object as an alarming one is (Ready=False, reason ``GiveUp``,
+        the reason as message, a Warning Event), since the object stays in deletion until someone acts.
         """
         return None
 

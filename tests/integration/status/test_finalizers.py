@@ -311,7 +311,11 @@ class WaitingCleanupWidgetReconciler(shared.WidgetReconciler):
     ("answer", "path", "kind"),
     [
         (okt.requeue_after(30), ">CRChecker>CRFinalizer>End", okt.OutcomeKind.REQUEUE_AFTER),
-        (okt.give_up("the bucket holds objects under legal hold"), ">CRChecker>CRFinalizer>GiveupManager>End", None),
+        (
+            okt.give_up("the bucket holds objects under legal hold"),
+            ">CRChecker>CRFinalizer>ErrorManager>GiveupManager>End",
+            None,
+        ),
     ],
     ids=["requeue_after", "give_up"],
 )
@@ -434,6 +438,9 @@ LEGAL_HOLD = "the bucket holds objects under legal hold"
 @pytest.mark.parametrize(
     ("how", "reason"),
     [
+        ("returned", "GiveUp"),
+        ("ctx", "GiveUp"),
+        ("raised", "GiveUp"),
         ("alarming", "GiveUp"),
         ("permanent", "PermanentError"),
     ],

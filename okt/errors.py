@@ -45,8 +45,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 if TYPE_CHECKING:
@@ -249,11 +251,32 @@ class GiveUp(OktError):
         self.reason_text = self.message
 
 
+@dataclasses.dataclass(frozen=True)
+class StatusCause:
+    """One cause of an API failure, from the ``details.causes`` of the API's Status object: for a 422, one invalid
+    field each (``StatusCause("FieldValueInvalid", 'Invalid value: "a b": ...', "metadata.finalizers")``).
+
+    Unlike the Status's message, whose wording changes from one API server version (or webhook) to another, these are
+    data: code that must tell one refusal from another reads them.
+
+    Args:
+        reason: the cause's type (``FieldValueInvalid``, ``FieldValueRequired``, ``FieldValueNotSupported``, ...;
+            the API calls it ``reason``), ``""`` when the server gave none.
+        message: what is wrong with the field.
+        field: the field's path (``spec.size``, ``metadata.finalizers[0]``), ``""`` when the cause names none.
+    """
+
+    reason: str = ""
+    message: str = ""
+    field: str = ""
+
+
 class ApiError(OktError):
     """The Kubernetes API failed a request (``status`` > 0) or could not be reached (``status`` 0).
 
     Use :meth:`from_status` to get the status-class child. ``reason`` stays ``"ApiError"`` (the condition reason);
-    the API's own reason (``NotFound``, ``AlreadyExists``, ...) is ``api_reason``.
+    the API's own reason (``NotFound``, ``AlreadyExists``, ...) is ``api_reason``; the causes its Status gave (for a
+    422, one per invalid field) are :attr:`causes`.
 
     Args:
         status: the HTTP status, 0 when no response came back.
@@ -261,20 +284,37 @@ class ApiError(OktError):
         message: the ``message`` field of the API's Status object.
         method: the HTTP method of the failed request, for the message.
         url: the URL of the failed request, for the message.
+        causes: the ``details.causes`` of the API's Status object.
     """
 
     reason: ClassVar[str] = "ApiError"
 
-    def __init__(self, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        method: str = "",
+        url: str = "",
+        causes: Iterable[StatusCause] = (),
+    ) -> None:
         self.status = status
         self.api_reason = reason
         self.api_message = message
         self.method = method
         self.url = url
+        self._causes = tuple(causes)
         request = " ".join(part for part in (method, url) if part)
         answer = f"{status} {reason}" if status else f"no response ({reason})" if reason else "no response"
         text = f"{answer}: {message}" if message else answer
         super().__init__(f"{request} -> {text}" if request else text)
+
+    @property
+    def causes(self) -> tuple[StatusCause, ...]:
+        """The causes the API's Status gave, in its order; empty when it gave none (a JSON patch whose ``test``
+        failed, most statuses other than 422, a failure without a Status, or no response at all)."""
+        return self._causes
 
     @property
     def retryable(self) -> bool:
@@ -282,13 +322,22 @@ class ApiError(OktError):
         return self.status in (0, 409, 429) or 500 <= self.status <= 599
 
     @classmethod
-    def from_status(cls, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> ApiError:
+    def from_status(
+        cls,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        method: str = "",
+        url: str = "",
+        causes: Iterable[StatusCause] = (),
+    ) -> ApiError:
         """Build the child class that matches ``status`` (``ApiError`` itself for unlisted statuses)."""
         if 500 <= status <= 599:
             kind: type[ApiError] = ServerError
         else:
             kind = _BY_STATUS.get(status, ApiError)
-        return kind(status, reason, message, method=method, url=url)
+        return kind(status, reason, message, method=method, url=url, causes=causes)
 
 
 class BadRequest(ApiError):
@@ -310,8 +359,17 @@ class NotFound(ApiError):
 class Conflict(ApiError):
     """409: a stale resourceVersion, or (``already_exists``) a create of an existing object."""
 
-    def __init__(self, status: int, reason: str, message: str, *, method: str = "", url: str = "") -> None:
-        super().__init__(status, reason, message, method=method, url=url)
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        method: str = "",
+        url: str = "",
+        causes: Iterable[StatusCause] = (),
+    ) -> None:
+        super().__init__(status, reason, message, method=method, url=url, causes=causes)
         self.already_exists = reason == "AlreadyExists"
 
 

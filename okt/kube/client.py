@@ -368,6 +368,25 @@ def _without_quoted_values(message: str) -> str:
     return "".join(parts) + message[position:]
 
 
+def _safe_message(message: object) -> str:
+    """An error message of the API server with the request's own text and values left out (see :data:`_BODY_QUOTE`
+    and :data:`_APPLY_VALUE`)."""
+    return _without_quoted_values(_BODY_QUOTE.sub(r"\1 of the request (its text left out)", str(message)))
+
+
+def _causes(status: Mapping[str, Any]) -> list[errors.StatusCause]:
+    """The ``details.causes`` of a Status object, each message made safe as the Status's own is."""
+    details = status.get("details")
+    found = details.get("causes") if isinstance(details, dict) else None
+    if not isinstance(found, list):
+        return []
+    return [
+        errors.StatusCause(str(c.get("reason") or ""), _safe_message(c.get("message") or ""), str(c.get("field") or ""))
+        for c in found
+        if isinstance(c, dict)
+    ]
+
+
 _WATCH_READ = 64 * 1024
 """Bytes asked of the connection at once by a watch answer that is not chunked (a read returns what has arrived)."""
 
@@ -760,11 +779,14 @@ class Client:
             payload = response.json()
         except ValueError:
             payload = None
+        causes: list[errors.StatusCause] = []
         if isinstance(payload, dict) and payload.get("kind") == "Status":
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
-        message = _without_quoted_values(_BODY_QUOTE.sub(r"\1 of the request (its text left out)", str(message)))
-        error = errors.ApiError.from_status(response.status_code, reason, message, method=method, url=path)
+            causes = _causes(payload)
+        error = errors.ApiError.from_status(
+            response.status_code, reason, _safe_message(message), method=method, url=path, causes=causes
+        )
         if isinstance(error, errors.TooManyRequests):
             # A Status says it in its details; the API server's priority and fairness (and max-in-flight) refuse with
             # a text body and say it only in the Retry-After header.

@@ -29,8 +29,7 @@ Operation = results_mod.Operation
 CONFLICT_DELAY = children.CONFLICT_DELAY
 INVALID_OBJECT = " is invalid"
 """What the API server's message says of an object that fails validation (``Gauge.example.com "demo" is invalid:
-spec.size: ...``); a JSON patch it could not apply (a failed ``test``: someone wrote first) is answered 422 too, with
-a generic message."""
+spec.size: ...``): read only for a 422 whose Status gave no causes (see :func:`refused`)."""
 
 
 def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
@@ -102,10 +101,16 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
 
 
 def refused(ctx: context_mod.Context, exc: errors.Conflict | errors.Invalid) -> None:
-    """Record a refused finalizer patch: a lost race retries soon; an object the API server finds invalid as a whole
-    (its stored spec fails a schema made stricter since) is that error, retried with backoff, so the report names the
-    field to fix instead of a race that never happened — no finalizer patch can pass until the object is fixed."""
-    if isinstance(exc, errors.Invalid) and INVALID_OBJECT in exc.api_message:
+    """Record a refused finalizer patch: a lost race retries soon; an object the API server finds invalid (its stored
+    spec fails a schema made stricter since, a webhook refuses it, the finalizer's name is refused) is that error,
+    retried with backoff, so the report names the field to fix instead of a race that never happened — no finalizer
+    patch can pass until the object is fixed.
+
+    The two 422s are told apart by the Status's causes: a validation failure names its invalid fields
+    (``spec.size``, ``metadata.finalizers``), a JSON patch whose ``test`` failed (someone wrote first) names none. The
+    message's wording, which differs from one API server version or webhook to another, decides only for a Status
+    without causes."""
+    if isinstance(exc, errors.Invalid) and (exc.causes or INVALID_OBJECT in exc.api_message):
         ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc)
     else:
         ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)

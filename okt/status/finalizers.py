@@ -5,7 +5,7 @@ drop other controllers' entries. okt adds and removes its own entry with a JSON 
 resourceVersion (and, on removal, that the entry is still at the index it read), so a concurrent change makes the
 patch fail instead of overwriting it. The API server answers a failed ``test`` operation with 422 Invalid, not 409:
 callers treat that :class:`okt.errors.Invalid` like a conflict (re-read, retry soon) — but not the 422 of an object
-that fails validation as a whole (its message says it "is invalid"), which no retry soon can pass.
+that fails validation (its Status names the invalid fields in its causes), which no retry soon can pass.
 
 Guarantees: ``add`` is a no-op when present, ``remove`` when absent (and removes every entry of the name when a
 client listed it twice); other finalizers are never touched; removal is only called by the engine after a cleanup

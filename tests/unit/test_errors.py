@@ -249,6 +249,9 @@ def test_invalid_spec_shortens_long_bad_values() -> None:
         errors.GiveUp("stop", alarming=True),
         errors.ApiError.from_status(409, "AlreadyExists", "exists", method="POST", url="/x"),
         errors.ApiError.from_status(503, "ServiceUnavailable", "down"),
+        errors.ApiError.from_status(
+            422, "Invalid", "bad", causes=[errors.StatusCause("FieldValueInvalid", "too big", "spec.size")]
+        ),
         errors.RegistrationError("twice"),
         errors.HttpError("GET pod/x -> 404: gone", status=404, body="gone"),
     ],

@@ -3,6 +3,11 @@ someone else's, and a deletion that happened while no reconcile ran is still cle
 
 from __future__ import annotations
 
+import http.server
+import json
+import secrets
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pydantic
@@ -13,6 +18,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import children
+from okt.runtime import certs
 from okt.status import events
 from okt.testing import condition, crds, waiting
 from tests.integration.reconciler import conftest as shared
@@ -25,6 +31,12 @@ other_client = shared.other_client
 NAME = "demo"
 FINALIZER = "test.okt.io/cleanup"
 FOREIGN = "example.com/keep-until-archived"
+VALIDATING = kinds.Kind(
+    "admissionregistration.k8s.io/v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
 
 
 class CleanupWidgetReconciler(shared.WidgetReconciler):
@@ -480,3 +492,94 @@ def test_a_cleanup_that_gives_up_says_why_on_the_object_once(
     done = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
     assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
     wait_until_gone(kube, widget_kind, namespace)
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """A validating webhook that refuses every request with a Status whose cause names the field: 422 Invalid, and a
+    message that says nothing of an object that "is invalid" (the words are the webhook's own)."""
+
+    def do_POST(self) -> None:
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cause = {"reason": "FieldValueInvalid", "message": "must be at most 10", "field": "spec.size"}
+        status = {"status": "Failure", "code": 422, "reason": "Invalid", "message": "spec.size: must be at most 10"}
+        status["details"] = {"causes": [cause]}
+        answer = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": False, "status": status},
+        }
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing_webhook(kube: kube_client.Client) -> Iterator[str]:
+    """A webhook refusing every update of the Widgets labelled with the label this yields (its value: ``yes``)."""
+    bundle = certs.self_signed()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    context = bundle.server_context()
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    name = f"refuse-{secrets.token_hex(3)}"
+    label = f"test.okt.io/{name}"
+    webhook = {
+        "name": f"{name}.test.okt.io",
+        "clientConfig": {"url": f"https://127.0.0.1:{server.server_address[1]}/", "caBundle": bundle.ca_bundle()},
+        "rules": [
+            {"operations": ["UPDATE"], "apiGroups": [shared.GROUP], "apiVersions": ["v1"], "resources": ["widgets"]}
+        ],
+        "objectSelector": {"matchLabels": {label: "yes"}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 5,
+    }
+    configuration = {
+        "apiVersion": VALIDATING.api_version,
+        "kind": VALIDATING.kind,
+        "metadata": {"name": name},
+        "webhooks": [webhook],
+    }
+    kube.create(configuration, VALIDATING)
+    try:
+        yield label
+    finally:
+        kube.delete(VALIDATING, name)
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_finalizer_patch_refused_with_the_causes_of_an_invalid_field_reports_them_whatever_the_message_says(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, refusing_webhook: str
+) -> None:
+    body: dict[str, Any] = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {refusing_webhook: "yes"}},
+        "spec": {"size": 1},
+    }
+    kube.create(body, widget_kind)
+
+    def refused() -> bool:
+        try:
+            kube.patch(widget_kind, NAME, {"metadata": {"annotations": {"probe": secrets.token_hex(3)}}}, namespace)
+        except errors.Invalid:
+            return True
+        return False
+
+    waiting.wait_for(refused, message="the webhook to be called")
+
+    run = shared.reconcile_widget(CleanupWidgetReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(run.outcome.error, errors.Invalid), "the field the server names, not a race that never happened"
+    assert run.outcome.delay is None, "backed off, not the fast retry of a lost race"
+    assert [cause.field for cause in run.outcome.error.causes] == ["spec.size"]
+    assert finalizers_of(kube, widget_kind, namespace) == []

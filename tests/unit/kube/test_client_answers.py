@@ -201,3 +201,76 @@ def test_a_watch_whose_answer_ends_with_the_connection_gives_each_event_as_it_ar
         release.set()
     reader.join(30)
     assert [got["type"] for got in received] == ["ADDED"]
+
+
+INVALID_FINALIZER = (
+    b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"ConfigMap \\"a\\" is invalid: '
+    b'metadata.finalizers: Invalid value: \\"example.com/clean up\\": name part must consist of alphanumeric '
+    b'characters","reason":"Invalid","details":{"name":"a","kind":"ConfigMap","causes":[{"reason":"FieldValueInvalid",'
+    b'"message":"Invalid value: \\"example.com/clean up\\": name part must consist of alphanumeric characters",'
+    b'"field":"metadata.finalizers"},{"reason":"FieldValueRequired","message":"Required value",'
+    b'"field":"metadata.labels"}]},"code":422}'
+)
+"""What the API server answers a patch adding a finalizer it refuses (its message shortened), a second cause added."""
+
+
+def test_the_causes_of_a_refused_request_are_kept_on_the_error(start: Start) -> None:
+    _, client = start([answer("422 Unprocessable Entity", INVALID_FINALIZER, "Content-Type: application/json")])
+
+    with pytest.raises(okt.Invalid) as raised:
+        client.patch(
+            CONFIG_MAP,
+            "a",
+            [{"op": "add", "path": "/metadata/finalizers/-", "value": "x"}],
+            "default",
+            patch_type="json",
+        )
+
+    assert raised.value.causes == (
+        okt.errors.StatusCause(
+            "FieldValueInvalid",
+            'Invalid value: "example.com/clean up": name part must consist of alphanumeric characters',
+            "metadata.finalizers",
+        ),
+        okt.errors.StatusCause("FieldValueRequired", "Required value", "metadata.labels"),
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server rejected our request due to an '
+        b'error in our request","reason":"Invalid","details":{},"code":422}',
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422}',
+        b"not a Status",
+    ],
+    ids=["empty-details", "no-details", "text"],
+)
+def test_a_refusal_without_causes_has_none(start: Start, body: bytes) -> None:
+    _, client = start([answer("422 Unprocessable Entity", body, "Content-Type: application/json")])
+
+    with pytest.raises(okt.Invalid) as raised:
+        client.patch(
+            CONFIG_MAP,
+            "a",
+            [{"op": "add", "path": "/metadata/finalizers/-", "value": "x"}],
+            "default",
+            patch_type="json",
+        )
+
+    assert raised.value.causes == ()
+
+
+def test_a_value_server_side_apply_quotes_in_a_cause_is_left_out_as_in_the_message(start: Start) -> None:
+    quoted = b"&value.valueUnstructured{Value:987654}"
+    body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422,"message":".data.pin: '
+    body += b"expected string, got " + quoted + b'","details":{"causes":[{"reason":"FieldValueTypeInvalid",'
+    body += b'"message":"expected string, got ' + quoted + b'","field":".data.pin"}]}}'
+    _, client = start([answer("422 Unprocessable Entity", body, "Content-Type: application/json")])
+
+    with pytest.raises(okt.Invalid) as raised:
+        client.get(CONFIG_MAP, "a", "default")
+
+    assert raised.value.causes == (
+        okt.errors.StatusCause("FieldValueTypeInvalid", "expected string, got a value (left out)", ".data.pin"),
+    )

@@ -35,12 +35,12 @@ What it does as the API server does:
   ``metadata.resourceVersion``, or a create names no object (neither ``name`` nor ``generateName``);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
-* merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test``, ``add``, ``remove``
-  and ``replace``; a delete of an object with finalizers sets ``deletionTimestamp`` (and bumps ``generation``)
-  and the object goes when its last finalizer is removed; a deleted object's dependents (by ``ownerReferences``
-  uid) go with it unless ``propagation="Orphan"`` or another of their owners is still there (at once, where the
-  garbage collector takes a moment; a dependent with finalizers is marked and stays until they are removed; one that
-  stays loses its reference to the deleted owner).
+* merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
+  ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
+  finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
+  removed; a deleted object's dependents (by ``ownerReferences`` uid) go with it unless ``propagation="Orphan"`` or
+  another of their owners is still there (at once, where the garbage collector takes a moment; a dependent with
+  finalizers is marked and stays until they are removed; one that stays loses its reference to the deleted owner).
 
 Limits, on purpose:
 

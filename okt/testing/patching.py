@@ -10,6 +10,7 @@ a ``replace`` of an object's key) raises :class:`okt.errors.Invalid`, as the API
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -82,7 +83,7 @@ def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]
         else:
             current = container.get(last, _ABSENT)
         if kind == "test":
-            if current is _ABSENT or current != op.get("value"):
+            if current is _ABSENT or not _same_json(current, op.get("value")):
                 found = None if current is _ABSENT else current
                 raise _invalid(f"the test of {path} failed: it holds {found!r}, not {op.get('value')!r}")
         elif kind == "add":
@@ -110,6 +111,13 @@ def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]
         else:
             raise errors.ApiError.from_status(400, "BadRequest", f"unsupported JSON patch operation {kind!r}")
     return doc
+
+
+def _same_json(stored: Any, tested: Any) -> bool:
+    """Whether a ``test`` of ``tested`` passes against ``stored`` as on the API server, which compares the JSON text
+    of the two (object keys in any order): ``true`` is not ``1``, nor is ``1.0`` the integer ``1`` (Python's ``==``
+    says both are)."""
+    return json.dumps(stored, sort_keys=True) == json.dumps(tested, sort_keys=True)
 
 
 def _parent(doc: dict[str, Any], path: str, op: str) -> tuple[dict[str, Any] | list[Any], str]:

@@ -255,6 +255,22 @@ def test_requests_fail_with_the_status_class_the_api_server_answers(
         call(fake)
 
 
+@pytest.mark.parametrize(("stored", "tested"), [(True, 1), (1, True), (1, 1.0)], ids=["true-1", "1-true", "1-1.0"])
+def test_a_json_patch_test_of_an_equal_python_value_of_another_json_type_fails_as_on_the_api_server(
+    fake: FakeClient, stored: Any, tested: Any
+) -> None:
+    fake.create(gadget(size=1, enabled=stored))
+    guarded = [
+        {"op": "test", "path": "/spec/enabled", "value": tested},
+        {"op": "replace", "path": "/spec/size", "value": 5},
+    ]
+
+    with pytest.raises(errors.Invalid):
+        fake.patch(GADGET, "g", guarded, "ns", patch_type="json")
+
+    assert fake.get(GADGET, "g", "ns")["spec"] == {"size": 1, "enabled": stored}
+
+
 def test_a_write_to_the_object_leaves_the_status_and_one_to_the_status_leaves_the_rest(fake: FakeClient) -> None:
     fake.create(gadget(size=1))
 

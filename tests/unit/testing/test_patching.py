@@ -72,6 +72,41 @@ def test_a_json_patch_that_cannot_apply_fails_as_the_api_server_answers(
         patching.json_patch({"m": {"v": "7"}, "l": [1, 2]}, [operation])
 
 
+STORED = {"i": 1, "b": True, "f": 1.5, "s": "1", "o": {"a": 1, "b": [1, 2]}, "l": [1, True]}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "passes"),
+    [
+        ("/i", 1, True),
+        ("/i", 1.0, False),
+        ("/i", True, False),
+        ("/b", True, True),
+        ("/b", 1, False),
+        ("/f", 1.5, True),
+        ("/s", 1, False),
+        ("/s", "1", True),
+        ("/o", {"b": [1, 2], "a": 1}, True),
+        ("/o", {"a": 1.0, "b": [1, 2]}, False),
+        ("/o", {"a": True, "b": [1, 2]}, False),
+        ("/l", [True, 1], False),
+        ("/l", [1, 1], False),
+    ],
+)
+def test_a_json_patch_test_compares_as_the_api_server_does_by_json_type_and_value(
+    path: str, value: Any, passes: bool
+) -> None:
+    """What the API server answered each of these (the stored object as above): ``true`` is not ``1``, nor ``1.0``
+    an integer ``1``; object keys may come in any order."""
+    operation = {"op": "test", "path": path, "value": value}
+
+    if passes:
+        assert patching.json_patch(STORED, [operation]) == STORED
+    else:
+        with pytest.raises(errors.Invalid):
+            patching.json_patch(STORED, [operation])
+
+
 def test_an_object_s_fields_are_its_values_its_lists_whole_and_its_empty_objects() -> None:
     obj = {"data": {"a": "1", "b": "2"}, "spec": {"ports": [1, 2], "empty": {}}, "gone": True}
 

@@ -19,6 +19,9 @@ import yaml
 
 import okt
 from benchmarks import manifests as benchmark_manifests
+from samples.lifecycle.lifecycle_operator import API_VERSION as WEBAPP_API_VERSION
+from samples.lifecycle.lifecycle_operator import WebAppSpec
+from samples.lifecycle.lifecycle_operator.resources import DeploymentWebApp, JobWebApp
 from samples.memcached.memcached_operator import API_VERSION as MEMCACHED_API_VERSION
 from samples.memcached.memcached_operator import MemcachedSpec
 from samples.memcached.memcached_operator.resources import DeploymentMemcached
@@ -172,16 +175,53 @@ def benchmark_deployment() -> dict[str, Any]:
     return benchmark_manifests.deployment("sessions", "shop", {"size": 2, "image": "memcached:1.6"})
 
 
+def webapp() -> okt.CustomResource:
+    raw = {
+        "apiVersion": WEBAPP_API_VERSION,
+        "kind": "WebApp",
+        "metadata": {"name": "shop", "namespace": "shop", "uid": "uid-2", "generation": 1},
+        "spec": {"version": "1.25"},
+    }
+    return okt.CustomResource(raw, WebAppSpec(version="1.25"))
+
+
+def webapp_deployment() -> dict[str, Any]:
+    return rendered(DeploymentWebApp.at(webapp(), "1.25"))
+
+
+def webapp_setup_job() -> dict[str, Any]:
+    return rendered(JobWebApp.setup(webapp(), "1.25"))
+
+
+def webapp_upgrade_job() -> dict[str, Any]:
+    return rendered(JobWebApp.upgrade(webapp(), "1.26"))
+
+
 POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "memcached Deployment": memcached_deployment,
     "memcached operator's Deployment": memcached_operator_deployment,
     "benchmarks' memcached Deployment": benchmark_deployment,
+    "lifecycle Deployment": webapp_deployment,
+    "lifecycle setup Job": webapp_setup_job,
+    "lifecycle upgrade Job": webapp_upgrade_job,
 }
 
 
 @pytest.mark.parametrize("owner", POD_OWNERS.values(), ids=POD_OWNERS.keys())
 def test_the_samples_pods_meet_the_restricted_pod_security_level(owner: Callable[[], dict[str, Any]]) -> None:
     assert restricted_violations(owner()["spec"]["template"]) == []
+
+
+@pytest.mark.parametrize("owner", POD_OWNERS.values(), ids=POD_OWNERS.keys())
+def test_every_container_of_the_samples_pods_requests_cpu_and_memory_and_has_a_memory_limit(
+    owner: Callable[[], dict[str, Any]],
+) -> None:
+    """A container without requests is scheduled as if it needed nothing, and one without a memory limit can take
+    its node's memory; a namespace with a ResourceQuota refuses both."""
+    for _, container in containers(owner()["spec"]["template"]["spec"]):
+        resources = container.get("resources") or {}
+        assert {"cpu", "memory"} <= set(resources.get("requests") or {}), container["name"]
+        assert "memory" in (resources.get("limits") or {}), container["name"]
 
 
 @pytest.mark.parametrize(

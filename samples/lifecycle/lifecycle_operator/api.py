@@ -35,9 +35,9 @@ class WebAppSpec(pydantic.BaseModel):
         description="The application version to run: the image tag. Changing it upgrades a running WebApp.",
     )
     image: str = pydantic.Field(
-        default="nginx",
+        default="nginxinc/nginx-unprivileged",
         pattern=IMAGE_PATTERN,
-        description="The image repository, without a tag (the tag is the version).",
+        description="The image repository, without a tag (the tag is the version); its pods run as uid 101.",
     )
     replicas: int = pydantic.Field(default=1, ge=1, le=10, description="How many replicas the Deployment runs.")
 

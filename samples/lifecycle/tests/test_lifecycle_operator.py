@@ -16,13 +16,16 @@ from samples.lifecycle.tests import harness
 
 pytestmark = pytest.mark.integration
 
+IMAGE = "nginxinc/nginx-unprivileged"
+"""The WebApp's default image: nginx as a user that is not root."""
+
 
 def provisioned(webapps: harness.WebApps, name: str, version: str) -> harness.View:
     """Create a WebApp and take it through its setup to Running."""
     webapps.create(name, version)
     webapps.wait_phase(name, "Provisioning", jobs=(setup_job_name(name),))
     webapps.finish_job(setup_job_name(name), succeeded=True)
-    return webapps.wait_phase(name, "Running", installed=version, jobs=(), deployment_image=f"nginx:{version}")
+    return webapps.wait_phase(name, "Running", installed=version, jobs=(), deployment_image=f"{IMAGE}:{version}")
 
 
 def test_a_webapp_walks_provisioning_running_upgrading_running(
@@ -38,16 +41,16 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
     assert job["metadata"]["ownerReferences"][0]["kind"] == "WebApp"
 
     webapps.finish_job("shop-setup", succeeded=True)
-    running = webapps.wait_phase("shop", "Running", jobs=(), deployment_image="nginx:1.24")
+    running = webapps.wait_phase("shop", "Running", jobs=(), deployment_image=f"{IMAGE}:1.24")
     assert (running.ready, running.installed) == ("True", "1.24")
 
     webapps.set_version("shop", "1.25")
     upgrading = webapps.wait_phase("shop", "Upgrading", jobs=(upgrade_job_name("shop", "1.25"),))
     assert (upgrading.ready, upgrading.reason) == ("False", "UpgradeRequested")
-    assert upgrading.deployment_image == "nginx:1.24", "the application keeps serving until the upgrade is done"
+    assert upgrading.deployment_image == f"{IMAGE}:1.24", "the application keeps serving until the upgrade is done"
 
     webapps.finish_job(upgrade_job_name("shop", "1.25"), succeeded=True)
-    upgraded = webapps.wait_phase("shop", "Running", jobs=(), deployment_image="nginx:1.25", ready="True")
+    upgraded = webapps.wait_phase("shop", "Running", jobs=(), deployment_image=f"{IMAGE}:1.25", ready="True")
     assert upgraded.installed == "1.25"
 
     obj = webapps.get("shop")
@@ -93,11 +96,11 @@ def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
     webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-2",))
     webapps.finish_job("blog-upgrade-2", succeeded=False)
     failed = webapps.wait_phase("blog", "Failed", reason="UpgradeFailed")
-    assert (failed.installed, failed.failed, failed.deployment_image) == ("1", "2", "nginx:1")
+    assert (failed.installed, failed.failed, failed.deployment_image) == ("1", "2", f"{IMAGE}:1")
 
     webapps.set_version("blog", "1")
     rolled_back = webapps.wait_phase("blog", "Running", jobs=(), ready="True")
-    assert (rolled_back.installed, rolled_back.failed, rolled_back.deployment_image) == ("1", None, "nginx:1")
+    assert (rolled_back.installed, rolled_back.failed, rolled_back.deployment_image) == ("1", None, f"{IMAGE}:1")
 
     webapps.set_version("blog", "3")
     webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-3",))
@@ -107,7 +110,7 @@ def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
     webapps.set_version("blog", "4")
     webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-4",), reason="RetryRequested")
     webapps.finish_job("blog-upgrade-4", succeeded=True)
-    webapps.wait_phase("blog", "Running", installed="4", failed=None, deployment_image="nginx:4", ready="True")
+    webapps.wait_phase("blog", "Running", installed="4", failed=None, deployment_image=f"{IMAGE}:4", ready="True")
 
 
 def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashing(
@@ -119,7 +122,7 @@ def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashi
 
     refused = webapps.wait("edited", lambda v: v.ready == "False" and v.reason == "UnknownPhase", "Ready=False")
     assert refused.phase == "Exploded"
-    assert refused.deployment_image == "nginx:1.0", "nothing is pruned or changed while the phase is unknown"
+    assert refused.deployment_image == f"{IMAGE}:1.0", "nothing is pruned or changed while the phase is unknown"
     ready = condition(webapps.get("edited"), "Ready")
     assert ready is not None
     assert ready["message"] == (
@@ -134,7 +137,7 @@ def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashi
     assert operator.stop()
     webapps.annotate_phase("edited", "Running")
     with RunningOperator.start(kube, WebAppReconciler, namespaces=[namespace]):
-        webapps.wait_phase("edited", "Running", ready="True", deployment_image="nginx:1.0")
+        webapps.wait_phase("edited", "Running", ready="True", deployment_image=f"{IMAGE}:1.0")
 
 
 def test_the_generated_crd_refuses_a_version_that_cannot_name_a_job(

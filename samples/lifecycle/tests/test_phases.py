@@ -109,7 +109,7 @@ def test_jobs_are_named_and_labelled_by_task_and_version() -> None:
     assert (setup.name, upgrade.name) == ("shop-setup", "shop-upgrade-1.25")
     assert (job_version(setup.desired), job_version(upgrade.desired)) == ("1.24", "1.25")
     container = upgrade.desired["spec"]["template"]["spec"]["containers"][0]
-    assert (container["name"], container["image"]) == ("upgrade", "nginx:1.25")
+    assert (container["name"], container["image"]) == ("upgrade", "nginxinc/nginx-unprivileged:1.25")
 
 
 def test_the_deploy_crd_is_the_generated_one() -> None:

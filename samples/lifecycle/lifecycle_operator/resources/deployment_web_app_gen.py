@@ -37,11 +37,29 @@ spec:
         app.kubernetes.io/name: "{{ cr.name }}"
         lifecycle.example.com/version: "{{ version }}"
     spec:
+      # What the "restricted" Pod Security Standard asks for, so that a namespace enforcing it admits the pods: the
+      # image's unprivileged user (uid 101 in nginxinc/nginx-unprivileged, the default image), no privileges, the
+      # runtime's seccomp profile. A user that is not root cannot bind port 80: that image's nginx listens on 8080.
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 101
+        seccompProfile:
+          type: RuntimeDefault
       containers:
         - name: app
           image: "{{ cr.spec.image }}:{{ version }}"
           ports:
-            - containerPort: 80
+            - containerPort: 8080
+          resources:
+            requests:
+              cpu: 50m
+              memory: 128Mi
+            limits:
+              memory: 128Mi
+          securityContext:
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop: ["ALL"]
 """
 """The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
 

@@ -36,10 +36,26 @@ spec:
         app.kubernetes.io/component: "{{ task }}"
     spec:
       restartPolicy: Never
+      # As the application's pods (manifests/deployment.yaml): what the "restricted" Pod Security Standard asks for.
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 101
+        seccompProfile:
+          type: RuntimeDefault
       containers:
         - name: "{{ task }}"
           image: "{{ cr.spec.image }}:{{ version }}"
           command: ["sh", "-c", "echo {{ task }} of {{ cr.name }} to version {{ version }}"]
+          resources:
+            requests:
+              cpu: 10m
+              memory: 32Mi
+            limits:
+              memory: 32Mi
+          securityContext:
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop: ["ALL"]
 """
 """The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
 

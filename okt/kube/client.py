@@ -36,7 +36,7 @@ import threading
 import time
 import urllib.parse
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -479,6 +479,8 @@ class Client:
         self.tls = transport.TLS.of(config)
         """The TLS settings of every connection to the API server (the session's, the direct path's, streams')."""
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
+        self._confirmed: set[tuple[str, str]] = set()
+        """The (apiVersion, kind) pairs discovery listed: served, where those of the built-in table may not be."""
         self._kinds_lock = threading.Lock()
         self._discovered: list[discovery.Served] | None = None
         self.stats = RequestStats()
@@ -805,26 +807,67 @@ class Client:
         known = self._kinds.get((api_version, kind))
         if known is not None:
             return known
+        for found in self._group_version(api_version):
+            if found.kind == kind:
+                return found
+        raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+
+    def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
+        """Check that the server serves every kind of ``wanted``, each group version's discovery read once.
+
+        The built-in table addresses Kubernetes' own kinds as current servers serve them, without asking: an older
+        server serves some under an earlier version only (Kubernetes 1.20: CronJob in batch/v1beta1), and an informer
+        of such a kind would list it in vain for ever. A kind discovery already listed costs no request.
+
+        Raises:
+            okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
+                group that serve it, if any (the apiVersion to declare instead).
+        """
+        read: set[str] = set()
+        for kind in wanted:
+            with self._kinds_lock:
+                served = (kind.api_version, kind.kind) in self._confirmed
+            if not served and kind.api_version not in read:
+                read.add(kind.api_version)
+                served = any(found.kind == kind.kind for found in self._group_version(kind.api_version))
+            if not served:
+                elsewhere = self._versions_serving(kind)
+                hint = f" (it serves it in {', '.join(elsewhere)})" if elsewhere else ""
+                raise errors.ApiError.from_status(
+                    404, "NotFound", f"the server does not serve {kind.kind} in {kind.api_version}{hint}"
+                )
+
+    def _group_version(self, api_version: str) -> list[kinds.Kind]:
+        """The kinds the server serves in ``api_version`` (none when it does not serve the group version: a CRD not
+        installed yet, a version newer than the server), remembered as served."""
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        not_served = errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         try:
             listing = self.request("GET", path, verb="get", resource="discovery").json()
-        except errors.NotFound as exc:
-            # No such group version (its CRD not installed yet): the same line as a kind its group lacks, naming
-            # the kind, not "404 page not found".
-            raise not_served from exc
-        found: kinds.Kind | None = None
+        except errors.NotFound:
+            return []
+        found = [served.kind for served in discovery.served_from(api_version, listing, preferred=True)]
         with self._kinds_lock:
-            for item in listing.get("resources", []):
-                if "/" in item.get("name", ""):
-                    continue
-                resolved = kinds.Kind(api_version, item["kind"], item["name"], bool(item.get("namespaced")))
-                self._kinds.setdefault((api_version, item["kind"]), resolved)
-                if item["kind"] == kind:
-                    found = resolved
-        if found is None:
-            raise not_served
+            for kind in found:
+                self._kinds.setdefault((api_version, kind.kind), kind)
+                self._confirmed.add((api_version, kind.kind))
         return found
+
+    def _versions_serving(self, kind: kinds.Kind) -> list[str]:
+        """The other versions of ``kind``'s group that serve it, in the order the group lists them."""
+        if not kind.group:
+            return []
+        try:
+            group = self.request("GET", f"/apis/{kind.group}", verb="get", resource="discovery").json()
+        except errors.NotFound:
+            return []
+        versions = [str(v.get("groupVersion") or "") for v in group.get("versions") or ()]
+        return [
+            version
+            for version in versions
+            if version
+            and version != kind.api_version
+            and any(found.kind == kind.kind for found in self._group_version(version))
+        ]
 
     def resolve_name(self, name: str) -> kinds.Kind:
         """The kind ``name`` designates as ``kubectl`` reads it (``deploy``, ``deployments.apps``, ``Memcached``,
@@ -869,6 +912,7 @@ class Client:
         with self._kinds_lock:
             for item in served:
                 self._kinds.setdefault((item.kind.api_version, item.kind.kind), item.kind)
+                self._confirmed.add((item.kind.api_version, item.kind.kind))
         return served
 
     def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:

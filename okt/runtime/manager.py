@@ -49,7 +49,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.kube import client as kube_client
-from okt.kube import selectors
+from okt.kube import kinds, selectors
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import webhooks as webhooks_mod
@@ -235,7 +235,7 @@ class Manager:
 
         Raises:
             RuntimeError: the manager was already started, or stopped.
-            okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery).
+            okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery), or the server does not serve it.
             okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``.
         """
         with self._lock:
@@ -275,6 +275,15 @@ class Manager:
                 for reconciler_cls in self.reconcilers
             ]
             _check_cluster_operators(self.controllers)
+            # Kubernetes' own kinds come from okt's table, written for current servers, without asking discovery: one
+            # an older server does not serve (CronJob in batch/v1 on Kubernetes 1.20) stops the start here, as a custom
+            # kind discovery cannot find does, instead of an informer listing it in vain for ever.
+            self.client.require_served(
+                kind
+                for controller in self.controllers
+                for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
+                if kinds.is_builtin_group(kind.api_version)
+            )
             for controller in self.controllers:
                 # Before any kind is started: another controller may own this one's primary kind and start it first.
                 if controller.reconciler_cls.applies_status():

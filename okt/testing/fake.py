@@ -188,6 +188,11 @@ class FakeClient(kube_client.Client):
             raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         return found
 
+    def require_served(self, wanted: Iterable[kinds_mod.Kind]) -> None:
+        """The client's check at start: a kind the fake does not serve (see :meth:`serve`) is ``NotFound``."""
+        for kind in wanted:
+            self.resolve(kind.api_version, kind.kind)
+
     def resolve_name(self, name: str) -> kinds_mod.Kind:
         with self._lock:
             served = [discovery.Served(kind, kind.kind.lower()) for kind in self._served.values()]

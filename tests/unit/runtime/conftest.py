@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -78,6 +78,9 @@ class FakeApi:
         self.closed.set()
 
     # -- the client surface the runtime uses -------------------------------------------------------------------
+
+    def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
+        """Every kind is served here: the manager's check at start passes."""
 
     def list(
         self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None

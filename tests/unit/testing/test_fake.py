@@ -228,6 +228,7 @@ def test_a_create_drops_the_status_and_sets_identity_and_version(fake: FakeClien
         (lambda f: f.get(GADGET, "missing", "ns"), errors.NotFound),
         (lambda f: f.patch(GADGET, "missing", {}, "ns"), errors.NotFound),
         (lambda f: f.resolve("toys.example.com/v1", "Unknown"), errors.NotFound),
+        (lambda f: f.require_served([GADGET, kinds.Kind("batch/v2", "CronJob", "cronjobs")]), errors.NotFound),
         (
             lambda f: f.patch(GADGET, "g", {"metadata": {"resourceVersion": "1"}, "spec": {"size": 1}}, "ns"),
             errors.Conflict,
@@ -244,7 +245,7 @@ def test_a_create_drops_the_status_and_sets_identity_and_version(fake: FakeClien
         ),
         (lambda f: f.delete(GADGET, "g", "ns", uid="another"), errors.Conflict),
     ],
-    ids=["get", "patch", "resolve", "stale-merge-patch", "failed-json-test", "uid-precondition"],
+    ids=["get", "patch", "resolve", "require-served", "stale-merge-patch", "failed-json-test", "uid-precondition"],
 )
 def test_requests_fail_with_the_status_class_the_api_server_answers(
     fake: FakeClient, call: Any, error: type[errors.ApiError]

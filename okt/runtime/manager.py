@@ -231,7 +231,8 @@ class Manager:
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start everything and return at once (workers follow once caches are synced and, if asked, leading).
+        """Start everything and return at once (workers follow once caches are synced and, if asked, leading). A
+        start that fails has shut down what it started when it raises (up to ``grace_period``).
 
         Raises:
             RuntimeError: the manager was already started, or stopped.
@@ -291,7 +292,10 @@ class Manager:
             for controller in self.controllers:
                 controller.watch()
         except BaseException:
+            # Shut down before raising: the caller reports the failure at once (okt run prints one line), when
+            # nothing of this start may still be running or logging.
             self.stop()
+            self.join(self.grace_period)
             raise
         if self.leader_elect:
             duration, deadline, retry = self._lease_timing
@@ -418,8 +422,12 @@ class Manager:
             if self.webhook_server is not None:
                 self.webhook_server.stop()
         finally:
-            self._stopped.set()
-            _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)
+            # Logged before join() returns: its caller may print at once (okt run's one-line error), and a line still
+            # being written from this thread would run into it.
+            try:
+                _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)
+            finally:
+                self._stopped.set()
 
     def _clean_up(self) -> None:
         for hook in self._on_cleanup:

@@ -129,9 +129,9 @@ def test_okt_run_of_a_reconciler_owning_a_kind_the_server_does_not_serve_stops_w
     # A guard, not a measure: before the fix the operator ran on, its informer listing CronJobs again and again.
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
-    assert done.returncode == 1
+    assert done.returncode == 1, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert errors == [
         "Error: 404 NotFound: the server does not serve CronJob in batch/v1 (it serves it in batch/v1beta1)"
-    ]
+    ], done.stderr
     assert "Traceback" not in done.stderr

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
+import structlog
 
 import okt
 from okt.engines import results as results_mod
@@ -87,6 +89,23 @@ class StatsOnly:
 
     def __init__(self) -> None:
         self.stats = kube_client.RequestStats()
+
+
+def test_the_manager_stopped_line_is_logged_before_join_returns() -> None:
+    """okt run prints its one-line error once ``join()`` returned: a "manager stopped" line still being written by the
+    shutdown thread then ran into it (``{...}Error: ...`` on one line). A slow log write shows the order."""
+
+    def slow(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+        if event["event"] == "manager stopped":
+            time.sleep(0.3)
+        return event
+
+    client: Any = StatsOnly()
+    stopped = manager.Manager(client, [Widgets], metrics_bind="0")
+    with structlog.testing.capture_logs(processors=[slow]) as logged:
+        stopped.stop()
+        assert stopped.join(5)
+        assert "manager stopped" in [event["event"] for event in logged]
 
 
 def test_a_stopped_manager_cannot_be_started() -> None:
@@ -172,6 +191,24 @@ def test_two_kinds_mirrored_onto_one_cluster_operator_are_refused_when_the_manag
     finally:
         runner.stop()
         runner.join(5)
+
+
+def test_a_start_that_fails_has_shut_down_when_it_raises() -> None:
+    """okt run prints the error of a start that failed (an unserved kind, a refused declaration) at once: the shutdown
+    the failure began, in another thread, is over by then, its "manager stopped" line written before that one."""
+
+    def slow(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+        if event["event"] == "manager stopped":
+            time.sleep(0.3)
+        return event
+
+    client: Any = StatsOnly()
+    runner = manager.Manager(client, [MirroredWidgets, MirroredGadgets], metrics_bind="0", tune_memory=False)
+    with structlog.testing.capture_logs(processors=[slow]) as logged:
+        with pytest.raises(okt.ConfigurationError):
+            runner.start()
+        assert runner.join(0)
+        assert "manager stopped" in [event["event"] for event in logged]
 
 
 def test_readyz_is_not_ready_before_the_watches_are_started(api: Any) -> None:

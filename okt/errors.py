@@ -123,12 +123,21 @@ class PermanentError(OktError):
 
 
 class InvalidSpec(PermanentError):
-    """The custom resource's spec is invalid; ``field`` names the (first) offending field when known."""
+    """The custom resource's spec is invalid; ``field`` names the (first) offending field when known.
+
+    ``causes`` says it as the API server says an invalid object, one :class:`StatusCause` per bad field: admission
+    refuses with them, so a client reads the fields as data (``details.causes``) and kubectl lists them. Without
+    ``causes``, a ``field`` gives the one cause ``FieldValueInvalid`` on that field; without either, there is none.
+    """
 
     reason: ClassVar[str] = "InvalidSpec"
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None, *, causes: Iterable[StatusCause] = ()) -> None:
         self.field = field
+        self.causes = tuple(causes)
+        if not self.causes and field:
+            detail = _one_line(message).removeprefix(f"{field}: ")
+            self.causes = (StatusCause(_FIELD_VALUE_INVALID, detail, field),)
         if field and field not in message:
             message = f"{field}: {message}"  # the condition, the Event and the log line name the field
         super().__init__(message)
@@ -149,21 +158,37 @@ class InvalidSpec(PermanentError):
 
         Returns:
             an ``InvalidSpec`` whose message reads like
-            ``"spec.size: Input should be greater than or equal to 1 (got 0)"`` (several errors joined by ``"; "``)
-            and whose ``field`` is the first offending field's path.
+            ``"spec.size: Input should be greater than or equal to 1 (got 0)"`` (several errors joined by ``"; "``),
+            whose ``field`` is the first offending field's path and whose ``causes`` hold one cause per error (the
+            field's path, the same text after it, and the API's reason for what is wrong: see :data:`_CAUSE_REASONS`).
         """
-        parts: list[str] = []
-        fields: list[str] = []
+        causes: list[StatusCause] = []
         for error in exc.errors():
-            path = _field_path(prefix, error["loc"])
-            fields.append(path)
-            text = f"{path}: {error['msg']}"
+            text = error["msg"]
             if error["type"] != "missing" and not (model is not None and _holds_secret_at(model, error["loc"])):
                 text += f" (got {_short_repr(error['input'])})"
-            parts.append(text)
-        if not parts:
+            reason = _CAUSE_REASONS.get(error["type"], _FIELD_VALUE_INVALID)
+            causes.append(StatusCause(reason, _one_line(text), _field_path(prefix, error["loc"])))
+        if not causes:
             return cls(f"{prefix or 'object'}: invalid", field=prefix or None)
-        return cls("; ".join(parts), field=fields[0])
+        message = "; ".join(f"{cause.field}: {cause.message}" for cause in causes)
+        return cls(message, field=causes[0].field, causes=causes)
+
+
+_FIELD_VALUE_INVALID = "FieldValueInvalid"
+"""The API's cause type of a field whose value is wrong, and of any error no other type says better."""
+_CAUSE_REASONS: dict[str, str] = {
+    "missing": "FieldValueRequired",
+    "extra_forbidden": "FieldValueForbidden",
+    "literal_error": "FieldValueNotSupported",
+    "enum": "FieldValueNotSupported",
+    "string_too_long": "FieldValueTooLong",
+    "bytes_too_long": "FieldValueTooLong",
+    "too_long": "FieldValueTooMany",
+}
+"""The API server's cause type (``k8s.io/apimachinery``'s ``field.ErrorType``) for a pydantic error type, where one
+says it better than ``FieldValueInvalid`` (which the API server gives a wrong type, a number out of range or a
+pattern not matched alike)."""
 
 
 def _field_path(prefix: str, loc: tuple[int | str, ...]) -> str:

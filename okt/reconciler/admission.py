@@ -4,7 +4,8 @@ Why this exists: without it a bad spec lands, and the author learns of it from `
 later; ``kubectl apply`` said "configured". With it the same checks refuse the object at admission, so the apply
 fails and says why. Nothing new is written by the author for that: the validating webhook runs what CRChecker runs —
 the ``spec_model`` validation and ``check(ctx)`` — and refuses with **the same message** the ``Ready`` condition would
-carry (``spec.size: Input should be greater than or equal to 1 (got 0)``). Defaulting is the reconciler's
+carry (``spec.size: Input should be greater than or equal to 1 (got 0)``) and, for an invalid spec, with one cause per
+bad field, as the API server refuses a field of its own schema (see :func:`respond`). Defaulting is the reconciler's
 ``default(obj)`` hook; okt computes the JSON patch the API server wants from the object it returns.
 
 Guarantees:
@@ -48,13 +49,15 @@ _log = structlog.get_logger("okt.admission")
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """What admission answers: allowed or not (with why), and a JSON patch for a mutation."""
+    """What admission answers: allowed or not (with why, and the bad fields as causes), and a JSON patch for a
+    mutation."""
 
     allowed: bool
     message: str = ""
     code: int = 200
     reason: str = ""
     patch: tuple[dict[str, Any], ...] = ()
+    causes: tuple[errors.StatusCause, ...] = ()
 
     @classmethod
     def allow(cls, patch: tuple[dict[str, Any], ...] = ()) -> Verdict:
@@ -62,9 +65,10 @@ class Verdict:
 
     @classmethod
     def refuse(cls, error: BaseException) -> Verdict:
-        """Refuse with the text ``Ready=False`` would carry: 422 ``Invalid`` for an invalid spec, else 403."""
+        """Refuse with the text ``Ready=False`` would carry: 422 ``Invalid`` for an invalid spec (with its causes, one
+        per bad field), else 403."""
         if isinstance(error, errors.InvalidSpec):
-            return cls(False, str(error), 422, "Invalid")
+            return cls(False, str(error), 422, "Invalid", causes=error.causes)
         return cls(False, str(error) or type(error).__name__, 403, "Forbidden")
 
 
@@ -143,7 +147,12 @@ def json_patch(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:
 
 
 def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """The AdmissionReview answering ``review`` with ``verdict`` (same apiVersion, the request's uid)."""
+    """The AdmissionReview answering ``review`` with ``verdict`` (same apiVersion, the request's uid).
+
+    A refusal with causes carries them as the API server's own validation does (``details``: the object's group, kind
+    and name, one cause per bad field), and the API server passes them on: a client reads the fields as data, and
+    kubectl lists them as it lists a schema's (``The Widget "w" is invalid: spec.size: ...``). Without causes there
+    are no details, and kubectl prints the message."""
     request = review.get("request") or {}
     response: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": verdict.allowed}
     if not verdict.allowed:
@@ -153,6 +162,8 @@ def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
             "reason": verdict.reason,
             "message": verdict.message,
         }
+        if verdict.causes:
+            response["status"]["details"] = _details(request, verdict.causes)
     if verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(list(verdict.patch)).encode()).decode()
@@ -160,6 +171,19 @@ def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
         "apiVersion": review.get("apiVersion") or REVIEW_API_VERSION,
         "kind": "AdmissionReview",
         "response": response,
+    }
+
+
+def _details(request: Mapping[str, Any], causes: tuple[errors.StatusCause, ...]) -> dict[str, Any]:
+    """A Status's ``details`` naming the object under review and the causes, as ``k8s.io/apimachinery``'s
+    ``NewInvalid`` builds them (kubectl names the object from them)."""
+    kind = request.get("kind") or {}
+    obj = request.get("object") or {}
+    return {
+        "group": kind.get("group", ""),
+        "kind": kind.get("kind", ""),
+        "name": (obj.get("metadata") or {}).get("name") or request.get("name", ""),
+        "causes": [{"reason": c.reason, "message": c.message, "field": c.field} for c in causes],
     }
 
 

@@ -224,6 +224,56 @@ def test_invalid_spec_from_validation_error_names_every_bad_field() -> None:
     assert exc.field == "spec.size"
 
 
+class _Strict(pydantic.BaseModel, extra="forbid"):
+    size: int = pydantic.Field(ge=1)
+    image: str
+    mode: typing.Literal["fast", "safe"] = "fast"
+    name: str = pydantic.Field("x", max_length=3)
+    ports: list[int] = pydantic.Field([], max_length=1)
+
+
+def test_invalid_spec_from_validation_error_has_one_cause_per_bad_field_as_the_api_server_says_it() -> None:
+    with pytest.raises(pydantic.ValidationError) as info:
+        _Strict.model_validate({"size": 0, "mode": "slow", "name": "long", "ports": [1, 2], "extra": 1})
+    exc = errors.InvalidSpec.from_validation_error(info.value)
+    assert [(cause.field, cause.reason) for cause in exc.causes] == [
+        ("spec.size", "FieldValueInvalid"),
+        ("spec.image", "FieldValueRequired"),
+        ("spec.mode", "FieldValueNotSupported"),
+        ("spec.name", "FieldValueTooLong"),
+        ("spec.ports", "FieldValueTooMany"),
+        ("spec.extra", "FieldValueForbidden"),
+    ]
+    assert exc.causes[0].message == "Input should be greater than or equal to 1 (got 0)"
+    assert str(exc) == "; ".join(f"{cause.field}: {cause.message}" for cause in exc.causes)
+
+
+def test_a_cause_never_echoes_what_a_secret_field_was_given() -> None:
+    exc = _secret_error({"size": 1, "token": 42})
+    assert [cause.message for cause in exc.causes] == ["Input should be a valid string"]
+
+
+@pytest.mark.parametrize(
+    ("exc", "causes"),
+    [
+        (
+            errors.InvalidSpec("at most 3 replicas in dev", field="spec.size"),
+            (errors.StatusCause("FieldValueInvalid", "at most 3 replicas in dev", "spec.size"),),
+        ),
+        (
+            errors.InvalidSpec("spec: must be an object, got list", field="spec"),
+            (errors.StatusCause("FieldValueInvalid", "must be an object, got list", "spec"),),
+        ),
+        (errors.InvalidSpec("the template failed"), ()),
+    ],
+    ids=["field", "field-in-the-message", "no-field"],
+)
+def test_an_invalid_spec_raised_by_hand_has_a_cause_when_it_names_its_field(
+    exc: errors.InvalidSpec, causes: tuple[errors.StatusCause, ...]
+) -> None:
+    assert exc.causes == causes
+
+
 def test_invalid_spec_does_not_echo_the_whole_object_for_a_missing_field() -> None:
     class Required(pydantic.BaseModel):
         image: str
@@ -246,6 +296,7 @@ def test_invalid_spec_shortens_long_bad_values() -> None:
     [
         errors.TemporaryError("later", delay=3.0),
         errors.InvalidSpec("bad", field="spec.size"),
+        errors.InvalidSpec.from_validation_error(_validation_error({"size": 0, "ports": ["x"]})),
         errors.GiveUp("stop", alarming=True),
         errors.ApiError.from_status(409, "AlreadyExists", "exists", method="POST", url="/x"),
         errors.ApiError.from_status(503, "ServiceUnavailable", "down"),

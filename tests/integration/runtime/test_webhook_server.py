@@ -15,6 +15,7 @@ import pydantic
 import pytest
 
 import okt
+from okt import errors
 from okt.codegen import crd, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
@@ -155,7 +156,7 @@ def test_kubectl_apply_of_a_bad_spec_fails_with_the_field_path_and_defaults_land
 
     bad = apply(control_plane, gadget(namespace, "bad", "memcached"), tmp_path)
     assert bad.returncode != 0
-    assert "denied the request: spec.image: Value error, an image needs a tag (got 'memcached')" in bad.stderr
+    assert "spec.image: Value error, an image needs a tag (got 'memcached')" in bad.stderr
     assert kube.get_or_none(gadget_kind, "bad", namespace) is None
 
     good = apply(control_plane, gadget(namespace, "good", "memcached:1.6"), tmp_path)
@@ -229,3 +230,31 @@ def test_with_the_operator_down_the_failure_policy_decides(
         kube.create(gadget(namespace, "while-down", "memcached"), gadget_kind)  # unjudged: even a bad spec
         stored = kube.get(gadget_kind, "while-down", namespace)
         assert stored["spec"] == {"image": "memcached"}  # and not defaulted
+
+
+def test_a_bad_spec_is_refused_as_the_api_server_refuses_an_invalid_field(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    operator: manager_mod.Manager,
+    configure: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    server = operator.webhook_server
+    assert server is not None
+    configure(server.url(), server.ca_bundle)
+    wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+
+    with pytest.raises(errors.Invalid) as refused:
+        kube.create(gadget(namespace, "bad", "memcached"), gadget_kind)
+
+    assert (refused.value.status, refused.value.api_reason) == (422, "Invalid")
+    assert refused.value.causes == (
+        errors.StatusCause("FieldValueInvalid", "Value error, an image needs a tag (got 'memcached')", "spec.image"),
+    )
+    assert "denied the request: spec.image: Value error, an image needs a tag" in refused.value.api_message
+    by_kubectl = apply(control_plane, gadget(namespace, "bad", "memcached"), tmp_path)
+    assert by_kubectl.returncode != 0
+    # as kubectl says a field the CRD's schema refuses: the object, then each field and what is wrong with it
+    assert by_kubectl.stderr == f'The Gadget "bad" is invalid: spec.image: {refused.value.causes[0].message}\n'

@@ -149,16 +149,52 @@ def test_the_json_patch_turns_the_old_object_into_the_new_one(old: dict[str, Any
 
 def test_the_review_answer_carries_the_uid_status_and_base64_patch() -> None:
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request(widget({"size": 0}))}
-    refused = admission.respond(review, admission.Verdict.refuse(okt.InvalidSpec("bad", field="spec.size")))
+    refused = admission.respond(review, admission.Verdict.refuse(okt.InvalidSpec("bad")))
     assert refused["response"] == {
         "uid": "u-1",
         "allowed": False,
-        "status": {"status": "Failure", "code": 422, "reason": "Invalid", "message": "spec.size: bad"},
+        "status": {"status": "Failure", "code": 422, "reason": "Invalid", "message": "bad"},
     }
     ops = ({"op": "add", "path": "/spec/mode", "value": "fast"},)
     patched = admission.respond(review, admission.Verdict.allow(ops))["response"]
     assert patched["patchType"] == "JSONPatch"
     assert json.loads(base64.b64decode(patched["patch"])) == list(ops)
+
+
+def test_a_bad_spec_is_refused_with_one_cause_per_bad_field_and_the_object_named_as_the_api_server_does() -> None:
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            **request(widget({"size": 0, "mode": 3})),
+            "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+        },
+    }
+    verdict = admission.validate(Widgets(), review["request"], FakeClient())
+    status = admission.respond(review, verdict)["response"]["status"]
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert status["message"] == (
+        "spec.size: Input should be greater than or equal to 1 (got 0); "
+        "spec.mode: Input should be a valid string (got 3)"
+    )
+    assert status["details"] == {
+        "group": "example.com",
+        "kind": "Widget",
+        "name": "w",
+        "causes": [
+            {
+                "reason": "FieldValueInvalid",
+                "message": "Input should be greater than or equal to 1 (got 0)",
+                "field": "spec.size",
+            },
+            {"reason": "FieldValueInvalid", "message": "Input should be a valid string (got 3)", "field": "spec.mode"},
+        ],
+    }
+
+
+def test_a_check_that_names_its_field_refuses_with_that_field_as_the_cause() -> None:
+    verdict = admission.validate(Widgets(), request(widget({"size": 2, "mode": "forbidden"})), FakeClient())
+    assert verdict.causes == (okt.errors.StatusCause("FieldValueInvalid", "this mode is not allowed", "spec.mode"),)
 
 
 class TieredSpec(pydantic.BaseModel):

@@ -136,6 +136,12 @@ spec:
         app.kubernetes.io/version: "{{ version }}"
     spec:
       terminationGracePeriodSeconds: 1
+      # What the "restricted" Pod Security Standard asks for, so that a namespace enforcing it admits the pods: each
+      # container runs as an unprivileged user of its image, without privileges, under the runtime's seccomp profile.
+      securityContext:
+        runAsNonRoot: true
+        seccompProfile:
+          type: RuntimeDefault
       containers:
         - name: memcached
           image: {{ release.image }}
@@ -148,10 +154,35 @@ spec:
             tcpSocket:
               port: memcached
             periodSeconds: 1
+          resources:
+            requests:
+              cpu: 100m
+              memory: 96Mi
+            limits:
+              memory: 96Mi
+          securityContext:
+            # The image's memcache user, by number: the kubelet cannot tell a user named in the image from root.
+            runAsUser: 11211
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop: ["ALL"]
         - name: tools
           image: busybox:1.35
           imagePullPolicy: IfNotPresent
           command: ["sleep", "2147483647"]
+          # sleep, and the sh, printf and nc of each exec: a backup's values pass through its memory.
+          resources:
+            requests:
+              cpu: 10m
+              memory: 32Mi
+            limits:
+              memory: 32Mi
+          securityContext:
+            # busybox's nobody (its image runs as root): talking to memcached over loopback needs no privilege.
+            runAsUser: 65534
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop: ["ALL"]
 """
 
 

@@ -19,6 +19,7 @@ import yaml
 
 import okt
 from benchmarks import manifests as benchmark_manifests
+from samples.capability import main as capability
 from samples.lifecycle.lifecycle_operator import API_VERSION as WEBAPP_API_VERSION
 from samples.lifecycle.lifecycle_operator import WebAppSpec
 from samples.lifecycle.lifecycle_operator.resources import DeploymentWebApp, JobWebApp
@@ -197,6 +198,19 @@ def webapp_upgrade_job() -> dict[str, Any]:
     return rendered(JobWebApp.upgrade(webapp(), "1.26"))
 
 
+def cache_deployment() -> dict[str, Any]:
+    """The capability sample's Deployment (memcached and its ``tools`` sidecar)."""
+    raw = {
+        "apiVersion": capability.API_VERSION,
+        "kind": "Cache",
+        "metadata": {"name": "c", "namespace": "shop", "uid": "uid-3", "generation": 1},
+        "spec": {"size": 1, "version": "1.6.0"},
+    }
+    cr = okt.CustomResource(raw, capability.CacheSpec(size=1, version="1.6.0"))
+    params = {"release": capability.RELEASES["1.6.0"], "version": "1.6.0", "replicas": 1}
+    return rendered(capability.CacheDeployment(cr, params=params))
+
+
 POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "memcached Deployment": memcached_deployment,
     "memcached operator's Deployment": memcached_operator_deployment,
@@ -204,6 +218,7 @@ POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "lifecycle Deployment": webapp_deployment,
     "lifecycle setup Job": webapp_setup_job,
     "lifecycle upgrade Job": webapp_upgrade_job,
+    "capability Deployment": cache_deployment,
 }
 
 

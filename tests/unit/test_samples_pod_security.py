@@ -1,6 +1,7 @@
-"""The samples' Pods are admitted where the "restricted" Pod Security Standard is enforced.
+"""The samples' Pods, and the Pod templates of the docs, are admitted where the "restricted" Pod Security Standard is
+enforced.
 
-Why this exists: the samples are what operator authors copy, and a namespace labelled
+Why this exists: the samples and the docs' manifests are what operator authors copy, and a namespace labelled
 ``pod-security.kubernetes.io/enforce: restricted`` refuses every Pod of a template that misses one of the level's
 fields — the Deployment is accepted, its ReplicaSet then fails to create a single Pod. The local control plane
 (Kubernetes 1.20) has no PodSecurity admission, so the rules are checked here, as the standard states them
@@ -11,6 +12,7 @@ rules, then the restricted level's own.
 from __future__ import annotations
 
 import pathlib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -60,6 +62,7 @@ SAFE_SYSCTLS = frozenset(
     }
 )
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
+DOCS = SAMPLES.parent / "docs"
 SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
 RESTRICTED_VOLUMES = frozenset(
     {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
@@ -211,6 +214,21 @@ def cache_deployment() -> dict[str, Any]:
     return rendered(capability.CacheDeployment(cr, params=params))
 
 
+def page_block(page: str, mark: str, language: str) -> str:
+    """The first ``language`` code block after the line ``mark`` of ``docs/<page>``."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    pattern = rf"^{re.escape(mark)}$.*?^```{language}\n(.*?)^```$"
+    match = re.search(pattern, text, re.DOTALL | re.MULTILINE)
+    assert match, f"docs/{page} has no {language} block after {mark!r}"
+    return match.group(1)
+
+
+def getting_started_deployment() -> dict[str, Any]:
+    """The reader's ``manifests/deployment.yaml`` of ``docs/getting-started.md``."""
+    block = page_block("getting-started.md", "<!-- snippet: file manifests/deployment.yaml -->", "yaml")
+    return yaml.safe_load(block)  # type: ignore[no-any-return]
+
+
 POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "memcached Deployment": memcached_deployment,
     "memcached operator's Deployment": memcached_operator_deployment,
@@ -219,6 +237,7 @@ POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "lifecycle setup Job": webapp_setup_job,
     "lifecycle upgrade Job": webapp_upgrade_job,
     "capability Deployment": cache_deployment,
+    "getting started's Deployment": getting_started_deployment,
 }
 
 

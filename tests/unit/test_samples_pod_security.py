@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -229,6 +230,20 @@ def getting_started_deployment() -> dict[str, Any]:
     return yaml.safe_load(block)  # type: ignore[no-any-return]
 
 
+def ready_guide_deployment() -> dict[str, Any]:
+    """The WebApp Deployment of ``docs/guide/ready.md``'s example, rendered for a WebApp."""
+    example = types.ModuleType("ready_example")
+    source = page_block("guide/ready.md", "<!-- example: ready.py -->", "python")
+    exec(compile(source, str(DOCS / "guide" / "ready.md"), "exec"), vars(example))
+    raw = {
+        "apiVersion": "apps.example.com/v1alpha1",
+        "kind": "WebApp",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "uid-4", "generation": 1},
+        "spec": {"replicas": 2, "image": "registry.example.com/web:1.0"},
+    }
+    return rendered(example.WebAppDeployment(okt.CustomResource(raw)))
+
+
 POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "memcached Deployment": memcached_deployment,
     "memcached operator's Deployment": memcached_operator_deployment,
@@ -238,6 +253,7 @@ POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "lifecycle upgrade Job": webapp_upgrade_job,
     "capability Deployment": cache_deployment,
     "getting started's Deployment": getting_started_deployment,
+    "ready guide's Deployment": ready_guide_deployment,
 }
 
 

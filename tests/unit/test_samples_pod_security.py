@@ -244,6 +244,11 @@ def ready_guide_deployment() -> dict[str, Any]:
     return rendered(example.WebAppDeployment(okt.CustomResource(raw)))
 
 
+def deploying_guide_deployment() -> dict[str, Any]:
+    """The operator's own Deployment of ``docs/guide/deploying.md``."""
+    return yaml.safe_load(page_block("guide/deploying.md", "## 4. The Deployment", "yaml"))  # type: ignore[no-any-return]
+
+
 POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "memcached Deployment": memcached_deployment,
     "memcached operator's Deployment": memcached_operator_deployment,
@@ -254,6 +259,7 @@ POD_OWNERS: dict[str, Callable[[], dict[str, Any]]] = {
     "capability Deployment": cache_deployment,
     "getting started's Deployment": getting_started_deployment,
     "ready guide's Deployment": ready_guide_deployment,
+    "deploying guide's operator Deployment": deploying_guide_deployment,
 }
 
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import itertools
 import json
 import keyword
 import re
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any
 
 import jinja2
 
-from okt.codegen import crd, deploy, dictionary, errors, manifest, rbac, resource, yamlout
+from okt.codegen import crd, deploy, dictionary, errors, layout, manifest, rbac, resource, yamlout
 
 TEMPLATES_DIR = Path(__file__).with_name("templates") / "scaffold"
 
@@ -42,8 +43,12 @@ _PROJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _GROUP_WITH_DOT = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,62}$")
-_MAIN_IMPORT = re.compile(r"^from (?P<module>[\w.]+)\.reconciler import (?P<name>\w+)Reconciler$", re.MULTILINE)
-_MAIN_ALL = re.compile(r"^__all__ = \[(?P<names>[^\]\n]*)\]$", re.MULTILINE)
+# An import of main.py on one line, or wrapped as ruff's import sorting wraps a line too long for one.
+_MAIN_IMPORT = re.compile(
+    r"^from (?P<module>[\w.]+)\.reconciler import (?P<wrapped>\(\n[ \t]+)?(?P<name>\w+)Reconciler(?(wrapped),\n\))$",
+    re.MULTILINE,
+)
+_MAIN_ALL = re.compile(r"^__all__ = \[(?P<names>[^\]]*)\]$", re.MULTILINE)
 
 PROJECT_FILES = (
     ("pyproject.toml.jinja", "pyproject.toml"),
@@ -149,7 +154,7 @@ def init(directory: Path, project: Project, api: Api) -> list[resource.FileResul
         raise errors.CodegenError(f"{directory} exists and is not an empty folder: okt init starts a new project")
     results = _render_all(directory, "project", PROJECT_FILES, _context(project))
     results += _add_api(directory, project, api)
-    results.append(_write(directory / "main.py", main_source(project, [api])))
+    results.append(_write(directory / "main.py", main_source(project, [api], _layout(directory))))
     return results + write_manifests(directory, project)
 
 
@@ -170,7 +175,7 @@ def create_api(directory: Path, api: Api) -> list[resource.FileResult]:
             raise errors.CodegenError(f"{target.format(**names)} exists: okt create api writes only new files")
     main_path = directory / "main.py"
     try:
-        updated_main = add_to_main(main_path.read_text(encoding="utf-8"), project, api)
+        updated_main = add_to_main(main_path.read_text(encoding="utf-8"), project, api, _layout(directory))
     except FileNotFoundError as exc:
         raise errors.CodegenError(f"no {main_path}") from exc
     results = _add_api(directory, project, api)
@@ -178,33 +183,49 @@ def create_api(directory: Path, api: Api) -> list[resource.FileResult]:
     return results + write_manifests(directory, project)
 
 
-def main_source(project: Project, apis: Sequence[Api]) -> str:
-    """The entry point of a project with these kinds."""
-    context = {**_context(project), "kinds": sorted(apis, key=lambda api: api.module)}
+def main_source(project: Project, apis: Sequence[Api], lines: layout.Layout) -> str:
+    """The entry point of a project with these kinds, its lines laid out for ``lines``' line length."""
+    imports = {f"{project.package}.{api.module}.reconciler": f"{api.kind}Reconciler" for api in apis}
+    context = {
+        **_context(project),
+        "imports": _main_imports(imports, lines),
+        "all": _main_all(imports.values(), lines),
+    }
     return _render("project/main.py.jinja", context)
 
 
-def add_to_main(source: str, project: Project, api: Api) -> str:
-    """``main.py`` with ``api``'s reconciler imported and listed in ``__all__`` (imports and names kept sorted).
+def add_to_main(source: str, project: Project, api: Api, lines: layout.Layout) -> str:
+    """``main.py`` with ``api``'s reconciler imported and listed in ``__all__`` (imports and names kept sorted, laid
+    out for ``lines``' line length as ruff format and ruff's import sorting lay them out).
 
     Raises:
-        CodegenError: ``main.py`` has no scaffold-shaped import block or single-line ``__all__`` of string literals
-            to extend.
+        CodegenError: ``main.py`` has no scaffold-shaped import block or ``__all__`` list of string literals to
+            extend.
     """
     imports = list(_MAIN_IMPORT.finditer(source))
     listed = _MAIN_ALL.search(source)
     if not imports or listed is None:
         raise errors.CodegenError(
-            "main.py no longer has okt init's import lines and one-line __all__: add "
-            f"`from {project.package}.{api.module}.reconciler import {api.kind}Reconciler` and list it in __all__"
+            "main.py no longer has okt init's import lines and __all__ list: add "
+            f"`{_import_line(project, api)}` and list it in __all__"
         )
-    lines = sorted({match.group(0) for match in imports} | {_import_line(project, api)})
-    names = sorted({*_listed_names(listed["names"], project, api), f"{api.kind}Reconciler"})
-    first, last = imports[0].start(), imports[-1].end()
-    if source[first:last].count("\n") != len(imports) - 1:
+    if any(source[before.end() : after.start()] != "\n" for before, after in itertools.pairwise(imports)):
         raise errors.CodegenError("main.py's reconciler imports are not one block: add the new one yourself")
-    source = source[:first] + "\n".join(lines) + source[last:]
-    return _MAIN_ALL.sub(lambda _: f"__all__ = [{', '.join(json.dumps(name) for name in names)}]", source, count=1)
+    reconcilers = {f"{match['module']}.reconciler": f"{match['name']}Reconciler" for match in imports}
+    reconcilers[f"{project.package}.{api.module}.reconciler"] = f"{api.kind}Reconciler"
+    names = {*_listed_names(listed["names"], project, api), f"{api.kind}Reconciler"}
+    first, last = imports[0].start(), imports[-1].end()
+    source = source[:first] + "\n".join(_main_imports(reconcilers, lines)) + source[last:]
+    return _MAIN_ALL.sub(lambda _: _main_all(names, lines), source, count=1)
+
+
+def _main_imports(reconcilers: dict[str, str], lines: layout.Layout) -> list[str]:
+    """One import a reconciler class, sorted by module as ruff's import sorting sorts them."""
+    return [lines.from_import(module, [reconcilers[module]]) for module in sorted(reconcilers)]
+
+
+def _main_all(names: Iterable[str], lines: layout.Layout) -> str:
+    return lines.bracketed(0, "__all__ = [", [json.dumps(name) for name in sorted(names)], "]")
 
 
 def _listed_names(listed: str, project: Project, api: Api) -> list[str]:
@@ -220,8 +241,8 @@ def _listed_names(listed: str, project: Project, api: Api) -> list[str]:
         names = None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise errors.CodegenError(
-            "main.py's __all__ is not a list of string literals: add "
-            f"`from {project.package}.{api.module}.reconciler import {api.kind}Reconciler` and list it in __all__"
+            f"main.py's __all__ is not a list of string literals: add `{_import_line(project, api)}` and list it in "
+            "__all__"
         )
     return names
 
@@ -273,7 +294,7 @@ def _check_api(group: str, version: str) -> None:
 
 
 def _add_api(directory: Path, project: Project, api: Api) -> list[resource.FileResult]:
-    context = {
+    context: dict[str, Any] = {
         **_context(project),
         "kind": api.kind,
         "module": api.module,
@@ -331,9 +352,17 @@ def _render(template: str, context: dict[str, Any]) -> str:
 def _render_all(
     directory: Path, folder: str, files: Sequence[tuple[str, str]], context: dict[str, Any]
 ) -> list[resource.FileResult]:
-    return [
-        _write(directory / target.format(**context), _render(f"{folder}/{source}", context)) for source, target in files
-    ]
+    """Render ``files`` into ``directory``, each laid out for the line length of the ruff configuration that governs
+    it (names long enough make a line too long for one: see :mod:`okt.codegen.layout`)."""
+    results = []
+    for source, target in files:
+        path = directory / target.format(**context)
+        results.append(_write(path, _render(f"{folder}/{source}", {**context, "layout": _layout(path.parent)})))
+    return results
+
+
+def _layout(directory: Path) -> layout.Layout:
+    return layout.Layout(resource.ruff_line_length(directory))
 
 
 def _write(path: Path, text: str) -> resource.FileResult:

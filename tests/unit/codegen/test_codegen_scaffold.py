@@ -219,3 +219,39 @@ def test_okt_init_prints_each_file_and_the_next_step(tmp_path: Path, monkeypatch
     assert "created  main.py" in result.output.splitlines()
     assert "Next: cd my-operator && make test" in result.output
     assert files(tmp_path / "my-operator") == EXPECTED_FILES
+
+
+def group_of(length: int) -> str:
+    """An API group of ``length`` characters (at least 12), in labels of at most 63."""
+    labels = "".join("abcdefghijklmnopqrstuvwxyz"[index % 26] for index in range(length - len(".example.com")))
+    return ".".join([*(labels[start : start + 62] for start in range(0, len(labels), 63)), "example", "com"])
+
+
+def test_a_scaffold_passes_ruff_at_every_length_of_its_names(tmp_path: Path) -> None:
+    # "AbAb..." is the kind with the longest module name for its length (ab_ab_...), up to the longest kind a CRD
+    # takes; the groups cross the lengths at which an apiVersion line stops fitting in 120 columns, on one line and
+    # in parentheses, up to the longest group.
+    project = scaffold.Project.new("abcdefghij-abcdefghij-abcdefghij-abcdefg", group="example.com", version="v1")
+    for length in range(1, 60):
+        group = group_of(253 if length == 59 else 60 + length)
+        kind = scaffold.Api.new(("Ab" * 30)[:length], group=group, version="v1alpha1")
+        scaffold.init(tmp_path / f"project-{length}", project, kind)
+    second = scaffold.Api.new(("Zy" * 30)[:59], group=group_of(253), version="v1beta1")
+    scaffold.create_api(tmp_path / "project-59", second)
+
+    ruff = [sys.executable, "-m", "ruff"]
+    checked = subprocess.run(
+        [*ruff, "check", "--no-cache", "."], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    formatted = subprocess.run(
+        [*ruff, "format", "--check", "--no-cache", "--diff", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert checked.returncode == 0, checked.stdout
+    assert formatted.returncode == 0, formatted.stdout
+    main = (tmp_path / "project-59" / "main.py").read_text()
+    assert f"{second.kind}Reconciler" in main and f"{('Ab' * 30)[:59]}Reconciler" in main

@@ -42,7 +42,9 @@ TEMPLATES_DIR = Path(__file__).with_name("templates") / "scaffold"
 _PROJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _GROUP_WITH_DOT = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
-_KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,62}$")
+# A CRD's list kind (<kind>List) is a DNS label once lowercased: 63 characters at most, so 59 for the kind.
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,58}$")
+_GROUP_LENGTH = 253
 # An import of main.py on one line, or wrapped as ruff's import sorting wraps a line too long for one.
 _MAIN_IMPORT = re.compile(
     r"^from (?P<module>[\w.]+)\.reconciler import (?P<wrapped>\(\n[ \t]+)?(?P<name>\w+)Reconciler(?(wrapped),\n\))$",
@@ -136,7 +138,9 @@ class Api:
     @classmethod
     def new(cls, kind: str, *, group: str, version: str) -> Api:
         if not _KIND.match(kind):
-            raise errors.CodegenError(f"invalid --kind {kind!r}: expected a CamelCase kind such as Widget")
+            raise errors.CodegenError(
+                f"invalid --kind {kind!r}: expected a CamelCase kind of at most 59 characters, such as Widget"
+            )
         _check_api(group, version)
         api = cls(kind, group, version)
         if keyword.iskeyword(api.module) or api.module in ("resources", "tests"):
@@ -284,10 +288,10 @@ def okt_requirement() -> str:
 
 
 def _check_api(group: str, version: str) -> None:
-    if not _GROUP_WITH_DOT.match(group):
+    if not _GROUP_WITH_DOT.match(group) or len(group) > _GROUP_LENGTH:
         raise errors.CodegenError(
-            f"invalid --group {group!r}: expected a lowercase DNS name with a dot, such as example.com "
-            "(a CRD's group needs one)"
+            f"invalid --group {group!r}: expected a lowercase DNS name of at most {_GROUP_LENGTH} characters with a "
+            "dot, such as example.com (a CRD's group needs one)"
         )
     if not _VERSION.match(version):
         raise errors.CodegenError(f"invalid --version {version!r}: expected a Kubernetes version such as v1alpha1")

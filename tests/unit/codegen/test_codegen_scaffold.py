@@ -193,6 +193,9 @@ def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         (["op", "--group", "example.com", "--version", "1", "--kind", "W"], "invalid --version '1'"),
         (["op", "--group", "example.com", "--version", "v1", "--kind", "widget"], "expected a CamelCase kind"),
         (["op", "--group", "example.com", "--version", "v1", "--kind", 'W"\nimport os'], "expected a CamelCase"),
+        # WidgetList must be a DNS label (63 characters at most), and a group a DNS name (253 at most).
+        (["op", "--group", "example.com", "--version", "v1", "--kind", "W" + "a" * 59], "at most 59 characters"),
+        (["op", "--group", "a" * 242 + ".example.com", "--version", "v1", "--kind", "W"], "at most 253 characters"),
     ],
 )
 def test_okt_init_refuses_bad_names_in_one_line_writing_nothing(

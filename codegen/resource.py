@@ -35,6 +35,7 @@ import os
 import re
 import shlex
 import tempfile
+import textwrap
 import tomllib
 import unicodedata
 from collections.abc import Sequence
@@ -150,8 +151,8 @@ def render(
         line_length: the line length ruff enforces on the output: the header is wrapped to it, the author's
             module imports the base class in parentheses when one line would be longer (as ruff's import sorting
             wants it), a ``class`` line that would be longer puts its base on a line of its own (as ruff format
-            writes it), and a template line longer than it gets the template a ``# noqa`` (see
-            :func:`_template_noqa`).
+            writes it), a docstring line that names make longer is refilled (see :func:`_fitted`), and a template
+            line longer than it gets the template a ``# noqa`` (see :func:`_template_noqa`).
         suffix: what tells this wrapper's modules and classes apart from the first of its kind (see
             :func:`manifest_suffix`); empty for the first.
     """
@@ -159,7 +160,19 @@ def render(
     user_class = spec.kind + cr_kind + "".join(word.capitalize() for word in suffix.split("_"))
     base_class = f"{user_class}Base"
     literal = _triple_quoted_body(template)
+    owner = f"{spec.kind} owned by {cr_kind} ({group}/{version})"
+    regeneration = (
+        "Generated once by ``okt gen resource``, then yours. Regeneration rewrites\n"
+        f"``{gen_name}.py`` only (template, API version,\n"
+        "hashed fields) and never touches this file."
+    )
     context = {
+        "gen_summary": _fitted(f'"""{owner}: the generated part.', line_length),
+        "user_summary": _fitted(f'"""{owner}: the author\'s part.', line_length),
+        "user_regeneration": _fitted(regeneration, line_length),
+        "user_class_docstring": _fitted(
+            f'"""The {spec.kind} that okt keeps in place for each {cr_kind}."""', line_length, indent="    "
+        ),
         "spec": spec,
         "cr_kind": cr_kind,
         "group": group,
@@ -430,6 +443,26 @@ def _template_noqa(literal: str, line_length: int) -> list[str]:
 def _width(line: str) -> int:
     """The columns ``line`` takes, as ruff counts them for E501: a wide East Asian character takes two."""
     return sum(2 if unicodedata.east_asian_width(character) in ("W", "F") else 1 for character in line)
+
+
+def _fitted(text: str, line_length: int, indent: str = "") -> str:
+    """``text``, lines of a docstring at ``indent`` (the first one without it), as written when every line fits in
+    ``line_length`` columns; else refilled to fit, a word longer than a line kept whole.
+
+    The names in a docstring (the kinds, the group, the generated module) may be of any length: written as is, a long
+    one made a line longer than the line length (E501). Text that fits keeps its lines, chosen to read well.
+    """
+    if all(len(indent) + _width(line) <= line_length for line in text.splitlines()):
+        return text
+    filled = textwrap.fill(
+        " ".join(text.split()),
+        width=line_length,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return filled[len(indent) :]
 
 
 def _header(command: Sequence[str], user_module: str, line_length: int) -> list[str]:

@@ -742,3 +742,24 @@ def test_a_wrapper_whose_class_line_is_longer_than_the_line_length_passes_ruff_f
         generate_in(tmp_path, "HorizontalPodAutoscaler", manifest_path=Path("manifests") / name, cr_kind=cr_kind)
     result = run_ruff("format", "--check", "--isolated", "resources")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("cr_kind", "group"),
+    [
+        pytest.param("MemcachedClusterOfTheRegionalEdge", "cache", id="long-custom-resource-kind"),
+        pytest.param("Memcached", "platform-engineering.regional-edge.example.com", id="long-group"),
+    ],
+)
+def test_the_docstrings_of_a_wrapper_with_long_names_keep_to_the_line_length(
+    cr_kind: str, group: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The class docstring names the custom resource kind at 4 columns, the module docstrings its group too.
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, "HorizontalPodAutoscaler", cr_kind=cr_kind, group=group)
+
+    checked = run_ruff("check", "--isolated", "--extend-select", "E501", "resources")
+    formatted = run_ruff("format", "--check", "--isolated", "resources")
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr

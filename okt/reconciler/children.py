@@ -132,7 +132,9 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
             raise terminating(what, decision)
         elif decision.action is apply.Action.UPDATE and res.live is not None:
             ctx.log.debug("updating child", resource=what, reason=decision.reason, drift=list(decision.drift))
-            apply.update(ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.settings.writes)
+            apply.update(
+                ctx.client, res, res.live, ctx.cr, ctx.observe, ctx.settings.writes, drift_only=decision.drift_only
+            )
             ctx.results.add(Operation.UPDATED, what)
         else:
             ctx.results.add(Operation.UNCHANGED, what)
@@ -177,7 +179,7 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
         if again.action is apply.Action.WAIT:
             raise terminating(what, again) from exc
         if again.action is apply.Action.UPDATE:
-            apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.settings.writes)
+            apply.update(ctx.client, res, live, ctx.cr, ctx.observe, ctx.settings.writes, drift_only=again.drift_only)
             ctx.results.add(Operation.UPDATED, what)
         else:
             ctx.results.add(Operation.UNCHANGED, what)

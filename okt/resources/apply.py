@@ -21,9 +21,10 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
   before and the template no longer has is removed, a field another manager owns (an HPA's ``replicas`` the template
   does not set, another controller's annotation) is never touched, and an out-of-band edit of an okt field is taken
   back — items of an okt list put in another order too, by one JSON patch (:func:`_put_back_in_order`), as an apply
-  keeps the live order. Objects written by okt's older merge path (manager ``okt``, operation ``Update``) are taken
-  over by the first apply that needs to write them (:func:`take_over`), so a field removed from the template leaves
-  then too.
+  keeps the live order, and items someone made of okt's by editing their key (a port renumbered), which an apply
+  would keep beside okt's (:func:`_drop_rekeyed`). Objects written by okt's older merge path (manager ``okt``,
+  operation ``Update``) are taken over by the first apply that needs to write them (:func:`take_over`), so a field
+  removed from the template leaves then too.
 * ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
   retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
   the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
@@ -48,6 +49,7 @@ import collections
 import copy
 import dataclasses
 import enum
+import json
 import math
 import threading
 from collections.abc import Callable, Mapping
@@ -98,6 +100,12 @@ class Decision:
     action: Action
     reason: str
     drift: tuple[str, ...] = ()
+
+    @property
+    def drift_only(self) -> bool:
+        """An update while the stored hash is the desired one: the template is the one okt last wrote, and the live
+        object drifted from it."""
+        return self.action is Action.UPDATE and self.reason == "drift"
 
 
 def prepare(res: resource.Resource, owner: objects.CustomResource | None, names: names_mod.Names) -> str:
@@ -502,7 +510,11 @@ def update(
     owner: objects.CustomResource | None,
     observe: Observer,
     options: WriteOptions = WriteOptions(),
+    *,
+    drift_only: bool = False,
 ) -> dict[str, Any]:
+    """Write ``res`` over ``live``. ``drift_only`` (:attr:`Decision.drift_only`): the template is the one okt last
+    wrote, so an item of okt's lists missing from ``live`` was taken away by someone (:func:`_drop_rekeyed`)."""
     view = _pristine_view(res)
     _keep_initial_data(res, live)
     res.check_identity()
@@ -510,7 +522,20 @@ def update(
     if options.strategy is Strategy.APPLY:
         # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
         # okt's, and the server keeps it.
-        updated = _apply(client, kind, res, options.field_manager)
+        try:
+            updated = _apply(client, kind, res, options.field_manager)
+        except errors.Invalid:
+            # Perhaps refused for an item someone made of okt's beside the one okt applies again (a named port
+            # renumbered: two ports of one name). Whatever the template, okt's items win that clash.
+            current = client.get(kind, res.name, res.namespace)
+            if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
+                raise
+            updated = _apply(client, kind, res, options.field_manager)
+        else:
+            shape = _drift_shape(res) if drift_only else None
+            if shape is not None:
+                desired = checksum.narrowed(apply_body(res), shape)
+                updated = _drop_rekeyed(client, kind, desired, live, updated, options) or updated
         updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
     else:
         res.preserve_from_live(live)
@@ -547,6 +572,104 @@ def _put_back_in_order(
     return client.patch(
         kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
     )
+
+
+def _drop_rekeyed(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    desired: Mapping[str, Any],
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    options: WriteOptions,
+) -> dict[str, Any] | None:
+    """Remove the items another writer made of okt's: the answer to that one more write, or None when there are none.
+
+    An item of a keyed list (a port by ``containerPort``, an env var by ``name``) whose key someone edited (a port
+    renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
+    item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
+    wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
+    from ``after``, by one JSON patch tested against its resourceVersion. Items of other managers in lists where all
+    of okt's items are in place are never touched. A list's keys are read from ``after``'s ``managedFields``: a
+    list no manager keys there is left as it is.
+    """
+    pointers = _rekeyed(desired, before, after, _list_keys(after), (), "")
+    if not pointers:
+        return None
+    meta = after.get("metadata") or {}
+    patch = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        *({"op": "remove", "path": pointer} for pointer in pointers),
+    ]
+    return client.patch(
+        kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
+    )
+
+
+_ITEM = 0
+"""Stands for any item of a list in a :func:`_list_keys` path (field names are strings)."""
+
+
+def _list_keys(obj: Mapping[str, Any]) -> dict[tuple[str | int, ...], tuple[str, ...]]:
+    """The key fields of each keyed list of ``obj``, by path, as its ``managedFields`` name items
+    (``k:{"containerPort":8080,"protocol":"TCP"}``)."""
+    keys: dict[tuple[str | int, ...], tuple[str, ...]] = {}
+
+    def walk(fields: Mapping[str, Any], path: tuple[str | int, ...]) -> None:
+        for name, inner in fields.items():
+            if not isinstance(inner, Mapping):
+                continue
+            if name.startswith("f:"):
+                walk(inner, (*path, name[2:]))
+            elif name.startswith("k:"):
+                try:
+                    key = json.loads(name[2:])
+                except ValueError:
+                    continue
+                if isinstance(key, dict):
+                    keys[path] = tuple(sorted(key))
+                walk(inner, (*path, _ITEM))
+
+    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+        walk(entry.get("fieldsV1") or {}, ())
+    return keys
+
+
+def _rekeyed(
+    desired: Any,
+    before: Any,
+    after: Any,
+    keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
+    path: tuple[str | int, ...],
+    pointer: str,
+) -> list[str]:
+    """The JSON pointers of :func:`_drop_rekeyed`'s items in ``after``, in an order one JSON patch can remove them:
+    inside an item before the item's own list, and each list's from its last item to its first."""
+    if isinstance(desired, Mapping) and isinstance(after, Mapping):
+        found: list[str] = []
+        for key, value in desired.items():
+            if key in after:
+                earlier = before.get(key) if isinstance(before, Mapping) else None
+                escaped = str(key).replace("~", "~0").replace("/", "~1")
+                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{escaped}"))
+        return found
+    names = keys.get(path)
+    if names is None or not isinstance(desired, list) or not isinstance(after, list):
+        return []
+
+    def key_of(item: Any) -> str | None:
+        return checksum.canonical_json([item.get(name) for name in names]) if isinstance(item, Mapping) else None
+
+    ours = {key_of(item): item for item in desired}
+    earlier = {key_of(item): item for item in before} if isinstance(before, list) else {}
+    found = []
+    for index, item in enumerate(after):
+        key = key_of(item)
+        if key in ours:
+            found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
+    if ours.keys() - earlier.keys():
+        foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
+        found.extend(f"{pointer}/{index}" for index in reversed(foreign))
+    return found
 
 
 def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any]]]:

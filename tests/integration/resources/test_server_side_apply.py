@@ -338,3 +338,94 @@ def test_text_beyond_the_bmp_reaches_children_and_conditions_through_apply(
     assert ready is not None and ready["reason"] == "InvalidSpec"
     assert "\U0001f600" in ready["message"]
     assert bad.results.counts()[okt.Operation.STATUS_UPDATE_ERROR] == 0
+
+
+class Served(okt.DeploymentResource):
+    """A Deployment whose container has a named port and an env var: items of lists keyed by ``containerPort`` and
+    by ``name``."""
+
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+    spec:
+      containers:
+        - name: main
+          image: nginx:1.25
+          ports:
+            - name: http
+              containerPort: 8080
+          env:
+            - name: FOO
+              value: "1"
+"""
+
+
+class ServedReconciler(shared.WidgetReconciler):
+    owns = (Served,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Served(ctx.cr)]
+
+
+REKEYED = {
+    "a named port's number": ("ports/0/containerPort", 9090),
+    "an env var's name": ("env/0/name", "BAR"),
+}
+
+
+@pytest.mark.parametrize("edit", REKEYED)
+def test_an_item_of_an_okt_list_whose_key_another_manager_edited_comes_back_to_the_template(
+    edit: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(ServedReconciler(), kube, widget_kind, namespace)
+    field, value = REKEYED[edit]
+    edited = [{"op": "replace", "path": f"/spec/template/spec/containers/0/{field}", "value": value}]
+    deployments = other_client.resolve("apps/v1", "Deployment")
+    other_client.patch(deployments, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+
+    converge(ServedReconciler(), kube, widget_kind, namespace)
+
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and ready["status"] == "True"
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [("http", 8080)]
+    assert [(e["name"], e["value"]) for e in main["env"]] == [("FOO", "1")]
+    assert converge(ServedReconciler(), kube, widget_kind, namespace) == {}
+
+
+THEIRS = {"template": {"spec": {"containers": [{"name": "main", "env": [{"name": "THEIRS", "value": "x"}]}]}}}
+
+
+@pytest.mark.parametrize("change", ["an item added to the template", "a value of okt's item edited"])
+def test_an_item_another_manager_applies_beside_okts_items_stays(
+    change: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    rec = reconciler([e for e in EXTRAS if e != "env var"])
+    converge(rec, kube, widget_kind, namespace)
+    foreign_apply(other_client, namespace, "injector", spec=THEIRS)
+    if change == "an item added to the template":
+        rec = reconciler()
+    else:
+        edited = [{"op": "replace", "path": "/spec/template/spec/containers/0/env/0/value", "value": "2"}]
+        deployments = other_client.resolve("apps/v1", "Deployment")
+        other_client.patch(deployments, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+
+    assert converge(rec, kube, widget_kind, namespace) == {("apply", "deployments"): 1}
+
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in main["env"]}
+    expected = {"KEPT": "1", "THEIRS": "x"} | ({"EXTRA": "1"} if change == "an item added to the template" else {})
+    assert env == expected

@@ -524,9 +524,12 @@ def update(
         # okt's, and the server keeps it.
         try:
             updated = _apply(client, kind, res, options.field_manager)
-        except errors.Invalid:
-            # Perhaps refused for an item someone made of okt's beside the one okt applies again (a named port
-            # renumbered: two ports of one name). Whatever the template, okt's items win that clash.
+        except errors.Invalid as exc:
+            # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
+            # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
+            # for anything else (a value of okt's own template) is reported as it is, touching nothing of anyone's.
+            if not any(cause.reason == DUPLICATE for cause in exc.causes):
+                raise
             current = client.get(kind, res.name, res.namespace)
             if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
                 raise
@@ -604,6 +607,9 @@ def _drop_rekeyed(
         kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
     )
 
+
+DUPLICATE = "FieldValueDuplicate"
+"""The cause the API server gives a value that must be unique in its list and is not (a port's name)."""
 
 _ITEM = 0
 """Stands for any item of a list in a :func:`_list_keys` path (field names are strings)."""

@@ -429,3 +429,36 @@ def test_an_item_another_manager_applies_beside_okts_items_stays(
     env = {e["name"]: e["value"] for e in main["env"]}
     expected = {"KEPT": "1", "THEIRS": "x"} | ({"EXTRA": "1"} if change == "an item added to the template" else {})
     assert env == expected
+
+
+class Refused(Toggled):
+    """Toggled with a value the API server refuses (a negative replica count): every apply is Invalid."""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        self.desired["spec"]["replicas"] = -1
+
+
+def test_an_apply_refused_for_another_reason_than_a_duplicate_key_removes_no_item_of_another_manager(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Only the duplicate an edited key makes (two ports of one name) is healed by removing the other writer's item:
+    an apply refused for a value of okt's own template says so, and touches nothing of anyone else's."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(reconciler([e for e in EXTRAS if e != "env var"]), kube, widget_kind, namespace)
+    foreign_apply(other_client, namespace, "injector", spec=THEIRS)
+
+    class RefusedReconciler(shared.WidgetReconciler):
+        owns = (Refused,)
+        params: ClassVar[Mapping[str, Any]] = {"extras": EXTRAS}
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [Refused(ctx.cr, params=ctx.params)]
+
+    before = kube.stats.snapshot()
+    run = shared.reconcile_widget(RefusedReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert isinstance(run.results.first_error, okt.Invalid), run.results.summary()
+    assert "replicas" in str(run.results.first_error)
+    assert ("patch", "deployments") not in shared.write_requests(kube, before)  # no removal even tried
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in main["env"]} == {"KEPT": "1", "THEIRS": "x"}

@@ -594,18 +594,28 @@ def _drop_rekeyed(
     from ``after``, by one JSON patch tested against its resourceVersion. Items of other managers in lists where all
     of okt's items are in place are never touched. A list's keys are read from ``after``'s ``managedFields``: a
     list no manager keys there is left as it is.
+
+    A patch whose test fails (a workload's controller wrote its status in between, as it does right after okt's
+    write) is worked out again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
     """
-    pointers = _rekeyed(desired, before, after, _list_keys(after), (), "")
-    if not pointers:
-        return None
-    meta = after.get("metadata") or {}
-    patch = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-        *({"op": "remove", "path": pointer} for pointer in pointers),
-    ]
-    return client.patch(
-        kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
-    )
+    for attempt in range(TAKE_OVER_ATTEMPTS):
+        pointers = _rekeyed(desired, before, after, _list_keys(after), (), "")
+        if not pointers:
+            return None
+        meta = after.get("metadata") or {}
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+            *({"op": "remove", "path": pointer} for pointer in pointers),
+        ]
+        try:
+            return client.patch(
+                kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
+            )
+        except errors.Invalid as exc:
+            if exc.causes or attempt == TAKE_OVER_ATTEMPTS - 1:
+                raise  # refused for what it removes, not for its test: reading again cannot help
+            after = client.get(kind, meta["name"], meta.get("namespace"))
+    return None  # not reached: the last attempt returns or raises
 
 
 DUPLICATE = "FieldValueDuplicate"

@@ -251,14 +251,19 @@ def _undescribed(node: Any) -> Any:
 
 
 def _check_names(group: str, kind: str, plural: str) -> None:
-    """The API server's rules for a CRD's names: a group with a dot, and a plural, kind and list kind (lowercased)
-    that are DNS-1035 labels."""
+    """The API server's rules for a CRD's names: a group with a dot, a plural, kind and list kind (lowercased) that
+    are DNS-1035 labels, and the CRD's own name ``<plural>.<group>``, a DNS name of at most 253 characters."""
     if not DNS_SUBDOMAIN.match(group) or "." not in group or len(group) > 253:
         raise errors.CodegenError(f"invalid group {group!r}: expected a DNS name with a dot, such as cache.example.com")
     if not _DNS_1035_LABEL.match(f"{kind}List".lower()):
         raise errors.CodegenError(f"invalid kind {kind!r}: expected a name such as Memcached")
     if not _DNS_1035_LABEL.match(plural):
         raise errors.CodegenError(f"invalid plural {plural!r}: expected a lowercase DNS label such as memcacheds")
+    if len(f"{plural}.{group}") > 253:
+        raise errors.CodegenError(
+            f"invalid group {group!r}: the CRD's name {plural}.{group} has {len(plural) + 1 + len(group)} characters, "
+            "more than the 253 of a DNS name"
+        )
 
 
 def _version(

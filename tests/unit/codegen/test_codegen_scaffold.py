@@ -13,9 +13,11 @@ from click.testing import CliRunner
 
 from okt.cli import main as cli_main
 from okt.codegen import cli, errors, scaffold
+from okt.kube import kinds as kube_kinds
 
 PROJECT = scaffold.Project.new("my-operator", group="example.com", version="v1alpha1")
 WIDGET = scaffold.Api.new("Widget", group="example.com", version="v1alpha1")
+GROUP_253 = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 49, "example", "com"])
 EXPECTED_FILES = {
     ".gitignore",
     "Dockerfile",
@@ -196,6 +198,8 @@ def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         # WidgetList must be a DNS label (63 characters at most), and a group a DNS name (253 at most).
         (["op", "--group", "example.com", "--version", "v1", "--kind", "W" + "a" * 59], "at most 59 characters"),
         (["op", "--group", "a" * 242 + ".example.com", "--version", "v1", "--kind", "W"], "at most 253 characters"),
+        # The CRD's own name, <plural>.<group>, is a DNS name too: ws.<group of 253> is 256 characters.
+        (["op", "--group", GROUP_253, "--version", "v1", "--kind", "W"], "the CRD's name ws."),
     ],
 )
 def test_okt_init_refuses_bad_names_in_one_line_writing_nothing(
@@ -230,16 +234,22 @@ def group_of(length: int) -> str:
     return ".".join([*(labels[start : start + 62] for start in range(0, len(labels), 63)), "example", "com"])
 
 
+def longest_group(kind: str) -> str:
+    """The longest API group of ``kind``'s CRD: its name, ``<plural>.<group>``, is a DNS name of 253 characters."""
+    return group_of(253 - len(kube_kinds.plural_of(kind)) - 1)
+
+
 def test_a_scaffold_passes_ruff_at_every_length_of_its_names(tmp_path: Path) -> None:
     # "AbAb..." is the kind with the longest module name for its length (ab_ab_...), up to the longest kind a CRD
     # takes; the groups cross the lengths at which an apiVersion line stops fitting in 120 columns, on one line and
-    # in parentheses, up to the longest group.
+    # in parentheses, up to the longest group the kind's CRD name leaves.
     project = scaffold.Project.new("abcdefghij-abcdefghij-abcdefghij-abcdefg", group="example.com", version="v1")
     for length in range(1, 60):
-        group = group_of(253 if length == 59 else 60 + length)
-        kind = scaffold.Api.new(("Ab" * 30)[:length], group=group, version="v1alpha1")
-        scaffold.init(tmp_path / f"project-{length}", project, kind)
-    second = scaffold.Api.new(("Zy" * 30)[:59], group=group_of(253), version="v1beta1")
+        kind = ("Ab" * 30)[:length]
+        group = longest_group(kind) if length in (1, 59) else group_of(60 + length)
+        api = scaffold.Api.new(kind, group=group, version="v1alpha1")
+        scaffold.init(tmp_path / f"project-{length}", project, api)
+    second = scaffold.Api.new(("Zy" * 30)[:59], group=longest_group(("Zy" * 30)[:59]), version="v1beta1")
     scaffold.create_api(tmp_path / "project-59", second)
 
     ruff = [sys.executable, "-m", "ruff"]

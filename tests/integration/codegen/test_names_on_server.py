@@ -1,0 +1,57 @@
+"""The names the generators accept are the names the API server accepts: each case generates a manifest with a name
+at its limit and one past it, and sends what the generator wrote (or, where it refused, what it would have written)
+to a real API server as a server-side dry run. The generator refuses exactly what the server refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from okt import errors as okt_errors
+from okt.codegen import crd, errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+pytestmark = pytest.mark.integration
+
+
+def group_of(length: int) -> str:
+    """An API group of ``length`` characters (at least 12), in labels of at most 63."""
+    labels = "".join("abcdefghijklmnopqrstuvwxyz"[index % 26] for index in range(length - len(".example.com")))
+    return ".".join([*(labels[start : start + 62] for start in range(0, len(labels), 63)), "example", "com"])
+
+
+def server_accepts(kube: kube_client.Client, kind: kinds.Kind, obj: dict[str, Any]) -> bool:
+    """Whether the API server would create ``obj`` (a dry run: nothing is stored)."""
+    try:
+        kube.request(
+            "POST",
+            kind.collection_path(obj["metadata"].get("namespace")),
+            verb="dry-run",
+            resource=kind.plural,
+            params={"dryRun": "All"},
+            body=obj,
+        )
+    except okt_errors.Invalid:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("length", [253, 254])
+def test_the_crd_generator_refuses_the_crd_names_the_api_server_refuses(kube: kube_client.Client, length: int) -> None:
+    # The CRD's name is <plural>.<group>: a DNS name of at most 253 characters, though the group alone may be longer.
+    group = group_of(length - len("widgets."))
+    names = {"version": "v1", "kind": "Widget", "plural": "widgets", "scope": "Namespaced"}
+    definition = crd.crd_from_models(group="names.okt.example.com", spec_model=None, status_model=None, **names)
+    definition["metadata"]["name"] = f"widgets.{group}"
+    definition["spec"]["group"] = group
+    try:
+        crd.crd_from_models(group=group, spec_model=None, status_model=None, **names)
+    except errors.CodegenError:
+        generated = False
+    else:
+        generated = True
+
+    assert generated == server_accepts(kube, kinds.CRD, definition)

@@ -1,7 +1,7 @@
 """Statements of scaffolded modules laid out as ruff format lays them out, whatever the length of the names in them.
 
 Why it exists: a scaffolded line holds the project's package, a kind and the kind's module name. With the longest names
-``okt init`` accepts (a 40-character project, a 59-character kind, an API group of up to 250 characters) many a line
+``okt init`` accepts (a 40-character project, a 59-character kind, an API group of up to 241 characters) many a line
 is longer than the project's line length, and a line written whole would be rewritten by ``ruff format`` and reported
 by ruff's import sorting (I001) in a project that was meant to pass both as it comes. These functions are not a
 formatter: each lays out one shape the scaffold templates use, with the rules ruff format (and its import sorting)

@@ -143,14 +143,15 @@ class Api:
                 f"invalid --kind {kind!r}: expected a CamelCase kind of at most 59 characters, such as Widget"
             )
         _check_api(group, version)
-        # The CRD is named <plural>.<group>, a DNS name: checked here, before okt gen crd's check would meet it
-        # with half the project written.
+        # The CRD is named <plural>.<group> and its validating webhook (the kind has a spec model) validate.<that>,
+        # each a DNS name: checked here, before the generators' checks would meet them with half the project written.
         crd_name = f"{kinds.plural_of(kind)}.{group}"
-        if len(crd_name) > _GROUP_LENGTH:
-            raise errors.CodegenError(
-                f"invalid --group {group!r}: with --kind {kind}, the CRD's name {crd_name} has {len(crd_name)} "
-                f"characters, more than the {_GROUP_LENGTH} of a DNS name"
-            )
+        for what, name in (("the CRD's name", crd_name), ("its validating webhook's name", f"validate.{crd_name}")):
+            if len(name) > _GROUP_LENGTH:
+                raise errors.CodegenError(
+                    f"invalid --group {group!r}: with --kind {kind}, {what} {name} has {len(name)} characters, more "
+                    f"than the {_GROUP_LENGTH} of a DNS name"
+                )
         api = cls(kind, group, version)
         if keyword.iskeyword(api.module) or api.module in ("resources", "tests"):
             raise errors.CodegenError(f"invalid --kind {kind!r}: its module name {api.module!r} is reserved")

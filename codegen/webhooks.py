@@ -12,11 +12,11 @@ Two ways to reach the operator:
   name it;
 * **by URL** (``--url https://127.0.0.1:9443``: a local ``okt run`` beside a local API server): no Service.
 
-Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>``;
-``admissionReviewVersions: [v1]``, ``sideEffects: None``, ``matchPolicy: Equivalent`` (a request in another served
-version is converted to the reconciled one first, so the models judge what they know); CREATE and UPDATE of the
-primary only (never its ``/status``); the ``failurePolicy`` given (``Fail`` by default: no object is admitted
-unjudged); output is deterministic.
+Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>`` (a DNS name: a group
+that makes it longer than 253 characters is refused); ``admissionReviewVersions: [v1]``, ``sideEffects: None``,
+``matchPolicy: Equivalent`` (a request in another served version is converted to the reconciled one first, so the
+models judge what they know); CREATE and UPDATE of the primary only (never its ``/status``); the ``failurePolicy``
+given (``Fail`` by default: no object is admitted unjudged); output is deterministic.
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def webhooks_for_reconcilers(
     ValidatingWebhookConfiguration and the MutatingWebhookConfiguration (each only when some reconciler needs it).
 
     Raises:
-        CodegenError: a bad failure policy or timeout, or no reconciler has an admission webhook.
+        CodegenError: a bad failure policy or timeout, no reconciler has an admission webhook, or a webhook's name
+            is longer than the 253 characters of a DNS name.
     """
     if failure_policy not in ("Fail", "Ignore"):
         raise errors.CodegenError(f"invalid failure policy {failure_policy!r}: expected Fail or Ignore")
@@ -171,8 +172,14 @@ def _webhook(
     timeout: int,
 ) -> dict[str, Any]:
     primary = crd.primary_of(cls, custom=False)
+    name = f"{verb}.{primary.plural}.{primary.group or 'core'}"  # a webhook name has three segments or more
+    if len(name) > 253:
+        raise errors.CodegenError(
+            f"{cls.__name__}: its webhook's name {name} has {len(name)} characters, more than the 253 of a DNS name "
+            "(shorten the API group)"
+        )
     return {
-        "name": f"{verb}.{primary.plural}.{primary.group or 'core'}",  # a webhook name has three segments or more
+        "name": name,
         "admissionReviewVersions": ["v1"],
         "clientConfig": client_config.for_path(path),
         "failurePolicy": failure_policy,

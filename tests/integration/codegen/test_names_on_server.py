@@ -7,20 +7,42 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 
+import okt
 from okt import errors as okt_errors
-from okt.codegen import crd, errors
+from okt.codegen import crd, errors, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
 pytestmark = pytest.mark.integration
+
+VALIDATING_WEBHOOK_CONFIGURATION = kinds.Kind(
+    "admissionregistration.k8s.io/v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
 
 
 def group_of(length: int) -> str:
     """An API group of ``length`` characters (at least 12), in labels of at most 63."""
     labels = "".join("abcdefghijklmnopqrstuvwxyz"[index % 26] for index in range(length - len(".example.com")))
     return ".".join([*(labels[start : start + 62] for start in range(0, len(labels), 63)), "example", "com"])
+
+
+def reconciler_of(group: str) -> type[okt.Reconciler]:
+    """A reconciler of Widgets in ``group`` with a validating webhook (it has a spec model)."""
+    return type(
+        "WidgetReconciler",
+        (okt.Reconciler,),
+        {"api_version": f"{group}/v1", "kind": "Widget", "plural": "widgets", "spec_model": WidgetSpec},
+    )
+
+
+class WidgetSpec(pydantic.BaseModel):
+    size: int = 1
 
 
 def server_accepts(kube: kube_client.Client, kind: kinds.Kind, obj: dict[str, Any]) -> bool:
@@ -55,3 +77,24 @@ def test_the_crd_generator_refuses_the_crd_names_the_api_server_refuses(kube: ku
         generated = True
 
     assert generated == server_accepts(kube, kinds.CRD, definition)
+
+
+@pytest.mark.parametrize("length", [244, 245])
+def test_the_webhook_generator_refuses_the_webhook_names_the_api_server_refuses(
+    kube: kube_client.Client, length: int
+) -> None:
+    # A webhook is named validate.<plural>.<group>: a DNS name of at most 253 characters, 9 more than the CRD's name.
+    group = group_of(length - len("widgets."))
+    config = webhooks.ClientConfig(service="widget-operator-webhooks")
+    short = reconciler_of("names.okt.example.com")
+    (configuration,) = webhooks.webhooks_for_reconcilers([short], name="widget-operator", client_config=config)[1:]
+    configuration["webhooks"][0]["name"] = f"validate.widgets.{group}"
+    configuration["webhooks"][0]["rules"][0]["apiGroups"] = [group]
+    try:
+        webhooks.webhooks_for_reconcilers([reconciler_of(group)], name="widget-operator", client_config=config)
+    except errors.CodegenError:
+        generated = False
+    else:
+        generated = True
+
+    assert generated == server_accepts(kube, VALIDATING_WEBHOOK_CONFIGURATION, configuration)

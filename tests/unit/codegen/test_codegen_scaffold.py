@@ -200,6 +200,8 @@ def test_init_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         (["op", "--group", "a" * 242 + ".example.com", "--version", "v1", "--kind", "W"], "at most 253 characters"),
         # The CRD's own name, <plural>.<group>, is a DNS name too: ws.<group of 253> is 256 characters.
         (["op", "--group", GROUP_253, "--version", "v1", "--kind", "W"], "the CRD's name ws."),
+        # Its validating webhook is named validate.<plural>.<group>, a DNS name: 259 characters with a 247 group.
+        (["op", "--group", GROUP_253[6:], "--version", "v1", "--kind", "W"], "validate.ws."),
     ],
 )
 def test_okt_init_refuses_bad_names_in_one_line_writing_nothing(
@@ -235,8 +237,9 @@ def group_of(length: int) -> str:
 
 
 def longest_group(kind: str) -> str:
-    """The longest API group of ``kind``'s CRD: its name, ``<plural>.<group>``, is a DNS name of 253 characters."""
-    return group_of(253 - len(kube_kinds.plural_of(kind)) - 1)
+    """The longest API group of a scaffolded ``kind``: its validating webhook's name, ``validate.<plural>.<group>``,
+    is a DNS name of 253 characters."""
+    return group_of(253 - len("validate.") - len(kube_kinds.plural_of(kind)) - 1)
 
 
 def test_a_scaffold_passes_ruff_at_every_length_of_its_names(tmp_path: Path) -> None:

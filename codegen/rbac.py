@@ -59,7 +59,7 @@ CLUSTER_OPERATOR_GROUP = "config.openshift.io"
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
 """An API version, as the middle part of ``plural.version.group``."""
 
@@ -173,7 +173,9 @@ def rbac_for_primaries(
     """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
     ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for)."""
     if not _DNS_LABEL.match(namespace):
-        raise errors.CodegenError(f"invalid namespace {namespace!r}: expected a DNS label such as operators")
+        raise errors.CodegenError(
+            f"invalid namespace {namespace!r}: expected a DNS label of at most 63 characters, such as operators"
+        )
     if not crd.DNS_SUBDOMAIN.match(service_account):
         raise errors.CodegenError(f"invalid service account name {service_account!r}: expected a DNS name")
     account: dict[str, Any] = {

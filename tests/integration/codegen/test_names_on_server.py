@@ -12,7 +12,7 @@ import pytest
 
 import okt
 from okt import errors as okt_errors
-from okt.codegen import crd, errors, webhooks
+from okt.codegen import crd, errors, rbac, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
@@ -98,3 +98,26 @@ def test_the_webhook_generator_refuses_the_webhook_names_the_api_server_refuses(
         generated = True
 
     assert generated == server_accepts(kube, VALIDATING_WEBHOOK_CONFIGURATION, configuration)
+
+
+def generated_or_refused(call: Any) -> bool:
+    """Whether the generator ``call`` wrote its manifests (False: it refused its input)."""
+    try:
+        call()
+    except errors.CodegenError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("length", [63, 64])
+def test_the_rbac_generator_refuses_the_namespaces_the_api_server_refuses(
+    kube: kube_client.Client, length: int
+) -> None:
+    # A namespace is a DNS label: 63 characters at most.
+    name = "n" * length
+    generated = generated_or_refused(
+        lambda: rbac.rbac_for_reconcilers([reconciler_of("names.okt.example.com")], namespace=name)
+    )
+    namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+    assert generated == server_accepts(kube, kinds.NAMESPACE, namespace_object)

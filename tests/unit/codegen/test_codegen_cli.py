@@ -224,7 +224,7 @@ def okt_error_loader(target: str) -> list[type[Any]]:
         (
             fake_loader(MemcachedReconciler),
             ["rbac", "main.py", "--namespace", "Bad_NS"],
-            "invalid namespace 'Bad_NS': expected a DNS label such as operators",
+            "invalid namespace 'Bad_NS': expected a DNS label of at most 63 characters, such as operators",
         ),
     ],
 )

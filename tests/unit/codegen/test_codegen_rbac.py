@@ -144,7 +144,14 @@ def test_rules_are_the_same_whatever_the_order_of_owned_kinds() -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"namespace": "Operators"}, "invalid namespace 'Operators': expected a DNS label such as operators"),
+        (
+            {"namespace": "Operators"},
+            "invalid namespace 'Operators': expected a DNS label of at most 63 characters, such as operators",
+        ),
+        (
+            {"namespace": "n" * 64},
+            f"invalid namespace '{'n' * 64}': expected a DNS label of at most 63 characters, such as operators",
+        ),
         ({"service_account": "my_operator"}, "invalid service account name 'my_operator': expected a DNS name"),
     ],
 )

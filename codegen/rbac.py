@@ -176,8 +176,10 @@ def rbac_for_primaries(
         raise errors.CodegenError(
             f"invalid namespace {namespace!r}: expected a DNS label of at most 63 characters, such as operators"
         )
-    if not crd.DNS_SUBDOMAIN.match(service_account):
-        raise errors.CodegenError(f"invalid service account name {service_account!r}: expected a DNS name")
+    if not crd.DNS_SUBDOMAIN.match(service_account) or len(service_account) > 253:
+        raise errors.CodegenError(
+            f"invalid service account name {service_account!r}: expected a DNS name of at most 253 characters"
+        )
     account: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",

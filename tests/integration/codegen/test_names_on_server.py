@@ -121,3 +121,33 @@ def test_the_rbac_generator_refuses_the_namespaces_the_api_server_refuses(
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
     assert generated == server_accepts(kube, kinds.NAMESPACE, namespace_object)
+
+
+@pytest.mark.parametrize("length", [253, 254])
+@pytest.mark.parametrize("cluster_wide", [False, True])
+def test_the_rbac_generator_refuses_the_service_account_names_the_api_server_refuses(
+    kube: kube_client.Client, namespace: str, length: int, cluster_wide: bool
+) -> None:
+    # A ServiceAccount's name is a DNS name: 253 characters at most.
+    account = group_of(length)
+    reconciler = reconciler_of("names.okt.example.com")
+    generated = generated_or_refused(
+        lambda: rbac.rbac_for_reconcilers(
+            [reconciler], namespace=namespace, service_account=account, cluster_wide=cluster_wide, leader_elect=True
+        )
+    )
+    documents = rbac.rbac_for_reconcilers(
+        [reconciler],
+        namespace=namespace,
+        service_account="widget-operator",
+        cluster_wide=cluster_wide,
+        leader_elect=True,
+    )
+    for document in documents:
+        if document["kind"] == "ServiceAccount" or document["metadata"]["name"] == "widget-operator":
+            document["metadata"]["name"] = account
+        for subject in document.get("subjects", ()):
+            subject["name"] = account
+    accepted = [server_accepts(kube, kube.kind_of(document), document) for document in documents]
+
+    assert generated == all(accepted)

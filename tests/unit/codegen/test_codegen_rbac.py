@@ -152,7 +152,14 @@ def test_rules_are_the_same_whatever_the_order_of_owned_kinds() -> None:
             {"namespace": "n" * 64},
             f"invalid namespace '{'n' * 64}': expected a DNS label of at most 63 characters, such as operators",
         ),
-        ({"service_account": "my_operator"}, "invalid service account name 'my_operator': expected a DNS name"),
+        (
+            {"service_account": "my_operator"},
+            "invalid service account name 'my_operator': expected a DNS name of at most 253 characters",
+        ),
+        (
+            {"service_account": "s" * 254},
+            f"invalid service account name '{'s' * 254}': expected a DNS name of at most 253 characters",
+        ),
     ],
 )
 def test_invalid_names_are_refused(overrides: dict[str, Any], message: str) -> None:

@@ -247,10 +247,18 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
     """The files of the OLM bundle (registry+v1), by path relative to the output folder (pure).
 
     Raises:
-        CodegenError: ``version`` is not semantic (OLM orders upgrades by it).
+        CodegenError: ``version`` is not semantic (OLM orders upgrades by it), or makes the ClusterServiceVersion's
+            name, ``<name>.v<version>``, other than a DNS name of at most 253 characters (a capital letter, a part
+            ending in ``-``) as the API server requires of it.
     """
     if not _SEMVER.match(version):
         raise errors.CodegenError(f"invalid --version {version!r}: OLM wants a semantic version such as 0.1.0")
+    csv_name = f"{operator.name}.v{version}"
+    if not crd.DNS_SUBDOMAIN.match(csv_name) or len(csv_name) > 253:
+        raise errors.CodegenError(
+            f"invalid --version {version!r}: the ClusterServiceVersion's name {csv_name} must be a lowercase DNS name "
+            "of at most 253 characters, such as my-operator.v0.1.0-rc.1"
+        )
     crds = operator.crds()
     files = {
         f"manifests/{operator.name}.clusterserviceversion.yaml": yamlout.dump_all(

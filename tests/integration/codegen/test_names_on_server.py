@@ -12,9 +12,10 @@ import pytest
 
 import okt
 from okt import errors as okt_errors
-from okt.codegen import crd, errors, rbac, webhooks
+from okt.codegen import crd, deploy, errors, rbac, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.testing import crds
 
 pytestmark = pytest.mark.integration
 
@@ -151,3 +152,24 @@ def test_the_rbac_generator_refuses_the_service_account_names_the_api_server_ref
     accepted = [server_accepts(kube, kube.kind_of(document), document) for document in documents]
 
     assert generated == all(accepted)
+
+
+@pytest.mark.parametrize(
+    "version", ["0.1.0", "0.1.0-rc.1", "0.1.0-RC1", "0.1.0-rc-", pytest.param(f"0.1.0-{'1' * 245}", id="0.1.0-1...1")]
+)
+def test_the_bundle_generator_refuses_the_csv_names_the_api_server_refuses(
+    kube: kube_client.Client, apply_crd: Any, namespace: str, version: str
+) -> None:
+    # The ClusterServiceVersion is named <name>.v<version>: a custom resource's name is a DNS name (lowercase, each
+    # dot-separated part starting and ending with a letter or digit, 253 characters at most). No OLM runs here: a CRD
+    # that takes any ClusterServiceVersion lets the API server judge its name.
+    csv_kind = apply_crd(
+        crds.schemaless_crd("operators.coreos.com", "ClusterServiceVersion", "clusterserviceversions", "v1alpha1")
+    )
+    operator = deploy.Operator([reconciler_of("names.okt.example.com")], "widget-operator", namespace, "widget:0.1.0")
+    generated = generated_or_refused(lambda: deploy.bundle(operator, version=version))
+    csv = deploy.cluster_service_version(operator, operator.crds(), version="0.1.0")
+    csv["metadata"].update(name=f"widget-operator.v{version}", namespace=namespace)
+    csv["spec"]["version"] = version
+
+    assert generated == server_accepts(kube, csv_kind, csv)

@@ -204,6 +204,12 @@ def test_a_bundle_version_that_is_not_semantic_is_refused() -> None:
         deploy.bundle(OPERATOR, version="v1")
 
 
+@pytest.mark.parametrize("version", ["0.1.0-RC1", "0.1.0-rc-", "0.1.0-rc.1-", f"0.1.0-{'1' * 240}"])
+def test_a_bundle_version_that_makes_a_csv_name_the_api_server_refuses_is_refused(version: str) -> None:
+    with pytest.raises(errors.CodegenError, match="must be a lowercase DNS name of at most 253 characters"):
+        deploy.bundle(OPERATOR, version=version)
+
+
 def test_okt_gen_deploy_writes_the_tree_and_lists_each_file(tmp_path: Path) -> None:
     group = cli.make_gen_group(lambda _target: [GizmoReconciler])
     arguments = ["deploy", "main.py", "--name", "gizmo-operator", "--namespace", "gizmo-system"]

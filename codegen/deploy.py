@@ -50,6 +50,11 @@ from okt.reconciler import webhooks as reconciler_webhooks
 IMAGE_PLACEHOLDER = "operator"
 """The image name of the base's Deployment; the overlay's ``images`` entry replaces it."""
 
+BUNDLE_NAMESPACE = "operators"
+"""The namespace ``okt gen bundle`` generates the operator's facts for. None of them carries it into the bundle (OLM
+installs the operator into its OperatorGroup's namespace), so it only has to be valid: one derived from the name
+(``<name>-system``) would refuse a name of 57 to 63 characters the bundle's objects take."""
+
 CRD_SERVICE_REFERENCE: dict[str, Any] = {
     "nameReference": [
         {

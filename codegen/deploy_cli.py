@@ -59,7 +59,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
     ) -> None:
         """Write OPERATOR's OLM bundle: a ClusterServiceVersion, its CRDs and metadata/annotations.yaml."""
         classes = load(operator, reconciler_name)
-        operator_facts = deploy.Operator(classes, name, f"{name}-system", image)
+        operator_facts = deploy.Operator(classes, name, deploy.BUNDLE_NAMESPACE, image)
         _report(deploy.write(deploy.bundle(operator_facts, version=bundle_version, channel=channel), out_dir))
 
     return [deploy_command, bundle_command]

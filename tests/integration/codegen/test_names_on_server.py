@@ -5,20 +5,24 @@ to a real API server as a server-side dry run. The generator refuses exactly wha
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
+import yaml
+from click.testing import CliRunner
 
 import okt
 from okt import errors as okt_errors
-from okt.codegen import crd, deploy, errors, rbac, webhooks
+from okt.codegen import cli, crd, deploy, errors, rbac, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import crds
 
 pytestmark = pytest.mark.integration
 
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 VALIDATING_WEBHOOK_CONFIGURATION = kinds.Kind(
     "admissionregistration.k8s.io/v1",
     "ValidatingWebhookConfiguration",
@@ -173,3 +177,38 @@ def test_the_bundle_generator_refuses_the_csv_names_the_api_server_refuses(
     csv["spec"]["version"] = version
 
     assert generated == server_accepts(kube, csv_kind, csv)
+
+
+@pytest.mark.parametrize("length", [63, 64])
+def test_okt_gen_bundle_takes_the_operator_names_the_api_server_takes(
+    kube: kube_client.Client, apply_crd: Any, namespace: str, tmp_path: Path, length: int
+) -> None:
+    # The operator's name names the CSV (<name>.v<version>), the Deployment and its pods' app.kubernetes.io/name
+    # label, whose value is 63 characters at most.
+    csv_kind = apply_crd(
+        crds.schemaless_crd("operators.coreos.com", "ClusterServiceVersion", "clusterserviceversions", "v1alpha1")
+    )
+    name = "o" * length
+    group = cli.make_gen_group(lambda _target: [reconciler_of("names.okt.example.com")])
+    arguments = ["bundle", "main.py", "--name", name, "--version", "0.1.0", "--image", "widget:0.1.0"]
+    generated = CliRunner().invoke(group, [*arguments, "--out", str(tmp_path)]).exit_code == 0
+    operator = deploy.Operator([reconciler_of("names.okt.example.com")], "widget-operator", namespace, "widget:0.1.0")
+    csv = deploy.cluster_service_version(operator, operator.crds(), version="0.1.0")
+    if generated:
+        csv = yaml.safe_load((tmp_path / "manifests" / f"{name}.clusterserviceversion.yaml").read_text())
+    else:
+        csv["metadata"]["name"] = f"{name}.v0.1.0"
+        labels = {"app.kubernetes.io/name": name}
+        spec = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]
+        spec["selector"]["matchLabels"] = spec["template"]["metadata"]["labels"] = labels
+    csv["metadata"]["namespace"] = namespace
+    (install,) = csv["spec"]["install"]["spec"]["deployments"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": install["spec"],
+    }
+    accepted = [server_accepts(kube, csv_kind, csv), server_accepts(kube, DEPLOYMENT, deployment)]
+
+    assert generated == all(accepted)

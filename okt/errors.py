@@ -384,18 +384,10 @@ class NotFound(ApiError):
 class Conflict(ApiError):
     """409: a stale resourceVersion, or (``already_exists``) a create of an existing object."""
 
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        causes: Iterable[StatusCause] = (),
-    ) -> None:
-        super().__init__(status, reason, message, method=method, url=url, causes=causes)
-        self.already_exists = reason == "AlreadyExists"
+    @property
+    def already_exists(self) -> bool:
+        """Whether the API said ``AlreadyExists``: a create of an object that exists."""
+        return self.api_reason == "AlreadyExists"
 
 
 class Gone(ApiError):

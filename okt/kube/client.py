@@ -60,6 +60,11 @@ SERVICE_ACCOUNT = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where a Pod finds its ServiceAccount's token, the cluster's CA and its namespace."""
 _LIST_CHUNK = 256 * 1024
 """Bytes of a list answer read at once: what is held undecoded besides the object being decoded."""
+_DISCOVERY_GRACE = 3.0
+"""Seconds :meth:`Client.require_served` reads discovery again before it refuses a kind: the API server lists a new
+CRD's kind a moment after the CRD is Established (tens of milliseconds, one time in four against Kubernetes 1.20),
+and an operator is often started right after its CRD is installed."""
+_DISCOVERY_POLL = 0.1
 
 
 # Surrogate escapes of JSON (``\ud83d\ude00``), not preceded by an escaped backslash: a pair, or one alone.
@@ -813,23 +818,31 @@ class Client:
         raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
 
     def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
-        """Check that the server serves every kind of ``wanted``, each group version's discovery read once.
+        """Check that the server serves every kind of ``wanted``, each group version's discovery read once when it does.
 
         The built-in table addresses Kubernetes' own kinds as current servers serve them, without asking: an older
-        server serves some under an earlier version only (Kubernetes 1.20: CronJob in batch/v1beta1), and an informer
-        of such a kind would list it in vain for ever. A kind discovery already listed costs no request.
+        server serves some under an earlier version only (Kubernetes 1.20: CronJob in batch/v1beta1). A custom kind
+        declared with its plural is addressed without asking too, and its CRD may not be installed, or not serve that
+        version. An informer of such a kind would list it in vain for ever. A kind discovery already listed costs no
+        request.
+
+        Caveats:
+            A kind discovery does not list is read again for a few seconds before it is refused (a CRD Established
+            a moment ago may not be listed yet): an unserved kind is reported that much later.
 
         Raises:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
                 group that serve it, if any (the apiVersion to declare instead).
         """
-        read: set[str] = set()
         for kind in wanted:
             with self._kinds_lock:
                 served = (kind.api_version, kind.kind) in self._confirmed
-            if not served and kind.api_version not in read:
-                read.add(kind.api_version)
+            deadline = time.monotonic() + _DISCOVERY_GRACE
+            while not served:
                 served = any(found.kind == kind.kind for found in self._group_version(kind.api_version))
+                if served or time.monotonic() >= deadline:
+                    break
+                time.sleep(_DISCOVERY_POLL)
             if not served:
                 elsewhere = self._versions_serving(kind)
                 hint = f" (it serves it in {', '.join(elsewhere)})" if elsewhere else ""

@@ -49,7 +49,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.kube import client as kube_client
-from okt.kube import kinds, selectors
+from okt.kube import selectors
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import webhooks as webhooks_mod
@@ -276,14 +276,14 @@ class Manager:
                 for reconciler_cls in self.reconcilers
             ]
             _check_cluster_operators(self.controllers)
-            # Kubernetes' own kinds come from okt's table, written for current servers, without asking discovery: one
-            # an older server does not serve (CronJob in batch/v1 on Kubernetes 1.20) stops the start here, as a custom
-            # kind discovery cannot find does, instead of an informer listing it in vain for ever.
+            # Some kinds are addressed without asking discovery: Kubernetes' own from okt's table, written for current
+            # servers, and custom ones declared with their plural (or as an okt.Kind). One the server does not serve
+            # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start
+            # here, as a kind discovery cannot find does, instead of an informer listing it in vain for ever.
             self.client.require_served(
                 kind
                 for controller in self.controllers
                 for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
-                if kinds.is_builtin_group(kind.api_version)
             )
             for controller in self.controllers:
                 # Before any kind is started: another controller may own this one's primary kind and start it first.

@@ -218,3 +218,23 @@ def _starts_once_established(client: kube_client.Client, namespace: str, group: 
 def _established(client: kube_client.Client, name: str) -> bool:
     conditions = (client.get(kinds.CRD, name).get("status") or {}).get("conditions") or []
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def test_a_run_refused_at_the_start_returns_once_the_manager_is_shut_down_and_cleaned_up(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    # okt run reports the refusal and exits: a shutdown still under way then would lose the clean-up hooks' work,
+    # and its last log line would cut into the error line.
+    marker = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cleaned-up", "namespace": namespace}}
+    manager = manager_mod.Manager(
+        kube,
+        [Things],
+        namespaces=[namespace],
+        metrics_bind="0",
+        tune_memory=False,
+        on_cleanup=[lambda: kube.create(marker, kinds.CONFIG_MAP)],
+    )
+    with pytest.raises(okt.errors.NotFound):
+        manager.run()
+    assert manager.join(0)
+    assert kube.get_or_none(kinds.CONFIG_MAP, "cleaned-up", namespace) is not None

@@ -59,8 +59,9 @@ def load_crd(path: str | os.PathLike[str]) -> dict[str, Any]:
 def ensure_crd(
     client: kube_client.Client, crd: dict[str, Any], timeout: float = 30.0, plane: envtest.ControlPlane | None = None
 ) -> kinds.Kind:
-    """Create or replace a CRD, wait until it is Established, served and known to the API server's admission as an
-    owner (a child's controller reference to it is accepted), and return its kind.
+    """Create or replace a CRD, wait until it is Established, listed by discovery in every version it serves, served
+    and known to the API server's admission as an owner (a child's controller reference to it is accepted), and
+    return its kind.
 
     A CRD still being deleted (custom resources' finalizers hold it) is waited for, then created anew.
 
@@ -99,6 +100,11 @@ def ensure_crd(
         return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
     waiting.wait_for(established, timeout=timeout, message=f"CRD {name} Established")
+    # Discovery lists the kind a moment later (tens of milliseconds, one time in four): an operator started at once
+    # looks its kinds up there.
+    waiting.wait_for(
+        lambda: _listed_by_discovery(client, crd), timeout=timeout, message=f"discovery to list CRD {name}'s kind"
+    )
     spec = crd["spec"]
     served = next(v["name"] for v in spec["versions"] if v.get("served", True))
     kind = kinds.Kind(
@@ -117,6 +123,23 @@ def ensure_crd(
     if created and plane is not None:
         plane.restart_controller_manager()
     return kind
+
+
+def _listed_by_discovery(client: kube_client.Client, crd: dict[str, Any]) -> bool:
+    """Whether discovery lists ``crd``'s kind in every version the CRD serves."""
+    spec = crd["spec"]
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        try:
+            listing = client.request(
+                "GET", f"/apis/{spec['group']}/{version['name']}", verb="get", resource="discovery"
+            )
+        except errors.NotFound:
+            return False
+        if not any(item.get("kind") == spec["names"]["kind"] for item in listing.json().get("resources") or ()):
+            return False
+    return True
 
 
 def _owner_references_resolve(client: kube_client.Client, kind: kinds.Kind) -> bool:

@@ -293,7 +293,8 @@ class ControlPlane:
         return state
 
     def install_crd(self, crd: dict[str, Any], timeout: float = 30.0) -> None:
-        """Create a CRD (if missing) and wait until it is Established.
+        """Create a CRD (if missing) and wait until it is Established and discovery lists its kind in every version
+        it serves (a moment later: an operator started at once looks its kinds up there).
 
         CRDs installed before :meth:`start` returns (``crds=``) are known to the garbage collector from its first
         discovery; a CRD added later is only picked up at its next periodic rediscovery (about 30 s) unless
@@ -312,10 +313,27 @@ class ControlPlane:
         while time.monotonic() < deadline:
             live = self.request("GET", f"{path}/{name}")
             conditions = (live.get("status") or {}).get("conditions") or []
-            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            established = any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+            if established and self._lists_kind_of(crd):
                 return
             time.sleep(0.1)
-        raise ControlPlaneError(f"CRD {name} not Established after {timeout:.0f}s")
+        raise ControlPlaneError(f"CRD {name} not Established and listed by discovery after {timeout:.0f}s")
+
+    def _lists_kind_of(self, crd: dict[str, Any]) -> bool:
+        """Whether discovery lists ``crd``'s kind in every version the CRD serves."""
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            if not version.get("served", True):
+                continue
+            try:
+                listing = self.request("GET", f"/apis/{spec['group']}/{version['name']}")
+            except urllib.error.HTTPError as error:
+                if error.code != 404:
+                    raise
+                return False
+            if not any(item.get("kind") == spec["names"]["kind"] for item in listing.get("resources") or ()):
+                return False
+        return True
 
     def restart_controller_manager(self) -> None:
         """Restart kube-controller-manager (e.g. so its garbage collector discovers CRDs added since it started)."""

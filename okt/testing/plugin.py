@@ -10,7 +10,8 @@ Fixtures:
 ``namespace`` (function)
     a fresh namespace name, deleted after the test.
 ``apply_crd`` (session)
-    a function that creates (or replaces) a CRD from a dict and waits until it is Established.
+    a function that creates (or replaces) a CRD from a dict and waits until it is Established and served, its kind
+    listed by discovery (see :func:`okt.testing.crds.ensure_crd`).
 ``node_plane`` (session), ``node_kube`` (session), ``node_namespace`` (function)
     the same three for tests whose Pods must really run: a separate control plane with the local node
     (:mod:`okt.testing.node`). Where no node can run (no Docker daemon, not root, cgroup v2), a test asking for

@@ -1,16 +1,19 @@
-"""okt.testing.crds.ensure_crd: the kind it returns is ready for what an operator does with it at once."""
+"""okt.testing.crds.ensure_crd (and a control plane's install_crd): the kind it returns is ready for what an operator
+does with it at once."""
 
 from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import crds, waiting
+from okt.testing import crds, envtest, waiting
 
 pytestmark = pytest.mark.integration
 
@@ -71,3 +74,44 @@ def test_a_crd_still_being_deleted_is_waited_for_and_never_stripped_of_its_clean
         with contextlib.suppress(errors.NotFound):
             kube.patch(kind, "held", {"metadata": {"finalizers": None}}, namespace)
         waiting.wait_for(lambda: kube.get_or_none(kinds.CRD, name) is None, message=f"CRD {name} to go")
+
+
+def _by_ensure_crd(client: kube_client.Client, plane: envtest.ControlPlane) -> Callable[[dict[str, Any]], object]:
+    return lambda crd: crds.ensure_crd(client, crd)
+
+
+def _by_install_crd(client: kube_client.Client, plane: envtest.ControlPlane) -> Callable[[dict[str, Any]], object]:
+    return plane.install_crd
+
+
+# ensure_crd waits besides for the API server's admission to know the kind as an owner (up to its next rediscovery,
+# 30 s): two CRDs; the control plane's install_crd, several.
+@pytest.mark.parametrize(("installer", "count"), [(_by_ensure_crd, 2), (_by_install_crd, 8)])
+def test_discovery_lists_a_new_kind_in_every_served_version_as_soon_as_its_crd_is_installed(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    installer: Callable[[kube_client.Client, envtest.ControlPlane], Callable[[dict[str, Any]], object]],
+    count: int,
+) -> None:
+    """An operator started at once finds its kinds in discovery, where the API server lists a new CRD's kind a moment
+    after the CRD turns Established."""
+    install = installer(kube, control_plane)
+    unlisted: list[str] = []
+    for _ in range(count):
+        group = f"d{secrets.token_hex(4)}.okt.io"
+        crd = crds.schemaless_crd(group, "Listed", "listeds")
+        crd["spec"]["versions"].append({**crd["spec"]["versions"][0], "name": "v2", "storage": False})
+        install(crd)
+        try:
+            unlisted += [f"{group}/{v}" for v in ("v1", "v2") if not _lists(kube, f"{group}/{v}", "Listed")]
+        finally:
+            kube.delete(kinds.CRD, f"listeds.{group}")
+    assert unlisted == []
+
+
+def _lists(client: kube_client.Client, api_version: str, kind: str) -> bool:
+    try:
+        listing = client.request("GET", f"/apis/{api_version}", verb="get", resource="discovery").json()
+    except errors.NotFound:
+        return False
+    return any(resource.get("kind") == kind for resource in listing.get("resources") or ())

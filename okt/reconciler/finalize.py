@@ -27,9 +27,6 @@ if TYPE_CHECKING:
 
 Operation = results_mod.Operation
 CONFLICT_DELAY = children.CONFLICT_DELAY
-INVALID_OBJECT = " is invalid"
-"""What the API server's message says of an object that fails validation (``Gauge.example.com "demo" is invalid:
-spec.size: ...``): read only for a 422 whose Status gave no causes (see :func:`refused`)."""
 
 
 def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
@@ -107,13 +104,23 @@ def refused(ctx: context_mod.Context, exc: errors.Conflict | errors.Invalid) -> 
     patch can pass until the object is fixed.
 
     The two 422s are told apart by the Status's causes: a validation failure names its invalid fields
-    (``spec.size``, ``metadata.finalizers``), a JSON patch whose ``test`` failed (someone wrote first) names none. The
-    message's wording, which differs from one API server version or webhook to another, decides only for a Status
-    without causes."""
-    if isinstance(exc, errors.Invalid) and (exc.causes or INVALID_OBJECT in exc.api_message):
+    (``spec.size``, ``metadata.finalizers``), a JSON patch whose ``test`` failed (someone wrote first) names none. A
+    webhook may refuse without causes, in words of its own: then the object is read again, and one still at the
+    resourceVersion the patch tested was refused, not raced (its ``test`` could not fail)."""
+    if isinstance(exc, errors.Invalid) and (exc.causes or not _changed_since(ctx)):
         ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, exc)
     else:
         ctx.results.add(Operation.CRUD_ERROR, ctx.cr.name, lost_race(exc), delay=CONFLICT_DELAY)
+
+
+def _changed_since(ctx: context_mod.Context) -> bool:
+    """Whether the object is gone or at another resourceVersion than the one okt's finalizer patch tested (a read
+    that fails counts as changed: the quick retry reads it again)."""
+    try:
+        live = ctx.client.get(ctx.kind, ctx.cr.name, ctx.cr.namespace)
+    except errors.ApiError:
+        return True
+    return str(live.get("metadata", {}).get("resourceVersion") or "") != ctx.cr.resource_version
 
 
 def lost_race(exc: errors.ApiError) -> errors.TemporaryError:

@@ -494,15 +494,30 @@ def test_a_cleanup_that_gives_up_says_why_on_the_object_once(
     wait_until_gone(kube, widget_kind, namespace)
 
 
+WITH_CAUSES: dict[str, Any] = {
+    "status": "Failure",
+    "code": 422,
+    "reason": "Invalid",
+    "message": "spec.size: must be at most 10",
+    "details": {"causes": [{"reason": "FieldValueInvalid", "message": "must be at most 10", "field": "spec.size"}]},
+}
+"""A refusal whose cause names the field, with a message that says nothing of an object that "is invalid" (the words
+are the webhook's own)."""
+WITHOUT_CAUSES: dict[str, Any] = {
+    "status": "Failure",
+    "code": 422,
+    "reason": "Invalid",
+    "message": "widgets of size 1 are no longer sold",
+}
+"""A refusal that names no field and says nothing of an object that "is invalid": only its own words."""
+
+
 class _Refusing(http.server.BaseHTTPRequestHandler):
-    """A validating webhook that refuses every request with a Status whose cause names the field: 422 Invalid, and a
-    message that says nothing of an object that "is invalid" (the words are the webhook's own)."""
+    """A validating webhook that refuses every request with its server's ``status`` (one of the two above)."""
 
     def do_POST(self) -> None:
         review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        cause = {"reason": "FieldValueInvalid", "message": "must be at most 10", "field": "spec.size"}
-        status = {"status": "Failure", "code": 422, "reason": "Invalid", "message": "spec.size: must be at most 10"}
-        status["details"] = {"causes": [cause]}
+        status = self.server.status  # type: ignore[attr-defined]
         answer = {
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
@@ -519,11 +534,13 @@ class _Refusing(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def refusing_webhook(kube: kube_client.Client) -> Iterator[str]:
-    """A webhook refusing every update of the Widgets labelled with the label this yields (its value: ``yes``)."""
+@pytest.fixture(params=[WITH_CAUSES])
+def refusing_webhook(request: pytest.FixtureRequest, kube: kube_client.Client) -> Iterator[str]:
+    """A webhook refusing every update of the Widgets labelled with the label this yields (its value: ``yes``) with
+    the Status it is given as its parameter (a refusal with causes unless told otherwise)."""
     bundle = certs.self_signed()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    server.status = request.param  # type: ignore[attr-defined]
     context = bundle.server_context()
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
@@ -582,4 +599,34 @@ def test_a_finalizer_patch_refused_with_the_causes_of_an_invalid_field_reports_t
     assert isinstance(run.outcome.error, errors.Invalid), "the field the server names, not a race that never happened"
     assert run.outcome.delay is None, "backed off, not the fast retry of a lost race"
     assert [cause.field for cause in run.outcome.error.causes] == ["spec.size"]
+    assert finalizers_of(kube, widget_kind, namespace) == []
+
+
+@pytest.mark.parametrize("refusing_webhook", [WITHOUT_CAUSES], indirect=True)
+def test_a_finalizer_patch_refused_without_causes_in_words_of_its_own_is_reported_not_retried_as_a_race(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, refusing_webhook: str
+) -> None:
+    body: dict[str, Any] = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {refusing_webhook: "yes"}},
+        "spec": {"size": 1},
+    }
+    kube.create(body, widget_kind)
+
+    def refused() -> bool:
+        try:
+            kube.patch(widget_kind, NAME, {"metadata": {"annotations": {"probe": secrets.token_hex(3)}}}, namespace)
+        except errors.Invalid:
+            return True
+        return False
+
+    waiting.wait_for(refused, message="the webhook to be called")
+
+    run = shared.reconcile_widget(CleanupWidgetReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(run.outcome.error, errors.Invalid), "the webhook's refusal, not a race that never happened"
+    assert run.outcome.delay is None, "backed off, not the fast retry of a lost race"
+    assert "no longer sold" in str(run.outcome.error)
     assert finalizers_of(kube, widget_kind, namespace) == []

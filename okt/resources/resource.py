@@ -104,6 +104,10 @@ class Resource:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_synchronous(cls)
+        template = vars(cls).get("template")
+        wrong = templating.syntax_error(template) if isinstance(template, str) else None
+        if wrong is not None:
+            raise ValueError(f"{cls.__qualname__}.template {wrong}")
 
     def __init__(
         self,

@@ -175,6 +175,18 @@ def _compiled(template: str) -> jinja2.Template:
     return compiled
 
 
+def syntax_error(template: str) -> str | None:
+    """What makes ``template`` fail to compile as Jinja2 (``line 3: unexpected '}'``), or None when it compiles.
+
+    A class's template is compiled when the class is defined, so that a mistake in it stops the operator's start in
+    one line instead of failing every object's reconcile, retried for ever."""
+    try:
+        _compiled(template)
+    except jinja2.TemplateSyntaxError as exc:
+        return f"line {exc.lineno}: {exc.message}"
+    return None
+
+
 class _Unplaceable(Exception):
     """A value that cannot stand in its slot; ``path`` is filled in (innermost first) on the way out."""
 

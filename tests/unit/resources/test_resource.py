@@ -279,3 +279,12 @@ def test_rendering_the_same_text_twice_gives_equal_objects_that_never_share_stat
     second = templating.render_template(template, {"name": "same"})
 
     assert second == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "same"}, "data": {"key": "value"}}
+
+
+def test_a_template_that_is_not_valid_jinja2_is_refused_when_its_class_is_defined_naming_the_class_and_line() -> None:
+    with pytest.raises(ValueError, match=r"\.Broken\.template line 4: unexpected '}'"):
+
+        class Broken(resource.MutableResource):
+            api_version = "v1"
+            kind = "ConfigMap"
+            template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }\n"

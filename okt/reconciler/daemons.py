@@ -24,6 +24,7 @@ finalization (okt logs it, and never starts a second one for that object).
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -59,7 +60,12 @@ class Options:
 
     def delay(self, failures: int) -> float:
         """The pause before the next start after ``failures`` consecutive failures (>= 1)."""
-        return float(min(self.backoff * 2 ** max(failures - 1, 0), self.max_backoff))
+        steps = max(failures - 1, 0)
+        # Compare exponents, not powers: 2 ** steps is too large for a float after 1024 failures (17 hours at the
+        # default cap), and the error it raised ended the daemon's thread for good.
+        if steps >= math.log2(self.max_backoff / self.backoff):
+            return float(self.max_backoff)
+        return float(self.backoff * 2**steps)
 
 
 @overload

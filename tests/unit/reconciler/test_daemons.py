@@ -50,6 +50,13 @@ def test_the_restart_backoff_doubles_per_consecutive_failure_up_to_its_cap(failu
     assert daemons.Options(backoff=2, max_backoff=10).delay(failures) == delay
 
 
+@pytest.mark.parametrize("failures", [1025, 10**6])
+def test_the_restart_backoff_stays_at_its_cap_however_long_a_daemon_keeps_failing(failures: int) -> None:
+    """At the default cap of a minute, 1025 failures are 17 hours of an external system down: the daemon's next
+    start must still be a minute away, not an error that ends its thread."""
+    assert daemons.Options().delay(failures) == 60.0
+
+
 @pytest.mark.parametrize(
     "options", [{"backoff": 0}, {"backoff": -1}, {"backoff": 5, "max_backoff": 1}, {"stop_timeout": -1}]
 )

@@ -14,6 +14,7 @@ restart or a failover every timer is due at once.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import types
@@ -32,9 +33,14 @@ _MARK = "__okt_every__"
 
 
 def every(*, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0) -> Callable[[F], F]:
-    """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often."""
+    """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
+
+    Raises:
+        ValueError: the interval (the sum of the three) is not a finite number of seconds > 0.
+    """
     interval = seconds + 60 * minutes + 3600 * hours
-    if interval <= 0:
+    # Not finite, the interval would make the next run's requeue delay not finite either: refused by every reconcile.
+    if not (math.isfinite(interval) and interval > 0):
         raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
 
     def mark(fn: F) -> F:

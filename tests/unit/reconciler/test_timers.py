@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 import pytest
@@ -62,6 +63,14 @@ def test_timers_are_declared_on_methods_and_inherited() -> None:
 def test_a_timer_needs_a_positive_interval() -> None:
     with pytest.raises(ValueError, match="a timer needs a positive interval"):
         okt.every()
+
+
+@pytest.mark.parametrize("interval", [{"seconds": math.nan}, {"seconds": math.inf}, {"hours": math.inf, "minutes": 1}])
+def test_a_timer_needs_a_finite_interval(interval: dict[str, float]) -> None:
+    """Accepted, an interval that is not finite failed every reconcile of every object after the timer's first run:
+    the next run's requeue delay (not finite either) is refused by ``ctx.requeue_after``."""
+    with pytest.raises(ValueError, match="a timer needs a positive interval"):
+        okt.every(**interval)
 
 
 class Ticking(okt.Reconciler):

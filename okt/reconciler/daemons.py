@@ -46,6 +46,10 @@ class Options:
         backoff: seconds before a daemon that raised is started again; doubled after each consecutive failure.
         max_backoff: the cap of that doubling.
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
+
+    Raises:
+        ValueError: a value is not a finite number of seconds, ``backoff`` is not > 0, ``max_backoff`` is below it,
+            or ``stop_timeout`` is negative.
     """
 
     backoff: float = 1.0
@@ -53,9 +57,13 @@ class Options:
     stop_timeout: float = 10.0
 
     def __post_init__(self) -> None:
-        if not self.backoff > 0 or self.max_backoff < self.backoff or self.stop_timeout < 0:
+        # Finite, each of them: a cap that is NaN caps nothing (it compares false), and a stop timeout that is not
+        # finite is a wait too long for the platform's clock (the watchdog's thread ended on it).
+        finite = all(math.isfinite(value) for value in (self.backoff, self.max_backoff, self.stop_timeout))
+        if not finite or not self.backoff > 0 or self.max_backoff < self.backoff or self.stop_timeout < 0:
             raise ValueError(
-                f"a daemon needs 0 < backoff <= max_backoff and stop_timeout >= 0, got {self!r}",
+                f"a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff and stop_timeout >= 0, "
+                f"got {self!r}",
             )
 
     def delay(self, failures: int) -> float:

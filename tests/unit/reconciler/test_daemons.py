@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import okt
@@ -55,6 +57,18 @@ def test_the_restart_backoff_stays_at_its_cap_however_long_a_daemon_keeps_failin
     """At the default cap of a minute, 1025 failures are 17 hours of an external system down: the daemon's next
     start must still be a minute away, not an error that ends its thread."""
     assert daemons.Options().delay(failures) == 60.0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_backoff": math.nan}, {"max_backoff": math.inf}, {"stop_timeout": math.nan}, {"stop_timeout": math.inf}],
+)
+def test_options_that_are_not_finite_are_refused_at_declaration(options: dict[str, float]) -> None:
+    """Accepted, a cap that is not finite let the backoff grow without one (NaN compared false with everything), and
+    a stop timeout that is not finite made the stuck-daemon watchdog wait for a time too large for the platform: its
+    thread ended on that error, and no stuck daemon of the controller was reported any more."""
+    with pytest.raises(ValueError, match="a daemon needs"):
+        okt.daemon(**options)
 
 
 @pytest.mark.parametrize(

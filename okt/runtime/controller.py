@@ -28,7 +28,8 @@ Guarantees:
   watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
 * **outcome → queue**: ``done`` forgets the key's backoff; ``requeue_after(s)`` forgets it and schedules the key in
   ``s``; ``retry`` counts one more failure of the key and schedules it after the larger of the per-key exponential
-  backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``);
+  backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``,
+  capped at 6 h as every delay);
   ``give_up`` forgets it (it comes back when the object or a child changes);
 * **back from an outage at once**: a key whose reconcile failed because the API server did not answer
   (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
@@ -206,7 +207,8 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
         # persists, or a TemporaryError(delay=1) raised forever, still backs off.
         asked = outcome.delay or 0.0
         if isinstance(outcome.error, errors.TooManyRequests) and outcome.error.retry_after:
-            asked = max(asked, outcome.error.retry_after)
+            # Capped as every requeue delay is: the header is whatever answered (a proxy may ask for a day).
+            asked = max(asked, min(outcome.error.retry_after, results_mod.MAX_DELAY))
         queue.add_rate_limited(key, at_least=asked, unanswered=isinstance(outcome.error, errors.Unavailable))
         return
     queue.forget(key)

@@ -220,6 +220,14 @@ def test_the_outcome_drives_the_queue(outcome: Outcome, failures_after: int, del
     assert ready_at(queue, clock) == delay
 
 
+def test_a_retry_the_api_server_asks_to_wait_for_longer_than_six_hours_waits_six_hours() -> None:
+    """Every requeue delay is capped at ``MAX_DELAY``; a ``Retry-After`` of a day (a proxy in front of the API
+    server says what it likes) must not keep the key out of the queue for that day."""
+    queue, clock = queue_after(Outcome.retry(throttled(retry_after=86400)))
+    clock.now += results_mod.MAX_DELAY
+    assert len(queue) == 1
+
+
 # -- a controller without a cluster ----------------------------------------------------------------------------
 
 

@@ -227,7 +227,9 @@ class WorkQueue(Generic[K]):
                     waits.append(deadline - now)
                 if self._heap:
                     waits.append(max(self._heap[0][0] - now, 0.0))
-                self._cond.wait(min(waits) if waits else None)
+                # No longer than the platform can wait at once (292 years: a key due later raised OverflowError,
+                # which ended the worker); the loop waits again after it.
+                self._cond.wait(min(*waits, threading.TIMEOUT_MAX) if waits else None)
 
     def done(self, key: K) -> None:
         """Mark ``key`` processed; if it was re-added meanwhile, it is queued again now."""

@@ -160,6 +160,27 @@ def test_a_blocked_getter_wakes_up_when_a_delayed_key_comes_due() -> None:
     assert time.monotonic() - started >= 0.1
 
 
+def test_a_getter_waits_behind_a_key_scheduled_centuries_ahead_and_takes_the_next_key_added() -> None:
+    """A wait longer than the platform allows (``threading.TIMEOUT_MAX``, 292 years) raised ``OverflowError`` out of
+    ``get``: a reconciler's ``child_change_delay`` of that size ended the worker that waited."""
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue()
+    queue.add_after("far", 1e10)
+    got: list[object] = []
+
+    def take() -> None:
+        try:
+            got.append(queue.get())
+        except Exception as exc:
+            got.append(exc)
+
+    getter = threading.Thread(target=take)
+    getter.start()
+    getter.join(0.2)  # the getter is waiting now (or failed already)
+    queue.add("near")
+    getter.join(5)
+    assert got == ["near"]
+
+
 @pytest.mark.parametrize(("failures", "delays"), [(1, [1.0]), (3, [1.0, 2.0, 4.0]), (5, [1.0, 2.0, 4.0, 8.0, 16.0])])
 def test_rate_limited_adds_back_off_exponentially_per_key(failures: int, delays: list[float]) -> None:
     queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(NO_JITTER, clock=FakeClock())

@@ -44,7 +44,8 @@ class Options:
 
     Attributes:
         backoff: seconds before a daemon that raised is started again; doubled after each consecutive failure.
-        max_backoff: the cap of that doubling.
+        max_backoff: the cap of that doubling; a run that lasted this long or longer before it raised is not
+            consecutive to the failures before it (the next pause is ``backoff`` again).
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
 
     Raises:

@@ -15,8 +15,9 @@ Guarantees:
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again) gets a new daemon only once the old thread returned;
 * a daemon that **raises** is logged and started again after a backoff (``Options.backoff``, doubled per
-  consecutive failure up to ``max_backoff``; the wait ends early when it is asked to stop); one that **returns** on
-  its own is done for that object (not restarted until the object comes back);
+  consecutive failure up to ``max_backoff``; a run that lasted ``max_backoff`` or longer before it raised starts the
+  count over; the wait ends early when it is asked to stop); one that **returns** on its own is done for that object
+  (not restarted until the object comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do.
 
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
@@ -274,9 +275,11 @@ class Supervisor:
         method = getattr(self.reconciler, daemon_name)
         log = self._log.bind(daemon=daemon_name, namespace=slot.namespace, name=slot.name)
         failures = 0
+        attempt = 0
         try:
             with kube_client.fenced(self._fence()):
                 while not slot.stop.is_set():
+                    attempt += 1
                     ctx = declaration.DaemonContext(
                         stop=slot.stop,
                         kind=self.kind,
@@ -288,15 +291,19 @@ class Supervisor:
                         # A mapping of this run's own, as a reconcile's ``ctx.params`` is: a key one daemon sets
                         # must not reach the other daemons nor the reconciles through the reconciler's attribute.
                         params=dict(self.reconciler.params),
-                        attempt=failures + 1,
+                        attempt=attempt,
                         read=lambda: self._current(slot.namespace, slot.name, uid),
                         enqueue=lambda: self._enqueue(slot.namespace, slot.name),
                     )
-                    log.info("daemon started", attempt=failures + 1)
+                    log.info("daemon started", attempt=attempt)
+                    started = time.monotonic()
                     try:
                         method(ctx)
                     except Exception as exc:
-                        failures += 1
+                        # A run that outlived the longest pause is not part of the failures before it: a daemon
+                        # failing once a day would otherwise wait max_backoff at every restart after a few days.
+                        healthy = time.monotonic() - started >= options.max_backoff
+                        failures = 1 if healthy else failures + 1
                         delay = options.delay(failures)
                         log.error(
                             "daemon failed, restarting after a backoff",

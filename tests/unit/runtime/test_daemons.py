@@ -196,3 +196,33 @@ def test_a_daemon_that_changes_params_changes_them_for_its_own_run_only() -> Non
 
     assert reconciler.found == [{"tier": "web"}, {"tier": "web"}]
     assert Tagging.params == {"tier": "web"}
+
+
+class Flaky(okt.Reconciler):
+    """A daemon that fails at once three times, then runs a while before it fails again, then returns."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon(backoff=0.01, max_backoff=0.08)
+    def flaky(self, ctx: okt.DaemonContext) -> None:
+        if ctx.attempt == 4:
+            ctx.stop.wait(0.3)  # a healthy run, longer than max_backoff
+        if ctx.attempt <= 4:
+            raise RuntimeError(f"failure {ctx.attempt}")
+
+
+def test_a_daemon_that_ran_longer_than_its_max_backoff_before_failing_restarts_after_the_first_backoff() -> None:
+    """The backoff doubles per *consecutive* failure: a failure after a run that outlived the longest pause is a new
+    streak (a daemon failing once a day kept the pause of its whole life's failures, up to ``max_backoff``)."""
+    reconciler, store = Flaky(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: any(entry["event"] == "daemon returned" for entry in logged), timeout=10)
+    sup.halt()
+    assert sup.join(5)
+
+    failed = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
+    assert [(entry["failures"], entry["delay"]) for entry in failed] == [(1, 0.01), (2, 0.02), (3, 0.04), (1, 0.01)]
+    assert [entry["attempt"] for entry in logged if entry["event"] == "daemon started"] == [1, 2, 3, 4, 5]

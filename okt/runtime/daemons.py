@@ -130,15 +130,23 @@ class Supervisor:
                 self._ask_stop(slot)
 
     def join(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did."""
+        """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did.
+
+        The daemons still running then are logged by name (``namespace/name: daemon``): a shutdown leaves them
+        behind, and its grace period may end before their own ``stop_timeout`` warning.
+        """
         deadline = time.monotonic() + timeout
         with self._lock:
-            threads = [slot.thread for slot in self._slots.values() if slot.thread is not None]
-        for thread in threads:
+            threads = [
+                (slot.thread, f"{slot.namespace}/{slot.name}" if slot.namespace else slot.name, key[1])
+                for key, slot in self._slots.items()
+                if slot.thread is not None
+            ]
+        for thread, _, _ in threads:
             thread.join(max(deadline - time.monotonic(), 0.0))
-        stuck = sum(thread.is_alive() for thread in threads)
+        stuck = sorted(f"{name}: {daemon_name}" for thread, name, daemon_name in threads if thread.is_alive())
         if stuck:
-            self._log.warning("daemons still running after their stop was asked", running=stuck)
+            self._log.warning("daemons still running after their stop was asked", running=len(stuck), daemons=stuck)
         return not stuck
 
     def running(self) -> list[tuple[str | None, str, str]]:

@@ -169,6 +169,25 @@ def test_a_daemon_that_ignores_its_stop_is_logged_as_stuck_once_its_stop_timeout
     assert not sup.stopping("u1")
 
 
+def test_a_shutdown_that_leaves_a_daemon_running_names_it() -> None:
+    """A shutdown waits a bounded time for the daemons; the one it leaves behind is named (the stuck-daemon warning
+    comes only after its ``stop_timeout``, which a shorter grace period never reaches)."""
+    reconciler, store = Deaf(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    assert reconciler.started.wait(5)
+    try:
+        with structlog.testing.capture_logs() as logged:
+            sup.halt()
+            assert not sup.join(0.05)
+        [entry] = [entry for entry in logged if entry["event"] == "daemons still running after their stop was asked"]
+        assert entry["log_level"] == "warning"
+        assert entry["daemons"] == ["ns/a: deaf"]
+    finally:
+        reconciler.let_go.set()
+    assert sup.join(5)
+
+
 class Tagging(okt.Reconciler):
     """A daemon that puts its object's name in ``ctx.params`` after remembering what it found there first."""
 

@@ -119,7 +119,7 @@ def yaml_safe_json(body: Any) -> str:
     one) is written after YAML's ``? `` key indicator. Everything else stays JSON, a subset of YAML, with non-ASCII
     escaped.
     """
-    text = json.dumps(body, separators=(",", ":"))
+    text = json.dumps(body, separators=(",", ":"), allow_nan=False)
     if len(text) > _LONG_KEY and _has_long_key(body):  # a long body only may hold a long key
         text = _with_key_indicators(body)
     if "\\ud" not in text:  # json.dumps writes lowercase hex: no surrogate escape at all (nearly every body)
@@ -584,18 +584,21 @@ class Client:
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
             okt.errors.NotLeader: a write the fence refused (see :func:`fenced`); nothing was sent.
+            TypeError, ValueError: ``body`` is not JSON (a value of a type JSON does not have, a NaN or an infinity,
+                which JSON cannot write); nothing was sent.
         """
         write = verb in WRITE_VERBS if write is None else write
+        if data is None and body is not None:  # an encoded ``data`` is sent as it is
+            # Encoded first: a body that is not JSON raises before anything is counted or sent.
+            if content_type == PATCH_TYPES["apply"]:
+                data = yaml_safe_json(body)
+            else:
+                data = json.dumps(body, separators=(",", ":"), allow_nan=False)
         if self.rate_limit is not None:
             self.rate_limit.acquire()
         if write:  # after the rate limit's wait: leadership may have been lost during it
             check_fence(verb, resource)
         self.stats.record(verb, resource)
-        if data is None and body is not None:  # an encoded ``data`` is sent as it is
-            if content_type == PATCH_TYPES["apply"]:
-                data = yaml_safe_json(body)
-            else:
-                data = json.dumps(body, separators=(",", ":"))
         timeout = timeout if timeout is not None else self._timeout
         through_session = functools.partial(
             self._send,

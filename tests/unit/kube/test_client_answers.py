@@ -6,6 +6,7 @@ connection; the client under test is an ordinary :class:`okt.kube.client.Client`
 
 from __future__ import annotations
 
+import math
 import pathlib
 import socket
 import threading
@@ -274,3 +275,17 @@ def test_a_value_server_side_apply_quotes_in_a_cause_is_left_out_as_in_the_messa
     assert raised.value.causes == (
         okt.errors.StatusCause("FieldValueTypeInvalid", "expected string, got a value (left out)", ".data.pin"),
     )
+
+
+@pytest.mark.parametrize("patch_type", ["merge", "apply"])
+def test_a_body_holding_a_number_json_cannot_write_is_refused_before_anything_is_sent(
+    start: Start, patch_type: str
+) -> None:
+    server, client = start([OK])
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"ratio": math.nan}}
+
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        client.patch(CONFIG_MAP, "a", body, "default", patch_type=patch_type, field_manager="okt")
+
+    assert client.stats.snapshot() == {}
+    assert client.get(CONFIG_MAP, "a", "default")["metadata"]["name"] == "a"  # the server's one answer still unused

@@ -12,6 +12,7 @@ generation is not reported again (no error count, no Event: 0 writes while the o
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -247,10 +248,11 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     refuses none of them.
 
     Raises:
-        ValueError: ``model`` refuses the fields; one line naming each bad field (``status.replicas: ...``).
+        ValueError: ``model`` refuses the fields; one line naming each bad field (``status.replicas: ...``). Or a
+            field is not a JSON value (a ``datetime``, a set, a NaN): the API server could not store it as it is.
     """
     if model is None or not fields:
-        return dict(fields)
+        return _json_fields(dict(fields))
     api_name = {name: field.alias or name for name, field in model.model_fields.items()}
     api_name.update({alias: alias for alias in api_name.values()})
     try:
@@ -260,7 +262,30 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
         raise ValueError(str(readable)) from exc
     dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True)
     removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
-    return {**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed}
+    return _json_fields({**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed})
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields``, each a JSON value (refused otherwise: the client cannot send it, or — a NaN through server-side
+    apply — it would be stored as the string ``"NaN"``).
+
+    Raises:
+        ValueError: naming the first field that is not.
+    """
+    for key, value in fields.items():
+        if type(value) in _SCALARS:  # nearly every field: no encoding to pay for
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"status.{key}: {exc} (a status field is JSON: a string, a number, true or false, null, a list or a "
+                "mapping of them)"
+            ) from None
+    return fields
 
 
 def write_status(ctx: context_mod.Context) -> bool:

@@ -3,6 +3,8 @@ field the CRD refuses turns Ready False all the same."""
 
 from __future__ import annotations
 
+import datetime
+import math
 from typing import Any
 
 import pydantic
@@ -18,6 +20,8 @@ from okt.testing import condition, crds
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
 
 
 PLAIN_GROUP = "plain.okt.io"  # a group of its own: a new CRD in the Widget's group unsettles its REST mapping a while
@@ -113,3 +117,37 @@ def test_a_status_field_the_crd_refuses_turns_ready_false_with_the_api_servers_r
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ApiError"), ready
     assert "status.replicas" in ready["message"]
     assert live["status"]["replicas"] == 1  # the refused value is not there
+
+
+class Stamping(shared.WidgetReconciler):
+    """Reports ``status.startedAt`` as the value of its ``stamp`` parameter, and ``status.replicas`` beside it."""
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["startedAt"] = ctx.params["stamp"]
+        ctx.status_fields["replicas"] = ctx.spec.size
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+@pytest.mark.parametrize(
+    ("stamp", "why"),
+    [
+        pytest.param(datetime.datetime(2026, 11, 29, 6, 0), "datetime is not JSON serializable", id="datetime"),
+        pytest.param({"a", "b"}, "set is not JSON serializable", id="set"),
+        pytest.param(math.nan, "not JSON compliant", id="nan"),
+        pytest.param({"started": math.inf}, "not JSON compliant", id="nested-infinity"),
+    ],
+)
+def test_a_status_field_that_is_not_a_json_value_turns_ready_false_naming_it(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, strategy: str, stamp: Any, why: str
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "w", size=2)
+    reconciler = type("Stamping", (Stamping,), {"apply_strategy": strategy, "params": {"stamp": stamp}})()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, "w")
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    live = kube.get(widget_kind, "w", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and ready["status"] == "False", ready
+    assert "status.startedAt" in ready["message"] and why in ready["message"], ready
+    assert "startedAt" not in live["status"]  # never written as something else (NaN as the string "NaN")

@@ -825,9 +825,10 @@ class Client:
 
         The built-in table addresses Kubernetes' own kinds as current servers serve them, without asking: an older
         server serves some under an earlier version only (Kubernetes 1.20: CronJob in batch/v1beta1). A custom kind
-        declared with its plural is addressed without asking too, and its CRD may not be installed, or not serve that
-        version. An informer of such a kind would list it in vain for ever. A kind discovery already listed costs no
-        request.
+        declared with its plural is addressed without asking too, and its CRD may not be installed, not serve that
+        version, or name another plural or scope. An informer of such a kind would list it in vain for ever (or, a
+        namespaced kind declared cluster-scoped, address its objects where they are not). A kind discovery already
+        listed costs no request.
 
         Caveats:
             A kind discovery does not list is read again for a few seconds before it is refused (a CRD Established
@@ -835,23 +836,30 @@ class Client:
 
         Raises:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
-                group that serve it, if any (the apiVersion to declare instead).
+                group that serve it, if any (the apiVersion to declare instead); or the first kind served under
+                another plural or scope than declared, with both.
         """
         for kind in wanted:
+            key = (kind.api_version, kind.kind)
             with self._kinds_lock:
-                served = (kind.api_version, kind.kind) in self._confirmed
+                served = self._kinds[key] if key in self._confirmed else None
             deadline = time.monotonic() + _DISCOVERY_GRACE
-            while not served:
-                served = any(found.kind == kind.kind for found in self._group_version(kind.api_version))
-                if served or time.monotonic() >= deadline:
+            while served is None:
+                served = next(
+                    (found for found in self._group_version(kind.api_version) if found.kind == kind.kind), None
+                )
+                if served is not None or time.monotonic() >= deadline:
                     break
                 time.sleep(_DISCOVERY_POLL)
-            if not served:
+            if served is None:
                 elsewhere = self._versions_serving(kind)
                 hint = f" (it serves it in {', '.join(elsewhere)})" if elsewhere else ""
                 raise errors.ApiError.from_status(
                     404, "NotFound", f"the server does not serve {kind.kind} in {kind.api_version}{hint}"
                 )
+            mismatch = kinds.addressing_mismatch(kind, served)
+            if mismatch:
+                raise errors.ApiError.from_status(404, "NotFound", mismatch)
 
     def _group_version(self, api_version: str) -> list[kinds.Kind]:
         """The kinds the server serves in ``api_version`` (none when it does not serve the group version: a CRD not

@@ -88,6 +88,28 @@ LEASE = BUILTIN[("coordination.k8s.io/v1", "Lease")]
 CRD = BUILTIN[("apiextensions.k8s.io/v1", "CustomResourceDefinition")]
 
 
+def addressing_mismatch(declared: Kind, served: Kind) -> str | None:
+    """What of ``declared``'s addressing differs from the way the server serves the same kind, as one line naming
+    both (``the server serves Gadget in g/v1 as "gadgets", not "gadget"``), or None when its URLs are the server's.
+    A custom kind's plural and scope are declared by hand: a wrong one addresses URLs that do not exist."""
+    if (declared.plural, declared.namespaced) == (served.plural, served.namespaced):
+        return None
+    served_as, declared_as = [], []
+    if declared.plural != served.plural:
+        served_as.append(f'as "{served.plural}"')
+        declared_as.append(f'"{declared.plural}"')
+    if declared.namespaced != served.namespaced:
+        served_as.append(_scope(served))
+        declared_as.append(_scope(declared))
+    return (
+        f"the server serves {served.kind} in {served.api_version} {', '.join(served_as)}, not {', '.join(declared_as)}"
+    )
+
+
+def _scope(kind: Kind) -> str:
+    return "namespaced" if kind.namespaced else "cluster-scoped"
+
+
 def builtin(api_version: str, kind: str) -> Kind | None:
     return BUILTIN.get((api_version, kind))
 

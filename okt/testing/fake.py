@@ -189,9 +189,12 @@ class FakeClient(kube_client.Client):
         return found
 
     def require_served(self, wanted: Iterable[kinds_mod.Kind]) -> None:
-        """The client's check at start: a kind the fake does not serve (see :meth:`serve`) is ``NotFound``."""
+        """The client's check at start: a kind the fake does not serve (see :meth:`serve`), or serves under another
+        plural or scope than ``wanted`` declares, is ``NotFound``."""
         for kind in wanted:
-            self.resolve(kind.api_version, kind.kind)
+            mismatch = kinds_mod.addressing_mismatch(kind, self.resolve(kind.api_version, kind.kind))
+            if mismatch:
+                raise errors.ApiError.from_status(404, "NotFound", mismatch)
 
     def resolve_name(self, name: str) -> kinds_mod.Kind:
         with self._lock:

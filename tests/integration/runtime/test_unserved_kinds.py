@@ -11,7 +11,8 @@ import secrets
 import subprocess
 import sys
 import types
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import pytest
 
@@ -238,3 +239,68 @@ def test_a_run_refused_at_the_start_returns_once_the_manager_is_shut_down_and_cl
         manager.run()
     assert manager.join(0)
     assert kube.get_or_none(kinds.CONFIG_MAP, "cleaned-up", namespace) is not None
+
+
+class GadgetsOfAnotherPlural(okt.Reconciler):
+    """Gadgets declared with a plural their CRD does not name ("gadgets")."""
+
+    api_version = "runtime.okt.io/v1"
+    kind = "Gadget"
+    plural = "gadget"
+
+
+class ClusterGadgets(okt.Reconciler):
+    """Gadgets declared cluster-scoped, though their CRD is Namespaced."""
+
+    api_version = "runtime.okt.io/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    namespaced = False
+
+
+class NamespacedGauges(okt.Reconciler):
+    """Gauges declared namespaced (the default), though their CRD is Cluster-scoped."""
+
+    api_version = "runtime.okt.io/v1"
+    kind = "Gauge"
+    plural = "gauges"
+
+
+class GadgetWatchers(okt.Reconciler):
+    """ConfigMaps, reconciled again when a Gadget, watched under a plural its CRD does not name, changes."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    watches = (okt.watch(okt.Kind("runtime.okt.io/v1", "Gadget", "gadgetz"), map=lambda obj, ctx: []),)
+
+
+@pytest.fixture(scope="module")
+def gauge_kind(apply_crd: Callable[[dict[str, Any]], kinds.Kind]) -> kinds.Kind:
+    return apply_crd(crds.schemaless_crd("runtime.okt.io", "Gauge", "gauges", namespaced=False))
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "message"),
+    [
+        (GadgetsOfAnotherPlural, 'the server serves Gadget in runtime.okt.io/v1 as "gadgets", not "gadget"'),
+        (GadgetWatchers, 'the server serves Gadget in runtime.okt.io/v1 as "gadgets", not "gadgetz"'),
+        (ClusterGadgets, "the server serves Gadget in runtime.okt.io/v1 namespaced, not cluster-scoped"),
+        (NamespacedGauges, "the server serves Gauge in runtime.okt.io/v1 cluster-scoped, not namespaced"),
+    ],
+)
+def test_a_custom_kind_declared_with_another_plural_or_scope_than_served_stops_the_start_naming_both(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    gauge_kind: kinds.Kind,
+    reconciler: type[okt.Reconciler],
+    message: str,
+) -> None:
+    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
+    try:
+        with pytest.raises(okt.errors.NotFound) as caught:
+            manager.start()
+    finally:
+        manager.stop()
+        manager.join(15)
+    assert str(caught.value) == f"404 NotFound: {message}"

@@ -256,6 +256,33 @@ def test_requests_fail_with_the_status_class_the_api_server_answers(
         call(fake)
 
 
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        (
+            kinds.Kind(GADGET.api_version, "Gadget", "gadget"),
+            'serves Gadget in toys.example.com/v1 as "gadgets", not "gadget"',
+        ),
+        (
+            kinds.Kind(GADGET.api_version, "Gadget", "gadgets", namespaced=False),
+            "serves Gadget in toys.example.com/v1 namespaced, not cluster-scoped",
+        ),
+        (
+            kinds.Kind(GADGET.api_version, "Gadget", "gadget", namespaced=False),
+            'serves Gadget in toys.example.com/v1 as "gadgets", namespaced, not "gadget", cluster-scoped',
+        ),
+    ],
+    ids=["plural", "scope", "both"],
+)
+def test_require_served_refuses_a_kind_declared_with_another_plural_or_scope_naming_both(
+    fake: FakeClient, declared: kinds.Kind, message: str
+) -> None:
+    with pytest.raises(errors.NotFound) as caught:
+        fake.require_served([declared])
+
+    assert str(caught.value) == f"404 NotFound: the server {message}"
+
+
 @pytest.mark.parametrize(("stored", "tested"), [(True, 1), (1, True), (1, 1.0)], ids=["true-1", "1-true", "1-1.0"])
 def test_a_json_patch_test_of_an_equal_python_value_of_another_json_type_fails_as_on_the_api_server(
     fake: FakeClient, stored: Any, tested: Any

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 from typing import Any
@@ -103,7 +104,9 @@ def ensure_crd(
     # Discovery lists the kind a moment later (tens of milliseconds, one time in four): an operator started at once
     # looks its kinds up there.
     waiting.wait_for(
-        lambda: _listed_by_discovery(client, crd), timeout=timeout, message=f"discovery to list CRD {name}'s kind"
+        lambda: envtest.lists_kind_of(crd, functools.partial(_api_resources, client)),
+        timeout=timeout,
+        message=f"discovery to list CRD {name}'s kind",
     )
     spec = crd["spec"]
     served = next(v["name"] for v in spec["versions"] if v.get("served", True))
@@ -125,21 +128,13 @@ def ensure_crd(
     return kind
 
 
-def _listed_by_discovery(client: kube_client.Client, crd: dict[str, Any]) -> bool:
-    """Whether discovery lists ``crd``'s kind in every version the CRD serves."""
-    spec = crd["spec"]
-    for version in spec["versions"]:
-        if not version.get("served", True):
-            continue
-        try:
-            listing = client.request(
-                "GET", f"/apis/{spec['group']}/{version['name']}", verb="get", resource="discovery"
-            )
-        except errors.NotFound:
-            return False
-        if not any(item.get("kind") == spec["names"]["kind"] for item in listing.json().get("resources") or ()):
-            return False
-    return True
+def _api_resources(client: kube_client.Client, path: str) -> dict[str, Any] | None:
+    """The APIResourceList at ``path``, or None where the server does not serve that group version."""
+    try:
+        listing: dict[str, Any] = client.request("GET", path, verb="get", resource="discovery").json()
+    except errors.NotFound:
+        return None
+    return listing
 
 
 def _owner_references_resolve(client: kube_client.Client, kind: kinds.Kind) -> bool:

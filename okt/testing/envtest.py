@@ -44,7 +44,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -60,6 +60,25 @@ PORT_ATTEMPTS = 5
 DIRECTORY_PREFIX = "okt-envtest-"
 OWNER_FILE = "owner"
 """In a plane's directory: the process that started it (see :func:`_abandoned`)."""
+
+
+def lists_kind_of(crd: Mapping[str, Any], api_resources: Callable[[str], Mapping[str, Any] | None]) -> bool:
+    """Whether discovery lists ``crd``'s kind in every version the CRD serves: what an operator started at once
+    looks its kinds up in, a moment after the CRD is Established.
+
+    ``api_resources(path)`` reads a group version's APIResourceList (``/apis/GROUP/VERSION``), None where the server
+    does not serve it (404), with whatever client the caller holds.
+    """
+    spec = crd["spec"]
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        listing = api_resources(f"/apis/{spec['group']}/{version['name']}")
+        if listing is None:
+            return False
+        if not any(item.get("kind") == spec["names"]["kind"] for item in listing.get("resources") or ()):
+            return False
+    return True
 
 
 class ControlPlaneError(RuntimeError):
@@ -314,26 +333,20 @@ class ControlPlane:
             live = self.request("GET", f"{path}/{name}")
             conditions = (live.get("status") or {}).get("conditions") or []
             established = any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-            if established and self._lists_kind_of(crd):
+            if established and lists_kind_of(crd, self._api_resources):
                 return
             time.sleep(0.1)
         raise ControlPlaneError(f"CRD {name} not Established and listed by discovery after {timeout:.0f}s")
 
-    def _lists_kind_of(self, crd: dict[str, Any]) -> bool:
-        """Whether discovery lists ``crd``'s kind in every version the CRD serves."""
-        spec = crd["spec"]
-        for version in spec["versions"]:
-            if not version.get("served", True):
-                continue
-            try:
-                listing = self.request("GET", f"/apis/{spec['group']}/{version['name']}")
-            except urllib.error.HTTPError as error:
-                if error.code != 404:
-                    raise
-                return False
-            if not any(item.get("kind") == spec["names"]["kind"] for item in listing.get("resources") or ()):
-                return False
-        return True
+    def _api_resources(self, path: str) -> dict[str, Any] | None:
+        """The APIResourceList at ``path``, or None where the server does not serve that group version."""
+        try:
+            listing: dict[str, Any] = self.request("GET", path)
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+            return None
+        return listing
 
     def restart_controller_manager(self) -> None:
         """Restart kube-controller-manager (e.g. so its garbage collector discovers CRDs added since it started)."""

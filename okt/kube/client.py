@@ -863,11 +863,14 @@ class Client:
 
     def _group_version(self, api_version: str) -> list[kinds.Kind]:
         """The kinds the server serves in ``api_version`` (none when it does not serve the group version: a CRD not
-        installed yet, a version newer than the server), remembered as served."""
+        installed yet, a version newer than the server, or a misspelling its discovery answers as another group
+        version, such as ``g/v1/``, whose objects' paths do not exist), remembered as served."""
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
         try:
             listing = self.request("GET", path, verb="get", resource="discovery").json()
         except errors.NotFound:
+            return []
+        if listing.get("groupVersion") != api_version:
             return []
         found = [served.kind for served in discovery.served_from(api_version, listing, preferred=True)]
         with self._kinds_lock:

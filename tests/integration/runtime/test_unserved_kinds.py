@@ -167,10 +167,20 @@ class GadgetsOfAnotherVersion(okt.Reconciler):
     plural = "gadgets"
 
 
+class GadgetsOfASlashedVersion(okt.Reconciler):
+    """Gadgets declared in "runtime.okt.io/v1/": discovery answers that path as runtime.okt.io/v1, the paths of the
+    kind's objects (``/apis/runtime.okt.io/v1//...``) are not found."""
+
+    api_version = "runtime.okt.io/v1/"
+    kind = "Gadget"
+    plural = "gadgets"
+
+
 @pytest.mark.parametrize(
     ("reconciler", "message"),
     [
         (Things, "the server does not serve Thing in nothing.okt.io/v1"),
+        (GadgetsOfASlashedVersion, "the server does not serve Gadget in runtime.okt.io/v1/"),
         (ThingWatchers, "the server does not serve Thing in nothing.okt.io/v1"),
         (
             GadgetsOfAnotherVersion,

@@ -486,6 +486,8 @@ class Client:
         self._kinds: dict[tuple[str, str], kinds.Kind] = dict(kinds.BUILTIN)
         self._confirmed: set[tuple[str, str]] = set()
         """The (apiVersion, kind) pairs discovery listed: served, where those of the built-in table may not be."""
+        self._verbs: dict[tuple[str, str], tuple[str, ...]] = {}
+        """The verbs discovery listed for each of :attr:`_confirmed`."""
         self._kinds_lock = threading.Lock()
         self._discovered: list[discovery.Served] | None = None
         self.stats = RequestStats()
@@ -821,14 +823,16 @@ class Client:
         raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
 
     def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
-        """Check that the server serves every kind of ``wanted``, each group version's discovery read once when it does.
+        """Check that the server serves every kind of ``wanted`` as declared and lets it be listed and watched, each
+        group version's discovery read once when it does.
 
         The built-in table addresses Kubernetes' own kinds as current servers serve them, without asking: an older
         server serves some under an earlier version only (Kubernetes 1.20: CronJob in batch/v1beta1). A custom kind
         declared with its plural is addressed without asking too, and its CRD may not be installed, not serve that
         version, or name another plural or scope. An informer of such a kind would list it in vain for ever (or, a
-        namespaced kind declared cluster-scoped, address its objects where they are not). A kind discovery already
-        listed costs no request.
+        namespaced kind declared cluster-scoped, address its objects where they are not). Some kinds discovery lists
+        cannot be watched (TokenReview is only created, ComponentStatus only read): their informer would fail for
+        ever too. A kind discovery already listed costs no request.
 
         Caveats:
             A kind discovery does not list is read again for a few seconds before it is refused (a CRD Established
@@ -838,6 +842,8 @@ class Client:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
                 group that serve it, if any (the apiVersion to declare instead); or the first kind served under
                 another plural or scope than declared, with both.
+            okt.errors.ApiError: 405 MethodNotAllowed, one line naming the first kind the server serves but does not
+                let be listed or watched (TokenReview, ComponentStatus), with the verbs it allows.
         """
         for kind in wanted:
             key = (kind.api_version, kind.kind)
@@ -860,6 +866,17 @@ class Client:
             mismatch = kinds.addressing_mismatch(kind, served)
             if mismatch:
                 raise errors.ApiError.from_status(404, "NotFound", mismatch)
+            with self._kinds_lock:
+                verbs = self._verbs.get(key, ())
+            # An informer lists and watches its kind; discovery that names no verbs at all is taken at its word.
+            missing = [verb for verb in ("list", "watch") if verbs and verb not in verbs]
+            if missing:
+                raise errors.ApiError.from_status(
+                    405,
+                    "MethodNotAllowed",
+                    f"the server serves {kind.kind} in {kind.api_version} without {' and '.join(missing)} "
+                    f"(its verbs: {', '.join(verbs)}): okt cannot watch it",
+                )
 
     def _group_version(self, api_version: str) -> list[kinds.Kind]:
         """The kinds the server serves in ``api_version`` (none when it does not serve the group version: a CRD not
@@ -872,12 +889,18 @@ class Client:
             return []
         if listing.get("groupVersion") != api_version:
             return []
-        found = [served.kind for served in discovery.served_from(api_version, listing, preferred=True)]
+        served = discovery.served_from(api_version, listing, preferred=True)
+        self._remember(served)
+        return [item.kind for item in served]
+
+    def _remember(self, served: Iterable[discovery.Served]) -> None:
+        """Keep what discovery listed: each kind's addressing, that it is served, and its verbs."""
         with self._kinds_lock:
-            for kind in found:
-                self._kinds.setdefault((api_version, kind.kind), kind)
-                self._confirmed.add((api_version, kind.kind))
-        return found
+            for item in served:
+                key = (item.kind.api_version, item.kind.kind)
+                self._kinds.setdefault(key, item.kind)
+                self._confirmed.add(key)
+                self._verbs[key] = item.verbs
 
     def _versions_serving(self, kind: kinds.Kind) -> list[str]:
         """The other versions of ``kind``'s group that serve it, in the order the group lists them."""
@@ -936,10 +959,7 @@ class Client:
                     # since /apis was read (404): kubectl skips it too, and it must not hide the others.
                     continue
                 served += discovery.served_from(group_version, listing, preferred=group_version == preferred)
-        with self._kinds_lock:
-            for item in served:
-                self._kinds.setdefault((item.kind.api_version, item.kind.kind), item.kind)
-                self._confirmed.add((item.kind.api_version, item.kind.kind))
+        self._remember(served)
         return served
 
     def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:

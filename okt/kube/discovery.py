@@ -39,6 +39,8 @@ class Served:
     short_names: tuple[str, ...] = ()
     preferred: bool = True
     """Whether its version is its group's preferred one."""
+    verbs: tuple[str, ...] = ()
+    """What the server lets clients do with it (``get``, ``list``, ``watch``, ...); empty where discovery says none."""
 
     @property
     def qualified(self) -> str:
@@ -60,6 +62,7 @@ def served_from(api_version: str, listing: Mapping[str, Any], preferred: bool) -
                 str(item.get("singularName") or kind_name.lower()),
                 tuple(str(s) for s in item.get("shortNames") or ()),
                 preferred,
+                tuple(str(v) for v in item.get("verbs") or ()),
             )
         )
     return found

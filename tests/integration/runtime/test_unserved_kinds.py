@@ -314,3 +314,49 @@ def test_a_custom_kind_declared_with_another_plural_or_scope_than_served_stops_t
         manager.stop()
         manager.join(15)
     assert str(caught.value) == f"404 NotFound: {message}"
+
+
+class ReviewWatchers(okt.Reconciler):
+    """ConfigMaps, reconciled again when a TokenReview changes: a kind the server only creates."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    watches = (
+        okt.watch(
+            okt.Kind("authentication.k8s.io/v1", "TokenReview", "tokenreviews", namespaced=False),
+            map=lambda obj, ctx: [],
+        ),
+    )
+
+
+class ComponentStatuses(okt.Reconciler):
+    """ComponentStatuses as the primary kind, named as kubectl names them: the server lists them but cannot watch."""
+
+    kind = "componentstatuses"
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "message"),
+    [
+        (
+            ReviewWatchers,
+            "the server serves TokenReview in authentication.k8s.io/v1 without list and watch (its verbs: create): "
+            "okt cannot watch it",
+        ),
+        (
+            ComponentStatuses,
+            "the server serves ComponentStatus in v1 without watch (its verbs: get, list): okt cannot watch it",
+        ),
+    ],
+)
+def test_a_kind_the_server_serves_but_cannot_list_and_watch_stops_the_start_naming_its_verbs(
+    kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler], message: str
+) -> None:
+    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
+    try:
+        with pytest.raises(okt.errors.ApiError) as caught:
+            manager.start()
+    finally:
+        manager.stop()
+        manager.join(15)
+    assert str(caught.value) == f"405 MethodNotAllowed: {message}"

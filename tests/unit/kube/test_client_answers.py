@@ -281,7 +281,7 @@ def test_a_value_server_side_apply_quotes_in_a_cause_is_left_out_as_in_the_messa
 def test_a_body_holding_a_number_json_cannot_write_is_refused_before_anything_is_sent(
     start: Start, patch_type: str
 ) -> None:
-    server, client = start([OK])
+    _, client = start([OK])
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"ratio": math.nan}}
 
     with pytest.raises(ValueError, match="not JSON compliant"):

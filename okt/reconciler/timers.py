@@ -8,8 +8,11 @@ for an object being deleted or in error, never twice at once for one object (the
 
 Guarantees: the first run is at the object's first successful reconcile; a timer that raises is logged with its error
 and a Warning Event, and runs again after its interval (it does not fail the reconcile: Ready says what the
-reconcile did); the object is requeued for the earliest timer due. Caveat: the clock is the process's — after a
-restart or a failover every timer is due at once.
+reconcile did); the object is requeued for the earliest timer due. What a timer returns is acted on as for any hook,
+never dropped: ``None`` (or ``Outcome.done()``) carries on; ``okt.requeue_after(s)`` runs it again after ``s`` instead
+of its interval; ``okt.give_up(reason)`` gives the reconcile up (no requeue, so no next run, until the object
+changes); ``Outcome.retry(error)`` is the timer failing with ``error``, and any other value a failure that names it.
+Caveat: the clock is the process's — after a restart or a failover every timer is due at once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from okt.engines import results as results_mod
 from okt.status import events
 
 if TYPE_CHECKING:
@@ -102,6 +106,11 @@ class Clock:
                 for key in [key for key, last in self._last.items() if last < horizon]:
                     del self._last[key]
 
+    def again_in(self, uid: str, name: str, interval: float, seconds: float) -> None:
+        """Make the timer due ``seconds`` from now rather than ``interval`` after its last run (it asked for it)."""
+        with self._lock:
+            self._last[(uid, name)] = self._now() + seconds - interval
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._last)
@@ -127,11 +136,39 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
         if clock.due(uid, name, interval) <= 0:
             clock.ran(uid, name, interval)
             try:
-                getattr(reconciler, name)(ctx)
+                answer = getattr(reconciler, name)(ctx)
             except Exception as exc:
-                ctx.log.warning("timer failed", timer=name, error=f"{type(exc).__name__}: {exc}")
-                ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {type(exc).__name__}: {exc}")
+                _failed(ctx, name, exc)
+            else:
+                _follow(ctx, clock, name, interval, answer)
         remaining = clock.due(uid, name, interval)
         next_due = remaining if next_due is None else min(next_due, remaining)
     if next_due is not None:
         ctx.requeue_after(max(next_due, 0.001))
+
+
+def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, answer: object) -> None:
+    """Act on what the timer returned, as on any hook's answer (a hook's ``okt.requeue_after`` asks for it to run again
+    then), never dropping it: a timer's error or bug is reported as its failure, not as the reconcile's."""
+    if answer is None:
+        return
+    if not isinstance(answer, results_mod.Outcome):
+        _failed(
+            ctx,
+            name,
+            TypeError(
+                f"timer {name} returned {answer!r}: a timer returns None (carry on), okt.requeue_after(seconds) or "
+                "okt.give_up(reason)"
+            ),
+        )
+    elif answer.kind is results_mod.OutcomeKind.REQUEUE_AFTER and answer.delay is not None:
+        clock.again_in(ctx.cr.uid, name, interval, answer.delay)
+    elif answer.kind is results_mod.OutcomeKind.GIVE_UP:
+        ctx.results.follow(answer, f"timer {name}")
+    elif answer.error is not None:
+        _failed(ctx, name, answer.error)
+
+
+def _failed(ctx: context_mod.Context, name: str, exc: BaseException) -> None:
+    ctx.log.warning("timer failed", timer=name, error=f"{type(exc).__name__}: {exc}")
+    ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {type(exc).__name__}: {exc}")

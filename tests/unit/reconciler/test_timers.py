@@ -14,6 +14,8 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import timers
+from okt.status import events
+from okt.testing import FakeClient
 
 
 class FakeTime:
@@ -114,3 +116,82 @@ def test_a_timer_runs_only_within_a_successful_reconcile() -> None:
 
     timers.run_due(reconciler, context_of(reconciler), clock)
     assert reconciler.ticks == 1
+
+
+WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
+
+
+def webapp() -> FakeClient:
+    """An in-memory API holding the WebApp ``shop/web``, and room for its Events."""
+    fake = FakeClient(kinds=[WEBAPP])
+    fake.serve(kinds.EVENT)
+    fake.put(
+        {
+            "apiVersion": WEBAPP.api_version,
+            "kind": WEBAPP.kind,
+            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
+            "spec": {},
+        }
+    )
+    return fake
+
+
+class Answering(okt.Reconciler):
+    """A timer every 10 minutes that returns what it is given."""
+
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    @okt.every(minutes=10)
+    def probe(self, ctx: okt.Context) -> object:
+        return self.answer
+
+
+def reconciled(answer: object) -> tuple[okt.Reconciler, FakeClient, okt.Run]:
+    reconciler, fake = Answering(answer), webapp()
+    run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+    return reconciler, fake, run
+
+
+def test_a_timer_that_returns_requeue_after_runs_again_after_that_delay() -> None:
+    """As from any other hook, ``okt.requeue_after(30)`` asks for this hook to run again in 30 s (the backup target
+    is busy, try again soon): the object is requeued for then, and the timer is due then, not after its interval."""
+    reconciler, fake, run = reconciled(okt.requeue_after(30))
+
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+    assert run.outcome.delay == pytest.approx(30, abs=1)
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None
+    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30
+
+
+def test_a_timer_that_returns_give_up_gives_the_reconcile_up() -> None:
+    """As ``ctx.give_up()`` from the timer does: no requeue (so no next run) until the object changes."""
+    _, _, run = reconciled(okt.give_up("the backup target is gone"))
+
+    assert run.outcome == okt.Outcome.give_up("the backup target is gone")
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (okt.Outcome.retry(RuntimeError("the disk is full")), "timer probe failed: RuntimeError: the disk is full"),
+        (True, "timer probe failed: TypeError: timer probe returned True: a timer returns None"),
+    ],
+    ids=["retry", "not an outcome"],
+)
+def test_a_timer_that_returns_an_error_or_no_outcome_fails_as_one_that_raises(answer: object, message: str) -> None:
+    """``okt.Outcome.retry(error)`` is the timer failing with ``error``, and a value okt cannot use is a bug of the
+    operator: both logged with a Warning Event naming the timer (never dropped), the reconcile untouched (Ready says
+    what the reconcile did), the timer due again after its interval."""
+    _, fake, run = reconciled(answer)
+
+    assert not run.results.has_error
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+    assert run.outcome.delay == pytest.approx(600, abs=1)
+    [event] = fake.objects(kinds.EVENT)
+    assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
+    assert event["message"].startswith(message)

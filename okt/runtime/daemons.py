@@ -14,10 +14,10 @@ Guarantees:
   when the supervisor stops (shutdown, lost lease);
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again) gets a new daemon only once the old thread returned;
-* a daemon that **raises** is logged and started again after a backoff (``Options.backoff``, doubled per
-  consecutive failure up to ``max_backoff``; a run that lasted ``max_backoff`` or longer before it raised starts the
-  count over; the wait ends early when it is asked to stop); one that **returns** on its own is done for that object
-  (not restarted until the object comes back);
+* a daemon that **raises** (``sys.exit()`` included: it would end only the daemon's thread) is logged and started
+  again after a backoff (``Options.backoff``, doubled per consecutive failure up to ``max_backoff``; a run that
+  lasted ``max_backoff`` or longer before it raised starts the count over; the wait ends early when it is asked to
+  stop); one that **returns** on its own is done for that object (not restarted until the object comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do.
 
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
@@ -307,7 +307,9 @@ class Supervisor:
                     started = time.monotonic()
                     try:
                         method(ctx)
-                    except Exception as exc:
+                    except (Exception, SystemExit) as exc:
+                        # SystemExit too: a daemon's sys.exit() ends only this thread — silently, as threading
+                        # ignores it — and its object would be left without the daemon for good, nothing logged.
                         # A run that outlived the longest pause is not part of the failures before it: a daemon
                         # failing once a day would otherwise wait max_backoff at every restart after a few days.
                         healthy = time.monotonic() - started >= options.max_backoff

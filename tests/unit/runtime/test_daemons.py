@@ -3,6 +3,7 @@ daemon that returned is not restarted by the next event, one that comes back wai
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, ClassVar, cast
@@ -245,3 +246,32 @@ def test_a_daemon_that_ran_longer_than_its_max_backoff_before_failing_restarts_a
     failed = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
     assert [(entry["failures"], entry["delay"]) for entry in failed] == [(1, 0.01), (2, 0.02), (3, 0.04), (1, 0.01)]
     assert [entry["attempt"] for entry in logged if entry["event"] == "daemon started"] == [1, 2, 3, 4, 5]
+
+
+class Exiting(okt.Reconciler):
+    """A daemon that calls ``sys.exit()`` on its first run, then runs until it is asked to stop."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon(backoff=0.01)
+    def exiting(self, ctx: okt.DaemonContext) -> None:
+        if ctx.attempt == 1:
+            sys.exit("the tunnel closed")
+        ctx.stop.wait()
+
+
+def test_a_daemon_that_calls_sys_exit_is_logged_and_restarted_as_one_that_raises() -> None:
+    """``sys.exit()`` in a daemon thread ends that thread only, and threading ignores it without a word: the daemon
+    was gone for its object (kept as finished, never started again), nothing logged, the operator running on."""
+    reconciler, store = Exiting(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: [e["attempt"] for e in logged if e["event"] == "daemon started"] == [1, 2], timeout=10)
+    assert sup.running() == [("ns", "a", "exiting")]
+    sup.halt()
+    assert sup.join(5)
+
+    [failed] = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
+    assert failed["error"] == "SystemExit: the tunnel closed"

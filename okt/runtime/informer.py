@@ -15,8 +15,9 @@ Guarantees:
   objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED``, and one deleted and
   created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken;
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
-  exponential backoff; the watch resumes from the last resourceVersion, and a relist follows when the server no longer
-  has it;
+  exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
+  it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
+  server no longer has it;
 * **out-of-order protection**: a stored object is only replaced by one with a higher resourceVersion (compared as
   integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
   is ignored entirely;
@@ -313,6 +314,7 @@ class Informer:
         self._keep = keep
         self._on_recovered = on_recovered
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
+        self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._codec = Codec()
@@ -479,7 +481,6 @@ class Informer:
     # -- the list+watch loop -------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        failures = 0
         expired = 0  # consecutive 410s: the first relists at once, a repeat backs off
         need_list = True
         while not self._stop.is_set():
@@ -489,7 +490,7 @@ class Informer:
                     need_list = False
                     self._answered()
                 self._watch()
-                failures = expired = 0
+                self._failures = expired = 0
             except errors.Gone:
                 expired += 1
                 self._log.info("watch expired, relisting", resource_version=self.resource_version)
@@ -499,18 +500,18 @@ class Informer:
             except errors.ApiError as exc:
                 if self._stop.is_set():
                     return
-                failures += 1
+                self._failures += 1
                 self.reconnects += 1
                 self._failing = True
-                delay = self._backoff.delay(failures)
+                delay = self._backoff.delay(self._failures)
                 self._log.warning(
-                    "list or watch failed, retrying", error=str(exc), failures=failures, retry_in=round(delay, 2)
+                    "list or watch failed, retrying", error=str(exc), failures=self._failures, retry_in=round(delay, 2)
                 )
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
-                failures += 1
+                self._failures += 1
                 self._failing = True
-                delay = self._backoff.delay(failures)
+                delay = self._backoff.delay(self._failures)
                 self._log.error("informer error, relisting", error=repr(exc), retry_in=round(delay, 2))
                 need_list = True
                 self._stop.wait(delay)
@@ -643,11 +644,19 @@ class Informer:
         )
         started = time.monotonic()
         delivered = 0
-        for event in stream:
-            if self._stop.is_set():
-                return
-            delivered += 1
-            self._handle(str(event.get("type", "")), event.get("object") or {})
+        try:
+            for event in stream:
+                if self._stop.is_set():
+                    return
+                self._handle(str(event.get("type", "")), event.get("object") or {})
+                delivered += 1
+        finally:
+            # A watch that streamed, or lasted as long as the longest pause, before it broke — a load balancer
+            # cutting a connection, busy or idle — was a success: the failures before it are no streak with the one
+            # that ends it (and an attempt that long spaced the retries as the backoff would). Counted in a row,
+            # repeated cuts reached the longest pause, no event seen meanwhile.
+            if delivered or time.monotonic() - started >= self._backoff.cap:
+                self._failures = 0
         if self._stop.is_set():
             return
         if not delivered and time.monotonic() - started < _SHORTEST_WATCH:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import structlog
 
 from okt import errors
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import informer as informer_mod
 from okt.testing import wait_for
 
@@ -143,6 +146,42 @@ def test_a_transport_failure_reconnects_from_the_last_resource_version_without_r
     assert len(api.lists) == 1
     assert api.watches[1][2] == changed["metadata"]["resourceVersion"]
     assert informer.reconnects == 1
+
+
+def reconnect_failures(logged: list[Any]) -> list[int]:
+    return [entry["failures"] for entry in logged if entry["event"] == "list or watch failed, retrying"]
+
+
+def test_a_watch_that_delivered_events_before_it_dropped_restarts_the_reconnect_count(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    """A watch cut after streaming (a load balancer dropping the connection) is one failure after a success, not one
+    more in a row: counted so, repeated cuts climbed to the longest reconnect pause (30 s without any event)."""
+    first = api.put(CM, obj(CM, "a"))
+    with structlog.testing.capture_logs() as logged:
+        start(backoff=backoff_mod.Backoff(base=0.01, cap=10.0, jitter=0.0))
+        for n in range(3):
+            api.emit(CM, "MODIFIED", api.put(CM, {**first, "data": {"v": str(n)}}))
+            api.fail(CM, errors.ApiError.from_status(0, "ConnectionReset", "connection reset by peer"))
+        wait_for(lambda: len(reconnect_failures(logged)) == 3, timeout=5, message=lambda: str(logged))
+
+    assert reconnect_failures(logged) == [1, 1, 1]
+
+
+def test_a_watch_that_outlived_the_longest_reconnect_pause_before_it_dropped_restarts_the_reconnect_count(
+    api: Any, start: Any
+) -> None:
+    """An idle watch cut by a proxy delivered nothing, yet it held: the failures before it are not part of a streak."""
+    for _ in range(2):
+        api.fail(CM, errors.ApiError.from_status(0, "Unavailable", "connection refused"))  # at once, twice
+    with structlog.testing.capture_logs() as logged:
+        start(backoff=backoff_mod.Backoff(base=0.01, cap=0.2, jitter=0.0))
+        wait_for(lambda: len(api.watches) == 3, timeout=5)
+        time.sleep(0.3)  # the third watch stays open, silent, past the longest pause
+        api.fail(CM, errors.ApiError.from_status(0, "ConnectionReset", "connection reset by peer"))
+        wait_for(lambda: len(reconnect_failures(logged)) == 3, timeout=5, message=lambda: str(logged))
+
+    assert reconnect_failures(logged) == [1, 2, 1]
 
 
 def test_an_event_older_than_the_stored_object_is_ignored(api: Any, recorder: Any, start: Any, obj: Obj) -> None:

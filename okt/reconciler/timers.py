@@ -22,7 +22,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from okt.engines import results as results_mod
@@ -76,8 +76,9 @@ _declared: weakref.WeakKeyDictionary[type, Mapping[str, float]] = weakref.WeakKe
 class Clock:
     """When each timer last ran for each object (by uid), in this process.
 
-    Entries of objects that are gone are swept: one not refreshed for twice the longest interval is dropped (a live
-    object's timer refreshes it every interval).
+    A deleted object's entries are forgotten when the controller sees it deleted; the sweep drops what that misses (a
+    reconcile that ran a timer just as its object went): an entry not refreshed for twice the longest interval is
+    dropped (a live object's timer refreshes it every interval).
     """
 
     SWEEP_EVERY = 256
@@ -115,10 +116,12 @@ class Clock:
         with self._lock:
             return len(self._last)
 
-    def forget(self, uid: str) -> None:
+    def forget(self, uid: str, names: Iterable[str]) -> None:
+        """Drop the entries of the object ``uid`` for the timers ``names`` (its reconciler's: one lookup each, never a
+        scan of every object's entries, which a mass deletion would repeat for each object)."""
         with self._lock:
-            for key in [key for key in self._last if key[0] == uid]:
-                del self._last[key]
+            for name in names:
+                self._last.pop((uid, name), None)
 
 
 def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:

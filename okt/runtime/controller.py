@@ -65,7 +65,7 @@ from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
-from okt.reconciler import core
+from okt.reconciler import core, timers
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import resource
@@ -450,6 +450,11 @@ class Controller:
         self.daemons.observe(event_type, obj)
         key = key_of(obj, self.kind.namespaced)
         if event_type == informer_mod.DELETED:
+            # Its timers' schedule goes with it (a new object of that name has another uid, and a schedule of its
+            # own): kept, it would stay until a sweep that may never come once no timer runs any more.
+            self.reconciler.timer_clock.forget(
+                str((obj.get("metadata") or {}).get("uid") or ""), timers.declared(self.reconciler_cls)
+            )
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
                 last = gone_past_finalizers(obj, self._finalizers)

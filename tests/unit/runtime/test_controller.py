@@ -716,3 +716,36 @@ def test_the_sync_of_every_kind_the_cache_waits_for_is_exported_watched_kinds_to
     finally:
         controller.cache.stop()
     assert synced == {str(WIDGET): 1.0, str(kinds.CONFIG_MAP): 1.0}
+
+
+class TickingWidgets(Widgets):
+    ticks: ClassVar[list[str]] = []
+
+    @okt.every(hours=1)
+    def backup(self, ctx: okt.Context) -> None:
+        self.ticks.append(ctx.cr.uid)
+
+
+def test_a_deleted_primary_leaves_nothing_of_its_timers_behind() -> None:
+    """When each timer last ran is kept per object uid: a deleted object's entries were kept until a sweep, which
+    runs every 256 timer runs and drops only entries older than twice the longest interval — with few objects left,
+    a daily timer's entries of deleted objects stayed for months, and once no timer runs, for ever."""
+    kind = okt.Kind("example.io/v1", "Widget", "widgets")
+    client = FakeClient(kinds=[kind])
+    client.put({"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}})
+    client.put({"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "v", "namespace": "ns"}})
+    controller = controller_mod.Controller(TickingWidgets, client, cache_mod.Cache(client), backoff=NO_JITTER)
+    TickingWidgets.ticks.clear()
+    controller.process(("ns", "w"))
+    controller.process(("ns", "v"))
+    assert len(TickingWidgets.ticks) == 2
+    clock = controller.reconciler.timer_clock
+    assert len(clock) == 2
+
+    gone = client.stored(kind, "w", "ns")
+    assert gone is not None
+    client.delete(kind, "w", "ns")
+    controller.on_primary_event("DELETED", gone, None)
+
+    assert len(clock) == 1
+    assert clock.due(gone["metadata"]["uid"], "backup", 3600) == 0.0

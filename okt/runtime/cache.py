@@ -288,6 +288,15 @@ class Cache:
         for informer in chosen:
             yield from informer.each()
 
+    def keys(self, kind: kinds.Kind) -> Iterator[tuple[str | None, str]]:
+        """``(namespace, name)`` of every cached object of a watched ``kind`` (namespace ``None`` when cluster-scoped),
+        none decoded; nothing for a kind that is not watched."""
+        with self._lock:
+            chosen = builtins.list(self._informers.get((kind.api_version, kind.kind), {}).values())
+        for informer in chosen:
+            for namespace, name in informer.stored_keys():
+                yield namespace or None, name
+
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:

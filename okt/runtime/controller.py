@@ -23,6 +23,9 @@ Guarantees:
   readiness counts, not every status rewrite of its controller), and after the reconciler's ``child_change_delay``,
   so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
+* **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
+  cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues every primary of
+  that warm cache as a sweep (no relist), with the objects deleted meanwhile whose reconcile is still due;
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
   watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
@@ -291,6 +294,10 @@ class Controller:
         metrics: where to report; a private :class:`~okt.runtime.metrics.Metrics` when ``None``.
         backoff: the per-key backoff of failed reconciles.
         record_events: give the reconcile an Event recorder (Kubernetes Events in ``kubectl describe``).
+        standby: a replica that does not lead yet (leader election): its events queue no key before
+            :meth:`start_workers`, which then queues every cached primary as a sweep. A standby's queue stays empty,
+            so its depth (``okt_workqueue_depth``) is 0 and an alert on it does not fire on every standby; its warm
+            cache is what the sweep is made from.
     """
 
     def __init__(
@@ -304,6 +311,7 @@ class Controller:
         metrics: metrics_mod.Metrics | None = None,
         backoff: backoff_mod.Backoff | None = None,
         record_events: bool = True,
+        standby: bool = False,
     ) -> None:
         reconciler_cls = core.resolved(reconciler_cls, client)  # a kind named as kubectl names it: discovered
         self.reconciler_cls = reconciler_cls
@@ -341,6 +349,11 @@ class Controller:
         # Objects deleted with okt's finalizer still on them, by key, until their cleanup succeeded (guarded by
         # _held_lock).
         self._gone: dict[QueueKey, dict[str, Any]] = {}
+        self._standing_by = standby
+        """No key is queued before the workers start (guarded by _held_lock)."""
+        self._deleted_standing_by: QueueKey | None = None
+        """The last primary whose deletion would have queued its key while standing by (guarded by _held_lock): a
+        ClusterOperator's mirror forgets a deleted object in its reconcile, and the sweep has no key for it."""
         self._finalizers = frozenset(
             f for f in (reconciler_cls.finalizer, *reconciler_cls.legacy_finalizers) if isinstance(f, str) and f
         )
@@ -413,6 +426,7 @@ class Controller:
                 threading.Thread(target=self._work, name=f"okt-{self.name}-worker-{i}", daemon=True)
                 for i in range(self.workers)
             ]
+        self._stop_standing_by()
         for thread in self._threads:
             thread.start()
         self._log.info("workers started", workers=self.workers)
@@ -420,6 +434,23 @@ class Controller:
             # One object at a time: the primaries decoded all at once were, at 10,000 objects, a spike of the
             # whole store's decoded size right when the sweep starts (and resident memory after it).
             self.daemons.start(self.cache.each(self.kind))
+
+    def _stop_standing_by(self) -> None:
+        """Queue what a standby held back: every cached primary (the sweep), and the objects deleted meanwhile whose
+        reconcile is still due (deleted past okt's finalizer, or the last one a ClusterOperator's mirror must forget).
+
+        An event the standby dropped changed the store before it was delivered, so the keys read after the flag is
+        down include it; an event delivered after that queues its key as usual."""
+        with self._held_lock:
+            if not self._standing_by:
+                return
+            self._standing_by = False
+            deleted = [*self._gone, *((self._deleted_standing_by,) if self._deleted_standing_by else ())]
+            self._deleted_standing_by = None
+        for key in deleted:
+            self.queue.add(key)
+        for key in self.cache.keys(self.kind):
+            self.queue.add(key, low=True)
 
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
@@ -504,13 +535,19 @@ class Controller:
         )
         for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
             if self.cache.get(self.kind, key[1], key[0]) is not None:
-                self.queue.add(key)
+                with self._held_lock:
+                    if not self._standing_by:
+                        self.queue.add(key)
 
     def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         kind = self._watched_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
         with self._held_lock:
+            if self._standing_by:
+                if event_type == informer_mod.DELETED:
+                    self._deleted_standing_by = key
+                return
             if event_type != informer_mod.DELETED and version and kind is not None and self.queue.processing(key):
                 ref = (kind, meta.get("namespace"), str(meta.get("name")), version)
                 self._held.setdefault(key, []).append((ref, delay))

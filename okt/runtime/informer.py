@@ -386,6 +386,11 @@ class Informer:
             packed = list(self._store.values())
         return [p.unpack() for p in packed]
 
+    def stored_keys(self) -> list[StoreKey]:
+        """The store keys of every stored object (none decoded)."""
+        with self._lock:
+            return list(self._store)
+
     def each(self) -> Iterator[dict[str, Any]]:
         """Private copies of the objects stored when called, each decoded only when the caller reaches it (a list of
         every object decoded at once would be the store's whole size again, at once, as resident memory)."""

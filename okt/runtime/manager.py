@@ -23,8 +23,9 @@ Guarantees:
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
   in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
   the probe server;
-* a standby never reconciles; **losing the lease** stops the workers and the whole manager
-  (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
+* a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
+  it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
+  manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
   and — with leader election — this replica leads or is a healthy standby;
 * with ``tune_memory`` (the default) the process's malloc arenas are capped before any thread starts and freed memory
@@ -272,6 +273,7 @@ class Manager:
                     reconcile=self._reconcile,
                     metrics=self.metrics,
                     backoff=self._backoff,
+                    standby=self.leader_elect,
                 )
                 for reconciler_cls in self.reconcilers
             ]

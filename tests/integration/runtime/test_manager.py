@@ -123,6 +123,44 @@ def test_a_standby_is_ready_but_never_reconciles_until_the_leader_goes(
     assert not leader.lost_leadership
 
 
+def test_a_standby_queues_nothing_until_it_leads_and_then_reconciles_every_object_of_its_warm_cache(
+    kube: kube_client.Client, namespace: str, make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    """A standby's queue depth is 0, so an alert on ``okt_workqueue_depth`` does not fire on every standby; once it
+    leads, every object it holds in its cache is reconciled."""
+    on_leader, on_standby = fake_reconcile(), fake_reconcile()
+    for name in ("a", "b"):
+        make_gadget(name)
+    leader = managers(on_leader, leader_elect=True, identity="leader")
+    leader.start()
+    wait_for(lambda: leader.working, timeout=15)
+    standby = managers(on_standby, leader_elect=True, identity="standby")
+    standby.start()
+    assert standby.probes is not None
+    url = standby.probes.url
+    wait_for(lambda: fetch(url + "/readyz") == (200, "ok"), timeout=15)
+    wait_for(lambda: standby.elector is not None and standby.elector.holder == "leader", timeout=10)
+    make_gadget("c")  # a live event, seen by the standby's watch
+    wait_for(lambda: on_leader.count("c") == 1, timeout=10)
+    kind = standby.controllers[0].kind
+    wait_for(lambda: standby.cache is not None and standby.cache.get(kind, "c", namespace) is not None, timeout=10)
+
+    body = fetch(url + "/metrics")[1]
+    assert 'leader_election_master_status{name="' + standby.lease_name + '"} 0.0' in body
+    for series in (
+        'okt_workqueue_depth{controller="gadget"} 0.0',
+        'workqueue_depth{name="gadget"} 0.0',
+        'okt_workqueue_depth_by_priority{controller="gadget",priority="live"} 0.0',
+        'okt_workqueue_depth_by_priority{controller="gadget",priority="sweep"} 0.0',
+    ):
+        assert series in body
+    assert on_standby.count() == 0
+
+    leader.stop()
+    assert leader.join(10)
+    wait_for(lambda: all(on_standby.count(name) == 1 for name in ("a", "b", "c")), timeout=10)
+
+
 def test_sigterm_stops_run_gracefully(fake_reconcile: Any, managers: Any) -> None:
     manager = managers(fake_reconcile(), metrics_bind="0")
 

@@ -749,3 +749,39 @@ def test_a_deleted_primary_leaves_nothing_of_its_timers_behind() -> None:
 
     assert len(clock) == 1
     assert clock.due(gone["metadata"]["uid"], "backup", 3600) == 0.0
+
+
+def test_a_standby_queues_nothing_and_once_it_leads_queues_its_cached_primaries_and_those_deleted_meanwhile(
+    api: Any,
+) -> None:
+    """A standby's queue stays empty (its depth alerts on nothing); leading, it reconciles what its cache holds and
+    what was deleted past okt's finalizer while it stood by (that cleanup is still due, and no cached object names
+    it)."""
+    api.stats = kube_client.RequestStats()
+    reconciled: list[str] = []
+    lock = threading.Lock()
+
+    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        with lock:
+            reconciled.append(name)
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(
+        CleanedWidgets, api, cache_mod.Cache(api), reconcile=record, workers=1, standby=True
+    )
+    api.put(WIDGET, primary(name="listed"))
+    controller.watch()
+    try:
+        assert controller.cache.wait_for_sync(5)
+        api.emit(WIDGET, "DELETED", primary(name="deleted", uid="u1", finalizers=["example.io/cleanup"]), None)
+        api.emit(WIDGET, "ADDED", api.put(WIDGET, primary(name="live")), None)
+        wait_for(lambda: controller.cache.get(WIDGET, "live", "ns") is not None, timeout=5)
+        assert len(controller.queue) == 0
+        assert controller.metrics.registry.get_sample_value("okt_workqueue_depth", {"controller": "widget"}) == 0
+
+        controller.start_workers()
+        wait_for(lambda: len(reconciled) == 3, timeout=5)
+        assert sorted(reconciled) == ["deleted", "listed", "live"]
+    finally:
+        controller.shutdown(5)
+        controller.cache.stop()

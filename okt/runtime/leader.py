@@ -8,7 +8,9 @@ lease can expire for the others (``renew_deadline < lease_duration``).
 
 Guarantees:
 
-* the Lease is created when missing; a 409 on create or update means another candidate won the race;
+* the Lease is created when missing — unless it was last seen held by another candidate and that record has not run
+  out yet on this clock: a Lease deleted by hand is not known to its leader until its next renewal (which creates it
+  again), and it may write until then; a 409 on create or update means another candidate won the race;
 * a lease is taken only when it is free (empty holder), already ours, or expired — expiry is judged on **this**
   process's monotonic clock from the moment the lease's record last changed (never by comparing clocks across
   machines); a candidate tries again at the moment the lease it watches runs out when that comes before its next
@@ -24,8 +26,10 @@ Guarantees:
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
   and sets ``leaseDurationSeconds`` to 1, so a standby takes over at its next try instead of waiting for expiry.
 
-Caveats: once leadership is lost the elector does not run for it again (as controller-runtime, the process is
-expected to stop and be restarted); a new :class:`LeaderElector` can be started.
+Caveats: a candidate that never saw the Lease (one started right after it was deleted by hand) creates a missing one
+at once, as client-go's does, and the leader may write until its renewals find the lease taken. Once leadership is
+lost the elector does not run for it again (as controller-runtime, the process is expected to stop and be
+restarted); a new :class:`LeaderElector` can be started.
 """
 
 from __future__ import annotations
@@ -298,6 +302,8 @@ class LeaderElector:
         now = micro_time()
         lease = self._get()
         if lease is None:
+            if self._held_by_other():
+                return False  # deleted by hand: its leader does not know yet and may still write
             self._create(now)
             self._see(self.identity, now, "", self.lease_duration)
             return True
@@ -330,6 +336,12 @@ class LeaderElector:
                 self._observed = record
                 self._observed_at = self._last_contact
                 self._observed_duration = duration
+
+    def _held_by_other(self) -> bool:
+        """Whether the lease, as last seen, is held by another candidate and has not run out on this clock."""
+        with self._lock:
+            other = bool(self._observed and self._observed[0] and self._observed[0] != self.identity)
+        return other and not self._expired()
 
     def _expired(self) -> bool:
         with self._lock:

@@ -318,3 +318,44 @@ def test_a_released_lease_is_not_taken_again_by_the_elector_that_released_it(
     assert lease["spec"]["holderIdentity"] == ""
     assert not first.elector.is_leader
     assert first.transitions == ["started", "stopped"]
+
+
+def test_a_lease_deleted_by_hand_is_not_taken_by_a_standby_while_the_leader_may_still_write(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A standby that finds the lease gone counts it held, as it last saw it, until that record would have run out:
+    the leader does not know yet (it looks at its next renewal, which recreates the lease) and may still be writing."""
+    first = leader.LeaderElector(kube, namespace, "deleted", "first", 20.0, 15.0, 5.0)
+    second = leader.LeaderElector(kube, namespace, "deleted", "second", 3.0, 2.0, 0.2)
+    both: list[float] = []
+    watching = threading.Event()
+
+    def watch() -> None:
+        while watching.is_set():
+            if first.may_write() and second.is_leader:
+                both.append(time.monotonic())
+            time.sleep(0.01)
+
+    def holder() -> str | None:
+        lease = kube.get_or_none(kinds.LEASE, "deleted", namespace)
+        return None if lease is None else lease["spec"].get("holderIdentity")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        first.start()
+        wait_for(first.may_write, timeout=10)
+        second.start()
+        wait_for(lambda: second.holder == "first", timeout=10)
+        watching.set()
+        watcher.start()
+        kube.delete(kinds.LEASE, "deleted", namespace)
+        wait_for(lambda: second.is_leader or holder() == "first", timeout=10, message="the lease is taken again")
+        time.sleep(1.0)  # five of the second's retry periods: it sees the recreated lease
+        assert not both, f"the first could write for {both[-1] - both[0]:.2f} s while the second led"
+        assert holder() == "first"
+        assert first.may_write()
+        assert not second.is_leader
+    finally:
+        watching.clear()
+        second.stop(release=True)
+        first.stop(release=True)

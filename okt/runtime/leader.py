@@ -11,10 +11,12 @@ Guarantees:
 * the Lease is created when missing — unless it was last seen held by another candidate and that record has not run
   out yet on this clock: a Lease deleted by hand is not known to its leader until its next renewal (which creates it
   again), and it may write until then; a 409 on create or update means another candidate won the race;
-* a lease is taken only when it is free (empty holder), already ours, or expired — expiry is judged on **this**
-  process's monotonic clock from the moment the lease's record last changed (never by comparing clocks across
-  machines); a candidate tries again at the moment the lease it watches runs out when that comes before its next
-  try (:func:`candidate_wait`);
+* a lease is taken only when it is free (empty holder), already ours, or expired — "ours" is a record this elector
+  wrote (identities are unique per process: a lease held under this identity by a record it did not write is
+  another process's, waited out as any other holder's, and a leader that finds one is deposed); expiry is judged
+  on **this** process's monotonic clock from the moment the lease's record last changed (never by comparing clocks
+  across machines); a candidate tries again at the moment the lease it watches runs out when that comes before its
+  next try (:func:`candidate_wait`);
 * a leader that finds the lease held by another candidate stops leading — and writing — at once (that candidate
   may be writing already), without waiting for its renew deadline;
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
@@ -35,6 +37,7 @@ restarted); a new :class:`LeaderElector` can be started.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import random
 import threading
@@ -128,6 +131,10 @@ class LeaderElector:
         self._thread: threading.Thread | None = None
         # What the lease said when we last saw it change, and when (monotonic): the basis of expiry.
         self._observed: tuple[str, str, str] | None = None
+        # The records (holder, renewTime, acquireTime) the lease may hold from our own writes: the last one answered,
+        # and those sent since without an answer. A lease held under our identity with another record was written by
+        # another process.
+        self._ours: tuple[tuple[str, str, str], ...] = ()
         self._observed_at = 0.0
         self._observed_duration = lease_duration
         self._last_contact = 0.0
@@ -273,7 +280,7 @@ class LeaderElector:
 
     def _sleep(self) -> None:
         with self._lock:
-            held_by_other = bool(self._observed and self._observed[0] and self._observed[0] != self.identity)
+            held_by_other = self._held_by_other_locked()
             until_expiry = self._observed_at + self._observed_duration - time.monotonic() if held_by_other else None
         self._stop.wait(candidate_wait(self.retry_period * random.uniform(1.0, JITTER), until_expiry))
 
@@ -304,44 +311,77 @@ class LeaderElector:
         if lease is None:
             if self._held_by_other():
                 return False  # deleted by hand: its leader does not know yet and may still write
-            self._create(now)
-            self._see(self.identity, now, "", self.lease_duration)
+            self._write((self.identity, now, now), functools.partial(self._create, now))
             return True
         spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        self._see(holder, str(spec.get("renewTime") or ""), str(spec.get("acquireTime") or ""), duration)
-        if holder and holder != self.identity and not self._expired():
+        record = (
+            spec.get("holderIdentity") or "",
+            str(spec.get("renewTime") or ""),
+            str(spec.get("acquireTime") or ""),
+        )
+        ours = self._see(record, float(spec.get("leaseDurationSeconds") or self.lease_duration))
+        if self._held_by_other():
             return False
         renewed = dict(spec)
         renewed.update(holderIdentity=self.identity, leaseDurationSeconds=self._lease_seconds)
         renewed["renewTime"] = now
-        if holder != self.identity:
+        if not ours:
             renewed["acquireTime"] = now
             renewed["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-        self._replace({**lease, "spec": renewed})
-        self._see(self.identity, now, str(renewed.get("acquireTime") or ""), self.lease_duration)
+        written = (self.identity, now, str(renewed["acquireTime"] or ""))
+        self._write(written, functools.partial(self._replace, {**lease, "spec": renewed}))
         return True
 
-    def _see(self, holder: str, renew_time: str, acquire_time: str, duration: float) -> None:
-        """Note what the lease says. A leader that finds another holder is deposed on the spot: that holder may
-        already be writing, so waiting for the renew deadline would let two processes write."""
-        record = (holder, renew_time, acquire_time)
+    def _write(self, record: tuple[str, str, str], send: Callable[[], None]) -> None:
+        """Send one write of the lease, which will hold ``record``; remember it as ours from the moment it may have
+        been applied (a write without an answer may have been)."""
+        try:
+            send()
+        except errors.Conflict:
+            raise  # refused: the lease is someone else's
+        except BaseException:
+            with self._lock:
+                self._ours = (*self._ours, record)
+            raise
         with self._lock:
-            if self._leading and holder and holder != self.identity:
+            self._ours = (record,)
+        self._see(record, self.lease_duration)
+
+    def _see(self, record: tuple[str, str, str], duration: float) -> bool:
+        """Note what the lease says (its holder, renewTime and acquireTime); returns whether it is our own record. A
+        leader that finds another holder is deposed on the spot: that holder may already be writing, so waiting for
+        the renew deadline would let two processes write."""
+        with self._lock:
+            # Once the lease is seen with another record, none of ours sent before can come back.
+            self._ours = (record,) if record in self._ours else ()
+            now = time.monotonic()
+            changed = record != self._observed
+            if changed:
+                self._observed = record
+                self._observed_at = now
+                self._observed_duration = duration
+            self._last_contact = now
+            other = self._held_by_other_locked()
+            if self._leading and other:
                 self._leading = False
                 self._lost = True
-            self._last_contact = time.monotonic()
-            if record != self._observed:
-                self._observed = record
-                self._observed_at = self._last_contact
-                self._observed_duration = duration
+        if changed and other and record[0] == self.identity:
+            self._log.error(
+                "the lease is held under this identity by another process: each process needs its own identity"
+            )
+        return bool(self._ours)
 
     def _held_by_other(self) -> bool:
         """Whether the lease, as last seen, is held by another candidate and has not run out on this clock."""
         with self._lock:
-            other = bool(self._observed and self._observed[0] and self._observed[0] != self.identity)
+            other = self._held_by_other_locked()
         return other and not self._expired()
+
+    def _held_by_other_locked(self) -> bool:
+        """Whether the lease, as last seen, is held by another candidate: another identity, or ours with a record we
+        did not write (another process given the same identity, which must not be taken for this one)."""
+        observed = self._observed
+        return bool(observed and observed[0] and (observed[0] != self.identity or observed not in self._ours))
 
     def _expired(self) -> bool:
         with self._lock:

@@ -99,7 +99,8 @@ class Manager:
         lease_namespace: the Lease's namespace.
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
         metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
-        identity: the leader-election identity; host name plus a random suffix when ``None``.
+        identity: the leader-election identity, unique per process (a second process given the same one waits for
+            the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles, in seconds.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
         lease_duration: see :class:`okt.runtime.leader.LeaderElector`.

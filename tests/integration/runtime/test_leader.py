@@ -359,3 +359,35 @@ def test_a_lease_deleted_by_hand_is_not_taken_by_a_standby_while_the_leader_may_
         watching.clear()
         second.stop(release=True)
         first.stop(release=True)
+
+
+def test_two_candidates_given_the_same_identity_never_lead_at_once(kube: kube_client.Client, namespace: str) -> None:
+    """Identities are unique per process: a lease held under this identity by a record this elector did not write is
+    another process's, waited out as any other holder's (taking it as one's own made two leaders)."""
+    first = leader.LeaderElector(kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5)
+    second = leader.LeaderElector(kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5)
+    both: list[float] = []
+    watching = threading.Event()
+
+    def watch() -> None:
+        while watching.is_set():
+            if first.may_write() and second.may_write():
+                both.append(time.monotonic())
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        first.start()
+        wait_for(first.may_write, timeout=10)
+        watching.set()
+        watcher.start()
+        second.start()
+        wait_for(lambda: second.holder == "twin", timeout=10)
+        time.sleep(LEASE_DURATION)  # six retry periods of the second, and longer than the lease
+        assert not both, f"both could write for {both[-1] - both[0]:.2f} s"
+        assert first.may_write()
+        assert not second.is_leader
+    finally:
+        watching.clear()
+        second.stop(release=False)
+        first.stop(release=True)

@@ -572,6 +572,7 @@ class Client:
         data: bytes | str | None = None,
         write: bool | None = None,
         deadline: float | None = None,
+        limited: bool = True,
     ) -> transport.Response:
         """One request answered whole (the direct path when the credentials allow it, else the session).
 
@@ -581,7 +582,9 @@ class Client:
         counted as a write of the API. ``deadline`` (a :func:`time.monotonic` time, in place of ``timeout``) bounds
         the whole answer, not each read: the request is streamed through the session and read by :func:`_read_by` (an
         operand answering through the API server's proxy may trickle its answer); past it the connection is closed
-        and ``Unavailable`` raised, a timeout in its cause.
+        and ``Unavailable`` raised, a timeout in its cause. ``limited`` False sends it without waiting its turn at the
+        rate limit: the leader's lease, renewed a few times a retry period, must not wait behind the workers' requests
+        past its renew deadline.
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
@@ -596,7 +599,7 @@ class Client:
                 data = yaml_safe_json(body)
             else:
                 data = json.dumps(body, separators=(",", ":"), allow_nan=False)
-        if self.rate_limit is not None:
+        if limited and self.rate_limit is not None:
             self.rate_limit.acquire()
         if write:  # after the rate limit's wait: leadership may have been lost during it
             check_fence(verb, resource)
@@ -612,6 +615,7 @@ class Client:
             data=data,
             content_type=content_type,
             write=write,
+            limited=limited,
         )
         if deadline is not None:
             response = self._whole_by(through_session, method, path, deadline)
@@ -621,7 +625,9 @@ class Client:
             )
             used = self._token.token() if self._token is not None else None
             response = sent(token=used)
-            if response.status_code == 401 and self._token_changed(method, verb, resource, used, write, limited=True):
+            if response.status_code == 401 and self._token_changed(
+                method, verb, resource, used, write, limited=limited
+            ):
                 # another token came (a rotated file, a plugin run again): once more with it
                 response = sent(token=self._token.token() if self._token is not None else None)
         else:

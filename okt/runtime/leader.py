@@ -22,7 +22,8 @@ Guarantees:
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
   believe they won;
 * each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale
-  leader past the point where another candidate may take over;
+  leader past the point where another candidate may take over; none waits at the client's rate limit (``okt run
+  --qps``) behind the workers' requests, which would make a leader under load miss its renew deadline;
 * ``on_started_leading`` is called once when leadership is acquired, ``on_stopped_leading`` once when it is lost or
   released; both on the elector's thread (keep them short);
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
@@ -397,6 +398,7 @@ class LeaderElector:
                 verb="get",
                 resource=kinds.LEASE.plural,
                 timeout=self._request_timeout,
+                limited=False,
             )
         except errors.NotFound:
             return None
@@ -423,6 +425,7 @@ class LeaderElector:
             resource=kinds.LEASE.plural,
             body=body,
             timeout=self._request_timeout,
+            limited=False,
         ).close()
 
     def _replace(self, lease: dict[str, Any]) -> None:
@@ -434,4 +437,5 @@ class LeaderElector:
             resource=kinds.LEASE.plural,
             body=lease,
             timeout=self._request_timeout,
+            limited=False,
         ).close()

@@ -391,3 +391,36 @@ def test_two_candidates_given_the_same_identity_never_lead_at_once(kube: kube_cl
         watching.clear()
         second.stop(release=False)
         first.stop(release=True)
+
+
+def test_a_leader_keeps_its_lease_while_its_client_waits_at_its_rate_limit(
+    control_plane: envtest.ControlPlane, namespace: str
+) -> None:
+    """The workers' requests queue at the client's rate limit (``okt run --qps``); the lease's renewals, a few a
+    retry period, must not wait behind them, or a leader under load loses its lease to a healthy API server."""
+    limited = kube_client.Client.from_kubeconfig(control_plane.kubeconfig, rate_limit=kube_client.RateLimit(2.0, 1))
+    stopped = threading.Event()
+    elector = leader.LeaderElector(
+        limited, namespace, "busy", "first", LEASE_DURATION, 2.0, 0.5, on_stopped_leading=stopped.set
+    )
+    busy = threading.Event()
+
+    def work() -> None:
+        while busy.is_set():
+            limited.get_or_none(kinds.CONFIG_MAP, "anything", namespace)
+
+    workers = [threading.Thread(target=work, daemon=True) for _ in range(8)]
+    try:
+        elector.start()
+        wait_for(elector.may_write, timeout=10)
+        busy.set()
+        for worker in workers:
+            worker.start()
+        assert not stopped.wait(2 * LEASE_DURATION), "the leader lost its lease"
+        assert elector.may_write()
+    finally:
+        busy.clear()
+        elector.stop(release=True)
+        for worker in workers:
+            worker.join(10)
+        limited.close()

@@ -24,8 +24,9 @@ Guarantees:
   so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
-  cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues every primary of
-  that warm cache as a sweep (no relist), with the objects deleted meanwhile whose reconcile is still due;
+  cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
+  a live event named meanwhile (a change made at the failover), then every primary of that warm cache as a sweep (no
+  relist), with the objects deleted meanwhile whose reconcile is still due;
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
   watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
@@ -354,6 +355,10 @@ class Controller:
         self._deleted_standing_by: QueueKey | None = None
         """The last primary whose deletion would have queued its key while standing by (guarded by _held_lock): a
         ClusterOperator's mirror forgets a deleted object in its reconcile, and the sweep has no key for it."""
+        self._changed_standing_by: set[QueueKey] = set()
+        """The cached primaries a live event (not a list's) would have queued while standing by (guarded by
+        _held_lock): queued first once this replica leads, before the sweep — a change made at the failover is what
+        someone waits for."""
         self._finalizers = frozenset(
             f for f in (reconciler_cls.finalizer, *reconciler_cls.legacy_finalizers) if isinstance(f, str) and f
         )
@@ -436,8 +441,9 @@ class Controller:
             self.daemons.start(self.cache.each(self.kind))
 
     def _stop_standing_by(self) -> None:
-        """Queue what a standby held back: every cached primary (the sweep), and the objects deleted meanwhile whose
-        reconcile is still due (deleted past okt's finalizer, or the last one a ClusterOperator's mirror must forget).
+        """Queue what a standby held back: the primaries live events named, then every cached primary (the sweep),
+        and the objects deleted meanwhile whose reconcile is still due (deleted past okt's finalizer, or the last one
+        a ClusterOperator's mirror must forget).
 
         An event the standby dropped changed the store before it was delivered, so the keys read after the flag is
         down include it; an event delivered after that queues its key as usual."""
@@ -446,11 +452,12 @@ class Controller:
                 return
             self._standing_by = False
             deleted = [*self._gone, *((self._deleted_standing_by,) if self._deleted_standing_by else ())]
-            self._deleted_standing_by = None
-        for key in deleted:
+            changed = self._changed_standing_by
+            self._deleted_standing_by, self._changed_standing_by = None, set()
+        for key in (*deleted, *changed):
             self.queue.add(key)
         for key in self.cache.keys(self.kind):
-            self.queue.add(key, low=True)
+            self.queue.add(key, low=True)  # a key queued live above stays in the live lane
 
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
@@ -538,6 +545,8 @@ class Controller:
                 with self._held_lock:
                     if not self._standing_by:
                         self.queue.add(key)
+                    elif not informer_mod.sweeping():
+                        self._changed_standing_by.add(key)
 
     def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:
         meta = obj.get("metadata") or {}
@@ -545,8 +554,12 @@ class Controller:
         kind = self._watched_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))))
         with self._held_lock:
             if self._standing_by:
-                if event_type == informer_mod.DELETED:
+                primary = (obj.get("apiVersion"), obj.get("kind")) == (self.kind.api_version, self.kind.kind)
+                if event_type == informer_mod.DELETED and primary:
                     self._deleted_standing_by = key
+                    self._changed_standing_by.discard(key)  # only a cached primary is kept: the set stays bounded
+                elif not informer_mod.sweeping() and self.cache.get(self.kind, key[1], key[0]) is not None:
+                    self._changed_standing_by.add(key)
                 return
             if event_type != informer_mod.DELETED and version and kind is not None and self.queue.processing(key):
                 ref = (kind, meta.get("namespace"), str(meta.get("name")), version)

@@ -785,3 +785,35 @@ def test_a_standby_queues_nothing_and_once_it_leads_queues_its_cached_primaries_
     finally:
         controller.shutdown(5)
         controller.cache.stop()
+
+
+def test_a_standby_that_leads_reconciles_what_changed_while_it_stood_by_before_its_sweep(api: Any) -> None:
+    """A change the standby saw arrive live (a spec edited at the failover) is reconciled first once it leads, not
+    behind every object of its warm cache: the failover's first reconcile is the object someone is waiting for."""
+    api.stats = kube_client.RequestStats()
+    reconciled: list[str] = []
+    lock = threading.Lock()
+
+    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        with lock:
+            reconciled.append(name)
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(
+        Widgets, api, cache_mod.Cache(api), reconcile=record, workers=1, standby=True
+    )
+    for i in range(40):
+        api.put(WIDGET, primary(name=f"w{i:02}"))
+    controller.watch()
+    try:
+        assert controller.cache.wait_for_sync(5)
+        edited = primary(name="w33", generation=2, resourceVersion="11")
+        api.emit(WIDGET, "MODIFIED", api.put(WIDGET, edited), None)
+        wait_for(lambda: (controller.cache.get(WIDGET, "w33", "ns") or {}).get("metadata", {}).get("generation") == 2)
+
+        controller.start_workers()
+        wait_for(lambda: len(reconciled) == 40, timeout=5)
+        assert reconciled[0] == "w33"
+    finally:
+        controller.shutdown(5)
+        controller.cache.stop()

@@ -22,7 +22,9 @@ index serves a reconcile (``ctx.index(name, value)``).
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every
 change of a watched object (for a modification, both the old and the new object are mapped, so a primary that named
-the object before the change is reconciled too); a mapping function that raises is logged and maps to nothing.
+the object before the change is reconciled too); a mapping function that raises is logged and maps to nothing; only
+the primaries the controller's cache holds are reconciled (a name outside the watched namespaces, refused by the
+filters, or of no object, maps to nothing).
 """
 
 from __future__ import annotations

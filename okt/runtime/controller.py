@@ -531,7 +531,9 @@ class Controller:
     def on_related_event(
         self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        """An object of a watched kind changed: reconcile the primaries its mapping names (those in the cache)."""
+        """An object of a watched kind changed: reconcile the primaries its mapping names that the cache holds (a
+        name outside the watched namespaces is dropped unread: the cache would read it from the API, and the
+        reconcile that followed would manage an object of a namespace the operator does not watch)."""
         ctx = watches_mod.MapContext(
             self.kind,
             self.cache,
@@ -540,7 +542,10 @@ class Controller:
                 self.cache, self.kind, self.name, self.reconciler_cls.indexes, name, value
             ),
         )
+        watched_namespaces = self.cache.namespaces if self.kind.namespaced else None
         for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
+            if watched_namespaces is not None and key[0] not in watched_namespaces:
+                continue
             if self.cache.get(self.kind, key[1], key[0]) is not None:
                 with self._held_lock:
                     if not self._standing_by:

@@ -141,3 +141,44 @@ def test_a_reconcile_looks_its_index_up_through_the_context(
         manager.join(15)
 
     assert siblings == {"a": ["a", "b"], "b": ["a", "b"], "c": ["a", "b"]}
+
+
+def test_a_primary_a_mapping_names_outside_the_watched_namespaces_is_not_reconciled(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Callable[..., dict[str, Any]],
+) -> None:
+    other = f"{namespace}-other"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}, kinds.NAMESPACE)
+    try:
+        far = {"apiVersion": gadget_kind.api_version, "kind": gadget_kind.kind, "metadata": {"name": "far"}}
+        kube.create({**far, "metadata": {"name": "far", "namespace": other}, "spec": {"size": 1}}, gadget_kind)
+        kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
+        make_gadget("a", configMap="shared")
+
+        class Reaching(Configured):
+            # The primary of the other namespace first: once a is reconciled again, far's key was mapped too.
+            watches = (
+                okt.watch("configmaps", map=lambda cm, ctx: [(other, "far"), *ctx.index("config", okt.ref_of(cm))]),
+            )
+
+        reconcile = shared.FakeReconcile()
+        manager = manager_mod.Manager(
+            kube, [Reaching], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+        )
+        manager.start()
+        try:
+            wait_for(lambda: manager.working and reconcile.count("a") >= 1, timeout=20)
+            count = reconcile.count("a")
+            kube.patch(kinds.CONFIG_MAP, "shared", {"data": {"level": "debug"}}, namespace)
+            wait_for(lambda: reconcile.count("a") > count, timeout=10)
+            controller = manager.controllers[0]
+            wait_for(lambda: controller.in_flight == 0 and len(controller.queue) == 0, timeout=10)
+        finally:
+            manager.stop()
+            manager.join(15)
+    finally:
+        kube.delete(kinds.NAMESPACE, other)
+
+    assert reconcile.count("far") == 0

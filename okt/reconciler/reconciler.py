@@ -155,6 +155,7 @@ class Reconciler:
         _check_watches(cls)
         _check_write_choices(cls)
         _check_mappings(cls)
+        _check_annotation_selector(cls)
         _check_models(cls)
         if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
             # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
@@ -403,6 +404,21 @@ def _check_mappings(cls: type[Reconciler]) -> None:
         value = getattr(cls, attribute)
         if not isinstance(value, Mapping):
             raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected a mapping (a dict)")
+
+
+def _check_annotation_selector(cls: type[Reconciler]) -> None:
+    """Refuse an ``annotation_selector`` that is not annotation keys mapped to a str or None. A set or a list of keys
+    (no ``.items()``) raised in the informer's filter on every list, so the primaries never synced; a value that is no
+    str (``True``: annotations are strings) or a key no annotation can have silently selected no object at all."""
+    selector = cls.annotation_selector
+    if not isinstance(selector, Mapping) or not all(
+        isinstance(key, str) and selectors.is_label_key(key) and (value is None or isinstance(value, str))
+        for key, value in selector.items()
+    ):
+        raise TypeError(
+            f"{cls.__name__}.annotation_selector = {selector!r}: expected a mapping of annotation keys to a value or "
+            'None (any value), e.g. {"example.com/managed": None}'
+        )
 
 
 def _check_models(cls: type[Reconciler]) -> None:

@@ -223,3 +223,27 @@ def test_a_when_that_raises_leaves_the_object_out_instead_of_breaking_the_watch(
 
     assert Buggy().selects({"metadata": {"name": "a"}}) is False
     assert Buggy().selects({"metadata": {"name": "b"}, "spec": {"enabled": True}}) is True
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"example.com/managed"},
+        "example.com/managed",
+        ["example.com/managed"],
+        {"example.com/managed": True},
+        {"example.com/managed": 1},
+        {"managed by": None},
+    ],
+    ids=["a set", "a str", "a list", "a bool value", "an int value", "no annotation key"],
+)
+def test_an_annotation_selector_that_is_not_annotation_keys_to_values_is_refused_when_the_class_is_defined(
+    selector: object,
+) -> None:
+    # Accepted, a container without .items() raised in the informer's filter on every list (the primaries never
+    # synced) and in every admission review (answered 500); a value that is no str, or a key no annotation can have,
+    # silently matched no object: nothing was ever reconciled.
+    with pytest.raises(TypeError, match=r"^Picky\.annotation_selector = .*: expected a mapping of annotation keys to"):
+        type(
+            "Picky", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "P", "annotation_selector": selector}
+        )

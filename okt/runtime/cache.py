@@ -14,7 +14,8 @@ Guarantees:
   duplicated);
 * a kind nobody started an informer for, or a namespace outside the watched ones, is read **live** from the API (so a
   reconcile can read any object; only watched kinds are cached);
-* :meth:`Cache.observe` writes okt's own write answers through to the store, if newer;
+* :meth:`Cache.observe` writes okt's own write answers through to the store, if newer; the watch's echo of such a
+  write is delivered to every handler but those of its writer (another controller watching the kind learns of it);
 * a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object.
 
 Caveats: the label selector, when set, applies to the kinds started with ``use_selector=True`` (the primary kinds),
@@ -91,7 +92,8 @@ class Cache:
         self._lock = threading.RLock()
         self._kinds: dict[_KindKey, kinds.Kind] = {}
         self._informers: dict[_KindKey, dict[str | None, informer_mod.Informer]] = {}
-        self._handlers: dict[_KindKey, list[informer_mod.EventHandler]] = {}
+        # The handlers of each kind, with the writer each speaks for (see :meth:`observe`).
+        self._handlers: dict[_KindKey, list[tuple[informer_mod.EventHandler, object | None]]] = {}
         self._selected: dict[_KindKey, bool] = {}
         self._status_owners: dict[_KindKey, bool] = {}
         self._status_owners_wanted: set[_KindKey] = set()
@@ -110,8 +112,10 @@ class Cache:
         status_owners: bool = False,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         indexers: Mapping[str, informer_mod.Indexer] | None = None,
+        writer: object | None = None,
     ) -> None:
-        """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event).
+        """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event, but the echo
+        of a write ``writer`` made and wrote through with :meth:`observe`: it knows that one).
 
         ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched.
 
@@ -152,14 +156,14 @@ class Cache:
                 for existing in self._informers[key].values():
                     existing.add_indexers(indexers or {})
                 replay = [obj for i in self._informers[key].values() for obj in i.items()]
-                self._handlers[key].append(on_event)
+                self._handlers[key].append((on_event, writer))
                 new: list[informer_mod.Informer] = []
             else:
                 self._kinds[key] = kind
                 self._selected[key] = use_selector
                 self._status_owners[key] = status_owners
                 self._filtered[key] = keep is not None
-                self._handlers[key] = [on_event]
+                self._handlers[key] = [(on_event, writer)]
                 scopes: Sequence[str | None] = self.namespaces if kind.namespaced and self.namespaces else (None,)
                 selector = self.label_selector if use_selector else None
                 informers = {
@@ -198,8 +202,10 @@ class Cache:
         def deliver(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             with self._lock:
                 handlers = tuple(self._handlers.get(key, ()))
-            for handler in handlers:
-                handler(event_type, obj, old)
+            echo = informer_mod.echo_of()
+            for handler, writer in handlers:
+                if echo is None or writer is not echo:
+                    handler(event_type, obj, old)
 
         return deliver
 
@@ -324,8 +330,11 @@ class Cache:
             if (namespace is None or not kind.namespaced or _namespace(obj) == namespace) and labels_match(obj, labels)
         ]
 
-    def observe(self, obj: Mapping[str, Any]) -> None:
-        """Write-through of an API answer to one of okt's own writes (ignored for kinds that are not watched)."""
+    def observe(self, obj: Mapping[str, Any], writer: object | None = None) -> None:
+        """Write-through of an API answer to one of okt's own writes (ignored for kinds that are not watched).
+
+        The watch's echo of it wakes none of the handlers of ``writer`` (see :meth:`start`), and every other one;
+        without a writer, it wakes none."""
         with self._lock:
             kind = self._kinds.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
         if kind is None:
@@ -333,7 +342,7 @@ class Cache:
         namespace = _namespace(obj) or None
         informer = self._informer_for(kind, namespace if kind.namespaced else None)
         if informer is not None:
-            informer.observe(obj)
+            informer.observe(obj, writer)
 
     def knows(self, kind: kinds.Kind, namespace: str | None, name: str, version: str) -> bool:
         """Whether this version of the object is okt's own write, announced by the watch before the writer observed

@@ -223,22 +223,16 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
 # -- the controller --------------------------------------------------------------------------------------------
 
 
-class _Gone:
-    """The cache, except that for one object deleted past okt's finalizer it answers with that object's last known
-    state, marked as being deleted (so that a reconcile of it runs its cleanup)."""
+class _Writes:
+    """The cache as one controller's reconciles read it: what they write goes through to the store as that
+    controller's, so the watch's echo of it wakes every other controller watching the kind (a child of this one that
+    is another's primary, a kind another one ``okt.watch``-es) and not this one, which knows what it wrote."""
 
-    def __init__(self, cache: cache_mod.Cache, kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
+    def __init__(self, cache: cache_mod.Cache, writer: object) -> None:
         self._cache = cache
-        self._kind = kind
-        self._key = key_of(obj, kind.namespaced)
-        self._obj = obj
+        self._writer = writer
 
     def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
-        if (kind.api_version, kind.kind) == (self._kind.api_version, self._kind.kind) and self._key == (
-            namespace if kind.namespaced else None,
-            name,
-        ):
-            return copy.deepcopy(dict(self._obj))
         return self._cache.get(kind, name, namespace)
 
     def list(
@@ -257,10 +251,29 @@ class _Gone:
         return self._cache.owned(kind, namespace, owner_uid, labels, skip)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
-        self._cache.observe(obj)
+        self._cache.observe(obj, self._writer)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cache, name)
+
+
+class _Gone(_Writes):
+    """The controller's view of the cache, except that for one object deleted past okt's finalizer it answers with
+    that object's last known state, marked as being deleted (so that a reconcile of it runs its cleanup)."""
+
+    def __init__(self, cache: cache_mod.Cache, writer: object, kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
+        super().__init__(cache, writer)
+        self._kind = kind
+        self._key = key_of(obj, kind.namespaced)
+        self._obj = obj
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        if (kind.api_version, kind.kind) == (self._kind.api_version, self._kind.kind) and self._key == (
+            namespace if kind.namespaced else None,
+            name,
+        ):
+            return copy.deepcopy(dict(self._obj))
+        return self._cache.get(kind, name, namespace)
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -406,11 +419,12 @@ class Controller:
                 watches_mod.index_name(self.name, name): functools.partial(watches_mod.safe_index, function)
                 for name, function in self.reconciler_cls.indexes.items()
             },
+            writer=self,
         )
         for kind in self.owned:
-            self.cache.start(kind, self.on_child_event)
+            self.cache.start(kind, self.on_child_event, writer=self)
         for kind, watched in self.related:
-            self.cache.start(kind, functools.partial(self.on_related_event, watched))
+            self.cache.start(kind, functools.partial(self.on_related_event, watched), writer=self)
         # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
         for kind in (self.kind, *self.owned, *(kind for kind, _ in self.related)):
             self.metrics.track_sync(str(kind), *self.cache.progress(kind))
@@ -635,7 +649,7 @@ class Controller:
             run = self._reconcile(
                 self.reconciler,
                 self.client,
-                self.cache if gone is None else _Gone(self.cache, self.kind, gone),
+                _Writes(self.cache, self) if gone is None else _Gone(self.cache, self, self.kind, gone),
                 namespace,
                 name,
                 kind=self.kind,

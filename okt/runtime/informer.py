@@ -31,7 +31,9 @@ Guarantees:
   which status field and condition — and kubectl's ``last-applied-configuration`` annotation); every read decodes a
   private copy;
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
-  is swallowed; when the echo won the race and was announced first, :meth:`Informer.knows` tells the controller so
+  is swallowed — or, when the write-through named its writer, delivered with :func:`echo_of` naming it, so that a
+  handler sharing the informer with the writer (another controller watching the kind) still learns of the change;
+  when the echo won the race and was announced first, :meth:`Informer.knows` tells the controller so
   (once), and the reconcile that wrote it is not repeated for nothing; someone else's change that the watch tells
   only after such an answer (it happened between okt's read and its write) is announced all the same;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
@@ -112,6 +114,12 @@ def sweeping() -> bool:
     """Whether the event being delivered on this thread comes from a list (the sweep over every object after a start
     or a relist) or a periodic resync rather than from the watch: a handler may give it a lower priority."""
     return bool(getattr(_delivery, "sweep", False))
+
+
+def echo_of() -> object | None:
+    """The writer (as given to :meth:`Informer.observe`) whose own write the event being delivered on this thread
+    echoes, or None: that writer already knows it, whoever else shares the informer does not."""
+    return getattr(_delivery, "echo_of", None)
 
 
 def store_key(obj: Mapping[str, Any]) -> StoreKey:
@@ -322,6 +330,8 @@ class Informer:
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
         self._shadowed: dict[StoreKey, Packed | None] = {}
+        # The writer of the answer observe() stored last for a shadowed key (None: not named), for the echo.
+        self._writers: dict[StoreKey, object | None] = {}
         # (key, resourceVersion) of okt's own writes whose watch event was delivered before observe() saw the answer.
         self._known_echoes: collections.OrderedDict[tuple[StoreKey, str], None] = collections.OrderedDict()
         self._resource_version = ""
@@ -432,12 +442,14 @@ class Informer:
 
     # -- writes from okt itself ----------------------------------------------------------------------------------
 
-    def observe(self, obj: Mapping[str, Any]) -> bool:
+    def observe(self, obj: Mapping[str, Any], writer: object | None = None) -> bool:
         """Write-through: store the API's answer to one of okt's own writes, if it is newer than the stored object.
 
         No event is produced, and the watch's echo of that same version is swallowed when it arrives (the writer
-        already knows it); a later version from anyone is delivered as usual, and so is someone else's version older
-        than this answer that the watch tells after it (the writer acted on what it read before that change).
+        already knows it) — unless ``writer`` names who wrote it: the echo is then delivered with :func:`echo_of`
+        naming it, for whoever else handles the informer's events (they know nothing of it yet); a later version
+        from anyone is delivered as usual, and so is someone else's version older than this answer that the watch
+        tells after it (the writer acted on what it read before that change).
         An answer not newer than what the watch last told is not stored for an object the store lacks: the object
         was deleted (or left the selection) after that answer. Nor is an answer outside the label selector or the
         ``keep`` filter. Returns whether the store changed. The object is shallow-copied (its metadata without
@@ -470,6 +482,7 @@ class Informer:
             # Remember what the watch last said, so its next event reports the change against that, not against
             # this write-through copy (events describe the watch's history; observe only makes reads fresher).
             self._shadowed.setdefault(key, current)
+            self._writers[key] = writer
             self._put_locked(key, stored_obj, current)
             return True
 
@@ -601,6 +614,7 @@ class Informer:
                 for key in self._shadowed
                 if key in self._store and is_newer(self._store[key].rv, version) is True
             }
+            self._writers = {key: writer for key, writer in self._writers.items() if key in self._shadowed}
             self._resource_version = version
             self.relists += 1
         self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone))
@@ -693,11 +707,14 @@ class Informer:
                 # Filtered out: never stored; one that leaves the filter leaves the store, announced as deleted.
                 if current is None:
                     self._shadowed.pop(key, None)
+                    self._writers.pop(key, None)
                     return
                 event_type = DELETED
             newer = None if current is None else is_newer(version, current.rv)
             shadowed = key in self._shadowed
             watched = self._shadowed.pop(key) if shadowed else current
+            writer = self._writers.pop(key, None)
+            echo = None
             if event_type == DELETED:
                 # A stored object newer than the deletion (recreated and observed since) stays.
                 if current is not None and newer is not False:
@@ -711,16 +728,21 @@ class Informer:
                 # and its status write), so it is announced as usual, against what the watch said last. The store
                 # keeps the newer answer; the echo of okt's write, still to come, is swallowed.
                 self._shadowed[key] = Packed(obj, {}, self._codec)
+                self._writers[key] = writer
                 emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
             elif newer is None and shadowed:
                 # The echo of okt's own write, already in the store through observe(): the reconcile that wrote
-                # it knows this exact version, so there is nothing new to tell (and no needless reconcile).
-                return
+                # it knows this exact version, so there is nothing new to tell it (and no needless reconcile). Told
+                # against what the watch said last to the others, when the writer is named.
+                if writer is None:
+                    return
+                echo = writer
+                emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
             else:
                 if newer is True or current is None:
                     self._put_locked(key, obj, current)
                 emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
-        self._emit(*emitted)
+        self._emit(*emitted, echo=echo)
 
     def _run_resync(self) -> None:
         assert self._resync is not None
@@ -729,13 +751,18 @@ class Informer:
                 continue
             self._announce_sweep((RESYNC, obj, obj) for obj in self.items())  # _emit stops once stopped
 
-    def _emit(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def _emit(
+        self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, echo: object | None = None
+    ) -> None:
         if self._stop.is_set():
             return
+        _delivery.echo_of = echo
         try:
             self._on_event(event_type, obj, old)
         except Exception as exc:  # a faulty handler must not stop the informer
             self._log.error("event handler failed", event_type=event_type, object=store_key(obj), error=repr(exc))
+        finally:
+            _delivery.echo_of = None
 
     # -- store and indexes (the lock is held) --------------------------------------------------------------------
 

@@ -84,3 +84,52 @@ def test_one_manager_serves_three_controllers_with_their_own_metrics_labels(
     for controller in ("widget", "gizmo", "secret"):
         assert f'okt_reconcile_total{{controller="{controller}",result="done"}}' in metrics
     assert annotations_ready(kube, namespace, "other") is False  # filtered out by when(): never reconciled
+
+
+class GizmoWidget(okt.MutableResource):
+    """A Widget made by a Gizmo: the child of one controller is the primary of another."""
+
+    api_version = f"{shared.GROUP}/v1"
+    kind = "Widget"
+    template = f"""
+apiVersion: {shared.GROUP}/v1
+kind: Widget
+metadata:
+  name: {{{{ name }}}}-widget
+  namespace: {{{{ namespace }}}}
+spec:
+  size: 1
+  greeting: {{{{ cr.spec.greeting }}}}
+"""
+
+
+class GizmoParents(Gizmos):
+    owns = (GizmoWidget,)
+
+
+def greeting(kube: kube_client.Client, namespace: str) -> str | None:
+    config = kube.get_or_none(kinds.CONFIG_MAP, "g-widget-config", namespace)
+    return None if config is None else str(config["data"]["greeting"])
+
+
+def test_a_child_one_controller_writes_is_reconciled_by_the_controller_whose_primary_it_is(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, apply_crd: Any
+) -> None:
+    gizmo_kind = apply_crd(crds.schemaless_crd("several.okt.io", "Gizmo", "gizmos"))
+    manager = manager_mod.Manager(
+        kube, [GizmoParents, WidgetSettings], namespaces=[namespace], metrics_bind="0", grace_period=5
+    )
+    manager.start()
+    try:
+        gizmo = {
+            "apiVersion": gizmo_kind.api_version,
+            "kind": "Gizmo",
+            "metadata": {"name": "g", "namespace": namespace},
+        }
+        kube.create({**gizmo, "spec": {"greeting": "hi"}}, gizmo_kind)
+        wait_for(lambda: greeting(kube, namespace) == "hi", timeout=30, message="the Widget's ConfigMap")
+        kube.patch(gizmo_kind, "g", {"spec": {"greeting": "bye"}}, namespace)
+        wait_for(lambda: greeting(kube, namespace) == "bye", timeout=30, message="the Widget's ConfigMap updated")
+    finally:
+        manager.stop()
+        manager.join(15)

@@ -282,16 +282,20 @@ def test_a_reconcile_that_raises_is_retried_with_backoff_and_counted_as_an_error
     assert metric("okt_active_workers", {"controller": "widget"}) == 0
 
 
-def test_the_reconcile_gets_the_key_the_cache_and_the_primary_kind(offline_client: kube_client.Client) -> None:
+def test_the_reconcile_gets_the_key_the_cache_and_the_primary_kind(
+    offline_client: kube_client.Client, api: Any, obj: Any
+) -> None:
+    api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "c"))
     calls: list[tuple[Any, ...]] = []
 
     def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
-        calls.append((type(reconciler), client, reader, namespace, name, kwargs["kind"]))
+        read = reader.get(kinds.CONFIG_MAP, "c", "ns")
+        calls.append((type(reconciler), client, read["metadata"]["name"], namespace, name, kwargs["kind"]))
         return fake_run(Outcome.done())
 
-    controller = make_controller(offline_client, record)
+    controller = make_controller(offline_client, record, reads=api)
     controller.process(("ns", "w"))
-    assert calls == [(Widgets, offline_client, controller.cache, "ns", "w", controller.kind)]
+    assert calls == [(Widgets, offline_client, "c", "ns", "w", controller.kind)]  # the reader reads the cache
     assert (
         controller.metrics.registry.get_sample_value("okt_reconcile_total", {"controller": "widget", "result": "done"})
         == 1
@@ -556,6 +560,50 @@ def test_an_event_during_a_reconcile_requeues_it_unless_it_echoes_that_reconcile
         assert calls == ["w"] * reconciles
     finally:
         controller.shutdown(grace=5)
+        cache.stop()
+
+
+def test_a_write_of_one_controller_reaches_the_watch_of_another_and_stays_quiet_for_the_writer(
+    offline_client: kube_client.Client, api: Any, obj: Any
+) -> None:
+    """A reconcile writes its answer through to the store before the watch tells it (the usual order when the API
+    server answers first): the echo is nothing new to the writer, but it is news to another controller of the
+    process watching that kind."""
+    api.put(WIDGET, owner_w())
+    cache = cache_mod.Cache(api)
+    calls: list[str] = []
+    mapped: list[str] = []
+
+    def record(cm: Any, ctx: Any) -> list[Any]:
+        mapped.append(cm["metadata"]["name"])
+        return []
+
+    class Watching(okt.Reconciler):
+        api_version = "example.io/v1"
+        kind = "Gadget"
+        plural = "gadgets"
+        watches = (okt.watch(kinds.CONFIG_MAP, map=record),)
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: str, **kwargs: Any) -> stepper.Run:
+        calls.append(name)
+        ref = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True}
+        written = api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "c", ownerReferences=[ref]))
+        reader.observe(written)  # as every write of a reconcile does
+        api.emit(kinds.CONFIG_MAP, "ADDED", written, namespace=None)
+        return fake_run(Outcome.done())
+
+    writer = controller_mod.Controller(WidgetsWithConfig, offline_client, cache, reconcile=reconcile)
+    watcher = controller_mod.Controller(Watching, offline_client, cache, reconcile=lambda *a, **k: None)
+    writer.watch()
+    watcher.watch()
+    assert cache.wait_for_sync(5)
+    writer.start_workers()
+    try:
+        wait_for(lambda: "c" in mapped, timeout=5, message="the watch of the other controller mapped the ConfigMap")
+        wait_for(lambda: not writer.in_flight and not len(writer.queue), timeout=5)
+        assert calls == ["w"]  # the writer's own echo woke nothing
+    finally:
+        writer.shutdown(grace=5)
         cache.stop()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import pydantic
@@ -67,6 +67,9 @@ class Settings:
     field_manager: str = apply.DEFAULT_FIELD_MANAGER
     status_model: type[pydantic.BaseModel] | None = None
     indexes: Mapping[str, watches.IndexFunction] = dataclasses.field(default_factory=dict)
+    selects: Callable[[Mapping[str, Any]], bool] | None = None
+    """The reconciler's client-side filter (``annotation_selector``, ``when(obj)``): a lookup without the cache's
+    index keeps only what it selects, as the cache does."""
 
     @property
     def names(self) -> names_mod.Names:
@@ -155,7 +158,15 @@ class Context:
     def index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
         """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup in the cache,
         not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
-        return watches.lookup(self.reader, self.kind, self.settings.controller, self.settings.indexes, name, value)
+        return watches.lookup(
+            self.reader,
+            self.kind,
+            self.settings.controller,
+            self.settings.indexes,
+            name,
+            value,
+            selects=self.settings.selects,
+        )
 
     def event(self, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None and self.exists:

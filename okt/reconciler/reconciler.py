@@ -234,6 +234,7 @@ class Reconciler:
             field_manager=self.field_manager,
             status_model=self.status_model,
             indexes=dict(self.indexes),
+            selects=self.selects,
         )
 
     # -- the author's hooks --------------------------------------------------------------------------------------

@@ -100,8 +100,11 @@ def lookup(
     indexes: Mapping[str, IndexFunction],
     name: str,
     value: str,
+    *,
+    selects: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list.
+    """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list — of the
+    objects ``selects`` keeps (the reconciler's filters, which decide what the cache, and so its index, holds).
 
     Raises:
         okt.ConfigurationError: the reconciler declares no index of that name.
@@ -114,7 +117,11 @@ def lookup(
         found: list[dict[str, Any]] | None = by_index(kind, index_name(controller, name), value)
         if found is not None:
             return found
-    return [obj for obj in reader.list(kind, None) if value in set(safe_index(function, obj))]
+    return [
+        obj
+        for obj in reader.list(kind, None)
+        if (selects is None or selects(obj)) and value in set(safe_index(function, obj))
+    ]
 
 
 def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ...]:

@@ -125,3 +125,35 @@ def test_an_index_function_that_raises_leaves_the_object_out() -> None:
 def test_map_must_be_a_function() -> None:
     with pytest.raises(TypeError, match="needs a function"):
         okt.watch("configmaps", map="not callable")  # type: ignore[arg-type]
+
+
+def test_a_reconcile_without_the_cache_looks_up_only_the_primaries_the_filters_select() -> None:
+    """The cache's index holds only what ``annotation_selector`` and ``when(obj)`` let in: a reconcile reading the
+    API (``okt.testing``'s fake, a plain call) gets the same answer from the list it filters."""
+    found: list[str] = []
+
+    class Selective(okt.Reconciler):
+        api_version = THING.api_version
+        kind = "Thing"
+        plural = "things"
+        indexes = {"config": config_of}
+        annotation_selector = {"example.com/managed": None}
+
+        def when(self, obj: Mapping[str, Any]) -> bool:
+            return obj["metadata"]["name"] != "skipped"
+
+        def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+            if state is okt.State.ObjectsGetter:
+                found.extend(sorted(o["metadata"]["name"] for o in ctx.index("config", "ns/shared")))
+            return super().enter_in_state(state, ctx)
+
+    managed = {"example.com/managed": "yes"}
+    objects = [thing("a", "shared"), thing("skipped", "shared"), thing("unmanaged", "shared"), thing("b", "shared")]
+    for obj in objects:
+        if obj["metadata"]["name"] != "unmanaged":
+            obj["metadata"]["annotations"] = managed
+    client = fake.FakeClient(kinds=[THING], objects=objects)
+
+    core.reconcile(Selective(), client, None, "ns", "a")
+
+    assert found == ["a", "b"]

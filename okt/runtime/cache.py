@@ -335,8 +335,13 @@ class Cache:
 
         The watch's echo of it wakes none of the handlers of ``writer`` (see :meth:`start`), and every other one;
         without a writer, it wakes none."""
+        key = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         with self._lock:
-            kind = self._kinds.get((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))))
+            kind = self._kinds.get(key)
+            # Only the writer handles the kind (one controller, the usual case): its echo is swallowed, as it was
+            # before writers were named, not decoded to be delivered to nobody.
+            if writer is not None and all(w is writer for _, w in self._handlers.get(key, ())):
+                writer = None
         if kind is None:
             return
         namespace = _namespace(obj) or None

@@ -120,6 +120,10 @@ class Context:
         self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, settings.persistence, settings.prefix)
         self.status_fields: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
+        self.status_due: list[Callable[[], object]] = []
+        """What the built-in work of SuccessManager or ErrorManager leaves until the state's hook has returned: the
+        status write, so that what the hook sets after ``super().enter_in_state(state, ctx)`` is in it, then what
+        reads the written status (the ClusterOperator's mirror)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}
         # This reconcile's own mapping: a key a hook sets or removes must not reach later reconciles, nor those other
         # workers run at the same time, through the reconciler's class attribute.

@@ -19,7 +19,7 @@ import itertools
 import logging
 import threading
 import types
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 import structlog
@@ -277,12 +277,37 @@ class _Steps:
     def enter(self, state: states.State) -> None:
         if state is State.CRChecker and not self._prologue():
             return
-        self.ctx.results.follow(self.reconciler.enter_in_state(state, self.ctx), "enter_in_state")
+        self._then_due(
+            state, lambda: self.ctx.results.follow(self.reconciler.enter_in_state(state, self.ctx), "enter_in_state")
+        )
 
     def builtin(self, state: states.State) -> None:
         if state is State.CRChecker and not self._prologue():
             return
-        reconciler_mod.builtin_work(self.reconciler, state, self.ctx)
+        self._then_due(state, lambda: reconciler_mod.builtin_work(self.reconciler, state, self.ctx))
+
+    def _then_due(self, state: states.State, work: Callable[[], None]) -> None:
+        """Do a state's work, then what its built-in work left due (``ctx.status_due``: the status write and what
+        reads it), so that a hook's code after ``super().enter_in_state(state, ctx)`` reports in that one write.
+
+        A success whose hook then raised or recorded an error is not written: the ErrorManager follows, and reports.
+        An error is reported whatever its hook did after the built-in work."""
+        ctx = self.ctx
+        try:
+            work()
+        except BaseException:
+            if state is not State.ErrorManager:
+                ctx.status_due.clear()
+            self._run_due()
+            raise
+        if state is State.SuccessManager and ctx.results.has_error:
+            ctx.status_due.clear()
+        self._run_due()
+
+    def _run_due(self) -> None:
+        due, self.ctx.status_due = self.ctx.status_due, []
+        for step in due:
+            step()
 
     def reconcile(self) -> None:
         self.ctx.results.follow(self.reconciler.reconcile_with_cr(self.ctx), "reconcile_with_cr")

@@ -502,8 +502,8 @@ BuiltinWork = Callable[[Reconciler, context_mod.Context], None]
 
 def _succeed(reconciler: Reconciler, ctx: context_mod.Context) -> None:
     report.on_success(reconciler, ctx)
+    timers.run_due(reconciler, ctx, reconciler.timer_clock)  # before the status write: a timer may report in it
     _mirror(reconciler, ctx)
-    timers.run_due(reconciler, ctx, reconciler.timer_clock)
 
 
 def _fail(reconciler: Reconciler, ctx: context_mod.Context) -> None:
@@ -512,8 +512,10 @@ def _fail(reconciler: Reconciler, ctx: context_mod.Context) -> None:
 
 
 def _mirror(reconciler: Reconciler, ctx: context_mod.Context) -> None:
-    if reconciler.cluster_operator and ctx.exists:
-        cluster_operator.mirror(reconciler.cluster_operator, ctx)
+    """Mirror onto the ClusterOperator once the status is written (it sums up the written status)."""
+    name = reconciler.cluster_operator
+    if name and ctx.exists:
+        ctx.status_due.append(lambda: cluster_operator.mirror(name, ctx))
 
 
 BUILTIN_WORK: Mapping[State, BuiltinWork] = {

@@ -116,7 +116,8 @@ def error_conditions(
 
 def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
-    hooks, the bookkeeping reset, one status write if anything changed, an Event on recovery."""
+    hooks, the bookkeeping reset; then, left due in ``ctx.status_due`` until the state's hook has returned, one
+    status write if anything changed and an Event on recovery."""
     # Status fields the status model refuses fail the reconcile here, before Ready=True is set: the ErrorManager then
     # reports them, and the refused values are never written.
     status_fields_view(ctx.status_fields, ctx.settings.status_model)
@@ -153,10 +154,16 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
         degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error"), "degraded"),
     )
     ctx.bookkeeping.error_count = 0
-    write_status(ctx)
-    if ready.status and was_failing:
-        # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
-        ctx.event(events.NORMAL, "Reconciled", recovered)
+
+    def write() -> None:
+        # What the hook set after the built-in work fails the success as what it set before does (see above).
+        status_fields_view(ctx.status_fields, ctx.settings.status_model)
+        write_status(ctx)
+        if ready.status and was_failing:
+            # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
+            ctx.event(events.NORMAL, "Reconciled", recovered)
+
+    ctx.status_due.append(write)
 
 
 def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:
@@ -190,7 +197,8 @@ def _versions(ctx: context_mod.Context, versions: Mapping[str, str], progressing
 
 
 def on_error(ctx: context_mod.Context) -> None:
-    """ErrorManager: Ready=False with the error's reason and message, one status write, a Warning Event."""
+    """ErrorManager: Ready=False with the error's reason and message; then, left due in ``ctx.status_due`` until the
+    state's hook has returned (or raised: the report lands all the same), one status write and a Warning Event."""
     if not ctx.exists:
         return
     error = ctx.results.first_error
@@ -216,19 +224,23 @@ def on_error(ctx: context_mod.Context) -> None:
     reported = waits and not news
     if not reported:
         ctx.bookkeeping.error_count = failures
-    try:
-        # Status fields the API server refused (a CRD stricter than the status model, or none) are left out of the
-        # report, as those the status model refuses are: written with them, the conditions would be refused too, and
-        # Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
-        if _status_refused(ctx.results):
-            ctx.status_fields.clear()
-        write_status(ctx)
-        if ctx.status_fields and _status_refused(ctx.results):
-            ctx.status_fields.clear()
+
+    def write() -> None:
+        try:
+            # Status fields the API server refused (a CRD stricter than the status model, or none) are left out of
+            # the report, as those the status model refuses are: written with them, the conditions would be refused
+            # too, and Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
+            if _status_refused(ctx.results):
+                ctx.status_fields.clear()
             write_status(ctx)
-    finally:
-        if not reported:
-            ctx.event(events.WARNING, reason, message)
+            if ctx.status_fields and _status_refused(ctx.results):
+                ctx.status_fields.clear()
+                write_status(ctx)
+        finally:
+            if not reported:
+                ctx.event(events.WARNING, reason, message)
+
+    ctx.status_due.append(write)
 
 
 def _status_refused(results: results_mod.Results) -> bool:

@@ -159,7 +159,7 @@ class Context:
 
         return report.write_status(self)
 
-    def index(self, name: str, value: str) -> builtins.list[dict[str, Any]]:
+    def index(self, name: str, value: object) -> builtins.list[dict[str, Any]]:
         """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup in the cache,
         not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
         return watches.lookup(

@@ -99,12 +99,14 @@ def lookup(
     controller: str,
     indexes: Mapping[str, IndexFunction],
     name: str,
-    value: str,
+    value: object,
     *,
     selects: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list — of the
     objects ``selects`` keeps (the reconciler's filters, which decide what the cache, and so its index, holds).
+    Index values are kept as text (:func:`safe_index`), so ``value`` is looked up as its text: a port number finds
+    what the index function returned as that number.
 
     Raises:
         okt.ConfigurationError: the reconciler declares no index of that name.
@@ -112,6 +114,7 @@ def lookup(
     function = indexes.get(name)
     if function is None:
         raise errors.ConfigurationError(f"no index {name!r} is declared (declared: {sorted(indexes) or 'none'})")
+    value = str(value)
     by_index = getattr(reader, "by_index", None)
     if by_index is not None:
         found: list[dict[str, Any]] | None = by_index(kind, index_name(controller, name), value)
@@ -156,10 +159,11 @@ class MapContext:
     kind: kinds.Kind
     reader: context_mod.Reader
     log: structlog.typing.FilteringBoundLogger
-    find: Callable[[str, str], list[dict[str, Any]]] = dataclasses.field(repr=False)
+    find: Callable[[str, object], list[dict[str, Any]]] = dataclasses.field(repr=False)
 
-    def index(self, name: str, value: str) -> list[dict[str, Any]]:
-        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup, no scan."""
+    def index(self, name: str, value: object) -> list[dict[str, Any]]:
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value`` (looked up as its text,
+        as index values are kept): a lookup, no scan."""
         return self.find(name, value)
 
 

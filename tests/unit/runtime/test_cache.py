@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from okt import errors
 from okt.kube import kinds, objects
+from okt.reconciler import core, watches
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
 
@@ -278,3 +280,24 @@ def test_a_stopped_cache_refuses_to_start_a_kind(make_cache: Any) -> None:
     cache.stop()
     with pytest.raises(RuntimeError, match="stopped"):
         cache.start(CM, lambda *_: None)
+
+
+def test_an_index_looked_up_by_a_number_finds_the_objects_whose_index_function_returned_that_number(
+    api: Any, make_cache: Callable[..., cache_mod.Cache], obj: Obj
+) -> None:
+    """Index values are kept as text (an index function may return numbers): ``ctx.index("port", 8080)`` finds what
+    ``"8080"`` finds, from the cache's index as from a list filtered without one."""
+    indexes = {"port": lambda obj: [obj["data"]["port"]]}
+    api.put(CM, {**obj(CM, "web"), "data": {"port": 8080}})
+    api.put(CM, {**obj(CM, "db"), "data": {"port": 5432}})
+    cache = make_cache()
+    # Indexed as a controller indexes its primaries.
+    indexer = functools.partial(watches.safe_index, indexes["port"])
+    cache.start(CM, lambda *_: None, indexers={watches.index_name("c", "port"): indexer})
+    assert cache.wait_for_sync(5)
+
+    from_cache = watches.lookup(cache, CM, "c", indexes, "port", 8080)  # type: ignore[arg-type]
+    from_list = watches.lookup(core.ApiReader(api), CM, "c", indexes, "port", 8080)  # type: ignore[arg-type]
+
+    assert [o["metadata"]["name"] for o in from_cache] == ["web"]
+    assert [o["metadata"]["name"] for o in from_list] == ["web"]

@@ -563,7 +563,8 @@ class Controller:
             if self.cache.get(self.kind, key[1], key[0]) is not None:
                 with self._held_lock:
                     if not self._standing_by:
-                        self.queue.add(key)
+                        # A list of the watched kind (a start, a relist) is part of the sweep, as its primaries' is.
+                        self.queue.add(key, low=informer_mod.sweeping())
                     elif not informer_mod.sweeping():
                         self._changed_standing_by.add(key)
 

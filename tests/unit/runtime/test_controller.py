@@ -865,3 +865,26 @@ def test_a_standby_that_leads_reconciles_what_changed_while_it_stood_by_before_i
     finally:
         controller.shutdown(5)
         controller.cache.stop()
+
+
+class WidgetsMappedFromConfigMaps(Widgets):
+    watches = (okt.watch(kinds.CONFIG_MAP, map=lambda cm, ctx: [("ns", "w")]),)
+
+
+def test_what_a_watched_kinds_list_maps_to_waits_in_the_sweep_lane_behind_live_events(
+    offline_client: kube_client.Client, api: Any, obj: Any
+) -> None:
+    """The list of a kind the reconciler ``okt.watch``-es, at a start or a relist, is part of the sweep: the keys it
+    maps to wait behind what the watches say now, as its primaries' own list does (in the live lane, a list of 10,000
+    ConfigMaps put every object ahead of a fresh change)."""
+    api.put(WIDGET, owner_w())
+    api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "settings"))
+    controller = controller_mod.Controller(
+        WidgetsMappedFromConfigMaps, offline_client, cache_mod.Cache(api), reconcile=lambda *a, **k: None
+    )
+    controller.watch()
+    try:
+        assert controller.cache.wait_for_sync(5)
+        assert controller.queue.depths() == (0, 1)
+    finally:
+        controller.cache.stop()

@@ -167,16 +167,23 @@ class MapContext:
         return self.find(name, value)
 
 
-def keys_of(result: MapResult | None, namespaced: bool) -> list[Key]:
+def keys_of(result: MapResult | None, namespaced: bool, kind: kinds.Kind | None = None) -> list[Key]:
     """The distinct keys a mapping function returned (objects turned into their keys), in order.
 
     Raises:
-        TypeError: an item is neither a key nor an object.
+        TypeError: an item is neither a key nor an object, or (given the primary ``kind``) an object of another kind —
+            the watched object itself, say, whose name would name a primary that has nothing to do with it.
     """
     found: dict[Key, None] = {}
     for item in result or ():
         if isinstance(item, Mapping):
             meta = item.get("metadata") or {}
+            other = (item.get("apiVersion"), item.get("kind"))
+            if kind is not None and item.get("kind") and other != (kind.api_version, kind.kind):
+                raise TypeError(
+                    f"a mapping function returns (namespace, name) keys or {kind.kind} objects, got a "
+                    f"{item.get('kind')} ({meta.get('name')!r})"
+                )
             key: Key = ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
             key = ((item[0] or None) if namespaced else None, item[1])
@@ -211,7 +218,7 @@ def keys_for_event(
     found: dict[Key, None] = {}
     for version in (obj, old) if event_type == "MODIFIED" and old is not None else (obj,):
         try:
-            found.update(dict.fromkeys(keys_of(watched.map(version, ctx), ctx.kind.namespaced)))
+            found.update(dict.fromkeys(keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)))
         except Exception as exc:
             meta = version.get("metadata") or {}
             ctx.log.error(

@@ -89,6 +89,13 @@ def test_a_mapping_that_raises_or_returns_nonsense_maps_to_nothing(client: fake.
     assert watches.keys_for_event(okt.watch("configmaps", map=result), "ADDED", cm("x"), None, context(client)) == []
 
 
+def test_a_mapping_that_returns_the_watched_object_itself_maps_to_nothing(client: fake.FakeClient) -> None:
+    """A ConfigMap is not a Thing: read as a key, it named the Thing of the same name (here ``other``, which has
+    nothing to do with it) — the mapping's mistake is logged instead."""
+    itself = okt.watch("configmaps", map=lambda obj, ctx: [obj])
+    assert watches.keys_for_event(itself, "ADDED", cm("other"), None, context(client)) == []
+
+
 def test_keys_are_deduplicated_and_objects_become_keys() -> None:
     keys = watches.keys_of([("ns", "a"), thing("a"), thing("b", namespace="other"), ("ns", "")], namespaced=True)
     assert keys == [("ns", "a"), ("other", "b")]

@@ -305,6 +305,11 @@ class LeaderElector:
         except ValueError as exc:  # an answer that is not JSON (a proxy's error page): failed as any other attempt
             self._log.warning("lease answer unreadable", error=str(exc))
             return False
+        except Exception as exc:
+            # An answer of another shape (JSON that is not a Lease): failed as any other attempt. Raised, it ended
+            # the elector's thread: a leader went on saying it led, and never said it stopped.
+            self._log.error("lease attempt failed", error=f"{type(exc).__name__}: {exc}")
+            return False
 
     def _attempt(self) -> bool:
         now = micro_time()

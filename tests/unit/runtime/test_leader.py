@@ -6,9 +6,13 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import pykube
 import pytest
 
+from okt.kube import client as kube_client
 from okt.runtime import leader
+from okt.testing import waiting
+from tests.unit.kube import test_client_answers as answers
 
 
 def test_micro_time_is_rfc3339_utc_with_microseconds() -> None:
@@ -58,3 +62,39 @@ def test_a_candidate_tries_again_when_the_holders_lease_runs_out_or_after_the_re
     until_expiry: float | None, expected: float
 ) -> None:
     assert leader.candidate_wait(2.2, until_expiry) == pytest.approx(expected)
+
+
+NOT_FOUND = (
+    b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"leases.coordination.k8s.io \\"lease\\" not '
+    b'found","reason":"NotFound","code":404}'
+)
+
+
+def test_an_answer_of_an_unexpected_shape_is_a_failed_attempt_and_the_elector_goes_on(tmp_path: Any) -> None:
+    """A lease answer that is JSON but not an object (a proxy's, a broken server's) fails that attempt as an
+    unreadable one does; it ended the elector's thread, which then never led, nor said it would not."""
+    lease = b'{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"lease","resourceVersion":"1"}}'
+    server = answers.ScriptedServer(
+        [
+            answers.answer("200 OK", b"[]", "Content-Type: application/json"),
+            answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json"),
+            answers.answer("201 Created", lease, "Content-Type: application/json"),
+            # Its renewals, until it is stopped: read, then written.
+            *[answers.answer("200 OK", lease, "Content-Type: application/json")] * 400,
+        ]
+    )
+    doc = {
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
+        "users": [{"name": "u", "user": {"token": "static"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    client = kube_client.Client(pykube.KubeConfig(doc))
+    elector = leader.LeaderElector(client, "default", "lease", "me", 3.0, 2.0, 0.1)
+    try:
+        elector.start()
+        waiting.wait_for(lambda: elector.is_leader, timeout=10, message="the elector to lead after a bad answer")
+    finally:
+        elector.stop(release=False)
+        client.close()
+        server.close()

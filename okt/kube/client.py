@@ -128,6 +128,20 @@ def yaml_safe_json(body: Any) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"{m.group(1)}\\uFFFD", text)
 
 
+def encode_body(body: Any, content_type: str = "application/json") -> str:
+    """``body`` as :meth:`Client.request` sends it with ``content_type``: compact JSON, made YAML-safe by
+    :func:`yaml_safe_json` for server-side apply. ``okt.testing.FakeClient`` encodes every write body with it too, so
+    a body the client cannot send fails a unit test as it fails on a cluster.
+
+    Raises:
+        TypeError: a value of a type JSON does not have (a ``datetime``, a set, bytes, a plain ``Enum`` member).
+        ValueError: a NaN or an infinity, which JSON cannot write.
+    """
+    if content_type == PATCH_TYPES["apply"]:
+        return yaml_safe_json(body)
+    return json.dumps(body, separators=(",", ":"), allow_nan=False)
+
+
 def _token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | None) -> tokens.TokenSource | None:
     """Where the client's bearer token comes from when it can change: ``given`` (a token file), else the kubeconfig
     user's ``tokenFile`` (relative to the kubeconfig's folder, as kubectl reads it), else its credential plugin when
@@ -595,10 +609,7 @@ class Client:
         write = verb in WRITE_VERBS if write is None else write
         if data is None and body is not None:  # an encoded ``data`` is sent as it is
             # Encoded first: a body that is not JSON raises before anything is counted or sent.
-            if content_type == PATCH_TYPES["apply"]:
-                data = yaml_safe_json(body)
-            else:
-                data = json.dumps(body, separators=(",", ":"), allow_nan=False)
+            data = encode_body(body, content_type)
         if limited and self.rate_limit is not None:
             self.rate_limit.acquire()
         if write:  # after the rate limit's wait: leadership may have been lost during it

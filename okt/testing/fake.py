@@ -22,6 +22,10 @@ Example::
 
 What it does as the API server does:
 
+* every write body (and what :meth:`~FakeClient.put` stores) is encoded by :func:`okt.kube.client.encode_body`, as
+  okt's client sends it, and decoded as the API server decodes it: a body the client cannot send raises what the
+  client raises (``TypeError`` for a ``datetime``, a set, bytes, a plain ``Enum`` member; ``ValueError`` for a NaN or
+  an infinity), nothing counted; a tuple is stored as a list, an int key as a string;
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
   ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
   change of a Deployment's annotations; ConfigMaps, Secrets, Services, RBAC objects and a few more kinds have no
@@ -63,6 +67,7 @@ import builtins
 import copy
 import datetime
 import itertools
+import json
 import secrets
 import threading
 import uuid
@@ -135,11 +140,15 @@ class FakeClient(kube_client.Client):
 
     def put(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
         """Store ``obj`` as given, status included (create or replace, not counted in :attr:`stats`); returns it as
-        stored. ``kind`` is served from now on; without it, the object's kind must be served already."""
+        stored. ``kind`` is served from now on; without it, the object's kind must be served already.
+
+        Raises:
+            TypeError, ValueError: ``obj`` is not JSON, so no API server could hold it (see :func:`_received`).
+        """
         if kind is not None:
             self.serve(kind)
+        stored = _received(obj)
         with self._lock:
-            stored = copy.deepcopy(dict(obj))
             meta = stored.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", _now())
@@ -238,9 +247,9 @@ class FakeClient(kube_client.Client):
 
     def create(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
         kind = kind or self.kind_of(obj)
+        body = _received(obj)
         with self._lock:
             self._count("create", kind.plural)
-            body = copy.deepcopy(dict(obj))
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -276,6 +285,7 @@ class FakeClient(kube_client.Client):
         subresource: str | None = None,
         field_manager: str | None = None,
     ) -> dict[str, Any]:
+        patch = _received(patch, patch_type)
         with self._lock:
             self._count("patch", _label(kind, subresource))
             live = self._existing(kind, name, namespace)
@@ -301,14 +311,14 @@ class FakeClient(kube_client.Client):
         subresource: str | None = None,
     ) -> dict[str, Any]:
         kind = kind or self.kind_of(obj)
-        meta = obj.get("metadata") or {}
+        body = _received(obj, "apply")
+        meta = body.get("metadata") or {}
         with self._lock:
             self._count("apply", _label(kind, subresource))
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
                 raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
-            body = copy.deepcopy(dict(obj))
             writer = ("Apply", field_manager, subresource or "")
             applied = patching.fields(_scope(body, subresource))
             if live is None:
@@ -329,7 +339,8 @@ class FakeClient(kube_client.Client):
             return written
 
     def replace(self, kind: kinds_mod.Kind, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
-        meta = obj.get("metadata") or {}
+        body = _received(obj)
+        meta = body.get("metadata") or {}
         with self._lock:
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
@@ -338,7 +349,7 @@ class FakeClient(kube_client.Client):
                 raise _error(
                     422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
                 )
-            _check_version(live, obj)
+            _check_version(live, body)
             if meta.get("uid") and meta["uid"] != live["metadata"].get("uid"):
                 # The body's uid is a precondition of an update: it names another incarnation of the object.
                 raise _error(
@@ -347,7 +358,7 @@ class FakeClient(kube_client.Client):
                     f"Precondition failed: UID in precondition: {live['metadata'].get('uid')}, "
                     f"UID in object meta: {meta['uid']}",
                 )
-            written = self._write(live, copy.deepcopy(dict(obj)), subresource)
+            written = self._write(live, body, subresource)
             self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _UPDATE)
             return written
 
@@ -531,6 +542,22 @@ def _label(kind: kinds_mod.Kind, subresource: str | None) -> str:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _received(body: Any, patch_type: str | None = None) -> Any:
+    """What the API server receives of a write ``body`` (a patch of ``patch_type``, or a whole object): okt's client
+    encodes it as it sends it, raising what the client raises (before anything is counted, as the client does), and
+    the API server decodes that JSON — a tuple arrives as a list, an int key as a string, a ``str`` Enum member as its
+    value.
+
+    An apply's YAML-safe JSON (see :func:`okt.kube.client.yaml_safe_json`) means what the plain JSON of the same body
+    means: that one is decoded.
+    """
+    content_type = kube_client.PATCH_TYPES.get(patch_type or "", "application/json")
+    text = kube_client.encode_body(body, content_type)
+    if content_type == kube_client.PATCH_TYPES["apply"]:
+        text = kube_client.encode_body(body)
+    return json.loads(text)
 
 
 def _error(status: int, reason: str, message: str) -> errors.ApiError:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import enum
 import logging
+import math
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -379,6 +382,86 @@ def test_a_foreground_or_background_delete_takes_the_dependents_and_an_orphaning
     fake.delete(GADGET, "gone", "ns")
 
     assert [c["metadata"]["name"] for c in fake.objects(kinds.CONFIG_MAP)] == ["kept"]
+
+
+# -- what okt's client can send -------------------------------------------------------------------------------------
+
+
+class Speed(enum.Enum):
+    FAST = "fast"
+
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+
+
+VERBS = ["create", "apply", "merge-patch", "json-patch", "update", "put"]
+
+
+def write(fake: FakeClient, verb: str, spec: dict[Any, Any]) -> dict[str, Any] | None:
+    """Write ``spec`` as the spec of the Gadget g with ``verb`` (a patch or an update of the g stored by
+    :func:`stored_before`); the answer, None for a ``put``."""
+    body = {**gadget(), "spec": spec}
+    if verb == "create":
+        return fake.create(body)
+    if verb == "apply":
+        return fake.apply(body, field_manager="test")
+    if verb == "put":
+        fake.put(body)
+        return None
+    if verb == "merge-patch":
+        return fake.patch(GADGET, "g", {"spec": {"size": None, **spec}}, "ns")
+    if verb == "json-patch":
+        return fake.patch(GADGET, "g", [{"op": "replace", "path": "/spec", "value": spec}], "ns", patch_type="json")
+    return fake.replace(GADGET, {**fake.objects(GADGET)[0], "spec": spec})
+
+
+def stored_before(fake: FakeClient, verb: str) -> list[dict[str, Any]]:
+    """Store the Gadget g a patch or an update of :func:`write` changes; every object stored."""
+    if verb in ("merge-patch", "json-patch", "update"):
+        fake.put(gadget())
+    return fake.objects()
+
+
+@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (datetime.datetime(2026, 11, 29, 6, 0, tzinfo=datetime.UTC), TypeError),
+        ({"a"}, TypeError),
+        (b"bytes", TypeError),
+        (Speed.FAST, TypeError),
+        (math.nan, ValueError),
+        ([math.inf], ValueError),
+    ],
+    ids=["datetime", "set", "bytes", "enum", "nan", "nested-infinity"],
+)
+def test_a_write_body_the_client_cannot_encode_raises_what_it_raises_and_nothing_is_counted_or_stored(
+    fake: FakeClient, verb: str, value: Any, error: type[Exception]
+) -> None:
+    before = stored_before(fake, verb)
+    counted = fake.stats.snapshot()
+
+    with pytest.raises(error):
+        write(fake, verb, {"size": 2, "at": value})
+
+    assert fake.stats.by_verb(counted) == {}
+    assert fake.objects() == before
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_a_write_body_is_stored_as_the_api_server_decodes_the_json_the_client_sends(
+    fake: FakeClient, verb: str
+) -> None:
+    stored_before(fake, verb)
+
+    answer = write(fake, verb, {"args": ("a", "b"), "ports": {80: "http"}, "mode": Mode.FAST, "ratio": 1.5})
+
+    stored = fake.stored(GADGET, "g", "ns")
+    assert stored is not None
+    assert stored["spec"] == {"args": ["a", "b"], "ports": {"80": "http"}, "mode": "fast", "ratio": 1.5}
+    assert type(stored["spec"]["mode"]) is str
+    assert answer is None or answer == stored
 
 
 def test_every_request_is_counted_as_the_real_client_counts_it(fake: FakeClient) -> None:

@@ -48,7 +48,8 @@ What it does as the API server does:
 
 Limits, on purpose:
 
-* server-side apply is approximated: the applied object is merged into the stored one, and a field its field
+* server-side apply is approximated: the applied object is merged into the stored one (a ``null`` is stored as a
+  value, as in a custom resource without a schema, where a merge patch's ``null`` deletes), and a field its field
   manager applied before and no longer applies is removed when no other writer owns it too (another apply of the
   same value, or a create, patch or update that wrote it since) — but lists are atomic (replaced whole, never merged
   by key such as a container's name or a condition's type), conflicts between managers are never reported (as if
@@ -333,7 +334,7 @@ class FakeClient(kube_client.Client):
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
-            changed = patching.merge_patch(patching.without(live, gone), body)
+            changed = patching.apply_merge(patching.without(live, gone), body)
             written = self._write(live, changed, subresource)
             self._own(key, live, written, writer, applied)
             return written

@@ -1,4 +1,4 @@
-"""How the API server changes an object: merge patches, JSON patches, the fields an apply owns and removes.
+"""How the API server changes an object: merge patches, JSON patches, the fields an apply merges, owns and removes.
 
 Why this exists: :class:`okt.testing.FakeClient` must answer a write the way the API server would, and these rules
 are pure functions over plain dicts — pinned on their own by unit tests, and small enough to read against the RFCs.
@@ -29,6 +29,18 @@ def merge_patch(target: Any, patch: Any) -> Any:
             result.pop(key, None)
         else:
             result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def apply_merge(target: Any, applied: Any) -> Any:
+    """How server-side apply merges an applied object into a stored one: objects merge key by key and anything else
+    replaces, as in a merge patch — but a ``null`` is a value like any other, stored as it is (what an apply removes
+    is what its manager no longer applies: see :func:`without`)."""
+    if not isinstance(applied, Mapping):
+        return copy.deepcopy(applied)
+    result = copy.deepcopy(dict(target)) if isinstance(target, Mapping) else {}
+    for key, value in applied.items():
+        result[key] = apply_merge(result.get(key), value)
     return result
 
 

@@ -553,6 +553,22 @@ def test_an_apply_that_drops_a_whole_map_removes_only_the_keys_its_manager_alone
     assert (applied["metadata"].get("labels"), applied["data"]) == (None, {"theirs": "2"})
 
 
+@pytest.mark.parametrize("subresource", [None, "status"], ids=["object", "status"])
+def test_an_apply_stores_a_null_as_a_value_where_a_merge_patch_deletes_the_key(
+    api: Api, subresource: str | None
+) -> None:
+    part = "status" if subresource else "spec"
+    api.client.create(api.widget())
+    api.client.patch(WIDGET, "w", {part: {"size": 1, "x": "1", "y": "2"}}, api.namespace, subresource=subresource)
+
+    without_x: dict[str, Any] = {part: {"size": 1, "x": None}}
+    applied = api.client.apply(api.widget(**without_x), field_manager="okt", subresource=subresource)
+    patched = api.client.patch(WIDGET, "w", {part: {"y": None}}, api.namespace, subresource=subresource)
+
+    assert applied[part] == {"size": 1, "x": None, "y": "2"}
+    assert patched[part] == {"size": 1, "x": None}
+
+
 def test_an_apply_naming_a_stale_resource_version_is_a_conflict(api: Api) -> None:
     created = api.client.apply(api.widget(), field_manager="okt")
     api.client.patch(WIDGET, "w", {"spec": {"size": 2}}, api.namespace)

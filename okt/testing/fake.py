@@ -29,14 +29,15 @@ What it does as the API server does:
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
   ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
   change of a Deployment's annotations; ConfigMaps, Secrets, Services, RBAC objects and a few more kinds have no
-  generation); ``uid`` and ``creationTimestamp`` are set on create; empty ``labels``, ``annotations``,
-  ``finalizers`` and ``ownerReferences`` are left out;
+  generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty ``labels``,
+  ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
-  or update, a wrong uid precondition on delete or in an update's body; 400 :class:`~okt.errors.BadRequest` for a
-  patch that renames its object; 422 :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch
-  changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
-  ``metadata.resourceVersion``, or a create names no object (neither ``name`` nor ``generateName``);
+  or update, a wrong uid precondition on delete or in an update's body, an apply that would create an object naming
+  a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422 :class:`~okt.errors.Invalid`
+  when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a finalizer to an object being
+  deleted, an update of a custom resource names no ``metadata.resourceVersion``, or a create names no object
+  (neither ``name`` nor ``generateName``);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
@@ -83,6 +84,8 @@ from okt.testing import patching
 
 _Key = tuple[str, str, str, str]
 _Path = tuple[str, ...]
+_SET_BY_SERVER = ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp")
+"""The fields of ``metadata`` the server sets itself on a create (an apply's too), whatever the body says."""
 _Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
 _UPDATE: _Writer = ("Update",)  # every create, patch and update: none of them ever removes a field it stops setting
 # Kubernetes' own kinds whose objects have no metadata.generation, on every version of the API server: nothing in
@@ -266,7 +269,7 @@ class FakeClient(kube_client.Client):
                 raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
             # The server sets the identity and the version itself: a body copied from another object (a Secret
             # copied into another namespace) gets its own.
-            for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp"):
+            for field in _SET_BY_SERVER:
                 meta.pop(field, None)
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)
@@ -323,7 +326,16 @@ class FakeClient(kube_client.Client):
             writer = ("Apply", field_manager, subresource or "")
             applied = patching.fields(_scope(body, subresource))
             if live is None:
+                if meta.get("uid"):  # a uid is a precondition: it names an object that does not exist
+                    raise _error(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on {kind.plural} "{meta["name"]}": uid mismatch: the provided '
+                        f"object specified uid {meta['uid']}, and no existing object was found",
+                    )
                 created = {k: v for k, v in body.items() if k != "status"}
+                for field in _SET_BY_SERVER:
+                    created["metadata"].pop(field, None)
                 if not kind.namespaced:
                     created["metadata"].pop("namespace", None)
                 _leave_out_empty(created["metadata"])
@@ -331,6 +343,8 @@ class FakeClient(kube_client.Client):
                 self._own(key, {}, created, writer, applied)
                 return created
             _check_version(live, body)
+            if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
+                raise _error(422, "Invalid", f"metadata.uid: Invalid value: {meta['uid']!r}: field is immutable")
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]

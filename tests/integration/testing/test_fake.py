@@ -569,6 +569,35 @@ def test_an_apply_stores_a_null_as_a_value_where_a_merge_patch_deletes_the_key(
     assert patched[part] == {"size": 1, "x": None}
 
 
+def test_an_apply_that_creates_sets_the_identity_itself_and_refuses_to_create_a_named_uid(api: Api) -> None:
+    body = api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]})
+    body["metadata"].update(
+        {"creationTimestamp": "2001-01-01T00:00:00Z", "generation": 7, "deletionTimestamp": "2001-01-01T00:00:00Z"}
+    )
+    named = api.widget("named")
+    named["metadata"]["uid"] = "0b0b0b0b-0000-0000-0000-000000000000"
+
+    created = api.client.apply(body, field_manager="okt")
+    with pytest.raises(errors.Conflict):
+        api.client.apply(named, field_manager="okt")
+
+    meta = created["metadata"]
+    assert (meta["generation"], meta.get("deletionTimestamp")) == (1, None)
+    assert meta["creationTimestamp"] != "2001-01-01T00:00:00Z"
+    assert api.client.get_or_none(WIDGET, "named", api.namespace) is None
+
+
+def test_an_apply_that_changes_the_uid_is_invalid(api: Api) -> None:
+    created = api.client.create(api.widget())
+    body = api.widget(spec={"size": 2})
+    body["metadata"]["uid"] = "0b0b0b0b-0000-0000-0000-000000000000"
+
+    with pytest.raises(errors.Invalid):
+        api.client.apply(body, field_manager="okt")
+
+    assert api.client.get(WIDGET, "w", api.namespace) == created
+
+
 def test_an_apply_naming_a_stale_resource_version_is_a_conflict(api: Api) -> None:
     created = api.client.apply(api.widget(), field_manager="okt")
     api.client.patch(WIDGET, "w", {"spec": {"size": 2}}, api.namespace)

@@ -36,8 +36,9 @@ What it does as the API server does:
   or update, a wrong uid precondition on delete or in an update's body, an apply that would create an object naming
   a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422 :class:`~okt.errors.Invalid`
   when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a finalizer to an object being
-  deleted, an update of a custom resource names no ``metadata.resourceVersion``, or a create names no object
-  (neither ``name`` nor ``generateName``);
+  deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create names no object
+  (neither ``name`` nor ``generateName``), or a write holds a name, a label or an annotation the API server refuses
+  (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
@@ -57,8 +58,9 @@ Limits, on purpose:
   ``force=True``), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it
   stores keep the owners they had, or have none);
 * strategic merge patches are treated as merge patches (lists replaced whole);
-* no schema, no defaulting, no validation, no admission; no watch (:meth:`~FakeClient.watch` raises): run an
-  operator under its manager on a real control plane (:class:`okt.testing.RunningOperator`) to test the runtime;
+* no schema, no defaulting, no validation (but of metadata, above), no admission; no watch
+  (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
+  (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
   :meth:`~FakeClient.put`; any other kind is a 404, as discovery would answer.
 """
@@ -80,7 +82,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
-from okt.testing import patching
+from okt.testing import metadata, patching
 
 _Key = tuple[str, str, str, str]
 _Path = tuple[str, ...]
@@ -264,6 +266,7 @@ class FakeClient(kube_client.Client):
                 raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
             if not kind.namespaced:
                 meta.pop("namespace", None)  # the server drops it: a cluster-scoped object is in no namespace
+            metadata.check(kind, meta)
             key = _key(kind, meta.get("name", ""), meta.get("namespace"))
             if key in self._objects:
                 raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
@@ -338,6 +341,7 @@ class FakeClient(kube_client.Client):
                     created["metadata"].pop(field, None)
                 if not kind.namespaced:
                     created["metadata"].pop("namespace", None)
+                metadata.check(kind, created["metadata"])
                 _leave_out_empty(created["metadata"])
                 created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 self._own(key, {}, created, writer, applied)
@@ -464,6 +468,7 @@ class FakeClient(kube_client.Client):
             if _desired_of(new) != _desired_of(live) and "generation" in live["metadata"]:
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
+            metadata.check(self.kind_of(live), meta, name=False)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
             return copy.deepcopy(live)

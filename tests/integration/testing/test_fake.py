@@ -265,6 +265,120 @@ def test_empty_labels_annotations_finalizers_and_owner_references_are_left_out(a
     assert labelled["metadata"]["labels"] == {"a": "b"}
 
 
+CRON_JOB_SPEC = {
+    "schedule": "* * * * *",
+    "jobTemplate": {
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+    },
+}
+NAMED: dict[str, tuple[kinds.Kind, dict[str, Any]]] = {
+    "ConfigMap": (kinds.CONFIG_MAP, {}),
+    "Widget": (WIDGET, {"spec": {"size": 1}}),
+    "Service": (kinds.BUILTIN[("v1", "Service")], {"spec": {"ports": [{"port": 80, "protocol": "TCP"}]}}),
+    "Role": (kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "Role")], {"rules": []}),
+    "CronJob": (kinds.BUILTIN[("batch/v1beta1", "CronJob")], {"spec": CRON_JOB_SPEC}),
+}
+
+
+@pytest.mark.parametrize("verb", ["create", "apply"])
+@pytest.mark.parametrize(
+    ("kind", "name", "allowed"),
+    [
+        ("ConfigMap", "Upper", False),
+        ("ConfigMap", "a_b", False),
+        ("ConfigMap", "-a", False),
+        ("ConfigMap", "a" * 254, False),
+        ("ConfigMap", "a" * 253, True),
+        ("ConfigMap", "1.a-b", True),
+        ("Widget", "Upper", False),
+        ("Widget", "w.1", True),
+        ("Service", "1a", False),
+        ("Service", "a.b", False),
+        ("Service", "a" * 64, False),
+        ("Service", "a" * 63, True),
+        ("Role", "Upper:Case_b", True),
+        ("CronJob", "a" * 53, False),
+        ("CronJob", "a" * 52, True),
+    ],
+    ids=lambda value: f"{value[:8]}..{len(value)}" if isinstance(value, str) and len(value) > 12 else str(value),
+)
+def test_a_name_its_kind_does_not_allow_is_invalid(api: Api, verb: str, kind: str, name: str, allowed: bool) -> None:
+    served, fields = NAMED[kind]
+    body = {"apiVersion": served.api_version, "kind": served.kind, "metadata": {"name": name}, **fields}
+    body["metadata"]["namespace"] = api.namespace
+
+    def write() -> dict[str, Any]:
+        return api.client.create(body) if verb == "create" else api.client.apply(body, field_manager="okt")
+
+    if allowed:
+        assert write()["metadata"]["name"] == name
+    else:
+        with pytest.raises(errors.Invalid):
+            write()
+        assert api.client.get_or_none(served, name, api.namespace) is None
+
+
+def write_metadata(api: Api, verb: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The ConfigMap c written with ``metadata`` by ``verb`` (a patch or an update of a c created first)."""
+    body = api.config_map(metadata={"name": "c", "namespace": api.namespace, **metadata})
+    if verb == "create":
+        return api.client.create(body)
+    if verb == "apply":
+        return api.client.apply(body, field_manager="okt")
+    live = api.client.create(api.config_map())
+    if verb == "merge-patch":
+        return api.client.patch(kinds.CONFIG_MAP, "c", {"metadata": metadata}, api.namespace)
+    return api.client.replace(kinds.CONFIG_MAP, {**live, "metadata": {**live["metadata"], **metadata}})
+
+
+@pytest.mark.parametrize("verb", ["create", "apply", "merge-patch", "update"])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"labels": {"a/b/c": "x"}},
+        {"labels": {"/n": "x"}},
+        {"labels": {"Upper.Prefix/n": "x"}},
+        {"labels": {"x" * 64: "v"}},
+        {"labels": {"a": "x" * 64}},
+        {"labels": {"a": "-x"}},
+        {"labels": {"a": "x y"}},
+        {"annotations": {"a/b/c": "x"}},
+        {"annotations": {"x" * 64: "v"}},
+        {"annotations": {"a": "x" * 262144}},
+    ],
+    ids=[
+        "label-key-two-slashes",
+        "label-key-empty-prefix",
+        "label-key-uppercase-prefix",
+        "label-key-too-long",
+        "label-value-too-long",
+        "label-value-dash-first",
+        "label-value-space",
+        "annotation-key-two-slashes",
+        "annotation-key-too-long",
+        "annotations-too-big",
+    ],
+)
+def test_labels_and_annotations_the_api_server_refuses_are_invalid(
+    api: Api, verb: str, metadata: dict[str, Any]
+) -> None:
+    with pytest.raises(errors.Invalid):
+        write_metadata(api, verb, metadata)
+
+    found = api.client.get_or_none(kinds.CONFIG_MAP, "c", api.namespace)
+    assert found is None or not {"labels", "annotations"} & found["metadata"].keys()
+
+
+@pytest.mark.parametrize("verb", ["create", "apply", "merge-patch", "update"])
+def test_labels_and_annotations_the_api_server_allows_are_kept(api: Api, verb: str) -> None:
+    labels = {"empty": "", "app.kubernetes.io/name": "x" * 63, "A_b.c": "Value_1.x", "y" * 63: "v"}
+    annotations = {"Upper.Case/Key": "any value, at all !", "a": "x" * 262000}
+
+    written = write_metadata(api, verb, {"labels": labels, "annotations": annotations})
+
+    assert (written["metadata"]["labels"], written["metadata"]["annotations"]) == (labels, annotations)
+
+
 # -- status subresource, generation ----------------------------------------------------------------------------------
 
 

@@ -1,0 +1,47 @@
+"""okt.testing.metadata: the names, labels and annotations the API server refuses, kind by kind (each answer pinned
+against Kubernetes 1.20's API server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from okt import errors
+from okt.kube import kinds
+from okt.testing import metadata
+
+NAMESPACE = kinds.NAMESPACE
+EVENT = kinds.EVENT
+PDB = kinds.BUILTIN[("policy/v1beta1", "PodDisruptionBudget")]
+LEASE = kinds.BUILTIN[("coordination.k8s.io/v1", "Lease")]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "allowed"),
+    [
+        (NAMESPACE, "a.b", False),
+        (NAMESPACE, "a" * 64, False),
+        (NAMESPACE, "team-1", True),
+        (EVENT, "Upper:case_b", True),
+        (PDB, "Upper:case_b", True),
+        (LEASE, "Upper", False),
+        (LEASE, "a" * 64, True),
+    ],
+)
+def test_each_kind_names_its_objects_by_its_own_rule(kind: kinds.Kind, name: str, allowed: bool) -> None:
+    if allowed:
+        metadata.check(kind, {"name": name})
+    else:
+        with pytest.raises(errors.Invalid, match=r"metadata\.name"):
+            metadata.check(kind, {"name": name})
+
+
+def test_every_refused_field_is_named_and_an_existing_object_s_name_is_not_checked() -> None:
+    meta = {"name": "Upper", "labels": {"a/b/c": "x", "ok": "-x"}, "annotations": {"x" * 64: "v"}}
+
+    with pytest.raises(errors.Invalid) as refused:
+        metadata.check(kinds.CONFIG_MAP, meta)
+    with pytest.raises(errors.Invalid) as unnamed:
+        metadata.check(kinds.CONFIG_MAP, meta, name=False)
+
+    assert str(refused.value).count("metadata.") == 4
+    assert "metadata.name" not in str(unnamed.value) and str(unnamed.value).count("metadata.") == 3

@@ -171,11 +171,13 @@ class FakeClient(kube_client.Client):
             return copy.deepcopy(found) if found is not None else None
 
     def objects(self, kind: kinds_mod.Kind | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
-        """Every stored object (of ``kind``, in ``namespace``), sorted by key — not counted in :attr:`stats`."""
+        """Every stored object (of ``kind``, in ``namespace``) — not counted in :attr:`stats`. Sorted by kind, then as
+        the API server lists them: by ``namespace/name`` as text, the key of the object in etcd (``ns-b/x`` comes
+        before ``ns/x``)."""
         with self._lock:
             return [
                 copy.deepcopy(obj)
-                for key, obj in sorted(self._objects.items())
+                for key, obj in sorted(self._objects.items(), key=lambda item: (*item[0][:2], "/".join(item[0][2:])))
                 if (kind is None or key[:2] == (kind.api_version, kind.kind))
                 and (namespace is None or key[2] == namespace)
             ]

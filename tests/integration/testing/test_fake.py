@@ -613,6 +613,25 @@ def test_a_list_keeps_what_its_label_selector_matches(api: Api, selector: str, n
     assert sorted(item["metadata"]["name"] for item in items) == names
 
 
+def test_a_list_of_every_namespace_comes_in_the_api_server_s_order(api: Api) -> None:
+    namespaces = [api.namespace, f"{api.namespace}-b", f"{api.namespace}0"]
+    on_server = not isinstance(api.client, FakeClient)
+    try:
+        for namespace in namespaces:
+            if on_server and namespace != api.namespace:
+                api.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            api.client.create(api.config_map("same", metadata={"name": "same", "namespace": namespace}))
+
+        items, _ = api.client.list(kinds.CONFIG_MAP)
+
+        listed = [item["metadata"]["namespace"] for item in items if item["metadata"]["namespace"] in namespaces]
+        assert listed == [f"{api.namespace}-b", api.namespace, f"{api.namespace}0"]
+    finally:
+        if on_server:
+            for namespace in namespaces[1:]:
+                api.client.delete(kinds.NAMESPACE, namespace)
+
+
 @pytest.mark.parametrize("verb", ["create", "apply"])
 def test_a_cluster_scoped_object_has_no_namespace_whatever_the_body_says(api: Api, verb: str) -> None:
     name = f"okt-fake-{secrets.token_hex(4)}"

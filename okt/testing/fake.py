@@ -261,7 +261,8 @@ class FakeClient(kube_client.Client):
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
-                meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+                # The server keeps 58 characters of the prefix: with its 5 random ones, a name fits a DNS label.
+                meta["name"] = meta["generateName"][:58] + secrets.token_hex(3)[:5]
             if not meta.get("name"):
                 raise _error(422, "Invalid", "metadata.name: Required value: name or generateName is required")
             if kind.namespaced and not meta.get("namespace"):

@@ -178,6 +178,14 @@ def test_a_create_without_a_name_or_a_generate_name_is_invalid(api: Api) -> None
     assert api.client.list(kinds.CONFIG_MAP, api.namespace)[0] == []
 
 
+def test_a_generated_name_keeps_at_most_58_characters_of_its_prefix(api: Api) -> None:
+    created = api.client.create(api.config_map(metadata={"generateName": "g" * 70, "namespace": api.namespace}))
+
+    name = created["metadata"]["name"]
+    assert (len(name), name[:58]) == (63, "g" * 58)
+    assert api.client.get(kinds.CONFIG_MAP, name, api.namespace) == created
+
+
 def test_a_missing_object_is_not_found_and_its_delete_says_it_was_gone(api: Api) -> None:
     with pytest.raises(errors.NotFound):
         api.client.get(WIDGET, "missing", api.namespace)

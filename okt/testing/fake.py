@@ -28,9 +28,9 @@ What it does as the API server does:
   an infinity), nothing counted; a tuple is stored as a list, an int key as a string;
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
   ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
-  change of a Deployment's annotations; ConfigMaps, Secrets, Services, RBAC objects and a few more kinds have no
-  generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty ``labels``,
-  ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
+  change of a Deployment's annotations; ConfigMaps, Secrets, Services, PersistentVolumeClaims, RBAC objects and a
+  few more kinds have no generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty
+  ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
   or update, a wrong uid precondition on delete or in an update's body, an apply that would create an object naming
@@ -99,6 +99,7 @@ _WITHOUT_GENERATION = frozenset(
         ("v1", "Secret"),
         ("v1", "Service"),
         ("v1", "ServiceAccount"),
+        ("v1", "PersistentVolumeClaim"),
         ("v1", "Endpoints"),
         ("v1", "Event"),
         ("v1", "Namespace"),

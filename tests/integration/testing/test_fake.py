@@ -428,8 +428,13 @@ def test_the_generation_follows_the_spec_and_not_metadata_or_status(api: Api) ->
         (kinds.CONFIG_MAP, {"data": {"a": "1"}}, {"data": {"a": "2"}}),
         (kinds.BUILTIN[("v1", "Service")], {"spec": {"ports": [{"port": 80}]}}, {"spec": {"ports": [{"port": 81}]}}),
         (kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "Role")], {"rules": []}, {"rules": None}),
+        (
+            kinds.BUILTIN[("v1", "PersistentVolumeClaim")],
+            {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+            {"metadata": {"labels": {"a": "b"}}},
+        ),
     ],
-    ids=["config-map", "service", "role"],
+    ids=["config-map", "service", "role", "persistent-volume-claim"],
 )
 def test_a_kind_without_a_generation_gets_none(
     api: Api, kind: kinds.Kind, body: dict[str, Any], change: dict[str, Any]

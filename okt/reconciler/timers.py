@@ -2,13 +2,15 @@
 
 Why this exists: some work is due on a clock, not on a change — a backup every hour, a certificate check every day.
 A timer is a method ``name(self, ctx)`` of the reconciler; okt runs it for each object, within a successful reconcile
-(after SuccessManager), once its interval has passed since it last ran for that object, and requeues the object for
-the next one. So timers live in okt's model: they run only where reconciles run (never on a standby replica), never
-for an object being deleted or in error, never twice at once for one object (the work queue hands a key to one worker).
+(in SuccessManager, before its status write: what a timer sets in ``ctx.status_fields`` goes out in it), once its
+interval has passed since it last ran for that object, and requeues the object for the next one. So timers live in
+okt's model: they run only where reconciles run (never on a standby replica), never for an object being deleted or
+in error, never twice at once for one object (the work queue hands a key to one worker).
 
 Guarantees: the first run is at the object's first successful reconcile; a timer that raises is logged with its error
-and a Warning Event, and runs again after its interval (it does not fail the reconcile: Ready says what the
-reconcile did); the object is requeued for the earliest timer due. What a timer returns is acted on as for any hook,
+and a Warning Event, and runs again after its interval — or after the delay of an ``okt.TemporaryError(delay=...)``
+— (it does not fail the reconcile: Ready says what the reconcile did), but ``okt.GiveUp`` gives the reconcile up as
+from any hook; the object is requeued for the earliest timer due. What a timer returns is acted on as for any hook,
 never dropped: ``None`` (or ``Outcome.done()``) carries on; ``okt.requeue_after(s)`` runs it again after ``s`` instead
 of its interval; ``okt.give_up(reason)`` gives the reconcile up (no requeue, so no next run, until the object
 changes); ``Outcome.retry(error)`` is the timer failing with ``error``, and any other value a failure that names it.
@@ -25,6 +27,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from okt import errors
 from okt.engines import results as results_mod
 from okt.status import events
 
@@ -127,8 +130,8 @@ class Clock:
 def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:
     """Run the timers due for this object, then ask for a requeue when the next one is.
 
-    Nothing runs when the reconcile already failed or gave up: called from the SuccessManager, after its report,
-    whose status write may have been refused (the reconcile then goes on to the ErrorManager and is retried).
+    Nothing runs when the reconcile already failed or gave up (called from the SuccessManager's built-in work, after
+    its conditions and before its status write, which the state's hook may still fail).
     """
     timers = declared(type(reconciler))
     if not timers or not ctx.exists or ctx.finalizing or ctx.results.has_error or ctx.results.gave_up is not None:
@@ -140,8 +143,12 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
             clock.ran(uid, name, interval)
             try:
                 answer = getattr(reconciler, name)(ctx)
+            except errors.GiveUp as exc:
+                ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
             except Exception as exc:
                 _failed(ctx, name, exc)
+                if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
+                    clock.again_in(uid, name, interval, exc.delay)  # try again when it asked, as any hook's retry
             else:
                 _follow(ctx, clock, name, interval, answer)
         remaining = clock.due(uid, name, interval)

@@ -195,3 +195,39 @@ def test_a_timer_that_returns_an_error_or_no_outcome_fails_as_one_that_raises(an
     [event] = fake.objects(kinds.EVENT)
     assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
     assert event["message"].startswith(message)
+
+
+class Raising(Answering):
+    """A timer every 10 minutes that raises what it is given."""
+
+    @okt.every(minutes=10)
+    def probe(self, ctx: okt.Context) -> object:
+        raise self.answer  # type: ignore[misc]
+
+
+def raised(error: BaseException) -> tuple[okt.Reconciler, FakeClient, okt.Run]:
+    reconciler, fake = Raising(error), webapp()
+    run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+    return reconciler, fake, run
+
+
+def test_a_timer_that_raises_give_up_gives_the_reconcile_up_as_one_that_returns_it() -> None:
+    """``raise okt.GiveUp(...)`` is ``return okt.give_up(...)``, in a timer as in any other hook."""
+    _, fake, run = raised(okt.GiveUp("the backup target is gone"))
+
+    assert run.outcome == okt.Outcome.give_up("the backup target is gone")
+    assert fake.objects(kinds.EVENT) == []
+
+
+def test_a_timer_that_raises_a_temporary_error_with_a_delay_runs_again_after_that_delay() -> None:
+    """A ``TemporaryError(delay=30)`` asks to try again in 30 s, in a timer as in any other hook: the failure is
+    reported, and the timer is due again then, not after its interval."""
+    reconciler, fake, run = raised(okt.TemporaryError("the backup target is busy", delay=30))
+
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+    assert run.outcome.delay == pytest.approx(30, abs=1)
+    [event] = fake.objects(kinds.EVENT)
+    assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None
+    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30

@@ -1225,11 +1225,17 @@ class Client:
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        resource_version: str | None = None,
     ) -> bool:
-        """Delete; returns False when the object was already gone."""
+        """Delete; returns False when the object was already gone.
+
+        ``uid`` and ``resource_version`` are preconditions: the server deletes only the object that has them, and
+        answers 409 (:class:`okt.errors.Conflict`) when it has others.
+        """
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        preconditions = {"uid": uid, "resourceVersion": resource_version}
+        if any(preconditions.values()):
+            body["preconditions"] = {key: value for key, value in preconditions.items() if value}
         try:
             self.request("DELETE", kind.path(name, namespace), verb="delete", resource=kind.plural, body=body)
         except errors.NotFound:

@@ -209,7 +209,9 @@ def prune(ctx: context_mod.Context) -> None:
             if not apply.prunable(obj, ctx.cr.uid, names):  # the readers only narrow; the rule is here
                 continue
             try:
-                apply.delete(ctx.client, obj)
-                ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
+                if apply.delete(ctx.client, obj, ctx.cr.uid, names):
+                    ctx.results.add(Operation.PRUNED, f"{kind_name}/{key[3]}")
+            except errors.Conflict as exc:
+                ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc, delay=CONFLICT_DELAY)
             except errors.OktError as exc:
                 ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)

@@ -827,7 +827,29 @@ def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
             into[key] = copy.deepcopy(value)
 
 
-def delete(client: kube_client.Client, obj: Mapping[str, Any]) -> bool:
-    meta = obj.get("metadata") or {}
+def delete(client: kube_client.Client, obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:
+    """Delete ``obj``, which okt judged :func:`prunable` as it read it, unless the API server's object is not so any
+    more. Returns whether it deleted.
+
+    What okt read may lag behind the server (the informer's store until the watch brings the latest writes): in
+    between, another controller may have adopted the object (its controller reference changed) or someone taken
+    okt's owner label off. So the delete is guarded by the uid and the resourceVersion okt judged; when the object
+    changed since (409), it is read again and judged again, and deleted (guarded by what was read) only if it is
+    still prunable and not already being deleted.
+
+    Raises:
+        okt.errors.Conflict: it changed again between that read and the delete; the next reconcile judges it anew.
+    """
     kind = client.kind_of(obj)
-    return client.delete(kind, meta["name"], meta.get("namespace"), uid=meta.get("uid"))
+    meta = obj.get("metadata") or {}
+    name, namespace = meta["name"], meta.get("namespace")
+    try:
+        return client.delete(kind, name, namespace, uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
+    except errors.Conflict:
+        current = client.get_or_none(kind, name, namespace)
+    if current is None or not prunable(current, owner_uid, names):
+        return False
+    meta = current.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return False
+    return client.delete(kind, name, namespace, uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))

@@ -32,13 +32,14 @@ What it does as the API server does:
   few more kinds have no generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty
   ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
-  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply
-  or update, a wrong uid precondition on delete or in an update's body, an apply that would create an object naming
-  a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422 :class:`~okt.errors.Invalid`
-  when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a finalizer to an object being
-  deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create names no object
-  (neither ``name`` nor ``generateName``), or a write holds a name, a label or an annotation the API server refuses
-  (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters);
+  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply or
+  update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply that would
+  create an object naming a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422
+  :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a
+  finalizer to an object being deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create
+  names no object (neither ``name`` nor ``generateName``), or a write holds a name, a label or an annotation the API
+  server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64
+  characters);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
@@ -393,6 +394,7 @@ class FakeClient(kube_client.Client):
         *,
         propagation: str = "Background",
         uid: str | None = None,
+        resource_version: str | None = None,
     ) -> bool:
         with self._lock:
             self._count("delete", kind.plural)
@@ -403,6 +405,13 @@ class FakeClient(kube_client.Client):
             meta = live["metadata"]
             if uid is not None and meta.get("uid") != uid:
                 raise _error(409, "Conflict", f"precondition failed: uid {uid}, the object's is {meta.get('uid')}")
+            if resource_version is not None and meta.get("resourceVersion") != resource_version:
+                raise _error(
+                    409,
+                    "Conflict",
+                    f"precondition failed: resourceVersion {resource_version}, "
+                    f"the object's is {meta.get('resourceVersion')}",
+                )
             if meta.get("finalizers"):
                 self._mark_deleted(meta)
                 if propagation == "Orphan":  # done at once, not when the object goes with its last finalizer

@@ -7,13 +7,16 @@ of a deleted owner's children is in ``test_owner_deletion``.)
 
 from __future__ import annotations
 
+from collections.abc import Container, Mapping
+from typing import Any
+
 import pytest
 
 import okt
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.reconciler import children
+from okt.reconciler import children, core
 from okt.testing import condition, waiting
 from tests.integration.reconciler import conftest as shared
 
@@ -337,3 +340,50 @@ def test_a_child_being_deleted_keeps_its_owner_not_ready_and_is_created_again_on
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, config) is not None
     ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
     assert ready is not None and ready["status"] == "True"
+
+
+class Behind(core.ApiReader):
+    """A reader whose lists of children lag behind the API server, as an informer's store does until the watch
+    delivers the latest writes: each kind is listed once, and that answer is kept."""
+
+    def __init__(self, client: kube_client.Client) -> None:
+        super().__init__(client)
+        self.seen: dict[tuple[str, str, str | None], list[dict[str, Any]]] = {}
+
+    def owned(
+        self,
+        kind: kinds.Kind,
+        namespace: str | None,
+        owner_uid: str,
+        labels: Mapping[str, str],
+        skip: Container[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        key = (kind.api_version, kind.kind, namespace)
+        if key not in self.seen:
+            self.seen[key] = super().owned(kind, namespace, owner_uid, labels)
+        return [obj for obj in self.seen[key] if kinds.key_of(obj)[2:] not in skip]
+
+
+def test_a_child_another_controller_adopted_since_okt_read_it_is_not_pruned(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    owner = shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(shared.WidgetReconciler(), kube, widget_kind, namespace, NAME)
+    reader = Behind(kube)
+    service = kube.resolve("v1", "Service")
+    uid = owner["metadata"]["uid"]
+    assert [obj["metadata"]["name"] for obj in reader.owned(service, namespace, uid, {"okt.io/owner-uid": uid})] == [
+        NAME
+    ]
+    adopter = other_client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adopter", "namespace": namespace}},
+        kinds.CONFIG_MAP,
+    )
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "adopter", "uid": adopter["metadata"]["uid"]}
+    other_client.patch(service, NAME, {"metadata": {"ownerReferences": [{**reference, "controller": True}]}}, namespace)
+
+    run = okt.reconcile(WithoutService(), kube, reader, namespace, NAME, kind=widget_kind)
+
+    assert shared.get_child(kube, "v1", "Service", namespace, NAME) is not None
+    assert run.results.counts()[okt.Operation.PRUNED] == 0
+    assert run.outcome == okt.Outcome.done()

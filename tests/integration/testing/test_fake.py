@@ -604,6 +604,16 @@ def test_a_delete_with_a_wrong_uid_precondition_is_a_conflict(api: Api) -> None:
     assert api.client.get_or_none(WIDGET, "w", api.namespace) is not None
 
 
+def test_a_delete_with_a_stale_resource_version_precondition_is_a_conflict(api: Api) -> None:
+    created = api.client.create(api.widget())
+    api.client.patch(WIDGET, "w", {"metadata": {"labels": {"touched": "yes"}}}, api.namespace)
+
+    with pytest.raises(errors.Conflict):
+        api.client.delete(WIDGET, "w", api.namespace, resource_version=created["metadata"]["resourceVersion"])
+
+    assert api.client.get_or_none(WIDGET, "w", api.namespace) is not None
+
+
 # -- lists and scopes ------------------------------------------------------------------------------------------------
 
 

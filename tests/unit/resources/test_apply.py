@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from okt.kube import kinds, objects
 from okt.names import DEFAULT_PREFIX, Names
 from okt.resources import apply, checksum, resource
+from okt.testing import FakeClient
 
 OWNER = objects.CustomResource(
     {
@@ -454,8 +455,16 @@ class RecordingClient:
         self.managed_fields = [e for e in self.managed_fields if e.get("operation") == "Apply"]
         return answer
 
-    def delete(self, kind: kinds.Kind, name: str, namespace: str | None = None, *, uid: str | None = None) -> bool:
-        self.calls.append(("delete", (kind.plural, name, namespace, uid)))
+    def delete(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        self.calls.append(("delete", (kind.plural, name, namespace, uid, resource_version)))
         return True
 
 
@@ -488,14 +497,42 @@ def test_update_applies_the_initial_data_and_sends_one_guarded_merge_patch() -> 
     assert res.live == observed[0]
 
 
-def test_delete_is_preconditioned_on_the_uid_it_read() -> None:
+def test_delete_is_preconditioned_on_the_uid_and_the_resource_version_it_read() -> None:
     client = RecordingClient()
+    meta = {"name": "s", "namespace": "ns", "uid": "u", "resourceVersion": "7"}
 
-    apply.delete(
-        client, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns", "uid": "u"}}
-    )
+    apply.delete(client, {"apiVersion": "v1", "kind": "Service", "metadata": meta}, "o", Names())
 
-    assert client.calls == [("delete", ("services", "s", "ns", "u"))]
+    assert client.calls == [("delete", ("services", "s", "ns", "u", "7"))]
+
+
+def pruned_child(owner_uid: str = "o") -> dict[str, Any]:
+    reference = {"apiVersion": "v1", "kind": "Widget", "name": "w", "uid": owner_uid, "controller": True}
+    labels = {Names().owner_label: "o"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns", "labels": labels, "ownerReferences": [reference]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("since", "deleted"),
+    [
+        pytest.param({"data": {"k": "v"}}, True, id="changed-but-still-ours"),
+        pytest.param(
+            {"metadata": {"ownerReferences": pruned_child("other")["metadata"]["ownerReferences"]}}, False, id="adopted"
+        ),
+        pytest.param({"metadata": {"labels": {Names().owner_label: None}}}, False, id="label-taken-off"),
+    ],
+)
+def test_delete_judges_again_an_object_that_changed_since_it_was_read(since: dict[str, Any], deleted: bool) -> None:
+    client = FakeClient()
+    read = client.create(pruned_child())
+    client.patch(kinds.CONFIG_MAP, "c", since, "ns")
+
+    assert apply.delete(client, read, "o", Names()) is deleted
+    assert (client.get_or_none(kinds.CONFIG_MAP, "c", "ns") is None) is deleted
 
 
 MERGE = apply.WriteOptions(apply.Strategy.MERGE)

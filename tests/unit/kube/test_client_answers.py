@@ -12,12 +12,12 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
-import pykube
 import pytest
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from tests.unit.kube import loopback
 
 CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
 
@@ -75,13 +75,7 @@ def start(tmp_path: pathlib.Path) -> Iterator[Start]:
         answers: list[Answer], *, user: dict[str, str] | None = None, **options: object
     ) -> tuple[ScriptedServer, kube_client.Client]:
         server = ScriptedServer(answers)
-        doc = {
-            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
-            "users": [{"name": "u", "user": user if user is not None else {"token": "static"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "x",
-        }
-        client = kube_client.Client(pykube.KubeConfig(doc), **options)  # type: ignore[arg-type]
+        client = loopback.client_for(server.port, user=user, **options)
         opened.append((server, client))
         return server, client
 

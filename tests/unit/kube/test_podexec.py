@@ -14,12 +14,12 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
-import pykube
 import pytest
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import podexec
+from tests.unit.kube import loopback
 
 _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CLOSE = b"\x88\x00"
@@ -88,13 +88,7 @@ def exec_against() -> Iterator[ExecAgainst]:
 
     def run(frames: bytes) -> podexec.ExecResult:
         server = UpgradingServer(frames)
-        doc = {
-            "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
-            "users": [{"name": "u", "user": {"token": "static"}}],
-            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "x",
-        }
-        client = kube_client.Client(pykube.KubeConfig(doc))
+        client = loopback.client_for(server.port)
         opened.append((server, client))
         return podexec.run(client, "ns", "web", "web", ["backup"], timeout=10)
 

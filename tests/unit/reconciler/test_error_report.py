@@ -14,8 +14,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import events
 from okt.testing import FakeClient, condition
-
-WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
+from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 
 class QuotaExceeded(okt.TemporaryError):
@@ -43,20 +42,6 @@ def ready_after(reconciler: okt.Reconciler, fake: FakeClient) -> tuple[str, str,
     ready = condition(fake.stored(WEBAPP, "web", "shop"), "Ready")
     assert ready is not None
     return ready["status"], ready["reason"], ready["message"]
-
-
-def webapp() -> FakeClient:
-    """An in-memory API holding the WebApp ``shop/web``."""
-    fake = FakeClient(kinds=[WEBAPP])
-    fake.put(
-        {
-            "apiVersion": WEBAPP.api_version,
-            "kind": WEBAPP.kind,
-            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
-            "spec": {},
-        }
-    )
-    return fake
 
 
 def test_an_error_whose_reason_is_not_camel_case_still_turns_ready_false_then_recovery_turns_it_true() -> None:

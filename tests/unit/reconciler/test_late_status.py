@@ -7,10 +7,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import okt
-from okt.kube import kinds
 from okt.testing import FakeClient, condition
-
-WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
+from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 
 class LateReporter(okt.Reconciler):
@@ -42,19 +40,6 @@ class TimedReporter(okt.Reconciler):
     @okt.every(hours=1)
     def census(self, ctx: okt.Context) -> None:
         ctx.status_fields["census"] = 3
-
-
-def webapp() -> FakeClient:
-    fake = FakeClient(kinds=[WEBAPP])
-    fake.put(
-        {
-            "apiVersion": WEBAPP.api_version,
-            "kind": WEBAPP.kind,
-            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
-            "spec": {},
-        }
-    )
-    return fake
 
 
 def writes(fake: FakeClient) -> int:

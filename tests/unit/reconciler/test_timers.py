@@ -16,6 +16,7 @@ from okt.reconciler import context as context_mod
 from okt.reconciler import timers
 from okt.status import events
 from okt.testing import FakeClient
+from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 
 class FakeTime:
@@ -116,24 +117,6 @@ def test_a_timer_runs_only_within_a_successful_reconcile() -> None:
 
     timers.run_due(reconciler, context_of(reconciler), clock)
     assert reconciler.ticks == 1
-
-
-WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
-
-
-def webapp() -> FakeClient:
-    """An in-memory API holding the WebApp ``shop/web``, and room for its Events."""
-    fake = FakeClient(kinds=[WEBAPP])
-    fake.serve(kinds.EVENT)
-    fake.put(
-        {
-            "apiVersion": WEBAPP.api_version,
-            "kind": WEBAPP.kind,
-            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
-            "spec": {},
-        }
-    )
-    return fake
 
 
 class Answering(okt.Reconciler):

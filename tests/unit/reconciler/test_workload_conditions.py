@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import okt
 from okt.kube import kinds
 from okt.testing import FakeClient, condition
+from tests.unit.reconciler.webapps import WEBAPP, webapp
 
-WEBAPP = kinds.Kind("apps.example.com/v1alpha1", "WebApp", "webapps")
 DEPLOYMENT = kinds.Kind("apps/v1", "Deployment", "deployments")
 
 TEMPLATE = """\
@@ -54,19 +54,6 @@ def deployment_reports(fake: FakeClient, **status: Any) -> None:
     deployment = fake.stored(DEPLOYMENT, "web", "shop")
     assert deployment is not None
     fake.put({**deployment, "status": {"observedGeneration": deployment["metadata"].get("generation", 1), **status}})
-
-
-def webapp() -> FakeClient:
-    fake = FakeClient(kinds=[WEBAPP])
-    fake.put(
-        {
-            "apiVersion": WEBAPP.api_version,
-            "kind": WEBAPP.kind,
-            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
-            "spec": {},
-        }
-    )
-    return fake
 
 
 def test_a_rollout_past_its_progress_deadline_is_no_longer_progressing_and_its_versions_are_not_reported() -> None:

@@ -799,6 +799,18 @@ def test_a_deleted_primary_leaves_nothing_of_its_timers_behind() -> None:
     assert clock.due(gone["metadata"]["uid"], "backup", 3600) == 0.0
 
 
+def recording(reconciled: list[str]) -> Callable[..., stepper.Run]:
+    """A reconcile that appends the name it is given to ``reconciled`` (from any worker) and is done."""
+    lock = threading.Lock()
+
+    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        with lock:
+            reconciled.append(name)
+        return fake_run(Outcome.done())
+
+    return record
+
+
 def test_a_standby_queues_nothing_and_once_it_leads_queues_its_cached_primaries_and_those_deleted_meanwhile(
     api: Any,
 ) -> None:
@@ -807,13 +819,7 @@ def test_a_standby_queues_nothing_and_once_it_leads_queues_its_cached_primaries_
     it)."""
     api.stats = kube_client.RequestStats()
     reconciled: list[str] = []
-    lock = threading.Lock()
-
-    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
-        with lock:
-            reconciled.append(name)
-        return fake_run(Outcome.done())
-
+    record = recording(reconciled)
     controller = controller_mod.Controller(
         CleanedWidgets, api, cache_mod.Cache(api), reconcile=record, workers=1, standby=True
     )
@@ -840,13 +846,7 @@ def test_a_standby_that_leads_reconciles_what_changed_while_it_stood_by_before_i
     behind every object of its warm cache: the failover's first reconcile is the object someone is waiting for."""
     api.stats = kube_client.RequestStats()
     reconciled: list[str] = []
-    lock = threading.Lock()
-
-    def record(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
-        with lock:
-            reconciled.append(name)
-        return fake_run(Outcome.done())
-
+    record = recording(reconciled)
     controller = controller_mod.Controller(
         Widgets, api, cache_mod.Cache(api), reconcile=record, workers=1, standby=True
     )

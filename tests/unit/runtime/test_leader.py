@@ -6,12 +6,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-import pykube
 import pytest
 
-from okt.kube import client as kube_client
 from okt.runtime import leader
 from okt.testing import waiting
+from tests.unit.kube import loopback
 from tests.unit.kube import test_client_answers as answers
 
 
@@ -83,13 +82,7 @@ def test_an_answer_of_an_unexpected_shape_is_a_failed_attempt_and_the_elector_go
             *[answers.answer("200 OK", lease, "Content-Type: application/json")] * 400,
         ]
     )
-    doc = {
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.port}"}}],
-        "users": [{"name": "u", "user": {"token": "static"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x",
-    }
-    client = kube_client.Client(pykube.KubeConfig(doc))
+    client = loopback.client_for(server.port)
     elector = leader.LeaderElector(client, "default", "lease", "me", 3.0, 2.0, 0.1)
     try:
         elector.start()

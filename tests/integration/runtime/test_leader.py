@@ -179,6 +179,34 @@ class HeldAnswerProxy(faults.FaultProxy):
         return Handler
 
 
+class Overlaps:
+    """The moments two electors could write at once (``both()`` true), looked at every 10 ms from :meth:`start` to
+    :meth:`stop`."""
+
+    def __init__(self, both: Callable[[], bool]) -> None:
+        self.seen: list[float] = []
+        self._both = both
+        self._watching = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def start(self) -> None:
+        self._watching.set()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._watching.clear()
+
+    def span(self) -> float:
+        """Seconds from the first moment seen to the last."""
+        return self.seen[-1] - self.seen[0]
+
+    def _watch(self) -> None:
+        while self._watching.is_set():
+            if self._both():
+                self.seen.append(time.monotonic())
+            time.sleep(0.01)
+
+
 def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_leader(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
 ) -> None:
@@ -190,34 +218,24 @@ def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         first = leader.LeaderElector(through, namespace, "held", "first", *timing)
         second = leader.LeaderElector(kube, namespace, "held", "second", *timing)
-        both: list[float] = []
-        watching = threading.Event()
-
-        def watch() -> None:
-            while watching.is_set():
-                if first.may_write() and second.is_leader:
-                    both.append(time.monotonic())
-                time.sleep(0.01)
-
-        watcher = threading.Thread(target=watch, daemon=True)
+        both = Overlaps(lambda: first.may_write() and second.is_leader)
         try:
             first.start()
             wait_for(first.may_write, timeout=10)
             second.start()
             wait_for(lambda: second.holder == "first", timeout=10)
-            watching.set()
-            watcher.start()
+            both.start()
             proxy.hold.set()
             wait_for(lambda: second.is_leader, timeout=2 * proxy.HELD, message="the second takes the expired lease")
             assert not proxy.answered.is_set(), "the second took the lease while the first's renewal was held"
             assert proxy.answered.wait(proxy.HELD + 5)
             wait_for(lambda: first.lost, timeout=5, message="the first finds the second holding the lease")
         finally:
-            watching.clear()
+            both.stop()
             first.stop(release=False)
             second.stop(release=True)
             through.close()
-        assert not both, f"the first could write for {both[-1] - both[0]:.2f} s while the second led"
+        assert not both.seen, f"the first could write for {both.span():.2f} s while the second led"
 
 
 class GarblingProxy(faults.FaultProxy):
@@ -327,36 +345,27 @@ def test_a_lease_deleted_by_hand_is_not_taken_by_a_standby_while_the_leader_may_
     the leader does not know yet (it looks at its next renewal, which recreates the lease) and may still be writing."""
     first = leader.LeaderElector(kube, namespace, "deleted", "first", 20.0, 15.0, 5.0)
     second = leader.LeaderElector(kube, namespace, "deleted", "second", 3.0, 2.0, 0.2)
-    both: list[float] = []
-    watching = threading.Event()
-
-    def watch() -> None:
-        while watching.is_set():
-            if first.may_write() and second.is_leader:
-                both.append(time.monotonic())
-            time.sleep(0.01)
+    both = Overlaps(lambda: first.may_write() and second.is_leader)
 
     def holder() -> str | None:
         lease = kube.get_or_none(kinds.LEASE, "deleted", namespace)
         return None if lease is None else lease["spec"].get("holderIdentity")
 
-    watcher = threading.Thread(target=watch, daemon=True)
     try:
         first.start()
         wait_for(first.may_write, timeout=10)
         second.start()
         wait_for(lambda: second.holder == "first", timeout=10)
-        watching.set()
-        watcher.start()
+        both.start()
         kube.delete(kinds.LEASE, "deleted", namespace)
         wait_for(lambda: second.is_leader or holder() == "first", timeout=10, message="the lease is taken again")
         time.sleep(1.0)  # five of the second's retry periods: it sees the recreated lease
-        assert not both, f"the first could write for {both[-1] - both[0]:.2f} s while the second led"
+        assert not both.seen, f"the first could write for {both.span():.2f} s while the second led"
         assert holder() == "first"
         assert first.may_write()
         assert not second.is_leader
     finally:
-        watching.clear()
+        both.stop()
         second.stop(release=True)
         first.stop(release=True)
 
@@ -366,29 +375,19 @@ def test_two_candidates_given_the_same_identity_never_lead_at_once(kube: kube_cl
     another process's, waited out as any other holder's (taking it as one's own made two leaders)."""
     first = leader.LeaderElector(kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5)
     second = leader.LeaderElector(kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5)
-    both: list[float] = []
-    watching = threading.Event()
-
-    def watch() -> None:
-        while watching.is_set():
-            if first.may_write() and second.may_write():
-                both.append(time.monotonic())
-            time.sleep(0.01)
-
-    watcher = threading.Thread(target=watch, daemon=True)
+    both = Overlaps(lambda: first.may_write() and second.may_write())
     try:
         first.start()
         wait_for(first.may_write, timeout=10)
-        watching.set()
-        watcher.start()
+        both.start()
         second.start()
         wait_for(lambda: second.holder == "twin", timeout=10)
         time.sleep(LEASE_DURATION)  # six retry periods of the second, and longer than the lease
-        assert not both, f"both could write for {both[-1] - both[0]:.2f} s"
+        assert not both.seen, f"both could write for {both.span():.2f} s"
         assert first.may_write()
         assert not second.is_leader
     finally:
-        watching.clear()
+        both.stop()
         second.stop(release=False)
         first.stop(release=True)
 

@@ -60,6 +60,23 @@ class Scalers(okt.Reconciler):
     kind = "HorizontalPodAutoscaler"
 
 
+def refused_start(
+    kube: kube_client.Client,
+    namespace: str,
+    reconciler: type[okt.Reconciler],
+    refusal: type[okt.errors.ApiError] = okt.errors.NotFound,
+) -> str:
+    """The one line a manager of ``reconciler`` raises from its start (a ``refusal``), once it is shut down."""
+    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
+    try:
+        with pytest.raises(refusal) as caught:
+            manager.start()
+    finally:
+        manager.stop()
+        manager.join(15)
+    return str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("reconciler", "message"),
     [
@@ -75,14 +92,7 @@ class Scalers(okt.Reconciler):
 def test_a_builtin_kind_the_server_does_not_serve_stops_the_start_naming_it_and_the_versions_that_serve_it(
     kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler], message: str
 ) -> None:
-    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
-    try:
-        with pytest.raises(okt.errors.NotFound) as caught:
-            manager.start()
-    finally:
-        manager.stop()
-        manager.join(15)
-    assert str(caught.value) == f"404 NotFound: {message}"
+    assert refused_start(kube, namespace, reconciler) == f"404 NotFound: {message}"
 
 
 class Credentials(okt.MutableResource):
@@ -191,14 +201,7 @@ class GadgetsOfASlashedVersion(okt.Reconciler):
 def test_a_custom_kind_declared_with_its_plural_the_server_does_not_serve_stops_the_start_naming_it(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, reconciler: type[okt.Reconciler], message: str
 ) -> None:
-    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
-    try:
-        with pytest.raises(okt.errors.NotFound) as caught:
-            manager.start()
-    finally:
-        manager.stop()
-        manager.join(15)
-    assert str(caught.value) == f"404 NotFound: {message}"
+    assert refused_start(kube, namespace, reconciler) == f"404 NotFound: {message}"
 
 
 def test_a_custom_kind_whose_crd_was_established_a_moment_ago_starts(kube: kube_client.Client, namespace: str) -> None:
@@ -306,14 +309,7 @@ def test_a_custom_kind_declared_with_another_plural_or_scope_than_served_stops_t
     reconciler: type[okt.Reconciler],
     message: str,
 ) -> None:
-    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
-    try:
-        with pytest.raises(okt.errors.NotFound) as caught:
-            manager.start()
-    finally:
-        manager.stop()
-        manager.join(15)
-    assert str(caught.value) == f"404 NotFound: {message}"
+    assert refused_start(kube, namespace, reconciler) == f"404 NotFound: {message}"
 
 
 class ReviewWatchers(okt.Reconciler):
@@ -352,11 +348,4 @@ class ComponentStatuses(okt.Reconciler):
 def test_a_kind_the_server_serves_but_cannot_list_and_watch_stops_the_start_naming_its_verbs(
     kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler], message: str
 ) -> None:
-    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", tune_memory=False)
-    try:
-        with pytest.raises(okt.errors.ApiError) as caught:
-            manager.start()
-    finally:
-        manager.stop()
-        manager.join(15)
-    assert str(caught.value) == f"405 MethodNotAllowed: {message}"
+    assert refused_start(kube, namespace, reconciler, okt.errors.ApiError) == f"405 MethodNotAllowed: {message}"

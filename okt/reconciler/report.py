@@ -315,6 +315,7 @@ def write_status(ctx: context_mod.Context) -> bool:
     try:
         written = None
         annotations: dict[str, str | None] = {}
+        bookkeeping = ctx.bookkeeping.changed_annotations()
         if settings.status_target is writer.Target.STATUS:
             wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
             written = writer.write(
@@ -329,9 +330,9 @@ def write_status(ctx: context_mod.Context) -> bool:
             )
         elif settings.status_target is writer.Target.ANNOTATIONS:
             annotations = writer.annotations_patch(
-                ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix
+                ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix, alongside=bookkeeping
             )
-        annotations.update(ctx.bookkeeping.changed_annotations())
+        annotations.update(bookkeeping)
         if annotations:
             patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
             written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)

@@ -68,29 +68,89 @@ def conditions_from_annotations(annotations: Mapping[str, str] | None, prefix: s
     return items if isinstance(items, list) else []
 
 
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+"""What the API server allows all annotations of one object together: keys and values, in UTF-8 bytes."""
+
+
 def annotations_patch(
     live: Mapping[str, str] | None,
     conditions: conditions_mod.Conditions,
     generation: int,
     extra: Mapping[str, Any],
     prefix: str,
+    *,
+    alongside: Mapping[str, str | None] | None = None,
 ) -> dict[str, str | None]:
     """The annotations to patch so the object carries the conditions, observedGeneration and ``extra`` (as compact
-    JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``.
+    JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``. ``alongside``: the other
+    annotations the same patch writes (okt's bookkeeping), counted in the room the conditions have.
 
     The conditions are written with their characters as they are, not as ``\\u`` escapes: the API server bounds all
     annotations of an object to 256 KiB of UTF-8, and escaped, the messages of a failed reconcile in a non-Latin
     script (up to 32 KiB each, in up to six conditions) would take up to three times their size: the write would be
-    refused on every reconcile, and the last Ready would stay.
+    refused on every reconcile, and the last Ready would stay. For the same reason, when the other annotations leave
+    the conditions less room than they take (``kubectl apply`` keeps a copy of the whole object it applied in one),
+    their longest messages are cut to fit, each ending with an ellipsis: Ready, its reason and the start of the
+    message are what must land. The cut depends only on what is written, so it is the same on every reconcile.
     """
     live = live or {}
     names = names_mod.Names(prefix)
-    wanted: dict[str, str | None] = {
-        names.conditions_annotation: _compact(conditions.to_list(), ensure_ascii=False),
+    others: dict[str, str | None] = {
         names.observed_generation_annotation: str(generation),
         names.status_annotation: _compact(dict(extra)) if extra else None,
     }
+    kept = {**{k: v for k, v in live.items() if k != names.conditions_annotation}, **others, **(alongside or {})}
+    used = _bytes(names.conditions_annotation) + sum(_bytes(k) + _bytes(v) for k, v in kept.items() if v is not None)
+    wanted = {names.conditions_annotation: _fitted(conditions.to_list(), ANNOTATIONS_MAX_BYTES - used), **others}
     return {key: value for key, value in wanted.items() if live.get(key) != value}
+
+
+def _fitted(items: list[dict[str, Any]], room: int) -> str:
+    """``items`` as compact JSON of at most ``room`` bytes: the longest messages cut to one same length (what
+    shorter ones leave is shared by the others). As it is when it fits, or when even empty messages would not."""
+    text = _compact(items, ensure_ascii=False)
+    if _bytes(text) <= room:
+        return text
+    costs = [_message_bytes(item.get("message")) for item in items]
+    budget = room - (_bytes(text) - sum(costs))
+    if budget < 0:
+        return text  # the API server refuses it, and the refusal is reported
+    limit = 0
+    for taken, cost in enumerate(sorted(costs)):
+        share = budget // (len(costs) - taken)
+        if cost > share:
+            limit = share
+            break
+        budget -= cost
+    cut = [
+        {**item, "message": _cut(item["message"], limit)} if cost > limit else item
+        for item, cost in zip(items, costs, strict=True)
+    ]
+    return _compact(cut, ensure_ascii=False)
+
+
+def _cut(message: str, limit: int) -> str:
+    """The longest start of ``message`` that, with an ellipsis, takes at most ``limit`` bytes in JSON."""
+    mark = conditions_mod.TRUNCATION_MARK
+    if _message_bytes(mark) > limit:
+        return ""
+    low, high = 0, len(message)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _message_bytes(message[:middle] + mark) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return message[:low] + mark
+
+
+def _message_bytes(message: Any) -> int:
+    """What a message takes inside the JSON written, escapes included (its quotes are not counted)."""
+    return _bytes(json.dumps(message, ensure_ascii=False)) - 2 if isinstance(message, str) else 0
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _compact(value: Any, *, ensure_ascii: bool = True) -> str:

@@ -17,12 +17,14 @@ import okt
 from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import conditions
 from okt.testing import RunningOperator, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
 
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 class DeploymentNotes(okt.MutableResource):
@@ -182,3 +184,39 @@ def test_an_error_with_a_long_message_turns_ready_false_in_the_annotations_too(
     before = kube.stats.snapshot()
     okt.reconcile(Quoting(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
     assert shared.write_requests(kube, before) == {}  # reported once, and what was written reads back the same
+
+
+class Unanswered(Settings):
+    """Fails with a transient error quoting what a backend answered: near the 32 KiB a condition message may hold."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.raw.get("data", {}).get("mode") == "remote":
+            raise okt.TemporaryError("the backend answered: " + "timeout; " * 3600)
+
+
+def test_an_error_turns_ready_false_in_annotations_that_kubectl_apply_has_half_filled(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    # ``kubectl apply`` keeps the whole object it applied in an annotation: a ConfigMap of 160 KiB leaves less than
+    # 100 KiB of the 256 KiB the API server allows all annotations of an object, and four conditions quote the error.
+    data = {"mode": "fast", "table": "x" * 160_000}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}, "data": data}
+    applied = json.dumps(body, separators=(",", ":"))
+    kube.create(
+        {**body, "metadata": {**body["metadata"], "annotations": {KUBECTL_LAST_APPLIED: applied}}}, kinds.CONFIG_MAP
+    )
+    okt.reconcile(Unanswered(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    kube.patch(kinds.CONFIG_MAP, "s", {"data": {"mode": "remote"}}, namespace)
+
+    run = okt.reconcile(Unanswered(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+
+    assert run.results.count(okt.Operation.STATUS_UPDATE_ERROR) == 0, run.results.summary()
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    assert annotations[KUBECTL_LAST_APPLIED] == applied
+    ready = next(c for c in json.loads(annotations["okt.io/conditions"]) if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "TemporaryError")
+    assert ready["message"].startswith("the backend answered: timeout; timeout;")
+    assert ready["message"].endswith(conditions.TRUNCATION_MARK)
+    okt.reconcile(Unanswered(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
+    again = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    assert again["okt.io/conditions"] == annotations["okt.io/conditions"]  # cut the same way: not written again

@@ -278,6 +278,33 @@ def test_the_annotations_target_patches_only_what_differs_and_reads_back_what_it
     }
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        pytest.param("timeout; " * 3600, id="ascii"),
+        pytest.param("ошибка " * 2600, id="two-byte"),
+        pytest.param('{"a":"b"}' * 3600, id="escaped quotes"),
+    ],
+)
+def test_conditions_that_would_overflow_the_annotations_have_their_messages_cut_to_fit(message: str) -> None:
+    conds = conditions.Conditions(now=lambda: T0)
+    conds.set("Ready", False, "Unreachable", message, 2)
+    conds.set("Degraded", True, "Unreachable", message, 2)
+    conds.set("Progressing", False, "Settled", "nothing to roll out", 2)
+    live = {"kubectl.kubernetes.io/last-applied-configuration": "x" * 200_000}
+    bookkeeping = {"okt.io/error-count": "10"}
+
+    patch = writer.annotations_patch(live, conds, 2, {}, "okt.io", alongside=bookkeeping)
+
+    written = {**live, **bookkeeping, **{k: v for k, v in patch.items() if v is not None}}
+    assert sum(len(k.encode()) + len(v.encode()) for k, v in written.items()) <= writer.ANNOTATIONS_MAX_BYTES
+    stored = {c["type"]: c for c in writer.conditions_from_annotations(written, "okt.io")}
+    assert stored["Ready"]["message"].endswith(conditions.TRUNCATION_MARK)
+    assert message.startswith(stored["Ready"]["message"][:-1])
+    assert stored["Progressing"]["message"] == "nothing to roll out"  # a short message is kept whole
+    assert writer.annotations_patch(written, conds, 2, {}, "okt.io", alongside=bookkeeping) == {}
+
+
 @pytest.mark.parametrize("raw", ["", "not json", '{"a": 1}', "[1"])
 def test_an_unreadable_conditions_annotation_reads_as_no_conditions(raw: str) -> None:
     assert writer.conditions_from_annotations({"okt.io/conditions": raw}, "okt.io") == []

@@ -68,3 +68,21 @@ class Names:
                 self.status_annotation,
             }
         )
+
+
+REPORTS = frozenset({"error-count", "conditions", "observed-generation"})
+"""The names of okt's annotations on a primary that only report: a count of failures, the conditions, a generation
+seen. One of them changing is never a reason to reconcile, whatever its prefix."""
+
+
+def is_report(annotation: str) -> bool:
+    """Whether ``annotation`` is one of okt's reports on a primary, under any prefix (``a.example.com/error-count``).
+
+    Why any prefix: two operators built on okt, each with its own prefix, may reconcile the same object (two teams'
+    operators of Deployments). While both fail on it, each retry writes its error count; were the other's count a
+    change that matters, each write would wake the other at once, past its backoff, and the two would take turns
+    without end. ``phase`` and ``status`` are left out: other tools name what a user sets so, and okt rewrites them
+    only when they change, not on every retry.
+    """
+    prefix, slash, name = annotation.rpartition("/")
+    return bool(prefix and slash) and name in REPORTS

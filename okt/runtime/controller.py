@@ -127,7 +127,9 @@ def primary_change_matters(
     the API server keeps no generation for (a ConfigMap's ``data``, a Secret's, a Service's ``spec``) counts a change
     of anything outside its metadata and status instead: its generation never moves. Changes to
     ``ignored_annotations`` (okt's own bookkeeping annotations) do not count, or an object in error would requeue
-    itself at once past its backoff. A MODIFIED event without the previous object is kept (nothing to compare with).
+    itself at once past its backoff; nor do changes to the reports of another operator built on okt, under its own
+    prefix (see :func:`okt.names.is_report`). A MODIFIED event without the previous object is kept (nothing to compare
+    with).
     """
     if event_type != informer_mod.MODIFIED or old is None:
         return True
@@ -139,12 +141,18 @@ def primary_change_matters(
         return True
     for field in _WATCHED_METADATA:
         now, before = meta.get(field) or None, old_meta.get(field) or None
-        if field == "annotations" and ignored_annotations:
-            now = {k: v for k, v in (now or {}).items() if k not in ignored_annotations} or None
-            before = {k: v for k, v in (before or {}).items() if k not in ignored_annotations} or None
+        if field == "annotations":
+            now = _meaningful(now, ignored_annotations)
+            before = _meaningful(before, ignored_annotations)
         if now != before:
             return True
     return False
+
+
+def _meaningful(annotations: Mapping[str, str] | None, ignored: frozenset[str]) -> dict[str, str] | None:
+    """The annotations a change of which deserves a reconcile: neither ``ignored`` nor a report of okt's."""
+    kept = {k: v for k, v in (annotations or {}).items() if k not in ignored and not names_mod.is_report(k)}
+    return kept or None
 
 
 def _content(obj: Mapping[str, Any]) -> dict[str, Any]:

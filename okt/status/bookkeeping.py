@@ -3,7 +3,8 @@
 Why this exists: Kopf learned that built-in kinds and strict schemas prune unknown status fields, so a single hard-coded
 place does not fit every resource. okt lets the reconciler choose: ``status`` (``status.okt``, written with the
 conditions in the same status patch) or ``annotations`` (``<prefix>/error-count``, ``<prefix>/phase`` on the object;
-okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile).
+okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile, and to the
+error count of another operator built on okt, under its prefix: see :func:`okt.names.is_report`).
 """
 
 from __future__ import annotations

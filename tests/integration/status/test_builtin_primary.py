@@ -17,6 +17,7 @@ import okt
 from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.status import conditions
 from okt.testing import RunningOperator, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
@@ -220,3 +221,56 @@ def test_an_error_turns_ready_false_in_annotations_that_kubectl_apply_has_half_f
     okt.reconcile(Unanswered(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP)
     again = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
     assert again["okt.io/conditions"] == annotations["okt.io/conditions"]  # cut the same way: not written again
+
+
+class TeamA(okt.Reconciler):
+    """One operator's reconciler of ConfigMaps, failing while its backend is down (mode ``remote``)."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    name = "team-a"
+    prefix = "a.example.com"
+    status = "annotations"
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.raw.get("data", {}).get("mode") == "remote":
+            raise okt.TemporaryError("the backend does not answer")
+
+
+class TeamB(TeamA):
+    """Another operator's, with its own prefix, failing on the same ConfigMap."""
+
+    name = "team-b"
+    prefix = "b.example.com"
+
+
+def test_two_operators_failing_on_one_object_back_off_instead_of_waking_each_other(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+    kube.create({**body, "data": {"mode": "remote"}}, kinds.CONFIG_MAP)
+
+    def counts() -> tuple[str | None, str | None]:
+        annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"].get("annotations") or {}
+        return annotations.get("a.example.com/error-count"), annotations.get("b.example.com/error-count")
+
+    # Retries after a failure wait ten minutes: every reconcile seen here is one an event asked for.
+    slow = backoff_mod.Backoff(base=600, cap=600, jitter=0)
+    client_a = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    client_b = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    with RunningOperator.start(client_a, TeamA, namespaces=[namespace], backoff=slow) as team_a:
+        wait_for(lambda: counts()[0] is not None, timeout=30, message="team A's error count")
+        with RunningOperator.start(client_b, TeamB, namespaces=[namespace], backoff=slow) as team_b:
+            wait_for(lambda: counts()[1] is not None, timeout=30, message="team B's error count")
+            controllers = [*team_a.manager.controllers, *team_b.manager.controllers]
+            wait_for(
+                lambda: all(not c.in_flight and not len(c.queue) for c in controllers),
+                timeout=30,
+                message="both operators idle",
+            )
+            processed = [c.processed for c in controllers]
+    client_a.close()
+    client_b.close()
+
+    assert counts() == ("1", "1")
+    assert processed == [1, 1]

@@ -18,7 +18,7 @@ import structlog.testing
 import yaml
 
 import okt
-from okt import errors
+from okt import errors, names
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
@@ -516,6 +516,25 @@ def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> Non
     assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is False
     edited = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "b"}}}
     assert controller_mod.primary_change_matters("MODIFIED", edited, old, ignored) is True
+
+
+@pytest.mark.parametrize(
+    ("annotation", "matters"),
+    [
+        pytest.param("b.example.com/error-count", False, id="another okt's error count"),
+        pytest.param("b.example.com/conditions", False, id="another okt's conditions"),
+        pytest.param("b.example.com/observed-generation", False, id="another okt's generation seen"),
+        pytest.param("b.example.com/phase", True, id="a phase someone sets"),
+        pytest.param("error-count", True, id="no prefix"),
+    ],
+)
+def test_a_change_to_the_reports_of_another_operator_built_on_okt_does_not_requeue(
+    annotation: str, matters: bool
+) -> None:
+    old = {"metadata": {"generation": 1, "annotations": {annotation: "1"}}}
+    new = {"metadata": {"generation": 1, "annotations": {annotation: "2"}}}
+    ignored = names.Names("a.example.com").primary_annotations()
+    assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is matters
 
 
 class ConfigChild(okt.MutableResource):

@@ -213,7 +213,9 @@ def on_error(ctx: context_mod.Context) -> None:
     # would keep saying True while every reconcile fails.
     reason = cond.as_reason(reason)
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
-    failures = ctx.bookkeeping.error_count + 1
+    # Counted from what the object carried: a success whose report the API server refused has reset the working
+    # count already, and every such reconcile would count as the first failure (Degraded never turning True).
+    failures = ctx.bookkeeping.stored_error_count + 1
     degraded = permanent or failures >= ctx.settings.degraded_after
     stalled = permanent or ctx.results.gave_up is not None
     news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
@@ -222,8 +224,7 @@ def on_error(ctx: context_mod.Context) -> None:
     # retried, so every later report would be one more write saying the same thing.
     waits = ctx.results.gave_up is not None or (isinstance(error, errors.PermanentError) and error.waits_for_change)
     reported = waits and not news
-    if not reported:
-        ctx.bookkeeping.error_count = failures
+    ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported else failures
 
     def write() -> None:
         try:

@@ -61,6 +61,11 @@ class Bookkeeping:
         self._values["errorCount"] = max(0, int(value))
 
     @property
+    def stored_error_count(self) -> int:
+        """The error count the object carried when the reconcile began: what one more failure adds to."""
+        return int(self._loaded["errorCount"] or 0)
+
+    @property
     def phase(self) -> str | None:
         phase = self._values["phase"]
         return str(phase) if phase is not None else None

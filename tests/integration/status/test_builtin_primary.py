@@ -274,3 +274,29 @@ def test_two_operators_failing_on_one_object_back_off_instead_of_waking_each_oth
 
     assert counts() == ("1", "1")
     assert processed == [1, 1]
+
+
+class Oversized(Settings):
+    """Reports a status field larger than all annotations of an object may be: every success's write is refused."""
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.SuccessManager:
+            ctx.status_fields["table"] = "x" * 300_000
+        return super().enter_in_state(state, ctx)
+
+
+def test_a_report_the_api_server_refuses_counts_each_reconcile_as_one_more_failure(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+    kube.create({**body, "data": {"mode": "fast"}}, kinds.CONFIG_MAP)
+
+    runs = [okt.reconcile(Oversized(), kube, None, namespace, "s", kind=kinds.CONFIG_MAP) for _ in range(3)]
+
+    assert all(isinstance(run.outcome.error, okt.ApiError) for run in runs), [run.outcome for run in runs]
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+    assert annotations["okt.io/error-count"] == "3"
+    stored = {c["type"]: c for c in json.loads(annotations["okt.io/conditions"])}
+    assert (stored["Ready"]["status"], stored["Ready"]["reason"]) == ("False", "ApiError")
+    assert "262144" in stored["Ready"]["message"]
+    assert stored["Degraded"]["status"] == "True"  # the third consecutive failure (degraded_after)

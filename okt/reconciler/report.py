@@ -220,10 +220,10 @@ def on_error(ctx: context_mod.Context) -> None:
     stalled = permanent or ctx.results.gave_up is not None
     news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
     # A permanent error or a give-up already reported for this generation (a restart, a resync, a child's event) is
-    # reported once: no error count, no Event, so nothing is written while the object does not change. Neither is
-    # retried, so every later report would be one more write saying the same thing.
-    waits = ctx.results.gave_up is not None or (isinstance(error, errors.PermanentError) and error.waits_for_change)
-    reported = waits and not news
+    # reported once: no error count, no Event, so nothing is written while the object does not change. A permanent
+    # error whose fix wakes no reconcile (an unknown persisted phase) is retried only to notice that fix: each of its
+    # reports would be one more write and one more Event saying the same thing too.
+    reported = (ctx.results.gave_up is not None or isinstance(error, errors.PermanentError)) and not news
     ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported else failures
 
     def write() -> None:

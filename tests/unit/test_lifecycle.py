@@ -6,7 +6,7 @@ import enum
 import math
 import pickle
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import pytest
 import structlog
@@ -21,9 +21,11 @@ from okt.lifecycle import transition as transition_mod
 from okt.lifecycle.lifecycle import Lifecycle, Progress
 from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
 from okt.reconciler import context as context_mod
+from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.status import bookkeeping, writer
 from okt.status.conditions import ConditionStatus
+from okt.testing import FakeClient
 
 Persistence = bookkeeping.Persistence
 KIND = kinds.Kind("test.okt.io/v1", "App", "apps")
@@ -496,6 +498,37 @@ def test_an_unknown_phase_raised_in_a_hook_becomes_an_error_outcome_not_a_crash(
 
     assert run.path_str == ">CRChecker>ObjectsGetter>ErrorManager>End"
     assert isinstance(run.outcome.error, UnknownPhase)
+
+
+class Advancing(reconciler_mod.Reconciler):
+    """Advances LIFECYCLE on entering ObjectsGetter, as the sample does."""
+
+    api_version = KIND.api_version
+    kind = KIND.kind
+    plural = KIND.plural
+    params: ClassVar[dict[str, Any]] = {FACTS_KEY: Facts()}
+
+    def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> None:
+        if state is states.State.ObjectsGetter:
+            LIFECYCLE.advance(ctx)
+        super().enter_in_state(state, ctx)
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_an_unknown_phase_is_reported_once_then_retried_without_a_write_or_an_event(persistence: Persistence) -> None:
+    fake = FakeClient(kinds=[KIND], objects=[app("Exploded", persistence=persistence)])
+    reconciler = cast(reconciler_mod.Reconciler, type("Apps", (Advancing,), {"persistence": persistence})())
+    recorder = Recorder()
+    first = core.reconcile(reconciler, fake, None, "ns", "demo", recorder=cast(Any, recorder))
+    assert isinstance(first.outcome.error, UnknownPhase)
+    writes = fake.stats.writes()
+
+    later = [core.reconcile(reconciler, fake, None, "ns", "demo", recorder=cast(Any, recorder)) for _ in range(3)]
+
+    # Still retried (the fix, an edit of the phase, wakes no reconcile), but saying nothing new: no write, no event.
+    assert [isinstance(run.outcome.error, UnknownPhase) for run in later] == [True, True, True]
+    assert fake.stats.writes() == writes
+    assert [reason for _, reason, _ in recorder.events] == ["UnknownPhase"]
 
 
 def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:

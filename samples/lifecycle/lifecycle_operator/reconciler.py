@@ -8,8 +8,8 @@ before the children are registered — so the phase just entered decides which c
 * Running — the Deployment ``<name>`` at the installed version; Ready=True once okt's usual checks pass;
 * Upgrading — the Deployment, still at the installed version, and the Job ``<name>-upgrade-<version>``;
   Ready=False (``UpgradeRequested``);
-* Failed — the Deployment if a version is installed, and the Job that failed (kept for its logs); Ready=False
-  (``SetupFailed`` or ``UpgradeFailed``).
+* Failed — the Deployment if a version is installed, and the Job that failed (kept for its logs, never created
+  again once deleted); Ready=False (``SetupFailed`` or ``UpgradeFailed``).
 
 Children no longer registered are pruned by okt (a finished Job goes when its phase ends). Outside Running the
 SuccessManager reports the phase instead of okt's "every child is in its desired state": Ready is False with the
@@ -65,9 +65,11 @@ class WebAppReconciler(okt.Reconciler):
         elif phase is Phase.Failed:
             failed = phases.failed_version(ctx)
             if failed is not None:
-                # Kept for inspection (its Pods' logs); pruned once the WebApp leaves Failed.
-                job = JobWebApp.upgrade if installed is not None else JobWebApp.setup
-                children.append(job(ctx.cr, failed))
+                # Kept for inspection (its Pods' logs) while it exists; pruned once the WebApp leaves Failed. Never
+                # created again once someone deleted it: it would run again and change the application behind Failed.
+                job = (JobWebApp.upgrade if installed is not None else JobWebApp.setup)(ctx.cr, failed)
+                if phases.live_job(ctx, job.name) is not None:
+                    children.append(job)
         return children
 
     # -- what the conditions say outside Running: the phase, explained by the lifecycle condition --------------

@@ -95,7 +95,7 @@ def test_a_failed_upgrade_keeps_serving_and_can_be_rolled_back_or_retried(
     webapps.set_version("blog", "2")
     webapps.wait_phase("blog", "Upgrading", jobs=("blog-upgrade-2",))
     webapps.finish_job("blog-upgrade-2", succeeded=False)
-    failed = webapps.wait_phase("blog", "Failed", reason="UpgradeFailed")
+    failed = webapps.wait_phase("blog", "Failed", reason="UpgradeFailed", jobs=("blog-upgrade-2",))
     assert (failed.installed, failed.failed, failed.deployment_image) == ("1", "2", f"{IMAGE}:1")
 
     webapps.set_version("blog", "1")

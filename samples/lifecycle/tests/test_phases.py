@@ -10,11 +10,13 @@ import pytest
 import structlog
 import yaml
 
+import okt
 from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.lifecycle import IllegalTransition, UnknownPhase
 from okt.reconciler import context as context_mod
+from okt.testing import FakeClient
 from samples.lifecycle.lifecycle_operator import LIFECYCLE, Phase, WebAppReconciler, WebAppSpec
 from samples.lifecycle.lifecycle_operator.resources import JobState, JobWebApp, job_version
 
@@ -121,3 +123,37 @@ def test_the_readme_mentions_every_transition_reason() -> None:
     readme = (SAMPLE / "README.md").read_text()
     missing = [edge.reason for edge in LIFECYCLE.transitions if f"`{edge.reason}`" not in readme]
     assert missing == []
+
+
+# -- reconciled with the in-memory API ---------------------------------------------------------------------------------
+
+WEBAPP = kinds.Kind("lifecycle.example.com/v1alpha1", "WebApp", "webapps")
+JOB = kinds.Kind("batch/v1", "Job", "jobs")
+
+
+def failed_webapp(installed: str | None, failed: str) -> FakeClient:
+    """An in-memory API holding the WebApp ``ns/shop``, Failed at ``failed`` over ``installed``, and no Job."""
+    status = {"failedVersion": failed, **({"installedVersion": installed} if installed else {})}
+    return FakeClient(
+        kinds=[WEBAPP],
+        objects=[
+            {
+                "apiVersion": WEBAPP.api_version,
+                "kind": WEBAPP.kind,
+                "metadata": {"name": "shop", "namespace": "ns", "annotations": {"okt.io/phase": "Failed"}},
+                "spec": {"version": failed},
+                "status": status,
+            }
+        ],
+    )
+
+
+@pytest.mark.parametrize(("installed", "job"), [("1", "shop-upgrade-2"), (None, "shop-setup")])
+def test_a_failed_job_deleted_by_someone_is_not_run_again(installed: str | None, job: str) -> None:
+    fake = failed_webapp(installed, failed="2")  # someone deleted the Job that failed, once they had read its logs
+
+    run = okt.reconcile(WebAppReconciler(), fake, None, "ns", "shop")
+
+    assert run.outcome == okt.Outcome.done()
+    assert fake.stored(JOB, job, "ns") is None  # a Job that ran again would change the application behind Failed
+    assert (fake.stored(WEBAPP, "shop", "ns") or {})["metadata"]["annotations"]["okt.io/phase"] == "Failed"

@@ -119,8 +119,8 @@ class PermanentError(OktError):
 
     reason: ClassVar[str] = "PermanentError"
     waits_for_change: ClassVar[bool] = True
-    """False for a failure whose fix lies where an edit does not wake okt (a persisted phase): retried with backoff,
-    still reported once."""
+    """False for a failure whose fix lies where an edit does not wake okt (a phase persisted in the status): retried
+    with backoff, still reported once."""
 
 
 class InvalidSpec(PermanentError):

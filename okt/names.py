@@ -58,7 +58,8 @@ class Names:
         return f"{self.prefix}/status"
 
     def primary_annotations(self) -> frozenset[str]:
-        """Every annotation okt writes on a primary: changes to them never need a reconcile."""
+        """Every annotation okt writes on a primary: changes to them need no reconcile, but for a person's edit of the
+        phase (the controller's event filter lets that one through)."""
         return frozenset(
             {
                 self.error_count_annotation,

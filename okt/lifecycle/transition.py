@@ -171,7 +171,7 @@ class UnknownPhase(errors.PermanentError):
     """
 
     reason: ClassVar[str] = "UnknownPhase"
-    waits_for_change: ClassVar[bool] = False  # the fix is an edit of the status or of okt's annotation: no event
+    waits_for_change: ClassVar[bool] = False  # the fix may be an edit of status.okt.phase, which wakes nothing
 
     def __init__(self, value: str, where: str, expected: Sequence[str], initial: str) -> None:
         self.value = value

@@ -338,7 +338,10 @@ class Controller:
         reconciler_cls = core.resolved(reconciler_cls, client)  # a kind named as kubectl names it: discovered
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
-        self._ignored_annotations = names_mod.Names(reconciler_cls.prefix).primary_annotations()
+        names = names_mod.Names(reconciler_cls.prefix)
+        # A change of the phase annotation is a person's edit (okt's own writes of it are echoes, which wake nothing):
+        # the repair an UnknownPhase asks for, or a manual move, acted upon at once rather than at the next event.
+        self._ignored_annotations = names.primary_annotations() - {names.phase_annotation}
         self.client = client
         self.cache = cache
         self.name = reconciler_cls.controller_name()

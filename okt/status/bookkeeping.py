@@ -3,8 +3,10 @@
 Why this exists: Kopf learned that built-in kinds and strict schemas prune unknown status fields, so a single hard-coded
 place does not fit every resource. okt lets the reconciler choose: ``status`` (``status.okt``, written with the
 conditions in the same status patch) or ``annotations`` (``<prefix>/error-count``, ``<prefix>/phase`` on the object;
-okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile, and to the
-error count of another operator built on okt, under its prefix: see :func:`okt.names.is_report`).
+okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile — but for a
+person's edit of the phase annotation, which is acted upon at once; okt's own writes of it are echoes, which wake
+nothing — and to the error count of another operator built on okt, under its prefix: see
+:func:`okt.names.is_report`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import condition
+from okt.testing import RunningOperator, condition, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -71,3 +71,46 @@ def test_a_move_is_persisted_when_the_reconcile_then_gives_up_quietly(
 
 def writes(client: kube_client.Client) -> int:
     return sum(n for (verb, _), n in client.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)
+
+
+STARTED = okt.Lifecycle(
+    Phase,
+    initial=Phase.Pending,
+    transitions=[okt.Transition(Phase.Pending, Phase.Running, reason="Started")],
+    requeue_after=None,  # nothing but an event wakes the operator once the Widget runs
+)
+
+
+class Starting(shared.WidgetReconciler):
+    """Moves a Widget from Pending to Running at once, the phase in the ``okt.io/phase`` annotation."""
+
+    owns = ()
+    persistence = okt.Persistence.ANNOTATIONS
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.ObjectsGetter:
+            STARTED.advance(ctx)
+        return super().enter_in_state(state, ctx)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+
+def test_a_phase_annotation_edited_by_hand_wakes_the_operator(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+
+    def phase() -> str | None:
+        annotations = kube.get(widget_kind, "w", namespace)["metadata"].get("annotations") or {}
+        return annotations.get("okt.io/phase")
+
+    with RunningOperator.start(kube, Starting, namespaces=[namespace]):
+        wait_for(lambda: phase() == "Running", timeout=30)
+        # What `kubectl annotate --overwrite widget w okt.io/phase=Pending` does: a person sends the Widget back.
+        other_client.patch(widget_kind, "w", {"metadata": {"annotations": {"okt.io/phase": "Pending"}}}, namespace)
+
+        wait_for(lambda: phase() == "Running", timeout=30)  # taken from Pending again, not left there
+
+    stored = kube.get(widget_kind, "w", namespace)
+    assert condition(stored, "Phase")["message"] == "phase Running (from Pending)"

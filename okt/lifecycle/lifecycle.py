@@ -24,7 +24,7 @@ Guarantees:
 * **Persisted where okt keeps its bookkeeping.** The phase is ``ctx.bookkeeping.phase``: ``status.okt.phase`` or the
   ``<prefix>/phase`` annotation, as ``Reconciler.persistence`` says, written with the status by the Success/Error
   managers — or at the end of a reconcile that gave up quietly after a move. A missing phase is the initial one (and
-  is recorded).
+  is recorded); one kept in the other place, by an operator version with the other persistence, is carried over.
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
   ``failed`` phases, True otherwise; reason = the transition's reason; message ``phase Running (from Provisioning):
   ...``) with the CR's generation, records a Normal event with the same reason, and logs the move.

@@ -122,7 +122,8 @@ class Reconciler:
     owns."""
     persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
     """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
-    not go to the status subresource."""
+    not go to the status subresource. Changing it keeps the lifecycle phases: each is carried over from the other
+    place."""
     max_concurrent: ClassVar[int | None] = None
     """Reconciles of this kind at once (default: ``okt run --max-concurrent``)."""
     name: ClassVar[str | None] = None

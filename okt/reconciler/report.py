@@ -312,12 +312,15 @@ def write_status(ctx: context_mod.Context) -> bool:
         # above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
         fields = {}
-    extra = {**fields, **ctx.bookkeeping.status_fields()}
+    # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
+    # it could say of the status is to remove the copy an operator version that wrote the status left in it.
+    in_status = settings.status_target is writer.Target.STATUS
+    extra = {**fields, **ctx.bookkeeping.status_fields()} if in_status else fields
     try:
         written = None
         annotations: dict[str, str | None] = {}
         bookkeeping = ctx.bookkeeping.changed_annotations()
-        if settings.status_target is writer.Target.STATUS:
+        if in_status:
             wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
             written = writer.write(
                 ctx.client,

@@ -6,7 +6,9 @@ conditions in the same status patch) or ``annotations`` (``<prefix>/error-count`
 okt's event filter ignores changes to its own annotations, so writing them never triggers a reconcile — but for a
 person's edit of the phase annotation, which is acted upon at once; okt's own writes of it are echoes, which wake
 nothing — and to the error count of another operator built on okt, under its prefix: see
-:func:`okt.names.is_report`).
+:func:`okt.names.is_report`). A phase found only in the other place was kept there by an operator version with the
+other persistence: it is carried over and moved by the next write (the copy left behind removed), so an object's
+lifecycle never starts again because its operator changed where it keeps it.
 """
 
 from __future__ import annotations
@@ -33,18 +35,26 @@ class Bookkeeping:
     def __init__(self, raw: Mapping[str, Any], persistence: Persistence, prefix: str) -> None:
         self.persistence = Persistence(persistence)
         self._prefix = prefix
+        in_status = (raw.get("status") or {}).get(STATUS_FIELD)
+        kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        from_status = {"errorCount": _count(kept.get("errorCount")), "phase": kept.get("phase")}
+        from_annotations = {
+            "errorCount": _count(annotations.get(self.error_annotation)),
+            "phase": annotations.get(self.phase_annotation),
+        }
         if self.persistence is Persistence.STATUS:
-            stored = (raw.get("status") or {}).get(STATUS_FIELD)
-            if not isinstance(stored, Mapping):  # a hand edit of the status: read as nothing kept yet
-                stored = {}
-            self._loaded = {"errorCount": _count(stored.get("errorCount")), "phase": stored.get("phase")}
+            self._loaded, elsewhere = from_status, from_annotations
+            left = (self.error_annotation, self.phase_annotation)
+            self._left_elsewhere = [name for name in left if name in annotations]
         else:
-            annotations = (raw.get("metadata") or {}).get("annotations") or {}
-            self._loaded = {
-                "errorCount": _count(annotations.get(self.error_annotation)),
-                "phase": annotations.get(self.phase_annotation),
-            }
+            self._loaded, elsewhere = from_annotations, from_status
+            self._left_elsewhere = [STATUS_FIELD] if in_status is not None else []
         self._values = dict(self._loaded)
+        if self._values["phase"] is None:
+            # Kept in the other place by an operator version with the other persistence: carried over (and moved by the
+            # next write), not read as a new object's — which would start its lifecycle again.
+            self._values["phase"] = elsewhere["phase"]
 
     @property
     def error_annotation(self) -> str:
@@ -81,9 +91,10 @@ class Bookkeeping:
         return self._values != self._loaded
 
     def status_fields(self) -> dict[str, Any]:
-        """What to merge into the desired status (status persistence only)."""
+        """What to merge into the desired status: the bookkeeping (status persistence), or the removal of what an
+        operator version with status persistence left there (annotation persistence)."""
         if self.persistence is not Persistence.STATUS:
-            return {}
+            return {STATUS_FIELD: None} if self._left_elsewhere else {}
         # Nothing to keep and nothing kept: no field. A phase kept and now cleared is stated as gone (the status patch
         # removes the key the nested map lost; leaving the field out would keep the old phase).
         if (
@@ -96,8 +107,11 @@ class Bookkeeping:
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
 
     def changed_annotations(self) -> dict[str, str | None]:
-        """The annotations that changed (annotation persistence only; ``None`` removes one), empty when none did."""
-        if self.persistence is not Persistence.ANNOTATIONS or not self.changed:
+        """The annotations that changed (annotation persistence; ``None`` removes one), empty when none did; with
+        status persistence, the removal of those an operator version with annotation persistence left."""
+        if self.persistence is not Persistence.ANNOTATIONS:
+            return dict.fromkeys(self._left_elsewhere)
+        if not self.changed:
             return {}
         annotations: dict[str, str | None] = {}
         if self._values["errorCount"] != self._loaded["errorCount"]:

@@ -25,7 +25,7 @@ from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.status import bookkeeping, writer
 from okt.status.conditions import ConditionStatus
-from okt.testing import FakeClient
+from okt.testing import FakeClient, condition
 
 Persistence = bookkeeping.Persistence
 KIND = kinds.Kind("test.okt.io/v1", "App", "apps")
@@ -529,6 +529,34 @@ def test_an_unknown_phase_is_reported_once_then_retried_without_a_write_or_an_ev
     assert [isinstance(run.outcome.error, UnknownPhase) for run in later] == [True, True, True]
     assert fake.stats.writes() == writes
     assert [reason for _, reason, _ in recorder.events] == ["UnknownPhase"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(Persistence.STATUS, Persistence.ANNOTATIONS), (Persistence.ANNOTATIONS, Persistence.STATUS)],
+    ids=str,
+)
+def test_a_phase_kept_where_an_earlier_operator_version_kept_it_carries_over(
+    before: Persistence, after: Persistence
+) -> None:
+    fake = FakeClient(kinds=[KIND], objects=[app()])
+    earlier, upgraded = (
+        cast(reconciler_mod.Reconciler, type("Apps", (Advancing,), {"persistence": persistence})())
+        for persistence in (before, after)
+    )
+    core.reconcile(earlier, fake, None, "ns", "demo")  # Pending -> Provisioning, kept where `before` says
+
+    run = core.reconcile(upgraded, fake, None, "ns", "demo")
+
+    stored = fake.stored(KIND, "demo", "ns") or {}
+    in_status = (stored.get("status") or {}).get("okt")
+    in_annotation = (stored["metadata"].get("annotations") or {}).get("okt.io/phase")
+    assert run.outcome == results_mod.Outcome.done()  # still Provisioning: not read as a new object's Pending
+    assert (condition(stored, "Phase") or {}).get("message") == "phase Provisioning (from Pending)"
+    if after is Persistence.STATUS:
+        assert (in_status, in_annotation) == ({"errorCount": 0, "phase": "Provisioning"}, None)
+    else:
+        assert (in_status, in_annotation) == (None, "Provisioning")
 
 
 def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:

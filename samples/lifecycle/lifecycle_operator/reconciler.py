@@ -1,7 +1,8 @@
 """The WebApp reconciler: the Stepper runs each reconcile, the lifecycle machine decides what the WebApp is doing.
 
 Why this exists: it shows ``okt.Lifecycle`` used the intended way. The lifecycle moves on entering ObjectsGetter —
-before the children are registered — so the phase just entered decides which children exist in the same reconcile:
+before the children are registered — so the phase just entered decides which children exist in the same reconcile,
+and a move is written at once, before the Updater makes the children follow it:
 
 * Pending — nothing (a new WebApp leaves it in its first reconcile);
 * Provisioning — the Job ``<name>-setup``; Ready=False (``Provisioning``);
@@ -49,6 +50,11 @@ class WebAppReconciler(okt.Reconciler):
             progress = LIFECYCLE.advance(ctx)
             for move in progress.moves:
                 remember(ctx, move)
+            if progress.moved:
+                # Written before the children follow the new phase: a move lost after its Job was pruned would be
+                # made again from a phase whose Job is gone, and run it twice. A write that fails is an error, which
+                # ends the reconcile in the ErrorManager before the Updater touches anything.
+                ctx.flush_status()
         super().enter_in_state(state, ctx)
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:

@@ -33,7 +33,8 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
 ) -> None:
     webapps.create("shop", "1.24", replicas=2)
 
-    provisioning = webapps.wait_phase("shop", "Provisioning", jobs=("shop-setup",))
+    # The phase is written before the children follow it, and Ready after them: wait for both.
+    provisioning = webapps.wait_phase("shop", "Provisioning", jobs=("shop-setup",), reason="Provisioning")
     assert (provisioning.ready, provisioning.reason, provisioning.deployment_image) == ("False", "Provisioning", None)
     job = webapps.job("shop-setup")
     assert job is not None
@@ -41,11 +42,13 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
     assert job["metadata"]["ownerReferences"][0]["kind"] == "WebApp"
 
     webapps.finish_job("shop-setup", succeeded=True)
-    running = webapps.wait_phase("shop", "Running", jobs=(), deployment_image=f"{IMAGE}:1.24")
+    running = webapps.wait_phase("shop", "Running", jobs=(), deployment_image=f"{IMAGE}:1.24", ready="True")
     assert (running.ready, running.installed) == ("True", "1.24")
 
     webapps.set_version("shop", "1.25")
-    upgrading = webapps.wait_phase("shop", "Upgrading", jobs=(upgrade_job_name("shop", "1.25"),))
+    upgrading = webapps.wait_phase(
+        "shop", "Upgrading", jobs=(upgrade_job_name("shop", "1.25"),), reason="UpgradeRequested"
+    )
     assert (upgrading.ready, upgrading.reason) == ("False", "UpgradeRequested")
     assert upgrading.deployment_image == f"{IMAGE}:1.24", "the application keeps serving until the upgrade is done"
 
@@ -75,7 +78,7 @@ def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(
 
     webapps.finish_job("broken-setup", succeeded=False)
 
-    failed = webapps.wait_phase("broken", "Failed", ready="False")
+    failed = webapps.wait_phase("broken", "Failed", ready="False", reason="SetupFailed")
     assert (failed.reason, failed.failed, failed.installed) == ("SetupFailed", "2.0", None)
     assert failed.jobs == ("broken-setup",), "the failed Job is kept for its logs"
     assert failed.deployment_image is None

@@ -11,6 +11,7 @@ import structlog
 import yaml
 
 import okt
+from okt import errors
 from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
@@ -129,6 +130,7 @@ def test_the_readme_mentions_every_transition_reason() -> None:
 
 WEBAPP = kinds.Kind("lifecycle.example.com/v1alpha1", "WebApp", "webapps")
 JOB = kinds.Kind("batch/v1", "Job", "jobs")
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 
 
 def failed_webapp(installed: str | None, failed: str) -> FakeClient:
@@ -157,3 +159,34 @@ def test_a_failed_job_deleted_by_someone_is_not_run_again(installed: str | None,
     assert run.outcome == okt.Outcome.done()
     assert fake.stored(JOB, job, "ns") is None  # a Job that ran again would change the application behind Failed
     assert (fake.stored(WEBAPP, "shop", "ns") or {})["metadata"]["annotations"]["okt.io/phase"] == "Failed"
+
+
+def test_a_move_lost_to_an_api_failure_does_not_run_its_job_twice() -> None:
+    fake = FakeClient(
+        kinds=[WEBAPP],
+        objects=[
+            {
+                "apiVersion": WEBAPP.api_version,
+                "kind": WEBAPP.kind,
+                "metadata": {"name": "shop", "namespace": "ns"},
+                "spec": {"version": "1"},
+            }
+        ],
+    )
+    reconciler = WebAppReconciler()
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Pending -> Provisioning: the setup Job
+    job = fake.stored(JOB, "shop-setup", "ns") or {}
+    fake.put({**job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}})
+    # The API server fails every status write of the reconcile that sees the setup done (the report's and its retry).
+    outage = errors.ApiError.from_status(500, "InternalError", "etcdserver: request timed out")
+    fake.fail("apply", "webapps/status", outage, times=2)
+
+    failed = okt.reconcile(reconciler, fake, None, "ns", "shop")
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # the retry, the API server back
+
+    assert isinstance(failed.outcome.error, errors.ServerError)
+    webapp = fake.stored(WEBAPP, "shop", "ns") or {}
+    assert webapp["metadata"]["annotations"]["okt.io/phase"] == "Running"
+    assert webapp["status"]["installedVersion"] == "1"
+    assert fake.stored(JOB, "shop-setup", "ns") is None  # not created again: the setup ran once
+    assert fake.stored(DEPLOYMENT, "shop", "ns") is not None

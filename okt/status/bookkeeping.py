@@ -90,6 +90,11 @@ class Bookkeeping:
     def changed(self) -> bool:
         return self._values != self._loaded
 
+    def written(self) -> None:
+        """Take the working copy as what the object keeps, once a write stored it."""
+        self._loaded = dict(self._values)
+        self._left_elsewhere = []
+
     def status_fields(self) -> dict[str, Any]:
         """What to merge into the desired status: the bookkeeping (status persistence), or the removal of what an
         operator version with status persistence left there (annotation persistence)."""

@@ -507,10 +507,12 @@ class Advancing(reconciler_mod.Reconciler):
     kind = KIND.kind
     plural = KIND.plural
     params: ClassVar[dict[str, Any]] = {FACTS_KEY: Facts()}
+    flush: ClassVar[bool] = False
+    """Write a move at once, before the children follow it (as the lifecycle sample does)."""
 
     def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> None:
-        if state is states.State.ObjectsGetter:
-            LIFECYCLE.advance(ctx)
+        if state is states.State.ObjectsGetter and LIFECYCLE.advance(ctx).moved and self.flush:
+            ctx.flush_status()
         super().enter_in_state(state, ctx)
 
 
@@ -557,6 +559,23 @@ def test_a_phase_kept_where_an_earlier_operator_version_kept_it_carries_over(
         assert (in_status, in_annotation) == ({"errorCount": 0, "phase": "Provisioning"}, None)
     else:
         assert (in_status, in_annotation) == (None, "Provisioning")
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_a_move_written_by_a_flush_is_not_written_again_by_the_report(persistence: Persistence) -> None:
+    fake = FakeClient(kinds=[KIND], objects=[app()])
+    reconciler = type("Apps", (Advancing,), {"persistence": persistence, "flush": True})()
+
+    core.reconcile(cast(reconciler_mod.Reconciler, reconciler), fake, None, "ns", "demo")
+
+    # The flush writes the move (Pending -> Provisioning); the report writes Ready and the rest, not the phase again.
+    writes = fake.stats.snapshot()
+    assert (writes[("apply", "apps/status")], writes[("patch", "apps")]) == (
+        (2, 0) if persistence is Persistence.STATUS else (2, 1)
+    )
+    stored = fake.stored(KIND, "demo", "ns") or {}
+    kept = stored["status"].get("okt", {}).get("phase") or stored["metadata"]["annotations"]["okt.io/phase"]
+    assert kept == "Provisioning"
 
 
 def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:

@@ -118,8 +118,8 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
     hooks, the bookkeeping reset; then, left due in ``ctx.status_due`` until the state's hook has returned, one
     status write if anything changed and an Event on recovery."""
-    # Status fields the status model refuses fail the reconcile here, before Ready=True is set: the ErrorManager then
-    # reports them, and the refused values are never written.
+    # Status fields the status model refuses (or that are no JSON) fail the reconcile here, before Ready=True is set:
+    # the ErrorManager then reports them, and the refused values are never written.
     status_fields_view(ctx.status_fields, ctx.settings.status_model)
     was_failing = ctx.conditions.is_false(cond.READY)
     # What a recovery's Event says, as things stand before the conditions are written (read only then).
@@ -156,9 +156,9 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     ctx.bookkeeping.error_count = 0
 
     def write() -> None:
-        # What the hook set after the built-in work fails the success as what it set before does (see above).
-        status_fields_view(ctx.status_fields, ctx.settings.status_model)
-        write_status(ctx)
+        # What the hook set after the built-in work fails the success as what it set before does (above), before
+        # Ready=True is written; the view is the one written.
+        write_status(ctx, status_fields_view(ctx.status_fields, ctx.settings.status_model))
         if ready.status and was_failing:
             # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
             ctx.event(events.NORMAL, "Reconciled", recovered)
@@ -301,17 +301,20 @@ def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def write_status(ctx: context_mod.Context) -> bool:
-    """Write conditions, observedGeneration, ``ctx.status_fields`` and bookkeeping where the reconciler's ``status``
-    says — only if something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
+def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None) -> bool:
+    """Write conditions, observedGeneration, ``ctx.status_fields`` (as ``fields`` says them, when the caller worked
+    out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
+    something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    try:
-        fields = status_fields_view(ctx.status_fields, settings.status_model)
-    except ValueError as exc:
-        # Fields the status model refuses (a bug of the operator) are left out, the rest is written: the conditions
-        # above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
-        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
-        fields = {}
+    if fields is None:
+        try:
+            fields = status_fields_view(ctx.status_fields, settings.status_model)
+        except ValueError as exc:
+            # Fields the status model refuses (a bug of the operator) are left out, the rest is written: the
+            # conditions above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile
+            # fails.
+            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
+            fields = {}
     # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
     # it could say of the status is to remove the copy an operator version that wrote the status left in it.
     in_status = settings.status_target is writer.Target.STATUS

@@ -34,7 +34,7 @@ class Bookkeeping:
 
     def __init__(self, raw: Mapping[str, Any], persistence: Persistence, prefix: str) -> None:
         self.persistence = Persistence(persistence)
-        self._prefix = prefix
+        self._names = names_mod.Names(prefix)  # built once: read for every object of every reconcile
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
@@ -58,11 +58,11 @@ class Bookkeeping:
 
     @property
     def error_annotation(self) -> str:
-        return names_mod.Names(self._prefix).error_count_annotation
+        return self._names.error_count_annotation
 
     @property
     def phase_annotation(self) -> str:
-        return names_mod.Names(self._prefix).phase_annotation
+        return self._names.phase_annotation
 
     @property
     def error_count(self) -> int:

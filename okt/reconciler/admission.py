@@ -13,8 +13,11 @@ Guarantees:
 * only CREATE and UPDATE are judged; an object being deleted is always admitted (its cleanup must still run and its
   finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
   still get its labels, annotations and finalizers edited);
-* only the objects the reconciler selects (``annotation_selector``, ``when(obj)``) are judged or defaulted: the others
-  are never reconciled by it, and may be another operator's, checked by its own webhook;
+* only the objects this operator reconciles are judged or defaulted: those in the :class:`Scope` it runs with (the
+  namespaces and the label selector of ``okt run -n/-l``) that the reconciler selects (``annotation_selector``,
+  ``when(obj)``). The others are never reconciled by it and may be another operator's (another release, another
+  version), judged by its own webhook: they are admitted untouched, an object outside the scope with the reason in
+  the audit annotation ``<webhook>/out-of-scope``;
 * a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
   returns what JSON cannot carry;
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
@@ -30,21 +33,63 @@ import base64
 import copy
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 JUDGED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
+OUT_OF_SCOPE = "out-of-scope"
+"""The audit annotation (after the webhook's name and a slash) saying why an object was admitted unjudged."""
 _log = structlog.get_logger("okt.admission")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """The primary objects an operator process serves: those of its namespaces and its label selector
+    (``okt run -n/--namespace`` and ``-l/--selector``), as its informers list them.
+
+    Args:
+        namespaces: the served namespaces; None (or empty): all. A cluster-scoped object is in every scope's
+            namespaces.
+        label_selector: the objects' labels must match it (the API server's syntax); None: any labels.
+
+    Raises:
+        ValueError: a label selector the API server cannot read.
+    """
+
+    namespaces: frozenset[str] | None = None
+    label_selector: str | None = None
+    _matches: Callable[[Mapping[str, str]], bool] = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespaces", frozenset(self.namespaces) if self.namespaces else None)
+        object.__setattr__(self, "label_selector", self.label_selector or None)
+        object.__setattr__(self, "_matches", selectors.matcher(self.label_selector))
+
+    def excludes(self, obj: Mapping[str, Any], namespace: str | None = None) -> str | None:
+        """Why ``obj`` (in ``namespace``, else its own) is outside the scope, or None when it is inside."""
+        meta = obj.get("metadata") or {}
+        namespace = namespace or meta.get("namespace") or None
+        if self.namespaces is not None and namespace is not None and namespace not in self.namespaces:
+            served = ", ".join(sorted(self.namespaces))
+            return f"namespace {namespace!r} is not one this operator serves ({served})"
+        labels = meta.get("labels")
+        if not self._matches(labels if isinstance(labels, Mapping) else {}):
+            return f"the labels do not match this operator's selector {self.label_selector!r}"
+        return None
+
+
+EVERYTHING = Scope()
+"""The scope of an operator serving every namespace, whatever the labels."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +103,16 @@ class Verdict:
     reason: str = ""
     patch: tuple[dict[str, Any], ...] = ()
     causes: tuple[errors.StatusCause, ...] = ()
+    out_of_scope: str = ""
 
     @classmethod
     def allow(cls, patch: tuple[dict[str, Any], ...] = ()) -> Verdict:
         return cls(True, patch=patch)
+
+    @classmethod
+    def unjudged(cls, why: str) -> Verdict:
+        """Admit, untouched, an object outside the operator's scope, saying why (an audit annotation)."""
+        return cls(True, out_of_scope=why)
 
     @classmethod
     def refuse(cls, error: BaseException) -> Verdict:
@@ -72,17 +123,23 @@ class Verdict:
         return cls(False, str(error) or type(error).__name__, 403, "Forbidden")
 
 
-def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], client: kube_client.Client) -> Verdict:
+def validate(
+    reconciler: reconciler_mod.Reconciler,
+    request: Mapping[str, Any],
+    client: kube_client.Client,
+    scope: Scope = EVERYTHING,
+) -> Verdict:
     """The validating webhook: ``spec_model`` validation, then ``check(ctx)``, as CRChecker runs them.
 
     Args:
         reconciler: the reconciler whose checks judge the object.
         request: the ``request`` of an AdmissionReview.
         client: the API client ``check(ctx)`` reads through.
+        scope: the objects the operator serves (default: all); the others are admitted unjudged.
     """
-    obj = _judged(reconciler, request)
-    if obj is None:
-        return Verdict.allow()
+    obj = _judged(reconciler, request, scope)
+    if not isinstance(obj, Mapping):
+        return obj
     cr = objects.CustomResource(obj)
     try:
         typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
@@ -106,11 +163,12 @@ def validate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], 
     return Verdict.allow() if error is None else Verdict.refuse(error)
 
 
-def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> Verdict:
-    """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch."""
-    obj = _judged(reconciler, request)
-    if obj is None:
-        return Verdict.allow()
+def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope = EVERYTHING) -> Verdict:
+    """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch (only for the
+    objects of ``scope``, default all, that the reconciler selects)."""
+    obj = _judged(reconciler, request, scope)
+    if not isinstance(obj, Mapping):
+        return obj
     working = copy.deepcopy(dict(obj))
     try:
         returned = reconciler.default(working)
@@ -164,6 +222,8 @@ def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
         }
         if verdict.causes:
             response["status"]["details"] = _details(request, verdict.causes)
+    if verdict.out_of_scope:
+        response["auditAnnotations"] = {OUT_OF_SCOPE: verdict.out_of_scope}
     if verdict.patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(json.dumps(list(verdict.patch)).encode()).decode()
@@ -187,17 +247,23 @@ def _details(request: Mapping[str, Any], causes: tuple[errors.StatusCause, ...])
     }
 
 
-def _judged(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The object to judge, or None when admission lets the request through unjudged."""
+def _judged(
+    reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope
+) -> Mapping[str, Any] | Verdict:
+    """The object to judge, or the verdict letting the request through unjudged."""
     obj = request.get("object")
     if request.get("operation") not in JUDGED_OPERATIONS or not isinstance(obj, Mapping):
-        return None
+        return Verdict.allow()
     if (obj.get("metadata") or {}).get("deletionTimestamp"):
-        return None
+        return Verdict.allow()
+    # The request's namespace, not the object's: a create's object may leave it to the URL.
+    why = scope.excludes(obj, request.get("namespace") or None)
+    if why is not None:
+        return Verdict.unjudged(why)
     old = request.get("oldObject")
     if request.get("operation") == "UPDATE" and isinstance(old, Mapping) and old.get("spec") == obj.get("spec"):
-        return None
-    return obj if reconciler.selects(obj) else None
+        return Verdict.allow()
+    return obj if reconciler.selects(obj) else Verdict.allow()
 
 
 def _kind_of(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> kinds.Kind:

@@ -112,7 +112,8 @@ class Manager:
             the process's owner of memory settings — pass False when embedding it in a process that tunes its own).
         webhooks: serve the reconcilers' admission and conversion webhooks (:mod:`okt.reconciler.webhooks`) this
             way, on every replica, leader or not; None: none are served. Nothing is served when no reconciler
-            declares one. The server is :attr:`webhook_server` once started.
+            declares one. The server is :attr:`webhook_server` once started. Admission judges only the objects of
+            ``namespaces`` and ``label_selector``, and admits the others untouched.
 
     Raises:
         okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
@@ -252,9 +253,12 @@ class Manager:
                 self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
                 self.probes.start()
             if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
+                from okt.reconciler import admission
                 from okt.runtime import webhook_server
 
-                self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client)
+                # Admission judges what this manager reconciles: another release may serve other namespaces.
+                scope = admission.Scope(frozenset(self.namespaces or ()), self.label_selector)
+                self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client, scope)
                 self.webhook_server.start()
             for hook in self._on_startup:
                 try:

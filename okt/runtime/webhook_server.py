@@ -68,19 +68,28 @@ class Options:
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
 
 
-def reviews_of(reconcilers: Sequence[type[reconciler_mod.Reconciler]], client: kube_client.Client) -> dict[str, Review]:
-    """The review function of every declared webhook, by path."""
+def reviews_of(
+    reconcilers: Sequence[type[reconciler_mod.Reconciler]],
+    client: kube_client.Client,
+    scope: admission.Scope = admission.EVERYTHING,
+) -> dict[str, Review]:
+    """The review function of every declared webhook, by path (admission judging only the objects of ``scope``)."""
     routes: dict[str, Review] = {}
     for endpoint in webhooks.all_endpoints(reconcilers):
-        routes[endpoint.path] = _review(endpoint, endpoint.reconciler(), client)
+        routes[endpoint.path] = _review(endpoint, endpoint.reconciler(), client, scope)
     return routes
 
 
-def _review(endpoint: webhooks.Endpoint, reconciler: reconciler_mod.Reconciler, client: kube_client.Client) -> Review:
+def _review(
+    endpoint: webhooks.Endpoint,
+    reconciler: reconciler_mod.Reconciler,
+    client: kube_client.Client,
+    scope: admission.Scope,
+) -> Review:
     if endpoint.purpose is webhooks.Purpose.VALIDATING:
-        return lambda review: admission.respond(review, admission.validate(reconciler, _request(review), client))
+        return lambda review: admission.respond(review, admission.validate(reconciler, _request(review), client, scope))
     if endpoint.purpose is webhooks.Purpose.MUTATING:
-        return lambda review: admission.respond(review, admission.mutate(reconciler, _request(review)))
+        return lambda review: admission.respond(review, admission.mutate(reconciler, _request(review), scope))
     return lambda review: conversion.respond(review, conversion.convert(endpoint.reconciler, _request(review)))
 
 
@@ -115,6 +124,9 @@ class WebhookServer:
         options: where to listen and which certificate to serve.
         reconcilers: the reconciler classes whose webhooks are served.
         client: the API client a validating webhook's ``check(ctx)`` reads through.
+        scope: the objects the operator serves (its namespaces and label selector): admission judges and defaults
+            only those, and admits the others untouched (conversion converts every object: the API server stores
+            and serves all of the kind).
     """
 
     def __init__(
@@ -122,12 +134,13 @@ class WebhookServer:
         options: Options,
         reconcilers: Sequence[type[reconciler_mod.Reconciler]],
         client: kube_client.Client,
+        scope: admission.Scope = admission.EVERYTHING,
     ) -> None:
         if isinstance(options.certificates, pathlib.Path):
             self._served = _Served(certs.from_directory(options.certificates), options.certificates)
         else:
             self._served = _Served(options.certificates or certs.self_signed(options.hosts), None)
-        self.routes = reviews_of(reconcilers, client)
+        self.routes = reviews_of(reconcilers, client, scope)
         self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
         self._server.tls = self._served.context
         self._server.routes = self.routes

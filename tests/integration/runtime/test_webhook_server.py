@@ -258,3 +258,60 @@ def test_a_bad_spec_is_refused_as_the_api_server_refuses_an_invalid_field(
     assert by_kubectl.returncode != 0
     # as kubectl says a field the CRD's schema refuses: the object, then each field and what is wrong with it
     assert by_kubectl.stderr == f'The Gadget "bad" is invalid: spec.image: {refused.value.causes[0].message}\n'
+
+
+@pytest.fixture
+def other_namespace(kube: kube_client.Client) -> Iterator[str]:
+    name = f"okt-other-{secrets.token_hex(4)}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+    yield name
+    kube.delete(kinds.NAMESPACE, name)
+
+
+def labelled(obj: dict[str, Any], **labels: str) -> dict[str, Any]:
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+def test_an_operator_admits_untouched_the_objects_of_other_namespaces_and_releases_it_does_not_serve(
+    kube: kube_client.Client, namespace: str, other_namespace: str, gadget_kind: kinds.Kind, configure: Any
+) -> None:
+    scoped = manager_mod.Manager(
+        kube,
+        [Gadgets],
+        namespaces=[namespace],
+        label_selector="release=one",
+        metrics_bind="0",
+        grace_period=5,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    scoped.start()
+    try:
+        assert scoped.webhook_server is not None
+        configure(scoped.webhook_server.url(), scoped.webhook_server.ca_bundle)  # calls it for every gadget
+
+        def refused(name: str) -> bool:
+            try:
+                kube.create(labelled(gadget(namespace, name, "untagged"), release="one"), gadget_kind)
+            except okt.ApiError as exc:
+                return "an image needs a tag" in str(exc)
+            kube.delete(gadget_kind, name, namespace)
+            return False
+
+        wait_for(lambda: refused(f"probe-{secrets.token_hex(3)}"), timeout=30, message="the webhook in use")
+
+        # another operator instance's: another namespace, another release of the same namespace
+        kube.create(labelled(gadget(other_namespace, "elsewhere", "untagged"), release="one"), gadget_kind)
+        kube.create(labelled(gadget(namespace, "two", "untagged"), release="two"), gadget_kind)
+
+        assert kube.get(gadget_kind, "elsewhere", other_namespace)["spec"] == {"image": "untagged"}
+        assert kube.get(gadget_kind, "two", namespace)["spec"] == {"image": "untagged"}
+        assert refused("mine")
+        kube.create(labelled(gadget(namespace, "mine", "memcached:1.6"), release="one"), gadget_kind)
+        assert kube.get(gadget_kind, "mine", namespace)["spec"] == {
+            "image": "memcached:1.6",
+            "displayName": "gadget mine",
+        }
+    finally:
+        scoped.stop()
+        scoped.join(10)

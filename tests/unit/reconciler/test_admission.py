@@ -268,3 +268,59 @@ def test_an_object_the_reconciler_selects_is_judged_and_defaulted() -> None:
 
     assert not admission.validate(ClassA(), review, FakeClient()).allowed
     assert admission.mutate(ClassA(), review).patch
+
+
+SCOPE_A = admission.Scope(frozenset({"a"}), "release=one")
+
+
+@pytest.mark.parametrize(
+    ("namespace", "labels", "why"),
+    [
+        ("b", {"release": "one"}, "namespace 'b' is not one this operator serves (a)"),
+        ("a", {"release": "two"}, "the labels do not match this operator's selector 'release=one'"),
+        ("a", {}, "the labels do not match this operator's selector 'release=one'"),
+    ],
+    ids=["another-namespace", "another-release", "no-labels"],
+)
+def test_an_object_outside_the_operators_scope_is_admitted_untouched_saying_why(
+    namespace: str, labels: dict[str, str], why: str
+) -> None:
+    review = request(widget({"size": 0}, namespace=namespace, labels=labels))
+    review["namespace"] = namespace
+
+    validated = admission.validate(Widgets(), review, FakeClient(), SCOPE_A)
+    defaulted = admission.mutate(Widgets(), review, SCOPE_A)
+
+    assert validated == defaulted == admission.Verdict.unjudged(why)
+    answer = admission.respond({"request": review}, validated)["response"]
+    assert answer["allowed"] is True
+    assert answer["auditAnnotations"] == {"out-of-scope": why}
+    assert "patch" not in answer
+
+
+def test_an_object_inside_the_operators_scope_is_judged_and_defaulted() -> None:
+    review = request(widget({"size": 0}, namespace="a", labels={"release": "one"}))
+    review["namespace"] = "a"
+
+    assert admission.validate(Widgets(), review, FakeClient(), SCOPE_A).code == 422
+    assert admission.mutate(Widgets(), review, SCOPE_A).patch
+
+
+def test_the_namespace_of_the_request_decides_when_the_object_leaves_it_to_the_url() -> None:
+    obj = widget({"size": 0}, labels={"release": "one"})
+    del obj["metadata"]["namespace"]
+    review = {**request(obj), "namespace": "b"}
+
+    assert admission.validate(Widgets(), review, FakeClient(), SCOPE_A).out_of_scope.startswith("namespace 'b'")
+
+
+def test_a_cluster_scoped_object_is_in_every_scopes_namespaces() -> None:
+    obj = widget({"size": 0}, labels={"release": "one"})
+    del obj["metadata"]["namespace"]
+
+    assert not admission.validate(Widgets(), request(obj), FakeClient(), SCOPE_A).allowed
+
+
+def test_a_scope_refuses_a_selector_the_api_server_cannot_read() -> None:
+    with pytest.raises(ValueError, match="is not a label key"):
+        admission.Scope(label_selector="release in one")

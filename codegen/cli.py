@@ -22,6 +22,7 @@ import click
 
 import okt
 from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, webhooks, yamlout
+from okt.reconciler import admission
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -141,6 +142,20 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         show_default=True,
         help="The pods' webhook port (okt run --webhook-port), the Service's target.",
     )
+    @click.option(
+        "--watch-namespace",
+        "watch_namespaces",
+        multiple=True,
+        metavar="NS",
+        help="The operator serves only this namespace (okt run -n; repeatable): the API server calls the webhooks "
+        "for its objects only [default: every namespace].",
+    )
+    @click.option(
+        "-l",
+        "--selector",
+        help="The operator serves only the objects of this label selector (okt run -l): the API server calls the "
+        "webhooks for those only.",
+    )
     @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
     @_client_config_options
     def webhooks_command(
@@ -150,12 +165,15 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         failure_policy: webhooks.FailurePolicy,
         timeout: int,
         webhook_port: int,
+        watch_namespaces: tuple[str, ...],
+        selector: str | None,
         out_file: Path | None,
         namespace: str,
         url: str | None,
         ca_bundle: Path | None,
     ) -> None:
         """Print the Validating/MutatingWebhookConfiguration (and the Service) of OPERATOR's admission webhooks."""
+        scope = _scope(watch_namespaces, selector)
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
         name = name or webhooks.default_name(classes[0])
         if not _SERVICE_NAME.match(f"{name}-webhooks"):
@@ -171,6 +189,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
             failure_policy=failure_policy,
             timeout=timeout,
             target_port=webhook_port,
+            scope=scope,
         )
         _emit(documents, out_file)
 
@@ -306,6 +325,17 @@ def _client_config(
         raise errors.CodegenError(f"invalid --namespace {namespace!r}: expected a DNS label such as operators")
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
+
+
+def _scope(namespaces: Sequence[str], selector: str | None) -> admission.Scope:
+    """The objects the operator serves, as ``okt run -n/-l`` say them (a bad one refused before anything is loaded)."""
+    for namespace in namespaces:
+        if not _DNS_LABEL.match(namespace):
+            raise errors.CodegenError(f"invalid --watch-namespace {namespace!r}: expected a DNS label such as shop")
+    try:
+        return admission.Scope(frozenset(namespaces), selector)
+    except ValueError as exc:
+        raise errors.CodegenError(f"invalid --selector: {exc}") from None
 
 
 def kind_table(kinds: dictionary.KindDictionary) -> str:

@@ -17,6 +17,10 @@ that makes it longer than 253 characters is refused); ``admissionReviewVersions:
 ``matchPolicy: Equivalent`` (a request in another served version is converted to the reconciled one first, so the
 models judge what they know); CREATE and UPDATE of the primary only (never its ``/status``); the ``failurePolicy``
 given (``Fail`` by default: no object is admitted unjudged); output is deterministic.
+
+An operator that serves some namespaces or a label selection only (``okt run -n/-l``; another release of it may serve
+the others) gets the same scope here: ``scope`` becomes each admission webhook's ``namespaceSelector`` (the namespaces'
+``kubernetes.io/metadata.name`` label) and ``objectSelector``, so the API server calls it for its own objects only.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from okt.codegen import crd, errors
-from okt.reconciler import webhooks
+from okt.reconciler import admission, webhooks
 
 FailurePolicy = Literal["Fail", "Ignore"]
 SERVICE_PORT = 443
@@ -112,9 +116,11 @@ def webhooks_for_reconcilers(
     failure_policy: FailurePolicy = "Fail",
     timeout: int = DEFAULT_TIMEOUT,
     target_port: int | str = DEFAULT_TARGET_PORT,
+    scope: admission.Scope = admission.EVERYTHING,
 ) -> list[dict[str, Any]]:
     """The documents serving the admission webhooks of ``classes``: the Service (without ``client_config.url``), the
-    ValidatingWebhookConfiguration and the MutatingWebhookConfiguration (each only when some reconciler needs it).
+    ValidatingWebhookConfiguration and the MutatingWebhookConfiguration (each only when some reconciler needs it);
+    the webhooks are called for the objects of ``scope`` only.
 
     Raises:
         CodegenError: a bad failure policy or timeout, no reconciler has an admission webhook, or a webhook's name
@@ -129,9 +135,11 @@ def webhooks_for_reconcilers(
     for cls in classes:
         for endpoint in webhooks.endpoints(cls):
             if endpoint.purpose is webhooks.Purpose.VALIDATING:
-                validating.append(_webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout))
+                validating.append(
+                    _webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout, scope)
+                )
             elif endpoint.purpose is webhooks.Purpose.MUTATING:
-                mutating.append(_webhook("default", cls, endpoint.path, client_config, failure_policy, timeout))
+                mutating.append(_webhook("default", cls, endpoint.path, client_config, failure_policy, timeout, scope))
     if not validating and not mutating:
         names = ", ".join(cls.__name__ for cls in classes)
         raise errors.CodegenError(
@@ -170,6 +178,7 @@ def _webhook(
     client_config: ClientConfig,
     failure_policy: FailurePolicy,
     timeout: int,
+    scope: admission.Scope,
 ) -> dict[str, Any]:
     primary = crd.primary_of(cls, custom=False)
     name = f"{verb}.{primary.plural}.{primary.group or 'core'}"  # a webhook name has three segments or more
@@ -178,12 +187,15 @@ def _webhook(
             f"{cls.__name__}: its webhook's name {name} has {len(name)} characters, more than the 253 of a DNS name "
             "(shorten the API group)"
         )
+    # An empty selector is every object, as the API server defaults it: left out, as without a scope.
+    chosen = {key: value for key, value in webhooks.selectors_of(scope, namespaced=primary.namespaced).items() if value}
     return {
         "name": name,
         "admissionReviewVersions": ["v1"],
         "clientConfig": client_config.for_path(path),
         "failurePolicy": failure_policy,
         "matchPolicy": "Equivalent",
+        **chosen,
         "rules": [
             {
                 "apiGroups": [primary.group],

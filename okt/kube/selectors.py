@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 _SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
 _VALUE_TERM = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*(.*)$")
@@ -29,6 +30,41 @@ def matcher(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
             key or value, a bound that is not an integer), naming the term: matched as something else,
             it would select the wrong objects without a word.
     """
+    terms = _terms(selector)
+
+    def matches(labels: Mapping[str, str]) -> bool:
+        return all(_term_matches(op, labels.get(key), values) for op, key, values in terms)
+
+    return matches
+
+
+_OPERATORS = {"=": "In", "in": "In", "!=": "NotIn", "notin": "NotIn", "": "Exists", "!": "DoesNotExist"}
+"""The LabelSelector operator of each term a label selector string has (``<`` and ``>`` have none)."""
+
+
+def label_selector(selector: str | None) -> dict[str, Any]:
+    """The ``LabelSelector`` (``matchExpressions``) of a selector string, as a webhook's ``objectSelector`` or a
+    ``namespaceSelector`` take it: ``{}`` (everything) for None or empty.
+
+    A LabelSelector cannot say ``k>n`` or ``k<n``: those terms are left out, so it selects every object the string
+    selects, and some more (whoever reads it with such a term narrows it on the client side with :func:`matcher`).
+
+    Raises:
+        ValueError: as :func:`matcher`.
+    """
+    expressions = []
+    for op, key, values in _terms(selector):
+        if op not in _OPERATORS:
+            continue
+        expression: dict[str, Any] = {"key": key, "operator": _OPERATORS[op]}
+        if op not in ("", "!"):
+            expression["values"] = sorted(values)
+        expressions.append(expression)
+    return {"matchExpressions": expressions} if expressions else {}
+
+
+def _terms(selector: str | None) -> list[tuple[str, str, frozenset[str]]]:
+    """The terms of ``selector`` as (operator, key, values): ``=`` for ``==`` too."""
     terms: list[tuple[str, str, frozenset[str]]] = []
     text = selector or ""
     depth, start = 0, 0
@@ -43,11 +79,7 @@ def matcher(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
         pieces = []
     for piece in pieces:
         terms.append(_term(piece.strip(), text))
-
-    def matches(labels: Mapping[str, str]) -> bool:
-        return all(_term_matches(op, labels.get(key), values) for op, key, values in terms)
-
-    return matches
+    return terms
 
 
 def is_label_key(key: str) -> bool:

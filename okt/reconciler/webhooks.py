@@ -11,6 +11,10 @@ path nobody serves. Nothing here is declared twice: a reconciler gets
 
 Paths are ``/validate/<controller>``, ``/mutate/<controller>`` and ``/convert/<controller>`` (the controller's name,
 as in logs and metrics).
+
+Which objects the API server sends to an admission webhook is the operator's scope (:class:`admission.Scope`: the
+namespaces and the label selector of ``okt run``), said as the webhook's ``namespaceSelector`` and ``objectSelector``
+(:func:`selectors_of`), so that objects another instance of the operator serves are not even sent to this one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ import dataclasses
 import enum
 from typing import Any
 
+from okt.kube import selectors
+from okt.reconciler import admission
 from okt.reconciler import reconciler as reconciler_mod
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label every namespace carries with its own name (set by the API server since Kubernetes 1.21)."""
 
 
 class Purpose(enum.Enum):
@@ -62,6 +71,22 @@ def endpoints(reconciler: type[reconciler_mod.Reconciler]) -> tuple[Endpoint, ..
 def all_endpoints(reconcilers: Any) -> tuple[Endpoint, ...]:
     """The webhooks of every reconciler of ``reconcilers`` (a sequence of classes)."""
     return tuple(e for r in reconcilers for e in endpoints(r))
+
+
+def selectors_of(scope: admission.Scope, *, namespaced: bool) -> dict[str, dict[str, Any]]:
+    """The ``namespaceSelector`` and ``objectSelector`` of an admission webhook called only for the objects of
+    ``scope`` (``{}``: every one) of a kind ``namespaced`` or not.
+
+    The namespaces are matched by their ``kubernetes.io/metadata.name`` label (for a cluster-scoped kind, whose
+    objects have no namespace, none is said). A label selector term no LabelSelector can say (``k>n``, ``k<n``) is
+    left out: the webhook is called for some more objects, and admits them untouched
+    (:mod:`okt.reconciler.admission`).
+    """
+    namespace_selector: dict[str, Any] = {}
+    if scope.namespaces and namespaced:
+        names = sorted(scope.namespaces)
+        namespace_selector = {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": names}]}
+    return {"namespaceSelector": namespace_selector, "objectSelector": selectors.label_selector(scope.label_selector)}
 
 
 def _overrides(reconciler: type[reconciler_mod.Reconciler], hook: str) -> bool:

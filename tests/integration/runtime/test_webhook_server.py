@@ -19,6 +19,7 @@ from okt import errors
 from okt.codegen import crd, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import admission
 from okt.runtime import manager as manager_mod
 from okt.runtime import webhook_server
 from okt.testing import envtest, kubectl, wait_for
@@ -90,7 +91,12 @@ def configure(kube: kube_client.Client) -> Iterator[Any]:
     """Install webhook configurations for Gadgets calling ``url``; removed after the test."""
     installed: list[tuple[kinds.Kind, str]] = []
 
-    def configure(url: str, ca_bundle: str, failure_policy: webhooks.FailurePolicy = "Fail") -> str:
+    def configure(
+        url: str,
+        ca_bundle: str,
+        failure_policy: webhooks.FailurePolicy = "Fail",
+        scope: admission.Scope = admission.EVERYTHING,
+    ) -> str:
         name = f"gadgets-{secrets.token_hex(3)}"
         documents = webhooks.webhooks_for_reconcilers(
             [Gadgets],
@@ -98,6 +104,7 @@ def configure(kube: kube_client.Client) -> Iterator[Any]:
             client_config=webhooks.ClientConfig(url=url, ca_bundle=ca_bundle),
             failure_policy=failure_policy,
             timeout=5,
+            scope=scope,
         )
         installed.extend(install(kube, documents))
         return name
@@ -315,3 +322,40 @@ def test_an_operator_admits_untouched_the_objects_of_other_namespaces_and_releas
     finally:
         scoped.stop()
         scoped.join(10)
+
+
+def named(kube: kube_client.Client, namespace: str) -> None:
+    """Label ``namespace`` with its name, as the API server does from Kubernetes 1.21 on (not 1.20's)."""
+    labels = {"kubernetes.io/metadata.name": namespace}
+    kube.patch(kinds.NAMESPACE, namespace, {"metadata": {"labels": labels}})
+
+
+def test_the_api_server_calls_a_webhook_generated_for_a_scope_for_the_objects_of_that_scope_only(
+    kube: kube_client.Client, namespace: str, other_namespace: str, gadget_kind: kinds.Kind, configure: Any
+) -> None:
+    named(kube, namespace)
+    named(kube, other_namespace)
+    # a server judging every gadget: what it is not asked about is admitted unjudged
+    server = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Gadgets], kube)
+    server.start()
+    try:
+        scope = admission.Scope(frozenset({namespace}), "release=one")
+        configure(server.url(), server.ca_bundle, scope=scope)
+
+        def refused(name: str) -> bool:
+            try:
+                kube.create(labelled(gadget(namespace, name, "untagged"), release="one"), gadget_kind)
+            except okt.ApiError as exc:
+                return "an image needs a tag" in str(exc)
+            kube.delete(gadget_kind, name, namespace)
+            return False
+
+        wait_for(lambda: refused(f"probe-{secrets.token_hex(3)}"), timeout=30, message="the webhook in use")
+
+        kube.create(labelled(gadget(other_namespace, "elsewhere", "untagged"), release="one"), gadget_kind)
+        kube.create(labelled(gadget(namespace, "two", "untagged"), release="two"), gadget_kind)
+
+        assert kube.get(gadget_kind, "elsewhere", other_namespace)["spec"] == {"image": "untagged"}
+        assert kube.get(gadget_kind, "two", namespace)["spec"] == {"image": "untagged"}
+    finally:
+        server.stop()

@@ -253,3 +253,51 @@ def test_a_name_the_api_server_would_refuse_is_one_line_error(
     assert result.stdout == ""
     assert result.stderr.startswith("Error: invalid --") and len(result.stderr.splitlines()) == 1
     assert message in result.stderr
+
+
+class Cluster(Checked):
+    kind = "Cluster"
+    namespaced = False
+
+
+def test_gen_webhooks_for_an_operator_serving_some_namespaces_and_labels_calls_it_for_those_only() -> None:
+    group = cli.make_gen_group(loader(Memcached, Cluster))
+    arguments = ["webhooks", "operator.py", "--watch-namespace", "shop", "--watch-namespace", "blog"]
+    result = invoke([*arguments, "-l", "release=one,tier"], group)
+    assert result.exit_code == 0, result.output
+    _service, validating, mutating = yaml.safe_load_all(result.stdout)
+
+    hooks = {hook["name"]: hook for doc in (validating, mutating) for hook in doc["webhooks"]}
+    selected = {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["blog", "shop"]}
+    labelled = [
+        {"key": "release", "operator": "In", "values": ["one"]},
+        {"key": "tier", "operator": "Exists"},
+    ]
+    for name in ("validate.memcacheds.cache.example.com", "default.memcacheds.cache.example.com"):
+        assert hooks[name]["namespaceSelector"] == {"matchExpressions": [selected]}
+        assert hooks[name]["objectSelector"] == {"matchExpressions": labelled}
+    # a cluster-scoped object has no namespace: its webhook is narrowed by the labels only
+    assert "namespaceSelector" not in hooks["validate.clusters.cache.example.com"]
+    assert hooks["validate.clusters.cache.example.com"]["objectSelector"] == {"matchExpressions": labelled}
+
+
+def test_gen_webhooks_for_an_operator_serving_everything_says_no_selector() -> None:
+    result = invoke(["webhooks", "operator.py"], cli.make_gen_group(loader(Memcached)))
+    assert result.exit_code == 0, result.output
+    hooks = [hook for doc in yaml.safe_load_all(result.stdout) for hook in doc.get("webhooks", [])]
+    assert hooks and all("namespaceSelector" not in hook and "objectSelector" not in hook for hook in hooks)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--watch-namespace", "Shop"], "invalid --watch-namespace 'Shop'"),
+        (["-l", "release:one"], "invalid --selector: label selector 'release:one'"),
+    ],
+)
+def test_a_scope_the_api_server_would_refuse_is_one_line_error(arguments: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli.make_gen_group(loader(Checked)), ["webhooks", "operator.py", *arguments])
+
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error: {message}") and len(result.stderr.splitlines()) == 1

@@ -76,3 +76,45 @@ def test_a_label_selector_the_api_server_reads_is_read_as_it_does(selector: str,
     matches = selectors.matcher(selector)
     assert matches(labels)
     assert not matches({"app": "other", "replicas": "2", "example.com/app": "api", "a.b_c-d": "y"})
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        (None, {}),
+        ("", {}),
+        ("release=one", {"matchExpressions": [{"key": "release", "operator": "In", "values": ["one"]}]}),
+        ("release==one", {"matchExpressions": [{"key": "release", "operator": "In", "values": ["one"]}]}),
+        (
+            "tier in (web, cache),app!=x",
+            {
+                "matchExpressions": [
+                    {"key": "tier", "operator": "In", "values": ["cache", "web"]},
+                    {"key": "app", "operator": "NotIn", "values": ["x"]},
+                ]
+            },
+        ),
+        ("app notin (a,b)", {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a", "b"]}]}),
+        (
+            "example.com/shard,!paused",
+            {
+                "matchExpressions": [
+                    {"key": "example.com/shard", "operator": "Exists"},
+                    {"key": "paused", "operator": "DoesNotExist"},
+                ]
+            },
+        ),
+        # no LabelSelector says "greater than": the term is left out, and the rest still narrows
+        ("replicas>3,app=a", {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a"]}]}),
+        ("replicas<3", {}),
+    ],
+)
+def test_a_selector_string_becomes_the_label_selector_that_selects_at_least_what_it_selects(
+    selector: str | None, expected: dict[str, object]
+) -> None:
+    assert selectors.label_selector(selector) == expected
+
+
+def test_a_selector_the_api_server_refuses_has_no_label_selector() -> None:
+    with pytest.raises(ValueError, match="'app:web'"):
+        selectors.label_selector("app:web")

@@ -6,8 +6,9 @@ import functools
 import gc
 import os
 import pathlib
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -147,6 +148,33 @@ def _webhook_ca_permissions(
     return [(service[0], namespaced), (None, cluster)]
 
 
+def _scope_fields(
+    reconcilers: Sequence[type[Any]], namespaces: Sequence[str], selector: str | None, server_version: str
+) -> dict[str, dict[str, Any]]:
+    """The ``namespaceSelector`` and ``objectSelector`` of each admission webhook (by its path) that make the API
+    server call it for the objects this run serves only (``-n``, ``-l``), for ``--webhook-configuration``.
+
+    An API server before Kubernetes 1.21 does not label namespaces with their name: a namespaceSelector naming them
+    would match none, and the webhook would never be called; there the one written is left as it is (admission still
+    admits the other namespaces' objects untouched)."""
+    from okt.reconciler import admission
+
+    scope = admission.Scope(frozenset(namespaces), selector)
+    labelled = _names_namespaces(server_version)
+    fields: dict[str, dict[str, Any]] = {}
+    for endpoint in webhooks_mod.all_endpoints(reconcilers):
+        if endpoint.purpose is not webhooks_mod.Purpose.CONVERSION:
+            chosen = webhooks_mod.selectors_of(scope, namespaced=endpoint.reconciler.namespaced)
+            fields[endpoint.path] = chosen if labelled else {"objectSelector": chosen["objectSelector"]}
+    return fields
+
+
+def _names_namespaces(server_version: str) -> bool:
+    """Whether an API server of this version labels every namespace ``kubernetes.io/metadata.name`` (1.21 on)."""
+    found = re.match(r"v?(\d+)\.(\d+)", server_version)
+    return found is not None and (int(found[1]), int(found[2])) >= (1, 21)
+
+
 def _conversion_crds(reconcilers: Sequence[type[Any]]) -> list[str]:
     """The CRDs of the reconcilers with a conversion webhook (``<plural>.<group>``; none for a built-in kind)."""
     try:
@@ -166,11 +194,13 @@ def _webhook_options(
     configuration: str | None = None,
     configuration_kinds: Sequence[str] = (),
     conversion_crds: Sequence[str] = (),
+    scope_fields: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> webhook_server.Options:
     """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
     certificate (``service``: namespace and name), else a new CA (its PEM written to ``ca_file`` when given). With
     ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
-    ``service``, and of the conversion webhooks of the CRDs ``conversion_crds`` that call it."""
+    ``service`` (with ``scope_fields``, their selectors: :func:`_scope_fields`), and of the conversion webhooks of the
+    CRDs ``conversion_crds`` that call it."""
     from okt.runtime import certs, webhook_server
 
     if cert_dir:
@@ -184,7 +214,7 @@ def _webhook_options(
         bundle = certs.self_signed()
     if service and configuration:
         changed = certs.inject_ca_bundle(
-            client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds
+            client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds, scope_fields
         )
         crds = certs.inject_conversion_ca_bundle(client, conversion_crds, service[1], service[0], bundle.ca_bundle())
         structlog.get_logger("okt.run").info(
@@ -285,8 +315,9 @@ def _webhook_options(
     "--webhook-configuration",
     metavar="NAME",
     help="With --webhook-service: write the served certificate's CA into the caBundle of the Validating/"
-    "MutatingWebhookConfiguration NAME (its webhooks that call that Service), and of the conversion webhook of the "
-    "CRDs of reconcilers with converters that call that Service.",
+    "MutatingWebhookConfiguration NAME (its webhooks that call that Service, whose namespaceSelector and "
+    "objectSelector it sets from --namespace and --selector), and of the conversion webhook of the CRDs of "
+    "reconcilers with converters that call that Service.",
 )
 @click.option("--no-webhooks", is_flag=True, help="Serve no webhooks.")
 @click.option("-v", "--verbose", count=True, help="More logs (-v: debug).")
@@ -382,6 +413,7 @@ def run_command(
                 webhook_configuration,
                 _configuration_kinds(reconcilers),
                 _conversion_crds(reconcilers),
+                _scope_fields(reconcilers, namespaces, selector, version),
             )
         mgr = manager.Manager(
             client,

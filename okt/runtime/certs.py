@@ -321,6 +321,7 @@ def inject_ca_bundle(
     namespace: str,
     ca_bundle: str,
     kinds_: Sequence[str] = WEBHOOK_CONFIGURATIONS,
+    fields: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
     """Write ``ca_bundle`` into the webhooks of the configurations named ``configuration`` that call ``service``.
 
@@ -329,6 +330,10 @@ def inject_ca_bundle(
     would. ``kinds_`` are the configuration kinds the operator has webhooks of (only those are read: its RBAC grants
     no others); a missing configuration is skipped. Only webhooks whose ``clientConfig.service`` names
     ``namespace/service`` are changed; the write is guarded by the resourceVersion read (a conflict is retried).
+
+    ``fields``, by the path a webhook calls, are fields of that webhook written too: the ``namespaceSelector`` and
+    ``objectSelector`` of the operator's scope, so the API server calls it for the objects it serves only (another
+    value there is replaced: the operator's scope is the one that holds).
 
     Returns the kinds that were changed.
     """
@@ -341,6 +346,9 @@ def inject_ca_bundle(
             if _calls(config, service, namespace):
                 touched |= config.get("caBundle") != ca_bundle
                 hook["clientConfig"] = {**config, "caBundle": ca_bundle}
+                for field, value in (fields or {}).get(config["service"].get("path") or "", {}).items():
+                    touched |= hook.get(field) != value
+                    hook[field] = value
         return {"webhooks": hooks} if touched else None
 
     return [

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import okt
+from okt.cli import run
 from okt.codegen import crd, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
@@ -171,3 +172,45 @@ def test_okt_run_writes_the_services_ca_into_the_crds_conversion_webhook_once(
         )
         assert again["crds"] == []  # the same CA from the Secret, already in the CRD: nothing written
     assert kube.get(kinds.CRD, name)["metadata"]["resourceVersion"] == version
+
+
+def test_okt_run_narrows_the_webhooks_of_its_configuration_to_the_objects_it_serves(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    apply_crd: object,
+    tmp_path: pathlib.Path,
+) -> None:
+    source = tmp_path / "scoped_operator.py"
+    source.write_text(textwrap.dedent(OPERATOR))
+    (things,) = loader.load_reconcilers(str(source))
+    apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    name = f"things-{secrets.token_hex(3)}"
+    service = "thing-operator-webhooks"
+    _service, configuration = webhooks.webhooks_for_reconcilers(
+        [things], name=name, client_config=webhooks.ClientConfig(service=service, namespace=namespace)
+    )
+    kube.create(configuration, VALIDATING)
+    args = ["--webhook-host", "127.0.0.1", "--webhook-service", service, "--webhook-configuration", name]
+    try:
+        with OperatorProcess.okt_run(
+            source,
+            kubeconfig=control_plane.kubeconfig,
+            namespaces=[namespace],
+            args=[*args, "--selector", "release=one"],
+            log_path=tmp_path / "operator.log",
+        ) as operator:
+            written = wait_for(
+                lambda: next((r for r in operator.records() if r.get("event") == "webhook CA written"), None),
+                timeout=30,
+                message="the log line of the CA written",
+            )
+        assert written["kinds"] == ["ValidatingWebhookConfiguration"]
+        (hook,) = kube.get(VALIDATING, name)["webhooks"]
+        assert hook["objectSelector"] == {"matchExpressions": [{"key": "release", "operator": "In", "values": ["one"]}]}
+        # before 1.21 (the local control plane's 1.20) namespaces carry no name label: a selector of them matches none
+        served = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]}
+        assert hook["namespaceSelector"] == (served if run._names_namespaces(kube.server_version()) else {})
+        assert hook["clientConfig"]["caBundle"]
+    finally:
+        kube.delete(VALIDATING, name)

@@ -60,6 +60,7 @@ from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
 from okt.runtime import memory
 from okt.runtime import metrics as metrics_mod
+from okt.status import bookkeeping, writer
 
 if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~8 MiB an operator without
     from okt.runtime import webhook_server  # webhooks should not carry
@@ -240,7 +241,8 @@ class Manager:
         Raises:
             RuntimeError: the manager was already started, or stopped.
             okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery), or the server does not serve it.
-            okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``.
+            okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``,
+                or two of one kind keep their records in the same place.
         """
         with self._lock:
             if self._started or self._stopping.is_set():
@@ -283,6 +285,7 @@ class Manager:
                 for reconciler_cls in self.reconcilers
             ]
             _check_cluster_operators(self.controllers)
+            _check_records(self.controllers)
             # Some kinds are addressed without asking discovery: Kubernetes' own from okt's table, written for current
             # servers, and custom ones declared with their plural (or as an okt.Kind). One the server does not serve
             # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start
@@ -485,4 +488,41 @@ def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -
                 f"{controller.reconciler_cls.__name__} ({controller.kind.api_version} {controller.kind.kind}) both "
                 f"declare cluster_operator = {name!r}: each would overwrite the other kind's status there; give "
                 "each its own ClusterOperator name"
+            )
+
+
+def _record_places(reconciler_cls: type[reconciler_mod.Reconciler]) -> list[str]:
+    """Where a reconciler keeps its records on a primary: okt's labels and annotations (its error count, lifecycle
+    phase, and conditions when they go to annotations) under its prefix; the status's conditions and ``status.okt``
+    whoever writes them."""
+    places = [f"prefix {reconciler_cls.prefix!r}"]
+    if reconciler_cls.status_target() is writer.Target.STATUS:
+        places.append("status.conditions")
+    if reconciler_cls.bookkeeping_persistence() is bookkeeping.Persistence.STATUS:
+        places.append(f"status.{bookkeeping.STATUS_FIELD}")
+    return places
+
+
+def _check_records(controllers: Sequence[controller_mod.Controller]) -> None:
+    """Refuse two reconcilers of one kind that keep their records in the same place.
+
+    Whatever splits the objects between them (``when()``, filters), an object both select, or one that moves from one
+    to the other, would carry the error count, lifecycle phase and conditions of both in one place, each overwriting
+    the other's: Degraded turning True after someone else's failures, a phase another lifecycle moved. The kinds are
+    compared once resolved, so two versions or spellings of one kind are one kind.
+    """
+    first: dict[tuple[str, str], controller_mod.Controller] = {}
+    for controller in controllers:
+        other = first.setdefault((controller.kind.group, controller.kind.kind), controller)
+        if other is controller:
+            continue
+        mine = _record_places(controller.reconciler_cls)
+        shared = next((place for place in _record_places(other.reconciler_cls) if place in mine), None)
+        if shared is not None:
+            group = f" ({controller.kind.group})" if controller.kind.group else ""
+            raise errors.ConfigurationError(
+                f"{other.reconciler_cls.__name__} and {controller.reconciler_cls.__name__} both reconcile "
+                f"{controller.kind.kind}{group} and keep their records in the same place ({shared}): each would "
+                "overwrite the other's error count, lifecycle phase and conditions; run one, or give each its own "
+                'prefix with status = "annotations" and persistence = okt.Persistence.ANNOTATIONS'
             )

@@ -193,6 +193,63 @@ def test_two_kinds_mirrored_onto_one_cluster_operator_are_refused_when_the_manag
         runner.join(5)
 
 
+class NewerWidgets(okt.Reconciler):
+    """Widgets too, through another version of their CRD: the same objects."""
+
+    api_version = "example.io/v2"
+    kind = "Widget"
+    plural = "widgets"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "place"),
+    [
+        pytest.param(Widgets, NewerWidgets, "prefix 'okt.io'", id="same prefix"),
+        pytest.param(
+            type("Annotated", (Widgets,), {"status": "annotations"}),
+            type("AlsoAnnotated", (NewerWidgets,), {"status": "annotations"}),
+            "prefix 'okt.io'",
+            id="same prefix, annotations",
+        ),
+        pytest.param(
+            Widgets, type("Prefixed", (NewerWidgets,), {"prefix": "b.example.com"}), "status.conditions", id="status"
+        ),
+    ],
+)
+def test_two_reconcilers_of_one_kind_keeping_records_in_one_place_are_refused_when_the_manager_starts(
+    first: type[okt.Reconciler], second: type[okt.Reconciler], place: str
+) -> None:
+    """Each would overwrite the other's error count, lifecycle phase and conditions on every object both select."""
+    client: Any = StatsOnly()
+    runner = manager.Manager(client, [first, second], metrics_bind="0", tune_memory=False)
+    message = (
+        rf"^{first.__name__} and {second.__name__} both reconcile Widget \(example\.io\) and keep their records in "
+        rf"the same place \({re.escape(place)}\): .*$"
+    )
+    try:
+        with pytest.raises(okt.ConfigurationError, match=message):
+            runner.start()
+    finally:
+        runner.stop()
+        runner.join(5)
+
+
+def test_two_reconcilers_of_one_kind_each_with_its_own_records_start(api: Any) -> None:
+    widget = kinds.Kind("example.io/v1", "Widget", "widgets")
+    api.stats = kube_client.RequestStats()
+    api.resolve = lambda api_version, kind: widget
+    apart = {"status": "annotations", "persistence": okt.Persistence.ANNOTATIONS}
+    first = type("First", (Widgets,), {**apart, "prefix": "a.example.com"})
+    second = type("Second", (Widgets,), {**apart, "prefix": "b.example.com"})
+    runner = manager.Manager(api, [first, second], metrics_bind="0", tune_memory=False)
+    try:
+        runner.start()
+        assert [controller.name for controller in runner.controllers] == ["widget", "widget"]
+    finally:
+        runner.stop()
+        runner.join(5)
+
+
 def test_a_start_that_fails_has_shut_down_when_it_raises() -> None:
     """okt run prints the error of a start that failed (an unserved kind, a refused declaration) at once: the shutdown
     the failure began, in another thread, is over by then, its "manager stopped" line written before that one."""

@@ -108,7 +108,9 @@ class Reconciler:
     """At most this many children created per reconcile (OKT's ``maxCreation``): the rest wait for the next
     reconcile, which is requeued at once, and Ready stays False until they exist. None: no limit."""
     prefix: ClassVar[str] = names_mod.DEFAULT_PREFIX
-    """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...)."""
+    """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...). Caveat: okt
+    removes nothing an earlier version wrote under another prefix (it cannot tell it from another operator's), and a
+    lifecycle phase kept in ``<old>/phase`` is not read; see docs/concepts/index.md before changing it."""
     apply_strategy: ClassVar[str] = "apply"
     """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""

@@ -367,5 +367,6 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
         return False
     ctx.bookkeeping.written()  # a later write of this reconcile (the report after a flush) sends none of it again
+    ctx.conditions.written()  # and counts its conditions' transitions from what this one stored
     ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
     return written is not None

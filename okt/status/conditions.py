@@ -17,7 +17,11 @@ Two values live here:
 Guarantees:
 
 * ``lastTransitionTime`` changes only when a condition's status changes (or when the condition first appears);
-  changing reason, message or observedGeneration keeps it, so a recurring identical error never looks new.
+  changing reason, message or observedGeneration keeps it, so a recurring identical error never looks new. A change
+  is counted from what the object stores (as loaded, or as :meth:`Conditions.written` last took it), not from what
+  the working copy said since: a status set back to the stored one within a reconcile (a success whose write the API
+  server refused, then the error's report) keeps the stored time, and a condition removed and set back keeps its
+  place too.
 * :meth:`Conditions.set` reports whether anything changed; setting what is already there is a no-op.
 * Conditions this process never touched -- whoever wrote them -- come out of :meth:`Conditions.to_list` exactly as they
   went in, unknown keys included. Existing conditions keep their position; new ones are appended in the order set.
@@ -364,12 +368,21 @@ class _Slot:
     now: Callable[[], datetime.datetime]
     parsed: Condition | None = None
     touched: bool = False
+    removed: bool = False
+    """Removed from the working copy, kept for its stored value until a write stores the removal."""
 
     @property
     def condition(self) -> Condition | None:
         if self.parsed is None and self.addressable and self.raw is not None:
             self.parsed = Condition.from_dict(self.raw, now=self.now)
         return self.parsed if self.addressable else None
+
+    @property
+    def stored(self) -> Condition | None:
+        """The condition as the object stores it (``raw``), whatever this reconcile set since."""
+        if not self.touched:
+            return self.condition
+        return Condition.from_dict(self.raw, now=self.now) if self.addressable and self.raw is not None else None
 
     @property
     def status(self) -> ConditionStatus | None:
@@ -467,10 +480,10 @@ class Conditions(Mapping[str, Condition]):
         return isinstance(type, str) and self._find(type) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return (slot.key for slot in self._slots if slot.addressable and slot.key is not None)
+        return (slot.key for slot in self._slots if slot.addressable and not slot.removed and slot.key is not None)
 
     def __len__(self) -> int:
-        return sum(1 for slot in self._slots if slot.addressable)
+        return sum(1 for slot in self._slots if slot.addressable and not slot.removed)
 
     def __repr__(self) -> str:
         return f"Conditions({self.summary()})"
@@ -502,7 +515,8 @@ class Conditions(Mapping[str, Condition]):
     ) -> bool:
         """Set one condition; return whether anything changed.
 
-        ``lastTransitionTime`` is ``now()`` for a new condition or a status change, and kept otherwise. The message is
+        ``lastTransitionTime`` is kept when the object stores the condition with this status, or when this copy set
+        it to this status already; it is ``now()`` otherwise (a new condition, a status change). The message is
         truncated to the API limit; an invalid type or reason raises :class:`pydantic.ValidationError` (use
         :func:`to_reason` for free text). Setting exactly what is there changes nothing and returns False.
         """
@@ -512,14 +526,19 @@ class Conditions(Mapping[str, Condition]):
         if slot is not None and slot.holds(new_status, reason, message, observed_generation):
             return False  # exactly what is there (the steady state of every reconcile): nothing to build
         current = slot.condition if slot is not None else None
-        keep_time = current is not None and current.status is new_status
+        if slot is None:
+            slot = self._find(type, removed=True)  # stored, removed by this copy: set back in its place
+        stored = slot.stored if slot is not None else None
+        if stored is not None and stored.status is new_status:
+            # What the object says since then: a status set back (a success whose write was refused, then the
+            # error) is no transition.
+            since = stored.last_transition_time
+        elif current is not None and current.status is new_status:
+            since = current.last_transition_time
+        else:
+            since = self._now()
         wanted = Condition.build(
-            type,
-            new_status,
-            reason,
-            message,
-            observed_generation=observed_generation,
-            last_transition_time=current.last_transition_time if current is not None and keep_time else self._now(),
+            type, new_status, reason, message, observed_generation=observed_generation, last_transition_time=since
         )
         if current is not None and wanted == current:
             return False
@@ -528,6 +547,7 @@ class Conditions(Mapping[str, Condition]):
         else:
             slot.parsed = wanted
             slot.touched = True
+            slot.removed = False
             self._drop_duplicates(slot)
         self._changed = True
         return True
@@ -551,7 +571,10 @@ class Conditions(Mapping[str, Condition]):
         if slot is None:
             return False
         self._drop_duplicates(slot)
-        self._slots.remove(slot)
+        if slot.raw is None:
+            self._slots.remove(slot)  # set by this copy only: nothing stored to come back to
+        else:
+            slot.removed = True
         self._asserted.discard(type)
         self._changed = True
         return True
@@ -567,20 +590,29 @@ class Conditions(Mapping[str, Condition]):
 
     def to_list(self) -> list[dict[str, Any]]:
         """The list to write as ``status.conditions`` (fresh copies; mutating them does not affect this object)."""
-        return [slot.to_wire() for slot in self._slots]
+        return [slot.to_wire() for slot in self._slots if not slot.removed]
+
+    def written(self) -> None:
+        """Take the working copy as what the object stores, once a write stored it: a later :meth:`set` of this copy
+        (the report after a ``flush_status()``) counts its transitions from what was written."""
+        self._slots = [slot for slot in self._slots if not slot.removed]
+        for slot in self._slots:
+            if slot.touched and slot.parsed is not None:
+                slot.raw = slot.parsed.to_dict()
 
     def summary(self) -> str:
         """One line for logs, in list order: ``Ready=True (Reconciled), Degraded=False (Reconciled)``."""
         parts = [
             f"{slot.condition.type}={slot.condition.status.value} ({slot.condition.reason})"
             for slot in self._slots
-            if slot.condition is not None
+            if slot.condition is not None and not slot.removed
         ]
         return ", ".join(parts) if parts else "no conditions"
 
-    def _find(self, type: str) -> _Slot | None:
+    def _find(self, type: str, *, removed: bool = False) -> _Slot | None:
+        """The slot of ``type`` in the working copy, or (``removed``) one this copy removed of the stored ones."""
         for slot in self._slots:
-            if slot.addressable and slot.key == type:
+            if slot.addressable and slot.key == type and slot.removed is removed:
                 return slot
         return None
 

@@ -119,6 +119,35 @@ def test_a_status_field_the_crd_refuses_turns_ready_false_with_the_api_servers_r
     assert live["status"]["replicas"] == 1  # the refused value is not there
 
 
+OLD_TRANSITION = "2020-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_a_refused_success_keeps_the_transition_time_of_a_ready_that_stays_false(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, strategy: str
+) -> None:
+    tally_kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(Tally))
+    reconciler = type("Tally", (LooseTally,), {"apply_strategy": strategy})()
+    body = {"apiVersion": tally_kind.api_version, "kind": "Tally", "metadata": {"name": "t", "namespace": namespace}}
+    kube.create({**body, "spec": {"size": 99}}, tally_kind)
+    okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
+    stored = kube.get(tally_kind, "t", namespace)["status"]["conditions"]
+    assert ("Ready", "False") in [(item["type"], item["status"]) for item in stored]
+    # False since long ago, as far as the object says: every reconcile since failed the same way.
+    dated = [{**item, "lastTransitionTime": OLD_TRANSITION} for item in stored]
+    kube.patch(tally_kind, "t", {"status": {"conditions": dated}}, namespace, subresource="status")
+
+    run = okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
+
+    assert isinstance(run.outcome.error, okt.Invalid)  # the success's write was refused, the error reported
+    live = kube.get(tally_kind, "t", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and (ready["status"], ready["lastTransitionTime"]) == ("False", OLD_TRANSITION), ready
+    reconciling = condition(live, "Reconciling")
+    assert reconciling is not None and reconciling["lastTransitionTime"] == OLD_TRANSITION, reconciling
+    assert [item["type"] for item in live["status"]["conditions"]] == [item["type"] for item in stored]
+
+
 class Stamping(shared.WidgetReconciler):
     """Reports ``status.startedAt`` as the value of its ``stamp`` parameter, and ``status.replicas`` beside it."""
 

@@ -653,3 +653,44 @@ def test_conditions_read_from_a_status_share_nothing_with_it_and_write_back_copi
     assert status["conditions"][0]["x-vendor"] == {"nested": ["kept"]}
     assert status["conditions"][1] == {"no type": True}
     assert Conditions.from_status(status).to_list() == loaded.to_list()
+
+
+def test_a_status_set_back_to_the_stored_one_keeps_the_stored_transition_time() -> None:
+    clock = Clock()
+    conds = Conditions.from_status({"conditions": [wire("Ready", status="False", reason="ApiError")]}, now=clock)
+    clock.advance(60)
+    conds.set("Ready", True, "Reconciled")  # a success whose write the API server refused
+    clock.advance(1)
+
+    assert conds.set("Ready", False, "ApiError", "the status was refused") is True
+    assert conds["Ready"].last_transition_time == T0  # still False since T0, as far as the object ever said
+
+
+def test_a_condition_removed_then_set_back_keeps_its_stored_transition_time_and_position() -> None:
+    clock = Clock()
+    stored = [wire("Ready", status="False", reason="ApiError"), wire("Reconciling", reason="ApiError"), wire("Other")]
+    conds = Conditions.from_status({"conditions": stored}, now=clock)
+    clock.advance(60)
+    conds.remove("Reconciling")  # a success whose write the API server refused
+    clock.advance(1)
+
+    assert conds.set("Reconciling", True, "ApiError") is True
+    assert conds.to_list() == stored
+
+
+def test_transitions_after_a_write_are_counted_from_what_it_wrote() -> None:
+    clock = Clock()
+    stored = [wire("Ready", status="False", reason="ApiError"), wire("Reconciling", reason="ApiError")]
+    conds = Conditions.from_status({"conditions": stored}, now=clock)
+    ready_at = clock.advance(60)
+    conds.set("Ready", True, "Reconciled")
+    conds.remove("Reconciling")
+    conds.written()  # a flush stored Ready=True, without Reconciling
+    failed_at = clock.advance(1)
+
+    conds.set("Ready", False, "ApiError")
+    conds.set("Reconciling", True, "ApiError")
+    assert conds["Ready"].last_transition_time == failed_at
+    assert conds["Reconciling"].last_transition_time == failed_at
+    assert conds.set("Ready", True, "Reconciled") is True
+    assert conds["Ready"].last_transition_time == ready_at

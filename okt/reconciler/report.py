@@ -97,13 +97,16 @@ def error_conditions(
     degraded: bool = True,
     stalled: bool = False,
 ) -> bool:
-    """Set the conditions of a failed reconcile; returns whether Ready changed (the error is news).
+    """Set the conditions of a failed reconcile; returns whether Ready changed, and differs from what the object
+    stores (the error is news: not when a success set Ready True in the working copy only, then a hook raised the
+    error the object already says).
 
     ``degraded`` False (a transient error, not yet persistent) leaves Degraded False, explained: OpenShift's rule,
     Degraded is a persistent problem, never a hiccup. ``stalled`` (retrying cannot fix it) sets kstatus's
     ``Stalled=True``, otherwise ``Reconciling=True`` says the error is being retried.
     """
     news = conditions.set(cond.READY, False, reason, message, generation)
+    news = news and conditions.stored(cond.READY) != conditions[cond.READY]
     (kstatus.stalled if stalled else kstatus.reconciling)(conditions, generation, reason, message)
     conditions.set(cond.RECONCILIATION_SUCCESS, False, reason, message, generation)
     if degraded:

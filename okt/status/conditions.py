@@ -488,6 +488,14 @@ class Conditions(Mapping[str, Condition]):
     def __repr__(self) -> str:
         return f"Conditions({self.summary()})"
 
+    def stored(self, type: str) -> Condition | None:
+        """The condition as the object stores it (as loaded, or as :meth:`written` took it), whatever this copy set
+        or removed since; None when the object stores none of that type."""
+        for slot in self._slots:
+            if slot.addressable and slot.key == type:
+                return slot.stored
+        return None
+
     def is_true(self, type: str) -> bool:
         """Whether the condition is present with status True."""
         return self._status(type) is ConditionStatus.TRUE

@@ -131,6 +131,30 @@ def test_a_permanent_error_records_one_event_however_often_it_is_reconciled(
     assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Warning", "InvalidSpec", 1)]
 
 
+class UnsupportedPlan(shared.WidgetReconciler):
+    """Finds the Widget unusable only after the SuccessManager's work, which set Ready True in the working copy."""
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.SuccessManager:
+            raise okt.PermanentError("the plan is not supported")
+
+
+def test_a_permanent_error_raised_after_the_success_records_one_event_and_writes_once(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(UnsupportedPlan(), kube, widget_kind, namespace, NAME, recorder)
+    before = kube.stats.snapshot()
+
+    for _ in range(2):
+        shared.reconcile_widget(UnsupportedPlan(), kube, widget_kind, namespace, NAME, recorder)
+
+    assert shared.write_requests(kube, before) == {}
+    assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Warning", "PermanentError", 1)]
+    assert shared.get_widget(kube, widget_kind, namespace, NAME)["status"]["okt"] == {"errorCount": 1}
+
+
 def test_recovering_from_an_error_records_a_normal_event_after_the_warning(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
 ) -> None:

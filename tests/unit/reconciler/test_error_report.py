@@ -157,6 +157,41 @@ def test_an_alarming_give_up_is_reported_once_while_the_object_does_not_change()
     assert [e.get("count", 1) for e in fake.objects(kinds.EVENT)] == [1]
 
 
+class UnsupportedPlan(WebAppReconciler):
+    """Finds the spec unusable only after the SuccessManager's work, which set Ready True in the working copy."""
+
+    error: ClassVar[Exception] = okt.PermanentError("the plan is not supported")
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.SuccessManager:
+            raise self.error
+
+
+class UnpayablePlan(UnsupportedPlan):
+    error: ClassVar[Exception] = okt.GiveUp("the payment provider refused the account", alarming=True)
+
+
+@pytest.mark.parametrize(
+    "reconciler", [UnsupportedPlan(), UnpayablePlan()], ids=["permanent error", "alarming give-up"]
+)
+def test_an_error_raised_after_the_success_is_set_is_reported_once_while_the_object_does_not_change(
+    reconciler: okt.Reconciler,
+) -> None:
+    fake = webapp()
+    recorder = events.EventRecorder(fake, "webapp-controller")
+    okt.reconcile(reconciler, fake, None, "shop", "web", recorder=recorder)
+    before = fake.stats.snapshot()
+
+    run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=recorder)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert {key: n for key, n in fake.stats.delta(before).items() if key[0] in kube_client.WRITE_VERBS} == {}
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None and stored["status"]["okt"] == {"errorCount": 1}
+    assert [e.get("count", 1) for e in fake.objects(kinds.EVENT)] == [1]
+
+
 def test_a_primary_the_api_fails_to_read_is_retried_and_never_taken_for_gone() -> None:
     fake = webapp()
     fake.fail("get", "webapps", okt.ApiError.from_status(500, "InternalError", "etcdserver: request timed out"))

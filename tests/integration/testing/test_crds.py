@@ -50,6 +50,57 @@ def test_a_new_cluster_scoped_kind_can_own_a_child_as_soon_as_it_is_returned(
     assert child["metadata"]["ownerReferences"] == [reference]
 
 
+def _blocking_reference(owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def test_a_kind_installed_moments_ago_can_own_a_child_that_blocks_its_deletion(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str
+) -> None:
+    """The API server's owner-reference admission maps a blockOwnerDeletion reference's kind through discovery it
+    reloads only every 30 s on a stock 1.20 server (such a child was refused with 403 until then); the local control
+    plane's looks a kind it does not know up again at once."""
+    known = kube.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "known", "namespace": namespace}},
+        kinds.CONFIG_MAP,
+    )
+    # The admission has mapped an owner's kind since its last reload: what it knows is what it read then.
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "of-known", "namespace": namespace, "ownerReferences": [_blocking_reference(known)]},
+        },
+        kinds.CONFIG_MAP,
+    )
+    group = f"o{secrets.token_hex(4)}.okt.io"
+    control_plane.install_crd(crds.schemaless_crd(group, "Owner", "owners"))
+    kind = kinds.Kind(f"{group}/v1", "Owner", "owners", True)
+    try:
+        metadata = {"name": "owner", "namespace": namespace}
+        owner = kube.create({"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata}, kind)
+        reference = _blocking_reference(owner)
+        child = kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "child", "namespace": namespace, "ownerReferences": [reference]},
+            },
+            kinds.CONFIG_MAP,
+        )
+    finally:
+        kube.delete(kinds.CRD, f"owners.{group}")
+
+    assert child["metadata"]["ownerReferences"] == [reference]
+
+
 def test_a_crd_still_being_deleted_is_waited_for_and_never_stripped_of_its_cleanup(
     kube: kube_client.Client, namespace: str
 ) -> None:
@@ -84,9 +135,8 @@ def _by_install_crd(client: kube_client.Client, plane: envtest.ControlPlane) -> 
     return plane.install_crd
 
 
-# ensure_crd waits besides for the API server's admission to know the kind as an owner (up to its next rediscovery,
-# 30 s): two CRDs; the control plane's install_crd, several.
-@pytest.mark.parametrize(("installer", "count"), [(_by_ensure_crd, 2), (_by_install_crd, 8)])
+# Discovery lists a new kind late one time in four: several CRDs each.
+@pytest.mark.parametrize(("installer", "count"), [(_by_ensure_crd, 8), (_by_install_crd, 8)])
 def test_discovery_lists_a_new_kind_in_every_served_version_as_soon_as_its_crd_is_installed(
     kube: kube_client.Client,
     control_plane: envtest.ControlPlane,

@@ -398,3 +398,63 @@ def test_an_unrecognised_openapi_validator_fails_the_build_step(tmp_path: pathli
         (tmp_path / relative).write_text("package validate\n")
     with pytest.raises(build.BuildError, match="not recognised"):
         build.patch_openapi_zero_check(tmp_path)
+
+
+_OWNER_ADMISSION_ORIGINAL = (
+    "func (a *gcPermissionsEnforcement) ownerRefToDeleteAttributeRecords(ref metav1.OwnerReference, "
+    "attributes admission.Attributes) ([]authorizer.AttributesRecord, error) {\n"
+    "\tvar ret []authorizer.AttributesRecord\n"
+    "\tgroupVersion, err := schema.ParseGroupVersion(ref.APIVersion)\n"
+    "\tif err != nil {\n"
+    "\t\treturn ret, err\n"
+    "\t}\n"
+    "\tmappings, err := a.restMapper.RESTMappings("
+    "schema.GroupKind{Group: groupVersion.Group, Kind: ref.Kind}, groupVersion.Version)\n"
+    "\tif err != nil {\n"
+    "\t\treturn ret, err\n"
+    "\t}\n"
+    "\tfor _, mapping := range mappings {\n"
+)
+
+
+def _write_owner_admission(source: pathlib.Path, text: str) -> pathlib.Path:
+    path = source / build.OWNER_REFERENCE_ADMISSION
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return path
+
+
+def test_the_owner_reference_admission_resets_its_mapper_and_looks_an_unknown_kind_up_once_more(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = _write_owner_admission(tmp_path, _OWNER_ADMISSION_ORIGINAL)
+
+    assert build.patch_owner_reference_admission(tmp_path) is True
+
+    text = path.read_text()
+    lookup = "\tmappings, err := a.restMapper.RESTMappings(groupKind, groupVersion.Version)\n"
+    again = "\t\tmappings, err = a.restMapper.RESTMappings(groupKind, groupVersion.Version)\n"
+    reset = "\tif resettable, ok := a.restMapper.(interface{ Reset() }); ok && meta.IsNoMatchError(err) {\n"
+    assert text.index(lookup) < text.index(reset) < text.index("\t\tresettable.Reset()\n") < text.index(again)
+    assert text.index(again) < text.index("\tif err != nil {\n\t\treturn ret, err\n\t}\n\tfor _, mapping")
+    assert text.startswith(_OWNER_ADMISSION_ORIGINAL.split("\tmappings, err", maxsplit=1)[0])
+    assert text.endswith("\tfor _, mapping := range mappings {\n")
+
+
+def test_patching_the_owner_reference_admission_twice_changes_nothing_the_second_time(tmp_path: pathlib.Path) -> None:
+    path = _write_owner_admission(tmp_path, _OWNER_ADMISSION_ORIGINAL)
+    build.patch_owner_reference_admission(tmp_path)
+    patched = path.read_text()
+
+    assert build.patch_owner_reference_admission(tmp_path) is False
+    assert path.read_text() == patched
+
+
+def test_an_unrecognised_owner_reference_admission_fails_the_build_step_and_stays_untouched(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = _write_owner_admission(tmp_path, "package gc\n")
+
+    with pytest.raises(build.BuildError, match="owner reference admission not recognised"):
+        build.patch_owner_reference_admission(tmp_path)
+    assert path.read_text() == "package gc\n"

@@ -229,6 +229,13 @@ class Cache:
             informers = self._all_informers()
         return all(i.has_synced.is_set() for i in informers)
 
+    def unserved(self) -> list[kinds.Kind]:
+        """The watched kinds the API server does not serve any more (their CRD deleted, or their version no longer
+        served: see :attr:`okt.runtime.informer.Informer.served`), in the order they were started."""
+        with self._lock:
+            watched = [(self._kinds[key], scoped) for key, scoped in self._informers.items()]
+        return [kind for kind, scoped in watched if not all(i.served for i in scoped.values())]
+
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block until :attr:`synced` (True) or ``timeout`` seconds pass (False)."""
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -40,7 +40,12 @@ Guarantees:
   store, so "the children of this owner" is a dict lookup;
 * a handler that raises is logged and never stops the informer;
 * after its list or watch failed, the first list or watch the API server answers calls ``on_recovered`` once (the
-  controllers retry at once what failed while the API server was away).
+  controllers retry at once what failed while the API server was away);
+* **a kind that stops being served** (its CRD deleted, or its version no longer served: the list or watch answers
+  ``404`` or ``405``) is retried with the reconnect backoff, logged once as a warning (the retries at debug level), and
+  :attr:`Informer.served` is False until the API server lists it again; that list is diffed against the store as
+  after a ``410`` (what went with the CRD is ``DELETED``, what was created again ``ADDED``), and every object it finds
+  unchanged is announced as ``RESYNC``, so that what failed meanwhile is reconciled again.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
 return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
@@ -104,6 +109,10 @@ RECONNECT_BACKOFF = backoff_mod.Backoff(base=0.2, factor=2.0, cap=30.0, jitter=0
 
 #: A watch that ends sooner than this without delivering anything counts as a failure (and backs off).
 _SHORTEST_WATCH = 1.0
+
+_NOT_SERVED = (404, 405)
+"""The answers of a list or watch of a kind the API server does not serve (any more): not found (a CRD deleted, a
+version no longer served) or not allowed (a version that lost the verb)."""
 
 _log = structlog.get_logger(__name__)
 
@@ -322,6 +331,7 @@ class Informer:
         self._keep = keep
         self._on_recovered = on_recovered
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
+        self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
         self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
@@ -370,6 +380,12 @@ class Informer:
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    @property
+    def served(self) -> bool:
+        """False while the API server answers this kind's list or watch ``404`` or ``405`` (its CRD deleted, or its
+        version no longer served); True again once a list succeeds."""
+        return self._served
 
     @property
     def resource_version(self) -> str:
@@ -504,7 +520,7 @@ class Informer:
         while not self._stop.is_set():
             try:
                 if need_list:
-                    self._relist()
+                    self._relist(announce_unchanged=not self._served)
                     need_list = False
                     self._answered()
                 self._watch()
@@ -522,9 +538,27 @@ class Informer:
                 self.reconnects += 1
                 self._failing = True
                 delay = self._backoff.delay(self._failures)
-                self._log.warning(
-                    "list or watch failed, retrying", error=str(exc), failures=self._failures, retry_in=round(delay, 2)
-                )
+                if exc.status in _NOT_SERVED:
+                    # The kind is gone from the API (a CRD deleted, a version no longer served): said once, as the
+                    # retries of an outage that may last for days would fill the log. The store is diffed against
+                    # the list that answers again: a watch from where this one stood would tell nothing of what the
+                    # CRD's deletion took with it, or of an object created again since.
+                    need_list = True
+                    (self._log.debug if not self._served else self._log.warning)(
+                        "the API server does not serve the kind any more (its CRD deleted, or its version no longer "
+                        "served): listing it again with backoff until it does",
+                        error=str(exc),
+                        failures=self._failures,
+                        retry_in=round(delay, 2),
+                    )
+                    self._served = False
+                else:
+                    self._log.warning(
+                        "list or watch failed, retrying",
+                        error=str(exc),
+                        failures=self._failures,
+                        retry_in=round(delay, 2),
+                    )
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 self._failures += 1
@@ -534,7 +568,9 @@ class Informer:
                 need_list = True
                 self._stop.wait(delay)
 
-    def _relist(self) -> None:
+    def _relist(self, announce_unchanged: bool = False) -> None:
+        """List the kind and diff the list against the store into events; with ``announce_unchanged`` (the first
+        list after the kind was not served), an object found unchanged is announced too, as ``RESYNC``."""
         # Page by page: each page is packed into the store and announced before the next is decoded, so a list of
         # thousands of objects never lives as dicts all at once (the allocator would keep that peak as resident
         # memory), and an object is announced from the dict just decoded rather than decoded again from the store.
@@ -564,34 +600,7 @@ class Informer:
                         continue  # filtered out: not stored (one that was is dropped below, as deleted)
                     key = store_key(item)
                     listed.add(key)
-                    current = self._store.get(key)
-                    if current is None:
-                        self._put_locked(key, item, None)
-                        changes.append((ADDED, item, None))
-                    elif is_newer(resource_version(item), current.rv):
-                        # Against what the watch said last: the store may hold the answer to okt's own write, which
-                        # carries whatever changed before it (a spec change the watch never told).
-                        watched = self._shadowed.get(key, current)
-                        before = None if watched is None else watched.unpack()
-                        self._put_locked(key, item, current)
-                        if before is None:
-                            changes.append((ADDED, item, None))
-                        elif _uid(before) != _uid(item):
-                            # Deleted and created again while the watch was down: another object, as the watch
-                            # would have told (a modification may look like nothing new: same spec, generation 1).
-                            changes.append((DELETED, before, None))
-                            changes.append((ADDED, item, None))
-                        else:
-                            changes.append((MODIFIED, item, before))
-                    elif key in self._shadowed:
-                        # The store holds the answer to okt's own write and the watch never told what came before
-                        # it (someone may have changed the object between okt's read and its write): announced
-                        # against what the watch said last, unless the list says just that.
-                        watched = self._shadowed[key]
-                        if current.rv != resource_version(item):
-                            relisted[key] = Packed(item, {}, self._codec)
-                        if watched is None or watched.rv != resource_version(item):
-                            changes.append((ADDED if watched is None else MODIFIED, item, _unpacked(watched)))
+                    changes.extend(self._listed_locked(key, item, relisted, announce_unchanged))
             del page
             self._announce_sweep(changes)
             del changes
@@ -618,8 +627,51 @@ class Informer:
             self._resource_version = version
             self.relists += 1
         self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone))
+        if not self._served:
+            self._served = True
+            self._log.info("the API server serves the kind again", count=len(listed), deleted=len(gone))
         self._announce_sweep((DELETED, packed.unpack(), None) for packed in gone)
         self.has_synced.set()
+
+    def _listed_locked(
+        self, key: StoreKey, item: dict[str, Any], relisted: dict[StoreKey, Packed], announce_unchanged: bool
+    ) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+        """Store a listed object and return the events that tell it against the store (see :meth:`_relist`); an
+        answer of okt's newer than the list goes into ``relisted``. The lock is held."""
+        changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+        current = self._store.get(key)
+        if current is None:
+            self._put_locked(key, item, None)
+            changes.append((ADDED, item, None))
+        elif is_newer(resource_version(item), current.rv):
+            # Against what the watch said last: the store may hold the answer to okt's own write, which
+            # carries whatever changed before it (a spec change the watch never told).
+            watched = self._shadowed.get(key, current)
+            before = None if watched is None else watched.unpack()
+            self._put_locked(key, item, current)
+            if before is None:
+                changes.append((ADDED, item, None))
+            elif _uid(before) != _uid(item):
+                # Deleted and created again while the watch was down: another object, as the watch
+                # would have told (a modification may look like nothing new: same spec, generation 1).
+                changes.append((DELETED, before, None))
+                changes.append((ADDED, item, None))
+            else:
+                changes.append((MODIFIED, item, before))
+        elif key in self._shadowed:
+            # The store holds the answer to okt's own write and the watch never told what came before
+            # it (someone may have changed the object between okt's read and its write): announced
+            # against what the watch said last, unless the list says just that.
+            watched = self._shadowed[key]
+            if current.rv != resource_version(item):
+                relisted[key] = Packed(item, {}, self._codec)
+            if watched is None or watched.rv != resource_version(item):
+                changes.append((ADDED if watched is None else MODIFIED, item, _unpacked(watched)))
+            elif announce_unchanged:
+                changes.append((RESYNC, item, item))
+        elif announce_unchanged:
+            changes.append((RESYNC, item, item))
+        return changes
 
     def _announce_sweep(self, events: Iterable[tuple[str, dict[str, Any], dict[str, Any] | None]]) -> None:
         """Emit events of a list (or resync) as such: see :func:`sweeping`."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
+import structlog
 
 import okt
 from okt.kube import client as kube_client
@@ -349,3 +350,101 @@ def test_a_kind_the_server_serves_but_cannot_list_and_watch_stops_the_start_nami
     kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler], message: str
 ) -> None:
     assert refused_start(kube, namespace, reconciler, okt.errors.ApiError) == f"405 MethodNotAllowed: {message}"
+
+
+def _recording_reconciler(group: str, version: str, seen: list[tuple[str, str]]) -> type[okt.Reconciler]:
+    """A reconciler of the Widgets of ``group`` in ``version`` that records ``(name, uid)`` of each object it
+    reconciles."""
+
+    def enter_in_state(self: okt.Reconciler, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.CRChecker:
+            seen.append((ctx.cr.name, ctx.cr.uid))
+
+    return types.new_class(
+        "Widgets",
+        (okt.Reconciler,),
+        exec_body=lambda body: body.update(
+            api_version=f"{group}/{version}", kind="Widget", plural="widgets", enter_in_state=enter_in_state
+        ),
+    )
+
+
+def _widget(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> str:
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": name, "namespace": namespace}}
+    return str(kube.create(body, kind)["metadata"]["uid"])
+
+
+def _not_served_lines(logged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [entry for entry in logged if "does not serve the kind" in str(entry.get("event"))]
+
+
+def test_a_crd_deleted_under_a_running_operator_makes_it_unready_until_created_again_then_its_objects_reconcile(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    group = f"gone{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Widget", "widgets")
+    name = crd["metadata"]["name"]
+    kind = crds.ensure_crd(kube, crd)
+    seen: list[tuple[str, str]] = []
+    try:
+        first = _widget(kube, kind, namespace, "first")
+        with (
+            structlog.testing.capture_logs() as logged,
+            RunningOperator.start(kube, _recording_reconciler(group, "v1", seen), namespaces=[namespace]) as running,
+        ):
+            wait_for(lambda: ("first", first) in seen, message="the first widget reconciled")
+            kube.delete(kinds.CRD, name)
+            wait_for(lambda: kube.get_or_none(kinds.CRD, name) is None, message=f"CRD {name} gone")
+            wait_for(lambda: not running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            unready = running.manager.readiness()
+
+            crds.ensure_crd(kube, crd)
+            again = _widget(kube, kind, namespace, "first")
+            second = _widget(kube, kind, namespace, "second")
+            wait_for(lambda: {("first", again), ("second", second)} <= set(seen), message=lambda: str(seen))
+            wait_for(lambda: running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+    finally:
+        kube.delete(kinds.CRD, name)
+
+    assert unready == (False, f"the API server does not serve Widget in {group}/v1 any more")
+    lines = _not_served_lines(logged)
+    assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines
+
+
+def test_a_version_no_longer_served_under_a_running_operator_reconciles_its_objects_again_once_served(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    group = f"unserved{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Widget", "widgets")
+    stored = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [stored, {**stored, "name": "v2", "storage": False}]
+    name = crd["metadata"]["name"]
+    kind = crds.ensure_crd(kube, crd)
+    v2 = kinds.Kind(f"{group}/v2", "Widget", "widgets")
+    seen: list[tuple[str, str]] = []
+
+    def serve_v2(served: bool) -> None:
+        live = kube.get(kinds.CRD, name)
+        live["spec"]["versions"][1]["served"] = served
+        kube.replace(kinds.CRD, live)
+
+    try:
+        uid = _widget(kube, kind, namespace, "kept")
+        with (
+            structlog.testing.capture_logs() as logged,
+            RunningOperator.start(kube, _recording_reconciler(group, "v2", seen), namespaces=[namespace]) as running,
+        ):
+            wait_for(lambda: ("kept", uid) in seen, message="the widget reconciled")
+            serve_v2(False)
+            wait_for(lambda: not running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            reconciled_before = seen.count(("kept", uid))
+            serve_v2(True)
+            wait_for(lambda: running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            wait_for(lambda: seen.count(("kept", uid)) > reconciled_before, message=lambda: str(seen))
+            assert running.manager.cache is not None
+            assert running.manager.cache.informers(v2)[0].get(namespace, "kept") is not None
+    finally:
+        kube.delete(kinds.CRD, name)
+
+    lines = _not_served_lines(logged)
+    assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines

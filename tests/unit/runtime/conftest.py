@@ -43,6 +43,9 @@ class FakeApi:
         self.closed = threading.Event()
         self.page_failures: dict[int, BaseException] = {}
         self.list_versions: list[str | None] = []
+        self.refusal: BaseException | None = None
+        """While set, every list and watch raises it (a kind the server stopped serving)."""
+        self.refused = 0
 
     # -- what the test does ---------------------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class FakeApi:
         """The list in pages of ``page_size`` (each with the list's resourceVersion); a failure registered in
         ``page_failures`` for a page index is raised once, instead of that page."""
         self.list_versions.append(resource_version)
+        self._refuse()
         items, version = self.list(kind, namespace, label_selector=label_selector)
         for index, start in enumerate(range(0, max(len(items), 1), page_size)):
             failure = self.page_failures.pop(index, None)
@@ -124,6 +128,7 @@ class FakeApi:
         inactivity_timeout: float = 330.0,
         on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
+        self._refuse()
         with self._lock:
             self.watches.append((kind.plural, namespace, resource_version))
         stream = self.stream(kind, namespace)
@@ -137,6 +142,14 @@ class FakeApi:
             if isinstance(item, BaseException):
                 raise item
             yield item
+
+    def _refuse(self) -> None:
+        with self._lock:
+            refusal = self.refusal
+            if refusal is not None:
+                self.refused += 1
+        if refusal is not None:
+            raise refusal
 
     def get_or_none(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         with self._lock:

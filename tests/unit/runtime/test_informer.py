@@ -184,6 +184,43 @@ def test_a_watch_that_outlived_the_longest_reconnect_pause_before_it_dropped_res
     assert reconnect_failures(logged) == [1, 2, 1]
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        errors.ApiError.from_status(404, "NotFound", "the server could not find the requested resource"),
+        errors.ApiError.from_status(405, "MethodNotAllowed", "the server does not allow this method"),
+    ],
+)
+def test_a_kind_no_longer_served_is_logged_once_and_listed_again_once_served(
+    api: Any, recorder: Any, start: Any, obj: Obj, refusal: errors.ApiError
+) -> None:
+    """A CRD deleted under a running informer: its list and watch are refused until the CRD is back. One warning
+    says so (not one per retry), and the list that answers again is diffed against the store, every object it finds
+    unchanged announced as well (its reconciles failed meanwhile)."""
+    api.put(CM, obj(CM, "kept"))
+    api.put(CM, obj(CM, "removed"))
+    with structlog.testing.capture_logs() as logged:
+        informer = start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+        api.refusal = refusal
+        api.fail(CM, refusal)
+        wait_for(lambda: api.refused >= 5, timeout=5)
+        refused_while_down = informer.served
+        api.remove(CM, "ns", "removed")
+        api.put(CM, obj(CM, "added"))
+        api.refusal = None
+        wait_for(lambda: "added" in recorder.types_by_name(), timeout=5, message=lambda: str(recorder.snapshot()))
+
+    warnings = [entry["event"] for entry in logged if entry["log_level"] in ("warning", "error")]
+    assert len(warnings) == 1, warnings
+    assert "does not serve the kind" in warnings[0]
+    assert recorder.types_by_name() == {
+        "kept": ["ADDED", "RESYNC"],
+        "removed": ["ADDED", "DELETED"],
+        "added": ["ADDED"],
+    }
+    assert (refused_while_down, informer.served) == (False, True)
+
+
 def test_an_event_older_than_the_stored_object_is_ignored(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
     old = api.put(CM, obj(CM, "a"))
     newer = api.put(CM, {**old, "data": {"v": "new"}})

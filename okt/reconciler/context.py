@@ -24,6 +24,9 @@ from okt.reconciler import watches
 from okt.resources import apply, registry, resource
 from okt.status import bookkeeping, conditions, events, writer
 
+REPLACED = "deleted and created again (another uid) during the reconcile"
+"""The reason of the quiet give-up of a reconcile whose object was replaced meanwhile (see :meth:`Context.replaced`)."""
+
 
 class Reader(Protocol):
     """What a reconcile reads through: the informer cache under ``okt run``, the API in a plain call."""
@@ -177,10 +180,29 @@ class Context:
             self.recorder.record(self.cr, type_, reason, message)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
-        """Feed an object our own write returned into the reader (and the CR view when it is the primary)."""
+        """Feed an object our own write returned into the reader (and the CR view when it is the primary: this
+        object, not another created under its name since it was read — the later writes of this reconcile would
+        take its uid and resourceVersion, and land on it)."""
         self.reader.observe(obj)
-        if kinds.key_of(obj) == self.cr.key:
+        if kinds.key_of(obj) == self.cr.key and _uid(obj) in ("", self.cr.uid):
             self.cr = self.cr.with_raw(obj)
+
+    def replaced(self) -> bool:
+        """Whether another object (another uid) now has the name of the one this reconcile read: it was deleted and
+        created again meanwhile. What this reconcile would still write — its status, children owned by the old uid —
+        belongs to the old object and must not land on the new one, which a reconcile of its own follows.
+
+        Asked of the reader (``okt run``'s cache: no request) before the writes no resourceVersion guards: a status
+        applied server-side, children created or applied. An object the reader no longer holds is not replaced."""
+        if not self.exists or not self.cr.uid:
+            return False
+        now = self.reader.get(self.kind, self.cr.name, self.cr.namespace)
+        return now is not None and _uid(now) not in ("", self.cr.uid)
+
+    def give_up_replaced(self) -> None:
+        """Give up quietly because :meth:`replaced`: nothing more is written for the old object."""
+        self.log.info("deleted and created again under its name (another uid) during this reconcile: its writes stop")
+        self.results.give_up(REPLACED)
 
     # -- calling the operand (see docs/guide/remote.md) ----------------------------------------------------------
 
@@ -232,3 +254,7 @@ class Context:
             route=route,
             verify=verify,
         )
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")

@@ -104,11 +104,10 @@ def write(ctx: context_mod.Context) -> None:
     created again meanwhile (a quiet give-up: see :meth:`okt.reconciler.context.Context.replaced`)."""
     creates, throttled = 0, 0
     limit = ctx.settings.max_creates
-    writes = [d for d in ctx.decisions.values() if d.action in (apply.Action.CREATE, apply.Action.UPDATE)]
-    if writes and ctx.replaced():
+    writing = any(d.action in (apply.Action.CREATE, apply.Action.UPDATE) for d in ctx.decisions.values())
+    if writing and ctx.replaced():
         # Children written now would name the old uid as their owner: the garbage collector would delete them, and
         # meanwhile the new object's reconcile would find them under another controller.
-        ctx.give_up_replaced()
         return
     for res in ctx.registry:
         decision = ctx.decisions.get(res.key)

@@ -113,6 +113,8 @@ class Context:
         self.log = logger
         self.recorder = recorder
         self.results = results_mod.Results()
+        self.gave_up_replaced = False
+        """Whether :meth:`replaced` found the object replaced, and the reconcile gave up."""
         self.registry = registry.Registry()
         stored: Mapping[str, Any]
         if settings.status_target is writer.Target.ANNOTATIONS:
@@ -193,16 +195,19 @@ class Context:
         belongs to the old object and must not land on the new one, which a reconcile of its own follows.
 
         Asked of the reader (``okt run``'s cache: no request) before the writes no resourceVersion guards: a status
-        applied server-side, children created or applied. An object the reader no longer holds is not replaced."""
+        applied server-side, children created or applied. An object the reader no longer holds is not replaced.
+        Once it says so, the reconcile gives up quietly (:attr:`gave_up_replaced`)."""
+        if self.gave_up_replaced:
+            return True
         if not self.exists or not self.cr.uid:
             return False
         now = self.reader.get(self.kind, self.cr.name, self.cr.namespace)
-        return now is not None and _uid(now) not in ("", self.cr.uid)
-
-    def give_up_replaced(self) -> None:
-        """Give up quietly because :meth:`replaced`: nothing more is written for the old object."""
+        if now is None or _uid(now) in ("", self.cr.uid):
+            return False
         self.log.info("deleted and created again under its name (another uid) during this reconcile: its writes stop")
         self.results.give_up(REPLACED)
+        self.gave_up_replaced = True
+        return True
 
     # -- calling the operand (see docs/guide/remote.md) ----------------------------------------------------------
 

@@ -309,12 +309,6 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
     out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
     something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    if settings.applies_status and ctx.replaced():
-        # An apply has no resourceVersion to test (a merge patch and the annotations' patch do): it would land on
-        # the object created since under the name, Ready and observedGeneration said of the old one.
-        ctx.give_up_replaced()
-        ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
-        return False
     if fields is None:
         try:
             fields = status_fields_view(ctx.status_fields, settings.status_model)
@@ -343,7 +337,11 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
                 conditions=ctx.conditions,
                 given=extra,
                 apply_as=settings.field_manager if settings.applies_status else None,
+                replaced=ctx.replaced,
             )
+            if written is None and ctx.gave_up_replaced:
+                ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
+                return False
         elif settings.status_target is writer.Target.ANNOTATIONS:
             annotations = writer.annotations_patch(
                 ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix, alongside=bookkeeping

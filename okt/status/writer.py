@@ -382,12 +382,15 @@ def write(
     conditions: conditions_mod.Conditions | None = None,
     given: Iterable[str] = (),
     apply_as: str | None = None,
+    replaced: Callable[[], bool] | None = None,
 ) -> dict[str, Any] | None:
     """Write what differs from ``cr.status``; None when nothing differs (no request).
 
     With ``apply_as`` (and the ``conditions``), the write is a server-side apply of the status as that field manager
     (see :func:`apply_body`), falling back to the guarded merge patch where apply would drop another writer's
-    conditions; a difference that okt's last apply of the same status left (:class:`Residues`) sends nothing.
+    conditions; a difference that okt's last apply of the same status left (:class:`Residues`) sends nothing. An
+    apply tests no resourceVersion: ``replaced()``, asked just before it, says the object was deleted and created
+    again under its name since ``cr`` was read, and then nothing is sent (None).
     Without it, a merge patch of the difference guarded by the resourceVersion read.
     """
     diff = status_patch(cr.status, wanted)
@@ -397,6 +400,8 @@ def write(
     if body is not None and apply_as is not None:
         if RESIDUES.explain(cr.uid, wanted, diff):
             return None  # what differs is another writer's: the same apply left it last time (see Residues)
+        if replaced is not None and replaced():
+            return None  # it would land on the new object, Ready and observedGeneration said of the old one
         updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
         if take_over_status(client, kind, updated, apply_as):
             updated = client.apply(body, kind, field_manager=apply_as, subresource="status")

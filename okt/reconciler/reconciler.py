@@ -129,7 +129,8 @@ class Reconciler:
     max_concurrent: ClassVar[int | None] = None
     """Reconciles of this kind at once (default: ``okt run --max-concurrent``)."""
     name: ClassVar[str | None] = None
-    """The controller's name in logs and metrics (default: the kind, lowercased)."""
+    """The controller's name in logs, metrics, Events and webhook paths (default: the kind, lowercased). Each
+    reconciler run in one process needs its own: two of one kind are refused at start until one sets it."""
     record_events: ClassVar[bool] = True
     """Record Kubernetes Events (what ``kubectl describe`` shows)."""
     printer_columns: ClassVar[Sequence[Mapping[str, Any]]] = ()

@@ -249,7 +249,7 @@ class Manager:
             RuntimeError: the manager was already started, or stopped.
             okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery), or the server does not serve it.
             okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``,
-                or two of one kind keep their records in the same place.
+                two of one kind keep their records in the same place, or two have the same controller name.
         """
         with self._lock:
             if self._started or self._stopping.is_set():
@@ -293,6 +293,7 @@ class Manager:
             ]
             _check_cluster_operators(self.controllers)
             _check_records(self.controllers)
+            _check_names(self.controllers)
             # Some kinds are addressed without asking discovery: Kubernetes' own from okt's table, written for current
             # servers, and custom ones declared with their plural (or as an okt.Kind). One the server does not serve
             # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start
@@ -533,3 +534,27 @@ def _check_records(controllers: Sequence[controller_mod.Controller]) -> None:
                 "overwrite the other's error count, lifecycle phase and conditions; run one, or give each its own "
                 'prefix with status = "annotations" and persistence = okt.Persistence.ANNOTATIONS'
             )
+
+
+def _check_names(controllers: Sequence[controller_mod.Controller]) -> None:
+    """Refuse two reconcilers with the same controller name.
+
+    The name labels the controller's metrics (``controller``, the work queue's ``name``), its logs and the source of
+    its Events, and names its webhooks' paths and its indexes in the shared cache: under one name, two controllers
+    would be counted and logged as one (each one's queue depth and workers gauges overwriting the other's), one's
+    webhooks replaced by the other's, and the second's index lookups answered from the first's index of that name.
+    Two reconcilers of one kind get the same default name (the kind, lowercased); a default name derived from the
+    others run beside it would rename a controller, on its dashboards, the day a second one is added, so the author
+    names one instead. Names are compared once the kinds are resolved (``"deploy"`` is named ``deployment``).
+    """
+    first: dict[str, controller_mod.Controller] = {}
+    for controller in controllers:
+        other = first.setdefault(controller.name, controller)
+        if other is controller:
+            continue
+        defaulted = controller.reconciler_cls.name is None and other.reconciler_cls.name is None
+        raise errors.ConfigurationError(
+            f"{other.reconciler_cls.__name__} and {controller.reconciler_cls.__name__} are both named "
+            f"{controller.name!r}{' (by default: the kind, lowercased)' if defaulted else ''}: their metrics, logs, "
+            "Events, webhook paths and cache indexes would be one controller's; set name on one of them"
+        )

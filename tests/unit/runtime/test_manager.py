@@ -234,17 +234,52 @@ def test_two_reconcilers_of_one_kind_keeping_records_in_one_place_are_refused_wh
         runner.join(5)
 
 
-def test_two_reconcilers_of_one_kind_each_with_its_own_records_start(api: Any) -> None:
+RECORDS_APART = {"status": "annotations", "persistence": okt.Persistence.ANNOTATIONS}
+
+
+def test_two_reconcilers_of_one_kind_each_with_its_own_records_and_name_start(api: Any) -> None:
     widget = kinds.Kind("example.io/v1", "Widget", "widgets")
     api.stats = kube_client.RequestStats()
     api.resolve = lambda api_version, kind: widget
-    apart = {"status": "annotations", "persistence": okt.Persistence.ANNOTATIONS}
-    first = type("First", (Widgets,), {**apart, "prefix": "a.example.com"})
-    second = type("Second", (Widgets,), {**apart, "prefix": "b.example.com"})
+    first = type("First", (Widgets,), {**RECORDS_APART, "prefix": "a.example.com"})
+    second = type("Second", (Widgets,), {**RECORDS_APART, "prefix": "b.example.com", "name": "widget-b"})
     runner = manager.Manager(api, [first, second], metrics_bind="0", tune_memory=False)
     try:
         runner.start()
-        assert [controller.name for controller in runner.controllers] == ["widget", "widget"]
+        assert [controller.name for controller in runner.controllers] == ["widget", "widget-b"]
+    finally:
+        runner.stop()
+        runner.join(5)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "named"),
+    [
+        pytest.param(
+            type("First", (Widgets,), {**RECORDS_APART, "prefix": "a.example.com"}),
+            type("Second", (NewerWidgets,), {**RECORDS_APART, "prefix": "b.example.com"}),
+            "'widget' (by default: the kind, lowercased)",
+            id="one kind, default names",
+        ),
+        pytest.param(
+            type("First", (Widgets,), {"name": "toys"}),
+            type("Second", (Gadgets,), {"name": "toys"}),
+            "'toys'",
+            id="two kinds, one name set",
+        ),
+    ],
+)
+def test_two_reconcilers_under_one_controller_name_are_refused_when_the_manager_starts(
+    first: type[okt.Reconciler], second: type[okt.Reconciler], named: str
+) -> None:
+    """The controller's name labels its metrics, logs and Events, and names its webhooks' paths and its cache indexes:
+    under one name, each would be counted and logged as the other, and one's webhooks and indexes would be lost."""
+    client: Any = StatsOnly()
+    runner = manager.Manager(client, [first, second], metrics_bind="0", tune_memory=False)
+    message = rf"^First and Second are both named {re.escape(named)}: .* set name on one of them.*$"
+    try:
+        with pytest.raises(okt.ConfigurationError, match=message):
+            runner.start()
     finally:
         runner.stop()
         runner.join(5)

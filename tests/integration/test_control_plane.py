@@ -12,7 +12,6 @@ import collections
 import concurrent.futures
 import contextlib
 import datetime
-import itertools
 import json
 import os
 import pathlib
@@ -80,7 +79,6 @@ ROLE = kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "Role")]
 ROLE_BINDING = kinds.BUILTIN[("rbac.authorization.k8s.io/v1", "RoleBinding")]
 
 CONTROL_PLANE_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager")
-GC_ATTEMPT_SECONDS = 3.0
 
 
 def widget(name: str, namespace: str, size: int = 1) -> dict[str, Any]:
@@ -757,8 +755,6 @@ def test_ports_taken_between_their_choice_and_their_binding_are_chosen_again(mon
 
 
 # -- the controllers of kube-controller-manager -------------------------------------------------------------------
-# Last in the file: the garbage collector only learns the Widget kind on its periodic discovery resync, so the
-# later its test runs after the CRD was created, the less it waits.
 
 
 def create_deployment(kube: kube_client.Client, namespace: str, replicas: int) -> dict[str, Any]:
@@ -868,28 +864,19 @@ def test_a_namespace_deletion_completes_with_its_content(kube: kube_client.Clien
 def test_an_owned_config_map_is_garbage_collected_after_its_owner_is_deleted(
     kube: kube_client.Client, widgets: kinds.Kind, namespace: str
 ) -> None:
-    # The garbage collector maps a kind created after it started only after its 30 s discovery resync, and backs off
-    # exponentially on dependents whose owner it cannot map yet. Each attempt therefore uses a fresh owner and
-    # dependent: the test lasts until the collector knows Widgets, never the whole backoff after that.
+    # apply_crd restarted kube-controller-manager when it created the Widget CRD: its garbage collector maps Widgets
+    # from its start (on its own, it would learn the kind at its next discovery resync, up to 30 s later, and back off
+    # on the dependent meanwhile).
     kube.create(config_map("bystander", namespace))
-    attempts = itertools.count()
+    owner = kube.create(widget("owner", namespace), widgets)
+    owned = kube.create(config_map("owned", namespace, ownerReferences=[controller_reference(owner)]))
+    assert is_controlled_by(owned, owner)
 
-    def owner_deleted_and_dependent_collected() -> bool:
-        attempt = next(attempts)
-        owner = kube.create(widget(f"owner-{attempt}", namespace), widgets)
-        owned = kube.create(config_map(f"owned-{attempt}", namespace, ownerReferences=[controller_reference(owner)]))
-        assert is_controlled_by(owned, owner)
-        kube.delete(widgets, owner["metadata"]["name"], namespace)
-        waiting.wait_for(
-            lambda: kube.get_or_none(kinds.CONFIG_MAP, f"owned-{attempt}", namespace) is None,
-            timeout=GC_ATTEMPT_SECONDS,
-        )
-        return True
+    kube.delete(widgets, "owner", namespace)
 
     waiting.wait_for(
-        owner_deleted_and_dependent_collected,
-        timeout=45,
-        interval=0,
+        lambda: kube.get_or_none(kinds.CONFIG_MAP, "owned", namespace) is None,
+        timeout=30,
         message="the garbage collector to delete a ConfigMap whose owner Widget was deleted",
     )
     assert kube.get_or_none(kinds.CONFIG_MAP, "bystander", namespace) is not None

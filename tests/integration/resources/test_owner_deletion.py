@@ -1,9 +1,8 @@
 """Deleting the owner: the controller-manager's garbage collector deletes every child okt created.
 
 okt does not delete children itself when the custom resource goes; it gives each child a controller ownerReference
-(with blockOwnerDeletion) and lets the garbage collector do it, as controller-runtime operators do. This module sorts
-last in its folder on purpose: the garbage collector learns a new custom kind only on its 30-second discovery resync,
-so the later this runs after the Widget CRD was created, the shorter it waits.
+(with blockOwnerDeletion) and lets the garbage collector do it, as controller-runtime operators do. The collector
+knows the Widget kind from the start: ``apply_crd`` restarts kube-controller-manager when it creates a CRD.
 """
 
 from __future__ import annotations
@@ -48,10 +47,9 @@ def test_deleting_the_owner_lets_the_garbage_collector_delete_every_child(
             if shared.get_child(kube, api_version, kind_name, namespace, name) is not None
         ]
 
-    # The garbage collector learns new custom kinds on its discovery resync (30 s), hence the long timeout.
     waiting.wait_for(
         lambda: not children_left(),
-        timeout=90,
+        timeout=30,
         interval=0.2,
         message=lambda: f"garbage collection of {children_left()}",
     )

@@ -71,6 +71,20 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
     return namespaces[0] if namespaces else "default"
 
 
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _lease_name(value: str | None) -> str | None:
+    """``--lease-name`` as the API server would store it, or one line saying why not (the elector would otherwise
+    retry its refused create for ever, never leading)."""
+    if value is not None and (len(value) > 253 or not _SUBDOMAIN.fullmatch(value)):
+        raise click.BadParameter(
+            f"{value!r} is not a Lease name: lowercase letters, digits, '-' and '.', starting and ending with a letter "
+            "or digit, at most 253 characters"
+        )
+    return value
+
+
 def _check_permissions(
     client: kube_client.Client,
     reconcilers: Sequence[type[Any]],
@@ -263,6 +277,13 @@ def _webhook_options(
     help="Namespace of the Lease (default: the pod's own namespace, else the first watched one).",
 )
 @click.option(
+    "--lease-name",
+    default=None,
+    callback=lambda _ctx, _param, value: _lease_name(value),
+    help="Name of the Lease (default: okt- and the controllers' names). Releases of one operator that serve different "
+    "namespaces or labels from one namespace each need their own.",
+)
+@click.option(
     "--metrics-bind-address",
     default="127.0.0.1:8080",
     show_default=True,
@@ -333,6 +354,7 @@ def run_command(
     max_concurrent: int,
     leader_elect: bool,
     lease_namespace: str | None,
+    lease_name: str | None,
     metrics_bind_address: str,
     log_format: str | None,
     qps: float | None,
@@ -423,6 +445,7 @@ def run_command(
             max_concurrent=max_concurrent,
             leader_elect=leader_elect,
             lease_namespace=lease_namespace,
+            lease_name=lease_name,
             metrics_bind=metrics_bind_address,
             on_startup=startups,
             on_cleanup=cleanups,

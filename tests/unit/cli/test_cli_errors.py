@@ -40,6 +40,15 @@ def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("name", ["Maps", "maps_one", "-maps", "maps.", "m" * 254])
+def test_a_lease_name_the_api_server_refuses_is_a_usage_error(name: str) -> None:
+    # The elector would have retried its refused create for ever, the operator never leading.
+    code, out = invoke("run", "x.py", "--lease-name", name)
+    assert code == 2
+    assert f"Invalid value for '--lease-name': {name!r} is not a Lease name" in out
+    assert "Traceback" not in out
+
+
 @pytest.mark.parametrize("secret", ["just-a-name", "ns/", "/name", "ns/a/b", "ns/name/"])
 def test_a_webhook_secret_that_is_not_namespace_slash_name_is_a_usage_error(secret: str) -> None:
     # "ns/a/b" passed and failed only once the operator had started, as "Secret ns/a/b does not exist".

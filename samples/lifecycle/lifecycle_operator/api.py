@@ -53,6 +53,11 @@ class WebAppStatus(pydantic.BaseModel):
     failed_version: str | None = pydantic.Field(
         default=None, alias="failedVersion", description="The version whose setup or upgrade Job failed, if any."
     )
+    target_version: str | None = pydantic.Field(
+        default=None,
+        alias="targetVersion",
+        description="The version the upgrade under way installs (set while Upgrading; a later spec.version waits).",
+    )
 
 
 PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (

@@ -7,7 +7,8 @@ and a move is written at once, before the Updater makes the children follow it:
 * Pending — nothing (a new WebApp leaves it in its first reconcile);
 * Provisioning — the Job ``<name>-setup``; Ready=False (``Provisioning``);
 * Running — the Deployment ``<name>`` at the installed version; Ready=True once okt's usual checks pass;
-* Upgrading — the Deployment, still at the installed version, and the Job ``<name>-upgrade-<version>``;
+* Upgrading — the Deployment, still at the installed version, and the Job ``<name>-upgrade-<version>`` of the
+  version the upgrade began for (``status.targetVersion``: a later ``spec.version`` waits for it to end);
   Ready=False (``UpgradeRequested``);
 * Failed — the Deployment if a version is installed, and the Job that failed (kept for its logs, never created
   again once deleted); Ready=False (``SetupFailed`` or ``UpgradeFailed``).
@@ -67,7 +68,7 @@ class WebAppReconciler(okt.Reconciler):
         if phase is Phase.Provisioning:
             children.append(JobWebApp.setup(ctx.cr, ctx.spec.version))
         elif phase is Phase.Upgrading:
-            children.append(JobWebApp.upgrade(ctx.cr, ctx.spec.version))
+            children.append(JobWebApp.upgrade(ctx.cr, phases.target_version(ctx)))
         elif phase is Phase.Failed:
             failed = phases.failed_version(ctx)
             if failed is not None:
@@ -112,10 +113,16 @@ def explained(ctx: okt.Context) -> tuple[str, str]:
 
 
 def remember(ctx: okt.Context, move: Move[Phase]) -> None:
-    """Record in the status what entering a phase established: the installed version, or the one that failed."""
+    """Record in the status what entering a phase established: the installed version, the one that failed, or the
+    one an upgrade installs."""
     if move.source is Phase.Provisioning:
         # The setup Job says which version it installed (the spec may have changed while it ran).
         version = job_version(phases.setup_job(ctx)) or ctx.spec.version
+    elif move.reason == phases.UPGRADE_CANCELLED:
+        version = phases.installed_version(ctx) or ctx.spec.version
+    elif move.source is Phase.Upgrading:
+        # What the upgrade's Job installed or failed to: the spec may ask for another version since it began.
+        version = phases.target_version(ctx)
     else:
         version = ctx.spec.version
     if move.dest is Phase.Running:
@@ -123,3 +130,7 @@ def remember(ctx: okt.Context, move: Move[Phase]) -> None:
         ctx.status_fields[phases.FAILED_VERSION] = None
     elif move.dest is Phase.Failed:
         ctx.status_fields[phases.FAILED_VERSION] = version
+    if move.dest is Phase.Upgrading:
+        ctx.status_fields[phases.TARGET_VERSION] = ctx.spec.version
+    elif move.source is Phase.Upgrading:
+        ctx.status_fields[phases.TARGET_VERSION] = None

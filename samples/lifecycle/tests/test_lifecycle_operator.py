@@ -148,3 +148,29 @@ def test_the_generated_crd_refuses_a_version_that_cannot_name_a_job(
 ) -> None:
     with pytest.raises(errors.Invalid, match=r"spec\.version"):
         webapps.create("bad", "V1_!")
+
+
+def test_a_version_asked_for_during_an_upgrade_waits_for_it_to_finish_then_upgrades_from_there(
+    operator: RunningOperator, webapps: harness.WebApps
+) -> None:
+    provisioned(webapps, "wiki", "1")
+    webapps.set_version("wiki", "2")
+    webapps.wait_phase("wiki", "Upgrading", jobs=("wiki-upgrade-2",))
+
+    generation = webapps.set_version("wiki", "3")["metadata"]["generation"]
+
+    seen = webapps.wait(
+        "wiki",
+        lambda v: (condition(webapps.get("wiki"), "Phase") or {}).get("observedGeneration") == generation,
+        "the Phase condition of the generation that asks for 3",
+    )
+    assert (seen.phase, seen.jobs) == ("Upgrading", ("wiki-upgrade-2",)), "the upgrade to 2 under way is kept"
+    assert (seen.installed, seen.deployment_image) == ("1", f"{IMAGE}:1")
+
+    webapps.finish_job("wiki-upgrade-2", succeeded=True)
+    upgrading = webapps.wait_phase("wiki", "Upgrading", jobs=("wiki-upgrade-3",))
+    assert (upgrading.installed, upgrading.deployment_image) == ("2", f"{IMAGE}:2")
+
+    webapps.finish_job("wiki-upgrade-3", succeeded=True)
+    done = webapps.wait_phase("wiki", "Running", installed="3", jobs=(), deployment_image=f"{IMAGE}:3", ready="True")
+    assert done.failed is None

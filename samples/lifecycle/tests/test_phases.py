@@ -190,3 +190,34 @@ def test_a_move_lost_to_an_api_failure_does_not_run_its_job_twice() -> None:
     assert webapp["status"]["installedVersion"] == "1"
     assert fake.stored(JOB, "shop-setup", "ns") is None  # not created again: the setup ran once
     assert fake.stored(DEPLOYMENT, "shop", "ns") is not None
+
+
+def test_an_upgrade_that_fails_after_the_spec_asked_for_another_version_fails_its_own_version() -> None:
+    fake = FakeClient(
+        kinds=[WEBAPP],
+        objects=[
+            {
+                "apiVersion": WEBAPP.api_version,
+                "kind": WEBAPP.kind,
+                "metadata": {"name": "shop", "namespace": "ns", "annotations": {"okt.io/phase": "Upgrading"}},
+                "spec": {"version": "3"},
+                "status": {"installedVersion": "1", "targetVersion": "2"},
+            }
+        ],
+    )
+    reconciler = WebAppReconciler()
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # the upgrade to 2 runs on
+    job = fake.stored(JOB, "shop-upgrade-2", "ns") or {}
+    assert fake.stored(JOB, "shop-upgrade-3", "ns") is None
+    fake.put({**job, "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True"}]}})
+
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Upgrading -> Failed
+
+    webapp = fake.stored(WEBAPP, "shop", "ns") or {}
+    assert webapp["metadata"]["annotations"]["okt.io/phase"] == "Failed"
+    assert (webapp["status"]["installedVersion"], webapp["status"]["failedVersion"]) == ("1", "2")
+    assert "targetVersion" not in webapp["status"]
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Failed -> Upgrading: 3 is neither installed nor failed
+    webapp = fake.stored(WEBAPP, "shop", "ns") or {}
+    assert (webapp["metadata"]["annotations"]["okt.io/phase"], webapp["status"]["targetVersion"]) == ("Upgrading", "3")
+    assert fake.stored(JOB, "shop-upgrade-3", "ns") is not None

@@ -24,7 +24,9 @@ Guarantees:
 * **Persisted where okt keeps its bookkeeping.** The phase is ``ctx.bookkeeping.phase``: ``status.okt.phase`` or the
   ``<prefix>/phase`` annotation, as ``Reconciler.persistence`` says, written with the status by the Success/Error
   managers — or at the end of a reconcile that gave up quietly after a move. A missing phase is the initial one (and
-  is recorded); one kept in the other place, by an operator version with the other persistence, is carried over.
+  is recorded); one kept in the other place, by an operator version with the other persistence, is carried over;
+  one kept under a name an earlier version gave it (``legacy_phases``) is read as its phase and written under the
+  new name.
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
   ``failed`` phases, True otherwise; reason = the transition's reason; message ``phase Running (from Provisioning):
   ...``) with the CR's generation, records a Normal event with the same reason, and logs the move.
@@ -47,7 +49,7 @@ import dataclasses
 import enum
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
 
 from okt.engines import results
@@ -105,11 +107,15 @@ class Lifecycle(Generic[P]):
         max_steps: the most moves one :meth:`advance` takes (>= 1).
         requeue_after: seconds after which to reconcile again when :meth:`advance` used its whole budget or
             :meth:`force` moved (``None``: never requeue for the lifecycle's sake).
+        legacy_phases: the names an earlier version of the operator gave phases that now have another name
+            (``{"Installing": Phase.Provisioning}``): an object persisted under an old name is in the phase it maps
+            to, and is written under the new name by the next write of its bookkeeping.
 
     Raises:
         TypeError: ``phases`` is not a string-valued Enum, or a phase or transition is of the wrong type.
         ValueError: a transition or ``failed`` names a phase of another Enum, the condition type is invalid or
-            reserved, ``max_steps`` < 1, or ``requeue_after`` is not a positive number.
+            reserved, ``max_steps`` < 1, ``requeue_after`` is not a positive number, or a legacy name is empty or
+            still the name of a phase.
 
     A ``Lifecycle`` holds no per-object state: declare it once at module level and share it between worker threads.
     """
@@ -124,6 +130,7 @@ class Lifecycle(Generic[P]):
         failed: Iterable[P] = (),
         max_steps: int = 1,
         requeue_after: float | None = DEFAULT_REQUEUE_AFTER,
+        legacy_phases: Mapping[str, P] | None = None,
     ) -> None:
         if not (isinstance(phases, type) and issubclass(phases, enum.Enum)) or not list(phases):
             raise TypeError(f"phases must be an Enum class with at least one member, got {phases!r}")
@@ -146,6 +153,7 @@ class Lifecycle(Generic[P]):
         if requeue_after is not None and (not math.isfinite(requeue_after) or requeue_after <= 0):
             raise ValueError(f"requeue_after must be a finite number of seconds > 0 or None, got {requeue_after!r}")
         self._requeue_after = requeue_after
+        self._legacy = self._check_legacy(legacy_phases or {})
         self._edges = self._machine(self._initial).edges()
 
     # -- the declaration ----------------------------------------------------------------------------------------------
@@ -167,6 +175,11 @@ class Lifecycle(Generic[P]):
     @property
     def condition_type(self) -> str:
         return self._condition_type
+
+    @property
+    def legacy_phases(self) -> Mapping[str, P]:
+        """The old phase names still read, and the phase each now names."""
+        return dict(self._legacy)
 
     @property
     def failed(self) -> frozenset[P]:
@@ -194,14 +207,15 @@ class Lifecycle(Generic[P]):
     # -- reading the persisted phase ----------------------------------------------------------------------------------
 
     def phase_of(self, value: str | None, where: str = "the persisted phase") -> P:
-        """The phase a persisted value names; ``None`` (nothing persisted yet) is the initial phase.
+        """The phase a persisted value names (an old name in ``legacy_phases`` too); ``None`` (nothing persisted yet)
+        is the initial phase.
 
         Raises:
             UnknownPhase: ``value`` names no phase (``where`` says where it was read, for the message).
         """
         if value is None:
             return self._initial
-        phase = self._by_value.get(value)
+        phase = self._by_value.get(value) or self._legacy.get(value)
         if phase is None:
             raise transition_mod.UnknownPhase(value, where, list(self._by_value), str(self._initial.value))
         return phase
@@ -309,17 +323,42 @@ class Lifecycle(Generic[P]):
             raise ValueError(f"{what} {phase!r} is not a phase of {self._phases.__name__}")
         return phase
 
+    def _check_legacy(self, legacy: Mapping[str, P]) -> dict[str, P]:
+        if not isinstance(legacy, Mapping):
+            raise TypeError(f"legacy_phases must map old phase names to phases, got {legacy!r}")
+        checked: dict[str, P] = {}
+        for old, phase in legacy.items():
+            if not isinstance(old, str) or not old:
+                raise ValueError(f"legacy_phases: an old phase name must be a non-empty string, got {old!r}")
+            if old in self._by_value:
+                raise ValueError(
+                    f"legacy_phases: {old!r} is the name of a phase of {self._phases.__name__}; an old name that is "
+                    "still a phase's would be read as that phase"
+                )
+            checked[old] = self._own(phase, f"legacy_phases[{old!r}]")
+        return checked
+
     def _machine(self, current: P) -> machine_mod.PhaseMachine[P]:
         return machine_mod.PhaseMachine(self._phases, self._table, current)
 
     def _enter(self, ctx: context_mod.Context) -> P:
-        """Read the current phase; record it when new, and keep the condition describing it."""
+        """Read the current phase; record it when new or kept under an old name, and keep the condition describing
+        it."""
         phase = self.current(ctx)
         if ctx.bookkeeping.phase is None:
             ctx.bookkeeping.phase = str(phase.value)
             self._report(ctx, phase, INITIAL_REASON, f"{_head(phase)} (initial)")
             return phase
         condition = ctx.conditions.get(self._condition_type)
+        old = ctx.bookkeeping.phase
+        if old in self._legacy:
+            ctx.bookkeeping.phase = str(phase.value)
+            ctx.log.info("lifecycle phase renamed", phase=str(phase.value), previous=old)
+            if condition is not None and _describes(condition.message, old):
+                # The same phase under its new name: the reason and the explanation still hold.
+                message = _head(phase) + condition.message[len(_head(old)) :]
+                self._report(ctx, phase, condition.reason, message)
+                return phase
         if condition is None or not _describes(condition.message, phase):
             self._report(ctx, phase, OBSERVED_REASON, _head(phase))
         else:
@@ -349,12 +388,12 @@ class Lifecycle(Generic[P]):
             ctx.results.add(results.Operation.REQUEUE, f"{ctx.cr.kind}/{ctx.cr.name}", delay=self._requeue_after)
 
 
-def _head(phase: enum.Enum) -> str:
+def _head(phase: enum.Enum | str) -> str:
     """How every lifecycle condition message starts, so the condition can be checked against the persisted phase."""
-    return f"phase {phase.value}"
+    return f"phase {phase.value if isinstance(phase, enum.Enum) else phase}"
 
 
-def _describes(message: str, phase: enum.Enum) -> bool:
+def _describes(message: str, phase: enum.Enum | str) -> bool:
     head = _head(phase)
     return message == head or message.startswith((f"{head} (", f"{head}:"))
 

@@ -636,6 +636,10 @@ def _declare(**overrides: Any) -> Lifecycle[Any]:
         (lambda: _declare(max_steps=True), ValueError, "max_steps"),
         (lambda: _declare(requeue_after=0), ValueError, "requeue_after"),
         (lambda: _declare(requeue_after=math.nan), ValueError, "requeue_after"),
+        (lambda: _declare(legacy_phases={"Running": Phase.Upgrading}), ValueError, "is the name of a phase"),
+        (lambda: _declare(legacy_phases={"": Phase.Running}), ValueError, "non-empty string"),
+        (lambda: _declare(legacy_phases={"Started": Other.Pending}), ValueError, "not a phase of Phase"),
+        (lambda: _declare(legacy_phases=[("Started", Phase.Running)]), TypeError, "map old phase names"),
     ],
 )
 def test_a_malformed_declaration_is_refused_up_front(
@@ -732,3 +736,51 @@ def test_the_phase_of_a_persisted_value_is_read_by_value() -> None:
     with pytest.raises(UnknownPhase, match="'upgrading'"):
         LIFECYCLE.phase_of("upgrading")
     assert transition_mod.always(cast(context_mod.Context, None)) is True
+
+
+RENAMED = _declare(legacy_phases={"Installing": Phase.Provisioning, "Broken": Phase.Failed})
+
+
+def test_an_old_phase_name_reads_as_the_phase_it_was_renamed_to() -> None:
+    assert RENAMED.phase_of("Installing") is Phase.Provisioning
+    assert RENAMED.legacy_phases == {"Installing": Phase.Provisioning, "Broken": Phase.Failed}
+    with pytest.raises(UnknownPhase, match="set it to one of Pending, Provisioning, Running, Upgrading, Failed "):
+        LIFECYCLE.phase_of("Installing")  # without the mapping
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_an_object_in_an_old_phase_name_moves_on_and_is_written_under_the_new_name(persistence: Persistence) -> None:
+    ctx, recorder = make_ctx(app("Installing", persistence), persistence=persistence, state=Facts(job_succeeded=True))
+
+    progress = RENAMED.advance(ctx)
+
+    assert (progress.start, progress.phase) == (Phase.Provisioning, Phase.Running)
+    again, _ = make_ctx(persisted(ctx), persistence=persistence)
+    assert RENAMED.current(again) is Phase.Running
+    assert recorder.events == [("Normal", "JobSucceeded", "phase Provisioning -> Running")]
+
+
+@pytest.mark.parametrize("persistence", list(Persistence), ids=str)
+def test_an_old_phase_name_is_rewritten_even_when_nothing_moves_and_its_condition_keeps_its_reason(
+    persistence: Persistence,
+) -> None:
+    raw = app("Installing", persistence)
+    raw.setdefault("status", {})["conditions"] = [
+        {
+            "type": "Phase",
+            "status": "True",
+            "reason": "Provisioning",
+            "message": "phase Installing (from Pending): the setup Job runs",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": 3,
+        }
+    ]
+    ctx, recorder = make_ctx(raw, persistence=persistence)
+
+    progress = RENAMED.advance(ctx)
+
+    assert (progress.start, progress.moved) == (Phase.Provisioning, False)
+    assert ctx.bookkeeping.changed and ctx.bookkeeping.phase == "Provisioning"
+    phase = ctx.conditions["Phase"]
+    assert (phase.reason, phase.message) == ("Provisioning", "phase Provisioning (from Pending): the setup Job runs")
+    assert recorder.events == []

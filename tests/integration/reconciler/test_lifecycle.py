@@ -4,6 +4,7 @@ did next, so the next reconcile starts from the new phase and never makes the sa
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import pytest
 
@@ -114,3 +115,80 @@ def test_a_phase_annotation_edited_by_hand_wakes_the_operator(
 
     stored = kube.get(widget_kind, "w", namespace)
     assert condition(stored, "Phase")["message"] == "phase Running (from Pending)"
+
+
+class Before(enum.StrEnum):
+    """An earlier operator version's phases."""
+
+    Pending = "Pending"
+    Installing = "Installing"
+
+
+class After(enum.StrEnum):
+    """The next version's: ``Installing`` is now ``Provisioning``."""
+
+    Pending = "Pending"
+    Provisioning = "Provisioning"
+    Running = "Running"
+
+
+BEFORE = okt.Lifecycle(
+    Before,
+    initial=Before.Pending,
+    transitions=[okt.Transition(Before.Pending, Before.Installing, reason="Installing", message="installing")],
+    requeue_after=None,
+)
+AFTER = okt.Lifecycle(
+    After,
+    initial=After.Pending,
+    transitions=[
+        okt.Transition(After.Pending, After.Provisioning, reason="Installing"),
+        okt.Transition(After.Provisioning, After.Running, when=lambda ctx: False, reason="Installed"),
+    ],
+    legacy_phases={"Installing": After.Provisioning},
+    requeue_after=None,
+)
+
+
+def advancing(lifecycle: okt.Lifecycle[Any], persistence: okt.Persistence) -> type[shared.WidgetReconciler]:
+    """A Widget reconciler of one operator version: it advances ``lifecycle`` on entering ObjectsGetter."""
+
+    def enter_in_state(self: shared.WidgetReconciler, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.ObjectsGetter:
+            lifecycle.advance(ctx)
+        return shared.WidgetReconciler.enter_in_state(self, state, ctx)
+
+    namespace = {"owns": (), "persistence": persistence, "enter_in_state": enter_in_state, "resources": no_children}
+    return type("AdvancingWidget", (shared.WidgetReconciler,), namespace)
+
+
+def no_children(self: shared.WidgetReconciler, ctx: okt.Context) -> list[okt.Resource]:
+    return []
+
+
+def stored_phase(obj: dict[str, Any], persistence: okt.Persistence) -> str | None:
+    if persistence is okt.Persistence.ANNOTATIONS:
+        return (obj["metadata"].get("annotations") or {}).get("okt.io/phase")
+    return ((obj.get("status") or {}).get("okt") or {}).get("phase")
+
+
+@pytest.mark.parametrize("persistence", [okt.Persistence.STATUS, okt.Persistence.ANNOTATIONS], ids=str)
+def test_a_phase_renamed_by_a_new_operator_version_is_taken_under_its_new_name(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, persistence: okt.Persistence
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+    okt.reconcile(advancing(BEFORE, persistence)(), kube, None, namespace, "w")
+    assert stored_phase(kube.get(widget_kind, "w", namespace), persistence) == "Installing"
+
+    run = okt.reconcile(advancing(AFTER, persistence)(), kube, None, namespace, "w")  # the operator upgraded
+
+    assert run.outcome == okt.Outcome.done()
+    stored = kube.get(widget_kind, "w", namespace)
+    assert stored_phase(stored, persistence) == "Provisioning"  # written under the new name
+    assert condition(stored, "Ready")["status"] == "True"
+    phase = condition(stored, "Phase")
+    assert (phase["status"], phase["reason"], phase["message"]) == (
+        "True",
+        "Installing",
+        "phase Provisioning (from Pending): installing",
+    )

@@ -24,7 +24,10 @@ Guarantees:
 * **Persisted where okt keeps its bookkeeping.** The phase is ``ctx.bookkeeping.phase``: ``status.okt.phase`` or the
   ``<prefix>/phase`` annotation, as ``Reconciler.persistence`` says, written with the status by the Success/Error
   managers — or at the end of a reconcile that gave up quietly after a move. A missing phase is the initial one (and
-  is recorded); one kept in the other place, by an operator version with the other persistence, is carried over;
+  is recorded) on an object without the lifecycle condition (a new one); with it, the phase was lost (``status.okt``
+  removed, the status replaced) and is restored from the condition's message (reason ``PhaseRestored``), or starts
+  again from the initial one when the message names no phase (``PhaseLost``), with a Warning event and a log line
+  either way. One kept in the other place, by an operator version with the other persistence, is carried over;
   one kept under a name an earlier version gave it (``legacy_phases``) is read as its phase and written under the
   new name.
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
@@ -66,6 +69,10 @@ INITIAL_REASON = "Initialized"
 """The condition reason when an object enters its initial phase (no transition led there)."""
 OBSERVED_REASON = "PhaseObserved"
 """The condition reason when the condition was missing or described another phase than the persisted one."""
+RESTORED_REASON = "PhaseRestored"
+"""The condition and Warning event reason when the persisted phase was missing and the condition said which it was."""
+LOST_REASON = "PhaseLost"
+"""The condition and Warning event reason when the persisted phase was missing and the condition named no phase."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,11 +228,16 @@ class Lifecycle(Generic[P]):
         return phase
 
     def current(self, ctx: context_mod.Context) -> P:
-        """The object's current phase, from ``ctx.bookkeeping`` (the initial phase when none is persisted).
+        """The object's current phase, from ``ctx.bookkeeping``.
+
+        When none is persisted: the phase the lifecycle condition describes, if the object has one (the persisted
+        phase was lost, e.g. ``status.okt`` removed), else the initial phase (a new object).
 
         Raises:
             UnknownPhase: the persisted value names no phase.
         """
+        if ctx.bookkeeping.phase is None:
+            return self._described(ctx) or self._initial
         return self.phase_of(ctx.bookkeeping.phase, _where(ctx))
 
     # -- moving -------------------------------------------------------------------------------------------------------
@@ -347,7 +359,10 @@ class Lifecycle(Generic[P]):
         phase = self.current(ctx)
         if ctx.bookkeeping.phase is None:
             ctx.bookkeeping.phase = str(phase.value)
-            self._report(ctx, phase, INITIAL_REASON, f"{_head(phase)} (initial)")
+            if ctx.conditions.get(self._condition_type) is None:
+                self._report(ctx, phase, INITIAL_REASON, f"{_head(phase)} (initial)")
+            else:
+                self._lost(ctx, phase)
             return phase
         condition = ctx.conditions.get(self._condition_type)
         old = ctx.bookkeeping.phase
@@ -364,6 +379,32 @@ class Lifecycle(Generic[P]):
         else:
             self._report(ctx, phase, condition.reason, condition.message)
         return phase
+
+    def _described(self, ctx: context_mod.Context) -> P | None:
+        """The phase the lifecycle condition describes (an old name in ``legacy_phases`` too), if any."""
+        condition = ctx.conditions.get(self._condition_type)
+        if condition is None:
+            return None
+        # The longest name that fits, should one phase's value begin with another's ("Up" and "Up to date").
+        names = sorted((*self._by_value.items(), *self._legacy.items()), key=lambda item: -len(item[0]))
+        return next((phase for name, phase in names if _describes(condition.message, name)), None)
+
+    def _lost(self, ctx: context_mod.Context, phase: P) -> None:
+        """The object had a lifecycle condition but no persisted phase: someone removed it, or a replaced status took
+        it away. Taken from the condition when it says which phase; said, either way."""
+        where = _where(ctx)
+        if self._described(ctx) is phase:
+            detail = f"restored from this condition: {where} was missing; the lifecycle goes on from here"
+            self._report(ctx, phase, RESTORED_REASON, f"{_head(phase)} ({detail})")
+            told = f"{where} was missing: phase {phase.value} restored from the {self._condition_type} condition"
+            ctx.event(events.WARNING, RESTORED_REASON, told)
+            ctx.log.warning("lifecycle phase restored", phase=str(phase.value), missing=where)
+            return
+        detail = f"initial: {where} was missing and the {self._condition_type} condition named no phase"
+        self._report(ctx, phase, LOST_REASON, f"{_head(phase)} ({detail})")
+        told = f"{where} was missing and the {self._condition_type} condition named no phase: started again from "
+        ctx.event(events.WARNING, LOST_REASON, f"{told}{phase.value}")
+        ctx.log.warning("lifecycle phase lost", phase=str(phase.value), missing=where)
 
     def _record(self, ctx: context_mod.Context, move: transition_mod.Move[P]) -> None:
         ctx.bookkeeping.phase = str(move.dest.value)

@@ -179,5 +179,5 @@ class UnknownPhase(errors.PermanentError):
         self.expected = tuple(expected)
         super().__init__(
             f"{where} is {value!r}, which is not a phase of this lifecycle; set it to one of "
-            f"{', '.join(self.expected)} (or remove it to start again from {initial})"
+            f"{', '.join(self.expected)} ({initial} starts the lifecycle again)"
         )

@@ -457,7 +457,7 @@ def test_an_unknown_persisted_phase_is_refused_with_a_clear_message(persistence:
 
     assert str(raised.value) == (
         f"{where} is 'Exploded', which is not a phase of this lifecycle; set it to one of Pending, Provisioning, "
-        "Running, Upgrading, Failed (or remove it to start again from Pending)"
+        "Running, Upgrading, Failed (Pending starts the lifecycle again)"
     )
     assert raised.value.reason == "UnknownPhase"
     assert ctx.bookkeeping.phase == "Exploded"
@@ -784,3 +784,73 @@ def test_an_old_phase_name_is_rewritten_even_when_nothing_moves_and_its_conditio
     phase = ctx.conditions["Phase"]
     assert (phase.reason, phase.message) == ("Provisioning", "phase Provisioning (from Pending): the setup Job runs")
     assert recorder.events == []
+
+
+def lost(message: str, persistence: Persistence = Persistence.STATUS) -> dict[str, Any]:
+    """An object whose persisted phase is gone while its lifecycle condition says ``message``."""
+    raw = app(None, persistence)
+    raw["status"] = {
+        "conditions": [
+            {
+                "type": "Phase",
+                "status": "True",
+                "reason": "JobSucceeded",
+                "message": message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "observedGeneration": 3,
+            }
+        ]
+    }
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("persistence", "where"),
+    [(Persistence.STATUS, "status.okt.phase"), (Persistence.ANNOTATIONS, "annotation okt.io/phase")],
+    ids=str,
+)
+def test_a_lost_phase_is_restored_from_the_condition_that_describes_it_and_said_once(
+    persistence: Persistence, where: str
+) -> None:
+    ctx, recorder = make_ctx(lost("phase Running (from Provisioning)", persistence), persistence=persistence)
+    assert LIFECYCLE.current(ctx) is Phase.Running
+
+    progress = LIFECYCLE.advance(ctx)
+
+    assert (progress.start, progress.moves) == (Phase.Running, ())
+    assert ctx.bookkeeping.phase == "Running"
+    phase = ctx.conditions["Phase"]
+    assert (phase.status, phase.reason) == (ConditionStatus.TRUE, "PhaseRestored")
+    assert phase.message == (
+        f"phase Running (restored from this condition: {where} was missing; the lifecycle goes on from here)"
+    )
+    assert recorder.events == [
+        ("Warning", "PhaseRestored", f"{where} was missing: phase Running restored from the Phase condition")
+    ]
+    again, recorder = make_ctx(persisted(ctx), persistence=persistence)
+    LIFECYCLE.advance(again)
+    assert (again.conditions["Phase"].reason, recorder.events) == ("PhaseRestored", [])
+
+
+@pytest.mark.parametrize(
+    ("message", "phase"),
+    [("phase Failed: the upgrade Job failed", Phase.Failed), ("phase Installing (from Pending)", Phase.Provisioning)],
+)
+def test_a_lost_phase_is_restored_from_a_condition_naming_it_or_its_old_name(message: str, phase: Phase) -> None:
+    ctx, _ = make_ctx(lost(message))
+    assert RENAMED.advance(ctx).start is phase
+    assert ctx.bookkeeping.phase == phase.value
+
+
+def test_a_lost_phase_the_condition_does_not_name_starts_again_from_the_initial_one_and_says_so() -> None:
+    ctx, recorder = make_ctx(lost("someone wrote this"))
+
+    progress = LIFECYCLE.advance(ctx)
+
+    assert progress.start is Phase.Pending
+    assert progress.phase is Phase.Provisioning  # the lifecycle goes on from the initial phase
+    assert recorder.events[0] == (
+        "Warning",
+        "PhaseLost",
+        "status.okt.phase was missing and the Phase condition named no phase: started again from Pending",
+    )

@@ -130,7 +130,7 @@ def test_a_phase_annotation_edited_to_an_unknown_phase_is_refused_without_crashi
     assert ready is not None
     assert ready["message"] == (
         "annotation okt.io/phase is 'Exploded', which is not a phase of this lifecycle; set it to one of Pending, "
-        "Provisioning, Running, Upgrading, Failed (or remove it to start again from Pending)"
+        "Provisioning, Running, Upgrading, Failed (Pending starts the lifecycle again)"
     )
 
     webapps.create("other", "1.0")

@@ -7,10 +7,12 @@ import enum
 from typing import Any
 
 import pytest
+import structlog
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import events
 from okt.testing import RunningOperator, condition, wait_for
 from tests.integration.reconciler import conftest as shared
 
@@ -192,3 +194,48 @@ def test_a_phase_renamed_by_a_new_operator_version_is_taken_under_its_new_name(
         "Installing",
         "phase Provisioning (from Pending): installing",
     )
+
+
+class Launching(shared.WidgetReconciler):
+    """Takes a Widget from Pending to Running in its first reconcile (what entering Running does, it does once)."""
+
+    owns = ()
+
+    def __init__(self) -> None:
+        self.progress: list[okt.Progress[Phase]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.ObjectsGetter:
+            self.progress.append(STARTED.advance(ctx))
+        return super().enter_in_state(state, ctx)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+
+def test_a_phase_removed_from_the_status_is_restored_from_the_phase_condition_and_said(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+    reconciler = Launching()
+    okt.reconcile(reconciler, kube, None, namespace, "w")
+    assert stored_phase(kube.get(widget_kind, "w", namespace), okt.Persistence.STATUS) == "Running"
+    # Someone removes okt's bookkeeping from the status (the conditions stay).
+    kube.patch(widget_kind, "w", {"status": {"okt": None}}, namespace, subresource="status")
+    recorder = events.EventRecorder(kube, "widget")
+
+    with structlog.testing.capture_logs() as logs:
+        okt.reconcile(reconciler, kube, None, namespace, "w", recorder=recorder)
+
+    assert (reconciler.progress[1].start, reconciler.progress[1].moves) == (Phase.Running, ())  # not started again
+    stored = kube.get(widget_kind, "w", namespace)
+    assert stored_phase(stored, okt.Persistence.STATUS) == "Running"
+    phase = condition(stored, "Phase")
+    assert (phase["status"], phase["reason"]) == ("True", "PhaseRestored")
+    assert phase["message"] == (
+        "phase Running (restored from this condition: status.okt.phase was missing; the lifecycle goes on from here)"
+    )
+    warnings = [(e["reason"], e["message"]) for e in kube.list(kube.resolve("v1", "Event"), namespace)[0]]
+    told = "status.okt.phase was missing: phase Running restored from the Phase condition"
+    assert warnings == [("PhaseRestored", told)]
+    assert [e["phase"] for e in logs if e["event"] == "lifecycle phase restored"] == ["Running"]

@@ -14,11 +14,23 @@ from any hook; the object is requeued for the earliest timer due. What a timer r
 never dropped: ``None`` (or ``Outcome.done()``) carries on; ``okt.requeue_after(s)`` runs it again after ``s`` instead
 of its interval; ``okt.give_up(reason)`` gives the reconcile up (no requeue, so no next run, until the object
 changes); ``Outcome.retry(error)`` is the timer failing with ``error``, and any other value a failure that names it.
+A timer runs on the worker thread of its reconcile, so a call that hangs (a blocking request with no timeout) holds
+that worker, and a few of them hold every worker: nothing is reconciled any more. ``@okt.every(..., timeout=s)``
+runs each call in a thread of its own and waits ``s`` seconds for it: a call still running then counts as failed
+(logged, Warning Event ``TimerFailed``), the reconcile goes on, and the timer does not run again for that object while
+that call runs. Python cannot kill a thread: the call goes on in its thread until it returns (then logged, its answer
+dropped); :meth:`Clock.overdue` counts those calls (the ``okt_timer_calls_overdue`` gauge), and each reconcile that
+skips the timer for it logs so. Such a call works on a copy of ``ctx.status_fields`` and ``ctx.conditions``: what it
+set there goes out with the status write only when it returned in time.
+
 Caveat: the clock is the process's — after a restart or a failover every timer is due at once.
 """
 
 from __future__ import annotations
 
+import contextvars
+import copy
+import dataclasses
 import math
 import threading
 import time
@@ -39,41 +51,68 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__okt_every__"
 
 
-def every(*, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0) -> Callable[[F], F]:
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How one timer is run.
+
+    Attributes:
+        interval: seconds between the starts of two calls for one object.
+        timeout: seconds a call is waited for, or None: the call runs on the reconcile's worker thread for as long as
+            it takes (see the module docstring).
+    """
+
+    interval: float
+    timeout: float | None = None
+
+
+def every(
+    *, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0, timeout: float | None = None
+) -> Callable[[F], F]:
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
+    Args:
+        seconds, minutes, hours: the interval, their sum.
+        timeout: seconds a call may take; a call still running then counts as failed, the reconcile goes on, and the
+            timer does not run for that object again until that call returns (it cannot be stopped: Python cannot
+            kill a thread). None (the default): no limit, and a call that hangs holds its worker for good.
+
     Raises:
-        ValueError: the interval (the sum of the three) is not a finite number of seconds > 0.
+        ValueError: the interval (the sum of the three) is not a finite number of seconds > 0, or the timeout is
+            not None or a finite number of seconds > 0.
     """
     interval = seconds + 60 * minutes + 3600 * hours
     # Not finite, the interval would make the next run's requeue delay not finite either: refused by every reconcile.
     if not (math.isfinite(interval) and interval > 0):
         raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
+    if timeout is not None and not (
+        isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0
+    ):
+        raise ValueError(f"a timer's timeout is None or a positive number of seconds, got {timeout!r}")
+    options = Options(float(interval), None if timeout is None else float(timeout))
 
     def mark(fn: F) -> F:
-        setattr(fn, _MARK, float(interval))
+        setattr(fn, _MARK, options)
         return fn
 
     return mark
 
 
-def declared(cls: type) -> Mapping[str, float]:
-    """The timers of a reconciler class: method name -> interval in seconds (read once per class: every reconcile
-    asks)."""
+def declared(cls: type) -> Mapping[str, Options]:
+    """The timers of a reconciler class: method name -> options (read once per class: every reconcile asks)."""
     known = _declared.get(cls)
     if known is not None:
         return known
-    found: dict[str, float] = {}
+    found: dict[str, Options] = {}
     for klass in reversed(cls.__mro__):
         for name, member in vars(klass).items():
-            interval = getattr(member, _MARK, None)
-            if interval is not None:
-                found[name] = float(interval)
+            options = getattr(member, _MARK, None)
+            if isinstance(options, Options):
+                found[name] = options
     known = _declared[cls] = types.MappingProxyType(found)
     return known
 
 
-_declared: weakref.WeakKeyDictionary[type, Mapping[str, float]] = weakref.WeakKeyDictionary()
+_declared: weakref.WeakKeyDictionary[type, Mapping[str, Options]] = weakref.WeakKeyDictionary()
 
 
 class Clock:
@@ -82,6 +121,9 @@ class Clock:
     A deleted object's entries are forgotten when the controller sees it deleted; the sweep drops what that misses (a
     reconcile that ran a timer just as its object went): an entry not refreshed for twice the longest interval is
     dropped (a live object's timer refreshes it every interval).
+
+    It also keeps the calls still running past their timeout (:meth:`overdue`): until such a call returns, its timer
+    does not run again for its object, whatever the interval (the entry outlives the object's: the thread does).
     """
 
     SWEEP_EVERY = 256
@@ -92,6 +134,33 @@ class Clock:
         self._last: dict[tuple[str, str], float] = {}
         self._longest = 0.0
         self._runs = 0
+        self._overdue: dict[tuple[str, str], float] = {}
+
+    def now(self) -> float:
+        return self._now()
+
+    def overdue(self) -> int:
+        """How many timer calls run past their timeout now: each holds a thread okt cannot stop."""
+        with self._lock:
+            return len(self._overdue)
+
+    def running_since(self, uid: str, name: str) -> float | None:
+        """Seconds since the call of that timer for that object that ran past its timeout started; None when none
+        runs."""
+        with self._lock:
+            started = self._overdue.get((uid, name))
+        return None if started is None else self._now() - started
+
+    def went_overdue(self, uid: str, name: str, started: float) -> None:
+        """Record that the call of that timer for that object, started at ``started`` (this clock's time), is still
+        running past its timeout."""
+        with self._lock:
+            self._overdue[(uid, name)] = started
+
+    def returned(self, uid: str, name: str) -> None:
+        """Record that the call past its timeout of that timer for that object returned."""
+        with self._lock:
+            self._overdue.pop((uid, name), None)
 
     def due(self, uid: str, name: str, interval: float) -> float:
         """Seconds until the timer is due for that object (<= 0: due now)."""
@@ -138,23 +207,106 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
         return
     uid = ctx.cr.uid
     next_due: float | None = None
-    for name, interval in timers.items():
-        if clock.due(uid, name, interval) <= 0:
-            clock.ran(uid, name, interval)
-            try:
-                answer = getattr(reconciler, name)(ctx)
-            except errors.GiveUp as exc:
-                ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
-            except Exception as exc:
-                _failed(ctx, name, exc)
-                if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
-                    clock.again_in(uid, name, interval, exc.delay)  # try again when it asked, as any hook's retry
-            else:
-                _follow(ctx, clock, name, interval, answer)
-        remaining = clock.due(uid, name, interval)
+    for name, options in timers.items():
+        interval = options.interval
+        running = clock.running_since(uid, name)
+        if running is not None:
+            # Its call past the timeout still holds a thread: one more would hold one more. Looked at again after an
+            # interval (the schedule's own "due" may be past already: no requeue at once, again and again).
+            ctx.log.warning("timer skipped: its earlier call is still running", timer=name, seconds=round(running, 3))
+            remaining = interval
+        else:
+            if clock.due(uid, name, interval) <= 0:
+                clock.ran(uid, name, interval)
+                try:
+                    answer = _call(reconciler, ctx, clock, name, options)
+                except errors.GiveUp as exc:
+                    ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
+                except Exception as exc:
+                    _failed(ctx, name, exc)
+                    if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
+                        clock.again_in(uid, name, interval, exc.delay)  # try again when it asked, as any hook's retry
+                else:
+                    _follow(ctx, clock, name, interval, answer)
+            remaining = clock.due(uid, name, interval)
         next_due = remaining if next_due is None else min(next_due, remaining)
     if next_due is not None:
         ctx.requeue_after(max(next_due, 0.001))
+
+
+class _Call:
+    """One call of a timer with a timeout, run in a thread of its own while the worker waits for it."""
+
+    def __init__(self, method: Callable[[Any], object], ctx: context_mod.Context) -> None:
+        self._method = method
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._abandoned: Callable[[float, str], None] | None = None
+        self.answer: object = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        started = time.monotonic()
+        try:
+            self.answer = self._method(self._ctx)
+        except BaseException as exc:  # handed to the worker, which raises it (or, past the timeout, logs it)
+            self.error = exc
+        with self._lock:
+            self._finished.set()
+            late = self._abandoned
+        if late is not None:
+            outcome = "returned" if self.error is None else f"raised {type(self.error).__name__}: {self.error}"
+            late(time.monotonic() - started, outcome)
+
+    def wait(self, timeout: float, overdue: Callable[[], None], late: Callable[[float, str], None]) -> bool:
+        """Whether the call returned within ``timeout``. If not, ``overdue()`` is called at once and
+        ``late(seconds, outcome)`` once it returns (never the other way round)."""
+        if self._finished.wait(timeout):
+            return True
+        with self._lock:
+            if self._finished.is_set():
+                return True  # it returned just now: its answer is on time after all
+            overdue()
+            self._abandoned = late
+        return False
+
+
+def _call(
+    reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock, name: str, options: Options
+) -> object:
+    """Call the timer ``name``: on this worker thread, or, with a timeout, in a thread of its own waited for that
+    long. Returns its answer; raises what it raised, or ``TimeoutError`` when it did not return in time."""
+    method = getattr(reconciler, name)
+    if options.timeout is None:
+        return method(ctx)
+    # The call may go on past the reconcile: it works on a copy of what the reconcile writes after it (the status
+    # fields and conditions), taken back only when it returned in time — never changed under the status write.
+    own = copy.copy(ctx)
+    own.status_fields = copy.deepcopy(ctx.status_fields)
+    own.conditions = copy.deepcopy(ctx.conditions)
+    call = _Call(method, own)
+    uid, started = ctx.cr.uid, clock.now()
+    # The worker's context variables (the leadership write fence) go with the call into its thread.
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(call.run,), name=f"okt-timer-{name}-{ctx.cr.name}", daemon=True
+    )
+    thread.start()
+    log = ctx.log
+
+    def late(seconds: float, outcome: str) -> None:
+        clock.returned(uid, name)
+        log.warning("timer call returned after its timeout", timer=name, seconds=round(seconds, 3), outcome=outcome)
+
+    if not call.wait(options.timeout, lambda: clock.went_overdue(uid, name, started), late):
+        raise TimeoutError(
+            f"it did not return within its timeout of {options.timeout:g} s; its call goes on in its thread (Python "
+            "cannot stop it), and the timer does not run again for this object until it returns"
+        )
+    ctx.status_fields, ctx.conditions = own.status_fields, own.conditions
+    if call.error is not None:
+        raise call.error
+    return call.answer
 
 
 def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, answer: object) -> None:

@@ -457,6 +457,7 @@ class Controller:
                 for i in range(self.workers)
             ]
         self._stop_standing_by()
+        self.metrics.track_timers(self.name, self.reconciler.timer_clock.overdue)
         for thread in self._threads:
             thread.start()
         self._log.info("workers started", workers=self.workers)

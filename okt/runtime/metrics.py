@@ -252,6 +252,12 @@ class Metrics:
             ("controller",),
             registry=self.registry,
         )
+        self.timer_calls_overdue = prometheus_client.Gauge(
+            "okt_timer_calls_overdue",
+            "Timer calls still running past their timeout: each holds a thread okt cannot stop.",
+            ("controller",),
+            registry=self.registry,
+        )
         self.cache_objects = prometheus_client.Gauge(
             "okt_cache_objects", "Objects in the informers' stores, by kind.", ("kind",), registry=self.registry
         )
@@ -350,6 +356,10 @@ class Metrics:
     def track_sweep_width(self, controller: str, width: Callable[[], int]) -> None:
         """Export ``okt_sweep_width{controller}`` at scrape time."""
         self.sweep_width.labels(controller=controller).set_function(lambda: float(width()))
+
+    def track_timers(self, controller: str, overdue: Callable[[], int]) -> None:
+        """Export ``okt_timer_calls_overdue{controller}`` as ``overdue()`` at scrape time."""
+        self.timer_calls_overdue.labels(controller=controller).set_function(lambda: float(overdue()))
 
     def track_sync(self, kind: str, stored: Callable[[], int], synced: Callable[[], bool]) -> None:
         """Export the sync progress of ``kind``: ``okt_cache_objects`` and ``okt_cache_synced`` at scrape time."""

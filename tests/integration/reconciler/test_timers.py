@@ -4,6 +4,7 @@ object in error, and stops when the object is deleted."""
 from __future__ import annotations
 
 import collections
+import re
 import threading
 import time
 from typing import ClassVar
@@ -67,3 +68,59 @@ def test_a_timer_ticks_per_object_writes_nothing_and_stops_with_the_object(
     assert writes == writes_before
     assert Ticking.ticks["broken"] == 0
     assert Ticking.ticks["t"] == after_delete
+
+
+class Stuck(shared.WidgetReconciler):
+    """A timer whose call for the Widget "stuck" blocks until ``release`` is set (a request made with no timeout of
+    its own)."""
+
+    owns = (shared.WidgetConfig,)
+    entered: ClassVar[threading.Event] = threading.Event()
+    release: ClassVar[threading.Event] = threading.Event()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    @okt.every(seconds=60, timeout=1)
+    def probe(self, ctx: okt.Context) -> None:
+        if ctx.cr.name == "stuck":
+            self.entered.set()
+            self.release.wait()
+
+
+def test_a_timer_that_hangs_past_its_timeout_leaves_the_worker_to_other_objects(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """One worker: held by the hanging call, no other object would ever be reconciled (nor that one again)."""
+    Stuck.entered.clear()
+    Stuck.release.clear()
+    shared.make_widget(kube, widget_kind, namespace, "stuck", size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(
+        operator, [Stuck], namespaces=[namespace], metrics_bind="0", grace_period=5, max_concurrent=1
+    )
+    manager.start()
+    try:
+        assert Stuck.entered.wait(30), "the timer's call for stuck never started"
+        shared.make_widget(kube, widget_kind, namespace, "other", size=1)
+
+        wait_for(
+            lambda: shared.get_child(kube, "v1", "ConfigMap", namespace, "other-config") is not None,
+            timeout=30,
+            message="the other Widget to be reconciled",
+        )
+        failed = [
+            e
+            for e in kube.list(kube.resolve("v1", "Event"), namespace)[0]
+            if e["reason"] == "TimerFailed" and e["involvedObject"]["name"] == "stuck"
+        ]
+        exposition = manager.metrics.exposition().decode()
+    finally:
+        Stuck.release.set()
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert [e["type"] for e in failed] == ["Warning"]
+    assert "did not return within its timeout of 1 s" in failed[0]["message"]
+    assert re.search(r'^okt_timer_calls_overdue\{controller="[^"]+"\} 1\.0$', exposition, re.MULTILINE), exposition

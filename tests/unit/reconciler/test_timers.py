@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, cast
 
 import pytest
@@ -15,7 +16,7 @@ from okt.kube import kinds, objects
 from okt.reconciler import context as context_mod
 from okt.reconciler import timers
 from okt.status import events
-from okt.testing import FakeClient
+from okt.testing import FakeClient, wait_for
 from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 
@@ -60,12 +61,18 @@ def test_timers_are_declared_on_methods_and_inherited() -> None:
         @okt.every(seconds=30)
         def probe(self, ctx: okt.Context) -> None: ...
 
-    assert timers.declared(Child) == {"backup": 300.0, "probe": 30.0}
+    assert timers.declared(Child) == {"backup": timers.Options(300.0), "probe": timers.Options(30.0)}
 
 
 def test_a_timer_needs_a_positive_interval() -> None:
     with pytest.raises(ValueError, match="a timer needs a positive interval"):
         okt.every()
+
+
+@pytest.mark.parametrize("timeout", [0, -1, math.nan, math.inf, True, "5"])
+def test_a_timer_needs_a_positive_finite_timeout_or_none(timeout: Any) -> None:
+    with pytest.raises(ValueError, match="a timer's timeout is None or a positive number of seconds"):
+        okt.every(seconds=10, timeout=timeout)
 
 
 @pytest.mark.parametrize("interval", [{"seconds": math.nan}, {"seconds": math.inf}, {"hours": math.inf, "minutes": 1}])
@@ -214,3 +221,97 @@ def test_a_timer_that_raises_a_temporary_error_with_a_delay_runs_again_after_tha
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None
     assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30
+
+
+class Hanging(okt.Reconciler):
+    """A timer every 10 minutes with a 0.05 s timeout whose call blocks until ``release`` is set (a request made with
+    no timeout of its own), after setting a status field; every call is counted."""
+
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.returned = threading.Event()
+        self.calls = 0
+
+    @okt.every(minutes=10, timeout=0.05)
+    def probe(self, ctx: okt.Context) -> None:
+        self.calls += 1
+        self.entered.set()
+        ctx.status_fields["probed"] = "late"
+        self.release.wait()
+        self.returned.set()
+
+
+def test_a_timer_past_its_timeout_fails_and_the_reconcile_goes_on_without_it() -> None:
+    """Without a timeout the call holds the reconcile's worker for as long as it blocks (for good, with no timeout of
+    its own): with one, the reconcile ends as if the timer had failed, and what the call sets afterwards is not
+    written."""
+    reconciler, fake = Hanging(), webapp()
+    try:
+        run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+        assert not run.results.has_error, run.results.summary()
+        assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+        [event] = fake.objects(kinds.EVENT)
+        assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
+        assert event["message"].startswith(
+            "timer probe failed: TimeoutError: it did not return within its timeout of 0.05 s"
+        )
+        stored = fake.stored(WEBAPP, "web", "shop")
+        assert stored is not None and "probed" not in (stored.get("status") or {})
+        assert reconciler.timer_clock.overdue() == 1
+    finally:
+        reconciler.release.set()
+    assert reconciler.returned.wait(10)
+    wait_for(lambda: reconciler.timer_clock.overdue() == 0, timeout=10, message="the late call to be counted back")
+
+
+def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeout_runs() -> None:
+    """Each call past its timeout holds a thread: the timer waits for it rather than stacking another one at each
+    interval. Once it returned, the timer runs on its schedule again."""
+    reconciler, time = Hanging(), FakeTime()
+    clock = timers.Clock(time)
+    try:
+        timers.run_due(reconciler, context_of(reconciler), clock)
+        assert reconciler.entered.wait(10)
+        assert (reconciler.calls, clock.overdue()) == (1, 1)
+        time.now += 3600  # six intervals
+
+        again = context_of(reconciler)
+        timers.run_due(reconciler, again, clock)
+
+        assert reconciler.calls == 1
+        assert again.results.min_delay == pytest.approx(600)  # looked at again after an interval, not at once
+    finally:
+        reconciler.release.set()
+    wait_for(lambda: clock.overdue() == 0, timeout=10, message="the late call to be counted back")
+    timers.run_due(reconciler, context_of(reconciler), clock)
+    wait_for(lambda: reconciler.calls == 2, timeout=10, message="the timer to run again")
+
+
+class Prompt(okt.Reconciler):
+    """A timer with a timeout that returns at once, setting a status field and asking to run again in 30 s."""
+
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+
+    @okt.every(minutes=10, timeout=5)
+    def probe(self, ctx: okt.Context) -> object:
+        ctx.status_fields["probed"] = "yes"
+        return okt.requeue_after(30)
+
+
+def test_a_timer_with_a_timeout_that_returns_in_time_reports_as_one_without() -> None:
+    reconciler, fake = Prompt(), webapp()
+
+    run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+    assert run.outcome.delay == pytest.approx(30, abs=1)
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None and stored["status"]["probed"] == "yes"
+    assert fake.objects(kinds.EVENT) == []
+    assert reconciler.timer_clock.overdue() == 0

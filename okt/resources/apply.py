@@ -591,22 +591,21 @@ def _drop_rekeyed(
     renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
     item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
     wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
-    from ``after``, by one JSON patch tested against its resourceVersion. Items of other managers in lists where all
-    of okt's items are in place are never touched. A list's keys are read from ``after``'s ``managedFields``: a
-    list no manager keys there is left as it is.
+    from ``after``, by one JSON patch. Items of other managers in lists where all of okt's items are in place are never
+    touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
 
-    A patch whose test fails (a workload's controller wrote its status in between, as it does right after okt's
-    write) is worked out again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
+    The patch tests, before it removes anything, that each index still holds the item of that key (:func:`_guard`),
+    not the object's resourceVersion: a workload's controller rewrites the status many times in a row after a change
+    of the pod template (the edit's, then okt's own write), and a patch tested against the resourceVersion lost to
+    those writes at each attempt. A patch whose test fails all the same (the list changed in between) is worked out
+    again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
     """
     for attempt in range(TAKE_OVER_ATTEMPTS):
-        pointers = _rekeyed(desired, before, after, _list_keys(after), (), "")
-        if not pointers:
+        found = _rekeyed(desired, before, after, _list_keys(after), (), "")
+        if not found:
             return None
         meta = after.get("metadata") or {}
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-            *({"op": "remove", "path": pointer} for pointer in pointers),
-        ]
+        patch = [*_guard(found, meta), *({"op": "remove", "path": pointer} for pointer, _ in found)]
         try:
             return client.patch(
                 kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
@@ -616,6 +615,26 @@ def _drop_rekeyed(
                 raise  # refused for what it removes, not for its test: reading again cannot help
             after = client.get(kind, meta["name"], meta.get("namespace"))
     return None  # not reached: the last attempt returns or raises
+
+
+def _guard(found: list[tuple[str, list[tuple[str, Any]]]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tests of :func:`_drop_rekeyed`'s patch: each removed item's key fields, where the API server compares each
+    value as okt writes it; else (a key okt cannot write as the server does) the resourceVersion."""
+    tests = [{"op": "test", "path": path, "value": value} for _, keys in found for path, value in keys]
+    if all(_same_in_go(test["value"]) for test in tests):
+        return tests
+    return [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
+
+
+def _same_in_go(value: Any) -> bool:
+    """Whether the API server writes ``value`` in JSON with the very bytes okt does: its JSON patch ``test`` compares
+    the bytes of a string or number, and Go escapes ``<``, ``>`` and ``&`` where Python does not, and writes other than
+    ASCII as it is where Python escapes it (such a value never tests equal)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and all(" " <= char <= "~" and char not in "<>&" for char in value)
 
 
 DUPLICATE = "FieldValueDuplicate"
@@ -657,16 +676,16 @@ def _rekeyed(
     keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
     path: tuple[str | int, ...],
     pointer: str,
-) -> list[str]:
+) -> list[tuple[str, list[tuple[str, Any]]]]:
     """The JSON pointers of :func:`_drop_rekeyed`'s items in ``after``, in an order one JSON patch can remove them:
-    inside an item before the item's own list, and each list's from its last item to its first."""
+    inside an item before the item's own list, and each list's from its last item to its first; each with the
+    pointer and value of each of its key fields."""
     if isinstance(desired, Mapping) and isinstance(after, Mapping):
-        found: list[str] = []
+        found: list[tuple[str, list[tuple[str, Any]]]] = []
         for key, value in desired.items():
             if key in after:
                 earlier = before.get(key) if isinstance(before, Mapping) else None
-                escaped = str(key).replace("~", "~0").replace("/", "~1")
-                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{escaped}"))
+                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{_escaped(key)}"))
         return found
     names = keys.get(path)
     if names is None or not isinstance(desired, list) or not isinstance(after, list):
@@ -684,8 +703,15 @@ def _rekeyed(
             found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
     if ours.keys() - earlier.keys():
         foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
-        found.extend(f"{pointer}/{index}" for index in reversed(foreign))
+        for index in reversed(foreign):
+            at = f"{pointer}/{index}"
+            found.append((at, [(f"{at}/{_escaped(name)}", after[index].get(name)) for name in names]))
     return found
+
+
+def _escaped(key: object) -> str:
+    """``key`` as a JSON pointer's reference token."""
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any]]]:

@@ -17,7 +17,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.resources import apply as apply_mod
 from okt.status import events
-from okt.testing import condition
+from okt.testing import condition, envtest
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -410,6 +410,66 @@ def test_an_item_of_an_okt_list_whose_key_another_manager_edited_comes_back_to_t
     assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [("http", 8080)]
     assert [(e["name"], e["value"]) for e in main["env"]] == [("FOO", "1")]
     assert converge(ServedReconciler(), kube, widget_kind, namespace) == {}
+
+
+class Overtaken(kube_client.Client):
+    """okt's client, with "the deployment controller" writing the Deployment's status between okt's read and each
+    JSON patch okt sends it: the controller rewrites the status many times in a row while a changed pod template rolls
+    out (the edit's, then okt's repair), so any of okt's patches may follow one of its writes."""
+
+    other: kube_client.Client
+    writes = 0
+
+    def patch(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        if patch_type == "json" and kind.kind == "Deployment" and subresource is None:
+            self.writes += 1
+            status = {"status": {"observedGeneration": self.writes}}
+            self.other.patch(kind, name, status, namespace, subresource="status", field_manager="rollout")
+        return super().patch(
+            kind, name, patch, namespace, patch_type=patch_type, subresource=subresource, field_manager=field_manager
+        )
+
+
+@pytest.mark.parametrize("edit", REKEYED)
+def test_an_item_another_manager_rekeyed_is_removed_though_the_workload_controller_writes_the_status_meanwhile(
+    edit: str,
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+) -> None:
+    """Removing the other manager's item depends on that list, not on the Deployment's status: the controller's
+    writes in between do not refuse it."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(ServedReconciler(), kube, widget_kind, namespace)
+    field, value = REKEYED[edit]
+    edited = [{"op": "replace", "path": f"/spec/template/spec/containers/0/{field}", "value": value}]
+    deployments = other_client.resolve("apps/v1", "Deployment")
+    other_client.patch(deployments, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+    raced = Overtaken.from_kubeconfig(control_plane.kubeconfig)
+    assert isinstance(raced, Overtaken)
+    raced.other = other_client
+    try:
+        run = shared.reconcile_widget(ServedReconciler(), raced, widget_kind, namespace, NAME)
+    finally:
+        raced.close()
+
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    assert raced.writes >= 1  # the removal did follow a write of the controller
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [("http", 8080)]
+    assert [(e["name"], e["value"]) for e in main["env"]] == [("FOO", "1")]
 
 
 THEIRS = {"template": {"spec": {"containers": [{"name": "main", "env": [{"name": "THEIRS", "value": "x"}]}]}}}

@@ -560,21 +560,31 @@ def _put_back_in_order(
     answer to that one more write.
 
     An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
-    reordering (env vars, whose order matters: one may refer to those before it). One JSON patch, tested against the
-    resourceVersion, replaces each such list with its own live items in the template's order: nothing is added,
-    dropped or changed. The next apply takes over what it wrote (:func:`take_over`).
+    reordering (env vars, whose order matters: one may refer to those before it). One JSON patch replaces each such
+    list with its own live items in the template's order: nothing is added, dropped or changed. It first tests that
+    each list still holds those items as read (:func:`_guard`), not the object's resourceVersion, which a workload's
+    controller bumps again and again while the reordered pod template rolls out; a patch whose test fails all the same
+    (someone changed the list) is worked out again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``. The next
+    apply takes over what it wrote (:func:`take_over`).
     """
-    reordered = _reordered_lists(view, applied, "")
-    if not reordered:
-        return applied
-    meta = applied.get("metadata") or {}
-    patch = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-        *({"op": "replace", "path": pointer, "value": items} for pointer, items in reordered),
-    ]
-    return client.patch(
-        kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
-    )
+    for attempt in range(TAKE_OVER_ATTEMPTS):
+        reordered = _reordered_lists(view, applied, "")
+        if not reordered:
+            return applied
+        meta = applied.get("metadata") or {}
+        patch = [
+            *_guard([(pointer, live) for pointer, live, _ in reordered], meta),
+            *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered),
+        ]
+        try:
+            return client.patch(
+                kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
+            )
+        except errors.Invalid as exc:
+            if exc.causes or attempt == TAKE_OVER_ATTEMPTS - 1:
+                raise  # refused for what it writes, not for its test: reading again cannot help
+            applied = client.get(kind, meta["name"], meta.get("namespace"))
+    return applied  # not reached: the last attempt returns or raises
 
 
 def _drop_rekeyed(
@@ -605,7 +615,8 @@ def _drop_rekeyed(
         if not found:
             return None
         meta = after.get("metadata") or {}
-        patch = [*_guard(found, meta), *({"op": "remove", "path": pointer} for pointer, _ in found)]
+        keys = [each for _, item_keys in found for each in item_keys]
+        patch = [*_guard(keys, meta), *({"op": "remove", "path": pointer} for pointer, _ in found)]
         try:
             return client.patch(
                 kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
@@ -617,22 +628,24 @@ def _drop_rekeyed(
     return None  # not reached: the last attempt returns or raises
 
 
-def _guard(found: list[tuple[str, list[tuple[str, Any]]]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The tests of :func:`_drop_rekeyed`'s patch: each removed item's key fields, where the API server compares each
-    value as okt writes it; else (a key okt cannot write as the server does) the resourceVersion."""
-    tests = [{"op": "test", "path": path, "value": value} for _, keys in found for path, value in keys]
-    if all(_same_in_go(test["value"]) for test in tests):
-        return tests
+def _guard(values: list[tuple[str, Any]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tests that guard a JSON patch of okt's: that each pointer of ``values`` still holds its value, where the API
+    server compares the value as okt writes it; else (a value okt cannot write as the server does) that the object's
+    resourceVersion is still ``meta``'s."""
+    if all(_same_in_go(value) for _, value in values):
+        return [{"op": "test", "path": pointer, "value": value} for pointer, value in values]
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
 
 
 def _same_in_go(value: Any) -> bool:
     """Whether the API server writes ``value`` in JSON with the very bytes okt does: its JSON patch ``test`` compares
-    the bytes of a string or number, and Go escapes ``<``, ``>`` and ``&`` where Python does not, and writes other than
-    ASCII as it is where Python escapes it (such a value never tests equal)."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
+    the bytes of each string and number, and Go escapes ``<``, ``>`` and ``&`` where Python does not, writes other
+    than ASCII as it is where Python escapes it, and may write a float otherwise (such values never test equal)."""
+    if isinstance(value, Mapping):
+        return all(_same_in_go(key) and _same_in_go(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_same_in_go(item) for item in value)
+    if isinstance(value, bool | int):
         return True
     return isinstance(value, str) and all(" " <= char <= "~" and char not in "<>&" for char in value)
 
@@ -714,15 +727,14 @@ def _escaped(key: object) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any]]]:
-    """Each list of ``live`` (its JSON pointer) that holds the items of ``desired``'s list there in another order,
-    with those items in ``desired``'s order."""
+def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any], list[Any]]]:
+    """Each list of ``live`` (its JSON pointer, and the list) that holds the items of ``desired``'s list there in
+    another order, with those items in ``desired``'s order."""
     if isinstance(desired, Mapping) and isinstance(live, Mapping):
-        found: list[tuple[str, list[Any]]] = []
+        found: list[tuple[str, list[Any], list[Any]]] = []
         for key, value in desired.items():
             if key in live:
-                escaped = str(key).replace("~", "~0").replace("/", "~1")
-                found.extend(_reordered_lists(value, live[key], f"{pointer}/{escaped}"))
+                found.extend(_reordered_lists(value, live[key], f"{pointer}/{_escaped(key)}"))
         return found
     if not isinstance(desired, list | tuple) or not isinstance(live, list) or len(desired) != len(live):
         return []
@@ -738,7 +750,7 @@ def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, l
             return []  # not the same items: an apply's business, not an order's
         left.remove(index)
         order.append(index)
-    return [(pointer, [live[i] for i in order])]
+    return [(pointer, live, [live[i] for i in order])]
 
 
 def _keep_initial_data(res: resource.Resource, live: Mapping[str, Any]) -> None:

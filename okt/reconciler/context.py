@@ -81,7 +81,7 @@ class Settings:
 
     @property
     def writes(self) -> apply.WriteOptions:
-        return apply.WriteOptions(self.apply_strategy, self.field_manager)
+        return apply.WriteOptions(self.apply_strategy, self.field_manager, self.names.hash_annotation)
 
     @property
     def applies_status(self) -> bool:

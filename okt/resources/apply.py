@@ -82,6 +82,8 @@ class WriteOptions:
 
     strategy: Strategy = Strategy.APPLY
     field_manager: str = DEFAULT_FIELD_MANAGER
+    hash_annotation: str = names_mod.Names().hash_annotation
+    """The annotation that holds the child's checksum (from the reconciler's prefix)."""
 
 
 class Action(enum.Enum):
@@ -494,7 +496,7 @@ def create(
     res.check_identity()
     kind = client.kind_of(res.desired)
     if options.strategy is Strategy.APPLY:
-        created = _apply(client, kind, res, options.field_manager)
+        created = _apply(client, kind, res, options)
     else:
         created = client.create(res.desired, kind)
     SERVER_FORMS.remember(view, res, created)
@@ -523,7 +525,7 @@ def update(
         # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
         # okt's, and the server keeps it.
         try:
-            updated = _apply(client, kind, res, options.field_manager)
+            updated = _apply(client, kind, res, options)
         except errors.Invalid as exc:
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
             # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
@@ -533,7 +535,7 @@ def update(
             current = client.get(kind, res.name, res.namespace)
             if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
                 raise
-            updated = _apply(client, kind, res, options.field_manager)
+            updated = _apply(client, kind, res, options)
         else:
             shape = _drift_shape(res) if drift_only else None
             if shape is not None:
@@ -804,7 +806,10 @@ def _lookup(obj: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
     return True, obj
 
 
-def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, manager: str) -> dict[str, Any]:
+def _apply(
+    client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, options: WriteOptions
+) -> dict[str, Any]:
+    manager = options.field_manager
     body = apply_body(res)
     applied = client.apply(body, kind, field_manager=manager)
     for attempt in range(TAKE_OVER_ATTEMPTS):
@@ -814,6 +819,7 @@ def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource,
             # Its resourceVersion test failed: another writer (a workload's controller updating its status) came in
             # between. Read the object again and take over from there; the apply itself already happened.
             if attempt == TAKE_OVER_ATTEMPTS - 1:
+                _forget_hash(client, kind, applied, options.hash_annotation)
                 raise
             meta = applied.get("metadata") or {}
             applied = client.get(kind, meta["name"], meta.get("namespace"))
@@ -823,6 +829,26 @@ def _apply(client: kube_client.Client, kind: kinds.Kind, res: resource.Resource,
             applied = client.apply(body, kind, field_manager=manager)
         break
     return applied
+
+
+def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], annotation: str) -> None:
+    """Remove the checksum the apply just stored from a child whose take-over failed for good, so that the retry
+    writes it again, and takes over then: with the checksum in place and every field of the template present, the
+    retry would judge the child unchanged and never take over, and a field the template dropped would stay for good.
+
+    The patch tests that the annotation still holds that checksum (not the resourceVersion, which the workload's
+    controller that outran the take-over goes on bumping). Refused, it is left: someone else wrote the checksum since.
+    """
+    meta = obj.get("metadata") or {}
+    digest = (meta.get("annotations") or {}).get(annotation)
+    if digest is None:
+        return
+    pointer = f"/metadata/annotations/{_escaped(annotation)}"
+    patch = [{"op": "test", "path": pointer, "value": digest}, {"op": "remove", "path": pointer}]
+    try:
+        client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
+    except errors.ApiError:
+        return  # the take-over's error is the one reported
 
 
 def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], manager: str) -> bool:

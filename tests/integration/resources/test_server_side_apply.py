@@ -429,6 +429,8 @@ class Overtaken(kube_client.Client):
 
     other: kube_client.Client
     writes = 0
+    generations_from = 0
+    """Where the observedGeneration it writes counts from: past the Deployment's own, each write changes it."""
 
     def patch(
         self,
@@ -443,7 +445,7 @@ class Overtaken(kube_client.Client):
     ) -> dict[str, Any]:
         if patch_type == "json" and kind.kind == "Deployment" and subresource is None:
             self.writes += 1
-            status = {"status": {"observedGeneration": self.writes}}
+            status = {"status": {"observedGeneration": self.generations_from + self.writes}}
             self.other.patch(kind, name, status, namespace, subresource="status", field_manager="rollout")
         return super().patch(
             kind, name, patch, namespace, patch_type=patch_type, subresource=subresource, field_manager=field_manager
@@ -606,3 +608,46 @@ def test_an_apply_refused_for_another_reason_than_a_duplicate_key_removes_no_ite
     assert ("patch", "deployments") not in shared.write_requests(kube, before)  # no removal even tried
     main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
     assert {e["name"]: e["value"] for e in main["env"]} == {"KEPT": "1", "THEIRS": "x"}
+
+
+def test_a_take_over_the_workload_controller_outran_at_each_attempt_is_made_again_by_the_retry(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+) -> None:
+    """A busy Deployment's status written before each of okt's take-overs exhausts them: the reconcile fails and is
+    retried, and the retry takes over and removes the field the template dropped, with no write beyond those."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(reconciler(strategy="merge"), kube, widget_kind, namespace) == {("create", "deployments"): 1}
+    shared.settle_deployment(kube, namespace, NAME)
+    without = reconciler([e for e in EXTRAS if e != "label"])
+    raced = Overtaken.from_kubeconfig(control_plane.kubeconfig)
+    assert isinstance(raced, Overtaken)
+    raced.other, raced.generations_from = other_client, 1000
+    try:
+        failed = shared.reconcile_widget(without, raced, widget_kind, namespace, NAME)
+    finally:
+        raced.close()
+    assert failed.outcome.kind is okt.OutcomeKind.RETRY, failed.results.summary()
+    assert raced.writes == apply_mod.TAKE_OVER_ATTEMPTS + 1  # each take-over, then the checksum's removal
+    shared.settle_deployment(kube, namespace, NAME)
+    answers = kube.stats.responses()
+
+    writes = converge(without, kube, widget_kind, namespace)
+
+    live = deployment(kube, namespace)
+    assert not has(live, "label")
+    assert all(has(live, e) for e in EXTRAS if e != "label")
+    managers = {(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]}
+    assert ("okt", "Update") not in managers
+    # Apply, take over, apply, as for any first apply over the merge path's fields (a take-over the deployment
+    # controller still refuses is tried again, as there); the Widget's writes are its status report's.
+    refused = (kube.stats.responses() - answers)[("422", "PATCH")]
+    assert refused < apply_mod.TAKE_OVER_ATTEMPTS
+    assert {k: n for k, n in writes.items() if k[1] == "deployments"} == {
+        ("apply", "deployments"): 2,
+        ("patch", "deployments"): 1 + refused,
+    }
+    assert converge(without, kube, widget_kind, namespace) == {}

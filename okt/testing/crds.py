@@ -14,6 +14,14 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import envtest, waiting
 
+OWNER_MAPPING_RELOAD = 30.0
+"""Seconds between two reloads of the mapping a stock API server's owner-reference admission resolves kinds through:
+a CRD created just after one is refused as an owner until the next."""
+
+DEFAULT_TIMEOUT = 2 * OWNER_MAPPING_RELOAD
+"""How long :func:`ensure_crd` waits for each step by default: the longest, with stock binaries, is the owner-reference
+admission's wait, up to one whole :data:`OWNER_MAPPING_RELOAD`; the rest leaves room for a loaded machine."""
+
 
 def schemaless_crd(
     group: str, kind: str, plural: str, version: str = "v1", *, namespaced: bool = True
@@ -58,7 +66,10 @@ def load_crd(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def ensure_crd(
-    client: kube_client.Client, crd: dict[str, Any], timeout: float = 30.0, plane: envtest.ControlPlane | None = None
+    client: kube_client.Client,
+    crd: dict[str, Any],
+    timeout: float = DEFAULT_TIMEOUT,
+    plane: envtest.ControlPlane | None = None,
 ) -> kinds.Kind:
     """Create or replace a CRD, wait until it is Established, listed by discovery in every version it serves, served
     and known to the API server's admission as an owner (a child's controller reference to it is accepted), and
@@ -69,9 +80,14 @@ def ensure_crd(
     With ``plane``, a newly created CRD restarts kube-controller-manager so its garbage collector knows the kind at
     once (instead of at its next rediscovery, about 30 s later).
 
+    ``timeout`` bounds each wait, 60 s by default: okt's own API server build knows a new kind as an owner at once, but
+    a stock one (``KUBEBUILDER_ASSETS``, a real cluster) reloads the mapping its owner-reference admission looks kinds
+    up in every 30 s (:data:`OWNER_MAPPING_RELOAD`), so that wait alone may take the whole 30 s: a 30 s default would
+    fail there now and then for no fault of the CRD.
+
     Raises:
         okt.testing.WaitTimeout: the CRD is not Established, served and known as an owner within ``timeout``
-            seconds, or a deletion of it did not end in that time.
+            seconds (each), or a deletion of it did not end in that time.
     """
     name = crd["metadata"]["name"]
     created = False

@@ -289,6 +289,18 @@ class Results:
         elif returned.kind is OutcomeKind.RETRY and returned.error is not None:
             self.add(Operation.HOOK_ERROR, hook, returned.error, delay=returned.delay)
 
+    def take(self, other: Results) -> None:
+        """Record the entries of ``other``, in their order, as if they had been recorded here: part of this
+        reconcile's work done on a stack of its own (a timer's call run in a thread of its own), the consolidation
+        rules applying to the whole."""
+        for entry in other._entries:
+            self._append(entry)
+            if entry is other._first_error and self._first_error is None:
+                self._first_error = entry  # an alarming give-up
+        if self._gave_up is None:
+            self._gave_up = other._gave_up
+        self._alarming = self._alarming or other._alarming
+
     def _append(self, entry: Entry) -> Entry:
         self._entries.append(entry)
         self._counts[entry.operation] = self._counts.get(entry.operation, 0) + 1

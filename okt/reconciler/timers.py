@@ -18,10 +18,13 @@ A timer runs on the worker thread of its reconcile, so a call that hangs (a bloc
 that worker, and a few of them hold every worker: nothing is reconciled any more. ``@okt.every(..., timeout=s)``
 runs each call in a thread of its own and waits ``s`` seconds for it: a call still running then counts as failed
 (logged, Warning Event ``TimerFailed``), the reconcile goes on, and the timer does not run again for that object while
-that call runs. Python cannot kill a thread: the call goes on in its thread until it returns (then logged, its answer
-dropped); :meth:`Clock.overdue` counts those calls (the ``okt_timer_calls_overdue`` gauge), and each reconcile that
-skips the timer for it logs so. Such a call works on a copy of ``ctx.status_fields`` and ``ctx.conditions``: what it
-set there goes out with the status write only when it returned in time.
+that call runs. Python cannot kill a thread: the call goes on in its thread until it returns; :meth:`Clock.overdue`
+counts those calls (the ``okt_timer_calls_overdue`` gauge), and each reconcile that skips the timer for it logs so.
+Such a call works on a context of its own: a results stack, status fields, conditions, bookkeeping and registry that
+are copies of its reconcile's, taken back only when it returned in time. Past its timeout, nothing it does reaches
+that reconcile or a later one of the object: its ``ctx.flush_status()`` is refused (it would write what its reconcile
+saw over what a later one wrote), and when it returns a warning says what it returned or raised and what it recorded
+(errors, a requeue asked, a give-up), none of which is acted on: the timer runs again on its schedule.
 
 Caveat: the clock is the process's — after a restart or a failover every timer is due at once.
 """
@@ -41,10 +44,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from okt import errors
 from okt.engines import results as results_mod
+from okt.reconciler import context as context_mod
+from okt.resources import registry as registry_mod
 from okt.status import events
 
 if TYPE_CHECKING:
-    from okt.reconciler import context as context_mod
     from okt.reconciler import reconciler as reconciler_mod
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -234,13 +238,60 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
         ctx.requeue_after(max(next_due, 0.001))
 
 
+class _CallContext(context_mod.Context):
+    """The context a timer call with a timeout works on: its reconcile's, with what that reconcile goes on to use or
+    write copied (the results stack, the status fields, the conditions, the bookkeeping, the registry, the children's
+    decisions, the params), so that a call still running once its reconcile went on changes none of it — nor anything
+    of a later reconcile of the object, which its status write would put what this one saw over.
+
+    Once the call is past its timeout (:attr:`late`), its status write is refused (a ``status update error`` on its own
+    stack, which the line logged when it returns reports). A status write under way at the timeout is waited for: the
+    reconcile goes on only once it is done.
+    """
+
+    def __init__(self, ctx: context_mod.Context) -> None:  # a copy: the reconcile's context is built once, by it
+        vars(self).update(vars(ctx))
+        self.results = results_mod.Results()
+        self.status_fields = copy.deepcopy(ctx.status_fields)
+        self.conditions = copy.deepcopy(ctx.conditions)
+        self.bookkeeping = copy.deepcopy(ctx.bookkeeping)
+        self.registry = registry_mod.Registry()
+        for res in ctx.registry:
+            self.registry.register(res)
+        self.decisions = dict(ctx.decisions)
+        self.status_due = []
+        self._params = dict(ctx.params)
+        self.fence = threading.Lock()
+        self.late = False
+
+    def flush_status(self) -> bool:
+        with self.fence:
+            if not self.late:
+                return super().flush_status()
+            self.results.add(
+                results_mod.Operation.STATUS_UPDATE_ERROR,
+                self.cr.name,
+                errors.OktError(
+                    "status not written: the timer's call is past its timeout, and its reconcile went on without it"
+                ),
+            )
+            return False
+
+    def back_into(self, ctx: context_mod.Context) -> None:
+        """Hand what the call did over to the reconcile it returned to in time, as if it had worked on its context."""
+        due, self.status_due = self.status_due, ctx.status_due  # the reconcile's own (its status write) stays
+        mine = {name: value for name, value in vars(self).items() if name not in ("results", "fence", "late")}
+        vars(ctx).update(mine)
+        ctx.status_due.extend(due)
+        ctx.results.take(self.results)
+
+
 class _Call:
     """One call of a timer with a timeout, run in a thread of its own while the worker waits for it."""
 
-    def __init__(self, method: Callable[[Any], object], ctx: context_mod.Context) -> None:
+    def __init__(self, method: Callable[[Any], object], ctx: _CallContext) -> None:
         self._method = method
         self._ctx = ctx
-        self._lock = threading.Lock()
         self._finished = threading.Event()
         self._abandoned: Callable[[float, str], None] | None = None
         self.answer: object = None
@@ -252,21 +303,32 @@ class _Call:
             self.answer = self._method(self._ctx)
         except BaseException as exc:  # handed to the worker, which raises it (or, past the timeout, logs it)
             self.error = exc
-        with self._lock:
+        with self._ctx.fence:
             self._finished.set()
             late = self._abandoned
         if late is not None:
-            outcome = "returned" if self.error is None else f"raised {type(self.error).__name__}: {self.error}"
-            late(time.monotonic() - started, outcome)
+            late(time.monotonic() - started, self._outcome())
+
+    def _outcome(self) -> str:
+        """What the call returned or raised, for the line logged when it returns past its timeout."""
+        if self.error is not None:
+            return f"raised {type(self.error).__name__}: {self.error}"
+        if self.answer is None:
+            return "returned"
+        if isinstance(self.answer, results_mod.Outcome):
+            return f"returned {self.answer}"  # requeue_after(30.0), give_up(reason), retry(RuntimeError)
+        return f"returned {self.answer!r}"
 
     def wait(self, timeout: float, overdue: Callable[[], None], late: Callable[[float, str], None]) -> bool:
         """Whether the call returned within ``timeout``. If not, ``overdue()`` is called at once and
-        ``late(seconds, outcome)`` once it returns (never the other way round)."""
+        ``late(seconds, outcome)`` once it returns (never the other way round); from then on the call's context
+        refuses its status writes."""
         if self._finished.wait(timeout):
             return True
-        with self._lock:
+        with self._ctx.fence:
             if self._finished.is_set():
                 return True  # it returned just now: its answer is on time after all
+            self._ctx.late = True
             overdue()
             self._abandoned = late
         return False
@@ -280,11 +342,9 @@ def _call(
     method = getattr(reconciler, name)
     if options.timeout is None:
         return method(ctx)
-    # The call may go on past the reconcile: it works on a copy of what the reconcile writes after it (the status
-    # fields and conditions), taken back only when it returned in time — never changed under the status write.
-    own = copy.copy(ctx)
-    own.status_fields = copy.deepcopy(ctx.status_fields)
-    own.conditions = copy.deepcopy(ctx.conditions)
+    # The call may go on past the reconcile: it works on a copy of what the reconcile uses or writes after it, taken
+    # back only when it returned in time (see _CallContext).
+    own = _CallContext(ctx)
     call = _Call(method, own)
     uid, started = ctx.cr.uid, clock.now()
     # The worker's context variables (the leadership write fence) go with the call into its thread.
@@ -295,15 +355,29 @@ def _call(
     log = ctx.log
 
     def late(seconds: float, outcome: str) -> None:
+        # Its reconcile ended without it: what it answered or recorded is not acted on (the timer runs again on its
+        # schedule), but said, errors and asked requeue included.
         clock.returned(uid, name)
-        log.warning("timer call returned after its timeout", timer=name, seconds=round(seconds, 3), outcome=outcome)
+        recorded = own.results
+        said: dict[str, object] = {}
+        if recorded.entries:
+            said["results"] = recorded.summary()
+        if recorded.first_error is not None:
+            said["error"] = f"{type(recorded.first_error).__name__}: {recorded.first_error}"
+        if recorded.min_delay is not None:
+            said["requeue_after"] = recorded.min_delay
+        if recorded.gave_up is not None:
+            said["gave_up"] = recorded.gave_up
+        log.warning(
+            "timer call returned after its timeout", timer=name, seconds=round(seconds, 3), outcome=outcome, **said
+        )
 
     if not call.wait(options.timeout, lambda: clock.went_overdue(uid, name, started), late):
         raise TimeoutError(
             f"it did not return within its timeout of {options.timeout:g} s; its call goes on in its thread (Python "
             "cannot stop it), and the timer does not run again for this object until it returns"
         )
-    ctx.status_fields, ctx.conditions = own.status_fields, own.conditions
+    own.back_into(ctx)
     if call.error is not None:
         raise call.error
     return call.answer

@@ -293,7 +293,8 @@ def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeou
 
 
 class Prompt(okt.Reconciler):
-    """A timer with a timeout that returns at once, setting a status field and asking to run again in 30 s."""
+    """A timer with a timeout that returns at once, setting a status field, asking for a requeue of the object in
+    45 s and to run again in 30 s."""
 
     api_version = WEBAPP.api_version
     kind = WEBAPP.kind
@@ -301,6 +302,7 @@ class Prompt(okt.Reconciler):
     @okt.every(minutes=10, timeout=5)
     def probe(self, ctx: okt.Context) -> object:
         ctx.status_fields["probed"] = "yes"
+        ctx.requeue_after(45)
         return okt.requeue_after(30)
 
 
@@ -313,5 +315,59 @@ def test_a_timer_with_a_timeout_that_returns_in_time_reports_as_one_without() ->
     assert run.outcome.delay == pytest.approx(30, abs=1)
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None and stored["status"]["probed"] == "yes"
+    assert 45 in [e.delay for e in run.results.entries if e.operation is okt.Operation.REQUEUE]
     assert fake.objects(kinds.EVENT) == []
     assert reconciler.timer_clock.overdue() == 0
+
+
+class Late(okt.Reconciler):
+    """A timer with a 0.05 s timeout whose call, once ``release`` is set, asks for a requeue, sets a status field,
+    writes the status (``flushed``: whether a request went out) and raises."""
+
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.returned = threading.Event()
+        self.flushed: bool | None = None
+
+    @okt.every(minutes=10, timeout=0.05)
+    def probe(self, ctx: okt.Context) -> None:
+        self.release.wait()
+        try:
+            ctx.requeue_after(5)
+            ctx.status_fields["probed"] = "late"
+            self.flushed = ctx.flush_status()
+            raise RuntimeError("the backup failed")
+        finally:
+            self.returned.set()
+
+
+def test_a_call_back_after_its_timeout_changes_neither_its_reconcile_nor_a_later_one_and_is_logged() -> None:
+    """The call holds its reconcile's context: what it records there comes too late for that reconcile, which ended
+    (or is ending on another thread), and its status write would put what that reconcile saw over what a later one
+    wrote. So it records on a stack of its own, its status write is refused, and all it did is logged when it
+    returns."""
+    reconciler, fake = Late(), webapp()
+    recorder = events.EventRecorder(fake, "webapp")
+    try:
+        with structlog.testing.capture_logs() as logged:
+            first = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=recorder)
+            recorded = first.results.entries
+            okt.reconcile(reconciler, fake, None, "shop", "web", recorder=recorder)  # skips the timer
+            stored = fake.stored(WEBAPP, "web", "shop")
+            reconciler.release.set()
+            assert reconciler.returned.wait(10)
+            wait_for(lambda: reconciler.timer_clock.overdue() == 0, timeout=10, message="the late call to return")
+    finally:
+        reconciler.release.set()
+
+    assert first.results.entries == recorded
+    assert fake.stored(WEBAPP, "web", "shop") == stored
+    assert reconciler.flushed is False
+    [line] = [entry for entry in logged if entry["event"] == "timer call returned after its timeout"]
+    assert line["log_level"] == "warning"
+    assert line["outcome"] == "raised RuntimeError: the backup failed"
+    assert line["requeue_after"] == 5
+    assert line["error"].startswith("OktError: status not written")

@@ -87,6 +87,10 @@ class Operator:
     namespace: str
     image: str
 
+    def __post_init__(self) -> None:
+        # okt run refuses to start two reconcilers under one controller name: nothing is generated for them.
+        codegen_webhooks.check_controller_names(self.classes)
+
     def crds(self) -> list[dict[str, Any]]:
         """The CRDs; a reconciler with ``converters`` gets its conversion webhook on :meth:`client_config`'s
         Service."""

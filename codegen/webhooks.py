@@ -12,11 +12,13 @@ Two ways to reach the operator:
   name it;
 * **by URL** (``--url https://127.0.0.1:9443``: a local ``okt run`` beside a local API server): no Service.
 
-Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>`` (a DNS name: a group
-that makes it longer than 253 characters is refused); ``admissionReviewVersions: [v1]``, ``sideEffects: None``,
-``matchPolicy: Equivalent`` (a request in another served version is converted to the reconciled one first, so the
-models judge what they know); CREATE and UPDATE of the primary only (never its ``/status``); the ``failurePolicy``
-given (``Fail`` by default: no object is admitted unjudged); output is deterministic.
+Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>`` — with the controller's
+name after the verb when another reconciler of the set has the same kind, as names are unique in a configuration (a DNS
+name: one longer than 253 characters is refused); two reconcilers under one controller name, whose webhooks ``okt run``
+would serve at one path and which it refuses to start, are refused here too; ``admissionReviewVersions: [v1]``,
+``sideEffects: None``, ``matchPolicy: Equivalent`` (a request in another served version is converted to the reconciled
+one first, so the models judge what they know); CREATE and UPDATE of the primary only (never its ``/status``); the
+``failurePolicy`` given (``Fail`` by default: no object is admitted unjudged); output is deterministic.
 
 An operator that serves some namespaces or a label selection only (``okt run -n/-l``; another release of it may serve
 the others) gets the same scope here: ``scope`` becomes each admission webhook's ``namespaceSelector`` (the namespaces'
@@ -123,23 +125,29 @@ def webhooks_for_reconcilers(
     the webhooks are called for the objects of ``scope`` only.
 
     Raises:
-        CodegenError: a bad failure policy or timeout, no reconciler has an admission webhook, or a webhook's name
-            is longer than the 253 characters of a DNS name.
+        CodegenError: a bad failure policy or timeout, no reconciler has an admission webhook, two reconcilers
+            have one controller name (:func:`check_controller_names`), or a webhook's name is not a DNS name of at
+            most 253 characters.
     """
+    check_controller_names(classes)
     if failure_policy not in ("Fail", "Ignore"):
         raise errors.CodegenError(f"invalid failure policy {failure_policy!r}: expected Fail or Ignore")
     if not 1 <= timeout <= 30:
         raise errors.CodegenError(f"a webhook timeout is 1 to 30 seconds, got {timeout}")
     validating: list[dict[str, Any]] = []
     mutating: list[dict[str, Any]] = []
-    for cls in classes:
+    kinds = [_kind_of(cls) for cls in classes]
+    for cls, kind in zip(classes, kinds, strict=True):
+        shared = kinds.count(kind) > 1
         for endpoint in webhooks.endpoints(cls):
             if endpoint.purpose is webhooks.Purpose.VALIDATING:
                 validating.append(
-                    _webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout, scope)
+                    _webhook("validate", cls, endpoint.path, client_config, failure_policy, timeout, scope, shared)
                 )
             elif endpoint.purpose is webhooks.Purpose.MUTATING:
-                mutating.append(_webhook("default", cls, endpoint.path, client_config, failure_policy, timeout, scope))
+                mutating.append(
+                    _webhook("default", cls, endpoint.path, client_config, failure_policy, timeout, scope, shared)
+                )
     if not validating and not mutating:
         names = ", ".join(cls.__name__ for cls in classes)
         raise errors.CodegenError(
@@ -153,6 +161,27 @@ def webhooks_for_reconcilers(
     if mutating:
         documents.append(_configuration("MutatingWebhookConfiguration", name, mutating))
     return documents
+
+
+def check_controller_names(classes: Sequence[type[Any]]) -> None:
+    """Refuse two reconcilers under one controller name, as ``okt run`` refuses to start them: their webhooks would
+    be served at one path (``/validate/<name>``), and their metrics, logs and Events would be one controller's.
+
+    Raises:
+        CodegenError: naming both reconcilers and the name, in one line.
+    """
+    first: dict[str, type[Any]] = {}
+    for cls in classes:
+        name = cls.controller_name()
+        other = first.setdefault(name, cls)
+        if other is cls:
+            continue
+        defaulted = getattr(cls, "name", None) is None and getattr(other, "name", None) is None
+        raise errors.CodegenError(
+            f"{other.__name__} and {cls.__name__} are both named {name!r}"
+            f"{' (by default: the kind, lowercased)' if defaulted else ''}: okt run refuses to start them, as their "
+            "webhook paths, metrics, logs and Events would be one controller's; set name on one of them"
+        )
 
 
 def service(
@@ -179,13 +208,17 @@ def _webhook(
     failure_policy: FailurePolicy,
     timeout: int,
     scope: admission.Scope,
+    shared: bool = False,
 ) -> dict[str, Any]:
     primary = crd.primary_of(cls, custom=False)
-    name = f"{verb}.{primary.plural}.{primary.group or 'core'}"  # a webhook name has three segments or more
-    if len(name) > 253:
+    # A webhook name has three segments or more, and is unique in its configuration: a kind several reconcilers of
+    # the set judge names each one's after its controller.
+    verb = f"{verb}.{cls.controller_name()}" if shared else verb
+    name = f"{verb}.{primary.plural}.{primary.group or 'core'}"
+    if not crd.DNS_SUBDOMAIN.match(name) or len(name) > 253:
         raise errors.CodegenError(
-            f"{cls.__name__}: its webhook's name {name} has {len(name)} characters, more than the 253 of a DNS name "
-            "(shorten the API group)"
+            f"{cls.__name__}: its webhook's name {name} ({len(name)} characters) must be a lowercase DNS name of at "
+            "most 253 characters (shorten the API group, or the controller's name)"
         )
     # An empty selector is every object, as the API server defaults it: left out, as without a scope.
     chosen = {key: value for key, value in webhooks.selectors_of(scope, namespaced=primary.namespaced).items() if value}
@@ -208,6 +241,11 @@ def _webhook(
         "sideEffects": "None",
         "timeoutSeconds": timeout,
     }
+
+
+def _kind_of(cls: type[Any]) -> tuple[str, str]:
+    primary = crd.primary_of(cls, custom=False)
+    return primary.group, primary.plural
 
 
 def _configuration(kind: str, name: str, hooks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -375,3 +375,22 @@ def test_the_csv_supports_all_namespaces_only_as_its_deployment_watches_every_na
     assert "--all-namespaces" in container["args"]
     supported = [mode["type"] for mode in csv["spec"]["installModes"] if mode["supported"]]
     assert supported == ["AllNamespaces"]
+
+
+class AuditGizmoReconciler(GizmoReconciler):
+    """A second reconciler of Gizmo, under the same default controller name."""
+
+
+@pytest.mark.parametrize("command", [["bundle", "--version", "0.1.0"], ["deploy", "--namespace", "gizmo-system"]])
+def test_okt_gen_bundle_and_deploy_of_two_reconcilers_under_one_controller_name_is_one_line_error(
+    tmp_path: Path, command: list[str]
+) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler, AuditGizmoReconciler])
+    identity = ["--name", "gizmo-operator", "--image", "gizmo:1", "--out", str(tmp_path / "out")]
+
+    result = CliRunner().invoke(group, [command[0], "main.py", *command[1:], *identity])
+
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "GizmoReconciler and AuditGizmoReconciler are both named 'gizmo'" in result.output
+    assert not (tmp_path / "out").exists()

@@ -301,3 +301,33 @@ def test_a_scope_the_api_server_would_refuse_is_one_line_error(arguments: list[s
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert result.stderr.startswith(f"Error: {message}") and len(result.stderr.splitlines()) == 1
+
+
+class CheckedAgain(Checked):
+    """A second reconciler of Checked's kind, under the same default controller name."""
+
+
+class CheckedNamed(Checked):
+    name = "checked-audit"
+
+
+def test_gen_webhooks_of_two_reconcilers_under_one_controller_name_is_one_line_error() -> None:
+    result = CliRunner().invoke(cli.make_gen_group(loader(Checked, CheckedAgain)), ["webhooks", "op.py"])
+
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "Checked and CheckedAgain are both named 'checked'" in result.output
+    assert "set name on one of them" in result.output
+
+
+def test_two_reconcilers_of_one_kind_under_their_own_names_get_a_webhook_each_under_its_own_name() -> None:
+    (configuration,) = webhooks.webhooks_for_reconcilers(
+        [Checked, CheckedNamed], name="x", client_config=webhooks.ClientConfig(url="https://127.0.0.1:9443")
+    )
+
+    hooks = {hook["name"]: hook["clientConfig"]["url"] for hook in configuration["webhooks"]}
+    assert len(hooks) == 2
+    assert sorted(hooks.values()) == [
+        "https://127.0.0.1:9443/validate/checked",
+        "https://127.0.0.1:9443/validate/checked-audit",
+    ]

@@ -22,7 +22,6 @@ import click
 
 import okt
 from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, webhooks, yamlout
-from okt.reconciler import admission
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -173,7 +172,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         ca_bundle: Path | None,
     ) -> None:
         """Print the Validating/MutatingWebhookConfiguration (and the Service) of OPERATOR's admission webhooks."""
-        scope = _scope(watch_namespaces, selector)
+        scope = webhooks.scope_of(watch_namespaces, selector)
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
         name = name or webhooks.default_name(classes[0])
         if not _SERVICE_NAME.match(f"{name}-webhooks"):
@@ -325,17 +324,6 @@ def _client_config(
         raise errors.CodegenError(f"invalid --namespace {namespace!r}: expected a DNS label such as operators")
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
-
-
-def _scope(namespaces: Sequence[str], selector: str | None) -> admission.Scope:
-    """The objects the operator serves, as ``okt run -n/-l`` say them (a bad one refused before anything is loaded)."""
-    for namespace in namespaces:
-        if not _DNS_LABEL.match(namespace):
-            raise errors.CodegenError(f"invalid --watch-namespace {namespace!r}: expected a DNS label such as shop")
-    try:
-        return admission.Scope(frozenset(namespaces), selector)
-    except ValueError as exc:
-        raise errors.CodegenError(f"invalid --selector: {exc}") from None
 
 
 def kind_table(kinds: dictionary.KindDictionary) -> str:

@@ -16,6 +16,10 @@ The kustomize tree (``--out``, default ``config``)::
     overlays/default/kustomization.yaml   namespace and image: the two things an installation changes
     overlays/default/namespace.yaml
 
+An operator serving some namespaces (``Operator.scope``) has its ClusterRole bound in each of them by
+``base/scope/`` (RoleBindings that must stay there); ``overlays/default`` then takes ``install/`` (namespace, image,
+``namespace.yaml``) and ``base/scope``, the bindings' ServiceAccount subject following ``install/``'s namespace.
+
 The overlay's ``namespace`` renames the Namespace and moves every namespaced object and the bindings' ServiceAccount
 subjects, and the webhook Service's namespace where the configurations and the CRDs' conversion webhooks name it
 (kustomize's namespace transformer); the operator finds its Lease namespace from the pod (``$POD_NAMESPACE``), so
@@ -45,6 +49,7 @@ from typing import Any
 
 from okt.codegen import crd, errors, manager, rbac, yamlout
 from okt.codegen import webhooks as codegen_webhooks
+from okt.reconciler import admission
 from okt.reconciler import webhooks as reconciler_webhooks
 
 IMAGE_PLACEHOLDER = "operator"
@@ -80,12 +85,19 @@ _IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P
 
 @dataclass(frozen=True)
 class Operator:
-    """What the artifacts are generated from: the reconcilers and how the operator runs."""
+    """What the artifacts are generated from: the reconcilers and how the operator runs.
+
+    ``scope``: the namespaces and labels the operator serves (every object by default), given once and followed by
+    every piece: the Deployment's ``okt run --namespace/--selector`` (and a Lease of its own, ``--lease-name``), the
+    admission webhooks' ``namespaceSelector``/``objectSelector``, and, for some namespaces, RoleBindings of the
+    operator's ClusterRole in each of them instead of a ClusterRoleBinding (:meth:`rbac`).
+    """
 
     classes: Sequence[type[Any]]
     name: str
     namespace: str
     image: str
+    scope: admission.Scope = admission.EVERYTHING
 
     def __post_init__(self) -> None:
         # okt run refuses to start two reconcilers under one controller name: nothing is generated for them.
@@ -100,9 +112,37 @@ class Operator:
         ]
 
     def rbac(self) -> list[dict[str, Any]]:
-        return rbac.rbac_for_reconcilers(
+        """The ServiceAccount, the ClusterRole of the reconcilers' rules and the leader-election Role, as ``okt gen
+        rbac --cluster-wide --leader-elect`` writes them; the ClusterRole is bound in every namespace, or, for an
+        operator serving some namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
+        documents = rbac.rbac_for_reconcilers(
             self.classes, namespace=self.namespace, cluster_wide=True, leader_elect=True, service_account=self.name
         )
+        if not self.scope_bindings():
+            return documents
+        return [doc for doc in documents if (doc["kind"], doc["metadata"]["name"]) != ("ClusterRoleBinding", self.name)]
+
+    def scope_bindings(self) -> list[dict[str, Any]]:
+        """For an operator serving some namespaces, the RoleBinding ``<name>`` of its ClusterRole in each of them (none
+        when it serves every namespace, or reconciles, owns or watches a cluster-scoped kind, which only a
+        ClusterRoleBinding grants)."""
+        if not self.scope.namespaces:
+            return []
+        try:
+            rbac.rbac_for_reconcilers(self.classes, namespace=self.namespace, service_account=self.name)
+        except errors.CodegenError:  # a cluster-scoped kind: the ClusterRoleBinding stays
+            return []
+        group = "rbac.authorization.k8s.io"
+        return [
+            {
+                "apiVersion": f"{group}/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": self.name, "namespace": watched},
+                "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": self.name},
+                "subjects": [{"kind": "ServiceAccount", "name": self.name, "namespace": self.namespace}],
+            }
+            for watched in sorted(self.scope.namespaces or ())
+        ]
 
     def client_config(self) -> codegen_webhooks.ClientConfig:
         """How the API server calls the webhooks: the Service ``<name>-webhooks`` in the operator's namespace."""
@@ -134,6 +174,8 @@ class Operator:
             service_account=self.name,
             webhooks=webhooks,
             webhook_cert_dir=webhook_cert_dir,
+            watch_namespaces=sorted(self.scope.namespaces or ()),
+            selector=self.scope.label_selector,
         )
         return deployment
 
@@ -158,7 +200,11 @@ def webhook_manifests(operator: Operator) -> list[dict[str, Any]]:
     client_config = operator.client_config()
     if operator.has_admission_webhooks():
         documents = codegen_webhooks.webhooks_for_reconcilers(
-            operator.classes, name=operator.name, client_config=client_config, target_port="webhooks"
+            operator.classes,
+            name=operator.name,
+            client_config=client_config,
+            target_port="webhooks",
+            scope=operator.scope,
         )
     else:
         documents = [codegen_webhooks.service(client_config.service, operator.namespace, operator.name, "webhooks")]
@@ -229,22 +275,32 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
     base: dict[str, Any] = {"resources": base_resources}
     if operator.has_conversion_webhooks():
         base["configurations"] = ["kustomizeconfig.yaml"]
+    # An operator serving some namespaces is bound in each of them: those RoleBindings stay in their namespaces, so
+    # they sit beside the installation (``install/``, whose ``namespace`` would move them), not in it.
+    bindings = operator.scope_bindings()
+    install = "overlays/default/install/" if bindings else "overlays/default/"
     files = {
         "base/kustomization.yaml": _kustomization(base),
         "base/crd.yaml": yamlout.dump_all(operator.crds()),
         "base/rbac.yaml": yamlout.dump_all(operator.rbac()),
         "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER, webhooks=bool(webhooks))]),
-        "overlays/default/kustomization.yaml": _kustomization(
+        f"{install}kustomization.yaml": _kustomization(
             {
                 "namespace": operator.namespace,
-                "resources": ["../../base", "namespace.yaml"],
+                "resources": ["../../../base" if bindings else "../../base", "namespace.yaml"],
                 "images": [image_parts(operator.image)],
             }
         ),
-        "overlays/default/namespace.yaml": yamlout.dump_all(
+        f"{install}namespace.yaml": yamlout.dump_all(
             [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": operator.namespace}}]
         ),
     }
+    if bindings:
+        files["base/scope/kustomization.yaml"] = _kustomization({"resources": ["rbac.yaml"]})
+        files["base/scope/rbac.yaml"] = yamlout.dump_all(bindings)
+        files["overlays/default/kustomization.yaml"] = _kustomization(
+            {"resources": ["install", "../../base/scope"], "replacements": [_subject_namespace(operator.name)]}
+        )
     if webhooks:
         files["base/webhook.yaml"] = yamlout.dump_all(webhooks)
     if operator.has_conversion_webhooks():
@@ -367,7 +423,7 @@ def webhook_definitions(operator: Operator, deployment_name: str) -> list[dict[s
     definitions: list[dict[str, Any]] = []
     if operator.has_admission_webhooks():
         documents = codegen_webhooks.webhooks_for_reconcilers(
-            operator.classes, name=operator.name, client_config=operator.client_config()
+            operator.classes, name=operator.name, client_config=operator.client_config(), scope=operator.scope
         )
         types = {
             "ValidatingWebhookConfiguration": "ValidatingAdmissionWebhook",
@@ -415,6 +471,17 @@ def write(files: dict[str, str], out_dir: Path) -> list[Path]:
     except OSError as exc:
         raise errors.CodegenError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from exc
     return written
+
+
+def _subject_namespace(name: str) -> dict[str, Any]:
+    """The replacement that makes the scope's RoleBindings name the ServiceAccount in the namespace ``install/``
+    moved it to."""
+    return {
+        "source": {"kind": "ServiceAccount", "name": name, "fieldPath": "metadata.namespace"},
+        "targets": [
+            {"select": {"kind": "RoleBinding", "name": name}, "fieldPaths": [f"subjects.[name={name}].namespace"]}
+        ],
+    }
 
 
 def _kustomization(fields: dict[str, Any]) -> str:

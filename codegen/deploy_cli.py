@@ -12,10 +12,14 @@ from typing import Any
 
 import click
 
-from okt.codegen import deploy
+from okt.codegen import deploy, webhooks
 
 Load = Callable[[str, str | None], Sequence[type[Any]]]
 """Loads OPERATOR's reconcilers, or the one named by ``--reconciler``."""
+
+_SELECTOR_HELP = (
+    "The operator serves only the objects of this label selector: okt run -l, and the webhooks' objectSelector."
+)
 
 
 def _report(paths: list[Path]) -> None:
@@ -32,13 +36,31 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
     @click.option("--name", required=True, help="The operator's name: Deployment, ServiceAccount, roles.")
     @click.option("--namespace", required=True, help="The namespace the default overlay installs into.")
     @click.option("--image", required=True, help="The operator's image, e.g. registry.example.com/my-operator:0.1.0.")
+    @click.option(
+        "--watch-namespace",
+        "watch_namespaces",
+        multiple=True,
+        metavar="NS",
+        help="The operator serves only this namespace (repeatable): okt run -n, the webhooks' namespaceSelector, "
+        "and its ClusterRole bound in these namespaces only [default: every namespace].",
+    )
+    @click.option("-l", "--selector", help=_SELECTOR_HELP)
     @click.option("--out", "out_dir", default="config", show_default=True, type=click.Path(path_type=Path))
     def deploy_command(
-        operator: str, reconciler_name: str | None, name: str, namespace: str, image: str, out_dir: Path
+        operator: str,
+        reconciler_name: str | None,
+        name: str,
+        namespace: str,
+        image: str,
+        watch_namespaces: tuple[str, ...],
+        selector: str | None,
+        out_dir: Path,
     ) -> None:
         """Write OPERATOR's kustomize tree: base (CRDs, RBAC, manager) and overlays/default (namespace, image)."""
+        scope = webhooks.scope_of(watch_namespaces, selector)
         classes = load(operator, reconciler_name)
-        _report(deploy.write(deploy.kustomize_tree(deploy.Operator(classes, name, namespace, image)), out_dir))
+        operator_facts = deploy.Operator(classes, name, namespace, image, scope)
+        _report(deploy.write(deploy.kustomize_tree(operator_facts), out_dir))
 
     @click.command("bundle", cls=command_class)
     @click.argument("operator")
@@ -47,6 +69,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
     @click.option("--version", "bundle_version", required=True, help="The bundle's semantic version, e.g. 0.1.0.")
     @click.option("--image", required=True, help="The operator's image, e.g. registry.example.com/my-operator:0.1.0.")
     @click.option("--channel", default="alpha", show_default=True, help="The OLM channel.")
+    @click.option("-l", "--selector", help=_SELECTOR_HELP)
     @click.option("--out", "out_dir", default="bundle", show_default=True, type=click.Path(path_type=Path))
     def bundle_command(
         operator: str,
@@ -55,11 +78,13 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
         bundle_version: str,
         image: str,
         channel: str,
+        selector: str | None,
         out_dir: Path,
     ) -> None:
         """Write OPERATOR's OLM bundle: a ClusterServiceVersion, its CRDs and metadata/annotations.yaml."""
+        scope = webhooks.scope_of((), selector)
         classes = load(operator, reconciler_name)
-        operator_facts = deploy.Operator(classes, name, deploy.BUNDLE_NAMESPACE, image)
+        operator_facts = deploy.Operator(classes, name, deploy.BUNDLE_NAMESPACE, image, scope)
         _report(deploy.write(deploy.bundle(operator_facts, version=bundle_version, channel=channel), out_dir))
 
     return [deploy_command, bundle_command]

@@ -13,6 +13,7 @@ leader election (one reconciles, the other is a warm standby); every name checke
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from okt.codegen import errors
@@ -42,8 +43,11 @@ def manager_manifests(
     replicas: int = 2,
     webhooks: bool = False,
     webhook_cert_dir: str | None = None,
+    watch_namespaces: Sequence[str] = (),
+    selector: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The operator's Namespace and Deployment (``okt run ENTRY_POINT`` on every namespace, leader-elected).
+    """The operator's Namespace and Deployment (``okt run ENTRY_POINT`` on every namespace, or on
+    ``watch_namespaces``, leader-elected).
 
     Args:
         name: the Deployment's name and its ``app.kubernetes.io/name`` label.
@@ -58,6 +62,10 @@ def manager_manifests(
             configurations named ``<name>`` and the conversion webhooks of its CRDs.
         webhook_cert_dir: with ``webhooks``, serve the certificate mounted in this directory instead
             (``--webhook-cert-dir``: OLM mounts one at :data:`OLM_CERT_DIR` and writes the CA itself).
+        watch_namespaces: the namespaces the operator serves (``okt run --namespace``; none: every namespace).
+        selector: the label selector of the objects it serves (``okt run --selector``). A scoped operator also leads
+            on a Lease of its own, named ``name`` (``okt run --lease-name``): another release of it serving other
+            namespaces or labels from the same namespace leads apart.
 
     Raises:
         CodegenError: a name that is not a DNS label (with ``webhooks`` and no ``webhook_cert_dir``, one that makes
@@ -91,7 +99,9 @@ def manager_manifests(
         "image": image,
         "args": [
             entry_point,
-            "--all-namespaces",
+            *([f"--namespace={watched}" for watched in sorted(set(watch_namespaces))] or ["--all-namespaces"]),
+            *([f"--selector={selector}"] if selector else []),
+            *([f"--lease-name={name}"] if watch_namespaces or selector else []),
             "--leader-elect",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--log-format=json",

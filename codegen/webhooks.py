@@ -28,6 +28,7 @@ the others) gets the same scope here: ``scope`` becomes each admission webhook's
 from __future__ import annotations
 
 import dataclasses
+import re
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from okt.codegen import crd, errors
 from okt.reconciler import admission, webhooks
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 FailurePolicy = Literal["Fail", "Ignore"]
 SERVICE_PORT = 443
 DEFAULT_TARGET_PORT = 9443
@@ -161,6 +163,22 @@ def webhooks_for_reconcilers(
     if mutating:
         documents.append(_configuration("MutatingWebhookConfiguration", name, mutating))
     return documents
+
+
+def scope_of(namespaces: Sequence[str], selector: str | None) -> admission.Scope:
+    """The objects the operator serves, as ``okt run -n/-l`` say them (``--watch-namespace``, ``--selector`` of the
+    generators), a bad one refused before anything is loaded.
+
+    Raises:
+        CodegenError: a namespace that is no DNS label, or a selector the API server cannot read.
+    """
+    for namespace in namespaces:
+        if not _DNS_LABEL.match(namespace):
+            raise errors.CodegenError(f"invalid --watch-namespace {namespace!r}: expected a DNS label such as shop")
+    try:
+        return admission.Scope(frozenset(namespaces), selector)
+    except ValueError as exc:
+        raise errors.CodegenError(f"invalid --selector: {exc}") from None
 
 
 def check_controller_names(classes: Sequence[type[Any]]) -> None:

@@ -394,3 +394,63 @@ def test_okt_gen_bundle_and_deploy_of_two_reconcilers_under_one_controller_name_
     assert result.output.count("\n") == 1
     assert "GizmoReconciler and AuditGizmoReconciler are both named 'gizmo'" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_okt_gen_deploy_of_an_operator_serving_some_namespaces_and_labels_scopes_every_piece(tmp_path: Path) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    scope = ["--watch-namespace", "shop-b", "--watch-namespace", "shop-a", "-l", "tier=gold"]
+    identity = ["--name", "gizmo-operator", "--namespace", "gizmo-system", "--image", "gizmo:1"]
+    result = CliRunner().invoke(group, ["deploy", "main.py", *identity, *scope, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    # the installation's namespace, changed where the tree says it is changed
+    install = tmp_path / "overlays" / "default" / "install" / "kustomization.yaml"
+    install.write_text(install.read_text().replace("namespace: gizmo-system", "namespace: elsewhere"))
+
+    built = subprocess.run(
+        [KUBECTL, "kustomize", str(tmp_path / "overlays" / "default")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+
+    documents = {(doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]): doc for doc in load(built)}
+    (container,) = documents[("Deployment", "elsewhere", "gizmo-operator")]["spec"]["template"]["spec"]["containers"]
+    assert "--all-namespaces" not in container["args"]
+    assert container["args"][1:5] == [
+        "--namespace=shop-a",
+        "--namespace=shop-b",
+        "--selector=tier=gold",
+        "--lease-name=gizmo-operator",
+    ]
+    (hook,) = documents[("ValidatingWebhookConfiguration", None, "gizmo-operator")]["webhooks"]
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["shop-a", "shop-b"]
+    assert hook["objectSelector"] == {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}
+    assert ("ClusterRole", None, "gizmo-operator") in documents
+    assert ("ClusterRoleBinding", None, "gizmo-operator") not in documents
+    for watched in ("shop-a", "shop-b"):
+        binding = documents[("RoleBinding", watched, "gizmo-operator")]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "gizmo-operator",
+        }
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gizmo-operator", "namespace": "elsewhere"}]
+    assert ("Role", "elsewhere", "gizmo-operator-leader-election") in documents
+
+
+def test_okt_gen_bundle_of_an_operator_serving_some_labels_runs_and_calls_its_webhooks_for_those(
+    tmp_path: Path,
+) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = ["bundle", "main.py", "--name", "gizmo-operator", "--version", "0.1.0", "--image", "gizmo:1"]
+
+    result = CliRunner().invoke(group, [*arguments, "-l", "tier=gold", "--out", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    (csv,) = load((tmp_path / "manifests" / "gizmo-operator.clusterserviceversion.yaml").read_text())
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--selector=tier=gold" in container["args"]
+    (definition,) = csv["spec"]["webhookdefinitions"]
+    assert definition["objectSelector"] == {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}

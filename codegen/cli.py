@@ -119,7 +119,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         for cls in classes:
             config = _client_config(cls, namespace, url, ca_bundle)
             documents.append(crd.crd_for_reconciler(cls, webhooks.conversion_client_config(cls, config)))
-        _emit(documents, out_file)
+        _emit(crd.one_per_name(classes, documents), out_file)
 
     @gen.command("webhooks", cls=_Command)
     @click.argument("operator")

@@ -328,6 +328,25 @@ def structural_schema(model: type[pydantic.BaseModel], path: str = "spec") -> di
     return _model_schema(model, path)
 
 
+def one_per_name(classes: Sequence[type[Any]], documents: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CRDs ``documents`` of ``classes`` (one each, in order), each name once: reconcilers of one kind under their
+    own controller names make one CRD, which the API server, kustomize and OLM each take once.
+
+    Raises:
+        CodegenError: two reconcilers of one kind make different CRDs (models, printer columns, conversion).
+    """
+    first: dict[str, tuple[type[Any], dict[str, Any]]] = {}
+    for cls, document in zip(classes, documents, strict=True):
+        name = document["metadata"]["name"]
+        other, kept = first.setdefault(name, (cls, document))
+        if kept != document:
+            raise errors.CodegenError(
+                f"{other.__name__} and {cls.__name__} make different CRDs {name} (their spec or status models, "
+                "printer columns or conversion differ): give them the same, as the API server keeps one"
+            )
+    return [document for _cls, document in first.values()]
+
+
 def crd_for_reconciler(cls: type[Any], conversion_client_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The CRD of an ``okt.Reconciler`` subclass, read from its class attributes.
 

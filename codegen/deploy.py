@@ -104,12 +104,15 @@ class Operator:
         codegen_webhooks.check_controller_names(self.classes)
 
     def crds(self) -> list[dict[str, Any]]:
-        """The CRDs; a reconciler with ``converters`` gets its conversion webhook on :meth:`client_config`'s
-        Service."""
-        return [
-            crd.crd_for_reconciler(cls, codegen_webhooks.conversion_client_config(cls, self.client_config()))
-            for cls in self.classes
-        ]
+        """The CRDs, one per kind (:func:`okt.codegen.crd.one_per_name`); a reconciler with ``converters`` gets its
+        conversion webhook on :meth:`client_config`'s Service."""
+        return crd.one_per_name(
+            self.classes,
+            [
+                crd.crd_for_reconciler(cls, codegen_webhooks.conversion_client_config(cls, self.client_config()))
+                for cls in self.classes
+            ],
+        )
 
     def rbac(self) -> list[dict[str, Any]]:
         """The ServiceAccount, the ClusterRole of the reconcilers' rules and the leader-election Role, as ``okt gen

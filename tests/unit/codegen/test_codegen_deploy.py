@@ -454,3 +454,43 @@ def test_okt_gen_bundle_of_an_operator_serving_some_labels_runs_and_calls_its_we
     assert "--selector=tier=gold" in container["args"]
     (definition,) = csv["spec"]["webhookdefinitions"]
     assert definition["objectSelector"] == {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}]}
+
+
+class NamedAuditGizmoReconciler(GizmoReconciler):
+    """A second reconciler of Gizmo, under its own controller name (which okt run accepts)."""
+
+    name = "gizmo-audit"
+
+
+class OtherSpecGizmoReconciler(GizmoReconciler):
+    name = "gizmo-other"
+    spec_model = GadgetSpec
+
+
+def test_two_reconcilers_of_one_kind_make_one_crd_in_the_tree_kustomize_builds_and_in_the_bundle(
+    tmp_path: Path,
+) -> None:
+    operator = deploy.Operator(
+        [GizmoReconciler, NamedAuditGizmoReconciler], "gizmo-operator", "gizmo-system", "gizmo:1"
+    )
+    deploy.write(deploy.kustomize_tree(operator), tmp_path)
+
+    built = subprocess.run(
+        [KUBECTL, "kustomize", str(tmp_path / "overlays" / "default")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert built.returncode == 0, built.stderr
+    assert [doc["kind"] for doc in load(built.stdout)].count("CustomResourceDefinition") == 1
+    (csv,) = load(deploy.bundle(operator, version="0.1.0")["manifests/gizmo-operator.clusterserviceversion.yaml"])
+    assert [owned["name"] for owned in csv["spec"]["customresourcedefinitions"]["owned"]] == ["gizmos.toys.example.com"]
+
+
+def test_two_reconcilers_of_one_kind_that_would_make_different_crds_are_one_line_error() -> None:
+    operator = deploy.Operator([GizmoReconciler, OtherSpecGizmoReconciler], "gizmo-operator", "gizmo-system", "gizmo:1")
+
+    with pytest.raises(errors.CodegenError, match="GizmoReconciler and OtherSpecGizmoReconciler make different CRDs"):
+        deploy.kustomize_tree(operator)

@@ -16,8 +16,8 @@ import structlog
 
 from okt import errors, hooks
 from okt.cli import permissions
+from okt.codegen import crd, rbac
 from okt.codegen import errors as codegen_errors
-from okt.codegen import rbac
 from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
 from okt.kube import selectors
@@ -71,13 +71,10 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
     return namespaces[0] if namespaces else "default"
 
 
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 def _lease_name(value: str | None) -> str | None:
     """``--lease-name`` as the API server would store it, or one line saying why not (the elector would otherwise
     retry its refused create for ever, never leading)."""
-    if value is not None and (len(value) > 253 or not _SUBDOMAIN.fullmatch(value)):
+    if value is not None and (len(value) > 253 or not crd.DNS_SUBDOMAIN.fullmatch(value)):
         raise click.BadParameter(
             f"{value!r} is not a Lease name: lowercase letters, digits, '-' and '.', starting and ending with a letter "
             "or digit, at most 253 characters"

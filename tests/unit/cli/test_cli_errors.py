@@ -40,7 +40,7 @@ def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("name", ["Maps", "maps_one", "-maps", "maps.", "m" * 254])
+@pytest.mark.parametrize("name", ["Maps", "maps_one", "-maps", "maps.", "maps\n", "m" * 254])
 def test_a_lease_name_the_api_server_refuses_is_a_usage_error(name: str) -> None:
     # The elector would have retried its refused create for ever, the operator never leading.
     code, out = invoke("run", "x.py", "--lease-name", name)

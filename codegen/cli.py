@@ -26,7 +26,6 @@ from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, web
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a namespace's name."""
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
@@ -320,7 +319,7 @@ def _client_config(
         if b"-----BEGIN CERTIFICATE-----" not in pem:
             raise errors.CodegenError(f"{ca_bundle} is not a PEM certificate (-----BEGIN CERTIFICATE-----)")
         bundle = base64.b64encode(pem).decode()
-    if not _DNS_LABEL.match(namespace):
+    if not crd.DNS_LABEL.fullmatch(namespace):
         raise errors.CodegenError(f"invalid --namespace {namespace!r}: expected a DNS label such as operators")
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from okt.codegen import errors
+from okt.codegen import crd, errors
 
 METRICS_PORT = 8080
 """The port of ``/metrics``, ``/healthz`` and ``/readyz`` inside the container."""
@@ -28,7 +28,6 @@ OLM_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount p
 """Where OLM mounts the serving certificate (``tls.crt``, ``tls.key``) of the webhooks a ClusterServiceVersion
 lists into the Deployment it names."""
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
@@ -72,7 +71,7 @@ def manager_manifests(
             a Service name: starting with a letter, at most 54 characters), an empty image or a replica count below 1.
     """
     for option, value in (("name", name), ("namespace", namespace), ("service account", service_account)):
-        if not _DNS_LABEL.match(value):
+        if not crd.DNS_LABEL.fullmatch(value):
             raise errors.CodegenError(f"invalid {option} {value!r}: expected a DNS label such as my-operator")
     if not image.strip() or any(character.isspace() for character in image) or not lowercase_repository(image):
         raise errors.CodegenError(

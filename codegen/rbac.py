@@ -59,7 +59,6 @@ CLUSTER_OPERATOR_GROUP = "config.openshift.io"
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
 """An API version, as the middle part of ``plural.version.group``."""
 
@@ -172,7 +171,7 @@ def rbac_for_primaries(
 ) -> list[dict[str, Any]]:
     """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
     ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for)."""
-    if not _DNS_LABEL.match(namespace):
+    if not crd.DNS_LABEL.fullmatch(namespace):
         raise errors.CodegenError(
             f"invalid namespace {namespace!r}: expected a DNS label of at most 63 characters, such as operators"
         )

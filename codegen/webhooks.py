@@ -28,7 +28,6 @@ the others) gets the same scope here: ``scope`` becomes each admission webhook's
 from __future__ import annotations
 
 import dataclasses
-import re
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -36,7 +35,6 @@ from typing import Any, Literal
 from okt.codegen import crd, errors
 from okt.reconciler import admission, webhooks
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 FailurePolicy = Literal["Fail", "Ignore"]
 SERVICE_PORT = 443
 DEFAULT_TARGET_PORT = 9443
@@ -173,7 +171,7 @@ def scope_of(namespaces: Sequence[str], selector: str | None) -> admission.Scope
         CodegenError: a namespace that is no DNS label, or a selector the API server cannot read.
     """
     for namespace in namespaces:
-        if not _DNS_LABEL.match(namespace):
+        if not crd.DNS_LABEL.fullmatch(namespace):
             raise errors.CodegenError(f"invalid --watch-namespace {namespace!r}: expected a DNS label such as shop")
     try:
         return admission.Scope(frozenset(namespaces), selector)
@@ -233,7 +231,7 @@ def _webhook(
     # the set judge names each one's after its controller.
     verb = f"{verb}.{cls.controller_name()}" if shared else verb
     name = f"{verb}.{primary.plural}.{primary.group or 'core'}"
-    if not crd.DNS_SUBDOMAIN.match(name) or len(name) > 253:
+    if not crd.DNS_SUBDOMAIN.fullmatch(name) or len(name) > 253:
         raise errors.CodegenError(
             f"{cls.__name__}: its webhook's name {name} ({len(name)} characters) must be a lowercase DNS name of at "
             "most 253 characters (shorten the API group, or the controller's name)"

@@ -149,6 +149,10 @@ def test_rules_are_the_same_whatever_the_order_of_owned_kinds() -> None:
             "invalid namespace 'Operators': expected a DNS label of at most 63 characters, such as operators",
         ),
         (
+            {"namespace": "operators\n"},  # the pattern's $ took a name ending in a newline
+            "invalid namespace 'operators\\n': expected a DNS label of at most 63 characters, such as operators",
+        ),
+        (
             {"namespace": "n" * 64},
             f"invalid namespace '{'n' * 64}': expected a DNS label of at most 63 characters, such as operators",
         ),

@@ -292,6 +292,7 @@ def test_gen_webhooks_for_an_operator_serving_everything_says_no_selector() -> N
     ("arguments", "message"),
     [
         (["--watch-namespace", "Shop"], "invalid --watch-namespace 'Shop'"),
+        (["--watch-namespace", "shop\n"], "invalid --watch-namespace 'shop\\n'"),  # a $ anchor took it
         (["-l", "release:one"], "invalid --selector: label selector 'release:one'"),
     ],
 )

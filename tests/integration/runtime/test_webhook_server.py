@@ -136,11 +136,15 @@ def operator(kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind) 
     manager.join(10)
 
 
-def refused_by_webhook(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> bool:
-    """Whether the API server calls the webhook yet (configurations reach it a moment after they are created)."""
-    name = f"probe-{secrets.token_hex(3)}"
+def refused_by_webhook(
+    kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str = "", **labels: str
+) -> bool:
+    """Whether the webhook refuses a gadget without a tag named ``name`` (else a probe's own) with ``labels``: whether
+    the API server calls it yet (configurations reach it a moment after they are created), or calls it for that
+    object. One that is admitted is deleted again."""
+    name = name or f"probe-{secrets.token_hex(3)}"
     try:
-        kube.create(gadget(namespace, name, "untagged"), kind)
+        kube.create(labelled(gadget(namespace, name, "untagged"), **labels), kind)
     except okt.ApiError as exc:
         return "an image needs a tag" in str(exc)
     kube.delete(kind, name, namespace)
@@ -297,15 +301,11 @@ def test_an_operator_admits_untouched_the_objects_of_other_namespaces_and_releas
         assert scoped.webhook_server is not None
         configure(scoped.webhook_server.url(), scoped.webhook_server.ca_bundle)  # calls it for every gadget
 
-        def refused(name: str) -> bool:
-            try:
-                kube.create(labelled(gadget(namespace, name, "untagged"), release="one"), gadget_kind)
-            except okt.ApiError as exc:
-                return "an image needs a tag" in str(exc)
-            kube.delete(gadget_kind, name, namespace)
-            return False
-
-        wait_for(lambda: refused(f"probe-{secrets.token_hex(3)}"), timeout=30, message="the webhook in use")
+        wait_for(
+            lambda: refused_by_webhook(kube, gadget_kind, namespace, release="one"),
+            timeout=30,
+            message="the webhook in use",
+        )
 
         # another operator instance's: another namespace, another release of the same namespace
         kube.create(labelled(gadget(other_namespace, "elsewhere", "untagged"), release="one"), gadget_kind)
@@ -313,7 +313,7 @@ def test_an_operator_admits_untouched_the_objects_of_other_namespaces_and_releas
 
         assert kube.get(gadget_kind, "elsewhere", other_namespace)["spec"] == {"image": "untagged"}
         assert kube.get(gadget_kind, "two", namespace)["spec"] == {"image": "untagged"}
-        assert refused("mine")
+        assert refused_by_webhook(kube, gadget_kind, namespace, "mine", release="one")
         kube.create(labelled(gadget(namespace, "mine", "memcached:1.6"), release="one"), gadget_kind)
         assert kube.get(gadget_kind, "mine", namespace)["spec"] == {
             "image": "memcached:1.6",
@@ -342,15 +342,11 @@ def test_the_api_server_calls_a_webhook_generated_for_a_scope_for_the_objects_of
         scope = admission.Scope(frozenset({namespace}), "release=one")
         configure(server.url(), server.ca_bundle, scope=scope)
 
-        def refused(name: str) -> bool:
-            try:
-                kube.create(labelled(gadget(namespace, name, "untagged"), release="one"), gadget_kind)
-            except okt.ApiError as exc:
-                return "an image needs a tag" in str(exc)
-            kube.delete(gadget_kind, name, namespace)
-            return False
-
-        wait_for(lambda: refused(f"probe-{secrets.token_hex(3)}"), timeout=30, message="the webhook in use")
+        wait_for(
+            lambda: refused_by_webhook(kube, gadget_kind, namespace, release="one"),
+            timeout=30,
+            message="the webhook in use",
+        )
 
         kube.create(labelled(gadget(other_namespace, "elsewhere", "untagged"), release="one"), gadget_kind)
         kube.create(labelled(gadget(namespace, "two", "untagged"), release="two"), gadget_kind)

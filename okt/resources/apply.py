@@ -569,24 +569,15 @@ def _put_back_in_order(
     (someone changed the list) is worked out again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``. The next
     apply takes over what it wrote (:func:`take_over`).
     """
-    for attempt in range(TAKE_OVER_ATTEMPTS):
-        reordered = _reordered_lists(view, applied, "")
+
+    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        reordered = _reordered_lists(view, obj, "")
         if not reordered:
-            return applied
-        meta = applied.get("metadata") or {}
-        patch = [
-            *_guard([(pointer, live) for pointer, live, _ in reordered], meta),
-            *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered),
-        ]
-        try:
-            return client.patch(
-                kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
-            )
-        except errors.Invalid as exc:
-            if exc.causes or attempt == TAKE_OVER_ATTEMPTS - 1:
-                raise  # refused for what it writes, not for its test: reading again cannot help
-            applied = client.get(kind, meta["name"], meta.get("namespace"))
-    return applied  # not reached: the last attempt returns or raises
+            return []
+        guard = _guard([(pointer, live) for pointer, live, _ in reordered], obj.get("metadata") or {})
+        return [*guard, *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered)]
+
+    return _patch_guarded(client, kind, applied, plan, options)[0]
 
 
 def _drop_rekeyed(
@@ -594,7 +585,7 @@ def _drop_rekeyed(
     kind: kinds.Kind,
     desired: Mapping[str, Any],
     before: Mapping[str, Any],
-    after: Mapping[str, Any],
+    after: dict[str, Any],
     options: WriteOptions,
 ) -> dict[str, Any] | None:
     """Remove the items another writer made of okt's: the answer to that one more write, or None when there are none.
@@ -612,22 +603,44 @@ def _drop_rekeyed(
     those writes at each attempt. A patch whose test fails all the same (the list changed in between) is worked out
     again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
     """
-    for attempt in range(TAKE_OVER_ATTEMPTS):
-        found = _rekeyed(desired, before, after, _list_keys(after), (), "")
+
+    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        found = _rekeyed(desired, before, obj, _list_keys(obj), (), "")
         if not found:
-            return None
-        meta = after.get("metadata") or {}
-        keys = [each for _, item_keys in found for each in item_keys]
-        patch = [*_guard(keys, meta), *({"op": "remove", "path": pointer} for pointer, _ in found)]
+            return []
+        guard = _guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
+        return [*guard, *({"op": "remove", "path": pointer} for pointer, _ in found)]
+
+    patched, sent = _patch_guarded(client, kind, after, plan, options)
+    return patched if sent else None
+
+
+def _patch_guarded(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    obj: dict[str, Any],
+    plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]],
+    options: WriteOptions,
+) -> tuple[dict[str, Any], bool]:
+    """Send the JSON patch ``plan`` works out from ``obj`` (its tests first: :func:`_guard`), and the object with
+    whether a patch was sent. A patch refused for its tests alone (someone wrote the lists in between) is worked out
+    again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``; one refused for what it writes is raised (reading
+    again cannot help), as is the last attempt's refusal. An empty plan sends nothing."""
+    for attempt in range(TAKE_OVER_ATTEMPTS):
+        patch = plan(obj)
+        if not patch:
+            return obj, False
+        meta = obj.get("metadata") or {}
         try:
-            return client.patch(
+            answer = client.patch(
                 kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
             )
+            return answer, True
         except errors.Invalid as exc:
             if exc.causes or attempt == TAKE_OVER_ATTEMPTS - 1:
-                raise  # refused for what it removes, not for its test: reading again cannot help
-            after = client.get(kind, meta["name"], meta.get("namespace"))
-    return None  # not reached: the last attempt returns or raises
+                raise
+            obj = client.get(kind, meta["name"], meta.get("namespace"))
+    raise AssertionError("not reached: the last attempt returns or raises")
 
 
 def _guard(values: list[tuple[str, Any]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:

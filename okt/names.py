@@ -15,9 +15,12 @@ DEFAULT_PREFIX = "okt.io"
 
 @dataclasses.dataclass(frozen=True)
 class Names:
-    """The names under one prefix."""
+    """The names under one prefix, and the earlier prefixes whose records okt takes over (``legacy_prefixes``)."""
 
     prefix: str = DEFAULT_PREFIX
+    legacy_prefixes: tuple[str, ...] = ()
+    """Prefixes an earlier version of the operator used: what okt wrote under them is okt's, read where the current
+    name is missing and removed by okt's next write of the object."""
 
     # -- on children ---------------------------------------------------------------------------------------------
 
@@ -30,6 +33,18 @@ class Names:
     def owner_label(self) -> str:
         """The uid of the object okt created the child for (what prunes, with the controller reference)."""
         return f"{self.prefix}/owner-uid"
+
+    @property
+    def owner_labels(self) -> tuple[str, ...]:
+        """The owner label under the prefix, then under each legacy prefix: a child carrying any of them with the
+        owner's uid is okt's."""
+        return (self.owner_label, *(f"{prefix}/owner-uid" for prefix in self.legacy_prefixes))
+
+    def legacy_child_keys(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The labels and the annotations okt wrote on children under the legacy prefixes (its owner label, its
+        checksum): what leaves a child when okt next writes it."""
+        legacy = self.legacy()
+        return frozenset(n.owner_label for n in legacy), frozenset(n.hash_annotation for n in legacy)
 
     # -- on primaries --------------------------------------------------------------------------------------------
 
@@ -69,6 +84,14 @@ class Names:
                 self.status_annotation,
             }
         )
+
+    def legacy(self) -> tuple[Names, ...]:
+        """The names under each legacy prefix, in the order given (the first one found is the one read)."""
+        return tuple(Names(prefix) for prefix in self.legacy_prefixes)
+
+    def legacy_primary_annotations(self) -> frozenset[str]:
+        """Every annotation okt wrote on a primary under a legacy prefix: removed by okt's next write of it."""
+        return frozenset(name for names in self.legacy() for name in names.primary_annotations())
 
 
 REPORTS = frozenset({"error-count", "conditions", "observed-generation"})

@@ -13,9 +13,10 @@ it is gone and created again; only what okt created is pruned
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from okt import errors
+from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import kinds
 from okt.resources import apply, registry, resource
@@ -203,12 +204,11 @@ def prune(ctx: context_mod.Context) -> None:
     wanted = ctx.registry.objects()
     owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {res.key[:2] for res in ctx.registry}
     names = ctx.settings.names
-    selector = {names.owner_label: ctx.cr.uid}
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)
         namespace = ctx.cr.namespace if kind.namespaced else None
         held = {(key[2], key[3]) for key in wanted if key[:2] == (kind.group, kind_name)}  # never decoded again
-        for obj in ctx.reader.owned(kind, namespace, ctx.cr.uid, selector, held):
+        for obj in _owned(ctx, kind, namespace, names, held):
             key = kinds.key_of({**obj, "apiVersion": api_version, "kind": kind_name})
             if registry.object_of(key) in wanted or (obj.get("metadata") or {}).get("deletionTimestamp"):
                 continue
@@ -221,3 +221,22 @@ def prune(ctx: context_mod.Context) -> None:
                 ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc, delay=CONFLICT_DELAY)
             except errors.OktError as exc:
                 ctx.results.add(Operation.CRUD_ERROR, f"{kind_name}/{key[3]}", exc)
+
+
+def _owned(
+    ctx: context_mod.Context,
+    kind: kinds.Kind,
+    namespace: str | None,
+    names: names_mod.Names,
+    held: set[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """The children of ``kind`` the reader finds controlled by this CR, but for those ``held``: asked once per owner
+    label — okt's, then one per legacy prefix (a reader that lists from the API narrows by label; the cache's owner
+    index answers every one, and what one answer held is skipped by the next)."""
+    found: list[dict[str, Any]] = []
+    for label in names.owner_labels:
+        more = ctx.reader.owned(kind, namespace, ctx.cr.uid, {label: ctx.cr.uid}, held)
+        if len(names.owner_labels) > 1:
+            held = held | {kinds.key_of(obj)[2:] for obj in more}
+        found.extend(more)
+    return found

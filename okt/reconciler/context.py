@@ -57,6 +57,7 @@ class Settings:
     owns: tuple[type[resource.Resource], ...] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     prefix: str = names_mod.DEFAULT_PREFIX
+    legacy_prefixes: tuple[str, ...] = ()
     finalizer: str | None = None
     legacy_finalizers: tuple[str, ...] = ()
     prune: bool = True
@@ -77,11 +78,14 @@ class Settings:
     @property
     def names(self) -> names_mod.Names:
         """okt's label and annotation names, from the prefix."""
-        return names_mod.Names(self.prefix)
+        return names_mod.Names(self.prefix, self.legacy_prefixes)
 
     @property
     def writes(self) -> apply.WriteOptions:
-        return apply.WriteOptions(self.apply_strategy, self.field_manager, self.names.hash_annotation)
+        names = self.names
+        return apply.WriteOptions(
+            self.apply_strategy, self.field_manager, names.hash_annotation, *names.legacy_child_keys()
+        )
 
     @property
     def applies_status(self) -> bool:
@@ -118,11 +122,17 @@ class Context:
         self.registry = registry.Registry()
         stored: Mapping[str, Any]
         if settings.status_target is writer.Target.ANNOTATIONS:
-            stored = {"conditions": writer.conditions_from_annotations(cr.annotations, settings.prefix)}
+            stored = {
+                "conditions": writer.conditions_from_annotations(
+                    cr.annotations, settings.prefix, settings.legacy_prefixes
+                )
+            }
         else:
             stored = cr.status if settings.status_target is writer.Target.STATUS else {}
         self.conditions = conditions.Conditions.from_status(stored)
-        self.bookkeeping = bookkeeping.Bookkeeping(cr.raw, settings.persistence, settings.prefix)
+        self.bookkeeping = bookkeeping.Bookkeeping(
+            cr.raw, settings.persistence, settings.prefix, settings.legacy_prefixes
+        )
         self.status_fields: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""
         self.status_due: list[Callable[[], object]] = []

@@ -108,9 +108,14 @@ class Reconciler:
     """At most this many children created per reconcile (OKT's ``maxCreation``): the rest wait for the next
     reconcile, which is requeued at once, and Ready stays False until they exist. None: no limit."""
     prefix: ClassVar[str] = names_mod.DEFAULT_PREFIX
-    """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...). Caveat: okt
-    removes nothing an earlier version wrote under another prefix (it cannot tell it from another operator's), and a
-    lifecycle phase kept in ``<old>/phase`` is not read; see docs/concepts/index.md before changing it."""
+    """The prefix of okt's labels and annotations (``<prefix>/okt-hash``, ``<prefix>/owner-uid``, ...). Changing it in
+    a new version of an operator: list the old one in ``legacy_prefixes``, or what the old version wrote is left
+    behind (okt cannot tell it from another operator's); see docs/concepts/index.md."""
+    legacy_prefixes: ClassVar[Sequence[str]] = ()
+    """Prefixes an earlier version of this operator used (``prefix`` changed): okt takes over what it wrote under them
+    — the lifecycle phase, error count and conditions kept there are read where the current prefix keeps none, and
+    removed by okt's next write of the object; a child carrying the old owner label of its owner is okt's (pruned
+    once no longer registered), and the old label and checksum leave it when okt next writes it."""
     apply_strategy: ClassVar[str] = "apply"
     """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
@@ -164,6 +169,7 @@ class Reconciler:
         if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
             # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
             raise TypeError(f"{cls.__name__}.prefix = {cls.prefix!r}: expected a DNS subdomain, e.g. 'okt.io'")
+        _check_legacy_prefixes(cls)
         legacy = cls.legacy_finalizers
         if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
             # A str would be read letter by letter: an object still carrying the old finalizer never released.
@@ -225,6 +231,7 @@ class Reconciler:
             owns=tuple(self.owns),
             params=self.params,
             prefix=self.prefix,
+            legacy_prefixes=tuple(self.legacy_prefixes),
             finalizer=self.finalizer,
             legacy_finalizers=tuple(self.legacy_finalizers),
             prune=self.prune,
@@ -390,6 +397,25 @@ def _check_owns(cls: type[Reconciler]) -> None:
         or not all(isinstance(c, type) and issubclass(c, resource.Resource) for c in owns)
     ):
         raise TypeError(f"{cls.__name__}.owns = {owns!r}: expected a tuple of resource classes")
+
+
+def _check_legacy_prefixes(cls: type[Reconciler]) -> None:
+    """Refuse ``legacy_prefixes`` that are not a tuple of prefixes other than ``prefix``: a str would be read letter
+    by letter, a name no label can carry would fail the reads of every prune, and the current prefix listed again
+    would have okt remove, on every write, what it has just written."""
+    legacy = cls.legacy_prefixes
+    if (
+        isinstance(legacy, str)
+        or not isinstance(legacy, Sequence)
+        or not all(
+            isinstance(p, str) and p != cls.prefix and selectors.is_label_key(names_mod.Names(p).owner_label)
+            for p in legacy
+        )
+    ):
+        raise TypeError(
+            f"{cls.__name__}.legacy_prefixes = {legacy!r}: expected a tuple of earlier prefixes (DNS subdomains other "
+            f"than prefix {cls.prefix!r}), e.g. ('old.example.com',)"
+        )
 
 
 def _check_watches(cls: type[Reconciler]) -> None:

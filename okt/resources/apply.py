@@ -84,6 +84,10 @@ class WriteOptions:
     field_manager: str = DEFAULT_FIELD_MANAGER
     hash_annotation: str = names_mod.Names().hash_annotation
     """The annotation that holds the child's checksum (from the reconciler's prefix)."""
+    legacy_labels: frozenset[str] = frozenset()
+    """okt's labels under the reconciler's ``legacy_prefixes``: an update removes those the child carries."""
+    legacy_annotations: frozenset[str] = frozenset()
+    """okt's annotations under the reconciler's ``legacy_prefixes`` (its checksum): removed the same way."""
 
 
 class Action(enum.Enum):
@@ -221,10 +225,12 @@ def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> 
 
 def prunable(obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:
     """The one prune rule: okt deletes only what it created for this owner — an object whose controller
-    ownerReference is the owner *and* that carries okt's owner label with the owner's uid. An object someone else
-    made and pointed at the owner (no label), or labelled by hand without the controller reference, is never pruned.
+    ownerReference is the owner *and* that carries okt's owner label with the owner's uid (under the prefix, or under
+    one of ``legacy_prefixes``: an earlier version of the operator made it). An object someone else made and pointed
+    at the owner (no label), or labelled by hand without the controller reference, is never pruned.
     """
-    if ((obj.get("metadata") or {}).get("labels") or {}).get(names.owner_label) != owner_uid:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if not any(labels.get(label) == owner_uid for label in names.owner_labels):
         return False
     return objects.controller_uid(obj) == owner_uid
 
@@ -335,15 +341,20 @@ def _replace_patch(live: Any, desired: Any) -> Any:
 
 
 def update_patch(
-    res: resource.Resource, live: Mapping[str, Any], owner: objects.CustomResource | None
+    res: resource.Resource,
+    live: Mapping[str, Any],
+    owner: objects.CustomResource | None,
+    options: WriteOptions = WriteOptions(),
 ) -> dict[str, Any]:
-    """The merge patch of an update, guarded by the live resourceVersion."""
+    """The merge patch of an update, guarded by the live resourceVersion. okt's labels and annotations under legacy
+    prefixes (``options``) that the child carries are removed: a merge patch keeps every key it does not name."""
     live_meta = live.get("metadata") or {}
     meta = res.desired.get("metadata") or {}
     patch_meta: dict[str, Any] = {"resourceVersion": live_meta.get("resourceVersion")}
-    for field in ("labels", "annotations"):
-        if meta.get(field):
-            patch_meta[field] = meta[field]
+    for field, legacy in (("labels", options.legacy_labels), ("annotations", options.legacy_annotations)):
+        gone = dict.fromkeys(key for key in legacy if key in (live_meta.get(field) or {}))
+        if meta.get(field) or gone:
+            patch_meta[field] = {**gone, **(meta.get(field) or {})}
     if owner is not None and not _owned_by(live, owner):
         foreign = [r for r in live_meta.get("ownerReferences") or [] if r.get("uid") != owner.uid]
         patch_meta["ownerReferences"] = [*[{**r, "controller": False} for r in foreign], owner.owner_reference()]
@@ -544,7 +555,7 @@ def update(
         updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
     else:
         res.preserve_from_live(live)
-        updated = client.patch(kind, res.name, update_patch(res, live, owner), res.namespace)
+        updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
     SERVER_FORMS.remember(view, res, updated)
     res.live = updated
     observe(updated)

@@ -149,6 +149,15 @@ def primary_change_matters(
     return False
 
 
+def _ignored_annotations(names: names_mod.Names) -> frozenset[str]:
+    """okt's own annotations on a primary, whose changes need no reconcile: all of them, under the prefix and the
+    legacy prefixes, but for the phase. A change of the phase annotation is a person's edit (okt's own writes of it
+    are echoes, which wake nothing): the repair an UnknownPhase asks for, or a manual move, acted upon at once rather
+    than at the next event."""
+    phases = {names.phase_annotation, *(legacy.phase_annotation for legacy in names.legacy())}
+    return (names.primary_annotations() | names.legacy_primary_annotations()) - phases
+
+
 def _meaningful(annotations: Mapping[str, str] | None, ignored: frozenset[str]) -> dict[str, str] | None:
     """The annotations a change of which deserves a reconcile: neither ``ignored`` nor a report of okt's."""
     kept = {k: v for k, v in (annotations or {}).items() if k not in ignored and not names_mod.is_report(k)}
@@ -338,10 +347,9 @@ class Controller:
         reconciler_cls = core.resolved(reconciler_cls, client)  # a kind named as kubectl names it: discovered
         self.reconciler_cls = reconciler_cls
         self.reconciler = reconciler_cls()
-        names = names_mod.Names(reconciler_cls.prefix)
-        # A change of the phase annotation is a person's edit (okt's own writes of it are echoes, which wake nothing):
-        # the repair an UnknownPhase asks for, or a manual move, acted upon at once rather than at the next event.
-        self._ignored_annotations = names.primary_annotations() - {names.phase_annotation}
+        self._ignored_annotations = _ignored_annotations(
+            names_mod.Names(reconciler_cls.prefix, tuple(reconciler_cls.legacy_prefixes))
+        )
         self.client = client
         self.cache = cache
         self.name = reconciler_cls.controller_name()

@@ -501,9 +501,9 @@ def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -
 
 def _record_places(reconciler_cls: type[reconciler_mod.Reconciler]) -> list[str]:
     """Where a reconciler keeps its records on a primary: okt's labels and annotations (its error count, lifecycle
-    phase, and conditions when they go to annotations) under its prefix; the status's conditions and ``status.okt``
-    whoever writes them."""
-    places = [f"prefix {reconciler_cls.prefix!r}"]
+    phase, and conditions when they go to annotations) under its prefix, and under its legacy prefixes, whose
+    records it takes over and removes; the status's conditions and ``status.okt`` whoever writes them."""
+    places = [f"prefix {p!r}" for p in (reconciler_cls.prefix, *reconciler_cls.legacy_prefixes)]
     if reconciler_cls.status_target() is writer.Target.STATUS:
         places.append("status.conditions")
     if reconciler_cls.bookkeeping_persistence() is bookkeeping.Persistence.STATUS:

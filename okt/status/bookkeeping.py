@@ -8,13 +8,15 @@ person's edit of the phase annotation, which is acted upon at once; okt's own wr
 nothing — and to the error count of another operator built on okt, under its prefix: see
 :func:`okt.names.is_report`). A phase found only in the other place was kept there by an operator version with the
 other persistence: it is carried over and moved by the next write (the copy left behind removed), so an object's
-lifecycle never starts again because its operator changed where it keeps it.
+lifecycle never starts again because its operator changed where it keeps it. So it goes for a new prefix: okt's
+annotations under a ``legacy_prefixes`` entry are read where the current names are missing, and the next write
+removes them (see :class:`Bookkeeping`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from okt import names as names_mod
@@ -32,9 +34,11 @@ class Persistence(enum.StrEnum):
 class Bookkeeping:
     """A working copy of the bookkeeping of one object for one reconcile."""
 
-    def __init__(self, raw: Mapping[str, Any], persistence: Persistence, prefix: str) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], persistence: Persistence, prefix: str, legacy_prefixes: Sequence[str] = ()
+    ) -> None:
         self.persistence = Persistence(persistence)
-        self._names = names_mod.Names(prefix)  # built once: read for every object of every reconcile
+        self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
@@ -43,18 +47,47 @@ class Bookkeeping:
             "errorCount": _count(annotations.get(self.error_annotation)),
             "phase": annotations.get(self.phase_annotation),
         }
+        # okt's records under an earlier prefix of the operator: removed by the next write, and read until then where
+        # the current name is missing (see :meth:`_taken_over`).
+        self._legacy_left = (
+            sorted(name for name in self._names.legacy_primary_annotations() if name in annotations)
+            if legacy_prefixes
+            else []
+        )
+        self._taken = self._taken_over(annotations) if self._legacy_left else {}
         if self.persistence is Persistence.STATUS:
             self._loaded, elsewhere = from_status, from_annotations
             left = (self.error_annotation, self.phase_annotation)
             self._left_elsewhere = [name for name in left if name in annotations]
+            if elsewhere["phase"] is None:
+                elsewhere = {**elsewhere, "phase": self._taken.get("phase")}
+            self._taken = {}  # a count in annotations is not carried into the status, under any prefix
         else:
             self._loaded, elsewhere = from_annotations, from_status
             self._left_elsewhere = [STATUS_FIELD] if in_status is not None else []
-        self._values = dict(self._loaded)
+        self._values = {**self._loaded, **self._taken}
         if self._values["phase"] is None:
             # Kept in the other place by an operator version with the other persistence: carried over (and moved by the
             # next write), not read as a new object's — which would start its lifecycle again.
             self._values["phase"] = elsewhere["phase"]
+
+    def _taken_over(self, annotations: Mapping[str, str]) -> dict[str, Any]:
+        """The error count and phase kept under a legacy prefix (the first one listed that has it) where the current
+        prefix keeps none: the phase so that the lifecycle goes on where the earlier version left it, the count so
+        that failures that go on still turn Degraded True after ``degraded_after`` of them, as they would have."""
+        taken: dict[str, Any] = {}
+        for field, current, read in (
+            ("errorCount", self.error_annotation, _count),
+            ("phase", self.phase_annotation, lambda value: value),
+        ):
+            if current in annotations:
+                continue
+            for legacy in self._names.legacy():
+                name = legacy.error_count_annotation if field == "errorCount" else legacy.phase_annotation
+                if name in annotations:
+                    taken[field] = read(annotations[name])
+                    break
+        return taken
 
     @property
     def error_annotation(self) -> str:
@@ -75,7 +108,7 @@ class Bookkeeping:
     @property
     def stored_error_count(self) -> int:
         """The error count the object carried when the reconcile began: what one more failure adds to."""
-        return int(self._loaded["errorCount"] or 0)
+        return int(self._loaded["errorCount"] or self._taken.get("errorCount") or 0)
 
     @property
     def phase(self) -> str | None:
@@ -94,6 +127,8 @@ class Bookkeeping:
         """Take the working copy as what the object keeps, once a write stored it."""
         self._loaded = dict(self._values)
         self._left_elsewhere = []
+        self._legacy_left = []
+        self._taken = {}
 
     def status_fields(self) -> dict[str, Any]:
         """What to merge into the desired status: the bookkeeping (status persistence), or the removal of what an
@@ -113,12 +148,13 @@ class Bookkeeping:
 
     def changed_annotations(self) -> dict[str, str | None]:
         """The annotations that changed (annotation persistence; ``None`` removes one), empty when none did; with
-        status persistence, the removal of those an operator version with annotation persistence left."""
+        status persistence, the removal of those an operator version with annotation persistence left. Either way,
+        the removal of okt's records under the legacy prefixes (the conditions there too)."""
+        annotations: dict[str, str | None] = dict.fromkeys(self._legacy_left)
         if self.persistence is not Persistence.ANNOTATIONS:
-            return dict.fromkeys(self._left_elsewhere)
+            return {**dict.fromkeys(self._left_elsewhere), **annotations}
         if not self.changed:
-            return {}
-        annotations: dict[str, str | None] = {}
+            return annotations
         if self._values["errorCount"] != self._loaded["errorCount"]:
             annotations[self.error_annotation] = str(self.error_count) if self.error_count else None
         if self._values["phase"] != self._loaded["phase"]:

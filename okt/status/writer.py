@@ -17,7 +17,7 @@ import enum
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from okt import names as names_mod
@@ -58,9 +58,17 @@ class Target(enum.StrEnum):
             raise ValueError(f"status = {declared!r}: expected {accepted}, True, False or None") from None
 
 
-def conditions_from_annotations(annotations: Mapping[str, str] | None, prefix: str) -> list[Any]:
-    """The conditions list kept in ``<prefix>/conditions``; a missing or unreadable annotation reads as empty."""
-    raw = (annotations or {}).get(names_mod.Names(prefix).conditions_annotation)
+def conditions_from_annotations(
+    annotations: Mapping[str, str] | None, prefix: str, legacy_prefixes: Sequence[str] = ()
+) -> list[Any]:
+    """The conditions list kept in ``<prefix>/conditions`` — or, where it is missing, in the first of the
+    ``legacy_prefixes`` that keeps one (an earlier version of the operator wrote it: its transition times and what a
+    lifecycle restores a lost phase from go on); a missing or unreadable annotation reads as empty."""
+    annotations = annotations or {}
+    raw = annotations.get(names_mod.Names(prefix).conditions_annotation)
+    if raw is None and legacy_prefixes:
+        legacy = (names_mod.Names(p).conditions_annotation for p in legacy_prefixes)
+        raw = next((annotations[name] for name in legacy if name in annotations), None)
     try:
         items = json.loads(raw) if raw else []
     except ValueError:

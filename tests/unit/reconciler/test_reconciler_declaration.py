@@ -123,6 +123,36 @@ def test_legacy_finalizers_that_are_not_a_sequence_of_names_are_refused_when_the
         type("Renamed", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_finalizers": legacy})
 
 
+@pytest.mark.parametrize(
+    "legacy",
+    ["old.example.com", ("old.example.com", 3), ("Old Prefix",), ("new.example.com",), None],
+    ids=["a str", "not a name", "no DNS subdomain", "the current prefix", "None"],
+)
+def test_legacy_prefixes_that_are_not_a_sequence_of_earlier_prefixes_are_refused_when_the_class_is_defined(
+    legacy: object,
+) -> None:
+    # A str would be read letter by letter; the current prefix listed again would have okt remove what it writes.
+    attributes = {"api_version": "example.com/v1", "kind": "R", "prefix": "new.example.com", "legacy_prefixes": legacy}
+    message = (
+        r"^Moved\.legacy_prefixes = .*: expected a tuple of earlier prefixes \(DNS subdomains other than prefix "
+        r"'new\.example\.com'\), e\.g\. \('old\.example\.com',\)$"
+    )
+    with pytest.raises(TypeError, match=message):
+        type("Moved", (okt.Reconciler,), attributes)
+
+
+def test_legacy_prefixes_reach_the_settings_of_a_reconcile() -> None:
+    moved = type(
+        "Moved",
+        (okt.Reconciler,),
+        {"api_version": "example.com/v1", "kind": "R", "prefix": "b.example.com", "legacy_prefixes": ["a.example.com"]},
+    )
+
+    names = moved().settings().names
+
+    assert names.owner_labels == ("b.example.com/owner-uid", "a.example.com/owner-uid")
+
+
 @pytest.mark.parametrize("finalizer", [True, ("example.com/cleanup",), 1])
 def test_a_finalizer_that_is_not_a_name_is_refused_when_the_class_is_defined(finalizer: object) -> None:
     # Accepted, every reconcile tried to add it to the object's metadata.finalizers, a list of names.

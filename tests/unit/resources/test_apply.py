@@ -405,6 +405,40 @@ def test_an_update_of_an_owned_child_does_not_rewrite_owner_references() -> None
     assert "ownerReferences" not in patch["metadata"]
 
 
+MOVED = Names("okt.io", ("old.example.com",))
+"""Names of a reconciler whose prefix was ``old.example.com`` in an earlier version."""
+
+
+def test_a_merge_update_removes_the_owner_label_and_checksum_okt_wrote_under_a_legacy_prefix() -> None:
+    res = prepared()
+    live = as_live(res)
+    live["metadata"]["labels"]["old.example.com/owner-uid"] = "uid-1"
+    live["metadata"]["annotations"]["old.example.com/okt-hash"] = "written-by-the-earlier-version"
+    live["metadata"]["labels"]["old.example.com/team"] = "not okt's"
+    options = apply.WriteOptions(apply.Strategy.MERGE, "okt", MOVED.hash_annotation, *MOVED.legacy_child_keys())
+
+    patched = merge(live, apply.update_patch(res, live, OWNER, options))
+
+    assert patched["metadata"]["labels"] == {"okt.io/owner-uid": "uid-1", "old.example.com/team": "not okt's"}
+    assert "old.example.com/okt-hash" not in patched["metadata"]["annotations"]
+    assert "old.example.com" not in json.dumps(apply.update_patch(res, as_live(res), OWNER, options))
+
+
+@pytest.mark.parametrize(
+    ("label", "names", "pruned"),
+    [
+        pytest.param("old.example.com/owner-uid", MOVED, True, id="legacy-label"),
+        pytest.param("old.example.com/owner-uid", Names(), False, id="legacy-label-without-legacy-prefixes"),
+        pytest.param("other.example.com/owner-uid", MOVED, False, id="another-prefix"),
+    ],
+)
+def test_a_child_labelled_under_a_legacy_prefix_is_prunable_as_okts_own(label: str, names: Names, pruned: bool) -> None:
+    child = pruned_child()
+    child["metadata"]["labels"] = {label: "o"}
+
+    assert apply.prunable(child, "o", names) is pruned
+
+
 string_maps = st.dictionaries(st.text(min_size=1, max_size=5), st.text(max_size=5), max_size=6)
 
 

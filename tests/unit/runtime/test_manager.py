@@ -193,6 +193,9 @@ def test_two_kinds_mirrored_onto_one_cluster_operator_are_refused_when_the_manag
         runner.join(5)
 
 
+RECORDS_APART = {"status": "annotations", "persistence": okt.Persistence.ANNOTATIONS}
+
+
 class NewerWidgets(okt.Reconciler):
     """Widgets too, through another version of their CRD: the same objects."""
 
@@ -214,6 +217,16 @@ class NewerWidgets(okt.Reconciler):
         pytest.param(
             Widgets, type("Prefixed", (NewerWidgets,), {"prefix": "b.example.com"}), "status.conditions", id="status"
         ),
+        pytest.param(
+            type("Old", (Widgets,), {**RECORDS_APART, "prefix": "a.example.com"}),
+            type(
+                "Taking",
+                (NewerWidgets,),
+                {**RECORDS_APART, "prefix": "b.example.com", "legacy_prefixes": ("a.example.com",)},
+            ),
+            "prefix 'a.example.com'",
+            id="a legacy prefix of one is the prefix of the other",
+        ),
     ],
 )
 def test_two_reconcilers_of_one_kind_keeping_records_in_one_place_are_refused_when_the_manager_starts(
@@ -232,9 +245,6 @@ def test_two_reconcilers_of_one_kind_keeping_records_in_one_place_are_refused_wh
     finally:
         runner.stop()
         runner.join(5)
-
-
-RECORDS_APART = {"status": "annotations", "persistence": okt.Persistence.ANNOTATIONS}
 
 
 def test_two_reconcilers_of_one_kind_each_with_its_own_records_and_name_start(api: Any) -> None:

@@ -185,3 +185,63 @@ def test_a_cleared_phase_leaves_the_status(error_count: int) -> None:
 
     assert "phase" not in wanted["okt"]
     assert writer.status_patch(live, wanted)["okt"] == {"phase": None}
+
+
+LEGACY = ("old.example.com", "older.example.com")
+
+
+@pytest.mark.parametrize(
+    ("annotations", "error_count", "phase"),
+    [
+        pytest.param({"old.example.com/phase": "Running", "old.example.com/error-count": "2"}, 2, "Running", id="old"),
+        pytest.param({"older.example.com/phase": "Running"}, 0, "Running", id="older"),
+        pytest.param(
+            {"old.example.com/phase": "Running", "older.example.com/phase": "Pending"}, 0, "Running", id="first-listed"
+        ),
+        pytest.param({"okt.io/phase": "Ready", "old.example.com/phase": "Running"}, 0, "Ready", id="current-wins"),
+    ],
+)
+def test_records_under_a_legacy_prefix_are_read_where_the_current_prefix_keeps_none(
+    annotations: dict[str, str], error_count: int, phase: str
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations=annotations), ANNOTATIONS, PREFIX, LEGACY)
+
+    assert (book.error_count, book.stored_error_count, book.phase) == (error_count, error_count, phase)
+
+
+def test_the_next_write_moves_records_from_a_legacy_prefix_and_removes_every_one_of_okts_there() -> None:
+    annotations = {
+        "old.example.com/phase": "Running",
+        "old.example.com/error-count": "2",
+        "old.example.com/conditions": "[]",
+        "old.example.com/observed-generation": "3",
+        "other.example.com/phase": "Elsewhere",
+    }
+    book = bookkeeping.Bookkeeping(obj(annotations=annotations), ANNOTATIONS, PREFIX, LEGACY)
+
+    assert book.changed_annotations() == {
+        "okt.io/phase": "Running",
+        "okt.io/error-count": "2",
+        "old.example.com/phase": None,
+        "old.example.com/error-count": None,
+        "old.example.com/conditions": None,
+        "old.example.com/observed-generation": None,
+    }
+    book.written()
+    assert book.changed_annotations() == {}
+
+
+def test_with_status_persistence_a_phase_under_a_legacy_prefix_goes_to_the_status_and_leaves_the_annotations() -> None:
+    annotations = {"old.example.com/phase": "Running", "old.example.com/error-count": "2"}
+    book = bookkeeping.Bookkeeping(obj(annotations=annotations), STATUS, PREFIX, LEGACY)
+
+    assert book.phase == "Running"
+    assert book.status_fields() == {"okt": {"errorCount": 0, "phase": "Running"}}
+    assert book.changed_annotations() == {"old.example.com/phase": None, "old.example.com/error-count": None}
+
+
+def test_without_legacy_prefixes_records_under_another_prefix_are_neither_read_nor_removed() -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations={"old.example.com/phase": "Running"}), ANNOTATIONS, PREFIX)
+
+    assert book.phase is None
+    assert book.changed_annotations() == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -308,6 +309,22 @@ def test_conditions_that_would_overflow_the_annotations_have_their_messages_cut_
 @pytest.mark.parametrize("raw", ["", "not json", '{"a": 1}', "[1"])
 def test_an_unreadable_conditions_annotation_reads_as_no_conditions(raw: str) -> None:
     assert writer.conditions_from_annotations({"okt.io/conditions": raw}, "okt.io") == []
+
+
+@pytest.mark.parametrize(
+    ("annotations", "read"),
+    [
+        pytest.param({"old.example.com/conditions": json.dumps([READY_WIRE])}, [READY_WIRE], id="legacy"),
+        pytest.param(
+            {"okt.io/conditions": "[]", "old.example.com/conditions": json.dumps([READY_WIRE])}, [], id="current"
+        ),
+    ],
+)
+def test_conditions_under_a_legacy_prefix_are_read_where_the_current_prefix_keeps_none(
+    annotations: dict[str, str], read: list[Any]
+) -> None:
+    assert writer.conditions_from_annotations(annotations, "okt.io", ("old.example.com",)) == read
+    assert writer.conditions_from_annotations({"old.example.com/conditions": "[]"}, "okt.io") == []
 
 
 # -- the status by apply -----------------------------------------------------------------------------------------

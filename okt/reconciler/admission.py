@@ -46,6 +46,8 @@ from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
+REVIEW_API_VERSIONS = (REVIEW_API_VERSION, "admission.k8s.io/v1beta1")
+"""The AdmissionReview versions answered, each in its own version (v1beta1: API servers configured for it)."""
 JUDGED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
 OUT_OF_SCOPE = "out-of-scope"
 """The audit annotation (after the webhook's name and a slash) saying why an object was admitted unjudged."""

@@ -39,6 +39,8 @@ from okt import errors
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
+REVIEW_API_VERSIONS = (REVIEW_API_VERSION, "apiextensions.k8s.io/v1beta1")
+"""The ConversionReview versions answered, each in its own version (v1beta1: CRDs that ask for it)."""
 Converter = Callable[[Any], Any]
 _JSON: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
 

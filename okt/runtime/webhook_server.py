@@ -14,8 +14,10 @@ Guarantees:
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
   is not written yet) is never served, the previous one is until the files load;
-* a malformed review is a ``400`` naming what is wrong; an unknown path a ``404``; a review is never a ``500`` for a
-  problem of the object (refusals are answers, see the review modules); bodies above :data:`MAX_BODY` are refused;
+* AdmissionReview and ConversionReview are answered in the version they came in (``v1``, or ``v1beta1`` from an API
+  server configured for it); a review of another version or kind, or a malformed one, is a ``400`` naming what is
+  wrong; an unknown path a ``404``; a review is never a ``500`` for a problem of the object (refusals are answers,
+  see the review modules); bodies above :data:`MAX_BODY` are refused;
 * no object content is logged, only the review's uid, path and verdict.
 """
 
@@ -87,19 +89,39 @@ def _review(
     scope: admission.Scope,
 ) -> Review:
     if endpoint.purpose is webhooks.Purpose.VALIDATING:
-        return lambda review: admission.respond(review, admission.validate(reconciler, _request(review), client, scope))
+        return lambda review: admission.respond(
+            review, admission.validate(reconciler, _request(review, *_ADMISSION), client, scope)
+        )
     if endpoint.purpose is webhooks.Purpose.MUTATING:
-        return lambda review: admission.respond(review, admission.mutate(reconciler, _request(review), scope))
-    return lambda review: conversion.respond(review, conversion.convert(endpoint.reconciler, _request(review)))
+        return lambda review: admission.respond(
+            review, admission.mutate(reconciler, _request(review, *_ADMISSION), scope)
+        )
+    return lambda review: conversion.respond(
+        review, conversion.convert(endpoint.reconciler, _request(review, *_CONVERSION))
+    )
+
+
+_ADMISSION = ("AdmissionReview", admission.REVIEW_API_VERSIONS)
+_CONVERSION = ("ConversionReview", conversion.REVIEW_API_VERSIONS)
 
 
 class BadReview(ValueError):
     """A request body that is not a review okt can answer (a 400, not a refusal)."""
 
 
-def _request(review: Mapping[str, Any]) -> Mapping[str, Any]:
+def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) -> Mapping[str, Any]:
     """The review's request, of the shape the review modules read (anything else is a 400 naming what is wrong, not
-    a 500 of an AttributeError deep in them)."""
+    a 500 of an AttributeError deep in them).
+
+    The review must be a ``kind`` of one of ``api_versions``: the answer carries the review's apiVersion, and one in
+    a version (or of a kind) this webhook does not speak would be answered in a form the caller cannot read.
+    """
+    if review.get("kind") != kind or review.get("apiVersion") not in api_versions:
+        spoken = ", ".join(api_versions)
+        raise BadReview(
+            f"a {kind} ({spoken}) is served here, not apiVersion {review.get('apiVersion')!r}, "
+            f"kind {review.get('kind')!r}"
+        )
     request = review.get("request")
     if not isinstance(request, Mapping) or not isinstance(request.get("uid"), str):
         raise BadReview("the review has no request with a uid")

@@ -277,3 +277,57 @@ def test_serving_writes_no_file_so_a_read_only_root_filesystem_is_fine(
         assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
     finally:
         running.stop()
+
+
+def test_a_review_in_either_version_the_api_server_sends_is_answered_in_that_version() -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    try:
+        for version in ("admission.k8s.io/v1", "admission.k8s.io/v1beta1"):
+            sent = {**admission_review(operation="CREATE", object=gadget()), "apiVersion": version}
+            status, answer = post(running, "/mutate/gadget", sent)
+            assert (status, answer["apiVersion"], answer["kind"]) == (200, version, "AdmissionReview")
+        for version in ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"):
+            status, answer = post(running, "/convert/gadget", {**conversion_review([gadget()]), "apiVersion": version})
+            assert (status, answer["apiVersion"], answer["kind"]) == (200, version, "ConversionReview")
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "named"),
+    [
+        ("/validate/widget", {**review({"size": 1}), "apiVersion": "admission.k8s.io/v2"}, "admission.k8s.io/v2"),
+        ("/validate/widget", {**review({"size": 1}), "apiVersion": "apiextensions.k8s.io/v1"}, "apiextensions"),
+        ("/validate/widget", {**review({"size": 1}), "apiVersion": 5}, "apiVersion 5"),
+        ("/validate/widget", {k: v for k, v in review({"size": 1}).items() if k != "apiVersion"}, "apiVersion None"),
+        ("/validate/widget", {**review({"size": 1}), "kind": "ConversionReview"}, "ConversionReview"),
+        ("/mutate/gadget", {**admission_review(operation="CREATE", object=gadget()), "kind": None}, "kind None"),
+        ("/convert/gadget", {**conversion_review([gadget()]), "apiVersion": "admission.k8s.io/v1"}, "admission"),
+        ("/convert/gadget", {**conversion_review([gadget()]), "kind": "AdmissionReview"}, "AdmissionReview"),
+    ],
+    ids=[
+        "unknown-version",
+        "conversion-version",
+        "not-a-string",
+        "no-version",
+        "wrong-kind",
+        "no-kind",
+        "admission-version-converted",
+        "admission-kind-converted",
+    ],
+)
+def test_a_review_of_a_version_or_kind_the_webhook_does_not_speak_is_a_client_error_naming_it(
+    path: str, body: Any, named: str
+) -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    try:
+        status, answer = post(running, path, body)
+        assert (status, named in answer.get("error", "")) == (400, True), answer
+    finally:
+        running.stop()

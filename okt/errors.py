@@ -498,3 +498,18 @@ def reason_for(exc: BaseException) -> str:
     if isinstance(exc, OktError):
         return exc.reason
     return UNKNOWN_REASON
+
+
+def message_of(exc: BaseException) -> str:
+    """What a refusal says of any exception: its message, or its class's name when it has none.
+
+    A pydantic ``ValidationError`` that is not okt's :class:`InvalidSpec` (a hook validating data of its own, a
+    Secret's say, with a model of its own) is said in one line, the model's name then each bad field and what is wrong
+    with it, never the value it was given: pydantic's own text repeats every input, whatever the hook was given.
+    """
+    import pydantic
+
+    if isinstance(exc, pydantic.ValidationError):
+        said = "; ".join(f"{_field_path('', e['loc'])}: {_one_line(e['msg'])}" for e in exc.errors(include_input=False))
+        return f"{exc.title}: {said or 'invalid'}"
+    return str(exc) or type(exc).__name__

@@ -19,7 +19,9 @@ Guarantees:
   version), judged by its own webhook: they are admitted untouched, an object outside the scope with the reason in
   the audit annotation ``<webhook>/out-of-scope``;
 * a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
-  returns what JSON cannot carry;
+  returns what JSON cannot carry. An exception not of okt's tree (a bug of the operator) is logged once, with where
+  it was raised; a pydantic ``ValidationError`` is said by its fields, never by the values it was given (see
+  :func:`okt.errors.message_of`);
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
 
 Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
@@ -33,6 +35,7 @@ import base64
 import copy
 import dataclasses
 import json
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -122,7 +125,7 @@ class Verdict:
         per bad field), else 403."""
         if isinstance(error, errors.InvalidSpec):
             return cls(False, str(error), 422, "Invalid", causes=error.causes)
-        return cls(False, str(error) or type(error).__name__, 403, "Forbidden")
+        return cls(False, errors.message_of(error), 403, "Forbidden")
 
 
 def validate(
@@ -146,6 +149,7 @@ def validate(
     try:
         typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
     except Exception as exc:  # InvalidSpec, or what a validator raised past pydantic (a KeyError): refused as well
+        _log_failure(reconciler, "spec_model", request, exc)
         return Verdict.refuse(exc)
     ctx = context_mod.Context(
         settings=reconciler.settings(),
@@ -160,6 +164,7 @@ def validate(
     try:
         ctx.results.follow(reconciler.check(ctx), "check")
     except Exception as exc:  # recorded as CRChecker records it, so the message is the same
+        _log_failure(reconciler, "check", request, exc)
         ctx.results.record_exception(exc)
     error = ctx.results.first_error
     return Verdict.allow() if error is None else Verdict.refuse(error)
@@ -175,6 +180,7 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
     try:
         returned = reconciler.default(working)
     except Exception as exc:
+        _log_failure(reconciler, "default", request, exc)
         return Verdict.refuse(exc)
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
@@ -266,6 +272,26 @@ def _judged(
     if request.get("operation") == "UPDATE" and isinstance(old, Mapping) and old.get("spec") == obj.get("spec"):
         return Verdict.allow()
     return obj if reconciler.selects(obj) else Verdict.allow()
+
+
+def _log_failure(
+    reconciler: reconciler_mod.Reconciler, hook: str, request: Mapping[str, Any], exc: BaseException
+) -> None:
+    """Log, once, a hook's exception that is not okt's: a bug of the operator, which the refusal tells the client
+    only. Said as the refusal says it, with the stack (not pydantic's text, which repeats the values it was given)."""
+    if isinstance(exc, errors.OktError):
+        return  # a verdict the hook gave on purpose: the answer says it
+    meta = (request.get("object") or {}).get("metadata") or {}
+    _log.error(
+        "an admission hook raised an exception that is not okt's",
+        controller=type(reconciler).controller_name(),
+        hook=hook,
+        uid=request.get("uid"),
+        namespace=request.get("namespace") or meta.get("namespace"),
+        name=meta.get("name") or request.get("name"),
+        error=f"{type(exc).__name__}: {errors.message_of(exc)}",
+        stack="".join(traceback.format_tb(exc.__traceback__)),
+    )
 
 
 def _kind_of(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any]) -> kinds.Kind:

@@ -19,7 +19,9 @@ Guarantees:
 * an object already in the desired version is returned as it is;
 * a converter that raises, a spec that its model refuses, a converted spec that is not JSON data (a version without
   a model), or a missing path between two versions makes the whole review ``Failed`` with a message naming the
-  object, the versions and the reason — never a half-converted answer;
+  object, the versions and the reason — never a half-converted answer; a converter's exception that is not okt's (a
+  bug of the operator) is logged once, with where it was raised, and a pydantic ``ValidationError`` is said by its
+  fields, never by the values it was given (see :func:`okt.errors.message_of`);
 * a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
   target version and a round trip gives back what was stored — secret fields (``SecretStr``...) with their values,
   not pydantic's ``**********``.
@@ -30,10 +32,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic
+import structlog
 
 from okt import errors
 from okt.reconciler import reconciler as reconciler_mod
@@ -43,6 +47,7 @@ REVIEW_API_VERSIONS = (REVIEW_API_VERSION, "apiextensions.k8s.io/v1beta1")
 """The ConversionReview versions answered, each in its own version (v1beta1: CRDs that ask for it)."""
 Converter = Callable[[Any], Any]
 _JSON: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
+_log = structlog.get_logger("okt.conversion")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +127,13 @@ def convert_object(
         models = models_of(reconciler)
         spec: Any = obj["spec"]
         for a, b in path:
-            spec = _as_data(reconciler.converters[(a, b)](_as_model(spec, models.get(a))), models.get(b))
+            source_spec = _as_model(spec, models.get(a))
+            try:
+                returned = reconciler.converters[(a, b)](source_spec)
+            except Exception as exc:
+                _log_failure(reconciler, obj, (a, b), exc)
+                raise
+            spec = _as_data(returned, models.get(b))
         result["spec"] = spec
     return result
 
@@ -185,9 +196,30 @@ def _revealed(data: Any, python: Any) -> Any:
     return data
 
 
+def _log_failure(
+    reconciler: type[reconciler_mod.Reconciler], obj: Mapping[str, Any], step: tuple[str, str], exc: BaseException
+) -> None:
+    """Log, once, a converter's exception that is not okt's: a bug of the operator, which the failed review tells the
+    API server's client only. Said as the review says it, with the stack (not pydantic's text, which repeats the
+    values it was given)."""
+    if isinstance(exc, errors.OktError):
+        return  # a failure the converter gave on purpose: the review says it
+    meta = obj.get("metadata") or {}
+    _log.error(
+        "a converter raised an exception that is not okt's",
+        controller=reconciler.controller_name(),
+        converter=f"{step[0]}->{step[1]}",
+        namespace=meta.get("namespace"),
+        name=meta.get("name"),
+        error=f"{type(exc).__name__}: {errors.message_of(exc)}",
+        stack="".join(traceback.format_tb(exc.__traceback__)),
+    )
+
+
 def _describe(obj: Any, desired: str, exc: BaseException) -> str:
     meta = (obj.get("metadata") or {}) if isinstance(obj, Mapping) else {}
     name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part) or "an object"
     source = obj.get("apiVersion") if isinstance(obj, Mapping) else None
-    reason = str(exc) if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {exc}"
+    said = errors.message_of(exc)
+    reason = said if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {said}"
     return f"cannot convert {name} from {source} to {desired}: {reason}"

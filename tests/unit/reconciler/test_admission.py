@@ -11,6 +11,7 @@ from typing import Any
 import jsonpatch
 import pydantic
 import pytest
+import structlog.testing
 
 import okt
 from okt.kube import kinds
@@ -324,3 +325,66 @@ def test_a_cluster_scoped_object_is_in_every_scopes_namespaces() -> None:
 def test_a_scope_refuses_a_selector_the_api_server_cannot_read() -> None:
     with pytest.raises(ValueError, match="is not a label key"):
         admission.Scope(label_selector="release in one")
+
+
+class Credentials(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    user: str
+    port: int
+
+
+SECRET_DATA = {"user": "admin", "password": "hunter2", "port": 5432}
+
+
+def read_credentials() -> Credentials:
+    """A hook's bug: the Secret it read is validated with a model it does not fit (a password it does not expect)."""
+    return Credentials.model_validate(SECRET_DATA)
+
+
+class Buggy(Widgets):
+    def check(self, ctx: okt.Context) -> None:
+        read_credentials()
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        return {"port": read_credentials().port}
+
+
+@pytest.mark.parametrize("hook", ["check", "default"])
+def test_a_hook_that_raises_a_validation_error_of_its_own_refuses_in_one_line_without_its_input_and_logs_it_once(
+    hook: str,
+) -> None:
+    with structlog.testing.capture_logs() as logged:
+        if hook == "check":
+            verdict = admission.validate(Buggy(), request(widget({"size": 2})), FakeClient())
+        else:
+            verdict = admission.mutate(Buggy(), request(widget({"size": 2})))
+
+    assert (verdict.allowed, verdict.code) == (False, 403)
+    assert verdict.message == "Credentials: password: Extra inputs are not permitted"
+    errors_logged = [line for line in logged if line["log_level"] == "error"]
+    assert [(line["hook"], line["error"]) for line in errors_logged] == [(hook, f"ValidationError: {verdict.message}")]
+    assert "hunter2" not in repr(logged)
+    assert "read_credentials" in errors_logged[0]["stack"]  # where the operator's bug is
+
+
+def test_a_hook_that_raises_another_exception_refuses_with_its_message_and_logs_it_once() -> None:
+    class Careless(Widgets):
+        def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+            return {"size": obj["spec"]["sizes"]}
+
+    with structlog.testing.capture_logs() as logged:
+        verdict = admission.mutate(Careless(), request(widget({"size": 2})))
+
+    assert (verdict.allowed, verdict.message) == (False, "'sizes'")
+    assert [(line["hook"], line["error"]) for line in logged if line["log_level"] == "error"] == [
+        ("default", "KeyError: 'sizes'")
+    ]
+
+
+def test_a_hook_that_refuses_with_an_okt_error_is_an_answer_not_a_logged_failure() -> None:
+    with structlog.testing.capture_logs() as logged:
+        verdict = admission.validate(Widgets(), request(widget({"size": 2, "mode": "forbidden"})), FakeClient())
+
+    assert (verdict.allowed, verdict.message) == (False, "spec.mode: this mode is not allowed")
+    assert [line for line in logged if line["log_level"] == "error"] == []

@@ -7,6 +7,7 @@ from typing import Any
 
 import pydantic
 import pytest
+import structlog.testing
 
 import okt
 from okt.reconciler import conversion
@@ -180,3 +181,44 @@ def test_a_secret_field_is_converted_with_its_value_not_its_mask() -> None:
 
     assert beta["spec"] == {"replicas": 2, "password": "hunter2", "token": "t0k"}
     assert back == alpha
+
+
+class Credentials(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    user: str
+    port: int
+
+
+SECRET_DATA = {"user": "admin", "password": "hunter2", "port": 5432}
+
+
+def leaky(spec: SpecBeta) -> SpecOne:
+    """A converter's bug: it validates data it read, a password among it, with a model that data does not fit."""
+    Credentials.model_validate(SECRET_DATA)
+    return SpecOne(replicas=spec.size, image=spec.image)
+
+
+class LeakyCaches(Caches):
+    converters = {("v1beta1", "v1"): leaky}
+
+
+def test_a_converter_that_raises_fails_the_review_in_one_line_without_its_input_and_logs_it_once() -> None:
+    obj = cache("v1beta1", {"image": "x"})
+    with structlog.testing.capture_logs() as logged:
+        result = conversion.convert(LeakyCaches, {"uid": "u", "desiredAPIVersion": "example.com/v1", "objects": [obj]})
+
+    reason = "Credentials: password: Extra inputs are not permitted"
+    assert result.failure == f"cannot convert ns/c from example.com/v1beta1 to example.com/v1: {reason}"
+    errors_logged = [line for line in logged if line["log_level"] == "error"]
+    assert [line["error"] for line in errors_logged] == [f"ValidationError: {reason}"]
+    assert "hunter2" not in repr(logged)
+    assert "leaky" in errors_logged[0]["stack"]
+
+
+def test_a_spec_its_model_refuses_fails_the_review_without_a_logged_failure() -> None:
+    with structlog.testing.capture_logs() as logged:
+        result = convert("v1beta1", cache("v1alpha1", {"size": 2}))
+
+    assert result.failure is not None and "spec.imageName: Field required" in result.failure
+    assert [line for line in logged if line["log_level"] == "error"] == []

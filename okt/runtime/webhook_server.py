@@ -28,6 +28,7 @@ import dataclasses
 import http.server
 import json
 import pathlib
+import re
 import socket
 import ssl
 import threading
@@ -102,6 +103,7 @@ def _review(
 
 
 _ADMISSION = ("AdmissionReview", admission.REVIEW_API_VERSIONS)
+_GROUP_VERSION = re.compile(r"[^/\s]+/[^/\s]+")
 _CONVERSION = ("ConversionReview", conversion.REVIEW_API_VERSIONS)
 
 
@@ -125,6 +127,12 @@ def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) 
     request = review.get("request")
     if not isinstance(request, Mapping) or not isinstance(request.get("uid"), str):
         raise BadReview("the review has no request with a uid")
+    # What decides the answer is never guessed: an admission review without its operation would be admitted
+    # unjudged, a conversion review without its target answered "Success" with nothing converted.
+    if kind == "AdmissionReview" and not isinstance(request.get("operation"), str):
+        raise BadReview("request.operation is missing or not a string (CREATE, UPDATE, DELETE or CONNECT)")
+    if kind == "ConversionReview" and not _GROUP_VERSION.fullmatch(str(request.get("desiredAPIVersion"))):
+        raise BadReview(f"request.desiredAPIVersion {request.get('desiredAPIVersion')!r} is not a group/version")
     for field in ("object", "oldObject", "resource"):
         if request.get(field) is not None and not isinstance(request[field], Mapping):
             raise BadReview(f"request.{field} is not a JSON object")

@@ -138,8 +138,26 @@ widget = review({"size": 1})["request"]["object"]
         ("/convert/gadget", conversion_review(5), "request.objects"),
         ("/convert/gadget", conversion_review([gadget(apiVersion="other.com/v1", metadata="g")]), "request.objects"),
         ("/validate/widget", "[" * 100_000 + "]" * 100_000, "depth"),
+        ("/validate/widget", admission_review(object=widget), "request.operation"),
+        ("/mutate/gadget", admission_review(operation=["CREATE"], object=gadget()), "request.operation"),
+        ("/convert/gadget", {**conversion_review([gadget()]), "request": {"uid": "u"}}, "request.desiredAPIVersion"),
+        ("/convert/gadget", {**conversion_review([]), "request": {"uid": "u", "objects": []}}, "desiredAPIVersion"),
+        ("/convert/gadget", {**conversion_review([]), "request": {"uid": "u", "desiredAPIVersion": "v2"}}, "group"),
     ],
-    ids=["metadata", "resource", "mutated-metadata", "old-object", "objects", "converted-metadata", "nesting"],
+    ids=[
+        "metadata",
+        "resource",
+        "mutated-metadata",
+        "old-object",
+        "objects",
+        "converted-metadata",
+        "nesting",
+        "no-operation",
+        "operation-not-a-string",
+        "no-desired-version",
+        "no-desired-version-nothing-to-convert",
+        "desired-version-without-group",
+    ],
 )
 def test_a_review_of_the_wrong_shape_is_a_client_error_naming_what_is_wrong(path: str, body: Any, named: str) -> None:
     running = webhook_server.WebhookServer(

@@ -17,7 +17,8 @@ Guarantees:
 * AdmissionReview and ConversionReview are answered in the version they came in (``v1``, or ``v1beta1`` from an API
   server configured for it); a review of another version or kind, or a malformed one, is a ``400`` naming what is
   wrong; an unknown path a ``404``; a review is never a ``500`` for a problem of the object (refusals are answers,
-  see the review modules); bodies above :data:`MAX_BODY` are refused;
+  see the review modules); bodies above :data:`MAX_BODY` are refused, and so are bodies said to be other than
+  ``application/json`` (a ``415``);
 * no object content is logged, only the review's uid, path and verdict.
 """
 
@@ -319,6 +320,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         review = self.server.routes.get(path)
         if review is None:
             self._send(404, {"error": f"no webhook at {path}"})
+            return
+        declared = self.headers.get("Content-Type")
+        if declared is not None and self.headers.get_content_type() != "application/json":
+            # The API server sends JSON, saying so; a body said to be anything else is not a review to guess at.
+            self._send(415, {"error": f"a review is application/json, not {declared}"})
             return
         try:
             body = json.loads(raw)

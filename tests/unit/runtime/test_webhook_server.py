@@ -349,3 +349,33 @@ def test_a_review_of_a_version_or_kind_the_webhook_does_not_speak_is_a_client_er
         assert (status, named in answer.get("error", "")) == (400, True), answer
     finally:
         running.stop()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+        ("application/x-www-form-urlencoded", 415),
+        ("application/yaml", 415),
+        ("text/plain", 415),
+    ],
+)
+def test_a_body_said_to_be_other_than_json_is_refused_and_the_connection_serves_on(
+    server: webhook_server.WebhookServer, content_type: str, status: int
+) -> None:
+    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    try:
+        connection.request("POST", "/validate/widget", json.dumps(review({"size": 1})), {"Content-Type": content_type})
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        assert response.status == status, answer
+        if status == 415:
+            assert content_type in answer["error"]
+        connection.request(
+            "POST", "/validate/widget", json.dumps(review({"size": 1})), {"Content-Type": "application/json"}
+        )
+        assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+    finally:
+        connection.close()

@@ -142,6 +142,9 @@ def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) 
         raise BadReview("request.objects is not a list")
     named = [("request.object", request.get("object")), ("request.oldObject", request.get("oldObject"))]
     named += [(f"request.objects[{i}]", obj) for i, obj in enumerate(objects or ())]
+    for i, obj in enumerate(objects or ()):
+        if not isinstance(obj, Mapping):
+            raise BadReview(f"request.objects[{i}] is not a JSON object")
     for where, obj in named:
         if isinstance(obj, Mapping) and obj.get("metadata") is not None and not isinstance(obj["metadata"], Mapping):
             raise BadReview(f"{where}.metadata is not a JSON object")

@@ -143,6 +143,8 @@ widget = review({"size": 1})["request"]["object"]
         ("/convert/gadget", {**conversion_review([gadget()]), "request": {"uid": "u"}}, "request.desiredAPIVersion"),
         ("/convert/gadget", {**conversion_review([]), "request": {"uid": "u", "objects": []}}, "desiredAPIVersion"),
         ("/convert/gadget", {**conversion_review([]), "request": {"uid": "u", "desiredAPIVersion": "v2"}}, "group"),
+        ("/convert/gadget", conversion_review([gadget(), 5]), "request.objects[1] is not a JSON object"),
+        ("/convert/gadget", conversion_review([gadget(), ["g"]]), "request.objects[1] is not a JSON object"),
     ],
     ids=[
         "metadata",
@@ -157,6 +159,8 @@ widget = review({"size": 1})["request"]["object"]
         "no-desired-version",
         "no-desired-version-nothing-to-convert",
         "desired-version-without-group",
+        "object-a-number",
+        "object-a-list",
     ],
 )
 def test_a_review_of_the_wrong_shape_is_a_client_error_naming_what_is_wrong(path: str, body: Any, named: str) -> None:

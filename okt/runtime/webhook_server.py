@@ -145,10 +145,27 @@ def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) 
     for i, obj in enumerate(objects or ()):
         if not isinstance(obj, Mapping):
             raise BadReview(f"request.objects[{i}] is not a JSON object")
+    for field in ("name", "namespace"):
+        if request.get(field) is not None and not isinstance(request[field], str):
+            raise BadReview(f"request.{field} is not a string")
     for where, obj in named:
-        if isinstance(obj, Mapping) and obj.get("metadata") is not None and not isinstance(obj["metadata"], Mapping):
-            raise BadReview(f"{where}.metadata is not a JSON object")
+        if isinstance(obj, Mapping) and obj.get("metadata") is not None:
+            _check_metadata(f"{where}.metadata", obj["metadata"])
     return request
+
+
+def _check_metadata(where: str, meta: Any) -> None:
+    """What of an object's metadata admission reads (its scope, its selection) has the API's types: a 400, not a 500
+    of a list where a string was hashed."""
+    if not isinstance(meta, Mapping):
+        raise BadReview(f"{where} is not a JSON object")
+    for field in ("name", "namespace"):
+        if meta.get(field) is not None and not isinstance(meta[field], str):
+            raise BadReview(f"{where}.{field} is not a string")
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not (isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())):
+            raise BadReview(f"{where}.{field} is not a JSON object of strings")
 
 
 class WebhookServer:

@@ -18,6 +18,7 @@ from cryptography import x509
 
 import okt
 from okt.cli import run
+from okt.reconciler import admission
 from okt.runtime import certs, webhook_server
 from okt.testing import FakeClient
 
@@ -145,6 +146,27 @@ widget = review({"size": 1})["request"]["object"]
         ("/convert/gadget", {**conversion_review([]), "request": {"uid": "u", "desiredAPIVersion": "v2"}}, "group"),
         ("/convert/gadget", conversion_review([gadget(), 5]), "request.objects[1] is not a JSON object"),
         ("/convert/gadget", conversion_review([gadget(), ["g"]]), "request.objects[1] is not a JSON object"),
+        (
+            "/validate/widget",
+            admission_review(operation="CREATE", object=widget, namespace=["ns"]),
+            "request.namespace",
+        ),
+        ("/mutate/gadget", admission_review(operation="CREATE", object=gadget(), name={"n": 1}), "request.name"),
+        (
+            "/validate/widget",
+            admission_review(operation="CREATE", object={**widget, "metadata": {"name": "w", "labels": {"a": ["b"]}}}),
+            "request.object.metadata.labels",
+        ),
+        (
+            "/mutate/gadget",
+            admission_review(operation="CREATE", object=gadget(metadata={"name": "g", "annotations": 5})),
+            "request.object.metadata.annotations",
+        ),
+        (
+            "/validate/widget",
+            admission_review(operation="UPDATE", object=widget, oldObject={**widget, "metadata": {"namespace": 1}}),
+            "request.oldObject.metadata.namespace",
+        ),
     ],
     ids=[
         "metadata",
@@ -161,11 +183,17 @@ widget = review({"size": 1})["request"]["object"]
         "desired-version-without-group",
         "object-a-number",
         "object-a-list",
+        "namespace-a-list",
+        "name-an-object",
+        "label-a-list",
+        "annotations-a-number",
+        "old-namespace-a-number",
     ],
 )
 def test_a_review_of_the_wrong_shape_is_a_client_error_naming_what_is_wrong(path: str, body: Any, named: str) -> None:
+    scope = admission.Scope(frozenset({"ns"}), "release!=other")  # judging the scope reads namespace and labels
     running = webhook_server.WebhookServer(
-        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient(), scope
     )
     running.start()
     try:

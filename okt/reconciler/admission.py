@@ -19,9 +19,9 @@ Guarantees:
   version), judged by its own webhook: they are admitted untouched, an object outside the scope with the reason in
   the audit annotation ``<webhook>/out-of-scope``;
 * a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
-  returns what JSON cannot carry. An exception not of okt's tree (a bug of the operator) is logged once, with where
-  it was raised; a pydantic ``ValidationError`` is said by its fields, never by the values it was given (see
-  :func:`okt.errors.message_of`);
+  returns what JSON cannot carry. An exception not of okt's tree, or a ``default(obj)`` returning what is not the
+  object as JSON data (a bug of the operator), is logged once, with where it was raised; a pydantic
+  ``ValidationError`` is said by its fields, never by the values it was given (see :func:`okt.errors.message_of`);
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
 
 Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
@@ -184,14 +184,18 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
         return Verdict.refuse(exc)
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
-        return Verdict.refuse(TypeError(f"default() returned {type(defaulted).__name__}, not the object"))
+        bug = TypeError(f"default() returned {type(defaulted).__name__}, not the object")
+        _log_failure(reconciler, "default", request, bug)
+        return Verdict.refuse(bug)
     try:
         patch = tuple(json_patch(obj, defaulted))
         # A value JSON cannot carry (a datetime, a model, NaN) is refused here with what it is, not answered as an
         # error of the server (which the failurePolicy turns into a refusal saying nothing, or an admission).
         json.dumps(patch, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        return Verdict.refuse(TypeError(f"default() returned an object that is not JSON data: {exc}"))
+        bug = TypeError(f"default() returned an object that is not JSON data: {exc}")
+        _log_failure(reconciler, "default", request, bug)
+        return Verdict.refuse(bug)
     return Verdict.allow(patch)
 
 
@@ -277,8 +281,9 @@ def _judged(
 def _log_failure(
     reconciler: reconciler_mod.Reconciler, hook: str, request: Mapping[str, Any], exc: BaseException
 ) -> None:
-    """Log, once, a hook's exception that is not okt's: a bug of the operator, which the refusal tells the client
-    only. Said as the refusal says it, with the stack (not pydantic's text, which repeats the values it was given)."""
+    """Log, once, a hook's exception that is not okt's, or what it returned that okt cannot use: a bug of the
+    operator, which the refusal tells the client only. Said as the refusal says it, with the stack of an exception
+    raised (not pydantic's text, which repeats the values it was given)."""
     if isinstance(exc, errors.OktError):
         return  # a verdict the hook gave on purpose: the answer says it
     meta = (request.get("object") or {}).get("metadata") or {}
@@ -290,7 +295,7 @@ def _log_failure(
         namespace=request.get("namespace") or meta.get("namespace"),
         name=meta.get("name") or request.get("name"),
         error=f"{type(exc).__name__}: {errors.message_of(exc)}",
-        stack="".join(traceback.format_tb(exc.__traceback__)),
+        stack="".join(traceback.format_tb(exc.__traceback__)) or None,
     )
 
 

@@ -388,3 +388,29 @@ def test_a_hook_that_refuses_with_an_okt_error_is_an_answer_not_a_logged_failure
 
     assert (verdict.allowed, verdict.message) == (False, "spec.mode: this mode is not allowed")
     assert [line for line in logged if line["log_level"] == "error"] == []
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [
+        (["spec"], "TypeError: default() returned list, not the object"),
+        ("obj", "TypeError: default() returned str, not the object"),
+        ({"spec": {"at": datetime.datetime(2026, 1, 1)}}, "TypeError: default() returned an object that is not JSON"),
+        ({"spec": {"size": float("nan")}}, "TypeError: default() returned an object that is not JSON"),
+    ],
+    ids=["list", "str", "datetime", "nan"],
+)
+def test_a_default_hook_that_returns_what_is_not_the_object_refuses_it_and_logs_the_bug_once(
+    returned: Any, said: str
+) -> None:
+    class Careless(Widgets):
+        def default(self, obj: dict[str, Any]) -> Any:
+            return returned
+
+    with structlog.testing.capture_logs() as logged:
+        verdict = admission.mutate(Careless(), request(widget({"size": 2})))
+
+    assert (verdict.allowed, verdict.code) == (False, 403)
+    assert f"TypeError: {verdict.message}".startswith(said)
+    errors_logged = [(line["hook"], line["error"]) for line in logged if line["log_level"] == "error"]
+    assert errors_logged == [("default", f"TypeError: {verdict.message}")]

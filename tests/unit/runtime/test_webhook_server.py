@@ -6,6 +6,7 @@ import dataclasses
 import http.client
 import json
 import os
+import socket
 import ssl
 import tempfile
 from collections.abc import Iterator
@@ -411,3 +412,24 @@ def test_a_body_said_to_be_other_than_json_is_refused_and_the_connection_serves_
         assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
     finally:
         connection.close()
+
+
+def test_connections_stuck_before_the_handshake_or_inside_a_body_do_not_hold_up_other_reviews(
+    server: webhook_server.WebhookServer,
+) -> None:
+    silent = socket.create_connection(("127.0.0.1", server.port))  # connects, never says hello
+    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    unfinished = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1")
+    unfinished.sendall(b"POST /validate/widget HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{")  # never ends
+    try:
+        for _ in range(3):
+            # Well within the stuck connections' own timeout: served beside them, not after them.
+            connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=5)
+            try:
+                connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})))
+                assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+            finally:
+                connection.close()
+    finally:
+        silent.close()
+        unfinished.close()

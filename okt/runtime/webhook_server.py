@@ -10,7 +10,8 @@ Guarantees:
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
   not even on a connection the API server kept alive;
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
-  a timeout;
+  a timeout between two reads; a request not answered within :attr:`Options.request_timeout` of its first byte (a
+  client trickling a body it never finishes) has its connection cut, so no client holds a thread for ever;
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
   is not written yet) is never served, the previous one is until the files load;
@@ -27,14 +28,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import http.server
+import io
 import json
 import pathlib
 import re
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -48,6 +51,8 @@ DEFAULT_PORT = 9443
 """The webhook port controller-runtime uses (and kubebuilder's Services target)."""
 MAX_BODY = 16 * 1024 * 1024
 HANDSHAKE_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 30.0
+"""The longest the API server waits for a webhook (its ``timeoutSeconds`` is at most 30)."""
 
 Review = Callable[[Mapping[str, Any]], dict[str, Any]]
 _log = structlog.get_logger("okt.webhooks")
@@ -64,12 +69,15 @@ class Options:
             mounted Secret): the certificate in it, read again when its files change; None: a CA and a certificate
             generated for ``hosts``.
         hosts: the names and addresses a generated certificate is valid for.
+        request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
+            cut (past the API server's own timeout, nobody waits for the answer any more).
     """
 
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
     certificates: certs.Bundle | pathlib.Path | None = None
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
+    request_timeout: float = REQUEST_TIMEOUT
 
 
 def reviews_of(
@@ -195,6 +203,7 @@ class WebhookServer:
         self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
         self._server.tls = self._served.context
         self._server.routes = self.routes
+        self._server.request_timeout = options.request_timeout
         try:
             self._server.server_bind()
             self._server.server_activate()
@@ -205,6 +214,7 @@ class WebhookServer:
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
         )
+        self._watchdog = threading.Thread(target=self._server.cut_overdue, name="okt-webhooks-deadlines", daemon=True)
 
     @property
     def port(self) -> int:
@@ -227,6 +237,7 @@ class WebhookServer:
 
     def start(self) -> None:
         self._thread.start()
+        self._watchdog.start()
         _log.info("serving webhooks", port=self.port, paths=sorted(self.routes))
 
     def stop(self) -> None:
@@ -235,6 +246,8 @@ class WebhookServer:
             self._server.shutdown()
             self._thread.join()
         self._server.close_connections()
+        if self._watchdog.is_alive():
+            self._watchdog.join()
         self._server.server_close()
 
 
@@ -280,12 +293,15 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     tls: Callable[[], ssl.SSLContext]
     routes: Mapping[str, Review]
+    request_timeout: float
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
         self.closing = False
+        self.deadlines: dict[socket.socket, float] = {}
+        self.closed = threading.Event()
 
     def close_connections(self) -> None:
         """End the kept-alive connections too: a stopped server answers nothing more (the API server then applies
@@ -293,9 +309,36 @@ class _Server(http.server.ThreadingHTTPServer):
         with self.connections_lock:
             self.closing = True
             open_now = list(self.connections)
+        self.closed.set()
         for connection in open_now:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
+
+    def start_request(self, connection: socket.socket) -> None:
+        """A request began on ``connection``: it must be answered within the request timeout."""
+        with self.connections_lock:
+            self.deadlines[connection] = time.monotonic() + self.request_timeout
+
+    def end_request(self, connection: socket.socket) -> None:
+        with self.connections_lock:
+            self.deadlines.pop(connection, None)
+
+    def cut_overdue(self) -> None:
+        """Until the server closes, cut the connections whose request is past its deadline.
+
+        Why a watch of its own: the timeout of a socket bounds one read, and a client sending a byte now and then
+        never reaches it; the request as a whole needs a deadline that no read resets."""
+        interval = min(0.5, self.request_timeout / 4)
+        while not self.closed.wait(interval):
+            now = time.monotonic()
+            with self.connections_lock:
+                overdue = [connection for connection, deadline in self.deadlines.items() if deadline <= now]
+                for connection in overdue:
+                    del self.deadlines[connection]
+            for connection in overdue:
+                _log.debug("a webhook request passed its timeout: its connection is cut", timeout=self.request_timeout)
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """The TLS handshake, on the connection's own thread (never the accepting one)."""
@@ -325,6 +368,22 @@ class _Server(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def handle_one_request(self) -> None:
+        """One request, within the request timeout from its first byte (the wait for it, on a kept-alive connection,
+        is bounded by the socket's timeout alone)."""
+        try:  # a buffered reader, as StreamRequestHandler makes it (rbufsize -1): what is peeked stays for the request
+            started = cast(io.BufferedReader, self.rfile).peek(1)
+        except OSError:  # the socket's timeout (an idle connection), or a connection gone
+            started = b""
+        if not started:
+            self.close_connection = True
+            return
+        self.server.start_request(self.connection)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.end_request(self.connection)
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]

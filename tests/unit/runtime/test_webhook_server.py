@@ -433,3 +433,31 @@ def test_connections_stuck_before_the_handshake_or_inside_a_body_do_not_hold_up_
     finally:
         silent.close()
         unfinished.close()
+
+
+def test_a_client_that_trickles_a_body_it_never_finishes_is_cut_off_at_the_request_timeout() -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, request_timeout=1.0), [Widgets], FakeClient()
+    )
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    slow = context.wrap_socket(socket.create_connection(("127.0.0.1", running.port)), server_hostname="127.0.0.1")
+    slow.settimeout(0.2)
+    try:
+        slow.sendall(b"POST /validate/widget HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{")
+        cut_off = False
+        for _ in range(100):  # a byte every 0.2 s or so, each well within the server's timeout between two reads
+            try:
+                slow.sendall(b" ")
+                cut_off = slow.recv(1) == b""
+            except TimeoutError:
+                continue
+            except (OSError, ssl.SSLError):
+                cut_off = True
+            if cut_off:
+                break
+        assert cut_off, "the server was still reading the trickled body"
+        assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
+    finally:
+        slow.close()
+        running.stop()

@@ -18,6 +18,7 @@ import builtins
 import itertools
 import logging
 import threading
+import traceback
 import types
 from collections.abc import Callable, Container, Mapping
 from typing import Any
@@ -211,11 +212,19 @@ def reconcile(
         path=run.path_str,
         outcome=str(run.outcome),
         results=ctx.results.summary(),
-        error=f"{errors.reason_for(error)}: {error}",
+        error=f"{errors.reason_for(error)}: {errors.message_of(error)}",
     )
     if not isinstance(error, errors.OktError) and _first_sighting(error):
-        # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry.
-        log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
+        # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry. A
+        # pydantic ValidationError's text repeats every input it was given (a Secret's password): its stack only.
+        said = errors.message_of(error)
+        if said != str(error):
+            stack = "".join(traceback.format_tb(error.__traceback__))
+            log.error(
+                "a hook raised an exception that is not okt's", error=f"{type(error).__name__}: {said}", stack=stack
+            )
+        else:
+            log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
     return run
 
 

@@ -208,10 +208,10 @@ def on_error(ctx: context_mod.Context) -> None:
     if error is None and ctx.results.gave_up is not None:
         reason, message = "GiveUp", ctx.results.gave_up or "gave up"
     else:
-        reason, message = errors.reason_for(error) if error else "ReconcileError", str(error)
-        # An exception without text (a bare ``raise RuntimeError``, an ``assert`` without message) is named instead:
-        # an empty message says nothing of what failed.
-        message = message or type(error).__name__
+        # An exception without text (a bare ``raise RuntimeError``) is named instead: an empty message says nothing
+        # of what failed; a pydantic ValidationError of a hook's own model is said by its fields, never its inputs.
+        reason = errors.reason_for(error) if error else "ReconcileError"
+        message = errors.message_of(error) if error is not None else "the reconcile failed"
     # An operator's own error class may spell its reason as free text: the conditions would refuse it, and Ready
     # would keep saying True while every reconcile fails.
     reason = cond.as_reason(reason)

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pydantic
 import pytest
+import structlog.testing
 
 import okt
 from okt.kube import client as kube_client
@@ -236,3 +237,36 @@ def test_an_error_message_that_is_not_valid_utf8_still_turns_ready_false_with_a_
     assert ready_after(WebAppReconciler(), fake)[0] == "True"
 
     assert ready_after(Undecodable(), fake) == ("False", "ReconcileError", "cannot read config-\ufffd.yaml")
+
+
+class _Credentials(pydantic.BaseModel, extra="forbid"):
+    user: str
+
+
+SECRET_DATA = {"user": "shop", "password": "hunter2"}
+"""What a hook read from a Secret (the source lines in a logged stack name it, never its values)."""
+
+
+class ReadsCredentials(WebAppReconciler):
+    """A hook's bug: the Secret's data it read is validated with a model it does not fit."""
+
+    def check(self, ctx: okt.Context) -> None:
+        _Credentials.model_validate(SECRET_DATA)
+
+
+def test_a_validation_error_of_a_hooks_own_model_is_reported_in_one_line_without_the_values_it_was_given() -> None:
+    fake = webapp()
+    fake.serve(kinds.EVENT)
+    recorder = events.EventRecorder(fake, "webapp-controller")
+
+    with structlog.testing.capture_logs() as logged:
+        okt.reconcile(ReadsCredentials(), fake, None, "shop", "web", recorder=recorder)
+
+    ready = condition(fake.stored(WEBAPP, "web", "shop"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "ReconcileError")
+    assert ready["message"] == "_Credentials: password: Extra inputs are not permitted"
+    assert [e["message"] for e in fake.objects(kinds.EVENT)] == [ready["message"]]
+    assert "hunter2" not in repr(logged)
+    bug = [line for line in logged if line["log_level"] == "error"]
+    assert len(bug) == 1 and "_Credentials.model_validate(SECRET_DATA)" in bug[0]["stack"]  # the bug, by its line

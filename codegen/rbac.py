@@ -15,6 +15,8 @@ what okt's runtime and engine use:
   one read after a create races with the informer (``AlreadyExists``); a create/delete-only kind (``okt.Resource``)
   gets get, list, watch, create, delete — and patch too when the reconciler writes with server-side apply (its
   ``apply_strategy``, ``"apply"`` by default), since the API server authorizes an apply that creates as both;
+* each kind an earlier version owned (``legacy_owns``): get, list, watch, delete — the informer and the prune of the
+  children of it okt made (the get: a prune that met a change reads the child again), never create or patch;
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
   a cluster-scoped one (known from an ``okt.Kind`` or the kind dictionary) needs a cluster-wide operator;
 * what the reconciler declares in ``permissions`` (``{(group, resource): verbs}``): what its hooks reach beyond the
@@ -53,6 +55,7 @@ FINALIZER_VERBS = ("update",)
 OWNED_VERBS = ("get", "list", "watch", "create", "patch", "delete")
 CREATE_DELETE_VERBS = ("get", "list", "watch", "create", "delete")
 READ_VERBS = ("get", "list", "watch")
+LEGACY_VERBS = ("delete", "get", "list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
 CLUSTER_OPERATOR_GROUP = "config.openshift.io"
@@ -214,7 +217,8 @@ def rbac_for_reconcilers(
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
-    Reads ``api_version``, ``kind``, ``plural``, ``namespaced``, ``owns`` and ``permissions`` of each reconciler, and
+    Reads ``api_version``, ``kind``, ``plural``, ``namespaced``, ``owns``, ``legacy_owns`` and ``permissions`` of each
+    reconciler, and
     ``api_version``, ``kind`` (and ``plural``/``mutable``/``namespaced`` when set) of each class in its ``owns``. An
     owned class without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one
     without a boolean ``mutable`` or ``namespaced`` is as mutable or namespaced as its dictionary entry (a kind the
@@ -235,6 +239,9 @@ def rbac_for_reconcilers(
     for cls in classes:
         watched += [_watched_kind(cls, w.kind, kinds, cluster_wide) for w in getattr(cls, "watches", ()) or ()]
         declared += _declared(cls)
+        for entry in _legacy_owns(cls):
+            group, plural = _legacy_kind(cls, entry, kinds, cluster_wide)
+            declared.append((group, plural, LEGACY_VERBS))
         primary = crd.primary_of(cls, custom=False)
         if not primary.namespaced and not cluster_wide:
             raise errors.CodegenError(f"{cls.__name__} reconciles cluster-scoped {primary.kind}: use --cluster-wide")
@@ -381,6 +388,35 @@ def _watched_kind(owner: type[Any], kind: Any, kinds: dictionary.KindDictionary,
         f"{owner.__name__}.watches: {kind!r} is not in the kind dictionary: name it as plural.group "
         "(widgets.example.com) or with an okt.Kind"
     )
+
+
+def _legacy_owns(cls: type[Any]) -> Sequence[Any]:
+    legacy = getattr(cls, "legacy_owns", ()) or ()
+    if isinstance(legacy, str) or not isinstance(legacy, Sequence):
+        raise errors.CodegenError(f"{cls.__name__}.legacy_owns must be a tuple of (api_version, kind) pairs")
+    return legacy
+
+
+def _legacy_kind(owner: type[Any], entry: Any, kinds: dictionary.KindDictionary, cluster_wide: bool) -> tuple[str, str]:
+    """``(group, plural)`` of a ``legacy_owns`` entry: an ``okt.Kind`` says both, a pair ``(api_version, kind)``
+    takes the plural and scope of its kind from the dictionary (any version of the group: an earlier version of the
+    operator may have used one the dictionary no longer lists)."""
+    if isinstance(entry, kube_kinds.Kind):
+        group, kind, plural, namespaced = entry.group, entry.kind, entry.plural, entry.namespaced
+    else:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(p, str) and p for p in entry)):
+            raise errors.CodegenError(f"{owner.__name__}.legacy_owns: {entry!r}: expected an (api_version, kind) pair")
+        group, kind = entry[0].rpartition("/")[0], entry[1]
+        spec = kinds.specs.get(kind)
+        if spec is None or spec.group != group:
+            raise errors.CodegenError(
+                f"{owner.__name__}.legacy_owns: {entry!r}: {kind} of group {group or 'core'!r} is not in the kind "
+                f'dictionary, so its plural is unknown: name it with okt.Kind("{entry[0]}", "{kind}", "<plural>")'
+            )
+        plural, namespaced = spec.plural, spec.namespaced
+    if not namespaced and not cluster_wide:
+        raise errors.CodegenError(f"{owner.__name__}.legacy_owns: {kind} is cluster-scoped: use --cluster-wide")
+    return group, plural
 
 
 def _owned_kind(

@@ -196,13 +196,15 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
 
 def prune(ctx: context_mod.Context) -> None:
     """Delete children okt created for this CR (:func:`okt.resources.apply.prunable`) that are no longer
-    registered. Under ``okt run`` the reader answers from the informers' owner index: no request, no scan.
+    registered, of the kinds the reconciler owns, registers, or owned in an earlier version (``legacy_owns``). Under
+    ``okt run`` the reader answers from the informers' owner index: no request, no scan.
 
     An object is one object in every version of its group that serves its kind: a reconciler that owns a kind in two
     served versions (``autoscaling/v1`` and ``autoscaling/v2``, declaring each child in one of them) lists each child
     under both, so a registered child is recognised by group, kind, namespace and name, whatever the version."""
     wanted = ctx.registry.objects()
     owned = {(c.api_version, c.kind) for c in ctx.settings.owns} | {res.key[:2] for res in ctx.registry}
+    owned |= set(ctx.settings.legacy_owns)  # what an earlier version owned: nothing of it is registered any more
     names = ctx.settings.names
     for api_version, kind_name in sorted(owned):
         kind = ctx.client.resolve(api_version, kind_name)

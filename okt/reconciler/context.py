@@ -55,6 +55,7 @@ class Settings:
 
     controller: str
     owns: tuple[type[resource.Resource], ...] = ()
+    legacy_owns: tuple[tuple[str, str], ...] = ()
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     prefix: str = names_mod.DEFAULT_PREFIX
     legacy_prefixes: tuple[str, ...] = ()

@@ -127,6 +127,14 @@ def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_cl
     return list(seen.values())
 
 
+def legacy_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> list[kinds.Kind]:
+    """The kinds of ``legacy_owns``, resolved (none of them is in ``owns``: the declaration refuses it)."""
+    seen: dict[tuple[str, str], kinds.Kind] = {}
+    for api_version, kind_name in reconciler_mod.legacy_pairs(reconciler_cls.legacy_owns):
+        seen.setdefault((api_version, kind_name), client.resolve(api_version, kind_name))
+    return list(seen.values())
+
+
 def watched_kinds(
     reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client
 ) -> list[tuple[kinds.Kind, watches.Watch]]:

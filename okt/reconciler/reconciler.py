@@ -27,6 +27,7 @@ request; the status is written only when it changes.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -76,6 +77,17 @@ class Reconciler:
     owns: ClassVar[Sequence[type[resource.Resource]]] = ()
     """The resource classes of the children: the kinds okt watches, may create, and asks RBAC for. By default every
     object gets one child of each class; override ``resources(ctx)`` to choose."""
+    legacy_owns: ClassVar[Sequence[tuple[str, str] | kinds.Kind]] = ()
+    """Kinds of children an earlier version of this operator owned and this one no longer does, as ``(api_version,
+    kind)`` pairs, e.g. ``(("v1", "ConfigMap"),)`` once the settings moved to a Secret (or as an ``okt.Kind``, for a
+    kind okt's kind dictionary lacks: ``okt gen rbac`` reads its plural and scope there). The children of those kinds
+    okt made for an object (:func:`okt.resources.apply.prunable`) are pruned by its next reconcile, as Helm removes
+    what a new chart no longer has; ``okt run`` watches those kinds too (the prune reads them from its cache), and
+    ``okt gen rbac`` grants get, list, watch and delete on them, nothing more. Kinds rather than resource classes: a
+    class kept only to name its kind would keep a template nobody renders, and the kind is all the prune needs (each
+    version of its group serves the same objects). A kind still in ``owns`` is refused: it is pruned as owned already.
+    Nothing is pruned with ``prune = False``; a kind the server does not serve fails the start of ``okt run``, as an
+    owned kind does (drop it once no cluster the operator runs on serves it)."""
     finalizer: ClassVar[str | None] = None
     """Set to a finalizer name (e.g. ``"cache.example.com/cleanup"``) to get ``cleanup(ctx)`` on deletion."""
     legacy_finalizers: ClassVar[Sequence[str]] = ()
@@ -161,6 +173,7 @@ class Reconciler:
         except ValueError as exc:
             raise TypeError(f"{cls.__name__}.{exc}") from None
         _check_owns(cls)
+        _check_legacy_owns(cls)
         _check_watches(cls)
         _check_write_choices(cls)
         _check_mappings(cls)
@@ -229,6 +242,7 @@ class Reconciler:
         return context_mod.Settings(
             controller=self.controller_name(),
             owns=tuple(self.owns),
+            legacy_owns=legacy_pairs(self.legacy_owns),
             params=self.params,
             prefix=self.prefix,
             legacy_prefixes=tuple(self.legacy_prefixes),
@@ -397,6 +411,50 @@ def _check_owns(cls: type[Reconciler]) -> None:
         or not all(isinstance(c, type) and issubclass(c, resource.Resource) for c in owns)
     ):
         raise TypeError(f"{cls.__name__}.owns = {owns!r}: expected a tuple of resource classes")
+
+
+def legacy_pairs(legacy: Iterable[tuple[str, str] | kinds.Kind]) -> tuple[tuple[str, str], ...]:
+    """``legacy_owns`` as ``(api_version, kind)`` pairs (an ``okt.Kind`` read as its pair)."""
+    return tuple((k.api_version, k.kind) if isinstance(k, kinds.Kind) else (k[0], k[1]) for k in legacy)
+
+
+def _check_legacy_owns(cls: type[Reconciler]) -> None:
+    """Refuse ``legacy_owns`` that are not a tuple of ``(api_version, kind)`` pairs (or ``okt.Kind``) of kinds outside
+    ``owns``: a resource class or a lone pair would be read item by item and fail every prune far from the
+    declaration, and a kind still owned (in any version of its group) would be listed twice for nothing."""
+    legacy = cls.legacy_owns
+    if (
+        isinstance(legacy, str)
+        or not isinstance(legacy, Sequence)
+        or not all(
+            isinstance(entry, kinds.Kind)
+            or (
+                isinstance(entry, tuple)
+                and len(entry) == 2
+                and all(isinstance(part, str) and part and part.strip() == part for part in entry)
+                and _API_VERSION.fullmatch(entry[0])
+            )
+            for entry in legacy
+        )
+    ):
+        raise TypeError(
+            f"{cls.__name__}.legacy_owns = {legacy!r}: expected a tuple of (api_version, kind) pairs, "
+            "e.g. (('v1', 'ConfigMap'),)"
+        )
+    owned = {(c.api_version.rpartition("/")[0], c.kind): c for c in cls.owns}
+    for api_version, kind in legacy_pairs(legacy):
+        still = owned.get((api_version.rpartition("/")[0], kind))
+        if still is not None:
+            raise TypeError(
+                f"{cls.__name__}.legacy_owns: {kind} ({api_version}) is in owns too ({still.__name__}): a kind the "
+                "reconciler owns is pruned as such; keep it in one of the two"
+            )
+
+
+_API_VERSION = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?"
+)
+"""An apiVersion: ``v1``, or ``group/version`` with a DNS subdomain as the group."""
 
 
 def _check_legacy_prefixes(cls: type[Reconciler]) -> None:

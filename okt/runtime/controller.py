@@ -1,9 +1,10 @@
 """A controller: the events of one reconciler's kinds turned into keys, and workers turning keys into reconciles.
 
 Why this exists: it is the wiring controller-runtime gives OKT in Go. A reconciler declares its primary kind and the
-kinds it owns; the controller watches them through the shared :class:`okt.runtime.cache.Cache`, maps every relevant
-event to the key (namespace, name) of the primary object it concerns, and runs ``workers`` threads that take keys from
-a :class:`okt.runtime.workqueue.WorkQueue`, reconcile them, and drive the queue from the reconcile's one outcome.
+kinds it owns (and owned once: ``legacy_owns``, whose leftover children its prune reads from the cache); the controller
+watches them through the shared :class:`okt.runtime.cache.Cache`, maps every relevant event to the key (namespace,
+name) of the primary object it concerns, and runs ``workers`` threads that take keys from a
+:class:`okt.runtime.workqueue.WorkQueue`, reconcile them, and drive the queue from the reconcile's one outcome.
 
 Guarantees:
 
@@ -357,7 +358,13 @@ class Controller:
         if self.workers < 1:
             raise ValueError(f"a controller needs at least one worker, got {self.workers}")
         self.kind = core.primary_kind(reconciler_cls, client)
-        self.owned = [k for k in core.owned_kinds(reconciler_cls, client) if k != self.kind]
+        # The kinds of the children watched: those owned, and those an earlier version owned (``legacy_owns``), whose
+        # children the prune reads from the cache; an informer for them only when some are declared.
+        self.owned = [
+            k
+            for k in (*core.owned_kinds(reconciler_cls, client), *core.legacy_kinds(reconciler_cls, client))
+            if k != self.kind
+        ]
         self.related = core.watched_kinds(reconciler_cls, client)
         self._watched_by_type = {(k.api_version, k.kind): k for k in (self.kind, *self.owned)}
         self._classes_by_type: dict[tuple[str, str], tuple[type[resource.Resource], ...]] = {}

@@ -110,3 +110,36 @@ def test_a_reconcile_as_the_generated_service_account_creates_every_child(
     assert run.outcome == okt.Outcome.done(), run.path_str
     assert run.results.counts()[okt.Operation.CREATED] == 2
     assert kube.get_or_none(kube.resolve("batch/v1", "Job"), "b", namespace) is not None
+
+
+class MovedBatchReconciler(BatchReconciler):
+    """The next version: the settings ConfigMap is no longer made; the one the previous version made is pruned."""
+
+    owns = (BatchJob,)
+    legacy_owns = (("v1", "ConfigMap"),)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [BatchJob(ctx.cr)]
+
+
+def test_the_generated_service_account_prunes_the_children_of_a_kind_an_earlier_version_owned(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, batch_kind: kinds.Kind
+) -> None:
+    account = "moved-operator"
+    for document in rbac.rbac_for_reconcilers([MovedBatchReconciler], namespace=namespace, service_account=account):
+        kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
+    kube.create(
+        {"apiVersion": batch_kind.api_version, "kind": "Batch", "metadata": {"name": "m", "namespace": namespace}},
+        batch_kind,
+    )
+    assert okt.reconcile(BatchReconciler(), kube, None, namespace, "m", kind=batch_kind).outcome == okt.Outcome.done()
+    assert kube.get_or_none(kinds.CONFIG_MAP, "m-settings", namespace) is not None
+    operator = client_of_service_account(kube, control_plane, namespace, account)
+    try:
+        run = okt.reconcile(MovedBatchReconciler(), operator, None, namespace, "m", kind=batch_kind)
+    finally:
+        operator.close()
+
+    assert run.outcome == okt.Outcome.done(), run.path_str
+    assert run.results.counts()[okt.Operation.PRUNED] == 1
+    assert kube.get_or_none(kinds.CONFIG_MAP, "m-settings", namespace) is None

@@ -410,6 +410,39 @@ def test_watched_kinds_are_only_read() -> None:
     assert {"apiGroups": ["z.example.com"], "resources": ["gizmos"], "verbs": read} in rules
 
 
+def test_kinds_an_earlier_version_owned_get_only_what_their_prune_needs() -> None:
+    class Moved(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        legacy_owns = (
+            ("v1", "ConfigMap"),
+            ("policy/v1beta1", "PodDisruptionBudget"),
+            okt.Kind("y.example.com/v1", "Old", "olds"),
+        )
+
+    rules = rules_of(rbac.rbac_for_reconciler(Moved, namespace="operators"), "Role")
+    pruned = ["delete", "get", "list", "watch"]
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": pruned} in rules
+    assert {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": pruned} in rules
+    assert {"apiGroups": ["y.example.com"], "resources": ["olds"], "verbs": pruned} in rules
+    assert "things/finalizers" not in {resource for rule in rules for resource in rule["resources"]}  # none created
+
+
+def test_a_legacy_kind_of_no_dictionary_is_named_with_an_okt_kind() -> None:
+    class Moved(okt.Reconciler):
+        api_version = "x.example.com/v1"
+        kind = "Thing"
+        plural = "things"
+        legacy_owns = (("y.example.com/v1", "Old"),)
+
+    with pytest.raises(
+        errors.CodegenError,
+        match=r'Moved\.legacy_owns: .*: name it with okt\.Kind\("y\.example\.com/v1", "Old", "<plural>"\)$',
+    ):
+        rbac.rbac_for_reconciler(Moved, namespace="operators")
+
+
 @pytest.mark.parametrize(
     ("name", "group", "plural"),
     [

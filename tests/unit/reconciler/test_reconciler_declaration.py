@@ -153,6 +153,41 @@ def test_legacy_prefixes_reach_the_settings_of_a_reconcile() -> None:
     assert names.owner_labels == ("b.example.com/owner-uid", "a.example.com/owner-uid")
 
 
+class SettingsMap(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = "{apiVersion: v1, kind: ConfigMap, metadata: {name: '{{ name }}'}}"
+
+
+@pytest.mark.parametrize(
+    "legacy",
+    [("v1", "ConfigMap"), SettingsMap, (SettingsMap,), (("v1", "ConfigMap", "configmaps"),), (("", "Secret"),), None],
+    ids=["a lone pair", "a class", "a tuple of classes", "a triple", "no apiVersion", "None"],
+)
+def test_legacy_owns_that_are_not_a_sequence_of_kinds_are_refused_when_the_class_is_defined(legacy: object) -> None:
+    # A lone pair would be read letter by letter, a resource class kept for it is what legacy_owns spares.
+    message = (
+        r"^Moved\.legacy_owns = .*: expected a tuple of \(api_version, kind\) pairs, e\.g\. \(\('v1', 'ConfigMap'\),\)$"
+    )
+    with pytest.raises(TypeError, match=message):
+        type("Moved", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_owns": legacy})
+
+
+@pytest.mark.parametrize("legacy", [("v1", "ConfigMap"), kinds.Kind("v1", "ConfigMap", "configmaps")])
+def test_a_legacy_kind_still_in_owns_is_refused_when_the_class_is_defined(legacy: object) -> None:
+    attributes = {"api_version": "example.com/v1", "kind": "R", "owns": (SettingsMap,), "legacy_owns": (legacy,)}
+    message = r"^Moved\.legacy_owns: ConfigMap \(v1\) is in owns too \(SettingsMap\): .*; keep it in one of the two$"
+    with pytest.raises(TypeError, match=message):
+        type("Moved", (okt.Reconciler,), attributes)
+
+
+def test_legacy_owns_reach_the_settings_of_a_reconcile_as_pairs() -> None:
+    legacy = (("v1", "ConfigMap"), kinds.Kind("example.com/v1", "Gadget", "gadgets"))
+    moved = type("Moved", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_owns": legacy})
+
+    assert moved().settings().legacy_owns == (("v1", "ConfigMap"), ("example.com/v1", "Gadget"))
+
+
 @pytest.mark.parametrize("finalizer", [True, ("example.com/cleanup",), 1])
 def test_a_finalizer_that_is_not_a_name_is_refused_when_the_class_is_defined(finalizer: object) -> None:
     # Accepted, every reconcile tried to add it to the object's metadata.finalizers, a list of names.

@@ -30,6 +30,7 @@ import pydantic
 import yaml
 
 from okt.codegen import errors
+from okt.kube import kinds
 
 BUILTIN_PATH = Path(__file__).with_name("kinds.yaml")
 """The dictionary shipped with okt."""
@@ -46,8 +47,7 @@ BaseClass = Literal[
 
 _KIND_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _FIELD_PATTERN = r"^[A-Za-z][A-Za-z0-9]*$"
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_API_VERSION_PATTERN = rf"^({_DNS_LABEL}(\.{_DNS_LABEL})*/)?v[0-9]+((alpha|beta)[0-9]+)?$"
+_API_VERSION_PATTERN = f"^{kinds.API_VERSION_PATTERN}$"
 _EXAMPLE_WIDTH = 78  # the generated comment line then fits 88 columns
 _UNHASHABLE_FIELDS = frozenset({"apiVersion", "kind", "metadata", "status"})
 

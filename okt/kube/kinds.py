@@ -8,9 +8,15 @@ else is resolved once through discovery by :class:`okt.kube.client.Client` and c
 from __future__ import annotations
 
 import dataclasses
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+API_VERSION_PATTERN = rf"({_DNS_LABEL}(\.{_DNS_LABEL})*/)?v[0-9]+((alpha|beta)[0-9]+)?"
+"""An apiVersion: ``v1``, or ``group/version`` with a DNS subdomain as the group (match it whole)."""
+API_VERSION = re.compile(API_VERSION_PATTERN)
 
 
 @dataclasses.dataclass(frozen=True)

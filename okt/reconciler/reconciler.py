@@ -27,7 +27,6 @@ request; the status is written only when it changes.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -432,7 +431,7 @@ def _check_legacy_owns(cls: type[Reconciler]) -> None:
                 isinstance(entry, tuple)
                 and len(entry) == 2
                 and all(isinstance(part, str) and part and part.strip() == part for part in entry)
-                and _API_VERSION.fullmatch(entry[0])
+                and kinds.API_VERSION.fullmatch(entry[0])
             )
             for entry in legacy
         )
@@ -449,12 +448,6 @@ def _check_legacy_owns(cls: type[Reconciler]) -> None:
                 f"{cls.__name__}.legacy_owns: {kind} ({api_version}) is in owns too ({still.__name__}): a kind the "
                 "reconciler owns is pruned as such; keep it in one of the two"
             )
-
-
-_API_VERSION = re.compile(
-    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?"
-)
-"""An apiVersion: ``v1``, or ``group/version`` with a DNS subdomain as the group."""
 
 
 def _check_legacy_prefixes(cls: type[Reconciler]) -> None:

@@ -1,7 +1,7 @@
 """Find the reconcilers of an operator: a Python file (``okt run main.py``) or a module (``okt run -m pkg.op``).
 
 Errors are :class:`okt.errors.ConfigurationError` with one readable line: a missing file, a module that fails to
-import (its exception, not a traceback), a module without a Reconciler subclass.
+import (its exception, not a traceback) or exits while importing, a module without a Reconciler subclass.
 """
 
 from __future__ import annotations
@@ -17,6 +17,14 @@ from collections.abc import Callable
 from okt import errors
 from okt.kube import kinds
 from okt.reconciler import reconciler
+
+_EXITED = "start anything it runs as a script under if __name__ == '__main__':"
+
+
+def _exited(what: object, exc: SystemExit) -> errors.ConfigurationError:
+    """A module's ``sys.exit()`` at import time, as one line: left alone, it ended the process with its own status
+    (0 for a bare ``sys.exit()``) and not a word, the operator never run."""
+    return errors.ConfigurationError(f"{what} exited (SystemExit {exc.code}) while importing: {_EXITED}")
 
 
 def _import_file(path: pathlib.Path) -> types.ModuleType:
@@ -36,6 +44,9 @@ def _import_file(path: pathlib.Path) -> types.ModuleType:
     except Exception as exc:
         sys.modules.pop(name, None)
         raise errors.ConfigurationError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:
+        sys.modules.pop(name, None)
+        raise _exited(path, exc) from exc
     return module
 
 
@@ -52,6 +63,8 @@ def _import_module(name: str) -> types.ModuleType:
         raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
         raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:
+        raise _exited(f"module {name}", exc) from exc
 
 
 def _is_file_target(target: str, as_module: bool) -> bool:

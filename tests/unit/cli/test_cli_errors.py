@@ -128,3 +128,18 @@ def test_run_does_not_warn_about_a_file_named_main(tmp_path: pathlib.Path) -> No
     operator.write_text("VALUE = 1\n")
     code, out = invoke("run", str(operator))
     assert code == 1 and "shadows" not in out
+
+
+@pytest.mark.parametrize(("statement", "code"), [("raise SystemExit(3)", 3), ("import sys\nsys.exit()", None)])
+def test_an_operator_file_that_exits_while_importing_is_one_line(
+    tmp_path: pathlib.Path, statement: str, code: int | None
+) -> None:
+    # The process ended with the file's own status and not a word: 0 for a bare sys.exit(), the operator not run.
+    operator = tmp_path / "exiting_operator.py"
+    operator.write_text(f"{statement}\n")
+    exit_code, out = invoke("run", str(operator))
+    assert exit_code == 1
+    assert out.strip() == (
+        f"Error: {operator} exited (SystemExit {code}) while importing: "
+        "start anything it runs as a script under if __name__ == '__main__':"
+    )

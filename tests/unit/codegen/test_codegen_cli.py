@@ -284,5 +284,8 @@ def test_an_operator_that_exits_while_importing_is_one_line_not_success(tmp_path
     result = invoke(["crd", str(operator), "--out", str(out)])
 
     assert result.exit_code == 2
-    assert result.stderr == f"Error: cannot load {operator}: it exited (SystemExit {status}) while importing\n"
+    assert result.stderr == (
+        f"Error: {operator} exited (SystemExit {status}) while importing: "
+        "start anything it runs as a script under if __name__ == '__main__':\n"
+    )
     assert not out.exists()

@@ -169,3 +169,20 @@ def test_a_module_that_is_not_there_is_named(
 
     with pytest.raises(errors.ConfigurationError, match=f"^no module named '{name}'$"):
         loader.load_module(name, as_module=True)
+
+
+def test_a_module_that_exits_while_importing_says_so(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SystemExit passed through the loader: okt run ended with the module's status and not a word.
+    package = f"pkg_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    write(tmp_path / package, "__init__.py", "")
+    write(tmp_path / package, "op.py", "import sys\nsys.exit(2)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(f"{package}.op", as_module=True)
+
+    assert str(raised.value) == (
+        f"module {package}.op exited (SystemExit 2) while importing: "
+        "start anything it runs as a script under if __name__ == '__main__':"
+    )

@@ -160,12 +160,37 @@ def _token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | Non
     return None
 
 
+def _read_kubeconfig(filename: str) -> pykube.KubeConfig:
+    """pykube's ``KubeConfig.from_file``, refusing first a file that holds no kubeconfig at all.
+
+    Why: pykube said ``argument of type 'NoneType' is not iterable`` of an empty file, and a YAML list or a string
+    went on to be told to choose a context with --context.
+
+    Raises:
+        ValueError: the file is empty or not a mapping (its message says which).
+    """
+    path = pathlib.Path(filename).expanduser()
+    if not path.is_file():
+        raise pykube.exceptions.PyKubeError(f"Configuration file {filename} not found")
+    doc = yaml.safe_load(path.read_text())
+    if doc is None:
+        raise ValueError("the file is empty: it holds no kubeconfig")
+    if not isinstance(doc, dict):
+        held = "a list" if isinstance(doc, list) else "a single value"  # not quoted: it may be a credential
+        raise ValueError(f"it holds {held}, not a kubeconfig (a mapping of clusters, users and contexts)")
+    config = pykube.KubeConfig(doc)
+    config.filepath = path  # relative certificate paths are read from the kubeconfig's folder, as kubectl does
+    return config
+
+
 def _unusable_context(config: pykube.KubeConfig) -> str | None:
     """Why the kubeconfig's current context cannot be used, as kubectl would say it (None: it can).
 
     Why: pykube reads a context that names a user the file does not define as no user at all — every request would
     go out anonymously — and says only ``'name'`` (a KeyError) for a context or cluster that is not there.
     """
+    if not config.doc.get("contexts"):
+        return "it defines no context: add one (kubectl config set-context)"
     try:
         name = config.current_context
     except pykube.exceptions.PyKubeError:
@@ -529,11 +554,11 @@ class Client:
         """
         try:
             if path is not None:
-                config = pykube.KubeConfig.from_file(str(path))
+                config = _read_kubeconfig(str(path))
             elif os.environ.get("KUBECONFIG"):
-                config = pykube.KubeConfig.from_file(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+                config = _read_kubeconfig(os.environ["KUBECONFIG"].split(os.pathsep)[0])
             elif pathlib.Path("~/.kube/config").expanduser().exists():
-                config = pykube.KubeConfig.from_file(str(pathlib.Path("~/.kube/config").expanduser()))
+                config = _read_kubeconfig(str(pathlib.Path("~/.kube/config").expanduser()))
             else:
                 return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit)
             if context:

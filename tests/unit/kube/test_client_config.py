@@ -48,3 +48,32 @@ def test_a_context_without_a_user_is_anonymous_as_kubectl_has_it(tmp_path: pathl
     path.write_text(KUBECONFIG + "- {name: nobody, context: {cluster: c}}\ncurrent-context: nobody\n")
 
     assert kube_client.Client.from_kubeconfig(path).credential_headers() == {"User-Agent": "okt"}
+
+
+NOT_A_MAPPING = "not a kubeconfig (a mapping of clusters, users and contexts)"
+NO_CONTEXT = "it defines no context: add one (kubectl config set-context)"
+
+
+@pytest.mark.parametrize(
+    ("text", "context", "reason"),
+    [
+        ("", None, "the file is empty: it holds no kubeconfig"),
+        ("# nothing yet\n", "x", "the file is empty: it holds no kubeconfig"),
+        ("- a\n- b\n", None, f"it holds a list, {NOT_A_MAPPING}"),
+        ("https://127.0.0.1:6443\n", "x", f"it holds a single value, {NOT_A_MAPPING}"),
+        ("apiVersion: v1\nkind: Config\n", None, NO_CONTEXT),
+        ("apiVersion: v1\nkind: Config\ncontexts: []\n", "x", NO_CONTEXT),
+    ],
+)
+def test_a_file_that_holds_no_kubeconfig_is_refused_saying_so(
+    tmp_path: pathlib.Path, text: str, context: str | None, reason: str
+) -> None:
+    # pykube's words were "argument of type 'NoneType' is not iterable" for an empty file, and a list, a string or a
+    # file without contexts were told to choose a context with --context.
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig(path, context=context)
+
+    assert str(raised.value) == f"cannot load kubeconfig from {path}: {reason}"

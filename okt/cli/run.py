@@ -82,6 +82,20 @@ def _lease_name(value: str | None) -> str | None:
     return value
 
 
+def _namespace_name(value: str) -> str:
+    """A ``--namespace`` or ``--lease-namespace`` as the API server would take it, or one line saying why not.
+
+    Why: the API server refuses every list, watch and Lease of a namespace it cannot name (``Team_A``), and the
+    informers and the elector asked again for ever, the operator serving nothing.
+    """
+    if not crd.DNS_LABEL.fullmatch(value):
+        raise click.BadParameter(
+            f"{value!r} is not a namespace name: lowercase letters, digits and '-', starting and ending with a letter "
+            "or digit, at most 63 characters"
+        )
+    return value
+
+
 def _check_permissions(
     client: kube_client.Client,
     reconcilers: Sequence[type[Any]],
@@ -251,7 +265,14 @@ def _webhook_options(
     help="Run only this reconciler of the file or module: its class name, or its kind as kubectl names it "
     "(Memcached, deploy, memcacheds.cache.example.com).",
 )
-@click.option("-n", "--namespace", "namespaces", multiple=True, help="Watch this namespace (repeatable).")
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    callback=lambda _ctx, _param, value: tuple(map(_namespace_name, value)),
+    help="Watch this namespace (repeatable).",
+)
 @click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace (the default without -n).")
 @click.option("-l", "--selector", help="Only reconcile primary objects matching this label selector.")
 @click.option(
@@ -271,6 +292,7 @@ def _webhook_options(
 @click.option(
     "--lease-namespace",
     default=None,
+    callback=lambda _ctx, _param, value: None if value is None else _namespace_name(value),
     help="Namespace of the Lease (default: the pod's own namespace, else the first watched one).",
 )
 @click.option(

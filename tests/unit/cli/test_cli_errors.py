@@ -143,3 +143,20 @@ def test_an_operator_file_that_exits_while_importing_is_one_line(
         f"Error: {operator} exited (SystemExit {code}) while importing: "
         "start anything it runs as a script under if __name__ == '__main__':"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "shown", "value"),
+    [
+        (("-n", "default", "-n", "Team_A"), "'-n' / '--namespace'", "Team_A"),
+        (("--namespace", "team-a."), "'-n' / '--namespace'", "team-a."),
+        (("-n", "n" * 64), "'-n' / '--namespace'", "n" * 64),
+        (("--lease-namespace", "ops\n"), "'--lease-namespace'", "ops\n"),
+    ],
+)
+def test_a_namespace_the_api_server_refuses_is_a_usage_error(args: tuple[str, ...], shown: str, value: str) -> None:
+    # The informers and the elector were refused by the API server and asked again for ever.
+    code, out = invoke("run", "x.py", *args)
+    assert code == 2
+    assert f"Invalid value for {shown}: {value!r} is not a namespace name" in out
+    assert "Traceback" not in out

@@ -8,7 +8,7 @@ import os
 import pathlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -20,7 +20,7 @@ from okt.codegen import crd, rbac
 from okt.codegen import errors as codegen_errors
 from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
-from okt.kube import selectors
+from okt.kube import kinds, selectors
 from okt.reconciler import loader
 from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
@@ -60,6 +60,25 @@ def _server_version(client: kube_client.Client) -> str:
             time.sleep(delay)
         except errors.ApiError as exc:
             raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
+
+
+def _discovery(connect: Callable[[], kube_client.Client]) -> Callable[[str], kinds.Kind]:
+    """``--reconciler``'s lookup of a kind as kubectl names it, through the client ``connect`` makes, once the API
+    server answered (:func:`_server_version`).
+
+    Why: a kubeconfig that does not load or a server that does not answer is the start's failure, said as at any
+    start; reported by the loader, it read as a name the operator lacks ("has no reconciler named 'xs': cannot load
+    kubeconfig ..."), or as one refused discovery request, never retried.
+    """
+
+    def resolve(name: str) -> kinds.Kind:
+        try:
+            _server_version(connect())
+        except errors.OktError as exc:
+            raise click.ClickException(str(exc)) from exc
+        return connect().resolve_name(name)
+
+    return resolve
 
 
 def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
@@ -424,7 +443,7 @@ def run_command(
         )
         # --reconciler also takes the kind as kubectl names it (deploy, memcacheds.cache.example.com): discovery.
         reconcilers = loader.reconcilers_of(
-            loaded, module or target or "", only=reconciler_name, resolve=lambda name: connect().resolve_name(name)
+            loaded, module or target or "", only=reconciler_name, resolve=_discovery(connect)
         )
         startups, cleanups = hooks.collect(loaded)
         client = connect()

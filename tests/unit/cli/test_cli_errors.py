@@ -160,3 +160,35 @@ def test_a_namespace_the_api_server_refuses_is_a_usage_error(args: tuple[str, ..
     assert code == 2
     assert f"Invalid value for {shown}: {value!r} is not a namespace name" in out
     assert "Traceback" not in out
+
+
+def test_a_reconciler_name_asked_of_a_cluster_that_cannot_be_reached_says_why_not_that_the_name_is_wrong(
+    tmp_path: pathlib.Path,
+) -> None:
+    # "GET /api -> no response (Unavailable)", asked once: the start's retries and its words were skipped.
+    operator = tmp_path / "four_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    code, out = invoke("run", str(operator), "--reconciler", "xs.x.io", "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert out.strip().splitlines()[-1].startswith("Error: cannot reach the Kubernetes API server: ")
+
+
+def test_a_reconciler_name_with_a_kubeconfig_that_does_not_load_says_why_not_that_the_name_is_wrong(
+    tmp_path: pathlib.Path,
+) -> None:
+    # "has no reconciler named 'xs.x.io': cannot load kubeconfig ...": the name blamed for the kubeconfig's fault.
+    operator = tmp_path / "five_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncontexts: [{name: x, context: {}}]\n")
+    code, out = invoke("run", str(operator), "--reconciler", "xs.x.io", "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert out.strip() == (
+        f"Error: cannot load kubeconfig from {kubeconfig}: it sets no current-context: choose one with --context"
+    )

@@ -87,6 +87,11 @@ def is_label_key(key: str) -> bool:
     return bool(_KEY.match(key)) and len(key) <= 317
 
 
+_NO_KEY = re.compile(r"[\s()=!<>]")
+"""What no label key holds and every other form of term does: a term with it that no form read is no term at all."""
+_FORMS = "write k=v, k!=v, k in (a, b), k notin (a, b), k, !k, k>n or k<n"
+
+
 def _term(term: str, selector: str) -> tuple[str, str, frozenset[str]]:
     """One term of ``selector`` as (operator, key, values)."""
     if found := _SET_TERM.match(term):
@@ -98,6 +103,9 @@ def _term(term: str, selector: str) -> tuple[str, str, frozenset[str]]:
         key, values = found.group(1), frozenset({found.group(3).strip()})
     else:
         op, key, values = "", term, frozenset()
+    if op in ("", "!") and _NO_KEY.search(key):
+        # Read as a bare key only because no form matched: a parenthesis missing, an operator misspelt.
+        raise ValueError(f"label selector {selector!r}: {term!r} is not a term the API server reads: {_FORMS}")
     if not is_label_key(key):
         raise ValueError(f"label selector {selector!r}: {term or 'an empty term'!r}: {key!r} is not a label key")
     for value in values:

@@ -118,3 +118,15 @@ def test_a_selector_string_becomes_the_label_selector_that_selects_at_least_what
 def test_a_selector_the_api_server_refuses_has_no_label_selector() -> None:
     with pytest.raises(ValueError, match="'app:web'"):
         selectors.label_selector("app:web")
+
+
+@pytest.mark.parametrize("selector", ["app in (web", "app notin web", "app in web, api", "!app=web"])
+def test_a_term_no_form_reads_is_named_as_such_not_as_a_label_key(selector: str) -> None:
+    # "'app in (web' is not a label key": the key blamed for a missing parenthesis or a misspelt operator.
+    term = selector.partition(", ")[0]
+    with pytest.raises(ValueError) as raised:
+        selectors.matcher(selector)
+    assert str(raised.value) == (
+        f"label selector {selector!r}: {term!r} is not a term the API server reads: write k=v, k!=v, k in (a, b), "
+        "k notin (a, b), k, !k, k>n or k<n"
+    )

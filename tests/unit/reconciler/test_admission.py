@@ -323,7 +323,7 @@ def test_a_cluster_scoped_object_is_in_every_scopes_namespaces() -> None:
 
 
 def test_a_scope_refuses_a_selector_the_api_server_cannot_read() -> None:
-    with pytest.raises(ValueError, match="is not a label key"):
+    with pytest.raises(ValueError, match="'release in one' is not a term the API server reads"):
         admission.Scope(label_selector="release in one")
 
 

@@ -7,6 +7,7 @@ import gc
 import os
 import pathlib
 import re
+import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,24 @@ UNREACHABLE_ATTEMPTS = 3
 """Tries of the first request when no answer comes at all (refused or reset): a wrong address fails in seconds."""
 
 
+def _failed_tls(exc: BaseException) -> bool:
+    """Whether ``exc`` comes of TLS failing: a server certificate the CA does not verify, a CA that is no certificate.
+
+    The transport's own exception is the cause of okt's (or, through requests, the reason of what it wrapped).
+    """
+    pending: list[object] = [exc]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        if isinstance(current, ssl.SSLError):
+            return True
+        seen.add(id(current))
+        pending += [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+    return False
+
+
 def _server_version(client: kube_client.Client) -> str:
     """The API server's version, asked again with backoff while the failure is transient.
 
@@ -49,6 +68,11 @@ def _server_version(client: kube_client.Client) -> str:
         try:
             return client.server_version()
         except (errors.ServerError, errors.TooManyRequests, errors.Unavailable) as exc:
+            if _failed_tls(exc):  # the same certificate fails the same way at every try
+                raise errors.ConfigurationError(
+                    f"cannot reach the Kubernetes API server: {exc}: TLS failed: check the certificate authority the "
+                    "kubeconfig (or the in-cluster ca.crt) gives for this server"
+                ) from exc
             failures += 1
             unreachable += isinstance(exc, errors.Unavailable)
             delay = STARTUP_BACKOFF.delay(failures)

@@ -1,0 +1,48 @@
+"""``okt run`` against an API server whose certificate the kubeconfig's CA does not verify stops at once in one line."""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from okt.testing import envtest
+
+pytestmark = pytest.mark.integration
+
+OPERATOR = "import okt\nclass Maps(okt.Reconciler):\n    api_version = 'v1'\n    kind = 'ConfigMap'\n"
+NOT_PEM = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKf\n-----END CERTIFICATE-----\n").decode()
+
+
+@pytest.mark.parametrize(
+    ("authority", "said"),
+    [({}, "CERTIFICATE_VERIFY_FAILED"), ({"certificate-authority-data": NOT_PEM}, "PEM lib")],
+    ids=["another-ca", "not-a-certificate"],
+)
+def test_a_certificate_that_does_not_verify_stops_okt_run_with_one_line_not_retried(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path, authority: dict[str, str], said: str
+) -> None:
+    config = yaml.safe_load(pathlib.Path(control_plane.kubeconfig).read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"] = {"server": cluster["cluster"]["server"], **authority}
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    operator = tmp_path / "tls_operator.py"
+    operator.write_text(OPERATOR)
+    argv = [sys.executable, "-m", "okt.cli.main", "run", str(operator), "--kubeconfig", str(kubeconfig)]
+    argv += ["--metrics-bind-address", "0", "--log-format", "json"]
+
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+
+    # Each failed try was retried with a warning, as if the server were restarting, and the line said nothing to do.
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith("Error: cannot reach the Kubernetes API server: GET /version -> no response (Unavailable): ")
+    assert said in line
+    assert line.endswith(
+        ": TLS failed: check the certificate authority the kubeconfig (or the in-cluster ca.crt) gives for this server"
+    )

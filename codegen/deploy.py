@@ -41,7 +41,11 @@ the Deployment's ``okt run --webhook-cert-dir`` reads it).
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -463,17 +467,55 @@ def webhook_definitions(operator: Operator, deployment_name: str) -> list[dict[s
 
 
 def write(files: dict[str, str], out_dir: Path) -> list[Path]:
-    """Write ``files`` under ``out_dir``; return the paths written, in order."""
-    written: list[Path] = []
+    """Write ``files`` under ``out_dir``, all of them or none; return the paths written, in order.
+
+    Each file is written first beside its place under a temporary name, then all are moved into place: a file that
+    cannot be written (a file where its folder goes, a folder where it goes, a full disk) leaves the tree as it was —
+    not half new, half old, for kustomize or OLM to take as a whole. The folders made for it are removed again.
+
+    Raises:
+        CodegenError: ``cannot write <path>: <why>``, naming the path in the way.
+    """
+    made: list[Path] = []
+    staged: list[tuple[Path, Path]] = []
     try:
         for relative, text in files.items():
             path = out_dir / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+            _make_folder(path.parent, made)
+            if path.is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            staged.append((Path(name), path))
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.chmod(name, 0o644)
+        for temporary, path in staged:
+            os.replace(temporary, path)
     except OSError as exc:
+        for temporary, _path in staged:
+            temporary.unlink(missing_ok=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise errors.CodegenError(f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}") from exc
-    return written
+    return [path for _temporary, path in staged]
+
+
+def _make_folder(folder: Path, made: list[Path]) -> None:
+    """Make ``folder`` and the missing folders above it, adding each one made to ``made`` (outermost first).
+
+    Raises:
+        NotADirectoryError: a file stands where one of them goes (``mkdir`` would say "File exists" of it).
+    """
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    if not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    for path in reversed(missing):
+        path.mkdir()
+        made.append(path)
 
 
 def _subject_namespace(name: str) -> dict[str, Any]:

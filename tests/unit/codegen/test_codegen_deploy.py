@@ -494,3 +494,27 @@ def test_two_reconcilers_of_one_kind_that_would_make_different_crds_are_one_line
 
     with pytest.raises(errors.CodegenError, match="GizmoReconciler and OtherSpecGizmoReconciler make different CRDs"):
         deploy.kustomize_tree(operator)
+
+
+@pytest.mark.parametrize("command", ["deploy", "bundle"])
+def test_okt_gen_deploy_and_bundle_that_cannot_write_every_file_write_none(tmp_path: Path, command: str) -> None:
+    # The files before the one that failed were written: a tree half new, half old, kustomize building a mix of both.
+    out = tmp_path / "config"
+    blocked = {"deploy": "overlays", "bundle": "metadata"}[command]
+    kept = {"deploy": "base/manager.yaml", "bundle": "manifests/toys.example.com_gizmos.yaml"}[command]
+    (out / kept).parent.mkdir(parents=True)
+    (out / kept).write_text("old: text\n")
+    (out / blocked).write_text("not a folder\n")
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = [command, "main.py", "--name", "gizmo-operator", "--image", "gizmo:1", "--out", str(out)]
+    arguments += ["--namespace", "gizmo-system"] if command == "deploy" else ["--version", "1.0.0"]
+
+    result = CliRunner().invoke(group, arguments)
+
+    assert result.exit_code == 2
+    [line] = result.output.splitlines()
+    assert line == f"Error: cannot write {out / blocked}: Not a directory"
+    assert sorted(path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file()) == sorted(
+        [kept, blocked]
+    )
+    assert (out / kept).read_text() == "old: text\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import sys
 import time
@@ -17,17 +18,45 @@ def _state_file() -> pathlib.Path:
     return build.cache_root() / "run" / "state.json"
 
 
-def _running_state() -> dict[str, Any] | None:
-    """The state of the plane ``okt envtest start`` left running, or None — a state whose processes are all gone
-    (the plane died, the machine restarted) is forgotten, not taken for a running plane."""
+def _recorded_state() -> dict[str, Any] | None:
+    """The state ``okt envtest start`` recorded, or None: none recorded, or one that cannot be read (cut short by a
+    start killed while writing it, a full disk), forgotten in one line rather than a traceback at every command."""
     state_file = _state_file()
     if not state_file.exists():
         return None
-    state: dict[str, Any] = json.loads(state_file.read_text())
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        state = None
+    if isinstance(state, dict) and isinstance(state.get("pids"), dict):
+        return state
+    _say(
+        f"okt: the state of the background control plane, {state_file}, cannot be read: forgotten (a plane it "
+        "described may still run: stop its etcd and kube-apiserver by hand)"
+    )
+    state_file.unlink(missing_ok=True)
+    return None
+
+
+def _write_state(state: dict[str, Any]) -> None:
+    """Record ``state`` whole or not at all: written beside the state file, then moved onto it."""
+    state_file = _state_file()
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    written = state_file.with_name(f".{state_file.name}.{os.getpid()}.tmp")
+    written.write_text(json.dumps(state))
+    os.replace(written, state_file)
+
+
+def _running_state() -> dict[str, Any] | None:
+    """The state of the plane ``okt envtest start`` left running, or None — a state whose processes are all gone
+    (the plane died, the machine restarted) is forgotten, not taken for a running plane."""
+    state = _recorded_state()
+    if state is None:
+        return None
     if envtest.detached_running(state):
         return state
     envtest.stop_detached(state, out=_say)  # its directory and node, if any are left
-    state_file.unlink()
+    _state_file().unlink()
     return None
 
 
@@ -63,7 +92,6 @@ def start_command(node: bool) -> None:
     state = _running_state()
     if state is not None:
         raise click.ClickException(f"already running (kubeconfig {state['kubeconfig']}); `okt envtest stop` first")
-    state_file = _state_file()
     plane = envtest.ControlPlane(tie_to_parent=False, node=node, out=_say)
     started = time.monotonic()
     try:
@@ -71,8 +99,7 @@ def start_command(node: bool) -> None:
     except envtest.ControlPlaneError as error:
         raise click.ClickException(str(error)) from error
     state = plane.detach()
-    state_file.parent.mkdir(parents=True, exist_ok=True)
-    state_file.write_text(json.dumps(state))
+    _write_state(state)
     click.echo(f"control plane at {state['url']} (started in {time.monotonic() - started:.1f}s)")
     if plane.node_ready_seconds is not None:
         click.echo(
@@ -85,12 +112,12 @@ def start_command(node: bool) -> None:
 @envtest_group.command("stop")
 def stop_command() -> None:
     """Stop the background control plane started by `okt envtest start`."""
-    state_file = _state_file()
-    if not state_file.exists():
+    state = _recorded_state()
+    if state is None:
         click.echo("no control plane is running", err=True)
         return
-    envtest.stop_detached(json.loads(state_file.read_text()), out=_say)
-    state_file.unlink()
+    envtest.stop_detached(state, out=_say)
+    _state_file().unlink()
     click.echo("control plane stopped")
 
 

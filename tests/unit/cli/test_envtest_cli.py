@@ -58,3 +58,26 @@ def test_a_state_left_by_a_plane_that_is_gone_is_not_taken_for_a_running_one(
     assert "already running" not in result.output
     assert "no control plane is running" in result.output or command[1] == "start"
     assert not (tmp_path / "cache" / "run" / "state.json").exists()
+
+
+@pytest.mark.parametrize("command", [["envtest", "kubeconfig"], ["envtest", "start"], ["envtest", "stop"]])
+@pytest.mark.parametrize("text", ["", '{"pids": {"etcd": 1', "[]"], ids=["empty", "cut-short", "not-a-mapping"])
+def test_a_state_file_that_cannot_be_read_is_forgotten_in_one_line(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, command: list[str], text: str
+) -> None:
+    # A state file cut short (the start killed while writing it, a full disk) was a traceback at every command after.
+    monkeypatch.setenv("OKT_ENVTEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OKT_ENVTEST_ASSETS", str(tmp_path))  # no binaries there: start fails fast, builds nothing
+    state_file = tmp_path / "cache" / "run" / "state.json"
+    state_file.parent.mkdir(parents=True)
+    state_file.write_text(text)
+
+    result = CliRunner().invoke(cli_main.cli, command)
+
+    assert not isinstance(result.exception, Exception), result.exception
+    assert result.output.splitlines()[0] == (
+        f"okt: the state of the background control plane, {state_file}, cannot be read: forgotten (a plane it "
+        "described may still run: stop its etcd and kube-apiserver by hand)"
+    )
+    assert "no control plane is running" in result.output or command[1] == "start"
+    assert not state_file.exists()

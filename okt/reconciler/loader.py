@@ -28,6 +28,10 @@ def _exited(what: object, exc: SystemExit) -> errors.ConfigurationError:
 
 
 def _import_file(path: pathlib.Path) -> types.ModuleType:
+    if path.is_dir():
+        raise errors.ConfigurationError(
+            f"{path} is a folder, not an operator file: run the .py file in it (main.py, say), or the package with -m"
+        )
     if not path.is_file():
         raise errors.ConfigurationError(f"no such operator file: {path}")
     directory = str(path.parent.resolve())
@@ -36,7 +40,7 @@ def _import_file(path: pathlib.Path) -> types.ModuleType:
     name = f"okt_operator_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise errors.ConfigurationError(f"cannot load {path} as Python")
+        raise errors.ConfigurationError(f"cannot load {path} as Python: an operator file's name ends in .py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -68,7 +72,8 @@ def _import_module(name: str) -> types.ModuleType:
 
 
 def _is_file_target(target: str, as_module: bool) -> bool:
-    return not as_module and (target.endswith(".py") or "/" in target)
+    # A file that is there is the file meant, whatever its name: read as a module, it was "no module named 'op.txt'".
+    return not as_module and (target.endswith(".py") or "/" in target or pathlib.Path(target).is_file())
 
 
 def shadowed_stdlib_module(target: str, *, as_module: bool = False) -> str | None:

@@ -192,3 +192,24 @@ def test_a_reconciler_name_with_a_kubeconfig_that_does_not_load_says_why_not_tha
     assert out.strip() == (
         f"Error: cannot load kubeconfig from {kubeconfig}: it sets no current-context: choose one with --context"
     )
+
+
+def test_a_folder_given_as_the_operator_file_is_named_as_a_folder(tmp_path: pathlib.Path) -> None:
+    # "no such operator file": the folder is there, and the line said it was not.
+    code, out = invoke("run", str(tmp_path))
+    assert code == 1
+    assert out.strip() == (
+        f"Error: {tmp_path} is a folder, not an operator file: run the .py file in it (main.py, say), or the package "
+        "with -m"
+    )
+
+
+def test_an_operator_file_without_the_py_suffix_is_named_as_a_file(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "no module named 'my_operator.txt'": the file is there, and the line spoke of a module.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_operator.txt").write_text("import okt\n")
+    code, out = invoke("run", "my_operator.txt")
+    assert code == 1
+    assert out.strip() == "Error: cannot load my_operator.txt as Python: an operator file's name ends in .py"

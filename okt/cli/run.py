@@ -441,6 +441,9 @@ def run_command(
         raise click.UsageError("--all-namespaces and --namespace exclude each other")
     if burst is not None and qps is None:
         raise click.UsageError("--burst needs --qps")
+    if not leader_elect and (lease_name or lease_namespace):
+        option = "--lease-name" if lease_name else "--lease-namespace"
+        raise click.UsageError(f"{option} needs --leader-elect (without it no Lease is taken)")
     if webhook_cert_dir and webhook_secret:
         raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
     if webhook_configuration and not webhook_service:

@@ -213,3 +213,12 @@ def test_an_operator_file_without_the_py_suffix_is_named_as_a_file(
     code, out = invoke("run", "my_operator.txt")
     assert code == 1
     assert out.strip() == "Error: cannot load my_operator.txt as Python: an operator file's name ends in .py"
+
+
+@pytest.mark.parametrize("option", [("--lease-name", "shop-operator"), ("--lease-namespace", "operators")])
+def test_a_lease_option_without_leader_election_is_a_usage_error(option: tuple[str, str]) -> None:
+    # The option was ignored: the operator ran without a Lease, and a second replica reconciled beside the first.
+    code, out = invoke("run", "x.py", *option)
+    assert code == 2
+    assert f"Error: {option[0]} needs --leader-elect (without it no Lease is taken)" in out
+    assert "Traceback" not in out

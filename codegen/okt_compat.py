@@ -32,7 +32,8 @@ SWITCHES = {"list": "--list", "h": "--help", "help": "--help"}
 
 
 def translate(arguments: Sequence[str]) -> list[str]:
-    """OKT-style arguments -> ``okt gen resource`` arguments (unknown dashes are left for click to report)."""
+    """OKT-style arguments -> ``okt gen resource`` arguments (unknown flags are left for click to report, a long one
+    double-dashed so it is reported whole)."""
     translated: list[str] = []
     for index, argument in enumerate(arguments):
         if argument == "--":
@@ -44,6 +45,10 @@ def translate(arguments: Sequence[str]) -> list[str]:
             translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
         elif name in SWITCHES and not has_value:
             translated.append(SWITCHES[name])
+        elif not argument.startswith("--") and len(name) > 1:
+            # An unknown Go flag is one flag: left single-dashed, click read "-typo" as -t -y -p -o, "No such option
+            # '-t'". Double-dashed, it is named whole, with the option meant.
+            translated.append(f"-{argument}")
         else:
             translated.append(argument)
     return translated

@@ -34,7 +34,8 @@ GOLDEN = Path(__file__).parent / "golden"
         pytest.param(["-list"], ["--list"], id="list"),
         pytest.param(["-h"], ["--help"], id="short-help"),
         pytest.param(["-help"], ["--help"], id="go-help"),
-        pytest.param(["-colour=red"], ["-colour=red"], id="unknown-left-for-click"),
+        pytest.param(["-colour=red"], ["--colour=red"], id="unknown-left-for-click-as-one-option"),
+        pytest.param(["-x", "-colour", "red"], ["-x", "--colour", "red"], id="unknown-short-left-as-it-is"),
         pytest.param(["-type=Pod", "--", "-odd-name.yaml"], ["--type=Pod", "--", "-odd-name.yaml"], id="after-dashes"),
     ],
 )
@@ -79,3 +80,12 @@ def test_okt_spelling_errors_are_one_line_with_exit_status_2(
 def test_okt_spelling_lists_the_dictionary(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["-list"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("KIND")
+
+
+@pytest.mark.parametrize(("argument", "named"), [("-typo=ConfigMap", "--typo"), ("-verison", "--verison")])
+def test_a_misspelt_okt_flag_is_named_whole_with_the_flag_meant(
+    argument: str, named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Click read "-typo" as the short options -t -y -p -o and said "No such option '-t'": a flag nobody wrote.
+    assert run([argument, "-kind=MyKind", "m.yaml"]) == 2
+    assert capsys.readouterr().err.startswith(f"Error: No such option '{named}'. Did you mean '--")

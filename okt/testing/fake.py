@@ -176,13 +176,26 @@ class FakeClient(kube_client.Client):
         """Every stored object (of ``kind``, in ``namespace``) — not counted in :attr:`stats`. Sorted by kind, then as
         the API server lists them: by ``namespace/name`` as text, the key of the object in etcd (``ns-b/x`` comes
         before ``ns/x``)."""
+        return self._select(kind, namespace)
+
+    def _select(
+        self,
+        kind: kinds_mod.Kind | None,
+        namespace: str | None,
+        labels: Callable[[Mapping[str, str]], bool] | None = None,
+    ) -> list[dict[str, Any]]:
+        """:meth:`objects`, of those whose labels ``labels`` accepts: each object chosen before it is copied (a list
+        by label selector among many objects copied every one of them, then threw most away)."""
         with self._lock:
-            return [
-                copy.deepcopy(obj)
-                for key, obj in sorted(self._objects.items(), key=lambda item: (*item[0][:2], "/".join(item[0][2:])))
+            chosen = [
+                (key, obj)
+                for key, obj in self._objects.items()
                 if (kind is None or key[:2] == (kind.api_version, kind.kind))
                 and (namespace is None or key[2] == namespace)
+                and (labels is None or labels((obj.get("metadata") or {}).get("labels") or {}))
             ]
+            chosen.sort(key=lambda item: (*item[0][:2], "/".join(item[0][2:])))
+            return [copy.deepcopy(obj) for _, obj in chosen]
 
     def fail(
         self, verb: str, resource: str, error: errors.ApiError | Callable[[], errors.ApiError], times: int = 1
@@ -244,11 +257,7 @@ class FakeClient(kube_client.Client):
                 wanted = selectors.matcher(label_selector)
             except ValueError as exc:  # what the API server says of a selector it cannot read
                 raise _error(400, "BadRequest", f"unable to parse requirement: {exc}") from None
-            items = [
-                obj
-                for obj in self.objects(kind, namespace if kind.namespaced else None)
-                if wanted((obj.get("metadata") or {}).get("labels") or {})
-            ]
+            items = self._select(kind, namespace if kind.namespaced else None, wanted)
             version = str(next(self._version))
         yield items, version
 

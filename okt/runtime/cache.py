@@ -255,8 +255,9 @@ class Cache:
         for informer in informers:
             informer.stop()
 
-    def progress(self, kind: kinds.Kind) -> tuple[Callable[[], int], Callable[[], bool]]:
-        """How far the sync of ``kind`` is: a count of its stored objects, and whether every informer has listed."""
+    def progress(self, kind: kinds.Kind) -> tuple[Callable[[], int], Callable[[], bool], Callable[[], bool]]:
+        """How far the sync of ``kind`` is: a count of its stored objects, whether every informer has listed, and
+        whether the API server still serves it (see :meth:`unserved`)."""
 
         def stored() -> int:
             return sum(len(i) for i in self.informers(kind))
@@ -264,7 +265,10 @@ class Cache:
         def synced() -> bool:
             return all(i.has_synced.is_set() for i in self.informers(kind))
 
-        return stored, synced
+        def served() -> bool:
+            return all(i.served for i in self.informers(kind))
+
+        return stored, synced, served
 
     def informers(self, kind: kinds.Kind) -> list[informer_mod.Informer]:
         """The informers of ``kind`` (empty when it is not watched)."""

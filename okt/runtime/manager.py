@@ -27,9 +27,10 @@ Guarantees:
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
-  and — with leader election — this replica leads or is a healthy standby, and ``503`` naming them while the API
-  server does not serve one of the watched kinds any more (its CRD deleted, or its version no longer served: the
-  informer lists it again with backoff, and ``/readyz`` is ``200`` again once it is back);
+  and — with leader election — this replica leads or is a healthy standby; a watched kind the API server stops
+  serving afterwards (its CRD deleted, or its version no longer served: the informer lists it again with backoff)
+  leaves it ``200``, its body naming the kind until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod
+  still serves every other kind, and its webhooks;
 * with ``tune_memory`` (the default) the process's malloc arenas are capped before any thread starts and freed memory
   is returned to the system once a burst of reconciles is over (:mod:`okt.runtime.memory`).
 """
@@ -222,8 +223,14 @@ class Manager:
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
-        """``/readyz``: caches synced, every watched kind served and, with leader election, leading or a healthy
-        standby."""
+        """``/readyz``: caches synced and, with leader election, leading or a healthy standby.
+
+        Returns ``(ready, reason)``; ready with a reason other than ``"ok"`` names the watched kinds the API server
+        stopped serving after the caches synced. Readiness says whether this pod can serve: a kind gone from the API
+        (its CRD deleted, its version no longer served) leaves every other kind reconciled and every webhook served,
+        and a pod taken out of its Service's endpoints for it would refuse the webhooks of every kind, perhaps the
+        conversion webhook the CRD needs to be served again.
+        """
         healthy, reason = self.health()
         if not healthy:
             return False, reason
@@ -231,12 +238,12 @@ class Manager:
         # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
         if self.cache is None or not self._assembled or not self.cache.synced:
             return False, "caches not synced"
+        if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
+            return False, "leader election cannot reach the lease"
         unserved = self.cache.unserved()
         if unserved:
             named = ", ".join(f"{kind.kind} in {kind.api_version}" for kind in unserved)
-            return False, f"the API server does not serve {named} any more"
-        if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
-            return False, "leader election cannot reach the lease"
+            return True, f"the API server does not serve {named} any more"
         return True, "ok"
 
     # -- lifecycle -----------------------------------------------------------------------------------------------

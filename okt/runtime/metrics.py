@@ -25,8 +25,9 @@ Guarantees:
 * every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
 * the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
   server never keeps the process alive; ``stop()`` closes the socket;
-* ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds; otherwise
-  ``503`` with a one-line reason; anything else is ``404``.
+* ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
+  (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
+  ``404``.
 
 Bind addresses: ``"host:port"`` (``":8080"`` is every IPv4 interface, ``"[::]:8080"`` every IPv6 one, port ``0``
 picks a free one — see :attr:`ProbeServer.port`), or ``"0"`` to disable the server.
@@ -267,6 +268,13 @@ class Metrics:
             ("kind",),
             registry=self.registry,
         )
+        self.kind_served = prometheus_client.Gauge(
+            "okt_kind_served",
+            "1 while the API server serves the kind, 0 once its list or watch is answered not found or not allowed "
+            "(its CRD deleted, its version no longer served) until it is listed again.",
+            ("kind",),
+            registry=self.registry,
+        )
         self._controller_runtime(self.registry)
         self._api: ApiRequestsCollector | None = None
 
@@ -361,10 +369,14 @@ class Metrics:
         """Export ``okt_timer_calls_overdue{controller}`` as ``overdue()`` at scrape time."""
         self.timer_calls_overdue.labels(controller=controller).set_function(lambda: float(overdue()))
 
-    def track_sync(self, kind: str, stored: Callable[[], int], synced: Callable[[], bool]) -> None:
-        """Export the sync progress of ``kind``: ``okt_cache_objects`` and ``okt_cache_synced`` at scrape time."""
+    def track_sync(
+        self, kind: str, stored: Callable[[], int], synced: Callable[[], bool], served: Callable[[], bool]
+    ) -> None:
+        """Export the sync progress of ``kind`` at scrape time: ``okt_cache_objects``, ``okt_cache_synced`` and
+        ``okt_kind_served``."""
         self.cache_objects.labels(kind=kind).set_function(lambda: float(stored()))
         self.cache_synced.labels(kind=kind).set_function(lambda: float(synced()))
+        self.kind_served.labels(kind=kind).set_function(lambda: float(served()))
 
     def watch_client(self, client: kube_client.Client) -> None:
         """Export ``okt_api_requests_total`` from ``client`` (once; later calls are ignored)."""
@@ -485,7 +497,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path in ("/healthz", "/readyz"):
             check = self.server.healthy if path == "/healthz" else self.server.ready
             ok, reason = _probe(check)
-            self._send(200 if ok else 503, (b"ok" if ok else f"not ready: {reason}".encode()), "text/plain")
+            # Ready with a note (a kind the API server stopped serving) says so after the "ok".
+            noted = "ok" if reason == "ok" else f"ok ({reason})"
+            body = noted if ok else f"not ready: {reason}"
+            self._send(200 if ok else 503, body.encode(), "text/plain")
         else:
             self._send(404, b"not found", "text/plain")
 

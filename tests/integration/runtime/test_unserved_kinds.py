@@ -11,6 +11,8 @@ import secrets
 import subprocess
 import sys
 import types
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -378,35 +380,78 @@ def _not_served_lines(logged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [entry for entry in logged if "does not serve the kind" in str(entry.get("event"))]
 
 
-def test_a_crd_deleted_under_a_running_operator_makes_it_unready_until_created_again_then_its_objects_reconcile(
+def _probe(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _served_sample(probes_url: str, kind: kinds.Kind) -> str | None:
+    """The value of ``okt_kind_served`` for ``kind`` on ``/metrics``, as written there."""
+    prefix = f'okt_kind_served{{kind="{kind}"}} '
+    body = _probe(f"{probes_url}/metrics")[1]
+    return next((line.removeprefix(prefix) for line in body.splitlines() if line.startswith(prefix)), None)
+
+
+def _recording_config_maps(seen: list[str]) -> type[okt.Reconciler]:
+    def enter_in_state(self: okt.Reconciler, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.CRChecker:
+            seen.append(ctx.cr.name)
+
+    return types.new_class(
+        "Settings",
+        (okt.Reconciler,),
+        exec_body=lambda body: body.update(api_version="v1", kind="ConfigMap", enter_in_state=enter_in_state),
+    )
+
+
+def test_a_crd_deleted_under_a_running_operator_leaves_it_ready_naming_the_kind_until_created_again(
     kube: kube_client.Client, namespace: str
 ) -> None:
+    # Readiness takes a pod out of its Service's endpoints: every webhook of every kind it serves would be refused
+    # (failurePolicy Fail), and every other kind goes on being reconciled. One kind gone is reported, not an outage.
     group = f"gone{secrets.token_hex(4)}.okt.io"
     crd = crds.schemaless_crd(group, "Widget", "widgets")
     name = crd["metadata"]["name"]
     kind = crds.ensure_crd(kube, crd)
     seen: list[tuple[str, str]] = []
+    settings: list[str] = []
+    reconcilers = [_recording_reconciler(group, "v1", seen), _recording_config_maps(settings)]
     try:
         first = _widget(kube, kind, namespace, "first")
         with (
             structlog.testing.capture_logs() as logged,
-            RunningOperator.start(kube, _recording_reconciler(group, "v1", seen), namespaces=[namespace]) as running,
+            RunningOperator.start(kube, reconcilers, namespaces=[namespace], metrics_bind="127.0.0.1:0") as running,
         ):
+            assert running.manager.probes is not None
+            url = running.manager.probes.url
             wait_for(lambda: ("first", first) in seen, message="the first widget reconciled")
+            served_before = _served_sample(url, kind)
             kube.delete(kinds.CRD, name)
             wait_for(lambda: kube.get_or_none(kinds.CRD, name) is None, message=f"CRD {name} gone")
-            wait_for(lambda: not running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
-            unready = running.manager.readiness()
+            wait_for(lambda: _probe(f"{url}/readyz") != (200, "ok"), message="the Widgets reported unserved")
+            unserved, served_meanwhile = _probe(f"{url}/readyz"), _served_sample(url, kind)
+            other = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "other-kind", "namespace": namespace},
+            }
+            kube.create(other, kinds.CONFIG_MAP)
+            wait_for(lambda: "other-kind" in settings, message="the ConfigMap reconciled while Widgets are unserved")
 
             crds.ensure_crd(kube, crd)
             again = _widget(kube, kind, namespace, "first")
             second = _widget(kube, kind, namespace, "second")
             wait_for(lambda: {("first", again), ("second", second)} <= set(seen), message=lambda: str(seen))
-            wait_for(lambda: running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            wait_for(lambda: _probe(f"{url}/readyz") == (200, "ok"), message=lambda: str(_probe(f"{url}/readyz")))
+            served_after = _served_sample(url, kind)
     finally:
         kube.delete(kinds.CRD, name)
 
-    assert unready == (False, f"the API server does not serve Widget in {group}/v1 any more")
+    assert unserved == (200, f"ok (the API server does not serve Widget in {group}/v1 any more)")
+    assert (served_before, served_meanwhile, served_after) == ("1.0", "0.0", "1.0")
     lines = _not_served_lines(logged)
     assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines
 
@@ -436,15 +481,19 @@ def test_a_version_no_longer_served_under_a_running_operator_reconciles_its_obje
         ):
             wait_for(lambda: ("kept", uid) in seen, message="the widget reconciled")
             serve_v2(False)
-            wait_for(lambda: not running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            wait_for(lambda: running.manager.readiness()[1] != "ok", message=lambda: str(running.manager.readiness()))
+            unserved = running.manager.readiness()
             reconciled_before = seen.count(("kept", uid))
             serve_v2(True)
-            wait_for(lambda: running.manager.readiness()[0], message=lambda: str(running.manager.readiness()))
+            wait_for(
+                lambda: running.manager.readiness() == (True, "ok"), message=lambda: str(running.manager.readiness())
+            )
             wait_for(lambda: seen.count(("kept", uid)) > reconciled_before, message=lambda: str(seen))
             assert running.manager.cache is not None
             assert running.manager.cache.informers(v2)[0].get(namespace, "kept") is not None
     finally:
         kube.delete(kinds.CRD, name)
 
+    assert unserved == (True, f"the API server does not serve Widget in {group}/v2 any more")
     lines = _not_served_lines(logged)
     assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines

@@ -132,6 +132,7 @@ def test_metrics_are_served_in_the_prometheus_text_format(serve: Any) -> None:
         ("/healthz", (False, "shutting down"), (True, "ok"), (503, "not ready: shutting down")),
         ("/readyz", (True, "ok"), (True, "ok"), (200, "ok")),
         ("/readyz", (True, "ok"), (False, "caches not synced"), (503, "not ready: caches not synced")),
+        ("/readyz", (True, "ok"), (True, "a kind unserved"), (200, "ok (a kind unserved)")),
         ("/readyz?verbose", (True, "ok"), (True, "ok"), (200, "ok")),
         ("/nope", (True, "ok"), (True, "ok"), (404, "not found")),
     ],
@@ -254,15 +255,16 @@ def test_queue_times_observe_the_wait_and_the_work_and_report_unfinished_work() 
 
 def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> None:
     metrics = metrics_mod.Metrics()
-    depth = {"live": 2, "low": 3, "stored": 0, "synced": False}
+    depth = {"live": 2, "low": 3, "stored": 0, "synced": False, "served": True}
     metrics.track_priorities("c", lambda: (depth["live"], depth["low"]))
-    metrics.track_sync("Gadget", lambda: depth["stored"], lambda: depth["synced"])
-    depth.update(stored=40, synced=True)
+    metrics.track_sync("Gadget", lambda: depth["stored"], lambda: depth["synced"], lambda: depth["served"])
+    depth.update(stored=40, synced=True, served=False)
     body = metrics.exposition().decode()
     assert 'okt_workqueue_depth_by_priority{controller="c",priority="live"} 2.0' in body
     assert 'okt_workqueue_depth_by_priority{controller="c",priority="sweep"} 3.0' in body
     assert 'okt_cache_objects{kind="Gadget"} 40.0' in body
     assert 'okt_cache_synced{kind="Gadget"} 1.0' in body
+    assert 'okt_kind_served{kind="Gadget"} 0.0' in body
 
 
 def test_the_sweep_width_is_read_at_scrape_time() -> None:

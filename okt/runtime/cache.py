@@ -16,7 +16,9 @@ Guarantees:
   reconcile can read any object; only watched kinds are cached);
 * :meth:`Cache.observe` writes okt's own write answers through to the store, if newer; the watch's echo of such a
   write is delivered to every handler but those of its writer (another controller watching the kind learns of it);
-* a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object.
+* a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object;
+* a handler that raises is logged (the kind, the event and the object's name, nothing of its content) and keeps the
+  event from no other handler of the kind: one controller's bug leaves the others sharing the informer informed.
 
 Caveats: the label selector, when set, applies to the kinds started with ``use_selector=True`` (the primary kinds),
 never to children, which do not carry the user's labels; a kind is started with one choice for its lifetime.
@@ -30,10 +32,14 @@ import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import structlog
+
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.runtime import informer as informer_mod
+
+_log = structlog.get_logger(__name__)
 
 #: The index of children by the uid of their controller owner.
 OWNER_INDEX = "owner-uid"
@@ -187,7 +193,7 @@ class Cache:
                 new = list(informers.values())
         # A handler joining a synced kind learns what is already there; later events follow on the informer thread.
         for obj in replay:
-            on_event(informer_mod.ADDED, obj, None)
+            _deliver(kind, on_event, informer_mod.ADDED, obj, None)
         for informer in new:
             informer.start()
 
@@ -205,8 +211,9 @@ class Cache:
             echo = informer_mod.echo_of()
             for handler, writer in handlers:
                 if echo is None or writer is not echo:
-                    handler(event_type, obj, old)
+                    _deliver(kind, handler, event_type, obj, old)
 
+        kind = self._kinds[key]
         return deliver
 
     def on_recovered(self, listener: Callable[[], None]) -> None:
@@ -413,3 +420,25 @@ class Cache:
 
 def _namespace(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _deliver(
+    kind: kinds.Kind,
+    handler: informer_mod.EventHandler,
+    event_type: str,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+) -> None:
+    """Hand one event to one handler; one that raises is logged, and the next handler still gets the event."""
+    try:
+        handler(event_type, obj, old)
+    except Exception as exc:
+        meta = obj.get("metadata") or {}
+        _log.error(
+            "event handler failed",
+            kind=str(kind),
+            event_type=event_type,
+            name=meta.get("name"),
+            namespace=meta.get("namespace"),
+            error=f"{type(exc).__name__}: {exc}",
+        )

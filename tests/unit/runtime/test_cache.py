@@ -267,6 +267,25 @@ def test_every_handler_of_a_kind_gets_every_event_and_a_late_one_gets_a_replay(
     assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "existing"), ("ADDED", "new")]
 
 
+def test_a_handler_that_raises_keeps_no_event_from_the_other_handlers_of_its_kind(
+    api: Any, make_cache: Any, recorder: Any, obj: Obj
+) -> None:
+    # Two controllers sharing a kind's informer: one's bug (a status_view raising on one object) must not keep the
+    # other from hearing of that object.
+    api.put(CM, obj(CM, "existing"))
+    cache = make_cache()
+
+    def broken(event_type: str, changed: dict[str, Any], old: dict[str, Any] | None) -> None:
+        raise KeyError("readyReplicas")
+
+    cache.start(CM, broken)
+    cache.start(CM, recorder)
+    assert cache.wait_for_sync(5)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "new")), namespace=None)
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "existing"), ("ADDED", "new")]
+
+
 def test_synced_waits_for_every_informer(api: Any, make_cache: Any) -> None:
     cache = make_cache(["a", "b"])
     assert cache.synced

@@ -21,8 +21,8 @@ Guarantees:
   primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage collector
   removes, wake nothing) — its addition or deletion at once; a modification only when it changed something outside
   the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a Deployment's
-  readiness counts, not every status rewrite of its controller), and after the reconciler's ``child_change_delay``,
-  so a burst of them is one reconcile;
+  readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and after
+  the reconciler's ``child_change_delay``, so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -90,6 +90,8 @@ _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
 
 #: Metadata that changes with every write and tells nothing about a child's desired state.
 _VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
+
+_log = structlog.get_logger("okt.controller")
 
 DAEMON_STOP_POLL = 0.2
 """Seconds between two looks at a deleted object whose daemons have not returned yet (its finalization waits)."""
@@ -175,6 +177,7 @@ def child_change_matters(
     obj: Mapping[str, Any],
     old: Mapping[str, Any] | None,
     resource_classes: Sequence[type[resource.Resource]],
+    log: structlog.typing.FilteringBoundLogger | None = None,
 ) -> bool:
     """Whether a child's event deserves a reconcile of its owner.
 
@@ -182,6 +185,10 @@ def child_change_matters(
     resource class declares. Otherwise a modification matters to a class when it changed anything outside the status
     (the resourceVersion, managedFields and the class's ``foreign_annotations`` aside: they are never drift) or the
     class's ``status_view``; it deserves a reconcile when it matters to any class declared for the kind.
+
+    A ``status_view`` that raises cannot tell the change is harmless: the change matters (a reconcile is idempotent;
+    dropping it would leave the owner blind to its child), and the failure is logged on ``log`` once, with the
+    child's kind and name, the class and the exception's type (never the object's content).
     """
     if event_type != informer_mod.MODIFIED or old is None or not resource_classes:
         return True
@@ -189,7 +196,20 @@ def child_change_matters(
         foreign = cls.foreign_annotations
         if _outside_status(obj, foreign) != _outside_status(old, foreign):
             return True
-        if cls.status_view(obj) != cls.status_view(old):
+        try:
+            changed = cls.status_view(obj) != cls.status_view(old)
+        except Exception as exc:
+            meta = obj.get("metadata") or {}
+            (log or _log).error(
+                "a status_view failed: the owner is reconciled",
+                kind=f"{obj.get('kind')}.{obj.get('apiVersion')}",
+                namespace=meta.get("namespace"),
+                name=meta.get("name"),
+                resource=cls.__name__,
+                error=type(exc).__name__,
+            )
+            return True
+        if changed:
             return True
     return False
 
@@ -564,7 +584,7 @@ class Controller:
         if not keys:
             return
         classes = self._classes_by_type.get((str(obj.get("apiVersion")), str(obj.get("kind"))), ())
-        if not child_change_matters(event_type, obj, old, classes):
+        if not child_change_matters(event_type, obj, old, classes, self._log):
             return
         for key in keys:
             self._enqueue(key, event_type, obj, self._child_delay if event_type == informer_mod.MODIFIED else 0.0)

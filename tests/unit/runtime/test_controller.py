@@ -509,6 +509,34 @@ def test_a_workloads_status_rewrite_enqueues_nothing_and_a_readiness_change_its_
     assert controller.queue.get(timeout=2) == ("ns", "w")
 
 
+def test_a_child_whose_status_view_raises_wakes_its_owner_and_is_logged_once_by_kind_and_name(
+    offline_client: kube_client.Client, api: Any
+) -> None:
+    # A view that cannot read a child cannot tell the change is harmless: a reconcile (idempotent) is the safe answer.
+    class Fragile(okt.DeploymentResource):
+        @classmethod
+        def status_view(cls, live: Any) -> Any:
+            return live["status"]["readyReplicas"]
+
+    class Owner(Widgets):
+        owns: ClassVar = [Fragile]
+        child_change_delay = 0.0
+
+    ref = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True}
+    before = deployment(metadata__ownerReferences=[ref], metadata__name="web")
+    rewritten = deployment(metadata__ownerReferences=[ref], metadata__name="web", status__unavailableReplicas=7)
+    api.put(WIDGET, owner_w())
+    controller = controller_mod.Controller(Owner, offline_client, cache_mod.Cache(api), reconcile=lambda *a, **k: None)
+    with structlog.testing.capture_logs() as logged:
+        controller.on_child_event("MODIFIED", rewritten, before)
+    assert controller.queue.get(timeout=2) == ("ns", "w")
+    (line,) = [entry for entry in logged if "status_view" in entry["event"]]
+    assert (line["kind"], line["namespace"], line["name"]) == ("Deployment.apps/v1", "ns", "web")
+    assert line["resource"] == "Fragile"
+    assert line["log_level"] == "error"
+    assert "7" not in json.dumps(line, default=str)  # nothing of the object's content
+
+
 def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> None:
     old = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "1", "team": "a"}}}
     new = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "a"}}}

@@ -8,7 +8,8 @@ Guarantees:
 
 * it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
-  not even on a connection the API server kept alive;
+  not even on a connection the API server kept alive; :attr:`WebhookServer.serving` says whether it serves (the
+  manager's ``/readyz`` is ``503`` while it does not);
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout between two reads; a request not answered within :attr:`Options.request_timeout` of its first byte (a
   client trickling a body it never finishes) has its connection cut, so no client holds a thread for ever;
@@ -234,6 +235,12 @@ class WebhookServer:
     def url(self, path: str = "", host: str = "127.0.0.1") -> str:
         """``https://host:port/path``: a ``clientConfig.url`` for an API server on ``host``'s side."""
         return f"https://{host}:{self.port}{path}"
+
+    @property
+    def serving(self) -> bool:
+        """Whether the server accepts connections: started, its thread alive and its socket open (``/readyz``
+        depends on it, as controller-runtime's webhook ``StartedChecker``)."""
+        return self._thread.is_alive() and self._server.socket.fileno() != -1
 
     def start(self) -> None:
         self._thread.start()

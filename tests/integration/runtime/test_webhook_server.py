@@ -8,6 +8,8 @@ import datetime
 import json
 import pathlib
 import secrets
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -269,6 +271,39 @@ def test_a_bad_spec_is_refused_as_the_api_server_refuses_an_invalid_field(
     assert by_kubectl.returncode != 0
     # as kubectl says a field the CRD's schema refuses: the object, then each field and what is wrong with it
     assert by_kubectl.stderr == f'The Gadget "bad" is invalid: spec.image: {refused.value.causes[0].message}\n'
+
+
+def _probe(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_readyz_turns_503_naming_the_webhook_server_once_it_no_longer_serves(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind
+) -> None:
+    # The API server goes on calling a pod that reports ready: one whose webhook server is gone must not.
+    manager = manager_mod.Manager(
+        kube,
+        [Gadgets],
+        namespaces=[namespace],
+        metrics_bind="127.0.0.1:0",
+        grace_period=5,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    manager.start()
+    try:
+        assert manager.probes is not None and manager.webhook_server is not None
+        readyz = f"{manager.probes.url}/readyz"
+        wait_for(lambda: _probe(readyz) == (200, "ok"), timeout=30, message="the operator ready")
+        manager.webhook_server.stop()
+        assert _probe(readyz) == (503, "not ready: the webhook server is not serving")
+        assert manager.health() == (True, "ok")
+    finally:
+        manager.stop()
+        manager.join(10)
 
 
 @pytest.fixture

@@ -26,12 +26,12 @@ Guarantees:
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
-* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins; ``/readyz`` is ``200`` once every cache is synced
-  and — with leader election — this replica leads or is a healthy standby, and while the webhook server (started
-  before the caches, which may need its conversion webhook to sync) serves; a watched kind the API server stops
-  serving afterwards (its CRD deleted, or its version no longer served: the informer lists it again with backoff)
-  leaves it ``200``, its body naming the kind until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod
-  still serves every other kind, and its webhooks;
+* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves;
+  ``/readyz`` is ``200`` while ``/healthz`` is, once every cache is synced and — with leader election — this replica
+  leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
+  version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
+  until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod still serves every other kind, and its
+  webhooks;
 * with ``tune_memory`` (the default) the process's malloc arenas are capped before any thread starts and freed memory
   is returned to the system once a burst of reconciles is over (:mod:`okt.runtime.memory`).
 """
@@ -216,16 +216,23 @@ class Manager:
         return self._lost
 
     def health(self) -> tuple[bool, str]:
-        """``/healthz``: ok while running."""
+        """``/healthz``: ok while running, and while the webhook server (if any) serves.
+
+        A webhook server whose thread ended comes back only with the process: the liveness probe restarts it. Its
+        Service routes to pods that are not ready too (a starting pod serves the conversion its caches wait for), so
+        readiness alone would leave the API server calling the dead server.
+        """
         if not self._started:
             return False, "not started"
         if self._stopping.is_set():
             return False, "shutting down"
+        if self.webhook_server is not None and not self.webhook_server.serving:
+            return False, "the webhook server is not serving"
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
-        """``/readyz``: caches synced, the webhook server (if any) serving and, with leader election, leading or a
-        healthy standby.
+        """``/readyz``: healthy (:meth:`health`: the webhook server, if any, serving), caches synced and, with leader
+        election, leading or a healthy standby.
 
         Returns ``(ready, reason)``; ready with a reason other than ``"ok"`` names the watched kinds the API server
         stopped serving after the caches synced. Readiness says whether this pod can serve: a kind gone from the API
@@ -240,10 +247,6 @@ class Manager:
         # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
         if self.cache is None or not self._assembled or not self.cache.synced:
             return False, "caches not synced"
-        # Started before the caches (a sync may need the operator's own conversion webhook): a server whose thread
-        # died leaves the API server calling a dead endpoint, which a ready pod must not be.
-        if self.webhook_server is not None and not self.webhook_server.serving:
-            return False, "the webhook server is not serving"
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
             return False, "leader election cannot reach the lease"
         unserved = self.cache.unserved()

@@ -281,10 +281,11 @@ def _probe(url: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-def test_readyz_turns_503_naming_the_webhook_server_once_it_no_longer_serves(
+def test_both_probes_turn_503_naming_the_webhook_server_once_it_no_longer_serves(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind
 ) -> None:
-    # The API server goes on calling a pod that reports ready: one whose webhook server is gone must not.
+    # The API server goes on calling a pod that reports ready, and its webhook Service routes to pods not ready too:
+    # a pod whose webhook server is gone must not report ready, and must be restarted (its liveness probe).
     manager = manager_mod.Manager(
         kube,
         [Gadgets],
@@ -296,11 +297,12 @@ def test_readyz_turns_503_naming_the_webhook_server_once_it_no_longer_serves(
     manager.start()
     try:
         assert manager.probes is not None and manager.webhook_server is not None
-        readyz = f"{manager.probes.url}/readyz"
+        readyz, healthz = f"{manager.probes.url}/readyz", f"{manager.probes.url}/healthz"
         wait_for(lambda: _probe(readyz) == (200, "ok"), timeout=30, message="the operator ready")
+        assert _probe(healthz) == (200, "ok")
         manager.webhook_server.stop()
         assert _probe(readyz) == (503, "not ready: the webhook server is not serving")
-        assert manager.health() == (True, "ok")
+        assert _probe(healthz) == (503, "not ready: the webhook server is not serving")
     finally:
         manager.stop()
         manager.join(10)

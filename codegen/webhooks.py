@@ -8,8 +8,8 @@ by hand they drift.
 Two ways to reach the operator:
 
 * **in a cluster** (the default): a Service ``<name>-webhooks`` in the operator's namespace, port 443 to the pods'
-  webhook port (9443, ``okt run --webhook-port``), selecting ``app.kubernetes.io/name: <name>``, ready or not (see
-  :func:`service`); the configurations name it;
+  webhook port (9443, ``okt run --webhook-port``), selecting ``app.kubernetes.io/name: <name>``; the configurations
+  name it;
 * **by URL** (``--url https://127.0.0.1:9443``: a local ``okt run`` beside a local API server): no Service.
 
 Guarantees: one webhook per reconciler and kind, named ``<validate|default>.<plural>.<group>`` — with the controller's
@@ -204,21 +204,13 @@ def service(
     service_name: str, namespace: str, app: str, target_port: int | str = DEFAULT_TARGET_PORT
 ) -> dict[str, Any]:
     """The Service in front of the operator's webhook port (pods labelled ``app.kubernetes.io/name: <app>``; a port
-    number, or the name of the pods' container port).
-
-    It routes to pods that are not ready yet (``publishNotReadyAddresses``): ``okt run`` serves webhooks before its
-    caches sync, and is ready only after. Listing a kind whose stored objects need the operator's own conversion
-    webhook waits for that webhook: routed to ready pods only, no starting pod would ever be called, sync or become
-    ready. Admission likewise keeps being answered while the only replica restarts or rolls out. A pod whose webhook
-    server is not listening yet refuses the connection, and the API server applies the webhook's failure policy.
-    """
+    number, or the name of the pods' container port)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": service_name, "namespace": namespace, "labels": {"app.kubernetes.io/name": app}},
         "spec": {
             "selector": {"app.kubernetes.io/name": app},
-            "publishNotReadyAddresses": True,
             "ports": [{"name": "webhooks", "port": SERVICE_PORT, "targetPort": target_port, "protocol": "TCP"}],
         },
     }

@@ -218,9 +218,9 @@ class Manager:
     def health(self) -> tuple[bool, str]:
         """``/healthz``: ok while running, and while the webhook server (if any) serves.
 
-        A webhook server whose thread ended comes back only with the process: the liveness probe restarts it. Its
-        Service routes to pods that are not ready too (a starting pod serves the conversion its caches wait for), so
-        readiness alone would leave the API server calling the dead server.
+        A webhook server whose thread ended comes back only with the process: the liveness probe restarts it.
+        Readiness alone would take the pod out of its Service's endpoints for good, one replica fewer until
+        something else restarted it.
         """
         if not self._started:
             return False, "not started"

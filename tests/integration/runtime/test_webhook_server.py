@@ -284,8 +284,8 @@ def _probe(url: str) -> tuple[int, str]:
 def test_both_probes_turn_503_naming_the_webhook_server_once_it_no_longer_serves(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind
 ) -> None:
-    # The API server goes on calling a pod that reports ready, and its webhook Service routes to pods not ready too:
-    # a pod whose webhook server is gone must not report ready, and must be restarted (its liveness probe).
+    # The API server goes on calling a pod that reports ready: a pod whose webhook server is gone must not report
+    # ready, and must be restarted (its liveness probe), or it stays out of its Service's endpoints for good.
     manager = manager_mod.Manager(
         kube,
         [Gadgets],

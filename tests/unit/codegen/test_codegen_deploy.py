@@ -323,18 +323,6 @@ def test_a_conversion_webhook_alone_gets_the_service_the_port_and_the_rbac_to_wr
     assert "--webhook-configuration=gadget-operator" in container["args"]
 
 
-@pytest.mark.parametrize("operator", [GADGETS, OPERATOR], ids=["conversion", "admission"])
-def test_the_webhook_service_routes_to_pods_not_ready_yet_as_their_webhooks_serve_before_their_caches_sync(
-    operator: deploy.Operator,
-) -> None:
-    # A starting pod is ready once its caches sync; listing a kind whose stored objects need converting waits for
-    # the operator's own conversion webhook: a Service routing only to ready pods would never route that call.
-    documents = {(doc["kind"], doc["metadata"]["name"]): doc for doc in deploy.webhook_manifests(operator)}
-
-    service = documents[("Service", f"{operator.name}-webhooks")]
-    assert service["spec"]["publishNotReadyAddresses"] is True
-
-
 def test_an_operator_with_both_kinds_of_webhook_writes_its_ca_into_the_configurations_and_the_crds() -> None:
     both = deploy.Operator([GizmoReconciler, GadgetReconciler], "toy-operator", "toys", "toys:1")
 

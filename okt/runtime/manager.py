@@ -31,7 +31,9 @@ Guarantees:
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
   version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
   until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod still serves every other kind, and its
-  webhooks;
+  webhooks; a manager serving a **conversion** webhook is ready as soon as it is healthy (its body noting
+  :data:`CACHES_SYNCING` until the caches sync): listing a kind stored in another version waits for that webhook,
+  which its Service calls on ready pods only;
 * with ``tune_memory`` (the default) the process's malloc arenas are capped before any thread starts and freed memory
   is returned to the system once a burst of reconciles is over (:mod:`okt.runtime.memory`).
 """
@@ -70,6 +72,9 @@ if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~
     from okt.runtime import webhook_server  # webhooks should not carry
 
 DEFAULT_GRACE_PERIOD = 30.0
+CACHES_SYNCING = "caches not synced yet"
+"""The note of a ready ``/readyz`` (``200 ok (caches not synced yet)``) whose caches are still filling: the operator
+serves a conversion webhook, which the sync may wait for (see :meth:`Manager.readiness`)."""
 _SYNC_POLL = 0.2
 _LEASE_NAME_MAX = 63
 
@@ -191,6 +196,7 @@ class Manager:
         self.probes: metrics_mod.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
+        self._serves_conversion = False
         self._lock = threading.Lock()
         self._started = False
         self._stopping = threading.Event()
@@ -232,10 +238,12 @@ class Manager:
 
     def readiness(self) -> tuple[bool, str]:
         """``/readyz``: healthy (:meth:`health`: the webhook server, if any, serving), caches synced and, with leader
-        election, leading or a healthy standby.
+        election, leading or a healthy standby — but an operator serving a **conversion** webhook is ready once
+        healthy, its caches synced or not, and its lease reached or not.
 
         Returns ``(ready, reason)``; ready with a reason other than ``"ok"`` names the watched kinds the API server
-        stopped serving after the caches synced. Readiness says whether this pod can serve: a kind gone from the API
+        stopped serving after the caches synced, or, with a conversion webhook, what the pod still waits for
+        (:data:`CACHES_SYNCING`, the lease). Readiness says whether this pod can serve: a kind gone from the API
         (its CRD deleted, its version no longer served) leaves every other kind reconciled and every webhook served,
         and a pod taken out of its Service's endpoints for it would refuse the webhooks of every kind, perhaps the
         conversion webhook the CRD needs to be served again.
@@ -243,12 +251,20 @@ class Manager:
         healthy, reason = self.health()
         if not healthy:
             return False, reason
+        # The API server calls the conversion webhook to list a kind whose objects are stored in a version other
+        # than the one asked for (after a CRD version upgrade): the sync may wait for this very pod, which a Service
+        # routes to only once it is ready. Its webhook server serving is what makes it ready then, as in
+        # controller-runtime, whose readiness waits for no cache. Admission is never needed to list: without a
+        # conversion webhook, ready keeps meaning synced (no admission sent to a pod that cannot judge yet).
+        converting = self._serves_conversion
         # Until start() has started every watch and made the elector, the informers synced so far are not all there
         # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
         if self.cache is None or not self._assembled or not self.cache.synced:
-            return False, "caches not synced"
+            return (True, CACHES_SYNCING) if converting else (False, "caches not synced")
+        # Reached only once synced: a campaign starts then, and its first lease request must not take a converting
+        # pod out of its endpoints for a moment.
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
-            return False, "leader election cannot reach the lease"
+            return converting, "leader election cannot reach the lease"
         unserved = self.cache.unserved()
         if unserved:
             named = ", ".join(f"{kind.kind} in {kind.api_version}" for kind in unserved)
@@ -285,6 +301,9 @@ class Manager:
                 scope = admission.Scope(frozenset(self.namespaces or ()), self.label_selector)
                 self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client, scope)
                 self.webhook_server.start()
+                self._serves_conversion = any(
+                    e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)
+                )
             for hook in self._on_startup:
                 try:
                     hook(self.client)

@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
+from okt.runtime import manager
 from okt.testing import audit, envtest, waiting
 
 START_TIMEOUT = 60.0
@@ -201,7 +202,8 @@ class OperatorProcess:
 
     def ready(self) -> bool:
         """Whether its ``/readyz`` answers 200 (okt: caches synced; with leader election, leading or a healthy
-        standby); False while it does not answer, has exited, or has no probe server."""
+        standby), and says nothing of caches still filling (an operator serving a conversion webhook is ready
+        before, see :func:`answers_ready`); False while it does not answer, has exited, or has no probe server."""
         return self.alive and self.probe_url is not None and answers_ready(self.probe_url)
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> float:
@@ -386,10 +388,17 @@ def log_records(text: str) -> list[dict[str, Any]]:
 
 
 def answers_ready(probe_url: str) -> bool:
-    """Whether the ``/readyz`` of the probe server at ``probe_url`` answers 200; False while it does not answer."""
+    """Whether the ``/readyz`` of the probe server at ``probe_url`` answers 200, its caches synced; False while it
+    does not answer.
+
+    An okt operator serving a conversion webhook answers 200 before its caches sync (the sync may wait for that
+    webhook), noting :data:`okt.runtime.manager.CACHES_SYNCING`: a test starts acting on it once it is synced, as on
+    any other operator.
+    """
     try:
         with urllib.request.urlopen(f"{probe_url}/readyz", timeout=2) as response:
-            return bool(response.status == 200)
+            body = response.read().decode(errors="replace")
+            return bool(response.status == 200) and manager.CACHES_SYNCING not in body
     except (urllib.error.URLError, OSError):
         return False
 

@@ -1,11 +1,11 @@
 """A starting operator whose watched kind's stored objects need its own conversion webhook to be listed: installed as
 users install it (``okt gen deploy``'s tree, through the node overlay of :mod:`test_operator_in_cluster`), its Pod
-is called for the conversion before it is ready, so it syncs and becomes ready.
+is ready once its webhook server serves, is called for the conversion its sync waits for, and syncs.
 
 The kind was served in v1alpha1 only when its objects were stored; the operator's CRD adds v1beta1, stores that
 version and converts through the operator's webhook Service. Listing the v1beta1 objects the operator watches makes
-the API server convert each stored v1alpha1 object through that Service: one routing to ready Pods only would never
-route it, as the Pod is ready only once that list is done.
+the API server convert each stored v1alpha1 object through that Service, which routes to ready Pods only: a Pod
+ready only once that list is done would never be called, nor sync.
 """
 
 from __future__ import annotations
@@ -53,19 +53,23 @@ def operator_pods(kube: kube_client.Client, namespace: str) -> list[dict[str, An
     return pods
 
 
+def pod_log(plane: envtest.ControlPlane, namespace: str, name: str, *options: str) -> str:
+    logs = subprocess.run(
+        [in_cluster.KUBECTL, "--kubeconfig", str(plane.kubeconfig), "logs", "-n", namespace, name, *options],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return logs.stdout + logs.stderr
+
+
 def describe(plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str) -> str:
     """The operator Pods' states and last log lines, for a failed wait."""
     lines = []
     for pod in operator_pods(kube, namespace):
         name = pod["metadata"]["name"]
         lines.append(f"{name}: {json.dumps((pod.get('status') or {}).get('conditions'))}")
-        logs = subprocess.run(
-            [in_cluster.KUBECTL, "--kubeconfig", str(plane.kubeconfig), "logs", "-n", namespace, name, "--tail=10"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        lines.append(logs.stdout + logs.stderr)
+        lines.append(pod_log(plane, namespace, name, "--tail=10"))
     return "\n".join(lines) or "no operator Pod"
 
 
@@ -121,5 +125,14 @@ def test_a_starting_operator_is_called_for_the_conversion_its_sync_waits_for_and
         lambda: any(in_cluster.pod_ready(pod) for pod in operator_pods(node_kube, node_namespace)),
         timeout=in_cluster.TIMEOUT,
         message=lambda: f"the operator Pod Ready ({describe(node_plane, node_kube, node_namespace)})",
+    )
+    # Ready, then synced: the list its caches waited for went through its own conversion webhook.
+    waiting.wait_for(
+        lambda: any(
+            "caches synced" in pod_log(node_plane, node_namespace, pod["metadata"]["name"])
+            for pod in operator_pods(node_kube, node_namespace)
+        ),
+        timeout=in_cluster.TIMEOUT,
+        message=lambda: f"the operator's caches synced ({describe(node_plane, node_kube, node_namespace)})",
     )
     assert node_kube.get(BETA, "red", node_namespace)["spec"] == {"color": "red"}

@@ -16,7 +16,7 @@ from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import manager
+from okt.runtime import manager, webhook_server
 from okt.status import writer
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -347,3 +347,55 @@ def test_readyz_is_not_ready_before_the_watches_are_started(api: Any) -> None:
         runner.join(5)
     assert answers
     assert all(status == 503 for status, _ in answers), answers
+
+
+class ConvertedGadgets(Gadgets):
+    converters = {("v1", "v2"): lambda spec: spec, ("v2", "v1"): lambda spec: spec}
+
+
+class JudgedGadgets(Gadgets):
+    def check(self, ctx: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "expected"),
+    [
+        pytest.param(ConvertedGadgets, (200, "ok (caches not synced yet)"), id="conversion"),
+        pytest.param(JudgedGadgets, (503, "not ready: caches not synced"), id="admission only"),
+    ],
+)
+def test_readyz_waits_for_the_caches_unless_the_operator_serves_a_conversion_webhook(
+    api: Any, reconciler: type[okt.Reconciler], expected: tuple[int, str]
+) -> None:
+    """Listing a kind whose stored objects are in another version waits for the API server to call the conversion
+    webhook: a pod out of its Service's endpoints until its caches sync would never be called, nor sync. Admission
+    is never needed for a list: without a conversion webhook, ready still means synced."""
+    gadget = kinds.Kind("example.io/v1", "Gadget", "gadgets")
+    api.stats = kube_client.RequestStats()
+    api.resolve = lambda api_version, kind: gadget
+    # What the list answers while the conversion it needs cannot be made.
+    api.refusal = okt.ApiError.from_status(500, "InternalError", "conversion webhook for example.io/v1 failed")
+    runner = manager.Manager(
+        api,
+        [reconciler],
+        metrics_bind="127.0.0.1:0",
+        tune_memory=False,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    runner.start()
+    try:
+        assert runner.probes is not None and runner.cache is not None
+        deadline = time.monotonic() + 10
+        while api.refused < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert api.refused >= 2 and not runner.cache.synced
+        try:
+            with urllib.request.urlopen(runner.probes.url + "/readyz", timeout=5) as response:
+                answer = (response.status, response.read().decode())
+        except urllib.error.HTTPError as exc:
+            answer = (exc.code, exc.read().decode())
+    finally:
+        runner.stop()
+        runner.join(5)
+    assert answer == expected

@@ -1,7 +1,8 @@
 """okt.testing.OperatorProcess: started in a session of its own, ready on /readyz, stopped with SIGTERM, its log kept.
 
 The operator here is a small Python program standing in for ``okt run``: it serves ``/readyz`` and ``/metrics``,
-logs JSON lines, and behaves as the test asks (``exit`` at once, ``stubborn``: ignore SIGTERM).
+logs JSON lines, and behaves as the test asks (``exit`` at once, ``stubborn``: ignore SIGTERM, ``converting``: ready
+before its caches sync, which it does once a file ``synced`` is beside it).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pathlib
 import signal
 import sys
 import textwrap
+import urllib.request
 
 import pytest
 
@@ -18,7 +20,7 @@ from okt.testing import OperatorProcess, WaitTimeout, audit, envtest, process, w
 
 STAND_IN = textwrap.dedent(
     """
-    import http.server, json, signal, sys, threading
+    import http.server, json, pathlib, signal, sys, threading
 
     mode, port = sys.argv[1], int(sys.argv[2])
     print(json.dumps({"event": "starting", "mode": mode}), flush=True)
@@ -33,6 +35,8 @@ STAND_IN = textwrap.dedent(
     class Probe(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             body = b"okt_reconcile_total 1\\n" if self.path == "/metrics" else b"ok"
+            if mode == "converting" and not (pathlib.Path(__file__).parent / "synced").exists():
+                body = b"ok (caches not synced yet)"
             self.send_response(200)
             self.end_headers()
             self.wfile.write(body)
@@ -114,6 +118,26 @@ def test_an_operator_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path: 
     assert status == -signal.SIGKILL
     assert operator.hung and operator.killed
     assert operator.exit_status is None  # killed here: not the process's own failure
+
+
+def test_an_operator_serving_a_conversion_webhook_is_ready_for_a_test_once_its_caches_synced(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Its ``/readyz`` answers 200 before the sync (the sync may wait for its conversion webhook): a test acting on it
+    then would race its caches."""
+    operator = stand_in(tmp_path, "converting").start()
+    try:
+        assert operator.probe_url is not None
+        wait_for(operator.metrics, message="the stand-in serving")
+        with urllib.request.urlopen(f"{operator.probe_url}/readyz", timeout=5) as response:
+            assert (response.status, response.read()) == (200, b"ok (caches not synced yet)")
+        assert not operator.ready()
+
+        (tmp_path / "synced").touch()
+        operator.wait_ready()
+        assert operator.ready()
+    finally:
+        operator.stop()
 
 
 def test_kill_is_kill_9_and_says_whether_it_was_running(tmp_path: pathlib.Path) -> None:

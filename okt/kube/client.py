@@ -1027,12 +1027,29 @@ class Client:
     def list(
         self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None, page_size: int = 500
     ) -> tuple[list[dict[str, Any]], str]:
-        """All objects of a kind (paginated), and the list's resourceVersion to start a watch from."""
+        """All objects of a kind (paginated), and the list's resourceVersion to start a watch from.
+
+        A list whose continue token expires before its last page (``410``: etcd compacted its history past the
+        snapshot the pages come from) is listed again from the start, in one answer that cannot expire, as
+        client-go's pager does: the objects returned always come from one snapshot, never from two.
+        """
         items: list[dict[str, Any]] = []
         version = ""
-        for page, page_version in self.list_pages(kind, namespace, label_selector=label_selector, page_size=page_size):
-            items.extend(page)
-            version = page_version
+        answered = False  # a page came: a 410 after it answers a continue token
+        pages = self.list_pages(kind, namespace, label_selector=label_selector, page_size=page_size)
+        try:
+            for page, page_version in pages:
+                answered = True
+                items.extend(page)
+                version = page_version
+        except errors.Gone:
+            if not answered:
+                raise
+            items, version = [], ""
+            whole = self.list_pages(kind, namespace, label_selector=label_selector, page_size=page_size, paged=False)
+            for page, page_version in whole:
+                items.extend(page)
+                version = page_version
         return items, version
 
     def list_pages(
@@ -1043,6 +1060,7 @@ class Client:
         label_selector: str | None = None,
         page_size: int = 500,
         resource_version: str | None = None,
+        paged: bool = True,
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
         """The objects of a kind ``page_size`` at a time, so a caller can pack a page before the next is decoded.
 
@@ -1054,8 +1072,11 @@ class Client:
         (client-go's reflector too): no read of etcd, and far less of the server's CPU, at the price of an answer that
         may be a moment behind. Such an answer is not paged by the server; every answer is read as it streams and
         handed out a page at a time, so no more than a page of objects is ever decoded at once.
+
+        ``paged=False`` asks the API server for one answer (no ``limit``): it comes from one snapshot whatever etcd
+        compacts meanwhile, where a continue token of a paged list is answered 410 once etcd compacted past it.
         """
-        params: dict[str, Any] = {"limit": page_size}
+        params: dict[str, Any] = {"limit": page_size} if paged else {}
         if label_selector:
             params["labelSelector"] = label_selector
         if resource_version is not None:

@@ -375,14 +375,26 @@ class ControlPlane:
             raise ValueError(f"{kind} is built in: only custom resources can be deleted from etcd here")
         prefix = f"/registry/{kind.group}/{kind.plural}"
         key = f"{prefix}/{namespace}/{name}" if kind.namespaced else f"{prefix}/{name}"
-        body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+        return int(self._etcd("deleterange", {"key": base64.b64encode(key.encode()).decode()}).get("deleted") or 0) > 0
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision, as the API server does every few minutes: a list's
+        continue token from before it, or a watch of etcd from before it, is answered 410 Gone. Returns the revision.
+        """
+        revision = int(self._etcd("range", {"key": base64.b64encode(b"/registry").decode()})["header"]["revision"])
+        self._etcd("compaction", {"revision": revision, "physical": True})
+        return revision
+
+    def _etcd(self, call: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One call of etcd's v3 JSON gateway."""
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.etcd_port}/v3/kv/deleterange",
-            data=body,
+            f"http://127.0.0.1:{self.etcd_port}/v3/kv/{call}",
+            data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
-            return int(json.loads(answer.read()).get("deleted") or 0) > 0
+            result: dict[str, Any] = json.loads(answer.read())
+            return result
 
     def restart_apiserver(self) -> None:
         self.stop_apiserver()

@@ -248,8 +248,9 @@ class FakeClient(kube_client.Client):
         label_selector: str | None = None,
         page_size: int = 500,
         resource_version: str | None = None,
+        paged: bool = True,
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
-        with self._lock:
+        with self._lock:  # one page, from one snapshot, whatever ``page_size`` and ``paged`` ask
             self._count("list", kind.plural)
             if (kind.api_version, kind.kind) not in self._served:
                 raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")

@@ -4,6 +4,9 @@ One restart serves both (restarting the apiserver is the slow part): the watch b
 while objects are changed, deleted and created, and the resumed watch is answered 410 Gone (the restarted
 apiserver's watch cache starts after the informer's resourceVersion), so every missed change must come from the
 relist's diff.
+
+Beside it: a relist whose continue token etcd's compaction expired between two pages, watches cut again and again by a
+proxy, and watches the server ends at their timeout — each leaves the store equal to what the server holds.
 """
 
 from __future__ import annotations
@@ -250,3 +253,126 @@ def test_an_object_relabelled_out_of_the_selection_under_okts_write_leaves_the_s
     finally:
         release.set()
         informer.stop()
+
+
+class PagedRelists(GatedWatches):
+    """As :class:`GatedWatches`; every list after the first asks for pages of two, and ``between_pages`` runs once,
+    after the first page of such a list was handed out."""
+
+    def __init__(self, client: kube_client.Client, between_pages: Callable[[], None]) -> None:
+        super().__init__(client)
+        self._between_pages: Callable[[], None] | None = between_pages
+        self.list_calls = 0
+
+    def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        self.list_calls += 1
+        if self.list_calls == 1:
+            yield from self._client.list_pages(*args, **kwargs)
+            return
+        pages = self._client.list_pages(*args, **{**kwargs, "page_size": 2})
+        for page in pages:
+            yield page
+            if self._between_pages is not None and page[0]:
+                between, self._between_pages = self._between_pages, None
+                between()
+
+
+def test_a_relist_whose_continue_token_expired_lists_again_from_scratch_and_the_store_equals_the_server(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, run_informer: Any
+) -> None:
+    for name in ("a1", "a2", "b1", "b2", "c1"):
+        kube.create(config_map(namespace, name, v="1"), CM)
+
+    def between_pages() -> None:
+        # The first page (a1, a2) is in; before the next is asked for, the cluster changes and etcd compacts.
+        kube.delete(CM, "a1", namespace)
+        kube.patch(CM, "b2", {"data": {"v": "2"}}, namespace)
+        kube.delete(CM, "c1", namespace)
+        kube.create(config_map(namespace, "d1"), CM)
+        control_plane.compact_etcd()
+
+    client = PagedRelists(kube, between_pages)
+    events = Events()
+    informer = run_informer(client, namespace, events)
+    elsewhere = f"okt-elsewhere-{secrets.token_hex(3)}"
+    kube.create(config_map("default", elsewhere), CM)
+    kube.delete(CM, elsewhere, "default")
+    control_plane.restart_apiserver()
+    wait_for(lambda: client.watch_calls >= 2, timeout=30, message="the informer to try reconnecting")
+    eventually(lambda: kube.patch(CM, "a2", {"data": {"v": "2"}}, namespace))
+    client.gate.set()
+
+    wait_for(lambda: events.of("d1") == ["ADDED"], timeout=30, message=lambda: str(dict(events.by_name)))
+    wait_for(lambda: informer.relists == 2, timeout=10, message=lambda: f"{informer.relists} lists")
+    assert client.list_calls == 3  # the first list, the relist the continue of which expired, the relist again
+    server = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in kube.list(CM, namespace)[0]}
+    stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+    assert stored == server
+    assert sorted(server) == ["a2", "b1", "b2", "d1"]
+    assert events.of("a1") == ["ADDED", "DELETED"]
+    assert events.of("c1") == ["ADDED", "DELETED"]
+    assert events.of("a2") == ["ADDED", "MODIFIED"]
+    assert events.of("b2") == ["ADDED", "MODIFIED"]
+    assert events.of("b1") == ["ADDED"]
+
+
+@pytest.mark.parametrize("fault", ["watch-drop", "reset"])
+def test_a_watch_cut_again_and_again_while_objects_change_leaves_the_store_equal_to_the_server(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path, fault: str
+) -> None:
+    for i in range(10):
+        kube.create(config_map(namespace, f"old-{i}", v="1"), CM)
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0.5, seed=7, kinds=(fault,)) as proxy:
+        path = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig-proxy")
+        client = kube_client.Client.from_kubeconfig(path)
+        events = Events()
+        informer = informer_mod.Informer(client, CM, namespace, on_event=events, backoff=QUICK_RECONNECT)
+        informer.start()
+        try:
+            wait_for(informer.has_synced.is_set, timeout=30, message="the first list")
+            for i in range(10):
+                kube.create(config_map(namespace, f"new-{i}"), CM)
+                kube.patch(CM, f"old-{i}", {"data": {"v": "2"}}, namespace)
+                if i % 2:
+                    kube.delete(CM, f"old-{i}", namespace)
+
+            def same() -> bool:
+                server = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in kube.list(CM, namespace)[0]}
+                stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+                return stored == server
+
+            wait_for(same, timeout=60, message=lambda: f"the store to catch up: {dict(events.by_name)}")
+        finally:
+            informer.stop()
+            client.close()
+    assert proxy.injected[fault] >= 1
+    for i in range(10):
+        assert events.of(f"new-{i}")[-1] == "ADDED"
+        assert events.of(f"old-{i}")[-1] == ("DELETED" if i % 2 else "MODIFIED")
+
+
+def test_watches_the_server_ends_at_their_timeout_are_followed_from_where_they_stood_without_a_relist(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
+) -> None:
+    client = GatedWatches(kube)
+    client.gate.set()
+    events = Events()
+    informer = informer_mod.Informer(
+        client, CM, namespace, on_event=events, backoff=QUICK_RECONNECT, watch_timeout=2, inactivity_timeout=5.0
+    )
+    informer.start()
+    try:
+        assert informer.has_synced.wait(15)
+        for i in range(3):
+            wait_for(
+                lambda watches=client.watch_calls: client.watch_calls > watches,
+                timeout=20,
+                message="the server to end the watch",
+            )
+            kube.create(config_map(namespace, f"after-{i}"), CM)
+        wait_for(lambda: events.of("after-2") == ["ADDED"], timeout=20, message=lambda: str(dict(events.by_name)))
+    finally:
+        informer.stop()
+    assert [events.of(f"after-{i}") for i in range(3)] == [["ADDED"]] * 3
+    assert informer.relists == 1
+    assert informer.reconnects == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 import time
 from typing import Any, ClassVar
 
@@ -326,3 +327,77 @@ def test_a_deletion_that_waits_for_okts_finalizer_runs_the_cleanup_once(
     wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=15)
     settle(controller)
     assert CountedGadget.cleanups == [(uid, True)]
+
+
+class HeldWatches:
+    """The real client, except that while ``held`` a watch waits until ``release`` is set."""
+
+    def __init__(self, client: kube_client.Client) -> None:
+        self._client = client
+        self.held = False
+        self.release = threading.Event()
+        self.waiting = 0
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        if self.held:
+            self.waiting += 1
+            self.release.wait(60)
+        return self._client.watch(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_a_child_deleted_and_a_primary_created_while_the_watches_were_down_are_reconciled_after_the_relist(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    gadget_reconciler: Any,
+    make_gadget: Any,
+    fake_reconcile: Any,
+) -> None:
+    """The API server restarts; its watch cache starts after the informers' resourceVersion, so their watches are
+    answered 410 Gone: the deletion of a child and the creation of a primary are known from the relist only, and the
+    child's owner must be woken to create it again."""
+    owner = make_gadget("g")
+    child = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "g-config",
+            "namespace": namespace,
+            "ownerReferences": [controller_reference(gadget_kind, owner)],
+        },
+    }
+    kube.create(child, kinds.CONFIG_MAP)
+    reconcile = fake_reconcile()
+    client = HeldWatches(kube)
+    cache = cache_mod.Cache(client, [namespace])  # type: ignore[arg-type]
+    controller = controller_mod.Controller(gadget_reconciler, kube, cache, workers=1, reconcile=reconcile)
+    try:
+        controller.watch()
+        assert cache.wait_for_sync(30)
+        controller.start_workers()
+        wait_for(lambda: reconcile.count("g") == 1, timeout=10, message="the first reconcile")
+        settle(controller)
+
+        client.held = True
+        elsewhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "elsewhere", "namespace": "default"}}
+        kube.create(elsewhere, kinds.CONFIG_MAP)  # the cluster's resourceVersion moves past the informers'
+        kube.delete(kinds.CONFIG_MAP, "elsewhere", "default")
+        control_plane.restart_apiserver()
+        wait_for(lambda: client.waiting >= 2, timeout=30, message="both informers to try reconnecting")
+        wait_for(lambda: kube.get_or_none(kinds.CONFIG_MAP, "g-config", namespace) is not None, timeout=30)
+        kube.delete(kinds.CONFIG_MAP, "g-config", namespace)
+        make_gadget("h")
+        client.release.set()
+
+        wait_for(lambda: reconcile.count("h") == 1, timeout=30, message="the new primary's reconcile")
+        wait_for(lambda: reconcile.count("g") == 2, timeout=30, message="the owner of the deleted child")
+        assert cache.get(kinds.CONFIG_MAP, "g-config", namespace) is None
+        assert all(informer.relists == 2 for informer in cache.informers(kinds.CONFIG_MAP))
+    finally:
+        client.release.set()
+        controller.shutdown(5)
+        cache.stop()

@@ -527,7 +527,10 @@ class Informer:
                 self._failures = expired = 0
             except errors.Gone:
                 expired += 1
-                self._log.info("watch expired, relisting", resource_version=self.resource_version)
+                # A watch from a version etcd compacted away, or a list's continue token between two pages (etcd
+                # compacted past the snapshot the pages come from).
+                what = "list" if need_list else "watch"
+                self._log.info("expired, relisting", expired=what, resource_version=self.resource_version)
                 need_list = True
                 if expired > 1:
                     self._stop.wait(self._backoff.delay(expired - 1))

@@ -122,7 +122,7 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
         "outage_seconds": round(back - down, 1),
         "converge_after_return_seconds": round(took, 1),
         "watch_reconnects": logs.count(records, "list or watch failed, retrying"),
-        "relists": logs.count(records, "watch expired, relisting"),
+        "relists": logs.count(records, "expired, relisting"),
         "crashes": len(crash.problems),
         **checks.loss_figures(snapshot, early + late),
     }

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 
 from okt.runtime import leader
-from okt.testing import audit, process, waiting
+from okt.testing import audit, faults, process, waiting
 from tests.reliability import checks, logs, outcome, profiles, testbed
 
 LEASE_DURATION = 15.0
@@ -132,14 +132,12 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
 @outcome.scenario("faults", "{sizes.fault_rate:.0%} of API requests fail")
 def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Run the operator through the fault proxy; converge, change and delete custom resources."""
-    from okt.testing import faults
-
     namespace = lab.namespace("faults")
     names = [f"f{i:04d}" for i in range(sizes.fault_crs)]
     want = {name: rng.randint(1, 5) for name in names}
     seed = first_request_fails(sizes.fault_rate, rng.randrange(2**32))
     with faults.FaultProxy(lab.plane.url, str(lab.plane.ca_file), rate=sizes.fault_rate, seed=seed) as proxy:
-        operator = lab.operator("faults", namespace, server=proxy.url)
+        operator = lab.operator("faults", namespace, proxy=proxy)
         operator.wait_ready(90)
         lab.create_sized(namespace, names, want)
         resized = lab.resize(namespace, names, rng, want)

@@ -18,12 +18,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import yaml
-
 import okt
 from okt import errors
 from okt.kube import client as kube_client
-from okt.testing import envtest, process, waiting
+from okt.testing import envtest, faults, process, waiting
 from samples.memcached.memcached_operator import api
 from samples.memcached.tests import harness
 from tests.reliability import checks
@@ -98,22 +96,26 @@ class Lab:
         self.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         return name
 
-    def kubeconfig(self, role: str, server: str | None = None) -> pathlib.Path:
-        """A kubeconfig for ``role``'s token user; with ``server``, pointing there (a proxy) instead."""
-        path = self.plane.kubeconfig_for(self.users[role], self.workdir / f"kubeconfig-{role}")
-        if server is not None:
-            config = yaml.safe_load(path.read_text())
-            config["clusters"][0]["cluster"] = {"server": server}
-            path = self.workdir / f"kubeconfig-{role}-{server.rsplit(':', 1)[-1]}"
-            path.write_text(yaml.safe_dump(config))
-        return path
+    def kubeconfig(self, role: str) -> pathlib.Path:
+        """A kubeconfig for ``role``'s token user."""
+        return self.plane.kubeconfig_for(self.users[role], self.workdir / f"kubeconfig-{role}")
 
     def operator(
-        self, label: str, namespace: str, *, role: str = "operator", server: str | None = None, args: Sequence[str] = ()
+        self,
+        label: str,
+        namespace: str,
+        *,
+        role: str = "operator",
+        proxy: faults.FaultProxy | None = None,
+        args: Sequence[str] = (),
     ) -> process.OperatorProcess:
-        """Start ``okt run`` for the sample (with its finalizer) in ``namespace``; does not wait until it is ready."""
+        """Start ``okt run`` for the sample (with its finalizer) in ``namespace``, through ``proxy`` if given; does not
+        wait until it is ready."""
+        kubeconfig = self.kubeconfig(role)
+        if proxy is not None:
+            kubeconfig = proxy.kubeconfig(kubeconfig, self.workdir / f"kubeconfig-{label}-proxy")
         operator = harness.okt_run(
-            self.kubeconfig(role, server),
+            kubeconfig,
             namespaces=[namespace],
             log_path=self.workdir / f"{label}.log",
             args=args,

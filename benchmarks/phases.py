@@ -99,17 +99,16 @@ def scrape(proc: process.OperatorProcess) -> dict[str, Any]:
     }
 
 
-def wait_logged(bench: run.Bench, proc: process.OperatorProcess, event: str, timeout: float) -> float:
+def wait_logged(proc: process.OperatorProcess, event: str, timeout: float) -> float:
     """Wait until ``proc`` logged ``event``; returns the record's time."""
 
     def logged_at() -> float | None:
-        bench.check_alive(proc, f"waiting for {event!r}")
         return proc.logged_at(event) if proc.logged(event) else None
 
-    return run.until(logged_at, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail)
+    return run.until(logged_at, timeout, f"{proc.name} to log {event!r}", interval=0.1, detail=proc.tail, alive=proc)
 
 
-def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float) -> dict[str, Any]:
+def wait_settled(proc: process.OperatorProcess, timeout: float) -> dict[str, Any]:
     """Wait until ``proc``'s queue is empty and no worker is busy, on two scrapes a second apart.
 
     Why not :meth:`benchmarks.run.Bench.wait_idle`: a leader renews its Lease every couple of seconds, so it never
@@ -118,14 +117,14 @@ def wait_settled(bench: run.Bench, proc: process.OperatorProcess, timeout: float
     last: list[dict[str, Any]] = []
 
     def settled() -> bool:
-        bench.check_alive(proc, "the sweep")
         now = scrape(proc)
         idle = now["sweep_keys_waiting"] == now["live_keys_waiting"] == now["active_workers"] == 0
         calm = idle and bool(last) and last[-1]["reconciles"] == now["reconciles"]
         last.append(now)
         return calm
 
-    run.until(settled, timeout, f"{proc.name} to finish its sweep", interval=1.0, detail=lambda: str(last[-1:]))
+    what = f"{proc.name} to finish its sweep"
+    run.until(settled, timeout, what, interval=1.0, detail=lambda: str(last[-1:]), alive=proc)
     return last[-1]
 
 
@@ -150,7 +149,7 @@ def fresh_first(bench: run.Bench, m: run.Measurement) -> tuple[dict[str, Any], p
     operator began reconciling, and time it to Ready; returns the figures and the restarted process (the leader)."""
     s = bench.settings
     leader = launch_elected(bench, m, "fresh-first")
-    reconciling_at = wait_logged(bench, leader, READY_LINE, s.timeout(90, 0.02))
+    reconciling_at = wait_logged(leader, READY_LINE, s.timeout(90, 0.02))
     bench.sleep_alive(leader, reconciling_at + FRESH_DELAY, "the fresh-first delay")
     at_create = scrape(leader)
     created_at = time.time()
@@ -161,7 +160,7 @@ def fresh_first(bench: run.Bench, m: run.Measurement) -> tuple[dict[str, Any], p
         f"{m.contender.key}'s fresh {FRESH_NAME} to be Ready",
     )
     at_ready = scrape(leader)
-    settled = wait_settled(bench, leader, s.timeout(60, 0.3))
+    settled = wait_settled(leader, s.timeout(60, 0.3))
     sweeping = at_ready["sweep_keys_waiting"] > 0
     run.say(
         f"{m.tag} fresh CR Ready {fresh_ready_at - created_at:.2f}s after its creation (target {FRESH_TARGET:.0f}s); "
@@ -191,10 +190,10 @@ def failover(
     standby reconciled it, with the audit log's word on who wrote when."""
     s = bench.settings
     standby = launch_elected(bench, dataclasses.replace(m, user=standby_user), "standby")
-    warm_at = wait_logged(bench, standby, STANDBY_LINE, s.timeout(90, 0.02))
+    warm_at = wait_logged(standby, STANDBY_LINE, s.timeout(90, 0.02))
     # A standby in its steady state: it has seen the leader renew the Lease at least once.
     bench.sleep_alive(standby, time.time() + RETRY_PERIOD * 2, "the standby's warm-up")
-    bench.check_alive(leader, "the standby's warm-up")
+    run.check_alive(leader, "the standby's warm-up")
     name = cluster.cr_names(s.n)[0]
     size = int((bench.client.get(cluster.MEMCACHED, name, m.namespace).get("spec") or {}).get("size") or 1)
     killed_at = time.time()
@@ -208,7 +207,7 @@ def failover(
         f"the standby to reconcile {name} generation {generation}",
         detail=standby.tail,
     )
-    led_at = wait_logged(bench, standby, LEADER_LINE, 10.0)
+    led_at = wait_logged(standby, LEADER_LINE, 10.0)
     bench.audit.settle(time.time())
     after_kill = bench.audit.counts(m.user, killed_at)
     # Taking the Lease is the standby's one write before it leads; any other would be a second writer.

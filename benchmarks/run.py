@@ -107,13 +107,26 @@ def until(
     *,
     interval: float = watched.POLL_INTERVAL,
     detail: Callable[[], str] | None = None,
+    alive: process.OperatorProcess | None = None,
 ) -> T:
-    """Ask ``predicate`` until it gives something true, and return that (a timeout is a BenchTimeout)."""
+    """Ask ``predicate`` until it gives something true, and return that: a timeout is a BenchTimeout, and ``alive``
+    (the operator the wait is about) exiting first a BenchError. An exception the predicate raises is a "not yet"."""
+
+    def asked() -> T | bool | None:
+        return (alive is not None and not alive.alive) or predicate()
+
     try:
-        found = waiting.wait_for(predicate, timeout, interval, lambda: f"{what}; {detail()}" if detail else what)
+        found = waiting.wait_for(asked, timeout, interval, lambda: f"{what}; {detail()}" if detail else what)
     except waiting.WaitTimeout as exc:
         raise cluster.BenchTimeout(str(exc)) from None
+    if alive is not None:
+        check_alive(alive, what)
     return cast("T", found)
+
+
+def check_alive(proc: process.OperatorProcess, what: str) -> None:
+    if not proc.alive:
+        raise cluster.BenchError(f"{proc.name} exited ({proc.returncode}) during {what}:\n{proc.tail()}")
 
 
 def poll(predicate: Callable[[], bool], timeout: float, what: str, detail: Callable[[], str] | None = None) -> float:
@@ -212,50 +225,38 @@ class Bench:
         quiet: float = QUIET_SECONDS,
     ) -> float:
         """Wait until ``proc`` sent no request and used no CPU for ``quiet`` s; returns when it became idle."""
-        deadline = time.monotonic() + timeout
-        while True:
+        last = {"request": since, "busy": since}
+
+        def idle_since() -> float | None:
             self.audit.refresh()
-            last_request = self.audit.last_request_at(user, since) or since
-            last_busy = proc.last_busy_at(since) or since
-            candidate = max(since, last_request, last_busy)
-            now = time.time()
-            if now - candidate >= quiet + audit.FLUSH_LAG:
-                return candidate
-            self.check_alive(proc, what)
-            if time.monotonic() >= deadline:
-                raise cluster.BenchTimeout(
-                    f"{proc.name} still busy {timeout:.0f}s into {what}: last request {now - last_request:.1f}s ago, "
-                    f"last busy CPU interval {now - last_busy:.1f}s ago"
-                )
-            time.sleep(0.25)
+            last["request"] = self.audit.last_request_at(user, since) or since
+            last["busy"] = proc.last_busy_at(since) or since
+            candidate = max(since, last["request"], last["busy"])
+            return candidate if time.time() - candidate >= quiet + audit.FLUSH_LAG else None
+
+        def busy() -> str:
+            request, cpu = (time.time() - last[moment] for moment in ("request", "busy"))
+            return f"last request {request:.1f}s ago, last busy CPU interval {cpu:.1f}s ago"
+
+        return until(idle_since, timeout, f"{proc.name} idle after {what}", interval=0.25, detail=busy, alive=proc)
 
     def wait_ready(self, proc: process.OperatorProcess, user: str, ready_line: str | None = None) -> float:
-        timeout = self.settings.timeout(90, 0)
-        deadline = time.monotonic() + timeout
-        while True:
+        """Wait until ``proc`` watches the custom resources (or logged ``ready_line``), then until it is idle."""
+
+        def watching() -> bool:
             self.audit.refresh()
-            watching = (ready_line is not None and proc.logged(ready_line)) or any(
+            return (ready_line is not None and proc.logged(ready_line)) or any(
                 r.verb == "watch" and r.resource == cluster.MEMCACHED.plural
                 for r in self.audit.requests(user, proc.started_at)
             )
-            if watching:
-                break
-            self.check_alive(proc, "start-up")
-            if time.monotonic() >= deadline:
-                raise cluster.BenchTimeout(
-                    f"{proc.name} did not watch {cluster.MEMCACHED.plural} within {timeout:.0f}s:\n{proc.tail()}"
-                )
-            time.sleep(0.2)
-        return self.wait_idle(proc, user, proc.started_at, "start-up", timeout, quiet=READY_QUIET_SECONDS)
 
-    @staticmethod
-    def check_alive(proc: process.OperatorProcess, what: str) -> None:
-        if not proc.alive:
-            raise cluster.BenchError(f"{proc.name} exited ({proc.returncode}) during {what}:\n{proc.tail()}")
+        timeout, what = self.settings.timeout(90, 0), f"{proc.name} to watch {cluster.MEMCACHED.plural}"
+        until(watching, timeout, what, interval=0.2, detail=proc.tail, alive=proc)
+        return self.wait_idle(proc, user, proc.started_at, "start-up", timeout, quiet=READY_QUIET_SECONDS)
 
     def sleep_alive(self, proc: process.OperatorProcess, until: float, what: str) -> None:
         while time.time() < until:
-            self.check_alive(proc, what)
+            check_alive(proc, what)
             time.sleep(min(0.5, max(0.0, until - time.time())))
 
     # -- one measurement -------------------------------------------------------------------------------------------

@@ -147,8 +147,9 @@ def tables(document: Mapping[str, Any]) -> str:
             rows.setdefault(key, {})[n] = row
             lines.append(f"| {n} | {key} | " + " | ".join(_cell(row.get(col)) for col, _ in COLUMNS) + " |")
     growth = ["", "Growth per 1000 objects (N CRs; 4N cached objects) between consecutive sizes:", ""]
-    growth.append("| contender | from N | to N | conv s | CPU s | RSS MiB | peak MiB | rst idle s | chg s |")
-    growth.append("|---|---|---|---|---|---|---|---|---|")
+    labels = dict(COLUMNS)
+    growth.append("| contender | from N | to N | " + " | ".join(labels[col] for col in GROWTH) + " |")
+    growth.append("|" + "---|" * (len(GROWTH) + 3))
     for key, by_n in rows.items():
         known = sorted(by_n)
         for low, high in itertools.pairwise(known):

@@ -24,7 +24,7 @@ def venv_dir() -> pathlib.Path:
     return pathlib.Path(configured) if configured else build.cache_root().parent / "bench-venv"
 
 
-def prepare(say: object = print) -> pathlib.Path:
+def prepare() -> pathlib.Path:
     """Create (once) and refresh the runtime venv; return its bin directory."""
     venv = venv_dir()
     python = venv / "bin" / "python"

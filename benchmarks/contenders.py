@@ -77,9 +77,11 @@ class Contender:
         )
 
 
-def okt_sample(finalizer: str, strategy: str) -> dict[str, str]:
-    """The memcached sample's switches: its finalizer (``on``/``off``) and how it writes children."""
-    return {"MEMCACHED_FINALIZER": finalizer, "MEMCACHED_APPLY_STRATEGY": strategy}
+def okt_sample(key: str, label: str, description: str, finalizer: str, strategy: str) -> Contender:
+    """The memcached sample under ``okt run``, with its switches: its finalizer (``on``/``off``) and how it writes
+    children."""
+    env = {"MEMCACHED_FINALIZER": finalizer, "MEMCACHED_APPLY_STRATEGY": strategy}
+    return Contender(key, label, description, OKT_RUN, env, OKT_READY)
 
 
 RAW = Contender(
@@ -99,22 +101,12 @@ KOPF = Contender(
     KOPF_RUN,
     {WORKERS_VARIABLE: "{workers}"},
 )
-OKT = Contender("okt", "okt", "the memcached sample, finalizer off", OKT_RUN, okt_sample("off", "apply"), OKT_READY)
-OKT_MERGE = Contender(
-    "okt-merge",
-    "okt, merge patches",
-    "the memcached sample, finalizer off, children by merge patch",
-    OKT_RUN,
-    okt_sample("off", "merge"),
-    OKT_READY,
+OKT = okt_sample("okt", "okt", "the memcached sample, finalizer off", "off", "apply")
+OKT_MERGE = okt_sample(
+    "okt-merge", "okt, merge patches", "the memcached sample, finalizer off, children by merge patch", "off", "merge"
 )
-OKT_FINAL = Contender(
-    "okt-final",
-    "okt + finalizer",
-    "the memcached sample, finalizer and inventory on",
-    OKT_RUN,
-    okt_sample("on", "apply"),
-    OKT_READY,
+OKT_FINAL = okt_sample(
+    "okt-final", "okt + finalizer", "the memcached sample, finalizer and inventory on", "on", "apply"
 )
 
 LISTER = Contender(

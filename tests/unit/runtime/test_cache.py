@@ -6,7 +6,9 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pydantic
 import pytest
+import structlog.testing
 
 from okt import errors
 from okt.kube import kinds, objects
@@ -285,6 +287,27 @@ def test_a_handler_that_raises_keeps_no_event_from_the_other_handlers_of_its_kin
     api.emit(CM, "ADDED", api.put(CM, obj(CM, "new")), namespace=None)
     wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
     assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "existing"), ("ADDED", "new")]
+
+
+def test_a_handler_failing_on_a_models_validation_is_logged_by_the_fields_never_by_the_input(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    class Settings(pydantic.BaseModel, extra="forbid"):
+        user: str
+
+    def validating(event_type: str, changed: dict[str, Any], old: dict[str, Any] | None) -> None:
+        Settings.model_validate(changed["data"])  # a handler's bug: the object's data does not fit its model
+
+    api.put(CM, {**obj(CM, "credentials"), "data": {"user": "shop", "password": "hunter2"}})
+    cache = make_cache()
+    with structlog.testing.capture_logs() as logged:
+        cache.start(CM, validating)
+        assert cache.wait_for_sync(5)
+        wait_for(lambda: any(line["event"] == "event handler failed" for line in logged), timeout=5)
+
+    failed = [line for line in logged if line["event"] == "event handler failed"]
+    assert failed[0]["error"] == "ValidationError: Settings: password: Extra inputs are not permitted"
+    assert "hunter2" not in repr(logged)
 
 
 def test_synced_waits_for_every_informer(api: Any, make_cache: Any) -> None:

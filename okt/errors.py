@@ -513,3 +513,9 @@ def message_of(exc: BaseException) -> str:
         said = "; ".join(f"{_field_path('', e['loc'])}: {_one_line(e['msg'])}" for e in exc.errors(include_input=False))
         return f"{exc.title}: {said or 'invalid'}"
     return str(exc) or type(exc).__name__
+
+
+def said(exc: BaseException) -> str:
+    """An exception as a log line or an Event says it: its class, then :func:`message_of` (a pydantic
+    ``ValidationError`` by its fields, never the values it was given)."""
+    return f"{type(exc).__name__}: {message_of(exc)}"

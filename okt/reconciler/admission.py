@@ -294,7 +294,7 @@ def _log_failure(
         uid=request.get("uid"),
         namespace=request.get("namespace") or meta.get("namespace"),
         name=meta.get("name") or request.get("name"),
-        error=f"{type(exc).__name__}: {errors.message_of(exc)}",
+        error=errors.said(exc),
         stack="".join(traceback.format_tb(exc.__traceback__)) or None,
     )
 

@@ -211,7 +211,7 @@ def _log_failure(
         converter=f"{step[0]}->{step[1]}",
         namespace=meta.get("namespace"),
         name=meta.get("name"),
-        error=f"{type(exc).__name__}: {errors.message_of(exc)}",
+        error=errors.said(exc),
         stack="".join(traceback.format_tb(exc.__traceback__)),
     )
 

@@ -225,12 +225,9 @@ def reconcile(
     if not isinstance(error, errors.OktError) and _first_sighting(error):
         # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry. A
         # pydantic ValidationError's text repeats every input it was given (a Secret's password): its stack only.
-        said = errors.message_of(error)
-        if said != str(error):
+        if errors.message_of(error) != str(error):
             stack = "".join(traceback.format_tb(error.__traceback__))
-            log.error(
-                "a hook raised an exception that is not okt's", error=f"{type(error).__name__}: {said}", stack=stack
-            )
+            log.error("a hook raised an exception that is not okt's", error=errors.said(error), stack=stack)
         else:
             log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
     return run

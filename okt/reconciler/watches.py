@@ -141,7 +141,7 @@ def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ..
             "an index function raised: the object is left out of the index",
             name=meta.get("name"),
             namespace=meta.get("namespace"),
-            error=f"{type(exc).__name__}: {exc}",
+            error=errors.said(exc),
         )
         return ()
 
@@ -226,6 +226,6 @@ def keys_for_event(
                 watched=str(version.get("kind")),
                 name=meta.get("name"),
                 namespace=meta.get("namespace"),
-                error=f"{type(exc).__name__}: {exc}",
+                error=errors.said(exc),
             )
     return list(found)

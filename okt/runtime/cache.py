@@ -440,5 +440,5 @@ def _deliver(
             event_type=event_type,
             name=meta.get("name"),
             namespace=meta.get("namespace"),
-            error=f"{type(exc).__name__}: {errors.message_of(exc)}",  # a model's error: its fields, not its input
+            error=errors.said(exc),
         )

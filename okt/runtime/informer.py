@@ -815,7 +815,9 @@ class Informer:
         try:
             self._on_event(event_type, obj, old)
         except Exception as exc:  # a faulty handler must not stop the informer
-            self._log.error("event handler failed", event_type=event_type, object=store_key(obj), error=repr(exc))
+            self._log.error(
+                "event handler failed", event_type=event_type, object=store_key(obj), error=errors.said(exc)
+            )
         finally:
             _delivery.echo_of = None
 

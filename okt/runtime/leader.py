@@ -11,12 +11,16 @@ Guarantees:
 * the Lease is created when missing — unless it was last seen held by another candidate and that record has not run
   out yet on this clock: a Lease deleted by hand is not known to its leader until its next renewal (which creates it
   again), and it may write until then; a 409 on create or update means another candidate won the race;
-* a lease is taken only when it is free (empty holder), already ours, or expired — "ours" is a record this elector
-  wrote (identities are unique per process: a lease held under this identity by a record it did not write is
-  another process's, waited out as any other holder's, and a leader that finds one is deposed); expiry is judged
-  on **this** process's monotonic clock from the moment the lease's record last changed (never by comparing clocks
-  across machines); a candidate tries again at the moment the lease it watches runs out when that comes before its
-  next try (:func:`candidate_wait`);
+* a lease is taken only when it is already ours or has run out — "ours" is a record this elector wrote
+  (identities are unique per process: a lease held under this identity by a record it did not write is another
+  process's, waited out as any other holder's, and a leader that finds one is deposed); expiry is judged on
+  **this** process's monotonic clock from the moment the lease's record last changed (never by comparing clocks
+  across machines), for the duration the record says — no shorter, for a held record, than this elector's own
+  ``lease_duration`` or the duration its holder wrote in the record before (a duration shortened by hand is not
+  known to the leader, which writes until its renew deadline); an emptied lease (no holder) runs out as any
+  other: a release says 1 s, a holder emptied by hand keeps its leader's duration, and the leader that finds its
+  lease emptied stops writing at once; a candidate tries again at the moment the lease it watches runs out when
+  that comes before its next try (:func:`candidate_wait`);
 * a leader that finds the lease held by another candidate stops leading — and writing — at once (that candidate
   may be writing already), without waiting for its renew deadline;
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
@@ -27,7 +31,8 @@ Guarantees:
 * ``on_started_leading`` is called once when leadership is acquired, ``on_stopped_leading`` once when it is lost or
   released; both on the elector's thread (keep them short);
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
-  and sets ``leaseDurationSeconds`` to 1, so a standby takes over at its next try instead of waiting for expiry.
+  and sets ``leaseDurationSeconds`` to 1, so a standby takes over about a second after it sees the release instead
+  of waiting for expiry.
 
 Caveats: a candidate that never saw the Lease (one started right after it was deleted by hand) creates a missing one
 at once, as client-go's does, and the leader may write until its renewals find the lease taken. Once leadership is
@@ -76,6 +81,13 @@ def micro_time(moment: datetime.datetime | None = None) -> str:
     """A Kubernetes ``MicroTime`` string (RFC 3339 with microseconds, UTC)."""
     moment = moment or datetime.datetime.now(datetime.UTC)
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _duration(value: object, default: float) -> float:
+    """A lease's ``leaseDurationSeconds`` in seconds; ``default`` when it is missing or no positive number."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return default
 
 
 class LeaderElector:
@@ -138,6 +150,7 @@ class LeaderElector:
         self._ours: tuple[tuple[str, str, str], ...] = ()
         self._observed_at = 0.0
         self._observed_duration = lease_duration
+        self._observed_published = lease_duration
         self._last_contact = 0.0
         self._lost = False
         self._renewed_at = 0.0
@@ -273,7 +286,9 @@ class LeaderElector:
             self._leading = False
             self._lost = True
             holder = self._observed[0] if self._observed else ""
-        if deposed:
+        if deposed and not holder:
+            self._log.error("leadership lost: the lease was emptied by someone else")
+        elif deposed:
             self._log.error("leadership lost: the lease is held by another candidate", holder=holder)
         else:
             self._log.error("leadership lost: could not renew the lease in time", renew_deadline=self.renew_deadline)
@@ -325,7 +340,7 @@ class LeaderElector:
             str(spec.get("renewTime") or ""),
             str(spec.get("acquireTime") or ""),
         )
-        ours = self._see(record, float(spec.get("leaseDurationSeconds") or self.lease_duration))
+        ours = self._see(record, _duration(spec.get("leaseDurationSeconds"), self.lease_duration))
         if self._held_by_other():
             return False
         renewed = dict(spec)
@@ -363,9 +378,19 @@ class LeaderElector:
             now = time.monotonic()
             changed = record != self._observed
             if changed:
+                published = duration
+                if record[0]:
+                    # A held record runs out no sooner than its holder's previous one of the same term said, nor than
+                    # this elector's own duration: its leader stops writing a renew deadline after the renewal, by the
+                    # duration it wrote itself, and knows nothing of an edit that shortened it.
+                    duration = max(duration, self.lease_duration)
+                    previous = self._observed
+                    if previous is not None and (previous[0], previous[2]) == (record[0], record[2]):
+                        duration = max(duration, self._observed_published)
                 self._observed = record
                 self._observed_at = now
                 self._observed_duration = duration
+                self._observed_published = published
             self._last_contact = now
             other = self._held_by_other_locked()
             if self._leading and other:
@@ -384,10 +409,12 @@ class LeaderElector:
         return other and not self._expired()
 
     def _held_by_other_locked(self) -> bool:
-        """Whether the lease, as last seen, is held by another candidate: another identity, or ours with a record we
-        did not write (another process given the same identity, which must not be taken for this one)."""
+        """Whether the lease, as last seen, is held by another candidate — another identity, or ours with a record we
+        did not write (another process given the same identity, which must not be taken for this one) — or emptied
+        by a record we did not write: released by its holder, or emptied by hand while its leader, who does not know
+        yet, may still write. Either way it is taken only once it has run out on this clock (a release says 1 s)."""
         observed = self._observed
-        return bool(observed and observed[0] and (observed[0] != self.identity or observed not in self._ours))
+        return bool(observed and (observed[0] != self.identity or observed not in self._ours))
 
     def _expired(self) -> bool:
         with self._lock:

@@ -248,7 +248,9 @@ def fenced(fence: WriteFence | None) -> Iterator[None]:
     """Ask ``fence`` before every write this thread sends in the block (``okt.NotLeader`` when it refuses; nothing
     is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its lease writes
     nothing more; writes outside the block (the elector's own lease updates, other code sharing the client) are not
-    concerned."""
+    concerned. It is asked as the write leaves: after its wait at the rate limit, and again once its connection is
+    made (on the direct path; a write through the session — an ``auth-provider`` user, an HTTP proxy — is asked
+    before its connection is made)."""
     token = _write_fence.set(fence)
     try:
         yield
@@ -307,6 +309,11 @@ class RequestStats:
     def record(self, verb: str, resource: str) -> None:
         with self._lock:
             self._counts[(verb, resource)] += 1
+
+    def withdraw(self, verb: str, resource: str) -> None:
+        """Uncount a request :meth:`record` counted that was not sent after all."""
+        with self._lock:
+            self._counts[(verb, resource)] -= 1
 
     def answered(self, code: int, method: str) -> None:
         """Count one answer by HTTP status code and method (client-go's ``rest_client_requests_total``); code 0 (no
@@ -657,7 +664,16 @@ class Client:
             response = self._whole_by(through_session, method, path, deadline)
         elif self._direct is not None:
             sent = functools.partial(
-                self._send_direct, method, path, params=params, data=data, content_type=content_type, timeout=timeout
+                self._send_direct,
+                method,
+                path,
+                params=params,
+                data=data,
+                content_type=content_type,
+                timeout=timeout,
+                # Asked again once the connection is made, which may take up to the timeout: leadership may have
+                # been lost meanwhile, and the next leader be writing.
+                ready=functools.partial(self._check_fence_again, verb, resource) if write else None,
             )
             used = self._token.token() if self._token is not None else None
             response = sent(token=used)
@@ -708,15 +724,31 @@ class Client:
         content_type: str,
         timeout: float,
         token: str | None,
+        ready: Callable[[], None] | None,
     ) -> transport.Response:
         assert self._direct is not None  # the caller checked
         try:
             return self._direct.send(
-                method, path, params=params, data=data, content_type=content_type, timeout=timeout, token=token
+                method,
+                path,
+                params=params,
+                data=data,
+                content_type=content_type,
+                timeout=timeout,
+                token=token,
+                ready=ready,
             )
         except OSError as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+
+    def _check_fence_again(self, verb: str, resource: str) -> None:
+        """:func:`check_fence` for a request already counted: one it refuses is not counted as sent."""
+        try:
+            check_fence(verb, resource)
+        except errors.NotLeader:
+            self.stats.withdraw(verb, resource)
+            raise
 
     def _token_changed(
         self, method: str, verb: str, resource: str, refused: str | None, write: bool, *, limited: bool

@@ -44,7 +44,7 @@ import threading
 import urllib.parse
 import weakref
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pykube
@@ -237,9 +237,12 @@ class DirectTransport:
         content_type: str,
         timeout: TimeoutSpec,
         token: str | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> Response:
         """One request, answered whole. Never retried: a failure is the caller's to classify. ``token``: the bearer
-        token of this request, when it can change (see :meth:`for_config`).
+        token of this request, when it can change (see :meth:`for_config`). ``ready`` is called once the connection
+        is made, just before the request is written: what it raises is raised, nothing sent (making a connection
+        may take up to the timeout, and what allowed the request before may not hold any more).
 
         Raises:
             OSError: the request did not get an answer (refused, reset, timed out, closed before or during the
@@ -248,6 +251,12 @@ class DirectTransport:
         url, request, body = self._request(method, path, params, data, content_type, token)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn = self._take(connect)
+        if ready is not None:
+            try:
+                ready()
+            except BaseException:
+                self._give_back(conn, True)  # unused: kept for the next request
+                raise
         try:
             conn.send(request, body, read)
             status, reason, content, keep, fields = _read_answer(conn.reader, method)

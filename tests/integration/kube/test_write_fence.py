@@ -3,9 +3,15 @@ limit: leadership can be lost during that wait, and the next leader may be writi
 
 from __future__ import annotations
 
+import contextlib
+import pathlib
+import socket
+import threading
 import time
+import urllib.parse
 
 import pytest
+import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -61,4 +67,97 @@ def test_a_call_to_an_operand_that_waited_at_the_rate_limit_past_the_loss_of_lea
         assert time.monotonic() >= lost_at
         assert client.stats.snapshot()[("proxy", "pods/proxy")] == 0
     finally:
+        client.close()
+
+
+class HeldRelay:
+    """A TCP relay to the API server that holds each new connection (its TLS handshake waits) until :attr:`proceed`
+    is set — as a connection to a server under load, or across a network being repaired, takes its time."""
+
+    def __init__(self, upstream: str) -> None:
+        parts = urllib.parse.urlsplit(upstream)
+        self._upstream = (parts.hostname or "127.0.0.1", parts.port or 443)
+        self.connected = threading.Event()
+        self.proceed = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._sockets: list[socket.socket] = [self._listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def close(self) -> None:
+        self.proceed.set()
+        for sock in self._sockets:
+            sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self._sockets.append(client)
+            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+
+    def _relay(self, client: socket.socket) -> None:
+        self.connected.set()
+        self.proceed.wait()
+        upstream = socket.create_connection(self._upstream)
+        self._sockets.append(upstream)
+        for source, target in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                target.shutdown(socket.SHUT_WR)
+
+
+def test_a_write_whose_connection_was_made_after_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """The fence is asked again once the connection is made: making it (TCP, TLS) may take as long as the client's
+    timeout, and the next leader may be writing by the time it is made."""
+    relay = HeldRelay(control_plane.url)
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = relay.url
+    envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
+    client = kube_client.Client.from_kubeconfig(tmp_path / "relayed")
+    lost = threading.Event()
+
+    def fence(verb: str, resource: str) -> str | None:
+        return "leadership lost" if lost.is_set() else None
+
+    outcome: list[BaseException | None] = []
+
+    def write() -> None:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
+        try:
+            with kube_client.fenced(fence):
+                client.create(body, kinds.CONFIG_MAP)
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        writer.start()
+        assert relay.connected.wait(10), "the write connects"
+        lost.set()  # leadership is lost while the connection is being made
+        relay.proceed.set()
+        writer.join(30)
+        assert len(outcome) == 1
+        assert isinstance(outcome[0], errors.NotLeader)
+        assert kube.get_or_none(kinds.CONFIG_MAP, "late", namespace) is None
+    finally:
+        relay.close()
         client.close()

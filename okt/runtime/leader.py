@@ -22,7 +22,8 @@ Guarantees:
   lease emptied stops writing at once; a candidate tries again at the moment the lease it watches runs out when
   that comes before its next try (:func:`candidate_wait`);
 * a leader that finds the lease held by another candidate stops leading — and writing — at once (that candidate
-  may be writing already), without waiting for its renew deadline;
+  may be writing already), without waiting for its renew deadline; one whose renewal is refused as a conflict
+  (someone else wrote the lease since it read it) stops writing until it has read the lease again, at once;
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
   believe they won;
 * each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale
@@ -154,6 +155,8 @@ class LeaderElector:
         self._last_contact = 0.0
         self._lost = False
         self._renewed_at = 0.0
+        # A renewal was refused as a conflict: someone else wrote the lease since we read it, and may hold it now.
+        self._contested = False
         self._log = _log.bind(lease=f"{namespace}/{name}", identity=identity)
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -170,14 +173,17 @@ class LeaderElector:
             return self._lost
 
     def may_write(self) -> bool:
-        """Whether this process may write now: it leads, and its last renewal is younger than the renew deadline
-        (counted from when the renewal was sent: the others may have seen it from then on).
+        """Whether this process may write now: it leads, its last renewal is younger than the renew deadline
+        (counted from when the renewal was sent: the others may have seen it from then on), and no renewal was
+        refused as a conflict since.
 
         The second half does not wait for the elector's thread to notice a failed renewal (it may be stuck in a
-        request): past the deadline, another process may acquire the lease soon, so writes stop at once.
+        request): past the deadline, another process may acquire the lease soon, so writes stop at once. A conflict
+        says someone else wrote the lease since it was read, and may hold it now: writes stop until a renewal that
+        reads it again succeeds (the next attempt comes at once).
         """
         with self._lock:
-            return self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
+            return self._leading and not self._contested and time.monotonic() - self._renewed_at < self.renew_deadline
 
     @property
     def healthy(self) -> bool:
@@ -264,15 +270,21 @@ class LeaderElector:
         if self._on_started is not None:
             self._on_started()
         # Renew.
+        at_once = False
         while not self._stop.is_set():
-            self._stop.wait(self.retry_period)
+            if not at_once:
+                self._stop.wait(self.retry_period)
             if self._stop.is_set():
                 return
             attempted_at = time.monotonic()
             if self._try_acquire_or_renew():
                 with self._lock:
                     self._renewed_at = attempted_at
+                    self._contested = False
+                at_once = False
                 continue
+            with self._lock:
+                at_once = self._contested and not at_once  # read the lease again at once, once in a row
             if self.lost:
                 break  # deposed: _see stopped the writes the moment it saw the other holder
             if time.monotonic() - self._renewed_at >= self.renew_deadline:
@@ -312,7 +324,13 @@ class LeaderElector:
         try:
             return self._attempt()
         except errors.Conflict:
-            self._log.debug("lost the race for the lease")
+            with self._lock:
+                leading = self._leading
+                self._contested = leading
+            if leading:
+                self._log.warning("lease renewal refused as a conflict: writes stop until the lease is read again")
+            else:
+                self._log.debug("lost the race for the lease")
             return False
         except errors.ApiError as exc:
             self._log.warning("lease request failed", error=str(exc))

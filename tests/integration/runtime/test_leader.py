@@ -465,3 +465,63 @@ def test_a_lease_edited_by_hand_is_not_taken_by_a_standby_while_the_leader_may_s
         both.stop()
         second.stop(release=False)
         first.stop(release=False)
+
+
+class UsurpingProxy(faults.FaultProxy):
+    """Forwards every request; while :attr:`usurp` is set, the next lease update is preceded by ``admin`` writing the
+    lease as held by ``usurper`` (so the update is answered 409), and the next lease request after that notes
+    whether the elector of :attr:`watched` could still write as it was sent."""
+
+    def __init__(self, upstream: str, ca_file: str, admin: kube_client.Client, namespace: str, name: str) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.usurp = threading.Event()
+        self.conflicted = threading.Event()
+        self.writable_at_next_request: list[bool] = []
+        self.watched: leader.LeaderElector | None = None
+        self._admin, self._namespace, self._name = admin, namespace, name
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if "/leases/" in self.path and proxy.conflicted.is_set() and not proxy.writable_at_next_request:
+                    assert proxy.watched is not None
+                    proxy.writable_at_next_request.append(proxy.watched.may_write())
+                elif self.command == "PUT" and "/leases/" in self.path and proxy.usurp.is_set():
+                    proxy.usurp.clear()
+                    lease = proxy._admin.get(kinds.LEASE, proxy._name, proxy._namespace)
+                    now = leader.micro_time()
+                    lease["spec"].update(holderIdentity="usurper", acquireTime=now, renewTime=now)
+                    proxy._admin.replace(kinds.LEASE, lease)
+                    super()._relay()
+                    proxy.conflicted.set()
+                    return
+                super()._relay()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler
+
+
+def test_a_leader_whose_renewal_is_refused_as_a_conflict_stops_writing_until_it_has_read_the_lease_again(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A 409 says someone else wrote the lease since the leader read it: it may hold it now, and be writing."""
+    proxy = UsurpingProxy(control_plane.url, str(control_plane.ca_file), kube, namespace, "conflicted")
+    with proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        elector = leader.LeaderElector(through, namespace, "conflicted", "first", 20.0, 15.0, 2.0)
+        proxy.watched = elector
+        try:
+            elector.start()
+            wait_for(elector.may_write, timeout=10)
+            proxy.usurp.set()
+            assert proxy.conflicted.wait(10), "the leader's renewal meets the other write"
+            wait_for(lambda: elector.lost, timeout=10, message="the leader finds the lease held by another")
+            assert proxy.writable_at_next_request == [False]
+            assert not elector.may_write()
+        finally:
+            elector.stop(release=False)
+            through.close()

@@ -14,13 +14,13 @@ Guarantees:
 * a lease is taken only when it is already ours or has run out — "ours" is a record this elector wrote
   (identities are unique per process: a lease held under this identity by a record it did not write is another
   process's, waited out as any other holder's, and a leader that finds one is deposed); expiry is judged on
-  **this** process's monotonic clock from the moment the lease's record last changed (never by comparing clocks
-  across machines), for the duration the record says — no shorter, for a held record, than this elector's own
-  ``lease_duration`` or the duration its holder wrote in the record before (a duration shortened by hand is not
-  known to the leader, which writes until its renew deadline); an emptied lease (no holder) runs out as any
-  other: a release says 1 s, a holder emptied by hand keeps its leader's duration, and the leader that finds its
-  lease emptied stops writing at once; a candidate tries again at the moment the lease it watches runs out when
-  that comes before its next try (:func:`candidate_wait`);
+  **this** process's clock (:func:`clock`, which goes on while the machine sleeps) from the moment the lease's
+  record last changed (never by comparing clocks across machines), for the duration the record says — no
+  shorter, for a held record, than this elector's own ``lease_duration`` or the duration its holder wrote in the
+  record before (a duration shortened by hand is not known to the leader, which writes until its renew deadline);
+  an emptied lease (no holder) runs out as any other: a release says 1 s, a holder emptied by hand keeps its
+  leader's duration, and the leader that finds its lease emptied stops writing at once; a candidate tries again at
+  the moment the lease it watches runs out when that comes before its next try (:func:`candidate_wait`);
 * a leader that finds the lease held by another candidate stops leading — and writing — at once (that candidate
   may be writing already), without waiting for its renew deadline; one whose renewal is refused as a conflict
   (someone else wrote the lease since it read it) stops writing until it has read the lease again, at once;
@@ -84,6 +84,20 @@ def micro_time(moment: datetime.datetime | None = None) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def clock() -> float:
+    """Seconds on the clock the elector measures its lease with: one that goes on while the machine sleeps
+    (``CLOCK_BOOTTIME`` on Linux), where the monotonic clock stops. A leader whose machine was suspended (a laptop, a
+    VM paused or migrated) must find, on waking, that its last renewal is as old as it is for the others, who took the
+    lease meanwhile; with the monotonic clock it would have judged it fresh and written beside the new leader. Where
+    there is no such clock, the monotonic one."""
+    if _BOOTTIME is not None:
+        return time.clock_gettime(_BOOTTIME)
+    return time.monotonic()
+
+
 def _duration(value: object, default: float) -> float:
     """A lease's ``leaseDurationSeconds`` in seconds; ``default`` when it is missing or no positive number."""
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
@@ -143,7 +157,7 @@ class LeaderElector:
         self._leading = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        # What the lease said when we last saw it change, and when (monotonic): the basis of expiry.
+        # What the lease said when we last saw it change, and when (on :func:`clock`): the basis of expiry.
         self._observed: tuple[str, str, str] | None = None
         # The records (holder, renewTime, acquireTime) the lease may hold from our own writes: the last one answered,
         # and those sent since without an answer. A lease held under our identity with another record was written by
@@ -183,14 +197,14 @@ class LeaderElector:
         reads it again succeeds (the next attempt comes at once).
         """
         with self._lock:
-            return self._leading and not self._contested and time.monotonic() - self._renewed_at < self.renew_deadline
+            return self._leading and not self._contested and clock() - self._renewed_at < self.renew_deadline
 
     @property
     def healthy(self) -> bool:
         """Whether the API server answered one of our lease requests recently (a healthy standby or leader)."""
         with self._lock:
             contact = self._last_contact
-        return contact > 0 and time.monotonic() - contact < self.lease_duration + self.retry_period * JITTER
+        return contact > 0 and clock() - contact < self.lease_duration + self.retry_period * JITTER
 
     @property
     def holder(self) -> str:
@@ -257,7 +271,7 @@ class LeaderElector:
         # late (a slow network, this process paused between the write and its answer).
         # Acquire.
         while not self._stop.is_set():
-            attempted_at = time.monotonic()
+            attempted_at = clock()
             if self._try_acquire_or_renew():
                 break
             self._sleep()
@@ -276,7 +290,7 @@ class LeaderElector:
                 self._stop.wait(self.retry_period)
             if self._stop.is_set():
                 return
-            attempted_at = time.monotonic()
+            attempted_at = clock()
             if self._try_acquire_or_renew():
                 with self._lock:
                     self._renewed_at = attempted_at
@@ -287,7 +301,7 @@ class LeaderElector:
                 at_once = self._contested and not at_once  # read the lease again at once, once in a row
             if self.lost:
                 break  # deposed: _see stopped the writes the moment it saw the other holder
-            if time.monotonic() - self._renewed_at >= self.renew_deadline:
+            if clock() - self._renewed_at >= self.renew_deadline:
                 break
         else:
             return
@@ -309,7 +323,7 @@ class LeaderElector:
     def _sleep(self) -> None:
         with self._lock:
             held_by_other = self._held_by_other_locked()
-            until_expiry = self._observed_at + self._observed_duration - time.monotonic() if held_by_other else None
+            until_expiry = self._observed_at + self._observed_duration - clock() if held_by_other else None
         self._stop.wait(candidate_wait(self.retry_period * random.uniform(1.0, JITTER), until_expiry))
 
     def _notify_stopped(self) -> None:
@@ -393,7 +407,7 @@ class LeaderElector:
         with self._lock:
             # Once the lease is seen with another record, none of ours sent before can come back.
             self._ours = (record,) if record in self._ours else ()
-            now = time.monotonic()
+            now = clock()
             changed = record != self._observed
             if changed:
                 published = duration
@@ -436,7 +450,7 @@ class LeaderElector:
 
     def _expired(self) -> bool:
         with self._lock:
-            return time.monotonic() > self._observed_at + self._observed_duration
+            return clock() > self._observed_at + self._observed_duration
 
     # -- requests (bounded in time) ------------------------------------------------------------------------------
 

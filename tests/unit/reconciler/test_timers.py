@@ -6,6 +6,7 @@ import math
 import threading
 from typing import Any, cast
 
+import pydantic
 import pytest
 import structlog
 
@@ -221,6 +222,30 @@ def test_a_timer_that_raises_a_temporary_error_with_a_delay_runs_again_after_tha
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None
     assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30
+
+
+class Credentials(pydantic.BaseModel):
+    user: str
+    port: int
+
+
+def test_a_timer_that_fails_validating_a_secret_says_which_field_is_wrong_never_the_value() -> None:
+    """A pydantic ``ValidationError``'s text repeats every input it was given (a Secret's password, decoded by the
+    timer): the failure's log line and Warning Event name the model and each bad field, as a hook's error does."""
+    try:
+        Credentials.model_validate({"user": "admin", "port": "hunter2-s3cret"})
+    except pydantic.ValidationError as exc:
+        invalid = exc
+    with structlog.testing.capture_logs() as logged:
+        _, fake, run = raised(invalid)
+
+    assert not run.results.has_error
+    [event] = fake.objects(kinds.EVENT)
+    assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
+    assert event["message"].startswith("timer probe failed: ValidationError: Credentials: port: ")
+    [line] = [entry for entry in logged if entry["event"] == "timer failed"]
+    assert line["error"].startswith("ValidationError: Credentials: port: ")
+    assert "hunter2" not in repr([event, *logged])
 
 
 class Hanging(okt.Reconciler):

@@ -17,7 +17,9 @@ Guarantees:
 * a daemon that **raises** (``sys.exit()`` included: it would end only the daemon's thread) is logged and started
   again after a backoff (``Options.backoff``, doubled per consecutive failure up to ``max_backoff``; a run that
   lasted ``max_backoff`` or longer before it raised starts the count over; the wait ends early when it is asked to
-  stop); one that **returns** on its own is done for that object (not restarted until the object comes back);
+  stop); each restart is logged, the traceback only at the first failure of each distinct error (see
+  :func:`_traceback_once`); one that **returns** on its own is done for that object (not restarted until the object
+  comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do.
 
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
@@ -30,11 +32,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import structlog
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import daemons as declaration
@@ -284,6 +288,7 @@ class Supervisor:
         log = self._log.bind(daemon=daemon_name, namespace=slot.namespace, name=slot.name)
         failures = 0
         attempt = 0
+        seen: set[tuple[str, str]] = set()
         try:
             with kube_client.fenced(self._fence()):
                 while not slot.stop.is_set():
@@ -317,10 +322,10 @@ class Supervisor:
                         delay = options.delay(failures)
                         log.error(
                             "daemon failed, restarting after a backoff",
-                            error=f"{type(exc).__name__}: {exc}",
+                            error=f"{type(exc).__name__}: {errors.message_of(exc)}",
                             failures=failures,
                             delay=delay,
-                            exc_info=True,
+                            **_traceback_once(exc, seen),
                         )
                         slot.stop.wait(delay)
                         continue
@@ -328,3 +333,24 @@ class Supervisor:
                     return
         finally:
             self._ended(key, slot)
+
+
+_SEEN_LIMIT = 64
+"""Distinct errors one daemon of one object remembers having logged the traceback of (forgotten all at once past it)."""
+
+
+def _traceback_once(exc: BaseException, seen: set[tuple[str, str]]) -> dict[str, Any]:
+    """What a failure's log line carries of where it was raised: the traceback at the first failure of each distinct
+    error (type and message) of one daemon of one object, nothing at its repeats — a daemon failing for good
+    restarts every ``max_backoff`` seconds, on every object, for ever. A pydantic ``ValidationError``'s text repeats
+    every input it was given (a Secret's value): its stack only."""
+    said = errors.message_of(exc)
+    key = (type(exc).__qualname__, said)
+    if key in seen:
+        return {}
+    if len(seen) >= _SEEN_LIMIT:
+        seen.clear()
+    seen.add(key)
+    if said != str(exc):
+        return {"stack": "".join(traceback.format_tb(exc.__traceback__))}
+    return {"exc_info": exc}

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any, ClassVar, cast
 
+import pydantic
 import structlog
 
 import okt
@@ -275,3 +276,45 @@ def test_a_daemon_that_calls_sys_exit_is_logged_and_restarted_as_one_that_raises
 
     [failed] = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
     assert failed["error"] == "SystemExit: the tunnel closed"
+
+
+class Credentials(pydantic.BaseModel):
+    user: str
+    port: int
+
+
+class Failing(okt.Reconciler):
+    """A daemon that fails four times the same way, then validating a Secret's data, then runs until stopped."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+    secret_data: ClassVar[dict[str, str]] = {"user": "admin", "port": "hunter2-s3cret"}
+
+    @okt.daemon(backoff=0.01, max_backoff=0.02)
+    def failing(self, ctx: okt.DaemonContext) -> None:
+        if ctx.attempt <= 4:
+            raise ConnectionError("the backend refused the connection")
+        if ctx.attempt <= 6:
+            Credentials.model_validate(self.secret_data)
+        ctx.stop.wait()
+
+
+def test_a_daemon_failing_again_and_again_logs_each_restart_and_each_distinct_error_s_traceback_once() -> None:
+    """Every restart is logged with its backoff, but the traceback only at the first failure of each distinct error
+    (a daemon failing for good logged it at every restart of every object, for ever); a pydantic ``ValidationError``
+    is said by its fields and its stack, never by the values it was given (a Secret's)."""
+    reconciler, store = Failing(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: [e["attempt"] for e in logged if e["event"] == "daemon started"][-1:] == [7], timeout=10)
+    sup.halt()
+    assert sup.join(5)
+
+    failed = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
+    assert [entry["error"].split(":")[0] for entry in failed] == 4 * ["ConnectionError"] + 2 * ["ValidationError"]
+    with_traceback = [i for i, entry in enumerate(failed) if entry.get("exc_info") or entry.get("stack")]
+    assert with_traceback == [0, 4]
+    assert failed[4]["error"].startswith("ValidationError: Credentials: port: ")
+    assert "Credentials.model_validate" in failed[4]["stack"]
+    assert "hunter2" not in repr(logged)

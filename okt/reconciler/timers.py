@@ -35,6 +35,7 @@ import contextvars
 import copy
 import dataclasses
 import math
+import numbers
 import threading
 import time
 import types
@@ -70,27 +71,40 @@ class Options:
 
 
 def every(
-    *, seconds: float = 0.0, minutes: float = 0.0, hours: float = 0.0, timeout: float | None = None
+    bare: object = None,
+    /,
+    *,
+    seconds: float = 0.0,
+    minutes: float = 0.0,
+    hours: float = 0.0,
+    timeout: float | None = None,
 ) -> Callable[[F], F]:
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
     Args:
-        seconds, minutes, hours: the interval, their sum.
+        seconds, minutes, hours: the interval, their sum; each a number >= 0.
         timeout: seconds a call may take; a call still running then counts as failed, the reconcile goes on, and the
             timer does not run for that object again until that call returns (it cannot be stopped: Python cannot
             kill a thread). None (the default): no limit, and a call that hangs holds its worker for good.
 
     Raises:
-        ValueError: the interval (the sum of the three) is not a finite number of seconds > 0, or the timeout is
-            not None or a finite number of seconds > 0.
+        TypeError: ``@okt.every`` used bare, without its interval.
+        ValueError: a part of the interval is not a number >= 0 (a bool, a string...), the interval (the sum of the
+            three) is not a finite number of seconds > 0, or the timeout is not None or a finite number of seconds
+            > 0.
     """
+    if bare is not None:
+        raise TypeError(f"@okt.every needs its interval: @okt.every(seconds=..., minutes=..., hours=...), got {bare!r}")
+    for part, value in (("seconds", seconds), ("minutes", minutes), ("hours", hours)):
+        # Checked one by one: a string failed deep in the sum below, True counted as 1, and a negative part was taken
+        # off the others (seconds=-30, minutes=1 ran every 30 s).
+        if not _number(value) or value < 0:
+            raise ValueError(f"a timer's {part} is a number >= 0, got {value!r}")
     interval = seconds + 60 * minutes + 3600 * hours
     # Not finite, the interval would make the next run's requeue delay not finite either: refused by every reconcile.
     if not (math.isfinite(interval) and interval > 0):
         raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
-    if timeout is not None and not (
-        isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0
-    ):
+    if timeout is not None and not (_number(timeout) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"a timer's timeout is None or a positive number of seconds, got {timeout!r}")
     options = Options(float(interval), None if timeout is None else float(timeout))
 
@@ -99,6 +113,11 @@ def every(
         return fn
 
     return mark
+
+
+def _number(value: object) -> bool:
+    """Whether ``value`` is a number of seconds (a real number; a bool is not one, whatever Python says)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def declared(cls: type) -> Mapping[str, Options]:

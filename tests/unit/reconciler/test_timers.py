@@ -84,6 +84,38 @@ def test_a_timer_needs_a_finite_interval(interval: dict[str, float]) -> None:
         okt.every(**interval)
 
 
+@pytest.mark.parametrize(
+    "interval",
+    [
+        {"seconds": "30"},
+        {"minutes": True},
+        {"seconds": None},
+        {"seconds": -30, "minutes": 1},
+        {"hours": -1, "minutes": 90},
+    ],
+    ids=["a string", "a bool", "None", "a negative part", "a negative hour"],
+)
+def test_a_timer_interval_that_is_not_numbers_of_seconds_is_refused_in_one_line_naming_it(
+    interval: dict[str, Any],
+) -> None:
+    """Each part is a number >= 0: ``"30"`` failed deep in an addition (``can only concatenate str``), ``True`` was
+    one second, and a negative part was taken off the others (``seconds=-30, minutes=1`` ran every 30 s)."""
+    [(part, value)] = [(k, v) for k, v in interval.items() if type(v) not in (int, float) or v < 0]
+    with pytest.raises(ValueError, match=f"a timer's {part} is a number >= 0, got {value!r}") as refused:
+        okt.every(**interval)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_timer_used_without_its_interval_says_how_to_give_it() -> None:
+    """``@okt.every`` bare handed the method to ``every()`` as an argument: Python's own TypeError said nothing of the
+    interval it needs."""
+    with pytest.raises(TypeError, match=r"@okt.every needs its interval: @okt.every\(seconds=..., minutes=..."):
+
+        class Bare(okt.Reconciler):
+            @okt.every
+            def probe(self, ctx: okt.Context) -> None: ...
+
+
 class Ticking(okt.Reconciler):
     api_version = "example.com/v1"
     kind = "Thing"

@@ -258,7 +258,8 @@ def _status_refused(results: results_mod.Results) -> bool:
 def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
     """The status fields as written: through ``model`` (validated, API names) when there is one.
 
-    A key the model knows — by its Python name or its API alias — is written once, under the API name; keys the model
+    A key the model knows — by its Python name or its API alias — is written once, under the API name (the keys not
+    given are not written: their defaults would overwrite another writer's values); keys the model
     does not declare pass through unchanged (a status field another part of the operator sets, okt's own
     ``relatedObjects`` and ``versions``), so only the declared keys are validated: a model that forbids extra fields
     refuses none of them.
@@ -276,7 +277,10 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     except pydantic.ValidationError as exc:
         readable = errors.InvalidSpec.from_validation_error(exc, "status", model=model)  # for its message only
         raise ValueError(str(readable)) from exc
-    dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # The fields given only: the model's defaults of the others would put back what another writer set (a timer's
+    # field, at every reconcile that does not run it; a daemon's), and it would set it again: writes for ever.
+    given = {name for name, field in model.model_fields.items() if name in fields or field.alias in fields}
+    dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True, include=given)
     removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
     return _json_fields({**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed})
 

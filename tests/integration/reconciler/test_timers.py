@@ -8,8 +8,9 @@ import re
 import threading
 import time
 import urllib.request
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import pydantic
 import pytest
 
 import okt
@@ -137,3 +138,59 @@ def overdue(manager: manager_mod.Manager) -> float:
     found = re.search(r'^okt_timer_calls_overdue\{controller="[^"]+"\} (\S+)$', body, re.MULTILINE)
     assert found is not None, body
     return float(found.group(1))
+
+
+class BackupStatus(pydantic.BaseModel):
+    phase: str = "Pending"
+    last_backup: str = pydantic.Field(default="", alias="lastBackup")
+
+
+class BackingUp(shared.WidgetReconciler):
+    """Every reconcile says in ``status.phase`` which ``poke`` annotation it saw; an hourly timer sets
+    ``status.lastBackup``."""
+
+    owns = (shared.WidgetConfig,)
+    status_model = BackupStatus
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.Mutator:
+            ctx.status_fields["phase"] = f"saw-{ctx.cr.annotations.get('poke', 'nothing')}"
+        return super().enter_in_state(state, ctx)
+
+    @okt.every(hours=1)
+    def backup(self, ctx: okt.Context) -> None:
+        ctx.status_fields["lastBackup"] = "2026-01-01T00:00:00Z"
+
+
+def test_a_status_field_a_timer_set_stays_through_the_reconciles_that_do_not_run_it(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """A reconcile writes the status fields it set, never the status model's defaults of the others: a field set by
+    a timer (or a daemon, or another writer) went back to its default at each reconcile that did not set it, and
+    came back at the timer's next run — two writes per interval, and a status that said no backup was ever made."""
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(operator, [BackingUp], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(
+            lambda: shared.get_widget(kube, widget_kind, namespace, "w").get("status", {}).get("lastBackup"),
+            timeout=30,
+            message="the timer's first run",
+        )
+        kube.patch(widget_kind, "w", {"metadata": {"annotations": {"poke": "1"}}}, namespace)
+
+        def poked() -> dict[str, Any] | None:
+            status: dict[str, Any] = shared.get_widget(kube, widget_kind, namespace, "w").get("status", {})
+            return status if status.get("phase") == "saw-1" else None
+
+        status = wait_for(poked, timeout=30, message="the reconcile of the annotation's change")
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert status["lastBackup"] == "2026-01-01T00:00:00Z"

@@ -126,6 +126,11 @@ def test_a_status_field_set_to_none_is_removed_under_its_api_name() -> None:
     assert view == {"availableReplicas": 2, "phase": None}
 
 
+def test_a_status_field_not_set_is_not_written_as_the_model_s_default() -> None:
+    """Its default would overwrite what another writer set (a timer, in a reconcile that does not run it)."""
+    assert report.status_fields_view({"phase": "Running"}, _Replicas) == {"phase": "Running"}
+
+
 class _Strict(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 

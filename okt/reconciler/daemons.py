@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
@@ -49,8 +50,8 @@ class Options:
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
 
     Raises:
-        ValueError: a value is not a finite number of seconds, ``backoff`` is not > 0, ``max_backoff`` is below it,
-            or ``stop_timeout`` is negative.
+        ValueError: a value is not a finite number of seconds (a bool is not one), ``backoff`` is not > 0,
+            ``max_backoff`` is below it, or ``stop_timeout`` is negative.
     """
 
     backoff: float = 1.0
@@ -58,9 +59,12 @@ class Options:
     stop_timeout: float = 10.0
 
     def __post_init__(self) -> None:
-        # Finite, each of them: a cap that is NaN caps nothing (it compares false), and a stop timeout that is not
-        # finite is a wait too long for the platform's clock (the watchdog's thread ended on it).
-        finite = all(math.isfinite(value) for value in (self.backoff, self.max_backoff, self.stop_timeout))
+        # Numbers, each of them (a string failed inside math.isfinite, naming no option; True was one second), and
+        # finite: a cap that is NaN caps nothing (it compares false), and a stop timeout that is not finite is a wait
+        # too long for the platform's clock (the watchdog's thread ended on it).
+        values = (self.backoff, self.max_backoff, self.stop_timeout)
+        numeric = all(isinstance(value, numbers.Real) and not isinstance(value, bool) for value in values)
+        finite = numeric and all(math.isfinite(value) for value in values)
         if not finite or not self.backoff > 0 or self.max_backoff < self.backoff or self.stop_timeout < 0:
             raise ValueError(
                 f"a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff and stop_timeout >= 0, "
@@ -96,7 +100,16 @@ def daemon(
     """Mark a reconciler method ``name(self, ctx)`` as a daemon: one thread per object, stopped with its object.
 
     Used bare (``@okt.daemon``) or with options (``@okt.daemon(backoff=5)``, see :class:`Options`).
+
+    Raises:
+        TypeError: given something else than a method (an option given positionally).
+        ValueError: an option is refused (see :class:`Options`).
     """
+    if fn is not None and not callable(fn):
+        raise TypeError(
+            f"@okt.daemon decorates a method; its options are keywords: @okt.daemon(backoff=..., max_backoff=..., "
+            f"stop_timeout=...), got {fn!r}"
+        )
     options = Options(backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout)
 
     def mark(method: F) -> F:

@@ -77,3 +77,24 @@ def test_options_that_are_not_finite_are_refused_at_declaration(options: dict[st
 def test_nonsensical_options_are_refused_at_declaration(options: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="a daemon needs"):
         okt.daemon(**options)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"backoff": "5"}, "backoff='5'"), ({"stop_timeout": None}, "stop_timeout=None"), ({"max_backoff": True}, "True")],
+    ids=["a string", "None", "a bool"],
+)
+def test_options_that_are_not_numbers_are_refused_at_declaration_naming_them(
+    options: dict[str, object], named: str
+) -> None:
+    """A string or None failed inside ``math.isfinite`` (``must be real number, not str``, naming no option), and
+    ``True`` was taken for one second."""
+    with pytest.raises(ValueError, match="a daemon needs") as refused:
+        okt.daemon(**options)  # type: ignore[arg-type]
+    assert named in str(refused.value)
+
+
+def test_a_daemon_given_something_else_than_a_method_says_how_options_are_given() -> None:
+    """``@okt.daemon(5)`` handed 5 to the bare form, which failed setting an attribute on it."""
+    with pytest.raises(TypeError, match=r"@okt.daemon decorates a method; its options are keywords: @okt.daemon\("):
+        okt.daemon(5)  # type: ignore[call-overload]

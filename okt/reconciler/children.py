@@ -101,14 +101,16 @@ THROTTLE_DELAY = 0.001
 
 def write(ctx: context_mod.Context) -> None:
     """Updater: send the creates and updates decided — at most ``max_creates`` creates, the rest put off to a
-    reconcile requeued at once — then prune (unless an error was recorded); nothing when the object was deleted and
-    created again meanwhile (a quiet give-up: see :meth:`okt.reconciler.context.Context.replaced`)."""
+    reconcile requeued at once — then prune (unless an error was recorded); nothing when the object went, began to
+    be deleted, or was deleted and created again meanwhile (a quiet give-up: see
+    :meth:`okt.reconciler.context.Context.deleted_meanwhile`)."""
     creates, throttled = 0, 0
     limit = ctx.settings.max_creates
     writing = any(d.action in (apply.Action.CREATE, apply.Action.UPDATE) for d in ctx.decisions.values())
-    if writing and ctx.replaced():
-        # Children written now would name the old uid as their owner: the garbage collector would delete them, and
-        # meanwhile the new object's reconcile would find them under another controller.
+    if writing and ctx.deleted_meanwhile():
+        # Children written now would name as their owner an object being deleted (written after the garbage collector
+        # orphaned or deleted its children) or gone, or the old uid of a replaced one: the new object's reconcile
+        # would find them under another controller.
         return
     for res in ctx.registry:
         decision = ctx.decisions.get(res.key)

@@ -26,6 +26,9 @@ from okt.status import bookkeeping, conditions, events, writer
 
 REPLACED = "deleted and created again (another uid) during the reconcile"
 """The reason of the quiet give-up of a reconcile whose object was replaced meanwhile (see :meth:`Context.replaced`)."""
+DELETED = "deleted during the reconcile"
+"""The reason of the quiet give-up of a reconcile whose object went, or began to be deleted, before its children were
+written (see :meth:`Context.deleted_meanwhile`)."""
 
 
 class Reader(Protocol):
@@ -120,6 +123,8 @@ class Context:
         self.results = results_mod.Results()
         self.gave_up_replaced = False
         """Whether :meth:`replaced` found the object replaced, and the reconcile gave up."""
+        self.gave_up_deleted = False
+        """Whether :meth:`deleted_meanwhile` found the object gone or being deleted, and the reconcile gave up."""
         self.registry = registry.Registry()
         stored: Mapping[str, Any]
         if settings.status_target is writer.Target.ANNOTATIONS:
@@ -208,16 +213,38 @@ class Context:
         Asked of the reader (``okt run``'s cache: no request) before the writes no resourceVersion guards: a status
         applied server-side, children created or applied. An object the reader no longer holds is not replaced.
         Once it says so, the reconcile gives up quietly (:attr:`gave_up_replaced`)."""
-        if self.gave_up_replaced:
+        return self._superseded(deletion=False)
+
+    def deleted_meanwhile(self) -> bool:
+        """Whether the object is gone, being deleted or replaced (:meth:`replaced`), though it was live when this
+        reconcile read it. Children created or updated now would be written after its deletion began: for an object
+        deleted with ``propagationPolicy=Orphan`` they would name it their owner after the garbage collector orphaned
+        the others, and go with it; for any other, they are written only to be collected, the object reported Ready.
+
+        Asked of the reader (``okt run``'s cache: no request) before the children are written. Once it says so, the
+        reconcile gives up quietly (:attr:`gave_up_deleted`): the deletion's own reconcile follows (the cleanup, when
+        the object has okt's finalizer)."""
+        return self._superseded(deletion=True)
+
+    def _superseded(self, *, deletion: bool) -> bool:
+        """:meth:`replaced`, and with ``deletion`` :meth:`deleted_meanwhile`, from one read of the reader."""
+        if self.gave_up_replaced or (deletion and self.gave_up_deleted):
             return True
-        if not self.exists or not self.cr.uid:
+        if not self.exists or not self.cr.uid or (deletion and self.cr.deleting):
             return False
         now = self.reader.get(self.kind, self.cr.name, self.cr.namespace)
-        if now is None or _uid(now) in ("", self.cr.uid):
+        if now is not None and _uid(now) not in ("", self.cr.uid):
+            self.log.info(
+                "deleted and created again under its name (another uid) during this reconcile: its writes stop"
+            )
+            self.results.give_up(REPLACED)
+            self.gave_up_replaced = True
+            return True
+        if not deletion or (now is not None and not (now.get("metadata") or {}).get("deletionTimestamp")):
             return False
-        self.log.info("deleted and created again under its name (another uid) during this reconcile: its writes stop")
-        self.results.give_up(REPLACED)
-        self.gave_up_replaced = True
+        self.log.info("deleted during this reconcile: its children are not written")
+        self.results.give_up(DELETED)
+        self.gave_up_deleted = True
         return True
 
     # -- calling the operand (see docs/guide/remote.md) ----------------------------------------------------------

@@ -236,6 +236,51 @@ def test_a_cr_deleted_while_okt_was_down_is_cleaned_up_at_the_next_reconcile(
     assert reconciler.cleanups == 1
 
 
+CHILDREN = {"configmaps", "services", "deployments"}
+
+
+@pytest.mark.parametrize("finalizer", [FINALIZER, None], ids=["held-by-the-finalizer", "gone-at-once"])
+def test_a_cr_deleted_during_its_reconcile_gets_no_child_created_after_its_deletion_began(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    finalizer: str | None,
+) -> None:
+    class DeletedMidway(CleanupWidgetReconciler):
+        """Someone deletes the Widget while okt works out its children, after the CRChecker read it."""
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            other_client.delete(widget_kind, NAME, namespace)
+            if finalizer is None:
+                waiting.wait_for(
+                    lambda: other_client.get_or_none(widget_kind, NAME, namespace) is None, message="the Widget gone"
+                )
+            return super().resources(ctx)
+
+    DeletedMidway.finalizer = finalizer
+    reconciler = DeletedMidway()
+    create_widget(kube, widget_kind, namespace, *([finalizer] if finalizer else []))
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    written = {resource for _, resource in shared.write_requests(kube, before)}
+    assert CHILDREN.isdisjoint(written), "children written for an object being deleted"
+    assert okt.Operation.CREATED not in run.results.counts()
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP, "quiet: the deletion's own reconcile follows"
+    if finalizer is None:
+        return
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is None or ready["status"] != "True", "no Ready=True said of an object being deleted"
+
+    cleaned = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert cleaned.path_str == ">CRChecker>CRFinalizer>End"
+    assert reconciler.cleanups == 1
+    wait_until_gone(kube, widget_kind, namespace)
+
+
 class TieredSpec(pydantic.BaseModel):
     size: int = pydantic.Field(ge=1, le=10)
     replicas: int = 1

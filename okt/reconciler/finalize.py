@@ -3,7 +3,8 @@
 Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a live object okt adds its finalizer
 (when the reconciler declares one), sets the first-visit conditions and runs ``check(ctx)``; on deletion it runs
 ``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` (or ``Outcome.done()``) and recorded no
-error. A cleanup that gives up holds the object in deletion until a human acts: its give-up is always alarming, so the
+error; until then, what the ErrorManager says of an error starts with the deletion it blocks (:func:`blocked`). A
+cleanup that gives up holds the object in deletion until a human acts: its give-up is always alarming, so the
 ErrorManager says why on the object (Ready=False, reason ``GiveUp``, a Warning Event), once.
 
 Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
@@ -56,7 +57,7 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
     (or ``Outcome.done()``) and recorded no error (an outcome it asks for — ``requeue_after``, ``give_up``, returned,
     through ``ctx`` or as a raised ``okt.GiveUp`` — keeps them)."""
     ctx.results.add(Operation.FINALIZING, ctx.cr.name)
-    mine = [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
+    mine = holding(ctx)
     if not mine:
         return
     answer = None
@@ -95,6 +96,23 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         except (errors.Conflict, errors.Invalid) as exc:
             refused(ctx, exc)
             return
+
+
+def holding(ctx: context_mod.Context) -> list[str]:
+    """okt's finalizers (current and legacy) that hold the object in deletion: none while it lives."""
+    if not ctx.finalizing:
+        return []
+    return [f for f in (ctx.settings.finalizer, *ctx.settings.legacy_finalizers) if f and f in ctx.cr.finalizers]
+
+
+def blocked(ctx: context_mod.Context, message: str) -> str:
+    """What an error says on an object okt's finalizer holds in deletion: that the deletion is blocked, by which
+    finalizer, and why (``message``) — a Terminating object's Ready=False and Warning Event otherwise read as any failed
+    reconcile, and the one waiting for the deletion cannot tell what holds it. ``message`` as it is otherwise."""
+    mine = holding(ctx)
+    if not mine:
+        return message
+    return f"deletion blocked by finalizer {', '.join(dict.fromkeys(mine))}: {message}"
 
 
 def refused(ctx: context_mod.Context, exc: errors.Conflict | errors.Invalid) -> None:

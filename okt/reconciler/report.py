@@ -20,7 +20,7 @@ import pydantic
 
 from okt import errors
 from okt.engines import results as results_mod
-from okt.reconciler import children
+from okt.reconciler import children, finalize
 from okt.resources import helpers
 from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
@@ -215,6 +215,7 @@ def on_error(ctx: context_mod.Context) -> None:
     # An operator's own error class may spell its reason as free text: the conditions would refuse it, and Ready
     # would keep saying True while every reconcile fails.
     reason = cond.as_reason(reason)
+    message = finalize.blocked(ctx, message)
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
     # Counted from what the object carried: a success whose report the API server refused has reset the working
     # count already, and every such reconcile would count as the first failure (Degraded never turning True).

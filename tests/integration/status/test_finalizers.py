@@ -116,7 +116,7 @@ def test_a_failing_cleanup_keeps_the_finalizer_and_retries_until_it_succeeds(
     assert (ready["status"], ready["reason"], ready["message"]) == (
         "False",
         "TemporaryError",
-        "the external bucket is not empty yet",
+        f"deletion blocked by finalizer {FINALIZER}: the external bucket is not empty yet",
     )
 
     reconciler.cleanup_works = True
@@ -126,6 +126,37 @@ def test_a_failing_cleanup_keeps_the_finalizer_and_retries_until_it_succeeds(
     assert done.outcome == okt.Outcome.done()
     assert reconciler.cleanups == 2
     assert done.results.counts()[okt.Operation.FINALIZER_REMOVED] == 1
+    wait_until_gone(kube, widget_kind, namespace)
+
+
+def test_a_failing_cleanup_says_on_the_object_and_in_a_warning_event_that_the_deletion_is_blocked_and_why(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    reconciler = CleanupWidgetReconciler(cleanup_works=False)
+    recorder = events.EventRecorder(kube, "widget-controller")
+    create_widget(kube, widget_kind, namespace)
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+    kube.delete(widget_kind, NAME, namespace)
+
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
+
+    # A Terminating object whose Ready says only "the external bucket is not empty yet" reads as any failed
+    # reconcile: what holds it, and why, is what the person waiting for the deletion needs.
+    said = f"deletion blocked by finalizer {FINALIZER}: the external bucket is not empty yet"
+    live = shared.get_widget(kube, widget_kind, namespace, NAME)
+    ready = condition(live, "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["message"]) == ("False", said)
+    items, _ = kube.list(kinds.EVENT, namespace)
+    warnings = [
+        e["message"]
+        for e in items
+        if e["involvedObject"].get("uid") == live["metadata"]["uid"] and e["type"] == "Warning"
+    ]
+    assert warnings == [said]
+
+    reconciler.cleanup_works = True
+    shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)
     wait_until_gone(kube, widget_kind, namespace)
 
 
@@ -490,6 +521,7 @@ class GivingUpCleanupWidgetReconciler(shared.WidgetReconciler):
 
 
 LEGAL_HOLD = "the bucket holds objects under legal hold"
+BLOCKED = f"deletion blocked by finalizer {FINALIZER}: "
 
 
 @pytest.mark.parametrize(
@@ -518,14 +550,14 @@ def test_a_cleanup_that_gives_up_says_why_on_the_object_once(
     live = shared.get_widget(kube, widget_kind, namespace, NAME)
     ready = condition(live, "Ready")
     assert ready is not None
-    assert (ready["status"], ready["reason"], ready["message"]) == ("False", reason, LEGAL_HOLD)
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", reason, f"{BLOCKED}{LEGAL_HOLD}")
     items, _ = kube.list(kinds.EVENT, namespace)
     warnings = [
         (e["reason"], e["message"])
         for e in items
         if e["involvedObject"].get("uid") == live["metadata"]["uid"] and e["type"] == "Warning"
     ]
-    assert warnings == [(reason, LEGAL_HOLD)]
+    assert warnings == [(reason, f"{BLOCKED}{LEGAL_HOLD}")]
 
     # Left alone, the object is not written again: a restart or a resync finds the give-up reported.
     before = kube.stats.snapshot()

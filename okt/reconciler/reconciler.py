@@ -189,6 +189,16 @@ class Reconciler:
                 f"{cls.__name__}.legacy_finalizers = {legacy!r}: expected a tuple of finalizer names, e.g. "
                 '("example.com/old-cleanup",)'
             )
+        for name in legacy:
+            if name in GARBAGE_COLLECTOR_FINALIZERS:
+                # okt would remove it with its own from every object deleted with propagationPolicy Orphan or
+                # Foreground, before the garbage collector acted on it: children meant to be orphaned deleted with
+                # their owner, an owner meant to wait for its children gone first.
+                raise TypeError(
+                    f"{cls.__name__}.legacy_finalizers = {legacy!r}: {name!r} is the garbage collector's own finalizer "
+                    "(it removes it itself, once it orphaned or deleted the children); list only the names this "
+                    "operator added"
+                )
         if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
             # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
             raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")

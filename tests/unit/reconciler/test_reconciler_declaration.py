@@ -211,6 +211,18 @@ def test_the_garbage_collectors_own_finalizer_is_refused_when_the_class_is_defin
         type("Cleaner", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "C", "finalizer": finalizer})
 
 
+@pytest.mark.parametrize("finalizer", ["orphan", "foregroundDeletion"])
+def test_the_garbage_collectors_own_finalizer_is_refused_as_a_legacy_finalizer_when_the_class_is_defined(
+    finalizer: str,
+) -> None:
+    # Accepted, okt removed it with its own from every object deleted with propagationPolicy Orphan or Foreground,
+    # before the garbage collector acted on it: the children meant to be orphaned were deleted with their owner, and
+    # an owner meant to wait for its children went first. The garbage collector removes it itself.
+    legacy = ("example.com/old-cleanup", finalizer)
+    with pytest.raises(TypeError, match=r"^Renamed\.legacy_finalizers = .*: .* the garbage collector's own finalizer"):
+        type("Renamed", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "R", "legacy_finalizers": legacy})
+
+
 class _Spec(pydantic.BaseModel):
     replicas: int = 1
 

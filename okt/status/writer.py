@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
@@ -334,15 +335,17 @@ def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
 
 
 class Residues:
-    """What okt's last status apply of each object left different from the status it wanted.
+    """What okt's last status write of each object left different from the status it wanted.
 
     Why this exists: an apply changes only what its manager owns. When another writer keeps a key inside a map okt
     applies (``status.endpoints.secondary`` beside okt's ``primary``), the difference counts that key as one to remove
-    — okt's merge patch would — but the apply leaves it, rightly: it is not okt's. Without a memory of that, the same
-    apply would be sent on every reconcile. So the difference left right after okt's apply is remembered, per object,
-    for the status okt wanted then; the same difference for the same wanted status is nothing a write can change. Any
-    other difference (okt's own value edited, another status wanted) writes as ever. Bounded, the oldest entries
-    forgotten first (such an object is written once more); safe across worker threads.
+    — okt's merge patch would — but the apply leaves it, rightly: it is not okt's. And a CRD written by hand may not
+    declare a status field okt writes (``relatedObjects``, okt's bookkeeping): the server prunes it from every write.
+    Without a memory of that, the same write would be sent on every reconcile. So the difference left right after
+    okt's write is remembered, per object, for the status okt wanted then; the same difference for the same wanted
+    status is nothing a write can change. Any other difference (okt's own value edited, another status wanted) writes
+    as ever. Bounded, the oldest entries forgotten first (such an object is written once more); safe across worker
+    threads.
     """
 
     LIMIT = 8192
@@ -353,7 +356,7 @@ class Residues:
         self._left: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
 
     def remember(self, uid: str, wanted: Mapping[str, Any], answer: Mapping[str, Any]) -> None:
-        """Record what still differs between the answer to okt's status apply and ``wanted``."""
+        """Record what still differs between the answer to okt's status write and ``wanted``."""
         if not uid:
             return
         left = status_patch(answer.get("status") or {}, wanted)
@@ -367,7 +370,7 @@ class Residues:
                 self._left.popitem(last=False)
 
     def explain(self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any]) -> bool:
-        """Whether ``diff`` is exactly what okt's last apply of ``wanted`` to this object left."""
+        """Whether ``diff`` is exactly what okt's last write of ``wanted`` to this object left."""
         with self._lock:
             left = self._left.get(uid) if uid else None
         return left is not None and left[1] == _compact(diff) and left[0] == _digest(wanted)
@@ -396,27 +399,47 @@ def write(
 
     With ``apply_as`` (and the ``conditions``), the write is a server-side apply of the status as that field manager
     (see :func:`apply_body`), falling back to the guarded merge patch where apply would drop another writer's
-    conditions; a difference that okt's last apply of the same status left (:class:`Residues`) sends nothing. An
-    apply tests no resourceVersion: ``replaced()``, asked just before it, says the object was deleted and created
-    again under its name since ``cr`` was read, and then nothing is sent (None).
-    Without it, a merge patch of the difference guarded by the resourceVersion read.
+    conditions, or where the schema does not declare a field okt states (the server refuses such an apply whole, and
+    prunes the field from a merge patch). An apply tests no resourceVersion: ``replaced()``, asked just before it,
+    says the object was deleted and created again under its name since ``cr`` was read, and then nothing is sent
+    (None). Without it, a merge patch of the difference guarded by the resourceVersion read. Either way, a difference
+    that okt's last write of the same status left (:class:`Residues`: another writer's key, a pruned field) sends
+    nothing.
     """
     diff = status_patch(cr.status, wanted)
     if not diff:
         return None
+    if RESIDUES.explain(cr.uid, wanted, diff):
+        return None  # what differs is another writer's, or pruned: the same write left it last time (see Residues)
     body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
     if body is not None and apply_as is not None:
-        if RESIDUES.explain(cr.uid, wanted, diff):
-            return None  # what differs is another writer's: the same apply left it last time (see Residues)
         if replaced is not None and replaced():
             return None  # it would land on the new object, Ready and observedGeneration said of the old one
-        updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
-        if take_over_status(client, kind, updated, apply_as):
+        try:
             updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
-        RESIDUES.remember(cr.uid, wanted, updated)
-        observe(updated)
-        return updated
+        except errors.ApiError as exc:
+            if not undeclared(exc):
+                raise
+            # A field the CRD's schema does not declare: an apply is refused whole for it, where a merge patch is
+            # kept but for that field. The patch below writes the rest, and Residues remembers what was dropped.
+        else:
+            if take_over_status(client, kind, updated, apply_as):
+                updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+            RESIDUES.remember(cr.uid, wanted, updated)
+            observe(updated)
+            return updated
     patch = {"metadata": {"resourceVersion": cr.resource_version}, "status": diff}
     updated = client.patch(kind, cr.name, patch, cr.namespace, subresource="status")
+    RESIDUES.remember(cr.uid, wanted, updated)
     observe(updated)
     return updated
+
+
+UNDECLARED = "field not declared in schema"
+"""What the API server answers an apply stating a field its schema does not declare (a 500 up to at least 1.30)."""
+
+
+def undeclared(exc: errors.ApiError) -> bool:
+    """Whether ``exc`` refused an apply for a field the object's schema does not declare: a CRD written by hand whose
+    status schema lacks a field okt writes (``relatedObjects``, okt's bookkeeping, an ``observedGeneration``)."""
+    return UNDECLARED in exc.api_message

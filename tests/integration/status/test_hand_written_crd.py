@@ -1,0 +1,109 @@
+"""The status of a kind whose CRD was written by hand, as users bring them: a kubebuilder-style status schema that
+declares ``conditions`` (``metav1.Condition``) and ``observedGeneration`` only, and so none of the other fields okt
+writes (``relatedObjects``, its bookkeeping). okt's conditions land, and a reconcile with nothing new writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import condition, crds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+GROUP = "handwritten.okt.io"
+
+CONDITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    "properties": {
+        "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "message": {"type": "string", "maxLength": 32768},
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        "reason": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 1024,
+            "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        },
+        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+        "type": {"type": "string", "maxLength": 316},
+    },
+}
+"""``metav1.Condition`` as controller-gen writes it."""
+
+
+def hand_written_crd() -> dict[str, Any]:
+    crd = crds.schemaless_crd(GROUP, "Gadget", "gadgets")
+    conditions = {
+        "type": "array",
+        "items": CONDITION_SCHEMA,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    }
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": {
+                "type": "object",
+                "properties": {
+                    "conditions": conditions,
+                    "observedGeneration": {"type": "integer", "format": "int64"},
+                },
+            },
+        },
+    }
+    return crd
+
+
+class Gadget(okt.Reconciler):
+    """No children; states ``status.replicas`` too, which the hand-written schema does not declare either."""
+
+    api_version = f"{GROUP}/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["replicas"] = 3
+
+
+@pytest.fixture(scope="module")
+def gadget_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(hand_written_crd())
+    return kind
+
+
+def make_gadget(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> None:
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"size": 1}}, kind)
+
+
+def reconciler(strategy: str) -> okt.Reconciler:
+    made: okt.Reconciler = type("Gadget", (Gadget,), {"apply_strategy": strategy})()
+    return made
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_status_fields_a_hand_written_schema_does_not_declare_are_pruned_once_and_then_cost_no_write(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, strategy: str
+) -> None:
+    make_gadget(kube, gadget_kind, namespace, "g")
+    first = okt.reconcile(reconciler(strategy), kube, None, namespace, "g", kind=gadget_kind)
+    assert first.outcome == okt.Outcome.done()
+    before = kube.stats.snapshot()
+
+    run = okt.reconcile(reconciler(strategy), kube, None, namespace, "g", kind=gadget_kind)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.outcome == okt.Outcome.done()
+    live = kube.get(gadget_kind, "g", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and ready["status"] == "True", live.get("status")
+    assert live["status"]["observedGeneration"] == live["metadata"]["generation"]
+    assert "relatedObjects" not in live["status"] and "replicas" not in live["status"]

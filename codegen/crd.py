@@ -33,9 +33,9 @@ serves (``spec.conversion.strategy: Webhook``); without, they must have the stor
 ``status`` subresource, printer columns ``Ready`` and ``Reason`` (from the ``Ready`` condition), the author's extra
 columns, then ``Age``.
 ``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
-``type``) and ``observedGeneration`` are added when the status model lacks them, its required fields are not
-required (a failing reconcile reports before they are set), and unknown status fields are preserved (okt may keep
-bookkeeping there; see the design notes on persistence).
+``type``, which the status model's own ``conditions`` stays too) and ``observedGeneration`` are added when the status
+model lacks them, its required fields are not required (a failing reconcile reports before they are set), and unknown
+status fields are preserved (okt may keep bookkeeping there; see the design notes on persistence).
 """
 
 from __future__ import annotations
@@ -318,11 +318,33 @@ def status_schema(status_model: type[pydantic.BaseModel] | None) -> dict[str, An
         schema = _model_schema(status_model, "status")
         schema.pop("required", None)
     properties = schema.setdefault("properties", {})
-    properties.setdefault("conditions", copy.deepcopy(CONDITIONS_SCHEMA))
+    properties["conditions"] = _keyed_by_type(properties.get("conditions"))
     properties.setdefault("observedGeneration", dict(OBSERVED_GENERATION_SCHEMA))
     schema.pop("additionalProperties", None)
     schema[PRESERVE] = True
     return schema
+
+
+def _keyed_by_type(declared: dict[str, Any] | None) -> dict[str, Any]:
+    """The schema of ``status.conditions``: okt's (:data:`CONDITIONS_SCHEMA`), or the status model's own, a list
+    merged by ``type`` all the same (its items declaring and requiring ``type``, the key the server merges by): an
+    atomic list belongs whole to its last writer, so an apply of okt's conditions would take another manager's with
+    it, and that manager's own apply would conflict with okt's. A list type the model declares itself is kept."""
+    if declared is None:
+        return copy.deepcopy(CONDITIONS_SCHEMA)
+    items = declared.get("items")
+    if declared.get("type") != "array" or not isinstance(items, dict):
+        return declared
+    declared.setdefault("x-kubernetes-list-type", "map")
+    if declared["x-kubernetes-list-type"] == "map":
+        declared.setdefault("x-kubernetes-list-map-keys", ["type"])
+        if declared["x-kubernetes-list-map-keys"] == ["type"]:
+            items.setdefault("properties", {}).setdefault(
+                "type", dict(CONDITIONS_SCHEMA["items"]["properties"]["type"])
+            )
+            if "type" not in items.setdefault("required", []):
+                items["required"].append("type")
+    return declared
 
 
 def structural_schema(model: type[pydantic.BaseModel], path: str = "spec") -> dict[str, Any]:

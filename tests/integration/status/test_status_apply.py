@@ -154,3 +154,48 @@ def test_a_status_written_by_the_merge_path_is_taken_over_by_the_first_apply(
     assert "Warming" not in types_of(live)
     okt_entries = [e for e in live["metadata"]["managedFields"] if e["manager"] == "okt"]
     assert not any("f:status" in e.get("fieldsV1", {}) for e in okt_entries if e["operation"] == "Update")
+
+
+class DialStatus(pydantic.BaseModel):
+    conditions: list[dict[str, Any]] = []
+    """Declared by the operator's own status model: ``okt gen crd`` keeps it a list merged by ``type`` all the same."""
+    replicas: int = 0
+
+
+class Dial(Gauge):
+    api_version = "dial.okt.io/v1"
+    kind = "Dial"
+    status_model = DialStatus
+
+
+def test_another_managers_condition_is_applied_beside_okts_when_the_status_model_declares_the_conditions(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(Dial))
+    make_gauge(kube, kind, namespace, "d")
+    okt.reconcile(Dial(), kube, None, namespace, "d", kind=kind)
+    mine = {
+        "type": "example.com/BackedUp",
+        "status": "True",
+        "reason": "SnapshotTaken",
+        "message": "snapshot 1",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
+    body = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": "d", "namespace": namespace},
+        "status": {"conditions": [mine]},
+    }
+
+    # As ``kubectl apply --server-side`` does: without forcing, so a conflict with okt's fields would be refused.
+    other_client.apply(body, kind, field_manager="backup", force=False, subresource="status")
+    kube.patch(kind, "d", {"spec": {"size": 2}}, namespace)
+    before = kube.stats.snapshot()
+    okt.reconcile(Dial(), kube, None, namespace, "d", kind=kind)
+
+    assert shared.write_requests(kube, before) == {("apply", "dials/status"): 1}
+    live = kube.get(kind, "d", namespace)
+    assert condition(live, "example.com/BackedUp") == mine
+    ready = condition(live, "Ready")
+    assert ready is not None and ready["observedGeneration"] == live["metadata"]["generation"] == 2

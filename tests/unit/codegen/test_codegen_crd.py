@@ -396,6 +396,34 @@ def test_status_model_gets_conditions_and_observed_generation_added() -> None:
     assert_structural(status)
 
 
+class ConditionOfTheModel(pydantic.BaseModel):
+    type: str
+    status: str
+
+
+class ModelConditions(pydantic.BaseModel):
+    conditions: list[dict[str, Any]] = []
+
+
+class TypedModelConditions(pydantic.BaseModel):
+    conditions: list[ConditionOfTheModel] | None = None
+
+
+class OktModelConditions(pydantic.BaseModel):
+    conditions: list[okt.Condition] = []
+
+
+@pytest.mark.parametrize("model", [ModelConditions, TypedModelConditions, OktModelConditions])
+def test_conditions_the_status_model_declares_stay_a_list_merged_by_type(model: type[pydantic.BaseModel]) -> None:
+    status = status_of(memcached_crd(status_model=model))
+    conditions = status["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert conditions["items"]["properties"]["type"]["type"] == "string"
+    assert "type" in conditions["items"]["required"]
+    assert_structural(status)
+
+
 def test_spec_without_a_model_accepts_any_object() -> None:
     definition = memcached_crd(spec_model=None)
     root = definition["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -415,8 +416,12 @@ def write(
     if body is not None and apply_as is not None:
         if replaced is not None and replaced():
             return None  # it would land on the new object, Ready and observedGeneration said of the old one
+
+        def apply(sent: dict[str, Any]) -> dict[str, Any]:
+            return client.apply(sent, kind, field_manager=apply_as, subresource="status")
+
         try:
-            updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+            updated, body = _sent(apply, body)
         except errors.ApiError as exc:
             if not undeclared(exc):
                 raise
@@ -424,19 +429,72 @@ def write(
             # kept but for that field. The patch below writes the rest, and Residues remembers what was dropped.
         else:
             if take_over_status(client, kind, updated, apply_as):
-                updated = client.apply(body, kind, field_manager=apply_as, subresource="status")
+                updated = apply(body)
             RESIDUES.remember(cr.uid, wanted, updated)
             observe(updated)
             return updated
-    patch = {"metadata": {"resourceVersion": cr.resource_version}, "status": diff}
-    updated = client.patch(kind, cr.name, patch, cr.namespace, subresource="status")
+
+    def patch(sent: dict[str, Any]) -> dict[str, Any]:
+        return client.patch(kind, cr.name, sent, cr.namespace, subresource="status")
+
+    updated, _ = _sent(patch, {"metadata": {"resourceVersion": cr.resource_version}, "status": diff})
     RESIDUES.remember(cr.uid, wanted, updated)
     observe(updated)
     return updated
 
 
+def _sent(
+    send: Callable[[dict[str, Any]], dict[str, Any]], body: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The answer to ``send(body)``, and the body it took: when the API server refuses condition messages longer
+    than the object's schema allows (a CRD written by hand, stricter than ``metav1.Condition``'s 32768 bytes), the
+    body once more with every message cut to that length, ending with an ellipsis. The conditions land, Ready above
+    all, instead of the same refusal on every reconcile (the error's report would carry the refusal's text, and be
+    refused in turn); Residues then remembers the cut, which costs no further write."""
+    try:
+        return send(body), body
+    except errors.Invalid as exc:
+        limit = _message_limit(exc)
+        status = body.get("status")
+        items = status.get("conditions") if isinstance(status, Mapping) else None
+        if limit is None or not isinstance(status, Mapping) or not isinstance(items, list):
+            raise
+        cut = {**body, "status": {**status, "conditions": [_within(item, limit) for item in items]}}
+        return send(cut), cut
+
+
+_MESSAGE_FIELD = re.compile(r"status\.conditions(\[\d+\])?\.message")
+_LIMIT = re.compile(r"(?:at most|longer than|more than) (\d+)")
+
+
+def _message_limit(exc: errors.Invalid) -> int | None:
+    """The length a 422's cause says a condition message may not exceed; None when no cause says so. The cause's
+    text quotes the refused value first: the limit is read from what follows it."""
+    for cause in exc.causes:
+        if _MESSAGE_FIELD.fullmatch(cause.field):
+            found = _LIMIT.findall(cause.message)
+            if found:
+                return int(found[-1])
+    return None
+
+
+def _within(item: Any, limit: int) -> Any:
+    """``item`` with its message cut to ``limit`` UTF-8 bytes (so characters too, whichever the schema counts)."""
+    message = item.get("message") if isinstance(item, Mapping) else None
+    if not isinstance(message, str):
+        return item
+    encoded = message.encode("utf-8", errors="replace")
+    if len(encoded) <= limit:
+        return item
+    room = limit - len(conditions_mod.TRUNCATION_MARK.encode("utf-8"))
+    if room < 0:
+        return {**item, "message": ""}
+    # "ignore" drops a multi-byte character split by the cut instead of leaving half of it behind.
+    return {**item, "message": encoded[:room].decode("utf-8", errors="ignore") + conditions_mod.TRUNCATION_MARK}
+
+
 UNDECLARED = "field not declared in schema"
-"""What the API server answers an apply stating a field its schema does not declare (a 500 up to at least 1.30)."""
+"""What the API server answers an apply stating a field its schema does not declare (a 500 on Kubernetes 1.20)."""
 
 
 def undeclared(exc: errors.ApiError) -> bool:

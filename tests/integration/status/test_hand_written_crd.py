@@ -1,9 +1,11 @@
 """The status of a kind whose CRD was written by hand, as users bring them: a kubebuilder-style status schema that
 declares ``conditions`` (``metav1.Condition``) and ``observedGeneration`` only, and so none of the other fields okt
-writes (``relatedObjects``, its bookkeeping). okt's conditions land, and a reconcile with nothing new writes nothing."""
+writes (``relatedObjects``, its bookkeeping); or one that bounds condition messages tighter than ``metav1.Condition``.
+okt's conditions land, and a reconcile with nothing new writes nothing."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -38,11 +40,13 @@ CONDITION_SCHEMA: dict[str, Any] = {
 """``metav1.Condition`` as controller-gen writes it."""
 
 
-def hand_written_crd() -> dict[str, Any]:
-    crd = crds.schemaless_crd(GROUP, "Gadget", "gadgets")
+def hand_written_crd(kind: str = "Gadget", plural: str = "gadgets", message_max: int = 32768) -> dict[str, Any]:
+    crd = crds.schemaless_crd(GROUP, kind, plural)
+    items = copy.deepcopy(CONDITION_SCHEMA)
+    items["properties"]["message"]["maxLength"] = message_max
     conditions = {
         "type": "array",
-        "items": CONDITION_SCHEMA,
+        "items": items,
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["type"],
     }
@@ -107,3 +111,34 @@ def test_status_fields_a_hand_written_schema_does_not_declare_are_pruned_once_an
     assert ready is not None and ready["status"] == "True", live.get("status")
     assert live["status"]["observedGeneration"] == live["metadata"]["generation"]
     assert "relatedObjects" not in live["status"] and "replicas" not in live["status"]
+
+
+class Gizmo(okt.Reconciler):
+    """Fails with a message longer than its hand-written CRD allows a condition's."""
+
+    api_version = f"{GROUP}/v1"
+    kind = "Gizmo"
+    plural = "gizmos"
+
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.PermanentError("the spec is broken: " + "é" * 300)
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_condition_messages_longer_than_a_hand_written_schema_allows_are_cut_to_fit_and_then_cost_no_write(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, strategy: str
+) -> None:
+    kind: kinds.Kind = apply_crd(hand_written_crd("Gizmo", "gizmos", message_max=100))
+    make_gadget(kube, kind, namespace, "z")
+    gizmo: okt.Reconciler = type("Gizmo", (Gizmo,), {"apply_strategy": strategy})()
+    first = okt.reconcile(gizmo, kube, None, namespace, "z", kind=kind)
+    assert first.outcome.kind is okt.OutcomeKind.GIVE_UP, first.outcome  # reported: no 422 of the report to retry
+    before = kube.stats.snapshot()
+
+    okt.reconcile(gizmo, kube, None, namespace, "z", kind=kind)
+
+    assert shared.write_requests(kube, before) == {}
+    ready = condition(kube.get(kind, "z", namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "PermanentError"), ready
+    assert ready["message"].startswith("the spec is broken: é") and ready["message"].endswith("\u2026")
+    assert len(ready["message"].encode("utf-8")) <= 100

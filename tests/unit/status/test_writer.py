@@ -12,6 +12,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from okt import errors
 from okt.kube import kinds, objects
 from okt.status import conditions, writer
 
@@ -189,6 +190,53 @@ def test_a_change_is_one_guarded_patch_of_the_status_subresource_with_only_the_d
         }
     ]
     assert observed == [written]
+
+
+class BoundingClient(RecordingClient):
+    """Refuses condition messages over ``limit`` bytes, as a hand-written CRD's schema has the API server do; the
+    cause worded as ``wording`` says it (Kubernetes' wording changed between versions)."""
+
+    def __init__(self, limit: int, wording: str) -> None:
+        super().__init__()
+        self.limit = limit
+        self.wording = wording
+
+    def patch(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        for index, item in enumerate(patch["status"].get("conditions") or ()):
+            if len(item["message"].encode("utf-8")) > self.limit:
+                field = f"status.conditions[{index}].message"
+                said = f'Invalid value: "{item["message"]}": {self.wording.format(self.limit)}'
+                cause = errors.StatusCause("FieldValueInvalid", said, field)
+                raise errors.Invalid(422, "Invalid", f"{field}: {said}", causes=[cause])
+        return super().patch(kind, name, patch, namespace, subresource=subresource)
+
+
+@pytest.mark.parametrize(
+    "wording",
+    ["status.conditions.message in body should be at most {} chars long", "Too long: may not be more than {} bytes"],
+)
+def test_condition_messages_a_schema_refuses_as_too_long_are_cut_to_its_limit(wording: str) -> None:
+    live = {"conditions": [READY_WIRE]}
+    working = loaded(live)
+    working.set("Ready", False, "PermanentError", "it failed at most 5 times: " + "\u00e9" * 80, 2)
+    working.set("Degraded", True, "PermanentError", "short", 2)
+    client = BoundingClient(64, wording)
+
+    written = writer.write(client, KIND, cr(live), writer.desired_status(live, working, 2), lambda _: None)
+
+    assert written is not None and len(client.patches) == 1
+    sent = client.patches[0]["body"]["status"]["conditions"]
+    assert sent[0]["message"].startswith("it failed at most 5 times: \u00e9") and sent[0]["message"].endswith("\u2026")
+    assert len(sent[0]["message"].encode("utf-8")) <= 64
+    assert sent[1]["message"] == "short"
 
 
 def test_a_condition_change_writes_the_whole_list_including_other_writers_conditions() -> None:

@@ -18,7 +18,8 @@ Guarantees (the conversion):
   form), ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
   ``date-time``, ``date`` or ``duration``);
-* ``Any`` and ``dict[str, Any]`` become ``x-kubernetes-preserve-unknown-fields: true``; ``dict[str, X]`` keeps
+* ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
+  does), ``dict[str, Any]`` an object that preserves unknown fields; ``dict[str, X]`` keeps
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
@@ -691,7 +692,9 @@ class _Converter:
             node["enum"] = [node.pop("const")]
         kind = node.get("type") or _inferred_type(node, path)
         if kind is None:
-            return {**self._annotations(node), PRESERVE: True}
+            # Any value, null too: the API server prunes a null where the schema is not nullable, and the model
+            # would read the field's default (or miss a required one) instead of the None it was given.
+            return {**self._annotations(node), "nullable": True, PRESERVE: True}
         if kind == "null":
             raise errors.CodegenError(f"{path}: a field that can only be None has no structural schema")
         out = self._annotations(node)

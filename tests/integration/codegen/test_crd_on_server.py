@@ -59,6 +59,8 @@ class SchemedSpec(pydantic.BaseModel):
     since: datetime.datetime | None = None
     day: datetime.date | None = None
     period: datetime.timedelta | None = None
+    anything: Any = "unset"
+    values: list[Any] = []
 
 
 class SchemedReconciler:
@@ -114,6 +116,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"since": "2032-04-23"}, id="datetime-date-only"),
         pytest.param({"day": "2032-04-23T00:00:00"}, id="date-midnight"),
         pytest.param({"period": "P1Y"}, id="duration-year"),
+        pytest.param({"anything": None}, id="any-null"),
+        pytest.param({"anything": {"x": [None]}, "values": [1, None, "a"]}, id="any-list-with-a-null"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(

@@ -142,6 +142,18 @@ def test_fields_convert_to_their_structural_schema(field: str, expected: dict[st
     assert schema(MemcachedSpec)["properties"][field] == expected
 
 
+class Anything(pydantic.BaseModel):
+    value: Any = "unset"
+    values: list[Any] = []
+
+
+def test_any_takes_every_value_null_included() -> None:
+    properties = schema(Anything)["properties"]
+
+    assert properties["value"] == {"nullable": True, "x-kubernetes-preserve-unknown-fields": True}
+    assert properties["values"]["items"] == {"nullable": True, "x-kubernetes-preserve-unknown-fields": True}
+
+
 def test_nested_models_are_inlined_with_aliases_and_exclusive_bounds() -> None:
     assert schema(MemcachedSpec)["properties"]["limits"] == {
         "description": "Resource limits of one instance.",

@@ -17,7 +17,7 @@ Guarantees (the conversion):
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
   form), ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
-  ``date-time``, ``date`` or ``duration``);
+  ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
 * ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
   does), ``dict[str, Any]`` an object that preserves unknown fields; ``dict[str, X]`` keeps
   ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
@@ -59,18 +59,20 @@ Scope = Literal["Namespaced", "Cluster"]
 
 KUBERNETES_FORMATS = frozenset(
     {
-        "bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3", "uuid4", "uuid5",
-        "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "int32", "int64",
-        "float", "double",
+        "bsonobjectid", "email", "hostname", "ipv4", "cidr", "mac", "isbn", "isbn10", "isbn13", "creditcard", "ssn",
+        "hexcolor", "rgbcolor", "byte", "password", "int32", "int64", "float", "double",
     }
 )  # fmt: skip
-"""The ``format`` values a Kubernetes apiserver validates; pydantic's others (``binary``, ``path``, ...) are dropped.
+"""The ``format`` values a Kubernetes apiserver validates that are kept; pydantic's others (``binary``, ``path``, ...)
+are dropped.
 
-So are ``date-time``, ``date`` and ``duration``: the API server reads them strictly (RFC 3339 with a time zone, a bare
-date, Go's durations and ISO 8601's without years or months), pydantic's ``datetime``, ``date`` and ``timedelta``
-accept more (``2032-04-23T10:20:30`` without a zone, a space for the ``T``, a date alone, a midnight date-time,
-``P1Y``), and the API server refused a custom resource with such a value; ``InvalidSpec`` refuses what the model
-refuses."""
+So are those the API server reads more strictly than pydantic's types, since it refused a custom resource with a value
+the model accepts (``InvalidSpec`` refuses what the model refuses): ``date-time``, ``date`` and ``duration`` (RFC 3339
+with a time zone, a bare date, Go's durations and ISO 8601's without years or months, where ``datetime``, ``date`` and
+``timedelta`` take ``2032-04-23T10:20:30`` without a zone, a space for the ``T``, a date alone, a midnight date-time,
+``P1Y``), ``uuid`` to ``uuid5`` (hex digits with or without dashes, where ``UUID`` takes braces and ``urn:uuid:`` too),
+``ipv6`` (no zone, where ``IPv6Address`` takes ``fe80::1%eth0``) and ``uri`` (Go's URL parser refuses a stray ``%``,
+blanks or tabs that ``AnyUrl`` cleans up)."""
 
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
 

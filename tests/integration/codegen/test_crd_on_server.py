@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import enum
+import ipaddress
 import secrets
+import uuid
 from typing import Any, Literal
 
 import pydantic
@@ -61,6 +63,11 @@ class SchemedSpec(pydantic.BaseModel):
     period: datetime.timedelta | None = None
     anything: Any = "unset"
     values: list[Any] = []
+    uid: uuid.UUID | None = None
+    uid4: pydantic.UUID4 | None = None
+    address: ipaddress.IPv4Address | None = None
+    address6: ipaddress.IPv6Address | None = None
+    url: pydantic.AnyUrl | None = None
 
 
 class SchemedReconciler:
@@ -118,6 +125,15 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"period": "P1Y"}, id="duration-year"),
         pytest.param({"anything": None}, id="any-null"),
         pytest.param({"anything": {"x": [None]}, "values": [1, None, "a"]}, id="any-list-with-a-null"),
+        pytest.param({"uid": "12345678-1234-5678-1234-567812345678"}, id="uuid"),
+        pytest.param({"uid": "{12345678-1234-5678-1234-567812345678}"}, id="uuid-braces"),
+        pytest.param({"uid": "urn:uuid:12345678-1234-5678-1234-567812345678"}, id="uuid-urn"),
+        pytest.param({"uid4": "{12345678-1234-4678-9234-567812345678}"}, id="uuid4-braces"),
+        pytest.param({"address": "10.0.0.1", "address6": "fe80::1"}, id="ip-addresses"),
+        pytest.param({"address6": "fe80::1%eth0"}, id="ipv6-scoped"),
+        pytest.param({"url": "https://example.com/a%20b"}, id="url"),
+        pytest.param({"url": "https://example.com/%zz"}, id="url-unescaped-percent"),
+        pytest.param({"url": " https://example.com/a\tb "}, id="url-blanks"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
@@ -144,6 +160,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"limit": {}}, id="nested-required"),
         pytest.param({"labels": {"a": 1}}, id="map-value-type"),
         pytest.param({"target": 1.5}, id="int-or-string-float"),
+        pytest.param({"address": "10.0.0.256"}, id="ipv4-out-of-range"),
     ],
 )
 def test_a_spec_the_model_refuses_is_refused(

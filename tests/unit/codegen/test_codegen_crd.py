@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime
 import enum
+import ipaddress
 import os
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -140,6 +142,25 @@ def test_model_and_field_descriptions_are_kept_and_titles_dropped() -> None:
 )
 def test_fields_convert_to_their_structural_schema(field: str, expected: dict[str, Any]) -> None:
     assert schema(MemcachedSpec)["properties"][field] == expected
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        (ipaddress.IPv4Address, {"type": "string", "format": "ipv4"}),
+        (ipaddress.IPv6Address, {"type": "string"}),
+        (uuid.UUID, {"type": "string"}),
+        (pydantic.UUID4, {"type": "string"}),
+        (pydantic.AnyUrl, {"type": "string", "minLength": 1}),
+        (pydantic.SecretStr, {"type": "string", "format": "password"}),
+    ],
+)
+def test_formats_are_kept_only_where_the_api_server_accepts_every_value_the_model_does(
+    annotation: Any, expected: dict[str, Any]
+) -> None:
+    model = pydantic.create_model("Formatted", value=(annotation, ...))
+
+    assert schema(model)["properties"]["value"] == expected
 
 
 class Anything(pydantic.BaseModel):

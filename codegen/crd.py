@@ -24,7 +24,8 @@ Guarantees (the conversion):
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
 * ``set[X]`` becomes a plain list: ``uniqueItems`` is forbidden in CRDs, and ``x-kubernetes-list-type: set`` would
-  refuse the duplicates the model folds into one;
+  refuse the duplicates the model folds into one; for the same reason its ``max_length`` is no ``maxItems`` (its
+  ``min_length`` is a ``minItems``: a list of fewer values has fewer distinct ones);
 * every node has a ``type`` unless it preserves unknown fields or is int-or-string, so the result is a structural
   schema that a Kubernetes 1.20 apiserver accepts.
 
@@ -710,6 +711,9 @@ class _Converter:
         for keyword in _COPIED_KEYWORDS:
             if keyword in node:
                 out[keyword] = node[keyword]
+        if node.get("uniqueItems"):
+            # A set's max_length bounds its distinct values: the API server counts a duplicate the model folds away.
+            out.pop("maxItems", None)
         for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
             value = node.get(exclusive)
             if isinstance(value, bool):

@@ -54,7 +54,7 @@ class SchemedSpec(pydantic.BaseModel):
     limit: Limit | None = None
     ports: list[Port] = pydantic.Field(default_factory=list, max_length=3)
     labels: dict[str, str] = {}
-    tags: set[str] = set()
+    tags: set[str] = pydantic.Field(default=set(), max_length=2)
     extra: dict[str, Any] | None = None
     target: int | str | None = None
     ratio: float = pydantic.Field(default=0.5, gt=0, lt=1)

@@ -163,6 +163,21 @@ def test_formats_are_kept_only_where_the_api_server_accepts_every_value_the_mode
     assert schema(model)["properties"]["value"] == expected
 
 
+class Bounded(pydantic.BaseModel):
+    values: list[str] = pydantic.Field(min_length=1, max_length=3)
+    distinct: set[str] = pydantic.Field(min_length=1, max_length=3)
+    frozen: frozenset[int] = pydantic.Field(min_length=1, max_length=3)
+
+
+def test_a_set_is_bounded_below_only_since_the_api_server_counts_duplicates() -> None:
+    properties = schema(Bounded)["properties"]
+
+    assert (properties["values"]["minItems"], properties["values"]["maxItems"]) == (1, 3)
+    for name in ("distinct", "frozen"):
+        assert properties[name]["minItems"] == 1
+        assert "maxItems" not in properties[name]
+
+
 class Anything(pydantic.BaseModel):
     value: Any = "unset"
     values: list[Any] = []

@@ -3,10 +3,15 @@
 Why it exists: a generated CRD or RBAC file is read by people and diffed in reviews, so every generator emits it the
 same way: keys in the order the generator built them (never sorted), multi-line strings (descriptions from
 docstrings) as literal blocks, no line folding, several objects separated by ``---``.
+
+kubectl reads YAML 1.1 as Go's yaml.v2 does, which takes more plain scalars for booleans and numbers than PyYAML does:
+a string such as ``y``, ``n``, ``1e3`` or ``0o17`` is quoted, or it would reach the API server as ``true``, ``false``,
+``1000`` or ``15`` (an enum value or a default the CRD's own schema then refuses).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,9 +22,18 @@ class _Dumper(yaml.SafeDumper):
     """A safe dumper that writes multi-line strings as ``|`` blocks."""
 
 
+_GO_YAML_BOOLEAN = re.compile(r"[yYnN]")
+_GO_YAML_NUMBER = re.compile(
+    r"[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)"
+)
+"""The plain scalars yaml.v2 reads as a boolean or a number (it drops ``_`` first) that PyYAML may leave unquoted."""
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     if "\n" in value and all(line == line.rstrip() for line in value.splitlines()):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    if _GO_YAML_BOOLEAN.fullmatch(value) or _GO_YAML_NUMBER.fullmatch(value.replace("_", "")):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="'")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 

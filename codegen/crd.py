@@ -15,7 +15,8 @@ Guarantees (the conversion):
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
-  form), ``multipleOf``, ``minLength``/``maxLength``/``pattern``, ``minItems``/``maxItems``,
+  form), ``multipleOf``, ``minLength``/``maxLength``, ``pattern`` (in the API server's dialect, see
+  :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field), ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
 * ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
@@ -52,7 +53,7 @@ import pydantic
 import pydantic.json_schema
 from pydantic_core import core_schema
 
-from okt.codegen import errors
+from okt.codegen import errors, patterns
 from okt.kube import kinds
 from okt.status import writer
 
@@ -711,6 +712,11 @@ class _Converter:
         for keyword in _COPIED_KEYWORDS:
             if keyword in node:
                 out[keyword] = node[keyword]
+        if "pattern" in out:
+            try:
+                out["pattern"] = patterns.to_go(out["pattern"])
+            except patterns.PatternError as exc:
+                raise errors.CodegenError(f"{path}: pattern {node['pattern']!r}: {exc}") from None
         if node.get("uniqueItems"):
             # A set's max_length bounds its distinct values: the API server counts a duplicate the model folds away.
             out.pop("maxItems", None)

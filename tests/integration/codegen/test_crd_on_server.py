@@ -68,6 +68,10 @@ class SchemedSpec(pydantic.BaseModel):
     address: ipaddress.IPv4Address | None = None
     address6: ipaddress.IPv6Address | None = None
     url: pydantic.AnyUrl | None = None
+    code: str | None = pydantic.Field(default=None, pattern=r"^\w+(-\d+)?$")
+    words: str | None = pydantic.Field(default=None, pattern=r"^[a-z]+(\s[a-z]+)*$")
+    label: str | None = pydantic.Field(default=None, pattern=r"^\S+$")
+    key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
 
 
 class SchemedReconciler:
@@ -134,6 +138,10 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"url": "https://example.com/a%20b"}, id="url"),
         pytest.param({"url": "https://example.com/%zz"}, id="url-unescaped-percent"),
         pytest.param({"url": " https://example.com/a\tb "}, id="url-blanks"),
+        pytest.param({"code": "release_2-10", "words": "a b", "key": "a.b_c", "label": "x"}, id="pattern-ascii"),
+        pytest.param({"code": "café-٣"}, id="pattern-word-and-digit-classes-beyond-ascii"),
+        pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
+        pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
@@ -161,6 +169,10 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"labels": {"a": 1}}, id="map-value-type"),
         pytest.param({"target": 1.5}, id="int-or-string-float"),
         pytest.param({"address": "10.0.0.256"}, id="ipv4-out-of-range"),
+        pytest.param({"code": "a b"}, id="pattern-word-class"),
+        pytest.param({"code": "a-b"}, id="pattern-digit-class"),
+        pytest.param({"words": " a"}, id="pattern-space-class"),
+        pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
     ],
 )
 def test_a_spec_the_model_refuses_is_refused(

@@ -13,7 +13,8 @@ Guarantees (the conversion):
   null against it); ``int | str`` becomes ``x-kubernetes-int-or-string``; any other union is an error naming the
   field;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
-  field refuses is an error naming the field: the API server would refuse the CRD),
+  field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
+  from its JSON form, such as a ``SecretStr``'s, is left to the model),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
   form), ``multipleOf``, ``minLength``/``maxLength``, ``pattern`` (in the API server's dialect, see
   :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field), ``minItems``/``maxItems``,
@@ -44,6 +45,7 @@ status fields are preserved (okt may keep bookkeeping there; see the design note
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -579,6 +581,8 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
             declared = next((other for other in names if other in properties), None)
             if declared is not None and properties[declared].get("default") is not None:
                 _check_default(f"{model.__name__}.{name}", field)
+                if not _reads_back(field, properties[declared]["default"]):
+                    del properties[declared]["default"]
             if declared is None or len(names) < 2:
                 continue
             undefaulted = {key: value for key, value in properties[declared].items() if key != "default"}
@@ -602,6 +606,21 @@ def _check_default(where: str, field: pydantic.fields.FieldInfo) -> None:
         raise errors.CodegenError(
             f"{where}: its default {field.default!r} is one the field refuses ({first}), and so would the API server"
         ) from None
+
+
+def _reads_back(field: pydantic.fields.FieldInfo, default: Any) -> bool:
+    """Whether the field reads its default's JSON form (the CRD's ``default``) as the default itself.
+
+    Not so for a ``SecretStr`` (its JSON form is ``**********``: every custom resource would get that string, and the
+    secret itself would be written in the CRD otherwise), a value whose JSON form reads back as another one, or one
+    JSON cannot hold (``inf``). Such a default is left out: the API server leaves the field unset, and the model's
+    default applies.
+    """
+    try:
+        json.dumps(default, allow_nan=False)
+        return bool(pydantic.TypeAdapter(field.rebuild_annotation()).validate_python(default) == field.default)
+    except (ValueError, pydantic.ValidationError):
+        return False
 
 
 def _field_names(name: str, field: pydantic.fields.FieldInfo, by_name: bool) -> list[str]:

@@ -71,6 +71,7 @@ class SchemedSpec(pydantic.BaseModel):
     code: str | None = pydantic.Field(default=None, pattern=r"^\w+(-\d+)?$")
     words: str | None = pydantic.Field(default=None, pattern=r"^[a-z]+(\s[a-z]+)*$")
     label: str | None = pydantic.Field(default=None, pattern=r"^\S+$")
+    password: pydantic.SecretStr = pydantic.SecretStr("changeme")
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
 
 
@@ -105,6 +106,7 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"grade": None}, id="literal-listing-none-null"),
         pytest.param({"colour": "red", "mode": "fast", "tier": "gold", "grade": "b"}, id="enum-values"),
         pytest.param({}, id="defaults"),
+        pytest.param({"password": "s3cret"}, id="secret"),
         pytest.param({"port": None, "extra": None, "target": None}, id="optional-null"),
         pytest.param({"port": {"containerPort": "http"}}, id="nested-defaults"),
         pytest.param({"port": {"containerPort": 80, "host_port": 8080}}, id="populate-by-name-optional"),

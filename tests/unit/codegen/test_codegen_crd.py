@@ -163,6 +163,24 @@ def test_formats_are_kept_only_where_the_api_server_accepts_every_value_the_mode
     assert schema(model)["properties"]["value"] == expected
 
 
+class Defaulted(pydantic.BaseModel):
+    password: pydantic.SecretStr = pydantic.SecretStr("changeme")
+    key: pydantic.SecretBytes = pydantic.SecretBytes(b"changeme")
+    limit: float = float("inf")
+    period: datetime.timedelta = datetime.timedelta(hours=1)
+    color: Color = Color.BLUE
+    limits: Limits = Limits(memoryMB=32)
+
+
+def test_a_default_the_field_does_not_read_back_from_its_json_form_is_left_to_the_model() -> None:
+    properties = schema(Defaulted)["properties"]
+
+    assert {name for name, field in properties.items() if "default" in field} == {"period", "color", "limits"}
+    assert (properties["period"]["default"], properties["color"]["default"]) == ("PT1H", "blue")
+    assert properties["limits"]["default"] == {"memoryMB": 32, "ratio": 0.5}
+    assert "changeme" not in yamlout.dump_all([schema(Defaulted)])
+
+
 class Bounded(pydantic.BaseModel):
     values: list[str] = pydantic.Field(min_length=1, max_length=3)
     distinct: set[str] = pydantic.Field(min_length=1, max_length=3)

@@ -16,7 +16,8 @@ Guarantees (the conversion):
   field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
   from its JSON form, such as a ``SecretStr``'s, is left to the model),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
-  form), ``multipleOf``, ``minLength``/``maxLength``, ``pattern`` (in the API server's dialect, see
+  form), ``multipleOf`` (of an integer: a float's is left to the model, which allows a rounding margin the API
+  server does not), ``minLength``/``maxLength``, ``pattern`` (in the API server's dialect, see
   :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field), ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
@@ -736,6 +737,10 @@ class _Converter:
                 out["pattern"] = patterns.to_go(out["pattern"])
             except patterns.PatternError as exc:
                 raise errors.CodegenError(f"{path}: pattern {node['pattern']!r}: {exc}") from None
+        if kind == "number":
+            # pydantic checks a float's multiple_of within a margin (1.15 is a multiple of 0.01 to it), the API server
+            # divides exactly in binary floating point (114.99999999999999 times 0.01), and refused such a value.
+            out.pop("multipleOf", None)
         if node.get("uniqueItems"):
             # A set's max_length bounds its distinct values: the API server counts a duplicate the model folds away.
             out.pop("maxItems", None)

@@ -72,6 +72,8 @@ class SchemedSpec(pydantic.BaseModel):
     words: str | None = pydantic.Field(default=None, pattern=r"^[a-z]+(\s[a-z]+)*$")
     label: str | None = pydantic.Field(default=None, pattern=r"^\S+$")
     password: pydantic.SecretStr = pydantic.SecretStr("changeme")
+    step: float = pydantic.Field(default=0.5, multiple_of=0.01)
+    batch: int = pydantic.Field(default=10, multiple_of=5)
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
 
 
@@ -107,6 +109,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"colour": "red", "mode": "fast", "tier": "gold", "grade": "b"}, id="enum-values"),
         pytest.param({}, id="defaults"),
         pytest.param({"password": "s3cret"}, id="secret"),
+        pytest.param({"step": 1.15, "batch": 15}, id="multiple-of"),
+        pytest.param({"step": 0.29}, id="multiple-of-a-fraction"),
         pytest.param({"port": None, "extra": None, "target": None}, id="optional-null"),
         pytest.param({"port": {"containerPort": "http"}}, id="nested-defaults"),
         pytest.param({"port": {"containerPort": 80, "host_port": 8080}}, id="populate-by-name-optional"),
@@ -171,6 +175,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"labels": {"a": 1}}, id="map-value-type"),
         pytest.param({"target": 1.5}, id="int-or-string-float"),
         pytest.param({"address": "10.0.0.256"}, id="ipv4-out-of-range"),
+        pytest.param({"batch": 12}, id="integer-multiple-of"),
         pytest.param({"code": "a b"}, id="pattern-word-class"),
         pytest.param({"code": "a-b"}, id="pattern-digit-class"),
         pytest.param({"words": " a"}, id="pattern-space-class"),

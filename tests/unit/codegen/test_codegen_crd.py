@@ -181,6 +181,20 @@ def test_a_default_the_field_does_not_read_back_from_its_json_form_is_left_to_th
     assert "changeme" not in yamlout.dump_all([schema(Defaulted)])
 
 
+class Stepped(pydantic.BaseModel):
+    count: int = pydantic.Field(multiple_of=5)
+    ratio: float = pydantic.Field(multiple_of=0.01)
+    weight: float | None = pydantic.Field(default=None, multiple_of=0.5)
+
+
+def test_multiple_of_is_kept_for_integers_and_left_to_the_model_for_floats() -> None:
+    properties = schema(Stepped)["properties"]
+
+    assert properties["count"] == {"type": "integer", "multipleOf": 5}
+    assert properties["ratio"] == {"type": "number"}
+    assert properties["weight"] == {"type": "number", "nullable": True}
+
+
 class Bounded(pydantic.BaseModel):
     values: list[str] = pydantic.Field(min_length=1, max_length=3)
     distinct: set[str] = pydantic.Field(min_length=1, max_length=3)

@@ -25,8 +25,9 @@ WORD = (
 )
 """Rust's ``\\w``: Alphabetic, marks, decimal digits, connector punctuation and Join_Control. Alphabetic is the letters,
 letter numbers and Other_Alphabetic, whose marks are in ``\\p{M}`` and whose symbols are the enclosed Latin letters."""
-SPACE = r"\t\n\v\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}"
-"""Rust's ``\\s``: Unicode's White_Space."""
+SPACE = r"\s\v\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}"
+"""Rust's ``\\s``, Unicode's White_Space: RE2's ``\\s`` (tab, newline, form feed, carriage return, space) and the
+rest."""
 DIGIT = r"\p{Nd}"
 """Rust's ``\\d``: Unicode's decimal digits."""
 

@@ -14,8 +14,10 @@ import secrets
 import uuid
 from typing import Any, Literal
 
+import hypothesis
 import pydantic
 import pytest
+from hypothesis import strategies
 
 import okt
 from okt import errors
@@ -224,3 +226,28 @@ def test_a_status_model_with_a_required_field_takes_the_conditions_of_a_reconcil
     status = kube.get(kind, "g", namespace).get("status") or {}
     ready = [c for c in status.get("conditions") or () if c["type"] == "Ready"]
     assert [(c["status"], c["reason"]) for c in ready] == [("False", "TemporaryError")]
+
+
+PATTERN_TEXT = strategies.text(
+    strategies.sampled_from("az_-.Z09 \t\u00a0\u2003éü٣\u0301\u24b6\u203f\u00b2!/"), min_size=1, max_size=6
+)
+
+
+@hypothesis.settings(max_examples=40, suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(code=PATTERN_TEXT, words=PATTERN_TEXT, label=PATTERN_TEXT)
+def test_the_api_server_matches_a_pattern_as_the_model_does(
+    kube: kube_client.Client, namespace: str, schemed_kind: kinds.Kind, code: str, words: str, label: str
+) -> None:
+    for field, value in (("code", code), ("words", words), ("label", label)):
+        try:
+            SchemedSpec.model_validate({field: value})
+            accepted = True
+        except pydantic.ValidationError:
+            accepted = False
+        try:
+            create(kube, schemed_kind, namespace, {field: value})
+            stored = True
+        except errors.Invalid:
+            stored = False
+
+        assert stored == accepted, f"{field}={value!r}"

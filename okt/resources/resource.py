@@ -61,7 +61,7 @@ def check_identity_values(kind: str, name: Any, namespace: Any) -> None:
     reconcile would take for its own and prune as undeclared. So a name is refused where the API server refuses it
     for every kind (``.``, ``..``, a ``/`` or a ``%``; what else a kind allows is the server's to check, in a readable
     422), and a namespace unless it is an RFC 1123 label, as every namespace's name is. Either must be a string: a
-    plain ``name: {{ cr.spec.id }}`` places the number YAML reads in ``42``, which no server takes for a name.
+    plain ``name: {{ cr.spec.id }}`` places an integer ``id`` as the number it is, which no server takes for a name.
 
     Raises:
         okt.errors.InvalidSpec: naming the child and the value.

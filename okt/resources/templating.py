@@ -12,15 +12,17 @@ a privileged container). So the text is never parsed with the values in it:
    tree in which each scalar holding placeholders is a :class:`_Slot`;
 3. each render fills the slots with the recorded values — a fresh tree, never a parse.
 
-A value placed in a slot is a string, except in a *plain* (unquoted, untagged) scalar, where a text that is safely one
-YAML scalar gets the type YAML gives it (``replicas: {{ n }}`` stays a number; ``yes``, ``~``, ``0x1F`` are read as
-YAML reads them); anything else — ``a: b``, ``[1, 2]``, ``'3'``, a line break — stays the very string. Keys are always
-strings. ``{{ value | to_yaml }}`` is how an author places structure on purpose: the slot then takes the value with its
-own structure (a dict stays a dict, a string a string), never text to parse.
+A value that is the whole of a *plain* (unquoted, untagged) scalar is placed as itself, in its JSON form: a string stays
+that very string (``yes``, ``~``, ``0x1F``, ``12:30``, ``2026-01-01`` or ``""`` too, never the boolean, null, number or
+date YAML would read in its text), a number a number (``replicas: {{ n }}``), null null, a mapping or a list the same
+structure (``resources: {{ cr.spec.resources }}``), a pydantic model or an enum its JSON form. Anywhere else — a quoted
+or block scalar, a scalar tagged ``!!str``, a plain scalar with text around the expression — the value's text is
+placed, as a string. Keys are always strings. ``{{ value | to_yaml }}`` places the value with its own structure too.
 
 Guarantees:
 
 * no value changes the structure of the object: it is the skeleton's tree with each value in its slot;
+* a value from the custom resource keeps its type: a string placed where a string goes is that very string;
 * a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — or that an expression
   cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero) raises
   :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
@@ -51,6 +53,7 @@ from typing import Any
 
 import jinja2
 import pydantic
+import pydantic_core
 import yaml
 
 from okt import errors
@@ -75,7 +78,7 @@ _SCALARS = {
 }
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
-_recorded: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("okt_template_values", default=None)
+_recorded: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("okt_template_values", default=None)
 _compile_lock = threading.Lock()
 
 
@@ -100,10 +103,10 @@ def _data(value: Any) -> Any:
         return str.__str__(value)  # an enum's or a subclass's plain string, as JSON would write it
     if isinstance(value, bool | int | float):
         return json.loads(json.dumps(value))
-    try:  # anything else (a set, a date...): what YAML makes of it
-        return yaml.load(yaml.safe_dump(value), Loader=_BaseLoader)  # noqa: S506 - the safe loader
-    except yaml.YAMLError as exc:
-        raise errors.MutationError(f"template error: to_yaml cannot place a {kind.__name__}: {exc}") from exc
+    try:  # anything else (an enum, a set, a date, a Decimal...): its JSON form, as pydantic writes it
+        return _data(pydantic_core.to_jsonable_python(value, by_alias=True, exclude_none=True))
+    except pydantic_core.PydanticSerializationError as exc:
+        raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
 
 
 def _json_key(key: Any) -> str:
@@ -130,8 +133,8 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     if values is None:
         return str(value)
     if type(value) is not _Structured:
-        value = str(value)  # StrictUndefined raises here, as Jinja2's own output would
-        if _NONCE in value:
+        text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
+        if _NONCE in text:
             raise errors.MutationError(
                 "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
                 "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
@@ -209,18 +212,17 @@ class _Slot:
     parts: tuple[str | int, ...]
     typed: bool
 
-    def text(self, values: list[str]) -> str:
-        return "".join(values[part] if isinstance(part, int) else part for part in self.parts)
+    def text(self, values: list[Any]) -> str:
+        return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
 
-    def value(self, values: list[str]) -> Any:
+    def value(self, values: list[Any]) -> Any:
         if not self.typed:
             return self.text(values)  # quoted, block or tagged !!str: the author asked for a string
         if len(self.parts) == 1 and isinstance(self.parts[0], int):
-            value = values[self.parts[0]]
-            return _data(value.value) if type(value) is _Structured else _typed(value)
+            return _placed(values[self.parts[0]])
         return _typed(self.text(values))
 
-    def key(self, values: list[str]) -> str:
+    def key(self, values: list[Any]) -> str:
         if len(self.parts) == 1 and isinstance(self.parts[0], int):
             value = values[self.parts[0]]
             if type(value) is _Structured:
@@ -228,6 +230,25 @@ class _Slot:
                     raise _Unplaceable(f"a mapping key must be a string, got a {type(value.value).__name__}")
                 return value.value
         return self.text(values)
+
+
+def _text(value: Any) -> str:
+    """A value's text, as Jinja2 writes it (``to_yaml``'s is its YAML text)."""
+    return value if type(value) is str else str(value)
+
+
+def _placed(value: Any) -> Any:
+    """What a whole plain scalar holding one value holds: the value itself, in its JSON form — never what YAML reads
+    in its text (the string ``"yes"`` stays that string). An object with no JSON form places its text."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    try:
+        return _data(value.value if kind is _Structured else value)
+    except errors.MutationError:
+        if kind is _Structured:
+            raise
+        return str(value)
 
 
 def _typed(text: str) -> Any:
@@ -258,7 +279,7 @@ _LITERALS = frozenset({str, int, float, bool, type(None)})
 them inside its loops rather than by a call each."""
 
 
-def _fill(value: Any, values: list[str]) -> Any:
+def _fill(value: Any, values: list[Any]) -> Any:
     kind = type(value)
     if kind is dict:
         result: dict[str, Any] = {}
@@ -294,7 +315,7 @@ def _fill(value: Any, values: list[str]) -> Any:
     return copy.deepcopy(value)  # a literal YAML-only value (a date, a set...): never shared between renders
 
 
-def _duplicate(mapping: dict[Any, Any], values: list[str]) -> str:
+def _duplicate(mapping: dict[Any, Any], values: list[Any]) -> str:
     seen: set[str] = set()
     for key in mapping:
         placed = key if type(key) is str else key.key(values)
@@ -416,7 +437,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
-    values: list[str] = []
+    values: list[Any] = []
     token = _recorded.set(values)
     try:
         skeleton = _compiled(template).render(**variables)

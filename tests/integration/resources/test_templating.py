@@ -4,7 +4,9 @@ Whoever may create the custom resource must not be able to shape the operator's 
 YAML (a newline, an indent, a closing quote) tries to add a privileged security context, a host network and a
 ``hostPath`` volume to the Deployment. The live Deployment must have exactly the template's structure, each hostile
 text sitting in its own slot as a plain string; a value that cannot be placed (a label key colliding with the
-template's own) ends the reconcile ``Ready=False`` with reason ``InvalidSpec`` and creates nothing.
+template's own) ends the reconcile ``Ready=False`` with reason ``InvalidSpec`` and creates nothing. A string YAML would
+read as something else (``yes``, ``12:30``, ``0x10``, a date, ``""``) is that very string in the ConfigMap the server
+keeps.
 """
 
 from __future__ import annotations
@@ -125,3 +127,56 @@ def test_a_value_that_cannot_be_placed_is_an_invalid_spec_and_creates_nothing(
     assert ready is not None
     assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
     assert "app" in ready["message"]
+
+
+# Strings YAML 1.1 reads as a boolean, null, a number (hexadecimal, octal, sexagesimal, infinite) or a date.
+LOOKALIKES = ["yes", "no", "on", "off", "y", "~", "null", "1e3", "0x10", "0o7", "012", "1_000", "12:30", ".inf"]
+LOOKALIKES += ["2026-01-01", ""]
+
+
+class WordsSpec(pydantic.BaseModel):
+    words: list[str]
+    label: str
+
+
+class WordsConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-words
+  namespace: {{ namespace }}
+  labels:
+    word: {{ cr.spec.label }}
+  annotations:
+    first: {{ cr.spec.words[0] }}
+data:
+{% for word in cr.spec.words %}
+  w{{ loop.index }}: {{ word }}
+{% endfor %}
+"""
+
+
+class WordsReconciler(shared.WidgetReconciler):
+    spec_model = WordsSpec
+    owns = (WordsConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [WordsConfig(ctx.cr)]
+
+
+def test_spec_strings_yaml_would_read_as_other_types_are_those_strings_in_the_live_config_map(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, words=LOOKALIKES, label="yes")
+
+    run = shared.reconcile_widget(WordsReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-words")
+    assert live is not None
+    assert live["data"] == {f"w{i}": word for i, word in enumerate(LOOKALIKES, 1)}
+    assert live["metadata"]["labels"]["word"] == "yes"
+    assert live["metadata"]["annotations"]["first"] == "yes"

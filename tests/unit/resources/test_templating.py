@@ -4,14 +4,15 @@ The injection property feeds adversarial text (YAML indicators, line breaks, quo
 line separators, 10 kB strings) into every slot shape a template has — a whole plain scalar, a plain scalar with
 literal text around it, double- and single-quoted strings, block scalars, mapping keys, block and flow list items,
 slots inside ``{% for %}`` and ``{% if %}`` blocks — and checks that the object is exactly the template's, with the
-value in its slot (a string, or for a plain scalar the number, boolean or null YAML reads in that text alone), or that
-rendering refuses the value with :class:`okt.errors.InvalidSpec`.
+value in its slot (a whole plain scalar holds the value itself, with its own type and structure; elsewhere its text),
+or that rendering refuses the value with :class:`okt.errors.InvalidSpec`.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import json
 import pathlib
 from collections.abc import Callable
@@ -92,6 +93,14 @@ VALUES = st.one_of(
     st.floats(),
     st.booleans(),
     st.none(),
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.dictionaries(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=8)), inner, max_size=3),
+        ),
+        max_leaves=6,
+    ),
 )
 CASES = hypothesis.settings(max_examples=250, deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
 
@@ -127,6 +136,12 @@ def plain_slot(placed: Any, written: str) -> None:
     assert as_json(placed) == as_json(yaml.safe_load(written))
 
 
+def whole_slot(placed: Any, value: Any) -> None:
+    """A whole plain scalar holds the value itself: a string that very string, a number, boolean, null, list or
+    mapping the same one, with the same types all the way down."""
+    assert as_json(placed) == as_json(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class Shape:
     """One slot shape: the template lines under ``containers[0]`` and the object they must give for a value."""
@@ -146,7 +161,7 @@ def container(rendered: dict[str, Any]) -> dict[str, Any]:
 
 def whole_plain(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     placed = container(rendered)["args"]
-    plain_slot(placed, text(value))
+    whole_slot(placed, value)
     return {"args": placed}
 
 
@@ -158,19 +173,19 @@ def plain_with_text(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
 
 def block_list(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     placed = container(rendered)["args"][1]
-    plain_slot(placed, text(value))
+    whole_slot(placed, value)
     return {"args": ["--name", placed, "--end"]}
 
 
 def flow_list(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     placed = container(rendered)["command"][1]
-    plain_slot(placed, text(value))
+    whole_slot(placed, value)
     return {"command": ["run", placed, "--end"]}
 
 
 def flow_mapping(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     placed = container(rendered)["resources"]["limits"]["cpu"]
-    plain_slot(placed, text(value))
+    whole_slot(placed, value)
     return {"resources": {"limits": {"cpu": placed, "memory": "1Gi"}}}
 
 
@@ -231,6 +246,11 @@ def expected_object(shape: Shape, value: Any, rendered: dict[str, Any]) -> dict[
 @pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
 @CASES
 @hypothesis.given(value=VALUES)
+@hypothesis.example(value=None)  # was the text "None"
+@hypothesis.example(value="")  # was null
+@hypothesis.example(value="12:30")  # was the number 750
+@hypothesis.example(value=1e16)  # was the string "1e+16"
+@hypothesis.example(value={"app.kubernetes.io/name": ["a", None]})  # was its Python text
 def test_no_value_changes_the_structure_of_the_rendered_object(shape: Shape, value: Any) -> None:
     try:
         rendered = templating.render_template(shape.template, {"v": value})
@@ -241,33 +261,123 @@ def test_no_value_changes_the_structure_of_the_rendered_object(shape: Shape, val
     assert as_json(rendered) == as_json(expected_object(shape, value, rendered))
 
 
+# Strings YAML 1.1 reads as something else when they are its text: booleans, null, numbers, a sexagesimal, a date.
+YAML_LOOKALIKES = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "True",
+    "~",
+    "null",
+    "NULL",
+    "",
+    "3",
+    "-0x1F",
+    "0x10",
+    "0o7",
+    "012",
+    "0b101",
+    "1_000",
+    "1e3",
+    "1.5",
+    "+1",
+    "12:30",
+    "190:20:30",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "2026-01-01",
+    "2001-12-14t21:59:43.10-05:00",
+    "=",
+    "<<",
+    "a: b",
+    "- a",
+    "[1, 2]",
+    "{a: 1}",
+    "'3'",
+    '"3"',
+    "x #y",
+    " 3",
+    "&a",
+    "*a",
+    "!!int 3",
+    "!!python/object/apply:os.system ['id']",
+    "a\nb",
+    "a\tb",
+    "nul\x00",
+    "{{ 7 * 7 }}",
+    "{% if true %}x{% endif %}",
+]
+STRING_PLACES = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: c
+  labels:
+    value: {{ v }}
+data:
+  value: {{ v }}
+  list: [{{ v }}]
+"""
+
+
+@pytest.mark.parametrize("value", YAML_LOOKALIKES)
+def test_a_string_in_a_whole_plain_slot_stays_that_very_string(value: str) -> None:
+    rendered = templating.render_template(STRING_PLACES, {"v": value})
+
+    assert rendered["metadata"]["labels"] == {"value": value}
+    assert rendered["data"] == {"value": value, "list": [value]}
+    assert type(rendered["data"]["value"]) is str
+
+
+class Tier(str, enum.Enum):  # noqa: UP042 - str() of this mixin is "Tier.GOLD", not its value
+    GOLD = "gold"
+
+
+class Limits(pydantic.BaseModel):
+    cpu: str
+    memory_mb: int = pydantic.Field(alias="memoryMb")
+    tier: Tier = Tier.GOLD
+    note: str | None = None
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("3", 3),
-        ("-0x1F", -31),
-        ("yes", True),
-        ("false", False),
-        ("~", None),
-        ("", None),
-        ("1.5", 1.5),
-        ("web-1", "web-1"),
-        ("2001-12-14", "2001-12-14"),
-        ("=", "="),
-        ("a: b", "a: b"),
-        ("- a", "- a"),
-        ("[1, 2]", "[1, 2]"),
-        ("{a: 1}", "{a: 1}"),
-        ("'3'", "'3'"),
-        ("x #y", "x #y"),
-        (" 3", " 3"),
-        ("&a", "&a"),
-        ("!!int 3", "!!int 3"),
-        ("a\nb", "a\nb"),
+        (3, 3),
+        (-31, -31),
+        (1.5, 1.5),
+        (1e16, 1e16),
+        (0.0, 0.0),
+        (True, True),
+        (False, False),
+        (None, None),
+        ({"app.kubernetes.io/name": "web", "a b": [1, "2", None], "c": {"d": True}}, None),
+        ([1, "yes", {"k": "v"}, []], None),
+        ({}, None),
+        ([], None),
+        (Tier.GOLD, "gold"),
+        (Limits(cpu="1", memoryMb=64), {"cpu": "1", "memoryMb": 64, "tier": "gold"}),
     ],
+    ids=repr,
 )
-def test_a_whole_plain_slot_is_typed_as_one_yaml_scalar_or_kept_as_the_string(value: str, expected: Any) -> None:
-    assert templating.render_template("kind: X\nspec:\n  v: {{ v }}\n", {"v": value})["spec"]["v"] == expected
+def test_a_value_in_a_whole_plain_slot_keeps_its_own_type_and_structure(value: Any, expected: Any) -> None:
+    expected = value if expected is None else expected
+
+    rendered = templating.render_template("kind: X\nspec:\n  v: {{ v }}\n  items: [{{ v }}]\n", {"v": value})
+
+    assert as_json(rendered["spec"]) == as_json({"v": expected, "items": [expected]})
+
+
+def test_a_spec_placed_whole_is_the_spec_of_the_custom_resource() -> None:
+    spec = {"resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": 1}}, "on": "yes", "port": "8080"}
+    cr = objects.CustomResource({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": spec})
+    template = "kind: X\nresources: {{ cr.spec.resources }}\nflag: {{ cr.spec.on }}\nport: {{ cr.spec.port }}\n"
+
+    rendered = templating.render_template(template, {"cr": cr})
+
+    assert rendered == {"kind": "X", "resources": spec["resources"], "flag": "yes", "port": "8080"}
 
 
 @pytest.mark.parametrize(
@@ -341,10 +451,11 @@ def whole_text(template: str, variables: dict[str, Any]) -> Any:
 
 
 ORDINARY = st.one_of(
-    st.from_regex(r"\A[a-z][a-z0-9.-]{0,20}\Z"),
+    # Strings YAML reads back as themselves: whole-text rendering would retype the others ("yes", "1.5").
+    st.from_regex(r"\A[a-z][a-z0-9.-]{0,20}\Z").filter(lambda text: yaml.safe_load(text) == text),
     st.integers(-1000, 1000),
     st.booleans(),
-    st.sampled_from(["yes", "null", "1.5", "0x1F", "nginx:1.25", "web 1"]),
+    st.sampled_from(["nginx:1.25", "web 1"]),
 )
 
 

@@ -16,8 +16,10 @@ A value that is the whole of a *plain* (unquoted, untagged) scalar is placed as 
 that very string (``yes``, ``~``, ``0x1F``, ``12:30``, ``2026-01-01`` or ``""`` too, never the boolean, null, number or
 date YAML would read in its text), a number a number (``replicas: {{ n }}``), null null, a mapping or a list the same
 structure (``resources: {{ cr.spec.resources }}``), a pydantic model or an enum its JSON form. Anywhere else — a quoted
-or block scalar, a scalar tagged ``!!str``, a plain scalar with text around the expression — the value's text is
-placed, as a string. Keys are always strings. ``{{ value | to_yaml }}`` places the value with its own structure too.
+or block scalar, a scalar tagged ``!!str``, a plain scalar joining values and text (``{{ name }}-config``,
+``{{ major }}.{{ minor }}``) — the value's text is placed, and the scalar is that string, never what YAML would read
+in it (``{{ h }}:{{ m }}`` is not a sexagesimal number). Keys are always strings. ``{{ value | to_yaml }}`` places
+the value with its own structure too.
 
 Guarantees:
 
@@ -59,23 +61,12 @@ import yaml
 from okt import errors
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null"))
+_STR = "tag:yaml.org,2002:str"
 _SLOT_TAG = "tag:okt.io,2024:slot"
 # A per-process secret in every placeholder: no value can forge one, so the skeleton holds only the template's text.
 _NONCE = secrets.token_hex(8)
 _PLACEHOLDER = "okt" + _NONCE + "s{}x"
 _PLACEHOLDER_RE = re.compile("okt" + _NONCE + r"s(\d+)x")
-_INDICATORS = frozenset("?:,[]{}#&*!|>'\"%@`")
-_FLOW = frozenset(",[]{}")
-_RESOLVER = yaml.resolver.Resolver()
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-# Scalar constructors called directly: construct_object would remember every node (a leak) and is not thread-safe.
-_SCALARS = {
-    _INT: _CONSTRUCTOR.construct_yaml_int,
-    _FLOAT: _CONSTRUCTOR.construct_yaml_float,
-    _BOOL: _CONSTRUCTOR.construct_yaml_bool,
-    _NULL: _CONSTRUCTOR.construct_yaml_null,
-}
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
 _recorded: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("okt_template_values", default=None)
@@ -207,20 +198,20 @@ class _Unplaceable(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class _Slot:
-    """A scalar holding expressions: its literal parts and expression indices, and whether YAML types its text."""
+    """A scalar holding expressions: its literal parts and expression indices, and whether it is plain (unquoted,
+    untagged: a lone expression there places its value as itself)."""
 
     parts: tuple[str | int, ...]
-    typed: bool
+    plain: bool
 
     def text(self, values: list[Any]) -> str:
         return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
 
     def value(self, values: list[Any]) -> Any:
-        if not self.typed:
-            return self.text(values)  # quoted, block or tagged !!str: the author asked for a string
-        if len(self.parts) == 1 and isinstance(self.parts[0], int):
+        if self.plain and len(self.parts) == 1 and isinstance(self.parts[0], int):
             return _placed(values[self.parts[0]])
-        return _typed(self.text(values))
+        # Quoted, block, tagged !!str, or values joined with text: a string, whatever YAML would read in its text.
+        return self.text(values)
 
     def key(self, values: list[Any]) -> str:
         if len(self.parts) == 1 and isinstance(self.parts[0], int):
@@ -249,29 +240,6 @@ def _placed(value: Any) -> Any:
         if kind is _Structured:
             raise
         return str(value)
-
-
-def _typed(text: str) -> Any:
-    """What a plain scalar holding ``text`` means: the number, boolean or null YAML reads in it, else the string."""
-    if not text:
-        return None  # `key:` with nothing after it
-    first = text[0]
-    if (
-        first in _INDICATORS
-        or (first == "-" and (len(text) == 1 or text[1] == " "))
-        or not text.isprintable()
-        or text != text.strip()
-        or ": " in text
-        or " #" in text
-        or text.endswith(":")
-        or any(c in _FLOW for c in text)
-    ):
-        return text  # YAML would read it as something else than one scalar: it stays the string it is
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
-    construct = _SCALARS.get(tag)
-    if construct is None:
-        return text  # a string, or a timestamp, "=", "<<"...: kept as the string
-    return construct(yaml.ScalarNode(tag, text))
 
 
 _LITERALS = frozenset({str, int, float, bool, type(None)})
@@ -382,7 +350,7 @@ def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, _Slot]:
                 )
             pieces = _PLACEHOLDER_RE.split(node.value)  # literal, index, literal, index, ..., literal
             parts = tuple(int(piece) if i % 2 else piece for i, piece in enumerate(pieces) if piece)
-            slots[id(node)] = _Slot(parts, typed=not node.style and id(node) not in explicit)
+            slots[id(node)] = _Slot(parts, plain=not node.style and id(node) not in explicit)
             node.tag = _SLOT_TAG
     return slots
 

@@ -127,15 +127,6 @@ def as_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=True)
 
 
-def plain_slot(placed: Any, written: str) -> None:
-    """A plain scalar holding a value is that text, or the number, boolean or null YAML reads in that text alone."""
-    if isinstance(placed, str):
-        assert placed == written
-        return
-    assert placed is None or type(placed) in (int, float, bool)
-    assert as_json(placed) == as_json(yaml.safe_load(written))
-
-
 def whole_slot(placed: Any, value: Any) -> None:
     """A whole plain scalar holds the value itself: a string that very string, a number, boolean, null, list or
     mapping the same one, with the same types all the way down."""
@@ -165,12 +156,6 @@ def whole_plain(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     return {"args": placed}
 
 
-def plain_with_text(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
-    placed = container(rendered)["workingDir"]
-    plain_slot(placed, f"/srv/{text(value)}-data")
-    return {"workingDir": placed}
-
-
 def block_list(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
     placed = container(rendered)["args"][1]
     whole_slot(placed, value)
@@ -195,7 +180,9 @@ def looped(value: Any, rendered: dict[str, Any]) -> dict[str, Any]:
 
 SHAPES = {
     "whole plain scalar": Shape("          args: {{ v }}", whole_plain),
-    "plain scalar with text around": Shape("          workingDir: /srv/{{ v }}-data", plain_with_text),
+    "plain scalar with text around": Shape(
+        "          workingDir: /srv/{{ v }}-data", lambda v, r: {"workingDir": f"/srv/{text(v)}-data"}
+    ),
     "double quoted": Shape(
         '          env:\n            - name: A\n              value: "a\\t{{ v }} \\"b\\""',
         lambda v, r: {"env": [{"name": "A", "value": f'a\t{text(v)} "b"'}]},
@@ -368,6 +355,29 @@ def test_a_value_in_a_whole_plain_slot_keeps_its_own_type_and_structure(value: A
     rendered = templating.render_template("kind: X\nspec:\n  v: {{ v }}\n  items: [{{ v }}]\n", {"v": value})
 
     assert as_json(rendered["spec"]) == as_json({"v": expected, "items": [expected]})
+
+
+@pytest.mark.parametrize(
+    ("scalar", "variables", "expected"),
+    [
+        ("{{ a }}:{{ b }}", {"a": "12", "b": "30"}, "12:30"),  # was the number 750
+        ("{{ a }}.{{ b }}", {"a": 1, "b": 5}, "1.5"),  # was the number 1.5
+        ("{{ a }}{{ b }}", {"a": 1, "b": 2}, "12"),  # was the number 12
+        ("{{ a }}{{ b }}", {"a": "", "b": ""}, ""),  # was null
+        ("0x{{ a }}", {"a": "1F"}, "0x1F"),  # was the number 31
+        ("{{ a }}_000", {"a": 1}, "1_000"),  # was the number 1000
+        ("nu{{ a }}", {"a": "ll"}, "null"),  # was null
+        ("{{ a }}es", {"a": "y"}, "yes"),  # was true
+        ("{{ a }}-config", {"a": "yes"}, "yes-config"),
+        ("{{ a }}-01-01", {"a": 2026}, "2026-01-01"),
+    ],
+)
+def test_a_plain_scalar_joining_values_and_text_is_that_text(
+    scalar: str, variables: dict[str, Any], expected: str
+) -> None:
+    rendered = templating.render_template(f"kind: X\nspec:\n  v: {scalar}\n  items: [{scalar}]\n", variables)
+
+    assert rendered["spec"] == {"v": expected, "items": [expected]}
 
 
 def test_a_spec_placed_whole_is_the_spec_of_the_custom_resource() -> None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import dataclasses
+import enum
 import functools
 import json
 import re
@@ -135,18 +136,42 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
 
 
 class _Environment(jinja2.Environment):
-    """Jinja2, with ``a.b`` reading a mapping's key ``b`` before its attribute.
+    """Jinja2, with ``a.b`` reading a mapping's key ``b`` before its attribute, and an enum read as its value.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
     field named like a dict method (``items``, ``values``, ``keys``, ``get``...) silently reads as something else.
     A key the mapping does not have still finds the attribute (``labels.items()``).
+
+    A spec model's enum field holds the member, whose text is its qualified name for a ``(str, Enum)``
+    (``Tier.GOLD``): the template reads the value the custom resource holds (``gold``), in ``{{ }}``, ``~`` and
+    comparisons alike, and ``.value`` and ``.name`` still read the member's.
     """
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if (type(obj) is dict or isinstance(obj, Mapping)) and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
+            return _enum_value(obj[attribute])
+        return _enum_value(super().getattr(obj, attribute))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        return _enum_value(super().getitem(obj, argument))
+
+
+class _EnumText(str):
+    """A string enum member read by a template: the value's text, with the member's ``value`` and ``name``."""
+
+    value: str
+    name: str
+
+
+def _enum_value(value: Any) -> Any:
+    if not isinstance(value, enum.Enum):
+        return value
+    if not isinstance(value, str):
+        return value  # an IntEnum's text is its number already; a plain enum's text is placed by _text
+    text = _EnumText(str.__str__(value))
+    text.value, text.name = value.value, value.name
+    return text
 
 
 _ENV = _Environment(
@@ -224,8 +249,10 @@ class _Slot:
 
 
 def _text(value: Any) -> str:
-    """A value's text, as Jinja2 writes it (``to_yaml``'s is its YAML text)."""
-    return value if type(value) is str else str(value)
+    """A value's text, as Jinja2 writes it (``to_yaml``'s is its YAML text; an enum's, its value's)."""
+    if type(value) is str:
+        return value
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)
 
 
 def _placed(value: Any) -> Any:

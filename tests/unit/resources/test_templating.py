@@ -613,3 +613,47 @@ def test_a_spec_field_named_like_a_dict_method_is_the_field(template: str, spec:
     cr = objects.CustomResource({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": spec})
 
     assert templating.render_template(template, {"cr": cr}) == {"v": expected}
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class TieredSpec(pydantic.BaseModel):
+    tier: Tier
+    tiers: list[Tier]
+    level: Level
+
+
+TIERED = """kind: X
+metadata:
+  name: "{{ cr.spec.tier }}"
+  labels:
+    tier: {{ cr.spec.tier }}-web
+    {{ cr.spec.tier }}: key
+data:
+  whole: {{ cr.spec.tier }}
+  joined: {{ cr.spec.tier ~ "-x" }}
+  indexed: '{{ cr.spec["tier"] }}'
+  listed: '{% for tier in cr.spec.tiers %}{{ tier }},{% endfor %}'
+  level: '{{ cr.spec.level }} {{ cr.spec.level == 3 }}'
+  member: '{{ cr.spec.tier.value }} {{ cr.spec.tier.name }} {{ cr.spec.tier == "gold" }}'
+"""
+
+
+def test_an_enum_field_of_the_spec_model_is_the_value_the_custom_resource_holds() -> None:
+    spec = {"tier": "gold", "tiers": ["gold"], "level": 3}
+    raw = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": spec}
+    cr = objects.CustomResource(raw, spec=TieredSpec.model_validate(spec))
+
+    rendered = templating.render_template(TIERED, {"cr": cr})
+
+    assert rendered["metadata"] == {"name": "gold", "labels": {"tier": "gold-web", "gold": "key"}}
+    assert rendered["data"] == {
+        "whole": "gold",
+        "joined": "gold-x",
+        "indexed": "gold",
+        "listed": "gold,",
+        "level": "3 True",
+        "member": "gold GOLD True",
+    }

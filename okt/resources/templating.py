@@ -19,7 +19,8 @@ structure (``resources: {{ cr.spec.resources }}``), a pydantic model or an enum 
 or block scalar, a scalar tagged ``!!str``, a plain scalar joining values and text (``{{ name }}-config``,
 ``{{ major }}.{{ minor }}``) — the value's text is placed, and the scalar is that string, never what YAML would read
 in it (``{{ h }}:{{ m }}`` is not a sexagesimal number). Keys are always strings. ``{{ value | to_yaml }}`` places
-the value with its own structure too.
+the value with its own structure too, and so does ``tojson`` (whose text is JSON, which YAML reads as that value); in a
+string context both give their text.
 
 Guarantees:
 
@@ -75,7 +76,8 @@ _compile_lock = threading.Lock()
 
 
 class _Structured(str):
-    """What ``to_yaml`` returns: the value's YAML text (for string contexts) and the value it stands for."""
+    """What ``to_yaml`` and ``tojson`` return: the value's YAML or JSON text (for string contexts) and the value it
+    stands for (placed as itself in a whole plain scalar)."""
 
     value: Any
 
@@ -114,6 +116,15 @@ def _to_yaml(value: Any) -> _Structured:
     data = _data(value)
     text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
     structured = _Structured(text.removesuffix("\n...").strip())
+    structured.value = data
+    return structured
+
+
+def _to_json(value: Any, indent: int | None = None) -> _Structured:
+    """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
+    without its quotes, a mapping as a mapping), a string context the JSON text."""
+    data = _data(value)
+    structured = _Structured(jinja2.utils.htmlsafe_json_dumps(data, dumps=json.dumps, indent=indent, sort_keys=True))
     structured.value = data
     return structured
 
@@ -181,6 +192,7 @@ _ENV = _Environment(
     finalize=_record,
 )
 _ENV.filters["to_yaml"] = _to_yaml
+_ENV.filters["tojson"] = _to_json
 
 
 @functools.lru_cache(maxsize=512)

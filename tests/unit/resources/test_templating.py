@@ -409,6 +409,30 @@ def test_to_yaml_places_a_value_with_its_own_structure(template: str, value: Any
     assert templating.render_template(template, {"v": value})["data"] == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("yes", "yes"),  # was the text '"yes"', quotes included
+        ("web", "web"),
+        (3, 3),
+        (None, None),
+        ({"app.kubernetes.io/name": "web", "limits": {"cpu": 1}}, None),  # was its JSON text
+        (["a", {"b": [None, True]}], None),
+        (Limits(cpu="1", memoryMb=64), {"cpu": "1", "memoryMb": 64, "tier": "gold"}),  # was a TypeError
+    ],
+    ids=repr,
+)
+def test_tojson_as_a_whole_plain_scalar_places_what_its_json_text_means(value: Any, expected: Any) -> None:
+    expected = value if expected is None else expected
+    template = "kind: X\nwhole: {{ v | tojson }}\nquoted: '{{ v | tojson }}'\njoined: x={{ v | tojson(indent=1) }}\n"
+
+    rendered = templating.render_template(template, {"v": value})
+
+    assert as_json(rendered["whole"]) == as_json(expected)
+    assert json.loads(rendered["quoted"]) == json.loads(as_json(expected))
+    assert json.loads(rendered["joined"].removeprefix("x=")) == json.loads(as_json(expected))
+
+
 def test_to_yaml_places_a_pydantic_model_as_its_json_form() -> None:
     class Limits(pydantic.BaseModel):
         cpu: str

@@ -27,8 +27,9 @@ Guarantees:
 * no value changes the structure of the object: it is the skeleton's tree with each value in its slot;
 * a value from the custom resource keeps its type: a string placed where a string goes is that very string;
 * a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — or that an expression
-  cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero) raises
-  :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
+  cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero, ``| int`` of ``"three"``
+  without a default) raises :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False,
+  reason=InvalidSpec``;
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
@@ -129,6 +130,36 @@ def _to_json(value: Any, indent: int | None = None) -> _Structured:
     return structured
 
 
+_NO_DEFAULT: Any = object()
+
+
+def _no_number(value: Any, filter_name: str, zero: str) -> ValueError:
+    text = repr(value)
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return ValueError(f"{shown} is not a number (| {filter_name}({zero}) would place {zero} instead)")
+
+
+def _to_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
+    """Jinja2's ``int``, failing on a value that is no number: its silent ``0`` would write ``replicas: 0`` for a
+    custom resource's ``size: three``. An explicit default (``| int(1)``) is still taken instead."""
+    number = jinja2.filters.do_int(value, _NO_DEFAULT, base)
+    if number is not _NO_DEFAULT:
+        return number
+    if default is _NO_DEFAULT:
+        raise _no_number(value, "int", "0")
+    return default
+
+
+def _to_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
+    """Jinja2's ``float``, failing on a value that is no number unless a default is given (see :func:`_to_int`)."""
+    number = jinja2.filters.do_float(value, _NO_DEFAULT)
+    if number is not _NO_DEFAULT:
+        return number
+    if default is _NO_DEFAULT:
+        raise _no_number(value, "float", "0.0")
+    return default
+
+
 @jinja2.pass_context  # a context-bound finalize also keeps Jinja2 from folding constant expressions at compile time
 def _record(context: jinja2.runtime.Context, value: Any) -> str:
     """Jinja2's finalize: record an expression's value and write its placeholder instead."""
@@ -193,6 +224,8 @@ _ENV = _Environment(
 )
 _ENV.filters["to_yaml"] = _to_yaml
 _ENV.filters["tojson"] = _to_json
+_ENV.filters["int"] = _to_int
+_ENV.filters["float"] = _to_float
 
 
 @functools.lru_cache(maxsize=512)

@@ -605,6 +605,48 @@ def test_an_expression_failing_on_a_value_of_the_custom_resource_is_an_invalid_s
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("expression", "spec"),
+    [
+        ("cr.spec.size | int", {"size": "three"}),  # was 0
+        ("cr.spec.size | int", {"size": ""}),  # was 0
+        ("cr.spec.size | int", {"size": None}),  # was 0
+        ("cr.spec.size | int * 2", {"size": "12:30"}),  # was 0
+        ("cr.spec.ratio | float", {"ratio": "half"}),  # was 0.0
+    ],
+)
+def test_int_or_float_of_a_value_that_is_no_number_is_an_invalid_spec_naming_its_line(
+    expression: str, spec: dict[str, Any]
+) -> None:
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": spec})
+    template = f"kind: Deployment\nmetadata:\n  name: w\nspec:\n  replicas: {{{{ {expression} }}}}\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 5: .* is not a number .*\(ValueError\)"):
+        templating.render_template(template, {"cr": cr})
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "expected"),
+    [
+        ("v | int", "3", 3),
+        ("v | int", "3.7", 3),
+        ("v | int", 4.2, 4),
+        ("v | int(base=16)", "0x1F", 31),
+        ("v | int(5)", "three", 5),
+        ("v | int(default=0)", None, 0),
+        ("v | float", "1.5", 1.5),
+        ("v | float", 2, 2.0),
+        ("v | float(0.5)", "half", 0.5),
+    ],
+)
+def test_int_and_float_still_convert_numbers_and_take_an_explicit_default(
+    expression: str, value: Any, expected: Any
+) -> None:
+    rendered = templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", {"v": value})
+
+    assert as_json(rendered["v"]) == as_json(expected)
+
+
 def test_each_render_is_a_private_object() -> None:
     template = "kind: X\nspec:\n  items: [a, {{ v }}]\n"
     first = templating.render_template(template, {"v": "b"})

@@ -38,8 +38,8 @@ Guarantees:
 * each render returns a private object.
 
 Caveats: an expression in a YAML comment places nothing; ``{% filter %}`` blocks and string operations on a captured
-block see placeholders, not values; ``| indent`` is no longer needed for multi-line values in block scalars (the value
-is placed as is, so the indentation it adds stays in the string).
+block see placeholders, not values; ``| indent`` places its value unchanged (a value is never text YAML re-indents);
+another filter after ``to_yaml`` or ``tojson`` (``| trim``) makes its text a string.
 """
 
 from __future__ import annotations
@@ -128,6 +128,15 @@ def _to_json(value: Any, indent: int | None = None) -> _Structured:
     structured = _Structured(jinja2.utils.htmlsafe_json_dumps(data, dumps=json.dumps, indent=indent, sort_keys=True))
     structured.value = data
     return structured
+
+
+def _indent(value: Any, width: int | str = 4, first: bool = False, blank: bool = False) -> Any:
+    """Jinja2's ``indent``, placing the value unchanged.
+
+    In a text template ``| indent(n)`` moves a multi-line value's later lines to the block it is written in, and
+    YAML takes those ``n`` columns off again. okt places the value itself, so the columns it added stayed in it (an
+    embedded file's lines moved right), and ``| to_yaml | indent(n)`` turned a mapping into its text."""
+    return value
 
 
 _NO_DEFAULT: Any = object()
@@ -225,6 +234,7 @@ _ENV = _Environment(
 _ENV.filters["to_yaml"] = _to_yaml
 _ENV.filters["tojson"] = _to_json
 _ENV.filters["int"] = _to_int
+_ENV.filters["indent"] = _indent
 _ENV.filters["float"] = _to_float
 
 

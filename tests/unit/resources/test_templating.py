@@ -647,6 +647,26 @@ def test_int_and_float_still_convert_numbers_and_take_an_explicit_default(
     assert as_json(rendered["v"]) == as_json(expected)
 
 
+INNER_YAML = "server:\n  port: 80\nlog: debug"
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "expected"),
+    [
+        # was the YAML text "{limits: {cpu: '1'}}", a string where the mapping goes
+        ("kind: X\nv: {{ v | to_yaml | indent(2) }}\n", {"limits": {"cpu": "1"}}, {"limits": {"cpu": "1"}}),
+        ("kind: X\nv: {{ v | tojson(indent=2) | indent(2) }}\n", {"a": [1]}, {"a": [1]}),
+        # was the inner file with its later lines moved 4 columns right: "server:\n      port: 80\n    log: debug\n"
+        ("kind: X\nv: |\n    {{ v | indent(4) }}\n", INNER_YAML, INNER_YAML + "\n"),
+        ("kind: X\nv: |\n  {{ v | indent(2, first=true) }}\n", INNER_YAML, INNER_YAML + "\n"),
+        ("kind: X\nv: {{ v | indent }}\n", "yes", "yes"),
+        ("kind: X\nv: {{ v | indent }}\n", 3, 3),
+    ],
+)
+def test_indent_places_the_value_unchanged(template: str, value: Any, expected: Any) -> None:
+    assert templating.render_template(template, {"v": value})["v"] == expected
+
+
 def test_each_render_is_a_private_object() -> None:
     template = "kind: X\nspec:\n  items: [a, {{ v }}]\n"
     first = templating.render_template(template, {"v": "b"})

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import traceback
 import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -519,3 +520,12 @@ def said(exc: BaseException) -> str:
     """An exception as a log line or an Event says it: its class, then :func:`message_of` (a pydantic
     ``ValidationError`` by its fields, never the values it was given)."""
     return f"{type(exc).__name__}: {message_of(exc)}"
+
+
+def where_raised(exc: BaseException) -> dict[str, Any]:
+    """What a log line of a user hook's exception carries of where it was raised: ``exc_info`` (structlog writes the
+    traceback, the exception's text last) — or, for a pydantic ``ValidationError``, whose text repeats every input it
+    was given (a Secret's value), the ``stack`` alone."""
+    if message_of(exc) != str(exc):
+        return {"stack": "".join(traceback.format_tb(exc.__traceback__))}
+    return {"exc_info": exc}

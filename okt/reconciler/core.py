@@ -18,7 +18,6 @@ import builtins
 import itertools
 import logging
 import threading
-import traceback
 import types
 from collections.abc import Callable, Container, Mapping
 from typing import Any
@@ -225,11 +224,9 @@ def reconcile(
     if not isinstance(error, errors.OktError) and _first_sighting(error):
         # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry. A
         # pydantic ValidationError's text repeats every input it was given (a Secret's password): its stack only.
-        if errors.message_of(error) != str(error):
-            stack = "".join(traceback.format_tb(error.__traceback__))
-            log.error("a hook raised an exception that is not okt's", error=errors.said(error), stack=stack)
-        else:
-            log.error("a hook raised an exception that is not okt's", error=repr(error), exc_info=error)
+        log.error(
+            "a hook raised an exception that is not okt's", error=errors.said(error), **errors.where_raised(error)
+        )
     return run
 
 

@@ -331,7 +331,7 @@ class _Call:
     def _outcome(self) -> str:
         """What the call returned or raised, for the line logged when it returns past its timeout."""
         if self.error is not None:
-            return f"raised {type(self.error).__name__}: {errors.message_of(self.error)}"
+            return f"raised {errors.said(self.error)}"
         if self.answer is None:
             return "returned"
         if isinstance(self.answer, results_mod.Outcome):
@@ -382,7 +382,7 @@ def _call(
         if recorded.entries:
             said["results"] = recorded.summary()
         if recorded.first_error is not None:
-            said["error"] = f"{type(recorded.first_error).__name__}: {errors.message_of(recorded.first_error)}"
+            said["error"] = errors.said(recorded.first_error)
         if recorded.min_delay is not None:
             said["requeue_after"] = recorded.min_delay
         if recorded.gave_up is not None:
@@ -427,6 +427,6 @@ def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, 
 def _failed(ctx: context_mod.Context, name: str, exc: BaseException) -> None:
     # Said as a hook's error is: a pydantic ValidationError by its fields, never by the values it was given (a
     # Secret's, which a timer may well validate), here and in an Event anyone reading the namespace's events sees.
-    said = f"{type(exc).__name__}: {errors.message_of(exc)}"
+    said = errors.said(exc)
     ctx.log.warning("timer failed", timer=name, error=said)
     ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {said}")

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -322,7 +321,7 @@ class Supervisor:
                         delay = options.delay(failures)
                         log.error(
                             "daemon failed, restarting after a backoff",
-                            error=f"{type(exc).__name__}: {errors.message_of(exc)}",
+                            error=errors.said(exc),
                             failures=failures,
                             delay=delay,
                             **_traceback_once(exc, seen),
@@ -351,6 +350,4 @@ def _traceback_once(exc: BaseException, seen: set[tuple[str, str]]) -> dict[str,
     if len(seen) >= _SEEN_LIMIT:
         seen.clear()
     seen.add(key)
-    if said != str(exc):
-        return {"stack": "".join(traceback.format_tb(exc.__traceback__))}
-    return {"exc_info": exc}
+    return errors.where_raised(exc)

@@ -3,7 +3,10 @@
 Why this exists: some work is due on a clock, not on a change — a backup every hour, a certificate check every day.
 A timer is a method ``name(self, ctx)`` of the reconciler; okt runs it for each object, within a successful reconcile
 (in SuccessManager, before its status write: what a timer sets in ``ctx.status_fields`` goes out in it), once its
-interval has passed since it last ran for that object, and requeues the object for the next one. So timers live in
+interval has passed since its last call for that object returned, and requeues the object for the next one. The
+interval runs from the end of one call to the start of the next (as Kopf's): a call slower than its interval is
+followed by a whole interval of rest, never by the next call at once (the timer would hold a worker and the API
+server without a pause). So timers live in
 okt's model: they run only where reconciles run (never on a standby replica), never for an object being deleted or
 in error, never twice at once for one object (the work queue hands a key to one worker).
 
@@ -26,7 +29,8 @@ that reconcile or a later one of the object: its ``ctx.flush_status()`` is refus
 saw over what a later one wrote), and when it returns a warning says what it returned or raised and what it recorded
 (errors, a requeue asked, a give-up), none of which is acted on: the timer runs again on its schedule.
 
-Caveat: the clock is the process's — after a restart or a failover every timer is due at once.
+Caveat: the clock is the process's — after a restart or a failover every timer is due at once; the ticks missed
+meanwhile (the operator down, a standby, the object in error) make one call, not one each.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ class Options:
     """How one timer is run.
 
     Attributes:
-        interval: seconds between the starts of two calls for one object.
+        interval: seconds from the end of one call to the start of the next for one object.
         timeout: seconds a call is waited for, or None: the call runs on the reconcile's worker thread for as long as
             it takes (see the module docstring).
     """
@@ -181,9 +185,12 @@ class Clock:
             self._overdue[(uid, name)] = started
 
     def returned(self, uid: str, name: str) -> None:
-        """Record that the call past its timeout of that timer for that object returned."""
+        """Record that the call past its timeout of that timer for that object returned: its next call is due an
+        interval from now (unless the object is gone: its entry is not brought back)."""
         with self._lock:
             self._overdue.pop((uid, name), None)
+            if (uid, name) in self._last:
+                self._last[(uid, name)] = self._now()
 
     def due(self, uid: str, name: str, interval: float) -> float:
         """Seconds until the timer is due for that object (<= 0: due now)."""
@@ -192,6 +199,7 @@ class Clock:
         return 0.0 if last is None else last + interval - self._now()
 
     def ran(self, uid: str, name: str, interval: float = 0.0) -> None:
+        """Record that a call of that timer for that object returned just now (the interval runs from then)."""
         with self._lock:
             now = self._now()
             self._last[(uid, name)] = now
@@ -240,9 +248,12 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
             remaining = interval
         else:
             if clock.due(uid, name, interval) <= 0:
-                clock.ran(uid, name, interval)
                 try:
-                    answer = _call(reconciler, ctx, clock, name, options)
+                    try:
+                        answer = _call(reconciler, ctx, clock, name, options)
+                    finally:
+                        # From its end: a call slower than its interval would be due again as it returned.
+                        clock.ran(uid, name, interval)
                 except errors.GiveUp as exc:
                     ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
                 except Exception as exc:

@@ -328,7 +328,7 @@ def test_a_timer_past_its_timeout_fails_and_the_reconcile_goes_on_without_it() -
 
 def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeout_runs() -> None:
     """Each call past its timeout holds a thread: the timer waits for it rather than stacking another one at each
-    interval. Once it returned, the timer runs on its schedule again."""
+    interval. Once it returned, the timer runs on its schedule again: an interval after the call returned."""
     reconciler, time = Hanging(), FakeTime()
     clock = timers.Clock(time)
     try:
@@ -345,6 +345,8 @@ def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeou
     finally:
         reconciler.release.set()
     wait_for(lambda: clock.overdue() == 0, timeout=10, message="the late call to be counted back")
+    assert clock.due("u1", "probe", 600) == pytest.approx(600)
+    time.now += 600
     timers.run_due(reconciler, context_of(reconciler), clock)
     wait_for(lambda: reconciler.calls == 2, timeout=10, message="the timer to run again")
 
@@ -428,3 +430,55 @@ def test_a_call_back_after_its_timeout_changes_neither_its_reconcile_nor_a_later
     assert line["outcome"] == "raised RuntimeError: the backup failed"
     assert line["requeue_after"] == 5
     assert line["error"].startswith("OktError: status not written")
+
+
+class Slow(okt.Reconciler):
+    """A timer every minute whose call takes 90 s (on the fake clock it is given)."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self, time: FakeTime) -> None:
+        self.time = time
+        self.calls = 0
+
+    @okt.every(minutes=1)
+    def tick(self, ctx: okt.Context) -> None:
+        self.calls += 1
+        self.time.now += 90
+
+
+def test_a_timer_slower_than_its_interval_rests_a_whole_interval_after_each_call() -> None:
+    """The interval runs from the end of one call to the start of the next (Kopf's timers, too): measured between
+    starts, a call longer than its interval was due again as it returned, and the object was requeued at once, the
+    timer holding a worker and the API server without rest."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = Slow(time)
+
+    first = context_of(reconciler)
+    timers.run_due(reconciler, first, clock)
+
+    assert reconciler.calls == 1
+    assert first.results.min_delay == pytest.approx(60)
+    assert clock.due("u1", "tick", 60) == pytest.approx(60)
+    time.now += 30
+    timers.run_due(reconciler, context_of(reconciler), clock)
+    assert reconciler.calls == 1
+
+
+def test_ticks_missed_while_no_reconcile_ran_make_one_catch_up_call_not_a_burst() -> None:
+    """Ten intervals without a reconcile (the operator down, a standby, the object in error): one call, then the next
+    an interval later."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = Ticking()
+    timers.run_due(reconciler, context_of(reconciler), clock)
+    time.now += 600
+
+    late = context_of(reconciler)
+    timers.run_due(reconciler, late, clock)
+    timers.run_due(reconciler, context_of(reconciler), clock)
+
+    assert reconciler.ticks == 2
+    assert late.results.min_delay == pytest.approx(60)

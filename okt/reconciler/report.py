@@ -223,6 +223,10 @@ def on_error(ctx: context_mod.Context) -> None:
     degraded = permanent or failures >= ctx.settings.degraded_after
     stalled = permanent or ctx.results.gave_up is not None
     news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
+    if news and writer.RESIDUES.sent_as_stored(ctx.cr.uid, ctx.cr.status, ctx.conditions[cond.READY].to_dict()):
+        # Ready stored as the object's schema keeps the one okt wrote (a hand-written CRD that prunes its
+        # observedGeneration or cuts its message): the same report, no news.
+        news = False
     # A permanent error or a give-up already reported for this generation (a restart, a resync, a child's event) is
     # reported once: no error count, no Event, so nothing is written while the object does not change. A permanent
     # error whose fix wakes no reconcile (an unknown persisted phase) is retried only to notice that fix: each of its

@@ -344,9 +344,12 @@ class Residues:
     declare a status field okt writes (``relatedObjects``, okt's bookkeeping): the server prunes it from every write.
     Without a memory of that, the same write would be sent on every reconcile. So the difference left right after
     okt's write is remembered, per object, for the status okt wanted then; the same difference for the same wanted
-    status is nothing a write can change. Any other difference (okt's own value edited, another status wanted) writes
-    as ever. Bounded, the oldest entries forgotten first (such an object is written once more); safe across worker
-    threads.
+    status is nothing a write can change. So is a status wanted that, place by place, says what is stored or what
+    that write sent there (and the server stored as it is now) while the object still holds what that write left: a
+    condition set then and stored pruned (its observedGeneration) or cut (its message) is carried as stored by the
+    next reconcile that does not set it again. Any other difference (okt's own value edited, another status wanted)
+    writes as ever. Bounded, the oldest entries forgotten first (such an object is written once more); safe across
+    worker threads.
     """
 
     LIMIT = 8192
@@ -354,27 +357,83 @@ class Residues:
     def __init__(self, limit: int = LIMIT) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._left: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+        self._left: collections.OrderedDict[str, _Left] = collections.OrderedDict()
 
     def remember(self, uid: str, wanted: Mapping[str, Any], answer: Mapping[str, Any]) -> None:
         """Record what still differs between the answer to okt's status write and ``wanted``."""
         if not uid:
             return
-        left = status_patch(answer.get("status") or {}, wanted)
+        stored = answer.get("status") or {}
+        left = status_patch(stored, wanted)
         with self._lock:
             if not left:
                 self._left.pop(uid, None)
                 return
-            self._left[uid] = (_digest(wanted), _compact(left))
+            self._left[uid] = _Left(_digest(wanted), _compact(left), objects.json_copy(dict(wanted)), _compact(stored))
             self._left.move_to_end(uid)
             while len(self._left) > self._limit:
                 self._left.popitem(last=False)
 
-    def explain(self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any]) -> bool:
-        """Whether ``diff`` is exactly what okt's last write of ``wanted`` to this object left."""
+    def explain(
+        self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any], live: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Whether ``diff`` is exactly what okt's last write of ``wanted`` to this object left; or, given the ``live``
+        status, whether that is still what the write left and ``wanted`` says, at each place, what it holds or what
+        that write sent there."""
         with self._lock:
             left = self._left.get(uid) if uid else None
-        return left is not None and left[1] == _compact(diff) and left[0] == _digest(wanted)
+        if left is None:
+            return False
+        if left.diff == _compact(diff) and left.digest == _digest(wanted):
+            return True
+        return live is not None and _compact(live) == left.stored and _absorbed(wanted, left.wanted, live, top=True)
+
+    def sent_as_stored(self, uid: str, live: Mapping[str, Any], condition: Mapping[str, Any]) -> bool:
+        """Whether okt's last status write of this object sent ``condition`` (a condition's wire form) and the object
+        still holds what the server stored of that write: the condition of that type there is what the schema keeps
+        of this one (its observedGeneration pruned, its message cut)."""
+        with self._lock:
+            left = self._left.get(uid) if uid else None
+        if left is None or _compact(live) != left.stored:
+            return False
+        sent = left.wanted.get("conditions")
+        return isinstance(sent, list) and any(item == condition for item in sent)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Left:
+    """What okt's last status write of one object left: the digest and a copy of the status it wanted, the
+    difference left, and the status the server stored (compact JSON)."""
+
+    digest: str
+    diff: str
+    wanted: dict[str, Any]
+    stored: str
+
+
+_ABSENT = object()
+
+
+def _absorbed(wanted: Any, sent: Any, stored: Any, *, top: bool = False) -> bool:
+    """Whether writing ``wanted`` over ``stored`` (which the write of ``sent`` left) changes nothing that write did
+    not: at each place ``wanted`` holds what is stored, or what was sent there. A key ``wanted`` removes (None) is
+    absorbed where it is absent; a nested key ``wanted`` lacks where that write lacked it too (another writer's, which
+    an apply leaves); the top level's other keys are other writers' (never written)."""
+    if wanted is None and stored is _ABSENT:
+        return True
+    if wanted in (stored, sent):
+        return True
+    if isinstance(wanted, Mapping) and isinstance(stored, Mapping):
+        sent_map = sent if isinstance(sent, Mapping) else {}
+        if not top and any(key not in wanted and key in sent_map for key in stored):
+            return False
+        return all(
+            _absorbed(value, sent_map.get(key, _ABSENT), stored.get(key, _ABSENT)) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list) and isinstance(stored, list) and len(wanted) == len(stored):
+        sent_items = sent if isinstance(sent, list) and len(sent) == len(wanted) else [_ABSENT] * len(wanted)
+        return all(_absorbed(*places) for places in zip(wanted, sent_items, stored, strict=True))
+    return False
 
 
 def _digest(value: Any) -> str:
@@ -410,7 +469,7 @@ def write(
     diff = status_patch(cr.status, wanted)
     if not diff:
         return None
-    if RESIDUES.explain(cr.uid, wanted, diff):
+    if RESIDUES.explain(cr.uid, wanted, diff, cr.status):
         return None  # what differs is another writer's, or pruned: the same write left it last time (see Residues)
     body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
     if body is not None and apply_as is not None:

@@ -13,6 +13,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.status import events
 from okt.testing import condition, crds
 from tests.integration.reconciler import conftest as shared
 
@@ -40,10 +41,16 @@ CONDITION_SCHEMA: dict[str, Any] = {
 """``metav1.Condition`` as controller-gen writes it."""
 
 
-def hand_written_crd(kind: str = "Gadget", plural: str = "gadgets", message_max: int = 32768) -> dict[str, Any]:
+def hand_written_crd(
+    kind: str = "Gadget", plural: str = "gadgets", message_max: int = 32768, condition_generation: bool = True
+) -> dict[str, Any]:
+    """``condition_generation`` False: a condition type of the operator's own, older than ``metav1.Condition``, that
+    has no ``observedGeneration`` (the server prunes okt's)."""
     crd = crds.schemaless_crd(GROUP, kind, plural)
     items = copy.deepcopy(CONDITION_SCHEMA)
     items["properties"]["message"]["maxLength"] = message_max
+    if not condition_generation:
+        del items["properties"]["observedGeneration"]
     conditions = {
         "type": "array",
         "items": items,
@@ -142,3 +149,54 @@ def test_condition_messages_longer_than_a_hand_written_schema_allows_are_cut_to_
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "PermanentError"), ready
     assert ready["message"].startswith("the spec is broken: é") and ready["message"].endswith("\u2026")
     assert len(ready["message"].encode("utf-8")) <= 100
+
+
+class Broken(okt.Reconciler):
+    """Fails for good, with a message its hand-written CRD keeps whole, or one longer than it allows."""
+
+    api_version = f"{GROUP}/v1"
+    message = "the spec is broken"
+
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.PermanentError(self.message)
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+@pytest.mark.parametrize(
+    ("kind_name", "message_max", "condition_generation", "message"),
+    [
+        ("Doodad", 32768, True, "the spec is broken"),
+        ("Gimcrack", 100, True, "the spec is broken: " + "é" * 300),
+        ("Thingamajig", 32768, False, "the spec is broken"),
+    ],
+    ids=["pruned fields", "cut message", "pruned condition generation"],
+)
+def test_a_permanent_error_on_a_hand_written_schema_is_reported_once_its_retries_write_no_event(
+    kube: kube_client.Client,
+    namespace: str,
+    apply_crd: Any,
+    strategy: str,
+    kind_name: str,
+    message_max: int,
+    condition_generation: bool,
+    message: str,
+) -> None:
+    """The report stored is what the schema kept of it (okt's bookkeeping and relatedObjects pruned, a message cut):
+    a retry that would say the same is judged the same, at zero writes — no status write, no Event count bumped."""
+    plural = kind_name.lower() + "s"
+    kind: kinds.Kind = apply_crd(hand_written_crd(kind_name, plural, message_max, condition_generation))
+    make_gadget(kube, kind, namespace, "b")
+    broken: okt.Reconciler = type(
+        kind_name, (Broken,), {"kind": kind_name, "plural": plural, "apply_strategy": strategy, "message": message}
+    )()
+    recorder = events.EventRecorder(kube, "broken")
+    first = okt.reconcile(broken, kube, None, namespace, "b", kind=kind, recorder=recorder)
+    assert first.outcome.kind is okt.OutcomeKind.GIVE_UP, first.outcome
+    before = kube.stats.snapshot()
+
+    for _ in range(2):
+        okt.reconcile(broken, kube, None, namespace, "b", kind=kind, recorder=recorder)
+
+    assert shared.write_requests(kube, before) == {}
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == "b"]
+    assert (event["reason"], event["count"]) == ("PermanentError", 1)

@@ -494,13 +494,14 @@ def test_what_an_apply_left_of_another_writer_is_explained_for_the_same_wanted_s
             {**ANSWER["status"], "endpoints": {"primary": "x", "secondary": "b"}},
             id="okts-value-edited",
         ),
+        pytest.param("uid-1", {**WANTED, "endpoints": {}}, ANSWER["status"], id="okts-key-removed"),
     ],
 )
 def test_any_other_difference_is_not_explained(uid: str, wanted: dict[str, Any], live: dict[str, Any]) -> None:
     residues = writer.Residues()
     residues.remember("uid-1", WANTED, ANSWER)
 
-    assert not residues.explain(uid, wanted, writer.status_patch(live, wanted))
+    assert not residues.explain(uid, wanted, writer.status_patch(live, wanted), live)
 
 
 def test_an_apply_that_left_nothing_forgets_the_earlier_residue() -> None:
@@ -518,3 +519,46 @@ def test_residues_keep_only_the_newest_objects() -> None:
     diff = writer.status_patch(ANSWER["status"], WANTED)
 
     assert [residues.explain(uid, WANTED, diff) for uid in ("a", "b", "c")] == [False, True, True]
+
+
+PRUNED_READY = {k: v for k, v in READY_WIRE.items() if k != "observedGeneration"}
+AVAILABLE_WIRE = {**READY_WIRE, "type": "Available"}
+PRUNED_AVAILABLE = {**PRUNED_READY, "type": "Available"}
+
+
+@pytest.mark.parametrize(
+    ("wanted", "explained"),
+    [
+        pytest.param([READY_WIRE, PRUNED_AVAILABLE], True, id="a-condition-carried-as-stored"),
+        pytest.param([READY_WIRE, AVAILABLE_WIRE], True, id="the-same-as-sent"),
+        pytest.param([{**READY_WIRE, "status": "False"}, PRUNED_AVAILABLE], False, id="a-condition-changed"),
+        pytest.param([READY_WIRE], False, id="a-condition-removed"),
+    ],
+)
+def test_a_status_that_says_what_the_last_write_sent_or_what_the_server_kept_of_it_is_explained(
+    wanted: list[dict[str, Any]], explained: bool
+) -> None:
+    """A schema without a condition's observedGeneration prunes it from each condition okt sets: a later reconcile
+    that sets Ready again but carries Available as stored (it does not set it) wants what the server made of that
+    write already, and writing it would change nothing."""
+    residues = writer.Residues()
+    sent = {"conditions": [READY_WIRE, AVAILABLE_WIRE], "observedGeneration": 2}
+    stored = {"conditions": [PRUNED_READY, PRUNED_AVAILABLE], "observedGeneration": 2}
+    residues.remember("uid-1", sent, {"status": stored})
+    again = {"conditions": wanted, "observedGeneration": 2}
+
+    assert residues.explain("uid-1", again, writer.status_patch(stored, again), stored) is explained
+    assert residues.sent_as_stored("uid-1", stored, READY_WIRE)
+
+
+def test_a_condition_carried_as_stored_is_not_explained_once_someone_else_changed_the_status() -> None:
+    residues = writer.Residues()
+    sent = {"conditions": [READY_WIRE, AVAILABLE_WIRE], "observedGeneration": 2}
+    residues.remember(
+        "uid-1", sent, {"status": {"conditions": [PRUNED_READY, PRUNED_AVAILABLE], "observedGeneration": 2}}
+    )
+    edited = {"conditions": [PRUNED_READY, {**PRUNED_AVAILABLE, "status": "False"}], "observedGeneration": 2}
+    again = {"conditions": [READY_WIRE, edited["conditions"][1]], "observedGeneration": 2}
+
+    assert not residues.explain("uid-1", again, writer.status_patch(edited, again), edited)
+    assert not residues.sent_as_stored("uid-1", edited, READY_WIRE)

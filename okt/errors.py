@@ -9,9 +9,10 @@ The tree::
 
     OktError                      reason "OktError"
     ├── TemporaryError            "TemporaryError"      retry, optionally after ``delay`` seconds
-    │   └── RemoteError           "RemoteError"         a call into the operand (``ctx.exec``, ``ctx.http``) failed
-    │       ├── RemoteTimeout     "RemoteTimeout"       no complete answer within the call's timeout
-    │       └── HttpError         "HttpError"           the operand answered HTTP with a non-2xx status
+    │   ├── RemoteError           "RemoteError"         a call into the operand (``ctx.exec``, ``ctx.http``) failed
+    │   │   ├── RemoteTimeout     "RemoteTimeout"       no complete answer within the call's timeout
+    │   │   └── HttpError         "HttpError"           the operand answered HTTP with a non-2xx status
+    │   └── NamespaceTerminating  "NamespaceTerminating" a child's namespace is being deleted: its creates are refused
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
@@ -20,7 +21,7 @@ The tree::
     ├── ApiError                  "ApiError"            the Kubernetes API answered with a failure, or not at all
     │   ├── BadRequest            400
     │   ├── Unauthorized          401
-    │   ├── Forbidden             403
+    │   ├── Forbidden             403  (``namespace_terminating`` when a create's namespace is being deleted)
     │   ├── NotFound              404
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
@@ -106,6 +107,10 @@ class TemporaryError(OktError):
     """
 
     reason: ClassVar[str] = "TemporaryError"
+    waiting: ClassVar[bool] = False
+    """True for a wait on something that ends by itself, out of the operator's hands (a namespace being deleted):
+    retried with backoff all the same, but not counted as a failure (``Degraded`` stays False) and, while it says the
+    same, reported once (no error count, no Event: no write per retry)."""
 
     def __init__(self, message: str, delay: float | None = None) -> None:
         if delay is not None and (isinstance(delay, bool) or not math.isfinite(delay) or delay < 0):
@@ -376,7 +381,13 @@ class Unauthorized(ApiError):
 
 
 class Forbidden(ApiError):
-    """403: RBAC does not allow the request."""
+    """403: RBAC does not allow the request, or (``namespace_terminating``) its namespace is being deleted."""
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """Whether the API refused a create in a namespace being deleted (the ``NamespaceTerminating`` cause its
+        namespace lifecycle admission gives): it refuses every new object there until the namespace is gone."""
+        return any(cause.reason == "NamespaceTerminating" for cause in self.causes)
 
 
 class NotFound(ApiError):
@@ -481,6 +492,20 @@ class RemoteTimeout(RemoteError):
     """
 
     reason: ClassVar[str] = "RemoteTimeout"
+
+
+class NamespaceTerminating(TemporaryError):
+    """A child cannot be created: its namespace is being deleted, and the API server refuses every new object there
+    until it is gone (a cluster-scoped primary's children in a namespace on its way out). A wait (see
+    :attr:`TemporaryError.waiting`): Ready says it, the reconcile is retried with backoff, nothing is written per
+    retry; once the namespace is gone the create fails as a missing namespace's would."""
+
+    reason: ClassVar[str] = "NamespaceTerminating"
+    waiting: ClassVar[bool] = True
+
+    def __init__(self, message: str, *, namespace: str = "", delay: float | None = None) -> None:
+        self.namespace = namespace
+        super().__init__(message, delay)
 
 
 class HttpError(RemoteError):

@@ -175,6 +175,17 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
         raise errors.OwnedByAnother(
             f"{what} exists and is controlled by {other.get('kind')}/{other.get('name')}; okt does not adopt it"
         ) from exc
+    except errors.Forbidden as exc:
+        if not exc.namespace_terminating:
+            raise
+        # Said as what it is, a wait: the API server's 403 reads as a permissions problem, and as a generic error each
+        # retry was counted (Degraded turned True) and written (the error count, an Event) until the namespace went.
+        namespace = res.namespace or ""
+        raise errors.NamespaceTerminating(
+            f"namespace {namespace} is being deleted: the API server refuses new objects in it, {what} among them; "
+            "retried with backoff until the namespace is gone",
+            namespace=namespace,
+        ) from exc
     except errors.Conflict as exc:
         if not exc.already_exists:
             raise

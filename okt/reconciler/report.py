@@ -5,7 +5,8 @@ over a working copy of the conditions, so it is tested without a cluster; the wr
 when something changed — to the status subresource, to annotations or nowhere, as the reconciler's ``status`` says.
 
 Guarantees: nothing is written when nothing changed; a permanent error or a give-up already reported for this
-generation is not reported again (no error count, no Event: 0 writes while the object does not change); a recovery
+generation is not reported again (no error count, no Event: 0 writes while the object does not change), nor is a wait
+that says the same (``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; a recovery
 (Ready going from False to True) is worth a Normal Event, a first success is not.
 """
 
@@ -220,7 +221,10 @@ def on_error(ctx: context_mod.Context) -> None:
     # Counted from what the object carried: a success whose report the API server refused has reset the working
     # count already, and every such reconcile would count as the first failure (Degraded never turning True).
     failures = ctx.bookkeeping.stored_error_count + 1
-    degraded = permanent or failures >= ctx.settings.degraded_after
+    # A wait for something that ends by itself (a namespace being deleted) is no failure of the operator: not
+    # counted, never Degraded, and reported once while it says the same.
+    waiting = isinstance(error, errors.TemporaryError) and error.waiting and ctx.results.gave_up is None
+    degraded = permanent or (failures >= ctx.settings.degraded_after and not waiting)
     stalled = permanent or ctx.results.gave_up is not None
     news = error_conditions(ctx.conditions, ctx.cr.generation, reason, message, degraded=degraded, stalled=stalled)
     if news and writer.RESIDUES.sent_as_stored(ctx.cr.uid, ctx.cr.status, ctx.conditions[cond.READY].to_dict()):
@@ -231,8 +235,8 @@ def on_error(ctx: context_mod.Context) -> None:
     # reported once: no error count, no Event, so nothing is written while the object does not change. A permanent
     # error whose fix wakes no reconcile (an unknown persisted phase) is retried only to notice that fix: each of its
     # reports would be one more write and one more Event saying the same thing too.
-    reported = (ctx.results.gave_up is not None or isinstance(error, errors.PermanentError)) and not news
-    ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported else failures
+    reported = (ctx.results.gave_up is not None or isinstance(error, errors.PermanentError) or waiting) and not news
+    ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported or waiting else failures
 
     def write() -> None:
         try:

@@ -35,6 +35,7 @@ EXPECTED_REASONS = {
     errors.RemoteError: "RemoteError",
     errors.RemoteTimeout: "RemoteTimeout",
     errors.HttpError: "HttpError",
+    errors.NamespaceTerminating: "NamespaceTerminating",
 }
 
 
@@ -369,3 +370,28 @@ def test_invalid_spec_never_echoes_what_a_secret_field_was_given(data: dict[str,
 def test_invalid_spec_still_echoes_the_bad_value_of_a_plain_field_beside_secret_ones() -> None:
     exc = _secret_error({"size": 0, "token": "s3cr3t-value"})
     assert str(exc) == "spec.size: Input should be greater than or equal to 1 (got 0)"
+
+
+@pytest.mark.parametrize(
+    ("causes", "terminating"),
+    [
+        ((errors.StatusCause("NamespaceTerminating", "namespace ns is being terminated", "metadata.namespace"),), True),
+        ((), False),
+    ],
+    ids=["namespace-terminating", "rbac"],
+)
+def test_a_forbidden_create_in_a_namespace_being_deleted_is_told_from_rbac_by_its_cause(
+    causes: tuple[errors.StatusCause, ...], terminating: bool
+) -> None:
+    exc = errors.ApiError.from_status(403, "Forbidden", "configmaps is forbidden", causes=causes)
+
+    assert isinstance(exc, errors.Forbidden)
+    assert exc.namespace_terminating is terminating
+
+
+def test_a_wait_is_a_temporary_error_that_is_not_counted_as_a_failure() -> None:
+    wait = errors.NamespaceTerminating("namespace ns is being deleted", namespace="ns")
+
+    assert isinstance(wait, errors.TemporaryError)
+    assert (wait.waiting, errors.TemporaryError("flaky").waiting) == (True, False)
+    assert pickle.loads(pickle.dumps(wait)).namespace == "ns"

@@ -25,6 +25,7 @@ PINNED = {
     "Gone",
     "Invalid",
     "MutationError",
+    "NamespaceTerminating",
     "NotLeader",
     "OwnedByAnother",
     "RegistrationError",

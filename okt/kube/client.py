@@ -249,8 +249,8 @@ def fenced(fence: WriteFence | None) -> Iterator[None]:
     is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its lease writes
     nothing more; writes outside the block (the elector's own lease updates, other code sharing the client) are not
     concerned. It is asked as the write leaves: after its wait at the rate limit, and again once its connection is
-    made (on the direct path; a write through the session — an ``auth-provider`` user, an HTTP proxy — is asked
-    before its connection is made)."""
+    made, whichever way it leaves (the direct path, the session, a websocket; see
+    :func:`okt.kube.transport.asked_once_connected`)."""
     token = _write_fence.set(fence)
     try:
         yield
@@ -499,7 +499,7 @@ class Client:
                 f"the kubeconfig's insecure-skip-tls-verify must be true or false, got {skip!r}"
             )
         transport.keep_inline_files_private(config)
-        adapter = pykube.http.KubernetesHTTPAdapter(config, pool_connections=4, pool_maxsize=pool_size)
+        adapter = transport.SessionAdapter(config, pool_connections=4, pool_maxsize=pool_size)
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")
         self.host: str = urllib.parse.urlsplit(self._base).netloc
@@ -648,6 +648,45 @@ class Client:
             check_fence(verb, resource)
         self.stats.record(verb, resource)
         timeout = timeout if timeout is not None else self._timeout
+        # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
+        # timeout): leadership may have been lost meanwhile, and the next leader be writing.
+        with transport.asked_once_connected(
+            functools.partial(self._check_fence_again, verb, resource) if write else None
+        ):
+            response = self._sent(
+                method,
+                path,
+                verb=verb,
+                resource=resource,
+                params=params,
+                data=data,
+                content_type=content_type,
+                timeout=timeout,
+                write=write,
+                deadline=deadline,
+                limited=limited,
+            )
+        self.stats.answered(response.status_code, method)
+        if check and response.status_code >= 400:
+            raise self._error(response, method, path)
+        return response
+
+    def _sent(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        resource: str,
+        params: Mapping[str, Any] | None,
+        data: bytes | str | None,
+        content_type: str,
+        timeout: float,
+        write: bool,
+        deadline: float | None,
+        limited: bool,
+    ) -> transport.Response:
+        """The answer to a request :meth:`request` counted: through the direct path, else the session."""
         through_session = functools.partial(
             self._send,
             method,
@@ -671,9 +710,6 @@ class Client:
                 data=data,
                 content_type=content_type,
                 timeout=timeout,
-                # Asked again once the connection is made, which may take up to the timeout: leadership may have
-                # been lost meanwhile, and the next leader be writing.
-                ready=functools.partial(self._check_fence_again, verb, resource) if write else None,
             )
             used = self._token.token() if self._token is not None else None
             response = sent(token=used)
@@ -687,9 +723,6 @@ class Client:
             response = transport.Response(
                 answer.status_code, answer.reason or "", answer.content, answer.url, answer.headers
             )
-        self.stats.answered(response.status_code, method)
-        if check and response.status_code >= 400:
-            raise self._error(response, method, path)
         return response
 
     def _whole_by(
@@ -724,7 +757,6 @@ class Client:
         content_type: str,
         timeout: float,
         token: str | None,
-        ready: Callable[[], None] | None,
     ) -> transport.Response:
         assert self._direct is not None  # the caller checked
         try:
@@ -736,7 +768,6 @@ class Client:
                 content_type=content_type,
                 timeout=timeout,
                 token=token,
-                ready=ready,
             )
         except OSError as exc:
             self.stats.answered(0, method)
@@ -839,6 +870,23 @@ class Client:
     def base_url(self) -> str:
         """The API server's URL (with the path prefix a proxy in front of it may add), without a trailing slash."""
         return str(self._base)
+
+    def open_socket(self, timeout: float) -> socket.socket:
+        """A connection to the API server for a stream the session does not carry (a websocket): TLS as every other
+        connection (:attr:`tls`), through the proxy the session would use, and the thread's ``ready`` asked once it
+        is made (see :func:`okt.kube.transport.asked_once_connected`).
+
+        Raises:
+            OSError: it could not be made.
+            ValueError: the session's proxy for the API server is not ``http://``.
+        """
+        parts = urllib.parse.urlsplit(self._base)
+        host = parts.hostname or ""
+        https = parts.scheme == "https"
+        context = self.tls.context() if https else None
+        proxy = requests.utils.select_proxy(self._base, self._proxies)
+        port = parts.port or (443 if https else 80)
+        return transport.open_socket(host, port, context, self.tls.server_name or host, timeout, proxy=proxy)
 
     def credential_headers(self) -> dict[str, str]:
         """The headers proving who we are, for a connection the session does not make (a websocket).

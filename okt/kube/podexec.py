@@ -20,7 +20,8 @@ Guarantees:
   with a message naming both; a command that cannot start raises :class:`okt.errors.RemoteError`, and so does a
   stream that ends before the command's Status came (``v4.channel.k8s.io``);
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
-  operand.
+  operand. It is asked again once the websocket's connection is made (through the client's HTTP proxy, if any),
+  before the upgrade request is written.
 
 Caveats: closing the stream on a timeout does not kill the command in the container (Kubernetes has no way to); no
 stdin is sent (``v4.channel.k8s.io`` cannot close it, so a command reading it would never end) — pass data as
@@ -41,6 +42,7 @@ import websocket
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import transport
 
 PROTOCOLS = ("v4.channel.k8s.io", "channel.k8s.io")
 """Offered in order of preference: v4 reports the exit code as a structured Status."""
@@ -130,9 +132,11 @@ def run(
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     where = f"pod {namespace}/{pod}" + (f" container {container}" if container else "")
     kube_client.check_fence("create", "pods/exec")
-    client.stats.record("connect", "pods/exec")
     deadline = time.monotonic() + timeout
-    socket = _connect(client, exec_path(namespace, pod, container, command), where, timeout)
+    # Asked again once the connection is made (making it may take up to the timeout): leadership may have been lost
+    # meanwhile, and the next leader be running its own command.
+    with transport.asked_once_connected(lambda: kube_client.check_fence("create", "pods/exec")):
+        socket = _connect(client, exec_path(namespace, pod, container, command), where, timeout)
     try:
         return _read(socket, where, deadline, timeout)
     finally:
@@ -142,25 +146,31 @@ def run(
 def _connect(client: kube_client.Client, path: str, where: str, timeout: float) -> websocket.WebSocket:
     base = client.base_url
     url = ("wss" + base[len("https") :] if base.startswith("https") else "ws" + base[len("http") :]) + path
-    tls = client.tls
-    sslopt: dict[str, Any] = {"context": tls.context()}
-    if tls.server_name:
-        sslopt["server_hostname"] = tls.server_name
+    try:
+        sock = client.open_socket(timeout)  # the client's TLS settings and proxy; the thread's ready asked once made
+    except TimeoutError as exc:
+        raise errors.RemoteTimeout(f"exec in {where}: no connection to the API server within {timeout:g}s") from exc
+    except (OSError, ValueError) as exc:
+        raise errors.ApiError.from_status(0, "Unavailable", f"exec in {where}: {exc}", method="GET") from exc
+    client.stats.record("connect", "pods/exec")
     try:
         return websocket.create_connection(
             url,
             timeout=timeout,
+            socket=sock,
             header=client.credential_headers(),
             subprotocols=list(PROTOCOLS),
-            sslopt=sslopt,
             suppress_origin=True,
             enable_multithread=False,
         )
     except websocket.WebSocketBadStatusException as exc:
+        sock.close()
         raise _refused(exc, where) from exc
     except websocket.WebSocketTimeoutException as exc:
+        sock.close()
         raise errors.RemoteTimeout(f"exec in {where}: no answer from the API server within {timeout:g}s") from exc
     except (websocket.WebSocketException, OSError) as exc:
+        sock.close()
         raise errors.ApiError.from_status(0, "Unavailable", f"exec in {where}: {exc}", method="GET") from exc
 
 

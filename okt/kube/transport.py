@@ -31,6 +31,7 @@ rarely needs it); a server that compresses anyway is decoded.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -49,9 +50,126 @@ from typing import Any
 
 import pykube
 import pykube.config
+import pykube.http
 import urllib3
+import urllib3.connection
 
 TimeoutSpec = float | tuple[float, float]
+
+
+_on_connect: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("okt_on_connect", default=None)
+
+
+@contextlib.contextmanager
+def asked_once_connected(ready: Callable[[], None] | None) -> Iterator[None]:
+    """Call ``ready`` once each connection this thread makes in the block is made (TCP, TLS, a proxy's tunnel), just
+    before anything is written on it: what it raises is raised, the connection closed, nothing sent.
+
+    Why: making a connection may take as long as its timeout, and what allowed a request before it was made may not
+    hold any more (okt's write fence: leadership may have been lost meanwhile, and the next leader be writing). Every
+    connection okt makes to send a request asks it — the direct path's (:func:`open_socket`), the session's
+    (:class:`SessionAdapter`'s pools), a websocket's, a call straight to an operand's (:class:`HTTPConnection`,
+    :class:`HTTPSConnection`) — so one block covers a request whichever way it leaves.
+    """
+    token = _on_connect.set(ready)
+    try:
+        yield
+    finally:
+        _on_connect.reset(token)
+
+
+def connected() -> None:
+    """Ask the thread's ``ready`` (see :func:`asked_once_connected`), if any: a connection was just made."""
+    ready = _on_connect.get()
+    if ready is not None:
+        ready()
+
+
+class HTTPConnection(urllib3.connection.HTTPConnection):
+    """urllib3's connection, asking :func:`connected` once made."""
+
+    def connect(self) -> None:
+        super().connect()
+        try:
+            connected()
+        except BaseException:
+            self.close()
+            raise
+
+
+class HTTPSConnection(urllib3.connection.HTTPSConnection):
+    """urllib3's TLS connection, asking :func:`connected` once made (the handshake done, a proxy's tunnel too)."""
+
+    def connect(self) -> None:
+        super().connect()
+        try:
+            connected()
+        except BaseException:
+            self.close()
+            raise
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = HTTPConnection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = HTTPSConnection
+
+
+_POOLS: dict[str, type[urllib3.HTTPConnectionPool]] = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  # pykube is untyped
+    """pykube's adapter (its credentials, refreshed as pykube does) whose connections ask :func:`connected` once made,
+    directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> urllib3.PoolManager:
+        manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+
+def open_socket(
+    host: str,
+    port: int,
+    context: ssl.SSLContext | None,
+    server_name: str,
+    timeout: float,
+    *,
+    proxy: str | None = None,
+) -> socket.socket:
+    """A connection to ``host:port`` (TLS with ``context`` when given), made, then :func:`connected` asked.
+
+    ``proxy``: an ``http://`` proxy's URL (its user and password, if any, sent as basic auth) through which the
+    connection is tunnelled (``CONNECT``), as the session's are.
+
+    Raises:
+        OSError: the connection could not be made (refused, timed out, the proxy refused the tunnel, the TLS
+            handshake failed).
+        ValueError: a proxy that is not ``http://``.
+    """
+    via = urllib.parse.urlsplit(proxy) if proxy else None
+    if via is not None and (via.scheme != "http" or not via.hostname):
+        raise ValueError(f"only an http:// proxy can tunnel this connection, got {via.scheme}://")
+    where = (via.hostname or "", via.port or 80) if via is not None else (host, port)
+    sock = socket.create_connection(where, timeout=timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if via is not None:
+            _tunnel(sock, host, port, via)
+        if context is not None:
+            sock = context.wrap_socket(sock, server_hostname=server_name)
+        connected()
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,12 +355,10 @@ class DirectTransport:
         content_type: str,
         timeout: TimeoutSpec,
         token: str | None = None,
-        ready: Callable[[], None] | None = None,
     ) -> Response:
         """One request, answered whole. Never retried: a failure is the caller's to classify. ``token``: the bearer
-        token of this request, when it can change (see :meth:`for_config`). ``ready`` is called once the connection
-        is made, just before the request is written: what it raises is raised, nothing sent (making a connection
-        may take up to the timeout, and what allowed the request before may not hold any more).
+        token of this request, when it can change (see :meth:`for_config`). A new connection asks the thread's
+        ``ready`` once made (see :func:`asked_once_connected`): what it raises is raised, nothing sent.
 
         Raises:
             OSError: the request did not get an answer (refused, reset, timed out, closed before or during the
@@ -251,12 +367,6 @@ class DirectTransport:
         url, request, body = self._request(method, path, params, data, content_type, token)
         connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         conn = self._take(connect)
-        if ready is not None:
-            try:
-                ready()
-            except BaseException:
-                self._give_back(conn, True)  # unused: kept for the next request
-                raise
         try:
             conn.send(request, body, read)
             status, reason, content, keep, fields = _read_answer(conn.reader, method)
@@ -322,17 +432,41 @@ class DirectTransport:
         conn.close()
 
     def _connect(self, timeout: float) -> _Connection:
-        sock = socket.create_connection((self._host, self._port), timeout=timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._tls is not None:
-                if self._context is None:
-                    self._context = self._tls.context()
-                sock = self._context.wrap_socket(sock, server_hostname=self._server_name)
-        except BaseException:
-            sock.close()
-            raise
-        return _Connection(sock)
+        if self._tls is not None and self._context is None:
+            self._context = self._tls.context()
+        return _Connection(open_socket(self._host, self._port, self._context, self._server_name, timeout))
+
+
+def _tunnel(sock: socket.socket, host: str, port: int, via: urllib.parse.SplitResult) -> None:
+    """Ask the proxy ``via`` for a tunnel to ``host:port`` on ``sock`` (HTTP ``CONNECT``).
+
+    Raises:
+        OSError: the proxy refused it or did not answer in HTTP.
+    """
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    head = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+    if via.username is not None:
+        user = f"{urllib.parse.unquote(via.username)}:{urllib.parse.unquote(via.password or '')}"
+        head += f"Proxy-Authorization: {urllib3.util.make_headers(basic_auth=user)['authorization']}\r\n"
+    sock.sendall((head + "\r\n").encode("latin-1"))
+    reader = sock.makefile("rb", buffering=0)  # unbuffered: the TLS handshake that follows reads the socket itself
+    line = b""
+    while not line.endswith(b"\n") and len(line) <= _MAX_LINE:
+        byte = reader.read(1)
+        if not byte:
+            raise ConnectionResetError("the proxy closed the connection without answering")
+        line += byte
+    parts = line.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+        raise ConnectionError(f"the proxy's answer is not HTTP: {line[:80]!r}")
+    ended = line
+    while not ended.endswith(b"\r\n\r\n") and not ended.endswith(b"\n\n"):
+        byte = reader.read(1)
+        if not byte:
+            raise ConnectionResetError("the proxy closed the connection in its answer")
+        ended = ended[-3:] + byte
+    if not 200 <= int(parts[1]) <= 299:
+        raise ConnectionRefusedError(f"the proxy refused the tunnel to {target}: {line.strip().decode('latin-1')}")
 
 
 _TARGET_SAFE = "!#$%&'()*+,/:;=?@[]~"

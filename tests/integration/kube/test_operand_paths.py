@@ -22,7 +22,7 @@ import pytest
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds, operand_http
+from okt.kube import kinds, operand_http, podexec
 from okt.testing import envtest
 
 pytestmark = pytest.mark.integration
@@ -274,3 +274,20 @@ def test_an_answer_trickled_past_the_timeout_raises_remote_timeout(
             stop.set()
 
     assert took < 5 * timeout
+
+
+def test_an_exec_reaches_the_api_server_through_the_https_proxy_the_session_uses(
+    control_plane: envtest.ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exec's websocket is tunnelled through the proxy as the client's other requests are (the Pod does not
+    exist: the API server's answer, NotFound naming it, came back through the tunnel)."""
+    with connect_proxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+        try:
+            with pytest.raises(errors.NotFound, match='pods "operand" not found'):
+                podexec.run(client, namespace, "operand", None, ["true"], timeout=30)
+        finally:
+            client.close()

@@ -9,13 +9,14 @@ import socket
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 
 import pytest
 import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds, operand_http
+from okt.kube import kinds, operand_http, podexec
 from okt.testing import envtest
 
 pytestmark = pytest.mark.integration
@@ -158,6 +159,88 @@ def test_a_write_whose_connection_was_made_after_the_loss_of_leadership_is_not_s
         assert len(outcome) == 1
         assert isinstance(outcome[0], errors.NotLeader)
         assert kube.get_or_none(kinds.CONFIG_MAP, "late", namespace) is None
+    finally:
+        relay.close()
+        client.close()
+
+
+def _relayed_client(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> tuple[HeldRelay, kube_client.Client]:
+    """A client whose every new connection to the API server is held by a :class:`HeldRelay` until it proceeds."""
+    relay = HeldRelay(control_plane.url)
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = relay.url
+    envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
+    return relay, kube_client.Client.from_kubeconfig(tmp_path / "relayed")
+
+
+def _lost_while_connecting(relay: HeldRelay, write: Callable[[], object]) -> BaseException | None:
+    """What ``write`` raised (None: nothing) when leadership is lost while its connection is being made."""
+    lost = threading.Event()
+
+    def fence(verb: str, resource: str) -> str | None:
+        return "leadership lost" if lost.is_set() else None
+
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            with kube_client.fenced(fence):
+                write()
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    writer = threading.Thread(target=run, daemon=True)
+    writer.start()
+    assert relay.connected.wait(10), "the write connects"
+    lost.set()
+    relay.proceed.set()
+    writer.join(30)
+    assert len(outcome) == 1, "the write ended"
+    return outcome[0]
+
+
+def test_a_write_through_the_session_whose_connection_was_made_after_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A write with a deadline goes through the ``requests`` session (as every write does when the direct path is not
+    available): its connection is made by urllib3, and the fence is asked again once it is made too."""
+    relay, client = _relayed_client(control_plane, tmp_path)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
+    try:
+        outcome = _lost_while_connecting(
+            relay,
+            lambda: client.request(
+                "POST",
+                kinds.CONFIG_MAP.collection_path(namespace),
+                verb="create",
+                resource="configmaps",
+                body=body,
+                deadline=time.monotonic() + 30,
+            ),
+        )
+        assert isinstance(outcome, errors.NotLeader)
+        assert kube.get_or_none(kinds.CONFIG_MAP, "late", namespace) is None
+        assert client.stats.writes() == 0
+    finally:
+        relay.close()
+        client.close()
+
+
+def test_an_exec_whose_connection_was_made_after_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """An exec may change the operand: its upgrade request is not written once leadership is lost, however long its
+    websocket took to connect. (The Pod does not exist: an exec that was sent is answered NotFound.)"""
+    relay, client = _relayed_client(control_plane, tmp_path)
+    try:
+        outcome = _lost_while_connecting(
+            relay, lambda: podexec.run(client, namespace, "operand", None, ["sh", "-c", "flush"], timeout=30)
+        )
+        assert isinstance(outcome, errors.NotLeader), repr(outcome)
     finally:
         relay.close()
         client.close()

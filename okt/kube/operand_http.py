@@ -21,13 +21,15 @@ its answer does not hold the caller past it); a non-2xx answer raises :class:`ok
 (its ``status`` and the first :data:`EXCERPT` characters of the body); no answer raises
 :class:`okt.errors.RemoteTimeout` (the timeout) or :class:`okt.errors.RemoteError` (refused, unreachable); the
 connection of a failed call is dropped, never left waiting. A call that is not a ``GET``/``HEAD`` may change the
-operand: it is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes.
+operand: it is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes, asked again as it
+leaves (after the rate limit, once its connection is made).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import http.client
 import json as json_mod
 import re
@@ -43,7 +45,7 @@ import urllib3
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, transport
 
 DEFAULT_TIMEOUT = 10.0
 EXCERPT = 200
@@ -252,11 +254,11 @@ def _direct(
         options["cert_reqs"] = "CERT_REQUIRED" if verify is not False else "CERT_NONE"
         if isinstance(verify, str):
             options["ca_certs"] = verify
-        connection: urllib3.connection.HTTPConnection = urllib3.connection.HTTPSConnection(
+        connection: urllib3.connection.HTTPConnection = transport.HTTPSConnection(
             address, number, timeout=timeout, **options
         )
     else:
-        connection = urllib3.connection.HTTPConnection(address, number, timeout=timeout)
+        connection = transport.HTTPConnection(address, number, timeout=timeout)
     # One call, one connection, closed when the call ends. A socket's timeout bounds each read, not the answer: an
     # operand sending its head or its body a byte at a time would hold the caller as long as it sends; past the
     # deadline the watchdog shuts the socket down, which ends any read or write under way.
@@ -264,7 +266,11 @@ def _direct(
     watchdog = None
     try:
         deadline = time.monotonic() + timeout
-        connection.connect()
+        # Asked again once the connection is made (TCP, TLS: up to the timeout): leadership may have been lost
+        # meanwhile, and the next leader be calling the operand.
+        fence = functools.partial(kube_client.check_fence, "create", f"{target.resource}/proxy")
+        with transport.asked_once_connected(None if method in _READS else fence):
+            connection.connect()
         if scheme == "https" and not connection.is_verified:  # verify=False: warned of, as urllib3's pools do
             warnings.warn(
                 f"Unverified HTTPS request is being made to host '{address}'. Adding certificate verification is "

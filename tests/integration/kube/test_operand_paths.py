@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import pathlib
 import select
 import socket
 import threading
@@ -23,6 +24,7 @@ import pytest
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, operand_http, podexec
+from okt.runtime import certs
 from okt.testing import envtest
 
 pytestmark = pytest.mark.integration
@@ -291,3 +293,92 @@ def test_an_exec_reaches_the_api_server_through_the_https_proxy_the_session_uses
                 podexec.run(client, namespace, "operand", None, ["true"], timeout=30)
         finally:
             client.close()
+
+
+class HeldTLSOperand:
+    """An HTTPS operand at ``address`` whose TLS handshake waits until :attr:`proceed` is set (as a connection to a
+    busy node takes its time); keeps the requests it reads and answers each 204."""
+
+    def __init__(self, address: str, folder: pathlib.Path) -> None:
+        bundle = certs.self_signed([address])
+        self.ca_file = folder / "ca.crt"
+        self.ca_file.write_bytes(bundle.ca_pem)
+        self._served = bundle.server_context()
+        self._listener = socket.create_server((address, 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.connected, self.proceed = threading.Event(), threading.Event()
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def close(self) -> None:
+        self.proceed.set()
+        self._listener.close()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self._listener.accept()
+        except OSError:
+            return
+        self.connected.set()
+        self.proceed.wait()
+        try:
+            with self._served.wrap_socket(conn, server_side=True) as tls:
+                tls.settimeout(10)
+                head = tls.recv(65536)
+                if head:
+                    self.requests.append(head)
+                    tls.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+        except OSError:
+            pass  # the caller hung up during the handshake or before writing
+
+
+def test_a_direct_call_whose_connection_was_made_after_the_loss_of_leadership_is_not_sent(
+    kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """The fence is asked again once the connection to the operand is made: making it (TCP, TLS) may take as long
+    as the call's timeout, and the next leader may be calling the operand by then."""
+    address = outside_address()
+    operand = HeldTLSOperand(address, tmp_path)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+    kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+    status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+    kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+    lost = threading.Event()
+
+    def fence(verb: str, resource: str) -> str | None:
+        return "leadership lost" if lost.is_set() else None
+
+    outcome: list[BaseException | None] = []
+
+    def call() -> None:
+        target = operand_http.Target("pods", "operand", namespace)
+        try:
+            with kube_client.fenced(fence):
+                operand_http.call(
+                    kube,
+                    target,
+                    "/flush",
+                    method="POST",
+                    port=operand.port,
+                    scheme="https",
+                    route="direct",
+                    verify=str(operand.ca_file),
+                    timeout=30,
+                )
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    caller = threading.Thread(target=call, daemon=True)
+    try:
+        caller.start()
+        assert operand.connected.wait(10), "the call connects"
+        lost.set()  # leadership is lost while the connection is being made
+        operand.proceed.set()
+        caller.join(30)
+    finally:
+        operand.close()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], errors.NotLeader), repr(outcome[0])
+    assert operand.requests == []

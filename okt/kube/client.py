@@ -248,9 +248,9 @@ def fenced(fence: WriteFence | None) -> Iterator[None]:
     """Ask ``fence`` before every write this thread sends in the block (``okt.NotLeader`` when it refuses; nothing
     is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its lease writes
     nothing more; writes outside the block (the elector's own lease updates, other code sharing the client) are not
-    concerned. It is asked as the write leaves: after its wait at the rate limit, and again once its connection is
-    made, whichever way it leaves (the direct path, the session, a websocket; see
-    :func:`okt.kube.transport.asked_once_connected`)."""
+    concerned. It is asked as the write leaves: after its wait at the rate limit and for its token (a credential
+    plugin run again), and again once its connection is made, whichever way it leaves (the direct path, the session,
+    a websocket; see :func:`okt.kube.transport.asked_once_connected`)."""
     token = _write_fence.set(fence)
     try:
         yield
@@ -644,7 +644,10 @@ class Client:
             data = encode_body(body, content_type)
         if limited and self.rate_limit is not None:
             self.rate_limit.acquire()
-        if write:  # after the rate limit's wait: leadership may have been lost during it
+        # The token before the fence: a credential plugin run again for a token about to expire may take long, and
+        # the request may then leave at once on a kept-alive connection.
+        used = self._token.token() if self._token is not None else None
+        if write:  # after the rate limit's wait and the token: leadership may have been lost during them
             check_fence(verb, resource)
         self.stats.record(verb, resource)
         timeout = timeout if timeout is not None else self._timeout
@@ -665,6 +668,7 @@ class Client:
                 write=write,
                 deadline=deadline,
                 limited=limited,
+                token=used,
             )
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
@@ -685,8 +689,10 @@ class Client:
         write: bool,
         deadline: float | None,
         limited: bool,
+        token: str | None,
     ) -> transport.Response:
-        """The answer to a request :meth:`request` counted: through the direct path, else the session."""
+        """The answer to a request :meth:`request` counted, sent with ``token`` (the token source's, if any): through
+        the direct path, else the session."""
         through_session = functools.partial(
             self._send,
             method,
@@ -698,6 +704,7 @@ class Client:
             content_type=content_type,
             write=write,
             limited=limited,
+            token=token,
         )
         if deadline is not None:
             response = self._whole_by(through_session, method, path, deadline)
@@ -711,13 +718,11 @@ class Client:
                 content_type=content_type,
                 timeout=timeout,
             )
-            used = self._token.token() if self._token is not None else None
-            response = sent(token=used)
-            if response.status_code == 401 and self._token_changed(
-                method, verb, resource, used, write, limited=limited
-            ):
-                # another token came (a rotated file, a plugin run again): once more with it
-                response = sent(token=self._token.token() if self._token is not None else None)
+            response = sent(token=token)
+            if response.status_code == 401:
+                renewed = self._renewed_token(method, verb, resource, token, write, limited=limited)
+                if renewed is not None:  # another token came (a rotated file, a plugin run again): once more with it
+                    response = sent(token=renewed)
         else:
             answer = through_session(timeout=timeout)
             response = transport.Response(
@@ -781,28 +786,29 @@ class Client:
             self.stats.withdraw(verb, resource)
             raise
 
-    def _token_changed(
+    def _renewed_token(
         self, method: str, verb: str, resource: str, refused: str | None, write: bool, *, limited: bool
-    ) -> bool:
-        """After a 401 to a request sent with ``refused``: whether the token source now gives another token (the file
-        read again, the plugin run again — once for requests refused together). If so, the refused answer is counted
-        and the request counted again: the caller sends it once more. A ``limited`` request first waits its turn in
-        the rate limit again: sent once more, it is one more request (requests refused together would otherwise all
-        go again at once, past the limit's burst).
+    ) -> str | None:
+        """After a 401 to a request sent with ``refused``: the other token the token source now gives (the file read
+        again, the plugin run again — once for requests refused together), or None. If one came, the refused answer
+        is counted and the request counted again: the caller sends it once more, with that token. A ``limited``
+        request first waits its turn in the rate limit again: sent once more, it is one more request (requests
+        refused together would otherwise all go again at once, past the limit's burst).
 
         Raises:
             okt.errors.NotLeader: a write the fence refuses now (leadership may have been lost while the token was
                 renewed); it is not sent again.
         """
         if self._token is None or refused is None or not self._token.renew(refused):
-            return False
+            return None
         self.stats.answered(401, method)
         if limited and self.rate_limit is not None:
             self.rate_limit.acquire()
-        if write:  # after the rate limit's wait: leadership may have been lost during it
+        token = self._token.token()  # before the fence: a token expiring as it came runs the plugin again
+        if write:  # after the rate limit's wait and the token: leadership may have been lost during them
             check_fence(verb, resource)
         self.stats.record(verb, resource)
-        return True
+        return token
 
     def _send(
         self,
@@ -818,18 +824,22 @@ class Client:
         timeout: float | tuple[float, float],
         write: bool = False,
         limited: bool = True,
+        token: str | None = None,
     ) -> requests.Response:
-        """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams); a 401
-        is sent once more when the token source gives another token (counted as ``verb`` on ``resource``; a
-        ``limited`` request waits its turn in the rate limit again and a ``write`` asks the fence again first)."""
+        """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams), with
+        ``token`` (else the token source's of the moment, if any); a 401 is sent once more when the token source gives
+        another token (counted as ``verb`` on ``resource``; a ``limited`` request waits its turn in the rate limit
+        again and a ``write`` asks the fence again first)."""
         sent = functools.partial(
             self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
         )
-        used = self._token.token() if self._token is not None else None
+        used = token if token is not None or self._token is None else self._token.token()
         answer = sent(used)
-        if answer.status_code == 401 and self._token_changed(method, verb, resource, used, write, limited=limited):
-            answer.close()
-            answer = sent(self._token.token() if self._token is not None else None)
+        if answer.status_code == 401:
+            renewed = self._renewed_token(method, verb, resource, used, write, limited=limited)
+            if renewed is not None:
+                answer.close()
+                answer = sent(renewed)
         return answer
 
     def _through_session(

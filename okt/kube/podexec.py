@@ -146,6 +146,9 @@ def run(
 def _connect(client: kube_client.Client, path: str, where: str, timeout: float) -> websocket.WebSocket:
     base = client.base_url
     url = ("wss" + base[len("https") :] if base.startswith("https") else "ws" + base[len("http") :]) + path
+    # The credentials first: a credential plugin run again for a token about to expire may take long, and the
+    # connection's ready (the write fence) is asked once it is made, just before the upgrade request is written.
+    headers = client.credential_headers()
     try:
         sock = client.open_socket(timeout)  # the client's TLS settings and proxy; the thread's ready asked once made
     except TimeoutError as exc:
@@ -158,7 +161,7 @@ def _connect(client: kube_client.Client, path: str, where: str, timeout: float) 
             url,
             timeout=timeout,
             socket=sock,
-            header=client.credential_headers(),
+            header=headers,
             subprotocols=list(PROTOCOLS),
             suppress_origin=True,
             enable_multithread=False,

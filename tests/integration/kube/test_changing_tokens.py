@@ -19,7 +19,7 @@ import yaml
 
 import okt
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, podexec
 from okt.testing import envtest, wait_for
 
 pytestmark = pytest.mark.integration
@@ -244,3 +244,76 @@ def test_a_write_refused_for_its_token_is_not_sent_again_once_the_write_fence_re
 
     assert unauthorized_answers(client) == 1
     assert kube.get_or_none(kinds.CONFIG_MAP, "late", account) is None
+
+
+EXPIRING_PLUGIN = """#!/bin/sh
+if [ -e "$SLOW" ]; then sleep "$(cat "$SLOW")"; fi
+status='{"token": "%s", "expirationTimestamp": "%s"}'
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": '"$status"'}' \\
+    "$(cat "$TOKEN")" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+"""
+"""A plugin whose token expires as it is given: it is run again before every request."""
+
+
+def test_a_write_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    """The plugin runs again for a token about to expire before the write leaves, and may take long (a cloud CLI
+    refreshing its own session): the fence is asked once the token is in hand, not before, and the write would go
+    out on a kept-alive connection without connecting again."""
+    (tmp_path / "plugin").write_text(EXPIRING_PLUGIN)
+    (tmp_path / "plugin").chmod(0o755)
+    token_path, slow = tmp_path / "token", tmp_path / "slow"
+    token_path.write_text(bound_token(kube, account, "expiring"))
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
+    config["users"][0]["user"] = {"exec": plugin}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        client.get(SERVICE_ACCOUNT, ACCOUNT, account)  # a connection is kept alive for the write
+        slow.write_text("2")  # the plugin's next run takes 2 s; leadership is lost 1 s into it
+        lost_at = time.monotonic() + 1.0
+
+        def fence(verb: str, resource: str) -> str | None:
+            return "leadership lost" if time.monotonic() >= lost_at else None
+
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": account}}
+        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+            client.create(body, kinds.CONFIG_MAP)
+    finally:
+        client.close()
+
+    assert kube.get_or_none(kinds.CONFIG_MAP, "late", account) is None
+    assert client.stats.writes() == 0
+
+
+def test_an_exec_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is_not_sent(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    """An exec's websocket takes the token of the moment too: the fence is asked once its connection is made, with
+    the token already in hand (the Pod does not exist: an exec that was sent is answered NotFound)."""
+    (tmp_path / "plugin").write_text(EXPIRING_PLUGIN)
+    (tmp_path / "plugin").chmod(0o755)
+    token_path, slow = tmp_path / "token", tmp_path / "slow"
+    token_path.write_text(bound_token(kube, account, "expiring"))
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
+    config["users"][0]["user"] = {"exec": plugin}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        slow.write_text("2")  # the plugin's next run takes 2 s; leadership is lost 1 s into it
+        lost_at = time.monotonic() + 1.0
+
+        def fence(verb: str, resource: str) -> str | None:
+            return "leadership lost" if time.monotonic() >= lost_at else None
+
+        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+            podexec.run(client, account, "operand", None, ["sh", "-c", "flush"], timeout=30)
+    finally:
+        client.close()

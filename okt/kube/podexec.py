@@ -156,15 +156,18 @@ def _connect(client: kube_client.Client, path: str, where: str, timeout: float) 
     except (OSError, ValueError) as exc:
         raise errors.ApiError.from_status(0, "Unavailable", f"exec in {where}: {exc}", method="GET") from exc
     client.stats.record("connect", "pods/exec")
+    opened = websocket.WebSocket(enable_multithread=False)
+    opened.settimeout(timeout)
     try:
-        return websocket.create_connection(
+        opened.connect(  # type: ignore[no-untyped-call]
             url,
-            timeout=timeout,
             socket=sock,
             header=headers,
             subprotocols=list(PROTOCOLS),
             suppress_origin=True,
-            enable_multithread=False,
+            # A redirect is the answer: followed, the exec would go wherever it points, with our credentials, over a
+            # connection this module never made (neither the client's TLS settings nor the write fence asked).
+            redirect_limit=0,
         )
     except websocket.WebSocketBadStatusException as exc:
         sock.close()
@@ -174,7 +177,14 @@ def _connect(client: kube_client.Client, path: str, where: str, timeout: float) 
         raise errors.RemoteTimeout(f"exec in {where}: no answer from the API server within {timeout:g}s") from exc
     except (websocket.WebSocketException, OSError) as exc:
         sock.close()
+        answer = opened.handshake_response
+        if answer is not None and 300 <= answer.status <= 399:
+            location = (answer.headers or {}).get("location", "")
+            raise errors.ApiError.from_status(
+                answer.status, "Redirect", f"exec in {where}: the upgrade was answered {answer.status} to {location!r}"
+            ) from exc
         raise errors.ApiError.from_status(0, "Unavailable", f"exec in {where}: {exc}", method="GET") from exc
+    return opened
 
 
 def _refused(exc: websocket.WebSocketBadStatusException, where: str) -> errors.ApiError:

@@ -8,6 +8,7 @@ A scripted server on loopback (plain HTTP) accepts the websocket upgrade as the 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import socket
@@ -130,3 +131,55 @@ def test_a_stream_that_ends_before_the_commands_status_raises_remote_error(
 ) -> None:
     with pytest.raises(okt.RemoteError, match=r"exec in pod ns/web container web: .*ended"):
         exec_against(frames)
+
+
+class Recorder:
+    """A server that keeps what each connection to it sends."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                with contextlib.suppress(OSError):
+                    self.received.append(conn.recv(65536))
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_a_redirect_answered_to_the_upgrade_is_the_answer_and_is_not_followed() -> None:
+    """Followed, the exec would go to wherever the answer points — with the client's credentials, over a connection
+    the write fence was never asked for."""
+    elsewhere = Recorder()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def redirect() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            reader = conn.makefile("rb")
+            while reader.readline() not in (b"\r\n", b""):
+                pass
+            location = f"ws://127.0.0.1:{elsewhere.port}/collect"
+            conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode())
+            reader.close()
+
+    threading.Thread(target=redirect, daemon=True).start()
+    client = loopback.client_for(listener.getsockname()[1])
+    try:
+        with pytest.raises(okt.ApiError, match=r"exec in pod ns/web container web: .*302"):
+            podexec.run(client, "ns", "web", "web", ["backup"], timeout=10)
+    finally:
+        client.close()
+        listener.close()
+        elsewhere.close()
+    assert elsewhere.received == []

@@ -840,8 +840,8 @@ def _apply(
         try:
             taken = take_over(client, kind, applied, manager)
         except errors.Invalid:
-            # Its resourceVersion test failed: another writer (a workload's controller updating its status) came in
-            # between. Read the object again and take over from there; the apply itself already happened.
+            # Its test failed: another writer changed okt's entries in between (another process writing as okt's
+            # manager). Read the object again and take over from there; the apply itself already happened.
             if attempt == TAKE_OVER_ATTEMPTS - 1:
                 _forget_hash(client, kind, applied, options.hash_annotation)
                 raise
@@ -860,8 +860,8 @@ def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str,
     writes it again, and takes over then: with the checksum in place and every field of the template present, the
     retry would judge the child unchanged and never take over, and a field the template dropped would stay for good.
 
-    The patch tests that the annotation still holds that checksum (not the resourceVersion, which the workload's
-    controller that outran the take-over goes on bumping). Refused, it is left: someone else wrote the checksum since.
+    The patch tests that the annotation still holds that checksum (not the resourceVersion, which a workload's
+    controller goes on bumping). Refused, it is left: someone else wrote the checksum since.
     """
     meta = obj.get("metadata") or {}
     digest = (meta.get("annotations") or {}).get(annotation)
@@ -880,27 +880,38 @@ def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, An
 
     okt's merge path (and its creates) wrote children as manager ``okt`` with operation ``Update``; server-side apply
     removes only fields the *apply* entry owns, so without this a field the template dropped after the switch would
-    stay. One JSON patch of ``metadata.managedFields`` (tested against the resourceVersion), once per object: a
-    server that is handed managedFields keeps them as given. Returns whether it wrote.
+    stay. One JSON patch of ``metadata.managedFields``, once per object: a server that is handed managedFields keeps
+    them as given. Returns whether it wrote.
+
+    The patch touches okt's entries alone (the apply entry replaced by the union, the others removed) and first tests
+    that each of them still is what okt read (:func:`_guard`), not the object's resourceVersion: a workload's
+    controller writes the status of a Deployment many times a second while it rolls out, and a patch tested against
+    the resourceVersion lost to those writes at every attempt. Another manager's entry is neither tested nor written,
+    so one it changed in between stays as it made it.
     """
     meta = obj.get("metadata") or {}
-    entries = meta.get("managedFields") or []
-    legacy = [e for e in entries if e.get("manager") == manager and e.get("operation") == "Update"]
-    if not legacy:
+    entries = list(meta.get("managedFields") or [])
+    moved = [i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Update"]
+    if not moved:
         return False
-    applied = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None)
+    at = next((i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Apply"), None)
+    applied = entries[at] if at is not None else None
     fields: dict[str, Any] = copy.deepcopy((applied or {}).get("fieldsV1") or {})
-    for entry in legacy:
-        _union(fields, entry.get("fieldsV1") or {})
+    for i in moved:
+        _union(fields, entries[i].get("fieldsV1") or {})
     merged = {
         **(applied or {"manager": manager, "operation": "Apply", "apiVersion": obj.get("apiVersion")}),
         "fieldsType": "FieldsV1",
         "fieldsV1": fields,
     }
-    kept = [e for e in entries if e not in legacy and e is not applied]
+    # The union takes the apply entry's place, or the first moved entry's; the other moved ones go, last first (the
+    # indices of those before them stay as tested).
+    into, gone = (at, moved) if at is not None else (moved[0], moved[1:])
+    tested = sorted({into, *moved})
     patch = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-        {"op": "replace", "path": "/metadata/managedFields", "value": [*kept, merged]},
+        *_guard([(f"/metadata/managedFields/{i}", entries[i]) for i in tested], meta),
+        {"op": "replace", "path": f"/metadata/managedFields/{into}", "value": merged},
+        *({"op": "remove", "path": f"/metadata/managedFields/{i}"} for i in sorted(gone, reverse=True)),
     ]
     client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
     return True

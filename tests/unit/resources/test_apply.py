@@ -617,11 +617,35 @@ def test_an_object_of_the_merge_path_is_taken_over_then_applied_again() -> None:
 
     verbs = [verb for verb, _ in client.calls]
     assert verbs == ["apply", "patch-json", "apply"]
-    test, replace = client.calls[1][1][3]
-    assert test == {"op": "test", "path": "/metadata/resourceVersion", "value": "3"}
-    entries = replace["value"]
-    assert [(e["manager"], e["operation"]) for e in entries] == [("kubectl", "Update"), ("okt", "Apply")]
-    assert entries[1]["fieldsV1"] == {"f:data": {"f:a": {}, "f:old": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}
+    first, second, replace, remove = client.calls[1][1][3]
+    # Tested: okt's own entries as read, not the resourceVersion another manager's write (a status) changes.
+    assert first == {"op": "test", "path": "/metadata/managedFields/0", "value": client.managed_fields[0]}
+    assert second["path"] == "/metadata/managedFields/1"
+    assert (second["op"], second["value"]["operation"]) == ("test", "Update")
+    assert (replace["op"], replace["path"]) == ("replace", "/metadata/managedFields/0")
+    assert (replace["value"]["manager"], replace["value"]["operation"]) == ("okt", "Apply")
+    assert replace["value"]["fieldsV1"] == {
+        "f:data": {"f:a": {}, "f:old": {}},
+        "f:metadata": {"f:labels": {"f:x": {}}},
+    }
+    assert remove == {"op": "remove", "path": "/metadata/managedFields/1"}  # kubectl's entry is not touched
+
+
+def test_a_take_over_without_an_apply_entry_puts_the_union_in_the_first_update_entrys_place() -> None:
+    client = RecordingClient()
+    client.managed_fields = [
+        {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
+        {**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}}},
+    ]
+
+    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+
+    patch = client.calls[1][1][3]
+    assert [(op["op"], op["path"]) for op in patch] == [
+        ("test", "/metadata/managedFields/1"),
+        ("replace", "/metadata/managedFields/1"),
+    ]
+    assert (patch[1]["value"]["operation"], patch[1]["value"]["fieldsV1"]) == ("Apply", {"f:data": {"f:old": {}}})
 
 
 def test_an_object_okt_only_ever_applied_is_written_once() -> None:

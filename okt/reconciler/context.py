@@ -73,6 +73,7 @@ class Settings:
     persistence: bookkeeping.Persistence = bookkeeping.Persistence.STATUS
     apply_strategy: apply.Strategy = apply.Strategy.APPLY
     field_manager: str = apply.DEFAULT_FIELD_MANAGER
+    legacy_field_managers: tuple[str, ...] = ()
     status_model: type[pydantic.BaseModel] | None = None
     indexes: Mapping[str, watches.IndexFunction] = dataclasses.field(default_factory=dict)
     selects: Callable[[Mapping[str, Any]], bool] | None = None
@@ -88,7 +89,11 @@ class Settings:
     def writes(self) -> apply.WriteOptions:
         names = self.names
         return apply.WriteOptions(
-            self.apply_strategy, self.field_manager, names.hash_annotation, *names.legacy_child_keys()
+            self.apply_strategy,
+            self.field_manager,
+            names.hash_annotation,
+            *names.legacy_child_keys(),
+            legacy_field_managers=frozenset(self.legacy_field_managers),
         )
 
     @property

@@ -132,6 +132,13 @@ class Reconciler:
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
     field_manager: ClassVar[str] = apply.DEFAULT_FIELD_MANAGER
     """The field manager okt applies children as (``kubectl get -o yaml --show-managed-fields`` shows it)."""
+    legacy_field_managers: ClassVar[Sequence[str]] = ()
+    """Field managers an earlier version of this operator wrote its children as: a former ``field_manager``, or
+    ``"okt"`` when it wrote them through the merge path (``apply_strategy = "merge"``, whose writes the server records
+    as ``okt``) under a ``field_manager`` of its own. The server keeps a field as long as any manager owns it, so
+    without this a field the new template drops stays on the child for good. The first apply that writes a child
+    moves those managers' fields into ``field_manager``'s (see docs/concepts/ownership.md); a converged child is not
+    written for it."""
     status: ClassVar[writer.Target | str | bool | None] = None
     """Where the conditions and observedGeneration go: ``"status"`` (the status subresource), ``"annotations"``
     (JSON in ``<prefix>/conditions`` and ``<prefix>/observed-generation`` on the object), ``"off"`` (nowhere but
@@ -175,6 +182,7 @@ class Reconciler:
         _check_legacy_owns(cls)
         _check_watches(cls)
         _check_write_choices(cls)
+        _check_legacy_field_managers(cls)
         _check_mappings(cls)
         _check_annotation_selector(cls)
         _check_models(cls)
@@ -266,6 +274,7 @@ class Reconciler:
             persistence=self.bookkeeping_persistence(),
             apply_strategy=apply.Strategy(self.apply_strategy),
             field_manager=self.field_manager,
+            legacy_field_managers=tuple(self.legacy_field_managers),
             status_model=self.status_model,
             indexes=dict(self.indexes),
             selects=self.selects,
@@ -586,6 +595,21 @@ def _check_write_choices(cls: type[Reconciler]) -> None:
         except ValueError:
             accepted = " or ".join(repr(member.value) for member in enum_cls)
             raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {accepted}") from None
+
+
+def _check_legacy_field_managers(cls: type[Reconciler]) -> None:
+    """Refuse ``legacy_field_managers`` that are not a tuple of names other than ``field_manager``: a str would be
+    read letter by letter, and the current manager listed would take over its own apply entry, for nothing."""
+    legacy = cls.legacy_field_managers
+    if (
+        isinstance(legacy, str)
+        or not isinstance(legacy, Sequence)
+        or not all(isinstance(name, str) and name and name != cls.field_manager for name in legacy)
+    ):
+        raise TypeError(
+            f"{cls.__name__}.legacy_field_managers = {legacy!r}: expected a tuple of the field managers an earlier "
+            f"version wrote as (other than field_manager {cls.field_manager!r}), e.g. ('okt',)"
+        )
 
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]

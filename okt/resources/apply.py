@@ -23,8 +23,8 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
   back — items of an okt list put in another order too, by one JSON patch (:func:`_put_back_in_order`), as an apply
   keeps the live order, and items someone made of okt's by editing their key (a port renumbered), which an apply
   would keep beside okt's (:func:`_drop_rekeyed`). Objects written by okt's older merge path (manager ``okt``,
-  operation ``Update``) are taken over by the first apply that needs to write them (:func:`take_over`), so a field
-  removed from the template leaves then too.
+  operation ``Update``), or under one of the reconciler's ``legacy_field_managers``, are taken over by the first
+  apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too.
 * ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
   retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
   the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
@@ -52,7 +52,7 @@ import enum
 import json
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import pydantic
@@ -88,6 +88,9 @@ class WriteOptions:
     """okt's labels under the reconciler's ``legacy_prefixes``: an update removes those the child carries."""
     legacy_annotations: frozenset[str] = frozenset()
     """okt's annotations under the reconciler's ``legacy_prefixes`` (its checksum): removed the same way."""
+    legacy_field_managers: frozenset[str] = frozenset()
+    """Field managers an earlier version of the operator wrote children as (the reconciler's
+    ``legacy_field_managers``): an apply takes over the fields they own (:func:`take_over`)."""
 
 
 class Action(enum.Enum):
@@ -838,7 +841,7 @@ def _apply(
     applied = client.apply(body, kind, field_manager=manager)
     for attempt in range(TAKE_OVER_ATTEMPTS):
         try:
-            taken = take_over(client, kind, applied, manager)
+            taken = take_over(client, kind, applied, manager, options.legacy_field_managers)
         except errors.Invalid:
             # Its test failed: another writer changed okt's entries in between (another process writing as okt's
             # manager). Read the object again and take over from there; the apply itself already happened.
@@ -875,13 +878,22 @@ def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str,
         return  # the take-over's error is the one reported
 
 
-def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], manager: str) -> bool:
-    """Move the fields ``manager`` owns through plain writes (operation ``Update``) into its apply entry.
+def take_over(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    obj: Mapping[str, Any],
+    manager: str,
+    legacy: Collection[str] = (),
+) -> bool:
+    """Move the fields ``manager`` owns through plain writes (operation ``Update``), and those the ``legacy`` managers
+    own (any operation), into ``manager``'s apply entry.
 
-    okt's merge path (and its creates) wrote children as manager ``okt`` with operation ``Update``; server-side apply
-    removes only fields the *apply* entry owns, so without this a field the template dropped after the switch would
-    stay. One JSON patch of ``metadata.managedFields``, once per object: a server that is handed managedFields keeps
-    them as given. Returns whether it wrote.
+    okt's merge path (and its creates) wrote children as manager ``okt`` with operation ``Update``, and an earlier
+    version of an operator may have applied them under another ``field_manager``; server-side apply removes only
+    fields the *apply* entry owns, and keeps a field as long as any manager owns it, so without this a field the
+    template dropped after the switch would stay. One JSON patch of ``metadata.managedFields``, once per object: a
+    server that is handed managedFields keeps them as given. Entries of a subresource (the status) are left: an apply
+    of the object cannot own their fields. Returns whether it wrote.
 
     The patch touches okt's entries alone (the apply entry replaced by the union, the others removed) and first tests
     that each of them still is what okt read (:func:`_guard`), not the object's resourceVersion: a workload's
@@ -891,7 +903,7 @@ def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, An
     """
     meta = obj.get("metadata") or {}
     entries = list(meta.get("managedFields") or [])
-    moved = [i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Update"]
+    moved = [i for i, e in enumerate(entries) if _taken_over(e, manager, legacy)]
     if not moved:
         return False
     at = next((i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Apply"), None)
@@ -915,6 +927,15 @@ def take_over(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, An
     ]
     client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
     return True
+
+
+def _taken_over(entry: Mapping[str, Any], manager: str, legacy: Collection[str]) -> bool:
+    """Whether :func:`take_over` moves ``entry`` into ``manager``'s apply entry."""
+    if entry.get("subresource"):
+        return False
+    if entry.get("manager") == manager:
+        return entry.get("operation") == "Update"
+    return entry.get("manager") in legacy
 
 
 def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:

@@ -153,6 +153,46 @@ def test_legacy_prefixes_reach_the_settings_of_a_reconcile() -> None:
     assert names.owner_labels == ("b.example.com/owner-uid", "a.example.com/owner-uid")
 
 
+@pytest.mark.parametrize(
+    "legacy",
+    ["old-operator", ("old-operator", 3), ("",), ("new-operator",), None],
+    ids=["a str", "not a name", "an empty name", "the current manager", "None"],
+)
+def test_legacy_field_managers_that_are_not_a_sequence_of_earlier_managers_are_refused_when_the_class_is_defined(
+    legacy: object,
+) -> None:
+    # A str would be read letter by letter; the current manager listed would take over its own entry.
+    attributes = {
+        "api_version": "example.com/v1",
+        "kind": "R",
+        "field_manager": "new-operator",
+        "legacy_field_managers": legacy,
+    }
+    message = (
+        r"^Renamed\.legacy_field_managers = .*: expected a tuple of the field managers an earlier version wrote as "
+        r"\(other than field_manager 'new-operator'\), e\.g\. \('okt',\)$"
+    )
+    with pytest.raises(TypeError, match=message):
+        type("Renamed", (okt.Reconciler,), attributes)
+
+
+def test_legacy_field_managers_reach_the_write_options_of_a_reconcile() -> None:
+    renamed = type(
+        "Renamed",
+        (okt.Reconciler,),
+        {
+            "api_version": "example.com/v1",
+            "kind": "R",
+            "field_manager": "new-operator",
+            "legacy_field_managers": ["okt", "old-operator"],
+        },
+    )
+
+    writes = renamed().settings().writes
+
+    assert (writes.field_manager, writes.legacy_field_managers) == ("new-operator", {"okt", "old-operator"})
+
+
 class SettingsMap(okt.MutableResource):
     api_version = "v1"
     kind = "ConfigMap"

@@ -648,6 +648,35 @@ def test_a_take_over_without_an_apply_entry_puts_the_union_in_the_first_update_e
     assert (patch[1]["value"]["operation"], patch[1]["value"]["fieldsV1"]) == ("Apply", {"f:data": {"f:old": {}}})
 
 
+def test_the_entries_of_legacy_field_managers_are_taken_over_whatever_their_operation_but_for_a_subresource() -> None:
+    client = RecordingClient()
+    renamed = {**APPLIED, "manager": "new-operator"}
+    client.managed_fields = [
+        {**APPLIED, "fieldsV1": {"f:data": {"f:old": {}}}},
+        {**LEGACY, "fieldsV1": {"f:data": {"f:merged": {}}}},
+        {**LEGACY, "subresource": "status", "fieldsV1": {"f:status": {}}},
+        {**renamed, "fieldsV1": {"f:data": {"f:a": {}}}},
+        {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
+    ]
+    options = apply.WriteOptions(field_manager="new-operator", legacy_field_managers=frozenset({"okt"}))
+
+    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None, options)
+
+    assert [verb for verb, _ in client.calls] == ["apply", "patch-json", "apply"]
+    patch = client.calls[1][1][3]
+    assert [(op["op"], op["path"]) for op in patch] == [
+        ("test", "/metadata/managedFields/0"),
+        ("test", "/metadata/managedFields/1"),
+        ("test", "/metadata/managedFields/3"),
+        ("replace", "/metadata/managedFields/3"),
+        ("remove", "/metadata/managedFields/1"),
+        ("remove", "/metadata/managedFields/0"),
+    ]
+    merged = patch[3]["value"]
+    assert (merged["manager"], merged["operation"]) == ("new-operator", "Apply")
+    assert merged["fieldsV1"] == {"f:data": {"f:a": {}, "f:old": {}, "f:merged": {}}}
+
+
 def test_an_object_okt_only_ever_applied_is_written_once() -> None:
     client = RecordingClient()
     client.managed_fields = [{**APPLIED, "fieldsV1": {"f:data": {"f:a": {}}}}, {**FOREIGN, "fieldsV1": {}}]

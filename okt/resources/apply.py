@@ -38,6 +38,11 @@ while it holds what the server made of okt's value (:class:`ServerForms`): writi
 memory lives in the process; after a restart, such a child is written once more. A resource quantity of a built-in
 kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which server-side apply requires.
 
+An update's apply carries the uid of the object okt read and decided for: one deleted and created again under its
+name since (okt's cache may not have seen it yet) is not written from what okt read of the old one — its initial data
+(a generated password) carried over, its list items judged against the old ones — but refused by the API server, and
+reported as a conflict retried soon (the merge path's resourceVersion refuses it the same way).
+
 Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
 over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
 okt reports it as owned by another.
@@ -538,8 +543,9 @@ def update(
     if options.strategy is Strategy.APPLY:
         # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
         # okt's, and the server keeps it.
+        uid = (live.get("metadata") or {}).get("uid")
         try:
-            updated = _apply(client, kind, res, options)
+            updated = _apply(client, kind, res, options, uid)
         except errors.Invalid as exc:
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
             # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
@@ -547,9 +553,11 @@ def update(
             if not any(cause.reason == DUPLICATE for cause in exc.causes):
                 raise
             current = client.get(kind, res.name, res.namespace)
+            if (current.get("metadata") or {}).get("uid") != uid:
+                raise _replaced(res, uid, exc) from exc
             if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
                 raise
-            updated = _apply(client, kind, res, options)
+            updated = _apply(client, kind, res, options, uid)
         else:
             shape = _drift_shape(res) if drift_only else None
             if shape is not None:
@@ -563,6 +571,28 @@ def update(
     res.live = updated
     observe(updated)
     return updated
+
+
+UID_FIELD = "metadata.uid"
+"""The field the API server names when an apply's uid is not the object's: it was deleted and created again."""
+
+
+def _uid_refused(exc: errors.ApiError) -> bool:
+    """Whether the API server refused a write for its ``metadata.uid`` (the object there has another)."""
+    return any(cause.field == UID_FIELD for cause in exc.causes)
+
+
+def _replaced(res: resource.Resource, uid: str | None, exc: errors.ApiError) -> errors.Conflict:
+    """The error of an update refused because the child okt read (``uid``) was deleted and another object created
+    under its name since: a conflict, retried soon; the next reconcile reads that object and decides anew."""
+    return errors.Conflict(
+        409,
+        "Conflict",
+        f"{res.describe()} was deleted and created again (another uid than {uid}) since okt read it: nothing was "
+        "written; the next reconcile decides from the object there now",
+        method=exc.method,
+        url=exc.url,
+    )
 
 
 def _put_back_in_order(
@@ -834,26 +864,53 @@ def _lookup(obj: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
 
 
 def _apply(
-    client: kube_client.Client, kind: kinds.Kind, res: resource.Resource, options: WriteOptions
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    res: resource.Resource,
+    options: WriteOptions,
+    uid: str | None = None,
 ) -> dict[str, Any]:
+    """Apply ``res`` (and take over what okt's earlier writes left to other entries: :func:`take_over`).
+
+    With ``uid`` (an update: the uid of the object okt read and decided for), the body carries it, and the API server
+    refuses the apply on an object of another uid — one deleted and created again under the name since okt read it,
+    which okt's cache may not have seen yet — as it refuses any change of a uid: no request more than the write.
+
+    Raises:
+        okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`_replaced`).
+    """
     manager = options.field_manager
     body = apply_body(res)
-    applied = client.apply(body, kind, field_manager=manager)
+    if uid:
+        body["metadata"]["uid"] = uid
+
+    def send() -> dict[str, Any]:
+        try:
+            return client.apply(body, kind, field_manager=manager)
+        except errors.Invalid as exc:
+            if uid and _uid_refused(exc):
+                raise _replaced(res, uid, exc) from exc
+            raise
+
+    applied = send()
     for attempt in range(TAKE_OVER_ATTEMPTS):
         try:
             taken = take_over(client, kind, applied, manager, options.legacy_field_managers)
-        except errors.Invalid:
+        except errors.Invalid as exc:
             # Its test failed: another writer changed okt's entries in between (another process writing as okt's
             # manager). Read the object again and take over from there; the apply itself already happened.
             if attempt == TAKE_OVER_ATTEMPTS - 1:
                 _forget_hash(client, kind, applied, options.hash_annotation)
                 raise
             meta = applied.get("metadata") or {}
-            applied = client.get(kind, meta["name"], meta.get("namespace"))
+            current = client.get(kind, meta["name"], meta.get("namespace"))
+            if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                raise _replaced(res, meta.get("uid"), exc) from exc  # not the object applied: none of okt's to take
+            applied = current
             continue
         if taken:
             # The fields the merge path set are the apply's now: applying again removes those the template dropped.
-            applied = client.apply(body, kind, field_manager=manager)
+            applied = send()
         break
     return applied
 

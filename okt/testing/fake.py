@@ -363,7 +363,9 @@ class FakeClient(kube_client.Client):
                 return created
             _check_version(live, body)
             if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
-                raise _error(422, "Invalid", f"metadata.uid: Invalid value: {meta['uid']!r}: field is immutable")
+                detail = f"Invalid value: {meta['uid']!r}: field is immutable"
+                cause = errors.StatusCause("FieldValueInvalid", detail, "metadata.uid")
+                raise _error(422, "Invalid", f"metadata.uid: {detail}", causes=(cause,))
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
@@ -603,8 +605,8 @@ def _received(body: Any, patch_type: str | None = None) -> Any:
     return json.loads(text)
 
 
-def _error(status: int, reason: str, message: str) -> errors.ApiError:
-    return errors.ApiError.from_status(status, reason, message)
+def _error(status: int, reason: str, message: str, *, causes: tuple[errors.StatusCause, ...] = ()) -> errors.ApiError:
+    return errors.ApiError.from_status(status, reason, message, causes=causes)
 
 
 def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ of a deleted owner's children is in ``test_owner_deletion``.)
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Container, Mapping
 from typing import Any
 
@@ -387,3 +388,82 @@ def test_a_child_another_controller_adopted_since_okt_read_it_is_not_pruned(
     assert shared.get_child(kube, "v1", "Service", namespace, NAME) is not None
     assert run.results.counts()[okt.Operation.PRUNED] == 0
     assert run.outcome == okt.Outcome.done()
+
+
+class GeneratedSecret(okt.SecretResource):
+    """A Secret whose password is generated once (initial data): an update keeps the live one."""
+
+    template = """
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ name }}-credentials
+  namespace: {{ namespace }}
+stringData:
+  user: admin-{{ cr.spec.size }}
+"""
+
+    def mutate_with_initial_data(self) -> None:
+        self.desired.setdefault("stringData", {})["password"] = "generated"
+
+
+class ReplacedReconciler(shared.WidgetReconciler):
+    """Someone deletes the Secret okt read and creates another of its name, with a password of its own, after okt
+    decided to update it and before okt writes (once)."""
+
+    owns = (GeneratedSecret,)
+
+    def __init__(self, other: kube_client.Client, strategy: str) -> None:
+        self.apply_strategy = strategy
+        self.other = other
+        self.replaced: dict[str, Any] | None = None
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GeneratedSecret(ctx.cr)]
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and self.replaced is None:
+            (secret,) = ctx.registry
+            assert secret.live is not None, "ObjectsGetter read it"
+            secrets = self.other.resolve("v1", "Secret")
+            self.other.delete(secrets, secret.name, secret.namespace)
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret.name, "namespace": secret.namespace},
+                "stringData": {"password": "theirs"},
+            }
+            self.replaced = self.other.create(body, secrets)
+        super().enter_in_state(state, ctx)
+
+
+def _secret_data(kube: kube_client.Client, namespace: str) -> dict[str, str]:
+    secret = shared.get_child(kube, "v1", "Secret", namespace, f"{NAME}-credentials")
+    assert secret is not None
+    return {key: base64.b64decode(value).decode() for key, value in (secret.get("data") or {}).items()}
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_a_child_deleted_and_created_again_since_okt_read_it_is_not_written_from_what_okt_read(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind, strategy: str
+) -> None:
+    """The update okt decided for the object it read is refused on the one created again under its name (a fast
+    retry); the next reconcile decides from that object, and keeps its password as initial data."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    reconciler = ReplacedReconciler(other_client, strategy)
+    reconciler.replaced = {}  # the first reconcile creates the Secret undisturbed
+    assert shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME).outcome == okt.Outcome.done()
+    assert _secret_data(kube, namespace) == {"user": "admin-1", "password": "generated"}
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)
+    reconciler.replaced = None
+
+    refused = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert isinstance(refused.outcome.error, errors.Conflict), refused.results.summary()
+    assert refused.outcome.delay == children.CONFLICT_DELAY
+    assert _secret_data(kube, namespace) == {"password": "theirs"}  # nothing of okt's landed on it
+
+    converged = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert converged.outcome == okt.Outcome.done(), converged.results.summary()
+    assert _secret_data(kube, namespace) == {"user": "admin-2", "password": "theirs"}

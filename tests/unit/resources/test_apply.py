@@ -11,6 +11,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
+from okt import errors
 from okt.kube import kinds, objects
 from okt.names import DEFAULT_PREFIX, Names
 from okt.resources import apply, checksum, resource
@@ -570,6 +571,25 @@ def test_delete_judges_again_an_object_that_changed_since_it_was_read(since: dic
 
 
 MERGE = apply.WriteOptions(apply.Strategy.MERGE)
+
+
+@pytest.mark.parametrize("strategy", [apply.Strategy.APPLY, apply.Strategy.MERGE])
+def test_an_update_of_a_child_deleted_and_created_again_since_it_was_read_is_a_conflict_writing_nothing(
+    strategy: apply.Strategy,
+) -> None:
+    client = FakeClient()
+    read = apply.create(client, prepared(Config), lambda _: None)
+    client.delete(kinds.CONFIG_MAP, "demo-config", "ns")
+    theirs = client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo-config", "namespace": "ns"}}
+    )
+    observed: list[Mapping[str, Any]] = []
+
+    with pytest.raises(errors.Conflict):
+        apply.update(client, prepared(Seeded), read, OWNER, observed.append, apply.WriteOptions(strategy))
+
+    assert client.get(kinds.CONFIG_MAP, "demo-config", "ns") == theirs
+    assert observed == []
 
 
 @pytest.mark.parametrize("write", ["create", "update"])

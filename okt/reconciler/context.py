@@ -216,8 +216,11 @@ class Context:
         belongs to the old object and must not land on the new one, which a reconcile of its own follows.
 
         Asked of the reader (``okt run``'s cache: no request) before the writes no resourceVersion guards: a status
-        applied server-side, children created or applied. An object the reader no longer holds is not replaced.
-        Once it says so, the reconcile gives up quietly (:attr:`gave_up_replaced`)."""
+        applied server-side, children created or applied. An object the reader no longer holds (it held it when this
+        reconcile read it) counts as replaced too: it went, and a status apply could only fail, or land on an object
+        created again under its name that the reader has not seen yet — the status subresource keeps the stored
+        metadata, so no uid in the apply makes the API server refuse it. Once it says so, the reconcile gives up
+        quietly (:attr:`gave_up_replaced`)."""
         return self._superseded(deletion=False)
 
     def deleted_meanwhile(self) -> bool:
@@ -238,6 +241,11 @@ class Context:
         if not self.exists or not self.cr.uid or (deletion and self.cr.deleting):
             return False
         now = self.reader.get(self.kind, self.cr.name, self.cr.namespace)
+        if now is None and not deletion:
+            self.log.info("deleted during this reconcile: its status is not written")
+            self.results.give_up(DELETED)
+            self.gave_up_replaced = True
+            return True
         if now is not None and _uid(now) not in ("", self.cr.uid):
             self.log.info(
                 "deleted and created again under its name (another uid) during this reconcile: its writes stop"

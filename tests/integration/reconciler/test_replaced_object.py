@@ -14,6 +14,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.reconciler import core
 from okt.testing import RunningOperator, condition, crds, envtest, wait_for
 
 pytestmark = pytest.mark.integration
@@ -164,3 +165,52 @@ def test_nothing_a_reconcile_of_a_deleted_object_still_writes_lands_on_the_one_c
     assert not live["metadata"].get("finalizers")
     assert child is None or objects.controller_uid(child) != old, child["metadata"]
     assert children_written == {}
+
+
+class DeletionSeen(core.ApiReader):
+    """A reader that has seen the deletion of the object named ``gone`` and not yet its creation again, as the
+    informer's cache has until the watch brings the ADDED event."""
+
+    gone: str | None = None
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        return None if name == self.gone else super().get(kind, name, namespace)
+
+
+class Replacing(Parts):
+    """Parts whose object is deleted and created again on entering SuccessManager (once), before the status write."""
+
+    def __init__(self, kube: kube_client.Client, kind: kinds.Kind, reader: DeletionSeen) -> None:
+        self.kube, self.part_kind, self.reader = kube, kind, reader
+        self.new_uid: str | None = None
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.SuccessManager and self.new_uid is None:
+            self.kube.delete(self.part_kind, ctx.cr.name, ctx.cr.namespace)
+            self.new_uid = _create(self.kube, self.part_kind, str(ctx.cr.namespace), ctx.cr.name)
+            self.reader.gone = ctx.cr.name
+        super().enter_in_state(state, ctx)
+
+
+def test_a_status_is_not_applied_once_the_cache_saw_the_object_deleted_though_not_yet_created_again(
+    kube: kube_client.Client, operator_client: kube_client.Client, namespace: str, part_kind: kinds.Kind
+) -> None:
+    """The status apply is no write the API server refuses on an object of another uid (the status subresource
+    keeps the stored metadata): an object the cache no longer holds is not written, whatever is on the server."""
+    _create(kube, part_kind, namespace, "gone")
+    assert (
+        okt.reconcile(Parts(), operator_client, None, namespace, "gone", kind=part_kind).outcome == okt.Outcome.done()
+    )
+    kube.patch(part_kind, "gone", {"spec": {"size": 2}}, namespace)  # a status write is due: observedGeneration 2
+    reader = DeletionSeen(operator_client)
+    reconciler = Replacing(kube, part_kind, reader)
+    before = operator_client.stats.snapshot()
+
+    run = okt.reconcile(reconciler, operator_client, reader, namespace, "gone", kind=part_kind)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP, run.results.summary()
+    live = kube.get(part_kind, "gone", namespace)
+    assert _uid(live) == reconciler.new_uid
+    assert (live.get("status") or {}).get("conditions") is None, live.get("status")
+    writes = {k: n for k, n in operator_client.stats.delta(before).items() if k[0] in kube_client.WRITE_VERBS}
+    assert writes == {}

@@ -557,10 +557,13 @@ class Controller:
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
                 last = gone_past_finalizers(obj, self._finalizers)
-                if last is not None:
-                    with self._held_lock:
+                with self._held_lock:
+                    # A standby's memory of a live change goes with its object: kept, it grew with every object
+                    # created and deleted while the replica stood by, and leading reconciled each of them, long gone.
+                    self._changed_standing_by.discard(key)
+                    if last is not None:
                         self._gone[key] = last
-                elif not self.reconciler_cls.cluster_operator:
+                if last is None and not self.reconciler_cls.cluster_operator:
                     return  # nothing left to do (a ClusterOperator's mirror must still forget it: okt.reconciler.core)
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return

@@ -18,7 +18,9 @@ Guarantees:
   turn. A low key added again as live moves to the live lane (never the other way). :attr:`WorkQueue.low_limit`
   caps how many low keys are handed out at once (live keys are never held back by it); :class:`SweepPacer` sets it;
 * **delayed adds** (:meth:`WorkQueue.add_after`) are kept in one heap and promoted by the getters' condition wait —
-  there is no thread per delayed item, and no thread at all; a key already waiting keeps its *earliest* due time;
+  there is no thread per delayed item, and no thread at all; a key already waiting keeps its *earliest* due time,
+  and the heap holds at most twice as many entries as keys are scheduled (plus :data:`SCHEDULE_SLACK`): the due times
+  replaced are dropped, not kept until their own time;
 * **per-key exponential backoff** (:meth:`WorkQueue.add_rate_limited`) counts consecutive failures per key;
   :meth:`WorkQueue.forget` resets the count after a success;
 * **an outage is not the key's failure** — a key whose last failure was *unanswered* (the API server gave no answer
@@ -53,6 +55,9 @@ K = TypeVar("K", bound=Hashable)
 
 DEFAULT_AGING = 5.0
 """Seconds the oldest low-priority key waits before low and live keys take turns."""
+
+SCHEDULE_SLACK = 64
+"""How many replaced due times the schedule may hold beyond twice its live ones before it is rebuilt without them."""
 
 
 class Observer(Protocol):
@@ -155,6 +160,7 @@ class WorkQueue(Generic[K]):
                 return
             self._due[key] = due
             heapq.heappush(self._heap, (due, next(self._sequence), key))
+            self._compact_locked()
             # A getter may be sleeping until a later due time: wake one so it recomputes its wait.
             self._cond.notify()
 
@@ -190,6 +196,7 @@ class WorkQueue(Generic[K]):
                 self._failures.pop(key, None)
                 self._due.pop(key, None)  # its heap entry becomes stale: the retry below replaces it
                 self._add_locked(key, False)
+            self._compact_locked()
         return len(keys)
 
     def forget(self, key: K) -> None:
@@ -411,6 +418,15 @@ class WorkQueue(Generic[K]):
             return key
         self._last_was_low = False
         return self._queue.popleft() if self._queue else None
+
+    def _compact_locked(self) -> None:
+        """Rebuild the heap without its stale entries once they outnumber the live ones (plus
+        :data:`SCHEDULE_SLACK`): a due time replaced by an earlier one stayed until its own time came — a key requeued
+        in 6 h and woken sooner by each child change left an entry per wake-up, for 6 h, for every object. A rebuild
+        follows at least as many pushes as it keeps entries, so its cost per push stays constant."""
+        if len(self._heap) > 2 * len(self._due) + SCHEDULE_SLACK:
+            self._heap = [entry for entry in self._heap if self._due.get(entry[2]) == entry[0]]
+            heapq.heapify(self._heap)
 
     def _promote_due_locked(self) -> None:
         now = self._clock()

@@ -131,6 +131,23 @@ def test_a_key_scheduled_twice_keeps_the_earliest_due_time(first: float, second:
     assert drain(queue) == []
 
 
+def test_due_times_replaced_by_earlier_ones_do_not_pile_up_in_the_schedule() -> None:
+    """A key requeued in an hour and woken sooner by a child's change, again and again over months: each replaced due
+    time is dropped from the schedule, not kept until its hour has come (one per wake-up, for every object)."""
+    clock = FakeClock()
+    queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clock)
+    for _ in range(2000):
+        queue.add_after("a", 3600)
+        queue.add_after("a", 0.5)
+        clock.advance(0.5)
+        assert queue.get(timeout=0) == "a"
+        queue.done("a")
+    assert queue.delayed_count == 0
+    assert len(queue._heap) <= 2 * queue.delayed_count + workqueue.SCHEDULE_SLACK
+    clock.advance(3600)
+    assert drain(queue) == []
+
+
 @pytest.mark.parametrize("delay", [0, -1.5])
 def test_a_delayed_add_without_a_positive_delay_is_ready_at_once(delay: float) -> None:
     queue: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=FakeClock())

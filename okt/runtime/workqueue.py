@@ -22,7 +22,8 @@ Guarantees:
   and the heap holds at most twice as many entries as keys are scheduled (plus :data:`SCHEDULE_SLACK`): the due times
   replaced are dropped, not kept until their own time;
 * **per-key exponential backoff** (:meth:`WorkQueue.add_rate_limited`) counts consecutive failures per key;
-  :meth:`WorkQueue.forget` resets the count after a success;
+  :meth:`WorkQueue.forget` resets the count after a success; :meth:`WorkQueue.discard` drops the count and the
+  delayed add of a key whose object is gone;
 * **an outage is not the key's failure** — a key whose last failure was *unanswered* (the API server gave no answer
   at all) is retried at once, its count reset, when :meth:`WorkQueue.retry_unanswered` is called (the informers saw
   the API server answer again): during an outage every failing key climbs its backoff, and without this a key would
@@ -204,6 +205,16 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._failures.pop(key, None)
             self._unanswered.discard(key)
+
+    def discard(self, key: K) -> None:
+        """Drop what the queue keeps of ``key`` for later: its failure count and its delayed add (the key's object is
+        gone: kept, they stayed until the delay ran out, up to hours, and a reconcile of nothing followed). A key
+        ready or being processed is left as it is."""
+        with self._cond:
+            self._failures.pop(key, None)
+            self._unanswered.discard(key)
+            if self._due.pop(key, None) is not None:
+                self._compact_locked()  # its heap entry is stale now
 
     def failures(self, key: K) -> int:
         """How many consecutive failures of ``key`` are counted."""

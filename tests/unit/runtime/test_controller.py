@@ -964,3 +964,31 @@ def test_a_standby_forgets_the_changes_it_saw_of_objects_deleted_while_it_stood_
     finally:
         controller.shutdown(5)
         controller.cache.stop()
+
+
+def test_a_deleted_primary_leaves_nothing_scheduled_nor_counted_in_the_queue() -> None:
+    """An object requeued for later (a timer's hour, a backoff after failures) and then deleted: its due time and its
+    failure count go with it, not hours later, after one more reconcile of an object long gone."""
+    client = FakeClient(kinds=[WIDGET])
+    outcomes = {"slow": Outcome.requeue_after(3600), "bad": Outcome.retry(RuntimeError("broken"))}
+    controller = controller_mod.Controller(
+        Widgets,
+        client,
+        cache_mod.Cache(client),
+        reconcile=lambda reconciler, client, reader, namespace, name, **kwargs: fake_run(outcomes[name]),
+        backoff=NO_JITTER,
+    )
+    for name in outcomes:
+        client.put(primary(name=name))
+        controller.process(("ns", name))
+    assert controller.queue.delayed_count == 2
+    assert controller.queue.failures(("ns", "bad")) == 1
+
+    for name in outcomes:
+        gone = client.stored(WIDGET, name, "ns")
+        assert gone is not None
+        client.delete(WIDGET, name, "ns")
+        controller.on_primary_event("DELETED", gone, None)
+
+    assert controller.queue.delayed_count == 0
+    assert controller.queue.failures(("ns", "bad")) == 0

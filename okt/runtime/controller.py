@@ -16,13 +16,14 @@ Guarantees:
   deletion was under way, Kubernetes issue 77988; or someone deleted it from etcd). Once the API confirms it is gone (a
   watch also says ``DELETED`` of an object that merely left its selection: that one is left alone), its cleanup runs on
   its last known state (``cleanup(ctx)``; the finalizer's removal finds it gone), retried with backoff until it
-  succeeds, so what it was to release is released; a child's event enqueues the owner named by its *controller*
-  ownerReference (for a modification, before the change too: an owner the child stopped naming has lost it) when that
-  owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the garbage
-  collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed something
-  outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
-  Deployment's readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and
-  after the reconciler's ``child_change_delay``, so a burst of them is one reconcile;
+  succeeds, so what it was to release is released (or until it gives up: its last state is dropped then, as nothing can
+  change a gone object); a child's event enqueues the owner named by its *controller* ownerReference (for a
+  modification, before the change too: an owner the child stopped naming has lost it) when that owner is of the primary
+  kind and is in the cache with that uid (the children of a deleted owner, which the garbage collector removes, wake
+  nothing) — its addition or deletion at once; a modification only when it changed something outside the status (but for
+  the resource class's ``foreign_annotations``) or the class's ``status_view`` (a Deployment's readiness counts, not
+  every status rewrite of its controller; a view that raises counts as changed), and after the reconciler's
+  ``child_change_delay``, so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -773,22 +774,34 @@ class Controller:
             else:
                 run, outcome, result = self._run(namespace, name, gone)
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
-        if (
-            gone is not None
-            and run is not None
-            and run.results.first_error is None
-            and run.results.count(results_mod.Operation.FINALIZER_REMOVED)
-        ):  # the cleanup said it is done (an outcome it returned, requeue_after or give_up, keeps the last state)
-            self._log.warning(
-                "deleted with okt's finalizer still on it (its deletion did not wait for it): its cleanup ran on its "
-                "last known state",
-                namespace=namespace,
-                name=name,
-            )
-            with self._held_lock:
-                if self._gone.get(key) is gone:
-                    del self._gone[key]
+        if gone is not None and run is not None:
+            self._settle_gone(key, gone, run)
         with self._lock:
             self._processed += 1
         apply_outcome(self.queue, key, outcome)
         return outcome
+
+    def _settle_gone(self, key: QueueKey, gone: dict[str, Any], run: stepper.Run) -> None:
+        """Drop the last state of ``key``'s object, deleted past okt's finalizer, once its cleanup is over: it said it
+        is done, or it gave up. A give-up waits for the object to change, and a gone object never will: kept, its last
+        state stayed for the life of the process. A ``requeue_after`` or an error keeps it for the next attempt."""
+        if run.outcome.kind is results_mod.OutcomeKind.GIVE_UP:
+            self._log.warning(
+                "deleted with okt's finalizer still on it (its deletion did not wait for it): its cleanup gave up, and "
+                "is not run again (the object is gone)",
+                namespace=key[0],
+                name=key[1],
+                reason=run.outcome.reason,
+            )
+        elif run.results.first_error is None and run.results.count(results_mod.Operation.FINALIZER_REMOVED):
+            self._log.warning(
+                "deleted with okt's finalizer still on it (its deletion did not wait for it): its cleanup ran on its "
+                "last known state",
+                namespace=key[0],
+                name=key[1],
+            )
+        else:
+            return
+        with self._held_lock:
+            if self._gone.get(key) is gone:
+                del self._gone[key]

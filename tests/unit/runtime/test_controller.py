@@ -992,3 +992,35 @@ def test_a_deleted_primary_leaves_nothing_scheduled_nor_counted_in_the_queue() -
 
     assert controller.queue.delayed_count == 0
     assert controller.queue.failures(("ns", "bad")) == 0
+
+
+def test_the_last_state_of_an_object_gone_past_okts_finalizer_goes_once_its_cleanup_gave_up() -> None:
+    """A give-up waits for the object to change, and a gone object never will: its last state, kept for its cleanup,
+    goes with the give-up (kept, every such object stayed in memory for the life of the process, and a later
+    reconcile of its key ran the cleanup that gave up once more)."""
+    kind = okt.Kind("example.io/v1", "Widget", "widgets")
+    client = FakeClient(kinds=[kind])
+    seen: list[dict[str, Any] | None] = []
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        seen.append(reader.get(kind, name, namespace))
+        if seen[-1] is None:
+            return fake_run(Outcome.give_up("cr not found"))
+        return fake_run(Outcome.give_up("the bucket is locked: a human must empty it"))
+
+    controller = controller_mod.Controller(
+        CleanedWidgets, client, cache_mod.Cache(client), reconcile=reconcile, backoff=NO_JITTER
+    )
+    for i in range(20):
+        last = {
+            "apiVersion": "example.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": f"w{i}", "namespace": "ns", "uid": f"u{i}", "finalizers": ["example.io/cleanup"]},
+        }
+        controller.on_primary_event("DELETED", last, None)
+        assert controller.process(("ns", f"w{i}")).kind is results_mod.OutcomeKind.GIVE_UP
+    assert all(obj is not None for obj in seen)
+
+    for i in range(20):
+        controller.process(("ns", f"w{i}"))
+    assert seen[20:] == [None] * 20

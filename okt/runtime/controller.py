@@ -10,20 +10,20 @@ Guarantees:
 
 * **event mapping** — a primary's ADDED event enqueues its key; a MODIFIED event only if it changed the generation, the
   deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never loops); a
-  DELETED primary is not reconciled (the core ran its finalizer before the API let it go), and its requeue and backoff
-  are dropped, unless the store holds it again (recreated) — or unless it went **with okt's finalizer still on it**: a
-  deletion that did not wait for the finalizer (the API server can delete an object whose finalizer was added while the
-  deletion was under way, Kubernetes issue 77988; or someone deleted it from etcd). Once the API confirms it is gone (a
-  watch also says ``DELETED`` of an object that merely left its selection: that one is left alone), its cleanup runs on
-  its last known state (``cleanup(ctx)``; the finalizer's removal finds it gone), retried with backoff until it
-  succeeds, so what it was to release is released (or until it gives up: its last state is dropped then, as nothing can
-  change a gone object); a child's event enqueues the owner named by its *controller* ownerReference (for a
-  modification, before the change too: an owner the child stopped naming has lost it) when that owner is of the primary
-  kind and is in the cache with that uid (the children of a deleted owner, which the garbage collector removes, wake
-  nothing) — its addition or deletion at once; a modification only when it changed something outside the status (but for
-  the resource class's ``foreign_annotations``) or the class's ``status_view`` (a Deployment's readiness counts, not
-  every status rewrite of its controller; a view that raises counts as changed), and after the reconciler's
-  ``child_change_delay``, so a burst of them is one reconcile;
+  DELETED primary's requeue and backoff are dropped unless the store holds it again (recreated), and it is not
+  reconciled (the core ran its finalizer before the API let it go) unless the store holds it again — or unless it went
+  **with okt's finalizer still on it**: a deletion that did not wait for the finalizer (the API server can delete an
+  object whose finalizer was added while the deletion was under way, Kubernetes issue 77988; or someone deleted it from
+  etcd). Once the API confirms it is gone (a watch also says ``DELETED`` of an object that merely left its selection:
+  that one is left alone), its cleanup runs on its last known state (``cleanup(ctx)``; the finalizer's removal finds it
+  gone), retried with backoff until it succeeds, so what it was to release is released (or until it gives up: its last
+  state is dropped then, as nothing can change a gone object); a child's event enqueues the owner named by its
+  *controller* ownerReference (for a modification, before the change too: an owner the child stopped naming has lost it)
+  when that owner is of the primary kind and is in the cache with that uid (the children of a deleted owner, which the
+  garbage collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed
+  something outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
+  Deployment's readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and
+  after the reconciler's ``child_change_delay``, so a burst of them is one reconcile;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -557,6 +557,9 @@ class Controller:
             )
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
+                # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a
+                # reconcile its deletion still needs is queued below, now.
+                self.queue.discard(key)
                 last = gone_past_finalizers(obj, self._finalizers)
                 with self._held_lock:
                     # A standby's memory of a live change goes with its object: kept, it grew with every object
@@ -565,10 +568,7 @@ class Controller:
                     if last is not None:
                         self._gone[key] = last
                 if last is None and not self.reconciler_cls.cluster_operator:
-                    # Nothing left to do (a ClusterOperator's mirror must still forget it: okt.reconciler.core); its
-                    # requeue and backoff go with it, or they stay for hours and wake a reconcile of nothing.
-                    self.queue.discard(key)
-                    return
+                    return  # nothing left to do (a ClusterOperator's mirror must still forget it: okt.reconciler.core)
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
         self._enqueue(key, event_type, obj)

@@ -1024,3 +1024,46 @@ def test_the_last_state_of_an_object_gone_past_okts_finalizer_goes_once_its_clea
     for i in range(20):
         controller.process(("ns", f"w{i}"))
     assert seen[20:] == [None] * 20
+
+
+class MirroredWidgets(Widgets):
+    cluster_operator = "widgets"
+
+
+@pytest.mark.parametrize("reconciler_cls", [CleanedWidgets, MirroredWidgets], ids=["past the finalizer", "mirrored"])
+def test_a_deleted_primary_reconciled_once_more_keeps_no_earlier_due_time_nor_failure_count(
+    reconciler_cls: type[okt.Reconciler],
+) -> None:
+    """An object whose deletion is reconciled (its cleanup on its last state, a ClusterOperator's mirror forgetting
+    it) is queued now: its due time of before stays no longer than the object, nor its failures' backoff."""
+    client = FakeClient(kinds=[WIDGET])
+    outcomes = {"slow": Outcome.requeue_after(3600), "bad": Outcome.retry(RuntimeError("broken"))}
+    controller = controller_mod.Controller(
+        reconciler_cls,
+        client,
+        cache_mod.Cache(client),
+        reconcile=lambda reconciler, client, reader, namespace, name, **kwargs: fake_run(outcomes[name]),
+        backoff=NO_JITTER,
+    )
+    for name in outcomes:
+        client.put(primary(name=name))
+        controller.process(("ns", name))
+    for name in outcomes:
+        gone = client.stored(WIDGET, name, "ns")
+        assert gone is not None
+        client.delete(WIDGET, name, "ns")
+        # As the watch tells it of an object deleted with okt's finalizer still on it.
+        gone["metadata"]["finalizers"] = ["example.io/cleanup"]
+        controller.on_primary_event("DELETED", gone, None)
+
+    assert controller.queue.delayed_count == 0
+    assert controller.queue.failures(("ns", "bad")) == 0
+    assert sorted(name for _, name in drain_keys(controller.queue)) == ["bad", "slow"]
+
+
+def drain_keys(queue: workqueue.WorkQueue[controller_mod.QueueKey]) -> list[controller_mod.QueueKey]:
+    keys = []
+    while (key := queue.get(timeout=0)) is not None:
+        keys.append(key)
+        queue.done(key)
+    return keys

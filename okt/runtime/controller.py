@@ -82,6 +82,7 @@ from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
 from okt.status import events
+from okt.status import writer as status_writer
 
 QueueKey = tuple[str | None, str]
 """``(namespace, name)`` of a primary object; namespace is ``None`` for a cluster-scoped kind."""
@@ -552,9 +553,11 @@ class Controller:
         if event_type == informer_mod.DELETED:
             # Its timers' schedule goes with it (a new object of that name has another uid, and a schedule of its
             # own): kept, it would stay until a sweep that may never come once no timer runs any more.
-            self.reconciler.timer_clock.forget(
-                str((obj.get("metadata") or {}).get("uid") or ""), timers.declared(self.reconciler_cls)
-            )
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+            self.reconciler.timer_clock.forget(uid, timers.declared(self.reconciler_cls))
+            # And what its last status write left (another uid, if it comes back): kept, the residues of objects long
+            # gone pushed out those of live ones, whose status was then written again at every reconcile.
+            status_writer.RESIDUES.forget(uid)
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
                 # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a

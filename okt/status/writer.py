@@ -348,8 +348,8 @@ class Residues:
     that write sent there (and the server stored as it is now) while the object still holds what that write left: a
     condition set then and stored pruned (its observedGeneration) or cut (its message) is carried as stored by the
     next reconcile that does not set it again. Any other difference (okt's own value edited, another status wanted)
-    writes as ever. Bounded, the oldest entries forgotten first (such an object is written once more); safe across
-    worker threads.
+    writes as ever. Bounded, the oldest entries forgotten first (such an object is written once more), and a deleted
+    object's entry dropped at once (:meth:`forget`); safe across worker threads.
     """
 
     LIMIT = 8192
@@ -373,6 +373,12 @@ class Residues:
             self._left.move_to_end(uid)
             while len(self._left) > self._limit:
                 self._left.popitem(last=False)
+
+    def forget(self, uid: str) -> None:
+        """Drop what is remembered of the object ``uid`` (it was deleted: kept, its entry would push out a live
+        object's until the bound forgot the oldest)."""
+        with self._lock:
+            self._left.pop(uid, None)
 
     def explain(
         self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any], live: Mapping[str, Any] | None = None

@@ -27,6 +27,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import logs, workqueue
+from okt.status import writer as status_writer
 from okt.testing import FakeClient, wait_for
 
 WIDGET = kinds.Kind("example.io/v1", "Widget", "widgets")
@@ -1067,3 +1068,23 @@ def drain_keys(queue: workqueue.WorkQueue[controller_mod.QueueKey]) -> list[cont
         keys.append(key)
         queue.done(key)
     return keys
+
+
+def test_a_deleted_primary_leaves_no_status_residue_to_crowd_out_those_of_live_objects() -> None:
+    """What okt's status write of an object left (a field a hand-written CRD prunes) is remembered per uid, a bounded
+    number of them: the residues of objects long deleted pushed out those of live ones, whose status was then written
+    again, for nothing, at every reconcile."""
+    client = FakeClient(kinds=[WIDGET])
+    controller = controller_mod.Controller(
+        Widgets, client, cache_mod.Cache(client), reconcile=lambda *a, **k: fake_run(Outcome.done())
+    )
+    wanted = {"relatedObjects": [{"resource": "widgets", "name": "w"}], "phase": "Ready"}
+    pruned = {"status": {"phase": "Ready"}}  # the server kept no relatedObjects
+    diff = status_writer.status_patch(pruned["status"], wanted)
+    status_writer.RESIDUES.remember("live-uid", wanted, pruned)
+    for i in range(status_writer.Residues.LIMIT):
+        obj = client.put(primary(name=f"gone{i}"))
+        status_writer.RESIDUES.remember(obj["metadata"]["uid"], wanted, pruned)
+        client.delete(WIDGET, f"gone{i}", "ns")
+        controller.on_primary_event("DELETED", obj, None)
+    assert status_writer.RESIDUES.explain("live-uid", wanted, diff)

@@ -558,6 +558,8 @@ class Controller:
             # And what its last status write left (another uid, if it comes back): kept, the residues of objects long
             # gone pushed out those of live ones, whose status was then written again at every reconcile.
             status_writer.RESIDUES.forget(uid)
+            if self._recorder is not None:
+                self._recorder.forget(uid)  # the Events said of it: the same, or repeats of live objects' became new
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.get(self.kind, key[1], key[0]) is None:
                 # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a

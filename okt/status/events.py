@@ -5,6 +5,9 @@ Ready condition or fails; a repeat of the same (object, type, reason, message) b
 instead of creating a new one. Steady reconciles emit nothing (the caller only emits on change).
 
 Guarantees: failures to record an event are logged and swallowed — an Event is never a reason to fail a reconcile.
+What was said is remembered for a bounded number of (object, type, reason, message), and forgotten at once for an
+object deleted (:meth:`EventRecorder.forget`), so that what was said of objects long gone never pushes out what was
+said of live ones.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class EventRecorder:
         self._component = component
         self._lock = threading.Lock()
         self._seen: collections.OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = collections.OrderedDict()
+        # The keys of ``_seen`` by object uid, so that a deleted object's go at once (see forget).
+        self._by_uid: dict[str, set[tuple[str, str, str, str]]] = {}
 
     def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
         key = (cr.uid, type_, reason, message)
@@ -55,11 +60,30 @@ class EventRecorder:
                 stored = (name, namespace, 1)
         except errors.ApiError as exc:
             log.warning("event not recorded", reason=reason, error=str(exc))
+            if seen is not None:
+                with self._lock:
+                    if key not in self._seen:
+                        self._drop_locked(key)
             return
         with self._lock:
             self._seen[key] = stored
+            self._by_uid.setdefault(cr.uid, set()).add(key)
             while len(self._seen) > _CACHE_SIZE:
-                self._seen.popitem(last=False)
+                self._drop_locked(self._seen.popitem(last=False)[0])
+
+    def forget(self, uid: str) -> None:
+        """Drop what was said of the object ``uid`` (it was deleted: kept, it would push out what was said of live
+        objects, and their next repeat would be a new Event instead of a count)."""
+        with self._lock:
+            for key in self._by_uid.pop(uid, ()):
+                self._seen.pop(key, None)
+
+    def _drop_locked(self, key: tuple[str, str, str, str]) -> None:
+        keys = self._by_uid.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_uid[key[0]]
 
     def _bump(self, seen: tuple[str, str, int]) -> tuple[str, str, int] | None:
         """Count one more repeat on the Event ``seen`` (name, namespace, count); None when it is gone — the API server

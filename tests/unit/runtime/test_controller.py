@@ -22,7 +22,7 @@ from okt import errors, names
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, objects
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
@@ -1088,3 +1088,27 @@ def test_a_deleted_primary_leaves_no_status_residue_to_crowd_out_those_of_live_o
         client.delete(WIDGET, f"gone{i}", "ns")
         controller.on_primary_event("DELETED", obj, None)
     assert status_writer.RESIDUES.explain("live-uid", wanted, diff)
+
+
+def test_a_deleted_primary_leaves_no_event_to_crowd_out_the_repeats_of_live_objects() -> None:
+    """An Event said again of an object bumps its count; what was said is remembered per object, a bounded number of
+    them: the Events of objects long deleted pushed out those of live ones, whose next repeat was a new Event."""
+    client, primaries = FakeClient(kinds=[WIDGET]), FakeClient(kinds=[WIDGET])  # the Events, the cache's reads
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: Any, **kwargs: Any) -> stepper.Run:
+        cr = objects.CustomResource(reader.get(WIDGET, name, namespace))
+        kwargs["recorder"].record(cr, "Warning", "BackupFailed", "the bucket is locked")
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(Widgets, client, cache_mod.Cache(primaries), reconcile=reconcile)
+    primaries.put(primary(name="live"))
+    controller.process(("ns", "live"))
+    for i in range(5000):
+        gone = primaries.put(primary(name=f"gone{i}"))
+        controller.process(("ns", f"gone{i}"))
+        primaries.delete(WIDGET, f"gone{i}", "ns")
+        controller.on_primary_event("DELETED", gone, None)
+    controller.process(("ns", "live"))
+
+    said = [event for event in client.objects(kinds.EVENT) if event["involvedObject"]["name"] == "live"]
+    assert [event["count"] for event in said] == [2]

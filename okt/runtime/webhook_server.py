@@ -11,8 +11,10 @@ Guarantees:
   not even on a connection the API server kept alive; :attr:`WebhookServer.serving` says whether it serves (the
   manager's ``/readyz`` is ``503`` while it does not);
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
-  a timeout between two reads; a request not answered within :attr:`Options.request_timeout` of its first byte (a
-  client trickling a body it never finishes) has its connection cut, so no client holds a thread for ever;
+  a timeout between two reads; at most :attr:`Options.max_connections` connections are served at once, the next ones
+  wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads; a
+  request not answered within :attr:`Options.request_timeout` of its first byte (a client trickling a body it never
+  finishes) has its connection cut, so no client holds a thread for ever;
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
   is not written yet) is never served, the previous one is until the files load;
@@ -54,6 +56,12 @@ MAX_BODY = 16 * 1024 * 1024
 HANDSHAKE_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0
 """The longest the API server waits for a webhook (its ``timeoutSeconds`` is at most 30)."""
+MAX_CONNECTIONS = 32
+"""Connections served at once (each has a thread); the API server keeps a few alive per webhook and opens more only
+for concurrent reviews."""
+BACKLOG = 128
+"""Connections the kernel keeps waiting to be accepted while every slot is taken (past it, a client's connect is
+retried by its own TCP stack)."""
 
 Review = Callable[[Mapping[str, Any]], dict[str, Any]]
 _log = structlog.get_logger("okt.webhooks")
@@ -72,6 +80,7 @@ class Options:
         hosts: the names and addresses a generated certificate is valid for.
         request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
             cut (past the API server's own timeout, nobody waits for the answer any more).
+        max_connections: the connections served at once; the next ones wait to be accepted until one ends.
     """
 
     host: str = "0.0.0.0"
@@ -79,6 +88,11 @@ class Options:
     certificates: certs.Bundle | pathlib.Path | None = None
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
     request_timeout: float = REQUEST_TIMEOUT
+    max_connections: int = MAX_CONNECTIONS
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise errors.ConfigurationError(f"max_connections must be at least 1, not {self.max_connections}")
 
 
 def reviews_of(
@@ -205,6 +219,7 @@ class WebhookServer:
         self._server.tls = self._served.context
         self._server.routes = self.routes
         self._server.request_timeout = options.request_timeout
+        self._server.slots = threading.BoundedSemaphore(options.max_connections)
         try:
             self._server.server_bind()
             self._server.server_activate()
@@ -298,9 +313,11 @@ class _Served:
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = BACKLOG
     tls: Callable[[], ssl.SSLContext]
     routes: Mapping[str, Review]
     request_timeout: float
+    slots: threading.BoundedSemaphore
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -309,6 +326,32 @@ class _Server(http.server.ThreadingHTTPServer):
         self.closing = False
         self.deadlines: dict[socket.socket, float] = {}
         self.closed = threading.Event()
+        self.stopping = threading.Event()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept the next connection once a slot is free (it waits in the listen backlog until then).
+
+        Why here: the threading server starts a thread for every accepted connection, and a client opening hundreds
+        (or a storm of API server calls) would get hundreds; not accepting is the queue that costs nothing."""
+        while not self.slots.acquire(timeout=0.1):
+            if self.stopping.is_set():
+                raise OSError("the webhook server is stopping")
+        try:
+            return super().get_request()
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def shutdown_request(self, request: Any) -> None:
+        """The connection is done (served, failed or refused): its slot is free for the next one."""
+        try:
+            super().shutdown_request(request)
+        finally:
+            self.slots.release()
+
+    def shutdown(self) -> None:
+        self.stopping.set()  # the accepting loop may be waiting for a slot
+        super().shutdown()
 
     def close_connections(self) -> None:
         """End the kept-alive connections too: a stopped server answers nothing more (the API server then applies

@@ -9,6 +9,8 @@ import os
 import socket
 import ssl
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import okt
 from okt.cli import run
 from okt.reconciler import admission
 from okt.runtime import certs, webhook_server
-from okt.testing import FakeClient
+from okt.testing import FakeClient, wait_for
 
 
 class Spec(pydantic.BaseModel):
@@ -461,3 +463,28 @@ def test_a_client_that_trickles_a_body_it_never_finishes_is_cut_off_at_the_reque
     finally:
         slow.close()
         running.stop()
+
+
+def test_a_storm_of_connections_waits_for_a_free_connection_slot_and_each_is_served_in_turn() -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, max_connections=3), [Widgets], FakeClient()
+    )
+    running.start()
+    idle = threading.active_count()
+    storm = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(12)]  # never say hello
+    try:
+        wait_for(lambda: threading.active_count() - idle >= 3, timeout=10, message="three connections being served")
+        time.sleep(0.5)  # time for the accepting thread to start more threads, were it to
+        assert threading.active_count() - idle == 3
+        for silent in storm:
+            silent.close()
+        assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
+    finally:
+        for silent in storm:
+            silent.close()
+        running.stop()
+
+
+def test_a_server_that_could_serve_no_connection_is_a_configuration_error() -> None:
+    with pytest.raises(okt.ConfigurationError, match=r"max_connections must be at least 1, not 0"):
+        webhook_server.Options(max_connections=0)

@@ -8,8 +8,8 @@ Guarantees:
 
 * it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
-  not even on a connection the API server kept alive; :attr:`WebhookServer.serving` says whether it serves (the
-  manager's ``/readyz`` is ``503`` while it does not);
+  not even on a connection the API server kept alive, and a connection still in its TLS handshake is cut, not waited
+  for; :attr:`WebhookServer.serving` says whether it serves (the manager's ``/readyz`` is ``503`` while it does not);
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout between two reads; at most :attr:`Options.max_connections` connections are served at once, the next ones
   wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads; a
@@ -391,19 +391,26 @@ class _Server(http.server.ThreadingHTTPServer):
                     connection.shutdown(socket.SHUT_RDWR)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        """The TLS handshake, on the connection's own thread (never the accepting one)."""
+        """The TLS handshake, on the connection's own thread (never the accepting one).
+
+        The handshake is bounded by its socket's timeout as a whole (CPython's handshake keeps one deadline), and a
+        connection still in it is one of :attr:`connections`, so stopping cuts it rather than waiting for it."""
         request.settimeout(HANDSHAKE_TIMEOUT)
         try:
-            wrapped = self.tls().wrap_socket(request, server_side=True)
+            wrapped = self.tls().wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         except (ssl.SSLError, OSError) as exc:
             _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
             return
-        with self.connections_lock:
-            if self.closing:
-                wrapped.close()
-                return
-            self.connections.add(wrapped)
         try:
+            with self.connections_lock:
+                if self.closing:
+                    return
+                self.connections.add(wrapped)
+            try:
+                wrapped.do_handshake()
+            except (ssl.SSLError, OSError) as exc:
+                _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
+                return
             super().finish_request(wrapped, client_address)
         finally:
             with self.connections_lock:

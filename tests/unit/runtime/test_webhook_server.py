@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import json
@@ -17,6 +18,7 @@ from typing import Any
 
 import pydantic
 import pytest
+import structlog.testing
 from cryptography import x509
 
 import okt
@@ -488,3 +490,31 @@ def test_a_storm_of_connections_waits_for_a_free_connection_slot_and_each_is_ser
 def test_a_server_that_could_serve_no_connection_is_a_configuration_error() -> None:
     with pytest.raises(okt.ConfigurationError, match=r"max_connections must be at least 1, not 0"):
         webhook_server.Options(max_connections=0)
+
+
+def client_hello() -> bytes:
+    """The first bytes of a TLS handshake, as a client sends them."""
+    outgoing = ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(ssl.MemoryBIO(), outgoing, server_hostname="127.0.0.1")
+    with contextlib.suppress(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def test_stopping_cuts_a_connection_still_in_its_tls_handshake() -> None:
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
+    with structlog.testing.capture_logs() as logs:
+        running.start()
+        stuck = socket.create_connection(("127.0.0.1", running.port))
+        try:
+            stuck.sendall(client_hello()[:10])  # a handshake begun, never finished
+            assert post(running, "/validate/widget", review({"size": 1}))[1]["response"]["allowed"] is True
+            running.stop()
+            stuck.settimeout(10)
+            assert stuck.recv(1) == b""
+        finally:
+            stuck.close()
+            running.stop()
+    failed = [entry["error"] for entry in logs if entry["event"] == "webhook TLS handshake failed"]
+    assert len(failed) == 1
+    assert "timed out" not in failed[0]  # cut by the stop, not left to its own timeout

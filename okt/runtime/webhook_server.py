@@ -8,8 +8,9 @@ Guarantees:
 
 * it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
-  not even on a connection the API server kept alive, and a connection still in its TLS handshake is cut, not waited
-  for; :attr:`WebhookServer.serving` says whether it serves (the manager's ``/readyz`` is ``503`` while it does not);
+  not even on a connection the API server kept alive (the reviews in flight when it stops are answered first, each
+  within its request timeout), and a connection still in its TLS handshake is cut, not waited for;
+  :attr:`WebhookServer.serving` says whether it serves (the manager's ``/readyz`` is ``503`` while it does not);
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout between two reads; at most :attr:`Options.max_connections` connections are served at once, the next ones
   wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads; a
@@ -263,7 +264,8 @@ class WebhookServer:
         _log.info("serving webhooks", port=self.port, paths=sorted(self.routes))
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and close the socket: no new connection is accepted, the idle ones are cut, and the reviews
+        in flight are answered first (each within its request timeout, then cut)."""
         if self._thread.is_alive():
             self._server.shutdown()
             self._thread.join()
@@ -323,6 +325,7 @@ class _Server(http.server.ThreadingHTTPServer):
         super().__init__(*args, **kwargs)
         self.connections: set[socket.socket] = set()
         self.connections_lock = threading.Lock()
+        self.drained = threading.Condition(self.connections_lock)
         self.closing = False
         self.deadlines: dict[socket.socket, float] = {}
         self.closed = threading.Event()
@@ -355,23 +358,38 @@ class _Server(http.server.ThreadingHTTPServer):
 
     def close_connections(self) -> None:
         """End the kept-alive connections too: a stopped server answers nothing more (the API server then applies
-        the failurePolicy instead of getting answers from a half-stopped process)."""
+        the failurePolicy instead of getting answers from a half-stopped process).
+
+        A review in flight is answered first, within its deadline (the API server waits for it, and cutting it would
+        refuse, under a failurePolicy of Fail, an object the review was about to admit); the connections without
+        one (idle, or in their handshake) are cut at once."""
         with self.connections_lock:
             self.closing = True
+            idle = [connection for connection in self.connections if connection not in self.deadlines]
+        for connection in idle:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        with self.drained:
+            self.drained.wait_for(lambda: not self.deadlines, timeout=self.request_timeout + 1)
             open_now = list(self.connections)
         self.closed.set()
         for connection in open_now:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
 
-    def start_request(self, connection: socket.socket) -> None:
-        """A request began on ``connection``: it must be answered within the request timeout."""
+    def start_request(self, connection: socket.socket) -> bool:
+        """A request began on ``connection``: it must be answered within the request timeout (False: the server is
+        closing, the request is not served)."""
         with self.connections_lock:
+            if self.closing:
+                return False
             self.deadlines[connection] = time.monotonic() + self.request_timeout
+            return True
 
     def end_request(self, connection: socket.socket) -> None:
         with self.connections_lock:
             self.deadlines.pop(connection, None)
+            self.drained.notify_all()
 
     def cut_overdue(self) -> None:
         """Until the server closes, cut the connections whose request is past its deadline.
@@ -385,6 +403,7 @@ class _Server(http.server.ThreadingHTTPServer):
                 overdue = [connection for connection, deadline in self.deadlines.items() if deadline <= now]
                 for connection in overdue:
                     del self.deadlines[connection]
+                self.drained.notify_all()
             for connection in overdue:
                 _log.debug("a webhook request passed its timeout: its connection is cut", timeout=self.request_timeout)
                 with contextlib.suppress(OSError):
@@ -436,7 +455,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not started:
             self.close_connection = True
             return
-        self.server.start_request(self.connection)
+        if not self.server.start_request(self.connection):
+            self.close_connection = True
+            return
         try:
             super().handle_one_request()
         finally:
@@ -480,6 +501,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _send(self, status: int, payload: Mapping[str, Any]) -> None:
         body = json.dumps(payload).encode()
         self.send_response(status)
+        if self.server.closing:  # the last answer of a stopping server: the client must not send another here
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

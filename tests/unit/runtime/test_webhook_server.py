@@ -518,3 +518,53 @@ def test_stopping_cuts_a_connection_still_in_its_tls_handshake() -> None:
     failed = [entry["error"] for entry in logs if entry["event"] == "webhook TLS handshake failed"]
     assert len(failed) == 1
     assert "timed out" not in failed[0]  # cut by the stop, not left to its own timeout
+
+
+checking = threading.Event()
+checked = threading.Event()
+
+
+class SlowWidgets(Widgets):
+    kind = "SlowWidget"
+    plural = "slowwidgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        checking.set()
+        assert checked.wait(30), "the test never let the check end"
+
+
+def test_stopping_lets_a_review_in_flight_be_answered_and_cuts_the_idle_connections() -> None:
+    checking.clear()
+    checked.clear()
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [SlowWidgets], FakeClient()
+    )
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    idle = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    busy = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    slow = {**review({"size": 1}), "request": {**review({"size": 1})["request"], "uid": "slow"}}
+    slow["request"]["object"] = {**slow["request"]["object"], "kind": "SlowWidget"}
+    stopper = threading.Thread(target=running.stop)
+    try:
+        idle.request("POST", "/validate/slowwidget", body=json.dumps(review({"size": 0})))
+        assert json.loads(idle.getresponse().read())["response"]["allowed"] is False  # refused before any check
+        busy.request("POST", "/validate/slowwidget", body=json.dumps(slow))
+        assert checking.wait(10)
+
+        stopper.start()
+        assert idle.sock is not None
+        assert idle.sock.recv(1) == b""  # the kept-alive connection is cut at once
+        checked.set()
+
+        response = busy.getresponse()
+        assert (response.status, json.loads(response.read())["response"]["uid"]) == (200, "slow")
+        stopper.join(30)
+        assert not stopper.is_alive()
+    finally:
+        checked.set()
+        idle.close()
+        busy.close()
+        if stopper.is_alive():
+            stopper.join(30)
+        running.stop()

@@ -515,9 +515,9 @@ def test_stopping_cuts_a_connection_still_in_its_tls_handshake() -> None:
         finally:
             stuck.close()
             running.stop()
+    # Cut by the stop (or never begun, when the stop came first), not left to its own timeout.
     failed = [entry["error"] for entry in logs if entry["event"] == "webhook TLS handshake failed"]
-    assert len(failed) == 1
-    assert "timed out" not in failed[0]  # cut by the stop, not left to its own timeout
+    assert not [error for error in failed if "timed out" in error]
 
 
 checking = threading.Event()

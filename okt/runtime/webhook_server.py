@@ -22,8 +22,11 @@ Guarantees:
 * AdmissionReview and ConversionReview are answered in the version they came in (``v1``, or ``v1beta1`` from an API
   server configured for it); a review of another version or kind, or a malformed one, is a ``400`` naming what is
   wrong; an unknown path a ``404``; a review is never a ``500`` for a problem of the object (refusals are answers,
-  see the review modules); bodies above :data:`MAX_BODY` are refused, and so are bodies said to be other than
-  ``application/json`` (a ``415``);
+  see the review modules); bodies larger than a review the API server sends are refused unread (a ``413``: above
+  :data:`MAX_ADMISSION_BODY` at an admission path, :data:`MAX_BODY` at a conversion one), and so are bodies of more
+  values than their size allows a review (:data:`BYTES_PER_VALUE`), before they are decoded, so decoding costs
+  about as much memory as the largest real review does; bodies said to be other than ``application/json`` are a
+  ``415``;
 * no object content is logged, only the review's uid, path and verdict.
 """
 
@@ -54,6 +57,16 @@ from okt.runtime import certs
 DEFAULT_PORT = 9443
 """The webhook port controller-runtime uses (and kubebuilder's Services target)."""
 MAX_BODY = 16 * 1024 * 1024
+"""The largest ConversionReview served: it holds a list of objects (a page of a list, or the whole list the API
+server's watch cache serves), which no limit of the API bounds; 16 MiB is some thousands of objects."""
+MAX_ADMISSION_BODY = 8 * 1024 * 1024
+"""The largest AdmissionReview served: it holds the object (the API server refuses a request body over 3 MiB) and,
+for an UPDATE, the old one (etcd stores objects up to 1.5 MiB), with room for the envelope and JSON's escapes."""
+BYTES_PER_VALUE = 16
+"""A body's ``{``, ``[`` and ``,`` (each a dict, a list or an item decoding creates) may number one per so many bytes
+of its limit. The API server's JSON has about one per 12 to 18 bytes (managedFields are the densest), and decoded is
+some 10 times its size; a body of small values (``[{},{},...]``) would cost up to 130 bytes of memory each, 30 times
+its size and more, so past this count it is refused before it is decoded."""
 HANDSHAKE_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0
 """The longest the API server waits for a webhook (its ``timeoutSeconds`` is at most 30)."""
@@ -134,6 +147,31 @@ _CONVERSION = ("ConversionReview", conversion.REVIEW_API_VERSIONS)
 
 class BadReview(ValueError):
     """A request body that is not a review okt can answer (a 400, not a refusal)."""
+
+
+class TooLarge(ValueError):
+    """A request body larger than a review the API server sends (a 413)."""
+
+
+def decode(raw: bytes, limit: int) -> Any:
+    """The JSON of ``raw``, a body of at most ``limit`` bytes, or :class:`TooLarge` before decoding when it holds
+    more values than a review of that size does (see :data:`BYTES_PER_VALUE`).
+
+    The count errs on the side of the memory: a ``,`` inside a string counts too, which only a string of some
+    megabytes of commas would notice."""
+    values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+    most = limit // BYTES_PER_VALUE
+    if values > most:
+        raise TooLarge(f"a review here holds at most {most} values ({{, [ and , of its JSON), this body {values}")
+    return json.loads(raw)
+
+
+def limits_of(reconcilers: Sequence[type[reconciler_mod.Reconciler]]) -> dict[str, int]:
+    """The largest body served at each path (by what its review holds: see :data:`MAX_BODY`)."""
+    return {
+        endpoint.path: MAX_BODY if endpoint.purpose is webhooks.Purpose.CONVERSION else MAX_ADMISSION_BODY
+        for endpoint in webhooks.all_endpoints(reconcilers)
+    }
 
 
 def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) -> Mapping[str, Any]:
@@ -219,6 +257,7 @@ class WebhookServer:
         self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
         self._server.tls = self._served.context
         self._server.routes = self.routes
+        self._server.limits = limits_of(reconcilers)
         self._server.request_timeout = options.request_timeout
         self._server.slots = threading.BoundedSemaphore(options.max_connections)
         try:
@@ -318,6 +357,7 @@ class _Server(http.server.ThreadingHTTPServer):
     request_queue_size = BACKLOG
     tls: Callable[[], ssl.SSLContext]
     routes: Mapping[str, Review]
+    limits: Mapping[str, int]
     request_timeout: float
     slots: threading.BoundedSemaphore
 
@@ -469,9 +509,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
-        if length <= 0 or length > MAX_BODY:
+        limit = self.server.limits.get(path, MAX_ADMISSION_BODY)
+        if length <= 0 or length > limit:
             self.close_connection = True  # the body is not read: the connection cannot carry another request
-            self._send(400 if length <= 0 else 413, {"error": "a review is a JSON body of up to 16 MiB"})
+            error = f"a review here is a JSON body of up to {limit // (1024 * 1024)} MiB"
+            self._send(400 if length <= 0 else 413, {"error": error})
             return
         raw = self.rfile.read(length)
         review = self.server.routes.get(path)
@@ -484,10 +526,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(415, {"error": f"a review is application/json, not {declared}"})
             return
         try:
-            body = json.loads(raw)
+            body = decode(raw, limit)
             if not isinstance(body, dict):
                 raise BadReview("the body is not a JSON object")
             answer = review(body)
+        except TooLarge as exc:
+            self._send(413, {"error": str(exc)})
+            return
         except (BadReview, ValueError, RecursionError) as exc:  # RecursionError: a body nested past what JSON decodes
             self._send(400, {"error": str(exc)})
             return

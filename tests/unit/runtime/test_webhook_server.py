@@ -12,6 +12,7 @@ import ssl
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -568,3 +569,107 @@ def test_stopping_lets_a_review_in_flight_be_answered_and_cuts_the_idle_connecti
         if stopper.is_alive():
             stopper.join(30)
         running.stop()
+
+
+MiB = 1024 * 1024
+
+
+def padded(review: dict[str, Any], field: str, filler: Any, size: int) -> str:
+    """``review`` with its object's ``field`` a list of ``filler`` making the whole body about ``size`` bytes."""
+    item = json.dumps(filler)
+    items = ",".join([item] * (size // (len(item) + 1)))
+    body = json.dumps(review).replace(f'"{field}": null', f'"{field}": [{items}]')
+    assert field in body
+    return body
+
+
+def peak_memory_of_post(path: str, body: str) -> tuple[int, int, dict[str, Any]]:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    try:
+        tracemalloc.start()
+        try:
+            status, answer = post(running, path, body, raw=True)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return status, peak, answer
+    finally:
+        running.stop()
+
+
+def with_junk(review: dict[str, Any]) -> dict[str, Any]:
+    request = review["request"]
+    objects = [{**obj, "junk": None} for obj in request.get("objects", [])]
+    obj = {**request["object"], "junk": None} if "object" in request else None
+    return {**review, "request": {**request, **({"objects": objects} if objects else {"object": obj})}}
+
+
+@pytest.mark.parametrize(
+    ("path", "review", "filler", "size"),
+    [
+        ("/validate/widget", with_junk(review({"size": 1})), {}, 7 * MiB),
+        ("/mutate/gadget", with_junk(admission_review(operation="CREATE", object=gadget())), [0], 7 * MiB),
+        ("/convert/gadget", with_junk(conversion_review([gadget()])), {"a": 0}, 8 * MiB),
+    ],
+    ids=["empty-objects", "short-lists", "small-objects"],
+)
+def test_a_body_of_more_small_values_than_a_review_holds_is_refused_before_it_is_decoded(
+    path: str, review: dict[str, Any], filler: Any, size: int
+) -> None:
+    body = padded(review, "junk", filler, size)
+    status, peak, answer = peak_memory_of_post(path, body)
+    assert (status, "values" in answer.get("error", "")) == (413, True), answer
+    assert peak < 3 * len(body)  # decoded, each small value would cost some 10 to 40 times its bytes
+
+
+@pytest.mark.parametrize(
+    ("path", "size", "named"),
+    [
+        ("/validate/widget", 9 * MiB, "up to 8 MiB"),
+        ("/mutate/gadget", 8 * MiB + 1, "up to 8 MiB"),
+        ("/convert/gadget", 17 * MiB, "up to 16 MiB"),
+    ],
+)
+def test_a_review_larger_than_the_api_server_sends_is_refused_unread(path: str, size: int, named: str) -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    try:
+        connection.putrequest("POST", path)
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(size))  # an object past 3 MiB, twice; the body never sent
+        connection.endheaders()
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        assert (response.status, named in answer["error"]) == (413, True), answer
+    finally:
+        connection.close()
+        running.stop()
+
+
+def post_to_a_new_server(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [Widgets, Gadgets], FakeClient()
+    )
+    running.start()
+    try:
+        return post(running, path, body)
+    finally:
+        running.stop()
+
+
+def test_the_largest_reviews_the_api_server_sends_are_answered() -> None:
+    obj = {**widget, "data": "x" * (3 * MiB)}  # an UPDATE of an object as large as a request may be
+    old = {**widget, "data": "y" * (3 * MiB // 2)}  # from an object as large as etcd stores
+    update = admission_review(operation="UPDATE", object=obj, oldObject=old)
+    status, answer = post_to_a_new_server("/validate/widget", update)
+    assert (status, answer["response"]["allowed"]) == (200, True), answer
+    page = conversion_review([gadget(spec={"n": i}) for i in range(40_000)])  # a list of objects, some 5 MiB
+    status, answer = post_to_a_new_server("/convert/gadget", page)
+    assert (status, len(answer["response"]["convertedObjects"])) == (200, 40_000)

@@ -26,7 +26,8 @@ Guarantees:
   :data:`MAX_ADMISSION_BODY` at an admission path, :data:`MAX_BODY` at a conversion one), and so are bodies of more
   values than their size allows a review (:data:`BYTES_PER_VALUE`), before they are decoded, so decoding costs
   about as much memory as the largest real review does; bodies said to be other than ``application/json`` are a
-  ``415``;
+  ``415``; the bodies decoded and judged at once weigh :data:`BODIES_AT_ONCE` at most, the others wait their turn
+  (within the request timeout, else a ``503``), so many connections each sending a large review cost no more;
 * no object content is logged, only the review's uid, path and verdict.
 """
 
@@ -67,6 +68,10 @@ BYTES_PER_VALUE = 16
 of its limit. The API server's JSON has about one per 12 to 18 bytes (managedFields are the densest), and decoded is
 some 10 times its size; a body of small values (``[{},{},...]``) would cost up to 130 bytes of memory each, 30 times
 its size and more, so past this count it is refused before it is decoded."""
+BODIES_AT_ONCE = 16 * 1024 * 1024
+"""The :func:`weight` of the review bodies decoded and judged at once (thousands of common reviews, two of the
+largest admission reviews, one of the largest conversion reviews); a body that does not fit waits until it does.
+Decoded, each costs some 10 times its weight: this bounds what every connection together costs, not one review."""
 HANDSHAKE_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 30.0
 """The longest the API server waits for a webhook (its ``timeoutSeconds`` is at most 30)."""
@@ -153,15 +158,22 @@ class TooLarge(ValueError):
     """A request body larger than a review the API server sends (a 413)."""
 
 
-def decode(raw: bytes, limit: int) -> Any:
-    """The JSON of ``raw``, a body of at most ``limit`` bytes, or :class:`TooLarge` before decoding when it holds
-    more values than a review of that size does (see :data:`BYTES_PER_VALUE`).
+def weight(raw: bytes) -> int:
+    """What decoding ``raw`` costs, as the size of a review that costs as much: its own size, or
+    :data:`BYTES_PER_VALUE` for each of its ``{``, ``[`` and ``,`` when that is more.
 
     The count errs on the side of the memory: a ``,`` inside a string counts too, which only a string of some
     megabytes of commas would notice."""
     values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
-    most = limit // BYTES_PER_VALUE
-    if values > most:
+    return max(len(raw), values * BYTES_PER_VALUE)
+
+
+def decode(raw: bytes, limit: int) -> Any:
+    """The JSON of ``raw``, a body of at most ``limit`` bytes, or :class:`TooLarge` before decoding when it holds
+    more values than a review of that size does (see :data:`BYTES_PER_VALUE`)."""
+    if weight(raw) > limit:
+        values = raw.count(b"{") + raw.count(b"[") + raw.count(b",")
+        most = limit // BYTES_PER_VALUE
         raise TooLarge(f"a review here holds at most {most} values ({{, [ and , of its JSON), this body {values}")
     return json.loads(raw)
 
@@ -260,6 +272,7 @@ class WebhookServer:
         self._server.limits = limits_of(reconcilers)
         self._server.request_timeout = options.request_timeout
         self._server.slots = threading.BoundedSemaphore(options.max_connections)
+        self._server.bodies = _Budget(BODIES_AT_ONCE)
         try:
             self._server.server_bind()
             self._server.server_activate()
@@ -352,6 +365,29 @@ class _Served:
             return self._context
 
 
+class _Budget:
+    """A weight shared by the requests: each takes its body's :func:`weight` while the body is decoded and judged."""
+
+    def __init__(self, total: int) -> None:
+        self._free = total
+        self._changed = threading.Condition()
+
+    def take(self, size: int, timeout: float) -> bool:
+        """Take ``size`` once it is free; False if it was not within ``timeout``.
+
+        ``size`` is at most the total (a body's limit never exceeds it), so the wait always ends."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._free >= size, timeout):
+                return False
+            self._free -= size
+            return True
+
+    def give_back(self, size: int) -> None:
+        with self._changed:
+            self._free += size
+            self._changed.notify_all()
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = BACKLOG
@@ -360,6 +396,7 @@ class _Server(http.server.ThreadingHTTPServer):
     limits: Mapping[str, int]
     request_timeout: float
     slots: threading.BoundedSemaphore
+    bodies: _Budget
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -525,23 +562,33 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # The API server sends JSON, saying so; a body said to be anything else is not a review to guess at.
             self._send(415, {"error": f"a review is application/json, not {declared}"})
             return
+        # Decoded, a body costs many times its size: the bodies decoded and judged at once are bounded together.
+        # Read, it costs its size, and written, its answer's: a client slow to send or to read holds up no other.
+        cost = min(weight(raw), limit)  # a heavier one is refused before it is decoded
+        if not self.server.bodies.take(cost, self.server.request_timeout):
+            self._send(503, {"error": "too many large reviews at once: this one waited past the request timeout"})
+            return
+        try:
+            status, answer = self._answer(path, review, raw, limit)
+        finally:
+            self.server.bodies.give_back(cost)
+        self._send(status, answer)
+
+    def _answer(self, path: str, review: Review, raw: bytes, limit: int) -> tuple[int, Mapping[str, Any]]:
         try:
             body = decode(raw, limit)
             if not isinstance(body, dict):
                 raise BadReview("the body is not a JSON object")
             answer = review(body)
         except TooLarge as exc:
-            self._send(413, {"error": str(exc)})
-            return
+            return 413, {"error": str(exc)}
         except (BadReview, ValueError, RecursionError) as exc:  # RecursionError: a body nested past what JSON decodes
-            self._send(400, {"error": str(exc)})
-            return
+            return 400, {"error": str(exc)}
         except Exception as exc:  # a bug of okt, not of the object: the API server applies the failurePolicy
             _log.error("a webhook failed", path=path, error=f"{type(exc).__name__}: {exc}")
-            self._send(500, {"error": f"{type(exc).__name__}: {exc}"})
-            return
+            return 500, {"error": f"{type(exc).__name__}: {exc}"}
         _log.debug("review answered", path=path, uid=(body.get("request") or {}).get("uid"), answer=_verdict(answer))
-        self._send(200, answer)
+        return 200, answer
 
     def _send(self, status: int, payload: Mapping[str, Any]) -> None:
         body = json.dumps(payload).encode()

@@ -673,3 +673,50 @@ def test_the_largest_reviews_the_api_server_sends_are_answered() -> None:
     page = conversion_review([gadget(spec={"n": i}) for i in range(40_000)])  # a list of objects, some 5 MiB
     status, answer = post_to_a_new_server("/convert/gadget", page)
     assert (status, len(answer["response"]["convertedObjects"])) == (200, 40_000)
+
+
+judging: list[str] = []
+judged = threading.Event()
+
+
+class CheckedWidgets(Widgets):
+    """Widgets whose check reads for a while (as one reading the API server does), the review held meanwhile."""
+
+    kind = "CheckedWidget"
+    plural = "checkedwidgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        judging.append(ctx.cr.name)
+        assert judged.wait(30), "the test never let the check end"
+
+
+def test_large_reviews_arriving_at_once_are_decoded_and_judged_a_few_at_a_time() -> None:
+    judging.clear()
+    judged.clear()
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [CheckedWidgets], FakeClient()
+    )
+    running.start()
+    large = {**widget, "kind": "CheckedWidget", "data": ["ab"] * 400_000}  # 2 MiB of short strings, 25 MiB decoded
+    body = json.dumps(admission_review(operation="CREATE", object=large)).encode()
+    answers: list[int] = []
+
+    def send() -> None:
+        answers.append(post(running, "/validate/checkedwidget", body, raw=True)[0])
+
+    clients = [threading.Thread(target=send) for _ in range(10)]
+    tracemalloc.start()
+    try:
+        for client in clients:
+            client.start()
+        wait_for(lambda: len(judging) >= 2, timeout=30, message="two reviews being judged")
+        time.sleep(1)  # time for the others to be decoded too, were they to be
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        judged.set()
+        for client in clients:
+            client.join(60)
+        running.stop()
+    assert answers == [200] * 10
+    assert held < 128 * MiB, held / MiB  # all ten decoded and held at once: some 250 MiB

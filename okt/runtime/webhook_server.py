@@ -13,9 +13,10 @@ Guarantees:
   :attr:`WebhookServer.serving` says whether it serves (the manager's ``/readyz`` is ``503`` while it does not);
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
   a timeout between two reads; at most :attr:`Options.max_connections` connections are served at once, the next ones
-  wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads; a
-  request not answered within :attr:`Options.request_timeout` of its first byte (a client trickling a body it never
-  finishes) has its connection cut, so no client holds a thread for ever;
+  wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads, and
+  a connection kept alive between requests is closed when one waits for its slot; a request not answered within
+  :attr:`Options.request_timeout` of its first byte (a client trickling a body it never finishes) has its connection
+  cut, so no client holds a thread for ever;
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
   is not written yet) is never served, the previous one is until the files load;
@@ -405,6 +406,7 @@ class _Server(http.server.ThreadingHTTPServer):
         self.drained = threading.Condition(self.connections_lock)
         self.closing = False
         self.deadlines: dict[socket.socket, float] = {}
+        self.idle: dict[socket.socket, float] = {}  # past the handshake, between requests: since when
         self.closed = threading.Event()
         self.stopping = threading.Event()
 
@@ -416,6 +418,7 @@ class _Server(http.server.ThreadingHTTPServer):
         while not self.slots.acquire(timeout=0.1):
             if self.stopping.is_set():
                 raise OSError("the webhook server is stopping")
+            self.cut_an_idle_connection()
         try:
             return super().get_request()
         except BaseException:
@@ -454,10 +457,23 @@ class _Server(http.server.ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
 
+    def cut_an_idle_connection(self) -> None:
+        """Every slot is taken and a connection waits: end the one idle the longest (a client keeps connections for
+        its next requests, and the API server keeps more than a few; kept, they would hold the slots until the
+        timeout between two reads closes them)."""
+        with self.connections_lock:
+            if not self.idle:
+                return
+            connection = min(self.idle, key=self.idle.__getitem__)
+            del self.idle[connection]
+        with contextlib.suppress(OSError):
+            connection.shutdown(socket.SHUT_RDWR)
+
     def start_request(self, connection: socket.socket) -> bool:
         """A request began on ``connection``: it must be answered within the request timeout (False: the server is
         closing, the request is not served)."""
         with self.connections_lock:
+            self.idle.pop(connection, None)
             if self.closing:
                 return False
             self.deadlines[connection] = time.monotonic() + self.request_timeout
@@ -466,6 +482,7 @@ class _Server(http.server.ThreadingHTTPServer):
     def end_request(self, connection: socket.socket) -> None:
         with self.connections_lock:
             self.deadlines.pop(connection, None)
+            self.idle[connection] = time.monotonic()
             self.drained.notify_all()
 
     def cut_overdue(self) -> None:
@@ -507,10 +524,13 @@ class _Server(http.server.ThreadingHTTPServer):
             except (ssl.SSLError, OSError) as exc:
                 _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
                 return
+            with self.connections_lock:
+                self.idle[wrapped] = time.monotonic()
             super().finish_request(wrapped, client_address)
         finally:
             with self.connections_lock:
                 self.connections.discard(wrapped)
+                self.idle.pop(wrapped, None)
             # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
             wrapped.close()
 

@@ -720,3 +720,27 @@ def test_large_reviews_arriving_at_once_are_decoded_and_judged_a_few_at_a_time()
         running.stop()
     assert answers == [200] * 10
     assert held < 128 * MiB, held / MiB  # all ten decoded and held at once: some 250 MiB
+
+
+def test_with_every_slot_kept_alive_by_an_idle_connection_a_new_one_is_served_in_place_of_one() -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, max_connections=2), [Widgets], FakeClient()
+    )
+    running.start()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    kept = [http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10) for _ in range(2)]
+    try:
+        for connection in kept:  # as the API server keeps its connections for the next calls
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 1})))
+            assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+        # Well within the 10 s an idle connection is kept: served at once, not after one of them ends.
+        connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=5)
+        try:
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 1})))
+            assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+        finally:
+            connection.close()
+    finally:
+        for connection in kept:
+            connection.close()
+        running.stop()

@@ -10,8 +10,9 @@ Guarantees (the conversion):
   since structural schemas cannot recurse); ``$defs`` and ``title`` are dropped;
 * ``Optional[X]`` (``anyOf`` with ``null``, or a ``Literal`` that lists ``None``) becomes ``X`` with
   ``nullable: true`` (and its ``None`` default is dropped; an enum lists ``null`` too, since the API server checks a
-  null against it); ``int | str`` becomes ``x-kubernetes-int-or-string``; any other union is an error naming the
-  field;
+  null against it); ``int | str`` becomes ``x-kubernetes-int-or-string`` with its members' bounds, lengths and
+  patterns (each applies to one JSON type); a constraint on a union as a whole (which pydantic applies to every
+  member, raising a TypeError for the values it cannot compare) and any other union are errors naming the field;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
   from its JSON form, such as a ``SecretStr``'s, is left to the model),
@@ -140,6 +141,23 @@ _COPIED_KEYWORDS = (
     "minProperties",
     "maxProperties",
 )
+_MEMBER_VALIDATIONS = frozenset(
+    {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern"}
+)
+"""The keywords a member of ``int | str`` keeps on the int-or-string node (each applies to one JSON type only)."""
+_PYDANTIC_NAMES = {
+    "minimum": "ge",
+    "maximum": "le",
+    "exclusiveMinimum": "gt",
+    "exclusiveMaximum": "lt",
+    "multipleOf": "multiple_of",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "minItems": "min_length",
+    "maxItems": "max_length",
+}
+_UNION_CONSTRAINTS = frozenset({*_COPIED_KEYWORDS, *_PYDANTIC_NAMES, "ge", "gt", "le", "lt", "multiple_of"})
+"""The constraints pydantic may write beside a union's ``anyOf`` (in its own names where JSON Schema's do not fit)."""
 _KEY_ORDER = (
     "description",
     "type",
@@ -689,6 +707,8 @@ class _Converter:
         concrete = [option for option in options if option.get("type") != "null"]
         nullable = len(concrete) < len(options)
         siblings = {key: value for key, value in node.items() if key != "type" or value is not None}
+        if len(concrete) > 1:
+            _check_no_union_constraint(siblings, path)
         if len(concrete) == 1:
             converted = self.convert({**concrete[0], **siblings}, path, stack)
         elif sorted(str(option.get("type")) for option in concrete) == ["integer", "string"]:
@@ -696,6 +716,8 @@ class _Converter:
             converted["x-kubernetes-int-or-string"] = True
             if siblings.get("default") is not None:
                 converted["default"] = siblings["default"]
+            for option in concrete:
+                converted.update(self._int_or_string_member(option, path, stack))
         else:
             shown = ", ".join(sorted(str(option.get("type", option.get("$ref", "?"))) for option in concrete))
             raise errors.CodegenError(
@@ -710,6 +732,19 @@ class _Converter:
                 # refuses a CRD whose enum lists null; it checks a null against no allOf.
                 converted["allOf"] = [{"enum": converted.pop("enum")}]
         return converted
+
+    def _int_or_string_member(self, option: Mapping[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        """The value validations of one member of ``int | str``, to be set on the int-or-string node itself: the API
+        server checks a bound only against numbers and a length or a pattern only against strings, so each still
+        reaches only the member it was written for."""
+        member = self.convert(dict(option), path, stack)
+        if "enum" in member:
+            raise errors.CodegenError(
+                f"{path}: an enum of the {member['type']} member of int | str has no structural schema (the API "
+                "server would check the other member's values against it too): declare two fields, or leave the "
+                "values to check()"
+            )
+        return {key: value for key, value in member.items() if key in _MEMBER_VALIDATIONS}
 
     def _typed(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         if "const" in node:
@@ -783,6 +818,19 @@ class _Converter:
     def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords that describe a node whatever its type (here: its description)."""
         return {"description": node["description"]} if node.get("description") else {}
+
+
+def _check_no_union_constraint(node: Mapping[str, Any], path: str) -> None:
+    """Refuse a constraint written on a union as a whole (``int | str = Field(ge=1)``): pydantic applies it to every
+    member and raises a TypeError for a value it cannot compare (every string, there), and its JSON schema keeps it
+    in a keyword of its own (``ge``) that the CRD would drop."""
+    constraints = [_PYDANTIC_NAMES.get(key, key) for key in node if key in _UNION_CONSTRAINTS]
+    if constraints:
+        shown = ", ".join(f"{name}=..." for name in constraints)
+        raise errors.CodegenError(
+            f"{path}: Field({shown}) on a union applies to each of its members, and pydantic refuses with a TypeError "
+            "a value it cannot compare: constrain the member it is meant for, like Annotated[int, Field(ge=...)] | str"
+        )
 
 
 def _inferred_type(node: Mapping[str, Any], path: str) -> str | None:

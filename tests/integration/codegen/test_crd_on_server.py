@@ -12,7 +12,7 @@ import enum
 import ipaddress
 import secrets
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import hypothesis
 import pydantic
@@ -77,6 +77,7 @@ class SchemedSpec(pydantic.BaseModel):
     step: float = pydantic.Field(default=0.5, multiple_of=0.01)
     batch: int = pydantic.Field(default=10, multiple_of=5)
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
+    slot: Annotated[int, pydantic.Field(ge=1)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^[a-z]+$")] = 1
 
 
 class SchemedReconciler:
@@ -150,6 +151,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"code": "café-٣"}, id="pattern-word-and-digit-classes-beyond-ascii"),
         pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
         pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
+        pytest.param({"slot": 2}, id="int-or-string-member-bound-int"),
+        pytest.param({"slot": "abc"}, id="int-or-string-member-bound-string"),
     ],
 )
 def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
@@ -182,6 +185,9 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"code": "a-b"}, id="pattern-digit-class"),
         pytest.param({"words": " a"}, id="pattern-space-class"),
         pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
+        pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
+        pytest.param({"slot": "abcd"}, id="int-or-string-string-member-max-length"),
+        pytest.param({"slot": "AB"}, id="int-or-string-string-member-pattern"),
     ],
 )
 def test_a_spec_the_model_refuses_is_refused(

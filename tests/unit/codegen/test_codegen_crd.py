@@ -13,7 +13,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import pydantic
 import pytest
@@ -326,6 +326,36 @@ def test_extra_allow_preserves_unknown_fields(model: type[pydantic.BaseModel], p
     assert "additionalProperties" not in converted
 
 
+class BoundMembers(pydantic.BaseModel):
+    slot: Annotated[int, pydantic.Field(gt=0, le=9)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^\d+$")]
+    name: int | pydantic.constr(min_length=1) | None = None
+
+
+def test_the_members_of_an_int_or_string_keep_their_constraints() -> None:
+    properties = schema(BoundMembers)["properties"]
+    assert properties["slot"] == {
+        "minimum": 0,
+        "exclusiveMinimum": True,
+        "maximum": 9,
+        "maxLength": 3,
+        "pattern": r"^\p{Nd}+$",
+        "x-kubernetes-int-or-string": True,
+    }
+    assert properties["name"] == {"nullable": True, "minLength": 1, "x-kubernetes-int-or-string": True}
+
+
+class UnionBound(pydantic.BaseModel):
+    port: int | str = pydantic.Field(default=80, ge=1)
+
+
+class UnionLength(pydantic.BaseModel):
+    port: int | str | None = pydantic.Field(default=None, max_length=5)
+
+
+class EnumMember(pydantic.BaseModel):
+    port: Literal["http", "https"] | int = "http"
+
+
 class FloatOrStr(pydantic.BaseModel):
     value: float | str
 
@@ -346,6 +376,22 @@ class Nothing(pydantic.BaseModel):
             "spec.value: the union of number, string has no structural schema (only Optional[X] and int | str do)",
         ),
         (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
+        (
+            UnionBound,
+            "spec.port: Field(ge=...) on a union applies to each of its members, and pydantic refuses with a TypeError "
+            "a value it cannot compare: constrain the member it is meant for, like Annotated[int, Field(ge=...)] | str",
+        ),
+        (
+            UnionLength,
+            "spec.port: Field(max_length=...) on a union applies to each of its members, and pydantic refuses with a "
+            "TypeError a value it cannot compare: constrain the member it is meant for, like "
+            "Annotated[int, Field(ge=...)] | str",
+        ),
+        (
+            EnumMember,
+            "spec.port: an enum of the string member of int | str has no structural schema (the API server would "
+            "check the other member's values against it too): declare two fields, or leave the values to check()",
+        ),
         (Nothing, "spec.value: a field that can only be None has no structural schema"),
     ],
 )

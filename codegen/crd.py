@@ -24,7 +24,8 @@ Guarantees (the conversion):
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
 * ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
   does), ``dict[str, Any]`` an object that preserves unknown fields; ``dict[str, X]`` keeps
-  ``additionalProperties: X``; a model with ``extra="allow"`` keeps its properties and preserves unknown fields;
+  ``additionalProperties: X``; a model with ``extra="allow"`` or ``extra="forbid"`` keeps its properties and
+  preserves unknown fields (the API server would prune a misspelled field before the model could refuse it);
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
 * ``set[X]`` becomes a plain list: ``uniqueItems`` is forbidden in CRDs, and ``x-kubernetes-list-type: set`` would
@@ -801,11 +802,13 @@ class _Converter:
             }
             if node.get("required"):
                 out["required"] = list(node["required"])
-            if extra is True or isinstance(extra, Mapping):
+            if extra is not None:
+                # extra="allow" keeps what it does not declare; extra="forbid" (additionalProperties: false) refuses
+                # it, and can only if it gets it: pruned, a misspelled field would vanish without a word.
                 out[PRESERVE] = True
         elif isinstance(extra, Mapping) and extra:
             out["additionalProperties"] = self.convert(extra, f"{path}.*", stack)
-        elif extra is not False:
+        else:
             out[PRESERVE] = True
 
     def _array(self, node: dict[str, Any], out: dict[str, Any], path: str, stack: tuple[str, ...]) -> None:

@@ -200,6 +200,44 @@ def test_a_spec_the_model_refuses_is_refused(
         create(kube, schemed_kind, namespace, spec)
 
 
+class Probe(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    path: str = "/"
+
+
+class StrictSpec(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    size: int = 1
+    probe: Probe | None = None
+
+
+class StrictReconciler:
+    api_version = "strict.okt.example.com/v1"
+    kind = "Strict"
+    spec_model = StrictSpec
+
+
+@pytest.mark.parametrize(
+    ("spec", "misspelled"),
+    [
+        pytest.param({"sise": 3}, ("sise",), id="top-level"),
+        pytest.param({"probe": {"paht": "/healthz"}}, ("probe", "paht"), id="nested"),
+    ],
+)
+def test_a_field_a_forbidding_model_does_not_declare_is_stored_for_the_model_to_refuse(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, spec: dict[str, Any], misspelled: tuple[str, ...]
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(StrictReconciler))
+
+    stored = create(kube, kind, namespace, spec)
+
+    with pytest.raises(pydantic.ValidationError) as refused:
+        StrictSpec.model_validate(stored["spec"])
+    assert [(error["type"], error["loc"]) for error in refused.value.errors()] == [("extra_forbidden", misspelled)]
+
+
 class GaugeSpec(pydantic.BaseModel):
     size: int = pydantic.Field(ge=1)
 

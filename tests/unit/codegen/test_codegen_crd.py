@@ -319,8 +319,18 @@ class Closed(pydantic.BaseModel):
     known: int = 0
 
 
-@pytest.mark.parametrize(("model", "preserved"), [(Open, True), (Closed, False)])
-def test_extra_allow_preserves_unknown_fields(model: type[pydantic.BaseModel], preserved: bool) -> None:
+class Ignoring(pydantic.BaseModel):
+    known: int = 0
+
+
+class ClosedEmpty(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+@pytest.mark.parametrize(("model", "preserved"), [(Open, True), (Closed, True), (ClosedEmpty, True), (Ignoring, False)])
+def test_a_model_that_allows_or_forbids_extra_fields_preserves_unknown_ones(
+    model: type[pydantic.BaseModel], preserved: bool
+) -> None:
     converted = schema(model)
     assert converted.get("x-kubernetes-preserve-unknown-fields", False) is preserved
     assert "additionalProperties" not in converted

@@ -11,8 +11,10 @@ Guarantees (the conversion):
 * ``Optional[X]`` (``anyOf`` with ``null``, or a ``Literal`` that lists ``None``) becomes ``X`` with
   ``nullable: true`` (and its ``None`` default is dropped; an enum lists ``null`` too, since the API server checks a
   null against it); ``int | str`` becomes ``x-kubernetes-int-or-string`` with its members' bounds, lengths and
-  patterns (each applies to one JSON type); a constraint on a union as a whole (which pydantic applies to every
-  member, raising a TypeError for the values it cannot compare) and any other union are errors naming the field;
+  patterns (each applies to one JSON type); ``int | float`` becomes a ``number`` with the bounds of the union (or
+  the same bounds of each member: members bounded differently are an error naming the field); a constraint on
+  ``int | str`` as a whole (which pydantic applies to every member, raising a TypeError for the values it cannot
+  compare) and any other union are errors naming the field;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
   from its JSON form, such as a ``SecretStr``'s, is left to the model),
@@ -157,6 +159,14 @@ _PYDANTIC_NAMES = {
     "minItems": "min_length",
     "maxItems": "max_length",
 }
+_JSON_NAMES = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusiveMinimum",
+    "lt": "exclusiveMaximum",
+    "multiple_of": "multipleOf",
+}
+"""JSON Schema's names of the numeric constraints pydantic writes in its own names beside a union's ``anyOf``."""
 _UNION_CONSTRAINTS = frozenset({*_COPIED_KEYWORDS, *_PYDANTIC_NAMES, "ge", "gt", "le", "lt", "multiple_of"})
 """The constraints pydantic may write beside a union's ``anyOf`` (in its own names where JSON Schema's do not fit)."""
 _KEY_ORDER = (
@@ -708,11 +718,13 @@ class _Converter:
         concrete = [option for option in options if option.get("type") != "null"]
         nullable = len(concrete) < len(options)
         siblings = {key: value for key, value in node.items() if key != "type" or value is not None}
-        if len(concrete) > 1:
-            _check_no_union_constraint(siblings, path)
+        types = sorted(str(option.get("type")) for option in concrete)
         if len(concrete) == 1:
             converted = self.convert({**concrete[0], **siblings}, path, stack)
-        elif sorted(str(option.get("type")) for option in concrete) == ["integer", "string"]:
+        elif types == ["integer", "number"]:
+            converted = self._number(siblings, concrete, path, stack)
+        elif types == ["integer", "string"]:
+            _check_no_union_constraint(siblings, path)
             converted = self._annotations(siblings)
             converted["x-kubernetes-int-or-string"] = True
             if siblings.get("default") is not None:
@@ -733,6 +745,24 @@ class _Converter:
                 # refuses a CRD whose enum lists null; it checks a null against no allOf.
                 converted["allOf"] = [{"enum": converted.pop("enum")}]
         return converted
+
+    def _number(
+        self, node: dict[str, Any], members: Sequence[Mapping[str, Any]], path: str, stack: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """``int | float``: a ``number`` (the API server's takes an integer too), bounded as the union is.
+
+        A bound on the union as a whole (``Field(ge=1)``, in pydantic's names beside the ``anyOf``) or the same
+        bounds on each member say one thing; members bounded differently do not (pydantic tries the next member
+        when one refuses: ``Annotated[int, Field(ge=1)] | float`` takes 0 as the float 0.0), and are refused.
+        """
+        bounds = [{key: value for key, value in member.items() if key not in ("type", "format")} for member in members]
+        if any(bound != bounds[0] for bound in bounds):
+            raise errors.CodegenError(
+                f"{path}: the members of int | float are bounded differently, and the API server checks one number: "
+                "bound the union as a whole (int | float = Field(ge=...)), or use float"
+            )
+        own = {_JSON_NAMES.get(key, key): value for key, value in node.items()}
+        return self.convert({**own, **bounds[0], "type": "number"}, path, stack)
 
     def _int_or_string_member(self, option: Mapping[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         """The value validations of one member of ``int | str``, to be set on the int-or-string node itself: the API

@@ -77,6 +77,8 @@ class SchemedSpec(pydantic.BaseModel):
     step: float = pydantic.Field(default=0.5, multiple_of=0.01)
     batch: int = pydantic.Field(default=10, multiple_of=5)
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
+    amount: int | float = pydantic.Field(default=1, gt=0, le=100)
+    scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
     slot: Annotated[int, pydantic.Field(ge=1)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^[a-z]+$")] = 1
 
 
@@ -152,6 +154,9 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
         pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
         pytest.param({"slot": 2}, id="int-or-string-member-bound-int"),
+        pytest.param({"amount": 3, "scale": 2}, id="int-or-float-int"),
+        pytest.param({"amount": 0.5, "scale": 1.5}, id="int-or-float-float"),
+        pytest.param({"scale": None}, id="int-or-float-null"),
         pytest.param({"slot": "abc"}, id="int-or-string-member-bound-string"),
     ],
 )
@@ -186,6 +191,10 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"words": " a"}, id="pattern-space-class"),
         pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
         pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
+        pytest.param({"amount": 0}, id="int-or-float-exclusive-minimum"),
+        pytest.param({"amount": 100.5}, id="int-or-float-maximum"),
+        pytest.param({"scale": 0.5}, id="int-or-float-member-minimum"),
+        pytest.param({"amount": "three"}, id="int-or-float-string"),
         pytest.param({"slot": "abcd"}, id="int-or-string-string-member-max-length"),
         pytest.param({"slot": "AB"}, id="int-or-string-string-member-pattern"),
     ],

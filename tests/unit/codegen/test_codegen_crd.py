@@ -354,6 +354,29 @@ def test_the_members_of_an_int_or_string_keep_their_constraints() -> None:
     assert properties["name"] == {"nullable": True, "minLength": 1, "x-kubernetes-int-or-string": True}
 
 
+class Numbers(pydantic.BaseModel):
+    amount: int | float = pydantic.Field(default=1, gt=0, le=100)
+    scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
+    ratio: float | int = 0.5
+
+
+def test_int_or_float_is_a_number_with_the_bounds_of_the_union_or_of_its_members() -> None:
+    properties = schema(Numbers)["properties"]
+    assert properties["amount"] == {
+        "type": "number",
+        "default": 1,
+        "minimum": 0,
+        "exclusiveMinimum": True,
+        "maximum": 100,
+    }
+    assert properties["scale"] == {"type": "number", "nullable": True, "minimum": 1}
+    assert properties["ratio"] == {"type": "number", "default": 0.5}
+
+
+class UnevenNumbers(pydantic.BaseModel):
+    scale: Annotated[int, pydantic.Field(ge=1)] | float = 1
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 
@@ -386,6 +409,11 @@ class Nothing(pydantic.BaseModel):
             "spec.value: the union of number, string has no structural schema (only Optional[X] and int | str do)",
         ),
         (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
+        (
+            UnevenNumbers,
+            "spec.scale: the members of int | float are bounded differently, and the API server checks one number: "
+            "bound the union as a whole (int | float = Field(ge=...)), or use float",
+        ),
         (
             UnionBound,
             "spec.port: Field(ge=...) on a union applies to each of its members, and pydantic refuses with a TypeError "

@@ -14,7 +14,11 @@ Guarantees (the conversion):
   patterns (each applies to one JSON type); ``int | float`` becomes a ``number`` with the bounds of the union (or
   the same bounds of each member: members bounded differently are an error naming the field); a constraint on
   ``int | str`` as a whole (which pydantic applies to every member, raising a TypeError for the values it cannot
-  compare) and any other union are errors naming the field;
+  compare) and any other union are errors naming the field and what to write instead;
+* a discriminated union of models (``Annotated[A | B, Field(discriminator="kind")]``) becomes one object declaring
+  every member's fields (a field two members declare must be the same in both) with an ``anyOf`` of value
+  validations that checks, by the tag, that member's tag values, required fields and (when it forbids extra fields)
+  none of the other members' fields;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
   from its JSON form, such as a ``SecretStr``'s, is left to the model),
@@ -193,6 +197,7 @@ _KEY_ORDER = (
     "required",
     "additionalProperties",
     "items",
+    "anyOf",
 )
 """The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -686,6 +691,8 @@ class _Converter:
             if len(parts) != 1:
                 raise errors.CodegenError(f"{path}: allOf with {len(parts)} schemas has no structural schema")
             return self.convert({**parts[0], **node}, path, stack)
+        if "oneOf" in node and "discriminator" in node:
+            return self._tagged(node, path, stack)
         for keyword in ("anyOf", "oneOf"):
             if keyword in node:
                 return self._union(node, node.pop(keyword), path, stack)
@@ -732,10 +739,7 @@ class _Converter:
             for option in concrete:
                 converted.update(self._int_or_string_member(option, path, stack))
         else:
-            shown = ", ".join(sorted(str(option.get("type", option.get("$ref", "?"))) for option in concrete))
-            raise errors.CodegenError(
-                f"{path}: the union of {shown} has no structural schema (only Optional[X] and int | str do)"
-            )
+            raise _no_union(concrete, path)
         if nullable:
             converted["nullable"] = True
             if "default" in converted and converted["default"] is None:
@@ -745,6 +749,75 @@ class _Converter:
                 # refuses a CRD whose enum lists null; it checks a null against no allOf.
                 converted["allOf"] = [{"enum": converted.pop("enum")}]
         return converted
+
+    def _tagged(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
+        """A discriminated union of models (``Annotated[A | B, Field(discriminator="kind")]``): one object.
+
+        A structural schema gives each field one schema, and Kubernetes refuses ``oneOf`` members that declare types
+        (pydantic's form). So the object declares every member's fields (a field two members declare must be the same
+        in both; its default is kept only when each member has it), requires what each member requires, and an
+        ``anyOf`` of value validations picks the member by its tag: that member's tag values, its required fields,
+        and, for a member that forbids extra fields, none of the other members' fields. The API server checks these
+        (Kubernetes 1.20 and later); what the members' fields ignore is ignored by the model too.
+        """
+        options = node.pop("oneOf")
+        tag = node.pop("discriminator").get("propertyName")
+        names = [_member_name(option) for option in options]
+        members = [self.convert(dict(option), path, stack) for option in options]
+        properties: dict[str, Any] = {}
+        owners: dict[str, str] = {}
+        for name, member in zip(names, members, strict=True):
+            declared = member.get("properties") or {}
+            values = declared.get(tag, {}).get("enum")
+            if "anyOf" in member:
+                raise errors.CodegenError(
+                    f"{path}: {name} is itself a discriminated union, and one object of the CRD holds every member's "
+                    "fields: list its members in the outer union instead"
+                )
+            if member.get("type") != "object" or not values:
+                raise errors.CodegenError(
+                    f"{path}: {name}, a member of a union discriminated by {tag!r}, has no {tag} field of Literal "
+                    f"values: declare one, like {tag}: Literal[{name.lower()!r}]"
+                )
+            for field, field_schema in declared.items():
+                if field not in properties:
+                    properties[field], owners[field] = field_schema, name
+                elif field != tag and _undefaulted(properties[field]) != _undefaulted(field_schema):
+                    raise errors.CodegenError(
+                        f"{path}: {field} is a different field in {owners[field]} and {name}, and one object of the "
+                        "CRD holds every member's fields: give it one type and one set of constraints in each member, "
+                        "or another name"
+                    )
+        for field, field_schema in list(properties.items()):
+            defaults = [member["properties"].get(field, {}).get("default") for member in members]
+            if any(default != defaults[0] for default in defaults):
+                properties[field] = {key: value for key, value in field_schema.items() if key != "default"}
+        tag_values = [value for member in members for value in member["properties"][tag]["enum"]]
+        properties[tag] = {**_undefaulted(properties[tag]), "enum": tag_values}
+        everywhere = [field for field in properties if all(field in member.get("required", ()) for member in members)]
+        branches = []
+        for option, member in zip(options, members, strict=True):
+            branch: dict[str, Any] = {
+                "properties": {tag: {"enum": member["properties"][tag]["enum"]}},
+                "required": list(dict.fromkeys([tag, *member.get("required", ())])),
+            }
+            others = [field for field in properties if field not in member["properties"]]
+            if self._resolved(option).get("additionalProperties") is False and others:
+                branch["not"] = {"anyOf": [{"required": [field]} for field in others]}
+            branches.append(branch)
+        out = self._annotations(node)
+        out.update({"type": "object", "properties": properties, "required": list(dict.fromkeys([tag, *everywhere]))})
+        if node.get("default") is not None:
+            out["default"] = node["default"]
+        out["anyOf"] = branches
+        if any(member.get(PRESERVE) for member in members):
+            out[PRESERVE] = True
+        return out
+
+    def _resolved(self, option: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``option`` itself, or the definition its ``$ref`` names."""
+        reference = option.get("$ref")
+        return self._definitions.get(str(reference).rsplit("/", 1)[-1], {}) if reference else option
 
     def _number(
         self, node: dict[str, Any], members: Sequence[Mapping[str, Any]], path: str, stack: tuple[str, ...]
@@ -851,6 +924,39 @@ class _Converter:
     def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
         """The keywords that describe a node whatever its type (here: its description)."""
         return {"description": node["description"]} if node.get("description") else {}
+
+
+def _member_name(option: Mapping[str, Any]) -> str:
+    """How a union's member is called in a message: its model's name, or its JSON type."""
+    reference = option.get("$ref")
+    members = option.get("oneOf") or option.get("anyOf")
+    if reference:
+        return str(reference).rsplit("/", 1)[-1]
+    if members:
+        return f"({' | '.join(_member_name(member) for member in members)})"
+    return str(option.get("title") or option.get("type", "?"))
+
+
+def _undefaulted(node: Mapping[str, Any]) -> Any:
+    """``node`` without its descriptions and its own default (what it checks, not what it adds)."""
+    return {key: value for key, value in _undescribed(node).items() if key != "default"}
+
+
+def _no_union(members: Sequence[Mapping[str, Any]], path: str) -> errors.CodegenError:
+    """The error for a union no structural schema can say, with what to write instead."""
+    if all("$ref" in member or member.get("type") == "object" for member in members):
+        names = [_member_name(member) for member in members]
+        return errors.CodegenError(
+            f"{path}: a union of {', '.join(names)} has no structural schema: make it a discriminated union, "
+            f'Annotated[{" | ".join(names)}, Field(discriminator="kind")], each member with a Literal field of that '
+            "name"
+        )
+    shown = ", ".join(sorted(_member_name(member) for member in members))
+    return errors.CodegenError(
+        f"{path}: a union of {shown} has no structural schema (the API server checks one type per field; only "
+        "Optional[X], int | str, int | float and discriminated unions of models have one): use one type, or a field "
+        "for each"
+    )
 
 
 def _check_no_union_constraint(node: Mapping[str, Any], path: str) -> None:

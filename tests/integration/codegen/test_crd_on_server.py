@@ -46,6 +46,21 @@ class Limit(pydantic.BaseModel):
     value: int
 
 
+class GitSource(pydantic.BaseModel):
+    type: Literal["git"]
+    url: str
+    branch: str = "main"
+    depth: int | None = pydantic.Field(default=None, ge=1)
+
+
+class ImageSource(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    type: Literal["image", "oci"]
+    image: str = pydantic.Field(min_length=1)
+    depth: int | None = pydantic.Field(default=None, ge=1)
+
+
 class SchemedSpec(pydantic.BaseModel):
     colour: Colour | None = None
     mode: Literal["fast", "safe"] | None = "safe"
@@ -77,6 +92,7 @@ class SchemedSpec(pydantic.BaseModel):
     step: float = pydantic.Field(default=0.5, multiple_of=0.01)
     batch: int = pydantic.Field(default=10, multiple_of=5)
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
+    source: Annotated[GitSource | ImageSource, pydantic.Field(discriminator="type")] | None = None
     amount: int | float = pydantic.Field(default=1, gt=0, le=100)
     scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
     slot: Annotated[int, pydantic.Field(ge=1)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^[a-z]+$")] = 1
@@ -154,6 +170,10 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
         pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
         pytest.param({"slot": 2}, id="int-or-string-member-bound-int"),
+        pytest.param({"source": {"type": "git", "url": "https://x", "depth": 1}}, id="tagged-union-one-member"),
+        pytest.param({"source": {"type": "oci", "image": "x"}}, id="tagged-union-other-member"),
+        pytest.param({"source": {"type": "git", "url": "https://x", "image": "x"}}, id="tagged-union-ignored-field"),
+        pytest.param({"source": None}, id="tagged-union-null"),
         pytest.param({"amount": 3, "scale": 2}, id="int-or-float-int"),
         pytest.param({"amount": 0.5, "scale": 1.5}, id="int-or-float-float"),
         pytest.param({"scale": None}, id="int-or-float-null"),
@@ -191,6 +211,15 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"words": " a"}, id="pattern-space-class"),
         pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
         pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
+        pytest.param({"source": {"type": "svn", "url": "https://x"}}, id="tagged-union-unknown-tag"),
+        pytest.param({"source": {"url": "https://x"}}, id="tagged-union-no-tag"),
+        pytest.param({"source": {"type": "git"}}, id="tagged-union-member-required"),
+        pytest.param({"source": {"type": "image", "url": "https://x"}}, id="tagged-union-other-members-required"),
+        pytest.param({"source": {"type": "image", "image": ""}}, id="tagged-union-member-min-length"),
+        pytest.param({"source": {"type": "git", "url": "https://x", "depth": 0}}, id="tagged-union-shared-minimum"),
+        pytest.param(
+            {"source": {"type": "image", "image": "x", "url": "https://x"}}, id="tagged-union-member-forbids-field"
+        ),
         pytest.param({"amount": 0}, id="int-or-float-exclusive-minimum"),
         pytest.param({"amount": 100.5}, id="int-or-float-maximum"),
         pytest.param({"scale": 0.5}, id="int-or-float-member-minimum"),

@@ -27,20 +27,33 @@ TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 VALUE_VALIDATIONS = {"enum", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 
 
+def assert_value_validation(node: Mapping[str, Any], path: str) -> None:
+    """A junctor's member: value validations, required fields and nested junctors only (no type, default, nullable,
+    description or other structure), naming only properties the structural schema declares."""
+    assert set(node) <= VALUE_VALIDATIONS | {"properties", "required", "not", "anyOf"}, f"{path}: {sorted(node)}"
+    for child in node.get("properties", {}).values():
+        assert set(child) <= VALUE_VALIDATIONS, f"{path}: {sorted(child)}"
+    for member in [*node.get("anyOf", ()), *([node["not"]] if "not" in node else [])]:
+        assert_value_validation(member, path)
+
+
 def assert_structural(node: Mapping[str, Any], path: str = "openAPIV3Schema") -> None:
-    """Kubernetes' structural-schema rules (apiextensions v1), as far as a schema without anyOf can break them."""
+    """Kubernetes' structural-schema rules (apiextensions v1), as far as okt's schemas can break them."""
     for forbidden in (
         "$ref",
         "$defs",
         "definitions",
         "title",
-        "anyOf",
         "oneOf",
         "not",
         "const",
         "prefixItems",
     ):
         assert forbidden not in node, f"{path}: {forbidden}"
+    for member in node.get("anyOf", ()):
+        assert_value_validation(member, f"{path}.anyOf")
+        for name in member.get("properties", {}):
+            assert name in node.get("properties", {}), f"{path}.anyOf: {name} is not a property"
     if not (node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")):
         assert node.get("type") in TYPES, f"{path}: no type"
     assert not ("properties" in node and "additionalProperties" in node), f"{path}: properties and additionalProperties"
@@ -377,6 +390,66 @@ class UnevenNumbers(pydantic.BaseModel):
     scale: Annotated[int, pydantic.Field(ge=1)] | float = 1
 
 
+class Cat(pydantic.BaseModel):
+    """A cat."""
+
+    pet: Literal["cat"]
+    name: str = pydantic.Field(min_length=1)
+    lives: int = 9
+
+
+class Dog(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    pet: Literal["dog", "puppy"]
+    name: str = pydantic.Field(min_length=1)
+    good: bool = True
+
+
+class Pets(pydantic.BaseModel):
+    pet: Annotated[Cat | Dog, pydantic.Field(discriminator="pet", description="The pet.")]
+    spare: Annotated[Cat | Dog, pydantic.Field(discriminator="pet")] | None = None
+
+
+def test_a_discriminated_union_is_one_object_that_checks_each_members_fields_by_its_tag() -> None:
+    properties = schema(Pets)["properties"]
+    assert properties["pet"] == {
+        "description": "The pet.",
+        "type": "object",
+        "properties": {
+            "pet": {"type": "string", "enum": ["cat", "dog", "puppy"]},
+            "name": {"type": "string", "minLength": 1},
+            "lives": {"type": "integer"},
+            "good": {"type": "boolean"},
+        },
+        "required": ["pet", "name"],
+        "anyOf": [
+            {"properties": {"pet": {"enum": ["cat"]}}, "required": ["pet", "name"]},
+            {
+                "properties": {"pet": {"enum": ["dog", "puppy"]}},
+                "required": ["pet", "name"],
+                "not": {"anyOf": [{"required": ["lives"]}]},
+            },
+        ],
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    assert properties["spare"]["nullable"] is True
+    assert properties["spare"]["anyOf"] == properties["pet"]["anyOf"]
+
+
+class Bird(pydantic.BaseModel):
+    pet: Literal["bird"]
+    name: int
+
+
+class Clash(pydantic.BaseModel):
+    pet: Annotated[Cat | Bird, pydantic.Field(discriminator="pet")]
+
+
+class Untagged(pydantic.BaseModel):
+    pet: Cat | Dog
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 
@@ -404,11 +477,23 @@ class Nothing(pydantic.BaseModel):
 @pytest.mark.parametrize(
     ("model", "message"),
     [
+        (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
+        (
+            Clash,
+            "spec.pet: name is a different field in Cat and Bird, and one object of the CRD holds every member's "
+            "fields: give it one type and one set of constraints in each member, or another name",
+        ),
+        (
+            Untagged,
+            "spec.pet: a union of Cat, Dog has no structural schema: make it a discriminated union, "
+            'Annotated[Cat | Dog, Field(discriminator="kind")], each member with a Literal field of that name',
+        ),
         (
             FloatOrStr,
-            "spec.value: the union of number, string has no structural schema (only Optional[X] and int | str do)",
+            "spec.value: a union of number, string has no structural schema (the API server checks one type per "
+            "field; only Optional[X], int | str, int | float and discriminated unions of models have one): use one "
+            "type, or a field for each",
         ),
-        (Pair, "spec.value: fixed-length tuples have no structural schema; use list[X]"),
         (
             UnevenNumbers,
             "spec.scale: the members of int | float are bounded differently, and the API server checks one number: "

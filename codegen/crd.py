@@ -30,8 +30,11 @@ Guarantees (the conversion):
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
 * ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
   does), ``dict[str, Any]`` an object that preserves unknown fields; ``dict[str, X]`` keeps
-  ``additionalProperties: X``; a model with ``extra="allow"`` or ``extra="forbid"`` keeps its properties and
-  preserves unknown fields (the API server would prune a misspelled field before the model could refuse it);
+  ``additionalProperties: X``, and ``dict[Literal[...], X]`` (or an ``Enum`` key) adds ``maxProperties`` (the number
+  of keys) and a CEL ``x-kubernetes-validations`` rule listing the keys (checked by API servers that have them, 1.25
+  and later; 1.20 drops it, and the model refuses another key); a model with ``extra="allow"`` or
+  ``extra="forbid"`` keeps its properties and preserves unknown fields (the API server would prune a misspelled
+  field before the model could refuse it);
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
 * ``set[X]`` becomes a plain list: ``uniqueItems`` is forbidden in CRDs, and ``x-kubernetes-list-type: set`` would
@@ -913,6 +916,24 @@ class _Converter:
             out["additionalProperties"] = self.convert(extra, f"{path}.*", stack)
         else:
             out[PRESERVE] = True
+        keys = self._resolved(node.get("propertyNames") or {}).get("enum")
+        if not properties and keys:
+            self._keys(out, [str(key) for key in keys])
+
+    @staticmethod
+    def _keys(out: dict[str, Any], keys: Sequence[str]) -> None:
+        """A map whose keys are ``Literal`` or ``Enum`` values: ``propertyNames`` has no structural form, and a key it
+        refuses (a misspelled one) would be stored for the model to refuse. The map holds at most that many keys
+        (every API server checks it), and a validation rule lists them (API servers with CEL rules, Kubernetes 1.25
+        and later, check it; 1.20 drops it). A map of ``Any`` (preserving unknown fields) gets the bound only.
+        """
+        out["maxProperties"] = min(len(keys), out.get("maxProperties", len(keys)))
+        if "additionalProperties" in out:
+            listed = ", ".join(json.dumps(key, ensure_ascii=False) for key in keys)
+            message = ", ".join(json.dumps(key) for key in keys)
+            out["x-kubernetes-validations"] = [
+                {"rule": f"self.all(k, k in [{listed}])", "message": f"the keys must be among {message}"}
+            ]
 
     def _array(self, node: dict[str, Any], out: dict[str, Any], path: str, stack: tuple[str, ...]) -> None:
         if "prefixItems" in node:

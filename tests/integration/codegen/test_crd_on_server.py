@@ -93,6 +93,7 @@ class SchemedSpec(pydantic.BaseModel):
     batch: int = pydantic.Field(default=10, multiple_of=5)
     key: str | None = pydantic.Field(default=None, pattern=r"^[\w.]+$")
     source: Annotated[GitSource | ImageSource, pydantic.Field(discriminator="type")] | None = None
+    weights: dict[Literal["cpu", "memory"], int] = pydantic.Field(default={}, max_length=3)
     amount: int | float = pydantic.Field(default=1, gt=0, le=100)
     scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
     slot: Annotated[int, pydantic.Field(ge=1)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^[a-z]+$")] = 1
@@ -170,6 +171,7 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
         pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
         pytest.param({"slot": 2}, id="int-or-string-member-bound-int"),
+        pytest.param({"weights": {"cpu": 1, "memory": 2}}, id="literal-keys"),
         pytest.param({"source": {"type": "git", "url": "https://x", "depth": 1}}, id="tagged-union-one-member"),
         pytest.param({"source": {"type": "oci", "image": "x"}}, id="tagged-union-other-member"),
         pytest.param({"source": {"type": "git", "url": "https://x", "image": "x"}}, id="tagged-union-ignored-field"),
@@ -211,6 +213,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"words": " a"}, id="pattern-space-class"),
         pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
         pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
+        pytest.param({"weights": {"cpu": 1, "memory": 2, "disk": 3}}, id="literal-keys-more-than-listed"),
         pytest.param({"source": {"type": "svn", "url": "https://x"}}, id="tagged-union-unknown-tag"),
         pytest.param({"source": {"url": "https://x"}}, id="tagged-union-no-tag"),
         pytest.param({"source": {"type": "git"}}, id="tagged-union-member-required"),

@@ -450,6 +450,38 @@ class Untagged(pydantic.BaseModel):
     pet: Cat | Dog
 
 
+class Keyed(pydantic.BaseModel):
+    weights: dict[Literal["cpu", 'say "hi"'], int] = {}
+    colours: dict[Color, str] | None = pydantic.Field(default=None, max_length=1)
+    anything: dict[Literal["a", "b"], Any] = {}
+
+
+def test_a_map_with_literal_keys_holds_at_most_that_many_and_says_which_in_a_validation_rule() -> None:
+    properties = schema(Keyed)["properties"]
+    assert properties["weights"] == {
+        "type": "object",
+        "default": {},
+        "maxProperties": 2,
+        "additionalProperties": {"type": "integer"},
+        "x-kubernetes-validations": [
+            {
+                "rule": 'self.all(k, k in ["cpu", "say \\"hi\\""])',
+                "message": 'the keys must be among "cpu", "say \\"hi\\""',
+            }
+        ],
+    }
+    assert properties["colours"]["maxProperties"] == 1
+    assert properties["colours"]["x-kubernetes-validations"] == [
+        {"rule": 'self.all(k, k in ["red", "blue"])', "message": 'the keys must be among "red", "blue"'}
+    ]
+    assert properties["anything"] == {
+        "type": "object",
+        "default": {},
+        "maxProperties": 2,
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 

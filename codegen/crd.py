@@ -758,58 +758,71 @@ class _Converter:
 
         A structural schema gives each field one schema, and Kubernetes refuses ``oneOf`` members that declare types
         (pydantic's form). So the object declares every member's fields (a field two members declare must be the same
-        in both; its default is kept only when each member has it), requires what each member requires, and an
-        ``anyOf`` of value validations picks the member by its tag: that member's tag values, its required fields,
-        and, for a member that forbids extra fields, none of the other members' fields. The API server checks these
+        in both but for its Literal values; its default is kept only when each member has it), requires what each
+        member requires, and an ``anyOf`` of value validations picks the member by its tag: that member's values of
+        the tag (under each name the member reads it by) and of its other Literal fields, its required fields, and,
+        for a member that forbids extra fields, none of the other members' fields. The API server checks these
         (Kubernetes 1.20 and later); what the members' fields ignore is ignored by the model too.
         """
         options = node.pop("oneOf")
         tag = node.pop("discriminator").get("propertyName")
         names = [_member_name(option) for option in options]
         members = [self.convert(dict(option), path, stack) for option in options]
-        properties: dict[str, Any] = {}
-        owners: dict[str, str] = {}
         for name, member in zip(names, members, strict=True):
-            declared = member.get("properties") or {}
-            values = declared.get(tag, {}).get("enum")
             if "anyOf" in member:
                 raise errors.CodegenError(
                     f"{path}: {name} is itself a discriminated union, and one object of the CRD holds every member's "
                     "fields: list its members in the outer union instead"
                 )
-            if member.get("type") != "object" or not values:
+            if member.get("type") != "object" or not (member.get("properties") or {}).get(tag, {}).get("enum"):
                 raise errors.CodegenError(
                     f"{path}: {name}, a member of a union discriminated by {tag!r}, has no {tag} field of Literal "
                     f"values: declare one, like {tag}: Literal[{name.lower()!r}]"
                 )
-            for field, field_schema in declared.items():
-                if field not in properties:
-                    properties[field], owners[field] = field_schema, name
-                elif field != tag and _undefaulted(properties[field]) != _undefaulted(field_schema):
+        properties: dict[str, Any] = {}
+        by_member: list[dict[str, Any]] = [{} for _ in members]
+        for field in dict.fromkeys(field for member in members for field in member["properties"]):
+            declared = [
+                (name, member["properties"][field])
+                for name, member in zip(names, members, strict=True)
+                if field in member["properties"]
+            ]
+            (first, merged), *others = declared
+            for name, other in others:
+                if _unenumerated(merged) != _unenumerated(other):
                     raise errors.CodegenError(
-                        f"{path}: {field} is a different field in {owners[field]} and {name}, and one object of the "
-                        "CRD holds every member's fields: give it one type and one set of constraints in each member, "
-                        "or another name"
+                        f"{path}: {field} is a different field in {first} and {name}, and one object of the CRD "
+                        "holds every member's fields: give it one type and one set of constraints in each member "
+                        "(its Literal values may differ), or another name"
                     )
-        for field, field_schema in list(properties.items()):
-            defaults = [member["properties"].get(field, {}).get("default") for member in members]
-            if any(default != defaults[0] for default in defaults):
-                properties[field] = {key: value for key, value in field_schema.items() if key != "default"}
-        tag_values = [value for member in members for value in member["properties"][tag]["enum"]]
-        properties[tag] = {**_undefaulted(properties[tag]), "enum": tag_values}
-        everywhere = [field for field in properties if all(field in member.get("required", ()) for member in members)]
+            if len(declared) < len(members) or any(
+                other.get("default") != merged.get("default") for _, other in others
+            ):
+                merged = {key: value for key, value in merged.items() if key != "default"}
+            enums = [other.get("enum") for _, other in declared]
+            if any(enum != enums[0] for enum in enums):
+                # Each member's own values are checked in its branch; the object takes any of them.
+                merged = {key: value for key, value in merged.items() if key != "enum"}
+                if all(enums):
+                    merged["enum"] = list(dict.fromkeys(value for enum in enums for value in enum or ()))
+                for index, member in enumerate(members):
+                    if member["properties"].get(field, {}).get("enum"):
+                        by_member[index][field] = {"enum": member["properties"][field]["enum"]}
+            properties[field] = merged
         branches = []
-        for option, member in zip(options, members, strict=True):
-            branch: dict[str, Any] = {
-                "properties": {tag: {"enum": member["properties"][tag]["enum"]}},
-                "required": list(dict.fromkeys([tag, *member.get("required", ())])),
-            }
-            others = [field for field in properties if field not in member["properties"]]
-            if self._resolved(option).get("additionalProperties") is False and others:
-                branch["not"] = {"anyOf": [{"required": [field]} for field in others]}
+        for option, member, own in zip(options, members, by_member, strict=True):
+            branch: dict[str, Any] = {"properties": own} if own else {}
+            if member.get("required"):
+                branch["required"] = list(member["required"])
+            foreign = [field for field in properties if field not in member["properties"]]
+            if self._resolved(option).get("additionalProperties") is False and foreign:
+                branch["not"] = {"anyOf": [{"required": [field]} for field in foreign]}
             branches.append(branch)
         out = self._annotations(node)
-        out.update({"type": "object", "properties": properties, "required": list(dict.fromkeys([tag, *everywhere]))})
+        out.update({"type": "object", "properties": properties})
+        everywhere = [field for field in properties if all(field in member.get("required", ()) for member in members)]
+        if everywhere:
+            out["required"] = everywhere
         if node.get("default") is not None:
             out["default"] = node["default"]
         out["anyOf"] = branches
@@ -956,6 +969,11 @@ def _member_name(option: Mapping[str, Any]) -> str:
     if members:
         return f"({' | '.join(_member_name(member) for member in members)})"
     return str(option.get("title") or option.get("type", "?"))
+
+
+def _unenumerated(node: Mapping[str, Any]) -> Any:
+    """``node`` without its descriptions, its own default and its own enum (the structure a merged field keeps)."""
+    return {key: value for key, value in _undefaulted(node).items() if key != "enum"}
 
 
 def _undefaulted(node: Mapping[str, Any]) -> Any:

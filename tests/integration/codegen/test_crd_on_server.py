@@ -51,6 +51,7 @@ class GitSource(pydantic.BaseModel):
     url: str
     branch: str = "main"
     depth: int | None = pydantic.Field(default=None, ge=1)
+    mode: Literal["shallow", "full"] = "full"
 
 
 class ImageSource(pydantic.BaseModel):
@@ -59,6 +60,7 @@ class ImageSource(pydantic.BaseModel):
     type: Literal["image", "oci"]
     image: str = pydantic.Field(min_length=1)
     depth: int | None = pydantic.Field(default=None, ge=1)
+    mode: Literal["pull", "cache"] = "pull"
 
 
 class SchemedSpec(pydantic.BaseModel):
@@ -176,6 +178,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"source": {"type": "oci", "image": "x"}}, id="tagged-union-other-member"),
         pytest.param({"source": {"type": "git", "url": "https://x", "image": "x"}}, id="tagged-union-ignored-field"),
         pytest.param({"source": None}, id="tagged-union-null"),
+        pytest.param({"source": {"type": "git", "url": "https://x", "mode": "shallow"}}, id="tagged-union-own-value"),
+        pytest.param({"source": {"type": "image", "image": "x", "mode": "cache"}}, id="tagged-union-other-value"),
         pytest.param({"amount": 3, "scale": 2}, id="int-or-float-int"),
         pytest.param({"amount": 0.5, "scale": 1.5}, id="int-or-float-float"),
         pytest.param({"scale": None}, id="int-or-float-null"),
@@ -215,6 +219,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
         pytest.param({"weights": {"cpu": 1, "memory": 2, "disk": 3}}, id="literal-keys-more-than-listed"),
         pytest.param({"source": {"type": "svn", "url": "https://x"}}, id="tagged-union-unknown-tag"),
+        pytest.param({"source": {"type": "git", "url": "https://x", "mode": "pull"}}, id="tagged-union-others-value"),
         pytest.param({"source": {"url": "https://x"}}, id="tagged-union-no-tag"),
         pytest.param({"source": {"type": "git"}}, id="tagged-union-member-required"),
         pytest.param({"source": {"type": "image", "url": "https://x"}}, id="tagged-union-other-members-required"),

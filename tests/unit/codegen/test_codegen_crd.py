@@ -437,6 +437,51 @@ def test_a_discriminated_union_is_one_object_that_checks_each_members_fields_by_
     assert properties["spare"]["anyOf"] == properties["pet"]["anyOf"]
 
 
+class Named(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    pet_kind: Literal["named"] = pydantic.Field(alias="petKind")
+    mode: Literal["calm", "wild"] = "calm"
+
+
+class Numbered(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    pet_kind: Literal["numbered"] = pydantic.Field(alias="petKind")
+    mode: Literal["odd", "even"]
+
+
+class Tagged(pydantic.BaseModel):
+    pet: Annotated[Named | Numbered, pydantic.Field(discriminator="pet_kind")]
+
+
+def test_members_of_a_discriminated_union_may_give_a_field_their_own_literal_values_and_read_it_by_two_names() -> None:
+    pet = schema(Tagged)["properties"]["pet"]
+    assert pet["properties"] == {
+        "petKind": {"type": "string", "enum": ["named", "numbered"]},
+        "pet_kind": {"type": "string", "enum": ["named", "numbered"]},
+        "mode": {"type": "string", "enum": ["calm", "wild", "odd", "even"]},
+    }
+    assert "required" not in pet
+    assert pet["anyOf"] == [
+        {
+            "properties": {
+                "petKind": {"enum": ["named"]},
+                "pet_kind": {"enum": ["named"]},
+                "mode": {"enum": ["calm", "wild"]},
+            }
+        },
+        {
+            "properties": {
+                "petKind": {"enum": ["numbered"]},
+                "pet_kind": {"enum": ["numbered"]},
+                "mode": {"enum": ["odd", "even"]},
+            },
+            "required": ["mode"],
+        },
+    ]
+
+
 class Bird(pydantic.BaseModel):
     pet: Literal["bird"]
     name: int
@@ -513,7 +558,8 @@ class Nothing(pydantic.BaseModel):
         (
             Clash,
             "spec.pet: name is a different field in Cat and Bird, and one object of the CRD holds every member's "
-            "fields: give it one type and one set of constraints in each member, or another name",
+            "fields: give it one type and one set of constraints in each member (its Literal values may differ), or "
+            "another name",
         ),
         (
             Untagged,

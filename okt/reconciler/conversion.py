@@ -127,7 +127,8 @@ def convert_object(
         models = models_of(reconciler)
         spec: Any = obj["spec"]
         for a, b in path:
-            source_spec = _as_model(spec, models.get(a))
+            model = models.get(a)
+            source_spec = spec if model is None else reconciler_mod.spec_from_data(model, spec)
             try:
                 returned = reconciler.converters[(a, b)](source_spec)
             except Exception as exc:

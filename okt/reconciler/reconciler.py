@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pydantic
+import pydantic_core
 import structlog
 
 from okt import errors
@@ -645,6 +646,9 @@ BUILTIN_WORK: Mapping[State, BuiltinWork] = {
 """The built-in work of each state (:mod:`.children`, :mod:`.report`, :mod:`.finalize`)."""
 
 
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+
+
 def builtin_work(reconciler: Reconciler, state: states.State, ctx: context_mod.Context) -> None:
     """Do okt's built-in work of ``state`` (nothing for GiveupManager and End)."""
     work = BUILTIN_WORK.get(state)
@@ -657,12 +661,24 @@ def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:
 
     A spec that is not a JSON object at all (a CRD that preserves unknown fields lets a string or a list through) is
     an ``InvalidSpec`` too, never a crash of the reconcile.
+
+    The spec is read as the JSON data it is (see :func:`spec_from_data`).
     """
     if reconciler.spec_model is None:
         return None
     if not isinstance(raw_spec, Mapping):
         raise errors.InvalidSpec(f"spec: must be an object, got {type(raw_spec).__name__}", field="spec")
+    return spec_from_data(reconciler.spec_model, dict(raw_spec))
+
+
+def spec_from_data(model: type[ModelT], data: Any) -> ModelT:
+    """``data``, a spec as the API server holds it, read as ``model``; InvalidSpec names every bad field.
+
+    It is read as the JSON data it is (pydantic's JSON mode), as the CRD's schema describes it: a model in strict
+    mode takes a datetime, a UUID or an enum member by its JSON form, where Python's strict mode would want the
+    object itself, which no custom resource can hold.
+    """
     try:
-        return reconciler.spec_model.model_validate(dict(raw_spec))
+        return model.model_validate_json(pydantic_core.to_json(data))
     except pydantic.ValidationError as exc:
-        raise errors.InvalidSpec.from_validation_error(exc, model=reconciler.spec_model) from exc
+        raise errors.InvalidSpec.from_validation_error(exc, model=model) from exc

@@ -222,3 +222,36 @@ def test_a_spec_its_model_refuses_fails_the_review_without_a_logged_failure() ->
 
     assert result.failure is not None and "spec.imageName: Field required" in result.failure
     assert [line for line in logged if line["log_level"] == "error"] == []
+
+
+class StrictWindow(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(strict=True)
+
+    since: datetime.datetime
+
+
+class StrictStart(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(strict=True)
+
+    start: datetime.datetime
+
+
+class Schedules(okt.Reconciler):
+    api_version = "example.com/v2"
+    kind = "Schedule"
+    spec_model = StrictStart
+    spec_models = {"v1": StrictWindow}
+    converters = {
+        ("v1", "v2"): lambda spec: StrictStart(start=spec.since),
+        ("v2", "v1"): lambda spec: StrictWindow(since=spec.start),
+    }
+
+
+def test_a_strict_model_reads_the_stored_spec_by_the_json_forms_of_its_values() -> None:
+    # Python's strict mode wants a datetime object, which no stored spec holds: every review failed.
+    old = {**cache("v1", {"since": "2032-04-23T10:20:30Z"}), "apiVersion": "example.com/v1", "kind": "Schedule"}
+
+    result = conversion.convert(Schedules, {"uid": "u", "desiredAPIVersion": "example.com/v2", "objects": [old]})
+
+    assert result.failure is None
+    assert [converted["spec"] for converted in result.objects] == [{"start": "2032-04-23T10:20:30Z"}]

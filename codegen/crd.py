@@ -10,11 +10,11 @@ Guarantees (the conversion):
   since structural schemas cannot recurse); ``$defs`` and ``title`` are dropped;
 * ``Optional[X]`` (``anyOf`` with ``null``, or a ``Literal`` that lists ``None``) becomes ``X`` with
   ``nullable: true`` (and its ``None`` default is dropped; an enum lists ``null`` too, since the API server checks a
-  null against it); ``int | str`` becomes ``x-kubernetes-int-or-string`` with its members' bounds, lengths and
-  patterns (each applies to one JSON type); ``int | float`` becomes a ``number`` with the bounds of the union (or
-  the same bounds of each member: members bounded differently are an error naming the field); a constraint on
-  ``int | str`` as a whole (which pydantic applies to every member, raising a TypeError for the values it cannot
-  compare) and any other union are errors naming the field and what to write instead;
+  null against it); ``int | str`` becomes ``x-kubernetes-int-or-string`` with its members' bounds, lengths,
+  patterns and string format (each applies to one JSON type); ``int | float`` becomes a ``number`` with the bounds
+  of the union (or the same bounds of each member: members bounded differently are an error naming the field); a
+  constraint on ``int | str`` as a whole (which pydantic applies to every member, raising a TypeError for the
+  values it cannot compare) and any other union are errors naming the field and what to write instead;
 * a discriminated union of models (``Annotated[A | B, Field(discriminator="kind")]``) becomes one object declaring
   every member's fields (a field two members declare must be the same in both) with an ``anyOf`` of value
   validations that checks, by the tag, that member's tag values, required fields and (when it forbids extra fields)
@@ -855,8 +855,8 @@ class _Converter:
 
     def _int_or_string_member(self, option: Mapping[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         """The value validations of one member of ``int | str``, to be set on the int-or-string node itself: the API
-        server checks a bound only against numbers and a length or a pattern only against strings, so each still
-        reaches only the member it was written for."""
+        server checks a bound only against numbers and a length, a pattern or a format only against strings, so each
+        still reaches only the member it was written for."""
         member = self.convert(dict(option), path, stack)
         if "enum" in member:
             raise errors.CodegenError(
@@ -864,7 +864,10 @@ class _Converter:
                 "server would check the other member's values against it too): declare two fields, or leave the "
                 "values to check()"
             )
-        return {key: value for key, value in member.items() if key in _MEMBER_VALIDATIONS}
+        kept = {key: value for key, value in member.items() if key in _MEMBER_VALIDATIONS}
+        if member["type"] == "string" and "format" in member:
+            kept["format"] = member["format"]  # the API server checks a string format against strings only
+        return kept
 
     def _typed(self, node: dict[str, Any], path: str, stack: tuple[str, ...]) -> dict[str, Any]:
         if "const" in node:

@@ -98,6 +98,7 @@ class SchemedSpec(pydantic.BaseModel):
     weights: dict[Literal["cpu", "memory"], int] = pydantic.Field(default={}, max_length=3)
     amount: int | float = pydantic.Field(default=1, gt=0, le=100)
     scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
+    peer: int | ipaddress.IPv4Address | None = None
     slot: Annotated[int, pydantic.Field(ge=1)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^[a-z]+$")] = 1
 
 
@@ -173,6 +174,8 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"words": "deux\u00a0mots"}, id="pattern-space-class-beyond-ascii"),
         pytest.param({"key": "ü.ö"}, id="pattern-word-class-in-a-set-beyond-ascii"),
         pytest.param({"slot": 2}, id="int-or-string-member-bound-int"),
+        pytest.param({"peer": 7}, id="int-or-string-formatted-int"),
+        pytest.param({"peer": "10.0.0.1"}, id="int-or-string-formatted-string"),
         pytest.param({"weights": {"cpu": 1, "memory": 2}}, id="literal-keys"),
         pytest.param({"source": {"type": "git", "url": "https://x", "depth": 1}}, id="tagged-union-one-member"),
         pytest.param({"source": {"type": "oci", "image": "x"}}, id="tagged-union-other-member"),
@@ -217,6 +220,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"words": " a"}, id="pattern-space-class"),
         pytest.param({"label": "deux\u00a0mots"}, id="pattern-negated-space-class-beyond-ascii"),
         pytest.param({"slot": 0}, id="int-or-string-int-member-minimum"),
+        pytest.param({"peer": "10.0.0.256"}, id="int-or-string-string-member-format"),
         pytest.param({"weights": {"cpu": 1, "memory": 2, "disk": 3}}, id="literal-keys-more-than-listed"),
         pytest.param({"source": {"type": "svn", "url": "https://x"}}, id="tagged-union-unknown-tag"),
         pytest.param({"source": {"type": "git", "url": "https://x", "mode": "pull"}}, id="tagged-union-others-value"),

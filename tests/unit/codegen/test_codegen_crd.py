@@ -352,6 +352,8 @@ def test_a_model_that_allows_or_forbids_extra_fields_preserves_unknown_ones(
 class BoundMembers(pydantic.BaseModel):
     slot: Annotated[int, pydantic.Field(gt=0, le=9)] | Annotated[str, pydantic.Field(max_length=3, pattern=r"^\d+$")]
     name: int | pydantic.constr(min_length=1) | None = None
+    peer: int | ipaddress.IPv4Address = 0
+    host: int | ipaddress.IPv6Address = 0
 
 
 def test_the_members_of_an_int_or_string_keep_their_constraints() -> None:
@@ -365,6 +367,8 @@ def test_the_members_of_an_int_or_string_keep_their_constraints() -> None:
         "x-kubernetes-int-or-string": True,
     }
     assert properties["name"] == {"nullable": True, "minLength": 1, "x-kubernetes-int-or-string": True}
+    assert properties["peer"] == {"format": "ipv4", "default": 0, "x-kubernetes-int-or-string": True}
+    assert properties["host"] == {"default": 0, "x-kubernetes-int-or-string": True}
 
 
 class Numbers(pydantic.BaseModel):

@@ -30,6 +30,8 @@ Guarantees:
   cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero, ``| int`` of ``"three"``
   without a default) raises :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False,
   reason=InvalidSpec``;
+* a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
+  attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``);
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
@@ -57,6 +59,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import jinja2
+import jinja2.exceptions
+import jinja2.sandbox
 import pydantic
 import pydantic_core
 import yaml
@@ -186,8 +190,14 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     return _PLACEHOLDER.format(len(values) - 1)
 
 
-class _Environment(jinja2.Environment):
-    """Jinja2, with ``a.b`` reading a mapping's key ``b`` before its attribute, and an enum read as its value.
+class _Environment(jinja2.sandbox.SandboxedEnvironment):
+    """Jinja2's sandbox, with ``a.b`` reading a mapping's key ``b`` before its attribute, and an enum read as its value.
+
+    The sandbox because a value of the custom resource can steer what a template reads: a format string it holds
+    (``{{ cr.spec.pattern.format(name) }}`` with ``{0.__class__.__init__.__globals__}``) read the operator's module
+    globals, and a ``range`` it bounds looped for ever. The sandbox refuses attributes starting with ``_`` and Python's
+    internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line) and caps ``range`` at
+    ``jinja2.sandbox.MAX_RANGE`` items.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
@@ -206,6 +216,10 @@ class _Environment(jinja2.Environment):
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         return _enum_value(super().getitem(obj, argument))
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        # Refused at once, naming the first attribute refused (Jinja2's Undefined went on, named the last one).
+        raise jinja2.exceptions.SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} is unsafe")
 
 
 class _EnumText(str):
@@ -482,8 +496,9 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     """Render a Jinja2 YAML template into one object, each ``{{ }}`` value placed as data in its slot.
 
     Raises:
-        okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), or an expression
-            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``: the message names its line).
+        okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), an expression
+            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``: the message names its line), or
+            read what the sandbox refuses (an attribute into Python's internals, a ``range`` beyond its cap).
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
@@ -491,6 +506,10 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     token = _recorded.set(values)
     try:
         skeleton = _compiled(template).render(**variables)
+    except jinja2.exceptions.SecurityError as exc:
+        raise errors.InvalidSpec(
+            f"template line {_template_line(exc)}: {exc.message}: a template reads data, never Python internals"
+        ) from None
     except jinja2.TemplateError as exc:
         raise errors.MutationError(f"template error: {exc}") from exc
     except (TypeError, ValueError, ArithmeticError) as exc:

@@ -743,3 +743,39 @@ def test_an_enum_field_of_the_spec_model_is_the_value_the_custom_resource_holds(
         "level": "3 True",
         "member": "gold GOLD True",
     }
+
+
+def widget(spec: dict[str, Any]) -> objects.CustomResource:
+    return objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": spec})
+
+
+@pytest.mark.parametrize(
+    ("expression", "spec", "message"),
+    [
+        # read the operator's module globals into the child
+        ("cr.spec.pattern.format(cr)", {"pattern": "{0.__class__.__init__.__globals__}"}, "'__class__'"),
+        ("cr.spec.pattern.format_map(cr.spec)", {"pattern": "{pattern.__class__.__mro__}"}, "'__class__'"),
+        ("cr.spec[cr.spec.field]", {"field": "__class__"}, "'__class__'"),
+        ("cr.spec.name.__class__.__mro__", {"name": "web"}, "'__class__'"),
+    ],
+    ids=["format", "format_map", "subscript", "attribute"],
+)
+def test_a_template_reading_python_internals_is_an_invalid_spec_naming_its_line(
+    expression: str, spec: dict[str, Any], message: str
+) -> None:
+    template = f"kind: ConfigMap\nmetadata:\n  name: w\ndata:\n  value: '{{{{ {expression} }}}}'\n"
+
+    refused = f"^template line 5: access to attribute {message} .* unsafe"
+    with pytest.raises(errors.InvalidSpec, match=refused) as caught:
+        templating.render_template(template, {"cr": widget(spec)})
+
+    assert "\n" not in str(caught.value)
+
+
+def test_a_range_bounded_by_the_custom_resource_is_capped() -> None:
+    # looped for ever (10**12 empty iterations)
+    template = "kind: X\n{% for i in range(cr.spec.n) %}{% endfor %}\nv: 1\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: Range too big.* \(OverflowError\)"):
+        templating.render_template(template, {"cr": widget({"n": 10**12})})
+    assert templating.render_template(template, {"cr": widget({"n": 3})}) == {"kind": "X", "v": 1}

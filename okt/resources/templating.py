@@ -52,8 +52,10 @@ import dataclasses
 import enum
 import functools
 import json
+import math
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -143,6 +145,45 @@ def _indent(value: Any, width: int | str = 4, first: bool = False, blank: bool =
     return value
 
 
+MAX_SIZE = 3 * 1024 * 1024
+"""The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB, so no
+child it would take is refused. A custom resource's number (``{{ "-" * cr.spec.width }}``) otherwise built a value of
+any size, and ``n = 10**10`` took the operator's memory."""
+
+
+class _TooLarge(ValueError):
+    """An operation on a value would build one larger than a child can hold (its message says what and how large)."""
+
+
+def _repeat(left: Any, right: Any) -> Any:
+    """``*``, refusing to repeat a string, list or tuple into more than :data:`MAX_SIZE` characters or items."""
+    sequence, times = (right, left) if isinstance(left, int) else (left, right)
+    if isinstance(sequence, str | list | tuple) and isinstance(times, int) and len(sequence) * times > MAX_SIZE:
+        raise _TooLarge(
+            f"repeating a {type(sequence).__name__} of length {len(sequence)} {times} times would build "
+            f"{len(sequence) * times} {'characters' if isinstance(sequence, str) else 'items'}, more than the "
+            f"{MAX_SIZE} a child can hold"
+        )
+    return left * right
+
+
+def _most_digits() -> int:
+    return sys.get_int_max_str_digits() or MAX_SIZE
+
+
+def _power(left: Any, right: Any) -> Any:
+    """``**``, refusing an integer power with more digits than Python writes a number with (4300 by default): its
+    computation took time and memory growing with the exponent, for a number no child can hold anyway."""
+    if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+        digits = right * math.log10(abs(left))
+        if digits > _most_digits():
+            raise _TooLarge(
+                f"{left} ** {right} would have {digits:.0f} digits, more than the {_most_digits()} a number in a "
+                "template may have"
+            )
+    return left**right
+
+
 _NO_DEFAULT: Any = object()
 
 
@@ -197,7 +238,8 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     (``{{ cr.spec.pattern.format(name) }}`` with ``{0.__class__.__init__.__globals__}``) read the operator's module
     globals, and a ``range`` it bounds looped for ever. The sandbox refuses attributes starting with ``_`` and Python's
     internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line) and caps ``range`` at
-    ``jinja2.sandbox.MAX_RANGE`` items.
+    ``jinja2.sandbox.MAX_RANGE`` items; okt's own ``*`` and ``**`` refuse to build a value larger than a child can
+    hold (:func:`_repeat`, :func:`_power`), which the sandbox leaves alone.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
@@ -208,6 +250,15 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     (``Tier.GOLD``): the template reads the value the custom resource holds (``gold``), in ``{{ }}``, ``~`` and
     comparisons alike, and ``.value`` and ``.name`` still read the member's.
     """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            return _repeat(left, right)
+        if operator == "**":
+            return _power(left, right)
+        return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if (type(obj) is dict or isinstance(obj, Mapping)) and attribute in obj:
@@ -512,6 +563,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         ) from None
     except jinja2.TemplateError as exc:
         raise errors.MutationError(f"template error: {exc}") from exc
+    except _TooLarge as exc:
+        raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
     except (TypeError, ValueError, ArithmeticError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and
         # its names resolved, and what failed is an expression on a value it was given — a value of the custom

@@ -180,3 +180,51 @@ def test_spec_strings_yaml_would_read_as_other_types_are_those_strings_in_the_li
     assert live["data"] == {f"w{i}": word for i, word in enumerate(LOOKALIKES, 1)}
     assert live["metadata"]["labels"]["word"] == "yes"
     assert live["metadata"]["annotations"]["first"] == "yes"
+
+
+class RulerSpec(pydantic.BaseModel):
+    width: int
+
+
+class RulerConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-ruler
+  namespace: {{ namespace }}
+data:
+  ruler: "{{ '-' * cr.spec.width }}"
+"""
+
+
+class RulerReconciler(shared.WidgetReconciler):
+    spec_model = RulerSpec
+    owns = (RulerConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [RulerConfig(ctx.cr)]
+
+
+def test_a_value_that_would_build_a_child_of_any_size_is_an_invalid_spec_and_other_objects_are_served(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "huge", width=10**10)
+    shared.make_widget(kube, widget_kind, namespace, "small", width=3)
+
+    huge = shared.reconcile_widget(RulerReconciler(), kube, widget_kind, namespace, "huge")
+    small = shared.reconcile_widget(RulerReconciler(), kube, widget_kind, namespace, "small")
+
+    assert huge.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "huge-ruler") is None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "huge"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith("template line 8: repeating a str of length 1 10000000000 times")
+    assert "Traceback" not in ready["message"]
+    assert small.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, "small-ruler")
+    assert live is not None
+    assert live["data"] == {"ruler": "---"}

@@ -779,3 +779,46 @@ def test_a_range_bounded_by_the_custom_resource_is_capped() -> None:
     with pytest.raises(errors.InvalidSpec, match=r"^template line 2: Range too big.* \(OverflowError\)"):
         templating.render_template(template, {"cr": widget({"n": 10**12})})
     assert templating.render_template(template, {"cr": widget({"n": 3})}) == {"kind": "X", "v": 1}
+
+
+@pytest.mark.parametrize(
+    ("expression", "spec", "message"),
+    [
+        # each took the memory of the process
+        ('"x" * cr.spec.n', {"n": 10**10}, "repeating a str of length 1 10000000000 times would build"),
+        ('cr.spec.n * "ab"', {"n": 10**10}, "repeating a str of length 2 10000000000 times"),
+        ("cr.spec.names * cr.spec.n", {"names": ["a", "b"], "n": 10**10}, "repeating a list of length 2"),
+        ("(cr.spec.name,) * cr.spec.n", {"name": "a", "n": 10**10}, "repeating a tuple of length 1"),
+        ("2 ** cr.spec.n", {"n": 10**10}, r"2 \*\* 10000000000 would have 3010299957 digits"),
+        ("cr.spec.base ** 10000", {"base": 12345}, r"12345 \*\* 10000 would have 40915 digits"),
+    ],
+)
+def test_an_operation_building_a_value_larger_than_a_child_can_hold_is_an_invalid_spec_naming_its_line(
+    expression: str, spec: dict[str, Any], message: str
+) -> None:
+    template = f"kind: ConfigMap\nmetadata:\n  name: w\ndata:\n  value: '{{{{ {expression} }}}}'\n"
+
+    with pytest.raises(errors.InvalidSpec, match=f"^template line 5: {message}") as caught:
+        templating.render_template(template, {"cr": widget(spec)})
+
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('"-" * cr.spec.n', "---"),
+        ('cr.spec.n * "ab"', "ababab"),
+        ("(cr.spec.names * cr.spec.n) | join", "ababab"),
+        ("cr.spec.n * 4", 12),
+        ("cr.spec.n * 1.5", 4.5),
+        ("2 ** cr.spec.n", 8),
+        ("2 ** 64", 2**64),
+        ("cr.spec.n ** -1", 1 / 3),
+        ("cr.spec.n % 2", 1),
+    ],
+)
+def test_operations_within_bounds_build_what_python_builds(expression: str, expected: Any) -> None:
+    cr = widget({"n": 3, "names": ["a", "b"]})
+
+    assert templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", {"cr": cr})["v"] == expected

@@ -52,10 +52,8 @@ import dataclasses
 import enum
 import functools
 import json
-import math
 import re
 import secrets
-import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -68,6 +66,7 @@ import pydantic_core
 import yaml
 
 from okt import errors
+from okt.resources import template_limits
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -131,7 +130,7 @@ def _to_json(value: Any, indent: int | None = None) -> _Structured:
     """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
     without its quotes, a mapping as a mapping), a string context the JSON text."""
     data = _data(value)
-    structured = _Structured(jinja2.utils.htmlsafe_json_dumps(data, dumps=json.dumps, indent=indent, sort_keys=True))
+    structured = _Structured(template_limits.json_text(data, indent))
     structured.value = data
     return structured
 
@@ -143,45 +142,6 @@ def _indent(value: Any, width: int | str = 4, first: bool = False, blank: bool =
     YAML takes those ``n`` columns off again. okt places the value itself, so the columns it added stayed in it (an
     embedded file's lines moved right), and ``| to_yaml | indent(n)`` turned a mapping into its text."""
     return value
-
-
-MAX_SIZE = 3 * 1024 * 1024
-"""The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB, so no
-child it would take is refused. A custom resource's number (``{{ "-" * cr.spec.width }}``) otherwise built a value of
-any size, and ``n = 10**10`` took the operator's memory."""
-
-
-class _TooLarge(ValueError):
-    """An operation on a value would build one larger than a child can hold (its message says what and how large)."""
-
-
-def _repeat(left: Any, right: Any) -> Any:
-    """``*``, refusing to repeat a string, list or tuple into more than :data:`MAX_SIZE` characters or items."""
-    sequence, times = (right, left) if isinstance(left, int) else (left, right)
-    if isinstance(sequence, str | list | tuple) and isinstance(times, int) and len(sequence) * times > MAX_SIZE:
-        raise _TooLarge(
-            f"repeating a {type(sequence).__name__} of length {len(sequence)} {times} times would build "
-            f"{len(sequence) * times} {'characters' if isinstance(sequence, str) else 'items'}, more than the "
-            f"{MAX_SIZE} a child can hold"
-        )
-    return left * right
-
-
-def _most_digits() -> int:
-    return sys.get_int_max_str_digits() or MAX_SIZE
-
-
-def _power(left: Any, right: Any) -> Any:
-    """``**``, refusing an integer power with more digits than Python writes a number with (4300 by default): its
-    computation took time and memory growing with the exponent, for a number no child can hold anyway."""
-    if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
-        digits = right * math.log10(abs(left))
-        if digits > _most_digits():
-            raise _TooLarge(
-                f"{left} ** {right} would have {digits:.0f} digits, more than the {_most_digits()} a number in a "
-                "template may have"
-            )
-    return left**right
 
 
 _NO_DEFAULT: Any = object()
@@ -238,8 +198,9 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     (``{{ cr.spec.pattern.format(name) }}`` with ``{0.__class__.__init__.__globals__}``) read the operator's module
     globals, and a ``range`` it bounds looped for ever. The sandbox refuses attributes starting with ``_`` and Python's
     internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line) and caps ``range`` at
-    ``jinja2.sandbox.MAX_RANGE`` items; okt's own ``*`` and ``**`` refuse to build a value larger than a child can
-    hold (:func:`_repeat`, :func:`_power`), which the sandbox leaves alone.
+    ``jinja2.sandbox.MAX_RANGE`` items; the operators, filters and string methods whose result a value sizes
+    (``*``, ``**``, ``%``, ``join``, ``center``, ``str.format`` widths...) refuse to build more than a child can hold
+    (:mod:`okt.resources.template_limits`), which the sandbox leaves alone.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
@@ -251,14 +212,17 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     comparisons alike, and ``.value`` and ``.name`` still read the member's.
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "%"})
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            return _repeat(left, right)
-        if operator == "**":
-            return _power(left, right)
-        return super().call_binop(context, operator, left, right)
+        return template_limits.binop(operator, left, right)
+
+    def wrap_str_format(self, value: Any) -> Any:
+        return template_limits.wrap_str_format(self, value)
+
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        args = template_limits.call(__obj, args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if (type(obj) is dict or isinstance(obj, Mapping)) and attribute in obj:
@@ -301,6 +265,14 @@ _ENV.filters["tojson"] = _to_json
 _ENV.filters["int"] = _to_int
 _ENV.filters["indent"] = _indent
 _ENV.filters["float"] = _to_float
+_ENV.filters["join"] = template_limits.join
+_ENV.filters["replace"] = template_limits.replace
+_ENV.filters["center"] = template_limits.center
+_ENV.filters["wordwrap"] = template_limits.wordwrap
+_ENV.filters["format"] = template_limits.format_
+_ENV.filters["batch"] = template_limits.batch
+_ENV.filters["slice"] = template_limits.slice_
+_ENV.globals["lipsum"] = template_limits.lipsum
 
 
 @functools.lru_cache(maxsize=512)
@@ -563,7 +535,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         ) from None
     except jinja2.TemplateError as exc:
         raise errors.MutationError(f"template error: {exc}") from exc
-    except _TooLarge as exc:
+    except template_limits.TooLarge as exc:
         raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
     except (TypeError, ValueError, ArithmeticError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and

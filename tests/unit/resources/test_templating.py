@@ -822,3 +822,68 @@ def test_operations_within_bounds_build_what_python_builds(expression: str, expe
     cr = widget({"n": 3, "names": ["a", "b"]})
 
     assert templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", {"cr": cr})["v"] == expected
+
+
+MANY_EMPTY = [""] * 100_000
+WIDE = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("expression", "spec", "message"),
+    [
+        # each took the memory of the process
+        ("cr.spec.hosts | join(cr.spec.separator)", {"hosts": MANY_EMPTY, "separator": WIDE}, r"\| join"),
+        ('"ab" | replace("", cr.spec.filler)', {"filler": "x" * 2_000_000}, r"\| replace"),
+        ("cr.spec.name | center(cr.spec.n)", {"name": "a", "n": 10**10}, r"\| center"),
+        ('"a b c" | wordwrap(1, wrapstring=cr.spec.filler)', {"filler": "x" * 2_000_000}, r"\| wordwrap"),
+        ('"%*s" | format(cr.spec.n, "x")', {"n": 10**10}, "this %-format"),
+        ('cr.spec.pattern | format("x")', {"pattern": "%10000000000s"}, "this %-format"),
+        ('cr.spec.pattern % "x"', {"pattern": "%.10000000000f"}, "this %-format"),
+        ('"{:>{}}".format("x", cr.spec.n)', {"n": 10**10}, "this format string's widths"),
+        ("cr.spec.pattern.format_map(cr.spec)", {"pattern": "{pattern:10000000000}"}, "this format string's widths"),
+        ("cr.spec.name.ljust(cr.spec.n)", {"name": "a", "n": 10**10}, r"str\.ljust"),
+        ("cr.spec.name.zfill(cr.spec.n)", {"name": "1", "n": 10**10}, r"str\.zfill"),
+        ('"a\tb".expandtabs(cr.spec.n)', {"n": 10**10}, r"str\.expandtabs"),
+        ('cr.spec.name.replace("", cr.spec.filler)', {"name": "ab", "filler": "x" * 2_000_000}, r"str\.replace"),
+        ("cr.spec.separator.join(cr.spec.hosts)", {"hosts": MANY_EMPTY, "separator": WIDE}, r"str\.join"),
+        ("[1] | batch(cr.spec.n, 0) | list", {"n": 10**10}, r"\| batch"),
+        ("[1] | slice(cr.spec.n) | list", {"n": 10**10}, r"\| slice"),
+        ("lipsum(cr.spec.n)", {"n": 10**10}, "lipsum"),
+        ("cr.spec | tojson(indent=cr.spec.n)", {"n": 10**10}, r"\| tojson\(indent=...\)"),
+    ],
+)
+def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is_an_invalid_spec(
+    expression: str, spec: dict[str, Any], message: str
+) -> None:
+    template = f"kind: ConfigMap\nmetadata:\n  name: w\ndata:\n  value: '{{{{ {expression} }}}}'\n"
+
+    with pytest.raises(errors.InvalidSpec, match=f"^template line 5: {message} would build .* a child can hold$"):
+        templating.render_template(template, {"cr": widget(spec)})
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("cr.spec.names | join(cr.spec.sep)", "a, b"),
+        ('cr.spec.items | join("/", attribute="k")', "1/2"),
+        ('cr.spec.name | replace("e", "E")', "wEb"),
+        ('cr.spec.name | replace("", "-", 2)', "-w-eb"),
+        ("cr.spec.name | center(7)", "  web  "),
+        ('"aaa bbb" | wordwrap(3, wrapstring=cr.spec.sep)', "aaa, bbb"),
+        ('"%-4s|%*d|%.2f|%%" | format(cr.spec.name, 3, 7, 1.5)', "web |  7|1.50|%"),
+        ('"%(name)s!" | format(name=cr.spec.name)', "web!"),
+        ('"%05d" % cr.spec.n', "00003"),
+        ('"{:>{}}|{:.3}|{name}".format(cr.spec.name, 5, 3.14159, name="x")', "  web|3.14|x"),
+        ('"{name}-{n}".format_map(cr.spec)', "web-3"),
+        ("cr.spec.name.ljust(5) ~ cr.spec.name.zfill(4)", "web  0web"),
+        ('"a\tb".expandtabs(4)', "a   b"),
+        ("cr.spec.sep.join(cr.spec.names)", "a, b"),
+        ("[1, 2, 3] | batch(2, 0) | list | string", "[[1, 2], [3, 0]]"),
+        ("[1, 2, 3] | slice(2) | list | string", "[[1, 2], [3]]"),
+        ("cr.spec.items | tojson(indent=1)", '[\n {\n  "k": 1\n },\n {\n  "k": 2\n }\n]'),
+    ],
+)
+def test_filters_methods_and_formats_within_bounds_give_what_jinja_gives(expression: str, expected: Any) -> None:
+    cr = widget({"n": 3, "name": "web", "names": ["a", "b"], "sep": ", ", "items": [{"k": 1}, {"k": 2}]})
+
+    assert templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": cr})["v"] == expected

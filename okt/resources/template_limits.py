@@ -1,0 +1,318 @@
+"""Bounds on what a template may build from a custom resource's values: never more than a child can hold.
+
+Why this exists: a template's operations take their sizes from their operands, and the custom resource chooses
+those. ``{{ "-" * cr.spec.width }}``, ``{{ cr.spec.hosts | join(cr.spec.separator) }}``, ``{{ name | center(n) }}``
+or a format string ``%10000000000s`` each built a value of any size, and one custom resource with ``n = 10**10`` took
+the operator's memory (a MemoryError, or the kernel ending the process) and stopped every other object's reconcile.
+Jinja2's sandbox caps ``range`` but none of these.
+
+Each operation here checks the size of what it is about to build before building it, and refuses one beyond
+:data:`MAX_SIZE` — the API server's request limit, so no child it would accept is refused — with :class:`TooLarge`,
+which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the template line.
+
+Guarantees: ``*`` on a string, list or tuple; ``**`` on integers; ``%`` and ``| format`` on a string; ``str.format``
+and ``format_map`` widths and precisions; the filters ``join``, ``replace``, ``center``, ``wordwrap``, ``batch``,
+``slice``, ``tojson(indent=)``; the string methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``,
+``replace``, ``join``; and ``lipsum``. Within the bound, each gives what Jinja2 and Python give.
+
+Caveats: ``+`` and ``~`` join values that exist already, so one step at most doubles them; a template that doubles a
+value in a loop is bounded by the size of the whole rendered text (see the renderer), not here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import jinja2
+import jinja2.filters
+import jinja2.sandbox
+import jinja2.utils
+
+MAX_SIZE = 3 * 1024 * 1024
+"""The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB."""
+
+
+class TooLarge(ValueError):
+    """An operation would build a value larger than a child can hold (its message says what and how large)."""
+
+
+def check(size: int, what: str, unit: str = "characters") -> None:
+    """Raise :class:`TooLarge` when ``what`` would build ``size`` characters (or items) beyond :data:`MAX_SIZE`."""
+    if size > MAX_SIZE:
+        raise TooLarge(f"{what} would build {size} {unit}, more than the {MAX_SIZE} a child can hold")
+
+
+# -- operators -------------------------------------------------------------------------------------------------------
+
+
+def repeat(left: Any, right: Any) -> Any:
+    """``*``, refusing to repeat a string, list or tuple into more than :data:`MAX_SIZE` characters or items."""
+    sequence, times = (right, left) if isinstance(left, int) else (left, right)
+    if isinstance(sequence, str | list | tuple) and isinstance(times, int):
+        unit = "characters" if isinstance(sequence, str) else "items"
+        check(
+            len(sequence) * times,
+            f"repeating a {type(sequence).__name__} of length {len(sequence)} {times} times",
+            unit,
+        )
+    return left * right
+
+
+def most_digits() -> int:
+    """The most digits Python writes a number with (``sys.get_int_max_str_digits()``, 4300 by default)."""
+    return sys.get_int_max_str_digits() or MAX_SIZE
+
+
+def power(left: Any, right: Any) -> Any:
+    """``**``, refusing an integer power with more digits than Python writes a number with: its computation took time
+    and memory growing with the exponent, for a number no child can hold anyway."""
+    if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+        digits = right * math.log10(abs(left))
+        if digits > most_digits():
+            raise TooLarge(
+                f"{left} ** {right} would have {digits:.0f} digits, more than the {most_digits()} a number in a "
+                "template may have"
+            )
+    return left**right
+
+
+_PRINTF = re.compile(r"%(\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", re.DOTALL)
+
+
+def printf(text: str, arguments: Any) -> str:
+    """``text % arguments`` (``%`` on a string, ``| format``), refusing widths and precisions that would build more
+    than :data:`MAX_SIZE` characters (``%10000000000s``, ``%*s`` with a huge width)."""
+    values = list(arguments) if isinstance(arguments, tuple) else [arguments]
+    size, index = len(text), 0
+    for directive in _PRINTF.finditer(text):
+        if directive[4] == "%" and directive[0] == "%%":
+            continue
+        for number in (directive[2], directive[3]):
+            if number == "*":
+                width = values[index] if index < len(values) else 0
+                index += 1
+                size += abs(width) if isinstance(width, int) else 0
+            elif number:
+                size += int(number)
+        index += directive[1] is None
+        check(size, "this %-format")
+    formatted: str = text % arguments
+    return formatted
+
+
+def binop(operator: str, left: Any, right: Any) -> Any:
+    """The intercepted binary operators: ``*``, ``**`` and ``%`` with their bounds."""
+    if operator == "*":
+        return repeat(left, right)
+    if operator == "**":
+        return power(left, right)
+    if isinstance(left, str):  # "%": formatting; a number's modulo builds nothing large
+        return printf(left, right)
+    return left % right
+
+
+# -- str.format ------------------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+")
+
+
+class _BoundedFormat:
+    """A formatter mixin adding each field's width and precision to what the format call builds."""
+
+    built = 0
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        self.built += sum(int(number) for number in _NUMBER.findall(format_spec))
+        check(self.built, "this format string's widths")
+        return super().format_field(value, format_spec)  # type: ignore[misc]
+
+
+class _Formatter(_BoundedFormat, jinja2.sandbox.SandboxedFormatter):
+    pass
+
+
+class _EscapeFormatter(_BoundedFormat, jinja2.sandbox.SandboxedEscapeFormatter):
+    pass
+
+
+def wrap_str_format(environment: jinja2.Environment, value: Any) -> Callable[..., str] | None:
+    """Jinja2's sandboxed ``str.format`` and ``format_map`` (their fields read no attribute the sandbox refuses), with
+    their widths bounded; None when ``value`` is no such method."""
+    if not isinstance(value, types.MethodType | types.BuiltinMethodType) or value.__name__ not in (
+        "format",
+        "format_map",
+    ):
+        return None
+    text = value.__self__
+    if not isinstance(text, str):
+        return None
+    kind = type(text)
+    is_format_map = value.__name__ == "format_map"
+
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        if is_format_map:
+            if kwargs or len(args) != 1:
+                raise TypeError("format_map() takes exactly one positional argument")
+            return kind(make_formatter().vformat(text, (), args[0]))
+        return kind(make_formatter().vformat(text, args, kwargs))
+
+    def make_formatter() -> jinja2.sandbox.SandboxedFormatter:
+        if hasattr(text, "__html__"):  # a Markup string (| safe): its fields are escaped, as Jinja2 does
+            return _EscapeFormatter(environment, escape=kind.escape)  # type: ignore[attr-defined]
+        return _Formatter(environment)
+
+    return wrapper
+
+
+# -- string methods --------------------------------------------------------------------------------------------------
+
+
+def _replaced_size(text: str, old: Any, new: Any, count: Any) -> int:
+    old, new = str(old), str(new)
+    times = text.count(old)
+    if isinstance(count, int) and count >= 0:
+        times = min(times, count)
+    return len(text) + times * (len(new) - len(old))
+
+
+def call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Check a call of a string's method that builds a string sized by its arguments; the arguments to call it with
+    (an iterable given to ``join`` read once, into a list)."""
+    if not isinstance(method, types.BuiltinMethodType) or not isinstance(method.__self__, str):
+        return args
+    text, name = method.__self__, method.__name__
+    what = f"str.{name}"
+    if name in ("ljust", "rjust", "center", "zfill") and args and isinstance(args[0], int):
+        check(args[0], what)
+    elif name == "expandtabs":
+        tabsize = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(tabsize, int):
+            check(len(text) + text.count("\t") * tabsize, what)
+    elif name == "replace" and len(args) >= 2:
+        check(_replaced_size(text, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count", -1)), what)
+    elif name == "join" and args:
+        items = list(args[0])
+        _check_joined(items, text, what)
+        return (items, *args[1:])
+    return args
+
+
+def _check_joined(items: list[Any], separator: str, what: str) -> None:
+    size = len(separator) * max(len(items) - 1, 0)
+    check(size, what)
+    for item in items:
+        size += len(item) if isinstance(item, str) else len(str(item))
+        check(size, what)
+
+
+# -- filters ---------------------------------------------------------------------------------------------------------
+
+
+@jinja2.pass_eval_context
+def join(eval_ctx: jinja2.nodes.EvalContext, value: Iterable[Any], d: str = "", attribute: Any = None) -> str:
+    """Jinja2's ``join``, refusing to build more than :data:`MAX_SIZE` characters (a custom resource's separator
+    between its many items)."""
+    items = list(value)
+    if attribute is not None:
+        items = list(map(jinja2.filters.make_attrgetter(eval_ctx.environment, attribute), items))
+    _check_joined(items, str(d), "| join")
+    return jinja2.filters.sync_do_join(eval_ctx, items, d)
+
+
+@jinja2.pass_eval_context
+def replace(eval_ctx: jinja2.nodes.EvalContext, s: Any, old: Any, new: Any, count: int | None = None) -> str:
+    """Jinja2's ``replace``, refusing to build more than :data:`MAX_SIZE` characters (``| replace("", big)`` puts
+    ``big`` between every character)."""
+    check(_replaced_size(str(s), old, new, count), "| replace")
+    return jinja2.filters.do_replace(eval_ctx, s, old, new, count)
+
+
+def center(value: Any, width: int = 80) -> str:
+    """Jinja2's ``center``, refusing a width beyond :data:`MAX_SIZE`."""
+    if isinstance(width, int):
+        check(width, "| center")
+    return jinja2.filters.do_center(value, width)
+
+
+@jinja2.pass_environment
+def wordwrap(
+    environment: jinja2.Environment,
+    s: str,
+    width: int = 79,
+    break_long_words: bool = True,
+    wrapstring: str | None = None,
+    break_on_hyphens: bool = True,
+) -> str:
+    """Jinja2's ``wordwrap``, refusing to build more than :data:`MAX_SIZE` characters (a long ``wrapstring`` between
+    lines of one character)."""
+    joiner = environment.newline_sequence if wrapstring is None else wrapstring
+    paragraphs = [
+        textwrap.wrap(
+            line,
+            width=width,
+            expand_tabs=False,
+            replace_whitespace=False,
+            break_long_words=break_long_words,
+            break_on_hyphens=break_on_hyphens,
+        )
+        for line in s.splitlines()
+    ]
+    joins = sum(max(len(wrapped) - 1, 0) for wrapped in paragraphs) + max(len(paragraphs) - 1, 0)
+    check(len(s) + joins * len(joiner), "| wordwrap")
+    return joiner.join(joiner.join(wrapped) for wrapped in paragraphs)
+
+
+def format_(value: Any, *args: Any, **kwargs: Any) -> str:
+    """Jinja2's ``format`` (``value % args``), with :func:`printf`'s bounds."""
+    if args and kwargs:
+        raise jinja2.exceptions.FilterArgumentError("can't handle positional and keyword arguments at the same time")
+    return printf(value if isinstance(value, str) else str(value), kwargs or args)
+
+
+def batch(value: Iterable[Any], linecount: int, fill_with: Any = None) -> Any:
+    """Jinja2's ``batch``, refusing a line count beyond :data:`MAX_SIZE` when the last batch is filled to it."""
+    if fill_with is not None and isinstance(linecount, int):
+        check(linecount, "| batch", "items")
+    return jinja2.filters.do_batch(value, linecount, fill_with)
+
+
+def slice_(value: Collection[Any], slices: int, fill_with: Any = None) -> Any:
+    """Jinja2's ``slice``, refusing more than :data:`MAX_SIZE` slices."""
+    if isinstance(slices, int):
+        check(slices, "| slice", "slices")
+    return jinja2.filters.sync_do_slice(value, slices, fill_with)
+
+
+def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
+    """Jinja2's ``lipsum``, refusing to build more than :data:`MAX_SIZE` characters (about 12 per word)."""
+    check(n * max * 12, "lipsum")
+    return jinja2.utils.generate_lorem_ipsum(n=n, html=html, min=min, max=max)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
+
+
+def json_text(data: Any, indent: int | str | None) -> str:
+    """JSON text of ``data`` as Jinja2's ``tojson`` writes it, refusing an ``indent`` that would build more than
+    :data:`MAX_SIZE` characters (a custom resource's ``indent=10**10`` is one line's indentation)."""
+    if indent is not None:
+        width = len(indent) if isinstance(indent, str) else indent
+        if isinstance(width, int):
+            check(width * _depth(data), "| tojson(indent=...)")
+        size = 0
+        for chunk in json.JSONEncoder(indent=indent, sort_keys=True).iterencode(data):
+            size += len(chunk)
+            check(size, "| tojson(indent=...)")
+    return jinja2.utils.htmlsafe_json_dumps(data, dumps=json.dumps, indent=indent, sort_keys=True)

@@ -27,13 +27,14 @@ import re
 import sys
 import textwrap
 import types
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import jinja2
 import jinja2.filters
 import jinja2.sandbox
 import jinja2.utils
+import pydantic
 
 MAX_SIZE = 3 * 1024 * 1024
 """The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB."""
@@ -316,3 +317,30 @@ def json_text(data: Any, indent: int | str | None) -> str:
             size += len(chunk)
             check(size, "| tojson(indent=...)")
     return jinja2.utils.htmlsafe_json_dumps(data, dumps=json.dumps, indent=indent, sort_keys=True)
+
+
+def value_size(value: Any, budget: int) -> int:
+    """About the characters a placed value takes in the child's JSON, counted until it passes ``budget``."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if isinstance(value, str):  # to_yaml's and tojson's text, an enum's
+        return len(value)
+    size, stack = 0, [value]
+    while stack and size <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, Mapping):
+            size += 2
+            for key, child in item.items():
+                size += len(str(key)) + 4
+                stack.append(child)
+        elif isinstance(item, list | tuple):
+            size += 2 + len(item)
+            stack.extend(item)
+        elif isinstance(item, pydantic.BaseModel):
+            size += len(item.model_dump_json(by_alias=True, exclude_none=True))
+        else:
+            size += 8
+    return size

@@ -32,6 +32,8 @@ Guarantees:
   reason=InvalidSpec``;
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
   attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``);
+* no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
+  render's whole text and values, stop at :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
@@ -55,7 +57,7 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Generator, Iterable, Mapping
 from typing import Any
 
 import jinja2
@@ -77,7 +79,16 @@ _PLACEHOLDER = "okt" + _NONCE + "s{}x"
 _PLACEHOLDER_RE = re.compile("okt" + _NONCE + r"s(\d+)x")
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
-_recorded: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("okt_template_values", default=None)
+
+
+class _Values(list[Any]):
+    """The values one render records, and the characters its text and values came to so far: a render past
+    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`_concat`)."""
+
+    size = 0
+
+
+_recorded: contextvars.ContextVar[_Values | None] = contextvars.ContextVar("okt_template_values", default=None)
 _compile_lock = threading.Lock()
 
 
@@ -188,7 +199,32 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
                 "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
             )
     values.append(value)
-    return _PLACEHOLDER.format(len(values) - 1)
+    placeholder = _PLACEHOLDER.format(len(values) - 1)
+    # The value's own size stands for its placeholder's, which the render's text counts (see _concat).
+    values.size += template_limits.value_size(value, template_limits.MAX_SIZE - values.size) - len(placeholder)
+    return placeholder
+
+
+def _concat(pieces: Iterable[str]) -> str:
+    """Jinja2's ``concat`` (the render's text, a macro's, a captured block's), stopping a render whose text and values
+    come to more than :data:`~okt.resources.template_limits.MAX_SIZE`: a loop over a custom resource's list of a
+    million items otherwise built tens of megabytes of YAML, parsed for seconds into a child no API server takes (and
+    two nested ``range`` loops never ended)."""
+    values = _recorded.get()
+    if values is None:
+        return "".join(pieces)
+    text = []
+    for piece in pieces:
+        values.size += len(piece)
+        text.append(piece)
+        if values.size > template_limits.MAX_SIZE:
+            try:
+                template_limits.check(values.size, "the rendered template")
+            except template_limits.TooLarge as exc:
+                if isinstance(pieces, Generator):
+                    pieces.throw(exc)  # raised where the template stands, so the message names its line
+                raise
+    return "".join(text)
 
 
 class _Environment(jinja2.sandbox.SandboxedEnvironment):
@@ -213,6 +249,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     """
 
     intercepted_binops = frozenset({"*", "**", "%"})
+    concat = staticmethod(_concat)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         return template_limits.binop(operator, left, right)
@@ -525,7 +562,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
-    values: list[Any] = []
+    values = _Values()
     token = _recorded.set(values)
     try:
         skeleton = _compiled(template).render(**variables)

@@ -228,3 +228,53 @@ def test_a_value_that_would_build_a_child_of_any_size_is_an_invalid_spec_and_oth
     live = shared.get_child(kube, "v1", "ConfigMap", namespace, "small-ruler")
     assert live is not None
     assert live["data"] == {"ruler": "---"}
+
+
+class ListingSpec(pydantic.BaseModel):
+    items: list[str]
+
+
+class ListingConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-listing
+  namespace: {{ namespace }}
+data:
+{% for item in cr.spec.items %}
+  item-{{ loop.index }}: "{% for i in range(10) %}{{ item }}/{% endfor %}"
+{% endfor %}
+"""
+
+
+class ListingReconciler(shared.WidgetReconciler):
+    spec_model = ListingSpec
+    owns = (ListingConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [ListingConfig(ctx.cr)]
+
+
+def test_a_list_rendered_larger_than_the_api_server_takes_is_an_invalid_spec_and_other_objects_are_served(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    # A custom resource the API server stores (40000 items, about 600 kB) whose child would be about 5 MB.
+    shared.make_widget(kube, widget_kind, namespace, "long", items=[f"item{i:06d}" for i in range(40_000)])
+    shared.make_widget(kube, widget_kind, namespace, "short", items=["a", "b"])
+
+    long = shared.reconcile_widget(ListingReconciler(), kube, widget_kind, namespace, "long")
+    short = shared.reconcile_widget(ListingReconciler(), kube, widget_kind, namespace, "short")
+
+    assert long.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "long-listing") is None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "long"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith("template line 9: the rendered template would build ")
+    assert short.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, "short-listing")
+    assert live is not None
+    assert live["data"] == {"item-1": "a/" * 10, "item-2": "b/" * 10}

@@ -887,3 +887,38 @@ def test_filters_methods_and_formats_within_bounds_give_what_jinja_gives(express
     cr = widget({"n": 3, "name": "web", "names": ["a", "b"], "sep": ", ", "items": [{"k": 1}, {"k": 2}]})
 
     assert templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": cr})["v"] == expected
+
+
+ITEMS = [f"item-{i:015d}" for i in range(200_000)]
+
+
+@pytest.mark.parametrize(
+    ("template", "spec"),
+    [
+        # 200000 items of 20 characters: 5 MB of YAML, parsed for seconds into a child no API server takes
+        ("kind: X\nitems:\n{% for item in cr.spec.items %}\n  - {{ item }}\n{% endfor %}\n", {"items": ITEMS}),
+        # one value placed 100000 times
+        ("kind: X\nitems:\n{% for i in range(100000) %}\n  - {{ cr.spec.text }}\n{% endfor %}\n", {"text": WIDE}),
+        # 10**10 lines of the template's own text: never ended
+        (
+            "kind: X\nitems:\n{% for i in range(cr.spec.n) %}{% for j in range(cr.spec.n) %}\n  - x\n"
+            "{% endfor %}{% endfor %}\n",
+            {"n": 100_000},
+        ),
+    ],
+    ids=["a long list", "a value placed in a loop", "nested loops"],
+)
+def test_a_render_larger_than_the_api_server_takes_is_an_invalid_spec_naming_its_line(
+    template: str, spec: dict[str, Any]
+) -> None:
+    with pytest.raises(
+        errors.InvalidSpec, match=r"^template line [34]: the rendered template would build \d+ characters, more than"
+    ):
+        templating.render_template(template, {"cr": widget(spec)})
+
+
+def test_a_render_just_within_the_bound_is_the_object() -> None:
+    items = ITEMS[: templating.template_limits.MAX_SIZE // 30]
+    template = "kind: X\nitems:\n{% for item in cr.spec.items %}\n  - {{ item }}\n{% endfor %}\n"
+
+    assert templating.render_template(template, {"cr": widget({"items": items})})["items"] == items

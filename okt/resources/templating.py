@@ -32,6 +32,8 @@ Guarantees:
   reason=InvalidSpec``;
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
   attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``);
+* a recursion as deep as a value makes it (a recursive macro or ``loop()`` over a tree in the spec, a value nested
+  deeper than Python recurses) raises :class:`okt.errors.InvalidSpec`, never a ``RecursionError``;
 * no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
   render's whole text and values, stop at :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
@@ -574,6 +576,13 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         raise errors.MutationError(f"template error: {exc}") from exc
     except template_limits.TooLarge as exc:
         raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
+    except RecursionError as exc:
+        # A recursive macro or ``loop()`` as deep as a value makes it (a tree in the spec), or a value nested deeper
+        # than Python recurses: Python's limit stops it, and the spec, not a retry, decides whether it ends.
+        raise errors.InvalidSpec(
+            f"template line {_template_line(exc)}: recursion deeper than Python allows ({exc}): a recursive macro "
+            "or loop, or a value nested that deep"
+        ) from None
     except (TypeError, ValueError, ArithmeticError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and
         # its names resolved, and what failed is an expression on a value it was given — a value of the custom
@@ -589,6 +598,10 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         rendered = _fill(_parse(skeleton), values)
     except _Unplaceable as exc:
         raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
+    except RecursionError:
+        raise errors.InvalidSpec(
+            "a value placed in the template is nested deeper than Python allows (its recursion limit)"
+        ) from None
     if not isinstance(rendered, dict):
         raise errors.MutationError("the rendered template is not a YAML mapping")
     return rendered

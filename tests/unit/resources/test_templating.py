@@ -922,3 +922,40 @@ def test_a_render_just_within_the_bound_is_the_object() -> None:
     template = "kind: X\nitems:\n{% for item in cr.spec.items %}\n  - {{ item }}\n{% endfor %}\n"
 
     assert templating.render_template(template, {"cr": widget({"items": items})})["items"] == items
+
+
+def tree(depth: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"children": []}
+    for _ in range(depth):
+        node = {"children": [node]}
+    return node
+
+
+@pytest.mark.parametrize(
+    ("template", "spec", "message"),
+    [
+        (
+            "{% macro down(n) %}{% if n > 0 %}{% set inner = down(n - 1) %}{% endif %}{% endmacro %}\n"
+            "kind: X\n{% set deep = down(cr.spec.depth) %}\n",
+            {"depth": 100_000},
+            "^template line 1: recursion deeper than Python allows",
+        ),
+        (
+            "kind: X\n{% for node in [cr.spec.tree] recursive %}{% set inner = loop(node.children) %}{% endfor %}\n",
+            {"tree": tree(3000)},
+            "^template line 2: recursion deeper than Python allows",
+        ),
+        ("kind: X\nspec: {{ cr.spec.tree | to_yaml }}\n", {"tree": tree(3000)}, "^template line 2: recursion deeper"),
+        ("kind: X\nspec: {{ cr.spec.tree }}\n", {"tree": tree(300)}, "^a value placed in the template is nested"),
+    ],
+    ids=["macro", "recursive loop", "to_yaml", "placed whole"],
+)
+def test_a_recursion_as_deep_as_a_value_makes_it_is_an_invalid_spec(
+    template: str, spec: dict[str, Any], message: str
+) -> None:
+    # each raised a RecursionError out of the reconcile
+    with pytest.raises(errors.InvalidSpec, match=message) as caught:
+        templating.render_template(template, {"cr": widget(spec)})
+
+    assert "\n" not in str(caught.value)
+    assert templating.render_template(template, {"cr": widget({"depth": 3, "tree": tree(3)})})["kind"] == "X"

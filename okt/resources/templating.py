@@ -293,7 +293,20 @@ def _enum_value(value: Any) -> Any:
     return text
 
 
+class _NoOtherTemplates(jinja2.BaseLoader):
+    """Where ``{% include %}``, ``{% import %}`` and ``{% extends %}`` look: a template is one class's string, with no
+    other template beside it. Without a loader Jinja2 raised a TypeError, which read as a value of the custom resource
+    the template could not use (an InvalidSpec blaming the spec, for the template's own mistake)."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, None]:
+        raise jinja2.TemplateNotFound(
+            template,
+            f"{template!r}: okt templates include, import and extend no other template (each is one class's string)",
+        )
+
+
 _ENV = _Environment(
+    loader=_NoOtherTemplates(),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
     autoescape=False,  # YAML, not HTML

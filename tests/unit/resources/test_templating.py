@@ -959,3 +959,19 @@ def test_a_recursion_as_deep_as_a_value_makes_it_is_an_invalid_spec(
 
     assert "\n" not in str(caught.value)
     assert templating.render_template(template, {"cr": widget({"depth": 3, "tree": tree(3)})})["kind"] == "X"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["{% include 'kind.yaml' %}", "{% import 'kind.yaml' as kind %}", "{% extends 'kind.yaml' %}"],
+    ids=["include", "import", "extends"],
+)
+def test_a_template_naming_another_template_is_a_mutation_error_not_the_custom_resources_fault(statement: str) -> None:
+    # was an InvalidSpec: "no loader for this environment specified (TypeError): the template cannot use a value of
+    # the custom resource there"
+    with pytest.raises(
+        errors.MutationError, match=r"'kind\.yaml': okt templates include, import and extend no"
+    ) as caught:
+        templating.render_template(f"{statement}\nkind: X\n", {"cr": widget({})})
+
+    assert not isinstance(caught.value, errors.InvalidSpec)

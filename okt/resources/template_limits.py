@@ -78,8 +78,8 @@ def power(left: Any, right: Any) -> Any:
         digits = right * math.log10(abs(left))
         if digits > most_digits():
             raise TooLarge(
-                f"{left} ** {right} would have {digits:.0f} digits, more than the {most_digits()} a number in a "
-                "template may have"
+                f"an integer power would have {digits:.0f} digits, more than the {most_digits()} a number in a "
+                "template may have"  # the operands unsaid: either may have been read out of a secret
             )
     return left**right
 

@@ -161,9 +161,11 @@ _NO_DEFAULT: Any = object()
 
 
 def _no_number(value: Any, filter_name: str, zero: str) -> ValueError:
-    text = repr(value)
-    shown = text if len(text) <= 40 else text[:37] + "..."
-    return ValueError(f"{shown} is not a number (| {filter_name}({zero}) would place {zero} instead)")
+    # The value's type, never its text: the message goes to the Ready condition, and a template may have read the
+    # value out of a secret (``cr.spec.pin.get_secret_value() | int``); the template line says which value it was.
+    return ValueError(
+        f"a {type(value).__name__} that is no number (| {filter_name}({zero}) would place {zero} instead)"
+    )
 
 
 def _to_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:

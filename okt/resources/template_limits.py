@@ -10,13 +10,14 @@ Each operation here checks the size of what it is about to build before building
 :data:`MAX_SIZE` — the API server's request limit, so no child it would accept is refused — with :class:`TooLarge`,
 which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the template line.
 
-Guarantees: ``*`` on a string, list or tuple; ``**`` on integers; ``%`` and ``| format`` on a string; ``str.format``
-and ``format_map`` widths and precisions; the filters ``join``, ``replace``, ``center``, ``wordwrap``, ``batch``,
-``slice``, ``tojson(indent=)``; the string methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``,
-``replace``, ``join``; and ``lipsum``. Within the bound, each gives what Jinja2 and Python give.
+Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**`` on integers; ``%`` and
+``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
+``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=)``; the string methods ``ljust``,
+``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``; and ``lipsum``. Within the bound, each
+gives what Jinja2 and Python give.
 
-Caveats: ``+`` and ``~`` join values that exist already, so one step at most doubles them; a template that doubles a
-value in a loop is bounded by the size of the whole rendered text (see the renderer), not here.
+``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
+custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
 """
 
 from __future__ import annotations
@@ -108,8 +109,25 @@ def printf(text: str, arguments: Any) -> str:
     return formatted
 
 
+def add(left: Any, right: Any) -> Any:
+    """``+``, refusing to join strings, lists or tuples into more than :data:`MAX_SIZE` characters or items: one step
+    at most doubles a value, but a loop the custom resource bounds doubles it as often as it says."""
+    if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+        check(len(left) + len(right), "+", "characters" if isinstance(left, str) else "items")
+    return left + right
+
+
+def join_text(parts: Iterable[Any]) -> str:
+    """``~``: the parts' texts joined, refusing more than :data:`MAX_SIZE` characters (see :func:`add`)."""
+    texts = [part if type(part) is str else str(part) for part in parts]
+    check(sum(len(text) for text in texts), "~")
+    return "".join(texts)
+
+
 def binop(operator: str, left: Any, right: Any) -> Any:
-    """The intercepted binary operators: ``*``, ``**`` and ``%`` with their bounds."""
+    """The intercepted binary operators: ``+``, ``*``, ``**`` and ``%`` with their bounds."""
+    if operator == "+":
+        return add(left, right)
     if operator == "*":
         return repeat(left, right)
     if operator == "**":
@@ -186,7 +204,13 @@ def _replaced_size(text: str, old: Any, new: Any, count: Any) -> int:
 def call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """Check a call of a string's method that builds a string sized by its arguments; the arguments to call it with
     (an iterable given to ``join`` read once, into a list)."""
-    if not isinstance(method, types.BuiltinMethodType) or not isinstance(method.__self__, str):
+    if not isinstance(method, types.BuiltinMethodType):
+        return args
+    if isinstance(method.__self__, list) and method.__name__ == "extend" and args:
+        items = list(args[0])
+        check(len(method.__self__) + len(items), "list.extend", "items")
+        return (items, *args[1:])
+    if not isinstance(method.__self__, str):
         return args
     text, name = method.__self__, method.__name__
     what = f"str.{name}"

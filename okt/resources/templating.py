@@ -63,7 +63,9 @@ from collections.abc import Generator, Iterable, Mapping
 from typing import Any
 
 import jinja2
+import jinja2.compiler
 import jinja2.exceptions
+import jinja2.nodes
 import jinja2.sandbox
 import pydantic
 import pydantic_core
@@ -231,6 +233,18 @@ def _concat(pieces: Iterable[str]) -> str:
     return "".join(text)
 
 
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    """Jinja2's code generator, with ``~`` joining through :func:`okt.resources.template_limits.join_text` (Jinja2's
+    own join is no method of the environment the sandbox could intercept)."""
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
+        self.write("environment.join_text((")
+        for argument in node.nodes:
+            self.visit(argument, frame)
+            self.write(", ")
+        self.write("))")
+
+
 class _Environment(jinja2.sandbox.SandboxedEnvironment):
     """Jinja2's sandbox, with ``a.b`` reading a mapping's key ``b`` before its attribute, and an enum read as its value.
 
@@ -239,8 +253,8 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     globals, and a ``range`` it bounds looped for ever. The sandbox refuses attributes starting with ``_`` and Python's
     internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line) and caps ``range`` at
     ``jinja2.sandbox.MAX_RANGE`` items; the operators, filters and string methods whose result a value sizes
-    (``*``, ``**``, ``%``, ``join``, ``center``, ``str.format`` widths...) refuse to build more than a child can hold
-    (:mod:`okt.resources.template_limits`), which the sandbox leaves alone.
+    (``+``, ``~``, ``*``, ``**``, ``%``, ``join``, ``center``, ``str.format`` widths...) refuse to build more than a
+    child can hold (:mod:`okt.resources.template_limits`), which the sandbox leaves alone.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
@@ -252,8 +266,10 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     comparisons alike, and ``.value`` and ``.name`` still read the member's.
     """
 
-    intercepted_binops = frozenset({"*", "**", "%"})
+    intercepted_binops = frozenset({"+", "*", "**", "%"})
     concat = staticmethod(_concat)
+    code_generator_class = _CodeGenerator
+    join_text = staticmethod(template_limits.join_text)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         return template_limits.binop(operator, left, right)

@@ -1000,3 +1000,25 @@ def test_a_template_error_never_carries_a_secret_value(expression: str) -> None:
 
     assert "hunter2" not in str(caught.value)
     assert "987654321" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("start", "step"),
+    [
+        ('"x"', "{% set ns.v = ns.v ~ ns.v %}"),
+        ('"x"', "{% set ns.v = ns.v + ns.v %}"),
+        ("[1]", "{% set ns.v = ns.v + ns.v %}"),
+        ("[1]", "{% set done = ns.v.extend(ns.v) %}"),
+    ],
+    ids=["~ of strings", "+ of strings", "+ of lists", "extend"],
+)
+def test_a_value_doubled_as_often_as_the_custom_resource_says_is_an_invalid_spec(start: str, step: str) -> None:
+    # 2**64 characters or items: the memory of the process
+    template = (
+        f"{{% set ns = namespace(v={start}) %}}kind: X\n"
+        f"{{% for i in range(cr.spec.n) %}}\n{step}\n{{% endfor %}}\nsize: {{{{ ns.v | length }}}}\n"
+    )
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 3: .* would build \d+ (characters|items), more than"):
+        templating.render_template(template, {"cr": widget({"n": 64})})
+    assert templating.render_template(template, {"cr": widget({"n": 3})}) == {"kind": "X", "size": 8}

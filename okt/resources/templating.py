@@ -40,7 +40,8 @@ Guarantees:
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
 * rendering a template again with other values parses no YAML (a new skeleton text — another branch of an
-  ``{% if %}``, another length of a loop — is parsed once and cached);
+  ``{% if %}``, another length of a loop — is parsed once and cached, up to 64 KiB of text: a longer one, from a
+  custom resource's long list, is parsed on each render and never kept);
 * each render returns a private object.
 
 Caveats: an expression in a YAML comment places nothing; ``{% filter %}`` blocks and string operations on a captured
@@ -554,6 +555,16 @@ def _tree(value: Any) -> Any:
     return value
 
 
+_LONGEST_CACHED = 64 * 1024
+"""The longest skeleton whose tree is kept (a template's own text is a few kilobytes): a longer one comes from a loop
+over a custom resource's long list, and its tree — tens of megabytes for a few megabytes of text — was kept for each
+length of that list (20 such custom resources held 800 MB, 512 of them the process's memory many times over)."""
+
+
+def _tree_of(skeleton: str) -> Any:
+    return _parse(skeleton) if len(skeleton) <= _LONGEST_CACHED else _parse.__wrapped__(skeleton)
+
+
 @functools.lru_cache(maxsize=512)
 def _parse(skeleton: str) -> Any:
     """The tree of a skeleton (parsed once per distinct text): literal values, and a :class:`_Slot` per scalar
@@ -626,7 +637,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     finally:
         _recorded.reset(token)
     try:
-        rendered = _fill(_parse(skeleton), values)
+        rendered = _fill(_tree_of(skeleton), values)
     except _Unplaceable as exc:
         raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
     except RecursionError:

@@ -35,7 +35,8 @@ Guarantees:
 * a recursion as deep as a value makes it (a recursive macro or ``loop()`` over a tree in the spec, a value nested
   deeper than Python recurses) raises :class:`okt.errors.InvalidSpec`, never a ``RecursionError``;
 * no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
-  render's whole text and values, stop at :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
+  render's whole text and values, and the steps of its loops, stop at
+  :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
   its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
@@ -60,7 +61,7 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any
 
 import jinja2
@@ -91,6 +92,7 @@ class _Values(list[Any]):
     :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`_concat`)."""
 
     size = 0
+    steps = 0
 
 
 _recorded: contextvars.ContextVar[_Values | None] = contextvars.ContextVar("okt_template_values", default=None)
@@ -234,9 +236,31 @@ def _concat(pieces: Iterable[str]) -> str:
     return "".join(text)
 
 
+def _counted(items: Iterable[Any]) -> Iterator[Any]:
+    """A loop's items, counted in the render's steps: loops nested over ranges or lists a custom resource sizes ran
+    10**10 steps that output nothing (so no size bound saw them), and the worker never came back."""
+    values = _recorded.get()
+    if values is None:
+        yield from items
+        return
+    for item in items:
+        values.steps += 1
+        if values.steps > template_limits.MAX_SIZE:
+            raise template_limits.TooLarge(
+                f"the template's loops would run more than {template_limits.MAX_SIZE} steps in one render"
+            )
+        yield item
+
+
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
     """Jinja2's code generator, with ``~`` joining through :func:`okt.resources.template_limits.join_text` (Jinja2's
-    own join is no method of the environment the sandbox could intercept)."""
+    own join is no method of the environment the sandbox could intercept), and each ``{% for %}`` stepping through
+    :func:`_counted`."""
+
+    def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
+        if not node.recursive:  # a recursive loop's depth is Python's recursion limit's
+            node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None)
+        super().visit_For(node, frame)
 
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
         self.write("environment.join_text((")
@@ -271,6 +295,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     concat = staticmethod(_concat)
     code_generator_class = _CodeGenerator
     join_text = staticmethod(template_limits.join_text)
+    counted = staticmethod(_counted)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         return template_limits.binop(operator, left, right)

@@ -1034,3 +1034,26 @@ def test_a_long_skeleton_from_a_custom_resources_list_is_not_kept() -> None:
         assert templating.render_template(template, {"cr": widget({"items": items})})["items"] == items
 
     assert templating._parse.cache_info().currsize == kept
+
+
+@pytest.mark.parametrize(
+    ("template", "spec"),
+    [
+        (
+            "kind: X\n{% for i in range(cr.spec.n) %}{% for j in range(cr.spec.n) %}{% endfor %}{% endfor %}\n",
+            {"n": 100_000},
+        ),
+        (
+            "kind: X\n{% for a in cr.spec.items %}{% for b in cr.spec.items if a == b and false %}"
+            "{% endfor %}{% endfor %}\n",
+            {"items": list(range(100_000))},
+        ),
+    ],
+    ids=["ranges", "lists"],
+)
+def test_loops_running_as_often_as_the_custom_resource_says_stop_at_a_bound(
+    template: str, spec: dict[str, Any]
+) -> None:
+    # 10**10 steps that output nothing: the worker never came back
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: the template's loops would run more than \d+ "):
+        templating.render_template(template, {"cr": widget(spec)})

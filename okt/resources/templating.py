@@ -57,6 +57,7 @@ import copy
 import dataclasses
 import enum
 import functools
+import itertools
 import json
 import re
 import secrets
@@ -210,7 +211,10 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     values.append(value)
     placeholder = _PLACEHOLDER.format(len(values) - 1)
     # The value's own size stands for its placeholder's, which the render's text counts (see _concat).
-    values.size += template_limits.value_size(value, template_limits.MAX_SIZE - values.size) - len(placeholder)
+    size = (
+        len(value) if type(value) is str else template_limits.value_size(value, template_limits.MAX_SIZE - values.size)
+    )
+    values.size += size - len(placeholder)
     return placeholder
 
 
@@ -222,10 +226,14 @@ def _concat(pieces: Iterable[str]) -> str:
     values = _recorded.get()
     if values is None:
         return "".join(pieces)
+    # Counted a batch of pieces at a time (a piece is the template's own text or a placeholder, never a value, so a
+    # batch is small): most renders are one batch, joined in C.
+    iterator = iter(pieces)
     text = []
-    for piece in pieces:
-        values.size += len(piece)
-        text.append(piece)
+    while batch := list(itertools.islice(iterator, 256)):
+        chunk = "".join(batch)
+        values.size += len(chunk)
+        text.append(chunk)
         if values.size > template_limits.MAX_SIZE:
             try:
                 template_limits.check(values.size, "the rendered template")

@@ -215,6 +215,8 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
         len(value) if type(value) is str else template_limits.value_size(value, template_limits.MAX_SIZE - values.size)
     )
     values.size += size - len(placeholder)
+    if values.size > template_limits.MAX_SIZE:  # checked here too, where the template's line is known
+        template_limits.check(values.size, "the rendered template")
     return placeholder
 
 

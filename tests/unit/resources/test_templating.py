@@ -1057,3 +1057,11 @@ def test_loops_running_as_often_as_the_custom_resource_says_stop_at_a_bound(
     # 10**10 steps that output nothing: the worker never came back
     with pytest.raises(errors.InvalidSpec, match=r"^template line 2: the template's loops would run more than \d+ "):
         templating.render_template(template, {"cr": widget(spec)})
+
+
+def test_values_placed_past_the_bound_name_the_line_that_placed_the_last() -> None:
+    # was "template line ?": the render's text was counted once the template had ended
+    template = "kind: X\na: {{ cr.spec.text }}\nb: {{ cr.spec.text }}\nc: x\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 3: the rendered template would build"):
+        templating.render_template(template, {"cr": widget({"text": "x" * 2_000_000})})

@@ -11,13 +11,15 @@ keeps.
 
 from __future__ import annotations
 
+import pathlib
+
 import pydantic
 import pytest
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import condition
+from okt.testing import OperatorProcess, condition, envtest, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -278,3 +280,73 @@ def test_a_list_rendered_larger_than_the_api_server_takes_is_an_invalid_spec_and
     live = shared.get_child(kube, "v1", "ConfigMap", namespace, "short-listing")
     assert live is not None
     assert live["data"] == {"item-1": "a/" * 10, "item-2": "b/" * 10}
+
+
+RULER_OPERATOR = '''
+import okt
+
+
+class Ruler(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-ruler
+data:
+  ruler: "{{ '-' * cr.spec.width }}"
+"""
+
+
+class Rulers(okt.Reconciler):
+    api_version = "test.okt.io/v1"
+    kind = "Widget"
+    plural = "widgets"
+    owns = (Ruler,)
+
+    def resources(self, ctx):
+        return [Ruler(ctx.cr)]
+'''
+
+
+def test_okt_run_with_one_worker_reports_a_value_of_any_size_and_serves_the_next_object(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    control_plane: envtest.ControlPlane,
+    tmp_path: pathlib.Path,
+) -> None:
+    operator = tmp_path / "ruler_operator.py"
+    operator.write_text(RULER_OPERATOR)
+    shared.make_widget(kube, widget_kind, namespace, "huge", width=10**10)
+    running = OperatorProcess.okt_run(
+        operator,
+        kubeconfig=control_plane.kubeconfig,
+        namespaces=[namespace],
+        args=["--max-concurrent", "1"],
+        log_path=tmp_path / "operator.log",
+    )
+
+    with running:
+        waiting.wait_for(
+            lambda: (
+                (condition(shared.get_widget(kube, widget_kind, namespace, "huge"), "Ready") or {}).get("reason")
+                == "InvalidSpec"
+            ),
+            timeout=60,
+            message="the huge Widget's Ready=False InvalidSpec",
+        )
+        shared.make_widget(kube, widget_kind, namespace, "small", width=3)
+        live = waiting.wait_for(
+            lambda: shared.get_child(kube, "v1", "ConfigMap", namespace, "small-ruler"),
+            timeout=60,
+            message="the small Widget's ConfigMap",
+        )
+        assert running.alive  # the process lives on
+
+    assert live["data"] == {"ruler": "---"}
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "huge"), "Ready")
+    assert ready is not None
+    assert ready["status"] == "False"
+    assert ready["message"].startswith("template line 7: repeating a str of length 1 10000000000 times")

@@ -231,6 +231,15 @@ def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> 
     return ref is not None and ref.get("uid") == owner.uid and ref.get("blockOwnerDeletion") is True
 
 
+def _labelled(live: Mapping[str, Any], label: str, value: str) -> bool:
+    """Whether ``live`` carries ``label`` with ``value`` (a string equal to it): ``checksum.is_subset`` of that one
+    label, asked of every child of every reconcile without the drift report's walk, which builds a path per level."""
+    meta = live.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    found = labels.get(label) if isinstance(labels, Mapping) else None
+    return isinstance(found, str) and found == value
+
+
 def prunable(obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:
     """The one prune rule: okt deletes only what it created for this owner — an object whose controller
     ownerReference is the owner *and* that carries okt's owner label with the owner's uid (under the prefix, or under
@@ -328,7 +337,7 @@ def decide(
             drift = tuple(path for path, _ in found)
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
-    if owner is not None:
+    if owner is not None and not _labelled(live, names.owner_label, owner.uid):
         # okt's owner label is what prunes the child (prunable), like the controller reference: it is repaired
         # whatever hashable_ref() covers.
         label = {"metadata": {"labels": {names.owner_label: owner.uid}}}

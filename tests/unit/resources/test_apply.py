@@ -281,6 +281,46 @@ def test_a_hashable_ref_that_is_not_an_object_covers_no_field_but_ownership_is_s
     )
 
 
+@pytest.mark.parametrize(
+    ("edit", "drift"),
+    [
+        pytest.param(lambda meta: None, (), id="in-place"),
+        pytest.param(lambda meta: meta["labels"].update({"team": "storage"}), (), id="other-labels-beside-it"),
+        pytest.param(
+            lambda meta: meta["labels"].pop("okt.io/owner-uid"), ('.metadata.labels["okt.io/owner-uid"]',), id="removed"
+        ),
+        pytest.param(
+            lambda meta: meta["labels"].update({"okt.io/owner-uid": "uid-2"}),
+            ('.metadata.labels["okt.io/owner-uid"]',),
+            id="another-owner",
+        ),
+        pytest.param(
+            lambda meta: meta["labels"].update({"okt.io/owner-uid": None}),
+            ('.metadata.labels["okt.io/owner-uid"]',),
+            id="null",
+        ),
+        pytest.param(
+            lambda meta: meta["labels"].update({"okt.io/owner-uid": ["uid-1"]}),
+            ('.metadata.labels["okt.io/owner-uid"]',),
+            id="not-a-string",
+        ),
+        pytest.param(lambda meta: meta.update({"labels": None}), (".metadata.labels",), id="no-labels"),
+        pytest.param(lambda meta: meta.update({"labels": "uid-1"}), (".metadata.labels",), id="labels-not-a-mapping"),
+    ],
+)
+def test_the_owner_label_is_repaired_whatever_hashable_ref_covers(edit: Any, drift: tuple[str, ...]) -> None:
+    res = prepared(VersionOnly)
+    live = as_live(res)
+    edit(live["metadata"])
+
+    expected = (
+        apply.Decision(apply.Action.UPDATE, "drift", drift)
+        if drift
+        else apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
+    )
+    assert apply.decide(res, live, OWNER, LABELS) == expected
+
+
 def test_the_default_hashable_ref_compares_every_field_okt_sets() -> None:
     res = prepared()
 

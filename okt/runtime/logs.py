@@ -99,7 +99,12 @@ def reconcile_context(controller: str, namespace: str | None, name: str, **extra
     Yields the reconcile id.
     """
     reconcile_id = next_reconcile_id()
-    with structlog.contextvars.bound_contextvars(
+    # Set and reset through the variables' tokens: structlog's bound_contextvars copies the whole context and scans
+    # every variable in it to save what it replaces, then sets each key twice on the way out — on every reconcile.
+    tokens = structlog.contextvars.bind_contextvars(
         controller=controller, namespace=namespace, name=name, reconcile_id=reconcile_id, **extra
-    ):
+    )
+    try:
         yield reconcile_id
+    finally:
+        structlog.contextvars.reset_contextvars(**tokens)

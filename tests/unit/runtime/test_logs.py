@@ -99,6 +99,19 @@ def test_a_reconcile_context_binds_its_identity_to_every_line_and_only_inside_th
     assert "controller" not in outside
 
 
+def test_a_reconcile_context_gives_back_what_was_bound_before_it_even_when_its_block_raises() -> None:
+    structlog.contextvars.bind_contextvars(name="outer", daemon="sync")
+    try:
+        with pytest.raises(RuntimeError), logs.reconcile_context("widget", "ns", "w1"):
+            with logs.reconcile_context("widget", "ns", "w2", attempt=2):
+                assert structlog.contextvars.get_contextvars()["attempt"] == 2
+            assert structlog.contextvars.get_contextvars()["name"] == "w1"
+            raise RuntimeError("the reconcile failed")
+        assert structlog.contextvars.get_contextvars() == {"name": "outer", "daemon": "sync"}
+    finally:
+        structlog.contextvars.clear_contextvars()
+
+
 def test_reconcile_contexts_on_different_threads_do_not_mix() -> None:
     stream = io.StringIO()
     logs.configure("json", stream=stream)

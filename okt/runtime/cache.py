@@ -304,6 +304,15 @@ class Cache:
         found = informer.get(namespace if kind.namespaced else None, name)
         return found
 
+    def uid(self, kind: kinds.Kind, name: str, namespace: str | None) -> str | None:
+        """The uid of the object (``""`` when it has none), or ``None`` when it does not exist: from the store without
+        decoding the object, for a watched kind; read from the API otherwise."""
+        informer = self._informer_for(kind, namespace if kind.namespaced else None)
+        if informer is None:
+            found = self.get(kind, name, namespace)
+            return None if found is None else str((found.get("metadata") or {}).get("uid") or "")
+        return informer.uid(namespace if kind.namespaced else None, name)
+
     def each(self, kind: kinds.Kind) -> Iterator[dict[str, Any]]:
         """Every cached object of a watched ``kind`` (all its namespaces), decoded one at a time as the caller goes;
         nothing for a kind that is not watched."""

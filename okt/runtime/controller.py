@@ -587,8 +587,8 @@ class Controller:
             key = owner_key(version, self.kind)
             if key is None or key in keys:
                 continue
-            owner = self.cache.get(self.kind, key[1], key[0])
-            if owner is None or (owner.get("metadata") or {}).get("uid") != objects.controller_uid(version):
+            owner_uid = self.cache.uid(self.kind, key[1], key[0])  # the owner itself is not decoded
+            if owner_uid is None or owner_uid != objects.controller_uid(version):
                 # The owner is gone (the garbage collector deleting its children) or is another object of that
                 # name: a reconcile would only find the owner missing.
                 continue

@@ -29,7 +29,7 @@ Guarantees:
   what is its own), keyed by ``(namespace, name)`` (namespace ``""`` for cluster-scoped objects), without what okt
   never reads (:func:`strip`: ``metadata.managedFields`` — a primary whose status okt applies keeps only who owns
   which status field and condition — and kubectl's ``last-applied-configuration`` annotation); every read decodes a
-  private copy;
+  private copy, but for the resourceVersion and the uid, kept beside it (:meth:`Informer.uid` decodes nothing);
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
   is swallowed — or, when the write-through named its writer, delivered with :func:`echo_of` naming it, so that a
   handler sharing the informer with the writer (another controller watching the kind) still learns of the change;
@@ -215,12 +215,13 @@ class Packed:
     """One stored object, kept encoded and compressed: a small fraction of the memory of nested dicts, and every read
     decodes a private copy (which a reconcile may then change freely)."""
 
-    __slots__ = ("codec", "data", "index", "rv")
+    __slots__ = ("codec", "data", "index", "rv", "uid")
 
     def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer], codec: Codec) -> None:
         self.codec = codec
         self.data = codec.pack(obj)
         self.rv = resource_version(obj)
+        self.uid = _uid(obj)
         self.index: tuple[tuple[str, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
 
     def unpack(self) -> dict[str, Any]:
@@ -405,6 +406,12 @@ class Informer:
         12 % of the worker threads' samples (py-spy) were this wait.
         """
         return _unpacked(self._store.get((namespace or "", name)))
+
+    def uid(self, namespace: str | None, name: str) -> str | None:
+        """The uid of the stored object (``""`` when it has none), or ``None`` when none is stored: nothing decoded
+        (every event of a child asks it of its owner), and without the lock, as :meth:`get`."""
+        packed = self._store.get((namespace or "", name))
+        return None if packed is None else packed.uid
 
     def items(self) -> list[dict[str, Any]]:
         """Private copies of every stored object, in no particular order."""

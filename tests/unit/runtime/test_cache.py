@@ -188,6 +188,28 @@ def test_each_yields_every_cached_object_of_a_kind_one_at_a_time_and_nothing_of_
     assert list(cache.each(kinds.Kind("v1", "Secret", "secrets"))) == []
 
 
+def test_the_uid_of_an_object_is_what_the_store_holds_now_and_none_for_a_missing_one(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a", uid="u1"))
+    api.put(CM, obj(CM, "bare"))
+    api.put(SECRET, obj(SECRET, "s", uid="s1"))
+    cache = make_cache(["ns"])
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    assert cache.uid(CM, "a", "ns") == "u1"
+    assert cache.uid(CM, "bare", "ns") == ""
+    assert cache.uid(CM, "missing", "ns") is None
+    assert cache.uid(SECRET, "s", "ns") == "s1"  # not watched: read from the API, as get reads it
+    assert cache.uid(SECRET, "gone", "ns") is None
+
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+    wait_for(lambda: cache.uid(CM, "a", "ns") is None, timeout=5)
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "a", uid="u2")))  # deleted and created again: another object
+    wait_for(lambda: cache.uid(CM, "a", "ns") == "u2", timeout=5)
+
+
 def test_kinds_and_namespaces_that_are_not_watched_are_read_from_the_api(api: Any, make_cache: Any, obj: Obj) -> None:
     api.put(SECRET, obj(SECRET, "s"))
     api.put(CM, obj(CM, "elsewhere", "other"))

@@ -561,7 +561,7 @@ class Controller:
             if self._recorder is not None:
                 self._recorder.forget(uid)  # the Events said of it: the same, or repeats of live objects' became new
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
-            if self.cache.get(self.kind, key[1], key[0]) is None:
+            if self.cache.uid(self.kind, key[1], key[0]) is None:
                 # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a
                 # reconcile its deletion still needs is queued below, now.
                 self.queue.discard(key)
@@ -619,7 +619,7 @@ class Controller:
         for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
             if watched_namespaces is not None and key[0] not in watched_namespaces:
                 continue
-            if self.cache.get(self.kind, key[1], key[0]) is not None:
+            if self.cache.uid(self.kind, key[1], key[0]) is not None:
                 with self._held_lock:
                     if not self._standing_by:
                         # A list of the watched kind (a start, a relist) is part of the sweep, as its primaries' is.
@@ -637,7 +637,7 @@ class Controller:
                 if event_type == informer_mod.DELETED and primary:
                     self._deleted_standing_by = key
                     self._changed_standing_by.discard(key)  # only a cached primary is kept: the set stays bounded
-                elif not informer_mod.sweeping() and self.cache.get(self.kind, key[1], key[0]) is not None:
+                elif not informer_mod.sweeping() and self.cache.uid(self.kind, key[1], key[0]) is not None:
                     self._changed_standing_by.add(key)
                 return
             if event_type != informer_mod.DELETED and version and kind is not None and self.queue.processing(key):
@@ -687,7 +687,7 @@ class Controller:
             return None
         there = self.client.get_or_none(self.kind, key[1], key[0])
         if there is None or _uid(there) != _uid(gone):
-            if self.cache.get(self.kind, key[1], key[0]) is None:
+            if self.cache.uid(self.kind, key[1], key[0]) is None:
                 return gone
             self._log.warning(
                 "recreated before the cleanup of the object deleted past okt's finalizer succeeded; that cleanup "

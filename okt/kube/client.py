@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import functools
 import json
+import math
 import os
 import pathlib
 import re
@@ -258,6 +259,74 @@ def fenced(fence: WriteFence | None) -> Iterator[None]:
         _write_fence.reset(token)
 
 
+class Fence:
+    """A write fence (see :func:`fenced`) that can be closed for good and knows which writes it let through are still
+    on their way: a leader about to release its lease closes it, then waits for those writes to end (:meth:`settle`),
+    so that none reaches the API server after a standby took the lease over.
+
+    ``allows`` is asked as any fence once the fence is open (``None`` lets a write through). A write is counted from
+    the moment :meth:`Client.request <okt.kube.Client.request>` passes the fence until the request ends; a counting
+    fence costs a lock taken twice a write.
+
+    Caveats: only writes sent through :meth:`Client.request` are counted (an exec's websocket or a call straight to an
+    operand is fenced, not counted); a write ended without an answer (a timeout, a connection cut) may still reach the
+    server, so :meth:`settle` does not count as settled one that ended so within the last ``timeout`` seconds.
+    """
+
+    def __init__(self, allows: WriteFence) -> None:
+        self._allows = allows
+        self._closed: str | None = None
+        self._ended = threading.Condition(threading.Lock())
+        self._in_flight = 0
+        self._unanswered_at = -math.inf
+
+    def __call__(self, verb: str, resource: str) -> str | None:
+        closed = self._closed
+        return closed if closed is not None else self._allows(verb, resource)
+
+    @property
+    def in_flight(self) -> int:
+        """How many writes it let through have not ended yet."""
+        with self._ended:
+            return self._in_flight
+
+    def close(self, reason: str) -> None:
+        """Refuse every write from now on, with ``reason``; writes already through go on."""
+        with self._ended:
+            self._closed = reason
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the writes let through to end; whether none may reach the server any
+        more: all ended, and none without an answer within the last ``timeout`` seconds (close it first, or more may
+        come)."""
+        deadline = time.monotonic() + timeout
+        with self._ended:
+            while self._in_flight:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._ended.wait(left)
+            return time.monotonic() - self._unanswered_at >= timeout
+
+    def enter(self, verb: str, resource: str) -> str | None:
+        """Ask the fence for one write and, when it lets it through, count it until :meth:`leave` (under one lock: a
+        :meth:`close` cannot fall between the answer and the count)."""
+        with self._ended:
+            refused = self(verb, resource)
+            if refused is None:
+                self._in_flight += 1
+            return refused
+
+    def leave(self, answered: bool) -> None:
+        """A write :meth:`enter` let through ended; ``answered`` False when it may have left without an answer."""
+        with self._ended:
+            self._in_flight -= 1
+            if not answered:
+                self._unanswered_at = time.monotonic()
+            if not self._in_flight:
+                self._ended.notify_all()
+
+
 def check_fence(verb: str, resource: str) -> None:
     """Raise ``okt.NotLeader`` when the thread's fence (see :func:`fenced`) refuses ``verb`` on ``resource``."""
     fence = _write_fence.get()
@@ -265,6 +334,19 @@ def check_fence(verb: str, resource: str) -> None:
         refused = fence(verb, resource)
         if refused is not None:
             raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+
+
+def _enter_fence(verb: str, resource: str) -> Fence | None:
+    """:func:`check_fence` for a write about to leave; the thread's fence when it is a :class:`Fence`, which counts
+    the write until it is given back with :meth:`Fence.leave`."""
+    fence = _write_fence.get()
+    if fence is None:
+        return None
+    counting = fence if isinstance(fence, Fence) else None
+    refused = counting.enter(verb, resource) if counting is not None else fence(verb, resource)
+    if refused is not None:
+        raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+    return counting
 
 
 class RateLimit:
@@ -552,8 +634,10 @@ class Client:
         context: str | None = None,
         pool_size: int = 64,
         rate_limit: RateLimit | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Client:
-        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config.
+        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config;
+        ``timeout`` bounds each request (see :attr:`timeout`).
 
         Raises:
             okt.errors.ConfigurationError: the file cannot be read or parsed, or its context cannot be used (none
@@ -567,12 +651,12 @@ class Client:
             elif pathlib.Path("~/.kube/config").expanduser().exists():
                 config = _read_kubeconfig(str(pathlib.Path("~/.kube/config").expanduser()))
             else:
-                return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit)
+                return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
             if context:
                 config.set_current_context(context)
             unusable = _unusable_context(config)
             if unusable is None:
-                return cls(config, pool_size=pool_size, rate_limit=rate_limit)
+                return cls(config, pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
             where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
@@ -586,6 +670,7 @@ class Client:
         *,
         pool_size: int = 64,
         rate_limit: RateLimit | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> Client:
         """The in-cluster configuration: the Pod's ServiceAccount ``directory`` (token, CA, namespace) and the API
         server of ``$KUBERNETES_SERVICE_HOST`` and ``$KUBERNETES_SERVICE_PORT``. The token is read again as the
@@ -599,7 +684,7 @@ class Client:
             config = pykube.KubeConfig.from_service_account(str(folder))
         except (OSError, KeyError) as exc:
             raise errors.ConfigurationError(f"cannot load the in-cluster configuration from {folder}: {exc}") from exc
-        return cls(config, pool_size=pool_size, rate_limit=rate_limit, token_file=folder / "token")
+        return cls(config, pool_size=pool_size, rate_limit=rate_limit, timeout=timeout, token_file=folder / "token")
 
     # -- the one request function --------------------------------------------------------------------------------
 
@@ -647,29 +732,38 @@ class Client:
         # The token before the fence: a credential plugin run again for a token about to expire may take long, and
         # the request may then leave at once on a kept-alive connection.
         used = self._token.token() if self._token is not None else None
-        if write:  # after the rate limit's wait and the token: leadership may have been lost during them
-            check_fence(verb, resource)
+        # After the rate limit's wait and the token: leadership may have been lost during them.
+        counted = _enter_fence(verb, resource) if write else None
         self.stats.record(verb, resource)
         timeout = timeout if timeout is not None else self._timeout
-        # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
-        # timeout): leadership may have been lost meanwhile, and the next leader be writing.
-        with transport.asked_once_connected(
-            functools.partial(self._check_fence_again, verb, resource) if write else None
-        ):
-            response = self._sent(
-                method,
-                path,
-                verb=verb,
-                resource=resource,
-                params=params,
-                data=data,
-                content_type=content_type,
-                timeout=timeout,
-                write=write,
-                deadline=deadline,
-                limited=limited,
-                token=used,
-            )
+        answered = False
+        try:
+            # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
+            # timeout): leadership may have been lost meanwhile, and the next leader be writing.
+            with transport.asked_once_connected(
+                functools.partial(self._check_fence_again, verb, resource) if write else None
+            ):
+                response = self._sent(
+                    method,
+                    path,
+                    verb=verb,
+                    resource=resource,
+                    params=params,
+                    data=data,
+                    content_type=content_type,
+                    timeout=timeout,
+                    write=write,
+                    deadline=deadline,
+                    limited=limited,
+                    token=used,
+                )
+            answered = True
+        except errors.NotLeader:
+            answered = True  # refused once connected (or before a second try): nothing of it was sent
+            raise
+        finally:
+            if counted is not None:
+                counted.leave(answered)
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
             raise self._error(response, method, path)
@@ -875,6 +969,11 @@ class Client:
         except requests.RequestException as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+
+    @property
+    def timeout(self) -> float:
+        """The seconds a request waits for its answer when it names no timeout of its own."""
+        return self._timeout
 
     @property
     def base_url(self) -> str:

@@ -22,7 +22,9 @@ Guarantees:
   of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
   in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
-  the probe server;
+  the probe server; before the release, no write of a reconcile or daemon leaves any more and those already on the
+  wire are waited for (up to the client's request timeout): one not answered by then, or one that ended without an
+  answer, may still reach the API server, and the lease is left to expire instead of being released;
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
@@ -193,6 +195,8 @@ class Manager:
         self.cache: cache_mod.Cache | None = None
         self.controllers: list[controller_mod.Controller] = []
         self.elector: leader_mod.LeaderElector | None = None
+        # The reconciles' and daemons' write fence with leader election: closed before the lease is released.
+        self._fence = kube_client.Fence(self._write_fence)
         self.probes: metrics_mod.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
@@ -364,7 +368,7 @@ class Manager:
                 on_stopped_leading=self._on_stopped_leading,
             )
             for controller in self.controllers:
-                controller.write_fence = self._write_fence
+                controller.write_fence = self._fence
             self.metrics.track_leader(self.lease_name, lambda: self.elector is not None and self.elector.is_leader)
             threading.Thread(target=self._campaign, name="okt-manager-campaign", daemon=True).start()
         else:
@@ -445,6 +449,20 @@ class Manager:
             return None
         return "this process does not hold the leader lease" + (" (lost)" if self.elector.lost else "")
 
+    def _writes_settled(self) -> bool:
+        """Close the write fence and wait, up to the client's request timeout, for the writes it let through to end;
+        whether the lease may be released. A reconcile still running past the grace period may have a write on the
+        wire: released at once, the lease would let a standby write before the API server received it."""
+        self._fence.close("this process is shutting down")
+        if self._fence.settle(self.client.timeout):
+            return True
+        _log.warning(
+            "writes may still reach the API server: the lease is not released, the others wait for it to expire",
+            in_flight=self._fence.in_flight,
+            waited=self.client.timeout,
+        )
+        return False
+
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():
             return
@@ -467,7 +485,7 @@ class Manager:
             if self.trimmer is not None:
                 self.trimmer.stop()
             if self.elector is not None:
-                self.elector.stop(release=not self._lost)
+                self.elector.stop(release=not self._lost and self._writes_settled())
             if self.cache is not None:
                 self.cache.stop()
             if self.probes is not None:

@@ -8,15 +8,21 @@ reconcile goes on to its writes: none of them may reach the server.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import pathlib
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
+import yaml
 
 import okt
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
@@ -28,6 +34,7 @@ pytestmark = pytest.mark.integration
 OLD = envtest.TokenUser("replica-old", "old-" + "0" * 28, ("system:masters",))
 NEW = envtest.TokenUser("replica-new", "new-" + "0" * 28, ("system:masters",))
 LEASE = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
+REQUEST_TIMEOUT = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +125,148 @@ def test_no_write_of_the_old_leader_reaches_the_server_after_the_new_leaders_fir
     late = [r for r in log.requests(OLD.name, start=first_new_write) if r.is_write]
     assert late == []
     assert old_client.stats.writes() > 0  # it did write while it led (the lease, at least)
+
+
+class HoldingRelay:
+    """A TCP relay to the API server that, once :attr:`hold` is set, holds the bytes a client sends (the TLS
+    handshake of a connection made before went through) until :attr:`proceed` is set: a request on the wire that the
+    API server has not received yet."""
+
+    def __init__(self, upstream: str) -> None:
+        parts = urllib.parse.urlsplit(upstream)
+        self._upstream = (parts.hostname or "127.0.0.1", parts.port or 443)
+        self.hold = threading.Event()
+        self.held = threading.Event()
+        self.proceed = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._sockets: list[socket.socket] = [self._listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def close(self) -> None:
+        self.proceed.set()
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._upstream)
+            self._sockets += [client, upstream]
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket, outbound: bool) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if outbound and self.hold.is_set():
+                    self.held.set()
+                    self.proceed.wait()
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                target.shutdown(socket.SHUT_WR)
+
+
+class OnTheWire(shared.WidgetReconciler):
+    """In the Updater of ``old``'s reconcile, creates the ConfigMap ``on-the-wire`` through ``relayed`` (a client
+    whose bytes its :class:`HoldingRelay` holds), under the reconcile's write fence."""
+
+    old: ClassVar[Any] = None
+    namespace: ClassVar[str] = ""
+    relayed: ClassVar[Any] = None
+    outcome: ClassVar[list[BaseException | None]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and ctx.client is self.old and not self.outcome:
+            metadata = {"name": "on-the-wire", "namespace": self.namespace}
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+            try:
+                self.relayed.create(body, kinds.CONFIG_MAP)
+            except BaseException as exc:
+                self.outcome.append(exc)
+                raise
+            self.outcome.append(None)
+        super().enter_in_state(state, ctx)
+
+
+@contextlib.contextmanager
+def write_on_the_wire(
+    plane: envtest.ControlPlane, tmp_path: pathlib.Path, namespace: str
+) -> Iterator[tuple[kube_client.Client, HoldingRelay, manager_mod.Manager]]:
+    """A leading manager whose reconcile of a widget has a write on the wire, held by the relay."""
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    widget_kind = admin.resolve(f"{shared.GROUP}/v1", "Widget")
+    relay = HoldingRelay(plane.url)
+    config = yaml.safe_load(plane.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = relay.url
+    envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
+    relayed = kube_client.Client.from_kubeconfig(tmp_path / "relayed", timeout=REQUEST_TIMEOUT)
+    old_client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(OLD), timeout=REQUEST_TIMEOUT)
+    OnTheWire.old, OnTheWire.relayed, OnTheWire.namespace, OnTheWire.outcome = old_client, relayed, namespace, []
+    relayed.get(kinds.NAMESPACE, namespace)  # a kept-alive connection, its handshake done
+    relay.hold.set()
+    old = manager_mod.Manager(
+        old_client,
+        [OnTheWire],
+        namespaces=[namespace],
+        leader_elect=True,
+        lease_namespace=namespace,
+        identity="old",
+        metrics_bind="0",
+        grace_period=0.5,
+        **LEASE,
+    )
+    old.start()
+    try:
+        shared.make_widget(admin, widget_kind, namespace, "w", size=1)
+        assert relay.held.wait(30), "the reconcile's write is on the wire"
+        yield admin, relay, old
+    finally:
+        relay.close()
+        old.stop()
+        old.join(15)
+        relayed.close()
+
+
+def test_a_stopping_leader_releases_its_lease_only_once_the_write_on_the_wire_was_answered(
+    audited: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    """A reconcile still running past the grace period may have a write on the wire: released at once, the lease
+    would let a standby write before the API server received it."""
+    namespace = "on-the-wire-answered"
+    with write_on_the_wire(audited, tmp_path, namespace) as (admin, relay, old):
+        old.stop()
+        time.sleep(3 * old.grace_period)  # past the grace period: the reconcile is still in its write
+        relay.proceed.set()
+        assert old.join(3 * REQUEST_TIMEOUT)
+        wait_for(lambda: OnTheWire.outcome, timeout=3 * REQUEST_TIMEOUT)  # the reconcile outlives the shutdown
+        assert OnTheWire.outcome == [None]
+        written = admin.get(kinds.CONFIG_MAP, "on-the-wire", namespace)
+        lease = admin.get(kinds.LEASE, old.lease_name, namespace)
+    assert lease["spec"]["holderIdentity"] == ""  # released
+    # The API server wrote the ConfigMap before the release (resourceVersions are the store's revisions).
+    assert int(written["metadata"]["resourceVersion"]) < int(lease["metadata"]["resourceVersion"])
+
+
+def test_a_stopping_leader_whose_write_is_still_on_the_wire_leaves_its_lease_to_expire(
+    audited: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    namespace = "on-the-wire-held"
+    with write_on_the_wire(audited, tmp_path, namespace) as (admin, _relay, old):
+        old.stop()
+        assert old.join(3 * REQUEST_TIMEOUT)
+        lease = admin.get(kinds.LEASE, old.lease_name, namespace)
+        assert admin.get_or_none(kinds.CONFIG_MAP, "on-the-wire", namespace) is None  # still held
+    assert lease["spec"]["holderIdentity"] == "old"  # not released: the others wait for it to expire
+    assert isinstance(OnTheWire.outcome[0], errors.Unavailable)

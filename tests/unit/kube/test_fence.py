@@ -1,0 +1,47 @@
+"""The counting write fence a leader closes, and waits on, before it releases its lease."""
+
+from __future__ import annotations
+
+import pytest
+
+from okt import errors
+from okt.kube import client as kube_client
+
+
+def open_fence() -> kube_client.Fence:
+    return kube_client.Fence(lambda verb, resource: None)
+
+
+def test_a_closed_fence_refuses_every_write_with_its_reason() -> None:
+    fence = open_fence()
+    fence.close("shutting down")
+    with pytest.raises(errors.NotLeader, match="shutting down"), kube_client.fenced(fence):
+        kube_client.check_fence("create", "configmaps")
+    assert fence.enter("create", "configmaps") == "shutting down"
+    assert fence.in_flight == 0
+
+
+def test_an_open_fence_asks_what_it_wraps() -> None:
+    fence = kube_client.Fence(lambda verb, resource: f"no {verb} of {resource}")
+    assert fence.enter("delete", "pods") == "no delete of pods"
+    assert fence.in_flight == 0
+
+
+def test_writes_let_through_are_unsettled_until_each_has_ended() -> None:
+    fence = open_fence()
+    assert fence.enter("create", "configmaps") is None
+    assert fence.enter("patch", "configmaps") is None
+    fence.close("shutting down")
+    assert fence.in_flight == 2
+    fence.leave(answered=True)
+    assert not fence.settle(0.0)
+    fence.leave(answered=True)
+    assert fence.settle(0.0)
+
+
+def test_a_write_ended_without_an_answer_lately_leaves_the_fence_unsettled() -> None:
+    fence = open_fence()
+    assert fence.enter("create", "configmaps") is None
+    fence.leave(answered=False)
+    assert fence.in_flight == 0
+    assert not fence.settle(60.0)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
+
 import pytest
 
 from okt import errors
@@ -45,3 +48,24 @@ def test_a_write_ended_without_an_answer_lately_leaves_the_fence_unsettled() -> 
     fence.leave(answered=False)
     assert fence.in_flight == 0
     assert not fence.settle(60.0)
+
+
+def refused_in_a_pool(submit: str) -> BaseException | None:
+    """What a write fence check raises in a pool thread a fenced block submits it to (None: it passed)."""
+    with (
+        concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool,
+        kube_client.fenced(lambda verb, resource: "not the leader"),
+    ):
+        if submit == "plain":
+            future = pool.submit(kube_client.check_fence, "create", "configmaps")
+        else:
+            future = pool.submit(contextvars.copy_context().run, kube_client.check_fence, "create", "configmaps")
+        return future.exception(timeout=10)
+
+
+def test_a_thread_of_a_pool_does_not_inherit_the_fence_of_the_block_that_submits_to_it() -> None:
+    assert refused_in_a_pool("plain") is None
+
+
+def test_a_function_submitted_in_a_copy_of_the_context_is_fenced() -> None:
+    assert isinstance(refused_in_a_pool("copied"), errors.NotLeader)

@@ -32,9 +32,10 @@ Guarantees (the conversion):
   does), ``dict[str, Any]`` an object that preserves unknown fields; ``dict[str, X]`` keeps
   ``additionalProperties: X``, and ``dict[Literal[...], X]`` (or an ``Enum`` key) adds ``maxProperties`` (the number
   of keys) and a CEL ``x-kubernetes-validations`` rule listing the keys (checked by API servers that have them, 1.25
-  and later; 1.20 drops it, and the model refuses another key); a model with ``extra="allow"`` or
-  ``extra="forbid"`` keeps its properties and preserves unknown fields (the API server would prune a misspelled
-  field before the model could refuse it);
+  and later; 1.20 drops it, and the model refuses another key); keys constrained otherwise (a pattern, a length, a
+  format, a type other than ``str``) are an error naming the field, since no structural schema checks a key; a
+  model with ``extra="allow"`` or ``extra="forbid"`` keeps its properties and preserves unknown fields (the API
+  server would prune a misspelled field before the model could refuse it);
 * a field a model reads by more than one name (``populate_by_name``, ``AliasChoices``) is declared under each, with
   no default and not required (the model's default and ``InvalidSpec`` stand in);
 * ``set[X]`` becomes a plain list: ``uniqueItems`` is forbidden in CRDs, and ``x-kubernetes-list-type: set`` would
@@ -595,6 +596,10 @@ def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
     return _Converter(schema.get("$defs", {})).convert(schema, path, ())
 
 
+_KEY_TYPES = {"int": "integer", "float": "number", "decimal": "number", "bool": "boolean"}
+"""The JSON types of a map's keys that are no strings, by pydantic's core schema type."""
+
+
 class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
     """pydantic's JSON schema, with a property for every name a model reads a field by.
 
@@ -606,6 +611,16 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
     model's default applies all the same), and the field is required under none of them (the schema cannot require
     one name of several; okt's ``InvalidSpec`` names the field when the custom resource sets it under none).
     """
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> pydantic.json_schema.JsonSchemaValue:
+        """pydantic's schema of a map, saying the JSON type of keys that are no strings (``dict[int, X]`` refuses the
+        key ``"a"``; pydantic's own schema does not say so)."""
+        json_schema = super().dict_schema(schema)
+        keys = schema.get("keys_schema") or {}
+        key_type = _KEY_TYPES.get(str(keys.get("type")))
+        if key_type is not None:
+            json_schema.setdefault("propertyNames", {})["type"] = key_type
+        return json_schema
 
     def model_schema(self, schema: core_schema.ModelSchema) -> pydantic.json_schema.JsonSchemaValue:
         json_schema = super().model_schema(schema)
@@ -918,6 +933,8 @@ class _Converter:
     def _object(self, node: dict[str, Any], out: dict[str, Any], path: str, stack: tuple[str, ...]) -> None:
         properties = node.get("properties") or {}
         extra = node.get("additionalProperties")
+        names = self._resolved(node.get("propertyNames") or {})
+        _check_keys_listed_only(node, names, path)
         if properties:
             out["properties"] = {
                 name: self.convert(schema, f"{path}.{name}", stack) for name, schema in properties.items()
@@ -932,7 +949,7 @@ class _Converter:
             out["additionalProperties"] = self.convert(extra, f"{path}.*", stack)
         else:
             out[PRESERVE] = True
-        keys = self._resolved(node.get("propertyNames") or {}).get("enum")
+        keys = names.get("enum")
         if not properties and keys:
             self._keys(out, [str(key) for key in keys])
 
@@ -998,6 +1015,29 @@ def _no_union(members: Sequence[Mapping[str, Any]], path: str) -> errors.Codegen
         f"{path}: a union of {shown} has no structural schema (the API server checks one type per field; only "
         "Optional[X], int | str, int | float and discriminated unions of models have one): use one type, or a field "
         "for each"
+    )
+
+
+def _check_keys_listed_only(node: Mapping[str, Any], names: Mapping[str, Any], path: str) -> None:
+    """Refuse a map whose keys are constrained otherwise than by a list of values: a structural schema says nothing
+    of a map's keys (``propertyNames`` and ``patternProperties`` have no place in it, and Kubernetes 1.20 checks no
+    CEL rule), so the API server would store a key the model refuses, and the object would end ``InvalidSpec``
+    instead of being refused at apply time."""
+    key_patterns = [*(node.get("patternProperties") or {}), *([names["pattern"]] if names.get("pattern") else [])]
+    shown = [f"pattern {pattern!r}" for pattern in key_patterns]
+    shown += [f"{name}={names[keyword]}" for keyword, name in _PYDANTIC_NAMES.items() if keyword in names]
+    if names.get("format"):
+        shown.append(f"format {names['format']}")
+    if names.get("type") not in (None, "string"):
+        what = f"of type {names['type']}"
+    elif shown:
+        what = f"with {', '.join(shown)}"
+    else:
+        return
+    raise errors.CodegenError(
+        f"{path}: keys {what}: the API server checks the keys of a map against nothing but a list of values (Literal "
+        "or Enum keys) and would store a key the model refuses: use dict[str, X] and check the keys in check(), or a "
+        "list of models whose name field carries the constraint"
     )
 
 

@@ -531,6 +531,40 @@ def test_a_map_with_literal_keys_holds_at_most_that_many_and_says_which_in_a_val
     }
 
 
+PatternKeys = pydantic.create_model("PatternKeys", labels=(dict[pydantic.constr(pattern=r"^[a-z]+$"), int], {}))
+ShortKeys = pydantic.create_model(
+    "ShortKeys", labels=(dict[Annotated[str, pydantic.StringConstraints(max_length=3)], str], {})
+)
+BoundedPatternKeys = pydantic.create_model(
+    "BoundedPatternKeys", labels=(dict[Annotated[str, pydantic.Field(pattern="^a", min_length=2)], str], {})
+)
+UuidKeys = pydantic.create_model("UuidKeys", owners=(dict[uuid.UUID, str], {}))
+IntegerKeys = pydantic.create_model("IntegerKeys", ports=(dict[int, str], {}))
+KEYS_UNCHECKED = (
+    "the API server checks the keys of a map against nothing but a list of values (Literal or Enum keys) and would "
+    "store a key the model refuses: use dict[str, X] and check the keys in check(), or a list of models whose name "
+    "field carries the constraint"
+)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (PatternKeys, f"spec.labels: keys with pattern '^[a-z]+$': {KEYS_UNCHECKED}"),
+        (ShortKeys, f"spec.labels: keys with max_length=3: {KEYS_UNCHECKED}"),
+        (BoundedPatternKeys, f"spec.labels: keys with pattern '^a', min_length=2: {KEYS_UNCHECKED}"),
+        (UuidKeys, f"spec.owners: keys with format uuid: {KEYS_UNCHECKED}"),
+        (IntegerKeys, f"spec.ports: keys of type integer: {KEYS_UNCHECKED}"),
+    ],
+)
+def test_a_map_whose_keys_are_constrained_otherwise_than_by_a_list_is_refused_naming_the_field(
+    model: type[pydantic.BaseModel], message: str
+) -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.structural_schema(model)
+    assert str(caught.value) == message
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 

@@ -24,7 +24,9 @@ Guarantees (the conversion):
   from its JSON form, such as a ``SecretStr``'s, is left to the model),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
   form), ``multipleOf`` (of an integer: a float's is left to the model, which allows a rounding margin the API
-  server does not), ``minLength``/``maxLength``, ``pattern`` (in the API server's dialect, see
+  server does not), ``minLength``/``maxLength`` (of a string pydantic strips of white space before it measures it,
+  ``strip_whitespace``, a ``pattern`` that measures it without that white space; a ``pattern`` of its own is an error
+  naming the field), ``pattern`` (in the API server's dialect, see
   :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field), ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
@@ -596,6 +598,12 @@ def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
     return _Converter(schema.get("$defs", {})).convert(schema, path, ())
 
 
+STRIPPED = "x-okt-strip-whitespace"
+"""Marks the JSON schema of a string pydantic strips of white space before it checks its length and pattern (which
+pydantic's own schema does not say); the converted node never keeps it."""
+_MAX_REPEAT = 1000
+"""The largest count of a repetition the API server's RE2 reads."""
+
 _KEY_TYPES = {"int": "integer", "float": "number", "decimal": "number", "bool": "boolean"}
 """The JSON types of a map's keys that are no strings, by pydantic's core schema type."""
 
@@ -620,6 +628,14 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
         key_type = _KEY_TYPES.get(str(keys.get("type")))
         if key_type is not None:
             json_schema.setdefault("propertyNames", {})["type"] = key_type
+        return json_schema
+
+    def str_schema(self, schema: core_schema.StringSchema) -> pydantic.json_schema.JsonSchemaValue:
+        """pydantic's schema of a string, marked :data:`STRIPPED` when pydantic strips it (``strip_whitespace``, or the
+        model's ``str_strip_whitespace``) before it checks its length and pattern."""
+        json_schema = super().str_schema(schema)
+        if schema.get("strip_whitespace", self._config.config_dict.get("str_strip_whitespace", False)):
+            json_schema[STRIPPED] = True
         return json_schema
 
     def model_schema(self, schema: core_schema.ModelSchema) -> pydantic.json_schema.JsonSchemaValue:
@@ -910,6 +926,8 @@ class _Converter:
                 out["pattern"] = patterns.to_go(out["pattern"])
             except patterns.PatternError as exc:
                 raise errors.CodegenError(f"{path}: pattern {node['pattern']!r}: {exc}") from None
+        if node.get(STRIPPED) and kind == "string":
+            _stripped(node, out, path)
         if kind == "number":
             # pydantic checks a float's multiple_of within a margin (1.15 is a multiple of 0.01 to it), the API server
             # divides exactly in binary floating point (114.99999999999999 times 0.01), and refused such a value.
@@ -1016,6 +1034,42 @@ def _no_union(members: Sequence[Mapping[str, Any]], path: str) -> errors.Codegen
         "Optional[X], int | str, int | float and discriminated unions of models have one): use one type, or a field "
         "for each"
     )
+
+
+def _stripped(node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
+    """The length of a string pydantic strips of white space (``strip_whitespace``) before it measures it, as a pattern:
+    the API server measures the value as written, and stored ``" "`` for ``min_length=1`` (the model refused it) and
+    refused ``"abc "`` for ``max_length=3`` (the model takes it as ``"abc"``).
+
+    ``minLength`` stays (a value as written is no shorter than stripped); ``maxLength`` becomes the pattern, which
+    measures from the first character that is no white space to the last (white space as Rust's ``trim`` reads it,
+    Unicode's). A bound past the repetitions RE2 reads is left to the model. A pattern of the field's own is refused:
+    pydantic matches it against the stripped value, the API server against the value as written.
+    """
+    if "pattern" in out:
+        raise errors.CodegenError(
+            f"{path}: pattern {node['pattern']!r} with strip_whitespace: pydantic matches it against the stripped "
+            "value, the API server against the value as written (and would refuse what the model takes): write the "
+            r"pattern for the value as written (like ^\s*[a-z]+\s*$) and strip it in your code, or check the pattern "
+            "in check()"
+        )
+    minimum = int(out.get("minLength", 0))
+    maximum = out.pop("maxLength", None)
+    if maximum is not None and maximum - 2 > _MAX_REPEAT:
+        maximum = None
+    if minimum == 0 and maximum is None:
+        return
+    blank, solid = f"[{patterns.SPACE}]", f"[^{patterns.SPACE}]"
+    low = min(max(minimum, 2) - 2, _MAX_REPEAT)
+    if maximum is None:
+        # Found anywhere: a character that is no white space, or two as far apart as the shortest value is long.
+        out["pattern"] = solid if minimum <= 1 else f"{solid}(?s:.){{{low},}}{solid}"
+        return
+    branches = [solid] if minimum <= 1 and maximum != 0 else []  # one character
+    if maximum - 2 >= low:  # two or more: the first and last, and what is between
+        branches.append(f"{solid}(?s:.){{{low},{'' if maximum is None else maximum - 2}}}{solid}")
+    body = f"(?:{'|'.join(branches)}){'?' if minimum == 0 else ''}" if branches else ""
+    out["pattern"] = f"^{blank}*{body}{blank}*$"
 
 
 def _check_keys_listed_only(node: Mapping[str, Any], names: Mapping[str, Any], path: str) -> None:

@@ -345,3 +345,53 @@ def test_the_api_server_matches_a_pattern_as_the_model_does(
             stored = False
 
         assert stored == accepted, f"{field}={value!r}"
+
+
+class TrimmedSpec(pydantic.BaseModel):
+    name: pydantic.constr(strip_whitespace=True, min_length=1) | None = None  # type: ignore[valid-type]
+    short: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, max_length=3)] | None = None
+    between: Annotated[
+        str, pydantic.Field(min_length=2, max_length=4), pydantic.StringConstraints(strip_whitespace=True)
+    ]
+    fixed: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, min_length=1, max_length=1)] = "x"
+
+
+class TrimmedReconciler:
+    api_version = "trimmed.okt.example.com/v1"
+    kind = "Trimmed"
+    spec_model = TrimmedSpec
+
+
+TRIMMED_TEXT = strategies.text(strategies.sampled_from("ab \t\n\u00a0\u3000é"), max_size=7)
+
+
+@hypothesis.settings(max_examples=40, suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+@hypothesis.given(
+    examples=strategies.lists(
+        strategies.tuples(strategies.sampled_from(["name", "short", "between", "fixed"]), TRIMMED_TEXT), max_size=4
+    )
+)
+def test_the_api_server_measures_a_stripped_string_as_the_model_does(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, examples: list[tuple[str, str]]
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(TrimmedReconciler))
+    for field, value in [
+        ("name", " "),
+        ("short", " abc "),
+        ("between", "\u00a0a\u3000"),
+        ("between", " ab  "),
+        *examples,
+    ]:
+        spec = {"between": "ab", field: value}
+        try:
+            TrimmedSpec.model_validate(spec)
+            accepted = True
+        except pydantic.ValidationError:
+            accepted = False
+        try:
+            create(kube, kind, namespace, spec)
+            stored = True
+        except errors.Invalid:
+            stored = False
+
+        assert stored == accepted, f"{field}={value!r}"

@@ -565,6 +565,58 @@ def test_a_map_whose_keys_are_constrained_otherwise_than_by_a_list_is_refused_na
     assert str(caught.value) == message
 
 
+BLANK = r"[\s\v\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
+SOLID = "[^" + BLANK[1:]
+
+
+class Stripped(pydantic.BaseModel):
+    name: pydantic.constr(strip_whitespace=True, min_length=1)  # type: ignore[valid-type]
+    pair: Annotated[str, pydantic.Field(min_length=2), pydantic.StringConstraints(strip_whitespace=True)]
+    short: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, max_length=3)]
+    between: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, min_length=2, max_length=4)]
+    long: Annotated[str, pydantic.StringConstraints(strip_whitespace=True, max_length=4096)]
+    plain: Annotated[str, pydantic.StringConstraints(strip_whitespace=True)]
+
+
+class StrippedByConfig(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(str_strip_whitespace=True)
+
+    name: str = pydantic.Field(min_length=1)
+
+
+def test_the_length_of_a_string_pydantic_strips_is_a_pattern_that_measures_it_without_its_white_space() -> None:
+    properties = schema(Stripped)["properties"]
+    assert properties["name"] == {"type": "string", "minLength": 1, "pattern": SOLID}
+    assert properties["pair"] == {"type": "string", "minLength": 2, "pattern": f"{SOLID}(?s:.){{0,}}{SOLID}"}
+    assert properties["short"] == {
+        "type": "string",
+        "pattern": f"^{BLANK}*(?:{SOLID}|{SOLID}(?s:.){{0,1}}{SOLID})?{BLANK}*$",
+    }
+    assert properties["between"] == {
+        "type": "string",
+        "minLength": 2,
+        "pattern": f"^{BLANK}*(?:{SOLID}(?s:.){{0,2}}{SOLID}){BLANK}*$",
+    }
+    assert properties["long"] == {"type": "string"}
+    assert properties["plain"] == {"type": "string"}
+    assert schema(StrippedByConfig)["properties"]["name"] == {"type": "string", "minLength": 1, "pattern": SOLID}
+
+
+StrippedPattern = pydantic.create_model(
+    "StrippedPattern", code=(pydantic.constr(strip_whitespace=True, pattern="^[a-z]+$"), "a")
+)
+
+
+def test_a_pattern_pydantic_matches_against_the_stripped_string_is_refused_naming_the_field() -> None:
+    with pytest.raises(errors.CodegenError) as caught:
+        crd.structural_schema(StrippedPattern)
+    assert str(caught.value) == (
+        "spec.code: pattern '^[a-z]+$' with strip_whitespace: pydantic matches it against the stripped value, the API "
+        "server against the value as written (and would refuse what the model takes): write the pattern for the value "
+        r"as written (like ^\s*[a-z]+\s*$) and strip it in your code, or check the pattern in check()"
+    )
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 

@@ -967,7 +967,7 @@ class _Converter:
             out["additionalProperties"] = self.convert(extra, f"{path}.*", stack)
         else:
             out[PRESERVE] = True
-        keys = names.get("enum")
+        keys = names.get("enum") or ([names["const"]] if "const" in names else None)  # Literal["a"] is a const
         if not properties and keys:
             self._keys(out, [str(key) for key in keys])
 

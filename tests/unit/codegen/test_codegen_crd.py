@@ -503,6 +503,7 @@ class Keyed(pydantic.BaseModel):
     weights: dict[Literal["cpu", 'say "hi"'], int] = {}
     colours: dict[Color, str] | None = pydantic.Field(default=None, max_length=1)
     anything: dict[Literal["a", "b"], Any] = {}
+    only: dict[Literal["cpu"], int] = {}
 
 
 def test_a_map_with_literal_keys_holds_at_most_that_many_and_says_which_in_a_validation_rule() -> None:
@@ -529,6 +530,10 @@ def test_a_map_with_literal_keys_holds_at_most_that_many_and_says_which_in_a_val
         "maxProperties": 2,
         "x-kubernetes-preserve-unknown-fields": True,
     }
+    assert properties["only"]["maxProperties"] == 1
+    assert properties["only"]["x-kubernetes-validations"] == [
+        {"rule": 'self.all(k, k in ["cpu"])', "message": 'the keys must be among "cpu"'}
+    ]
 
 
 PatternKeys = pydantic.create_model("PatternKeys", labels=(dict[pydantic.constr(pattern=r"^[a-z]+$"), int], {}))

@@ -26,8 +26,9 @@ Guarantees (the conversion):
   form), ``multipleOf`` (of an integer: a float's is left to the model, which allows a rounding margin the API
   server does not), ``minLength``/``maxLength`` (of a string pydantic strips of white space before it measures it,
   ``strip_whitespace``, a ``pattern`` that measures it without that white space; a ``pattern`` of its own is an error
-  naming the field), ``pattern`` (in the API server's dialect, see
-  :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field), ``minItems``/``maxItems``,
+  naming the field; of ``bytes``, which pydantic counts in UTF-8 bytes, a ``minLength`` of a quarter), ``pattern`` (in
+  the API server's dialect, see :mod:`okt.codegen.patterns`; one it cannot express is an error naming the field),
+  ``minItems``/``maxItems``,
   ``minProperties``/``maxProperties`` and the ``format`` values Kubernetes knows that accept all pydantic does (not
   ``date-time``, ``date``, ``duration``, ``uuid``, ``ipv6`` or ``uri``);
 * ``Any`` becomes ``x-kubernetes-preserve-unknown-fields: true`` with ``nullable: true`` (it takes a null as the model
@@ -928,6 +929,11 @@ class _Converter:
                 raise errors.CodegenError(f"{path}: pattern {node['pattern']!r}: {exc}") from None
         if node.get(STRIPPED) and kind == "string":
             _stripped(node, out, path)
+        if node.get("format") == "binary" and "minLength" in out:
+            # pydantic counts the UTF-8 bytes of a bytes value, the API server its characters, of up to four bytes each
+            # ("é" is two bytes for min_length=2, and was refused); its maxLength holds, a character being one byte
+            # or more, and the model checks the rest.
+            out["minLength"] = -(-out["minLength"] // 4)
         if kind == "number":
             # pydantic checks a float's multiple_of within a margin (1.15 is a multiple of 0.01 to it), the API server
             # divides exactly in binary floating point (114.99999999999999 times 0.01), and refused such a value.

@@ -97,6 +97,7 @@ class SchemedSpec(pydantic.BaseModel):
     source: Annotated[GitSource | ImageSource, pydantic.Field(discriminator="type")] | None = None
     weights: dict[Literal["cpu", "memory"], int] = pydantic.Field(default={}, max_length=3)
     only: dict[Literal["cpu"], int] = {}
+    data: bytes = pydantic.Field(default=b"ab", min_length=2)
     amount: int | float = pydantic.Field(default=1, gt=0, le=100)
     scale: Annotated[int, pydantic.Field(ge=1)] | Annotated[float, pydantic.Field(ge=1)] | None = None
     peer: int | ipaddress.IPv4Address | None = None
@@ -179,6 +180,7 @@ def create(kube: kube_client.Client, kind: kinds.Kind, namespace: str, spec: dic
         pytest.param({"peer": "10.0.0.1"}, id="int-or-string-formatted-string"),
         pytest.param({"weights": {"cpu": 1, "memory": 2}}, id="literal-keys"),
         pytest.param({"only": {"cpu": 1}}, id="one-literal-key"),
+        pytest.param({"data": "\u00e9"}, id="bytes-min-length-counts-bytes"),
         pytest.param({"source": {"type": "git", "url": "https://x", "depth": 1}}, id="tagged-union-one-member"),
         pytest.param({"source": {"type": "oci", "image": "x"}}, id="tagged-union-other-member"),
         pytest.param({"source": {"type": "git", "url": "https://x", "image": "x"}}, id="tagged-union-ignored-field"),
@@ -225,6 +227,7 @@ def test_a_spec_the_model_accepts_is_stored_as_the_model_reads_it(
         pytest.param({"peer": "10.0.0.256"}, id="int-or-string-string-member-format"),
         pytest.param({"weights": {"cpu": 1, "memory": 2, "disk": 3}}, id="literal-keys-more-than-listed"),
         pytest.param({"only": {"cpu": 1, "memory": 2}}, id="one-literal-key-more-than-listed"),
+        pytest.param({"data": ""}, id="bytes-min-length"),
         pytest.param({"source": {"type": "svn", "url": "https://x"}}, id="tagged-union-unknown-tag"),
         pytest.param({"source": {"type": "git", "url": "https://x", "mode": "pull"}}, id="tagged-union-others-value"),
         pytest.param({"source": {"url": "https://x"}}, id="tagged-union-no-tag"),

@@ -622,6 +622,14 @@ def test_a_pattern_pydantic_matches_against_the_stripped_string_is_refused_namin
     )
 
 
+class Blob(pydantic.BaseModel):
+    data: bytes = pydantic.Field(min_length=5, max_length=8)
+
+
+def test_the_length_of_bytes_is_bounded_in_characters_of_up_to_four_bytes() -> None:
+    assert schema(Blob)["properties"]["data"] == {"type": "string", "minLength": 2, "maxLength": 8}
+
+
 class UnionBound(pydantic.BaseModel):
     port: int | str = pydantic.Field(default=80, ge=1)
 

@@ -149,8 +149,33 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
             ctx.results.add(Operation.UNCHANGED, what)
     except errors.Conflict as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
+    except errors.Invalid as exc:
+        ctx.results.add(Operation.CRUD_ERROR, what, _owned_by_another(ctx, res, exc) or exc)
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
+
+
+def _owned_by_another(
+    ctx: context_mod.Context, res: resource.Resource, exc: errors.Invalid
+) -> errors.OwnedByAnother | None:
+    """The error of a write refused (422) because the object on the server is controlled by another owner, or None
+    when it is not: okt's apply states okt's controller reference, and the server refuses a second one — on a create
+    that met an object made since okt read, as on an update of one another controller adopted since. Named as that
+    controller rather than passed on as the server's validation message; a read that fails leaves the refusal as
+    it is."""
+    try:
+        live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
+    except errors.ApiError:
+        return None
+    other = apply.foreign_controller(live, ctx.cr) if live is not None else None
+    if other is None:
+        return None
+    res.live = live
+    error = errors.OwnedByAnother(
+        f"{res.describe()} exists and is controlled by {other.get('kind')}/{other.get('name')}; okt does not adopt it"
+    )
+    error.__cause__ = exc
+    return error
 
 
 def terminating(what: str, decision: apply.Decision) -> errors.TemporaryError:
@@ -164,17 +189,6 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
     what = res.describe()
     try:
         apply.create(ctx.client, res, ctx.observe, ctx.settings.writes)
-    except errors.Invalid as exc:
-        # An apply that met an object of another controller: the server refuses a second controller reference.
-        # Name that controller rather than pass on the server's validation message.
-        live = ctx.client.get_or_none(ctx.client.kind_of(res.desired), res.name, res.namespace)
-        other = apply.foreign_controller(live, ctx.cr) if live is not None else None
-        if other is None:
-            raise
-        res.live = live
-        raise errors.OwnedByAnother(
-            f"{what} exists and is controlled by {other.get('kind')}/{other.get('name')}; okt does not adopt it"
-        ) from exc
     except errors.Forbidden as exc:
         if not exc.namespace_terminating:
             raise

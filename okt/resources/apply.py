@@ -45,7 +45,7 @@ reported as a conflict retried soon (the merge path's resourceVersion refuses it
 
 Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
 over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
-okt reports it as owned by another.
+okt reports it as owned by another; so it does an update of a child another controller adopted since okt read it.
 """
 
 from __future__ import annotations

@@ -335,6 +335,54 @@ def test_a_child_another_controller_creates_between_read_and_write_is_an_error_n
     assert any(e["type"] == "Warning" and "controlled by ConfigMap/other-owner" in e["message"] for e in warnings)
 
 
+class AdoptedReconciler(shared.WidgetReconciler):
+    """Another controller puts its controller reference in the place of okt's on okt's ConfigMap after okt read it
+    (and decided to update it) and before okt writes it."""
+
+    def __init__(self, other: kube_client.Client, owner: Mapping[str, Any]) -> None:
+        self.other = other
+        self.owner = owner
+        self.adopting = False
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and self.adopting:
+            config = next(res for res in ctx.registry if res.kind == "ConfigMap")
+            assert config.live is not None and config.live["metadata"]["ownerReferences"][0]["uid"] == ctx.cr.uid
+            meta = self.owner["metadata"]
+            reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}
+            adopted = {"metadata": {"ownerReferences": [{**reference, "controller": True}]}}
+            self.other.patch(kinds.CONFIG_MAP, config.name, adopted, config.namespace, field_manager="adopter")
+        super().enter_in_state(state, ctx)
+
+
+def test_a_child_another_controller_adopts_between_read_and_update_is_an_error_naming_that_controller(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """okt's apply states its own controller reference, and the server refuses a second one (422): said as what it
+    is, as on the create path, not as the server's validation message."""
+    owner = other_client.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-owner", "namespace": namespace}},
+        kinds.CONFIG_MAP,
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    reconciler = AdoptedReconciler(other_client, owner)
+    assert shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME).outcome == okt.Outcome.done()
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)  # okt has an update to write
+    reconciler.adopting = True
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert isinstance(run.results.first_error, okt.OwnedByAnother), run.results.summary()
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, NAME), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "OwnedByAnother")
+    assert f"ConfigMap/{namespace}/{NAME}-config" in ready["message"]
+    assert "controlled by ConfigMap/other-owner" in ready["message"]
+    theirs = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config")
+    assert theirs is not None
+    assert [r["uid"] for r in theirs["metadata"]["ownerReferences"]] == [owner["metadata"]["uid"]]
+    assert theirs["data"]["size"] == "1"  # nothing of okt's update landed
+
+
 def test_text_beyond_the_bmp_reaches_children_and_conditions_through_apply(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
 ) -> None:

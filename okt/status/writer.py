@@ -14,7 +14,6 @@ import collections
 import copy
 import dataclasses
 import enum
-import hashlib
 import json
 import re
 import threading
@@ -342,14 +341,16 @@ class Residues:
     applies (``status.endpoints.secondary`` beside okt's ``primary``), the difference counts that key as one to remove
     — okt's merge patch would — but the apply leaves it, rightly: it is not okt's. And a CRD written by hand may not
     declare a status field okt writes (``relatedObjects``, okt's bookkeeping): the server prunes it from every write.
-    Without a memory of that, the same write would be sent on every reconcile. So the difference left right after
-    okt's write is remembered, per object, for the status okt wanted then; the same difference for the same wanted
-    status is nothing a write can change. So is a status wanted that, place by place, says what is stored or what
-    that write sent there (and the server stored as it is now) while the object still holds what that write left: a
-    condition set then and stored pruned (its observedGeneration) or cut (its message) is carried as stored by the
-    next reconcile that does not set it again. Any other difference (okt's own value edited, another status wanted)
-    writes as ever. Bounded, the oldest entries forgotten first (such an object is written once more), and a deleted
-    object's entry dropped at once (:meth:`forget`); safe across worker threads.
+    Without a memory of that, the same write would be sent on every reconcile. So what okt's write left is
+    remembered, per object, with the status okt wanted then: while the object still holds, at each place that write
+    set, what the server stored of it (:func:`_kept`), a status wanted that, place by place, says what is stored or
+    what that write sent there (the same status above all) is nothing a write can change. A condition set then and
+    stored pruned (its observedGeneration) or cut (its message) is so carried as stored by the next reconcile that
+    does not set it again. Any other difference writes as ever: another status wanted, or okt's own value or
+    condition edited by another writer since — which the same difference as after okt's write would hide, the
+    conditions list being compared whole. Another writer's key beside okt's is not compared: it may change freely.
+    Bounded, the oldest entries forgotten first (such an object is written once more), and a deleted object's entry
+    dropped at once (:meth:`forget`); safe across worker threads.
     """
 
     LIMIT = 8192
@@ -369,7 +370,7 @@ class Residues:
             if not left:
                 self._left.pop(uid, None)
                 return
-            self._left[uid] = _Left(_digest(wanted), _compact(left), objects.json_copy(dict(wanted)), _compact(stored))
+            self._left[uid] = _Left(objects.json_copy(dict(wanted)), objects.json_copy(dict(stored)))
             self._left.move_to_end(uid)
             while len(self._left) > self._limit:
                 self._left.popitem(last=False)
@@ -380,19 +381,15 @@ class Residues:
         with self._lock:
             self._left.pop(uid, None)
 
-    def explain(
-        self, uid: str, wanted: Mapping[str, Any], diff: Mapping[str, Any], live: Mapping[str, Any] | None = None
-    ) -> bool:
-        """Whether ``diff`` is exactly what okt's last write of ``wanted`` to this object left; or, given the ``live``
-        status, whether that is still what the write left and ``wanted`` says, at each place, what it holds or what
-        that write sent there."""
+    def explain(self, uid: str, wanted: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+        """Whether the ``live`` status still holds what okt's last write to this object left at each place it set,
+        and ``wanted`` says, at each place, what it holds or what that write sent there (the same status wanted
+        again, above all)."""
         with self._lock:
             left = self._left.get(uid) if uid else None
         if left is None:
             return False
-        if left.diff == _compact(diff) and left.digest == _digest(wanted):
-            return True
-        return live is not None and _compact(live) == left.stored and _absorbed(wanted, left.wanted, live, top=True)
+        return _kept(left.wanted, left.stored, live) and _absorbed(wanted, left.wanted, live, top=True)
 
     def sent_as_stored(self, uid: str, live: Mapping[str, Any], condition: Mapping[str, Any]) -> bool:
         """Whether okt's last status write of this object sent ``condition`` (a condition's wire form) and the object
@@ -400,7 +397,7 @@ class Residues:
         of this one (its observedGeneration pruned, its message cut)."""
         with self._lock:
             left = self._left.get(uid) if uid else None
-        if left is None or _compact(live) != left.stored:
+        if left is None or _compact(live) != _compact(left.stored):
             return False
         sent = left.wanted.get("conditions")
         return isinstance(sent, list) and any(item == condition for item in sent)
@@ -408,16 +405,34 @@ class Residues:
 
 @dataclasses.dataclass(frozen=True)
 class _Left:
-    """What okt's last status write of one object left: the digest and a copy of the status it wanted, the
-    difference left, and the status the server stored (compact JSON)."""
+    """What okt's last status write of one object left: a copy of the status it wanted, and of the status the
+    server stored."""
 
-    digest: str
-    diff: str
     wanted: dict[str, Any]
-    stored: str
+    stored: dict[str, Any]
 
 
 _ABSENT = object()
+
+
+def _kept(sent: Any, stored: Any, live: Any) -> bool:
+    """Whether ``live`` holds what ``stored`` (what the server made of okt's write of ``sent``) holds at each place
+    that write set: the keys of a map okt sent one by one, a list of conditions by the types okt sent, anything
+    else whole. What others hold beside okt's places (another key of a map okt applies, another writer's condition,
+    another top-level field) is not compared."""
+    if isinstance(sent, Mapping) and isinstance(stored, Mapping) and isinstance(live, Mapping):
+        return all(_kept(value, stored.get(key, _ABSENT), live.get(key, _ABSENT)) for key, value in sent.items())
+    sent_types, stored_types, live_types = _by_type(sent), _by_type(stored), _by_type(live)
+    if sent_types is not None and stored_types is not None and live_types is not None:
+        return all(stored_types.get(key, _ABSENT) == live_types.get(key, _ABSENT) for key in sent_types)
+    return bool(stored == live)
+
+
+def _by_type(items: Any) -> dict[str, Any] | None:
+    """A list of conditions by type; None for anything else (a list compared whole)."""
+    if not isinstance(items, list) or not all(isinstance(i, Mapping) and isinstance(i.get("type"), str) for i in items):
+        return None
+    return {item["type"]: item for item in items}
 
 
 def _absorbed(wanted: Any, sent: Any, stored: Any, *, top: bool = False) -> bool:
@@ -440,10 +455,6 @@ def _absorbed(wanted: Any, sent: Any, stored: Any, *, top: bool = False) -> bool
         sent_items = sent if isinstance(sent, list) and len(sent) == len(wanted) else [_ABSENT] * len(wanted)
         return all(_absorbed(*places) for places in zip(wanted, sent_items, stored, strict=True))
     return False
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(_compact(value).encode("utf-8")).hexdigest()
 
 
 RESIDUES = Residues()
@@ -469,13 +480,13 @@ def write(
     prunes the field from a merge patch). An apply tests no resourceVersion: ``replaced()``, asked just before it,
     says the object was deleted and created again under its name since ``cr`` was read, and then nothing is sent
     (None). Without it, a merge patch of the difference guarded by the resourceVersion read. Either way, a difference
-    that okt's last write of the same status left (:class:`Residues`: another writer's key, a pruned field) sends
-    nothing.
+    that okt's last write of the same status left, on an object that still holds what it left (:class:`Residues`:
+    another writer's key, a pruned field), sends nothing.
     """
     diff = status_patch(cr.status, wanted)
     if not diff:
         return None
-    if RESIDUES.explain(cr.uid, wanted, diff, cr.status):
+    if RESIDUES.explain(cr.uid, wanted, cr.status):
         return None  # what differs is another writer's, or pruned: the same write left it last time (see Residues)
     body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
     if body is not None and apply_as is not None:

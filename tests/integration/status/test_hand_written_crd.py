@@ -19,6 +19,8 @@ from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
 
+other_client = shared.other_client
+
 GROUP = "handwritten.okt.io"
 
 CONDITION_SCHEMA: dict[str, Any] = {
@@ -200,3 +202,39 @@ def test_a_permanent_error_on_a_hand_written_schema_is_reported_once_its_retries
     assert shared.write_requests(kube, before) == {}
     [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == "b"]
     assert (event["reason"], event["count"]) == ("PermanentError", 1)
+
+
+@pytest.fixture(scope="module")
+def pruned_generation_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(hand_written_crd("Gewgaw", "gewgaws", condition_generation=False))
+    return kind
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+def test_an_edit_of_okts_condition_after_a_write_the_schema_pruned_is_put_back_by_the_next_reconcile(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    pruned_generation_kind: kinds.Kind,
+    strategy: str,
+) -> None:
+    """The difference okt's write left (each condition's observedGeneration, pruned) is the one a reconcile with the
+    same status finds after someone edited okt's Ready too: that edit is put back all the same."""
+    kind = pruned_generation_kind
+    gewgaw: okt.Reconciler = type(
+        "Gewgaw", (Gadget,), {"kind": "Gewgaw", "plural": "gewgaws", "apply_strategy": strategy}
+    )()
+    make_gadget(kube, kind, namespace, "e")
+    assert okt.reconcile(gewgaw, kube, None, namespace, "e", kind=kind).outcome == okt.Outcome.done()
+    written = condition(kube.get(kind, "e", namespace), "Ready")
+    assert written is not None and "observedGeneration" not in written
+    index = [c["type"] for c in kube.get(kind, "e", namespace)["status"]["conditions"]].index("Ready")
+    edit = [{"op": "replace", "path": f"/status/conditions/{index}/message", "value": "edited by hand"}]
+    other_client.patch(kind, "e", edit, namespace, patch_type="json", subresource="status", field_manager="editor")
+
+    okt.reconcile(gewgaw, kube, None, namespace, "e", kind=kind)
+
+    assert condition(kube.get(kind, "e", namespace), "Ready") == written
+    before = kube.stats.snapshot()
+    okt.reconcile(gewgaw, kube, None, namespace, "e", kind=kind)
+    assert shared.write_requests(kube, before) == {}

@@ -139,7 +139,7 @@ class Reconciler:
     as ``okt``) under a ``field_manager`` of its own. The server keeps a field as long as any manager owns it, so
     without this a field the new template drops stays on the child for good. The first apply that writes a child
     moves those managers' fields into ``field_manager``'s (see docs/concepts/ownership.md); a converged child is not
-    written for it."""
+    written for it. The same holds for the status of the custom resource, at its first status apply."""
     status: ClassVar[writer.Target | str | bool | None] = None
     """Where the conditions and observedGeneration go: ``"status"`` (the status subresource), ``"annotations"``
     (JSON in ``<prefix>/conditions`` and ``<prefix>/observed-generation`` on the object), ``"off"`` (nowhere but

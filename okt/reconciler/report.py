@@ -350,6 +350,7 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
                 conditions=ctx.conditions,
                 given=extra,
                 apply_as=settings.field_manager if settings.applies_status else None,
+                legacy_managers=settings.legacy_field_managers,
                 replaced=ctx.replaced,
             )
             if written is None and ctx.gave_up_replaced:

@@ -65,12 +65,12 @@ import pydantic
 from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, patches
 from okt.resources import checksum, resource
 
 DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
 DEFAULT_FIELD_MANAGER = "okt"
-TAKE_OVER_ATTEMPTS = 3
+TAKE_OVER_ATTEMPTS = patches.TAKE_OVER_ATTEMPTS
 """How often a take-over is tried when another writer changes the object between okt's apply and its take-over."""
 
 
@@ -617,17 +617,17 @@ def _put_back_in_order(
     An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
     reordering (env vars, whose order matters: one may refer to those before it). One JSON patch replaces each such
     list with its own live items in the template's order: nothing is added, dropped or changed. It first tests that
-    each list still holds those items as read (:func:`_guard`), not the object's resourceVersion, which a workload's
-    controller bumps again and again while the reordered pod template rolls out; a patch whose test fails all the same
-    (someone changed the list) is worked out again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``. The next
-    apply takes over what it wrote (:func:`take_over`).
+    each list still holds those items as read (:func:`patches.guard`), not the object's resourceVersion, which a
+    workload's controller bumps again and again while the reordered pod template rolls out; a patch whose test fails
+    all the same (someone changed the list) is worked out again from the object read anew, up to
+    ``TAKE_OVER_ATTEMPTS``. The next apply takes over what it wrote (:func:`take_over`).
     """
 
     def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         reordered = _reordered_lists(view, obj, "")
         if not reordered:
             return []
-        guard = _guard([(pointer, live) for pointer, live, _ in reordered], obj.get("metadata") or {})
+        guard = patches.guard([(pointer, live) for pointer, live, _ in reordered], obj.get("metadata") or {})
         return [*guard, *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered)]
 
     return _patch_guarded(client, kind, applied, plan, options)[0]
@@ -650,18 +650,18 @@ def _drop_rekeyed(
     from ``after``, by one JSON patch. Items of other managers in lists where all of okt's items are in place are never
     touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
 
-    The patch tests, before it removes anything, that each index still holds the item of that key (:func:`_guard`),
-    not the object's resourceVersion: a workload's controller rewrites the status many times in a row after a change
-    of the pod template (the edit's, then okt's own write), and a patch tested against the resourceVersion lost to
-    those writes at each attempt. A patch whose test fails all the same (the list changed in between) is worked out
-    again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
+    The patch tests, before it removes anything, that each index still holds the item of that key
+    (:func:`patches.guard`), not the object's resourceVersion: a workload's controller rewrites the status many times
+    in a row after a change of the pod template (the edit's, then okt's own write), and a patch tested against the
+    resourceVersion lost to those writes at each attempt. A patch whose test fails all the same (the list changed in
+    between) is worked out again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
     """
 
     def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
         found = _rekeyed(desired, before, obj, _list_keys(obj), (), "")
         if not found:
             return []
-        guard = _guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
+        guard = patches.guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
         return [*guard, *({"op": "remove", "path": pointer} for pointer, _ in found)]
 
     patched, sent = _patch_guarded(client, kind, after, plan, options)
@@ -675,7 +675,7 @@ def _patch_guarded(
     plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]],
     options: WriteOptions,
 ) -> tuple[dict[str, Any], bool]:
-    """Send the JSON patch ``plan`` works out from ``obj`` (its tests first: :func:`_guard`), and the object with
+    """Send the JSON patch ``plan`` works out from ``obj`` (its tests first: :func:`patches.guard`), and the object with
     whether a patch was sent. A patch refused for its tests alone (someone wrote the lists in between) is worked out
     again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``; one refused for what it writes is raised (reading
     again cannot help), as is the last attempt's refusal. An empty plan sends nothing."""
@@ -694,28 +694,6 @@ def _patch_guarded(
                 raise
             obj = client.get(kind, meta["name"], meta.get("namespace"))
     raise AssertionError("not reached: the last attempt returns or raises")
-
-
-def _guard(values: list[tuple[str, Any]], meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The tests that guard a JSON patch of okt's: that each pointer of ``values`` still holds its value, where the API
-    server compares the value as okt writes it; else (a value okt cannot write as the server does) that the object's
-    resourceVersion is still ``meta``'s."""
-    if all(_same_in_go(value) for _, value in values):
-        return [{"op": "test", "path": pointer, "value": value} for pointer, value in values]
-    return [{"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
-
-
-def _same_in_go(value: Any) -> bool:
-    """Whether the API server writes ``value`` in JSON with the very bytes okt does: its JSON patch ``test`` compares
-    the bytes of each string and number, and Go escapes ``<``, ``>`` and ``&`` where Python does not, writes other
-    than ASCII as it is where Python escapes it, and may write a float otherwise (such values never test equal)."""
-    if isinstance(value, Mapping):
-        return all(_same_in_go(key) and _same_in_go(item) for key, item in value.items())
-    if isinstance(value, list):
-        return all(_same_in_go(item) for item in value)
-    if isinstance(value, bool | int):
-        return True
-    return isinstance(value, str) and all(" " <= char <= "~" and char not in "<>&" for char in value)
 
 
 DUPLICATE = "FieldValueDuplicate"
@@ -962,7 +940,7 @@ def take_over(
     of the object cannot own their fields. Returns whether it wrote.
 
     The patch touches okt's entries alone (the apply entry replaced by the union, the others removed) and first tests
-    that each of them still is what okt read (:func:`_guard`), not the object's resourceVersion: a workload's
+    that each of them still is what okt read (:func:`patches.guard`), not the object's resourceVersion: a workload's
     controller writes the status of a Deployment many times a second while it rolls out, and a patch tested against
     the resourceVersion lost to those writes at every attempt. Another manager's entry is neither tested nor written,
     so one it changed in between stays as it made it.
@@ -976,7 +954,7 @@ def take_over(
     applied = entries[at] if at is not None else None
     fields: dict[str, Any] = copy.deepcopy((applied or {}).get("fieldsV1") or {})
     for i in moved:
-        _union(fields, entries[i].get("fieldsV1") or {})
+        patches.union(fields, entries[i].get("fieldsV1") or {})
     merged = {
         **(applied or {"manager": manager, "operation": "Apply", "apiVersion": obj.get("apiVersion")}),
         "fieldsType": "FieldsV1",
@@ -987,7 +965,7 @@ def take_over(
     into, gone = (at, moved) if at is not None else (moved[0], moved[1:])
     tested = sorted({into, *moved})
     patch = [
-        *_guard([(f"/metadata/managedFields/{i}", entries[i]) for i in tested], meta),
+        *patches.guard([(f"/metadata/managedFields/{i}", entries[i]) for i in tested], meta),
         {"op": "replace", "path": f"/metadata/managedFields/{into}", "value": merged},
         *({"op": "remove", "path": f"/metadata/managedFields/{i}"} for i in sorted(gone, reverse=True)),
     ]
@@ -1002,15 +980,6 @@ def _taken_over(entry: Mapping[str, Any], manager: str, legacy: Collection[str])
     if entry.get("manager") == manager:
         return entry.get("operation") == "Update"
     return entry.get("manager") in legacy
-
-
-def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
-    """Merge a fieldsV1 tree into another (both are sets of paths written as nested maps)."""
-    for key, value in other.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _union(into[key], value)
-        elif key not in into:
-            into[key] = copy.deepcopy(value)
 
 
 def delete(client: kube_client.Client, obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:

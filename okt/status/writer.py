@@ -17,13 +17,13 @@ import enum
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, patches
 from okt.status import conditions as conditions_mod
 
 
@@ -220,8 +220,9 @@ class StatusOwnership:
     (an atomic list, whoever writes it writes it whole), or None when no managedFields entry tells."""
 
 
-def status_ownership(raw: Mapping[str, Any], manager: str) -> StatusOwnership:
-    """What ``manager`` owns of ``raw``'s status, through apply or plain writes (a merge-era ``Update`` counts)."""
+def status_ownership(raw: Mapping[str, Any], manager: str, legacy: Collection[str] = ()) -> StatusOwnership:
+    """What ``manager`` owns of ``raw``'s status, through apply or plain writes (a merge-era ``Update`` counts), with
+    what the ``legacy`` managers own (:func:`take_over_status` makes it ``manager``'s)."""
     fields: set[str] = set()
     types: set[str] = set()
     by_key: bool | None = None
@@ -234,7 +235,7 @@ def status_ownership(raw: Mapping[str, Any], manager: str) -> StatusOwnership:
             # A list merged by key records its items ("k:{...}") and itself ("."); an atomic list is one leaf ({}).
             merged_by_key = any(key == "." or key.startswith("k:") for key in listed)
             by_key = True if merged_by_key else (by_key or False)
-        if entry.get("manager") != manager:
+        if entry.get("manager") != manager and entry.get("manager") not in legacy:
             continue
         fields.update(key[2:] for key in status if key.startswith("f:"))
         for key in listed or ():
@@ -270,14 +271,16 @@ def apply_body(
     conditions: conditions_mod.Conditions,
     given: Iterable[str],
     manager: str,
+    legacy: Collection[str] = (),
 ) -> dict[str, Any] | None:
     """The status apply configuration of ``manager``: the conditions it states (set in this reconcile, or applied
-    before and still there), ``observedGeneration``, the fields ``given`` and those it owns already, but for those
+    before and still there, by it or by one of the ``legacy`` managers, whose fields the apply takes over),
+    ``observedGeneration``, the fields ``given`` and those it owns already, but for those
     ``wanted`` holds as ``None`` (to be removed: the server drops what the manager stops applying). None when
     another writer's conditions are in a list the server does not merge by key: only a guarded merge patch (which
     writes the list whole, other writers' entries included) keeps them then.
     """
-    owned = status_ownership(cr.raw, manager)
+    owned = status_ownership(cr.raw, manager, legacy)
     mine = conditions.asserted | owned.conditions
     items = conditions.to_list()
     if any(item.get("type") not in mine for item in items) and owned.conditions_by_key is not True:
@@ -291,47 +294,78 @@ def apply_body(
     return {"apiVersion": cr.api_version, "kind": cr.kind, "metadata": metadata, "status": status}
 
 
-def take_over_status(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], manager: str) -> bool:
-    """Move the status fields ``manager`` owns through plain writes (its merge-era ``Update`` entry) into its apply
-    entry, so a condition or field it stops applying leaves the object. One JSON patch tested against the
-    resourceVersion, once per object; the rest of the ``Update`` entry (finalizers, annotations) stays. Returns
-    whether it wrote."""
+def take_over_status(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    obj: Mapping[str, Any],
+    manager: str,
+    legacy: Collection[str] = (),
+) -> bool:
+    """Move the status fields ``manager`` owns through plain writes (its merge-era ``Update`` entry), and those the
+    ``legacy`` managers own (an earlier ``field_manager`` of the operator, any operation), into ``manager``'s status
+    apply entry, so a condition or field it stops applying leaves the object. One JSON patch of
+    ``metadata.managedFields``, once per object; the rest of each such entry (finalizers, annotations) stays. Returns
+    whether it wrote.
+
+    The patch touches okt's entries alone and first tests that each of them still is what okt read
+    (:func:`patches.guard`), not the object's resourceVersion: another controller writing the same object's status
+    often made a patch tested against the resourceVersion fail at every attempt. Another manager's entry is neither
+    tested nor written. A patch whose test fails all the same (okt's entries changed or moved: the server keeps them
+    in order of their last write) is worked out again from the object read anew, up to
+    :data:`patches.TAKE_OVER_ATTEMPTS`; read anew as another object (deleted and created again under its name), there
+    is nothing of okt's to take.
+
+    Raises:
+        okt.errors.Invalid: the patch refused for what it writes, or its tests failed at every attempt.
+    """
+    for attempt in range(patches.TAKE_OVER_ATTEMPTS):
+        patch = _status_take_over(obj, manager, legacy)
+        if not patch:
+            return False
+        meta = obj.get("metadata") or {}
+        try:
+            client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
+            return True
+        except errors.Invalid as exc:
+            if exc.causes or attempt == patches.TAKE_OVER_ATTEMPTS - 1:
+                raise
+            current = client.get(kind, meta["name"], meta.get("namespace"))
+            if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                return False
+            obj = current
+    raise AssertionError("not reached: the last attempt returns or raises")
+
+
+def _status_take_over(obj: Mapping[str, Any], manager: str, legacy: Collection[str]) -> list[dict[str, Any]]:
+    """The JSON patch of :func:`take_over_status` for ``obj`` as read; empty when there is nothing to move."""
     meta = obj.get("metadata") or {}
-    entries = [dict(e) for e in meta.get("managedFields") or ()]
-    legacy = [
-        e
-        for e in entries
-        if e.get("manager") == manager and e.get("operation") == "Update" and "f:status" in (e.get("fieldsV1") or {})
-    ]
-    applied = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Apply"), None)
-    if not legacy or applied is None:
-        return False
-    fields = copy.deepcopy(applied.get("fieldsV1") or {})
+    entries = list(meta.get("managedFields") or ())
+
+    status = [i for i, e in enumerate(entries) if "f:status" in (e.get("fieldsV1") or {})]
+    mine = [i for i in status if entries[i].get("manager") == manager]
+    at = next((i for i in mine if entries[i].get("operation") == "Apply"), None)
+    moved = [i for i in mine if entries[i].get("operation") == "Update"]
+    moved = sorted({*moved, *(i for i in status if entries[i].get("manager") in legacy)})
+    if at is None or not moved:
+        return []
+    fields: dict[str, Any] = copy.deepcopy(entries[at].get("fieldsV1") or {})
     kept: list[dict[str, Any]] = []
-    for entry in entries:
-        if entry is applied:
-            continue
-        if entry in legacy:
-            rest = {k: v for k, v in (entry.get("fieldsV1") or {}).items() if k != "f:status"}
-            _union(fields.setdefault("f:status", {}), entry["fieldsV1"]["f:status"])
-            if set(rest) - {"f:metadata"} or (rest.get("f:metadata") or {}).keys() - {"."}:
-                kept.append({**entry, "fieldsV1": rest})
-            continue
-        kept.append(entry)
-    patch = [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
-        {"op": "replace", "path": "/metadata/managedFields", "value": [*kept, {**applied, "fieldsV1": fields}]},
-    ]
-    client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-    return True
-
-
-def _union(into: dict[str, Any], other: Mapping[str, Any]) -> None:
-    for key, value in other.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _union(into[key], value)
+    gone: list[int] = []
+    for i in moved:
+        entry_fields = entries[i].get("fieldsV1") or {}
+        patches.union(fields.setdefault("f:status", {}), entry_fields["f:status"])
+        rest = {k: v for k, v in entry_fields.items() if k != "f:status"}
+        if set(rest) - {"f:metadata"} or (rest.get("f:metadata") or {}).keys() - {"."}:
+            pointer = f"/metadata/managedFields/{i}"
+            kept.append({"op": "replace", "path": pointer, "value": {**entries[i], "fieldsV1": rest}})
         else:
-            into[key] = copy.deepcopy(dict(value)) if isinstance(value, Mapping) else value
+            gone.append(i)
+    return [
+        *patches.guard([(f"/metadata/managedFields/{i}", entries[i]) for i in sorted({at, *moved})], meta),
+        {"op": "replace", "path": f"/metadata/managedFields/{at}", "value": {**entries[at], "fieldsV1": fields}},
+        *kept,
+        *({"op": "remove", "path": f"/metadata/managedFields/{i}"} for i in sorted(gone, reverse=True)),
+    ]
 
 
 class Residues:
@@ -470,12 +504,14 @@ def write(
     conditions: conditions_mod.Conditions | None = None,
     given: Iterable[str] = (),
     apply_as: str | None = None,
+    legacy_managers: Collection[str] = (),
     replaced: Callable[[], bool] | None = None,
 ) -> dict[str, Any] | None:
     """Write what differs from ``cr.status``; None when nothing differs (no request).
 
     With ``apply_as`` (and the ``conditions``), the write is a server-side apply of the status as that field manager
-    (see :func:`apply_body`), falling back to the guarded merge patch where apply would drop another writer's
+    (see :func:`apply_body`; what it and the ``legacy_managers`` wrote before is taken over by the first apply:
+    :func:`take_over_status`), falling back to the guarded merge patch where apply would drop another writer's
     conditions, or where the schema does not declare a field okt states (the server refuses such an apply whole, and
     prunes the field from a merge patch). An apply tests no resourceVersion: ``replaced()``, asked just before it,
     says the object was deleted and created again under its name since ``cr`` was read, and then nothing is sent
@@ -488,7 +524,9 @@ def write(
         return None
     if RESIDUES.explain(cr.uid, wanted, cr.status):
         return None  # what differs is another writer's, or pruned: the same write left it last time (see Residues)
-    body = apply_body(cr, wanted, conditions, given, apply_as) if apply_as and conditions is not None else None
+    body = None
+    if apply_as and conditions is not None:
+        body = apply_body(cr, wanted, conditions, given, apply_as, legacy_managers)
     if body is not None and apply_as is not None:
         if replaced is not None and replaced():
             return None  # it would land on the new object, Ready and observedGeneration said of the old one
@@ -504,7 +542,7 @@ def write(
             # A field the CRD's schema does not declare: an apply is refused whole for it, where a merge patch is
             # kept but for that field. The patch below writes the rest, and Residues remembers what was dropped.
         else:
-            if take_over_status(client, kind, updated, apply_as):
+            if take_over_status(client, kind, updated, apply_as, legacy_managers):
                 updated = apply(body)
             RESIDUES.remember(cr.uid, wanted, updated)
             observe(updated)

@@ -13,7 +13,7 @@ import okt
 from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import condition
+from okt.testing import condition, envtest
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -154,6 +154,109 @@ def test_a_status_written_by_the_merge_path_is_taken_over_by_the_first_apply(
     assert "Warming" not in types_of(live)
     okt_entries = [e for e in live["metadata"]["managedFields"] if e["manager"] == "okt"]
     assert not any("f:status" in e.get("fieldsV1", {}) for e in okt_entries if e["operation"] == "Update")
+
+
+class Counted(kube_client.Client):
+    """okt's client, with another controller writing the Gauge's status (a counter of its own, as a plain write)
+    between okt's read and each JSON patch okt sends the Gauge: the object's resourceVersion moves on before each."""
+
+    other: kube_client.Client
+    writes = 0
+
+    def patch(
+        self,
+        kind: kinds.Kind,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        if patch_type == "json" and kind.kind == "Gauge":
+            self.writes += 1
+            count = {"status": {"backupCount": self.writes}}
+            self.other.patch(kind, name, count, namespace, subresource="status", field_manager="backup-counter")
+        return super().patch(
+            kind, name, patch, namespace, patch_type=patch_type, subresource=subresource, field_manager=field_manager
+        )
+
+
+def status_entries(live: dict[str, Any], manager: str) -> list[dict[str, Any]]:
+    return [e for e in live["metadata"]["managedFields"] if e["manager"] == manager and "f:status" in e["fieldsV1"]]
+
+
+def test_a_status_written_by_the_merge_path_is_taken_over_though_another_controller_writes_the_status_meanwhile(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    gauge_kind: kinds.Kind,
+) -> None:
+    """The take-over tests okt's own managedFields entries, which another writer's status writes leave alone."""
+
+    class MergingGauge(Gauge):
+        apply_strategy = "merge"
+
+    make_gauge(kube, gauge_kind, namespace, "c")
+    other_client.patch(
+        gauge_kind, "c", {"status": {"backupCount": 0}}, namespace, subresource="status", field_manager="backup-counter"
+    )
+    try:
+        Gauge.warming = True
+        okt.reconcile(MergingGauge(), kube, None, namespace, "c", kind=gauge_kind)
+    finally:
+        Gauge.warming = False
+    kube.patch(gauge_kind, "c", {"spec": {"size": 2}}, namespace)
+    counted = Counted.from_kubeconfig(control_plane.kubeconfig)
+    assert isinstance(counted, Counted)
+    counted.other = other_client
+    try:
+        run = okt.reconcile(Gauge(), counted, None, namespace, "c", kind=gauge_kind)  # the switch to apply
+    finally:
+        counted.close()
+
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    live = kube.get(gauge_kind, "c", namespace)
+    assert counted.writes >= 1 and live["status"]["backupCount"] == counted.writes
+    assert "Warming" not in types_of(live)
+    assert [e["operation"] for e in status_entries(live, "okt")] == ["Apply"]
+
+
+class RenamedGauge(Gauge):
+    """A later version of the operator, applying as a field manager of its own."""
+
+    field_manager = "gauge-operator"
+    legacy_field_managers = ("okt",)
+
+
+@pytest.mark.parametrize("earlier", ["apply", "merge"])
+def test_a_status_an_earlier_field_manager_wrote_is_taken_over_by_the_first_apply_under_the_new_one(
+    kube: kube_client.Client, namespace: str, gauge_kind: kinds.Kind, earlier: str
+) -> None:
+    """A condition the earlier version stated and the new one no longer does leaves: no manager keeps it."""
+    make_gauge(kube, gauge_kind, namespace, f"r-{earlier}")
+    try:
+        Gauge.warming = True
+        old: okt.Reconciler = type("OldGauge", (Gauge,), {"apply_strategy": earlier})()
+        okt.reconcile(old, kube, None, namespace, f"r-{earlier}", kind=gauge_kind)
+        assert "Warming" in types_of(kube.get(gauge_kind, f"r-{earlier}", namespace))
+    finally:
+        Gauge.warming = False
+    kube.patch(gauge_kind, f"r-{earlier}", {"spec": {"size": 2}}, namespace)
+
+    run = okt.reconcile(RenamedGauge(), kube, None, namespace, f"r-{earlier}", kind=gauge_kind)
+
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    live = kube.get(gauge_kind, f"r-{earlier}", namespace)
+    assert "Warming" not in types_of(live)
+    assert "Ready" in types_of(live)
+    assert status_entries(live, "okt") == []
+    assert [e["operation"] for e in status_entries(live, "gauge-operator")] == ["Apply"]
+    before = kube.stats.snapshot()
+    okt.reconcile(RenamedGauge(), kube, None, namespace, f"r-{earlier}", kind=gauge_kind)
+    assert shared.write_requests(kube, before) == {}
 
 
 class DialStatus(pydantic.BaseModel):

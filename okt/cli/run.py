@@ -293,8 +293,13 @@ def _webhook_options(
             pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
         except OSError as exc:
             raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
-    # A directory is served as a directory: the server reads it again when a renewal is written there.
-    served = pathlib.Path(cert_dir) if cert_dir else bundle
+    # A directory is served as a directory, a Secret as a Secret: the server reads them again for their renewals.
+    served: certs.Bundle | pathlib.Path | certs.SecretSource = bundle
+    if cert_dir:
+        served = pathlib.Path(cert_dir)
+    elif secret:
+        namespace, _, name = secret.rpartition("/")
+        served = certs.SecretSource(client, namespace, name)
     return webhook_server.Options(host=host, port=port, certificates=served)
 
 
@@ -381,7 +386,11 @@ def _webhook_options(
     type=click.Path(file_okay=False),
     help="Serve the certificate in DIR (tls.crt, tls.key, ca.crt: a mounted Secret) [default: self-signed].",
 )
-@click.option("--webhook-secret", metavar="NAMESPACE/NAME", help="Serve the certificate of this TLS Secret.")
+@click.option(
+    "--webhook-secret",
+    metavar="NAMESPACE/NAME",
+    help="Serve the certificate of this TLS Secret, read again every 10 s (a rotation is served without a restart).",
+)
 @click.option(
     "--webhook-ca-file",
     type=click.Path(dir_okay=False),

@@ -201,6 +201,25 @@ def from_directory(directory: str | os.PathLike[str]) -> Bundle:
     return Bundle(cert_pem=cert, key_pem=key, ca_pem=ca)
 
 
+@dataclasses.dataclass(frozen=True)
+class SecretSource:
+    """A serving certificate kept in the Secret ``namespace/name`` (``tls.crt``, ``tls.key``, optionally ``ca.crt``:
+    cert-manager's layout), which its issuer rotates: the webhook server reads it again now and then (a ``get`` by
+    name, the one permission its first read needs) and serves a rotated pair from then on."""
+
+    client: kube_client.Client
+    namespace: str
+    name: str
+
+    def read(self) -> Bundle:
+        """The bundle the Secret holds now (see :func:`from_secret`)."""
+        return from_secret(self.client, self.namespace, self.name)
+
+    @property
+    def where(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 def from_secret(client: kube_client.Client, namespace: str, name: str) -> Bundle:
     """The bundle in a Secret (``tls.crt``, ``tls.key``, optionally ``ca.crt``, as cert-manager writes them).
 

@@ -18,8 +18,10 @@ Guarantees:
   :attr:`Options.request_timeout` of its first byte (a client trickling a body it never finishes) has its connection
   cut, so no client holds a thread for ever;
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
-  mounted Secret) is served from the next one, without a restart; a pair that does not load (a certificate whose key
-  is not written yet) is never served, the previous one is until the files load;
+  mounted Secret) is served from the next one, without a restart; a certificate Secret is read again every
+  :attr:`Options.reload_interval` seconds, and a rotation (cert-manager's) is served from the next connection after
+  that read; a pair that does not load (a certificate whose key is not written yet) is never served, nor is one
+  that cannot be read (a Secret gone, an API server away): the previous one is, until a pair loads;
 * AdmissionReview and ConversionReview are answered in the version they came in (``v1``, or ``v1beta1`` from an API
   server configured for it); a review of another version or kind, or a malformed one, is a ``400`` naming what is
   wrong; an unknown path a ``404``; a review is never a ``500`` for a problem of the object (refusals are answers,
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import http.server
 import io
 import json
@@ -74,6 +77,10 @@ BODIES_AT_ONCE = 16 * 1024 * 1024
 largest admission reviews, one of the largest conversion reviews); a body that does not fit waits until it does.
 Decoded, each costs some 10 times its weight: this bounds what every connection together costs, not one review."""
 HANDSHAKE_TIMEOUT = 10.0
+RELOAD_INTERVAL = 10.0
+"""How often a certificate Secret is read again (as often as controller-runtime's certificate watcher reads its files):
+an issuer renews well before the end (cert-manager at two thirds of the lifetime), so a rotation is served within
+seconds, for one ``get`` of a Secret every ten seconds."""
 REQUEST_TIMEOUT = 30.0
 """The longest the API server waits for a webhook (its ``timeoutSeconds`` is at most 30)."""
 MAX_CONNECTIONS = 32
@@ -95,24 +102,29 @@ class Options:
         host: the address to bind (``0.0.0.0``: every interface, as in a pod).
         port: the port (0: a free one, see :attr:`WebhookServer.port`).
         certificates: the serving certificate; a directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a
-            mounted Secret): the certificate in it, read again when its files change; None: a CA and a certificate
-            generated for ``hosts``.
+            mounted Secret): the certificate in it, read again when its files change; a
+            :class:`~okt.runtime.certs.SecretSource`: the certificate in that Secret, read again every
+            ``reload_interval``; None: a CA and a certificate generated for ``hosts``.
         hosts: the names and addresses a generated certificate is valid for.
         request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
             cut (past the API server's own timeout, nobody waits for the answer any more).
         max_connections: the connections served at once; the next ones wait to be accepted until one ends.
+        reload_interval: the seconds between two reads of a certificate Secret.
     """
 
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
-    certificates: certs.Bundle | pathlib.Path | None = None
+    certificates: certs.Bundle | pathlib.Path | certs.SecretSource | None = None
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
     request_timeout: float = REQUEST_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
+    reload_interval: float = RELOAD_INTERVAL
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
             raise errors.ConfigurationError(f"max_connections must be at least 1, not {self.max_connections}")
+        if not self.reload_interval > 0:
+            raise errors.ConfigurationError(f"reload_interval must be more than 0 seconds, not {self.reload_interval}")
 
 
 def reviews_of(
@@ -262,13 +274,19 @@ class WebhookServer:
         client: kube_client.Client,
         scope: admission.Scope = admission.EVERYTHING,
     ) -> None:
-        if isinstance(options.certificates, pathlib.Path):
-            self._served = _Served(certs.from_directory(options.certificates), options.certificates)
+        source = options.certificates
+        if isinstance(source, pathlib.Path):
+            read = functools.partial(certs.from_directory, source)
+            self._served = _Served(read(), read, str(source))
+        elif isinstance(source, certs.SecretSource):
+            self._served = _Served(source.read(), source.read, f"Secret {source.where}")
         else:
-            self._served = _Served(options.certificates or certs.self_signed(options.hosts), None)
+            self._served = _Served(source or certs.self_signed(options.hosts), None)
         self.routes = reviews_of(reconcilers, client, scope)
         self._server = _Server((options.host, options.port), _Handler, bind_and_activate=False)
-        self._server.tls = self._served.context
+        # A directory is read on each new connection (three small files); a Secret on a thread of its own, so no
+        # handshake waits for the API server.
+        self._server.tls = self._served.reread if isinstance(source, pathlib.Path) else self._served.context
         self._server.routes = self.routes
         self._server.limits = limits_of(reconcilers)
         self._server.request_timeout = options.request_timeout
@@ -285,6 +303,14 @@ class WebhookServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
         )
         self._watchdog = threading.Thread(target=self._server.cut_overdue, name="okt-webhooks-deadlines", daemon=True)
+        self._stopped = threading.Event()
+        self._reloader = (
+            threading.Thread(
+                target=self._reread_every, args=(options.reload_interval,), name="okt-webhooks-secret", daemon=True
+            )
+            if isinstance(source, certs.SecretSource)
+            else None
+        )
 
     @property
     def port(self) -> int:
@@ -314,11 +340,17 @@ class WebhookServer:
     def start(self) -> None:
         self._thread.start()
         self._watchdog.start()
+        if self._reloader is not None:
+            self._reloader.start()
         _log.info("serving webhooks", port=self.port, paths=sorted(self.routes))
 
     def stop(self) -> None:
         """Stop serving and close the socket: no new connection is accepted, the idle ones are cut, and the reviews
         in flight are answered first (each within its request timeout, then cut)."""
+        self._stopped.set()
+        if self._reloader is not None and self._reloader.is_alive():
+            # Not for a read in flight to an API server that does not answer: the thread is a daemon, and stops there.
+            self._reloader.join(timeout=1.0)
         if self._thread.is_alive():
             self._server.shutdown()
             self._thread.join()
@@ -327,43 +359,68 @@ class WebhookServer:
             self._watchdog.join()
         self._server.server_close()
 
+    def _reread_every(self, interval: float) -> None:
+        while not self._stopped.wait(interval):
+            try:
+                self._served.reread()
+            except Exception as exc:  # a bug: the thread goes on, the pair served stays; its type only (no values)
+                _log.error("the webhook certificate was not read again", error=type(exc).__name__)
+
 
 class _Served:
-    """The serving certificate and its TLS context; for a certificate directory, read again when its files change.
+    """The serving certificate and its TLS context, read again from where it is kept (a directory, a Secret).
 
     Why: whoever issues the certificate renews it in place (cert-manager writes the Secret, the kubelet swaps the
     mounted files), and a server that kept the pair read at start serves the old one until it ends, then fails
-    every handshake. The three small files are read on each new connection (kept-alive connections make that
-    rare); a changed pair whose key does not match is refused once, logged, and the previous pair served instead.
+    every handshake. A changed pair whose key does not match is refused once, logged, and the previous pair served
+    instead; a read that fails (a Secret deleted, an API server away) is logged once and the previous pair served.
     """
 
-    def __init__(self, bundle: certs.Bundle, directory: pathlib.Path | None) -> None:
+    def __init__(self, bundle: certs.Bundle, read: Callable[[], certs.Bundle] | None, where: str = "") -> None:
         self.bundle = bundle
         self._context = bundle.server_context()
-        self._directory = directory
+        self._read = read
+        self._where = where
         self._refused: certs.Bundle | None = None
+        self._failure: str | None = None
+        self._reading = threading.Lock()  # one read at a time; the pair served is swapped under _lock
         self._lock = threading.Lock()
 
     def context(self) -> ssl.SSLContext:
-        """The TLS context of the certificate to serve now."""
-        if self._directory is None:
-            return self._context
+        """The TLS context of the certificate served now."""
         with self._lock:
+            return self._context
+
+    def reread(self) -> ssl.SSLContext:
+        """Read the certificate again and serve it from now on when it changed and loads; the context to serve."""
+        if self._read is None:
+            return self.context()
+        with self._reading:
             try:
-                bundle = certs.from_directory(self._directory)
-            except errors.ConfigurationError:  # a file missing for a moment of the renewal: the next connection reads
-                return self._context
+                bundle = self._read()
+            except (errors.OktError, ValueError) as exc:
+                self._read_failed(exc)
+                return self.context()
+            self._failure = None
             if bundle in (self.bundle, self._refused):
-                return self._context
+                return self.context()
             try:
                 context = bundle.server_context()
             except errors.ConfigurationError as exc:
                 self._refused = bundle
-                _log.warning("the renewed webhook certificate is not served", error=str(exc))
-                return self._context
-            self.bundle, self._context, self._refused = bundle, context, None
-            _log.info("serving the renewed webhook certificate", directory=str(self._directory))
-            return self._context
+                _log.warning("the renewed webhook certificate is not served", source=self._where, error=str(exc))
+                return self.context()
+            with self._lock:
+                self.bundle, self._context, self._refused = bundle, context, None
+            _log.info("serving the renewed webhook certificate", source=self._where)
+            return context
+
+    def _read_failed(self, exc: Exception) -> None:
+        # okt's own messages name the Secret or the file, never their content; another error is said by its type.
+        said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
+        if said != self._failure:  # once, not on every read while it lasts
+            self._failure = said
+            _log.warning("the webhook certificate could not be read again: the previous one is served", error=said)
 
 
 class _Budget:

@@ -1,21 +1,29 @@
 """The webhook Service's certificate, shared by the replicas through a Secret, and its CA written into the webhook
-configurations that call the Service — on the real API server (``okt run --webhook-service --webhook-configuration``).
+configurations that call the Service — on the real API server (``okt run --webhook-service --webhook-configuration``);
+a certificate given in a Secret (``okt run --webhook-secret``) served as that Secret is rotated.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import secrets
+import socket
+import ssl
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog.testing
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
+from okt.cli import run
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import certs
+from okt.runtime import certs, webhook_server
+from okt.testing import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +136,89 @@ def test_a_renewal_keeps_the_labels_annotations_and_keys_other_writers_put_on_th
     assert stored["metadata"]["labels"]["app.kubernetes.io/part-of"] == "gadgets"
     assert stored["metadata"]["annotations"]["backup.example.com/exclude"] == "true"
     assert stored["data"]["note"] == note
+
+
+def tls_secret(namespace: str, name: str, bundle: certs.Bundle) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": tls_data(bundle),
+    }
+
+
+def tls_data(bundle: certs.Bundle) -> dict[str, str]:
+    pems = {"tls.crt": bundle.cert_pem, "tls.key": bundle.key_pem, "ca.crt": bundle.ca_pem}
+    return {key: base64.b64encode(pem).decode() for key, pem in pems.items()}
+
+
+def der(bundle: certs.Bundle) -> bytes:
+    return x509.load_pem_x509_certificate(bundle.cert_pem).public_bytes(serialization.Encoding.DER)
+
+
+def presented(server: webhook_server.WebhookServer) -> bytes:
+    """The certificate the server presents in a new TLS handshake (unverified: which one it is, is the question)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+        context.wrap_socket(raw) as connection,
+    ):
+        certificate = connection.getpeercert(binary_form=True)
+    assert certificate is not None
+    return certificate
+
+
+def test_a_certificate_rotated_in_its_secret_is_presented_by_a_later_handshake_without_a_restart(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    first, rotated = certs.self_signed(), certs.self_signed()
+    kube.create(tls_secret(namespace, "gadget-serving", first), SECRET)
+    options = run._webhook_options(kube, "127.0.0.1", 0, None, f"{namespace}/gadget-serving", None)
+    server = webhook_server.WebhookServer(options, [], kube)
+    server.start()
+    try:
+        assert presented(server) == der(first)
+
+        kube.patch(SECRET, "gadget-serving", {"data": tls_data(rotated)}, namespace)
+
+        wait_for(lambda: presented(server) == der(rotated), timeout=30, message="the rotated certificate presented")
+        assert server.certificates == rotated
+    finally:
+        server.stop()
+
+
+def test_a_rotated_pair_whose_key_does_not_match_or_a_secret_gone_is_never_served_the_previous_pair_is(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    first, rotated = certs.self_signed(), certs.self_signed()
+    kube.create(tls_secret(namespace, "gadget-serving", first), SECRET)
+    source = certs.SecretSource(kube, namespace, "gadget-serving")
+    options = webhook_server.Options(host="127.0.0.1", port=0, certificates=source, reload_interval=0.1)
+    server = webhook_server.WebhookServer(options, [], kube)
+    with structlog.testing.capture_logs() as logs:
+        server.start()
+        try:
+            mismatched = dataclasses.replace(rotated, key_pem=first.key_pem)
+            kube.patch(SECRET, "gadget-serving", {"data": tls_data(mismatched)}, namespace)
+            refused = "the renewed webhook certificate is not served"
+            wait_for(lambda: any(log["event"] == refused for log in logs), timeout=30, message="the pair refused")
+            assert presented(server) == der(first)
+
+            kube.delete(SECRET, "gadget-serving", namespace)
+            unread = "the webhook certificate could not be read again: the previous one is served"
+            wait_for(lambda: any(log["event"] == unread for log in logs), timeout=30, message="the Secret missed")
+            assert presented(server) == der(first)
+
+            kube.create(tls_secret(namespace, "gadget-serving", rotated), SECRET)
+            wait_for(lambda: presented(server) == der(rotated), timeout=30, message="the good pair presented")
+        finally:
+            server.stop()
+    said = [log for log in logs if log["event"] in (refused, unread)]
+    assert [log["event"] for log in said] == [refused, unread]  # each once, however many reads it lasted
+    pems = (first.key_pem, rotated.cert_pem, rotated.key_pem)
+    assert not any(
+        pem.decode() in str(log) or base64.b64encode(pem).decode() in str(log) for pem in pems for log in logs
+    )

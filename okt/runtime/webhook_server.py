@@ -31,7 +31,9 @@ Guarantees:
   about as much memory as the largest real review does; bodies said to be other than ``application/json`` are a
   ``415``; the bodies decoded and judged at once weigh :data:`BODIES_AT_ONCE` at most, the others wait their turn
   (within the request timeout, else a ``503``), so many connections each sending a large review cost no more;
-* no object content is logged, only the review's uid, path and verdict.
+* no object content is logged, only the review's uid, path and verdict; a review that fails inside okt (a bug, not
+  the object's problem) is a ``500`` saying the error's type and a fixed message, logged once with the type and the
+  stack of it and of the exceptions it came from, never their text (it may hold what the review carried).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import socket
 import ssl
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -654,16 +657,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self, path: str, review: Review, raw: bytes, limit: int) -> tuple[int, Mapping[str, Any]]:
         try:
             body = decode(raw, limit)
-            if not isinstance(body, dict):
-                raise BadReview("the body is not a JSON object")
-            answer = review(body)
         except TooLarge as exc:
             return 413, {"error": str(exc)}
-        except (BadReview, ValueError, RecursionError) as exc:  # RecursionError: a body nested past what JSON decodes
+        except (ValueError, RecursionError) as exc:  # JSON's own errors say a position, never the body's text
+            return 400, {"error": str(exc)}
+        if not isinstance(body, dict):
+            return 400, {"error": "the body is not a JSON object"}
+        try:
+            answer = review(body)
+        except (BadReview, RecursionError) as exc:  # RecursionError: an object nested past what okt walks
             return 400, {"error": str(exc)}
         except Exception as exc:  # a bug of okt, not of the object: the API server applies the failurePolicy
-            _log.error("a webhook failed", path=path, error=f"{type(exc).__name__}: {exc}")
-            return 500, {"error": f"{type(exc).__name__}: {exc}"}
+            # Its text may hold what the review carried (a Secret's data): the reply and the log say its type only,
+            # and the log where it was raised.
+            _log.error("a webhook failed", path=path, error=type(exc).__name__, stack=_stack(exc))
+            return 500, {"error": f"{type(exc).__name__}: the webhook failed inside the operator (its log says where)"}
         _log.debug("review answered", path=path, uid=(body.get("request") or {}).get("uid"), answer=_verdict(answer))
         return 200, answer
 
@@ -679,6 +687,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return None  # one structured line per review instead (review answered)
+
+
+def _stack(exc: BaseException) -> str:
+    """Where ``exc`` was raised, and the exceptions it was raised from or during, as a traceback says it but with each
+    exception's type alone (its text, a value it was given, is never part of it)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
+    return "\n".join(
+        f"{type(link).__name__}, raised at:\n{''.join(traceback.format_tb(link.__traceback__))}"
+        for link in reversed(chain)
+    )
 
 
 def _verdict(answer: Mapping[str, Any]) -> str:

@@ -419,6 +419,34 @@ def test_a_body_said_to_be_other_than_json_is_refused_and_the_connection_serves_
         connection.close()
 
 
+@pytest.mark.parametrize("error", [RuntimeError, ValueError])
+def test_a_review_failing_inside_okt_is_a_500_naming_the_errors_type_logged_once_with_its_stack_never_its_values(
+    server: webhook_server.WebhookServer, error: type[Exception]
+) -> None:
+    secret_value = "czNjcjN0LXBhc3N3b3Jk"  # a Secret's data, as a review of a Secret carries it
+
+    def failing_review(body: Any) -> dict[str, Any]:
+        data = {"password": secret_value}
+        try:
+            return {"response": data["token"]}
+        except KeyError as exc:
+            raise error(f"cannot answer for {data}") from exc
+
+    server.routes["/validate/widget"] = failing_review
+    with structlog.testing.capture_logs() as logs:
+        status, answer = post(server, "/validate/widget", review({"size": 1, "password": secret_value}))
+
+    assert status == 500
+    assert answer == {"error": f"{error.__name__}: the webhook failed inside the operator (its log says where)"}
+    failed = [log for log in logs if log["log_level"] == "error"]
+    assert len(failed) == 1
+    assert failed[0]["error"] == error.__name__
+    assert "KeyError, raised at:" in failed[0]["stack"]
+    assert f"{error.__name__}, raised at:" in failed[0]["stack"]
+    assert "in failing_review" in failed[0]["stack"]
+    assert secret_value not in str(logs)
+
+
 def test_connections_stuck_before_the_handshake_or_inside_a_body_do_not_hold_up_other_reviews(
     server: webhook_server.WebhookServer,
 ) -> None:

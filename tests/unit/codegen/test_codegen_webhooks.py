@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 import okt
 from okt.codegen import cli, crd, errors, webhooks, yamlout
 from okt.reconciler import webhooks as declared
-from okt.runtime import webhook_server
+from okt.runtime import webhook_reviews
 from okt.testing import FakeClient
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -102,7 +102,7 @@ def test_every_configured_path_is_one_the_server_serves() -> None:
         [Memcached, Checked], name="x", client_config=webhooks.ClientConfig(url="https://127.0.0.1:9443")
     )
     urls = [hook["clientConfig"]["url"] for d in documents for hook in d.get("webhooks", [])]
-    served = webhook_server.reviews_of([Memcached, Checked], FakeClient())
+    served = webhook_reviews.reviews_of([Memcached, Checked], FakeClient())
     assert sorted(url.removeprefix("https://127.0.0.1:9443") for url in urls) == sorted(
         path for path in served if not path.startswith("/convert/")
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -280,14 +281,22 @@ def _webhook_options(
         bundle = certs.for_service(client, service[0], service[1], f"{service[1]}-tls")
     else:
         bundle = certs.self_signed()
+    trust_ca: Callable[[bytes], None] | None = None
     if service and configuration:
-        changed = certs.inject_ca_bundle(
-            client, configuration, service[1], service[0], bundle.ca_bundle(), configuration_kinds, scope_fields
-        )
-        crds = certs.inject_conversion_ca_bundle(client, conversion_crds, service[1], service[0], bundle.ca_bundle())
-        structlog.get_logger("okt.run").info(
-            "webhook CA written", configuration=configuration, kinds=changed, crds=crds
-        )
+        webhook_service, webhook_configuration = service, configuration
+
+        def trust_ca(ca_pem: bytes) -> None:
+            ca_bundle = dataclasses.replace(bundle, ca_pem=ca_pem).ca_bundle()
+            namespace, name = webhook_service
+            changed = certs.inject_ca_bundle(
+                client, webhook_configuration, name, namespace, ca_bundle, configuration_kinds, scope_fields
+            )
+            crds = certs.inject_conversion_ca_bundle(client, conversion_crds, name, namespace, ca_bundle)
+            structlog.get_logger("okt.run").info(
+                "webhook CA written", configuration=webhook_configuration, kinds=changed, crds=crds
+            )
+
+        trust_ca(bundle.ca_pem)
     if ca_file:
         try:
             pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
@@ -300,7 +309,9 @@ def _webhook_options(
     elif secret:
         namespace, _, name = secret.rpartition("/")
         served = certs.SecretSource(client, namespace, name)
-    return webhook_server.Options(host=host, port=port, certificates=served)
+    # A renewal under another CA (cert-manager's selfSigned issuer) is written into the configurations before it is
+    # served, or the API server would refuse it.
+    return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca)
 
 
 @click.command("run")

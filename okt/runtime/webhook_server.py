@@ -20,7 +20,8 @@ Guarantees:
   mounted Secret) is served from the next one, without a restart; a certificate Secret is read again every
   :attr:`Options.reload_interval` seconds, and a rotation (cert-manager's) is served from the next connection after
   that read; a pair that does not load (a certificate whose key is not written yet) is never served, nor is one
-  that cannot be read (a Secret gone, an API server away): the previous one is, until a pair loads.
+  that cannot be read (a Secret gone, an API server away): the previous one is, until a pair loads; with
+  :attr:`Options.trust_ca`, a renewed pair under another CA is served only once that CA is trusted.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class Options:
             cut (past the API server's own timeout, nobody waits for the answer any more).
         max_connections: the connections served at once; the next ones wait to be accepted until one ends.
         reload_interval: the seconds between two reads of a certificate Secret.
+        trust_ca: for a certificate read again (a directory, a Secret), called before a renewed pair whose CA is
+            another is served, with the CAs the callers must trust from then on (PEM: the renewed pair's CA, then the
+            served one's, which the replicas that have not read the renewal yet still present); what it raises keeps
+            the served pair until a later read (okt run writes them into the webhook configurations' caBundle).
     """
 
     host: str = "0.0.0.0"
@@ -77,6 +82,7 @@ class Options:
     request_timeout: float = REQUEST_TIMEOUT
     max_connections: int = webhook_connections.MAX_CONNECTIONS
     reload_interval: float = RELOAD_INTERVAL
+    trust_ca: Callable[[bytes], None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -107,9 +113,9 @@ class WebhookServer:
         source = options.certificates
         if isinstance(source, pathlib.Path):
             read = functools.partial(certs.from_directory, source)
-            self._served = _Served(read(), read, str(source))
+            self._served = _Served(read(), read, str(source), options.trust_ca)
         elif isinstance(source, certs.SecretSource):
-            self._served = _Served(source.read(), source.read, f"Secret {source.where}")
+            self._served = _Served(source.read(), source.read, f"Secret {source.where}", options.trust_ca)
         else:
             self._served = _Served(source or certs.self_signed(options.hosts), None)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
@@ -206,15 +212,25 @@ class _Served:
     mounted files), and a server that kept the pair read at start serves the old one until it ends, then fails
     every handshake. A changed pair whose key does not match is refused once, logged, and the previous pair served
     instead; a read that fails (a Secret deleted, an API server away) is logged once and the previous pair served.
+    A renewed pair under another CA is served once ``trust`` has taken that CA (the API server verifies the pair
+    against the caBundle: a pair served before would fail every handshake); until it has, the previous pair is.
     """
 
-    def __init__(self, bundle: certs.Bundle, read: Callable[[], certs.Bundle] | None, where: str = "") -> None:
+    def __init__(
+        self,
+        bundle: certs.Bundle,
+        read: Callable[[], certs.Bundle] | None,
+        where: str = "",
+        trust: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.bundle = bundle
         self._context = bundle.server_context()
         self._read = read
         self._where = where
+        self._trust = trust
         self._refused: certs.Bundle | None = None
-        self._failure: str | None = None
+        self._failure: str | None = None  # what the last read said, while reads fail
+        self._untrusted: str | None = None  # what the last trust said, while a renewal's CA is not written
         self._reading = threading.Lock()  # one read at a time; the pair served is swapped under _lock
         self._lock = threading.Lock()
 
@@ -242,6 +258,13 @@ class _Served:
                 self._refused = bundle
                 _log.warning("the renewed webhook certificate is not served", source=self._where, error=str(exc))
                 return self.context()
+            if self._trust is not None and bundle.ca_pem != self.bundle.ca_pem:
+                try:
+                    self._trust(bundle.ca_pem + (b"" if self.bundle.ca_pem in bundle.ca_pem else self.bundle.ca_pem))
+                except Exception as exc:  # the API server away, a bug: the served pair stays, the next read tries
+                    self._not_trusted(exc)
+                    return self.context()
+            self._untrusted = None
             with self._lock:
                 self.bundle, self._context, self._refused = bundle, context, None
             _log.info("serving the renewed webhook certificate", source=self._where)
@@ -253,3 +276,11 @@ class _Served:
         if said != self._failure:  # once, not on every read while it lasts
             self._failure = said
             _log.warning("the webhook certificate could not be read again: the previous one is served", error=said)
+
+    def _not_trusted(self, exc: Exception) -> None:
+        said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
+        if said != self._untrusted:
+            self._untrusted = said
+            _log.warning(
+                "the renewed webhook certificate's CA could not be written: the previous pair is served", error=said
+            )

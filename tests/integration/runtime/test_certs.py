@@ -222,3 +222,35 @@ def test_a_rotated_pair_whose_key_does_not_match_or_a_secret_gone_is_never_serve
     assert not any(
         pem.decode() in str(log) or base64.b64encode(pem).decode() in str(log) for pem in pems for log in logs
     )
+
+
+def test_a_rotation_under_a_new_ca_writes_that_ca_into_the_configurations_before_its_certificate_is_presented(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str]
+) -> None:
+    kind, name = configuration
+    first, rotated = certs.self_signed(), certs.self_signed()  # each its own CA, as cert-manager's selfSigned issuer
+    kube.create(tls_secret(namespace, "gadget-serving", first), SECRET)
+    options = run._webhook_options(
+        kube,
+        "127.0.0.1",
+        0,
+        None,
+        f"{namespace}/gadget-serving",
+        None,
+        service=(namespace, "gadget-webhooks"),
+        configuration=name,
+        configuration_kinds=["ValidatingWebhookConfiguration"],
+    )
+    server = webhook_server.WebhookServer(options, [], kube)
+    server.start()
+    try:
+        kube.patch(SECRET, "gadget-serving", {"data": tls_data(rotated)}, namespace)
+
+        wait_for(lambda: presented(server) == der(rotated), timeout=30, message="the rotated certificate presented")
+        hooks = {h["name"]: h["clientConfig"] for h in kube.get(kind, name)["webhooks"]}
+        trusted = base64.b64decode(hooks["ours.gadgets.okt.example.com"]["caBundle"])
+        assert rotated.ca_pem in trusted
+        assert first.ca_pem in trusted  # a replica that has not read the Secret yet still presents the first
+        assert "caBundle" not in hooks["other.gadgets.okt.example.com"]
+    finally:
+        server.stop()

@@ -300,6 +300,35 @@ def test_a_renewed_certificate_whose_key_is_not_written_yet_is_never_served(tmp_
         running.stop()
 
 
+def test_a_renewal_under_another_ca_is_served_only_once_that_ca_is_trusted_with_the_served_one(tmp_path: Path) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    trusted: list[bytes] = []
+    api_server_away = True
+
+    def trust(ca_pem: bytes) -> None:
+        if api_server_away:
+            raise okt.errors.Unavailable(503, "ServiceUnavailable", "the API server is away")
+        trusted.append(ca_pem)
+
+    options = webhook_server.Options(host="127.0.0.1", port=0, certificates=tmp_path, trust_ca=trust)
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        with structlog.testing.capture_logs() as logs:
+            mount(tmp_path, renewed, "2")
+            for _ in range(3):
+                assert post(running, "/validate/widget", review({"size": 1}), ca=first.ca_pem)[0] == 200
+        assert [log["log_level"] for log in logs if "CA could not be written" in log["event"]] == ["warning"]
+
+        api_server_away = False
+        assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+        assert trusted == [renewed.ca_pem + first.ca_pem]
+        assert running.certificates == renewed
+    finally:
+        running.stop()
+
+
 def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> None:
     running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
     running.start()

@@ -15,6 +15,7 @@ The tree::
     │   └── NamespaceTerminating  "NamespaceTerminating" a child's namespace is being deleted: its creates are refused
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
+    │   ├── ObjectTooLarge        "ObjectTooLarge"      a child the API server refuses for its size (RequestTooLarge)
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
     │   └── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
@@ -26,6 +27,7 @@ The tree::
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
     │   ├── Invalid               422
+    │   ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx
     │   └── Unavailable           0    connection refused, reset or timed out
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import traceback
 import types
 from collections.abc import Iterable
@@ -180,6 +183,24 @@ class InvalidSpec(PermanentError):
             return cls(f"{prefix or 'object'}: invalid", field=prefix or None)
         message = "; ".join(f"{cause.field}: {cause.message}" for cause in causes)
         return cls(message, field=causes[0].field, causes=causes)
+
+
+class ObjectTooLarge(PermanentError):
+    """A child the API server refused for its size (:class:`RequestTooLarge`): the same custom resource makes the same
+    child, so the reconcile reports it once and waits for a change of the object.
+
+    Args:
+        message: names the child, its size and the limit it passed.
+        size: the length in bytes of the request that wrote the child, None when unknown.
+        limit: the limit in bytes it passed, None when the API server did not say it (etcd's own limit).
+    """
+
+    reason: ClassVar[str] = "ObjectTooLarge"
+
+    def __init__(self, message: str, *, size: int | None = None, limit: int | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(message)
 
 
 _FIELD_VALUE_INVALID = "FieldValueInvalid"
@@ -365,8 +386,10 @@ class ApiError(OktError):
         causes: Iterable[StatusCause] = (),
     ) -> ApiError:
         """Build the child class that matches ``status`` (``ApiError`` itself for unlisted statuses)."""
-        if 500 <= status <= 599:
-            kind: type[ApiError] = ServerError
+        if status == 413 or (status >= 500 and _STORAGE_TOO_LARGE in message):
+            kind: type[ApiError] = RequestTooLarge
+        elif 500 <= status <= 599:
+            kind = ServerError
         else:
             kind = _BY_STATUS.get(status, ApiError)
         return kind(status, reason, message, method=method, url=url, causes=causes)
@@ -409,6 +432,38 @@ class Gone(ApiError):
 
 class Invalid(ApiError):
     """422: the object failed the API server's validation."""
+
+
+_STORAGE_TOO_LARGE = "etcdserver: request is too large"
+"""What the API server passes on of etcd refusing a write past its ``--max-request-bytes``, as a 500 (Kubernetes 1.20)
+or a 413 (later versions)."""
+_LIMIT_SAID = re.compile(r"limit is (\d+)")
+
+
+class RequestTooLarge(ApiError):
+    """413, or etcd's "request is too large" (a 500 or a 413, by the API server's version): the API server refused a
+    request body past its limit (3 MiB), or etcd the object made of it (past ``--max-request-bytes``, 1.5 MiB by
+    default, the fields the API server adds counted: ``managedFields`` name every key of a ConfigMap again). Not
+    retryable: the same request is refused again. ``size`` is the request body's length in bytes when the client
+    knows it."""
+
+    size: int | None = None
+
+    @property
+    def retryable(self) -> bool:
+        return False
+
+    @property
+    def by_storage(self) -> bool:
+        """Whether etcd refused the object (rather than the API server the request body)."""
+        return _STORAGE_TOO_LARGE in self.api_message
+
+    @property
+    def limit(self) -> int | None:
+        """The limit in bytes the API server said it applied (``limit is 3145728``), None when it said none (etcd
+        never says its own)."""
+        found = _LIMIT_SAID.search(self.api_message)
+        return int(found.group(1)) if found else None
 
 
 class TooManyRequests(ApiError):

@@ -766,7 +766,7 @@ class Client:
                 counted.leave(answered)
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
-            raise self._error(response, method, path)
+            raise self._error(response, method, path, sent=data)
         return response
 
     def _sent(
@@ -1016,7 +1016,9 @@ class Client:
         return headers
 
     @staticmethod
-    def _error(response: transport.Response, method: str, path: str) -> errors.ApiError:
+    def _error(
+        response: transport.Response, method: str, path: str, *, sent: bytes | str | None = None
+    ) -> errors.ApiError:
         reason, message = response.reason, response.text[:2000]
         try:
             payload = response.json()
@@ -1038,6 +1040,8 @@ class Client:
                 retry_after = _seconds(response.headers.get("retry-after"))
             if retry_after is not None and retry_after > 0:
                 error.retry_after = float(retry_after)
+        if isinstance(error, errors.RequestTooLarge) and sent is not None:
+            error.size = len(sent.encode() if isinstance(sent, str) else sent)  # the size a report names
         error.__cause__ = requests.HTTPError(f"{response.status_code} {response.reason} for {method} {response.url}")
         return error
 

@@ -36,6 +36,8 @@ EXPECTED_REASONS = {
     errors.RemoteTimeout: "RemoteTimeout",
     errors.HttpError: "HttpError",
     errors.NamespaceTerminating: "NamespaceTerminating",
+    errors.ObjectTooLarge: "ObjectTooLarge",
+    errors.RequestTooLarge: "ApiError",
 }
 
 
@@ -113,6 +115,7 @@ def test_reason_for_names_okt_errors_by_kind_and_anything_else_reconcile_error(e
         (409, errors.Conflict),
         (410, errors.Gone),
         (422, errors.Invalid),
+        (413, errors.RequestTooLarge),
         (429, errors.TooManyRequests),
         (500, errors.ServerError),
         (503, errors.ServerError),
@@ -145,11 +148,28 @@ def test_from_status_picks_the_status_class(status: int, cls: type[errors.ApiErr
         (403, False),
         (404, False),
         (410, False),
+        (413, False),
         (422, False),
     ],
 )
 def test_only_conflicts_throttling_server_errors_and_no_response_are_retryable(status: int, retryable: bool) -> None:
     assert errors.ApiError.from_status(status, "R", "m").retryable is retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "limit", "by_storage"),
+    [
+        (413, "Request entity too large: limit is 3145728", 3145728, False),
+        (413, "etcdserver: request is too large", None, True),
+        (500, "etcdserver: request is too large", None, True),
+    ],
+)
+def test_a_request_refused_for_its_size_is_never_retried_and_says_its_limit(
+    status: int, message: str, limit: int | None, by_storage: bool
+) -> None:
+    exc = errors.ApiError.from_status(status, "", message)
+    assert isinstance(exc, errors.RequestTooLarge)
+    assert (exc.retryable, exc.limit, exc.by_storage) == (False, limit, by_storage)
 
 
 @pytest.mark.parametrize(("api_reason", "already_exists"), [("AlreadyExists", True), ("Conflict", False)])

@@ -5,9 +5,9 @@ Ready condition or fails; a repeat of the same (object, type, reason, message) b
 instead of creating a new one. Steady reconciles emit nothing (the caller only emits on change).
 
 Guarantees: failures to record an event are logged and swallowed — an Event is never a reason to fail a reconcile.
-What was said is remembered for a bounded number of (object, type, reason, message), and forgotten at once for an
-object deleted (:meth:`EventRecorder.forget`), so that what was said of objects long gone never pushes out what was
-said of live ones.
+What was said is remembered for a bounded number of (object, type, reason, message), a message by what its Event
+shows (its first 1024 characters), and forgotten at once for an object deleted (:meth:`EventRecorder.forget`), so
+that what was said of objects long gone never pushes out what was said of live ones.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from okt.kube import kinds, objects
 NORMAL = "Normal"
 WARNING = "Warning"
 _CACHE_SIZE = 4096
+_MESSAGE_SHOWN = 1024
+"""The characters of a message an Event carries: what it shows, and what tells one repeat from another."""
 
 log = structlog.get_logger("okt.events")
 
@@ -47,6 +49,9 @@ class EventRecorder:
         self._by_uid: dict[str, set[tuple[str, str, str, str]]] = {}
 
     def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
+        # Told apart by what the Event shows: two messages alike in their first 1024 characters are one Event, a
+        # count; and what is remembered of each is that much, not the whole message (up to 32 KiB of a condition's).
+        message = message[:_MESSAGE_SHOWN]
         key = (cr.uid, type_, reason, message)
         namespace = cr.namespace or "default"
         with self._lock:
@@ -112,7 +117,7 @@ class EventRecorder:
             },
             "type": type_,
             "reason": reason,
-            "message": message[:1024],
+            "message": message,
             "source": {"component": self._component},
             "reportingComponent": self._component,
             "firstTimestamp": now,

@@ -1,0 +1,63 @@
+"""Behaviour of okt.status.events: a repeat of what an Event shows is a count on it, and what is remembered to tell
+a repeat is bounded in number and in size."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+from okt.kube import kinds, objects
+from okt.status import events
+from okt.testing import fake as fake_mod
+
+SHOWN = 1024
+"""The characters of a message an Event shows."""
+
+
+def _widget(uid: str = "uid-1") -> objects.CustomResource:
+    return objects.CustomResource(
+        {
+            "apiVersion": "test.okt.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": "web", "namespace": "shop", "uid": uid, "resourceVersion": "7"},
+        }
+    )
+
+
+def test_messages_that_differ_only_past_what_an_event_shows_are_one_event_counted_twice() -> None:
+    client = fake_mod.FakeClient()
+    recorder = events.EventRecorder(client, "widget-controller")
+    said = "x" * SHOWN
+
+    recorder.record(_widget(), events.WARNING, "ApiError", f"{said} first try")
+    recorder.record(_widget(), events.WARNING, "ApiError", f"{said} second try")
+
+    [event] = client.objects(kinds.EVENT)
+    assert (event["message"], event["count"]) == (said, 2)
+
+
+def _held_after_recording(length: int) -> int:
+    """Bytes still held after recording 100 messages of ``length`` characters, each of another object."""
+    client = fake_mod.FakeClient()
+    recorder = events.EventRecorder(client, "widget-controller")
+    recorder.record(_widget("warm-up"), events.WARNING, "ApiError", "warm-up")  # first-use allocations left out
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for i in range(100):
+            recorder.record(_widget(f"uid-{i}"), events.WARNING, "ApiError", f"{i:05d}".ljust(length, "x"))
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(client.objects(kinds.EVENT)) == 101
+    return after - before
+
+
+def test_what_is_remembered_of_long_messages_is_no_more_than_what_their_events_show() -> None:
+    shown = _held_after_recording(SHOWN)
+    longest = _held_after_recording(32768)  # a condition message's limit
+
+    # Alike but for noise: 100 messages of 32 KiB held whole would be 3.1 MiB more.
+    assert longest - shown < 512 * 1024, (shown, longest)

@@ -202,6 +202,36 @@ class ObjectTooLarge(PermanentError):
         self.limit = limit
         super().__init__(message)
 
+    @classmethod
+    def from_refusal(
+        cls, what: str, exc: RequestTooLarge, then: str, *, size: int | None = None, measured: str = ""
+    ) -> Self:
+        """The error of ``what`` (a child, an object's status) the API server refused for its size (``exc``).
+
+        Names ``what``, its size, the limit it passed, and ``then`` (what happens next). The size is the request's
+        (``exc.size``) unless the caller gives the ``size`` of what ``measured`` says (``"its fields are"``): what a
+        custom resource sizes, the same at each retry, where the request's size varies with what else it carries.
+        """
+        if size is None:
+            size, measured = exc.size, "the request that writes it is"
+        said = f"{measured} {_in_mib(size)}" if size is not None else "the request that writes it"
+        if exc.by_storage:
+            refused = (
+                f"{what} is too large to store: {said}, and etcd refused the object the API server made of it (with "
+                "the fields it adds, managedFields among them) past etcd's request limit (--max-request-bytes, "
+                "1.5 MiB unless the cluster sets it otherwise)"
+            )
+        else:
+            limit = f" of {_in_mib(exc.limit)}" if exc.limit is not None else ""
+            refused = f"{what} is too large to write: {said}, past the API server's limit{limit} a request body"
+        error = cls(f"{refused}; {then}", size=size, limit=exc.limit)
+        error.__cause__ = exc
+        return error
+
+
+def _in_mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB ({size} bytes)"
+
 
 _FIELD_VALUE_INVALID = "FieldValueInvalid"
 """The API's cause type of a field whose value is wrong, and of any error no other type says better."""

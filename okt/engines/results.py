@@ -78,6 +78,7 @@ _ERROR_OPERATIONS = frozenset(
     }
 )
 
+_STATUS_WRITES = frozenset({Operation.STATUS_UPDATED, Operation.STATUS_UNCHANGED, Operation.STATUS_UPDATE_ERROR})
 _CHANGES = frozenset(
     {Operation.CREATED, Operation.UPDATED, Operation.DELETED, Operation.PRUNED, Operation.STATUS_UPDATED}
 )
@@ -360,11 +361,12 @@ class Results:
         """Fold the stack into the reconcile's one outcome (give-up > first error > smallest delay > done).
 
         A first error that is an :class:`okt.errors.PermanentError` (``InvalidSpec``...) gives up: it was reported
-        (ErrorManager ran), and nothing is retried until the object changes — unless a status write failed: the
-        report did not reach the object (Ready may still say True), so it is retried until it does. So is an
-        *alarming* give-up whose report failed: the ErrorManager reports it as it reports an error.
+        (ErrorManager ran), and nothing is retried until the object changes — unless the last status write failed:
+        the report did not reach the object (Ready may still say True), so it is retried until it does. So is an
+        *alarming* give-up whose report failed: the ErrorManager reports it as it reports an error. A report that
+        landed after a refused write (the status fields left out) counts as reported.
         """
-        reported = not self.count(Operation.STATUS_UPDATE_ERROR)
+        reported = self._status_landed()
         if self._gave_up is not None:
             first = self._first_error.error if self._first_error is not None else None
             if self._alarming and not reported and first is not None:
@@ -381,6 +383,13 @@ class Results:
         if delay is not None:
             return Outcome.requeue_after(delay)
         return Outcome.done()
+
+    def _status_landed(self) -> bool:
+        """Whether the last status write of the reconcile (if any) succeeded or had nothing to write."""
+        for entry in reversed(self._entries):
+            if entry.operation in _STATUS_WRITES:
+                return entry.operation is not Operation.STATUS_UPDATE_ERROR
+        return True
 
     def summary(self) -> str:
         """A short line for logs: the children counts always, other operations when they occurred.

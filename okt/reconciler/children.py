@@ -184,27 +184,7 @@ def too_large(what: str, exc: errors.RequestTooLarge) -> errors.ObjectTooLarge:
     """The error of a child the API server refused for its size: permanent, since the same custom resource renders
     the same child — reported once (Ready=False, one Event), then nothing is written until the object changes: retried,
     each try would be one more failing write, error count and Event."""
-    sent = "the request that writes it"
-    if exc.size is not None:
-        sent += f" is {_in_mib(exc.size)}"
-    if exc.by_storage:
-        refused = (
-            f"{what} is too large to store: {sent}, and etcd refused the object the API server made of it (with the "
-            "fields it adds, managedFields among them) past etcd's request limit (--max-request-bytes, 1.5 MiB unless "
-            "the cluster sets it otherwise)"
-        )
-    else:
-        limit = f" of {_in_mib(exc.limit)}" if exc.limit is not None else ""
-        refused = f"{what} is too large to write: {sent}, past the API server's limit{limit} a request body"
-    error = errors.ObjectTooLarge(
-        f"{refused}; reconciled again once the custom resource changes", size=exc.size, limit=exc.limit
-    )
-    error.__cause__ = exc
-    return error
-
-
-def _in_mib(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB ({size} bytes)"
+    return errors.ObjectTooLarge.from_refusal(what, exc, "reconciled again once the custom resource changes")
 
 
 def terminating(what: str, decision: apply.Decision) -> errors.TemporaryError:

@@ -256,10 +256,28 @@ def on_error(ctx: context_mod.Context) -> None:
     ctx.status_due.append(write)
 
 
+def _status_too_large(
+    ctx: context_mod.Context, fields: Mapping[str, Any], exc: errors.RequestTooLarge, in_status: bool
+) -> errors.ObjectTooLarge:
+    """The error of a status refused for its size, measured by its fields (the largest named), not by the request:
+    the request carries the conditions too, which change from one reconcile to the next, and a report whose message
+    changed would be written again, with one more Event."""
+    where = f"{ctx.cr.namespace}/{ctx.cr.name}" if ctx.cr.namespace else ctx.cr.name
+    what = f"the {'status' if in_status else 'status annotations'} of {ctx.kind.kind} {where}"
+    then = "the status is written without them until the custom resource changes"
+    sizes = {key: len(json.dumps(value, separators=(",", ":")).encode()) for key, value in fields.items()}
+    if not sizes:
+        return errors.ObjectTooLarge.from_refusal(what, exc, then)
+    largest = max(sizes, key=sizes.__getitem__)
+    measured = f"its fields ({largest} the largest) are"
+    return errors.ObjectTooLarge.from_refusal(what, exc, then, size=sum(sizes.values()), measured=measured)
+
+
 def _status_refused(results: results_mod.Results) -> bool:
-    """Whether the API server refused a status this reconcile wrote as invalid (422)."""
+    """Whether the API server refused a status this reconcile wrote as invalid (422) or too large."""
     return any(
-        entry.operation is Operation.STATUS_UPDATE_ERROR and isinstance(entry.error, errors.Invalid)
+        entry.operation is Operation.STATUS_UPDATE_ERROR
+        and isinstance(entry.error, errors.Invalid | errors.ObjectTooLarge)
         for entry in results.entries
     )
 
@@ -383,6 +401,11 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
         return False
     except errors.Conflict as exc:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
+        return False
+    except errors.RequestTooLarge as exc:
+        # Status fields the custom resource sizes: the same ones are refused on every retry. A permanent error, so
+        # the report leaves them out and writes the conditions alone, once (see on_error).
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, _status_too_large(ctx, fields, exc, in_status))
         return False
     except errors.OktError as exc:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)

@@ -180,3 +180,69 @@ def test_a_status_field_that_is_not_a_json_value_turns_ready_false_naming_it(
     assert ready is not None and ready["status"] == "False", ready
     assert "status.startedAt" in ready["message"] and why in ready["message"], ready
     assert "startedAt" not in live["status"]  # never written as something else (NaN as the string "NaN")
+
+
+REPORT_GROUP = "reports.okt.io"
+
+
+class ReportSpec(pydantic.BaseModel):
+    length: int = 8
+
+
+class ReportStatus(pydantic.BaseModel):
+    summary: str = ""
+
+
+class Reporting(okt.Reconciler):
+    """Reports a summary as long as its custom resource says: nothing bounds it but what the API server takes."""
+
+    api_version = f"{REPORT_GROUP}/v1"
+    kind = "Report"
+    plural = "reports"
+    spec_model = ReportSpec
+    status_model = ReportStatus
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["summary"] = "s" * ctx.spec.length
+
+
+@pytest.mark.parametrize("strategy", ["apply", "merge"])
+@pytest.mark.parametrize(
+    ("length", "limit"),
+    [
+        pytest.param(3_300_000, "3145728 bytes", id="past-the-request-limit"),
+        pytest.param(1_600_000, "etcd", id="refused-by-etcd"),
+    ],
+)
+def test_a_status_too_large_to_write_turns_ready_false_once_and_waits_for_a_change_of_the_object(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, strategy: str, length: int, limit: str
+) -> None:
+    report_kind: kinds.Kind = apply_crd(crds.schemaless_crd(REPORT_GROUP, "Report", "reports"))
+    reconciler = type("Reporting", (Reporting,), {"apply_strategy": strategy})()
+    body = {"apiVersion": report_kind.api_version, "kind": "Report", "metadata": {"name": "r", "namespace": namespace}}
+    kube.create({**body, "spec": {"length": length}}, report_kind)
+
+    run = okt.reconcile(reconciler, kube, None, namespace, "r", kind=report_kind)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP, run.outcome
+    live = kube.get(report_kind, "r", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ObjectTooLarge"), ready
+    assert f"the status of Report {namespace}/r" in ready["message"] and limit in ready["message"], ready["message"]
+    assert "summary" not in live["status"]
+    before = kube.stats.snapshot()
+
+    again = okt.reconcile(reconciler, kube, None, namespace, "r", kind=report_kind)
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+    sent = {key: n for key, n in kube.stats.delta(before).items() if key[0] in kube_client.WRITE_VERBS}
+    assert sent == {("apply" if strategy == "apply" else "patch", "reports/status"): 1}  # the status tried, refused
+
+    kube.patch(report_kind, "r", {"spec": {"length": 8}}, namespace)
+    fixed = okt.reconcile(reconciler, kube, None, namespace, "r", kind=report_kind)
+
+    assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
+    live = kube.get(report_kind, "r", namespace)
+    ready = condition(live, "Ready")
+    assert ready is not None and ready["status"] == "True", ready
+    assert live["status"]["summary"] == "s" * 8

@@ -279,6 +279,25 @@ def test_a_permanent_error_is_reported_then_given_up_until_the_object_changes(ex
     assert outcome.reason == f"{errors.reason_for(exc)}: {exc}"
 
 
+@pytest.mark.parametrize(
+    ("status_writes", "kind"),
+    [
+        pytest.param([Operation.STATUS_UPDATE_ERROR], OutcomeKind.RETRY, id="report-refused"),
+        pytest.param([Operation.STATUS_UPDATED, Operation.STATUS_UPDATE_ERROR], OutcomeKind.RETRY, id="last-refused"),
+        pytest.param([Operation.STATUS_UPDATE_ERROR, Operation.STATUS_UPDATED], OutcomeKind.GIVE_UP, id="then-landed"),
+        pytest.param([Operation.STATUS_UPDATE_ERROR, Operation.STATUS_UNCHANGED], OutcomeKind.GIVE_UP, id="then-held"),
+    ],
+)
+def test_a_permanent_error_gives_up_once_the_last_status_write_landed(
+    status_writes: list[Operation], kind: OutcomeKind
+) -> None:
+    results = Results()
+    exc = errors.PermanentError("the status is too large")
+    for operation in status_writes:
+        results.add(operation, "web", exc if operation is Operation.STATUS_UPDATE_ERROR else None)
+    assert results.outcome().kind is kind
+
+
 def test_a_permanent_error_whose_fix_wakes_nothing_is_retried() -> None:
     class Stuck(errors.PermanentError):
         waits_for_change = False

@@ -26,7 +26,7 @@ The tree::
     │   ├── NotFound              404
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
-    │   ├── Invalid               422
+    │   ├── Invalid               422  (``size_bound`` when refused for its size)
     │   ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx
@@ -225,6 +225,25 @@ class ObjectTooLarge(PermanentError):
             limit = f" of {_in_mib(exc.limit)}" if exc.limit is not None else ""
             refused = f"{what} is too large to write: {said}, past the API server's limit{limit} a request body"
         error = cls(f"{refused}; {then}", size=size, limit=exc.limit)
+        error.__cause__ = exc
+        return error
+
+    @classmethod
+    def from_invalid(cls, what: str, exc: Invalid, then: str, *, size: int | None = None) -> Self | None:
+        """The error of ``what`` the API server refused as invalid for its size (:attr:`Invalid.size_bound`: a
+        ConfigMap's or a Secret's data past 1 MiB, annotations past 256 KiB), ``size`` its length as JSON; None when
+        ``exc`` refused something else."""
+        bound = exc.size_bound
+        if bound is None:
+            return None
+        field, limit = bound
+        said = f"it is {_in_mib(size)} as JSON" if size is not None else "it is refused"
+        held = "its data" if field in ("", "[]") else field  # a ConfigMap's and a Secret's data are said as "[]"
+        error = cls(
+            f"{what} is too large to write: {said}, past the API server's limit of {_in_mib(limit)} for {held}; {then}",
+            size=size,
+            limit=limit,
+        )
         error.__cause__ = exc
         return error
 
@@ -461,7 +480,21 @@ class Gone(ApiError):
 
 
 class Invalid(ApiError):
-    """422: the object failed the API server's validation."""
+    """422: the object failed the API server's validation (:attr:`size_bound` when for its size)."""
+
+    @property
+    def size_bound(self) -> tuple[str, int] | None:
+        """The field and the bytes it may hold at most, when a cause refused the object for its size (the API's
+        ``FieldValueTooLong`` in bytes: a ConfigMap's or a Secret's data, the annotations); None otherwise (a name,
+        a label value too long count characters)."""
+        for cause in self.causes:
+            found = _BYTES_BOUND.search(cause.message) if cause.reason == "FieldValueTooLong" else None
+            if found:
+                return cause.field, int(found.group(1))
+        return None
+
+
+_BYTES_BOUND = re.compile(r"(?:at most|more than|longer than) (\d+) bytes")
 
 
 _STORAGE_TOO_LARGE = "etcdserver: request is too large"

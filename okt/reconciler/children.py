@@ -13,6 +13,7 @@ it is gone and created again; only what okt created is pruned
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from okt import errors
@@ -152,7 +153,9 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     except errors.RequestTooLarge as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, too_large(what, exc))
     except errors.Invalid as exc:
-        ctx.results.add(Operation.CRUD_ERROR, what, _owned_by_another(ctx, res, exc) or exc)
+        size = len(json.dumps(res.desired, separators=(",", ":")).encode())
+        too_long = errors.ObjectTooLarge.from_invalid(what, exc, AGAIN, size=size)
+        ctx.results.add(Operation.CRUD_ERROR, what, too_long or _owned_by_another(ctx, res, exc) or exc)
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
 
@@ -180,11 +183,14 @@ def _owned_by_another(
     return error
 
 
+AGAIN = "reconciled again once the custom resource changes"
+
+
 def too_large(what: str, exc: errors.RequestTooLarge) -> errors.ObjectTooLarge:
     """The error of a child the API server refused for its size: permanent, since the same custom resource renders
     the same child — reported once (Ready=False, one Event), then nothing is written until the object changes: retried,
     each try would be one more failing write, error count and Event."""
-    return errors.ObjectTooLarge.from_refusal(what, exc, "reconciled again once the custom resource changes")
+    return errors.ObjectTooLarge.from_refusal(what, exc, AGAIN)
 
 
 def terminating(what: str, decision: apply.Decision) -> errors.TemporaryError:

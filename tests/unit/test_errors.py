@@ -172,6 +172,26 @@ def test_a_request_refused_for_its_size_is_never_retried_and_says_its_limit(
     assert (exc.retryable, exc.limit, exc.by_storage) == (False, limit, by_storage)
 
 
+@pytest.mark.parametrize(
+    ("cause", "bound"),
+    [
+        (errors.StatusCause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "[]"), ("[]", 1048576)),
+        (
+            errors.StatusCause("FieldValueTooLong", "Too long: must have at most 262144 bytes", "metadata.annotations"),
+            ("metadata.annotations", 262144),
+        ),
+        (errors.StatusCause("FieldValueTooLong", "Too long: may not be longer than 63", "metadata.labels"), None),
+        (errors.StatusCause("FieldValueInvalid", "Invalid value: must have at most 10 bytes", "spec.x"), None),
+    ],
+)
+def test_an_invalid_object_says_the_bound_in_bytes_it_passed_when_refused_for_its_size(
+    cause: errors.StatusCause, bound: tuple[str, int] | None
+) -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", "refused", causes=[cause])
+    assert isinstance(exc, errors.Invalid)
+    assert exc.size_bound == bound
+
+
 @pytest.mark.parametrize(("api_reason", "already_exists"), [("AlreadyExists", True), ("Conflict", False)])
 def test_conflict_tells_already_exists_from_a_stale_version(api_reason: str, already_exists: bool) -> None:
     exc = errors.ApiError.from_status(409, api_reason, 'configmaps "x" already exists')

@@ -1,6 +1,7 @@
-"""A child the API server refuses for its size: a body past its 3 MiB request limit (413), or an object its storage,
-etcd, refuses (``etcdserver: request is too large``). Retrying cannot help while the custom resource says the same:
-reported once in Ready, nothing written per retry, and reconciled again once the custom resource changes."""
+"""A child the API server refuses for its size: a body past its 3 MiB request limit (413), data past what its kind
+may hold (a ConfigMap's 1 MiB, a 422), or an object its storage, etcd, refuses (``etcdserver: request is too
+large``). Retrying cannot help while the custom resource says the same: reported once in Ready, nothing written per
+retry, and reconciled again once the custom resource changes."""
 
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def blob_kind(apply_crd: Any) -> kinds.Kind:
     [
         # One value of 3.3 MB: the API server refuses the body itself (413, "limit is 3145728").
         pytest.param({"keys": 1, "valueLength": 3_300_000}, "3145728 bytes", id="past-the-request-limit"),
+        # One value of 1.2 MB: the API server refuses a ConfigMap's data past 1 MiB (422, "at most 1048576 bytes").
+        pytest.param({"keys": 1, "valueLength": 1_200_000}, "1048576 bytes", id="past-the-kinds-limit"),
         # 5000 keys of 200 characters: under the 1 MiB a ConfigMap may hold, but the object the API server makes of
         # it (its managedFields name every key again) is past what etcd stores in one request.
         pytest.param({"keys": 5000, "keyLength": 200, "valueLength": 0}, "etcd", id="refused-by-etcd"),

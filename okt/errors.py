@@ -229,15 +229,17 @@ class ObjectTooLarge(PermanentError):
         return error
 
     @classmethod
-    def from_invalid(cls, what: str, exc: Invalid, then: str, *, size: int | None = None) -> Self | None:
+    def from_invalid(
+        cls, what: str, exc: Invalid, then: str, *, size: int | None = None, measured: str = "it is"
+    ) -> Self | None:
         """The error of ``what`` the API server refused as invalid for its size (:attr:`Invalid.size_bound`: a
-        ConfigMap's or a Secret's data past 1 MiB, annotations past 256 KiB), ``size`` its length as JSON; None when
-        ``exc`` refused something else."""
+        ConfigMap's or a Secret's data past 1 MiB, annotations past 256 KiB), ``size`` the length as JSON of what
+        ``measured`` says; None when ``exc`` refused something else."""
         bound = exc.size_bound
         if bound is None:
             return None
         field, limit = bound
-        said = f"it is {_in_mib(size)} as JSON" if size is not None else "it is refused"
+        said = f"{measured} {_in_mib(size)} as JSON" if size is not None else "it is refused"
         held = "its data" if field in ("", "[]") else field  # a ConfigMap's and a Secret's data are said as "[]"
         error = cls(
             f"{what} is too large to write: {said}, past the API server's limit of {_in_mib(limit)} for {held}; {then}",
@@ -249,6 +251,8 @@ class ObjectTooLarge(PermanentError):
 
 
 def _in_mib(size: int) -> str:
+    if size < 2**20:
+        return f"{size / 2**10:.1f} KiB ({size} bytes)"
     return f"{size / 2**20:.1f} MiB ({size} bytes)"
 
 

@@ -257,20 +257,23 @@ def on_error(ctx: context_mod.Context) -> None:
 
 
 def _status_too_large(
-    ctx: context_mod.Context, fields: Mapping[str, Any], exc: errors.RequestTooLarge, in_status: bool
-) -> errors.ObjectTooLarge:
-    """The error of a status refused for its size, measured by its fields (the largest named), not by the request:
-    the request carries the conditions too, which change from one reconcile to the next, and a report whose message
-    changed would be written again, with one more Event."""
+    ctx: context_mod.Context,
+    fields: Mapping[str, Any],
+    exc: errors.RequestTooLarge | errors.Invalid,
+    in_status: bool,
+) -> errors.ObjectTooLarge | None:
+    """The error of a status refused for its size (None when ``exc`` refused it for something else), measured by its
+    fields (the largest named), not by the request: the request carries the conditions too, which change from one
+    reconcile to the next, and a report whose message changed would be written again, with one more Event."""
     where = f"{ctx.cr.namespace}/{ctx.cr.name}" if ctx.cr.namespace else ctx.cr.name
-    what = f"the {'status' if in_status else 'status annotations'} of {ctx.kind.kind} {where}"
+    what = f"the status of {ctx.kind.kind} {where}" + ("" if in_status else " (kept in its annotations)")
     then = "the status is written without them until the custom resource changes"
     sizes = {key: len(json.dumps(value, separators=(",", ":")).encode()) for key, value in fields.items()}
-    if not sizes:
-        return errors.ObjectTooLarge.from_refusal(what, exc, then)
-    largest = max(sizes, key=sizes.__getitem__)
-    measured = f"its fields ({largest} the largest) are"
-    return errors.ObjectTooLarge.from_refusal(what, exc, then, size=sum(sizes.values()), measured=measured)
+    size = sum(sizes.values()) if sizes else None
+    measured = f"its fields ({max(sizes, key=sizes.__getitem__)} the largest) are" if sizes else ""
+    if isinstance(exc, errors.Invalid):
+        return errors.ObjectTooLarge.from_invalid(what, exc, then, size=size, measured=measured or "it is")
+    return errors.ObjectTooLarge.from_refusal(what, exc, then, size=size, measured=measured)
 
 
 def _status_refused(results: results_mod.Results) -> bool:
@@ -402,10 +405,11 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
     except errors.Conflict as exc:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc, delay=CONFLICT_DELAY)
         return False
-    except errors.RequestTooLarge as exc:
+    except (errors.RequestTooLarge, errors.Invalid) as exc:
         # Status fields the custom resource sizes: the same ones are refused on every retry. A permanent error, so
         # the report leaves them out and writes the conditions alone, once (see on_error).
-        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, _status_too_large(ctx, fields, exc, in_status))
+        too_large = _status_too_large(ctx, fields, exc, in_status)
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc if too_large is None else too_large)
         return False
     except errors.OktError as exc:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)

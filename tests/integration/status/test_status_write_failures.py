@@ -4,6 +4,7 @@ field the CRD refuses turns Ready False all the same."""
 from __future__ import annotations
 
 import datetime
+import json
 import math
 from typing import Any
 
@@ -246,3 +247,27 @@ def test_a_status_too_large_to_write_turns_ready_false_once_and_waits_for_a_chan
     ready = condition(live, "Ready")
     assert ready is not None and ready["status"] == "True", ready
     assert live["status"]["summary"] == "s" * 8
+
+
+def test_status_annotations_too_large_to_write_turn_ready_false_once_and_wait_for_a_change_of_the_object(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    report_kind: kinds.Kind = apply_crd(crds.schemaless_crd(REPORT_GROUP, "Report", "reports"))
+    reconciler = type("Reporting", (Reporting,), {"status": "annotations"})()
+    body = {"apiVersion": report_kind.api_version, "kind": "Report", "metadata": {"name": "r", "namespace": namespace}}
+    kube.create({**body, "spec": {"length": 300_000}}, report_kind)  # past the 256 KiB all annotations may hold
+
+    run = okt.reconcile(reconciler, kube, None, namespace, "r", kind=report_kind)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP, run.outcome
+    live = kube.get(report_kind, "r", namespace)
+    ready = next(c for c in json.loads(live["metadata"]["annotations"]["okt.io/conditions"]) if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ObjectTooLarge"), ready
+    assert "262144 bytes" in ready["message"] and "summary the largest" in ready["message"], ready["message"]
+    before = kube.stats.snapshot()
+
+    again = okt.reconcile(reconciler, kube, None, namespace, "r", kind=report_kind)
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+    sent = {key: n for key, n in kube.stats.delta(before).items() if key[0] in kube_client.WRITE_VERBS}
+    assert sent == {("patch", "reports"): 1}  # the annotations tried, refused

@@ -47,9 +47,14 @@ def kstatus_compute(obj: dict[str, Any]) -> str:
     return CURRENT  # no condition kstatus knows: assumed reconciled
 
 
-def kubectl_wait(control_plane: envtest.ControlPlane, namespace: str, name: str, condition_type: str) -> bool:
+def kubectl_wait(
+    control_plane: envtest.ControlPlane, namespace: str, name: str, condition_type: str, timeout: int = 30
+) -> bool:
+    """Whether ``kubectl wait`` sees the condition True within ``timeout`` seconds: a wait expected to succeed returns
+    as soon as it does (a loaded machine may take more than a second to answer at all), one expected to fail is given
+    a second (nothing changes the object meanwhile)."""
     target = f"{shared.WidgetReconciler.plural}.{shared.GROUP}/{name}"
-    args = ("wait", "-n", namespace, f"--for=condition={condition_type}", "--timeout=1s", target)
+    args = ("wait", "-n", namespace, f"--for=condition={condition_type}", f"--timeout={timeout}s", target)
     return kubectl.kubectl(control_plane.kubeconfig, *args).returncode == 0
 
 
@@ -83,7 +88,7 @@ def test_in_progress_then_current_read_the_same_in_kstatus_kubectl_wait_and_okt(
     assert kstatus_conditions(live) == {"Reconciling": ("True", "Creating", generation)}
     assert live["status"]["observedGeneration"] == generation
     assert kstatus_compute(live) == IN_PROGRESS
-    assert not kubectl_wait(control_plane, namespace, "stepwise", "Ready")
+    assert not kubectl_wait(control_plane, namespace, "stepwise", "Ready", timeout=1)
 
     for _ in range(2):
         shared.reconcile_widget(reconciler, kube, widget_kind, namespace, "stepwise")
@@ -108,7 +113,7 @@ def test_an_invalid_spec_is_failed_for_kstatus_and_never_ready_for_kubectl_wait_
     assert kstatus_conditions(live) == {"Stalled": ("True", "InvalidSpec", generation)}
     assert (condition(live, "Stalled") or {})["message"].startswith("spec.size: ")
     assert kstatus_compute(live) == FAILED
-    assert not kubectl_wait(control_plane, namespace, "broken", "Ready")
+    assert not kubectl_wait(control_plane, namespace, "broken", "Ready", timeout=1)
     assert kubectl_wait(control_plane, namespace, "broken", "Stalled")
 
     shared.patch_widget_spec(kube, widget_kind, namespace, "broken", size=1)

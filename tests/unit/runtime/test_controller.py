@@ -1080,14 +1080,13 @@ def test_a_deleted_primary_leaves_no_status_residue_to_crowd_out_those_of_live_o
     )
     wanted = {"relatedObjects": [{"resource": "widgets", "name": "w"}], "phase": "Ready"}
     pruned = {"status": {"phase": "Ready"}}  # the server kept no relatedObjects
-    diff = status_writer.status_patch(pruned["status"], wanted)
     status_writer.RESIDUES.remember("live-uid", wanted, pruned)
     for i in range(status_writer.Residues.LIMIT):
         obj = client.put(primary(name=f"gone{i}"))
         status_writer.RESIDUES.remember(obj["metadata"]["uid"], wanted, pruned)
         client.delete(WIDGET, f"gone{i}", "ns")
         controller.on_primary_event("DELETED", obj, None)
-    assert status_writer.RESIDUES.explain("live-uid", wanted, diff)
+    assert status_writer.RESIDUES.explain("live-uid", wanted, pruned["status"])
 
 
 def test_a_deleted_primary_leaves_no_event_to_crowd_out_the_repeats_of_live_objects() -> None:

@@ -9,7 +9,7 @@ a privileged container). So the text is never parsed with the values in it:
    placeholder instead (``{% if %}``/``{% for %}`` blocks still run on the real values). The result, the *skeleton*,
    holds only the template's own text;
 2. the skeleton is parsed once (cached by its text, so a template without blocks is parsed once per process): a
-   tree in which each scalar holding placeholders is a :class:`_Slot`;
+   tree in which each scalar holding placeholders is a :class:`~okt.resources.template_placement.Slot`;
 3. each render fills the slots with the recorded values — a fresh tree, never a parse.
 
 A value that is the whole of a *plain* (unquoted, untagged) scalar is placed as itself, in its JSON form: a string stays
@@ -53,12 +53,9 @@ another filter after ``to_yaml`` or ``tojson`` (``| trim``) makes its text a str
 from __future__ import annotations
 
 import contextvars
-import copy
-import dataclasses
 import enum
 import functools
 import itertools
-import json
 import re
 import secrets
 import threading
@@ -70,12 +67,10 @@ import jinja2.compiler
 import jinja2.exceptions
 import jinja2.nodes
 import jinja2.sandbox
-import pydantic
-import pydantic_core
 import yaml
 
 from okt import errors
-from okt.resources import template_limits
+from okt.resources import template_limits, template_placement
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -100,56 +95,19 @@ _recorded: contextvars.ContextVar[_Values | None] = contextvars.ContextVar("okt_
 _compile_lock = threading.Lock()
 
 
-class _Structured(str):
-    """What ``to_yaml`` and ``tojson`` return: the value's YAML or JSON text (for string contexts) and the value it
-    stands for (placed as itself in a whole plain scalar)."""
-
-    value: Any
-
-
-def _data(value: Any) -> Any:
-    """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type)."""
-    kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {_json_key(_data(key)): _data(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_data(item) for item in value]
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, str):
-        return str.__str__(value)  # an enum's or a subclass's plain string, as JSON would write it
-    if isinstance(value, bool | int | float):
-        return json.loads(json.dumps(value))
-    try:  # anything else (an enum, a set, a date, a Decimal...): its JSON form, as pydantic writes it
-        return _data(pydantic_core.to_jsonable_python(value, by_alias=True, exclude_none=True))
-    except pydantic_core.PydanticSerializationError as exc:
-        raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
-
-
-def _json_key(key: Any) -> str:
-    """A mapping key as JSON writes it (Kubernetes objects only have string keys)."""
-    if isinstance(key, str):
-        return key
-    if key is None or isinstance(key, bool | int | float):
-        return json.dumps(key)
-    return str(key)
-
-
-def _to_yaml(value: Any) -> _Structured:
-    data = _data(value)
+def _to_yaml(value: Any) -> template_placement.Structured:
+    data = template_placement.json_data(value)
     text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
-    structured = _Structured(text.removesuffix("\n...").strip())
+    structured = template_placement.Structured(text.removesuffix("\n...").strip())
     structured.value = data
     return structured
 
 
-def _to_json(value: Any, indent: int | None = None) -> _Structured:
+def _to_json(value: Any, indent: int | None = None) -> template_placement.Structured:
     """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
     without its quotes, a mapping as a mapping), a string context the JSON text."""
-    data = _data(value)
-    structured = _Structured(template_limits.json_text(data, indent))
+    data = template_placement.json_data(value)
+    structured = template_placement.Structured(template_limits.json_text(data, indent))
     structured.value = data
     return structured
 
@@ -201,7 +159,7 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     values = _recorded.get()
     if values is None:
         return str(value)
-    if type(value) is not _Structured:
+    if type(value) is not template_placement.Structured:
         text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
         if _NONCE in text:
             raise errors.MutationError(
@@ -341,7 +299,7 @@ def _enum_value(value: Any) -> Any:
     if not isinstance(value, enum.Enum):
         return value
     if not isinstance(value, str):
-        return value  # an IntEnum's text is its number already; a plain enum's text is placed by _text
+        return value  # an IntEnum's text is its number already; a plain enum's text is placed as its value's
     text = _EnumText(str.__str__(value))
     text.value, text.name = value.value, value.name
     return text
@@ -404,127 +362,13 @@ def syntax_error(template: str) -> str | None:
     return None
 
 
-class _Unplaceable(Exception):
-    """A value that cannot stand in its slot; ``path`` is filled in (innermost first) on the way out."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.path: list[str | int] = []
-
-    def where(self) -> str:
-        text = ""
-        for step in reversed(self.path):
-            text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
-        return text or "(root)"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Slot:
-    """A scalar holding expressions: its literal parts and expression indices, and whether it is plain (unquoted,
-    untagged: a lone expression there places its value as itself)."""
-
-    parts: tuple[str | int, ...]
-    plain: bool
-
-    def text(self, values: list[Any]) -> str:
-        return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
-
-    def value(self, values: list[Any]) -> Any:
-        if self.plain and len(self.parts) == 1 and isinstance(self.parts[0], int):
-            return _placed(values[self.parts[0]])
-        # Quoted, block, tagged !!str, or values joined with text: a string, whatever YAML would read in its text.
-        return self.text(values)
-
-    def key(self, values: list[Any]) -> str:
-        if len(self.parts) == 1 and isinstance(self.parts[0], int):
-            value = values[self.parts[0]]
-            if type(value) is _Structured:
-                if not isinstance(value.value, str):
-                    raise _Unplaceable(f"a mapping key must be a string, got a {type(value.value).__name__}")
-                return value.value
-        return self.text(values)
-
-
-def _text(value: Any) -> str:
-    """A value's text, as Jinja2 writes it (``to_yaml``'s is its YAML text; an enum's, its value's)."""
-    if type(value) is str:
-        return value
-    return str(value.value) if isinstance(value, enum.Enum) else str(value)
-
-
-def _placed(value: Any) -> Any:
-    """What a whole plain scalar holding one value holds: the value itself, in its JSON form — never what YAML reads
-    in its text (the string ``"yes"`` stays that string). An object with no JSON form places its text."""
-    kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    try:
-        return _data(value.value if kind is _Structured else value)
-    except errors.MutationError:
-        if kind is _Structured:
-            raise
-        return str(value)
-
-
-_LITERALS = frozenset({str, int, float, bool, type(None)})
-"""The types of a skeleton's literal scalars, placed as they are: most of a template's values, so :func:`_fill` places
-them inside its loops rather than by a call each."""
-
-
-def _fill(value: Any, values: list[Any]) -> Any:
-    kind = type(value)
-    if kind is dict:
-        result: dict[str, Any] = {}
-        for key, item in value.items():
-            placed = key if type(key) is str else key.key(values)
-            if type(item) in _LITERALS:
-                result[placed] = item
-                continue
-            try:
-                result[placed] = _fill(item, values)
-            except _Unplaceable as exc:
-                exc.path.append(placed)
-                raise
-        if len(result) != len(value):
-            raise _Unplaceable(f"the key {_duplicate(value, values)!r} appears twice once the values are placed")
-        return result
-    if kind is list:
-        filled = []
-        for index, item in enumerate(value):
-            if type(item) in _LITERALS:
-                filled.append(item)
-                continue
-            try:
-                filled.append(_fill(item, values))
-            except _Unplaceable as exc:
-                exc.path.append(index)
-                raise
-        return filled
-    if kind is _Slot:
-        return value.value(values)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    return copy.deepcopy(value)  # a literal YAML-only value (a date, a set...): never shared between renders
-
-
-def _duplicate(mapping: dict[Any, Any], values: list[Any]) -> str:
-    seen: set[str] = set()
-    for key in mapping:
-        placed = key if type(key) is str else key.key(values)
-        if placed in seen:
-            return placed
-        seen.add(placed)
-    return ""
-
-
 class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
     """Skeletons without a ``!``: the C parser (no tag anywhere, so every plain scalar is untagged)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.okt_explicit: set[int] = set()
-        self.okt_slots: dict[int, _Slot] = {}
+        self.okt_slots: dict[int, template_placement.Slot] = {}
 
 
 class _TaggedLoader(yaml.SafeLoader):
@@ -533,7 +377,7 @@ class _TaggedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.okt_explicit: set[int] = set()
-        self.okt_slots: dict[int, _Slot] = {}
+        self.okt_slots: dict[int, template_placement.Slot] = {}
 
     def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
         tagged = self.peek_event().tag is not None  # type: ignore[no-untyped-call]
@@ -543,7 +387,7 @@ class _TaggedLoader(yaml.SafeLoader):
         return node
 
 
-def _construct_slot(loader: _FastLoader | _TaggedLoader, node: yaml.Node) -> _Slot:
+def _construct_slot(loader: _FastLoader | _TaggedLoader, node: yaml.Node) -> template_placement.Slot:
     return loader.okt_slots[id(node)]
 
 
@@ -551,9 +395,9 @@ _FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
 _TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
 
 
-def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, _Slot]:
+def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, template_placement.Slot]:
     """Find the scalars holding placeholders, retag them as slots; refuse placeholders where no value can stand."""
-    slots: dict[int, _Slot] = {}
+    slots: dict[int, template_placement.Slot] = {}
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -575,7 +419,7 @@ def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, _Slot]:
                 )
             pieces = _PLACEHOLDER_RE.split(node.value)  # literal, index, literal, index, ..., literal
             parts = tuple(int(piece) if i % 2 else piece for i, piece in enumerate(pieces) if piece)
-            slots[id(node)] = _Slot(parts, plain=not node.style and id(node) not in explicit)
+            slots[id(node)] = template_placement.Slot(parts, plain=not node.style and id(node) not in explicit)
             node.tag = _SLOT_TAG
     return slots
 
@@ -584,7 +428,10 @@ def _tree(value: Any) -> Any:
     """The constructed skeleton with JSON's string keys (``1: x`` has the key ``"1"``, as the API server stores it)."""
     kind = type(value)
     if kind is dict:
-        return {key if type(key) in (str, _Slot) else _json_key(key): _tree(item) for key, item in value.items()}
+        return {
+            key if type(key) in (str, template_placement.Slot) else template_placement.json_key(key): _tree(item)
+            for key, item in value.items()
+        }
     if kind is list:
         return [_tree(item) for item in value]
     return value
@@ -602,8 +449,8 @@ def _tree_of(skeleton: str) -> Any:
 
 @functools.lru_cache(maxsize=512)
 def _parse(skeleton: str) -> Any:
-    """The tree of a skeleton (parsed once per distinct text): literal values, and a :class:`_Slot` per scalar
-    holding expressions."""
+    """The tree of a skeleton (parsed once per distinct text): literal values, and a
+    :class:`~okt.resources.template_placement.Slot` per scalar holding expressions."""
     loader = (_TaggedLoader if "!" in skeleton else _FastLoader)(skeleton)
     try:
         node = loader.get_single_node()
@@ -672,8 +519,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     finally:
         _recorded.reset(token)
     try:
-        rendered = _fill(_tree_of(skeleton), values)
-    except _Unplaceable as exc:
+        rendered = template_placement.fill(_tree_of(skeleton), values)
+    except template_placement.Unplaceable as exc:
         raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
     except RecursionError:
         raise errors.InvalidSpec(

@@ -1,0 +1,172 @@
+"""Placing a render's values in the slots of its skeleton's tree: each value as data, never as YAML text.
+
+A value that is the whole of a plain (unquoted, untagged) scalar is placed as itself, in its JSON form (a string stays
+that very string, a mapping the same mapping); anywhere else its text is placed, and the scalar is that string. Keys
+are always strings. :func:`fill` builds each render's private object from a skeleton's tree and the values the render
+recorded (see :mod:`okt.resources.templating`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+import pydantic_core
+
+from okt import errors
+
+
+class Structured(str):
+    """What ``to_yaml`` and ``tojson`` return: the value's YAML or JSON text (for string contexts) and the value it
+    stands for (placed as itself in a whole plain scalar)."""
+
+    value: Any
+
+
+def json_data(value: Any) -> Any:
+    """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {json_key(json_data(key)): json_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_data(item) for item in value]
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, str):
+        return str.__str__(value)  # an enum's or a subclass's plain string, as JSON would write it
+    if isinstance(value, bool | int | float):
+        return json.loads(json.dumps(value))
+    try:  # anything else (an enum, a set, a date, a Decimal...): its JSON form, as pydantic writes it
+        return json_data(pydantic_core.to_jsonable_python(value, by_alias=True, exclude_none=True))
+    except pydantic_core.PydanticSerializationError as exc:
+        raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
+
+
+def json_key(key: Any) -> str:
+    """A mapping key as JSON writes it (Kubernetes objects only have string keys)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return str(key)
+
+
+class Unplaceable(Exception):
+    """A value that cannot stand in its slot; ``path`` is filled in (innermost first) on the way out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str | int] = []
+
+    def where(self) -> str:
+        text = ""
+        for step in reversed(self.path):
+            text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+        return text or "(root)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """A scalar holding expressions: its literal parts and expression indices, and whether it is plain (unquoted,
+    untagged: a lone expression there places its value as itself)."""
+
+    parts: tuple[str | int, ...]
+    plain: bool
+
+    def text(self, values: list[Any]) -> str:
+        return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
+
+    def value(self, values: list[Any]) -> Any:
+        if self.plain and len(self.parts) == 1 and isinstance(self.parts[0], int):
+            return _placed(values[self.parts[0]])
+        # Quoted, block, tagged !!str, or values joined with text: a string, whatever YAML would read in its text.
+        return self.text(values)
+
+    def key(self, values: list[Any]) -> str:
+        if len(self.parts) == 1 and isinstance(self.parts[0], int):
+            value = values[self.parts[0]]
+            if type(value) is Structured:
+                if not isinstance(value.value, str):
+                    raise Unplaceable(f"a mapping key must be a string, got a {type(value.value).__name__}")
+                return value.value
+        return self.text(values)
+
+
+def _text(value: Any) -> str:
+    """A value's text, as Jinja2 writes it (``to_yaml``'s is its YAML text; an enum's, its value's)."""
+    if type(value) is str:
+        return value
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)
+
+
+def _placed(value: Any) -> Any:
+    """What a whole plain scalar holding one value holds: the value itself, in its JSON form — never what YAML reads
+    in its text (the string ``"yes"`` stays that string). An object with no JSON form places its text."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    try:
+        return json_data(value.value if kind is Structured else value)
+    except errors.MutationError:
+        if kind is Structured:
+            raise
+        return str(value)
+
+
+_LITERALS = frozenset({str, int, float, bool, type(None)})
+"""The types of a skeleton's literal scalars, placed as they are: most of a template's values, so :func:`fill` places
+them inside its loops rather than by a call each."""
+
+
+def fill(value: Any, values: list[Any]) -> Any:
+    kind = type(value)
+    if kind is dict:
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            placed = key if type(key) is str else key.key(values)
+            if type(item) in _LITERALS:
+                result[placed] = item
+                continue
+            try:
+                result[placed] = fill(item, values)
+            except Unplaceable as exc:
+                exc.path.append(placed)
+                raise
+        if len(result) != len(value):
+            raise Unplaceable(f"the key {_duplicate(value, values)!r} appears twice once the values are placed")
+        return result
+    if kind is list:
+        filled = []
+        for index, item in enumerate(value):
+            if type(item) in _LITERALS:
+                filled.append(item)
+                continue
+            try:
+                filled.append(fill(item, values))
+            except Unplaceable as exc:
+                exc.path.append(index)
+                raise
+        return filled
+    if kind is Slot:
+        return value.value(values)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)  # a literal YAML-only value (a date, a set...): never shared between renders
+
+
+def _duplicate(mapping: dict[Any, Any], values: list[Any]) -> str:
+    seen: set[str] = set()
+    for key in mapping:
+        placed = key if type(key) is str else key.key(values)
+        if placed in seen:
+            return placed
+        seen.add(placed)
+    return ""

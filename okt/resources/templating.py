@@ -56,8 +56,6 @@ import contextvars
 import enum
 import functools
 import itertools
-import re
-import secrets
 import threading
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any
@@ -70,15 +68,7 @@ import jinja2.sandbox
 import yaml
 
 from okt import errors
-from okt.resources import template_limits, template_placement
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR = "tag:yaml.org,2002:str"
-_SLOT_TAG = "tag:okt.io,2024:slot"
-# A per-process secret in every placeholder: no value can forge one, so the skeleton holds only the template's text.
-_NONCE = secrets.token_hex(8)
-_PLACEHOLDER = "okt" + _NONCE + "s{}x"
-_PLACEHOLDER_RE = re.compile("okt" + _NONCE + r"s(\d+)x")
+from okt.resources import template_limits, template_placement, template_skeleton
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
 
@@ -161,13 +151,13 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
         return str(value)
     if type(value) is not template_placement.Structured:
         text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
-        if _NONCE in text:
+        if template_skeleton.NONCE in text:
             raise errors.MutationError(
                 "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
                 "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
             )
     values.append(value)
-    placeholder = _PLACEHOLDER.format(len(values) - 1)
+    placeholder = template_skeleton.PLACEHOLDER.format(len(values) - 1)
     # The value's own size stands for its placeholder's, which the render's text counts (see _concat).
     size = (
         len(value) if type(value) is str else template_limits.value_size(value, template_limits.MAX_SIZE - values.size)
@@ -362,108 +352,7 @@ def syntax_error(template: str) -> str | None:
     return None
 
 
-class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """Skeletons without a ``!``: the C parser (no tag anywhere, so every plain scalar is untagged)."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.okt_explicit: set[int] = set()
-        self.okt_slots: dict[int, template_placement.Slot] = {}
-
-
-class _TaggedLoader(yaml.SafeLoader):
-    """Skeletons with tags: the Python parser, which tells ``!!str {{ v }}`` from an untagged plain scalar."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.okt_explicit: set[int] = set()
-        self.okt_slots: dict[int, template_placement.Slot] = {}
-
-    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
-        tagged = self.peek_event().tag is not None  # type: ignore[no-untyped-call]
-        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
-        if tagged:
-            self.okt_explicit.add(id(node))
-        return node
-
-
-def _construct_slot(loader: _FastLoader | _TaggedLoader, node: yaml.Node) -> template_placement.Slot:
-    return loader.okt_slots[id(node)]
-
-
-_FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
-_TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
-
-
-def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, template_placement.Slot]:
-    """Find the scalars holding placeholders, retag them as slots; refuse placeholders where no value can stand."""
-    slots: dict[int, template_placement.Slot] = {}
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue  # an alias: the same node again
-        seen.add(id(node))
-        if _NONCE in (node.tag or ""):
-            raise errors.MutationError("template error: an expression cannot stand in a YAML tag")
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(part for pair in node.value for part in pair)
-        elif isinstance(node, yaml.ScalarNode) and _NONCE in node.value:
-            if node.tag != _STR:
-                raise errors.MutationError(
-                    f"template error: an expression inside a scalar tagged {node.tag}: a value is placed as a "
-                    "string (or typed as YAML types an untagged plain scalar); drop the tag"
-                )
-            pieces = _PLACEHOLDER_RE.split(node.value)  # literal, index, literal, index, ..., literal
-            parts = tuple(int(piece) if i % 2 else piece for i, piece in enumerate(pieces) if piece)
-            slots[id(node)] = template_placement.Slot(parts, plain=not node.style and id(node) not in explicit)
-            node.tag = _SLOT_TAG
-    return slots
-
-
-def _tree(value: Any) -> Any:
-    """The constructed skeleton with JSON's string keys (``1: x`` has the key ``"1"``, as the API server stores it)."""
-    kind = type(value)
-    if kind is dict:
-        return {
-            key if type(key) in (str, template_placement.Slot) else template_placement.json_key(key): _tree(item)
-            for key, item in value.items()
-        }
-    if kind is list:
-        return [_tree(item) for item in value]
-    return value
-
-
-_LONGEST_CACHED = 64 * 1024
-"""The longest skeleton whose tree is kept (a template's own text is a few kilobytes): a longer one comes from a loop
-over a custom resource's long list, and its tree — tens of megabytes for a few megabytes of text — was kept for each
-length of that list (20 such custom resources held 800 MB, 512 of them the process's memory many times over)."""
-
-
-def _tree_of(skeleton: str) -> Any:
-    return _parse(skeleton) if len(skeleton) <= _LONGEST_CACHED else _parse.__wrapped__(skeleton)
-
-
-@functools.lru_cache(maxsize=512)
-def _parse(skeleton: str) -> Any:
-    """The tree of a skeleton (parsed once per distinct text): literal values, and a
-    :class:`~okt.resources.template_placement.Slot` per scalar holding expressions."""
-    loader = (_TaggedLoader if "!" in skeleton else _FastLoader)(skeleton)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        loader.okt_slots = _mark_slots(node, loader.okt_explicit)
-        return _tree(loader.construct_document(node))
-    except yaml.YAMLError as exc:
-        raise errors.MutationError(f"the rendered template is not valid YAML: {exc}") from exc
-    except RecursionError as exc:
-        raise errors.MutationError("the rendered template is not valid YAML: a recursive alias") from exc
-    finally:
-        loader.dispose()
+_parse = template_skeleton.parse  # the skeletons' cache: its cache_info() says how many skeletons a process parsed
 
 
 def _template_line(exc: BaseException) -> str:
@@ -519,7 +408,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     finally:
         _recorded.reset(token)
     try:
-        rendered = template_placement.fill(_tree_of(skeleton), values)
+        rendered = template_placement.fill(template_skeleton.tree_of(skeleton), values)
     except template_placement.Unplaceable as exc:
         raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
     except RecursionError:

@@ -65,10 +65,9 @@ import jinja2.compiler
 import jinja2.exceptions
 import jinja2.nodes
 import jinja2.sandbox
-import yaml
 
 from okt import errors
-from okt.resources import template_limits, template_placement, template_skeleton
+from okt.resources import template_filters, template_limits, template_placement, template_skeleton
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
 
@@ -83,64 +82,6 @@ class _Values(list[Any]):
 
 _recorded: contextvars.ContextVar[_Values | None] = contextvars.ContextVar("okt_template_values", default=None)
 _compile_lock = threading.Lock()
-
-
-def _to_yaml(value: Any) -> template_placement.Structured:
-    data = template_placement.json_data(value)
-    text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
-    structured = template_placement.Structured(text.removesuffix("\n...").strip())
-    structured.value = data
-    return structured
-
-
-def _to_json(value: Any, indent: int | None = None) -> template_placement.Structured:
-    """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
-    without its quotes, a mapping as a mapping), a string context the JSON text."""
-    data = template_placement.json_data(value)
-    structured = template_placement.Structured(template_limits.json_text(data, indent))
-    structured.value = data
-    return structured
-
-
-def _indent(value: Any, width: int | str = 4, first: bool = False, blank: bool = False) -> Any:
-    """Jinja2's ``indent``, placing the value unchanged.
-
-    In a text template ``| indent(n)`` moves a multi-line value's later lines to the block it is written in, and
-    YAML takes those ``n`` columns off again. okt places the value itself, so the columns it added stayed in it (an
-    embedded file's lines moved right), and ``| to_yaml | indent(n)`` turned a mapping into its text."""
-    return value
-
-
-_NO_DEFAULT: Any = object()
-
-
-def _no_number(value: Any, filter_name: str, zero: str) -> ValueError:
-    # The value's type, never its text: the message goes to the Ready condition, and a template may have read the
-    # value out of a secret (``cr.spec.pin.get_secret_value() | int``); the template line says which value it was.
-    return ValueError(
-        f"a {type(value).__name__} that is no number (| {filter_name}({zero}) would place {zero} instead)"
-    )
-
-
-def _to_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
-    """Jinja2's ``int``, failing on a value that is no number: its silent ``0`` would write ``replicas: 0`` for a
-    custom resource's ``size: three``. An explicit default (``| int(1)``) is still taken instead."""
-    number = jinja2.filters.do_int(value, _NO_DEFAULT, base)
-    if number is not _NO_DEFAULT:
-        return number
-    if default is _NO_DEFAULT:
-        raise _no_number(value, "int", "0")
-    return default
-
-
-def _to_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
-    """Jinja2's ``float``, failing on a value that is no number unless a default is given (see :func:`_to_int`)."""
-    number = jinja2.filters.do_float(value, _NO_DEFAULT)
-    if number is not _NO_DEFAULT:
-        return number
-    if default is _NO_DEFAULT:
-        raise _no_number(value, "float", "0.0")
-    return default
 
 
 @jinja2.pass_context  # a context-bound finalize also keeps Jinja2 from folding constant expressions at compile time
@@ -314,11 +255,11 @@ _ENV = _Environment(
     autoescape=False,  # YAML, not HTML
     finalize=_record,
 )
-_ENV.filters["to_yaml"] = _to_yaml
-_ENV.filters["tojson"] = _to_json
-_ENV.filters["int"] = _to_int
-_ENV.filters["indent"] = _indent
-_ENV.filters["float"] = _to_float
+_ENV.filters["to_yaml"] = template_filters.to_yaml
+_ENV.filters["tojson"] = template_filters.to_json
+_ENV.filters["int"] = template_filters.to_int
+_ENV.filters["indent"] = template_filters.indent
+_ENV.filters["float"] = template_filters.to_float
 _ENV.filters["join"] = template_limits.join
 _ENV.filters["replace"] = template_limits.replace
 _ENV.filters["center"] = template_limits.center

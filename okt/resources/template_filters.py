@@ -1,0 +1,74 @@
+"""The filters okt's templates read differently from Jinja2's: ``to_yaml`` and ``tojson`` place a value with its own
+structure, ``indent`` places it unchanged, and ``int`` and ``float`` refuse a value that is no number.
+
+Each is Jinja2's filter of that name where okt's placement of values as data changes what it should give (see
+:mod:`okt.resources.templating`); the filters that bound what a value may build are in
+:mod:`okt.resources.template_limits`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2.filters
+import yaml
+
+from okt.resources import template_limits, template_placement
+
+
+def to_yaml(value: Any) -> template_placement.Structured:
+    data = template_placement.json_data(value)
+    text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
+    structured = template_placement.Structured(text.removesuffix("\n...").strip())
+    structured.value = data
+    return structured
+
+
+def to_json(value: Any, indent: int | None = None) -> template_placement.Structured:
+    """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
+    without its quotes, a mapping as a mapping), a string context the JSON text."""
+    data = template_placement.json_data(value)
+    structured = template_placement.Structured(template_limits.json_text(data, indent))
+    structured.value = data
+    return structured
+
+
+def indent(value: Any, width: int | str = 4, first: bool = False, blank: bool = False) -> Any:
+    """Jinja2's ``indent``, placing the value unchanged.
+
+    In a text template ``| indent(n)`` moves a multi-line value's later lines to the block it is written in, and
+    YAML takes those ``n`` columns off again. okt places the value itself, so the columns it added stayed in it (an
+    embedded file's lines moved right), and ``| to_yaml | indent(n)`` turned a mapping into its text."""
+    return value
+
+
+_NO_DEFAULT: Any = object()
+
+
+def _no_number(value: Any, filter_name: str, zero: str) -> ValueError:
+    # The value's type, never its text: the message goes to the Ready condition, and a template may have read the
+    # value out of a secret (``cr.spec.pin.get_secret_value() | int``); the template line says which value it was.
+    return ValueError(
+        f"a {type(value).__name__} that is no number (| {filter_name}({zero}) would place {zero} instead)"
+    )
+
+
+def to_int(value: Any, default: Any = _NO_DEFAULT, base: int = 10) -> Any:
+    """Jinja2's ``int``, failing on a value that is no number: its silent ``0`` would write ``replicas: 0`` for a
+    custom resource's ``size: three``. An explicit default (``| int(1)``) is still taken instead."""
+    number = jinja2.filters.do_int(value, _NO_DEFAULT, base)
+    if number is not _NO_DEFAULT:
+        return number
+    if default is _NO_DEFAULT:
+        raise _no_number(value, "int", "0")
+    return default
+
+
+def to_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
+    """Jinja2's ``float``, failing on a value that is no number unless a default is given (see :func:`to_int`)."""
+    number = jinja2.filters.do_float(value, _NO_DEFAULT)
+    if number is not _NO_DEFAULT:
+        return number
+    if default is _NO_DEFAULT:
+        raise _no_number(value, "float", "0.0")
+    return default

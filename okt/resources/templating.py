@@ -57,6 +57,7 @@ import enum
 import functools
 import itertools
 import threading
+import types
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -207,8 +208,19 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         return super().call(__context, __obj, *args, **kwargs)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        if (type(obj) is dict or isinstance(obj, Mapping)) and attribute in obj:
+        kind = type(obj)
+        if kind is dict:
+            if attribute in obj:
+                return _enum_value(obj[attribute])
+        elif isinstance(obj, Mapping) and attribute in obj:
             return _enum_value(obj[attribute])
+        elif kind not in _INTERNAL_OBJECTS and attribute[:1] != "_":
+            # Plain data read from an ordinary object (``cr.name``, a spec model's field) is what the sandbox's checks
+            # would let through anyway: no format method to wrap, and no attribute of code, a frame or a traceback.
+            # Anything else takes the sandbox's whole path.
+            value = getattr(obj, attribute, _MISSING)
+            if type(value) in _DATA:
+                return value
         return _enum_value(super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
@@ -217,6 +229,14 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # Refused at once, naming the first attribute refused (Jinja2's Undefined went on, named the last one).
         raise jinja2.exceptions.SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} is unsafe")
+
+
+_DATA = frozenset({str, int, float, bool, type(None), dict, list})
+"""The exact types of the values :meth:`_Environment.getattr` reads without the sandbox's checks."""
+_INTERNAL_OBJECTS = frozenset({types.CodeType, types.TracebackType, types.FrameType})
+"""The objects any attribute of which the sandbox refuses (they cannot be subclassed): their plain data (a frame's
+``f_globals``) never takes the short path."""
+_MISSING: Any = object()
 
 
 class _EnumText(str):

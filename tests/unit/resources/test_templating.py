@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import json
 import pathlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -770,6 +771,37 @@ def test_a_template_reading_python_internals_is_an_invalid_spec_naming_its_line(
         templating.render_template(template, {"cr": widget(spec)})
 
     assert "\n" not in str(caught.value)
+
+
+def _traceback() -> Any:
+    try:
+        raise ValueError("x")
+    except ValueError as exc:
+        return exc.__traceback__
+
+
+def _generator() -> Any:
+    yield 1
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [
+        ("f_globals", sys._getframe()),  # a frame's module globals: a plain dict
+        ("f_lineno", sys._getframe()),
+        ("tb_lineno", _traceback()),
+        ("co_name", _traceback.__code__),
+        ("gi_frame", _generator()),
+    ],
+    ids=["frame-globals", "frame-line", "traceback-line", "code-name", "generator-frame"],
+)
+def test_a_template_reading_the_data_of_code_a_frame_or_a_traceback_is_an_invalid_spec(
+    attribute: str, value: Any
+) -> None:
+    template = f"kind: ConfigMap\ndata:\n  value: '{{{{ v.{attribute} }}}}'\n"
+
+    with pytest.raises(errors.InvalidSpec, match=f"^template line 3: access to attribute '{attribute}' .* unsafe"):
+        templating.render_template(template, {"v": value})
 
 
 def test_a_range_bounded_by_the_custom_resource_is_capped() -> None:

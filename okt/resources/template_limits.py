@@ -13,8 +13,8 @@ which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the temp
 Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**`` on integers; ``%`` and
 ``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
 ``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=)``; the string methods ``ljust``,
-``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``; and ``lipsum``. Within the bound, each
-gives what Jinja2 and Python give.
+``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``; and ``lipsum``. Within the
+bound, each gives what Jinja2 and Python give.
 
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
@@ -22,6 +22,7 @@ custom resource bounds doubled a value as often as it said: they refuse a result
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -226,7 +227,22 @@ def call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
         items = list(args[0])
         _check_joined(items, text, what)
         return (items, *args[1:])
+    elif name == "translate" and args:
+        _check_translated(text, args[0], what)
     return args
+
+
+def _check_translated(text: str, table: Any, what: str) -> None:
+    """``str.translate`` writes each character's entry of ``table``: a custom resource's string of one character
+    there, repeated, built its length times that string's."""
+    size = 0
+    for char, times in collections.Counter(text).items():
+        try:
+            entry = table[ord(char)]
+        except LookupError:
+            entry = char
+        size += times * (len(entry) if isinstance(entry, str) else 0 if entry is None else 1)
+        check(size, what)
 
 
 def _check_joined(items: list[Any], separator: str, what: str) -> None:

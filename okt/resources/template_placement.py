@@ -28,6 +28,37 @@ class Structured(str):
     value: Any
 
 
+_SECRETS = (pydantic.SecretStr, pydantic.SecretBytes, pydantic.Secret)
+
+
+def refuse_secrets(value: Any) -> None:
+    """Raise a TypeError when ``value`` is or holds a pydantic secret (``SecretStr``...), placed or joined as is.
+
+    Its text and its JSON form are pydantic's mask, never the secret: placed in a child, it wrote ``**********`` there
+    as if that were the value, and nothing said so. A template reads the secret explicitly, with
+    ``get_secret_value()``, where it means to place it."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is float or kind is bool or item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, _SECRETS):
+            raise TypeError(
+                f"a {kind.__name__} places pydantic's mask, never the secret: read it with get_secret_value() "
+                "where the template places it"
+            )
+        if isinstance(item, pydantic.BaseModel):
+            stack.extend(item.__dict__.values())
+            stack.extend((item.__pydantic_extra__ or {}).values())
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+
+
 def json_data(value: Any) -> Any:
     """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type)."""
     kind = type(value)

@@ -92,6 +92,8 @@ def _record(context: jinja2.runtime.Context, value: Any) -> str:
     if values is None:
         return str(value)
     if type(value) is not template_placement.Structured:
+        if type(value) is not str:
+            template_placement.refuse_secrets(value)
         text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
         if template_skeleton.NONCE in text:
             raise errors.MutationError(
@@ -152,6 +154,14 @@ def _counted(items: Iterable[Any]) -> Iterator[Any]:
         yield item
 
 
+def _join_text(parts: tuple[Any, ...]) -> str:
+    """``~``: :func:`okt.resources.template_limits.join_text`, refusing a pydantic secret (its text is the mask)."""
+    for part in parts:
+        if type(part) is not str:
+            template_placement.refuse_secrets(part)
+    return template_limits.join_text(parts)
+
+
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
     """Jinja2's code generator, with ``~`` joining through :func:`okt.resources.template_limits.join_text` (Jinja2's
     own join is no method of the environment the sandbox could intercept), and each ``{% for %}`` stepping through
@@ -194,7 +204,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     intercepted_binops = frozenset({"+", "*", "**", "%"})
     concat = staticmethod(_concat)
     code_generator_class = _CodeGenerator
-    join_text = staticmethod(template_limits.join_text)
+    join_text = staticmethod(_join_text)
     counted = staticmethod(_counted)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:

@@ -1099,3 +1099,47 @@ def test_values_placed_past_the_bound_name_the_line_that_placed_the_last() -> No
 
     with pytest.raises(errors.InvalidSpec, match=r"^template line 3: the rendered template would build"):
         templating.render_template(template, {"cr": widget({"text": "x" * 2_000_000})})
+
+
+class Credentials(pydantic.BaseModel):
+    user: str
+    password: pydantic.SecretStr
+
+
+class Auth(pydantic.BaseModel):
+    credentials: Credentials
+    tokens: list[pydantic.SecretStr] = []
+
+
+SECRET_SPEC = Auth(credentials=Credentials(user="app", password=pydantic.SecretStr("s3cret")))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  password: {{ cr.spec.credentials.password }}",  # was **********
+        "  password: '{{ cr.spec.credentials.password }}'",  # was '**********'
+        "  dsn: app:{{ cr.spec.credentials.password }}@db",  # was app:**********@db
+        "  dsn: '{{ \"app:\" ~ cr.spec.credentials.password }}'",  # was app:**********
+        "  credentials: {{ cr.spec.credentials }}",  # was {user: app, password: '**********'}
+        "  credentials: {{ cr.spec.credentials | to_yaml }}",  # was {user: app, password: '**********'}
+        "  credentials: {{ cr.spec | tojson }}",  # was {credentials: {user: app, password: '**********'}}
+        "  secrets: {{ [cr.spec.credentials.password] }}",  # was ['**********']
+    ],
+)
+def test_a_placed_pydantic_secret_is_an_invalid_spec_saying_to_read_its_value_explicitly(line: str) -> None:
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}, spec=SECRET_SPEC)
+    template = f"kind: Secret\nmetadata:\n  name: w\nstringData:\n{line}\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 5: .*SecretStr.*get_secret_value\(\)") as caught:
+        templating.render_template(template, {"cr": cr})
+
+    assert "s3cret" not in str(caught.value)
+    assert "**" not in str(caught.value)
+
+
+def test_a_pydantic_secret_read_with_get_secret_value_is_placed() -> None:
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}, spec=SECRET_SPEC)
+    template = "kind: Secret\nstringData:\n  password: {{ cr.spec.credentials.password.get_secret_value() }}\n"
+
+    assert templating.render_template(template, {"cr": cr}) == {"kind": "Secret", "stringData": {"password": "s3cret"}}

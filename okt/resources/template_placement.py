@@ -115,6 +115,11 @@ class Slot:
     def text(self, values: list[Any]) -> str:
         return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
 
+    def written(self) -> str:
+        """The scalar as the template writes it, ``{{ }}`` for each value: what a message names, never the values
+        (a template may have read one out of a secret)."""
+        return "".join("{{ }}" if isinstance(part, int) else part for part in self.parts)
+
     def value(self, values: list[Any]) -> Any:
         if self.plain and len(self.parts) == 1 and isinstance(self.parts[0], int):
             return _placed(values[self.parts[0]])
@@ -169,10 +174,10 @@ def fill(value: Any, values: list[Any]) -> Any:
             try:
                 result[placed] = fill(item, values)
             except Unplaceable as exc:
-                exc.path.append(placed)
+                exc.path.append(key if type(key) is str else key.written())
                 raise
         if len(result) != len(value):
-            raise Unplaceable(f"the key {_duplicate(value, values)!r} appears twice once the values are placed")
+            raise Unplaceable(_duplicate(value, values))
         return result
     if kind is list:
         filled = []
@@ -194,10 +199,18 @@ def fill(value: Any, values: list[Any]) -> Any:
 
 
 def _duplicate(mapping: dict[Any, Any], values: list[Any]) -> str:
-    seen: set[str] = set()
+    """What makes two keys of ``mapping`` equal once the values are placed: a key the template writes is named, a key
+    placed from values only as the template writes it (a template may have read a value out of a secret)."""
+    seen: dict[str, Any] = {}
     for key in mapping:
         placed = key if type(key) is str else key.key(values)
         if placed in seen:
-            return placed
-        seen.add(placed)
-    return ""
+            other = seen[placed]
+            if type(key) is str or type(other) is str:
+                return f"the key {placed!r} appears twice once the values are placed"
+            return (
+                f"two keys placed from values ({other.written()!r} and {key.written()!r}) are equal once the values "
+                "are placed"
+            )
+        seen[placed] = key
+    return "two keys are equal once the values are placed"

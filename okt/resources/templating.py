@@ -234,7 +234,13 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         return _enum_value(super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        return _enum_value(super().getitem(obj, argument))
+        value = super().getitem(obj, argument)
+        if isinstance(value, jinja2.Undefined):
+            # The item's type, never its text: a template may read the key out of a secret (``a[b]``), and the
+            # message goes to the Ready condition.
+            hint = f"{type(obj).__name__!r} object has no item for that {type(argument).__name__}"
+            return self.undefined(hint, obj=obj, name=argument)
+        return _enum_value(value)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # Refused at once, naming the first attribute refused (Jinja2's Undefined went on, named the last one).

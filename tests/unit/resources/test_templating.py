@@ -1143,3 +1143,35 @@ def test_a_pydantic_secret_read_with_get_secret_value_is_placed() -> None:
     template = "kind: Secret\nstringData:\n  password: {{ cr.spec.credentials.password.get_secret_value() }}\n"
 
     assert templating.render_template(template, {"cr": cr}) == {"kind": "Secret", "stringData": {"password": "s3cret"}}
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("kind: X\ndata:\n  {{ a }}: 1\n  {{ b }}: 2\n", r"^data: two keys placed from values \('\{\{ \}\}' and"),
+        ("kind: X\ndata:\n  {{ a }}:\n    k: 1\n    k{{ e }}: 2\n", r"^data\.\{\{ \}\}: the key 'k' appears twice"),
+        (
+            "kind: X\ndata:\n  {{ a }}-x:\n    k: [{{ n | to_yaml }}: 1]\n",
+            r"^data\.\{\{ \}\}-x\.k\[0\]: a mapping key must",
+        ),
+    ],
+    ids=["two keys from values", "the path to a duplicate", "the path to an unplaceable key"],
+)
+def test_a_key_placed_from_a_value_is_never_named_in_an_invalid_spec(template: str, message: str) -> None:
+    # a value read out of a Secret, placed as a key, went to the Ready condition
+    variables = {"a": "s3cret", "b": "s3cret", "e": "", "n": [1]}
+
+    with pytest.raises(errors.InvalidSpec, match=message) as caught:
+        templating.render_template(template, variables)
+
+    assert "s3cret" not in str(caught.value)
+
+
+def test_a_missing_item_read_with_a_value_is_never_named_in_the_error() -> None:
+    template = "kind: X\nv: '{{ cr.spec.passwords[cr.spec.user] }}'\n"
+    cr = widget({"user": "s3cret", "passwords": {"app": "x"}})
+
+    with pytest.raises(errors.MutationError, match=r"'dict' object has no item for that str") as caught:
+        templating.render_template(template, {"cr": cr})
+
+    assert "s3cret" not in str(caught.value)

@@ -2,8 +2,8 @@
 
 A value that is the whole of a plain (unquoted, untagged) scalar is placed as itself, in its JSON form (a string stays
 that very string, a mapping the same mapping); anywhere else its text is placed, and the scalar is that string. Keys
-are always strings. :func:`fill` builds each render's private object from a skeleton's tree and the values the render
-recorded (see :mod:`okt.resources.templating`).
+are always strings. :func:`fill` builds each render's private object from a skeleton's tree
+(:mod:`okt.resources.template_skeleton`) and the values the render recorded (:mod:`okt.resources.template_recording`).
 """
 
 from __future__ import annotations

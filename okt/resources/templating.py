@@ -52,13 +52,11 @@ another filter after ``to_yaml`` or ``tojson`` (``| trim``) makes its text a str
 
 from __future__ import annotations
 
-import contextvars
 import enum
 import functools
-import itertools
 import threading
 import types
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -68,104 +66,21 @@ import jinja2.nodes
 import jinja2.sandbox
 
 from okt import errors
-from okt.resources import template_filters, template_limits, template_placement, template_skeleton
+from okt.resources import (
+    template_filters,
+    template_limits,
+    template_placement,
+    template_recording,
+    template_skeleton,
+)
 
-# The values one render records, in expression order (set around each render; renders may run in many threads).
-
-
-class _Values(list[Any]):
-    """The values one render records, and the characters its text and values came to so far: a render past
-    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`_concat`)."""
-
-    size = 0
-    steps = 0
-
-
-_recorded: contextvars.ContextVar[_Values | None] = contextvars.ContextVar("okt_template_values", default=None)
 _compile_lock = threading.Lock()
-
-
-@jinja2.pass_context  # a context-bound finalize also keeps Jinja2 from folding constant expressions at compile time
-def _record(context: jinja2.runtime.Context, value: Any) -> str:
-    """Jinja2's finalize: record an expression's value and write its placeholder instead."""
-    values = _recorded.get()
-    if values is None:
-        return str(value)
-    if type(value) is not template_placement.Structured:
-        if type(value) is not str:
-            template_placement.refuse_secrets(value)
-        text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
-        if template_skeleton.NONCE in text:
-            raise errors.MutationError(
-                "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
-                "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
-            )
-    values.append(value)
-    placeholder = template_skeleton.PLACEHOLDER.format(len(values) - 1)
-    # The value's own size stands for its placeholder's, which the render's text counts (see _concat).
-    size = (
-        len(value) if type(value) is str else template_limits.value_size(value, template_limits.MAX_SIZE - values.size)
-    )
-    values.size += size - len(placeholder)
-    if values.size > template_limits.MAX_SIZE:  # checked here too, where the template's line is known
-        template_limits.check(values.size, "the rendered template")
-    return placeholder
-
-
-def _concat(pieces: Iterable[str]) -> str:
-    """Jinja2's ``concat`` (the render's text, a macro's, a captured block's), stopping a render whose text and values
-    come to more than :data:`~okt.resources.template_limits.MAX_SIZE`: a loop over a custom resource's list of a
-    million items otherwise built tens of megabytes of YAML, parsed for seconds into a child no API server takes (and
-    two nested ``range`` loops never ended)."""
-    values = _recorded.get()
-    if values is None:
-        return "".join(pieces)
-    # Counted a batch of pieces at a time (a piece is the template's own text or a placeholder, never a value, so a
-    # batch is small): most renders are one batch, joined in C.
-    iterator = iter(pieces)
-    text = []
-    while batch := list(itertools.islice(iterator, 256)):
-        chunk = "".join(batch)
-        values.size += len(chunk)
-        text.append(chunk)
-        if values.size > template_limits.MAX_SIZE:
-            try:
-                template_limits.check(values.size, "the rendered template")
-            except template_limits.TooLarge as exc:
-                if isinstance(pieces, Generator):
-                    pieces.throw(exc)  # raised where the template stands, so the message names its line
-                raise
-    return "".join(text)
-
-
-def _counted(items: Iterable[Any]) -> Iterator[Any]:
-    """A loop's items, counted in the render's steps: loops nested over ranges or lists a custom resource sizes ran
-    10**10 steps that output nothing (so no size bound saw them), and the worker never came back."""
-    values = _recorded.get()
-    if values is None:
-        yield from items
-        return
-    for item in items:
-        values.steps += 1
-        if values.steps > template_limits.MAX_SIZE:
-            raise template_limits.TooLarge(
-                f"the template's loops would run more than {template_limits.MAX_SIZE} steps in one render"
-            )
-        yield item
-
-
-def _join_text(parts: tuple[Any, ...]) -> str:
-    """``~``: :func:`okt.resources.template_limits.join_text`, refusing a pydantic secret (its text is the mask)."""
-    for part in parts:
-        if type(part) is not str:
-            template_placement.refuse_secrets(part)
-    return template_limits.join_text(parts)
 
 
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
     """Jinja2's code generator, with ``~`` joining through :func:`okt.resources.template_limits.join_text` (Jinja2's
     own join is no method of the environment the sandbox could intercept), and each ``{% for %}`` stepping through
-    :func:`_counted`."""
+    :func:`okt.resources.template_recording.counted`."""
 
     def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
         if not node.recursive:  # a recursive loop's depth is Python's recursion limit's
@@ -202,10 +117,10 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     """
 
     intercepted_binops = frozenset({"+", "*", "**", "%"})
-    concat = staticmethod(_concat)
+    concat = staticmethod(template_recording.concat)
     code_generator_class = _CodeGenerator
-    join_text = staticmethod(_join_text)
-    counted = staticmethod(_counted)
+    join_text = staticmethod(template_recording.join_text)
+    counted = staticmethod(template_recording.counted)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         return template_limits.binop(operator, left, right)
@@ -289,7 +204,7 @@ _ENV = _Environment(
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
     autoescape=False,  # YAML, not HTML
-    finalize=_record,
+    finalize=template_recording.record,
 )
 _ENV.filters["to_yaml"] = template_filters.to_yaml
 _ENV.filters["tojson"] = template_filters.to_json
@@ -354,8 +269,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
-    values = _Values()
-    token = _recorded.set(values)
+    values = template_recording.Values()
+    token = template_recording.recorded.set(values)
     try:
         skeleton = _compiled(template).render(**variables)
     except jinja2.exceptions.SecurityError as exc:
@@ -383,7 +298,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
             "of the custom resource there"
         ) from exc
     finally:
-        _recorded.reset(token)
+        template_recording.recorded.reset(token)
     try:
         rendered = template_placement.fill(template_skeleton.tree_of(skeleton), values)
     except template_placement.Unplaceable as exc:

@@ -1,0 +1,110 @@
+"""What one render records and counts while Jinja2 runs its template: each ``{{ }}`` value, in expression order, with a
+placeholder written in its stead; the characters its text and values come to; the steps of its loops.
+
+:func:`record` is the environment's ``finalize``, :func:`concat` its ``concat``, :func:`counted` wraps each
+``{% for %}``'s items and :func:`join_text` is ``~`` (see :mod:`okt.resources.templating`): each refuses a render that
+would build more than :data:`~okt.resources.template_limits.MAX_SIZE` (a
+:class:`~okt.resources.template_limits.TooLarge`) or place a pydantic secret's mask. Outside a render (no values
+recorded) each does what Jinja2's own does.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+from collections.abc import Generator, Iterable, Iterator
+from typing import Any
+
+import jinja2
+
+from okt import errors
+from okt.resources import template_limits, template_placement, template_skeleton
+
+
+class Values(list[Any]):
+    """The values one render records, and the characters its text and values came to so far: a render past
+    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`)."""
+
+    size = 0
+    steps = 0
+
+
+# The values one render records, in expression order (set around each render; renders may run in many threads).
+recorded: contextvars.ContextVar[Values | None] = contextvars.ContextVar("okt_template_values", default=None)
+
+
+@jinja2.pass_context  # a context-bound finalize also keeps Jinja2 from folding constant expressions at compile time
+def record(context: jinja2.runtime.Context, value: Any) -> str:
+    """Jinja2's finalize: record an expression's value and write its placeholder instead."""
+    values = recorded.get()
+    if values is None:
+        return str(value)
+    if type(value) is not template_placement.Structured:
+        if type(value) is not str:
+            template_placement.refuse_secrets(value)
+        text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
+        if template_skeleton.NONCE in text:
+            raise errors.MutationError(
+                "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
+                "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
+            )
+    values.append(value)
+    placeholder = template_skeleton.PLACEHOLDER.format(len(values) - 1)
+    # The value's own size stands for its placeholder's, which the render's text counts (see concat).
+    size = (
+        len(value) if type(value) is str else template_limits.value_size(value, template_limits.MAX_SIZE - values.size)
+    )
+    values.size += size - len(placeholder)
+    if values.size > template_limits.MAX_SIZE:  # checked here too, where the template's line is known
+        template_limits.check(values.size, "the rendered template")
+    return placeholder
+
+
+def concat(pieces: Iterable[str]) -> str:
+    """Jinja2's ``concat`` (the render's text, a macro's, a captured block's), stopping a render whose text and values
+    come to more than :data:`~okt.resources.template_limits.MAX_SIZE`: a loop over a custom resource's list of a
+    million items otherwise built tens of megabytes of YAML, parsed for seconds into a child no API server takes (and
+    two nested ``range`` loops never ended)."""
+    values = recorded.get()
+    if values is None:
+        return "".join(pieces)
+    # Counted a batch of pieces at a time (a piece is the template's own text or a placeholder, never a value, so a
+    # batch is small): most renders are one batch, joined in C.
+    iterator = iter(pieces)
+    text = []
+    while batch := list(itertools.islice(iterator, 256)):
+        chunk = "".join(batch)
+        values.size += len(chunk)
+        text.append(chunk)
+        if values.size > template_limits.MAX_SIZE:
+            try:
+                template_limits.check(values.size, "the rendered template")
+            except template_limits.TooLarge as exc:
+                if isinstance(pieces, Generator):
+                    pieces.throw(exc)  # raised where the template stands, so the message names its line
+                raise
+    return "".join(text)
+
+
+def counted(items: Iterable[Any]) -> Iterator[Any]:
+    """A loop's items, counted in the render's steps: loops nested over ranges or lists a custom resource sizes ran
+    10**10 steps that output nothing (so no size bound saw them), and the worker never came back."""
+    values = recorded.get()
+    if values is None:
+        yield from items
+        return
+    for item in items:
+        values.steps += 1
+        if values.steps > template_limits.MAX_SIZE:
+            raise template_limits.TooLarge(
+                f"the template's loops would run more than {template_limits.MAX_SIZE} steps in one render"
+            )
+        yield item
+
+
+def join_text(parts: tuple[Any, ...]) -> str:
+    """``~``: :func:`okt.resources.template_limits.join_text`, refusing a pydantic secret (its text is the mask)."""
+    for part in parts:
+        if type(part) is not str:
+            template_placement.refuse_secrets(part)
+    return template_limits.join_text(parts)

@@ -1,5 +1,6 @@
 """The filters okt's templates read differently from Jinja2's: ``to_yaml`` and ``tojson`` place a value with its own
-structure, ``indent`` places it unchanged, and ``int`` and ``float`` refuse a value that is no number.
+structure, ``indent`` places it unchanged, ``int`` and ``float`` refuse a value that is no number, and ``string`` a
+pydantic secret.
 
 Each is Jinja2's filter of that name where okt's placement of values as data changes what it should give (see
 :mod:`okt.resources.templating`); the filters that bound what a value may build are in
@@ -74,3 +75,9 @@ def to_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
     if default is _NO_DEFAULT:
         raise _no_number(value, "float", "0.0")
     return default
+
+
+def to_string(value: Any) -> str:
+    """Jinja2's ``string``, refusing a pydantic secret: its text is pydantic's mask, never the secret."""
+    template_placement.refuse_secrets(value)
+    return value if isinstance(value, str) else str(value)  # a string (Markup too) as it is, as Jinja2's keeps it

@@ -38,6 +38,8 @@ import jinja2.sandbox
 import jinja2.utils
 import pydantic
 
+from okt.resources import template_placement
+
 MAX_SIZE = 3 * 1024 * 1024
 """The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB."""
 
@@ -92,6 +94,7 @@ _PRINTF = re.compile(r"%(\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", 
 def printf(text: str, arguments: Any) -> str:
     """``text % arguments`` (``%`` on a string, ``| format``), refusing widths and precisions that would build more
     than :data:`MAX_SIZE` characters (``%10000000000s``, ``%*s`` with a huge width)."""
+    template_placement.refuse_secrets(arguments)
     values = list(arguments) if isinstance(arguments, tuple) else [arguments]
     size, index = len(text), 0
     for directive in _PRINTF.finditer(text):
@@ -149,6 +152,7 @@ class _BoundedFormat:
     built = 0
 
     def format_field(self, value: Any, format_spec: str) -> Any:
+        template_placement.refuse_secrets(value)
         self.built += sum(int(number) for number in _NUMBER.findall(format_spec))
         check(self.built, "this format string's widths")
         return super().format_field(value, format_spec)  # type: ignore[misc]
@@ -249,6 +253,8 @@ def _check_joined(items: list[Any], separator: str, what: str) -> None:
     size = len(separator) * max(len(items) - 1, 0)
     check(size, what)
     for item in items:
+        if not isinstance(item, str):
+            template_placement.refuse_secrets(item)
         size += len(item) if isinstance(item, str) else len(str(item))
         check(size, what)
 

@@ -1125,6 +1125,13 @@ SECRET_SPEC = Auth(credentials=Credentials(user="app", password=pydantic.SecretS
         "  credentials: {{ cr.spec.credentials | to_yaml }}",  # was {user: app, password: '**********'}
         "  credentials: {{ cr.spec | tojson }}",  # was {credentials: {user: app, password: '**********'}}
         "  secrets: {{ [cr.spec.credentials.password] }}",  # was ['**********']
+        "  password: {{ cr.spec.credentials.password | string }}",  # was **********
+        "  dsn: '{{ \"app:%s\" % cr.spec.credentials.password }}'",  # was app:**********
+        "  dsn: '{{ \"app:%(p)s\" | format(p=cr.spec.credentials.password) }}'",  # was app:**********
+        "  dsn: '{{ \"app:{}\".format(cr.spec.credentials.password) }}'",  # was app:**********
+        "  dsn: '{{ \"app:{0.password}\".format(cr.spec.credentials) }}'",  # was app:**********
+        '  dsn: \'{{ ["app", cr.spec.credentials.password] | join(":") }}\'',  # was app:**********
+        '  dsn: \'{{ ":".join(["app", cr.spec.credentials.password]) }}\'',  # was app:**********
     ],
 )
 def test_a_placed_pydantic_secret_is_an_invalid_spec_saying_to_read_its_value_explicitly(line: str) -> None:

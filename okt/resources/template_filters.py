@@ -1,6 +1,6 @@
 """The filters okt's templates read differently from Jinja2's: ``to_yaml`` and ``tojson`` place a value with its own
-structure, ``indent`` places it unchanged, ``int`` and ``float`` refuse a value that is no number, and ``string`` a
-pydantic secret.
+structure, ``indent`` places it unchanged, ``int`` and ``float`` refuse a value that is no number, ``string`` a
+pydantic secret, and ``attr`` names a missing attribute by its type.
 
 Each is Jinja2's filter of that name where okt's placement of values as data changes what it should give (see
 :mod:`okt.resources.templating`); the filters that bound what a value may build are in
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jinja2
 import jinja2.filters
 import yaml
 
@@ -81,3 +82,14 @@ def to_string(value: Any) -> str:
     """Jinja2's ``string``, refusing a pydantic secret: its text is pydantic's mask, never the secret."""
     template_placement.refuse_secrets(value)
     return value if isinstance(value, str) else str(value)  # a string (Markup too) as it is, as Jinja2's keeps it
+
+
+@jinja2.pass_environment
+def attr(environment: jinja2.Environment, obj: Any, name: Any) -> Any:
+    """Jinja2's ``attr``, naming a missing attribute by its type, never its text: a template may read the name out of a
+    secret (``| attr(cr.spec.field)``), and the message goes to the Ready condition."""
+    value = jinja2.filters.do_attr(environment, obj, name)
+    if isinstance(value, jinja2.Undefined):
+        hint = f"{type(obj).__name__!r} object has no attribute for that {type(name).__name__}"
+        return environment.undefined(hint, obj=obj, name=name)
+    return value

@@ -212,6 +212,7 @@ _ENV.filters["int"] = template_filters.to_int
 _ENV.filters["indent"] = template_filters.indent
 _ENV.filters["float"] = template_filters.to_float
 _ENV.filters["string"] = template_filters.to_string
+_ENV.filters["attr"] = template_filters.attr
 _ENV.filters["join"] = template_limits.join
 _ENV.filters["replace"] = template_limits.replace
 _ENV.filters["center"] = template_limits.center

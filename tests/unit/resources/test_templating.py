@@ -1182,3 +1182,26 @@ def test_a_missing_item_read_with_a_value_is_never_named_in_the_error() -> None:
         templating.render_template(template, {"cr": cr})
 
     assert "s3cret" not in str(caught.value)
+
+
+def test_a_missing_attribute_read_with_a_value_is_never_named_in_the_error() -> None:
+    template = "kind: X\nv: '{{ cr.spec.passwords | attr(cr.spec.user) }}'\n"
+    cr = widget({"user": "s3cret", "passwords": {"app": "x"}})
+
+    with pytest.raises(errors.MutationError, match=r"'dict' object has no attribute for that str") as caught:
+        templating.render_template(template, {"cr": cr})
+
+    assert "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('cr.spec.name | attr("upper") | string', "<built-in method upper of str object"),
+        ("cr | attr('name')", "w"),
+    ],
+)
+def test_attr_reads_what_jinja_reads(expression: str, expected: str) -> None:
+    cr = widget({"name": "web"})
+
+    assert templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": cr})["v"].startswith(expected)

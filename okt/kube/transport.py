@@ -85,28 +85,24 @@ def connected() -> None:
         ready()
 
 
-class HTTPConnection(urllib3.connection.HTTPConnection):
+class _AskedOnceConnected:
+    """A urllib3 connection's ``connect`` asking :func:`connected` once the connection is made (closed if it raises)."""
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]  # a mixin of urllib3's connection classes
+        try:
+            connected()
+        except BaseException:
+            self.close()  # type: ignore[attr-defined]
+            raise
+
+
+class HTTPConnection(_AskedOnceConnected, urllib3.connection.HTTPConnection):
     """urllib3's connection, asking :func:`connected` once made."""
 
-    def connect(self) -> None:
-        super().connect()
-        try:
-            connected()
-        except BaseException:
-            self.close()
-            raise
 
-
-class HTTPSConnection(urllib3.connection.HTTPSConnection):
+class HTTPSConnection(_AskedOnceConnected, urllib3.connection.HTTPSConnection):
     """urllib3's TLS connection, asking :func:`connected` once made (the handshake done, a proxy's tunnel too)."""
-
-    def connect(self) -> None:
-        super().connect()
-        try:
-            connected()
-        except BaseException:
-            self.close()
-            raise
 
 
 class _HTTPPool(urllib3.HTTPConnectionPool):

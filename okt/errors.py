@@ -16,6 +16,7 @@ The tree::
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
     │   ├── ObjectTooLarge        "ObjectTooLarge"      a child the API server refuses for its size (RequestTooLarge)
+    │   ├── ImmutableField        "ImmutableField"      a child's change the API server refuses: its field is immutable
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
     │   └── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
@@ -26,7 +27,7 @@ The tree::
     │   ├── NotFound              404
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
-    │   ├── Invalid               422  (``size_bound`` when refused for its size)
+    │   ├── Invalid               422  (``size_bound`` when refused for its size, ``immutable_fields``)
     │   ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx
@@ -245,6 +246,42 @@ class ObjectTooLarge(PermanentError):
             f"{what} is too large to write: {said}, past the API server's limit of {_in_mib(limit)} for {held}; {then}",
             size=size,
             limit=limit,
+        )
+        error.__cause__ = exc
+        return error
+
+
+class ImmutableField(PermanentError):
+    """A change of a child the API server refuses because it alters a field it never lets change in place (a
+    Deployment's ``spec.selector``, a Service's ``spec.clusterIP``, a Job's pod template, a PersistentVolumeClaim's
+    spec): the same custom resource makes the same change, so the reconcile reports it once and waits for a change of
+    the object. okt does not delete the child: deleted, it is created again from the template.
+
+    Args:
+        message: names the child, the fields and the way out.
+        fields: the paths of the fields the API server named (``spec.selector``).
+    """
+
+    reason: ClassVar[str] = "ImmutableField"
+
+    def __init__(self, message: str, *, fields: Iterable[str] = ()) -> None:
+        self.fields = tuple(fields)
+        super().__init__(message)
+
+    @classmethod
+    def from_invalid(cls, what: str, exc: Invalid, then: str) -> Self | None:
+        """The error of ``what`` (a child) the API server refused (``exc``) because the write changes an immutable
+        field (:attr:`Invalid.immutable_fields`), None when ``exc`` refused something else. The message names the
+        fields, never the values the server quotes (the template's, perhaps read out of a Secret)."""
+        fields = exc.immutable_fields
+        if not fields:
+            return None
+        named = ", ".join(fields)
+        verb = "is" if len(fields) == 1 else "are"
+        error = cls(
+            f"{what} cannot be changed in place: {named} {verb} immutable and the template changes it; delete {what} "
+            f"(okt creates it again from the template) or revert the template's change; {then}",
+            fields=fields,
         )
         error.__cause__ = exc
         return error
@@ -497,7 +534,32 @@ class Invalid(ApiError):
                 return cause.field, int(found.group(1))
         return None
 
+    @property
+    def immutable_fields(self) -> tuple[str, ...]:
+        """The fields, in the causes' order and each once, that the API server refused to change because they are
+        immutable (``field is immutable``, ``may not change once set``, a PersistentVolumeClaim's ``spec is immutable
+        after creation``); empty when no cause says so."""
+        found = (cause.field or "(object)" for cause in self.causes if _says_immutable(cause))
+        return tuple(dict.fromkeys(found))
 
+
+def _says_immutable(cause: StatusCause) -> bool:
+    """Whether ``cause`` refuses a change of an immutable field. Its message is the API's: ``Invalid value: <the
+    request's value>: field is immutable`` (or ``may not change once set``) — read at its end, so that a value saying
+    "immutable" is not taken for it — or ``Forbidden: spec is immutable after creation ...`` then a diff of values,
+    read in its first line."""
+    text = cause.message.strip()
+    if cause.reason == "FieldValueForbidden":
+        return _IMMUTABLE.search(text.split("\n", 1)[0]) is not None
+    return _IMMUTABLE_AT_END.search(text) is not None
+
+
+_IMMUTABLE = re.compile(r"\bimmutable\b")
+"""What a refusal of a field that never changes says (apimachinery's ``field is immutable``, ``spec is immutable
+after creation``, ``field is immutable when `immutable` is set``)."""
+_IMMUTABLE_AT_END = re.compile(r"(?:\bfield is immutable|\bmay not change once set)$")
+"""The same at the end of an invalid value's cause, after the value quoted (``may not change once set``: a Service's
+allocated ``clusterIP``)."""
 _BYTES_BOUND = re.compile(r"(?:at most|more than|longer than) (\d+) bytes")
 
 

@@ -7,7 +7,9 @@ reconciler says which children exist (``resources(ctx)``, by default one of each
 Guarantees: a child whose kind is not in ``owns`` is refused at registration (okt neither watches nor has RBAC for
 it); a child that exists and is controlled by another owner is an error (``OwnedByAnother``), never adopted; nothing
 is written for a child whose hash and fields match; a child being deleted is not ready (a retried error) until
-it is gone and created again; only what okt created is pruned
+it is gone and created again; a change the API server refuses for an immutable field (a Deployment's selector) is
+reported once (``ImmutableField``) and the child left as it is — deleted, it is created again; only what okt created
+is pruned
 (:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
 """
 
@@ -155,7 +157,8 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     except errors.Invalid as exc:
         size = len(json.dumps(res.desired, separators=(",", ":")).encode())
         too_long = errors.ObjectTooLarge.from_invalid(what, exc, AGAIN, size=size)
-        ctx.results.add(Operation.CRUD_ERROR, what, too_long or _owned_by_another(ctx, res, exc) or exc)
+        refused = too_long or errors.ImmutableField.from_invalid(what, exc, AGAIN)
+        ctx.results.add(Operation.CRUD_ERROR, what, refused or _owned_by_another(ctx, res, exc) or exc)
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
 

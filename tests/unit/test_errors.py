@@ -37,6 +37,7 @@ EXPECTED_REASONS = {
     errors.HttpError: "HttpError",
     errors.NamespaceTerminating: "NamespaceTerminating",
     errors.ObjectTooLarge: "ObjectTooLarge",
+    errors.ImmutableField: "ImmutableField",
     errors.RequestTooLarge: "ApiError",
 }
 
@@ -190,6 +191,107 @@ def test_an_invalid_object_says_the_bound_in_bytes_it_passed_when_refused_for_it
     exc = errors.ApiError.from_status(422, "Invalid", "refused", causes=[cause])
     assert isinstance(exc, errors.Invalid)
     assert exc.size_bound == bound
+
+
+_SELECTOR = errors.StatusCause(
+    "FieldValueInvalid",
+    'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"b"}}: field is immutable',
+    "spec.selector",
+)
+
+
+@pytest.mark.parametrize(
+    ("causes", "fields"),
+    [
+        # What Kubernetes 1.20 answers: a Deployment's selector, a Service's clusterIP, a Secret's type, a
+        # PersistentVolumeClaim's spec (then a diff of values), an immutable ConfigMap's data.
+        ([_SELECTOR], ("spec.selector",)),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    'Invalid value: []string{"10.96.0.7"}: may not change once set',
+                    "spec.clusterIPs[0]",
+                )
+            ],
+            ("spec.clusterIPs[0]",),
+        ),
+        (
+            [errors.StatusCause("FieldValueInvalid", 'Invalid value: "kubernetes.io/tls": field is immutable', "type")],
+            ("type",),
+        ),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueForbidden",
+                    "Forbidden: spec is immutable after creation except resources.requests for bound claims\n  core."
+                    'PersistentVolumeClaimSpec{\n- StorageClassName: &"b",\n',
+                    "spec",
+                )
+            ],
+            ("spec",),
+        ),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueForbidden", "Forbidden: field is immutable when `immutable` is set", "data"
+                )
+            ],
+            ("data",),
+        ),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    "Invalid value: map[string]string{}: `selector` does not match",
+                    "spec.template.metadata.labels",
+                ),
+                _SELECTOR,
+                _SELECTOR,
+            ],
+            ("spec.selector",),
+        ),
+        # A value that says "immutable" is the request's, not the refusal's.
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid", 'Invalid value: "immutable": a valid label must be ...', "metadata.labels"
+                )
+            ],
+            (),
+        ),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0", "spec.replicas"
+                )
+            ],
+            (),
+        ),
+        ([], ()),
+    ],
+)
+def test_an_invalid_object_names_the_immutable_fields_it_was_refused_a_change_of(
+    causes: list[errors.StatusCause], fields: tuple[str, ...]
+) -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", "refused", causes=causes)
+    assert isinstance(exc, errors.Invalid)
+    assert exc.immutable_fields == fields
+
+
+def test_an_immutable_field_names_the_child_the_fields_and_the_way_out_but_never_the_value() -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", "refused: {app: b}", causes=[_SELECTOR])
+    assert isinstance(exc, errors.Invalid)
+
+    error = errors.ImmutableField.from_invalid("Deployment/ns/web", exc, "reconciled again once it changes")
+
+    assert isinstance(error, errors.PermanentError) and error.__cause__ is exc
+    assert error is not None and error.fields == ("spec.selector",)
+    assert "Deployment/ns/web" in str(error) and "spec.selector is immutable" in str(error), str(error)
+    assert "delete Deployment/ns/web" in str(error) and '"b"' not in str(error), str(error)
+    plain = errors.ApiError.from_status(422, "Invalid", "refused", causes=[])
+    assert isinstance(plain, errors.Invalid)
+    assert errors.ImmutableField.from_invalid("Deployment/ns/web", plain, "then") is None
 
 
 @pytest.mark.parametrize(("api_reason", "already_exists"), [("AlreadyExists", True), ("Conflict", False)])

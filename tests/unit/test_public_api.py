@@ -28,6 +28,7 @@ PINNED = {
     "NamespaceTerminating",
     "NotLeader",
     "ObjectTooLarge",
+    "ImmutableField",
     "OwnedByAnother",
     "RegistrationError",
     "RequestTooLarge",

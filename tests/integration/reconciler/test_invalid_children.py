@@ -1,0 +1,110 @@
+"""A child the API server refuses as invalid (422) for what the custom resource makes of it: a template change that
+alters an immutable field of the live child (a Deployment's ``spec.selector``). The same custom resource is refused
+the same way at every retry: reported once in Ready, naming the child and the field, nothing written per retry, and
+reconciled again once the custom resource changes; okt never deletes the child itself."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pydantic
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.status import events
+from okt.testing import condition, crds
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+GROUP = "selectors.okt.io"
+
+
+class PickerSpec(pydantic.BaseModel):
+    app: str = "a"
+
+
+class PickerDeployment(okt.MutableResource):
+    api_version = "apps/v1"
+    kind = "Deployment"
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  replicas: 0
+  selector:
+    matchLabels:
+      app: {{ cr.spec.app }}
+  template:
+    metadata:
+      labels:
+        app: {{ cr.spec.app }}
+    spec:
+      containers:
+        - name: main
+          image: busybox
+"""
+
+
+class Picker(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerDeployment,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerDeployment(ctx.cr)]
+
+
+@pytest.fixture(scope="module")
+def picker_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crds.schemaless_crd(GROUP, "Picker", "pickers"))
+    return kind
+
+
+def test_a_change_of_an_immutable_field_is_reported_once_and_the_deleted_child_is_created_again(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"app": "first"}}, picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+    created = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+    assert created.outcome.kind is okt.OutcomeKind.DONE, created.outcome
+
+    kube.patch(picker_kind, name, {"spec": {"app": "second"}}, namespace)
+    refused = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ImmutableField"), ready
+    assert f"Deployment/{namespace}/{name}" in ready["message"] and "spec.selector" in ready["message"], ready
+    assert "delete" in ready["message"] and "second" not in ready["message"], ready["message"]
+    before = kube.stats.snapshot()
+
+    for _ in range(3):
+        again = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+        assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+
+    tried = {("apply", "deployments")}  # the child tried again (each reconcile decides afresh), refused
+    assert {k: n for k, n in shared.write_requests(kube, before).items() if k not in tried} == {}
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "ImmutableField", 1)
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, name)
+    assert live is not None and live["spec"]["selector"]["matchLabels"] == {"app": "first"}  # never deleted by okt
+
+    kube.delete(kube.resolve("apps/v1", "Deployment"), name, namespace)
+    recreated = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert recreated.outcome.kind is okt.OutcomeKind.DONE, recreated.outcome
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, name)
+    assert live is not None and live["spec"]["selector"]["matchLabels"] == {"app": "second"}
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and ready["status"] == "True", ready

@@ -16,7 +16,8 @@ The tree::
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
     │   ├── ObjectTooLarge        "ObjectTooLarge"      a child the API server refuses for its size (RequestTooLarge)
-    │   ├── ImmutableField        "ImmutableField"      a child's change the API server refuses: its field is immutable
+    │   ├── InvalidChild          "InvalidChild"        a child the API server refuses as invalid (422), for good
+    │   │   └── ImmutableField    "ImmutableField"      a child's change the API server refuses: its field is immutable
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
     │   └── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
@@ -27,7 +28,7 @@ The tree::
     │   ├── NotFound              404
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
-    │   ├── Invalid               422  (``size_bound`` when refused for its size, ``immutable_fields``)
+    │   ├── Invalid               422  (``size_bound``, ``immutable_fields``, ``depends_on_others``)
     │   ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx
@@ -251,7 +252,60 @@ class ObjectTooLarge(PermanentError):
         return error
 
 
-class ImmutableField(PermanentError):
+class InvalidChild(PermanentError):
+    """A child the API server refuses as invalid (422) for what the custom resource and the template make of it (a
+    label value it refuses, a number out of range): the same custom resource makes the same child, so the reconcile
+    reports it once and waits for a change of the object. A refusal that depends on other objects (a node port or an
+    IP another Service holds: :attr:`Invalid.depends_on_others`), or that names no field (a JSON patch whose test
+    failed), is not one: it stays a retried :class:`Invalid`.
+
+    Args:
+        message: names the child and each refused field with what is wrong with it.
+        fields: the paths of the fields the API server named (``metadata.labels``).
+    """
+
+    reason: ClassVar[str] = "InvalidChild"
+
+    def __init__(self, message: str, *, fields: Iterable[str] = ()) -> None:
+        self.fields = tuple(fields)
+        super().__init__(message)
+
+    @classmethod
+    def from_invalid(cls, what: str, exc: Invalid, then: str) -> Self | None:
+        """The error of ``what`` (a child) the API server refused (``exc``) for the fields its causes name, each said
+        with what is wrong with it, never the value the server quotes (the template's, perhaps read out of a Secret).
+        None when the refusal depends on other objects, or names no field: a JSON patch whose ``test`` failed (someone
+        wrote in between) is a 422 without causes, and the next read may pass it."""
+        if exc.depends_on_others or not exc.causes:
+            return None
+        fields = tuple(dict.fromkeys(cause.field or "(object)" for cause in exc.causes))
+        said = "; ".join(dict.fromkeys(f"{cause.field or '(object)'}: {_without_value(cause)}" for cause in exc.causes))
+        error = cls(f"{what} is refused by the API server: {said}; {then}", fields=fields)
+        error.__cause__ = exc
+        return error
+
+
+_QUOTING = re.compile(r"(Invalid value|Unsupported value|Duplicate value): ")
+"""How a cause that quotes the request's value begins (apimachinery's ``field.Error``: the type, the value, then
+what is wrong with it)."""
+
+
+def _without_value(cause: StatusCause) -> str:
+    """What ``cause`` says is wrong, the request's value it quotes left out (``invalid value: must be greater than or
+    equal to 0``); its first line only (a Forbidden's diff of values follows it)."""
+    lines = cause.message.strip().splitlines()
+    text = lines[0] if lines else ""
+    quoting = _QUOTING.match(text)
+    if quoting is None:
+        return text or cause.reason or "invalid"
+    rest = text[quoting.end() :]
+    supported = rest.rfind(": supported values: ")
+    cut = supported if supported >= 0 else rest.rfind(": ")
+    detail = rest[cut + 2 :] if cut >= 0 else ""
+    return f"{quoting.group(1).lower()}: {detail}" if detail else quoting.group(1).lower()
+
+
+class ImmutableField(InvalidChild):
     """A change of a child the API server refuses because it alters a field it never lets change in place (a
     Deployment's ``spec.selector``, a Service's ``spec.clusterIP``, a Job's pod template, a PersistentVolumeClaim's
     spec): the same custom resource makes the same change, so the reconcile reports it once and waits for a change of
@@ -263,10 +317,6 @@ class ImmutableField(PermanentError):
     """
 
     reason: ClassVar[str] = "ImmutableField"
-
-    def __init__(self, message: str, *, fields: Iterable[str] = ()) -> None:
-        self.fields = tuple(fields)
-        super().__init__(message)
 
     @classmethod
     def from_invalid(cls, what: str, exc: Invalid, then: str) -> Self | None:
@@ -542,6 +592,12 @@ class Invalid(ApiError):
         found = (cause.field or "(object)" for cause in self.causes if _says_immutable(cause))
         return tuple(dict.fromkeys(found))
 
+    @property
+    def depends_on_others(self) -> bool:
+        """Whether a cause refused a value another object holds (a node port, a cluster IP ``already allocated``) or
+        an allocation from a full range: the same request may succeed later, when the other object goes."""
+        return any(_ALLOCATED.search(_without_value(cause)) for cause in self.causes)
+
 
 def _says_immutable(cause: StatusCause) -> bool:
     """Whether ``cause`` refuses a change of an immutable field. Its message is the API's: ``Invalid value: <the
@@ -554,6 +610,9 @@ def _says_immutable(cause: StatusCause) -> bool:
     return _IMMUTABLE_AT_END.search(text) is not None
 
 
+_ALLOCATED = re.compile(r"\balready allocated\b|\brange is full\b")
+"""What the API server says of a value another object holds (a node port, a cluster IP: ``provided port is already
+allocated``) or of a pool with none left: the same request may succeed once that object goes."""
 _IMMUTABLE = re.compile(r"\bimmutable\b")
 """What a refusal of a field that never changes says (apimachinery's ``field is immutable``, ``spec is immutable
 after creation``, ``field is immutable when `immutable` is set``)."""

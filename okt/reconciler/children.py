@@ -8,8 +8,9 @@ Guarantees: a child whose kind is not in ``owns`` is refused at registration (ok
 it); a child that exists and is controlled by another owner is an error (``OwnedByAnother``), never adopted; nothing
 is written for a child whose hash and fields match; a child being deleted is not ready (a retried error) until
 it is gone and created again; a change the API server refuses for an immutable field (a Deployment's selector) is
-reported once (``ImmutableField``) and the child left as it is — deleted, it is created again; only what okt created
-is pruned
+reported once (``ImmutableField``) and the child left as it is — deleted, it is created again; so is any other
+refusal of a child as invalid that the same custom resource meets again (``InvalidChild``); only what okt created is
+pruned
 (:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
 """
 
@@ -157,8 +158,12 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     except errors.Invalid as exc:
         size = len(json.dumps(res.desired, separators=(",", ":")).encode())
         too_long = errors.ObjectTooLarge.from_invalid(what, exc, AGAIN, size=size)
-        refused = too_long or errors.ImmutableField.from_invalid(what, exc, AGAIN)
-        ctx.results.add(Operation.CRUD_ERROR, what, refused or _owned_by_another(ctx, res, exc) or exc)
+        refused = too_long or errors.ImmutableField.from_invalid(what, exc, AGAIN) or _owned_by_another(ctx, res, exc)
+        # Anything else is what the custom resource and the template make of the child, refused again at every retry
+        # (a label value, a number out of range), but for a value another object holds (a node port): retried.
+        ctx.results.add(
+            Operation.CRUD_ERROR, what, refused or errors.InvalidChild.from_invalid(what, exc, AGAIN) or exc
+        )
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
 

@@ -38,6 +38,7 @@ EXPECTED_REASONS = {
     errors.NamespaceTerminating: "NamespaceTerminating",
     errors.ObjectTooLarge: "ObjectTooLarge",
     errors.ImmutableField: "ImmutableField",
+    errors.InvalidChild: "InvalidChild",
     errors.RequestTooLarge: "ApiError",
 }
 
@@ -292,6 +293,82 @@ def test_an_immutable_field_names_the_child_the_fields_and_the_way_out_but_never
     plain = errors.ApiError.from_status(422, "Invalid", "refused", causes=[])
     assert isinstance(plain, errors.Invalid)
     assert errors.ImmutableField.from_invalid("Deployment/ns/web", plain, "then") is None
+
+
+@pytest.mark.parametrize(
+    ("cause", "said", "depends_on_others"),
+    [
+        (
+            errors.StatusCause(
+                "FieldValueInvalid", 'Invalid value: "s3cr3t!": a valid label must be ...', "metadata.labels"
+            ),
+            "metadata.labels: invalid value: a valid label must be ...",
+            False,
+        ),
+        (
+            errors.StatusCause(
+                "FieldValueInvalid", "Invalid value: -1: must be greater than or equal to 0", "spec.replicas"
+            ),
+            "spec.replicas: invalid value: must be greater than or equal to 0",
+            False,
+        ),
+        (
+            errors.StatusCause(
+                "FieldValueNotSupported",
+                'Unsupported value: "s3cr3t": supported values: "TCP", "UDP"',
+                "spec.ports[0].protocol",
+            ),
+            'spec.ports[0].protocol: unsupported value: supported values: "TCP", "UDP"',
+            False,
+        ),
+        (
+            errors.StatusCause("FieldValueRequired", "Required value", "spec.template"),
+            "spec.template: Required value",
+            False,
+        ),
+        (
+            errors.StatusCause(
+                "FieldValueInvalid",
+                "Invalid value: 30080: provided port is already allocated",
+                "spec.ports[0].nodePort",
+            ),
+            None,
+            True,
+        ),
+        (
+            errors.StatusCause(
+                "FieldValueInvalid",
+                'Invalid value: []string{"10.96.0.50"}: failed to allocated ip:10.96.0.50 with error:provided IP is '
+                "already allocated",
+                "spec.clusterIPs",
+            ),
+            None,
+            True,
+        ),
+    ],
+)
+def test_an_invalid_child_names_each_field_and_what_is_wrong_but_never_the_value_unless_another_object_holds_it(
+    cause: errors.StatusCause, said: str | None, depends_on_others: bool
+) -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", "refused", causes=[cause, cause])
+    assert isinstance(exc, errors.Invalid)
+    assert exc.depends_on_others is depends_on_others
+
+    error = errors.InvalidChild.from_invalid("Deployment/ns/web", exc, "then")
+
+    if said is None:
+        assert error is None
+        return
+    assert error is not None and isinstance(error, errors.PermanentError) and error.__cause__ is exc
+    assert str(error) == f"Deployment/ns/web is refused by the API server: {said}; then"
+    assert error.fields == (cause.field,) and "s3cr3t" not in str(error)
+
+
+def test_an_invalid_object_that_names_no_field_is_no_invalid_child() -> None:
+    """A JSON patch whose test failed (someone wrote in between) is a 422 without causes: the next read may pass it."""
+    exc = errors.ApiError.from_status(422, "Invalid", "the server rejected our request due to an error in our request")
+    assert isinstance(exc, errors.Invalid)
+    assert errors.InvalidChild.from_invalid("Deployment/ns/web", exc, "then") is None
 
 
 @pytest.mark.parametrize(("api_reason", "already_exists"), [("AlreadyExists", True), ("Conflict", False)])

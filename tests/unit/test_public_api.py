@@ -29,6 +29,7 @@ PINNED = {
     "NotLeader",
     "ObjectTooLarge",
     "ImmutableField",
+    "InvalidChild",
     "OwnedByAnother",
     "RegistrationError",
     "RequestTooLarge",

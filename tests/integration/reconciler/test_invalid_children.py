@@ -1,7 +1,9 @@
 """A child the API server refuses as invalid (422) for what the custom resource makes of it: a template change that
-alters an immutable field of the live child (a Deployment's ``spec.selector``). The same custom resource is refused
-the same way at every retry: reported once in Ready, naming the child and the field, nothing written per retry, and
-reconciled again once the custom resource changes; okt never deletes the child itself."""
+alters an immutable field of the live child (a Deployment's ``spec.selector``), or a value the server refuses (a
+label value the custom resource gives). The same custom resource is refused the same way at every retry: reported
+once in Ready, naming the child and the field, nothing written per retry, and reconciled again once the custom
+resource changes; okt never deletes the child itself. A refusal that depends on other objects (a node port another
+Service holds) is retried."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ GROUP = "selectors.okt.io"
 
 class PickerSpec(pydantic.BaseModel):
     app: str = "a"
+    tier: str = "web"
+    node_port: int = pydantic.Field(default=30080, alias="nodePort")
 
 
 class PickerDeployment(okt.MutableResource):
@@ -36,6 +40,8 @@ kind: Deployment
 metadata:
   name: {{ name }}
   namespace: {{ namespace }}
+  labels:
+    tier: {{ cr.spec.tier }}
 spec:
   replicas: 0
   selector:
@@ -61,6 +67,35 @@ class Picker(okt.Reconciler):
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
         return [PickerDeployment(ctx.cr)]
+
+
+class PickerService(okt.ServiceResource):
+    template = """
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  type: NodePort
+  selector:
+    app: {{ name }}
+  ports:
+    - port: 80
+      protocol: TCP
+      nodePort: {{ cr.spec.node_port }}
+"""
+
+
+class Porter(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerService,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerService(ctx.cr)]
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +143,70 @@ def test_a_change_of_an_immutable_field_is_reported_once_and_the_deleted_child_i
     assert live is not None and live["spec"]["selector"]["matchLabels"] == {"app": "second"}
     ready = condition(kube.get(picker_kind, name, namespace), "Ready")
     assert ready is not None and ready["status"] == "True", ready
+
+
+def test_a_value_the_api_server_refuses_is_reported_once_naming_the_field_and_reconciled_again_once_fixed(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"tier": "front end!"}}, picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+
+    refused = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "InvalidChild"), ready
+    message = ready["message"]
+    assert f"Deployment/{namespace}/{name}" in message and "metadata.labels" in message, message
+    assert "a valid label must be" in message and "front end!" not in message, message
+    before = kube.stats.snapshot()
+
+    for _ in range(3):
+        again = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+        assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+
+    tried = {
+        ("apply", "deployments"),
+        ("create", "deployments"),
+    }  # the child tried again (each reconcile decides afresh), refused
+    assert {k: n for k, n in shared.write_requests(kube, before).items() if k not in tried} == {}
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "InvalidChild", 1)
+
+    kube.patch(picker_kind, name, {"spec": {"tier": "front-end"}}, namespace)
+    fixed = okt.reconcile(Picker(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
+    live = shared.get_child(kube, "apps/v1", "Deployment", namespace, name)
+    assert live is not None and live["metadata"]["labels"]["tier"] == "front-end"
+
+
+def test_a_node_port_another_service_holds_is_retried_until_it_is_free(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    port = 30000 + secrets.randbelow(2000)
+    service = kube.resolve("v1", "Service")
+    holder = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "holder", "namespace": namespace},
+        "spec": {"type": "NodePort", "ports": [{"port": 80, "protocol": "TCP", "nodePort": port}]},
+    }
+    kube.create(holder, service)
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"nodePort": port}}, picker_kind)
+
+    held = okt.reconcile(Porter(), kube, None, namespace, name, kind=picker_kind)
+
+    assert held.outcome.kind is okt.OutcomeKind.RETRY, held.outcome
+    assert isinstance(held.outcome.error, okt.Invalid), held.outcome
+
+    kube.delete(service, "holder", namespace)
+    freed = okt.reconcile(Porter(), kube, None, namespace, name, kind=picker_kind)
+
+    assert freed.outcome.kind is okt.OutcomeKind.DONE, freed.outcome
+    live = shared.get_child(kube, "v1", "Service", namespace, name)
+    assert live is not None and live["spec"]["ports"][0]["nodePort"] == port

@@ -48,8 +48,8 @@ class NamingReconciler(shared.WidgetReconciler):
     [
         pytest.param(f"{NAME}/status", "InvalidSpec", id="subresource"),
         pytest.param(f"{NAME}/../{NAME}", "InvalidSpec", id="dot-dot"),
-        pytest.param(f"{NAME}?watch=false", "ApiError", id="query"),
-        pytest.param(f"{NAME}#x", "ApiError", id="fragment"),
+        pytest.param(f"{NAME}?watch=false", "InvalidChild", id="query"),
+        pytest.param(f"{NAME}#x", "InvalidChild", id="fragment"),
     ],
 )
 def test_a_child_name_that_would_address_another_object_leaves_the_managed_child_and_is_not_ready(

@@ -654,7 +654,8 @@ def test_an_apply_refused_for_another_reason_than_a_duplicate_key_removes_no_ite
     before = kube.stats.snapshot()
     run = shared.reconcile_widget(RefusedReconciler(), kube, widget_kind, namespace, NAME)
 
-    assert isinstance(run.results.first_error, okt.Invalid), run.results.summary()
+    assert isinstance(run.results.first_error, okt.InvalidChild), run.results.summary()
+    assert isinstance(run.results.first_error.__cause__, okt.Invalid)
     assert "replicas" in str(run.results.first_error)
     assert ("patch", "deployments") not in shared.write_requests(kube, before)  # no removal even tried
     main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]

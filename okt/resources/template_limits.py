@@ -159,11 +159,11 @@ class _BoundedFormat:
 
 
 class _Formatter(_BoundedFormat, jinja2.sandbox.SandboxedFormatter):
-    pass
+    """Jinja2's sandboxed formatter (``str.format`` in a template), its widths bounded."""
 
 
 class _EscapeFormatter(_BoundedFormat, jinja2.sandbox.SandboxedEscapeFormatter):
-    pass
+    """Jinja2's sandboxed formatter of a ``Markup`` string (its fields escaped), its widths bounded."""
 
 
 def wrap_str_format(environment: jinja2.Environment, value: Any) -> Callable[..., str] | None:

@@ -163,6 +163,21 @@ def test_in_cluster_without_its_files_is_one_clear_error(tmp_path: pathlib.Path)
         kube_client.Client.in_cluster(tmp_path / "nowhere")
 
 
+def _with_plugin(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path, script: str, **env: pathlib.Path
+) -> pathlib.Path:
+    """``tmp_path / "kubeconfig"``: the control plane's, its user's credentials given by the credential plugin
+    ``script`` (written as ``tmp_path / "plugin"``) run with the variables ``env`` naming files."""
+    (tmp_path / "plugin").write_text(script)
+    (tmp_path / "plugin").chmod(0o755)
+    config = yaml.safe_load(control_plane.kubeconfig.read_text())
+    variables = [{"name": name, "value": str(path)} for name, path in env.items()]
+    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": variables}
+    config["users"][0]["user"] = {"exec": plugin}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    return tmp_path / "kubeconfig"
+
+
 PLUGIN = """#!/bin/sh
 echo run >> "$RUNS"
 printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "%s"}}' \\
@@ -173,15 +188,9 @@ printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCred
 def test_a_credential_plugin_runs_once_and_again_when_its_token_is_refused(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
 ) -> None:
-    (tmp_path / "plugin").write_text(PLUGIN)
-    (tmp_path / "plugin").chmod(0o755)
     token_path, runs = tmp_path / "token", tmp_path / "runs"
     token_path.write_text(bound_token(kube, account, "plugin-1"))
-    config = yaml.safe_load(control_plane.kubeconfig.read_text())
-    env = [{"name": "RUNS", "value": str(runs)}, {"name": "TOKEN", "value": str(token_path)}]
-    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
-    config["users"][0]["user"] = {"exec": plugin}
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    _with_plugin(control_plane, tmp_path, PLUGIN, RUNS=runs, TOKEN=token_path)
 
     client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
     try:
@@ -214,15 +223,9 @@ def test_a_write_refused_for_its_token_is_not_sent_again_once_the_write_fence_re
 ) -> None:
     """Leadership can be lost while the credential plugin runs again: the write is sent again only if the fence
     still lets it through."""
-    (tmp_path / "plugin").write_text(SLOW_PLUGIN)
-    (tmp_path / "plugin").chmod(0o755)
     token_path, slow = tmp_path / "token", tmp_path / "slow"
     token_path.write_text(bound_token(kube, account, "fenced-1"))
-    config = yaml.safe_load(control_plane.kubeconfig.read_text())
-    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
-    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
-    config["users"][0]["user"] = {"exec": plugin}
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    _with_plugin(control_plane, tmp_path, SLOW_PLUGIN, SLOW=slow, TOKEN=token_path)
 
     client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
     try:
@@ -261,15 +264,9 @@ def test_a_write_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is
     """The plugin runs again for a token about to expire before the write leaves, and may take long (a cloud CLI
     refreshing its own session): the fence is asked once the token is in hand, not before, and the write would go
     out on a kept-alive connection without connecting again."""
-    (tmp_path / "plugin").write_text(EXPIRING_PLUGIN)
-    (tmp_path / "plugin").chmod(0o755)
     token_path, slow = tmp_path / "token", tmp_path / "slow"
     token_path.write_text(bound_token(kube, account, "expiring"))
-    config = yaml.safe_load(control_plane.kubeconfig.read_text())
-    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
-    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
-    config["users"][0]["user"] = {"exec": plugin}
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    _with_plugin(control_plane, tmp_path, EXPIRING_PLUGIN, SLOW=slow, TOKEN=token_path)
 
     client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
     try:
@@ -295,15 +292,9 @@ def test_an_exec_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is
 ) -> None:
     """An exec's websocket takes the token of the moment too: the fence is asked once its connection is made, with
     the token already in hand (the Pod does not exist: an exec that was sent is answered NotFound)."""
-    (tmp_path / "plugin").write_text(EXPIRING_PLUGIN)
-    (tmp_path / "plugin").chmod(0o755)
     token_path, slow = tmp_path / "token", tmp_path / "slow"
     token_path.write_text(bound_token(kube, account, "expiring"))
-    config = yaml.safe_load(control_plane.kubeconfig.read_text())
-    env = [{"name": "SLOW", "value": str(slow)}, {"name": "TOKEN", "value": str(token_path)}]
-    plugin = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "./plugin", "env": env}
-    config["users"][0]["user"] = {"exec": plugin}
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    _with_plugin(control_plane, tmp_path, EXPIRING_PLUGIN, SLOW=slow, TOKEN=token_path)
 
     client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
     try:

@@ -3,12 +3,9 @@ limit: leadership can be lost during that wait, and the next leader may be writi
 
 from __future__ import annotations
 
-import contextlib
 import pathlib
-import socket
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +15,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, operand_http, podexec
 from okt.testing import envtest
+from tests.integration.relay import Relay
 
 pytestmark = pytest.mark.integration
 
@@ -71,63 +69,12 @@ def test_a_call_to_an_operand_that_waited_at_the_rate_limit_past_the_loss_of_lea
         client.close()
 
 
-class HeldRelay:
-    """A TCP relay to the API server that holds each new connection (its TLS handshake waits) until :attr:`proceed`
-    is set — as a connection to a server under load, or across a network being repaired, takes its time."""
-
-    def __init__(self, upstream: str) -> None:
-        parts = urllib.parse.urlsplit(upstream)
-        self._upstream = (parts.hostname or "127.0.0.1", parts.port or 443)
-        self.connected = threading.Event()
-        self.proceed = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._sockets: list[socket.socket] = [self._listener]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def close(self) -> None:
-        self.proceed.set()
-        for sock in self._sockets:
-            sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            self._sockets.append(client)
-            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
-
-    def _relay(self, client: socket.socket) -> None:
-        self.connected.set()
-        self.proceed.wait()
-        upstream = socket.create_connection(self._upstream)
-        self._sockets.append(upstream)
-        for source, target in ((client, upstream), (upstream, client)):
-            threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, target: socket.socket) -> None:
-        try:
-            while chunk := source.recv(65536):
-                target.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                target.shutdown(socket.SHUT_WR)
-
-
 def test_a_write_whose_connection_was_made_after_the_loss_of_leadership_is_not_sent(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
 ) -> None:
     """The fence is asked again once the connection is made: making it (TCP, TLS) may take as long as the client's
     timeout, and the next leader may be writing by the time it is made."""
-    relay = HeldRelay(control_plane.url)
+    relay = Relay(control_plane.url, hold_connections=True)
     config = yaml.safe_load(control_plane.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = relay.url
     envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
@@ -164,18 +111,16 @@ def test_a_write_whose_connection_was_made_after_the_loss_of_leadership_is_not_s
         client.close()
 
 
-def _relayed_client(
-    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path
-) -> tuple[HeldRelay, kube_client.Client]:
-    """A client whose every new connection to the API server is held by a :class:`HeldRelay` until it proceeds."""
-    relay = HeldRelay(control_plane.url)
+def _relayed_client(control_plane: envtest.ControlPlane, tmp_path: pathlib.Path) -> tuple[Relay, kube_client.Client]:
+    """A client whose every new connection to the API server is held by a :class:`Relay` until it proceeds."""
+    relay = Relay(control_plane.url, hold_connections=True)
     config = yaml.safe_load(control_plane.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = relay.url
     envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
     return relay, kube_client.Client.from_kubeconfig(tmp_path / "relayed")
 
 
-def _lost_while_connecting(relay: HeldRelay, write: Callable[[], object]) -> BaseException | None:
+def _lost_while_connecting(relay: Relay, write: Callable[[], object]) -> BaseException | None:
     """What ``write`` raised (None: nothing) when leadership is lost while its connection is being made."""
     lost = threading.Event()
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import pathlib
-import socket
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -28,6 +26,7 @@ from okt.kube import kinds
 from okt.runtime import manager as manager_mod
 from okt.testing import audit, condition, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
+from tests.integration.relay import Relay
 
 pytestmark = pytest.mark.integration
 
@@ -127,59 +126,9 @@ def test_no_write_of_the_old_leader_reaches_the_server_after_the_new_leaders_fir
     assert old_client.stats.writes() > 0  # it did write while it led (the lease, at least)
 
 
-class HoldingRelay:
-    """A TCP relay to the API server that, once :attr:`hold` is set, holds the bytes a client sends (the TLS
-    handshake of a connection made before went through) until :attr:`proceed` is set: a request on the wire that the
-    API server has not received yet."""
-
-    def __init__(self, upstream: str) -> None:
-        parts = urllib.parse.urlsplit(upstream)
-        self._upstream = (parts.hostname or "127.0.0.1", parts.port or 443)
-        self.hold = threading.Event()
-        self.held = threading.Event()
-        self.proceed = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._sockets: list[socket.socket] = [self._listener]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def close(self) -> None:
-        self.proceed.set()
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self._upstream)
-            self._sockets += [client, upstream]
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, target: socket.socket, outbound: bool) -> None:
-        try:
-            while chunk := source.recv(65536):
-                if outbound and self.hold.is_set():
-                    self.held.set()
-                    self.proceed.wait()
-                target.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                target.shutdown(socket.SHUT_WR)
-
-
 class OnTheWire(shared.WidgetReconciler):
     """In the Updater of ``old``'s reconcile, creates the ConfigMap ``on-the-wire`` through ``relayed`` (a client
-    whose bytes its :class:`HoldingRelay` holds), under the reconcile's write fence."""
+    whose bytes its :class:`Relay` holds), under the reconcile's write fence."""
 
     old: ClassVar[Any] = None
     namespace: ClassVar[str] = ""
@@ -202,12 +151,12 @@ class OnTheWire(shared.WidgetReconciler):
 @contextlib.contextmanager
 def write_on_the_wire(
     plane: envtest.ControlPlane, tmp_path: pathlib.Path, namespace: str
-) -> Iterator[tuple[kube_client.Client, HoldingRelay, manager_mod.Manager]]:
+) -> Iterator[tuple[kube_client.Client, Relay, manager_mod.Manager]]:
     """A leading manager whose reconcile of a widget has a write on the wire, held by the relay."""
     admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
     admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
     widget_kind = admin.resolve(f"{shared.GROUP}/v1", "Widget")
-    relay = HoldingRelay(plane.url)
+    relay = Relay(plane.url)
     config = yaml.safe_load(plane.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = relay.url
     envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))

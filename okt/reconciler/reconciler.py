@@ -38,7 +38,7 @@ from okt import errors
 from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
-from okt.kube import kinds, selectors
+from okt.kube import kinds, objects, selectors
 from okt.reconciler import children, cluster_operator, finalize, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
@@ -360,6 +360,29 @@ class Reconciler:
         (an external deletion to wait for), or ``okt.give_up(reason)`` when it needs a human: the finalizer stays
         either way. A give-up here is reported on the object as an alarming one is (Ready=False, reason ``GiveUp``,
         the reason as message, a Warning Event), since the object stays in deletion until someone acts.
+        """
+        return None
+
+    def on_deleted(self, cr: objects.CustomResource) -> None:
+        """Called once an object is deleted, to drop what the operator keeps of it outside Kubernetes (a metric
+        series, a cache entry, a connection). Default: nothing. It needs no ``finalizer`` and never holds a deletion.
+
+        Args:
+            cr: the object's last state, as the watch told it (``cr.spec`` is the raw mapping: the spec is not
+                validated again).
+
+        Guarantees: called once per deleted object (per uid), on the replica that leads, by a worker, after the
+        deletion was seen and before any later reconcile of its name, so an object deleted and created again has
+        this called for the old one before the new one is reconciled. Not called for an object that merely leaves
+        the operator's selection (a label selector, ``annotation_selector``, ``when``): it is still there.
+
+        Caveats: best effort. It is not called for an object deleted while no operator ran, or seen deleted by a
+        replica that did not lead yet, or by a process that stopped before the call; what must always be undone
+        needs a ``finalizer`` and ``cleanup(ctx)``, or a pass of your own at start (``@okt.on_startup``, given
+        the client) that drops the state of the objects no longer there. Keep it quick: it runs on a worker.
+
+        Errors: an exception is logged and counted (``okt_on_deleted_errors_total``), and the call is made again after
+        the key's backoff, at most 10 times in all; then the deletion is dropped.
         """
         return None
 

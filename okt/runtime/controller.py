@@ -24,6 +24,11 @@ Guarantees:
   something outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
   Deployment's readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and
   after the reconciler's ``child_change_delay``, so a burst of them is one reconcile;
+* **deletions told** (a reconciler that overrides ``on_deleted``, leading): a primary's ``DELETED`` keeps its last
+  state (:mod:`okt.runtime.deletions`) and queues its key; the worker that takes the key calls ``on_deleted`` for it
+  before anything else — so before the reconcile of an object recreated under that name — once the API says it is
+  gone (not for one that merely left the selection), and reconciles nothing when no object is left to reconcile; a
+  hook that raises is logged, counted and called again after the key's backoff, a bounded number of times;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -78,6 +83,7 @@ from okt.resources import resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import daemons as daemons_mod
+from okt.runtime import deletions as deletions_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import logs, workqueue
 from okt.runtime import metrics as metrics_mod
@@ -420,6 +426,12 @@ class Controller:
         """The cached primaries a live event (not a list's) would have queued while standing by (guarded by
         _held_lock): queued first once this replica leads, before the sweep — a change made at the failover is what
         someone waits for."""
+        # The deleted objects whose on_deleted is still to be called, when the reconciler overrides it.
+        self._deletions: deletions_mod.Deletions[QueueKey] | None = (
+            deletions_mod.Deletions(backoff)
+            if reconciler_cls.on_deleted is not reconciler_mod.Reconciler.on_deleted
+            else None
+        )
         self._finalizers = frozenset(
             f for f in (reconciler_cls.finalizer, *reconciler_cls.legacy_finalizers) if isinstance(f, str) and f
         )
@@ -560,6 +572,7 @@ class Controller:
             status_writer.RESIDUES.forget(uid)
             if self._recorder is not None:
                 self._recorder.forget(uid)  # the Events said of it: the same, or repeats of live objects' became new
+            told = self._note_deletion(key, obj)
             # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
             if self.cache.uid(self.kind, key[1], key[0]) is None:
                 # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a
@@ -572,11 +585,23 @@ class Controller:
                     self._changed_standing_by.discard(key)
                     if last is not None:
                         self._gone[key] = last
-                if last is None and not self.reconciler_cls.cluster_operator:
+                if last is None and not told and not self.reconciler_cls.cluster_operator:
                     return  # nothing left to do (a ClusterOperator's mirror must still forget it: okt.reconciler.core)
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
         self._enqueue(key, event_type, obj)
+
+    def _note_deletion(self, key: QueueKey, obj: Mapping[str, Any]) -> bool:
+        """Keep ``obj``'s deletion for its ``on_deleted`` call (when the reconciler has one, on the leader only: a
+        standby's workers never run, and what it kept would grow with every deletion); whether ``key`` has deletions
+        to tell."""
+        if self._deletions is None:
+            return False
+        with self._held_lock:
+            if self._standing_by:
+                return False
+        self._deletions.note(key, obj)
+        return key in self._deletions  # one noted before and still due too: its delayed retry was just discarded
 
     def on_child_event(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         # A modification concerns the owner the child named before it too: one whose ownerReference was removed or
@@ -765,6 +790,13 @@ class Controller:
             logs.reconcile_context(self.name, namespace, name),
             kube_client.fenced(self.write_fence),
         ):
+            told, retry_in = self._tell_deletions(key)
+            if told and not self._reconcile_due(key):
+                # Only deletions to tell: there is no object to reconcile.
+                apply_outcome(self.queue, key, results_mod.Outcome.done())
+                if retry_in is not None:
+                    self.queue.add_after(key, retry_in)
+                return results_mod.Outcome.done()
             try:
                 gone = self._gone_object(key)
             except errors.ApiError as exc:
@@ -784,7 +816,70 @@ class Controller:
         with self._lock:
             self._processed += 1
         apply_outcome(self.queue, key, outcome)
+        if retry_in is not None:
+            self.queue.add_after(key, retry_in)  # an on_deleted to call again, whatever the new object's outcome
         return outcome
+
+    def _reconcile_due(self, key: QueueKey) -> bool:
+        """Whether ``key`` needs a reconcile besides its deletions' ``on_deleted``: its name is in the cache again
+        (recreated), its object went past okt's finalizer and its cleanup is due, or a ClusterOperator's mirror must
+        forget it."""
+        if self.cache.uid(self.kind, key[1], key[0]) is not None or self.reconciler_cls.cluster_operator:
+            return True
+        with self._held_lock:
+            return key in self._gone
+
+    def _tell_deletions(self, key: QueueKey) -> tuple[bool, float | None]:
+        """Call ``on_deleted`` for each deletion of ``key`` still to be told, oldest first: whether there were any,
+        and in how many seconds to call again one that failed (None: none failed, or none may be called again)."""
+        if self._deletions is None:
+            return False, None
+        due = self._deletions.take(key)
+        retry_in = None
+        for deletion in due:
+            if self._tell(key, deletion):
+                continue
+            again = deletion.failed()
+            if again is None:
+                self._log.error(
+                    "on_deleted failed for the last time: this deletion is not told again",
+                    namespace=key[0],
+                    name=key[1],
+                    uid=deletion.uid,
+                    attempts=deletions_mod.ATTEMPTS,
+                )
+                continue
+            self._deletions.put_back(key, again)
+            delay = self._deletions.delay(again)
+            retry_in = delay if retry_in is None else min(retry_in, delay)
+        return bool(due), retry_in
+
+    def _tell(self, key: QueueKey, deletion: deletions_mod.Deletion) -> bool:
+        """Call ``on_deleted`` for ``deletion`` if its object is in fact gone; False when it must be called again (it
+        raised, or the API could not say whether the object is gone)."""
+        try:
+            there = self.client.get_or_none(self.kind, key[1], key[0])
+        except errors.ApiError as exc:
+            self._log.warning(
+                "cannot tell yet whether the object is deleted; on_deleted waits",
+                namespace=key[0],
+                name=key[1],
+                error=str(exc),
+            )
+            return False
+        if there is not None and _uid(there) == deletion.uid:
+            # A watch says DELETED of an object that left the selection, too: that one is still there.
+            self._log.debug("left the selection, not deleted: no on_deleted", namespace=key[0], name=key[1])
+            return True
+        try:
+            self.reconciler.on_deleted(objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
+        except (Exception, SystemExit):  # SystemExit too: a hook's sys.exit() would end the worker (see _run)
+            self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
+            self._log.exception(
+                "on_deleted raised", namespace=key[0], name=key[1], uid=deletion.uid, failures=deletion.failures + 1
+            )
+            return False
+        return True
 
     def _settle_gone(self, key: QueueKey, gone: dict[str, Any], run: stepper.Run) -> None:
         """Drop the last state of ``key``'s object, deleted past okt's finalizer, once its cleanup is over: it said it

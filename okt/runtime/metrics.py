@@ -229,6 +229,12 @@ class Metrics:
             ("controller",),
             registry=self.registry,
         )
+        self.on_deleted_errors_total = prometheus_client.Counter(
+            "okt_on_deleted_errors",
+            "Calls of the reconciler's on_deleted hook that raised (each is retried a few times, then dropped).",
+            ("controller",),
+            registry=self.registry,
+        )
         self.reconcile_paths_total = prometheus_client.Counter(
             "okt_reconcile_paths",
             "Reconciles by the Stepper path they took (>CRChecker>...>End).",
@@ -407,6 +413,7 @@ class Metrics:
             self.reconcile_total.labels(controller=controller, result=result)
         self.reconcile_errors_total.labels(controller=controller)
         self.status_write_errors_total.labels(controller=controller)
+        self.on_deleted_errors_total.labels(controller=controller)
         self.reconcile_duration_seconds.labels(controller=controller)
         self.active_workers.labels(controller=controller).set(0)
         self.writes_skipped_total.labels(controller=controller)

@@ -44,6 +44,7 @@ OKT = {
     "okt_api_requests_total": ("counter", {"verb", "resource"}),
     "okt_reconcile_paths_total": ("counter", {"controller", "path"}),
     "okt_writes_skipped_total": ("counter", {"controller"}),
+    "okt_on_deleted_errors_total": ("counter", {"controller"}),
 }
 
 Families = dict[str, tuple[str, list[tuple[str, dict[str, str], float]]]]

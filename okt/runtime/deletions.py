@@ -1,0 +1,99 @@
+"""The objects whose ``on_deleted`` hook is still to be called, per key.
+
+Why this exists: an operator that keeps per-object state outside Kubernetes (a metric series, a cache entry, a
+connection) must drop it when the object goes, and a finalizer is a heavy way to learn it: it holds every deletion
+until the operator answers. ``Reconciler.on_deleted(cr)`` is told of a deletion once the watch saw it, without
+holding it. The controller notes each deletion here when its ``DELETED`` event arrives, and a worker calls the hook
+the next time it takes the key, before any reconcile of that key.
+
+Guarantees:
+
+* **once per deleted object**: a deletion is kept by uid, and a second ``DELETED`` of the same uid (a relist telling
+  what went while the watch was broken) notes nothing new;
+* **in the order seen**: an object deleted and created again under the same name has its hook called before the new
+  one is reconciled (the worker takes the key's deletions before it reconciles);
+* **bounded retries**: a hook that raises is called again after the key's backoff, at most :data:`ATTEMPTS` times in
+  all, then dropped; its deletion is never retried for ever.
+
+Caveats: deletions are kept in memory only. One seen by a replica that stands by, or by a process that stops before
+the hook ran, is not told again; nor is an object deleted while no operator watched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Hashable, Mapping
+from typing import Any, Generic, TypeVar
+
+from okt.runtime import backoff as backoff_mod
+
+ATTEMPTS = 10
+"""How many times a raising ``on_deleted`` is called for one object before its deletion is dropped (with the
+controller's default backoff, about two minutes of retries)."""
+
+KeyT = TypeVar("KeyT", bound=Hashable)
+
+
+@dataclasses.dataclass(frozen=True)
+class Deletion:
+    """One deleted object: its last state as the watch told it, and how many calls of its hook failed so far."""
+
+    obj: Mapping[str, Any]
+    failures: int = 0
+
+    @property
+    def uid(self) -> str:
+        return str((self.obj.get("metadata") or {}).get("uid") or "")
+
+    def failed(self) -> Deletion | None:
+        """This deletion after one more failed call: None once it has used its :data:`ATTEMPTS`."""
+        failures = self.failures + 1
+        return None if failures >= ATTEMPTS else dataclasses.replace(self, failures=failures)
+
+
+class Deletions(Generic[KeyT]):
+    """Deletions whose hook is due, by key, in the order seen (thread-safe).
+
+    Args:
+        backoff: how long a failed call waits before the next (the controller's per-key backoff).
+    """
+
+    def __init__(self, backoff: backoff_mod.Backoff | None = None) -> None:
+        self._backoff = backoff if backoff is not None else backoff_mod.Backoff()
+        self._lock = threading.Lock()
+        self._due: dict[KeyT, list[Deletion]] = {}
+
+    def note(self, key: KeyT, obj: Mapping[str, Any]) -> bool:
+        """Keep the deletion of ``obj`` under ``key``; False when that object (its uid) is kept already."""
+        deletion = Deletion(obj)
+        with self._lock:
+            due = self._due.setdefault(key, [])
+            if any(kept.uid == deletion.uid for kept in due):
+                return False
+            due.append(deletion)
+            return True
+
+    def take(self, key: KeyT) -> tuple[Deletion, ...]:
+        """The deletions due under ``key``, oldest first, forgotten here."""
+        with self._lock:
+            return tuple(self._due.pop(key, ()))
+
+    def put_back(self, key: KeyT, deletion: Deletion) -> None:
+        """Keep ``deletion`` again (its hook failed and is called again), before any noted since it was taken."""
+        with self._lock:
+            due = self._due.setdefault(key, [])
+            if all(kept.uid != deletion.uid for kept in due):
+                due.insert(0, deletion)
+
+    def delay(self, deletion: Deletion) -> float:
+        """Seconds before the hook of ``deletion``, which failed, is called again."""
+        return self._backoff.delay(max(deletion.failures, 1))
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._due
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(due) for due in self._due.values())

@@ -1,0 +1,260 @@
+"""``Reconciler.on_deleted`` against a real kube-apiserver: told once per deleted object, without a finalizer, before
+the reconcile of an object recreated under its name, retried a bounded number of times, and neither for an object that
+merely left the selection nor on a standby."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.engines import results as results_mod
+from okt.engines import stepper
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import core
+from okt.runtime import backoff as backoff_mod
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
+from okt.runtime import deletions
+from okt.testing import wait_for
+
+pytestmark = pytest.mark.integration
+
+SETTLE = 0.5
+QUICK = backoff_mod.Backoff(base=0.01, cap=0.05)
+"""A backoff short enough to see a hook's every retry."""
+
+
+class ToldGadget(okt.Reconciler):
+    """A Gadget whose deletions are recorded: (uid, name, spec)."""
+
+    api_version = "runtime.okt.io/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    told: ClassVar[list[tuple[str, str, Any]]] = []
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        self.told.append((cr.uid, cr.name, cr.spec))
+
+
+class FailingGadget(ToldGadget):
+    """A Gadget whose on_deleted raises its first ``failures`` calls (an external system briefly down)."""
+
+    told: ClassVar[list[tuple[str, str, Any]]] = []
+    failures: ClassVar[int] = 2
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        self.told.append((cr.uid, cr.name, cr.spec))
+        if len(self.told) <= self.failures:
+            raise ConnectionError("the metrics backend is down")
+
+
+class SelectedGadget(ToldGadget):
+    """Only Gadgets labelled ``selected=yes`` are the operator's."""
+
+    told: ClassVar[list[tuple[str, str, Any]]] = []
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return ((obj.get("metadata") or {}).get("labels") or {}).get("selected") == "yes"
+
+
+@pytest.fixture
+def start(kube: kube_client.Client, namespace: str) -> Iterator[Callable[..., controller_mod.Controller]]:
+    """Start a controller of a reconciler class (its recorded deletions forgotten); each is stopped after the test."""
+    running: list[tuple[controller_mod.Controller, cache_mod.Cache]] = []
+
+    def run(
+        reconciler: type[ToldGadget],
+        reconcile: Any = core.reconcile,
+        *,
+        workers: int = 2,
+        standby: bool = False,
+    ) -> controller_mod.Controller:
+        reconciler.told.clear()
+        cache = cache_mod.Cache(kube, [namespace])
+        controller = controller_mod.Controller(
+            reconciler, kube, cache, workers=workers, reconcile=reconcile, backoff=QUICK, standby=standby
+        )
+        running.append((controller, cache))
+        controller.watch()
+        assert cache.wait_for_sync(30)
+        if not standby:
+            controller.start_workers()
+        return controller
+
+    yield run
+    for controller, cache in running:
+        controller.shutdown(5)
+        cache.stop()
+
+
+def settle(controller: controller_mod.Controller) -> None:
+    time.sleep(SETTLE)
+    queue = controller.queue
+    wait_for(lambda: len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0, timeout=15)
+
+
+def errors_counted(controller: controller_mod.Controller) -> float | None:
+    return controller.metrics.registry.get_sample_value("okt_on_deleted_errors_total", {"controller": controller.name})
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["uid"])
+
+
+def test_a_deleted_primary_is_told_once_with_its_last_state_and_its_deletion_is_not_held(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    uid = uid_of(make_gadget("g", size=3))
+    controller = start(ToldGadget)
+    wait_for(lambda: controller.processed >= 1, timeout=10)
+
+    kube.delete(gadget_kind, "g", namespace)
+    # No finalizer of okt's holds it: the object is gone at once.
+    assert kube.get_or_none(gadget_kind, "g", namespace) is None
+    wait_for(lambda: ToldGadget.told, timeout=15, message="on_deleted called")
+    settle(controller)
+
+    assert ToldGadget.told == [(uid, "g", {"size": 3})]
+    assert errors_counted(controller) == 0
+
+
+def test_an_object_deleted_and_created_again_is_told_before_the_new_one_is_reconciled(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    seen: list[tuple[str, str]] = []
+    gate = threading.Event()
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, ns: str | None, name: str, **kwargs: Any) -> stepper.Run:
+        obj = reader.get(gadget_kind, name, ns)
+        seen.append(("reconciled", uid_of(obj) if obj else ""))
+        gate.wait(30)  # the one worker is busy while the object is deleted and created again
+        return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
+
+    class OrderedGadget(ToldGadget):
+        told: ClassVar[list[tuple[str, str, Any]]] = []
+
+        def on_deleted(self, cr: okt.CustomResource) -> None:
+            seen.append(("told", cr.uid))
+
+    old = uid_of(make_gadget("g"))
+    controller = start(OrderedGadget, reconcile, workers=1)
+    wait_for(lambda: seen, timeout=10)
+
+    kube.delete(gadget_kind, "g", namespace)
+    new = uid_of(make_gadget("g"))
+    wait_for(lambda: controller.cache.uid(gadget_kind, "g", namespace) == new, timeout=10)
+    gate.set()
+    wait_for(lambda: ("reconciled", new) in seen, timeout=15)
+    settle(controller)
+
+    assert seen == [("reconciled", old), ("told", old), ("reconciled", new)]
+
+
+def test_a_raising_on_deleted_is_logged_counted_and_called_again_until_it_succeeds(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    uid = uid_of(make_gadget("g"))
+    controller = start(FailingGadget)
+    wait_for(lambda: controller.processed >= 1, timeout=10)
+
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: len(FailingGadget.told) == 3, timeout=15, message="two failures, then a success")
+    settle(controller)
+
+    assert [told[0] for told in FailingGadget.told] == [uid] * 3
+    assert errors_counted(controller) == 2
+
+
+def test_an_on_deleted_that_always_raises_is_dropped_after_its_attempts(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    class BrokenGadget(FailingGadget):
+        told: ClassVar[list[tuple[str, str, Any]]] = []
+        failures: ClassVar[int] = 1_000
+
+    make_gadget("g")
+    controller = start(BrokenGadget)
+    wait_for(lambda: controller.processed >= 1, timeout=10)
+
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: len(BrokenGadget.told) == deletions.ATTEMPTS, timeout=30)
+    settle(controller)
+
+    assert len(BrokenGadget.told) == deletions.ATTEMPTS
+    assert errors_counted(controller) == deletions.ATTEMPTS
+
+
+def test_an_object_that_leaves_the_selection_is_not_told_and_is_told_once_deleted_after_it_comes_back(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    body = {
+        "apiVersion": gadget_kind.api_version,
+        "kind": gadget_kind.kind,
+        "metadata": {"name": "g", "namespace": namespace, "labels": {"selected": "yes"}},
+        "spec": {},
+    }
+    uid = uid_of(kube.create(body, gadget_kind))
+    controller = start(SelectedGadget)
+    wait_for(lambda: controller.cache.uid(gadget_kind, "g", namespace) == uid, timeout=10)
+
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"selected": "no"}}}, namespace)
+    wait_for(lambda: controller.cache.uid(gadget_kind, "g", namespace) is None, timeout=10)
+    settle(controller)
+    assert SelectedGadget.told == []
+
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"selected": "yes"}}}, namespace)
+    wait_for(lambda: controller.cache.uid(gadget_kind, "g", namespace) == uid, timeout=10)
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: SelectedGadget.told, timeout=15)
+    settle(controller)
+    assert [told[0] for told in SelectedGadget.told] == [uid]
+
+
+def test_a_standby_tells_no_deletion_seen_before_it_leads(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    make_gadget("g")
+    controller = start(ToldGadget, standby=True)
+    wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is not None, timeout=10)
+
+    kube.delete(gadget_kind, "g", namespace)
+    wait_for(lambda: controller.cache.get(gadget_kind, "g", namespace) is None, timeout=10)
+    controller.start_workers()
+    settle(controller)
+    assert ToldGadget.told == []
+
+    uid = uid_of(make_gadget("h"))
+    wait_for(lambda: controller.cache.uid(gadget_kind, "h", namespace) == uid, timeout=10)
+    kube.delete(gadget_kind, "h", namespace)
+    wait_for(lambda: ToldGadget.told, timeout=15)
+    settle(controller)
+    assert [told[0] for told in ToldGadget.told] == [uid]

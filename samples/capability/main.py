@@ -20,7 +20,8 @@ Level    Feature                      How
 4        deep insights                memcached's ``stats`` read through ``ctx.exec`` in every ready Pod, every
                                       ``spec.statsIntervalSeconds``: ``capability_cache_items``,
                                       ``capability_cache_bytes``, ``capability_cache_busiest_items``,
-                                      Prometheus gauges of the operator, and ``status.stats``
+                                      Prometheus gauges of the operator, and ``status.stats``; a deleted
+                                      Cache's series go with it (``on_deleted``)
 5        auto-pilot                   ``spec.autopilot`` — one more Pod when the busiest Pod holds
                                       ``itemsThreshold`` items, guarded by a cool-down kept in
                                       ``status.autopilot`` (see :mod:`.autopilot`)
@@ -32,6 +33,7 @@ does not take or apply it again. Values are data: they travel as arguments of th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -67,6 +69,14 @@ STATS_READS = prometheus_client.Counter(
 SCALE_OUTS = prometheus_client.Counter(
     "capability_autopilot_scale_outs", "Pods the auto-pilot added to a Cache.", ["namespace", "name"]
 )
+PER_CACHE: tuple[prometheus_client.Gauge | prometheus_client.Counter, ...] = (
+    ITEMS,
+    BYTES,
+    BUSIEST,
+    STATS_READS,
+    SCALE_OUTS,
+)
+"""The series each Cache has, labelled with its namespace and name: they go with it (``on_deleted``)."""
 OPERATOR_VERSION = "0.2.0"
 POD = okt.Kind("v1", "Pod", "pods", True)
 CONFIG_MAP = okt.Kind("v1", "ConfigMap", "configmaps", True)
@@ -212,6 +222,15 @@ class CacheReconciler(okt.Reconciler):
         ``status.versions`` once the Deployment has rolled out, with ``Progressing=True, Upgrading`` until then."""
         spec: CacheSpec = ctx.spec
         return {"capability-operator": OPERATOR_VERSION, "memcached": spec.version}
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        """A deleted Cache's series go with it: kept, a dashboard showed its last statistics for ever, and each Cache
+        ever created stayed in every scrape. Best effort (see okt's ``on_deleted``): a Cache deleted while the
+        operator was down has no series in the new process anyway, its series living in the operator's memory."""
+        for family in PER_CACHE:
+            # A series never set (its Pods never answered): older prometheus-client releases raise KeyError.
+            with contextlib.suppress(KeyError):
+                family.remove(cr.namespace, cr.name)
 
     def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
         if state is okt.State.SuccessManager and self.available(ctx) is True:

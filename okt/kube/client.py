@@ -268,9 +268,12 @@ class Fence:
     the moment :meth:`Client.request <okt.kube.Client.request>` passes the fence until the request ends; a counting
     fence costs a lock taken twice a write.
 
-    Caveats: only writes sent through :meth:`Client.request` are counted (an exec's websocket or a call straight to an
-    operand is fenced, not counted); a write ended without an answer (a timeout, a connection cut) may still reach the
-    server, so :meth:`settle` does not count as settled one that ended so within the last ``timeout`` seconds.
+    Every way a write leaves is counted, by :func:`sending`: a request to the API server (:meth:`Client.request`), an
+    exec's websocket (:mod:`okt.kube.podexec`: counted until the command's exit status came), a call straight to an
+    operand's Pod (:mod:`okt.kube.operand_http`: until its answer came).
+
+    Caveats: a write ended without an answer (a timeout, a connection cut) may still reach the server, or its command
+    still run, so :meth:`settle` does not count as settled one that ended so within the last ``timeout`` seconds.
     """
 
     def __init__(self, allows: WriteFence) -> None:
@@ -325,6 +328,39 @@ class Fence:
                 self._unanswered_at = time.monotonic()
             if not self._in_flight:
                 self._ended.notify_all()
+
+
+class Sending:
+    """One write :func:`sending` let through; whoever sends it sets :attr:`answered` once nothing of it can reach its
+    target any more: its answer came, or it was certainly never sent."""
+
+    __slots__ = ("answered",)
+
+    def __init__(self) -> None:
+        self.answered = False
+
+
+@contextlib.contextmanager
+def sending(verb: str, resource: str, *, fenced: bool = True) -> Iterator[Sending]:
+    """Send one write in the block: the thread's fence (see :func:`fenced`) is asked first (``okt.NotLeader`` when it
+    refuses; the block does not run) and, when it is a :class:`Fence`, counts the write until the block ends, so that
+    a stopping leader's :meth:`Fence.settle` waits for it. ``fenced`` False: neither asked nor counted (a read).
+
+    The block sets ``answered`` on the :class:`Sending` it is given once the answer came; one that ends otherwise
+    (raises) may have left something the server or the operand has yet to act upon, and the fence stays unsettled
+    for a while (see :meth:`Fence.settle`) — except for ``okt.NotLeader`` (the fence asked again once connected):
+    nothing was sent.
+    """
+    counted = _enter_fence(verb, resource) if fenced else None
+    sent = Sending()
+    try:
+        yield sent
+    except errors.NotLeader:
+        sent.answered = True  # refused once connected (or before a second try): nothing of it was sent
+        raise
+    finally:
+        if counted is not None:
+            counted.leave(sent.answered)
 
 
 def check_fence(verb: str, resource: str) -> None:
@@ -733,11 +769,9 @@ class Client:
         # the request may then leave at once on a kept-alive connection.
         used = self._token.token() if self._token is not None else None
         # After the rate limit's wait and the token: leadership may have been lost during them.
-        counted = _enter_fence(verb, resource) if write else None
-        self.stats.record(verb, resource)
-        timeout = timeout if timeout is not None else self._timeout
-        answered = False
-        try:
+        with sending(verb, resource, fenced=write) as sent:
+            self.stats.record(verb, resource)
+            timeout = timeout if timeout is not None else self._timeout
             # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
             # timeout): leadership may have been lost meanwhile, and the next leader be writing.
             with transport.asked_once_connected(
@@ -757,13 +791,7 @@ class Client:
                     limited=limited,
                     token=used,
                 )
-            answered = True
-        except errors.NotLeader:
-            answered = True  # refused once connected (or before a second try): nothing of it was sent
-            raise
-        finally:
-            if counted is not None:
-                counted.leave(answered)
+            sent.answered = True
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
             raise self._error(response, method, path, sent=data)

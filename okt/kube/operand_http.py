@@ -22,7 +22,8 @@ its answer does not hold the caller past it); a non-2xx answer raises :class:`ok
 :class:`okt.errors.RemoteTimeout` (the timeout) or :class:`okt.errors.RemoteError` (refused, unreachable); the
 connection of a failed call is dropped, never left waiting. A call that is not a ``GET``/``HEAD`` may change the
 operand: it is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes, asked again as it
-leaves (after the rate limit, once its connection is made).
+leaves (after the rate limit, once its connection is made), and counted as a write on its way until its answer came
+(see :func:`okt.kube.client.sending`): a stopping leader does not release its lease while the operand runs it.
 """
 
 from __future__ import annotations
@@ -245,8 +246,27 @@ def _direct(
     shown: str,
 ) -> tuple[int, bytes]:
     address, number = _address(client, target, port)
-    if method not in _READS:  # fenced again as it leaves: reading the address may have waited at the rate limit
-        kube_client.check_fence("create", f"{target.resource}/proxy")
+    # Fenced again as it leaves (reading the address may have waited at the rate limit), and counted as a write on its
+    # way until its answer came: a stopping leader releases its lease only once the operand answered.
+    with kube_client.sending("create", f"{target.resource}/proxy", fenced=method not in _READS) as sent:
+        return _direct_call(sent, address, number, path, method, data, timeout, scheme, verify, shown, target)
+
+
+def _direct_call(
+    sent: kube_client.Sending,
+    address: str,
+    number: int,
+    path: str,
+    method: str,
+    data: bytes | None,
+    timeout: float,
+    scheme: str,
+    verify: bool | str,
+    shown: str,
+    target: Target,
+) -> tuple[int, bytes]:
+    """One call to ``address``:``number``; ``sent.answered`` once the answer came, or once it is certain that nothing
+    was sent (no connection)."""
     host = f"[{address}]" if ":" in address else address
     url = urllib3.util.parse_url(f"{scheme}://{host}:{number}/{path.lstrip('/')}")  # what must be, percent-encoded
     options: dict[str, Any] = {}
@@ -269,14 +289,18 @@ def _direct(
         # Asked again once the connection is made (TCP, TLS: up to the timeout): leadership may have been lost
         # meanwhile, and the next leader be calling the operand.
         fence = functools.partial(kube_client.check_fence, "create", f"{target.resource}/proxy")
-        with transport.asked_once_connected(None if method in _READS else fence):
-            connection.connect()
+        try:
+            with transport.asked_once_connected(None if method in _READS else fence):
+                connection.connect()
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError):
+            sent.answered = True  # no connection: nothing was sent
+            raise
         if scheme == "https" and not connection.is_verified:  # verify=False: warned of, as urllib3's pools do
             warnings.warn(
                 f"Unverified HTTPS request is being made to host '{address}'. Adding certificate verification is "
                 "strongly advised.",
                 urllib3.exceptions.InsecureRequestWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         # the socket itself: the connection lets go of it once an answer says it will close, and reads on
         watchdog = threading.Timer(deadline - time.monotonic(), _cut, (connection.sock, cut))
@@ -287,7 +311,9 @@ def _direct(
         answer = connection.getresponse()
         if cut.is_set():  # cut as the answer ended: what came after the cut is not an answer
             raise TimeoutError
-        return answer.status, answer.data
+        body = answer.data
+        sent.answered = True
+        return answer.status, body
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
         if cut.is_set():
             raise errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s") from exc

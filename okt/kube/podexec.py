@@ -21,7 +21,8 @@ Guarantees:
   stream that ends before the command's Status came (``v4.channel.k8s.io``);
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
   operand. It is asked again once the websocket's connection is made (through the client's HTTP proxy, if any),
-  before the upgrade request is written.
+  before the upgrade request is written; the exec is counted as a write on its way until the command's exit status
+  came (see :func:`okt.kube.client.sending`): a stopping leader does not release its lease while it runs.
 
 Caveats: closing the stream on a timeout does not kill the command in the container (Kubernetes has no way to); no
 stdin is sent (``v4.channel.k8s.io`` cannot close it, so a command reading it would never end) — pass data as
@@ -131,16 +132,29 @@ def run(
     if not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     where = f"pod {namespace}/{pod}" + (f" container {container}" if container else "")
-    kube_client.check_fence("create", "pods/exec")
-    deadline = time.monotonic() + timeout
-    # Asked again once the connection is made (making it may take up to the timeout): leadership may have been lost
-    # meanwhile, and the next leader be running its own command.
-    with transport.asked_once_connected(lambda: kube_client.check_fence("create", "pods/exec")):
-        socket = _connect(client, exec_path(namespace, pod, container, command), where, timeout)
-    try:
-        return _read(socket, where, deadline, timeout)
-    finally:
-        socket.shutdown()  # type: ignore[no-untyped-call]  # closes the TCP connection at once, whatever its state
+    # Counted as a write on its way until the command's exit status came: a stopping leader releases its lease only
+    # once the command ended (or leaves it to expire).
+    with kube_client.sending("create", "pods/exec") as sent:
+        deadline = time.monotonic() + timeout
+        # Asked again once the connection is made (making it may take up to the timeout): leadership may have been
+        # lost meanwhile, and the next leader be running its own command.
+        try:
+            with transport.asked_once_connected(lambda: kube_client.check_fence("create", "pods/exec")):
+                socket = _connect(client, exec_path(namespace, pod, container, command), where, timeout)
+        except errors.ApiError as exc:
+            sent.answered = exc.status > 0  # the API server refused the upgrade: nothing ran
+            raise
+        try:
+            out, err, status, protocol = _read(socket, where, deadline, timeout)
+        finally:
+            socket.shutdown()  # type: ignore[no-untyped-call]  # closes the TCP connection at once, whatever its state
+        if not status and protocol == PROTOCOLS[0]:
+            # v4 ends every exec with a Status, Success too: without one the stream was cut while the command ran,
+            # and what came so far is no result (an exit code 0 read from nothing would make a cut backup a success)
+            raise errors.RemoteError(f"exec in {where}: the stream ended before the command's exit status came")
+        sent.answered = True
+    code = exit_code_of(status.decode("utf-8", errors="replace"), protocol)
+    return ExecResult(out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), code)
 
 
 def _connect(client: kube_client.Client, path: str, where: str, timeout: float) -> websocket.WebSocket:
@@ -202,7 +216,10 @@ def _refused(exc: websocket.WebSocketBadStatusException, where: str) -> errors.A
     return errors.ApiError.from_status(exc.status_code, reason, f"exec in {where}: {message}".rstrip(": "))
 
 
-def _read(socket: websocket.WebSocket, where: str, deadline: float, timeout: float) -> ExecResult:
+def _read(
+    socket: websocket.WebSocket, where: str, deadline: float, timeout: float
+) -> tuple[bytearray, bytearray, bytearray, str]:
+    """What the stream carried until it ended: stdout, stderr, the error channel, and the protocol spoken."""
     out, err, status = bytearray(), bytearray(), bytearray()
     protocol = socket.getsubprotocol() or PROTOCOLS[1]
     while True:
@@ -230,9 +247,4 @@ def _read(socket: websocket.WebSocket, where: str, deadline: float, timeout: flo
             err += chunk
         elif channel == ERROR:
             status += chunk
-    if not status and protocol == PROTOCOLS[0]:
-        # v4 ends every exec with a Status, Success too: without one the stream was cut while the command ran, and
-        # what came so far is no result (an exit code 0 read from nothing would make a cut backup a success)
-        raise errors.RemoteError(f"exec in {where}: the stream ended before the command's exit status came")
-    code = exit_code_of(status.decode("utf-8", errors="replace"), protocol)
-    return ExecResult(out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), code)
+    return out, err, status, protocol

@@ -23,8 +23,9 @@ Guarantees:
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
   in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
   the probe server; before the release, no write of a reconcile or daemon leaves any more and those already on the
-  wire are waited for (up to the client's request timeout): one not answered by then, or one that ended without an
-  answer, may still reach the API server, and the lease is left to expire instead of being released;
+  wire — an exec until its command ended, a call to the operand until it answered — are waited for (up to the
+  client's request timeout): one not answered by then, or one that ended without an answer, may still reach its
+  target, and the lease is left to expire instead of being released;
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);

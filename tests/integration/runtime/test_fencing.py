@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import datetime
 import pathlib
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -23,6 +25,7 @@ import okt
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import certs
 from okt.runtime import manager as manager_mod
 from okt.testing import audit, condition, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
@@ -34,6 +37,7 @@ OLD = envtest.TokenUser("replica-old", "old-" + "0" * 28, ("system:masters",))
 NEW = envtest.TokenUser("replica-new", "new-" + "0" * 28, ("system:masters",))
 LEASE = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.5}
 REQUEST_TIMEOUT = 3.0
+NODE = kinds.BUILTIN[("v1", "Node")]
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +223,160 @@ def test_a_stopping_leader_whose_write_is_still_on_the_wire_leaves_its_lease_to_
         assert admin.get_or_none(kinds.CONFIG_MAP, "on-the-wire", namespace) is None  # still held
     assert lease["spec"]["holderIdentity"] == "old"  # not released: the others wait for it to expire
     assert isinstance(OnTheWire.outcome[0], errors.Unavailable)
+
+
+class HeldAnswer:
+    """A server on the loopback that reads one request on each connection (over TLS when given ``tls``), sets
+    :attr:`received`, and answers it 204 only once :attr:`proceed` is set — an operand running the call, or a node
+    running an exec's command, while the caller waits. ``on_answer`` runs just before the answer is written."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None, on_answer: Callable[[], None] = lambda: None) -> None:
+        self._tls = tls
+        self._on_answer = on_answer
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.received, self.proceed = threading.Event(), threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def close(self) -> None:
+        self.proceed.set()
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            with self._tls.wrap_socket(conn, server_side=True) if self._tls is not None else conn as sock:
+                if not sock.recv(65536):
+                    return
+                self.received.set()
+                self.proceed.wait()
+                self._on_answer()
+                sock.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        except OSError:
+            pass  # the caller hung up
+
+
+class CallsTheOperand(shared.WidgetReconciler):
+    """In the Updater of ``old``'s first reconcile, calls ``call(ctx)`` (an exec, a call to the operand), under the
+    reconcile's write fence; what it raised, or None, goes to ``outcome``."""
+
+    old: ClassVar[Any] = None
+    call: ClassVar[Callable[[okt.Context], object]] = staticmethod(lambda ctx: None)
+    outcome: ClassVar[list[BaseException | None]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and ctx.client is self.old and not self.outcome:
+            try:
+                type(self).call(ctx)
+            except BaseException as exc:
+                self.outcome.append(exc)
+                raise
+            self.outcome.append(None)
+        super().enter_in_state(state, ctx)
+
+
+@contextlib.contextmanager
+def leading_while(
+    plane: envtest.ControlPlane, namespace: str, call: Callable[[okt.Context], object], answer: HeldAnswer
+) -> Iterator[tuple[kube_client.Client, manager_mod.Manager]]:
+    """A leading manager whose reconcile of a widget runs ``call``, received by ``answer`` and not answered yet."""
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    widget_kind = admin.resolve(f"{shared.GROUP}/v1", "Widget")
+    old_client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(OLD), timeout=REQUEST_TIMEOUT)
+    CallsTheOperand.old, CallsTheOperand.call, CallsTheOperand.outcome = old_client, staticmethod(call), []
+    old = manager_mod.Manager(
+        old_client,
+        [CallsTheOperand],
+        namespaces=[namespace],
+        leader_elect=True,
+        lease_namespace=namespace,
+        identity="old",
+        metrics_bind="0",
+        grace_period=0.5,
+        **LEASE,
+    )
+    old.start()
+    try:
+        shared.make_widget(admin, widget_kind, namespace, "w", size=1)
+        assert answer.received.wait(30), "the reconcile's call reached its target"
+        yield admin, old
+    finally:
+        answer.close()
+        old.stop()
+        old.join(15)
+
+
+def test_a_stopping_leader_whose_exec_is_still_running_leaves_its_lease_to_expire(
+    audited: envtest.ControlPlane,
+) -> None:
+    """A command run through ``pods/exec`` may change the operand until it ends: released while it runs, the lease
+    would let a standby act on the operand beside it. (The Pod is bound to a node whose kubelet is a local server:
+    the API server hands it the exec, which it holds.)"""
+    namespace = "exec-running"
+    admin = kube_client.Client.from_kubeconfig(audited.kubeconfig)
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    kubelet = HeldAnswer(tls=certs.self_signed(["127.0.0.1"]).server_context())
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": namespace}}
+    admin.create(node, NODE)
+    addresses = [{"type": "InternalIP", "address": "127.0.0.1"}]
+    endpoints = {"kubeletEndpoint": {"Port": kubelet.port}}
+    admin.patch(
+        NODE, namespace, {"status": {"addresses": addresses, "daemonEndpoints": endpoints}}, subresource="status"
+    )
+    container = {"name": "operand", "image": "operand"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+    admin.create({**pod, "spec": {"nodeName": namespace, "containers": [container]}})
+    try:
+        with leading_while(audited, namespace, lambda ctx: ctx.exec("operand", None, ["backup"]), kubelet) as (
+            admin,
+            old,
+        ):
+            old.stop()
+            assert old.join(3 * REQUEST_TIMEOUT)
+            lease = admin.get(kinds.LEASE, old.lease_name, namespace)
+            assert CallsTheOperand.outcome == []  # still running
+    finally:
+        admin.delete(NODE, namespace)
+    assert lease["spec"]["holderIdentity"] == "old"  # not released: the others wait for it to expire
+
+
+def test_a_stopping_leader_releases_its_lease_only_once_its_call_to_the_operand_was_answered(
+    audited: envtest.ControlPlane,
+) -> None:
+    """A call straight to the operand's Pod may change the operand until it is answered: released before, the lease
+    would let a standby call it beside the call still running."""
+    namespace = "operand-call-running"
+    admin = kube_client.Client.from_kubeconfig(audited.kubeconfig)
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    holders: list[str] = []
+
+    def lease_holder() -> None:
+        lease = admin.get(kinds.LEASE, manager_mod.default_lease_name([CallsTheOperand.controller_name()]), namespace)
+        holders.append(lease["spec"]["holderIdentity"])
+
+    operand = HeldAnswer(on_answer=lease_holder)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+    admin.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+    status = {"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}
+    admin.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+
+    def flush(ctx: okt.Context) -> object:
+        return ctx.http("pod/operand", "/flush", method="POST", port=operand.port, route="direct", timeout=30)
+
+    with leading_while(audited, namespace, flush, operand) as (admin, old):
+        old.stop()
+        time.sleep(3 * old.grace_period)  # past the grace period: the reconcile still waits for the operand
+        operand.proceed.set()
+        assert old.join(3 * REQUEST_TIMEOUT)
+        wait_for(lambda: CallsTheOperand.outcome, timeout=3 * REQUEST_TIMEOUT)
+        lease = admin.get(kinds.LEASE, old.lease_name, namespace)
+    assert CallsTheOperand.outcome == [None]
+    assert holders == ["old"]  # the lease was still held when the operand answered
+    assert lease["spec"]["holderIdentity"] == ""  # released once it had

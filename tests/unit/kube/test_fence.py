@@ -69,3 +69,51 @@ def test_a_thread_of_a_pool_does_not_inherit_the_fence_of_the_block_that_submits
 
 def test_a_function_submitted_in_a_copy_of_the_context_is_fenced() -> None:
     assert isinstance(refused_in_a_pool("copied"), errors.NotLeader)
+
+
+def test_a_write_sent_in_a_sending_block_is_counted_until_the_block_ends() -> None:
+    fence = open_fence()
+    with kube_client.fenced(fence), kube_client.sending("create", "pods/exec") as sent:
+        fence.close("shutting down")
+        assert fence.in_flight == 1
+        assert not fence.settle(0.0)
+        sent.answered = True
+    assert fence.in_flight == 0
+    assert fence.settle(60.0)
+
+
+def test_a_sending_block_that_raises_before_its_answer_leaves_the_fence_unsettled() -> None:
+    fence = open_fence()
+    with pytest.raises(TimeoutError), kube_client.fenced(fence), kube_client.sending("create", "pods/proxy"):
+        raise TimeoutError
+    assert fence.in_flight == 0
+    assert not fence.settle(60.0)
+
+
+def test_a_sending_block_refused_once_connected_sent_nothing() -> None:
+    fence = open_fence()
+    with pytest.raises(errors.NotLeader), kube_client.fenced(fence), kube_client.sending("create", "pods/exec"):
+        raise errors.NotLeader("refused once connected")
+    assert fence.settle(60.0)
+
+
+def test_a_sending_block_the_fence_refuses_does_not_run() -> None:
+    fence = open_fence()
+    fence.close("shutting down")
+    ran: list[bool] = []
+    with (
+        pytest.raises(errors.NotLeader, match="shutting down"),
+        kube_client.fenced(fence),
+        kube_client.sending("create", "pods/exec"),
+    ):
+        ran.append(True)
+    assert ran == []
+    assert fence.in_flight == 0
+
+
+def test_a_read_in_a_sending_block_is_neither_asked_nor_counted() -> None:
+    fence = open_fence()
+    fence.close("shutting down")
+    with kube_client.fenced(fence), kube_client.sending("get", "pods/proxy", fenced=False) as sent:
+        assert fence.in_flight == 0
+    assert not sent.answered

@@ -28,7 +28,8 @@ Guarantees:
   target, and the lease is left to expire instead of being released;
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
-  manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted);
+  manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
+  shutdown was under way, it is said all the same);
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves;
   ``/readyz`` is ``200`` while ``/healthz`` is, once every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
@@ -465,9 +466,12 @@ class Manager:
         return False
 
     def _on_stopped_leading(self) -> None:
+        # Called for a release too (by the shutdown, which began it): only a loss is one.
+        if self.elector is None or not self.elector.lost:
+            return
+        self._lost = True  # during a shutdown too: the caller exits non-zero all the same
         if self._stopping.is_set():
             return
-        self._lost = True
         _log.error("leadership lost, stopping")
         self.stop()
 

@@ -380,3 +380,34 @@ def test_a_stopping_leader_releases_its_lease_only_once_its_call_to_the_operand_
     assert CallsTheOperand.outcome == [None]
     assert holders == ["old"]  # the lease was still held when the operand answered
     assert lease["spec"]["holderIdentity"] == ""  # released once it had
+
+
+def test_a_leader_that_loses_its_lease_during_its_shutdown_says_it_lost_it(audited: envtest.ControlPlane) -> None:
+    """Lost while the shutdown waits for a reconcile, the lease is lost as at any other time: the caller is told, and
+    exits non-zero (``okt run``) so that the operator restarts as a standby."""
+    admin = kube_client.Client.from_kubeconfig(audited.kubeconfig)
+    namespace = "lost-while-stopping"
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    widget_kind = admin.resolve(f"{shared.GROUP}/v1", "Widget")
+    old_client = client_of(audited, OLD)
+    Stuck.waiting.clear()
+    Stuck.hold.set()
+    Stuck.stuck_client = old_client
+    old = manager_of(old_client, namespace, "old")
+    old.start()
+    try:
+        shared.make_widget(admin, widget_kind, namespace, "w", size=1)
+        assert Stuck.waiting.wait(30), "the old leader reconciles the widget"
+        old.stop()  # the shutdown waits for the stuck reconcile (grace period: 10 s)
+        lease = admin.get(kinds.LEASE, old.lease_name, namespace)
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease["spec"].update(holderIdentity="nobody", renewTime=now)
+        admin.replace(kinds.LEASE, lease)
+        assert old.elector is not None
+        wait_for(lambda: old.elector is not None and old.elector.lost, timeout=10)
+    finally:
+        Stuck.hold.clear()
+        old.stop()
+        assert old.join(15)
+    assert old.lost_leadership
+    assert admin.get(kinds.LEASE, old.lease_name, namespace)["spec"]["holderIdentity"] == "nobody"

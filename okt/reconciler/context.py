@@ -215,12 +215,12 @@ class Context:
         created again meanwhile. What this reconcile would still write — its status, children owned by the old uid —
         belongs to the old object and must not land on the new one, which a reconcile of its own follows.
 
-        Asked of the reader (``okt run``'s cache: no request) before the writes no resourceVersion guards: a status
-        applied server-side, children created or applied. An object the reader no longer holds (it held it when this
-        reconcile read it) counts as replaced too: it went, and a status apply could only fail, or land on an object
-        created again under its name that the reader has not seen yet — the status subresource keeps the stored
-        metadata, so no uid in the apply makes the API server refuse it. Once it says so, the reconcile gives up
-        quietly (:attr:`gave_up_replaced`)."""
+        Asked of the reader (``okt run``'s cache: no request), as the status write asks :meth:`replaced_by` with what
+        the reader holds before its apply. An object the reader no longer holds (it held it when this reconcile read
+        it) counts as replaced too: it went, and a status apply could only fail, or land on an object created again
+        under its name — the status subresource keeps the stored metadata, so no uid in the apply makes the API
+        server refuse it; its resourceVersion does, when the reader has not seen the deletion yet. Once it says so,
+        the reconcile gives up quietly (:attr:`gave_up_replaced`)."""
         return self._superseded(deletion=False)
 
     def deleted_meanwhile(self) -> bool:
@@ -234,6 +234,32 @@ class Context:
         the object has okt's finalizer)."""
         return self._superseded(deletion=True)
 
+    def replaced_by(self, now: Mapping[str, Any] | None) -> bool:
+        """Whether ``now``, what the API server holds under this object's name (None: nothing), is another object than
+        the one this reconcile read, or none: :meth:`replaced`, answered by the server where the reader may be behind
+        (``okt run``'s cache, which may not have seen the deletion yet). Asked once the server refused a write guarded
+        by the resourceVersion read. Once it says so, the reconcile gives up quietly (:attr:`gave_up_replaced`)."""
+        if self.gave_up_replaced:
+            return True
+        if not self.exists or not self.cr.uid:
+            return False
+        return self._gone_or_replaced(now)
+
+    def _gone_or_replaced(self, now: Mapping[str, Any] | None) -> bool:
+        """Whether ``now`` is none, or another object (another uid); the reconcile gives up quietly then."""
+        if now is None:
+            self.log.info("deleted during this reconcile: its status is not written")
+            self.results.give_up(DELETED)
+        elif _uid(now) not in ("", self.cr.uid):
+            self.log.info(
+                "deleted and created again under its name (another uid) during this reconcile: its writes stop"
+            )
+            self.results.give_up(REPLACED)
+        else:
+            return False
+        self.gave_up_replaced = True
+        return True
+
     def _superseded(self, *, deletion: bool) -> bool:
         """:meth:`replaced`, and with ``deletion`` :meth:`deleted_meanwhile`, from one read of the reader."""
         if self.gave_up_replaced or (deletion and self.gave_up_deleted):
@@ -241,17 +267,7 @@ class Context:
         if not self.exists or not self.cr.uid or (deletion and self.cr.deleting):
             return False
         now = self.reader.get(self.kind, self.cr.name, self.cr.namespace)
-        if now is None and not deletion:
-            self.log.info("deleted during this reconcile: its status is not written")
-            self.results.give_up(DELETED)
-            self.gave_up_replaced = True
-            return True
-        if now is not None and _uid(now) not in ("", self.cr.uid):
-            self.log.info(
-                "deleted and created again under its name (another uid) during this reconcile: its writes stop"
-            )
-            self.results.give_up(REPLACED)
-            self.gave_up_replaced = True
+        if (now is not None or not deletion) and self._gone_or_replaced(now):
             return True
         if not deletion or (now is not None and not (now.get("metadata") or {}).get("deletionTimestamp")):
             return False

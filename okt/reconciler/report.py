@@ -372,7 +372,8 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
                 given=extra,
                 apply_as=settings.field_manager if settings.applies_status else None,
                 legacy_managers=settings.legacy_field_managers,
-                replaced=ctx.replaced,
+                current=lambda: ctx.reader.get(ctx.kind, ctx.cr.name, ctx.cr.namespace),
+                replaced_by=ctx.replaced_by,
             )
             if written is None and ctx.gave_up_replaced:
                 ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)

@@ -300,12 +300,12 @@ def take_over_status(
     obj: Mapping[str, Any],
     manager: str,
     legacy: Collection[str] = (),
-) -> bool:
+) -> dict[str, Any] | None:
     """Move the status fields ``manager`` owns through plain writes (its merge-era ``Update`` entry), and those the
     ``legacy`` managers own (an earlier ``field_manager`` of the operator, any operation), into ``manager``'s status
     apply entry, so a condition or field it stops applying leaves the object. One JSON patch of
     ``metadata.managedFields``, once per object; the rest of each such entry (finalizers, annotations) stays. Returns
-    whether it wrote.
+    the object as the patch left it, or None when it wrote nothing.
 
     The patch touches okt's entries alone and first tests that each of them still is what okt read
     (:func:`patches.guard`), not the object's resourceVersion: another controller writing the same object's status
@@ -321,17 +321,16 @@ def take_over_status(
     for attempt in range(patches.TAKE_OVER_ATTEMPTS):
         patch = _status_take_over(obj, manager, legacy)
         if not patch:
-            return False
+            return None
         meta = obj.get("metadata") or {}
         try:
-            client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-            return True
+            return client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
         except errors.Invalid as exc:
             if exc.causes or attempt == patches.TAKE_OVER_ATTEMPTS - 1:
                 raise
             current = client.get(kind, meta["name"], meta.get("namespace"))
             if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
-                return False
+                return None
             obj = current
     raise AssertionError("not reached: the last attempt returns or raises")
 
@@ -360,7 +359,9 @@ def _status_take_over(obj: Mapping[str, Any], manager: str, legacy: Collection[s
             kept.append({"op": "replace", "path": pointer, "value": {**entries[i], "fieldsV1": rest}})
         else:
             gone.append(i)
+    # The uid too: a new object under the name, applied within the same second, may hold entries equal to these.
     return [
+        *([{"op": "test", "path": "/metadata/uid", "value": meta["uid"]}] if meta.get("uid") else []),
         *patches.guard([(f"/metadata/managedFields/{i}", entries[i]) for i in sorted({at, *moved})], meta),
         {"op": "replace", "path": f"/metadata/managedFields/{at}", "value": {**entries[at], "fieldsV1": fields}},
         *kept,
@@ -505,7 +506,8 @@ def write(
     given: Iterable[str] = (),
     apply_as: str | None = None,
     legacy_managers: Collection[str] = (),
-    replaced: Callable[[], bool] | None = None,
+    current: Callable[[], Mapping[str, Any] | None] | None = None,
+    replaced_by: Callable[[Mapping[str, Any] | None], bool] | None = None,
 ) -> dict[str, Any] | None:
     """Write what differs from ``cr.status``; None when nothing differs (no request).
 
@@ -513,11 +515,15 @@ def write(
     (see :func:`apply_body`; what it and the ``legacy_managers`` wrote before is taken over by the first apply:
     :func:`take_over_status`), falling back to the guarded merge patch where apply would drop another writer's
     conditions, or where the schema does not declare a field okt states (the server refuses such an apply whole, and
-    prunes the field from a merge patch). An apply tests no resourceVersion: ``replaced()``, asked just before it,
-    says the object was deleted and created again under its name since ``cr`` was read, and then nothing is sent
-    (None). Without it, a merge patch of the difference guarded by the resourceVersion read. Either way, a difference
-    that okt's last write of the same status left, on an object that still holds what it left (:class:`Residues`:
-    another writer's key, a pruned field), sends nothing.
+    prunes the field from a merge patch). The apply is guarded by the resourceVersion of the object as ``current()``
+    (the reader: ``okt run``'s cache) holds it just before (``cr``'s without it): the status subresource keeps the
+    stored metadata, so a uid in the apply is not compared, and only that precondition keeps it off an object deleted
+    and created again under the name since ``cr`` was read, which the reader may not have seen yet. Once
+    ``replaced_by`` says the object read is gone or replaced — as the reader holds it, or as the API server has it
+    after refusing the apply (:func:`_apply_guarded`) — nothing is sent (None). Without ``apply_as``, a merge patch of
+    the difference guarded by the resourceVersion read. Either way, a difference that okt's last write of the same
+    status left, on an object that still holds what it left (:class:`Residues`: another writer's key, a pruned field),
+    sends nothing.
     """
     diff = status_patch(cr.status, wanted)
     if not diff:
@@ -528,22 +534,35 @@ def write(
     if apply_as and conditions is not None:
         body = apply_body(cr, wanted, conditions, given, apply_as, legacy_managers)
     if body is not None and apply_as is not None:
-        if replaced is not None and replaced():
-            return None  # it would land on the new object, Ready and observedGeneration said of the old one
+        version = cr.resource_version
+        if current is not None:
+            now = current()
+            if replaced_by is not None and replaced_by(now):
+                return None  # it would land on the new object, Ready and observedGeneration said of the old one
+            if now is not None and (now.get("metadata") or {}).get("uid") == cr.uid:
+                version = (now.get("metadata") or {}).get("resourceVersion") or version
+        body["metadata"]["resourceVersion"] = version
 
         def apply(sent: dict[str, Any]) -> dict[str, Any]:
-            return client.apply(sent, kind, field_manager=apply_as, subresource="status")
+            return _apply_guarded(client, kind, cr, sent, apply_as, replaced_by)
 
         try:
             updated, body = _sent(apply, body)
+        except _Replaced:
+            return None  # the object read is gone: what it would write is not the new one's
         except errors.ApiError as exc:
             if not undeclared(exc):
                 raise
             # A field the CRD's schema does not declare: an apply is refused whole for it, where a merge patch is
             # kept but for that field. The patch below writes the rest, and Residues remembers what was dropped.
         else:
-            if take_over_status(client, kind, updated, apply_as, legacy_managers):
-                updated = apply(body)
+            taken = take_over_status(client, kind, updated, apply_as, legacy_managers)
+            if taken is not None:
+                since = (taken.get("metadata") or {}).get("resourceVersion")
+                try:
+                    updated = apply({**body, "metadata": {**body["metadata"], "resourceVersion": since}})
+                except _Replaced:
+                    return None
             RESIDUES.remember(cr.uid, wanted, updated)
             observe(updated)
             return updated
@@ -555,6 +574,48 @@ def write(
     RESIDUES.remember(cr.uid, wanted, updated)
     observe(updated)
     return updated
+
+
+class _Replaced(Exception):
+    """The object a status apply was meant for is gone, or another object has its name now."""
+
+
+def _apply_guarded(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    cr: objects.CustomResource,
+    body: Mapping[str, Any],
+    manager: str,
+    replaced_by: Callable[[Mapping[str, Any] | None], bool] | None,
+) -> dict[str, Any]:
+    """The answer to the status apply of ``body``, guarded by the resourceVersion it names (``cr``'s, when it names
+    none): the one precondition the status subresource honours for an apply (it keeps the stored metadata, a uid
+    included, whatever the apply says). One request while the object is as the reader last saw it.
+
+    Refused for it (another writer wrote the object since, or it was deleted and created again under its name), the
+    object is read anew: another uid, or none, and ``replaced_by`` says so (the reconcile gives up) and nothing is
+    written; the same object, and the apply is sent again guarded by the version read, so that another controller
+    writing the same status does not fail the write, up to :data:`patches.TAKE_OVER_ATTEMPTS` times.
+
+    Raises:
+        _Replaced: the object read is gone or replaced.
+        okt.errors.Conflict: the object changed before each attempt.
+    """
+    metadata = {**(body.get("metadata") or {})}
+    metadata.setdefault("resourceVersion", cr.resource_version)
+    for attempt in range(patches.TAKE_OVER_ATTEMPTS):
+        try:
+            return client.apply({**body, "metadata": metadata}, kind, field_manager=manager, subresource="status")
+        except errors.Conflict:
+            if attempt == patches.TAKE_OVER_ATTEMPTS - 1:
+                raise
+            now = client.get_or_none(kind, cr.name, cr.namespace)
+            if replaced_by is not None and replaced_by(now):
+                raise _Replaced() from None
+            if now is None or (now.get("metadata") or {}).get("uid") != cr.uid:
+                raise
+            metadata["resourceVersion"] = (now.get("metadata") or {}).get("resourceVersion")
+    raise AssertionError("not reached: the last attempt returns or raises")
 
 
 def _sent(

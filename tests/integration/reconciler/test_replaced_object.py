@@ -5,6 +5,7 @@ its own."""
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -214,3 +215,59 @@ def test_a_status_is_not_applied_once_the_cache_saw_the_object_deleted_though_no
     assert (live.get("status") or {}).get("conditions") is None, live.get("status")
     writes = {k: n for k, n in operator_client.stats.delta(before).items() if k[0] in kube_client.WRITE_VERBS}
     assert writes == {}
+
+
+class DeletionUnseen(core.ApiReader):
+    """A reader that has not seen the deletion of the object named ``behind``, nor its creation again: it answers
+    with the object as it first read it, as the informer's cache does until the watch brings the DELETED event."""
+
+    behind: str | None = None
+
+    def __init__(self, client: kube_client.Client) -> None:
+        super().__init__(client)
+        self.seen: dict[str, dict[str, Any]] = {}
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        if name == self.behind and name in self.seen:
+            return copy.deepcopy(self.seen[name])
+        obj = super().get(kind, name, namespace)
+        if obj is not None and kind.kind == "Part":
+            self.seen[name] = copy.deepcopy(obj)
+        return obj
+
+
+class ReplacingUnseen(Parts):
+    """Parts whose object is deleted and created again on entering SuccessManager (once), before the status write,
+    while the reader goes on answering with the old one."""
+
+    def __init__(self, kube: kube_client.Client, kind: kinds.Kind, reader: DeletionUnseen) -> None:
+        self.kube, self.part_kind, self.reader = kube, kind, reader
+        self.new_uid: str | None = None
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.SuccessManager and self.new_uid is None:
+            self.kube.delete(self.part_kind, ctx.cr.name, ctx.cr.namespace)
+            self.new_uid = _create(self.kube, self.part_kind, str(ctx.cr.namespace), ctx.cr.name)
+            self.reader.behind = ctx.cr.name
+        super().enter_in_state(state, ctx)
+
+
+def test_a_status_is_not_applied_to_an_object_created_again_under_its_name_while_the_cache_still_holds_the_old_one(
+    kube: kube_client.Client, operator_client: kube_client.Client, namespace: str, part_kind: kinds.Kind
+) -> None:
+    """The status subresource keeps the stored metadata (a uid in the apply is not compared), and the cache says the
+    old object is still there: the apply is refused all the same, and the reconcile gives up quietly."""
+    _create(kube, part_kind, namespace, "unseen")
+    assert (
+        okt.reconcile(Parts(), operator_client, None, namespace, "unseen", kind=part_kind).outcome == okt.Outcome.done()
+    )
+    kube.patch(part_kind, "unseen", {"spec": {"size": 2}}, namespace)  # a status write is due: observedGeneration 2
+    reader = DeletionUnseen(operator_client)
+    reconciler = ReplacingUnseen(kube, part_kind, reader)
+
+    run = okt.reconcile(reconciler, operator_client, reader, namespace, "unseen", kind=part_kind)
+
+    live = kube.get(part_kind, "unseen", namespace)
+    assert _uid(live) == reconciler.new_uid
+    assert (live.get("status") or {}).get("conditions") is None, live.get("status")
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP, run.results.summary()

@@ -205,9 +205,15 @@ class Context:
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Feed an object our own write returned into the reader (and the CR view when it is the primary: this
         object, not another created under its name since it was read — the later writes of this reconcile would
-        take its uid and resourceVersion, and land on it)."""
+        take its uid and resourceVersion, and land on it — and at the generation read: a status apply lands on a
+        spec changed since, and the reports this reconcile still writes would say that spec reconciled, their
+        observedGeneration its generation, though the children were made of the spec read; the next reconcile
+        follows the change)."""
         self.reader.observe(obj)
-        if kinds.key_of(obj) == self.cr.key and _uid(obj) in ("", self.cr.uid):
+        if kinds.key_of(obj) != self.cr.key or _uid(obj) not in ("", self.cr.uid):
+            return
+        generation = (obj.get("metadata") or {}).get("generation")
+        if generation in (None, self.cr.generation) or not self.cr.generation:
             self.cr = self.cr.with_raw(obj)
 
     def replaced(self) -> bool:

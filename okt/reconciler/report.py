@@ -384,7 +384,10 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
             )
         annotations.update(bookkeeping)
         if annotations:
-            patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
+            # Guarded by the version the status write made, when there was one (the view of the object keeps the
+            # version read when that write landed on a spec changed since).
+            since = ((written or {}).get("metadata") or {}).get("resourceVersion") or ctx.cr.resource_version
+            patch = {"metadata": {"annotations": annotations, "resourceVersion": since}}
             written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)
             ctx.observe(written)
     except errors.NotFound as exc:

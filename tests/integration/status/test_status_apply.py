@@ -302,3 +302,37 @@ def test_another_managers_condition_is_applied_beside_okts_when_the_status_model
     assert condition(live, "example.com/BackedUp") == mine
     ready = condition(live, "Ready")
     assert ready is not None and ready["observedGeneration"] == live["metadata"]["generation"] == 2
+
+
+class Flushing(Gauge):
+    """A Gauge whose Updater flushes a Warming condition right after ``other`` changed the spec (once)."""
+
+    other: ClassVar[kube_client.Client | None] = None
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and self.other is not None:
+            self.other.patch(ctx.kind, ctx.cr.name, {"spec": {"size": 5}}, ctx.cr.namespace)
+            Flushing.other = None
+            ctx.conditions.set("Warming", True, "CacheFilling", "filling the cache", ctx.cr.generation)
+            ctx.flush_status()
+        super().enter_in_state(state, ctx)
+
+
+def test_a_status_flushed_after_the_spec_changed_leaves_the_reports_that_follow_on_the_generation_read(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, gauge_kind: kinds.Kind
+) -> None:
+    """The flush's apply answers with the new generation: the reconcile's report still says the generation whose
+    spec it reconciled, so that a reader never takes the new spec for reconciled."""
+    make_gauge(kube, gauge_kind, namespace, "f")
+    reconcile(kube, gauge_kind, namespace, "f")
+    Flushing.other = other_client
+    try:
+        run = okt.reconcile(Flushing(), kube, None, namespace, "f", kind=gauge_kind)
+    finally:
+        Flushing.other = None
+
+    live = kube.get(gauge_kind, "f", namespace)
+    assert live["metadata"]["generation"] == 2
+    ready = condition(live, "Ready")
+    assert ready is not None and ready["status"] == "True", run.results.summary()
+    assert (live["status"]["observedGeneration"], ready["observedGeneration"]) == (1, 1)

@@ -12,7 +12,7 @@ import hypothesis
 import pytest
 from hypothesis import strategies as st
 
-from okt import errors
+from okt import errors, testing
 from okt.kube import kinds, objects
 from okt.status import conditions, writer
 
@@ -575,3 +575,60 @@ def test_a_condition_carried_as_stored_is_not_explained_once_someone_else_change
 
     assert not residues.explain("uid-1", again, edited)
     assert not residues.sent_as_stored("uid-1", edited, READY_WIRE)
+
+
+# --- the status apply's precondition --------------------------------------------------------------------------------
+
+
+def _stored_widget(fake: testing.FakeClient) -> objects.CustomResource:
+    fake.put({"apiVersion": KIND.api_version, "kind": KIND.kind, "metadata": {"name": "demo", "namespace": "ns"}})
+    return objects.CustomResource(fake.get(KIND, "demo", "ns"))
+
+
+def _apply_ready(
+    fake: testing.FakeClient, read: objects.CustomResource, gone: list[Mapping[str, Any] | None]
+) -> dict[str, Any] | None:
+    conds = conditions.Conditions.from_status(read.status, now=lambda: T0)
+    conds.set("Ready", True, "Reconciled", "", read.generation)
+    wanted = writer.desired_status(read.status, conds, read.generation)
+
+    def replaced_by(now: Mapping[str, Any] | None) -> bool:
+        if now is None or now["metadata"]["uid"] != read.uid:
+            gone.append(now)
+            return True
+        return False
+
+    return writer.write(
+        fake, KIND, read, wanted, lambda obj: None, conditions=conds, apply_as="okt", replaced_by=replaced_by
+    )
+
+
+def test_a_status_apply_after_another_write_the_reader_missed_is_sent_again_guarded_by_the_version_read_anew() -> None:
+    fake = testing.FakeClient(kinds=[KIND])
+    read = _stored_widget(fake)
+    fake.patch(KIND, "demo", {"status": {"backups": 1}}, "ns", subresource="status")  # another writer, unseen
+    gone: list[Mapping[str, Any] | None] = []
+    before = fake.stats.snapshot()
+
+    written = _apply_ready(fake, read, gone)
+
+    assert written is not None and gone == []
+    assert fake.stats.delta(before) == {("apply", "widgets/status"): 2, ("get", "widgets"): 1}
+    stored = fake.stored(KIND, "demo", "ns")
+    assert stored is not None and stored["status"]["backups"] == 1
+    assert [c["type"] for c in stored["status"]["conditions"]] == ["Ready"]
+
+
+def test_a_status_apply_refused_for_an_object_created_again_under_its_name_writes_nothing() -> None:
+    fake = testing.FakeClient(kinds=[KIND])
+    read = _stored_widget(fake)
+    fake.delete(KIND, "demo", "ns")
+    fake.put({"apiVersion": KIND.api_version, "kind": KIND.kind, "metadata": {"name": "demo", "namespace": "ns"}})
+    gone: list[Mapping[str, Any] | None] = []
+
+    written = _apply_ready(fake, read, gone)
+
+    assert written is None
+    assert len(gone) == 1 and gone[0] is not None and gone[0]["metadata"]["uid"] != read.uid
+    stored = fake.stored(KIND, "demo", "ns")
+    assert stored is not None and "status" not in stored

@@ -279,30 +279,71 @@ class InvalidChild(PermanentError):
         if exc.depends_on_others or not exc.causes:
             return None
         fields = tuple(dict.fromkeys(cause.field or "(object)" for cause in exc.causes))
-        said = "; ".join(dict.fromkeys(f"{cause.field or '(object)'}: {_without_value(cause)}" for cause in exc.causes))
-        error = cls(f"{what} is refused by the API server: {said}; {then}", fields=fields)
+        error = cls(f"{what} is refused by the API server: {refused_fields(exc.causes)}; {then}", fields=fields)
         error.__cause__ = exc
         return error
 
 
-_QUOTING = re.compile(r"(Invalid value|Unsupported value|Duplicate value): ")
-"""How a cause that quotes the request's value begins (apimachinery's ``field.Error``: the type, the value, then
-what is wrong with it)."""
+_QUOTING = re.compile(r"\b(Invalid value|Unsupported value|Duplicate value|Not found value|Too many): ")
+"""How a refusal that quotes the request's value begins (apimachinery's ``field.Error``: the type, the value, then
+what is wrong with it, when it says)."""
+_ALLOCATING = re.compile(r"\bfailed to allocated? ip:\S* with error:")
+"""How a Service's refused cluster IP quotes the IP again in what is wrong with it (``failed to allocated
+ip:10.96.0.50 with error:provided IP is already allocated``): what follows it is said, not the IP."""
+_GO_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_OPENING, _CLOSING = "([{", ")]}"
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where the value a refusal quotes at ``text[start:]`` ends: a Go quoted string (``"a: b"``), a Go literal with
+    its brackets and braces (``[]string{"a"}``, ``map[string]interface {}{...}``), or a number, a bool or a word, up
+    to the ``": "`` before what is wrong with it, the ``", "`` before the next refusal, or the end."""
+    quoted = _GO_STRING.match(text, start)
+    if quoted is not None:
+        return quoted.end()
+    depth, at = 0, start
+    while at < len(text):
+        char = text[at]
+        if char == '"':
+            inner = _GO_STRING.match(text, at)
+            at = inner.end() if inner is not None else len(text)
+            continue
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            if depth == 0:
+                return at  # the end of the refusals' list (``[a: Invalid value: 1, b: ...]``)
+            depth -= 1
+        elif depth == 0 and text.startswith((": ", ", "), at):
+            return at
+        at += 1
+    return at
+
+
+def without_values(text: str) -> str:
+    """``text``, an API server's refusal, with each value it quotes left out (``spec.replicas: invalid value: must be
+    greater than or equal to 0``): the value is the request's, what the custom resource and the template make of a
+    child, perhaps read out of a Secret, and a refusal goes to the Ready condition, an Event and the log."""
+    parts, position = [], 0
+    for quoting in _QUOTING.finditer(text):
+        if quoting.start() < position:
+            continue
+        parts.append(text[position : quoting.start()] + quoting.group(1).lower())
+        position = _value_end(text, quoting.end())
+    return _ALLOCATING.sub("", "".join(parts) + text[position:])
 
 
 def _without_value(cause: StatusCause) -> str:
     """What ``cause`` says is wrong, the request's value it quotes left out (``invalid value: must be greater than or
     equal to 0``); its first line only (a Forbidden's diff of values follows it)."""
     lines = cause.message.strip().splitlines()
-    text = lines[0] if lines else ""
-    quoting = _QUOTING.match(text)
-    if quoting is None:
-        return text or cause.reason or "invalid"
-    rest = text[quoting.end() :]
-    supported = rest.rfind(": supported values: ")
-    cut = supported if supported >= 0 else rest.rfind(": ")
-    detail = rest[cut + 2 :] if cut >= 0 else ""
-    return f"{quoting.group(1).lower()}: {detail}" if detail else quoting.group(1).lower()
+    return without_values(lines[0]) if lines and lines[0] else cause.reason or "invalid"
+
+
+def refused_fields(causes: Iterable[StatusCause]) -> str:
+    """The fields ``causes`` name, each with what is wrong with it, never its value (:func:`without_values`), each
+    once, joined by ``"; "``; ``"(object)"`` for a cause that names no field."""
+    return "; ".join(dict.fromkeys(f"{cause.field or '(object)'}: {_without_value(cause)}" for cause in causes))
 
 
 class ImmutableField(InvalidChild):
@@ -571,7 +612,28 @@ class Gone(ApiError):
 
 
 class Invalid(ApiError):
-    """422: the object failed the API server's validation (:attr:`size_bound` when for its size)."""
+    """422: the object failed the API server's validation (:attr:`size_bound` when for its size).
+
+    Its message names each field refused and what is wrong with it (:func:`refused_fields`), or, when the server named
+    none, is the server's message (:func:`without_values`): never the values the server quotes, the request's, which
+    the custom resource and the template make (perhaps out of a Secret). Every report of it — the Ready condition, an
+    Event, the log — says it so. The server's own text stays in :attr:`ApiError.api_message`, data for code.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        method: str = "",
+        url: str = "",
+        causes: Iterable[StatusCause] = (),
+    ) -> None:
+        causes = tuple(causes)
+        said = refused_fields(causes) or without_values(message)
+        super().__init__(status, reason, said, method=method, url=url, causes=causes)
+        self.api_message = message
 
     @property
     def size_bound(self) -> tuple[str, int] | None:

@@ -614,3 +614,73 @@ def test_a_wait_is_a_temporary_error_that_is_not_counted_as_a_failure() -> None:
     assert isinstance(wait, errors.TemporaryError)
     assert (wait.waiting, errors.TemporaryError("flaky").waiting) == (True, False)
     assert pickle.loads(pickle.dumps(wait)).namespace == "ns"
+
+
+@pytest.mark.parametrize(
+    ("message", "causes", "said"),
+    [
+        (
+            'Service "web" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already '
+            "allocated",
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    "Invalid value: 30080: provided port is already allocated",
+                    "spec.ports[0].nodePort",
+                )
+            ],
+            "spec.ports[0].nodePort: invalid value: provided port is already allocated",
+        ),
+        (
+            'Service "web" is invalid: spec.clusterIPs: Invalid value: []string{"10.96.0.50"}: failed to allocated '
+            "ip:10.96.0.50 with error:provided IP is already allocated",
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    'Invalid value: []string{"10.96.0.50"}: failed to allocated ip:10.96.0.50 with error:provided IP '
+                    "is already allocated",
+                    "spec.clusterIPs",
+                )
+            ],
+            "spec.clusterIPs: invalid value: provided IP is already allocated",
+        ),
+        (
+            'Picker.selectors.okt.io "p" is invalid: status.url: Invalid value: "https://u:10.96.0.50@db": '
+            "status.url in body should match '^https://[a-z.]+$'",
+            [
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    "Invalid value: \"https://u:10.96.0.50@db\": status.url in body should match '^https://[a-z.]+$'",
+                    "status.url",
+                )
+            ],
+            "status.url: invalid value: status.url in body should match '^https://[a-z.]+$'",
+        ),
+        (
+            'Service "web" is invalid: spec.ports[1].name: Duplicate value: "a: 10.96.0.50"',
+            [errors.StatusCause("FieldValueDuplicate", 'Duplicate value: "a: 10.96.0.50"', "spec.ports[1].name")],
+            "spec.ports[1].name: duplicate value",
+        ),
+        (
+            'admission webhook "check.example.com" denied the request: spec.password: Invalid value: "10.96.0.50": '
+            "too short",
+            [],
+            'admission webhook "check.example.com" denied the request: spec.password: invalid value: too short',
+        ),
+        (
+            '[spec.a: Invalid value: map[string]interface {}{"k":"10.96.0.50"}: must be a string, spec.b: '
+            'Not found value: "10.96.0.50"]',
+            [],
+            "[spec.a: invalid value: must be a string, spec.b: not found value]",
+        ),
+    ],
+)
+def test_an_invalid_object_says_each_field_and_what_is_wrong_never_the_value_the_server_quotes(
+    message: str, causes: list[errors.StatusCause], said: str
+) -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", message, method="PATCH", url="/api/v1/x", causes=causes)
+
+    assert isinstance(exc, errors.Invalid)
+    assert str(exc) == f"PATCH /api/v1/x -> 422 Invalid: {said}"
+    assert "10.96.0.50" not in errors.said(exc) and "30080" not in str(exc) and "u:" not in str(exc)
+    assert exc.api_message == message and exc.causes == tuple(causes)  # the server's text stays data for code

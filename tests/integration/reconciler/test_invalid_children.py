@@ -199,10 +199,19 @@ def test_a_node_port_another_service_holds_is_retried_until_it_is_free(
     body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
     kube.create({**body, "spec": {"nodePort": port}}, picker_kind)
 
-    held = okt.reconcile(Porter(), kube, None, namespace, name, kind=picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+
+    held = okt.reconcile(Porter(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
 
     assert held.outcome.kind is okt.OutcomeKind.RETRY, held.outcome
     assert isinstance(held.outcome.error, okt.Invalid), held.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and ready["status"] == "False", ready
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    for text in (ready["message"], event["message"], str(held.outcome.error)):
+        said = text.replace(namespace, "").replace(name, "")
+        assert "spec.ports[0].nodePort" in said and "already allocated" in said, said
+        assert str(port) not in said, said  # the custom resource's value: said as the field, never quoted
 
     kube.delete(service, "holder", namespace)
     freed = okt.reconcile(Porter(), kube, None, namespace, name, kind=picker_kind)

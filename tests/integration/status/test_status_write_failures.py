@@ -108,7 +108,7 @@ def test_a_status_field_the_crd_refuses_turns_ready_false_with_the_api_servers_r
     okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
     ready = condition(kube.get(tally_kind, "t", namespace), "Ready")
     assert ready is not None and ready["status"] == "True"
-    kube.patch(tally_kind, "t", {"spec": {"size": 99}}, namespace)
+    kube.patch(tally_kind, "t", {"spec": {"size": 987654}}, namespace)
 
     run = okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind)
 
@@ -117,6 +117,8 @@ def test_a_status_field_the_crd_refuses_turns_ready_false_with_the_api_servers_r
     ready = condition(live, "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ApiError"), ready
     assert "status.replicas" in ready["message"]
+    for said in (ready["message"], str(run.outcome.error)):
+        assert "987654" not in said.replace(namespace, ""), said  # the custom resource's value is never quoted
     assert live["status"]["replicas"] == 1  # the refused value is not there
 
 

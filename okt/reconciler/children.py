@@ -9,9 +9,9 @@ it); a child that exists and is controlled by another owner is an error (``Owned
 is written for a child whose hash and fields match; a child being deleted is not ready (a retried error) until
 it is gone and created again; a change the API server refuses for an immutable field (a Deployment's selector) is
 reported once (``ImmutableField``) and the child left as it is — deleted, it is created again; so is any other
-refusal of a child as invalid that the same custom resource meets again (``InvalidChild``); only what okt created is
-pruned
-(:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
+refusal of a child as invalid that the same custom resource meets again (``InvalidChild``), and such a child is not
+sent again while its desired object is the one refused (:mod:`okt.resources.refusals`); only what okt created is
+pruned (:func:`okt.resources.apply.prunable`), and nothing is pruned when this reconcile recorded an error.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from okt import errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.resources import apply, registry, resource
+from okt.resources import apply, refusals, registry, resource
 
 if TYPE_CHECKING:
     from okt.reconciler import context as context_mod
@@ -134,8 +134,18 @@ def write(ctx: context_mod.Context) -> None:
 
 
 def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.Decision) -> None:
-    """Carry out one decision; every failure is a results entry (a conflict with a quick retry)."""
+    """Carry out one decision; every failure is a results entry (a conflict with a quick retry). A create or an update
+    of a desired object the API server refused for good over the same object (:mod:`okt.resources.refusals`) is not
+    sent again: its refusal is the entry, the one the object already reports."""
     what = res.describe()
+    digest = ""
+    if decision.action in (apply.Action.CREATE, apply.Action.UPDATE):
+        digest = refusals.digest(res.desired)  # as decided: before the initial data a write adds
+        known = refusals.of(ctx.client).recall(res.key, digest, res.live)
+        if known is not None:
+            ctx.log.debug("child refused before, not sent again", resource=what, reason=known.reason)
+            ctx.results.add(Operation.CRUD_ERROR, what, known)
+            return
     try:
         if decision.action is apply.Action.CREATE:
             _create(ctx, res)
@@ -154,18 +164,34 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     except errors.Conflict as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=CONFLICT_DELAY)
     except errors.RequestTooLarge as exc:
-        ctx.results.add(Operation.CRUD_ERROR, what, too_large(what, exc))
+        _refused_for_good(ctx, res, digest, too_large(what, exc))
     except errors.Invalid as exc:
         size = len(json.dumps(res.desired, separators=(",", ":")).encode())
         too_long = errors.ObjectTooLarge.from_invalid(what, exc, AGAIN, size=size)
         refused = too_long or errors.ImmutableField.from_invalid(what, exc, AGAIN) or _owned_by_another(ctx, res, exc)
+        if isinstance(refused, errors.OwnedByAnother):
+            ctx.results.add(Operation.CRUD_ERROR, what, refused)  # retried: the other owner may let the child go
+            return
         # Anything else is what the custom resource and the template make of the child, refused again at every retry
         # (a label value, a number out of range), but for a value another object holds (a node port): retried.
-        ctx.results.add(
-            Operation.CRUD_ERROR, what, refused or errors.InvalidChild.from_invalid(what, exc, AGAIN) or exc
-        )
+        for_good = refused or errors.InvalidChild.from_invalid(what, exc, AGAIN)
+        if for_good is None:
+            ctx.results.add(Operation.CRUD_ERROR, what, exc)
+        else:
+            _refused_for_good(ctx, res, digest, for_good)
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
+    else:
+        refusals.of(ctx.client).forget(res.key)
+
+
+def _refused_for_good(
+    ctx: context_mod.Context, res: resource.Resource, digest: str, error: errors.PermanentError
+) -> None:
+    """Record a refusal the same desired object meets again, and remember it by that object (``digest``) and the one
+    it was written over (the live object okt read, or found on its create), so that it is not sent again."""
+    refusals.of(ctx.client).remember(res.key, digest, res.live, error)
+    ctx.results.add(Operation.CRUD_ERROR, res.describe(), error)
 
 
 def _owned_by_another(

@@ -46,13 +46,14 @@ Guarantees:
 * errors survive ``pickle`` and ``copy`` with all their attributes;
 * transport exceptions (requests, pykube) are never subclassed: the edge raises ``ApiError.from_status(...) from exc``
   so the original stays reachable as ``__cause__``.
+
+The ``ApiError`` branch, with :class:`StatusCause` and what okt reads in a refusal (a 422's causes, a 413, a 409), is
+the kube edge's, :mod:`okt.kube.errors`; every one of its names is importable from here as well.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 import traceback
 import types
 from collections.abc import Iterable
@@ -284,68 +285,6 @@ class InvalidChild(PermanentError):
         return error
 
 
-_QUOTING = re.compile(r"\b(Invalid value|Unsupported value|Duplicate value|Not found value|Too many): ")
-"""How a refusal that quotes the request's value begins (apimachinery's ``field.Error``: the type, the value, then
-what is wrong with it, when it says)."""
-_ALLOCATING = re.compile(r"\bfailed to allocated? ip:\S* with error:")
-"""How a Service's refused cluster IP quotes the IP again in what is wrong with it (``failed to allocated
-ip:10.96.0.50 with error:provided IP is already allocated``): what follows it is said, not the IP."""
-_GO_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_OPENING, _CLOSING = "([{", ")]}"
-
-
-def _value_end(text: str, start: int) -> int:
-    """Where the value a refusal quotes at ``text[start:]`` ends: a Go quoted string (``"a: b"``), a Go literal with
-    its brackets and braces (``[]string{"a"}``, ``map[string]interface {}{...}``), or a number, a bool or a word, up
-    to the ``": "`` before what is wrong with it, the ``", "`` before the next refusal, or the end."""
-    quoted = _GO_STRING.match(text, start)
-    if quoted is not None:
-        return quoted.end()
-    depth, at = 0, start
-    while at < len(text):
-        char = text[at]
-        if char == '"':
-            inner = _GO_STRING.match(text, at)
-            at = inner.end() if inner is not None else len(text)
-            continue
-        if char in _OPENING:
-            depth += 1
-        elif char in _CLOSING:
-            if depth == 0:
-                return at  # the end of the refusals' list (``[a: Invalid value: 1, b: ...]``)
-            depth -= 1
-        elif depth == 0 and text.startswith((": ", ", "), at):
-            return at
-        at += 1
-    return at
-
-
-def without_values(text: str) -> str:
-    """``text``, an API server's refusal, with each value it quotes left out (``spec.replicas: invalid value: must be
-    greater than or equal to 0``): the value is the request's, what the custom resource and the template make of a
-    child, perhaps read out of a Secret, and a refusal goes to the Ready condition, an Event and the log."""
-    parts, position = [], 0
-    for quoting in _QUOTING.finditer(text):
-        if quoting.start() < position:
-            continue
-        parts.append(text[position : quoting.start()] + quoting.group(1).lower())
-        position = _value_end(text, quoting.end())
-    return _ALLOCATING.sub("", "".join(parts) + text[position:])
-
-
-def _without_value(cause: StatusCause) -> str:
-    """What ``cause`` says is wrong, the request's value it quotes left out (``invalid value: must be greater than or
-    equal to 0``); its first line only (a Forbidden's diff of values follows it)."""
-    lines = cause.message.strip().splitlines()
-    return without_values(lines[0]) if lines and lines[0] else cause.reason or "invalid"
-
-
-def refused_fields(causes: Iterable[StatusCause]) -> str:
-    """The fields ``causes`` name, each with what is wrong with it, never its value (:func:`without_values`), each
-    once, joined by ``"; "``; ``"(object)"`` for a cause that names no field."""
-    return "; ".join(dict.fromkeys(f"{cause.field or '(object)'}: {_without_value(cause)}" for cause in causes))
-
-
 class ImmutableField(InvalidChild):
     """A change of a child the API server refuses because it alters a field it never lets change in place (a
     Deployment's ``spec.selector``, a Service's ``spec.clusterIP``, a Job's pod template, a PersistentVolumeClaim's
@@ -485,264 +424,6 @@ class GiveUp(OktError):
         self.reason_text = self.message
 
 
-@dataclasses.dataclass(frozen=True)
-class StatusCause:
-    """One cause of an API failure, from the ``details.causes`` of the API's Status object: for a 422, one invalid
-    field each (``StatusCause("FieldValueInvalid", 'Invalid value: "a b": ...', "metadata.finalizers")``).
-
-    Unlike the Status's message, whose wording changes from one API server version (or webhook) to another, these are
-    data: code that must tell one refusal from another reads them.
-
-    Args:
-        reason: the cause's type (``FieldValueInvalid``, ``FieldValueRequired``, ``FieldValueNotSupported``, ...;
-            the API calls it ``reason``), ``""`` when the server gave none.
-        message: what is wrong with the field.
-        field: the field's path (``spec.size``, ``metadata.finalizers[0]``), ``""`` when the cause names none.
-    """
-
-    reason: str = ""
-    message: str = ""
-    field: str = ""
-
-
-class ApiError(OktError):
-    """The Kubernetes API failed a request (``status`` > 0) or could not be reached (``status`` 0).
-
-    Use :meth:`from_status` to get the status-class child. ``reason`` stays ``"ApiError"`` (the condition reason);
-    the API's own reason (``NotFound``, ``AlreadyExists``, ...) is ``api_reason``; the causes its Status gave (for a
-    422, one per invalid field) are :attr:`causes`.
-
-    Args:
-        status: the HTTP status, 0 when no response came back.
-        reason: the ``reason`` field of the API's Status object (or a short transport description).
-        message: the ``message`` field of the API's Status object.
-        method: the HTTP method of the failed request, for the message.
-        url: the URL of the failed request, for the message.
-        causes: the ``details.causes`` of the API's Status object.
-    """
-
-    reason: ClassVar[str] = "ApiError"
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        causes: Iterable[StatusCause] = (),
-    ) -> None:
-        self.status = status
-        self.api_reason = reason
-        self.api_message = message
-        self.method = method
-        self.url = url
-        self._causes = tuple(causes)
-        request = " ".join(part for part in (method, url) if part)
-        answer = f"{status} {reason}" if status else f"no response ({reason})" if reason else "no response"
-        text = f"{answer}: {message}" if message else answer
-        super().__init__(f"{request} -> {text}" if request else text)
-
-    @property
-    def causes(self) -> tuple[StatusCause, ...]:
-        """The causes the API's Status gave, in its order; empty when it gave none (a JSON patch whose ``test``
-        failed, most statuses other than 422, a failure without a Status, or no response at all)."""
-        return self._causes
-
-    @property
-    def retryable(self) -> bool:
-        """Whether the same request may succeed later: conflicts, throttling, server errors, no response."""
-        return self.status in (0, 409, 429) or 500 <= self.status <= 599
-
-    @classmethod
-    def from_status(
-        cls,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        causes: Iterable[StatusCause] = (),
-    ) -> ApiError:
-        """Build the child class that matches ``status`` (``ApiError`` itself for unlisted statuses)."""
-        if status == 413 or (status >= 500 and _STORAGE_TOO_LARGE in message):
-            kind: type[ApiError] = RequestTooLarge
-        elif 500 <= status <= 599:
-            kind = ServerError
-        else:
-            kind = _BY_STATUS.get(status, ApiError)
-        return kind(status, reason, message, method=method, url=url, causes=causes)
-
-
-class BadRequest(ApiError):
-    """400: the request was malformed."""
-
-
-class Unauthorized(ApiError):
-    """401: the credentials were rejected."""
-
-
-class Forbidden(ApiError):
-    """403: RBAC does not allow the request, or (``namespace_terminating``) its namespace is being deleted."""
-
-    @property
-    def namespace_terminating(self) -> bool:
-        """Whether the API refused a create in a namespace being deleted (the ``NamespaceTerminating`` cause its
-        namespace lifecycle admission gives): it refuses every new object there until the namespace is gone."""
-        return any(cause.reason == "NamespaceTerminating" for cause in self.causes)
-
-
-class NotFound(ApiError):
-    """404: the object (or its kind) does not exist."""
-
-
-class Conflict(ApiError):
-    """409: a stale resourceVersion, or (``already_exists``) a create of an existing object."""
-
-    @property
-    def already_exists(self) -> bool:
-        """Whether the API said ``AlreadyExists``: a create of an object that exists."""
-        return self.api_reason == "AlreadyExists"
-
-
-class Gone(ApiError):
-    """410: a watch's resourceVersion is too old; the informer relists."""
-
-
-class Invalid(ApiError):
-    """422: the object failed the API server's validation (:attr:`size_bound` when for its size).
-
-    Its message names each field refused and what is wrong with it (:func:`refused_fields`), or, when the server named
-    none, is the server's message (:func:`without_values`): never the values the server quotes, the request's, which
-    the custom resource and the template make (perhaps out of a Secret). Every report of it — the Ready condition, an
-    Event, the log — says it so. The server's own text stays in :attr:`ApiError.api_message`, data for code.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        causes: Iterable[StatusCause] = (),
-    ) -> None:
-        causes = tuple(causes)
-        said = refused_fields(causes) or without_values(message)
-        super().__init__(status, reason, said, method=method, url=url, causes=causes)
-        self.api_message = message
-
-    @property
-    def size_bound(self) -> tuple[str, int] | None:
-        """The field and the bytes it may hold at most, when a cause refused the object for its size (the API's
-        ``FieldValueTooLong`` in bytes: a ConfigMap's or a Secret's data, the annotations); None otherwise (a name,
-        a label value too long count characters)."""
-        for cause in self.causes:
-            found = _BYTES_BOUND.search(cause.message) if cause.reason == "FieldValueTooLong" else None
-            if found:
-                return cause.field, int(found.group(1))
-        return None
-
-    @property
-    def immutable_fields(self) -> tuple[str, ...]:
-        """The fields, in the causes' order and each once, that the API server refused to change because they are
-        immutable (``field is immutable``, ``may not change once set``, a PersistentVolumeClaim's ``spec is immutable
-        after creation``); empty when no cause says so."""
-        found = (cause.field or "(object)" for cause in self.causes if _says_immutable(cause))
-        return tuple(dict.fromkeys(found))
-
-    @property
-    def depends_on_others(self) -> bool:
-        """Whether a cause refused a value another object holds (a node port, a cluster IP ``already allocated``) or
-        an allocation from a full range: the same request may succeed later, when the other object goes."""
-        return any(_ALLOCATED.search(_without_value(cause)) for cause in self.causes)
-
-
-def _says_immutable(cause: StatusCause) -> bool:
-    """Whether ``cause`` refuses a change of an immutable field. Its message is the API's: ``Invalid value: <the
-    request's value>: field is immutable`` (or ``may not change once set``) — read at its end, so that a value saying
-    "immutable" is not taken for it — or ``Forbidden: spec is immutable after creation ...`` then a diff of values,
-    read in its first line."""
-    text = cause.message.strip()
-    if cause.reason == "FieldValueForbidden":
-        return _IMMUTABLE.search(text.split("\n", 1)[0]) is not None
-    return _IMMUTABLE_AT_END.search(text) is not None
-
-
-_ALLOCATED = re.compile(r"\balready allocated\b|\brange is full\b")
-"""What the API server says of a value another object holds (a node port, a cluster IP: ``provided port is already
-allocated``) or of a pool with none left: the same request may succeed once that object goes."""
-_IMMUTABLE = re.compile(r"\bimmutable\b")
-"""What a refusal of a field that never changes says (apimachinery's ``field is immutable``, ``spec is immutable
-after creation``, ``field is immutable when `immutable` is set``)."""
-_IMMUTABLE_AT_END = re.compile(r"(?:\bfield is immutable|\bmay not change once set)$")
-"""The same at the end of an invalid value's cause, after the value quoted (``may not change once set``: a Service's
-allocated ``clusterIP``)."""
-_BYTES_BOUND = re.compile(r"(?:at most|more than|longer than) (\d+) bytes")
-
-
-_STORAGE_TOO_LARGE = "etcdserver: request is too large"
-"""What the API server passes on of etcd refusing a write past its ``--max-request-bytes``, as a 500 (Kubernetes 1.20)
-or a 413 (later versions)."""
-_LIMIT_SAID = re.compile(r"limit is (\d+)")
-
-
-class RequestTooLarge(ApiError):
-    """413, or etcd's "request is too large" (a 500 or a 413, by the API server's version): the API server refused a
-    request body past its limit (3 MiB), or etcd the object made of it (past ``--max-request-bytes``, 1.5 MiB by
-    default, the fields the API server adds counted: ``managedFields`` name every key of a ConfigMap again). Not
-    retryable: the same request is refused again. ``size`` is the request body's length in bytes when the client
-    knows it."""
-
-    size: int | None = None
-
-    @property
-    def retryable(self) -> bool:
-        return False
-
-    @property
-    def by_storage(self) -> bool:
-        """Whether etcd refused the object (rather than the API server the request body)."""
-        return _STORAGE_TOO_LARGE in self.api_message
-
-    @property
-    def limit(self) -> int | None:
-        """The limit in bytes the API server said it applied (``limit is 3145728``), None when it said none (etcd
-        never says its own)."""
-        found = _LIMIT_SAID.search(self.api_message)
-        return int(found.group(1)) if found else None
-
-
-class TooManyRequests(ApiError):
-    """429: the API server is throttling; retry later (``retry_after`` seconds, when the server said)."""
-
-    retry_after: float | None = None
-
-
-class ServerError(ApiError):
-    """5xx: the API server failed; retry later."""
-
-
-class Unavailable(ApiError):
-    """0: no response at all (connection refused or reset, timeout)."""
-
-
-_BY_STATUS: dict[int, type[ApiError]] = {
-    0: Unavailable,
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
-}
-
-
 class OwnedByAnother(OktError):
     """A child okt should write exists and is controlled by another object: okt never adopts it.
 
@@ -859,3 +540,64 @@ def where_raised(exc: BaseException) -> dict[str, Any]:
     if message_of(exc) != str(exc):
         return {"stack": "".join(traceback.format_tb(exc.__traceback__))}
     return {"exc_info": exc}
+
+
+# The API's answers as errors, and what okt reads in a refusal, are the kube edge's (okt.kube.errors): children of
+# OktError above, so imported last; every one of them stays importable from here.
+from okt.kube.errors import (  # noqa: E402
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    RequestTooLarge,
+    ServerError,
+    StatusCause,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+    refused_fields,
+    without_values,
+)
+
+__all__ = [
+    "ApiError",
+    "BadRequest",
+    "ConfigurationError",
+    "Conflict",
+    "Forbidden",
+    "GiveUp",
+    "Gone",
+    "HttpError",
+    "ImmutableField",
+    "Invalid",
+    "InvalidChild",
+    "InvalidSpec",
+    "MutationError",
+    "NamespaceTerminating",
+    "NotFound",
+    "NotLeader",
+    "ObjectTooLarge",
+    "OktError",
+    "OwnedByAnother",
+    "PermanentError",
+    "RegistrationError",
+    "RemoteError",
+    "RemoteTimeout",
+    "RequestTooLarge",
+    "ServerError",
+    "StatusCause",
+    "TemporaryError",
+    "TooManyRequests",
+    "UNKNOWN_REASON",
+    "Unauthorized",
+    "Unavailable",
+    "message_of",
+    "reason_for",
+    "refused_fields",
+    "said",
+    "where_raised",
+    "without_values",
+]

@@ -7,6 +7,7 @@ import pydantic
 import pytest
 
 from okt import errors
+from okt.kube import errors as kube_errors
 
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
@@ -44,13 +45,14 @@ EXPECTED_REASONS = {
 
 
 def _every_error_class() -> list[type[errors.OktError]]:
-    """The tree drawn in okt.errors (subclasses defined elsewhere, e.g. by codegen or the lifecycle, are not in it)."""
+    """The tree drawn in okt.errors, its ApiError branch defined in okt.kube.errors (subclasses defined elsewhere, e.g.
+    by codegen or the lifecycle, are not in it)."""
     found: list[type[errors.OktError]] = []
     pending: list[type[errors.OktError]] = [errors.OktError]
     while pending:
         cls = pending.pop()
         found.append(cls)
-        pending.extend(sub for sub in cls.__subclasses__() if sub.__module__ == errors.__name__)
+        pending.extend(sub for sub in cls.__subclasses__() if sub.__module__ in (errors.__name__, kube_errors.__name__))
     return found
 
 
@@ -82,7 +84,7 @@ def test_the_tree_has_no_class_missing_from_the_reason_table() -> None:
 
 @pytest.mark.parametrize("cls", _every_error_class(), ids=lambda cls: cls.__name__)
 def test_errors_descend_only_from_okt_error_and_builtin_exception(cls: type[errors.OktError]) -> None:
-    foreign = [base for base in cls.__mro__ if base.__module__ not in ("okt.errors", "builtins")]
+    foreign = [base for base in cls.__mro__ if base.__module__ not in ("okt.errors", "okt.kube.errors", "builtins")]
     assert foreign == []
 
 
@@ -684,3 +686,8 @@ def test_an_invalid_object_says_each_field_and_what_is_wrong_never_the_value_the
     assert str(exc) == f"PATCH /api/v1/x -> 422 Invalid: {said}"
     assert "10.96.0.50" not in errors.said(exc) and "30080" not in str(exc) and "u:" not in str(exc)
     assert exc.api_message == message and exc.causes == tuple(causes)  # the server's text stays data for code
+
+
+def test_the_api_errors_are_importable_from_okt_errors_as_the_same_classes() -> None:
+    for name in ("ApiError", "Invalid", "RequestTooLarge", "StatusCause", "refused_fields", "without_values"):
+        assert getattr(errors, name) is getattr(kube_errors, name) and name in errors.__all__

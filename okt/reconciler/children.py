@@ -138,10 +138,14 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     of a desired object the API server refused for good over the same object (:mod:`okt.resources.refusals`) is not
     sent again: its refusal is the entry, the one the object already reports."""
     what = res.describe()
-    digest = ""
-    if decision.action in (apply.Action.CREATE, apply.Action.UPDATE):
-        digest = refusals.digest(res.desired)  # as decided: before the initial data a write adds
-        known = refusals.of(ctx.client).recall(res.key, digest, res.live)
+    writes = decision.action in (apply.Action.CREATE, apply.Action.UPDATE)
+    memory = refusals.of(ctx.client) if writes else None
+    digest: str | None = None
+    if memory is not None and (res.key in memory or _adds_initial_data(res)):
+        # Taken as decided, before the initial data a write adds (a generated password would change it); otherwise
+        # only once refused, as the object is then the same: a write that is not refused costs no checksum more.
+        digest = refusals.digest(res.desired)
+        known = memory.recall(res.key, digest, res.live)
         if known is not None:
             ctx.log.debug("child refused before, not sent again", resource=what, reason=known.reason)
             ctx.results.add(Operation.CRUD_ERROR, what, known)
@@ -182,14 +186,22 @@ def write_one(ctx: context_mod.Context, res: resource.Resource, decision: apply.
     except errors.OktError as exc:
         ctx.results.add(Operation.CRUD_ERROR, what, exc)
     else:
-        refusals.of(ctx.client).forget(res.key)
+        if memory is not None:
+            memory.forget(res.key)
+
+
+def _adds_initial_data(res: resource.Resource) -> bool:
+    """Whether a write of ``res`` changes its desired object (``mutate_with_initial_data()``)."""
+    return type(res).mutate_with_initial_data is not resource.Resource.mutate_with_initial_data
 
 
 def _refused_for_good(
-    ctx: context_mod.Context, res: resource.Resource, digest: str, error: errors.PermanentError
+    ctx: context_mod.Context, res: resource.Resource, digest: str | None, error: errors.PermanentError
 ) -> None:
-    """Record a refusal the same desired object meets again, and remember it by that object (``digest``) and the one
-    it was written over (the live object okt read, or found on its create), so that it is not sent again."""
+    """Record a refusal the same desired object meets again, and remember it by that object (``digest``, taken now
+    when the write did not change it) and the one it was written over (the live object okt read, or found on its
+    create), so that it is not sent again."""
+    digest = digest if digest is not None else refusals.digest(res.desired)
     refusals.of(ctx.client).remember(res.key, digest, res.live, error)
     ctx.results.add(Operation.CRUD_ERROR, res.describe(), error)
 

@@ -62,6 +62,11 @@ class Refusals:
                 return None
             return found[2]
 
+    def __contains__(self, key: object) -> bool:
+        """Whether a refusal of the child ``key`` is kept."""
+        with self._lock:
+            return key in self._refused
+
     def forget(self, key: kinds.ObjectKey) -> None:
         """Forget the refusal of a child written since."""
         with self._lock:

@@ -303,12 +303,16 @@ def _webhook_options(
         except OSError as exc:
             raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
     # A directory is served as a directory, a Secret as a Secret: the server reads them again for their renewals.
-    served: certs.Bundle | pathlib.Path | certs.SecretSource = bundle
+    # The Service's own certificate is read again from its Secret too: renewed there when it nears its end (by
+    # whichever replica reads it first), it is served without a restart.
+    served: certs.Bundle | pathlib.Path | certs.SecretSource | certs.ServiceSource = bundle
     if cert_dir:
         served = pathlib.Path(cert_dir)
     elif secret:
         namespace, _, name = secret.rpartition("/")
         served = certs.SecretSource(client, namespace, name)
+    elif service:
+        served = certs.ServiceSource(client, service[0], service[1], f"{service[1]}-tls")
     # A renewal under another CA (cert-manager's selfSigned issuer) is written into the configurations before it is
     # served, or the API server would refuse it.
     return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca)

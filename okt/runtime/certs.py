@@ -18,9 +18,10 @@ configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes), 
 Caveats: a CA from :func:`self_signed` lives as long as its process (one year of validity, a new one on every
 start), so webhook configurations written for it are valid for that run only: write them again after a restart
 (``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it). The Secret of
-:func:`for_service` is renewed by the first start within :data:`RENEW_BEFORE` of its end (or after it), which then
-writes the new CA into the configurations, beside the old one until it ends (the replicas started before still serve
-the old certificate); a process that runs past its certificate's end is not renewed in place.
+:func:`for_service` is renewed by the first read within :data:`RENEW_BEFORE` of its end (or after it), at a start
+or by a running replica (the webhook server reads it again through :class:`ServiceSource`), which then writes the new
+CA into the configurations, beside the old one until it ends (the replicas that have not read the renewal yet still
+serve the old certificate).
 """
 
 from __future__ import annotations
@@ -220,6 +221,27 @@ class SecretSource:
         return f"{self.namespace}/{self.name}"
 
 
+@dataclasses.dataclass(frozen=True)
+class ServiceSource:
+    """The Service ``namespace/service``'s own certificate, kept in the Secret ``namespace/secret`` that
+    :func:`for_service` makes: the webhook server reads it again now and then, as a :class:`SecretSource`, and a read
+    within :data:`RENEW_BEFORE` of its end renews it there, so a process running past its renewal serves the renewed
+    pair, and a replica serves the pair another replica renewed (the Secret is the one place they agree on)."""
+
+    client: kube_client.Client
+    namespace: str
+    service: str
+    secret: str
+
+    def read(self) -> Bundle:
+        """The bundle the Secret holds now, renewed first when it is due (see :func:`for_service`)."""
+        return for_service(self.client, self.namespace, self.service, self.secret)
+
+    @property
+    def where(self) -> str:
+        return f"{self.namespace}/{self.secret}"
+
+
 def from_secret(client: kube_client.Client, namespace: str, name: str) -> Bundle:
     """The bundle in a Secret (``tls.crt``, ``tls.key``, optionally ``ca.crt``, as cert-manager writes them).
 
@@ -253,11 +275,12 @@ def for_service(
 
     Why: each replica of an operator answers the webhooks behind the Service, so they must serve certificates of one
     CA — the one in the configurations' ``caBundle``. The first replica to start makes a self-signed CA and
-    certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, and
-    every restart, read it. A kept certificate that ends within :data:`RENEW_BEFORE` of ``now``, or does not name the
-    Service, is replaced (an update of its three keys only, guarded by the Secret's resourceVersion); the new
-    ``ca.crt`` holds the new CA first, then the old CAs that have not ended (the replicas still running serve the old
-    certificate). Two replicas racing to create or renew it both end up serving the one the API server kept.
+    certificate (for :func:`service_hosts`) and creates the ``kubernetes.io/tls`` Secret ``secret``; the others, every
+    restart and every read again of a running server (:class:`ServiceSource`), read it. A kept certificate that ends
+    within :data:`RENEW_BEFORE` of ``now``, or does not name the Service, is replaced (an update of its three keys
+    only, guarded by the Secret's resourceVersion); the new ``ca.crt`` holds the new CA first, then the old CAs that
+    have not ended (the replicas that have not read the renewal yet serve the old certificate). Two replicas racing
+    to create or renew it both end up serving the one the API server kept.
 
     Raises:
         okt.errors.ConfigurationError: the Secret exists but lacks a key, or its certificate or CA is not a PEM

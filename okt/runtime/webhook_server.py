@@ -19,9 +19,11 @@ Guarantees:
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a certificate Secret is read again every
   :attr:`Options.reload_interval` seconds, and a rotation (cert-manager's) is served from the next connection after
-  that read; a pair that does not load (a certificate whose key is not written yet) is never served, nor is one
-  that cannot be read (a Secret gone, an API server away): the previous one is, until a pair loads; with
-  :attr:`Options.trust_ca`, a renewed pair under another CA is served only once that CA is trusted.
+  that read, as is the Service's own certificate kept in its Secret (renewed there by the read that finds it within
+  :data:`~okt.runtime.certs.RENEW_BEFORE` of its end, or as another replica renewed it); a pair that does not load
+  (a certificate whose key is not written yet) is never served, nor is one that cannot be read (a Secret gone, an
+  API server away): the previous one is, until a pair loads; with :attr:`Options.trust_ca`, a renewed pair under
+  another CA is served only once that CA is trusted.
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class Options:
         certificates: the serving certificate; a directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a
             mounted Secret): the certificate in it, read again when its files change; a
             :class:`~okt.runtime.certs.SecretSource`: the certificate in that Secret, read again every
-            ``reload_interval``; None: a CA and a certificate generated for ``hosts``.
+            ``reload_interval``; a :class:`~okt.runtime.certs.ServiceSource`: the Service's own certificate in its
+            Secret, read again as often and renewed there when it nears its end; None: a CA and a certificate
+            generated for ``hosts``.
         hosts: the names and addresses a generated certificate is valid for.
         request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
             cut (past the API server's own timeout, nobody waits for the answer any more).
@@ -77,7 +81,7 @@ class Options:
 
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
-    certificates: certs.Bundle | pathlib.Path | certs.SecretSource | None = None
+    certificates: certs.Bundle | pathlib.Path | certs.SecretSource | certs.ServiceSource | None = None
     hosts: tuple[str, ...] = certs.LOCAL_HOSTS
     request_timeout: float = REQUEST_TIMEOUT
     max_connections: int = webhook_connections.MAX_CONNECTIONS
@@ -114,7 +118,7 @@ class WebhookServer:
         if isinstance(source, pathlib.Path):
             read = functools.partial(certs.from_directory, source)
             self._served = _Served(read(), read, str(source), options.trust_ca)
-        elif isinstance(source, certs.SecretSource):
+        elif isinstance(source, certs.SecretSource | certs.ServiceSource):
             self._served = _Served(source.read(), source.read, f"Secret {source.where}", options.trust_ca)
         else:
             self._served = _Served(source or certs.self_signed(options.hosts), None)
@@ -146,7 +150,7 @@ class WebhookServer:
             threading.Thread(
                 target=self._reread_every, args=(options.reload_interval,), name="okt-webhooks-secret", daemon=True
             )
-            if isinstance(source, certs.SecretSource)
+            if isinstance(source, certs.SecretSource | certs.ServiceSource)
             else None
         )
 

@@ -254,3 +254,77 @@ def test_a_rotation_under_a_new_ca_writes_that_ca_into_the_configurations_before
         assert "caBundle" not in hooks["other.gadgets.okt.example.com"]
     finally:
         server.stop()
+
+
+def service_options(kube: kube_client.Client, namespace: str, configuration: str) -> webhook_server.Options:
+    """``okt run --webhook-service gadget-webhooks --webhook-configuration NAME``'s options, read again often."""
+    options = run._webhook_options(
+        kube,
+        "127.0.0.1",
+        0,
+        None,
+        None,
+        None,
+        service=(namespace, "gadget-webhooks"),
+        configuration=configuration,
+        configuration_kinds=["ValidatingWebhookConfiguration"],
+    )
+    return dataclasses.replace(options, reload_interval=0.2)
+
+
+def kept_bundle(kube: kube_client.Client, namespace: str) -> certs.Bundle:
+    return certs.from_secret(kube, namespace, "gadget-webhooks-tls")
+
+
+def trusted_by_our_hook(kube: kube_client.Client, kind: kinds.Kind, name: str) -> bytes:
+    hooks = {h["name"]: h["clientConfig"] for h in kube.get(kind, name)["webhooks"]}
+    return base64.b64decode(hooks["ours.gadgets.okt.example.com"].get("caBundle", ""))
+
+
+def test_the_services_own_certificate_reaching_its_renewal_while_serving_is_renewed_its_ca_written_and_presented(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str]
+) -> None:
+    kind, name = configuration
+    # Made by an earlier start, so that it enters its last RENEW_BEFORE some seconds after this one starts.
+    made = (
+        datetime.datetime.now(datetime.UTC)
+        - certs.VALIDITY
+        + certs.RENEW_BEFORE
+        + datetime.timedelta(minutes=5, seconds=10)
+    )
+    kept = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls", now=made)
+    server = webhook_server.WebhookServer(service_options(kube, namespace, name), [], kube)
+    server.start()
+    try:
+        assert presented(server) == der(kept)  # not yet due at start
+
+        wait_for(lambda: presented(server) != der(kept), timeout=60, message="a renewed certificate presented")
+        renewed = kept_bundle(kube, namespace)
+        assert presented(server) == der(renewed)
+        assert not certs.needs_renewal(renewed, certs.service_hosts("gadget-webhooks", namespace))
+        trusted = trusted_by_our_hook(kube, kind, name)
+        assert x509.load_pem_x509_certificates(renewed.ca_pem)[0].public_bytes(serialization.Encoding.PEM) in trusted
+        assert kept.ca_pem in trusted  # a replica that has not read the Secret yet still presents the kept one
+    finally:
+        server.stop()
+
+
+def test_the_services_own_certificate_renewed_by_another_replica_is_presented_without_a_restart(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str]
+) -> None:
+    kind, name = configuration
+    first = certs.for_service(kube, namespace, "gadget-webhooks", "gadget-webhooks-tls")
+    server = webhook_server.WebhookServer(service_options(kube, namespace, name), [], kube)
+    server.start()
+    try:
+        assert presented(server) == der(first)
+        # Another replica's renewal: a new CA and certificate for the Service, written into the shared Secret.
+        other = certs.self_signed(certs.service_hosts("gadget-webhooks", namespace))
+        other = dataclasses.replace(other, ca_pem=other.ca_pem + first.ca_pem)
+        kube.patch(SECRET, "gadget-webhooks-tls", {"data": tls_data(other)}, namespace)
+
+        wait_for(lambda: presented(server) == der(other), timeout=30, message="the other replica's certificate")
+        assert server.certificates == other
+        assert other.ca_pem in trusted_by_our_hook(kube, kind, name)
+    finally:
+        server.stop()

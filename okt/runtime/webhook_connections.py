@@ -9,9 +9,11 @@ once, would be stopped by a few bad clients. :class:`Server` and :class:`Handler
 Guarantees:
 
 * each connection's TLS handshake and request run on their own thread (a slow client never blocks the others), with
-  a timeout between two reads; at most ``max_connections`` connections are served at once, the next ones wait to be
-  accepted (in the listen backlog) until one ends, so a storm of connections costs no more threads, and a connection
-  kept alive between requests is closed when one waits for its slot; a request not answered within the request
+  a timeout between two reads; a new connection's handshake, then its first request line, must each arrive within
+  :data:`HANDSHAKE_TIMEOUT` (the API server sends at once); at most ``max_connections`` connections are served at
+  once, the next ones wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no
+  more threads, and when one waits for its slot a silent connection (new, nothing sent) is closed for it, else one
+  kept alive between requests, never one with a request in flight; a request not answered within the request
   timeout of its first byte (a client trickling a body it never finishes) has its connection cut, so no client
   holds a thread for ever;
 * once closing, the server answers nothing more, not even on a connection kept alive (the reviews in flight are
@@ -32,6 +34,7 @@ import contextlib
 import http.server
 import io
 import json
+import select
 import socket
 import ssl
 import threading
@@ -48,7 +51,15 @@ BODIES_AT_ONCE = 16 * 1024 * 1024
 """The :func:`weight` of the review bodies decoded and judged at once (thousands of common reviews, two of the
 largest admission reviews, one of the largest conversion reviews); a body that does not fit waits until it does.
 Decoded, each costs some 10 times its weight: this bounds what every connection together costs, not one review."""
-HANDSHAKE_TIMEOUT = 10.0
+HANDSHAKE_TIMEOUT = 5.0
+"""The seconds a new connection has for its TLS handshake, and then for its first request line: the API server says
+hello as soon as it connects and sends its review as soon as the handshake ends (milliseconds, even across a
+cluster), so a connection silent this long is no caller's, and gives back its slot."""
+IDLE_TIMEOUT = 10.0
+"""The seconds a connection kept alive after a request may wait for the next one (and a request for its next bytes)."""
+SILENT_GRACE = 0.5
+"""The seconds a new connection is left alone, when every slot is taken, before it may give its slot up as silent:
+enough for a caller's hello and handshake to arrive, however loaded this process is."""
 MAX_CONNECTIONS = 32
 """Connections served at once (each has a thread); the API server keeps a few alive per webhook and opens more only
 for concurrent reviews."""
@@ -99,7 +110,8 @@ class Server(http.server.ThreadingHTTPServer):
         self.drained = threading.Condition(self.connections_lock)
         self.closing = False
         self.deadlines: dict[socket.socket, float] = {}
-        self.idle: dict[socket.socket, float] = {}  # past the handshake, between requests: since when
+        self.fresh: dict[socket.socket, float] = {}  # in its handshake or waiting for its first request: since when
+        self.idle: dict[socket.socket, float] = {}  # kept alive after a request, waiting for the next: since when
         self.closed = threading.Event()
         self.stopping = threading.Event()
 
@@ -151,14 +163,25 @@ class Server(http.server.ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
 
     def cut_an_idle_connection(self) -> None:
-        """Every slot is taken and a connection waits: end the one idle the longest (a client keeps connections for
-        its next requests, and the API server keeps more than a few; kept, they would hold the slots until the
-        timeout between two reads closes them)."""
+        """Every slot is taken and a connection waits: end a silent one, else the one idle the longest.
+
+        Silent: new for :data:`SILENT_GRACE` at least, with no request begun and nothing to read (the API server
+        sends at once: a client that connects and says nothing would hold its slot until its handshake timeout).
+        Idle: kept alive after a request (a client keeps connections for its next requests, and the API server keeps
+        more than a few; kept, they would hold the slots until the timeout between two reads closes them). A
+        connection with a request in flight is never cut for another."""
+        now = time.monotonic()
         with self.connections_lock:
-            if not self.idle:
+            waiting = sorted((since, id(c), c) for c, since in self.fresh.items() if now - since >= SILENT_GRACE)
+            silent = next((connection for *_, connection in waiting if not _readable(connection)), None)
+            if silent is not None:
+                connection = silent
+                del self.fresh[connection]
+            elif self.idle:
+                connection = min(self.idle, key=self.idle.__getitem__)
+                del self.idle[connection]
+            else:
                 return
-            connection = min(self.idle, key=self.idle.__getitem__)
-            del self.idle[connection]
         with contextlib.suppress(OSError):
             connection.shutdown(socket.SHUT_RDWR)
 
@@ -166,6 +189,7 @@ class Server(http.server.ThreadingHTTPServer):
         """A request began on ``connection``: it must be answered within the request timeout (False: the server is
         closing, the request is not served)."""
         with self.connections_lock:
+            self.fresh.pop(connection, None)
             self.idle.pop(connection, None)
             if self.closing:
                 return False
@@ -199,8 +223,10 @@ class Server(http.server.ThreadingHTTPServer):
     def finish_request(self, request: Any, client_address: Any) -> None:
         """The TLS handshake, on the connection's own thread (never the accepting one).
 
-        The handshake is bounded by its socket's timeout as a whole (CPython's handshake keeps one deadline), and a
-        connection still in it is one of :attr:`connections`, so stopping cuts it rather than waiting for it."""
+        The handshake is bounded by its socket's timeout as a whole (CPython's handshake keeps one deadline),
+        :data:`HANDSHAKE_TIMEOUT`, and so is the wait for the first request line; a connection still in them is one
+        of :attr:`connections`, so stopping cuts it rather than waiting for it, and one of :attr:`fresh`, so a
+        connection waiting for a slot may take its place once it has been silent a while."""
         request.settimeout(HANDSHAKE_TIMEOUT)
         try:
             wrapped = self.tls().wrap_socket(request, server_side=True, do_handshake_on_connect=False)
@@ -212,17 +238,17 @@ class Server(http.server.ThreadingHTTPServer):
                 if self.closing:
                     return
                 self.connections.add(wrapped)
+                self.fresh[wrapped] = time.monotonic()
             try:
                 wrapped.do_handshake()
             except (ssl.SSLError, OSError) as exc:
                 _log.debug("webhook TLS handshake failed", client=str(client_address[0]), error=str(exc))
                 return
-            with self.connections_lock:
-                self.idle[wrapped] = time.monotonic()
             super().finish_request(wrapped, client_address)
         finally:
             with self.connections_lock:
                 self.connections.discard(wrapped)
+                self.fresh.pop(wrapped, None)
                 self.idle.pop(wrapped, None)
             # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
             wrapped.close()
@@ -236,15 +262,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def handle_one_request(self) -> None:
-        """One request, within the request timeout from its first byte (the wait for it, on a kept-alive connection,
-        is bounded by the socket's timeout alone)."""
+        """One request, within the request timeout from its first byte (the wait for it is bounded by the socket's
+        timeout alone: :data:`HANDSHAKE_TIMEOUT` for the first request of a connection, :data:`IDLE_TIMEOUT` for the
+        next ones of a kept-alive one, and between two reads of a request)."""
         try:  # a buffered reader, as StreamRequestHandler makes it (rbufsize -1): what is peeked stays for the request
             started = cast(io.BufferedReader, self.rfile).peek(1)
-        except OSError:  # the socket's timeout (an idle connection), or a connection gone
+        except OSError:  # the socket's timeout (a silent or idle connection), or a connection gone
             started = b""
         if not started:
             self.close_connection = True
             return
+        self.connection.settimeout(IDLE_TIMEOUT)
         if not self.server.start_request(self.connection):
             self.close_connection = True
             return
@@ -327,6 +355,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return None  # one structured line per review instead (review answered)
+
+
+def _readable(connection: socket.socket) -> bool:
+    """Whether bytes (or the end) wait on ``connection`` now: a client that has spoken is not silent."""
+    try:
+        return bool(select.select([connection], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile by its own thread: nothing to cut
+        return True
 
 
 def _stack(exc: BaseException) -> str:

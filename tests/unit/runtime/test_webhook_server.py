@@ -25,7 +25,7 @@ from cryptography import x509
 import okt
 from okt.cli import run
 from okt.reconciler import admission
-from okt.runtime import certs, webhook_server
+from okt.runtime import certs, webhook_connections, webhook_server
 from okt.testing import FakeClient, wait_for
 
 
@@ -801,3 +801,45 @@ def test_with_every_slot_kept_alive_by_an_idle_connection_a_new_one_is_served_in
         for connection in kept:
             connection.close()
         running.stop()
+
+
+def test_with_every_slot_held_by_a_silent_connection_a_working_one_is_served_in_place_of_one() -> None:
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, max_connections=2), [Widgets], FakeClient()
+    )
+    running.start()
+    idle = threading.active_count()
+    silent = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(2)]  # connect, never say hello
+    try:
+        wait_for(lambda: threading.active_count() - idle >= 2, timeout=10, message="both silent ones being served")
+        # Well within the time a silent connection was given before: served at once, not after one of them ends.
+        context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+        connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=8)
+        try:
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 1})))
+            assert json.loads(connection.getresponse().read())["response"]["allowed"] is True
+        finally:
+            connection.close()
+    finally:
+        for connection in silent:
+            connection.close()
+        running.stop()
+
+
+@pytest.mark.parametrize("handshake", [False, True])
+def test_a_connection_that_sends_no_handshake_or_no_first_request_is_closed_before_an_idle_ones_timeout(
+    server: webhook_server.WebhookServer, handshake: bool
+) -> None:
+    raw = socket.create_connection(("127.0.0.1", server.port))
+    if handshake:
+        context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+        silent: socket.socket = context.wrap_socket(raw, server_hostname="127.0.0.1")
+    else:
+        silent = raw
+    try:
+        # The API server sends as soon as it connects: a connection that does not is cut short, not kept as long
+        # as one between two of its requests.
+        silent.settimeout(webhook_connections.IDLE_TIMEOUT - 2)
+        assert silent.recv(1) == b""
+    finally:
+        silent.close()

@@ -266,10 +266,11 @@ def _webhook_options(
     scope_fields: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> webhook_server.Options:
     """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
-    certificate (``service``: namespace and name), else a new CA (its PEM written to ``ca_file`` when given). With
-    ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
+    certificate (``service``: namespace and name), else a new CA. The CA's PEM is written to ``ca_file`` when given.
+    With ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
     ``service`` (with ``scope_fields``, their selectors: :func:`_scope_fields`), and of the conversion webhooks of the
-    CRDs ``conversion_crds`` that call it."""
+    CRDs ``conversion_crds`` that call it. Both are written again, with the CA served until then, before a renewal
+    under another CA is served."""
     from okt.runtime import certs, webhook_server
 
     if cert_dir:
@@ -281,11 +282,13 @@ def _webhook_options(
         bundle = certs.for_service(client, service[0], service[1], f"{service[1]}-tls")
     else:
         bundle = certs.self_signed()
-    trust_ca: Callable[[bytes], None] | None = None
+    # Where the CA goes, at start and again before a renewal under another CA is served: the configurations (their
+    # caBundle) and the CA file (what okt gen webhooks --ca-bundle reads).
+    trusts: list[Callable[[bytes], None]] = []
     if service and configuration:
         webhook_service, webhook_configuration = service, configuration
 
-        def trust_ca(ca_pem: bytes) -> None:
+        def write_configurations(ca_pem: bytes) -> None:
             ca_bundle = dataclasses.replace(bundle, ca_pem=ca_pem).ca_bundle()
             namespace, name = webhook_service
             changed = certs.inject_ca_bundle(
@@ -296,12 +299,17 @@ def _webhook_options(
                 "webhook CA written", configuration=webhook_configuration, kinds=changed, crds=crds
             )
 
-        trust_ca(bundle.ca_pem)
+        trusts.append(write_configurations)
+    for trust in trusts:
+        trust(bundle.ca_pem)
     if ca_file:
-        try:
-            pathlib.Path(ca_file).write_bytes(bundle.ca_pem)
-        except OSError as exc:
-            raise errors.ConfigurationError(f"cannot write {ca_file}: {exc.strerror or exc}") from None
+        _write_ca_file(pathlib.Path(ca_file), bundle.ca_pem)
+        trusts.append(functools.partial(_rewrite_ca_file, pathlib.Path(ca_file)))
+
+    def trust_ca(ca_pem: bytes) -> None:
+        for trust in trusts:
+            trust(ca_pem)
+
     # A directory is served as a directory, a Secret as a Secret: the server reads them again for their renewals.
     # The Service's own certificate is read again from its Secret too: renewed there when it nears its end (by
     # whichever replica reads it first), it is served without a restart.
@@ -315,7 +323,29 @@ def _webhook_options(
         served = certs.ServiceSource(client, service[0], service[1], f"{service[1]}-tls")
     # A renewal under another CA (cert-manager's selfSigned issuer) is written into the configurations before it is
     # served, or the API server would refuse it.
-    return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca)
+    return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca if trusts else None)
+
+
+def _write_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
+    """Write ``ca_pem`` to ``path`` (``--webhook-ca-file``).
+
+    Raises:
+        okt.errors.ConfigurationError: it could not be written (naming the file and why).
+    """
+    try:
+        path.write_bytes(ca_pem)
+    except OSError as exc:
+        raise errors.ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
+    """Write ``ca_pem`` to ``path`` again, for a renewal under another CA: a file that cannot be written is logged and
+    the renewal served all the same (the file is read by whoever writes configurations next, and the pair served
+    until then nears its end)."""
+    try:
+        _write_ca_file(path, ca_pem)
+    except errors.ConfigurationError as exc:
+        structlog.get_logger("okt.run").warning("the webhook CA file was not written again", error=str(exc))
 
 
 @click.command("run")

@@ -329,6 +329,47 @@ def test_a_renewal_under_another_ca_is_served_only_once_that_ca_is_trusted_with_
         running.stop()
 
 
+def test_the_ca_file_holds_a_renewals_ca_with_the_served_one_once_that_renewal_is_served(tmp_path: Path) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()  # each its own CA, as cert-manager's selfSigned issuer
+    mounted, ca_file = tmp_path / "mounted", tmp_path / "webhook-ca.crt"
+    mounted.mkdir()
+    mount(mounted, first, "1")
+    options = run._webhook_options(FakeClient(), "127.0.0.1", 0, str(mounted), None, str(ca_file))
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        assert ca_file.read_bytes() == first.ca_pem
+
+        mount(mounted, renewed, "2")
+        assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+
+        # What okt gen webhooks --ca-bundle reads: the renewal's CA, and the one a replica not renewed yet serves.
+        assert ca_file.read_bytes() == renewed.ca_pem + first.ca_pem
+    finally:
+        running.stop()
+
+
+def test_a_ca_file_that_can_no_longer_be_written_is_logged_and_the_renewal_served_all_the_same(tmp_path: Path) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mounted, ca_file = tmp_path / "mounted", tmp_path / "webhook-ca.crt"
+    mounted.mkdir()
+    mount(mounted, first, "1")
+    options = run._webhook_options(FakeClient(), "127.0.0.1", 0, str(mounted), None, str(ca_file))
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        ca_file.unlink()
+        ca_file.mkdir()  # no longer a file okt can write
+        mount(mounted, renewed, "2")
+        with structlog.testing.capture_logs() as logs:
+            assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+        assert [log["log_level"] for log in logs if log["event"] == "the webhook CA file was not written again"] == [
+            "warning"
+        ]
+    finally:
+        running.stop()
+
+
 def test_a_stopped_server_answers_nothing_even_on_a_kept_alive_connection() -> None:
     running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Widgets], FakeClient())
     running.start()

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic
+import pydantic_core
 import structlog
 
 from okt import errors
@@ -153,21 +154,35 @@ def respond(review: Mapping[str, Any], result: Result) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": "ConversionReview", "response": response}
 
 
-def _as_model(spec: Any, model: type[pydantic.BaseModel] | None) -> Any:
-    if model is None:
-        return spec
+def _as_model(spec: Any, model: type[pydantic.BaseModel]) -> pydantic.BaseModel:
+    """A converter's result read as ``model``, as a stored spec is (:func:`~okt.reconciler.reconciler.spec_from_data`):
+    by the JSON forms of its values, so a strict model takes the ``datetime``, ``UUID`` or ``Enum`` a converter passed
+    on as JSON data (a version without a model, a value it wrote as text), as it takes one from the API server."""
     try:
-        return model.model_validate(spec)
-    except pydantic.ValidationError as exc:
-        raise errors.InvalidSpec.from_validation_error(exc, model=model) from exc
+        data = pydantic_core.to_json(_revealed_secrets(spec))
+    except pydantic_core.PydanticSerializationError as exc:
+        raise ValueError(f"the converted spec is not JSON data: {exc}") from exc
+    return reconciler_mod.spec_from_data(model, json.loads(data))
+
+
+def _revealed_secrets(value: Any) -> Any:
+    """``value`` with each pydantic secret in it (``SecretStr``...) replaced by its value, and each model by its set
+    fields as data (secrets revealed): made JSON, a secret would be pydantic's ``**********``."""
+    if isinstance(value, pydantic.SecretStr | pydantic.SecretBytes | pydantic.Secret):
+        return _revealed_secrets(value.get_secret_value())
+    if isinstance(value, pydantic.BaseModel):
+        return _dumped(value)
+    if isinstance(value, Mapping):
+        return {key: _revealed_secrets(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [_revealed_secrets(inner) for inner in value]
+    return value
 
 
 def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
     """A converter's result as JSON data, checked against the target version's model when there is one."""
     if model is not None and not isinstance(value, model):
-        if isinstance(value, pydantic.BaseModel):  # a model of another class: checked by its data
-            value = _dumped(value)
-        value = _as_model(value, model)
+        value = _as_model(value, model)  # a model of another class, data: checked by its data
     if isinstance(value, pydantic.BaseModel):
         return _dumped(value)
     try:

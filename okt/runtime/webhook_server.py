@@ -33,6 +33,7 @@ import functools
 import pathlib
 import ssl
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -72,7 +73,8 @@ class Options:
         request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
             cut (past the API server's own timeout, nobody waits for the answer any more).
         max_connections: the connections served at once; the next ones wait to be accepted until one ends.
-        reload_interval: the seconds between two reads of a certificate Secret.
+        reload_interval: the seconds between two reads of a certificate Secret, and between two tries of
+            ``trust_ca`` for a renewal read from a directory.
         trust_ca: for a certificate read again (a directory, a Secret), called before a renewed pair whose CA is
             another is served, with the CAs the callers must trust from then on (PEM: the renewed pair's CA, then the
             served one's, which the replicas that have not read the renewal yet still present); what it raises keeps
@@ -117,7 +119,8 @@ class WebhookServer:
         source = options.certificates
         if isinstance(source, pathlib.Path):
             read = functools.partial(certs.from_directory, source)
-            self._served = _Served(read(), read, str(source), options.trust_ca)
+            # Read on each connection: a renewal's CA that could not be written is tried again once a reload interval.
+            self._served = _Served(read(), read, str(source), options.trust_ca, options.reload_interval)
         elif isinstance(source, certs.SecretSource | certs.ServiceSource):
             self._served = _Served(source.read(), source.read, f"Secret {source.where}", options.trust_ca)
         else:
@@ -217,7 +220,9 @@ class _Served:
     every handshake. A changed pair whose key does not match is refused once, logged, and the previous pair served
     instead; a read that fails (a Secret deleted, an API server away) is logged once and the previous pair served.
     A renewed pair under another CA is served once ``trust`` has taken that CA (the API server verifies the pair
-    against the caBundle: a pair served before would fail every handshake); until it has, the previous pair is.
+    against the caBundle: a pair served before would fail every handshake); until it has, the previous pair is, and
+    ``trust`` is tried again for that pair once ``retry_after`` seconds have passed (a directory is read on every new
+    connection, whose handshake would otherwise wait for the configurations' writes, one connection at a time).
     """
 
     def __init__(
@@ -226,6 +231,7 @@ class _Served:
         read: Callable[[], certs.Bundle] | None,
         where: str = "",
         trust: Callable[[bytes], None] | None = None,
+        retry_after: float = 0.0,
     ) -> None:
         self.bundle = bundle
         self._context = bundle.server_context()
@@ -235,6 +241,8 @@ class _Served:
         self._refused: certs.Bundle | None = None
         self._failure: str | None = None  # what the last read said, while reads fail
         self._untrusted: str | None = None  # what the last trust said, while a renewal's CA is not written
+        self._retry_after = retry_after
+        self._not_before: tuple[certs.Bundle, float] | None = None  # the pair trust refused, and when to try again
         self._reading = threading.Lock()  # one read at a time; the pair served is swapped under _lock
         self._lock = threading.Lock()
 
@@ -263,12 +271,16 @@ class _Served:
                 _log.warning("the renewed webhook certificate is not served", source=self._where, error=str(exc))
                 return self.context()
             if self._trust is not None and bundle.ca_pem != self.bundle.ca_pem:
+                refused = self._not_before
+                if refused is not None and refused[0] == bundle and time.monotonic() < refused[1]:
+                    return self.context()
                 try:
                     self._trust(bundle.ca_pem + (b"" if self.bundle.ca_pem in bundle.ca_pem else self.bundle.ca_pem))
-                except Exception as exc:  # the API server away, a bug: the served pair stays, the next read tries
+                except Exception as exc:  # the API server away, a bug: the served pair stays, a later read tries
                     self._not_trusted(exc)
+                    self._not_before = (bundle, time.monotonic() + self._retry_after)
                     return self.context()
-            self._untrusted = None
+            self._untrusted, self._not_before = None, None
             with self._lock:
                 self.bundle, self._context, self._refused = bundle, context, None
             _log.info("serving the renewed webhook certificate", source=self._where)

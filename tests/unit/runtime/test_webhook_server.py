@@ -311,7 +311,10 @@ def test_a_renewal_under_another_ca_is_served_only_once_that_ca_is_trusted_with_
             raise okt.errors.Unavailable(503, "ServiceUnavailable", "the API server is away")
         trusted.append(ca_pem)
 
-    options = webhook_server.Options(host="127.0.0.1", port=0, certificates=tmp_path, trust_ca=trust)
+    # Tried again on a connection once the reload interval has passed since the last try.
+    options = webhook_server.Options(
+        host="127.0.0.1", port=0, certificates=tmp_path, trust_ca=trust, reload_interval=0.01
+    )
     running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
     running.start()
     try:
@@ -325,6 +328,31 @@ def test_a_renewal_under_another_ca_is_served_only_once_that_ca_is_trusted_with_
         assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
         assert trusted == [renewed.ca_pem + first.ca_pem]
         assert running.certificates == renewed
+    finally:
+        running.stop()
+
+
+def test_a_renewals_ca_that_cannot_be_written_is_tried_again_once_a_reload_interval_not_on_every_connection(
+    tmp_path: Path,
+) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    tries: list[bytes] = []
+
+    def trust(ca_pem: bytes) -> None:  # RBAC refuses the configurations' patch
+        tries.append(ca_pem)
+        raise okt.errors.Forbidden(403, "Forbidden", "cannot patch validatingwebhookconfigurations")
+
+    options = webhook_server.Options(
+        host="127.0.0.1", port=0, certificates=tmp_path, trust_ca=trust, reload_interval=3600
+    )
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        mount(tmp_path, renewed, "2")
+        for _ in range(5):  # each connection's handshake waited for the configurations' read and patch, one at a time
+            assert post(running, "/validate/widget", review({"size": 1}), ca=first.ca_pem)[0] == 200
+        assert tries == [renewed.ca_pem + first.ca_pem]
     finally:
         running.stop()
 

@@ -251,6 +251,23 @@ def test_a_certificate_directory_is_served_and_its_ca_is_the_bundle() -> None:
             certs.from_directory(root)
 
 
+def test_the_certificate_generated_for_a_run_names_the_address_it_binds_too() -> None:
+    # An API server calling okt run --webhook-host 127.0.0.2 dials that address (okt gen webhooks --url).
+    options = run._webhook_options(FakeClient(), "127.0.0.2", 0, None, None, None)
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        status, answer = post(running, "/validate/widget", review({"size": 1}), host="127.0.0.2")
+        assert (status, answer["response"]["allowed"]) == (200, True)
+    finally:
+        running.stop()
+    names = x509.load_pem_x509_certificate(running.certificates.cert_pem).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    named = {*names.value.get_values_for_type(x509.DNSName), *map(str, names.value.get_values_for_type(x509.IPAddress))}
+    assert named == {*certs.LOCAL_HOSTS, "127.0.0.2"}
+
+
 def mount(root: Path, bundle: certs.Bundle, generation: str) -> None:
     """Write ``bundle`` as the kubelet updates a mounted Secret: a new folder, then ``..data`` pointed at it at once."""
     folder = root / f"..{generation}"

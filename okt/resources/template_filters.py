@@ -19,7 +19,7 @@ from okt.resources import template_limits, template_placement
 
 
 def to_yaml(value: Any) -> template_placement.Structured:
-    template_placement.refuse_secrets(value)
+    template_placement.refuse_secrets(value, "made YAML text by | to_yaml")
     data = template_placement.json_data(value)
     text = yaml.safe_dump(data, default_flow_style=True, allow_unicode=True, width=1 << 30).strip()
     structured = template_placement.Structured(text.removesuffix("\n...").strip())
@@ -30,7 +30,7 @@ def to_yaml(value: Any) -> template_placement.Structured:
 def to_json(value: Any, indent: int | None = None) -> template_placement.Structured:
     """Jinja2's ``tojson``, whose text YAML would read as the value: a whole plain scalar takes that value (``"web"``
     without its quotes, a mapping as a mapping), a string context the JSON text."""
-    template_placement.refuse_secrets(value)
+    template_placement.refuse_secrets(value, "made JSON text by | tojson")
     data = template_placement.json_data(value)
     structured = template_placement.Structured(template_limits.json_text(data, indent))
     structured.value = data
@@ -80,7 +80,7 @@ def to_float(value: Any, default: Any = _NO_DEFAULT) -> Any:
 
 def to_string(value: Any) -> str:
     """Jinja2's ``string``, refusing a pydantic secret: its text is pydantic's mask, never the secret."""
-    template_placement.refuse_secrets(value)
+    template_placement.refuse_secrets(value, "made text by | string")
     return value if isinstance(value, str) else str(value)  # a string (Markup too) as it is, as Jinja2's keeps it
 
 

@@ -94,7 +94,7 @@ _PRINTF = re.compile(r"%(\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", 
 def printf(text: str, arguments: Any) -> str:
     """``text % arguments`` (``%`` on a string, ``| format``), refusing widths and precisions that would build more
     than :data:`MAX_SIZE` characters (``%10000000000s``, ``%*s`` with a huge width)."""
-    template_placement.refuse_secrets(arguments)
+    template_placement.refuse_secrets(arguments, "formatted by %")
     values = list(arguments) if isinstance(arguments, tuple) else [arguments]
     size, index = len(text), 0
     for directive in _PRINTF.finditer(text):
@@ -152,7 +152,7 @@ class _BoundedFormat:
     built = 0
 
     def format_field(self, value: Any, format_spec: str) -> Any:
-        template_placement.refuse_secrets(value)
+        template_placement.refuse_secrets(value, "formatted by str.format")
         self.built += sum(int(number) for number in _NUMBER.findall(format_spec))
         check(self.built, "this format string's widths")
         return super().format_field(value, format_spec)  # type: ignore[misc]
@@ -254,7 +254,7 @@ def _check_joined(items: list[Any], separator: str, what: str) -> None:
     check(size, what)
     for item in items:
         if not isinstance(item, str):
-            template_placement.refuse_secrets(item)
+            template_placement.refuse_secrets(item, "joined by join")
         size += len(item) if isinstance(item, str) else len(str(item))
         check(size, what)
 
@@ -300,6 +300,7 @@ def wordwrap(
     """Jinja2's ``wordwrap``, refusing to build more than :data:`MAX_SIZE` characters (a long ``wrapstring`` between
     lines of one character)."""
     joiner = environment.newline_sequence if wrapstring is None else wrapstring
+    s = s if isinstance(s, str) else str(s)  # its text, as Jinja2's string filters take it (a number's, say)
     paragraphs = [
         textwrap.wrap(
             line,

@@ -19,6 +19,7 @@ import pydantic
 import pydantic_core
 
 from okt import errors
+from okt.resources import template_secrets
 
 
 class Structured(str):
@@ -28,15 +29,14 @@ class Structured(str):
     value: Any
 
 
-_SECRETS = (pydantic.SecretStr, pydantic.SecretBytes, pydantic.Secret)
-
-
-def refuse_secrets(value: Any) -> None:
-    """Raise a TypeError when ``value`` is or holds a pydantic secret (``SecretStr``...), placed or joined as is.
+def refuse_secrets(value: Any, how: str) -> None:
+    """Raise :class:`~okt.resources.template_secrets.MadeText` when ``value`` is a pydantic secret (``how`` says what
+    the template does with it) or holds one (a list, a mapping or a model of them, placed or made text whole).
 
     Its text and its JSON form are pydantic's mask, never the secret: placed in a child, it wrote ``**********`` there
-    as if that were the value, and nothing said so. A template reads the secret explicitly, with
-    ``get_secret_value()``, where it means to place it."""
+    as if that were the value, and nothing said so (see :mod:`okt.resources.template_secrets`)."""
+    if isinstance(value, template_secrets.ANY_SECRET):
+        raise template_secrets.MadeText(template_secrets.kind_of(value), how)
     stack, seen = [value], set()
     while stack:
         item = stack.pop()
@@ -44,19 +44,19 @@ def refuse_secrets(value: Any) -> None:
         if kind is str or kind is int or kind is float or kind is bool or item is None or id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, _SECRETS):
-            raise TypeError(
-                f"a {kind.__name__} places pydantic's mask, never the secret: read it with get_secret_value() "
-                "where the template places it"
-            )
+        children: list[Any] = []
         if isinstance(item, pydantic.BaseModel):
-            stack.extend(item.__dict__.values())
-            stack.extend((item.__pydantic_extra__ or {}).values())
+            children.extend(item.__dict__.values())
+            children.extend((item.__pydantic_extra__ or {}).values())
         elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            children.extend(item.keys())
+            children.extend(item.values())
         elif isinstance(item, list | tuple | set | frozenset):
-            stack.extend(item)
+            children.extend(item)
+        for child in children:
+            if isinstance(child, template_secrets.ANY_SECRET):
+                raise template_secrets.MadeText(template_secrets.kind_of(child), f"inside the {kind.__name__} {how}")
+        stack.extend(children)
 
 
 def json_data(value: Any) -> Any:
@@ -92,9 +92,10 @@ def json_key(key: Any) -> str:
 class Unplaceable(Exception):
     """A value that cannot stand in its slot; ``path`` is filled in (innermost first) on the way out."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.line = line  # the template line that recorded the value, when it is known
         self.path: list[str | int] = []
 
     def where(self) -> str:
@@ -113,7 +114,23 @@ class Slot:
     plain: bool
 
     def text(self, values: list[Any]) -> str:
-        return "".join(_text(values[part]) if isinstance(part, int) else part for part in self.parts)
+        first = self.parts[0]
+        if len(self.parts) == 1 and isinstance(first, int):
+            value = values[first]
+            if type(value) is template_secrets.TemplateSecret:
+                return value.placed_text()  # a secret the scalar holds alone: its value
+        text = ""
+        for part in self.parts:
+            if isinstance(part, str):
+                text += part
+            elif type(value := values[part]) is template_secrets.TemplateSecret:
+                raise Unplaceable(
+                    str(template_secrets.MadeText(value.kind, "joined with other text in one scalar")),
+                    line=getattr(values, "lines", {}).get(part),
+                )
+            else:
+                text += _text(value)
+        return text
 
     def written(self) -> str:
         """The scalar as the template writes it, ``{{ }}`` for each value: what a message names, never the values
@@ -129,6 +146,11 @@ class Slot:
     def key(self, values: list[Any]) -> str:
         if len(self.parts) == 1 and isinstance(self.parts[0], int):
             value = values[self.parts[0]]
+            if type(value) is template_secrets.TemplateSecret:
+                raise Unplaceable(
+                    str(template_secrets.MadeText(value.kind, "placed as a mapping key")),
+                    line=getattr(values, "lines", {}).get(self.parts[0]),
+                )
             if type(value) is Structured:
                 if not isinstance(value.value, str):
                     raise Unplaceable(f"a mapping key must be a string, got a {type(value.value).__name__}")
@@ -149,6 +171,8 @@ def _placed(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
+    if kind is template_secrets.TemplateSecret:
+        return value.placed()
     try:
         return json_data(value.value if kind is Structured else value)
     except errors.MutationError:

@@ -4,29 +4,61 @@ placeholder written in its stead; the characters its text and values come to; th
 :func:`record` is the environment's ``finalize``, :func:`concat` its ``concat``, :func:`counted` wraps each
 ``{% for %}``'s items and :func:`join_text` is ``~`` (see :mod:`okt.resources.templating`): each refuses a render that
 would build more than :data:`~okt.resources.template_limits.MAX_SIZE` (a
-:class:`~okt.resources.template_limits.TooLarge`) or place a pydantic secret's mask. Outside a render (no values
-recorded) each does what Jinja2's own does.
+:class:`~okt.resources.template_limits.TooLarge`) or make text of a pydantic secret; a secret recorded alone is a
+:class:`~okt.resources.template_secrets.TemplateSecret`, its line kept for the placement's message. Outside a
+render (no values recorded) each does what Jinja2's own does.
 """
 
 from __future__ import annotations
 
 import contextvars
 import itertools
+import sys
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import jinja2
 
 from okt import errors
-from okt.resources import template_limits, template_placement, template_skeleton
+from okt.resources import template_limits, template_placement, template_secrets, template_skeleton
 
 
 class Values(list[Any]):
     """The values one render records, and the characters its text and values came to so far: a render past
-    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`)."""
+    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`); ``lines`` has the template line
+    of each pydantic secret recorded, by its index."""
 
     size = 0
     steps = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[int, int] = {}
+
+
+def _text_of(value: Any) -> str:
+    """A value's text, refusing one that holds a pydantic secret (StrictUndefined raises here, as Jinja2's output
+    would)."""
+    if type(value) is str:
+        return value
+    template_placement.refuse_secrets(value, "placed whole")
+    return str(value)
+
+
+def _template_line() -> int:
+    """The template line being rendered: Jinja2 maps the lines of the code it compiled a template to with the
+    ``debug_info`` it keeps beside that code."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != "<template>":
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return 0
+    line = 1
+    for pair in str(frame.f_globals.get("debug_info", "")).split("&"):
+        template_line, _, code_line = pair.partition("=")
+        if code_line and int(code_line) <= frame.f_lineno:
+            line = int(template_line)
+    return line
 
 
 # The values one render records, in expression order (set around each render; renders may run in many threads).
@@ -39,11 +71,14 @@ def record(context: jinja2.runtime.Context, value: Any) -> str:
     values = recorded.get()
     if values is None:
         return str(value)
-    if type(value) is not template_placement.Structured:
-        if type(value) is not str:
-            template_placement.refuse_secrets(value)
-        text = value if type(value) is str else str(value)  # StrictUndefined raises here, as Jinja2's output would
-        if template_skeleton.NONCE in text:
+    kind = type(value)
+    if kind is not template_placement.Structured:
+        if kind is not str:
+            value = template_secrets.read(value)  # one a filter handed on as pydantic's object is placed alone too
+        if type(value) is template_secrets.TemplateSecret:
+            # Placed alone it is its value; joined with text, the placement names this line (see Slot.text).
+            values.lines[len(values)] = _template_line()
+        elif template_skeleton.NONCE in _text_of(value):
             raise errors.MutationError(
                 "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
                 "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
@@ -99,12 +134,12 @@ def counted(items: Iterable[Any]) -> Iterator[Any]:
             raise template_limits.TooLarge(
                 f"the template's loops would run more than {template_limits.MAX_SIZE} steps in one render"
             )
-        yield item
+        yield template_secrets.read(item)
 
 
 def join_text(parts: tuple[Any, ...]) -> str:
     """``~``: :func:`okt.resources.template_limits.join_text`, refusing a pydantic secret (its text is the mask)."""
     for part in parts:
         if type(part) is not str:
-            template_placement.refuse_secrets(part)
+            template_placement.refuse_secrets(part, "joined by ~")
     return template_limits.join_text(parts)

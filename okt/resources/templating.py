@@ -71,6 +71,7 @@ from okt.resources import (
     template_limits,
     template_placement,
     template_recording,
+    template_secrets,
     template_skeleton,
 )
 
@@ -136,17 +137,20 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         kind = type(obj)
         if kind is dict:
             if attribute in obj:
-                return _enum_value(obj[attribute])
+                return _read(obj[attribute])
         elif isinstance(obj, Mapping) and attribute in obj:
-            return _enum_value(obj[attribute])
+            return _read(obj[attribute])
         elif kind not in _INTERNAL_OBJECTS and attribute[:1] != "_":
             # Plain data read from an ordinary object (``cr.name``, a spec model's field) is what the sandbox's checks
             # would let through anyway: no format method to wrap, and no attribute of code, a frame or a traceback.
             # Anything else takes the sandbox's whole path.
             value = getattr(obj, attribute, _MISSING)
-            if type(value) in _DATA:
+            kind = type(value)
+            if kind in _DATA:
+                if kind is list or kind is dict:  # a spec model's list[SecretStr] has its secrets wrapped
+                    return template_secrets.read_field(obj, attribute, value)
                 return value
-        return _enum_value(super().getattr(obj, attribute))
+        return _read(super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         value = super().getitem(obj, argument)
@@ -155,7 +159,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
             # message goes to the Ready condition.
             hint = f"{type(obj).__name__!r} object has no item for that {type(argument).__name__}"
             return self.undefined(hint, obj=obj, name=argument)
-        return _enum_value(value)
+        return _read(value)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # Refused at once, naming the first attribute refused (Jinja2's Undefined went on, named the last one).
@@ -175,6 +179,14 @@ class _EnumText(str):
 
     value: str
     name: str
+
+
+def _read(value: Any) -> Any:
+    """A value as the template reads it: an enum as its value, a pydantic secret wrapped
+    (:mod:`okt.resources.template_secrets`)."""
+    if isinstance(value, enum.Enum):
+        return _enum_value(value)
+    return template_secrets.read(value)
 
 
 def _enum_value(value: Any) -> Any:
@@ -274,7 +286,9 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     values = template_recording.Values()
     token = template_recording.recorded.set(values)
     try:
-        skeleton = _compiled(template).render(**variables)
+        skeleton = _compiled(template).render({name: template_secrets.read(value) for name, value in variables.items()})
+    except template_secrets.MadeText as exc:
+        raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
     except jinja2.exceptions.SecurityError as exc:
         raise errors.InvalidSpec(
             f"template line {_template_line(exc)}: {exc.message}: a template reads data, never Python internals"
@@ -304,7 +318,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     try:
         rendered = template_placement.fill(template_skeleton.tree_of(skeleton), values)
     except template_placement.Unplaceable as exc:
-        raise errors.InvalidSpec(f"{exc.where()}: {exc.message}") from None
+        line = "" if exc.line is None else f"template line {exc.line}: "
+        raise errors.InvalidSpec(f"{line}{exc.where()}: {exc.message}") from None
     except RecursionError:
         raise errors.InvalidSpec(
             "a value placed in the template is nested deeper than Python allows (its recursion limit)"

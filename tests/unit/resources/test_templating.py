@@ -1109,16 +1109,25 @@ class Credentials(pydantic.BaseModel):
 class Auth(pydantic.BaseModel):
     credentials: Credentials
     tokens: list[pydantic.SecretStr] = []
+    keys: dict[str, pydantic.SecretStr] = {}
+    blob: pydantic.SecretBytes = pydantic.SecretBytes(b"b1ob")
+    code: pydantic.Secret[int] = pydantic.Secret[int](4321)
 
 
-SECRET_SPEC = Auth(credentials=Credentials(user="app", password=pydantic.SecretStr("s3cret")))
+SECRET_SPEC = Auth(
+    credentials=Credentials(user="app", password=pydantic.SecretStr("s3cret")),
+    tokens=[pydantic.SecretStr("t0ken")],
+    keys={"api": pydantic.SecretStr("k3y")},
+)
+
+
+def secret_cr() -> objects.CustomResource:
+    return objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}, spec=SECRET_SPEC)
 
 
 @pytest.mark.parametrize(
     "line",
     [
-        "  password: {{ cr.spec.credentials.password }}",  # was **********
-        "  password: '{{ cr.spec.credentials.password }}'",  # was '**********'
         "  dsn: app:{{ cr.spec.credentials.password }}@db",  # was app:**********@db
         "  dsn: '{{ \"app:\" ~ cr.spec.credentials.password }}'",  # was app:**********
         "  credentials: {{ cr.spec.credentials }}",  # was {user: app, password: '**********'}
@@ -1138,7 +1147,7 @@ def test_a_placed_pydantic_secret_is_an_invalid_spec_saying_to_read_its_value_ex
     cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}, spec=SECRET_SPEC)
     template = f"kind: Secret\nmetadata:\n  name: w\nstringData:\n{line}\n"
 
-    with pytest.raises(errors.InvalidSpec, match=r"^template line 5: .*SecretStr.*get_secret_value\(\)") as caught:
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 5: .*Secret.*get_secret_value\(\)") as caught:
         templating.render_template(template, {"cr": cr})
 
     assert "s3cret" not in str(caught.value)
@@ -1150,6 +1159,84 @@ def test_a_pydantic_secret_read_with_get_secret_value_is_placed() -> None:
     template = "kind: Secret\nstringData:\n  password: {{ cr.spec.credentials.password.get_secret_value() }}\n"
 
     assert templating.render_template(template, {"cr": cr}) == {"kind": "Secret", "stringData": {"password": "s3cret"}}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  password: {{ cr.spec.credentials.password | lower }}",
+        "  password: {{ cr.spec.credentials.password | upper }}",
+        "  password: {{ cr.spec.credentials.password | title }}",
+        "  password: {{ cr.spec.credentials.password | capitalize }}",
+        "  password: {{ cr.spec.credentials.password | truncate(3) }}",
+        "  password: {{ cr.spec.credentials.password | trim }}",
+        "  password: {{ cr.spec.credentials.password | center(20) }}",
+        "  password: {{ cr.spec.credentials.password | replace('*', 'x') }}",  # was xxxxxxxxxx
+        "  password: {{ 'x' | replace('x', cr.spec.credentials.password) }}",
+        "  password: {{ cr.spec.credentials.password | striptags }}",
+        "  password: {{ cr.spec.credentials.password | escape }}",
+        "  password: {{ cr.spec.credentials.password | safe }}",
+        "  password: {{ cr.spec.credentials.password | urlize }}",
+        "  password: {{ cr.spec.credentials.password | urlencode }}",  # was %2A%2A...
+        "  password: {{ cr.spec.credentials.password | pprint }}",  # was SecretStr('**********')
+        "  password: {{ cr.spec.credentials.password | wordwrap(3) }}",  # was an AttributeError out of the reconcile
+        "  size: {{ cr.spec.credentials.password | length }}",  # was 6, the secret's length
+        "  words: {{ cr.spec.credentials.password | wordcount }}",  # was 0
+        "  pin: {{ cr.spec.credentials.password | int }}",  # was 0
+        "  pin: {{ cr.spec.code | string }}",
+        "  same: {{ cr.spec.credentials.password == 's3cret' }}",  # was false
+        "  password: {{ cr.spec.credentials.password.upper() }}",
+        "  blob: {{ cr.spec.blob | lower }}",  # was b'**********'
+        "  tokens: {{ cr.spec.tokens | map('lower') | join(',') }}",
+        "  token: {{ cr.spec.tokens | first | lower }}",
+        "  token: {{ cr.spec.tokens[0] | lower }}",
+        "  key: {{ cr.spec.keys.api | lower }}",
+        "  key: {{ cr.spec.keys['api'] | lower }}",
+        "  tokens: '{% for token in cr.spec.tokens %}{{ token | upper }}{% endfor %}'",
+        "  dsn: {{ 'app:' ~ cr.spec.credentials.password | lower }}",
+    ],
+)
+def test_a_pydantic_secret_made_text_by_any_string_operation_is_an_invalid_spec_naming_the_line(line: str) -> None:
+    # each wrote pydantic's mask, **********, or a value made of it, into the child as if it were the secret
+    template = f"kind: Secret\nmetadata:\n  name: w\nstringData:\n{line}\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 5: a Secret(Str|Bytes|\[int\])? .*") as caught:
+        templating.render_template(template, {"cr": secret_cr()})
+
+    message = str(caught.value)
+    assert "pydantic's mask" in message
+    assert "get_secret_value()" in message
+    for value in ("s3cret", "t0ken", "k3y", "b1ob", "4321", "**"):
+        assert value not in message
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("password: {{ cr.spec.credentials.password }}", {"password": "s3cret"}),
+        ("password: '{{ cr.spec.credentials.password }}'", {"password": "s3cret"}),
+        ("password: \"{{ cr.spec.credentials.password | default('x') }}\"", {"password": "s3cret"}),
+        ("token: {{ cr.spec.tokens[0] }}", {"token": "t0ken"}),
+        ("api: {{ cr.spec.keys.api }}", {"api": "k3y"}),
+        ("pin: {{ cr.spec.code }}", {"pin": 4321}),
+        (
+            "{% for token in cr.spec.tokens %}token{{ loop.index }}: {{ token }}\n  {% endfor %}set: "
+            "{{ 'yes' if cr.spec.credentials.password else 'no' }}",
+            {"token1": "t0ken", "set": "yes"},
+        ),
+    ],
+)
+def test_a_pydantic_secret_placed_alone_is_placed_as_its_value(line: str, expected: dict[str, Any]) -> None:
+    # was an InvalidSpec saying to read it with get_secret_value(): its mask was refused, never its value placed
+    template = f"kind: Secret\nstringData:\n  {line}\n"
+
+    assert templating.render_template(template, {"cr": secret_cr()}) == {"kind": "Secret", "stringData": expected}
+
+
+def test_a_pydantic_secret_bytes_placed_alone_is_its_base64_as_kubernetes_writes_bytes() -> None:
+    template = "kind: Secret\ndata:\n  blob: {{ cr.spec.blob }}\n"
+
+    assert templating.render_template(template, {"cr": secret_cr()}) == {"kind": "Secret", "data": {"blob": "YjFvYg=="}}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,189 @@
+"""A pydantic secret as a template reads it: its value where the template places it alone, never text made of it.
+
+Why this exists: a spec model's ``SecretStr`` (``SecretBytes``, ``Secret[...]``) has pydantic's mask, ``**********``,
+for its text, its ``repr`` and its JSON form. Jinja2's filters, ``~``, ``%`` and formats make their operands text with
+``str()``, so ``{{ cr.spec.password | lower }}`` (``upper``, ``trim``, ``truncate``, ``urlencode``, ``safe``...) wrote
+the mask into the child as if it were the password, and ``| length``, ``| int`` and ``==`` answered for the mask or
+the object (``6``, ``0``, ``false``): silently, each. Refusing them filter by filter always left one out.
+
+So a template never holds a pydantic secret itself: each one it reads — an attribute of a model or a mapping, an item,
+a field's list or mapping of secrets, a loop's item, a variable — is a :class:`TemplateSecret`, and one rule holds:
+
+* placed alone, as the whole of a scalar (``password: {{ cr.spec.password }}``, quoted or not), it is its value (a
+  ``SecretBytes`` its base64, as Kubernetes writes bytes: a Secret's ``data``); ``default`` and ``indent`` pass it on;
+* ``get_secret_value()`` reads the value, for a template that means to make something of it;
+* its truth (``{% if cr.spec.password %}``) is whether that value is empty;
+* anything else raises :class:`MadeText`, an ``InvalidSpec`` naming the template line and saying why: text made of it
+  (a filter, ``~``, ``%``, a format, a join, a scalar joining it with other text), its length, its characters, a
+  string method, a comparison, a number made of it, a mapping key, a structure holding it (a list, a model placed
+  whole, ``to_yaml``, ``tojson``). The message never holds the value, nor the mask.
+
+Caveat: a pydantic secret inside a structure no model field describes (a ``model_dump()``'s dict) is wrapped where the
+template reads it (an attribute, an item, a loop), not where a filter iterates the structure itself (``| first``): the
+filter sees pydantic's object, whose placement is still refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import typing
+from typing import Any, NoReturn
+
+import pydantic
+import pydantic_core
+
+SECRETS = (pydantic.SecretStr, pydantic.SecretBytes, pydantic.Secret)
+"""pydantic's secret types (``Secret[int]`` is a ``Secret``)."""
+
+
+class MadeText(Exception):
+    """A pydantic secret put where its text, not its value, would go: the render reports it as an ``InvalidSpec``
+    naming the line. Not a TypeError or ValueError, which Jinja2's filters catch to place a default instead."""
+
+    def __init__(self, kind: str, how: str) -> None:
+        super().__init__(
+            f"a {kind} {how}: its text is pydantic's mask, never the secret. A template places a secret alone, as a "
+            "whole value ({{ cr.spec.password }} in a Secret's stringData or data), or reads it with "
+            "get_secret_value() to make anything else of it"
+        )
+
+
+def kind_of(secret: Any) -> str:
+    """The name of a secret's pydantic type (``SecretStr``, ``Secret[int]``)."""
+    if isinstance(secret, TemplateSecret):
+        return secret.kind
+    return type(secret).__name__
+
+
+class TemplateSecret:
+    """A pydantic secret as a template reads it (see the module's rule)."""
+
+    __slots__ = ("_secret",)
+
+    def __init__(self, secret: pydantic.SecretStr | pydantic.SecretBytes | pydantic.Secret[Any]) -> None:
+        self._secret = secret
+
+    @property
+    def kind(self) -> str:
+        return type(self._secret).__name__
+
+    def get_secret_value(self) -> Any:
+        return self._secret.get_secret_value()
+
+    def placed(self) -> Any:
+        """The value a whole plain scalar holding this secret takes: its value in its JSON form, bytes as base64."""
+        value = self._secret.get_secret_value()
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode("ascii")
+        return pydantic_core.to_jsonable_python(value)
+
+    def placed_text(self) -> str:
+        """The string a whole quoted (or block, or ``!!str``) scalar holding this secret takes."""
+        value = self.placed()
+        return value if isinstance(value, str) else json.dumps(value)
+
+    def __bool__(self) -> bool:
+        return bool(self._secret.get_secret_value())
+
+    def _made_text(self, how: str) -> MadeText:
+        return MadeText(self.kind, how)
+
+    def __str__(self) -> str:
+        raise self._made_text("made text (by a filter, ~, %, a format or a join)")
+
+    def __repr__(self) -> str:
+        raise self._made_text("made text (by its repr, | pprint)")
+
+    def __format__(self, spec: str) -> str:
+        raise self._made_text("formatted")
+
+    def __len__(self) -> int:
+        raise self._made_text("measured (| length, | truncate)")
+
+    def __iter__(self) -> NoReturn:
+        raise self._made_text("read character by character")
+
+    def __contains__(self, item: Any) -> bool:
+        raise self._made_text("searched (in)")
+
+    def __getitem__(self, item: Any) -> NoReturn:
+        raise self._made_text("read as a string (an item, or a string method)")
+
+    def __eq__(self, other: object) -> bool:
+        raise self._made_text("compared")
+
+    def __ne__(self, other: object) -> bool:
+        raise self._made_text("compared")
+
+    def __lt__(self, other: object) -> bool:
+        raise self._made_text("compared")
+
+    __le__ = __gt__ = __ge__ = __lt__
+    __hash__ = object.__hash__
+
+    def __add__(self, other: object) -> NoReturn:
+        raise self._made_text("joined by an operator")
+
+    __radd__ = __mul__ = __rmul__ = __add__
+
+    def __mod__(self, other: object) -> NoReturn:
+        raise self._made_text("formatted by %")
+
+    __rmod__ = __mod__
+
+    def __int__(self) -> int:
+        raise self._made_text("made a number (| int, | float)")
+
+    __float__ = __index__ = __int__
+
+
+ANY_SECRET = (TemplateSecret, *SECRETS)
+"""A pydantic secret, wrapped or not."""
+
+
+def read(value: Any) -> Any:
+    """A value as a template reads it: a pydantic secret wrapped, anything else as it is."""
+    if isinstance(value, SECRETS):
+        return TemplateSecret(value)
+    return value
+
+
+def _wrapped(value: Any) -> Any:
+    """A private copy of a field's structure with each pydantic secret in it wrapped (models are left: their fields are
+    wrapped where the template reads them)."""
+    if isinstance(value, SECRETS):
+        return TemplateSecret(value)
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return kind(_wrapped(item) for item in value)
+    if kind is dict:
+        return {key: _wrapped(item) for key, item in value.items()}
+    return value
+
+
+def read_field(model: Any, name: str, value: Any) -> Any:
+    """A model's list or mapping field as a template reads it: wrapped when its annotation may hold secrets
+    (``list[SecretStr]``, ``dict[str, SecretStr]``), the field itself otherwise."""
+    if isinstance(model, pydantic.BaseModel) and _may_hold_secrets(type(model), name):
+        return _wrapped(value)
+    return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _may_hold_secrets(model: type[pydantic.BaseModel], name: str) -> bool:
+    field = model.model_fields.get(name)
+    return field is not None and _mentions_secret(field.annotation)
+
+
+def _mentions_secret(annotation: Any) -> bool:
+    if isinstance(annotation, type):
+        if issubclass(annotation, SECRETS):
+            return True
+        if issubclass(annotation, pydantic.BaseModel):
+            return False  # its fields are wrapped where they are read
+    origin = typing.get_origin(annotation)
+    if isinstance(origin, type) and issubclass(origin, SECRETS):
+        return True  # Secret[int]
+    return any(_mentions_secret(argument) for argument in typing.get_args(annotation))

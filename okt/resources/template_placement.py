@@ -8,11 +8,14 @@ are always strings. :func:`fill` builds each render's private object from a skel
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
 import enum
+import functools
 import json
-from collections.abc import Mapping
+import typing
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pydantic
@@ -69,7 +72,12 @@ def json_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_data(item) for item in value]
     if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if _has_sets(type(value)):
+            _sort_sets(value.model_dump(by_alias=True, exclude_none=True), data)
+        return data
+    if isinstance(value, set | frozenset):
+        return in_order([json_data(item) for item in value])
     if isinstance(value, str):
         return str.__str__(value)  # an enum's or a subclass's plain string, as JSON would write it
     if isinstance(value, bool | int | float):
@@ -78,6 +86,57 @@ def json_data(value: Any) -> Any:
         return json_data(pydantic_core.to_jsonable_python(value, by_alias=True, exclude_none=True))
     except pydantic_core.PydanticSerializationError as exc:
         raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
+
+
+def in_order(items: Iterable[Any]) -> list[Any]:
+    """A set's items in one order, whatever the set's history: numbers by value, then strings, then the rest by their
+    JSON text. A set iterates in the order its hashes and insertions made (``{0, 8}`` built from ``[8, 0]`` gives 8
+    first), and a set of strings in another order in each process (hash randomization): placed as it iterated, the
+    same desired child rendered otherwise after a restart, and its checksum with it."""
+    return sorted(items, key=_order)
+
+
+def _order(item: Any) -> tuple[int, Any]:
+    if isinstance(item, int | float) and not isinstance(item, bool):
+        return (0, item)
+    if isinstance(item, str):
+        return (1, item)
+    try:
+        return (2, json.dumps(json_data(item), sort_keys=True))
+    except (TypeError, ValueError, errors.MutationError):
+        return (3, type(item).__name__)
+
+
+@functools.cache
+def _has_sets(model: type[pydantic.BaseModel]) -> bool:
+    """Whether a model's fields (its nested models' too) may hold a set."""
+    stack: list[Any] = [field.annotation for field in model.model_fields.values()]
+    seen: set[int] = set()
+    while stack:
+        annotation = stack.pop()
+        if id(annotation) in seen:
+            continue
+        seen.add(id(annotation))
+        origin = typing.get_origin(annotation) or annotation
+        if isinstance(origin, type) and issubclass(origin, set | frozenset | collections.abc.Set):
+            return True
+        if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            stack.extend(field.annotation for field in annotation.model_fields.values())
+        stack.extend(typing.get_args(annotation))
+    return False
+
+
+def _sort_sets(python: Any, data: Any) -> None:
+    """Put the lists of ``data`` (a model's JSON dump) that are sets in ``python`` (its Python dump) in order."""
+    if isinstance(python, set | frozenset) and isinstance(data, list):
+        data[:] = in_order(data)
+    elif isinstance(python, Mapping) and isinstance(data, dict):
+        for key, item in python.items():
+            if type(key) is str and key in data:
+                _sort_sets(item, data[key])
+    elif isinstance(python, list | tuple) and isinstance(data, list) and len(python) == len(data):
+        for item, datum in zip(python, data, strict=True):
+            _sort_sets(item, datum)
 
 
 def json_key(key: Any) -> str:

@@ -183,9 +183,13 @@ class _EnumText(str):
 
 def _read(value: Any) -> Any:
     """A value as the template reads it: an enum as its value, a pydantic secret wrapped
-    (:mod:`okt.resources.template_secrets`)."""
+    (:mod:`okt.resources.template_secrets`), a set as the list of its items in one order
+    (:func:`okt.resources.template_placement.in_order`: a loop, a join, a placement give the same whatever the set's
+    history or the process)."""
     if isinstance(value, enum.Enum):
         return _enum_value(value)
+    if isinstance(value, set | frozenset):
+        return template_placement.in_order(value)
     return template_secrets.read(value)
 
 
@@ -286,7 +290,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     values = template_recording.Values()
     token = template_recording.recorded.set(values)
     try:
-        skeleton = _compiled(template).render({name: template_secrets.read(value) for name, value in variables.items()})
+        skeleton = _compiled(template).render({name: _read(value) for name, value in variables.items()})
     except template_secrets.MadeText as exc:
         raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
     except jinja2.exceptions.SecurityError as exc:

@@ -10,7 +10,8 @@ Each operation here checks the size of what it is about to build before building
 :data:`MAX_SIZE` — the API server's request limit, so no child it would accept is refused — with :class:`TooLarge`,
 which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the template line.
 
-Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**`` on integers; ``%`` and
+Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**``, ``*``, ``+`` and ``-`` on
+integers (no more digits than Python writes a number with); ``%`` and
 ``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
 ``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=)``; the string methods ``ljust``,
 ``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``; and ``lipsum``. Within the
@@ -57,8 +58,27 @@ def check(size: int, what: str, unit: str = "characters") -> None:
 # -- operators -------------------------------------------------------------------------------------------------------
 
 
+def _check_digits(left: Any, right: Any, bits: int, what: str) -> None:
+    """Refuse an integer result of about ``bits`` bits with more digits than Python writes a number with (both operands
+    integers): a loop the custom resource bounds grew it as often as it said, each step slower than the last."""
+    if type(left) is int and type(right) is int:  # bool is an int too, of one bit
+        digits = bits * _DIGITS_PER_BIT
+        if digits > most_digits():
+            raise TooLarge(
+                f"an integer {what} would have {digits:.0f} digits, more than the {most_digits()} a number in a "
+                "template may have"  # the operands unsaid: either may have been read out of a secret
+            )
+
+
+_DIGITS_PER_BIT = math.log10(2)
+
+
 def repeat(left: Any, right: Any) -> Any:
-    """``*``, refusing to repeat a string, list or tuple into more than :data:`MAX_SIZE` characters or items."""
+    """``*``, refusing to repeat a string, list or tuple into more than :data:`MAX_SIZE` characters or items, and an
+    integer product with more digits than Python writes a number with."""
+    if type(left) is int and type(right) is int:
+        _check_digits(left, right, left.bit_length() + right.bit_length(), "product")
+        return left * right
     sequence, times = (right, left) if isinstance(left, int) else (left, right)
     if isinstance(sequence, str | list | tuple) and isinstance(times, int):
         unit = "characters" if isinstance(sequence, str) else "items"
@@ -118,7 +138,16 @@ def add(left: Any, right: Any) -> Any:
     at most doubles a value, but a loop the custom resource bounds doubles it as often as it says."""
     if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
         check(len(left) + len(right), "+", "characters" if isinstance(left, str) else "items")
+    elif type(left) is int and type(right) is int:
+        _check_digits(left, right, max(left.bit_length(), right.bit_length()) + 1, "sum")
     return left + right
+
+
+def subtract(left: Any, right: Any) -> Any:
+    """``-``, refusing an integer difference with more digits than Python writes a number with (see :func:`add`)."""
+    if type(left) is int and type(right) is int:
+        _check_digits(left, right, max(left.bit_length(), right.bit_length()) + 1, "difference")
+    return left - right
 
 
 def join_text(parts: Iterable[Any]) -> str:
@@ -129,9 +158,11 @@ def join_text(parts: Iterable[Any]) -> str:
 
 
 def binop(operator: str, left: Any, right: Any) -> Any:
-    """The intercepted binary operators: ``+``, ``*``, ``**`` and ``%`` with their bounds."""
+    """The intercepted binary operators: ``+``, ``-``, ``*``, ``**`` and ``%`` with their bounds."""
     if operator == "+":
         return add(left, right)
+    if operator == "-":
+        return subtract(left, right)
     if operator == "*":
         return repeat(left, right)
     if operator == "**":

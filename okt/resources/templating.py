@@ -117,7 +117,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     comparisons alike, and ``.value`` and ``.name`` still read the member's.
     """
 
-    intercepted_binops = frozenset({"+", "*", "**", "%"})
+    intercepted_binops = frozenset({"+", "-", "*", "**", "%"})
     concat = staticmethod(template_recording.concat)
     code_generator_class = _CodeGenerator
     join_text = staticmethod(template_recording.join_text)

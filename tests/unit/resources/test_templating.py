@@ -1333,3 +1333,27 @@ def test_a_set_is_read_and_placed_in_one_order_whatever_its_history(line: str, e
     tags.add(0)
 
     assert templating.render_template(f"kind: X\n{line}\n", {"cr": cr, "tags": tags})["v"] == expected
+
+
+@pytest.mark.parametrize(
+    ("step", "n", "small"),
+    [
+        ("{% set ns.v = ns.v * ns.v %}", 20, "100000000"),
+        ("{% set ns.v = ns.v + ns.v %}", 20_000, "80"),
+        ("{% set ns.v = ns.v - (0 - ns.v) %}", 20_000, "80"),
+    ],
+    ids=["*", "+", "-"],
+)
+def test_an_integer_grown_as_often_as_the_custom_resource_says_is_an_invalid_spec(
+    step: str, n: int, small: str
+) -> None:
+    # squaring 30 times gave a number of 10**9 digits, each product slower than the last: the worker never came back
+    # (a number the template never writes out, compared or counted, was never refused)
+    template = (
+        "kind: X\n{% set ns = namespace(v=cr.spec.base) %}{% for i in range(cr.spec.n) %}\n"
+        f"{step}\n{{% endfor %}}\nv: '{{{{ ns.v if ns.v < 10 ** 9 else 0 }}}}'\n"
+    )
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 3: an integer .* would have \d+ digits, more than"):
+        templating.render_template(template, {"cr": widget({"base": 10, "n": n})})
+    assert templating.render_template(template, {"cr": widget({"base": 10, "n": 3})}) == {"kind": "X", "v": small}

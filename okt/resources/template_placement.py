@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import functools
 import json
+import math
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -62,10 +63,21 @@ def refuse_secrets(value: Any, how: str) -> None:
         stack.extend(children)
 
 
+NOT_FINITE = "not a finite number (NaN or an infinity): a number JSON cannot write, which no child can hold"
+
+
 def json_data(value: Any) -> Any:
-    """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type)."""
+    """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type).
+
+    Raises a ValueError for NaN or an infinity (``| float`` of ``"nan"``, a product past the largest float, a model's
+    ``float`` field given ``"inf"``): JSON cannot write them, and the child's checksum refused them at each
+    reconcile."""
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValueError(NOT_FINITE)
         return value
     if isinstance(value, Mapping):
         return {json_key(json_data(key)): json_data(item) for key, item in value.items()}
@@ -75,6 +87,7 @@ def json_data(value: Any) -> Any:
         data = value.model_dump(mode="json", by_alias=True, exclude_none=True)
         if _has_sets(type(value)):
             _sort_sets(value.model_dump(by_alias=True, exclude_none=True), data)
+        _refuse_not_finite(data)
         return data
     if isinstance(value, set | frozenset):
         return in_order([json_data(item) for item in value])
@@ -86,6 +99,18 @@ def json_data(value: Any) -> Any:
         return json_data(pydantic_core.to_jsonable_python(value, by_alias=True, exclude_none=True))
     except pydantic_core.PydanticSerializationError as exc:
         raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
+
+
+def _refuse_not_finite(data: Any) -> None:
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if type(item) is float and not math.isfinite(item):
+            raise ValueError(NOT_FINITE)
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
 
 
 def in_order(items: Iterable[Any]) -> list[Any]:
@@ -228,12 +253,14 @@ def _placed(value: Any) -> Any:
     """What a whole plain scalar holding one value holds: the value itself, in its JSON form — never what YAML reads
     in its text (the string ``"yes"`` stays that string). An object with no JSON form places its text."""
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool or value is None:
         return value
     if kind is template_secrets.TemplateSecret:
         return value.placed()
     try:
         return json_data(value.value if kind is Structured else value)
+    except ValueError as exc:
+        raise Unplaceable(str(exc)) from None
     except errors.MutationError:
         if kind is Structured:
             raise

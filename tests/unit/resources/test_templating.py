@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import enum
 import json
+import math
 import pathlib
 import sys
 from collections.abc import Callable
@@ -231,6 +232,14 @@ def expected_object(shape: Shape, value: Any, rendered: dict[str, Any]) -> dict[
     }
 
 
+def not_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(not_finite(item) for item in value.values())
+    return isinstance(value, list) and any(not_finite(item) for item in value)
+
+
 @pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
 @CASES
 @hypothesis.given(value=VALUES)
@@ -242,7 +251,10 @@ def expected_object(shape: Shape, value: Any, rendered: dict[str, Any]) -> dict[
 def test_no_value_changes_the_structure_of_the_rendered_object(shape: Shape, value: Any) -> None:
     try:
         rendered = templating.render_template(shape.template, {"v": value})
-    except errors.InvalidSpec:
+    except errors.InvalidSpec as exc:
+        if "not a finite number" in str(exc):  # NaN or an infinity placed as itself: JSON cannot write it
+            assert not_finite(value)
+            return
         assert shape is SHAPES["mapping key"]
         assert text(value) == "cpu"  # the only value that cannot be placed there: it would merge two keys
         return
@@ -1357,3 +1369,41 @@ def test_an_integer_grown_as_often_as_the_custom_resource_says_is_an_invalid_spe
     with pytest.raises(errors.InvalidSpec, match=r"^template line 3: an integer .* would have \d+ digits, more than"):
         templating.render_template(template, {"cr": widget({"base": 10, "n": n})})
     assert templating.render_template(template, {"cr": widget({"base": 10, "n": 3})}) == {"kind": "X", "v": small}
+
+
+@pytest.mark.parametrize(
+    ("line", "spec"),
+    [
+        ("v: {{ cr.spec.x | float }}", {"x": "nan"}),
+        ("v: {{ cr.spec.x | float }}", {"x": "-inf"}),
+        ("v: {{ cr.spec.x * 10 }}", {"x": 1e308}),
+        ("v: {{ [cr.spec.x | float] }}", {"x": "inf"}),
+        ("v: {{ {'a': cr.spec.x | float} | to_yaml }}", {"x": "nan"}),
+        ("v: {{ {'a': cr.spec.x | float} | tojson }}", {"x": "nan"}),
+    ],
+)
+def test_a_number_json_cannot_write_is_an_invalid_spec(line: str, spec: dict[str, Any]) -> None:
+    # NaN or an infinity went into the child, and its checksum raised a ValueError at each reconcile, retried for ever
+    with pytest.raises(errors.InvalidSpec, match=r"^(template line 2|v).*: .*a number JSON cannot write"):
+        templating.render_template(f"kind: X\n{line}\n", {"cr": widget(spec)})
+
+
+class Ratio(pydantic.BaseModel):
+    ratio: float
+
+
+@pytest.mark.parametrize("line", ["v: {{ cr.spec.ratio }}", "v: {{ cr.spec }}", "v: {{ [cr.spec] }}"])
+def test_a_spec_models_float_given_inf_is_an_invalid_spec_where_it_is_placed(line: str) -> None:
+    # pydantic reads the string "inf" as a float field's infinity
+    cr = objects.CustomResource(
+        {"kind": "Widget", "metadata": {"name": "w"}}, spec=Ratio.model_validate({"ratio": "inf"})
+    )
+
+    with pytest.raises(errors.InvalidSpec, match=r"^v: not a finite number"):
+        templating.render_template(f"kind: X\n{line}\n", {"cr": cr})
+
+
+def test_a_number_json_cannot_write_stays_its_text_in_a_string() -> None:
+    template = "kind: X\nv: '{{ cr.spec.x | float }}'\n"
+
+    assert templating.render_template(template, {"cr": widget({"x": "nan"})}) == {"kind": "X", "v": "nan"}

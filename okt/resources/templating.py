@@ -282,7 +282,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
 
     Raises:
         okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), an expression
-            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``: the message names its line), or
+            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``, ``AttributeError``: the message
+            names its line), or
             read what the sandbox refuses (an attribute into Python's internals, a ``range`` beyond its cap).
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
@@ -308,11 +309,11 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
             f"template line {_template_line(exc)}: recursion deeper than Python allows ({exc}): a recursive macro "
             "or loop, or a value nested that deep"
         ) from None
-    except (TypeError, ValueError, ArithmeticError) as exc:
+    except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and
         # its names resolved, and what failed is an expression on a value it was given — a value of the custom
         # resource of a type or range the template cannot use (a string where it adds a number, a zero it divides
-        # by). Retrying cannot help; another spec can.
+        # by, a string where | dictsort reads a mapping's items). Retrying cannot help; another spec can.
         raise errors.InvalidSpec(
             f"template line {_template_line(exc)}: {exc} ({type(exc).__name__}): the template cannot use a value "
             "of the custom resource there"

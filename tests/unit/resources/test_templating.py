@@ -1407,3 +1407,18 @@ def test_a_number_json_cannot_write_stays_its_text_in_a_string() -> None:
     template = "kind: X\nv: '{{ cr.spec.x | float }}'\n"
 
     assert templating.render_template(template, {"cr": widget({"x": "nan"})}) == {"kind": "X", "v": "nan"}
+
+
+@pytest.mark.parametrize(
+    ("expression", "spec"),
+    [
+        ("cr.spec.labels | dictsort", {"labels": "app=web"}),
+        ("cr.spec.labels | xmlattr", {"labels": ["app"]}),
+    ],
+)
+def test_a_filter_given_a_value_of_another_type_is_an_invalid_spec_naming_the_line(
+    expression: str, spec: dict[str, Any]
+) -> None:
+    # an AttributeError ('str' object has no attribute 'items') left the render, an error retried for ever
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: .*\(AttributeError\): the template cannot use"):
+        templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": widget(spec)})

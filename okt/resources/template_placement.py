@@ -16,7 +16,7 @@ import functools
 import json
 import math
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pydantic
@@ -119,6 +119,25 @@ def in_order(items: Iterable[Any]) -> list[Any]:
     first), and a set of strings in another order in each process (hash randomization): placed as it iterated, the
     same desired child rendered otherwise after a restart, and its checksum with it."""
     return sorted(items, key=_order)
+
+
+class OrderedSet(frozenset[Any]):
+    """A set as a template reads it: its own membership and size, its items in :func:`in_order`'s order (a loop, a
+    join, its text, its placement)."""
+
+    order: list[Any]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.order)
+
+    def __repr__(self) -> str:  # a set's text, as Python writes one, in that order
+        return "{" + ", ".join(map(repr, self.order)) + "}" if self.order else "set()"
+
+
+def ordered_set(items: set[Any] | frozenset[Any]) -> OrderedSet:
+    ordered = OrderedSet(items)
+    ordered.order = in_order(items)
+    return ordered
 
 
 def _order(item: Any) -> tuple[int, Any]:

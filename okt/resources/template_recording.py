@@ -34,6 +34,20 @@ class Values(list[Any]):
     def __init__(self) -> None:
         super().__init__()
         self.lines: dict[int, int] = {}
+        self.sets: dict[int, tuple[Any, template_placement.OrderedSet]] = {}
+
+
+def read_set(items: set[Any] | frozenset[Any]) -> template_placement.OrderedSet:
+    """A set as the template reads it, ordered once per render: a template reading it again (``tag in cr.spec.tags``
+    in a loop) gets the same set, its membership a hash's, never a sort each time."""
+    values = recorded.get()
+    if values is None:
+        return template_placement.ordered_set(items)
+    known = values.sets.get(id(items))
+    if known is None or known[0] is not items:
+        known = (items, template_placement.ordered_set(items))  # the set itself kept, so its id is never reused
+        values.sets[id(items)] = known
+    return known[1]
 
 
 def _text_of(value: Any) -> str:

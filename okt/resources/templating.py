@@ -183,13 +183,13 @@ class _EnumText(str):
 
 def _read(value: Any) -> Any:
     """A value as the template reads it: an enum as its value, a pydantic secret wrapped
-    (:mod:`okt.resources.template_secrets`), a set as the list of its items in one order
+    (:mod:`okt.resources.template_secrets`), a set with its items in one order
     (:func:`okt.resources.template_placement.in_order`: a loop, a join, a placement give the same whatever the set's
     history or the process)."""
     if isinstance(value, enum.Enum):
         return _enum_value(value)
-    if isinstance(value, set | frozenset):
-        return template_placement.in_order(value)
+    if type(value) is set or type(value) is frozenset:
+        return template_recording.read_set(value)
     return template_secrets.read(value)
 
 

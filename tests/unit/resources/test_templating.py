@@ -1422,3 +1422,21 @@ def test_a_filter_given_a_value_of_another_type_is_an_invalid_spec_naming_the_li
     # an AttributeError ('str' object has no attribute 'items') left the render, an error retried for ever
     with pytest.raises(errors.InvalidSpec, match=r"^template line 2: .*\(AttributeError\): the template cannot use"):
         templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": widget(spec)})
+
+
+def test_a_set_read_again_in_a_render_is_the_same_set_in_the_same_order() -> None:
+    # each read sorted the set again into a list: `tag in cr.spec.tagged.tags` in a loop over its items was quadratic
+    spec = Tags.model_validate({"tagged": {"tags": [8, 0], "names": ["c", "a", "b"]}})
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}, spec=spec)
+    template = (
+        "kind: X\nsame: {{ cr.spec.tagged.names is sameas cr.spec.tagged.names }}\n"
+        "found: {{ cr.spec.tagged.names | select('in', cr.spec.tagged.names) | list }}\n"
+        "text: '{{ cr.spec.tagged.tags }}'\n"
+    )
+
+    assert templating.render_template(template, {"cr": cr}) == {
+        "kind": "X",
+        "same": True,
+        "found": ["a", "b", "c"],
+        "text": "{0, 8}",
+    }

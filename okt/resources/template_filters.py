@@ -1,6 +1,7 @@
 """The filters okt's templates read differently from Jinja2's: ``to_yaml`` and ``tojson`` place a value with its own
 structure, ``indent`` places it unchanged, ``int`` and ``float`` refuse a value that is no number, ``string`` a
-pydantic secret, and ``attr`` names a missing attribute by its type.
+pydantic secret, ``attr`` names a missing attribute by its type, and ``random`` (with the ``lipsum`` global) is refused:
+a template renders the same child for the same custom resource.
 
 Each is Jinja2's filter of that name where okt's placement of values as data changes what it should give (see
 :mod:`okt.resources.templating`); the filters that bound what a value may build are in
@@ -82,6 +83,19 @@ def to_string(value: Any) -> str:
     """Jinja2's ``string``, refusing a pydantic secret: its text is pydantic's mask, never the secret."""
     template_placement.refuse_secrets(value, "made text by | string")
     return value if isinstance(value, str) else str(value)  # a string (Markup too) as it is, as Jinja2's keeps it
+
+
+RANDOM = (
+    "| random and lipsum give another value at each render: the child's checksum would change at each reconcile, and "
+    "okt would rewrite it each time; draw a value once and keep it (a Secret the operator creates when missing), or "
+    "derive it from the custom resource"
+)
+
+
+def random(*args: Any, **kwargs: Any) -> Any:
+    """Jinja2's ``random`` filter and ``lipsum``, refused: a template renders the same child for the same custom
+    resource (see :data:`RANDOM`)."""
+    raise jinja2.exceptions.TemplateRuntimeError(RANDOM)
 
 
 @jinja2.pass_environment

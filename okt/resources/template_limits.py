@@ -14,8 +14,8 @@ Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; 
 integers (no more digits than Python writes a number with); ``%`` and
 ``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
 ``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=)``; the string methods ``ljust``,
-``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``; and ``lipsum``. Within the
-bound, each gives what Jinja2 and Python give.
+``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``. Within the bound, each gives
+what Jinja2 and Python give.
 
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
@@ -367,12 +367,6 @@ def slice_(value: Collection[Any], slices: int, fill_with: Any = None) -> Any:
     if isinstance(slices, int):
         check(slices, "| slice", "slices")
     return jinja2.filters.sync_do_slice(value, slices, fill_with)
-
-
-def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    """Jinja2's ``lipsum``, refusing to build more than :data:`MAX_SIZE` characters (about 12 per word)."""
-    check(n * max * 12, "lipsum")
-    return jinja2.utils.generate_lorem_ipsum(n=n, html=html, min=min, max=max)
 
 
 def _depth(value: Any) -> int:

@@ -43,7 +43,9 @@ Guarantees:
 * rendering a template again with other values parses no YAML (a new skeleton text — another branch of an
   ``{% if %}``, another length of a loop — is parsed once and cached, up to 64 KiB of text: a longer one, from a
   custom resource's long list, is parsed on each render and never kept);
-* each render returns a private object.
+* each render returns a private object;
+* the same values render the same object: ``| random`` and ``lipsum``, which give another value at each render (the
+  child's checksum changing at each reconcile, and okt rewriting it), do not compile.
 
 Caveats: an expression in a YAML comment places nothing; ``{% filter %}`` blocks and string operations on a captured
 block see placeholders, not values; ``| indent`` places its value unchanged (a value is never text YAML re-indents);
@@ -236,12 +238,23 @@ _ENV.filters["wordwrap"] = template_limits.wordwrap
 _ENV.filters["format"] = template_limits.format_
 _ENV.filters["batch"] = template_limits.batch
 _ENV.filters["slice"] = template_limits.slice_
-_ENV.globals["lipsum"] = template_limits.lipsum
+_ENV.filters["random"] = _ENV.globals["lipsum"] = template_filters.random
+
+
+def _refuse_random(source: jinja2.nodes.Template) -> None:
+    """Refuse ``| random`` and ``lipsum`` where the template names them, at compile time (its filters named by a
+    string, ``| map('random')``, are refused when they run)."""
+    for node in source.find_all((jinja2.nodes.Filter, jinja2.nodes.Name)):
+        if isinstance(node, jinja2.nodes.Filter) and node.name == "random":
+            raise jinja2.TemplateSyntaxError(template_filters.RANDOM, node.lineno)
+        if isinstance(node, jinja2.nodes.Name) and node.name == "lipsum" and node.ctx == "load":
+            raise jinja2.TemplateSyntaxError(template_filters.RANDOM, node.lineno)
 
 
 @functools.lru_cache(maxsize=512)
 def _compiled(template: str) -> jinja2.Template:
     with _compile_lock:
+        _refuse_random(_ENV.parse(template))
         compiled = _ENV.from_string(template)
     # Jinja2 keeps a template's globals as a ChainMap over the environment's, so a global added later shows; okt's
     # environment never changes once built, and merging a ChainMap into each render's context took most of the

@@ -18,9 +18,9 @@ a field's list or mapping of secrets, a loop's item, a variable — is a :class:
   string method, a comparison, a number made of it, a mapping key, a structure holding it (a list, a model placed
   whole, ``to_yaml``, ``tojson``). The message never holds the value, nor the mask.
 
-Caveat: a pydantic secret inside a structure no model field describes (a ``model_dump()``'s dict) is wrapped where the
-template reads it (an attribute, an item, a loop), not where a filter iterates the structure itself (``| first``): the
-filter sees pydantic's object, whose placement is still refused.
+Caveat: a pydantic secret inside a structure neither a model's field nor a model's method gives (a variable's list of
+them) is wrapped where the template reads it (an attribute, an item, a loop), not where a filter iterates the
+structure itself (``| first``): the filter sees pydantic's object, whose text is the mask.
 """
 
 from __future__ import annotations
@@ -150,16 +150,16 @@ def read(value: Any) -> Any:
     return value
 
 
-def _wrapped(value: Any) -> Any:
-    """A private copy of a field's structure with each pydantic secret in it wrapped (models are left: their fields are
-    wrapped where the template reads them)."""
+def wrapped(value: Any) -> Any:
+    """A private copy of a structure (a model's field, what a model's method gives) with each pydantic secret in it
+    wrapped (models are left: their fields are wrapped where the template reads them)."""
     if isinstance(value, SECRETS):
         return TemplateSecret(value)
     kind = type(value)
     if kind is list or kind is tuple:
-        return kind(_wrapped(item) for item in value)
+        return kind(wrapped(item) for item in value)
     if kind is dict:
-        return {key: _wrapped(item) for key, item in value.items()}
+        return {key: wrapped(item) for key, item in value.items()}
     return value
 
 
@@ -167,7 +167,7 @@ def read_field(model: Any, name: str, value: Any) -> Any:
     """A model's list or mapping field as a template reads it: wrapped when its annotation may hold secrets
     (``list[SecretStr]``, ``dict[str, SecretStr]``), the field itself otherwise."""
     if isinstance(model, pydantic.BaseModel) and _may_hold_secrets(type(model), name):
-        return _wrapped(value)
+        return wrapped(value)
     return value
 
 

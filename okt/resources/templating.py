@@ -66,6 +66,7 @@ import jinja2.compiler
 import jinja2.exceptions
 import jinja2.nodes
 import jinja2.sandbox
+import pydantic
 
 from okt import errors
 from okt.resources import (
@@ -133,7 +134,10 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         args = template_limits.call(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        if isinstance(getattr(__obj, "__self__", None), pydantic.BaseModel):
+            return template_secrets.wrapped(result)  # a model's method (model_dump()) gives its secrets as they are
+        return result
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         kind = type(obj)

@@ -1205,6 +1205,8 @@ def test_a_pydantic_secret_read_with_get_secret_value_is_placed() -> None:
         "  key: {{ cr.spec.keys['api'] | lower }}",
         "  tokens: '{% for token in cr.spec.tokens %}{{ token | upper }}{% endfor %}'",
         "  dsn: {{ 'app:' ~ cr.spec.credentials.password | lower }}",
+        "  password: {{ cr.spec.credentials.model_dump().values() | list | last | lower }}",  # was **********
+        "  pair: {{ cr.spec.credentials.model_dump() | dictsort | first | lower }}",  # was ('password', secretstr(...
     ],
 )
 def test_a_pydantic_secret_made_text_by_any_string_operation_is_an_invalid_spec_naming_the_line(line: str) -> None:

@@ -302,8 +302,11 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
         return _json_fields(dict(fields))
     api_name = {name: field.alias or name for name, field in model.model_fields.items()}
     api_name.update({alias: alias for alias in api_name.values()})
+    # Given to the model under their API names: a model without populate_by_name ignores a Python name, and the field
+    # set by it was dropped unvalidated (its default, None, then left out of the write). An API name given too wins.
+    declared = sorted((k for k in fields if k in api_name), key=lambda k: api_name[k] == k)
     try:
-        validated = model.model_validate({k: v for k, v in fields.items() if k in api_name})
+        validated = model.model_validate({api_name[k]: fields[k] for k in declared})
     except pydantic.ValidationError as exc:
         readable = errors.InvalidSpec.from_validation_error(exc, "status", model=model)  # for its message only
         raise ValueError(str(readable)) from exc

@@ -117,6 +117,24 @@ def test_a_status_field_set_by_either_name_is_written_once_under_its_api_name(ke
     assert view == {"availableReplicas": 3, "phase": "Running", "other": "kept"}
 
 
+class _AliasOnly(pydantic.BaseModel):
+    """A status model that takes its fields by their aliases only (pydantic's default: no populate_by_name)."""
+
+    available_replicas: int = pydantic.Field(0, alias="availableReplicas")
+    last_backup: datetime.datetime | None = pydantic.Field(None, alias="lastBackup")
+
+
+@pytest.mark.parametrize("key", ["available_replicas", "availableReplicas"])
+def test_a_status_field_set_by_its_python_name_is_written_even_when_the_model_takes_aliases_only(key: str) -> None:
+    view = report.status_fields_view({key: 3, "last_backup": T0}, _AliasOnly)
+    assert view == {"availableReplicas": 3, "lastBackup": T0.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def test_a_status_field_set_by_its_python_name_is_validated_when_the_model_takes_aliases_only() -> None:
+    with pytest.raises(ValueError, match="lastBackup"):
+        report.status_fields_view({"last_backup": "not a time"}, _AliasOnly)
+
+
 def test_without_a_status_model_the_status_fields_are_written_as_given() -> None:
     assert report.status_fields_view({"available_replicas": 3}, None) == {"available_replicas": 3}
 

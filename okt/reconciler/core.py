@@ -192,15 +192,29 @@ def reconcile(
         logger=log,
         recorder=recorder if reconciler.record_events else None,
     )
+    held = reconciler.daemon_findings
+    applied = None
+    if exists and not cr.deleting and held.holds(cr.uid):
+        # What the daemons stated goes out in this reconcile's status write (and its hooks see it).
+        applied = held.apply(cr.uid, ctx.conditions, ctx.status_fields, cr.status)
     run = reconciler.engine.run(_Steps(reconciler, ctx, unread), ctx.results)
     if not ctx.exists and unread is None and reconciler.cluster_operator:
         # No manager runs for a gone object, and the ClusterOperator would go on summing it up (listed, and
         # Degraded for ever when it was the degraded one).
         cluster_operator.mirror(reconciler.cluster_operator, ctx)
-    if ctx.exists and ctx.results.gave_up is not None and not ctx.results.has_error and ctx.bookkeeping.changed:
+    found = applied is not None and applied.changed
+    if (
+        ctx.exists
+        and ctx.results.gave_up is not None
+        and not ctx.results.has_error
+        and (ctx.bookkeeping.changed or found)
+    ):
         # A quiet give-up runs neither manager, which write the bookkeeping: a lifecycle move made before it is
-        # persisted here, or the next reconcile would start from the old phase and make the same move again.
+        # persisted here, or the next reconcile would start from the old phase and make the same move again. And
+        # what the daemons stated: a paused object still says what its daemons found.
         report.write_status(ctx)
+    if applied is not None and applied.retired and _status_written(ctx.results):
+        held.settle(cr.uid, applied)
     error = ctx.results.first_error
     if error is None:
         # A reconcile that wrote nothing and did not give up found everything in place: at 10,000 objects a restart
@@ -228,6 +242,14 @@ def reconcile(
             "a hook raised an exception that is not okt's", error=errors.said(error), **errors.where_raised(error)
         )
     return run
+
+
+def _status_written(results: results_mod.Results) -> bool:
+    """Whether this reconcile's status writes went through (one wrote, or found nothing to write), none refused."""
+    operations = {entry.operation for entry in results.entries}
+    return bool(operations & {results_mod.Operation.STATUS_UPDATED, results_mod.Operation.STATUS_UNCHANGED}) and (
+        results_mod.Operation.STATUS_UPDATE_ERROR not in operations
+    )
 
 
 _IN_PLACE = frozenset(

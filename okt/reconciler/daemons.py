@@ -16,6 +16,10 @@ A daemon is written as a loop that waits on its stop event::
         while not ctx.stop.wait(10):  # True as soon as okt asks the daemon to stop
             ...
 
+What a daemon finds for the object's status it hands over (``ctx.set_condition(...)``, ``ctx.set_status_fields(...)``)
+rather than writing it: the reconcile it asks for writes it, in its one status write (see
+:mod:`okt.reconciler.findings`).
+
 Guarantees: see :mod:`okt.runtime.daemons`; a deleted object is finalized only once its daemons returned. Caveat:
 Python cannot kill a thread — a daemon that never looks at ``ctx.stop`` keeps running and holds its object's
 finalization (okt logs it, and never starts a second one for that object).
@@ -34,6 +38,8 @@ import structlog
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import findings as findings_mod
+from okt.status import conditions as cond
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__okt_daemon__"
@@ -143,6 +149,7 @@ class DaemonContext:
         namespace: the object's namespace (None for a cluster-scoped kind).
         name: the object's name.
         uid: the object's uid (a recreated object of the same name gets a new daemon).
+        daemon: the daemon's name (its method's).
         client: the API client; writes from a daemon are fenced like a reconcile's (none leaves a replica that lost
             its lease).
         log: a logger bound with controller, daemon, namespace and name.
@@ -156,12 +163,14 @@ class DaemonContext:
     namespace: str | None
     name: str
     uid: str
+    daemon: str
     client: kube_client.Client
     log: structlog.typing.FilteringBoundLogger
     params: Mapping[str, Any]
     attempt: int
     read: Callable[[], dict[str, Any] | None] = dataclasses.field(repr=False)
     enqueue: Callable[[], None] = dataclasses.field(repr=False)
+    findings: findings_mod.Findings = dataclasses.field(repr=False)
 
     @property
     def obj(self) -> dict[str, Any] | None:
@@ -171,3 +180,39 @@ class DaemonContext:
     def reconcile(self) -> None:
         """Ask for a reconcile of this object (e.g. when the daemon saw the outside world change)."""
         self.enqueue()
+
+    def set_condition(self, type: str, status: bool | cond.ConditionStatus, reason: str, message: str = "") -> bool:
+        """State a condition of this daemon's own in the object's status, e.g. ``ctx.set_condition("OperandHealthy",
+        False, "Unreachable", "no answer on port 11211")``; returns whether that changed what the daemon stated.
+
+        Nothing is written here: the condition is held in memory and a reconcile is asked when it changed; that
+        reconcile's one status write carries it, with Ready (its hooks see it in ``ctx.conditions``). Stating the same
+        again asks for nothing. ``lastTransitionTime`` moves only when ``status`` does; the condition carries no
+        ``observedGeneration``. It stays on the object while the daemon runs, and is removed once the daemon returns
+        on its own (see :mod:`okt.reconciler.findings`).
+
+        Raises:
+            ValueError: ``type`` is one of okt's (``Ready``, ``Degraded``, ...) or another daemon's of this object, or
+                ``type``/``reason`` is not what the API accepts (a CamelCase reason: ``okt.to_reason`` makes one).
+        """
+        changed = self.findings.set_condition(self.uid, self.daemon, type, status, reason, message)
+        if changed:
+            self.enqueue()
+        return changed
+
+    def set_status_fields(self, fields: Mapping[str, Any]) -> bool:
+        """State fields of the object's status (API names, merged over what this daemon stated before; None removes
+        a field), e.g. ``ctx.set_status_fields({"lastBackup": "2026-11-29T18:00:00Z"})``; returns whether that
+        changed what the daemon stated.
+
+        Held in memory as :meth:`set_condition` is: the next reconcile's status write carries them, and its hooks
+        read them in ``ctx.status_fields``; removed once the daemon returns on its own.
+
+        Raises:
+            ValueError: a field is okt's own (``conditions``, ``observedGeneration``), is not JSON, or the
+                reconciler's ``status_model`` refuses it.
+        """
+        changed = self.findings.set_fields(self.uid, self.daemon, fields)
+        if changed:
+            self.enqueue()
+        return changed

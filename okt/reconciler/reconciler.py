@@ -39,7 +39,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds, objects, selectors
-from okt.reconciler import children, cluster_operator, finalize, report, timers
+from okt.reconciler import children, cluster_operator, finalize, findings, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import apply, helpers, resource
@@ -253,6 +253,14 @@ class Reconciler:
         if clock is None:
             clock = self.__dict__.setdefault("_okt_timer_clock", timers.Clock())
         return clock  # type: ignore[no-any-return]
+
+    @property
+    def daemon_findings(self) -> findings.Findings:
+        """What this reconciler's daemons stated of each object, until its reconciles write it (one per instance)."""
+        held = self.__dict__.get("_okt_daemon_findings")
+        if held is None:
+            held = self.__dict__.setdefault("_okt_daemon_findings", findings.Findings(self.status_model))
+        return held  # type: ignore[no-any-return]
 
     def settings(self) -> context_mod.Settings:
         """What a reconcile needs of this declaration: the :class:`~okt.reconciler.context.Settings` its context

@@ -20,7 +20,10 @@ Guarantees:
   stop); each restart is logged, the traceback only at the first failure of each distinct error (see
   :func:`_traceback_once`); one that **returns** on its own is done for that object (not restarted until the object
   comes back);
-* a daemon's writes go through the controller's write fence, as a reconcile's do.
+* a daemon's writes go through the controller's write fence, as a reconcile's do;
+* what a daemon hands over for the status (:mod:`okt.reconciler.findings`) is held from its start until it is asked
+  to stop (then dropped, with what it hands over afterwards); when it returns on its own, the next reconcile removes
+  it from the status, and that reconcile is asked for.
 
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
 ``stop_timeout`` seconds ago it is logged as stuck, once, and left behind (the threads are daemonic: they never keep
@@ -89,6 +92,7 @@ class Supervisor:
     ) -> None:
         self.reconciler = reconciler
         self.declared = declaration.declared(type(reconciler))
+        self.findings = reconciler.daemon_findings
         self.client = client
         self.kind = kind
         self._read = read
@@ -128,6 +132,9 @@ class Supervisor:
         """Stop supervising and ask every daemon to stop (returns at once; :meth:`join` waits)."""
         with self._lock:
             self._active = False
+            # Before any stop is set: what a daemon hands over once asked to stop is dropped. What was written stays
+            # on the objects; the next leader's daemons state it again.
+            self.findings.clear()
             for slot in self._slots.values():
                 slot.again = False
                 self._ask_stop(slot)
@@ -203,11 +210,15 @@ class Supervisor:
                     self._launch(key, _Slot(namespace, name))
                 elif slot.stop.is_set() and slot.thread is not None:
                     slot.again = True  # started anew once the stopping thread returned
-            elif slot is not None:
-                slot.again = False
-                self._ask_stop(slot)
-                if slot.thread is None:
-                    del self._slots[key]  # finished on its own: nothing to wait for
+            else:
+                # Gone, being deleted or filtered out: what its daemons stated goes with it (and what a stopping one
+                # still hands over is dropped).
+                self.findings.close(uid, daemon_name)
+                if slot is not None:
+                    slot.again = False
+                    self._ask_stop(slot)
+                    if slot.thread is None:
+                        del self._slots[key]  # finished on its own: nothing to wait for
 
     def _ask_stop(self, slot: _Slot) -> None:
         """Set the slot's stop event; a running daemon is watched from then on (see :meth:`_watch_stops`)."""
@@ -228,10 +239,12 @@ class Supervisor:
             daemon=True,
         )
         self._slots[key] = slot
+        self.findings.open(*key)
         self.started_total += 1
         slot.thread.start()
 
     def _ended(self, key: _SlotKey, slot: _Slot) -> None:
+        retired = False
         with self._lock:
             slot.thread = None
             if self._slots.get(key) is not slot:
@@ -240,8 +253,13 @@ class Supervisor:
                 self._launch(key, _Slot(slot.namespace, slot.name))
             elif slot.stop.is_set():
                 del self._slots[key]
+                self.findings.close(*key)
             else:
                 slot.finished = True  # returned on its own: kept, so that later events do not start it again
+                # Done for its object: what it stated leaves the status with the next reconcile's write.
+                retired = self.findings.retire(*key)
+        if retired:
+            self._enqueue(slot.namespace, slot.name)
 
     # -- the watchdog --------------------------------------------------------------------------------------------
 
@@ -298,6 +316,7 @@ class Supervisor:
                         namespace=slot.namespace,
                         name=slot.name,
                         uid=uid,
+                        daemon=daemon_name,
                         client=self.client,
                         log=log,
                         # A mapping of this run's own, as a reconcile's ``ctx.params`` is: a key one daemon sets
@@ -306,6 +325,7 @@ class Supervisor:
                         attempt=attempt,
                         read=lambda: self._current(slot.namespace, slot.name, uid),
                         enqueue=lambda: self._enqueue(slot.namespace, slot.name),
+                        findings=self.findings,
                     )
                     log.info("daemon started", attempt=attempt)
                     started = time.monotonic()

@@ -162,7 +162,13 @@ def check_hooks(scene: Scene) -> None:
 
 def check_daemons(scene: Scene) -> None:
     scene.create("ex")
-    wait_for(lambda: "kopf.dev/heartbeat" in (scene.get("ex")["metadata"].get("annotations") or {}), timeout=20)
+
+    def monitored() -> bool:
+        status = scene.get("ex").get("status") or {}
+        types = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
+        return "monitoredSince" in status and types.get("Monitored") == "True" and types.get("Ready") == "True"
+
+    wait_for(monitored, timeout=20)
 
 
 def check_timers(scene: Scene) -> None:

@@ -9,6 +9,7 @@ import time
 from typing import Any, ClassVar, cast
 
 import pydantic
+import pytest
 import structlog
 
 import okt
@@ -318,3 +319,84 @@ def test_a_daemon_failing_again_and_again_logs_each_restart_and_each_distinct_er
     assert failed[4]["error"].startswith("ValidationError: Credentials: port: ")
     assert "Credentials.model_validate" in failed[4]["stack"]
     assert "hunter2" not in repr(logged)
+
+
+class Reporting(okt.Reconciler):
+    """A daemon that states a condition, then returns when ``quit`` is set, or waits for its stop and states one more
+    (dropped: it was asked to stop)."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.quit = threading.Event()
+        self.late: list[bool] = []
+        self.stated = threading.Event()
+
+    @okt.daemon
+    def probe(self, ctx: okt.DaemonContext) -> None:
+        ctx.set_condition("OperandHealthy", True, "Answers")
+        self.stated.set()
+        while not ctx.stop.wait(0.01):
+            if self.quit.is_set():
+                return
+        self.late.append(ctx.set_condition("OperandHealthy", False, "Stopping"))
+
+
+def reporting_supervisor(reconciler: Reporting, store: Store, asked: list[str]) -> daemons.Supervisor:
+    return daemons.Supervisor(
+        reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: asked.append(name)
+    )
+
+
+def test_a_daemon_s_finding_asks_for_a_reconcile_and_a_daemon_done_for_its_object_asks_for_one_to_remove_it() -> None:
+    reconciler, store, asked = Reporting(), Store(thing("a", "u1")), []
+    sup = reporting_supervisor(reconciler, store, asked)
+    sup.start(store.objs.values())
+    assert reconciler.stated.wait(5)
+    assert asked == ["a"]
+    assert reconciler.daemon_findings.holds("u1")
+
+    reconciler.quit.set()
+    wait_for(lambda: sup.running() == [])
+    assert asked == ["a", "a"]
+    conditions = okt.Conditions.from_status({"conditions": [{"type": "OperandHealthy", "status": "True"}]})
+    applied = reconciler.daemon_findings.apply("u1", conditions, {}, {})
+    assert "OperandHealthy" not in conditions
+    reconciler.daemon_findings.settle("u1", applied)
+    assert not reconciler.daemon_findings.holds("u1")
+
+
+@pytest.mark.parametrize(
+    "gone",
+    [
+        (informer.DELETED, thing("a", "u1")),
+        (informer.MODIFIED, thing("a", "u1", deletionTimestamp="2026-11-29T18:00:00Z")),
+    ],
+)
+def test_the_findings_of_a_deleted_object_go_with_it_and_its_stopping_daemon_adds_none(
+    gone: tuple[str, dict[str, Any]],
+) -> None:
+    reconciler, store, asked = Reporting(), Store(thing("a", "u1")), []
+    sup = reporting_supervisor(reconciler, store, asked)
+    sup.start(store.objs.values())
+    assert reconciler.stated.wait(5)
+
+    sup.observe(*gone)
+    assert not reconciler.daemon_findings.holds("u1")
+    wait_for(lambda: sup.running() == [])
+    assert reconciler.late == [False]
+    assert not reconciler.daemon_findings.holds("u1")
+    assert asked == ["a"]
+
+
+def test_a_shutdown_forgets_the_findings_and_asks_for_no_reconcile() -> None:
+    reconciler, store, asked = Reporting(), Store(thing("a", "u1")), []
+    sup = reporting_supervisor(reconciler, store, asked)
+    sup.start(store.objs.values())
+    assert reconciler.stated.wait(5)
+    sup.halt()
+    assert sup.join(5)
+    assert reconciler.late == [False]
+    assert not reconciler.daemon_findings.holds("u1")
+    assert asked == ["a"]

@@ -1,0 +1,228 @@
+"""What daemons found, held per object until a reconcile writes it: the status keeps one writer.
+
+Why this exists: a daemon (:mod:`okt.reconciler.daemons`) learns what the object's status should say — an operand's
+health, a backup's progress. Written by a patch of its own, it would be a second writer of one status: its write and
+the reconcile's overwrite each other's conditions, and each costs a write of its own. So a daemon hands its findings
+over (``ctx.set_condition(...)``, ``ctx.set_status_fields(...)`` on its :class:`~okt.reconciler.daemons.DaemonContext`);
+okt holds them in memory, per object and daemon, and asks for a reconcile when they changed. The reconcile sets them in
+its working copy before any hook runs (``ctx.conditions``, ``ctx.status_fields``: the hooks read them there, ``ready``
+among them), and its one status write carries them with Ready.
+
+Guarantees:
+
+* a finding that says what the daemon said before changes nothing: no reconcile is asked, nothing is written;
+* a daemon's condition types are its own: okt's (``Ready``, ``Available``, ``Progressing``, ``Degraded``,
+  ``ReconciliationSuccess``, ``Reconciling``, ``Stalled``) and one another daemon of the object states are refused,
+  as are okt's own status fields (``conditions``, ``observedGeneration``) and fields the ``status_model`` refuses;
+* findings are held only while their daemon runs: dropped when the object is deleted, begins to be deleted or is
+  filtered out, and when the supervisor stops (a shutdown, a lost lease: what was written stays on the object, and the
+  next leader's daemon states it again); what a daemon hands over once it was asked to stop is dropped;
+* a daemon that **returns on its own** (done for its object) has its conditions and fields removed from the status by
+  the next reconcile's write; they are forgotten once that write went through.
+
+Caveats: the memory is the process's. A condition a daemon of an earlier process stated, and that no daemon of this
+one states again, stays on the object. A daemon's condition carries no ``observedGeneration``: it says what the
+daemon saw of the world, not what it made of a generation of the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+
+from okt.kube import objects
+from okt.reconciler import report
+from okt.status import conditions as cond
+
+OKT_TYPES = frozenset((*cond.STANDARD_TYPES, *cond.KSTATUS_TYPES))
+"""The condition types okt's report states: never a daemon's."""
+OKT_FIELDS = frozenset(("conditions", "observedGeneration"))
+"""The status fields okt writes itself: never a daemon's."""
+
+
+@dataclasses.dataclass
+class _Held:
+    """What one daemon of one object handed over: its conditions by type, its status fields (None: remove it)."""
+
+    conditions: dict[str, tuple[cond.ConditionStatus, str, str]] = dataclasses.field(default_factory=dict)
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    retired: bool = False
+    """The daemon returned on its own: the next reconcile removes what it stated."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """What :meth:`Findings.apply` set in one reconcile's working copy."""
+
+    changed: bool
+    """Whether the working copy says something the object does not store yet."""
+    retired: tuple[tuple[str, _Held], ...] = ()
+    """The findings of daemons gone for good it removed, forgotten once the reconcile's status write went through."""
+
+
+class Findings:
+    """The findings of one reconciler's daemons, by object uid and daemon name; safe across threads.
+
+    Args:
+        status_model: the reconciler's ``status_model``: status fields it refuses are refused when handed over.
+    """
+
+    def __init__(self, status_model: type[pydantic.BaseModel] | None = None) -> None:
+        self._status_model = status_model
+        self._lock = threading.Lock()
+        self._held: dict[str, dict[str, _Held]] = {}
+
+    # -- the daemon's lifetime (the supervisor) ------------------------------------------------------------------
+
+    def open(self, uid: str, daemon: str) -> None:
+        """A daemon starts for the object ``uid``: from now on, what it hands over is held (nothing yet)."""
+        with self._lock:
+            self._held.setdefault(uid, {})[daemon] = _Held()
+
+    def close(self, uid: str, daemon: str | None = None) -> None:
+        """Forget what ``daemon`` (every daemon, when None) of the object ``uid`` handed over: it was asked to stop."""
+        with self._lock:
+            held = self._held.get(uid)
+            if held is None:
+                return
+            if daemon is None:
+                held.clear()
+            else:
+                held.pop(daemon, None)
+            if not held:
+                del self._held[uid]
+
+    def clear(self) -> None:
+        """Forget everything (the supervisor stops)."""
+        with self._lock:
+            self._held.clear()
+
+    def retire(self, uid: str, daemon: str) -> bool:
+        """``daemon`` returned on its own: what it stated is to be removed by the next reconcile. Returns whether it
+        stated anything (a reconcile is needed); if not, it is forgotten at once."""
+        with self._lock:
+            held = (self._held.get(uid) or {}).get(daemon)
+            if held is None:
+                return False
+            if not held.conditions and not held.fields:
+                self._drop_locked(uid, daemon, held)
+                return False
+            held.retired = True
+            return True
+
+    # -- what a daemon hands over --------------------------------------------------------------------------------
+
+    def set_condition(
+        self,
+        uid: str,
+        daemon: str,
+        type: str,
+        status: cond.ConditionStatus | bool,
+        reason: str,
+        message: str = "",
+    ) -> bool:
+        """Hold the condition ``type`` as ``daemon`` states it; returns whether that changed what it stated (False
+        too once the daemon was asked to stop: nothing is held for it any more).
+
+        Raises:
+            ValueError: ``type`` is okt's or another daemon's of the object; ``type`` or ``reason`` is not one the API
+                accepts (a :class:`pydantic.ValidationError`).
+        """
+        if type in OKT_TYPES:
+            raise ValueError(
+                f"condition {type!r} is okt's own (it states {', '.join(sorted(OKT_TYPES))}): a daemon "
+                "states conditions of its own types"
+            )
+        # Validated as a condition is (type, reason, message cut to the API's limit), before anything is held.
+        condition = cond.Condition.build(type, status, reason, message)
+        stated = (condition.status, condition.reason, condition.message)
+        with self._lock:
+            daemons = self._held.get(uid) or {}
+            held = daemons.get(daemon)
+            if held is None or held.retired:
+                return False
+            other = next((name for name, h in daemons.items() if name != daemon and type in h.conditions), None)
+            if other is not None:
+                raise ValueError(f"condition {type!r} is stated by daemon {other!r} of this object already")
+            if held.conditions.get(type) == stated:
+                return False
+            held.conditions[type] = stated
+            return True
+
+    def set_fields(self, uid: str, daemon: str, fields: Mapping[str, Any]) -> bool:
+        """Hold ``fields`` (API names; None removes a field) over what ``daemon`` stated before; returns whether that
+        changed it (False too once the daemon was asked to stop).
+
+        Raises:
+            ValueError: a field is okt's own, is not JSON, or the ``status_model`` refuses it.
+        """
+        taken = sorted(OKT_FIELDS.intersection(fields))
+        if taken:
+            raise ValueError(f"status.{taken[0]} is okt's own: a daemon states fields of its own")
+        view = report.status_fields_view(objects.json_copy(dict(fields)), self._status_model)
+        with self._lock:
+            held = (self._held.get(uid) or {}).get(daemon)
+            if held is None or held.retired:
+                return False
+            merged = {**held.fields, **view}
+            if merged == held.fields:
+                return False
+            held.fields = merged
+            return True
+
+    # -- the reconcile -------------------------------------------------------------------------------------------
+
+    def apply(
+        self,
+        uid: str,
+        conditions: cond.Conditions,
+        status_fields: dict[str, Any],
+        stored: Mapping[str, Any],
+    ) -> Applied:
+        """Set what the daemons of the object ``uid`` stated in one reconcile's working copy (``conditions``,
+        ``status_fields``; ``stored`` is the status the object stores), and remove what the daemons gone for good
+        stated."""
+        with self._lock:
+            daemons = list((self._held.get(uid) or {}).items())
+            # Copies, taken under the lock: the daemon may hand over more while the reconcile runs.
+            taken = [(name, held, dict(held.conditions), objects.json_copy(held.fields)) for name, held in daemons]
+        changed = False
+        retired: list[tuple[str, _Held]] = []
+        for name, held, stated, fields in taken:
+            if held.retired:
+                retired.append((name, held))
+                for type_ in stated:
+                    changed = conditions.remove(type_) or changed
+                for key in fields:
+                    status_fields.setdefault(key, None)
+                    changed = changed or key in stored
+                continue
+            for type_, (status, reason, message) in stated.items():
+                changed = conditions.set(type_, status, reason, message) or changed
+            for key, value in fields.items():
+                status_fields.setdefault(key, value)
+                changed = changed or (stored.get(key) != value if value is not None else key in stored)
+        return Applied(changed, tuple(retired))
+
+    def settle(self, uid: str, applied: Applied) -> None:
+        """The reconcile that applied ``applied`` wrote its status: forget the findings of the daemons gone for good
+        it removed (unless a daemon of that name started again since: its findings are its own)."""
+        with self._lock:
+            for daemon, held in applied.retired:
+                self._drop_locked(uid, daemon, held)
+
+    def holds(self, uid: str) -> bool:
+        """Whether anything is held for the object ``uid``."""
+        with self._lock:
+            return uid in self._held
+
+    def _drop_locked(self, uid: str, daemon: str, held: _Held) -> None:
+        daemons = self._held.get(uid)
+        if daemons is not None and daemons.get(daemon) is held:
+            del daemons[daemon]
+            if not daemons:
+                del self._held[uid]

@@ -1,0 +1,238 @@
+"""What a daemon finds reaches its object's status through the reconcile's one status write, on a real
+kube-apiserver: one write for a change, none for a repeat, its condition gone with the daemon, and only the leader's
+daemon states anything."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.testing import envtest, wait_for
+from tests.integration.runtime import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+HEALTHY = "OperandHealthy"
+
+
+class Probe:
+    """What the probing daemons see, and how many rounds each made; shared with the test."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.go = threading.Event()
+        self.healthy: dict[str, bool] = {}
+        self.finish: set[str] = set()
+        self.rounds: collections.Counter[str] = collections.Counter()
+        self.identities: collections.Counter[str] = collections.Counter()
+
+
+class Probing(shared.GadgetReconciler):
+    """A daemon per Gadget states what its probe sees; Ready follows the daemon's condition."""
+
+    owns = ()
+    probe: ClassVar[Probe] = Probe()
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4)
+    def watch_operand(self, ctx: okt.DaemonContext) -> None:
+        probe = self.probe
+        with probe.lock:
+            probe.identities[ctx.name] += 1
+        probe.go.wait(60)
+        while not ctx.stop.wait(0.05):
+            with probe.lock:
+                healthy = probe.healthy.get(ctx.name, True)
+                finish = ctx.name in probe.finish
+            if finish:
+                return
+            message = "answers on port 11211" if healthy else "no answer on port 11211"
+            ctx.set_condition(HEALTHY, healthy, "Answers" if healthy else "Unreachable", message)
+            ctx.set_status_fields({"probe": {"healthy": healthy}})
+            with probe.lock:
+                probe.rounds[ctx.name] += 1
+
+    def ready(self, ctx: okt.Context) -> bool | tuple[bool, str, str]:
+        if ctx.conditions.is_false(HEALTHY):
+            return False, "OperandUnhealthy", ctx.conditions[HEALTHY].message
+        return True
+
+
+@pytest.fixture
+def probe() -> Probe:
+    Probing.probe = Probe()
+    return Probing.probe
+
+
+@pytest.fixture
+def operator_client(control_plane: envtest.ControlPlane) -> Iterator[kube_client.Client]:
+    """The operator's own client: its requests are counted apart from the test's."""
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def managers(operator_client: kube_client.Client, namespace: str) -> Iterator[Callable[..., manager_mod.Manager]]:
+    made: list[manager_mod.Manager] = []
+
+    def make(**kwargs: Any) -> manager_mod.Manager:
+        options: dict[str, Any] = {
+            "namespaces": [namespace],
+            "metrics_bind": "0",
+            "lease_namespace": namespace,
+            "lease_duration": 3.0,
+            "renew_deadline": 2.0,
+            "retry_period": 0.5,
+            "grace_period": 10.0,
+            **kwargs,
+        }
+        manager = manager_mod.Manager(operator_client, [Probing], **options)
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        manager.stop()
+    for manager in made:
+        manager.join(15)
+
+
+def status_writes(client: kube_client.Client) -> int:
+    return sum(
+        n
+        for (verb, resource), n in client.stats.snapshot().items()
+        if verb in kube_client.WRITE_VERBS and resource.endswith("/status")
+    )
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    items = (obj.get("status") or {}).get("conditions") or []
+    return next((item for item in items if item.get("type") == type_), None)
+
+
+def test_a_daemon_s_finding_reaches_the_status_in_the_reconcile_s_one_write_and_a_repeat_writes_nothing(
+    kube: kube_client.Client,
+    operator_client: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    manager = managers()
+    manager.start()
+
+    def ready() -> dict[str, Any] | None:
+        return condition(kube.get(gadget_kind, "g", namespace), "Ready")
+
+    wait_for(lambda: (ready() or {}).get("status") == "True", timeout=20, message="the first reconcile's report")
+    wait_for(lambda: manager.controllers[0].queue.processing_count == 0 and len(manager.controllers[0].queue) == 0)
+    before = status_writes(operator_client)
+
+    probe.go.set()  # the daemon states OperandHealthy=True and status.probe
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+    obj = kube.get(gadget_kind, "g", namespace)
+    assert condition(obj, HEALTHY) == {
+        "type": HEALTHY,
+        "status": "True",
+        "reason": "Answers",
+        "message": "answers on port 11211",
+        "lastTransitionTime": condition(obj, HEALTHY)["lastTransitionTime"],  # type: ignore[index]
+    }
+    assert obj["status"]["probe"] == {"healthy": True}
+    assert (ready() or {}).get("status") == "True"
+
+    # The same finding, round after round: no reconcile asked, nothing written.
+    rounds = probe.rounds["g"]
+    wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+    assert status_writes(operator_client) == before + 1
+    assert kube.get(gadget_kind, "g", namespace)["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+    # A change: the daemon's condition, its field and Ready (its hook reads the condition) in one write.
+    with probe.lock:
+        probe.healthy["g"] = False
+    wait_for(lambda: (ready() or {}).get("status") == "False", timeout=10)
+    rounds = probe.rounds["g"]
+    wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+    obj = kube.get(gadget_kind, "g", namespace)
+    assert condition(obj, HEALTHY)["status"] == "False"  # type: ignore[index]
+    assert condition(obj, "Ready")["reason"] == "OperandUnhealthy"  # type: ignore[index]
+    assert obj["status"]["probe"] == {"healthy": False}
+    assert status_writes(operator_client) == before + 2
+
+
+def test_a_daemon_that_returns_on_its_own_leaves_the_status_with_its_condition_and_fields(
+    kube: kube_client.Client,
+    operator_client: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    manager = managers()
+    probe.go.set()
+    manager.start()
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=20)
+    wait_for(lambda: probe.rounds["g"] >= 5, timeout=10)
+    before = status_writes(operator_client)
+
+    with probe.lock:
+        probe.finish.add("g")  # the daemon is done for this object
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None, timeout=10)
+    obj = kube.get(gadget_kind, "g", namespace)
+    assert "probe" not in obj["status"]
+    assert (condition(obj, "Ready") or {}).get("status") == "True"
+    assert status_writes(operator_client) == before + 1
+    held = manager.controllers[0].reconciler.daemon_findings
+    wait_for(lambda: not held.holds(obj["metadata"]["uid"]), timeout=5, message="the findings forgotten once written")
+
+
+def test_only_the_leader_s_daemon_states_findings_and_a_failover_keeps_them_without_a_write(
+    kube: kube_client.Client,
+    operator_client: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    probe.go.set()
+    leader = managers(leader_elect=True, identity="leader")
+    leader.start()
+    wait_for(lambda: leader.working, timeout=15)
+    standby = managers(leader_elect=True, identity="standby")
+    standby.start()
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=20)
+    wait_for(lambda: standby.cache is not None and standby.cache.synced, timeout=10)
+    wait_for(lambda: standby.elector is not None and standby.elector.holder == "leader", timeout=10)
+    uid = kube.get(gadget_kind, "g", namespace)["metadata"]["uid"]
+
+    assert probe.identities["g"] == 1  # the standby's daemon never ran
+    assert standby.controllers[0].daemons.running() == []
+    assert not standby.controllers[0].reconciler.daemon_findings.holds(uid)
+
+    # The leader goes: its daemon stops, the condition stays; the new leader's daemon states the same (no write).
+    stated = condition(kube.get(gadget_kind, "g", namespace), HEALTHY)
+    leader.stop()
+    assert leader.join(15)
+    assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated
+    wait_for(lambda: standby.working and probe.identities["g"] == 2, timeout=15, message="the standby taking over")
+    rounds = probe.rounds["g"]
+    wait_for(lambda: probe.rounds["g"] >= rounds + 10, timeout=10)
+    before = status_writes(operator_client)
+    rounds = probe.rounds["g"]
+    wait_for(lambda: probe.rounds["g"] >= rounds + 10, timeout=10)
+    assert status_writes(operator_client) == before
+    assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated

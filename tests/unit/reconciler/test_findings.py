@@ -1,0 +1,166 @@
+"""What daemons hand over, held per object and daemon: a repeat changes nothing, okt's and another daemon's types are
+refused, nothing is held once the daemon stopped, and a reconcile sets it (or removes it, the daemon gone)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pydantic
+import pytest
+
+from okt.reconciler import findings
+from okt.status import conditions as cond
+
+NOW = datetime.datetime(2026, 11, 29, 18, 0, tzinfo=datetime.UTC)
+
+
+def held(*daemons: str, uid: str = "u1", model: type[pydantic.BaseModel] | None = None) -> findings.Findings:
+    store = findings.Findings(model)
+    for daemon in daemons:
+        store.open(uid, daemon)
+    return store
+
+
+def applied_to(
+    store: findings.Findings, status: dict[str, Any], uid: str = "u1"
+) -> tuple[findings.Applied, cond.Conditions, dict[str, Any]]:
+    conditions = cond.Conditions.from_status(status, now=lambda: NOW)
+    fields: dict[str, Any] = {}
+    return store.apply(uid, conditions, fields, status), conditions, fields
+
+
+def test_stating_the_same_condition_or_fields_again_changes_nothing() -> None:
+    store = held("probe")
+    assert store.set_condition("u1", "probe", "OperandHealthy", True, "Answers", "up")
+    assert not store.set_condition("u1", "probe", "OperandHealthy", True, "Answers", "up")
+    assert store.set_condition("u1", "probe", "OperandHealthy", True, "Answers", "up again")
+    assert store.set_fields("u1", "probe", {"probe": {"healthy": True}})
+    assert not store.set_fields("u1", "probe", {"probe": {"healthy": True}})
+
+
+@pytest.mark.parametrize("type_", [*cond.STANDARD_TYPES, *cond.KSTATUS_TYPES])
+def test_a_daemon_cannot_state_one_of_okt_s_conditions(type_: str) -> None:
+    store = held("probe")
+    with pytest.raises(ValueError, match="okt's own"):
+        store.set_condition("u1", "probe", type_, False, "Broken")
+    assert applied_to(store, {})[1].to_list() == []
+
+
+def test_a_condition_type_belongs_to_the_daemon_that_stated_it_first() -> None:
+    store = held("probe", "backup")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    with pytest.raises(ValueError, match="daemon 'probe'"):
+        store.set_condition("u1", "backup", "OperandHealthy", False, "Down")
+    assert applied_to(store, {})[1]["OperandHealthy"].status is cond.ConditionStatus.TRUE
+
+
+@pytest.mark.parametrize(
+    ("type_", "reason"), [("Operand Healthy", "Answers"), ("OperandHealthy", "not a reason"), ("OperandHealthy", "")]
+)
+def test_a_condition_the_api_would_refuse_is_refused_when_stated(type_: str, reason: str) -> None:
+    store = held("probe")
+    with pytest.raises(ValueError):
+        store.set_condition("u1", "probe", type_, True, reason)
+    assert applied_to(store, {})[1].to_list() == []
+
+
+class BackupStatus(pydantic.BaseModel):
+    last_backup: datetime.datetime | None = pydantic.Field(default=None, alias="lastBackup")
+    backups: int = 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"conditions": []}, "status.conditions is okt's own"),
+        ({"observedGeneration": 3}, "status.observedGeneration is okt's own"),
+        ({"backups": "many"}, "status.backups"),
+        ({"when": datetime.datetime(2026, 1, 1)}, "status.when"),
+    ],
+)
+def test_fields_okt_writes_or_the_status_model_refuses_are_refused_and_nothing_is_held(
+    fields: dict[str, Any], said: str
+) -> None:
+    store = held("backup", model=BackupStatus)
+    with pytest.raises(ValueError, match=said):
+        store.set_fields("u1", "backup", fields)
+    assert not store.set_fields("u1", "backup", {})
+    assert applied_to(store, {})[2] == {}
+
+
+def test_fields_are_held_under_the_status_model_s_api_names() -> None:
+    store = held("backup", model=BackupStatus)
+    store.set_fields("u1", "backup", {"last_backup": NOW, "backups": 2})
+    assert applied_to(store, {})[2] == {"lastBackup": "2026-11-29T18:00:00Z", "backups": 2}
+
+
+def test_what_a_daemon_hands_over_once_stopped_or_never_started_is_dropped() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.close("u1", "probe")
+    assert not store.set_condition("u1", "probe", "OperandHealthy", False, "Down")
+    assert not store.set_fields("u1", "probe", {"probe": 1})
+    assert not store.set_condition("u2", "probe", "OperandHealthy", False, "Down")
+    assert not store.holds("u1") and not store.holds("u2")
+
+
+def test_a_reconcile_sets_what_the_daemons_stated_and_says_whether_the_object_holds_it_already() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", False, "Unreachable", "no answer")
+    store.set_fields("u1", "probe", {"probe": {"healthy": False}, "gone": None})
+
+    applied, conditions, fields = applied_to(store, {"conditions": [], "gone": 1})
+    assert applied.changed
+    assert conditions["OperandHealthy"] == cond.Condition.build(
+        "OperandHealthy", False, "Unreachable", "no answer", last_transition_time=NOW
+    )
+    assert fields == {"probe": {"healthy": False}, "gone": None}
+
+    stored = {"conditions": conditions.to_list(), "probe": {"healthy": False}}
+    assert not applied_to(store, stored)[0].changed
+
+
+def test_a_daemon_done_for_its_object_has_what_it_stated_removed_then_forgotten_once_written() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.set_fields("u1", "probe", {"probe": {"healthy": True}})
+    stored = {**applied_to(store, {})[2], "conditions": applied_to(store, {})[1].to_list(), "other": 1}
+
+    assert store.retire("u1", "probe")
+    assert not store.set_condition("u1", "probe", "OperandHealthy", False, "Down")  # it returned
+    applied, conditions, fields = applied_to(store, stored)
+    assert applied.changed
+    assert "OperandHealthy" not in conditions
+    assert fields == {"probe": None}
+    assert store.holds("u1")  # until that reconcile's write went through
+    store.settle("u1", applied)
+    assert not store.holds("u1")
+
+
+def test_a_daemon_started_again_keeps_its_findings_from_a_reconcile_that_removed_its_predecessor_s() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.retire("u1", "probe")
+    applied = applied_to(store, {})[0]
+    store.open("u1", "probe")
+    store.set_condition("u1", "probe", "OperandHealthy", False, "Down")
+    store.settle("u1", applied)
+    assert applied_to(store, {})[1]["OperandHealthy"].status is cond.ConditionStatus.FALSE
+
+
+def test_a_daemon_done_without_stating_anything_is_forgotten_at_once() -> None:
+    store = held("probe")
+    assert not store.retire("u1", "probe")
+    assert not store.holds("u1")
+
+
+def test_the_findings_of_an_object_go_with_it_and_those_of_others_stay() -> None:
+    store = held("probe", "backup")
+    store.open("u2", "probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.set_condition("u2", "probe", "OperandHealthy", True, "Answers")
+    store.close("u1")
+    assert not store.holds("u1") and store.holds("u2")
+    store.clear()
+    assert not store.holds("u2")

@@ -91,8 +91,9 @@ def annotations_patch(
     alongside: Mapping[str, str | None] | None = None,
 ) -> dict[str, str | None]:
     """The annotations to patch so the object carries the conditions, observedGeneration and ``extra`` (as compact
-    JSON); empty when it already does. ``extra`` empty removes ``<prefix>/status``. ``alongside``: the other
-    annotations the same patch writes (okt's bookkeeping), counted in the room the conditions have.
+    JSON); empty when it already does. A field of ``extra`` that is None is left out (removed), and ``extra`` empty
+    removes ``<prefix>/status``. ``alongside``: the other annotations the same patch writes (okt's bookkeeping),
+    counted in the room the conditions have.
 
     The conditions are written with their characters as they are, not as ``\\u`` escapes: the API server bounds all
     annotations of an object to 256 KiB of UTF-8, and escaped, the messages of a failed reconcile in a non-Latin
@@ -104,6 +105,9 @@ def annotations_patch(
     """
     live = live or {}
     names = names_mod.Names(prefix)
+    # A field stated as None is one to remove, as on the status subresource: left out, never written as null (and an
+    # annotation holding nothing else is removed, not written for it).
+    extra = {key: value for key, value in extra.items() if value is not None}
     others: dict[str, str | None] = {
         names.observed_generation_annotation: str(generation),
         names.status_annotation: _compact(dict(extra)) if extra else None,

@@ -327,6 +327,19 @@ def test_the_annotations_target_patches_only_what_differs_and_reads_back_what_it
     }
 
 
+def test_a_status_field_set_to_none_is_left_out_of_the_annotations_target() -> None:
+    """None removes a field, as on the status subresource: never written as null, nor the annotation for it alone."""
+    conds = conditions.Conditions(now=lambda: T0)
+    written = writer.annotations_patch({}, conds, 2, {"phase": "Running", "probe": {"up": True}}, "okt.io")
+    live = {key: value for key, value in written.items() if value is not None}
+
+    assert writer.annotations_patch(live, conds, 2, {"phase": "Running", "probe": None}, "okt.io") == {
+        "okt.io/status": '{"phase":"Running"}'
+    }
+    assert writer.annotations_patch(live, conds, 2, {"phase": None, "probe": None}, "okt.io") == {"okt.io/status": None}
+    assert "okt.io/status" not in writer.annotations_patch({}, conds, 2, {"probe": None}, "okt.io")
+
+
 @pytest.mark.parametrize(
     "message",
     [

@@ -12,8 +12,11 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   one's reason and message (prefixed with its namespace/name);
 * ``Progressing`` — True when any is Progressing; ``Degraded`` — True when any is Degraded (same reason rule);
 * ``versions`` — the custom resources' ``status.versions`` when they all report the same, else left as it was (a
-  rollout is under way: OpenShift reports a version only once it is reached);
-* ``relatedObjects`` — each custom resource, then each one's own ``status.relatedObjects``, without duplicates.
+  rollout is under way: OpenShift reports a version only once it is reached; or one reports an entry that is not a
+  name and a version);
+* ``relatedObjects`` — each custom resource, then each one's own ``status.relatedObjects``, without duplicates, in
+  the shape OpenShift's schema stores: an entry that is not a reference is left out, a field it does not know
+  dropped (a hand edit of one resource's status can neither have the mirror refused nor rewritten unchanged).
 
 Guarantees:
 
@@ -99,7 +102,7 @@ def desired_status(
     degraded = _offending(ordered, cond.DEGRADED, "True")
     working.set(cond.DEGRADED, degraded is not None, *(degraded or ("AsExpected", f"{count}: none degraded")))
     status: dict[str, Any] = {"conditions": working.to_list()}
-    reported = [(p.get("status") or {}).get("versions") for p in ordered]
+    reported = [_versions((p.get("status") or {}).get("versions")) for p in ordered]
     if reported and reported[0] and all(v == reported[0] for v in reported):
         status["versions"] = reported[0]
     elif (current or {}).get("versions"):
@@ -112,17 +115,52 @@ def desired_status(
 
 def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[dict[str, str]]:
     related: list[dict[str, str]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for primary in primaries:
         meta = primary.get("metadata") or {}
         own = {"group": kind.group, "resource": kind.plural, "name": str(meta.get("name"))}
         if meta.get("namespace"):
             own["namespace"] = str(meta["namespace"])
         for entry in (own, *((primary.get("status") or {}).get("relatedObjects") or ())):
-            # What is not an object names nothing (a hand edit of one resource's status): left out, not raised, or
-            # the reconcile of every resource of the kind would fail on it.
-            if isinstance(entry, Mapping) and entry not in related:
-                related.append(dict(entry))
+            # An entry of one resource's status that is not a reference (a hand edit) is left out: written, it would
+            # have the whole mirror refused (a field the schema requires, missing or not a string) or pruned and
+            # written again at every reconcile (a field the schema does not know).
+            reference = _reference(entry)
+            if reference is not None and (key := tuple(sorted(reference.items()))) not in seen:
+                seen.add(key)
+                related.append(reference)
     return related
+
+
+def _reference(entry: object) -> dict[str, str] | None:
+    """``entry`` as OpenShift's schema stores a related object (group, resource, name, and namespace when it has
+    one; strings, resource and name not empty), or None when it is not one."""
+    if not isinstance(entry, Mapping):
+        return None
+    group, resource, name = (entry.get(field) for field in ("group", "resource", "name"))
+    namespace = entry.get("namespace")
+    if not (isinstance(group, str) and isinstance(resource, str) and isinstance(name, str) and resource and name):
+        return None
+    if namespace is not None and not isinstance(namespace, str):
+        return None
+    reference = {"group": group, "resource": resource, "name": name}
+    if namespace:
+        reference["namespace"] = namespace
+    return reference
+
+
+def _versions(reported: object) -> list[dict[str, str]] | None:
+    """A resource's ``status.versions`` as OpenShift's schema stores them (name and version, strings), or None when
+    it reports none or an entry is not one (a hand edit: written, it would have the whole mirror refused)."""
+    if not isinstance(reported, list) or not reported:
+        return None
+    versions = []
+    for entry in reported:
+        name, version = (entry.get("name"), entry.get("version")) if isinstance(entry, Mapping) else (None, None)
+        if not (isinstance(name, str) and name and isinstance(version, str)):
+            return None
+        versions.append({"name": name, "version": version})
+    return versions
 
 
 def mirror(name: str, ctx: context_mod.Context, attempts: int = 2) -> bool:

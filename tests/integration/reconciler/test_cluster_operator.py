@@ -168,3 +168,38 @@ def test_a_deleted_custom_resource_leaves_the_clusteroperator_and_its_degradatio
     finally:
         running.stop()
         running.join(15)
+
+
+def test_related_objects_and_versions_the_clusteroperator_schema_refuses_or_prunes_are_left_out_of_the_mirror(
+    clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    kube = fresh_client
+    shared.make_widget(kube, gizmo_kind, namespace, "good", size=1)
+    shared.make_widget(kube, gizmo_kind, namespace, "edited", size=1)
+    hand_edited = {
+        "relatedObjects": [
+            {"resource": "pods", "name": "no-group"},  # a required field missing: the whole write would be refused
+            {"group": "", "resource": "pods", "name": 7},  # not a string
+            {"group": "", "resource": "pods", "namespace": namespace, "name": "kept", "kind": "Pod"},
+        ],
+        "versions": [{"name": "operator"}],
+    }
+    kube.patch(gizmo_kind, "edited", {"status": hand_edited}, namespace, subresource="status")
+    try:
+        run = shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "good")
+
+        assert run.outcome == okt.Outcome.done()
+        related = [entry for entry in co_status(kube)["relatedObjects"] if entry.get("namespace") == namespace]
+        assert related == [
+            {"group": shared.GROUP, "resource": "gizmos", "namespace": namespace, "name": "edited"},
+            {"group": "", "resource": "pods", "namespace": namespace, "name": "kept"},
+            {"group": shared.GROUP, "resource": "gizmos", "namespace": namespace, "name": "good"},
+            {"group": "", "resource": "configmaps", "namespace": namespace, "name": "good-config"},
+        ]
+
+        before = kube.stats.snapshot()
+        shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "good")
+
+        assert shared.write_requests(kube, before) == {}
+    finally:
+        kube.delete(gizmo_kind, "edited", namespace)

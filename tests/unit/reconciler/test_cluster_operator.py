@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import okt
 from okt import errors
 from okt.kube import kinds
@@ -68,6 +70,20 @@ def test_versions_are_reported_only_when_every_resource_reached_the_same() -> No
     assert (reached["versions"], midway["versions"], done["versions"]) == (V1, V1, V2)
 
 
+@pytest.mark.parametrize(
+    "edited",
+    [[{"name": "operator"}], [{"name": "operator", "version": 2}], [V1[0], "2"], [{"version": "1"}]],
+    ids=["no-version", "not-a-string", "not-an-entry", "no-name"],
+)
+def test_versions_the_clusteroperator_schema_would_refuse_are_not_reported(edited: list[Any]) -> None:
+    healthy = {"Available": ("True", "Ok"), "Progressing": ("False", "Settled"), "Degraded": ("False", "Ok")}
+    current = {"versions": V1}
+
+    status, _ = cluster_operator.desired_status([primary("a", edited, **healthy)], KIND, current)
+
+    assert status["versions"] == V1
+
+
 def test_the_same_summary_again_is_no_change_and_keeps_the_transition_times() -> None:
     primaries = [primary("a", V1, Available=("True", "Ok"), Progressing=("False", "S"), Degraded=("False", "Ok"))]
     first, _ = cluster_operator.desired_status(primaries, KIND, None)
@@ -94,7 +110,10 @@ def test_a_hand_edited_related_object_of_one_resource_neither_fails_the_others_r
     thing_kind = okt.Kind("example.com/v1", "Thing", "things")
     client = FakeClient(
         kinds=[thing_kind, cluster_operator.KIND],
-        objects=[thing("good"), thing("odd", relatedObjects=["hand-edited", {"resource": "pods", "name": "p"}])],
+        objects=[
+            thing("good"),
+            thing("odd", relatedObjects=["hand-edited", {"group": "", "resource": "pods", "name": "p"}]),
+        ],
     )
 
     run = okt.reconcile(Things(), client, None, "ns", "good", kind=thing_kind)

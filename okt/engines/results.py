@@ -14,8 +14,9 @@ Guarantees (the consolidation rules):
   exponential backoff);
 * a non-error entry requeues only with a delay > 0, the smallest such delay wins;
 * every delay is capped at :data:`MAX_DELAY` (6 h);
-* give-up never requeues: the object is reconciled again when it changes — but for an alarming give-up whose
-  report (the ErrorManager's status write) failed, which is retried like an error until the report is written.
+* give-up never requeues: the object is reconciled again when it changes — but for a give-up whose status write
+  failed (an alarming one's report by the ErrorManager, a lifecycle move made before a quiet one), which is retried
+  like an error until it is written.
 
 Caveats: a ``Results`` belongs to one reconcile on one thread. It is never global and never shared; it is mutable
 (an append-only stack) and not thread-safe. Entries and outcomes are immutable values.
@@ -362,15 +363,18 @@ class Results:
 
         A first error that is an :class:`okt.errors.PermanentError` (``InvalidSpec``...) gives up: it was reported
         (ErrorManager ran), and nothing is retried until the object changes — unless the last status write failed:
-        the report did not reach the object (Ready may still say True), so it is retried until it does. So is an
-        *alarming* give-up whose report failed: the ErrorManager reports it as it reports an error. A report that
-        landed after a refused write (the status fields left out) counts as reported.
+        the report did not reach the object (Ready may still say True), so it is retried until it does. So is a
+        give-up whose last status write failed: an *alarming* one's report (the ErrorManager reports it as it
+        reports an error), or the bookkeeping a quiet one left to write (a lifecycle move, made again otherwise once
+        the object changes). A report that landed after a refused write (the status fields left out) counts as
+        reported.
         """
         reported = self._status_landed()
         if self._gave_up is not None:
-            first = self._first_error.error if self._first_error is not None else None
-            if self._alarming and not reported and first is not None:
-                return Outcome.retry(first)
+            if not reported and self._first_error is not None and self._first_error.error is not None:
+                # What the give-up left to write (the report of an alarming one, a lifecycle move before a quiet one)
+                # did not land, and a give-up waits for a change that need never come.
+                return Outcome.retry(self._first_error.error, delay=self._first_error.delay)
             return Outcome.give_up(self._gave_up)
         if self._first_error is not None and self._first_error.error is not None:
             error = self._first_error.error

@@ -15,6 +15,7 @@ model whose validation raises, that exception) — except while the CR is being 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import itertools
 import logging
 import threading
@@ -211,8 +212,11 @@ def reconcile(
     ):
         # A quiet give-up runs neither manager, which write the bookkeeping: a lifecycle move made before it is
         # persisted here, or the next reconcile would start from the old phase and make the same move again. And
-        # what the daemons stated: a paused object still says what its daemons found.
+        # what the daemons stated: a paused object still says what its daemons found. A write that failed makes the
+        # outcome a retry (a give-up would wait for a change of the object).
         report.write_status(ctx)
+        if ctx.results.has_error:
+            run = dataclasses.replace(run, outcome=ctx.results.outcome())
     if applied is not None and applied.retired and _status_written(ctx.results):
         held.settle(cr.uid, applied)
     error = ctx.results.first_error

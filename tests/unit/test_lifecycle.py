@@ -578,6 +578,30 @@ def test_a_move_written_by_a_flush_is_not_written_again_by_the_report(persistenc
     assert kept == "Provisioning"
 
 
+class GivingUp(Advancing):
+    """Advances LIFECYCLE, then gives up quietly (waiting for something no event announces)."""
+
+    def enter_in_state(self, state: states.State, ctx: context_mod.Context) -> results_mod.Outcome | None:
+        super().enter_in_state(state, ctx)
+        return results_mod.Outcome.give_up("waiting") if state is states.State.ObjectsGetter else None
+
+
+def test_a_move_whose_write_failed_before_a_quiet_give_up_is_retried_until_it_is_written() -> None:
+    fake = FakeClient(kinds=[KIND], objects=[app()])
+    reconciler = cast(reconciler_mod.Reconciler, GivingUp())
+    fake.fail("apply", "apps/status", errors.ApiError.from_status(500, "InternalError", "etcd is away"))
+
+    failed = core.reconcile(reconciler, fake, None, "ns", "demo")
+
+    assert failed.outcome.kind is results_mod.OutcomeKind.RETRY  # not a give-up: nothing would wake it
+    assert ((fake.stored(KIND, "demo", "ns") or {}).get("status") or {}).get("okt") is None
+
+    again = core.reconcile(reconciler, fake, None, "ns", "demo")
+
+    assert again.outcome == results_mod.Outcome.give_up("waiting")
+    assert (fake.stored(KIND, "demo", "ns") or {})["status"]["okt"]["phase"] == "Provisioning"
+
+
 def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:
     def broken(ctx: context_mod.Context) -> bool:
         raise errors.TemporaryError("job status not readable yet")

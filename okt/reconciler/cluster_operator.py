@@ -16,7 +16,9 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   name and a version);
 * ``relatedObjects`` — each custom resource, then each one's own ``status.relatedObjects``, without duplicates, in
   the shape OpenShift's schema stores: an entry that is not a reference is left out, a field it does not know
-  dropped (a hand edit of one resource's status can neither have the mirror refused nor rewritten unchanged).
+  dropped (a hand edit of one resource's status can neither have the mirror refused nor rewritten unchanged); past
+  :data:`MAX_RELATED_OBJECTS` entries, the namespaces of the namespaced ones stand for them (the cluster-scoped ones
+  stay), cut at that bound: the object stays one the API server stores.
 
 Guarantees:
 
@@ -54,6 +56,8 @@ KIND = kinds.Kind(API_VERSION, "ClusterOperator", "clusteroperators", namespaced
 MIRRORED = (cond.AVAILABLE, cond.PROGRESSING, cond.DEGRADED)
 ABSENT_RECHECK = 300.0
 """Seconds before a client that found no ClusterOperator CRD asks discovery again."""
+MAX_RELATED_OBJECTS = 500
+"""The most entries of the mirror's ``relatedObjects``: past it, namespaced objects are named by their namespaces."""
 
 _absent_until: weakref.WeakKeyDictionary[kube_client.Client, float] = weakref.WeakKeyDictionary()
 _absent_lock = threading.Lock()
@@ -129,7 +133,18 @@ def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[d
             if reference is not None and (key := tuple(sorted(reference.items()))) not in seen:
                 seen.add(key)
                 related.append(reference)
-    return related
+    if len(related) <= MAX_RELATED_OBJECTS:
+        return related
+    # Every resource's children, at thousands of resources, make an object the API server refuses (each write of the
+    # mirror refused, for good) and a list no one reads: a namespace names everything in it, as must-gather reads it.
+    bounded: list[dict[str, str]] = []
+    seen.clear()
+    for entry in related:
+        named = {"group": "", "resource": "namespaces", "name": entry["namespace"]} if "namespace" in entry else entry
+        if (key := tuple(sorted(named.items()))) not in seen:
+            seen.add(key)
+            bounded.append(named)
+    return bounded[:MAX_RELATED_OBJECTS]
 
 
 def _reference(entry: object) -> dict[str, str] | None:

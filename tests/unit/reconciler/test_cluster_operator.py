@@ -84,6 +84,38 @@ def test_versions_the_clusteroperator_schema_would_refuse_are_not_reported(edite
     assert status["versions"] == V1
 
 
+def test_the_related_objects_of_many_resources_are_bounded_and_named_by_their_namespaces_past_the_bound() -> None:
+    children = [
+        {"group": "", "resource": "configmaps", "name": "config"},
+        {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "name": "shared"},
+    ]
+    primaries = []
+    for index in range(cluster_operator.MAX_RELATED_OBJECTS * 10):
+        namespace = f"team-{index % 20}"
+        owned = [
+            {**entry, "namespace": namespace} if entry["resource"] == "configmaps" else entry for entry in children
+        ]
+        primaries.append({**primary(f"cache-{index}"), "metadata": {"name": f"cache-{index}", "namespace": namespace}})
+        primaries[-1]["status"]["relatedObjects"] = owned
+
+    status, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    related = status["relatedObjects"]
+    assert len(related) <= cluster_operator.MAX_RELATED_OBJECTS
+    namespaces = {entry["name"] for entry in related if entry["resource"] == "namespaces"}
+    assert namespaces == {f"team-{index}" for index in range(20)}  # where to look: nothing namespaced is lost
+    assert {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "name": "shared"} in related
+    assert not [entry for entry in related if "namespace" in entry]
+
+
+def test_the_related_objects_within_the_bound_name_every_object() -> None:
+    primaries = [primary(f"cache-{index}") for index in range(cluster_operator.MAX_RELATED_OBJECTS)]
+
+    status, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    assert [entry["name"] for entry in status["relatedObjects"]] == sorted(p["metadata"]["name"] for p in primaries)
+
+
 def test_the_same_summary_again_is_no_change_and_keeps_the_transition_times() -> None:
     primaries = [primary("a", V1, Available=("True", "Ok"), Progressing=("False", "S"), Degraded=("False", "Ok"))]
     first, _ = cluster_operator.desired_status(primaries, KIND, None)

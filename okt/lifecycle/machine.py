@@ -14,7 +14,8 @@ Two triggers are built from the same edges:
 
 Guarantees: a phase moves only along a declared edge; :meth:`PhaseMachine.edges` reads the edges back from the library
 object (in declaration order), so what is drawn is what runs; an exception raised by a guard propagates unchanged and
-leaves the phase where it was.
+leaves the phase where it was; a guard that returns an outcome (``okt.requeue_after(5)``, true as a bool) raises
+``TypeError`` instead of taking the edge.
 
 Caveats: a ``transitions.Machine`` holds its current state and is not thread-safe. A ``PhaseMachine`` is built per
 evaluation (tens of microseconds for a dozen edges); the ``Lifecycle`` that owns the table is shared freely.
@@ -29,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 import transitions
 
+from okt.engines import results
 from okt.lifecycle import transition as transition_mod
 
 P = TypeVar("P", bound=enum.Enum)
@@ -53,7 +55,14 @@ class _When(Generic[P]):
     taken: _Taken[P]
 
     def __call__(self, subject: Any) -> bool:
-        if not self.edge.when(subject):
+        held = self.edge.when(subject)
+        if isinstance(held, results.Outcome):
+            # True as a bool: ``okt.requeue_after(5)`` meant "not yet, look again", and the edge would be taken.
+            raise TypeError(
+                f"{self.edge.describe()}: its guard returned {held}; a guard returns True or False (an outcome is "
+                "returned by enter_in_state, check or cleanup)"
+            )
+        if not held:
             return False
         self.taken.edge = self.edge
         return True

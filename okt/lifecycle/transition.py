@@ -73,7 +73,8 @@ class Transition(Generic[P]):
         dest: the phase it enters (another phase of the same Enum).
         when: the guard; default: always. Guards are asked in declaration order and the first that holds wins, so
             put the more specific edge first. A guard must only read (the live children, the spec, the status): it
-            may be asked and then not taken.
+            may be asked and then not taken. One that returns an outcome (``okt.requeue_after(5)``) raises
+            ``TypeError`` when asked.
         reason: the condition reason and event reason of the move (CamelCase); default: the destination's name
             made into a reason (``"Running"``).
         message: a sentence explaining the move, added to the condition message and the event.

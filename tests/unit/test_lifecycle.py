@@ -624,6 +624,24 @@ def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:
     assert [reason for _, reason, _ in recorder.events] == ["Provisioning"]
 
 
+@pytest.mark.parametrize(
+    "returned", [results_mod.Outcome.requeue_after(5), results_mod.Outcome.give_up("not yet")], ids=str
+)
+def test_a_guard_returning_an_outcome_is_refused_and_the_edge_not_taken(returned: results_mod.Outcome) -> None:
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Provisioning,
+        transitions=[Transition(Phase.Provisioning, Phase.Running, when=lambda ctx: cast(bool, returned))],
+    )
+    ctx, recorder = make_ctx(app("Provisioning"))
+
+    with pytest.raises(TypeError, match=r"Provisioning -> Running: its guard returned .*a guard returns True or False"):
+        lifecycle.advance(ctx)
+
+    assert ctx.bookkeeping.phase == "Provisioning"
+    assert recorder.events == []
+
+
 # -- declaration -------------------------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ Guarantees:
 
 * only CREATE and UPDATE are judged; an object being deleted is always admitted (its cleanup must still run and its
   finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
-  still get its labels, annotations and finalizers edited);
+  still get its labels, annotations and finalizers edited), as the API server stores it (:func:`same_json`: ``1``
+  and ``true`` differ, ``1`` and ``1.0`` do not);
 * only the objects this operator reconciles are judged or defaulted: those in the :class:`Scope` it runs with (the
   namespaces and the label selector of ``okt run -n/-l``) that the reconciler selects (``annotation_selector``,
   ``when(obj)``). The others are never reconciled by it and may be another operator's (another release, another
@@ -216,6 +217,21 @@ def json_patch(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:
     return [{"op": "replace", "path": path, "value": new}]
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are one value as the API server stores them: of the same JSON type (``true`` is not
+    ``1``, as Python's ``==`` says it is), numbers by their value (``1.0`` is stored as ``1``), arrays item by item,
+    objects key by key."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_json(value, b[key]) for key, value in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and bool(a == b)
+
+
 def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
     """The AdmissionReview answering ``review`` with ``verdict`` (same apiVersion, the request's uid).
 
@@ -273,7 +289,11 @@ def _judged(
     if why is not None:
         return Verdict.unjudged(why)
     old = request.get("oldObject")
-    if request.get("operation") == "UPDATE" and isinstance(old, Mapping) and old.get("spec") == obj.get("spec"):
+    if (
+        request.get("operation") == "UPDATE"
+        and isinstance(old, Mapping)
+        and same_json(old.get("spec"), obj.get("spec"))
+    ):
         return Verdict.allow()
     return obj if reconciler.selects(obj) else Verdict.allow()
 

@@ -414,3 +414,38 @@ def test_a_default_hook_that_returns_what_is_not_the_object_refuses_it_and_logs_
     assert f"TypeError: {verdict.message}".startswith(said)
     errors_logged = [(line["hook"], line["error"]) for line in logged if line["log_level"] == "error"]
     assert errors_logged == [("default", f"TypeError: {verdict.message}")]
+
+
+class Schemaless(okt.Reconciler):
+    """A spec without a model (``x-kubernetes-preserve-unknown-fields``): ``check`` alone judges its values."""
+
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        replicas = ctx.cr.raw_spec.get("replicas")
+        if isinstance(replicas, bool) or not isinstance(replicas, int):
+            raise okt.InvalidSpec("replicas must be an integer", field="spec.replicas")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(1, True), (0, False), (1.0, True), ([1], [True]), ({"a": 0}, {"a": False})],
+    ids=["int-to-true", "zero-to-false", "float-to-true", "in-a-list", "in-a-mapping"],
+)
+def test_an_update_changing_a_value_to_one_of_another_json_type_is_judged(old: Any, new: Any) -> None:
+    review = request(widget({"replicas": new}), "UPDATE", old=widget({"replicas": old}))
+
+    verdict = admission.validate(Schemaless(), review, FakeClient())
+
+    assert (verdict.allowed, verdict.message) == (False, "spec.replicas: replicas must be an integer")
+
+
+def test_an_update_writing_a_number_as_the_api_server_stores_it_is_not_judged_again() -> None:
+    # 1.0 is stored as 1: the spec is unchanged, and an object stored before the webhook keeps its edits.
+    review = request(
+        widget({"replicas": "x", "ratio": 1.0}, labels={"a": "b"}), "UPDATE", old=widget({"replicas": "x", "ratio": 1})
+    )
+
+    assert admission.validate(Schemaless(), review, FakeClient()).allowed

@@ -281,7 +281,7 @@ def _webhook_options(
     elif service:
         bundle = certs.for_service(client, service[0], service[1], f"{service[1]}-tls")
     else:
-        bundle = certs.self_signed(_generated_hosts(host))
+        bundle = certs.self_signed(webhook_server.generated_hosts(host))
     # Where the CA goes, at start and again before a renewal under another CA is served: the configurations (their
     # caBundle) and the CA file (what okt gen webhooks --ca-bundle reads).
     trusts: list[Callable[[bytes], None]] = []
@@ -324,19 +324,6 @@ def _webhook_options(
     # A renewal under another CA (cert-manager's selfSigned issuer) is written into the configurations before it is
     # served, or the API server would refuse it.
     return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca if trusts else None)
-
-
-_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
-
-
-def _generated_hosts(host: str) -> tuple[str, ...]:
-    """The names a generated certificate is valid for: the local ones, and the address the server binds when it is
-    one address (``--webhook-host 192.168.1.5``: the address an API server outside this host dials), not every one."""
-    from okt.runtime import certs
-
-    if host in _EVERY_ADDRESS or host in certs.LOCAL_HOSTS:
-        return certs.LOCAL_HOSTS
-    return (*certs.LOCAL_HOSTS, host)
 
 
 def _write_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:

@@ -69,7 +69,8 @@ class Options:
             ``reload_interval``; a :class:`~okt.runtime.certs.ServiceSource`: the Service's own certificate in its
             Secret, read again as often and renewed there when it nears its end; None: a CA and a certificate
             generated for ``hosts``.
-        hosts: the names and addresses a generated certificate is valid for.
+        hosts: the names and addresses a generated certificate is valid for; None: those of
+            :func:`generated_hosts` (the local ones, and ``host`` when it is one address).
         request_timeout: the seconds a request may take, from its first byte to its answer, before its connection is
             cut (past the API server's own timeout, nobody waits for the answer any more).
         max_connections: the connections served at once; the next ones wait to be accepted until one ends.
@@ -84,7 +85,7 @@ class Options:
     host: str = "0.0.0.0"
     port: int = DEFAULT_PORT
     certificates: certs.Bundle | pathlib.Path | certs.SecretSource | certs.ServiceSource | None = None
-    hosts: tuple[str, ...] = certs.LOCAL_HOSTS
+    hosts: tuple[str, ...] | None = None
     request_timeout: float = REQUEST_TIMEOUT
     max_connections: int = webhook_connections.MAX_CONNECTIONS
     reload_interval: float = RELOAD_INTERVAL
@@ -95,6 +96,21 @@ class Options:
             raise errors.ConfigurationError(f"max_connections must be at least 1, not {self.max_connections}")
         if not self.reload_interval > 0:
             raise errors.ConfigurationError(f"reload_interval must be more than 0 seconds, not {self.reload_interval}")
+
+    def certificate_hosts(self) -> tuple[str, ...]:
+        """The names and addresses a certificate generated for these options is valid for."""
+        return self.hosts if self.hosts is not None else generated_hosts(self.host)
+
+
+_EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
+
+
+def generated_hosts(host: str) -> tuple[str, ...]:
+    """The names a certificate generated for a server binding ``host`` is valid for: the local ones, and ``host`` when
+    it is one address (``192.168.1.5``: the address an API server outside this host dials), not every one."""
+    if host in _EVERY_ADDRESS or host in certs.LOCAL_HOSTS:
+        return certs.LOCAL_HOSTS
+    return (*certs.LOCAL_HOSTS, host)
 
 
 class WebhookServer:
@@ -124,7 +140,7 @@ class WebhookServer:
         elif isinstance(source, certs.SecretSource | certs.ServiceSource):
             self._served = _Served(source.read(), source.read, f"Secret {source.where}", options.trust_ca)
         else:
-            self._served = _Served(source or certs.self_signed(options.hosts), None)
+            self._served = _Served(source or certs.self_signed(options.certificate_hosts()), None)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
         self._server = webhook_connections.Server(
             (options.host, options.port), webhook_connections.Handler, bind_and_activate=False

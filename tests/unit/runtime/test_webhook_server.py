@@ -268,6 +268,30 @@ def test_the_certificate_generated_for_a_run_names_the_address_it_binds_too() ->
     assert named == {*certs.LOCAL_HOSTS, "127.0.0.2"}
 
 
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (webhook_server.Options(host="127.0.0.2", port=0), {*certs.LOCAL_HOSTS, "127.0.0.2"}),
+        (webhook_server.Options(host="0.0.0.0", port=0), set(certs.LOCAL_HOSTS)),
+        (webhook_server.Options(host="127.0.0.2", port=0, hosts=("127.0.0.2",)), {"127.0.0.2"}),
+    ],
+    ids=["one-address", "every-address", "hosts-given"],
+)
+def test_a_server_generating_its_certificate_names_the_address_it_binds_as_okt_run_does(
+    options: webhook_server.Options, named: set[str]
+) -> None:
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    names = x509.load_pem_x509_certificate(running.certificates.cert_pem).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    running.stop()
+
+    assert {
+        *names.value.get_values_for_type(x509.DNSName),
+        *map(str, names.value.get_values_for_type(x509.IPAddress)),
+    } == named
+
+
 def mount(root: Path, bundle: certs.Bundle, generation: str) -> None:
     """Write ``bundle`` as the kubelet updates a mounted Secret: a new folder, then ``..data`` pointed at it at once."""
     folder = root / f"..{generation}"

@@ -270,7 +270,7 @@ def _webhook_options(
     With ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
     ``service`` (with ``scope_fields``, their selectors: :func:`_scope_fields`), and of the conversion webhooks of the
     CRDs ``conversion_crds`` that call it. Both are written again, with the CA served until then, before a renewal
-    under another CA is served."""
+    under another CA is served, and wherever the webhook server's reload loop finds its CAs missing."""
     from okt.runtime import certs, webhook_server
 
     if cert_dir:
@@ -285,21 +285,37 @@ def _webhook_options(
     # Where the CA goes, at start and again before a renewal under another CA is served: the configurations (their
     # caBundle) and the CA file (what okt gen webhooks --ca-bundle reads).
     trusts: list[Callable[[bytes], None]] = []
+    restore_ca: Callable[[bytes], None] | None = None
     if service and configuration:
         webhook_service, webhook_configuration = service, configuration
 
-        def write_configurations(ca_pem: bytes) -> None:
+        def write_configurations(ca_pem: bytes, missing_only: bool = False) -> None:
             ca_bundle = dataclasses.replace(bundle, ca_pem=ca_pem).ca_bundle()
             namespace, name = webhook_service
             changed = certs.inject_ca_bundle(
-                client, webhook_configuration, name, namespace, ca_bundle, configuration_kinds, scope_fields
+                client,
+                webhook_configuration,
+                name,
+                namespace,
+                ca_bundle,
+                configuration_kinds,
+                scope_fields,
+                missing_only=missing_only,
             )
-            crds = certs.inject_conversion_ca_bundle(client, conversion_crds, name, namespace, ca_bundle)
-            structlog.get_logger("okt.run").info(
-                "webhook CA written", configuration=webhook_configuration, kinds=changed, crds=crds
+            crds = certs.inject_conversion_ca_bundle(
+                client, conversion_crds, name, namespace, ca_bundle, missing_only=missing_only
             )
+            if not missing_only:
+                structlog.get_logger("okt.run").info(
+                    "webhook CA written", configuration=webhook_configuration, kinds=changed, crds=crds
+                )
+            elif changed or crds:  # replaced without it (kubectl replace, a Helm upgrade): every call failed
+                structlog.get_logger("okt.run").warning(
+                    "webhook CA written again", configuration=webhook_configuration, kinds=changed, crds=crds
+                )
 
         trusts.append(write_configurations)
+        restore_ca = functools.partial(write_configurations, missing_only=True)
     for trust in trusts:
         trust(bundle.ca_pem)
     if ca_file:
@@ -322,8 +338,14 @@ def _webhook_options(
     elif service:
         served = certs.ServiceSource(client, service[0], service[1], f"{service[1]}-tls")
     # A renewal under another CA (cert-manager's selfSigned issuer) is written into the configurations before it is
-    # served, or the API server would refuse it.
-    return webhook_server.Options(host=host, port=port, certificates=served, trust_ca=trust_ca if trusts else None)
+    # served, or the API server would refuse it; a configuration replaced without the CA gets it again.
+    return webhook_server.Options(
+        host=host,
+        port=port,
+        certificates=served,
+        trust_ca=trust_ca if trusts else None,
+        restore_ca=restore_ca,
+    )
 
 
 def _write_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:

@@ -21,7 +21,8 @@ start), so webhook configurations written for it are valid for that run only: wr
 :func:`for_service` is renewed by the first read within :data:`RENEW_BEFORE` of its end (or after it), at a start
 or by a running replica (the webhook server reads it again through :class:`ServiceSource`), which then writes the new
 CA into the configurations, beside the old one until it ends (the replicas that have not read the renewal yet still
-serve the old certificate).
+serve the old certificate). A configuration replaced without the CA gets it again from the webhook server's reload
+loop (``missing_only``: written only where the replica's own CAs are missing, so replicas never undo each other).
 """
 
 from __future__ import annotations
@@ -364,6 +365,8 @@ def inject_ca_bundle(
     ca_bundle: str,
     kinds_: Sequence[str] = WEBHOOK_CONFIGURATIONS,
     fields: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    missing_only: bool = False,
 ) -> list[str]:
     """Write ``ca_bundle`` into the webhooks of the configurations named ``configuration`` that call ``service``.
 
@@ -377,6 +380,10 @@ def inject_ca_bundle(
     ``objectSelector`` of the operator's scope, so the API server calls it for the objects it serves only (another
     value there is replaced: the operator's scope is the one that holds).
 
+    ``missing_only``: a webhook whose ``caBundle`` already trusts every CA of ``ca_bundle`` (beside others: those a
+    replica that has read a renewal wrote) keeps it; only one trusting less is written (see :func:`trusts`). What
+    the reload loop of the webhook server restores, every replica with its own CAs, none undoing another's write.
+
     Returns the kinds that were changed.
     """
 
@@ -386,8 +393,11 @@ def inject_ca_bundle(
         for hook in hooks:
             config = dict(hook.get("clientConfig") or {})
             if _calls(config, service, namespace):
-                touched |= config.get("caBundle") != ca_bundle
-                hook["clientConfig"] = {**config, "caBundle": ca_bundle}
+                held = config.get("caBundle")
+                stale = not trusts(held, ca_bundle) if missing_only else held != ca_bundle
+                if stale:
+                    touched = True
+                    hook["clientConfig"] = {**config, "caBundle": ca_bundle}
                 for field, value in (fields or {}).get(config["service"].get("path") or "", {}).items():
                     touched |= hook.get(field) != value
                     hook[field] = value
@@ -401,7 +411,13 @@ def inject_ca_bundle(
 
 
 def inject_conversion_ca_bundle(
-    client: kube_client.Client, crds: Sequence[str], service: str, namespace: str, ca_bundle: str
+    client: kube_client.Client,
+    crds: Sequence[str],
+    service: str,
+    namespace: str,
+    ca_bundle: str,
+    *,
+    missing_only: bool = False,
 ) -> list[str]:
     """Write ``ca_bundle`` into the conversion webhook of the CustomResourceDefinitions ``crds`` that call ``service``.
 
@@ -410,7 +426,8 @@ def inject_conversion_ca_bundle(
     the CRDs of the reconcilers with ``converters`` (only those are read: the RBAC ``okt gen deploy`` writes names
     them). A missing CRD, or one whose conversion webhook calls another Service (a URL, cert-manager's injector),
     is skipped; a CRD already holding ``ca_bundle`` is not written; the write is guarded by the resourceVersion read
-    (a conflict is retried).
+    (a conflict is retried). ``missing_only``: as for :func:`inject_ca_bundle`, a CRD whose caBundle trusts every CA
+    of ``ca_bundle`` (beside others) is not written either.
 
     Returns the names of the CRDs that were changed.
     """
@@ -418,11 +435,29 @@ def inject_conversion_ca_bundle(
     def change(live: dict[str, Any]) -> dict[str, Any] | None:
         conversion = (live.get("spec") or {}).get("conversion") or {}
         config = (conversion.get("webhook") or {}).get("clientConfig") or {}
-        if not _calls(config, service, namespace) or config.get("caBundle") == ca_bundle:
+        held = config.get("caBundle")
+        if not _calls(config, service, namespace) or (trusts(held, ca_bundle) if missing_only else held == ca_bundle):
             return None
         return {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": ca_bundle}}}}}
 
     return [name for name in crds if _patch_guarded(client, kinds.CRD, name, change)]
+
+
+def trusts(held: Any, ca_bundle: str) -> bool:
+    """Whether the ``caBundle`` ``held`` (base64 of PEM, as a webhook's ``clientConfig`` holds it) has every
+    certificate of ``ca_bundle``; one that is not base64 of PEM certificates trusts none."""
+    return bool(_certificates_of(ca_bundle)) and _certificates_of(ca_bundle) <= _certificates_of(held)
+
+
+def _certificates_of(ca_bundle: Any) -> frozenset[bytes]:
+    """The certificates (DER) of a ``caBundle``: none for one that is not base64 of PEM certificates."""
+    if not isinstance(ca_bundle, str) or not ca_bundle:
+        return frozenset()
+    try:
+        pem = base64.b64decode(ca_bundle, validate=True)
+        return frozenset(c.public_bytes(serialization.Encoding.DER) for c in x509.load_pem_x509_certificates(pem))
+    except ValueError:
+        return frozenset()
 
 
 def _calls(client_config: dict[str, Any], service: str, namespace: str) -> bool:

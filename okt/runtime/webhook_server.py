@@ -23,7 +23,10 @@ Guarantees:
   :data:`~okt.runtime.certs.RENEW_BEFORE` of its end, or as another replica renewed it); a pair that does not load
   (a certificate whose key is not written yet) is never served, nor is one that cannot be read (a Secret gone, an
   API server away): the previous one is, until a pair loads; with :attr:`Options.trust_ca`, a renewed pair under
-  another CA is served only once that CA is trusted.
+  another CA is served only once that CA is trusted;
+* with :attr:`Options.restore_ca`, the CAs the callers must trust are checked every :attr:`Options.reload_interval`
+  seconds wherever they were written (okt run: the webhook configurations, the CRDs' conversion webhooks), and written
+  again by every replica, leader or not, where its own are missing (nothing where they are there).
 """
 
 from __future__ import annotations
@@ -80,6 +83,11 @@ class Options:
             another is served, with the CAs the callers must trust from then on (PEM: the renewed pair's CA, then the
             served one's, which the replicas that have not read the renewal yet still present); what it raises keeps
             the served pair until a later read (okt run writes them into the webhook configurations' caBundle).
+        restore_ca: called every ``reload_interval`` with the CAs the callers must trust (PEM: those ``trust_ca`` was
+            last given, else the served pair's), to write them again wherever they are missing and nothing where
+            they are all there (okt run: a webhook configuration or CRD replaced without them, by ``kubectl
+            replace`` or a Helm upgrade, whose every call fails until they are back). Every replica calls it with
+            its own CAs: as long as each writes only where its own are missing, none undoes another's write.
     """
 
     host: str = "0.0.0.0"
@@ -90,6 +98,7 @@ class Options:
     max_connections: int = webhook_connections.MAX_CONNECTIONS
     reload_interval: float = RELOAD_INTERVAL
     trust_ca: Callable[[bytes], None] | None = None
+    restore_ca: Callable[[bytes], None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -136,11 +145,16 @@ class WebhookServer:
         if isinstance(source, pathlib.Path):
             read = functools.partial(certs.from_directory, source)
             # Read on each connection: a renewal's CA that could not be written is tried again once a reload interval.
-            self._served = _Served(read(), read, str(source), options.trust_ca, options.reload_interval)
+            self._served = _Served(
+                read(), read, str(source), options.trust_ca, options.reload_interval, options.restore_ca
+            )
         elif isinstance(source, certs.SecretSource | certs.ServiceSource):
-            self._served = _Served(source.read(), source.read, f"Secret {source.where}", options.trust_ca)
+            self._served = _Served(
+                source.read(), source.read, f"Secret {source.where}", options.trust_ca, restore=options.restore_ca
+            )
         else:
-            self._served = _Served(source or certs.self_signed(options.certificate_hosts()), None)
+            bundle = source or certs.self_signed(options.certificate_hosts())
+            self._served = _Served(bundle, None, restore=options.restore_ca)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
         self._server = webhook_connections.Server(
             (options.host, options.port), webhook_connections.Handler, bind_and_activate=False
@@ -165,11 +179,13 @@ class WebhookServer:
         )
         self._watchdog = threading.Thread(target=self._server.cut_overdue, name="okt-webhooks-deadlines", daemon=True)
         self._stopped = threading.Event()
+        # A Secret is read again on this thread, and the CAs restored where they went missing.
+        self._reads_secret = isinstance(source, certs.SecretSource | certs.ServiceSource)
         self._reloader = (
             threading.Thread(
                 target=self._reread_every, args=(options.reload_interval,), name="okt-webhooks-secret", daemon=True
             )
-            if isinstance(source, certs.SecretSource | certs.ServiceSource)
+            if self._reads_secret or options.restore_ca is not None
             else None
         )
 
@@ -223,9 +239,11 @@ class WebhookServer:
     def _reread_every(self, interval: float) -> None:
         while not self._stopped.wait(interval):
             try:
-                self._served.reread()
+                if self._reads_secret:
+                    self._served.reread()
             except Exception as exc:  # a bug: the thread goes on, the pair served stays; its type only (no values)
                 _log.error("the webhook certificate was not read again", error=type(exc).__name__)
+            self._served.restore()
 
 
 class _Served:
@@ -239,6 +257,8 @@ class _Served:
     against the caBundle: a pair served before would fail every handshake); until it has, the previous pair is, and
     ``trust`` is tried again for that pair once ``retry_after`` seconds have passed (a directory is read on every new
     connection, whose handshake would otherwise wait for the configurations' writes, one connection at a time).
+    ``restore`` is given the CAs ``trust`` last took (at first the served pair's), to write them again where they
+    went missing.
     """
 
     def __init__(
@@ -248,8 +268,12 @@ class _Served:
         where: str = "",
         trust: Callable[[bytes], None] | None = None,
         retry_after: float = 0.0,
+        restore: Callable[[bytes], None] | None = None,
     ) -> None:
         self.bundle = bundle
+        self._trusted = bundle.ca_pem  # what the callers must trust: the CAs trust took last
+        self._restore = restore
+        self._unrestored: str | None = None  # what the last restore said, while it fails
         self._context = bundle.server_context()
         self._read = read
         self._where = where
@@ -286,21 +310,43 @@ class _Served:
                 self._refused = bundle
                 _log.warning("the renewed webhook certificate is not served", source=self._where, error=str(exc))
                 return self.context()
+            trusted = bundle.ca_pem
             if self._trust is not None and bundle.ca_pem != self.bundle.ca_pem:
                 refused = self._not_before
                 if refused is not None and refused[0] == bundle and time.monotonic() < refused[1]:
                     return self.context()
+                trusted += b"" if self.bundle.ca_pem in bundle.ca_pem else self.bundle.ca_pem
                 try:
-                    self._trust(bundle.ca_pem + (b"" if self.bundle.ca_pem in bundle.ca_pem else self.bundle.ca_pem))
+                    self._trust(trusted)
                 except Exception as exc:  # the API server away, a bug: the served pair stays, a later read tries
                     self._not_trusted(exc)
                     self._not_before = (bundle, time.monotonic() + self._retry_after)
                     return self.context()
+            if self._trust is None or bundle.ca_pem != self.bundle.ca_pem:
+                self._trusted = trusted
             self._untrusted, self._not_before = None, None
             with self._lock:
                 self.bundle, self._context, self._refused = bundle, context, None
             _log.info("serving the renewed webhook certificate", source=self._where)
             return context
+
+    def restore(self) -> None:
+        """Write the CAs the callers must trust again where they went missing (``restore``; nothing without it).
+
+        Not under the read's lock: a directory's handshakes never wait for the API server. A restore racing a
+        renewal's ``trust`` writes at worst the CAs trusted until then where none of them are (its writes are
+        guarded by the resourceVersion read), and the next restore adds the renewal's."""
+        if self._restore is None:
+            return
+        try:
+            self._restore(self._trusted)
+        except Exception as exc:  # the API server away, RBAC, a bug: tried again at the next interval
+            said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
+            if said != self._unrestored:
+                self._unrestored = said
+                _log.warning("the webhook CA could not be checked in the configurations", error=said)
+            return
+        self._unrestored = None
 
     def _read_failed(self, exc: Exception) -> None:
         # okt's own messages name the Secret or the file, never their content; another error is said by its type.

@@ -328,3 +328,66 @@ def test_the_services_own_certificate_renewed_by_another_replica_is_presented_wi
         assert other.ca_pem in trusted_by_our_hook(kube, kind, name)
     finally:
         server.stop()
+
+
+def replaced_without_ca(kube: kube_client.Client, kind: kinds.Kind, name: str, ca_bundle: str | None) -> None:
+    """``kubectl replace`` (a Helm upgrade) of the configuration as its manifest says it: our webhook's ``caBundle``
+    empty, or ``ca_bundle`` (another CA's)."""
+    live = kube.get(kind, name)
+    ours = live["webhooks"][0]["clientConfig"]
+    ours.pop("caBundle", None)
+    if ca_bundle is not None:
+        ours["caBundle"] = ca_bundle
+    kube.replace(kind, live)
+
+
+def reads_of(kube: kube_client.Client, resource: str) -> int:
+    return sum(n for (verb, what), n in kube.stats.snapshot().items() if verb == "get" and what == resource)
+
+
+@pytest.mark.parametrize("ca_bundle", [None, "other"], ids=["without-ca", "another-ca"])
+def test_a_configuration_replaced_without_the_served_ca_has_it_written_again_while_serving_and_then_nothing(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str], ca_bundle: str | None
+) -> None:
+    kind, name = configuration
+    server = webhook_server.WebhookServer(service_options(kube, namespace, name), [], kube)
+    served = server.certificates.ca_pem
+    server.start()
+    try:
+        assert trusted_by_our_hook(kube, kind, name) == served
+        replaced_without_ca(kube, kind, name, certs.self_signed().ca_bundle() if ca_bundle else None)
+
+        wait_for(lambda: trusted_by_our_hook(kube, kind, name) == served, timeout=30, message="the CA written again")
+        assert "caBundle" not in kube.get(kind, name)["webhooks"][1]["clientConfig"]  # another Service's webhook
+        version = kube.get(kind, name)["metadata"]["resourceVersion"]
+        reads = reads_of(kube, "validatingwebhookconfigurations")
+        wait_for(
+            lambda: reads_of(kube, "validatingwebhookconfigurations") >= reads + 6,
+            timeout=30,
+            message="three more reads of the configuration",
+        )
+        assert kube.get(kind, name)["metadata"]["resourceVersion"] == version  # right: nothing written
+    finally:
+        server.stop()
+
+
+def test_a_configuration_trusting_the_served_ca_beside_another_is_left_as_it_is(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str]
+) -> None:
+    kind, name = configuration
+    server = webhook_server.WebhookServer(service_options(kube, namespace, name), [], kube)
+    both = certs.self_signed().ca_pem + server.certificates.ca_pem  # a replica that has read a renewal wrote both
+    replaced_without_ca(kube, kind, name, base64.b64encode(both).decode())
+    version = kube.get(kind, name)["metadata"]["resourceVersion"]
+    reads = reads_of(kube, "validatingwebhookconfigurations")
+    server.start()
+    try:
+        wait_for(
+            lambda: reads_of(kube, "validatingwebhookconfigurations") >= reads + 6,
+            timeout=30,
+            message="three more reads of the configuration",
+        )
+        assert kube.get(kind, name)["metadata"]["resourceVersion"] == version
+        assert trusted_by_our_hook(kube, kind, name) == both
+    finally:
+        server.stop()

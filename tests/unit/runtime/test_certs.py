@@ -195,3 +195,31 @@ def test_a_service_whose_dns_name_is_longer_than_a_common_name_gets_its_certific
         x509.SubjectAlternativeName
     )
     assert names.value.get_values_for_type(x509.DNSName) == list(hosts)
+
+
+SERVED, OTHER = certs.self_signed(), certs.self_signed()
+
+
+@pytest.mark.parametrize(
+    ("held", "written"),
+    [
+        (None, True),
+        ("", True),
+        ("bm90IGEgY2VydGlmaWNhdGU=", True),  # base64, not of PEM
+        ("not base64 at all", True),
+        (OTHER.ca_bundle(), True),
+        (SERVED.ca_bundle(), False),
+        (base64.b64encode(OTHER.ca_pem + SERVED.ca_pem).decode(), False),  # a replica that read a renewal wrote it
+    ],
+    ids=["none", "empty", "not-pem", "not-base64", "another-ca", "the-served-ca", "beside-another"],
+)
+def test_a_restore_writes_the_ca_into_a_crd_only_where_it_is_not_trusted(held: str | None, written: bool) -> None:
+    config = {**service(), "caBundle": held} if held is not None else service()
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", config)])
+
+    changed = certs.inject_conversion_ca_bundle(
+        client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, SERVED.ca_bundle(), missing_only=True
+    )
+
+    assert changed == (["gadgets.toys.example.com"] if written else [])
+    assert ca_of(client, "gadgets.toys.example.com") == (SERVED.ca_bundle() if written else held)

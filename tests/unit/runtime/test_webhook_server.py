@@ -953,3 +953,41 @@ def test_a_connection_that_sends_no_handshake_or_no_first_request_is_closed_befo
         assert silent.recv(1) == b""
     finally:
         silent.close()
+
+
+def test_the_cas_a_renewal_trusted_are_the_ones_restored_every_reload_interval_and_a_failure_is_logged_once(
+    tmp_path: Path,
+) -> None:
+    first, renewed = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    restored: list[bytes] = []
+    api_server_away = True
+
+    def restore(ca_pem: bytes) -> None:
+        if api_server_away:
+            raise okt.errors.Unavailable(503, "ServiceUnavailable", "the API server is away")
+        restored.append(ca_pem)
+
+    options = webhook_server.Options(
+        host="127.0.0.1",
+        port=0,
+        certificates=tmp_path,
+        trust_ca=lambda ca_pem: None,
+        restore_ca=restore,
+        reload_interval=0.01,
+    )
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    with structlog.testing.capture_logs() as logs:
+        running.start()
+        try:
+            wait_for(lambda: len([log for log in logs if "CA could not be checked" in log["event"]]) == 1)
+            api_server_away = False
+            wait_for(lambda: first.ca_pem in restored, message="the served CA restored")
+
+            mount(tmp_path, renewed, "2")
+            assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+
+            wait_for(lambda: restored[-1] == renewed.ca_pem + first.ca_pem, message="both CAs restored")
+        finally:
+            running.stop()
+    assert len([log for log in logs if "CA could not be checked" in log["event"]]) == 1

@@ -25,6 +25,11 @@ Guarantees:
   ``ValidationError`` is said by its fields, never by the values it was given (see :func:`okt.errors.message_of`);
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
 
+* ``check(ctx)`` writes nothing: the webhooks are declared ``sideEffects: None``, so the API server calls them for a
+  dry run too (``kubectl apply --dry-run=server``), and an object they admit may still be refused by a later webhook
+  or the API server. A write it sends (through the context's client: a create, a status flush, an exec, an operand
+  call other than a read) is refused before it leaves, and the object with it, saying so.
+
 Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
 to the API server, nothing is reconciled): a check that writes, or that needs the object to exist already, belongs in
 a later state.
@@ -163,7 +168,8 @@ def validate(
         recorder=None,
     )
     try:
-        ctx.results.follow(reconciler.check(ctx), "check")
+        with kube_client.fenced(_writes_nothing):
+            ctx.results.follow(reconciler.check(ctx), "check")
     except Exception as exc:  # recorded as CRChecker records it, so the message is the same
         _log_failure(reconciler, "check", request, exc)
         ctx.results.record_exception(exc)
@@ -316,6 +322,14 @@ def _log_failure(
         name=meta.get("name") or request.get("name"),
         error=errors.said(exc),
         stack="".join(traceback.format_tb(exc.__traceback__)) or None,
+    )
+
+
+def _writes_nothing(verb: str, resource: str) -> str:
+    """The fence ``check(ctx)`` runs behind: every write refused before it leaves (a read passes)."""
+    return (
+        "an admission hook writes nothing (its webhook is declared sideEffects None: a dry run, or an object refused "
+        "later, must leave no trace)"
     )
 
 

@@ -10,7 +10,8 @@ Guarantees:
 * **list, then watch from the list's resourceVersion**: no change between the two is missed; the first list is
   answered from the API server's watch cache (``resourceVersion=0``, as client-go's reflector asks), read as it
   streams and stored a page at a time; a relist reads etcd, page by page, so the store never goes back in time;
-* **bookmarks** move the resourceVersion forward and nothing else (no event, no store change);
+* **bookmarks** move the resourceVersion forward and nothing else (no event, no store change); one older than the
+  resourceVersion held is ignored;
 * **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
   objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED``, and one deleted and
   created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken;
@@ -751,7 +752,9 @@ class Informer:
         version = resource_version(obj)
         if event_type == BOOKMARK:
             with self._lock:
-                if version:
+                # Only forward: a bookmark behind what the stream already told (a proxy or a server replaying its
+                # stream) would resume the next watch from there, and what it told since would be told again.
+                if version and is_newer(version, self._resource_version) is not False:
                     self._resource_version = version
             return
         if event_type not in (ADDED, MODIFIED, DELETED):

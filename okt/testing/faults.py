@@ -12,6 +12,10 @@ apiserver over TLS, injecting, with probability ``rate`` per request:
 * ``watch-freeze``: a watch is answered (200, its headers) and then stays silent with the connection open until the
   proxy stops — a half-dead stream behind a load balancer, which only a client-side inactivity timeout detects.
   Not among the default kinds: a client without that timeout would hang, which is what it is for.
+* ``stale-bookmark``: a watch relays its first event, then a ``BOOKMARK`` carrying the resourceVersion the watch
+  started from (older than that event), and ends — a bookmark behind what the stream already told, as a proxy or an
+  API server that replays its stream may send. A client that moves its resourceVersion back with it resumes from
+  there and is told again what it already knew. Not among the default kinds.
 
 Guarantees: the decisions come from a seeded RNG (reproducible runs); every injected fault is counted by kind in
 :attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
@@ -36,7 +40,7 @@ import yaml
 from okt.testing import envtest
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze"})
+KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze", "stale-bookmark"})
 """The faults the proxy knows how to inject (the module's list)."""
 _HOP_HEADERS = frozenset(
     {
@@ -58,6 +62,23 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
     return json.dumps(
         {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
     ).encode()
+
+
+def _bookmark(line: bytes, resource_version: str) -> bytes:
+    """A watch line: a ``BOOKMARK`` at ``resource_version`` of the kind of the object the event ``line`` carries."""
+    try:
+        obj = json.loads(line).get("object") or {}
+    except ValueError:
+        obj = {}
+    bookmark = {
+        "type": "BOOKMARK",
+        "object": {
+            "apiVersion": obj.get("apiVersion", "v1"),
+            "kind": obj.get("kind", ""),
+            "metadata": {"resourceVersion": resource_version},
+        },
+    }
+    return json.dumps(bookmark).encode() + b"\n"
 
 
 class FaultProxy:
@@ -136,7 +157,7 @@ class FaultProxy:
 
     @staticmethod
     def _applies(kind: str, method: str, is_watch: bool) -> bool:
-        if kind in ("watch-drop", "watch-freeze"):
+        if kind in ("watch-drop", "watch-freeze", "stale-bookmark"):
             return is_watch
         if kind in ("lost-response", "409"):
             return method in WRITE_METHODS
@@ -199,7 +220,10 @@ class FaultProxy:
                     upstream.close()
                     self._answer(500, "InternalError", "injected fault after the write was applied")
                     return
-                if is_watch:
+                if is_watch and fault == "stale-bookmark":
+                    started = urllib.parse.parse_qs(query).get("resourceVersion", [""])[0]
+                    self._stream(response, 1, stale_bookmark=started)
+                elif is_watch:
                     self._stream(response, proxy._watch_budget() if fault == "watch-drop" else None)
                 else:
                     payload = response.read()
@@ -212,7 +236,11 @@ class FaultProxy:
                     self.wfile.write(payload)
                 upstream.close()
 
-            def _stream(self, response: http.client.HTTPResponse, budget: int | None) -> None:
+            def _stream(
+                self, response: http.client.HTTPResponse, budget: int | None, stale_bookmark: str | None = None
+            ) -> None:
+                """Relay a watch's lines; after ``budget`` lines the stream ends (when ``stale_bookmark`` is given,
+                after a ``BOOKMARK`` with that resourceVersion, of the kind of the last object relayed)."""
                 self.send_response(response.status)
                 self.send_header("Content-Type", response.getheader("Content-Type") or "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -223,15 +251,20 @@ class FaultProxy:
                         line = response.readline()
                         if not line:
                             break
-                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                        self.wfile.flush()
+                        self._chunk(line)
                         lines += 1
                         if budget is not None and lines >= budget:
+                            if stale_bookmark is not None:
+                                self._chunk(_bookmark(line, stale_bookmark))
                             self.close_connection = True
                             return
                     self.wfile.write(b"0\r\n\r\n")
                 except OSError:
                     self.close_connection = True
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
 
             def _answer(self, code: int, reason: str, message: str) -> None:
                 payload = _status_body(code, reason, message)

@@ -165,6 +165,32 @@ def test_a_watch_that_goes_silent_is_reconnected_after_the_inactivity_timeout(
     assert proxy.injected["watch-freeze"] == 1
 
 
+def test_a_bookmark_older_than_what_the_watch_told_leaves_the_resource_version_where_it_stood(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
+) -> None:
+    """A watch tells an object, then bookmarks the version it started from and ends: the next watch resumes after the
+    object, which is told once — not again by a watch resumed from the bookmark's older version."""
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=1.0, kinds=("stale-bookmark",)) as proxy:
+        path = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig-proxy")
+        client = kube_client.Client.from_kubeconfig(path)
+        events = Events()
+        informer = informer_mod.Informer(client, CM, namespace, on_event=events, backoff=QUICK_RECONNECT)
+        informer.start()
+        try:
+            assert informer.has_synced.wait(15)
+            created = kube.create(config_map(namespace, "told-once"), CM)
+            wait_for(lambda: proxy.injected["stale-bookmark"] >= 1, timeout=15, message="the stale bookmark")
+            proxy.rate = 0.0
+            kube.create(config_map(namespace, "after"), CM)
+            wait_for(lambda: events.of("after") == [informer_mod.ADDED], timeout=20, message="the next event")
+        finally:
+            informer.stop()
+            client.close()
+    assert events.of("told-once") == [informer_mod.ADDED]
+    assert int(informer.resource_version) > int(created["metadata"]["resourceVersion"])
+    assert informer.relists == 1
+
+
 def test_a_change_the_watch_tells_only_after_okts_later_write_was_observed_is_announced(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, run_informer: Any
 ) -> None:

@@ -19,6 +19,9 @@ Guarantees:
 * a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object;
 * a handler that raises is logged (the kind, the event and the object's name, nothing of its content) and keeps the
   event from no other handler of the kind: one controller's bug leaves the others sharing the informer informed.
+* a kind whose list or watch the API server refuses (``403``: the operator's role lost the rule) is named by
+  :meth:`Cache.refusal` until a list or watch of it is answered again: the store keeps what it held, which nothing
+  refreshes meanwhile, and a controller's reconciles refuse to read it (the other kinds are served as usual).
 
 Caveats: the label selector, when set, applies to the kinds started with ``use_selector=True`` (the primary kinds),
 never to children, which do not carry the user's labels; a kind is started with one choice for its lifetime.
@@ -242,6 +245,30 @@ class Cache:
         with self._lock:
             watched = [(self._kinds[key], scoped) for key, scoped in self._informers.items()]
         return [kind for kind, scoped in watched if not all(i.served for i in scoped.values())]
+
+    def refusal(self, kind: kinds.Kind, namespace: str | None) -> errors.Forbidden | None:
+        """Why what the cache holds of ``kind`` in ``namespace`` (every watched namespace when ``None``) cannot be
+        trusted, as the error a read of it raises: the API server refuses its list or watch (``403``: the operator's
+        role no longer grants them, see :attr:`okt.runtime.informer.Informer.refusal`), and nothing has refreshed the
+        store since. None when it is watched and served to okt, or not watched (it is then read from the API)."""
+        with self._lock:
+            scoped = dict(self._informers.get((kind.api_version, kind.kind), {}))
+        if kind.namespaced and namespace is not None and None not in scoped:
+            chosen = [scoped[namespace]] if namespace in scoped else []
+        else:
+            chosen = list(scoped.values())
+        for informer in chosen:
+            refused = informer.refusal
+            if refused is not None:
+                where = f" in namespace {informer.namespace}" if informer.namespace else ""
+                return errors.Forbidden(
+                    refused.status,
+                    refused.api_reason,
+                    f"okt may no longer list and watch {kind.kind} ({kind.api_version}){where}, so what it holds of "
+                    f"them may be stale: grant list and watch on {kind.plural} (okt gen rbac writes every rule the "
+                    f"operator needs); the API server said: {refused.api_message}",
+                )
+        return None
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block until :attr:`synced` (True) or ``timeout`` seconds pass (False)."""

@@ -45,6 +45,9 @@ Guarantees:
 * **back from an outage at once**: a key whose reconcile failed because the API server did not answer
   (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
   — not minutes later, when the backoff it climbed during the outage runs out;
+* **no reconcile on a stale store**: a reconcile that reads a kind whose list or watch the API server refuses
+  (``403``: the role lost the rule) fails with a ``Forbidden`` naming the kind (see
+  :meth:`okt.runtime.cache.Cache.refusal`) and is retried with backoff; the reconciles that do not read it go on;
 * a reconcile function that **raises** counts as ``retry`` (result ``error`` in the metrics): no key is lost, no worker
   dies;
 * each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
@@ -272,18 +275,29 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
 class _Writes:
     """The cache as one controller's reconciles read it: what they write goes through to the store as that
     controller's, so the watch's echo of it wakes every other controller watching the kind (a child of this one that
-    is another's primary, a kind another one ``okt.watch``-es) and not this one, which knows what it wrote."""
+    is another's primary, a kind another one ``okt.watch``-es) and not this one, which knows what it wrote.
+
+    A read of a kind the API server no longer lets okt list or watch raises :meth:`okt.runtime.cache.Cache.refusal`'s
+    error: what the store holds of it is as old as the refusal, and a reconcile that took it for current would find
+    a child deleted meanwhile unchanged, and say Ready."""
 
     def __init__(self, cache: cache_mod.Cache, writer: object) -> None:
         self._cache = cache
         self._writer = writer
 
+    def _check(self, kind: kinds.Kind, namespace: str | None) -> None:
+        refused = self._cache.refusal(kind, namespace)
+        if refused is not None:
+            raise refused
+
     def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        self._check(kind, namespace)
         return self._cache.get(kind, name, namespace)
 
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:
+        self._check(kind, namespace)
         return self._cache.list(kind, namespace, labels)
 
     def owned(
@@ -294,6 +308,7 @@ class _Writes:
         labels: Mapping[str, str],
         skip: Container[tuple[str, str]] = (),
     ) -> builtins.list[dict[str, Any]]:
+        self._check(kind, namespace)
         return self._cache.owned(kind, namespace, owner_uid, labels, skip)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
@@ -319,7 +334,7 @@ class _Gone(_Writes):
             name,
         ):
             return copy.deepcopy(dict(self._obj))
-        return self._cache.get(kind, name, namespace)
+        return super().get(kind, name, namespace)
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

@@ -46,7 +46,10 @@ Guarantees:
   ``404`` or ``405``) is retried with the reconnect backoff, logged once as a warning (the retries at debug level), and
   :attr:`Informer.served` is False until the API server lists it again; that list is diffed against the store as
   after a ``410`` (what went with the CRD is ``DELETED``, what was created again ``ADDED``), and every object it finds
-  unchanged is announced as ``RESYNC``, so that what failed meanwhile is reconciled again.
+  unchanged is announced as ``RESYNC``, so that what failed meanwhile is reconciled again;
+* **a kind okt may no longer list or watch** (its role lost the rule: ``403``) is retried with the reconnect backoff,
+  logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list or watch is answered again:
+  the store holds what was seen before it, which nothing refreshes meanwhile.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
 return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
@@ -114,6 +117,9 @@ _SHORTEST_WATCH = 1.0
 _NOT_SERVED = (404, 405)
 """The answers of a list or watch of a kind the API server does not serve (any more): not found (a CRD deleted, a
 version no longer served) or not allowed (a version that lost the verb)."""
+
+_REFUSED = 403
+"""The answer of a list or watch the operator's role does not grant (any more)."""
 
 _log = structlog.get_logger(__name__)
 
@@ -334,6 +340,7 @@ class Informer:
         self._on_recovered = on_recovered
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
+        self._refusal: errors.ApiError | None = None  # the 403 of the last list or watch, until one is answered
         self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
@@ -388,6 +395,13 @@ class Informer:
         """False while the API server answers this kind's list or watch ``404`` or ``405`` (its CRD deleted, or its
         version no longer served); True again once a list succeeds."""
         return self._served
+
+    @property
+    def refusal(self) -> errors.ApiError | None:
+        """The ``403`` the API server answered this kind's last list or watch with (okt's role no longer grants
+        them): the store holds what was listed and watched before, and may be stale. None again once a list or a
+        watch is answered."""
+        return self._refusal
 
     @property
     def resource_version(self) -> str:
@@ -563,6 +577,17 @@ class Informer:
                         retry_in=round(delay, 2),
                     )
                     self._served = False
+                elif exc.status == _REFUSED:
+                    # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
+                    # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
+                    (self._log.debug if self._refusal is not None else self._log.warning)(
+                        "the API server refuses to list or watch the kind: what the cache holds of it may be stale, "
+                        "and the reconciles that read it fail until it is granted again",
+                        error=str(exc),
+                        failures=self._failures,
+                        retry_in=round(delay, 2),
+                    )
+                    self._refusal = exc
                 else:
                     self._log.warning(
                         "list or watch failed, retrying",
@@ -705,6 +730,9 @@ class Informer:
         if not self._failing:
             return
         self._failing = False
+        if self._refusal is not None:
+            self._refusal = None
+            self._log.info("the API server lets okt list and watch the kind again")
         self._log.info("the API server answers again")
         if self._on_recovered is not None:
             try:

@@ -41,7 +41,9 @@ Guarantees:
   ``s``; ``retry`` counts one more failure of the key and schedules it after the larger of the per-key exponential
   backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``,
   capped at 6 h as every delay);
-  ``give_up`` forgets it (it comes back when the object or a child changes);
+  ``give_up`` forgets it (it comes back when the object or a child changes); the outcome of a reconcile whose object
+  left the cache meanwhile (deleted, or out of the selection) is dropped with the key's backoff, as its deletion's
+  event dropped them — but for a cleanup past okt's finalizer or a ClusterOperator's mirror, still to be done;
 * **back from an outage at once**: a key whose reconcile failed because the API server did not answer
   (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
   — not minutes later, when the backoff it climbed during the outage runs out;
@@ -830,7 +832,13 @@ class Controller:
             self._settle_gone(key, gone, run)
         with self._lock:
             self._processed += 1
-        apply_outcome(self.queue, key, outcome)
+        if gone is None and self._left_the_cache(key) and not (self._deletions is not None and key in self._deletions):
+            # The object went while it was reconciled (its deletion's event dropped the key's backoff and due time
+            # before this outcome came): a retry or a requeue would only reconcile nothing, after a backoff of up to
+            # hours. Not when its on_deleted is still to be called: its deletion's event queued the key for it.
+            self.queue.discard(key)
+        else:
+            apply_outcome(self.queue, key, outcome)
         if retry_in is not None:
             self.queue.add_after(key, retry_in)  # an on_deleted to call again, whatever the new object's outcome
         return outcome
@@ -895,6 +903,18 @@ class Controller:
             )
             return False
         return True
+
+    def _left_the_cache(self, key: QueueKey) -> bool:
+        """Whether ``key``'s primary is gone from the watched store (deleted, or out of the selection) and nothing of
+        this controller reconciles it any more: not the cleanup of an object deleted past okt's finalizer, nor a
+        ClusterOperator's mirror, which forgets it in a reconcile (either may have to be retried). Asked of the store
+        only, nothing read from the API: False before :meth:`watch`."""
+        if not self._watching or self.reconciler_cls.cluster_operator:
+            return False
+        with self._held_lock:
+            if key in self._gone:
+                return False
+        return self.cache.uid(self.kind, key[1], key[0]) is None
 
     def _settle_gone(self, key: QueueKey, gone: dict[str, Any], run: stepper.Run) -> None:
         """Drop the last state of ``key``'s object, deleted past okt's finalizer, once its cleanup is over: it said it

@@ -147,6 +147,41 @@ def test_a_childs_change_reconciles_its_owner_and_a_deleted_primary_is_left_alon
     assert reconcile.count("g") == 3
 
 
+def test_a_primary_deleted_while_its_reconcile_fails_leaves_no_retry_behind(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    run_controller: Any,
+) -> None:
+    """The object goes while its reconcile runs, and the reconcile then fails: the deletion already dropped the key's
+    backoff and due time, and the failure must not bring them back (a reconcile of nothing, after the backoff)."""
+    started: list[controller_mod.Controller] = []
+
+    def delete_then_fail(namespace: str | None, name: str) -> None:
+        kube.delete(gadget_kind, name, namespace)
+        wait_for(lambda: started[0].cache.get(gadget_kind, name, namespace) is None, timeout=10)
+        raise RuntimeError("the reconcile failed as its object went")
+
+    reconcile = fake_reconcile(action=delete_then_fail)
+    reconcile.release.clear()  # the first reconcile waits until the controller is known
+    make_gadget("g")
+    controller = run_controller(reconcile, workers=1)
+    started.append(controller)
+    reconcile.release.set()
+    key = (namespace, "g")
+    wait_for(
+        lambda: controller.processed == 1 and not controller.queue.processing(key),
+        timeout=20,
+        message="the failing reconcile",
+    )
+    assert controller.queue.failures(key) == 0
+    assert controller.queue.delayed_count == 0
+    settle(controller)
+    assert reconcile.count("g") == 1
+
+
 def test_the_children_of_a_deleted_owner_wake_nothing_while_the_garbage_collector_removes_them(
     kube: kube_client.Client,
     namespace: str,

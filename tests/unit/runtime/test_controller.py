@@ -704,6 +704,8 @@ def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted
     controller = controller_mod.Controller(
         CleanedWidgets, client, cache_mod.Cache(client), reconcile=reconcile, backoff=NO_JITTER
     )
+    controller.watch()  # the store is what the controller asks whether the object is still there
+    assert controller.cache.wait_for_sync(5)
     last = {
         "apiVersion": "example.io/v1",
         "kind": "Widget",
@@ -716,6 +718,7 @@ def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted
     with structlog.testing.capture_logs() as logged:
         first = controller.process(("ns", "w"))  # the API cannot say whether it is gone: retried, nothing reconciled
     assert first.kind is results_mod.OutcomeKind.RETRY
+    assert controller.queue.failures(("ns", "w")) == 1  # its retry is kept: the cleanup is still due
     assert seen == []
     assert [entry["log_level"] for entry in logged] == ["warning"]  # an outage, not a reconcile that raised
 

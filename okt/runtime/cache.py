@@ -19,9 +19,10 @@ Guarantees:
 * a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object;
 * a handler that raises is logged (the kind, the event and the object's name, nothing of its content) and keeps the
   event from no other handler of the kind: one controller's bug leaves the others sharing the informer informed.
-* a kind whose list or watch the API server refuses (``403``: the operator's role lost the rule) is named by
-  :meth:`Cache.refusal` until a list or watch of it is answered again: the store keeps what it held, which nothing
-  refreshes meanwhile, and a controller's reconciles refuse to read it (the other kinds are served as usual).
+* a kind whose list or watch the API server refuses (``403``: the operator's role lost the rule; or ``404``/``405``:
+  the kind is not served any more) is named by :meth:`Cache.refusal` until a list or watch of it is answered again:
+  the store keeps what it held, which nothing refreshes meanwhile, and a controller's reconciles refuse to read it
+  (the other kinds are served as usual).
 
 Caveats: the label selector, when set, applies to the kinds started with ``use_selector=True`` (the primary kinds),
 never to children, which do not carry the user's labels; a kind is started with one choice for its lifetime.
@@ -246,21 +247,34 @@ class Cache:
             watched = [(self._kinds[key], scoped) for key, scoped in self._informers.items()]
         return [kind for kind, scoped in watched if not all(i.served for i in scoped.values())]
 
-    def refusal(self, kind: kinds.Kind, namespace: str | None) -> errors.Forbidden | None:
+    def refusal(self, kind: kinds.Kind, namespace: str | None) -> errors.ApiError | None:
         """Why what the cache holds of ``kind`` in ``namespace`` (every watched namespace when ``None``) cannot be
-        trusted, as the error a read of it raises: the API server refuses its list or watch (``403``: the operator's
-        role no longer grants them, see :attr:`okt.runtime.informer.Informer.refusal`), and nothing has refreshed the
-        store since. None when it is watched and served to okt, or not watched (it is then read from the API)."""
-        with self._lock:
-            scoped = dict(self._informers.get((kind.api_version, kind.kind), {}))
+        trusted, as the error a read of it raises: the API server refuses its list or watch — a ``Forbidden`` (403:
+        the operator's role no longer grants them, see :attr:`okt.runtime.informer.Informer.refusal`) or a
+        ``NotFound`` (404 or 405: the kind is not served any more, see :attr:`okt.runtime.informer.Informer.served`)
+        — and nothing has refreshed the store since. None when it is watched and served to okt, or not watched (it is
+        then read from the API)."""
+        # Asked before every read of a reconcile: no lock (a kind's informers are never changed once started).
+        scoped = self._informers.get((kind.api_version, kind.kind))
+        if not scoped:
+            return None
         if kind.namespaced and namespace is not None and None not in scoped:
-            chosen = [scoped[namespace]] if namespace in scoped else []
+            found = scoped.get(namespace)
+            chosen: Iterable[informer_mod.Informer] = () if found is None else (found,)
         else:
-            chosen = list(scoped.values())
+            chosen = scoped.values()
         for informer in chosen:
+            where = f" in namespace {informer.namespace}" if informer.namespace else ""
+            if not informer.served:
+                return errors.NotFound(
+                    404,
+                    "NotFound",
+                    f"the API server does not serve {kind.kind} ({kind.api_version}) any more (its CRD deleted, or "
+                    f"its version no longer served), so what okt holds of them{where} may be stale: okt reads them "
+                    "again once it serves them",
+                )
             refused = informer.refusal
             if refused is not None:
-                where = f" in namespace {informer.namespace}" if informer.namespace else ""
                 return errors.Forbidden(
                     refused.status,
                     refused.api_reason,

@@ -48,8 +48,9 @@ Guarantees:
   (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
   — not minutes later, when the backoff it climbed during the outage runs out;
 * **no reconcile on a stale store**: a reconcile that reads a kind whose list or watch the API server refuses
-  (``403``: the role lost the rule) fails with a ``Forbidden`` naming the kind (see
-  :meth:`okt.runtime.cache.Cache.refusal`) and is retried with backoff; the reconciles that do not read it go on;
+  (``403``: the role lost the rule; ``404``: the kind is not served any more) fails with a ``Forbidden`` or a
+  ``NotFound`` naming the kind (see :meth:`okt.runtime.cache.Cache.refusal`) and is retried with backoff; the
+  reconciles that do not read it go on;
 * a reconcile function that **raises** counts as ``retry`` (result ``error`` in the metrics): no key is lost, no worker
   dies;
 * each reconcile runs with controller, namespace, name and a reconcile id bound to the logging context.
@@ -279,9 +280,9 @@ class _Writes:
     controller's, so the watch's echo of it wakes every other controller watching the kind (a child of this one that
     is another's primary, a kind another one ``okt.watch``-es) and not this one, which knows what it wrote.
 
-    A read of a kind the API server no longer lets okt list or watch raises :meth:`okt.runtime.cache.Cache.refusal`'s
-    error: what the store holds of it is as old as the refusal, and a reconcile that took it for current would find
-    a child deleted meanwhile unchanged, and say Ready."""
+    A read of a kind the API server no longer lets okt list or watch, or no longer serves, raises
+    :meth:`okt.runtime.cache.Cache.refusal`'s error: what the store holds of it is as old as the refusal, and a
+    reconcile that took it for current would find a child deleted meanwhile unchanged, and say Ready."""
 
     def __init__(self, cache: cache_mod.Cache, writer: object) -> None:
         self._cache = cache

@@ -22,8 +22,10 @@ import structlog
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
 from okt.runtime import manager as manager_mod
-from okt.testing import RunningOperator, crds, envtest, wait_for
+from okt.testing import RunningOperator, condition, crds, envtest, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -497,3 +499,84 @@ def test_a_version_no_longer_served_under_a_running_operator_reconciles_its_obje
     assert unserved == (True, f"the API server does not serve Widget in {group}/v2 any more")
     lines = _not_served_lines(logged)
     assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines
+
+
+PART_GROUP = "parts.okt.io"
+
+
+class GadgetPart(okt.MutableResource):
+    api_version = f"{PART_GROUP}/v1"
+    kind = "Part"
+    template = """
+apiVersion: parts.okt.io/v1
+kind: Part
+metadata:
+  name: {{ name }}-part
+  namespace: {{ namespace }}
+spec:
+  size: 1
+"""
+
+
+class PartedGadgets(okt.Reconciler):
+    api_version = "runtime.okt.io/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    owns = (GadgetPart,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GadgetPart(ctx.cr)]
+
+
+def test_a_child_kind_no_longer_served_fails_the_reconciles_that_read_it_until_served_again(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Callable[..., dict[str, Any]],
+) -> None:
+    """The CRD of a child kind is deleted under a running controller, its objects with it: what the cache held of them
+    is gone from the API, and a reconcile that took it for current would find every child in place and say Ready."""
+    crd = crds.schemaless_crd(PART_GROUP, "Part", "parts")
+    part_kind = crds.ensure_crd(kube, crd, plane=control_plane)  # the garbage collector knows Parts at once
+    cache = cache_mod.Cache(kube, [namespace])
+    controller = controller_mod.Controller(PartedGadgets, kube, cache, workers=1)
+    make_gadget("g")
+
+    def ready() -> dict[str, Any] | None:
+        return condition(kube.get_or_none(gadget_kind, "g", namespace), "Ready")
+
+    try:
+        controller.watch()
+        assert cache.wait_for_sync(30)
+        controller.start_workers()
+        wait_for(lambda: (ready() or {}).get("status") == "True", timeout=30, message="the first reconcile")
+        wait_for(lambda: cache.get(part_kind, "g-part", namespace) is not None, timeout=30, message="the Part cached")
+        queue = controller.queue
+        wait_for(lambda: len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0, timeout=30)
+
+        kube.delete(kinds.CRD, crd["metadata"]["name"])
+        wait_for(lambda: cache.unserved() == [part_kind], timeout=60, message="the Parts reported unserved")
+        kube.patch(gadget_kind, "g", {"metadata": {"labels": {"looked-at": "again"}}}, namespace)
+        wait_for(
+            lambda: "any more" in (ready() or {}).get("message", ""),
+            timeout=30,
+            message=lambda: f"the reconcile of the change to say the Parts are not served: {ready()}",
+        )
+        unserved = ready()
+
+        crds.ensure_crd(kube, crd)
+        wait_for(
+            lambda: kube.get_or_none(part_kind, "g-part", namespace) is not None,
+            timeout=60,
+            message="the Part made again once served",
+        )
+        wait_for(lambda: (ready() or {}).get("status") == "True", timeout=30, message="Ready again")
+    finally:
+        controller.shutdown(5)
+        cache.stop()
+        kube.delete(kinds.CRD, crd["metadata"]["name"])
+
+    assert unserved is not None
+    assert unserved["status"] == "False", unserved
+    assert f"does not serve Part ({PART_GROUP}/v1) any more" in unserved["message"], unserved

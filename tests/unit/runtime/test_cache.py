@@ -366,3 +366,35 @@ def test_an_index_looked_up_by_a_number_finds_the_objects_whose_index_function_r
 
     assert [o["metadata"]["name"] for o in from_cache] == ["web"]
     assert [o["metadata"]["name"] for o in from_list] == ["web"]
+
+
+REFUSED = errors.Forbidden(403, "Forbidden", "configmaps is forbidden")
+UNSERVED = errors.NotFound(404, "NotFound", "404 page not found")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "said"),
+    [
+        (REFUSED, errors.Forbidden, "okt may no longer list and watch ConfigMap (v1) in namespace ns"),
+        (UNSERVED, errors.NotFound, "does not serve ConfigMap (v1) any more"),
+    ],
+    ids=["refused", "unserved"],
+)
+def test_a_kind_whose_watch_is_refused_or_unserved_is_named_for_the_namespaces_of_its_informer(
+    api: Any, make_cache: Any, answer: errors.ApiError, expected: type[errors.ApiError], said: str
+) -> None:
+    cache = make_cache(["ns", "other"])
+    cache.start(CM, lambda *args: None)
+    assert cache.wait_for_sync(5)
+    wait_for(lambda: len(api.watches) == 2, timeout=5)
+    assert cache.refusal(CM, "ns") is None
+    api.refusal = answer  # the retries are answered alike
+    api.fail(CM, answer, namespace="ns")
+
+    wait_for(lambda: cache.refusal(CM, "ns") is not None, timeout=5)
+    refusal = cache.refusal(CM, "ns")
+    assert isinstance(refusal, expected)
+    assert said in str(refusal)
+    assert isinstance(cache.refusal(CM, None), expected)  # every watched namespace
+    assert cache.refusal(CM, "other") is None
+    assert cache.refusal(SECRET, "ns") is None  # not watched: read from the API

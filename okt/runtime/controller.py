@@ -45,7 +45,8 @@ Guarantees:
   left the cache meanwhile (deleted, or out of the selection) is dropped with the key's backoff, as its deletion's
   event dropped them — but for a cleanup past okt's finalizer or a ClusterOperator's mirror, still to be done;
 * **back from an outage at once**: a key whose reconcile failed because the API server did not answer
-  (:class:`okt.errors.Unavailable`) is retried as soon as an informer reaches the API server again, its backoff reset
+  (:class:`okt.errors.Unavailable`), or on a read of a kind whose watch it refused or no longer served, is retried as
+  soon as an informer reaches the API server again, its backoff reset
   — not minutes later, when the backoff it climbed during the outage runs out;
 * **no reconcile on a stale store**: a reconcile that reads a kind whose list or watch the API server refuses
   (``403``: the role lost the rule; ``404``: the kind is not served any more) fails with a ``Forbidden`` or a
@@ -255,8 +256,12 @@ def owner_key(child: Mapping[str, Any], owner_kind: kinds.Kind) -> QueueKey | No
     return (namespace if owner_kind.namespaced else None, str(ref["name"]))
 
 
-def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: results_mod.Outcome) -> None:
-    """Drive the queue from a reconcile's outcome (see the module docstring)."""
+def apply_outcome(
+    queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: results_mod.Outcome, *, unread: bool = False
+) -> None:
+    """Drive the queue from a reconcile's outcome (see the module docstring); ``unread``: the reconcile failed on a
+    read the cache could not answer (see :meth:`okt.runtime.cache.Cache.refusal`), retried with the failures for lack
+    of an answer."""
     kind = outcome.kind
     if kind is results_mod.OutcomeKind.RETRY:
         # Every failure counts toward the key's backoff, whatever delay the error asked for: a conflict that
@@ -265,7 +270,8 @@ def apply_outcome(queue: workqueue.WorkQueue[QueueKey], key: QueueKey, outcome: 
         if isinstance(outcome.error, errors.TooManyRequests) and outcome.error.retry_after:
             # Capped as every requeue delay is: the header is whatever answered (a proxy may ask for a day).
             asked = max(asked, min(outcome.error.retry_after, results_mod.MAX_DELAY))
-        queue.add_rate_limited(key, at_least=asked, unanswered=isinstance(outcome.error, errors.Unavailable))
+        unanswered = unread or isinstance(outcome.error, errors.Unavailable)
+        queue.add_rate_limited(key, at_least=asked, unanswered=unanswered)
         return
     queue.forget(key)
     if kind is results_mod.OutcomeKind.REQUEUE_AFTER and outcome.delay is not None:
@@ -287,10 +293,13 @@ class _Writes:
     def __init__(self, cache: cache_mod.Cache, writer: object) -> None:
         self._cache = cache
         self._writer = writer
+        self.refused: errors.ApiError | None = None
+        """The refusal a read raised, if one did."""
 
     def _check(self, kind: kinds.Kind, namespace: str | None) -> None:
         refused = self._cache.refusal(kind, namespace)
         if refused is not None:
+            self.refused = refused
             raise refused
 
     def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
@@ -744,15 +753,14 @@ class Controller:
         return None
 
     def _run(
-        self, namespace: str | None, name: str, gone: dict[str, Any] | None
+        self, namespace: str | None, name: str, reader: _Writes
     ) -> tuple[stepper.Run | None, results_mod.Outcome, str]:
-        """One reconcile (of ``gone``, the last state of an object deleted past okt's finalizer, when given): its
-        run, outcome and metrics result."""
+        """One reconcile through ``reader``: its run, outcome and metrics result."""
         try:
             run = self._reconcile(
                 self.reconciler,
                 self.client,
-                _Writes(self.cache, self) if gone is None else _Gone(self.cache, self, self.kind, gone),
+                reader,
                 namespace,
                 name,
                 kind=self.kind,
@@ -803,6 +811,7 @@ class Controller:
         started = time.monotonic()
         run = None
         gone = None
+        reader: _Writes | None = None
         with (
             self.metrics.active(self.name),
             logs.reconcile_context(self.name, namespace, name),
@@ -827,7 +836,10 @@ class Controller:
                 )
                 outcome, result = results_mod.Outcome.retry(exc), "error"
             else:
-                run, outcome, result = self._run(namespace, name, gone)
+                # The view of the cache it reads (of ``gone``, the last state of an object deleted past okt's
+                # finalizer, when given).
+                reader = _Writes(self.cache, self) if gone is None else _Gone(self.cache, self, self.kind, gone)
+                run, outcome, result = self._run(namespace, name, reader)
         self.metrics.reconciled(self.name, result, time.monotonic() - started, run)
         if gone is not None and run is not None:
             self._settle_gone(key, gone, run)
@@ -839,7 +851,10 @@ class Controller:
             # hours. Not when its on_deleted is still to be called: its deletion's event queued the key for it.
             self.queue.discard(key)
         else:
-            apply_outcome(self.queue, key, outcome)
+            # A read the cache could not answer (its kind's watch refused or unserved) is retried as soon as an
+            # informer is answered again, as a failure for lack of an answer is: nothing of that kind may change
+            # meanwhile to wake the key, which would otherwise wait out the backoff it climbed, up to minutes.
+            apply_outcome(self.queue, key, outcome, unread=reader is not None and reader.refused is not None)
         if retry_in is not None:
             self.queue.add_after(key, retry_in)  # an on_deleted to call again, whatever the new object's outcome
         return outcome

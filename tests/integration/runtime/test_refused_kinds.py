@@ -17,6 +17,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import core
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.testing import condition, envtest, wait_for
@@ -175,4 +176,46 @@ def test_a_child_kind_whose_watch_is_refused_fails_the_reconciles_that_read_it_a
     finally:
         for controller in (gadgets, others):
             controller.shutdown(5)
+        cache.stop()
+
+
+def test_a_reconcile_that_failed_on_a_refused_watch_is_retried_once_the_watch_is_answered_again(
+    kube: kube_client.Client, operator: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, make_gadget: Any
+) -> None:
+    """Nothing of the refused kind changed meanwhile, so no event wakes the owner: the backoff its failed reconciles
+    climbed (an hour here: without the retry the key would not be reconciled again within the test) is not waited
+    out once the API server answers the watch again."""
+    cache = cache_mod.Cache(operator, [namespace], watch_timeout=2)
+    hour = backoff_mod.Backoff(base=3600.0, cap=3600.0, jitter=0.0)
+    gadgets = controller_mod.Controller(ConfiguredGadgets, operator, cache, workers=1, backoff=hour)
+    make_gadget("g", size=1)
+    try:
+        gadgets.watch()
+        assert cache.wait_for_sync(30)
+        gadgets.start_workers()
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "True",
+            timeout=30,
+            message="the first reconcile",
+        )
+        set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_WRITES])
+        (informer,) = cache.informers(kinds.CONFIG_MAP)
+        wait_for(lambda: informer.refusal is not None, timeout=30, message="the refused watch of ConfigMaps")
+        kube.patch(gadget_kind, "g", {"metadata": {"labels": {"looked-at": "again"}}}, namespace)
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "False",
+            timeout=30,
+            message="the reconcile failing on the refusal",
+        )
+        assert gadgets.queue.failures((namespace, "g")) >= 1
+
+        set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_RULE])
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "True",
+            timeout=60,
+            message="the retry once the watch is answered again",
+        )
+        assert gadgets.queue.failures((namespace, "g")) == 0
+    finally:
+        gadgets.shutdown(5)
         cache.stop()

@@ -9,7 +9,8 @@ Guarantees:
 
 * **list, then watch from the list's resourceVersion**: no change between the two is missed; the first list is
   answered from the API server's watch cache (``resourceVersion=0``, as client-go's reflector asks), read as it
-  streams and stored a page at a time; a relist reads etcd, page by page, so the store never goes back in time;
+  streams and stored a page at a time; a relist reads etcd, page by page, so the store never goes back in time — in
+  one answer, still read a page at a time, after a relist whose continue token expired between two pages;
 * **bookmarks** move the resourceVersion forward and nothing else (no event, no store change); one older than the
   resourceVersion held is ignored;
 * **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
@@ -341,6 +342,8 @@ class Informer:
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
         self._refusal: errors.ApiError | None = None  # the 403 of the last list or watch, until one is answered
+        # The last relist's continue token expired between two pages: the next one asks for one answer.
+        self._list_whole = False
         self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
@@ -619,27 +622,40 @@ class Informer:
         # The first list is served from the API server's watch cache (client-go's reflector lists so too): no read
         # of etcd, which a busy control plane pays for most. A relist (the watch expired, an error) reads etcd, so
         # the store never goes back to an older state than it has seen.
+        #
+        # A relist whose continue token expired between two pages (etcd compacted past its snapshot, as it does every
+        # few minutes: a list slower than that meets it every time, and would be listed again, paged, for ever) is
+        # listed next in one answer, which comes from one snapshot however long it takes to read (client-go's pager
+        # does so too); it is still read as it streams, a page at a time.
         pages = self.client.list_pages(
             self.kind,
             self.namespace,
             label_selector=self.label_selector,
             page_size=_PAGE,
             resource_version=None if self.relists else "0",
+            paged=not self._list_whole,
         )
-        for page, page_version in pages:
-            version = page_version
-            changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
-            with self._lock:
-                for item in page:
-                    strip(item, self._status_owners)
-                    if self._keep is not None and not self._keep(item):
-                        continue  # filtered out: not stored (one that was is dropped below, as deleted)
-                    key = store_key(item)
-                    listed.add(key)
-                    changes.extend(self._listed_locked(key, item, relisted, announce_unchanged))
-            del page
-            self._announce_sweep(changes)
-            del changes
+        answered = False
+        try:
+            for page, page_version in pages:
+                answered = True
+                version = page_version
+                changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+                with self._lock:
+                    for item in page:
+                        strip(item, self._status_owners)
+                        if self._keep is not None and not self._keep(item):
+                            continue  # filtered out: not stored (one that was is dropped below, as deleted)
+                        key = store_key(item)
+                        listed.add(key)
+                        changes.extend(self._listed_locked(key, item, relisted, announce_unchanged))
+                del page
+                self._announce_sweep(changes)
+                del changes
+        except errors.Gone:
+            self._list_whole = answered  # a page came: the 410 answered its continue token
+            raise
+        self._list_whole = False
         gone: list[Packed] = []
         with self._lock:
             for key in [key for key in self._store if key not in listed]:

@@ -342,6 +342,61 @@ def test_a_relist_whose_continue_token_expired_lists_again_from_scratch_and_the_
     assert events.of("b1") == ["ADDED"]
 
 
+class ExpiringPages(GatedWatches):
+    """As :class:`GatedWatches`; every paged list after the first asks for pages of two, and etcd compacts its history
+    past the list's snapshot after its first page, so that the continue token of the next page has expired — as a
+    list slower than etcd's compaction interval meets every time. Lists asking for one answer are left alone."""
+
+    def __init__(self, client: kube_client.Client, compact: Callable[[], None]) -> None:
+        super().__init__(client)
+        self._compact = compact
+        self.lists: list[bool] = []
+
+    def list_pages(self, *args: Any, **kwargs: Any) -> Iterator[tuple[list[dict[str, Any]], str]]:
+        paged = kwargs.get("paged", True)
+        self.lists.append(paged)
+        if len(self.lists) == 1 or not paged:
+            yield from self._client.list_pages(*args, **kwargs)
+            return
+        for index, page in enumerate(self._client.list_pages(*args, **{**kwargs, "page_size": 2})):
+            yield page
+            if index == 0:
+                self._compact()
+
+
+def test_a_relist_whose_continue_token_expires_each_time_is_listed_in_one_answer(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, run_informer: Any
+) -> None:
+    for name in ("a1", "a2", "b1", "b2", "c1"):
+        kube.create(config_map(namespace, name, v="1"), CM)
+
+    def compact() -> None:
+        elsewhere = f"okt-elsewhere-{secrets.token_hex(3)}"
+        kube.create(config_map("default", elsewhere), CM)  # a revision past the list's snapshot, to compact up to
+        kube.delete(CM, elsewhere, "default")
+        control_plane.compact_etcd()
+
+    client = ExpiringPages(kube, compact)
+    events = Events()
+    informer = run_informer(client, namespace, events)
+    elsewhere = f"okt-elsewhere-{secrets.token_hex(3)}"
+    kube.create(config_map("default", elsewhere), CM)
+    kube.delete(CM, elsewhere, "default")
+    control_plane.restart_apiserver()  # the resumed watch is answered 410: a relist
+    wait_for(lambda: client.watch_calls >= 2, timeout=30, message="the informer to try reconnecting")
+    eventually(lambda: kube.delete(CM, "c1", namespace))
+    kube.patch(CM, "b2", {"data": {"v": "2"}}, namespace)
+    client.gate.set()
+
+    wait_for(lambda: informer.relists == 2, timeout=30, message=lambda: f"the relist: {client.lists}")
+    assert client.lists == [True, True, False]  # the first list, the relist that expired, the relist in one answer
+    server = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in kube.list(CM, namespace)[0]}
+    stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+    assert stored == server
+    assert events.of("c1") == ["ADDED", "DELETED"]
+    assert events.of("b2") == ["ADDED", "MODIFIED"]
+
+
 @pytest.mark.parametrize("fault", ["watch-drop", "reset"])
 def test_a_watch_cut_again_and_again_while_objects_change_leaves_the_store_equal_to_the_server(
     control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path, fault: str

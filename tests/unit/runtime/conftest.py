@@ -43,6 +43,7 @@ class FakeApi:
         self.closed = threading.Event()
         self.page_failures: dict[int, BaseException] = {}
         self.list_versions: list[str | None] = []
+        self.list_paged: list[bool] = []
         self.refusal: BaseException | None = None
         """While set, every list and watch raises it (a kind the server stopped serving)."""
         self.refused = 0
@@ -105,10 +106,13 @@ class FakeApi:
         label_selector: str | None = None,
         page_size: int = 500,
         resource_version: str | None = None,
+        paged: bool = True,
     ) -> Iterator[tuple[list[dict[str, Any]], str]]:
         """The list in pages of ``page_size`` (each with the list's resourceVersion); a failure registered in
-        ``page_failures`` for a page index is raised once, instead of that page."""
+        ``page_failures`` for a page index is raised once, instead of that page. ``paged`` is recorded in
+        ``list_paged``: the pages of one answer are handed out alike."""
         self.list_versions.append(resource_version)
+        self.list_paged.append(paged)
         self._refuse()
         items, version = self.list(kind, namespace, label_selector=label_selector)
         for index, start in enumerate(range(0, max(len(items), 1), page_size)):

@@ -680,6 +680,29 @@ def test_a_list_failing_after_its_first_page_loses_no_announcement_and_repeats_n
     assert sorted(added) == names
 
 
+@pytest.mark.parametrize(
+    ("failure", "paged"),
+    [
+        (errors.ApiError.from_status(410, "Expired", "the continue token expired"), [True, False, True]),
+        (errors.ApiError.from_status(500, "InternalError", "etcd is busy"), [True, True, True]),
+    ],
+    ids=["expired", "failed"],
+)
+def test_a_list_whose_continue_token_expired_is_listed_next_in_one_answer_and_the_one_after_in_pages(
+    api: Any, recorder: Any, start: Any, obj: Obj, failure: errors.ApiError, paged: list[bool]
+) -> None:
+    names = [f"cm-{index:04d}" for index in range(informer_mod._PAGE + 10)]
+    for name in names:
+        api.put(CM, obj(CM, name))
+    api.page_failures[1] = failure
+    informer = start()
+    wait_for(lambda: api.watches, timeout=5)
+    api.fail(CM, errors.ApiError.from_status(410, "Expired", "too old resource version"))
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert api.list_paged == paged
+    assert len(informer) == len(names)
+
+
 def test_an_index_added_to_a_running_informer_covers_what_is_stored_and_what_comes_later(
     api: Any, start: Any, obj: Obj
 ) -> None:

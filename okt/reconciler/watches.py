@@ -22,9 +22,10 @@ index serves a reconcile (``ctx.index(name, value)``).
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every
 change of a watched object (for a modification, both the old and the new object are mapped, so a primary that named
-the object before the change is reconciled too); a mapping function that raises is logged and maps to nothing; only
-the primaries the controller's cache holds are reconciled (a name outside the watched namespaces, refused by the
-filters, or of no object, maps to nothing).
+the object before the change is reconciled too); a mapping function that raises, or returns items that name no
+primary (not a key, or a key without the namespace a namespaced primary needs), is logged, and the keys it did return
+are still reconciled; only the primaries the controller's cache holds are reconciled (a name outside the watched
+namespaces, refused by the filters, or of no object, maps to nothing).
 """
 
 from __future__ import annotations
@@ -167,31 +168,82 @@ class MapContext:
         return self.find(name, value)
 
 
-def keys_of(result: MapResult | None, namespaced: bool, kind: kinds.Kind | None = None) -> list[Key]:
-    """The distinct keys a mapping function returned (objects turned into their keys), in order.
+def keys_of(
+    result: MapResult | None, namespaced: bool, kind: kinds.Kind | None = None
+) -> tuple[list[Key], list[Exception]]:
+    """The distinct keys a mapping function returned (objects turned into their keys), in order, and what was wrong
+    with the rest: an item that is not a key is left out, never the keys beside it (a primary one bad item kept from
+    its reconcile would wait, silently, for a change that may never come).
+
+    What is wrong, each a ``TypeError``: an item that is neither a key nor an object; an object of another kind than
+    the primary ``kind`` (the watched object itself, say, whose name would name a primary that has nothing to do with
+    it); for a namespaced primary, a key without a namespace (it names no object); a result that is not a list (one
+    key, one object or a string, whose items are not keys). An exception raised while the result is read (a
+    generator's) ends it: what it gave before is kept.
+    """
+    what = f"(namespace, name) keys or {kind.kind} objects" if kind is not None else "(namespace, name) keys or objects"
+    wrong = _not_a_list(result, what)
+    if wrong is not None:
+        return [], [wrong]
+    found: dict[Key, None] = {}
+    problems: list[Exception] = []
+    try:
+        for item in result or ():
+            try:
+                key = _key_of(item, namespaced, kind, what)
+            except TypeError as exc:
+                problems.append(exc)
+                continue
+            if key[1]:
+                found[key] = None
+    except Exception as exc:
+        problems.append(exc)
+    return list(found), problems
+
+
+def _not_a_list(result: object, what: str) -> TypeError | None:
+    """Why ``result`` is not a list of keys or objects as a whole, or None."""
+    if result is None:
+        return None
+    if isinstance(result, str | bytes):
+        return TypeError(f"a mapping function returns a list of {what}, got a string ({result!r})")
+    if isinstance(result, tuple) and len(result) == 2 and all(isinstance(part, str | None) for part in result):
+        return TypeError(
+            f"a mapping function returns a list of {what}, got one key {result!r}: return a list of keys, [{result!r}]"
+        )
+    if isinstance(result, Mapping):
+        meta = result.get("metadata") or {}
+        return TypeError(
+            f"a mapping function returns a list of {what}, got one object ({result.get('kind')} "
+            f"{meta.get('name')!r}): return a list of objects, [obj]"
+        )
+    if not isinstance(result, Iterable):
+        return TypeError(f"a mapping function returns a list of {what}, got {result!r}, which is not a list")
+    return None
+
+
+def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) -> Key:
+    """The key one item of a mapping's result names.
 
     Raises:
-        TypeError: an item is neither a key nor an object, or (given the primary ``kind``) an object of another kind —
-            the watched object itself, say, whose name would name a primary that has nothing to do with it.
+        TypeError: it names no primary (see :func:`keys_of`).
     """
-    found: dict[Key, None] = {}
-    for item in result or ():
-        if isinstance(item, Mapping):
-            meta = item.get("metadata") or {}
-            other = (item.get("apiVersion"), item.get("kind"))
-            if kind is not None and item.get("kind") and other != (kind.api_version, kind.kind):
-                raise TypeError(
-                    f"a mapping function returns (namespace, name) keys or {kind.kind} objects, got a "
-                    f"{item.get('kind')} ({meta.get('name')!r})"
-                )
-            key: Key = ((meta.get("namespace") or None) if namespaced else None, str(meta.get("name") or ""))
-        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
-            key = ((item[0] or None) if namespaced else None, item[1])
-        else:
-            raise TypeError(f"a mapping function returns (namespace, name) keys or objects, got {item!r}")
-        if key[1]:
-            found[key] = None
-    return list(found)
+    if isinstance(item, Mapping):
+        meta = item.get("metadata") or {}
+        other = (item.get("apiVersion"), item.get("kind"))
+        if kind is not None and item.get("kind") and other != (kind.api_version, kind.kind):
+            raise TypeError(f"a mapping function returns {what}, got a {item.get('kind')} ({meta.get('name')!r})")
+        namespace, name = meta.get("namespace"), str(meta.get("name") or "")
+    elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+        namespace, name = item
+    else:
+        raise TypeError(f"a mapping function returns {what}, got {item!r}")
+    if not namespaced:
+        return None, name
+    if not (isinstance(namespace, str) and namespace):
+        primary = kind.kind if kind is not None else "the primary"
+        raise TypeError(f"a {primary} is namespaced: its key names its namespace, got {(namespace, name)!r}")
+    return namespace, name
 
 
 #: Metadata that changes with every write and says nothing about an object's content.
@@ -211,21 +263,27 @@ def keys_for_event(
     ctx: MapContext,
 ) -> list[Key]:
     """The primaries one event of a watched kind concerns: ``map`` of the new object and, for a modification, of the
-    old one too. A modification that changed nothing but the resourceVersion concerns none; a mapping function that
-    raises (or returns something else than keys or objects) is logged and concerns none."""
+    old one too. A modification that changed nothing but the resourceVersion concerns none; what a mapping function
+    returned that names no primary (see :func:`keys_of`), or its raising, is logged, once per call, and the keys it
+    did return are kept."""
     if old is not None and event_type == "MODIFIED" and _content(obj) == _content(old):
         return []
     found: dict[Key, None] = {}
     for version in (obj, old) if event_type == "MODIFIED" and old is not None else (obj,):
         try:
-            found.update(dict.fromkeys(keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)))
+            keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
         except Exception as exc:
+            keys, problems = [], [exc]
+        found.update(dict.fromkeys(keys))
+        if problems:
             meta = version.get("metadata") or {}
+            # One line per call, not per item: a mapping that returns thousands of wrong items says so once.
             ctx.log.error(
-                "a watch's mapping function raised: the change reconciles nothing",
+                "a watch's mapping function raised or returned what names no primary: that part reconciles nothing",
                 watched=str(version.get("kind")),
                 name=meta.get("name"),
                 namespace=meta.get("namespace"),
-                error=errors.said(exc),
+                error=errors.said(problems[0]),
+                **({"more": len(problems) - 1} if len(problems) > 1 else {}),
             )
     return list(found)

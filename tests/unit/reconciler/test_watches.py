@@ -3,7 +3,7 @@ cache index."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -98,11 +98,11 @@ def test_a_mapping_that_returns_the_watched_object_itself_maps_to_nothing(client
 
 def test_keys_are_deduplicated_and_objects_become_keys() -> None:
     keys = watches.keys_of([("ns", "a"), thing("a"), thing("b", namespace="other"), ("ns", "")], namespaced=True)
-    assert keys == [("ns", "a"), ("other", "b")]
+    assert keys == ([("ns", "a"), ("other", "b")], [])
 
 
 def test_a_cluster_scoped_primary_has_no_namespace_in_its_keys() -> None:
-    assert watches.keys_of([("ns", "a"), thing("b")], namespaced=False) == [(None, "a"), (None, "b")]
+    assert watches.keys_of([("ns", "a"), thing("b")], namespaced=False) == ([(None, "a"), (None, "b")], [])
 
 
 def test_an_undeclared_index_is_one_clear_error(client: fake.FakeClient) -> None:
@@ -164,3 +164,69 @@ def test_a_reconcile_without_the_cache_looks_up_only_the_primaries_the_filters_s
     core.reconcile(Selective(), client, None, "ns", "a")
 
     assert found == ["a", "b"]
+
+
+def test_an_item_that_is_not_a_key_is_logged_and_the_keys_beside_it_are_still_reconciled(
+    client: fake.FakeClient,
+) -> None:
+    mixed = okt.watch("configmaps", map=lambda obj, ctx: [("ns", "a"), "just-a-name", ("ns", "b")])
+
+    with structlog.testing.capture_logs() as logs:
+        keys = watches.keys_for_event(mixed, "ADDED", cm("x"), None, context(client))
+
+    assert keys == [("ns", "a"), ("ns", "b")]
+    assert [line["error"] for line in logs if line["log_level"] == "error"] == [
+        "TypeError: a mapping function returns (namespace, name) keys or Thing objects, got 'just-a-name'"
+    ]
+
+
+@pytest.mark.parametrize("namespace", [None, "", 3])
+def test_a_key_without_a_namespace_for_a_namespaced_primary_is_an_error_not_a_silent_nothing(
+    client: fake.FakeClient, namespace: Any
+) -> None:
+    """A namespaced primary's key names its namespace: without one (or with one that is not text), the key named no
+    object, and the change reconciled nothing without a word."""
+    unscoped = okt.watch("configmaps", map=lambda obj, ctx: [(namespace, "a"), ("ns", "b")])
+
+    with structlog.testing.capture_logs() as logs:
+        keys = watches.keys_for_event(unscoped, "ADDED", cm("x"), None, context(client))
+
+    assert keys == [("ns", "b")]
+    errors = [line["error"] for line in logs if line["log_level"] == "error"]
+    assert len(errors) == 1 and "a Thing is namespaced: its key names its namespace" in errors[0]
+
+
+def test_a_mapping_that_raises_part_way_still_reconciles_the_keys_it_gave_before() -> None:
+    def partly(obj: Mapping[str, Any], ctx: watches.MapContext) -> Iterable[watches.Key]:
+        yield ("ns", "a")
+        raise RuntimeError("lost the rest")
+
+    with structlog.testing.capture_logs() as logs:
+        keys = watches.keys_for_event(
+            okt.watch("configmaps", map=partly), "ADDED", cm("x"), None, context(fake.FakeClient(kinds=[THING]))
+        )
+
+    assert keys == [("ns", "a")]
+    assert [line["error"] for line in logs if line["log_level"] == "error"] == ["RuntimeError: lost the rest"]
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        (("ns", "a"), "one key ('ns', 'a'): return a list of keys, [('ns', 'a')]"),
+        ("ns/a", "a string ('ns/a')"),
+        (thing("a"), "one object (Thing 'a'): return a list of objects"),
+        (7, "7, which is not a list"),
+    ],
+)
+def test_a_mapping_that_returns_one_key_or_object_instead_of_a_list_says_so(
+    client: fake.FakeClient, result: Any, said: str
+) -> None:
+    with structlog.testing.capture_logs() as logs:
+        keys = watches.keys_for_event(
+            okt.watch("configmaps", map=lambda obj, ctx: result), "ADDED", cm("x"), None, context(client)
+        )
+
+    assert keys == []
+    errors = [line["error"] for line in logs if line["log_level"] == "error"]
+    assert len(errors) == 1 and said in errors[0]

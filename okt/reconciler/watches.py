@@ -20,12 +20,14 @@ index on the primary kind answers it from the store the controller keeps anyway 
 index serves a reconcile (``ctx.index(name, value)``).
 
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
-``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every
-change of a watched object (for a modification, both the old and the new object are mapped, so a primary that named
-the object before the change is reconciled too); a mapping function that raises, or returns items that name no
-primary (not a key, or a key without the namespace a namespaced primary needs), is logged, and the keys it did return
-are still reconciled; only the primaries the controller's cache holds are reconciled (a name outside the watched
-namespaces, refused by the filters, or of no object, maps to nothing).
+``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every change
+of a watched object (for a modification, both the old and the new object are mapped, so a primary that named the object
+before the change is reconciled too); a mapping function that raises, or returns items that name no primary (not a key,
+or a key without the namespace a namespaced primary needs), is logged and counted (``okt_watch_map_errors_total``), and
+the keys it did return are still reconciled; an index function that raises for an object is logged and counted
+(``okt_index_errors_total``), and leaves that object out of the index, the others in; only the primaries the
+controller's cache holds are reconciled (a name outside the watched namespaces, refused by the filters, or of no object,
+maps to nothing).
 """
 
 from __future__ import annotations
@@ -128,8 +130,11 @@ def lookup(
     ]
 
 
-def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer).
+def safe_index(
+    function: IndexFunction, obj: Mapping[str, Any], *, failed: Callable[[], None] | None = None
+) -> tuple[str, ...]:
+    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer): logged,
+    and ``failed()`` called (the controller counts it).
 
     A string returned is one value: a string is an iterable of strings too, and indexing its characters would make
     every lookup of the value miss, silently."""
@@ -144,6 +149,8 @@ def safe_index(function: IndexFunction, obj: Mapping[str, Any]) -> tuple[str, ..
             namespace=meta.get("namespace"),
             error=errors.said(exc),
         )
+        if failed is not None:
+            failed()
         return ()
 
 
@@ -261,11 +268,13 @@ def keys_for_event(
     obj: Mapping[str, Any],
     old: Mapping[str, Any] | None,
     ctx: MapContext,
+    *,
+    failed: Callable[[], None] | None = None,
 ) -> list[Key]:
     """The primaries one event of a watched kind concerns: ``map`` of the new object and, for a modification, of the
     old one too. A modification that changed nothing but the resourceVersion concerns none; what a mapping function
-    returned that names no primary (see :func:`keys_of`), or its raising, is logged, once per call, and the keys it
-    did return are kept."""
+    returned that names no primary (see :func:`keys_of`), or its raising, is logged and ``failed()`` called (the
+    controller counts it), once per call, and the keys it did return are kept."""
     if old is not None and event_type == "MODIFIED" and _content(obj) == _content(old):
         return []
     found: dict[Key, None] = {}
@@ -286,4 +295,6 @@ def keys_for_event(
                 error=errors.said(problems[0]),
                 **({"more": len(problems) - 1} if len(problems) > 1 else {}),
             )
+            if failed is not None:
+                failed()
     return list(found)

@@ -503,13 +503,18 @@ class Controller:
             status_owners=self.reconciler_cls.applies_status(),
             keep=self.reconciler.selects if filtered else None,
             indexers={
-                watches_mod.index_name(self.name, name): functools.partial(watches_mod.safe_index, function)
+                watches_mod.index_name(self.name, name): functools.partial(
+                    watches_mod.safe_index,
+                    function,
+                    failed=functools.partial(self.metrics.index_failed, self.name, name),
+                )
                 for name, function in self.reconciler_cls.indexes.items()
             },
             writer=self,
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event, writer=self)
+        self.metrics.prepare_watches(self.name, [str(kind) for kind, _ in self.related], self.reconciler_cls.indexes)
         for kind, watched in self.related:
             self.cache.start(kind, functools.partial(self.on_related_event, watched), writer=self)
         # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
@@ -668,7 +673,9 @@ class Controller:
             ),
         )
         watched_namespaces = self.cache.namespaces if self.kind.namespaced else None
-        for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx):
+        kind = f"{obj.get('kind')}.{obj.get('apiVersion')}"  # as str(Kind) spells it
+        failed = functools.partial(self.metrics.watch_map_failed, self.name, kind)
+        for key in watches_mod.keys_for_event(watched, event_type, obj, old, ctx, failed=failed):
             if watched_namespaces is not None and key[0] not in watched_namespaces:
                 continue
             if self.cache.uid(self.kind, key[1], key[0]) is not None:

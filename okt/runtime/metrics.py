@@ -40,7 +40,7 @@ import http.server
 import socket
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import prometheus_client
@@ -235,6 +235,18 @@ class Metrics:
             ("controller",),
             registry=self.registry,
         )
+        self.watch_map_errors_total = prometheus_client.Counter(
+            "okt_watch_map_errors",
+            "Calls of a watch's mapping function that raised or returned what names no primary, by watched kind.",
+            ("controller", "kind"),
+            registry=self.registry,
+        )
+        self.index_errors_total = prometheus_client.Counter(
+            "okt_index_errors",
+            "Calls of an index function that raised: the object is left out of that index until it changes.",
+            ("controller", "index"),
+            registry=self.registry,
+        )
         self.reconcile_paths_total = prometheus_client.Counter(
             "okt_reconcile_paths",
             "Reconciles by the Stepper path they took (>CRChecker>...>End).",
@@ -426,6 +438,21 @@ class Metrics:
             family.labels(name=controller)
         for histogram in (self.workqueue_queue_duration_seconds, self.workqueue_work_duration_seconds):
             histogram.labels(name=controller)
+
+    def prepare_watches(self, controller: str, kinds: Iterable[str], indexes: Iterable[str]) -> None:
+        """Create the error series of ``controller``'s watched kinds and indexes at zero."""
+        for kind in kinds:
+            self.watch_map_errors_total.labels(controller=controller, kind=kind)
+        for index in indexes:
+            self.index_errors_total.labels(controller=controller, index=index)
+
+    def watch_map_failed(self, controller: str, kind: str) -> None:
+        """Count one call of a watch's mapping function that raised or returned what names no primary."""
+        self._labelled(self.watch_map_errors_total, controller, kind).inc()
+
+    def index_failed(self, controller: str, index: str) -> None:
+        """Count one call of an index function that raised."""
+        self._labelled(self.index_errors_total, controller, index).inc()
 
     @contextlib.contextmanager
     def active(self, controller: str) -> Iterator[None]:

@@ -182,3 +182,51 @@ def test_a_primary_a_mapping_names_outside_the_watched_namespaces_is_not_reconci
         kube.delete(kinds.NAMESPACE, other)
 
     assert reconcile.count("far") == 0
+
+
+def test_an_index_or_mapping_function_that_raises_is_counted_and_the_other_objects_are_served(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+) -> None:
+    def picky_config_of(obj: Mapping[str, Any]) -> list[str]:
+        if obj["metadata"]["name"] == "odd":
+            raise ValueError("odd gadget")
+        return config_of(obj)
+
+    def picky_map(cm: Mapping[str, Any], ctx: watches.MapContext) -> list[dict[str, Any]]:
+        if cm["metadata"]["name"] == "broken":
+            raise ValueError("broken config")
+        return ctx.index("config", okt.ref_of(cm))
+
+    class Picky(Configured):
+        indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"config": picky_config_of}
+        watches = (okt.watch("configmaps", map=picky_map),)
+
+    kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "broken"), kinds.CONFIG_MAP)
+    make_gadget("odd", configMap="shared")
+    make_gadget("even", configMap="shared")
+    reconcile = shared.FakeReconcile()
+    manager = manager_mod.Manager(
+        kube, [Picky], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+    )
+    manager.start()
+    try:
+        wait_for(lambda: manager.working and reconcile.count("odd") >= 1 and reconcile.count("even") >= 1, timeout=20)
+        controller = manager.controllers[0]
+        count = reconcile.count("even")
+        kube.patch(kinds.CONFIG_MAP, "broken", {"data": {"x": "1"}}, namespace)
+        kube.patch(kinds.CONFIG_MAP, "shared", {"data": {"x": "1"}}, namespace)
+        wait_for(lambda: reconcile.count("even") > count, timeout=10)
+        sample = controller.metrics.registry.get_sample_value
+        index_errors = sample("okt_index_errors_total", {"controller": controller.name, "index": "config"})
+        map_errors = sample(
+            "okt_watch_map_errors_total", {"controller": controller.name, "kind": str(kinds.CONFIG_MAP)}
+        )
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    assert index_errors is not None and index_errors >= 1  # odd's, at each of its changes
+    assert map_errors is not None and map_errors >= 2  # broken's listing and its change

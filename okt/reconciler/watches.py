@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 
 Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object."""
-IndexFunction = Callable[[Mapping[str, Any]], Iterable[str]]
-"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index; a string: one value)."""
+IndexFunction = Callable[[Mapping[str, Any]], Iterable[Any] | int | float | None]
+"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index; a string or a number: one
+value); each value text, a number or a tuple of them (:func:`index_text`)."""
 MapResult = Iterable["Key | Mapping[str, Any]"]
 """What a mapping function returns: keys ``(namespace, name)``, or primary objects (e.g. from ``ctx.index``)."""
 MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
@@ -108,16 +109,17 @@ def lookup(
 ) -> list[dict[str, Any]]:
     """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list — of the
     objects ``selects`` keeps (the reconciler's filters, which decide what the cache, and so its index, holds).
-    Index values are kept as text (:func:`safe_index`), so ``value`` is looked up as its text: a port number finds
+    Index values are kept as text (:func:`index_text`), so ``value`` is looked up as its text: a port number finds
     what the index function returned as that number.
 
     Raises:
         okt.ConfigurationError: the reconciler declares no index of that name.
+        TypeError: ``value`` is not one an index holds (a mapping, a list...: see :func:`index_text`).
     """
     function = indexes.get(name)
     if function is None:
         raise errors.ConfigurationError(f"no index {name!r} is declared (declared: {sorted(indexes) or 'none'})")
-    value = str(value)
+    value = index_text(value)
     by_index = getattr(reader, "by_index", None)
     if by_index is not None:
         found: list[dict[str, Any]] | None = by_index(kind, index_name(controller, name), value)
@@ -133,16 +135,25 @@ def lookup(
 def safe_index(
     function: IndexFunction, obj: Mapping[str, Any], *, failed: Callable[[], None] | None = None
 ) -> tuple[str, ...]:
-    """The index values of ``obj``; none when the function raises (a bad object must not stop the informer): logged,
-    and ``failed()`` called (the controller counts it).
+    """The index values of ``obj`` as text (:func:`index_text`); none when the function raises (a bad object must not
+    stop the informer), and without those an index cannot hold (a mapping, a list, a set): either is logged, by the
+    value's type, never its content, and ``failed()`` called (the controller counts it).
 
-    A string returned is one value: a string is an iterable of strings too, and indexing its characters would make
-    every lookup of the value miss, silently."""
+    A string or a number returned alone is one value: a string is an iterable of strings too, and indexing its
+    characters would make every lookup of the value miss, silently."""
+    meta = obj.get("metadata") or {}
     try:
-        values = function(obj) or ()
-        return (values,) if isinstance(values, str) else tuple(str(value) for value in values)
+        values = function(obj)
+        if values is None:
+            return ()
+        kept: list[str] = []
+        refused: list[TypeError] = []
+        for value in (values,) if isinstance(values, str | int | float) else values:
+            try:
+                kept.append(index_text(value))
+            except TypeError as exc:
+                refused.append(exc)
     except Exception as exc:
-        meta = obj.get("metadata") or {}
         structlog.get_logger("okt.watches").warning(
             "an index function raised: the object is left out of the index",
             name=meta.get("name"),
@@ -152,6 +163,41 @@ def safe_index(
         if failed is not None:
             failed()
         return ()
+    if refused:
+        structlog.get_logger("okt.watches").warning(
+            "an index function returned a value an index cannot hold: that value is left out of the index",
+            name=meta.get("name"),
+            namespace=meta.get("namespace"),
+            error=errors.said(refused[0]),
+            **({"more": len(refused) - 1} if len(refused) > 1 else {}),
+        )
+        if failed is not None:
+            failed()
+    return tuple(kept)
+
+
+def index_text(value: object) -> str:
+    """The text an index keeps for ``value`` and a lookup looks ``value`` up by: text, a number, None, or a tuple of
+    them (hashable values whose text is the same whenever they are equal).
+
+    Raises:
+        TypeError: ``value`` is (or a tuple holds) a mapping, a list, a set or another object: its text follows the
+            order it was built in (a selector and an object's labels are equal in any order) or its identity, so a
+            lookup would miss, silently. Said by its type, never its content (an index may read a Secret).
+    """
+    wrong = _unindexable(value)
+    if wrong is not None:
+        raise TypeError(f"an index value is text, a number or a tuple of them, got a {wrong}")
+    return str(value)
+
+
+def _unindexable(value: object) -> str | None:
+    """The type of what makes ``value`` unfit for an index, or None."""
+    if value is None or isinstance(value, str | int | float):
+        return None
+    if isinstance(value, tuple):
+        return next((f"tuple holding a {inner}" for inner in map(_unindexable, value) if inner is not None), None)
+    return type(value).__name__
 
 
 @dataclasses.dataclass(frozen=True)

@@ -230,3 +230,43 @@ def test_a_mapping_that_returns_one_key_or_object_instead_of_a_list_says_so(
     assert keys == []
     errors = [line["error"] for line in logs if line["log_level"] == "error"]
     assert len(errors) == 1 and said in errors[0]
+
+
+@pytest.mark.parametrize("value", [{"b": "2", "a": "1"}, ["ns", "a"], {"ns/a"}, ("ns", ["a"])])
+def test_an_index_value_that_is_a_mapping_list_or_set_is_left_out_and_said_by_its_type_never_its_content(
+    value: Any,
+) -> None:
+    """Kept as its text, such a value matched a lookup only when both were built in the same order (a selector and
+    an object's labels never were), and silently missed otherwise."""
+    failed: list[None] = []
+
+    with structlog.testing.capture_logs() as logs:
+        values = watches.safe_index(lambda obj: ["ns/kept", value], thing("a"), failed=lambda: failed.append(None))
+
+    assert values == ("ns/kept",)
+    assert failed == [None]
+    (line,) = [line for line in logs if line["log_level"] == "warning"]
+    assert type(value).__name__ in line["error"] and "ns/a" not in str(line) and "'2'" not in str(line)
+
+
+@pytest.mark.parametrize("value", [443, 2.5, True, ("ns", "a")])
+def test_an_index_value_that_is_a_number_or_a_tuple_of_them_or_text_is_found_by_the_same_value(value: Any) -> None:
+    reader = core.ApiReader(fake.FakeClient(kinds=[THING], objects=[thing("a"), thing("b", namespace="other")]))
+    indexes = {"by": lambda obj: [value] if obj["metadata"]["namespace"] == "ns" else ()}
+
+    found = watches.lookup(reader, THING, "thing", indexes, "by", value)
+
+    assert [o["metadata"]["name"] for o in found] == ["a"]
+
+
+def test_an_index_function_returning_one_number_indexes_that_number() -> None:
+    """As one string is one value: a port number returned alone is not "not iterable", leaving the object out."""
+    assert watches.safe_index(lambda obj: 443, thing("a")) == ("443",)
+
+
+@pytest.mark.parametrize("value", [{"app": "x"}, ["ns", "a"]])
+def test_a_lookup_by_a_mapping_or_list_is_a_type_error(client: fake.FakeClient, value: Any) -> None:
+    with pytest.raises(
+        TypeError, match=f"an index value is text, a number or a tuple of them, got a {type(value).__name__}"
+    ):
+        context(client).index("config", value)

@@ -11,12 +11,13 @@ okt's model: they run only where reconciles run (never on a standby replica), ne
 in error, never twice at once for one object (the work queue hands a key to one worker).
 
 Guarantees: the first run is at the object's first successful reconcile; a timer that raises is logged with its error
-and a Warning Event, and runs again after its interval — or after the delay of an ``okt.TemporaryError(delay=...)``
-— (it does not fail the reconcile: Ready says what the reconcile did), but ``okt.GiveUp`` gives the reconcile up as
-from any hook; the object is requeued for the earliest timer due. What a timer returns is acted on as for any hook,
-never dropped: ``None`` (or ``Outcome.done()``) carries on; ``okt.requeue_after(s)`` runs it again after ``s`` instead
-of its interval; ``okt.give_up(reason)`` gives the reconcile up (no requeue, so no next run, until the object
-changes); ``Outcome.retry(error)`` is the timer failing with ``error``, and any other value a failure that names it.
+and a Warning Event, counted (``okt_timer_errors_total``), and runs again after its interval — or after the delay of an
+``okt.TemporaryError(delay=...)`` — (it does not fail the reconcile: Ready says what the reconcile did), but
+``okt.GiveUp`` gives the reconcile up as from any hook; the object is requeued for the earliest timer due. What a timer
+returns is acted on as for any hook, never dropped: ``None`` (or ``Outcome.done()``) carries on;
+``okt.requeue_after(s)`` runs it again after ``s`` instead of its interval; ``okt.give_up(reason)`` gives the reconcile
+up (no requeue, so no next run, until the object changes); ``Outcome.retry(error)`` is the timer failing with ``error``,
+and any other value a failure that names it.
 A timer runs on the worker thread of its reconcile, so a call that hangs (a blocking request with no timeout) holds
 that worker, and a few of them hold every worker: nothing is reconciled any more. ``@okt.every(..., timeout=s)``
 runs each call in a thread of its own and waits ``s`` seconds for it: a call still running then counts as failed
@@ -151,6 +152,7 @@ class Clock:
 
     It also keeps the calls still running past their timeout (:meth:`overdue`): until such a call returns, its timer
     does not run again for its object, whatever the interval (the entry outlives the object's: the thread does).
+    Failed calls are told to whoever counts them (:meth:`count_failures`).
     """
 
     SWEEP_EVERY = 256
@@ -162,9 +164,21 @@ class Clock:
         self._longest = 0.0
         self._runs = 0
         self._overdue: dict[tuple[str, str], float] = {}
+        self._on_failure: Callable[[str], None] | None = None
 
     def now(self) -> float:
         return self._now()
+
+    def count_failures(self, on_failure: Callable[[str], None]) -> None:
+        """Call ``on_failure(timer)`` for each failed call from now on (the controller counts them: a timer failing at
+        every call for months is otherwise said only in its log lines and deduplicated Warning Events)."""
+        self._on_failure = on_failure
+
+    def failed(self, name: str) -> None:
+        """Record that a call of the timer ``name`` failed (it raised, returned an error or a value okt cannot use,
+        or ran past its timeout)."""
+        if self._on_failure is not None:
+            self._on_failure(name)
 
     def overdue(self) -> int:
         """How many timer calls run past their timeout now: each holds a thread okt cannot stop."""
@@ -257,7 +271,7 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
                 except errors.GiveUp as exc:
                     ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
                 except Exception as exc:
-                    _failed(ctx, name, exc)
+                    _failed(ctx, clock, name, exc)
                     if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
                         clock.again_in(uid, name, interval, exc.delay)  # try again when it asked, as any hook's retry
                 else:
@@ -421,6 +435,7 @@ def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, 
     if not isinstance(answer, results_mod.Outcome):
         _failed(
             ctx,
+            clock,
             name,
             TypeError(
                 f"timer {name} returned {answer!r}: a timer returns None (carry on), okt.requeue_after(seconds) or "
@@ -432,12 +447,13 @@ def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, 
     elif answer.kind is results_mod.OutcomeKind.GIVE_UP:
         ctx.results.follow(answer, f"timer {name}")
     elif answer.error is not None:
-        _failed(ctx, name, answer.error)
+        _failed(ctx, clock, name, answer.error)
 
 
-def _failed(ctx: context_mod.Context, name: str, exc: BaseException) -> None:
+def _failed(ctx: context_mod.Context, clock: Clock, name: str, exc: BaseException) -> None:
     # Said as a hook's error is: a pydantic ValidationError by its fields, never by the values it was given (a
     # Secret's, which a timer may well validate), here and in an Event anyone reading the namespace's events sees.
     said = errors.said(exc)
     ctx.log.warning("timer failed", timer=name, error=said)
     ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {said}")
+    clock.failed(name)

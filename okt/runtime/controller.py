@@ -468,7 +468,7 @@ class Controller:
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.controller").bind(
             controller=self.name
         )
-        self.metrics.prepare(self.name)
+        self._prepare_metrics()
         self.metrics.workers(self.name, self.workers)
         self.metrics.track_queue(self.name, lambda: len(self.queue))
         self.daemons = daemons_mod.Supervisor(
@@ -484,6 +484,13 @@ class Controller:
         self.metrics.track_priorities(self.name, self.queue.depths)
         pacer = self._pacer
         self.metrics.track_sweep_width(self.name, lambda: pacer.width if pacer is not None else self.workers)
+
+    def _prepare_metrics(self) -> None:
+        """Create this controller's series at zero, and have its timers' failed calls counted."""
+        self.metrics.prepare(self.name)
+        self.reconciler.timer_clock.count_failures(
+            self.metrics.count_timers(self.name, timers.declared(self.reconciler_cls))
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 

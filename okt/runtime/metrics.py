@@ -247,6 +247,12 @@ class Metrics:
             ("controller", "index"),
             registry=self.registry,
         )
+        self.timer_errors_total = prometheus_client.Counter(
+            "okt_timer_errors",
+            "Timer calls that failed (raised, returned an error or a value okt cannot use, or ran past their timeout).",
+            ("controller", "timer"),
+            registry=self.registry,
+        )
         self.reconcile_paths_total = prometheus_client.Counter(
             "okt_reconcile_paths",
             "Reconciles by the Stepper path they took (>CRChecker>...>End).",
@@ -445,6 +451,12 @@ class Metrics:
             self.watch_map_errors_total.labels(controller=controller, kind=kind)
         for index in indexes:
             self.index_errors_total.labels(controller=controller, index=index)
+
+    def count_timers(self, controller: str, names: Iterable[str]) -> Callable[[str], None]:
+        """Create ``okt_timer_errors_total`` of ``controller``'s timers at zero; returns what counts one failed call."""
+        for name in names:
+            self.timer_errors_total.labels(controller=controller, timer=name)
+        return lambda name: self._labelled(self.timer_errors_total, controller, name).inc()
 
     def watch_map_failed(self, controller: str, kind: str) -> None:
         """Count one call of a watch's mapping function that raised or returned what names no primary."""

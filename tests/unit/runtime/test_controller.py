@@ -1114,3 +1114,36 @@ def test_a_deleted_primary_leaves_no_event_to_crowd_out_the_repeats_of_live_obje
 
     said = [event for event in client.objects(kinds.EVENT) if event["involvedObject"]["name"] == "live"]
     assert [event["count"] for event in said] == [2]
+
+
+class WidgetsWithAFailingTimer(Widgets):
+    @okt.every(minutes=10)
+    def backup(self, ctx: okt.Context) -> None:
+        raise RuntimeError("the backup target is gone")
+
+    @okt.every(minutes=10)
+    def check(self, ctx: okt.Context) -> None:
+        pass
+
+
+def test_a_timer_call_that_fails_is_counted_by_controller_and_timer() -> None:
+    """A timer failing at every call for months said so in its log lines and Warning Events only (these are
+    deduplicated into one): nothing a dashboard or an alert could read."""
+    client = FakeClient(kinds=[WIDGET], objects=[{**primary(), "spec": {}}])
+    controller = controller_mod.Controller(
+        WidgetsWithAFailingTimer, client, cache_mod.Cache(client), record_events=False
+    )
+    sample = controller.metrics.registry.get_sample_value
+    before = {
+        timer: sample("okt_timer_errors_total", {"controller": "widget", "timer": timer})
+        for timer in ("backup", "check")
+    }
+
+    controller.process(("ns", "w"))
+
+    after = {
+        timer: sample("okt_timer_errors_total", {"controller": "widget", "timer": timer})
+        for timer in ("backup", "check")
+    }
+    assert before == {"backup": 0.0, "check": 0.0}
+    assert after == {"backup": 1.0, "check": 0.0}

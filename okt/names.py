@@ -72,6 +72,11 @@ class Names:
         """``ctx.status_fields`` as JSON, when the reconciler's ``status`` is ``"annotations"``."""
         return f"{self.prefix}/status"
 
+    @property
+    def daemons_annotation(self) -> str:
+        """Which conditions and status fields the daemons stated (annotation persistence)."""
+        return f"{self.prefix}/daemons"
+
     def primary_annotations(self) -> frozenset[str]:
         """Every annotation okt writes on a primary: changes to them need no reconcile, but for a person's edit of the
         phase (the controller's event filter lets that one through)."""
@@ -82,6 +87,7 @@ class Names:
                 self.conditions_annotation,
                 self.observed_generation_annotation,
                 self.status_annotation,
+                self.daemons_annotation,
             }
         )
 

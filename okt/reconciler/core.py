@@ -30,10 +30,10 @@ from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.reconciler import cluster_operator, report, watches
+from okt.reconciler import cluster_operator, findings, report, watches
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
-from okt.status import events
+from okt.status import events, writer
 
 State = states.State
 Reader = context_mod.Reader
@@ -193,11 +193,7 @@ def reconcile(
         logger=log,
         recorder=recorder if reconciler.record_events else None,
     )
-    held = reconciler.daemon_findings
-    applied = None
-    if exists and not cr.deleting and held.holds(cr.uid):
-        # What the daemons stated goes out in this reconcile's status write (and its hooks see it).
-        applied = held.apply(cr.uid, ctx.conditions, ctx.status_fields, cr.status)
+    applied = _apply_findings(reconciler, ctx) if exists else None
     run = reconciler.engine.run(_Steps(reconciler, ctx, unread), ctx.results)
     if not ctx.exists and unread is None and reconciler.cluster_operator:
         # No manager runs for a gone object, and the ClusterOperator would go on summing it up (listed, and
@@ -218,7 +214,7 @@ def reconcile(
         if ctx.results.has_error:
             run = dataclasses.replace(run, outcome=ctx.results.outcome())
     if applied is not None and applied.retired and _status_written(ctx.results):
-        held.settle(cr.uid, applied)
+        reconciler.daemon_findings.settle(cr.uid, applied)
     error = ctx.results.first_error
     if error is None:
         # A reconcile that wrote nothing and did not give up found everything in place: at 10,000 objects a restart
@@ -246,6 +242,28 @@ def reconcile(
             "a hook raised an exception that is not okt's", error=errors.said(error), **errors.where_raised(error)
         )
     return run
+
+
+def _apply_findings(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> findings.Applied | None:
+    """Set what the daemons stated in the reconcile's working copy, so that its status write carries it (and its
+    hooks see it), with the record of it in the bookkeeping; None when no daemon stated anything on the object."""
+    held, cr, target = reconciler.daemon_findings, ctx.cr, ctx.settings.status_target
+    record = ctx.bookkeeping.daemons
+    if target is writer.Target.OFF or not (record or held.holds(cr.uid)):
+        return None
+    in_annotations = target is writer.Target.ANNOTATIONS
+    stored = writer.status_fields_from_annotations(cr.annotations, ctx.settings.prefix) if in_annotations else cr.status
+    applied = held.apply(
+        cr.uid,
+        ctx.conditions,
+        ctx.status_fields,
+        stored,
+        record=record,
+        carry=in_annotations,  # the annotation is written whole: what the daemons stated is carried into it
+        live=not cr.deleting,
+    )
+    ctx.bookkeeping.daemons = applied.record
+    return applied
 
 
 def _status_written(results: results_mod.Results) -> bool:

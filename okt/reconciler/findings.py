@@ -20,16 +20,21 @@ Guarantees:
 * a daemon that **returns on its own** (done for its object) has its conditions and fields removed from the status by
   the next reconcile's write; they are forgotten once that write went through.
 
-Caveats: the memory is the process's. A condition a daemon of an earlier process stated, and that no daemon of this
-one states again, stays on the object. A daemon's condition carries no ``observedGeneration``: it says what the
-daemon saw of the world, not what it made of a generation of the spec.
+* which condition types and status fields each daemon stated is recorded in the object's bookkeeping
+  (:data:`Record`), in the same write: a new process keeps what a daemon stated until that daemon states otherwise
+  (a restart over converged objects writes nothing, the status annotation written whole included).
+
+Caveats: the findings themselves are the process's memory; the record says only whose they are. A condition a
+daemon of an earlier process stated, and that no daemon of this one states again, stays on the object.
+A daemon's condition carries no ``observedGeneration``: it says what the daemon saw of the world, not what it made of
+a generation of the spec.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -42,6 +47,10 @@ OKT_TYPES = frozenset((*cond.STANDARD_TYPES, *cond.KSTATUS_TYPES))
 """The condition types okt's report states: never a daemon's."""
 OKT_FIELDS = frozenset(("conditions", "observedGeneration"))
 """The status fields okt writes itself: never a daemon's."""
+
+Record = dict[str, dict[str, list[str]]]
+"""Which condition types and status fields each daemon stated on an object: ``{daemon: {"conditions": [...],
+"fields": [...]}}``, kept in the object's bookkeeping (:mod:`okt.status.bookkeeping`) with what they stated."""
 
 
 @dataclasses.dataclass
@@ -62,6 +71,8 @@ class Applied:
     """Whether the working copy says something the object does not store yet."""
     retired: tuple[tuple[str, _Held], ...] = ()
     """The findings of daemons gone for good it removed, forgotten once the reconcile's status write went through."""
+    record: Record = dataclasses.field(default_factory=dict)
+    """What the daemons state now, to be kept in the object's bookkeeping with the write."""
 
 
 class Findings:
@@ -182,31 +193,73 @@ class Findings:
         conditions: cond.Conditions,
         status_fields: dict[str, Any],
         stored: Mapping[str, Any],
+        *,
+        record: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        carry: bool = False,
+        live: bool = True,
     ) -> Applied:
         """Set what the daemons of the object ``uid`` stated in one reconcile's working copy (``conditions``,
-        ``status_fields``; ``stored`` is the status the object stores), and remove what the daemons gone for good
-        stated."""
+        ``status_fields``; ``stored`` is the status fields the object stores), and remove what the daemons gone for
+        good stated.
+
+        Args:
+            record: what the object's bookkeeping says daemons stated (:data:`Record`), by a process before this one
+                too: kept until its daemon states otherwise or is done.
+            carry: the status fields are written whole (``status = "annotations"``): the fields the record's kept
+                daemons stated are carried from ``stored`` into ``status_fields``, so that the write keeps them.
+            live: False while the object is being deleted: nothing is set nor removed, the record is kept as it is.
+        """
+        record = record or {}
         with self._lock:
-            daemons = list((self._held.get(uid) or {}).items())
+            daemons = list((self._held.get(uid) or {}).items()) if live else []
             # Copies, taken under the lock: the daemon may hand over more while the reconcile runs.
             taken = [(name, held, dict(held.conditions), objects.json_copy(held.fields)) for name, held in daemons]
         changed = False
         retired: list[tuple[str, _Held]] = []
+        kept: dict[str, tuple[set[str], set[str]]] = {}
+        gone_types: set[str] = set()
+        gone_fields: set[str] = set()
+        for name, entry in record.items():
+            types, keys = set(entry.get("conditions") or ()), set(entry.get("fields") or ())
+            kept[name] = (types, keys)
         for name, held, stated, fields in taken:
+            types, keys = kept.pop(name, (set(), set()))
             if held.retired:
                 retired.append((name, held))
-                for type_ in stated:
-                    changed = conditions.remove(type_) or changed
-                for key in fields:
-                    status_fields.setdefault(key, None)
-                    changed = changed or key in stored
+                gone_types |= types | set(stated)
+                gone_fields |= keys | set(fields)
+                continue
+            stated_keys = {key for key, value in fields.items() if value is not None}
+            kept[name] = (types | set(stated), (keys - set(fields)) | stated_keys)
+        # What is gone first: a daemon that still runs may state the same condition or field (it wins).
+        for type_ in sorted(gone_types):
+            changed = conditions.remove(type_) or changed
+        for key in sorted(gone_fields):
+            status_fields.setdefault(key, None)
+            changed = changed or key in stored
+        if carry:
+            for _, keys in kept.values():
+                for key in keys:
+                    if key in stored and status_fields.get(key) is None:
+                        status_fields[key] = objects.json_copy(stored[key])
+        for _, held, stated, fields in taken:
+            if held.retired:
                 continue
             for type_, (status, reason, message) in stated.items():
                 changed = conditions.set(type_, status, reason, message) or changed
             for key, value in fields.items():
-                status_fields.setdefault(key, value)
+                if value is not None or status_fields.get(key) is None:
+                    status_fields[key] = value
                 changed = changed or (stored.get(key) != value if value is not None else key in stored)
-        return Applied(changed, tuple(retired))
+        now = {
+            name: {
+                **({"conditions": sorted(types)} if types else {}),
+                **({"fields": sorted(keys)} if keys else {}),
+            }
+            for name, (types, keys) in sorted(kept.items())
+            if types or keys
+        }
+        return Applied(changed, tuple(retired), now)
 
     def settle(self, uid: str, applied: Applied) -> None:
         """The reconcile that applied ``applied`` wrote its status: forget the findings of the daemons gone for good

@@ -15,7 +15,9 @@ removes them (see :class:`Bookkeeping`).
 
 from __future__ import annotations
 
+import copy
 import enum
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,10 +44,15 @@ class Bookkeeping:
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
-        from_status = {"errorCount": _count(kept.get("errorCount")), "phase": kept.get("phase")}
-        from_annotations = {
+        from_status: dict[str, Any] = {
+            "errorCount": _count(kept.get("errorCount")),
+            "phase": kept.get("phase"),
+            "daemons": _record(kept.get("daemons")),
+        }
+        from_annotations: dict[str, Any] = {
             "errorCount": _count(annotations.get(self.error_annotation)),
             "phase": annotations.get(self.phase_annotation),
+            "daemons": _record(_json(annotations.get(self.daemons_annotation))),
         }
         # okt's records under an earlier prefix of the operator: removed by the next write, and read until then where
         # the current name is missing (see :meth:`_taken_over`).
@@ -57,7 +64,7 @@ class Bookkeeping:
         self._taken = self._taken_over(annotations) if self._legacy_left else {}
         if self.persistence is Persistence.STATUS:
             self._loaded, elsewhere = from_status, from_annotations
-            left = (self.error_annotation, self.phase_annotation)
+            left = (self.error_annotation, self.phase_annotation, self.daemons_annotation)
             self._left_elsewhere = [name for name in left if name in annotations]
             if elsewhere["phase"] is None:
                 elsewhere = {**elsewhere, "phase": self._taken.get("phase")}
@@ -70,6 +77,8 @@ class Bookkeeping:
             # Kept in the other place by an operator version with the other persistence: carried over (and moved by the
             # next write), not read as a new object's — which would start its lifecycle again.
             self._values["phase"] = elsewhere["phase"]
+        if self._values["daemons"] is None:
+            self._values["daemons"] = elsewhere["daemons"]  # what daemons stated, removed once gone: carried too
 
     def _taken_over(self, annotations: Mapping[str, str]) -> dict[str, Any]:
         """The error count and phase kept under a legacy prefix (the first one listed that has it) where the current
@@ -96,6 +105,20 @@ class Bookkeeping:
     @property
     def phase_annotation(self) -> str:
         return self._names.phase_annotation
+
+    @property
+    def daemons_annotation(self) -> str:
+        return self._names.daemons_annotation
+
+    @property
+    def daemons(self) -> dict[str, dict[str, list[str]]]:
+        """Which condition types and status fields each daemon stated on the object (``{daemon: {"conditions":
+        [...], "fields": [...]}}``): what okt removes once no daemon of that name is declared any more."""
+        return copy.deepcopy(self._values["daemons"] or {})
+
+    @daemons.setter
+    def daemons(self, value: Mapping[str, Mapping[str, Sequence[str]]]) -> None:
+        self._values["daemons"] = _record(value)
 
     @property
     def error_count(self) -> int:
@@ -140,8 +163,10 @@ class Bookkeeping:
         if (
             not self.error_count
             and self.phase is None
+            and self._values["daemons"] is None
             and not self._loaded["errorCount"]
             and self._loaded["phase"] is None
+            and self._loaded["daemons"] is None
         ):
             return {}
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
@@ -159,6 +184,9 @@ class Bookkeeping:
             annotations[self.error_annotation] = str(self.error_count) if self.error_count else None
         if self._values["phase"] != self._loaded["phase"]:
             annotations[self.phase_annotation] = self.phase
+        if self._values["daemons"] != self._loaded["daemons"]:
+            record = self._values["daemons"]
+            annotations[self.daemons_annotation] = _compact(record) if record is not None else None
         return annotations
 
     def annotation_patch(self, resource_version: str | None = None) -> dict[str, Any] | None:
@@ -173,6 +201,37 @@ class Bookkeeping:
         if resource_version:
             metadata["resourceVersion"] = resource_version
         return {"metadata": metadata}
+
+
+def _record(stored: Any) -> dict[str, dict[str, list[str]]] | None:
+    """A record of what daemons stated, as stored (sorted, empty entries left out); None for nothing, or for what is
+    not one (a hand edit, read as nothing kept: it must not fail every reconcile)."""
+    if not isinstance(stored, Mapping):
+        return None
+    record: dict[str, dict[str, list[str]]] = {}
+    for daemon, entry in stored.items():
+        if not isinstance(daemon, str) or not isinstance(entry, Mapping):
+            continue
+        listed = {
+            part: sorted({item for item in entry.get(part) or () if isinstance(item, str)})
+            for part in ("conditions", "fields")
+            if isinstance(entry.get(part), list | tuple | set | frozenset)
+        }
+        listed = {part: items for part, items in listed.items() if items}
+        if listed:
+            record[daemon] = listed
+    return dict(sorted(record.items())) or None
+
+
+def _json(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def _count(stored: Any) -> int:

@@ -77,6 +77,17 @@ def conditions_from_annotations(
     return items if isinstance(items, list) else []
 
 
+def status_fields_from_annotations(annotations: Mapping[str, str] | None, prefix: str) -> dict[str, Any]:
+    """The status fields kept in ``<prefix>/status`` (``status = "annotations"``); a missing or unreadable annotation
+    reads as empty."""
+    raw = (annotations or {}).get(names_mod.Names(prefix).status_annotation)
+    try:
+        fields = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
 ANNOTATIONS_MAX_BYTES = 256 * 1024
 """What the API server allows all annotations of one object together: keys and values, in UTF-8 bytes."""
 

@@ -79,11 +79,21 @@ def operator_client(control_plane: envtest.ControlPlane) -> Iterator[kube_client
     client.close()
 
 
+class AnnotatedProbing(Probing):
+    """Probing, its status kept in okt's annotations (as for a kind without a status subresource)."""
+
+    status = "annotations"
+
+
 @pytest.fixture
-def managers(operator_client: kube_client.Client, namespace: str) -> Iterator[Callable[..., manager_mod.Manager]]:
+def managers(
+    control_plane: envtest.ControlPlane, operator_client: kube_client.Client, namespace: str
+) -> Iterator[Callable[..., manager_mod.Manager]]:
     made: list[manager_mod.Manager] = []
 
-    def make(**kwargs: Any) -> manager_mod.Manager:
+    def make(
+        reconcilers: Any = (Probing,), client: kube_client.Client | None = None, **kwargs: Any
+    ) -> manager_mod.Manager:
         options: dict[str, Any] = {
             "namespaces": [namespace],
             "metrics_bind": "0",
@@ -94,7 +104,7 @@ def managers(operator_client: kube_client.Client, namespace: str) -> Iterator[Ca
             "grace_period": 10.0,
             **kwargs,
         }
-        manager = manager_mod.Manager(operator_client, [Probing], **options)
+        manager = manager_mod.Manager(client or operator_client, list(reconcilers), **options)
         made.append(manager)
         return manager
 
@@ -103,6 +113,15 @@ def managers(operator_client: kube_client.Client, namespace: str) -> Iterator[Ca
         manager.stop()
     for manager in made:
         manager.join(15)
+
+
+def writes(client: kube_client.Client) -> int:
+    return sum(n for (verb, _), n in client.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)
+
+
+def idle(manager: manager_mod.Manager) -> bool:
+    queue = manager.controllers[0].queue
+    return queue.processing_count == 0 and len(queue) == 0
 
 
 def status_writes(client: kube_client.Client) -> int:
@@ -236,3 +255,53 @@ def test_only_the_leader_s_daemon_states_findings_and_a_failover_keeps_them_with
     wait_for(lambda: probe.rounds["g"] >= rounds + 10, timeout=10)
     assert status_writes(operator_client) == before
     assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated
+
+
+def restarted(
+    control_plane: envtest.ControlPlane,
+    managers: Callable[..., manager_mod.Manager],
+    first: manager_mod.Manager,
+    reconciler: type[okt.Reconciler],
+) -> tuple[manager_mod.Manager, kube_client.Client]:
+    """``first`` stopped, and a new manager of ``reconciler`` started with a client of its own (a new process)."""
+    first.stop()
+    assert first.join(15)
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = managers([reconciler], client=client)
+    manager.start()
+    return manager, client
+
+
+def test_a_restart_over_findings_kept_in_annotations_writes_nothing_while_the_daemon_states_the_same(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    probe.go.set()
+    first = managers([AnnotatedProbing])
+    first.start()
+    prefix = AnnotatedProbing.prefix
+
+    def annotations() -> dict[str, str]:
+        return dict(kube.get(gadget_kind, "g", namespace)["metadata"].get("annotations") or {})
+
+    wait_for(lambda: '"probe"' in annotations().get(f"{prefix}/status", ""), timeout=20, message="the finding")
+    wait_for(lambda: HEALTHY in annotations().get(f"{prefix}/conditions", ""), timeout=10)
+    wait_for(lambda: idle(first), timeout=10)
+    converged = kube.get(gadget_kind, "g", namespace)
+
+    second, client = restarted(control_plane, managers, first, AnnotatedProbing)
+    try:
+        wait_for(lambda: probe.identities["g"] == 2, timeout=20, message="the new process's daemon")
+        rounds = probe.rounds["g"]
+        wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+        wait_for(lambda: idle(second), timeout=10)
+        assert writes(client) == 0
+        assert kube.get(gadget_kind, "g", namespace)["metadata"] == converged["metadata"]
+    finally:
+        client.close()

@@ -164,3 +164,35 @@ def test_the_findings_of_an_object_go_with_it_and_those_of_others_stay() -> None
     assert not store.holds("u1") and store.holds("u2")
     store.clear()
     assert not store.holds("u2")
+
+
+RECORD = {"probe": {"conditions": ["OperandHealthy"], "fields": ["probe"]}}
+STORED = {"conditions": [{"type": "OperandHealthy", "status": "True", "reason": "Answers"}], "probe": {"up": True}}
+
+
+def recorded(
+    store: findings.Findings, *, carry: bool = False, live: bool = True
+) -> tuple[findings.Applied, cond.Conditions, dict[str, Any]]:
+    conditions = cond.Conditions.from_status(STORED, now=lambda: NOW)
+    fields: dict[str, Any] = {}
+    applied = store.apply("u1", conditions, fields, STORED, record=RECORD, carry=carry, live=live)
+    return applied, conditions, fields
+
+
+def test_what_a_declared_daemon_stated_before_a_restart_is_kept_carried_whole_where_the_fields_are_written_whole() -> (
+    None
+):
+    applied, conditions, fields = recorded(findings.Findings(), carry=True)
+    assert (applied.changed, applied.record) == (False, RECORD)
+    assert conditions["OperandHealthy"].status is cond.ConditionStatus.TRUE
+    assert fields == {"probe": {"up": True}}
+    assert recorded(findings.Findings())[2] == {}  # a status subresource keeps what okt does not send
+
+
+def test_the_record_follows_what_the_daemon_states_now() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "Reachable", True, "Answers")
+    store.set_fields("u1", "probe", {"probe": None, "lastSeen": "now"})
+    applied, _, fields = recorded(store)
+    assert applied.record == {"probe": {"conditions": ["OperandHealthy", "Reachable"], "fields": ["lastSeen"]}}
+    assert fields == {"probe": None, "lastSeen": "now"}

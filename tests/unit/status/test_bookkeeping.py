@@ -171,7 +171,8 @@ def test_okt_owns_exactly_its_annotations_on_a_primary(prefix: str) -> None:
 
     assert {book.error_annotation, book.phase_annotation} == {f"{prefix}/error-count", f"{prefix}/phase"}
     assert Names(prefix).primary_annotations() == {
-        f"{prefix}/{name}" for name in ("error-count", "phase", "conditions", "observed-generation", "status")
+        f"{prefix}/{name}"
+        for name in ("error-count", "phase", "conditions", "observed-generation", "status", "daemons")
     }
 
 
@@ -245,3 +246,41 @@ def test_without_legacy_prefixes_records_under_another_prefix_are_neither_read_n
 
     assert book.phase is None
     assert book.changed_annotations() == {}
+
+
+RECORD = {"probe": {"conditions": ["OperandHealthy"], "fields": ["probe"]}}
+
+
+@pytest.mark.parametrize("persistence", [STATUS, ANNOTATIONS])
+def test_the_record_of_what_daemons_stated_is_kept_where_the_bookkeeping_is_and_read_back(
+    persistence: bookkeeping.Persistence,
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(), persistence, PREFIX)
+    book.daemons = RECORD
+    assert book.changed
+    if persistence is STATUS:
+        assert book.status_fields() == {"okt": {"errorCount": 0, "daemons": RECORD}}
+        raw = obj({"okt": {"errorCount": 0, "daemons": RECORD}})
+    else:
+        annotations = book.changed_annotations()
+        assert annotations == {"okt.io/daemons": '{"probe":{"conditions":["OperandHealthy"],"fields":["probe"]}}'}
+        raw = obj(annotations={k: v for k, v in annotations.items() if v is not None})
+    again = bookkeeping.Bookkeeping(raw, persistence, PREFIX)
+    assert again.daemons == RECORD
+    again.daemons = RECORD
+    assert not again.changed
+    again.daemons = {}
+    assert again.changed
+    assert (
+        again.status_fields() == {"okt": {"errorCount": 0}}
+        if persistence is STATUS
+        else again.changed_annotations() == {"okt.io/daemons": None}
+    )
+
+
+@pytest.mark.parametrize(
+    "stored", ["not json", '["probe"]', '{"probe": "OperandHealthy"}', '{"probe": {"conditions": 3}}']
+)
+def test_a_hand_edited_record_reads_as_nothing_recorded(stored: str) -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations={"okt.io/daemons": stored}), ANNOTATIONS, PREFIX)
+    assert book.daemons == {}

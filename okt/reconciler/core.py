@@ -30,7 +30,7 @@ from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.reconciler import cluster_operator, findings, report, watches
+from okt.reconciler import cluster_operator, daemons, findings, report, watches
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
 from okt.status import events, writer
@@ -259,6 +259,7 @@ def _apply_findings(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Cont
         ctx.status_fields,
         stored,
         record=record,
+        declared=daemons.declared(type(reconciler)),
         carry=in_annotations,  # the annotation is written whole: what the daemons stated is carried into it
         live=not cr.deleting,
     )

@@ -21,11 +21,12 @@ Guarantees:
   the next reconcile's write; they are forgotten once that write went through.
 
 * which condition types and status fields each daemon stated is recorded in the object's bookkeeping
-  (:data:`Record`), in the same write: a new process keeps what a daemon stated until that daemon states otherwise
-  (a restart over converged objects writes nothing, the status annotation written whole included).
+  (:data:`Record`), in the same write: a new process keeps what a daemon it still declares stated until that daemon
+  states otherwise (a restart over converged objects writes nothing, the status annotation written whole included),
+  and removes, once, what a daemon it no longer declares (removed from the code, renamed) stated.
 
-Caveats: the findings themselves are the process's memory; the record says only whose they are. A condition a
-daemon of an earlier process stated, and that no daemon of this one states again, stays on the object.
+Caveats: the findings themselves are the process's memory; the record says only whose they are. A condition type or
+field a still-declared daemon stopped stating (renamed inside the daemon) stays until that daemon returns on its own.
 A daemon's condition carries no ``observedGeneration``: it says what the daemon saw of the world, not what it made of
 a generation of the spec.
 """
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -195,6 +196,7 @@ class Findings:
         stored: Mapping[str, Any],
         *,
         record: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        declared: Collection[str] = (),
         carry: bool = False,
         live: bool = True,
     ) -> Applied:
@@ -204,7 +206,9 @@ class Findings:
 
         Args:
             record: what the object's bookkeeping says daemons stated (:data:`Record`), by a process before this one
-                too: kept until its daemon states otherwise or is done.
+                too: what a daemon no longer ``declared`` stated there is removed; what a declared one stated is kept
+                until it states otherwise or is done.
+            declared: the names of the reconciler's daemons.
             carry: the status fields are written whole (``status = "annotations"``): the fields the record's kept
                 daemons stated are carried from ``stored`` into ``status_fields``, so that the write keeps them.
             live: False while the object is being deleted: nothing is set nor removed, the record is kept as it is.
@@ -221,7 +225,11 @@ class Findings:
         gone_fields: set[str] = set()
         for name, entry in record.items():
             types, keys = set(entry.get("conditions") or ()), set(entry.get("fields") or ())
-            kept[name] = (types, keys)
+            if live and name not in declared:
+                gone_types |= types  # its daemon is gone from the code (removed, renamed): what it stated goes
+                gone_fields |= keys
+            else:
+                kept[name] = (types, keys)
         for name, held, stated, fields in taken:
             types, keys = kept.pop(name, (set(), set()))
             if held.retired:

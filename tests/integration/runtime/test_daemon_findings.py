@@ -85,6 +85,12 @@ class AnnotatedProbing(Probing):
     status = "annotations"
 
 
+class Unprobed(shared.GadgetReconciler):
+    """The operator's next version: its daemon is gone from the code."""
+
+    owns = ()
+
+
 @pytest.fixture
 def managers(
     control_plane: envtest.ControlPlane, operator_client: kube_client.Client, namespace: str
@@ -303,5 +309,43 @@ def test_a_restart_over_findings_kept_in_annotations_writes_nothing_while_the_da
         wait_for(lambda: idle(second), timeout=10)
         assert writes(client) == 0
         assert kube.get(gadget_kind, "g", namespace)["metadata"] == converged["metadata"]
+    finally:
+        client.close()
+
+
+def test_what_a_daemon_gone_from_the_code_stated_leaves_the_status_once_after_a_restart(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    probe.go.set()
+    first = managers()
+    first.start()
+    wait_for(lambda: "probe" in (kube.get(gadget_kind, "g", namespace).get("status") or {}), timeout=20)
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+    wait_for(lambda: idle(first), timeout=10)
+
+    second, client = restarted(control_plane, managers, first, Unprobed)
+    try:
+        wait_for(
+            lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+            timeout=20,
+            message="the condition of the daemon gone from the code removed",
+        )
+        wait_for(lambda: idle(second), timeout=10)
+        obj = kube.get(gadget_kind, "g", namespace)
+        assert "probe" not in obj["status"]
+        assert (condition(obj, "Ready") or {}).get("status") == "True"
+        assert writes(client) == 1
+        # Once: the reconciles after it find nothing to remove.
+        processed = second.controllers[0].processed
+        second.controllers[0].queue.add((namespace, "g"))
+        wait_for(lambda: second.controllers[0].processed > processed and idle(second), timeout=10)
+        assert writes(client) == 1
     finally:
         client.close()

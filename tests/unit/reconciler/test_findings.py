@@ -171,28 +171,51 @@ STORED = {"conditions": [{"type": "OperandHealthy", "status": "True", "reason": 
 
 
 def recorded(
-    store: findings.Findings, *, carry: bool = False, live: bool = True
+    store: findings.Findings, declared: tuple[str, ...], *, carry: bool = False, live: bool = True
 ) -> tuple[findings.Applied, cond.Conditions, dict[str, Any]]:
     conditions = cond.Conditions.from_status(STORED, now=lambda: NOW)
     fields: dict[str, Any] = {}
-    applied = store.apply("u1", conditions, fields, STORED, record=RECORD, carry=carry, live=live)
+    applied = store.apply("u1", conditions, fields, STORED, record=RECORD, declared=declared, carry=carry, live=live)
     return applied, conditions, fields
 
 
 def test_what_a_declared_daemon_stated_before_a_restart_is_kept_carried_whole_where_the_fields_are_written_whole() -> (
     None
 ):
-    applied, conditions, fields = recorded(findings.Findings(), carry=True)
+    applied, conditions, fields = recorded(findings.Findings(), ("probe",), carry=True)
     assert (applied.changed, applied.record) == (False, RECORD)
     assert conditions["OperandHealthy"].status is cond.ConditionStatus.TRUE
     assert fields == {"probe": {"up": True}}
-    assert recorded(findings.Findings())[2] == {}  # a status subresource keeps what okt does not send
+    assert recorded(findings.Findings(), ("probe",))[2] == {}  # a status subresource keeps what okt does not send
 
 
 def test_the_record_follows_what_the_daemon_states_now() -> None:
     store = held("probe")
     store.set_condition("u1", "probe", "Reachable", True, "Answers")
     store.set_fields("u1", "probe", {"probe": None, "lastSeen": "now"})
-    applied, _, fields = recorded(store)
+    applied, _, fields = recorded(store, ("probe",))
     assert applied.record == {"probe": {"conditions": ["OperandHealthy", "Reachable"], "fields": ["lastSeen"]}}
     assert fields == {"probe": None, "lastSeen": "now"}
+
+
+def test_what_a_daemon_no_longer_declared_stated_is_removed_and_leaves_the_record() -> None:
+    applied, conditions, fields = recorded(findings.Findings(), ("backup",), carry=True)
+    assert (applied.changed, applied.record) == (True, {})
+    assert "OperandHealthy" not in conditions
+    assert fields == {"probe": None}
+
+
+def test_a_field_a_daemon_gone_from_the_code_stated_is_kept_when_a_declared_daemon_states_it_now() -> None:
+    store = held("watcher")
+    store.set_fields("u1", "watcher", {"probe": {"up": False}})
+    store.set_condition("u1", "watcher", "OperandHealthy", False, "Down")
+    applied, conditions, fields = recorded(store, ("watcher",))
+    assert applied.record == {"watcher": {"conditions": ["OperandHealthy"], "fields": ["probe"]}}
+    assert conditions["OperandHealthy"].status is cond.ConditionStatus.FALSE
+    assert fields == {"probe": {"up": False}}
+
+
+def test_nothing_is_removed_while_the_object_is_being_deleted() -> None:
+    applied, conditions, _ = recorded(findings.Findings(), (), live=False)
+    assert (applied.changed, applied.record) == (False, RECORD)
+    assert "OperandHealthy" in conditions

@@ -18,7 +18,8 @@ Guarantees:
   filtered out, and when the supervisor stops (a shutdown, a lost lease: what was written stays on the object, and the
   next leader's daemon states it again); what a daemon hands over once it was asked to stop is dropped;
 * a daemon that **returns on its own** (done for its object) has its conditions and fields removed from the status by
-  the next reconcile's write; they are forgotten once that write went through.
+  the next reconcile's write, those a daemon of its name stated before a restart too (it may return without stating
+  anything); they are forgotten once that write went through.
 
 * which condition types and status fields each daemon stated is recorded in the object's bookkeeping
   (:data:`Record`), in the same write: a new process keeps what a daemon it still declares stated until that daemon
@@ -114,14 +115,12 @@ class Findings:
             self._held.clear()
 
     def retire(self, uid: str, daemon: str) -> bool:
-        """``daemon`` returned on its own: what it stated is to be removed by the next reconcile. Returns whether it
-        stated anything (a reconcile is needed); if not, it is forgotten at once."""
+        """``daemon`` returned on its own: what it stated is to be removed by the next reconcile, with what the
+        object's record says a daemon of that name stated before (an earlier process's: a daemon done at once after a
+        restart states nothing). Returns whether a reconcile is needed (False once it was asked to stop)."""
         with self._lock:
             held = (self._held.get(uid) or {}).get(daemon)
             if held is None:
-                return False
-            if not held.conditions and not held.fields:
-                self._drop_locked(uid, daemon, held)
                 return False
             held.retired = True
             return True

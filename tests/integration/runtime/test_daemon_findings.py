@@ -349,3 +349,38 @@ def test_what_a_daemon_gone_from_the_code_stated_leaves_the_status_once_after_a_
         assert writes(client) == 1
     finally:
         client.close()
+
+
+def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns_without_stating_anything(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    probe.go.set()
+    first = managers()
+    first.start()
+    wait_for(lambda: "probe" in (kube.get(gadget_kind, "g", namespace).get("status") or {}), timeout=20)
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+    wait_for(lambda: idle(first), timeout=10)
+
+    with probe.lock:
+        probe.finish.add("g")  # the new process's daemon finds itself done at once, and states nothing
+    second, client = restarted(control_plane, managers, first, Probing)
+    try:
+        wait_for(
+            lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+            timeout=20,
+            message="the condition of the daemon done for its object removed",
+        )
+        obj = kube.get(gadget_kind, "g", namespace)
+        assert "probe" not in obj["status"]
+        assert "daemons" not in obj["status"]["okt"]
+        wait_for(lambda: idle(second) and second.controllers[0].daemons.running() == [], timeout=10)
+        assert writes(client) == 1
+    finally:
+        client.close()

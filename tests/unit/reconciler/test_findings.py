@@ -149,9 +149,14 @@ def test_a_daemon_started_again_keeps_its_findings_from_a_reconcile_that_removed
     assert applied_to(store, {})[1]["OperandHealthy"].status is cond.ConditionStatus.FALSE
 
 
-def test_a_daemon_done_without_stating_anything_is_forgotten_at_once() -> None:
+def test_a_daemon_done_without_stating_anything_has_what_an_earlier_process_s_daemon_stated_removed() -> None:
     store = held("probe")
-    assert not store.retire("u1", "probe")
+    assert store.retire("u1", "probe")  # a reconcile is asked: the object may hold what it stated before a restart
+    applied, conditions, fields = recorded(store, ("probe",))
+    assert (applied.changed, applied.record) == (True, {})
+    assert "OperandHealthy" not in conditions
+    assert fields == {"probe": None}
+    store.settle("u1", applied)
     assert not store.holds("u1")
 
 

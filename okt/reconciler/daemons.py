@@ -209,8 +209,8 @@ class DaemonContext:
         read them in ``ctx.status_fields``; removed once the daemon returns on its own.
 
         Raises:
-            ValueError: a field is okt's own (``conditions``, ``observedGeneration``), is not JSON, or the
-                reconciler's ``status_model`` refuses it.
+            ValueError: a field is okt's own (``conditions``, ``observedGeneration``) or another daemon's of this
+                object, is not JSON, or the reconciler's ``status_model`` refuses it.
         """
         changed = self.findings.set_fields(self.uid, self.daemon, fields)
         if changed:

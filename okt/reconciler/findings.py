@@ -13,7 +13,8 @@ Guarantees:
 * a finding that says what the daemon said before changes nothing: no reconcile is asked, nothing is written;
 * a daemon's condition types are its own: okt's (``Ready``, ``Available``, ``Progressing``, ``Degraded``,
   ``ReconciliationSuccess``, ``Reconciling``, ``Stalled``) and one another daemon of the object states are refused,
-  as are okt's own status fields (``conditions``, ``observedGeneration``) and fields the ``status_model`` refuses;
+  as are okt's own status fields (``conditions``, ``observedGeneration``), a field another daemon of the object
+  states, and fields the ``status_model`` refuses;
 * findings are held only while their daemon runs: dropped when the object is deleted, begins to be deleted or is
   filtered out, and when the supervisor stops (a shutdown, a lost lease: what was written stays on the object, and the
   next leader's daemon states it again); what a daemon hands over once it was asked to stop is dropped;
@@ -169,16 +170,31 @@ class Findings:
         changed it (False too once the daemon was asked to stop).
 
         Raises:
-            ValueError: a field is okt's own, is not JSON, or the ``status_model`` refuses it.
+            ValueError: a field is okt's own or another daemon's of the object, is not JSON, or the ``status_model``
+                refuses it.
         """
         taken = sorted(OKT_FIELDS.intersection(fields))
         if taken:
             raise ValueError(f"status.{taken[0]} is okt's own: a daemon states fields of its own")
         view = report.status_fields_view(objects.json_copy(dict(fields)), self._status_model)
         with self._lock:
-            held = (self._held.get(uid) or {}).get(daemon)
+            daemons = self._held.get(uid) or {}
+            held = daemons.get(daemon)
             if held is None or held.retired:
                 return False
+            # One writer per field, as per condition type: two daemons stating one field would each undo the other's
+            # value at every reconcile, or one would be shadowed for good, silently.
+            for key in sorted(view):
+                other = next(
+                    (
+                        name
+                        for name, h in daemons.items()
+                        if name != daemon and not h.retired and h.fields.get(key) is not None
+                    ),
+                    None,
+                )
+                if other is not None:
+                    raise ValueError(f"status.{key} is stated by daemon {other!r} of this object already")
             merged = {**held.fields, **view}
             if merged == held.fields:
                 return False

@@ -55,6 +55,16 @@ def test_a_condition_type_belongs_to_the_daemon_that_stated_it_first() -> None:
     assert applied_to(store, {})[1]["OperandHealthy"].status is cond.ConditionStatus.TRUE
 
 
+def test_a_status_field_belongs_to_the_daemon_that_stated_it_first() -> None:
+    store = held("probe", "backup")
+    store.set_fields("u1", "probe", {"probe": {"healthy": True}})
+    with pytest.raises(ValueError, match=r"status\.probe is stated by daemon 'probe'"):
+        store.set_fields("u1", "backup", {"lastBackup": "now", "probe": {"healthy": False}})
+    assert applied_to(store, {})[2] == {"probe": {"healthy": True}}  # nothing of the refused fields is held
+    store.set_fields("u1", "probe", {"probe": None})  # removed: no longer the daemon's
+    assert store.set_fields("u1", "backup", {"probe": {"healthy": False}})
+
+
 @pytest.mark.parametrize(
     ("type_", "reason"), [("Operand Healthy", "Answers"), ("OperandHealthy", "not a reason"), ("OperandHealthy", "")]
 )

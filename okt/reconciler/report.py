@@ -12,7 +12,9 @@ that says the same (``TemporaryError.waiting``: a child's namespace being delete
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -306,7 +308,7 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     # set by it was dropped unvalidated (its default, None, then left out of the write). An API name given too wins.
     declared = sorted((k for k in fields if k in api_name), key=lambda k: api_name[k] == k)
     try:
-        validated = model.model_validate({api_name[k]: fields[k] for k in declared})
+        validated = _piecewise(model).model_validate({api_name[k]: fields[k] for k in declared})
     except pydantic.ValidationError as exc:
         readable = errors.InvalidSpec.from_validation_error(exc, "status", model=model)  # for its message only
         raise ValueError(str(readable)) from exc
@@ -316,6 +318,26 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True, include=given)
     removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
     return _json_fields({**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed})
+
+
+@functools.cache
+def _piecewise(model: type[pydantic.BaseModel]) -> type[pydantic.BaseModel]:
+    """``model`` with its required fields given a default that is never written (only the fields given are dumped):
+    the status is written piecewise, and a field set alone — by a daemon, a timer, one hook — is validated alone, not
+    refused for a required field another writer sets (the CRD does not require it either). The model itself when it
+    requires nothing; its validators and aliases are kept (a subclass)."""
+    required = {name: field for name, field in model.model_fields.items() if field.is_required()}
+    if not required:
+        return model
+    overridden: dict[str, Any] = {}
+    for name, field in required.items():
+        optional = copy.copy(field)
+        optional.default = None  # never validated nor dumped: only what was given is
+        overridden[name] = (field.annotation, optional)
+    partial: type[pydantic.BaseModel] = pydantic.create_model(
+        model.__name__, __base__=model, __module__=model.__module__, **overridden
+    )
+    return partial
 
 
 _SCALARS = (str, int, bool, type(None))

@@ -99,6 +99,21 @@ def test_fields_okt_writes_or_the_status_model_refuses_are_refused_and_nothing_i
     assert applied_to(store, {})[2] == {}
 
 
+class OperandStatus(pydantic.BaseModel):
+    """A status model with a field the reconcile's hooks set, required, beside the daemon's."""
+
+    replicas: int = pydantic.Field(ge=0)
+    last_backup: datetime.datetime | None = pydantic.Field(default=None, alias="lastBackup")
+
+
+def test_a_daemon_s_field_is_validated_alone_not_refused_for_a_required_field_it_does_not_state() -> None:
+    store = held("backup", model=OperandStatus)
+    assert store.set_fields("u1", "backup", {"lastBackup": NOW})
+    assert applied_to(store, {})[2] == {"lastBackup": "2026-11-29T18:00:00Z"}
+    with pytest.raises(ValueError, match=r"status\.replicas: Input should be greater than or equal to 0"):
+        store.set_fields("u1", "backup", {"replicas": -1})
+
+
 def test_fields_are_held_under_the_status_model_s_api_names() -> None:
     store = held("backup", model=BackupStatus)
     store.set_fields("u1", "backup", {"last_backup": NOW, "backups": 2})

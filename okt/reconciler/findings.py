@@ -157,7 +157,11 @@ class Findings:
             held = daemons.get(daemon)
             if held is None or held.retired:
                 return False
-            other = next((name for name, h in daemons.items() if name != daemon and type in h.conditions), None)
+            # A daemon done for the object is not: what it stated leaves with the next reconcile (this one's stays).
+            other = next(
+                (name for name, h in daemons.items() if name != daemon and not h.retired and type in h.conditions),
+                None,
+            )
             if other is not None:
                 raise ValueError(f"condition {type!r} is stated by daemon {other!r} of this object already")
             if held.conditions.get(type) == stated:

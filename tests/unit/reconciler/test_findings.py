@@ -55,6 +55,19 @@ def test_a_condition_type_belongs_to_the_daemon_that_stated_it_first() -> None:
     assert applied_to(store, {})[1]["OperandHealthy"].status is cond.ConditionStatus.TRUE
 
 
+def test_a_daemon_may_state_a_condition_or_field_a_daemon_done_for_the_object_stated_and_its_own_stays() -> None:
+    store = held("probe", "backup")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.set_fields("u1", "probe", {"probe": {"healthy": True}})
+    assert store.retire("u1", "probe")  # done: what it stated goes with the next reconcile
+    assert store.set_condition("u1", "backup", "OperandHealthy", False, "Down")
+    assert store.set_fields("u1", "backup", {"probe": {"healthy": False}})
+    applied, conditions, fields = applied_to(store, {})
+    assert conditions["OperandHealthy"].status is cond.ConditionStatus.FALSE
+    assert fields == {"probe": {"healthy": False}}
+    assert applied.record == {"backup": {"conditions": ["OperandHealthy"], "fields": ["probe"]}}
+
+
 def test_a_status_field_belongs_to_the_daemon_that_stated_it_first() -> None:
     store = held("probe", "backup")
     store.set_fields("u1", "probe", {"probe": {"healthy": True}})

@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import pathlib
 import sys
+import traceback
 import types
 from collections.abc import Callable
 
@@ -25,6 +27,30 @@ def _exited(what: object, exc: SystemExit) -> errors.ConfigurationError:
     """A module's ``sys.exit()`` at import time, as one line: left alone, it ended the process with its own status
     (0 for a bare ``sys.exit()``) and not a word, the operator never run."""
     return errors.ConfigurationError(f"{what} exited (SystemExit {exc.code}) while importing: {_EXITED}")
+
+
+def _failed(what: object, exc: Exception) -> errors.ConfigurationError:
+    """An exception raised while importing, as one line that says where: the line that raised it, and the operator's
+    own line that led there when that is another (the author's traceback, without the import machinery's frames)."""
+    return errors.ConfigurationError(f"{what} failed to import: {type(exc).__name__}: {exc}{_where(exc)}")
+
+
+def _where(exc: BaseException) -> str:
+    """`` (at FILE:LINE in FUNCTION, from FILE:LINE)``: the innermost frame and the outermost one of the imported
+    code, or nothing when no frame of it is in the traceback (a SyntaxError says its own line)."""
+    machinery = {os.path.abspath(__file__), os.path.abspath(importlib.__file__)}
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<frozen ") and os.path.abspath(frame.filename) not in machinery
+    ]
+    if not frames:
+        return ""
+    raised, first = frames[-1], frames[0]
+    where = f" (at {raised.filename}:{raised.lineno} in {raised.name}"
+    if first is not raised:
+        where += f", from {first.filename}:{first.lineno}"
+    return where + ")"
 
 
 def _import_file(path: pathlib.Path) -> types.ModuleType:
@@ -47,7 +73,7 @@ def _import_file(path: pathlib.Path) -> types.ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(name, None)
-        raise errors.ConfigurationError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise _failed(path, exc) from exc
     except SystemExit as exc:
         sys.modules.pop(name, None)
         raise _exited(path, exc) from exc
@@ -64,9 +90,9 @@ def _import_module(name: str) -> types.ModuleType:
         # and cannot satisfy (a dependency not installed) is its failure, named as such.
         if exc.name is None or name == exc.name or name.startswith(f"{exc.name}."):
             raise errors.ConfigurationError(f"no module named {name!r}") from exc
-        raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise _failed(f"module {name}", exc) from exc
     except Exception as exc:
-        raise errors.ConfigurationError(f"module {name} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise _failed(f"module {name}", exc) from exc
     except SystemExit as exc:
         raise _exited(f"module {name}", exc) from exc
 

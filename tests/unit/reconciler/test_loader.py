@@ -146,14 +146,15 @@ def test_a_module_whose_own_import_is_missing_names_that_import_not_the_module(
     package = f"pkg_{tmp_path.name.replace('-', '_')}"
     (tmp_path / package).mkdir()
     write(tmp_path / package, "__init__.py", "")
-    write(tmp_path / package, "op.py", "import okt_missing_dependency_xyz\n")
+    op = write(tmp_path / package, "op.py", "import okt_missing_dependency_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
 
     with pytest.raises(errors.ConfigurationError) as raised:
         loader.load_module(f"{package}.op", as_module=True)
 
     assert str(raised.value) == (
-        f"module {package}.op failed to import: ModuleNotFoundError: No module named 'okt_missing_dependency_xyz'"
+        f"module {package}.op failed to import: ModuleNotFoundError: No module named 'okt_missing_dependency_xyz' "
+        f"(at {op}:1 in <module>)"
     )
 
 
@@ -185,4 +186,38 @@ def test_a_module_that_exits_while_importing_says_so(tmp_path: pathlib.Path, mon
     assert str(raised.value) == (
         f"module {package}.op exited (SystemExit 2) while importing: "
         "start anything it runs as a script under if __name__ == '__main__':"
+    )
+
+
+def test_a_file_whose_import_raises_names_where_it_raised_and_the_operators_line_that_led_there(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Only "ZeroDivisionError: division by zero" was said: where, in the author's code, was nowhere to be read.
+    helper_name = f"helper_{tmp_path.name.replace('-', '_')}"
+    helper = write(tmp_path, f"{helper_name}.py", "def ratio():\n    return 1 / 0\n")
+    operator = write(tmp_path, "ratio_op.py", f"import okt\nimport {helper_name}\n\nRATIO = {helper_name}.ratio()\n")
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(str(operator))
+
+    assert str(raised.value) == (
+        f"{operator} failed to import: ZeroDivisionError: division by zero (at {helper}:2 in ratio, from {operator}:4)"
+    )
+
+
+def test_a_module_whose_import_raises_in_its_own_line_names_that_line_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = f"pkg_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    write(tmp_path / package, "__init__.py", "")
+    op = write(tmp_path / package, "op.py", "import okt\n\nLIMIT = int('ten')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(f"{package}.op", as_module=True)
+
+    assert str(raised.value) == (
+        f"module {package}.op failed to import: ValueError: invalid literal for int() with base 10: 'ten' "
+        f"(at {op}:3 in <module>)"
     )

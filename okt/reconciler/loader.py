@@ -145,6 +145,38 @@ def reconcilers_in(module: types.ModuleType) -> list[type[reconciler.Reconciler]
     return sorted(defined or bound, key=lambda cls: cls.__name__)
 
 
+def _refuse_kindless(module: types.ModuleType, target: str) -> None:
+    """Refuse a Reconciler subclass the module defines (or lists in ``__all__``) with no kind, unless one of its
+    classes subclasses it (a base that shares hooks).
+
+    Why: a class without a kind is no reconciler, so :func:`reconcilers_in` passes it over; one the author meant to
+    run (its ``kind`` forgotten, or misspelt ``Kind``) was left out without a word — ``okt run`` ran the others and
+    ``okt gen rbac`` granted the others' permissions only.
+    """
+    classes = [value for value in vars(module).values() if inspect.isclass(value)]
+    names = getattr(module, "__all__", None)
+    chosen = (
+        [getattr(module, name, None) for name in names]
+        if names is not None
+        else [cls for cls in classes if cls.__module__ == module.__name__]
+    )
+    kindless = [
+        value.__name__
+        for value in chosen
+        if inspect.isclass(value)
+        and issubclass(value, reconciler.Reconciler)
+        and value is not reconciler.Reconciler
+        and not value.kind
+        and not any(other is not value and issubclass(other, value) for other in classes)
+    ]
+    if kindless:
+        verb, each, them = ("declares", "it", "it") if len(kindless) == 1 else ("declare", "each", "them")
+        raise errors.ConfigurationError(
+            f"{target}: {', '.join(sorted(kindless))} {verb} no kind: set kind (the kind it reconciles, e.g. "
+            f"kind = 'Memcached') on {each}, or subclass {them}"
+        )
+
+
 def _by_kind_name(
     found: list[type[reconciler.Reconciler]], name: str, resolve: Callable[[str], kinds.Kind]
 ) -> list[type[reconciler.Reconciler]]:
@@ -197,6 +229,7 @@ def reconcilers_of(
     ``only`` is a class name or a kind; with ``resolve`` (a client's ``resolve_name``), also any name ``kubectl``
     takes for the kind (``deploy``, ``memcacheds.cache.example.com``), compared by API group and kind.
     """
+    _refuse_kindless(module, target)
     found = reconcilers_in(module)
     if only is not None:
         candidates = {value for value in vars(module).values() if _is_reconciler(value)} | set(found)

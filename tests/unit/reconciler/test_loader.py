@@ -221,3 +221,41 @@ def test_a_module_whose_import_raises_in_its_own_line_names_that_line_once(
         f"module {package}.op failed to import: ValueError: invalid literal for int() with base 10: 'ten' "
         f"(at {op}:3 in <module>)"
     )
+
+
+KINDLESS = """
+import okt
+
+class Shared(okt.Reconciler):
+    api_version = "example.io/v1"
+
+class Widgets(Shared):
+    kind = "Widget"
+
+class Gadgets(okt.Reconciler):
+    api_version = "example.io/v1"
+"""
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_reconciler_the_file_defines_without_a_kind_is_refused_in_one_line(
+    tmp_path: pathlib.Path, listed: bool
+) -> None:
+    # Gadgets was left out without a word: okt run ran Widgets only, okt gen rbac granted Widgets only.
+    text = KINDLESS + ('__all__ = ["Gadgets", "Widgets"]\n' if listed else "")
+    path = write(tmp_path, "op.py", text)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.reconcilers_of(loader.load_module(str(path)), "op.py")
+
+    assert str(raised.value) == (
+        "op.py: Gadgets declares no kind: set kind (the kind it reconciles, e.g. kind = 'Memcached') on it, "
+        "or subclass it"
+    )
+
+
+def test_a_base_without_a_kind_that_the_file_subclasses_is_not_run(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, "op.py", KINDLESS.replace("class Gadgets(okt.Reconciler)", "class Gadgets(Shared)"))
+    path.write_text(path.read_text() + "    kind = 'Gadget'\n")
+
+    assert names(loader.reconcilers_of(loader.load_module(str(path)), "op.py")) == ["Gadgets", "Widgets"]

@@ -222,3 +222,30 @@ def test_a_lease_option_without_leader_election_is_a_usage_error(option: tuple[s
     assert code == 2
     assert f"Error: {option[0]} needs --leader-elect (without it no Lease is taken)" in out
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (("-l", "app=web", "-l", "tier=front"), "'-l' / '--selector'"),
+        (("--selector=app=web", "-ltier=front"), "'-l' / '--selector'"),
+        (("--kubeconfig", "one", "--kubeconfig", "two"), "'--kubeconfig'"),
+        (("--context", "prod", "--context", "dev"), "'--context'"),
+        (("--max-concurrent", "2", "--max-concurrent", "8"), "'--max-concurrent'"),
+    ],
+)
+def test_an_option_of_one_value_given_twice_is_a_usage_error(args: tuple[str, ...], shown: str) -> None:
+    # The last value replaced the first without a word: -l app=web -l tier=front served every app's front tier.
+    code, out = invoke("run", "x.py", *args)
+    assert code == 2
+    assert f"Error: {shown} is given 2 times: it takes one value (the last would replace the others)" in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    "args", [("-n", "a", "-n", "b"), ("-vv",), ("--leader-elect", "--leader-elect"), ("--namespace=a", "-n", "b")]
+)
+def test_repeatable_options_and_flags_may_be_given_again(args: tuple[str, ...]) -> None:
+    code, out = invoke("run", "does-not-exist.py", *args)
+    assert code == 1
+    assert "no such operator file: does-not-exist.py" in out

@@ -167,6 +167,26 @@ def _check_permissions(
         )
 
 
+def _warn_missing_namespaces(client: kube_client.Client, namespaces: Sequence[str]) -> None:
+    """One warning line per ``--namespace`` that does not exist.
+
+    Why: a misspelt ``-n`` started an operator that served nothing, without a word. It is no error: a namespace may be
+    created after its operator starts, and is served from then on. An identity that may not read namespaces (``okt
+    gen rbac`` grants no such right) is told nothing, not knowing either way.
+    """
+    for namespace in namespaces:
+        try:
+            client.get(kinds.NAMESPACE, namespace)
+        except errors.NotFound:
+            click.echo(
+                f"okt: warning: namespace {namespace!r} does not exist (yet): okt run serves its objects once it is "
+                "created",
+                err=True,
+            )
+        except errors.ApiError:
+            continue
+
+
 def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
     """Refuse, before the operator is loaded and the API server asked, a ``--metrics-bind-address`` that is no
     address (the manager would only raise it once everything else had started) and a ``--selector`` the API server
@@ -575,6 +595,7 @@ def run_command(
         client = connect()
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
+        _warn_missing_namespaces(client, namespaces)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
         serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
         service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None

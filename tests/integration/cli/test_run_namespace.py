@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from okt.testing import envtest
+from okt.testing import OperatorProcess, envtest
 
 pytestmark = pytest.mark.integration
 
@@ -39,4 +40,27 @@ def test_a_namespace_the_api_server_refuses_stops_okt_run_with_one_line(
     assert errors == [
         f"Error: Invalid value for {shown}: {value!r} is not a namespace name: "
         "lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+    ]
+
+
+def test_a_namespace_that_does_not_exist_is_said_in_one_warning_and_the_operator_starts(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    # A misspelt -n started an operator that served nothing, without a word.
+    operator = tmp_path / "namespace_operator.py"
+    operator.write_text(OPERATOR)
+    running = OperatorProcess.okt_run(
+        operator,
+        kubeconfig=control_plane.kubeconfig,
+        namespaces=[namespace, "nosuch-team"],
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])},
+        log_path=tmp_path / "operator.log",
+    )
+
+    with running as started:
+        assert started.ready()  # a namespace may still be created: the operator serves it from then on
+        warnings = [line for line in started.log_text().splitlines() if line.startswith("okt: warning:")]
+
+    assert warnings == [
+        "okt: warning: namespace 'nosuch-team' does not exist (yet): okt run serves its objects once it is created"
     ]

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 import okt
-from okt.codegen import crd, deploy_cli, dictionary, errors, rbac, resource, webhooks, yamlout
+from okt.codegen import crd, deploy_cli, dictionary, errors, options, rbac, resource, webhooks, yamlout
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -42,8 +42,9 @@ class GenError(click.ClickException):
         super().__init__(" ".join(message.split()))
 
 
-class _Command(click.Command):
-    """A command whose usage errors and generator errors are one line each (no usage block)."""
+class _Command(options.OneValueCommand):
+    """A command whose usage errors and generator errors are one line each (no usage block), that takes one value
+    per option (:mod:`okt.codegen.options`)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from okt.codegen import cli, errors, resource, scaffold
+from okt.codegen import cli, errors, options, resource, scaffold
 
 
 def _report(results: list[resource.FileResult], base: Path) -> None:
@@ -19,7 +19,7 @@ def _report(results: list[resource.FileResult], base: Path) -> None:
         click.echo(f"{result.action.value:<8} {path.as_posix()}")
 
 
-@click.command("init")
+@click.command("init", cls=options.OneValueCommand)
 @click.argument("name")
 @click.option("--group", required=True, metavar="G", help="The API group of the first kind, e.g. example.com.")
 @click.option("--version", required=True, metavar="V", help="Its API version, e.g. v1alpha1.")
@@ -47,7 +47,7 @@ def create_group() -> None:
     """Add to a project made by okt init."""
 
 
-@create_group.command("api")
+@create_group.command("api", cls=options.OneValueCommand)
 @click.option("--kind", required=True, metavar="KIND", help="The new kind, e.g. Gadget.")
 @click.option("--group", metavar="G", help="Its API group [default: the project's].")
 @click.option("--version", metavar="V", help="Its API version [default: the project's].")

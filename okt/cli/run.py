@@ -18,7 +18,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.cli import permissions
-from okt.codegen import crd, rbac
+from okt.codegen import crd, options, rbac
 from okt.codegen import errors as codegen_errors
 from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
@@ -390,30 +390,7 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
         structlog.get_logger("okt.run").warning("the webhook CA file was not written again", error=str(exc))
 
 
-class _OneValueCommand(click.Command):
-    """A command that refuses an option of one value given more than once.
-
-    Why: click keeps the last value and drops the others without a word; ``-l app=web -l tier=front`` served the front
-    tier of every app, and a second ``--kubeconfig`` or ``--context`` chose the cluster. Repeatable options (``-n``),
-    counts (``-v``) and flags may be given again.
-    """
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not ctx.resilient_parsing:
-            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
-            for param in dict.fromkeys(order):
-                given = order.count(param)
-                repeatable = isinstance(param, click.Option) and (param.multiple or param.count or param.is_flag)
-                if given > 1 and isinstance(param, click.Option) and not repeatable:
-                    raise click.UsageError(
-                        f"{param.get_error_hint(ctx)} is given {given} times: it takes one value (the last would "
-                        "replace the others)",
-                        ctx,
-                    )
-        return super().parse_args(ctx, args)
-
-
-@click.command("run", cls=_OneValueCommand)
+@click.command("run", cls=options.OneValueCommand)
 @click.argument("target", required=False)
 @click.option("-m", "--module", "module", help="Import the operator as a module instead of a file.")
 @click.option(

@@ -289,3 +289,30 @@ def test_an_operator_that_exits_while_importing_is_one_line_not_success(tmp_path
         "start anything it runs as a script under if __name__ == '__main__':\n"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "shown"),
+    [
+        (["rbac", "main.py", "--namespace", "ops", "--namespace", "shop"], "'--namespace'"),
+        (["crd", "main.py", "--out", "a.yaml", "--out=b.yaml"], "'--out'"),
+        ([*RESOURCE, "--kind", "Backup", "manifests/config_map.yaml"], "'--kind'"),
+    ],
+)
+def test_an_option_of_one_value_given_twice_is_one_line_and_writes_nothing(
+    workdir: Path, arguments: list[str], shown: str
+) -> None:
+    # The last value replaced the first without a word: the RBAC of one namespace for an operator meant for two.
+    result = invoke(arguments, cli.make_gen_group(fake_loader(MemcachedReconciler)))
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {shown} is given 2 times: it takes one value (the last would replace the others)\n"
+    assert result.stdout == ""
+    assert not (workdir / "resources").exists()
+    assert not (workdir / "a.yaml").exists()
+    assert not (workdir / "b.yaml").exists()
+
+
+def test_a_repeatable_option_may_be_given_again() -> None:
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    result = invoke(["webhooks", "main.py", "--watch-namespace", "a", "--watch-namespace", "b"], group)
+    assert result.exit_code == 0, result.output

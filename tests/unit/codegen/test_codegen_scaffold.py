@@ -214,6 +214,18 @@ def test_okt_init_refuses_bad_names_in_one_line_writing_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_okt_init_refuses_an_option_given_twice_writing_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The project was made under the second group, the first dropped without a word.
+    monkeypatch.chdir(tmp_path)
+    arguments = ["init", "op", "--group", "example.com", "--group", "example.org", "--version", "v1", "--kind", "W"]
+    result = CliRunner().invoke(cli_main.cli, arguments)
+    assert result.exit_code == 2
+    assert "Error: '--group' is given 2 times: it takes one value (the last would replace the others)" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_okt_create_api_outside_a_project_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli_main.cli, ["create", "api", "--kind", "Gadget", "--dir", str(tmp_path)])
     assert result.exit_code == 2

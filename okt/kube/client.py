@@ -168,12 +168,16 @@ def _read_kubeconfig(filename: str) -> pykube.KubeConfig:
     went on to be told to choose a context with --context.
 
     Raises:
-        ValueError: the file is empty or not a mapping (its message says which).
+        ValueError: the file is not YAML, is empty or is not a mapping (its message says which, never quoting it).
     """
     path = pathlib.Path(filename).expanduser()
     if not path.is_file():
         raise pykube.exceptions.PyKubeError(f"Configuration file {filename} not found")
-    doc = yaml.safe_load(path.read_text())
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        # PyYAML's report quotes the line it stopped at, over several lines: in a kubeconfig, a token or a key.
+        raise ValueError(f"it is not valid YAML: {_yaml_problem(exc)}") from None
     if doc is None:
         raise ValueError("the file is empty: it holds no kubeconfig")
     if not isinstance(doc, dict):
@@ -182,6 +186,14 @@ def _read_kubeconfig(filename: str) -> pykube.KubeConfig:
     config = pykube.KubeConfig(doc)
     config.filepath = path  # relative certificate paths are read from the kubeconfig's folder, as kubectl does
     return config
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where (1-based line and column), never the text it quotes."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return type(exc).__name__
 
 
 def _unusable_context(config: pykube.KubeConfig) -> str | None:

@@ -77,3 +77,18 @@ def test_a_file_that_holds_no_kubeconfig_is_refused_saying_so(
         kube_client.Client.from_kubeconfig(path, context=context)
 
     assert str(raised.value) == f"cannot load kubeconfig from {path}: {reason}"
+
+
+def test_a_file_that_is_not_yaml_is_one_line_naming_where_and_never_quoting_it(tmp_path: pathlib.Path) -> None:
+    # PyYAML's report quoted the line it stopped at, a token with it, over five lines.
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG + "users:\n- name: u\n  user: {token: s3cr3t-t0ken\n")
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig(path)
+
+    lines = KUBECONFIG.count("\n")
+    assert str(raised.value) == (
+        f"cannot load kubeconfig from {path}: it is not valid YAML: "
+        f"expected ',' or '}}', but got '<stream end>' (line {lines + 4}, column 1)"
+    )

@@ -81,6 +81,15 @@ def _import_file(path: pathlib.Path) -> types.ModuleType:
 
 
 def _import_module(name: str) -> types.ModuleType:
+    # A path given to -m was read as a relative import ("TypeError: the 'package' argument is required") or as the
+    # module "py" of a package: the file meant is named, and a name Python cannot import is said as such.
+    dotted = all(part.isidentifier() for part in name.split("."))
+    if (name.endswith(".py") or not dotted) and pathlib.Path(name).is_file():
+        raise errors.ConfigurationError(f"{name} is a file, not a module name: run it without -m (okt run {name})")
+    if not dotted:
+        raise errors.ConfigurationError(
+            f"{name!r} is not a module name: dotted Python identifiers such as my_operator.main are expected"
+        )
     if str(pathlib.Path.cwd()) not in sys.path:
         sys.path.insert(0, str(pathlib.Path.cwd()))
     try:

@@ -259,3 +259,34 @@ def test_a_base_without_a_kind_that_the_file_subclasses_is_not_run(tmp_path: pat
     path.write_text(path.read_text() + "    kind = 'Gadget'\n")
 
     assert names(loader.reconcilers_of(loader.load_module(str(path)), "op.py")) == ["Gadgets", "Widgets"]
+
+
+@pytest.mark.parametrize("given", ["./op.py", "op.py", "sub/op.py"])
+def test_a_file_given_as_a_module_is_refused_naming_the_file_to_run(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # "./op.py" read as a relative import: "TypeError: the 'package' argument is required to perform a relative
+    # import"; "op.py" as the module py of a package op.
+    (tmp_path / "sub").mkdir()
+    write(tmp_path, "op.py", BASE)
+    write(tmp_path / "sub", "op.py", BASE)
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(given, as_module=True)
+
+    assert str(raised.value) == f"{given} is a file, not a module name: run it without -m (okt run {given})"
+
+
+@pytest.mark.parametrize("given", ["./nothing.py", "pkg/op", "op-v2", ".op"])
+def test_a_module_name_python_cannot_import_is_refused_as_such(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(given, as_module=True)
+
+    assert str(raised.value) == (
+        f"{given!r} is not a module name: dotted Python identifiers such as my_operator.main are expected"
+    )

@@ -187,6 +187,30 @@ def _warn_missing_namespaces(client: kube_client.Client, namespaces: Sequence[st
             continue
 
 
+def _check_webhook_options(ctx: click.Context) -> None:
+    """Refuse the webhook options that exclude each other, need another, or are no Secret's name; and any
+    ``--webhook-*`` option given beside ``--no-webhooks``, which would be taken and unused without a word (no
+    ``--webhook-ca-file`` written for whoever reads it next, no certificate Secret made).
+
+    Raises:
+        click.UsageError: naming the options.
+    """
+    options = ctx.params
+    if options["webhook_cert_dir"] and options["webhook_secret"]:
+        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
+    if options["no_webhooks"]:
+        for param in ctx.command.params:
+            given = ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.COMMANDLINE
+            if given and isinstance(param, click.Option) and param.opts[0].startswith("--webhook-"):
+                raise click.UsageError(f"--no-webhooks and {param.opts[0]} exclude each other")
+    if options["webhook_configuration"] and not options["webhook_service"]:
+        raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
+    # One slash, two non-empty parts: "ns/a/b" would be asked of the API server as the Secret "b" of namespace "ns/a".
+    secret = options["webhook_secret"]
+    if secret and (secret.count("/") != 1 or not all(secret.partition("/")[::2])):
+        raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {secret!r}")
+
+
 def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
     """Refuse, before the operator is loaded and the API server asked, a ``--metrics-bind-address`` that is no
     address (the manager would only raise it once everything else had started) and a ``--selector`` the API server
@@ -540,13 +564,7 @@ def run_command(
     if not leader_elect and (lease_name or lease_namespace):
         option = "--lease-name" if lease_name else "--lease-namespace"
         raise click.UsageError(f"{option} needs --leader-elect (without it no Lease is taken)")
-    if webhook_cert_dir and webhook_secret:
-        raise click.UsageError("--webhook-cert-dir and --webhook-secret exclude each other")
-    if webhook_configuration and not webhook_service:
-        raise click.UsageError("--webhook-configuration needs --webhook-service (the Service its webhooks call)")
-    # One slash, two non-empty parts: "ns/a/b" would be asked of the API server as the Secret "b" of namespace "ns/a".
-    if webhook_secret and (webhook_secret.count("/") != 1 or not all(webhook_secret.partition("/")[::2])):
-        raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {webhook_secret!r}")
+    _check_webhook_options(click.get_current_context())
     _check_spelling(metrics_bind_address, selector)
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)

@@ -249,3 +249,21 @@ def test_repeatable_options_and_flags_may_be_given_again(args: tuple[str, ...]) 
     code, out = invoke("run", "does-not-exist.py", *args)
     assert code == 1
     assert "no such operator file: does-not-exist.py" in out
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--webhook-service", "shop-webhooks"),
+        ("--webhook-cert-dir", "certs"),
+        ("--webhook-secret", "ops/shop-tls"),
+        ("--webhook-ca-file", "ca.pem"),
+        ("--webhook-port", "9443"),
+        ("--webhook-host", "127.0.0.1"),
+    ],
+)
+def test_a_webhook_option_beside_no_webhooks_is_a_usage_error(option: str, value: str) -> None:
+    # Taken without a word and unused: no certificate, no CA file for the Makefile that reads it next.
+    code, out = invoke("run", "x.py", "--no-webhooks", option, value)
+    assert code == 2
+    assert f"Error: --no-webhooks and {option} exclude each other" in out

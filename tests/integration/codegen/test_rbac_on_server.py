@@ -6,7 +6,6 @@ asked from the API server (TokenRequest), and the reconciler runs with a client 
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from okt.codegen import crd, rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import envtest
+from tests.integration import service_accounts
 
 pytestmark = pytest.mark.integration
 
@@ -79,17 +79,7 @@ def client_of_service_account(
     kube: kube_client.Client, plane: envtest.ControlPlane, namespace: str, name: str
 ) -> kube_client.Client:
     """A client holding only a token of the ServiceAccount ``name``, as a Pod running as it would."""
-    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
-    answer = kube.request(
-        "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-        verb="create",
-        resource="serviceaccounts/token",
-        body=review,
-    ).json()
-    user = envtest.TokenUser(name=f"system:serviceaccount:{namespace}:{name}", token=answer["status"]["token"])
-    path = plane.kubeconfig_for(user, plane.directory / f"kubeconfig-{secrets.token_hex(4)}")
-    return kube_client.Client.from_kubeconfig(path)
+    return kube_client.Client.from_kubeconfig(service_accounts.kubeconfig_of(kube, plane, namespace, name))
 
 
 def test_a_reconcile_as_the_generated_service_account_creates_every_child(

@@ -1,0 +1,117 @@
+"""``okt run`` as the ServiceAccount ``okt gen rbac`` binds, holding exactly the generated rules: it passes its own
+permission check, leads through its Lease, creates and updates children, writes the status subresource and Events,
+adds its finalizer and removes it once the cleanup ran, and no request of it is refused."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import textwrap
+from typing import Any
+
+import pytest
+
+from okt.codegen import crd, rbac
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import loader
+from okt.testing import OperatorProcess, envtest, wait_for
+from tests.integration import service_accounts
+
+pytestmark = pytest.mark.integration
+
+GROUP = "genrbac.okt.io"
+
+OPERATOR_SOURCE = textwrap.dedent(
+    f'''
+    import okt
+
+
+    class GadgetSettings(okt.MutableResource):
+        api_version = "v1"
+        kind = "ConfigMap"
+        template = """
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: {{{{ name }}}}-settings
+      namespace: {{{{ namespace }}}}
+    data:
+      size: "{{{{ cr.spec.size }}}}"
+    """
+
+
+    class GadgetReconciler(okt.Reconciler):
+        api_version = "{GROUP}/v1"
+        kind = "Gadget"
+        owns = (GadgetSettings,)
+        finalizer = "{GROUP}/cleanup"
+
+        def resources(self, ctx):
+            if not ctx.cr.spec.get("size"):
+                raise okt.TemporaryError("size must be at least 1", delay=1)
+            return [GadgetSettings(ctx.cr)]
+
+        def cleanup(self, ctx):
+            return None
+    '''
+)
+
+
+def ready_status(obj: dict[str, Any] | None) -> str | None:
+    conditions = (obj or {}).get("status", {}).get("conditions", [])
+    return next((c["status"] for c in conditions if c["type"] == "Ready"), None)
+
+
+def test_okt_run_with_exactly_the_generated_rbac_reconciles_and_finalizes_without_a_refusal(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    apply_crd: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    operator_file = tmp_path / "gadget_operator.py"
+    operator_file.write_text(OPERATOR_SOURCE)
+    reconcilers = loader.load_reconcilers(str(operator_file))
+    gadget: kinds.Kind = apply_crd(crd.crd_for_reconciler(reconcilers[0]))
+    documents = rbac.rbac_for_reconcilers(
+        reconcilers, namespace=namespace, service_account="gadget-operator", leader_elect=True
+    )
+    for document in documents:
+        kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
+    settings = kube.resolve("v1", "ConfigMap")
+    kube.create(
+        {"apiVersion": gadget.api_version, "kind": "Gadget", "metadata": {"name": "g", "namespace": namespace}}
+        | {"spec": {"size": 0}},
+        gadget,
+    )
+    running = OperatorProcess.okt_run(
+        operator_file,
+        kubeconfig=service_accounts.kubeconfig_of(kube, control_plane, namespace, "gadget-operator"),
+        namespaces=[namespace],
+        args=["--leader-elect", "--lease-namespace", namespace],
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])},
+        log_path=tmp_path / "operator.log",
+    )
+
+    with running as started:
+        # Refused first (a Warning Event, Ready False), then reconciled (a Normal Event, Ready True).
+        wait_for(lambda: ready_status(kube.get_or_none(gadget, "g", namespace)) == "False", timeout=60)
+        kube.patch(gadget, "g", {"spec": {"size": 2}}, namespace)
+        wait_for(lambda: ready_status(kube.get_or_none(gadget, "g", namespace)) == "True", timeout=60)
+        wait_for(
+            lambda: (kube.get_or_none(settings, "g-settings", namespace) or {}).get("data") == {"size": "2"},
+            timeout=60,
+            message="the child updated",
+        )
+        kube.delete(gadget, "g", namespace)
+        wait_for(lambda: kube.get_or_none(gadget, "g", namespace) is None, timeout=60)
+        log = started.log_text()
+
+    events, _ = kube.list(kube.resolve("v1", "Event"), namespace)
+    said = {(event["type"], event["reason"]) for event in events if event["involvedObject"].get("name") == "g"}
+    assert ("Normal", "Reconciled") in said, said
+    assert any(kind == "Warning" for kind, _ in said), said
+    assert kube.get_or_none(kube.resolve("coordination.k8s.io/v1", "Lease"), "okt-gadget", namespace) is not None
+    assert "missing permission" not in log
+    assert "403" not in log and "Forbidden" not in log, log

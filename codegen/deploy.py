@@ -10,7 +10,7 @@ The kustomize tree (``--out``, default ``config``)::
     base/kustomization.yaml        crd.yaml, rbac.yaml, manager.yaml (+ webhook.yaml when the operator has webhooks)
     base/webhook.yaml              the webhooks' Service, configurations and the RBAC to write their caBundle
     base/kustomizeconfig.yaml      with a conversion webhook: namePrefix renames its Service in the CRD too
-    base/crd.yaml                  okt gen crd
+    base/crd.yaml                  okt gen crd (no such file when every reconciled kind is built in)
     base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect
     base/manager.yaml              the Deployment, image ``IMAGE_PLACEHOLDER``
     overlays/default/kustomization.yaml   namespace and image: the two things an installation changes
@@ -53,6 +53,7 @@ from typing import Any
 
 from okt.codegen import crd, errors, manager, rbac, yamlout
 from okt.codegen import webhooks as codegen_webhooks
+from okt.kube import kinds
 from okt.reconciler import admission
 from okt.reconciler import webhooks as reconciler_webhooks
 
@@ -109,12 +110,14 @@ class Operator:
 
     def crds(self) -> list[dict[str, Any]]:
         """The CRDs, one per kind (:func:`okt.codegen.crd.one_per_name`); a reconciler with ``converters`` gets its
-        conversion webhook on :meth:`client_config`'s Service."""
+        conversion webhook on :meth:`client_config`'s Service. A reconciler of a built-in kind (a Deployment) has
+        none: Kubernetes serves its kind."""
+        custom = [cls for cls in self.classes if not kinds.is_builtin_group(cls.api_version)]
         return crd.one_per_name(
-            self.classes,
+            custom,
             [
                 crd.crd_for_reconciler(cls, codegen_webhooks.conversion_client_config(cls, self.client_config()))
-                for cls in self.classes
+                for cls in custom
             ],
         )
 
@@ -278,7 +281,10 @@ def image_parts(image: str) -> dict[str, str]:
 def kustomize_tree(operator: Operator) -> dict[str, str]:
     """The files of the kustomize tree, by path relative to the output folder (pure: nothing is written)."""
     webhooks = webhook_manifests(operator)
-    base_resources = ["crd.yaml", "rbac.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
+    crds = operator.crds()
+    # An operator of built-in kinds only has no CRD, and its tree no crd.yaml.
+    base_resources = ["crd.yaml"] if crds else []
+    base_resources += ["rbac.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
     base: dict[str, Any] = {"resources": base_resources}
     if operator.has_conversion_webhooks():
         base["configurations"] = ["kustomizeconfig.yaml"]
@@ -288,7 +294,7 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
     install = "overlays/default/install/" if bindings else "overlays/default/"
     files = {
         "base/kustomization.yaml": _kustomization(base),
-        "base/crd.yaml": yamlout.dump_all(operator.crds()),
+        **({"base/crd.yaml": yamlout.dump_all(crds)} if crds else {}),
         "base/rbac.yaml": yamlout.dump_all(operator.rbac()),
         "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER, webhooks=bool(webhooks))]),
         f"{install}kustomization.yaml": _kustomization(

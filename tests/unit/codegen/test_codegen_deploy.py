@@ -518,3 +518,35 @@ def test_okt_gen_deploy_and_bundle_that_cannot_write_every_file_write_none(tmp_p
         [kept, blocked]
     )
     assert (out / kept).read_text() == "old: text\n"
+
+
+class DeploymentNotesReconciler(okt.Reconciler):
+    """A built-in primary: the operator keeps a ConfigMap of notes beside each Deployment."""
+
+    api_version = "apps/v1"
+    kind = "Deployment"
+    owns: ClassVar = [GizmoConfig]
+
+
+def test_an_operator_of_a_built_in_kind_gets_a_tree_without_a_crd_that_kustomize_builds(tmp_path: Path) -> None:
+    # Refused whole: "a built-in kind has no CRD to generate", so such an operator had no tree and no bundle at all.
+    operator = deploy.Operator([DeploymentNotesReconciler], "notes-operator", "notes-system", "notes:1")
+    tree = deploy.kustomize_tree(operator)
+    deploy.write(tree, tmp_path)
+
+    built = subprocess.run(
+        [KUBECTL, "kustomize", str(tmp_path / "overlays" / "default")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert built.returncode == 0, built.stderr
+    assert "base/crd.yaml" not in tree
+    assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["rbac.yaml", "manager.yaml"]
+    kinds_built = [doc["kind"] for doc in load(built.stdout)]
+    assert "CustomResourceDefinition" not in kinds_built
+    assert {"ClusterRole", "Deployment", "ServiceAccount"} <= set(kinds_built)
+    (csv,) = load(deploy.bundle(operator, version="0.1.0")["manifests/notes-operator.clusterserviceversion.yaml"])
+    assert csv["spec"]["customresourcedefinitions"]["owned"] == []

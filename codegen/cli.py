@@ -377,7 +377,8 @@ def _emit(documents: Sequence[dict[str, Any]], out_file: Path | None) -> None:
         click.echo(text, nl=False)
         return
     try:
-        out_file.write_text(text, encoding="utf-8")
+        # Whole or not at all: a write cut short (a full disk) left the last run's file half overwritten.
+        resource.replace_whole(out_file, text)
     except OSError as exc:
         raise errors.CodegenError(f"cannot write {out_file}: {exc.strerror or exc}") from exc
     click.echo(f"written  {out_file.as_posix()}", err=True)

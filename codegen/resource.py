@@ -350,7 +350,7 @@ def _write(modules: Modules, out_dir: Path) -> list[FileResult]:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         gen_path = out_dir / f"{modules.gen_name}.py"
-        _replace(gen_path, modules.gen_source)
+        replace_whole(gen_path, modules.gen_source)
         results.append(FileResult(gen_path, Action.WRITTEN))
         user_path = out_dir / f"{modules.user_name}.py"
         created = _create(user_path, modules.user_source)
@@ -364,8 +364,13 @@ def _write(modules: Modules, out_dir: Path) -> list[FileResult]:
     return results
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: readers see the old file or the new one, never half of one."""
+def replace_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: readers see the old file or the new one, never half of one, and a write
+    that fails (a full disk) leaves the old one as it was.
+
+    Raises:
+        OSError: the file cannot be written (its folder is missing or read-only, the disk is full).
+    """
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as handle:

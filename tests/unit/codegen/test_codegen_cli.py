@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, ClassVar
@@ -316,3 +321,44 @@ def test_a_repeatable_option_may_be_given_again() -> None:
     group = cli.make_gen_group(fake_loader(MemcachedReconciler))
     result = invoke(["webhooks", "main.py", "--watch-namespace", "a", "--watch-namespace", "b"], group)
     assert result.exit_code == 0, result.output
+
+
+OPERATOR_WITH_A_MODEL = """
+import pydantic
+import okt
+
+
+class GizmoSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(default=1, ge=1, description="How many gizmos the operator keeps running for it.")
+
+
+class GizmoReconciler(okt.Reconciler):
+    api_version = "toys.example.com/v1alpha1"
+    kind = "Gizmo"
+    spec_model = GizmoSpec
+"""
+
+
+def _limit_file_size() -> None:
+    # A file may grow to 512 bytes: a write beyond fails (EFBIG), as on a full disk, instead of killing the process.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_an_out_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path: Path) -> None:
+    # The file was truncated, then written as far as the disk let it: the CRD of the last run was half lost.
+    operator = tmp_path / "gizmo_operator.py"
+    operator.write_text(OPERATOR_WITH_A_MODEL)
+    out = tmp_path / "crd.yaml"
+    out.write_text("# the CRD of the last run\n")
+    argv = [sys.executable, "-m", "okt", "gen", "crd", str(operator), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, check=False, env=env, preexec_fn=_limit_file_size
+    )
+
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"Error: cannot write {out}: File too large"), done.stderr
+    assert out.read_text() == "# the CRD of the last run\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["crd.yaml", "gizmo_operator.py"]

@@ -781,9 +781,11 @@ class Controller:
                 logger=self._log,
                 recorder=self._recorder,
             )
-        except (Exception, SystemExit) as exc:  # a crashing reconcile is retried, never fatal to the worker
-            # SystemExit too: a hook's sys.exit() ends only this thread — silently, as threading ignores it — and the
-            # controller would go on with one worker less (none, after as many), its probes still answering ok.
+        except BaseException as exc:  # a crashing reconcile is retried, never fatal to the worker
+            # Whatever it is: a hook's sys.exit() (SystemExit), asyncio.run() of a task cancelled (CancelledError), a
+            # KeyboardInterrupt raised by hand end only this thread — a SystemExit silently, as threading ignores it —
+            # and the controller would go on with one worker less (none, after as many). Signals reach the main thread
+            # only, which runs no reconcile: nothing caught here is the process being asked to stop.
             self._log.exception("reconcile raised", namespace=namespace, name=name)
             return None, results_mod.Outcome.retry(exc), "error"
         failed_status = run.results.count(results_mod.Operation.STATUS_UPDATE_ERROR)
@@ -809,11 +811,23 @@ class Controller:
             try:
                 self.process(key)
             except BaseException:
+                # A fault of okt's own work around the reconcile: the thread ends, said here once, and
+                # :attr:`workers_ended` has ``/healthz`` fail, so the pod is restarted with all its workers.
+                self._log.exception("a worker ended", namespace=key[0], name=key[1])
                 self._finish(key)
-                raise
+                return
             key = self._finish(key, take_next=True)
             if key is None:
                 key = self.queue.get()
+
+    @property
+    def workers_ended(self) -> int:
+        """How many worker threads ended before the shutdown began (a worker ends only then, or on a fault of okt's
+        own: it never comes back)."""
+        if self.queue.shutting_down:
+            return 0
+        # Started (an ident) and no longer alive: a thread not started yet is not alive either.
+        return sum(thread.ident is not None and not thread.is_alive() for thread in self._threads)
 
     def process(self, key: QueueKey) -> results_mod.Outcome:
         """Reconcile one key now and drive the queue from the outcome (the workers' body; the key must be owned)."""

@@ -30,7 +30,8 @@ Guarantees:
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
   shutdown was under way, it is said all the same);
-* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves;
+* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves and
+  every worker started still runs;
   ``/readyz`` is ``200`` while ``/healthz`` is, once every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
   version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
@@ -228,9 +229,11 @@ class Manager:
         return self._lost
 
     def health(self) -> tuple[bool, str]:
-        """``/healthz``: ok while running, and while the webhook server (if any) serves.
+        """``/healthz``: ok while running, while the webhook server (if any) serves, and while every worker started
+        still runs.
 
-        A webhook server whose thread ended comes back only with the process: the liveness probe restarts it.
+        A webhook server whose thread ended, or a worker (on a fault of okt's own: a reconcile that raises is
+        retried, its worker goes on), comes back only with the process: the liveness probe restarts it.
         Readiness alone would take the pod out of its Service's endpoints for good, one replica fewer until
         something else restarted it.
         """
@@ -240,6 +243,10 @@ class Manager:
             return False, "shutting down"
         if self.webhook_server is not None and not self.webhook_server.serving:
             return False, "the webhook server is not serving"
+        for controller in self.controllers:
+            ended = controller.workers_ended
+            if ended:
+                return False, f"{ended} of {controller.workers} workers of the controller {controller.name} ended"
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:

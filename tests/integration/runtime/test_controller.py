@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 import threading
 import time
@@ -67,12 +68,21 @@ def test_one_key_is_never_reconciled_by_two_workers_at_once(
     assert all(reconcile.count(n) >= 2 for n in names)
 
 
-def test_a_reconcile_that_calls_sys_exit_is_retried_and_its_worker_goes_on(
-    make_gadget: Any, fake_reconcile: Any, run_controller: Any
+@pytest.mark.parametrize(
+    "raised",
+    [
+        SystemExit,  # what a hook's sys.exit() raises: in a worker thread it ended the thread, silently
+        asyncio.CancelledError,  # a hook's asyncio.run() of a task cancelled: a BaseException too
+        KeyboardInterrupt,
+    ],
+    ids=lambda raised: raised.__name__,
+)
+def test_a_reconcile_that_raises_a_base_exception_is_retried_and_its_worker_goes_on(
+    raised: type[BaseException], make_gadget: Any, fake_reconcile: Any, run_controller: Any
 ) -> None:
     def exit_on_bad(namespace: str | None, name: str) -> None:
         if name == "bad":
-            raise SystemExit(3)  # what a hook's sys.exit() raises: in a worker thread it ended the thread, silently
+            raise raised()
 
     reconcile = fake_reconcile(action=exit_on_bad)
     controller = run_controller(reconcile, workers=1)

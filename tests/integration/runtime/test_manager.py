@@ -99,6 +99,25 @@ def test_probes_and_metrics_follow_the_managers_life_and_shutdown_waits_for_in_f
         urllib.request.urlopen(url + "/healthz", timeout=2)
 
 
+def test_healthz_fails_once_a_worker_ended_and_names_its_controller(make_gadget: Any, managers: Any) -> None:
+    """A worker that ended (an exception past the reconcile, in okt's own work around it) never comes back: the
+    liveness probe has the pod restarted, instead of answering ok for a controller with a worker fewer, or none."""
+
+    def not_a_run(reconciler: Any, client: Any, reader: Any, namespace: str | None, name: str, **kwargs: Any) -> Any:
+        return None  # the worker fails on it after the reconcile returned
+
+    manager = managers(not_a_run, max_concurrent=1)
+    manager.start()
+    assert manager.probes is not None
+    url = manager.probes.url
+    wait_for(lambda: fetch(url + "/readyz") == (200, "ok"), timeout=15)
+
+    make_gadget("g")
+    wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=10)
+    assert fetch(url + "/healthz") == (503, "not ready: 1 of 1 workers of the controller gadget ended")
+    assert fetch(url + "/readyz")[0] == 503
+
+
 def test_a_standby_is_ready_but_never_reconciles_until_the_leader_goes(
     make_gadget: Any, fake_reconcile: Any, managers: Any
 ) -> None:

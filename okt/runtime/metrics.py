@@ -25,6 +25,8 @@ Guarantees:
 * every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
 * the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
   server never keeps the process alive; ``stop()`` closes the socket;
+* a connection whose client sends nothing, or stops reading the answer, for :data:`READ_TIMEOUT` seconds is closed:
+  each one holds a thread of the server until then;
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
   (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
   ``404``.
@@ -104,6 +106,10 @@ CONTROLLER_RUNTIME: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 DISABLED = "0"
+
+#: Seconds the probe server waits for a client's next bytes, or for it to take the answer's, before it closes the
+#: connection (the kubelet's probes give up after 1 s by default; controller-runtime's server waits 32 s for headers).
+READ_TIMEOUT = 10.0
 
 _log = structlog.get_logger(__name__)
 
@@ -536,6 +542,12 @@ def parse_bind(address: str) -> tuple[str, int] | None:
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # Without a timeout, a connection that never sends held its thread for ever, and they piled up, one thread
+        # each. A read that times out ends the connection (logged as a request error, below).
+        self.connection.settimeout(self.server.read_timeout)
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
@@ -573,6 +585,7 @@ class _Server(http.server.ThreadingHTTPServer):
     metrics: Metrics
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
+    read_timeout: float
 
 
 class _Server6(_Server):
@@ -589,6 +602,7 @@ class ProbeServer:
         metrics: the metrics to expose.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
+        read_timeout: seconds a connection may send nothing, or leave the answer untaken, before it is closed.
 
     Raises:
         okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).
@@ -600,6 +614,8 @@ class ProbeServer:
         metrics: Metrics,
         healthy: Callable[[], tuple[bool, str]],
         ready: Callable[[], tuple[bool, str]],
+        *,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         try:
             self._server = (_Server6 if ":" in address[0] else _Server)(address, _Handler)
@@ -611,6 +627,7 @@ class ProbeServer:
         self._server.metrics = metrics
         self._server.healthy = healthy
         self._server.ready = ready
+        self._server.read_timeout = read_timeout
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-probes", daemon=True
         )

@@ -285,3 +285,18 @@ def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts
         assert "# TYPE okt_reconcile_total counter" in body
     finally:
         prometheus_client.REGISTRY.unregister(gauge)
+
+
+def test_a_connection_that_sends_nothing_is_closed_by_the_server_and_probes_are_answered_meanwhile() -> None:
+    """Each connection holds a thread of the server until its request is read: one that never sends held it for
+    ever, and as many as a misbehaving client opened piled up."""
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=0.2
+    )
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as silent:
+            assert fetch(server.url + "/healthz")[::2] == (200, "ok")
+            assert silent.recv(1) == b""  # closed by the server, not by this timeout
+    finally:
+        server.stop()

@@ -26,7 +26,8 @@ Guarantees:
 * the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
   server never keeps the process alive; ``stop()`` closes the socket;
 * a connection whose client sends nothing, or stops reading the answer, for :data:`READ_TIMEOUT` seconds is closed:
-  each one holds a thread of the server until then;
+  each one holds a thread of the server until then; a client that leaves before its answer is logged at debug level,
+  and a request the server fails is logged as an error, never printed to standard error;
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
   (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
   ``404``.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -586,6 +588,15 @@ class _Server(http.server.ThreadingHTTPServer):
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     read_timeout: float
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver's own prints a traceback to standard error: lines a JSON log pipeline cannot read, at each
+        # probe the kubelet gave up on (after 1 s by default) before its answer was written.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # reset, broken pipe, the read timeout: the client's doing
+            _log.debug("probe client left before the answer", error=f"{type(exc).__name__}: {exc}")
+        else:
+            _log.exception("the metrics and probe server failed to answer a request")
 
 
 class _Server6(_Server):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import struct
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -10,12 +12,14 @@ from typing import Any
 
 import prometheus_client
 import pytest
+import structlog
 
 import okt
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.runtime import metrics as metrics_mod
+from okt.testing import wait_for
 
 
 class StatsOnly:
@@ -300,3 +304,27 @@ def test_a_connection_that_sends_nothing_is_closed_by_the_server_and_probes_are_
             assert silent.recv(1) == b""  # closed by the server, not by this timeout
     finally:
         server.stop()
+
+
+def test_a_client_that_leaves_before_the_answer_is_logged_at_debug_level_and_nothing_goes_to_stderr(
+    serve: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubelet gives up on a probe after 1 s by default: its answer then fails to be written. socketserver's own
+    handling printed a traceback to standard error, lines no JSON log pipeline can read, at each such probe."""
+    asked, left = threading.Event(), threading.Event()
+
+    def ready() -> tuple[bool, str]:
+        asked.set()
+        left.wait(10)
+        return True, "ok"
+
+    server = serve(ready=ready)
+    with structlog.testing.capture_logs() as logged:
+        client = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        client.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
+        assert asked.wait(10)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, as on a timeout
+        client.close()
+        left.set()
+        wait_for(lambda: any(entry["event"] == "probe client left before the answer" for entry in logged), timeout=10)
+    assert capsys.readouterr().err == ""

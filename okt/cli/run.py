@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import math
 import os
 import pathlib
 import re
@@ -124,6 +125,14 @@ def _lease_name(value: str | None) -> str | None:
             "or digit, at most 253 characters"
         )
     return value
+
+
+def _stuck_after(value: float) -> float | None:
+    """``--stuck-after`` as the manager takes it: ``None`` for 0 (never), and one line for NaN, which every range
+    check lets through and which would compare false with every stall (a watchdog of nothing)."""
+    if math.isnan(value):
+        raise click.BadParameter("a number of seconds >= 0 (0: never), got nan")
+    return value or None
 
 
 def _namespace_name(value: str) -> str:
@@ -468,6 +477,15 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     help='Address for /metrics, /healthz, /readyz ("0" disables).',
 )
 @click.option(
+    "--stuck-after",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    callback=lambda _ctx, _param, value: _stuck_after(value),
+    metavar="SECONDS",
+    help="/healthz fails once every worker of a controller has been on one reconcile this long (0: never).",
+)
+@click.option(
     "--log-format", type=click.Choice(["console", "json"]), default=None, help="Console on a terminal, JSON otherwise."
 )
 @click.option(
@@ -538,6 +556,7 @@ def run_command(
     lease_namespace: str | None,
     lease_name: str | None,
     metrics_bind_address: str,
+    stuck_after: float | None,
     log_format: str | None,
     qps: float | None,
     burst: int | None,
@@ -627,6 +646,7 @@ def run_command(
             lease_namespace=lease_namespace,
             lease_name=lease_name,
             metrics_bind=metrics_bind_address,
+            stuck_after=stuck_after,
             on_startup=startups,
             on_cleanup=cleanups,
             webhooks=webhooks,

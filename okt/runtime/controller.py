@@ -821,6 +821,13 @@ class Controller:
                 key = self.queue.get()
 
     @property
+    def stalled_for(self) -> float:
+        """Seconds every worker has been on the reconcile it runs now; 0 while one is free, or before they start."""
+        if not self._threads:
+            return 0.0
+        return self.metrics.stalled_seconds(self.name, self.workers)
+
+    @property
     def workers_ended(self) -> int:
         """How many worker threads ended before the shutdown began (a worker ends only then, or on a fault of okt's
         own: it never comes back)."""

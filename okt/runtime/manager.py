@@ -30,8 +30,10 @@ Guarantees:
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
   shutdown was under way, it is said all the same);
-* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves and
-  every worker started still runs;
+* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves,
+  every worker started still runs, and no controller has had every worker on one reconcile for more than
+  ``stuck_after`` seconds (a **watchdog** of the workers' progress: a reconcile that never returns, on every worker,
+  reconciles nothing any more, and only a restart frees them);
   ``/readyz`` is ``200`` while ``/healthz`` is, once every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
   version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
@@ -77,6 +79,8 @@ if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~
     from okt.runtime import webhook_server  # webhooks should not carry
 
 DEFAULT_GRACE_PERIOD = 30.0
+DEFAULT_STUCK_AFTER = 600.0
+"""Seconds every worker of a controller may spend on the reconciles they run before ``/healthz`` fails."""
 CACHES_SYNCING = "caches not synced yet"
 """The note of a ready ``/readyz`` (``200 ok (caches not synced yet)``) whose caches are still filling: the operator
 serves a conversion webhook, which the sync may wait for (see :meth:`Manager.readiness`)."""
@@ -117,6 +121,8 @@ class Manager:
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles, in seconds.
+        stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
+            than this many seconds; ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
         lease_duration: see :class:`okt.runtime.leader.LeaderElector`.
         renew_deadline: see :class:`okt.runtime.leader.LeaderElector`.
@@ -150,6 +156,7 @@ class Manager:
         metrics_bind: str = "127.0.0.1:8080",
         identity: str | None = None,
         grace_period: float = DEFAULT_GRACE_PERIOD,
+        stuck_after: float | None = DEFAULT_STUCK_AFTER,
         reconcile: controller_mod.ReconcileFunction = core.reconcile,
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
@@ -165,6 +172,8 @@ class Manager:
             raise ValueError("a manager needs at least one reconciler")
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        if stuck_after is not None and not stuck_after > 0:  # NaN too: it would compare false, a watchdog of nothing
+            raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {stuck_after}")
         try:
             selectors.matcher(label_selector)
         except ValueError as exc:
@@ -179,6 +188,7 @@ class Manager:
         self.lease_name = lease_name or default_lease_name([r.controller_name() for r in self.reconcilers])
         self.identity = identity or default_identity()
         self.grace_period = grace_period
+        self.stuck_after = stuck_after
         self._bind = metrics_mod.parse_bind(metrics_bind)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
@@ -229,8 +239,9 @@ class Manager:
         return self._lost
 
     def health(self) -> tuple[bool, str]:
-        """``/healthz``: ok while running, while the webhook server (if any) serves, and while every worker started
-        still runs.
+        """``/healthz``: ok while running, while the webhook server (if any) serves, while every worker started
+        still runs, and while no controller has had every worker on one reconcile for more than ``stuck_after``
+        seconds (a call without a timeout, a deadlock: the controller reconciles nothing any more).
 
         A webhook server whose thread ended, or a worker (on a fault of okt's own: a reconcile that raises is
         retried, its worker goes on), comes back only with the process: the liveness probe restarts it.
@@ -247,6 +258,12 @@ class Manager:
             ended = controller.workers_ended
             if ended:
                 return False, f"{ended} of {controller.workers} workers of the controller {controller.name} ended"
+            stalled = controller.stalled_for
+            if self.stuck_after is not None and stalled > self.stuck_after:
+                return False, (
+                    f"every worker of the controller {controller.name} has been on one reconcile for {stalled:.0f} s "
+                    f"(more than {self.stuck_after:g} s)"
+                )
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:

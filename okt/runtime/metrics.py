@@ -195,6 +195,15 @@ class QueueTimes:
         with self._lock:
             return max((now - taken for taken in self._taken_at.values()), default=0.0)
 
+    def stalled_seconds(self, workers: int) -> float:
+        """How long each of ``workers`` keys being processed has been at least (the most recently taken one's time):
+        how long ``workers`` workers have all been busy with the keys they hold; 0 while fewer keys are processed."""
+        now = self._clock()
+        with self._lock:
+            if len(self._taken_at) < workers:
+                return 0.0
+            return min(now - taken for taken in self._taken_at.values())
+
 
 class Metrics:
     """okt's collectors on one registry (one per manager).
@@ -206,6 +215,7 @@ class Metrics:
     def __init__(self, registry: prometheus_client.CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else prometheus_client.CollectorRegistry(auto_describe=True)
         self._bound: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._queue_times: dict[str, QueueTimes] = {}
         self.reconcile_total = prometheus_client.Counter(
             "okt_reconcile",
             "Reconciles by controller and result.",
@@ -423,7 +433,14 @@ class Metrics:
 
     def queue_times(self, controller: str) -> QueueTimes:
         """The observer of ``controller``'s work queue (client-go's ``workqueue_*{name}`` series)."""
-        return QueueTimes(self, controller)
+        times = self._queue_times[controller] = QueueTimes(self, controller)
+        return times
+
+    def stalled_seconds(self, controller: str, workers: int) -> float:
+        """How long ``workers`` workers of ``controller`` have all been on the keys they hold (see
+        :meth:`QueueTimes.stalled_seconds`); 0 for a controller whose queue has no observer here."""
+        times = self._queue_times.get(controller)
+        return times.stalled_seconds(workers) if times is not None else 0.0
 
     def track_leader(self, lease: str, leading: Callable[[], bool]) -> None:
         """Export ``leader_election_master_status{name=lease}`` as ``leading()`` at scrape time."""

@@ -118,6 +118,31 @@ def test_healthz_fails_once_a_worker_ended_and_names_its_controller(make_gadget:
     assert fetch(url + "/readyz")[0] == 503
 
 
+def test_healthz_fails_while_every_worker_of_a_controller_is_stuck_on_one_reconcile(
+    make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    """A reconcile that never returns (a call without a timeout, a deadlock) on every worker: nothing is reconciled
+    any more, and only a restart frees the workers."""
+    reconcile = fake_reconcile()
+    manager = managers(reconcile, max_concurrent=1, stuck_after=0.5)
+    manager.start()
+    assert manager.probes is not None
+    url = manager.probes.url
+    wait_for(lambda: fetch(url + "/readyz") == (200, "ok"), timeout=15)
+    wait_for(lambda: manager.working, timeout=10)
+
+    reconcile.release.clear()
+    make_gadget("g")
+    wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=10)
+    status, body = fetch(url + "/healthz")
+    assert status == 503
+    assert body.startswith("not ready: every worker of the controller gadget has been on one reconcile for ")
+    assert fetch(url + "/readyz")[0] == 503
+
+    reconcile.release.set()
+    wait_for(lambda: fetch(url + "/healthz") == (200, "ok"), timeout=10)
+
+
 def test_a_standby_is_ready_but_never_reconciles_until_the_leader_goes(
     make_gadget: Any, fake_reconcile: Any, managers: Any
 ) -> None:

@@ -48,11 +48,11 @@ def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
     server.server_close()
 
 
-def run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, address: str) -> tuple[int, str]:
+def run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, address: str, *more: str) -> tuple[int, str]:
     operator = tmp_path / "probes_operator.py"
     operator.write_text(OPERATOR)
     args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check"]
-    result = CliRunner().invoke(cli_main.cli, [*args, "--metrics-bind-address", address])
+    result = CliRunner().invoke(cli_main.cli, [*args, "--metrics-bind-address", address, *more])
     assert isinstance(result.exception, SystemExit), repr(result.exception)  # click's exit, not an exception raised
     return result.exit_code, result.output
 
@@ -78,4 +78,15 @@ def test_a_metrics_address_in_use_is_one_line(tmp_path: pathlib.Path, kubeconfig
 
     assert code == 1
     assert f"Error: cannot serve metrics and probes on 127.0.0.1:{port}: Address already in use" in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(("value", "said"), [("-1", "-1.0 is not in the range x>=0"), ("nan", "got nan")])
+def test_a_stuck_after_that_is_no_number_of_seconds_is_one_line(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, value: str, said: str
+) -> None:
+    code, out = run(tmp_path, kubeconfig, "0", "--stuck-after", value)
+
+    assert code == 2
+    assert "Invalid value for '--stuck-after'" in out and said in out
     assert "Traceback" not in out

@@ -257,6 +257,22 @@ def test_queue_times_observe_the_wait_and_the_work_and_report_unfinished_work() 
     assert sample("workqueue_unfinished_work_seconds", {"name": "widget"}) == 0.0
 
 
+def test_workers_are_stalled_for_as_long_as_the_last_of_them_took_its_key_and_never_while_one_is_free() -> None:
+    now = [100.0]
+    times = metrics_mod.QueueTimes(metrics_mod.Metrics(), "widget", clock=lambda: now[0])
+    times.added("a")
+    times.taken("a")
+    now[0] += 5.0
+    assert times.stalled_seconds(2) == 0.0  # the second worker is free
+    assert times.stalled_seconds(1) == 5.0
+    times.added("b")
+    times.taken("b")
+    now[0] += 2.0
+    assert times.stalled_seconds(2) == 2.0
+    times.done("b")
+    assert times.stalled_seconds(2) == 0.0
+
+
 def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> None:
     metrics = metrics_mod.Metrics()
     depth = {"live": 2, "low": 3, "stored": 0, "synced": False, "served": True}

@@ -13,7 +13,10 @@ Guarantees:
 * verbosity ``0`` logs INFO and above, ``1`` or more DEBUG, a negative value WARNING and above;
 * timestamps are ISO 8601 in UTC; exceptions are rendered (a traceback on the console, a structured one in JSON),
   without the local variables of their frames (they may hold a Secret's data or a token);
-* context bound by :func:`reconcile_context` is per thread (contextvars) and removed when the block exits.
+* context bound by :func:`reconcile_context` is per thread (contextvars) and removed when the block exits;
+* what libraries log through the standard library's ``logging`` (urllib3's full connection pool, a retried request)
+  is rendered the same way, on the same stream, with the logger's name and the bound context, at the level
+  ``logging`` lets through (WARNING and above unless a logger was set lower) and the verbosity shows.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def configure(format: Format | None = None, verbosity: int = 0, *, stream: TextI
     out = stream if stream is not None else sys.stderr
     tty = bool(getattr(out, "isatty", lambda: False)())
     chosen = format or ("console" if tty else "json")
-    processors: list[structlog.typing.Processor] = [
+    shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -68,22 +71,50 @@ def configure(format: Format | None = None, verbosity: int = 0, *, stream: TextI
     ]
     # structlog's tracebacks show every frame's local variables by default: a Secret's decoded data, a token, an
     # object's spec would land in the logs with the exception. The frames and their lines are kept.
+    rendering: list[structlog.typing.Processor]
     if chosen == "json":
         no_locals = structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
-        processors += [structlog.processors.ExceptionRenderer(no_locals), structlog.processors.JSONRenderer()]
+        rendering = [structlog.processors.ExceptionRenderer(no_locals), structlog.processors.JSONRenderer()]
     else:
         formatter: structlog.typing.ExceptionRenderer = (
             structlog.dev.RichTracebackFormatter(show_locals=False)
             if importlib.util.find_spec("rich") is not None
             else structlog.dev.plain_traceback
         )
-        processors.append(structlog.dev.ConsoleRenderer(colors=tty, exception_formatter=formatter))
+        rendering = [structlog.dev.ConsoleRenderer(colors=tty, exception_formatter=formatter)]
+    _route_standard_logging(shared, rendering, out, level_for(verbosity))
     structlog.configure(
-        processors=processors,
+        processors=[*shared, *rendering],
         wrapper_class=structlog.make_filtering_bound_logger(level_for(verbosity)),
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+
+
+class _StandardHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler :func:`configure` puts on the root logger (one: a new configuration replaces it)."""
+
+
+def _route_standard_logging(
+    shared: list[structlog.typing.Processor], rendering: list[structlog.typing.Processor], out: TextIO, level: int
+) -> None:
+    """Render the records of the standard library's ``logging`` on ``out`` as okt's lines are: ``shared`` processors
+    and the logger's name, then ``rendering``.
+
+    Why: a record no handler takes goes to ``logging``'s last resort, standard error as plain text: lines a JSON log
+    pipeline cannot read, between okt's, and not filtered by ``-v``."""
+    handler = _StandardHandler(out)
+    handler.setLevel(level)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *rendering],
+        )
+    )
+    root = logging.getLogger()
+    for previous in [h for h in root.handlers if isinstance(h, _StandardHandler)]:
+        root.removeHandler(previous)
+    root.addHandler(handler)
 
 
 def next_reconcile_id() -> int:

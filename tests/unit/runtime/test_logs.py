@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -154,3 +155,29 @@ def test_a_logged_exception_shows_where_it_was_raised_but_no_frames_local_values
     assert "the database refused the login" in out
     assert "_reconcile_reading_a_secret" in out  # the frames are there
     assert "hunter2-db-password" not in out
+
+
+@pytest.fixture
+def root_handlers() -> Iterator[None]:
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = before
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("root_handlers")
+def test_a_warning_of_a_library_logging_through_the_standard_library_is_one_json_line_too() -> None:
+    """urllib3 says a connection pool is full, or a request retried, through ``logging``: its lines went to standard
+    error as plain text, between the JSON lines, whatever the format and however often."""
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    logs.configure("json", stream=stream)  # configured again: still one line per record
+    logging.getLogger("urllib3.connectionpool").warning("Connection pool is full, discarding connection: %s", "h")
+    logging.getLogger("urllib3.connectionpool").info("Starting new HTTPS connection (1): %s", "h")  # not okt's: below
+    [line] = lines(stream)
+    record = json.loads(line)
+    assert record["event"] == "Connection pool is full, discarding connection: h"
+    assert record["level"] == "warning"
+    assert record["logger"] == "urllib3.connectionpool"
+    assert record["timestamp"].endswith("Z")

@@ -171,6 +171,10 @@ class LeaderElector:
         self._renewed_at = 0.0
         # A renewal was refused as a conflict: someone else wrote the lease since we read it, and may hold it now.
         self._contested = False
+        # Attempts failed in a row, and what the last one said: a repeat is said at debug level (the elector's thread
+        # only, no lock).
+        self._failures = 0
+        self._failure_said = ""
         self._log = _log.bind(lease=f"{namespace}/{name}", identity=identity)
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -336,8 +340,9 @@ class LeaderElector:
     def _try_acquire_or_renew(self) -> bool:
         """One attempt; True when we hold the lease afterwards."""
         try:
-            return self._attempt()
+            held = self._attempt()
         except errors.Conflict:
+            self._answered()
             with self._lock:
                 leading = self._leading
                 self._contested = leading
@@ -347,16 +352,32 @@ class LeaderElector:
                 self._log.debug("lost the race for the lease")
             return False
         except errors.ApiError as exc:
-            self._log.warning("lease request failed", error=str(exc))
+            self._failed(self._log.warning, "lease request failed", str(exc))
             return False
         except ValueError as exc:  # an answer that is not JSON (a proxy's error page): failed as any other attempt
-            self._log.warning("lease answer unreadable", error=str(exc))
+            self._failed(self._log.warning, "lease answer unreadable", str(exc))
             return False
         except Exception as exc:
             # An answer of another shape (JSON that is not a Lease): failed as any other attempt. Raised, it ended
             # the elector's thread: a leader went on saying it led, and never said it stopped.
-            self._log.error("lease attempt failed", error=f"{type(exc).__name__}: {exc}")
+            self._failed(self._log.error, "lease attempt failed", f"{type(exc).__name__}: {exc}")
             return False
+        self._answered()
+        return held
+
+    def _failed(self, say: Callable[..., Any], event: str, error: str) -> None:
+        """Log a failed attempt: at ``say``'s level when it fails otherwise than the one before, at debug level when
+        it repeats it. A candidate tries every retry period, for as long as an outage or a missing permission lasts:
+        the same line every 2 s said nothing more than the first (``/readyz`` says it goes on)."""
+        self._failures += 1
+        said, self._failure_said = self._failure_said, f"{event}: {error}"
+        (self._log.debug if said == self._failure_said else say)(event, error=error, failures=self._failures)
+
+    def _answered(self) -> None:
+        """An attempt was answered: say how many failed before it, if any."""
+        if self._failures:
+            self._log.info("lease requests answered again", failures=self._failures)
+        self._failures, self._failure_said = 0, ""
 
     def _attempt(self) -> bool:
         now = micro_time()

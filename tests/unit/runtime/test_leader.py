@@ -7,6 +7,7 @@ import datetime
 from typing import Any
 
 import pytest
+import structlog
 
 from okt.runtime import leader
 from okt.testing import waiting
@@ -91,3 +92,39 @@ def test_an_answer_of_an_unexpected_shape_is_a_failed_attempt_and_the_elector_go
         elector.stop(release=False)
         client.close()
         server.close()
+
+
+FORBIDDEN = (
+    b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"leases.coordination.k8s.io \\"lease\\" is '
+    b'forbidden","reason":"Forbidden","code":403}'
+)
+
+
+def test_a_lease_request_failing_again_the_same_way_is_said_once_then_its_end_with_the_count() -> None:
+    """A candidate asks every retry period (2 s): a standby whose requests fail, for as long as an outage or a
+    missing permission lasts, wrote the same warning every 2 s."""
+    lease = b'{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"lease","resourceVersion":"1"}}'
+    server = answers.ScriptedServer(
+        [
+            *[answers.answer("403 Forbidden", FORBIDDEN, "Content-Type: application/json")] * 12,
+            answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json"),
+            answers.answer("201 Created", lease, "Content-Type: application/json"),
+            *[answers.answer("200 OK", lease, "Content-Type: application/json")] * 400,
+        ]
+    )
+    client = loopback.client_for(server.port)
+    elector = leader.LeaderElector(client, "default", "lease", "me", 3.0, 2.0, 0.05)
+    with structlog.testing.capture_logs() as logged:
+        try:
+            elector.start()
+            waiting.wait_for(lambda: elector.is_leader, timeout=20, message="the elector to lead once answered")
+        finally:
+            elector.stop(release=False)
+            client.close()
+            server.close()
+    failed = [entry for entry in logged if entry["event"] == "lease request failed"]
+    assert [entry["log_level"] for entry in failed] == ["warning"] + ["debug"] * 11
+    assert [entry["failures"] for entry in failed] == list(range(1, 13))
+    [answered] = [entry for entry in logged if entry["event"] == "lease requests answered again"]
+    assert answered["log_level"] == "info"
+    assert answered["failures"] == 12

@@ -345,6 +345,7 @@ class Informer:
         # The last relist's continue token expired between two pages: the next one asks for one answer.
         self._list_whole = False
         self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
+        self._failure_said = ""  # what the last of them said: a repeat in a row is logged at debug level
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._codec = Codec()
@@ -592,20 +593,22 @@ class Informer:
                     )
                     self._refusal = exc
                 else:
-                    self._log.warning(
-                        "list or watch failed, retrying",
-                        error=str(exc),
-                        failures=self._failures,
-                        retry_in=round(delay, 2),
-                    )
+                    self._said_failure(self._log.warning, "list or watch failed, retrying", str(exc), delay)
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 self._failures += 1
                 self._failing = True
                 delay = self._backoff.delay(self._failures)
-                self._log.error("informer error, relisting", error=repr(exc), retry_in=round(delay, 2))
+                self._said_failure(self._log.error, "informer error, relisting", repr(exc), delay)
                 need_list = True
                 self._stop.wait(delay)
+
+    def _said_failure(self, say: Callable[..., Any], event: str, error: str, delay: float) -> None:
+        """Log a failed list or watch: at ``say``'s level, or at debug level when the failure before it, in a row,
+        said the same (an outage fails every reconnect of every informer alike, for as long as it lasts)."""
+        said, self._failure_said = self._failure_said, f"{event}: {error}"
+        repeated = self._failures > 1 and said == self._failure_said
+        (self._log.debug if repeated else say)(event, error=error, failures=self._failures, retry_in=round(delay, 2))
 
     def _relist(self, announce_unchanged: bool = False) -> None:
         """List the kind and diff the list against the store into events; with ``announce_unchanged`` (the first

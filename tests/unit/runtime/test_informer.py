@@ -184,6 +184,22 @@ def test_a_watch_that_outlived_the_longest_reconnect_pause_before_it_dropped_res
     assert reconnect_failures(logged) == [1, 2, 1]
 
 
+def test_a_list_or_watch_failing_again_the_same_way_in_a_row_is_a_warning_once_then_debug(api: Any, start: Any) -> None:
+    """An outage of the API server fails every reconnect of every informer the same way, up to every 30 s each for
+    as long as it lasts: one warning says it (and another one a failure of another kind)."""
+    refused = errors.ApiError.from_status(0, "Unavailable", "connection refused")
+    for _ in range(4):
+        api.fail(CM, refused)
+    api.fail(CM, errors.ApiError.from_status(503, "ServiceUnavailable", "etcd is not ready"))  # another failure
+    with structlog.testing.capture_logs() as logged:
+        start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+        wait_for(lambda: len(reconnect_failures(logged)) == 5, timeout=5, message=lambda: str(logged))
+
+    levels = [entry["log_level"] for entry in logged if entry["event"] == "list or watch failed, retrying"]
+    assert levels == ["warning", "debug", "debug", "debug", "warning"]
+    assert reconnect_failures(logged) == [1, 2, 3, 4, 5]
+
+
 @pytest.mark.parametrize(
     "refusal",
     [

@@ -24,7 +24,8 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
   keeps the live order, and items someone made of okt's by editing their key (a port renumbered), which an apply
   would keep beside okt's (:func:`_drop_rekeyed`). Objects written by okt's older merge path (manager ``okt``,
   operation ``Update``), or under one of the reconciler's ``legacy_field_managers``, are taken over by the first
-  apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too.
+  apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too; before
+  the apply, which writes the checksum, when the apply would leave one of their fields (:func:`_apply`).
 * ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
   retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
   the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
@@ -554,7 +555,7 @@ def update(
         # okt's, and the server keeps it.
         uid = (live.get("metadata") or {}).get("uid")
         try:
-            updated = _apply(client, kind, res, options, uid)
+            updated = _apply(client, kind, res, options, uid, live)
         except errors.Invalid as exc:
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
             # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
@@ -566,13 +567,14 @@ def update(
                 raise _replaced(res, uid, exc) from exc
             if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
                 raise
-            updated = _apply(client, kind, res, options, uid)
+            updated = _apply(client, kind, res, options, uid, current)
         else:
             shape = _drift_shape(res) if drift_only else None
             if shape is not None:
                 desired = checksum.narrowed(apply_body(res), shape)
                 updated = _drop_rekeyed(client, kind, desired, live, updated, options) or updated
         updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
+        TAKEN_OVER.note(updated, options)  # a JSON patch since the apply may have left an entry to take over
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
@@ -591,7 +593,7 @@ def _uid_refused(exc: errors.ApiError) -> bool:
     return any(cause.field == UID_FIELD for cause in exc.causes)
 
 
-def _replaced(res: resource.Resource, uid: str | None, exc: errors.ApiError) -> errors.Conflict:
+def _replaced(res: resource.Resource, uid: str | None, exc: errors.ApiError | None = None) -> errors.Conflict:
     """The error of an update refused because the child okt read (``uid``) was deleted and another object created
     under its name since: a conflict, retried soon; the next reconcile reads that object and decides anew."""
     return errors.Conflict(
@@ -599,8 +601,8 @@ def _replaced(res: resource.Resource, uid: str | None, exc: errors.ApiError) -> 
         "Conflict",
         f"{res.describe()} was deleted and created again (another uid than {uid}) since okt read it: nothing was "
         "written; the next reconcile decides from the object there now",
-        method=exc.method,
-        url=exc.url,
+        method=exc.method if exc is not None else "",
+        url=exc.url if exc is not None else "",
     )
 
 
@@ -856,12 +858,22 @@ def _apply(
     res: resource.Resource,
     options: WriteOptions,
     uid: str | None = None,
+    live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Apply ``res`` (and take over what okt's earlier writes left to other entries: :func:`take_over`).
+    """Apply ``res``, having first taken over what okt's earlier writes left to other entries (:func:`take_over`).
 
-    With ``uid`` (an update: the uid of the object okt read and decided for), the body carries it, and the API server
-    refuses the apply on an object of another uid — one deleted and created again under the name since okt read it,
-    which okt's cache may not have seen yet — as it refuses any change of a uid: no request more than the write.
+    With ``uid`` (an update: the uid of the object okt read and decided for, ``live`` as okt read it), the body
+    carries it, and the API server refuses the apply on an object of another uid — one deleted and created again under
+    the name since okt read it, which okt's cache may not have seen yet — as it refuses any change of a uid: no
+    request more than the write.
+
+    The take-over goes before the apply, which writes the checksum: a take-over refused or unanswered (leadership lost
+    in between, a timeout) leaves the old checksum, so the next reconcile, on whichever replica, writes the child
+    again and takes over then; after the checksum, it would judge the child unchanged and never take over, and a
+    field the template dropped would stay for good (:func:`_take_over_first`). The entries to take over are read from
+    ``live`` when it has them; else, but for a child whose last write in this process left none (:data:`TAKEN_OVER`),
+    from the API server (okt's cache keeps no managedFields). What the apply's answer still shows is taken over after
+    it (:func:`_take_over_after`).
 
     Raises:
         okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`_replaced`).
@@ -879,27 +891,192 @@ def _apply(
                 raise _replaced(res, uid, exc) from exc
             raise
 
+    if uid:
+        read = live if live is not None and "managedFields" in (live.get("metadata") or {}) else None
+        if read is not None or not TAKEN_OVER.knows(uid):
+            _take_over_first(client, kind, res, uid, read, body, options)
     applied = send()
+    if _left_to_take_over(applied, options):
+        applied = _take_over_after(client, kind, res, applied, body, options, send)
+    TAKEN_OVER.note(applied, options)
+    return applied
+
+
+def _take_over_first(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    res: resource.Resource,
+    uid: str,
+    read: Mapping[str, Any] | None,
+    body: Mapping[str, Any],
+    options: WriteOptions,
+) -> None:
+    """Take over what other entries of the object of ``uid`` hold of okt's (``read``: the object with its
+    managedFields; None: read it), before the apply of ``body``, when they hold a field ``body`` does not set: the
+    apply would leave it. Entries that hold only fields of ``body`` are left to the apply, whose checksum is then
+    safe: a template that drops one of their fields has another checksum, and its update takes them over first. A
+    take-over whose test fails (another writer changed okt's entries in between) is worked out again from a new read,
+    up to :data:`TAKE_OVER_ATTEMPTS` times.
+
+    Raises:
+        okt.errors.Conflict: the object is not the one of ``uid`` any more.
+        okt.errors.Invalid: the take-over lost to other writers at each attempt; nothing of okt's was written.
+    """
+    for attempt in range(TAKE_OVER_ATTEMPTS):
+        if read is None:
+            read = client.get(kind, res.name, res.namespace)
+        if (read.get("metadata") or {}).get("uid") != uid:
+            raise _replaced(res, uid)
+        if not _left_behind(read, body, options):
+            return
+        try:
+            take_over(client, kind, read, options.field_manager, options.legacy_field_managers)
+        except errors.Invalid:
+            if attempt == TAKE_OVER_ATTEMPTS - 1:
+                raise
+            read = None
+            continue
+        return
+
+
+def _take_over_after(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    res: resource.Resource,
+    applied: dict[str, Any],
+    body: Mapping[str, Any],
+    options: WriteOptions,
+    send: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """Take over what an apply's answer (``applied``) shows left to other entries; apply ``body`` again (``send``)
+    when they held a field it does not set, which the apply left in place.
+
+    Entries holding only fields of ``body`` (their values okt applied again) are taken over so that the next update
+    need not read the child; their failure harms nothing. Entries holding other fields are there only when okt could
+    not see them before the apply (the apply created the child over an object that appeared since okt read it, or
+    an older process wrote as okt since okt last wrote it): the apply wrote the checksum already, and a take-over that
+    fails for good is followed by the checksum's removal (:func:`_forget_hash`), so that the retry writes the child
+    again and takes over first. That removal is a write too, and cannot leave when leadership is lost in between.
+    """
+    behind = _left_behind(applied, body, options)
     for attempt in range(TAKE_OVER_ATTEMPTS):
         try:
-            taken = take_over(client, kind, applied, manager, options.legacy_field_managers)
+            take_over(client, kind, applied, options.field_manager, options.legacy_field_managers)
         except errors.Invalid as exc:
             # Its test failed: another writer changed okt's entries in between (another process writing as okt's
             # manager). Read the object again and take over from there; the apply itself already happened.
             if attempt == TAKE_OVER_ATTEMPTS - 1:
-                _forget_hash(client, kind, applied, options.hash_annotation)
+                if behind:
+                    _forget_hash(client, kind, applied, options.hash_annotation)
                 raise
             meta = applied.get("metadata") or {}
             current = client.get(kind, meta["name"], meta.get("namespace"))
             if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
                 raise _replaced(res, meta.get("uid"), exc) from exc  # not the object applied: none of okt's to take
             applied = current
+            behind = behind or _left_behind(applied, body, options)
             continue
-        if taken:
-            # The fields the merge path set are the apply's now: applying again removes those the template dropped.
-            applied = send()
-        break
+        except (errors.ApiError, errors.NotLeader):
+            if behind:
+                _forget_hash(client, kind, applied, options.hash_annotation)
+            raise
+        # The fields the other entries held are the apply's now: applying again removes those the template dropped.
+        return send() if behind else applied
     return applied
+
+
+def _left_to_take_over(obj: Mapping[str, Any], options: WriteOptions) -> bool:
+    """Whether ``obj`` (as the API server answered a write) has entries :func:`take_over` moves."""
+    entries = (obj.get("metadata") or {}).get("managedFields") or ()
+    return any(_taken_over(e, options.field_manager, options.legacy_field_managers) for e in entries)
+
+
+def _left_behind(obj: Mapping[str, Any], body: Mapping[str, Any], options: WriteOptions) -> bool:
+    """Whether an entry of ``obj`` that :func:`take_over` moves holds a field ``body`` (an apply configuration) does not
+    set; one okt cannot match (a list item whose key it cannot read) counts as such."""
+    entries = (obj.get("metadata") or {}).get("managedFields") or ()
+    return any(
+        _outside(e.get("fieldsV1") or {}, body)
+        for e in entries
+        if _taken_over(e, options.field_manager, options.legacy_field_managers)
+    )
+
+
+def _outside(fields: Mapping[str, Any], value: Any) -> bool:
+    """Whether the fieldsV1 tree ``fields`` holds a path ``value`` does not have (``f:`` a field, ``k:`` a list item
+    by its keys, ``v:`` a set's value, ``i:`` an index; ``.`` the element itself)."""
+    for key, inner in fields.items():
+        if key == ".":
+            continue
+        prefix, _, rest = key.partition(":")
+        child: Any
+        if prefix == "f" and isinstance(value, Mapping) and rest in value:
+            child = value[rest]
+        elif prefix in ("k", "v") and isinstance(value, list):
+            try:
+                wanted = json.loads(rest)
+            except ValueError:
+                return True
+            if prefix == "v":
+                child = wanted if wanted in value else _MISSING
+            elif isinstance(wanted, dict):
+                child = next(
+                    (i for i in value if isinstance(i, Mapping) and all(i.get(k) == v for k, v in wanted.items())),
+                    _MISSING,
+                )
+            else:
+                return True
+        elif prefix == "i" and isinstance(value, list) and rest.isdigit() and int(rest) < len(value):
+            child = value[int(rest)]
+        else:
+            return True
+        if child is _MISSING or (isinstance(inner, Mapping) and _outside(inner, child)):
+            return True
+    return False
+
+
+_MISSING = object()
+
+
+class TakenOver:
+    """The children whose last write in this process left nothing to take over (:func:`take_over`), by uid.
+
+    Why this exists: an update takes over before it applies (see :func:`_apply`), and needs the child's managedFields
+    for that, which okt's cache does not keep; reading them before each update would cost a request each time, for a
+    take-over needed once in a child's life. okt's own writes answer with them: a child okt wrote since this process
+    started needs no read. Bounded (the oldest are forgotten first: such a child is read once more); safe across worker
+    threads.
+    """
+
+    LIMIT = 65536
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._uids: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def note(self, written: Mapping[str, Any], options: WriteOptions) -> None:
+        """Record what ``written`` (the API server's answer to a write of okt's) says."""
+        meta = written.get("metadata") or {}
+        uid = meta.get("uid")
+        if not uid or "managedFields" not in meta:
+            return
+        with self._lock:
+            if _left_to_take_over(written, options):
+                self._uids.pop(uid, None)
+                return
+            self._uids[uid] = None
+            self._uids.move_to_end(uid)
+            while len(self._uids) > self._limit:
+                self._uids.popitem(last=False)
+
+    def knows(self, uid: str) -> bool:
+        """Whether the last write of the child of ``uid`` in this process left nothing to take over."""
+        with self._lock:
+            return uid in self._uids
+
+
+TAKEN_OVER = TakenOver()
 
 
 def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], annotation: str) -> None:
@@ -918,7 +1095,7 @@ def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str,
     patch = [{"op": "test", "path": pointer, "value": digest}, {"op": "remove", "path": pointer}]
     try:
         client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-    except errors.ApiError:
+    except (errors.ApiError, errors.NotLeader):
         return  # the take-over's error is the one reported
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import hypothesis
+import jsonpatch
 import pytest
 from hypothesis import strategies as st
 
@@ -507,6 +508,7 @@ class RecordingClient:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
         self.managed_fields: list[dict[str, Any]] = []
+        self.uid = "child-uid"
 
     def kind_of(self, obj: Mapping[str, Any]) -> kinds.Kind:
         found = kinds.builtin(str(obj["apiVersion"]), str(obj["kind"]))
@@ -517,17 +519,24 @@ class RecordingClient:
         self.calls.append(("create", copy.deepcopy(obj)))
         return {**copy.deepcopy(dict(obj)), "metadata": {**obj["metadata"], "resourceVersion": "1"}}
 
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("get", (kind.plural, name, namespace)))
+        meta = {"name": name, "namespace": namespace, "uid": self.uid, "resourceVersion": "2"}
+        return {"metadata": {**meta, "managedFields": copy.deepcopy(self.managed_fields)}}
+
     def patch(
         self, kind: kinds.Kind, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge"
     ) -> dict[str, Any]:
         self.calls.append((f"patch-{patch_type}", (kind.plural, name, namespace, copy.deepcopy(patch))))
+        if patch_type == "json" and all("/managedFields/" in op["path"] for op in patch):
+            patched = jsonpatch.apply_patch({"metadata": {"managedFields": self.managed_fields}}, patch)
+            self.managed_fields = patched["metadata"]["managedFields"]
         return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": "2"}}
 
     def apply(self, obj: Mapping[str, Any], kind: kinds.Kind, *, field_manager: str) -> dict[str, Any]:
         self.calls.append(("apply", (field_manager, copy.deepcopy(obj))))
         answer = copy.deepcopy(dict(obj))
         answer["metadata"] = {**answer["metadata"], "resourceVersion": "3", "managedFields": self.managed_fields}
-        self.managed_fields = [e for e in self.managed_fields if e.get("operation") == "Apply"]
         return answer
 
     def delete(
@@ -641,7 +650,7 @@ def test_apply_strategy_sends_the_whole_desired_object_as_one_apply_of_okt(write
     if write == "create":
         apply.create(client, res, observed.append)
     else:
-        apply.update(client, res, as_live(prepared(Config)), OWNER, observed.append)
+        apply.update(client, res, as_live(prepared(Config), managedFields=[]), OWNER, observed.append)
 
     assert [verb for verb, _ in client.calls] == ["apply"]
     manager, body = client.calls[0][1]
@@ -672,14 +681,16 @@ def test_an_object_of_the_merge_path_is_taken_over_then_applied_again() -> None:
         {**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}, "f:metadata": {"f:labels": {"f:x": {}}}}},
         {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
     ]
+    read = client.managed_fields
 
-    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+    apply.update(client, prepared(Config), as_live(prepared(Config), managedFields=read), OWNER, lambda _: None)
 
+    # Taken over first: the apply writes the checksum, and a take-over that never came after it would be lost.
     verbs = [verb for verb, _ in client.calls]
-    assert verbs == ["apply", "patch-json", "apply"]
-    first, second, replace, remove = client.calls[1][1][3]
+    assert verbs == ["patch-json", "apply"]
+    first, second, replace, remove = client.calls[0][1][3]
     # Tested: okt's own entries as read, not the resourceVersion another manager's write (a status) changes.
-    assert first == {"op": "test", "path": "/metadata/managedFields/0", "value": client.managed_fields[0]}
+    assert first == {"op": "test", "path": "/metadata/managedFields/0", "value": read[0]}
     assert second["path"] == "/metadata/managedFields/1"
     assert (second["op"], second["value"]["operation"]) == ("test", "Update")
     assert (replace["op"], replace["path"]) == ("replace", "/metadata/managedFields/0")
@@ -697,10 +708,11 @@ def test_a_take_over_without_an_apply_entry_puts_the_union_in_the_first_update_e
         {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
         {**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}}},
     ]
+    live = as_live(prepared(Config), managedFields=client.managed_fields)
 
-    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
 
-    patch = client.calls[1][1][3]
+    patch = client.calls[0][1][3]
     assert [(op["op"], op["path"]) for op in patch] == [
         ("test", "/metadata/managedFields/1"),
         ("replace", "/metadata/managedFields/1"),
@@ -719,11 +731,12 @@ def test_the_entries_of_legacy_field_managers_are_taken_over_whatever_their_oper
         {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
     ]
     options = apply.WriteOptions(field_manager="new-operator", legacy_field_managers=frozenset({"okt"}))
+    live = as_live(prepared(Config), managedFields=client.managed_fields)
 
-    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None, options)
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None, options)
 
-    assert [verb for verb, _ in client.calls] == ["apply", "patch-json", "apply"]
-    patch = client.calls[1][1][3]
+    assert [verb for verb, _ in client.calls] == ["patch-json", "apply"]
+    patch = client.calls[0][1][3]
     assert [(op["op"], op["path"]) for op in patch] == [
         ("test", "/metadata/managedFields/0"),
         ("test", "/metadata/managedFields/1"),
@@ -740,10 +753,51 @@ def test_the_entries_of_legacy_field_managers_are_taken_over_whatever_their_oper
 def test_an_object_okt_only_ever_applied_is_written_once() -> None:
     client = RecordingClient()
     client.managed_fields = [{**APPLIED, "fieldsV1": {"f:data": {"f:a": {}}}}, {**FOREIGN, "fieldsV1": {}}]
+    live = as_live(prepared(Config), managedFields=client.managed_fields)
 
-    apply.update(client, prepared(Config), as_live(prepared(Config)), OWNER, lambda _: None)
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
 
     assert [verb for verb, _ in client.calls] == ["apply"]
+
+
+def test_an_update_reads_the_managed_fields_okt_does_not_know_and_takes_over_before_it_applies() -> None:
+    """okt's cache keeps no managedFields: a child this process never wrote is read once before its update."""
+    client = RecordingClient()
+    client.managed_fields = [{**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}}}]
+    client.uid = "never-written"
+    live = as_live(prepared(Config), uid=client.uid)
+
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
+
+    # The second update knows from the first's answer that nothing is left to take over: no read.
+    assert [verb for verb, _ in client.calls] == ["get", "patch-json", "apply", "apply"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "behind"),
+    [
+        pytest.param({"f:data": {".": {}, "f:mode": {}}}, False, id="a-field-of-the-template"),
+        pytest.param({"f:data": {"f:old": {}}}, True, id="a-field-the-template-dropped"),
+        pytest.param({"f:metadata": {"f:ownerReferences": {'k:{"uid":"uid-1"}': {".": {}}}}}, False, id="okts-item"),
+        pytest.param({"f:metadata": {"f:ownerReferences": {'k:{"uid":"x"}': {}}}}, True, id="another-item"),
+        pytest.param({"f:metadata": {"f:ownerReferences": {"k:not json": {}}}}, True, id="a-key-okt-cannot-read"),
+    ],
+)
+def test_a_take_over_goes_before_the_apply_only_for_an_entry_holding_a_field_the_apply_would_leave(
+    fields: dict[str, Any], behind: bool
+) -> None:
+    """Taken over after the apply, an entry holding only fields the apply sets costs no second apply, and a take-over
+    lost then harms nothing; one holding a field the apply would leave is taken over first, before the checksum."""
+    client = RecordingClient()
+    client.managed_fields = [{**APPLIED, "fieldsV1": {}}, {**LEGACY, "fieldsV1": fields}]
+    live = as_live(prepared(Config), managedFields=client.managed_fields)
+
+    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
+
+    verbs = [verb for verb, _ in client.calls]
+    assert verbs == (["patch-json", "apply"] if behind else ["apply", "patch-json"])
+    assert [entry["operation"] for entry in client.managed_fields] == ["Apply"]
 
 
 def test_a_json_copy_equals_its_tree_and_shares_nothing_mutable_with_it() -> None:

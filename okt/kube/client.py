@@ -284,12 +284,17 @@ class Fence:
     exec's websocket (:mod:`okt.kube.podexec`: counted until the command's exit status came), a call straight to an
     operand's Pod (:mod:`okt.kube.operand_http`: until its answer came).
 
+    ``time_left``, when given, says how many seconds a write let through now may take, at most (None: no bound): the
+    leader's, the time until its renew deadline, so that no write it let through still waits for its answer once
+    another replica could hold the lease (:meth:`Sending.within`).
+
     Caveats: a write ended without an answer (a timeout, a connection cut) may still reach the server, or its command
     still run, so :meth:`settle` does not count as settled one that ended so within the last ``timeout`` seconds.
     """
 
-    def __init__(self, allows: WriteFence) -> None:
+    def __init__(self, allows: WriteFence, time_left: Callable[[], float | None] | None = None) -> None:
         self._allows = allows
+        self._time_left = time_left
         self._closed: str | None = None
         self._ended = threading.Condition(threading.Lock())
         self._in_flight = 0
@@ -298,6 +303,10 @@ class Fence:
     def __call__(self, verb: str, resource: str) -> str | None:
         closed = self._closed
         return closed if closed is not None else self._allows(verb, resource)
+
+    def time_left(self) -> float | None:
+        """The seconds a write let through now may take, at most; None: no bound."""
+        return self._time_left() if self._time_left is not None else None
 
     @property
     def in_flight(self) -> int:
@@ -344,12 +353,38 @@ class Fence:
 
 class Sending:
     """One write :func:`sending` let through; whoever sends it sets :attr:`answered` once nothing of it can reach its
-    target any more: its answer came, or it was certainly never sent."""
+    target any more: its answer came, or it was certainly never sent. :attr:`deadline` (a :func:`time.monotonic`
+    time, or None) is when its fence stops waiting for it (:meth:`Fence.time_left`): whoever sends it bounds its wait
+    for the answer by it (:meth:`within`, :meth:`by`)."""
 
-    __slots__ = ("answered",)
+    __slots__ = ("answered", "deadline")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
         self.answered = False
+        self.deadline = deadline
+
+    def within(self, timeout: float) -> float:
+        """``timeout`` (seconds from now), cut to what is left before :attr:`deadline`.
+
+        Raises:
+            okt.errors.NotLeader: nothing is left; the write is not to be sent.
+        """
+        return timeout if self.deadline is None else min(timeout, self._left())
+
+    def by(self, deadline: float) -> float:
+        """``deadline`` (a :func:`time.monotonic` time), or :attr:`deadline` when it comes first.
+
+        Raises:
+            okt.errors.NotLeader: nothing is left; the write is not to be sent.
+        """
+        return deadline if self.deadline is None else min(deadline, time.monotonic() + self._left())
+
+    def _left(self) -> float:
+        assert self.deadline is not None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise errors.NotLeader("not sent: the time its fence allows a write ran out before it left")
+        return left
 
 
 @contextlib.contextmanager
@@ -358,14 +393,18 @@ def sending(verb: str, resource: str, *, fenced: bool = True) -> Iterator[Sendin
     refuses; the block does not run) and, when it is a :class:`Fence`, counts the write until the block ends, so that
     a stopping leader's :meth:`Fence.settle` waits for it. ``fenced`` False: neither asked nor counted (a read).
 
-    The block sets ``answered`` on the :class:`Sending` it is given once the answer came; one that ends otherwise
-    (raises) may have left something the server or the operand has yet to act upon, and the fence stays unsettled
-    for a while (see :meth:`Fence.settle`) — except for ``okt.NotLeader`` (the fence asked again once connected):
-    nothing was sent.
+    The block bounds its wait for the answer by the :class:`Sending`'s :attr:`~Sending.deadline` (the fence's
+    :meth:`Fence.time_left` as it let the write through), and sets ``answered`` on it once the answer came; one that
+    ends otherwise (raises) may have left something the server or the operand has yet to act upon, and the fence
+    stays unsettled for a while (see :meth:`Fence.settle`) — except for ``okt.NotLeader`` (the fence asked again once
+    connected, or no time left): nothing was sent.
     """
     counted = _enter_fence(verb, resource) if fenced else None
     sent = Sending()
     try:
+        left = counted.time_left() if counted is not None else None
+        if left is not None:
+            sent.deadline = time.monotonic() + left
         yield sent
     except errors.NotLeader:
         sent.answered = True  # refused once connected (or before a second try): nothing of it was sent
@@ -782,8 +821,11 @@ class Client:
         used = self._token.token() if self._token is not None else None
         # After the rate limit's wait and the token: leadership may have been lost during them.
         with sending(verb, resource, fenced=write) as sent:
+            # A write waits for its answer no longer than its fence allows (a leader: until its renew deadline): held
+            # on the wire longer, it could reach the server once another replica may hold the lease.
+            timeout = sent.within(timeout if timeout is not None else self._timeout)
+            deadline = sent.by(deadline) if deadline is not None else None
             self.stats.record(verb, resource)
-            timeout = timeout if timeout is not None else self._timeout
             # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
             # timeout): leadership may have been lost meanwhile, and the next leader be writing.
             with transport.asked_once_connected(

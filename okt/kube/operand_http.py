@@ -266,7 +266,8 @@ def _direct_call(
     target: Target,
 ) -> tuple[int, bytes]:
     """One call to ``address``:``number``; ``sent.answered`` once the answer came, or once it is certain that nothing
-    was sent (no connection)."""
+    was sent (no connection). The whole call takes no longer than ``timeout``, nor than its fence allows a write."""
+    timeout = sent.within(timeout)
     host = f"[{address}]" if ":" in address else address
     url = urllib3.util.parse_url(f"{scheme}://{host}:{number}/{path.lstrip('/')}")  # what must be, percent-encoded
     options: dict[str, Any] = {}

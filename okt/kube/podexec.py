@@ -140,7 +140,10 @@ def run(
         # lost meanwhile, and the next leader be running its own command.
         try:
             with transport.asked_once_connected(lambda: kube_client.check_fence("create", "pods/exec")):
-                socket = _connect(client, exec_path(namespace, pod, container, command), where, timeout)
+                # Its command starts once the API server has the request: it waits for the upgrade no longer than
+                # the fence allows a write (the command itself then runs for ``timeout``).
+                path = exec_path(namespace, pod, container, command)
+                socket = _connect(client, path, where, sent.within(timeout))
         except errors.ApiError as exc:
             sent.answered = exc.status > 0  # the API server refused the upgrade: nothing ran
             raise

@@ -203,6 +203,16 @@ class LeaderElector:
         with self._lock:
             return self._leading and not self._contested and clock() - self._renewed_at < self.renew_deadline
 
+    def write_time_left(self) -> float:
+        """Seconds this process may still write, from now: until its renew deadline, counted from its last renewal as
+        :meth:`may_write` counts it (0 when it may not write). A write let through now ends by then — its wait for
+        its answer cut to this — so that none is still on its way when another replica may take the lease, which
+        comes ``lease_duration - renew_deadline`` seconds later at the soonest."""
+        with self._lock:
+            if not self._leading or self._contested:
+                return 0.0
+            return max(self.renew_deadline - (clock() - self._renewed_at), 0.0)
+
     @property
     def healthy(self) -> bool:
         """Whether the API server answered one of our lease requests recently (a healthy standby or leader)."""

@@ -209,7 +209,7 @@ class Manager:
         self.controllers: list[controller_mod.Controller] = []
         self.elector: leader_mod.LeaderElector | None = None
         # The reconciles' and daemons' write fence with leader election: closed before the lease is released.
-        self._fence = kube_client.Fence(self._write_fence)
+        self._fence = kube_client.Fence(self._write_fence, self._write_time_left)
         self.probes: metrics_mod.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
@@ -474,6 +474,10 @@ class Manager:
         if self.elector is None or self.elector.may_write():
             return None
         return "this process does not hold the leader lease" + (" (lost)" if self.elector.lost else "")
+
+    def _write_time_left(self) -> float | None:
+        """How long a reconcile's write let through now may wait for its answer (None: no bound, no election)."""
+        return self.elector.write_time_left() if self.elector is not None else None
 
     def _writes_settled(self) -> bool:
         """Close the write fence and wait, up to the client's request timeout, for the writes it let through to end;

@@ -318,7 +318,8 @@ def test_a_stopping_leader_whose_exec_is_still_running_leaves_its_lease_to_expir
 ) -> None:
     """A command run through ``pods/exec`` may change the operand until it ends: released while it runs, the lease
     would let a standby act on the operand beside it. (The Pod is bound to a node whose kubelet is a local server:
-    the API server hands it the exec, which it holds.)"""
+    the API server hands it the exec, which it holds without answering: the exec waits no longer than the leader may
+    write, and ends without an answer, its command perhaps still running.)"""
     namespace = "exec-running"
     admin = kube_client.Client.from_kubeconfig(audited.kubeconfig)
     admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
@@ -341,7 +342,8 @@ def test_a_stopping_leader_whose_exec_is_still_running_leaves_its_lease_to_expir
             old.stop()
             assert old.join(3 * REQUEST_TIMEOUT)
             lease = admin.get(kinds.LEASE, old.lease_name, namespace)
-            assert CallsTheOperand.outcome == []  # still running
+            wait_for(lambda: CallsTheOperand.outcome, timeout=3 * REQUEST_TIMEOUT)
+            assert isinstance(CallsTheOperand.outcome[0], errors.RemoteTimeout)  # no answer: perhaps still running
     finally:
         admin.delete(NODE, namespace)
     assert lease["spec"]["holderIdentity"] == "old"  # not released: the others wait for it to expire
@@ -411,3 +413,81 @@ def test_a_leader_that_loses_its_lease_during_its_shutdown_says_it_lost_it(audit
         assert old.join(15)
     assert old.lost_leadership
     assert admin.get(kinds.LEASE, old.lease_name, namespace)["spec"]["holderIdentity"] == "nobody"
+
+
+class LeaseCut(kube_client.Client):
+    """okt's client, whose requests for the Lease fail once :attr:`cut` is set: the leader's renewals fail, and the
+    lease runs out for the others, while its other requests go on."""
+
+    cut: threading.Event
+
+    def request(self, method: str, path: str, *, verb: str, resource: str, **options: Any) -> Any:
+        if resource == kinds.LEASE.plural and self.cut.is_set():
+            raise errors.ApiError.from_status(0, "Unavailable", "connection refused", method=method, url=path)
+        return super().request(method, path, verb=verb, resource=resource, **options)
+
+
+class SentBeforeTheDeadline(shared.WidgetReconciler):
+    """In the Updater of ``old``'s first reconcile, cuts its lease requests and then creates the ConfigMap
+    ``past-the-lease`` through ``relayed`` (whose bytes a :class:`Relay` holds), under the reconcile's write fence:
+    a write let through while the leader still may write, whose answer cannot come before its lease runs out."""
+
+    old: ClassVar[Any] = None
+    namespace: ClassVar[str] = ""
+    relayed: ClassVar[Any] = None
+    outcome: ClassVar[list[BaseException | None]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        if state is okt.State.Updater and ctx.client is self.old and not self.outcome:
+            self.old.cut.set()
+            metadata = {"name": "past-the-lease", "namespace": self.namespace}
+            try:
+                self.relayed.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}, kinds.CONFIG_MAP)
+            except BaseException as exc:
+                self.outcome.append(exc)
+                raise
+            self.outcome.append(None)
+        super().enter_in_state(state, ctx)
+
+
+def test_a_write_on_the_wire_when_the_leader_stops_renewing_ends_before_another_replica_takes_the_lease(
+    audited: envtest.ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    """A write let through just before the renewals fail, whose bytes stay on the wire, waits for its answer no
+    longer than the leader may write (its renew deadline), not the client's request timeout: it has ended when the
+    next leader takes the lease over."""
+    namespace = "past-the-lease"
+    admin = kube_client.Client.from_kubeconfig(audited.kubeconfig)
+    admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, kinds.NAMESPACE)
+    widget_kind = admin.resolve(f"{shared.GROUP}/v1", "Widget")
+    relay = Relay(audited.url)
+    config = yaml.safe_load(audited.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = relay.url
+    envtest.write_private(tmp_path / "relayed", yaml.safe_dump(config))
+    relayed = kube_client.Client.from_kubeconfig(tmp_path / "relayed")  # the default request timeout, 30 s
+    old_client = LeaseCut.from_kubeconfig(audited.kubeconfig_for(OLD))
+    assert isinstance(old_client, LeaseCut)
+    old_client.cut = threading.Event()
+    SentBeforeTheDeadline.old, SentBeforeTheDeadline.relayed = old_client, relayed
+    SentBeforeTheDeadline.namespace, SentBeforeTheDeadline.outcome = namespace, []
+    relayed.get(kinds.NAMESPACE, namespace)  # a kept-alive connection, its handshake done
+    relay.hold.set()
+    options: dict[str, Any] = {"namespaces": [namespace], "leader_elect": True, "lease_namespace": namespace}
+    old = manager_mod.Manager(old_client, [SentBeforeTheDeadline], identity="old", metrics_bind="0", **options, **LEASE)
+    new = manager_mod.Manager(client_of(audited, NEW), [Stuck], identity="new", metrics_bind="0", **options, **LEASE)
+    old.start()
+    try:
+        wait_for(lambda: old.elector is not None and old.elector.is_leader, timeout=30)
+        new.start()
+        shared.make_widget(admin, widget_kind, namespace, "w", size=1)
+        assert relay.held.wait(30), "the reconcile's write is on the wire"
+        wait_for(lambda: new.elector is not None and new.elector.is_leader, timeout=30)
+
+        assert SentBeforeTheDeadline.outcome, "the old leader's write is still waiting for its answer"
+        assert isinstance(SentBeforeTheDeadline.outcome[0], errors.Unavailable)
+    finally:
+        relay.close()
+        for manager in (new, old):
+            manager.stop()
+            manager.join(15)
+        relayed.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import time
 
 import pytest
 
@@ -117,3 +118,28 @@ def test_a_read_in_a_sending_block_is_neither_asked_nor_counted() -> None:
     with kube_client.fenced(fence), kube_client.sending("get", "pods/proxy", fenced=False) as sent:
         assert fence.in_flight == 0
     assert not sent.answered
+
+
+@pytest.mark.parametrize(("left", "timeout", "bounded"), [(None, 30.0, 30.0), (5.0, 30.0, 5.0), (50.0, 30.0, 30.0)])
+def test_a_write_waits_for_its_answer_no_longer_than_its_fence_allows(
+    left: float | None, timeout: float, bounded: float
+) -> None:
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: left)
+    with kube_client.fenced(fence), kube_client.sending("create", "configmaps") as sent:
+        assert bounded - 1.0 < sent.within(timeout) <= bounded
+        assert bounded - 1.0 < sent.by(time.monotonic() + timeout) - time.monotonic() <= bounded
+        sent.answered = True
+
+
+def test_a_write_its_fence_allows_no_time_is_not_sent() -> None:
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: 0.0)
+    with pytest.raises(errors.NotLeader), kube_client.fenced(fence), kube_client.sending("create", "pods/exec") as sent:
+        sent.within(30.0)
+    assert fence.in_flight == 0
+    assert fence.settle(60.0)  # nothing was sent
+
+
+def test_a_read_keeps_its_timeout_whatever_the_fence_allows() -> None:
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: 1.0)
+    with kube_client.fenced(fence), kube_client.sending("get", "pods/proxy", fenced=False) as sent:
+        assert sent.within(30.0) == 30.0

@@ -45,6 +45,7 @@ def test_a_new_elector_neither_leads_nor_has_reached_the_api() -> None:
     assert not elector.healthy
     assert not elector.lost
     assert elector.holder == ""
+    assert elector.write_time_left() == 0.0
     assert elector.release() is False
 
 

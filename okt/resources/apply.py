@@ -47,6 +47,7 @@ reported as a conflict retried soon (the merge path's resourceVersion refuses it
 Caveat (apply): a create is an apply too, so an object that appeared between okt's read and its create is written
 over like an update — unless another controller owns it: the server refuses a second controller reference (422) and
 okt reports it as owned by another; so it does an update of a child another controller adopted since okt read it.
+One okt's own create made, its answer lost, is read first instead (:func:`create`): its initial data stays.
 """
 
 from __future__ import annotations
@@ -520,18 +521,85 @@ def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
 def create(
     client: kube_client.Client, res: resource.Resource, observe: Observer, options: WriteOptions = WriteOptions()
 ) -> dict[str, Any]:
+    """Create ``res``, which okt's read found missing.
+
+    With apply, a create is an apply, which writes over an object that exists: one okt's own earlier create made,
+    whose answer never came (a timeout, a cut connection) and which okt's read has not seen yet (the cache before the
+    watch brings it), would get its initial data generated again — a password changed under its users. So once a
+    create of a child ended without an answer (:data:`UNANSWERED_CREATES`), the next one reads it first; found, it
+    is refused as the merge path's create is, and the caller decides again from what it read (an update keeps the
+    initial data).
+
+    Raises:
+        okt.errors.Conflict: (``already_exists``) the object exists: an earlier create landed unanswered.
+    """
+    if options.strategy is Strategy.APPLY:
+        _check_unanswered(client, res)
     view = _pristine_view(res)
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
     if options.strategy is Strategy.APPLY:
-        created = _apply(client, kind, res, options)
+        key = kinds.key_of(res.desired)
+        try:
+            created = _apply(client, kind, res, options)
+        except errors.ApiError as exc:
+            if exc.status == 0 or exc.status >= 500:  # no answer, or the server's own failure: it may have landed
+                UNANSWERED_CREATES.add(key)
+            raise
+        UNANSWERED_CREATES.discard(key)
     else:
         created = client.create(res.desired, kind)
     SERVER_FORMS.remember(view, res, created)
     res.live = created
     observe(created)
     return created
+
+
+class Unanswered:
+    """The children (by :func:`okt.kube.kinds.key_of`) whose last create by this process ended without an answer, so
+    may have landed unseen. Bounded (the oldest are forgotten first); safe across worker threads."""
+
+    LIMIT = 8192
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._keys: collections.OrderedDict[kinds.ObjectKey, None] = collections.OrderedDict()
+
+    def add(self, key: kinds.ObjectKey) -> None:
+        with self._lock:
+            self._keys[key] = None
+            self._keys.move_to_end(key)
+            while len(self._keys) > self._limit:
+                self._keys.popitem(last=False)
+
+    def discard(self, key: kinds.ObjectKey) -> None:
+        with self._lock:
+            self._keys.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._keys
+
+
+UNANSWERED_CREATES = Unanswered()
+
+
+def _check_unanswered(client: kube_client.Client, res: resource.Resource) -> None:
+    """Raise a ``Conflict`` (``AlreadyExists``) when an earlier create of ``res`` ended unanswered and the object
+    exists: see :func:`create`."""
+    key = kinds.key_of(res.desired)
+    if key not in UNANSWERED_CREATES:
+        return
+    if client.get_or_none(client.kind_of(res.desired), res.name, res.namespace) is None:
+        return  # it did not land: created below, from okt's read
+    UNANSWERED_CREATES.discard(key)
+    raise errors.Conflict(
+        409,
+        "AlreadyExists",
+        f"{res.describe()} exists: okt's earlier create of it landed without an answer; decided again from it",
+    )
 
 
 def update(

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import base64
 import secrets
+from typing import Any
 
 import pytest
 
 import okt
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import core
+from okt.testing import envtest
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -111,3 +115,44 @@ def test_a_generated_password_survives_spec_changes_and_comes_back_when_removed(
     shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=4)
     assert converge(rec, kube, widget_kind, namespace) == 1
     assert secret_data(kube, namespace) == {"user": "admin-4", "password": restored["password"]}
+
+
+class CreateAnswerLost(kube_client.Client):
+    """okt's client, whose applies of a Secret land but come back without an answer (a timeout, a cut connection)."""
+
+    def apply(self, obj: Any, kind: kinds.Kind | None = None, **options: Any) -> dict[str, Any]:
+        answer = super().apply(obj, kind, **options)
+        if obj.get("kind") == "Secret":
+            raise errors.ApiError.from_status(0, "Unavailable", "read timed out", method="PATCH", url=SECRET)
+        return answer
+
+
+class NotSeenYet(core.ApiReader):
+    """A reader that has not seen the Secret yet, as okt's cache before the watch brings the create of it."""
+
+    def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
+        return None if kind.kind == "Secret" else super().get(kind, name, namespace)
+
+
+@pytest.mark.parametrize("secret", [PasswordSecret, OnCreationSecret], ids=["always", "when no live object"])
+def test_a_create_that_landed_without_an_answer_keeps_its_password_when_the_next_read_has_not_seen_it(
+    secret: type[PasswordSecret],
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+) -> None:
+    rec = reconciler("apply", secret)
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    lossy = CreateAnswerLost.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        failed = shared.reconcile_widget(rec, lossy, widget_kind, namespace, NAME)
+    finally:
+        lossy.close()
+    assert failed.outcome.kind is okt.OutcomeKind.RETRY, failed.results.summary()
+    password = secret_data(kube, namespace)["password"]  # it landed
+
+    again = okt.reconcile(rec, kube, NotSeenYet(kube), namespace, NAME, kind=widget_kind)
+
+    assert again.outcome == okt.Outcome.done(), again.results.summary()
+    assert secret_data(kube, namespace) == {"user": "admin-1", "password": password}

@@ -535,6 +535,18 @@ _DEADLINE_READ = 64 * 1024
 """Bytes asked of the connection at once by :func:`_read_by` (a read returns what has arrived)."""
 
 
+def _pair_by(deadline: float) -> tuple[float, float]:
+    """The connect and read timeouts of a request sent again whose answer is due by ``deadline``.
+
+    Raises:
+        TimeoutError: the deadline passed.
+    """
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed before the request was sent again")
+    return left, left
+
+
 def _read_by(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
     """The whole body of a streamed answer (``preload_content=False``), decoded, read by ``deadline`` (a
     :func:`time.monotonic` time).
@@ -823,7 +835,8 @@ class Client:
         with sending(verb, resource, fenced=write) as sent:
             # A write waits for its answer no longer than its fence allows (a leader: until its renew deadline): held
             # on the wire longer, it could reach the server once another replica may hold the lease.
-            timeout = sent.within(timeout if timeout is not None else self._timeout)
+            base = timeout if timeout is not None else self._timeout
+            timeout = sent.within(base)
             deadline = sent.by(deadline) if deadline is not None else None
             self.stats.record(verb, resource)
             # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
@@ -840,6 +853,7 @@ class Client:
                     data=data,
                     content_type=content_type,
                     timeout=timeout,
+                    again=functools.partial(self._time_left, sent, base, verb, resource),
                     write=write,
                     deadline=deadline,
                     limited=limited,
@@ -862,13 +876,15 @@ class Client:
         data: bytes | str | None,
         content_type: str,
         timeout: float,
+        again: Callable[[], float],
         write: bool,
         deadline: float | None,
         limited: bool,
         token: str | None,
     ) -> transport.Response:
         """The answer to a request :meth:`request` counted, sent with ``token`` (the token source's, if any): through
-        the direct path, else the session."""
+        the direct path, else the session. Sent once more with a renewed token, it waits ``again()`` seconds: what is
+        left of the time its fence allowed it."""
         through_session = functools.partial(
             self._send,
             method,
@@ -881,6 +897,7 @@ class Client:
             write=write,
             limited=limited,
             token=token,
+            again=again,
         )
         if deadline is not None:
             response = self._whole_by(through_session, method, path, deadline)
@@ -892,13 +909,12 @@ class Client:
                 params=params,
                 data=data,
                 content_type=content_type,
-                timeout=timeout,
             )
-            response = sent(token=token)
+            response = sent(token=token, timeout=timeout)
             if response.status_code == 401:
                 renewed = self._renewed_token(method, verb, resource, token, write, limited=limited)
                 if renewed is not None:  # another token came (a rotated file, a plugin run again): once more with it
-                    response = sent(token=renewed)
+                    response = sent(token=renewed, timeout=again())
         else:
             answer = through_session(timeout=timeout)
             response = transport.Response(
@@ -915,7 +931,7 @@ class Client:
             left = deadline - time.monotonic()
             if left <= 0:  # the rate limit held it past its deadline: not sent
                 raise TimeoutError("the deadline passed before the request was sent")
-            answer = through_session(stream=True, timeout=(left, left))
+            answer = through_session(stream=True, timeout=(left, left), again=functools.partial(_pair_by, deadline))
         except TimeoutError as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
@@ -953,6 +969,14 @@ class Client:
         except OSError as exc:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+
+    def _time_left(self, sent: Sending, timeout: float, verb: str, resource: str) -> float:
+        """``sent.within(timeout)`` for a request sent once more: one it refuses is not counted as sent again."""
+        try:
+            return sent.within(timeout)
+        except errors.NotLeader:
+            self.stats.withdraw(verb, resource)
+            raise
 
     def _check_fence_again(self, verb: str, resource: str) -> None:
         """:func:`check_fence` for a request already counted: one it refuses is not counted as sent."""
@@ -1001,21 +1025,20 @@ class Client:
         write: bool = False,
         limited: bool = True,
         token: str | None = None,
+        again: Callable[[], float | tuple[float, float]] | None = None,
     ) -> requests.Response:
         """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams), with
         ``token`` (else the token source's of the moment, if any); a 401 is sent once more when the token source gives
         another token (counted as ``verb`` on ``resource``; a ``limited`` request waits its turn in the rate limit
-        again and a ``write`` asks the fence again first)."""
-        sent = functools.partial(
-            self._through_session, method, path, params, data, content_type, stream=stream, timeout=timeout
-        )
+        again and a ``write`` asks the fence again first), waiting ``again()`` when given (else ``timeout`` again)."""
+        sent = functools.partial(self._through_session, method, path, params, data, content_type, stream=stream)
         used = token if token is not None or self._token is None else self._token.token()
-        answer = sent(used)
+        answer = sent(used, timeout=timeout)
         if answer.status_code == 401:
             renewed = self._renewed_token(method, verb, resource, used, write, limited=limited)
             if renewed is not None:
                 answer.close()
-                answer = sent(renewed)
+                answer = sent(renewed, timeout=again() if again is not None else timeout)
         return answer
 
     def _through_session(

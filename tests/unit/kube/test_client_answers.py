@@ -10,6 +10,7 @@ import math
 import pathlib
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -283,3 +284,30 @@ def test_a_body_holding_a_number_json_cannot_write_is_refused_before_anything_is
 
     assert client.stats.snapshot() == {}
     assert client.get(CONFIG_MAP, "a", "default")["metadata"]["name"] == "a"  # the server's one answer still unused
+
+
+def test_a_write_sent_again_with_a_renewed_token_waits_no_longer_than_its_fence_allowed_the_first(
+    start: Start, tmp_path: pathlib.Path
+) -> None:
+    """The fence bounds the write's whole wait, not each sending of it: sent once more after a 401, it waits only what
+    is left, and ends without an answer it would have waited for past the fence's time."""
+    token = tmp_path / "token"
+    token.write_text("first")
+
+    def rotated_then_refused_late() -> bytes:
+        time.sleep(1.5)
+        token.write_text("second")
+        return answer("401 Unauthorized", b"", "Content-Type: application/json")
+
+    def created_late() -> bytes:
+        time.sleep(1.0)
+        return OK
+
+    server, client = start([rotated_then_refused_late, created_late], token_file=token)
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: 2.0)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}}
+
+    with pytest.raises(okt.errors.Unavailable), kube_client.fenced(fence):
+        client.create(body, CONFIG_MAP)
+
+    assert [b"Bearer second" in head for head in server.requests] == [False, True]

@@ -642,7 +642,6 @@ def update(
                 desired = checksum.narrowed(apply_body(res), shape)
                 updated = _drop_rekeyed(client, kind, desired, live, updated, options) or updated
         updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
-        TAKEN_OVER.note(updated, options)  # a JSON patch since the apply may have left an entry to take over
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
@@ -938,10 +937,12 @@ def _apply(
     The take-over goes before the apply, which writes the checksum: a take-over refused or unanswered (leadership lost
     in between, a timeout) leaves the old checksum, so the next reconcile, on whichever replica, writes the child
     again and takes over then; after the checksum, it would judge the child unchanged and never take over, and a
-    field the template dropped would stay for good (:func:`_take_over_first`). The entries to take over are read from
-    ``live`` when it has them; else, but for a child whose last write in this process left none (:data:`TAKEN_OVER`),
-    from the API server (okt's cache keeps no managedFields). What the apply's answer still shows is taken over after
-    it (:func:`_take_over_after`).
+    field the template dropped would stay for good (:func:`_take_over_first`). Whether there is one to make first is
+    decided from ``live``'s managedFields, which okt's cache keeps as the entries a take-over moves
+    (:meth:`FieldOwners.kept`, ``[]`` for almost every child): no request but the apply. Only a ``live`` without them
+    (a child not from the cache), or one that shows such an entry holding a field the apply would leave, has the
+    child read, and the take-over made from what the API server holds. What the apply's answer still shows is taken
+    over after it (:func:`_take_over_after`).
 
     Raises:
         okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`_replaced`).
@@ -960,13 +961,12 @@ def _apply(
             raise
 
     if uid:
-        read = live if live is not None and "managedFields" in (live.get("metadata") or {}) else None
-        if read is not None or not TAKEN_OVER.knows(uid):
-            _take_over_first(client, kind, res, uid, read, body, options)
+        known = live is not None and isinstance((live.get("metadata") or {}).get("managedFields"), list)
+        if not known or _left_behind(live or {}, body, options):
+            _take_over_first(client, kind, res, uid, body, options)
     applied = send()
     if _left_to_take_over(applied, options):
         applied = _take_over_after(client, kind, res, applied, body, options, send)
-    TAKEN_OVER.note(applied, options)
     return applied
 
 
@@ -975,12 +975,11 @@ def _take_over_first(
     kind: kinds.Kind,
     res: resource.Resource,
     uid: str,
-    read: Mapping[str, Any] | None,
     body: Mapping[str, Any],
     options: WriteOptions,
 ) -> None:
-    """Take over what other entries of the object of ``uid`` hold of okt's (``read``: the object with its
-    managedFields; None: read it), before the apply of ``body``, when they hold a field ``body`` does not set: the
+    """Take over what other entries of the object of ``uid`` hold of okt's, read from the API server (the patch tests
+    the entries as it holds them), before the apply of ``body``, when they hold a field ``body`` does not set: the
     apply would leave it. Entries that hold only fields of ``body`` are left to the apply, whose checksum is then
     safe: a template that drops one of their fields has another checksum, and its update takes them over first. A
     take-over whose test fails (another writer changed okt's entries in between) is worked out again from a new read,
@@ -991,8 +990,7 @@ def _take_over_first(
         okt.errors.Invalid: the take-over lost to other writers at each attempt; nothing of okt's was written.
     """
     for attempt in range(TAKE_OVER_ATTEMPTS):
-        if read is None:
-            read = client.get(kind, res.name, res.namespace)
+        read = client.get(kind, res.name, res.namespace)
         if (read.get("metadata") or {}).get("uid") != uid:
             raise _replaced(res, uid)
         if not _left_behind(read, body, options):
@@ -1002,7 +1000,6 @@ def _take_over_first(
         except errors.Invalid:
             if attempt == TAKE_OVER_ATTEMPTS - 1:
                 raise
-            read = None
             continue
         return
 
@@ -1019,17 +1016,18 @@ def _take_over_after(
     """Take over what an apply's answer (``applied``) shows left to other entries; apply ``body`` again (``send``)
     when they held a field it does not set, which the apply left in place.
 
-    Entries holding only fields of ``body`` (their values okt applied again) are taken over so that the next update
-    need not read the child; their failure harms nothing. Entries holding other fields are there only when okt could
-    not see them before the apply (the apply created the child over an object that appeared since okt read it, or
-    an older process wrote as okt since okt last wrote it): the apply wrote the checksum already, and a take-over that
-    fails for good is followed by the checksum's removal (:func:`_forget_hash`), so that the retry writes the child
-    again and takes over first. That removal is a write too, and cannot leave when leadership is lost in between.
+    Entries holding only fields of ``body`` (their values okt applied again) are taken over now, once (the cache
+    keeps what the take-over's answer shows: none left); their failure harms nothing. Entries holding other fields
+    are there only when okt could not see them before the apply (the apply created the child over an object that
+    appeared since okt read it, or an older process wrote as okt since okt last read it): the apply wrote the
+    checksum already, and a take-over that fails for good is followed by the checksum's removal
+    (:func:`_forget_hash`), so that the retry writes the child again and takes over first. That removal is a write
+    too, and cannot leave when leadership is lost in between.
     """
     behind = _left_behind(applied, body, options)
     for attempt in range(TAKE_OVER_ATTEMPTS):
         try:
-            take_over(client, kind, applied, options.field_manager, options.legacy_field_managers)
+            taken = take_over(client, kind, applied, options.field_manager, options.legacy_field_managers)
         except errors.Invalid as exc:
             # Its test failed: another writer changed okt's entries in between (another process writing as okt's
             # manager). Read the object again and take over from there; the apply itself already happened.
@@ -1049,7 +1047,8 @@ def _take_over_after(
                 _forget_hash(client, kind, applied, options.hash_annotation)
             raise
         # The fields the other entries held are the apply's now: applying again removes those the template dropped.
-        return send() if behind else applied
+        # Else the take-over's answer is the object as it is now, its managedFields without those entries.
+        return send() if behind else taken or applied
     return applied
 
 
@@ -1106,45 +1105,53 @@ def _outside(fields: Mapping[str, Any], value: Any) -> bool:
 _MISSING = object()
 
 
-class TakenOver:
-    """The children whose last write in this process left nothing to take over (:func:`take_over`), by uid.
+@dataclasses.dataclass(frozen=True)
+class FieldOwners:
+    """Whose ``managedFields`` entries a take-over moves (:func:`take_over`): the ``Update`` entries of ``managers``
+    (the field managers children are applied as) and every entry of ``legacy`` (the reconcilers'
+    ``legacy_field_managers``), subresources' aside.
 
-    Why this exists: an update takes over before it applies (see :func:`_apply`), and needs the child's managedFields
-    for that, which okt's cache does not keep; reading them before each update would cost a request each time, for a
-    take-over needed once in a child's life. okt's own writes answer with them: a child okt wrote since this process
-    started needs no read. Bounded (the oldest are forgotten first: such a child is read once more); safe across worker
-    threads.
+    Why this exists: an update takes over before it applies when such an entry holds a field the apply would leave
+    (see :func:`_apply`), and must know the child's entries for that. okt's cache drops ``managedFields`` (often the
+    largest part of an object), and reading each child before its update would cost a request per child updated after
+    every restart, for a take-over needed once in a child's life. So the cache keeps of a child's entries those
+    :meth:`kept` returns, an empty list for almost every child: a stored child with ``managedFields`` says what there
+    is to take over, with no request.
     """
 
-    LIMIT = 65536
+    managers: frozenset[str] = frozenset()
+    legacy: frozenset[str] = frozenset()
 
-    def __init__(self, limit: int = LIMIT) -> None:
-        self._limit = limit
-        self._lock = threading.Lock()
-        self._uids: collections.OrderedDict[str, None] = collections.OrderedDict()
+    @classmethod
+    def of(cls, options: WriteOptions) -> FieldOwners | None:
+        """The entries the updates of ``options`` take over; None for the merge strategy, which takes over none."""
+        if options.strategy is not Strategy.APPLY:
+            return None
+        return cls(frozenset({options.field_manager}), options.legacy_field_managers)
 
-    def note(self, written: Mapping[str, Any], options: WriteOptions) -> None:
-        """Record what ``written`` (the API server's answer to a write of okt's) says."""
-        meta = written.get("metadata") or {}
-        uid = meta.get("uid")
-        if not uid or "managedFields" not in meta:
-            return
-        with self._lock:
-            if _left_to_take_over(written, options):
-                self._uids.pop(uid, None)
-                return
-            self._uids[uid] = None
-            self._uids.move_to_end(uid)
-            while len(self._uids) > self._limit:
-                self._uids.popitem(last=False)
+    def __or__(self, other: FieldOwners) -> FieldOwners:
+        return FieldOwners(self.managers | other.managers, self.legacy | other.legacy)
 
-    def knows(self, uid: str) -> bool:
-        """Whether the last write of the child of ``uid`` in this process left nothing to take over."""
-        with self._lock:
-            return uid in self._uids
+    def covers(self, other: FieldOwners) -> bool:
+        """Whether what :meth:`kept` keeps holds every entry ``other`` would keep."""
+        return other.managers <= self.managers and other.legacy <= self.legacy
 
+    def moves(self, entry: Mapping[str, Any]) -> bool:
+        """Whether a take-over for one of these owners moves ``entry``."""
+        if not isinstance(entry, Mapping) or entry.get("subresource"):
+            return False
+        manager = entry.get("manager")
+        return manager in self.legacy or (manager in self.managers and entry.get("operation") == "Update")
 
-TAKEN_OVER = TakenOver()
+    def kept(self, entries: Any) -> list[dict[str, Any]]:
+        """The entries of ``entries`` (an object's ``managedFields``) a take-over moves, each as its manager, operation
+        and fields (the rest, their time and format, is not read): what okt's cache keeps of a child's
+        ``managedFields``, ``[]`` for a child with none."""
+        return [
+            {"manager": e.get("manager"), "operation": e.get("operation"), "fieldsV1": e.get("fieldsV1") or {}}
+            for e in (entries if isinstance(entries, list) else ())
+            if self.moves(e)
+        ]
 
 
 def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], annotation: str) -> None:
@@ -1173,7 +1180,7 @@ def take_over(
     obj: Mapping[str, Any],
     manager: str,
     legacy: Collection[str] = (),
-) -> bool:
+) -> dict[str, Any] | None:
     """Move the fields ``manager`` owns through plain writes (operation ``Update``), and those the ``legacy`` managers
     own (any operation), into ``manager``'s apply entry.
 
@@ -1182,7 +1189,8 @@ def take_over(
     fields the *apply* entry owns, and keeps a field as long as any manager owns it, so without this a field the
     template dropped after the switch would stay. One JSON patch of ``metadata.managedFields``, once per object: a
     server that is handed managedFields keeps them as given. Entries of a subresource (the status) are left: an apply
-    of the object cannot own their fields. Returns whether it wrote.
+    of the object cannot own their fields. Returns the API server's answer, or None when there was nothing to
+    move.
 
     The patch touches okt's entries alone (the apply entry replaced by the union, the others removed) and first tests
     that each of them still is what okt read (:func:`patches.guard`), not the object's resourceVersion: a workload's
@@ -1194,7 +1202,7 @@ def take_over(
     entries = list(meta.get("managedFields") or [])
     moved = [i for i, e in enumerate(entries) if _taken_over(e, manager, legacy)]
     if not moved:
-        return False
+        return None
     at = next((i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Apply"), None)
     applied = entries[at] if at is not None else None
     fields: dict[str, Any] = copy.deepcopy((applied or {}).get("fieldsV1") or {})
@@ -1214,17 +1222,12 @@ def take_over(
         {"op": "replace", "path": f"/metadata/managedFields/{into}", "value": merged},
         *({"op": "remove", "path": f"/metadata/managedFields/{i}"} for i in sorted(gone, reverse=True)),
     ]
-    client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-    return True
+    return client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
 
 
 def _taken_over(entry: Mapping[str, Any], manager: str, legacy: Collection[str]) -> bool:
     """Whether :func:`take_over` moves ``entry`` into ``manager``'s apply entry."""
-    if entry.get("subresource"):
-        return False
-    if entry.get("manager") == manager:
-        return entry.get("operation") == "Update"
-    return entry.get("manager") in legacy
+    return FieldOwners(frozenset({manager}), frozenset(legacy)).moves(entry)
 
 
 def delete(client: kube_client.Client, obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:

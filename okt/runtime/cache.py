@@ -41,6 +41,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.resources import apply
 from okt.runtime import informer as informer_mod
 
 _log = structlog.get_logger(__name__)
@@ -107,6 +108,8 @@ class Cache:
         self._selected: dict[_KindKey, bool] = {}
         self._status_owners: dict[_KindKey, bool] = {}
         self._status_owners_wanted: set[_KindKey] = set()
+        self._field_owners: dict[_KindKey, apply.FieldOwners | None] = {}
+        self._field_owners_wanted: dict[_KindKey, apply.FieldOwners] = {}
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
@@ -120,6 +123,7 @@ class Cache:
         *,
         use_selector: bool = False,
         status_owners: bool = False,
+        field_owners: apply.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         indexers: Mapping[str, informer_mod.Indexer] | None = None,
         writer: object | None = None,
@@ -130,12 +134,13 @@ class Cache:
         ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched.
 
         ``status_owners`` keeps who owns which status field of each object (what applying the status needs), as
-        does :meth:`keep_status_owners` before; ``keep`` filters objects on the client side (see
-        :class:`okt.runtime.informer.Informer`).
+        does :meth:`keep_status_owners` before; ``field_owners`` keeps the managedFields entries a take-over of a
+        child would move (what updating a child okt applies needs), as does :meth:`keep_field_owners` before;
+        ``keep`` filters objects on the client side (see :class:`okt.runtime.informer.Informer`).
 
         Raises:
             okt.ConfigurationError: ``kind`` was started before with a different ``use_selector`` or a filter, or
-                without the status owners this start asks for.
+                without the status owners or the field owners this start asks for.
             RuntimeError: the cache is stopped.
         """
         key = (kind.api_version, kind.kind)
@@ -144,12 +149,24 @@ class Cache:
             if self._stopped:
                 raise RuntimeError("the cache is stopped")
             status_owners = status_owners or key in self._status_owners_wanted
+            wanted = self._field_owners_wanted.get(key)
+            if wanted is not None:
+                field_owners = wanted if field_owners is None else field_owners | wanted
             if key in self._informers:
                 if status_owners and not self._status_owners[key]:
                     # The store holds the kind without who owns its status fields, and cannot get them back.
                     raise errors.ConfigurationError(
                         f"{kind.kind} ({kind.api_version}) is already watched without its status owners, which "
                         "applying its status needs: declare it with Cache.keep_status_owners before starting it"
+                    )
+                kept = self._field_owners[key]
+                if field_owners is not None and (kept is None or not kept.covers(field_owners)):
+                    # The store holds the kind without the entries a take-over needs, and cannot get them back: its
+                    # objects would read as if there were none to take over.
+                    raise errors.ConfigurationError(
+                        f"{kind.kind} ({kind.api_version}) is already watched without the managedFields entries of "
+                        "its field managers, which updating it as a child needs: declare them with "
+                        "Cache.keep_field_owners before starting it"
                     )
                 narrowed = (self.label_selector is not None and self._selected[key] != use_selector) or (
                     keep is not None or self._filtered.get(key, False)
@@ -172,6 +189,7 @@ class Cache:
                 self._kinds[key] = kind
                 self._selected[key] = use_selector
                 self._status_owners[key] = status_owners
+                self._field_owners[key] = field_owners
                 self._filtered[key] = keep is not None
                 self._handlers[key] = [(on_event, writer)]
                 scopes: Sequence[str | None] = self.namespaces if kind.namespaced and self.namespaces else (None,)
@@ -188,6 +206,7 @@ class Cache:
                         inactivity_timeout=self._inactivity_timeout,
                         indexers={OWNER_INDEX: _owner_uids, **(indexers or {})},
                         status_owners=status_owners,
+                        field_owners=field_owners,
                         keep=keep,
                         on_recovered=self._recovered,
                     )
@@ -207,6 +226,15 @@ class Cache:
         them back (its objects would read as if okt owned no status field). Call it before starting the kind."""
         with self._lock:
             self._status_owners_wanted.add((kind.api_version, kind.kind))
+
+    def keep_field_owners(self, kind: kinds.Kind, owners: apply.FieldOwners) -> None:
+        """Keep the managedFields entries of ``kind``'s objects a take-over for ``owners`` would move, whoever starts
+        the kind (see :meth:`keep_status_owners`: a store started without them cannot get them back). Call it before
+        starting the kind."""
+        key = (kind.api_version, kind.kind)
+        with self._lock:
+            known = self._field_owners_wanted.get(key)
+            self._field_owners_wanted[key] = owners if known is None else known | owners
 
     def _fan_out(self, key: _KindKey) -> informer_mod.EventHandler:
         def deliver(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -388,8 +416,9 @@ class Cache:
             scope = namespace if kind.namespaced else None
             items, _ = self.client.list(kind, scope, label_selector=selector_of(labels))
             owners = self._status_owners.get((kind.api_version, kind.kind), False)
+            field_owners = self._field_owners.get((kind.api_version, kind.kind))
             for item in items:
-                informer_mod.strip(item, owners)
+                informer_mod.strip(item, owners, field_owners)
             return items
         return [
             obj

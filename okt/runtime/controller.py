@@ -86,7 +86,7 @@ from okt.reconciler import context as context_mod
 from okt.reconciler import core, timers
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import watches as watches_mod
-from okt.resources import resource
+from okt.resources import apply, resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import daemons as daemons_mod
@@ -492,6 +492,12 @@ class Controller:
             self.metrics.count_timers(self.name, timers.declared(self.reconciler_cls))
         )
 
+    @functools.cached_property
+    def field_owners(self) -> apply.FieldOwners | None:
+        """The managedFields entries of the children an update takes over, which the cache keeps of them (None: the
+        merge strategy takes over none)."""
+        return apply.FieldOwners.of(self.reconciler.settings().writes)
+
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def watch(self) -> None:
@@ -520,7 +526,7 @@ class Controller:
             writer=self,
         )
         for kind in self.owned:
-            self.cache.start(kind, self.on_child_event, writer=self)
+            self.cache.start(kind, self.on_child_event, field_owners=self.field_owners, writer=self)
         self.metrics.prepare_watches(self.name, [str(kind) for kind, _ in self.related], self.reconciler_cls.indexes)
         for kind, watched in self.related:
             self.cache.start(kind, functools.partial(self.on_related_event, watched), writer=self)

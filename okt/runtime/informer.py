@@ -30,8 +30,9 @@ Guarantees:
   (:class:`Packed`, :class:`Codec`: objects of one kind repeat most of each other, so each keeps little more than
   what is its own), keyed by ``(namespace, name)`` (namespace ``""`` for cluster-scoped objects), without what okt
   never reads (:func:`strip`: ``metadata.managedFields`` — a primary whose status okt applies keeps only who owns
-  which status field and condition — and kubectl's ``last-applied-configuration`` annotation); every read decodes a
-  private copy, but for the resourceVersion and the uid, kept beside it (:meth:`Informer.uid` decodes nothing);
+  which status field and condition, a child okt applies the entries a take-over moves — and kubectl's
+  ``last-applied-configuration`` annotation); every read decodes a private copy, but for the resourceVersion and the
+  uid, kept beside it (:meth:`Informer.uid` decodes nothing);
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
   is swallowed — or, when the write-through named its writer, delivered with :func:`echo_of` naming it, so that a
   handler sharing the informer with the writer (another controller watching the kind) still learns of the change;
@@ -74,6 +75,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, selectors
+from okt.resources import apply
 from okt.runtime import backoff as backoff_mod
 from okt.status import writer
 
@@ -260,18 +262,25 @@ def _uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
 
 
-def strip(obj: dict[str, Any], status_owners: bool = False) -> dict[str, Any]:
+def strip(
+    obj: dict[str, Any], status_owners: bool = False, field_owners: apply.FieldOwners | None = None
+) -> dict[str, Any]:
     """Drop what okt never reads from ``obj``'s metadata (which is changed in place; nested values are replaced,
     never changed): ``managedFields`` (often the largest part of an object; but for a primary whose status okt
-    applies, who owns which status field: ``status_owners`` keeps that much) and kubectl's
-    ``last-applied-configuration`` annotation (a copy of the whole object as kubectl last applied it)."""
+    applies, who owns which status field: ``status_owners`` keeps that much; for a child okt applies, the entries a
+    take-over would move: ``field_owners`` keeps those, and an empty list when there is none, so that the child says
+    it has none) and kubectl's ``last-applied-configuration`` annotation (a copy of the whole object as kubectl last
+    applied it)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         entries = meta.pop("managedFields", None)
-        if status_owners and entries:
-            compact = writer.compact_managed_fields(entries)
-            if compact:
-                meta["managedFields"] = compact
+        taken = field_owners.kept(entries) if field_owners is not None else []
+        if status_owners and entries and isinstance(entries, list):
+            # An entry a take-over moves is kept whole, its status part with it.
+            rest = [e for e in entries if field_owners is None or not field_owners.moves(e)]
+            taken.extend(writer.compact_managed_fields(rest))
+        if taken or field_owners is not None:
+            meta["managedFields"] = taken
         annotations = meta.get("annotations")
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
             kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
@@ -298,6 +307,7 @@ class Informer:
         indexers: secondary indexes kept with the store, ``name -> function(obj) -> index values``.
         backoff: the reconnect backoff after consecutive failures.
         status_owners: keep who owns which status field of each object (see :func:`strip`).
+        field_owners: keep the managedFields entries a take-over of a child would move (see :func:`strip`).
         keep: a client-side filter: objects it refuses are not stored (one that stops passing leaves the store and is
             announced as ``DELETED``). Called with the informer's lock held: keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
@@ -318,6 +328,7 @@ class Informer:
         indexers: Mapping[str, Indexer] | None = None,
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
         status_owners: bool = False,
+        field_owners: apply.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         on_recovered: Callable[[], None] | None = None,
     ) -> None:
@@ -337,6 +348,7 @@ class Informer:
         self._indexers = dict(indexers or {})
         self._backoff = backoff
         self._status_owners = status_owners
+        self._field_owners = field_owners
         self._keep = keep
         self._on_recovered = on_recovered
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
@@ -497,7 +509,9 @@ class Informer:
         ``keep`` filter. Returns whether the store changed. The object is shallow-copied (its metadata without
         ``managedFields``), so the caller's dict is never aliased by the store.
         """
-        stored_obj = strip({**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners)
+        stored_obj = strip(
+            {**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners, self._field_owners
+        )
         if (self._keep is not None and not self._keep(stored_obj)) or (
             self._selects is not None and not self._selects((stored_obj["metadata"]).get("labels") or {})
         ):
@@ -646,7 +660,7 @@ class Informer:
                 changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
                 with self._lock:
                     for item in page:
-                        strip(item, self._status_owners)
+                        strip(item, self._status_owners, self._field_owners)
                         if self._keep is not None and not self._keep(item):
                             continue  # filtered out: not stored (one that was is dropped below, as deleted)
                         key = store_key(item)
@@ -809,7 +823,7 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.kind.api_version)
         obj.setdefault("kind", self.kind.kind)
-        strip(obj, self._status_owners)
+        strip(obj, self._status_owners, self._field_owners)
         key = store_key(obj)
         with self._lock:
             if version:

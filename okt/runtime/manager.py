@@ -372,6 +372,10 @@ class Manager:
                 # Before any kind is started: another controller may own this one's primary kind and start it first.
                 if controller.reconciler_cls.applies_status():
                     self.cache.keep_status_owners(controller.kind)
+                owners = controller.field_owners
+                if owners is not None:
+                    for kind in controller.owned:
+                        self.cache.keep_field_owners(kind, owners)
             for controller in self.controllers:
                 controller.watch()
         except BaseException:

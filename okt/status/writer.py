@@ -274,9 +274,10 @@ def compact_managed_fields(entries: Any) -> list[dict[str, Any]]:
         listed = status.get("f:conditions")
         if isinstance(listed, Mapping):
             summary["f:conditions"] = {key: {} for key in listed if key.startswith("k:") or key == "."}
-        compact.append(
-            {"manager": entry.get("manager"), "operation": entry.get("operation"), "fieldsV1": {"f:status": summary}}
-        )
+        kept = {"manager": entry.get("manager"), "operation": entry.get("operation"), "fieldsV1": {"f:status": summary}}
+        if entry.get("subresource"):
+            kept["subresource"] = entry["subresource"]  # not an entry a take-over of the object moves
+        compact.append(kept)
     return compact
 
 

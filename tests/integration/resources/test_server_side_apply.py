@@ -7,6 +7,9 @@ the requests okt's client sent. "Someone else" writes through a second client as
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -17,6 +20,8 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.resources import apply as apply_mod
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
 from okt.status import events
 from okt.testing import condition, envtest
 from tests.integration.reconciler import conftest as shared
@@ -796,3 +801,54 @@ def test_a_take_over_not_known_to_have_landed_is_made_by_the_next_reconcile(
     managers = {(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]}
     assert ("okt", "Update") not in managers
     assert converge(without, kube, widget_kind, namespace) == {}
+
+
+EARLIER_PROCESS = """
+import sys
+
+import okt
+from okt.kube import client as kube_client
+from tests.integration.resources import test_server_side_apply as applied
+
+kubeconfig, api_version, namespace = sys.argv[1:]
+kube = kube_client.Client.from_kubeconfig(kubeconfig)
+run = applied.shared.reconcile_widget(
+    applied.reconciler(), kube, kube.resolve(api_version, "Widget"), namespace, applied.NAME
+)
+sys.exit(0 if run.outcome == okt.Outcome.done() else run.results.summary())
+"""
+
+
+def test_an_update_after_a_restart_reads_nothing_from_the_api_server(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """A child an earlier process applied, updated by a new process whose cache holds it: the cache tells that okt
+    has nothing to take over, and the update is its apply alone, with no read of the child."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    argv = [sys.executable, "-c", EARLIER_PROCESS, str(control_plane.kubeconfig), widget_kind.api_version, namespace]
+    earlier = subprocess.run(
+        argv,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    assert earlier.returncode == 0, earlier.stderr
+    shared.patch_widget_spec(kube, widget_kind, namespace, NAME, size=2)
+    cache = cache_mod.Cache(kube, [namespace])
+    controller = controller_mod.Controller(type(reconciler()), kube, cache, workers=1)
+    controller.watch()
+    try:
+        assert cache.wait_for_sync(15)
+        before = kube.stats.snapshot()
+        outcome = controller.process((namespace, NAME))
+        sent = kube.stats.delta(before)
+    finally:
+        cache.stop()
+
+    assert outcome == okt.Outcome.done()
+    assert deployment(kube, namespace)["metadata"]["annotations"]["test.okt.io/size"] == "2"
+    assert {verb: n for (verb, plural), n in sent.items() if plural == "deployments"} == {"apply": 1}

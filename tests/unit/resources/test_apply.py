@@ -685,10 +685,11 @@ def test_an_object_of_the_merge_path_is_taken_over_then_applied_again() -> None:
 
     apply.update(client, prepared(Config), as_live(prepared(Config), managedFields=read), OWNER, lambda _: None)
 
-    # Taken over first: the apply writes the checksum, and a take-over that never came after it would be lost.
+    # Taken over first, from the object read anew: the apply writes the checksum, and a take-over that never came
+    # after it would be lost.
     verbs = [verb for verb, _ in client.calls]
-    assert verbs == ["patch-json", "apply"]
-    first, second, replace, remove = client.calls[0][1][3]
+    assert verbs == ["get", "patch-json", "apply"]
+    first, second, replace, remove = client.calls[1][1][3]
     # Tested: okt's own entries as read, not the resourceVersion another manager's write (a status) changes.
     assert first == {"op": "test", "path": "/metadata/managedFields/0", "value": read[0]}
     assert second["path"] == "/metadata/managedFields/1"
@@ -712,7 +713,7 @@ def test_a_take_over_without_an_apply_entry_puts_the_union_in_the_first_update_e
 
     apply.update(client, prepared(Config), live, OWNER, lambda _: None)
 
-    patch = client.calls[0][1][3]
+    patch = client.calls[1][1][3]
     assert [(op["op"], op["path"]) for op in patch] == [
         ("test", "/metadata/managedFields/1"),
         ("replace", "/metadata/managedFields/1"),
@@ -735,8 +736,8 @@ def test_the_entries_of_legacy_field_managers_are_taken_over_whatever_their_oper
 
     apply.update(client, prepared(Config), live, OWNER, lambda _: None, options)
 
-    assert [verb for verb, _ in client.calls] == ["patch-json", "apply"]
-    patch = client.calls[0][1][3]
+    assert [verb for verb, _ in client.calls] == ["get", "patch-json", "apply"]
+    patch = client.calls[1][1][3]
     assert [(op["op"], op["path"]) for op in patch] == [
         ("test", "/metadata/managedFields/0"),
         ("test", "/metadata/managedFields/1"),
@@ -760,17 +761,19 @@ def test_an_object_okt_only_ever_applied_is_written_once() -> None:
     assert [verb for verb, _ in client.calls] == ["apply"]
 
 
-def test_an_update_reads_the_managed_fields_okt_does_not_know_and_takes_over_before_it_applies() -> None:
-    """okt's cache keeps no managedFields: a child this process never wrote is read once before its update."""
+def test_an_update_reads_a_child_whose_managed_fields_it_does_not_know_and_not_one_the_cache_keeps() -> None:
+    """A child without managedFields (not from okt's cache) is read before its update, and taken over first; one as
+    okt's cache keeps it (the entries a take-over moves, none here) is applied with no read."""
     client = RecordingClient()
     client.managed_fields = [{**LEGACY, "fieldsV1": {"f:data": {"f:old": {}}}}]
-    client.uid = "never-written"
-    live = as_live(prepared(Config), uid=client.uid)
+    live = as_live(prepared(Config))
 
     apply.update(client, prepared(Config), live, OWNER, lambda _: None)
-    apply.update(client, prepared(Config), live, OWNER, lambda _: None)
+    kept = apply.FieldOwners(frozenset({apply.DEFAULT_FIELD_MANAGER})).kept(client.managed_fields)
+    cached = as_live(prepared(Config), managedFields=kept)
+    apply.update(client, prepared(Config), cached, OWNER, lambda _: None)
 
-    # The second update knows from the first's answer that nothing is left to take over: no read.
+    assert kept == []  # taken over by the first update
     assert [verb for verb, _ in client.calls] == ["get", "patch-json", "apply", "apply"]
 
 
@@ -796,7 +799,7 @@ def test_a_take_over_goes_before_the_apply_only_for_an_entry_holding_a_field_the
     apply.update(client, prepared(Config), live, OWNER, lambda _: None)
 
     verbs = [verb for verb, _ in client.calls]
-    assert verbs == (["patch-json", "apply"] if behind else ["apply", "patch-json"])
+    assert verbs == (["get", "patch-json", "apply"] if behind else ["apply", "patch-json"])
     assert [entry["operation"] for entry in client.managed_fields] == ["Apply"]
 
 

@@ -13,6 +13,7 @@ import structlog.testing
 from okt import errors
 from okt.kube import kinds, objects
 from okt.reconciler import core, watches
+from okt.resources import apply
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
 
@@ -136,6 +137,32 @@ def test_status_owners_declared_ahead_are_kept_whoever_starts_the_kind_and_asked
         cache.start(SECRET, lambda *_: None, status_owners=True)
     assert cache.wait_for_sync(5)
     assert cache.get(CM, "a", "ns")["metadata"]["managedFields"][0]["manager"] == "okt"  # type: ignore[index]
+
+
+def test_a_childs_entries_a_take_over_moves_are_kept_and_none_is_kept_as_an_empty_list(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    """The cache keeps of a child's managedFields the entries a take-over for its field managers moves (``okt``'s
+    plain writes, a legacy manager's), so an update decides from it; a child with none keeps an empty list."""
+    applied = {"manager": "okt", "operation": "Apply", "time": "t", "fieldsV1": {"f:data": {"f:a": {}}}}
+    merged = {"manager": "okt", "operation": "Update", "time": "t", "fieldsV1": {"f:data": {"f:old": {}}}}
+    older = {"manager": "before", "operation": "Apply", "time": "t", "fieldsV1": {"f:data": {"f:b": {}}}}
+    status = {"manager": "okt", "operation": "Update", "subresource": "status", "fieldsV1": {"f:status": {}}}
+    api.put(CM, obj(CM, "legacy", managedFields=[applied, merged, older, status]))
+    api.put(CM, obj(CM, "applied", managedFields=[applied, status]))
+    cache = make_cache()
+    cache.keep_field_owners(CM, apply.FieldOwners(frozenset({"okt"})))
+    cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"okt"}), frozenset({"before"})))
+    assert cache.wait_for_sync(5)
+
+    assert cache.get(CM, "legacy", "ns")["metadata"]["managedFields"] == [  # type: ignore[index]
+        {"manager": "okt", "operation": "Update", "fieldsV1": {"f:data": {"f:old": {}}}},
+        {"manager": "before", "operation": "Apply", "fieldsV1": {"f:data": {"f:b": {}}}},
+    ]
+    assert cache.get(CM, "applied", "ns")["metadata"]["managedFields"] == []  # type: ignore[index]
+    cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"okt"})))  # covered: no new store
+    with pytest.raises(errors.ConfigurationError, match="without the managedFields entries of its field managers"):
+        cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"another"})))
 
 
 def test_reads_return_private_copies(api: Any, make_cache: Any, obj: Obj) -> None:

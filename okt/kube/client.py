@@ -354,8 +354,9 @@ class Fence:
 class Sending:
     """One write :func:`sending` let through; whoever sends it sets :attr:`answered` once nothing of it can reach its
     target any more: its answer came, or it was certainly never sent. :attr:`deadline` (a :func:`time.monotonic`
-    time, or None) is when its fence stops waiting for it (:meth:`Fence.time_left`): whoever sends it bounds its wait
-    for the answer by it (:meth:`within`, :meth:`by`)."""
+    time, or None) is when its fence stops waiting for it (:meth:`Fence.time_left`): whoever sends it bounds by it
+    (:meth:`within`, :meth:`by`) its wait for the API server's answer, or what comes before its request has left (an
+    exec's upgrade, a direct call to the operand: the operand's answer is not bounded by it)."""
 
     __slots__ = ("answered", "deadline")
 
@@ -393,8 +394,8 @@ def sending(verb: str, resource: str, *, fenced: bool = True) -> Iterator[Sendin
     refuses; the block does not run) and, when it is a :class:`Fence`, counts the write until the block ends, so that
     a stopping leader's :meth:`Fence.settle` waits for it. ``fenced`` False: neither asked nor counted (a read).
 
-    The block bounds its wait for the answer by the :class:`Sending`'s :attr:`~Sending.deadline` (the fence's
-    :meth:`Fence.time_left` as it let the write through), and sets ``answered`` on it once the answer came; one that
+    The block bounds by the :class:`Sending`'s :attr:`~Sending.deadline` (the fence's :meth:`Fence.time_left` as it
+    let the write through) what :class:`Sending` says, and sets ``answered`` on it once the answer came; one that
     ends otherwise (raises) may have left something the server or the operand has yet to act upon, and the fence
     stays unsettled for a while (see :meth:`Fence.settle`) — except for ``okt.NotLeader`` (the fence asked again once
     connected, or no time left): nothing was sent.

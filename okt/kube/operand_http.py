@@ -266,8 +266,16 @@ def _direct_call(
     target: Target,
 ) -> tuple[int, bytes]:
     """One call to ``address``:``number``; ``sent.answered`` once the answer came, or once it is certain that nothing
-    was sent (no connection). The whole call takes no longer than ``timeout``, nor than its fence allows a write."""
-    timeout = sent.within(timeout)
+    was sent (no connection). The whole call takes no longer than ``timeout``.
+
+    The request leaves (connection, TLS handshake, the request sent whole) no later than its fence allows a write (a
+    leader: until its renew deadline, :meth:`~okt.kube.client.Sending.by`), or it is cut off unsent. Its answer is
+    waited for the rest of ``timeout``, however long the operand works on it (a backup): cutting the connection then
+    would not stop what the operand already received, and the fence counts the call until it ends (a stopping leader
+    releases its lease only then)."""
+    started = time.monotonic()
+    deadline = started + timeout
+    leave_by = sent.by(deadline)
     host = f"[{address}]" if ":" in address else address
     url = urllib3.util.parse_url(f"{scheme}://{host}:{number}/{path.lstrip('/')}")  # what must be, percent-encoded
     options: dict[str, Any] = {}
@@ -276,19 +284,17 @@ def _direct_call(
         if isinstance(verify, str):
             options["ca_certs"] = verify
         connection: urllib3.connection.HTTPConnection = transport.HTTPSConnection(
-            address, number, timeout=timeout, **options
+            address, number, timeout=leave_by - started, **options
         )
     else:
-        connection = transport.HTTPConnection(address, number, timeout=timeout)
+        connection = transport.HTTPConnection(address, number, timeout=leave_by - started)
     # One call, one connection, closed when the call ends. A socket's timeout bounds each read, not the answer: an
     # operand sending its head or its body a byte at a time would hold the caller as long as it sends; past the
     # deadline the watchdog shuts the socket down, which ends any read or write under way.
-    cut = threading.Event()
     watchdog = None
     try:
-        deadline = time.monotonic() + timeout
-        # Asked again once the connection is made (TCP, TLS: up to the timeout): leadership may have been lost
-        # meanwhile, and the next leader be calling the operand.
+        # Asked again once the connection is made (TCP, TLS: up to the time left to leave): leadership may have been
+        # lost meanwhile, and the next leader be calling the operand.
         fence = functools.partial(kube_client.check_fence, "create", f"{target.resource}/proxy")
         try:
             with transport.asked_once_connected(None if method in _READS else fence):
@@ -304,33 +310,88 @@ def _direct_call(
                 stacklevel=4,
             )
         # the socket itself: the connection lets go of it once an answer says it will close, and reads on
-        watchdog = threading.Timer(deadline - time.monotonic(), _cut, (connection.sock, cut))
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog = _Watchdog(connection.sock, leave_by)
         headers = {"Content-Type": "application/json"} if data is not None else {}
         connection.request(method, url.request_uri, body=data, headers=headers)
+        # Sent whole: the answer is waited for until the call's own deadline.
+        if not watchdog.move(deadline):
+            raise TimeoutError
+        connection.timeout = max(deadline - time.monotonic(), _LEAST)  # each read's, as urllib3 sets it
         answer = connection.getresponse()
-        if cut.is_set():  # cut as the answer ended: what came after the cut is not an answer
+        if watchdog.cut:  # cut as the answer ended: what came after the cut is not an answer
             raise TimeoutError
         body = answer.data
         sent.answered = True
         return answer.status, body
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
-        if cut.is_set():
-            raise errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s") from exc
-        raise _no_answer(exc, shown, timeout, path) from exc
+        failed: errors.RemoteError = (
+            errors.RemoteTimeout(f"{shown}: no complete answer within {timeout:g}s")
+            if watchdog is not None and watchdog.cut
+            else _no_answer(exc, shown, timeout, path)
+        )
+        left = watchdog is not None and watchdog.moved
+        if isinstance(failed, errors.RemoteTimeout) and not left and leave_by < deadline:
+            # Connecting or sending outlasted what the fence allowed, not the call's timeout.
+            failed = errors.RemoteTimeout(
+                f"{shown}: not sent within the {leave_by - started:.2g}s its write fence allowed (the time the leader "
+                "may still write)"
+            )
+        raise failed from exc
     finally:
         if watchdog is not None:
-            watchdog.cancel()
+            watchdog.stop()
         connection.close()
 
 
-def _cut(sock: socket.socket | None, cut: threading.Event) -> None:
-    """Shut down a call's socket (its deadline passed); ``cut`` tells the call it was its deadline."""
-    cut.set()
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+_LEAST = 0.001
+"""The shortest socket timeout set (0 would make the socket non-blocking)."""
+
+
+class _Watchdog:
+    """Shuts a call's socket down at a deadline (ending any read or write under way), which may be moved later until
+    it passed: the time its request has to leave, then the time its answer has to come."""
+
+    def __init__(self, sock: socket.socket | None, deadline: float) -> None:
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._armed = 0
+        self._stopped = False
+        self.cut = False
+        """Whether the deadline passed and the socket was shut down."""
+        self.moved = False
+        """Whether the deadline was moved (the request had left by the first)."""
+        self._timer = self._arm(deadline)
+
+    def _arm(self, deadline: float) -> threading.Timer:
+        self._armed += 1
+        timer = threading.Timer(max(deadline - time.monotonic(), 0.0), self._fire, (self._armed,))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def move(self, deadline: float) -> bool:
+        """Move the deadline to ``deadline``; False when it passed already (the socket is shut down)."""
+        with self._lock:
+            if self.cut:
+                return False
+            self.moved = True
+            self._timer.cancel()
+            self._timer = self._arm(deadline)
+            return True
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._timer.cancel()
+
+    def _fire(self, armed: int) -> None:
+        with self._lock:
+            if self._stopped or armed != self._armed:
+                return  # stopped, or moved since: a timer cancelled as it fired
+            self.cut = True
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
 
 
 def _address(client: kube_client.Client, target: Target, port: int | str | None) -> tuple[str, int]:

@@ -239,6 +239,35 @@ def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership
     assert posts == []
 
 
+def test_a_direct_call_answered_after_the_time_its_fence_allows_a_write_gets_its_answer(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A leader's fence lets a write leave only while the leader may write (until its renew deadline), and bounds
+    how long it may take to leave: connecting and sending. An operand's answer may take longer (a backup): it is
+    waited for as long as the call's timeout allows, the fence counting the call until it came."""
+    address = outside_address()
+
+    def backup(handler: http.server.BaseHTTPRequestHandler) -> None:
+        time.sleep(3)  # the operand works longer than the fence allows a write to take to leave
+        handler.send_response(200)
+        handler.send_header("Content-Length", "4")
+        handler.end_headers()
+        handler.wfile.write(b"done")
+
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
+    with http_server(address, backup) as port:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+        kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+        status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+        kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+        target = operand_http.Target("pods", "operand", namespace)
+        with kube_client.fenced(fence):
+            answer = operand_http.call(kube, target, "/backup", method="POST", port=port, route="direct", timeout=30)
+
+    assert (answer.status, answer.text) == (200, "done")
+    assert fence.in_flight == 0
+
+
 @pytest.mark.parametrize("route", ["proxy", "direct"])
 def test_an_answer_trickled_past_the_timeout_raises_remote_timeout(
     kube: kube_client.Client, namespace: str, route: operand_http.Route
@@ -381,4 +410,36 @@ def test_a_direct_call_whose_connection_was_made_after_the_loss_of_leadership_is
         operand.close()
     assert len(outcome) == 1
     assert isinstance(outcome[0], errors.NotLeader), repr(outcome[0])
+    assert operand.requests == []
+
+
+def test_a_direct_call_that_cannot_connect_within_the_time_its_fence_allows_a_write_is_not_sent(
+    kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """Connecting (TCP, TLS) and sending are what the fence's time bounds: a handshake held past it ends the call
+    unsent, well before the call's own timeout, and the request never reaches the operand."""
+    address = outside_address()
+    operand = HeldTLSOperand(address, tmp_path)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+    kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+    status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+    kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+    fence = kube_client.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
+    target = operand_http.Target("pods", "operand", namespace)
+    try:
+        refused = pytest.raises(errors.RemoteTimeout, match="not sent within the 1s its write fence allowed")
+        with refused, kube_client.fenced(fence):
+            operand_http.call(
+                kube,
+                target,
+                "/flush",
+                method="POST",
+                port=operand.port,
+                scheme="https",
+                route="direct",
+                verify=str(operand.ca_file),
+                timeout=30,
+            )
+    finally:
+        operand.close()
     assert operand.requests == []

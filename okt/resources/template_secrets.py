@@ -18,9 +18,10 @@ a field's list or mapping of secrets, a loop's item, a variable — is a :class:
   string method, a comparison, a number made of it, a mapping key, a structure holding it (a list, a model placed
   whole, ``to_yaml``, ``tojson``). The message never holds the value, nor the mask.
 
-Caveat: a pydantic secret inside a structure neither a model's field nor a model's method gives (a variable's list of
-them) is wrapped where the template reads it (an attribute, an item, a loop), not where a filter iterates the
-structure itself (``| first``): the filter sees pydantic's object, whose text is the mask.
+A template's variables are read once at the entry of a render (:func:`variable`): a list, tuple or mapping holding
+secrets (``params.tokens``, a list of ``SecretStr``) is a private copy with each one wrapped, so a filter iterating
+it (``| first``, ``| dictsort``, ``.values()``) hands on the wrapped secret, never pydantic's object; one holding none
+is the very object given, never copied.
 """
 
 from __future__ import annotations
@@ -161,6 +162,33 @@ def wrapped(value: Any) -> Any:
     if kind is dict:
         return {key: wrapped(item) for key, item in value.items()}
     return value
+
+
+def variable(value: list[Any] | tuple[Any, ...] | dict[Any, Any]) -> Any:
+    """A template's variable that is a list, tuple or dict as a render reads it: :func:`wrapped` when it holds a
+    pydantic secret anywhere inside (in its lists, tuples and dicts), the very object otherwise (plain data is walked,
+    never copied)."""
+    return wrapped(value) if _holds_secret(value) else value
+
+
+def _holds_secret(value: list[Any] | tuple[Any, ...] | dict[Any, Any]) -> bool:
+    stack: list[Any] = [value]
+    seen: set[int] | None = None  # a structure holding itself is walked once (made only for nested structures)
+    while stack:
+        item = stack.pop()
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or kind is float or child is None:
+                continue
+            if kind is list or kind is tuple or kind is dict:
+                if seen is None:
+                    seen = {id(value)}
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append(child)
+            elif isinstance(child, SECRETS):
+                return True
+    return False
 
 
 def read_field(model: Any, name: str, value: Any) -> Any:

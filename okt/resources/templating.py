@@ -199,6 +199,18 @@ def _read(value: Any) -> Any:
     return template_secrets.read(value)
 
 
+def _variable(value: Any) -> Any:
+    """A template's variable as a render reads it, once: as :func:`_read` reads a value, and a list, tuple or dict
+    holding pydantic secrets a copy with each one wrapped (a filter iterating it, ``| first``, ``| dictsort``, hands on
+    no pydantic secret, whose text is its mask)."""
+    kind = type(value)
+    if kind is str:
+        return value  # most variables (name, namespace): nothing to read
+    if kind is list or kind is tuple or kind is dict:
+        return template_secrets.variable(value)
+    return _read(value)
+
+
 def _enum_value(value: Any) -> Any:
     if not isinstance(value, enum.Enum):
         return value
@@ -308,7 +320,7 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     values = template_recording.Values()
     token = template_recording.recorded.set(values)
     try:
-        skeleton = _compiled(template).render({name: _read(value) for name, value in variables.items()})
+        skeleton = _compiled(template).render({name: _variable(value) for name, value in variables.items()})
     except template_secrets.MadeText as exc:
         raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
     except jinja2.exceptions.SecurityError as exc:

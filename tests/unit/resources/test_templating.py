@@ -1460,3 +1460,42 @@ def test_a_template_placing_another_value_at_each_render_is_refused(expression: 
 @pytest.mark.parametrize("expression", ["cr.spec.hosts | random", "lipsum(1)"])
 def test_a_template_placing_another_value_at_each_render_does_not_compile(expression: str) -> None:
     assert (templating.syntax_error(f"kind: X\nv: '{{{{ {expression} }}}}'\n") or "").startswith("line 2: ")
+
+
+@pytest.mark.parametrize(
+    ("line", "params"),
+    [
+        ("token: {{ params.tokens | first | lower }}", {"params": {"tokens": [pydantic.SecretStr("t0ken")]}}),
+        ("token: {{ tokens | last | upper }}", {"tokens": [pydantic.SecretStr("t0ken")]}),
+        ("token: {{ keys | dictsort | first | last | lower }}", {"keys": {"api": pydantic.SecretStr("k3y")}}),
+        ("token: {{ keys.values() | list | first | trim }}", {"keys": {"api": pydantic.SecretStr("k3y")}}),
+        ("token: {{ nested | map('first') | first | lower }}", {"nested": [[pydantic.SecretStr("t0ken")]]}),
+    ],
+)
+def test_a_pydantic_secret_inside_a_variables_container_made_text_by_a_filter_is_an_invalid_spec(
+    line: str, params: dict[str, Any]
+) -> None:
+    # a filter iterating the container handed on pydantic's object, and its mask, **********, went into the child
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 3: a SecretStr .*pydantic's mask") as caught:
+        templating.render_template(f"kind: Secret\nstringData:\n  {line}\n", params)
+
+    assert "t0ken" not in str(caught.value) and "k3y" not in str(caught.value)
+
+
+def test_a_pydantic_secret_inside_a_variables_container_placed_alone_is_its_value() -> None:
+    params = {"params": {"tokens": [pydantic.SecretStr("t0ken")], "plain": ["a"]}}
+    template = "kind: Secret\nstringData:\n  token: {{ params.tokens | first }}\n  plain: {{ params.plain | first }}\n"
+
+    assert templating.render_template(template, params) == {
+        "kind": "Secret",
+        "stringData": {"token": "t0ken", "plain": "a"},
+    }
+    assert params == {"params": {"tokens": [pydantic.SecretStr("t0ken")], "plain": ["a"]}}  # the caller's, unchanged
+
+
+def test_a_variable_without_secrets_is_read_as_the_very_object_given() -> None:
+    hosts = ["a", "b"]
+
+    template = "kind: X\nsame: {{ hosts is sameas given }}\n"
+
+    assert templating.render_template(template, {"hosts": hosts, "given": hosts}) == {"kind": "X", "same": True}

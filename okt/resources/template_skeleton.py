@@ -3,8 +3,9 @@
 The skeleton holds only the template's own text: each placeholder carries a per-process secret no value can forge. Its
 YAML is parsed once per distinct text (up to 64 KiB, see :data:`_LONGEST_CACHED`) into a tree of literal values and a
 :class:`~okt.resources.template_placement.Slot` per scalar holding placeholders; a placeholder where no value can stand
-(a YAML tag, a scalar tagged ``!!int``) is a :class:`okt.errors.MutationError`. The tree is shared between renders and
-never changed: :func:`okt.resources.template_placement.fill` builds each render's object from it.
+(a YAML tag, a scalar tagged ``!!int``, under a merge key ``<<``) is a :class:`okt.errors.MutationError`. The tree is
+shared between renders and never changed: :func:`okt.resources.template_placement.fill` builds each render's object
+from it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,19 @@ _FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
 _TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+_UNDER_MERGE_KEY = (
+    "template error: a value cannot stand under a YAML merge key (<<), which takes the template's own mappings "
+    "(an anchored one's alias); place the value under a key of its own, or its mapping whole"
+)
+
+
+def _holds_placeholder(node: yaml.Node) -> bool:
+    """Whether a merge key's value is, or lists, a scalar holding an expression (YAML merges mappings only)."""
+    items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    return any(isinstance(item, yaml.ScalarNode) and NONCE in item.value for item in items)
+
+
 def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, template_placement.Slot]:
     """Find the scalars holding placeholders, retag them as slots; refuse placeholders where no value can stand."""
     slots: dict[int, template_placement.Slot] = {}
@@ -76,6 +90,9 @@ def _mark_slots(root: yaml.Node, explicit: set[int]) -> dict[int, template_place
         if isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
         elif isinstance(node, yaml.MappingNode):
+            for key, item in node.value:
+                if key.tag == _MERGE and _holds_placeholder(item):
+                    raise errors.MutationError(_UNDER_MERGE_KEY)
             stack.extend(part for pair in node.value for part in pair)
         elif isinstance(node, yaml.ScalarNode) and NONCE in node.value:
             if node.tag != _STR:

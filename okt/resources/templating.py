@@ -37,9 +37,9 @@ Guarantees:
 * no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
   render's whole text and values, and the steps of its loops, stop at
   :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
-* a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``...) or outputs
-  its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and any Jinja2 or YAML error,
-  raises a one-line :class:`okt.errors.MutationError`;
+* a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``, under a merge
+  key ``<<``) or outputs its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block), and
+  any Jinja2 or YAML error, raises a one-line :class:`okt.errors.MutationError`;
 * rendering a template again with other values parses no YAML (a new skeleton text — another branch of an
   ``{% if %}``, another length of a loop — is parsed once and cached, up to 64 KiB of text: a longer one, from a
   custom resource's long list, is parsed on each render and never kept);

@@ -572,8 +572,12 @@ def test_a_value_under_an_explicit_string_tag_stays_a_string() -> None:
         ("kind: X\nspec: !!int {{ v }}\n", "tagged tag:yaml.org,2002:int"),
         ("kind: X\nspec: !{{ v }} x\n", "a YAML tag"),
         ("{% macro m(x) %}a: {{ x }}{% endmacro %}kind: X\n{{ m(v) }}\n", "template's own output"),
+        # each was "the rendered template is not valid YAML: ... expected a mapping ... for merging, but found scalar"
+        ("kind: X\nmeta:\n  <<: {{ v }}\n", "^template error: a value cannot stand under a YAML merge key"),
+        ("kind: X\n<<: '{{ v }}'\n", "^template error: a value cannot stand under a YAML merge key"),
+        ("kind: X\nmeta:\n  <<: [{a: 1}, {{ v }}]\n", "^template error: a value cannot stand under a YAML merge key"),
     ],
-    ids=["typed tag", "in a tag", "macro output"],
+    ids=["typed tag", "in a tag", "macro output", "merge key", "quoted under a merge key", "merged list"],
 )
 def test_a_template_placing_an_expression_where_no_value_can_stand_is_a_mutation_error(
     template: str, message: str

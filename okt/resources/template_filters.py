@@ -1,7 +1,8 @@
 """The filters okt's templates read differently from Jinja2's: ``to_yaml`` and ``tojson`` place a value with its own
 structure, ``indent`` places it unchanged, ``int`` and ``float`` refuse a value that is no number, ``string`` a
-pydantic secret, ``attr`` names a missing attribute by its type, and ``random`` (with the ``lipsum`` global) is refused:
-a template renders the same child for the same custom resource.
+pydantic secret, ``attr`` names a missing attribute by its type, the filters giving items one at a time give a list
+(:data:`LISTED`), and ``random`` (with the ``lipsum`` global) is refused: a template renders the same child for the same
+custom resource.
 
 Each is Jinja2's filter of that name where okt's placement of values as data changes what it should give (see
 :mod:`okt.resources.templating`); the filters that bound what a value may build are in
@@ -10,6 +11,8 @@ Each is Jinja2's filter of that name where okt's placement of values as data cha
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jinja2
@@ -107,3 +110,25 @@ def attr(environment: jinja2.Environment, obj: Any, name: Any) -> Any:
         hint = f"{type(obj).__name__!r} object has no attribute for that {type(name).__name__}"
         return environment.undefined(hint, obj=obj, name=name)
     return value
+
+
+LISTED = ("items", "map", "select", "reject", "selectattr", "rejectattr", "unique", "batch", "slice", "reverse")
+"""Jinja2's filters that give an iterator (a generator, ``reversed``), read by okt's templates as a list."""
+
+
+def listed(filter_: Callable[..., Any]) -> Callable[..., Any]:
+    """A Jinja2 filter whose iterator is read at once into a list.
+
+    Jinja2 hands a template the iterator itself. Placed in a string, its text, ``<generator object sync_do_map at
+    0x7f...>``, held its address, another at each render: the child's checksum changed at each reconcile, and okt
+    rewrote it each time. Its truth was always true (``{% if hosts | select(...) %}``), its ``| length`` a TypeError,
+    and a filter's error waited for whatever read it: ``| items`` of a value that is no mapping failed in the
+    placement, naming no line, or placed that text. A list has its items' text, truth and length, and the filter's
+    error is raised where the template calls it."""
+
+    @functools.wraps(filter_)  # keeps Jinja2's pass_context / pass_environment mark
+    def read_at_once(*args: Any, **kwargs: Any) -> Any:
+        result = filter_(*args, **kwargs)
+        return list(result) if isinstance(result, Iterator) else result
+
+    return read_at_once

@@ -255,6 +255,8 @@ _ENV.filters["format"] = template_limits.format_
 _ENV.filters["batch"] = template_limits.batch
 _ENV.filters["slice"] = template_limits.slice_
 _ENV.filters["random"] = _ENV.globals["lipsum"] = template_filters.random
+for _name in template_filters.LISTED:
+    _ENV.filters[_name] = template_filters.listed(_ENV.filters[_name])
 
 
 def _refuse_random(source: jinja2.nodes.Template) -> None:

@@ -70,8 +70,8 @@ def json_data(value: Any) -> Any:
     """A private, JSON-shaped copy of a value placed with ``to_yaml`` (its structure comes from its own type).
 
     Raises a ValueError for NaN or an infinity (``| float`` of ``"nan"``, a product past the largest float, a model's
-    ``float`` field given ``"inf"``): JSON cannot write them, and the child's checksum refused them at each
-    reconcile."""
+    ``float`` field given ``"inf"``, whatever the model's JSON form writes for it): JSON cannot write them, and the
+    child's checksum refused them at each reconcile."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -84,9 +84,13 @@ def json_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_data(item) for item in value]
     if isinstance(value, pydantic.BaseModel):
+        # Its own values are checked, not only its JSON form: a serializer (or a pydantic honouring the model's
+        # ser_json_inf_nan there, as its JSON text does) writes null or a string for NaN, placed silently.
+        python = value.model_dump(by_alias=True, exclude_none=True)
+        _refuse_not_finite(python)
         data = value.model_dump(mode="json", by_alias=True, exclude_none=True)
         if _has_sets(type(value)):
-            _sort_sets(value.model_dump(by_alias=True, exclude_none=True), data)
+            _sort_sets(python, data)
         _refuse_not_finite(data)
         return data
     if isinstance(value, set | frozenset):
@@ -102,14 +106,15 @@ def json_data(value: Any) -> Any:
 
 
 def _refuse_not_finite(data: Any) -> None:
+    """Raise a ValueError for a float NaN or infinity in a model's dump (Python's or JSON's)."""
     stack = [data]
     while stack:
         item = stack.pop()
-        if type(item) is float and not math.isfinite(item):
+        if isinstance(item, float) and not math.isfinite(item):
             raise ValueError(NOT_FINITE)
-        if type(item) is dict:
+        if isinstance(item, dict):
             stack.extend(item.values())
-        elif type(item) is list:
+        elif isinstance(item, list | tuple | set | frozenset):
             stack.extend(item)
 
 

@@ -18,7 +18,7 @@ import math
 import pathlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import hypothesis
 import jinja2
@@ -1405,6 +1405,23 @@ def test_a_spec_models_float_given_inf_is_an_invalid_spec_where_it_is_placed(lin
     )
 
     with pytest.raises(errors.InvalidSpec, match=r"^v: not a finite number"):
+        templating.render_template(f"kind: X\n{line}\n", {"cr": cr})
+
+
+class NullRatio(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(ser_json_inf_nan="null")
+
+    ratio: float
+    limit: Annotated[float, pydantic.PlainSerializer(lambda v: v if math.isfinite(v) else None, when_used="json")] = 1
+
+
+@pytest.mark.parametrize("line", ["v: {{ cr.spec | to_yaml }}", "v: '{{ cr.spec | tojson }}'", "v: {{ cr.spec }}"])
+@pytest.mark.parametrize("spec", [{"ratio": "inf"}, {"ratio": 1, "limit": "nan"}])
+def test_a_spec_models_float_given_inf_is_an_invalid_spec_whatever_its_json_form(line: str, spec: Any) -> None:
+    # a serializer writing JSON's null for it (as ser_json_inf_nan="null" writes its JSON text) placed null silently
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w"}}, spec=NullRatio.model_validate(spec))
+
+    with pytest.raises(errors.InvalidSpec, match=r"not a finite number"):
         templating.render_template(f"kind: X\n{line}\n", {"cr": cr})
 
 

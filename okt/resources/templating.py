@@ -84,11 +84,11 @@ _compile_lock = threading.Lock()
 class _CodeGenerator(jinja2.compiler.CodeGenerator):
     """Jinja2's code generator, with ``~`` joining through :func:`okt.resources.template_limits.join_text` (Jinja2's
     own join is no method of the environment the sandbox could intercept), and each ``{% for %}`` stepping through
-    :func:`okt.resources.template_recording.counted`."""
+    :func:`okt.resources.template_recording.counted` (a recursive loop's ``loop(...)`` too, see
+    :meth:`_Environment.call`)."""
 
     def visit_For(self, node: jinja2.nodes.For, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
-        if not node.recursive:  # a recursive loop's depth is Python's recursion limit's
-            node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None)
+        node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None)
         super().visit_For(node, frame)
 
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
@@ -133,6 +133,11 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         return template_limits.wrap_str_format(self, value)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        if type(__obj) is jinja2.runtime.LoopContext and args:
+            # A recursive loop's loop(items) steps are the render's too: its depth is bounded by Python's recursion
+            # limit, but not its breadth, and a tree the template built sharing its branches (n levels of
+            # [t, t]) ran 2**n steps that output nothing.
+            args = (template_recording.counted(args[0]), *args[1:])
         args = template_limits.call(__obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(getattr(__obj, "__self__", None), pydantic.BaseModel):

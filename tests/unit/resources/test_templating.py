@@ -1097,8 +1097,14 @@ def test_a_long_skeleton_from_a_custom_resources_list_is_not_kept() -> None:
             "{% endfor %}{% endfor %}\n",
             {"items": list(range(100_000))},
         ),
+        (
+            "kind: X\n{% set ns = namespace(tree=[]) %}{% for i in range(cr.spec.n) %}"
+            "{% set ns.tree = [ns.tree, ns.tree] %}{% endfor %}"
+            "{% for node in ns.tree recursive %}{% if node and loop(node) %}{% endif %}{% endfor %}\n",
+            {"n": 40},
+        ),
     ],
-    ids=["ranges", "lists"],
+    ids=["ranges", "lists", "recursive loop"],
 )
 def test_loops_running_as_often_as_the_custom_resource_says_stop_at_a_bound(
     template: str, spec: dict[str, Any]

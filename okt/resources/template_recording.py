@@ -1,12 +1,12 @@
 """What one render records and counts while Jinja2 runs its template: each ``{{ }}`` value, in expression order, with a
-placeholder written in its stead; the characters its text and values come to; the steps of its loops.
+placeholder written in its stead; the characters its text and values come to; the steps of its loops and macro calls.
 
 :func:`record` is the environment's ``finalize``, :func:`concat` its ``concat``, :func:`counted` wraps each
-``{% for %}``'s items and :func:`join_text` is ``~`` (see :mod:`okt.resources.templating`): each refuses a render that
-would build more than :data:`~okt.resources.template_limits.MAX_SIZE` (a
-:class:`~okt.resources.template_limits.TooLarge`) or make text of a pydantic secret; a secret recorded alone is a
-:class:`~okt.resources.template_secrets.TemplateSecret`, its line kept for the placement's message. Outside a
-render (no values recorded) each does what Jinja2's own does.
+``{% for %}``'s items, :func:`step` counts each macro call and :func:`join_text` is ``~`` (see
+:mod:`okt.resources.templating`): each refuses a render that would build more than
+:data:`~okt.resources.template_limits.MAX_SIZE` (a :class:`~okt.resources.template_limits.TooLarge`) or make text of
+a pydantic secret; a secret recorded alone is a :class:`~okt.resources.template_secrets.TemplateSecret`, its line kept
+for the placement's message. Outside a render (no values recorded) each does what Jinja2's own does.
 """
 
 from __future__ import annotations
@@ -145,10 +145,24 @@ def counted(items: Iterable[Any]) -> Iterator[Any]:
     for item in items:
         values.steps += 1
         if values.steps > template_limits.MAX_SIZE:
-            raise template_limits.TooLarge(
-                f"the template's loops would run more than {template_limits.MAX_SIZE} steps in one render"
-            )
+            _too_many_steps()
         yield template_secrets.read(item)
+
+
+def step() -> None:
+    """Count one step of the render that no loop counts (a macro's call): a macro calling itself twice, as deep as a
+    value said, made 2**n calls that output nothing."""
+    values = recorded.get()
+    if values is not None:
+        values.steps += 1
+        if values.steps > template_limits.MAX_SIZE:
+            _too_many_steps()
+
+
+def _too_many_steps() -> None:
+    raise template_limits.TooLarge(
+        f"the template's loops and macro calls would run more than {template_limits.MAX_SIZE} steps in one render"
+    )
 
 
 def join_text(parts: tuple[Any, ...]) -> str:

@@ -133,7 +133,9 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         return template_limits.wrap_str_format(self, value)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        if type(__obj) is jinja2.runtime.LoopContext and args:
+        if type(__obj) is jinja2.runtime.Macro:
+            template_recording.step()  # its depth is bounded by Python's recursion limit, not its breadth
+        elif type(__obj) is jinja2.runtime.LoopContext and args:
             # A recursive loop's loop(items) steps are the render's too: its depth is bounded by Python's recursion
             # limit, but not its breadth, and a tree the template built sharing its branches (n levels of
             # [t, t]) ran 2**n steps that output nothing.

@@ -1103,14 +1103,20 @@ def test_a_long_skeleton_from_a_custom_resources_list_is_not_kept() -> None:
             "{% for node in ns.tree recursive %}{% if node and loop(node) %}{% endif %}{% endfor %}\n",
             {"n": 40},
         ),
+        (
+            "kind: X\n{% macro f(n) %}{% if n %}{% set a = f(n - 1) %}{% set b = f(n - 1) %}{% endif %}{% endmacro %}"
+            "{% set x = f(cr.spec.n) %}\n",
+            {"n": 40},
+        ),
     ],
-    ids=["ranges", "lists", "recursive loop"],
+    ids=["ranges", "lists", "recursive loop", "macro calling itself twice"],
 )
 def test_loops_running_as_often_as_the_custom_resource_says_stop_at_a_bound(
     template: str, spec: dict[str, Any]
 ) -> None:
-    # 10**10 steps that output nothing: the worker never came back
-    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: the template's loops would run more than \d+ "):
+    # 10**10 steps (2**40 loop(...) or macro calls) that output nothing: the worker never came back
+    message = r"^template line 2: the template's loops and macro calls would run more than \d+ "
+    with pytest.raises(errors.InvalidSpec, match=message):
         templating.render_template(template, {"cr": widget(spec)})
 
 

@@ -13,9 +13,9 @@ which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the temp
 Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**``, ``*``, ``+`` and ``-`` on
 integers (no more digits than Python writes a number with); ``%`` and
 ``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
-``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``tojson(indent=)``; the string methods ``ljust``,
-``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``. Within the bound, each gives
-what Jinja2 and Python give.
+``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``sum`` (of lists or tuples), ``tojson(indent=)``; the
+string methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``.
+Within the bound, each gives what Jinja2 and Python give.
 
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
@@ -24,6 +24,7 @@ custom resource bounds doubled a value as often as it said: they refuse a result
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import math
 import re
@@ -367,6 +368,21 @@ def slice_(value: Collection[Any], slices: int, fill_with: Any = None) -> Any:
     if isinstance(slices, int):
         check(slices, "| slice", "slices")
     return jinja2.filters.sync_do_slice(value, slices, fill_with)
+
+
+@jinja2.pass_environment
+def sum_(environment: jinja2.Environment, iterable: Iterable[Any], attribute: Any = None, start: Any = 0) -> Any:
+    """Jinja2's ``sum``, refusing to join lists or tuples into more than :data:`MAX_SIZE` items, and joining them at
+    once: Python's ``sum`` added them one at a time, copying the result so far at each (``[[x]] * n | sum(start=[])``
+    copied n**2 / 2 items, and the worker never came back), and ``[big] * n`` joined ``n`` times ``big``."""
+    items = list(iterable)
+    if attribute is not None:
+        items = list(map(jinja2.filters.make_attrgetter(environment, attribute), items))
+    kind = type(start)
+    if (kind is list or kind is tuple) and all(type(item) is kind for item in items):
+        check(len(start) + sum(len(item) for item in items), "| sum", "items")
+        return kind(itertools.chain(start, *items))
+    return sum(items, start)  # numbers, or what Python's sum refuses (strings, a list added to a number)
 
 
 def _depth(value: Any) -> int:

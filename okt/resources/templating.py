@@ -261,6 +261,7 @@ _ENV.filters["wordwrap"] = template_limits.wordwrap
 _ENV.filters["format"] = template_limits.format_
 _ENV.filters["batch"] = template_limits.batch
 _ENV.filters["slice"] = template_limits.slice_
+_ENV.filters["sum"] = template_limits.sum_
 _ENV.filters["random"] = _ENV.globals["lipsum"] = template_filters.random
 for _name in template_filters.LISTED:
     _ENV.filters[_name] = template_filters.listed(_ENV.filters[_name])

@@ -898,6 +898,7 @@ WIDE = "x" * 100_000
         ("[1] | batch(cr.spec.n, 0) | list", {"n": 10**10}, r"\| batch"),
         ("[1] | slice(cr.spec.n) | list", {"n": 10**10}, r"\| slice"),
         ("cr.spec | tojson(indent=cr.spec.n)", {"n": 10**10}, r"\| tojson\(indent=...\)"),
+        ("([cr.spec.hosts] * cr.spec.n) | sum(start=[]) | length", {"hosts": [1] * 1000, "n": 10**4}, r"\| sum"),
     ],
 )
 def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is_an_invalid_spec(
@@ -930,6 +931,11 @@ def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is
         ("[1, 2, 3] | batch(2, 0) | list | string", "[[1, 2], [3, 0]]"),
         ("[1, 2, 3] | slice(2) | list | string", "[[1, 2], [3]]"),
         ("cr.spec.items | tojson(indent=1)", '[\n {\n  "k": 1\n },\n {\n  "k": 2\n }\n]'),
+        ("([[cr.spec.n]] * 1000000) | sum(start=[]) | length", "1000000"),  # a list at a time, it never ended
+        ("[cr.spec.names, ['c']] | sum(start=['z'])", "['z', 'a', 'b', 'c']"),
+        ("[(1,), (2,)] | sum(start=())", "(1, 2)"),
+        ("cr.spec.items | sum(attribute='k')", "3"),
+        ("[1.5, cr.spec.n] | sum", "4.5"),
     ],
 )
 def test_filters_methods_and_formats_within_bounds_give_what_jinja_gives(expression: str, expected: Any) -> None:

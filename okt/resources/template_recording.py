@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import sys
+import types
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
@@ -88,6 +89,12 @@ def record(context: jinja2.runtime.Context, value: Any) -> str:
     kind = type(value)
     if kind is not template_placement.Structured:
         if kind is not str:
+            if _text_is_address(value):
+                raise errors.MutationError(
+                    f"template error: {{{{ }}}} places a {kind.__name__} (a method or function not called?): its "
+                    "text is its address in memory, another at each render, so the child's checksum would change at "
+                    "each reconcile; call it, or place data"
+                )
             value = template_secrets.read(value)  # one a filter handed on as pydantic's object is placed alone too
         if type(value) is template_secrets.TemplateSecret:
             # Placed alone it is its value; joined with text, the placement names this line (see Slot.text).
@@ -107,6 +114,24 @@ def record(context: jinja2.runtime.Context, value: Any) -> str:
     if values.size > template_limits.MAX_SIZE:  # checked here too, where the template's line is known
         template_limits.check(values.size, "the rendered template")
     return placeholder
+
+
+_CODE = (
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+)
+
+
+def _text_is_address(value: Any) -> bool:
+    """Whether a value's text holds its address in memory: a function or method (``{{ name.upper }}``), or an object
+    whose type writes no text of its own (Jinja2's ``cycler()`` and ``joiner()``)."""
+    kind: Any = type(value)
+    return isinstance(value, _CODE) or (kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__)
 
 
 def concat(pieces: Iterable[str]) -> str:

@@ -1575,3 +1575,19 @@ def test_a_filter_giving_items_one_at_a_time_gives_a_list_the_same_at_each_rende
     cr = widget({"labels": {"app": "web"}, "hosts": ["a", "b"]})
 
     assert templating.render_template(template, {"cr": cr}) == {"kind": "X", "v": expected}
+
+
+@pytest.mark.parametrize("quote", ["", "'"])
+@pytest.mark.parametrize(
+    "expression", ["cr.spec.name.upper", "cr.spec.labels.keys", "range", "joiner()", "cycler(1, 2)", "opaque"]
+)
+def test_a_value_whose_text_is_its_address_in_memory_is_a_mutation_error(expression: str, quote: str) -> None:
+    # its text, <built-in method upper of str object at 0x7f...>, went into the child, another at each render (a
+    # Cycler placed whole was a TypeError out of the render)
+    cr = widget({"name": "web", "labels": {"app": "web"}})
+    template = f"kind: X\nv: {quote}{{{{ {expression} }}}}{quote}\n"
+
+    with pytest.raises(errors.MutationError, match=r"^template error: .* its text is its address in memory") as caught:
+        templating.render_template(template, {"cr": cr, "opaque": object()})
+
+    assert not isinstance(caught.value, errors.InvalidSpec)

@@ -15,6 +15,10 @@ import dataclasses
 import math
 import random
 
+_JITTER = random.Random()
+"""okt's own source of jitter: drawing from the module-level generator would move the state of every other
+user of it (a seeded simulation, a property-based test) from a background thread."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Backoff:
@@ -58,7 +62,7 @@ class Backoff:
         if failures < 1:
             raise ValueError(f"failures must be >= 1, got {failures!r}")
         if rand is None:
-            rand = random.random()
+            rand = _JITTER.random()
         elif not 0 <= rand <= 1:
             raise ValueError(f"rand must be in [0, 1], got {rand!r}")
         steps = failures - 1

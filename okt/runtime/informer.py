@@ -79,6 +79,10 @@ from okt.resources import apply
 from okt.runtime import backoff as backoff_mod
 from okt.status import writer
 
+_JITTER = random.Random()
+"""okt's own source of jitter: drawing from the module-level generator would move the state of every other
+user of it (a seeded simulation, a property-based test) from a background thread."""
+
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
@@ -775,7 +779,7 @@ class Informer:
 
     def _watch(self) -> None:
         # Spread reconnects of many informers, as client-go does.
-        timeout = random.randint(max(self._watch_timeout // 2, 1), self._watch_timeout)
+        timeout = _JITTER.randint(max(self._watch_timeout // 2, 1), self._watch_timeout)
         stream = self.client.watch(
             self.kind,
             self.namespace,

@@ -58,6 +58,10 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
+_JITTER = random.Random()
+"""okt's own source of jitter: drawing from the module-level generator would move the state of every other
+user of it (a seeded simulation, a property-based test) from a background thread."""
+
 #: Spread of the retry period, as client-go's ``JitterFactor``.
 JITTER = 1.2
 EXPIRY_MARGIN = 0.05
@@ -338,7 +342,7 @@ class LeaderElector:
         with self._lock:
             held_by_other = self._held_by_other_locked()
             until_expiry = self._observed_at + self._observed_duration - clock() if held_by_other else None
-        self._stop.wait(candidate_wait(self.retry_period * random.uniform(1.0, JITTER), until_expiry))
+        self._stop.wait(candidate_wait(self.retry_period * _JITTER.uniform(1.0, JITTER), until_expiry))
 
     def _notify_stopped(self) -> None:
         if self._on_stopped is not None:

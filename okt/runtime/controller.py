@@ -953,7 +953,7 @@ class Controller:
             return True
         try:
             self.reconciler.on_deleted(objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
-        except (Exception, SystemExit):  # SystemExit too: a hook's sys.exit() would end the worker (see _run)
+        except BaseException:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
             self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
             self._log.exception(
                 "on_deleted raised", namespace=key[0], name=key[1], uid=deletion.uid, failures=deletion.failures + 1

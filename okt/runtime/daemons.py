@@ -331,9 +331,11 @@ class Supervisor:
                     started = time.monotonic()
                     try:
                         method(ctx)
-                    except (Exception, SystemExit) as exc:
-                        # SystemExit too: a daemon's sys.exit() ends only this thread — silently, as threading
-                        # ignores it — and its object would be left without the daemon for good, nothing logged.
+                    except BaseException as exc:
+                        # Whatever it is: a daemon's sys.exit() (SystemExit), asyncio.run() of a task cancelled
+                        # (CancelledError), a KeyboardInterrupt raised by hand end only this thread — a SystemExit
+                        # silently, as threading ignores it — and its object would be left without the daemon for
+                        # good. Signals reach the main thread only, which runs no daemon.
                         # A run that outlived the longest pause is not part of the failures before it: a daemon
                         # failing once a day would otherwise wait max_backoff at every restart after a few days.
                         healthy = time.monotonic() - started >= options.max_backoff

@@ -3,7 +3,7 @@ daemon that returned is not restarted by the next event, one that comes back wai
 
 from __future__ import annotations
 
-import sys
+import asyncio
 import threading
 import time
 from typing import Any, ClassVar, cast
@@ -251,22 +251,37 @@ def test_a_daemon_that_ran_longer_than_its_max_backoff_before_failing_restarts_a
 
 
 class Exiting(okt.Reconciler):
-    """A daemon that calls ``sys.exit()`` on its first run, then runs until it is asked to stop."""
+    """A daemon that raises ``ending`` on its first run (``sys.exit()`` by default), then runs until it is asked to
+    stop."""
 
     api_version = "example.com/v1"
     kind = "Thing"
+    ending: BaseException = SystemExit("the tunnel closed")
 
     @okt.daemon(backoff=0.01)
     def exiting(self, ctx: okt.DaemonContext) -> None:
         if ctx.attempt == 1:
-            sys.exit("the tunnel closed")
+            raise self.ending
         ctx.stop.wait()
 
 
-def test_a_daemon_that_calls_sys_exit_is_logged_and_restarted_as_one_that_raises() -> None:
+@pytest.mark.parametrize(
+    ("ending", "said"),
+    [
+        (SystemExit("the tunnel closed"), "SystemExit: the tunnel closed"),
+        (asyncio.CancelledError("the task was cancelled"), "CancelledError: the task was cancelled"),
+        (KeyboardInterrupt("raised by hand"), "KeyboardInterrupt: raised by hand"),
+    ],
+)
+def test_a_daemon_that_calls_sys_exit_is_logged_and_restarted_as_one_that_raises(
+    ending: BaseException, said: str
+) -> None:
     """``sys.exit()`` in a daemon thread ends that thread only, and threading ignores it without a word: the daemon
-    was gone for its object (kept as finished, never started again), nothing logged, the operator running on."""
+    was gone for its object (kept as finished, never started again), nothing logged, the operator running on. So did
+    any other exception that is not an ``Exception`` (``asyncio.run()`` of a cancelled task, a KeyboardInterrupt
+    raised by hand), with a traceback printed outside okt's logs."""
     reconciler, store = Exiting(), Store(thing("a", "u1"))
+    reconciler.ending = ending
     sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
     with structlog.testing.capture_logs() as logged:
         sup.start(store.objs.values())
@@ -276,7 +291,7 @@ def test_a_daemon_that_calls_sys_exit_is_logged_and_restarted_as_one_that_raises
     assert sup.join(5)
 
     [failed] = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
-    assert failed["error"] == "SystemExit: the tunnel closed"
+    assert failed["error"] == said
 
 
 class Credentials(pydantic.BaseModel):

@@ -303,14 +303,39 @@ class Cache:
                 )
             refused = informer.refusal
             if refused is not None:
+                # Before the first sync the store holds nothing yet: "stale" would send the reader the wrong way.
+                synced = informer.has_synced.is_set()
+                held = "so what it holds of them may be stale" if synced else "so it holds none of them yet"
                 return errors.Forbidden(
                     refused.status,
                     refused.api_reason,
-                    f"okt may no longer list and watch {kind.kind} ({kind.api_version}){where}, so what it holds of "
-                    f"them may be stale: grant list and watch on {kind.plural} (okt gen rbac writes every rule the "
-                    f"operator needs); the API server said: {refused.api_message}",
+                    f"okt may {'no longer' if synced else 'not'} list and watch {kind.kind} "
+                    f"({kind.api_version}){where}, {held}: grant list and watch on {kind.plural} (okt gen rbac "
+                    f"writes every rule the operator needs); the API server said: {refused.api_message}",
                 )
         return None
+
+    def blocked(self) -> list[tuple[kinds.Kind, errors.ApiError]]:
+        """The watched kinds not synced yet because the API server refuses their list or watch (``403``) or does not
+        serve them, each with the error :meth:`refusal` words for it (the rule to grant), in the order they were
+        started. Nothing but the API server's answer to come keeps them from syncing."""
+        with self._lock:
+            watched = [(self._kinds[key], scoped) for key, scoped in self._informers.items()]
+        blocked = []
+        for kind, scoped in watched:
+            if all(i.has_synced.is_set() for i in scoped.values()):
+                continue
+            refused = self.refusal(kind, None)
+            if refused is not None:
+                blocked.append((kind, refused))
+        return blocked
+
+    def settled(self) -> bool:
+        """Whether every informer started so far has synced, or is refused or not served by the API server: no first
+        list is still under way, so a read of a watched kind is either served from a full store or fails."""
+        with self._lock:
+            informers = self._all_informers()
+        return all(i.has_synced.is_set() or i.refusal is not None or not i.served for i in informers)
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block until :attr:`synced` (True) or ``timeout`` seconds pass (False)."""

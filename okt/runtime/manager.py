@@ -4,11 +4,14 @@ Why this exists: ``okt run`` (and a benchmark, and an end-to-end test) needs one
 operator has — the shared cache, a controller per reconciler, the metrics and probe server, the leader elector — and
 starts and stops it in the right order.
 
-Start order: the probe server; the cache and every controller's watches (a standby keeps warm caches, so a failover
-does not relist); then, once the caches are synced — and, with leader election, once this replica leads — the
-workers. With leader election a replica competes for the lease only once its caches are synced (a **warm
-standby**): the replica that leads can reconcile at once, and one whose caches cannot sync never takes the lease
-from one that could.
+Start order: the probe server; the cache and every controller's watches (a standby keeps warm caches, so a failover does
+not relist); then, once the caches are synced — and, with leader election, once this replica leads — the workers.
+Without leader election, a watched kind whose list or watch the API server refuses (``403``: the role lacks the rule,
+the permission check skipped) or does not serve keeps only the controllers watching it from starting: once every other
+cache is synced, the others start (a read of the refused kind fails, saying so), and the kind, with the rule to grant,
+is logged once as a warning and named in ``/readyz``'s body (not ready until it syncs). With leader election a replica
+competes for the lease only once its caches are synced (a **warm standby**): the replica that leads can reconcile at
+once, and one whose caches cannot sync never takes the lease from one that could.
 
 Guarantees:
 
@@ -63,7 +66,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.kube import client as kube_client
-from okt.kube import selectors
+from okt.kube import kinds, selectors
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import webhooks as webhooks_mod
@@ -273,10 +276,11 @@ class Manager:
 
         Returns ``(ready, reason)``; ready with a reason other than ``"ok"`` names the watched kinds the API server
         stopped serving after the caches synced, or, with a conversion webhook, what the pod still waits for
-        (:data:`CACHES_SYNCING`, the lease). Readiness says whether this pod can serve: a kind gone from the API
-        (its CRD deleted, its version no longer served) leaves every other kind reconciled and every webhook served,
-        and a pod taken out of its Service's endpoints for it would refuse the webhooks of every kind, perhaps the
-        conversion webhook the CRD needs to be served again.
+        (:data:`CACHES_SYNCING`, the lease); caches the API server keeps from syncing, refusing a kind's list or watch
+        or not serving the kind, are named with the rule to grant (:meth:`okt.runtime.cache.Cache.refusal`). Readiness
+        says whether this pod can serve: a kind gone from the API (its CRD deleted, its version no longer served) leaves
+        every other kind reconciled and every webhook served, and a pod taken out of its Service's endpoints for it
+        would refuse the webhooks of every kind, perhaps the conversion webhook the CRD needs to be served again.
         """
         healthy, reason = self.health()
         if not healthy:
@@ -290,7 +294,11 @@ class Manager:
         # Until start() has started every watch and made the elector, the informers synced so far are not all there
         # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
         if self.cache is None or not self._assembled or not self.cache.synced:
-            return (True, CACHES_SYNCING) if converting else (False, "caches not synced")
+            # A kind the API server refuses syncs only once someone grants the rule: say which, and what to grant.
+            blocked = "; ".join(str(refusal) for _, refusal in self.cache.blocked()) if self.cache else ""
+            if converting:
+                return True, f"{CACHES_SYNCING}: {blocked}" if blocked else CACHES_SYNCING
+            return False, f"caches not synced: {blocked}" if blocked else "caches not synced"
         # Reached only once synced: a campaign starts then, and its first lease request must not take a converting
         # pod out of its endpoints for a moment.
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
@@ -440,27 +448,66 @@ class Manager:
         threading.Thread(target=self._begin, name="okt-manager-begin", daemon=True).start()
 
     def _begin(self) -> None:
+        """Start each controller's workers once its kinds are synced and no other first list is under way; the
+        controllers reading a kind the API server refuses (or does not serve) wait for it, the others reconcile."""
         assert self.cache is not None
-        while not self.cache.wait_for_sync(_SYNC_POLL):
-            if self._stopping.is_set():
-                return
-        with self._lock:
-            if self._stopping.is_set():
-                return
-            for controller in self.controllers:
-                controller.start_workers()
-            self._working.set()
-            if self._tune_memory:
-                self.trimmer = memory.Trimmer(self._reconciled, self._busy)
-                self.trimmer.start()
+        waiting = list(self.controllers)
+        told: set[str] = set()
+        while waiting:
+            synced = self.cache.wait_for_sync(_SYNC_POLL)
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                if synced:
+                    starting, waiting = waiting, []
+                elif self.cache.settled():
+                    # A read of a refused kind fails, saying why, and no other kind is half listed: a controller
+                    # whose own kinds are synced reads nothing it cannot trust.
+                    starting = [c for c in waiting if all(self.cache.progress(k)[1]() for k in _kinds_of(c))]
+                    waiting = [c for c in waiting if c not in starting]
+                else:
+                    starting = []
+                for controller in starting:
+                    controller.start_workers()
+                if starting and self._tune_memory and self.trimmer is None:
+                    self.trimmer = memory.Trimmer(self._reconciled, self._busy)
+                    self.trimmer.start()
+                if not waiting:
+                    self._working.set()
+            if starting and waiting:
+                _log.info("reconciling, some caches not synced", controllers=[c.name for c in starting])
+            if waiting:
+                self._tell_blocked(told)
         _log.info("caches synced, reconciling")
+
+    def _tell_blocked(self, told: set[str]) -> None:
+        """Log once, as a warning, each watched kind whose cache the API server keeps from syncing, with the rule
+        to grant and the controllers waiting for it."""
+        assert self.cache is not None
+        for kind, refusal in self.cache.blocked():
+            if str(kind) in told:
+                continue
+            told.add(str(kind))
+            _log.warning(
+                "a watched kind's cache cannot sync: the controllers reading it wait until the API server lets okt "
+                "list and watch it",
+                kind=f"{kind.kind} ({kind.api_version})",
+                error=str(refusal),
+                controllers=[
+                    c.name
+                    for c in self.controllers
+                    if any((k.api_version, k.kind) == (kind.api_version, kind.kind) for k in _kinds_of(c))
+                ],
+            )
 
     def _campaign(self) -> None:
         """Compete for the lease once the caches are synced (never after a shutdown began)."""
         assert self.cache is not None and self.elector is not None
+        told: set[str] = set()
         while not self.cache.wait_for_sync(_SYNC_POLL):
             if self._stopping.is_set():
                 return
+            self._tell_blocked(told)
         with self._lock:
             if self._stopping.is_set():
                 return
@@ -564,6 +611,11 @@ class Manager:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _kinds_of(controller: controller_mod.Controller) -> list[kinds.Kind]:
+    """The kinds a controller watches, and so reads from the cache."""
+    return [controller.kind, *controller.owned, *(kind for kind, _ in controller.related)]
 
 
 def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
 
 import okt
 from okt.kube import client as kube_client
@@ -20,6 +21,7 @@ from okt.reconciler import core
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
+from okt.runtime import manager as manager_mod
 from okt.testing import condition, envtest, wait_for
 from tests.integration.runtime import conftest as runtime
 
@@ -219,3 +221,54 @@ def test_a_reconcile_that_failed_on_a_refused_watch_is_retried_once_the_watch_is
     finally:
         gadgets.shutdown(5)
         cache.stop()
+
+
+def test_a_kind_refused_before_the_first_sync_is_named_by_readiness_and_the_controllers_not_reading_it_start(
+    kube: kube_client.Client,
+    operator: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+) -> None:
+    """As with the permission check skipped: the role lacks list and watch on ConfigMaps from the start."""
+    set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_WRITES])
+    secrets_reconcile = fake_reconcile()
+    kube.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": namespace}}, SECRET)
+    make_gadget("g", size=1)
+    manager = manager_mod.Manager(
+        operator,
+        [ConfiguredGadgets, Secrets],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=5.0,
+        tune_memory=False,
+        reconcile=lambda reconciler, *args, **kwargs: (
+            secrets_reconcile if isinstance(reconciler, Secrets) else core.reconcile
+        )(reconciler, *args, **kwargs),
+    )
+    try:
+        with structlog.testing.capture_logs() as logged:
+            manager.start()
+            wait_for(lambda: secrets_reconcile.count("s") >= 1, timeout=30, message="the other controller's reconcile")
+            is_ready, reason = manager.readiness()
+            assert not is_ready
+            assert "ConfigMap" in reason and "grant list and watch on configmaps" in reason, reason
+            assert ready_condition_absent(kube, gadget_kind, namespace)
+        named = [e for e in logged if "grant list and watch on configmaps" in str(e.get("error", ""))]
+        assert named and named[0]["log_level"] == "warning", logged
+
+        set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_RULE])
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "True",
+            timeout=60,
+            message="the reconcile once the rule is granted",
+        )
+        assert manager.readiness() == (True, "ok")
+    finally:
+        manager.stop()
+        manager.join(15)
+
+
+def ready_condition_absent(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> bool:
+    return condition(kube.get_or_none(kind, "g", namespace), "Ready") is None

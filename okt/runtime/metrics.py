@@ -28,6 +28,9 @@ Guarantees:
 * a connection whose client sends nothing, or stops reading the answer, for :data:`READ_TIMEOUT` seconds is closed:
   each one holds a thread of the server until then; a client that leaves before its answer is logged at debug level,
   and a request the server fails is logged as an error, never printed to standard error;
+* ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
+  default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
+  without an answer; the probes are unaffected;
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
   (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
   ``404``.
@@ -570,7 +573,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
-            self._send(200, self.server.metrics.exposition(), prometheus_client.CONTENT_TYPE_LATEST)
+            try:
+                exposition = self.server.metrics.exposition()
+            except Exception as exc:  # an operator's own collector raised: an answer, never a closed connection
+                self._send(500, self.server.collector_failed(exc).encode(), "text/plain")
+                return
+            self.server.collector_error = None
+            self._send(200, exposition, prometheus_client.CONTENT_TYPE_LATEST)
         elif path in ("/healthz", "/readyz"):
             check = self.server.healthy if path == "/healthz" else self.server.ready
             ok, reason = _probe(check)
@@ -605,6 +614,15 @@ class _Server(http.server.ThreadingHTTPServer):
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     read_timeout: float
+    collector_error: str | None = None
+
+    def collector_failed(self, exc: Exception) -> str:
+        """The one line ``/metrics`` answers when a collector raised (an operator's own, in the default registry:
+        Prometheus records the failed scrape), logged as a warning when it differs from the scrape before it."""
+        error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        said, self.collector_error = self.collector_error, error
+        (_log.debug if said == error else _log.warning)("a metrics collector failed, /metrics answers 500", error=error)
+        return f"a metrics collector failed: {error}"
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # socketserver's own prints a traceback to standard error: lines a JSON log pipeline cannot read, at each

@@ -307,6 +307,37 @@ def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts
         prometheus_client.REGISTRY.unregister(gauge)
 
 
+class BrokenCollector(prometheus_client.registry.Collector):
+    """An operator's own collector whose source of numbers is away (once registered: registering it collects)."""
+
+    def __init__(self) -> None:
+        self.away = False
+
+    def collect(self) -> Iterator[prometheus_client.Metric]:
+        if self.away:
+            raise ConnectionError("the operand's stats endpoint refused the connection")
+        return iter(())
+
+
+def test_an_operators_collector_that_raises_makes_metrics_answer_500_naming_its_error_and_probes_go_on(
+    serve: Any,
+) -> None:
+    server = serve()
+    collector = BrokenCollector()
+    prometheus_client.REGISTRY.register(collector)
+    collector.away = True
+    try:
+        status, content_type, body = fetch(server.url + "/metrics")
+    finally:
+        prometheus_client.REGISTRY.unregister(collector)
+    assert status == 500
+    assert content_type.startswith("text/plain")
+    assert "ConnectionError: the operand's stats endpoint refused the connection" in body
+    assert len(body.strip().splitlines()) == 1, body
+    assert fetch(server.url + "/healthz")[:3:2] == (200, "ok")
+    assert fetch(server.url + "/metrics")[0] == 200
+
+
 def test_a_connection_that_sends_nothing_is_closed_by_the_server_and_probes_are_answered_meanwhile() -> None:
     """Each connection holds a thread of the server until its request is read: one that never sends held it for
     ever, and as many as a misbehaving client opened piled up."""

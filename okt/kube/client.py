@@ -188,6 +188,80 @@ def _read_kubeconfig(filename: str) -> pykube.KubeConfig:
     return config
 
 
+_SECTIONS = (
+    ("clusters", "cluster", ("certificate-authority",)),
+    ("users", "user", ("client-certificate", "client-key", "tokenFile")),
+    ("contexts", "context", ()),
+)
+"""A kubeconfig's named entries: section, the key of each entry's body, the body's keys that are file paths."""
+
+
+def _read_kubeconfigs(listed: str) -> pykube.KubeConfig:
+    """The files of ``$KUBECONFIG`` (``listed``, separated by :data:`os.pathsep`) merged as kubectl merges them.
+
+    kubectl's rules: empty entries, repeated paths and files that do not exist are skipped; the first file to define
+    a cluster, user or context of a name keeps it whole; ``current-context`` comes from the first file that sets one;
+    relative paths of a file (a CA, a client certificate or key, a token file, a credential plugin's command with a
+    folder in it) are read from that file's folder.
+
+    Raises:
+        ValueError: a file is not a kubeconfig (its message names the file; an empty one too, as one file alone).
+        pykube.exceptions.PyKubeError: none of the files exists.
+    """
+    paths = list(dict.fromkeys(entry for entry in listed.split(os.pathsep) if entry))
+    if len(paths) == 1:
+        return _read_kubeconfig(paths[0])  # one file: its relative paths are read from its folder as they are
+    present = [path for path in paths if pathlib.Path(path).expanduser().is_file()]
+    if not present:
+        raise pykube.exceptions.PyKubeError("none of its files exists")
+    docs = []
+    for path in present:
+        try:
+            docs.append((pathlib.Path(path).expanduser(), _read_kubeconfig(path).doc))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc.__cause__
+    config = pykube.KubeConfig(_merged_kubeconfig(docs))
+    config.filepath = docs[0][0]  # every relative path is resolved already
+    return config
+
+
+def _merged_kubeconfig(docs: Iterable[tuple[pathlib.Path, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One kubeconfig document from ``docs`` (each file's path and document, in ``$KUBECONFIG``'s order), by
+    kubectl's rules (see :func:`_read_kubeconfigs`); the documents are left as they are."""
+    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
+    for path, doc in docs:
+        folder = path.parent.absolute()
+        for section, inner, files in _SECTIONS:
+            taken = {entry.get("name") for entry in merged[section]}
+            for entry in doc.get(section) or []:
+                if isinstance(entry, dict) and entry.get("name") not in taken:
+                    merged[section].append(_resolved(entry, inner, files, folder))
+        if doc.get("current-context") and not merged.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+        for key, value in doc.items():
+            merged.setdefault(key, value)  # apiVersion, kind, preferences: the first file's
+    return merged
+
+
+def _resolved(entry: Mapping[str, Any], inner: str, files: Iterable[str], folder: pathlib.Path) -> dict[str, Any]:
+    """A copy of a cluster or user ``entry`` whose relative ``files`` are made absolute from ``folder``; a path
+    starting with ``~`` is left to be expanded where it is read."""
+    body = entry.get(inner)
+    if not isinstance(body, dict):
+        return dict(entry)
+    body = dict(body)
+    for key in files:
+        value = body.get(key)
+        if isinstance(value, str) and value and not value.startswith("~") and not os.path.isabs(value):
+            body[key] = str(folder / value)
+    plugin = body.get("exec")
+    if isinstance(plugin, dict) and isinstance(plugin.get("command"), str):
+        command = plugin["command"]
+        if os.sep in command and not os.path.isabs(command):  # a command on PATH stays as it is
+            body["exec"] = {**plugin, "command": str(folder / command)}
+    return {**entry, inner: body}
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """What PyYAML found wrong and where (1-based line and column), never the text it quotes."""
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
@@ -736,8 +810,8 @@ class Client:
         rate_limit: RateLimit | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> Client:
-        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, else ``~/.kube/config``) or the in-cluster config;
-        ``timeout`` bounds each request (see :attr:`timeout`).
+        """Load a kubeconfig (``path``, else ``$KUBECONFIG``, its files merged as kubectl merges them, else
+        ``~/.kube/config``) or the in-cluster config; ``timeout`` bounds each request (see :attr:`timeout`).
 
         Raises:
             okt.errors.ConfigurationError: the file cannot be read or parsed, or its context cannot be used (none
@@ -747,7 +821,7 @@ class Client:
             if path is not None:
                 config = _read_kubeconfig(str(path))
             elif os.environ.get("KUBECONFIG"):
-                config = _read_kubeconfig(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+                config = _read_kubeconfigs(os.environ["KUBECONFIG"])
             elif pathlib.Path("~/.kube/config").expanduser().exists():
                 config = _read_kubeconfig(str(pathlib.Path("~/.kube/config").expanduser()))
             else:

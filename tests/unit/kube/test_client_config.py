@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 import pytest
@@ -92,3 +93,99 @@ def test_a_file_that_is_not_yaml_is_one_line_naming_where_and_never_quoting_it(t
         f"cannot load kubeconfig from {path}: it is not valid YAML: "
         f"expected ',' or '}}', but got '<stream end>' (line {lines + 4}, column 1)"
     )
+
+
+def _kubeconfig(path: pathlib.Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_kubeconfig_with_several_files_finds_a_context_the_second_file_defines(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the first file of $KUBECONFIG was read: the context of the second was "it has no context 'b'".
+    first = _kubeconfig(tmp_path / "a", KUBECONFIG + "current-context: b\n")
+    second = _kubeconfig(
+        tmp_path / "b",
+        "clusters: [{name: cb, cluster: {server: 'https://127.0.0.2:6443'}}]\n"
+        "users: [{name: ub, user: {token: tb}}]\n"
+        "contexts: [{name: b, context: {cluster: cb, user: ub, namespace: nb}}]\n",
+    )
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([first, second]))
+
+    client = kube_client.Client.from_kubeconfig()
+
+    assert (client.host, client.default_namespace) == ("127.0.0.2:6443", "nb")
+    assert client.credential_headers()["Authorization"] == "Bearer tb"
+
+
+def test_kubeconfig_with_several_files_keeps_the_first_definition_of_a_name_and_the_first_current_context(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _kubeconfig(tmp_path / "a", "users: [{name: u, user: {token: first}}]\n")
+    second = _kubeconfig(tmp_path / "b", KUBECONFIG.replace("{token: t}", "{token: second}") + "current-context: x\n")
+    third = _kubeconfig(tmp_path / "c", KUBECONFIG + "current-context: lost-user\n")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([first, second, third]))
+
+    client = kube_client.Client.from_kubeconfig()
+
+    assert (client.host, client.credential_headers()["Authorization"]) == ("127.0.0.1:6443", "Bearer first")
+
+
+def test_kubeconfig_with_several_files_reads_relative_paths_from_the_folder_of_the_file_that_holds_them(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "b" / "certs").mkdir(parents=True)
+    (tmp_path / "b" / "certs" / "ca.crt").write_text("CA of b\n")
+    (tmp_path / "b" / "token").write_text("token-of-b\n")
+    first = _kubeconfig(tmp_path / "a" / "config", "current-context: b\n")
+    second = _kubeconfig(
+        tmp_path / "b" / "config",
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443', certificate-authority: certs/ca.crt}}]\n"
+        "users: [{name: u, user: {tokenFile: token}}]\n"
+        "contexts: [{name: b, context: {cluster: c, user: u}}]\n",
+    )
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([first, second]))
+
+    client = kube_client.Client.from_kubeconfig()
+
+    assert client.tls.verify == str(tmp_path / "b" / "certs" / "ca.crt")
+    assert client.credential_headers()["Authorization"] == "Bearer token-of-b"
+
+
+@pytest.mark.parametrize("listed", [["", "missing", "b"], ["b", "b", "missing"]])
+def test_kubeconfig_with_several_files_skips_empty_entries_and_files_that_do_not_exist_as_kubectl_does(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, listed: list[str]
+) -> None:
+    _kubeconfig(tmp_path / "b", KUBECONFIG + "current-context: x\n")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(tmp_path / name) if name else "" for name in listed))
+
+    assert kube_client.Client.from_kubeconfig().host == "127.0.0.1:6443"
+
+
+def test_kubeconfig_with_several_files_names_the_file_that_does_not_hold_a_kubeconfig(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _kubeconfig(tmp_path / "a", KUBECONFIG + "current-context: x\n")
+    second = _kubeconfig(tmp_path / "b", "- a\n")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join([first, second]))
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig()
+
+    assert str(raised.value) == (
+        f"cannot load kubeconfig from {first}{os.pathsep}{second}: {second}: it holds a list, {NOT_A_MAPPING}"
+    )
+
+
+def test_kubeconfig_whose_files_all_are_missing_is_refused_naming_them(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")])
+    monkeypatch.setenv("KUBECONFIG", listed)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig()
+
+    assert str(raised.value) == f"cannot load kubeconfig from {listed}: none of its files exists"

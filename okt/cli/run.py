@@ -9,6 +9,7 @@ import math
 import os
 import pathlib
 import re
+import shlex
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff
 
 if TYPE_CHECKING:
+    from okt.reconciler import reconciler
     from okt.runtime import webhook_server
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -105,6 +107,17 @@ def _discovery(connect: Callable[[], kube_client.Client]) -> Callable[[str], kin
         return connect().resolve_name(name)
 
     return resolve
+
+
+def _with_remedy(exc: errors.OktError, reconcilers: Sequence[type[reconciler.Reconciler]], operator: str) -> str:
+    """``exc`` as ``okt run`` says it: the primary kind of one of ``reconcilers`` served in no version (its CRD not
+    installed) with how to install it from ``operator`` (the file or module run)."""
+    unserved = exc.unserved if isinstance(exc, errors.NotFound) else None
+    if unserved is None or kinds.is_builtin_group(unserved[0]):
+        return str(exc)
+    if not any((cls.api_version, cls.kind) == unserved for cls in reconcilers):
+        return str(exc)  # a kind the operator only watches or owns: another's CRD
+    return f"{exc}: install its CRD first: okt gen crd {shlex.quote(operator)} | kubectl apply -f -"
 
 
 def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
@@ -594,6 +607,7 @@ def run_command(
             "on sys.path (PYTHONPATH=/app in an image): rename it" + ("" if module else ", e.g. main.py"),
             err=True,
         )
+    reconcilers: list[type[reconciler.Reconciler]] = []
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
         connect = functools.cache(
@@ -660,4 +674,4 @@ def run_command(
         if mgr.lost_leadership:
             raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
     except errors.OktError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(_with_remedy(exc, reconcilers, module or target or "")) from exc

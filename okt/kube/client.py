@@ -262,6 +262,13 @@ def _resolved(entry: Mapping[str, Any], inner: str, files: Iterable[str], folder
     return {**entry, inner: body}
 
 
+def _not_served(api_version: str, kind: str) -> errors.NotFound:
+    """The 404 of a kind served in no version known, the kind in its ``unserved``."""
+    error = errors.NotFound(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+    error.unserved = (api_version, kind)
+    return error
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """What PyYAML found wrong and where (1-based line and column), never the text it quotes."""
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
@@ -1228,14 +1235,20 @@ class Client:
     # -- kinds ---------------------------------------------------------------------------------------------------
 
     def resolve(self, api_version: str, kind: str) -> kinds.Kind:
-        """The REST addressing of a kind: the built-in table first, then discovery (cached per process)."""
+        """The REST addressing of a kind: the built-in table first, then discovery (cached per process).
+
+        Raises:
+            okt.errors.NotFound: the server does not serve it (see :meth:`require_served`).
+        """
         known = self._kinds.get((api_version, kind))
         if known is not None:
             return known
         for found in self._group_version(api_version):
             if found.kind == kind:
                 return found
-        raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
+        # Not asked which other versions serve it (a kind looked up in vain now and then, ClusterOperator on a server
+        # without it, would cost requests more each time): named as served in no version known.
+        raise _not_served(api_version, kind)
 
     def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
         """Check that the server serves every kind of ``wanted`` as declared and lets it be listed and watched, each
@@ -1255,8 +1268,8 @@ class Client:
 
         Raises:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
-                group that serve it, if any (the apiVersion to declare instead); or the first kind served under
-                another plural or scope than declared, with both.
+                group that serve it, if any (the apiVersion to declare instead; when none, the kind is its
+                ``unserved``); or the first kind served under another plural or scope than declared, with both.
             okt.errors.ApiError: 405 MethodNotAllowed, one line naming the first kind the server serves but does not
                 let be listed or watched (TokenReview, ComponentStatus), with the verbs it allows.
         """
@@ -1274,9 +1287,13 @@ class Client:
                 time.sleep(_DISCOVERY_POLL)
             if served is None:
                 elsewhere = self._versions_serving(kind)
-                hint = f" (it serves it in {', '.join(elsewhere)})" if elsewhere else ""
+                if not elsewhere:
+                    raise _not_served(kind.api_version, kind.kind)
                 raise errors.ApiError.from_status(
-                    404, "NotFound", f"the server does not serve {kind.kind} in {kind.api_version}{hint}"
+                    404,
+                    "NotFound",
+                    f"the server does not serve {kind.kind} in {kind.api_version} "
+                    f"(it serves it in {', '.join(elsewhere)})",
                 )
             mismatch = kinds.addressing_mismatch(kind, served)
             if mismatch:

@@ -208,7 +208,11 @@ class Forbidden(ApiError):
 
 
 class NotFound(ApiError):
-    """404: the object (or its kind) does not exist."""
+    """404: the object (or its kind) does not exist. ``unserved`` is the ``(apiVersion, kind)`` of a kind the server
+    does not serve in that version, nor in any other it was asked about, when that is what was not found (a CRD not
+    installed)."""
+
+    unserved: tuple[str, str] | None = None
 
 
 class Conflict(ApiError):

@@ -580,3 +580,26 @@ def test_a_child_kind_no_longer_served_fails_the_reconciles_that_read_it_until_s
     assert unserved is not None
     assert unserved["status"] == "False", unserved
     assert f"does not serve Part ({PART_GROUP}/v1) any more" in unserved["message"], unserved
+
+
+@pytest.mark.parametrize("plural", ["", "    plural = 'widgets'\n"], ids=["discovered", "declared-plural"])
+def test_okt_run_of_a_reconciler_whose_crd_is_not_installed_says_how_to_install_it(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path, plural: str
+) -> None:
+    # It said only "404 NotFound: the server does not serve Widget in ...", not what to do about it.
+    group = f"absent{secrets.token_hex(4)}.okt.io"
+    operator = tmp_path / "widget_operator.py"
+    operator.write_text(
+        f"import okt\nclass Widgets(okt.Reconciler):\n    api_version = '{group}/v1'\n    kind = 'Widget'\n{plural}"
+    )
+    argv = [sys.executable, "-m", "okt.cli.main", "run", str(operator), "--kubeconfig", str(control_plane.kubeconfig)]
+    argv += ["-n", namespace, "--metrics-bind-address", "0", "--log-format", "json"]
+
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert errors == [
+        f"Error: 404 NotFound: the server does not serve Widget in {group}/v1: "
+        f"install its CRD first: okt gen crd {operator} | kubectl apply -f -"
+    ], done.stderr

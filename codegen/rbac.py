@@ -20,7 +20,8 @@ what okt's runtime and engine use:
 * each watched kind (``watches``, related objects that reconcile primaries): get, list, watch — the informer only;
   a cluster-scoped one (known from an ``okt.Kind`` or the kind dictionary) needs a cluster-wide operator;
 * what the reconciler declares in ``permissions`` (``{(group, resource): verbs}``): what its hooks reach beyond the
-  children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard;
+  children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard; ``create`` or ``get`` on
+  ``pods/exec``, ``pods/attach`` or ``pods/portforward`` gets both (:data:`WEBSOCKET_SUBRESOURCES`);
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election;
 * the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
@@ -58,6 +59,9 @@ READ_VERBS = ("get", "list", "watch")
 LEGACY_VERBS = ("delete", "get", "list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
+WEBSOCKET_SUBRESOURCES = frozenset({"pods/exec", "pods/attach", "pods/portforward"})
+"""The Pod subresources a client reaches by websocket, an upgraded GET: API servers before 1.30 authorize it as
+``get``, later ones as ``create``, so a declared permission on one gets both."""
 CLUSTER_OPERATOR_GROUP = "config.openshift.io"
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -354,6 +358,8 @@ def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
             raise errors.CodegenError(
                 f"{cls.__name__}.permissions: {key!r}: {granted!r}: name the group, resource and verbs, no wildcard"
             )
+        if group == "" and resource in WEBSOCKET_SUBRESOURCES and {"create", "get"} & set(granted):
+            granted = sorted({*granted, "create", "get"})
         declared.append((group, resource, granted))
     return declared
 

@@ -362,6 +362,23 @@ def test_declared_permissions_join_the_rules_of_their_group() -> None:
     assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_VERBS} in rules
 
 
+@pytest.mark.parametrize("subresource", ["pods/exec", "pods/attach", "pods/portforward"])
+@pytest.mark.parametrize("declared", [("create",), ("get",)])
+def test_a_declared_websocket_subresource_gets_create_and_get_whichever_was_declared(
+    subresource: str, declared: tuple[str, ...]
+) -> None:
+    # Its websocket is a GET, authorized as get before Kubernetes 1.30 and as create after: create alone was granted
+    # as declared, and every exec against an older server refused.
+    class Execing(okt.Reconciler):
+        api_version = "v1"
+        kind = "ConfigMap"
+        permissions: ClassVar = {("", subresource): declared}
+
+    rules = rules_of(rbac.rbac_for_reconciler(Execing, namespace="operators"), "Role")
+
+    assert {"apiGroups": [""], "resources": [subresource], "verbs": ["create", "get"]} in rules
+
+
 @pytest.mark.parametrize(
     "permissions",
     [{("", "*"): ("get",)}, {("", "pods"): ("*",)}, {("*", "pods"): ("get",)}, {("", "pods"): ()}],

@@ -21,19 +21,20 @@ from typing import Any
 import jinja2
 
 from okt import errors
-from okt.resources import template_limits, template_placement, template_secrets, template_skeleton
+from okt.resources import template_limits, template_placement, template_readonly, template_secrets, template_skeleton
 
 
 class Values(list[Any]):
     """The values one render records, and the characters its text and values came to so far: a render past
     :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`); ``lines`` has the template line
-    of each pydantic secret recorded, by its index."""
+    of each pydantic secret recorded, by its index; ``inputs`` what the render was handed, read-only to it."""
 
     size = 0
     steps = 0
 
-    def __init__(self) -> None:
+    def __init__(self, inputs: Iterable[Any] = ()) -> None:
         super().__init__()
+        self.inputs = template_readonly.Inputs(inputs)
         self.lines: dict[int, int] = {}
         self.sets: dict[int, tuple[Any, template_placement.OrderedSet]] = {}
 

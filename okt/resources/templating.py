@@ -45,6 +45,10 @@ Guarantees:
   ``{% if %}``, another length of a loop — is parsed once and cached, up to 64 KiB of text: a longer one, from a
   custom resource's long list, is parsed on each render and never kept);
 * each render returns a private object;
+* a template cannot change what it reads: a method changing a list, dict or set it was handed (the custom resource,
+  its spec model, the params, anything they hold: ``cr.spec.hosts.append(x)``, ``labels.update(...)``) raises a
+  :class:`okt.errors.MutationError` naming the line, and lists and dicts the template builds itself change as Python
+  changes them (:mod:`okt.resources.template_readonly`);
 * the same values render the same object: ``| random`` and ``lipsum``, which give another value at each render (the
   child's checksum changing at each reconcile, and okt rewriting it), do not compile.
 
@@ -74,6 +78,7 @@ from okt.resources import (
     template_filters,
     template_limits,
     template_placement,
+    template_readonly,
     template_recording,
     template_secrets,
     template_skeleton,
@@ -134,9 +139,14 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         return template_limits.wrap_str_format(self, value)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        if type(__obj) is jinja2.runtime.Macro:
+        kind = type(__obj)
+        if kind is types.BuiltinMethodType or kind is types.MethodDescriptorType:
+            values = template_recording.recorded.get()
+            if values is not None:  # a method changing a list, dict or set the template was handed is refused
+                values.inputs.check_call(__obj, args)
+        if kind is jinja2.runtime.Macro:
             template_recording.step()  # its depth is bounded by Python's recursion limit, not its breadth
-        elif type(__obj) is jinja2.runtime.LoopContext and args:
+        elif kind is jinja2.runtime.LoopContext and args:
             # A recursive loop's loop(items) steps are the render's too: its depth is bounded by Python's recursion
             # limit, but not its breadth, and a tree the template built sharing its branches (n levels of
             # [t, t]) ran 2**n steps that output nothing.
@@ -162,9 +172,13 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
             kind = type(value)
             if kind in _DATA:
                 if kind is list or kind is dict:  # a spec model's list[SecretStr] has its secrets wrapped
-                    return template_secrets.read_field(obj, attribute, value)
+                    return _field(obj, attribute, value)
                 return value
-        return _read(super().getattr(obj, attribute))
+        value = super().getattr(obj, attribute)
+        if type(obj) is template_placement.OrderedSet and isinstance(value, jinja2.Undefined):
+            # A set the template reads is a frozen copy: cr.spec.tags.add(...) meant to change what it was handed.
+            template_readonly.refuse_set_change("set", attribute)
+        return _read(value)
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         value = super().getitem(obj, argument)
@@ -193,6 +207,17 @@ class _EnumText(str):
 
     value: str
     name: str
+
+
+def _field(model: Any, name: str, value: list[Any] | dict[Any, Any]) -> Any:
+    """A model's list or dict field as :func:`okt.resources.template_secrets.read_field` reads it, a copy it makes
+    read-only to the template as the field is."""
+    read = template_secrets.read_field(model, name, value)
+    if read is not value:
+        values = template_recording.recorded.get()
+        if values is not None:
+            values.inputs.add(read)
+    return read
 
 
 def _read(value: Any) -> Any:
@@ -328,12 +353,15 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
     """
-    values = template_recording.Values()
+    context = {name: _variable(value) for name, value in variables.items()}
+    values = template_recording.Values(context.values())
     token = template_recording.recorded.set(values)
     try:
-        skeleton = _compiled(template).render({name: _variable(value) for name, value in variables.items()})
+        skeleton = _compiled(template).render(context)
     except template_secrets.MadeText as exc:
         raise errors.InvalidSpec(f"template line {_template_line(exc)}: {exc}") from None
+    except template_readonly.ChangesInput as exc:
+        raise errors.MutationError(f"template line {_template_line(exc)}: {exc}") from None
     except jinja2.exceptions.SecurityError as exc:
         raise errors.InvalidSpec(
             f"template line {_template_line(exc)}: {exc.message}: a template reads data, never Python internals"

@@ -1591,3 +1591,165 @@ def test_a_value_whose_text_is_its_address_in_memory_is_a_mutation_error(express
         templating.render_template(template, {"cr": cr, "opaque": object()})
 
     assert not isinstance(caught.value, errors.InvalidSpec)
+
+
+class Inputs(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    hosts: list[str]
+    labels: dict[str, str]
+    tags: set[str]
+    servers: list[dict[str, Any]] = []
+
+
+def inputs_of(source: str) -> dict[str, Any]:
+    """A render's variables holding ``hosts`` (a list), ``labels`` (a dict) and ``tags`` (a set) at ``source``: the
+    custom resource's raw spec, its spec model, or the reconciler's params."""
+    data: dict[str, Any] = {"hosts": ["b", "a"], "labels": {"app": "web"}, "tags": {"a"}, "servers": [{"n": 1}]}
+    raw = {"kind": "Widget", "metadata": {"name": "w", "namespace": "ns", "labels": {"app": "web"}}}
+    if source == "cr":
+        return {"cr": objects.CustomResource({**raw, "spec": data}), "groups": [{"a"}]}
+    if source == "model":
+        model = Inputs.model_validate({**data, "more": {"k": "v"}})
+        return {"cr": objects.CustomResource({**raw, "spec": {"size": 1}}, spec=model), "groups": [{"a"}]}
+    return {**data, "cr": objects.CustomResource(raw), "groups": [{"a"}]}
+
+
+def snapshot(variables: dict[str, Any]) -> Any:
+    """Everything a render's variables hold, as data, to compare before and after."""
+    cr = variables["cr"]
+    spec = cr.spec.model_dump() if isinstance(cr.spec, pydantic.BaseModel) else cr.spec
+    fields_set = sorted(cr.spec.model_fields_set) if isinstance(cr.spec, pydantic.BaseModel) else None
+    rest = {name: value for name, value in variables.items() if name != "cr"}
+    return repr((cr.raw, spec, fields_set, rest))
+
+
+MUTATIONS = [
+    "{list}.append('x')",
+    "{list}.extend(['x'])",
+    "{list}.insert(0, 'x')",
+    "{list}.remove('a')",
+    "{list}.pop()",
+    "{list}.clear()",
+    "{list}.sort()",
+    "{list}.reverse()",
+    "{dict}.update({'x': 'y'})",
+    "{dict}.pop('app')",
+    "{dict}.setdefault('x', 'y')",
+    "{dict}.clear()",
+    "{dict}.popitem()",
+    "{set}.add('x')",
+    "{set}.discard('a')",
+]
+
+
+@pytest.mark.parametrize("source", ["cr", "model", "params"])
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_a_template_changing_a_list_dict_or_set_it_reads_is_a_mutation_error_and_changes_nothing(
+    mutation: str, source: str
+) -> None:
+    # {% set _ = cr.spec.hosts.append('x') %} changed the custom resource's object and the reconciler's params in
+    # place: each render added another item, so the child changed at each reconcile, and later reads of the custom
+    # resource saw it
+    prefix = "" if source == "params" else "cr.spec."
+    call = mutation.replace("{list}", f"{prefix}hosts").replace("{dict}", f"{prefix}labels")
+    call = call.replace("{set}", f"{prefix}tags")
+    variables = inputs_of(source)
+    before = snapshot(variables)
+
+    with pytest.raises(errors.MutationError, match=r"^template line 2: .*a template cannot change what it reads"):
+        templating.render_template(f"kind: X\n{{% set _ = {call} %}}\nv: ok\n", variables)
+
+    assert snapshot(variables) == before
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "{% for server in cr.spec.servers %}{% set _ = server.update({'x': 1}) %}{% endfor %}",
+        "{% set l = [cr.spec.hosts] %}{% set _ = l[0].append('x') %}",
+        "{% set _ = (cr.spec.servers | first).clear() %}",
+        "{% set _ = dict.update(cr.spec.labels, {'x': 'y'}) %}",
+        "{% set _ = dict.pop(cr.spec.labels, 'app') %}",
+        "{% set _ = namespace(cr.spec).hosts.append('x') %}",
+        "{% set _ = (cr.spec.hosts | attr('append'))('x') %}",
+        "{% set _ = cr.raw.metadata.labels.popitem() %}",
+        "{% set _ = cr.metadata.labels.update({'x': 'y'}) %}",
+        "{% set _ = cr.labels.clear() %}",
+        "{% for group in groups %}{% set _ = group.add('x') %}{% endfor %}",
+        "{% set _ = (groups | first).discard('a') %}",
+    ],
+)
+@pytest.mark.parametrize("source", ["cr", "model"])
+def test_a_template_changing_what_it_reads_through_an_item_alias_or_loop_is_a_mutation_error(
+    statement: str, source: str
+) -> None:
+    variables = inputs_of(source)
+    before = snapshot(variables)
+
+    with pytest.raises(errors.MutationError, match=r"^template line 2: .*a template cannot change what it reads"):
+        templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)
+
+    assert snapshot(variables) == before
+
+
+def test_a_spec_models_extra_fields_and_fields_set_are_read_only_to_a_template() -> None:
+    variables = inputs_of("model")
+    before = snapshot(variables)
+
+    for statement in ("{% set _ = cr.spec.model_extra.update({'x': 'y'}) %}", "{% set _ = cr.spec.more.clear() %}"):
+        with pytest.raises(errors.MutationError, match=r"a template cannot change what it reads"):
+            templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)
+    rendered = templating.render_template("kind: X\n{% set _ = cr.spec.model_fields_set | list %}\nv: ok\n", variables)
+
+    assert rendered == {"kind": "X", "v": "ok"}
+    assert snapshot(variables) == before
+
+
+@pytest.mark.parametrize(
+    ("statements", "expected"),
+    [
+        (
+            "{% set ns = namespace(v=[]) %}{% for h in hosts %}{% set _ = ns.v.append(h ~ '-x') %}{% endfor %}"
+            "{% set v = ns.v %}",
+            ["b-x", "a-x"],
+        ),
+        ("{% set v = hosts | list %}{% set _ = v.append('c') %}{% set _ = v.sort() %}", ["a", "b", "c"]),
+        ("{% set v = hosts + ['c'] %}{% set _ = v.reverse() %}{% set _ = v.remove('b') %}", ["c", "a"]),
+        ("{% set v = [] %}{% set _ = v.extend(hosts) %}{% set _ = v.insert(0, v.pop()) %}", ["a", "b"]),
+        (
+            "{% set v = {} %}{% set _ = v.update(labels) %}{% set _ = v.setdefault('x', 'y') %}",
+            {"app": "web", "x": "y"},
+        ),
+        ("{% set v = dict(labels) %}{% set _ = v.pop('app') %}", {}),
+        ("{% set ns = namespace(d={}) %}{% set _ = ns.d.update({'n': hosts | length}) %}{% set v = ns.d %}", {"n": 2}),
+        ("{% set v = {'a': [1]} %}{% set _ = v.a.append(2) %}{% set _ = v.popitem() %}", {}),
+        ("{% set v = [[1]] %}{% set _ = v[0].clear() %}", [[]]),
+    ],
+)
+def test_lists_and_dicts_a_template_builds_itself_stay_usable(statements: str, expected: Any) -> None:
+    variables = inputs_of("params")
+    before = snapshot(variables)
+    template = f"kind: X\n{statements}\nv: {{{{ v }}}}\n"
+
+    assert templating.render_template(template, variables) == {"kind": "X", "v": expected}
+    assert templating.render_template(template, variables) == {"kind": "X", "v": expected}
+    assert snapshot(variables) == before
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "{% set _ = cr.spec.tokens.append('x') %}",
+        "{% set t = cr.spec.tokens %}{% set _ = t.pop() %}",
+        "{% set _ = cr.spec.keys.clear() %}",
+        "{% set _ = tokens.append('x') %}",
+    ],
+)
+def test_a_list_or_dict_of_pydantic_secrets_is_read_only_to_a_template_as_any_other(statement: str) -> None:
+    # a field or parameter holding secrets is read through a copy with each one wrapped: changing that copy changed
+    # nothing, silently, where any other field was refused
+    variables = {"cr": secret_cr(), "tokens": [pydantic.SecretStr("t0ken")]}
+
+    with pytest.raises(errors.MutationError, match=r"^template line 2: .*a template cannot change what it reads"):
+        templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)

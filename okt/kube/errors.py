@@ -115,7 +115,20 @@ def _without_value(cause: StatusCause) -> str:
 def refused_fields(causes: Iterable[StatusCause]) -> str:
     """The fields ``causes`` name, each with what is wrong with it, never its value (:func:`without_values`), each
     once, joined by ``"; "``; ``"(object)"`` for a cause that names no field."""
-    return "; ".join(dict.fromkeys(f"{cause.field or '(object)'}: {_without_value(cause)}" for cause in causes))
+    return "; ".join(dict.fromkeys(_refused_field(cause) for cause in causes))
+
+
+def _refused_field(cause: StatusCause) -> str:
+    """One cause as ``field: what is wrong``; the field said once when its message begins with it (an admission
+    webhook's cause often does: ``spec.image: spec.image ...`` otherwise)."""
+    said = _without_value(cause)
+    if cause.field and said.startswith(cause.field):
+        return said
+    return f"{cause.field or '(object)'}: {said}"
+
+
+_DENIED = re.compile(r'admission webhook "[^"]*" denied the request')
+"""Whose refusal a 422 is, when an admission webhook's: said as the API server says it, the webhook named."""
 
 
 class ApiError(errors.OktError):
@@ -248,7 +261,12 @@ class Invalid(ApiError):
         causes: Iterable[StatusCause] = (),
     ) -> None:
         causes = tuple(causes)
-        said = refused_fields(causes) or without_values(message)
+        # An admission webhook's denial keeps saying whose it is (its name is no value of the request).
+        denied = _DENIED.match(message)
+        rest = message[denied.end() :].lstrip(": ") if denied else message
+        said = refused_fields(causes) or without_values(rest)
+        if denied:
+            said = f"{denied.group(0)}: {said}" if said else denied.group(0)
         super().__init__(status, reason, said, method=method, url=url, causes=causes)
         self.api_message = message
 

@@ -670,6 +670,13 @@ def test_a_wait_is_a_temporary_error_that_is_not_counted_as_a_failure() -> None:
             'admission webhook "check.example.com" denied the request: spec.password: invalid value: too short',
         ),
         (
+            "admission webhook \"validate.example.com\" denied the request: spec.image '10.96.0.50:latest' uses a "
+            "floating tag",
+            [errors.StatusCause("FieldValueInvalid", "spec.image uses a floating tag: pin a version", "spec.image")],
+            'admission webhook "validate.example.com" denied the request: spec.image uses a floating tag: pin a '
+            "version",
+        ),
+        (
             '[spec.a: Invalid value: map[string]interface {}{"k":"10.96.0.50"}: must be a string, spec.b: '
             'Not found value: "10.96.0.50"]',
             [],

@@ -939,10 +939,10 @@ def _apply(
     again and takes over then; after the checksum, it would judge the child unchanged and never take over, and a
     field the template dropped would stay for good (:func:`_take_over_first`). Whether there is one to make first is
     decided from ``live``'s managedFields, which okt's cache keeps as the entries a take-over moves
-    (:meth:`FieldOwners.kept`, ``[]`` for almost every child): no request but the apply. Only a ``live`` without them
-    (a child not from the cache), or one that shows such an entry holding a field the apply would leave, has the
-    child read, and the take-over made from what the API server holds. What the apply's answer still shows is taken
-    over after it (:func:`_take_over_after`).
+    (:meth:`FieldOwners.kept`, ``[]`` for almost every child): no request but the apply. Only one that shows such an
+    entry holding a field the apply would leave has the child read, and the take-over made from what the API server
+    holds. What the apply's answer still shows — all of it for a ``live`` without managedFields (a reader that keeps
+    none, as okt's FakeClient) — is taken over after it (:func:`_take_over_after`).
 
     Raises:
         okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`_replaced`).
@@ -960,10 +960,10 @@ def _apply(
                 raise _replaced(res, uid, exc) from exc
             raise
 
-    if uid:
-        known = live is not None and isinstance((live.get("metadata") or {}).get("managedFields"), list)
-        if not known or _left_behind(live or {}, body, options):
-            _take_over_first(client, kind, res, uid, body, options)
+    # Decided from what okt read: a child without managedFields (okt's FakeClient keeps none) is taken over after
+    # the apply, from its answer, as every child was before the cache kept them — never read first for it.
+    if uid and live is not None and _left_behind(live, body, options):
+        _take_over_first(client, kind, res, uid, body, options)
     applied = send()
     if _left_to_take_over(applied, options):
         applied = _take_over_after(client, kind, res, applied, body, options, send)

@@ -15,7 +15,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import envtest, wait_for
+from okt.testing import condition, envtest, wait_for
 from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -121,10 +121,6 @@ def managers(
         manager.join(15)
 
 
-def writes(client: kube_client.Client) -> int:
-    return sum(n for (verb, _), n in client.stats.snapshot().items() if verb in kube_client.WRITE_VERBS)
-
-
 def idle(manager: manager_mod.Manager) -> bool:
     queue = manager.controllers[0].queue
     return queue.processing_count == 0 and len(queue) == 0
@@ -136,11 +132,6 @@ def status_writes(client: kube_client.Client) -> int:
         for (verb, resource), n in client.stats.snapshot().items()
         if verb in kube_client.WRITE_VERBS and resource.endswith("/status")
     )
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    items = (obj.get("status") or {}).get("conditions") or []
-    return next((item for item in items if item.get("type") == type_), None)
 
 
 def test_a_daemon_s_finding_reaches_the_status_in_the_reconcile_s_one_write_and_a_repeat_writes_nothing(
@@ -263,6 +254,16 @@ def test_only_the_leader_s_daemon_states_findings_and_a_failover_keeps_them_with
     assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated
 
 
+def converged(managers: Callable[..., manager_mod.Manager], read: Callable[[], dict[str, Any]]) -> manager_mod.Manager:
+    """A started manager once its daemon's field and condition are on the object read by ``read``, and it is idle."""
+    first = managers()
+    first.start()
+    wait_for(lambda: "probe" in (read().get("status") or {}), timeout=20)
+    wait_for(lambda: condition(read(), HEALTHY) is not None, timeout=10)
+    wait_for(lambda: idle(first), timeout=10)
+    return first
+
+
 def restarted(
     control_plane: envtest.ControlPlane,
     managers: Callable[..., manager_mod.Manager],
@@ -307,7 +308,7 @@ def test_a_restart_over_findings_kept_in_annotations_writes_nothing_while_the_da
         rounds = probe.rounds["g"]
         wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
         wait_for(lambda: idle(second), timeout=10)
-        assert writes(client) == 0
+        assert client.stats.writes() == 0
         assert kube.get(gadget_kind, "g", namespace)["metadata"] == converged["metadata"]
     finally:
         client.close()
@@ -324,11 +325,7 @@ def test_what_a_daemon_gone_from_the_code_stated_leaves_the_status_once_after_a_
 ) -> None:
     make_gadget("g")
     probe.go.set()
-    first = managers()
-    first.start()
-    wait_for(lambda: "probe" in (kube.get(gadget_kind, "g", namespace).get("status") or {}), timeout=20)
-    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
-    wait_for(lambda: idle(first), timeout=10)
+    first = converged(managers, lambda: kube.get(gadget_kind, "g", namespace))
 
     second, client = restarted(control_plane, managers, first, Unprobed)
     try:
@@ -341,12 +338,12 @@ def test_what_a_daemon_gone_from_the_code_stated_leaves_the_status_once_after_a_
         obj = kube.get(gadget_kind, "g", namespace)
         assert "probe" not in obj["status"]
         assert (condition(obj, "Ready") or {}).get("status") == "True"
-        assert writes(client) == 1
+        assert client.stats.writes() == 1
         # Once: the reconciles after it find nothing to remove.
         processed = second.controllers[0].processed
         second.controllers[0].queue.add((namespace, "g"))
         wait_for(lambda: second.controllers[0].processed > processed and idle(second), timeout=10)
-        assert writes(client) == 1
+        assert client.stats.writes() == 1
     finally:
         client.close()
 
@@ -362,11 +359,7 @@ def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns
 ) -> None:
     make_gadget("g")
     probe.go.set()
-    first = managers()
-    first.start()
-    wait_for(lambda: "probe" in (kube.get(gadget_kind, "g", namespace).get("status") or {}), timeout=20)
-    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
-    wait_for(lambda: idle(first), timeout=10)
+    first = converged(managers, lambda: kube.get(gadget_kind, "g", namespace))
 
     with probe.lock:
         probe.finish.add("g")  # the new process's daemon finds itself done at once, and states nothing
@@ -381,6 +374,6 @@ def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns
         assert "probe" not in obj["status"]
         assert "daemons" not in obj["status"]["okt"]
         wait_for(lambda: idle(second) and second.controllers[0].daemons.running() == [], timeout=10)
-        assert writes(client) == 1
+        assert client.stats.writes() == 1
     finally:
         client.close()

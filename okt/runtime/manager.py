@@ -455,6 +455,8 @@ class Manager:
         told: set[str] = set()
         while waiting:
             synced = self.cache.wait_for_sync(_SYNC_POLL)
+            if not synced and self.cache.settled():
+                self._tell_blocked(told)  # before the others start: the warning says why some do not
             with self._lock:
                 if self._stopping.is_set():
                     return

@@ -25,9 +25,11 @@ Guarantees:
 * every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
 * the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
   server never keeps the process alive; ``stop()`` closes the socket;
-* a connection whose client sends nothing, or stops reading the answer, for :data:`READ_TIMEOUT` seconds is closed:
-  each one holds a thread of the server until then; a client that leaves before its answer is logged at debug level,
-  and a request the server fails is logged as an error, never printed to standard error;
+* a connection whose client has not sent its whole request head :data:`READ_TIMEOUT` seconds after it began (one
+  deadline for the head, however the client trickles it), or stops reading the answer for that long, is closed: each
+  one holds a thread of the server until then, and the probes are answered meanwhile on threads of their own; a
+  client that leaves before its answer is logged at debug level, and a request the server fails is logged as an
+  error, never printed to standard error;
 * ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
   default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
   without an answer; the probes are unaffected;
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import io
 import socket
 import sys
 import threading
@@ -112,8 +115,9 @@ CONTROLLER_RUNTIME: dict[str, tuple[str, tuple[str, ...]]] = {
 
 DISABLED = "0"
 
-#: Seconds the probe server waits for a client's next bytes, or for it to take the answer's, before it closes the
-#: connection (the kubelet's probes give up after 1 s by default; controller-runtime's server waits 32 s for headers).
+#: Seconds the probe server gives a client to send its whole request head, and to take each write of the answer,
+#: before it closes the connection (the kubelet's probes give up after 1 s by default; controller-runtime's server
+#: waits 32 s for headers).
 READ_TIMEOUT = 10.0
 
 _log = structlog.get_logger(__name__)
@@ -561,16 +565,48 @@ def parse_bind(address: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
+class _HeadReader(io.RawIOBase):
+    """The connection's bytes, each read given what is left of the request's one deadline (:attr:`_Handler.deadline`).
+
+    A socket's timeout bounds each read alone: a client sending one byte of its head within every timeout held its
+    thread of the server for as long as it went on. Past the deadline a read raises :class:`TimeoutError`, which ends
+    the connection (``http.server`` logs it as a timed-out request, at debug level here).
+    """
+
+    def __init__(self, handler: _Handler) -> None:
+        super().__init__()
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._handler.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request head was not read within {self._handler.server.read_timeout:g} s")
+        self._handler.connection.settimeout(left)
+        return int(self._handler.connection.recv_into(buffer))
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
+    deadline: float
 
     def setup(self) -> None:
         super().setup()
         # Without a timeout, a connection that never sends held its thread for ever, and they piled up, one thread
-        # each. A read that times out ends the connection (logged as a request error, below).
+        # each; with a timeout per read, one that trickled its head did. The head has one deadline, and the answer
+        # a timeout per write (a client that stops taking it): either ends the connection.
+        self.deadline = time.monotonic() + self.server.read_timeout
         self.connection.settimeout(self.server.read_timeout)
+        self.rfile = io.BufferedReader(_HeadReader(self))
+
+    def handle_one_request(self) -> None:
+        self.deadline = time.monotonic() + self.server.read_timeout
+        super().handle_one_request()
 
     def do_GET(self) -> None:
+        self.connection.settimeout(self.server.read_timeout)  # the head is read: the answer's writes from here
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
             try:
@@ -648,7 +684,8 @@ class ProbeServer:
         metrics: the metrics to expose.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
-        read_timeout: seconds a connection may send nothing, or leave the answer untaken, before it is closed.
+        read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
+            and to take each write of the answer, before it is closed.
 
     Raises:
         okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).

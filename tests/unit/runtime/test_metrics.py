@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -375,3 +376,30 @@ def test_a_client_that_leaves_before_the_answer_is_logged_at_debug_level_and_not
         left.set()
         wait_for(lambda: any(entry["event"] == "probe client left before the answer" for entry in logged), timeout=10)
     assert capsys.readouterr().err == ""
+
+
+def test_a_client_trickling_its_request_head_is_cut_off_at_one_deadline_and_probes_are_answered_meanwhile() -> None:
+    """The timeout was per read: a client sending one byte of its head every so often, each well within the timeout,
+    held its thread of the server for as long as it went on."""
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=0.5
+    )
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as trickling:
+            trickling.sendall(b"GET /healthz HTTP/1.1\r\nX-Trickle: ")
+            answered_meanwhile = fetch(server.url + "/readyz")[::2]
+            cut_off = False
+            for _ in range(60):  # 60 bytes, one each 0.1 s: every read well within the 0.5 s timeout
+                try:
+                    trickling.sendall(b"x")
+                    readable, _, _ = select.select([trickling], [], [], 0.1)
+                    cut_off = bool(readable) and trickling.recv(1) == b""
+                except OSError:  # reset by the server
+                    cut_off = True
+                if cut_off:
+                    break
+    finally:
+        server.stop()
+    assert answered_meanwhile == (200, "ok")
+    assert cut_off, "the server still read a head it had been sent byte by byte for 6 s"

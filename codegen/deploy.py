@@ -7,11 +7,12 @@ written by hand, and never drift from the code.
 
 The kustomize tree (``--out``, default ``config``)::
 
-    base/kustomization.yaml        crd.yaml, rbac.yaml, manager.yaml (+ webhook.yaml when the operator has webhooks)
+    base/kustomization.yaml        crd.yaml, rbac.yaml, metrics.yaml, manager.yaml (+ webhook.yaml with webhooks)
     base/webhook.yaml              the webhooks' Service, configurations and the RBAC to write their caBundle
     base/kustomizeconfig.yaml      with a conversion webhook: namePrefix renames its Service in the CRD too
     base/crd.yaml                  okt gen crd (no such file when every reconciled kind is built in)
     base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect
+    base/metrics.yaml              who may read /metrics: <name>-metrics-auth (bound) and <name>-metrics-reader
     base/manager.yaml              the Deployment, image ``IMAGE_PLACEHOLDER``
     overlays/default/kustomization.yaml   namespace and image: the two things an installation changes
     overlays/default/namespace.yaml
@@ -29,6 +30,13 @@ The OLM bundle (``--out``, default ``bundle``): ``manifests/<name>.clusterservic
 ``deployment`` install strategy with the Deployment's spec, ``clusterPermissions`` and ``permissions`` from the RBAC
 generator's rules), one ``manifests/<crd>.yaml`` per CRD, and ``metadata/annotations.yaml`` (registry+v1). It
 supports the ``AllNamespaces`` install mode only: the operator watches every namespace with cluster-wide permissions.
+
+Metrics: the Deployment serves ``/metrics`` on every interface, so over TLS to a bearer token the API server
+authenticates and allows to ``get /metrics`` (:mod:`okt.runtime.metrics_auth`). The tree's ``base/metrics.yaml``
+(:func:`okt.codegen.rbac.metrics_manifests`) lets the operator review tokens (``<name>-metrics-auth``, bound to its
+ServiceAccount) and ships ``<name>-metrics-reader`` for the scraper's ServiceAccount to be bound to; the bundle adds
+the review rules to the CSV's ``clusterPermissions`` and ships the reader role as ``manifests/<name>-metrics-reader
+.clusterrole.yaml``.
 
 Webhooks: when a reconciler has admission or conversion webhooks, :func:`webhook_manifests` adds
 ``base/webhook.yaml`` (the Service, the configurations without a CA, and the RBAC with which the operator writes its
@@ -153,6 +161,11 @@ class Operator:
             }
             for watched in sorted(self.scope.namespaces or ())
         ]
+
+    def metrics_rbac(self) -> list[dict[str, Any]]:
+        """Who may read ``/metrics``: the operator reviewing tokens, and the role to bind the scraper to
+        (:func:`okt.codegen.rbac.metrics_manifests`)."""
+        return rbac.metrics_manifests(self.name, self.namespace)
 
     def client_config(self) -> codegen_webhooks.ClientConfig:
         """How the API server calls the webhooks: the Service ``<name>-webhooks`` in the operator's namespace."""
@@ -284,7 +297,7 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
     crds = operator.crds()
     # An operator of built-in kinds only has no CRD, and its tree no crd.yaml.
     base_resources = ["crd.yaml"] if crds else []
-    base_resources += ["rbac.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
+    base_resources += ["rbac.yaml", "metrics.yaml", "manager.yaml", *(["webhook.yaml"] if webhooks else [])]
     base: dict[str, Any] = {"resources": base_resources}
     if operator.has_conversion_webhooks():
         base["configurations"] = ["kustomizeconfig.yaml"]
@@ -296,6 +309,7 @@ def kustomize_tree(operator: Operator) -> dict[str, str]:
         "base/kustomization.yaml": _kustomization(base),
         **({"base/crd.yaml": yamlout.dump_all(crds)} if crds else {}),
         "base/rbac.yaml": yamlout.dump_all(operator.rbac()),
+        "base/metrics.yaml": yamlout.dump_all(operator.metrics_rbac()),
         "base/manager.yaml": yamlout.dump_all([operator.deployment(IMAGE_PLACEHOLDER, webhooks=bool(webhooks))]),
         f"{install}kustomization.yaml": _kustomization(
             {
@@ -359,6 +373,8 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
     }
     for document in crds:
         files[f"manifests/{document['metadata']['name']}.yaml"] = yamlout.dump_all([document])
+    (reader,) = [doc for doc in operator.metrics_rbac() if doc["metadata"]["name"].endswith("-metrics-reader")]
+    files[f"manifests/{reader['metadata']['name']}.clusterrole.yaml"] = yamlout.dump_all([reader])
     return files
 
 
@@ -367,6 +383,7 @@ def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], 
     webhooks as ``webhookdefinitions`` (:func:`webhook_definitions`)."""
     roles = operator.rbac()
     cluster_rules = [rule for doc in roles if doc["kind"] == "ClusterRole" for rule in doc["rules"]]
+    cluster_rules += rbac.METRICS_AUTH_RULES  # the operator reviews the tokens of /metrics' scrapers
     namespace_rules = [rule for doc in roles if doc["kind"] == "Role" for rule in doc["rules"]]
     deployment = operator.deployment(
         operator.image, webhooks=operator.has_webhooks(), webhook_cert_dir=manager.OLM_CERT_DIR

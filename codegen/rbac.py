@@ -27,6 +27,10 @@ what okt's runtime and engine use:
 * the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
   by name, ``create`` on Secrets, ``get``/``patch`` by name on the webhook configurations and on the CRDs whose
   conversion webhook it serves — only in ``okt gen deploy``'s tree, which passes those options;
+* ``/metrics`` served to an authorized bearer token (:func:`metrics_manifests`): ``create`` on ``tokenreviews`` and
+  ``subjectaccessreviews`` for the operator (``<account>-metrics-auth``), and ``get`` on the non-resource URL
+  ``/metrics`` for the scraper (``<account>-metrics-reader``, bound by whoever installs the scraper) — only in
+  ``okt gen deploy``'s tree and ``okt gen bundle``, whose Deployment serves metrics on every interface;
 * ``clusteroperators`` in ``config.openshift.io``: create, and get (plus patch on ``clusteroperators/status``) of the
   names the reconcilers declare in ``cluster_operator`` — a separate ClusterRole ``<account>-cluster-operator``, since
   a ClusterOperator is cluster-scoped even when the operator is namespaced.
@@ -63,6 +67,14 @@ WEBSOCKET_SUBRESOURCES = frozenset({"pods/exec", "pods/attach", "pods/portforwar
 """The Pod subresources a client reaches by websocket, an upgraded GET: API servers before 1.30 authorize it as
 ``get``, later ones as ``create``, so a declared permission on one gets both."""
 CLUSTER_OPERATOR_GROUP = "config.openshift.io"
+METRICS_AUTH_RULES = (
+    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+    {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+)
+"""What ``okt run`` needs to let a scraper read ``/metrics``: review its token (who it is) and its access (whether it
+may ``get /metrics``). A review creates nothing: ``create`` is how the API server is asked."""
+METRICS_READER_RULES = ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},)
+"""What a scraper needs to read ``/metrics`` of an okt operator (controller-runtime's ``metrics-reader`` role)."""
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -330,6 +342,24 @@ def webhook_ca_rules(
             }
         )
     return namespaced, cluster
+
+
+def metrics_manifests(service_account: str, namespace: str) -> list[dict[str, Any]]:
+    """The RBAC of ``/metrics`` served to an authorized bearer token (``okt run --metrics-bind-address`` on an address
+    other than loopback): the ClusterRole ``<account>-metrics-auth`` (:data:`METRICS_AUTH_RULES`), bound to the
+    operator's ServiceAccount, with which it reviews each scraper's token, and the ClusterRole
+    ``<account>-metrics-reader`` (:data:`METRICS_READER_RULES`), bound to nothing: bind the scraper's ServiceAccount
+    (Prometheus's) to it."""
+    auth = _role_and_binding(
+        f"{service_account}-metrics-auth", None, list(METRICS_AUTH_RULES), service_account, namespace
+    )
+    reader = {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": {"name": f"{service_account}-metrics-reader"},
+        "rules": list(METRICS_READER_RULES),
+    }
+    return [*auth, reader]
 
 
 def rbac_for_reconciler(cls: type[Any], **options: Any) -> list[dict[str, Any]]:

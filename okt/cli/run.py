@@ -487,7 +487,21 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     "--metrics-bind-address",
     default="127.0.0.1:8080",
     show_default=True,
-    help='Address for /metrics, /healthz, /readyz ("0" disables).',
+    help='Address for /metrics, /healthz, /readyz ("0" disables). On an address other than loopback, /metrics is '
+    "served over https to a bearer token allowed to get /metrics; the probes stay open over http.",
+)
+@click.option(
+    "--metrics-secure/--no-metrics-secure",
+    default=True,
+    show_default=True,
+    help="Serve /metrics on an address other than loopback over https to an authorized bearer token only "
+    "(--no-metrics-secure: plain http to anyone).",
+)
+@click.option(
+    "--metrics-cert-dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Folder holding tls.crt and tls.key for /metrics over https (default: a self-signed certificate).",
 )
 @click.option(
     "--stuck-after",
@@ -569,6 +583,8 @@ def run_command(
     lease_namespace: str | None,
     lease_name: str | None,
     metrics_bind_address: str,
+    metrics_secure: bool,
+    metrics_cert_dir: str | None,
     stuck_after: float | None,
     log_format: str | None,
     qps: float | None,
@@ -660,6 +676,8 @@ def run_command(
             lease_namespace=lease_namespace,
             lease_name=lease_name,
             metrics_bind=metrics_bind_address,
+            metrics_secure=metrics_secure,
+            metrics_cert_dir=metrics_cert_dir,
             stuck_after=stuck_after,
             on_startup=startups,
             on_cleanup=cleanups,

@@ -121,6 +121,11 @@ class Manager:
         lease_namespace: the Lease's namespace.
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
         metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
+        metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
+            server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.metrics.protection`); False
+            serves it plain to anyone there too. The probes are open either way.
+        metrics_cert_dir: the folder of ``/metrics``'s certificate (``tls.crt``, ``tls.key``); a self-signed one
+            when ``None``.
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles, in seconds.
@@ -157,6 +162,8 @@ class Manager:
         lease_namespace: str = "default",
         lease_name: str | None = None,
         metrics_bind: str = "127.0.0.1:8080",
+        metrics_secure: bool = True,
+        metrics_cert_dir: str | None = None,
         identity: str | None = None,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         stuck_after: float | None = DEFAULT_STUCK_AFTER,
@@ -193,6 +200,7 @@ class Manager:
         self.grace_period = grace_period
         self.stuck_after = stuck_after
         self._bind = metrics_mod.parse_bind(metrics_bind)
+        self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
         self._resync = resync
@@ -311,6 +319,12 @@ class Manager:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
+    def _probe_server(self, address: tuple[str, int]) -> metrics_mod.ProbeServer:
+        """The metrics and probe server on ``address``, ``/metrics`` protected there as asked."""
+        secure, cert_dir = self._metrics_protection
+        tls, reviewer = metrics_mod.protection(address, self.client, secure=secure, cert_dir=cert_dir)
+        return metrics_mod.ProbeServer(address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer)
+
     def start(self) -> None:
         """Start everything and return at once (workers follow once caches are synced and, if asked, leading). A
         start that fails has shut down what it started when it raises (up to ``grace_period``).
@@ -329,7 +343,7 @@ class Manager:
             memory.limit_arenas()  # before this manager starts any thread
         try:
             if self._bind is not None:
-                self.probes = metrics_mod.ProbeServer(self._bind, self.metrics, self.health, self.readiness)
+                self.probes = self._probe_server(self._bind)
                 self.probes.start()
             if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
                 from okt.reconciler import admission

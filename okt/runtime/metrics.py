@@ -39,6 +39,15 @@ Guarantees:
 
 Bind addresses: ``"host:port"`` (``":8080"`` is every IPv4 interface, ``"[::]:8080"`` every IPv6 one, port ``0``
 picks a free one — see :attr:`ProbeServer.port`), or ``"0"`` to disable the server.
+
+Who may read ``/metrics`` (:func:`protection`): on a loopback address, anyone (a local run); on any other, as
+controller-runtime serves it, only over TLS and to a bearer token the API server authenticates and allows to ``get
+/metrics`` (:mod:`okt.runtime.metrics_auth`). The probes stay open to every client on the same port, since the kubelet
+sends no token: a connection that opens with a TLS handshake is served TLS, any other stays plain HTTP and is
+answered the probes only — so a Deployment whose probes ``httpGet`` that port keeps working, and a bearer token is
+never read over plain HTTP. One port rather than a separate probe address (controller-runtime's
+``--health-probe-bind-address``): ``--metrics-bind-address :8080`` and the probes existing Deployments point at it
+keep their meaning.
 """
 
 from __future__ import annotations
@@ -46,7 +55,10 @@ from __future__ import annotations
 import contextlib
 import http.server
 import io
+import ipaddress
+import pathlib
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -62,6 +74,7 @@ from okt import errors
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
+from okt.runtime import metrics_auth
 
 #: The ``result`` label values of ``okt_reconcile_total``: the outcome kinds, plus ``error`` when a reconcile raised.
 RESULTS = ("done", "requeue_after", "retry", "give_up", "error")
@@ -549,6 +562,57 @@ class Metrics:
         )
 
 
+_CERT_FILE, _KEY_FILE = "tls.crt", "tls.key"
+"""A certificate folder's files, a ``kubernetes.io/tls`` Secret's keys (as :mod:`okt.runtime.certs` reads them)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address's) is reachable from this host only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve anywhere
+        return False
+
+
+def protection(
+    address: tuple[str, int], client: kube_client.Client, *, secure: bool = True, cert_dir: str | None = None
+) -> tuple[ssl.SSLContext | None, metrics_auth.Reviewer | None]:
+    """The TLS context and the token reviewer of ``/metrics`` on ``address`` (see :class:`ProbeServer`).
+
+    A loopback address, or ``secure`` False, serves it plain to anyone: ``(None, None)``. Any other address serves it
+    over TLS to a bearer token the API server authenticates and authorizes (:mod:`okt.runtime.metrics_auth`), with
+    the certificate in ``cert_dir`` (``tls.crt``, ``tls.key``: a mounted ``kubernetes.io/tls`` Secret, read at start)
+    or, without one, a self-signed one made for this process (Prometheus scrapes pods by IP address; give it the CA
+    or ``insecure_skip_verify``).
+
+    Raises:
+        okt.errors.ConfigurationError: the files in ``cert_dir`` are missing, unreadable or do not match.
+    """
+    if not secure or is_loopback(address[0]):
+        return None, None
+    if cert_dir is None:
+        # Imported here: cryptography costs every operator that makes no certificate ~8 MiB of memory.
+        from okt.runtime import certs
+
+        hosts = [socket.gethostname(), *certs.LOCAL_HOSTS]
+        if address[0] not in ("0.0.0.0", "::"):
+            hosts.insert(0, address[0])
+        return certs.self_signed(hosts).server_context(), metrics_auth.Reviewer(client)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    folder = pathlib.Path(cert_dir)
+    try:
+        context.load_cert_chain(folder / _CERT_FILE, folder / _KEY_FILE)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or exc
+        raise errors.ConfigurationError(
+            f"cannot serve /metrics with the certificate in {folder} ({_CERT_FILE}, {_KEY_FILE}): {reason}"
+        ) from None
+    return context, metrics_auth.Reviewer(client)
+
+
 def parse_bind(address: str) -> tuple[str, int] | None:
     """``"host:port"`` -> ``(host, port)``; ``":port"`` binds every interface; ``"0"`` (or empty) -> ``None``.
 
@@ -563,6 +627,10 @@ def parse_bind(address: str) -> tuple[str, int] | None:
         raise ValueError(f"a bind address is HOST:PORT (or '0' to disable), got {address!r}")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port)
+
+
+_TLS_HANDSHAKE = b"\x16"
+"""The first byte a TLS client sends (a handshake record); a plain HTTP request starts with its method's letter."""
 
 
 class _HeadReader(io.RawIOBase):
@@ -592,14 +660,43 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     deadline: float
 
+    secured = False
+
     def setup(self) -> None:
-        super().setup()
         # Without a timeout, a connection that never sends held its thread for ever, and they piled up, one thread
-        # each; with a timeout per read, one that trickled its head did. The head has one deadline, and the answer
-        # a timeout per write (a client that stops taking it): either ends the connection.
+        # each; with a timeout per read, one that trickled its head did. The head has one deadline (a TLS handshake
+        # included), and the answer a timeout per write (a client that stops taking it): either ends the connection.
         self.deadline = time.monotonic() + self.server.read_timeout
+        if self.server.tls is not None:
+            self._secure()
+        super().setup()
         self.connection.settimeout(self.server.read_timeout)
         self.rfile = io.BufferedReader(_HeadReader(self))
+
+    def _secure(self) -> None:
+        """Serve TLS on a connection that opens with a TLS handshake; one that opens with plain HTTP (the kubelet's
+        probes) stays plain, and is answered the probes only."""
+        raw: socket.socket = self.request
+        raw.settimeout(self.server.read_timeout)  # the deadline was just set: all of it is left
+        if raw.recv(1, socket.MSG_PEEK) != _TLS_HANDSHAKE:
+            return
+        assert self.server.tls is not None
+        wrapped = self.server.tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        try:
+            wrapped.settimeout(max(self.deadline - time.monotonic(), 0.001))  # the handshake's whole time
+            wrapped.do_handshake()
+        except BaseException:
+            wrapped.close()
+            raise
+        self.request = wrapped  # what the handler reads and writes from here (``connection``)
+        self.secured = True
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self.secured:  # the server closes the socket it accepted, which the TLS one took over
+                self.connection.close()
 
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + self.server.read_timeout
@@ -609,6 +706,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.connection.settimeout(self.server.read_timeout)  # the head is read: the answer's writes from here
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
+            refusal = self._refusal()
+            if refusal is not None:
+                status, line = refusal
+                self._send(status, line.encode(), "text/plain", bearer=status == 401)
+                return
             try:
                 exposition = self.server.metrics.exposition()
             except Exception as exc:  # an operator's own collector raised: an answer, never a closed connection
@@ -626,8 +728,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(404, b"not found", "text/plain")
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _refusal(self) -> tuple[int, str] | None:
+        """Why ``/metrics`` is not served to this request (``(status, one line)``), or ``None``."""
+        reviewer = self.server.reviewer
+        if reviewer is None:
+            return None
+        if not self.secured:
+            return 403, "forbidden: /metrics is served over https on this address, to a bearer token"
+        verdict = reviewer.review(self.headers.get("Authorization"))
+        return None if verdict.allowed else (verdict.status, verdict.message)
+
+    def _send(self, status: int, body: bytes, content_type: str, *, bearer: bool = False) -> None:
         self.send_response(status)
+        if bearer:
+            self.send_header("WWW-Authenticate", 'Bearer realm="metrics"')
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -650,6 +764,8 @@ class _Server(http.server.ThreadingHTTPServer):
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     read_timeout: float
+    tls: ssl.SSLContext | None = None
+    reviewer: metrics_auth.Reviewer | None = None
     collector_error: str | None = None
 
     def collector_failed(self, exc: Exception) -> str:
@@ -686,9 +802,14 @@ class ProbeServer:
         ready: returns ``(ok, reason)`` for ``/readyz``.
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
+        tls: serve connections that open with a TLS handshake over TLS with this context (see :func:`protection`);
+            the others stay plain HTTP.
+        reviewer: serve ``/metrics`` only over TLS, to a bearer token it lets in (``tls`` is then required); the
+            probes stay open to every connection, plain or TLS, for the kubelet, which sends no token.
 
     Raises:
         okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).
+        ValueError: a ``reviewer`` without ``tls``.
     """
 
     def __init__(
@@ -699,7 +820,11 @@ class ProbeServer:
         ready: Callable[[], tuple[bool, str]],
         *,
         read_timeout: float = READ_TIMEOUT,
+        tls: ssl.SSLContext | None = None,
+        reviewer: metrics_auth.Reviewer | None = None,
     ) -> None:
+        if reviewer is not None and tls is None:
+            raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
         try:
             self._server = (_Server6 if ":" in address[0] else _Server)(address, _Handler)
         except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
@@ -711,6 +836,8 @@ class ProbeServer:
         self._server.healthy = healthy
         self._server.ready = ready
         self._server.read_timeout = read_timeout
+        self._server.tls = tls
+        self._server.reviewer = reviewer
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-probes", daemon=True
         )
@@ -726,12 +853,24 @@ class ProbeServer:
 
     @property
     def url(self) -> str:
+        """The probes' URL (plain HTTP, whatever serves ``/metrics``)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
+    @property
+    def metrics_url(self) -> str:
+        """The URL of ``/metrics``: ``https`` when it is served over TLS only."""
+        url = self.url + "/metrics"
+        return url.replace("http://", "https://", 1) if self._server.reviewer is not None else url
+
     def start(self) -> None:
         self._thread.start()
-        _log.info("serving metrics and probes", address=f"{self.host}:{self.port}")
+        secured = self._server.reviewer is not None
+        _log.info(
+            "serving metrics and probes",
+            address=f"{self.host}:{self.port}",
+            metrics="https, to a bearer token allowed to get /metrics" if secured else "http, to anyone",
+        )
 
     def stop(self) -> None:
         """Stop serving and close the socket."""

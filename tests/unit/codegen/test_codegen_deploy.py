@@ -59,11 +59,17 @@ def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() 
         "base/crd.yaml",
         "base/kustomization.yaml",
         "base/manager.yaml",
+        "base/metrics.yaml",
         "base/rbac.yaml",
         "overlays/default/kustomization.yaml",
         "overlays/default/namespace.yaml",
     ]
-    assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["crd.yaml", "rbac.yaml", "manager.yaml"]
+    assert load(tree["base/kustomization.yaml"])[0]["resources"] == [
+        "crd.yaml",
+        "rbac.yaml",
+        "metrics.yaml",
+        "manager.yaml",
+    ]
     assert load(tree["base/crd.yaml"]) == [crd.crd_for_reconciler(PlainGizmoReconciler)]
     assert load(tree["base/rbac.yaml"]) == rbac.rbac_for_reconcilers(
         [PlainGizmoReconciler],
@@ -136,6 +142,7 @@ def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules
     files = deploy.bundle(OPERATOR, version="0.1.0")
 
     assert sorted(files) == [
+        "manifests/gizmo-operator-metrics-reader.clusterrole.yaml",
         "manifests/gizmo-operator.clusterserviceversion.yaml",
         "manifests/gizmos.toys.example.com.yaml",
         "metadata/annotations.yaml",
@@ -158,7 +165,7 @@ def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules
     assert install["spec"]["deployments"] == [{"name": "gizmo-operator", "spec": expected["spec"]}]
     roles = {document["kind"]: document for document in OPERATOR.rbac()}
     assert install["spec"]["clusterPermissions"] == [
-        {"serviceAccountName": "gizmo-operator", "rules": roles["ClusterRole"]["rules"]}
+        {"serviceAccountName": "gizmo-operator", "rules": [*roles["ClusterRole"]["rules"], *rbac.METRICS_AUTH_RULES]}
     ]
     (permission,) = install["spec"]["permissions"]
     assert permission["rules"][0]["resources"] == ["leases"]
@@ -544,9 +551,40 @@ def test_an_operator_of_a_built_in_kind_gets_a_tree_without_a_crd_that_kustomize
 
     assert built.returncode == 0, built.stderr
     assert "base/crd.yaml" not in tree
-    assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["rbac.yaml", "manager.yaml"]
+    assert load(tree["base/kustomization.yaml"])[0]["resources"] == ["rbac.yaml", "metrics.yaml", "manager.yaml"]
     kinds_built = [doc["kind"] for doc in load(built.stdout)]
     assert "CustomResourceDefinition" not in kinds_built
     assert {"ClusterRole", "Deployment", "ServiceAccount"} <= set(kinds_built)
     (csv,) = load(deploy.bundle(operator, version="0.1.0")["manifests/notes-operator.clusterserviceversion.yaml"])
     assert csv["spec"]["customresourcedefinitions"]["owned"] == []
+
+
+def test_the_tree_lets_the_operator_review_scrapers_tokens_and_ships_the_role_to_bind_a_scraper_to() -> None:
+    """The Deployment serves /metrics on every interface, to a bearer token allowed to get /metrics: without these
+    roles the operator could not ask the API server about a token, nor a scraper be allowed."""
+    tree = deploy.kustomize_tree(PLAIN)
+
+    documents = {(doc["kind"], doc["metadata"]["name"]): doc for doc in load(tree["base/metrics.yaml"])}
+    assert sorted(documents) == [
+        ("ClusterRole", "gizmo-operator-metrics-auth"),
+        ("ClusterRole", "gizmo-operator-metrics-reader"),
+        ("ClusterRoleBinding", "gizmo-operator-metrics-auth"),
+    ]
+    assert documents["ClusterRole", "gizmo-operator-metrics-auth"]["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ]
+    assert documents["ClusterRoleBinding", "gizmo-operator-metrics-auth"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gizmo-operator", "namespace": "gizmo-system"}
+    ]
+    assert documents["ClusterRole", "gizmo-operator-metrics-reader"]["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    every_rule = [rule for doc in documents.values() for rule in doc.get("rules", ())]
+    assert not [rule for rule in every_rule if "*" in str(rule)]
+    (deployment,) = load(tree["base/manager.yaml"])
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert f"--metrics-bind-address=:{manager.METRICS_PORT}" in container["args"]
+    bundle = deploy.bundle(PLAIN, version="0.1.0")
+    (reader,) = load(bundle["manifests/gizmo-operator-metrics-reader.clusterrole.yaml"])
+    assert reader == documents["ClusterRole", "gizmo-operator-metrics-reader"]

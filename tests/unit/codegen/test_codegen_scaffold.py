@@ -26,6 +26,7 @@ EXPECTED_FILES = {
     "config/base/crd.yaml",
     "config/base/kustomization.yaml",
     "config/base/manager.yaml",
+    "config/base/metrics.yaml",
     "config/base/rbac.yaml",
     "config/base/webhook.yaml",
     "config/overlays/default/kustomization.yaml",

@@ -1,0 +1,187 @@
+"""Who may read ``/metrics``, without a cluster: the verdicts on a request's token, how long they are kept, and when
+``/metrics`` is protected at all."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import socket
+import urllib.request
+from typing import Any
+
+import pytest
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import transport
+from okt.runtime import certs, metrics_auth
+from okt.runtime import metrics as metrics_mod
+
+SCRAPER = "system:serviceaccount:monitoring:prometheus"
+
+
+class ReviewingApi:
+    """What the reviewer asks of a client: it answers TokenReviews and SubjectAccessReviews from two tables, and counts
+    them as the client does."""
+
+    def __init__(self, users: dict[str, str], allowed: set[str]) -> None:
+        self.users = users
+        self.allowed = allowed
+        self.stats = kube_client.RequestStats()
+        self.failing: errors.ApiError | None = None
+        self.asked: list[dict[str, Any]] = []
+
+    def request(self, method: str, path: str, *, verb: str, resource: str, body: Any, **_options: Any) -> Any:
+        if self.failing is not None:
+            raise self.failing
+        self.stats.record(verb, resource)
+        self.asked.append(body)
+        if resource == "tokenreviews":
+            user = self.users.get(body["spec"]["token"])
+            status: dict[str, Any] = {"authenticated": user is not None}
+            if user is not None:
+                status["user"] = {"username": user, "uid": "u-1", "groups": ["system:serviceaccounts"]}
+        else:
+            status = {"allowed": body["spec"]["user"] in self.allowed}
+        return transport.Response(201, "Created", json.dumps({**body, "status": status}).encode(), path)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def reviewer_of(api: ReviewingApi, clock: Clock | None = None) -> metrics_auth.Reviewer:
+    client: Any = api
+    return metrics_auth.Reviewer(client, clock=clock or Clock())
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer   ", "Basic dXNlcjpwYXNz", "token-without-scheme"])
+def test_a_request_without_a_bearer_token_is_401_and_asks_nothing(header: str | None) -> None:
+    api = ReviewingApi({}, set())
+    verdict = reviewer_of(api).review(header)
+    assert (verdict.status, verdict.message) == (401, metrics_auth.MISSING.message)
+    assert api.asked == []
+
+
+def test_an_allowed_token_is_let_in_after_asking_who_it_is_and_whether_it_may_get_metrics() -> None:
+    api = ReviewingApi({"t0ken": SCRAPER}, {SCRAPER})
+    assert reviewer_of(api).review("Bearer t0ken").allowed
+    token_review, access_review = api.asked
+    assert token_review["spec"] == {"token": "t0ken"}
+    assert access_review["spec"] == {
+        "user": SCRAPER,
+        "uid": "u-1",
+        "groups": ["system:serviceaccounts"],
+        "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+    }
+
+
+def test_a_token_not_authenticated_is_401_and_a_user_not_allowed_is_403_naming_the_user_never_the_token() -> None:
+    api = ReviewingApi({"st4nger": "stranger"}, set())
+    reviewer = reviewer_of(api)
+    assert reviewer.review("Bearer n0body") == metrics_auth.UNAUTHENTICATED
+    refused = reviewer.review("bearer st4nger")
+    assert (refused.status, refused.message) == (403, "forbidden: stranger may not get /metrics")
+
+
+@pytest.mark.parametrize(("allowed", "kept"), [(True, metrics_auth.ALLOWED_TTL), (False, metrics_auth.REFUSED_TTL)])
+def test_a_verdict_is_kept_for_its_time_and_asked_again_after_it(allowed: bool, kept: float) -> None:
+    api = ReviewingApi({"t0ken": SCRAPER}, {SCRAPER} if allowed else set())
+    clock = Clock()
+    reviewer = reviewer_of(api, clock)
+    for _ in range(3):
+        assert reviewer.review("Bearer t0ken").allowed is allowed
+        clock.now += kept / 4
+    assert api.stats.snapshot() == {("create", "tokenreviews"): 1, ("create", "subjectaccessreviews"): 1}
+    clock.now += kept
+    assert reviewer.review("Bearer t0ken").allowed is allowed
+    assert api.stats.snapshot()[("create", "tokenreviews")] == 2
+
+
+def test_the_verdicts_kept_are_bounded_however_many_tokens_are_sent() -> None:
+    api = ReviewingApi({}, set())
+    reviewer = reviewer_of(api)
+    for number in range(metrics_auth.CACHE_SIZE + 50):
+        reviewer.review(f"Bearer random-{number}")
+    assert len(reviewer._verdicts) == metrics_auth.CACHE_SIZE
+    assert all("random" not in key for key in reviewer._verdicts)  # digests, never the tokens
+
+
+def test_a_review_the_api_server_fails_is_503_in_one_line_warned_once_and_not_kept() -> None:
+    api = ReviewingApi({"t0ken": SCRAPER}, {SCRAPER})
+    api.failing = errors.ApiError(0, "Unavailable", "connection refused", method="POST", url="/apis")
+    reviewer = reviewer_of(api)
+    with structlog.testing.capture_logs() as logged:
+        first, second = reviewer.review("Bearer t0ken"), reviewer.review("Bearer t0ken")
+    assert first == second and first.status == 503
+    assert len(first.message.splitlines()) == 1 and "t0ken" not in first.message
+    assert [entry["log_level"] for entry in logged] == ["warning", "debug"]
+    api.failing = None
+    assert reviewer.review("Bearer t0ken").allowed
+
+
+@pytest.mark.parametrize(
+    ("host", "secure", "protected"),
+    [
+        ("127.0.0.1", True, False),
+        ("localhost", True, False),
+        ("::1", True, False),
+        ("0.0.0.0", True, True),
+        ("::", True, True),
+        ("10.0.0.7", True, True),
+        ("0.0.0.0", False, False),
+    ],
+)
+def test_metrics_are_protected_beyond_loopback_unless_asked_not_to(host: str, secure: bool, protected: bool) -> None:
+    client: Any = ReviewingApi({}, set())
+    tls, reviewer = metrics_mod.protection((host, 0), client, secure=secure)
+    assert (tls is not None, reviewer is not None) == (protected, protected)
+
+
+def test_a_metrics_certificate_folder_without_its_files_is_a_configuration_error(tmp_path: pathlib.Path) -> None:
+    client: Any = ReviewingApi({}, set())
+    with pytest.raises(errors.ConfigurationError, match=r"cannot serve /metrics with the certificate in .*tls\.crt"):
+        metrics_mod.protection(("0.0.0.0", 8080), client, cert_dir=str(tmp_path))
+
+
+def test_a_reviewer_without_tls_is_refused() -> None:
+    client: Any = ReviewingApi({}, set())
+    with pytest.raises(ValueError, match="needs TLS"):
+        metrics_mod.ProbeServer(
+            ("127.0.0.1", 0),
+            metrics_mod.Metrics(),
+            lambda: (True, "ok"),
+            lambda: (True, "ok"),
+            reviewer=metrics_auth.Reviewer(client),
+        )
+
+
+def test_a_tls_server_answers_plain_probes_and_closes_a_handshake_that_never_ends() -> None:
+    """The kubelet's probes are plain HTTP on the port that serves /metrics over TLS; a client that opens a handshake
+    and sends nothing more is held to the request's one deadline, as a plain one is."""
+    client: Any = ReviewingApi({}, set())
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0),
+        metrics_mod.Metrics(),
+        lambda: (True, "ok"),
+        lambda: (True, "ok"),
+        read_timeout=0.5,
+        tls=certs.self_signed().server_context(),
+        reviewer=metrics_auth.Reviewer(client),
+    )
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as stalled:
+            stalled.sendall(b"\x16\x03\x01")  # the start of a TLS record, and nothing more
+            with urllib.request.urlopen(server.url + "/healthz", timeout=5) as answer:
+                probe = answer.status, answer.read()
+            closed = stalled.recv(1) == b""  # closed by the server, not by this timeout
+    finally:
+        server.stop()
+    assert probe == (200, b"ok")
+    assert closed

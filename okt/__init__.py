@@ -37,6 +37,7 @@ from okt.errors import (
     TooManyRequests,
     Unauthorized,
     Unavailable,
+    WriteRefused,
 )
 from okt.hooks import on_cleanup, on_startup
 from okt.kube.client import Client
@@ -149,6 +150,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "UnknownPhase",
+    "WriteRefused",
     "daemon",
     "every",
     "give_up",

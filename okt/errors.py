@@ -34,7 +34,8 @@ The tree::
     │   ├── ServerError           5xx
     │   └── Unavailable           0    connection refused, reset or timed out
     ├── OwnedByAnother            "OwnedByAnother"      a child exists under another controller; okt never adopts it
-    ├── NotLeader                 "NotLeader"           a write refused in the process: it no longer holds the lease
+    ├── WriteRefused              "WriteRefused"        a write refused in the process: an admission hook writes nothing
+    │   └── NotLeader             "NotLeader"           a write refused in the process: it no longer holds the lease
     ├── RegistrationError         "RegistrationAborted" the same resource key was registered twice
     ├── MutationError             "MutateError"         a mutation changed a child's name or namespace
     └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input
@@ -433,7 +434,19 @@ class OwnedByAnother(OktError):
     reason: ClassVar[str] = "OwnedByAnother"
 
 
-class NotLeader(OktError):
+class WriteRefused(OktError):
+    """A write refused before it left the process, by the fence the code sending it runs behind: nothing was sent.
+
+    Raised as it is for a write sent from a validating webhook's ``check(ctx)``: admission writes nothing (the
+    webhooks are declared ``sideEffects: None``, so a dry run, or an object refused later, must leave no trace).
+    Its child :class:`NotLeader` is the leader fence's. Catch ``WriteRefused`` for every write refused so,
+    ``NotLeader`` for the lease lost only.
+    """
+
+    reason: ClassVar[str] = "WriteRefused"
+
+
+class NotLeader(WriteRefused):
     """A write refused before it left the process: the process no longer holds (or never held) the leader lease.
 
     Once leadership is lost no write may reach the API server (the next leader may already be writing); the process
@@ -594,6 +607,7 @@ __all__ = [
     "UNKNOWN_REASON",
     "Unauthorized",
     "Unavailable",
+    "WriteRefused",
     "message_of",
     "reason_for",
     "refused_fields",

@@ -334,18 +334,21 @@ def _say_insecure_once(cluster: str, server: str) -> None:
 WriteFence = Callable[[str, str], "str | None"]
 """Asked ``fence(verb, resource)`` before a write: a reason string refuses it, ``None`` lets it through."""
 
-_write_fence: contextvars.ContextVar[WriteFence | None] = contextvars.ContextVar("okt_write_fence", default=None)
+_write_fence: contextvars.ContextVar[tuple[WriteFence, type[errors.WriteRefused]] | None] = contextvars.ContextVar(
+    "okt_write_fence", default=None
+)
 
 
 @contextlib.contextmanager
-def fenced(fence: WriteFence | None) -> Iterator[None]:
-    """Ask ``fence`` before every write this thread sends in the block (``okt.NotLeader`` when it refuses; nothing
-    is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its lease writes
-    nothing more; writes outside the block (the elector's own lease updates, other code sharing the client) are not
-    concerned. It is asked as the write leaves: after its wait at the rate limit and for its token (a credential
-    plugin run again), and again once its connection is made, whichever way it leaves (the direct path, the session,
-    a websocket; see :func:`okt.kube.transport.asked_once_connected`)."""
-    token = _write_fence.set(fence)
+def fenced(fence: WriteFence | None, refusal: type[errors.WriteRefused] = errors.NotLeader) -> Iterator[None]:
+    """Ask ``fence`` before every write this thread sends in the block (``refusal`` when it refuses: ``okt.NotLeader``
+    unless told; nothing is sent). The leader-elected manager runs its reconciles in one, so a replica that lost its
+    lease writes nothing more; admission runs ``check(ctx)`` in one refusing every write (``okt.WriteRefused``);
+    writes outside the block (the elector's own lease updates, other code sharing the client) are not concerned. It
+    is asked as the write leaves: after its wait at the rate limit and for its token (a credential plugin run again),
+    and again once its connection is made, whichever way it leaves (the direct path, the session, a websocket; see
+    :func:`okt.kube.transport.asked_once_connected`)."""
+    token = _write_fence.set(None if fence is None else (fence, refusal))
     try:
         yield
     finally:
@@ -488,7 +491,7 @@ def sending(verb: str, resource: str, *, fenced: bool = True) -> Iterator[Sendin
         if left is not None:
             sent.deadline = time.monotonic() + left
         yield sent
-    except errors.NotLeader:
+    except errors.WriteRefused:
         sent.answered = True  # refused once connected (or before a second try): nothing of it was sent
         raise
     finally:
@@ -497,24 +500,27 @@ def sending(verb: str, resource: str, *, fenced: bool = True) -> Iterator[Sendin
 
 
 def check_fence(verb: str, resource: str) -> None:
-    """Raise ``okt.NotLeader`` when the thread's fence (see :func:`fenced`) refuses ``verb`` on ``resource``."""
-    fence = _write_fence.get()
-    if fence is not None:
+    """Raise the refusal of the thread's fence (see :func:`fenced`; ``okt.NotLeader`` unless told) when it refuses
+    ``verb`` on ``resource``."""
+    fenced_by = _write_fence.get()
+    if fenced_by is not None:
+        fence, refusal = fenced_by
         refused = fence(verb, resource)
         if refused is not None:
-            raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+            raise refusal(f"{verb} {resource} not sent: {refused}")
 
 
 def _enter_fence(verb: str, resource: str) -> Fence | None:
     """:func:`check_fence` for a write about to leave; the thread's fence when it is a :class:`Fence`, which counts
     the write until it is given back with :meth:`Fence.leave`."""
-    fence = _write_fence.get()
-    if fence is None:
+    fenced_by = _write_fence.get()
+    if fenced_by is None:
         return None
+    fence, refusal = fenced_by
     counting = fence if isinstance(fence, Fence) else None
     refused = counting.enter(verb, resource) if counting is not None else fence(verb, resource)
     if refused is not None:
-        raise errors.NotLeader(f"{verb} {resource} not sent: {refused}")
+        raise refusal(f"{verb} {resource} not sent: {refused}")
     return counting
 
 
@@ -1056,7 +1062,7 @@ class Client:
         """``sent.within(timeout)`` for a request sent once more: one it refuses is not counted as sent again."""
         try:
             return sent.within(timeout)
-        except errors.NotLeader:
+        except errors.WriteRefused:
             self.stats.withdraw(verb, resource)
             raise
 
@@ -1064,7 +1070,7 @@ class Client:
         """:func:`check_fence` for a request already counted: one it refuses is not counted as sent."""
         try:
             check_fence(verb, resource)
-        except errors.NotLeader:
+        except errors.WriteRefused:
             self.stats.withdraw(verb, resource)
             raise
 

@@ -28,7 +28,8 @@ Guarantees:
 * ``check(ctx)`` writes nothing: the webhooks are declared ``sideEffects: None``, so the API server calls them for a
   dry run too (``kubectl apply --dry-run=server``), and an object they admit may still be refused by a later webhook
   or the API server. A write it sends (through the context's client: a create, a status flush, an exec, an operand
-  call other than a read) is refused before it leaves, and the object with it, saying so.
+  call other than a read) is refused before it leaves (``okt.WriteRefused``, never the leader fence's
+  ``okt.NotLeader``), and the object with it, saying so.
 
 Caveats: ``check(ctx)`` runs at admission with a context over the *incoming* object (``ctx.exists`` is True, reads go
 to the API server, nothing is reconciled): a check that writes, or that needs the object to exist already, belongs in
@@ -168,7 +169,7 @@ def validate(
         recorder=None,
     )
     try:
-        with kube_client.fenced(_writes_nothing):
+        with kube_client.fenced(_writes_nothing, errors.WriteRefused):
             ctx.results.follow(reconciler.check(ctx), "check")
     except Exception as exc:  # recorded as CRChecker records it, so the message is the same
         _log_failure(reconciler, "check", request, exc)

@@ -1042,7 +1042,7 @@ def _take_over_after(
             applied = current
             behind = behind or _left_behind(applied, body, options)
             continue
-        except (errors.ApiError, errors.NotLeader):
+        except (errors.ApiError, errors.WriteRefused):
             if behind:
                 _forget_hash(client, kind, applied, options.hash_annotation)
             raise
@@ -1170,7 +1170,7 @@ def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str,
     patch = [{"op": "test", "path": pointer, "value": digest}, {"op": "remove", "path": pointer}]
     try:
         client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-    except (errors.ApiError, errors.NotLeader):
+    except (errors.ApiError, errors.WriteRefused):
         return  # the take-over's error is the one reported
 
 

@@ -30,6 +30,7 @@ EXPECTED_REASONS = {
     errors.Unavailable: "ApiError",
     errors.OwnedByAnother: "OwnedByAnother",
     errors.NotLeader: "NotLeader",
+    errors.WriteRefused: "WriteRefused",
     errors.RegistrationError: "RegistrationAborted",
     errors.MutationError: "MutateError",
     errors.ConfigurationError: "ConfigurationError",

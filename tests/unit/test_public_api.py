@@ -27,6 +27,7 @@ PINNED = {
     "MutationError",
     "NamespaceTerminating",
     "NotLeader",
+    "WriteRefused",
     "ObjectTooLarge",
     "ImmutableField",
     "InvalidChild",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -57,3 +57,32 @@ def test_a_check_that_writes_sends_nothing_and_refuses_saying_admission_writes_n
         "create configmaps not sent: an admission hook writes nothing (its webhook is declared sideEffects None: "
         "a dry run, or an object refused later, must leave no trace)"
     )
+
+
+class CatchingClaims(Claims):
+    """A check that catches what its write raises, as a check guarding an optional write would."""
+
+    caught: ClassVar[list[BaseException]] = []
+
+    def check(self, ctx: okt.Context) -> None:
+        try:
+            super().check(ctx)
+        except okt.OktError as exc:
+            self.caught.append(exc)
+
+
+def test_a_write_refused_at_admission_is_a_write_refused_and_not_a_lost_lease(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    name = f"w-{secrets.token_hex(3)}"
+    CatchingClaims.caught.clear()
+
+    verdict = admission.validate(CatchingClaims(), review(namespace, name, dry_run=False), kube)
+
+    [refused] = CatchingClaims.caught
+    assert isinstance(refused, okt.WriteRefused)
+    assert not isinstance(refused, okt.NotLeader)
+    assert refused.reason == "WriteRefused"
+    assert str(refused).startswith("create configmaps not sent: an admission hook writes nothing")
+    assert kube.get_or_none(kinds.CONFIG_MAP, f"{name}-claim", namespace) is None
+    assert verdict.allowed

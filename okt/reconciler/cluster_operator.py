@@ -8,9 +8,11 @@ that object kept for it, from the status okt already writes on its custom resour
 What is mirrored, after every SuccessManager and ErrorManager (the custom resources' statuses are written first), and
 after a reconcile that finds its custom resource gone (so a deleted one no longer counts, nor keeps it Degraded):
 
-* ``Available`` — True when every custom resource of the kind is Available; else False, with the first unavailable
-  one's reason and message (prefixed with its namespace/name);
-* ``Progressing`` — True when any is Progressing; ``Degraded`` — True when any is Degraded (same reason rule);
+* ``Available`` — False when any custom resource of the kind is not Available, with the first one's reason and
+  message (prefixed with its namespace/name); else Unknown when any one's is Unknown (same reason rule: OpenShift
+  alerts on Available=False, and a resource whose availability is not known says neither); else True;
+* ``Progressing`` — True when any is Progressing; ``Degraded`` — True when any is Degraded; else Unknown when any
+  one's is Unknown, else False (same reason rule: the union of OpenShift's operators);
 * ``versions`` — the custom resources' ``status.versions`` when they all report the same, else left as it was (a
   rollout is under way: OpenShift reports a version only once it is reached; or one reports an entry that is not a
   name and a version);
@@ -91,6 +93,21 @@ def _offending(primaries: Sequence[Mapping[str, Any]], type_: str, bad: str) -> 
     return None
 
 
+def _union(
+    primaries: Sequence[Mapping[str, Any]], type_: str, expected: str, as_expected: tuple[str, str]
+) -> tuple[cond.ConditionStatus, str, str]:
+    """The status, reason and message of ``type_`` summing up ``primaries``, as OpenShift's operators union their
+    conditions: the status other than ``expected`` a primary says (False for Available, True for Progressing and
+    Degraded), with the first such one's reason and message; else Unknown when one says Unknown (it could be either:
+    an Available=False would alert for a resource whose availability is not known); else ``expected``."""
+    bad = "False" if expected == "True" else "True"
+    for status in (bad, "Unknown"):
+        offending = _offending(primaries, type_, status)
+        if offending is not None:
+            return (cond.ConditionStatus(status), *offending)
+    return (cond.ConditionStatus(expected), *as_expected)
+
+
 def desired_status(
     primaries: Sequence[Mapping[str, Any]], kind: kinds.Kind, current: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], bool]:
@@ -99,12 +116,12 @@ def desired_status(
     ordered = sorted(primaries, key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]))
     working = cond.Conditions.from_status(current)
     count = f"{len(ordered)} {kind.kind}"
-    unavailable = _offending(ordered, cond.AVAILABLE, "False") or _offending(ordered, cond.AVAILABLE, "Unknown")
-    working.set(cond.AVAILABLE, unavailable is None, *(unavailable or ("AsExpected", f"{count}: all available")))
-    progressing = _offending(ordered, cond.PROGRESSING, "True")
-    working.set(cond.PROGRESSING, progressing is not None, *(progressing or ("AsExpected", f"{count}: settled")))
-    degraded = _offending(ordered, cond.DEGRADED, "True")
-    working.set(cond.DEGRADED, degraded is not None, *(degraded or ("AsExpected", f"{count}: none degraded")))
+    for type_, expected, said in (
+        (cond.AVAILABLE, "True", "all available"),
+        (cond.PROGRESSING, "False", "settled"),
+        (cond.DEGRADED, "False", "none degraded"),
+    ):
+        working.set(type_, *_union(ordered, type_, expected, ("AsExpected", f"{count}: {said}")))
     status: dict[str, Any] = {"conditions": working.to_list()}
     reported = [_versions((p.get("status") or {}).get("versions")) for p in ordered]
     if reported and reported[0] and all(v == reported[0] for v in reported):

@@ -183,3 +183,39 @@ def test_two_resources_recovering_at_once_leave_the_clusteroperator_no_longer_de
     stored = client.stored(cluster_operator.KIND, "thing-operator")
     assert stored is not None
     assert summary(stored["status"])["Degraded"] == ("False", "AsExpected", "2 Thing: none degraded")
+
+
+UNKNOWN = {"Available": ("Unknown", "Checking"), "Progressing": ("Unknown", "Checking"), "Degraded": ("Unknown", "X")}
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        pytest.param(
+            UNKNOWN,
+            UNKNOWN,
+            id="unknown-is-unknown",
+        ),
+        pytest.param(
+            {"Available": ("False", "Down"), "Progressing": ("True", "RollingOut"), "Degraded": ("True", "Broken")},
+            {"Available": ("False", "Down"), "Progressing": ("True", "RollingOut"), "Degraded": ("True", "Broken")},
+            id="a-known-bad-status-wins-over-unknown",
+        ),
+        pytest.param(
+            {"Available": ("True", "Ok"), "Progressing": ("False", "Settled"), "Degraded": ("False", "Fine")},
+            UNKNOWN,
+            id="unknown-wins-over-the-expected-status",
+        ),
+    ],
+)
+def test_a_resource_whose_condition_is_unknown_makes_the_summary_unknown_unless_another_says_it_is_bad(
+    conditions: dict[str, tuple[str, str]], expected: dict[str, tuple[str, str]]
+) -> None:
+    primaries = [
+        primary("a", **UNKNOWN),
+        primary("b", **conditions),
+    ]
+
+    status, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    assert {t: (s, r) for t, (s, r, _) in summary(status).items()} == expected

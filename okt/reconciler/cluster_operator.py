@@ -20,7 +20,9 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   the shape OpenShift's schema stores: an entry that is not a reference is left out, a field it does not know
   dropped (a hand edit of one resource's status can neither have the mirror refused nor rewritten unchanged); past
   :data:`MAX_RELATED_OBJECTS` entries, the namespaces of the namespaced ones stand for them (the cluster-scoped ones
-  stay), cut at that bound: the object stays one the API server stores.
+  stay), cut at that bound: the object stays one the API server stores. Entries another writer added (the CVO's,
+  from a release manifest; an admin's) stay after them: the mirror records its own in ``status.extension.okt``
+  (written with the status, read with the ClusterOperator: no request more), and replaces only those.
 
 Guarantees:
 
@@ -31,7 +33,10 @@ Guarantees:
 * a failure to mirror is logged and never fails the reconcile of the custom resource (the mirror is a summary, the
   custom resources stay the truth).
 
-Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. One name sums up one kind:
+Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. An entry another writer
+lists that the mirror lists too is the mirror's: it leaves with the mirror's. A mirror written before okt recorded
+its entries has none recorded: what it listed then is kept as another writer's, its own entries recorded from then
+on. One name sums up one kind:
 the manager refuses two reconcilers of different kinds declaring the same name. The RBAC it needs (``get``,
 ``create`` on ``clusteroperators``, ``patch`` on ``clusteroperators/status``) is generated when the reconciler
 declares ``cluster_operator``.
@@ -60,6 +65,8 @@ ABSENT_RECHECK = 300.0
 """Seconds before a client that found no ClusterOperator CRD asks discovery again."""
 MAX_RELATED_OBJECTS = 500
 """The most entries of the mirror's ``relatedObjects``: past it, namespaced objects are named by their namespaces."""
+EXTENSION_KEY = "okt"
+"""The key of ``status.extension`` under which the mirror records which ``relatedObjects`` entries are its own."""
 
 _absent_until: weakref.WeakKeyDictionary[kube_client.Client, float] = weakref.WeakKeyDictionary()
 _absent_lock = threading.Lock()
@@ -128,10 +135,42 @@ def desired_status(
         status["versions"] = reported[0]
     elif (current or {}).get("versions"):
         status["versions"] = (current or {})["versions"]
-    status["relatedObjects"] = _related(ordered, kind)
+    own = _related(ordered, kind)
+    status["relatedObjects"] = [*own, *_others_related(current, own)]
+    # The mirror's own entries, recorded where the ClusterOperator keeps its operator's data (read with it, written
+    # with it): the next write tells them from those another writer added, which it keeps.
+    status["extension"] = {EXTENSION_KEY: {"relatedObjects": own}}
     before = {k: (current or {}).get(k) for k in ("versions", "relatedObjects")}
     after = {k: status.get(k) for k in ("versions", "relatedObjects")}
-    return status, working.changed or before != after
+    return status, working.changed or before != after or _recorded(current) != own
+
+
+def _recorded(current: Mapping[str, Any] | None) -> list[dict[str, str]] | None:
+    """The entries of ``relatedObjects`` the mirror recorded as its own when it last wrote (None: no record)."""
+    extension = (current or {}).get("extension")
+    record = extension.get(EXTENSION_KEY) if isinstance(extension, Mapping) else None
+    entries = record.get("relatedObjects") if isinstance(record, Mapping) else None
+    if not isinstance(entries, list):
+        return None
+    return [reference for entry in entries if (reference := _reference(entry)) is not None]
+
+
+def _others_related(current: Mapping[str, Any] | None, own: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """The entries of ``current``'s ``relatedObjects`` another writer added (the CVO's from a release manifest, an
+    admin's): neither recorded as the mirror's own when it last wrote, nor among its own now. Without a record (a
+    ClusterOperator the mirror never wrote), every entry is another writer's."""
+    mine = {_key(entry) for entry in (*own, *(_recorded(current) or ()))}
+    others = []
+    for entry in (current or {}).get("relatedObjects") or ():
+        reference = _reference(entry)
+        if reference is not None and _key(reference) not in mine:
+            mine.add(_key(reference))  # once
+            others.append(reference)
+    return others
+
+
+def _key(reference: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(reference.items()))
 
 
 def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[dict[str, str]]:
@@ -147,7 +186,7 @@ def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[d
             # have the whole mirror refused (a field the schema requires, missing or not a string) or pruned and
             # written again at every reconcile (a field the schema does not know).
             reference = _reference(entry)
-            if reference is not None and (key := tuple(sorted(reference.items()))) not in seen:
+            if reference is not None and (key := _key(reference)) not in seen:
                 seen.add(key)
                 related.append(reference)
     if len(related) <= MAX_RELATED_OBJECTS:
@@ -158,7 +197,7 @@ def _related(primaries: Iterable[Mapping[str, Any]], kind: kinds.Kind) -> list[d
     seen.clear()
     for entry in related:
         named = {"group": "", "resource": "namespaces", "name": entry["namespace"]} if "namespace" in entry else entry
-        if (key := tuple(sorted(named.items()))) not in seen:
+        if (key := _key(named)) not in seen:
             seen.add(key)
             bounded.append(named)
     return bounded[:MAX_RELATED_OBJECTS]

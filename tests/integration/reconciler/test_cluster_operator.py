@@ -203,3 +203,33 @@ def test_related_objects_and_versions_the_clusteroperator_schema_refuses_or_prun
         assert shared.write_requests(kube, before) == {}
     finally:
         kube.delete(gizmo_kind, "edited", namespace)
+
+
+def test_related_objects_another_writer_added_stay_while_the_mirror_adds_and_removes_its_own(
+    clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    kube = fresh_client
+
+    def related() -> list[dict[str, str]]:
+        return [entry for entry in co_status(kube)["relatedObjects"] if entry.get("namespace") == namespace]
+
+    shared.make_widget(kube, gizmo_kind, namespace, "first", size=1)
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "first")
+    added = {"group": "", "resource": "secrets", "namespace": namespace, "name": "listed-by-another"}
+    entries = [*co_status(kube)["relatedObjects"], added]
+    kube.patch(CLUSTER_OPERATOR, "gizmo-operator", {"status": {"relatedObjects": entries}}, subresource="status")
+
+    shared.make_widget(kube, gizmo_kind, namespace, "second", size=1)
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "second")
+
+    assert added in related()
+    assert {e["name"] for e in related()} == {"first", "first-config", "second", "second-config", "listed-by-another"}
+
+    kube.delete(gizmo_kind, "first", namespace)
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "first")
+
+    assert {e["name"] for e in related()} == {"second", "second-config", "listed-by-another"}
+    before = kube.stats.snapshot()
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "second")
+
+    assert shared.write_requests(kube, before) == {}

@@ -23,6 +23,10 @@ or by a running replica (the webhook server reads it again through :class:`Servi
 CA into the configurations, beside the old one until it ends (the replicas that have not read the renewal yet still
 serve the old certificate). A configuration replaced without the CA gets it again from the webhook server's reload
 loop (``missing_only``: written only where the replica's own CAs are missing, so replicas never undo each other).
+An old CA leaves once it has ended (:func:`unexpired`), without a restart: from the Secret's ``ca.crt`` at the next
+read of :func:`for_service`, from the configurations at the next check of the reload loop (which drops the CAs that
+have ended where they are, and keeps the others). Not sooner: a replica that could not read the renewal (the API
+server away from it) still serves a certificate of the old CA, which verifies until that CA ends, and only then.
 """
 
 from __future__ import annotations
@@ -280,8 +284,9 @@ def for_service(
     restart and every read again of a running server (:class:`ServiceSource`), read it. A kept certificate that ends
     within :data:`RENEW_BEFORE` of ``now``, or does not name the Service, is replaced (an update of its three keys
     only, guarded by the Secret's resourceVersion); the new ``ca.crt`` holds the new CA first, then the old CAs that
-    have not ended (the replicas that have not read the renewal yet serve the old certificate). Two replicas racing
-    to create or renew it both end up serving the one the API server kept.
+    have not ended (the replicas that have not read the renewal yet serve the old certificate). A kept ``ca.crt``
+    holding a CA that has ended is written again without it (its pair kept). Two replicas racing to create, renew or
+    write it both end up serving the one the API server kept.
 
     Raises:
         okt.errors.ConfigurationError: the Secret exists but lacks a key, or its certificate or CA is not a PEM
@@ -291,6 +296,7 @@ def for_service(
     secret_kind = kinds.BUILTIN[("v1", "Secret")]
     hosts = service_hosts(service, namespace)
     live = client.get_or_none(secret_kind, secret, namespace)
+    renew = True
     if live is not None:
         kept = _bundle_in(live, f"{namespace}/{secret}")
         try:
@@ -302,13 +308,18 @@ def for_service(
                 "(delete it, and the next start makes a new one)"
             )
             raise errors.ConfigurationError(message) from None
-        if not renew:
+        if not renew and not has_ended(kept.ca_pem, now=now):
             return kept
-    bundle = self_signed(hosts, now=now)
-    if live is not None:
-        # The replicas started before this renewal serve the kept certificate until they restart: the caBundle the
-        # new CA goes into keeps trusting the old one until it ends, or they would refuse every review meanwhile.
-        bundle = dataclasses.replace(bundle, ca_pem=bundle.ca_pem + _not_ended(kept.ca_pem, now))
+    if live is not None and not renew:
+        # An old CA a renewal kept beside the new one has ended: no certificate it signed verifies any more, so no
+        # replica is served by it (each read the renewal long since, or fails every handshake anyway). ca.crt only.
+        bundle = dataclasses.replace(kept, ca_pem=unexpired(kept.ca_pem, now=now))
+    else:
+        bundle = self_signed(hosts, now=now)
+        if live is not None:
+            # The replicas started before this renewal serve the kept certificate until they read it: the caBundle
+            # the new CA goes into keeps trusting the old one until it ends, or they would refuse every review.
+            bundle = dataclasses.replace(bundle, ca_pem=unexpired(bundle.ca_pem, kept.ca_pem, now=now))
     data = {CERT_FILE: bundle.cert_pem, KEY_FILE: bundle.key_pem, CA_FILE: bundle.ca_pem}
     encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
     # A renewal replaces the three keys only: the metadata (with its resourceVersion, the guard) and the other keys
@@ -331,11 +342,42 @@ def for_service(
     return bundle
 
 
-def _not_ended(pem: bytes, now: datetime.datetime | None) -> bytes:
-    """The certificates of ``pem`` that have not ended at ``now``, as PEM."""
+def has_ended(pem: bytes, *, now: datetime.datetime | None = None) -> bool:
+    """Whether one of the certificates of ``pem`` has ended at ``now`` (False for what is not PEM certificates)."""
     moment = now or datetime.datetime.now(datetime.UTC)
-    valid = [c for c in x509.load_pem_x509_certificates(pem) if c.not_valid_after_utc > moment]
-    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in valid)
+    try:
+        return any(c.not_valid_after_utc <= moment for c in x509.load_pem_x509_certificates(pem))
+    except ValueError:
+        return False
+
+
+def unexpired(*pems: bytes, now: datetime.datetime | None = None) -> bytes:
+    """The CAs of ``pems`` a caller must trust: their certificates, each once and in order, without those that have
+    ended at ``now`` (PEM).
+
+    Why dropping an ended CA is always safe: a client verifying a chain refuses a CA past its end (the API server
+    does), so it verifies nothing any more; every certificate it signed is refused with it, whatever the caBundle
+    says. What still verifies something is kept, however old. A part of ``pems`` that is not PEM certificates is kept
+    as it is (nothing is lost that okt cannot read), and so is everything when every certificate has ended (the
+    caller's own CA, which it serves: a caBundle trusting nothing helps no one)."""
+    moment = now or datetime.datetime.now(datetime.UTC)
+    kept: list[bytes] = []
+    live = False
+    for pem in pems:
+        try:
+            found = x509.load_pem_x509_certificates(pem)
+        except ValueError:
+            found = None
+        if found is None:
+            if pem and pem not in kept:
+                kept.append(pem)
+            continue
+        for certificate in found:
+            text = certificate.public_bytes(serialization.Encoding.PEM)
+            if certificate.not_valid_after_utc > moment and text not in kept:
+                kept.append(text)
+                live = True
+    return b"".join(kept) if live else b"".join(pems)
 
 
 def needs_renewal(bundle: Bundle, hosts: Sequence[str], *, now: datetime.datetime | None = None) -> bool:
@@ -381,8 +423,9 @@ def inject_ca_bundle(
     value there is replaced: the operator's scope is the one that holds).
 
     ``missing_only``: a webhook whose ``caBundle`` already trusts every CA of ``ca_bundle`` (beside others: those a
-    replica that has read a renewal wrote) keeps it; only one trusting less is written (see :func:`trusts`). What
-    the reload loop of the webhook server restores, every replica with its own CAs, none undoing another's write.
+    replica that has read a renewal wrote) keeps it, without those of its CAs that have ended; only one trusting less
+    is written (see :func:`trusts`). What the reload loop of the webhook server restores, every replica with its
+    own CAs, none undoing another's write. A CA that has ended is never written (see :func:`unexpired`).
 
     Returns the kinds that were changed.
     """
@@ -393,11 +436,10 @@ def inject_ca_bundle(
         for hook in hooks:
             config = dict(hook.get("clientConfig") or {})
             if _calls(config, service, namespace):
-                held = config.get("caBundle")
-                stale = not trusts(held, ca_bundle) if missing_only else held != ca_bundle
-                if stale:
+                written = _written(config.get("caBundle"), ca_bundle, missing_only)
+                if written is not None:
                     touched = True
-                    hook["clientConfig"] = {**config, "caBundle": ca_bundle}
+                    hook["clientConfig"] = {**config, "caBundle": written}
                 for field, value in (fields or {}).get(config["service"].get("path") or "", {}).items():
                     touched |= hook.get(field) != value
                     hook[field] = value
@@ -435,12 +477,39 @@ def inject_conversion_ca_bundle(
     def change(live: dict[str, Any]) -> dict[str, Any] | None:
         conversion = (live.get("spec") or {}).get("conversion") or {}
         config = (conversion.get("webhook") or {}).get("clientConfig") or {}
-        held = config.get("caBundle")
-        if not _calls(config, service, namespace) or (trusts(held, ca_bundle) if missing_only else held == ca_bundle):
+        written = (
+            _written(config.get("caBundle"), ca_bundle, missing_only) if _calls(config, service, namespace) else None
+        )
+        if written is None:
             return None
-        return {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": ca_bundle}}}}}
+        return {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": written}}}}}
 
     return [name for name in crds if _patch_guarded(client, kinds.CRD, name, change)]
+
+
+def _written(held: Any, ca_bundle: str, missing_only: bool) -> str | None:
+    """The ``caBundle`` to write where ``held`` is, None to leave it: ``ca_bundle`` without the CAs that have ended
+    (see :func:`unexpired`) where it differs (``missing_only``: where it lacks one of them); else, with
+    ``missing_only``, ``held`` without its CAs that have ended, when it has some (another replica's CAs that have not
+    ended stay), so an old CA leaves once it verifies nothing, without a window where a served certificate is not
+    trusted."""
+    wanted = _without_ended(ca_bundle)
+    if not (trusts(held, wanted) if missing_only else held == wanted):
+        return wanted
+    if missing_only and isinstance(held, str) and _certificates_of(held):
+        pruned = _without_ended(held)
+        return pruned if pruned != held else None
+    return None
+
+
+def _without_ended(ca_bundle: str) -> str:
+    """``ca_bundle`` (base64 of PEM) without its certificates that have ended; as it is when none has (or it is not
+    base64 of PEM certificates)."""
+    try:
+        pem = base64.b64decode(ca_bundle, validate=True)
+    except ValueError:
+        return ca_bundle
+    return base64.b64encode(unexpired(pem)).decode() if has_ended(pem) else ca_bundle
 
 
 def trusts(held: Any, ca_bundle: str) -> bool:

@@ -26,7 +26,8 @@ Guarantees:
   another CA is served only once that CA is trusted;
 * with :attr:`Options.restore_ca`, the CAs the callers must trust are checked every :attr:`Options.reload_interval`
   seconds wherever they were written (okt run: the webhook configurations, the CRDs' conversion webhooks), and written
-  again by every replica, leader or not, where its own are missing (nothing where they are there).
+  again by every replica, leader or not, where its own are missing (nothing where they are there); a CA that has
+  ended leaves them then (it verifies no certificate any more: no replica is served by it), the others stay.
 """
 
 from __future__ import annotations
@@ -315,7 +316,9 @@ class _Served:
                 refused = self._not_before
                 if refused is not None and refused[0] == bundle and time.monotonic() < refused[1]:
                     return self.context()
-                trusted += b"" if self.bundle.ca_pem in bundle.ca_pem else self.bundle.ca_pem
+                # The renewal's CAs, then the served pair's (the replicas that have not read it yet serve that pair),
+                # each once: those that have ended verify nothing any more, and leave.
+                trusted = certs.unexpired(bundle.ca_pem, self.bundle.ca_pem)
                 try:
                     self._trust(trusted)
                 except Exception as exc:  # the API server away, a bug: the served pair stays, a later read tries
@@ -338,8 +341,11 @@ class _Served:
         guarded by the resourceVersion read), and the next restore adds the renewal's."""
         if self._restore is None:
             return
+        # A CA that has ended verifies nothing: it leaves what the callers must trust (the restore drops it where it
+        # was written, keeping the CAs other replicas wrote that have not ended). Not written back: a renewal may be
+        # setting what they must trust meanwhile.
         try:
-            self._restore(self._trusted)
+            self._restore(certs.unexpired(self._trusted))
         except Exception as exc:  # the API server away, RBAC, a bug: tried again at the next interval
             said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
             if said != self._unrestored:

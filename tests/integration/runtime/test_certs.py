@@ -391,3 +391,40 @@ def test_a_configuration_trusting_the_served_ca_beside_another_is_left_as_it_is(
         assert trusted_by_our_hook(kube, kind, name) == both
     finally:
         server.stop()
+
+
+def secret_ca(kube: kube_client.Client, namespace: str) -> bytes:
+    return base64.b64decode(kube.get(SECRET, "gadget-webhooks-tls", namespace)["data"]["ca.crt"])
+
+
+def test_an_old_ca_that_has_ended_leaves_the_configurations_and_the_secret_while_serving_and_the_served_one_stays(
+    kube: kube_client.Client, namespace: str, configuration: tuple[kinds.Kind, str]
+) -> None:
+    kind, name = configuration
+    server = webhook_server.WebhookServer(service_options(kube, namespace, name), [], kube)
+    served = server.certificates
+    server.start()
+    try:
+        # What a renewal a month ago left once the CA it replaced has ended: that CA beside the served one in the
+        # Secret's ca.crt and in the caBundle (written there by a replica that read the renewal).
+        two_years_ago = datetime.datetime.now(datetime.UTC) - 2 * certs.VALIDITY
+        ended = certs.self_signed(certs.service_hosts("gadget-webhooks", namespace), now=two_years_ago).ca_pem
+        kube.patch(
+            SECRET,
+            "gadget-webhooks-tls",
+            {"data": tls_data(dataclasses.replace(served, ca_pem=served.ca_pem + ended))},
+            namespace,
+        )
+        replaced_without_ca(kube, kind, name, base64.b64encode(served.ca_pem + ended).decode())
+
+        wait_for(
+            lambda: (
+                trusted_by_our_hook(kube, kind, name) == served.ca_pem and secret_ca(kube, namespace) == served.ca_pem
+            ),
+            timeout=30,
+            message=lambda: "the ended CA still trusted",
+        )
+        assert presented(server) == der(served)
+        assert server.certificates.cert_pem == served.cert_pem
+    finally:
+        server.stop()

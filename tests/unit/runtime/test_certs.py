@@ -223,3 +223,34 @@ def test_a_restore_writes_the_ca_into_a_crd_only_where_it_is_not_trusted(held: s
 
     assert changed == (["gadgets.toys.example.com"] if written else [])
     assert ca_of(client, "gadgets.toys.example.com") == (SERVED.ca_bundle() if written else held)
+
+
+ENDED = certs.self_signed(now=datetime.datetime.now(datetime.UTC) - 2 * certs.VALIDITY)
+
+
+def test_a_restore_drops_the_cas_that_have_ended_and_keeps_every_other_one_as_it_was() -> None:
+    held = base64.b64encode(OTHER.ca_pem + ENDED.ca_pem + SERVED.ca_pem).decode()
+    client = FakeClient(objects=[crd("gadgets.toys.example.com", {**service(), "caBundle": held})])
+
+    changed = certs.inject_conversion_ca_bundle(
+        client, ["gadgets.toys.example.com"], SERVICE, NAMESPACE, SERVED.ca_bundle(), missing_only=True
+    )
+
+    assert changed == ["gadgets.toys.example.com"]
+    assert ca_of(client, "gadgets.toys.example.com") == base64.b64encode(OTHER.ca_pem + SERVED.ca_pem).decode()
+
+
+def test_a_kept_secret_whose_ca_crt_holds_a_ca_that_has_ended_is_written_without_it_and_its_pair_kept() -> None:
+    client = FakeClient()
+    served = certs.for_service(client, "shop", "gadget-webhooks", "gadget-webhooks-tls", now=NOW)
+    stored = client.stored(SECRET, "gadget-webhooks-tls", "shop")
+    stored["data"]["ca.crt"] = base64.b64encode(served.ca_pem + ENDED.ca_pem).decode()
+    client.replace(SECRET, stored)
+
+    read = certs.for_service(client, "shop", "gadget-webhooks", "gadget-webhooks-tls", now=NOW)
+
+    assert read == served
+    assert (
+        client.stored(SECRET, "gadget-webhooks-tls", "shop")["data"]["ca.crt"]
+        == base64.b64encode(served.ca_pem).decode()
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import http.client
 import json
 import os
@@ -991,3 +992,25 @@ def test_the_cas_a_renewal_trusted_are_the_ones_restored_every_reload_interval_a
         finally:
             running.stop()
     assert len([log for log in logs if "CA could not be checked" in log["event"]]) == 1
+
+
+def test_a_renewals_ca_is_trusted_with_the_served_ones_each_once_and_without_those_that_have_ended(
+    tmp_path: Path,
+) -> None:
+    ended = certs.self_signed(now=datetime.datetime.now(datetime.UTC) - 2 * certs.VALIDITY)
+    served, renewed = certs.self_signed(), certs.self_signed()
+    # A renewal a year ago left the CA it replaced beside the served one; this renewal keeps the served one beside its.
+    served = dataclasses.replace(served, ca_pem=served.ca_pem + ended.ca_pem)
+    renewed = dataclasses.replace(renewed, ca_pem=renewed.ca_pem + served.ca_pem.replace(ended.ca_pem, b""))
+    mount(tmp_path, served, "1")
+    trusted: list[bytes] = []
+    options = webhook_server.Options(host="127.0.0.1", port=0, certificates=tmp_path, trust_ca=trusted.append)
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        mount(tmp_path, renewed, "2")
+        assert post(running, "/validate/widget", review({"size": 1}), ca=renewed.ca_pem)[0] == 200
+
+        assert trusted == [renewed.ca_pem]
+    finally:
+        running.stop()

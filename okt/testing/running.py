@@ -15,7 +15,8 @@ Example::
 
 Guarantees: :meth:`RunningOperator.start` returns only once the caches are synced and the workers run (with leader
 election: once this replica leads); if that does not happen in time, the manager is stopped before
-:class:`okt.testing.WaitTimeout` is raised. :meth:`RunningOperator.stop` is idempotent.
+:class:`okt.testing.WaitTimeout` is raised, saying what the manager's readiness says (a watched kind the API server
+refuses to list or watch, with the rule to grant; a lease it cannot reach). :meth:`RunningOperator.stop` is idempotent.
 
 Caveats: no probe or metrics server by default (``metrics_bind="0"``), and the test process's SIGTERM and SIGINT are
 left alone — use :class:`okt.testing.OperatorProcess` to test those. The manager's defaults apply otherwise,
@@ -67,7 +68,8 @@ class RunningOperator:
             options: any other :class:`~okt.runtime.manager.Manager` argument (``grace_period``, ``reconcile``...).
 
         Raises:
-            okt.testing.WaitTimeout: the workers did not start in time (the manager is stopped).
+            okt.testing.WaitTimeout: the workers did not start in time (the manager is stopped); its message carries
+                the manager's readiness reason, naming a watched kind the API server refuses and the rule to grant.
             okt.errors.ApiError: a reconciler's kind cannot be resolved.
         """
         chosen = [reconcilers] if isinstance(reconcilers, type) else list(reconcilers)
@@ -75,8 +77,14 @@ class RunningOperator:
             client, chosen, namespaces=namespaces, max_concurrent=max_concurrent, metrics_bind=metrics_bind, **options
         )
         manager.start()
+
+        def awaited() -> str:
+            # What /readyz would say: a watched kind the API server refuses, with the rule to grant; the lease.
+            _, reason = manager.readiness()
+            return f"the operator's caches to sync and its workers to start ({reason})"
+
         try:
-            waiting.wait_for(lambda: manager.working, timeout=timeout, message="the operator's caches to sync")
+            waiting.wait_for(lambda: manager.working, timeout=timeout, message=awaited)
         except BaseException:
             manager.stop()
             manager.join(STOP_TIMEOUT)

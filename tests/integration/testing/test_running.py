@@ -1,0 +1,40 @@
+"""okt.testing.RunningOperator against a real kube-apiserver: a start that cannot finish says why."""
+
+from __future__ import annotations
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import RunningOperator, WaitTimeout, envtest
+from tests.integration import service_accounts
+
+pytestmark = pytest.mark.integration
+
+ACCOUNT = "unprivileged-operator"
+
+
+class Secrets(okt.Reconciler):
+    api_version = "v1"
+    kind = "Secret"
+
+
+def test_a_start_timing_out_on_a_kind_the_api_server_refuses_names_the_kind_and_the_rule_to_grant(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str
+) -> None:
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": ACCOUNT, "namespace": namespace}}
+    kube.create(account, kinds.Kind("v1", "ServiceAccount", "serviceaccounts"))
+    # The account holds no role: its list and watch of Secrets are refused (403), and the cache never syncs.
+    operator = kube_client.Client.from_kubeconfig(
+        service_accounts.kubeconfig_of(kube, control_plane, namespace, ACCOUNT)
+    )
+    try:
+        with pytest.raises(WaitTimeout) as raised:
+            RunningOperator.start(operator, Secrets, namespaces=[namespace], timeout=5, tune_memory=False)
+    finally:
+        operator.close()
+
+    said = str(raised.value)
+    assert "Secret" in said, said
+    assert "grant list and watch on secrets" in said, said

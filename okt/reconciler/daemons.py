@@ -202,8 +202,9 @@ class DaemonContext:
 
     def set_status_fields(self, fields: Mapping[str, Any]) -> bool:
         """State fields of the object's status (API names, merged over what this daemon stated before; None removes
-        a field), e.g. ``ctx.set_status_fields({"lastBackup": "2026-11-29T18:00:00Z"})``; returns whether that
-        changed what the daemon stated.
+        a field, and a key holding None inside a field's value is left out, wherever the status is kept), e.g.
+        ``ctx.set_status_fields({"lastBackup": "2026-11-29T18:00:00Z"})``; returns whether that changed what the
+        daemon stated.
 
         Held in memory as :meth:`set_condition` is: the next reconcile's status write carries them, and its hooks
         read them in ``ctx.status_fields``; removed once the daemon returns on its own.

@@ -345,7 +345,11 @@ _SCALARS = (str, int, bool, type(None))
 
 def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """``fields``, each a JSON value (refused otherwise: the client cannot send it, or — a NaN through server-side
-    apply — it would be stored as the string ``"NaN"``).
+    apply — it would be stored as the string ``"NaN"``), a key holding None inside a mapping left out at every depth.
+
+    None is no value wherever it is: a field holding None is removed, and a key holding None inside a field's value
+    is not written either — whether the status subresource (a merge patch drops it, an apply would store ``null``) or
+    okt's annotation (``status = "annotations"``, written whole) keeps the status, each stores the same.
 
     Raises:
         ValueError: naming the first field that is not.
@@ -360,7 +364,17 @@ def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
                 f"status.{key}: {exc} (a status field is JSON: a string, a number, true or false, null, a list or a "
                 "mapping of them)"
             ) from None
+        fields[key] = _without_none(value)
     return fields
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with the keys holding None of its mappings left out, at every depth (lists keep their items)."""
+    if isinstance(value, Mapping):
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list | tuple):
+        return [_without_none(item) for item in value]
+    return value
 
 
 def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None) -> bool:

@@ -5,6 +5,7 @@ daemon states anything."""
 from __future__ import annotations
 
 import collections
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -377,3 +378,50 @@ def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns
         assert client.stats.writes() == 1
     finally:
         client.close()
+
+
+class Detailing(shared.GadgetReconciler):
+    """A daemon stating a field whose value holds a None inside (a detail it has not learned)."""
+
+    owns = ()
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4)
+    def watch_operand(self, ctx: okt.DaemonContext) -> None:
+        ctx.set_status_fields({"probe": {"healthy": True, "detail": None, "ports": [{"port": 11211, "name": None}]}})
+        ctx.stop.wait()
+
+
+class AnnotatedDetailing(Detailing):
+    status = "annotations"
+
+
+@pytest.mark.parametrize("reconciler", [Detailing, AnnotatedDetailing])
+def test_a_none_inside_a_daemon_s_field_is_left_out_wherever_the_status_is_kept(
+    kube: kube_client.Client,
+    operator_client: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    reconciler: type[Detailing],
+) -> None:
+    make_gadget("g")
+    manager = managers([reconciler])
+    manager.start()
+
+    def probe() -> Any:
+        obj = kube.get(gadget_kind, "g", namespace)
+        if reconciler.status == "annotations":
+            kept = (obj["metadata"].get("annotations") or {}).get(f"{reconciler.prefix}/status")
+            return json.loads(kept)["probe"] if kept else None
+        return (obj.get("status") or {}).get("probe")
+
+    wait_for(probe, timeout=20, message="the daemon's field written")
+    wait_for(lambda: idle(manager), timeout=10)
+    assert probe() == {"healthy": True, "ports": [{"port": 11211}]}
+    # Nothing is written again: what is kept is what is wanted.
+    before = operator_client.stats.writes()
+    processed = manager.controllers[0].processed
+    manager.controllers[0].queue.add((namespace, "g"))
+    wait_for(lambda: manager.controllers[0].processed > processed and idle(manager), timeout=10)
+    assert operator_client.stats.writes() == before

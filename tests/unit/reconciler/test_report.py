@@ -144,6 +144,17 @@ def test_a_status_field_set_to_none_is_removed_under_its_api_name() -> None:
     assert view == {"availableReplicas": 2, "phase": None}
 
 
+@pytest.mark.parametrize("model", [None, _Replicas])
+def test_a_none_inside_a_status_field_s_value_is_left_out_and_a_field_set_to_none_is_kept_as_a_removal(
+    model: type[pydantic.BaseModel] | None,
+) -> None:
+    fields = {"probe": {"healthy": True, "detail": None, "ports": [{"port": 1, "name": None}, None]}, "gone": None}
+    assert report.status_fields_view(fields, model) == {
+        "probe": {"healthy": True, "ports": [{"port": 1}, None]},
+        "gone": None,
+    }
+
+
 def test_a_status_field_not_set_is_not_written_as_the_model_s_default() -> None:
     """Its default would overwrite what another writer set (a timer, in a reconcile that does not run it)."""
     assert report.status_fields_view({"phase": "Running"}, _Replicas) == {"phase": "Running"}

@@ -381,11 +381,15 @@ class Reconciler:
 
         Guarantees: called once per deleted object (per uid), on the replica that leads, by a worker, after the
         deletion was seen and before any later reconcile of its name, so an object deleted and created again has
-        this called for the old one before the new one is reconciled. Not called for an object that merely leaves
-        the operator's selection (a label selector, ``annotation_selector``, ``when``): it is still there.
+        this called for the old one before the new one is reconciled. Only for the operator's objects: not called
+        for an object that merely leaves the operator's selection (a label selector, ``annotation_selector``,
+        ``when``): it is still there; nor for one deleted after it left the selection: it was no longer the
+        operator's when it went (as Kopf's deletion handlers, called only for the objects it watches).
 
         Caveats: best effort. It is not called for an object deleted while no operator ran, or seen deleted by a
-        replica that did not lead yet, or by a process that stopped before the call; what must always be undone
+        replica that did not lead yet, or by a process that stopped before the call, or deleted after it left the
+        selection (what the operator kept of an object that may leave it is dropped by a pass of your own, as
+        below); what must always be undone
         needs a ``finalizer`` and ``cleanup(ctx)``, or a pass of your own at start (``@okt.on_startup``, given
         the client) that drops the state of the objects no longer there. Keep it quick: it runs on a worker.
 

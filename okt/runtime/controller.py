@@ -27,8 +27,10 @@ Guarantees:
 * **deletions told** (a reconciler that overrides ``on_deleted``, leading): a primary's ``DELETED`` keeps its last
   state (:mod:`okt.runtime.deletions`) and queues its key; the worker that takes the key calls ``on_deleted`` for it
   before anything else — so before the reconcile of an object recreated under that name — once the API says it is
-  gone (not for one that merely left the selection), and reconciles nothing when no object is left to reconcile; a
-  hook that raises is logged, counted and called again after the key's backoff, a bounded number of times;
+  gone (not for one that merely left the selection, nor for one deleted after it left it: the ``DELETED`` of an object
+  out of the selection, as the event tells it, is no deletion of the operator's), and reconciles nothing when no
+  object is left to reconcile; a hook that raises is logged, counted and called again after the key's backoff, a
+  bounded number of times;
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -81,7 +83,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
 from okt.reconciler import core, timers
 from okt.reconciler import reconciler as reconciler_mod
@@ -455,7 +457,7 @@ class Controller:
         someone waits for."""
         # The deleted objects whose on_deleted is still to be called, when the reconciler overrides it.
         self._deletions: deletions_mod.Deletions[QueueKey] | None = (
-            deletions_mod.Deletions(backoff)
+            deletions_mod.Deletions(backoff, self._in_selection)
             if reconciler_cls.on_deleted is not reconciler_mod.Reconciler.on_deleted
             else None
         )
@@ -635,6 +637,17 @@ class Controller:
         elif not primary_change_matters(event_type, obj, old, self._ignored_annotations):
             return
         self._enqueue(key, event_type, obj)
+
+    def _in_selection(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj``, as an event tells it, is in this controller's selection: the cache's label selector and
+        the reconciler's client-side filters (``annotation_selector``, ``when``)."""
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if not selectors.matcher(self.cache.label_selector)(labels):
+            return False
+        filtered = type(self.reconciler).when is not reconciler_mod.Reconciler.when or bool(
+            self.reconciler_cls.annotation_selector
+        )
+        return self.reconciler.selects(obj) if filtered else True
 
     def _note_deletion(self, key: QueueKey, obj: Mapping[str, Any]) -> bool:
         """Keep ``obj``'s deletion for its ``on_deleted`` call (when the reconciler has one, on the leader only: a

@@ -13,17 +13,24 @@ Guarantees:
 * **in the order seen**: an object deleted and created again under the same name has its hook called before the new
   one is reconciled (the worker takes the key's deletions before it reconciles);
 * **bounded retries**: a hook that raises is called again after the key's backoff, at most :data:`ATTEMPTS` times in
-  all, then dropped; its deletion is never retried for ever.
+  all, then dropped; its deletion is never retried for ever;
+* **only the operator's objects**: a ``DELETED`` whose object, as the watch tells it, is out of the operator's
+  selection (the label selector, ``annotation_selector``, ``when``) notes nothing. The watch says ``DELETED`` of an
+  object that leaves the selection, with its new state: that one is not deleted, and whatever becomes of it afterwards
+  is no longer the operator's — as Kopf calls its deletion handlers only for the objects it watches. The API server
+  never tells a label-selected watch of the deletion of an object outside the selection; okt's own filters see it,
+  and note it no more than the API server would tell it.
 
 Caveats: deletions are kept in memory only. One seen by a replica that stands by, or by a process that stops before
-the hook ran, is not told again; nor is an object deleted while no operator watched.
+the hook ran, is not told again; nor is an object deleted while no operator watched, nor one deleted after it left the
+selection (relabelled, its annotation removed, refused by ``when``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
 from okt.runtime import backoff as backoff_mod
@@ -57,15 +64,24 @@ class Deletions(Generic[KeyT]):
 
     Args:
         backoff: how long a failed call waits before the next (the controller's per-key backoff).
+        selected: whether an object, as its ``DELETED`` tells it, is in the operator's selection (all are when None).
     """
 
-    def __init__(self, backoff: backoff_mod.Backoff | None = None) -> None:
+    def __init__(
+        self,
+        backoff: backoff_mod.Backoff | None = None,
+        selected: Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> None:
         self._backoff = backoff if backoff is not None else backoff_mod.Backoff()
+        self._selected = selected
         self._lock = threading.Lock()
         self._due: dict[KeyT, list[Deletion]] = {}
 
     def note(self, key: KeyT, obj: Mapping[str, Any]) -> bool:
-        """Keep the deletion of ``obj`` under ``key``; False when that object (its uid) is kept already."""
+        """Keep the deletion of ``obj`` under ``key``; False when that object (its uid) is kept already, or when
+        ``obj`` is out of the selection (it left it: not deleted, or no longer the operator's when it was)."""
+        if self._selected is not None and not self._selected(obj):
+            return False
         deletion = Deletion(obj)
         with self._lock:
             due = self._due.setdefault(key, [])

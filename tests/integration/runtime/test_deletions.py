@@ -1,6 +1,6 @@
 """``Reconciler.on_deleted`` against a real kube-apiserver: told once per deleted object, without a finalizer, before
 the reconcile of an object recreated under its name, retried a bounded number of times, and neither for an object that
-merely left the selection nor on a standby."""
+merely left the selection, nor for one deleted after it left it, nor on a standby."""
 
 from __future__ import annotations
 
@@ -74,9 +74,10 @@ def start(kube: kube_client.Client, namespace: str) -> Iterator[Callable[..., co
         *,
         workers: int = 2,
         standby: bool = False,
+        label_selector: str | None = None,
     ) -> controller_mod.Controller:
         reconciler.told.clear()
-        cache = cache_mod.Cache(kube, [namespace])
+        cache = cache_mod.Cache(kube, [namespace], label_selector=label_selector)
         controller = controller_mod.Controller(
             reconciler, kube, cache, workers=workers, reconcile=reconcile, backoff=QUICK, standby=standby
         )
@@ -233,6 +234,49 @@ def test_an_object_that_leaves_the_selection_is_not_told_and_is_told_once_delete
     wait_for(lambda: SelectedGadget.told, timeout=15)
     settle(controller)
     assert [told[0] for told in SelectedGadget.told] == [uid]
+
+
+@pytest.mark.parametrize("selection", ["label selector", "when"])
+def test_an_object_deleted_after_it_left_the_selection_is_not_told(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    start: Callable[..., controller_mod.Controller],
+    selection: str,
+) -> None:
+    """It was no longer the operator's when it went: told only of the deletions of objects in its selection (as
+    Kopf's deletion handlers are), whether the API server selects (``okt run -l``) or okt does (``when``)."""
+
+    def selected(name: str, value: str) -> dict[str, Any]:
+        body = {
+            "apiVersion": gadget_kind.api_version,
+            "kind": gadget_kind.kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": value}},
+            "spec": {},
+        }
+        return kube.create(body, gadget_kind)
+
+    if selection == "when":
+        reconciler: type[ToldGadget] = SelectedGadget
+        controller = start(reconciler)
+    else:
+        reconciler = ToldGadget
+        controller = start(reconciler, label_selector="selected=yes")
+    left = uid_of(selected("left", "yes"))
+    wait_for(lambda: controller.cache.uid(gadget_kind, "left", namespace) == left, timeout=10)
+    kube.patch(gadget_kind, "left", {"metadata": {"labels": {"selected": "no"}}}, namespace)
+    wait_for(lambda: controller.cache.uid(gadget_kind, "left", namespace) is None, timeout=10)
+    kube.delete(gadget_kind, "left", namespace)
+    never = uid_of(selected("never", "no"))
+    kube.delete(gadget_kind, "never", namespace)
+
+    # An object of the selection deleted after them: once it is told, theirs would have been too.
+    kept = uid_of(selected("kept", "yes"))
+    wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
+    kube.delete(gadget_kind, "kept", namespace)
+    wait_for(lambda: reconciler.told, timeout=15, message="on_deleted called for the selected object")
+    settle(controller)
+    assert [told[0] for told in reconciler.told] == [kept], (left, never)
 
 
 def test_a_standby_tells_no_deletion_seen_before_it_leads(

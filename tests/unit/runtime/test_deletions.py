@@ -57,3 +57,21 @@ def test_a_deletion_whose_hook_keeps_failing_is_dropped_after_its_attempts() -> 
         deletion = deletion.failed()
 
     assert calls == deletions.ATTEMPTS
+
+
+def test_a_deletion_of_an_object_out_of_the_selection_is_not_kept() -> None:
+    """The watch says DELETED of an object leaving the selection, with its new state; and okt's own filters see the
+    deletion of one that left it before."""
+
+    def selected(obj: Any) -> bool:
+        return bool(((obj.get("metadata") or {}).get("labels") or {}).get("selected") == "yes")
+
+    due: deletions.Deletions[tuple[str, str]] = deletions.Deletions(selected=selected)
+    left = deleted("u1")
+    left["metadata"]["labels"] = {"selected": "no"}
+    kept = deleted("u2")
+    kept["metadata"]["labels"] = {"selected": "yes"}
+
+    assert not due.note(KEY, left)
+    assert due.note(KEY, kept)
+    assert [d.uid for d in due.take(KEY)] == ["u2"]

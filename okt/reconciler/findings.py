@@ -25,12 +25,17 @@ Guarantees:
 * which condition types and status fields each daemon stated is recorded in the object's bookkeeping
   (:data:`Record`), in the same write: a new process keeps what a daemon it still declares stated until that daemon
   states otherwise (a restart over converged objects writes nothing, the status annotation written whole included),
-  and removes, once, what a daemon it no longer declares (removed from the code, renamed) stated.
+  and removes, once, what a daemon it no longer declares (removed from the code, renamed) stated;
+* a still-declared daemon that states a condition type the record does not list for it (its new version renamed
+  one) has the types the record lists for it and it has not stated since it started removed, in the write carrying
+  the new one; its status fields likewise. While it states only names the record lists, the others are kept: it may
+  state them later in its round.
 
-Caveats: the findings themselves are the process's memory; the record says only whose they are. A condition type or
-field a still-declared daemon stopped stating (renamed inside the daemon) stays until that daemon returns on its own.
-A daemon's condition carries no ``observedGeneration``: it says what the daemon saw of the world, not what it made of
-a generation of the spec.
+Caveats: the findings themselves are the process's memory; the record says only whose they are. Names are compared,
+not rounds: after a restart, a daemon that states a type it never stated before the restart (a condition it sets only
+on a failure) before one it stated then has that one removed, and written again once it states it (its
+``lastTransitionTime`` anew). A daemon's condition carries no ``observedGeneration``: it says what the daemon saw of
+the world, not what it made of a generation of the spec.
 """
 
 from __future__ import annotations
@@ -257,6 +262,16 @@ class Findings:
                 gone_fields |= keys | set(fields)
                 continue
             stated_keys = {key for key, value in fields.items() if value is not None}
+            # The record lists what this daemon stated in this process, and what a daemon of its name stated before
+            # (an earlier process): all of it while it states nothing the record does not list (it states the same
+            # names again, perhaps not yet all of them). One it states under a name the record does not list
+            # replaces the names it has not stated since it started: its code states them under new ones now.
+            if not set(stated) <= types:
+                gone_types |= types - set(stated)
+                types = set()
+            if not stated_keys <= keys:
+                gone_fields |= keys - set(fields)
+                keys = set()
             kept[name] = (types | set(stated), (keys - set(fields)) | stated_keys)
         # What is gone first: a daemon that still runs may state the same condition or field (it wins).
         for type_ in sorted(gone_types):

@@ -380,6 +380,69 @@ def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns
         client.close()
 
 
+REACHABLE = "OperandReachable"
+
+
+class RenamedProbing(shared.GadgetReconciler):
+    """The operator's next version: the same daemon states its condition and its field under new names."""
+
+    owns = ()
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4)
+    def watch_operand(self, ctx: okt.DaemonContext) -> None:
+        probe = Probing.probe
+        with probe.lock:
+            probe.identities[ctx.name] += 1
+        while not ctx.stop.wait(0.05):
+            ctx.set_condition(REACHABLE, True, "Answers", "answers on port 11211")
+            ctx.set_status_fields({"reach": {"port": 11211}})
+            with probe.lock:
+                probe.rounds[ctx.name] += 1
+
+
+def test_what_a_daemon_no_longer_states_after_a_restart_with_new_names_leaves_the_status_and_a_restart_writes_nothing(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    probe.go.set()
+    first = converged(managers, lambda: kube.get(gadget_kind, "g", namespace))
+
+    second, client = restarted(control_plane, managers, first, RenamedProbing)
+    try:
+        wait_for(
+            lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+            timeout=20,
+            message="the condition the daemon no longer states removed",
+        )
+        wait_for(lambda: "probe" not in kube.get(gadget_kind, "g", namespace)["status"], timeout=10)
+        wait_for(lambda: idle(second), timeout=10)
+        obj = kube.get(gadget_kind, "g", namespace)
+        assert (condition(obj, REACHABLE) or {}).get("status") == "True"
+        assert obj["status"]["reach"] == {"port": 11211}
+        assert obj["status"]["okt"]["daemons"] == {"watch_operand": {"conditions": [REACHABLE], "fields": ["reach"]}}
+    finally:
+        client.close()
+
+    # Converged under the new names: a restart of the same version writes nothing.
+    identities = probe.identities["g"]
+    third, client = restarted(control_plane, managers, second, RenamedProbing)
+    try:
+        wait_for(lambda: probe.identities["g"] > identities, timeout=20, message="the new process's daemon")
+        rounds = probe.rounds["g"]
+        wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+        wait_for(lambda: idle(third), timeout=10)
+        assert client.stats.writes() == 0
+        assert kube.get(gadget_kind, "g", namespace)["status"] == obj["status"]
+    finally:
+        client.close()
+
+
 class Detailing(shared.GadgetReconciler):
     """A daemon stating a field whose value holds a None inside (a detail it has not learned)."""
 

@@ -232,13 +232,39 @@ def test_what_a_declared_daemon_stated_before_a_restart_is_kept_carried_whole_wh
     assert recorded(findings.Findings(), ("probe",))[2] == {}  # a status subresource keeps what okt does not send
 
 
-def test_the_record_follows_what_the_daemon_states_now() -> None:
+def test_a_daemon_stating_a_name_its_record_does_not_list_has_what_it_stated_before_and_not_since_removed() -> None:
+    """Its code states them under new names now (a new version of the operator renamed them)."""
     store = held("probe")
     store.set_condition("u1", "probe", "Reachable", True, "Answers")
-    store.set_fields("u1", "probe", {"probe": None, "lastSeen": "now"})
-    applied, _, fields = recorded(store, ("probe",))
-    assert applied.record == {"probe": {"conditions": ["OperandHealthy", "Reachable"], "fields": ["lastSeen"]}}
+    store.set_fields("u1", "probe", {"lastSeen": "now"})
+    applied, conditions, fields = recorded(store, ("probe",))
+    assert applied.changed
+    assert applied.record == {"probe": {"conditions": ["Reachable"], "fields": ["lastSeen"]}}
+    assert "OperandHealthy" not in conditions
+    assert conditions["Reachable"].status is cond.ConditionStatus.TRUE
     assert fields == {"probe": None, "lastSeen": "now"}
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_a_daemon_stating_again_some_of_the_names_its_record_lists_keeps_the_others_and_changes_nothing(
+    carry: bool,
+) -> None:
+    """It may state them later in its round (a field after its first backup): removed, they would be written back."""
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    applied, conditions, fields = recorded(store, ("probe",), carry=carry)
+    assert (applied.changed, applied.record) == (False, RECORD)
+    assert conditions["OperandHealthy"].status is cond.ConditionStatus.TRUE
+    assert fields == ({"probe": {"up": True}} if carry else {})
+
+
+def test_the_record_follows_what_the_daemon_states_now() -> None:
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    store.set_fields("u1", "probe", {"probe": None})
+    applied, _, fields = recorded(store, ("probe",))
+    assert applied.record == {"probe": {"conditions": ["OperandHealthy"]}}
+    assert fields == {"probe": None}
 
 
 def test_what_a_daemon_no_longer_declared_stated_is_removed_and_leaves_the_record() -> None:

@@ -384,7 +384,9 @@ class Reconciler:
         this called for the old one before the new one is reconciled. Only for the operator's objects: not called
         for an object that merely leaves the operator's selection (a label selector, ``annotation_selector``,
         ``when``): it is still there; nor for one deleted after it left the selection: it was no longer the
-        operator's when it went (as Kopf's deletion handlers, called only for the objects it watches).
+        operator's when it went (as Kopf's deletion handlers, called only for the objects it watches) — but for one
+        relabelled out of a label selector and deleted before a worker read it, which the API server's events do
+        not tell apart from a deletion.
 
         Caveats: best effort. It is not called for an object deleted while no operator ran, or seen deleted by a
         replica that did not lead yet, or by a process that stopped before the call, or deleted after it left the

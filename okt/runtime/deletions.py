@@ -14,16 +14,17 @@ Guarantees:
   one is reconciled (the worker takes the key's deletions before it reconciles);
 * **bounded retries**: a hook that raises is called again after the key's backoff, at most :data:`ATTEMPTS` times in
   all, then dropped; its deletion is never retried for ever;
-* **only the operator's objects**: a ``DELETED`` whose object, as the watch tells it, is out of the operator's
-  selection (the label selector, ``annotation_selector``, ``when``) notes nothing. The watch says ``DELETED`` of an
-  object that leaves the selection, with its new state: that one is not deleted, and whatever becomes of it afterwards
-  is no longer the operator's — as Kopf calls its deletion handlers only for the objects it watches. The API server
-  never tells a label-selected watch of the deletion of an object outside the selection; okt's own filters see it,
-  and note it no more than the API server would tell it.
+* **only the operator's objects**: a ``DELETED`` whose object, as the event tells it, is out of the operator's
+  selection (the label selector, ``annotation_selector``, ``when``) notes nothing: whatever becomes of an object once
+  okt's own filters refuse it is no longer the operator's — as Kopf calls its deletion handlers only for the objects
+  it watches. A label-selected watch says ``DELETED`` of an object that leaves the selection with its state from
+  *before* it left (still selected): that one is noted, and the worker's read of the API finds it still there.
 
 Caveats: deletions are kept in memory only. One seen by a replica that stands by, or by a process that stops before
 the hook ran, is not told again; nor is an object deleted while no operator watched, nor one deleted after it left the
-selection (relabelled, its annotation removed, refused by ``when``).
+selection (relabelled, its annotation removed, refused by ``when``) — but for an object relabelled out of a label
+selector and deleted before a worker read it: the API server's events cannot tell it from one deleted while
+selected, and it is told.
 """
 
 from __future__ import annotations

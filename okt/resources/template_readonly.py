@@ -16,34 +16,37 @@ would have been silently lost instead of named.
 
 Guarantees:
 
-* no render changes a list, dict or set reachable from its variables: through the custom resource (its raw object,
+* no render changes a list, dict or set (or another mutable container: a deque, a ``UserDict``, a
+  ``MutableMapping`` written in Python) reachable from its variables: through the custom resource (its raw object,
   its metadata, labels and annotations, its spec model's fields, extra fields and ``model_fields_set``), a parameter,
-  an item, a loop's item, a filter's result that hands an item on (``| first``), or a list the template built
-  holding one (``[cr.spec.hosts][0]``); the call raises :class:`ChangesInput`, which the render reports as a
+  an item, a loop's item, a filter's result that hands an item on (``| first``), a list the template built holding
+  one (``[cr.spec.hosts][0]``), or an object of any other kind a parameter holds (a client, a cache: its attributes
+  and slots, what its methods hand out of them, its class's attributes, a function's defaults and closure, a
+  ``functools.partial``'s arguments); the call raises :class:`ChangesInput`, which the render reports as a
   ``MutationError`` naming the template line, before anything changed;
 * lists, dicts and sets the template builds itself (literals, ``namespace()``, ``dict(...)``, ``+``, a filter's new
   list) change as Python changes them;
 * a render that calls no such method walks nothing: what is reachable is walked once per render, the first time a
   template calls one.
 
-Caveats: the walk follows lists, tuples, sets, mappings, pydantic models, dataclasses, simple namespaces and the custom
-resource; a container held by an object of another kind in the params (a client, a cache) is not walked, and a
-template reaching it through that object's attributes can change it.
+Caveats: the walk follows what each object refers to as the garbage collector sees it, but not a function's module
+globals (the whole program, no value a template is handed): a function in the params handing out a list its module
+holds hands out a list the template can change. A method of an object of the operator's own that changes it
+(``cache.put(...)``) is the operator's method, and runs.
 """
 
 from __future__ import annotations
 
 import collections
 import collections.abc
-import dataclasses
+import contextlib
+import gc
 import types
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jinja2.sandbox
-import pydantic
-
-from okt.kube import objects
 
 
 class ChangesInput(Exception):
@@ -96,8 +99,9 @@ class Inputs:
             _walk([value], self._ids)
 
     def check_call(self, method: Any, args: tuple[Any, ...]) -> None:
-        """Raise :class:`ChangesInput` when calling ``method`` (a builtin method, bound or not) with ``args`` would
-        change a container reachable from the render's inputs."""
+        """Raise :class:`ChangesInput` when calling ``method`` (a method, bound or not: a builtin's, or one written in
+        Python, as ``collections.UserDict``'s and ``MutableMapping``'s are) with ``args`` would change a container
+        reachable from the render's inputs."""
         if type(method) is types.MethodDescriptorType:
             receiver = args[0] if args else None  # dict.update(labels, ...): the dict global's methods
         else:
@@ -126,29 +130,71 @@ def _changes(receiver: Any, name: str) -> bool:
 
 
 def _walk(roots: Iterable[Any], seen: set[int]) -> None:
-    """Add to ``seen`` the ids of the objects reachable from ``roots`` through the kinds a template reads data of."""
+    """Add to ``seen`` the ids of the objects reachable from ``roots``: what each object refers to, as the garbage
+    collector finds it (a list's items, a mapping's keys and values, an object's attributes and slots, a model's extra
+    fields and ``model_fields_set``, a ``functools.partial``'s arguments, a C type's own references), a function's
+    defaults and closure, a class's data attributes (which a template reads through an instance), and the attributes
+    of a module handed as a variable. Not a function's globals, nor a module an object holds, nor a frame's: Python's
+    whole program, no value handed."""
     stack = list(roots)
+    handed = {id(root) for root in stack if type(root) is types.ModuleType}
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind in _ATOMS or id(item) in seen:
             continue
         seen.add(id(item))
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list or kind is tuple or isinstance(item, list | tuple | set | frozenset | collections.deque):
+        if kind is list or kind is tuple:
             stack.extend(item)
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, pydantic.BaseModel):
-            stack.extend(vars(item).values())
-            stack.append(item.__pydantic_fields_set__)
-            if item.__pydantic_extra__:
-                stack.append(item.__pydantic_extra__)
-        elif isinstance(item, objects.CustomResource):
-            stack.append(item.raw)
-            stack.append(item.spec)
-        elif isinstance(item, types.SimpleNamespace):
-            stack.extend(vars(item).values())
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack.extend(getattr(item, field.name, None) for field in dataclasses.fields(item))
+        elif kind is types.FunctionType:
+            stack.extend((item.__defaults__, item.__kwdefaults__, item.__dict__))
+            stack.extend(_contents(cell) for cell in item.__closure__ or ())
+        elif isinstance(item, type):
+            attributes = vars(item)
+            stack.extend(attributes[name] for name in _data_names(item, attributes) if name in attributes)
+            stack.extend(item.__bases__)
+        elif kind is types.ModuleType:
+            if id(item) in handed:
+                stack.extend(value for name, value in vars(item).items() if not _dunder(name))
+        elif kind not in _PROGRAM:
+            stack.extend(gc.get_referents(item))
+
+
+_PROGRAM = frozenset({types.FrameType, types.TracebackType, types.CodeType})
+"""What the walk never enters: a frame's (a traceback's) globals and a code object's constants hold no value a
+template is handed (and the sandbox refuses every attribute of them)."""
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not filled yet
+        return None
+
+
+_DATA_NAMES: weakref.WeakKeyDictionary[type, tuple[int, tuple[str, ...]]] = weakref.WeakKeyDictionary()
+
+
+def _data_names(kind: type, attributes: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of a class's own attributes that are data: not Python's own (``__dict__``, pydantic's
+    ``__pydantic_core_schema__``), nor a method, property or other descriptor (what an instance reads of one is what
+    the descriptor makes, never the class's object). Kept per class while it has as many attributes (sorting a
+    model class's hundred attributes out took longer than a render)."""
+    known = _DATA_NAMES.get(kind)
+    if known is not None and known[0] == len(attributes):
+        return known[1]
+    names = tuple(
+        name
+        for name, value in attributes.items()
+        if not _dunder(name) and getattr(type(value), "__get__", None) is None
+    )
+    with contextlib.suppress(TypeError):  # a class no weak reference can name
+        _DATA_NAMES[kind] = (len(attributes), names)
+    return names
+
+
+def _dunder(name: str) -> bool:
+    """Whether ``name`` is one of Python's own attributes of a class or module (``__dict__``, ``__doc__``, pydantic's
+    ``__pydantic_core_schema__``): they hold no value a template is handed, and walking them took longer than the
+    render."""
+    return name[:2] == "__" and name[-2:] == "__"

@@ -140,7 +140,7 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         kind = type(__obj)
-        if kind is types.BuiltinMethodType or kind is types.MethodDescriptorType:
+        if kind is types.BuiltinMethodType or kind is types.MethodDescriptorType or kind is types.MethodType:
             values = template_recording.recorded.get()
             if values is not None:  # a method changing a list, dict or set the template was handed is refused
                 values.inputs.check_call(__obj, args)

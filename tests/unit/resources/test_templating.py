@@ -11,12 +11,15 @@ or that rendering refuses the value with :class:`okt.errors.InvalidSpec`.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import enum
+import functools
 import json
 import math
 import pathlib
 import sys
+import types
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -1753,3 +1756,93 @@ def test_a_list_or_dict_of_pydantic_secrets_is_read_only_to_a_template_as_any_ot
 
     with pytest.raises(errors.MutationError, match=r"^template line 2: .*a template cannot change what it reads"):
         templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)
+
+
+class Cache:
+    """An object of the operator's own in the params (a client, a cache): no container, model or namespace."""
+
+    def __init__(self) -> None:
+        self.entries = ["a"]
+        self.index = {"a": ["b"]}
+        self.headers = collections.UserDict({"h": "v"})
+        self._store = {"k": ["v"]}
+
+    def lookup(self, key: str) -> list[str]:
+        return self._store[key]
+
+
+class Slotted:
+    __slots__ = ("hosts",)
+
+    def __init__(self) -> None:
+        self.hosts = ["a"]
+
+
+def opaque_params() -> dict[str, Any]:
+    closed = {"app": "web"}
+    settings = types.ModuleType("settings")
+    settings.hosts = ["a"]  # type: ignore[attr-defined]
+
+    def labels() -> dict[str, str]:
+        return closed
+
+    return {
+        "cr": widget({}),
+        "cache": Cache(),
+        "slotted": Slotted(),
+        "labels": labels,
+        "named": functools.partial(dict),
+        "settings": settings,
+    }
+
+
+def opaque_snapshot(variables: dict[str, Any]) -> Any:
+    cache, slotted = variables["cache"], variables["slotted"]
+    data = (cache.entries, cache.index, dict(cache.headers), cache._store, slotted.hosts, variables["labels"]())
+    return repr((*data, variables["named"].keywords, variables["settings"].hosts))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "{% set _ = cache.entries.append('x') %}",
+        "{% set _ = cache.index.a.clear() %}",
+        "{% set _ = cache.index.update({'x': []}) %}",
+        "{% set _ = cache.headers.update({'x': 'y'}) %}",
+        "{% set _ = cache.headers.pop('h') %}",
+        "{% set _ = cache.lookup('k').append('x') %}",
+        "{% for entries in cache.index.values() %}{% set _ = entries.pop() %}{% endfor %}",
+        "{% set _ = slotted.hosts.append('x') %}",
+        "{% set _ = labels().update({'x': 'y'}) %}",
+        "{% set _ = named.keywords.update({'x': 'y'}) %}",
+        "{% set _ = settings.hosts.append('x') %}",
+    ],
+)
+def test_a_template_changing_what_it_reaches_through_an_object_of_another_kind_is_a_mutation_error(
+    statement: str,
+) -> None:
+    # the read-only walk followed containers, models, dataclasses and namespaces only: a list or dict an object of
+    # the operator's own held (a client's, a cache's) was changed in place by the template
+    variables = opaque_params()
+    before = opaque_snapshot(variables)
+
+    with pytest.raises(errors.MutationError, match=r"^template line 2: .*a template cannot change what it reads"):
+        templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)
+
+    assert opaque_snapshot(variables) == before
+
+
+def test_lists_a_template_builds_beside_an_object_of_another_kind_stay_usable() -> None:
+    variables = opaque_params()
+    before = opaque_snapshot(variables)
+    template = (
+        "kind: X\n{% set v = cache.entries | list %}{% set _ = v.append('x') %}"
+        "{% set d = dict(labels()) %}{% set _ = d.update({'x': 'y'}) %}\nv: {{ v }}\nd: {{ d }}\n"
+    )
+
+    assert templating.render_template(template, variables) == {
+        "kind": "X",
+        "v": ["a", "x"],
+        "d": {"app": "web", "x": "y"},
+    }
+    assert opaque_snapshot(variables) == before

@@ -86,11 +86,23 @@ def refuse_set_change(kind: str, attribute: str) -> None:
 class Inputs:
     """What one render was handed, and the ids of the objects reachable from it (walked on first need)."""
 
-    __slots__ = ("_ids", "_roots")
+    __slots__ = ("_ids", "_roots", "_texts")
 
     def __init__(self, roots: Iterable[Any]) -> None:
         self._roots = list(roots)  # kept, so that no id in the walk is reused by an object the template builds
         self._ids: set[int] | None = None
+        self._texts: list[str] | None = None
+
+    def hold_text(self, fragment: str) -> bool:
+        """Whether a string reachable from the render's inputs (a value of the custom resource, a parameter, a key of
+        their mappings) holds ``fragment``, in either case: the strings are gathered once per render, on first
+        need."""
+        if self._texts is None:
+            texts: list[str] = []
+            _walk(self._roots, set(), texts)
+            self._texts = [text.lower() for text in texts]
+        fragment = fragment.lower()
+        return any(fragment in text for text in self._texts)
 
     def add(self, value: Any) -> None:
         """Count a private copy the render made of a value it read (a field's secrets wrapped) as read too."""
@@ -129,21 +141,25 @@ def _changes(receiver: Any, name: str) -> bool:
     return jinja2.sandbox.modifies_known_mutable(receiver, name)
 
 
-def _walk(roots: Iterable[Any], seen: set[int]) -> None:
+def _walk(roots: Iterable[Any], seen: set[int], texts: list[str] | None = None) -> None:
     """Add to ``seen`` the ids of the objects reachable from ``roots``: what each object refers to, as the garbage
     collector finds it (a list's items, a mapping's keys and values, an object's attributes and slots, a model's extra
     fields and ``model_fields_set``, a ``functools.partial``'s arguments, a C type's own references), a function's
     defaults and closure, a class's data attributes (which a template reads through an instance), and the attributes
     of a module handed as a variable. Not a function's globals, nor a module an object holds, nor a frame's: Python's
-    whole program, no value handed."""
+    whole program, no value handed. With ``texts``, the strings reached (a mapping's keys too) are added to it."""
     stack = list(roots)
     handed = {id(root) for root in stack if type(root) is types.ModuleType}
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind in _ATOMS or id(item) in seen:
+            if texts is not None and isinstance(item, str):
+                texts.append(item)
             continue
         seen.add(id(item))
+        if texts is not None and isinstance(item, dict):
+            stack.extend(item)
         if kind is list or kind is tuple:
             stack.extend(item)
         elif kind is types.FunctionType:

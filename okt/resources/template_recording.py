@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import re
 import sys
 import types
 from collections.abc import Generator, Iterable, Iterator
@@ -100,11 +101,15 @@ def record(context: jinja2.runtime.Context, value: Any) -> str:
         if type(value) is template_secrets.TemplateSecret:
             # Placed alone it is its value; joined with text, the placement names this line (see Slot.text).
             values.lines[len(values)] = _template_line()
-        elif template_skeleton.NONCE in _text_of(value):
-            raise errors.MutationError(
-                "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
-                "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
-            )
+        else:
+            text = _text_of(value)
+            if template_skeleton.NONCE in text:
+                raise errors.MutationError(
+                    "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "
+                    "block); okt places every {{ }} as a value, so write that YAML with {% if %}/{% for %} instead"
+                )
+            if "0x" in text or "0X" in text:
+                _refuse_address(text, values)
     values.append(value)
     placeholder = template_skeleton.PLACEHOLDER.format(len(values) - 1)
     # The value's own size stands for its placeholder's, which the render's text counts (see concat).
@@ -133,6 +138,25 @@ def _text_is_address(value: Any) -> bool:
     whose type writes no text of its own (Jinja2's ``cycler()`` and ``joiner()``)."""
     kind: Any = type(value)
     return isinstance(value, _CODE) or (kind.__repr__ is object.__repr__ and kind.__str__ is object.__str__)
+
+
+_ADDRESS = re.compile(r"<([^<>]*) at (0x[0-9a-f]+)>", re.IGNORECASE)
+"""Python's text of an object that writes no text of its own (``<built-in method upper of str object at 0x7f...>``,
+``<function f at 0x...>``, ``<jinja2.utils.Cycler object at 0x...>``), in either case (``| upper`` of it)."""
+
+
+def _refuse_address(text: str, values: Values) -> None:
+    """Raise a MutationError when ``text`` holds the text of an address in memory that no input holds: the template
+    made text of a method not called or an object of no text (``'x' ~ name.upper``, ``| string``, ``| join``, ``%``, a
+    list's text), another at each render. The same text in a value of the custom resource or the params is data."""
+    for match in _ADDRESS.finditer(text):
+        if not values.inputs.hold_text(match[2]):
+            raise errors.MutationError(
+                f"template error: {{{{ }}}} places text holding <{match[1]} at 0x…> (a method or function not "
+                "called, made text by ~, a filter, a format or a list's text?): its text is its address in memory, "
+                "another at each render, so the child's checksum would change at each reconcile; call it, or place "
+                "data"
+            )
 
 
 def concat(pieces: Iterable[str]) -> str:

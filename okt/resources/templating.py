@@ -39,7 +39,9 @@ Guarantees:
   :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``, under a merge
   key ``<<``) or outputs its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block) or a
-  value whose text is its address in memory (a method not called, ``cycler()``), and any Jinja2 or YAML error,
+  value whose text is its address in memory (a method not called, ``cycler()``) or text holding one (``'x' ~
+  name.upper``, ``| string``, a list's text; the same text in a value of the custom resource is data), and any
+  Jinja2 or YAML error,
   raises a one-line :class:`okt.errors.MutationError`;
 * rendering a template again with other values parses no YAML (a new skeleton text — another branch of an
   ``{% if %}``, another length of a loop — is parsed once and cached, up to 64 KiB of text: a longer one, from a

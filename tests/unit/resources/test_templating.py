@@ -1322,7 +1322,7 @@ def test_a_missing_attribute_read_with_a_value_is_never_named_in_the_error() -> 
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        ('cr.spec.name | attr("upper") | string', "<built-in method upper of str object"),
+        ('(cr.spec.name | attr("upper"))()', "WEB"),
         ("cr | attr('name')", "w"),
     ],
 )
@@ -1846,3 +1846,50 @@ def test_lists_a_template_builds_beside_an_object_of_another_kind_stay_usable() 
         "d": {"app": "web", "x": "y"},
     }
     assert opaque_snapshot(variables) == before
+
+
+@pytest.mark.parametrize("quote", ["", "'"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "'x' ~ cr.spec.name.upper",
+        "cr.spec.name ~ '-' ~ range",
+        "cr.spec.name.upper | string | lower",
+        "'x' ~ cr.spec.name.upper | upper",
+        "[cr.spec.name, cr.spec.labels.keys] | join('-')",
+        "'%s-x' % cycler(1, 2)",
+        "'{}-x'.format(joiner())",
+        "'x-' ~ [cr.spec.name.upper]",
+        "[cr.spec.name.upper]",
+        "{'k': opaque}",
+    ],
+)
+def test_text_holding_an_address_in_memory_inside_a_larger_string_is_a_mutation_error(
+    expression: str, quote: str
+) -> None:
+    # x<built-in method upper of str object at 0x7f...> went into the child, another at each render, so the child's
+    # checksum changed at each reconcile (only a value that was wholly such text was refused)
+    cr = widget({"name": "web", "labels": {"app": "web"}})
+    template = f"kind: X\nv: {quote}{{{{ {expression} }}}}{quote}\n"
+
+    with pytest.raises(errors.MutationError, match=r"^template error: .* its text is its address in memory") as caught:
+        templating.render_template(template, {"cr": cr, "opaque": object()})
+
+    assert not isinstance(caught.value, errors.InvalidSpec)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("v: x-{{ cr.spec.note }}", "x-<function f at 0x7f00deadbeef>"),
+        ('v: \'{{ "x-" ~ cr.spec.note | replace("function", "fn") }}\'', "x-<fn f at 0x7f00deadbeef>"),
+        ("v: '{{ [cr.spec.note] }}'", "['<function f at 0x7f00deadbeef>']"),
+        ("v: '{{ cr.spec.note | upper }}'", "<FUNCTION F AT 0X7F00DEADBEEF>"),
+    ],
+)
+def test_a_custom_resources_text_that_reads_like_an_address_in_memory_is_placed_as_data(
+    line: str, expected: str
+) -> None:
+    cr = widget({"note": "<function f at 0x7f00deadbeef>"})
+
+    assert templating.render_template(f"kind: X\n{line}\n", {"cr": cr}) == {"kind": "X", "v": expected}

@@ -105,6 +105,17 @@ def json_data(value: Any) -> Any:
         raise errors.MutationError(f"template error: cannot place a {kind.__name__} as data: {exc}") from exc
 
 
+def refuse_not_finite_in(model: pydantic.BaseModel, chosen: Mapping[str, Any]) -> None:
+    """Raise a ValueError when the fields of a model that a dump with ``chosen`` arguments (``include``,
+    ``exclude``...) writes hold a float NaN or infinity (pydantic's ``model_dump_json()`` writes ``null`` for it, its
+    ``model_dump(mode="json")`` the float itself)."""
+    arguments = {name: chosen[name] for name in _CHOOSING if name in chosen}
+    _refuse_not_finite(model.model_dump(**arguments))
+
+
+_CHOOSING = ("include", "exclude", "exclude_unset", "exclude_defaults", "exclude_none")
+
+
 def _refuse_not_finite(data: Any) -> None:
     """Raise a ValueError for a float NaN or infinity in a model's dump (Python's or JSON's)."""
     stack = [data]

@@ -26,6 +26,8 @@ Guarantees:
 
 * no value changes the structure of the object: it is the skeleton's tree with each value in its slot;
 * a value from the custom resource keeps its type: a string placed where a string goes is that very string;
+* a number JSON cannot write (NaN or an infinity), placed or made JSON by a spec model's own ``model_dump_json()``
+  (which writes ``null`` for it), raises :class:`okt.errors.InvalidSpec`;
 * a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — or that an expression
   cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero, ``| int`` of ``"three"``
   without a default) raises :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False,
@@ -154,8 +156,13 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
             # [t, t]) ran 2**n steps that output nothing.
             args = (template_recording.counted(args[0]), *args[1:])
         args = template_limits.call(__obj, args, kwargs)
+        model = getattr(__obj, "__self__", None)
+        if isinstance(model, pydantic.BaseModel) and getattr(__obj, "__name__", "") in _SERIALIZING:
+            # Its JSON form is written by pydantic, which writes null for NaN or an infinity (model_dump_json()):
+            # refused as any number JSON cannot write is, before anything is made of it.
+            template_placement.refuse_not_finite_in(model, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        if isinstance(getattr(__obj, "__self__", None), pydantic.BaseModel):
+        if isinstance(model, pydantic.BaseModel):
             return template_secrets.wrapped(result)  # a model's method (model_dump()) gives its secrets as they are
         return result
 
@@ -196,6 +203,8 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         raise jinja2.exceptions.SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} is unsafe")
 
 
+_SERIALIZING = frozenset({"model_dump", "model_dump_json", "dict", "json"})
+"""The methods of a pydantic model that write its values (``dict`` and ``json`` are pydantic v1's names)."""
 _DATA = frozenset({str, int, float, bool, type(None), dict, list})
 """The exact types of the values :meth:`_Environment.getattr` reads without the sandbox's checks."""
 _INTERNAL_OBJECTS = frozenset({types.CodeType, types.TracebackType, types.FrameType})

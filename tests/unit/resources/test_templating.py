@@ -1893,3 +1893,34 @@ def test_a_custom_resources_text_that_reads_like_an_address_in_memory_is_placed_
     cr = widget({"note": "<function f at 0x7f00deadbeef>"})
 
     assert templating.render_template(f"kind: X\n{line}\n", {"cr": cr}) == {"kind": "X", "v": expected}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "v: '{{ cr.spec.model_dump_json() }}'",
+        "v: {{ cr.spec.model_dump_json() }}",
+        "v: '{{ cr.spec.model_dump_json(indent=2) | trim }}'",
+        "v: {{ cr.spec.model_dump(mode='json') }}",
+        "v: '{{ cr.spec.model_dump(mode='json').ratio }}'",
+    ],
+)
+@pytest.mark.parametrize("model", [Ratio, NullRatio])
+def test_a_spec_models_float_given_inf_made_json_by_its_own_method_is_an_invalid_spec(
+    line: str, model: type[pydantic.BaseModel]
+) -> None:
+    # pydantic's model_dump_json() writes null for it: the child held null where the custom resource said inf
+    cr = objects.CustomResource(
+        {"kind": "Widget", "metadata": {"name": "w"}}, spec=model.model_validate({"ratio": "inf"})
+    )
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: not a finite number"):
+        templating.render_template(f"kind: X\n{line}\n", {"cr": cr})
+
+
+def test_a_spec_models_json_made_by_its_own_method_is_placed_as_its_text() -> None:
+    spec = NullRatio.model_validate({"ratio": 0.5, "limit": "inf"})
+    cr = objects.CustomResource({"kind": "Widget", "metadata": {"name": "w"}}, spec=spec)
+    template = "kind: X\nv: '{{ cr.spec.model_dump_json(exclude={'limit': true}) }}'\n"
+
+    assert templating.render_template(template, {"cr": cr}) == {"kind": "X", "v": '{"ratio":0.5}'}

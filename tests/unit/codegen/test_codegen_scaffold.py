@@ -284,3 +284,78 @@ def test_a_scaffold_passes_ruff_at_every_length_of_its_names(tmp_path: Path) -> 
     assert formatted.returncode == 0, formatted.stdout
     main = (tmp_path / "project-59" / "main.py").read_text()
     assert f"{second.kind}Reconciler" in main and f"{('Ab' * 30)[:59]}Reconciler" in main
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` and its bytes (Python's bytecode caches left out), and every folder."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes() if path.is_file() else b"<folder>"
+        for path in directory.rglob("*")
+        if "__pycache__" not in path.parts
+    }
+
+
+def test_okt_create_api_failing_halfway_leaves_the_project_as_it_was_in_one_line(project: Path) -> None:
+    # a folder where deploy/crd.yaml goes: the kind's files were written and main.py changed, then the write of
+    # deploy/ failed, and they stayed (main.py importing a kind whose manifests were never generated)
+    (project / "deploy" / "crd.yaml").unlink()
+    (project / "deploy" / "crd.yaml").mkdir()
+    before = tree(project)
+
+    result = CliRunner().invoke(cli_main.cli, ["create", "api", "--kind", "Gadget", "--dir", str(project)])
+
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: cannot write ") and len(result.output.strip().splitlines()) == 1
+    assert "deploy/crd.yaml" in result.output
+    assert tree(project) == before
+
+
+def deep_folder(base: Path, length: int) -> Path:
+    """A folder under ``base`` whose path has ``length`` characters (each name at most 255)."""
+    directory = base
+    while len(str(directory)) < length:
+        directory /= "d" * min(200, length - len(str(directory)) - 1)
+    directory.mkdir(parents=True)
+    return directory
+
+
+def test_okt_init_failing_halfway_writes_nothing_in_one_line(tmp_path: Path) -> None:
+    # a path too long for the kind's files but not for the project's (4096 characters, Linux's PATH_MAX): the
+    # project's files were written, then the first of the kind's failed, and they stayed in the folder
+    parent = deep_folder(tmp_path, 4096 - 40)
+    target = parent / "op"
+    arguments = ["init", "op", "--group", "example.com", "--version", "v1", "--kind", "Widget", "--dir", str(target)]
+
+    result = CliRunner().invoke(cli_main.cli, arguments)
+
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: cannot write ") and len(result.output.strip().splitlines()) == 1
+    assert list(parent.iterdir()) == []
+
+
+def test_okt_init_failing_halfway_leaves_an_empty_folder_given_empty(tmp_path: Path) -> None:
+    target = deep_folder(tmp_path, 4096 - 40) / "op"
+    target.mkdir()
+    arguments = ["init", "op", "--group", "example.com", "--version", "v1", "--kind", "Widget", "--dir", str(target)]
+
+    result = CliRunner().invoke(cli_main.cli, arguments)
+
+    assert result.exit_code == 2, result.output
+    assert list(target.iterdir()) == []
+
+
+def test_okt_init_failing_after_importing_the_project_leaves_no_bytecode_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the project is imported to generate deploy/ and config/, which writes Python's bytecode beside its modules: a
+    # failure after that left a __pycache__ folder in the folder given empty
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    target = deep_folder(tmp_path, 4096 - 39) / "op"  # config/overlays/default/kustomization.yaml is too long there
+    target.mkdir()
+    arguments = ["init", "op", "--group", "example.com", "--version", "v1", "--kind", "W", "--dir", str(target)]
+
+    result = CliRunner().invoke(cli_main.cli, arguments)
+
+    assert result.exit_code == 2, result.output
+    assert "kustomization.yaml" in result.output
+    assert list(target.iterdir()) == []

@@ -23,11 +23,11 @@ Guarantees: an index is kept in step with the cache (no scan at lookup; a reader
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every change
 of a watched object (for a modification, both the old and the new object are mapped, so a primary that named the object
 before the change is reconciled too); a mapping function that raises, or returns items that name no primary (not a key,
-or a key without the namespace a namespaced primary needs), is logged and counted (``okt_watch_map_errors_total``), and
-the keys it did return are still reconciled; an index function that raises for an object is logged and counted
-(``okt_index_errors_total``), and leaves that object out of the index, the others in; only the primaries the
-controller's cache holds are reconciled (a name outside the watched namespaces, refused by the filters, or of no object,
-maps to nothing).
+a key or object whose name is empty, or a key without the namespace a namespaced primary needs), is logged and counted
+(``okt_watch_map_errors_total``), and the keys it did return are still reconciled; an index function that raises for an
+object is logged and counted (``okt_index_errors_total``), and leaves that object out of the index, the others in; only
+the primaries the controller's cache holds are reconciled (a name outside the watched namespaces, refused by the
+filters, or of no object, maps to nothing).
 """
 
 from __future__ import annotations
@@ -230,9 +230,10 @@ def keys_of(
 
     What is wrong, each a ``TypeError``: an item that is neither a key nor an object; an object of another kind than
     the primary ``kind`` (the watched object itself, say, whose name would name a primary that has nothing to do with
-    it); for a namespaced primary, a key without a namespace (it names no object); a result that is not a list (one
-    key, one object or a string, whose items are not keys). An exception raised while the result is read (a
-    generator's) ends it: what it gave before is kept.
+    it); a key or object whose name is empty (a field the mapping read was empty); for a namespaced primary, a key
+    without a namespace (it names no object); a result that is not a list (one key, one object or a string, whose
+    items are not keys). An exception raised while the result is read (a generator's) ends it: what it gave before is
+    kept.
     """
     what = f"(namespace, name) keys or {kind.kind} objects" if kind is not None else "(namespace, name) keys or objects"
     wrong = _not_a_list(result, what)
@@ -247,8 +248,7 @@ def keys_of(
             except TypeError as exc:
                 problems.append(exc)
                 continue
-            if key[1]:
-                found[key] = None
+            found[key] = None
     except Exception as exc:
         problems.append(exc)
     return list(found), problems
@@ -291,10 +291,15 @@ def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) 
         namespace, name = item
     else:
         raise TypeError(f"a mapping function returns {what}, got {item!r}")
+    primary = kind.kind if kind is not None else "primary"
+    if not name:
+        # An empty name (a field the mapping read left empty) names no object: left out silently, the primary the
+        # mapping meant waited for a change that never came.
+        got = f"{(namespace, name)!r}" if not isinstance(item, Mapping) else f"a {item.get('kind') or 'object'}"
+        raise TypeError(f"a mapping function's result names no {primary}: its name is empty, got {got}")
     if not namespaced:
         return None, name
     if not (isinstance(namespace, str) and namespace):
-        primary = kind.kind if kind is not None else "the primary"
         raise TypeError(f"a {primary} is namespaced: its key names its namespace, got {(namespace, name)!r}")
     return namespace, name
 

@@ -3,6 +3,7 @@ cache index."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -97,8 +98,27 @@ def test_a_mapping_that_returns_the_watched_object_itself_maps_to_nothing(client
 
 
 def test_keys_are_deduplicated_and_objects_become_keys() -> None:
-    keys = watches.keys_of([("ns", "a"), thing("a"), thing("b", namespace="other"), ("ns", "")], namespaced=True)
+    keys = watches.keys_of([("ns", "a"), thing("a"), thing("b", namespace="other")], namespaced=True)
     assert keys == ([("ns", "a"), ("other", "b")], [])
+
+
+@pytest.mark.parametrize("namespaced", [True, False])
+@pytest.mark.parametrize("item", [("ns", ""), thing(""), {"apiVersion": THING.api_version, "kind": "Thing"}])
+def test_a_key_or_object_with_an_empty_name_is_an_error_not_a_silent_nothing(
+    client: fake.FakeClient, item: Any, namespaced: bool
+) -> None:
+    """A key with an empty name names no object: it was left out without a word, and the primary the mapping meant
+    (a name read from a field left empty) waited for a change that never came."""
+    kind = THING if namespaced else kinds.Kind("example.com/v1", "Thing", "things", False)
+    unnamed = okt.watch("configmaps", map=lambda obj, ctx: [item, ("ns", "b")])
+    ctx = dataclasses.replace(context(client), kind=kind)
+
+    with structlog.testing.capture_logs() as logs:
+        keys = watches.keys_for_event(unnamed, "ADDED", cm("x"), None, ctx)
+
+    assert keys == [("ns" if namespaced else None, "b")]
+    (line,) = [line for line in logs if line["log_level"] == "error"]
+    assert "names no Thing: its name is empty" in line["error"] and line["watched"] == "ConfigMap"
 
 
 def test_a_cluster_scoped_primary_has_no_namespace_in_its_keys() -> None:

@@ -186,8 +186,9 @@ class Context:
         return report.write_status(self)
 
     def index(self, name: str, value: object) -> builtins.list[dict[str, Any]]:
-        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``: a lookup in the cache,
-        not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``, looked up as its text as
+        index values are kept (:func:`okt.reconciler.watches.index_text`: ``1``, ``1.0`` and ``"1"`` are one value):
+        a lookup in the cache, not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
         return watches.lookup(
             self.reader,
             self.kind,

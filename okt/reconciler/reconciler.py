@@ -167,7 +167,9 @@ class Reconciler:
     map=fn),)``, controller-runtime's ``EnqueueRequestsFromMapFunc`` (see :mod:`okt.reconciler.watches`)."""
     indexes: ClassVar[Mapping[str, watches_mod.IndexFunction]] = {}
     """Indexes over the primaries in the cache, ``name -> fn(obj) -> values`` (Kopf's indexes): ``ctx.index(name,
-    value)`` in a reconcile or a mapping function is then a lookup, not a scan."""
+    value)`` in a reconcile or a mapping function is then a lookup, not a scan. Values are kept, and looked up, as
+    their text (:func:`okt.reconciler.watches.index_text`): ``1``, ``1.0`` and ``"1"`` are one value, ``True`` is
+    ``"true"`` and never ``1``."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""

@@ -33,6 +33,7 @@ filters, or of no object, maps to nothing).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,9 @@ Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object."""
 IndexFunction = Callable[[Mapping[str, Any]], Iterable[Any] | int | float | None]
 """``fn(obj) -> index values`` of one primary object (none: the object is not in the index; a string or a number: one
-value); each value text, a number or a tuple of them (:func:`index_text`)."""
+value); each value text, a number, a boolean, None or a tuple of them, kept as its text (:func:`index_text`: numbers
+as JSON writes them, so ``1`` and ``1.0`` are one value and find ``"1"``; ``True`` is ``true``, never ``1``); a
+lookup is by the same text."""
 MapResult = Iterable["Key | Mapping[str, Any]"]
 """What a mapping function returns: keys ``(namespace, name)``, or primary objects (e.g. from ``ctx.index``)."""
 MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
@@ -110,7 +113,7 @@ def lookup(
     """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list — of the
     objects ``selects`` keeps (the reconciler's filters, which decide what the cache, and so its index, holds).
     Index values are kept as text (:func:`index_text`), so ``value`` is looked up as its text: a port number finds
-    what the index function returned as that number.
+    what the index function returned as that number, as a float of the same value, or as its text.
 
     Raises:
         okt.ConfigurationError: the reconciler declares no index of that name.
@@ -177,8 +180,15 @@ def safe_index(
 
 
 def index_text(value: object) -> str:
-    """The text an index keeps for ``value`` and a lookup looks ``value`` up by: text, a number, None, or a tuple of
-    them (hashable values whose text is the same whenever they are equal).
+    """The text an index keeps for ``value``, and a lookup looks ``value`` up by: both are written by this one rule,
+    and two values are the same index value exactly when their texts are equal.
+
+    * a string is itself (a ``str`` enum member its value, not ``Tier.GOLD``);
+    * a number is written as JSON writes it, an integral float as the integer: ``1``, ``1.0`` and ``"1"`` are all
+      ``1`` (numbers equal in Python find each other, and a number finds the text a label or annotation holds);
+    * a boolean is ``true`` or ``false`` and None is ``null``, as in JSON: ``True`` is never the number ``1``;
+    * a tuple is the JSON array of its items, each written so: ``("ns", 1)`` is ``["ns",1]``, and finds
+      ``("ns", 1.0)``.
 
     Raises:
         TypeError: ``value`` is (or a tuple holds) a mapping, a list, a set or another object: its text follows the
@@ -188,7 +198,23 @@ def index_text(value: object) -> str:
     wrong = _unindexable(value)
     if wrong is not None:
         raise TypeError(f"an index value is text, a number or a tuple of them, got a {wrong}")
-    return str(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    return json.dumps(_json_value(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_value(value: object) -> object:
+    """``value`` as :func:`index_text` writes it into JSON: an integral float as its integer, a tuple as a list."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else float(value)
+    assert isinstance(value, tuple)
+    return [_json_value(item) for item in value]
 
 
 def _unindexable(value: object) -> str | None:
@@ -217,7 +243,7 @@ class MapContext:
 
     def index(self, name: str, value: object) -> list[dict[str, Any]]:
         """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value`` (looked up as its text,
-        as index values are kept): a lookup, no scan."""
+        as index values are kept: see :func:`index_text`): a lookup, no scan."""
         return self.find(name, value)
 
 

@@ -4,6 +4,7 @@ cache index."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -277,6 +278,41 @@ def test_an_index_value_that_is_a_number_or_a_tuple_of_them_or_text_is_found_by_
     found = watches.lookup(reader, THING, "thing", indexes, "by", value)
 
     assert [o["metadata"]["name"] for o in found] == ["a"]
+
+
+class Tier(str, enum.Enum):  # noqa: UP042 -- not StrEnum: str() of this member is "Tier.GOLD"
+    GOLD = "gold"
+
+
+@pytest.mark.parametrize(
+    ("stored", "looked_up", "found"),
+    [
+        (1, 1.0, True),
+        (1.0, 1, True),
+        (80, "80", True),
+        (1e20, 10**20, True),
+        (2.5, "2.5", True),
+        (True, "true", True),
+        (True, 1, False),
+        (1, True, False),
+        (None, "None", False),
+        (Tier.GOLD, "gold", True),
+        (("ns", 1), ("ns", 1.0), True),
+        (("a,b",), ("a", "b"), False),
+    ],
+)
+def test_an_index_value_and_a_lookup_match_when_their_text_is_the_same(
+    stored: Any, looked_up: Any, found: bool
+) -> None:
+    """Index values are kept as text, and a lookup is by its text: a number as JSON writes it (1.0 is 1), a boolean
+    as true or false (never the number 1), a string as itself; storing and looking up write it alike."""
+    reader = core.ApiReader(fake.FakeClient(kinds=[THING], objects=[thing("a")]))
+    indexes = {"by": lambda obj: [stored]}
+
+    names = [o["metadata"]["name"] for o in watches.lookup(reader, THING, "thing", indexes, "by", looked_up)]
+
+    assert names == (["a"] if found else [])
+    assert (watches.index_text(stored) == watches.index_text(looked_up)) is found
 
 
 def test_an_index_function_returning_one_number_indexes_that_number() -> None:

@@ -395,6 +395,26 @@ def test_an_index_looked_up_by_a_number_finds_the_objects_whose_index_function_r
     assert [o["metadata"]["name"] for o in from_list] == ["web"]
 
 
+@pytest.mark.parametrize(("stored", "looked_up"), [(1, 1.0), (1.0, 1), (True, "true"), (("ns", 1), ("ns", 1.0))])
+def test_the_cache_index_finds_a_value_looked_up_by_another_of_the_same_text(
+    api: Any, make_cache: Callable[..., cache_mod.Cache], obj: Obj, stored: Any, looked_up: Any
+) -> None:
+    """The cache's index keeps each value's text as the lookup writes it, and answers as a filtered list does."""
+    indexes = {"by": lambda obj: [stored] if obj["metadata"]["name"] == "web" else ["other"]}
+    api.put(CM, obj(CM, "web"))
+    api.put(CM, obj(CM, "db"))
+    cache = make_cache()
+    indexer = functools.partial(watches.safe_index, indexes["by"])
+    cache.start(CM, lambda *_: None, indexers={watches.index_name("c", "by"): indexer})
+    assert cache.wait_for_sync(5)
+
+    from_cache = watches.lookup(cache, CM, "c", indexes, "by", looked_up)  # type: ignore[arg-type]
+    from_list = watches.lookup(core.ApiReader(api), CM, "c", indexes, "by", looked_up)  # type: ignore[arg-type]
+
+    assert [o["metadata"]["name"] for o in from_cache] == ["web"]
+    assert [o["metadata"]["name"] for o in from_list] == ["web"]
+
+
 REFUSED = errors.Forbidden(403, "Forbidden", "configmaps is forbidden")
 UNSERVED = errors.NotFound(404, "NotFound", "404 page not found")
 

@@ -22,7 +22,10 @@ Guarantees:
   server no longer has it;
 * **out-of-order protection**: a stored object is only replaced by one with a higher resourceVersion (compared as
   integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
-  is ignored entirely;
+  is ignored entirely. A relist read from etcd is the exception: it is what the server holds, so a listed version
+  other than the stored one replaces it even when its number is lower (etcd restored from a backup takes the versions
+  back: the watch from before is answered 410 Gone, as Kubernetes' restore procedure makes sure, and the relist finds
+  the objects as the backup held them), but for okt's own answer newer than the list;
 * events from a list (and resyncs) are delivered with :func:`sweeping` true on the informer's thread, so a handler
   can put the sweep over every object behind what the watch says now;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
@@ -648,12 +651,13 @@ class Informer:
         # few minutes: a list slower than that meets it every time, and would be listed again, paged, for ever) is
         # listed next in one answer, which comes from one snapshot however long it takes to read (client-go's pager
         # does so too); it is still read as it streams, a page at a time.
+        etcd = bool(self.relists)
         pages = self.client.list_pages(
             self.kind,
             self.namespace,
             label_selector=self.label_selector,
             page_size=_PAGE,
-            resource_version=None if self.relists else "0",
+            resource_version=None if etcd else "0",
             paged=not self._list_whole,
         )
         answered = False
@@ -669,7 +673,9 @@ class Informer:
                             continue  # filtered out: not stored (one that was is dropped below, as deleted)
                         key = store_key(item)
                         listed.add(key)
-                        changes.extend(self._listed_locked(key, item, relisted, announce_unchanged))
+                        changes.extend(
+                            self._listed_locked(key, item, relisted, announce_unchanged, page_version if etcd else "")
+                        )
                 del page
                 self._announce_sweep(changes)
                 del changes
@@ -707,16 +713,31 @@ class Informer:
         self.has_synced.set()
 
     def _listed_locked(
-        self, key: StoreKey, item: dict[str, Any], relisted: dict[StoreKey, Packed], announce_unchanged: bool
+        self,
+        key: StoreKey,
+        item: dict[str, Any],
+        relisted: dict[StoreKey, Packed],
+        announce_unchanged: bool,
+        etcd_version: str,
     ) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
         """Store a listed object and return the events that tell it against the store (see :meth:`_relist`); an
-        answer of okt's newer than the list goes into ``relisted``. The lock is held."""
+        answer of okt's newer than the list goes into ``relisted``. ``etcd_version`` is the list's resourceVersion
+        when it was read from etcd (a relist), ``""`` when from the watch cache. The lock is held."""
         changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         current = self._store.get(key)
+        listed_version = resource_version(item)
         if current is None:
             self._put_locked(key, item, None)
             changes.append((ADDED, item, None))
-        elif is_newer(resource_version(item), current.rv):
+        elif is_newer(listed_version, current.rv) or (
+            # A list read from etcd is what the server holds now: a stored version it does not hold, though newer by
+            # its number, is one etcd lost (restored from a backup: the versions went back), unless it is okt's own
+            # answer, newer than the list. Kept, it hid the object's current state until a change outnumbered it,
+            # and the watch's events for the object were dropped as out of order meanwhile.
+            etcd_version
+            and listed_version != current.rv
+            and not (key in self._shadowed and is_newer(current.rv, etcd_version) is True)
+        ):
             # Against what the watch said last: the store may hold the answer to okt's own write, which
             # carries whatever changed before it (a spec change the watch never told).
             watched = self._shadowed.get(key, current)

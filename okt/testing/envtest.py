@@ -400,6 +400,44 @@ class ControlPlane:
         self.stop_apiserver()
         self.start_apiserver()
 
+    def back_up_etcd(self, target: pathlib.Path) -> pathlib.Path:
+        """Copy etcd's data into ``target`` (a folder not there yet) as it is now, for :meth:`restore_etcd`; the API
+        server and etcd are stopped for the copy, and started again (the API server on its port). Returns
+        ``target``."""
+        self._with_etcd_stopped(lambda data: shutil.copytree(data, target))
+        return target
+
+    def restore_etcd(self, backup: pathlib.Path) -> None:
+        """Put a copy :meth:`back_up_etcd` made in place of etcd's data, as Kubernetes' documented restore does
+        (``etcdutl snapshot restore --bump-revision --mark-compacted``): every object as it was at the backup, with
+        the resourceVersion it had then, and the revision moved past the highest etcd reached before and compacted,
+        so that a watch from before the restore is answered 410 Gone and its client lists again. The API server and
+        etcd are restarted (the API server on its port)."""
+
+        def restore(data: pathlib.Path) -> None:
+            shutil.rmtree(data)
+            shutil.copytree(backup, data)
+
+        self._with_etcd_stopped(restore, bump=True)
+
+    def _etcd_revision(self) -> int:
+        return int(self._etcd("range", {"key": base64.b64encode(b"/registry").decode()})["header"]["revision"])
+
+    def _with_etcd_stopped(self, change: Callable[[pathlib.Path], Any], bump: bool = False) -> None:
+        assets = self._assets or find_assets(build_if_missing=False)
+        self.stop_apiserver()
+        reached = self._etcd_revision()  # nothing writes any more: the API server was its only client
+        self._kill("etcd")
+        change(self.directory / "etcd")
+        self._on_free_ports("etcd", lambda: self._start_etcd(find_etcd()), lambda: None)
+        if bump:
+            scratch = base64.b64encode(b"/okt-testing/revision-bump").decode()
+            while self._etcd_revision() <= reached:
+                self._etcd("put", {"key": scratch, "value": ""})
+            self._etcd("deleterange", {"key": scratch})
+            self._etcd("compaction", {"revision": self._etcd_revision(), "physical": True})
+        self._start_apiserver(assets)
+
     def request(self, method: str, path: str, body: Any = None, *, token: str | None = None) -> Any:
         """A minimal JSON request with the admin token (for the control plane's own checks and tests)."""
         data = None if body is None else json.dumps(body).encode()

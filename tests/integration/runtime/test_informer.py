@@ -140,6 +140,40 @@ def test_after_an_apiserver_restart_the_informer_relists_on_gone_and_announces_e
     assert informer.get(namespace, "change")["data"] == {"v": "2"}  # type: ignore[index]
 
 
+def test_after_etcd_is_restored_from_a_backup_the_relist_stores_what_the_server_holds_though_its_versions_are_older(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    run_informer: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """etcd restored as Kubernetes documents it (the revision bumped past the highest one reached, the history
+    compacted): the resumed watch is answered 410 Gone, and the relist finds objects whose resourceVersion is older
+    than the one the store holds (changes made after the backup, which the restore undid). The list is what the
+    server holds: the store takes it, and tells it, as client-go's relist replaces its store whatever the versions.
+    """
+    for name in ("undone", "kept"):
+        kube.create(config_map(namespace, name, v="1"), CM)
+    backup = control_plane.back_up_etcd(tmp_path / "etcd-backup")
+    events = Events()
+    informer = run_informer(kube, namespace, events)
+    eventually(lambda: kube.patch(CM, "undone", {"data": {"v": "2"}}, namespace))
+    kube.create(config_map(namespace, "later", v="1"), CM)
+    wait_for(lambda: events.of("later") == ["ADDED"] and events.of("undone") == ["ADDED", "MODIFIED"], timeout=15)
+
+    control_plane.restore_etcd(backup)
+
+    wait_for(lambda: informer.relists >= 2, timeout=30, message="the informer to list again")
+    assert informer.get(namespace, "later") is None
+    assert informer.get(namespace, "undone")["data"] == {"v": "1"}  # type: ignore[index]
+    assert events.of("undone") == ["ADDED", "MODIFIED", "MODIFIED"]
+    assert events.of("later") == ["ADDED", "DELETED"]
+    assert events.of("kept") == ["ADDED"]
+    # The watch from the relist tells what follows, as usual.
+    eventually(lambda: kube.patch(CM, "undone", {"data": {"v": "3"}}, namespace))
+    wait_for(lambda: (informer.get(namespace, "undone") or {}).get("data") == {"v": "3"}, timeout=15)
+
+
 def test_a_watch_that_goes_silent_is_reconnected_after_the_inactivity_timeout(
     control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
 ) -> None:

@@ -19,7 +19,8 @@ Guarantees:
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
   exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
   it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
-  server no longer has it;
+  server no longer has it, or has not reached it (etcd restored from a backup: a list of at most one object, read
+  from etcd before the watch resumes, says where the server stands);
 * **out-of-order protection**: a stored object is only replaced by one with a higher resourceVersion (compared as
   integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
   is ignored entirely. A relist read from etcd is the exception: it is what the server holds, so a listed version
@@ -564,8 +565,12 @@ class Informer:
     def _run(self) -> None:
         expired = 0  # consecutive 410s: the first relists at once, a repeat backs off
         need_list = True
+        check_version = False  # the watch broke: see where the server stands before resuming it
         while not self._stop.is_set():
             try:
+                if check_version and not need_list:
+                    need_list = self._server_went_back()
+                check_version = False
                 if need_list:
                     self._relist(announce_unchanged=not self._served)
                     need_list = False
@@ -615,6 +620,7 @@ class Informer:
                     self._refusal = exc
                 else:
                     self._said_failure(self._log.warning, "list or watch failed, retrying", str(exc), delay)
+                    check_version = True
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 self._failures += 1
@@ -623,6 +629,31 @@ class Informer:
                 self._said_failure(self._log.error, "informer error, relisting", repr(exc), delay)
                 need_list = True
                 self._stop.wait(delay)
+
+    def _server_went_back(self) -> bool:
+        """Whether the API server's resourceVersion is now behind the one the watch resumes from: etcd restored from a
+        backup without moving its revision on. A watch from a version etcd has not reached is answered nothing until
+        etcd passes it (what the restore undid, and what changed since, would never be told), so the informer lists
+        again instead (client-go lists after a broken watch, and so learns it too). Asked with a list of at most one
+        object, from etcd, after a watch broke."""
+        held = self.resource_version
+        if not held:
+            return False
+        pages = self.client.list_pages(self.kind, self.namespace, label_selector=self.label_selector, page_size=1)
+        try:
+            current = next((version for _, version in pages if version), "")
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()  # the rest of the list is not wanted: its answer is closed
+        if is_newer(current, held) is not False:
+            return False
+        self._log.warning(
+            "the API server's resourceVersion went back (etcd restored from a backup): listing again",
+            resource_version=held,
+            server_resource_version=current,
+        )
+        return True
 
     def _said_failure(self, say: Callable[..., Any], event: str, error: str, delay: float) -> None:
         """Log a failed list or watch: at ``say``'s level, or at debug level when the failure before it, in a row,

@@ -407,18 +407,20 @@ class ControlPlane:
         self._with_etcd_stopped(lambda data: shutil.copytree(data, target))
         return target
 
-    def restore_etcd(self, backup: pathlib.Path) -> None:
+    def restore_etcd(self, backup: pathlib.Path, *, bump_revision: bool = True) -> None:
         """Put a copy :meth:`back_up_etcd` made in place of etcd's data, as Kubernetes' documented restore does
         (``etcdutl snapshot restore --bump-revision --mark-compacted``): every object as it was at the backup, with
         the resourceVersion it had then, and the revision moved past the highest etcd reached before and compacted,
-        so that a watch from before the restore is answered 410 Gone and its client lists again. The API server and
-        etcd are restarted (the API server on its port)."""
+        so that a watch from before the restore is answered 410 Gone and its client lists again. Without
+        ``bump_revision``, as a plain restore does, the revision goes back to the backup's: a watch from a later one
+        is answered nothing until etcd passes it. The API server and etcd are restarted (the API server on its
+        port)."""
 
         def restore(data: pathlib.Path) -> None:
             shutil.rmtree(data)
             shutil.copytree(backup, data)
 
-        self._with_etcd_stopped(restore, bump=True)
+        self._with_etcd_stopped(restore, bump=bump_revision)
 
     def _etcd_revision(self) -> int:
         return int(self._etcd("range", {"key": base64.b64encode(b"/registry").decode()})["header"]["revision"])

@@ -143,9 +143,30 @@ def test_a_transport_failure_reconnects_from_the_last_resource_version_without_r
     api.emit(CM, "MODIFIED", again)
     wait_for(lambda: len(recorder.snapshot()) == 3, timeout=5)
     assert [t for t, _, _, _ in recorder.snapshot()] == ["ADDED", "MODIFIED", "MODIFIED"]
-    assert len(api.lists) == 1
+    assert informer.relists == 1
+    assert api.list_versions == ["0", None]  # the first list, and where etcd stands (at most one object)
     assert api.watches[1][2] == changed["metadata"]["resourceVersion"]
     assert informer.reconnects == 1
+
+
+def test_a_watch_broken_while_etcd_went_back_to_an_older_revision_is_followed_by_a_relist(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """etcd restored from a backup without moving its revision on: a watch from the informer's version would be
+    answered nothing until etcd passed it, and what the restore undid would stay in the store."""
+    first = api.put(CM, {**obj(CM, "a"), "data": {"v": "1"}})
+    informer = start()
+    lost = api.put(CM, {**obj(CM, "a"), "data": {"v": "2"}})
+    api.emit(CM, "MODIFIED", lost)
+    wait_for(lambda: informer.resource_version == lost["metadata"]["resourceVersion"], timeout=5)
+    api.objects[("configmaps", "ns", "a")] = first  # the restore
+    api.version = int(first["metadata"]["resourceVersion"])
+    api.fail(CM, errors.ApiError.from_status(0, "Unavailable", "connection refused"))
+
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert informer.get("ns", "a")["data"] == {"v": "1"}  # type: ignore[index]
+    wait_for(lambda: len(api.watches) == 2, timeout=5)
+    assert api.watches[1][2] == first["metadata"]["resourceVersion"]
 
 
 def reconnect_failures(logged: list[Any]) -> list[int]:

@@ -74,7 +74,9 @@ def watch(kind: kinds.Kind | str, *, map: MapFunction) -> Watch:
         kind: a :class:`okt.Kind`, or the kind named as ``kubectl`` does (``"configmaps"``, ``"cm"``, ``"Secret"``,
             ``"ingresses.networking.k8s.io"``), resolved by discovery when the controller starts.
         map: ``map(obj, ctx)`` with ``obj`` the watched object and ``ctx`` a :class:`MapContext`; returns keys
-            ``(namespace, name)`` or primary objects. Keep it quick: it runs on the informer's thread.
+            ``(namespace, name)`` or primary objects. It runs on the controller's mapping thread, one event at a
+            time in the order the watch told them (not on the informer's, which keeps up with the watch meanwhile):
+            a slow one delays the mappings after it, not the cache.
     """
     if not callable(map):
         raise TypeError(f"okt.watch(map=...) needs a function, got {map!r}")

@@ -23,7 +23,9 @@ Guarantees:
   garbage collector removes, wake nothing) — its addition or deletion at once; a modification only when it changed
   something outside the status (but for the resource class's ``foreign_annotations``) or the class's ``status_view`` (a
   Deployment's readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and
-  after the reconciler's ``child_change_delay``, so a burst of them is one reconcile;
+  after the reconciler's ``child_change_delay``, so a burst of them is one reconcile; an event of a kind the reconciler
+  ``watches`` is mapped on the controller's mapping thread, in the order the watch told them (its informer's thread
+  only hands it over), and the first lists' are all mapped before the workers start (their keys join the sweep's);
 * **deletions told** (a reconciler that overrides ``on_deleted``, leading): a primary's ``DELETED`` keeps its last
   state (:mod:`okt.runtime.deletions`) and queues its key; the worker that takes the key calls ``on_deleted`` for it
   before anything else — so before the reconcile of an object recreated under that name — once the API says it is
@@ -69,8 +71,10 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import datetime
 import functools
+import queue
 import threading
 import time
 from collections.abc import Container, Mapping, Sequence
@@ -109,6 +113,18 @@ _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
 _VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
 _log = structlog.get_logger("okt.controller")
+
+
+@dataclasses.dataclass(frozen=True)
+class _RelatedEvent:
+    """One event of a watched kind, waiting for the mapping thread."""
+
+    watched: watches_mod.Watch
+    event_type: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+    sweep: bool
+
 
 DAEMON_STOP_POLL = 0.2
 """Seconds between two looks at a deleted object whose daemons have not returned yet (its finalization waits)."""
@@ -389,6 +405,11 @@ class Controller:
             cache is what the sweep is made from.
     """
 
+    _to_map: queue.SimpleQueue[_RelatedEvent | threading.Event | None] | None = None
+    """The events of watched kinds still to map, in the order their informers told them (see
+    :meth:`on_related_event`), and markers set once the events before them are mapped; None stops the mapping thread.
+    Made by :meth:`watch` for a reconciler with watches."""
+
     def __init__(
         self,
         reconciler_cls: type[reconciler_mod.Reconciler],
@@ -530,6 +551,11 @@ class Controller:
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event, field_owners=self.field_owners, writer=self)
         self.metrics.prepare_watches(self.name, [str(kind) for kind, _ in self.related], self.reconciler_cls.indexes)
+        if self.related:
+            self._to_map = queue.SimpleQueue()
+            threading.Thread(
+                target=self._map_related, args=(self._to_map,), name=f"okt-{self.name}-mapper", daemon=True
+            ).start()
         for kind, watched in self.related:
             self.cache.start(kind, functools.partial(self.on_related_event, watched), writer=self)
         # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
@@ -552,6 +578,7 @@ class Controller:
                 threading.Thread(target=self._work, name=f"okt-{self.name}-worker-{i}", daemon=True)
                 for i in range(self.workers)
             ]
+        self._mapped_so_far()
         self._stop_standing_by()
         self.metrics.track_timers(self.name, self.reconciler.timer_clock.overdue)
         for thread in self._threads:
@@ -561,6 +588,16 @@ class Controller:
             # One object at a time: the primaries decoded all at once were, at 10,000 objects, a spike of the
             # whole store's decoded size right when the sweep starts (and resident memory after it).
             self.daemons.start(self.cache.each(self.kind))
+
+    def _mapped_so_far(self) -> None:
+        """Wait until every event of a watched kind told so far is mapped (the first lists' are: the cache is synced),
+        so that the primaries they name join the sweep's keys before a worker takes one, as when the informer mapped
+        them itself before it synced (a key mapped after its reconcile would be reconciled again for nothing)."""
+        if self._to_map is None:
+            return
+        reached = threading.Event()
+        self._to_map.put(reached)
+        reached.wait()
 
     def _stop_standing_by(self) -> None:
         """Queue what a standby held back: the primaries live events named, then every cached primary (the sweep),
@@ -583,6 +620,8 @@ class Controller:
 
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
+        if self._to_map is not None:
+            self._to_map.put(None)
         self.queue.shutdown()
         self.daemons.halt()
         deadline = time.monotonic() + grace
@@ -687,9 +726,38 @@ class Controller:
     def on_related_event(
         self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        """An object of a watched kind changed: reconcile the primaries its mapping names that the cache holds (a
-        name outside the watched namespaces is dropped unread: the cache would read it from the API, and the
-        reconcile that followed would manage an object of a namespace the operator does not watch)."""
+        """An object of a watched kind changed: its mapping is run on the controller's mapping thread, in the order
+        the informer told the events (see :meth:`map_related_event`).
+
+        Not on the informer's thread, which must keep up with the watch: a mapping's ``ctx.index`` decodes every
+        primary it finds (a ConfigMap shared by thousands of primaries cost the informer a second per change, during
+        which the store fell behind for every controller sharing it), and the mapping function is the user's code."""
+        assert self._to_map is not None, "watch() starts the mapping thread before any watched kind"
+        self._to_map.put(_RelatedEvent(watched, event_type, obj, old, informer_mod.sweeping()))
+
+    def _map_related(self, to_map: queue.SimpleQueue[_RelatedEvent | threading.Event | None]) -> None:
+        while (event := to_map.get()) is not None:
+            if isinstance(event, threading.Event):
+                event.set()  # every event before it is mapped
+                continue
+            try:
+                self.map_related_event(event.watched, event.event_type, event.obj, event.old, sweep=event.sweep)
+            except Exception as exc:  # the thread maps every later event all the same
+                self._log.error("mapping a watched object's event failed", error=errors.said(exc))
+
+    def map_related_event(
+        self,
+        watched: watches_mod.Watch,
+        event_type: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        sweep: bool = False,
+    ) -> None:
+        """Reconcile the primaries the mapping of one event of a watched kind names that the cache holds (a name
+        outside the watched namespaces is dropped unread: the cache would read it from the API, and the reconcile
+        that followed would manage an object of a namespace the operator does not watch); ``sweep``: the event came
+        from a list of the watched kind (a start, a relist), and is part of the sweep, as its primaries' is."""
         ctx = watches_mod.MapContext(
             self.kind,
             self.cache,
@@ -707,9 +775,8 @@ class Controller:
             if self.cache.uid(self.kind, key[1], key[0]) is not None:
                 with self._held_lock:
                     if not self._standing_by:
-                        # A list of the watched kind (a start, a relist) is part of the sweep, as its primaries' is.
-                        self.queue.add(key, low=informer_mod.sweeping())
-                    elif not informer_mod.sweeping():
+                        self.queue.add(key, low=sweep)
+                    elif not sweep:
                         self._changed_standing_by.add(key)
 
     def _enqueue(self, key: QueueKey, event_type: str, obj: Mapping[str, Any], delay: float = 0.0) -> None:

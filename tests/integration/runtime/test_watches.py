@@ -230,3 +230,53 @@ def test_an_index_or_mapping_function_that_raises_is_counted_and_the_other_objec
 
     assert index_errors is not None and index_errors >= 1  # odd's, at each of its changes
     assert map_errors is not None and map_errors >= 2  # broken's listing and its change
+
+
+class SlowlyMapped(shared.GadgetReconciler):
+    """Gadgets whose ConfigMap's mapping waits, for the ConfigMap ``slow``, until the test lets it go on."""
+
+    indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"config": config_of}
+    release: ClassVar[threading.Event] = threading.Event()
+    mapping_threads: ClassVar[list[str]] = []
+
+    @staticmethod
+    def map_config(cm: Mapping[str, Any], ctx: watches.MapContext) -> list[dict[str, Any]]:
+        SlowlyMapped.mapping_threads.append(threading.current_thread().name)
+        if cm["metadata"]["name"] == "slow":
+            SlowlyMapped.release.wait(30)
+        return ctx.index("config", okt.ref_of(cm))
+
+    watches = (okt.watch("configmaps", map=map_config),)
+
+
+def test_a_mapping_that_takes_its_time_keeps_the_informer_from_nothing_and_its_primaries_are_reconciled(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
+) -> None:
+    """A mapping runs beside the informer of the kind it watches, not on its thread: the informer stores what the watch
+    tells meanwhile (its thread must keep up with the watch, and a mapping's lookups decode each primary they find).
+    """
+    kube.create(config_map(namespace, "slow"), kinds.CONFIG_MAP)
+    make_gadget("a", configMap="slow")
+    reconcile = shared.FakeReconcile()
+    manager = manager_mod.Manager(
+        kube, [SlowlyMapped], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+    )
+    SlowlyMapped.release.set()  # the first list's mappings go on at once
+    manager.start()
+    try:
+        wait_for(lambda: manager.working and reconcile.count("a") >= 1, timeout=30)
+        SlowlyMapped.release.clear()
+        count = reconcile.count("a")
+        kube.patch(kinds.CONFIG_MAP, "slow", {"data": {"x": "1"}}, namespace)  # its mapping waits
+        kube.create(config_map(namespace, "fast"), kinds.CONFIG_MAP)
+        controller = manager.controllers[0]
+
+        wait_for(lambda: controller.cache.get(kinds.CONFIG_MAP, "fast", namespace) is not None, timeout=10)
+        assert reconcile.count("a") == count  # the mapping still waits
+        SlowlyMapped.release.set()
+        wait_for(lambda: reconcile.count("a") == count + 1, timeout=10)
+    finally:
+        SlowlyMapped.release.set()
+        manager.stop()
+        manager.join(15)
+    assert not [name for name in SlowlyMapped.mapping_threads if name.startswith("okt-informer-")]

@@ -742,7 +742,9 @@ class Controller:
                 continue
             try:
                 self.map_related_event(event.watched, event.event_type, event.obj, event.old, sweep=event.sweep)
-            except Exception as exc:  # the thread maps every later event all the same
+            # The thread maps every later event all the same, and sets the markers start_workers waits for: a mapping
+            # that raised SystemExit (or any BaseException) ended the thread, and the workers never started.
+            except BaseException as exc:
                 self._log.error("mapping a watched object's event failed", error=errors.said(exc))
 
     def map_related_event(

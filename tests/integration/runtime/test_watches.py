@@ -280,3 +280,38 @@ def test_a_mapping_that_takes_its_time_keeps_the_informer_from_nothing_and_its_p
         manager.stop()
         manager.join(15)
     assert not [name for name in SlowlyMapped.mapping_threads if name.startswith("okt-informer-")]
+
+
+class ExitingMap(shared.GadgetReconciler):
+    """Gadgets whose ConfigMap mapping raises SystemExit for the ConfigMap ``exit``."""
+
+    indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"config": config_of}
+
+    @staticmethod
+    def map_config(cm: Mapping[str, Any], ctx: watches.MapContext) -> list[dict[str, Any]]:
+        if cm["metadata"]["name"] == "exit":
+            raise SystemExit(3)
+        return ctx.index("config", okt.ref_of(cm))
+
+    watches = (okt.watch("configmaps", map=map_config),)
+
+
+def test_a_mapping_that_raises_system_exit_leaves_the_workers_to_start_and_later_events_mapped(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
+) -> None:
+    kube.create(config_map(namespace, "exit"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "cfg"), kinds.CONFIG_MAP)
+    make_gadget("a", configMap="cfg")
+    reconcile = shared.FakeReconcile()
+    manager = manager_mod.Manager(
+        kube, [ExitingMap], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+    )
+    manager.start()
+    try:
+        wait_for(lambda: manager.working and reconcile.count("a") >= 1, timeout=30)
+        count = reconcile.count("a")
+        kube.patch(kinds.CONFIG_MAP, "cfg", {"data": {"x": "1"}}, namespace)
+        wait_for(lambda: reconcile.count("a") > count, timeout=10, message="the change after the exit mapped")
+    finally:
+        manager.stop()
+        manager.join(15)

@@ -199,6 +199,14 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @click.option("--cluster-wide", is_flag=True, help="ClusterRole/ClusterRoleBinding: watch every namespace.")
     @click.option("--leader-elect", is_flag=True, help="Grant the Lease permissions of leader election.")
     @click.option("--service-account", metavar="NAME", help="ServiceAccount name [default: <kind>-operator].")
+    @click.option(
+        "--metrics-auth/--no-metrics-auth",
+        default=True,
+        show_default=True,
+        help="Grant create on tokenreviews and subjectaccessreviews (the ClusterRole <account>-metrics-auth): what "
+        "okt run needs to serve /metrics beyond loopback to authorized tokens. --no-metrics-auth for an operator run "
+        "with --no-metrics-secure or its metrics on loopback.",
+    )
     @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
     def rbac_command(
         operator: str,
@@ -207,6 +215,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         cluster_wide: bool,
         leader_elect: bool,
         service_account: str | None,
+        metrics_auth: bool,
         out_file: Path | None,
     ) -> None:
         """Print the least-privilege ServiceAccount, role and binding OPERATOR needs (a .py file or a module)."""
@@ -217,6 +226,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
             cluster_wide=cluster_wide,
             leader_elect=leader_elect,
             service_account=service_account,
+            metrics_auth=metrics_auth,
         )
         _emit(documents, out_file)
 

@@ -11,7 +11,7 @@ The kustomize tree (``--out``, default ``config``)::
     base/webhook.yaml              the webhooks' Service, configurations and the RBAC to write their caBundle
     base/kustomizeconfig.yaml      with a conversion webhook: namePrefix renames its Service in the CRD too
     base/crd.yaml                  okt gen crd (no such file when every reconciled kind is built in)
-    base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect
+    base/rbac.yaml                 okt gen rbac --cluster-wide --leader-elect --no-metrics-auth
     base/metrics.yaml              who may read /metrics: <name>-metrics-auth (bound) and <name>-metrics-reader
     base/manager.yaml              the Deployment, image ``IMAGE_PLACEHOLDER``
     overlays/default/kustomization.yaml   namespace and image: the two things an installation changes
@@ -131,8 +131,9 @@ class Operator:
 
     def rbac(self) -> list[dict[str, Any]]:
         """The ServiceAccount, the ClusterRole of the reconcilers' rules and the leader-election Role, as ``okt gen
-        rbac --cluster-wide --leader-elect`` writes them; the ClusterRole is bound in every namespace, or, for an
-        operator serving some namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
+        rbac --cluster-wide --leader-elect --no-metrics-auth`` writes them (the review rules of ``/metrics`` are
+        :meth:`metrics_rbac`'s); the ClusterRole is bound in every namespace, or, for an operator serving some
+        namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
         documents = rbac.rbac_for_reconcilers(
             self.classes, namespace=self.namespace, cluster_wide=True, leader_elect=True, service_account=self.name
         )

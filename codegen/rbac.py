@@ -27,10 +27,13 @@ what okt's runtime and engine use:
 * the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
   by name, ``create`` on Secrets, ``get``/``patch`` by name on the webhook configurations and on the CRDs whose
   conversion webhook it serves — only in ``okt gen deploy``'s tree, which passes those options;
-* ``/metrics`` served to an authorized bearer token (:func:`metrics_manifests`): ``create`` on ``tokenreviews`` and
-  ``subjectaccessreviews`` for the operator (``<account>-metrics-auth``), and ``get`` on the non-resource URL
-  ``/metrics`` for the scraper (``<account>-metrics-reader``, bound by whoever installs the scraper) — only in
-  ``okt gen deploy``'s tree and ``okt gen bundle``, whose Deployment serves metrics on every interface;
+* ``/metrics`` served to an authorized bearer token: ``create`` on ``tokenreviews`` and ``subjectaccessreviews``
+  for the operator (:func:`metrics_auth_manifests`: a ClusterRole ``<account>-metrics-auth`` and its binding, since
+  both reviews are cluster-scoped, even for a namespaced operator) — ``okt gen rbac`` writes it unless told
+  ``--no-metrics-auth`` (an operator run with ``--no-metrics-secure``, or its metrics on loopback), ``okt gen deploy``
+  in its ``metrics.yaml``; and ``get`` on the non-resource URL ``/metrics`` for the scraper
+  (``<account>-metrics-reader``, bound by whoever installs the scraper: :func:`metrics_manifests`) — only in ``okt
+  gen deploy``'s tree and ``okt gen bundle``;
 * ``clusteroperators`` in ``config.openshift.io``: create, and get (plus patch on ``clusteroperators/status``) of the
   names the reconcilers declare in ``cluster_operator`` — a separate ClusterRole ``<account>-cluster-operator``, since
   a ClusterOperator is cluster-scoped even when the operator is namespaced.
@@ -230,6 +233,7 @@ def rbac_for_reconcilers(
     leader_elect: bool = False,
     service_account: str | None = None,
     kinds: dictionary.KindDictionary | None = None,
+    metrics_auth: bool = False,
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
@@ -239,7 +243,7 @@ def rbac_for_reconcilers(
     owned class without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one
     without a boolean ``mutable`` or ``namespaced`` is as mutable or namespaced as its dictionary entry (a kind the
     dictionary lacks counts as namespaced). ``service_account`` defaults to ``<kind>-operator`` (lowercased, first
-    reconciler).
+    reconciler). ``metrics_auth`` adds :func:`metrics_auth_manifests` (what ``okt gen rbac`` writes by default).
 
     Raises:
         CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a
@@ -281,6 +285,8 @@ def rbac_for_reconcilers(
         documents += _role_and_binding(
             f"{account}-cluster-operator", None, cluster_operator_rules(names), account, namespace
         )
+    if metrics_auth:
+        documents += metrics_auth_manifests(account, namespace)
     return documents
 
 
@@ -344,15 +350,22 @@ def webhook_ca_rules(
     return namespaced, cluster
 
 
-def metrics_manifests(service_account: str, namespace: str) -> list[dict[str, Any]]:
-    """The RBAC of ``/metrics`` served to an authorized bearer token (``okt run --metrics-bind-address`` on an address
-    other than loopback): the ClusterRole ``<account>-metrics-auth`` (:data:`METRICS_AUTH_RULES`), bound to the
-    operator's ServiceAccount, with which it reviews each scraper's token, and the ClusterRole
-    ``<account>-metrics-reader`` (:data:`METRICS_READER_RULES`), bound to nothing: bind the scraper's ServiceAccount
-    (Prometheus's) to it."""
-    auth = _role_and_binding(
-        f"{service_account}-metrics-auth", None, list(METRICS_AUTH_RULES), service_account, namespace
+def metrics_auth_manifests(service_account: str, namespace: str) -> list[dict[str, Any]]:
+    """What the operator needs to serve ``/metrics`` to an authorized bearer token (``okt run
+    --metrics-bind-address`` on an address other than loopback): the ClusterRole ``<account>-metrics-auth``
+    (:data:`METRICS_AUTH_RULES`), bound to its ServiceAccount ``namespace/service_account``, with which it reviews each
+    scraper's token. Cluster-wide whatever the operator watches: TokenReviews and SubjectAccessReviews are
+    cluster-scoped, which a Role cannot grant."""
+    return _role_and_binding(
+        f"{service_account}-metrics-auth", None, [dict(rule) for rule in METRICS_AUTH_RULES], service_account, namespace
     )
+
+
+def metrics_manifests(service_account: str, namespace: str) -> list[dict[str, Any]]:
+    """The RBAC of ``/metrics`` served to an authorized bearer token: :func:`metrics_auth_manifests`, and the
+    ClusterRole ``<account>-metrics-reader`` (:data:`METRICS_READER_RULES`), bound to nothing: bind the scraper's
+    ServiceAccount (Prometheus's) to it."""
+    auth = metrics_auth_manifests(service_account, namespace)
     reader = {
         "apiVersion": RBAC_API_VERSION,
         "kind": "ClusterRole",

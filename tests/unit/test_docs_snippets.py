@@ -348,7 +348,13 @@ def test_the_generated_rbac_covers_the_children_the_reconciler_owns(built: Walk)
     role = next(doc for doc in documents if doc["kind"] == "Role")
     granted = {resource for rule in role["rules"] for resource in rule["resources"]}
 
-    assert [doc["kind"] for doc in documents] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert [doc["kind"] for doc in documents] == [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",  # <account>-metrics-auth: the reviews of /metrics' tokens are cluster-scoped
+        "ClusterRoleBinding",
+    ]
     assert granted == {
         "configmaps",
         "services",

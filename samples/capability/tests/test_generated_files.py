@@ -31,7 +31,11 @@ def test_the_crd_is_generated_from_the_reconcilers_models() -> None:
 
 def test_the_rbac_is_generated_from_what_the_reconciler_owns_and_declares() -> None:
     documents = rbac.rbac_for_reconcilers(
-        [operator.CacheReconciler], namespace=OPERATOR_NAMESPACE, cluster_wide=True, leader_elect=True
+        [operator.CacheReconciler],
+        namespace=OPERATOR_NAMESPACE,
+        cluster_wide=True,
+        leader_elect=True,
+        metrics_auth=True,
     )
 
     check_golden(SAMPLE / "deploy" / "rbac.yaml", yamlout.dump_all(documents))

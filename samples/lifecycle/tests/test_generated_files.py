@@ -26,6 +26,8 @@ def test_the_crd_is_generated_from_the_reconcilers_models() -> None:
 
 
 def test_the_rbac_is_generated_from_what_the_reconciler_owns() -> None:
-    documents = rbac.rbac_for_reconcilers([WebAppReconciler], namespace="lifecycle-system", cluster_wide=True)
+    documents = rbac.rbac_for_reconcilers(
+        [WebAppReconciler], namespace="lifecycle-system", cluster_wide=True, metrics_auth=True
+    )
 
     check_golden(DEPLOY / "rbac.yaml", yamlout.dump_all(documents))

@@ -11,9 +11,11 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import click.testing
 import pytest
+import yaml
 
-from okt.codegen import rbac
+from okt.codegen import cli, rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import certs, metrics_auth
@@ -145,3 +147,55 @@ def test_okt_run_beyond_loopback_refuses_metrics_without_a_token_and_answers_the
     assert missing[0] == 401
     assert admin[0] == 200 and "controller_runtime_reconcile_total" in admin[2]
     assert liveness[:3:2] == (200, "ok")
+
+
+def test_okt_run_with_the_rbac_of_okt_gen_rbac_serves_metrics_to_an_allowed_token(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """``okt gen rbac`` alone (a sample's ``deploy/rbac.yaml``) let the operator review no token: every scrape of a
+    Deployment serving metrics on ``:8080`` was answered 503."""
+    account = f"{namespace}-operator"  # cluster-wide names after it: one set per test
+    generated = click.testing.CliRunner().invoke(
+        cli.make_gen_group(lambda _target: [shared.WidgetReconciler]),
+        ["rbac", "main.py", "--namespace", namespace, "--service-account", account],
+        catch_exceptions=False,
+    )
+    assert generated.exit_code == 0, generated.output
+    reader = {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"{account}-scraper"},
+        "rules": list(rbac.METRICS_READER_RULES),
+    }
+    binding = {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"{account}-scraper"},
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": f"{account}-scraper"},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}],
+    }
+    documents = [doc for doc in yaml.safe_load_all(generated.stdout) if doc] + [reader, binding]
+    for document in documents:
+        kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
+    scraper = token_of(kube, namespace, "scraper")
+    operator = kube_client.Client.from_kubeconfig(
+        service_accounts.kubeconfig_of(kube, control_plane, namespace, account)
+    )
+    insecure: Any = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE
+    try:
+        with RunningOperator.start(
+            operator, shared.WidgetReconciler, namespaces=[namespace], metrics_bind="0.0.0.0:0"
+        ) as op:
+            probes = op.manager.probes
+            assert probes is not None
+            scraped = get(f"https://127.0.0.1:{probes.port}/metrics", scraper, insecure)
+    finally:
+        operator.close()
+        for document in documents:
+            if "namespace" not in document["metadata"]:
+                kube.delete(kube.resolve(document["apiVersion"], document["kind"]), document["metadata"]["name"])
+
+    assert scraped[0] == 200, scraped[2]
+    assert "controller_runtime_reconcile_total" in scraped[2]

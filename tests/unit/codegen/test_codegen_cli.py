@@ -203,8 +203,32 @@ def test_rbac_passes_its_options_through() -> None:
     result = invoke([*arguments, "--service-account", "cache-operator"], group)
     assert result.exit_code == 0, result.output
     assert list(yaml.safe_load_all(result.stdout)) == rbac.rbac_for_reconciler(
-        MemcachedReconciler, namespace="ops", cluster_wide=True, leader_elect=True, service_account="cache-operator"
+        MemcachedReconciler,
+        namespace="ops",
+        cluster_wide=True,
+        leader_elect=True,
+        service_account="cache-operator",
+        metrics_auth=True,
     )
+
+
+@pytest.mark.parametrize("cluster_wide", [[], ["--cluster-wide"]])
+def test_rbac_lets_the_operator_review_the_tokens_of_metrics_scrapers_unless_told_not_to(
+    cluster_wide: list[str],
+) -> None:
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    arguments = ["rbac", "main.py", "--namespace", "ops", "--service-account", "cache-operator", *cluster_wide]
+
+    granted = list(yaml.safe_load_all(invoke(arguments, group).stdout))
+    left_out = list(yaml.safe_load_all(invoke([*arguments, "--no-metrics-auth"], group).stdout))
+
+    # Cluster-scoped reviews: a ClusterRole even for an operator of one namespace.
+    role, binding = [doc for doc in granted if doc["metadata"]["name"] == "cache-operator-metrics-auth"]
+    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
+    assert role["rules"] == list(rbac.METRICS_AUTH_RULES)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cache-operator", "namespace": "ops"}]
+    assert left_out == granted[:-2]
+    assert "tokenreviews" not in yaml.safe_dump_all(left_out)
 
 
 def broken_loader(target: str) -> list[type[Any]]:

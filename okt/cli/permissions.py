@@ -21,6 +21,10 @@ under-report, never over-report, so the answers are those the access reviews alo
 namespace instead of one per (verb, resource, namespace) when nothing is missing. Any authenticated user may send
 both reviews (the ``system:basic-user`` role grants them).
 
+What ``/metrics`` needs is asked apart (:func:`refused`, by ``okt run`` when it serves ``/metrics`` to reviewed
+tokens only): without it the operator runs and its probes answer, only the scrapes are answered ``503``, so a refusal
+there is a warning, never a stop.
+
 Guarantees: :func:`missing` lists the permissions the server refuses, in the order of the generated rules, each with
 the rule that grants it; nothing is written. When the check cannot be made — the reconcilers' permissions cannot be
 derived (a child kind missing from the kind dictionary), or the server does not answer access reviews — it says so
@@ -200,6 +204,16 @@ def covers(rule: dict[str, Any], permission: Permission) -> bool:
         resource in ("*", permission.resource) or (bool(subresource) and resource == f"*/{subresource}")
         for resource in rule.get("resources") or ()
     )
+
+
+def refused(client: kube_client.Client, rules: Sequence[dict[str, Any]]) -> list[Permission]:
+    """The permissions of the cluster-wide ``rules`` the API server refuses to the client's identity, in their order
+    (one access review each: a rules review of a namespace does not show what is granted cluster-wide only).
+
+    Raises:
+        okt.errors.ApiError: a review itself failed.
+    """
+    return [permission for permission in _permissions_of(rules, [None]) if not allowed(client, permission)]
 
 
 def _held_by_rules(client: kube_client.Client, needed: Sequence[Permission]) -> set[Permission]:

@@ -189,6 +189,32 @@ def _check_permissions(
         )
 
 
+def _warn_unreviewable_metrics(client: kube_client.Client, metrics_bind_address: str, metrics_secure: bool) -> None:
+    """One warning line when ``/metrics`` is served to reviewed bearer tokens only and the API server refuses the
+    operator the reviews, naming the rules to grant.
+
+    Why a warning: the operator works and its probes answer without them; only every scrape is answered ``503``,
+    which nobody reads until a dashboard stays empty. A review the API server does not answer says nothing: the
+    permission check said so before.
+    """
+    from okt.runtime import metrics
+
+    address = metrics.parse_bind(metrics_bind_address)
+    if address is None or not metrics.reviews_tokens(address, secure=metrics_secure):
+        return
+    try:
+        refused = permissions.refused(client, rbac.METRICS_AUTH_RULES)
+    except errors.ApiError:
+        return
+    if refused:
+        click.echo(
+            f"okt: warning: /metrics on {metrics_bind_address} is served to bearer tokens the API server reviews, and "
+            "this operator may not ask for the reviews: every scrape will be answered 503; grant, cluster-wide (a "
+            f"ClusterRole: okt gen rbac writes <account>-metrics-auth), {' and '.join(p.rule() for p in refused)}",
+            err=True,
+        )
+
+
 def _warn_missing_namespaces(client: kube_client.Client, namespaces: Sequence[str]) -> None:
     """One warning line per ``--namespace`` that does not exist.
 
@@ -651,6 +677,7 @@ def run_command(
                 else []
             )
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
+            _warn_unreviewable_metrics(client, metrics_bind_address, metrics_secure)
         webhooks = None
         if serves_webhooks:
             webhooks = _webhook_options(

@@ -576,6 +576,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def reviews_tokens(address: tuple[str, int], *, secure: bool = True) -> bool:
+    """Whether ``/metrics`` on ``address`` is served to a bearer token the API server reviews (:func:`protection`):
+    on any address but loopback, unless ``secure`` is False."""
+    return secure and not is_loopback(address[0])
+
+
 def protection(
     address: tuple[str, int], client: kube_client.Client, *, secure: bool = True, cert_dir: str | None = None
 ) -> tuple[ssl.SSLContext | None, metrics_auth.Reviewer | None]:
@@ -590,7 +596,7 @@ def protection(
     Raises:
         okt.errors.ConfigurationError: the files in ``cert_dir`` are missing, unreadable or do not match.
     """
-    if not secure or is_loopback(address[0]):
+    if not reviews_tokens(address, secure=secure):
         return None, None
     if cert_dir is None:
         # Imported here: cryptography costs every operator that makes no certificate ~8 MiB of memory.

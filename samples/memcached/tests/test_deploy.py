@@ -99,7 +99,8 @@ SUBJECT_ACCESS_REVIEW = okt.Kind("authorization.k8s.io/v1", "SubjectAccessReview
 def rule_cases() -> list[Any]:
     """One case with the generated RBAC whole, then one per rule of its roles with that rule removed — but those of
     ``<account>-metrics-auth``: the operator needs them only to serve ``/metrics`` beyond loopback, and these runs
-    serve it on loopback."""
+    serve it on loopback (without them, an operator serving it beyond loopback runs, with one warning at start:
+    tests/integration/cli/test_permissions.py)."""
     cases = [pytest.param(None, id="whole")]
     for doc in documents("rbac.yaml"):
         if doc["kind"] in ROLE_KINDS and not doc["metadata"]["name"].endswith("-metrics-auth"):

@@ -20,7 +20,7 @@ from okt.codegen import deploy, rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
-from okt.testing import audit, crds, envtest
+from okt.testing import OperatorProcess, audit, crds, envtest
 from tests.integration import converting
 
 pytestmark = pytest.mark.integration
@@ -37,6 +37,8 @@ PERSONS = envtest.TokenUser.service_account("depot-p", "person-operator")
 """Holds the permissions of an operator of a kind whose plural is irregular (Person, people)."""
 WATCHER = envtest.TokenUser.service_account("depot-v", "gizmo-operator")
 """Holds the permissions of an operator that watches people."""
+SCRAPED = envtest.TokenUser.service_account("depot-m", "gizmo-operator")
+"""Serves ``/metrics`` beyond loopback, at first without the permission to review its scrapers' tokens."""
 GROUP = "perm.okt.io"
 
 OPERATOR_SOURCE = textwrap.dedent(
@@ -74,7 +76,7 @@ OPERATOR_SOURCE = textwrap.dedent(
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
     plane = envtest.ControlPlane(
-        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS, WATCHER),
+        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS, WATCHER, SCRAPED),
         audit_log=True,
         crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"), crds.schemaless_crd(GROUP, "Person", "people")),
     )
@@ -137,6 +139,55 @@ def okt_run(
     argv += ["--namespace", namespace, "--metrics-bind-address", "0", *args]
     env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])}
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, env=env)
+
+
+def serving_okt_run(
+    plane: envtest.ControlPlane, operator: pathlib.Path, user: envtest.TokenUser, host: str, *args: str
+) -> str:
+    """The output of ``okt run`` serving its metrics and probes on ``host`` (every interface: ``0.0.0.0``), once it
+    is ready (its probes answer over plain http) and stopped again."""
+    port = envtest.free_port()
+    argv = [sys.executable, "-m", "okt", "run", str(operator), "--kubeconfig", str(plane.kubeconfig_for(user))]
+    argv += ["--namespace", user.name.split(":")[2], "--metrics-bind-address", f"{host}:{port}", *args]
+    log_path = plane.directory / f"okt-run-{port}.log"
+    running = OperatorProcess(
+        argv,
+        env={"PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])},
+        log_path=log_path,
+        probe_url=f"http://127.0.0.1:{port}",
+    )
+    with running:
+        pass  # started, and ready: its probes answer
+    return log_path.read_text()
+
+
+def test_okt_run_serving_metrics_to_reviewed_tokens_without_the_reviews_warns_once_and_runs(
+    plane: envtest.ControlPlane, operator_file: pathlib.Path
+) -> None:
+    """The start-up check asked nothing of the reviews: the operator started, and answered every scrape 503."""
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    try:
+        create_namespaces(admin, "depot-m")
+        reconcilers = gizmo_reconcilers(operator_file)
+        apply(admin, rbac.rbac_for_reconcilers(reconcilers, namespace="depot-m", service_account="gizmo-operator"))
+
+        secured = serving_okt_run(plane, operator_file, SCRAPED, "0.0.0.0")
+        plain = serving_okt_run(plane, operator_file, SCRAPED, "0.0.0.0", "--no-metrics-secure")
+        loopback = serving_okt_run(plane, operator_file, SCRAPED, "127.0.0.1")
+        apply(admin, rbac.metrics_auth_manifests("gizmo-operator", "depot-m"))
+        granted = serving_okt_run(plane, operator_file, SCRAPED, "0.0.0.0")
+        print(secured)
+    finally:
+        admin.close()
+
+    said = [line for line in secured.splitlines() if "tokenreviews" in line or "subjectaccessreviews" in line]
+    assert len(said) == 1, secured
+    warning = said[0]
+    assert warning.startswith("okt: warning: "), warning
+    assert '{apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"]}' in warning
+    assert '{apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"]}' in warning
+    for log in (plain, loopback, granted):
+        assert "tokenreviews" not in log and "subjectaccessreviews" not in log, log
 
 
 def test_okt_run_without_one_permission_prints_the_missing_rule_and_stops_before_the_first_watch(

@@ -527,7 +527,8 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     "--metrics-cert-dir",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="Folder holding tls.crt and tls.key for /metrics over https (default: a self-signed certificate).",
+    help="Folder holding tls.crt and tls.key for /metrics over https, read again when rotated (default: a "
+    "self-signed certificate).",
 )
 @click.option(
     "--stuck-after",

@@ -100,8 +100,8 @@ class Bundle:
                 out.write(self.key_pem)
             yield cert, key
 
-    def server_context(self) -> ssl.SSLContext:
-        """A TLS server context serving this certificate (TLS 1.2 at least)."""
+    def server_context(self, *, what: str = "webhook certificate") -> ssl.SSLContext:
+        """A TLS server context serving this certificate (TLS 1.2 at least); ``what`` names it in an error."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         with self.files() as (cert, key):
@@ -109,7 +109,7 @@ class Bundle:
                 context.load_cert_chain(cert, key)
             except ssl.SSLError as exc:
                 raise errors.ConfigurationError(
-                    f"the webhook certificate and key do not load or do not match: {exc.reason or exc}"
+                    f"the {what} and key do not load or do not match: {exc.reason or exc}"
                 ) from None
         return context
 
@@ -189,8 +189,9 @@ def service_hosts(service: str, namespace: str) -> tuple[str, ...]:
     return (f"{service}.{namespace}.svc", service, f"{service}.{namespace}", f"{service}.{namespace}.svc.cluster.local")
 
 
-def from_directory(directory: str | os.PathLike[str]) -> Bundle:
-    """The bundle in a certificate directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a mounted Secret).
+def from_directory(directory: str | os.PathLike[str], *, what: str = "webhook certificate") -> Bundle:
+    """The bundle in a certificate directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a mounted Secret);
+    ``what`` names it in an error.
 
     Without ``ca.crt`` the serving certificate is its own CA bundle (right for a self-signed certificate).
 
@@ -202,7 +203,7 @@ def from_directory(directory: str | os.PathLike[str]) -> Bundle:
         cert, key = (root / CERT_FILE).read_bytes(), (root / KEY_FILE).read_bytes()
         ca = (root / CA_FILE).read_bytes() if (root / CA_FILE).is_file() else cert
     except OSError as exc:
-        message = f"cannot read the webhook certificate in {root}: {exc.strerror or exc}"
+        message = f"cannot read the {what} in {root}: {exc.strerror or exc}"
         raise errors.ConfigurationError(message) from None
     return Bundle(cert_pem=cert, key_pem=key, ca_pem=ca)
 

@@ -124,8 +124,8 @@ class Manager:
         metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
             server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.metrics.protection`); False
             serves it plain to anyone there too. The probes are open either way.
-        metrics_cert_dir: the folder of ``/metrics``'s certificate (``tls.crt``, ``tls.key``); a self-signed one
-            when ``None``.
+        metrics_cert_dir: the folder of ``/metrics``'s certificate (``tls.crt``, ``tls.key``), read again when it
+            is rotated; a self-signed one when ``None``.
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles, in seconds.

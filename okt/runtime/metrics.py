@@ -53,6 +53,7 @@ keep their meaning.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.server
 import io
 import ipaddress
@@ -564,6 +565,8 @@ class Metrics:
 
 _CERT_FILE, _KEY_FILE = "tls.crt", "tls.key"
 """A certificate folder's files, a ``kubernetes.io/tls`` Secret's keys (as :mod:`okt.runtime.certs` reads them)."""
+_CERTIFICATE = "/metrics certificate"
+"""What the logs call it."""
 
 
 def is_loopback(host: str) -> bool:
@@ -584,28 +587,33 @@ def reviews_tokens(address: tuple[str, int], *, secure: bool = True) -> bool:
 
 def protection(
     address: tuple[str, int], client: kube_client.Client, *, secure: bool = True, cert_dir: str | None = None
-) -> tuple[ssl.SSLContext | None, metrics_auth.Reviewer | None]:
-    """The TLS context and the token reviewer of ``/metrics`` on ``address`` (see :class:`ProbeServer`).
+) -> tuple[Callable[[], ssl.SSLContext] | None, metrics_auth.Reviewer | None]:
+    """The TLS context (what gives it to each new TLS connection) and the token reviewer of ``/metrics`` on
+    ``address`` (see :class:`ProbeServer`).
 
     A loopback address, or ``secure`` False, serves it plain to anyone: ``(None, None)``. Any other address serves it
     over TLS to a bearer token the API server authenticates and authorizes (:mod:`okt.runtime.metrics_auth`), with
-    the certificate in ``cert_dir`` (``tls.crt``, ``tls.key``: a mounted ``kubernetes.io/tls`` Secret, read at start)
-    or, without one, a self-signed one made for this process (Prometheus scrapes pods by IP address; give it the CA
-    or ``insecure_skip_verify``).
+    the certificate in ``cert_dir`` (``tls.crt``, ``tls.key``: a mounted ``kubernetes.io/tls`` Secret) or, without
+    one, a self-signed one made for this process (Prometheus scrapes pods by IP address; give it the CA or
+    ``insecure_skip_verify``). ``cert_dir`` is read at start and again for each new TLS connection, as the webhook
+    server reads its own (:class:`okt.runtime.served_certificate.ServedCertificate`): a rotation (cert-manager's, the
+    kubelet swapping the mounted files) is served from the next one, a pair that does not load never is (the previous
+    one is).
 
     Raises:
         okt.errors.ConfigurationError: the files in ``cert_dir`` are missing, unreadable or do not match.
     """
     if not reviews_tokens(address, secure=secure):
         return None, None
-    if cert_dir is None:
-        # Imported here: cryptography costs every operator that makes no certificate ~8 MiB of memory.
-        from okt.runtime import certs
+    # Imported here: cryptography costs every operator that serves no TLS ~8 MiB of memory.
+    from okt.runtime import certs, served_certificate
 
+    if cert_dir is None:
         hosts = [socket.gethostname(), *certs.LOCAL_HOSTS]
         if address[0] not in ("0.0.0.0", "::"):
             hosts.insert(0, address[0])
-        return certs.self_signed(hosts).server_context(), metrics_auth.Reviewer(client)
+        context = certs.self_signed(hosts).server_context()
+        return lambda: context, metrics_auth.Reviewer(client)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     folder = pathlib.Path(cert_dir)
@@ -616,7 +624,9 @@ def protection(
         raise errors.ConfigurationError(
             f"cannot serve /metrics with the certificate in {folder} ({_CERT_FILE}, {_KEY_FILE}): {reason}"
         ) from None
-    return context, metrics_auth.Reviewer(client)
+    read = functools.partial(certs.from_directory, folder, what=_CERTIFICATE)
+    served = served_certificate.ServedCertificate(read(), read, str(folder), what=_CERTIFICATE, logger=__name__)
+    return served.reread, metrics_auth.Reviewer(client)
 
 
 def parse_bind(address: str) -> tuple[str, int] | None:
@@ -687,7 +697,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if raw.recv(1, socket.MSG_PEEK) != _TLS_HANDSHAKE:
             return
         assert self.server.tls is not None
-        wrapped = self.server.tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        wrapped = self.server.tls().wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
         try:
             wrapped.settimeout(max(self.deadline - time.monotonic(), 0.001))  # the handshake's whole time
             wrapped.do_handshake()
@@ -770,7 +780,7 @@ class _Server(http.server.ThreadingHTTPServer):
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     read_timeout: float
-    tls: ssl.SSLContext | None = None
+    tls: Callable[[], ssl.SSLContext] | None = None
     reviewer: metrics_auth.Reviewer | None = None
     collector_error: str | None = None
 
@@ -808,8 +818,9 @@ class ProbeServer:
         ready: returns ``(ok, reason)`` for ``/readyz``.
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
-        tls: serve connections that open with a TLS handshake over TLS with this context (see :func:`protection`);
-            the others stay plain HTTP.
+        tls: serve connections that open with a TLS handshake over TLS with this context, or with the one this
+            callable gives for each of them (a certificate read again: see :func:`protection`); the others stay plain
+            HTTP.
         reviewer: serve ``/metrics`` only over TLS, to a bearer token it lets in (``tls`` is then required); the
             probes stay open to every connection, plain or TLS, for the kubelet, which sends no token.
 
@@ -826,7 +837,7 @@ class ProbeServer:
         ready: Callable[[], tuple[bool, str]],
         *,
         read_timeout: float = READ_TIMEOUT,
-        tls: ssl.SSLContext | None = None,
+        tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         reviewer: metrics_auth.Reviewer | None = None,
     ) -> None:
         if reviewer is not None and tls is None:
@@ -842,7 +853,11 @@ class ProbeServer:
         self._server.healthy = healthy
         self._server.ready = ready
         self._server.read_timeout = read_timeout
-        self._server.tls = tls
+        if isinstance(tls, ssl.SSLContext):
+            context = tls
+            self._server.tls = lambda: context
+        else:
+            self._server.tls = tls
         self._server.reviewer = reviewer
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-probes", daemon=True

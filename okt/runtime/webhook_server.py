@@ -35,9 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
-import ssl
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -46,7 +44,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.reconciler import admission
 from okt.reconciler import reconciler as reconciler_mod
-from okt.runtime import certs, webhook_connections, webhook_reviews
+from okt.runtime import certs, served_certificate, webhook_connections, webhook_reviews
 
 DEFAULT_PORT = 9443
 """The webhook port controller-runtime uses (and kubebuilder's Services target)."""
@@ -146,16 +144,16 @@ class WebhookServer:
         if isinstance(source, pathlib.Path):
             read = functools.partial(certs.from_directory, source)
             # Read on each connection: a renewal's CA that could not be written is tried again once a reload interval.
-            self._served = _Served(
+            self._served = served_certificate.ServedCertificate(
                 read(), read, str(source), options.trust_ca, options.reload_interval, options.restore_ca
             )
         elif isinstance(source, certs.SecretSource | certs.ServiceSource):
-            self._served = _Served(
+            self._served = served_certificate.ServedCertificate(
                 source.read(), source.read, f"Secret {source.where}", options.trust_ca, restore=options.restore_ca
             )
         else:
             bundle = source or certs.self_signed(options.certificate_hosts())
-            self._served = _Served(bundle, None, restore=options.restore_ca)
+            self._served = served_certificate.ServedCertificate(bundle, None, restore=options.restore_ca)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
         self._server = webhook_connections.Server(
             (options.host, options.port), webhook_connections.Handler, bind_and_activate=False
@@ -245,126 +243,3 @@ class WebhookServer:
             except Exception as exc:  # a bug: the thread goes on, the pair served stays; its type only (no values)
                 _log.error("the webhook certificate was not read again", error=type(exc).__name__)
             self._served.restore()
-
-
-class _Served:
-    """The serving certificate and its TLS context, read again from where it is kept (a directory, a Secret).
-
-    Why: whoever issues the certificate renews it in place (cert-manager writes the Secret, the kubelet swaps the
-    mounted files), and a server that kept the pair read at start serves the old one until it ends, then fails
-    every handshake. A changed pair whose key does not match is refused once, logged, and the previous pair served
-    instead; a read that fails (a Secret deleted, an API server away) is logged once and the previous pair served.
-    A renewed pair under another CA is served once ``trust`` has taken that CA (the API server verifies the pair
-    against the caBundle: a pair served before would fail every handshake); until it has, the previous pair is, and
-    ``trust`` is tried again for that pair once ``retry_after`` seconds have passed (a directory is read on every new
-    connection, whose handshake would otherwise wait for the configurations' writes, one connection at a time).
-    ``restore`` is given the CAs ``trust`` last took (at first the served pair's), to write them again where they
-    went missing.
-    """
-
-    def __init__(
-        self,
-        bundle: certs.Bundle,
-        read: Callable[[], certs.Bundle] | None,
-        where: str = "",
-        trust: Callable[[bytes], None] | None = None,
-        retry_after: float = 0.0,
-        restore: Callable[[bytes], None] | None = None,
-    ) -> None:
-        self.bundle = bundle
-        self._trusted = bundle.ca_pem  # what the callers must trust: the CAs trust took last
-        self._restore = restore
-        self._unrestored: str | None = None  # what the last restore said, while it fails
-        self._context = bundle.server_context()
-        self._read = read
-        self._where = where
-        self._trust = trust
-        self._refused: certs.Bundle | None = None
-        self._failure: str | None = None  # what the last read said, while reads fail
-        self._untrusted: str | None = None  # what the last trust said, while a renewal's CA is not written
-        self._retry_after = retry_after
-        self._not_before: tuple[certs.Bundle, float] | None = None  # the pair trust refused, and when to try again
-        self._reading = threading.Lock()  # one read at a time; the pair served is swapped under _lock
-        self._lock = threading.Lock()
-
-    def context(self) -> ssl.SSLContext:
-        """The TLS context of the certificate served now."""
-        with self._lock:
-            return self._context
-
-    def reread(self) -> ssl.SSLContext:
-        """Read the certificate again and serve it from now on when it changed and loads; the context to serve."""
-        if self._read is None:
-            return self.context()
-        with self._reading:
-            try:
-                bundle = self._read()
-            except (errors.OktError, ValueError) as exc:
-                self._read_failed(exc)
-                return self.context()
-            self._failure = None
-            if bundle in (self.bundle, self._refused):
-                return self.context()
-            try:
-                context = bundle.server_context()
-            except errors.ConfigurationError as exc:
-                self._refused = bundle
-                _log.warning("the renewed webhook certificate is not served", source=self._where, error=str(exc))
-                return self.context()
-            trusted = bundle.ca_pem
-            if self._trust is not None and bundle.ca_pem != self.bundle.ca_pem:
-                refused = self._not_before
-                if refused is not None and refused[0] == bundle and time.monotonic() < refused[1]:
-                    return self.context()
-                # The renewal's CAs, then the served pair's (the replicas that have not read it yet serve that pair),
-                # each once: those that have ended verify nothing any more, and leave.
-                trusted = certs.unexpired(bundle.ca_pem, self.bundle.ca_pem)
-                try:
-                    self._trust(trusted)
-                except Exception as exc:  # the API server away, a bug: the served pair stays, a later read tries
-                    self._not_trusted(exc)
-                    self._not_before = (bundle, time.monotonic() + self._retry_after)
-                    return self.context()
-            if self._trust is None or bundle.ca_pem != self.bundle.ca_pem:
-                self._trusted = trusted
-            self._untrusted, self._not_before = None, None
-            with self._lock:
-                self.bundle, self._context, self._refused = bundle, context, None
-            _log.info("serving the renewed webhook certificate", source=self._where)
-            return context
-
-    def restore(self) -> None:
-        """Write the CAs the callers must trust again where they went missing (``restore``; nothing without it).
-
-        Not under the read's lock: a directory's handshakes never wait for the API server. A restore racing a
-        renewal's ``trust`` writes at worst the CAs trusted until then where none of them are (its writes are
-        guarded by the resourceVersion read), and the next restore adds the renewal's."""
-        if self._restore is None:
-            return
-        # A CA that has ended verifies nothing: it leaves what the callers must trust (the restore drops it where it
-        # was written, keeping the CAs other replicas wrote that have not ended). Not written back: a renewal may be
-        # setting what they must trust meanwhile.
-        try:
-            self._restore(certs.unexpired(self._trusted))
-        except Exception as exc:  # the API server away, RBAC, a bug: tried again at the next interval
-            said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
-            if said != self._unrestored:
-                self._unrestored = said
-                _log.warning("the webhook CA could not be checked in the configurations", error=said)
-            return
-        self._unrestored = None
-
-    def _read_failed(self, exc: Exception) -> None:
-        # okt's own messages name the Secret or the file, never their content; another error is said by its type.
-        said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
-        if said != self._failure:  # once, not on every read while it lasts
-            self._failure = said
-            _log.warning("the webhook certificate could not be read again: the previous one is served", error=said)
-
-    def _not_trusted(self, exc: Exception) -> None:
-        said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
-        if said != self._untrusted:
-            self._untrusted = said
-            _log.warning(
-                "the renewed webhook certificate's CA could not be written: the previous pair is served", error=said
-            )

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import pathlib
 import socket
+import ssl
 import urllib.request
 from typing import Any
 
@@ -185,3 +188,58 @@ def test_a_tls_server_answers_plain_probes_and_closes_a_handshake_that_never_end
         server.stop()
     assert probe == (200, b"ok")
     assert closed
+
+
+def mount(root: pathlib.Path, bundle: certs.Bundle, generation: str) -> None:
+    """Write ``bundle`` as the kubelet updates a mounted Secret (cert-manager's rotation): a new folder, then ``..data``
+    pointed at it at once."""
+    folder = root / f"..{generation}"
+    folder.mkdir()
+    files = {"tls.crt": bundle.cert_pem, "tls.key": bundle.key_pem, "ca.crt": bundle.ca_pem}
+    for name, pem in files.items():
+        (folder / name).write_bytes(pem)
+    (root / "..data_tmp").symlink_to(folder.name)
+    os.replace(root / "..data_tmp", root / "..data")
+    for name in files:
+        if not (root / name).is_symlink():
+            (root / name).symlink_to(f"..data/{name}")
+
+
+def served_certificate(port: int, ca_pem: bytes) -> bool:
+    """Whether the metrics server on ``port`` serves, over TLS, a certificate the CA ``ca_pem`` verifies."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="localhost"),
+        ):
+            return True
+    except ssl.SSLCertVerificationError:
+        return False
+
+
+def test_a_metrics_certificate_folder_rotated_while_serving_is_served_from_the_next_connection(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The folder was read once at start: a rotated certificate was served only after a restart, and the old one
+    until then, even past its end."""
+    first, rotated = certs.self_signed(), certs.self_signed()
+    mount(tmp_path, first, "1")
+    client: Any = ReviewingApi({}, set())
+    tls, reviewer = metrics_mod.protection(("0.0.0.0", 0), client, cert_dir=str(tmp_path))
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), tls=tls, reviewer=reviewer
+    )
+    server.start()
+    try:
+        before = served_certificate(server.port, first.ca_pem)
+        mount(tmp_path, dataclasses.replace(rotated, key_pem=first.key_pem), "2")  # its key not written yet
+        half_written = served_certificate(server.port, first.ca_pem)
+        mount(tmp_path, rotated, "3")
+        after = served_certificate(server.port, rotated.ca_pem), served_certificate(server.port, first.ca_pem)
+    finally:
+        server.stop()
+
+    assert before
+    assert half_written  # a pair that does not load is never served: the previous one is
+    assert after == (True, False)

@@ -210,7 +210,8 @@ def _warn_unreviewable_metrics(client: kube_client.Client, metrics_bind_address:
         click.echo(
             f"okt: warning: /metrics on {metrics_bind_address} is served to bearer tokens the API server reviews, and "
             "this operator may not ask for the reviews: every scrape will be answered 503; grant, cluster-wide (a "
-            f"ClusterRole: okt gen rbac writes <account>-metrics-auth), {' and '.join(p.rule() for p in refused)}",
+            "ClusterRole like <account>-metrics-auth, which okt gen rbac writes), "
+            + " and ".join(p.rule() for p in refused),
             err=True,
         )
 

@@ -68,6 +68,7 @@ import collections
 import json
 import marshal
 import random
+import re
 import threading
 import time
 import zlib
@@ -157,6 +158,19 @@ def store_key(obj: Mapping[str, Any]) -> StoreKey:
 
 def resource_version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+_QUERY = re.compile(r"\?[^\s'\"()<>]*")
+"""A request's query as a transport's error text quotes it (``...with url: /api/v1/...?watch=true&...``)."""
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""The address of an object its repr quotes (``<urllib3.connection.HTTPSConnection object at 0x7f...>``)."""
+
+
+def _failure_kind(exc: BaseException) -> tuple[str, str]:
+    """What stays the same across the retries of one failure of a list or watch: the exception's class and its text
+    without the request's query (each watch asks for its own random ``timeoutSeconds``, from the resourceVersion it
+    stands at) nor the addresses of objects, which differ per request though the outage is the same."""
+    return type(exc).__qualname__, _ADDRESS.sub("", _QUERY.sub("", str(exc)))
 
 
 def is_newer(candidate: str, current: str) -> bool | None:
@@ -365,7 +379,8 @@ class Informer:
         # The last relist's continue token expired between two pages: the next one asks for one answer.
         self._list_whole = False
         self._failures = 0  # consecutive list or watch failures, for the reconnect backoff
-        self._failure_said = ""  # what the last of them said: a repeat in a row is logged at debug level
+        # The last of them (its event and _failure_kind): a repeat in a row is logged at debug level.
+        self._failure_said: tuple[str, ...] = ()
         self._lock = threading.RLock()
         self._store: dict[StoreKey, Packed] = {}
         self._codec = Codec()
@@ -619,14 +634,14 @@ class Informer:
                     )
                     self._refusal = exc
                 else:
-                    self._said_failure(self._log.warning, "list or watch failed, retrying", str(exc), delay)
+                    self._said_failure(self._log.warning, "list or watch failed, retrying", exc, str(exc), delay)
                     check_version = True
                 self._stop.wait(delay)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 self._failures += 1
                 self._failing = True
                 delay = self._backoff.delay(self._failures)
-                self._said_failure(self._log.error, "informer error, relisting", repr(exc), delay)
+                self._said_failure(self._log.error, "informer error, relisting", exc, repr(exc), delay)
                 need_list = True
                 self._stop.wait(delay)
 
@@ -655,10 +670,11 @@ class Informer:
         )
         return True
 
-    def _said_failure(self, say: Callable[..., Any], event: str, error: str, delay: float) -> None:
-        """Log a failed list or watch: at ``say``'s level, or at debug level when the failure before it, in a row,
-        said the same (an outage fails every reconnect of every informer alike, for as long as it lasts)."""
-        said, self._failure_said = self._failure_said, f"{event}: {error}"
+    def _said_failure(self, say: Callable[..., Any], event: str, exc: BaseException, error: str, delay: float) -> None:
+        """Log a failed list or watch (``exc``, said as ``error``): at ``say``'s level, or at debug level when the
+        failure before it, in a row, was the same (:func:`_failure_kind`; an outage fails every reconnect of every
+        informer alike, for as long as it lasts)."""
+        said, self._failure_said = self._failure_said, (event, *_failure_kind(exc))
         repeated = self._failures > 1 and said == self._failure_said
         (self._log.debug if repeated else say)(event, error=error, failures=self._failures, retry_in=round(delay, 2))
 

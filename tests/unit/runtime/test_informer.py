@@ -221,6 +221,48 @@ def test_a_list_or_watch_failing_again_the_same_way_in_a_row_is_a_warning_once_t
     assert reconnect_failures(logged) == [1, 2, 3, 4, 5]
 
 
+def refused_at(query: str, address: str) -> errors.ApiError:
+    """What the client raises for a list or watch the API server's port refuses: the transport's text quotes the
+    request's query and, with some urllib3 versions, the address of the connection object."""
+    path = "/api/v1/namespaces/ns/configmaps"
+    return errors.ApiError.from_status(
+        0,
+        "Unavailable",
+        f"HTTPSConnectionPool(host='127.0.0.1', port=6443): Max retries exceeded with url: {path}?{query} (Caused by "
+        f"NewConnectionError('<urllib3.connection.HTTPSConnection object at {address}>: Failed to establish a new "
+        "connection: [Errno 111] Connection refused'))",
+        method="GET",
+        url=path,
+    )
+
+
+def test_the_retries_of_one_outage_are_a_warning_once_though_each_request_asks_its_own_query(
+    api: Any, start: Any
+) -> None:
+    """Each watch asks for its own random timeoutSeconds, from the resourceVersion it stands at, and the check after
+    a broken watch lists with a limit: the text of the same refusal differs by the query it quotes, yet it is one
+    outage, said once. A failure that differs beyond the query is said again."""
+    queries = [
+        "watch=true&resourceVersion=101&allowWatchBookmarks=true&timeoutSeconds=187",
+        "watch=true&resourceVersion=101&allowWatchBookmarks=true&timeoutSeconds=291",
+        "limit=1&resourceVersion=101",
+        "watch=true&resourceVersion=102&allowWatchBookmarks=true&timeoutSeconds=155",
+    ]
+    for n, query in enumerate(queries):
+        api.fail(CM, refused_at(query, f"0x7f3a5c1d{n:04x}"))
+    reset = errors.ApiError.from_status(0, "Unavailable", "watch configmaps: Connection reset by peer")
+    api.fail(CM, reset)  # another failure
+    with structlog.testing.capture_logs() as logged:
+        start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+        wait_for(lambda: len(reconnect_failures(logged)) == 5, timeout=5, message=lambda: str(logged))
+
+    said = [(e["log_level"], e["error"]) for e in logged if e["event"] == "list or watch failed, retrying"]
+    assert [level for level, _ in said] == ["warning", "debug", "debug", "debug", "warning"]
+    assert [error for _, error in said] == [str(refused_at(q, f"0x7f3a5c1d{n:04x}")) for n, q in enumerate(queries)] + [
+        str(reset)
+    ]
+
+
 @pytest.mark.parametrize(
     "refusal",
     [

@@ -35,6 +35,11 @@ class Probe:
         self.rounds: collections.Counter[str] = collections.Counter()
         self.identities: collections.Counter[str] = collections.Counter()
 
+    def more_rounds(self, name: str, count: int = 20) -> None:
+        """Wait until ``name``'s daemon has made ``count`` more rounds (each states its findings again)."""
+        rounds = self.rounds[name]
+        wait_for(lambda: self.rounds[name] >= rounds + count, timeout=10)
+
 
 class Probing(shared.GadgetReconciler):
     """A daemon per Gadget states what its probe sees; Ready follows the daemon's condition."""
@@ -169,8 +174,7 @@ def test_a_daemon_s_finding_reaches_the_status_in_the_reconcile_s_one_write_and_
     assert (ready() or {}).get("status") == "True"
 
     # The same finding, round after round: no reconcile asked, nothing written.
-    rounds = probe.rounds["g"]
-    wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+    probe.more_rounds("g")
     assert status_writes(operator_client) == before + 1
     assert kube.get(gadget_kind, "g", namespace)["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
 
@@ -178,8 +182,7 @@ def test_a_daemon_s_finding_reaches_the_status_in_the_reconcile_s_one_write_and_
     with probe.lock:
         probe.healthy["g"] = False
     wait_for(lambda: (ready() or {}).get("status") == "False", timeout=10)
-    rounds = probe.rounds["g"]
-    wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+    probe.more_rounds("g")
     obj = kube.get(gadget_kind, "g", namespace)
     assert condition(obj, HEALTHY)["status"] == "False"  # type: ignore[index]
     assert condition(obj, "Ready")["reason"] == "OperandUnhealthy"  # type: ignore[index]
@@ -246,11 +249,9 @@ def test_only_the_leader_s_daemon_states_findings_and_a_failover_keeps_them_with
     assert leader.join(15)
     assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated
     wait_for(lambda: standby.working and probe.identities["g"] == 2, timeout=15, message="the standby taking over")
-    rounds = probe.rounds["g"]
-    wait_for(lambda: probe.rounds["g"] >= rounds + 10, timeout=10)
+    probe.more_rounds("g", 10)
     before = status_writes(operator_client)
-    rounds = probe.rounds["g"]
-    wait_for(lambda: probe.rounds["g"] >= rounds + 10, timeout=10)
+    probe.more_rounds("g", 10)
     assert status_writes(operator_client) == before
     assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) == stated
 
@@ -306,8 +307,7 @@ def test_a_restart_over_findings_kept_in_annotations_writes_nothing_while_the_da
     second, client = restarted(control_plane, managers, first, AnnotatedProbing)
     try:
         wait_for(lambda: probe.identities["g"] == 2, timeout=20, message="the new process's daemon")
-        rounds = probe.rounds["g"]
-        wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+        probe.more_rounds("g")
         wait_for(lambda: idle(second), timeout=10)
         assert client.stats.writes() == 0
         assert kube.get(gadget_kind, "g", namespace)["metadata"] == converged["metadata"]
@@ -434,8 +434,7 @@ def test_what_a_daemon_no_longer_states_after_a_restart_with_new_names_leaves_th
     third, client = restarted(control_plane, managers, second, RenamedProbing)
     try:
         wait_for(lambda: probe.identities["g"] > identities, timeout=20, message="the new process's daemon")
-        rounds = probe.rounds["g"]
-        wait_for(lambda: probe.rounds["g"] >= rounds + 20, timeout=10)
+        probe.more_rounds("g")
         wait_for(lambda: idle(third), timeout=10)
         assert client.stats.writes() == 0
         assert kube.get(gadget_kind, "g", namespace)["status"] == obj["status"]

@@ -135,6 +135,18 @@ def test_the_builtin_kinds_the_server_serves_start_with_one_discovery_read_per_g
     assert discovery_reads == 3  # /api/v1, /apis/apps/v1, /apis/batch/v1beta1
 
 
+def run_refused(
+    control_plane: envtest.ControlPlane, namespace: str, operator: pathlib.Path
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``okt run operator`` in a process of its own, expected to stop at start (exit status 1): its answer, and the
+    ``Error:`` lines of its standard error."""
+    argv = [sys.executable, "-m", "okt.cli.main", "run", str(operator), "--kubeconfig", str(control_plane.kubeconfig)]
+    argv += ["-n", namespace, "--metrics-bind-address", "0", "--log-format", "json"]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr
+    return done, [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+
+
 def test_okt_run_of_a_reconciler_owning_a_kind_the_server_does_not_serve_stops_with_one_line(
     control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
 ) -> None:
@@ -144,14 +156,10 @@ def test_okt_run_of_a_reconciler_owning_a_kind_the_server_does_not_serve_stops_w
         "class CronJob(okt.MutableResource):\n    api_version = 'batch/v1'\n    kind = 'CronJob'\n"
         "class Schedules(okt.Reconciler):\n    api_version = 'v1'\n    kind = 'ConfigMap'\n    owns = (CronJob,)\n"
     )
-    argv = [sys.executable, "-m", "okt.cli.main", "run", str(operator), "--kubeconfig", str(control_plane.kubeconfig)]
-    argv += ["-n", namespace, "--metrics-bind-address", "0", "--log-format", "json"]
 
     # A guard, not a measure: before the fix the operator ran on, its informer listing CronJobs again and again.
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done, errors = run_refused(control_plane, namespace, operator)
 
-    assert done.returncode == 1, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert errors == [
         "Error: 404 NotFound: the server does not serve CronJob in batch/v1 (it serves it in batch/v1beta1)"
     ], done.stderr
@@ -592,13 +600,9 @@ def test_okt_run_of_a_reconciler_whose_crd_is_not_installed_says_how_to_install_
     operator.write_text(
         f"import okt\nclass Widgets(okt.Reconciler):\n    api_version = '{group}/v1'\n    kind = 'Widget'\n{plural}"
     )
-    argv = [sys.executable, "-m", "okt.cli.main", "run", str(operator), "--kubeconfig", str(control_plane.kubeconfig)]
-    argv += ["-n", namespace, "--metrics-bind-address", "0", "--log-format", "json"]
 
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done, errors = run_refused(control_plane, namespace, operator)
 
-    assert done.returncode == 1, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
     assert errors == [
         f"Error: 404 NotFound: the server does not serve Widget in {group}/v1: "
         f"install its CRD first: okt gen crd {operator} | kubectl apply -f -"

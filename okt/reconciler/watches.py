@@ -22,12 +22,14 @@ index serves a reconcile (``ctx.index(name, value)``).
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every change
 of a watched object (for a modification, both the old and the new object are mapped, so a primary that named the object
-before the change is reconciled too); a mapping function that raises, or returns items that name no primary (not a key,
-a key or object whose name is empty, or a key without the namespace a namespaced primary needs), is logged and counted
-(``okt_watch_map_errors_total``), and the keys it did return are still reconciled; an index function that raises for an
-object is logged and counted (``okt_index_errors_total``), and leaves that object out of the index, the others in; only
-the primaries the controller's cache holds are reconciled (a name outside the watched namespaces, refused by the
-filters, or of no object, maps to nothing).
+before the change is reconciled too; the changes of one object that wait together for a slow mapping are mapped as one,
+from the state before the first to the state after the last: see :mod:`okt.runtime.mapping_queue`); a mapping
+function that raises, or returns items that name no primary (not a key, a key or object whose name is empty, or a key
+without the namespace a namespaced primary needs), is logged and counted (``okt_watch_map_errors_total``), and the keys
+it did return are still reconciled; an index function that raises for an object is logged and counted
+(``okt_index_errors_total``), and leaves that object out of the index, the others in; only the primaries the
+controller's cache holds are reconciled (a name outside the watched namespaces, refused by the filters, or of no
+object, maps to nothing).
 """
 
 from __future__ import annotations
@@ -350,14 +352,17 @@ def keys_for_event(
     *,
     failed: Callable[[], None] | None = None,
 ) -> list[Key]:
-    """The primaries one event of a watched kind concerns: ``map`` of the new object and, for a modification, of the
-    old one too. A modification that changed nothing but the resourceVersion concerns none; what a mapping function
-    returned that names no primary (see :func:`keys_of`), or its raising, is logged and ``failed()`` called (the
-    controller counts it), once per call, and the keys it did return are kept."""
-    if old is not None and event_type == "MODIFIED" and _content(obj) == _content(old):
+    """The primaries one event of a watched kind concerns: ``map`` of the new object and, when ``old`` is given and
+    differs from it in more than its resourceVersion, of ``old`` too — the object before a modification, or the first
+    state of the events of one object that waited together for the mapping (see :mod:`okt.runtime.mapping_queue`). A
+    modification that changed nothing but the resourceVersion concerns none; what a mapping function returned that
+    names no primary (see :func:`keys_of`), or its raising, is logged and ``failed()`` called (the controller counts
+    it), once per call, and the keys it did return are kept."""
+    unchanged = old is not None and _content(obj) == _content(old)
+    if unchanged and event_type == "MODIFIED":
         return []
     found: dict[Key, None] = {}
-    for version in (obj, old) if event_type == "MODIFIED" and old is not None else (obj,):
+    for version in (obj,) if old is None or unchanged else (obj, old):
         try:
             keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
         except Exception as exc:

@@ -25,7 +25,9 @@ Guarantees:
   Deployment's readiness counts, not every status rewrite of its controller; a view that raises counts as changed), and
   after the reconciler's ``child_change_delay``, so a burst of them is one reconcile; an event of a kind the reconciler
   ``watches`` is mapped on the controller's mapping thread, in the order the watch told them (its informer's thread
-  only hands it over), and the first lists' are all mapped before the workers start (their keys join the sweep's);
+  only hands it over; the events of one object that wait together are mapped as one, so at most one waits per
+  object: :mod:`okt.runtime.mapping_queue`), and the first lists' are all mapped before the workers start (their keys
+  join the sweep's);
 * **deletions told** (a reconciler that overrides ``on_deleted``, leading): a primary's ``DELETED`` keeps its last
   state (:mod:`okt.runtime.deletions`) and queues its key; the worker that takes the key calls ``on_deleted`` for it
   before anything else — so before the reconcile of an object recreated under that name — once the API says it is
@@ -71,10 +73,8 @@ from __future__ import annotations
 
 import builtins
 import copy
-import dataclasses
 import datetime
 import functools
-import queue
 import threading
 import time
 from collections.abc import Container, Mapping, Sequence
@@ -98,7 +98,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import daemons as daemons_mod
 from okt.runtime import deletions as deletions_mod
 from okt.runtime import informer as informer_mod
-from okt.runtime import logs, workqueue
+from okt.runtime import logs, mapping_queue, workqueue
 from okt.runtime import metrics as metrics_mod
 from okt.status import events
 from okt.status import writer as status_writer
@@ -113,17 +113,6 @@ _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
 _VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
 _log = structlog.get_logger("okt.controller")
-
-
-@dataclasses.dataclass(frozen=True)
-class _RelatedEvent:
-    """One event of a watched kind, waiting for the mapping thread."""
-
-    watched: watches_mod.Watch
-    event_type: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None
-    sweep: bool
 
 
 DAEMON_STOP_POLL = 0.2
@@ -405,10 +394,10 @@ class Controller:
             cache is what the sweep is made from.
     """
 
-    _to_map: queue.SimpleQueue[_RelatedEvent | threading.Event | None] | None = None
-    """The events of watched kinds still to map, in the order their informers told them (see
-    :meth:`on_related_event`), and markers set once the events before them are mapped; None stops the mapping thread.
-    Made by :meth:`watch` for a reconciler with watches."""
+    _to_map: mapping_queue.MappingQueue | None = None
+    """The events of watched kinds still to map, in the order their informers told them, at most one per watched
+    object (see :meth:`on_related_event`), and markers set once the events before them are mapped. Made by
+    :meth:`watch` for a reconciler with watches."""
 
     def __init__(
         self,
@@ -552,7 +541,8 @@ class Controller:
             self.cache.start(kind, self.on_child_event, field_owners=self.field_owners, writer=self)
         self.metrics.prepare_watches(self.name, [str(kind) for kind, _ in self.related], self.reconciler_cls.indexes)
         if self.related:
-            self._to_map = queue.SimpleQueue()
+            self._to_map = mapping_queue.MappingQueue()
+            self.metrics.track_mapping(self.name, functools.partial(len, self._to_map))
             threading.Thread(
                 target=self._map_related, args=(self._to_map,), name=f"okt-{self.name}-mapper", daemon=True
             ).start()
@@ -596,7 +586,7 @@ class Controller:
         if self._to_map is None:
             return
         reached = threading.Event()
-        self._to_map.put(reached)
+        self._to_map.mark(reached)
         reached.wait()
 
     def _stop_standing_by(self) -> None:
@@ -621,7 +611,7 @@ class Controller:
     def shutdown(self, grace: float = 30.0) -> bool:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
         if self._to_map is not None:
-            self._to_map.put(None)
+            self._to_map.close()
         self.queue.shutdown()
         self.daemons.halt()
         deadline = time.monotonic() + grace
@@ -727,15 +717,18 @@ class Controller:
         self, watched: watches_mod.Watch, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
         """An object of a watched kind changed: its mapping is run on the controller's mapping thread, in the order
-        the informer told the events (see :meth:`map_related_event`).
+        the informer told the events (see :meth:`map_related_event`), merged with the event of the same object
+        waiting already, if one is (see :mod:`okt.runtime.mapping_queue`).
 
         Not on the informer's thread, which must keep up with the watch: a mapping's ``ctx.index`` decodes every
         primary it finds (a ConfigMap shared by thousands of primaries cost the informer a second per change, during
-        which the store fell behind for every controller sharing it), and the mapping function is the user's code."""
+        which the store fell behind for every controller sharing it), and the mapping function is the user's code.
+        Merged, because the informer does not wait for the mapping: the events a slow one left behind, held one by one,
+        grew without limit (a relist of every watched object, a shared object changing often)."""
         assert self._to_map is not None, "watch() starts the mapping thread before any watched kind"
-        self._to_map.put(_RelatedEvent(watched, event_type, obj, old, informer_mod.sweeping()))
+        self._to_map.put(mapping_queue.Event(watched, event_type, obj, old, informer_mod.sweeping()))
 
-    def _map_related(self, to_map: queue.SimpleQueue[_RelatedEvent | threading.Event | None]) -> None:
+    def _map_related(self, to_map: mapping_queue.MappingQueue) -> None:
         while (event := to_map.get()) is not None:
             if isinstance(event, threading.Event):
                 event.set()  # every event before it is mapped

@@ -310,6 +310,12 @@ class Metrics:
             ("controller", "priority"),
             registry=self.registry,
         )
+        self.watch_events_pending = prometheus_client.Gauge(
+            "okt_watch_events_pending",
+            "Events of watched kinds waiting for the controller's mapping thread (at most one per watched object).",
+            ("controller",),
+            registry=self.registry,
+        )
         self.sweep_width = prometheus_client.Gauge(
             "okt_sweep_width",
             "How many keys of the sweep are reconciled at once: 1, or the workers when that finishes more per second.",
@@ -427,6 +433,10 @@ class Metrics:
     def track_sweep_width(self, controller: str, width: Callable[[], int]) -> None:
         """Export ``okt_sweep_width{controller}`` at scrape time."""
         self.sweep_width.labels(controller=controller).set_function(lambda: float(width()))
+
+    def track_mapping(self, controller: str, pending: Callable[[], int]) -> None:
+        """Export ``okt_watch_events_pending{controller}`` as ``pending()`` at scrape time."""
+        self.watch_events_pending.labels(controller=controller).set_function(lambda: float(pending()))
 
     def track_timers(self, controller: str, overdue: Callable[[], int]) -> None:
         """Export ``okt_timer_calls_overdue{controller}`` as ``overdue()`` at scrape time."""

@@ -315,3 +315,82 @@ def test_a_mapping_that_raises_system_exit_leaves_the_workers_to_start_and_later
     finally:
         manager.stop()
         manager.join(15)
+
+
+class LabelMapped(shared.GadgetReconciler):
+    """Gadgets reconciled when a ConfigMap labelled ``for: <gadget>`` changes; the mapping of ConfigMap ``moving``
+    waits while ``release`` is clear, once it said so in ``entered``."""
+
+    release: ClassVar[threading.Event] = threading.Event()
+    entered: ClassVar[threading.Event] = threading.Event()
+
+    @staticmethod
+    def map_owner(cm: Mapping[str, Any], ctx: watches.MapContext) -> list[tuple[str, str]]:
+        if cm["metadata"]["name"] == "moving" and not LabelMapped.release.is_set():
+            LabelMapped.entered.set()
+            LabelMapped.release.wait(30)
+        owner = (cm["metadata"].get("labels") or {}).get("for")
+        return [(cm["metadata"]["namespace"], owner)] if owner else []
+
+    watches = (okt.watch("configmaps", map=map_owner),)
+
+
+def test_the_changes_of_one_object_waiting_for_a_slow_mapping_wait_as_one_and_reconcile_its_first_and_last_owners(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
+) -> None:
+    """The informer does not wait for the mapping: what a slow one leaves behind is held for it, one event per object
+    (held one by one, a relist or a busy shared object grew it without limit). The event that waits maps the state the
+    object was in before the first of its changes and the state after the last."""
+    owners = "abcdefgh"
+    moving = config_map(namespace, "moving")
+    moving["metadata"]["labels"] = {"for": "a"}
+    kube.create(moving, kinds.CONFIG_MAP)
+    for name in owners:
+        make_gadget(name)
+    reconcile = shared.FakeReconcile()
+    manager = manager_mod.Manager(
+        kube, [LabelMapped], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
+    )
+    LabelMapped.release.set()  # the first list's mappings go on at once
+    LabelMapped.entered.clear()
+    manager.start()
+    try:
+        wait_for(lambda: manager.working and all(reconcile.count(n) >= 1 for n in owners), timeout=30)
+        controller = manager.controllers[0]
+        before = {name: reconcile.count(name) for name in owners}
+        LabelMapped.release.clear()
+        kube.patch(kinds.CONFIG_MAP, "moving", {"metadata": {"labels": {"for": "b"}}}, namespace)
+        assert LabelMapped.entered.wait(10), "the mapping of a→b waits"
+        for owner in owners[2:]:
+            kube.patch(kinds.CONFIG_MAP, "moving", {"data": {"owner": owner}}, namespace)
+            kube.patch(kinds.CONFIG_MAP, "moving", {"metadata": {"labels": {"for": owner}}}, namespace)
+
+        def labelled_last() -> bool:
+            cached = controller.cache.get(kinds.CONFIG_MAP, "moving", namespace) or {}
+            return (cached.get("metadata") or {}).get("labels") == {"for": owners[-1]}
+
+        wait_for(labelled_last, timeout=10, message="the cache holds the last change")
+        pending = controller.metrics.registry.get_sample_value(
+            "okt_watch_events_pending", {"controller": controller.name}
+        )
+        assert pending == 1  # the twelve changes after a→b, while its mapping waits
+        LabelMapped.release.set()
+        # a→b (mapped when the burst began) reconciles a and b; the burst after it, b and h.
+        wait_for(
+            lambda: all(reconcile.count(name) > before[name] for name in ("a", "b", owners[-1])),
+            timeout=10,
+            message="the owners of the first and the last state reconciled",
+        )
+        wait_for(
+            lambda: (
+                controller.metrics.registry.get_sample_value(
+                    "okt_watch_events_pending", {"controller": controller.name}
+                )
+                == 0
+            ),
+            timeout=10,
+        )
+    finally:
+        LabelMapped.release.set()
+        manager.stop()
+        manager.join(15)

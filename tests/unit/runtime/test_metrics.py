@@ -297,6 +297,15 @@ def test_the_sweep_width_is_read_at_scrape_time() -> None:
     assert 'okt_sweep_width{controller="c"} 8.0' in metrics.exposition().decode()
 
 
+def test_the_watch_events_waiting_for_the_mapping_are_read_at_scrape_time() -> None:
+    metrics = metrics_mod.Metrics()
+    pending = {"now": 0}
+    metrics.track_mapping("c", lambda: pending["now"])
+    assert 'okt_watch_events_pending{controller="c"} 0.0' in metrics.exposition().decode()
+    pending["now"] = 3
+    assert 'okt_watch_events_pending{controller="c"} 3.0' in metrics.exposition().decode()
+
+
 def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts() -> None:
     gauge = prometheus_client.Gauge("okt_test_operand_items", "Items the operand holds (a user's metric).")
     try:

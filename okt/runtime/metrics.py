@@ -30,6 +30,9 @@ Guarantees:
   one holds a thread of the server until then, and the probes are answered meanwhile on threads of their own; a
   client that leaves before its answer is logged at debug level, and a request the server fails is logged as an
   error, never printed to standard error;
+* at most :data:`MAX_CONNECTIONS` connections are held at once: one more is closed as soon as it is accepted, without
+  a thread or an answer, warned of (once a minute, at debug level in between); the probes are answered again as soon
+  as one of those held ends;
 * ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
   default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
   without an answer; the probes are unaffected;
@@ -133,6 +136,15 @@ DISABLED = "0"
 #: before it closes the connection (the kubelet's probes give up after 1 s by default; controller-runtime's server
 #: waits 32 s for headers).
 READ_TIMEOUT = 10.0
+
+MAX_CONNECTIONS = 64
+"""Connections the probe server holds at most: each holds a thread (and its stack) until its request is answered, up to
+:data:`READ_TIMEOUT` for a slow or silent client, so a few hundred such clients held as many threads and their memory.
+One beyond the cap is closed as soon as it is accepted, and the probes are answered again once one of the others ends;
+Prometheus and the kubelet open one or two at a time."""
+
+_REFUSALS_WARNED_EVERY = 60.0
+"""Seconds between two warnings about connections refused past :data:`MAX_CONNECTIONS` (debug lines in between)."""
 
 _log = structlog.get_logger(__name__)
 
@@ -786,13 +798,46 @@ def _probe(check: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's backlog of 5: a burst of connections beyond it waited for the client's SYN retry (1 s, the
+    # kubelet's probe timeout) before they were even accepted, to be served or closed past the cap.
+    request_queue_size = MAX_CONNECTIONS
     metrics: Metrics
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     read_timeout: float
+    max_connections: int
+    connections: threading.BoundedSemaphore
+    refusals_warned: float | None = None
     tls: Callable[[], ssl.SSLContext] | None = None
     reviewer: metrics_auth.Reviewer | None = None
     collector_error: str | None = None
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # Called on the serving thread for each accepted connection, before a thread is started for it: one past the
+        # cap is closed there (socketserver's shutdown_request), and takes no thread.
+        if self.connections.acquire(blocking=False):
+            return True
+        now = time.monotonic()
+        if self.refusals_warned is None or now - self.refusals_warned >= _REFUSALS_WARNED_EVERY:
+            self.refusals_warned = now
+            log = _log.warning
+        else:
+            log = _log.debug
+        log("the metrics and probe server holds its most connections, a new one is closed", most=self.max_connections)
+        return False
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: the slot it took is free again
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
     def collector_failed(self, exc: Exception) -> str:
         """The one line ``/metrics`` answers when a collector raised (an operator's own, in the default registry:
@@ -828,6 +873,7 @@ class ProbeServer:
         ready: returns ``(ok, reason)`` for ``/readyz``.
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
+        max_connections: connections held at once at most; one more is closed as soon as it is accepted.
         tls: serve connections that open with a TLS handshake over TLS with this context, or with the one this
             callable gives for each of them (a certificate read again: see :func:`protection`); the others stay plain
             HTTP.
@@ -847,6 +893,7 @@ class ProbeServer:
         ready: Callable[[], tuple[bool, str]],
         *,
         read_timeout: float = READ_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         reviewer: metrics_auth.Reviewer | None = None,
     ) -> None:
@@ -863,6 +910,8 @@ class ProbeServer:
         self._server.healthy = healthy
         self._server.ready = ready
         self._server.read_timeout = read_timeout
+        self._server.max_connections = max_connections
+        self._server.connections = threading.BoundedSemaphore(max_connections)
         if isinstance(tls, ssl.SSLContext):
             context = tls
             self._server.tls = lambda: context

@@ -412,3 +412,44 @@ def test_a_client_trickling_its_request_head_is_cut_off_at_one_deadline_and_prob
         server.stop()
     assert answered_meanwhile == (200, "ok")
     assert cut_off, "the server still read a head it had been sent byte by byte for 6 s"
+
+
+def test_connections_past_the_cap_are_closed_at_once_and_probes_are_answered_once_one_closes() -> None:
+    """Each connection holds a thread of the server until its request is read: a few hundred slow clients held as many
+    threads, and their memory, with no end to how many."""
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=60
+    )
+    server.start()
+    idle: list[socket.socket] = []
+    try:
+        with structlog.testing.capture_logs() as logged:
+            for _ in range(metrics_mod.MAX_CONNECTIONS):
+                idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as beyond:
+                beyond.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+                try:
+                    refused = beyond.recv(1) == b""
+                except ConnectionResetError:
+                    refused = True
+            idle.pop().close()
+            wait_for(lambda: probe(server.url + "/healthz") == (200, "ok"), timeout=10)
+        for connection in idle:  # the connections held are still served
+            connection.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
+            assert connection.recv(1024).startswith(b"HTTP/1.0 200")
+    finally:
+        for connection in idle:
+            connection.close()
+        server.stop()
+    assert refused
+    refusals = [entry["log_level"] for entry in logged if entry["event"].startswith("the metrics and probe server")]
+    assert refusals[0] == "warning"
+
+
+def probe(url: str) -> tuple[int, str] | None:
+    """A probe's status and body, or ``None`` when the server closed the connection without an answer."""
+    try:
+        status, _content_type, body = fetch(url)
+    except OSError:  # urllib's URLError, a reset, a connection closed before the status line
+        return None
+    return status, body

@@ -18,6 +18,9 @@ Guarantees:
   refused (controller-runtime caches its authorizer's answers the same way), so a scrape every 15 s costs two API
   requests a minute, not two a scrape; at most :data:`CACHE_SIZE` tokens are remembered (a client sending a new token
   at each request cannot grow the process), by their SHA-256 digest, never the token itself;
+* requests bringing the same token while it is reviewed share that review: one TokenReview and one
+  SubjectAccessReview, whose verdict the others wait for, however many scrapes come at once; a review the API server
+  failed is their verdict too (``503``), and is not kept;
 * the token is never logged, nor said in an answer; the reviews go through the operator's own client, whose TLS is
   verified against the kubeconfig's or the pod's CA;
 * a review the API server fails to answer (unreachable, a missing permission) is answered ``503`` with one line and
@@ -66,6 +69,26 @@ class Verdict:
 
 MISSING = Verdict(401, "unauthorized: /metrics needs a bearer token (Authorization: Bearer <token>)")
 UNAUTHENTICATED = Verdict(401, "unauthorized: the API server does not authenticate this token")
+UNFINISHED = Verdict(503, "the review of this token did not finish")
+"""The verdict of the requests that waited for a review that raised, or did not end in time (not kept)."""
+
+_FLIGHT_WAIT = 2 * REVIEW_TIMEOUT + 1.0
+"""Seconds a request waits for the review of its token that another request asks: both reviews', and a little more."""
+
+
+class _Flight:
+    """One review in flight, whose verdict the requests bringing the same token meanwhile wait for."""
+
+    def __init__(self) -> None:
+        self._landed = threading.Event()
+        self._verdict = UNFINISHED
+
+    def land(self, verdict: Verdict) -> None:
+        self._verdict = verdict
+        self._landed.set()
+
+    def wait(self, timeout: float) -> Verdict:
+        return self._verdict if self._landed.wait(timeout) else UNFINISHED
 
 
 class Reviewer:
@@ -94,20 +117,43 @@ class Reviewer:
         self._clock = clock
         self._lock = threading.Lock()
         self._verdicts: dict[str, tuple[float, Verdict]] = {}
+        self._flights: dict[str, _Flight] = {}
         self._failed: str | None = None
 
     def review(self, authorization: str | None) -> Verdict:
-        """The verdict on a request whose ``Authorization`` header is ``authorization`` (``None``: it had none)."""
+        """The verdict on a request whose ``Authorization`` header is ``authorization`` (``None``: it had none).
+
+        Requests bringing the same token while no verdict on it is kept share one review: the first asks the API
+        server, the others wait for its verdict (two Prometheus replicas scraping at once, a burst of retries), for
+        as long as both reviews may take (:data:`REVIEW_TIMEOUT` each), then answer :data:`UNFINISHED`.
+        """
         scheme, _, token = (authorization or "").strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return MISSING
         digest = hashlib.sha256(token.encode()).hexdigest()
-        now = self._clock()
         with self._lock:
             kept = self._verdicts.get(digest)
-            if kept is not None and kept[0] > now:
+            if kept is not None and kept[0] > self._clock():
                 return kept[1]
+            flight = self._flights.get(digest)
+            asks = flight is None
+            if flight is None:
+                flight = self._flights[digest] = _Flight()
+        if not asks:
+            return flight.wait(_FLIGHT_WAIT)
+        verdict = UNFINISHED
+        try:
+            verdict = self._settle(digest, token)
+        finally:
+            with self._lock:
+                del self._flights[digest]
+            flight.land(verdict)
+        return verdict
+
+    def _settle(self, digest: str, token: str) -> Verdict:
+        """Ask the API server about ``token`` and keep its verdict (never a review it failed)."""
+        now = self._clock()
         try:
             verdict = self._ask(token)
         except errors.ApiError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -125,6 +126,49 @@ def test_metrics_are_served_to_an_allowed_token_only_and_the_probes_to_anyone(
     assert plain[0] == 403
     assert plain[2] == "forbidden: /metrics is served over https on this address, to a bearer token"
     assert [(status, body) for status, _headers, body in probes] == [(200, "ok")] * 3
+
+
+def test_scrapes_bringing_one_new_token_at_once_cause_one_review_of_it(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, generated_rbac: str
+) -> None:
+    """Each scrape not answered from what was kept asked the API server itself: as many TokenReviews and
+    SubjectAccessReviews as scrapes came at once with a token new to the operator."""
+    scraper = token_of(kube, namespace, "scraper")
+    operator = kube_client.Client.from_kubeconfig(
+        service_accounts.kubeconfig_of(kube, control_plane, namespace, generated_rbac)
+    )
+    bundle = certs.self_signed()
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0),
+        metrics_mod.Metrics(),
+        lambda: (True, "ok"),
+        lambda: (True, "ok"),
+        tls=bundle.server_context(),
+        reviewer=metrics_auth.Reviewer(operator),
+    )
+    verified = ssl.create_default_context(cadata=bundle.ca_pem.decode())
+    together = threading.Barrier(8)
+    statuses: list[int] = []
+
+    def scrape() -> None:
+        together.wait(10)
+        statuses.append(get(server.metrics_url, scraper, verified)[0])
+
+    scrapes = [threading.Thread(target=scrape) for _ in range(8)]
+    server.start()
+    try:
+        for thread in scrapes:
+            thread.start()
+        for thread in scrapes:
+            thread.join(30)
+        reviews = operator.stats.snapshot()
+    finally:
+        server.stop()
+        operator.close()
+
+    assert statuses == [200] * 8
+    assert reviews[("create", "tokenreviews")] == 1
+    assert reviews[("create", "subjectaccessreviews")] == 1
 
 
 def test_okt_run_beyond_loopback_refuses_metrics_without_a_token_and_answers_the_kubelets_probes(

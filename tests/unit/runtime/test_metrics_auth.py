@@ -9,6 +9,8 @@ import os
 import pathlib
 import socket
 import ssl
+import threading
+import time
 import urllib.request
 from typing import Any
 
@@ -20,6 +22,7 @@ from okt.kube import client as kube_client
 from okt.kube import transport
 from okt.runtime import certs, metrics_auth
 from okt.runtime import metrics as metrics_mod
+from okt.testing import wait_for
 
 SCRAPER = "system:serviceaccount:monitoring:prometheus"
 
@@ -34,8 +37,13 @@ class ReviewingApi:
         self.stats = kube_client.RequestStats()
         self.failing: errors.ApiError | None = None
         self.asked: list[dict[str, Any]] = []
+        self.held: threading.Event | None = None
+        self.called: list[str] = []
 
     def request(self, method: str, path: str, *, verb: str, resource: str, body: Any, **_options: Any) -> Any:
+        self.called.append(resource)
+        if self.held is not None:  # an API server slow to answer: until the test lets it
+            self.held.wait(10)
         if self.failing is not None:
             raise self.failing
         self.stats.record(verb, resource)
@@ -126,6 +134,36 @@ def test_a_review_the_api_server_fails_is_503_in_one_line_warned_once_and_not_ke
     assert [entry["log_level"] for entry in logged] == ["warning", "debug"]
     api.failing = None
     assert reviewer.review("Bearer t0ken").allowed
+
+
+@pytest.mark.parametrize("failing", [False, True])
+def test_requests_bringing_one_new_token_at_once_share_one_review_and_a_failed_one_is_not_kept(failing: bool) -> None:
+    """Each request not answered from what was kept asked the API server itself: as many TokenReviews and
+    SubjectAccessReviews as scrapes came at once with a new token."""
+    api = ReviewingApi({"t0ken": SCRAPER}, {SCRAPER})
+    api.held = threading.Event()
+    if failing:
+        api.failing = errors.ApiError(0, "Unavailable", "connection refused", method="POST", url="/apis")
+    reviewer = reviewer_of(api)
+    verdicts: list[metrics_auth.Verdict] = []
+    scrapes = [threading.Thread(target=lambda: verdicts.append(reviewer.review("Bearer t0ken"))) for _ in range(8)]
+    for scrape in scrapes:
+        scrape.start()
+    wait_for(lambda: api.called, timeout=10)
+    time.sleep(0.2)  # the other scrapes reach the reviewer while the first review is in flight
+    api.held.set()
+    for scrape in scrapes:
+        scrape.join(10)
+    assert len(verdicts) == 8
+    if failing:
+        assert {verdict.status for verdict in verdicts} == {503}
+        assert api.called == ["tokenreviews"]
+        api.failing = None
+        assert reviewer.review("Bearer t0ken").allowed  # asked again: the failure was not kept
+        assert api.called == ["tokenreviews", "tokenreviews", "subjectaccessreviews"]
+    else:
+        assert all(verdict.allowed for verdict in verdicts)
+        assert api.called == ["tokenreviews", "subjectaccessreviews"]
 
 
 @pytest.mark.parametrize(

@@ -135,7 +135,12 @@ class Operator:
         :meth:`metrics_rbac`'s); the ClusterRole is bound in every namespace, or, for an operator serving some
         namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
         documents = rbac.rbac_for_reconcilers(
-            self.classes, namespace=self.namespace, cluster_wide=True, leader_elect=True, service_account=self.name
+            self.classes,
+            namespace=self.namespace,
+            cluster_wide=True,
+            leader_elect=True,
+            service_account=self.name,
+            metrics_auth=False,
         )
         if not self.scope_bindings():
             return documents

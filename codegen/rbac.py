@@ -233,7 +233,7 @@ def rbac_for_reconcilers(
     leader_elect: bool = False,
     service_account: str | None = None,
     kinds: dictionary.KindDictionary | None = None,
-    metrics_auth: bool = False,
+    metrics_auth: bool = True,
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
@@ -243,7 +243,9 @@ def rbac_for_reconcilers(
     owned class without ``plural`` takes it from the kind dictionary (``kinds``, default: the shipped one); one
     without a boolean ``mutable`` or ``namespaced`` is as mutable or namespaced as its dictionary entry (a kind the
     dictionary lacks counts as namespaced). ``service_account`` defaults to ``<kind>-operator`` (lowercased, first
-    reconciler). ``metrics_auth`` adds :func:`metrics_auth_manifests` (what ``okt gen rbac`` writes by default).
+    reconciler). ``metrics_auth`` (the default, as ``okt gen rbac``'s) adds :func:`metrics_auth_manifests`: what
+    ``okt run`` needs to serve ``/metrics`` beyond loopback; ``False`` (``--no-metrics-auth``) for an operator run with
+    ``--no-metrics-secure`` or its metrics on loopback.
 
     Raises:
         CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a

@@ -100,8 +100,9 @@ def required(
     Raises:
         okt.codegen.errors.CodegenError: the rules cannot be derived (see :func:`rbac.rbac_for_reconcilers`).
     """
+    # The reviews of /metrics are asked about on their own, only when it reviews tokens, and only warned of.
     documents = rbac.rbac_for_reconcilers(
-        reconcilers, namespace=lease_namespace, cluster_wide=True, leader_elect=leader_elect
+        reconcilers, namespace=lease_namespace, cluster_wide=True, leader_elect=leader_elect, metrics_auth=False
     )
     where: list[str | None] = list(namespaces) if namespaces else [None]
     needed: list[Permission] = []

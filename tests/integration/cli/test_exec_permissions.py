@@ -76,7 +76,9 @@ def test_the_permission_check_of_an_operator_declaring_create_on_pods_exec_asks_
     kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str
 ) -> None:
     # Only what the entry named was asked: an identity holding create alone passed, and every exec was refused.
-    generated = rbac.rbac_for_reconcilers([Execing], namespace=namespace, cluster_wide=False, leader_elect=False)
+    generated = rbac.rbac_for_reconcilers(
+        [Execing], namespace=namespace, cluster_wide=False, leader_elect=False, metrics_auth=False
+    )
     rules = [
         {**rule, "verbs": ["create"]} if rule["resources"] == ["pods/exec"] else rule
         for document in generated

@@ -169,7 +169,12 @@ def test_okt_run_serving_metrics_to_reviewed_tokens_without_the_reviews_warns_on
     try:
         create_namespaces(admin, "depot-m")
         reconcilers = gizmo_reconcilers(operator_file)
-        apply(admin, rbac.rbac_for_reconcilers(reconcilers, namespace="depot-m", service_account="gizmo-operator"))
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                reconcilers, namespace="depot-m", service_account="gizmo-operator", metrics_auth=False
+            ),
+        )
 
         secured = serving_okt_run(plane, operator_file, SCRAPED, "0.0.0.0")
         plain = serving_okt_run(plane, operator_file, SCRAPED, "0.0.0.0", "--no-metrics-secure")
@@ -197,7 +202,9 @@ def test_okt_run_without_one_permission_prints_the_missing_rule_and_stops_before
     try:
         admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, kinds.NAMESPACE)
         reconcilers = loader.reconcilers_of(loader.load_module(str(operator_file), as_module=False), "gizmo")
-        documents = rbac.rbac_for_reconcilers(reconcilers, namespace=NAMESPACE, service_account="gizmo-operator")
+        documents = rbac.rbac_for_reconcilers(
+            reconcilers, namespace=NAMESPACE, service_account="gizmo-operator", metrics_auth=False
+        )
         apply(admin, without_status_rule(documents))
 
         result = okt_run(plane, operator_file)
@@ -247,7 +254,12 @@ def test_an_operator_holding_every_permission_is_checked_with_one_rules_review_p
         apply(
             admin,
             rbac.rbac_for_reconcilers(
-                reconcilers, namespace="depot-a", service_account="gizmo-operator", cluster_wide=True, leader_elect=True
+                reconcilers,
+                namespace="depot-a",
+                service_account="gizmo-operator",
+                cluster_wide=True,
+                leader_elect=True,
+                metrics_auth=False,
             ),
         )
         log = audit.AuditLog.from_end(plane.audit_log_path, [HOLDER.name])
@@ -321,7 +333,12 @@ def test_with_the_webhook_ca_options_okt_run_asks_to_get_and_patch_the_crd_of_it
     try:
         create_namespaces(admin, "depot-c")
         reconcilers = loader.reconcilers_of(loader.load_module(str(source), as_module=False), "gadget")
-        apply(admin, rbac.rbac_for_reconcilers(reconcilers, namespace="depot-c", service_account="gadget-operator"))
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                reconcilers, namespace="depot-c", service_account="gadget-operator", metrics_auth=False
+            ),
+        )
         webhook_rbac = deploy.webhook_manifests(deploy.Operator(reconcilers, "gadget-operator", "depot-c", "gadget:1"))
         apply(admin, [d for d in webhook_rbac if d["kind"] in ("Role", "RoleBinding")])  # the Secret's, not the CRD's
         options = ["--webhook-service", "gadget-operator-webhooks", "--webhook-configuration", "gadget-operator"]
@@ -370,7 +387,12 @@ def test_a_primary_kind_declared_without_its_plural_is_checked_under_the_plural_
     client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(PERSONS))
     try:
         create_namespaces(admin, "depot-p")
-        apply(admin, rbac.rbac_for_reconcilers([Declared], namespace="depot-p", service_account="person-operator"))
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                [Declared], namespace="depot-p", service_account="person-operator", metrics_auth=False
+            ),
+        )
 
         refused = permissions.missing(
             client, [PersonReconciler], ["depot-p"], leader_elect=False, lease_namespace="depot-p", warn=print
@@ -400,7 +422,12 @@ def test_a_kind_watched_by_its_kubectl_name_is_checked_under_the_plural_the_serv
     client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(WATCHER))
     try:
         create_namespaces(admin, "depot-v")
-        apply(admin, rbac.rbac_for_reconcilers([Declared], namespace="depot-v", service_account="gizmo-operator"))
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                [Declared], namespace="depot-v", service_account="gizmo-operator", metrics_auth=False
+            ),
+        )
 
         refused = permissions.missing(
             client, [WatchingByName], ["depot-v"], leader_elect=False, lease_namespace="depot-v", warn=print

@@ -76,7 +76,7 @@ def test_okt_run_with_exactly_the_generated_rbac_reconciles_and_finalizes_withou
     reconcilers = loader.load_reconcilers(str(operator_file))
     gadget: kinds.Kind = apply_crd(crd.crd_for_reconciler(reconcilers[0]))
     documents = rbac.rbac_for_reconcilers(
-        reconcilers, namespace=namespace, service_account="gadget-operator", leader_elect=True
+        reconcilers, namespace=namespace, service_account="gadget-operator", leader_elect=True, metrics_auth=False
     )
     for document in documents:
         kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))

@@ -121,7 +121,7 @@ def test_the_rbac_generator_refuses_the_namespaces_the_api_server_refuses(
     # A namespace is a DNS label: 63 characters at most.
     name = "n" * length
     generated = generated_or_refused(
-        lambda: rbac.rbac_for_reconcilers([reconciler_of("names.okt.example.com")], namespace=name)
+        lambda: rbac.rbac_for_reconcilers([reconciler_of("names.okt.example.com")], namespace=name, metrics_auth=False)
     )
     namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
@@ -138,7 +138,12 @@ def test_the_rbac_generator_refuses_the_service_account_names_the_api_server_ref
     reconciler = reconciler_of("names.okt.example.com")
     generated = generated_or_refused(
         lambda: rbac.rbac_for_reconcilers(
-            [reconciler], namespace=namespace, service_account=account, cluster_wide=cluster_wide, leader_elect=True
+            [reconciler],
+            namespace=namespace,
+            service_account=account,
+            cluster_wide=cluster_wide,
+            leader_elect=True,
+            metrics_auth=False,
         )
     )
     documents = rbac.rbac_for_reconcilers(
@@ -147,6 +152,7 @@ def test_the_rbac_generator_refuses_the_service_account_names_the_api_server_ref
         service_account="widget-operator",
         cluster_wide=cluster_wide,
         leader_elect=True,
+        metrics_auth=False,
     )
     for document in documents:
         if document["kind"] == "ServiceAccount" or document["metadata"]["name"] == "widget-operator":

@@ -85,7 +85,10 @@ def client_of_service_account(
 def test_a_reconcile_as_the_generated_service_account_creates_every_child(
     kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, batch_kind: kinds.Kind
 ) -> None:
-    for document in rbac.rbac_for_reconcilers([BatchReconciler], namespace=namespace, service_account="batch-operator"):
+    documents = rbac.rbac_for_reconcilers(
+        [BatchReconciler], namespace=namespace, service_account="batch-operator", metrics_auth=False
+    )
+    for document in documents:
         kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
     kube.create(
         {"apiVersion": batch_kind.api_version, "kind": "Batch", "metadata": {"name": "b", "namespace": namespace}},
@@ -116,7 +119,10 @@ def test_the_generated_service_account_prunes_the_children_of_a_kind_an_earlier_
     kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, batch_kind: kinds.Kind
 ) -> None:
     account = "moved-operator"
-    for document in rbac.rbac_for_reconcilers([MovedBatchReconciler], namespace=namespace, service_account=account):
+    documents = rbac.rbac_for_reconcilers(
+        [MovedBatchReconciler], namespace=namespace, service_account=account, metrics_auth=False
+    )
+    for document in documents:
         kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
     kube.create(
         {"apiVersion": batch_kind.api_version, "kind": "Batch", "metadata": {"name": "m", "namespace": namespace}},

@@ -212,6 +212,17 @@ def test_rbac_passes_its_options_through() -> None:
     )
 
 
+def test_the_library_call_writes_by_default_what_okt_gen_rbac_writes_by_default() -> None:
+    """From Python, the review rules of /metrics were left out unless asked for: an operator deployed with that RBAC
+    answered every scrape 503."""
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    result = invoke(["rbac", "main.py"], group)
+    assert result.exit_code == 0, result.output
+    written = list(yaml.safe_load_all(result.stdout))
+    assert written == rbac.rbac_for_reconcilers([MemcachedReconciler]) == rbac.rbac_for_reconciler(MemcachedReconciler)
+    assert "memcached-operator-metrics-auth" in {document["metadata"]["name"] for document in written}
+
+
 @pytest.mark.parametrize("cluster_wide", [[], ["--cluster-wide"]])
 def test_rbac_lets_the_operator_review_the_tokens_of_metrics_scrapers_unless_told_not_to(
     cluster_wide: list[str],

@@ -77,6 +77,7 @@ def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() 
         cluster_wide=True,
         leader_elect=True,
         service_account="gizmo-operator",
+        metrics_auth=False,
     )
     (deployment,) = load(tree["base/manager.yaml"])
     (container,) = deployment["spec"]["template"]["spec"]["containers"]

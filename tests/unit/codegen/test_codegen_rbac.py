@@ -501,7 +501,7 @@ def test_a_declared_cluster_operator_gets_a_cluster_role_limited_to_its_name() -
     class Mirrored(MemcachedReconciler):
         cluster_operator = "memcached"
 
-    documents = rbac.rbac_for_reconciler(Mirrored, namespace="operators")
+    documents = rbac.rbac_for_reconciler(Mirrored, namespace="operators", metrics_auth=False)
 
     roles = [d for d in documents if d["kind"] == "ClusterRole"]
     assert [r["metadata"]["name"] for r in roles] == ["memcached-operator-cluster-operator"]
@@ -526,6 +526,6 @@ def test_a_declared_cluster_operator_gets_a_cluster_role_limited_to_its_name() -
 
 
 def test_no_cluster_operator_no_cluster_role() -> None:
-    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators")
+    documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators", metrics_auth=False)
 
     assert not [d for d in documents if d["kind"].startswith("Cluster")]

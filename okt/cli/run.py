@@ -378,7 +378,9 @@ def _webhook_options(
     # Where the CA goes, at start and again before a renewal under another CA is served: the configurations (their
     # caBundle) and the CA file (what okt gen webhooks --ca-bundle reads).
     trusts: list[Callable[[bytes], None]] = []
-    restore_ca: Callable[[bytes], None] | None = None
+    # Where the CAs are checked again every 10 s: written again where they went missing, and a CA that has ended
+    # dropped, whether or not the CAs served change meanwhile.
+    restores: list[Callable[[bytes], None]] = []
     if service and configuration:
         webhook_service, webhook_configuration = service, configuration
 
@@ -408,16 +410,28 @@ def _webhook_options(
                 )
 
         trusts.append(write_configurations)
-        restore_ca = functools.partial(write_configurations, missing_only=True)
+        restores.append(functools.partial(write_configurations, missing_only=True))
     for trust in trusts:
         trust(bundle.ca_pem)
     if ca_file:
-        _write_ca_file(pathlib.Path(ca_file), bundle.ca_pem)
+        _write_ca_file(pathlib.Path(ca_file), certs.unexpired(bundle.ca_pem))
         trusts.append(functools.partial(_rewrite_ca_file, pathlib.Path(ca_file)))
+        restores.append(functools.partial(_restore_ca_file, pathlib.Path(ca_file)))
 
     def trust_ca(ca_pem: bytes) -> None:
         for trust in trusts:
             trust(ca_pem)
+
+    def restore_ca(ca_pem: bytes) -> None:
+        # Each place is checked, whatever another's check raised (the API server away leaves the file checked).
+        failures: list[Exception] = []
+        for restore in restores:
+            try:
+                restore(ca_pem)
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
     # A directory is served as a directory, a Secret as a Secret: the server reads them again for their renewals.
     # The Service's own certificate is read again from its Secret too: renewed there when it nears its end (by
@@ -437,7 +451,7 @@ def _webhook_options(
         port=port,
         certificates=served,
         trust_ca=trust_ca if trusts else None,
-        restore_ca=restore_ca,
+        restore_ca=restore_ca if restores else None,
     )
 
 
@@ -451,6 +465,28 @@ def _write_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
         path.write_bytes(ca_pem)
     except OSError as exc:
         raise errors.ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _restore_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
+    """Keep ``ca_pem`` in ``path``, the check of every reload interval: written again where the file lacks one of its
+    CAs (removed, overwritten), and the file's CAs that have ended dropped (see :func:`okt.runtime.certs.restored`),
+    so a CA that has ended leaves it, and the caBundle written from it, without waiting for the next renewal.
+
+    Raises:
+        okt.errors.ConfigurationError: it could not be read or written (the reload loop says so once, and tries
+            again at the next interval).
+    """
+    from okt.runtime import certs
+
+    try:
+        held: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        held = None
+    except OSError as exc:
+        raise errors.ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    written = certs.restored(held, ca_pem)
+    if written is not None:
+        _write_ca_file(path, written)
 
 
 def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:

@@ -17,15 +17,16 @@ configurations (``okt run --webhook-service``, what ``okt gen deploy`` passes), 
 
 Caveats: a CA from :func:`self_signed` lives as long as its process (one year of validity, a new one on every
 start), so webhook configurations written for it are valid for that run only: write them again after a restart
-(``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it). The Secret of
-:func:`for_service` is renewed by the first read within :data:`RENEW_BEFORE` of its end (or after it), at a start
-or by a running replica (the webhook server reads it again through :class:`ServiceSource`), which then writes the new
-CA into the configurations, beside the old one until it ends (the replicas that have not read the renewal yet still
-serve the old certificate). A configuration replaced without the CA gets it again from the webhook server's reload
-loop (``missing_only``: written only where the replica's own CAs are missing, so replicas never undo each other).
-An old CA leaves once it has ended (:func:`unexpired`), without a restart: from the Secret's ``ca.crt`` at the next
-read of :func:`for_service`, from the configurations at the next check of the reload loop (which drops the CAs that
-have ended where they are, and keeps the others). Not sooner: a replica that could not read the renewal (the API
+(``okt run --webhook-ca-file`` keeps the current CA where ``okt gen webhooks --ca-bundle`` reads it, without the
+CAs that have ended: :func:`restored`). The Secret of :func:`for_service` is renewed by the first read within
+:data:`RENEW_BEFORE` of its end (or after it), at a start or by a running replica (the webhook server reads it again
+through :class:`ServiceSource`), which then writes the new CA into the configurations, beside the old one until it
+ends (the replicas that have not read the renewal yet still serve the old certificate). A configuration replaced
+without the CA gets it again from the webhook server's reload loop (``missing_only``: written only where the
+replica's own CAs are missing, so replicas never undo each other). An old CA leaves once it has ended
+(:func:`unexpired`), without a restart: from the Secret's ``ca.crt`` at the next read of :func:`for_service`, from
+the configurations and the CA file at the next check of the reload loop (which drops the CAs that have ended where
+they are, and keeps the others). Not sooner: a replica that could not read the renewal (the API
 server away from it) still serves a certificate of the old CA, which verifies until that CA ends, and only then.
 """
 
@@ -501,6 +502,17 @@ def _written(held: Any, ca_bundle: str, missing_only: bool) -> str | None:
         pruned = _without_ended(held)
         return pruned if pruned != held else None
     return None
+
+
+def restored(held: bytes | None, ca_pem: bytes) -> bytes | None:
+    """What a place keeping the CAs ``held`` (PEM; None: nothing there) must hold now for the CAs ``ca_pem``, None to
+    leave it: as a webhook's ``caBundle`` with ``missing_only`` (see :func:`inject_ca_bundle`), ``ca_pem`` without
+    its CAs that have ended where ``held`` lacks one of them, else ``held`` without its CAs that have ended, when it
+    has some (what the reload loop keeps in ``okt run --webhook-ca-file``)."""
+    written = _written(
+        None if held is None else base64.b64encode(held).decode(), base64.b64encode(ca_pem).decode(), True
+    )
+    return None if written is None else base64.b64decode(written)
 
 
 def _without_ended(ca_bundle: str) -> str:

@@ -130,7 +130,7 @@ class ServedCertificate:
             said = str(exc) if isinstance(exc, errors.OktError) else type(exc).__name__
             if said != self._unrestored:
                 self._unrestored = said
-                self._log.warning("the webhook CA could not be checked in the configurations", error=said)
+                self._log.warning("the webhook CA could not be checked where it is kept", error=said)
             return
         self._unrestored = None
 

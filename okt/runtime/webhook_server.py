@@ -25,9 +25,10 @@ Guarantees:
   API server away): the previous one is, until a pair loads; with :attr:`Options.trust_ca`, a renewed pair under
   another CA is served only once that CA is trusted;
 * with :attr:`Options.restore_ca`, the CAs the callers must trust are checked every :attr:`Options.reload_interval`
-  seconds wherever they were written (okt run: the webhook configurations, the CRDs' conversion webhooks), and written
-  again by every replica, leader or not, where its own are missing (nothing where they are there); a CA that has
-  ended leaves them then (it verifies no certificate any more: no replica is served by it), the others stay.
+  seconds wherever they were written (okt run: the webhook configurations, the CRDs' conversion webhooks, the
+  ``--webhook-ca-file``), and written again by every replica, leader or not, where its own are missing (nothing where
+  they are there); a CA that has ended leaves them then, whether or not the pair served changed (it verifies no
+  certificate any more: no replica is served by it), the others stay.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ class Options:
         restore_ca: called every ``reload_interval`` with the CAs the callers must trust (PEM: those ``trust_ca`` was
             last given, else the served pair's), to write them again wherever they are missing and nothing where
             they are all there (okt run: a webhook configuration or CRD replaced without them, by ``kubectl
-            replace`` or a Helm upgrade, whose every call fails until they are back). Every replica calls it with
-            its own CAs: as long as each writes only where its own are missing, none undoes another's write.
+            replace`` or a Helm upgrade, whose every call fails until they are back; the ``--webhook-ca-file``), and
+            to drop those that have ended where they are. Every replica calls it with its own CAs: as long as each
+            writes only where its own are missing, none undoes another's write.
     """
 
     host: str = "0.0.0.0"

@@ -6,6 +6,7 @@ conversion webhook of the CRDs of reconcilers with converters, once."""
 from __future__ import annotations
 
 import base64
+import datetime
 import pathlib
 import secrets
 import socket
@@ -14,6 +15,8 @@ import textwrap
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 import okt
 from okt.cli import run
@@ -21,6 +24,7 @@ from okt.codegen import crd, webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import loader
+from okt.runtime import certs
 from okt.testing import OperatorProcess, envtest, wait_for
 from tests.integration import converting
 
@@ -214,3 +218,51 @@ def test_okt_run_narrows_the_webhooks_of_its_configuration_to_the_objects_it_ser
         assert hook["clientConfig"]["caBundle"]
     finally:
         kube.delete(VALIDATING, name)
+
+
+def test_okt_run_drops_a_ca_that_has_ended_from_its_ca_file_at_the_next_check_and_keeps_the_served_one(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    apply_crd: object,
+    tmp_path: pathlib.Path,
+) -> None:
+    source = tmp_path / "webhook_operator.py"
+    source.write_text(textwrap.dedent(OPERATOR))
+    (things,) = loader.load_reconcilers(str(source))
+    apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    # What a certificate directory holds after its issuer renewed it under a new CA: the old CAs beside the new one in
+    # ca.crt, one that has ended already and one that ends while okt runs; the served pair stays as it is.
+    served = certs.self_signed(("127.0.0.1",))
+    now = datetime.datetime.now(datetime.UTC)
+    ended = certs.self_signed(now=now - 2 * certs.VALIDITY).ca_pem
+    # self_signed starts its certificates 5 minutes before ``now``: this CA ends 15 seconds from now.
+    ending = certs.self_signed(now=now - certs.VALIDITY + datetime.timedelta(minutes=5, seconds=15)).ca_pem
+    cert_dir = tmp_path / "certs"
+    cert_dir.mkdir()
+    (cert_dir / certs.CERT_FILE).write_bytes(served.cert_pem)
+    (cert_dir / certs.KEY_FILE).write_bytes(served.key_pem)
+    (cert_dir / certs.CA_FILE).write_bytes(served.ca_pem + ended + ending)
+    ca_file = tmp_path / "ca.crt"
+    args = ["--webhook-host", "127.0.0.1", "--webhook-cert-dir", str(cert_dir), "--webhook-ca-file", str(ca_file)]
+    with OperatorProcess.okt_run(
+        source, kubeconfig=control_plane.kubeconfig, namespaces=[namespace], args=args, log_path=tmp_path / "op.log"
+    ) as operator:
+        serving = wait_for(
+            lambda: next((r for r in operator.records() if r.get("event") == "serving webhooks"), None),
+            timeout=30,
+            message="the webhook server's log line",
+        )
+        assert ended not in ca_file.read_bytes()
+        wait_for(
+            lambda: ca_file.read_bytes() == served.ca_pem,
+            timeout=60,
+            message=lambda: f"the CA file still holds {ca_file.read_bytes().count(b'BEGIN CERTIFICATE')} CAs",
+        )
+        # the pair served is the one it was, verified by the CA the file holds
+        context = ssl.create_default_context(cadata=ca_file.read_text())
+        raw = socket.create_connection(("127.0.0.1", serving["port"]), timeout=10)
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.getpeercert(binary_form=True) == x509.load_pem_x509_certificate(served.cert_pem).public_bytes(
+                serialization.Encoding.DER
+            )

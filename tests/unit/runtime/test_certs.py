@@ -254,3 +254,27 @@ def test_a_kept_secret_whose_ca_crt_holds_a_ca_that_has_ended_is_written_without
         client.stored(SECRET, "gadget-webhooks-tls", "shop")["data"]["ca.crt"]
         == base64.b64encode(served.ca_pem).decode()
     )
+
+
+@pytest.mark.parametrize(
+    ("held", "kept"),
+    [
+        (None, SERVED.ca_pem),
+        (b"", SERVED.ca_pem),
+        (b"not a certificate", SERVED.ca_pem),
+        (OTHER.ca_pem, SERVED.ca_pem),
+        (SERVED.ca_pem, None),
+        (OTHER.ca_pem + SERVED.ca_pem, None),  # a renewal's trust wrote it while this check ran with the CAs before
+        (SERVED.ca_pem + ENDED.ca_pem, SERVED.ca_pem),
+        (ENDED.ca_pem + OTHER.ca_pem + SERVED.ca_pem, OTHER.ca_pem + SERVED.ca_pem),
+    ],
+    ids=["none", "empty", "not-pem", "another-ca", "the-ca", "beside-another", "beside-an-ended-one", "ended-first"],
+)
+def test_a_kept_ca_file_is_written_again_where_it_lacks_the_ca_and_without_the_cas_that_have_ended(
+    held: bytes | None, kept: bytes | None
+) -> None:
+    assert certs.restored(held, SERVED.ca_pem) == kept
+
+
+def test_a_ca_that_has_ended_is_never_written_back_by_a_restore() -> None:
+    assert certs.restored(None, SERVED.ca_pem + ENDED.ca_pem) == SERVED.ca_pem

@@ -35,9 +35,11 @@ Guarantees:
 
 Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. An entry another writer
 lists that the mirror lists too is the mirror's: it leaves with the mirror's. A mirror written before okt recorded
-its entries has none recorded: what it listed then is kept as another writer's, its own entries recorded from then
-on. One name sums up one kind:
-the manager refuses two reconcilers of different kinds declaring the same name. The RBAC it needs (``get``,
+its entries has none recorded: at its first write, the entries of the mirrored kind naming a custom resource it sums
+up or one that no longer exists (deleted before the upgrade) are taken as its own, and leave unless it lists them
+(:func:`adoptable`); every other entry is kept as another writer's, the children's entries of resources deleted
+before the upgrade among them (an entry of another resource cannot be told from another writer's). One name sums up
+one kind: the manager refuses two reconcilers of different kinds declaring the same name. The RBAC it needs (``get``,
 ``create`` on ``clusteroperators``, ``patch`` on ``clusteroperators/status``) is generated when the reconciler
 declares ``cluster_operator``.
 """
@@ -116,10 +118,14 @@ def _union(
 
 
 def desired_status(
-    primaries: Sequence[Mapping[str, Any]], kind: kinds.Kind, current: Mapping[str, Any] | None
+    primaries: Sequence[Mapping[str, Any]],
+    kind: kinds.Kind,
+    current: Mapping[str, Any] | None,
+    adopted: Sequence[Mapping[str, str]] = (),
 ) -> tuple[dict[str, Any], bool]:
     """The ClusterOperator status summing up ``primaries`` (sorted by namespace/name), and whether it differs from
-    ``current``."""
+    ``current``. ``adopted``: entries of ``current``'s ``relatedObjects`` taken as the mirror's own where it recorded
+    none (see :func:`adoptable`); they leave unless the mirror lists them now."""
     ordered = sorted(primaries, key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]))
     working = cond.Conditions.from_status(current)
     count = f"{len(ordered)} {kind.kind}"
@@ -136,7 +142,7 @@ def desired_status(
     elif (current or {}).get("versions"):
         status["versions"] = (current or {})["versions"]
     own = _related(ordered, kind)
-    status["relatedObjects"] = [*own, *_others_related(current, own)]
+    status["relatedObjects"] = [*own, *_others_related(current, own, adopted)]
     # The mirror's own entries, recorded where the ClusterOperator keeps its operator's data (read with it, written
     # with it): the next write tells them from those another writer added, which it keeps.
     status["extension"] = {EXTENSION_KEY: {"relatedObjects": own}}
@@ -155,11 +161,15 @@ def _recorded(current: Mapping[str, Any] | None) -> list[dict[str, str]] | None:
     return [reference for entry in entries if (reference := _reference(entry)) is not None]
 
 
-def _others_related(current: Mapping[str, Any] | None, own: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+def _others_related(
+    current: Mapping[str, Any] | None, own: Sequence[Mapping[str, str]], adopted: Sequence[Mapping[str, str]] = ()
+) -> list[dict[str, str]]:
     """The entries of ``current``'s ``relatedObjects`` another writer added (the CVO's from a release manifest, an
     admin's): neither recorded as the mirror's own when it last wrote, nor among its own now. Without a record (a
-    ClusterOperator the mirror never wrote), every entry is another writer's."""
-    mine = {_key(entry) for entry in (*own, *(_recorded(current) or ()))}
+    ClusterOperator the mirror never wrote, or an earlier okt wrote), every entry is another writer's but those
+    ``adopted``."""
+    recorded = _recorded(current)
+    mine = {_key(entry) for entry in (*own, *(adopted if recorded is None else recorded))}
     others = []
     for entry in (current or {}).get("relatedObjects") or ():
         reference = _reference(entry)
@@ -167,6 +177,30 @@ def _others_related(current: Mapping[str, Any] | None, own: Sequence[Mapping[str
             mine.add(_key(reference))  # once
             others.append(reference)
     return others
+
+
+def adoptable(current: Mapping[str, Any] | None, kind: kinds.Kind) -> list[dict[str, str]]:
+    """The entries of ``current``'s ``relatedObjects`` the mirror may take as its own though it recorded none (an
+    earlier okt wrote the ClusterOperator, or someone else only): those naming an object of the mirrored ``kind``
+    (its group and resource, a namespace as the kind has one), the one resource whose entries the mirror writes for
+    every object it sums up; none when it has a record. What another writer lists of another resource (a namespace,
+    the operator's Deployment, a child's kind) is never among them: nothing tells it from the mirror's.
+
+    Which of them are the mirror's, :func:`_write` decides: those naming an object it sums up, or one that no longer
+    exists (a resource deleted before the upgrade); an entry naming a live object it does not sum up (out of its
+    namespaces or selector) stays another writer's."""
+    if _recorded(current) is not None:
+        return []
+    found = []
+    for entry in (current or {}).get("relatedObjects") or ():
+        reference = _reference(entry)
+        if (
+            reference is not None
+            and (reference["group"], reference["resource"]) == (kind.group, kind.plural)
+            and ("namespace" in reference) == kind.namespaced
+        ):
+            found.append(reference)
+    return found
 
 
 def _key(reference: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -271,9 +305,37 @@ def _write(client: kube_client.Client, name: str, ctx: context_mod.Context) -> b
     # The custom resources are read after the ClusterOperator, on every attempt: a mirror written meanwhile by
     # another resource's reconcile (which wrote its own status first) fails this write's resourceVersion guard, and
     # the retry sums up that status too, instead of writing back what the reader held before it.
-    status, changed = desired_status(_primaries(ctx), ctx.kind, live.get("status"))
+    primaries = _primaries(ctx)
+    status, changed = desired_status(
+        primaries, ctx.kind, live.get("status"), _adopted(client, ctx.kind, live.get("status"), primaries)
+    )
     if not changed:
         return False
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": status}
     client.patch(KIND, name, patch, subresource="status")
     return True
+
+
+def _adopted(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    current: Mapping[str, Any] | None,
+    primaries: Sequence[Mapping[str, Any]],
+) -> list[dict[str, str]]:
+    """The entries of :func:`adoptable` that are the mirror's: naming one of ``primaries`` (it lists them, or their
+    namespace past the bound), or an object of ``kind`` that no longer exists (one ``get`` each, once: the write that
+    follows records the mirror's own). An object that could not be read keeps its entry (another writer's, maybe)."""
+    summed = {
+        ((p.get("metadata") or {}).get("namespace") or None, (p.get("metadata") or {}).get("name")) for p in primaries
+    }
+    adopted = []
+    for entry in adoptable(current, kind):
+        namespace = entry.get("namespace")
+        if (namespace, entry["name"]) not in summed:
+            try:
+                if client.get_or_none(kind, entry["name"], namespace) is not None:
+                    continue
+            except errors.OktError:
+                continue
+        adopted.append(entry)
+    return adopted

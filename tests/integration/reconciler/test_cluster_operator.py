@@ -233,3 +233,46 @@ def test_related_objects_another_writer_added_stay_while_the_mirror_adds_and_rem
     shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "second")
 
     assert shared.write_requests(kube, before) == {}
+
+
+def test_a_clusteroperator_an_earlier_okt_wrote_loses_the_stale_entries_of_the_mirrored_kind_and_keeps_the_others(
+    clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    kube = fresh_client
+
+    def related() -> list[dict[str, str]]:
+        return [entry for entry in co_status(kube)["relatedObjects"] if entry.get("namespace") == namespace]
+
+    shared.make_widget(kube, gizmo_kind, namespace, "kept", size=1)
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "kept")
+    # As an okt that recorded nothing left it: its own entries, with those of a Gizmo deleted before the upgrade and
+    # of its child, and an entry another writer added since.
+    stale = {"group": shared.GROUP, "resource": "gizmos", "namespace": namespace, "name": "deleted-before-upgrade"}
+    stale_child = {
+        "group": "",
+        "resource": "configmaps",
+        "namespace": namespace,
+        "name": "deleted-before-upgrade-config",
+    }
+    another = {"group": "", "resource": "secrets", "namespace": namespace, "name": "listed-by-another"}
+    entries = [*co_status(kube)["relatedObjects"], stale, stale_child, another]
+    kube.patch(
+        CLUSTER_OPERATOR,
+        "gizmo-operator",
+        {"status": {"relatedObjects": entries, "extension": {cluster_operator.EXTENSION_KEY: None}}},
+        subresource="status",
+    )
+    assert cluster_operator.EXTENSION_KEY not in (co_status(kube).get("extension") or {})
+
+    shared.reconcile_widget(Gizmos(), kube, gizmo_kind, namespace, "kept")
+
+    assert stale not in related()
+    # nothing tells a child's entry from another writer's of that resource: kept, as every entry of another resource
+    assert related() == [
+        {"group": shared.GROUP, "resource": "gizmos", "namespace": namespace, "name": "kept"},
+        {"group": "", "resource": "configmaps", "namespace": namespace, "name": "kept-config"},
+        stale_child,
+        another,
+    ]
+    recorded = co_status(kube)["extension"][cluster_operator.EXTENSION_KEY]["relatedObjects"]
+    assert [entry for entry in recorded if entry.get("namespace") == namespace] == related()[:2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 import okt
 from okt import errors
 from okt.kube import kinds
-from okt.reconciler import cluster_operator
+from okt.reconciler import cluster_operator, core
 from okt.testing import FakeClient
 
 KIND = kinds.Kind("cache.example.com/v1", "Memcached", "memcacheds", namespaced=True)
@@ -219,3 +220,50 @@ def test_a_resource_whose_condition_is_unknown_makes_the_summary_unknown_unless_
     status, _ = cluster_operator.desired_status(primaries, KIND, None)
 
     assert {t: (s, r) for t, (s, r, _) in summary(status).items()} == expected
+
+
+class OneNamespaceReader(core.ApiReader):
+    """The reader of an operator serving the namespace ``ns`` only (``okt run -n ns``: its cache holds no other)."""
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        return super().list(kind, namespace or "ns", labels)
+
+
+def test_a_mirror_without_a_record_adopts_the_entries_of_its_kind_naming_what_it_sums_up_or_what_is_gone() -> None:
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+
+    def entry(name: str, namespace: str = "ns", group: str = "example.com", resource: str = "things") -> dict[str, str]:
+        return {"group": group, "resource": resource, "namespace": namespace, "name": name}
+
+    served, gone, out_of_scope = entry("a"), entry("gone"), entry("elsewhere", namespace="other")
+    others = [
+        entry("gone-config", group="", resource="configmaps"),  # maybe the gone one's child: nothing tells
+        {"group": "", "resource": "namespaces", "name": "ns"},  # the CVO's
+        {"group": "example.com", "resource": "things", "name": "no-namespace"},  # not the kind's shape
+    ]
+    earlier = {
+        "apiVersion": cluster_operator.API_VERSION,
+        "kind": "ClusterOperator",
+        "metadata": {"name": "thing-operator"},
+        "spec": {},
+        "status": {"relatedObjects": [gone, served, out_of_scope, *others]},
+    }
+    outside = {**thing("elsewhere"), "metadata": {"name": "elsewhere", "namespace": "other", "generation": 1}}
+    client = FakeClient(kinds=[thing_kind, cluster_operator.KIND], objects=[thing("a"), outside, earlier])
+
+    okt.reconcile(Things(), client, OneNamespaceReader(client), "ns", "a", kind=thing_kind)
+
+    stored = client.stored(cluster_operator.KIND, "thing-operator")
+    assert stored is not None
+    assert stored["status"]["relatedObjects"] == [served, out_of_scope, *others]
+    assert stored["status"]["extension"][cluster_operator.EXTENSION_KEY] == {"relatedObjects": [served]}
+
+
+def test_a_mirror_with_a_record_adopts_nothing() -> None:
+    listed = {"group": KIND.group, "resource": KIND.plural, "namespace": "ns", "name": "gone"}
+    current = {"relatedObjects": [listed], "extension": {cluster_operator.EXTENSION_KEY: {"relatedObjects": []}}}
+
+    assert cluster_operator.adoptable(current, KIND) == []
+    assert cluster_operator.adoptable({"relatedObjects": [listed]}, KIND) == [listed]

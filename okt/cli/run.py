@@ -404,9 +404,14 @@ def _webhook_options(
                 structlog.get_logger("okt.run").info(
                     "webhook CA written", configuration=webhook_configuration, kinds=changed, crds=crds
                 )
-            elif changed or crds:  # replaced without it (kubectl replace, a Helm upgrade): every call failed
+            elif changed or crds:
+                # Replaced without it (kubectl replace, a Helm upgrade: every call failed meanwhile), or a CA in it
+                # has ended (routine, once per CA): the line says both, the check cannot tell which it was.
                 structlog.get_logger("okt.run").warning(
-                    "webhook CA written again", configuration=webhook_configuration, kinds=changed, crds=crds
+                    "webhook CA written again where it was missing or held a CA that has ended",
+                    configuration=webhook_configuration,
+                    kinds=changed,
+                    crds=crds,
                 )
 
         trusts.append(write_configurations)

@@ -17,8 +17,9 @@ Guarantees:
 * **only the operator's objects**: a ``DELETED`` whose object, as the event tells it, is out of the operator's
   selection (the label selector, ``annotation_selector``, ``when``) notes nothing: whatever becomes of an object once
   okt's own filters refuse it is no longer the operator's — as Kopf calls its deletion handlers only for the objects
-  it watches. A label-selected watch says ``DELETED`` of an object that leaves the selection with its state from
-  *before* it left (still selected): that one is noted, and the worker's read of the API finds it still there.
+  it watches (the informer tells no deletion of an object its filter kept out of the store). A label-selected watch
+  says ``DELETED`` of an object that leaves the selection with its state from *before* it left (still selected):
+  that one is noted, and the worker's read of the API finds it still there.
 
 Caveats: deletions are kept in memory only. One seen by a replica that stands by, or by a process that stops before
 the hook ran, is not told again; nor is an object deleted while no operator watched, nor one deleted after it left the

@@ -45,6 +45,9 @@ Guarantees:
   only after such an answer (it happened between okt's read and its write) is announced all the same;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
   store, so "the children of this owner" is a dict lookup;
+* **only what it held is told gone**: a watch's ``DELETED`` of an object the store does not hold (the ``keep`` filter
+  kept it out, or its leave was told already) is not announced — its handlers never held it, and would tell its
+  timers, daemons and queue key of an object unknown to them;
 * a handler that raises is logged and never stops the informer;
 * after its list or watch failed, the first list or watch the API server answers calls ``on_recovered`` once (the
   controllers retry at once what failed while the API server was away);
@@ -330,8 +333,9 @@ class Informer:
         backoff: the reconnect backoff after consecutive failures.
         status_owners: keep who owns which status field of each object (see :func:`strip`).
         field_owners: keep the managedFields entries a take-over of a child would move (see :func:`strip`).
-        keep: a client-side filter: objects it refuses are not stored (one that stops passing leaves the store and is
-            announced as ``DELETED``). Called with the informer's lock held: keep it quick and pure.
+        keep: a client-side filter: objects it refuses are not stored, nor is their deletion announced (one that
+            stops passing leaves the store and is announced as ``DELETED``). Called with the informer's lock held:
+            keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
             failed.
     """
@@ -901,6 +905,10 @@ class Informer:
             if version:
                 self._resource_version = version
             current = self._store.get(key)
+            if event_type == DELETED and current is None:
+                # Never stored (the filter kept it out, or its leave was told already): the handlers never held it,
+                # and a deletion would tell its timers, daemons and queue key of an object unknown to them.
+                return
             if self._keep is not None and event_type != DELETED and not self._keep(obj):
                 # Filtered out: never stored; one that leaves the filter leaves the store, announced as deleted.
                 if current is None:

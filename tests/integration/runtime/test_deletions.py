@@ -282,6 +282,49 @@ def test_an_object_deleted_after_it_left_the_selection_is_not_told(
     assert [told[0] for told in reconciler.told] == [kept], (left, never)
 
 
+def test_the_deletion_of_an_object_the_filters_never_let_in_reaches_neither_on_deleted_nor_the_queue(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    """A ClusterOperator's mirror forgets a deleted object in a reconcile: the deletion of one the operator never held
+    queued one for nothing."""
+
+    class MirroredGadget(SelectedGadget):
+        told: ClassVar[list[tuple[str, str, Any]]] = []
+        cluster_operator = "gadgets"
+
+    reconciled: list[str] = []
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, ns: str | None, name: str, **kwargs: Any) -> stepper.Run:
+        reconciled.append(name)
+        return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
+
+    def gadget(name: str, value: str) -> dict[str, Any]:
+        body = {
+            "apiVersion": gadget_kind.api_version,
+            "kind": gadget_kind.kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": value}},
+            "spec": {},
+        }
+        return kube.create(body, gadget_kind)
+
+    controller = start(MirroredGadget, reconcile, workers=1)
+    never = uid_of(gadget("never", "no"))
+    kube.delete(gadget_kind, "never", namespace)
+    # An object of the selection deleted after it: once it is told, the first would have been queued too.
+    kept = uid_of(gadget("kept", "yes"))
+    wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
+    kube.delete(gadget_kind, "kept", namespace)
+    wait_for(lambda: MirroredGadget.told, timeout=15, message="on_deleted called for the selected object")
+    settle(controller)
+
+    assert [told[0] for told in MirroredGadget.told] == [kept], never
+    assert "never" not in reconciled
+    assert "kept" in reconciled
+
+
 def test_a_standby_tells_no_deletion_seen_before_it_leads(
     kube: kube_client.Client,
     namespace: str,

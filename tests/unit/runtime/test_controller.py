@@ -878,7 +878,9 @@ def test_a_standby_queues_nothing_and_once_it_leads_queues_its_cached_primaries_
     controller.watch()
     try:
         assert controller.cache.wait_for_sync(5)
-        api.emit(WIDGET, "DELETED", primary(name="deleted", uid="u1", finalizers=["example.io/cleanup"]), None)
+        held = api.put(WIDGET, primary(name="deleted", uid="u1", finalizers=["example.io/cleanup"]))
+        api.emit(WIDGET, "ADDED", held, None)
+        api.emit(WIDGET, "DELETED", api.remove(WIDGET, "ns", "deleted"), None)
         api.emit(WIDGET, "ADDED", api.put(WIDGET, primary(name="live")), None)
         wait_for(lambda: controller.cache.get(WIDGET, "live", "ns") is not None, timeout=5)
         assert len(controller.queue) == 0

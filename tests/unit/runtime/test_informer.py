@@ -581,6 +581,26 @@ def test_a_deleted_event_removes_the_object_and_its_index_entries(
     assert recorder.snapshot()[1][0] == "DELETED"
 
 
+def test_a_deleted_event_of_an_object_the_filter_never_let_in_is_not_announced(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The handlers never held it: a DELETED of it would tell timers, daemons and the queue of an object unknown to
+    them. One the store held is told, and so is one that leaves the filter."""
+    informer = start(keep=lambda o: (o["metadata"].get("labels") or {}).get("selected") == "yes")
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "never", labels={"selected": "no"})))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "never"))
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "held", labels={"selected": "yes"})))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "held"))
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "left", labels={"selected": "yes"})))
+    api.emit(CM, "MODIFIED", api.put(CM, obj(CM, "left", labels={"selected": "no"})))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "left"))
+    wait_for(lambda: len(recorder.snapshot()) == 4, timeout=5, message=lambda: str(recorder.snapshot()))
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "last", labels={"selected": "yes"})))
+    wait_for(lambda: informer.get("ns", "last") is not None, timeout=5)
+
+    assert recorder.types_by_name() == {"held": ["ADDED", "DELETED"], "left": ["ADDED", "DELETED"], "last": ["ADDED"]}
+
+
 def test_a_deleted_event_older_than_a_recreated_object_keeps_the_new_one_but_is_announced(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -25,7 +25,8 @@ Caveats: deletions are kept in memory only. One seen by a replica that stands by
 the hook ran, is not told again; nor is an object deleted while no operator watched, nor one deleted after it left the
 selection (relabelled, its annotation removed, refused by ``when``) — but for an object relabelled out of a label
 selector and deleted before a worker read it: the API server's events cannot tell it from one deleted while
-selected, and it is told.
+selected, and it is told. So is one relabelled out while the watch was broken and deleted before the relist that
+follows (which reads what it lacks by name: one still there is told as a leave, with its state out of the selection).
 """
 
 from __future__ import annotations

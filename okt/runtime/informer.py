@@ -15,7 +15,10 @@ Guarantees:
   resourceVersion held is ignored;
 * **410 Gone** (an HTTP answer or an ``ERROR`` event) triggers a relist whose result is *diffed* against the store:
   objects that vanished produce ``DELETED``, changed ones ``MODIFIED``, new ones ``ADDED``, and one deleted and
-  created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken;
+  created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken; an object that
+  left the selection meanwhile is told as a leave, as the watch tells one of the ``keep`` filter: ``DELETED`` with
+  its state now, out of the selection (the list gives it for the filter; one a label-selected list lacks is read by
+  name once, and only one the API no longer has is told with its last stored state, as deleted);
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
   exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
   it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
@@ -711,6 +714,9 @@ class Informer:
             resource_version=None if etcd else "0",
             paged=not self._list_whole,
         )
+        # Stored objects the list holds but the ``keep`` filter refuses now: they left the selection, and are told
+        # below with the state listed (as a leave the watch tells is), not with the one stored from before.
+        refused: dict[StoreKey, dict[str, Any]] = {}
         answered = False
         try:
             for page, page_version in pages:
@@ -720,9 +726,11 @@ class Informer:
                 with self._lock:
                     for item in page:
                         strip(item, self._status_owners, self._field_owners)
-                        if self._keep is not None and not self._keep(item):
-                            continue  # filtered out: not stored (one that was is dropped below, as deleted)
                         key = store_key(item)
+                        if self._keep is not None and not self._keep(item):
+                            if key in self._store:
+                                refused[key] = item  # filtered out: not stored, and dropped below as a leave
+                            continue
                         listed.add(key)
                         changes.extend(
                             self._listed_locked(key, item, relisted, announce_unchanged, page_version if etcd else "")
@@ -734,17 +742,17 @@ class Informer:
             self._list_whole = answered  # a page came: the 410 answered its continue token
             raise
         self._list_whole = False
-        gone: list[Packed] = []
+        there = {**self._read_missing(listed, refused, version), **refused}
+        # Each stored object the list lacks, with its state now when it is still there (it left the selection).
+        gone: list[tuple[Packed, dict[str, Any] | None]] = []
         with self._lock:
             for key in [key for key in self._store if key not in listed]:
                 stored = self._store[key]
-                # An object observed from our own write after the list was served is newer than the list: keep it.
-                # Only such an answer, not yet told by the watch: one the watch told is missing from a list older than
-                # it only when resourceVersions went back (etcd restored from a backup) — it is gone.
-                if key in self._shadowed and is_newer(stored.rv, version) is True:
+                if self._kept_past(key, stored, version):
                     continue
                 self._remove_locked(key, stored)
-                gone.append(stored)
+                now = there.get(key)
+                gone.append((stored, now if now is not None and _uid(now) == stored.uid else None))
             # An answer of okt's newer than the list stays shadowed, against what the list said of the object (or
             # nothing, when the list lacked it): the watch's events up to that answer are told against it, and the
             # answer's own echo is swallowed.
@@ -756,12 +764,65 @@ class Informer:
             self._writers = {key: writer for key, writer in self._writers.items() if key in self._shadowed}
             self._resource_version = version
             self.relists += 1
-        self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone))
+        left = sum(now is not None for _, now in gone)
+        self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone) - left, left=left)
         if not self._served:
             self._served = True
-            self._log.info("the API server serves the kind again", count=len(listed), deleted=len(gone))
-        self._announce_sweep((DELETED, packed.unpack(), None) for packed in gone)
+            self._log.info("the API server serves the kind again", count=len(listed), deleted=len(gone) - left)
+        # A leave is told as the watch tells one of the ``keep`` filter: DELETED with the object as it is now, out of
+        # the selection; a deletion with the last state stored.
+        self._announce_sweep((DELETED, packed.unpack() if now is None else now, None) for packed, now in gone)
         self.has_synced.set()
+
+    def _kept_past(self, key: StoreKey, stored: Packed, version: str) -> bool:
+        """Whether ``stored``, missing from a list answered at ``version``, stays: an object observed from okt's own
+        write after the list was served is newer than the list. Only such an answer, not yet told by the watch: one
+        the watch told is missing from a list older than it only when resourceVersions went back (etcd restored from
+        a backup) — it is gone. The lock is held."""
+        return key in self._shadowed and is_newer(stored.rv, version) is True
+
+    def _read_missing(
+        self, listed: Container[StoreKey], refused: Container[StoreKey], version: str
+    ) -> dict[StoreKey, dict[str, Any]]:
+        """The stored objects a relist of a label-selected informer lacks that are still there, read by name once
+        each (rare: only what went while the watch was broken, never per event).
+
+        The API server's list cannot say whether one it lacks was deleted or left the selection (relabelled); the
+        watch would have told a leave as ``DELETED`` too, but with the object from before it left, which a worker's
+        read of the API then finds — unless the object was deleted since, and its deletion is told to ``on_deleted``
+        though it was no longer the operator's when it went. Read now, one still there is told with its state out of
+        the selection, as a leave.
+
+        An object okt may not read (a role granting list and watch but not get: ``okt gen rbac`` grants get) is told
+        as deleted, as before; any other failure fails the relist, which is retried.
+        """
+        if self.label_selector is None:
+            return {}
+        with self._lock:
+            missing = [
+                key
+                for key, stored in self._store.items()
+                if key not in listed and key not in refused and not self._kept_past(key, stored, version)
+            ]
+        found: dict[StoreKey, dict[str, Any]] = {}
+        for namespace, name in missing:
+            if self._stop.is_set():
+                break
+            try:
+                obj = self.client.get_or_none(self.kind, name, namespace or None)
+            except errors.Forbidden as exc:
+                self._log.warning(
+                    "okt may not get the objects a relist lacks to tell whether they left the selection or were "
+                    "deleted: they are told as deleted; grant get on the kind (okt gen rbac does)",
+                    missing=len(missing),
+                    error=str(exc),
+                )
+                break
+            if obj is not None:
+                obj.setdefault("apiVersion", self.kind.api_version)
+                obj.setdefault("kind", self.kind.kind)
+                found[(namespace, name)] = strip(obj, self._status_owners, self._field_owners)
+        return found
 
     def _listed_locked(
         self,

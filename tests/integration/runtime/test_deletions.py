@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 import okt
+from okt import errors
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
@@ -75,9 +76,10 @@ def start(kube: kube_client.Client, namespace: str) -> Iterator[Callable[..., co
         workers: int = 2,
         standby: bool = False,
         label_selector: str | None = None,
+        watched_through: Any = None,
     ) -> controller_mod.Controller:
         reconciler.told.clear()
-        cache = cache_mod.Cache(kube, [namespace], label_selector=label_selector)
+        cache = cache_mod.Cache(watched_through or kube, [namespace], label_selector=label_selector)
         controller = controller_mod.Controller(
             reconciler, kube, cache, workers=workers, reconcile=reconcile, backoff=QUICK, standby=standby
         )
@@ -92,6 +94,40 @@ def start(kube: kube_client.Client, namespace: str) -> Iterator[Callable[..., co
     for controller, cache in running:
         controller.shutdown(5)
         cache.stop()
+
+
+class ExpiringWatches:
+    """The real client, but that :meth:`expire` breaks the open watch and answers the next one ``410 Gone`` once the
+    test opens ``gate``: what changed meanwhile is told by a relist."""
+
+    def __init__(self, client: kube_client.Client) -> None:
+        self._client = client
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+        self._expired = False
+        self._open: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def watch(self, *args: Any, on_open: Callable[[Any], None] | None = None, **kwargs: Any) -> Iterator[Any]:
+        if self._expired:
+            self.waiting.set()
+            self.gate.wait(30)
+            self._expired = False
+            raise errors.ApiError.from_status(410, "Expired", "too old resource version")
+
+        def opened(response: Any) -> None:
+            self._open = response
+            if on_open is not None:
+                on_open(response)
+
+        return self._client.watch(*args, on_open=opened, **kwargs)
+
+    def expire(self) -> None:
+        self._expired = True
+        kube_client.interrupt(self._open)
+        wait_for(self.waiting.is_set, timeout=15, message="the informer to watch again")
 
 
 def settle(controller: controller_mod.Controller) -> None:
@@ -323,6 +359,59 @@ def test_the_deletion_of_an_object_the_filters_never_let_in_reaches_neither_on_d
     assert [told[0] for told in MirroredGadget.told] == [kept], never
     assert "never" not in reconciled
     assert "kept" in reconciled
+
+
+@pytest.mark.parametrize("selection", ["label selector", "when"])
+def test_an_object_that_left_the_selection_while_the_watch_was_broken_is_not_told_once_deleted(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    start: Callable[..., controller_mod.Controller],
+    selection: str,
+) -> None:
+    """The relist that follows finds it missing (a label selector) or refused (``when``): a leave, told with its
+    state after it left, as the watch would have told it — not a deletion told with its state from before, which
+    ``on_deleted`` got once the object was deleted before a worker read it. One deleted meanwhile is told."""
+    reconciled: list[str] = []
+    release = threading.Event()
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, ns: str | None, name: str, **kwargs: Any) -> stepper.Run:
+        reconciled.append(name)
+        if name == "blocker":
+            release.wait(30)  # the one worker is busy until the test lets it read what the relist told
+        return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
+
+    def selected(name: str) -> str:
+        body = {
+            "apiVersion": gadget_kind.api_version,
+            "kind": gadget_kind.kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": "yes"}},
+            "spec": {},
+        }
+        return uid_of(kube.create(body, gadget_kind))
+
+    client = ExpiringWatches(kube)
+    reconciler: type[ToldGadget] = SelectedGadget if selection == "when" else ToldGadget
+    label_selector = "selected=yes" if selection == "label selector" else None
+    uids = {name: selected(name) for name in ("left", "gone")}
+    controller = start(reconciler, reconcile, workers=1, label_selector=label_selector, watched_through=client)
+    selected("blocker")
+    wait_for(lambda: "blocker" in reconciled, timeout=15, message=lambda: str(reconciled))
+
+    try:
+        client.expire()
+        kube.patch(gadget_kind, "left", {"metadata": {"labels": {"selected": "no"}}}, namespace)
+        kube.delete(gadget_kind, "gone", namespace)
+        client.gate.set()
+        wait_for(lambda: controller.cache.uid(gadget_kind, "left", namespace) is None, timeout=15)
+        wait_for(lambda: controller.cache.uid(gadget_kind, "gone", namespace) is None, timeout=15)
+        kube.delete(gadget_kind, "left", namespace)  # after the relist, before a worker read it
+    finally:
+        release.set()
+    wait_for(lambda: reconciler.told, timeout=15, message="on_deleted called for the deleted object")
+    settle(controller)
+
+    assert [told[0] for told in reconciler.told] == [uids["gone"]], uids
 
 
 def test_a_standby_tells_no_deletion_seen_before_it_leads(

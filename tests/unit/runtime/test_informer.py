@@ -12,10 +12,11 @@ import pytest
 import structlog
 
 from okt import errors
-from okt.kube import kinds
+from okt.kube import kinds, selectors
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import informer as informer_mod
 from okt.testing import wait_for
+from tests.unit.runtime import conftest
 
 CM = kinds.CONFIG_MAP
 Obj = Callable[..., dict[str, Any]]
@@ -579,6 +580,59 @@ def test_a_deleted_event_removes_the_object_and_its_index_entries(
     assert informer.get("ns", "a") is None
     assert informer.by_index("owner", "u1") == []
     assert recorder.snapshot()[1][0] == "DELETED"
+
+
+class SelectingApi(conftest.FakeApi):
+    """Lists as the API server does with a label selector; a read by name answers ``refusal_of_get`` when set."""
+
+    refusal_of_get: BaseException | None = None
+
+    def list(
+        self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        items, version = super().list(kind, namespace, label_selector=label_selector)
+        selects = selectors.matcher(label_selector)
+        return [item for item in items if selects(item["metadata"].get("labels") or {})], version
+
+    def get_or_none(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        if self.refusal_of_get is not None:
+            raise self.refusal_of_get
+        return super().get_or_none(kind, name, namespace)
+
+
+@pytest.mark.parametrize("get_allowed", [True, False], ids=["get allowed", "get refused"])
+def test_a_relist_tells_what_left_the_label_selection_meanwhile_with_its_state_now(
+    recorder: Any, obj: Obj, get_allowed: bool
+) -> None:
+    """The list lacks both: only a read by name tells the object relabelled out of the selection from the one
+    deleted. Without get (a hand-written role), both are told as deleted, with their last stored state."""
+    api = SelectingApi()
+    informer = informer_mod.Informer(api, CM, "ns", "selected=yes", on_event=recorder)
+    try:
+        for name in ("left", "gone", "kept"):
+            api.put(CM, obj(CM, name, labels={"selected": "yes"}))
+        informer.start()
+        assert informer.has_synced.wait(5)
+        stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+        left = api.put(CM, obj(CM, "left", labels={"selected": "no"}))
+        api.remove(CM, "ns", "gone")
+        if not get_allowed:
+            api.refusal_of_get = errors.ApiError.from_status(403, "Forbidden", "cannot get configmaps")
+        api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+        wait_for(lambda: informer.relists == 2, timeout=5)
+
+        told = {event[1]: event for event in recorder.snapshot()[3:]}
+        left_version = left["metadata"]["resourceVersion"] if get_allowed else stored["left"]
+        assert told == {
+            "left": ("DELETED", "left", left_version, None),
+            "gone": ("DELETED", "gone", stored["gone"], None),
+        }
+        assert [name for _, name in informer.stored_keys()] == ["kept"]
+        read = [("configmaps", "gone", "ns"), ("configmaps", "left", "ns")] if get_allowed else []
+        assert sorted(api.gets) == read
+    finally:
+        api.close()
+        informer.stop(timeout=2)
 
 
 def test_a_deleted_event_of_an_object_the_filter_never_let_in_is_not_announced(

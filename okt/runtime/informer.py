@@ -18,7 +18,8 @@ Guarantees:
   created again (another uid) ``DELETED`` then ``ADDED`` — nothing is lost while the watch was broken; an object that
   left the selection meanwhile is told as a leave, as the watch tells one of the ``keep`` filter: ``DELETED`` with
   its state now, out of the selection (the list gives it for the filter; one a label-selected list lacks is read by
-  name once, and only one the API no longer has is told with its last stored state, as deleted);
+  name once, and only one the API no longer has is told with its last stored state, as deleted — so is every one
+  past the first :data:`_MISSING_READS`, and every one after the kind was not served, as none is read);
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
   exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
   it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
@@ -107,6 +108,13 @@ _PAGE = 100
 """Objects a list holds decoded at once (a page of Deployments as the API sends them, managedFields and all, decodes
 to a few MiB; the informers of several kinds list at the same time at start-up): the page size asked of etcd, and the
 size of the pages an unpaged answer from the watch cache is handed out in."""
+
+_MISSING_READS = 100
+"""How many of the stored objects a label-selected relist lacks it reads by name, to tell a leave of the selection
+from a deletion; the rest are told as deleted, with their last stored state. The reads go one after the other and
+most find nothing: after a long outage during which thousands were deleted, reading each would hold the relist, and
+every event of the kind behind it, for as many round trips. A few left the selection while the watch was broken in
+the common case; a worker's read of the API tells one of the rest as still there."""
 
 _KNOWN_ECHOES = 4096
 """How many (object, version) pairs okt wrote after the watch announced them are remembered for :meth:`Informer.knows`
@@ -793,10 +801,13 @@ class Informer:
         though it was no longer the operator's when it went. Read now, one still there is told with its state out of
         the selection, as a leave.
 
-        An object okt may not read (a role granting list and watch but not get: ``okt gen rbac`` grants get) is told
-        as deleted, as before; any other failure fails the relist, which is retried.
+        Bounded: none is read by the first list after the kind was not served (every object went with its CRD, or
+        its version could not be read either), and at most :data:`_MISSING_READS` by any other; the rest are told as
+        deleted, with their last stored state. An object okt may not read (a role granting list and watch but not
+        get: ``okt gen rbac`` grants get) is told as deleted too; any other failure fails the relist, which is
+        retried.
         """
-        if self.label_selector is None:
+        if self.label_selector is None or not self._served:
             return {}
         with self._lock:
             missing = [
@@ -804,6 +815,13 @@ class Informer:
                 for key, stored in self._store.items()
                 if key not in listed and key not in refused and not self._kept_past(key, stored, version)
             ]
+        if len(missing) > _MISSING_READS:
+            self._log.debug(
+                "a relist lacks more stored objects than it reads by name: those not read are told as deleted",
+                missing=len(missing),
+                unread=len(missing) - _MISSING_READS,
+            )
+            del missing[_MISSING_READS:]
         found: dict[StoreKey, dict[str, Any]] = {}
         for namespace, name in missing:
             if self._stop.is_set():

@@ -635,6 +635,73 @@ def test_a_relist_tells_what_left_the_label_selection_meanwhile_with_its_state_n
         informer.stop(timeout=2)
 
 
+def test_a_relist_reads_by_name_at_most_a_bounded_number_of_the_objects_it_lacks(recorder: Any, obj: Obj) -> None:
+    """Thousands deleted while the watch was broken would cost a read each, one after the other: past the bound,
+    the rest are told as deleted with their last stored state (as without get), and one debug line says how many."""
+    api = SelectingApi()
+    informer = informer_mod.Informer(api, CM, "ns", "selected=yes", on_event=recorder)
+    lacked = informer_mod._MISSING_READS + 3
+    try:
+        api.put(CM, obj(CM, "a-left", labels={"selected": "yes"}))
+        names = [f"o{index:04}" for index in range(lacked - 1)]
+        for name in names:
+            api.put(CM, obj(CM, name, labels={"selected": "yes"}))
+        informer.start()
+        assert informer.has_synced.wait(5)
+        left = api.put(CM, obj(CM, "a-left", labels={"selected": "no"}))
+        for name in names:
+            api.remove(CM, "ns", name)
+        with structlog.testing.capture_logs() as logged:
+            api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+            wait_for(lambda: informer.relists == 2, timeout=5)
+
+        told = {event[1]: event for event in recorder.snapshot()[lacked:]}
+        assert sorted(told) == ["a-left", *names]
+        assert {event[0] for event in told.values()} == {"DELETED"}
+        assert told["a-left"][2] == left["metadata"]["resourceVersion"]  # read first: told as a leave
+        assert len(api.gets) == informer_mod._MISSING_READS
+        unread = [entry for entry in logged if "not read" in entry["event"]]
+        assert [(entry["log_level"], entry["unread"]) for entry in unread] == [("debug", 3)]
+        assert informer.stored_keys() == []
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+
+def test_a_relist_after_the_kind_was_not_served_reads_none_of_the_objects_it_lacks(recorder: Any, obj: Obj) -> None:
+    """Every object went with the CRD: reading each by name would only be answered 404, one after the other."""
+    api = SelectingApi()
+    informer = informer_mod.Informer(
+        api,
+        CM,
+        "ns",
+        "selected=yes",
+        on_event=recorder,
+        backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0),
+    )
+    try:
+        for name in ("gone", "kept"):
+            api.put(CM, obj(CM, name, labels={"selected": "yes"}))
+        informer.start()
+        assert informer.has_synced.wait(5)
+        stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+        api.refusal = errors.ApiError.from_status(404, "NotFound", "the server could not find the requested resource")
+        api.fail(CM, api.refusal)
+        wait_for(lambda: api.refused >= 2, timeout=5)
+        api.remove(CM, "ns", "gone")
+        api.refusal = None
+        wait_for(lambda: informer.relists == 2, timeout=5)
+
+        assert recorder.snapshot()[2:] == [
+            ("RESYNC", "kept", stored["kept"], stored["kept"]),
+            ("DELETED", "gone", stored["gone"], None),
+        ]
+        assert api.gets == []
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+
 def test_a_deleted_event_of_an_object_the_filter_never_let_in_is_not_announced(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

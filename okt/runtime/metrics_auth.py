@@ -118,6 +118,7 @@ class Reviewer:
         self._lock = threading.Lock()
         self._verdicts: dict[str, tuple[float, Verdict]] = {}
         self._flights: dict[str, _Flight] = {}
+        # The error the last review failed with (None: it was answered), for a repeat to be logged at debug level.
         self._failed: str | None = None
 
     def review(self, authorization: str | None) -> Verdict:
@@ -158,7 +159,8 @@ class Reviewer:
             verdict = self._ask(token)
         except errors.ApiError as exc:
             return self._unanswered(exc)
-        self._failed = None
+        with self._lock:
+            self._failed = None
         self._keep(digest, verdict, now + self._ttl[verdict.allowed])
         return verdict
 
@@ -211,6 +213,9 @@ class Reviewer:
 
     def _unanswered(self, exc: errors.ApiError) -> Verdict:
         error = " ".join(f"{type(exc).__name__}: {exc}".split())
-        said, self._failed = self._failed, error
+        # Under the lock: the reviews of several tokens fail at once, each on its server thread, and only one of
+        # them finds the error new.
+        with self._lock:
+            said, self._failed = self._failed, error
         (_log.debug if said == error else _log.warning)("a /metrics token could not be reviewed", error=error)
         return Verdict(503, f"the API server did not review the token: {error}")

@@ -20,10 +20,13 @@ Guarantees:
   ``MutableMapping`` written in Python) reachable from its variables: through the custom resource (its raw object,
   its metadata, labels and annotations, its spec model's fields, extra fields and ``model_fields_set``), a parameter,
   an item, a loop's item, a filter's result that hands an item on (``| first``), a list the template built holding
-  one (``[cr.spec.hosts][0]``), or an object of any other kind a parameter holds (a client, a cache: its attributes
-  and slots, what its methods hand out of them, its class's attributes, a function's defaults and closure, a
-  ``functools.partial``'s arguments); the call raises :class:`ChangesInput`, which the render reports as a
-  ``MutationError`` naming the template line, before anything changed;
+  one (``[cr.spec.hosts][0]``), or an object of any other kind a parameter holds (a client of the operator's own, a
+  cache: its attributes and slots, what its methods hand out of them, its class's attributes, a function's defaults
+  and closure, a ``functools.partial``'s arguments); the call raises :class:`ChangesInput`, which the render reports
+  as a ``MutationError`` naming the template line, before anything changed;
+* of the I/O and concurrency machinery a parameter holds (okt's API client, a requests session, a connection pool,
+  a logger, a lock, a thread, a queue, a socket: :func:`machinery`), a template reads text, numbers and booleans only
+  (the sandbox refuses the rest), so nothing it refers to is walked: such a parameter costs the walk one object;
 * lists, dicts and sets the template builds itself (literals, ``namespace()``, ``dict(...)``, ``+``, a filter's new
   list) change as Python changes them;
 * a render that calls no such method walks nothing: what is reachable is walked once per render, the first time a
@@ -31,7 +34,8 @@ Guarantees:
 
 Caveats: the walk follows what each object refers to as the garbage collector sees it, but not a function's module
 globals (the whole program, no value a template is handed): a function in the params handing out a list its module
-holds hands out a list the template can change. A method of an object of the operator's own that changes it
+holds hands out a list the template can change, and so does one handing out what the machinery holds (a method of the
+operator's returning its logger's ``handlers``). A method of an object of the operator's own that changes it
 (``cache.put(...)``) is the operator's method, and runs.
 """
 
@@ -128,6 +132,14 @@ class Inputs:
             raise ChangesInput(type(receiver).__name__, name)
 
 
+def reachable(roots: Iterable[Any]) -> set[int]:
+    """The ids of the objects reachable from ``roots`` that a template handed them may not change: what a render walks
+    the first time its template calls a changing method."""
+    seen: set[int] = set()
+    _walk(roots, seen)
+    return seen
+
+
 def _changes(receiver: Any, name: str) -> bool:
     """Whether the method ``name`` of ``receiver`` changes it."""
     kind = type(receiver)
@@ -147,7 +159,9 @@ def _walk(roots: Iterable[Any], seen: set[int], texts: list[str] | None = None) 
     fields and ``model_fields_set``, a ``functools.partial``'s arguments, a C type's own references), a function's
     defaults and closure, a class's data attributes (which a template reads through an instance), and the attributes
     of a module handed as a variable. Not a function's globals, nor a module an object holds, nor a frame's: Python's
-    whole program, no value handed. With ``texts``, the strings reached (a mapping's keys too) are added to it."""
+    whole program, no value handed. Nor what an object of the I/O and concurrency machinery refers to (see
+    :func:`machinery`): a template reads plain values of it only. With ``texts``, the strings reached (a mapping's
+    keys too, and the plain attributes of the machinery's objects) are added to it."""
     stack = list(roots)
     handed = {id(root) for root in stack if type(root) is types.ModuleType}
     while stack:
@@ -172,13 +186,69 @@ def _walk(roots: Iterable[Any], seen: set[int], texts: list[str] | None = None) 
         elif kind is types.ModuleType:
             if id(item) in handed:
                 stack.extend(value for name, value in vars(item).items() if not _dunder(name))
-        elif kind not in _PROGRAM:
+        elif kind is dict:
+            stack.extend(gc.get_referents(item))
+        elif kind in _PROGRAM:
+            continue
+        elif machinery(kind):
+            if texts is not None:  # what a template reads of it: its plain values
+                texts.extend(value for value in _attributes(item) if type(value) is str)
+        else:
             stack.extend(gc.get_referents(item))
 
 
 _PROGRAM = frozenset({types.FrameType, types.TracebackType, types.CodeType})
 """What the walk never enters: a frame's (a traceback's) globals and a code object's constants hold no value a
 template is handed (and the sandbox refuses every attribute of them)."""
+
+_MACHINERY = frozenset(
+    {"threading", "_thread", "socket", "_socket", "ssl", "_ssl", "select", "selectors", "queue", "_queue"}
+    | {"logging", "asyncio", "concurrent", "subprocess", "multiprocessing", "http"}
+    | {"requests", "urllib3", "pykube", "structlog"}
+    | {"okt.kube.client", "okt.kube.transport", "okt.kube.tokens", "okt.kube.jsonstream"}
+)
+"""The modules (a top-level name stands for its package) whose objects are I/O and concurrency machinery: threads,
+locks, queues, sockets, TLS contexts, loggers and their handlers, HTTP sessions, connection pools, okt's API client.
+Not ``okt.kube.objects``: the custom resource a template reads is data."""
+_CONTAINER_METHODS = ("__iter__", "__getitem__", "__reversed__", "__call__", "keys", "items")
+"""What makes an object hand out what it holds without an attribute read: iterating it (``{% for %}``, ``| list``,
+``| first``), an item of it, calling it, ``dict(...)`` and ``| dictsort`` of it."""
+_MACHINERY_TYPES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def machinery(kind: type) -> bool:
+    """Whether objects of exactly the type ``kind`` are I/O and concurrency machinery a template reads plain values
+    of only: a type a module of :data:`_MACHINERY` defines (an operator's subclass is the operator's own) that is no
+    container and cannot be called (:data:`_CONTAINER_METHODS`).
+
+    Of such an object the sandbox (:meth:`okt.resources.templating._Environment.is_safe_attribute`) lets a template
+    read the attributes that are text, a number, a boolean or none, and nothing else: no list or dict it holds
+    (``log.handlers``, ``session.headers``), no object (``client.stats``, ``log.manager``), no method
+    (``lock.acquire``), read as ``a.b``, ``a['b']``, ``| attr('b')``, ``| map(attribute='b')`` or ``'{0.b}'.format(a)``
+    alike; attributes starting with ``_`` are refused on every object. It cannot be iterated, indexed, called or read
+    as a mapping. So a template given one gets hold of nothing it refers to but those plain values, which no method
+    changes, and the walk of what a template may not change need not enter it: with okt's client or a logger in the
+    params, it walked their sessions, connection pools and TLS settings and the logging module's every logger and
+    handler, hundreds of objects at each render calling a changing method (a template's own ``ns.v.append(...)``
+    too). Kept per type."""
+    known = _MACHINERY_TYPES.get(kind)
+    if known is None:
+        module = getattr(kind, "__module__", None) or ""
+        known = (module in _MACHINERY or module.partition(".")[0] in _MACHINERY) and not any(
+            name in vars(base) for base in kind.__mro__ for name in _CONTAINER_METHODS
+        )  # looked up in the classes an instance reads from, not the metaclass (a class itself can be called)
+        with contextlib.suppress(TypeError):  # a type no weak reference can name
+            _MACHINERY_TYPES[kind] = known
+    return known
+
+
+def _attributes(item: Any) -> Iterable[Any]:
+    """The values of an object's instance dictionary (none for one without), read without its ``__getattr__``."""
+    try:
+        attributes = object.__getattribute__(item, "__dict__")
+    except AttributeError:
+        return ()
+    return list(attributes.values()) if isinstance(attributes, dict) else ()
 
 
 def _contents(cell: types.CellType) -> Any:

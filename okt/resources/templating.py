@@ -33,7 +33,10 @@ Guarantees:
   without a default) raises :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False,
   reason=InvalidSpec``;
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
-  attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``);
+  attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``); of
+  the I/O and concurrency machinery a parameter holds (okt's API client, a requests session, a logger, a lock) it
+  reads text, numbers and booleans only: no list, object or method of it (an ``InvalidSpec`` too,
+  :func:`okt.resources.template_readonly.machinery`);
 * a recursion as deep as a value makes it (a recursive macro or ``loop()`` over a tree in the spec, a value nested
   deeper than Python recurses) raises :class:`okt.errors.InvalidSpec`, never a ``RecursionError``;
 * no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
@@ -115,10 +118,12 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     The sandbox because a value of the custom resource can steer what a template reads: a format string it holds
     (``{{ cr.spec.pattern.format(name) }}`` with ``{0.__class__.__init__.__globals__}``) read the operator's module
     globals, and a ``range`` it bounds looped for ever. The sandbox refuses attributes starting with ``_`` and Python's
-    internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line) and caps ``range`` at
-    ``jinja2.sandbox.MAX_RANGE`` items; the operators, filters and string methods whose result a value sizes
-    (``+``, ``~``, ``*``, ``**``, ``%``, ``join``, ``center``, ``str.format`` widths...) refuse to build more than a
-    child can hold (:mod:`okt.resources.template_limits`), which the sandbox leaves alone.
+    internal ones (a :class:`jinja2.exceptions.SecurityError`, an ``InvalidSpec`` naming the line), every attribute of
+    the I/O and concurrency machinery that is not text, a number, a boolean or none (a client's session, a logger's
+    handlers, a lock's ``acquire``: what a template cannot get hold of, the read-only walk need not enter), and caps
+    ``range`` at ``jinja2.sandbox.MAX_RANGE`` items; the operators, filters and string methods whose result a value
+    sizes (``+``, ``~``, ``*``, ``**``, ``%``, ``join``, ``center``, ``str.format`` widths...) refuse to build more
+    than a child can hold (:mod:`okt.resources.template_limits`), which the sandbox leaves alone.
 
     Jinja2 tries the attribute first, so without a spec model ``{{ cr.spec.values }}`` — the spec is then a plain
     dict — is the dict's ``values`` method, placed as its text, and ``{% if cr.spec.items %}`` is always true: a
@@ -180,9 +185,10 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
             value = getattr(obj, attribute, _MISSING)
             kind = type(value)
             if kind in _DATA:
-                if kind is list or kind is dict:  # a spec model's list[SecretStr] has its secrets wrapped
-                    return _field(obj, attribute, value)
-                return value
+                if kind is not list and kind is not dict:
+                    return value
+                if not template_readonly.machinery(type(obj)):  # whose lists the sandbox refuses to hand out
+                    return _field(obj, attribute, value)  # a spec model's list[SecretStr] has its secrets wrapped
         value = super().getattr(obj, attribute)
         if type(obj) is template_placement.OrderedSet and isinstance(value, jinja2.Undefined):
             # A set the template reads is a frozen copy: cr.spec.tags.add(...) meant to change what it was handed.
@@ -198,15 +204,26 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
             return self.undefined(hint, obj=obj, name=argument)
         return _read(value)
 
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if type(value) not in _PLAIN and template_readonly.machinery(type(obj)):
+            return False  # of a client, a session, a logger or a lock a template reads plain values only
+        return super().is_safe_attribute(obj, attr, value)
+
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # Refused at once, naming the first attribute refused (Jinja2's Undefined went on, named the last one).
-        raise jinja2.exceptions.SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} is unsafe")
+        message = f"access to attribute {attribute!r} of {type(obj).__name__!r} is unsafe"
+        if template_readonly.machinery(type(obj)):
+            message += " (of I/O or concurrency machinery a template reads text, numbers and booleans only)"
+        raise jinja2.exceptions.SecurityError(message)
 
 
 _SERIALIZING = frozenset({"model_dump", "model_dump_json", "dict", "json"})
 """The methods of a pydantic model that write its values (``dict`` and ``json`` are pydantic v1's names)."""
 _DATA = frozenset({str, int, float, bool, type(None), dict, list})
 """The exact types of the values :meth:`_Environment.getattr` reads without the sandbox's checks."""
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""The exact types of the values a template reads of an object of the I/O and concurrency machinery
+(:func:`okt.resources.template_readonly.machinery`): no method of theirs changes them or hands out another object."""
 _INTERNAL_OBJECTS = frozenset({types.CodeType, types.TracebackType, types.FrameType})
 """The objects any attribute of which the sandbox refuses (they cannot be subclassed): their plain data (a frame's
 ``f_globals``) never takes the short path."""

@@ -16,9 +16,11 @@ import dataclasses
 import enum
 import functools
 import json
+import logging
 import math
 import pathlib
 import sys
+import threading
 import types
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -27,12 +29,14 @@ import hypothesis
 import jinja2
 import pydantic
 import pytest
+import requests
 import yaml
 from hypothesis import strategies as st
 
 from okt import errors
 from okt.kube import objects
 from okt.resources import templating
+from tests.unit.kube import loopback
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GENERATED = sorted(
@@ -1846,6 +1850,71 @@ def test_lists_a_template_builds_beside_an_object_of_another_kind_stay_usable() 
         "d": {"app": "web", "x": "y"},
     }
     assert opaque_snapshot(variables) == before
+
+
+def machinery_params() -> dict[str, Any]:
+    """Params holding I/O and concurrency machinery: okt's client, an HTTP session, a logger, a lock, and an object of
+    the operator's own holding a logger."""
+    log = logging.Logger("operator")  # of no manager's: its handler leaves with it
+    log.addHandler(logging.NullHandler())
+    session = requests.Session()
+    session.headers = requests.structures.CaseInsensitiveDict({"h": "v"})
+    return {
+        "cr": widget({}),
+        "client": loopback.client_for(9),  # nobody listens: building it sends nothing
+        "session": session,
+        "log": log,
+        "lock": threading.Lock(),
+        "settings": types.SimpleNamespace(log=log, replicas=3),
+    }
+
+
+def machinery_snapshot(variables: dict[str, Any]) -> Any:
+    log, session = variables["log"], variables["session"]
+    manager = log.manager.loggerDict
+    return repr((log.handlers, dict(session.headers), variables["client"].stats.snapshot(), sorted(manager)))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "{% set _ = log.handlers.clear() %}",
+        "{% set _ = settings.log.handlers.append(1) %}",
+        "{% set _ = log.manager.loggerDict.clear() %}",
+        "{% set _ = log['handlers'].clear() %}",
+        "{% set _ = (log | attr('handlers')).clear() %}",
+        "{% set _ = ([log] | map(attribute='handlers') | first).clear() %}",
+        "{% set _ = '{0.handlers}'.format(log) %}",
+        "{% set _ = session.headers.update({'x': 'y'}) %}",
+        "{% set _ = client.stats.reset() %}",
+        "{% set _ = lock.acquire() %}",
+        "{% set _ = log.info('x') %}",
+    ],
+)
+def test_a_template_reads_nothing_but_plain_values_of_a_client_session_logger_or_lock(statement: str) -> None:
+    # the read-only walk no longer enters the machinery (it walked a client's connection pools and the logging
+    # module's every logger at each render calling a changing method): so a template gets hold of nothing it holds
+    variables = machinery_params()
+    before = machinery_snapshot(variables)
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: .*of I/O or concurrency machinery a template"):
+        templating.render_template(f"kind: X\n{statement}\nv: ok\n", variables)
+
+    assert machinery_snapshot(variables) == before
+    assert variables["lock"].acquire(blocking=False)
+
+
+def test_a_template_reads_the_plain_values_of_a_client_or_logger() -> None:
+    variables = machinery_params()
+    template = (
+        "kind: X\n{% set ns = namespace(v=[]) %}{% set _ = ns.v.append(client.host) %}\n"
+        "v: {{ ns.v }}\nname: {{ settings.log.name }}-{{ log.level }}-{{ log.propagate }}\n"
+        "r: {{ settings.replicas }}\n"
+    )
+
+    rendered = templating.render_template(template, variables)
+
+    assert rendered == {"kind": "X", "v": ["127.0.0.1:9"], "name": "operator-0-True", "r": 3}
 
 
 @pytest.mark.parametrize("quote", ["", "'"])

@@ -144,6 +144,17 @@ def uid_of(obj: Mapping[str, Any]) -> str:
     return str(obj["metadata"]["uid"])
 
 
+def create_gadget(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str, selected: str = "yes") -> str:
+    """Create the gadget ``name`` labelled ``selected=<selected>``; its uid."""
+    body = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": {"name": name, "namespace": namespace, "labels": {"selected": selected}},
+        "spec": {},
+    }
+    return uid_of(kube.create(body, kind))
+
+
 def test_a_deleted_primary_is_told_once_with_its_last_state_and_its_deletion_is_not_held(
     kube: kube_client.Client,
     namespace: str,
@@ -249,13 +260,7 @@ def test_an_object_that_leaves_the_selection_is_not_told_and_is_told_once_delete
     gadget_kind: kinds.Kind,
     start: Callable[..., controller_mod.Controller],
 ) -> None:
-    body = {
-        "apiVersion": gadget_kind.api_version,
-        "kind": gadget_kind.kind,
-        "metadata": {"name": "g", "namespace": namespace, "labels": {"selected": "yes"}},
-        "spec": {},
-    }
-    uid = uid_of(kube.create(body, gadget_kind))
+    uid = create_gadget(kube, gadget_kind, namespace, "g")
     controller = start(SelectedGadget)
     wait_for(lambda: controller.cache.uid(gadget_kind, "g", namespace) == uid, timeout=10)
 
@@ -283,22 +288,13 @@ def test_an_object_deleted_after_it_left_the_selection_is_not_told(
     """It was no longer the operator's when it went: told only of the deletions of objects in its selection (as
     Kopf's deletion handlers are), whether the API server selects (``okt run -l``) or okt does (``when``)."""
 
-    def selected(name: str, value: str) -> dict[str, Any]:
-        body = {
-            "apiVersion": gadget_kind.api_version,
-            "kind": gadget_kind.kind,
-            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": value}},
-            "spec": {},
-        }
-        return kube.create(body, gadget_kind)
-
     if selection == "when":
         reconciler: type[ToldGadget] = SelectedGadget
         controller = start(reconciler)
     else:
         reconciler = ToldGadget
         controller = start(reconciler, label_selector="selected=yes")
-    left = uid_of(selected("left", "yes"))
+    left = create_gadget(kube, gadget_kind, namespace, "left")
     wait_for(lambda: controller.cache.uid(gadget_kind, "left", namespace) == left, timeout=10)
     kube.patch(gadget_kind, "left", {"metadata": {"labels": {"selected": "no"}}}, namespace)
     wait_for(lambda: controller.cache.uid(gadget_kind, "left", namespace) is None, timeout=10)
@@ -306,11 +302,11 @@ def test_an_object_deleted_after_it_left_the_selection_is_not_told(
     # worker's read finds it there. Deleted before that read, it could not be told from a deletion (documented).
     settle(controller)
     kube.delete(gadget_kind, "left", namespace)
-    never = uid_of(selected("never", "no"))
+    never = create_gadget(kube, gadget_kind, namespace, "never", "no")
     kube.delete(gadget_kind, "never", namespace)
 
     # An object of the selection deleted after them: once it is told, theirs would have been too.
-    kept = uid_of(selected("kept", "yes"))
+    kept = create_gadget(kube, gadget_kind, namespace, "kept")
     wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
     kube.delete(gadget_kind, "kept", namespace)
     wait_for(lambda: reconciler.told, timeout=15, message="on_deleted called for the selected object")
@@ -337,20 +333,11 @@ def test_the_deletion_of_an_object_the_filters_never_let_in_reaches_neither_on_d
         reconciled.append(name)
         return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
 
-    def gadget(name: str, value: str) -> dict[str, Any]:
-        body = {
-            "apiVersion": gadget_kind.api_version,
-            "kind": gadget_kind.kind,
-            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": value}},
-            "spec": {},
-        }
-        return kube.create(body, gadget_kind)
-
     controller = start(MirroredGadget, reconcile, workers=1)
-    never = uid_of(gadget("never", "no"))
+    never = create_gadget(kube, gadget_kind, namespace, "never", "no")
     kube.delete(gadget_kind, "never", namespace)
     # An object of the selection deleted after it: once it is told, the first would have been queued too.
-    kept = uid_of(gadget("kept", "yes"))
+    kept = create_gadget(kube, gadget_kind, namespace, "kept")
     wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
     kube.delete(gadget_kind, "kept", namespace)
     wait_for(lambda: MirroredGadget.told, timeout=15, message="on_deleted called for the selected object")
@@ -381,21 +368,12 @@ def test_an_object_that_left_the_selection_while_the_watch_was_broken_is_not_tol
             release.wait(30)  # the one worker is busy until the test lets it read what the relist told
         return stepper.Run((okt.State.End,), results_mod.Outcome.done(), results_mod.Results())
 
-    def selected(name: str) -> str:
-        body = {
-            "apiVersion": gadget_kind.api_version,
-            "kind": gadget_kind.kind,
-            "metadata": {"name": name, "namespace": namespace, "labels": {"selected": "yes"}},
-            "spec": {},
-        }
-        return uid_of(kube.create(body, gadget_kind))
-
     client = ExpiringWatches(kube)
     reconciler: type[ToldGadget] = SelectedGadget if selection == "when" else ToldGadget
     label_selector = "selected=yes" if selection == "label selector" else None
-    uids = {name: selected(name) for name in ("left", "gone")}
+    uids = {name: create_gadget(kube, gadget_kind, namespace, name) for name in ("left", "gone")}
     controller = start(reconciler, reconcile, workers=1, label_selector=label_selector, watched_through=client)
-    selected("blocker")
+    create_gadget(kube, gadget_kind, namespace, "blocker")
     wait_for(lambda: "blocker" in reconciled, timeout=15, message=lambda: str(reconciled))
 
     try:

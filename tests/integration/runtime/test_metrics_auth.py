@@ -54,6 +54,27 @@ def get(url: str, token: str | None = None, context: ssl.SSLContext | None = Non
         return exc.code, dict(exc.headers), exc.read().decode()
 
 
+def reviewed_server(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, account: str
+) -> tuple[kube_client.Client, metrics_mod.ProbeServer, ssl.SSLContext]:
+    """A probe server (not started) serving ``/metrics`` over TLS to the tokens the API server reviews for it, as the
+    ServiceAccount ``account`` (with its client, whose request counts tell the reviews asked), and a TLS context
+    that verifies its certificate."""
+    operator = kube_client.Client.from_kubeconfig(
+        service_accounts.kubeconfig_of(kube, control_plane, namespace, account)
+    )
+    bundle = certs.self_signed()
+    server = metrics_mod.ProbeServer(
+        ("127.0.0.1", 0),
+        metrics_mod.Metrics(),
+        lambda: (True, "ok"),
+        lambda: (True, "ok"),
+        tls=bundle.server_context(),
+        reviewer=metrics_auth.Reviewer(operator),
+    )
+    return operator, server, ssl.create_default_context(cadata=bundle.ca_pem.decode())
+
+
 @pytest.fixture
 def generated_rbac(kube: kube_client.Client, namespace: str) -> Iterator[str]:
     """The operator's ServiceAccount with the metrics RBAC ``okt gen deploy`` generates for it, and the scraper's
@@ -81,19 +102,7 @@ def test_metrics_are_served_to_an_allowed_token_only_and_the_probes_to_anyone(
     kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, generated_rbac: str
 ) -> None:
     scraper, stranger = token_of(kube, namespace, "scraper"), token_of(kube, namespace, "stranger")
-    operator = kube_client.Client.from_kubeconfig(
-        service_accounts.kubeconfig_of(kube, control_plane, namespace, generated_rbac)
-    )
-    bundle = certs.self_signed()
-    server = metrics_mod.ProbeServer(
-        ("127.0.0.1", 0),
-        metrics_mod.Metrics(),
-        lambda: (True, "ok"),
-        lambda: (True, "ok"),
-        tls=bundle.server_context(),
-        reviewer=metrics_auth.Reviewer(operator),
-    )
-    verified = ssl.create_default_context(cadata=bundle.ca_pem.decode())
+    operator, server, verified = reviewed_server(kube, control_plane, namespace, generated_rbac)
     server.start()
     try:
         allowed = [get(server.metrics_url, scraper, verified) for _ in range(3)]
@@ -134,19 +143,7 @@ def test_scrapes_bringing_one_new_token_at_once_cause_one_review_of_it(
     """Each scrape not answered from what was kept asked the API server itself: as many TokenReviews and
     SubjectAccessReviews as scrapes came at once with a token new to the operator."""
     scraper = token_of(kube, namespace, "scraper")
-    operator = kube_client.Client.from_kubeconfig(
-        service_accounts.kubeconfig_of(kube, control_plane, namespace, generated_rbac)
-    )
-    bundle = certs.self_signed()
-    server = metrics_mod.ProbeServer(
-        ("127.0.0.1", 0),
-        metrics_mod.Metrics(),
-        lambda: (True, "ok"),
-        lambda: (True, "ok"),
-        tls=bundle.server_context(),
-        reviewer=metrics_auth.Reviewer(operator),
-    )
-    verified = ssl.create_default_context(cadata=bundle.ca_pem.decode())
+    operator, server, verified = reviewed_server(kube, control_plane, namespace, generated_rbac)
     together = threading.Barrier(8)
     statuses: list[int] = []
 

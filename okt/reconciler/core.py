@@ -30,7 +30,7 @@ from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.reconciler import cluster_operator, daemons, findings, report, watches
+from okt.reconciler import cluster_operator, daemons, declaration, findings, report, watches
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
 from okt.status import events, writer
@@ -130,7 +130,7 @@ def owned_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_cl
 def legacy_kinds(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> list[kinds.Kind]:
     """The kinds of ``legacy_owns``, resolved (none of them is in ``owns``: the declaration refuses it)."""
     seen: dict[tuple[str, str], kinds.Kind] = {}
-    for api_version, kind_name in reconciler_mod.legacy_pairs(reconciler_cls.legacy_owns):
+    for api_version, kind_name in declaration.legacy_pairs(reconciler_cls.legacy_owns):
         seen.setdefault((api_version, kind_name), client.resolve(api_version, kind_name))
     return list(seen.values())
 

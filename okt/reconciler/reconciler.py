@@ -26,7 +26,6 @@ request; the status is written only when it changes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -38,8 +37,8 @@ from okt import errors
 from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
-from okt.kube import kinds, objects, selectors
-from okt.reconciler import children, cluster_operator, finalize, findings, report, timers
+from okt.kube import kinds, objects
+from okt.reconciler import children, cluster_operator, declaration, finalize, findings, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import apply, helpers, resource
@@ -176,50 +175,7 @@ class Reconciler:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        resource.check_synchronous(cls)  # an "async def" hook would silently never run
-        try:
-            cls.status_target()
-        except ValueError as exc:
-            raise TypeError(f"{cls.__name__}.{exc}") from None
-        _check_owns(cls)
-        _check_legacy_owns(cls)
-        _check_watches(cls)
-        _check_write_choices(cls)
-        _check_legacy_field_managers(cls)
-        _check_mappings(cls)
-        _check_annotation_selector(cls)
-        _check_models(cls)
-        if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
-            # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
-            raise TypeError(f"{cls.__name__}.prefix = {cls.prefix!r}: expected a DNS subdomain, e.g. 'okt.io'")
-        _check_legacy_prefixes(cls)
-        legacy = cls.legacy_finalizers
-        if isinstance(legacy, str) or not all(isinstance(name, str) for name in legacy):
-            # A str would be read letter by letter: an object still carrying the old finalizer never released.
-            raise TypeError(
-                f"{cls.__name__}.legacy_finalizers = {legacy!r}: expected a tuple of finalizer names, e.g. "
-                '("example.com/old-cleanup",)'
-            )
-        for name in legacy:
-            if name in GARBAGE_COLLECTOR_FINALIZERS:
-                # okt would remove it with its own from every object deleted with propagationPolicy Orphan or
-                # Foreground, before the garbage collector acted on it: children meant to be orphaned deleted with
-                # their owner, an owner meant to wait for its children gone first.
-                raise TypeError(
-                    f"{cls.__name__}.legacy_finalizers = {legacy!r}: {name!r} is the garbage collector's own finalizer "
-                    "(it removes it itself, once it orphaned or deleted the children); list only the names this "
-                    "operator added"
-                )
-        if not isinstance(cls.engine, stepper.Stepper | freestyle.FreeStyle):
-            # ``engine = okt.FreeStyle`` (the class) would fail every reconcile, on run()'s arguments.
-            raise TypeError(f"{cls.__name__}.engine = {cls.engine!r}: expected okt.Stepper() or okt.FreeStyle()")
-        _check_settings(cls)
-        if cls.finalizer in GARBAGE_COLLECTOR_FINALIZERS:
-            raise TypeError(
-                f"{cls.__name__}.finalizer = {cls.finalizer!r}: the garbage collector's own finalizer (it acts on it "
-                "and removes it, so the object could go before its cleanup ran); expected a name of yours, e.g. "
-                '"example.com/cleanup"'
-            )
+        declaration.check(cls)
 
     # -- naming --------------------------------------------------------------------------------------------------
 
@@ -270,7 +226,7 @@ class Reconciler:
         return context_mod.Settings(
             controller=self.controller_name(),
             owns=tuple(self.owns),
-            legacy_owns=legacy_pairs(self.legacy_owns),
+            legacy_owns=declaration.legacy_pairs(self.legacy_owns),
             params=self.params,
             prefix=self.prefix,
             legacy_prefixes=tuple(self.legacy_prefixes),
@@ -452,204 +408,6 @@ class Reconciler:
                 if stalled:
                     return True, helpers.PROGRESS_DEADLINE_EXCEEDED, f"{child.kind} {child.name}: {stalled}"
         return False
-
-
-def _check_owns(cls: type[Reconciler]) -> None:
-    """Refuse an ``owns`` that is not a sequence of resource classes (``owns = (ConfigMapRes)`` lacks its comma): it
-    would fail every reconcile, and the start of ``okt run``, with a TypeError far from the declaration."""
-    owns = cls.owns
-    if isinstance(owns, type) and issubclass(owns, resource.Resource):
-        raise TypeError(
-            f"{cls.__name__}.owns = {owns.__name__}: expected a tuple of resource classes: "
-            f"({owns.__name__},), with its comma"
-        )
-    if (
-        isinstance(owns, str)
-        or not isinstance(owns, Sequence)
-        or not all(isinstance(c, type) and issubclass(c, resource.Resource) for c in owns)
-    ):
-        raise TypeError(f"{cls.__name__}.owns = {owns!r}: expected a tuple of resource classes")
-
-
-def legacy_pairs(legacy: Iterable[tuple[str, str] | kinds.Kind]) -> tuple[tuple[str, str], ...]:
-    """``legacy_owns`` as ``(api_version, kind)`` pairs (an ``okt.Kind`` read as its pair)."""
-    return tuple((k.api_version, k.kind) if isinstance(k, kinds.Kind) else (k[0], k[1]) for k in legacy)
-
-
-def _check_legacy_owns(cls: type[Reconciler]) -> None:
-    """Refuse ``legacy_owns`` that are not a tuple of ``(api_version, kind)`` pairs (or ``okt.Kind``) of kinds outside
-    ``owns``: a resource class or a lone pair would be read item by item and fail every prune far from the
-    declaration, and a kind still owned (in any version of its group) would be listed twice for nothing."""
-    legacy = cls.legacy_owns
-    if (
-        isinstance(legacy, str)
-        or not isinstance(legacy, Sequence)
-        or not all(
-            isinstance(entry, kinds.Kind)
-            or (
-                isinstance(entry, tuple)
-                and len(entry) == 2
-                and all(isinstance(part, str) and part and part.strip() == part for part in entry)
-                and kinds.API_VERSION.fullmatch(entry[0])
-            )
-            for entry in legacy
-        )
-    ):
-        raise TypeError(
-            f"{cls.__name__}.legacy_owns = {legacy!r}: expected a tuple of (api_version, kind) pairs, "
-            "e.g. (('v1', 'ConfigMap'),)"
-        )
-    owned = {(c.api_version.rpartition("/")[0], c.kind): c for c in cls.owns}
-    for api_version, kind in legacy_pairs(legacy):
-        still = owned.get((api_version.rpartition("/")[0], kind))
-        if still is not None:
-            raise TypeError(
-                f"{cls.__name__}.legacy_owns: {kind} ({api_version}) is in owns too ({still.__name__}): a kind the "
-                "reconciler owns is pruned as such; keep it in one of the two"
-            )
-
-
-def _check_legacy_prefixes(cls: type[Reconciler]) -> None:
-    """Refuse ``legacy_prefixes`` that are not a tuple of prefixes other than ``prefix``: a str would be read letter
-    by letter, a name no label can carry would fail the reads of every prune, and the current prefix listed again
-    would have okt remove, on every write, what it has just written."""
-    legacy = cls.legacy_prefixes
-    if (
-        isinstance(legacy, str)
-        or not isinstance(legacy, Sequence)
-        or not all(
-            isinstance(p, str) and p != cls.prefix and selectors.is_label_key(names_mod.Names(p).owner_label)
-            for p in legacy
-        )
-    ):
-        raise TypeError(
-            f"{cls.__name__}.legacy_prefixes = {legacy!r}: expected a tuple of earlier prefixes (DNS subdomains other "
-            f"than prefix {cls.prefix!r}), e.g. ('old.example.com',)"
-        )
-
-
-def _check_watches(cls: type[Reconciler]) -> None:
-    """Refuse ``watches`` that are not a sequence of :func:`okt.watch` declarations (a kind's name, or a kind, given
-    without its ``map``): the start of ``okt run`` would fail on it with an AttributeError far from the declaration."""
-    watched = cls.watches
-    if isinstance(watched, str) or not isinstance(watched, Sequence):
-        watched = (watched,)
-    if not all(isinstance(w, watches_mod.Watch) for w in watched):
-        raise TypeError(f"{cls.__name__}.watches = {cls.watches!r}: expected a tuple of okt.watch(kind, map=...)")
-
-
-def _check_mappings(cls: type[Reconciler]) -> None:
-    """Refuse a ``params``, ``versions`` or ``indexes`` that is not a mapping (``None``, a string, a list): copied
-    into every reconcile's context, it would fail every reconcile with a traceback, nothing reported on the object."""
-    for attribute in ("params", "versions", "indexes"):
-        value = getattr(cls, attribute)
-        if not isinstance(value, Mapping):
-            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected a mapping (a dict)")
-
-
-def _check_annotation_selector(cls: type[Reconciler]) -> None:
-    """Refuse an ``annotation_selector`` that is not annotation keys mapped to a str or None. A set or a list of keys
-    (no ``.items()``) raised in the informer's filter on every list, so the primaries never synced; a value that is no
-    str (``True``: annotations are strings) or a key no annotation can have silently selected no object at all."""
-    selector = cls.annotation_selector
-    if not isinstance(selector, Mapping) or not all(
-        isinstance(key, str) and selectors.is_label_key(key) and (value is None or isinstance(value, str))
-        for key, value in selector.items()
-    ):
-        raise TypeError(
-            f"{cls.__name__}.annotation_selector = {selector!r}: expected a mapping of annotation keys to a value or "
-            'None (any value), e.g. {"example.com/managed": None}'
-        )
-
-
-def _check_models(cls: type[Reconciler]) -> None:
-    """Refuse a ``spec_model`` or ``status_model`` that is no pydantic model (a dict of fields, ``dict``): every
-    reconcile would fail on it, and a bad ``status_model`` fails the ErrorManager's status write too, so not even
-    Ready=False would be written. (A model instance reads as its model: it is let through.)"""
-    for attribute in ("spec_model", "status_model"):
-        model = getattr(cls, attribute)
-        if model is None or isinstance(model, pydantic.BaseModel):
-            continue
-        if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
-            raise TypeError(f"{cls.__name__}.{attribute} = {model!r}: expected a pydantic model class or None")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # a bool is an int to Python: True would be 1
-
-
-_SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("namespaced", lambda v: isinstance(v, bool), "True or False"),
-    ("prune", lambda v: isinstance(v, bool), "True or False"),
-    ("related_objects", lambda v: isinstance(v, bool), "True or False"),
-    ("record_events", lambda v: isinstance(v, bool), "True or False"),
-    ("degraded_after", _is_int, "an int (failed reconciles)"),
-    ("max_creates", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
-    ("max_concurrent", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
-    (
-        "child_change_delay",
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
-        "a number of seconds >= 0",
-    ),
-    (
-        "finalizer",
-        lambda v: v is None or (isinstance(v, str) and selectors.is_label_key(v)),
-        'a finalizer name or None, e.g. "example.com/cleanup"',
-    ),
-    ("field_manager", lambda v: isinstance(v, str), "a name"),
-    ("name", lambda v: v is None or isinstance(v, str), "a name or None"),
-    ("cluster_operator", lambda v: v is None or isinstance(v, str), "a name or None"),
-)
-"""The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
-``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before
-Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback, ``finalizer = True``
-went into every object's ``metadata.finalizers`` (a list of names), and a name the API server refuses (it takes a
-qualified name, as a label key: ``"example.com/clean up"``) had every finalizer patch answered 422, read as a lost race
-and retried for ever, no child written; ``""`` silently meant no cleanup."""
-
-
-GARBAGE_COLLECTOR_FINALIZERS = frozenset({"orphan", "foregroundDeletion"})
-"""The finalizers the garbage collector acts on: on a deleted object it orphans or deletes the dependents, then removes
-the name itself — whether or not okt's cleanup ran."""
-
-
-def _check_settings(cls: type[Reconciler]) -> None:
-    for attribute, valid, expected in _SETTINGS:
-        value = getattr(cls, attribute)
-        if not valid(value):
-            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {expected}")
-
-
-def _check_write_choices(cls: type[Reconciler]) -> None:
-    """Refuse an ``apply_strategy`` or a ``persistence`` okt does not know (``"server-side"``, ``"annotation"``): read
-    only when a reconcile builds its settings, it would fail every reconcile with a traceback, nothing reported on
-    the object."""
-    choices: tuple[tuple[str, type[apply.Strategy] | type[bookkeeping.Persistence]], ...] = (
-        ("apply_strategy", apply.Strategy),
-        ("persistence", bookkeeping.Persistence),
-    )
-    for attribute, enum_cls in choices:
-        value = getattr(cls, attribute)
-        try:
-            enum_cls(value)
-        except ValueError:
-            accepted = " or ".join(repr(member.value) for member in enum_cls)
-            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {accepted}") from None
-
-
-def _check_legacy_field_managers(cls: type[Reconciler]) -> None:
-    """Refuse ``legacy_field_managers`` that are not a tuple of names other than ``field_manager``: a str would be
-    read letter by letter, and the current manager listed would take over its own apply entry, for nothing."""
-    legacy = cls.legacy_field_managers
-    if (
-        isinstance(legacy, str)
-        or not isinstance(legacy, Sequence)
-        or not all(isinstance(name, str) and name and name != cls.field_manager for name in legacy)
-    ):
-        raise TypeError(
-            f"{cls.__name__}.legacy_field_managers = {legacy!r}: expected a tuple of the field managers an earlier "
-            f"version wrote as (other than field_manager {cls.field_manager!r}), e.g. ('okt',)"
-        )
 
 
 BuiltinWork = Callable[[Reconciler, context_mod.Context], None]

@@ -197,10 +197,10 @@ def _warn_unreviewable_metrics(client: kube_client.Client, metrics_bind_address:
     which nobody reads until a dashboard stays empty. A review the API server does not answer says nothing: the
     permission check said so before.
     """
-    from okt.runtime import metrics
+    from okt.runtime import probe_server
 
-    address = metrics.parse_bind(metrics_bind_address)
-    if address is None or not metrics.reviews_tokens(address, secure=metrics_secure):
+    address = probe_server.parse_bind(metrics_bind_address)
+    if address is None or not probe_server.reviews_tokens(address, secure=metrics_secure):
         return
     try:
         refused = permissions.refused(client, rbac.METRICS_AUTH_RULES)
@@ -268,10 +268,10 @@ def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
     Raises:
         click.BadParameter: naming the option and what is wrong with it.
     """
-    from okt.runtime import metrics
+    from okt.runtime import probe_server
 
     try:
-        metrics.parse_bind(metrics_bind_address)
+        probe_server.parse_bind(metrics_bind_address)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--metrics-bind-address'") from None
     try:

@@ -74,7 +74,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
-from okt.runtime import memory
+from okt.runtime import memory, probe_server
 from okt.runtime import metrics as metrics_mod
 from okt.status import bookkeeping, writer
 
@@ -122,7 +122,7 @@ class Manager:
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
         metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
         metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
-            server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.metrics.protection`); False
+            server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.probe_server.protection`); False
             serves it plain to anyone there too. The probes are open either way.
         metrics_cert_dir: the folder of ``/metrics``'s certificate (``tls.crt``, ``tls.key``), read again when it
             is rotated; a self-signed one when ``None``.
@@ -199,7 +199,7 @@ class Manager:
         self.identity = identity or default_identity()
         self.grace_period = grace_period
         self.stuck_after = stuck_after
-        self._bind = metrics_mod.parse_bind(metrics_bind)
+        self._bind = probe_server.parse_bind(metrics_bind)
         self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
@@ -221,7 +221,7 @@ class Manager:
         self.elector: leader_mod.LeaderElector | None = None
         # The reconciles' and daemons' write fence with leader election: closed before the lease is released.
         self._fence = kube_client.Fence(self._write_fence, self._write_time_left)
-        self.probes: metrics_mod.ProbeServer | None = None
+        self.probes: probe_server.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
         self._serves_conversion = False
@@ -319,11 +319,11 @@ class Manager:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
-    def _probe_server(self, address: tuple[str, int]) -> metrics_mod.ProbeServer:
+    def _probe_server(self, address: tuple[str, int]) -> probe_server.ProbeServer:
         """The metrics and probe server on ``address``, ``/metrics`` protected there as asked."""
         secure, cert_dir = self._metrics_protection
-        tls, reviewer = metrics_mod.protection(address, self.client, secure=secure, cert_dir=cert_dir)
-        return metrics_mod.ProbeServer(address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer)
+        tls, reviewer = probe_server.protection(address, self.client, secure=secure, cert_dir=cert_dir)
+        return probe_server.ProbeServer(address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer)
 
     def start(self) -> None:
         """Start everything and return at once (workers follow once caches are synced and, if asked, leading). A

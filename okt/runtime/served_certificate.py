@@ -3,7 +3,7 @@
 Why this exists: whoever issues a serving certificate renews it in place — cert-manager writes the Secret, the kubelet
 swaps the files mounted from it — and a server that kept the pair it read at start serves the old one until it ends,
 then fails every handshake. Both of okt's TLS servers (:mod:`okt.runtime.webhook_server`, and the metrics server of
-:mod:`okt.runtime.metrics` given ``--metrics-cert-dir``) read theirs again through :class:`ServedCertificate`, one
+:mod:`okt.runtime.probe_server` given ``--metrics-cert-dir``) read theirs again through :class:`ServedCertificate`, one
 mechanism with one set of guarantees: a changed pair is served from the next handshake once it loads; a pair that
 does not load (a certificate whose key is not written yet) is never served, nor one that cannot be read: the previous
 one is, said once in the logs; no key or certificate content is ever logged.

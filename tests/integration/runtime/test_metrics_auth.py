@@ -19,7 +19,7 @@ import yaml
 from okt.codegen import cli, rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import certs, metrics_auth
+from okt.runtime import certs, metrics_auth, probe_server
 from okt.runtime import metrics as metrics_mod
 from okt.testing import RunningOperator, envtest
 from tests.integration import service_accounts
@@ -56,7 +56,7 @@ def get(url: str, token: str | None = None, context: ssl.SSLContext | None = Non
 
 def reviewed_server(
     kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str, account: str
-) -> tuple[kube_client.Client, metrics_mod.ProbeServer, ssl.SSLContext]:
+) -> tuple[kube_client.Client, probe_server.ProbeServer, ssl.SSLContext]:
     """A probe server (not started) serving ``/metrics`` over TLS to the tokens the API server reviews for it, as the
     ServiceAccount ``account`` (with its client, whose request counts tell the reviews asked), and a TLS context
     that verifies its certificate."""
@@ -64,7 +64,7 @@ def reviewed_server(
         service_accounts.kubeconfig_of(kube, control_plane, namespace, account)
     )
     bundle = certs.self_signed()
-    server = metrics_mod.ProbeServer(
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0),
         metrics_mod.Metrics(),
         lambda: (True, "ok"),

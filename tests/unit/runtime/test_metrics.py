@@ -20,6 +20,7 @@ from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.runtime import metrics as metrics_mod
+from okt.runtime import probe_server
 from okt.testing import wait_for
 
 
@@ -42,13 +43,13 @@ class StatsOnly:
     ],
 )
 def test_bind_addresses_parse_to_host_and_port_or_disabled(address: str, expected: tuple[str, int] | None) -> None:
-    assert metrics_mod.parse_bind(address) == expected
+    assert probe_server.parse_bind(address) == expected
 
 
 @pytest.mark.parametrize("address", ["8080", "host:", "host:http", "host:70000"])
 def test_malformed_bind_addresses_are_refused(address: str) -> None:
     with pytest.raises(ValueError, match="HOST:PORT"):
-        metrics_mod.parse_bind(address)
+        probe_server.parse_bind(address)
 
 
 def test_a_finished_reconcile_is_counted_by_result_and_timed() -> None:
@@ -97,14 +98,14 @@ def test_two_metrics_objects_never_share_series() -> None:
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[..., metrics_mod.ProbeServer]]:
-    servers: list[metrics_mod.ProbeServer] = []
+def serve() -> Iterator[Callable[..., probe_server.ProbeServer]]:
+    servers: list[probe_server.ProbeServer] = []
 
-    def start(healthy: tuple[bool, str] = (True, "ok"), ready: Any = (True, "ok")) -> metrics_mod.ProbeServer:
+    def start(healthy: tuple[bool, str] = (True, "ok"), ready: Any = (True, "ok")) -> probe_server.ProbeServer:
         metrics = metrics_mod.Metrics()
         metrics.reconciled("widget", "done", 0.01)
         ready_check = ready if callable(ready) else (lambda: ready)
-        server = metrics_mod.ProbeServer(("127.0.0.1", 0), metrics, lambda: healthy, ready_check)
+        server = probe_server.ProbeServer(("127.0.0.1", 0), metrics, lambda: healthy, ready_check)
         server.start()
         servers.append(server)
         return server
@@ -171,9 +172,9 @@ def test_a_stopped_server_releases_its_port(serve: Any) -> None:
 @pytest.mark.skipif(not socket.has_ipv6, reason="this Python has no IPv6")
 def test_an_ipv6_bind_address_is_served() -> None:
     """``[::1]:PORT`` parses as an address to bind (``[::]:8080`` is every interface of an IPv6-only pod)."""
-    address = metrics_mod.parse_bind("[::1]:0")
+    address = probe_server.parse_bind("[::1]:0")
     assert address is not None
-    server = metrics_mod.ProbeServer(address, metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"))
+    server = probe_server.ProbeServer(address, metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"))
     server.start()
     try:
         assert server.url.startswith("http://[::1]:")
@@ -351,7 +352,7 @@ def test_an_operators_collector_that_raises_makes_metrics_answer_500_naming_its_
 def test_a_connection_that_sends_nothing_is_closed_by_the_server_and_probes_are_answered_meanwhile() -> None:
     """Each connection holds a thread of the server until its request is read: one that never sends held it for
     ever, and as many as a misbehaving client opened piled up."""
-    server = metrics_mod.ProbeServer(
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=0.2
     )
     server.start()
@@ -390,7 +391,7 @@ def test_a_client_that_leaves_before_the_answer_is_logged_at_debug_level_and_not
 def test_a_client_trickling_its_request_head_is_cut_off_at_one_deadline_and_probes_are_answered_meanwhile() -> None:
     """The timeout was per read: a client sending one byte of its head every so often, each well within the timeout,
     held its thread of the server for as long as it went on."""
-    server = metrics_mod.ProbeServer(
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=0.5
     )
     server.start()
@@ -417,14 +418,14 @@ def test_a_client_trickling_its_request_head_is_cut_off_at_one_deadline_and_prob
 def test_connections_past_the_cap_are_closed_at_once_and_probes_are_answered_once_one_closes() -> None:
     """Each connection holds a thread of the server until its request is read: a few hundred slow clients held as many
     threads, and their memory, with no end to how many."""
-    server = metrics_mod.ProbeServer(
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=60
     )
     server.start()
     idle: list[socket.socket] = []
     try:
         with structlog.testing.capture_logs() as logged:
-            for _ in range(metrics_mod.MAX_CONNECTIONS):
+            for _ in range(probe_server.MAX_CONNECTIONS):
                 idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
             with socket.create_connection(("127.0.0.1", server.port), timeout=10) as beyond:
                 beyond.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")

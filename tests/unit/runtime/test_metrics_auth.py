@@ -20,7 +20,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import transport
-from okt.runtime import certs, metrics_auth
+from okt.runtime import certs, metrics_auth, probe_server
 from okt.runtime import metrics as metrics_mod
 from okt.testing import wait_for
 
@@ -180,20 +180,20 @@ def test_requests_bringing_one_new_token_at_once_share_one_review_and_a_failed_o
 )
 def test_metrics_are_protected_beyond_loopback_unless_asked_not_to(host: str, secure: bool, protected: bool) -> None:
     client: Any = ReviewingApi({}, set())
-    tls, reviewer = metrics_mod.protection((host, 0), client, secure=secure)
+    tls, reviewer = probe_server.protection((host, 0), client, secure=secure)
     assert (tls is not None, reviewer is not None) == (protected, protected)
 
 
 def test_a_metrics_certificate_folder_without_its_files_is_a_configuration_error(tmp_path: pathlib.Path) -> None:
     client: Any = ReviewingApi({}, set())
     with pytest.raises(errors.ConfigurationError, match=r"cannot serve /metrics with the certificate in .*tls\.crt"):
-        metrics_mod.protection(("0.0.0.0", 8080), client, cert_dir=str(tmp_path))
+        probe_server.protection(("0.0.0.0", 8080), client, cert_dir=str(tmp_path))
 
 
 def test_a_reviewer_without_tls_is_refused() -> None:
     client: Any = ReviewingApi({}, set())
     with pytest.raises(ValueError, match="needs TLS"):
-        metrics_mod.ProbeServer(
+        probe_server.ProbeServer(
             ("127.0.0.1", 0),
             metrics_mod.Metrics(),
             lambda: (True, "ok"),
@@ -206,7 +206,7 @@ def test_a_tls_server_answers_plain_probes_and_closes_a_handshake_that_never_end
     """The kubelet's probes are plain HTTP on the port that serves /metrics over TLS; a client that opens a handshake
     and sends nothing more is held to the request's one deadline, as a plain one is."""
     client: Any = ReviewingApi({}, set())
-    server = metrics_mod.ProbeServer(
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0),
         metrics_mod.Metrics(),
         lambda: (True, "ok"),
@@ -264,8 +264,8 @@ def test_a_metrics_certificate_folder_rotated_while_serving_is_served_from_the_n
     first, rotated = certs.self_signed(), certs.self_signed()
     mount(tmp_path, first, "1")
     client: Any = ReviewingApi({}, set())
-    tls, reviewer = metrics_mod.protection(("0.0.0.0", 0), client, cert_dir=str(tmp_path))
-    server = metrics_mod.ProbeServer(
+    tls, reviewer = probe_server.protection(("0.0.0.0", 0), client, cert_dir=str(tmp_path))
+    server = probe_server.ProbeServer(
         ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), tls=tls, reviewer=reviewer
     )
     server.start()

@@ -1,0 +1,453 @@
+"""The probe server: ``/metrics``, ``/healthz`` and ``/readyz`` on one small HTTP port.
+
+Why this exists: an operator in production is scraped by Prometheus and restarted by its kubelet's probes. This serves
+the metrics of :class:`okt.runtime.metrics.Metrics` and answers the probes from the manager's real state, on the
+address ``okt run --metrics-bind-address`` names.
+
+Guarantees:
+
+* the server is a stdlib ``ThreadingHTTPServer`` on a daemon thread: a slow scraper never blocks a probe, and the
+  server never keeps the process alive; ``stop()`` closes the socket;
+* a connection whose client has not sent its whole request head :data:`READ_TIMEOUT` seconds after it began (one
+  deadline for the head, however the client trickles it), or stops reading the answer for that long, is closed: each
+  one holds a thread of the server until then, and the probes are answered meanwhile on threads of their own; a
+  client that leaves before its answer is logged at debug level, and a request the server fails is logged as an
+  error, never printed to standard error;
+* at most :data:`MAX_CONNECTIONS` connections are held at once: one more is closed as soon as it is accepted, without
+  a thread or an answer, warned of (once a minute, at debug level in between); the probes are answered again as soon
+  as one of those held ends;
+* ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
+  default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
+  without an answer; the probes are unaffected;
+* ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
+  (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
+  ``404``.
+
+Bind addresses: ``"host:port"`` (``":8080"`` is every IPv4 interface, ``"[::]:8080"`` every IPv6 one, port ``0``
+picks a free one — see :attr:`ProbeServer.port`), or ``"0"`` to disable the server.
+
+Who may read ``/metrics`` (:func:`protection`): on a loopback address, anyone (a local run); on any other, as
+controller-runtime serves it, only over TLS and to a bearer token the API server authenticates and allows to ``get
+/metrics`` (:mod:`okt.runtime.metrics_auth`). The probes stay open to every client on the same port, since the kubelet
+sends no token: a connection that opens with a TLS handshake is served TLS, any other stays plain HTTP and is
+answered the probes only — so a Deployment whose probes ``httpGet`` that port keeps working, and a bearer token is
+never read over plain HTTP. One port rather than a separate probe address (controller-runtime's
+``--health-probe-bind-address``): ``--metrics-bind-address :8080`` and the probes existing Deployments point at it
+keep their meaning.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import io
+import ipaddress
+import pathlib
+import socket
+import ssl
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import prometheus_client
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.runtime import metrics as metrics_mod
+from okt.runtime import metrics_auth
+
+DISABLED = "0"
+
+#: Seconds the probe server gives a client to send its whole request head, and to take each write of the answer,
+#: before it closes the connection (the kubelet's probes give up after 1 s by default; controller-runtime's server
+#: waits 32 s for headers).
+READ_TIMEOUT = 10.0
+
+MAX_CONNECTIONS = 64
+"""Connections the probe server holds at most: each holds a thread (and its stack) until its request is answered, up to
+:data:`READ_TIMEOUT` for a slow or silent client, so a few hundred such clients held as many threads and their memory.
+One beyond the cap is closed as soon as it is accepted, and the probes are answered again once one of the others ends;
+Prometheus and the kubelet open one or two at a time."""
+
+_REFUSALS_WARNED_EVERY = 60.0
+"""Seconds between two warnings about connections refused past :data:`MAX_CONNECTIONS` (debug lines in between)."""
+
+_log = structlog.get_logger(__name__)
+
+
+_CERT_FILE, _KEY_FILE = "tls.crt", "tls.key"
+"""A certificate folder's files, a ``kubernetes.io/tls`` Secret's keys (as :mod:`okt.runtime.certs` reads them)."""
+_CERTIFICATE = "/metrics certificate"
+"""What the logs call it."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a bind address's) is reachable from this host only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve anywhere
+        return False
+
+
+def reviews_tokens(address: tuple[str, int], *, secure: bool = True) -> bool:
+    """Whether ``/metrics`` on ``address`` is served to a bearer token the API server reviews (:func:`protection`):
+    on any address but loopback, unless ``secure`` is False."""
+    return secure and not is_loopback(address[0])
+
+
+def protection(
+    address: tuple[str, int], client: kube_client.Client, *, secure: bool = True, cert_dir: str | None = None
+) -> tuple[Callable[[], ssl.SSLContext] | None, metrics_auth.Reviewer | None]:
+    """The TLS context (what gives it to each new TLS connection) and the token reviewer of ``/metrics`` on
+    ``address`` (see :class:`ProbeServer`).
+
+    A loopback address, or ``secure`` False, serves it plain to anyone: ``(None, None)``. Any other address serves it
+    over TLS to a bearer token the API server authenticates and authorizes (:mod:`okt.runtime.metrics_auth`), with
+    the certificate in ``cert_dir`` (``tls.crt``, ``tls.key``: a mounted ``kubernetes.io/tls`` Secret) or, without
+    one, a self-signed one made for this process (Prometheus scrapes pods by IP address; give it the CA or
+    ``insecure_skip_verify``). ``cert_dir`` is read at start and again for each new TLS connection, as the webhook
+    server reads its own (:class:`okt.runtime.served_certificate.ServedCertificate`): a rotation (cert-manager's, the
+    kubelet swapping the mounted files) is served from the next one, a pair that does not load never is (the previous
+    one is).
+
+    Raises:
+        okt.errors.ConfigurationError: the files in ``cert_dir`` are missing, unreadable or do not match.
+    """
+    if not reviews_tokens(address, secure=secure):
+        return None, None
+    # Imported here: cryptography costs every operator that serves no TLS ~8 MiB of memory.
+    from okt.runtime import certs, served_certificate
+
+    if cert_dir is None:
+        hosts = [socket.gethostname(), *certs.LOCAL_HOSTS]
+        if address[0] not in ("0.0.0.0", "::"):
+            hosts.insert(0, address[0])
+        context = certs.self_signed(hosts).server_context()
+        return lambda: context, metrics_auth.Reviewer(client)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    folder = pathlib.Path(cert_dir)
+    try:
+        context.load_cert_chain(folder / _CERT_FILE, folder / _KEY_FILE)
+    except (OSError, ssl.SSLError) as exc:
+        reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or exc
+        raise errors.ConfigurationError(
+            f"cannot serve /metrics with the certificate in {folder} ({_CERT_FILE}, {_KEY_FILE}): {reason}"
+        ) from None
+    read = functools.partial(certs.from_directory, folder, what=_CERTIFICATE)
+    served = served_certificate.ServedCertificate(read(), read, str(folder), what=_CERTIFICATE, logger=__name__)
+    return served.reread, metrics_auth.Reviewer(client)
+
+
+def parse_bind(address: str) -> tuple[str, int] | None:
+    """``"host:port"`` -> ``(host, port)``; ``":port"`` binds every interface; ``"0"`` (or empty) -> ``None``.
+
+    Raises:
+        ValueError: the address is not of that form.
+    """
+    address = address.strip()
+    if address in ("", DISABLED):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"a bind address is HOST:PORT (or '0' to disable), got {address!r}")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+_TLS_HANDSHAKE = b"\x16"
+"""The first byte a TLS client sends (a handshake record); a plain HTTP request starts with its method's letter."""
+
+
+class _HeadReader(io.RawIOBase):
+    """The connection's bytes, each read given what is left of the request's one deadline (:attr:`_Handler.deadline`).
+
+    A socket's timeout bounds each read alone: a client sending one byte of its head within every timeout held its
+    thread of the server for as long as it went on. Past the deadline a read raises :class:`TimeoutError`, which ends
+    the connection (``http.server`` logs it as a timed-out request, at debug level here).
+    """
+
+    def __init__(self, handler: _Handler) -> None:
+        super().__init__()
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._handler.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request head was not read within {self._handler.server.read_timeout:g} s")
+        self._handler.connection.settimeout(left)
+        return int(self._handler.connection.recv_into(buffer))
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+    deadline: float
+
+    secured = False
+
+    def setup(self) -> None:
+        # Without a timeout, a connection that never sends held its thread for ever, and they piled up, one thread
+        # each; with a timeout per read, one that trickled its head did. The head has one deadline (a TLS handshake
+        # included), and the answer a timeout per write (a client that stops taking it): either ends the connection.
+        self.deadline = time.monotonic() + self.server.read_timeout
+        if self.server.tls is not None:
+            self._secure()
+        super().setup()
+        self.connection.settimeout(self.server.read_timeout)
+        self.rfile = io.BufferedReader(_HeadReader(self))
+
+    def _secure(self) -> None:
+        """Serve TLS on a connection that opens with a TLS handshake; one that opens with plain HTTP (the kubelet's
+        probes) stays plain, and is answered the probes only."""
+        raw: socket.socket = self.request
+        raw.settimeout(self.server.read_timeout)  # the deadline was just set: all of it is left
+        if raw.recv(1, socket.MSG_PEEK) != _TLS_HANDSHAKE:
+            return
+        assert self.server.tls is not None
+        wrapped = self.server.tls().wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        try:
+            wrapped.settimeout(max(self.deadline - time.monotonic(), 0.001))  # the handshake's whole time
+            wrapped.do_handshake()
+        except BaseException:
+            wrapped.close()
+            raise
+        self.request = wrapped  # what the handler reads and writes from here (``connection``)
+        self.secured = True
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self.secured:  # the server closes the socket it accepted, which the TLS one took over
+                self.connection.close()
+
+    def handle_one_request(self) -> None:
+        self.deadline = time.monotonic() + self.server.read_timeout
+        super().handle_one_request()
+
+    def do_GET(self) -> None:
+        self.connection.settimeout(self.server.read_timeout)  # the head is read: the answer's writes from here
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            refusal = self._refusal()
+            if refusal is not None:
+                status, line = refusal
+                self._send(status, line.encode(), "text/plain", bearer=status == 401)
+                return
+            try:
+                exposition = self.server.metrics.exposition()
+            except Exception as exc:  # an operator's own collector raised: an answer, never a closed connection
+                self._send(500, self.server.collector_failed(exc).encode(), "text/plain")
+                return
+            self.server.collector_error = None
+            self._send(200, exposition, prometheus_client.CONTENT_TYPE_LATEST)
+        elif path in ("/healthz", "/readyz"):
+            check = self.server.healthy if path == "/healthz" else self.server.ready
+            ok, reason = _probe(check)
+            # Ready with a note (a kind the API server stopped serving) says so after the "ok".
+            noted = "ok" if reason == "ok" else f"ok ({reason})"
+            body = noted if ok else f"not ready: {reason}"
+            self._send(200 if ok else 503, body.encode(), "text/plain")
+        else:
+            self._send(404, b"not found", "text/plain")
+
+    def _refusal(self) -> tuple[int, str] | None:
+        """Why ``/metrics`` is not served to this request (``(status, one line)``), or ``None``."""
+        reviewer = self.server.reviewer
+        if reviewer is None:
+            return None
+        if not self.secured:
+            return 403, "forbidden: /metrics is served over https on this address, to a bearer token"
+        verdict = reviewer.review(self.headers.get("Authorization"))
+        return None if verdict.allowed else (verdict.status, verdict.message)
+
+    def _send(self, status: int, body: bytes, content_type: str, *, bearer: bool = False) -> None:
+        self.send_response(status)
+        if bearer:
+            self.send_header("WWW-Authenticate", 'Bearer realm="metrics"')
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("probe request", line=format % args)
+
+
+def _probe(check: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
+    try:
+        return check()
+    except Exception as exc:  # a failing check is a failed probe, never a crashed server thread
+        return False, repr(exc)
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver's backlog of 5: a burst of connections beyond it waited for the client's SYN retry (1 s, the
+    # kubelet's probe timeout) before they were even accepted, to be served or closed past the cap.
+    request_queue_size = MAX_CONNECTIONS
+    metrics: metrics_mod.Metrics
+    healthy: Callable[[], tuple[bool, str]]
+    ready: Callable[[], tuple[bool, str]]
+    read_timeout: float
+    max_connections: int
+    connections: threading.BoundedSemaphore
+    refusals_warned: float | None = None
+    tls: Callable[[], ssl.SSLContext] | None = None
+    reviewer: metrics_auth.Reviewer | None = None
+    collector_error: str | None = None
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        # Called on the serving thread for each accepted connection, before a thread is started for it: one past the
+        # cap is closed there (socketserver's shutdown_request), and takes no thread.
+        if self.connections.acquire(blocking=False):
+            return True
+        now = time.monotonic()
+        if self.refusals_warned is None or now - self.refusals_warned >= _REFUSALS_WARNED_EVERY:
+            self.refusals_warned = now
+            log = _log.warning
+        else:
+            log = _log.debug
+        log("the metrics and probe server holds its most connections, a new one is closed", most=self.max_connections)
+        return False
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: the slot it took is free again
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
+
+    def collector_failed(self, exc: Exception) -> str:
+        """The one line ``/metrics`` answers when a collector raised (an operator's own, in the default registry:
+        Prometheus records the failed scrape), logged as a warning when it differs from the scrape before it."""
+        error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        said, self.collector_error = self.collector_error, error
+        (_log.debug if said == error else _log.warning)("a metrics collector failed, /metrics answers 500", error=error)
+        return f"a metrics collector failed: {error}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver's own prints a traceback to standard error: lines a JSON log pipeline cannot read, at each
+        # probe the kubelet gave up on (after 1 s by default) before its answer was written.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # reset, broken pipe, the read timeout: the client's doing
+            _log.debug("probe client left before the answer", error=f"{type(exc).__name__}: {exc}")
+        else:
+            _log.exception("the metrics and probe server failed to answer a request")
+
+
+class _Server6(_Server):
+    """An IPv6 address (``[::]:8080``: an IPv6-only pod's every interface) needs an IPv6 socket."""
+
+    address_family = socket.AF_INET6
+
+
+class ProbeServer:
+    """``/metrics``, ``/healthz`` and ``/readyz`` on one address.
+
+    Args:
+        address: ``(host, port)`` (see :func:`parse_bind`).
+        metrics: the metrics to expose.
+        healthy: returns ``(ok, reason)`` for ``/healthz``.
+        ready: returns ``(ok, reason)`` for ``/readyz``.
+        read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
+            and to take each write of the answer, before it is closed.
+        max_connections: connections held at once at most; one more is closed as soon as it is accepted.
+        tls: serve connections that open with a TLS handshake over TLS with this context, or with the one this
+            callable gives for each of them (a certificate read again: see :func:`protection`); the others stay plain
+            HTTP.
+        reviewer: serve ``/metrics`` only over TLS, to a bearer token it lets in (``tls`` is then required); the
+            probes stay open to every connection, plain or TLS, for the kubelet, which sends no token.
+
+    Raises:
+        okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).
+        ValueError: a ``reviewer`` without ``tls``.
+    """
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        metrics: metrics_mod.Metrics,
+        healthy: Callable[[], tuple[bool, str]],
+        ready: Callable[[], tuple[bool, str]],
+        *,
+        read_timeout: float = READ_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+        tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+        reviewer: metrics_auth.Reviewer | None = None,
+    ) -> None:
+        if reviewer is not None and tls is None:
+            raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
+        try:
+            self._server = (_Server6 if ":" in address[0] else _Server)(address, _Handler)
+        except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
+            host, port = address
+            raise errors.ConfigurationError(
+                f"cannot serve metrics and probes on {host}:{port}: {exc.strerror or exc}"
+            ) from exc
+        self._server.metrics = metrics
+        self._server.healthy = healthy
+        self._server.ready = ready
+        self._server.read_timeout = read_timeout
+        self._server.max_connections = max_connections
+        self._server.connections = threading.BoundedSemaphore(max_connections)
+        if isinstance(tls, ssl.SSLContext):
+            context = tls
+            self._server.tls = lambda: context
+        else:
+            self._server.tls = tls
+        self._server.reviewer = reviewer
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-probes", daemon=True
+        )
+
+    @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
+    def port(self) -> int:
+        """The bound port (the chosen one when the address asked for port 0)."""
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The probes' URL (plain HTTP, whatever serves ``/metrics``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """The URL of ``/metrics``: ``https`` when it is served over TLS only."""
+        url = self.url + "/metrics"
+        return url.replace("http://", "https://", 1) if self._server.reviewer is not None else url
+
+    def start(self) -> None:
+        self._thread.start()
+        secured = self._server.reviewer is not None
+        _log.info(
+            "serving metrics and probes",
+            address=f"{self.host}:{self.port}",
+            metrics="https, to a bearer token allowed to get /metrics" if secured else "http, to anyone",
+        )
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()

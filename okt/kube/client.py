@@ -47,7 +47,7 @@ import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import discovery, jsonstream, kinds, tokens, transport
+from okt.kube import discovery, jsonstream, kinds, kubeconfig, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 PATCH_TYPES = {
@@ -143,159 +143,11 @@ def encode_body(body: Any, content_type: str = "application/json") -> str:
     return json.dumps(body, separators=(",", ":"), allow_nan=False)
 
 
-def _token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | None) -> tokens.TokenSource | None:
-    """Where the client's bearer token comes from when it can change: ``given`` (a token file), else the kubeconfig
-    user's ``tokenFile`` (relative to the kubeconfig's folder, as kubectl reads it), else its credential plugin when
-    that gives a token; None for a token that never changes (and for an auth provider, or a plugin that gives a client
-    certificate: pykube's session handles those)."""
-    user = config.user
-    folder = config.kubeconfig_path.parent if config.kubeconfig_path is not None else None
-    if given is not None or (user.get("tokenFile") and "exec" not in user and "auth-provider" not in user):
-        where = pathlib.Path(given if given is not None else user["tokenFile"]).expanduser()
-        return tokens.TokenFile(where if where.is_absolute() or folder is None else folder / where)
-    if "exec" in user:
-        try:
-            return tokens.ExecToken(user["exec"], cluster=config.cluster, kubeconfig=config.kubeconfig_path)
-        except tokens.CertificateCredential:
-            return None
-    return None
-
-
-def _read_kubeconfig(filename: str) -> pykube.KubeConfig:
-    """pykube's ``KubeConfig.from_file``, refusing first a file that holds no kubeconfig at all.
-
-    Why: pykube said ``argument of type 'NoneType' is not iterable`` of an empty file, and a YAML list or a string
-    went on to be told to choose a context with --context.
-
-    Raises:
-        ValueError: the file is not YAML, is empty or is not a mapping (its message says which, never quoting it).
-    """
-    path = pathlib.Path(filename).expanduser()
-    if not path.is_file():
-        raise pykube.exceptions.PyKubeError(f"Configuration file {filename} not found")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        # PyYAML's report quotes the line it stopped at, over several lines: in a kubeconfig, a token or a key.
-        raise ValueError(f"it is not valid YAML: {_yaml_problem(exc)}") from None
-    if doc is None:
-        raise ValueError("the file is empty: it holds no kubeconfig")
-    if not isinstance(doc, dict):
-        held = "a list" if isinstance(doc, list) else "a single value"  # not quoted: it may be a credential
-        raise ValueError(f"it holds {held}, not a kubeconfig (a mapping of clusters, users and contexts)")
-    config = pykube.KubeConfig(doc)
-    config.filepath = path  # relative certificate paths are read from the kubeconfig's folder, as kubectl does
-    return config
-
-
-_SECTIONS = (
-    ("clusters", "cluster", ("certificate-authority",)),
-    ("users", "user", ("client-certificate", "client-key", "tokenFile")),
-    ("contexts", "context", ()),
-)
-"""A kubeconfig's named entries: section, the key of each entry's body, the body's keys that are file paths."""
-
-
-def _read_kubeconfigs(listed: str) -> pykube.KubeConfig:
-    """The files of ``$KUBECONFIG`` (``listed``, separated by :data:`os.pathsep`) merged as kubectl merges them.
-
-    kubectl's rules: empty entries, repeated paths and files that do not exist are skipped; the first file to define
-    a cluster, user or context of a name keeps it whole; ``current-context`` comes from the first file that sets one;
-    relative paths of a file (a CA, a client certificate or key, a token file, a credential plugin's command with a
-    folder in it) are read from that file's folder.
-
-    Raises:
-        ValueError: a file is not a kubeconfig (its message names the file; an empty one too, as one file alone).
-        pykube.exceptions.PyKubeError: none of the files exists.
-    """
-    paths = list(dict.fromkeys(entry for entry in listed.split(os.pathsep) if entry))
-    if len(paths) == 1:
-        return _read_kubeconfig(paths[0])  # one file: its relative paths are read from its folder as they are
-    present = [path for path in paths if pathlib.Path(path).expanduser().is_file()]
-    if not present:
-        raise pykube.exceptions.PyKubeError("none of its files exists")
-    docs = []
-    for path in present:
-        try:
-            docs.append((pathlib.Path(path).expanduser(), _read_kubeconfig(path).doc))
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from exc.__cause__
-    config = pykube.KubeConfig(_merged_kubeconfig(docs))
-    config.filepath = docs[0][0]  # every relative path is resolved already
-    return config
-
-
-def _merged_kubeconfig(docs: Iterable[tuple[pathlib.Path, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One kubeconfig document from ``docs`` (each file's path and document, in ``$KUBECONFIG``'s order), by
-    kubectl's rules (see :func:`_read_kubeconfigs`); the documents are left as they are."""
-    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
-    for path, doc in docs:
-        folder = path.parent.absolute()
-        for section, inner, files in _SECTIONS:
-            taken = {entry.get("name") for entry in merged[section]}
-            for entry in doc.get(section) or []:
-                if isinstance(entry, dict) and entry.get("name") not in taken:
-                    merged[section].append(_resolved(entry, inner, files, folder))
-        if doc.get("current-context") and not merged.get("current-context"):
-            merged["current-context"] = doc["current-context"]
-        for key, value in doc.items():
-            merged.setdefault(key, value)  # apiVersion, kind, preferences: the first file's
-    return merged
-
-
-def _resolved(entry: Mapping[str, Any], inner: str, files: Iterable[str], folder: pathlib.Path) -> dict[str, Any]:
-    """A copy of a cluster or user ``entry`` whose relative ``files`` are made absolute from ``folder``; a path
-    starting with ``~`` is left to be expanded where it is read."""
-    body = entry.get(inner)
-    if not isinstance(body, dict):
-        return dict(entry)
-    body = dict(body)
-    for key in files:
-        value = body.get(key)
-        if isinstance(value, str) and value and not value.startswith("~") and not os.path.isabs(value):
-            body[key] = str(folder / value)
-    plugin = body.get("exec")
-    if isinstance(plugin, dict) and isinstance(plugin.get("command"), str):
-        command = plugin["command"]
-        if os.sep in command and not os.path.isabs(command):  # a command on PATH stays as it is
-            body["exec"] = {**plugin, "command": str(folder / command)}
-    return {**entry, inner: body}
-
-
 def _not_served(api_version: str, kind: str) -> errors.NotFound:
     """The 404 of a kind served in no version known, the kind in its ``unserved``."""
     error = errors.NotFound(404, "NotFound", f"the server does not serve {kind} in {api_version}")
     error.unserved = (api_version, kind)
     return error
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """What PyYAML found wrong and where (1-based line and column), never the text it quotes."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return type(exc).__name__
-
-
-def _unusable_context(config: pykube.KubeConfig) -> str | None:
-    """Why the kubeconfig's current context cannot be used, as kubectl would say it (None: it can).
-
-    Why: pykube reads a context that names a user the file does not define as no user at all — every request would
-    go out anonymously — and says only ``'name'`` (a KeyError) for a context or cluster that is not there.
-    """
-    if not config.doc.get("contexts"):
-        return "it defines no context: add one (kubectl config set-context)"
-    try:
-        name = config.current_context
-    except pykube.exceptions.PyKubeError:
-        return "it sets no current-context: choose one with --context"
-    context = config.contexts.get(name)
-    if context is None:
-        return f"it has no context {name!r}"
-    for part, defined in (("cluster", config.clusters), ("user", config.users)):
-        if context.get(part) and context[part] not in defined:
-            return f"context {name!r} names the {part} {context[part]!r}, which it does not define"
-    return None
 
 
 class InsecureTLSWarning(UserWarning):
@@ -784,7 +636,7 @@ class Client:
             cluster = (config.contexts.get(config.current_context) or {}).get("cluster", config.current_context)
             _say_insecure_once(str(cluster), self._base)
         self._session.trust_env = False
-        self._token = _token_source(config, token_file)
+        self._token = kubeconfig.token_source(config, token_file)
         self._direct = transport.DirectTransport.for_config(
             config,
             self._base,
@@ -832,16 +684,16 @@ class Client:
         """
         try:
             if path is not None:
-                config = _read_kubeconfig(str(path))
+                config = kubeconfig.read_file(str(path))
             elif os.environ.get("KUBECONFIG"):
-                config = _read_kubeconfigs(os.environ["KUBECONFIG"])
+                config = kubeconfig.read_listed(os.environ["KUBECONFIG"])
             elif pathlib.Path("~/.kube/config").expanduser().exists():
-                config = _read_kubeconfig(str(pathlib.Path("~/.kube/config").expanduser()))
+                config = kubeconfig.read_file(str(pathlib.Path("~/.kube/config").expanduser()))
             else:
                 return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
             if context:
                 config.set_current_context(context)
-            unusable = _unusable_context(config)
+            unusable = kubeconfig.unusable_context(config)
             if unusable is None:
                 return cls(config, pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:

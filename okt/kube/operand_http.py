@@ -23,7 +23,7 @@ its answer does not hold the caller past it); a non-2xx answer raises :class:`ok
 connection of a failed call is dropped, never left waiting. A call that is not a ``GET``/``HEAD`` may change the
 operand: it is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes, asked again as it
 leaves (after the rate limit, once its connection is made), and counted as a write on its way until its answer came
-(see :func:`okt.kube.client.sending`): a stopping leader does not release its lease while the operand runs it.
+(see :func:`okt.kube.fence.sending`): a stopping leader does not release its lease while the operand runs it.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import urllib3
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, transport
 
 DEFAULT_TIMEOUT = 10.0
@@ -165,7 +166,7 @@ def call(
             "server's proxy does not check it (route='direct' to have it checked)"
         )
     if method not in _READS:
-        kube_client.check_fence("create", f"{target.resource}/proxy")
+        fence_mod.check_fence("create", f"{target.resource}/proxy")
     data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()
     at = "" if port is None else f":{port}"
     where, mark, query = path.partition("?")
@@ -248,12 +249,12 @@ def _direct(
     address, number = _address(client, target, port)
     # Fenced again as it leaves (reading the address may have waited at the rate limit), and counted as a write on its
     # way until its answer came: a stopping leader releases its lease only once the operand answered.
-    with kube_client.sending("create", f"{target.resource}/proxy", fenced=method not in _READS) as sent:
+    with fence_mod.sending("create", f"{target.resource}/proxy", fenced=method not in _READS) as sent:
         return _direct_call(sent, address, number, path, method, data, timeout, scheme, verify, shown, target)
 
 
 def _direct_call(
-    sent: kube_client.Sending,
+    sent: fence_mod.Sending,
     address: str,
     number: int,
     path: str,
@@ -269,7 +270,7 @@ def _direct_call(
     was sent (no connection). The whole call takes no longer than ``timeout``.
 
     The request leaves (connection, TLS handshake, the request sent whole) no later than its fence allows a write (a
-    leader: until its renew deadline, :meth:`~okt.kube.client.Sending.by`), or it is cut off unsent. Its answer is
+    leader: until its renew deadline, :meth:`~okt.kube.fence.Sending.by`), or it is cut off unsent. Its answer is
     waited for the rest of ``timeout``, however long the operand works on it (a backup): cutting the connection then
     would not stop what the operand already received, and the fence counts the call until it ends (a stopping leader
     releases its lease only then)."""
@@ -295,7 +296,7 @@ def _direct_call(
     try:
         # Asked again once the connection is made (TCP, TLS: up to the time left to leave): leadership may have been
         # lost meanwhile, and the next leader be calling the operand.
-        fence = functools.partial(kube_client.check_fence, "create", f"{target.resource}/proxy")
+        fence = functools.partial(fence_mod.check_fence, "create", f"{target.resource}/proxy")
         try:
             with transport.asked_once_connected(None if method in _READS else fence):
                 connection.connect()

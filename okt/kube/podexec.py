@@ -22,7 +22,7 @@ Guarantees:
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
   operand. It is asked again once the websocket's connection is made (through the client's HTTP proxy, if any),
   before the upgrade request is written; the exec is counted as a write on its way until the command's exit status
-  came (see :func:`okt.kube.client.sending`): a stopping leader does not release its lease while it runs.
+  came (see :func:`okt.kube.fence.sending`): a stopping leader does not release its lease while it runs.
 
 Caveats: closing the stream on a timeout does not kill the command in the container (Kubernetes has no way to); no
 stdin is sent (``v4.channel.k8s.io`` cannot close it, so a command reading it would never end) — pass data as
@@ -43,6 +43,7 @@ import websocket
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import transport
 
 PROTOCOLS = ("v4.channel.k8s.io", "channel.k8s.io")
@@ -134,12 +135,12 @@ def run(
     where = f"pod {namespace}/{pod}" + (f" container {container}" if container else "")
     # Counted as a write on its way until the command's exit status came: a stopping leader releases its lease only
     # once the command ended (or leaves it to expire).
-    with kube_client.sending("create", "pods/exec") as sent:
+    with fence_mod.sending("create", "pods/exec") as sent:
         deadline = time.monotonic() + timeout
         # Asked again once the connection is made (making it may take up to the timeout): leadership may have been
         # lost meanwhile, and the next leader be running its own command.
         try:
-            with transport.asked_once_connected(lambda: kube_client.check_fence("create", "pods/exec")):
+            with transport.asked_once_connected(lambda: fence_mod.check_fence("create", "pods/exec")):
                 # Its command starts once the API server has the request: it waits for the upgrade no longer than
                 # the fence allows a write (the command itself then runs for ``timeout``).
                 path = exec_path(namespace, pod, container, command)

@@ -50,6 +50,7 @@ import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
 from okt.reconciler import core
@@ -169,7 +170,7 @@ def validate(
         recorder=None,
     )
     try:
-        with kube_client.fenced(_writes_nothing, errors.WriteRefused):
+        with fence_mod.fenced(_writes_nothing, errors.WriteRefused):
             ctx.results.follow(reconciler.check(ctx), "check")
     except Exception as exc:  # recorded as CRChecker records it, so the message is the same
         _log_failure(reconciler, "check", request, exc)

@@ -87,6 +87,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
 from okt.reconciler import core, timers
@@ -446,8 +447,8 @@ class Controller:
         """How many keys of a sweep run at once (see :class:`okt.runtime.workqueue.SweepPacer`)."""
         self._reconcile = reconcile
         self._recorder = events.EventRecorder(client, self.name) if record_events else None
-        self.write_fence: kube_client.WriteFence | None = None
-        """Asked before every write of a reconcile (the leader-elected manager sets it; see ``kube_client.fenced``)."""
+        self.write_fence: fence_mod.WriteFence | None = None
+        """Asked before every write of a reconcile (the leader-elected manager sets it; see ``fence_mod.fenced``)."""
         self._threads: list[threading.Thread] = []
         self._child_delay = max(float(reconciler_cls.child_change_delay), 0.0)
         # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
@@ -931,7 +932,7 @@ class Controller:
         with (
             self.metrics.active(self.name),
             logs.reconcile_context(self.name, namespace, name),
-            kube_client.fenced(self.write_fence),
+            fence_mod.fenced(self.write_fence),
         ):
             told, retry_in = self._tell_deletions(key)
             if told and not self._reconcile_due(key):

@@ -42,6 +42,7 @@ import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds
 from okt.reconciler import daemons as declaration
 from okt.reconciler import reconciler as reconciler_mod
@@ -87,7 +88,7 @@ class Supervisor:
         *,
         read: Callable[[str | None, str], dict[str, Any] | None],
         enqueue: Callable[[str | None, str], None],
-        fence: Callable[[], kube_client.WriteFence | None] = lambda: None,
+        fence: Callable[[], fence_mod.WriteFence | None] = lambda: None,
         controller: str = "",
     ) -> None:
         self.reconciler = reconciler
@@ -307,7 +308,7 @@ class Supervisor:
         attempt = 0
         seen: set[tuple[str, str]] = set()
         try:
-            with kube_client.fenced(self._fence()):
+            with fence_mod.fenced(self._fence()):
                 while not slot.stop.is_set():
                     attempt += 1
                     ctx = declaration.DaemonContext(

@@ -20,7 +20,7 @@ Guarantees:
   with ``SystemExit(1)``, in-flight reconciles not waited for; :meth:`Manager.start` / :meth:`Manager.stop` /
   :meth:`Manager.join` are the non-blocking spelling;
 * with leader election, **no reconcile's write leaves the process unless it holds the lease**: reconciles run under
-  :func:`okt.kube.client.fenced`, which asks the elector before every write and refuses from the moment the last
+  :func:`okt.kube.fence.fenced`, which asks the elector before every write and refuses from the moment the last
   renewal is older than the renew deadline — before another process can acquire the lease — so in-flight reconciles
   of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
@@ -66,6 +66,7 @@ import structlog
 
 from okt import errors, hooks
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, selectors
 from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
@@ -220,7 +221,7 @@ class Manager:
         self.controllers: list[controller_mod.Controller] = []
         self.elector: leader_mod.LeaderElector | None = None
         # The reconciles' and daemons' write fence with leader election: closed before the lease is released.
-        self._fence = kube_client.Fence(self._write_fence, self._write_time_left)
+        self._fence = fence_mod.Fence(self._write_fence, self._write_time_left)
         self.probes: probe_server.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None

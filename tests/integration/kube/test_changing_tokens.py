@@ -19,6 +19,7 @@ import yaml
 
 import okt
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, podexec
 from okt.testing import envtest, wait_for
 
@@ -240,7 +241,7 @@ def test_a_write_refused_for_its_token_is_not_sent_again_once_the_write_fence_re
             return "leadership lost" if time.monotonic() >= lost_at else None
 
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": account}}
-        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(okt.NotLeader), fence_mod.fenced(fence):
             client.create(body, kinds.CONFIG_MAP)
     finally:
         client.close()
@@ -278,7 +279,7 @@ def test_a_write_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is
             return "leadership lost" if time.monotonic() >= lost_at else None
 
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": account}}
-        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(okt.NotLeader), fence_mod.fenced(fence):
             client.create(body, kinds.CONFIG_MAP)
     finally:
         client.close()
@@ -304,7 +305,7 @@ def test_an_exec_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is
         def fence(verb: str, resource: str) -> str | None:
             return "leadership lost" if time.monotonic() >= lost_at else None
 
-        with pytest.raises(okt.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(okt.NotLeader), fence_mod.fenced(fence):
             podexec.run(client, account, "operand", None, ["sh", "-c", "flush"], timeout=30)
     finally:
         client.close()

@@ -23,6 +23,7 @@ import pytest
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, operand_http, podexec
 from okt.runtime import certs
 from okt.testing import envtest
@@ -233,7 +234,7 @@ def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership
             return "leadership lost" if time.monotonic() >= lost_at else None
 
         target = operand_http.Target("pods", "operand", namespace)
-        with pytest.raises(errors.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(errors.NotLeader), fence_mod.fenced(fence):
             operand_http.call(client, target, "/flush", method="POST", port=port, route="direct")
 
     assert posts == []
@@ -254,14 +255,14 @@ def test_a_direct_call_answered_after_the_time_its_fence_allows_a_write_gets_its
         handler.end_headers()
         handler.wfile.write(b"done")
 
-    fence = kube_client.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
+    fence = fence_mod.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
     with http_server(address, backup) as port:
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
         kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
         status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
         kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
         target = operand_http.Target("pods", "operand", namespace)
-        with kube_client.fenced(fence):
+        with fence_mod.fenced(fence):
             answer = operand_http.call(kube, target, "/backup", method="POST", port=port, route="direct", timeout=30)
 
     assert (answer.status, answer.text) == (200, "done")
@@ -382,7 +383,7 @@ def test_a_direct_call_whose_connection_was_made_after_the_loss_of_leadership_is
     def call() -> None:
         target = operand_http.Target("pods", "operand", namespace)
         try:
-            with kube_client.fenced(fence):
+            with fence_mod.fenced(fence):
                 operand_http.call(
                     kube,
                     target,
@@ -424,11 +425,11 @@ def test_a_direct_call_that_cannot_connect_within_the_time_its_fence_allows_a_wr
     kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
     status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
     kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
-    fence = kube_client.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
+    fence = fence_mod.Fence(lambda verb, resource: None, lambda: 1.0)  # a leader 1 s before its renew deadline
     target = operand_http.Target("pods", "operand", namespace)
     try:
         refused = pytest.raises(errors.RemoteTimeout, match="not sent within the 1s its write fence allowed")
-        with refused, kube_client.fenced(fence):
+        with refused, fence_mod.fenced(fence):
             operand_http.call(
                 kube,
                 target,

@@ -13,6 +13,7 @@ import yaml
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds, operand_http, podexec
 from okt.testing import envtest
 from tests.integration.relay import Relay
@@ -37,7 +38,7 @@ def test_a_write_that_waited_at_the_rate_limit_past_the_loss_of_leadership_is_no
             return "leadership lost" if time.monotonic() >= lost_at else None
 
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
-        with pytest.raises(errors.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(errors.NotLeader), fence_mod.fenced(fence):
             client.create(body, kinds.CONFIG_MAP)
         assert time.monotonic() >= lost_at
         assert kube.get_or_none(kinds.CONFIG_MAP, "late", namespace) is None
@@ -61,7 +62,7 @@ def test_a_call_to_an_operand_that_waited_at_the_rate_limit_past_the_loss_of_lea
             return "leadership lost" if time.monotonic() >= lost_at else None
 
         target = operand_http.Target("pods", "operand", namespace)
-        with pytest.raises(errors.NotLeader), kube_client.fenced(fence):
+        with pytest.raises(errors.NotLeader), fence_mod.fenced(fence):
             operand_http.call(client, target, "/flush", method="POST", port=8080)
         assert time.monotonic() >= lost_at
         assert client.stats.snapshot()[("proxy", "pods/proxy")] == 0
@@ -89,7 +90,7 @@ def test_a_write_whose_connection_was_made_after_the_loss_of_leadership_is_not_s
     def write() -> None:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
         try:
-            with kube_client.fenced(fence):
+            with fence_mod.fenced(fence):
                 client.create(body, kinds.CONFIG_MAP)
         except BaseException as exc:
             outcome.append(exc)
@@ -131,7 +132,7 @@ def _lost_while_connecting(relay: Relay, write: Callable[[], object]) -> BaseExc
 
     def run() -> None:
         try:
-            with kube_client.fenced(fence):
+            with fence_mod.fenced(fence):
                 write()
         except BaseException as exc:
             outcome.append(exc)

@@ -18,6 +18,7 @@ import pytest
 import okt
 from okt import errors
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds
 from okt.resources import apply as apply_mod
 from okt.runtime import cache as cache_mod
@@ -783,7 +784,7 @@ def test_a_take_over_not_known_to_have_landed_is_made_by_the_next_reconcile(
     shared.settle_deployment(kube, namespace, NAME)
     without = reconciler([e for e in EXTRAS if e != "label"])
     if failure == "leadership lost":
-        with kube_client.fenced(take_over_refused):
+        with fence_mod.fenced(take_over_refused):
             failed = shared.reconcile_widget(without, kube, widget_kind, namespace, NAME)
     else:
         lossy = AnswerLost.from_kubeconfig(control_plane.kubeconfig)

@@ -17,6 +17,7 @@ import pytest
 
 import okt
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds
 from tests.unit.kube import loopback
 
@@ -304,10 +305,10 @@ def test_a_write_sent_again_with_a_renewed_token_waits_no_longer_than_its_fence_
         return OK
 
     server, client = start([rotated_then_refused_late, created_late], token_file=token)
-    fence = kube_client.Fence(lambda verb, resource: None, lambda: 2.0)
+    fence = fence_mod.Fence(lambda verb, resource: None, lambda: 2.0)
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}}
 
-    with pytest.raises(okt.errors.Unavailable), kube_client.fenced(fence):
+    with pytest.raises(okt.errors.Unavailable), fence_mod.fenced(fence):
         client.create(body, CONFIG_MAP)
 
     assert [b"Bearer second" in head for head in server.requests] == [False, True]

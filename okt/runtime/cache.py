@@ -43,6 +43,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.resources import apply
 from okt.runtime import informer as informer_mod
+from okt.runtime import packing
 
 _log = structlog.get_logger(__name__)
 
@@ -125,7 +126,7 @@ class Cache:
         status_owners: bool = False,
         field_owners: apply.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
-        indexers: Mapping[str, informer_mod.Indexer] | None = None,
+        indexers: Mapping[str, packing.Indexer] | None = None,
         writer: object | None = None,
     ) -> None:
         """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event, but the echo
@@ -443,7 +444,7 @@ class Cache:
             owners = self._status_owners.get((kind.api_version, kind.kind), False)
             field_owners = self._field_owners.get((kind.api_version, kind.kind))
             for item in items:
-                informer_mod.strip(item, owners, field_owners)
+                packing.strip(item, owners, field_owners)
             return items
         return [
             obj

@@ -35,12 +35,12 @@ Guarantees:
   can put the sweep over every object behind what the watch says now;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
 * the store holds each object encoded (marshal) and compressed against a dictionary shared by the informer's objects
-  (:class:`Packed`, :class:`Codec`: objects of one kind repeat most of each other, so each keeps little more than
-  what is its own), keyed by ``(namespace, name)`` (namespace ``""`` for cluster-scoped objects), without what okt
-  never reads (:func:`strip`: ``metadata.managedFields`` — a primary whose status okt applies keeps only who owns
-  which status field and condition, a child okt applies the entries a take-over moves — and kubectl's
-  ``last-applied-configuration`` annotation); every read decodes a private copy, but for the resourceVersion and the
-  uid, kept beside it (:meth:`Informer.uid` decodes nothing);
+  (:class:`~okt.runtime.packing.Packed`, :class:`~okt.runtime.packing.Codec`: objects of one kind repeat most of each
+  other, so each keeps little more than what is its own), keyed by ``(namespace, name)`` (namespace ``""`` for
+  cluster-scoped objects), without what okt never reads (:func:`~okt.runtime.packing.strip`: ``metadata.managedFields``
+  — a primary whose status okt applies keeps only who owns which status field and condition, a child okt applies the
+  entries a take-over moves — and kubectl's ``last-applied-configuration`` annotation); every read decodes a private
+  copy, but for the resourceVersion and the uid, kept beside it (:meth:`Informer.uid` decodes nothing);
 * **okt's own writes**: :meth:`Informer.observe` stores the API's answer at once and the watch's echo of that version
   is swallowed — or, when the write-through named its writer, delivered with :func:`echo_of` naming it, so that a
   handler sharing the informer with the writer (another controller watching the kind) still learns of the change;
@@ -72,13 +72,10 @@ daemon and never keeps the process alive.
 from __future__ import annotations
 
 import collections
-import json
-import marshal
 import random
 import re
 import threading
 import time
-import zlib
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -89,7 +86,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, selectors
 from okt.resources import apply
 from okt.runtime import backoff as backoff_mod
-from okt.status import writer
+from okt.runtime import packing
 
 _JITTER = random.Random()
 """okt's own source of jitter: drawing from the module-level generator would move the state of every other
@@ -132,8 +129,6 @@ _SMALL_BUCKET = 8
 EventHandler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
 """``on_event(type, obj, old)``: type is ADDED / MODIFIED / DELETED / RESYNC; ``old`` the replaced object or None."""
 
-Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
-
 #: The reconnect backoff: quick first retry, capped so an outage of minutes is noticed within half a minute.
 RECONNECT_BACKOFF = backoff_mod.Backoff(base=0.2, factor=2.0, cap=30.0, jitter=0.2)
 
@@ -170,10 +165,6 @@ def store_key(obj: Mapping[str, Any]) -> StoreKey:
     return (meta.get("namespace") or "", meta.get("name") or "")
 
 
-def resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
 _QUERY = re.compile(r"\?[^\s'\"()<>]*")
 """A request's query as a transport's error text quotes it (``...with url: /api/v1/...?watch=true&...``)."""
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -200,80 +191,6 @@ def is_newer(candidate: str, current: str) -> bool | None:
     return True
 
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-"""kubectl's copy of the whole object it applied: as large as the object, and okt never reads it."""
-
-_MARSHAL_FORMAT = 2
-_WINDOW_BITS = 12
-"""Raw deflate with a 4 KiB window: the dictionary and an object's repeats of it fit, and the state stays small."""
-
-
-class Codec:
-    """Encodes one informer's objects and compresses them against a dictionary: the encoding of the first it stores.
-
-    Why: objects of one kind in one store share most of their bytes — keys, labels, the template of a Deployment, the
-    namespace, the owner's kind. Deflate primed with one of them keeps, for each other, little more than its own
-    names, uids and versions (measured: a Deployment of 2.2 KB in 0.1 KB), and decompressing costs a few percent of
-    decoding it. The dictionary never changes once chosen (every stored object is read with it); the primed
-    (de)compressors are copied for each object, so the dictionary is hashed once.
-    """
-
-    __slots__ = ("_compressor", "_decompressor", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._compressor: Any = None
-        self._decompressor: Any = None
-
-    def pack(self, obj: Mapping[str, Any]) -> bytes:
-        raw = _encode(obj)
-        if self._compressor is None:
-            with self._lock:
-                if self._compressor is None:
-                    zdict = raw[-(1 << _WINDOW_BITS) :]
-                    self._decompressor = zlib.decompressobj(-_WINDOW_BITS, zdict=zdict)
-                    self._compressor = zlib.compressobj(
-                        1, zlib.DEFLATED, -_WINDOW_BITS, 4, zlib.Z_DEFAULT_STRATEGY, zdict
-                    )
-        compressor = self._compressor.copy()
-        data: bytes = compressor.compress(raw) + compressor.flush()
-        return data
-
-    def unpack(self, data: bytes) -> dict[str, Any]:
-        # Bytes this process wrote (see _encode): never anything received.
-        obj: dict[str, Any] = marshal.loads(self._decompressor.copy().decompress(data))  # noqa: S302
-        return obj
-
-
-def _encode(obj: Any) -> bytes:
-    """``obj`` in marshal's format 2: several times quicker to write than JSON and a little quicker to read, and
-    deterministic (format 2 has no back-references, which depend on reference counts), so the dictionary still
-    matches. Only ever read back by this process (marshal's format changes between Python versions, and it is never
-    given bytes from elsewhere). An object holding something marshal does not know (a subclass of dict) goes through
-    JSON first, as the API would have returned it."""
-    try:
-        return marshal.dumps(obj, _MARSHAL_FORMAT)
-    except ValueError:
-        return marshal.dumps(json.loads(json.dumps(obj)), _MARSHAL_FORMAT)
-
-
-class Packed:
-    """One stored object, kept encoded and compressed: a small fraction of the memory of nested dicts, and every read
-    decodes a private copy (which a reconcile may then change freely)."""
-
-    __slots__ = ("codec", "data", "index", "rv", "uid")
-
-    def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer], codec: Codec) -> None:
-        self.codec = codec
-        self.data = codec.pack(obj)
-        self.rv = resource_version(obj)
-        self.uid = _uid(obj)
-        self.index: tuple[tuple[str, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
-
-    def unpack(self) -> dict[str, Any]:
-        return self.codec.unpack(self.data)
-
-
 def _bucket_with(bucket: Bucket, key: StoreKey) -> Bucket:
     if isinstance(bucket, set):
         bucket.add(key)
@@ -290,41 +207,8 @@ def _bucket_without(bucket: Bucket, key: StoreKey) -> Bucket:
     return tuple(k for k in bucket if k != key)
 
 
-def _unpacked(packed: Packed | None) -> dict[str, Any] | None:
+def _unpacked(packed: packing.Packed | None) -> dict[str, Any] | None:
     return None if packed is None else packed.unpack()
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
-
-
-def strip(
-    obj: dict[str, Any], status_owners: bool = False, field_owners: apply.FieldOwners | None = None
-) -> dict[str, Any]:
-    """Drop what okt never reads from ``obj``'s metadata (which is changed in place; nested values are replaced,
-    never changed): ``managedFields`` (often the largest part of an object; but for a primary whose status okt
-    applies, who owns which status field: ``status_owners`` keeps that much; for a child okt applies, the entries a
-    take-over would move: ``field_owners`` keeps those, and an empty list when there is none, so that the child says
-    it has none) and kubectl's ``last-applied-configuration`` annotation (a copy of the whole object as kubectl last
-    applied it)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        entries = meta.pop("managedFields", None)
-        taken = field_owners.kept(entries) if field_owners is not None else []
-        if status_owners and entries and isinstance(entries, list):
-            # An entry a take-over moves is kept whole, its status part with it.
-            rest = [e for e in entries if field_owners is None or not field_owners.moves(e)]
-            taken.extend(writer.compact_managed_fields(rest))
-        if taken or field_owners is not None:
-            meta["managedFields"] = taken
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-            kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
-            if kept:
-                meta["annotations"] = kept
-            else:
-                del meta["annotations"]
-    return obj
 
 
 class Informer:
@@ -342,8 +226,9 @@ class Informer:
         inactivity_timeout: a watch stream silent for this long is considered broken and reconnected.
         indexers: secondary indexes kept with the store, ``name -> function(obj) -> index values``.
         backoff: the reconnect backoff after consecutive failures.
-        status_owners: keep who owns which status field of each object (see :func:`strip`).
-        field_owners: keep the managedFields entries a take-over of a child would move (see :func:`strip`).
+        status_owners: keep who owns which status field of each object (see :func:`~okt.runtime.packing.strip`).
+        field_owners: keep the managedFields entries a take-over of a child would move (see
+            :func:`~okt.runtime.packing.strip`).
         keep: a client-side filter: objects it refuses are not stored, nor is their deletion announced (one that
             stops passing leaves the store and is announced as ``DELETED``). Called with the informer's lock held:
             keep it quick and pure.
@@ -362,7 +247,7 @@ class Informer:
         resync: float | None = None,
         watch_timeout: int = 300,
         inactivity_timeout: float = 330.0,
-        indexers: Mapping[str, Indexer] | None = None,
+        indexers: Mapping[str, packing.Indexer] | None = None,
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
         status_owners: bool = False,
         field_owners: apply.FieldOwners | None = None,
@@ -397,12 +282,12 @@ class Informer:
         # The last of them (its event and _failure_kind): a repeat in a row is logged at debug level.
         self._failure_said: tuple[str, ...] = ()
         self._lock = threading.RLock()
-        self._store: dict[StoreKey, Packed] = {}
-        self._codec = Codec()
+        self._store: dict[StoreKey, packing.Packed] = {}
+        self._codec = packing.Codec()
         self._indexes: dict[str, dict[str, Bucket]] = {name: {} for name in self._indexers}
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
-        self._shadowed: dict[StoreKey, Packed | None] = {}
+        self._shadowed: dict[StoreKey, packing.Packed | None] = {}
         # The writer of the answer observe() stored last for a shadowed key (None: not named), for the echo.
         self._writers: dict[StoreKey, object | None] = {}
         # (key, resourceVersion) of okt's own writes whose watch event was delivered before observe() saw the answer.
@@ -510,7 +395,7 @@ class Informer:
     def has_index(self, index: str) -> bool:
         return index in self._indexers
 
-    def add_indexers(self, indexers: Mapping[str, Indexer]) -> None:
+    def add_indexers(self, indexers: Mapping[str, packing.Indexer]) -> None:
         """Keep more indexes, built at once over what is stored (an index of that name already kept is left as is)."""
         with self._lock:
             added = {name: fn for name, fn in indexers.items() if name not in self._indexers}
@@ -547,7 +432,7 @@ class Informer:
         ``keep`` filter. Returns whether the store changed. The object is shallow-copied (its metadata without
         ``managedFields``), so the caller's dict is never aliased by the store.
         """
-        stored_obj = strip(
+        stored_obj = packing.strip(
             {**obj, "metadata": dict(obj.get("metadata") or {})}, self._status_owners, self._field_owners
         )
         if (self._keep is not None and not self._keep(stored_obj)) or (
@@ -556,7 +441,7 @@ class Informer:
             # Outside the selection (relabelled since the writer read it): the watch tells it as deleted, and the
             # store must not keep it past that.
             return False
-        version = resource_version(stored_obj)
+        version = packing.resource_version(stored_obj)
         with self._lock:
             key = store_key(stored_obj)
             current = self._store.get(key)
@@ -703,7 +588,7 @@ class Informer:
         listed: set[StoreKey] = set()
         # What the list says of objects whose store entry is okt's own answer, newer than the list: the watch, which
         # resumes from the list, may still tell changes from before that answer.
-        relisted: dict[StoreKey, Packed] = {}
+        relisted: dict[StoreKey, packing.Packed] = {}
         version = ""
         # The first list is served from the API server's watch cache (client-go's reflector lists so too): no read
         # of etcd, which a busy control plane pays for most. A relist (the watch expired, an error) reads etcd, so
@@ -733,7 +618,7 @@ class Informer:
                 changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
                 with self._lock:
                     for item in page:
-                        strip(item, self._status_owners, self._field_owners)
+                        packing.strip(item, self._status_owners, self._field_owners)
                         key = store_key(item)
                         if self._keep is not None and not self._keep(item):
                             if key in self._store:
@@ -752,7 +637,7 @@ class Informer:
         self._list_whole = False
         there = {**self._read_missing(listed, refused, version), **refused}
         # Each stored object the list lacks, with its state now when it is still there (it left the selection).
-        gone: list[tuple[Packed, dict[str, Any] | None]] = []
+        gone: list[tuple[packing.Packed, dict[str, Any] | None]] = []
         with self._lock:
             for key in [key for key in self._store if key not in listed]:
                 stored = self._store[key]
@@ -760,7 +645,7 @@ class Informer:
                     continue
                 self._remove_locked(key, stored)
                 now = there.get(key)
-                gone.append((stored, now if now is not None and _uid(now) == stored.uid else None))
+                gone.append((stored, now if now is not None and packing.uid(now) == stored.uid else None))
             # An answer of okt's newer than the list stays shadowed, against what the list said of the object (or
             # nothing, when the list lacked it): the watch's events up to that answer are told against it, and the
             # answer's own echo is swallowed.
@@ -782,7 +667,7 @@ class Informer:
         self._announce_sweep((DELETED, packed.unpack() if now is None else now, None) for packed, now in gone)
         self.has_synced.set()
 
-    def _kept_past(self, key: StoreKey, stored: Packed, version: str) -> bool:
+    def _kept_past(self, key: StoreKey, stored: packing.Packed, version: str) -> bool:
         """Whether ``stored``, missing from a list answered at ``version``, stays: an object observed from okt's own
         write after the list was served is newer than the list. Only such an answer, not yet told by the watch: one
         the watch told is missing from a list older than it only when resourceVersions went back (etcd restored from
@@ -839,14 +724,14 @@ class Informer:
             if obj is not None:
                 obj.setdefault("apiVersion", self.kind.api_version)
                 obj.setdefault("kind", self.kind.kind)
-                found[(namespace, name)] = strip(obj, self._status_owners, self._field_owners)
+                found[(namespace, name)] = packing.strip(obj, self._status_owners, self._field_owners)
         return found
 
     def _listed_locked(
         self,
         key: StoreKey,
         item: dict[str, Any],
-        relisted: dict[StoreKey, Packed],
+        relisted: dict[StoreKey, packing.Packed],
         announce_unchanged: bool,
         etcd_version: str,
     ) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
@@ -855,7 +740,7 @@ class Informer:
         when it was read from etcd (a relist), ``""`` when from the watch cache. The lock is held."""
         changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         current = self._store.get(key)
-        listed_version = resource_version(item)
+        listed_version = packing.resource_version(item)
         if current is None:
             self._put_locked(key, item, None)
             changes.append((ADDED, item, None))
@@ -875,7 +760,7 @@ class Informer:
             self._put_locked(key, item, current)
             if before is None:
                 changes.append((ADDED, item, None))
-            elif _uid(before) != _uid(item):
+            elif packing.uid(before) != packing.uid(item):
                 # Deleted and created again while the watch was down: another object, as the watch
                 # would have told (a modification may look like nothing new: same spec, generation 1).
                 changes.append((DELETED, before, None))
@@ -887,9 +772,9 @@ class Informer:
             # it (someone may have changed the object between okt's read and its write): announced
             # against what the watch said last, unless the list says just that.
             watched = self._shadowed[key]
-            if current.rv != resource_version(item):
-                relisted[key] = Packed(item, {}, self._codec)
-            if watched is None or watched.rv != resource_version(item):
+            if current.rv != packing.resource_version(item):
+                relisted[key] = packing.Packed(item, {}, self._codec)
+            if watched is None or watched.rv != packing.resource_version(item):
                 changes.append((ADDED if watched is None else MODIFIED, item, _unpacked(watched)))
             elif announce_unchanged:
                 changes.append((RESYNC, item, item))
@@ -965,7 +850,7 @@ class Informer:
         if event_type == ERROR:
             code = int(obj.get("code") or 0)
             raise errors.ApiError.from_status(code, str(obj.get("reason") or "WatchError"), str(obj.get("message")))
-        version = resource_version(obj)
+        version = packing.resource_version(obj)
         if event_type == BOOKMARK:
             with self._lock:
                 # Only forward: a bookmark behind what the stream already told (a proxy or a server replaying its
@@ -978,7 +863,7 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.kind.api_version)
         obj.setdefault("kind", self.kind.kind)
-        strip(obj, self._status_owners, self._field_owners)
+        packing.strip(obj, self._status_owners, self._field_owners)
         key = store_key(obj)
         with self._lock:
             if version:
@@ -1012,7 +897,7 @@ class Informer:
                 # writer acted on what it had read before this change (a spec changed between a reconcile's read
                 # and its status write), so it is announced as usual, against what the watch said last. The store
                 # keeps the newer answer; the echo of okt's write, still to come, is swallowed.
-                self._shadowed[key] = Packed(obj, {}, self._codec)
+                self._shadowed[key] = packing.Packed(obj, {}, self._codec)
                 self._writers[key] = writer
                 emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
             elif newer is None and shadowed:
@@ -1053,10 +938,10 @@ class Informer:
 
     # -- store and indexes (the lock is held) --------------------------------------------------------------------
 
-    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: Packed | None) -> Packed:
+    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: packing.Packed | None) -> packing.Packed:
         if current is not None:
             self._unindex_locked(key, current)
-        packed = Packed(obj, self._indexers, self._codec)
+        packed = packing.Packed(obj, self._indexers, self._codec)
         self._store[key] = packed
         for name, values in zip(self._indexers, packed.index, strict=True):
             index = self._indexes[name]
@@ -1064,11 +949,11 @@ class Informer:
                 index[value] = _bucket_with(index.get(value, ()), key)
         return packed
 
-    def _remove_locked(self, key: StoreKey, current: Packed) -> None:
+    def _remove_locked(self, key: StoreKey, current: packing.Packed) -> None:
         self._unindex_locked(key, current)
         del self._store[key]
 
-    def _unindex_locked(self, key: StoreKey, packed: Packed) -> None:
+    def _unindex_locked(self, key: StoreKey, packed: packing.Packed) -> None:
         for name, values in zip(self._indexers, packed.index, strict=True):
             index = self._indexes[name]
             for value in values:

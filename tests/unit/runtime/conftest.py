@@ -16,7 +16,7 @@ import pytest
 
 from okt import errors
 from okt.kube import kinds
-from okt.runtime import informer as informer_mod
+from okt.runtime import packing
 
 END = object()
 ObjKey = tuple[str, str, str]
@@ -179,8 +179,8 @@ class Recorder:
                 (
                     event_type,
                     obj["metadata"]["name"],
-                    informer_mod.resource_version(obj),
-                    None if old is None else informer_mod.resource_version(old),
+                    packing.resource_version(obj),
+                    None if old is None else packing.resource_version(old),
                 )
             )
 

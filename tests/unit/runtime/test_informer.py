@@ -15,6 +15,7 @@ from okt import errors
 from okt.kube import kinds, selectors
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import informer as informer_mod
+from okt.runtime import packing
 from okt.testing import wait_for
 from tests.unit.runtime import conftest
 
@@ -458,8 +459,8 @@ def test_observe_ignores_an_answer_older_than_the_stored_object(api: Any, start:
 
 def test_kubectls_last_applied_configuration_is_dropped_from_stored_objects(api: Any, start: Any, obj: Obj) -> None:
     copy = '{"apiVersion":"v1","kind":"ConfigMap","data":{"big":"..."}}'
-    api.put(CM, obj(CM, "a", annotations={informer_mod.LAST_APPLIED: copy, "team": "cache"}))
-    api.put(CM, obj(CM, "b", annotations={informer_mod.LAST_APPLIED: copy}))
+    api.put(CM, obj(CM, "a", annotations={packing.LAST_APPLIED: copy, "team": "cache"}))
+    api.put(CM, obj(CM, "b", annotations={packing.LAST_APPLIED: copy}))
     informer = start()
     assert informer.get("ns", "a")["metadata"]["annotations"] == {"team": "cache"}  # type: ignore[index]
     assert "annotations" not in informer.get("ns", "b")["metadata"]  # type: ignore[index]
@@ -467,9 +468,9 @@ def test_kubectls_last_applied_configuration_is_dropped_from_stored_objects(api:
 
 def test_observe_drops_last_applied_without_changing_the_callers_annotations(api: Any, start: Any, obj: Obj) -> None:
     informer = start()
-    mine = api.put(CM, obj(CM, "a", annotations={informer_mod.LAST_APPLIED: "{}", "team": "cache"}))
+    mine = api.put(CM, obj(CM, "a", annotations={packing.LAST_APPLIED: "{}", "team": "cache"}))
     informer.observe(mine)
-    assert mine["metadata"]["annotations"] == {informer_mod.LAST_APPLIED: "{}", "team": "cache"}
+    assert mine["metadata"]["annotations"] == {packing.LAST_APPLIED: "{}", "team": "cache"}
     assert informer.get("ns", "a")["metadata"]["annotations"] == {"team": "cache"}  # type: ignore[index]
 
 

@@ -25,8 +25,8 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
+from okt.runtime import changes, logs, workqueue
 from okt.runtime import controller as controller_mod
-from okt.runtime import logs, workqueue
 from okt.status import writer as status_writer
 from okt.testing import FakeClient, wait_for
 
@@ -61,7 +61,7 @@ def test_a_modified_primary_matters_only_for_spec_deletion_finalizer_label_or_an
     old = primary()
     new = {**old, **{k: v for k, v in change.items() if k != "metadata"}}
     new["metadata"] = {**old["metadata"], **change.get("metadata", {})}
-    assert controller_mod.primary_change_matters("MODIFIED", new, old) is matters
+    assert changes.primary_change_matters("MODIFIED", new, old) is matters
 
 
 @pytest.mark.parametrize(
@@ -80,14 +80,14 @@ def test_a_modified_primary_of_a_kind_without_a_generation_matters_for_a_change_
     old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "10"}, "data": {}}
     new = {**old, **{k: v for k, v in change.items() if k != "metadata"}}
     new["metadata"] = {**old["metadata"], **change.get("metadata", {})}
-    assert controller_mod.primary_change_matters("MODIFIED", new, old) is matters
+    assert changes.primary_change_matters("MODIFIED", new, old) is matters
 
 
 @pytest.mark.parametrize(("event_type", "old"), [("ADDED", None), ("RESYNC", primary()), ("MODIFIED", None)])
 def test_added_resync_and_modified_without_the_old_object_always_matter(
     event_type: str, old: dict[str, Any] | None
 ) -> None:
-    assert controller_mod.primary_change_matters(event_type, primary(), old)
+    assert changes.primary_change_matters(event_type, primary(), old)
 
 
 @pytest.mark.parametrize(
@@ -470,7 +470,7 @@ class PlainDeployment(okt.MutableResource):
 def test_a_workload_child_wakes_its_owner_only_when_its_readiness_or_its_desired_state_changed(
     change: dict[str, Any], matters: bool
 ) -> None:
-    assert controller_mod.child_change_matters("MODIFIED", deployment(**change), deployment(), [Workload]) is matters
+    assert changes.child_change_matters("MODIFIED", deployment(**change), deployment(), [Workload]) is matters
 
 
 @pytest.mark.parametrize(
@@ -481,14 +481,14 @@ def test_a_child_status_change_matters_to_a_resource_class_that_reads_the_whole_
     classes: list[type[okt.Resource]], matters: bool
 ) -> None:
     changed = deployment(status__unavailableReplicas=1)
-    assert controller_mod.child_change_matters("MODIFIED", changed, deployment(), classes) is matters
+    assert changes.child_change_matters("MODIFIED", changed, deployment(), classes) is matters
 
 
 @pytest.mark.parametrize(("event_type", "old"), [("ADDED", None), ("DELETED", None), ("MODIFIED", None)])
 def test_a_child_added_deleted_or_modified_without_the_old_object_always_matters(
     event_type: str, old: dict[str, Any] | None
 ) -> None:
-    assert controller_mod.child_change_matters(event_type, deployment(), old, [Workload])
+    assert changes.child_change_matters(event_type, deployment(), old, [Workload])
 
 
 def test_a_workloads_status_rewrite_enqueues_nothing_and_a_readiness_change_its_owner(
@@ -542,9 +542,9 @@ def test_a_change_to_okt_bookkeeping_annotations_alone_does_not_requeue() -> Non
     old = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "1", "team": "a"}}}
     new = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "a"}}}
     ignored = frozenset({"okt.io/error-count", "okt.io/phase"})
-    assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is False
+    assert changes.primary_change_matters("MODIFIED", new, old, ignored) is False
     edited = {"metadata": {"generation": 1, "annotations": {"okt.io/error-count": "2", "team": "b"}}}
-    assert controller_mod.primary_change_matters("MODIFIED", edited, old, ignored) is True
+    assert changes.primary_change_matters("MODIFIED", edited, old, ignored) is True
 
 
 @pytest.mark.parametrize(
@@ -563,7 +563,7 @@ def test_a_change_to_the_reports_of_another_operator_built_on_okt_does_not_reque
     old = {"metadata": {"generation": 1, "annotations": {annotation: "1"}}}
     new = {"metadata": {"generation": 1, "annotations": {annotation: "2"}}}
     ignored = names.Names("a.example.com").primary_annotations()
-    assert controller_mod.primary_change_matters("MODIFIED", new, old, ignored) is matters
+    assert changes.primary_change_matters("MODIFIED", new, old, ignored) is matters
 
 
 class ConfigChild(okt.MutableResource):

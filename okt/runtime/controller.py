@@ -96,7 +96,7 @@ from okt.reconciler import watches as watches_mod
 from okt.resources import apply, resource
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
-from okt.runtime import changes, logs, mapping_queue, workqueue
+from okt.runtime import changes, logs, mapping_queue, packing, workqueue
 from okt.runtime import daemons as daemons_mod
 from okt.runtime import deletions as deletions_mod
 from okt.runtime import informer as informer_mod
@@ -243,10 +243,6 @@ class _Gone(_Writes):
         ):
             return copy.deepcopy(dict(self._obj))
         return super().get(kind, name, namespace)
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def gone_past_finalizers(obj: Mapping[str, Any], finalizers: Container[str]) -> dict[str, Any] | None:
@@ -722,7 +718,7 @@ class Controller:
         if gone is None:
             return None
         there = self.client.get_or_none(self.kind, key[1], key[0])
-        if there is None or _uid(there) != _uid(gone):
+        if there is None or packing.uid(there) != packing.uid(gone):
             if self.cache.uid(self.kind, key[1], key[0]) is None:
                 return gone
             self._log.warning(
@@ -911,7 +907,7 @@ class Controller:
                 error=str(exc),
             )
             return False
-        if there is not None and _uid(there) == deletion.uid:
+        if there is not None and packing.uid(there) == deletion.uid:
             # A watch says DELETED of an object that left the selection, too: that one is still there.
             self._log.debug("left the selection, not deleted: no on_deleted", namespace=key[0], name=key[1])
             return True

@@ -21,7 +21,7 @@ from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects, operand_http, podexec
 from okt.reconciler import watches
-from okt.resources import apply, registry, resource
+from okt.resources import apply, registry, resource, writing
 from okt.status import bookkeeping, conditions, events, writer
 
 REPLACED = "deleted and created again (another uid) during the reconcile"
@@ -71,8 +71,8 @@ class Settings:
     versions: Mapping[str, str] = dataclasses.field(default_factory=dict)
     status_target: writer.Target = writer.Target.STATUS
     persistence: bookkeeping.Persistence = bookkeeping.Persistence.STATUS
-    apply_strategy: apply.Strategy = apply.Strategy.APPLY
-    field_manager: str = apply.DEFAULT_FIELD_MANAGER
+    apply_strategy: writing.Strategy = writing.Strategy.APPLY
+    field_manager: str = writing.DEFAULT_FIELD_MANAGER
     legacy_field_managers: tuple[str, ...] = ()
     status_model: type[pydantic.BaseModel] | None = None
     indexes: Mapping[str, watches.IndexFunction] = dataclasses.field(default_factory=dict)
@@ -86,9 +86,9 @@ class Settings:
         return names_mod.Names(self.prefix, self.legacy_prefixes)
 
     @property
-    def writes(self) -> apply.WriteOptions:
+    def writes(self) -> writing.WriteOptions:
         names = self.names
-        return apply.WriteOptions(
+        return writing.WriteOptions(
             self.apply_strategy,
             self.field_manager,
             names.hash_annotation,
@@ -99,7 +99,7 @@ class Settings:
     @property
     def applies_status(self) -> bool:
         """Whether the status is written by server-side apply (children applied, status on the subresource)."""
-        return self.apply_strategy is apply.Strategy.APPLY and self.status_target is writer.Target.STATUS
+        return self.apply_strategy is writing.Strategy.APPLY and self.status_target is writer.Target.STATUS
 
 
 class Context:

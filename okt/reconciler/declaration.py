@@ -22,7 +22,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, stepper
 from okt.kube import kinds, selectors
 from okt.reconciler import watches as watches_mod
-from okt.resources import apply, resource
+from okt.resources import resource, writing
 from okt.status import bookkeeping
 
 if TYPE_CHECKING:
@@ -247,8 +247,8 @@ def _check_write_choices(cls: type[Reconciler]) -> None:
     """Refuse an ``apply_strategy`` or a ``persistence`` okt does not know (``"server-side"``, ``"annotation"``): read
     only when a reconcile builds its settings, it would fail every reconcile with a traceback, nothing reported on
     the object."""
-    choices: tuple[tuple[str, type[apply.Strategy] | type[bookkeeping.Persistence]], ...] = (
-        ("apply_strategy", apply.Strategy),
+    choices: tuple[tuple[str, type[writing.Strategy] | type[bookkeeping.Persistence]], ...] = (
+        ("apply_strategy", writing.Strategy),
         ("persistence", bookkeeping.Persistence),
     )
     for attribute, enum_cls in choices:

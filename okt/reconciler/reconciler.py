@@ -41,7 +41,7 @@ from okt.kube import kinds, objects
 from okt.reconciler import children, cluster_operator, declaration, finalize, findings, report, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
-from okt.resources import apply, helpers, resource
+from okt.resources import helpers, resource, writing
 from okt.status import bookkeeping, writer
 
 Operation = results_mod.Operation
@@ -130,7 +130,7 @@ class Reconciler:
     apply_strategy: ClassVar[str] = "apply"
     """How children are written: ``"apply"`` (server-side apply: fields the template drops leave the object, fields
     of other managers stay) or ``"merge"`` (merge patches, for servers or kinds where apply misbehaves)."""
-    field_manager: ClassVar[str] = apply.DEFAULT_FIELD_MANAGER
+    field_manager: ClassVar[str] = writing.DEFAULT_FIELD_MANAGER
     """The field manager okt applies children as (``kubectl get -o yaml --show-managed-fields`` shows it)."""
     legacy_field_managers: ClassVar[Sequence[str]] = ()
     """Field managers an earlier version of this operator wrote its children as: a former ``field_manager``, or
@@ -195,7 +195,7 @@ class Reconciler:
     @classmethod
     def applies_status(cls) -> bool:
         """Whether the status is written by server-side apply (children applied, status on the subresource)."""
-        return cls.apply_strategy == apply.Strategy.APPLY.value and cls.status_target() is writer.Target.STATUS
+        return cls.apply_strategy == writing.Strategy.APPLY.value and cls.status_target() is writer.Target.STATUS
 
     @classmethod
     def bookkeeping_persistence(cls) -> bookkeeping.Persistence:
@@ -239,7 +239,7 @@ class Reconciler:
             versions=dict(self.versions),
             status_target=self.status_target(),
             persistence=self.bookkeeping_persistence(),
-            apply_strategy=apply.Strategy(self.apply_strategy),
+            apply_strategy=writing.Strategy(self.apply_strategy),
             field_manager=self.field_manager,
             legacy_field_managers=tuple(self.legacy_field_managers),
             status_model=self.status_model,

@@ -20,12 +20,12 @@ The checksum decides *whether* a request is sent; the write strategy decides *wh
   field manager ``okt`` (configurable) with ``force``. The server keeps, per field, who set it: a field okt applied
   before and the template no longer has is removed, a field another manager owns (an HPA's ``replicas`` the template
   does not set, another controller's annotation) is never touched, and an out-of-band edit of an okt field is taken
-  back — items of an okt list put in another order too, by one JSON patch (:func:`_put_back_in_order`), as an apply
-  keeps the live order, and items someone made of okt's by editing their key (a port renumbered), which an apply
-  would keep beside okt's (:func:`_drop_rekeyed`). Objects written by okt's older merge path (manager ``okt``,
-  operation ``Update``), or under one of the reconciler's ``legacy_field_managers``, are taken over by the first
-  apply that needs to write them (:func:`take_over`), so a field removed from the template leaves then too; before
-  the apply, which writes the checksum, when the apply would leave one of their fields (:func:`_apply`).
+  back — items of an okt list put in another order too, by one JSON patch (:func:`list_items.put_back_in_order`), as
+  an apply keeps the live order, and items someone made of okt's by editing their key (a port renumbered), which an
+  apply would keep beside okt's (:func:`list_items.drop_rekeyed`). Objects written by okt's older merge path (manager
+  ``okt``, operation ``Update``), or under one of the reconciler's ``legacy_field_managers``, are taken over by the
+  first apply that needs to write them (:func:`take_over.take_over`), so a field removed from the template leaves then
+  too; before the apply, which writes the checksum, when the apply would leave one of their fields (:func:`_apply`).
 * ``Strategy.MERGE``: a create, then merge patches guarded by the live resourceVersion (a 409 is reported, never
   retried blindly over someone else's write). A merge patch cannot remove what the template no longer sets (but for
   the resource class's ``replace_fields``, e.g. a ConfigMap's ``data``); kept for servers or kinds where apply
@@ -56,10 +56,8 @@ import collections
 import copy
 import dataclasses
 import enum
-import json
-import math
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic
@@ -67,37 +65,10 @@ import pydantic
 from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects, patches
-from okt.resources import checksum, resource
+from okt.kube import kinds, objects
+from okt.resources import checksum, list_items, quantities, resource, take_over, writing
 
 DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
-DEFAULT_FIELD_MANAGER = "okt"
-TAKE_OVER_ATTEMPTS = patches.TAKE_OVER_ATTEMPTS
-"""How often a take-over is tried when another writer changes the object between okt's apply and its take-over."""
-
-
-class Strategy(enum.Enum):
-    """How okt writes children (see the module docstring)."""
-
-    APPLY = "apply"
-    MERGE = "merge"
-
-
-@dataclasses.dataclass(frozen=True)
-class WriteOptions:
-    """How a reconciler's children are written: the strategy and, for apply, the field manager."""
-
-    strategy: Strategy = Strategy.APPLY
-    field_manager: str = DEFAULT_FIELD_MANAGER
-    hash_annotation: str = names_mod.Names().hash_annotation
-    """The annotation that holds the child's checksum (from the reconciler's prefix)."""
-    legacy_labels: frozenset[str] = frozenset()
-    """okt's labels under the reconciler's ``legacy_prefixes``: an update removes those the child carries."""
-    legacy_annotations: frozenset[str] = frozenset()
-    """okt's annotations under the reconciler's ``legacy_prefixes`` (its checksum): removed the same way."""
-    legacy_field_managers: frozenset[str] = frozenset()
-    """Field managers an earlier version of the operator wrote children as (the reconciler's
-    ``legacy_field_managers``): an apply takes over the fields they own (:func:`take_over`)."""
 
 
 class Action(enum.Enum):
@@ -180,7 +151,7 @@ def _comparable(desired: Mapping[str, Any], *, marked: bool = True) -> dict[str,
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
     if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
         body = json_copy(body)
-        _convert_quantities(body, _marked_quantity)
+        quantities.convert_quantities(body, quantities.marked_quantity)
     return body
 
 
@@ -363,7 +334,7 @@ def update_patch(
     res: resource.Resource,
     live: Mapping[str, Any],
     owner: objects.CustomResource | None,
-    options: WriteOptions = WriteOptions(),
+    options: writing.WriteOptions = writing.WriteOptions(),
 ) -> dict[str, Any]:
     """The merge patch of an update, guarded by the live resourceVersion. okt's labels and annotations under legacy
     prefixes (``options``) that the child carries are removed: a merge patch keeps every key it does not name."""
@@ -402,7 +373,7 @@ def apply_body(res: resource.Resource) -> dict[str, Any]:
         meta.pop(field, None)
     if kinds.is_builtin_group(str(body.get("apiVersion") or "")):
         _default_port_protocols(body)
-        _convert_quantities(body, _quantity_text)
+        quantities.convert_quantities(body, quantities.quantity_text)
     return body
 
 
@@ -427,88 +398,6 @@ def _default_port_protocols(value: Any) -> None:
             _default_port_protocols(item)
 
 
-_QUANTITY_FIELDS = frozenset({"hard", "capacity", "overhead", "podFixed", "sizeLimit", "maximumVolumeSize"})
-"""Keys of built-in kinds whose value is a quantity, or maps names to quantities: a ResourceQuota's ``hard``, a
-PersistentVolume's ``capacity``, a Pod's ``overhead``, a RuntimeClass's ``overhead.podFixed``, an emptyDir's
-``sizeLimit``, a CSIStorageCapacity's ``capacity`` and ``maximumVolumeSize``. A ``resources`` map's ``limits`` and
-``requests`` (a container's, a Pod's, a PersistentVolumeClaim's) are quantities too, and so are a LimitRange's and an
-autoscaler's metric targets."""
-_LIMIT_RANGE_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
-
-
-def _convert_quantities(body: dict[str, Any], convert: Callable[[Any], Any]) -> None:
-    """Pass each value of a resource quantity field of a built-in kind through ``convert``: :func:`_quantity_text`
-    writes each number as the text JSON gives it (``cpu: 0.5`` is sent as ``"0.5"``), :func:`_marked_quantity` marks
-    each quantity for the drift check.
-
-    A template's ``cpu: 1`` or ``memory: 1024`` is a number once YAML has read it, and server-side apply refuses a
-    number where a quantity goes (``expected string``), though a create or a merge patch takes it. The text is the
-    same quantity, so the server stores what it stored from the number, and okt's hash (of the desired object, which
-    keeps the number) and its drift check (which matches a number with its canonical quantity) stay what they were.
-    """
-    _quantity_fields(body, convert)
-    spec = body.get("spec")
-    if not isinstance(spec, dict):
-        return
-    if body.get("kind") == "LimitRange" and isinstance(spec.get("limits"), list):
-        for item in spec["limits"]:
-            if isinstance(item, dict):
-                for key in _LIMIT_RANGE_FIELDS:
-                    if key in item:
-                        item[key] = _quantities(item[key], convert)
-    if body.get("kind") == "HorizontalPodAutoscaler" and isinstance(spec.get("metrics"), list):
-        # Each metric's source (``resource``, ``pods``, ``object``, ``external``, ``containerResource``): the
-        # ``target``'s ``value``/``averageValue`` (v2, v2beta2), or its ``targetValue``/``targetAverageValue``
-        # (v2beta1).
-        metrics = [metric for metric in spec["metrics"] if isinstance(metric, dict)]
-        for source in [source for metric in metrics for source in metric.values() if isinstance(source, dict)]:
-            target = source.get("target")
-            for holder, keys in ((target, ("value", "averageValue")), (source, ("targetValue", "targetAverageValue"))):
-                if isinstance(holder, dict):
-                    for key in keys:
-                        if key in holder:
-                            holder[key] = convert(holder[key])
-
-
-def _quantity_fields(value: Any, convert: Callable[[Any], Any]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "resources" and isinstance(item, dict):
-                for field in ("limits", "requests"):
-                    if isinstance(item.get(field), dict):
-                        item[field] = _quantities(item[field], convert)
-            elif key in _QUANTITY_FIELDS:
-                value[key] = _quantities(item, convert)
-            _quantity_fields(value[key], convert)
-    elif isinstance(value, list):
-        for item in value:
-            _quantity_fields(item, convert)
-
-
-def _quantities(value: Any, convert: Callable[[Any], Any]) -> Any:
-    """A quantity field's value (the value, or a mapping's values) passed through ``convert``."""
-    if isinstance(value, dict):
-        return {key: convert(item) for key, item in value.items()}
-    return convert(value)
-
-
-def _quantity_text(value: Any) -> Any:
-    """A number as the text JSON writes it (what :func:`okt.resources.checksum.canonical_quantity` reads); anything
-    else as it is."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return value
-    return str(value) if isinstance(value, int) else repr(value)
-
-
-def _marked_quantity(value: Any) -> Any:
-    """A quantity as the drift check compares it: its :func:`_quantity_text`, marked as a quantity; anything else
-    (a boolean, a mapping) as it is."""
-    text = _quantity_text(value)
-    return checksum.Quantity(text) if isinstance(text, str) else text
-
-
 def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
     """The drift view as the next reconcile builds it — without the initial data — when the write's
     ``mutate_with_initial_data()`` may change it; None when the resource keeps the default one, which changes nothing
@@ -519,7 +408,10 @@ def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
 
 
 def create(
-    client: kube_client.Client, res: resource.Resource, observe: Observer, options: WriteOptions = WriteOptions()
+    client: kube_client.Client,
+    res: resource.Resource,
+    observe: Observer,
+    options: writing.WriteOptions = writing.WriteOptions(),
 ) -> dict[str, Any]:
     """Create ``res``, which okt's read found missing.
 
@@ -533,13 +425,13 @@ def create(
     Raises:
         okt.errors.Conflict: (``already_exists``) the object exists: an earlier create landed unanswered.
     """
-    if options.strategy is Strategy.APPLY:
+    if options.strategy is writing.Strategy.APPLY:
         _check_unanswered(client, res)
     view = _pristine_view(res)
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
-    if options.strategy is Strategy.APPLY:
+    if options.strategy is writing.Strategy.APPLY:
         key = kinds.key_of(res.desired)
         try:
             created = _apply(client, kind, res, options)
@@ -608,17 +500,18 @@ def update(
     live: Mapping[str, Any],
     owner: objects.CustomResource | None,
     observe: Observer,
-    options: WriteOptions = WriteOptions(),
+    options: writing.WriteOptions = writing.WriteOptions(),
     *,
     drift_only: bool = False,
 ) -> dict[str, Any]:
     """Write ``res`` over ``live``. ``drift_only`` (:attr:`Decision.drift_only`): the template is the one okt last
-    wrote, so an item of okt's lists missing from ``live`` was taken away by someone (:func:`_drop_rekeyed`)."""
+    wrote, so an item of okt's lists missing from ``live`` was taken away by someone
+    (:func:`list_items.drop_rekeyed`)."""
     view = _pristine_view(res)
     _keep_initial_data(res, live)
     res.check_identity()
     kind = client.kind_of(res.desired)
-    if options.strategy is Strategy.APPLY:
+    if options.strategy is writing.Strategy.APPLY:
         # No preserve_from_live: what the template does not set (a Service's clusterIP) is not applied, so it is not
         # okt's, and the server keeps it.
         uid = (live.get("metadata") or {}).get("uid")
@@ -628,20 +521,22 @@ def update(
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
             # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
             # for anything else (a value of okt's own template) is reported as it is, touching nothing of anyone's.
-            if not any(cause.reason == DUPLICATE for cause in exc.causes):
+            if not any(cause.reason == list_items.DUPLICATE for cause in exc.causes):
                 raise
             current = client.get(kind, res.name, res.namespace)
             if (current.get("metadata") or {}).get("uid") != uid:
-                raise _replaced(res, uid, exc) from exc
-            if _drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
+                raise writing.replaced(res, uid, exc) from exc
+            if list_items.drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
                 raise
             updated = _apply(client, kind, res, options, uid, current)
         else:
             shape = _drift_shape(res) if drift_only else None
             if shape is not None:
                 desired = checksum.narrowed(apply_body(res), shape)
-                updated = _drop_rekeyed(client, kind, desired, live, updated, options) or updated
-        updated = _put_back_in_order(client, kind, drift_view(res) if view is None else view, updated, options)
+                updated = list_items.drop_rekeyed(client, kind, desired, live, updated, options) or updated
+        updated = list_items.put_back_in_order(
+            client, kind, drift_view(res) if view is None else view, updated, options
+        )
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
@@ -658,214 +553,6 @@ UID_FIELD = "metadata.uid"
 def _uid_refused(exc: errors.ApiError) -> bool:
     """Whether the API server refused a write for its ``metadata.uid`` (the object there has another)."""
     return any(cause.field == UID_FIELD for cause in exc.causes)
-
-
-def _replaced(res: resource.Resource, uid: str | None, exc: errors.ApiError | None = None) -> errors.Conflict:
-    """The error of an update refused because the child okt read (``uid``) was deleted and another object created
-    under its name since: a conflict, retried soon; the next reconcile reads that object and decides anew."""
-    return errors.Conflict(
-        409,
-        "Conflict",
-        f"{res.describe()} was deleted and created again (another uid than {uid}) since okt read it: nothing was "
-        "written; the next reconcile decides from the object there now",
-        method=exc.method if exc is not None else "",
-        url=exc.url if exc is not None else "",
-    )
-
-
-def _put_back_in_order(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    view: Mapping[str, Any],
-    applied: dict[str, Any],
-    options: WriteOptions,
-) -> dict[str, Any]:
-    """Put the items of okt's lists that someone reordered back in the template's order; the applied object, or the
-    answer to that one more write.
-
-    An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
-    reordering (env vars, whose order matters: one may refer to those before it). One JSON patch replaces each such
-    list with its own live items in the template's order: nothing is added, dropped or changed. It first tests that
-    each list still holds those items as read (:func:`patches.guard`), not the object's resourceVersion, which a
-    workload's controller bumps again and again while the reordered pod template rolls out; a patch whose test fails
-    all the same (someone changed the list) is worked out again from the object read anew, up to
-    ``TAKE_OVER_ATTEMPTS``. The next apply takes over what it wrote (:func:`take_over`).
-    """
-
-    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-        reordered = _reordered_lists(view, obj, "")
-        if not reordered:
-            return []
-        guard = patches.guard([(pointer, live) for pointer, live, _ in reordered], obj.get("metadata") or {})
-        return [*guard, *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered)]
-
-    return _patch_guarded(client, kind, applied, plan, options)[0]
-
-
-def _drop_rekeyed(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    desired: Mapping[str, Any],
-    before: Mapping[str, Any],
-    after: dict[str, Any],
-    options: WriteOptions,
-) -> dict[str, Any] | None:
-    """Remove the items another writer made of okt's: the answer to that one more write, or None when there are none.
-
-    An item of a keyed list (a port by ``containerPort``, an env var by ``name``) whose key someone edited (a port
-    renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
-    item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
-    wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
-    from ``after``, by one JSON patch. Items of other managers in lists where all of okt's items are in place are never
-    touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
-
-    The patch tests, before it removes anything, that each index still holds the item of that key
-    (:func:`patches.guard`), not the object's resourceVersion: a workload's controller rewrites the status many times
-    in a row after a change of the pod template (the edit's, then okt's own write), and a patch tested against the
-    resourceVersion lost to those writes at each attempt. A patch whose test fails all the same (the list changed in
-    between) is worked out again from the object read anew, as :func:`take_over` does, up to ``TAKE_OVER_ATTEMPTS``.
-    """
-
-    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-        found = _rekeyed(desired, before, obj, _list_keys(obj), (), "")
-        if not found:
-            return []
-        guard = patches.guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
-        return [*guard, *({"op": "remove", "path": pointer} for pointer, _ in found)]
-
-    patched, sent = _patch_guarded(client, kind, after, plan, options)
-    return patched if sent else None
-
-
-def _patch_guarded(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    obj: dict[str, Any],
-    plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]],
-    options: WriteOptions,
-) -> tuple[dict[str, Any], bool]:
-    """Send the JSON patch ``plan`` works out from ``obj`` (its tests first: :func:`patches.guard`), and the object with
-    whether a patch was sent. A patch refused for its tests alone (someone wrote the lists in between) is worked out
-    again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``; one refused for what it writes is raised (reading
-    again cannot help), as is the last attempt's refusal. An empty plan sends nothing."""
-    for attempt in range(TAKE_OVER_ATTEMPTS):
-        patch = plan(obj)
-        if not patch:
-            return obj, False
-        meta = obj.get("metadata") or {}
-        try:
-            answer = client.patch(
-                kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
-            )
-            return answer, True
-        except errors.Invalid as exc:
-            if exc.causes or attempt == TAKE_OVER_ATTEMPTS - 1:
-                raise
-            obj = client.get(kind, meta["name"], meta.get("namespace"))
-    raise AssertionError("not reached: the last attempt returns or raises")
-
-
-DUPLICATE = "FieldValueDuplicate"
-"""The cause the API server gives a value that must be unique in its list and is not (a port's name)."""
-
-_ITEM = 0
-"""Stands for any item of a list in a :func:`_list_keys` path (field names are strings)."""
-
-
-def _list_keys(obj: Mapping[str, Any]) -> dict[tuple[str | int, ...], tuple[str, ...]]:
-    """The key fields of each keyed list of ``obj``, by path, as its ``managedFields`` name items
-    (``k:{"containerPort":8080,"protocol":"TCP"}``)."""
-    keys: dict[tuple[str | int, ...], tuple[str, ...]] = {}
-
-    def walk(fields: Mapping[str, Any], path: tuple[str | int, ...]) -> None:
-        for name, inner in fields.items():
-            if not isinstance(inner, Mapping):
-                continue
-            if name.startswith("f:"):
-                walk(inner, (*path, name[2:]))
-            elif name.startswith("k:"):
-                try:
-                    key = json.loads(name[2:])
-                except ValueError:
-                    continue
-                if isinstance(key, dict):
-                    keys[path] = tuple(sorted(key))
-                walk(inner, (*path, _ITEM))
-
-    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
-        walk(entry.get("fieldsV1") or {}, ())
-    return keys
-
-
-def _rekeyed(
-    desired: Any,
-    before: Any,
-    after: Any,
-    keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
-    path: tuple[str | int, ...],
-    pointer: str,
-) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """The JSON pointers of :func:`_drop_rekeyed`'s items in ``after``, in an order one JSON patch can remove them:
-    inside an item before the item's own list, and each list's from its last item to its first; each with the
-    pointer and value of each of its key fields."""
-    if isinstance(desired, Mapping) and isinstance(after, Mapping):
-        found: list[tuple[str, list[tuple[str, Any]]]] = []
-        for key, value in desired.items():
-            if key in after:
-                earlier = before.get(key) if isinstance(before, Mapping) else None
-                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{_escaped(key)}"))
-        return found
-    names = keys.get(path)
-    if names is None or not isinstance(desired, list) or not isinstance(after, list):
-        return []
-
-    def key_of(item: Any) -> str | None:
-        return checksum.canonical_json([item.get(name) for name in names]) if isinstance(item, Mapping) else None
-
-    ours = {key_of(item): item for item in desired}
-    earlier = {key_of(item): item for item in before} if isinstance(before, list) else {}
-    found = []
-    for index, item in enumerate(after):
-        key = key_of(item)
-        if key in ours:
-            found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
-    if ours.keys() - earlier.keys():
-        foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
-        for index in reversed(foreign):
-            at = f"{pointer}/{index}"
-            found.append((at, [(f"{at}/{_escaped(name)}", after[index].get(name)) for name in names]))
-    return found
-
-
-def _escaped(key: object) -> str:
-    """``key`` as a JSON pointer's reference token."""
-    return str(key).replace("~", "~0").replace("/", "~1")
-
-
-def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any], list[Any]]]:
-    """Each list of ``live`` (its JSON pointer, and the list) that holds the items of ``desired``'s list there in
-    another order, with those items in ``desired``'s order."""
-    if isinstance(desired, Mapping) and isinstance(live, Mapping):
-        found: list[tuple[str, list[Any], list[Any]]] = []
-        for key, value in desired.items():
-            if key in live:
-                found.extend(_reordered_lists(value, live[key], f"{pointer}/{_escaped(key)}"))
-        return found
-    if not isinstance(desired, list | tuple) or not isinstance(live, list) or len(desired) != len(live):
-        return []
-    pairs = list(zip(desired, live, strict=True))
-    inner = [_reordered_lists(wanted, item, f"{pointer}/{i}") for i, (wanted, item) in enumerate(pairs)]
-    if all(found or checksum.is_subset(wanted, item) for (wanted, item), found in zip(pairs, inner, strict=True)):
-        return [each for found in inner for each in found]  # in order here; perhaps not inside an item
-    left = list(range(len(live)))
-    order = []
-    for wanted in desired:
-        index = next((i for i in left if checksum.is_subset(wanted, live[i])), None)
-        if index is None:
-            return []  # not the same items: an apply's business, not an order's
-        left.remove(index)
-        order.append(index)
-    return [(pointer, live, [live[i] for i in order])]
 
 
 def _keep_initial_data(res: resource.Resource, live: Mapping[str, Any]) -> None:
@@ -923,11 +610,12 @@ def _apply(
     client: kube_client.Client,
     kind: kinds.Kind,
     res: resource.Resource,
-    options: WriteOptions,
+    options: writing.WriteOptions,
     uid: str | None = None,
     live: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Apply ``res``, having first taken over what okt's earlier writes left to other entries (:func:`take_over`).
+    """Apply ``res``, having first taken over what okt's earlier writes left to other entries
+    (:func:`take_over.take_over`).
 
     With ``uid`` (an update: the uid of the object okt read and decided for, ``live`` as okt read it), the body
     carries it, and the API server refuses the apply on an object of another uid — one deleted and created again under
@@ -937,15 +625,15 @@ def _apply(
     The take-over goes before the apply, which writes the checksum: a take-over refused or unanswered (leadership lost
     in between, a timeout) leaves the old checksum, so the next reconcile, on whichever replica, writes the child
     again and takes over then; after the checksum, it would judge the child unchanged and never take over, and a
-    field the template dropped would stay for good (:func:`_take_over_first`). Whether there is one to make first is
-    decided from ``live``'s managedFields, which okt's cache keeps as the entries a take-over moves
-    (:meth:`FieldOwners.kept`, ``[]`` for almost every child): no request but the apply. Only one that shows such an
-    entry holding a field the apply would leave has the child read, and the take-over made from what the API server
-    holds. What the apply's answer still shows — all of it for a ``live`` without managedFields (a reader that keeps
-    none, as okt's FakeClient) — is taken over after it (:func:`_take_over_after`).
+    field the template dropped would stay for good (:func:`take_over.take_over_first`). Whether there is one to make
+    first is decided from ``live``'s managedFields, which okt's cache keeps as the entries a take-over moves
+    (:meth:`take_over.FieldOwners.kept`, ``[]`` for almost every child): no request but the apply. Only one that shows
+    such an entry holding a field the apply would leave has the child read, and the take-over made from what the API
+    server holds. What the apply's answer still shows — all of it for a ``live`` without managedFields (a reader that
+    keeps none, as okt's FakeClient) — is taken over after it (:func:`take_over.take_over_after`).
 
     Raises:
-        okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`_replaced`).
+        okt.errors.Conflict: the object is not the one of ``uid`` any more (:func:`writing.replaced`).
     """
     manager = options.field_manager
     body = apply_body(res)
@@ -957,277 +645,17 @@ def _apply(
             return client.apply(body, kind, field_manager=manager)
         except errors.Invalid as exc:
             if uid and _uid_refused(exc):
-                raise _replaced(res, uid, exc) from exc
+                raise writing.replaced(res, uid, exc) from exc
             raise
 
     # Decided from what okt read: a child without managedFields (okt's FakeClient keeps none) is taken over after
     # the apply, from its answer, as every child was before the cache kept them — never read first for it.
-    if uid and live is not None and _left_behind(live, body, options):
-        _take_over_first(client, kind, res, uid, body, options)
+    if uid and live is not None and take_over.left_behind(live, body, options):
+        take_over.take_over_first(client, kind, res, uid, body, options)
     applied = send()
-    if _left_to_take_over(applied, options):
-        applied = _take_over_after(client, kind, res, applied, body, options, send)
+    if take_over.left_to_take_over(applied, options):
+        applied = take_over.take_over_after(client, kind, res, applied, body, options, send)
     return applied
-
-
-def _take_over_first(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    res: resource.Resource,
-    uid: str,
-    body: Mapping[str, Any],
-    options: WriteOptions,
-) -> None:
-    """Take over what other entries of the object of ``uid`` hold of okt's, read from the API server (the patch tests
-    the entries as it holds them), before the apply of ``body``, when they hold a field ``body`` does not set: the
-    apply would leave it. Entries that hold only fields of ``body`` are left to the apply, whose checksum is then
-    safe: a template that drops one of their fields has another checksum, and its update takes them over first. A
-    take-over whose test fails (another writer changed okt's entries in between) is worked out again from a new read,
-    up to :data:`TAKE_OVER_ATTEMPTS` times.
-
-    Raises:
-        okt.errors.Conflict: the object is not the one of ``uid`` any more.
-        okt.errors.Invalid: the take-over lost to other writers at each attempt; nothing of okt's was written.
-    """
-    for attempt in range(TAKE_OVER_ATTEMPTS):
-        read = client.get(kind, res.name, res.namespace)
-        if (read.get("metadata") or {}).get("uid") != uid:
-            raise _replaced(res, uid)
-        if not _left_behind(read, body, options):
-            return
-        try:
-            take_over(client, kind, read, options.field_manager, options.legacy_field_managers)
-        except errors.Invalid:
-            if attempt == TAKE_OVER_ATTEMPTS - 1:
-                raise
-            continue
-        return
-
-
-def _take_over_after(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    res: resource.Resource,
-    applied: dict[str, Any],
-    body: Mapping[str, Any],
-    options: WriteOptions,
-    send: Callable[[], dict[str, Any]],
-) -> dict[str, Any]:
-    """Take over what an apply's answer (``applied``) shows left to other entries; apply ``body`` again (``send``)
-    when they held a field it does not set, which the apply left in place.
-
-    Entries holding only fields of ``body`` (their values okt applied again) are taken over now, once (the cache
-    keeps what the take-over's answer shows: none left); their failure harms nothing. Entries holding other fields
-    are there only when okt could not see them before the apply (the apply created the child over an object that
-    appeared since okt read it, or an older process wrote as okt since okt last read it): the apply wrote the
-    checksum already, and a take-over that fails for good is followed by the checksum's removal
-    (:func:`_forget_hash`), so that the retry writes the child again and takes over first. That removal is a write
-    too, and cannot leave when leadership is lost in between.
-    """
-    behind = _left_behind(applied, body, options)
-    for attempt in range(TAKE_OVER_ATTEMPTS):
-        try:
-            taken = take_over(client, kind, applied, options.field_manager, options.legacy_field_managers)
-        except errors.Invalid as exc:
-            # Its test failed: another writer changed okt's entries in between (another process writing as okt's
-            # manager). Read the object again and take over from there; the apply itself already happened.
-            if attempt == TAKE_OVER_ATTEMPTS - 1:
-                if behind:
-                    _forget_hash(client, kind, applied, options.hash_annotation)
-                raise
-            meta = applied.get("metadata") or {}
-            current = client.get(kind, meta["name"], meta.get("namespace"))
-            if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
-                raise _replaced(res, meta.get("uid"), exc) from exc  # not the object applied: none of okt's to take
-            applied = current
-            behind = behind or _left_behind(applied, body, options)
-            continue
-        except (errors.ApiError, errors.WriteRefused):
-            if behind:
-                _forget_hash(client, kind, applied, options.hash_annotation)
-            raise
-        # The fields the other entries held are the apply's now: applying again removes those the template dropped.
-        # Else the take-over's answer is the object as it is now, its managedFields without those entries.
-        return send() if behind else taken or applied
-    return applied
-
-
-def _left_to_take_over(obj: Mapping[str, Any], options: WriteOptions) -> bool:
-    """Whether ``obj`` (as the API server answered a write) has entries :func:`take_over` moves."""
-    entries = (obj.get("metadata") or {}).get("managedFields") or ()
-    return any(_taken_over(e, options.field_manager, options.legacy_field_managers) for e in entries)
-
-
-def _left_behind(obj: Mapping[str, Any], body: Mapping[str, Any], options: WriteOptions) -> bool:
-    """Whether an entry of ``obj`` that :func:`take_over` moves holds a field ``body`` (an apply configuration) does not
-    set; one okt cannot match (a list item whose key it cannot read) counts as such."""
-    entries = (obj.get("metadata") or {}).get("managedFields") or ()
-    return any(
-        _outside(e.get("fieldsV1") or {}, body)
-        for e in entries
-        if _taken_over(e, options.field_manager, options.legacy_field_managers)
-    )
-
-
-def _outside(fields: Mapping[str, Any], value: Any) -> bool:
-    """Whether the fieldsV1 tree ``fields`` holds a path ``value`` does not have (``f:`` a field, ``k:`` a list item
-    by its keys, ``v:`` a set's value, ``i:`` an index; ``.`` the element itself)."""
-    for key, inner in fields.items():
-        if key == ".":
-            continue
-        prefix, _, rest = key.partition(":")
-        child: Any
-        if prefix == "f" and isinstance(value, Mapping) and rest in value:
-            child = value[rest]
-        elif prefix in ("k", "v") and isinstance(value, list):
-            try:
-                wanted = json.loads(rest)
-            except ValueError:
-                return True
-            if prefix == "v":
-                child = wanted if wanted in value else _MISSING
-            elif isinstance(wanted, dict):
-                child = next(
-                    (i for i in value if isinstance(i, Mapping) and all(i.get(k) == v for k, v in wanted.items())),
-                    _MISSING,
-                )
-            else:
-                return True
-        elif prefix == "i" and isinstance(value, list) and rest.isdigit() and int(rest) < len(value):
-            child = value[int(rest)]
-        else:
-            return True
-        if child is _MISSING or (isinstance(inner, Mapping) and _outside(inner, child)):
-            return True
-    return False
-
-
-_MISSING = object()
-
-
-@dataclasses.dataclass(frozen=True)
-class FieldOwners:
-    """Whose ``managedFields`` entries a take-over moves (:func:`take_over`): the ``Update`` entries of ``managers``
-    (the field managers children are applied as) and every entry of ``legacy`` (the reconcilers'
-    ``legacy_field_managers``), subresources' aside.
-
-    Why this exists: an update takes over before it applies when such an entry holds a field the apply would leave
-    (see :func:`_apply`), and must know the child's entries for that. okt's cache drops ``managedFields`` (often the
-    largest part of an object), and reading each child before its update would cost a request per child updated after
-    every restart, for a take-over needed once in a child's life. So the cache keeps of a child's entries those
-    :meth:`kept` returns, an empty list for almost every child: a stored child with ``managedFields`` says what there
-    is to take over, with no request.
-    """
-
-    managers: frozenset[str] = frozenset()
-    legacy: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(cls, options: WriteOptions) -> FieldOwners | None:
-        """The entries the updates of ``options`` take over; None for the merge strategy, which takes over none."""
-        if options.strategy is not Strategy.APPLY:
-            return None
-        return cls(frozenset({options.field_manager}), options.legacy_field_managers)
-
-    def __or__(self, other: FieldOwners) -> FieldOwners:
-        return FieldOwners(self.managers | other.managers, self.legacy | other.legacy)
-
-    def covers(self, other: FieldOwners) -> bool:
-        """Whether what :meth:`kept` keeps holds every entry ``other`` would keep."""
-        return other.managers <= self.managers and other.legacy <= self.legacy
-
-    def moves(self, entry: Mapping[str, Any]) -> bool:
-        """Whether a take-over for one of these owners moves ``entry``."""
-        if not isinstance(entry, Mapping) or entry.get("subresource"):
-            return False
-        manager = entry.get("manager")
-        return manager in self.legacy or (manager in self.managers and entry.get("operation") == "Update")
-
-    def kept(self, entries: Any) -> list[dict[str, Any]]:
-        """The entries of ``entries`` (an object's ``managedFields``) a take-over moves, each as its manager, operation
-        and fields (the rest, their time and format, is not read): what okt's cache keeps of a child's
-        ``managedFields``, ``[]`` for a child with none."""
-        return [
-            {"manager": e.get("manager"), "operation": e.get("operation"), "fieldsV1": e.get("fieldsV1") or {}}
-            for e in (entries if isinstance(entries, list) else ())
-            if self.moves(e)
-        ]
-
-
-def _forget_hash(client: kube_client.Client, kind: kinds.Kind, obj: Mapping[str, Any], annotation: str) -> None:
-    """Remove the checksum the apply just stored from a child whose take-over failed for good, so that the retry
-    writes it again, and takes over then: with the checksum in place and every field of the template present, the
-    retry would judge the child unchanged and never take over, and a field the template dropped would stay for good.
-
-    The patch tests that the annotation still holds that checksum (not the resourceVersion, which a workload's
-    controller goes on bumping). Refused, it is left: someone else wrote the checksum since.
-    """
-    meta = obj.get("metadata") or {}
-    digest = (meta.get("annotations") or {}).get(annotation)
-    if digest is None:
-        return
-    pointer = f"/metadata/annotations/{_escaped(annotation)}"
-    patch = [{"op": "test", "path": pointer, "value": digest}, {"op": "remove", "path": pointer}]
-    try:
-        client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-    except (errors.ApiError, errors.WriteRefused):
-        return  # the take-over's error is the one reported
-
-
-def take_over(
-    client: kube_client.Client,
-    kind: kinds.Kind,
-    obj: Mapping[str, Any],
-    manager: str,
-    legacy: Collection[str] = (),
-) -> dict[str, Any] | None:
-    """Move the fields ``manager`` owns through plain writes (operation ``Update``), and those the ``legacy`` managers
-    own (any operation), into ``manager``'s apply entry.
-
-    okt's merge path (and its creates) wrote children as manager ``okt`` with operation ``Update``, and an earlier
-    version of an operator may have applied them under another ``field_manager``; server-side apply removes only
-    fields the *apply* entry owns, and keeps a field as long as any manager owns it, so without this a field the
-    template dropped after the switch would stay. One JSON patch of ``metadata.managedFields``, once per object: a
-    server that is handed managedFields keeps them as given. Entries of a subresource (the status) are left: an apply
-    of the object cannot own their fields. Returns the API server's answer, or None when there was nothing to
-    move.
-
-    The patch touches okt's entries alone (the apply entry replaced by the union, the others removed) and first tests
-    that each of them still is what okt read (:func:`patches.guard`), not the object's resourceVersion: a workload's
-    controller writes the status of a Deployment many times a second while it rolls out, and a patch tested against
-    the resourceVersion lost to those writes at every attempt. Another manager's entry is neither tested nor written,
-    so one it changed in between stays as it made it.
-    """
-    meta = obj.get("metadata") or {}
-    entries = list(meta.get("managedFields") or [])
-    moved = [i for i, e in enumerate(entries) if _taken_over(e, manager, legacy)]
-    if not moved:
-        return None
-    at = next((i for i, e in enumerate(entries) if e.get("manager") == manager and e.get("operation") == "Apply"), None)
-    applied = entries[at] if at is not None else None
-    fields: dict[str, Any] = copy.deepcopy((applied or {}).get("fieldsV1") or {})
-    for i in moved:
-        patches.union(fields, entries[i].get("fieldsV1") or {})
-    merged = {
-        **(applied or {"manager": manager, "operation": "Apply", "apiVersion": obj.get("apiVersion")}),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields,
-    }
-    # The union takes the apply entry's place, or the first moved entry's; the other moved ones go, last first (the
-    # indices of those before them stay as tested).
-    into, gone = (at, moved) if at is not None else (moved[0], moved[1:])
-    tested = sorted({into, *moved})
-    patch = [
-        *patches.guard([(f"/metadata/managedFields/{i}", entries[i]) for i in tested], meta),
-        {"op": "replace", "path": f"/metadata/managedFields/{into}", "value": merged},
-        *({"op": "remove", "path": f"/metadata/managedFields/{i}"} for i in sorted(gone, reverse=True)),
-    ]
-    return client.patch(kind, meta["name"], patch, meta.get("namespace"), patch_type="json")
-
-
-def _taken_over(entry: Mapping[str, Any], manager: str, legacy: Collection[str]) -> bool:
-    """Whether :func:`take_over` moves ``entry`` into ``manager``'s apply entry."""
-    return FieldOwners(frozenset({manager}), frozenset(legacy)).moves(entry)
 
 
 def delete(client: kube_client.Client, obj: Mapping[str, Any], owner_uid: str, names: names_mod.Names) -> bool:

@@ -41,7 +41,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.resources import apply
+from okt.resources import take_over
 from okt.runtime import informer as informer_mod
 from okt.runtime import packing
 
@@ -109,8 +109,8 @@ class Cache:
         self._selected: dict[_KindKey, bool] = {}
         self._status_owners: dict[_KindKey, bool] = {}
         self._status_owners_wanted: set[_KindKey] = set()
-        self._field_owners: dict[_KindKey, apply.FieldOwners | None] = {}
-        self._field_owners_wanted: dict[_KindKey, apply.FieldOwners] = {}
+        self._field_owners: dict[_KindKey, take_over.FieldOwners | None] = {}
+        self._field_owners_wanted: dict[_KindKey, take_over.FieldOwners] = {}
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
@@ -124,7 +124,7 @@ class Cache:
         *,
         use_selector: bool = False,
         status_owners: bool = False,
-        field_owners: apply.FieldOwners | None = None,
+        field_owners: take_over.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         indexers: Mapping[str, packing.Indexer] | None = None,
         writer: object | None = None,
@@ -228,7 +228,7 @@ class Cache:
         with self._lock:
             self._status_owners_wanted.add((kind.api_version, kind.kind))
 
-    def keep_field_owners(self, kind: kinds.Kind, owners: apply.FieldOwners) -> None:
+    def keep_field_owners(self, kind: kinds.Kind, owners: take_over.FieldOwners) -> None:
         """Keep the managedFields entries of ``kind``'s objects a take-over for ``owners`` would move, whoever starts
         the kind (see :meth:`keep_status_owners`: a store started without them cannot get them back). Call it before
         starting the kind."""

@@ -93,7 +93,7 @@ from okt.reconciler import context as context_mod
 from okt.reconciler import core, timers
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import watches as watches_mod
-from okt.resources import apply, resource
+from okt.resources import resource, take_over
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import changes, logs, mapping_queue, packing, workqueue
@@ -390,10 +390,10 @@ class Controller:
         )
 
     @functools.cached_property
-    def field_owners(self) -> apply.FieldOwners | None:
+    def field_owners(self) -> take_over.FieldOwners | None:
         """The managedFields entries of the children an update takes over, which the cache keeps of them (None: the
         merge strategy takes over none)."""
-        return apply.FieldOwners.of(self.reconciler.settings().writes)
+        return take_over.FieldOwners.of(self.reconciler.settings().writes)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 

@@ -84,7 +84,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, selectors
-from okt.resources import apply
+from okt.resources import take_over
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import packing
 
@@ -250,7 +250,7 @@ class Informer:
         indexers: Mapping[str, packing.Indexer] | None = None,
         backoff: backoff_mod.Backoff = RECONNECT_BACKOFF,
         status_owners: bool = False,
-        field_owners: apply.FieldOwners | None = None,
+        field_owners: take_over.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         on_recovered: Callable[[], None] | None = None,
     ) -> None:

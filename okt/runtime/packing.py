@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from okt.resources import apply
+from okt.resources import take_over
 from okt.status import writer
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -112,7 +112,7 @@ class Packed:
 
 
 def strip(
-    obj: dict[str, Any], status_owners: bool = False, field_owners: apply.FieldOwners | None = None
+    obj: dict[str, Any], status_owners: bool = False, field_owners: take_over.FieldOwners | None = None
 ) -> dict[str, Any]:
     """Drop what okt never reads from ``obj``'s metadata (which is changed in place; nested values are replaced,
     never changed): ``managedFields`` (often the largest part of an object; but for a primary whose status okt

@@ -20,7 +20,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
-from okt.resources import apply as apply_mod
+from okt.resources import take_over
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.status import events
@@ -721,7 +721,7 @@ def test_a_take_over_another_writer_as_okt_outran_at_each_attempt_is_made_again_
     finally:
         raced.close()
     assert failed.outcome.kind is okt.OutcomeKind.RETRY, failed.results.summary()
-    assert raced.writes == apply_mod.TAKE_OVER_ATTEMPTS  # each take-over; no apply, so no checksum to remove
+    assert raced.writes == take_over.TAKE_OVER_ATTEMPTS  # each take-over; no apply, so no checksum to remove
 
     writes = converge(without, kube, widget_kind, namespace)
 

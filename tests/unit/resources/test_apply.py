@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from okt import errors
 from okt.kube import kinds, objects
 from okt.names import DEFAULT_PREFIX, Names
-from okt.resources import apply, checksum, resource
+from okt.resources import apply, checksum, resource, take_over, writing
 from okt.testing import FakeClient
 
 OWNER = objects.CustomResource(
@@ -457,7 +457,7 @@ def test_a_merge_update_removes_the_owner_label_and_checksum_okt_wrote_under_a_l
     live["metadata"]["labels"]["old.example.com/owner-uid"] = "uid-1"
     live["metadata"]["annotations"]["old.example.com/okt-hash"] = "written-by-the-earlier-version"
     live["metadata"]["labels"]["old.example.com/team"] = "not okt's"
-    options = apply.WriteOptions(apply.Strategy.MERGE, "okt", MOVED.hash_annotation, *MOVED.legacy_child_keys())
+    options = writing.WriteOptions(writing.Strategy.MERGE, "okt", MOVED.hash_annotation, *MOVED.legacy_child_keys())
 
     patched = merge(live, apply.update_patch(res, live, OWNER, options))
 
@@ -619,12 +619,12 @@ def test_delete_judges_again_an_object_that_changed_since_it_was_read(since: dic
     assert (client.get_or_none(kinds.CONFIG_MAP, "c", "ns") is None) is deleted
 
 
-MERGE = apply.WriteOptions(apply.Strategy.MERGE)
+MERGE = writing.WriteOptions(writing.Strategy.MERGE)
 
 
-@pytest.mark.parametrize("strategy", [apply.Strategy.APPLY, apply.Strategy.MERGE])
+@pytest.mark.parametrize("strategy", [writing.Strategy.APPLY, writing.Strategy.MERGE])
 def test_an_update_of_a_child_deleted_and_created_again_since_it_was_read_is_a_conflict_writing_nothing(
-    strategy: apply.Strategy,
+    strategy: writing.Strategy,
 ) -> None:
     client = FakeClient()
     read = apply.create(client, prepared(Config), lambda _: None)
@@ -635,7 +635,7 @@ def test_an_update_of_a_child_deleted_and_created_again_since_it_was_read_is_a_c
     observed: list[Mapping[str, Any]] = []
 
     with pytest.raises(errors.Conflict):
-        apply.update(client, prepared(Seeded), read, OWNER, observed.append, apply.WriteOptions(strategy))
+        apply.update(client, prepared(Seeded), read, OWNER, observed.append, writing.WriteOptions(strategy))
 
     assert client.get(kinds.CONFIG_MAP, "demo-config", "ns") == theirs
     assert observed == []
@@ -664,7 +664,7 @@ def test_apply_strategy_sends_the_whole_desired_object_as_one_apply_of_okt(write
 def test_apply_strategy_uses_the_configured_field_manager() -> None:
     client = RecordingClient()
 
-    apply.create(client, prepared(Config), lambda _: None, apply.WriteOptions(field_manager="widgets-operator"))
+    apply.create(client, prepared(Config), lambda _: None, writing.WriteOptions(field_manager="widgets-operator"))
 
     assert client.calls[0][1][0] == "widgets-operator"
 
@@ -731,7 +731,7 @@ def test_the_entries_of_legacy_field_managers_are_taken_over_whatever_their_oper
         {**renamed, "fieldsV1": {"f:data": {"f:a": {}}}},
         {**FOREIGN, "fieldsV1": {"f:data": {"f:theirs": {}}}},
     ]
-    options = apply.WriteOptions(field_manager="new-operator", legacy_field_managers=frozenset({"okt"}))
+    options = writing.WriteOptions(field_manager="new-operator", legacy_field_managers=frozenset({"okt"}))
     live = as_live(prepared(Config), managedFields=client.managed_fields)
 
     apply.update(client, prepared(Config), live, OWNER, lambda _: None, options)
@@ -770,7 +770,7 @@ def test_an_update_reads_no_child_whose_managed_fields_it_does_not_know_nor_one_
     live = as_live(prepared(Config))
 
     apply.update(client, prepared(Config), live, OWNER, lambda _: None)
-    kept = apply.FieldOwners(frozenset({apply.DEFAULT_FIELD_MANAGER})).kept(client.managed_fields)
+    kept = take_over.FieldOwners(frozenset({writing.DEFAULT_FIELD_MANAGER})).kept(client.managed_fields)
     cached = as_live(prepared(Config), managedFields=kept)
     apply.update(client, prepared(Config), cached, OWNER, lambda _: None)
 

@@ -13,7 +13,7 @@ import structlog.testing
 from okt import errors
 from okt.kube import kinds, objects
 from okt.reconciler import core, watches
-from okt.resources import apply
+from okt.resources import take_over
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
 
@@ -151,8 +151,8 @@ def test_a_childs_entries_a_take_over_moves_are_kept_and_none_is_kept_as_an_empt
     api.put(CM, obj(CM, "legacy", managedFields=[applied, merged, older, status]))
     api.put(CM, obj(CM, "applied", managedFields=[applied, status]))
     cache = make_cache()
-    cache.keep_field_owners(CM, apply.FieldOwners(frozenset({"okt"})))
-    cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"okt"}), frozenset({"before"})))
+    cache.keep_field_owners(CM, take_over.FieldOwners(frozenset({"okt"})))
+    cache.start(CM, lambda *_: None, field_owners=take_over.FieldOwners(frozenset({"okt"}), frozenset({"before"})))
     assert cache.wait_for_sync(5)
 
     assert cache.get(CM, "legacy", "ns")["metadata"]["managedFields"] == [  # type: ignore[index]
@@ -160,9 +160,9 @@ def test_a_childs_entries_a_take_over_moves_are_kept_and_none_is_kept_as_an_empt
         {"manager": "before", "operation": "Apply", "fieldsV1": {"f:data": {"f:b": {}}}},
     ]
     assert cache.get(CM, "applied", "ns")["metadata"]["managedFields"] == []  # type: ignore[index]
-    cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"okt"})))  # covered: no new store
+    cache.start(CM, lambda *_: None, field_owners=take_over.FieldOwners(frozenset({"okt"})))  # covered: no new store
     with pytest.raises(errors.ConfigurationError, match="without the managedFields entries of its field managers"):
-        cache.start(CM, lambda *_: None, field_owners=apply.FieldOwners(frozenset({"another"})))
+        cache.start(CM, lambda *_: None, field_owners=take_over.FieldOwners(frozenset({"another"})))
 
 
 def test_reads_return_private_copies(api: Any, make_cache: Any, obj: Obj) -> None:

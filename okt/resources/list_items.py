@@ -1,0 +1,220 @@
+"""The items of okt's lists that an apply cannot repair: reordered by someone, or made another writer's by an edit of
+their key.
+
+Why this exists: server-side apply merges list items by their key. It keeps the live order of the items it finds, so
+it cannot undo a reordering (env vars, whose order matters); and an item whose key someone edited (a port renumbered)
+is another manager's from then on, which an apply keeps beside okt's item. After an apply, the write path
+(:mod:`okt.resources.apply`) sends one JSON patch more for each, worked out here.
+
+Guarantees: each patch first tests the items it rests on (:func:`okt.kube.patches.guard`), not the resourceVersion a
+workload's controller keeps bumping, and is worked out again from a new read when another writer changed them in
+between; nothing is added or changed, only okt's own items put back in order or the items another writer made of okt's
+removed; lists in which every item of okt's is in place are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds, patches
+from okt.resources import checksum, writing
+
+
+def put_back_in_order(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    view: Mapping[str, Any],
+    applied: dict[str, Any],
+    options: writing.WriteOptions,
+) -> dict[str, Any]:
+    """Put the items of okt's lists that someone reordered back in the template's order; the applied object, or the
+    answer to that one more write.
+
+    An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
+    reordering (env vars, whose order matters: one may refer to those before it). One JSON patch replaces each such
+    list with its own live items in the template's order: nothing is added, dropped or changed. It first tests that
+    each list still holds those items as read (:func:`patches.guard`), not the object's resourceVersion, which a
+    workload's controller bumps again and again while the reordered pod template rolls out; a patch whose test fails
+    all the same (someone changed the list) is worked out again from the object read anew, up to
+    ``TAKE_OVER_ATTEMPTS``. The next apply takes over what it wrote (:func:`okt.resources.take_over.take_over`).
+    """
+
+    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        reordered = _reordered_lists(view, obj, "")
+        if not reordered:
+            return []
+        guard = patches.guard([(pointer, live) for pointer, live, _ in reordered], obj.get("metadata") or {})
+        return [*guard, *({"op": "replace", "path": pointer, "value": items} for pointer, _, items in reordered)]
+
+    return _patch_guarded(client, kind, applied, plan, options)[0]
+
+
+def drop_rekeyed(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    desired: Mapping[str, Any],
+    before: Mapping[str, Any],
+    after: dict[str, Any],
+    options: writing.WriteOptions,
+) -> dict[str, Any] | None:
+    """Remove the items another writer made of okt's: the answer to that one more write, or None when there are none.
+
+    An item of a keyed list (a port by ``containerPort``, an env var by ``name``) whose key someone edited (a port
+    renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
+    item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
+    wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
+    from ``after``, by one JSON patch. Items of other managers in lists where all of okt's items are in place are never
+    touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
+
+    The patch tests, before it removes anything, that each index still holds the item of that key
+    (:func:`patches.guard`), not the object's resourceVersion: a workload's controller rewrites the status many times
+    in a row after a change of the pod template (the edit's, then okt's own write), and a patch tested against the
+    resourceVersion lost to those writes at each attempt. A patch whose test fails all the same (the list changed in
+    between) is worked out again from the object read anew, as :func:`okt.resources.take_over.take_over` does, up to
+    ``TAKE_OVER_ATTEMPTS``.
+    """
+
+    def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        found = _rekeyed(desired, before, obj, _list_keys(obj), (), "")
+        if not found:
+            return []
+        guard = patches.guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
+        return [*guard, *({"op": "remove", "path": pointer} for pointer, _ in found)]
+
+    patched, sent = _patch_guarded(client, kind, after, plan, options)
+    return patched if sent else None
+
+
+def _patch_guarded(
+    client: kube_client.Client,
+    kind: kinds.Kind,
+    obj: dict[str, Any],
+    plan: Callable[[Mapping[str, Any]], list[dict[str, Any]]],
+    options: writing.WriteOptions,
+) -> tuple[dict[str, Any], bool]:
+    """Send the JSON patch ``plan`` works out from ``obj`` (its tests first: :func:`patches.guard`), and the object with
+    whether a patch was sent. A patch refused for its tests alone (someone wrote the lists in between) is worked out
+    again from the object read anew, up to ``TAKE_OVER_ATTEMPTS``; one refused for what it writes is raised (reading
+    again cannot help), as is the last attempt's refusal. An empty plan sends nothing."""
+    for attempt in range(patches.TAKE_OVER_ATTEMPTS):
+        patch = plan(obj)
+        if not patch:
+            return obj, False
+        meta = obj.get("metadata") or {}
+        try:
+            answer = client.patch(
+                kind, meta["name"], patch, meta.get("namespace"), patch_type="json", field_manager=options.field_manager
+            )
+            return answer, True
+        except errors.Invalid as exc:
+            if exc.causes or attempt == patches.TAKE_OVER_ATTEMPTS - 1:
+                raise
+            obj = client.get(kind, meta["name"], meta.get("namespace"))
+    raise AssertionError("not reached: the last attempt returns or raises")
+
+
+DUPLICATE = "FieldValueDuplicate"
+"""The cause the API server gives a value that must be unique in its list and is not (a port's name)."""
+
+_ITEM = 0
+"""Stands for any item of a list in a :func:`_list_keys` path (field names are strings)."""
+
+
+def _list_keys(obj: Mapping[str, Any]) -> dict[tuple[str | int, ...], tuple[str, ...]]:
+    """The key fields of each keyed list of ``obj``, by path, as its ``managedFields`` name items
+    (``k:{"containerPort":8080,"protocol":"TCP"}``)."""
+    keys: dict[tuple[str | int, ...], tuple[str, ...]] = {}
+
+    def walk(fields: Mapping[str, Any], path: tuple[str | int, ...]) -> None:
+        for name, inner in fields.items():
+            if not isinstance(inner, Mapping):
+                continue
+            if name.startswith("f:"):
+                walk(inner, (*path, name[2:]))
+            elif name.startswith("k:"):
+                try:
+                    key = json.loads(name[2:])
+                except ValueError:
+                    continue
+                if isinstance(key, dict):
+                    keys[path] = tuple(sorted(key))
+                walk(inner, (*path, _ITEM))
+
+    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+        walk(entry.get("fieldsV1") or {}, ())
+    return keys
+
+
+def _rekeyed(
+    desired: Any,
+    before: Any,
+    after: Any,
+    keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
+    path: tuple[str | int, ...],
+    pointer: str,
+) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """The JSON pointers of :func:`drop_rekeyed`'s items in ``after``, in an order one JSON patch can remove them:
+    inside an item before the item's own list, and each list's from its last item to its first; each with the
+    pointer and value of each of its key fields."""
+    if isinstance(desired, Mapping) and isinstance(after, Mapping):
+        found: list[tuple[str, list[tuple[str, Any]]]] = []
+        for key, value in desired.items():
+            if key in after:
+                earlier = before.get(key) if isinstance(before, Mapping) else None
+                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{escaped(key)}"))
+        return found
+    names = keys.get(path)
+    if names is None or not isinstance(desired, list) or not isinstance(after, list):
+        return []
+
+    def key_of(item: Any) -> str | None:
+        return checksum.canonical_json([item.get(name) for name in names]) if isinstance(item, Mapping) else None
+
+    ours = {key_of(item): item for item in desired}
+    earlier = {key_of(item): item for item in before} if isinstance(before, list) else {}
+    found = []
+    for index, item in enumerate(after):
+        key = key_of(item)
+        if key in ours:
+            found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
+    if ours.keys() - earlier.keys():
+        foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
+        for index in reversed(foreign):
+            at = f"{pointer}/{index}"
+            found.append((at, [(f"{at}/{escaped(name)}", after[index].get(name)) for name in names]))
+    return found
+
+
+def escaped(key: object) -> str:
+    """``key`` as a JSON pointer's reference token."""
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, list[Any], list[Any]]]:
+    """Each list of ``live`` (its JSON pointer, and the list) that holds the items of ``desired``'s list there in
+    another order, with those items in ``desired``'s order."""
+    if isinstance(desired, Mapping) and isinstance(live, Mapping):
+        found: list[tuple[str, list[Any], list[Any]]] = []
+        for key, value in desired.items():
+            if key in live:
+                found.extend(_reordered_lists(value, live[key], f"{pointer}/{escaped(key)}"))
+        return found
+    if not isinstance(desired, list | tuple) or not isinstance(live, list) or len(desired) != len(live):
+        return []
+    pairs = list(zip(desired, live, strict=True))
+    inner = [_reordered_lists(wanted, item, f"{pointer}/{i}") for i, (wanted, item) in enumerate(pairs)]
+    if all(found or checksum.is_subset(wanted, item) for (wanted, item), found in zip(pairs, inner, strict=True)):
+        return [each for found in inner for each in found]  # in order here; perhaps not inside an item
+    left = list(range(len(live)))
+    order = []
+    for wanted in desired:
+        index = next((i for i in left if checksum.is_subset(wanted, live[i])), None)
+        if index is None:
+            return []  # not the same items: an apply's business, not an order's
+        left.remove(index)
+        order.append(index)
+    return [(pointer, live, [live[i] for i in order])]

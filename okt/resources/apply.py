@@ -35,9 +35,10 @@ Guarantees: server-defaulted fields never cause a write (they are not in the des
 field okt sets is repaired on the next reconcile; labels and annotations other writers set are left alone; foreign
 ownerReferences are kept. A field the server stores otherwise than okt wrote it, even in the very answer to okt's
 write — a zero value it leaves out (``stdin: false``, an env var's ``value: ""``, ``hostPort: 0``) — is no drift
-while it holds what the server made of okt's value (:class:`ServerForms`): writing again could not change it. That
-memory lives in the process; after a restart, such a child is written once more. A resource quantity of a built-in
-kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which server-side apply requires.
+while it holds what the server made of okt's value (:class:`drift_check.ServerForms`): writing again could not change
+it. That memory lives in the process; after a restart, such a child is written once more. A resource quantity of a
+built-in kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which server-side apply
+requires.
 
 An update's apply carries the uid of the object okt read and decided for: one deleted and created again under its
 name since (okt's cache may not have seen it yet) is not written from what okt read of the old one — its initial data
@@ -60,13 +61,11 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pydantic
-
 from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.resources import checksum, list_items, quantities, resource, take_over, writing
+from okt.resources import checksum, drift_check, list_items, quantities, resource, take_over, writing
 
 DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
 
@@ -142,59 +141,6 @@ def check_ownable(res: resource.Resource, owner: objects.CustomResource) -> None
     )
 
 
-def _comparable(desired: Mapping[str, Any], *, marked: bool = True) -> dict[str, Any]:
-    """What the drift check compares of ``desired``; with ``marked``, a built-in kind's quantities marked as such
-    (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
-    does). Marking copies the object, and only widens what matches: unmarked, the view is the cheaper first look."""
-    body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
-    meta = desired.get("metadata") or {}
-    body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
-    if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
-        body = json_copy(body)
-        quantities.convert_quantities(body, quantities.marked_quantity)
-    return body
-
-
-def drift_view(res: resource.Resource) -> dict[str, Any]:
-    """The part of the desired object the drift check compares with the live one: what ``hashable_ref()`` covers.
-
-    A desired field is compared when ``hashable_ref()`` holds it at the same path (its top-level ``labels`` and
-    ``annotations`` stand for ``metadata``'s, as the default builds them); a mapping is narrowed key by key, anything
-    else is covered whole. So a field left out of the hash is not repaired either: another controller may manage
-    it (OKT's contract). A ``hashable_ref()`` that is not a mapping (a version string) covers no field.
-    """
-    shape = _drift_shape(res)
-    return {} if shape is None else checksum.narrowed(_comparable(res.desired), shape)
-
-
-def in_place(res: resource.Resource, live: Mapping[str, Any]) -> bool:
-    """Whether ``live`` holds every field of :func:`drift_view` — ``checksum.is_subset(drift_view(res), live)`` in one
-    walk, without building the view (every child of every reconcile is checked; drift is the rare case). The view's
-    quantities are marked only when the unmarked one differs from ``live``: a template's quantities written as the
-    server stores them (``memory: 64Mi``) then cost no copy of the object."""
-    shape = _drift_shape(res)
-    if shape is None or checksum.is_subset_within(_comparable(res.desired, marked=False), shape, live):
-        return True
-    return kinds.is_builtin_group(str(res.desired.get("apiVersion") or "")) and checksum.is_subset_within(
-        _comparable(res.desired), shape, live
-    )
-
-
-def _drift_shape(res: resource.Resource) -> dict[str, Any] | None:
-    """``hashable_ref()`` shaped like the object (its ``labels`` and ``annotations`` under ``metadata``), or None."""
-    ref = res.hashable_ref()
-    if isinstance(ref, pydantic.BaseModel):
-        ref = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if not isinstance(ref, Mapping):
-        return None
-    shape = {k: v for k, v in ref.items() if k not in ("labels", "annotations", "metadata")}
-    metadata = dict(ref.get("metadata") or {}) if isinstance(ref.get("metadata"), Mapping) else {}
-    metadata.update({k: ref[k] for k in ("labels", "annotations") if k in ref})
-    if metadata:
-        shape["metadata"] = metadata
-    return shape
-
-
 def _owned_by(live: Mapping[str, Any], owner: objects.CustomResource | None) -> bool:
     """Whether ``live`` carries okt's controller reference to ``owner`` as okt writes it: ``blockOwnerDeletion``
     included, without which a foreground deletion of the owner no longer waits for the child."""
@@ -231,61 +177,6 @@ def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | 
     return ref if ref is not None and owner is not None and ref.get("uid") != owner.uid else None
 
 
-class ServerForms:
-    """What the API server made of okt's last write of each child, where it differs from what okt wrote.
-
-    Why this exists: the server leaves out the zero value of many built-in fields (``stdin: false``, ``value: ""``,
-    ``hostPort: 0`` are not stored), so a desired field that sets one never reads as in place, and a drift check that
-    trusts only the live object writes again on every reconcile — for nothing, as the answer to each write shows.
-    Whether a missing field was left out by the server or removed by someone (a ``false`` that matters, such as
-    ``allowPrivilegeEscalation``) cannot be told from the live object alone; the answer to okt's own write tells it.
-
-    So after each write okt remembers, per object, the fields that differ in the server's answer (path and stored
-    value) for that desired state; a later drift exactly made of those fields with those values is the server's form,
-    not drift. Anything else — another value there, another field, another desired state — is compared as ever.
-    Bounded (the oldest entries are forgotten first: such a child is written once more); safe across worker threads.
-    """
-
-    LIMIT = 8192
-
-    def __init__(self, limit: int = LIMIT) -> None:
-        self._limit = limit
-        self._lock = threading.Lock()
-        self._forms: collections.OrderedDict[str, tuple[str, frozenset[tuple[str, str | None]]]] = (
-            collections.OrderedDict()
-        )
-
-    def remember(self, view: Mapping[str, Any] | None, res: resource.Resource, written: Mapping[str, Any]) -> None:
-        """Record what differs between the drift view okt wrote from (``view``; None: :func:`drift_view` of ``res``,
-        whose desired object its write left as the next reconcile builds it) and the server's answer."""
-        uid = (written.get("metadata") or {}).get("uid")
-        if not uid:
-            return
-        if view is None and in_place(res, written):
-            found = []  # the usual case, on every write: the answer holds what okt wrote (one walk, no view built)
-        else:
-            view = drift_view(res) if view is None else view
-            found = checksum.mismatches(view, written)
-        with self._lock:
-            if not found:
-                self._forms.pop(uid, None)
-                return
-            self._forms[uid] = (checksum.checksum(view), frozenset(found))
-            self._forms.move_to_end(uid)
-            while len(self._forms) > self._limit:
-                self._forms.popitem(last=False)
-
-    def explain(self, live: Mapping[str, Any], view: Mapping[str, Any], found: list[tuple[str, str | None]]) -> bool:
-        """Whether every mismatch ``found`` between ``view`` and ``live`` is what the server made of okt's write."""
-        uid = (live.get("metadata") or {}).get("uid")
-        with self._lock:
-            known = self._forms.get(uid) if uid else None
-        return known is not None and set(found) <= known[1] and known[0] == checksum.checksum(view)
-
-
-SERVER_FORMS = ServerForms()
-
-
 def decide(
     res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, names: names_mod.Names
 ) -> Decision:
@@ -303,10 +194,10 @@ def decide(
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(names.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(names.hash_annotation)
     drift: tuple[str, ...] = ()
-    if not in_place(res, live):
-        view = drift_view(res)
+    if not drift_check.in_place(res, live):
+        view = drift_check.drift_view(res)
         found = checksum.mismatches(view, live)
-        if not SERVER_FORMS.explain(live, view, found):
+        if not drift_check.SERVER_FORMS.explain(live, view, found):
             drift = tuple(path for path, _ in found)
     if not _owned_by(live, owner):
         drift = (*drift, ".metadata.ownerReferences")
@@ -404,7 +295,7 @@ def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
     (the view is then built only if the answer differs)."""
     if type(res).mutate_with_initial_data is resource.Resource.mutate_with_initial_data:
         return None
-    return drift_view(res)
+    return drift_check.drift_view(res)
 
 
 def create(
@@ -442,7 +333,7 @@ def create(
         UNANSWERED_CREATES.discard(key)
     else:
         created = client.create(res.desired, kind)
-    SERVER_FORMS.remember(view, res, created)
+    drift_check.SERVER_FORMS.remember(view, res, created)
     res.live = created
     observe(created)
     return created
@@ -530,17 +421,17 @@ def update(
                 raise
             updated = _apply(client, kind, res, options, uid, current)
         else:
-            shape = _drift_shape(res) if drift_only else None
+            shape = drift_check.drift_shape(res) if drift_only else None
             if shape is not None:
                 desired = checksum.narrowed(apply_body(res), shape)
                 updated = list_items.drop_rekeyed(client, kind, desired, live, updated, options) or updated
         updated = list_items.put_back_in_order(
-            client, kind, drift_view(res) if view is None else view, updated, options
+            client, kind, drift_check.drift_view(res) if view is None else view, updated, options
         )
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
-    SERVER_FORMS.remember(view, res, updated)
+    drift_check.SERVER_FORMS.remember(view, res, updated)
     res.live = updated
     observe(updated)
     return updated

@@ -66,7 +66,7 @@ class Quantity(str):
     (:func:`canonical_quantity`), and a live number whose text it is. Only values so marked get that leniency: the
     server canonicalises its quantity fields alone, so a quantity-like string anywhere else (a ConfigMap's
     ``"1000"``, a label's ``"2.0"``) edited to that form (``"1k"``, ``"2"``) has changed. okt's drift check marks the
-    quantity fields of built-in kinds (:func:`okt.resources.apply.drift_view`).
+    quantity fields of built-in kinds (:func:`okt.resources.drift_check.drift_view`).
     """
 
     __slots__ = ()

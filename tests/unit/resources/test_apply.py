@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from okt import errors
 from okt.kube import kinds, objects
 from okt.names import DEFAULT_PREFIX, Names
-from okt.resources import apply, checksum, resource, take_over, writing
+from okt.resources import apply, checksum, drift_check, resource, take_over, writing
 from okt.testing import FakeClient
 
 OWNER = objects.CustomResource(
@@ -259,7 +259,10 @@ def test_a_field_outside_hashable_ref_is_neither_hashed_nor_repaired() -> None:
     live["metadata"]["annotations"]["team"] = "edited by hand"
 
     assert apply.decide(res, live, OWNER, LABELS) == apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
-    assert apply.drift_view(res) == {"data": {"size": "2"}, "metadata": {"labels": res.desired["metadata"]["labels"]}}
+    assert drift_check.drift_view(res) == {
+        "data": {"size": "2"},
+        "metadata": {"labels": res.desired["metadata"]["labels"]},
+    }
 
 
 def test_a_field_inside_hashable_ref_is_still_repaired() -> None:
@@ -325,7 +328,7 @@ def test_the_owner_label_is_repaired_whatever_hashable_ref_covers(edit: Any, dri
 def test_the_default_hashable_ref_compares_every_field_okt_sets() -> None:
     res = prepared()
 
-    assert apply.drift_view(res) == {
+    assert drift_check.drift_view(res) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "data": res.desired["data"],
@@ -832,10 +835,10 @@ def left_out(res: resource.Resource) -> dict[str, Any]:
 
 
 def test_a_field_the_answer_to_okts_write_left_out_is_no_drift_while_it_stays_so() -> None:
-    forms = apply.ServerForms()
+    forms = drift_check.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     written = left_out(res)
     forms.remember(view, res, written)
     found = checksum.mismatches(view, written)
@@ -853,10 +856,10 @@ def test_a_field_the_answer_to_okts_write_left_out_is_no_drift_while_it_stays_so
     ],
 )
 def test_anything_else_than_what_the_server_made_of_okts_write_is_drift(edit: Any) -> None:
-    forms = apply.ServerForms()
+    forms = drift_check.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     forms.remember(view, res, left_out(res))
     live = left_out(res)
     edit(live)
@@ -865,22 +868,22 @@ def test_anything_else_than_what_the_server_made_of_okts_write_is_drift(edit: An
 
 
 def test_another_desired_state_is_compared_as_ever() -> None:
-    forms = apply.ServerForms()
+    forms = drift_check.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    forms.remember(apply.drift_view(res), res, left_out(res))
+    forms.remember(drift_check.drift_view(res), res, left_out(res))
     res.desired["data"]["mode"] = "slow"
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     live = left_out(res)
 
     assert not forms.explain(live, view, checksum.mismatches(view, live))
 
 
 def test_the_view_is_built_from_the_resource_when_its_write_left_the_desired_object_as_it_was() -> None:
-    forms = apply.ServerForms()
+    forms = drift_check.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     forms.remember(None, res, left_out(res))
 
     assert forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
@@ -889,10 +892,10 @@ def test_the_view_is_built_from_the_resource_when_its_write_left_the_desired_obj
 
 
 def test_a_write_the_server_stored_as_sent_forgets_the_earlier_form() -> None:
-    forms = apply.ServerForms()
+    forms = drift_check.ServerForms()
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     forms.remember(view, res, left_out(res))
     forms.remember(view, res, as_live(res))
 
@@ -900,10 +903,10 @@ def test_a_write_the_server_stored_as_sent_forgets_the_earlier_form() -> None:
 
 
 def test_the_memory_keeps_only_the_newest_objects() -> None:
-    forms = apply.ServerForms(limit=2)
+    forms = drift_check.ServerForms(limit=2)
     res = prepared(Flagged)
     res.mutate_with_cr(OWNER)
-    view = apply.drift_view(res)
+    view = drift_check.drift_view(res)
     lives = []
     for uid in ("a", "b", "c"):
         live = left_out(res)
@@ -1096,5 +1099,5 @@ def test_only_a_built_in_kinds_quantity_fields_match_the_canonical_form_of_what_
 
     live = {"apiVersion": api_version, "kind": kind, **live}
 
-    assert apply.in_place(res, live) is expected
-    assert checksum.is_subset(apply.drift_view(res), live) is expected
+    assert drift_check.in_place(res, live) is expected
+    assert checksum.is_subset(drift_check.drift_view(res), live) is expected

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -153,6 +153,23 @@ def create_gadget(kube: kube_client.Client, kind: kinds.Kind, namespace: str, na
         "spec": {},
     }
     return uid_of(kube.create(body, kind))
+
+
+def delete_a_selected_one(
+    kube: kube_client.Client,
+    controller: controller_mod.Controller,
+    kind: kinds.Kind,
+    namespace: str,
+    told: Sequence[Any],
+) -> str:
+    """Create a selected gadget, delete it once cached, and wait until its deletion is ``told`` and the controller
+    settled: whatever was told or queued before it has been too. Its uid."""
+    kept = create_gadget(kube, kind, namespace, "kept")
+    wait_for(lambda: controller.cache.uid(kind, "kept", namespace) == kept, timeout=10)
+    kube.delete(kind, "kept", namespace)
+    wait_for(lambda: told, timeout=15, message="on_deleted called for the selected object")
+    settle(controller)
+    return kept
 
 
 def test_a_deleted_primary_is_told_once_with_its_last_state_and_its_deletion_is_not_held(
@@ -306,11 +323,7 @@ def test_an_object_deleted_after_it_left_the_selection_is_not_told(
     kube.delete(gadget_kind, "never", namespace)
 
     # An object of the selection deleted after them: once it is told, theirs would have been too.
-    kept = create_gadget(kube, gadget_kind, namespace, "kept")
-    wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
-    kube.delete(gadget_kind, "kept", namespace)
-    wait_for(lambda: reconciler.told, timeout=15, message="on_deleted called for the selected object")
-    settle(controller)
+    kept = delete_a_selected_one(kube, controller, gadget_kind, namespace, reconciler.told)
     assert [told[0] for told in reconciler.told] == [kept], (left, never)
 
 
@@ -337,11 +350,7 @@ def test_the_deletion_of_an_object_the_filters_never_let_in_reaches_neither_on_d
     never = create_gadget(kube, gadget_kind, namespace, "never", "no")
     kube.delete(gadget_kind, "never", namespace)
     # An object of the selection deleted after it: once it is told, the first would have been queued too.
-    kept = create_gadget(kube, gadget_kind, namespace, "kept")
-    wait_for(lambda: controller.cache.uid(gadget_kind, "kept", namespace) == kept, timeout=10)
-    kube.delete(gadget_kind, "kept", namespace)
-    wait_for(lambda: MirroredGadget.told, timeout=15, message="on_deleted called for the selected object")
-    settle(controller)
+    kept = delete_a_selected_one(kube, controller, gadget_kind, namespace, MirroredGadget.told)
 
     assert [told[0] for told in MirroredGadget.told] == [kept], never
     assert "never" not in reconciled

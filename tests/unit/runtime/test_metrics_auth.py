@@ -9,8 +9,8 @@ import os
 import pathlib
 import socket
 import ssl
+import sys
 import threading
-import time
 import urllib.request
 from typing import Any
 
@@ -136,6 +136,18 @@ def test_a_review_the_api_server_fails_is_503_in_one_line_warned_once_and_not_ke
     assert reviewer.review("Bearer t0ken").allowed
 
 
+def waiting_for_a_review(threads: list[threading.Thread]) -> int:
+    """How many of ``threads`` wait for the verdict of a review another request asked for."""
+    frames = sys._current_frames()
+    waiting = 0
+    for thread in threads:
+        frame = frames.get(thread.ident or -1)
+        while frame is not None and not isinstance(frame.f_locals.get("self"), metrics_auth._Flight):
+            frame = frame.f_back
+        waiting += frame is not None
+    return waiting
+
+
 @pytest.mark.parametrize("failing", [False, True])
 def test_requests_bringing_one_new_token_at_once_share_one_review_and_a_failed_one_is_not_kept(failing: bool) -> None:
     """Each request not answered from what was kept asked the API server itself: as many TokenReviews and
@@ -150,7 +162,8 @@ def test_requests_bringing_one_new_token_at_once_share_one_review_and_a_failed_o
     for scrape in scrapes:
         scrape.start()
     wait_for(lambda: api.called, timeout=10)
-    time.sleep(0.2)  # the other scrapes reach the reviewer while the first review is in flight
+    # Every other scrape waits for the first one's review before it lands (else a late one would ask on its own).
+    wait_for(lambda: waiting_for_a_review(scrapes) == 7, timeout=10)
     api.held.set()
     for scrape in scrapes:
         scrape.join(10)

@@ -289,22 +289,16 @@ def test_queue_depth_by_priority_and_sync_progress_are_read_at_scrape_time() -> 
     assert 'okt_kind_served{kind="Gadget"} 0.0' in body
 
 
-def test_the_sweep_width_is_read_at_scrape_time() -> None:
+@pytest.mark.parametrize(
+    ("track", "series"), [("track_sweep_width", "okt_sweep_width"), ("track_mapping", "okt_watch_events_pending")]
+)
+def test_a_gauge_of_the_controllers_state_is_read_at_scrape_time(track: str, series: str) -> None:
     metrics = metrics_mod.Metrics()
-    width = {"now": 1}
-    metrics.track_sweep_width("c", lambda: width["now"])
-    assert 'okt_sweep_width{controller="c"} 1.0' in metrics.exposition().decode()
-    width["now"] = 8
-    assert 'okt_sweep_width{controller="c"} 8.0' in metrics.exposition().decode()
-
-
-def test_the_watch_events_waiting_for_the_mapping_are_read_at_scrape_time() -> None:
-    metrics = metrics_mod.Metrics()
-    pending = {"now": 0}
-    metrics.track_mapping("c", lambda: pending["now"])
-    assert 'okt_watch_events_pending{controller="c"} 0.0' in metrics.exposition().decode()
-    pending["now"] = 3
-    assert 'okt_watch_events_pending{controller="c"} 3.0' in metrics.exposition().decode()
+    value = {"now": 1}
+    getattr(metrics, track)("c", lambda: value["now"])
+    assert f'{series}{{controller="c"}} 1.0' in metrics.exposition().decode()
+    value["now"] = 8
+    assert f'{series}{{controller="c"}} 8.0' in metrics.exposition().decode()
 
 
 def test_an_operators_own_metrics_in_the_default_registry_are_served_beside_okts() -> None:

@@ -700,11 +700,12 @@ class Informer:
                 for key, stored in self._store.items()
                 if key not in listed and key not in refused and not self._kept_past(key, stored, version)
             ]
-        if len(missing) > _MISSING_READS:
+        lacked = len(missing)
+        if lacked > _MISSING_READS:
             self._log.debug(
                 "a relist lacks more stored objects than it reads by name: those not read are told as deleted",
-                missing=len(missing),
-                unread=len(missing) - _MISSING_READS,
+                missing=lacked,
+                unread=lacked - _MISSING_READS,
             )
             del missing[_MISSING_READS:]
         found: dict[StoreKey, dict[str, Any]] = {}
@@ -717,7 +718,7 @@ class Informer:
                 self._log.warning(
                     "okt may not get the objects a relist lacks to tell whether they left the selection or were "
                     "deleted: they are told as deleted; grant get on the kind (okt gen rbac does)",
-                    missing=len(missing),
+                    missing=lacked,
                     error=str(exc),
                 )
                 break

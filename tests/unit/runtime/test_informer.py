@@ -669,6 +669,35 @@ def test_a_relist_reads_by_name_at_most_a_bounded_number_of_the_objects_it_lacks
         informer.stop(timeout=2)
 
 
+def test_the_warning_of_a_relist_that_may_not_read_by_name_counts_every_object_it_lacks(
+    recorder: Any, obj: Obj
+) -> None:
+    """Without get, every object the relist lacks is told as deleted: the warning says how many, not the bound of
+    the reads it would have made."""
+    api = SelectingApi()
+    informer = informer_mod.Informer(api, CM, "ns", "selected=yes", on_event=recorder)
+    lacked = informer_mod._MISSING_READS + 3
+    try:
+        names = [f"o{index:04}" for index in range(lacked)]
+        for name in names:
+            api.put(CM, obj(CM, name, labels={"selected": "yes"}))
+        informer.start()
+        assert informer.has_synced.wait(5)
+        for name in names:
+            api.remove(CM, "ns", name)
+        api.refusal_of_get = errors.ApiError.from_status(403, "Forbidden", "cannot get configmaps")
+        with structlog.testing.capture_logs() as logged:
+            api.emit(CM, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"})
+            wait_for(lambda: informer.relists == 2, timeout=5)
+
+        warned = [entry for entry in logged if entry["log_level"] == "warning"]
+        assert [entry["missing"] for entry in warned] == [lacked]
+        assert len({event[1] for event in recorder.snapshot()[lacked:]}) == lacked  # every one told as deleted
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+
 def test_a_relist_after_the_kind_was_not_served_reads_none_of_the_objects_it_lacks(recorder: Any, obj: Obj) -> None:
     """Every object went with the CRD: reading each by name would only be answered 404, one after the other."""
     api = SelectingApi()

@@ -30,6 +30,16 @@ def json_copy(value: Any) -> Any:
     return value
 
 
+VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
+"""Metadata that changes with every write and says nothing about an object's content."""
+
+
+def lasting_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj``'s metadata without :data:`VOLATILE_METADATA` (a new dict; the values are shared): what two states of an
+    object are compared by when only a change of their content matters."""
+    return {key: value for key, value in (obj.get("metadata") or {}).items() if key not in VOLATILE_METADATA}
+
+
 class CustomResource:
     """A read-only view of one primary object (any kind, custom or built-in)."""
 

@@ -43,7 +43,7 @@ import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, objects
 
 if TYPE_CHECKING:
     from okt.reconciler import context as context_mod
@@ -334,13 +334,8 @@ def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) 
     return namespace, name
 
 
-#: Metadata that changes with every write and says nothing about an object's content.
-_VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
-
-
 def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = {key: value for key, value in (obj.get("metadata") or {}).items() if key not in _VOLATILE_METADATA}
-    return {**obj, "metadata": meta}
+    return {**obj, "metadata": objects.lasting_metadata(obj)}
 
 
 def keys_for_event(

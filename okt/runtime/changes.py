@@ -26,14 +26,12 @@ from typing import Any
 import structlog
 
 from okt import names as names_mod
+from okt.kube import objects
 from okt.resources import resource
 from okt.runtime import informer as informer_mod
 
 #: The metadata whose change is worth a reconcile (besides the generation, which tracks the spec).
 _WATCHED_METADATA = ("deletionTimestamp", "finalizers", "labels", "annotations")
-
-#: Metadata that changes with every write and tells nothing about a child's desired state.
-_VOLATILE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
 # The controller's logger: a status_view that fails is told among the controller's lines.
 _log = structlog.get_logger("okt.controller")
@@ -138,7 +136,7 @@ def child_change_matters(
 
 def _outside_status(obj: Mapping[str, Any], foreign: frozenset[str]) -> dict[str, Any]:
     body = {key: value for key, value in obj.items() if key != "status"}
-    meta = {key: value for key, value in (obj.get("metadata") or {}).items() if key not in _VOLATILE_METADATA}
+    meta = objects.lasting_metadata(obj)
     if foreign and meta.get("annotations"):
         meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k not in foreign}
     body["metadata"] = meta

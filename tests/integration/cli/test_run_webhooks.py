@@ -58,6 +58,17 @@ VALIDATING = kinds.Kind(
 )
 
 
+def thing_operator(
+    tmp_path: pathlib.Path, apply_crd: object, filename: str = "webhook_operator.py"
+) -> tuple[pathlib.Path, Any, kinds.Kind]:
+    """The operator of these tests written to ``tmp_path``, its CRD applied: its source, reconciler and kind."""
+    source = tmp_path / filename
+    source.write_text(textwrap.dedent(OPERATOR))
+    (things,) = loader.load_reconcilers(str(source))
+    kind = apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    return source, things, kind
+
+
 def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
     kube: kube_client.Client,
     control_plane: envtest.ControlPlane,
@@ -65,10 +76,7 @@ def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
     apply_crd: object,
     tmp_path: pathlib.Path,
 ) -> None:
-    source = tmp_path / "webhook_operator.py"
-    source.write_text(textwrap.dedent(OPERATOR))
-    (things,) = loader.load_reconcilers(str(source))
-    kind = apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    source, things, kind = thing_operator(tmp_path, apply_crd)
     ca_file = tmp_path / "ca.crt"
     args = ["--webhook-host", "127.0.0.1", "--webhook-ca-file", str(ca_file)]
     running = OperatorProcess.okt_run(
@@ -185,10 +193,7 @@ def test_okt_run_narrows_the_webhooks_of_its_configuration_to_the_objects_it_ser
     apply_crd: object,
     tmp_path: pathlib.Path,
 ) -> None:
-    source = tmp_path / "scoped_operator.py"
-    source.write_text(textwrap.dedent(OPERATOR))
-    (things,) = loader.load_reconcilers(str(source))
-    apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    source, things, _kind = thing_operator(tmp_path, apply_crd, "scoped_operator.py")
     name = f"things-{secrets.token_hex(3)}"
     service = "thing-operator-webhooks"
     _service, configuration = webhooks.webhooks_for_reconcilers(
@@ -227,10 +232,7 @@ def test_okt_run_drops_a_ca_that_has_ended_from_its_ca_file_at_the_next_check_an
     apply_crd: object,
     tmp_path: pathlib.Path,
 ) -> None:
-    source = tmp_path / "webhook_operator.py"
-    source.write_text(textwrap.dedent(OPERATOR))
-    (things,) = loader.load_reconcilers(str(source))
-    apply_crd(crd.crd_for_reconciler(things))  # type: ignore[operator]
+    source, _things, _kind = thing_operator(tmp_path, apply_crd)
     # What a certificate directory holds after its issuer renewed it under a new CA: the old CAs beside the new one in
     # ca.crt, one that has ended already and one that ends while okt runs; the served pair stays as it is.
     served = certs.self_signed(("127.0.0.1",))

@@ -259,7 +259,10 @@ def take_over(
     that each of them still is what okt read (:func:`patches.guard`), not the object's resourceVersion: a workload's
     controller writes the status of a Deployment many times a second while it rolls out, and a patch tested against
     the resourceVersion lost to those writes at every attempt. Another manager's entry is neither tested nor written,
-    so one it changed in between stays as it made it.
+    so one it changed in between stays as it made it. The test finds okt's entries by their place in the list, which
+    the API server keeps sorted by operation, then time: another manager's write that moves its entry from before
+    okt's to after them (a status write a second later) fails the test too, and the caller tries again from a new
+    read.
     """
     meta = obj.get("metadata") or {}
     entries = list(meta.get("managedFields") or [])

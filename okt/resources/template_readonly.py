@@ -126,8 +126,7 @@ class Inputs:
         if not _changes(receiver, name):
             return
         if self._ids is None:
-            self._ids = set()
-            _walk(self._roots, self._ids)
+            self._ids = reachable(self._roots)
         if id(receiver) in self._ids:
             raise ChangesInput(type(receiver).__name__, name)
 

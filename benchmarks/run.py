@@ -395,9 +395,10 @@ class Bench:
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
         """``spec.size`` patched on all N: the time until every Deployment follows, the requests until the operator
-        is idle again, its CPU and memory, and the control plane's CPU."""
+        is idle again, its CPU in that time (and since its start: the restart's too), its memory, and the control
+        plane's CPU."""
         s, view = self.settings, m.seen
-        plane_before = self.plane_cpu()
+        plane_before, cpu_before = self.plane_cpu(), second.cpu_seconds()
         target = s.new_sizes()
         changed = cluster.patch_sizes(self.client, m.namespace, s.n, target, s.workers)
         what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
@@ -406,12 +407,13 @@ class Bench:
         self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
         ended = time.time()
         used = memory(second)
-        cpu = round(second.cpu_seconds(), 2)
+        cpu = second.cpu_seconds()
         self.audit.settle(ended)
         figures: dict[str, Any] = {
             "seconds": round(rolled_at - changed, 3),
             "requests": self.audit.counts(m.user, changed, ended).to_json(),
-            "cpu_seconds": cpu,
+            "cpu_seconds": round(cpu - cpu_before, 2),
+            "process_cpu_seconds": round(cpu, 2),
             "control_plane_cpu_seconds": plane_change,
             **used,
         }

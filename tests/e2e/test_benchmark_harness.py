@@ -66,6 +66,9 @@ def test_every_contender_converges_in_every_phase(bench_run: tuple[dict[str, Any
     assert measured["converged"] is True and measured["error"] is None
     assert measured["converge"]["seconds"] > 0
     assert measured["spec_change"]["seconds"] > 0
+    # The spec change's CPU is the process's in that phase; the process's since its start (its restart's too) beside.
+    change = measured["spec_change"]
+    assert 0 <= change["cpu_seconds"] <= change["process_cpu_seconds"] - measured["restart"]["cpu_seconds"] + 0.02
     by_verb = measured["converge"]["requests"]["by_verb"]
     # The floors and okt's merge strategy create the children; okt applies them (a PATCH that creates).
     assert by_verb.get("create", 0) + by_verb.get("patch", 0) >= 3 * 5

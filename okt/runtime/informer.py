@@ -61,8 +61,11 @@ Guarantees:
   after a ``410`` (what went with the CRD is ``DELETED``, what was created again ``ADDED``), and every object it finds
   unchanged is announced as ``RESYNC``, so that what failed meanwhile is reconciled again;
 * **a kind okt may no longer list or watch** (its role lost the rule: ``403``) is retried with the reconnect backoff,
-  logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list or watch is answered again:
-  the store holds what was seen before it, which nothing refreshes meanwhile.
+  logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list is answered again: the store
+  holds what was seen before it, which nothing refreshes meanwhile. That list is diffed against the store (what
+  changed meanwhile is announced) before the refusal is lifted and ``on_recovered`` called: resumed from where the
+  watch stood instead, the watch tells what changed meanwhile only after it opened, and the reconciles retried at
+  its opening read the store from before.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
 return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
@@ -525,6 +528,9 @@ class Informer:
                 elif exc.status == _REFUSED:
                     # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
                     # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
+                    # Listed again, not watched from where the watch stood: the refusal is lifted, and the reconciles
+                    # that failed on it retried, once the store holds what changed meanwhile.
+                    need_list = True
                     (self._log.debug if self._refusal is not None else self._log.warning)(
                         "the API server refuses to list or watch the kind: what the cache holds of it may be stale, "
                         "and the reconciles that read it fail until it is granted again",

@@ -135,6 +135,8 @@ class FakeApi:
         self._refuse()
         with self._lock:
             self.watches.append((kind.plural, namespace, resource_version))
+        if on_open is not None:
+            on_open(object())  # the client hands over the answer as soon as its headers came, before any event
         stream = self.stream(kind, namespace)
         while not self.closed.is_set():
             try:

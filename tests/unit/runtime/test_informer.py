@@ -302,6 +302,37 @@ def test_a_kind_no_longer_served_is_logged_once_and_listed_again_once_served(
     assert (refused_while_down, informer.served) == (False, True)
 
 
+def test_a_kind_refused_to_list_and_watch_is_listed_again_once_granted_before_its_recovery_is_told(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """A role that lost ``list``/``watch`` on a kind for a while: what changed meanwhile is in the store, and announced,
+    before the recovery is told (the controller then retries the reconciles that failed on the refusal: resumed from
+    where the watch stood, they read the store before the watch told the deletion, and wrote a child's owner Ready
+    without the child)."""
+    api.put(CM, obj(CM, "kept"))
+    api.put(CM, obj(CM, "vanish"))
+    held_at_recovery: list[tuple[bool, list[str]]] = []
+    informer: informer_mod.Informer | None = None
+
+    def recovered() -> None:
+        assert informer is not None
+        held_at_recovery.append((informer.get("ns", "vanish") is not None, recorder.types_by_name().get("vanish", [])))
+
+    informer = start(on_recovered=recovered, backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+    refusal = errors.ApiError.from_status(403, "Forbidden", 'configmaps is forbidden: cannot watch "configmaps"')
+    api.refusal = refusal
+    api.fail(CM, refusal)
+    wait_for(lambda: api.refused >= 3, timeout=5)
+    assert informer.refusal is not None
+    api.remove(CM, "ns", "vanish")  # not told by any watch: the fake's stream replays nothing
+    api.refusal = None
+    wait_for(lambda: held_at_recovery, timeout=5, message=lambda: str(recorder.snapshot()))
+
+    assert held_at_recovery == [(False, ["ADDED", "DELETED"])]
+    assert informer.refusal is None
+    assert recorder.types_by_name() == {"kept": ["ADDED"], "vanish": ["ADDED", "DELETED"]}
+
+
 def test_an_event_older_than_the_stored_object_is_ignored(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
     old = api.put(CM, obj(CM, "a"))
     newer = api.put(CM, {**old, "data": {"v": "new"}})

@@ -84,7 +84,7 @@ def manager_manifests(
             f"invalid name {name!r}: expected a DNS label that starts with a letter, at most 54 characters (its "
             f"webhooks' Service {webhook_service_name(name)} must be one)"
         )
-    labels = {"app.kubernetes.io/name": name}
+    labels = {"app.kubernetes.io/name": name}  # copied where it goes: editing one object's labels changes no other
     webhook_args = [f"--webhook-port={WEBHOOK_PORT}"]
     if webhook_cert_dir is not None:
         webhook_args.append(f"--webhook-cert-dir={webhook_cert_dir}")
@@ -121,12 +121,12 @@ def manager_manifests(
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": labels},
+            "selector": {"matchLabels": dict(labels)},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": dict(labels)},
                 "spec": {
                     "serviceAccountName": service_account,
                     "securityContext": {
@@ -142,7 +142,11 @@ def manager_manifests(
             },
         },
     }
-    namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
+    namespace_object = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": dict(labels)},
+    }
     return [namespace_object, deployment]
 
 

@@ -2,7 +2,10 @@
 
 Why it exists: a generated CRD or RBAC file is read by people and diffed in reviews, so every generator emits it the
 same way: keys in the order the generator built them (never sorted), multi-line strings (descriptions from
-docstrings) as literal blocks, no line folding, several objects separated by ``---``.
+docstrings) as literal blocks, no line folding, several objects separated by ``---``. An object two fields share (a
+Deployment's labels and its selector) is written out at each of them, never as an anchor and its aliases: a reader
+who edits one of them would change the other unseen (adding a label to the Deployment would change its immutable
+selector).
 
 kubectl reads YAML 1.1 as Go's yaml.v2 does, which takes more plain scalars for booleans and numbers than PyYAML does:
 a string such as ``y``, ``n``, ``1e3`` or ``0o17`` is quoted, or it would reach the API server as ``true``, ``false``,
@@ -19,7 +22,10 @@ import yaml
 
 
 class _Dumper(yaml.SafeDumper):
-    """A safe dumper that writes multi-line strings as ``|`` blocks."""
+    """A safe dumper that writes multi-line strings as ``|`` blocks and no anchor or alias."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 _GO_YAML_BOOLEAN = re.compile(r"[yYnN]")

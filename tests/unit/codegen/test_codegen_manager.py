@@ -59,3 +59,15 @@ def test_bad_names_are_refused(options: dict[str, object], message: str) -> None
     arguments: dict[str, object] = {"name": "op", "namespace": "ops", "image": "op:1", "service_account": "op"}
     with pytest.raises(errors.CodegenError, match=message):
         manager.manager_manifests(**{**arguments, **options})  # type: ignore[arg-type]
+
+
+def test_the_deployment_labels_and_its_selector_are_separate_objects() -> None:
+    namespace, deployment = manager.manager_manifests(
+        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+    )
+
+    deployment["metadata"]["labels"]["app.kubernetes.io/version"] = "0.2.0"
+
+    assert deployment["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "my-operator"}
+    assert deployment["spec"]["template"]["metadata"]["labels"] == {"app.kubernetes.io/name": "my-operator"}
+    assert namespace["metadata"]["labels"] == {"app.kubernetes.io/name": "my-operator"}

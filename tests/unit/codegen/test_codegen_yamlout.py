@@ -34,3 +34,12 @@ def test_a_string_pyyaml_takes_for_another_type_stays_quoted(value: str) -> None
 @pytest.mark.parametrize("value", ["yellow", "memcached:1.6", "1.6.0", "e3", "v1alpha1", "no-op", "0o8", "1e"])
 def test_other_strings_stay_plain(value: str) -> None:
     assert yamlout.dump_all([{"value": value}]) == f"value: {value}\n"
+
+
+def test_an_object_shared_by_two_fields_is_written_out_at_each_of_them() -> None:
+    labels = {"app.kubernetes.io/name": "my-operator"}
+
+    text = yamlout.dump_all([{"metadata": {"labels": labels}, "selector": {"matchLabels": labels}}])
+
+    assert "&" not in text and "*" not in text
+    assert text.count("app.kubernetes.io/name: my-operator") == 2

@@ -1,12 +1,18 @@
 """The `okt` command: run an operator, draw the Stepper, generate code, drive the local control plane.
 
-Every user mistake ends in one clear line on stderr and exit status 2 (usage) or 1 (runtime), never a traceback.
+Every user mistake ends in one clear line on stderr and exit status 2 (usage) or 1 (runtime), never a traceback. A
+usage mistake of any command (an unknown option or command, a missing argument, options that exclude each other) is
+``Error: <what is wrong>`` alone, without click's usage block and ``--help`` hint above it; a group run bare still
+shows its help.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -18,6 +24,19 @@ SUBCOMMANDS = {
     "create": ("okt.codegen.scaffold_cli", "create_group"),
 }
 """Subcommand name → (module, attribute) of the command, imported when it is asked for."""
+
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+"""What click raises for a group run without a command: its help, which stays as it is."""
+
+
+class _UsageMistake(click.ClickException):
+    """A usage error as okt reports it: ``Error: <one line>`` and exit status 2, as click's own but without the usage
+    block and the ``--help`` hint it prints above the message."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
 
 
 class _LazyGroup(click.Group):
@@ -36,6 +55,27 @@ class _LazyGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attribute)
             return command
         return super().get_command(ctx, cmd_name)
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with _usage_mistakes_in_one_line():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # A subcommand is parsed, and its callback run, within the group's invoke: one place catches them all.
+        with _usage_mistakes_in_one_line():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _usage_mistakes_in_one_line() -> Iterator[None]:
+    try:
+        yield
+    except click.UsageError as exc:
+        if isinstance(exc, _NO_ARGS_IS_HELP):
+            raise
+        raise _UsageMistake(exc.format_message()) from exc
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

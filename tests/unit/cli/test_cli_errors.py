@@ -40,6 +40,36 @@ def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--bogus",), "No such option '--bogus'."),
+        (("bogus",), "No such command 'bogus'."),
+        (("run", "main.py", "--verbos"), "No such option '--verbos'. Did you mean '--verbose'?"),
+        (("run",), "give exactly one of TARGET (a file) or -m MODULE"),
+        (("init",), "Missing argument 'NAME'."),
+        (("init", "my-operator", "--bogus"), "No such option '--bogus'."),
+        (("create", "bogus"), "No such command 'bogus'."),
+        (("create", "api"), "Missing option '--kind'."),
+        (("envtest", "bogus"), "No such command 'bogus'."),
+        (("envtest", "start", "--bogus"), "No such option '--bogus'."),
+        (("graph", "extra"), "Got unexpected extra argument (extra)"),
+    ],
+)
+def test_a_usage_mistake_of_any_command_is_one_line_with_exit_status_2(args: tuple[str, ...], expected: str) -> None:
+    # okt gen's commands said it in one line; the others printed their usage and a --help hint above it.
+    code, out = invoke(*args)
+    assert code == 2
+    assert out == f"Error: {expected}\n"
+
+
+@pytest.mark.parametrize("args", [(), ("create",), ("envtest",)])
+def test_a_group_run_bare_shows_its_help(args: tuple[str, ...]) -> None:
+    code, out = invoke(*args)
+    assert code == 2
+    assert out.startswith("Usage: ") and "Commands:" in out
+
+
 @pytest.mark.parametrize("name", ["Maps", "maps_one", "-maps", "maps.", "maps\n", "m" * 254])
 def test_a_lease_name_the_api_server_refuses_is_a_usage_error(name: str) -> None:
     # The elector would have retried its refused create for ever, the operator never leading.

@@ -52,6 +52,11 @@ TEMPLATES_DIR = Path(__file__).with_name("templates")
 DEFAULT_LINE_LENGTH = 88
 """ruff's default line length, used when no ruff configuration governs the output directory."""
 
+DEFAULT_EXAMPLE = 'self.desired["metadata"].setdefault("labels", {})["app"] = cr.name'
+"""The line shown, commented out, in the author's ``mutate_with_cr`` for a kind the dictionary gives no example of
+(the rendered template always has its metadata: name and namespace): within the 78 characters the dictionary allows
+an example, so that it keeps to 88 columns where it stands."""
+
 _CR_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -151,8 +156,9 @@ def render(
         line_length: the line length ruff enforces on the output: the header is wrapped to it, the author's
             module imports the base class in parentheses when one line would be longer (as ruff's import sorting
             wants it), a ``class`` line that would be longer puts its base on a line of its own (as ruff format
-            writes it), a docstring line that names make longer is refilled (see :func:`_fitted`), and a template
-            line longer than it gets the template a ``# noqa`` (see :func:`_template_noqa`).
+            writes it), so does each hashed field of a ``HASHED_FIELDS`` line that would be longer, a docstring
+            line that names make longer is refilled (see :func:`_fitted`), and a template line longer than it gets
+            the template a ``# noqa`` (see :func:`_template_noqa`).
         suffix: what tells this wrapper's modules and classes apart from the first of its kind (see
             :func:`manifest_suffix`); empty for the first.
     """
@@ -183,12 +189,12 @@ def render(
         "base_import_wrapped": len(f"from .{gen_name} import {base_class}") > line_length,
         "base_class_wrapped": len(f"class {base_class}(okt.{spec.base}):") > line_length,
         "user_class_wrapped": len(f"class {user_class}({base_class}):") > line_length,
-        "hashed_literal": _tuple_literal(spec.hashed),
+        "hashed_assignment": _hashed_assignment(spec.hashed, line_length),
         "base_class": base_class,
         "user_class": user_class,
         "gen_module": gen_name,
         "user_module": user_name,
-        "example": spec.example or 'self.desired.setdefault("metadata", {}).setdefault("labels", {})["app"] = cr.name',
+        "example": spec.example or DEFAULT_EXAMPLE,
     }
     environment = _environment()
     return Modules(
@@ -415,6 +421,16 @@ def _tuple_literal(values: Sequence[str]) -> str:
     if len(values) == 1:
         return f"({_string_literal(values[0])},)"
     return "(" + ", ".join(_string_literal(value) for value in values) + ")"
+
+
+def _hashed_assignment(values: Sequence[str], line_length: int) -> str:
+    """``HASHED_FIELDS`` and its tuple, as ruff format writes them: on one line when it fits in ``line_length``
+    columns, else one field a line with a trailing comma (a kind of a dictionary file may hash many fields)."""
+    target = "HASHED_FIELDS: tuple[str, ...] = "
+    line = target + _tuple_literal(values)
+    if _width(line) <= line_length:
+        return line
+    return target + "(\n" + "".join(f"    {_string_literal(value)},\n" for value in values) + ")"
 
 
 def _triple_quoted_body(text: str) -> str:

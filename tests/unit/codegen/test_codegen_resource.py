@@ -353,6 +353,47 @@ def test_the_lines_the_generator_writes_keep_to_88_columns(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+STORAGE_CLASS_KIND = """\
+kinds:
+  StorageClass:
+    apiVersion: storage.k8s.io/v1
+    plural: storageclasses
+    namespaced: false
+    base: MutableResource
+    hashed: [provisioner, parameters, reclaimPolicy, mountOptions, allowVolumeExpansion, volumeBindingMode]
+"""
+
+STORAGE_CLASS = """\
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fast
+provisioner: kubernetes.io/no-provisioner
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["check", "--select", "E501"], id="line-length"),
+        pytest.param(["format", "--check"], id="format"),
+    ],
+)
+def test_the_lines_written_for_a_kind_of_a_dictionary_file_keep_to_88_columns(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kind without an example shows the default one (91 columns at 8 of indentation, past the 78 characters the
+    # dictionary allows an example), and its hashed fields may make HASHED_FIELDS longer than a line: both were
+    # written whole.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "extra.yaml").write_text(STORAGE_CLASS_KIND)
+    generate_in(tmp_path, "StorageClass", STORAGE_CLASS, dictionary_files=[Path("extra.yaml")])
+
+    result = run_ruff(*command, "--isolated", "resources")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     "value",
     [

@@ -7,7 +7,7 @@ import os
 import pathlib
 import sys
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 import click
 
@@ -20,7 +20,8 @@ def _state_file() -> pathlib.Path:
 
 def _recorded_state() -> dict[str, Any] | None:
     """The state ``okt envtest start`` recorded, or None: none recorded, or one that cannot be read (cut short by a
-    start killed while writing it, a full disk), forgotten in one line rather than a traceback at every command."""
+    start killed while writing it, a full disk, or JSON of another shape), forgotten in one line rather than a
+    traceback at every command."""
     state_file = _state_file()
     if not state_file.exists():
         return None
@@ -28,7 +29,7 @@ def _recorded_state() -> dict[str, Any] | None:
         state = json.loads(state_file.read_text())
     except (OSError, ValueError):
         state = None
-    if isinstance(state, dict) and isinstance(state.get("pids"), dict):
+    if _well_formed(state):
         return state
     _say(
         f"okt: the state of the background control plane, {state_file}, cannot be read: forgotten (a plane it "
@@ -36,6 +37,16 @@ def _recorded_state() -> dict[str, Any] | None:
     )
     state_file.unlink(missing_ok=True)
     return None
+
+
+def _well_formed(state: object) -> TypeGuard[dict[str, Any]]:
+    """Whether ``state`` has the shape :meth:`okt.testing.envtest.ControlPlane.detach` gives it: the commands read
+    its process ids as numbers and its paths as text (a word where a process id belongs was a traceback)."""
+    if not isinstance(state, dict) or not isinstance(state.get("pids"), dict):
+        return False
+    pids_are_numbers = all(type(pid) is int for pid in state["pids"].values())
+    paths_are_text = all(isinstance(state.get(key), str) for key in ("directory", "kubeconfig", "url"))
+    return pids_are_numbers and paths_are_text and isinstance(state.get("node_root", ""), str)
 
 
 def _write_state(state: dict[str, Any]) -> None:

@@ -61,7 +61,11 @@ def test_a_state_left_by_a_plane_that_is_gone_is_not_taken_for_a_running_one(
 
 
 @pytest.mark.parametrize("command", [["envtest", "kubeconfig"], ["envtest", "start"], ["envtest", "stop"]])
-@pytest.mark.parametrize("text", ["", '{"pids": {"etcd": 1', "[]"], ids=["empty", "cut-short", "not-a-mapping"])
+@pytest.mark.parametrize(
+    "text",
+    ["", '{"pids": {"etcd": 1', "[]", '{"pids": {"etcd": "one"}, "directory": "/nowhere"}', '{"pids": {"etcd": 1}}'],
+    ids=["empty", "cut-short", "not-a-mapping", "pid-not-a-number", "no-kubeconfig"],
+)
 def test_a_state_file_that_cannot_be_read_is_forgotten_in_one_line(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, command: list[str], text: str
 ) -> None:

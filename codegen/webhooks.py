@@ -59,16 +59,10 @@ class ClientConfig:
     ca_bundle: str | None = None
 
     def __post_init__(self) -> None:
-        # okt serves its webhooks at the root of its port (/validate/..., /convert/...): a path would be prefixed to
-        # theirs, and the API server would call paths nobody serves.
-        if self.url is not None and (
-            not self.url.startswith("https://")
-            or "?" in self.url
-            or "#" in self.url
-            or urllib.parse.urlsplit(self.url).path.strip("/")
-        ):
+        if self.url is not None and not _callable_base_url(self.url):
             raise errors.CodegenError(
-                f"a webhook URL is https://HOST[:PORT], no path, query or fragment, got {self.url!r}"
+                "a webhook URL is https://HOST[:PORT] (a port of 1 to 65535, no user), no path, query or fragment, "
+                f"got {self.url!r}"
             )
 
     def for_path(self, path: str) -> dict[str, Any]:
@@ -83,6 +77,28 @@ class ClientConfig:
         if self.ca_bundle:
             config["caBundle"] = self.ca_bundle
         return config
+
+
+def _callable_base_url(url: str) -> bool:
+    """Whether the API server can call okt's webhooks under ``url``: https, a host, a port (if any) that is one, no user
+    (the API server refuses one), and nothing after them. okt serves its webhooks at the root of its port
+    (/validate/..., /convert/...): a path would be prefixed to theirs, and the API server would call paths nobody
+    serves."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port that is no number or out of range, an unclosed IPv6 bracket
+        return False
+    return (
+        url.startswith("https://")
+        and "?" not in url
+        and "#" not in url
+        and not parts.path.strip("/")
+        and bool(parts.hostname)
+        and parts.username is None
+        and port != 0
+        and not any(character.isspace() for character in parts.netloc)
+    )
 
 
 def default_name(cls: type[Any]) -> str:

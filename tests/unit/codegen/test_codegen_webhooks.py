@@ -209,6 +209,30 @@ def test_a_webhook_url_with_a_path_is_refused_as_okt_serves_none_under_it(url: s
         webhooks.ClientConfig(url=url)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://",
+        "https://:9443",
+        "https://user@127.0.0.1:9443",
+        "https://127.0.0.1:abc",
+        "https://127.0.0.1:0",
+        "https://127.0.0.1:99999",
+        "https://op example.com:9443",
+        "https://[::1:9443",
+    ],
+)
+def test_a_webhook_url_the_api_server_cannot_call_is_refused(url: str) -> None:
+    # Each was written into the configurations: the API server refused some, and the others were called in vain.
+    with pytest.raises(errors.CodegenError, match=r"https://HOST\[:PORT\]"):
+        webhooks.ClientConfig(url=url)
+
+
+@pytest.mark.parametrize("url", ["https://[::1]:9443", "https://op.example.com", "https://127.0.0.1:65535"])
+def test_a_webhook_url_of_a_host_and_a_port_is_taken(url: str) -> None:
+    assert webhooks.ClientConfig(url=url).for_path("/validate/x") == {"url": f"{url}/validate/x"}
+
+
 def test_a_webhook_url_with_a_trailing_slash_calls_okts_own_paths() -> None:
     config = webhooks.ClientConfig(url="https://127.0.0.1:9443/")
     assert config.for_path("/validate/memcached") == {"url": "https://127.0.0.1:9443/validate/memcached"}

@@ -62,7 +62,7 @@ _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _FILE_NAME_WORD = re.compile(r"[A-Za-z0-9]+")
 _COMMAND_LINE = "#   "  # a line of the header's command: the other header lines start with "# " and a word
-_PACKAGE_DOCSTRING = '"""Resource wrappers from ``okt gen resource`` and their authors\' subclasses."""\n'
+_PACKAGE_DOCSTRING = '"""Wrappers from ``okt gen resource`` and their authors\' subclasses."""\n'
 
 
 class Action(enum.Enum):
@@ -172,12 +172,18 @@ def render(
         f"``{gen_name}.py`` only (template, API version,\n"
         "hashed fields) and never touches this file."
     )
+    example = spec.example or DEFAULT_EXAMPLE
     context = {
         "gen_summary": _fitted(f'"""{owner}: the generated part.', line_length),
         "user_summary": _fitted(f'"""{owner}: the author\'s part.', line_length),
         "user_regeneration": _fitted(regeneration, line_length),
         "user_class_docstring": _fitted(
             f'"""The {spec.kind} that okt keeps in place for each {cr_kind}."""', line_length, indent="    "
+        ),
+        "base_class_docstring": _fitted(
+            f'"""{spec.kind} ({spec.api_version}) rendered from ``TEMPLATE``.' + ('"""' if spec.mutable else ""),
+            line_length,
+            indent="    ",
         ),
         "spec": spec,
         "cr_kind": cr_kind,
@@ -194,7 +200,10 @@ def render(
         "user_class": user_class,
         "gen_module": gen_name,
         "user_module": user_name,
-        "example": spec.example or DEFAULT_EXAMPLE,
+        "example": example,
+        # A dictionary's example keeps to 88 columns where it stands (its entries are checked so); a shorter line
+        # length would break it mid-statement, so it is kept whole.
+        "example_noqa": _width(f"        # {example}") > line_length,
     }
     environment = _environment()
     return Modules(

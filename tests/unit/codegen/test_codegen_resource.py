@@ -353,6 +353,28 @@ def test_the_lines_the_generator_writes_keep_to_88_columns(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["check", "--select", "E501"], id="line-length"),
+        pytest.param(["format", "--check"], id="format"),
+    ],
+)
+def test_the_lines_the_generator_writes_keep_to_the_79_columns_of_pep_8(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Docstring lines of 80 to 82 columns that no name makes longer, a class docstring naming its API group at 4
+    # columns, and the longest examples of the dictionary were written whole.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 79\n")
+    for kind in KINDS:
+        generate_in(tmp_path, kind)
+
+    result = run_ruff(*command, "resources")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 STORAGE_CLASS_KIND = """\
 kinds:
   StorageClass:

@@ -33,10 +33,10 @@ data:
   MEMCACHED_MAX_CONNECTIONS: "1024"
   MEMCACHED_THREADS: "2"
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("data", "binaryData", "immutable")
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class ConfigMapMemcachedBase(okt.MutableResource):

@@ -24,10 +24,10 @@ rules:
   - nonResourceURLs: [/metrics]
     verbs: [get]
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("rules", "aggregationRule")
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class ClusterRoleMemcachedBase(okt.MutableResource):

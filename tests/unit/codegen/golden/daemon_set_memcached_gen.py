@@ -34,10 +34,10 @@ spec:
         - name: exporter
           image: prom/memcached-exporter:v0.14.2
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("spec",)
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class DaemonSetMemcachedBase(okt.MutableResource):

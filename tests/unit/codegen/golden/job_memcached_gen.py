@@ -31,16 +31,16 @@ spec:
           image: busybox:1.36
           command: ["sh", "-c", "echo warm"]
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("spec",)
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class JobMemcachedBase(okt.Resource):
     """Job (batch/v1) rendered from ``TEMPLATE``.
 
-    A create/delete-only resource: okt creates and deletes it, never updates it.
+    Create/delete-only: okt creates and deletes it, never updates it.
     """
 
     api_version = "batch/v1"

@@ -14,7 +14,7 @@ class LimitRangeMemcached(LimitRangeMemcachedBase):
     """The LimitRange that okt keeps in place for each Memcached."""
 
     def mutate_with_cr(self, cr: okt.CustomResource) -> None:
-        """Edit ``self.desired`` (the rendered template) from the custom resource.
+        """Edit ``self.desired`` (the rendered template) from ``cr``.
 
         Called on every reconcile. The default changes nothing: the rendered
         template is the desired object. What this method sets is hashed and

@@ -26,10 +26,10 @@ spec:
     pods: "10"
     requests.memory: 2Gi
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("spec",)
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class ResourceQuotaMemcachedBase(okt.MutableResource):

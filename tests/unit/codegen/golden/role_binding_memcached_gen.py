@@ -29,10 +29,10 @@ subjects:
   - kind: ServiceAccount
     name: memcached
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("roleRef", "subjects")
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class RoleBindingMemcachedBase(okt.MutableResource):

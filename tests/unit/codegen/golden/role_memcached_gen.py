@@ -26,10 +26,10 @@ rules:
     resources: [configmaps]
     verbs: [get, list, watch]
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("rules",)
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class RoleMemcachedBase(okt.MutableResource):

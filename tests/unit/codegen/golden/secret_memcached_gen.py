@@ -26,10 +26,10 @@ stringData:
   username: memcached
   password: "{{ password }}"
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("data", "stringData", "type")
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class SecretMemcachedBase(okt.SecretResource):

@@ -23,16 +23,16 @@ metadata:
   namespace: "{{ namespace }}"
 automountServiceAccountToken: false
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("automountServiceAccountToken", "imagePullSecrets")
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class ServiceAccountMemcachedBase(okt.Resource):
     """ServiceAccount (v1) rendered from ``TEMPLATE``.
 
-    A create/delete-only resource: okt creates and deletes it, never updates it.
+    Create/delete-only: okt creates and deletes it, never updates it.
     """
 
     api_version = "v1"

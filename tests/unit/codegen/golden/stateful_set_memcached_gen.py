@@ -36,10 +36,10 @@ spec:
         - name: memcached
           image: memcached:1.6-alpine
 """
-"""The child as a Jinja2 template (cr, name, namespace and the params' keys)."""
+"""The child as a Jinja2 template over cr, name, namespace and the params."""
 
 HASHED_FIELDS: tuple[str, ...] = ("spec",)
-"""The top-level fields of the desired object whose checksum decides an update."""
+"""The desired object's top-level fields whose checksum decides an update."""
 
 
 class StatefulSetMemcachedBase(okt.StatefulSetResource):

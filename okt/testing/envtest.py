@@ -519,12 +519,22 @@ class ControlPlane:
         raise ControlPlaneError(f"{name} not ready after {START_TIMEOUT:.0f}s: {self._tail(name)}")
 
     def _tail(self, name: str) -> str:
+        """The last lines of ``name``'s log, for the error that says it failed, and where its whole log is kept.
+
+        The failure stops the plane, and stopping removes its directory: the log is copied out of it first, beside
+        the system's temporary files, under the plane's directory name (a retry on other ports overwrites it).
+        """
         log = self.directory / f"{name}.log"
         try:
-            lines = log.read_text(errors="replace").strip().splitlines()
+            text = log.read_text(errors="replace")
         except OSError:
             return "(no log)"
-        return " | ".join(lines[-3:]) + f" (log: {log})"
+        kept = pathlib.Path(tempfile.gettempdir()) / f"{self.directory.name}-{log.name}"
+        try:
+            shutil.copyfile(log, kept)
+        except OSError:
+            kept = log
+        return " | ".join(text.strip().splitlines()[-3:]) + f" (log: {kept})"
 
     def _on_free_ports(self, name: str, start: Callable[[], None], forget_ports: Callable[[], None]) -> None:
         """``start()``, again on other ports while ``name`` finds one of its ports taken: a port free when chosen can

@@ -458,3 +458,25 @@ def test_an_unrecognised_owner_reference_admission_fails_the_build_step_and_stay
     with pytest.raises(build.BuildError, match="owner reference admission not recognised"):
         build.patch_owner_reference_admission(tmp_path)
     assert path.read_text() == "package gc\n"
+
+
+def test_a_component_that_fails_to_start_is_told_with_a_log_that_outlives_the_plane(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The message named the log in the plane's directory, which the failed start removed at once.
+    etcd = tmp_path / "etcd"
+    etcd.write_text("#!/bin/sh\necho 'etcd: unknown flag --quota-backend-bytes' >&2\nexit 3\n")
+    etcd.chmod(0o755)
+    monkeypatch.setenv("OKT_ETCD", str(etcd))
+    plane = envtest.ControlPlane(assets=tmp_path)
+
+    with pytest.raises(envtest.ControlPlaneError) as failed:
+        plane.start()
+
+    named = re.search(r"\(log: (.+)\)$", str(failed.value))
+    assert named is not None, failed.value
+    log = pathlib.Path(named.group(1))
+    try:
+        assert log.read_text() == "etcd: unknown flag --quota-backend-bytes\n"
+    finally:
+        log.unlink(missing_ok=True)

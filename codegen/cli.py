@@ -30,6 +30,9 @@ ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
+_OUT_FILE = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+"""The file ``--out`` names; ``-`` is stdout, as ``kubectl apply -f -`` reads it (it wrote a file named ``-``)."""
+
 _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
 
@@ -100,7 +103,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @gen.command("crd", cls=_Command)
     @click.argument("operator")
     @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
-    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    @click.option("--out", "out_file", type=_OUT_FILE, help="Write here, not stdout (- is stdout).")
     @_client_config_options
     def crd_command(
         operator: str,
@@ -155,7 +158,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         help="The operator serves only the objects of this label selector (okt run -l): the API server calls the "
         "webhooks for those only.",
     )
-    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    @click.option("--out", "out_file", type=_OUT_FILE, help="Write here, not stdout (- is stdout).")
     @_client_config_options
     def webhooks_command(
         operator: str,
@@ -207,7 +210,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         "okt run needs to serve /metrics beyond loopback to authorized tokens. --no-metrics-auth for an operator run "
         "with --no-metrics-secure or its metrics on loopback.",
     )
-    @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not stdout.")
+    @click.option("--out", "out_file", type=_OUT_FILE, help="Write here, not stdout (- is stdout).")
     def rbac_command(
         operator: str,
         reconciler_name: str | None,
@@ -383,7 +386,7 @@ def _select(classes: list[type[Any]], name: str | None, operator: str) -> list[t
 
 def _emit(documents: Sequence[dict[str, Any]], out_file: Path | None) -> None:
     text = yamlout.dump_all(documents)
-    if out_file is None:
+    if out_file is None or out_file == Path("-"):
         click.echo(text, nl=False)
         return
     try:

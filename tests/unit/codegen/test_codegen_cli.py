@@ -47,6 +47,16 @@ class BackupReconciler(okt.Reconciler):
     kind = "Backup"
 
 
+class CheckedReconciler(okt.Reconciler):
+    """A reconciler with a validating webhook (its check)."""
+
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Checked"
+
+    def check(self, ctx: okt.Context) -> None:
+        return None
+
+
 def invoke(arguments: list[str], group: click.Group | None = None) -> Result:
     return CliRunner().invoke(group or cli.gen, arguments, catch_exceptions=False)
 
@@ -195,6 +205,19 @@ def test_crd_for_one_reconciler_written_to_a_file(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout == ""
     assert out.read_text() == yamlout.dump_all([crd.crd_for_reconciler(MemcachedReconciler)])
+
+
+@pytest.mark.parametrize("command", ["crd", "rbac", "webhooks"])
+def test_out_dash_is_stdout(workdir: Path, command: str) -> None:
+    # A file named "-" was written, and nothing reached a pipe such as `| kubectl apply -f -`.
+    group = cli.make_gen_group(fake_loader(CheckedReconciler))
+    expected = invoke([command, "main.py"], group)
+
+    result = invoke([command, "main.py", "--out", "-"], group)
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout == expected.stdout != ""
+    assert not (workdir / "-").exists()
 
 
 def test_rbac_passes_its_options_through() -> None:

@@ -529,12 +529,16 @@ class ControlPlane:
             text = log.read_text(errors="replace")
         except OSError:
             return "(no log)"
-        kept = pathlib.Path(tempfile.gettempdir()) / f"{self.directory.name}-{log.name}"
+        kept = self._kept_log(name)
         try:
             shutil.copyfile(log, kept)
         except OSError:
             kept = log
         return " | ".join(text.strip().splitlines()[-3:]) + f" (log: {kept})"
+
+    def _kept_log(self, name: str) -> pathlib.Path:
+        """Where :meth:`_tail` keeps a copy of ``name``'s log."""
+        return pathlib.Path(tempfile.gettempdir()) / f"{self.directory.name}-{name}.log"
 
     def _on_free_ports(self, name: str, start: Callable[[], None], forget_ports: Callable[[], None]) -> None:
         """``start()``, again on other ports while ``name`` finds one of its ports taken: a port free when chosen can
@@ -546,6 +550,7 @@ class ControlPlane:
             except ControlPlaneError as exc:
                 if "address already in use" not in str(exc) or attempt == PORT_ATTEMPTS:
                     raise
+                self._kept_log(name).unlink(missing_ok=True)  # told of nothing: the next attempt starts afresh
                 self._kill(name)
                 forget_ports()
 

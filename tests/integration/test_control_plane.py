@@ -20,6 +20,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
@@ -744,6 +745,7 @@ def test_ports_taken_between_their_choice_and_their_binding_are_chosen_again(mon
         plane = envtest.ControlPlane(controllers=())
         plane.port = taken[1]  # the API server's port, as a restart on the same port keeps it
         plane.start()
+        kept_logs = pathlib.Path(tempfile.gettempdir()).glob(f"{plane.directory.name}-*.log")
         try:
             client = kube_client.Client.from_kubeconfig(plane.kubeconfig)
             assert client.server_version()
@@ -752,6 +754,7 @@ def test_ports_taken_between_their_choice_and_their_binding_are_chosen_again(mon
             assert plane.port != taken[1]
         finally:
             plane.stop()
+    assert list(kept_logs) == []  # the copy of a failed attempt's log is kept only when the start fails
 
 
 # -- the controllers of kube-controller-manager -------------------------------------------------------------------

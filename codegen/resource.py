@@ -31,6 +31,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
+import keyword
 import os
 import re
 import shlex
@@ -241,6 +242,7 @@ def generate(
             are taken by wrappers of other manifests, or a file cannot be written.
     """
     _check_names(cr_kind, group, version)
+    _check_package(out_dir)
     kinds = dictionary.load(dictionary_files)
     spec = kinds.lookup(resource_type)
     child = manifest.read(manifest_path, spec)
@@ -358,6 +360,19 @@ def _check_names(cr_kind: str, group: str, version: str) -> None:
         raise errors.CodegenError(f"invalid --group {group!r}: expected a lowercase DNS name such as cache")
     if not _VERSION.match(version):
         raise errors.CodegenError(f"invalid --version {version!r}: expected a Kubernetes version such as v1alpha1")
+
+
+def _check_package(out_dir: Path) -> None:
+    """Refuse an ``out_dir`` Python cannot import as a package: the author's module imports the generated one
+    relatively (``from .deployment_memcached_gen import ...``), so a folder named ``my-res``, ``2nd`` or ``class`` would
+    hold modules that never import."""
+    folder = out_dir.resolve().name
+    if not folder.isidentifier() or keyword.iskeyword(folder):
+        raise errors.CodegenError(
+            f"invalid --out {out_dir.as_posix()!r}: {folder!r} is not a name Python imports a package by (letters, "
+            "digits and underscores, not starting with a digit, not a keyword), and the wrappers import each other "
+            "from their package"
+        )
 
 
 def _write(modules: Modules, out_dir: Path) -> list[FileResult]:

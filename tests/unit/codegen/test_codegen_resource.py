@@ -669,6 +669,28 @@ def test_invalid_custom_resource_names_are_refused(
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("out", ["my-res", "class", "2nd", "resources.v2", "pkg/my-res"])
+def test_an_out_folder_python_cannot_import_as_a_package_is_refused_before_anything_is_written(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError) as caught:
+        generate_in(tmp_path, "ConfigMap", out_dir=Path(out))
+    folder = Path(out).name
+    assert str(caught.value).startswith(f"invalid --out {out!r}: {folder!r} is not a name Python imports a package by")
+    assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize("out", ["wrappers/", "pkg/resources", "."])
+def test_an_out_folder_named_as_a_package_is_accepted(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "operator_pkg").mkdir()
+    monkeypatch.chdir(tmp_path / "operator_pkg")  # "." is a folder named operator_pkg
+    generate_in(tmp_path / "operator_pkg", "ConfigMap", out_dir=Path(out))
+    assert (tmp_path / "operator_pkg" / out / "__init__.py").exists()
+
+
 def test_generation_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = spec_for("Deployment")
     arguments = {

@@ -26,7 +26,6 @@ from okt.codegen import crd, deploy_cli, dictionary, errors, options, rbac, reso
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
 
-"""What the API server accepts as a namespace's name."""
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 

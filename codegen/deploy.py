@@ -93,7 +93,12 @@ configuration names it (``namePrefix``), but not in a CRD's ``spec.conversion`` 
 transformer already moves the CRD's service namespace)."""
 
 _SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
-_IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[\w+.-]+:[0-9a-fA-F]+))?$")
+_IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[^\s@]+))?$")
+_DIGEST = re.compile(
+    r"^(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}|(?!sha256:|sha512:)[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,})$"
+)
+"""A digest a container runtime pulls by (the OCI image spec's): ``sha256`` with 64 lowercase hexadecimal digits,
+``sha512`` with 128; another algorithm with at least 32 (the distribution reference grammar's least)."""
 
 
 @dataclass(frozen=True)
@@ -281,13 +286,18 @@ def image_parts(image: str) -> dict[str, str]:
     """An image reference as kustomize's ``images`` entry wants it: ``newName`` and ``newTag`` or ``digest``.
 
     Raises:
-        CodegenError: not an image reference.
+        CodegenError: not an image reference, or one whose digest no runtime pulls by (``@sha256:0a1b``).
     """
     match = _IMAGE.match(image)
     if match is None or not match["name"] or match["name"].endswith("/") or not manager.lowercase_repository(image):
         raise errors.CodegenError(
             f"invalid --image {image!r}: expected a reference such as registry/my-operator:0.1.0 (a lowercase "
             "repository)"
+        )
+    if match["digest"] and not _DIGEST.match(match["digest"]):
+        raise errors.CodegenError(
+            f"invalid --image {image!r}: its digest is not one a runtime pulls by (sha256: and 64 lowercase "
+            "hexadecimal digits, or sha512: and 128)"
         )
     parts = {"name": IMAGE_PLACEHOLDER, "newName": match["name"]}
     if match["tag"]:
@@ -345,12 +355,14 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
     """The files of the OLM bundle (registry+v1), by path relative to the output folder (pure).
 
     Raises:
-        CodegenError: ``version`` is not semantic (OLM orders upgrades by it), or makes the ClusterServiceVersion's
+        CodegenError: the operator's image is not a reference a runtime pulls (see :func:`image_parts`), ``version``
+            is not semantic (OLM orders upgrades by it), or makes the ClusterServiceVersion's
             name, ``<name>.v<version>``, other than a DNS name of at most 253 characters (a capital letter, a part
             ending in ``-``) as the API server requires of it.
     """
     if not _SEMVER.match(version):
         raise errors.CodegenError(f"invalid --version {version!r}: OLM wants a semantic version such as 0.1.0")
+    image_parts(operator.image)  # the CSV names the image as given: one no runtime pulls is refused here too
     csv_name = f"{operator.name}.v{version}"
     if not crd.DNS_SUBDOMAIN.match(csv_name) or len(csv_name) > 253:
         raise errors.CodegenError(

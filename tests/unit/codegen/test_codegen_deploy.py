@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -125,7 +126,8 @@ def test_the_default_overlay_sets_the_namespace_and_the_image() -> None:
     [
         ("gizmo", {"newName": "gizmo"}),
         ("registry:5000/team/gizmo:v1", {"newName": "registry:5000/team/gizmo", "newTag": "v1"}),
-        ("gizmo@sha256:0a1b", {"newName": "gizmo", "digest": "sha256:0a1b"}),
+        ("gizmo@sha256:" + "0a1b" * 16, {"newName": "gizmo", "digest": "sha256:" + "0a1b" * 16}),
+        ("gizmo:1.2@sha512:" + "f" * 128, {"newName": "gizmo", "newTag": "1.2", "digest": "sha512:" + "f" * 128}),
         ("Registry.Example.com/gizmo:1", {"newName": "Registry.Example.com/gizmo", "newTag": "1"}),
     ],
 )
@@ -133,7 +135,23 @@ def test_an_image_becomes_a_kustomize_images_entry(image: str, parts: dict[str, 
     assert deploy.image_parts(image) == {"name": deploy.IMAGE_PLACEHOLDER, **parts}
 
 
-@pytest.mark.parametrize("image", ["", "two words", "registry/", "My-Operator:1", "registry.example.com/Team/gizmo"])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "",
+        "two words",
+        "registry/",
+        "My-Operator:1",
+        "registry.example.com/Team/gizmo",
+        # Digests a runtime cannot pull by: too short for their algorithm, not hexadecimal, in capitals.
+        "gizmo@sha256:0a1b",
+        "gizmo@sha256:" + "0a1b" * 16 + "0",
+        "gizmo@sha512:" + "f" * 64,
+        "gizmo@sha256:" + "g" * 64,
+        "gizmo@sha256:" + "A" * 64,
+        "gizmo@" + "0a1b" * 16,
+    ],
+)
 def test_a_bad_image_is_refused(image: str) -> None:
     with pytest.raises(errors.CodegenError, match="invalid --image"):
         deploy.image_parts(image)
@@ -216,6 +234,12 @@ def test_a_bundle_version_that_is_not_semantic_is_refused() -> None:
 def test_a_bundle_version_that_makes_a_csv_name_the_api_server_refuses_is_refused(version: str) -> None:
     with pytest.raises(errors.CodegenError, match="must be a lowercase DNS name of at most 253 characters"):
         deploy.bundle(OPERATOR, version=version)
+
+
+@pytest.mark.parametrize("image", ["two words", "registry/", "gizmo@sha256:0a1b"])
+def test_a_bundle_of_an_image_no_runtime_pulls_is_refused(image: str) -> None:
+    with pytest.raises(errors.CodegenError, match="invalid --image"):
+        deploy.bundle(dataclasses.replace(OPERATOR, image=image), version="0.1.0")
 
 
 def test_okt_gen_deploy_writes_the_tree_and_lists_each_file(tmp_path: Path) -> None:

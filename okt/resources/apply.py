@@ -396,8 +396,8 @@ def update(
     drift_only: bool = False,
 ) -> dict[str, Any]:
     """Write ``res`` over ``live``. ``drift_only`` (:attr:`Decision.drift_only`): the template is the one okt last
-    wrote, so an item of okt's lists missing from ``live`` was taken away by someone
-    (:func:`list_items.drop_rekeyed`)."""
+    wrote, so an item of okt's lists missing from ``live`` was taken away by someone, and an apply the API server
+    refuses was refused for what someone made of okt's items (:func:`list_items.drop_rekeyed`)."""
     view = _pristine_view(res)
     _keep_initial_data(res, live)
     res.check_identity()
@@ -410,9 +410,11 @@ def update(
             updated = _apply(client, kind, res, options, uid, live)
         except errors.Invalid as exc:
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
-            # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. A refusal
+            # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. So does any
+            # refusal of a drift-only write: the API server took this very template before, so what it refuses now is
+            # what the edits made of it (the only port of a Service renumbered: two ports without a name). A refusal
             # for anything else (a value of okt's own template) is reported as it is, touching nothing of anyone's.
-            if not any(cause.reason == list_items.DUPLICATE for cause in exc.causes):
+            if not drift_only and not any(cause.reason == list_items.DUPLICATE for cause in exc.causes):
                 raise
             current = client.get(kind, res.name, res.namespace)
             if (current.get("metadata") or {}).get("uid") != uid:

@@ -8,8 +8,9 @@ is another manager's from then on, which an apply keeps beside okt's item. After
 
 Guarantees: each patch first tests the items it rests on (:func:`okt.kube.patches.guard`), not the resourceVersion a
 workload's controller keeps bumping, and is worked out again from a new read when another writer changed them in
-between; nothing is added or changed, only okt's own items put back in order or the items another writer made of okt's
-removed; lists in which every item of okt's is in place are never touched.
+between; nothing is changed, only okt's own items put back in order, or the items another writer made of okt's
+removed with okt's missing items put back beside them in the same patch (a list the API server requires, a Service's
+ports, is never left empty); lists in which every item of okt's is in place are never touched.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def drop_rekeyed(
     renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
     item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
     wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
-    from ``after``, by one JSON patch. Items of other managers in lists where all of okt's items are in place are never
+    from ``after``, by one JSON patch. The same patch appends okt's items that ``after`` lacks (an apply refused for
+    the duplicate has not added them yet): removed alone, the only port of a Service would leave it without ports,
+    which the API server refuses. Items of other managers in lists where all of okt's items are in place are never
     touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
 
     The patch tests, before it removes anything, that each index still holds the item of that key
@@ -83,7 +86,7 @@ def drop_rekeyed(
         if not found:
             return []
         guard = patches.guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
-        return [*guard, *({"op": "remove", "path": pointer} for pointer, _ in found)]
+        return [*guard, *(operation for operation, _ in found)]
 
     patched, sent = _patch_guarded(client, kind, after, plan, options)
     return patched if sent else None
@@ -156,12 +159,13 @@ def _rekeyed(
     keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
     path: tuple[str | int, ...],
     pointer: str,
-) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """The JSON pointers of :func:`drop_rekeyed`'s items in ``after``, in an order one JSON patch can remove them:
-    inside an item before the item's own list, and each list's from its last item to its first; each with the
-    pointer and value of each of its key fields."""
+) -> list[tuple[dict[str, Any], list[tuple[str, Any]]]]:
+    """The JSON patch operations of :func:`drop_rekeyed` on ``after``, in an order one patch can apply them: inside an
+    item before the item's own list; in each list, okt's missing items appended, then the other writer's removed from
+    the last to the first. Each removal comes with the pointer and value of each key field of its item (the patch's
+    tests); an append with none."""
     if isinstance(desired, Mapping) and isinstance(after, Mapping):
-        found: list[tuple[str, list[tuple[str, Any]]]] = []
+        found: list[tuple[dict[str, Any], list[tuple[str, Any]]]] = []
         for key, value in desired.items():
             if key in after:
                 earlier = before.get(key) if isinstance(before, Mapping) else None
@@ -183,9 +187,14 @@ def _rekeyed(
             found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
     if ours.keys() - earlier.keys():
         foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
+        if foreign:
+            present = {key_of(item) for item in after}
+            missing = [item for key, item in ours.items() if key not in present]
+            found.extend(({"op": "add", "path": f"{pointer}/-", "value": item}, []) for item in missing)
         for index in reversed(foreign):
             at = f"{pointer}/{index}"
-            found.append((at, [(f"{at}/{escaped(name)}", after[index].get(name)) for name in names]))
+            tests = [(f"{at}/{escaped(name)}", after[index].get(name)) for name in names]
+            found.append(({"op": "remove", "path": at}, tests))
     return found
 
 

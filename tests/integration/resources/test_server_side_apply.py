@@ -473,6 +473,57 @@ def test_an_item_of_an_okt_list_whose_key_another_manager_edited_comes_back_to_t
     assert converge(ServedReconciler(), kube, widget_kind, namespace) == {}
 
 
+class OnePort(okt.ServiceResource):
+    """A Service of one port, named or not: the API server refuses a Service without ports, and two ports of one
+    name or without names."""
+
+    template = """
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector:
+    app: {{ name }}
+  ports:
+    - port: 11211
+      protocol: TCP
+{%- if named %}
+      name: memcached
+{%- endif %}
+"""
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "unnamed"])
+def test_the_only_port_of_a_service_renumbered_by_another_manager_comes_back_to_the_template(
+    named: bool, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The apply that brings okt's port back beside the renumbered one is refused (two ports of one name, or two
+    without a name), and removing the renumbered port alone would leave the Service without ports, which the API
+    server refuses too: the one patch that removes it puts okt's port in its place."""
+
+    class OnePortReconciler(shared.WidgetReconciler):
+        owns = (OnePort,)
+        params: ClassVar[Mapping[str, Any]] = {"named": named}
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [OnePort(ctx.cr, params=ctx.params)]
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(OnePortReconciler(), kube, widget_kind, namespace)
+    renumbered = [{"op": "replace", "path": "/spec/ports/0/port", "value": 11212}]
+    services = other_client.resolve("v1", "Service")
+    other_client.patch(services, NAME, renumbered, namespace, patch_type="json", field_manager="kubectl-patch")
+
+    converge(OnePortReconciler(), kube, widget_kind, namespace)
+
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    assert [(p.get("name"), p["port"]) for p in live["spec"]["ports"]] == [("memcached" if named else None, 11211)]
+    assert converge(OnePortReconciler(), kube, widget_kind, namespace) == {}
+
+
 class Overtaken(kube_client.Client):
     """okt's client, with "the deployment controller" writing the Deployment's status between okt's read and each
     JSON patch okt sends it: the controller rewrites the status many times in a row while a changed pod template rolls

@@ -22,6 +22,11 @@ PLURAL = "memcacheds"
 DEFAULT_IMAGE = "memcached:1.6"
 MIN_SIZE = 1
 MAX_SIZE = 100
+IMAGE_MAX_LENGTH = 255 + len(":") + 128 + len("@sha512:") + 128
+"""The longest image reference a registry can serve: a name of 255 characters at most (registry host included), a tag
+of 128, a sha512 digest. Kubernetes sets no bound of its own, and a longer string would be copied into the Deployment
+and the namespace's inventory, whose ConfigMap the API server refuses past 1 MiB: a few such Memcacheds would stop
+every other one of the namespace from being recorded."""
 
 
 class MemcachedSpec(pydantic.BaseModel):
@@ -37,6 +42,7 @@ class MemcachedSpec(pydantic.BaseModel):
     image: str = pydantic.Field(
         default=DEFAULT_IMAGE,
         min_length=1,
+        max_length=IMAGE_MAX_LENGTH,
         description="The memcached container image, with a pinned tag (for example memcached:1.6).",
     )
 

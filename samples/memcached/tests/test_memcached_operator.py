@@ -177,6 +177,7 @@ def test_an_out_of_band_edit_of_a_child_is_repaired(
         ({"size": "three"}, "spec.size"),
         ({}, "spec.size"),
         ({"size": 2, "image": ""}, "spec.image"),
+        ({"size": 2, "image": "memcached:" + "1" * 600}, "spec.image"),
     ],
 )
 def test_an_invalid_memcached_is_refused_by_the_generated_crd_schema(

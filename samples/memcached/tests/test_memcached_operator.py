@@ -136,8 +136,17 @@ def delete_deployment(client: okt.Client, memcacheds: harness.Memcacheds, name: 
     client.delete(harness.DEPLOYMENT, name, memcacheds.namespace, propagation="Foreground")
 
 
+def renumber_service_port(client: okt.Client, memcacheds: harness.Memcacheds, name: str) -> None:
+    renumbered = [{"op": "replace", "path": "/spec/ports/0/port", "value": 11212}]
+    client.patch(
+        harness.SERVICE, name, renumbered, memcacheds.namespace, patch_type="json", field_manager="kubectl-edit"
+    )
+
+
 @pytest.mark.parametrize(
-    "edit", [scale_deployment, swap_image, edit_settings, delete_service, delete_deployment], ids=lambda f: f.__name__
+    "edit",
+    [scale_deployment, swap_image, edit_settings, delete_service, delete_deployment, renumber_service_port],
+    ids=lambda f: f.__name__,
 )
 def test_an_out_of_band_edit_of_a_child_is_repaired(
     kube: okt.Client,
@@ -164,6 +173,7 @@ def test_an_out_of_band_edit_of_a_child_is_repaired(
             and config is not None
             and config["data"] == settings.for_size(3).to_config_data()
             and service is not None
+            and [port["port"] for port in service["spec"]["ports"]] == [11211]
         )
 
     wait_for(repaired, timeout=30, interval=0.1, message="the children to be repaired")

@@ -20,6 +20,12 @@ reason of the transition that led there, Progressing is True on the way, Degrade
 The phase is persisted in the ``okt.io/phase`` annotation (``persistence = ANNOTATIONS``), which ``kubectl get`` shows
 as a column. A value that names no phase is refused: the reconcile ends in the ErrorManager with Ready=False, reason
 ``UnknownPhase`` and a message that says what is accepted.
+
+A ``spec.version`` whose upgrade Job would need a name longer than Kubernetes accepts is refused in the CRChecker
+(Ready=False, reason ``InvalidSpec``), before the lifecycle moves: the CRD bounds the version and the WebApp's name
+apart, not together, and an upgrade begun for such a version would wait for a Job that can never be created — with
+every later version waiting behind it. As any refused spec, it holds the whole reconcile (an upgrade under way
+included) until the version is changed.
 """
 
 from __future__ import annotations
@@ -29,9 +35,13 @@ from okt.lifecycle import Move
 
 from . import api, phases
 from .phases import LIFECYCLE, Phase
-from .resources import DeploymentWebApp, JobWebApp, job_version
+from .resources import DeploymentWebApp, JobWebApp, job_version, upgrade_job_name
 
 State = okt.State
+
+JOB_NAME_MAX_LENGTH = 63
+"""The longest Job name Kubernetes accepts: the name labels the Job's pods (``job-name``), and a label value is 63
+characters at most."""
 
 
 class WebAppReconciler(okt.Reconciler):
@@ -57,6 +67,28 @@ class WebAppReconciler(okt.Reconciler):
                 # ends the reconcile in the ErrorManager before the Updater touches anything.
                 ctx.flush_status()
         super().enter_in_state(state, ctx)
+
+    def check(self, ctx: okt.Context) -> None:
+        """Refuse a ``spec.version`` whose upgrade Job could not be named (``okt.InvalidSpec``); the installed version,
+        and a WebApp not installed yet (its setup Job's name holds no version), need no upgrade."""
+        installed = phases.installed_version(ctx)
+        version = str(ctx.spec.version)
+        if installed is None or version == installed:
+            return
+        job = upgrade_job_name(ctx.cr.name, version)
+        if len(job) <= JOB_NAME_MAX_LENGTH:
+            return
+        room = JOB_NAME_MAX_LENGTH - len(upgrade_job_name(ctx.cr.name, ""))
+        fix = (
+            f"use a version of at most {room} characters"
+            if room > 0
+            else "no version fits beside this WebApp's name: recreate it under a shorter name"
+        )
+        raise okt.InvalidSpec(
+            f"spec.version {version!r} would name the upgrade Job {job!r}, {len(job)} characters long, and Kubernetes "
+            f"accepts {JOB_NAME_MAX_LENGTH} at most: {fix} (or go back to the installed version {installed})",
+            field="spec.version",
+        )
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
         """The children of the current phase (see the module docstring)."""

@@ -174,3 +174,28 @@ def test_a_version_asked_for_during_an_upgrade_waits_for_it_to_finish_then_upgra
     webapps.finish_job("wiki-upgrade-3", succeeded=True)
     done = webapps.wait_phase("wiki", "Running", installed="3", jobs=(), deployment_image=f"{IMAGE}:3", ready="True")
     assert done.failed is None
+
+
+def test_a_version_whose_upgrade_job_name_would_be_too_long_is_refused_and_a_shorter_one_upgrades(
+    operator: RunningOperator, webapps: harness.WebApps
+) -> None:
+    """The CRD bounds the version and the name apart; together they may name a Job longer than the 63 characters
+    Kubernetes accepts. Moved to Upgrading for that version, the WebApp would wait for a Job that can never exist,
+    and a version asked for meanwhile would wait behind it: the spec is refused before the phase moves."""
+    name = "a" * 45
+    provisioned(webapps, name, "1")
+
+    webapps.set_version(name, "1.26.0-rc.1-abc")
+
+    refused = webapps.wait(name, lambda v: v.reason == "InvalidSpec", "Ready=False, InvalidSpec")
+    assert (refused.ready, refused.phase, refused.jobs) == ("False", "Running", ())
+    assert refused.deployment_image == f"{IMAGE}:1", "the installed version keeps serving"
+    ready = condition(webapps.get(name), "Ready")
+    assert ready is not None
+    assert "spec.version '1.26.0-rc.1-abc'" in ready["message"]
+    assert "at most 9 characters" in ready["message"]
+
+    webapps.set_version(name, "1.26")
+    webapps.wait_phase(name, "Upgrading", jobs=(upgrade_job_name(name, "1.26"),))
+    webapps.finish_job(upgrade_job_name(name, "1.26"), succeeded=True)
+    webapps.wait_phase(name, "Running", installed="1.26", jobs=(), deployment_image=f"{IMAGE}:1.26", ready="True")

@@ -35,11 +35,12 @@ What it does as the API server does:
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply or
   update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply that would
   create an object naming a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422
-  :class:`~okt.errors.Invalid` when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a
-  finalizer to an object being deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create
-  names no object (neither ``name`` nor ``generateName``), or a write holds a name, a label or an annotation the API
-  server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64
-  characters);
+  :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but none for a failed
+  ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply
+  changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
+  ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write holds a
+  name, a label or an annotation the API server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a
+  Service named ``1a``, a label value of 64 characters);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
@@ -363,9 +364,8 @@ class FakeClient(kube_client.Client):
                 return created
             _check_version(live, body)
             if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
-                detail = f"Invalid value: {meta['uid']!r}: field is immutable"
-                cause = errors.StatusCause("FieldValueInvalid", detail, "metadata.uid")
-                raise _error(422, "Invalid", f"metadata.uid: {detail}", causes=(cause,))
+                detail = f"Invalid value: {json.dumps(meta['uid'])}: field is immutable"
+                raise _invalid("FieldValueInvalid", "metadata.uid", detail)
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
@@ -382,8 +382,10 @@ class FakeClient(kube_client.Client):
             live = self._existing(kind, meta["name"], meta.get("namespace"))
             if not meta.get("resourceVersion") and kinds_mod.builtin(kind.api_version, kind.kind) is None:
                 # Kubernetes' own kinds take an update without a version (last write wins); custom resources do not.
-                raise _error(
-                    422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+                raise _invalid(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
                 )
             _check_version(live, body)
             if meta.get("uid") and meta["uid"] != live["metadata"].get("uid"):
@@ -609,6 +611,12 @@ def _error(status: int, reason: str, message: str, *, causes: tuple[errors.Statu
     return errors.ApiError.from_status(status, reason, message, causes=causes)
 
 
+def _invalid(reason: str, field: str, message: str) -> errors.ApiError:
+    """A 422 as the API server's validation answers it: the message names the field, and so does its one cause
+    (okt reads the causes to tell a refused write from a JSON patch whose ``test`` failed, which has none)."""
+    return _error(422, "Invalid", f"{field}: {message}", causes=(errors.StatusCause(reason, message, field),))
+
+
 def _scope(body: Mapping[str, Any], subresource: str | None) -> dict[str, Any]:
     """The part of a body a write to ``subresource`` may change: the status alone, or all but the status."""
     if subresource == "status":
@@ -645,7 +653,9 @@ def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subreso
                 f"({was.get(field)})",
             )
     if subresource is None and now.get("uid") != was.get("uid"):
-        raise _error(422, "Invalid", f"metadata.uid: Invalid value: {now.get('uid')!r}: field is immutable")
+        raise _invalid(
+            "FieldValueInvalid", "metadata.uid", f"Invalid value: {json.dumps(now.get('uid'))}: field is immutable"
+        )
 
 
 def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -654,11 +664,10 @@ def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         return
     added = [f for f in new["metadata"].get("finalizers") or () if f not in (live["metadata"].get("finalizers") or ())]
     if added:
-        raise _error(
-            422,
-            "Invalid",
-            f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, "
-            f"found new finalizers {added}",
+        raise _invalid(
+            "FieldValueForbidden",
+            "metadata.finalizers",
+            f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added}",
         )
 
 

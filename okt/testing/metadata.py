@@ -6,11 +6,13 @@ characters, a key with two slashes) fails a reconcile on every cluster whatever 
 (``k8s.io/apimachinery``'s validation), pure functions over strings.
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, or nothing; it changes
-nothing.
+nothing. Its causes are the API server's (one :class:`okt.errors.StatusCause` per refusal, with the field, the reason
+and ``Invalid value: "<value>": <why>``): okt reads them to tell a refused write from a lost race.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,17 +29,17 @@ _ANNOTATIONS_BYTES = 256 * 1024
 
 
 def _subdomain(name: str, most: int = 253) -> list[str]:
-    found = [] if _DNS_SUBDOMAIN.fullmatch(name) else [f"a lowercase RFC 1123 subdomain, not {name!r}"]
+    found = [] if _DNS_SUBDOMAIN.fullmatch(name) else ["a lowercase RFC 1123 subdomain"]
     return found + ([f"must be no more than {most} characters"] if len(name) > most else [])
 
 
 def _dns_label(name: str) -> list[str]:
-    found = [] if _DNS_LABEL.fullmatch(name) else [f"a lowercase RFC 1123 label, not {name!r}"]
+    found = [] if _DNS_LABEL.fullmatch(name) else ["a lowercase RFC 1123 label"]
     return found + (["must be no more than 63 characters"] if len(name) > 63 else [])
 
 
 def _dns_1035_label(name: str) -> list[str]:
-    found = [] if _DNS_1035_LABEL.fullmatch(name) else [f"a DNS-1035 label (a letter first), not {name!r}"]
+    found = [] if _DNS_1035_LABEL.fullmatch(name) else ["a DNS-1035 label (a letter first)"]
     return found + (["must be no more than 63 characters"] if len(name) > 63 else [])
 
 
@@ -72,19 +74,19 @@ def _qualified_name(key: str) -> list[str]:
     """A label's or an annotation's key: a name of at most 63 characters, after a DNS subdomain and a ``/``."""
     parts = key.split("/")
     if len(parts) > 2:
-        return [f"{key!r}: a qualified name has one '/' at most"]
+        return ["a qualified name has one '/' at most"]
     *prefix, name = parts
-    found = [f"{key!r}: prefix part {why}" for p in prefix for why in (_subdomain(p) if p else ["must be non-empty"])]
+    found = [f"prefix part {why}" for p in prefix for why in (_subdomain(p) if p else ["must be non-empty"])]
     if not _QUALIFIED_NAME.fullmatch(name):
-        found.append(f"{key!r}: name part must be alphanumeric characters, '-', '_' or '.', alphanumeric at each end")
+        found.append("name part must be alphanumeric characters, '-', '_' or '.', alphanumeric at each end")
     if len(name) > 63:
-        found.append(f"{key!r}: name part must be no more than 63 characters")
+        found.append("name part must be no more than 63 characters")
     return found
 
 
 def _label_value(value: str) -> list[str]:
-    found = [] if not value or _QUALIFIED_NAME.fullmatch(value) else [f"{value!r}: not a valid label value"]
-    return found + ([f"{value!r}: must be no more than 63 characters"] if len(value) > 63 else [])
+    found = [] if not value or _QUALIFIED_NAME.fullmatch(value) else ["not a valid label value"]
+    return found + (["must be no more than 63 characters"] if len(value) > 63 else [])
 
 
 def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> None:
@@ -92,21 +94,30 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
     False: an existing object's), its labels, its annotations.
 
     Raises:
-        okt.errors.Invalid: naming every refused field.
+        okt.errors.Invalid: naming every refused field, one cause each.
     """
-    found = []
+    found: list[tuple[str, Any, str]] = []  # (field, value, why)
     if name:
         rule = _NAME_RULES.get((kind.api_version, kind.kind), _subdomain)
-        found += [f"metadata.name: {why}" for why in rule(str(meta.get("name", "")))]
+        value = str(meta.get("name", ""))
+        found += [("metadata.name", value, why) for why in rule(value)]
     labels = meta.get("labels") or {}
-    found += [f"metadata.labels: {why}" for key in labels for why in _qualified_name(key)]
-    found += [f"metadata.labels: {why}" for value in labels.values() for why in _label_value(str(value))]
+    found += [("metadata.labels", key, why) for key in labels for why in _qualified_name(key)]
+    found += [("metadata.labels", value, why) for value in labels.values() for why in _label_value(str(value))]
     annotations = meta.get("annotations") or {}
-    found += [f"metadata.annotations: {why}" for key in annotations for why in _qualified_name(key.lower())]
+    found += [("metadata.annotations", key, why) for key in annotations for why in _qualified_name(key.lower())]
+    causes = [
+        errors.StatusCause("FieldValueInvalid", f"Invalid value: {json.dumps(v)}: {why}", f) for f, v, why in found
+    ]
     size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
     if size > _ANNOTATIONS_BYTES:
-        found.append(f"metadata.annotations: Too long: must have at most {_ANNOTATIONS_BYTES} bytes")
-    if found:
+        causes.append(
+            errors.StatusCause(
+                "FieldValueTooLong", f"Too long: must have at most {_ANNOTATIONS_BYTES} bytes", "metadata.annotations"
+            )
+        )
+    if causes:
+        said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
         raise errors.ApiError.from_status(
-            422, "Invalid", f'{kind.kind} "{meta.get("name", "")}" is invalid: {", ".join(found)}'
+            422, "Invalid", f'{kind.kind} "{meta.get("name", "")}" is invalid: {said}', causes=causes
         )

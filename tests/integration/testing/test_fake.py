@@ -387,6 +387,45 @@ def test_labels_and_annotations_the_api_server_allows_are_kept(api: Api, verb: s
     assert (written["metadata"]["labels"], written["metadata"]["annotations"]) == (labels, annotations)
 
 
+def refuse(api: Api, refusal: str) -> None:
+    """Send the write ``refusal`` names, which the API server refuses with a 422."""
+    if refusal == "name":
+        api.client.create(api.config_map("Upper", metadata={"name": "Upper", "namespace": api.namespace}))
+    elif refusal in ("label", "annotation"):
+        field = {"label": {"labels": {"a": "x y"}}, "annotation": {"annotations": {"a/b/c": "x"}}}[refusal]
+        api.client.apply(api.config_map(metadata={"name": "c", "namespace": api.namespace, **field}), field_manager="o")
+    elif refusal == "uid":
+        api.client.create(api.widget())
+        api.client.patch(WIDGET, "w", {"metadata": {"uid": "0b0b0b0b-0000-0000-0000-000000000000"}}, api.namespace)
+    elif refusal == "finalizer":
+        api.client.create(api.widget(metadata={"name": "w", "namespace": api.namespace, "finalizers": ["a/b"]}))
+        api.client.delete(WIDGET, "w", api.namespace)
+        api.client.patch(WIDGET, "w", {"metadata": {"finalizers": ["a/b", "c/d"]}}, api.namespace)
+    else:
+        api.client.create(api.widget())
+        api.client.replace(WIDGET, api.widget(spec={"size": 2}))
+
+
+@pytest.mark.parametrize(
+    ("refusal", "cause"),
+    [
+        ("name", ("FieldValueInvalid", "metadata.name")),
+        ("label", ("FieldValueInvalid", "metadata.labels")),
+        ("annotation", ("FieldValueInvalid", "metadata.annotations")),
+        ("uid", ("FieldValueInvalid", "metadata.uid")),
+        ("finalizer", ("FieldValueForbidden", "metadata.finalizers")),
+        ("resource-version", ("FieldValueInvalid", "metadata.resourceVersion")),
+    ],
+)
+def test_a_refused_write_names_the_refused_field_in_its_causes(api: Api, refusal: str, cause: tuple[str, str]) -> None:
+    # okt tells a refused child (reported once, as the field to fix) from a lost race (a JSON patch's failed test, a
+    # 422 without causes, retried soon) by these causes: a reconcile unit-tested on the fake must see them too.
+    with pytest.raises(errors.Invalid) as refused:
+        refuse(api, refusal)
+
+    assert {(found.reason, found.field) for found in refused.value.causes} == {cause}
+
+
 # -- status subresource, generation ----------------------------------------------------------------------------------
 
 

@@ -45,3 +45,17 @@ def test_every_refused_field_is_named_and_an_existing_object_s_name_is_not_check
 
     assert str(refused.value).count("metadata.") == 4
     assert "metadata.name" not in str(unnamed.value) and str(unnamed.value).count("metadata.") == 3
+
+
+def test_each_refusal_is_a_cause_naming_its_field_and_quoting_its_value_as_the_api_server_does() -> None:
+    meta = {"name": "c", "labels": {"a": "x y"}, "annotations": {"a/b/c": "v", "big": "x" * 262144}}
+
+    with pytest.raises(errors.Invalid) as refused:
+        metadata.check(kinds.CONFIG_MAP, meta)
+
+    causes = [(cause.reason, cause.field, cause.message.split(":")[:2]) for cause in refused.value.causes]
+    assert causes == [
+        ("FieldValueInvalid", "metadata.labels", ["Invalid value", ' "x y"']),
+        ("FieldValueInvalid", "metadata.annotations", ["Invalid value", ' "a/b/c"']),
+        ("FieldValueTooLong", "metadata.annotations", ["Too long", " must have at most 262144 bytes"]),
+    ]

@@ -39,8 +39,9 @@ What it does as the API server does:
   ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply
   changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
   ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write holds a
-  name, a label or an annotation the API server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a
-  Service named ``1a``, a label value of 64 characters);
+  name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
+  ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
+  ``clean up``, an owner reference without a uid, a second controller reference);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
   nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:

@@ -1,4 +1,5 @@
-"""The API server's rules for an object's metadata: which names, labels and annotations it stores.
+"""The API server's rules for an object's metadata: which names, labels, annotations, finalizers and owner references
+it stores.
 
 Why this exists: a name, a label or an annotation the API server refuses (``Cache-Config``, a label value of 64
 characters, a key with two slashes) fails a reconcile on every cluster whatever the kind's schema says, so
@@ -91,7 +92,9 @@ def _label_value(value: str) -> list[str]:
 
 def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> None:
     """Refuse ``meta`` as the API server would on a write of an object of ``kind``: its name (unless ``name`` is
-    False: an existing object's), its labels, its annotations.
+    False: an existing object's), its labels, its annotations, its finalizers (qualified names; a built-in kind's need
+    a ``/`` too, but for Kubernetes' own ``kubernetes``, ``orphan`` and ``foregroundDeletion``) and its owner
+    references (``apiVersion``, ``kind``, ``name`` and ``uid`` each set; one controller at most).
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each.
@@ -106,6 +109,15 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
     found += [("metadata.labels", value, why) for value in labels.values() for why in _label_value(str(value))]
     annotations = meta.get("annotations") or {}
     found += [("metadata.annotations", key, why) for key in annotations for why in _qualified_name(key.lower())]
+    for index, finalizer in enumerate(meta.get("finalizers") or ()):
+        found += [("metadata.finalizers", finalizer, why) for why in _qualified_name(str(finalizer))]
+        if (
+            "/" not in str(finalizer)
+            and finalizer not in _STANDARD_FINALIZERS
+            and kinds.builtin(kind.api_version, kind.kind)
+        ):
+            found.append((f"metadata.finalizers[{index}]", finalizer, _NOT_QUALIFIED))
+    found += _owner_references(meta.get("ownerReferences") or ())
     causes = [
         errors.StatusCause("FieldValueInvalid", f"Invalid value: {json.dumps(v)}: {why}", f) for f, v, why in found
     ]
@@ -121,3 +133,29 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
         raise errors.ApiError.from_status(
             422, "Invalid", f'{kind.kind} "{meta.get("name", "")}" is invalid: {said}', causes=causes
         )
+
+
+_STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+_NOT_QUALIFIED = "name is neither a standard finalizer name nor is it fully qualified"
+
+
+def _owner_references(references: Any) -> list[tuple[str, Any, str]]:
+    """What the API server refuses of ``metadata.ownerReferences``: a reference missing one of its four fields, or
+    more than one controller (okt's write path counts on that refusal to never take a child from another controller).
+    """
+    found: list[tuple[str, Any, str]] = []
+    for reference in references:
+        for field, said in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid")):
+            if not (reference or {}).get(field):
+                found.append((f"metadata.ownerReferences.{field}", "", f"{said} must not be empty"))
+    controllers = [str(ref.get("name")) for ref in references if isinstance(ref, Mapping) and ref.get("controller")]
+    if len(controllers) > 1:
+        found.append(
+            (
+                "metadata.ownerReferences",
+                controllers,
+                f'Only one reference can have Controller set to true. Found "true" in references for '
+                f"{' and '.join(controllers)}",
+            )
+        )
+    return found

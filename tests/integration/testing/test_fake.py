@@ -426,6 +426,63 @@ def test_a_refused_write_names_the_refused_field_in_its_causes(api: Api, refusal
     assert {(found.reason, found.field) for found in refused.value.causes} == {cause}
 
 
+@pytest.mark.parametrize(
+    ("kind", "metadata", "refused"),
+    [
+        ("ConfigMap", {"finalizers": ["example.com/clean up"]}, "metadata.finalizers"),
+        ("ConfigMap", {"finalizers": ["a/b/c"]}, "metadata.finalizers"),
+        ("ConfigMap", {"finalizers": ["plain"]}, "metadata.finalizers[0]"),
+        ("Widget", {"finalizers": ["plain"]}, None),
+        ("ConfigMap", {"ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": ""}]}, "uid"),
+        ("ConfigMap", {"ownerReferences": [{"apiVersion": "v1", "kind": "", "name": "x", "uid": "u"}]}, "kind"),
+        (
+            "ConfigMap",
+            {
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "X", "name": n, "uid": n, "controller": True} for n in "ab"
+                ]
+            },
+            "metadata.ownerReferences",
+        ),
+        (
+            "ConfigMap",
+            {
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "X", "name": n, "uid": n, "controller": n == "a"} for n in "ab"
+                ]
+            },
+            None,
+        ),
+    ],
+    ids=[
+        "finalizer-space",
+        "finalizer-two-slashes",
+        "finalizer-unqualified-built-in",
+        "finalizer-unqualified-custom",
+        "owner-without-uid",
+        "owner-without-kind",
+        "two-controllers",
+        "one-controller",
+    ],
+)
+def test_finalizers_and_owner_references_the_api_server_refuses_are_invalid(
+    api: Api, kind: str, metadata: dict[str, Any], refused: str | None
+) -> None:
+    meta = {"name": "x", "namespace": api.namespace, **metadata}
+    body = api.widget(metadata=meta) if kind == "Widget" else api.config_map(metadata=meta)
+    served = WIDGET if kind == "Widget" else kinds.CONFIG_MAP
+
+    if refused is None:
+        api.client.create(body)
+        api.client.patch(served, "x", {"metadata": {"finalizers": None}}, api.namespace)
+    else:
+        with pytest.raises(errors.Invalid) as invalid:
+            api.client.create(body)
+        fields = {cause.field for cause in invalid.value.causes}
+        assert fields == {refused if "." in refused else f"metadata.ownerReferences.{refused}"}
+        assert api.client.get_or_none(served, "x", api.namespace) is None
+
+
 # -- status subresource, generation ----------------------------------------------------------------------------------
 
 

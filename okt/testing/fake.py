@@ -32,9 +32,9 @@ What it does as the API server does:
   few more kinds have no generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty
   ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
-  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a merge patch, apply or
-  update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply that would
-  create an object naming a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422
+  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a patch (merge or JSON),
+  apply or update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply
+  that would create an object naming a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422
   :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but none for a failed
   ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply
   changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
@@ -316,10 +316,11 @@ class FakeClient(kube_client.Client):
             if patch_type == "json":
                 changed = patching.json_patch(live, patch)
             elif patch_type in ("merge", "strategic"):
-                _check_version(live, patch)
                 changed = patching.merge_patch(live, patch)
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
+            # The version the patched object names is the update's precondition, whichever patch set it.
+            _check_version(live, changed)
             _check_identity(live, changed, subresource)
             written = self._write(live, changed, subresource)
             self._own(_key(kind, name, namespace), live, written, _UPDATE)

@@ -148,6 +148,26 @@ def test_a_stale_resource_version_is_a_conflict_for_a_merge_patch_and_an_update(
     assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 2}
 
 
+def test_a_json_patch_setting_a_stale_resource_version_is_a_conflict(api: Api) -> None:
+    created = api.client.create(api.widget())
+    api.client.patch(WIDGET, "w", {"spec": {"size": 2}}, api.namespace)
+    stale = created["metadata"]["resourceVersion"]
+
+    with pytest.raises(errors.Conflict):
+        api.client.patch(
+            WIDGET,
+            "w",
+            [
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": stale},
+                {"op": "replace", "path": "/spec/size", "value": 3},
+            ],
+            api.namespace,
+            patch_type="json",
+        )
+
+    assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 2}
+
+
 def test_an_update_without_a_resource_version_is_invalid_for_a_custom_resource_and_not_for_a_config_map(
     api: Api,
 ) -> None:

@@ -34,12 +34,13 @@ What it does as the API server does:
 * 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
   create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a patch (merge or JSON),
   apply or update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply
-  that would create an object naming a uid; 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422
-  :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but none for a failed
-  ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply
-  changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource names no
-  ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write holds a
-  name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
+  that would create an object naming a uid; 500 :class:`~okt.errors.ServerError` for a create naming a
+  ``metadata.resourceVersion`` (a body copied from another object); 400 :class:`~okt.errors.BadRequest` for a patch that
+  renames its object; 422 :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but
+  none for a failed ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a
+  patch or an apply changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource
+  names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write
+  holds a name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
   ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
   ``clean up``, an owner reference without a uid, a second controller reference);
 * every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
@@ -284,11 +285,14 @@ class FakeClient(kube_client.Client):
             if not kind.namespaced:
                 meta.pop("namespace", None)  # the server drops it: a cluster-scoped object is in no namespace
             metadata.check(kind, meta)
+            if meta.get("resourceVersion"):
+                # The storage refuses it, as an error of its own (500), not as a 4xx a client would correct.
+                raise _error(500, "InternalError", "resourceVersion should not be set on objects to be created")
             key = _key(kind, meta.get("name", ""), meta.get("namespace"))
             if key in self._objects:
                 raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
-            # The server sets the identity and the version itself: a body copied from another object (a Secret
-            # copied into another namespace) gets its own.
+            # The server sets the identity itself: a body copied from another object (a Secret copied into another
+            # namespace) gets its own uid (but one naming its resourceVersion was refused above).
             for field in _SET_BY_SERVER:
                 meta.pop(field, None)
             body.setdefault("apiVersion", kind.api_version)

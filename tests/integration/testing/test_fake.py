@@ -168,6 +168,17 @@ def test_a_json_patch_setting_a_stale_resource_version_is_a_conflict(api: Api) -
     assert api.client.get(WIDGET, "w", api.namespace)["spec"] == {"size": 2}
 
 
+def test_a_create_naming_a_resource_version_is_refused(api: Api) -> None:
+    # A body copied from another object (a Secret copied into another namespace) must leave its version behind.
+    body = api.config_map()
+    body["metadata"]["resourceVersion"] = "123"
+
+    with pytest.raises(errors.ServerError, match="resourceVersion should not be set on objects to be created"):
+        api.client.create(body)
+
+    assert api.client.get_or_none(kinds.CONFIG_MAP, "c", api.namespace) is None
+
+
 def test_an_update_without_a_resource_version_is_invalid_for_a_custom_resource_and_not_for_a_config_map(
     api: Api,
 ) -> None:

@@ -43,8 +43,9 @@ What it does as the API server does:
   holds a name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
   ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
   ``clean up``, an owner reference without a uid, a second controller reference);
-* every kind has a status subresource: writes to the object leave ``status`` alone, writes to ``status`` change
-  nothing else, a create drops the status it is given;
+* every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
+  resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
+  leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
   ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
   finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
@@ -58,9 +59,19 @@ Limits, on purpose:
   value, as in a custom resource without a schema, where a merge patch's ``null`` deletes), and a field its field
   manager applied before and no longer applies is removed when no other writer owns it too (another apply of the
   same value, or a create, patch or update that wrote it since) — but lists are atomic (replaced whole, never merged
-  by key such as a container's name or a condition's type), conflicts between managers are never reported (as if
-  ``force=True``), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it
-  stores keep the owners they had, or have none);
+  by key such as a container's name or a condition's type; ``metadata.finalizers`` and ``metadata.ownerReferences``
+  too: an apply drops another writer's finalizer or owner reference the server keeps, and okt's controller reference
+  applied to an object another controller owns replaces that one where the server refuses two, 422), conflicts
+  between managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the server), and
+  ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep the owners
+  they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion`` (the server
+  bumps it); an apply to ``status`` and one to the object are two owners even under one field manager, as on
+  Kubernetes 1.22 and later (1.20, which okt is tested on, keeps one entry for both: there one's apply can stop owning
+  what the other applied, which the next apply then leaves);
+* ``propagation="Foreground"`` deletes as ``"Background"`` does (the server keeps the object, with
+  ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, until its dependents that block it are gone);
+* namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
+  ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
 * strategic merge patches are treated as merge patches (lists replaced whole);
 * no schema, no defaulting, no validation (but of metadata, above), no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane

@@ -13,10 +13,31 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
+from okt import errors
+
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 API_VERSION_PATTERN = rf"({_DNS_LABEL}(\.{_DNS_LABEL})*/)?v[0-9]+((alpha|beta)[0-9]+)?"
 """An apiVersion: ``v1``, or ``group/version`` with a DNS subdomain as the group (match it whole)."""
 API_VERSION = re.compile(API_VERSION_PATTERN)
+NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A namespace's name: an RFC 1123 label, at most 63 characters (match it whole)."""
+
+
+def check_namespace(namespace: str) -> None:
+    """Refuse a namespace that is no namespace's name, before it goes into a request's path.
+
+    A namespace is one segment of the path, and often comes from the custom resource: one holding a ``?`` ends the
+    path there (``victim/secrets/db?`` reads, or deletes, the Secret ``db`` wherever a ConfigMap was meant), and a
+    ``/`` with a dot segment (``elsewhere/../victim``) addresses another namespace than the one checked.
+
+    Raises:
+        okt.errors.InvalidSpec: naming the value.
+    """
+    if not NAMESPACE_NAME.fullmatch(namespace):
+        raise errors.InvalidSpec(
+            f"namespace {namespace!r} is not a valid namespace name "
+            "(at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +58,10 @@ class Kind:
         return self.api_version.rpartition("/")[2]
 
     def collection_path(self, namespace: str | None = None) -> str:
+        """The kind's collection URL path, in ``namespace`` for a namespaced kind (:func:`check_namespace`)."""
         prefix = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         if self.namespaced and namespace:
+            check_namespace(namespace)
             return f"{prefix}/namespaces/{namespace}/{self.plural}"
         return f"{prefix}/{self.plural}"
 

@@ -103,8 +103,8 @@ def proxy_path(target: Target, path: str, port: int | str | None, scheme: str) -
     spec = target.name if port is None else f"{target.name}:{port}"
     if scheme != "http":
         spec = f"{scheme}:{spec}"
-    namespace, spec = urllib.parse.quote(target.namespace), urllib.parse.quote(spec, safe=":")
-    return f"/api/v1/namespaces/{namespace}/{target.resource}/{spec}/proxy/{_from_root(path)}"
+    collection = (_PODS if target.resource == "pods" else _SERVICES).collection_path(target.namespace)
+    return f"{collection}/{urllib.parse.quote(spec, safe=':')}/proxy/{_from_root(path)}"
 
 
 def _from_root(path: str) -> str:

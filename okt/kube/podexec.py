@@ -44,7 +44,7 @@ import websocket
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
-from okt.kube import transport
+from okt.kube import kinds, transport
 
 PROTOCOLS = ("v4.channel.k8s.io", "channel.k8s.io")
 """Offered in order of preference: v4 reports the exit code as a structured Status."""
@@ -103,8 +103,7 @@ def exec_path(namespace: str, pod: str, container: str | None, command: Sequence
     if container:
         query.append(("container", container))
     query += [("stdout", "true"), ("stderr", "true")]
-    quoted = f"/api/v1/namespaces/{urllib.parse.quote(namespace)}/pods/{urllib.parse.quote(pod)}/exec"
-    return f"{quoted}?{urllib.parse.urlencode(query)}"
+    return f"{kinds.BUILTIN[('v1', 'Pod')].path(pod, namespace, 'exec')}?{urllib.parse.urlencode(query)}"
 
 
 def run(

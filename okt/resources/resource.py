@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -50,9 +49,6 @@ def check_synchronous(cls: type) -> None:
             )
 
 
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
 def check_identity_values(kind: str, name: Any, namespace: Any) -> None:
     """Refuse a name or namespace that cannot address one object, before it goes into a URL.
 
@@ -76,7 +72,7 @@ def check_identity_values(kind: str, name: Any, namespace: Any) -> None:
         raise errors.InvalidSpec(
             f"{kind} {name!r}: not a valid object name (it may not be '.' or '..' nor contain '/' or '%')"
         )
-    if namespace and not _NAMESPACE.match(namespace):
+    if namespace and not kinds.NAMESPACE_NAME.fullmatch(namespace):
         raise errors.InvalidSpec(
             f"{kind} {name!r}: namespace {namespace!r} is not a valid namespace name "
             "(at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)"

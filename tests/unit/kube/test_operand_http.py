@@ -174,3 +174,11 @@ def test_an_answers_head_trickled_past_the_timeout_raises_remote_timeout_on_the_
         listener.close()
 
     assert took < 5 * timeout
+
+
+@pytest.mark.parametrize("namespace", ["team-a/secrets/db?", "elsewhere/../team-a", "team-a/"])
+def test_a_namespace_that_is_no_namespaces_name_never_goes_into_a_proxy_path(namespace: str) -> None:
+    target = operand_http.Target.parse("service/web", namespace)
+
+    with pytest.raises(errors.InvalidSpec, match="not a valid namespace name"):
+        operand_http.proxy_path(target, "/stats", None, "http")

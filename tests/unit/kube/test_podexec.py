@@ -183,3 +183,15 @@ def test_a_redirect_answered_to_the_upgrade_is_the_answer_and_is_not_followed() 
         listener.close()
         elsewhere.close()
     assert elsewhere.received == []
+
+
+def test_a_pod_name_from_the_custom_resource_never_leaves_the_pods_exec_path() -> None:
+    path = podexec.exec_path("team-a", "web-0/../../../secrets/db", None, ["true"])
+
+    assert path.startswith("/api/v1/namespaces/team-a/pods/web-0%2F..%2F..%2F..%2Fsecrets%2Fdb/exec?")
+
+
+@pytest.mark.parametrize("namespace", ["team-a/secrets/db?", "elsewhere/../team-a"])
+def test_a_namespace_that_is_no_namespaces_name_never_goes_into_an_exec_path(namespace: str) -> None:
+    with pytest.raises(okt.InvalidSpec, match="not a valid namespace name"):
+        podexec.exec_path(namespace, "web-0", None, ["true"])

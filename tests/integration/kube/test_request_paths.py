@@ -1,0 +1,46 @@
+"""A namespace is one segment of a request's path: one that is no namespace's name (a ``?``, a ``/``, a dot segment in
+it, perhaps out of a custom resource) is refused before anything is sent, never read as a path to another object."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+
+pytestmark = pytest.mark.integration
+
+SECRET = kinds.BUILTIN[("v1", "Secret")]
+
+VERBS: dict[str, Callable[[kube_client.Client, str], Any]] = {
+    "get": lambda kube, where: kube.get(kinds.CONFIG_MAP, "settings", where),
+    "list": lambda kube, where: kube.list(kinds.CONFIG_MAP, where),
+    "delete": lambda kube, where: kube.delete(kinds.CONFIG_MAP, "settings", where),
+    "create": lambda kube, where: kube.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": where}}
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize("shape", ["{ns}/secrets/db?", "{ns}/secrets?", "elsewhere/../{ns}"])
+def test_a_namespace_that_is_no_namespaces_name_is_refused_before_it_reaches_another_object(
+    kube: kube_client.Client, namespace: str, verb: str, shape: str
+) -> None:
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db", "namespace": namespace},
+            "stringData": {"password": "hunter2"},
+        }
+    )
+
+    with pytest.raises(okt.InvalidSpec, match="not a valid namespace name"):
+        VERBS[verb](kube, shape.format(ns=namespace))
+
+    assert kube.get(SECRET, "db", namespace)["data"] == {"password": "aHVudGVyMg=="}

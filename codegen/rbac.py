@@ -38,11 +38,12 @@ what okt's runtime and engine use:
   names the reconcilers declare in ``cluster_operator`` — a separate ClusterRole ``<account>-cluster-operator``, since
   a ClusterOperator is cluster-scoped even when the operator is namespaced.
 
-Guarantees: no wildcard anywhere; rules are grouped per API group (a rule per group and set of verbs), with groups,
-resources and verbs sorted, so the output is deterministic and diffs well. A namespaced operator gets a
-ServiceAccount, a Role and a RoleBinding in its namespace. A cluster-wide one gets a ClusterRole and a
-ClusterRoleBinding — and, with leader election, a separate Role for the leases in its own namespace, because the
-lease lives there and nowhere else.
+Guarantees: no wildcard anywhere (a ``*`` in a plural, a watched kind or a declared permission — ``*/scale`` is
+that subresource of every resource — is refused with a :class:`~okt.codegen.errors.CodegenError`); rules are grouped
+per API group (a rule per group and set of verbs), with groups, resources and verbs sorted, so the output is
+deterministic and diffs well. A namespaced operator gets a ServiceAccount, a Role and a RoleBinding in its namespace.
+A cluster-wide one gets a ClusterRole and a ClusterRoleBinding — and, with leader election, a separate Role for the
+leases in its own namespace, because the lease lives there and nowhere else.
 
 Caveat: an operator that owns Roles or RoleBindings can only grant permissions it holds itself (Kubernetes'
 escalation check); add those permissions to the generated role, or the ``bind``/``escalate`` verbs, by hand.
@@ -119,6 +120,14 @@ def rules_for(
     verbs: dict[tuple[str, str], set[str]] = {}
 
     def grant(group: str, resource: str, granted: Iterable[str]) -> None:
+        granted = set(granted)
+        if any("*" in part for part in (group, resource, *granted)):
+            # RBAC reads "*" as every group, resource or verb, and "*/scale" as that subresource of every resource:
+            # a plural, a watch or a declared permission holding one would grant far beyond what the operator uses.
+            raise errors.CodegenError(
+                f"{resource!r} in group {group!r} ({', '.join(sorted(granted))}): a wildcard ('*') grants every "
+                "resource, subresource or verb it stands for; okt gen rbac names each one"
+            )
         verbs.setdefault((group, resource), set()).update(granted)
 
     for primary in primaries:
@@ -399,7 +408,7 @@ def _declared(cls: type[Any]) -> list[tuple[str, str, Sequence[str]]]:
                 'such as ("", "pods"): ("get", "list")'
             )
         group, resource = key
-        if "*" in (group, resource, *granted) or not resource or not granted:
+        if any("*" in part for part in (group, resource, *granted)) or not resource or not granted:
             raise errors.CodegenError(
                 f"{cls.__name__}.permissions: {key!r}: {granted!r}: name the group, resource and verbs, no wildcard"
             )

@@ -381,7 +381,14 @@ def test_a_declared_websocket_subresource_gets_create_and_get_whichever_was_decl
 
 @pytest.mark.parametrize(
     "permissions",
-    [{("", "*"): ("get",)}, {("", "pods"): ("*",)}, {("*", "pods"): ("get",)}, {("", "pods"): ()}],
+    [
+        {("", "*"): ("get",)},
+        {("", "pods"): ("*",)},
+        {("*", "pods"): ("get",)},
+        {("", "pods"): ()},
+        {("", "*/exec"): ("create",)},
+        {("apps", "*/scale"): ("patch",)},
+    ],
 )
 def test_a_wildcard_or_empty_permission_is_refused(permissions: dict[tuple[str, str], tuple[str, ...]]) -> None:
     class Greedy(okt.Reconciler):
@@ -407,6 +414,30 @@ def test_a_malformed_permission_is_refused_in_one_line(permissions: Any) -> None
 
     with pytest.raises(errors.CodegenError, match=r"^Confused\.permissions"):
         rbac.rbac_for_reconciler(Confused)
+
+
+class StarChild(okt.Resource):
+    api_version = "v1"
+    kind = "Anything"
+    plural = "*"
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"owns": (StarChild,)},
+        {"watches": (okt.watch(okt.Kind("v1", "Anything", "*"), map=lambda obj: []),)},
+        {"watches": (okt.watch(okt.Kind("apps/v1", "Anything", "*/scale"), map=lambda obj: []),)},
+        {"watches": (okt.watch("*.apps", map=lambda obj: []),)},
+        {"legacy_owns": (okt.Kind("v1", "Anything", "*"),)},
+        {"plural": "*"},
+    ],
+)
+def test_a_plural_that_is_a_wildcard_is_refused_wherever_it_is_declared(declared: dict[str, Any]) -> None:
+    greedy = type("Greedy", (okt.Reconciler,), {"api_version": "x.example.com/v1", "kind": "Thing", **declared})
+
+    with pytest.raises(errors.CodegenError, match=r"a wildcard \('\*'\)"):
+        rbac.rbac_for_reconciler(greedy, cluster_wide=True)
 
 
 def test_watched_kinds_are_only_read() -> None:

@@ -60,6 +60,8 @@ _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 _PODS = kinds.BUILTIN[("v1", "Pod")]
 _SERVICES = kinds.BUILTIN[("v1", "Service")]
 _ENDPOINTS = kinds.Kind("v1", "Endpoints", "endpoints", True)
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+"""A Pod's or a Service's name (a DNS subdomain, which a Service's DNS label also is): no ':', '/' or '%'."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +94,13 @@ class Target:
         resource = _KINDS.get(kind.lower() or "service")
         if resource is None or not name:
             raise ValueError(f"target {target!r}: expected 'pod/NAME', 'service/NAME' or a Service's NAME")
+        if not _OBJECT_NAME.fullmatch(name):
+            # The name goes into the proxy path as ``scheme:name:port``: one holding a ':' (from the custom resource)
+            # would pick another port or scheme of that Service than the call's own.
+            raise errors.InvalidSpec(
+                f"target {target!r}: {name!r} is not a Pod's or a Service's name (lowercase letters, digits, '-' and "
+                "'.', starting and ending with a letter or digit)"
+            )
         return cls(resource, name, namespace)  # type: ignore[arg-type]
 
     def __str__(self) -> str:

@@ -182,3 +182,18 @@ def test_a_namespace_that_is_no_namespaces_name_never_goes_into_a_proxy_path(nam
 
     with pytest.raises(errors.InvalidSpec, match="not a valid namespace name"):
         operand_http.proxy_path(target, "/stats", None, "http")
+
+
+@pytest.mark.parametrize(
+    "target", ["web:9999", "service/https:web", "pod/web-0:8443", "Web", "svc/web%2Fx", "svc/-web"]
+)
+def test_a_target_name_that_is_no_pods_or_services_name_is_refused_before_it_picks_a_port_or_a_scheme(
+    target: str,
+) -> None:
+    with pytest.raises(errors.InvalidSpec, match="not a Pod's or a Service's name"):
+        operand_http.Target.parse(target, "team-a")
+
+
+@pytest.mark.parametrize(("target", "name"), [("web", "web"), ("pod/web-0.db", "web-0.db"), ("svc/a1", "a1")])
+def test_a_target_names_its_object(target: str, name: str) -> None:
+    assert operand_http.Target.parse(target, "team-a").name == name

@@ -33,7 +33,8 @@ Guarantees:
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
   shutdown was under way, it is said all the same);
-* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves,
+* ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves (not
+  while each connection it can serve at once is held by a review past its request timeout, its hook still running),
   every worker started still runs, and no controller has had every worker on one reconcile for more than
   ``stuck_after`` seconds (a **watchdog** of the workers' progress: a reconcile that never returns, on every worker,
   reconciles nothing any more, and only a restart frees them);
@@ -264,6 +265,11 @@ class Manager:
             return False, "not started"
         if self._stopping.is_set():
             return False, "shutting down"
+        if self.webhook_server is not None and self.webhook_server.stalled:
+            return False, (
+                "the webhook server accepts no connection: every one it serves at once is held by a review past its "
+                "timeout (a check, default or converter that does not return)"
+            )
         if self.webhook_server is not None and not self.webhook_server.serving:
             return False, "the webhook server is not serving"
         for controller in self.controllers:

@@ -15,7 +15,7 @@ Guarantees:
   more threads, and when one waits for its slot a silent connection (new, nothing sent) is closed for it, else one
   kept alive between requests, never one with a request in flight; a request not answered within the request
   timeout of its first byte (a client trickling a body it never finishes) has its connection cut, so no client
-  holds a thread for ever;
+  holds a thread for ever (a hook that does not return does: :meth:`Server.held_past_deadline` counts those);
 * once closing, the server answers nothing more, not even on a connection kept alive (the reviews in flight are
   answered first, each within its request timeout), and a connection still in its TLS handshake is cut;
 * an unknown path is a ``404``; a body refused by :mod:`okt.runtime.webhook_reviews` a ``400`` or ``413``; bodies
@@ -112,6 +112,9 @@ class Server(http.server.ThreadingHTTPServer):
         self.deadlines: dict[socket.socket, float] = {}
         self.fresh: dict[socket.socket, float] = {}  # in its handshake or waiting for its first request: since when
         self.idle: dict[socket.socket, float] = {}  # kept alive after a request, waiting for the next: since when
+        # Cut past their request timeout while their review is still judged: a hook that does not return keeps its
+        # thread, and so its slot, however the connection ends.
+        self.overdue: set[socket.socket] = set()
         self.closed = threading.Event()
         self.stopping = threading.Event()
 
@@ -202,6 +205,12 @@ class Server(http.server.ThreadingHTTPServer):
             self.idle[connection] = time.monotonic()
             self.drained.notify_all()
 
+    def held_past_deadline(self) -> int:
+        """The slots held by connections cut past their request timeout whose thread has not ended: a review whose
+        hook does not return (a call without a timeout, a deadlock) holds its slot for as long, answered to no one."""
+        with self.connections_lock:
+            return len(self.overdue)
+
     def cut_overdue(self) -> None:
         """Until the server closes, cut the connections whose request is past its deadline.
 
@@ -214,6 +223,7 @@ class Server(http.server.ThreadingHTTPServer):
                 overdue = [connection for connection, deadline in self.deadlines.items() if deadline <= now]
                 for connection in overdue:
                     del self.deadlines[connection]
+                self.overdue.update(overdue)
                 self.drained.notify_all()
             for connection in overdue:
                 _log.debug("a webhook request passed its timeout: its connection is cut", timeout=self.request_timeout)
@@ -250,6 +260,7 @@ class Server(http.server.ThreadingHTTPServer):
                 self.connections.discard(wrapped)
                 self.fresh.pop(wrapped, None)
                 self.idle.pop(wrapped, None)
+                self.overdue.discard(wrapped)
             # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
             wrapped.close()
 

@@ -12,10 +12,13 @@ Guarantees:
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
   not even on a connection the API server kept alive (the reviews in flight when it stops are answered first, each
   within its request timeout), and a connection still in its TLS handshake is cut, not waited for;
-  :attr:`WebhookServer.serving` says whether it serves (the manager's ``/readyz`` is ``503`` while it does not);
+  :attr:`WebhookServer.serving` says whether it serves (the manager's ``/healthz`` and ``/readyz`` are ``503`` while
+  it does not);
 * at most :attr:`Options.max_connections` connections are served at once, and a request not answered within
   :attr:`Options.request_timeout` of its first byte has its connection cut (see
-  :mod:`okt.runtime.webhook_connections`);
+  :mod:`okt.runtime.webhook_connections`); a review whose hook has not returned by then keeps its thread, and its
+  slot, until it does: while every slot is held so, the server accepts nothing and is not serving
+  (:attr:`WebhookServer.stalled`);
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a certificate Secret is read again every
   :attr:`Options.reload_interval` seconds, and a rotation (cert-manager's) is served from the next connection after
@@ -167,6 +170,7 @@ class WebhookServer:
         self._server.limits = webhook_reviews.limits_of(reconcilers)
         self._server.request_timeout = options.request_timeout
         self._server.slots = threading.BoundedSemaphore(options.max_connections)
+        self._max_connections = options.max_connections
         self._server.bodies = webhook_connections.Budget(webhook_connections.BODIES_AT_ONCE)
         try:
             self._server.server_bind()
@@ -211,9 +215,16 @@ class WebhookServer:
 
     @property
     def serving(self) -> bool:
-        """Whether the server accepts connections: started, its thread alive and its socket open (``/readyz``
-        depends on it, as controller-runtime's webhook ``StartedChecker``)."""
-        return self._thread.is_alive() and self._server.socket.fileno() != -1
+        """Whether the server accepts connections: started, its thread alive, its socket open and not
+        :attr:`stalled` (``/healthz`` and ``/readyz`` depend on it, as on controller-runtime's webhook
+        ``StartedChecker``)."""
+        return self._thread.is_alive() and self._server.socket.fileno() != -1 and not self.stalled
+
+    @property
+    def stalled(self) -> bool:
+        """Whether every connection slot is held by a review past its request timeout, its hook still running (a
+        ``check``, ``default`` or converter that does not return): no connection is accepted until one returns."""
+        return self._server.held_past_deadline() >= self._max_connections
 
     def start(self) -> None:
         self._thread.start()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+import socket
+import ssl
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +22,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager, webhook_server
 from okt.status import writer
+from okt.testing import wait_for
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -399,3 +404,65 @@ def test_readyz_waits_for_the_caches_unless_the_operator_serves_a_conversion_web
         runner.stop()
         runner.join(5)
     assert answer == expected
+
+
+class HangingGadgets(Gadgets):
+    returning = threading.Event()
+
+    def check(self, ctx: Any) -> None:
+        assert self.returning.wait(60), "the test never let the check return"
+
+
+def test_healthz_fails_naming_the_webhook_server_while_every_connection_is_held_by_a_hook_that_does_not_return(
+    api: Any,
+) -> None:
+    gadget = kinds.Kind("example.io/v1", "Gadget", "gadgets")
+    api.stats = kube_client.RequestStats()
+    api.resolve = lambda api_version, kind: gadget
+    api.refusal = okt.ApiError.from_status(500, "InternalError", "not served")  # no cache needed for /healthz
+    HangingGadgets.returning.clear()
+    runner = manager.Manager(
+        api,
+        [HangingGadgets],
+        metrics_bind="127.0.0.1:0",
+        tune_memory=False,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0, max_connections=1, request_timeout=1.0),
+    )
+    runner.start()
+    try:
+        assert runner.probes is not None and runner.webhook_server is not None
+        hung = send_review(runner.webhook_server, "/validate/gadget")
+        try:
+            hung.settimeout(30)
+            assert hung.recv(1) == b""  # cut at the request timeout; its hook goes on
+            status, body = probe(runner.probes.url + "/healthz")
+            assert status == 503
+            assert body.startswith("not ready: the webhook server accepts no connection: ")
+            HangingGadgets.returning.set()
+            wait_for(lambda: probe(runner.probes.url + "/healthz") == (200, "ok"), timeout=30, message="healthy again")
+        finally:
+            hung.close()
+    finally:
+        HangingGadgets.returning.set()
+        runner.stop()
+        runner.join(5)
+
+
+def probe(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def send_review(server: webhook_server.WebhookServer, path: str) -> ssl.SSLSocket:
+    """A connection that sent a review of a Gadget to ``path`` and reads no answer."""
+    context = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    sent = context.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="127.0.0.1")
+    obj = {"apiVersion": "example.io/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "ns"}, "spec": {}}
+    request = {"uid": "hung", "operation": "CREATE", "object": obj}
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    sent.sendall(head.encode() + body)
+    return sent

@@ -1014,3 +1014,51 @@ def test_a_renewals_ca_is_trusted_with_the_served_ones_each_once_and_without_tho
         assert trusted == [renewed.ca_pem]
     finally:
         running.stop()
+
+
+returning = threading.Event()
+
+
+class HangingWidgets(Widgets):
+    kind = "HangingWidget"
+    plural = "hangingwidgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        assert returning.wait(60), "the test never let the check return"
+
+
+def send_review(running: webhook_server.WebhookServer, path: str) -> ssl.SSLSocket:
+    """A connection that sent one review to ``path`` and reads no answer."""
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    sent = context.wrap_socket(socket.create_connection(("127.0.0.1", running.port)), server_hostname="127.0.0.1")
+    body = json.dumps(review({"size": 1})).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    sent.sendall(head.encode() + body)
+    return sent
+
+
+def test_every_slot_held_by_a_hook_past_its_request_timeout_stops_the_server_serving_until_one_returns() -> None:
+    returning.clear()
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0, max_connections=2, request_timeout=1.0),
+        [HangingWidgets],
+        FakeClient(),
+    )
+    running.start()
+    hung = [send_review(running, "/validate/hangingwidget") for _ in range(2)]
+    try:
+        for connection in hung:
+            connection.settimeout(30)
+            assert connection.recv(1) == b""  # cut at the request timeout; its hook goes on
+        # No connection is accepted any more, however long the API server tries: the probes must say so.
+        assert not running.serving
+        assert running.stalled
+        returning.set()
+        wait_for(lambda: running.serving, timeout=30, message="the hooks' slots free again")
+        assert not running.stalled
+        assert post(running, "/validate/hangingwidget", review({"size": 1}))[1]["response"]["allowed"] is True
+    finally:
+        returning.set()
+        for connection in hung:
+            connection.close()
+        running.stop()

@@ -1,0 +1,172 @@
+"""``docs/guide/webhooks.md``'s "Trying it locally" against the real API server: its commands, run as written on a
+cluster that has never seen the operator's kind, leave ``okt run`` serving and the API server refusing a bad spec
+through its webhook.
+
+The block is run by ``bash`` with the page's ``okt`` and ``kubectl``, in a folder holding an operator as
+``main.py`` (a kind of its own, with a validator, a second version and its converters); only the ports (the
+webhooks', and the probes' the page leaves at their default) and the CA file's path are made this test's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+import okt
+from okt.kube import kinds
+from okt.testing import envtest, wait_for
+
+pytestmark = pytest.mark.integration
+
+PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "guide" / "webhooks.md"
+GROUP = f"local{secrets.token_hex(3)}.okt.example.com"
+OPERATOR = f'''
+import pydantic
+import okt
+
+
+class GizmoSpecV1(pydantic.BaseModel):
+    imageName: str
+
+
+class GizmoSpec(pydantic.BaseModel):
+    image: str
+
+    @pydantic.field_validator("image")
+    @classmethod
+    def tagged(cls, image: str) -> str:
+        if ":" not in image:
+            raise ValueError("an image needs a tag")
+        return image
+
+
+class Gizmos(okt.Reconciler):
+    api_version = "{GROUP}/v2"
+    kind = "Gizmo"
+    spec_model = GizmoSpec
+    spec_models = {{"v1": GizmoSpecV1}}
+    converters = {{
+        ("v1", "v2"): lambda spec: GizmoSpec(image=spec.imageName),
+        ("v2", "v1"): lambda spec: GizmoSpecV1(imageName=spec.image),
+    }}
+'''
+CONFIGURATIONS = tuple(
+    kinds.Kind("admissionregistration.k8s.io/v1", f"{kind}WebhookConfiguration", plural, namespaced=False)
+    for kind, plural in (
+        ("Validating", "validatingwebhookconfigurations"),
+        ("Mutating", "mutatingwebhookconfigurations"),
+    )
+)
+CRD = kinds.Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False)
+
+
+def _block(page: str) -> str:
+    match = re.search(r"## Trying it locally\n\n```sh\n(.*?)\n```", page, re.DOTALL)
+    assert match, "the page lost its Trying it locally block"
+    return match.group(1)
+
+
+@pytest.fixture
+def cleanup(kube: okt.Client) -> Iterator[None]:
+    """The cluster-wide objects the block creates, deleted whatever the test did (the configurations first)."""
+    yield
+    for kind in CONFIGURATIONS:
+        with contextlib.suppress(okt.NotFound):
+            kube.delete(kind, "gizmo-operator")
+    with contextlib.suppress(okt.NotFound):
+        kube.delete(CRD, f"gizmos.{GROUP}")
+
+
+def test_trying_it_locally_leaves_okt_run_serving_and_a_bad_spec_refused_on_a_new_cluster(
+    kube: okt.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
+    cleanup: None,
+) -> None:
+    (tmp_path / "main.py").write_text(textwrap.dedent(OPERATOR))
+    ca_file, crd_file, pid_file = tmp_path / "ca.crt", tmp_path / "crd.yaml", tmp_path / "okt.pid"
+    port, probes = envtest.free_port(), envtest.free_port()
+    script = (
+        _block(PAGE.read_text())
+        .replace("/tmp/okt-ca.crt", str(ca_file))
+        .replace("/tmp/okt-crd.yaml", str(crd_file))
+        .replace("9443", str(port))
+        .replace("okt run main.py", f"okt run main.py --metrics-bind-address 127.0.0.1:{probes}")
+    )
+    assert str(port) in script and str(probes) in script, script
+    # The operator left running in the background is this test's to stop: its process id, as the shell knows it.
+    script += f"\necho $! > {pid_file}\n"
+    python_bin = str(pathlib.Path(sys.executable).parent)
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl is not installed"
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(control_plane.kubeconfig),
+        "PATH": os.pathsep.join([python_bin, str(pathlib.Path(kubectl).parent), os.environ.get("PATH", "")]),
+    }
+    log = (tmp_path / "operator.log").open("wb")
+    try:
+        ran = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+            check=False,
+        )
+        assert ran.returncode == 0, (tmp_path / "operator.log").read_text()
+        gizmo = kinds.Kind(f"{GROUP}/v2", "Gizmo", "gizmos")
+        okt_run = int(pid_file.read_text())
+
+        def refused() -> str | None:
+            assert not _gone(okt_run), f"okt run stopped: {(tmp_path / 'operator.log').read_text()[-2000:]}"
+            obj = {
+                "apiVersion": gizmo.api_version,
+                "kind": "Gizmo",
+                "metadata": {"name": f"g-{secrets.token_hex(3)}", "namespace": namespace},
+                "spec": {"image": "memcached"},
+            }
+            try:
+                kube.create(obj, gizmo)
+            except okt.Invalid as exc:
+                return exc.api_message
+            except okt.ApiError:
+                return None  # the webhook not called yet (its configuration, the CA): asked again
+            kube.delete(gizmo, obj["metadata"]["name"], namespace)
+            return None
+
+        said = wait_for(refused, timeout=60, message="the webhook refusing an untagged image")
+        assert "spec.image: Value error, an image needs a tag" in said
+        assert not _gone(okt_run)
+    finally:
+        if pid_file.exists() and pid_file.read_text().strip():
+            _stop(int(pid_file.read_text()))
+        log.close()
+
+
+def _gone(pid: int) -> bool:
+    """Whether the operator the block left running has ended (no child of this process: its shell is gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _stop(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: _gone(pid), timeout=40, message="the operator stopped")

@@ -268,6 +268,12 @@ class Server(http.server.ThreadingHTTPServer):
         _log.debug("webhook connection failed", client=str(client_address[0]))
 
 
+class Server6(Server):
+    """An IPv6 address (``::``: every interface of an IPv6-only pod) needs an IPv6 socket."""
+
+    address_family = socket.AF_INET6
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"

@@ -67,7 +67,8 @@ class Options:
     """How ``okt run`` (or a :class:`~okt.runtime.manager.Manager`) serves webhooks.
 
     Args:
-        host: the address to bind (``0.0.0.0``: every interface, as in a pod).
+        host: the address to bind (``0.0.0.0``: every IPv4 interface, as in a pod; ``::``: every interface of an
+            IPv6-only pod).
         port: the port (0: a free one, see :attr:`WebhookServer.port`).
         certificates: the serving certificate; a directory (``tls.crt``, ``tls.key``, optionally ``ca.crt``: a
             mounted Secret): the certificate in it, read again when its files change; a
@@ -118,6 +119,11 @@ class Options:
 _EVERY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
 
 
+def _joined(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[::1]:9443``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def generated_hosts(host: str) -> tuple[str, ...]:
     """The names a certificate generated for a server binding ``host`` is valid for: the local ones, and ``host`` when
     it is one address (``192.168.1.5``: the address an API server outside this host dials), not every one."""
@@ -160,9 +166,8 @@ class WebhookServer:
             bundle = source or certs.self_signed(options.certificate_hosts())
             self._served = served_certificate.ServedCertificate(bundle, None, restore=options.restore_ca)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
-        self._server = webhook_connections.Server(
-            (options.host, options.port), webhook_connections.Handler, bind_and_activate=False
-        )
+        server = webhook_connections.Server6 if ":" in options.host else webhook_connections.Server
+        self._server = server((options.host, options.port), webhook_connections.Handler, bind_and_activate=False)
         # A directory is read on each new connection (three small files); a Secret on a thread of its own, so no
         # handshake waits for the API server.
         self._server.tls = self._served.reread if isinstance(source, pathlib.Path) else self._served.context
@@ -177,7 +182,7 @@ class WebhookServer:
             self._server.server_activate()
         except OSError as exc:
             self._server.server_close()
-            message = f"cannot serve webhooks on {options.host}:{options.port}: {exc.strerror or exc}"
+            message = f"cannot serve webhooks on {_joined(options.host, options.port)}: {exc.strerror or exc}"
             raise errors.ConfigurationError(message) from exc
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
@@ -210,8 +215,9 @@ class WebhookServer:
         return self.certificates.ca_bundle()
 
     def url(self, path: str = "", host: str = "127.0.0.1") -> str:
-        """``https://host:port/path``: a ``clientConfig.url`` for an API server on ``host``'s side."""
-        return f"https://{host}:{self.port}{path}"
+        """``https://host:port/path``: a ``clientConfig.url`` for an API server on ``host``'s side (an IPv6
+        address in brackets)."""
+        return f"https://{_joined(host, self.port)}{path}"
 
     @property
     def serving(self) -> bool:

@@ -1062,3 +1062,17 @@ def test_every_slot_held_by_a_hook_past_its_request_timeout_stops_the_server_ser
         for connection in hung:
             connection.close()
         running.stop()
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="this Python has no IPv6")
+@pytest.mark.parametrize("host", ["::1", "::"])
+def test_an_ipv6_host_is_bound_and_served_over_ipv6_with_the_generated_certificate(host: str) -> None:
+    """``--webhook-host ::`` is every interface of an IPv6-only pod, as ``[::]:8080`` is for the probes."""
+    running = webhook_server.WebhookServer(webhook_server.Options(host=host, port=0), [Widgets], FakeClient())
+    running.start()
+    try:
+        status, answer = post(running, "/validate/widget", review({"size": 1}), host="::1")
+        assert (status, answer["response"]["allowed"]) == (200, True)
+        assert running.url("/validate/widget", host="::1") == f"https://[::1]:{running.port}/validate/widget"
+    finally:
+        running.stop()

@@ -146,7 +146,7 @@ def _owner_references(references: Any) -> list[tuple[str, Any, str]]:
     found: list[tuple[str, Any, str]] = []
     for reference in references:
         for field, said in (("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid")):
-            if not (reference or {}).get(field):
+            if not (reference.get(field) if isinstance(reference, Mapping) else None):
                 found.append((f"metadata.ownerReferences.{field}", "", f"{said} must not be empty"))
     controllers = [str(ref.get("name")) for ref in references if isinstance(ref, Mapping) and ref.get("controller")]
     if len(controllers) > 1:

@@ -13,6 +13,7 @@ NAMESPACE = kinds.NAMESPACE
 EVENT = kinds.EVENT
 PDB = kinds.BUILTIN[("policy/v1beta1", "PodDisruptionBudget")]
 LEASE = kinds.BUILTIN[("coordination.k8s.io/v1", "Lease")]
+CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
 
 
 @pytest.mark.parametrize(
@@ -59,3 +60,11 @@ def test_each_refusal_is_a_cause_naming_its_field_and_quoting_its_value_as_the_a
         ("FieldValueInvalid", "metadata.annotations", ["Invalid value", ' "a/b/c"']),
         ("FieldValueTooLong", "metadata.annotations", ["Too long", " must have at most 262144 bytes"]),
     ]
+
+
+@pytest.mark.parametrize("reference", ["memcached", 3, None])
+def test_an_owner_reference_that_is_no_object_is_refused_for_each_of_its_fields(reference: object) -> None:
+    with pytest.raises(errors.Invalid) as refused:
+        metadata.check(CONFIG_MAP, {"name": "settings", "ownerReferences": [reference]})
+    fields = {cause.field for cause in refused.value.causes}
+    assert fields == {f"metadata.ownerReferences.{field}" for field in ("apiVersion", "kind", "name", "uid")}

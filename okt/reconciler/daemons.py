@@ -193,7 +193,9 @@ class DaemonContext:
 
         Raises:
             ValueError: ``type`` is one of okt's (``Ready``, ``Degraded``, ...) or another daemon's of this object, or
-                ``type``/``reason`` is not what the API accepts (a CamelCase reason: ``okt.to_reason`` makes one).
+                ``type``/``reason`` is not what the API accepts (a CamelCase reason: ``okt.to_reason`` makes one),
+                or the reconciler writes no status (``status`` is "off", a built-in kind's default): nothing would
+                carry it.
         """
         changed = self.findings.set_condition(self.uid, self.daemon, type, status, reason, message)
         if changed:
@@ -211,7 +213,8 @@ class DaemonContext:
 
         Raises:
             ValueError: a field is okt's own (``conditions``, ``observedGeneration``) or another daemon's of this
-                object, is not JSON, or the reconciler's ``status_model`` refuses it.
+                object, is not JSON, or the reconciler's ``status_model`` refuses it, or the reconciler writes no
+                status (``status`` is "off", a built-in kind's default).
         """
         changed = self.findings.set_fields(self.uid, self.daemon, fields)
         if changed:

@@ -88,10 +88,14 @@ class Findings:
 
     Args:
         status_model: the reconciler's ``status_model``: status fields it refuses are refused when handed over.
+        nowhere: why no reconcile writes what the daemons hand over (the reconciler's ``status`` is "off"), or None;
+            given, every condition and status field handed over is refused with it (held, it would be dropped
+            silently, the hooks not seeing it either).
     """
 
-    def __init__(self, status_model: type[pydantic.BaseModel] | None = None) -> None:
+    def __init__(self, status_model: type[pydantic.BaseModel] | None = None, *, nowhere: str | None = None) -> None:
         self._status_model = status_model
+        self._nowhere = nowhere
         self._lock = threading.Lock()
         self._held: dict[str, dict[str, _Held]] = {}
 
@@ -147,8 +151,9 @@ class Findings:
 
         Raises:
             ValueError: ``type`` is okt's or another daemon's of the object; ``type`` or ``reason`` is not one the API
-                accepts (a :class:`pydantic.ValidationError`).
+                accepts (a :class:`pydantic.ValidationError`); the reconciler writes no status (``nowhere``).
         """
+        self._refuse_if_nowhere()
         if type in OKT_TYPES:
             raise ValueError(
                 f"condition {type!r} is okt's own (it states {', '.join(sorted(OKT_TYPES))}): a daemon "
@@ -180,8 +185,9 @@ class Findings:
 
         Raises:
             ValueError: a field is okt's own or another daemon's of the object, is not JSON, or the ``status_model``
-                refuses it.
+                refuses it; the reconciler writes no status (``nowhere``).
         """
+        self._refuse_if_nowhere()
         taken = sorted(OKT_FIELDS.intersection(fields))
         if taken:
             raise ValueError(f"status.{taken[0]} is okt's own: a daemon states fields of its own")
@@ -209,6 +215,10 @@ class Findings:
                 return False
             held.fields = merged
             return True
+
+    def _refuse_if_nowhere(self) -> None:
+        if self._nowhere is not None:
+            raise ValueError(self._nowhere)
 
     # -- the reconcile -------------------------------------------------------------------------------------------
 

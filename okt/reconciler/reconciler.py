@@ -217,7 +217,16 @@ class Reconciler:
         """What this reconciler's daemons stated of each object, until its reconciles write it (one per instance)."""
         held = self.__dict__.get("_okt_daemon_findings")
         if held is None:
-            held = self.__dict__.setdefault("_okt_daemon_findings", findings.Findings(self.status_model))
+            nowhere = None
+            if self.status_target() is writer.Target.OFF:
+                nowhere = (
+                    f'{type(self).__name__}\'s status is "off" (the default of a built-in kind): no reconcile writes '
+                    "a daemon's conditions or status fields; write them from the daemon through ctx.client, or set "
+                    'status = "annotations"'
+                )
+            held = self.__dict__.setdefault(
+                "_okt_daemon_findings", findings.Findings(self.status_model, nowhere=nowhere)
+            )
         return held  # type: ignore[no-any-return]
 
     def settings(self) -> context_mod.Settings:

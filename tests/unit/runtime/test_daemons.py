@@ -415,3 +415,57 @@ def test_a_shutdown_forgets_the_findings_and_asks_for_no_reconcile() -> None:
     assert reconciler.late == [False]
     assert not reconciler.daemon_findings.holds("u1")
     assert asked == ["a"]
+
+
+class ConfigMapProbe(okt.Reconciler):
+    """A daemon of a built-in kind: okt leaves its status alone (``status`` is "off"), so what the daemon hands over
+    for the status has nowhere to go."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+
+    def __init__(self) -> None:
+        self.refused: list[str] = []
+        self.accepted: list[bool] = []
+        self.done = threading.Event()
+
+    @okt.daemon
+    def probe(self, ctx: okt.DaemonContext) -> None:
+        for hand_over in (
+            lambda: ctx.set_condition("OperandHealthy", True, "Answers"),
+            lambda: ctx.set_status_fields({"lastSeen": "now"}),
+        ):
+            try:
+                self.accepted.append(hand_over())
+            except ValueError as exc:
+                self.refused.append(str(exc))
+        self.done.set()
+        ctx.stop.wait(10)
+
+
+class ThingWithoutStatus(ConfigMapProbe):
+    api_version = "example.com/v1"
+    kind = "Thing"
+    status = "off"
+
+
+@pytest.mark.parametrize("reconciler_cls", [ConfigMapProbe, ThingWithoutStatus])
+def test_a_daemon_whose_reconciler_writes_no_status_is_refused_its_conditions_and_fields_not_ignored(
+    reconciler_cls: type[ConfigMapProbe],
+) -> None:
+    reconciler = reconciler_cls()
+    kind = reconciler_cls.primary_kind()
+    store, asked = Store(thing("a", "u1")), []
+    sup = daemons.Supervisor(
+        reconciler, cast(Any, None), kind, read=store.read, enqueue=lambda namespace, name: asked.append(name)
+    )
+    sup.start(store.objs.values())
+    try:
+        wait_for(reconciler.done.is_set)
+    finally:
+        sup.halt()
+        sup.join(5)
+    assert reconciler.accepted == []
+    assert len(reconciler.refused) == 2
+    assert all('status is "off"' in said for said in reconciler.refused)
+    assert asked == []  # no reconcile asked for what no reconcile would write

@@ -18,7 +18,8 @@ Guarantees:
   again after a backoff (``Options.backoff``, doubled per consecutive failure up to ``max_backoff``; a run that
   lasted ``max_backoff`` or longer before it raised starts the count over; the wait ends early when it is asked to
   stop); each restart is logged, the traceback only at the first failure of each distinct error (see
-  :func:`_traceback_once`); one that **returns** on its own is done for that object (not restarted until the object
+  :func:`_traceback_once`); one that raises once asked to stop is not restarted, and is logged as such (a warning,
+  not a restart); one that **returns** on its own is done for that object (not restarted until the object
   comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do;
 * what a daemon hands over for the status (:mod:`okt.reconciler.findings`) is held from its start until it is asked
@@ -337,6 +338,15 @@ class Supervisor:
                         # (CancelledError), a KeyboardInterrupt raised by hand end only this thread — a SystemExit
                         # silently, as threading ignores it — and its object would be left without the daemon for
                         # good. Signals reach the main thread only, which runs no daemon.
+                        if slot.stop.is_set():
+                            # Asked to stop, it is not started again: said as what it is, not as a restart (a
+                            # daemon's blocking call often fails once the stop closed what it waited on).
+                            log.warning(
+                                "daemon raised once asked to stop",
+                                error=errors.said(exc),
+                                **_traceback_once(exc, seen),
+                            )
+                            return
                         # A run that outlived the longest pause is not part of the failures before it: a daemon
                         # failing once a day would otherwise wait max_backoff at every restart after a few days.
                         healthy = time.monotonic() - started >= options.max_backoff

@@ -469,3 +469,30 @@ def test_a_daemon_whose_reconciler_writes_no_status_is_refused_its_conditions_an
     assert len(reconciler.refused) == 2
     assert all('status is "off"' in said for said in reconciler.refused)
     assert asked == []  # no reconcile asked for what no reconcile would write
+
+
+class RaisingOnStop(okt.Reconciler):
+    """A daemon whose blocking call fails once it is asked to stop (its connection closed under it)."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        ctx.stop.wait(10)
+        raise ConnectionError("the stream was closed")
+
+
+def test_a_daemon_that_raises_once_asked_to_stop_is_not_said_to_restart() -> None:
+    reconciler, store = RaisingOnStop(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: sup.running() != [])
+        sup.observe(informer.DELETED, store.objs["a"])
+        assert sup.join(5)
+    events = [entry["event"] for entry in logged]
+    assert "daemon failed, restarting after a backoff" not in events
+    [raised] = [entry for entry in logged if entry["event"] == "daemon raised once asked to stop"]
+    assert raised["error"] == "ConnectionError: the stream was closed"
+    assert events.count("daemon started") == 1

@@ -8,6 +8,11 @@ Guarantees: failures to record an event are logged and swallowed — an Event is
 What was said is remembered for a bounded number of (object, type, reason, message), a message by what its Event
 shows (its first 1024 characters), and forgotten at once for an object deleted (:meth:`EventRecorder.forget`), so
 that what was said of objects long gone never pushes out what was said of live ones.
+
+Spam filter, as client-go's recorder has one: each object may have :data:`BURST` Events recorded (or counted) at
+once, then one more every :data:`REFILL_SECONDS` — a timer failing every second, or any other repeat without a
+backoff, writes 25 Events and then one every five minutes, not one a second for as long as it fails. What is held
+back is logged at debug level; the log and the conditions still say every failure.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import collections
 import datetime
 import secrets
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -29,6 +36,10 @@ WARNING = "Warning"
 _CACHE_SIZE = 4096
 _MESSAGE_SHOWN = 1024
 """The characters of a message an Event carries: what it shows, and what tells one repeat from another."""
+BURST = 25
+"""Events one object may have recorded at once (client-go's spam filter: 25)."""
+REFILL_SECONDS = 300.0
+"""Seconds for one more (client-go's: one every 5 minutes)."""
 
 log = structlog.get_logger("okt.events")
 
@@ -40,10 +51,13 @@ def _now() -> str:
 class EventRecorder:
     """Records Events for one controller; thread-safe; keeps a bounded dedupe cache."""
 
-    def __init__(self, client: kube_client.Client, component: str) -> None:
+    def __init__(self, client: kube_client.Client, component: str, clock: Callable[[], float] = time.monotonic) -> None:
         self._client = client
         self._component = component
+        self._clock = clock
         self._lock = threading.Lock()
+        # Per object uid: the Events it may still have recorded now, and when that was counted (the spam filter).
+        self._allowance: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
         self._seen: collections.OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = collections.OrderedDict()
         # The keys of ``_seen`` by object uid, so that a deleted object's go at once (see forget).
         self._by_uid: dict[str, set[tuple[str, str, str, str]]] = {}
@@ -55,6 +69,9 @@ class EventRecorder:
         key = (cr.uid, type_, reason, message)
         namespace = cr.namespace or "default"
         with self._lock:
+            if not self._spend_locked(cr.uid):
+                log.debug("event held back: too many for this object", reason=reason, name=cr.name)
+                return
             seen = self._seen.pop(key, None)
         try:
             stored = self._bump(seen) if seen is not None else None
@@ -82,6 +99,20 @@ class EventRecorder:
         with self._lock:
             for key in self._by_uid.pop(uid, ()):
                 self._seen.pop(key, None)
+            self._allowance.pop(uid, None)
+
+    def _spend_locked(self, uid: str) -> bool:
+        """Whether the object ``uid`` may have one more Event now (and take it): a token bucket of :data:`BURST`,
+        refilled by one every :data:`REFILL_SECONDS`. Remembered for a bounded number of objects: one forgotten
+        starts full again."""
+        now = self._clock()
+        tokens, since = self._allowance.pop(uid, (float(BURST), now))
+        tokens = min(float(BURST), tokens + (now - since) / REFILL_SECONDS)
+        allowed = tokens >= 1.0
+        self._allowance[uid] = (tokens - 1.0 if allowed else tokens, now)
+        while len(self._allowance) > _CACHE_SIZE:
+            self._allowance.popitem(last=False)
+        return allowed
 
     def _drop_locked(self, key: tuple[str, str, str, str]) -> None:
         keys = self._by_uid.get(key[0])

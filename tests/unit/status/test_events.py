@@ -61,3 +61,47 @@ def test_what_is_remembered_of_long_messages_is_no_more_than_what_their_events_s
 
     # Alike but for noise: 100 messages of 32 KiB held whole would be 3.1 MiB more.
     assert longest - shown < 512 * 1024, (shown, longest)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _written(client: fake_mod.FakeClient) -> int:
+    """Events created plus repeats counted on them: the writes the recorder sent."""
+    return sum(int(event["count"]) for event in client.objects(kinds.EVENT))
+
+
+def test_an_object_said_to_fail_without_a_pause_has_its_events_held_back_past_a_burst_then_one_every_refill() -> None:
+    client, clock = fake_mod.FakeClient(), _Clock()
+    recorder = events.EventRecorder(client, "widget-controller", clock=clock)
+
+    for tick in range(100):  # a timer failing every second for 100 s
+        recorder.record(_widget(), events.WARNING, "TimerFailed", "timer probe failed: refused")
+        recorder.record(_widget(), events.WARNING, "TimerFailed", f"timer other failed at {tick}")
+        clock.now += 1.0
+    assert _written(client) == events.BURST
+
+    clock.now += events.REFILL_SECONDS
+    recorder.record(_widget(), events.WARNING, "TimerFailed", "timer probe failed: refused")
+    recorder.record(_widget(), events.WARNING, "TimerFailed", "timer probe failed: refused")
+    assert _written(client) == events.BURST + 1
+
+    recorder.record(_widget("uid-2"), events.WARNING, "TimerFailed", "timer probe failed: refused")
+    assert _written(client) == events.BURST + 2, "another object has its own allowance"
+
+
+def test_a_deleted_object_s_allowance_is_forgotten_with_what_was_said_of_it() -> None:
+    client, clock = fake_mod.FakeClient(), _Clock()
+    recorder = events.EventRecorder(client, "widget-controller", clock=clock)
+    for attempt in range(events.BURST + 5):
+        recorder.record(_widget(), events.WARNING, "ApiError", f"attempt {attempt}")
+    assert _written(client) == events.BURST
+
+    recorder.forget("uid-1")  # deleted, and made again under the same uid only in a test
+    recorder.record(_widget(), events.WARNING, "ApiError", "after")
+    assert _written(client) == events.BURST + 1

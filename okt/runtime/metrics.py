@@ -22,7 +22,8 @@ Guarantees:
 * ``okt_workqueue_depth``, ``workqueue_depth``, ``workqueue_unfinished_work_seconds`` and
   ``workqueue_longest_running_processor_seconds`` are computed at scrape time, as is
   ``leader_election_master_status``;
-* every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile.
+* every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
+* ``/metrics`` serves no ``_created`` series of okt's families (prometheus_client's, which controller-runtime has not).
 """
 
 from __future__ import annotations
@@ -526,6 +527,20 @@ class Metrics:
         (``prometheus_client.Gauge(...)`` without ``registry=``), with the process and Python collectors: they are
         served on the same ``/metrics``.
         """
-        return prometheus_client.generate_latest(self.registry) + prometheus_client.generate_latest(
+        return prometheus_client.generate_latest(_WithoutCreated(self.registry)) + prometheus_client.generate_latest(
             prometheus_client.REGISTRY
         )
+
+
+class _WithoutCreated(prom_registry.Collector):
+    """A registry's families without prometheus_client's ``_created`` samples, which the text format would serve as
+    gauges of their own (``okt_reconcile_created``, ``workqueue_adds_created``...): controller-runtime serves none."""
+
+    def __init__(self, registry: prometheus_client.CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[prom_core.Metric]:
+        for family in self._registry.collect():
+            created = family.name + "_created"
+            family.samples = [sample for sample in family.samples if sample.name != created]
+            yield family

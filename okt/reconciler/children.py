@@ -81,11 +81,31 @@ def check_scope(res: resource.Resource, kind: kinds.Kind) -> None:
         )
 
 
+def check_watched(res: resource.Resource, ctx: context_mod.Context) -> None:
+    """Refuse a child in a namespace the operator does not watch (``okt run -n``; a cluster-scoped owner's child).
+
+    Written there, it would never be heard of again: deleted or changed by someone, it is not repaired until the owner
+    changes, and once the owner stops asking for it, the prune (which lists the watched namespaces) never finds it.
+
+    Raises:
+        okt.errors.PermanentError: naming the child and its namespace; retrying cannot help.
+    """
+    unwatched = getattr(ctx.reader, "unwatched", None)  # the informer cache only: a plain call reads the API
+    if unwatched is None or not unwatched(ctx.client.kind_of(res.desired), res.namespace):
+        return
+    raise errors.PermanentError(
+        f"{res.describe()} is in namespace {res.namespace}, which this operator does not watch (okt run -n): "
+        "written there, its changes and deletion would go unseen and it would never be pruned; watch that namespace "
+        "too, or place the child in a watched one"
+    )
+
+
 def mutate(ctx: context_mod.Context) -> None:
     """Mutator: ``mutate_with_cr``, normalise, hash and decide create / update / unchanged for every child."""
     for res in ctx.registry:
         try:
             res.mutate_with_cr(ctx.cr)
+            check_watched(res, ctx)
             apply.prepare(res, ctx.cr, ctx.settings.names)
             ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.names)
         except errors.MutationError as exc:

@@ -380,6 +380,14 @@ class Cache:
     def _all_informers(self) -> list[informer_mod.Informer]:
         return [i for scoped in self._informers.values() for i in scoped.values()]
 
+    def unwatched(self, kind: kinds.Kind, namespace: str | None) -> bool:
+        """Whether ``kind`` is watched in some namespaces only (``okt run -n``), and ``namespace`` is not one of them:
+        an object okt writes there is read from the API, but no change of it is ever heard of."""
+        scoped = self._informers.get((kind.api_version, kind.kind))
+        if not scoped or not kind.namespaced or namespace is None:
+            return False
+        return None not in scoped and namespace not in scoped
+
     def _informer_for(self, kind: kinds.Kind, namespace: str | None) -> informer_mod.Informer | None:
         with self._lock:
             scoped = self._informers.get((kind.api_version, kind.kind))

@@ -198,6 +198,9 @@ class _Writes:
             self.refused = refused
             raise refused
 
+    def unwatched(self, kind: kinds.Kind, namespace: str | None) -> bool:
+        return self._cache.unwatched(kind, namespace)
+
     def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
         self._check(kind, namespace)
         return self._cache.get(kind, name, namespace)

@@ -90,6 +90,10 @@ def check_watched(res: resource.Resource, ctx: context_mod.Context) -> None:
     Raises:
         okt.errors.PermanentError: naming the child and its namespace; retrying cannot help.
     """
+    if ctx.cr.namespace or res.namespace is None:
+        # A namespaced owner's children are in its own namespace, which is watched (another one is refused before
+        # anything is written); a cluster-scoped child is watched everywhere. Nothing to resolve on that path.
+        return
     unwatched = getattr(ctx.reader, "unwatched", None)  # the informer cache only: a plain call reads the API
     if unwatched is None or not unwatched(ctx.client.kind_of(res.desired), res.namespace):
         return

@@ -14,7 +14,8 @@ its work) runs. Two routes, chosen per call:
 ``route="direct"``
     to the Pod's IP (a Service: the first ready address of its Endpoints) and the port, from this process. For an
     in-cluster operator; ``https`` is verified (``verify=True``: the system's CAs; a CA file path; ``False`` only by
-    explicit choice).
+    explicit choice) against the address called, or against ``server_name`` (sent as SNI too) when the operand's
+    certificate names a host — ``NAME.NAMESPACE.svc`` for most in-cluster certificates — rather than its Pod's IP.
 
 Guarantees: every call has a ``timeout``, a deadline for the whole answer (not for each read: an operand trickling
 its answer does not hold the caller past it); a non-2xx answer raises :class:`okt.errors.HttpError`
@@ -151,6 +152,7 @@ def call(
     scheme: Literal["http", "https"] = "http",
     route: Route = "proxy",
     verify: bool | str = True,
+    server_name: str | None = None,
 ) -> HttpResponse:
     """Call ``method path`` on ``target`` and return its 2xx answer.
 
@@ -161,6 +163,8 @@ def call(
         route: ``"proxy"`` (through the API server) or ``"direct"`` (to the Pod IP; in-cluster operators).
         verify: for ``https`` on the direct route: ``True`` (system CAs), a CA file, or ``False``. A CA file on the
             proxy route raises ``ValueError``: the API server's hop does not verify.
+        server_name: for ``https`` on the direct route, the host name the operand's certificate must name (and the
+            SNI sent), instead of the address called; ``ValueError`` on the proxy route or for ``http``.
 
     Raises:
         okt.errors.HttpError: the operand (or the API server's proxy) answered non-2xx.
@@ -174,6 +178,11 @@ def call(
             f"verify={verify!r}: a CA file checks the operand's certificate on the direct route only; the API "
             "server's proxy does not check it (route='direct' to have it checked)"
         )
+    if server_name is not None and (route == "proxy" or scheme != "https" or not server_name):
+        raise ValueError(
+            f"server_name={server_name!r}: the host name an operand's certificate must name, for https on the direct "
+            "route only (the API server's proxy does not check the certificate; http has none)"
+        )
     if method not in _READS:
         fence_mod.check_fence("create", f"{target.resource}/proxy")
     data = None if json is None else json_mod.dumps(json, separators=(",", ":")).encode()
@@ -183,7 +192,8 @@ def call(
     if route == "proxy":
         status, body = _through_proxy(client, target, path, method, data, timeout, port, scheme, shown)
     elif route == "direct":
-        status, body = _direct(client, target, path, method, data, timeout, port, scheme, verify, shown)
+        tls = _Tls(verify, server_name)
+        status, body = _direct(client, target, path, method, data, timeout, port, scheme, tls, shown)
     else:
         raise ValueError(f"route {route!r}: expected 'proxy' or 'direct'")
     if not 200 <= status <= 299:
@@ -243,6 +253,15 @@ def _proxy_failure(body: bytes) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Tls:
+    """How an ``https`` operand is checked on the direct route: ``verify`` as :func:`call` takes it, and the host name
+    its certificate must name (``None``: the address called)."""
+
+    verify: bool | str
+    server_name: str | None
+
+
 def _direct(
     client: kube_client.Client,
     target: Target,
@@ -252,14 +271,14 @@ def _direct(
     timeout: float,
     port: int | str | None,
     scheme: str,
-    verify: bool | str,
+    tls: _Tls,
     shown: str,
 ) -> tuple[int, bytes]:
     address, number = _address(client, target, port)
     # Fenced again as it leaves (reading the address may have waited at the rate limit), and counted as a write on its
     # way until its answer came: a stopping leader releases its lease only once the operand answered.
     with fence_mod.sending("create", f"{target.resource}/proxy", fenced=method not in _READS) as sent:
-        return _direct_call(sent, address, number, path, method, data, timeout, scheme, verify, shown, target)
+        return _direct_call(sent, address, number, path, method, data, timeout, scheme, tls, shown, target)
 
 
 def _direct_call(
@@ -271,7 +290,7 @@ def _direct_call(
     data: bytes | None,
     timeout: float,
     scheme: str,
-    verify: bool | str,
+    tls: _Tls,
     shown: str,
     target: Target,
 ) -> tuple[int, bytes]:
@@ -290,9 +309,11 @@ def _direct_call(
     url = urllib3.util.parse_url(f"{scheme}://{host}:{number}/{path.lstrip('/')}")  # what must be, percent-encoded
     options: dict[str, Any] = {}
     if scheme == "https":
-        options["cert_reqs"] = "CERT_REQUIRED" if verify is not False else "CERT_NONE"
-        if isinstance(verify, str):
-            options["ca_certs"] = verify
+        options["cert_reqs"] = "CERT_REQUIRED" if tls.verify is not False else "CERT_NONE"
+        if isinstance(tls.verify, str):
+            options["ca_certs"] = tls.verify
+        if tls.server_name is not None:
+            options["server_hostname"] = tls.server_name
         connection: urllib3.connection.HTTPConnection = transport.HTTPSConnection(
             address, number, timeout=leave_by - started, **options
         )

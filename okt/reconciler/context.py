@@ -315,12 +315,14 @@ class Context:
         scheme: Literal["http", "https"] = "http",
         route: operand_http.Route = "proxy",
         verify: bool | str = True,
+        server_name: str | None = None,
         namespace: str | None = None,
     ) -> operand_http.HttpResponse:
         """Call the operand: ``target`` is ``"service/NAME"`` (or a bare name) or ``"pod/NAME"``, by default through
         the API server's proxy. A non-2xx answer raises ``okt.HttpError``, no answer ``okt.RemoteTimeout`` or
         ``okt.RemoteError``, a ``NAME`` or ``namespace`` that is no object's or namespace's name ``okt.InvalidSpec``
-        (before any request); see :mod:`okt.kube.operand_http` for the routes."""
+        (before any request); see :mod:`okt.kube.operand_http` for the routes (``verify`` and ``server_name``: how an
+        ``https`` operand's certificate is checked on the direct route)."""
         where = operand_http.Target.parse(target, namespace or self.cr.namespace or self.client.default_namespace)
         return operand_http.call(
             self.client,
@@ -333,6 +335,7 @@ class Context:
             scheme=scheme,
             route=route,
             verify=verify,
+            server_name=server_name,
         )
 
 

@@ -11,13 +11,14 @@ written by the test, and the API server proxies to that IP).
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.server
 import pathlib
 import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -327,10 +328,11 @@ def test_an_exec_reaches_the_api_server_through_the_https_proxy_the_session_uses
 
 class HeldTLSOperand:
     """An HTTPS operand at ``address`` whose TLS handshake waits until :attr:`proceed` is set (as a connection to a
-    busy node takes its time); keeps the requests it reads and answers each 204."""
+    busy node takes its time); keeps the requests it reads and answers each 204. Its certificate names ``hosts``
+    (default: ``address``)."""
 
-    def __init__(self, address: str, folder: pathlib.Path) -> None:
-        bundle = certs.self_signed([address])
+    def __init__(self, address: str, folder: pathlib.Path, hosts: Sequence[str] = ()) -> None:
+        bundle = certs.self_signed(hosts or [address])
         self.ca_file = folder / "ca.crt"
         self.ca_file.write_bytes(bundle.ca_pem)
         self._served = bundle.server_context()
@@ -444,3 +446,40 @@ def test_a_direct_call_that_cannot_connect_within_the_time_its_fence_allows_a_wr
     finally:
         operand.close()
     assert operand.requests == []
+
+
+@pytest.mark.parametrize("server_name", [None, "operand.{namespace}.svc"], ids=["the-pod-ip", "the-service-name"])
+def test_a_direct_https_call_checks_the_certificate_against_the_server_name_it_is_given(
+    kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path, server_name: str | None
+) -> None:
+    """An in-cluster certificate names the Service (``NAME.NAMESPACE.svc``), not the Pod's IP the direct route calls:
+    checked against the IP it is refused, checked against the name it is given it is accepted."""
+    address = outside_address()
+    operand = HeldTLSOperand(address, tmp_path, hosts=[f"operand.{namespace}.svc"])
+    operand.proceed.set()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "operand", "namespace": namespace}}
+    kube.create({**pod, "spec": {"containers": [{"name": "operand", "image": "operand"}]}})
+    status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+    kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
+    target = operand_http.Target("pods", "operand", namespace)
+    call = functools.partial(
+        operand_http.call,
+        kube,
+        target,
+        "/stats",
+        port=operand.port,
+        scheme="https",
+        route="direct",
+        verify=str(operand.ca_file),
+        server_name=None if server_name is None else server_name.format(namespace=namespace),
+    )
+    try:
+        if server_name is None:
+            with pytest.raises(errors.RemoteError, match="certificate verify failed"):
+                call()
+            assert operand.requests == []
+        else:
+            assert call().status == 204
+            assert operand.requests[0].startswith(b"GET /stats HTTP/1.1")
+    finally:
+        operand.close()

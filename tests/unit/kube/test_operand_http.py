@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Literal
 
 import pykube
 import pytest
@@ -197,3 +198,26 @@ def test_a_target_name_that_is_no_pods_or_services_name_is_refused_before_it_pic
 @pytest.mark.parametrize(("target", "name"), [("web", "web"), ("pod/web-0.db", "web-0.db"), ("svc/a1", "a1")])
 def test_a_target_names_its_object(target: str, name: str) -> None:
     assert operand_http.Target.parse(target, "team-a").name == name
+
+
+@pytest.mark.parametrize(
+    ("route", "scheme", "server_name"),
+    [("proxy", "https", "web.ns.svc"), ("direct", "http", "web.ns.svc"), ("direct", "https", "")],
+)
+def test_a_server_name_where_nothing_checks_a_certificate_is_refused_before_anything_is_sent(
+    route: operand_http.Route, scheme: Literal["http", "https"], server_name: str
+) -> None:
+    doc = {
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],  # nothing may be sent
+        "users": [{"name": "u", "user": {"token": "static"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    client = kube_client.Client(pykube.KubeConfig(doc))
+    try:
+        with pytest.raises(ValueError, match="server_name="):
+            target = operand_http.Target("pods", "web", "ns")
+            operand_http.call(client, target, "/", scheme=scheme, route=route, server_name=server_name)
+    finally:
+        client.close()
+    assert client.stats.snapshot() == {}

@@ -2,9 +2,9 @@
 
 Why this exists: a CRD with several versions whose schemas differ (a field renamed, split, moved) needs a conversion
 webhook: the API server stores one version and asks the webhook for any other a client reads or writes. The author
-knows how a spec of one version maps to the next; okt does the rest — it validates the incoming spec with the model of
-its version, calls the converter (chaining several when no direct one is declared: ``v1alpha1 -> v1beta1 -> v1``),
-validates the result with the model of the target version, rewrites ``apiVersion`` and answers the ``ConversionReview``.
+knows how a spec of one version maps to the next; okt does the rest — it reads the incoming spec as the model of its
+version, calls the converter (chaining several when no direct one is declared: ``v1alpha1 -> v1beta1 -> v1``), reads
+the result as the model of the target version, rewrites ``apiVersion`` and answers the ``ConversionReview``.
 
 Declared on the reconciler::
 
@@ -12,19 +12,35 @@ Declared on the reconciler::
     spec_models = {"v1alpha1": SpecV1Alpha1}      # the other served versions
     converters = {("v1alpha1", "v1beta1"): up, ("v1beta1", "v1alpha1"): down}
 
+Conversion changes the shape of a spec, never judges it: the API server converts every stored object a client lists
+at another version — the operator's own informer among them — and a review that fails fails the whole list, for
+every client, cluster-wide. A spec the models refuse (stored before a validator existed, or in a namespace the
+admission webhook is not called for) is converted as it is; refusing it is admission's, and the reconcile's, which
+reports ``Ready=False`` with the reason.
+
 Guarantees:
 
 * ``metadata``, ``status`` and every other top-level field are passed through untouched (the API server refuses a
   conversion that changes metadata other than labels and annotations); only ``spec`` and ``apiVersion`` change;
 * an object already in the desired version is returned as it is;
-* a converter that raises, a spec that its model refuses, a converted spec that is not JSON data (a version without
-  a model), or a missing path between two versions makes the whole review ``Failed`` with a message naming the
-  object, the versions and the reason — never a half-converted answer; a converter's exception that is not okt's (a
-  bug of the operator) is logged once, with where it was raised, and a pydantic ``ValidationError`` is said by its
-  fields, never by the values it was given (see :func:`okt.errors.message_of`);
+* a spec its model refuses reaches the converter all the same, built without validation
+  (:meth:`pydantic.BaseModel.model_construct`): each field the model's types take as they are typed, the others
+  (and each nested model) as they are stored; a converter's result the target's model refuses is answered as the
+  JSON data it is;
+* only an object that cannot be converted at all fails the review — a converter that raises (its message then says
+  what the source's model refuses in the spec, if anything), a converted spec that is not JSON data, or a missing
+  path between two versions: the API server needs every object of a review converted, so the whole review is
+  ``Failed``, with a message naming the object, the versions and the reason — never a half-converted answer; a
+  converter's exception that is not okt's (a bug of the operator) is logged once, with where it was raised, and a
+  pydantic ``ValidationError`` is said by its fields, never by the values it was given (see
+  :func:`okt.errors.message_of`);
 * a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
   target version and a round trip gives back what was stored — secret fields (``SecretStr``...) with their values,
   not pydantic's ``**********``.
+
+Caveat: a converter that builds a model (``SpecV1Beta1(...)``) runs that model's validation, as pydantic does for
+every instance it builds, and fails the review when it refuses; a converter that returns a mapping, or builds with
+``model_construct``, converts any spec.
 """
 
 from __future__ import annotations
@@ -33,8 +49,10 @@ import collections
 import dataclasses
 import json
 import traceback
-from collections.abc import Callable, Mapping
-from typing import Any
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any
 
 import pydantic
 import pydantic_core
@@ -129,12 +147,15 @@ def convert_object(
         spec: Any = obj["spec"]
         for a, b in path:
             model = models.get(a)
-            source_spec = spec if model is None else reconciler_mod.spec_from_data(model, spec)
+            source_spec, refused = (spec, None) if model is None else _read(model, spec)
             try:
                 returned = reconciler.converters[(a, b)](source_spec)
             except Exception as exc:
                 _log_failure(reconciler, obj, (a, b), exc)
-                raise
+                if refused is None:
+                    raise
+                said = f"{_reason(exc)} (a spec the {a} model refuses: {errors.message_of(refused)})"
+                raise ValueError(said) from exc
             spec = _as_data(returned, models.get(b))
         result["spec"] = spec
     return result
@@ -154,15 +175,74 @@ def respond(review: Mapping[str, Any], result: Result) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": "ConversionReview", "response": response}
 
 
-def _as_model(spec: Any, model: type[pydantic.BaseModel]) -> pydantic.BaseModel:
-    """A converter's result read as ``model``, as a stored spec is (:func:`~okt.reconciler.reconciler.spec_from_data`):
-    by the JSON forms of its values, so a strict model takes the ``datetime``, ``UUID`` or ``Enum`` a converter passed
-    on as JSON data (a version without a model, a value it wrote as text), as it takes one from the API server."""
+def _read(model: type[pydantic.BaseModel], spec: Any) -> tuple[pydantic.BaseModel, errors.InvalidSpec | None]:
+    """The stored ``spec`` as ``model`` for a converter, and the model's refusal of it (None: it takes it).
+
+    A spec the model refuses is built without validation (see :func:`_unvalidated`): converting it is moving its fields,
+    judging it is admission's and the reconcile's. A spec that is no object at all cannot be built: that refusal is
+    raised.
+    """
     try:
-        data = pydantic_core.to_json(_revealed_secrets(spec))
+        return reconciler_mod.spec_from_data(model, spec), None
+    except errors.InvalidSpec as refused:
+        if not isinstance(spec, Mapping):
+            raise
+        return _unvalidated(model, spec), refused
+
+
+def _unvalidated(model: type[pydantic.BaseModel], data: Mapping[str, Any]) -> pydantic.BaseModel:
+    """``data`` as ``model``, built without its validators: each field read as its type (with its constraints, then
+    without) when that type takes it, a nested model's field likewise, any other value left as stored. Fields are found
+    by alias or name as the model finds them; unknown keys are kept only by a model that keeps extra fields. Unset
+    fields stay unset (their defaults, not dumped)."""
+    values: dict[str, Any] = {}
+    taken: set[str] = set()
+    by_name = bool(model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name"))
+    for name, field in model.model_fields.items():
+        alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
+        keys = [alias] if alias else []
+        if not alias or by_name:
+            keys.append(name)
+        for key in keys:
+            if key in data:
+                annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+                values[name] = _loose(annotation, data[key])
+                taken.add(key)
+                break
+    if model.model_config.get("extra") == "allow":
+        values.update({key: value for key, value in data.items() if key not in taken and key not in values})
+    return model.model_construct(**values)
+
+
+def _loose(annotation: Any, value: Any) -> Any:
+    """``value`` read as ``annotation`` when it takes it; else, piece by piece, what of it can be (a model built
+    unvalidated, the items of a list or mapping, the type without its constraints); else ``value`` as it is."""
+    try:
+        return pydantic.TypeAdapter(annotation).validate_json(pydantic_core.to_json(value))
+    except (pydantic.ValidationError, pydantic.PydanticUserError, pydantic_core.PydanticSerializationError):
+        pass
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return _loose(args[0], value)  # its constraints refuse the value: the type alone may take it
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel) and isinstance(value, Mapping):
+        return _unvalidated(annotation, value)
+    if origin in (typing.Union, types.UnionType):
+        others = [arg for arg in args if arg is not type(None)]
+        return _loose(others[0], value) if len(others) == 1 else value
+    if origin in (list, set, frozenset, Sequence) and isinstance(value, list) and args:
+        return [_loose(args[0], item) for item in value]
+    if origin in (dict, Mapping) and isinstance(value, Mapping) and len(args) == 2:
+        return {key: _loose(args[1], item) for key, item in value.items()}
+    return value
+
+
+def _json_data(value: Any) -> Any:
+    """A converter's result as JSON data: models by their set fields, secrets by their values, a ``datetime``, a
+    ``UUID`` or an ``Enum`` by its JSON form."""
+    try:
+        return json.loads(pydantic_core.to_json(_revealed_secrets(value)))
     except pydantic_core.PydanticSerializationError as exc:
         raise ValueError(f"the converted spec is not JSON data: {exc}") from exc
-    return reconciler_mod.spec_from_data(model, json.loads(data))
 
 
 def _revealed_secrets(value: Any) -> Any:
@@ -180,9 +260,15 @@ def _revealed_secrets(value: Any) -> Any:
 
 
 def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
-    """A converter's result as JSON data, checked against the target version's model when there is one."""
+    """A converter's result as JSON data, read as the target version's model when there is one (as a stored spec is,
+    :func:`~okt.reconciler.reconciler.spec_from_data`: a strict model takes the JSON form of a ``datetime``); a result
+    that model refuses is the JSON data it is (see the module docstring)."""
     if model is not None and not isinstance(value, model):
-        value = _as_model(value, model)  # a model of another class, data: checked by its data
+        data = _json_data(value)  # a model of another class, data: read by its data
+        try:
+            value = reconciler_mod.spec_from_data(model, data)
+        except errors.InvalidSpec:
+            value = data
     if isinstance(value, pydantic.BaseModel):
         return _dumped(value)
     try:
@@ -197,8 +283,10 @@ def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
 def _dumped(model: pydantic.BaseModel) -> Any:
     """``model``'s set fields as JSON data, secrets included: pydantic's JSON dump masks a ``SecretStr`` as
     ``**********``, and a converted spec is what the API server serves to clients, and stores when one writes."""
-    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return _revealed(data, model.model_dump(by_alias=True, exclude_unset=True))
+    # A model built unvalidated (a spec its model refuses) may hold values of other types than its fields': said as
+    # they are, without pydantic's warning that they are not what the field's type serializes.
+    data = model.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+    return _revealed(data, model.model_dump(by_alias=True, exclude_unset=True, warnings=False))
 
 
 def _revealed(data: Any, python: Any) -> Any:
@@ -236,6 +324,9 @@ def _describe(obj: Any, desired: str, exc: BaseException) -> str:
     meta = (obj.get("metadata") or {}) if isinstance(obj, Mapping) else {}
     name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part) or "an object"
     source = obj.get("apiVersion") if isinstance(obj, Mapping) else None
+    return f"cannot convert {name} from {source} to {desired}: {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
     said = errors.message_of(exc)
-    reason = said if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {said}"
-    return f"cannot convert {name} from {source} to {desired}: {reason}"
+    return said if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {said}"

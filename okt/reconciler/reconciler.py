@@ -72,7 +72,8 @@ class Reconciler:
     converters: ClassVar[Mapping[tuple[str, str], Callable[[Any], Any]]] = {}
     """``(from_version, to_version) -> function`` taking the spec (a model of ``from_version``) and returning the spec
     of ``to_version`` (its model, or a mapping): okt serves the CRD's conversion webhook with them, chaining them when
-    no direct one is declared. See the webhooks guide."""
+    no direct one is declared. A spec its model refuses is converted too (built without validation): conversion moves
+    fields, admission and the reconcile judge them. See the webhooks guide."""
     owns: ClassVar[Sequence[type[resource.Resource]]] = ()
     """The resource classes of the children: the kinds okt watches, may create, and asks RBAC for. By default every
     object gets one child of each class; override ``resources(ctx)`` to choose."""

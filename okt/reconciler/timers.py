@@ -11,9 +11,12 @@ okt's model: they run only where reconciles run (never on a standby replica), ne
 in error, never twice at once for one object (the work queue hands a key to one worker).
 
 Guarantees: the first run is at the object's first successful reconcile; a timer that raises is logged with its error
-and a Warning Event, counted (``okt_timer_errors_total``), and runs again after its interval — or after the delay of an
-``okt.TemporaryError(delay=...)`` — (it does not fail the reconcile: Ready says what the reconcile did), but
-``okt.GiveUp`` gives the reconcile up as from any hook; the object is requeued for the earliest timer due. What a timer
+and when it runs next, a Warning Event, counted (``okt_timer_errors_total``), and backs off (it does not fail the
+reconcile: Ready says what the reconcile did): it runs again after its interval — or after the delay of an
+``okt.TemporaryError(delay=...)`` — then, while it keeps failing, after twice that, four times that..., up to
+:data:`FAILURE_BACKOFF_CAP` (or its interval, when longer), and after its interval again once a call succeeds
+(:func:`retry_delay`). ``okt.GiveUp`` gives the reconcile up as from any hook; the object is requeued for the earliest
+timer due. What a timer
 returns is acted on as for any hook, never dropped: ``None`` (or ``Outcome.done()``) carries on;
 ``okt.requeue_after(s)`` runs it again after ``s`` instead of its interval; ``okt.give_up(reason)`` gives the reconcile
 up (no requeue, so no next run, until the object changes); ``Outcome.retry(error)`` is the timer failing with ``error``,
@@ -59,6 +62,29 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__okt_every__"
+
+_LEAST_DELAY = 0.25
+"""The first wait after a failed call whose error asked for none (``delay=0``): the reconcile backoff's first."""
+FAILURE_BACKOFF_CAP = 300.0
+"""The longest wait, in seconds, between the calls of a timer that keeps failing (a reconcile's backoff's cap), unless
+its interval or the delay its error asked for is longer."""
+
+
+def retry_delay(interval: float, failures: int, asked: float | None = None) -> float:
+    """Seconds from a failed call of a timer to its next call, after ``failures`` consecutive failed calls (>= 1).
+
+    The delay starts at the timer's interval — or at ``asked``, the delay the error asked for
+    (``okt.TemporaryError(delay=...)``, ``okt.Outcome.retry(error, delay=...)``) — and doubles with each further failed
+    call, up to :data:`FAILURE_BACKOFF_CAP` or that start, whichever is longer: a timer failing every second does not
+    call what fails every second for as long as it fails, and a timer of an hour is never called more often than
+    hourly. No jitter: each object's timer keeps a schedule of its own already.
+    """
+    if failures < 1:
+        raise ValueError(f"failures must be >= 1, got {failures!r}")
+    start = interval if asked is None else max(asked, _LEAST_DELAY)
+    cap = max(start, FAILURE_BACKOFF_CAP)
+    # Compare exponents, not powers: 2 ** failures overflows a float long before failures gets unusual.
+    return cap if failures - 1 >= math.log2(cap / start) else start * 2.0 ** (failures - 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +178,8 @@ class Clock:
 
     It also keeps the calls still running past their timeout (:meth:`overdue`): until such a call returns, its timer
     does not run again for its object, whatever the interval (the entry outlives the object's: the thread does).
-    Failed calls are told to whoever counts them (:meth:`count_failures`).
+    Failed calls are counted per timer and object for its backoff (:meth:`failed`, reset by :meth:`succeeded`), and
+    told to whoever counts them (:meth:`count_failures`).
     """
 
     SWEEP_EVERY = 256
@@ -164,6 +191,7 @@ class Clock:
         self._longest = 0.0
         self._runs = 0
         self._overdue: dict[tuple[str, str], float] = {}
+        self._failures: dict[tuple[str, str], int] = {}
         self._on_failure: Callable[[str], None] | None = None
 
     def now(self) -> float:
@@ -174,11 +202,19 @@ class Clock:
         every call for months is otherwise said only in its log lines and deduplicated Warning Events)."""
         self._on_failure = on_failure
 
-    def failed(self, name: str) -> None:
-        """Record that a call of the timer ``name`` failed (it raised, returned an error or a value okt cannot use,
-        or ran past its timeout)."""
+    def failed(self, uid: str, name: str) -> int:
+        """Record that a call of the timer ``name`` for the object ``uid`` failed (it raised, returned an error or a
+        value okt cannot use, or ran past its timeout); returns how many of its calls in a row have failed."""
+        with self._lock:
+            failures = self._failures[(uid, name)] = self._failures.get((uid, name), 0) + 1
         if self._on_failure is not None:
             self._on_failure(name)
+        return failures
+
+    def succeeded(self, uid: str, name: str) -> None:
+        """Record that a call of that timer for that object did not fail: its backoff starts over."""
+        with self._lock:
+            self._failures.pop((uid, name), None)
 
     def overdue(self) -> int:
         """How many timer calls run past their timeout now: each holds a thread okt cannot stop."""
@@ -223,6 +259,7 @@ class Clock:
                 horizon = now - 2 * self._longest
                 for key in [key for key, last in self._last.items() if last < horizon]:
                     del self._last[key]
+                    self._failures.pop(key, None)
 
     def again_in(self, uid: str, name: str, interval: float, seconds: float) -> None:
         """Make the timer due ``seconds`` from now rather than ``interval`` after its last run (it asked for it)."""
@@ -239,6 +276,7 @@ class Clock:
         with self._lock:
             for name in names:
                 self._last.pop((uid, name), None)
+                self._failures.pop((uid, name), None)
 
 
 def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:
@@ -271,9 +309,9 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
                 except errors.GiveUp as exc:
                     ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
                 except Exception as exc:
-                    _failed(ctx, clock, name, exc)
-                    if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
-                        clock.again_in(uid, name, interval, exc.delay)  # try again when it asked, as any hook's retry
+                    # Tried again when it asked, as any hook's retry, backing off while it keeps failing.
+                    asked = exc.delay if isinstance(exc, errors.TemporaryError) else None
+                    _failed(ctx, clock, name, interval, exc, asked)
                 else:
                     _follow(ctx, clock, name, interval, answer)
             remaining = clock.due(uid, name, interval)
@@ -430,30 +468,45 @@ def _call(
 def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, answer: object) -> None:
     """Act on what the timer returned, as on any hook's answer (a hook's ``okt.requeue_after`` asks for it to run again
     then), never dropping it: a timer's error or bug is reported as its failure, not as the reconcile's."""
+    uid = ctx.cr.uid
     if answer is None:
+        clock.succeeded(uid, name)
         return
     if not isinstance(answer, results_mod.Outcome):
         _failed(
             ctx,
             clock,
             name,
+            interval,
             TypeError(
                 f"timer {name} returned {answer!r}: a timer returns None (carry on), okt.requeue_after(seconds) or "
                 "okt.give_up(reason)"
             ),
         )
-    elif answer.kind is results_mod.OutcomeKind.REQUEUE_AFTER and answer.delay is not None:
-        clock.again_in(ctx.cr.uid, name, interval, answer.delay)
     elif answer.kind is results_mod.OutcomeKind.GIVE_UP:
         ctx.results.follow(answer, f"timer {name}")
     elif answer.error is not None:
-        _failed(ctx, clock, name, answer.error)
+        _failed(ctx, clock, name, interval, answer.error, answer.delay)
+    else:
+        clock.succeeded(uid, name)
+        if answer.kind is results_mod.OutcomeKind.REQUEUE_AFTER and answer.delay is not None:
+            clock.again_in(uid, name, interval, answer.delay)
 
 
-def _failed(ctx: context_mod.Context, clock: Clock, name: str, exc: BaseException) -> None:
+def _failed(
+    ctx: context_mod.Context,
+    clock: Clock,
+    name: str,
+    interval: float,
+    exc: BaseException,
+    asked: float | None = None,
+) -> None:
+    """Report a failed call, and make the timer due again after its backoff (see :func:`retry_delay`)."""
+    uid = ctx.cr.uid
+    delay = retry_delay(interval, clock.failed(uid, name), asked)
+    clock.again_in(uid, name, interval, delay)
     # Said as a hook's error is: a pydantic ValidationError by its fields, never by the values it was given (a
     # Secret's, which a timer may well validate), here and in an Event anyone reading the namespace's events sees.
     said = errors.said(exc)
-    ctx.log.warning("timer failed", timer=name, error=said)
+    ctx.log.warning("timer failed", timer=name, error=said, again_in=round(delay, 3))
     ctx.event(events.WARNING, "TimerFailed", f"timer {name} failed: {said}")
-    clock.failed(name)

@@ -482,3 +482,81 @@ def test_ticks_missed_while_no_reconcile_ran_make_one_catch_up_call_not_a_burst(
 
     assert reconciler.ticks == 2
     assert late.results.min_delay == pytest.approx(60)
+
+
+def flaky(interval: float, error: Exception) -> type[okt.Reconciler]:
+    """A reconciler whose timer every ``interval`` seconds raises ``error`` while ``failing`` is set."""
+
+    class Flaky(okt.Reconciler):
+        api_version = "example.com/v1"
+        kind = "Thing"
+
+        def __init__(self) -> None:
+            self.failing = True
+            self.calls = 0
+
+        @okt.every(seconds=interval)
+        def probe(self, ctx: okt.Context) -> None:
+            self.calls += 1
+            if self.failing:
+                raise error
+
+    return Flaky
+
+
+@pytest.mark.parametrize(
+    ("interval", "error", "delays"),
+    [
+        (1, RuntimeError("the backup target is down"), [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]),
+        (60, RuntimeError("the backup target is down"), [60, 120, 240, 300, 300]),
+        (3600, RuntimeError("the backup target is down"), [3600, 3600, 3600]),
+        (3600, okt.TemporaryError("the backup target is busy", delay=5), [5, 10, 20, 40, 80, 160, 300, 300]),
+        (1, okt.TemporaryError("the backup target is busy", delay=0), [0.25, 0.5, 1, 2, 4]),
+    ],
+    ids=["every second", "every minute", "every hour", "temporary error", "temporary error at once"],
+)
+def test_a_failing_timer_backs_off_from_its_interval_up_to_a_cap_and_after_a_success_runs_at_its_interval(
+    interval: float, error: Exception, delays: list[float]
+) -> None:
+    """A timer failing every second called what fails every second, for as long as it failed: its calls back off
+    instead, doubling from its interval (or from the delay its error asked for) up to five minutes (or that start,
+    when longer: an hourly timer is never called more often than hourly), each failure logged with when it runs next.
+    A call that succeeds puts it back on its interval, and a failure after it starts the backoff over."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = cast(Any, flaky(interval, error)())
+
+    def tick() -> tuple[float | None, list[dict[str, Any]]]:
+        """Run what is due, then move the clock to when the object was requeued for."""
+        ctx = context_of(reconciler)
+        with structlog.testing.capture_logs() as logged:
+            timers.run_due(reconciler, ctx, clock)
+        delay = ctx.results.min_delay
+        assert delay is not None
+        time.now += delay
+        return delay, logged
+
+    failed = [tick() for _ in delays]
+
+    assert [delay for delay, _ in failed] == pytest.approx(delays)
+    assert [[line.get("again_in") for line in logged if line["event"] == "timer failed"] for _, logged in failed] == [
+        [pytest.approx(delay)] for delay in delays
+    ]
+    assert reconciler.calls == len(delays)
+    reconciler.failing = False
+    assert tick()[0] == pytest.approx(interval)
+    reconciler.failing = True
+    assert [tick()[0], tick()[0]] == pytest.approx(delays[:2])
+    assert reconciler.calls == len(delays) + 3
+
+
+def test_a_failing_timers_backoff_is_per_object() -> None:
+    """One object's timer failing again and again does not slow the same timer of another object."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    for _ in range(3):
+        assert timers.retry_delay(60, clock.failed("u1", "probe")) in (60, 120, 240)
+
+    assert clock.failed("u2", "probe") == 1
+    clock.succeeded("u1", "probe")
+    assert clock.failed("u1", "probe") == 1

@@ -287,6 +287,19 @@ def _status_refused(results: results_mod.Results) -> bool:
     )
 
 
+def fields_nowhere(ctx: context_mod.Context) -> ValueError | None:
+    """The refusal of the ``ctx.status_fields`` a hook or timer set on an object whose reconciler writes no status
+    (``status`` is "off", a built-in kind's default), or None: nothing would carry them, and a daemon's are refused
+    alike (:class:`okt.reconciler.findings.Findings`)."""
+    if ctx.settings.status_target is not writer.Target.OFF or not ctx.status_fields:
+        return None
+    names = ", ".join(sorted(map(str, ctx.status_fields)))
+    return ValueError(
+        f'the status of controller {ctx.settings.controller}\'s reconciler is "off" (the default of a built-in kind): '
+        f'no reconcile writes ctx.status_fields ({names}); write them through ctx.client, or set status = "annotations"'
+    )
+
+
 def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
     """The status fields as written: through ``model`` (validated, API names) when there is one.
 
@@ -382,7 +395,12 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
     out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
     something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
     settings = ctx.settings
-    if fields is None:
+    refused = fields_nowhere(ctx)
+    if refused is not None:
+        # Said, not dropped: the hook's author finds out here, not by looking for a field that never appears.
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, refused)
+        fields = {}
+    elif fields is None:
         try:
             fields = status_fields_view(ctx.status_fields, settings.status_model)
         except ValueError as exc:

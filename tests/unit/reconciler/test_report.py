@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 import pydantic
 import pytest
 
 import okt
 from okt.reconciler import report
-from okt.status import conditions
+from okt.status import conditions, events
+from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 T0 = datetime.datetime(2026, 11, 25, 8, 0, 0, tzinfo=datetime.UTC)
 
@@ -170,3 +172,59 @@ def test_a_status_model_that_forbids_extra_fields_still_lets_undeclared_fields_t
     # relatedObjects is okt's own (the SuccessManager sets it): a strict model must not fail every reconcile on it.
     view = report.status_fields_view({"replicas": 2, "relatedObjects": []}, _Strict)
     assert view == {"replicas": 2, "relatedObjects": []}
+
+
+class Unreported(okt.Reconciler):
+    """A reconciler that writes no status, whose hook (in ``state``) or timer sets a status field."""
+
+    api_version = "apps.example.com/v1alpha1"
+    kind = "WebApp"
+    status = "off"
+
+    def __init__(self, state: okt.State | None) -> None:
+        self.state = state
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        answer = super().enter_in_state(state, ctx)  # the built-in work (the SuccessManager's status write is due)
+        if state is self.state:
+            ctx.status_fields["lastBackup"] = "2026-11-30T12:00:00Z"
+        return answer
+
+    @okt.every(hours=1)
+    def backup(self, ctx: okt.Context) -> None:
+        if self.state is None:
+            ctx.status_fields["lastBackup"] = "2026-11-30T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "state", [okt.State.Mutator, okt.State.SuccessManager, None], ids=["mutator", "success manager", "timer"]
+)
+def test_status_fields_set_where_the_reconciler_writes_no_status_fail_the_reconcile_instead_of_going_nowhere(
+    state: okt.State | None,
+) -> None:
+    """``status = "off"`` (a built-in kind's default): nothing writes ``ctx.status_fields``, so a hook or timer that
+    sets one is told, as a daemon handing one over is, by the reconcile failing with an error naming the field (it
+    was dropped without a word); the field is written nowhere."""
+    fake = webapp()
+
+    run = okt.reconcile(Unreported(state), fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    assert isinstance(run.outcome.error, ValueError)
+    assert str(run.outcome.error).startswith(
+        'the status of controller webapp\'s reconciler is "off" (the default of a built-in kind): no reconcile writes '
+        "ctx.status_fields (lastBackup)"
+    )
+    after = fake.stored(WEBAPP, "web", "shop")
+    assert after is not None
+    assert "status" not in after
+    assert "lastBackup" not in json.dumps(after)  # only the failure's count, in okt's annotation
+
+
+def test_a_reconciler_that_writes_no_status_and_sets_no_status_field_succeeds() -> None:
+    fake = webapp()
+
+    run = okt.reconcile(Unreported(okt.State.End), fake, None, "shop", "web")
+
+    assert not run.results.has_error
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER  # the timer's next call

@@ -148,6 +148,14 @@ def _stuck_after(value: float) -> float | None:
     return value or None
 
 
+def _grace_period(value: float) -> float:
+    """``--grace-period``, a finite number of seconds: NaN passes every range check, and infinity would wait for ever
+    for a daemon that ignores its stop."""
+    if not math.isfinite(value):
+        raise click.BadParameter(f"a finite number of seconds >= 0, got {value}")
+    return value
+
+
 def _namespace_name(value: str) -> str:
     """A ``--namespace`` or ``--lease-namespace`` as the API server would take it, or one line saying why not.
 
@@ -582,6 +590,15 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     help="/healthz fails once every worker of a controller has been on one reconcile this long (0: never).",
 )
 @click.option(
+    "--grace-period",
+    type=click.FloatRange(min=0),
+    default=30.0,  # the manager's DEFAULT_GRACE_PERIOD (not imported here: okt --help stays quick)
+    show_default=True,
+    callback=lambda _ctx, _param, value: _grace_period(value),
+    metavar="SECONDS",
+    help="How long SIGTERM waits for reconciles and daemons to end; one still running then makes the exit status 1.",
+)
+@click.option(
     "--log-format", type=click.Choice(["console", "json"]), default=None, help="Console on a terminal, JSON otherwise."
 )
 @click.option(
@@ -655,6 +672,7 @@ def run_command(
     metrics_secure: bool,
     metrics_cert_dir: str | None,
     stuck_after: float | None,
+    grace_period: float,
     log_format: str | None,
     qps: float | None,
     burst: int | None,
@@ -749,6 +767,7 @@ def run_command(
             metrics_secure=metrics_secure,
             metrics_cert_dir=metrics_cert_dir,
             stuck_after=stuck_after,
+            grace_period=grace_period,
             on_startup=startups,
             on_cleanup=cleanups,
             webhooks=webhooks,
@@ -761,5 +780,11 @@ def run_command(
         mgr.run()
         if mgr.lost_leadership:
             raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
+        if mgr.left_running:
+            # A supervisor must know the stop was not clean: what still ran may have been half-way through its work.
+            raise click.ClickException(
+                f"stopped with {'; '.join(mgr.left_running)} still running after the {grace_period:g} s grace period "
+                "(--grace-period): they end with the process, wherever they were"
+            )
     except errors.OktError as exc:
         raise click.ClickException(_with_remedy(exc, reconcilers, module or target or "")) from exc

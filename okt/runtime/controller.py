@@ -496,8 +496,10 @@ class Controller:
         for key in self.cache.keys(self.kind):
             self.queue.add(key, low=True)  # a key queued live above stays in the live lane
 
-    def shutdown(self, grace: float = 30.0) -> bool:
-        """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles; True if they all finished."""
+    def shutdown(self, grace: float = 30.0) -> list[str]:
+        """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles and for the daemons, asked to
+        stop; returns what still runs then (empty: they all finished): the reconciles counted, each daemon by name
+        (``namespace/name: daemon``)."""
         if self._to_map is not None:
             self._to_map.close()
         self.queue.shutdown()
@@ -507,9 +509,14 @@ class Controller:
             thread.join(max(deadline - time.monotonic(), 0.0))
         self.daemons.join(max(deadline - time.monotonic(), 0.0))
         unfinished = sum(thread.is_alive() for thread in self._threads)
+        left = [
+            f"{namespace}/{name}: {daemon}" if namespace else f"{name}: {daemon}"
+            for namespace, name, daemon in self.daemons.running()
+        ]
         if unfinished:
             self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
-        return not unfinished
+            left.insert(0, f"{unfinished} reconcile{'s' if unfinished > 1 else ''} of {self.name}")
+        return left
 
     @property
     def processed(self) -> int:

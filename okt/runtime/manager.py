@@ -25,10 +25,12 @@ Guarantees:
   of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
   in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
-  the probe server; before the release, no write of a reconcile or daemon leaves any more and those already on the
-  wire — an exec until its command ended, a call to the operand until it answered — are waited for (up to the
-  client's request timeout): one not answered by then, or one that ended without an answer, may still reach its
-  target, and the lease is left to expire instead of being released;
+  the probe server; what still runs past the grace period (a reconcile, a daemon that ignores its stop) is logged and
+  named in :attr:`Manager.left_running` (``okt run`` then exits non-zero: the stop was not clean); before the
+  release, no write of a reconcile or daemon leaves any more and those already on the wire — an exec until its
+  command ended, a call to the operand until it answered — are waited for (up to the client's request timeout): one
+  not answered by then, or one that ended without an answer, may still reach its target, and the lease is left to
+  expire instead of being released;
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
@@ -130,7 +132,7 @@ class Manager:
             is rotated; a self-signed one when ``None``.
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
-        grace_period: how long a shutdown waits for in-flight reconciles, in seconds.
+        grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, in seconds.
         stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
             than this many seconds; ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
@@ -228,11 +230,11 @@ class Manager:
         self.webhook_server: webhook_server.WebhookServer | None = None
         self._serves_conversion = False
         self._lock = threading.Lock()
-        self._started = False
+        self._started = self._lost = False
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._working = threading.Event()
-        self._lost = False
+        self._left_running: list[str] = []
 
     # -- state ---------------------------------------------------------------------------------------------------
 
@@ -250,6 +252,13 @@ class Manager:
     def lost_leadership(self) -> bool:
         """Whether the manager stopped because it lost the lease."""
         return self._lost
+
+    @property
+    def left_running(self) -> tuple[str, ...]:
+        """What the shutdown left running past its grace period (empty: a clean stop): reconciles counted per
+        controller, daemons by name (``namespace/name: daemon``). Python cannot kill a thread: they end with the
+        process, wherever they are."""
+        return tuple(self._left_running)
 
     def health(self) -> tuple[bool, str]:
         """``/healthz``: ok while running, while the webhook server (if any) serves, while every worker started
@@ -586,7 +595,9 @@ class Manager:
                 # controller's daemons running (after a lost lease, beside the new leader's).
                 controller.daemons.halt()
             for controller in self.controllers:
-                controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
+                self._left_running.extend(
+                    controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
+                )
             if self._started_up:
                 self._clean_up()
             if self.trimmer is not None:
@@ -603,7 +614,10 @@ class Manager:
             # Logged before join() returns: its caller may print at once (okt run's one-line error), and a line still
             # being written from this thread would run into it.
             try:
-                _log.info("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost)
+                said: dict[str, object] = {"left_running": self._left_running} if self._left_running else {}
+                _log.info(
+                    "manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost, **said
+                )
             finally:
                 self._stopped.set()
 

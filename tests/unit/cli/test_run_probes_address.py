@@ -90,3 +90,17 @@ def test_a_stuck_after_that_is_no_number_of_seconds_is_one_line(
     assert code == 2
     assert "Invalid value for '--stuck-after'" in out and said in out
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("value", "said"), [("-1", "-1.0 is not in the range x>=0"), ("nan", "got nan"), ("inf", "got inf")]
+)
+def test_a_grace_period_that_is_no_finite_number_of_seconds_is_one_line(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, value: str, said: str
+) -> None:
+    """Infinity would wait for ever for a daemon that ignores its stop; NaN passes every range check."""
+    code, out = run(tmp_path, kubeconfig, "0", "--grace-period", value)
+
+    assert code == 2
+    assert "Invalid value for '--grace-period'" in out and said in out
+    assert "Traceback" not in out

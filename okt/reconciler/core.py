@@ -216,6 +216,12 @@ def reconcile(
     if applied is not None and applied.retired and _status_written(ctx.results):
         reconciler.daemon_findings.settle(cr.uid, applied)
     error = ctx.results.first_error
+    if error is None and not ctx.exists and unread is None:
+        # Deleted, or out of the operator's reach (relabelled out of its label selector): there is
+        # nothing to reconcile and nothing is written. Its give-up is how the engine ends ("cr not found"), not a
+        # failure, which an info line saying outcome=give_up(...) read as.
+        log.debug("forgotten: the object is deleted or out of the operator's selection", path=run.path_str)
+        return run
     if error is None:
         # A reconcile that wrote nothing and did not give up found everything in place: at 10,000 objects a restart
         # or a resync is 10,000 of them, which say nothing an operator's log reader needs (metrics count them).

@@ -1,0 +1,56 @@
+"""One reconcile as okt.reconcile runs it: the line it logs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+import structlog
+import structlog.testing
+
+import okt
+from okt.status import events
+from tests.unit.reconciler.webapps import WEBAPP, webapp
+
+
+class WebApps(okt.Reconciler):
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "lines"),
+    [(structlog.BoundLogger, ["debug"]), (structlog.make_filtering_bound_logger(logging.INFO), [])],
+    ids=["any-level", "info-and-up"],
+)
+def test_an_object_that_is_gone_or_out_of_the_selection_is_forgotten_in_a_debug_line_not_a_give_up(
+    wrapper: Any, lines: list[str]
+) -> None:
+    """Relabelled out of ``okt run -l`` (or deleted, or refused by the filters), an object is no longer in the cache
+    the reconcile reads: it ends as "cr not found", nothing written. That was logged at info as
+    ``outcome=give_up(cr not found)``, which reads as a failure; it is a debug line saying the object is forgotten."""
+    fake = webapp()
+    captured = structlog.testing.CapturingLogger()
+    logger = structlog.wrap_logger(captured, wrapper_class=wrapper, processors=[])
+
+    run = okt.reconcile(
+        WebApps(), fake, None, "shop", "gone", logger=logger, recorder=events.EventRecorder(fake, "webapp")
+    )
+
+    assert run.outcome == okt.Outcome.give_up("cr not found")  # as before: no requeue, nothing written
+    assert fake.objects(WEBAPP) == [fake.stored(WEBAPP, "web", "shop")]
+    assert [call.method_name for call in captured.calls] == lines
+    for call in captured.calls:
+        assert call.kwargs["event"] == "forgotten: the object is deleted or out of the operator's selection"
+        assert "outcome" not in call.kwargs
+
+
+def test_an_object_that_is_there_is_still_reconciled_at_info_when_it_wrote() -> None:
+    fake = webapp()
+    with structlog.testing.capture_logs() as logged:
+        run = okt.reconcile(WebApps(), fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    [line] = [entry for entry in logged if entry["event"] == "reconciled"]
+    assert line["log_level"] == "info"  # its first status write

@@ -358,10 +358,12 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
         CodegenError: the operator's image is not a reference a runtime pulls (see :func:`image_parts`), ``version``
             is not semantic (OLM orders upgrades by it), or makes the ClusterServiceVersion's
             name, ``<name>.v<version>``, other than a DNS name of at most 253 characters (a capital letter, a part
-            ending in ``-``) as the API server requires of it.
+            ending in ``-``) as the API server requires of it; ``channel`` is not a lowercase DNS name of at most
+            253 characters (see :func:`check_channel`).
     """
     if not _SEMVER.match(version):
         raise errors.CodegenError(f"invalid --version {version!r}: OLM wants a semantic version such as 0.1.0")
+    check_channel(channel)
     image_parts(operator.image)  # the CSV names the image as given: one no runtime pulls is refused here too
     csv_name = f"{operator.name}.v{version}"
     if not crd.DNS_SUBDOMAIN.match(csv_name) or len(csv_name) > 253:
@@ -394,6 +396,24 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
     (reader,) = [doc for doc in operator.metrics_rbac() if doc["metadata"]["name"].endswith("-metrics-reader")]
     files[f"manifests/{reader['metadata']['name']}.clusterrole.yaml"] = yamlout.dump_all([reader])
     return files
+
+
+def check_channel(channel: str) -> None:
+    """Refuse a channel name OLM cannot subscribe to.
+
+    The bundle's annotations carry it as the channel and the default channel: OLM's catalogs split that annotation
+    on commas (``alpha,stable`` is two channels, and no default channel of that name), and OLM v1's ClusterExtension
+    accepts only a DNS subdomain of at most 253 characters in ``spec.source.catalog.channels`` — a channel with a
+    space, a capital letter or an underscore could be published and never be asked for.
+
+    Raises:
+        CodegenError: ``invalid --channel ...``, saying what OLM wants.
+    """
+    if not crd.DNS_SUBDOMAIN.match(channel) or len(channel) > 253:
+        raise errors.CodegenError(
+            f"invalid --channel {channel!r}: OLM wants one channel name, a lowercase DNS name of at most 253 "
+            "characters such as alpha, stable or stable-v1"
+        )
 
 
 def cluster_service_version(operator: Operator, crds: Sequence[dict[str, Any]], *, version: str) -> dict[str, Any]:

@@ -242,6 +242,29 @@ def test_a_bundle_of_an_image_no_runtime_pulls_is_refused(image: str) -> None:
         deploy.bundle(dataclasses.replace(OPERATOR, image=image), version="0.1.0")
 
 
+@pytest.mark.parametrize("channel", ["bad channel", "alpha,stable", "Stable", "stable_v1", "-alpha", "", "a" * 254])
+def test_okt_gen_bundle_refuses_a_channel_olm_cannot_subscribe_to_in_one_line(tmp_path: Path, channel: str) -> None:
+    # The channel went into the annotations as given: OLM splits "alpha,stable" into two channels, and its
+    # ClusterExtension takes only a DNS subdomain, so a bundle in "bad channel" could never be subscribed to.
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = ["bundle", "main.py", "--name", "gizmo-operator", "--version", "0.1.0", "--image", "gizmo:1"]
+
+    result = CliRunner().invoke(group, [*arguments, "--channel", channel, "--out", str(tmp_path)])
+
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: invalid --channel {channel!r}: OLM wants one channel name, a lowercase DNS name of at most 253 "
+        "characters such as alpha, stable or stable-v1\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("channel", ["alpha", "stable-v1", "1.1.x", "fast-2.0", "a" * 253])
+def test_a_bundle_takes_a_channel_olm_subscribes_to(channel: str) -> None:
+    (metadata,) = load(deploy.bundle(OPERATOR, version="0.1.0", channel=channel)["metadata/annotations.yaml"])
+    assert metadata["annotations"]["operators.operatorframework.io.bundle.channels.v1"] == channel
+
+
 def test_okt_gen_deploy_writes_the_tree_and_lists_each_file(tmp_path: Path) -> None:
     group = cli.make_gen_group(lambda _target: [GizmoReconciler])
     arguments = ["deploy", "main.py", "--name", "gizmo-operator", "--namespace", "gizmo-system"]

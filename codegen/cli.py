@@ -29,7 +29,7 @@ ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
-_OUT_FILE = click.Path(dir_okay=False, allow_dash=True, path_type=Path)
+_OUT_FILE = options.OutPath(dir_okay=False, allow_dash=True)
 """The file ``--out`` names; ``-`` is stdout, as ``kubectl apply -f -`` reads it (it wrote a file named ``-``)."""
 
 _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
@@ -250,7 +250,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     "out_dir",
     default="resources",
     show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=options.OutPath(file_okay=False),
     help="The package directory to write into.",
 )
 @click.option(

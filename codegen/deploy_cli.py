@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from okt.codegen import deploy, webhooks
+from okt.codegen import deploy, options, webhooks
 
 Load = Callable[[str, str | None], Sequence[type[Any]]]
 """Loads OPERATOR's reconcilers, or the one named by ``--reconciler``."""
@@ -45,7 +45,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
         "and its ClusterRole bound in these namespaces only [default: every namespace].",
     )
     @click.option("-l", "--selector", help=_SELECTOR_HELP)
-    @click.option("--out", "out_dir", default="config", show_default=True, type=click.Path(path_type=Path))
+    @click.option("--out", "out_dir", default="config", show_default=True, type=options.OutPath(file_okay=False))
     def deploy_command(
         operator: str,
         reconciler_name: str | None,
@@ -70,7 +70,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
     @click.option("--image", required=True, help="The operator's image, e.g. registry.example.com/my-operator:0.1.0.")
     @click.option("--channel", default="alpha", show_default=True, help="The OLM channel.")
     @click.option("-l", "--selector", help=_SELECTOR_HELP)
-    @click.option("--out", "out_dir", default="bundle", show_default=True, type=click.Path(path_type=Path))
+    @click.option("--out", "out_dir", default="bundle", show_default=True, type=options.OutPath(file_okay=False))
     def bundle_command(
         operator: str,
         reconciler_name: str | None,

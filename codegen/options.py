@@ -1,4 +1,4 @@
-"""One value per option: the click command every ``okt`` command is made of.
+"""One value per option: the click command every ``okt`` command is made of; and where the generators write.
 
 Why it exists: click keeps the last value of an option given twice and drops the others without a word. ``okt run -l
 app=web -l tier=front`` served the front tier of every app, a second ``--kubeconfig`` chose the cluster, and ``okt gen
@@ -6,10 +6,15 @@ rbac --namespace ops --namespace shop`` wrote the RBAC of one namespace only. A 
 instead, in one line, before anything is loaded, asked or written.
 
 Guarantees: repeatable options (``multiple=True``), counts (``-v``) and flags may be given again; any other option
-given twice is a :class:`click.UsageError` naming it and how many times it was given.
+given twice is a :class:`click.UsageError` naming it and how many times it was given. An output path
+(:class:`OutPath`) that is empty is refused the same way: ``Path("")`` is ``.``, so ``okt gen deploy --out ''`` (an
+unset variable in a Makefile) wrote its tree into the current folder.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,3 +35,18 @@ class OneValueCommand(click.Command):
                         ctx,
                     )
         return super().parse_args(ctx, args)
+
+
+class OutPath(click.Path):
+    """The file or folder a command writes to (``--out``, ``--dir``), as a :class:`~pathlib.Path`; an empty value is
+    a :class:`click.BadParameter` saying so, before anything is loaded or written."""
+
+    def __init__(self, *, dir_okay: bool = True, file_okay: bool = True, allow_dash: bool = False) -> None:
+        super().__init__(dir_okay=dir_okay, file_okay=file_okay, allow_dash=allow_dash, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str | bytes) and not value:
+            where = "a folder (. for this one)" if not self.file_okay else "a file"
+            dash = ", or - for stdout" if self.allow_dash else ""
+            self.fail(f"it is empty: name {where}{dash}", param, ctx)
+        return super().convert(value, param, ctx)

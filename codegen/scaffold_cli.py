@@ -27,7 +27,7 @@ def _report(results: list[resource.FileResult], base: Path) -> None:
 @click.option(
     "--dir",
     "directory",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=options.OutPath(file_okay=False),
     help="Where to create the project [default: ./NAME].",
 )
 def init_command(name: str, group: str, version: str, kind: str, directory: Path | None) -> None:
@@ -54,7 +54,7 @@ def create_group() -> None:
 @click.option(
     "--dir",
     "directory",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=options.OutPath(file_okay=False),
     default=Path(),
     help="The project folder [default: .].",
 )

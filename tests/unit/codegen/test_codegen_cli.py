@@ -220,6 +220,37 @@ def test_out_dash_is_stdout(workdir: Path, command: str) -> None:
     assert not (workdir / "-").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "wanted"),
+    [
+        (["crd", "main.py"], "a file, or - for stdout"),
+        (["rbac", "main.py"], "a file, or - for stdout"),
+        (["webhooks", "main.py"], "a file, or - for stdout"),
+        (
+            ["deploy", "main.py", "--name", "gizmo", "--namespace", "ops", "--image", "gizmo:1"],
+            "a folder (. for this one)",
+        ),
+        (
+            ["bundle", "main.py", "--name", "gizmo", "--version", "0.1.0", "--image", "gizmo:1"],
+            "a folder (. for this one)",
+        ),
+        ([*RESOURCE, "manifests/config_map.yaml"], "a folder (. for this one)"),
+    ],
+    ids=["crd", "rbac", "webhooks", "deploy", "bundle", "resource"],
+)
+def test_an_empty_out_is_one_line_and_writes_nothing(workdir: Path, command: list[str], wanted: str) -> None:
+    # Path("") is ".": deploy, bundle and resource wrote into the current folder, crd, rbac and webhooks said
+    # "cannot write .: Device or resource busy" (an unset variable in a Makefile gives such an --out).
+    before = sorted(workdir.rglob("*"))
+
+    result = invoke([*command, "--out", ""], cli.make_gen_group(fake_loader(CheckedReconciler)))
+
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: Invalid value for '--out': it is empty: name {wanted}\n"
+    assert result.stdout == ""
+    assert sorted(workdir.rglob("*")) == before
+
+
 def test_rbac_passes_its_options_through() -> None:
     group = cli.make_gen_group(fake_loader(MemcachedReconciler))
     arguments = ["rbac", "main.py", "--namespace", "ops", "--cluster-wide", "--leader-elect"]

@@ -230,6 +230,22 @@ def test_okt_init_refuses_an_option_given_twice_writing_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [["init", "op", "--group", "example.com", "--version", "v1", "--kind", "W"], ["create", "api", "--kind", "Gadget"]],
+    ids=["init", "create-api"],
+)
+def test_an_empty_dir_is_one_line_writing_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: list[str]
+) -> None:
+    # Path("") is ".": okt init --dir '' made its project in the current folder, not in ./op.
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli_main.cli, [*arguments, "--dir", ""])
+    assert result.exit_code == 2
+    assert result.output == "Error: Invalid value for '--dir': it is empty: name a folder (. for this one)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_okt_create_api_outside_a_project_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli_main.cli, ["create", "api", "--kind", "Gadget", "--dir", str(tmp_path)])
     assert result.exit_code == 2

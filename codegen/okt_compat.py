@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+import click
+
 from okt.codegen import cli
 
 FLAGS = {
@@ -32,8 +34,14 @@ SWITCHES = {"list": "--list", "h": "--help", "help": "--help"}
 
 
 def translate(arguments: Sequence[str]) -> list[str]:
-    """OKT-style arguments -> ``okt gen resource`` arguments (unknown flags are left for click to report, a long one
-    double-dashed so it is reported whole)."""
+    """OKT-style arguments -> ``okt gen resource`` arguments.
+
+    Raises:
+        click.NoSuchOption: an unknown Go flag (``-bogus``, ``-typo=ConfigMap``), named as it was typed, with the
+            flag meant when one is close. Left for click, it was double-dashed to be read whole (single-dashed,
+            click reads ``-typo`` as ``-t -y -p -o``) and reported as ``--bogus``, an option nobody typed.
+        click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), named as it was typed.
+    """
     translated: list[str] = []
     for index, argument in enumerate(arguments):
         if argument == "--":
@@ -45,10 +53,10 @@ def translate(arguments: Sequence[str]) -> list[str]:
             translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
         elif name in SWITCHES and not has_value:
             translated.append(SWITCHES[name])
+        elif name in SWITCHES and not argument.startswith("--"):
+            raise click.BadOptionUsage(f"-{name}", f"Option '-{name}' does not take a value.")
         elif not argument.startswith("--") and len(name) > 1:
-            # An unknown Go flag is one flag: left single-dashed, click read "-typo" as -t -y -p -o, "No such option
-            # '-t'". Double-dashed, it is named whole, with the option meant.
-            translated.append(f"-{argument}")
+            raise click.NoSuchOption(f"-{name}", possibilities=[f"-{flag}" for flag in sorted({*FLAGS, *SWITCHES})])
         else:
             translated.append(argument)
     return translated
@@ -57,4 +65,10 @@ def translate(arguments: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``okt-gen-resource`` with ``argv`` (default: the process arguments); exits like any click command."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    cli.resource_command.main(args=translate(arguments), prog_name="okt-gen-resource")
+    try:
+        translated = translate(arguments)
+    except click.UsageError as exc:
+        error = cli.GenError(exc.format_message())
+        error.show()
+        sys.exit(error.exit_code)
+    cli.resource_command.main(args=translated, prog_name="okt-gen-resource")

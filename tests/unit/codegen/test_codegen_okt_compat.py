@@ -34,8 +34,7 @@ GOLDEN = Path(__file__).parent / "golden"
         pytest.param(["-list"], ["--list"], id="list"),
         pytest.param(["-h"], ["--help"], id="short-help"),
         pytest.param(["-help"], ["--help"], id="go-help"),
-        pytest.param(["-colour=red"], ["--colour=red"], id="unknown-left-for-click-as-one-option"),
-        pytest.param(["-x", "-colour", "red"], ["-x", "--colour", "red"], id="unknown-short-left-as-it-is"),
+        pytest.param(["-x", "--colour", "red"], ["-x", "--colour", "red"], id="unknown-short-and-double-dashed-left"),
         pytest.param(["-type=Pod", "--", "-odd-name.yaml"], ["--type=Pod", "--", "-odd-name.yaml"], id="after-dashes"),
     ],
 )
@@ -82,10 +81,27 @@ def test_okt_spelling_lists_the_dictionary(capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out.splitlines()[0].startswith("KIND")
 
 
-@pytest.mark.parametrize(("argument", "named"), [("-typo=ConfigMap", "--typo"), ("-verison", "--verison")])
-def test_a_misspelt_okt_flag_is_named_whole_with_the_flag_meant(
-    argument: str, named: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [
+        ("-bogus", "No such option '-bogus'. Did you mean '-out'?"),
+        ("-typo=ConfigMap", "No such option '-typo'. Did you mean '-type'?"),
+        ("-verison", "No such option '-verison'. Did you mean '-version'?"),
+        ("-colour=red", "No such option '-colour'."),
+        ("-list=yes", "Option '-list' does not take a value."),
+    ],
+)
+def test_a_misspelt_okt_flag_is_named_as_it_was_typed_with_the_flag_meant(
+    argument: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Click read "-typo" as the short options -t -y -p -o and said "No such option '-t'": a flag nobody wrote.
+    # It was double-dashed for click to read it whole (not as -t -y -p -o), and click named "--bogus", an option
+    # nobody typed, and offered "--out" to a user of single-dash flags.
+    monkeypatch.chdir(tmp_path)
     assert run([argument, "-kind=MyKind", "m.yaml"]) == 2
-    assert capsys.readouterr().err.startswith(f"Error: No such option '{named}'. Did you mean '--")
+    assert capsys.readouterr() == ("", f"Error: {said}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_misspelt_double_dashed_flag_is_named_as_it_was_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--typo=ConfigMap", "-kind=MyKind", "m.yaml"]) == 2
+    assert capsys.readouterr().err == "Error: No such option '--typo'. Did you mean '--type'?\n"

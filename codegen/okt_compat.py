@@ -6,7 +6,8 @@ Why it exists: OKT users know ``okt-gen-resource -type=ConfigMap -kind=MyKind -g
 habits keep working. OKT's ``-path`` is okt's ``--out``.
 
 Guarantees: a translated command behaves exactly like ``okt gen resource`` (same files, same messages, exit status
-2 on any error); arguments that are not flags pass through untouched, and so does everything after ``--``.
+2 on any error); arguments that are not flags pass through untouched, and so do a flag's value given apart (``-path
+-odd``, as Go's flag package reads it) and everything after ``--``.
 """
 
 from __future__ import annotations
@@ -43,14 +44,19 @@ def translate(arguments: Sequence[str]) -> list[str]:
         click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), named as it was typed.
     """
     translated: list[str] = []
+    value_next = False  # the argument is the value of the flag before it (``-path DIR``): taken as it is, as Go does
     for index, argument in enumerate(arguments):
-        if argument == "--":
-            return [*translated, *arguments[index:]]
         name, has_value, value = argument.lstrip("-").partition("=")
-        if not argument.startswith("-") or argument == "-":
+        if value_next:
+            translated.append(argument)
+            value_next = False
+        elif argument == "--":
+            return [*translated, *arguments[index:]]
+        elif not argument.startswith("-") or argument == "-":
             translated.append(argument)
         elif name in FLAGS:
             translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
+            value_next = not has_value
         elif name in SWITCHES and not has_value:
             translated.append(SWITCHES[name])
         elif name in SWITCHES and not argument.startswith("--"):

@@ -36,6 +36,10 @@ GOLDEN = Path(__file__).parent / "golden"
         pytest.param(["-help"], ["--help"], id="go-help"),
         pytest.param(["-x", "--colour", "red"], ["-x", "--colour", "red"], id="unknown-short-and-double-dashed-left"),
         pytest.param(["-type=Pod", "--", "-odd-name.yaml"], ["--type=Pod", "--", "-odd-name.yaml"], id="after-dashes"),
+        # A value that starts with a dash is the flag's, as Go reads it: it was double-dashed ("-dictionary -x.yaml"
+        # read a file --x.yaml; "-path -out" was refused as "invalid --out '--out'", a value nobody typed).
+        pytest.param(["-path", "-out", "m.yaml"], ["--out", "-out", "m.yaml"], id="dashed-value"),
+        pytest.param(["--out", "-list", "-list"], ["--out", "-list", "--list"], id="dashed-value-of-a-dashed-option"),
     ],
 )
 def test_okt_flags_translate_to_okt_gen_resource_options(okt_arguments: list[str], translated: list[str]) -> None:

@@ -42,6 +42,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -272,24 +273,44 @@ def ruff_line_length(directory: Path) -> int:
     """The ``line-length`` of the ruff configuration that governs ``directory`` (ruff's default when none does).
 
     Like ruff, the closest ``.ruff.toml``, ``ruff.toml`` or ``pyproject.toml`` with a ``[tool.ruff]`` table wins;
-    ``directory`` need not exist yet. An unreadable or invalid configuration counts as absent.
+    ``directory`` need not exist yet. An unreadable or invalid configuration counts as absent. A configuration without
+    a ``line-length`` takes its ``extend``'s (a path relative to it, ``~`` and variables expanded, as ruff reads it),
+    and so on up that chain; a chain that comes back to a file it passed ends there.
     """
     for folder in [directory.absolute(), *directory.absolute().parents]:
         for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
             path = folder / name
-            if not path.is_file():
-                continue
-            try:
-                config = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if name == "pyproject.toml":
-                config = config.get("tool", {}).get("ruff")
-                if not isinstance(config, dict):
-                    continue
-            length = config.get("line-length", DEFAULT_LINE_LENGTH)
-            return length if isinstance(length, int) and length > 0 else DEFAULT_LINE_LENGTH
+            config = _ruff_config(path) if path.is_file() else None
+            if config is not None:
+                return _line_length(config, path, set())
     return DEFAULT_LINE_LENGTH
+
+
+def _ruff_config(path: Path) -> dict[str, Any] | None:
+    """The ruff settings of ``path`` (a ``pyproject.toml``'s ``[tool.ruff]``); None when none or unreadable."""
+    try:
+        config: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if path.name == "pyproject.toml":
+        config = config.get("tool", {}).get("ruff")
+    return config if isinstance(config, dict) else None
+
+
+def _line_length(config: dict[str, Any], path: Path, seen: set[Path]) -> int:
+    """The line length ``config`` (read from ``path``) sets, or the one of the configuration it extends."""
+    if "line-length" in config:
+        length = config["line-length"]
+        return length if isinstance(length, int) and length > 0 else DEFAULT_LINE_LENGTH
+    extend = config.get("extend")
+    if not isinstance(extend, str) or not extend:
+        return DEFAULT_LINE_LENGTH
+    base = path.parent / os.path.expandvars(os.path.expanduser(extend))
+    seen.add(path.resolve())
+    if base.resolve() in seen or not base.is_file():
+        return DEFAULT_LINE_LENGTH
+    parent = _ruff_config(base)
+    return DEFAULT_LINE_LENGTH if parent is None else _line_length(parent, base, seen)
 
 
 def _suffix(resource_type: str, cr_kind: str, manifest_path: Path, out_dir: Path) -> str:

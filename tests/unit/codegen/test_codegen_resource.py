@@ -535,6 +535,73 @@ def test_ruff_line_length_is_read_from_the_closest_configuration(
     assert resource.ruff_line_length(project / "operator" / "resources") == expected
 
 
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+                "project/ruff.toml": 'extend = "../pyproject.toml"\n',
+            },
+            100,
+            id="ruff-toml-extends-pyproject",
+        ),
+        pytest.param(
+            {
+                "base.toml": "line-length = 72\n",
+                "project/pyproject.toml": '[tool.ruff]\nextend = "../base.toml"\n[tool.ruff.lint]\nselect = ["E"]\n',
+            },
+            72,
+            id="pyproject-extends-ruff-toml",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+                "shared/ruff.toml": 'extend = "../pyproject.toml"\n',
+                "project/.ruff.toml": 'extend = "../shared/ruff.toml"\n',
+            },
+            100,
+            id="a-chain",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+                "project/ruff.toml": 'extend = "../pyproject.toml"\nline-length = 79\n',
+            },
+            79,
+            id="its-own-line-length-wins",
+        ),
+    ],
+)
+def test_ruff_line_length_follows_extend_as_ruff_does(files: dict[str, str], expected: int, tmp_path: Path) -> None:
+    # A configuration that inherits its line length through extend was read as ruff's default: the generated code
+    # was laid out for 88 columns in a project whose ruff wants another length.
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    module = tmp_path / "project" / "operator" / "resources" / "module.py"
+    module.parent.mkdir(parents=True)
+    module.touch()
+    shown = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--show-settings", str(module)],
+        cwd=module.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert f"linter.line_length = {expected}\n" in shown  # what ruff itself reads
+    assert resource.ruff_line_length(module.parent) == expected
+
+
+def test_an_extend_that_comes_back_to_itself_is_ruffs_default(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "ruff.toml").write_text('extend = "../b/ruff.toml"\n')
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "ruff.toml").write_text('extend = "../a/ruff.toml"\n')
+    assert resource.ruff_line_length(tmp_path / "a" / "resources") == resource.DEFAULT_LINE_LENGTH
+
+
 MANY = BASE + "metadata:\n  name: a\n---\n" + BASE + "metadata:\n  name: b\n"
 
 

@@ -27,7 +27,8 @@ Guarantees:
   leads. The read costs one request per record that writes, none at a steady state;
 * within one operator, the writes to one namespace's inventory take turns (:func:`turn`), so its own workers never
   fail each other's fence: the cached inventory already holds the previous write's answer. A record that loses to
-  another writer re-reads the inventory from the API and tries again at once;
+  another writer re-reads the inventory from the API and tries again at once. Only a lost fence is such a race
+  (:func:`lost_the_fence`): any other refusal — the ConfigMap past the API server's 1 MiB — is reported as it is;
 * the ConfigMap is created on first use (a concurrent creation is detected and turned into a patch) and is kept
   when it becomes empty, since another Memcached may be recorded a moment later.
 
@@ -110,7 +111,8 @@ def record(ctx: okt.Context) -> okt.Operation:
 
     Raises:
         okt.Invalid: the inventory kept changing under :data:`ATTEMPTS` fenced patches in a row (422: the
-            resourceVersion test failed).
+            resourceVersion test failed, :func:`lost_the_fence`); or the API server refused what the write makes of
+            the inventory (at once: too large, a key it refuses).
         okt.ApiError: the API refused a read or a write.
     """
     namespace, name = ctx.cr.namespace, ctx.cr.name
@@ -149,14 +151,48 @@ def _record(ctx: okt.Context, kind: okt.Kind, live: dict[str, Any] | None, name:
                 return okt.Operation.CREATED
             ctx.observe(ctx.client.patch(kind, NAME, fenced_set(live, name, value), namespace, patch_type="json"))
             return okt.Operation.UPDATED
-        except okt.Invalid:  # the resourceVersion test failed: the inventory changed since it was read
-            if attempt == ATTEMPTS:
+        except okt.Invalid as exc:  # lost the fence: the inventory changed since it was read (else: refused)
+            if not lost_the_fence(exc) or attempt == ATTEMPTS:
                 raise
         except okt.Conflict as exc:  # created by someone else since it was read
             if not exc.already_exists or attempt == ATTEMPTS:
                 raise
         live = ctx.client.get_or_none(kind, NAME, namespace)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def lost_the_fence(exc: okt.Invalid) -> bool:
+    """Whether a fenced patch was refused because its resourceVersion test failed (another writer came first).
+
+    The API server answers a JSON patch it cannot apply — a ``test`` that fails — with a 422 that names no field
+    (``the server rejected our request due to an error in our request``, no causes); the other operation of a fenced
+    patch adds to ``data``, which the test just found. A patched inventory it refuses names the field in its causes:
+    ``[]: Too long: must have at most 1048576 bytes`` for the ConfigMap past 1 MiB, ``data[<key>]`` for a key it
+    refuses. Those are no race: the same write is refused again, however soon it is retried.
+    """
+    return not any(cause.field for cause in exc.causes)
+
+
+class InventoryTooLarge(okt.OktError):
+    """The namespace's inventory cannot take the entry: its ConfigMap would pass the API server's 1 MiB.
+
+    Not the Memcached's fault, nor fixed by an edit of it: room is made when other Memcacheds of the namespace go. So
+    it is no permanent error (which would wait for an edit): the reconcile is retried with backoff, as for any API
+    error, and ``Ready=False`` says this.
+    """
+
+    reason = "InventoryTooLarge"
+
+
+def refusal(exc: okt.Invalid, namespace: str | None) -> okt.OktError:
+    """What a refused record is reported as: :class:`InventoryTooLarge` for the ConfigMap's size, else ``exc``."""
+    then = "retried with backoff; deleting Memcacheds of the namespace makes room"
+    too_large = okt.ObjectTooLarge.from_invalid(f"the inventory {describe(namespace)}", exc, then)
+    if too_large is None:
+        return exc
+    error = InventoryTooLarge(str(too_large))
+    error.__cause__ = exc
+    return error
 
 
 def created_with(

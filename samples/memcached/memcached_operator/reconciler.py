@@ -137,7 +137,12 @@ class MemcachedReconciler(okt.Reconciler):
         what = inventory.describe(ctx.cr.namespace)
         try:
             operation = inventory.record(ctx)
-        except (okt.Conflict, okt.Invalid) as exc:  # lost the inventory to other writers ATTEMPTS times in a row
+        except okt.Invalid as exc:
+            if inventory.lost_the_fence(exc):  # lost the inventory to other writers ATTEMPTS times in a row
+                ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=_CONFLICT_DELAY)
+            else:  # refused, and refused again however soon: said as what it is, retried with backoff
+                ctx.results.add(Operation.CRUD_ERROR, what, inventory.refusal(exc, ctx.cr.namespace))
+        except okt.Conflict as exc:  # created by other writers ATTEMPTS times in a row
             ctx.results.add(Operation.CRUD_ERROR, what, exc, delay=_CONFLICT_DELAY)
         except okt.OktError as exc:
             ctx.results.add(Operation.CRUD_ERROR, what, exc)

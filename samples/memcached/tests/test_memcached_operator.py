@@ -280,6 +280,62 @@ def test_a_record_read_before_the_deletion_cannot_bring_the_entry_back(
     assert after["metadata"]["annotations"][inventory.FORGOTTEN] == json.loads(entry)["uid"]
 
 
+ONE_MIB = 1024 * 1024
+
+
+def test_only_a_failed_resource_version_test_is_a_lost_fence(kube: okt.Client, namespace: str) -> None:
+    # Every 422 was taken for a lost race: a refused inventory was patched four times in a row, then again 0.2 s on.
+    kind = inventory.configmap_kind(kube)
+    read_before = kube.create(inventory.created_with(namespace, {"first": "1"}), kind)
+    kube.patch(kind, inventory.NAME, inventory.fenced_set(read_before, "second", "2"), namespace, patch_type="json")
+    live = kube.get(kind, inventory.NAME, namespace)
+
+    refusals = {}
+    for case, (read, key, value) in {
+        "stale": (read_before, "third", "3"),
+        "too-large": (live, "big", "x" * ONE_MIB),
+        "bad-key": (live, "bad key", "4"),
+    }.items():
+        with pytest.raises(errors.Invalid) as refused:
+            kube.patch(kind, inventory.NAME, inventory.fenced_set(read, key, value), namespace, patch_type="json")
+        refusals[case] = refused.value
+
+    assert {case: inventory.lost_the_fence(exc) for case, exc in refusals.items()} == {
+        "stale": True,
+        "too-large": False,
+        "bad-key": False,
+    }
+    assert isinstance(inventory.refusal(refusals["too-large"], namespace), inventory.InventoryTooLarge)
+    assert inventory.refusal(refusals["bad-key"], namespace) is refusals["bad-key"]
+    assert sorted(inventory.entries(kube.get(kind, inventory.NAME, namespace))) == ["first", "second"]
+
+
+def test_a_memcached_a_full_inventory_cannot_take_is_ready_false_as_such_and_recorded_once_there_is_room(
+    kube: okt.Client, operator: RunningOperator, memcacheds: harness.Memcacheds
+) -> None:
+    # It was a lost race retried four patches at a time every 0.2 s, Ready=False saying ApiError.
+    kind = inventory.configmap_kind(kube)
+    namespace = memcacheds.namespace
+    # What thousands of Memcacheds leave in the inventory: one entry more passes the API server's 1 MiB.
+    kube.create(inventory.created_with(namespace, {"others": "x" * (ONE_MIB - 64)}), kind)
+
+    memcacheds.create("overflow", size=1)
+    ready = memcacheds.wait_ready_false("overflow")
+
+    assert ready["reason"] == "InventoryTooLarge"
+    assert (
+        f"the inventory ConfigMap/{namespace}/{inventory.NAME} is too large to write: it is refused, past the API "
+        "server's limit of 1.0 MiB (1048576 bytes) for its data; retried with backoff; deleting Memcacheds of the "
+        "namespace makes room"
+    ) in ready["message"]
+    assert "overflow" not in memcacheds.inventory()
+
+    kube.patch(kind, inventory.NAME, {"data": {"others": None}}, namespace)
+
+    memcacheds.wait_converged(["overflow"])
+    assert set(memcacheds.inventory()) == {"overflow"}
+
+
 class BeforeItsDeletion(core.ApiReader):
     """A cache that still holds one Memcached as it was before its deletion: a new operator's first list served by
     an API server's watch cache that trails etcd. Everything else is read from the API."""

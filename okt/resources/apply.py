@@ -36,9 +36,10 @@ field okt sets is repaired on the next reconcile; labels and annotations other w
 ownerReferences are kept. A field the server stores otherwise than okt wrote it, even in the very answer to okt's
 write — a zero value it leaves out (``stdin: false``, an env var's ``value: ""``, ``hostPort: 0``) — is no drift
 while it holds what the server made of okt's value (:class:`drift_check.ServerForms`): writing again could not change
-it. That memory lives in the process; after a restart, such a child is written once more. A resource quantity of a
-built-in kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which server-side apply
-requires.
+it. That memory lives in the process; after a restart, such a child is written once more. Another manager's item in
+a list the server merges by key (a port added to okt's Service) is no drift at all (:mod:`list_keys`). A resource
+quantity of a built-in kind written as a number (``cpu: 1``, ``memory: 1024``) is applied as its text, which
+server-side apply requires.
 
 An update's apply carries the uid of the object okt read and decided for: one deleted and created again under its
 name since (okt's cache may not have seen it yet) is not written from what okt read of the old one — its initial data

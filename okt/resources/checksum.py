@@ -33,10 +33,11 @@ import copy
 import decimal as decimal_mod
 import fractions
 import hashlib
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pydantic
@@ -70,6 +71,52 @@ class Quantity(str):
     """
 
     __slots__ = ()
+
+
+class KeyedList(list[Any]):
+    """A list of a desired object whose items server-side apply merges by key (a Service's ports by ``port`` and
+    ``protocol``, a container's env vars by ``name``), as the drift check compares it.
+
+    It matches a live list that holds each of its items — found by its key, not its index — in the same order, with
+    any other items around them: those are another manager's, which okt's apply keeps, so they are no drift. A key
+    field an item leaves out stands for its ``defaults`` value there (``protocol: TCP``), which the server fills in.
+    Only lists so marked are compared so (:mod:`okt.resources.list_keys` marks those of built-in kinds); any other
+    list is compared item by item, at the same index.
+    """
+
+    __slots__ = ("defaults", "keys")
+
+    def __init__(self, items: Iterable[Any], keys: tuple[str, ...], defaults: Mapping[str, Any] | None = None) -> None:
+        super().__init__(items)
+        self.keys = keys
+        self.defaults: Mapping[str, Any] = defaults or {}
+
+    def key_of(self, item: object) -> str | None:
+        """The key of ``item`` (of this list, or of the live one) as comparable text, or None for an item that is no
+        mapping, which has none."""
+        if not isinstance(item, Mapping):
+            return None
+        return canonical_json([item.get(name, self.defaults.get(name)) for name in self.keys])
+
+    def placed(self, live: list[Any] | tuple[Any, ...]) -> list[int] | None:
+        """The index in ``live`` of each item of this list, in this list's order; None when ``live`` lacks one, or
+        holds them in another order. Of two live items of one key (which the API server refuses), the first is
+        taken."""
+        found: dict[str | None, int] = {}
+        for index, item in enumerate(live):
+            found.setdefault(self.key_of(item), index)
+        indices = []
+        for item in self:
+            at = found.get(self.key_of(item))
+            if at is None:
+                return None
+            indices.append(at)
+        return indices if all(a < b for a, b in itertools.pairwise(indices)) else None
+
+    def by_key(self) -> bool:
+        """Whether this list is compared by key: every item a mapping (anything else has no key, and is compared at
+        its index, as in any other list)."""
+        return all(_is_mapping(item) for item in self)
 
 
 def _dump_model(value: object) -> Any:
@@ -111,7 +158,9 @@ def is_subset(desired: object, live: object) -> bool:
       write can make it match and comparing it would write on every reconcile;
     * **lists** -- same length, and each desired element is a subset of the live element at the same index, so
       server-defaulted fields inside items (``ports[0].protocol``, ``containers[0].terminationMessagePath``) are
-      ignored while an added, removed or reordered item is drift;
+      ignored while an added, removed or reordered item is drift. A :class:`KeyedList` (a list server-side apply
+      merges by key) matches when each desired item is a subset of the live item of its key, in the same order; live
+      items of other keys are ignored (another manager's, which an apply keeps);
     * **scalars** -- equal value and kind: strings equal strings, numbers equal numbers (``1 == 1.0``), booleans
       equal booleans, ``None`` equals ``None``. No conversion between kinds (``"1"`` does not match ``1``, ``True``
       does not match ``1``) but one: a live string that is the canonical form the server gives a desired
@@ -221,6 +270,15 @@ def _mismatches(desired: object, live: object, path: str) -> Iterator[tuple[str,
             elif not _is_empty(value):
                 yield _child_path(path, key), _MISSING
     elif isinstance(desired, list | tuple):
+        if type(desired) is KeyedList and desired.by_key():
+            placed = desired.placed(live) if isinstance(live, list | tuple) else None
+            if placed is None:
+                yield path, live  # an item missing or out of order: the list is named, as one of another length
+                return
+            assert isinstance(live, list | tuple)
+            for wanted, index in zip(desired, placed, strict=True):
+                yield from _mismatches(wanted, live[index], _index_path(path, index))
+            return
         if not isinstance(live, list | tuple) or len(live) != len(desired):
             yield path, live
             return
@@ -254,6 +312,11 @@ def _matches(desired: Any, live: Any) -> bool:
             elif not _is_empty(value):
                 return False
         return True
+    if kind is KeyedList and desired.by_key():
+        placed = desired.placed(live) if isinstance(live, list | tuple) else None
+        return placed is not None and all(
+            _matches(wanted, live[index]) for wanted, index in zip(desired, placed, strict=True)
+        )
     if kind is list or kind is tuple or (kind not in _SCALARS and isinstance(desired, list | tuple)):
         if not isinstance(live, list | tuple) or len(live) != len(desired):
             return False

@@ -5,12 +5,16 @@ live object sees every server default as drift. So the write path (:mod:`okt.res
 the checksum, a view of the desired object with the live one: the fields ``hashable_ref()`` covers
 (:func:`drift_view`), any of which missing or different in the live object is drift (:func:`in_place`). What the server
 makes of okt's own writes — a zero value it leaves out, a quantity in its canonical form — is no drift
-(:class:`ServerForms`, :mod:`okt.resources.quantities`).
+(:class:`ServerForms`, :mod:`okt.resources.quantities`), and neither is another manager's item in a list server-side
+apply merges by key, which okt's apply keeps (:mod:`okt.resources.list_keys`).
 
 Guarantees: server-defaulted fields never read as drift (they are not in the view); a field left out of
 ``hashable_ref()`` is neither compared nor repaired; a built-in kind's quantity matches as okt wrote it or in its
-canonical form, in no other spelling. The server's forms are remembered in the process only: after a restart, such a
-child is written once more.
+canonical form, in no other spelling; a built-in kind's keyed list matches when it holds okt's items by their keys, in
+the template's order, whatever other items it holds — told from the live object alone, so a restart over such a child
+writes nothing. Caveat: the server's forms are remembered in the process only: after a restart, a child holding one
+(a zero value the server left out) is written once more. A custom resource's lists are compared item by item, at the
+same index, whatever its CRD declares: another writer's item in one is drift.
 """
 
 from __future__ import annotations
@@ -23,19 +27,22 @@ from typing import Any
 import pydantic
 
 from okt.kube import kinds, objects
-from okt.resources import checksum, quantities, resource
+from okt.resources import checksum, list_keys, quantities, resource
 
 
 def _comparable(desired: Mapping[str, Any], *, marked: bool = True) -> dict[str, Any]:
     """What the drift check compares of ``desired``; with ``marked``, a built-in kind's quantities marked as such
     (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
-    does). Marking copies the object, and only widens what matches: unmarked, the view is the cheaper first look."""
+    does), and its lists server-side apply merges by key marked so (:mod:`okt.resources.list_keys`: another
+    manager's items in them are no drift). Marking copies the object, and only widens what matches: unmarked, the view
+    is the cheaper first look."""
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     meta = desired.get("metadata") or {}
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
     if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
         body = objects.json_copy(body)
         quantities.convert_quantities(body, quantities.marked_quantity)
+        list_keys.mark(body)
     return body
 
 

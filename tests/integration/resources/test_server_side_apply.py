@@ -908,3 +908,124 @@ def test_an_update_after_a_restart_reads_nothing_from_the_api_server(
     assert outcome == okt.Outcome.done()
     assert deployment(kube, namespace)["metadata"]["annotations"]["test.okt.io/size"] == "2"
     assert {verb: n for (verb, plural), n in sent.items() if plural == "deployments"} == {"apply": 1}
+
+
+class Exported(okt.ServiceResource):
+    """A Service of one port, leaving its protocol to the server, to which a metrics exporter adds a port of its own."""
+
+    template = """
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector:
+    app: {{ name }}
+  ports:
+    - name: memcached
+      port: 11211
+      targetPort: 11211
+"""
+
+
+def exported_reconciler() -> okt.Reconciler:
+    class ExportedReconciler(shared.WidgetReconciler):
+        owns = (Exported,)
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [Exported(ctx.cr)]
+
+    return ExportedReconciler()
+
+
+METRICS_PORT = {"name": "metrics", "port": 9150, "protocol": "TCP", "targetPort": 9150}
+
+CONVERGING_PROCESS = """
+import sys
+
+import okt
+from okt.kube import client as kube_client
+from tests.integration.resources import test_server_side_apply as applied
+
+kubeconfig, api_version, namespace = sys.argv[1:]
+kube = kube_client.Client.from_kubeconfig(kubeconfig)
+for _ in range(3):
+    before = kube.stats.snapshot()
+    run = applied.shared.reconcile_widget(
+        applied.exported_reconciler(), kube, kube.resolve(api_version, "Widget"), namespace, applied.NAME
+    )
+    if run.outcome != okt.Outcome.done():
+        sys.exit(run.results.summary())
+    if not applied.shared.write_requests(kube, before):
+        sys.exit(0)
+sys.exit("the Service was written by each of 3 reconciles")
+"""
+
+
+def run_converging_process(control_plane: envtest.ControlPlane, kind: kinds.Kind, namespace: str) -> None:
+    """An operator process reconciling the Widget until a reconcile writes nothing, then gone (its memory with it)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    argv = [sys.executable, "-c", CONVERGING_PROCESS, str(control_plane.kubeconfig), kind.api_version, namespace]
+    done = subprocess.run(
+        argv,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("how", ["adopted holding it", "added by another manager"])
+def test_a_service_holding_another_managers_port_is_not_written_by_the_next_process(
+    how: str,
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+) -> None:
+    """Server-side apply merges a Service's ports by port and protocol: a port okt's template does not hold is
+    another manager's, which okt's apply keeps, so it is no drift. A process started over the converged Service writes
+    nothing; an edit of okt's own port is still repaired, the other port left where it is."""
+    services = other_client.resolve("v1", "Service")
+    if how == "adopted holding it":
+        ports = [METRICS_PORT, {"name": "memcached", "port": 11211, "protocol": "TCP", "targetPort": 11211}]
+        body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": NAME, "namespace": namespace}}
+        made = {**body, "spec": {"selector": {"app": NAME}, "ports": ports}}
+        other_client.apply(made, services, field_manager="deployer")  # before the operator ran: adopted
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    run_converging_process(control_plane, widget_kind, namespace)
+    if how == "added by another manager":
+        theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": NAME, "namespace": namespace}}
+        other_client.apply({**theirs, "spec": {"ports": [METRICS_PORT]}}, services, field_manager="exporter")
+        run_converging_process(control_plane, widget_kind, namespace)
+
+    cache = cache_mod.Cache(kube, [namespace])
+    controller = controller_mod.Controller(type(exported_reconciler()), kube, cache, workers=1)
+    controller.watch()
+    try:
+        assert cache.wait_for_sync(15)
+        before = kube.stats.snapshot()
+        outcome = controller.process((namespace, NAME))
+        sent = shared.write_requests(kube, before)
+    finally:
+        cache.stop()
+
+    assert outcome == okt.Outcome.done()
+    assert {key: n for key, n in sent.items() if key[1] != "widgets/status"} == {}
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    assert {p["name"]: p["port"] for p in live["spec"]["ports"]} == {"memcached": 11211, "metrics": 9150}
+
+    ours = next(i for i, p in enumerate(live["spec"]["ports"]) if p["name"] == "memcached")
+    edited = [{"op": "replace", "path": f"/spec/ports/{ours}/targetPort", "value": 8080}]
+    other_client.patch(services, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+    assert converge(exported_reconciler(), kube, widget_kind, namespace) == {("apply", "services"): 1}
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    assert {p["name"]: p["targetPort"] for p in live["spec"]["ports"]} == {"memcached": 11211, "metrics": 9150}
+    assert converge(exported_reconciler(), kube, widget_kind, namespace) == {}

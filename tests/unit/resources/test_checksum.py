@@ -471,3 +471,59 @@ def test_a_mapping_or_sequence_of_another_type_compares_as_a_dict_or_list_does()
 )
 def test_canonical_quantity_is_what_the_api_server_stores(value: Any, stored: str | None) -> None:
     assert checksum.canonical_quantity(value) == stored
+
+
+def ports(*items: dict[str, Any]) -> checksum.KeyedList:
+    """A Service's ports as the drift check marks them: merged by port and protocol, TCP when left out."""
+    return checksum.KeyedList(items, ("port", "protocol"), {"protocol": "TCP"})
+
+
+OURS = {"name": "http", "port": 80}
+THEIRS = {"name": "metrics", "port": 9150, "protocol": "TCP"}
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "paths"),
+    [
+        pytest.param(ports(OURS), [{**OURS, "protocol": "TCP"}], [], id="ours-alone"),
+        pytest.param(ports(OURS), [THEIRS, {**OURS, "protocol": "TCP"}], [], id="theirs-before"),
+        pytest.param(ports(OURS), [{**OURS, "protocol": "TCP"}, THEIRS], [], id="theirs-after"),
+        pytest.param(
+            ports(OURS, {"port": 81}),
+            [{"port": 81, "protocol": "TCP"}, THEIRS, {**OURS, "protocol": "TCP"}],
+            ["."],
+            id="ours-reordered",
+        ),
+        pytest.param(ports(OURS), [THEIRS], ["."], id="ours-missing"),
+        pytest.param(ports(OURS), [{**OURS, "protocol": "UDP"}, THEIRS], ["."], id="ours-rekeyed"),
+        pytest.param(ports(OURS), [THEIRS, {**OURS, "name": "w", "protocol": "TCP"}], [".[1].name"], id="ours-edited"),
+        pytest.param(ports(OURS), {"port": 80}, ["."], id="no-list"),
+        pytest.param(ports(), [THEIRS], [], id="none-of-ours"),
+    ],
+)
+def test_a_keyed_list_matches_its_items_by_key_in_order_among_other_items(
+    desired: checksum.KeyedList, live: Any, paths: list[str]
+) -> None:
+    """Another manager's items are no drift; okt's missing, rekeyed, edited or reordered are (an edit inside an item
+    is named at the live item's index)."""
+    assert checksum.diff_paths(desired, live) == paths
+    assert checksum.is_subset(desired, live) is (paths == [])
+    assert checksum.is_subset_within({"ports": desired}, {"ports": 1}, {"ports": live}) is (paths == [])
+
+
+def test_a_plain_list_with_another_writers_item_is_drift() -> None:
+    """Unmarked (an atomic list, a custom resource's), a list is compared item by item: one more item is drift."""
+    assert checksum.diff_paths([OURS], [{**OURS, "protocol": "TCP"}, THEIRS]) == ["."]
+
+
+def test_a_keyed_list_of_items_without_a_key_is_compared_at_each_index() -> None:
+    desired = checksum.KeyedList(["a", "b"], ("name",))
+    assert checksum.is_subset(desired, ["a", "b"])
+    assert not checksum.is_subset(desired, ["a", "b", "c"])
+
+
+def test_a_keyed_list_hashes_and_copies_as_the_list_it_holds() -> None:
+    desired = ports(OURS)
+    assert checksum.checksum(desired) == checksum.checksum([OURS])
+    copied = copy.deepcopy(desired)
+    assert copied == [OURS] and copied.keys == desired.keys and copied.defaults == desired.defaults

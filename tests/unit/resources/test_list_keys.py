@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from okt.kube import objects
+from okt.names import Names
+from okt.resources import apply, checksum, drift_check, helpers, list_keys, resource
+
+OWNER = objects.CustomResource(
+    {
+        "apiVersion": "test.okt.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "demo", "namespace": "ns", "uid": "uid-1", "generation": 1},
+        "spec": {"size": 2},
+    }
+)
+NAMES = Names()
+
+
+class Web(helpers.DeploymentResource):
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+    spec:
+      volumes:
+        - name: data
+          emptyDir: {}
+      containers:
+        - name: main
+          image: nginx:1.25
+          args: ["--port", "8080"]
+          ports:
+            - name: http
+              containerPort: 8080
+          env:
+            - name: HOST
+              value: db
+            - name: URL
+              value: "tcp://$(HOST):5432"
+          volumeMounts:
+            - name: data
+              mountPath: /data
+"""
+
+
+class Front(helpers.ServiceResource):
+    template = """
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector:
+    app: {{ name }}
+  ports:
+    - name: http
+      port: 80
+"""
+
+
+class Listener(resource.MutableResource):
+    """A custom resource's list: its CRD decides how it merges, and declares it atomic unless it says otherwise."""
+
+    api_version = "example.com/v1"
+    kind = "Listener"
+    template = """
+apiVersion: example.com/v1
+kind: Listener
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  ports:
+    - name: http
+      port: 80
+"""
+
+
+def prepared(cls: type[resource.Resource]) -> resource.Resource:
+    res = cls(OWNER)
+    apply.prepare(res, OWNER, NAMES)
+    return res
+
+
+def as_live(res: resource.Resource) -> dict[str, Any]:
+    """The object as the API server holds it after okt's write: what the server defaults filled in."""
+    live = copy.deepcopy(res.desired)
+    live["metadata"]["uid"] = f"uid-of-{res.kind}"
+    for port in live.get("spec", {}).get("ports") or ():
+        port.setdefault("protocol", "TCP")
+    for container in live.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or ():
+        container.update(terminationMessagePath="/dev/termination-log", imagePullPolicy="IfNotPresent")
+        for port in container.get("ports") or ():
+            port.setdefault("protocol", "TCP")
+    return live
+
+
+def pod(live: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = live["spec"]["template"]["spec"]
+    return spec
+
+
+def main(live: dict[str, Any]) -> dict[str, Any]:
+    container: dict[str, Any] = pod(live)["containers"][0]
+    return container
+
+
+Edit = Callable[[dict[str, Any]], None]
+
+THEIRS: list[tuple[type[resource.Resource], Edit, str]] = [
+    (Front, lambda live: live["spec"]["ports"].append({"name": "metrics", "port": 9150, "protocol": "TCP"}), "port"),
+    (Front, lambda live: live["spec"]["ports"].insert(0, {"port": 53, "protocol": "UDP"}), "port-before"),
+    (Web, lambda live: main(live)["env"].insert(1, {"name": "INJECTED", "value": "x"}), "env-var"),
+    (Web, lambda live: main(live)["ports"].append({"containerPort": 9150, "protocol": "TCP"}), "container-port"),
+    (Web, lambda live: main(live)["volumeMounts"].append({"name": "certs", "mountPath": "/certs"}), "mount"),
+    (Web, lambda live: pod(live)["volumes"].append({"name": "certs", "secret": {"secretName": "c"}}), "volume"),
+    (Web, lambda live: pod(live)["containers"].insert(0, {"name": "proxy", "image": "envoy"}), "sidecar"),
+]
+
+
+@pytest.mark.parametrize(("cls", "edit"), [pytest.param(cls, edit, id=name) for cls, edit, name in THEIRS])
+def test_another_managers_item_in_a_keyed_list_of_a_built_in_kind_is_no_drift(
+    cls: type[resource.Resource], edit: Edit
+) -> None:
+    """Server-side apply keeps it beside okt's items: writing again could not take it away, after a restart either
+    (nothing of the process's memory is needed to tell)."""
+    res = prepared(cls)
+    live = as_live(res)
+    edit(live)
+
+    assert drift_check.in_place(res, live)
+    assert apply.decide(res, live, OWNER, NAMES) == apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
+
+
+def their_port_and_ours_renamed(live: dict[str, Any]) -> None:
+    live["spec"]["ports"].insert(0, {"name": "metrics", "port": 9150, "protocol": "TCP"})
+    live["spec"]["ports"][1]["name"] = "web"
+
+
+def their_env_var_and_ours_edited(live: dict[str, Any]) -> None:
+    main(live)["env"].append({"name": "INJECTED", "value": "x"})
+    main(live)["env"][0]["value"] = "other"
+
+
+def their_sidecar_and_our_image_edited(live: dict[str, Any]) -> None:
+    pod(live)["containers"].insert(0, {"name": "proxy", "image": "envoy"})
+    pod(live)["containers"][1]["image"] = "nginx:evil"
+
+
+DRIFT: list[tuple[type[resource.Resource], Edit, str, str]] = [
+    (Front, their_port_and_ours_renamed, ".spec.ports[1].name", "our-port-edited"),
+    (Front, lambda live: live["spec"]["ports"][0].update(port=8080), ".spec.ports", "our-port-renumbered"),
+    (Web, their_env_var_and_ours_edited, ".spec.template.spec.containers[0].env[0].value", "our-env-var-edited"),
+    (Web, lambda live: main(live)["env"].reverse(), ".spec.template.spec.containers[0].env", "our-env-vars-reordered"),
+    (Web, lambda live: main(live)["env"].pop(0), ".spec.template.spec.containers[0].env", "our-env-var-removed"),
+    (Web, lambda live: main(live)["args"].append("-v"), ".spec.template.spec.containers[0].args", "atomic-list"),
+    (Web, their_sidecar_and_our_image_edited, ".spec.template.spec.containers[1].image", "our-container-edited"),
+    (
+        Listener,
+        lambda live: live["spec"]["ports"].append({"name": "metrics", "port": 9150}),
+        ".spec.ports",
+        "custom-resource-list",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "edit", "drift"), [pytest.param(cls, edit, drift, id=name) for cls, edit, drift, name in DRIFT]
+)
+def test_an_edit_of_okts_items_or_of_a_list_compared_whole_is_drift(
+    cls: type[resource.Resource], edit: Edit, drift: str
+) -> None:
+    """Named where it is: inside okt's item at its live index, or the list when one of okt's items is missing or out
+    of order (or when the list is compared whole)."""
+    res = prepared(cls)
+    live = as_live(res)
+    edit(live)
+
+    assert not drift_check.in_place(res, live)
+    assert apply.decide(res, live, OWNER, NAMES) == apply.Decision(apply.Action.UPDATE, "drift", (drift,))
+
+
+def test_the_keyed_lists_of_a_workloads_pod_template_are_marked_with_their_keys() -> None:
+    body = prepared(Web).desired
+    view = copy.deepcopy(body)
+
+    list_keys.mark(view)
+
+    spec = view["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    marked = {
+        name: (value.keys, dict(value.defaults))
+        for name, value in [
+            ("containers", spec["containers"]),
+            ("volumes", spec["volumes"]),
+            ("ports", container["ports"]),
+            ("env", container["env"]),
+            ("volumeMounts", container["volumeMounts"]),
+        ]
+        if isinstance(value, checksum.KeyedList)
+    }
+    assert marked == {
+        "containers": (("name",), {}),
+        "volumes": (("name",), {}),
+        "ports": (("containerPort", "protocol"), {"protocol": "TCP"}),
+        "env": (("name",), {}),
+        "volumeMounts": (("mountPath",), {}),
+    }
+    assert type(container["args"]) is list, "an atomic list is compared whole"
+    assert view == body, "the same items"
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "found"),
+    [
+        ("v1", "Service", True),
+        ("apps/v1", "StatefulSet", True),
+        ("batch/v1beta1", "CronJob", True),
+        ("v1", "ConfigMap", False),
+        ("example.com/v1", "Service", False),
+    ],
+)
+def test_the_keyed_lists_are_those_of_a_built_in_kinds_group_in_any_version(
+    api_version: str, kind: str, found: bool
+) -> None:
+    assert (list_keys.schema_of(api_version, kind) is not None) is found

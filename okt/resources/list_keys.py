@@ -49,10 +49,9 @@ _CONTAINER: Schema = {
     "resources": {"claims": Keyed(("name",))},
 }
 
-_POD_SPEC: Schema = {
+_POD_SPEC: Schema = {  # no ephemeralContainers: refused in a template and in a new Pod, added by a subresource
     "containers": Keyed(("name",), items=_CONTAINER),
     "initContainers": Keyed(("name",), items=_CONTAINER),
-    "ephemeralContainers": Keyed(("name",), items=_CONTAINER),
     "volumes": Keyed(("name",)),
     "imagePullSecrets": Keyed(("name",)),
     "hostAliases": Keyed(("ip",)),

@@ -37,7 +37,9 @@ def put_back_in_order(
 
     An apply merges list items by their key and keeps the live order of those it finds, so it cannot undo a
     reordering (env vars, whose order matters: one may refer to those before it). One JSON patch replaces each such
-    list with its own live items in the template's order: nothing is added, dropped or changed. It first tests that
+    list with its own live items in the template's order: nothing is added, dropped or changed. In a list the server
+    merges by key (:class:`checksum.KeyedList`), okt's items, found by their keys, take the places they hold in the
+    template's order, and another manager's items stay where they are. It first tests that
     each list still holds those items as read (:func:`patches.guard`), not the object's resourceVersion, which a
     workload's controller bumps again and again while the reordered pod template rolls out; a patch whose test fails
     all the same (someone changed the list) is worked out again from the object read anew, up to
@@ -212,6 +214,8 @@ def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, l
             if key in live:
                 found.extend(_reordered_lists(value, live[key], f"{pointer}/{escaped(key)}"))
         return found
+    if type(desired) is checksum.KeyedList and desired.by_key() and isinstance(live, list):
+        return _reordered_keyed(desired, live, pointer)
     if not isinstance(desired, list | tuple) or not isinstance(live, list) or len(desired) != len(live):
         return []
     pairs = list(zip(desired, live, strict=True))
@@ -227,3 +231,28 @@ def _reordered_lists(desired: Any, live: Any, pointer: str) -> list[tuple[str, l
         left.remove(index)
         order.append(index)
     return [(pointer, live, [live[i] for i in order])]
+
+
+def _reordered_keyed(
+    desired: checksum.KeyedList, live: list[Any], pointer: str
+) -> list[tuple[str, list[Any], list[Any]]]:
+    """:func:`_reordered_lists` of a list the server merges by key, which may hold other managers' items beside okt's:
+    okt's items, found by their keys, are put in the template's order in the places they hold; every other item stays
+    where it is."""
+    placed = desired.placed(live)
+    if placed is not None:  # in order here; perhaps not inside an item
+        inner = (_reordered_lists(wanted, live[i], f"{pointer}/{i}") for wanted, i in zip(desired, placed, strict=True))
+        return [each for found in inner for each in found]
+    at: dict[str | None, int] = {}
+    for index, item in enumerate(live):
+        at.setdefault(desired.key_of(item), index)
+    order: list[int] = []
+    for wanted in desired:
+        index = at.get(desired.key_of(wanted), -1)
+        if index < 0 or index in order:
+            return []  # not all of okt's items: an apply's business, not an order's
+        order.append(index)
+    items = list(live)
+    for place, index in zip(sorted(order), order, strict=True):
+        items[place] = live[index]
+    return [(pointer, live, items)]

@@ -667,6 +667,41 @@ def test_env_vars_put_in_another_order_are_put_back_though_the_workload_controll
 THEIRS = {"template": {"spec": {"containers": [{"name": "main", "env": [{"name": "THEIRS", "value": "x"}]}]}}}
 
 
+def test_env_vars_put_in_another_order_beside_another_managers_are_put_back_and_the_other_one_stays_in_place(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The env list merges by name: okt's vars, found by name, go back to the template's order in the places they
+    hold; the injected one is left where it is."""
+
+    class OrderedReconciler(shared.WidgetReconciler):
+        owns = (Ordered,)
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [Ordered(ctx.cr)]
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(OrderedReconciler(), kube, widget_kind, namespace)
+    foreign_apply(other_client, namespace, "injector", spec=THEIRS)
+    env = "/spec/template/spec/containers/0/env"
+    injected = [e["name"] for e in deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]["env"]]
+    assert injected == ["HOST", "URL", "THEIRS"]
+    moved = [
+        {"op": "move", "from": f"{env}/2", "path": f"{env}/0"},
+        {"op": "move", "from": f"{env}/2", "path": f"{env}/1"},
+    ]
+    other_client.patch(
+        other_client.resolve("apps/v1", "Deployment"), NAME, moved, namespace, patch_type="json", field_manager="editor"
+    )
+    edited = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in edited] == ["THEIRS", "URL", "HOST"]
+
+    converge(OrderedReconciler(), kube, widget_kind, namespace)
+
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert [e["name"] for e in main["env"]] == ["THEIRS", "HOST", "URL"]
+    assert converge(OrderedReconciler(), kube, widget_kind, namespace) == {}
+
+
 @pytest.mark.parametrize("change", ["an item added to the template", "a value of okt's item edited"])
 def test_an_item_another_manager_applies_beside_okts_items_stays(
     change: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind

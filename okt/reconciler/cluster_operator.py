@@ -24,6 +24,15 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   from a release manifest; an admin's) stay after them: the mirror records its own in ``status.extension.okt``
   (written with the status, read with the ClusterOperator: no request more), and replaces only those.
 
+One name is one operator's: the mirror records who writes it (:func:`owner`: the mirrored kind and the scope it is
+reconciled in — the namespaces watched, the label selector — the same for every replica and every restart of one
+deployment, not the process's identity) in ``status.extension.okt.owner``, and an operator of another scope (a second
+deployment watching other namespaces, another ``-l`` shard, another operator given the same name) finds it there and
+writes nothing: one error line says whose it is and how to move it, its reconciles go on. A ClusterOperator without
+that record (created by the CVO from a release manifest, by an admin, or written by an okt that recorded no owner) is
+adopted by the first write. To move a name to another scope, delete the ClusterOperator (the next write of the
+operator now configured creates it as its own), or remove its ``status.extension.okt``.
+
 Guarantees:
 
 * no ClusterOperator CRD (a cluster that is not OpenShift): nothing is sent but one discovery request every
@@ -31,7 +40,10 @@ Guarantees:
 * nothing is written when the mirror already says it: conditions keep their ``lastTransitionTime`` until their status
   changes, and conditions of other types (``Upgradeable``, set by someone else) are kept;
 * a failure to mirror is logged and never fails the reconcile of the custom resource (the mirror is a summary, the
-  custom resources stay the truth).
+  custom resources stay the truth);
+* nothing is written to a ClusterOperator another operator owns (a write is guarded by the ``resourceVersion`` of the
+  object whose owner was read: two operators adopting one at once, the second's write fails and, read again, is
+  refused); the refusal is logged once per name and owner at error level, not at every reconcile.
 
 Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. An entry another writer
 lists that the mirror lists too is the mirror's: it leaves with the mirror's. A mirror written before okt recorded
@@ -68,10 +80,15 @@ ABSENT_RECHECK = 300.0
 MAX_RELATED_OBJECTS = 500
 """The most entries of the mirror's ``relatedObjects``: past it, namespaced objects are named by their namespaces."""
 EXTENSION_KEY = "okt"
-"""The key of ``status.extension`` under which the mirror records which ``relatedObjects`` entries are its own."""
+"""The key of ``status.extension`` under which the mirror records its owner and which ``relatedObjects`` entries are
+its own."""
 
 _absent_until: weakref.WeakKeyDictionary[kube_client.Client, float] = weakref.WeakKeyDictionary()
 _absent_lock = threading.Lock()
+# The owner each refusal was logged for, per ClusterOperator name and this process's owner: logged once, not at every
+# reconcile; again once the name was written (taken back) or found another's of yet another scope.
+_refused: dict[tuple[str, str], str] = {}
+_refused_lock = threading.Lock()
 
 
 def served(client: kube_client.Client, log: Any = None) -> bool:
@@ -89,6 +106,56 @@ def served(client: kube_client.Client, log: Any = None) -> bool:
             log.info("the server has no ClusterOperator kind: the operator's status is not mirrored")
         return False
     return True
+
+
+def owner(kind: kinds.Kind, reader: object) -> dict[str, Any]:
+    """Who writes the mirror of ``kind`` through ``reader``, as recorded on the ClusterOperator: the kind's group and
+    resource, the namespaces watched (sorted; none recorded: every namespace) and the label selector (as given). The
+    same for every replica of one deployment and across its restarts; different for two deployments of one operator
+    that reconcile apart (``okt run -n``, ``-l``) and for two operators of different kinds."""
+    record: dict[str, Any] = {"group": kind.group, "resource": kind.plural}
+    # The informer cache's scope (okt run -n / -l); a plain call's reader asks the API server for every namespace.
+    namespaces = getattr(reader, "namespaces", None)
+    selector = getattr(reader, "label_selector", None)
+    if isinstance(namespaces, (tuple, list)) and namespaces:
+        record["namespaces"] = sorted({str(namespace) for namespace in namespaces})
+    if isinstance(selector, str) and selector:
+        record["labelSelector"] = selector
+    return record
+
+
+def recorded_owner(current: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The owner recorded on a ClusterOperator's ``current`` status (see :func:`owner`), or None when it records none
+    in that shape (never written by okt, written by an okt that recorded no owner, or the record edited away): such a
+    ClusterOperator is adopted by the first write."""
+    extension = (current or {}).get("extension")
+    record = extension.get(EXTENSION_KEY) if isinstance(extension, Mapping) else None
+    found = record.get("owner") if isinstance(record, Mapping) else None
+    if not isinstance(found, Mapping):
+        return None
+    group, resource = found.get("group"), found.get("resource")
+    namespaces, selector = found.get("namespaces"), found.get("labelSelector")
+    if not (isinstance(group, str) and isinstance(resource, str) and resource):
+        return None
+    if namespaces is not None and not (isinstance(namespaces, list) and all(isinstance(n, str) for n in namespaces)):
+        return None
+    if selector is not None and not isinstance(selector, str):
+        return None
+    normal: dict[str, Any] = {"group": group, "resource": resource}
+    if namespaces:
+        normal["namespaces"] = sorted(set(namespaces))
+    if selector:
+        normal["labelSelector"] = selector
+    return normal
+
+
+def describe(record: Mapping[str, Any]) -> str:
+    """An owner as an admin reads it: ``gizmos.example.com in namespaces a, b, label selector shard=1``."""
+    resource = ".".join(part for part in (record["resource"], record["group"]) if part)
+    namespaces = record.get("namespaces")
+    where = f"in namespaces {', '.join(namespaces)}" if namespaces else "in every namespace"
+    selector = record.get("labelSelector")
+    return f"{resource} {where}" + (f", label selector {selector}" if selector else "")
 
 
 def _offending(primaries: Sequence[Mapping[str, Any]], type_: str, bad: str) -> tuple[str, str] | None:
@@ -122,10 +189,13 @@ def desired_status(
     kind: kinds.Kind,
     current: Mapping[str, Any] | None,
     adopted: Sequence[Mapping[str, str]] = (),
+    *,
+    owner: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The ClusterOperator status summing up ``primaries`` (sorted by namespace/name), and whether it differs from
     ``current``. ``adopted``: entries of ``current``'s ``relatedObjects`` taken as the mirror's own where it recorded
-    none (see :func:`adoptable`); they leave unless the mirror lists them now."""
+    none (see :func:`adoptable`); they leave unless the mirror lists them now. ``owner``: who writes it (see
+    :func:`owner`), recorded with the mirror's entries; whether it may, the caller decides (:func:`recorded_owner`)."""
     ordered = sorted(primaries, key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]))
     working = cond.Conditions.from_status(current)
     count = f"{len(ordered)} {kind.kind}"
@@ -145,10 +215,14 @@ def desired_status(
     status["relatedObjects"] = [*own, *_others_related(current, own, adopted)]
     # The mirror's own entries, recorded where the ClusterOperator keeps its operator's data (read with it, written
     # with it): the next write tells them from those another writer added, which it keeps.
-    status["extension"] = {EXTENSION_KEY: {"relatedObjects": own}}
+    record: dict[str, Any] = {"relatedObjects": own}
+    if owner is not None:
+        record["owner"] = dict(owner)
+    status["extension"] = {EXTENSION_KEY: record}
     before = {k: (current or {}).get(k) for k in ("versions", "relatedObjects")}
     after = {k: status.get(k) for k in ("versions", "relatedObjects")}
-    return status, working.changed or before != after or _recorded(current) != own
+    changed = working.changed or before != after or _recorded(current) != own
+    return status, changed or (owner is not None and recorded_owner(current) != record["owner"])
 
 
 def _recorded(current: Mapping[str, Any] | None) -> list[dict[str, str]] | None:
@@ -302,18 +376,46 @@ def _write(client: kube_client.Client, name: str, ctx: context_mod.Context) -> b
     if live is None:
         body = {"apiVersion": API_VERSION, "kind": KIND.kind, "metadata": {"name": name}, "spec": {}}
         live = client.create(body, KIND)
+    ours = owner(ctx.kind, ctx.reader)
+    theirs = recorded_owner(live.get("status"))
+    if theirs is not None and theirs != ours:
+        _refuse(name, ours, theirs, ctx)
+        return False
     # The custom resources are read after the ClusterOperator, on every attempt: a mirror written meanwhile by
     # another resource's reconcile (which wrote its own status first) fails this write's resourceVersion guard, and
     # the retry sums up that status too, instead of writing back what the reader held before it.
     primaries = _primaries(ctx)
     status, changed = desired_status(
-        primaries, ctx.kind, live.get("status"), _adopted(client, ctx.kind, live.get("status"), primaries)
+        primaries, ctx.kind, live.get("status"), _adopted(client, ctx.kind, live.get("status"), primaries), owner=ours
     )
+    with _refused_lock:
+        _refused.pop((name, describe(ours)), None)  # its own again: a later refusal is news
     if not changed:
         return False
+    # Guarded by the resourceVersion the owner was read at: an operator of another scope that adopted the object
+    # meanwhile fails this write (409), and the retry reads its record and refuses.
     patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}, "status": status}
+    # A merge patch keeps the keys it does not name: a field of a record edited by hand, left there, would make the
+    # next read another owner's.
+    status["extension"][EXTENSION_KEY]["owner"] = {"namespaces": None, "labelSelector": None, **ours}
     client.patch(KIND, name, patch, subresource="status")
     return True
+
+
+def _refuse(name: str, ours: Mapping[str, Any], theirs: Mapping[str, Any], ctx: context_mod.Context) -> None:
+    """Say once per owner found that ClusterOperator ``name`` is another operator's, and how to move it."""
+    mine, found = describe(ours), describe(theirs)
+    with _refused_lock:
+        if _refused.get((name, mine)) == found:
+            return
+        _refused[(name, mine)] = found
+    ctx.log.error(
+        f"ClusterOperator {name} is not mirrored: another operator owns it ({found}), this one reconciles {mine}; "
+        "give each its own cluster_operator name, or delete the ClusterOperator for this one to take it",
+        cluster_operator=name,
+        owner=found,
+        scope=mine,
+    )
 
 
 def _adopted(

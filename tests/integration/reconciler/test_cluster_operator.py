@@ -8,10 +8,12 @@ only (each test's in a namespace of its own); the ClusterOperator CRD is OpenShi
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
+import structlog
 
 import okt
 from okt.kube import client as kube_client
@@ -43,9 +45,16 @@ class BrokenGizmos(Gizmos):
 
 
 class PickyGizmos(Gizmos):
+    # Reconciled in one namespace (okt run -n): a scope of its own, so a name of its own (see the test of two scopes).
+    cluster_operator = "gizmo-operator-in-a-namespace"
+
     def check(self, ctx: okt.Context) -> None:
         if ctx.cr.name == "broken":
             raise okt.InvalidSpec("broken on purpose", field="metadata.name")
+
+
+class ShardedGizmos(PickyGizmos):
+    cluster_operator = "gizmo-operator-sharded"
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +71,12 @@ def fresh_client(control_plane: envtest.ControlPlane) -> Iterator[kube_client.Cl
     client.close()
 
 
-def co_status(kube: kube_client.Client) -> dict[str, Any]:
-    return dict((kube.get(CLUSTER_OPERATOR, Gizmos.cluster_operator or "") or {}).get("status") or {})
+def co_status(kube: kube_client.Client, name: str = Gizmos.cluster_operator or "") -> dict[str, Any]:
+    return dict((kube.get(CLUSTER_OPERATOR, name) or {}).get("status") or {})
 
 
-def co_conditions(kube: kube_client.Client) -> dict[str, tuple[str, str]]:
-    return {c["type"]: (c["status"], c.get("reason", "")) for c in co_status(kube).get("conditions") or ()}
+def co_conditions(kube: kube_client.Client, name: str = Gizmos.cluster_operator or "") -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c.get("reason", "")) for c in co_status(kube, name).get("conditions") or ()}
 
 
 def test_without_the_clusteroperator_kind_nothing_is_mirrored_and_the_reconcile_succeeds(
@@ -152,19 +161,21 @@ def test_a_deleted_custom_resource_leaves_the_clusteroperator_and_its_degradatio
     shared.make_widget(kube, gizmo_kind, namespace, "fine", size=1)
     shared.make_widget(kube, gizmo_kind, namespace, "broken", size=1)
 
+    name = PickyGizmos.cluster_operator or ""
+
     def summed_up() -> list[str]:
-        related = co_status(kube).get("relatedObjects") or ()
+        related = co_status(kube, name).get("relatedObjects") or ()
         return sorted(e["name"] for e in related if e.get("namespace") == namespace and e["resource"] == "gizmos")
 
     running = manager_mod.Manager(kube, [PickyGizmos], namespaces=[namespace], metrics_bind="127.0.0.1:0")
     running.start()
     try:
-        wait_for(lambda: summed_up() == ["broken", "fine"] and co_conditions(kube)["Degraded"][0] == "True")
+        wait_for(lambda: summed_up() == ["broken", "fine"] and co_conditions(kube, name)["Degraded"][0] == "True")
 
         kube.delete(gizmo_kind, "broken", namespace)
 
         wait_for(lambda: summed_up() == ["fine"], timeout=15, message=lambda: f"still summed up: {summed_up()}")
-        assert co_conditions(kube)["Degraded"] == ("False", "AsExpected")
+        assert co_conditions(kube, name)["Degraded"] == ("False", "AsExpected")
     finally:
         running.stop()
         running.join(15)
@@ -276,3 +287,108 @@ def test_a_clusteroperator_an_earlier_okt_wrote_loses_the_stale_entries_of_the_m
     ]
     recorded = co_status(kube)["extension"][cluster_operator.EXTENSION_KEY]["relatedObjects"]
     assert [entry for entry in recorded if entry.get("namespace") == namespace] == related()[:2]
+
+
+@pytest.fixture
+def other_namespace(kube: kube_client.Client) -> Iterator[str]:
+    name = f"okt-other-{secrets.token_hex(4)}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+    yield name
+    kube.delete(kinds.NAMESPACE, name)
+
+
+def sharded(kube: kube_client.Client, watched: str) -> manager_mod.Manager:
+    """An operator reconciling the Gizmos of ``watched`` only (okt run -n), started."""
+    running = manager_mod.Manager(kube, [ShardedGizmos], namespaces=[watched], metrics_bind="127.0.0.1:0")
+    running.start()
+    return running
+
+
+def stop(running: manager_mod.Manager) -> None:
+    running.stop()
+    running.join(15)
+
+
+def summed_up(kube: kube_client.Client, name: str) -> list[tuple[str, str]]:
+    """The Gizmos a ClusterOperator lists, as (namespace, name)."""
+    related = co_status(kube, name).get("relatedObjects") or ()
+    return sorted((e.get("namespace", ""), e["name"]) for e in related if e["resource"] == "gizmos")
+
+
+def settled(kube: kube_client.Client, name: str) -> bool:
+    return co_conditions(kube, name) == {
+        "Available": ("True", "AsExpected"),
+        "Progressing": ("False", "AsExpected"),
+        "Degraded": ("False", "AsExpected"),
+    }
+
+
+def degraded(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> bool:
+    conditions = (shared.get_widget(kube, kind, namespace, name).get("status") or {}).get("conditions")
+    return {c["type"]: c["status"] for c in conditions or ()}.get("Degraded") == "True"
+
+
+def test_a_clusteroperator_is_one_scope_s_another_writes_nothing_of_it_and_says_why_and_a_restart_keeps_writing(
+    clusteroperator_crd: None, kube: kube_client.Client, namespace: str, other_namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    """Two deployments of one operator, each watching a namespace of its own (okt run -n), given one ClusterOperator
+    name: the one that wrote it first keeps it; the other's reconciles go on, its mirror writes nothing and says why
+    once. The first restarted (a new process of the same scope) writes on; deleted, the name moves to the other."""
+    name = ShardedGizmos.cluster_operator or ""
+    resource = f"gizmos.{shared.GROUP}"
+    shared.make_widget(kube, gizmo_kind, namespace, "fine", size=1)
+    shared.make_widget(kube, gizmo_kind, other_namespace, "broken", size=1)
+    first = sharded(kube, namespace)
+    try:
+        wait_for(
+            lambda: summed_up(kube, name) == [(namespace, "fine")] and settled(kube, name),
+            message=lambda: str(co_status(kube, name)),
+        )
+        written = co_status(kube, name)
+
+        with structlog.testing.capture_logs() as logged:
+            second = sharded(kube, other_namespace)
+            try:
+                wait_for(lambda: degraded(kube, gizmo_kind, other_namespace, "broken"), message="its own reconcile")
+                wait_for(
+                    lambda: [e for e in logged if "is not mirrored" in e["event"]],
+                    message=lambda: f"no refusal said; the ClusterOperator now: {co_status(kube, name)}",
+                )
+                assert co_status(kube, name) == written  # conditions, entries, owner: nothing of the first's
+            finally:
+                stop(second)
+        [said] = [e for e in logged if "is not mirrored" in e["event"]]  # once, not at every reconcile
+        assert said["log_level"] == "error"
+        assert said["event"] == (
+            f"ClusterOperator {name} is not mirrored: another operator owns it ({resource} in namespaces {namespace}), "
+            f"this one reconciles {resource} in namespaces {other_namespace}; give each its own cluster_operator "
+            "name, or delete the ClusterOperator for this one to take it"
+        )
+        assert written["extension"][cluster_operator.EXTENSION_KEY]["owner"] == {
+            "group": shared.GROUP,
+            "resource": "gizmos",
+            "namespaces": [namespace],
+        }
+    finally:
+        stop(first)
+
+    # The same scope started again, by a process that is not the first: it writes on.
+    restarted = sharded(kube, namespace)
+    try:
+        shared.make_widget(kube, gizmo_kind, namespace, "more", size=1)
+        wait_for(lambda: summed_up(kube, name) == [(namespace, "fine"), (namespace, "more")] and settled(kube, name))
+    finally:
+        stop(restarted)
+
+    # The documented move: the ClusterOperator deleted, the operator now given the name creates it as its own.
+    kube.delete(CLUSTER_OPERATOR, name)
+    wait_for(lambda: kube.get_or_none(CLUSTER_OPERATOR, name) is None)
+    moved = sharded(kube, other_namespace)
+    try:
+        wait_for(
+            lambda: summed_up(kube, name) == [(other_namespace, "broken")], message=lambda: str(co_status(kube, name))
+        )
+        assert co_conditions(kube, name)["Degraded"] == ("True", "InvalidSpec")
+    finally:
+        stop(moved)
+        kube.delete(CLUSTER_OPERATOR, name)

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import structlog
 
 import okt
 from okt import errors
 from okt.kube import kinds
 from okt.reconciler import cluster_operator, core
+from okt.runtime import cache as cache_mod
 from okt.testing import FakeClient
 
 KIND = kinds.Kind("cache.example.com/v1", "Memcached", "memcacheds", namespaced=True)
@@ -225,6 +227,8 @@ def test_a_resource_whose_condition_is_unknown_makes_the_summary_unknown_unless_
 class OneNamespaceReader(core.ApiReader):
     """The reader of an operator serving the namespace ``ns`` only (``okt run -n ns``: its cache holds no other)."""
 
+    namespaces = ("ns",)
+
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:
@@ -258,7 +262,10 @@ def test_a_mirror_without_a_record_adopts_the_entries_of_its_kind_naming_what_it
     stored = client.stored(cluster_operator.KIND, "thing-operator")
     assert stored is not None
     assert stored["status"]["relatedObjects"] == [served, out_of_scope, *others]
-    assert stored["status"]["extension"][cluster_operator.EXTENSION_KEY] == {"relatedObjects": [served]}
+    assert stored["status"]["extension"][cluster_operator.EXTENSION_KEY] == {
+        "owner": {"group": "example.com", "resource": "things", "namespaces": ["ns"]},
+        "relatedObjects": [served],
+    }
 
 
 def test_a_mirror_with_a_record_adopts_nothing() -> None:
@@ -267,3 +274,99 @@ def test_a_mirror_with_a_record_adopts_nothing() -> None:
 
     assert cluster_operator.adoptable(current, KIND) == []
     assert cluster_operator.adoptable({"relatedObjects": [listed]}, KIND) == [listed]
+
+
+def test_the_owner_is_the_mirrored_kind_and_the_scope_it_is_reconciled_in() -> None:
+    client = FakeClient(kinds=[KIND])
+
+    scoped = cluster_operator.owner(KIND, cache_mod.Cache(client, ["b", "a", "b"], "shard=1"))
+    everywhere = cluster_operator.owner(KIND, core.ApiReader(client))
+
+    assert scoped == {
+        "group": "cache.example.com",
+        "resource": "memcacheds",
+        "namespaces": ["a", "b"],
+        "labelSelector": "shard=1",
+    }
+    assert everywhere == {"group": "cache.example.com", "resource": "memcacheds"}
+    assert cluster_operator.describe(scoped) == (
+        "memcacheds.cache.example.com in namespaces a, b, label selector shard=1"
+    )
+    assert cluster_operator.describe(everywhere) == "memcacheds.cache.example.com in every namespace"
+
+
+OWNER = {"group": "cache.example.com", "resource": "memcacheds", "namespaces": ["ns"]}
+
+
+def test_the_owner_is_recorded_with_the_mirror_and_read_back_as_written() -> None:
+    primaries = [primary("a", V1, Available=("True", "Ok"), Progressing=("False", "S"), Degraded=("False", "Ok"))]
+    without, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    status, changed = cluster_operator.desired_status(primaries, KIND, without, owner=OWNER)
+
+    assert changed  # the same summary, an owner recorded: an adoption is written
+    assert cluster_operator.recorded_owner(without) is None
+    assert cluster_operator.recorded_owner(status) == OWNER
+    assert cluster_operator.desired_status(primaries, KIND, status, owner=OWNER) == (status, False)
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        "someone",
+        {"resource": "memcacheds"},
+        {"group": "cache.example.com", "resource": ""},
+        {"group": "cache.example.com", "resource": "memcacheds", "namespaces": "ns"},
+        {"group": "cache.example.com", "resource": "memcacheds", "namespaces": [1]},
+        {"group": "cache.example.com", "resource": "memcacheds", "labelSelector": ["a=b"]},
+    ],
+)
+def test_an_owner_record_not_of_the_shape_okt_writes_is_no_owner(recorded: Any) -> None:
+    current = {"extension": {cluster_operator.EXTENSION_KEY: {"owner": recorded}}}
+
+    assert cluster_operator.recorded_owner(current) is None
+
+
+def test_a_clusteroperator_another_scope_owns_is_not_written_and_the_refusal_is_said_once() -> None:
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+    theirs = {"group": "example.com", "resource": "things", "namespaces": ["other"]}
+    owned = {
+        "apiVersion": cluster_operator.API_VERSION,
+        "kind": "ClusterOperator",
+        "metadata": {"name": "thing-operator"},
+        "spec": {},
+        "status": {"extension": {cluster_operator.EXTENSION_KEY: {"owner": theirs, "relatedObjects": []}}},
+    }
+    client = FakeClient(kinds=[thing_kind, cluster_operator.KIND], objects=[thing("a"), owned])
+    before = client.stored(cluster_operator.KIND, "thing-operator")
+
+    with structlog.testing.capture_logs() as logged:
+        runs = [okt.reconcile(Things(), client, OneNamespaceReader(client), "ns", "a", kind=thing_kind) for _ in "abc"]
+
+    assert [run.outcome for run in runs] == [okt.Outcome.done()] * 3
+    assert client.stored(cluster_operator.KIND, "thing-operator") == before
+    refusals = [entry for entry in logged if "is not mirrored" in entry["event"]]
+    assert [(entry["log_level"], entry["owner"], entry["scope"]) for entry in refusals] == [
+        ("error", "things.example.com in namespaces other", "things.example.com in namespaces ns")
+    ]
+
+
+def test_an_owner_record_edited_by_hand_is_replaced_whole_when_the_clusteroperator_is_adopted() -> None:
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+    edited = {"group": "example.com", "resource": "things", "namespaces": ["x"], "labelSelector": 7}
+    owned = {
+        "apiVersion": cluster_operator.API_VERSION,
+        "kind": "ClusterOperator",
+        "metadata": {"name": "thing-operator"},
+        "spec": {},
+        "status": {"extension": {cluster_operator.EXTENSION_KEY: {"owner": edited, "relatedObjects": []}}},
+    }
+    client = FakeClient(kinds=[thing_kind, cluster_operator.KIND], objects=[thing("a"), owned])
+
+    okt.reconcile(Things(), client, None, "ns", "a", kind=thing_kind)
+    adopted = client.stored(cluster_operator.KIND, "thing-operator")
+    okt.reconcile(Things(), client, None, "ns", "a", kind=thing_kind)
+
+    assert adopted is not None
+    assert cluster_operator.recorded_owner(adopted["status"]) == {"group": "example.com", "resource": "things"}
+    assert client.stored(cluster_operator.KIND, "thing-operator") == adopted  # its own now: not written again

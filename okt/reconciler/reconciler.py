@@ -149,7 +149,8 @@ class Reconciler:
     persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
     """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
     not go to the status subresource. Changing it keeps the lifecycle phases: each is carried over from the other
-    place."""
+    place. With ``ANNOTATIONS`` and a status subresource, a phase move is patched first and alone, the status written
+    only once it landed; a refused move writes nothing else (see :mod:`okt.status.bookkeeping`)."""
     max_concurrent: ClassVar[int | None] = None
     """Reconciles of this kind at once (default: ``okt run --max-concurrent``)."""
     name: ClassVar[str | None] = None

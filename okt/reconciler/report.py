@@ -258,6 +258,46 @@ def on_error(ctx: context_mod.Context) -> None:
     ctx.status_due.append(write)
 
 
+def _move_phase(ctx: context_mod.Context, annotations: dict[str, str | None]) -> dict[str, Any] | None:
+    """Write the bookkeeping's annotations, a phase move among them, alone and before anything that reports the move:
+    the metadata patch guarded by the resourceVersion read, whose answer guards the status write that follows. Returns
+    the object the patch wrote; None when it was refused (the error recorded).
+
+    A refusal (RBAC that lets the status be written but not the object patched, an admission policy, a conflict with
+    another writer) is recorded as an error that says which move was refused; a later write of the same reconcile
+    (the ErrorManager's report) sends nothing, and is refused alike. The retry reads the object again and makes the
+    move again, from the phase the annotation holds. A 404 is raised: the caller tells a deleted object apart."""
+    keeping = ctx.bookkeeping
+    if keeping.phase_refused is not None:
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, keeping.phase_refused)
+        return None
+    patch = {"metadata": {"annotations": annotations, "resourceVersion": ctx.cr.resource_version}}
+    try:
+        written = ctx.client.patch(ctx.kind, ctx.cr.name, patch, ctx.cr.namespace)
+    except errors.NotFound:
+        raise
+    except errors.ApiError as exc:
+        stored = keeping.stored_phase
+        move = f"move from {stored} to {keeping.phase}" if stored else f"be set to {keeping.phase}"
+        said = exc.api_message or exc.api_reason or "no answer"
+        refused = errors.ApiError.from_status(
+            exc.status,
+            exc.api_reason,
+            f"the phase annotation {keeping.phase_annotation} cannot {move}: its patch was refused ({said}); "
+            "nothing else of this reconcile is written, and the retry makes the move again",
+            causes=exc.causes,
+        )
+        refused.__cause__ = exc
+        keeping.phase_refused = refused
+        ctx.log.error("lifecycle phase not written", error=str(refused))
+        delay = CONFLICT_DELAY if isinstance(exc, errors.Conflict) else None
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, refused, delay=delay)
+        return None
+    ctx.observe(written)
+    keeping.annotations_written()
+    return written
+
+
 def _status_too_large(
     ctx: context_mod.Context,
     fields: Mapping[str, Any],
@@ -390,25 +430,35 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None) -> bool:
-    """Write conditions, observedGeneration, ``ctx.status_fields`` (as ``fields`` says them, when the caller worked
-    out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
-    something changed (one status write and/or one guarded metadata patch). Returns whether it wrote."""
-    settings = ctx.settings
+def _fields_to_write(ctx: context_mod.Context, fields: dict[str, Any] | None) -> dict[str, Any]:
+    """The status fields a status write sends: ``fields`` when the caller worked them out, else ``ctx.status_fields``
+    as the status model says them; none (the refusal recorded) when nothing would carry them or the model refuses
+    them."""
     refused = fields_nowhere(ctx)
     if refused is not None:
         # Said, not dropped: the hook's author finds out here, not by looking for a field that never appears.
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, refused)
-        fields = {}
-    elif fields is None:
-        try:
-            fields = status_fields_view(ctx.status_fields, settings.status_model)
-        except ValueError as exc:
-            # Fields the status model refuses (a bug of the operator) are left out, the rest is written: the
-            # conditions above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile
-            # fails.
-            ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
-            fields = {}
+        return {}
+    if fields is not None:
+        return fields
+    try:
+        return status_fields_view(ctx.status_fields, ctx.settings.status_model)
+    except ValueError as exc:
+        # Fields the status model refuses (a bug of the operator) are left out, the rest is written: the conditions
+        # above all, or Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
+        ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
+        return {}
+
+
+def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None) -> bool:
+    """Write conditions, observedGeneration, ``ctx.status_fields`` (as ``fields`` says them, when the caller worked
+    out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
+    something changed (one status write and/or one guarded metadata patch). Returns whether it wrote.
+
+    A move of the phase kept in annotations is patched first, alone, and the status written only once it landed: a
+    refused move writes nothing else, in this call or a later one of the reconcile (:func:`_move_phase`)."""
+    settings = ctx.settings
+    fields = _fields_to_write(ctx, fields)
     # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
     # it could say of the status is to remove the copy an operator version that wrote the status left in it.
     in_status = settings.status_target is writer.Target.STATUS
@@ -417,9 +467,17 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
         written = None
         annotations: dict[str, str | None] = {}
         bookkeeping = ctx.bookkeeping.changed_annotations()
+        if in_status and ctx.bookkeeping.moves_phase_annotation:
+            # The phase's move first, on its own: the status reports it (the lifecycle condition, what the hooks
+            # recorded of the move) and must never claim a phase the annotation does not hold. A move refused here
+            # ends the write with nothing else written (see _move_phase).
+            written = _move_phase(ctx, bookkeeping)
+            if written is None:
+                return False
+            bookkeeping = {}
         if in_status:
             wanted = writer.desired_status(ctx.cr.status, ctx.conditions, ctx.cr.generation, extra)
-            written = writer.write(
+            status_written = writer.write(
                 ctx.client,
                 ctx.kind,
                 ctx.cr,
@@ -432,9 +490,10 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
                 current=lambda: ctx.reader.get(ctx.kind, ctx.cr.name, ctx.cr.namespace),
                 replaced_by=ctx.replaced_by,
             )
-            if written is None and ctx.gave_up_replaced:
+            if status_written is None and ctx.gave_up_replaced:
                 ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
                 return False
+            written = status_written or written
         elif settings.status_target is writer.Target.ANNOTATIONS:
             annotations = writer.annotations_patch(
                 ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix, alongside=bookkeeping

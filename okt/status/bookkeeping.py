@@ -11,6 +11,16 @@ other persistence: it is carried over and moved by the next write (the copy left
 lifecycle never starts again because its operator changed where it keeps it. So it goes for a new prefix: okt's
 annotations under a ``legacy_prefixes`` entry are read where the current names are missing, and the next write
 removes them (see :class:`Bookkeeping`).
+
+With annotation persistence and a status subresource, one reconcile's report is two requests (a status and a metadata
+patch; the API server takes no write of both), so their order is part of the guarantee: a write that moves the phase
+patches the annotations first, alone, and writes the status only once that patch landed
+(:func:`okt.reconciler.report.write_status`). A move the API server refuses (an RBAC role that may write the status but
+not patch the object, an admission policy, a conflict) is an error that names it, and nothing else of that reconcile is
+written — not the status that would report the move, not, once a ``ctx.flush_status()`` made before the children
+failed, the children of the new phase — so the status never runs ahead of the phase. The other way round, a status
+write refused after the move landed leaves the status behind the annotation (the reconcile ends in the same error, its
+report tries the status once more, and the retry goes on from the phase the annotation holds).
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ class Bookkeeping:
         self, raw: Mapping[str, Any], persistence: Persistence, prefix: str, legacy_prefixes: Sequence[str] = ()
     ) -> None:
         self.persistence = Persistence(persistence)
+        # The API server's refusal of this reconcile's phase move, once refused: the later writes of the reconcile
+        # send nothing (see okt.reconciler.report.write_status).
+        self.phase_refused: Exception | None = None
         self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
@@ -143,6 +156,19 @@ class Bookkeeping:
         self._values["phase"] = value
 
     @property
+    def stored_phase(self) -> str | None:
+        """The phase the object carried where this persistence keeps it (under a legacy prefix too) when the
+        reconcile began; None for a new object, or one whose phase was kept in the other place."""
+        phase = self._loaded["phase"] if self._loaded["phase"] is not None else self._taken.get("phase")
+        return str(phase) if phase is not None else None
+
+    @property
+    def moves_phase_annotation(self) -> bool:
+        """Whether the next write changes the phase annotation (annotation persistence): okt writes that change alone
+        and first, before the status that reports it (:func:`okt.reconciler.report.write_status`)."""
+        return self.persistence is Persistence.ANNOTATIONS and self._values["phase"] != self._loaded["phase"]
+
+    @property
     def changed(self) -> bool:
         return self._values != self._loaded
 
@@ -150,6 +176,13 @@ class Bookkeeping:
         """Take the working copy as what the object keeps, once a write stored it."""
         self._loaded = dict(self._values)
         self._left_elsewhere = []
+        self._legacy_left = []
+        self._taken = {}
+
+    def annotations_written(self) -> None:
+        """Take the working copy as what the object's annotations keep, once a metadata patch stored them; what the
+        status still has to say (the removal of a copy kept there) is left for the status write."""
+        self._loaded = dict(self._values)
         self._legacy_left = []
         self._taken = {}
 

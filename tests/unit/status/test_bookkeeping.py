@@ -284,3 +284,38 @@ def test_the_record_of_what_daemons_stated_is_kept_where_the_bookkeeping_is_and_
 def test_a_hand_edited_record_reads_as_nothing_recorded(stored: str) -> None:
     book = bookkeeping.Bookkeeping(obj(annotations={"okt.io/daemons": stored}), ANNOTATIONS, PREFIX)
     assert book.daemons == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "persistence", "phase", "moves", "stored"),
+    [
+        pytest.param(
+            obj(annotations={"okt.io/phase": "Running"}), ANNOTATIONS, "Upgrading", True, "Running", id="move"
+        ),
+        pytest.param(obj(annotations={"okt.io/phase": "Running"}), ANNOTATIONS, "Running", False, "Running", id="same"),
+        pytest.param(obj(), ANNOTATIONS, "Pending", True, None, id="new-object"),
+        pytest.param(obj({"okt": {"phase": "Running"}}), ANNOTATIONS, "Running", True, None, id="carried-from-status"),
+        pytest.param(obj({"okt": {"phase": "Running"}}), STATUS, "Upgrading", False, "Running", id="status"),
+        pytest.param(
+            obj(annotations={"old.io/phase": "Running"}), ANNOTATIONS, "Running", True, "Running", id="legacy-prefix"
+        ),
+    ],
+)
+def test_a_write_that_moves_the_phase_annotation_is_told_with_the_phase_it_moves_from(
+    raw: dict[str, Any], persistence: bookkeeping.Persistence, phase: str, moves: bool, stored: str | None
+) -> None:
+    book = bookkeeping.Bookkeeping(raw, persistence, PREFIX, legacy_prefixes=("old.io",))
+
+    book.phase = phase
+
+    assert (book.moves_phase_annotation, book.stored_phase) == (moves, stored)
+
+
+def test_annotations_written_alone_leave_the_status_its_removal_of_the_copy_kept_there() -> None:
+    book = bookkeeping.Bookkeeping(obj({"okt": {"phase": "Running"}}), ANNOTATIONS, PREFIX)
+    assert book.changed_annotations() == {"okt.io/phase": "Running"}
+
+    book.annotations_written()
+
+    assert (book.moves_phase_annotation, book.changed_annotations()) == (False, {})
+    assert book.status_fields() == {"okt": None}

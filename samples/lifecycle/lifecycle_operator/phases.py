@@ -70,7 +70,8 @@ def target_version(ctx: okt.Context) -> str:
     """The version the upgrade under way installs: the one ``spec.version`` asked for when the upgrade began.
 
     A later ``spec.version`` waits for that upgrade to end, so its Job is neither pruned half-run nor lost once done.
-    ``spec.version`` when no target is recorded (an upgrade begun by an operator version that did not record it).
+    ``spec.version`` when no target is recorded (an upgrade begun by an operator version that did not record it, or
+    whose status write was refused after the phase annotation moved); the reconciler records it then, before the Job.
     """
     return status_value(ctx, TARGET_VERSION) or str(ctx.spec.version)
 

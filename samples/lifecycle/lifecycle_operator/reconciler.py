@@ -18,8 +18,10 @@ SuccessManager reports the phase instead of okt's "every child is in its desired
 reason of the transition that led there, Progressing is True on the way, Degraded is True in Failed.
 
 The phase is persisted in the ``okt.io/phase`` annotation (``persistence = ANNOTATIONS``), which ``kubectl get`` shows
-as a column. A value that names no phase is refused: the reconcile ends in the ErrorManager with Ready=False, reason
-``UnknownPhase`` and a message that says what is accepted.
+as a column. okt writes a move's annotation first and the status once it landed, so a refused move writes nothing;
+an Upgrading WebApp whose status holds no target (its status refused after the annotation moved) has it recorded
+before its Job exists. A value that names no phase is refused: the reconcile ends in the ErrorManager with
+Ready=False, reason ``UnknownPhase`` and a message that says what is accepted.
 
 A ``spec.version`` whose upgrade Job would need a name longer than Kubernetes accepts is refused in the CRChecker
 (Ready=False, reason ``InvalidSpec``), before the lifecycle moves: the CRD bounds the version and the WebApp's name
@@ -38,6 +40,7 @@ from .phases import LIFECYCLE, Phase
 from .resources import DeploymentWebApp, JobWebApp, job_version, upgrade_job_name
 
 State = okt.State
+TARGET = phases.TARGET_VERSION
 
 JOB_NAME_MAX_LENGTH = 63
 """The longest Job name Kubernetes accepts: the name labels the Job's pods (``job-name``), and a label value is 63
@@ -61,10 +64,17 @@ class WebAppReconciler(okt.Reconciler):
             progress = LIFECYCLE.advance(ctx)
             for move in progress.moves:
                 remember(ctx, move)
-            if progress.moved:
-                # Written before the children follow the new phase: a move lost after its Job was pruned would be
-                # made again from a phase whose Job is gone, and run it twice. A write that fails is an error, which
-                # ends the reconcile in the ErrorManager before the Updater touches anything.
+            untargeted = LIFECYCLE.current(ctx) is Phase.Upgrading and phases.status_value(ctx, TARGET) is None
+            if untargeted:
+                # An upgrade whose target the status does not hold (the move's status write failed after the phase
+                # annotation landed, or an operator version that did not record it): recorded before its Job exists,
+                # or a later spec.version would take the upgrade over and prune that Job half-run.
+                ctx.status_fields[TARGET] = str(ctx.spec.version)
+            if progress.moved or untargeted:
+                # Written before the children follow the new phase: okt writes the phase annotation first and the
+                # status once it landed, and either refusal is an error that ends the reconcile in the ErrorManager
+                # before the Updater touches anything. A move lost after its Job was pruned would be made again
+                # from a phase whose Job is gone, and run it twice.
                 ctx.flush_status()
         super().enter_in_state(state, ctx)
 

@@ -52,6 +52,11 @@ def without_object_patch(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return narrowed
 
 
+def without_status_patch(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rules`` with ``webapps/status`` no longer writable; ``webapps`` still patchable."""
+    return [rule for rule in rules if rule["resources"] != ["webapps/status"]]
+
+
 def set_rules(kube: okt.Client, namespace: str, rules: list[dict[str, Any]]) -> None:
     kube.patch(ROLE, ACCOUNT, {"rules": rules}, namespace)
 
@@ -163,3 +168,37 @@ def test_a_phase_move_refused_by_rbac_writes_nothing_else_and_the_lifecycle_goes
         assert webapps.view("shop").jobs == (upgrade_job_name("shop", "3"),), "the upgrade to 3 is not pruned half-run"
         webapps.finish_job(upgrade_job_name("shop", "3"), succeeded=True)
         webapps.wait_phase("shop", "Upgrading", installed="3", jobs=(upgrade_job_name("shop", "4"),))
+
+
+def test_a_move_whose_status_is_refused_after_the_annotation_records_the_upgrade_target_before_its_job(
+    kube: okt.Client, account: okt.Client, namespace: str, webapp_kind: kinds.Kind, webapps: harness.WebApps
+) -> None:
+    rules = generated_rules()
+    with RunningOperator.start(account, WebAppReconciler, namespaces=[namespace]):
+        webapps.create("blog", "1")
+        webapps.wait_phase("blog", "Provisioning", jobs=(setup_job_name("blog"),))
+        webapps.finish_job(setup_job_name("blog"), succeeded=True)
+        webapps.wait_phase("blog", "Running", installed="1", jobs=(), ready="True")
+
+        set_rules(kube, namespace, without_status_patch(rules))
+        wait_for(lambda: may_patch_webapps(account, namespace, "webapps/status") is False, message="the narrowed role")
+        webapps.set_version("blog", "2")  # Running -> Upgrading: the annotation lands, the status is refused
+
+        def refusal() -> tuple[str, str, str] | None:
+            return next((e for e in webapps.events("blog") if e[0] == "Warning"), None)
+
+        wait_for(refusal, message="a Warning Event saying the status write was refused")
+        refused = webapps.view("blog")
+        assert (refused.phase, refused.jobs) == ("Upgrading", ()), "no Job before the status records its target"
+        assert webapps.get("blog")["status"].get("targetVersion") is None
+
+        set_rules(kube, namespace, rules)
+        webapps.wait_phase("blog", "Upgrading", installed="1", jobs=(upgrade_job_name("blog", "2"),))
+        assert webapps.get("blog")["status"]["targetVersion"] == "2"
+        generation = webapps.set_version("blog", "3")["metadata"]["generation"]
+        webapps.wait(
+            "blog",
+            lambda v: phase_condition(webapps, "blog").get("observedGeneration") == generation,
+            "the Phase condition of the generation that asks for 3",
+        )
+        assert webapps.view("blog").jobs == (upgrade_job_name("blog", "2"),), "the upgrade to 2 is not pruned half-run"

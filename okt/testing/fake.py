@@ -58,21 +58,32 @@ Limits, on purpose:
 * server-side apply is approximated: the applied object is merged into the stored one (a ``null`` is stored as a
   value, as in a custom resource without a schema, where a merge patch's ``null`` deletes), and a field its field
   manager applied before and no longer applies is removed when no other writer owns it too (another apply of the
-  same value, or a create, patch or update that wrote it since) — but lists are atomic (replaced whole, never merged
-  by key such as a container's name or a condition's type; ``metadata.finalizers`` and ``metadata.ownerReferences``
-  too: an apply drops another writer's finalizer or owner reference the server keeps, and okt's controller reference
-  applied to an object another controller owns replaces that one where the server refuses two, 422), conflicts
-  between managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the server), and
-  ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep the owners
-  they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion`` (the server
-  bumps it); an apply to ``status`` and one to the object are two owners even under one field manager, as on
-  Kubernetes 1.22 and later (1.20, which okt is tested on, keeps one entry for both: there one's apply can stop owning
-  what the other applied, which the next apply then leaves);
+  same value, or a create, patch or update that wrote it since);
+* the lists the API server merges by key are merged by key in an apply: those of Kubernetes' own kinds in
+  :data:`okt.resources.list_keys.KINDS` (a Service's ``ports`` by port and protocol, a pod template's ``containers`` and
+  ``volumes`` by name, a container's ``env`` by name and ``ports`` by port and protocol, ...; a ``protocol`` left out is
+  ``TCP``), and ``metadata.finalizers`` (by value) and ``metadata.ownerReferences`` (by uid) of every kind. An item is
+  owned by its key, as the server's managedFields own ``k:{"port":80,"protocol":"TCP"}``: an applied item is merged
+  field by field into the stored item of its key; the items of other writers stay where they are; new items are appended
+  in the applied order (as on Kubernetes 1.20, which okt is tested on; newer servers put the applied items in the
+  applied order among the others); an item its manager applied before and no longer applies is removed, unless another
+  writer owns it (a field another writer set in it goes with it, as on the server). So another writer's finalizer or
+  owner reference stays, and okt's controller reference beside another controller's is a 422, as on the server. Every
+  other list is atomic (replaced whole): a custom resource's (its CRD's ``x-kubernetes-list-type`` is not read), a
+  built-in kind's list missing from that table, and a keyed list whose items cannot be keyed (an item without its key,
+  two items of one key: the server refuses such an apply); merge patches and strategic merge patches replace every
+  list whole;
+* conflicts between field managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the
+  server), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
+  the owners they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion``
+  (the server bumps it); an apply to ``status`` and one to the object are two owners even under one field manager,
+  as on Kubernetes 1.22 and later (1.20, which okt is tested on, keeps one entry for both: there one's apply can stop
+  owning what the other applied, which the next apply then leaves);
 * ``propagation="Foreground"`` deletes as ``"Background"`` does (the server keeps the object, with
   ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, until its dependents that block it are gone);
 * namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
   ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
-* strategic merge patches are treated as merge patches (lists replaced whole);
+* strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);
 * no schema, no defaulting, no validation (but of metadata, above), no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
@@ -100,7 +111,7 @@ from okt.kube import kinds as kinds_mod
 from okt.testing import metadata, patching
 
 _Key = tuple[str, str, str, str]
-_Path = tuple[str, ...]
+_Path = patching.Path
 _SET_BY_SERVER = ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp")
 """The fields of ``metadata`` the server sets itself on a create (an apply's too), whatever the body says."""
 _Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
@@ -360,7 +371,8 @@ class FakeClient(kube_client.Client):
             if live is None and subresource is not None:
                 raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
             writer = ("Apply", field_manager, subresource or "")
-            applied = patching.fields(_scope(body, subresource))
+            schema = patching.schema_of(kind.api_version, kind.kind)
+            applied = patching.fields(_scope(body, subresource), schema)
             if live is None:
                 if meta.get("uid"):  # a uid is a precondition: it names an object that does not exist
                     raise _error(
@@ -386,7 +398,7 @@ class FakeClient(kube_client.Client):
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
-            changed = patching.apply_merge(patching.without(live, gone), body)
+            changed = patching.apply_merge(patching.without(live, gone, schema), body, schema)
             written = self._write(live, changed, subresource)
             self._own(key, live, written, writer, applied)
             return written
@@ -539,7 +551,8 @@ class FakeClient(kube_client.Client):
         """
         if key not in self._objects:
             return
-        was, now = patching.fields(before), patching.fields(after)
+        schema = patching.schema_of(key[0], key[1])
+        was, now = patching.fields(before, schema), patching.fields(after, schema)
         owners = self._owners.setdefault(key, {})
         for path in [path for path in owners if path not in now]:
             del owners[path]

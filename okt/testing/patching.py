@@ -10,11 +10,13 @@ a ``replace`` of an object's key) raises :class:`okt.errors.Invalid`, as the API
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from okt import errors
+from okt.resources import list_keys
 
 _ABSENT = object()
 
@@ -32,46 +34,161 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def apply_merge(target: Any, applied: Any) -> Any:
+Path: TypeAlias = tuple["str | Item", ...]
+"""Where a field is in an object: the names of the mappings it is in, and for an item of a keyed list its
+:class:`Item` — ``("spec", "ports", Item(...), "name")``."""
+
+SET = list_keys.Keyed(())
+"""A list whose items are their own keys (``x-kubernetes-list-type: set``, such as ``metadata.finalizers``)."""
+
+METADATA: list_keys.Schema = {"finalizers": SET, "ownerReferences": list_keys.Keyed(("uid",))}
+"""The keyed lists of every object's ``metadata``, whatever its kind."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """An item of a keyed list in a field's :data:`Path`: the values of its key fields, as the API server's
+    managedFields name it (``k:{"port":80,"protocol":"TCP"}``), or the item itself in a set (``v:"a/b"``)."""
+
+    key: tuple[tuple[str, Any], ...]
+
+    def __repr__(self) -> str:
+        if len(self.key) == 1 and not self.key[0][0]:
+            return f"v:{json.dumps(self.key[0][1])}"
+        return f"k:{json.dumps(dict(self.key), separators=(',', ':'))}"
+
+
+def schema_of(api_version: str, kind: str) -> list_keys.Schema:
+    """The keyed lists of an object of ``kind``: its metadata's (:data:`METADATA`) and those of
+    :data:`okt.resources.list_keys.KINDS`; every other list is atomic."""
+    return {**(list_keys.schema_of(api_version, kind) or {}), "metadata": METADATA}
+
+
+def apply_merge(target: Any, applied: Any, schema: list_keys.Schema | None = None) -> Any:
     """How server-side apply merges an applied object into a stored one: objects merge key by key and anything else
     replaces, as in a merge patch — but a ``null`` is a value like any other, stored as it is (what an apply removes
-    is what its manager no longer applies: see :func:`without`)."""
+    is what its manager no longer applies: see :func:`without`).
+
+    A list ``schema`` names (see :func:`schema_of`) merges item by item: an applied item is merged into the stored item
+    of the same key, the other stored items stay where they are, and new items are appended (:func:`_merge_items`).
+    A keyed list whose items cannot be told apart (an item without its key, two items of one key: the API server
+    refuses the apply) replaces, as every other list does.
+    """
     if not isinstance(applied, Mapping):
         return copy.deepcopy(applied)
     result = copy.deepcopy(dict(target)) if isinstance(target, Mapping) else {}
     for key, value in applied.items():
-        result[key] = apply_merge(result.get(key), value)
+        inner = (schema or {}).get(key)
+        if isinstance(inner, list_keys.Keyed):
+            merged = _merge_items(result.get(key), value, inner)
+            result[key] = merged if merged is not None else copy.deepcopy(value)
+        else:
+            result[key] = apply_merge(result.get(key), value, inner)
     return result
 
 
-def fields(obj: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+def _merge_items(stored: Any, applied: Any, keyed: list_keys.Keyed) -> list[Any] | None:
+    """The items of a keyed list after an apply, or None where either list's items cannot be keyed: the stored items
+    in their order, each merged with the applied item of its key, then the new items in the applied order (as the
+    API server okt is tested on orders them; newer ones put the applied items in the applied order among the
+    others)."""
+    stored_items = stored if isinstance(stored, list) else []
+    stored_keys, applied_keys = _keys(stored_items, keyed), _keys(applied, keyed)
+    if stored_keys is None or applied_keys is None:
+        return None
+    new = dict(zip(applied_keys, applied, strict=True))
+
+    def merged(old: Any, key: Item) -> Any:
+        return apply_merge(old, new[key], keyed.items) if keyed.fields else copy.deepcopy(new[key])
+
+    result = [
+        merged(item, key) if key in new else copy.deepcopy(item)
+        for item, key in zip(stored_items, stored_keys, strict=True)
+    ]
+    return result + [merged(None, key) for key in applied_keys if key not in stored_keys]
+
+
+def _keys(items: Any, keyed: list_keys.Keyed) -> list[Item] | None:
+    """The key of each of ``items``, or None where one has none (a key field missing, not a plain value) or two
+    share one."""
+    if not isinstance(items, list):
+        return None
+    keys: list[Item] = []
+    for item in items:
+        if not keyed.fields:
+            pairs: tuple[tuple[str, Any], ...] = (("", item),)
+        elif isinstance(item, Mapping):
+            pairs = tuple((name, item.get(name, keyed.defaults.get(name))) for name in keyed.fields)
+        else:
+            return None
+        if any(value is None or isinstance(value, dict | list) for _, value in pairs):
+            return None
+        keys.append(Item(pairs))
+    return keys if len(set(keys)) == len(keys) else None
+
+
+def fields(obj: Mapping[str, Any], schema: list_keys.Schema | None = None, prefix: Path = ()) -> dict[Path, Any]:
     """Every field of ``obj`` by its path, as field ownership counts them: each value that is not an object (a list
-    is one field, replaced whole) and each empty object."""
-    found: dict[tuple[str, ...], Any] = {}
+    is one field, replaced whole) and each empty object.
+
+    An item of a list ``schema`` keys is owned by its key, as the API server's managedFields own it: the item itself
+    (its path ends in its :class:`Item`, its value is the key) and each of its fields but the key's; an empty keyed
+    list holds no field. A keyed list whose items cannot be keyed is one field, as other lists are.
+    """
+    found: dict[Path, Any] = {}
     for key, value in obj.items():
-        if isinstance(value, Mapping) and value:
-            found.update(fields(value, (*prefix, key)))
+        inner = (schema or {}).get(key)
+        keys = _keys(value, inner) if isinstance(inner, list_keys.Keyed) else None
+        if isinstance(inner, list_keys.Keyed) and keys is not None:
+            for item, item_key in zip(value, keys, strict=True):
+                path = (*prefix, key, item_key)
+                found[path] = item_key
+                if isinstance(item, Mapping):
+                    rest = {name: field for name, field in item.items() if name not in inner.fields}
+                    found.update(fields(rest, inner.items, path))
+        elif isinstance(value, Mapping) and value:
+            found.update(fields(value, inner if isinstance(inner, Mapping) else None, (*prefix, key)))
         else:
             found[(*prefix, key)] = value
     return found
 
 
-def without(obj: Mapping[str, Any], paths: Iterable[tuple[str, ...]]) -> dict[str, Any]:
+def without(obj: Mapping[str, Any], paths: Iterable[Path], schema: list_keys.Schema | None = None) -> dict[str, Any]:
     """A copy of ``obj`` without the fields at ``paths``; an object one of these removals leaves empty goes too (as
-    an apply's removal of its manager's last key of ``labels`` leaves no ``labels: {}``)."""
+    an apply's removal of its manager's last key of ``labels`` leaves no ``labels: {}``).
+
+    A path ending in an item of a keyed list (see :func:`fields`) removes the whole item, the fields in it another
+    writer set since included, as the API server does; a keyed list left without items goes, as an empty object does.
+    """
     result: dict[str, Any] = copy.deepcopy(dict(obj))
     for path in paths:
-        _remove(result, path)
+        _remove(result, path, schema)
     return result
 
 
-def _remove(obj: dict[str, Any], path: tuple[str, ...]) -> None:
+def _remove(obj: dict[str, Any], path: Path, schema: list_keys.Schema | None) -> None:
     head, *rest = path
-    if head not in obj:
+    if not isinstance(head, str) or head not in obj:
         return
-    if rest and isinstance(obj[head], dict):
-        _remove(obj[head], tuple(rest))
-        if not obj[head]:
+    inner = (schema or {}).get(head)
+    value = obj[head]
+    if rest and isinstance(rest[0], Item):
+        if not isinstance(inner, list_keys.Keyed):
+            return
+        keys = _keys(value, inner)
+        if keys is None or rest[0] not in keys:
+            return
+        index = keys.index(rest[0])
+        item = value[index]
+        if len(rest) > 1 and isinstance(item, dict):
+            _remove(item, tuple(rest[1:]), inner.items)
+        elif len(rest) == 1:
+            del value[index]
+            if not value:
+                del obj[head]
+    elif rest and isinstance(value, dict):
+        _remove(value, tuple(rest), inner if isinstance(inner, Mapping) else None)
+        if not value:
             del obj[head]
     elif not rest:
         del obj[head]

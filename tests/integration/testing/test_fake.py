@@ -907,6 +907,178 @@ def test_an_apply_to_the_status_changes_only_the_status(api: Api) -> None:
     )
 
 
+# -- lists an apply merges by key -----------------------------------------------------------------------------------
+
+SERVICE = kinds.BUILTIN[("v1", "Service")]
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+
+
+def service(api: Api, *ports: tuple[str, int]) -> dict[str, Any]:
+    spec = {"ports": [{"name": name, "port": port, "protocol": "TCP"} for name, port in ports]}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}, "spec": spec}
+
+
+def deployment(api: Api, *containers: dict[str, Any]) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": list(containers)}}
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
+    meta = {"name": "d", "namespace": api.namespace}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+
+
+def app(**env: str) -> dict[str, Any]:
+    return {"name": "app", "image": "busybox", "env": [{"name": name, "value": value} for name, value in env.items()]}
+
+
+def ports_of(obj: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(port["name"], port["port"], port["protocol"]) for port in obj["spec"]["ports"]]
+
+
+def containers_of(obj: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    containers = obj["spec"]["template"]["spec"]["containers"]
+    return [(c["name"], [(var["name"], var["value"]) for var in c.get("env") or ()]) for c in containers]
+
+
+def test_an_apply_keeps_another_manager_s_port_and_removes_the_one_its_manager_no_longer_applies(api: Api) -> None:
+    api.client.apply(service(api, ("http", 80), ("https", 443)), field_manager="okt")
+    api.client.apply(service(api, ("metrics", 9100)), field_manager="exporter")
+
+    applied = api.client.apply(service(api, ("http", 80)), field_manager="okt")
+
+    assert ports_of(applied) == [("http", 80, "TCP"), ("metrics", 9100, "TCP")]
+
+
+def test_an_apply_edits_a_port_by_key_in_the_place_it_holds(api: Api) -> None:
+    api.client.apply(service(api, ("http", 80)), field_manager="okt")
+    api.client.apply(service(api, ("metrics", 9100)), field_manager="exporter")
+
+    applied = api.client.apply(service(api, ("web", 80), ("https", 443)), field_manager="okt")
+
+    assert ports_of(applied) == [("web", 80, "TCP"), ("metrics", 9100, "TCP"), ("https", 443, "TCP")]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "expected"),
+    [
+        ([80, 443], [443, 80], [80, 443, 9100]),
+        ([80], [443, 80], [80, 9100, 443]),
+        ([80, 443], [443], [443, 9100]),
+    ],
+    ids=["swapped", "new-before", "first-dropped"],
+)
+def test_an_apply_orders_a_keyed_list_as_the_api_server_does(
+    api: Api, first: list[int], then: list[int], expected: list[int]
+) -> None:
+    # The order of the API server okt is tested on: the stored items where they are, new ones appended. Newer servers
+    # order the applied items as the applied list does.
+    api.client.apply(service(api, *((f"p{port}", port) for port in first)), field_manager="okt")
+    api.client.apply(service(api, ("metrics", 9100)), field_manager="exporter")
+
+    applied = api.client.apply(service(api, *((f"p{port}", port) for port in then)), field_manager="okt")
+
+    assert [port for _, port, _ in ports_of(applied)] == expected
+
+
+def test_an_apply_edits_an_env_var_by_name_and_keeps_the_one_another_manager_added(api: Api) -> None:
+    api.client.apply(deployment(api, app(A="1", B="2")), field_manager="okt")
+    api.client.apply(deployment(api, {"name": "app", "env": [{"name": "C", "value": "3"}]}), field_manager="webhook")
+
+    applied = api.client.apply(deployment(api, app(A="changed", B="2")), field_manager="okt")
+
+    assert containers_of(applied) == [("app", [("A", "changed"), ("B", "2"), ("C", "3")])]
+
+
+def test_an_apply_removes_an_env_var_its_manager_no_longer_applies(api: Api) -> None:
+    api.client.apply(deployment(api, app(A="1", B="2")), field_manager="okt")
+    api.client.apply(deployment(api, {"name": "app", "env": [{"name": "C", "value": "3"}]}), field_manager="webhook")
+
+    applied = api.client.apply(deployment(api, app(B="2")), field_manager="okt")
+
+    assert containers_of(applied) == [("app", [("B", "2"), ("C", "3")])]
+
+
+def test_an_item_its_manager_no_longer_applies_stays_while_another_manager_applies_it(api: Api) -> None:
+    api.client.apply(deployment(api, app(A="1", B="2")), field_manager="okt")
+    api.client.apply(deployment(api, {"name": "app", "env": [{"name": "A", "value": "1"}]}), field_manager="other")
+
+    applied = api.client.apply(deployment(api, app(B="2")), field_manager="okt")
+
+    assert containers_of(applied) == [("app", [("A", "1"), ("B", "2")])]
+
+
+def test_an_item_its_manager_alone_applied_goes_whole_with_the_field_another_writer_edited_in_it(api: Api) -> None:
+    api.client.apply(deployment(api, app(A="1", B="2")), field_manager="okt")
+    edit = {"op": "replace", "path": "/spec/template/spec/containers/0/env/0/value", "value": "edited"}
+    edited = api.client.patch(DEPLOYMENT, "d", [edit], api.namespace, patch_type="json")
+
+    applied = api.client.apply(deployment(api, app(B="2")), field_manager="okt")
+
+    assert containers_of(edited) == [("app", [("A", "edited"), ("B", "2")])]
+    assert containers_of(applied) == [("app", [("B", "2")])]
+
+
+def test_an_apply_keeps_a_container_another_manager_added(api: Api) -> None:
+    api.client.apply(deployment(api, app(A="1")), field_manager="okt")
+    sidecar = {"name": "sidecar", "image": "busybox", "env": [{"name": "S", "value": "1"}]}
+    api.client.apply(deployment(api, sidecar), field_manager="injector")
+
+    applied = api.client.apply(deployment(api, app(A="2")), field_manager="okt")
+
+    assert containers_of(applied) == [("app", [("A", "2")]), ("sidecar", [("S", "1")])]
+
+
+def test_a_list_an_update_wrote_is_merged_by_key_into_by_an_apply(api: Api) -> None:
+    api.client.create(service(api, ("http", 80), ("metrics", 9100)))
+    api.client.apply(service(api, ("https", 443)), field_manager="okt")
+
+    applied = api.client.apply(service(api, ("web", 80)), field_manager="okt")
+
+    assert ports_of(applied) == [("web", 80, "TCP"), ("metrics", 9100, "TCP")]
+
+
+def config_map_with(
+    api: Api, *, finalizer: str | None = None, owner: str | None = None, controller: bool = False
+) -> dict[str, Any]:
+    """The ConfigMap c with ``finalizer`` and a reference to the ConfigMap ``owner`` (created if missing: an owner that
+    does not exist has its dependents deleted by the garbage collector)."""
+    meta: dict[str, Any] = {"name": "c", "namespace": api.namespace}
+    if finalizer:
+        meta["finalizers"] = [finalizer]
+    if owner:
+        found = api.client.get_or_none(kinds.CONFIG_MAP, owner, api.namespace)
+        uid = (found or api.client.create(api.config_map(owner)))["metadata"]["uid"]
+        reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": uid, "controller": controller}
+        meta["ownerReferences"] = [reference]
+    return api.config_map(metadata=meta)
+
+
+def uids(api: Api, *names: str) -> list[str]:
+    return [api.client.get(kinds.CONFIG_MAP, name, api.namespace)["metadata"]["uid"] for name in names]
+
+
+def test_an_apply_keeps_another_manager_s_finalizer_and_owner_reference(api: Api) -> None:
+    api.client.apply(config_map_with(api, finalizer="okt.io/mine", owner="mine"), field_manager="okt")
+    api.client.apply(config_map_with(api, finalizer="x.io/theirs", owner="theirs"), field_manager="other")
+
+    again = api.client.apply(config_map_with(api, finalizer="okt.io/mine", owner="mine"), field_manager="okt")
+    dropped = api.client.apply(config_map_with(api), field_manager="okt")
+
+    def held(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
+        return obj["metadata"]["finalizers"], [ref["uid"] for ref in obj["metadata"]["ownerReferences"]]
+
+    assert held(again) == (["okt.io/mine", "x.io/theirs"], uids(api, "mine", "theirs"))
+    assert held(dropped) == (["x.io/theirs"], uids(api, "theirs"))
+    api.client.patch(kinds.CONFIG_MAP, "c", {"metadata": {"finalizers": None}}, api.namespace)
+
+
+def test_an_apply_of_a_controller_reference_beside_another_controller_s_is_invalid(api: Api) -> None:
+    created = api.client.apply(config_map_with(api, owner="theirs", controller=True), field_manager="other")
+
+    with pytest.raises(errors.Invalid):
+        api.client.apply(config_map_with(api, owner="mine", controller=True), field_manager="okt")
+
+    assert api.client.get(kinds.CONFIG_MAP, "c", api.namespace) == created
+
+
 # -- a whole reconcile -----------------------------------------------------------------------------------------------
 
 

@@ -128,3 +128,64 @@ def test_removing_fields_removes_the_objects_they_leave_empty_and_no_other() -> 
         "data": {"b": "2"},
         "spec": {"empty": {}},
     }
+
+
+SERVICE = patching.schema_of("v1", "Service")
+
+
+def test_an_item_of_a_keyed_list_is_owned_by_its_key_with_its_fields_but_the_key_s() -> None:
+    obj = {
+        "metadata": {"finalizers": ["a/b"]},
+        "spec": {"ports": [{"port": 80, "name": "http"}, {"port": 53, "protocol": "UDP"}], "selector": {"app": "x"}},
+    }
+    http = patching.Item((("port", 80), ("protocol", "TCP")))  # a protocol left out is the server's default
+    dns = patching.Item((("port", 53), ("protocol", "UDP")))
+    finalizer = patching.Item((("", "a/b"),))
+
+    assert patching.fields(obj, SERVICE) == {
+        ("metadata", "finalizers", finalizer): finalizer,
+        ("spec", "ports", http): http,
+        ("spec", "ports", http, "name"): "http",
+        ("spec", "ports", dns): dns,
+        ("spec", "selector", "app"): "x",
+    }
+    assert (repr(http), repr(finalizer)) == ('k:{"port":80,"protocol":"TCP"}', 'v:"a/b"')
+
+
+@pytest.mark.parametrize(
+    "ports",
+    [[{"name": "no-port"}], [{"port": 80}, {"port": 80, "protocol": "TCP"}], ["80"], "80"],
+    ids=["no-key", "two-of-one-key", "not-an-object", "not-a-list"],
+)
+def test_a_keyed_list_whose_items_cannot_be_keyed_is_one_field(ports: Any) -> None:
+    assert patching.fields({"spec": {"ports": ports}}, SERVICE) == {("spec", "ports"): ports}
+    assert patching.apply_merge({"spec": {"ports": [{"port": 1}]}}, {"spec": {"ports": ports}}, SERVICE) == {
+        "spec": {"ports": ports}
+    }
+
+
+def test_an_apply_merges_a_keyed_list_by_key_keeps_the_stored_order_and_appends_new_items() -> None:
+    stored = {"spec": {"ports": [{"port": 80, "protocol": "TCP", "name": "a"}, {"port": 9100, "name": "m"}]}}
+    applied = {"spec": {"ports": [{"port": 443}, {"port": 80, "name": "web", "targetPort": 8080}]}}
+
+    merged = patching.apply_merge(stored, applied, SERVICE)
+
+    assert merged["spec"]["ports"] == [
+        {"port": 80, "protocol": "TCP", "name": "web", "targetPort": 8080},
+        {"port": 9100, "name": "m"},
+        {"port": 443},
+    ]
+    assert stored["spec"]["ports"][0]["name"] == "a"
+
+
+def test_removing_an_item_removes_it_whole_and_a_keyed_list_it_leaves_empty() -> None:
+    def port(number: int, *field: str) -> patching.Path:
+        return ("spec", "ports", patching.Item((("port", number), ("protocol", "TCP"))), *field)
+
+    obj = {"spec": {"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "b"}, {"port": 82}]}}
+
+    removed = patching.without(obj, [port(80), port(81, "name"), port(83), port(83, "name")], SERVICE)
+    emptied = patching.without(obj, [port(80), port(81), port(82)], SERVICE)
+
+    assert removed == {"spec": {"ports": [{"port": 81}, {"port": 82}]}}
+    assert emptied == {}

@@ -714,6 +714,9 @@ def test_an_orphaning_delete_of_an_object_with_finalizers_leaves_its_dependents_
     api.client.delete(WIDGET, "w", api.namespace, propagation="Orphan")
     waiting.wait_for(
         lambda: "ownerReferences" not in api.client.get(kinds.CONFIG_MAP, "c", api.namespace)["metadata"],
+        # The garbage collector orphans a kind it monitors: one whose CRD is new here waits for its next discovery
+        # (every 30 s), and a busy controller manager takes longer still.
+        timeout=120,
         message="the dependent orphaned",
     )
     api.client.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, api.namespace)

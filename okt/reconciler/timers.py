@@ -33,8 +33,21 @@ that reconcile or a later one of the object: its ``ctx.flush_status()`` is refus
 saw over what a later one wrote), and when it returns a warning says what it returned or raised and what it recorded
 (errors, a requeue asked, a give-up), none of which is acted on: the timer runs again on its schedule.
 
-Caveat: the clock is the process's — after a restart or a failover every timer is due at once; the ticks missed
-meanwhile (the operator down, a standby, the object in error) make one call, not one each.
+Options (Kopf's): ``initial_delay=s`` puts the first call off until ``s`` after the object's first successful
+reconcile in this process (so again after a restart or a failover: what spreads the calls a restart makes due at once).
+``idle=s`` calls the timer only once the object has gone unchanged for ``s``: a change is what reconciles it (its
+generation — its spec —, labels or annotations, okt's own annotations and its status aside; :func:`fingerprint`), seen
+when a successful reconcile reaches the timers (within the queue's latency of the change; a change made while the
+object's reconciles fail is seen once one succeeds); the object's first sighting in this process counts as one. The
+next call is then due once both its schedule and the idle wait allow it. ``sharp=True`` keeps the calls on a grid of
+the interval from the first call: each is due at the first slot of it after the previous one returned, however long
+that took, a missed slot skipped. A failed call's backoff and a ``requeue_after`` asked for win over the grid (the call
+after them is off it; the next one back on it) and over the interval; an idle wait holds a backoff's call back further
+when it ends later.
+
+Caveat: the clock is the process's — after a restart or a failover every timer is due at once (but for its
+``initial_delay``); the ticks missed meanwhile (the operator down, a standby, the object in error) make one call, not
+one each.
 """
 
 from __future__ import annotations
@@ -42,6 +55,8 @@ from __future__ import annotations
 import contextvars
 import copy
 import dataclasses
+import hashlib
+import json
 import math
 import numbers
 import threading
@@ -52,7 +67,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from okt import errors
+from okt import names as names_mod
 from okt.engines import results as results_mod
+from okt.kube import objects
 from okt.reconciler import context as context_mod
 from okt.resources import registry as registry_mod
 from okt.status import events
@@ -92,13 +109,20 @@ class Options:
     """How one timer is run.
 
     Attributes:
-        interval: seconds from the end of one call to the start of the next for one object.
+        interval: seconds from the end of one call to the start of the next for one object (with ``sharp``: between
+            the slots of its grid).
         timeout: seconds a call is waited for, or None: the call runs on the reconcile's worker thread for as long as
             it takes (see the module docstring).
+        initial_delay: seconds from the first successful reconcile of an object in this process to its first call.
+        idle: seconds the object must have gone unchanged before each call (0: no such wait).
+        sharp: the calls keep to a grid of the interval from the first call, whatever each takes.
     """
 
     interval: float
     timeout: float | None = None
+    initial_delay: float = 0.0
+    idle: float = 0.0
+    sharp: bool = False
 
 
 def every(
@@ -109,6 +133,9 @@ def every(
     minutes: float = 0.0,
     hours: float = 0.0,
     timeout: float | None = None,
+    initial_delay: float | None = None,
+    idle: float | None = None,
+    sharp: bool = False,
 ) -> Callable[[F], F]:
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
@@ -117,12 +144,21 @@ def every(
         timeout: seconds a call may take; a call still running then counts as failed, the reconcile goes on, and the
             timer does not run for that object again until that call returns (it cannot be stopped: Python cannot
             kill a thread). None (the default): no limit, and a call that hangs holds its worker for good.
+        initial_delay: seconds from the object's first successful reconcile in this process (so again after a restart
+            or a failover) to the timer's first call for it, instead of at once. None or 0: no delay.
+        idle: seconds the object must have gone unchanged before each call: a change (of its generation — its spec —,
+            its labels or its annotations, okt's own aside) puts the next call off until the object has been left
+            alone that long. None or 0: no such wait.
+        sharp: keep the calls on a grid of the interval from the first call (due at the first call + n intervals),
+            however long each takes, a slot missed (a call longer than the interval, a reconcile late) skipped rather
+            than made up; by default the interval runs from the end of one call to the start of the next.
 
     Raises:
         TypeError: ``@okt.every`` used bare, without its interval.
         ValueError: a part of the interval is not a number >= 0 (a bool, a string...), the interval (the sum of the
-            three) is not a finite number of seconds > 0, or the timeout is not None or a finite number of seconds
-            > 0.
+            three) is not a finite number of seconds > 0, the timeout is not None or a finite number of seconds
+            > 0, ``initial_delay`` or ``idle`` is not None or a finite number of seconds >= 0, or ``sharp`` is not
+            True or False.
     """
     if bare is not None:
         raise TypeError(f"@okt.every needs its interval: @okt.every(seconds=..., minutes=..., hours=...), got {bare!r}")
@@ -137,7 +173,15 @@ def every(
         raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
     if timeout is not None and not (_number(timeout) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"a timer's timeout is None or a positive number of seconds, got {timeout!r}")
-    options = Options(float(interval), None if timeout is None else float(timeout))
+    waits = {}
+    for option, wait in (("initial_delay", initial_delay), ("idle", idle)):
+        # Not finite, the wait would be a requeue delay no reconcile accepts; negative, a wait that is none.
+        if wait is not None and not (_number(wait) and math.isfinite(wait) and wait >= 0):
+            raise ValueError(f"a timer's {option} is None or a number of seconds >= 0, got {wait!r}")
+        waits[option] = 0.0 if wait is None else float(wait)
+    if not isinstance(sharp, bool):  # sharp="no" is true
+        raise ValueError(f"a timer's sharp is True or False, got {sharp!r}")
+    options = Options(float(interval), None if timeout is None else float(timeout), sharp=sharp, **waits)
 
     def mark(fn: F) -> F:
         setattr(fn, _MARK, options)
@@ -170,11 +214,12 @@ _declared: weakref.WeakKeyDictionary[type, Mapping[str, Options]] = weakref.Weak
 
 
 class Clock:
-    """When each timer last ran for each object (by uid), in this process.
+    """When each timer is due next for each object (by uid), in this process, and when each object last changed.
 
     A deleted object's entries are forgotten when the controller sees it deleted; the sweep drops what that misses (a
-    reconcile that ran a timer just as its object went): an entry not refreshed for twice the longest interval is
-    dropped (a live object's timer refreshes it every interval).
+    reconcile that ran a timer just as its object went): an entry due for longer than the longest interval is dropped
+    (a live object's timer is called once due, the object requeued for then). An object whose reconciles fail for
+    longer than that starts over once one succeeds: as if first seen, its ``initial_delay`` included.
 
     It also keeps the calls still running past their timeout (:meth:`overdue`): until such a call returns, its timer
     does not run again for its object, whatever the interval (the entry outlives the object's: the thread does).
@@ -187,7 +232,9 @@ class Clock:
     def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self._now = now
         self._lock = threading.Lock()
-        self._last: dict[tuple[str, str], float] = {}
+        self._next: dict[tuple[str, str], float] = {}
+        self._grid: dict[tuple[str, str], float] = {}
+        self._changes: dict[str, tuple[str, float]] = {}
         self._longest = 0.0
         self._runs = 0
         self._overdue: dict[tuple[str, str], float] = {}
@@ -234,61 +281,134 @@ class Clock:
         with self._lock:
             self._overdue[(uid, name)] = started
 
-    def returned(self, uid: str, name: str) -> None:
+    def returned(self, uid: str, name: str, interval: float, sharp: bool = False) -> None:
         """Record that the call past its timeout of that timer for that object returned: its next call is due an
-        interval from now (unless the object is gone: its entry is not brought back)."""
+        interval from now (with ``sharp``, at the next slot of its grid), unless the object is gone: its entry is not
+        brought back."""
         with self._lock:
             self._overdue.pop((uid, name), None)
-            if (uid, name) in self._last:
-                self._last[(uid, name)] = self._now()
+            if (uid, name) in self._next:
+                self._next[(uid, name)] = self._after((uid, name), interval, sharp)
 
-    def due(self, uid: str, name: str, interval: float) -> float:
-        """Seconds until the timer is due for that object (<= 0: due now)."""
+    def start(self, uid: str, name: str, initial_delay: float = 0.0) -> None:
+        """The timer meets the object in a successful reconcile: the first time (in this process), its first call is
+        due ``initial_delay`` from now; afterwards, this changes nothing."""
         with self._lock:
-            last = self._last.get((uid, name))
-        return 0.0 if last is None else last + interval - self._now()
+            if (uid, name) not in self._next:
+                self._next[(uid, name)] = self._now() + initial_delay
 
-    def ran(self, uid: str, name: str, interval: float = 0.0) -> None:
-        """Record that a call of that timer for that object returned just now (the interval runs from then)."""
+    def seen(self, uid: str, fingerprint: str) -> float:
+        """Record what the object ``uid`` looks like now (:func:`fingerprint`); returns when (this clock's time) it
+        last changed: now when it differs from the last one recorded, or when the object is first seen."""
         with self._lock:
-            now = self._now()
-            self._last[(uid, name)] = now
+            known = self._changes.get(uid)
+            if known is None or known[0] != fingerprint:
+                known = self._changes[uid] = (fingerprint, self._now())
+            return known[1]
+
+    def not_before(self, uid: str, name: str, when: float) -> None:
+        """Put the timer's next call for the object off until ``when`` (this clock's time), if it is due earlier."""
+        with self._lock:
+            key = (uid, name)
+            if key in self._next:
+                self._next[key] = max(self._next[key], when)
+
+    def due(self, uid: str, name: str) -> float:
+        """Seconds until the timer is due for that object (<= 0: due now; 0 for one never started)."""
+        with self._lock:
+            due = self._next.get((uid, name))
+        return 0.0 if due is None else due - self._now()
+
+    def ran(self, uid: str, name: str, interval: float = 0.0, *, grid_from: float | None = None) -> None:
+        """Record that a call of that timer for that object returned just now: it is due again an interval from now or,
+        for a sharp timer (``grid_from``, the start of this call), at the first slot after now of the grid of its
+        interval from its first call's start (a slot missed is skipped, not made up)."""
+        with self._lock:
+            key = (uid, name)
+            if grid_from is not None:
+                self._grid.setdefault(key, grid_from)
+            self._next[key] = self._after(key, interval, grid_from is not None)
             self._longest = max(self._longest, interval)
             self._runs += 1
             if self._runs % self.SWEEP_EVERY == 0:
-                horizon = now - 2 * self._longest
-                for key in [key for key, last in self._last.items() if last < horizon]:
-                    del self._last[key]
-                    self._failures.pop(key, None)
+                self._sweep()
 
-    def again_in(self, uid: str, name: str, interval: float, seconds: float) -> None:
-        """Make the timer due ``seconds`` from now rather than ``interval`` after its last run (it asked for it)."""
+    def _after(self, key: tuple[str, str], interval: float, sharp: bool) -> float:
+        """When the timer is due after a call that returned now (the lock held)."""
+        now = self._now()
+        origin = self._grid.get(key) if sharp else None
+        if origin is None or interval <= 0:
+            return now + interval
+        return origin + (math.floor((now - origin) / interval) + 1) * interval
+
+    def _sweep(self) -> None:
+        """Drop the entries of the objects that are gone (the lock held)."""
+        horizon = self._now() - self._longest
+        for key in [key for key, due in self._next.items() if due < horizon]:
+            del self._next[key]
+            self._grid.pop(key, None)
+            self._failures.pop(key, None)
+        timed = {uid for uid, _ in self._next}
+        for uid in [uid for uid in self._changes if uid not in timed]:
+            del self._changes[uid]
+
+    def again_in(self, uid: str, name: str, seconds: float) -> None:
+        """Make the timer due ``seconds`` from now rather than on its schedule (it asked for it, or failed)."""
         with self._lock:
-            self._last[(uid, name)] = self._now() + seconds - interval
+            self._next[(uid, name)] = self._now() + seconds
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._last)
+            return len(self._next)
 
     def forget(self, uid: str, names: Iterable[str]) -> None:
         """Drop the entries of the object ``uid`` for the timers ``names`` (its reconciler's: one lookup each, never a
         scan of every object's entries, which a mass deletion would repeat for each object)."""
         with self._lock:
             for name in names:
-                self._last.pop((uid, name), None)
+                self._next.pop((uid, name), None)
+                self._grid.pop((uid, name), None)
                 self._failures.pop((uid, name), None)
+            self._changes.pop(uid, None)
+
+
+def fingerprint(cr: objects.CustomResource, names: names_mod.Names) -> str:
+    """What of the object a change of which restarts an ``idle`` wait, hashed: the changes that reconcile it (its
+    generation — its spec —, or for a kind without one what it holds outside its metadata and status; its labels;
+    its annotations), okt's own annotations aside (its bookkeeping, its reports, under any of its prefixes): okt's
+    writes are not the object changing. Its status is not in it: a status write reconciles nothing."""
+    meta = cr.metadata
+    own = names.primary_annotations() | names.legacy_primary_annotations()
+    annotations = {
+        key: value
+        for key, value in (meta.get("annotations") or {}).items()
+        if key not in own and not names_mod.is_report(key)
+    }
+    generation = meta.get("generation")
+    held: object = generation
+    if generation is None:
+        held = {key: value for key, value in cr.raw.items() if key not in ("metadata", "status")}
+    body = {"held": held, "labels": meta.get("labels") or {}, "annotations": annotations}
+    # Hashed: a Secret's data is not kept in the clock for as long as the object lives.
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clock: Clock) -> None:
     """Run the timers due for this object, then ask for a requeue when the next one is.
 
     Nothing runs when the reconcile already failed or gave up (called from the SuccessManager's built-in work, after
-    its conditions and before its status write, which the state's hook may still fail).
+    its conditions and before its status write, which the state's hook may still fail). What the object looks like is
+    recorded even then, for the timers that wait for it to be left alone (``idle``).
     """
     timers = declared(type(reconciler))
-    if not timers or not ctx.exists or ctx.finalizing or ctx.results.has_error or ctx.results.gave_up is not None:
+    if not timers or not ctx.exists or ctx.finalizing:
         return
     uid = ctx.cr.uid
+    changed = None
+    if any(options.idle for options in timers.values()):
+        changed = clock.seen(uid, fingerprint(ctx.cr, ctx.settings.names))
+    if ctx.results.has_error or ctx.results.gave_up is not None:
+        return
     next_due: float | None = None
     for name, options in timers.items():
         interval = options.interval
@@ -299,13 +419,19 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
             ctx.log.warning("timer skipped: its earlier call is still running", timer=name, seconds=round(running, 3))
             remaining = interval
         else:
-            if clock.due(uid, name, interval) <= 0:
+            clock.start(uid, name, options.initial_delay)
+            if changed is not None and options.idle:
+                # Due and left alone long enough, both; a backoff after a failure included (the later wins).
+                clock.not_before(uid, name, changed + options.idle)
+            if clock.due(uid, name) <= 0:
+                started = clock.now()
                 try:
                     try:
                         answer = _call(reconciler, ctx, clock, name, options)
                     finally:
-                        # From its end: a call slower than its interval would be due again as it returned.
-                        clock.ran(uid, name, interval)
+                        # From its end: a call slower than its interval would be due again as it returned. A sharp
+                        # timer's next slot of its grid is after its end too: a slot missed is skipped.
+                        clock.ran(uid, name, interval, grid_from=started if options.sharp else None)
                 except errors.GiveUp as exc:
                     ctx.results.record_exception(exc)  # a give-up, as raised from any other hook
                 except Exception as exc:
@@ -314,7 +440,7 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
                     _failed(ctx, clock, name, interval, exc, asked)
                 else:
                     _follow(ctx, clock, name, interval, answer)
-            remaining = clock.due(uid, name, interval)
+            remaining = clock.due(uid, name)
         next_due = remaining if next_due is None else min(next_due, remaining)
     if next_due is not None:
         ctx.requeue_after(max(next_due, 0.001))
@@ -439,7 +565,7 @@ def _call(
     def late(seconds: float, outcome: str) -> None:
         # Its reconcile ended without it: what it answered or recorded is not acted on (the timer runs again on its
         # schedule), but said, errors and asked requeue included.
-        clock.returned(uid, name)
+        clock.returned(uid, name, options.interval, options.sharp)
         recorded = own.results
         said: dict[str, object] = {}
         if recorded.entries:
@@ -490,7 +616,7 @@ def _follow(ctx: context_mod.Context, clock: Clock, name: str, interval: float, 
     else:
         clock.succeeded(uid, name)
         if answer.kind is results_mod.OutcomeKind.REQUEUE_AFTER and answer.delay is not None:
-            clock.again_in(uid, name, interval, answer.delay)
+            clock.again_in(uid, name, answer.delay)
 
 
 def _failed(
@@ -504,7 +630,7 @@ def _failed(
     """Report a failed call, and make the timer due again after its backoff (see :func:`retry_delay`)."""
     uid = ctx.cr.uid
     delay = retry_delay(interval, clock.failed(uid, name), asked)
-    clock.again_in(uid, name, interval, delay)
+    clock.again_in(uid, name, delay)
     # Said as a hook's error is: a pydantic ValidationError by its fields, never by the values it was given (a
     # Secret's, which a timer may well validate), here and in an Event anyone reading the namespace's events sees.
     said = errors.said(exc)

@@ -194,3 +194,53 @@ def test_a_status_field_a_timer_set_stays_through_the_reconciles_that_do_not_run
         operator.close()
 
     assert status["lastBackup"] == "2026-01-01T00:00:00Z"
+
+
+class Idling(shared.WidgetReconciler):
+    """A timer every second that waits for its Widget to be left alone 3 s, recording when each call started and the
+    ``poke`` label it saw; the status goes to annotations, okt's own writes on the Widget itself."""
+
+    owns = (shared.WidgetConfig,)
+    status = "annotations"
+    calls: ClassVar[list[tuple[float, str | None]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    @okt.every(seconds=1, idle=3)
+    def probe(self, ctx: okt.Context) -> None:
+        with self.lock:
+            self.calls.append((time.monotonic(), ctx.cr.labels.get("poke")))
+
+
+def test_an_idle_timer_waits_for_a_real_change_to_settle_and_not_for_okts_own_writes(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The timer is called once the Widget has gone unchanged for 3 s, though okt writes its conditions into the
+    Widget's annotations (its own writes are not the object changing); a label set by someone else holds it back: the
+    first call that sees the label starts no sooner than 3 s after it was set (without ``idle``, the reconcile of the
+    change runs the timer, due every second, at once)."""
+    Idling.calls.clear()
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(operator, [Idling], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: len(Idling.calls) >= 2, timeout=60, message="the timer to be called, then once more")
+        annotations = shared.get_widget(kube, widget_kind, namespace, "w")["metadata"].get("annotations") or {}
+        poked_at = time.monotonic()
+        kube.patch(widget_kind, "w", {"metadata": {"labels": {"poke": "1"}}}, namespace)
+
+        def first_poked() -> float | None:
+            with Idling.lock:
+                return next((started for started, poke in Idling.calls if poke == "1"), None)
+
+        first = wait_for(first_poked, timeout=60, message="a call that sees the label")
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert any(name.startswith("okt.io/") for name in annotations), annotations
+    assert first >= poked_at + 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 from typing import Any, cast
 
@@ -33,13 +34,13 @@ def test_a_timer_is_due_at_once_then_after_its_interval() -> None:
     time = FakeTime()
     clock = timers.Clock(time)
 
-    assert clock.due("u1", "backup", 60) == 0.0
+    assert clock.due("u1", "backup") == 0.0
     clock.ran("u1", "backup", 60)
     time.now += 45
-    assert clock.due("u1", "backup", 60) == pytest.approx(15)
-    assert clock.due("u2", "backup", 60) == 0.0  # per object
+    assert clock.due("u1", "backup") == pytest.approx(15)
+    assert clock.due("u2", "backup") == 0.0  # per object
     time.now += 15
-    assert clock.due("u1", "backup", 60) <= 0
+    assert clock.due("u1", "backup") <= 0
 
 
 def test_objects_that_are_gone_are_swept() -> None:
@@ -128,14 +129,14 @@ class Ticking(okt.Reconciler):
         self.ticks += 1
 
 
-def context_of(reconciler: okt.Reconciler) -> context_mod.Context:
-    raw = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "a", "namespace": "ns", "uid": "u1"}}
+def context_of(reconciler: okt.Reconciler, raw: dict[str, Any] | None = None) -> context_mod.Context:
+    """A context of the Thing ``raw`` (by default :func:`thing`: ns/a, uid u1)."""
     return context_mod.Context(
         settings=reconciler.settings(),
         client=cast(kube_client.Client, None),
         reader=cast(Any, None),
         kind=kinds.Kind("example.com/v1", "Thing", "things", True),
-        cr=objects.CustomResource(raw),
+        cr=objects.CustomResource(thing() if raw is None else raw),
         exists=True,
         logger=structlog.get_logger("test"),
         recorder=None,
@@ -153,7 +154,7 @@ def test_a_timer_runs_only_within_a_successful_reconcile() -> None:
     timers.run_due(reconciler, failed, clock)
 
     assert reconciler.ticks == 0
-    assert clock.due("u1", "tick", 60) <= 0  # still due: the retry runs it
+    assert clock.due("u1", "tick") <= 0  # still due: the retry runs it
 
     timers.run_due(reconciler, context_of(reconciler), clock)
     assert reconciler.ticks == 1
@@ -188,7 +189,7 @@ def test_a_timer_that_returns_requeue_after_runs_again_after_that_delay() -> Non
     assert run.outcome.delay == pytest.approx(30, abs=1)
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None
-    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30
+    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe") <= 30
 
 
 def test_a_timer_that_returns_give_up_gives_the_reconcile_up() -> None:
@@ -253,7 +254,7 @@ def test_a_timer_that_raises_a_temporary_error_with_a_delay_runs_again_after_tha
     assert (event["type"], event["reason"]) == ("Warning", "TimerFailed")
     stored = fake.stored(WEBAPP, "web", "shop")
     assert stored is not None
-    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe", 600) <= 30
+    assert 0 < reconciler.timer_clock.due(stored["metadata"]["uid"], "probe") <= 30
 
 
 class Credentials(pydantic.BaseModel):
@@ -345,7 +346,7 @@ def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeou
     finally:
         reconciler.release.set()
     wait_for(lambda: clock.overdue() == 0, timeout=10, message="the late call to be counted back")
-    assert clock.due("u1", "probe", 600) == pytest.approx(600)
+    assert clock.due("u1", "probe") == pytest.approx(600)
     time.now += 600
     timers.run_due(reconciler, context_of(reconciler), clock)
     wait_for(lambda: reconciler.calls == 2, timeout=10, message="the timer to run again")
@@ -461,7 +462,7 @@ def test_a_timer_slower_than_its_interval_rests_a_whole_interval_after_each_call
 
     assert reconciler.calls == 1
     assert first.results.min_delay == pytest.approx(60)
-    assert clock.due("u1", "tick", 60) == pytest.approx(60)
+    assert clock.due("u1", "tick") == pytest.approx(60)
     time.now += 30
     timers.run_due(reconciler, context_of(reconciler), clock)
     assert reconciler.calls == 1
@@ -560,3 +561,274 @@ def test_a_failing_timers_backoff_is_per_object() -> None:
     assert clock.failed("u2", "probe") == 1
     clock.succeeded("u1", "probe")
     assert clock.failed("u1", "probe") == 1
+
+
+@pytest.mark.parametrize("option", ["initial_delay", "idle"])
+@pytest.mark.parametrize("value", [-1, -0.5, math.nan, math.inf, True, "30", [30]])
+def test_a_timers_initial_delay_and_idle_are_none_or_seconds_refused_in_one_line_naming_them(
+    option: str, value: Any
+) -> None:
+    """Refused where the timer is declared: a negative or NaN wait is none (every comparison with NaN is false), an
+    infinite one a requeue delay no reconcile accepts, and a string failed in the first reconcile's addition."""
+    with pytest.raises(ValueError, match=f"a timer's {option} is None or a number of seconds >= 0, got ") as refused:
+        okt.every(minutes=1, **{option: value})
+    assert str(refused.value).endswith(repr(value))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("sharp", ["yes", "no", 1, None])
+def test_a_timers_sharp_is_true_or_false(sharp: Any) -> None:
+    """``sharp="no"`` is true in Python: a timer meant to be unsharp would have been sharp."""
+    with pytest.raises(ValueError, match=f"a timer's sharp is True or False, got {re.escape(repr(sharp))}$"):
+        okt.every(minutes=1, sharp=sharp)
+
+
+def test_a_timers_options_are_declared_with_it_and_none_is_no_wait() -> None:
+    class Options(okt.Reconciler):
+        @okt.every(minutes=1, initial_delay=30, idle=600, sharp=True)
+        def probe(self, ctx: okt.Context) -> None: ...
+
+        @okt.every(hours=1, initial_delay=None, idle=None)
+        def backup(self, ctx: okt.Context) -> None: ...
+
+    assert timers.declared(Options) == {
+        "probe": timers.Options(60.0, initial_delay=30.0, idle=600.0, sharp=True),
+        "backup": timers.Options(3600.0),
+    }
+
+
+def thing(**metadata: Any) -> dict[str, Any]:
+    """A Thing with ``metadata`` over its name, namespace, uid and generation 1."""
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Thing",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "generation": 1, **metadata},
+        "spec": {"size": 1},
+    }
+
+
+def timed(**options: Any) -> Any:
+    """A reconciler whose timer ``probe``, every minute with ``options``, records the clock's time of each call; it
+    raises while ``failing`` is set."""
+
+    class Timed(okt.Reconciler):
+        api_version = "example.com/v1"
+        kind = "Thing"
+
+        def __init__(self, time: FakeTime) -> None:
+            self.time = time
+            self.calls: list[float] = []
+            self.failing = False
+            self.takes = 0.0
+
+        @okt.every(minutes=1, **options)
+        def probe(self, ctx: okt.Context) -> None:
+            self.calls.append(self.time.now)
+            self.time.now += self.takes
+            if self.failing:
+                raise RuntimeError("the backup target is down")
+
+    return Timed
+
+
+def reconcile(reconciler: okt.Reconciler, clock: timers.Clock, raw: dict[str, Any] | None = None) -> float:
+    """Run the reconciler's timers as a successful reconcile of ``raw`` (the plain Thing by default) does; returns the
+    delay the object is requeued for."""
+    ctx = context_of(reconciler, raw)
+    timers.run_due(reconciler, ctx, clock)
+    delay = ctx.results.min_delay
+    assert delay is not None
+    return delay
+
+
+def test_a_timer_with_an_initial_delay_first_runs_that_long_after_the_first_successful_reconcile() -> None:
+    """Kopf's ``initial_delay``: the first call waits, counted from the first reconcile that succeeds in this process
+    (a reconcile that fails runs no timer, and starts no wait); then the interval as usual."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(initial_delay=300)(time)
+    failed = context_of(reconciler)
+    failed.results.add(okt.Operation.STATUS_UPDATE_ERROR, "a", errors.ApiError.from_status(409, "Conflict", "stale"))
+    timers.run_due(reconciler, failed, clock)
+    time.now += 100
+
+    assert reconcile(reconciler, clock) == pytest.approx(300)
+    time.now += 299
+    assert reconcile(reconciler, clock) == pytest.approx(1)
+    assert reconciler.calls == []
+    time.now += 1
+    assert reconcile(reconciler, clock) == pytest.approx(60)
+    time.now += 60
+    reconcile(reconciler, clock)
+
+    assert reconciler.calls == [1400, 1460]
+
+
+def test_an_initial_delay_is_waited_once_per_object_and_process() -> None:
+    """Once per object (another object starts its own wait) and once per process: a restart (a new clock) waits it
+    again — spreading the calls of every object a restart would otherwise make due at once."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(initial_delay=300)(time)
+    reconcile(reconciler, clock)
+    time.now += 300
+    reconcile(reconciler, clock)
+    time.now += 60
+
+    assert reconcile(reconciler, clock, thing(uid="u2")) == pytest.approx(300)
+    assert reconcile(reconciler, timers.Clock(time)) == pytest.approx(300)
+    assert reconciler.calls == [1300]
+
+
+def test_an_idle_timer_waits_until_the_object_was_left_alone_that_long_counting_its_first_sighting() -> None:
+    """Kopf's ``idle``: no call until the object has gone unchanged for that long — its first sighting in this
+    process counts as a change — then one every interval for as long as it stays so; a change puts the next call off
+    until the object has been left alone that long again."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(idle=300)(time)
+
+    assert reconcile(reconciler, clock) == pytest.approx(300)
+    time.now += 300
+    assert reconcile(reconciler, clock) == pytest.approx(60)
+    time.now += 30
+    assert reconcile(reconciler, clock, thing(labels={"tier": "gold"})) == pytest.approx(300)
+    time.now += 60
+    assert reconcile(reconciler, clock, thing(labels={"tier": "gold"})) == pytest.approx(240)
+    time.now += 240
+    reconcile(reconciler, clock, thing(labels={"tier": "gold"}))
+
+    assert reconciler.calls == [1300, 1630]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed"),
+    [
+        (thing(), thing(generation=2), True),
+        (thing(), thing(labels={"tier": "gold"}), True),
+        (thing(), thing(annotations={"example.com/owner": "team-a"}), True),
+        (thing(), {**thing(), "status": {"phase": "Ready"}}, False),
+        (thing(), thing(resourceVersion="42"), False),
+        (thing(), thing(finalizers=["example.com/cleanup"]), False),
+        (thing(), thing(annotations={"okt.io/phase": "Upgrading", "okt.io/error-count": "3"}), False),
+        (thing(), thing(annotations={"other.example.com/conditions": "[]"}), False),
+        ({**thing(generation=None), "data": {"a": "1"}}, {**thing(generation=None), "data": {"a": "2"}}, True),
+    ],
+    ids=[
+        "its spec (generation)",
+        "a label",
+        "an annotation",
+        "its status",
+        "its resourceVersion alone",
+        "a finalizer okt adds",
+        "okt's own annotations",
+        "another okt operator's report",
+        "the data of a kind without generation",
+    ],
+)
+def test_an_idle_wait_starts_over_at_the_changes_that_reconcile_an_object_never_at_okts_own_writes(
+    before: dict[str, Any], after: dict[str, Any], changed: bool
+) -> None:
+    """What the controller reconciles an object for is what restarts an idle wait: its spec, labels and annotations
+    (a kind without generation: what it holds outside metadata and status). okt's own writes — the status, its
+    bookkeeping and reports, its finalizer — are not the object changing: counted, a timer writing the status would
+    wait for ever."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(idle=300)(time)
+    reconcile(reconciler, clock, before)
+    time.now += 300
+    reconcile(reconciler, clock, before)
+    time.now += 60
+
+    delay = reconcile(reconciler, clock, after)
+
+    assert delay == pytest.approx(300 if changed else 60)
+    assert reconciler.calls == ([1300] if changed else [1300, 1360])
+
+
+def test_a_sharp_timer_keeps_to_the_grid_of_its_interval_however_long_each_call_takes() -> None:
+    """Kopf's ``sharp``: due at the first call + n intervals; a call of 20 s is followed by 40 s of rest, not 60 s."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(sharp=True)(time)
+    reconciler.takes = 20
+
+    assert reconcile(reconciler, clock) == pytest.approx(40)
+    time.now += 40
+    assert reconcile(reconciler, clock) == pytest.approx(40)
+
+    assert reconciler.calls == [1000, 1060]
+
+
+def test_a_sharp_timer_skips_the_slots_it_missed_rather_than_making_them_up() -> None:
+    """A call longer than the interval, or reconciles that did not come (the operator busy, the object in error):
+    the next call is at the first slot of the grid still ahead, one call, never a burst of the missed ones."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(sharp=True)(time)
+    reconciler.takes = 90
+
+    assert reconcile(reconciler, clock) == pytest.approx(30)  # ended at 1090: 1060 missed, 1120 next
+    reconciler.takes = 0
+    time.now += 30 + 605  # 1725: slots up to 1720 missed
+
+    assert reconcile(reconciler, clock) == pytest.approx(55)
+    assert reconcile(reconciler, clock) == pytest.approx(55)
+    assert reconciler.calls == [1000, 1725]
+
+
+def test_a_failing_sharp_timer_backs_off_off_its_grid_and_is_back_on_it_after_a_success() -> None:
+    """The failure backoff wins over the grid: after a failed call the next one is the backoff's delay away, wherever
+    that falls; the first call that succeeds is followed by the next slot of the grid of the first call."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(sharp=True)(time)
+    reconciler.takes = 10
+    reconciler.failing = True
+
+    assert reconcile(reconciler, clock) == pytest.approx(60)  # 1010 + 60
+    time.now += 60
+    assert reconcile(reconciler, clock) == pytest.approx(120)  # 1080 + 120
+    time.now += 120
+    reconciler.failing = False
+
+    assert reconcile(reconciler, clock) == pytest.approx(30)  # ended at 1210: the grid's 1240
+    assert reconciler.calls == [1000, 1070, 1200]
+
+
+def test_a_failing_idle_timer_waits_for_both_its_backoff_and_the_object_to_be_left_alone() -> None:
+    """Neither wins: a call is due once its backoff has passed and the object has gone unchanged for ``idle``."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(idle=100)(time)
+    reconciler.failing = True
+    reconcile(reconciler, clock)
+    time.now += 100
+    assert reconcile(reconciler, clock) == pytest.approx(60)  # the first failure: its interval
+    time.now += 60
+    assert reconcile(reconciler, clock) == pytest.approx(120)  # the second: twice that
+    time.now += 50
+
+    assert reconcile(reconciler, clock, thing(labels={"tier": "gold"})) == pytest.approx(100)  # idle's end is later
+    time.now += 100
+    assert reconcile(reconciler, clock, thing(labels={"tier": "gold"})) == pytest.approx(240)  # called; backs off
+    time.now += 10
+    assert reconcile(reconciler, clock, thing(labels={"tier": "blue"})) == pytest.approx(230)  # the backoff is later
+    assert reconciler.calls == [1100, 1160, 1310]
+
+
+def test_an_objects_change_record_goes_with_its_timers() -> None:
+    """Deleted (or swept), the object's last change is forgotten with its schedule: kept, each object ever seen would
+    leave one behind."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    assert clock.seen("u1", "a") == 1000
+    time.now += 10
+    assert clock.seen("u1", "a") == 1000
+    clock.start("u1", "probe")
+
+    clock.forget("u1", ["probe"])
+
+    assert clock.seen("u1", "a") == 1010
+    assert len(clock) == 0

@@ -847,7 +847,7 @@ def test_a_deleted_primary_leaves_nothing_of_its_timers_behind() -> None:
     controller.on_primary_event("DELETED", gone, None)
 
     assert len(clock) == 1
-    assert clock.due(gone["metadata"]["uid"], "backup", 3600) == 0.0
+    assert clock.due(gone["metadata"]["uid"], "backup") == 0.0
 
 
 def recording(reconciled: list[str]) -> Callable[..., stepper.Run]:

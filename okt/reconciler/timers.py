@@ -140,7 +140,9 @@ def every(
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
     Args:
-        seconds, minutes, hours: the interval, their sum; each a number >= 0.
+        seconds: seconds of the interval, a number >= 0 (the interval is the sum of the three).
+        minutes: minutes of the interval, a number >= 0.
+        hours: hours of the interval, a number >= 0.
         timeout: seconds a call may take; a call still running then counts as failed, the reconcile goes on, and the
             timer does not run for that object again until that call returns (it cannot be stopped: Python cannot
             kill a thread). None (the default): no limit, and a call that hangs holds its worker for good.

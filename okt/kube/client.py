@@ -949,7 +949,7 @@ class Client:
                     break
                 time.sleep(_DISCOVERY_POLL)
             if served is None:
-                elsewhere = self._versions_serving(kind)
+                elsewhere = self.versions_serving(kind)
                 if not elsewhere:
                     raise _not_served(kind.api_version, kind.kind)
                 raise errors.ApiError.from_status(
@@ -997,8 +997,13 @@ class Client:
                 self._confirmed.add(key)
                 self._verbs[key] = item.verbs
 
-    def _versions_serving(self, kind: kinds.Kind) -> list[str]:
-        """The other versions of ``kind``'s group that serve it, in the order the group lists them."""
+    def versions_serving(self, kind: kinds.Kind) -> list[str]:
+        """The other versions of ``kind``'s group that serve it, in the order the group lists them (none for a kind
+        of the core group, or of a group the server does not serve), asked of discovery each time.
+
+        Raises:
+            okt.errors.ApiError: discovery could not be read (but for a ``404``: the group is not served).
+        """
         if not kind.group:
             return []
         try:

@@ -19,7 +19,7 @@ Guarantees:
   left the selection meanwhile is told as a leave, as the watch tells one of the ``keep`` filter: ``DELETED`` with
   its state now, out of the selection (the list gives it for the filter; one a label-selected list lacks is read by
   name once, and only one the API no longer has is told with its last stored state, as deleted — so is every one
-  past the first :data:`_MISSING_READS`, and every one after the kind was not served, as none is read);
+  past the first :data:`_MISSING_READS`, and every one after the kind was served in no version, as none is read);
 * **transport failures** (API server down, a silent stream past ``inactivity_timeout``) reconnect with capped, jittered
   exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
   it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
@@ -56,10 +56,13 @@ Guarantees:
 * after its list or watch failed, the first list or watch the API server answers calls ``on_recovered`` once (the
   controllers retry at once what failed while the API server was away);
 * **a kind that stops being served** (its CRD deleted, or its version no longer served: the list or watch answers
-  ``404`` or ``405``) is retried with the reconnect backoff, logged once as a warning (the retries at debug level), and
-  :attr:`Informer.served` is False until the API server lists it again; that list is diffed against the store as
-  after a ``410`` (what went with the CRD is ``DELETED``, what was created again ``ADDED``), and every object it finds
-  unchanged is announced as ``RESYNC``, so that what failed meanwhile is reconciled again;
+  ``404`` or ``405``) is retried with the reconnect backoff, logged once as a warning saying why as discovery tells it
+  then (another version of the group serves the kind: its objects are kept; or none does: they went with the CRD), the
+  retries at debug level, and :attr:`Informer.served` is False until the API server lists it again; that list is
+  diffed against the store as after a ``410`` (what went with the CRD is ``DELETED``, what was created again
+  ``ADDED``, and of a version no longer served, one that left the selection meanwhile is read by name and told as a
+  leave, not as deleted), and every object it finds unchanged is announced as ``RESYNC``, so that what failed
+  meanwhile is reconciled again;
 * **a kind okt may no longer list or watch** (its role lost the rule: ``403``) is retried with the reconnect backoff,
   logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list is answered again: the store
   holds what was seen before it, which nothing refreshes meanwhile. That list is diffed against the store (what
@@ -278,6 +281,9 @@ class Informer:
         self._on_recovered = on_recovered
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
+        # While not served: False once discovery said no version of the kind's group serves it (its CRD deleted, its
+        # objects with it), True while another version serves it (or discovery could not say): its objects are kept.
+        self._objects_kept = True
         self._refusal: errors.ApiError | None = None  # the 403 of the last list or watch, until one is answered
         # The last relist's continue token expired between two pages: the next one asks for one answer.
         self._list_whole = False
@@ -517,13 +523,22 @@ class Informer:
                     # the list that answers again: a watch from where this one stood would tell nothing of what the
                     # CRD's deletion took with it, or of an object created again since.
                     need_list = True
-                    (self._log.debug if not self._served else self._log.warning)(
-                        "the API server does not serve the kind any more (its CRD deleted, or its version no longer "
-                        "served): listing it again with backoff until it does",
-                        error=str(exc),
-                        failures=self._failures,
-                        retry_in=round(delay, 2),
-                    )
+                    if self._served:
+                        self._log.warning(
+                            "the API server does not serve the kind any more: reconciles that read it fail until it "
+                            "does, and it is listed again with backoff",
+                            cause=self._why_not_served(),
+                            error=str(exc),
+                            failures=self._failures,
+                            retry_in=round(delay, 2),
+                        )
+                    else:
+                        self._log.debug(
+                            "the API server does not serve the kind any more: listing it again with backoff",
+                            error=str(exc),
+                            failures=self._failures,
+                            retry_in=round(delay, 2),
+                        )
                     self._served = False
                 elif exc.status == _REFUSED:
                     # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
@@ -550,6 +565,26 @@ class Informer:
                 self._said_failure(self._log.error, "informer error, relisting", exc, repr(exc), delay)
                 need_list = True
                 self._stop.wait(delay)
+
+    def _why_not_served(self) -> str:
+        """Why the API server no longer serves the kind, as discovery tells it now (asked once per outage, when the
+        first list or watch is answered ``404`` or ``405``), for the warning; sets :attr:`_objects_kept`.
+
+        Served in another version of its group, the kind's objects are still there (a version set to ``served:
+        false``, or removed from the CRD): the list that answers again may lack one only because it left the selection
+        meanwhile, which :meth:`_read_missing` tells. Served in none, they went with the CRD."""
+        try:
+            elsewhere = self.client.versions_serving(self.kind)
+        except Exception as exc:  # the informer's loop goes on whatever discovery answers
+            self._objects_kept = True  # not known: the objects a relist lacks are read by name, as after any outage
+            return f"its CRD deleted, or its version no longer served (discovery could not say which: {exc})"
+        self._objects_kept = bool(elsewhere)
+        if elsewhere:
+            return (
+                f"{self.kind.api_version} is no longer served (the API server serves {self.kind.kind} in "
+                f"{', '.join(elsewhere)}): its objects are kept, and the cache holds them as they were"
+            )
+        return f"no version of {self.kind.group or 'the core group'} serves {self.kind.kind} (its CRD deleted)"
 
     def _server_went_back(self) -> bool:
         """Whether the API server's resourceVersion is now behind the one the watch resumes from: etcd restored from a
@@ -667,7 +702,9 @@ class Informer:
         self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone) - left, left=left)
         if not self._served:
             self._served = True
-            self._log.info("the API server serves the kind again", count=len(listed), deleted=len(gone) - left)
+            self._log.info(
+                "the API server serves the kind again", count=len(listed), deleted=len(gone) - left, left=left
+            )
         # A leave is told as the watch tells one of the ``keep`` filter: DELETED with the object as it is now, out of
         # the selection; a deletion with the last state stored.
         self._announce_sweep((DELETED, packed.unpack() if now is None else now, None) for packed, now in gone)
@@ -692,13 +729,13 @@ class Informer:
         though it was no longer the operator's when it went. Read now, one still there is told with its state out of
         the selection, as a leave.
 
-        Bounded: none is read by the first list after the kind was not served (every object went with its CRD, or
-        its version could not be read either), and at most :data:`_MISSING_READS` by any other; the rest are told as
-        deleted, with their last stored state. An object okt may not read (a role granting list and watch but not
-        get: ``okt gen rbac`` grants get) is told as deleted too; any other failure fails the relist, which is
-        retried.
+        Bounded: none is read by the first list after the kind was served in no version (every object went with its
+        CRD; see :meth:`_why_not_served` — one whose version was no longer served kept its objects, and they are
+        read), and at most :data:`_MISSING_READS` by any other; the rest are told as deleted, with their last stored
+        state. An object okt may not read (a role granting list and watch but not get: ``okt gen rbac`` grants get) is
+        told as deleted too; any other failure fails the relist, which is retried.
         """
-        if self.label_selector is None or not self._served:
+        if self.label_selector is None or not (self._served or self._objects_kept):
             return {}
         with self._lock:
             missing = [

@@ -22,8 +22,10 @@ import structlog
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
+from okt.runtime import informer as informer_mod
 from okt.runtime import manager as manager_mod
 from okt.testing import RunningOperator, condition, crds, envtest, wait_for
 
@@ -464,6 +466,7 @@ def test_a_crd_deleted_under_a_running_operator_leaves_it_ready_naming_the_kind_
     assert (served_before, served_meanwhile, served_after) == ("1.0", "0.0", "1.0")
     lines = _not_served_lines(logged)
     assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines
+    assert lines[0]["cause"] == f"no version of {group} serves Widget (its CRD deleted)", lines[0]
 
 
 def test_a_version_no_longer_served_under_a_running_operator_reconciles_its_objects_again_once_served(
@@ -507,6 +510,66 @@ def test_a_version_no_longer_served_under_a_running_operator_reconciles_its_obje
     assert unserved == (True, f"the API server does not serve Widget in {group}/v2 any more")
     lines = _not_served_lines(logged)
     assert [entry["log_level"] for entry in lines] == ["warning", *["debug"] * (len(lines) - 1)], lines
+
+
+def test_an_object_relabelled_out_of_the_selection_while_its_version_was_not_served_is_told_as_a_leave(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A version set to ``served: false`` keeps its objects (another version serves them): one relabelled out of the
+    label selection meanwhile is still there when the version is served again, and is told as the watch tells a leave,
+    with its state now, out of the selection — not as deleted with the state okt held from before, which the
+    deletions of the operator take for its own (``on_deleted`` is then called if it is deleted before a worker reads
+    it, though it was no longer the operator's)."""
+    group = f"relabelled{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Widget", "widgets")
+    stored = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [stored, {**stored, "name": "v2", "storage": False}]
+    name = crd["metadata"]["name"]
+    v1 = crds.ensure_crd(kube, crd)
+    v2 = kinds.Kind(f"{group}/v2", "Widget", "widgets")
+    told: list[tuple[str, str, dict[str, str]]] = []
+
+    def record(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj["metadata"]
+        told.append((event_type, meta["name"], dict(meta.get("labels") or {})))
+
+    def serve_v2(served: bool) -> None:
+        live = kube.get(kinds.CRD, name)
+        live["spec"]["versions"][1]["served"] = served
+        kube.replace(kinds.CRD, live)
+
+    for widget in ("kept", "relabelled", "deleted"):
+        body = {"apiVersion": v1.api_version, "kind": "Widget", "metadata": {"name": widget, "namespace": namespace}}
+        kube.create({**body, "metadata": {**body["metadata"], "labels": {"app": "mine"}}}, v1)
+    informer = informer_mod.Informer(
+        kube, v2, namespace, "app=mine", on_event=record, backoff=backoff_mod.Backoff(base=0.1, cap=1.0, jitter=0.0)
+    )
+    try:
+        with structlog.testing.capture_logs() as logged:
+            informer.start()
+            assert informer.has_synced.wait(30)
+            serve_v2(False)
+            wait_for(lambda: not informer.served, message="v2 reported unserved")
+            kube.patch(v1, "relabelled", {"metadata": {"labels": {"app": "other"}}}, namespace)
+            kube.delete(v1, "deleted", namespace)
+            serve_v2(True)
+            wait_for(lambda: informer.served, message="v2 served again")
+    finally:
+        informer.stop(5)
+        kube.delete(kinds.CRD, name)
+
+    assert sorted(told[3:]) == [
+        ("DELETED", "deleted", {"app": "mine"}),  # gone: told with its last state stored
+        ("DELETED", "relabelled", {"app": "other"}),  # still there, out of the selection: a leave
+        ("RESYNC", "kept", {"app": "mine"}),
+    ], told
+    (unserved,) = [entry for entry in logged if entry["log_level"] == "warning"]
+    assert unserved["cause"] == (
+        f"{group}/v2 is no longer served (the API server serves Widget in {group}/v1): its objects are kept, "
+        "and the cache holds them as they were"
+    ), unserved
+    (again,) = [entry for entry in logged if entry["event"] == "the API server serves the kind again"]
+    assert (again["deleted"], again["left"]) == (1, 1), again
 
 
 PART_GROUP = "parts.okt.io"

@@ -47,6 +47,8 @@ class FakeApi:
         self.refusal: BaseException | None = None
         """While set, every list and watch raises it (a kind the server stopped serving)."""
         self.refused = 0
+        self.served_elsewhere: list[str] = []
+        """The other versions discovery says serve a kind (none: its CRD deleted)."""
 
     # -- what the test does ---------------------------------------------------------------------------------------
 
@@ -85,6 +87,9 @@ class FakeApi:
 
     def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
         """Every kind is served here: the manager's check at start passes."""
+
+    def versions_serving(self, kind: kinds.Kind) -> list[str]:
+        return list(self.served_elsewhere)
 
     def list(
         self, kind: kinds.Kind, namespace: str | None = None, *, label_selector: str | None = None

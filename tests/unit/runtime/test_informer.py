@@ -763,6 +763,48 @@ def test_a_relist_after_the_kind_was_not_served_reads_none_of_the_objects_it_lac
         informer.stop(timeout=2)
 
 
+def test_a_relist_after_only_the_version_was_not_served_tells_what_left_the_selection_with_its_state_now(
+    recorder: Any, obj: Obj
+) -> None:
+    """Another version of the group serves the kind: its objects were kept, and one the list lacks may have left the
+    selection meanwhile, as after any outage."""
+    api = SelectingApi()
+    api.served_elsewhere = ["example.com/v1"]
+    informer = informer_mod.Informer(
+        api,
+        CM,
+        "ns",
+        "selected=yes",
+        on_event=recorder,
+        backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0),
+    )
+    try:
+        for name in ("gone", "left"):
+            api.put(CM, obj(CM, name, labels={"selected": "yes"}))
+        informer.start()
+        assert informer.has_synced.wait(5)
+        stored = {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in informer.items()}
+        with structlog.testing.capture_logs() as logged:
+            api.refusal = errors.ApiError.from_status(404, "NotFound", "the server could not find the resource")
+            api.fail(CM, api.refusal)
+            wait_for(lambda: api.refused >= 2, timeout=5)
+            api.remove(CM, "ns", "gone")
+            left = api.put(CM, obj(CM, "left", labels={"selected": "no"}))
+            api.refusal = None
+            wait_for(lambda: informer.relists == 2, timeout=5)
+
+        assert sorted(recorder.snapshot()[2:]) == [
+            ("DELETED", "gone", stored["gone"], None),
+            ("DELETED", "left", left["metadata"]["resourceVersion"], None),
+        ]
+        assert sorted(name for _, name, _ in api.gets) == ["gone", "left"]
+        (warned,) = [entry for entry in logged if entry["log_level"] == "warning"]
+        assert warned["cause"].startswith("v1 is no longer served (the API server serves ConfigMap in example.com/v1)")
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+
 def test_a_deleted_event_of_an_object_the_filter_never_let_in_is_not_announced(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -62,13 +62,16 @@ Guarantees:
   diffed against the store as after a ``410`` (what went with the CRD is ``DELETED``, what was created again
   ``ADDED``, and of a version no longer served, one that left the selection meanwhile is read by name and told as a
   leave, not as deleted), and every object it finds unchanged is announced as ``RESYNC``, so that what failed
-  meanwhile is reconciled again;
+  meanwhile is reconciled again — all of it once the whole list is in the store and :attr:`Informer.served` is True
+  again (told page by page as it is stored, each change woke a reconcile that read the kind still refused by the
+  cache, and failed);
 * **a kind okt may no longer list or watch** (its role lost the rule: ``403``) is retried with the reconnect backoff,
   logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list is answered again: the store
-  holds what was seen before it, which nothing refreshes meanwhile. That list is diffed against the store (what
-  changed meanwhile is announced) before the refusal is lifted and ``on_recovered`` called: resumed from where the
-  watch stood instead, the watch tells what changed meanwhile only after it opened, and the reconciles retried at
-  its opening read the store from before.
+  holds what was seen before it, which nothing refreshes meanwhile. That list is diffed against the store before the
+  refusal is lifted, what changed meanwhile told then (as above, not while the refusal still holds), and
+  ``on_recovered`` called: resumed from where the watch stood instead, the watch tells what changed meanwhile only
+  after it opened, and the reconciles retried at its opening read the store from before. The changes of such a list
+  are held encoded, as the store holds objects, until they are told.
 
 Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
 return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
@@ -630,7 +633,6 @@ class Informer:
         # What the list says of objects whose store entry is okt's own answer, newer than the list: the watch, which
         # resumes from the list, may still tell changes from before that answer.
         relisted: dict[StoreKey, packing.Packed] = {}
-        version = ""
         # The first list is served from the API server's watch cache (client-go's reflector lists so too): no read
         # of etcd, which a busy control plane pays for most. A relist (the watch expired, an error) reads etcd, so
         # the store never goes back to an older state than it has seen.
@@ -651,32 +653,19 @@ class Informer:
         # Stored objects the list holds but the ``keep`` filter refuses now: they left the selection, and are told
         # below with the state listed (as a leave the watch tells is), not with the one stored from before.
         refused: dict[StoreKey, dict[str, Any]] = {}
-        answered = False
+        # The list that ends a refusal or an outage of the kind: the reads of the store fail until it is done (see
+        # Cache.refusal), so what it tells is held until then — told at once, each change's reconcile failed on the
+        # refusal and was done again once lifted (its status written twice). Held encoded, as the store holds them.
+        held: list[tuple[str, packing.Packed, packing.Packed | None]] | None = (
+            [] if not self._served or self._refusal is not None else None
+        )
         try:
-            for page, page_version in pages:
-                answered = True
-                version = page_version
-                changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
-                with self._lock:
-                    for item in page:
-                        packing.strip(item, self._status_owners, self._field_owners)
-                        key = store_key(item)
-                        if self._keep is not None and not self._keep(item):
-                            if key in self._store:
-                                refused[key] = item  # filtered out: not stored, and dropped below as a leave
-                            continue
-                        listed.add(key)
-                        changes.extend(
-                            self._listed_locked(key, item, relisted, announce_unchanged, page_version if etcd else "")
-                        )
-                del page
-                self._announce_sweep(changes)
-                del changes
-        except errors.Gone:
-            self._list_whole = answered  # a page came: the 410 answered its continue token
+            version = self._store_pages(pages, etcd, announce_unchanged, listed, relisted, refused, held)
+            there = {**self._read_missing(listed, refused, version), **refused}
+        except BaseException:
+            if held:  # what the pages stored is told all the same: the retry would not see it as new
+                self._announce_sweep(self._unpacked(held))
             raise
-        self._list_whole = False
-        there = {**self._read_missing(listed, refused, version), **refused}
         # Each stored object the list lacks, with its state now when it is still there (it left the selection).
         gone: list[tuple[packing.Packed, dict[str, Any] | None]] = []
         with self._lock:
@@ -705,10 +694,79 @@ class Informer:
             self._log.info(
                 "the API server serves the kind again", count=len(listed), deleted=len(gone) - left, left=left
             )
+        if self._refusal is not None:
+            self._refusal = None
+            self._log.info("the API server lets okt list and watch the kind again")
+        if held:
+            self._announce_sweep(self._unpacked(held))
         # A leave is told as the watch tells one of the ``keep`` filter: DELETED with the object as it is now, out of
         # the selection; a deletion with the last state stored.
         self._announce_sweep((DELETED, packed.unpack() if now is None else now, None) for packed, now in gone)
         self.has_synced.set()
+
+    def _store_pages(
+        self,
+        pages: Iterable[tuple[list[dict[str, Any]], str]],
+        etcd: bool,
+        announce_unchanged: bool,
+        listed: set[StoreKey],
+        relisted: dict[StoreKey, packing.Packed],
+        refused: dict[StoreKey, dict[str, Any]],
+        held: list[tuple[str, packing.Packed, packing.Packed | None]] | None,
+    ) -> str:
+        """Store the pages of a list one at a time, each page's changes told (or ``held``) before the next is read;
+        fills ``listed``, ``relisted`` and ``refused`` (see :meth:`_relist`), and returns the list's resourceVersion."""
+        version = ""
+        answered = False
+        try:
+            for page, page_version in pages:
+                answered = True
+                version = page_version
+                changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+                with self._lock:
+                    for item in page:
+                        packing.strip(item, self._status_owners, self._field_owners)
+                        key = store_key(item)
+                        if self._keep is not None and not self._keep(item):
+                            if key in self._store:
+                                refused[key] = item  # filtered out: not stored, and dropped below as a leave
+                            continue
+                        listed.add(key)
+                        changes.extend(
+                            self._listed_locked(key, item, relisted, announce_unchanged, page_version if etcd else "")
+                        )
+                del page
+                if held is None:
+                    self._announce_sweep(changes)
+                else:
+                    held.extend(self._packed(changes))
+                del changes
+        except errors.Gone:
+            self._list_whole = answered  # a page came: the 410 answered its continue token
+            raise
+        self._list_whole = False
+        return version
+
+    def _packed(
+        self, changes: Iterable[tuple[str, dict[str, Any], dict[str, Any] | None]]
+    ) -> Iterator[tuple[str, packing.Packed, packing.Packed | None]]:
+        """``changes`` encoded to be held (an unchanged object's ``old`` is the object itself: encoded once)."""
+        for event_type, obj, old in changes:
+            packed = packing.Packed(obj, {}, self._codec)
+            yield (
+                event_type,
+                packed,
+                packed if old is obj else None if old is None else packing.Packed(old, {}, self._codec),
+            )
+
+    @staticmethod
+    def _unpacked(
+        held: Iterable[tuple[str, packing.Packed, packing.Packed | None]],
+    ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+        """The changes :meth:`_packed` held, decoded one at a time as they are told."""
+        for event_type, packed, old in held:
+            obj = packed.unpack()
+            yield event_type, obj, obj if old is packed else _unpacked(old)
 
     def _kept_past(self, key: StoreKey, stored: packing.Packed, version: str) -> bool:
         """Whether ``stored``, missing from a list answered at ``version``, stays: an object observed from okt's own

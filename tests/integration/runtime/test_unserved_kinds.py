@@ -572,6 +572,50 @@ def test_an_object_relabelled_out_of_the_selection_while_its_version_was_not_ser
     assert (again["deleted"], again["left"]) == (1, 1), again
 
 
+def test_what_the_list_after_a_version_was_not_served_tells_is_told_once_the_cache_serves_reads_of_it(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A reconcile reads the kind (its primary, its children) from the cache, which refuses those reads until the list
+    that answers again is done: each change told before that woke a reconcile that failed on the refusal (a warning,
+    a Ready=False naming the kind written, and done again once the refusal was lifted)."""
+    group = f"resumed{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Widget", "widgets")
+    stored = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [stored, {**stored, "name": "v2", "storage": False}]
+    name = crd["metadata"]["name"]
+    v1 = crds.ensure_crd(kube, crd)
+    v2 = kinds.Kind(f"{group}/v2", "Widget", "widgets")
+    cache = cache_mod.Cache(kube, [namespace])
+    told: list[tuple[str, str, str | None]] = []
+
+    def record(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        refused = cache.refusal(v2, namespace)
+        told.append((event_type, obj["metadata"]["name"], None if refused is None else str(refused)))
+
+    def serve_v2(served: bool) -> None:
+        live = kube.get(kinds.CRD, name)
+        live["spec"]["versions"][1]["served"] = served
+        kube.replace(kinds.CRD, live)
+
+    for widget in ("changed", "same"):
+        body = {"apiVersion": v1.api_version, "kind": "Widget", "metadata": {"name": widget, "namespace": namespace}}
+        kube.create({**body, "spec": {"size": 1}}, v1)
+    try:
+        cache.start(v2, record)
+        assert cache.wait_for_sync(30)
+        serve_v2(False)
+        wait_for(lambda: cache.unserved() == [v2], message="v2 reported unserved")
+        kube.patch(v1, "changed", {"spec": {"size": 2}}, namespace)
+        serve_v2(True)
+        wait_for(lambda: len(told) == 4, message=lambda: f"the list that answers again told: {told}")
+    finally:
+        cache.stop()
+        kube.delete(kinds.CRD, name)
+
+    assert sorted(told[2:]) == [("MODIFIED", "changed", None), ("RESYNC", "same", None)], told
+    assert cache.unserved() == []
+
+
 PART_GROUP = "parts.okt.io"
 
 

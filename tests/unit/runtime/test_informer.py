@@ -302,6 +302,57 @@ def test_a_kind_no_longer_served_is_logged_once_and_listed_again_once_served(
     assert (refused_while_down, informer.served) == (False, True)
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        errors.ApiError.from_status(404, "NotFound", "the server could not find the requested resource"),
+        errors.Forbidden(403, "Forbidden", "configmaps is forbidden"),
+    ],
+    ids=["not served", "refused"],
+)
+def test_what_the_list_ending_a_refusal_tells_is_told_once_the_refusal_is_lifted(
+    api: Any, obj: Obj, refusal: errors.ApiError
+) -> None:
+    """Until that list is done the store may be stale, and the cache refuses reads of the kind: a change told before
+    it is done woke a reconcile that read the kind still refused, and failed."""
+    told: list[tuple[str, str, bool, bool]] = []
+    informer: informer_mod.Informer | None = None
+
+    def record(event_type: str, o: dict[str, Any], old: dict[str, Any] | None) -> None:
+        assert informer is not None
+        told.append((event_type, o["metadata"]["name"], informer.served, informer.refusal is None))
+
+    api.put(CM, obj(CM, "changed"))
+    api.put(CM, obj(CM, "same"))
+    api.put(CM, obj(CM, "removed"))
+    informer = informer_mod.Informer(
+        api, CM, "ns", on_event=record, backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0)
+    )
+    try:
+        informer.start()
+        assert informer.has_synced.wait(5)
+        api.refusal = refusal
+        api.fail(CM, refusal)
+        wait_for(lambda: api.refused >= 2, timeout=5)
+        api.put(CM, obj(CM, "changed", labels={"changed": "yes"}))
+        api.put(CM, obj(CM, "added"))
+        api.remove(CM, "ns", "removed")
+        api.refusal = None
+        wait_for(lambda: informer.relists == 2, timeout=5)
+        wait_for(lambda: any(name == "removed" for _, name, _, _ in told[3:]), timeout=5)
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+    after = told[3:]
+    assert {(event_type, name) for event_type, name, _, _ in after} >= {
+        ("MODIFIED", "changed"),
+        ("ADDED", "added"),
+        ("DELETED", "removed"),
+    }, told
+    assert [(served, lifted) for _, _, served, lifted in after] == [(True, True)] * len(after), told
+
+
 def test_a_kind_refused_to_list_and_watch_is_listed_again_once_granted_before_its_recovery_is_told(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -587,7 +587,9 @@ class Informer:
                 f"{self.kind.api_version} is no longer served (the API server serves {self.kind.kind} in "
                 f"{', '.join(elsewhere)}): its objects are kept, and the cache holds them as they were"
             )
-        return f"no version of {self.kind.group or 'the core group'} serves {self.kind.kind} (its CRD deleted)"
+        if (self.kind.api_version, self.kind.kind) in kinds.BUILTIN:
+            return f"no version of {self.kind.group or 'the core group'} serves {self.kind.kind}"
+        return f"no version of {self.kind.group} serves {self.kind.kind} (its CRD deleted)"
 
     def _server_went_back(self) -> bool:
         """Whether the API server's resourceVersion is now behind the one the watch resumes from: etcd restored from a

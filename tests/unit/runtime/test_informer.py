@@ -291,9 +291,10 @@ def test_a_kind_no_longer_served_is_logged_once_and_listed_again_once_served(
         api.refusal = None
         wait_for(lambda: "added" in recorder.types_by_name(), timeout=5, message=lambda: str(recorder.snapshot()))
 
-    warnings = [entry["event"] for entry in logged if entry["log_level"] in ("warning", "error")]
+    warnings = [entry for entry in logged if entry["log_level"] in ("warning", "error")]
     assert len(warnings) == 1, warnings
-    assert "does not serve the kind" in warnings[0]
+    assert "does not serve the kind" in warnings[0]["event"]
+    assert warnings[0]["cause"] == "no version of the core group serves ConfigMap", warnings[0]
     assert recorder.types_by_name() == {
         "kept": ["ADDED", "RESYNC"],
         "removed": ["ADDED", "DELETED"],

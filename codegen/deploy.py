@@ -409,7 +409,7 @@ def check_channel(channel: str) -> None:
     Raises:
         CodegenError: ``invalid --channel ...``, saying what OLM wants.
     """
-    if not crd.DNS_SUBDOMAIN.match(channel) or len(channel) > 253:
+    if not crd.DNS_SUBDOMAIN.fullmatch(channel) or len(channel) > 253:  # match: "alpha\n" passes ($)
         raise errors.CodegenError(
             f"invalid --channel {channel!r}: OLM wants one channel name, a lowercase DNS name of at most 253 "
             "characters such as alpha, stable or stable-v1"

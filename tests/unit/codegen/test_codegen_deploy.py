@@ -242,7 +242,9 @@ def test_a_bundle_of_an_image_no_runtime_pulls_is_refused(image: str) -> None:
         deploy.bundle(dataclasses.replace(OPERATOR, image=image), version="0.1.0")
 
 
-@pytest.mark.parametrize("channel", ["bad channel", "alpha,stable", "Stable", "stable_v1", "-alpha", "", "a" * 254])
+@pytest.mark.parametrize(
+    "channel", ["bad channel", "alpha,stable", "Stable", "stable_v1", "-alpha", "", "a" * 254, "alpha\n"]
+)
 def test_okt_gen_bundle_refuses_a_channel_olm_cannot_subscribe_to_in_one_line(tmp_path: Path, channel: str) -> None:
     # The channel went into the annotations as given: OLM splits "alpha,stable" into two channels, and its
     # ClusterExtension takes only a DNS subdomain, so a bundle in "bad channel" could never be subscribed to.

@@ -361,12 +361,12 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
             ending in ``-``) as the API server requires of it; ``channel`` is not a lowercase DNS name of at most
             253 characters (see :func:`check_channel`).
     """
-    if not _SEMVER.match(version):
+    if not _SEMVER.fullmatch(version):  # match: "0.1.0\n" passes ($)
         raise errors.CodegenError(f"invalid --version {version!r}: OLM wants a semantic version such as 0.1.0")
     check_channel(channel)
     image_parts(operator.image)  # the CSV names the image as given: one no runtime pulls is refused here too
     csv_name = f"{operator.name}.v{version}"
-    if not crd.DNS_SUBDOMAIN.match(csv_name) or len(csv_name) > 253:
+    if not crd.DNS_SUBDOMAIN.fullmatch(csv_name) or len(csv_name) > 253:
         raise errors.CodegenError(
             f"invalid --version {version!r}: the ClusterServiceVersion's name {csv_name} must be a lowercase DNS name "
             "of at most 253 characters, such as my-operator.v0.1.0-rc.1"

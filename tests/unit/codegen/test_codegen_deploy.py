@@ -225,9 +225,11 @@ def test_the_bundle_metadata_names_the_package_and_the_channel() -> None:
     assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "stable"
 
 
-def test_a_bundle_version_that_is_not_semantic_is_refused() -> None:
+@pytest.mark.parametrize("version", ["v1", "0.1.0\n"])
+def test_a_bundle_version_that_is_not_semantic_is_refused(version: str) -> None:
+    # "0.1.0\n" (a version read from a file) named the ClusterServiceVersion "gizmo-operator.v0.1.0\n".
     with pytest.raises(errors.CodegenError, match="semantic version"):
-        deploy.bundle(OPERATOR, version="v1")
+        deploy.bundle(OPERATOR, version=version)
 
 
 @pytest.mark.parametrize("version", ["0.1.0-RC1", "0.1.0-rc-", "0.1.0-rc.1-", f"0.1.0-{'1' * 240}"])

@@ -219,8 +219,9 @@ class Clock:
     """When each timer is due next for each object (by uid), in this process, and when each object last changed.
 
     A deleted object's entries are forgotten when the controller sees it deleted; the sweep drops what that misses (a
-    reconcile that ran a timer just as its object went): an entry due for longer than the longest interval is dropped
-    (a live object's timer is called once due, the object requeued for then). An object whose reconciles fail for
+    reconcile that ran a timer just as its object went): an entry due for longer than the longest interval and than
+    :attr:`STALE_AFTER` is dropped (a live object's timer is called once due, the object requeued for then; a busy
+    queue may bring that reconcile late, which must not start its schedule over). An object whose reconciles fail for
     longer than that starts over once one succeeds: as if first seen, its ``initial_delay`` included.
 
     It also keeps the calls still running past their timeout (:meth:`overdue`): until such a call returns, its timer
@@ -230,6 +231,10 @@ class Clock:
     """
 
     SWEEP_EVERY = 256
+    STALE_AFTER = 3600.0
+    """Seconds an entry must have been due before a sweep takes its object for gone, whatever the intervals: a live
+    object's reconcile a busy queue brought later than an interval keeps its failing timer's backoff, its grid, and
+    its ``initial_delay`` waited once (an entry a deletion left behind costs a few hundred bytes for that long)."""
 
     def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self._now = now
@@ -345,7 +350,7 @@ class Clock:
 
     def _sweep(self) -> None:
         """Drop the entries of the objects that are gone (the lock held)."""
-        horizon = self._now() - self._longest
+        horizon = self._now() - max(self._longest, self.STALE_AFTER)
         for key in [key for key, due in self._next.items() if due < horizon]:
             del self._next[key]
             self._grid.pop(key, None)

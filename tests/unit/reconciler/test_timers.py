@@ -47,11 +47,32 @@ def test_objects_that_are_gone_are_swept() -> None:
     time = FakeTime()
     clock = timers.Clock(time)
     clock.ran("gone", "backup", 60)
-    time.now += 121
+    time.now += 60 + timers.Clock.STALE_AFTER + 1  # due for longer than any reconcile is late
     for i in range(timers.Clock.SWEEP_EVERY - 1):
         clock.ran(f"live-{i % 3}", "backup", 60)
 
     assert len(clock) == 3
+
+
+def test_a_live_objects_schedule_outlives_a_sweep_that_finds_its_reconcile_late() -> None:
+    """A sweep drops the entries of objects that are gone, not those of a live object whose reconcile a busy queue
+    delays past the longest interval: its failing timer's backoff would start over (called again after its interval,
+    not after twice its last wait), its initial_delay be waited again."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    clock.start("u1", "probe")
+    for _ in range(5):  # five failed calls in a row: the next one after 160 s
+        clock.ran("u1", "probe", 10)
+        clock.again_in("u1", "probe", timers.retry_delay(10, clock.failed("u1", "probe")))
+    time.now += 160 + 11  # its reconcile comes 11 s late, while other objects' timers run
+    for i in range(timers.Clock.SWEEP_EVERY):
+        clock.start(f"other-{i}", "probe")
+        clock.ran(f"other-{i}", "probe", 10)
+
+    clock.start("u1", "probe", initial_delay=60)
+
+    assert clock.due("u1", "probe") <= 0  # due, as it was: no initial delay again
+    assert clock.failed("u1", "probe") == 6  # and its backoff goes on
 
 
 def test_timers_are_declared_on_methods_and_inherited() -> None:

@@ -26,7 +26,7 @@ from okt.codegen import crd, deploy_cli, dictionary, errors, options, rbac, reso
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
 
-_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 _OUT_FILE = options.OutPath(dir_okay=False, allow_dash=True)

@@ -207,10 +207,10 @@ _KEY_ORDER = (
     "anyOf",
 )
 """The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
-_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """A DNS label of at most 63 characters: a namespace's name, an operator's (match it with ``fullmatch``)."""
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 """A DNS subdomain as the API server reads names and groups (RFC 1123 labels joined by dots; length checked apart)."""
 _FIELD_STEPS = re.compile(r"(\.[A-Za-z_$][\w$-]*)*")
 """The leading ``.field`` steps of a printer column's JSONPath (up to a ``[``, a quoted key or a wildcard)."""

@@ -92,8 +92,8 @@ CRD_SERVICE_REFERENCE: dict[str, Any] = {
 configuration names it (``namePrefix``), but not in a CRD's ``spec.conversion`` unless told so (its namespace
 transformer already moves the CRD's service namespace)."""
 
-_SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$")
-_IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[^\s@]+))?$")
+_SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?\Z")
+_IMAGE = re.compile(r"^(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[^\s@]+))?\Z")
 _DIGEST = re.compile(
     r"^(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}|(?!sha256:|sha512:)[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,})$"
 )

@@ -69,7 +69,7 @@ class KindSpec(pydantic.BaseModel):
     @classmethod
     def _check_hashed(cls, fields: tuple[str, ...]) -> tuple[str, ...]:
         for field in fields:
-            if not re.match(_FIELD_PATTERN, field):
+            if not re.fullmatch(_FIELD_PATTERN, field):
                 raise ValueError(f"{field!r} is not a top-level field name")
             if field in _UNHASHABLE_FIELDS:
                 raise ValueError(f"{field!r} cannot be hashed (okt manages it)")

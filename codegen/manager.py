@@ -28,7 +28,7 @@ OLM_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount p
 """Where OLM mounts the serving certificate (``tls.crt``, ``tls.key``) of the webhooks a ClusterServiceVersion
 lists into the Deployment it names."""
 
-_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 

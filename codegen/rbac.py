@@ -82,7 +82,7 @@ METRICS_READER_RULES = ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},)
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _RBAC_GROUP = "rbac.authorization.k8s.io"
-_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
+_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?\Z")
 """An API version, as the middle part of ``plural.version.group``."""
 
 

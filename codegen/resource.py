@@ -59,8 +59,8 @@ DEFAULT_EXAMPLE = 'self.desired["metadata"].setdefault("labels", {})["app"] = cr
 (the rendered template always has its metadata: name and namespace): within the 78 characters the dictionary allows
 an example, so that it keeps to 88 columns where it stands."""
 
-_CR_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-_VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
+_CR_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*\Z")
+_VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?\Z")
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _FILE_NAME_WORD = re.compile(r"[A-Za-z0-9]+")
 _COMMAND_LINE = "#   "  # a line of the header's command: the other header lines start with "# " and a word

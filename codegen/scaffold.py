@@ -43,11 +43,11 @@ from okt.kube import kinds
 
 TEMPLATES_DIR = Path(__file__).with_name("templates") / "scaffold"
 
-_PROJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-_GROUP_WITH_DOT = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
-_VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?$")
+_PROJECT_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?\Z")
+_GROUP_WITH_DOT = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+\Z")
+_VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?\Z")
 # A CRD's list kind (<kind>List) is a DNS label once lowercased: 63 characters at most, so 59 for the kind.
-_KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,58}$")
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]{0,58}\Z")
 _GROUP_LENGTH = 253
 # An import of main.py on one line, or wrapped as ruff's import sorting wraps a line too long for one.
 _MAIN_IMPORT = re.compile(

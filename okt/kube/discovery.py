@@ -27,7 +27,7 @@ from typing import Any
 from okt import errors
 from okt.kube import kinds
 
-_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?$")
+_VERSION = re.compile(r"^v\d+((alpha|beta)\d+)?\Z")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,9 +14,9 @@ from typing import Any
 _SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$")
 _VALUE_TERM = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*(.*)$")
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
-_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
-_VALUE = re.compile(rf"^({_NAME})?$")
-_INTEGER = re.compile(r"^[0-9]{1,63}$")
+_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}\Z")
+_VALUE = re.compile(rf"^({_NAME})?\Z")
+_INTEGER = re.compile(r"^[0-9]{1,63}\Z")
 """A bound of ``<`` or ``>``: an integer that is a label value too (so without a sign), as the API server reads it."""
 
 

@@ -14,7 +14,7 @@ Guarantees: the first run is at the object's first successful reconcile; a timer
 and when it runs next, a Warning Event, counted (``okt_timer_errors_total``), and backs off (it does not fail the
 reconcile: Ready says what the reconcile did): it runs again after its interval — or after the delay of an
 ``okt.TemporaryError(delay=...)`` — then, while it keeps failing, after twice that, four times that..., up to
-:data:`FAILURE_BACKOFF_CAP` (or its interval, when longer), and after its interval again once a call succeeds
+:data:`FAILURE_BACKOFF_CAP` (or that first delay, when longer), and after its interval again once a call succeeds
 (:func:`retry_delay`). ``okt.GiveUp`` gives the reconcile up as from any hook; the object is requeued for the earliest
 timer due. What a timer
 returns is acted on as for any hook, never dropped: ``None`` (or ``Outcome.done()``) carries on;
@@ -93,8 +93,8 @@ def retry_delay(interval: float, failures: int, asked: float | None = None) -> f
     The delay starts at the timer's interval — or at ``asked``, the delay the error asked for
     (``okt.TemporaryError(delay=...)``, ``okt.Outcome.retry(error, delay=...)``) — and doubles with each further failed
     call, up to :data:`FAILURE_BACKOFF_CAP` or that start, whichever is longer: a timer failing every second does not
-    call what fails every second for as long as it fails, and a timer of an hour is never called more often than
-    hourly. No jitter: each object's timer keeps a schedule of its own already.
+    call what fails every second for as long as it fails, and a timer of an hour whose error asks for no delay is never
+    called more often than hourly (one whose error asks for a shorter one backs off from it, up to the cap). No jitter: each object's timer keeps a schedule of its own already.
     """
     if failures < 1:
         raise ValueError(f"failures must be >= 1, got {failures!r}")

@@ -23,7 +23,7 @@ from okt import errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import kinds
-from okt.resources import apply, refusals, registry, resource
+from okt.resources import apply, refusals, registry, resource, writing
 
 if TYPE_CHECKING:
     from okt.reconciler import context as context_mod
@@ -104,6 +104,11 @@ def check_watched(res: resource.Resource, ctx: context_mod.Context) -> None:
     )
 
 
+def _keyed(ctx: context_mod.Context) -> bool:
+    """Whether the children are written by server-side apply (their keyed lists compared by key, see ``decide``)."""
+    return ctx.settings.apply_strategy is writing.Strategy.APPLY
+
+
 def mutate(ctx: context_mod.Context) -> None:
     """Mutator: ``mutate_with_cr``, normalise, hash and decide create / update / unchanged for every child."""
     for res in ctx.registry:
@@ -111,7 +116,7 @@ def mutate(ctx: context_mod.Context) -> None:
             res.mutate_with_cr(ctx.cr)
             check_watched(res, ctx)
             apply.prepare(res, ctx.cr, ctx.settings.names)
-            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.names)
+            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.names, keyed=_keyed(ctx))
         except errors.MutationError as exc:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
             # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.
@@ -292,7 +297,7 @@ def _create(ctx: context_mod.Context, res: resource.Resource) -> None:
         live = ctx.client.get(ctx.client.kind_of(res.desired), res.name, res.namespace)
         ctx.observe(live)
         res.live = live
-        again = apply.decide(res, live, ctx.cr, ctx.settings.names)
+        again = apply.decide(res, live, ctx.cr, ctx.settings.names, keyed=_keyed(ctx))
         if again.action is apply.Action.REFUSE:
             raise errors.OwnedByAnother(f"{what} exists and is {again.reason}; okt does not adopt it") from exc
         if again.action is apply.Action.WAIT:

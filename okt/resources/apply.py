@@ -179,9 +179,17 @@ def foreign_controller(live: Mapping[str, Any], owner: objects.CustomResource | 
 
 
 def decide(
-    res: resource.Resource, live: Mapping[str, Any] | None, owner: objects.CustomResource | None, names: names_mod.Names
+    res: resource.Resource,
+    live: Mapping[str, Any] | None,
+    owner: objects.CustomResource | None,
+    names: names_mod.Names,
+    *,
+    keyed: bool = True,
 ) -> Decision:
-    """What to do for one prepared resource, given its live object (or None)."""
+    """What to do for one prepared resource, given its live object (or None). ``keyed``: the child is written by
+    server-side apply, which keeps another manager's items in the lists it merges by key, so those are no drift; a
+    merge patch (False) replaces such a list whole, and another manager's item in it is drift, as okt's write removes
+    it."""
     if live is None:
         return Decision(Action.CREATE, "missing")
     deleted = (live.get("metadata") or {}).get("deletionTimestamp")
@@ -195,8 +203,8 @@ def decide(
     wanted = (res.desired.get("metadata") or {}).get("annotations", {}).get(names.hash_annotation)
     stored = ((live.get("metadata") or {}).get("annotations") or {}).get(names.hash_annotation)
     drift: tuple[str, ...] = ()
-    if not drift_check.in_place(res, live):
-        view = drift_check.drift_view(res)
+    if not drift_check.in_place(res, live, keyed=keyed):
+        view = drift_check.drift_view(res, keyed=keyed)
         found = checksum.mismatches(view, live)
         if not drift_check.SERVER_FORMS.explain(live, view, found):
             drift = tuple(path for path, _ in found)

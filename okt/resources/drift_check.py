@@ -30,44 +30,47 @@ from okt.kube import kinds, objects
 from okt.resources import checksum, list_keys, quantities, resource
 
 
-def _comparable(desired: Mapping[str, Any], *, marked: bool = True) -> dict[str, Any]:
+def _comparable(desired: Mapping[str, Any], *, marked: bool = True, keyed: bool = True) -> dict[str, Any]:
     """What the drift check compares of ``desired``; with ``marked``, a built-in kind's quantities marked as such
     (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
     does), and its lists server-side apply merges by key marked so (:mod:`okt.resources.list_keys`: another
-    manager's items in them are no drift). Marking copies the object, and only widens what matches: unmarked, the view
-    is the cheaper first look."""
+    manager's items in them are no drift) unless not ``keyed`` (children written by merge patches, which replace a
+    list whole: another manager's item is drift there). Marking copies the object, and only widens what matches:
+    unmarked, the view is the cheaper first look."""
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     meta = desired.get("metadata") or {}
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
     if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
         body = objects.json_copy(body)
         quantities.convert_quantities(body, quantities.marked_quantity)
-        list_keys.mark(body)
+        if keyed:
+            list_keys.mark(body)
     return body
 
 
-def drift_view(res: resource.Resource) -> dict[str, Any]:
+def drift_view(res: resource.Resource, *, keyed: bool = True) -> dict[str, Any]:
     """The part of the desired object the drift check compares with the live one: what ``hashable_ref()`` covers.
 
     A desired field is compared when ``hashable_ref()`` holds it at the same path (its top-level ``labels`` and
     ``annotations`` stand for ``metadata``'s, as the default builds them); a mapping is narrowed key by key, anything
     else is covered whole. So a field left out of the hash is not repaired either: another controller may manage
-    it (OKT's contract). A ``hashable_ref()`` that is not a mapping (a version string) covers no field.
+    it (OKT's contract). A ``hashable_ref()`` that is not a mapping (a version string) covers no field. ``keyed``:
+    the lists server-side apply merges by key are compared by key (False for a child written by merge patches).
     """
     shape = drift_shape(res)
-    return {} if shape is None else checksum.narrowed(_comparable(res.desired), shape)
+    return {} if shape is None else checksum.narrowed(_comparable(res.desired, keyed=keyed), shape)
 
 
-def in_place(res: resource.Resource, live: Mapping[str, Any]) -> bool:
+def in_place(res: resource.Resource, live: Mapping[str, Any], *, keyed: bool = True) -> bool:
     """Whether ``live`` holds every field of :func:`drift_view` — ``checksum.is_subset(drift_view(res), live)`` in one
     walk, without building the view (every child of every reconcile is checked; drift is the rare case). The view's
     quantities are marked only when the unmarked one differs from ``live``: a template's quantities written as the
-    server stores them (``memory: 64Mi``) then cost no copy of the object."""
+    server stores them (``memory: 64Mi``) then cost no copy of the object. ``keyed``: as for :func:`drift_view`."""
     shape = drift_shape(res)
     if shape is None or checksum.is_subset_within(_comparable(res.desired, marked=False), shape, live):
         return True
     return kinds.is_builtin_group(str(res.desired.get("apiVersion") or "")) and checksum.is_subset_within(
-        _comparable(res.desired), shape, live
+        _comparable(res.desired, keyed=keyed), shape, live
     )
 
 

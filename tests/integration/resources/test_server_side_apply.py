@@ -964,9 +964,10 @@ spec:
 """
 
 
-def exported_reconciler() -> okt.Reconciler:
+def exported_reconciler(strategy: str = "apply") -> okt.Reconciler:
     class ExportedReconciler(shared.WidgetReconciler):
         owns = (Exported,)
+        apply_strategy = strategy
 
         def resources(self, ctx: okt.Context) -> list[okt.Resource]:
             return [Exported(ctx.cr)]
@@ -1064,3 +1065,23 @@ def test_a_service_holding_another_managers_port_is_not_written_by_the_next_proc
     assert live is not None
     assert {p["name"]: p["targetPort"] for p in live["spec"]["ports"]} == {"memcached": 11211, "metrics": 9150}
     assert converge(exported_reconciler(), kube, widget_kind, namespace) == {}
+
+
+def test_another_managers_port_is_drift_for_a_service_written_by_merge_patches_and_goes_with_one_write(
+    kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """A merge patch replaces a list whole: okt's next write takes another manager's port away, so the drift check says
+    so at once (taken for no drift, as under server-side apply, the port stayed until the template changed and then
+    went without a word)."""
+    merged = exported_reconciler("merge")
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(merged, kube, widget_kind, namespace) == {("create", "services"): 1}
+    services = other_client.resolve("v1", "Service")
+    theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": NAME, "namespace": namespace}}
+    other_client.apply({**theirs, "spec": {"ports": [METRICS_PORT]}}, services, field_manager="exporter")
+
+    assert converge(merged, kube, widget_kind, namespace) == {("patch", "services"): 1}
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    assert [p["name"] for p in live["spec"]["ports"]] == ["memcached"]
+    assert converge(merged, kube, widget_kind, namespace) == {}

@@ -240,3 +240,19 @@ def test_the_keyed_lists_are_those_of_a_built_in_kinds_group_in_any_version(
     api_version: str, kind: str, found: bool
 ) -> None:
     assert (list_keys.schema_of(api_version, kind) is not None) is found
+
+
+@pytest.mark.parametrize(("cls", "edit"), [pytest.param(cls, edit, id=name) for cls, edit, name in THEIRS])
+def test_another_managers_item_in_a_keyed_list_is_drift_for_a_child_written_by_merge_patches(
+    cls: type[resource.Resource], edit: Edit
+) -> None:
+    """A merge patch replaces the list whole: okt's write removes the other item, so it is drift there (left as no
+    drift, it would stay until the template changed, and then go without a word)."""
+    res = prepared(cls)
+    live = as_live(res)
+    edit(live)
+
+    assert not drift_check.in_place(res, live, keyed=False)
+    decision = apply.decide(res, live, OWNER, NAMES, keyed=False)
+    assert decision.action is apply.Action.UPDATE
+    assert decision.drift

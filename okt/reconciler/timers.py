@@ -94,7 +94,8 @@ def retry_delay(interval: float, failures: int, asked: float | None = None) -> f
     (``okt.TemporaryError(delay=...)``, ``okt.Outcome.retry(error, delay=...)``) — and doubles with each further failed
     call, up to :data:`FAILURE_BACKOFF_CAP` or that start, whichever is longer: a timer failing every second does not
     call what fails every second for as long as it fails, and a timer of an hour whose error asks for no delay is never
-    called more often than hourly (one whose error asks for a shorter one backs off from it, up to the cap). No jitter: each object's timer keeps a schedule of its own already.
+    called more often than hourly (one whose error asks for a shorter one backs off from it, up to the cap). No
+    jitter: each object's timer keeps a schedule of its own already.
     """
     if failures < 1:
         raise ValueError(f"failures must be >= 1, got {failures!r}")

@@ -18,14 +18,19 @@ from okt.kube import operand_http
 from okt.testing import FakeClient
 
 
-def test_a_ca_file_on_the_proxy_route_is_refused_as_the_api_servers_hop_does_not_verify() -> None:
+def nowhere() -> kube_client.Client:
+    """A client of an API server at a port nothing listens on: a test asserts nothing was sent."""
     doc = {
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],  # nothing may be sent
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
         "users": [{"name": "u", "user": {"token": "static"}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
         "current-context": "x",
     }
-    client = kube_client.Client(pykube.KubeConfig(doc))
+    return kube_client.Client(pykube.KubeConfig(doc))
+
+
+def test_a_ca_file_on_the_proxy_route_is_refused_as_the_api_servers_hop_does_not_verify() -> None:
+    client = nowhere()
     try:
         with pytest.raises(ValueError, match="direct route"):
             operand_http.call(
@@ -207,13 +212,7 @@ def test_a_target_names_its_object(target: str, name: str) -> None:
 def test_a_server_name_where_nothing_checks_a_certificate_is_refused_before_anything_is_sent(
     route: operand_http.Route, scheme: Literal["http", "https"], server_name: str
 ) -> None:
-    doc = {
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],  # nothing may be sent
-        "users": [{"name": "u", "user": {"token": "static"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x",
-    }
-    client = kube_client.Client(pykube.KubeConfig(doc))
+    client = nowhere()
     try:
         with pytest.raises(ValueError, match="server_name="):
             target = operand_http.Target("pods", "web", "ns")

@@ -361,7 +361,7 @@ def bundle(operator: Operator, *, version: str, channel: str = "alpha") -> dict[
             ending in ``-``) as the API server requires of it; ``channel`` is not a lowercase DNS name of at most
             253 characters (see :func:`check_channel`).
     """
-    if not _SEMVER.fullmatch(version):  # match: "0.1.0\n" passes ($)
+    if not _SEMVER.fullmatch(version):
         raise errors.CodegenError(f"invalid --version {version!r}: OLM wants a semantic version such as 0.1.0")
     check_channel(channel)
     image_parts(operator.image)  # the CSV names the image as given: one no runtime pulls is refused here too
@@ -409,7 +409,7 @@ def check_channel(channel: str) -> None:
     Raises:
         CodegenError: ``invalid --channel ...``, saying what OLM wants.
     """
-    if not crd.DNS_SUBDOMAIN.fullmatch(channel) or len(channel) > 253:  # match: "alpha\n" passes ($)
+    if not crd.DNS_SUBDOMAIN.fullmatch(channel) or len(channel) > 253:
         raise errors.CodegenError(
             f"invalid --channel {channel!r}: OLM wants one channel name, a lowercase DNS name of at most 253 "
             "characters such as alpha, stable or stable-v1"

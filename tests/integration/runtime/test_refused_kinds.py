@@ -209,7 +209,8 @@ def test_a_reconcile_that_failed_on_a_refused_watch_is_retried_once_the_watch_is
             timeout=30,
             message="the reconcile failing on the refusal",
         )
-        assert gadgets.queue.failures((namespace, "g")) >= 1
+        # The condition is written inside the reconcile, the failure counted once it returned.
+        wait_for(lambda: gadgets.queue.failures((namespace, "g")) >= 1, timeout=10, message="the failure counted")
 
         set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_RULE])
         wait_for(
@@ -217,7 +218,7 @@ def test_a_reconcile_that_failed_on_a_refused_watch_is_retried_once_the_watch_is
             timeout=60,
             message="the retry once the watch is answered again",
         )
-        assert gadgets.queue.failures((namespace, "g")) == 0
+        wait_for(lambda: gadgets.queue.failures((namespace, "g")) == 0, timeout=10, message="the failures forgotten")
     finally:
         gadgets.shutdown(5)
         cache.stop()

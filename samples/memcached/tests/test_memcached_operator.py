@@ -454,7 +454,9 @@ def test_okt_run_main_py_reconciles_and_exits_cleanly_on_sigterm(
         memcacheds.create("served", size=2)
         (summary,) = memcacheds.wait_converged(["served"])
         assert summary.replicas == 2
-        assert 'okt_reconcile_total{controller="memcached",result="done"}' in process.metrics()
+        # The reconcile is counted once it has returned, a moment after the status it wrote.
+        done = 'okt_reconcile_total{controller="memcached",result="done"}'
+        wait_for(lambda: done in process.metrics(), timeout=10, message="the reconcile counted")
 
     assert process.returncode == 0, process.tail(20)
     assert process.logged("served")

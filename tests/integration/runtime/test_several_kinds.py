@@ -73,8 +73,16 @@ def test_one_manager_serves_three_controllers_with_their_own_metrics_labels(
         wait_for(lambda: condition(kube.get(gizmo_kind, "g", namespace), "Ready"), timeout=30, message="g Ready")
         wait_for(lambda: annotations_ready(kube, namespace, "s"), timeout=30, message="s reports in annotations")
         assert manager.probes is not None
-        with urllib.request.urlopen(manager.probes.url + "/metrics", timeout=5) as response:
-            metrics = response.read().decode()
+        url = manager.probes.url + "/metrics"
+
+        def scrape() -> str:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return str(response.read().decode())
+
+        # A reconcile is counted once it has returned, a moment after the writes the lines above saw.
+        done = [f'okt_reconcile_total{{controller="{c}",result="done"}}' for c in ("widget", "gizmo", "secret")]
+        wait_for(lambda: all(d in scrape() for d in done), timeout=10, message="the three reconciles counted")
+        metrics = scrape()
     finally:
         manager.stop()
         manager.join(15)

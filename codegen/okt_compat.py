@@ -41,7 +41,9 @@ def translate(arguments: Sequence[str]) -> list[str]:
         click.NoSuchOption: an unknown Go flag (``-bogus``, ``-typo=ConfigMap``), named as it was typed, with the
             flag meant when one is close. Left for click, it was double-dashed to be read whole (single-dashed,
             click reads ``-typo`` as ``-t -y -p -o``) and reported as ``--bogus``, an option nobody typed.
-        click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), named as it was typed.
+        click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), or a flag that takes one last
+            with none after it (``-path``), named as it was typed (click named the option it was translated to,
+            ``--out``).
     """
     translated: list[str] = []
     value_next = False  # the argument is the value of the flag before it (``-path DIR``): taken as it is, as Go does
@@ -65,6 +67,9 @@ def translate(arguments: Sequence[str]) -> list[str]:
             raise click.NoSuchOption(f"-{name}", possibilities=[f"-{flag}" for flag in sorted({*FLAGS, *SWITCHES})])
         else:
             translated.append(argument)
+    if value_next:
+        flag = arguments[-1]
+        raise click.BadOptionUsage(flag, f"Option '{flag}' requires an argument.")
     return translated
 
 

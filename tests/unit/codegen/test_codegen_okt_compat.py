@@ -109,3 +109,14 @@ def test_a_misspelt_okt_flag_is_named_as_it_was_typed_with_the_flag_meant(
 def test_a_misspelt_double_dashed_flag_is_named_as_it_was_typed(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["--typo=ConfigMap", "-kind=MyKind", "m.yaml"]) == 2
     assert capsys.readouterr().err == "Error: No such option '--typo'. Did you mean '--type'?\n"
+
+
+@pytest.mark.parametrize("flag", ["-path", "--path", "-dictionary", "-type"])
+def test_a_last_flag_without_its_value_is_named_as_it_was_typed(
+    flag: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Left for click, it named the option the flag was translated to ("-path" said "--out", an option nobody typed).
+    monkeypatch.chdir(tmp_path)
+    assert run(["-kind=MyKind", "m.yaml", flag]) == 2
+    assert capsys.readouterr() == ("", f"Error: Option '{flag}' requires an argument.\n")
+    assert list(tmp_path.iterdir()) == []

@@ -327,16 +327,20 @@ def _status_refused(results: results_mod.Results) -> bool:
     )
 
 
-def fields_nowhere(ctx: context_mod.Context) -> ValueError | None:
+def fields_nowhere(ctx: context_mod.Context) -> errors.PermanentError | None:
     """The refusal of the ``ctx.status_fields`` a hook or timer set on an object whose reconciler writes no status
     (``status`` is "off", a built-in kind's default), or None: nothing would carry them, and a daemon's are refused
-    alike (:class:`okt.reconciler.findings.Findings`)."""
+    alike (:class:`okt.reconciler.findings.Findings`).
+
+    Permanent: a mistake of the operator's code, which the same code makes on every retry. Reported once, it waits
+    for a change of the object (or a restart, the code fixed) instead of being retried with backoff for ever."""
     if ctx.settings.status_target is not writer.Target.OFF or not ctx.status_fields:
         return None
     names = ", ".join(sorted(map(str, ctx.status_fields)))
-    return ValueError(
+    return errors.PermanentError(
         f'the status of controller {ctx.settings.controller}\'s reconciler is "off" (the default of a built-in kind): '
-        f'no reconcile writes ctx.status_fields ({names}); write them through ctx.client, or set status = "annotations"'
+        f"no reconcile writes ctx.status_fields ({names}); write them through ctx.client, or set status = "
+        '"annotations" (a mistake of the code that no retry fixes: none is made until the object changes)'
     )
 
 

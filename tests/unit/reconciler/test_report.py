@@ -9,6 +9,7 @@ import pydantic
 import pytest
 
 import okt
+from okt.kube import kinds
 from okt.reconciler import report
 from okt.status import conditions, events
 from tests.unit.reconciler.webapps import WEBAPP, webapp
@@ -199,22 +200,31 @@ class Unreported(okt.Reconciler):
 @pytest.mark.parametrize(
     "state", [okt.State.Mutator, okt.State.SuccessManager, None], ids=["mutator", "success manager", "timer"]
 )
-def test_status_fields_set_where_the_reconciler_writes_no_status_fail_the_reconcile_instead_of_going_nowhere(
+def test_status_fields_set_where_the_reconciler_writes_no_status_fail_the_reconcile_for_good_instead_of_going_nowhere(
     state: okt.State | None,
 ) -> None:
     """``status = "off"`` (a built-in kind's default): nothing writes ``ctx.status_fields``, so a hook or timer that
     sets one is told, as a daemon handing one over is, by the reconcile failing with an error naming the field (it
-    was dropped without a word); the field is written nowhere."""
+    was dropped without a word); the field is written nowhere. The same code sets it again on every retry: a
+    permanent error, reported once (one Warning Event), then left until the object changes (it was retried with
+    backoff for ever, as a failure that passes)."""
     fake = webapp()
 
     run = okt.reconcile(Unreported(state), fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
 
-    assert run.outcome.kind is okt.OutcomeKind.RETRY
-    assert isinstance(run.outcome.error, ValueError)
-    assert str(run.outcome.error).startswith(
+    assert isinstance(run.results.first_error, okt.PermanentError)
+    said = (
         'the status of controller webapp\'s reconciler is "off" (the default of a built-in kind): no reconcile writes '
-        "ctx.status_fields (lastBackup)"
+        'ctx.status_fields (lastBackup); write them through ctx.client, or set status = "annotations" (a mistake of '
+        "the code that no retry fixes: none is made until the object changes)"
     )
+    assert str(run.results.first_error) == said
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert run.outcome.reason == f"PermanentError: {said}"
+    warnings, _ = fake.list(kinds.EVENT, "shop")
+    assert [(event["type"], event["reason"], event["message"]) for event in warnings] == [
+        ("Warning", "PermanentError", said)
+    ]
     after = fake.stored(WEBAPP, "web", "shop")
     assert after is not None
     assert "status" not in after

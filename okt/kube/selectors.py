@@ -63,6 +63,28 @@ def label_selector(selector: str | None) -> dict[str, Any]:
     return {"matchExpressions": expressions} if expressions else {}
 
 
+def canonical(selector: str | None) -> str:
+    """``selector`` in one spelling of what it selects, to compare two selectors: each term once, in the order of
+    their keys, written without spaces, ``==`` as ``=``, a set's values sorted, and a set of one value as ``=`` (or
+    ``!=``). ``b=2, a==1`` and ``a=1,b=2`` are both ``a=1,b=2``; ``tier in (y, x)`` is ``tier in (x,y)``; None or an
+    empty selector is ``""``.
+
+    Raises:
+        ValueError: as :func:`matcher`.
+    """
+    written: set[tuple[str, str]] = set()
+    for given, key, values in _terms(selector):
+        op = {"in": "=", "notin": "!="}.get(given, given) if len(values) == 1 else given
+        if op in ("in", "notin"):
+            term = f"{key} {op} ({','.join(sorted(values))})"
+        elif op in ("", "!"):
+            term = f"{op}{key}"
+        else:
+            term = f"{key}{op}{next(iter(values))}"
+        written.add((key, term))
+    return ",".join(term for _, term in sorted(written))
+
+
 def _terms(selector: str | None) -> list[tuple[str, str, frozenset[str]]]:
     """The terms of ``selector`` as (operator, key, values): ``=`` for ``==`` too."""
     terms: list[tuple[str, str, frozenset[str]]] = []

@@ -25,13 +25,14 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   (written with the status, read with the ClusterOperator: no request more), and replaces only those.
 
 One name is one operator's: the mirror records who writes it (:func:`owner`: the mirrored kind and the scope it is
-reconciled in — the namespaces watched, the label selector — the same for every replica and every restart of one
-deployment, not the process's identity) in ``status.extension.okt.owner``, and an operator of another scope (a second
-deployment watching other namespaces, another ``-l`` shard, another operator given the same name) finds it there and
-writes nothing: one error line says whose it is and how to move it, its reconciles go on. A ClusterOperator without
-that record (created by the CVO from a release manifest, by an admin, or written by an okt that recorded no owner) is
-adopted by the first write. To move a name to another scope, delete the ClusterOperator (the next write of the
-operator now configured creates it as its own), or remove its ``status.extension.okt``.
+reconciled in — the namespaces watched, the label selector, compared by what they select (:func:`same_owner`) — the same
+for every replica and every restart of one deployment, not the process's identity) in ``status.extension.okt.owner``,
+and an operator of another scope (a second deployment watching other namespaces, another ``-l`` shard, another operator
+given the same name) finds it there and writes nothing: one error line says whose it is and how to move it, its
+reconciles go on. A ClusterOperator without that record (created by the CVO from a release manifest, by an admin, or
+written by an okt that recorded no owner) is adopted by the first write. To move a name to another scope, delete the
+ClusterOperator (the next write of the operator now configured creates it as its own), or remove its
+``status.extension.okt``.
 
 Guarantees:
 
@@ -58,6 +59,7 @@ declares ``cluster_operator``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -66,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 from okt import errors
 from okt.kube import client as kube_client
-from okt.kube import kinds
+from okt.kube import kinds, selectors
 from okt.status import conditions as cond
 
 if TYPE_CHECKING:
@@ -110,9 +112,10 @@ def served(client: kube_client.Client, log: Any = None) -> bool:
 
 def owner(kind: kinds.Kind, reader: object) -> dict[str, Any]:
     """Who writes the mirror of ``kind`` through ``reader``, as recorded on the ClusterOperator: the kind's group and
-    resource, the namespaces watched (sorted; none recorded: every namespace) and the label selector (as given). The
-    same for every replica of one deployment and across its restarts; different for two deployments of one operator
-    that reconcile apart (``okt run -n``, ``-l``) and for two operators of different kinds."""
+    resource, the namespaces watched (sorted; none recorded: every namespace) and the label selector (as given: two
+    spellings of one selector are one scope, see :func:`same_owner`). The same for every replica of one deployment
+    and across its restarts; different for two deployments of one operator that reconcile apart (``okt run -n``,
+    ``-l``) and for two operators of different kinds."""
     record: dict[str, Any] = {"group": kind.group, "resource": kind.plural}
     # The informer cache's scope (okt run -n / -l); a plain call's reader asks the API server for every namespace.
     namespaces = getattr(reader, "namespaces", None)
@@ -147,6 +150,24 @@ def recorded_owner(current: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if selector:
         normal["labelSelector"] = selector
     return normal
+
+
+def same_owner(one: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> bool:
+    """Whether two owner records (see :func:`owner`; None: no owner) name one scope: compared in a canonical form,
+    the namespaces as a set and the label selector by its terms (:func:`okt.kube.selectors.canonical`), so a restart
+    given its selector in another order or spelling (``-l b=2,a=1`` after ``-l a=1,b=2``) is the same owner."""
+    if one is None or other is None:
+        return one is None and other is None
+    return _scope(one) == _scope(other)
+
+
+def _scope(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    selector = record.get("labelSelector") or ""
+    # A selector no okt runs with (edited by hand) is compared as written: never this operator's.
+    with contextlib.suppress(ValueError):
+        selector = selectors.canonical(selector)
+    namespaces = tuple(sorted(set(record.get("namespaces") or ())))
+    return record.get("group"), record.get("resource"), namespaces, selector
 
 
 def describe(record: Mapping[str, Any]) -> str:
@@ -222,7 +243,7 @@ def desired_status(
     before = {k: (current or {}).get(k) for k in ("versions", "relatedObjects")}
     after = {k: status.get(k) for k in ("versions", "relatedObjects")}
     changed = working.changed or before != after or _recorded(current) != own
-    return status, changed or (owner is not None and recorded_owner(current) != record["owner"])
+    return status, changed or (owner is not None and not same_owner(recorded_owner(current), record["owner"]))
 
 
 def _recorded(current: Mapping[str, Any] | None) -> list[dict[str, str]] | None:
@@ -378,7 +399,7 @@ def _write(client: kube_client.Client, name: str, ctx: context_mod.Context) -> b
         live = client.create(body, KIND)
     ours = owner(ctx.kind, ctx.reader)
     theirs = recorded_owner(live.get("status"))
-    if theirs is not None and theirs != ours:
+    if theirs is not None and not same_owner(theirs, ours):
         _refuse(name, ours, theirs, ctx)
         return False
     # The custom resources are read after the ClusterOperator, on every attempt: a mirror written meanwhile by

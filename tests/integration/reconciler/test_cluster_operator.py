@@ -297,6 +297,10 @@ def other_namespace(kube: kube_client.Client) -> Iterator[str]:
     kube.delete(kinds.NAMESPACE, name)
 
 
+class SelectedGizmos(PickyGizmos):
+    cluster_operator = "gizmo-operator-selected"
+
+
 def sharded(kube: kube_client.Client, watched: str) -> manager_mod.Manager:
     """An operator reconciling the Gizmos of ``watched`` only (okt run -n), started."""
     running = manager_mod.Manager(kube, [ShardedGizmos], namespaces=[watched], metrics_bind="127.0.0.1:0")
@@ -392,3 +396,63 @@ def test_a_clusteroperator_is_one_scope_s_another_writes_nothing_of_it_and_says_
     finally:
         stop(moved)
         kube.delete(CLUSTER_OPERATOR, name)
+
+
+def test_a_restart_given_its_label_selector_in_another_order_is_the_same_scope_and_keeps_writing(
+    clusteroperator_crd: None, kube: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
+) -> None:
+    """okt run -l shard=a,tier=web, restarted with -l 'tier=web, shard==a': one scope, spelt otherwise. The selector
+    was compared as written, so the restart took the ClusterOperator its first run wrote for another operator's:
+    it said so and wrote nothing more."""
+    name = SelectedGizmos.cluster_operator or ""
+
+    def labelled(gizmo: str) -> None:
+        meta = {"name": gizmo, "namespace": namespace, "labels": {"shard": "a", "tier": "web"}}
+        kube.create(
+            {"apiVersion": gizmo_kind.api_version, "kind": gizmo_kind.kind, "metadata": meta, "spec": {"size": 1}},
+            gizmo_kind,
+        )
+
+    def selected(selector: str) -> manager_mod.Manager:
+        running = manager_mod.Manager(
+            kube, [SelectedGizmos], namespaces=[namespace], label_selector=selector, metrics_bind="127.0.0.1:0"
+        )
+        running.start()
+        return running
+
+    labelled("fine")
+    shared.make_widget(kube, gizmo_kind, namespace, "unlabelled", size=1)  # not selected: never summed up
+    try:
+        first = selected("shard=a,tier=web")
+        try:
+            wait_for(
+                lambda: summed_up(kube, name) == [(namespace, "fine")] and settled(kube, name),
+                message=lambda: str(co_status(kube, name)),
+            )
+        finally:
+            stop(first)
+        assert co_status(kube, name)["extension"][cluster_operator.EXTENSION_KEY]["owner"] == {
+            "group": shared.GROUP,
+            "resource": "gizmos",
+            "namespaces": [namespace],
+            "labelSelector": "shard=a,tier=web",
+        }
+
+        with structlog.testing.capture_logs() as logged:
+            restarted = selected("tier=web, shard==a")
+            try:
+                labelled("more")
+                refused = wait_for(
+                    lambda: (
+                        [e["event"] for e in logged if "is not mirrored" in e["event"]]
+                        or summed_up(kube, name) == [(namespace, "fine"), (namespace, "more")]
+                    ),
+                    message=lambda: str(co_status(kube, name)),
+                )
+            finally:
+                stop(restarted)
+        assert refused is True  # summed up, no refusal said
+        assert [e for e in logged if "is not mirrored" in e["event"]] == []
+    finally:
+        if kube.get_or_none(CLUSTER_OPERATOR, name) is not None:
+            kube.delete(CLUSTER_OPERATOR, name)

@@ -130,3 +130,33 @@ def test_a_term_no_form_reads_is_named_as_such_not_as_a_label_key(selector: str)
         f"label selector {selector!r}: {term!r} is not a term the API server reads: write k=v, k!=v, k in (a, b), "
         "k notin (a, b), k, !k, k>n or k<n"
     )
+
+
+@pytest.mark.parametrize(
+    ("selector", "canonical"),
+    [
+        (None, ""),
+        (" ", ""),
+        ("a=1,b=2", "a=1,b=2"),
+        ("b=2,a=1", "a=1,b=2"),
+        (" b = 2 , a==1 ", "a=1,b=2"),
+        ("a=1,a==1", "a=1"),
+        ("tier in (web, db)", "tier in (db,web)"),
+        ("tier in (web),tier notin (db)", "tier!=db,tier=web"),
+        ("!canary,app", "app,!canary"),
+        ("replicas>3, app!=x", "app!=x,replicas>3"),
+        ("app in (a,)", "app in (,a)"),
+    ],
+)
+def test_one_selector_has_one_canonical_spelling_whatever_its_order_and_spacing(
+    selector: str | None, canonical: str
+) -> None:
+    assert selectors.canonical(selector) == canonical
+    assert selectors.canonical(canonical) == canonical
+    labels = {"a": "1", "b": "2", "tier": "web", "app": "a", "replicas": "5"}
+    assert selectors.matcher(canonical)(labels) is selectors.matcher(selector)(labels)
+
+
+def test_a_selector_the_api_server_refuses_has_no_canonical_spelling() -> None:
+    with pytest.raises(ValueError, match=re.escape("label selector 'app in (a'")):
+        selectors.canonical("app in (a")

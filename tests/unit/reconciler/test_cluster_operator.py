@@ -310,6 +310,16 @@ def test_the_owner_is_recorded_with_the_mirror_and_read_back_as_written() -> Non
     assert cluster_operator.desired_status(primaries, KIND, status, owner=OWNER) == (status, False)
 
 
+def test_an_owner_recorded_with_its_selector_spelt_otherwise_is_not_written_again() -> None:
+    primaries = [primary("a", V1, Available=("True", "Ok"), Progressing=("False", "S"), Degraded=("False", "Ok"))]
+    status, _ = cluster_operator.desired_status(primaries, KIND, None, owner={**OWNER, "labelSelector": "a=1,b=2"})
+
+    _, changed = cluster_operator.desired_status(primaries, KIND, status, owner={**OWNER, "labelSelector": "b=2,a=1"})
+
+    assert not changed  # the same scope: nothing to write, the record keeps the spelling it has
+    assert cluster_operator.recorded_owner(status) == {**OWNER, "labelSelector": "a=1,b=2"}
+
+
 @pytest.mark.parametrize(
     "recorded",
     [
@@ -370,3 +380,74 @@ def test_an_owner_record_edited_by_hand_is_replaced_whole_when_the_clusteroperat
     assert adopted is not None
     assert cluster_operator.recorded_owner(adopted["status"]) == {"group": "example.com", "resource": "things"}
     assert client.stored(cluster_operator.KIND, "thing-operator") == adopted  # its own now: not written again
+
+
+class ShardReader(core.ApiReader):
+    """The reader of an operator serving the Things of one label selector (``okt run -l``), spelt as given."""
+
+    def __init__(self, client: FakeClient, label_selector: str) -> None:
+        super().__init__(client)
+        self.label_selector = label_selector
+
+
+@pytest.mark.parametrize(
+    ("selector", "same"),
+    [
+        ("shard=1,tier in (web,db)", True),
+        ("tier in (db, web), shard==1", True),
+        ("shard in (1),tier in (db,web),shard=1", True),
+        ("shard=2,tier in (web,db)", False),
+        ("shard=1", False),
+    ],
+)
+def test_a_clusteroperator_is_its_scope_s_however_the_label_selector_is_spelt(selector: str, same: bool) -> None:
+    # The selector was compared as written: a restart given -l b=2,a=1 after -l a=1,b=2 (one scope) was taken for
+    # another operator, and the mirror was written no more.
+    thing_kind = okt.Kind("example.com/v1", "Thing", "things")
+    recorded = {"group": "example.com", "resource": "things", "labelSelector": "shard=1,tier in (web,db)"}
+    owned = {
+        "apiVersion": cluster_operator.API_VERSION,
+        "kind": "ClusterOperator",
+        "metadata": {"name": "thing-operator"},
+        "spec": {},
+        "status": {"extension": {cluster_operator.EXTENSION_KEY: {"owner": recorded, "relatedObjects": []}}},
+    }
+    client = FakeClient(kinds=[thing_kind, cluster_operator.KIND], objects=[thing("a"), owned])
+
+    with structlog.testing.capture_logs() as logged:
+        run = okt.reconcile(Things(), client, ShardReader(client, selector), "ns", "a", kind=thing_kind)
+
+    assert run.outcome == okt.Outcome.done()
+    mirror = client.stored(cluster_operator.KIND, "thing-operator")
+    assert mirror is not None
+    related = [(entry["resource"], entry["name"]) for entry in mirror["status"].get("relatedObjects") or ()]
+    refusals = [entry["owner"] for entry in logged if "is not mirrored" in entry["event"]]
+    if same:
+        assert related == [("things", "a")]
+        assert refusals == []
+        assert cluster_operator.same_owner(cluster_operator.recorded_owner(mirror["status"]), recorded)
+    else:
+        assert related == []
+        assert refusals == ["things.example.com in every namespace, label selector shard=1,tier in (web,db)"]
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "same"),
+    [
+        (OWNER, {**OWNER, "namespaces": ["ns", "ns"]}, True),
+        ({**OWNER, "namespaces": ["b", "a"]}, {**OWNER, "namespaces": ["a", "b"]}, True),
+        ({**OWNER, "labelSelector": "b=2,a=1"}, {**OWNER, "labelSelector": "a==1, b=2"}, True),
+        ({**OWNER, "labelSelector": ""}, OWNER, True),
+        ({**OWNER, "labelSelector": "a=1"}, OWNER, False),
+        ({**OWNER, "labelSelector": "a in (1"}, {**OWNER, "labelSelector": "a in (1)"}, False),
+        (OWNER, {**OWNER, "resource": "others"}, False),
+        (OWNER, {**OWNER, "namespaces": ["ns", "other"]}, False),
+        (OWNER, None, False),
+        (None, None, True),
+    ],
+)
+def test_two_owner_records_are_one_scope_s_when_they_select_the_same(
+    one: Mapping[str, Any] | None, other: Mapping[str, Any] | None, same: bool
+) -> None:
+    assert cluster_operator.same_owner(one, other) is same
+    assert cluster_operator.same_owner(other, one) is same

@@ -220,6 +220,11 @@ def on_error(ctx: context_mod.Context) -> None:
     reason = cond.as_reason(reason)
     message = finalize.blocked(ctx, message)
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
+    refused_move = ctx.bookkeeping.phase_refused is not None
+    if refused_move:
+        # Nothing of the refused phase is reported: the conditions start again from what the object stores (the
+        # lifecycle condition of the phase the annotation still holds), the error's alone set on them.
+        ctx.conditions = cond.Conditions.from_status(ctx.cr.status)
     # Counted from what the object carried: a success whose report the API server refused has reset the working
     # count already, and every such reconcile would count as the first failure (Degraded never turning True).
     failures = ctx.bookkeeping.stored_error_count + 1
@@ -242,6 +247,9 @@ def on_error(ctx: context_mod.Context) -> None:
 
     def write() -> None:
         try:
+            if refused_move:
+                write_status(ctx, {}, refused_move=True)
+                return
             # Status fields the API server refused (a CRD stricter than the status model, or none) are left out of
             # the report, as those the status model refuses are: written with them, the conditions would be refused
             # too, and Ready would go on saying what an earlier reconcile wrote while every reconcile fails.
@@ -265,8 +273,9 @@ def _move_phase(ctx: context_mod.Context, annotations: dict[str, str | None]) ->
 
     A refusal (RBAC that lets the status be written but not the object patched, an admission policy, a conflict with
     another writer) is recorded as an error that says which move was refused; a later write of the same reconcile
-    (the ErrorManager's report) sends nothing, and is refused alike. The retry reads the object again and makes the
-    move again, from the phase the annotation holds. A 404 is raised: the caller tells a deleted object apart."""
+    sends nothing, and is refused alike — but for the ErrorManager's report, which writes the error's conditions and
+    count alone (:func:`write_status` with ``refused_move``). The retry reads the object again and makes the move
+    again, from the phase the annotation holds. A 404 is raised: the caller tells a deleted object apart."""
     keeping = ctx.bookkeeping
     if keeping.phase_refused is not None:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, keeping.phase_refused)
@@ -284,7 +293,7 @@ def _move_phase(ctx: context_mod.Context, annotations: dict[str, str | None]) ->
             exc.status,
             exc.api_reason,
             f"the phase annotation {keeping.phase_annotation} cannot {move}: its patch was refused ({said}); "
-            "nothing else of this reconcile is written, and the retry makes the move again",
+            "nothing of the move is written, and the retry makes it again",
             causes=exc.causes,
         )
         refused.__cause__ = exc
@@ -454,24 +463,39 @@ def _fields_to_write(ctx: context_mod.Context, fields: dict[str, Any] | None) ->
         return {}
 
 
-def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None) -> bool:
+def _fields_and_bookkeeping(
+    ctx: context_mod.Context, fields: dict[str, Any] | None, *, in_status: bool, refused_move: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The status fields a write sends (:func:`_fields_to_write`), and those with the bookkeeping's part: the report of
+    a refused phase move sends the error count alone (see :func:`write_status`)."""
+    if refused_move:
+        return {}, ctx.bookkeeping.status_fields_while_refused()
+    fields = _fields_to_write(ctx, fields)
+    # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
+    # it could say of the status is to remove the copy an operator version that wrote the status left in it.
+    return fields, ({**fields, **ctx.bookkeeping.status_fields()} if in_status else fields)
+
+
+def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None, *, refused_move: bool = False) -> bool:
     """Write conditions, observedGeneration, ``ctx.status_fields`` (as ``fields`` says them, when the caller worked
     out their :func:`status_fields_view` already) and bookkeeping where the reconciler's ``status`` says — only if
     something changed (one status write and/or one guarded metadata patch). Returns whether it wrote.
 
     A move of the phase kept in annotations is patched first, alone, and the status written only once it landed: a
-    refused move writes nothing else, in this call or a later one of the reconcile (:func:`_move_phase`)."""
+    refused move writes nothing else, in this call or a later one of the reconcile (:func:`_move_phase`) — but for
+    the ErrorManager's report of it (``refused_move``): the status alone, with the conditions (the error's, set on
+    those the object stores) and the error count (``Bookkeeping.status_fields_while_refused``), neither ``fields``
+    nor any annotation, so Ready and Degraded say the refusal while nothing of the refused phase is written."""
     settings = ctx.settings
-    fields = _fields_to_write(ctx, fields)
-    # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
-    # it could say of the status is to remove the copy an operator version that wrote the status left in it.
+    keeping = ctx.bookkeeping
     in_status = settings.status_target is writer.Target.STATUS
-    extra = {**fields, **ctx.bookkeeping.status_fields()} if in_status else fields
+    refused_move = refused_move and in_status and keeping.phase_refused is not None and keeping.moves_phase_annotation
+    fields, extra = _fields_and_bookkeeping(ctx, fields, in_status=in_status, refused_move=refused_move)
     try:
         written = None
         annotations: dict[str, str | None] = {}
-        bookkeeping = ctx.bookkeeping.changed_annotations()
-        if in_status and ctx.bookkeeping.moves_phase_annotation:
+        bookkeeping = {} if refused_move else keeping.changed_annotations()
+        if in_status and keeping.moves_phase_annotation and not refused_move:
             # The phase's move first, on its own: the status reports it (the lifecycle condition, what the hooks
             # recorded of the move) and must never claim a phase the annotation does not hold. A move refused here
             # ends the write with nothing else written (see _move_phase).
@@ -538,7 +562,8 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None)
     except errors.OktError as exc:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, exc)
         return False
-    ctx.bookkeeping.written()  # a later write of this reconcile (the report after a flush) sends none of it again
+    if not refused_move:  # the annotations are still to be written: the move, the count
+        keeping.written()  # a later write of this reconcile (the report after a flush) sends none of it again
     ctx.conditions.written()  # and counts its conditions' transitions from what this one stored
     ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)
     return written is not None

@@ -16,11 +16,14 @@ With annotation persistence and a status subresource, one reconcile's report is 
 patch; the API server takes no write of both), so their order is part of the guarantee: a write that moves the phase
 patches the annotations first, alone, and writes the status only once that patch landed
 (:func:`okt.reconciler.report.write_status`). A move the API server refuses (an RBAC role that may write the status but
-not patch the object, an admission policy, a conflict) is an error that names it, and nothing else of that reconcile is
-written — not the status that would report the move, not, once a ``ctx.flush_status()`` made before the children
-failed, the children of the new phase — so the status never runs ahead of the phase. The other way round, a status
-write refused after the move landed leaves the status behind the annotation (the reconcile ends in the same error, its
-report tries the status once more, and the retry goes on from the phase the annotation holds).
+not patch the object, an admission policy, a conflict) is an error that names it, and nothing of the move is written —
+not the status that would report it, not, once a ``ctx.flush_status()`` made before the children failed, the children
+of the new phase — so the status never runs ahead of the phase. The ErrorManager's report of the refusal writes the
+status alone: the error's conditions over those the object stores (the lifecycle condition of the phase the annotation
+holds), and the error count in ``status.okt`` (:meth:`Bookkeeping.status_fields_while_refused`), so that Ready says the
+refusal and Degraded turns True while it goes on. The other way round, a status write refused after the move landed
+leaves the status behind the annotation (the reconcile ends in the same error, its report tries the status once more,
+and the retry goes on from the phase the annotation holds).
 """
 
 from __future__ import annotations
@@ -50,12 +53,14 @@ class Bookkeeping:
         self, raw: Mapping[str, Any], persistence: Persistence, prefix: str, legacy_prefixes: Sequence[str] = ()
     ) -> None:
         self.persistence = Persistence(persistence)
+        self._count_in_status = 0
         # The API server's refusal of this reconcile's phase move, once refused: the later writes of the reconcile
-        # send nothing (see okt.reconciler.report.write_status).
+        # send nothing but the ErrorManager's report of it (see okt.reconciler.report.write_status).
         self.phase_refused: Exception | None = None
         self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
+        self._kept_in_status = copy.deepcopy(dict(kept))
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
         from_status: dict[str, Any] = {
             "errorCount": _count(kept.get("errorCount")),
@@ -85,6 +90,9 @@ class Bookkeeping:
         else:
             self._loaded, elsewhere = from_annotations, from_status
             self._left_elsewhere = [STATUS_FIELD] if in_status is not None else []
+            # The count a refused phase move's report kept in the status, the object's annotations refused to it (see
+            # status_fields_while_refused); an operator version with status persistence left one there too.
+            self._count_in_status = from_status["errorCount"]
         self._values = {**self._loaded, **self._taken}
         if self._values["phase"] is None:
             # Kept in the other place by an operator version with the other persistence: carried over (and moved by the
@@ -143,8 +151,11 @@ class Bookkeeping:
 
     @property
     def stored_error_count(self) -> int:
-        """The error count the object carried when the reconcile began: what one more failure adds to."""
-        return int(self._loaded["errorCount"] or self._taken.get("errorCount") or 0)
+        """The error count the object carried when the reconcile began: what one more failure adds to. With annotation
+        persistence, a count the status keeps is read too, the larger one counting: the failures of a phase move whose
+        annotation was refused were counted there."""
+        stored = int(self._loaded["errorCount"] or self._taken.get("errorCount") or 0)
+        return max(stored, self._count_in_status)
 
     @property
     def phase(self) -> str | None:
@@ -176,6 +187,7 @@ class Bookkeeping:
         """Take the working copy as what the object keeps, once a write stored it."""
         self._loaded = dict(self._values)
         self._left_elsewhere = []
+        self._count_in_status = 0
         self._legacy_left = []
         self._taken = {}
 
@@ -203,6 +215,17 @@ class Bookkeeping:
         ):
             return {}
         return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
+
+    def status_fields_while_refused(self) -> dict[str, Any]:
+        """What the report of a reconcile whose phase move was refused merges into the status (annotation persistence):
+        the error count, in ``status.okt`` beside what the status keeps there, since the object's annotations are
+        what the API server refused — an RBAC role that may write the status but not patch the object, an admission
+        policy, a conflict —, and without it Degraded would never turn True while the move is refused. Nothing of the
+        phase: what the status keeps of one (a copy an operator version with status persistence left) stays as it is,
+        and the phase annotation keeps the one the refused move left. The next write that lands removes the field, the
+        count going to the annotation (:attr:`stored_error_count` reads both)."""
+        kept = {**self._kept_in_status, "errorCount": self.error_count or None}
+        return {STATUS_FIELD: {key: value for key, value in kept.items() if value is not None} or None}
 
     def changed_annotations(self) -> dict[str, str | None]:
         """The annotations that changed (annotation persistence; ``None`` removes one), empty when none did; with

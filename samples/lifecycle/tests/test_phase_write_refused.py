@@ -3,8 +3,9 @@ to the sample's generated role, which the test then narrows to what the last rel
 be written, the WebApp may not be patched, so the ``okt.io/phase`` annotation cannot move.
 
 What must hold: nothing of the refused move is written (no status claiming a phase the annotation does not hold, no
-Job of the next phase, no Job pruned), the refusal is reported with a reason a person can read, and once the role is
-whole again the lifecycle goes on from where the annotation holds it, with no upgrade lost nor any Job pruned half-run.
+Job of the next phase, no Job pruned), the refusal is reported with a reason a person can read — in a Warning Event,
+and in the status (Ready=False, Degraded True once it goes on) —, and once the role is whole again the lifecycle goes
+on from where the annotation holds it, with no upgrade lost nor any Job pruned half-run.
 """
 
 from __future__ import annotations
@@ -142,14 +143,16 @@ def test_a_phase_move_refused_by_rbac_writes_nothing_else_and_the_lifecycle_goes
         assert (refused.phase, refused.installed, refused.jobs) == ("Upgrading", "1", (upgrade_job_name("shop", "2"),))
         obj = webapps.get("shop")
         assert obj["status"].get("targetVersion") == "2"
-        assert phase_condition(webapps, "shop")["message"].startswith("phase Upgrading")
-        assert obj["status"] == before["status"], "the status is left as the last move wrote it"
+        assert phase_condition(webapps, "shop") == condition(before, "Phase")
+        reported = ("conditions", "observedGeneration", "okt")  # the refusal's report: Ready=False, the error count
+        kept = {k: v for k, v in obj["status"].items() if k not in reported}
+        assert kept == {k: v for k, v in before["status"].items() if k not in reported}, "the facts of the last move"
         assert reason == "ApiError"
         assert message.startswith(
             "403 Forbidden: the phase annotation okt.io/phase cannot move from Upgrading to Running: its patch was "
             'refused (webapps.lifecycle.example.com "shop" is forbidden: '
         ), message
-        assert message.endswith("; nothing else of this reconcile is written, and the retry makes the move again")
+        assert message.endswith("; nothing of the move is written, and the retry makes it again")
         assert "cannot patch resource" in message
 
         # A version asked for meanwhile waits for the upgrade under way, as the README says.
@@ -168,6 +171,64 @@ def test_a_phase_move_refused_by_rbac_writes_nothing_else_and_the_lifecycle_goes
         assert webapps.view("shop").jobs == (upgrade_job_name("shop", "3"),), "the upgrade to 3 is not pruned half-run"
         webapps.finish_job(upgrade_job_name("shop", "3"), succeeded=True)
         webapps.wait_phase("shop", "Upgrading", installed="3", jobs=(upgrade_job_name("shop", "4"),))
+
+
+def test_a_phase_move_refused_by_rbac_is_reported_in_the_status_which_keeps_the_old_phases_facts(
+    kube: okt.Client, account: okt.Client, namespace: str, webapp_kind: kinds.Kind, webapps: harness.WebApps
+) -> None:
+    """While the move keeps being refused, the WebApp says so where people and tools look: Ready=False with the
+    refusal, Degraded True once it failed ``degraded_after`` times (the count kept in the status: the object cannot be
+    patched) — and nothing of the refused phase: the lifecycle condition, the versions and the Jobs are Upgrading's."""
+    rules = generated_rules()
+    with RunningOperator.start(account, WebAppReconciler, namespaces=[namespace]):
+        webapps.create("cart", "1")
+        webapps.wait_phase("cart", "Provisioning", jobs=(setup_job_name("cart"),))
+        webapps.finish_job(setup_job_name("cart"), succeeded=True)
+        webapps.wait_phase("cart", "Running", installed="1", jobs=(), ready="True")
+        webapps.set_version("cart", "2")
+        webapps.wait_phase("cart", "Upgrading", jobs=(upgrade_job_name("cart", "2"),), reason="UpgradeRequested")
+        before = webapps.get("cart")
+
+        set_rules(kube, namespace, without_object_patch(rules))
+        wait_for(lambda: not may_patch_webapps(account, namespace), message="the narrowed role in force")
+        webapps.finish_job(upgrade_job_name("cart", "2"), succeeded=True)  # Upgrading -> Running, refused
+
+        def degraded() -> dict[str, Any] | None:
+            found = condition(webapps.get("cart"), "Degraded")
+            return found if found is not None and found["status"] == "True" else None
+
+        wait_for(degraded, message="Degraded True once the refused move failed degraded_after times")
+        obj = webapps.get("cart")
+        ready = condition(obj, "Ready")
+        assert ready is not None
+        assert (ready["status"], ready["reason"]) == ("False", "ApiError")
+        assert ready["message"].startswith(
+            "403 Forbidden: the phase annotation okt.io/phase cannot move from Upgrading to Running: its patch was "
+            'refused (webapps.lifecycle.example.com "cart" is forbidden: '
+        ), ready["message"]
+        assert (condition(obj, "Degraded") or {}).get("reason") == "ApiError"
+        assert obj["status"]["okt"]["errorCount"] >= WebAppReconciler.degraded_after
+        # Nothing of the refused phase: the annotation, the lifecycle condition, the versions and the Jobs are those
+        # of Upgrading, as the last move wrote them.
+        assert obj["metadata"]["annotations"]["okt.io/phase"] == "Upgrading"
+        assert "okt.io/error-count" not in obj["metadata"]["annotations"]
+        assert phase_condition(webapps, "cart") == condition(before, "Phase")
+        facts = ("installedVersion", "targetVersion", "failedVersion")
+        assert {k: obj["status"].get(k) for k in facts} == {
+            "installedVersion": "1",
+            "targetVersion": "2",
+            "failedVersion": None,
+        }
+        assert webapps.view("cart").jobs == (upgrade_job_name("cart", "2"),)
+
+        set_rules(kube, namespace, rules)
+        # Waking it at once: the retries, backing off, may be a while apart by now.
+        kube.patch(webapp_kind, "cart", {"metadata": {"labels": {"touched": "yes"}}}, namespace)
+        webapps.wait_phase("cart", "Running", installed="2", jobs=(), ready="True")
+        healed = webapps.get("cart")
+        assert (condition(healed, "Degraded") or {}).get("status") == "False"
+        assert "okt" not in healed["status"], "the count kept in the status goes once the move landed"
+        assert "okt.io/error-count" not in healed["metadata"]["annotations"]
 
 
 def test_a_move_whose_status_is_refused_after_the_annotation_records_the_upgrade_target_before_its_job(

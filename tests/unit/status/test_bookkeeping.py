@@ -319,3 +319,44 @@ def test_annotations_written_alone_leave_the_status_its_removal_of_the_copy_kept
 
     assert (book.moves_phase_annotation, book.changed_annotations()) == (False, {})
     assert book.status_fields() == {"okt": None}
+
+
+@pytest.mark.parametrize(
+    ("status", "annotations", "stored"),
+    [
+        pytest.param({"okt": {"errorCount": 4}}, {}, 4, id="kept-in-the-status"),
+        pytest.param({"okt": {"errorCount": 4}}, {"okt.io/error-count": "2"}, 4, id="the-status-counted-on"),
+        pytest.param({"okt": {"errorCount": 1}}, {"okt.io/error-count": "6"}, 6, id="the-annotation-counted-on"),
+        pytest.param({}, {"okt.io/error-count": "2"}, 2, id="annotation-only"),
+    ],
+)
+def test_the_count_a_refused_phase_moves_report_kept_in_the_status_is_counted_on(
+    status: dict[str, Any], annotations: dict[str, str], stored: int
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(status, {"okt.io/phase": "Upgrading", **annotations}), ANNOTATIONS, PREFIX)
+
+    assert book.stored_error_count == stored
+
+
+def test_a_refused_phase_move_keeps_the_error_count_in_the_status_and_nothing_of_the_phase() -> None:
+    kept = {"okt": {"phase": "Running", "errorCount": 1}}  # a copy of the phase an operator version kept in the status
+    book = bookkeeping.Bookkeeping(obj(kept, {"okt.io/error-count": "2"}), ANNOTATIONS, PREFIX)
+    book.phase = "Upgrading"
+    book.error_count = book.stored_error_count + 1
+
+    assert book.status_fields_while_refused() == {"okt": {"phase": "Running", "errorCount": 3}}
+    # A write that lands (the retry's, once the object may be patched) moves both, and removes the status's copy.
+    assert book.changed_annotations() == {"okt.io/error-count": "3", "okt.io/phase": "Upgrading"}
+    assert book.status_fields() == {"okt": None}
+
+    book.written()
+
+    assert book.stored_error_count == 3
+
+
+def test_a_refused_phase_move_with_nothing_to_count_removes_the_count_from_the_status() -> None:
+    book = bookkeeping.Bookkeeping(obj({"okt": {"errorCount": 2}}, {"okt.io/phase": "Running"}), ANNOTATIONS, PREFIX)
+    book.phase = "Upgrading"
+    book.error_count = 0
+
+    assert book.status_fields_while_refused() == {"okt": None}

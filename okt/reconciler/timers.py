@@ -24,9 +24,12 @@ and any other value a failure that names it.
 A timer runs on the worker thread of its reconcile, so a call that hangs (a blocking request with no timeout) holds
 that worker, and a few of them hold every worker: nothing is reconciled any more. ``@okt.every(..., timeout=s)``
 runs each call in a thread of its own and waits ``s`` seconds for it: a call still running then counts as failed
-(logged, Warning Event ``TimerFailed``), the reconcile goes on, and the timer does not run again for that object while
-that call runs. Python cannot kill a thread: the call goes on in its thread until it returns; :meth:`Clock.overdue`
-counts those calls (the ``okt_timer_calls_overdue`` gauge), and each reconcile that skips the timer for it logs so.
+(logged, Warning Event ``TimerFailed``, and backing off as any failure), the reconcile goes on, and the timer does not
+run again for that object while that call runs; once it returns, it runs again an interval later, or when the backoff
+its timeout started says if that is later (the timeout stays a failure, counted: a late return, even a success, neither
+brings the next call earlier nor resets the count). Python cannot kill a thread: the call goes on in its thread until
+it returns; :meth:`Clock.overdue` counts those calls (the ``okt_timer_calls_overdue`` gauge), and each reconcile that
+skips the timer for it logs so.
 Such a call works on a context of its own: a results stack, status fields, conditions, bookkeeping and registry that
 are copies of its reconcile's, taken back only when it returned in time. Past its timeout, nothing it does reaches
 that reconcile or a later one of the object: its ``ctx.flush_status()`` is refused (it would write what its reconcile
@@ -144,9 +147,10 @@ def every(
         seconds: seconds of the interval, a number >= 0 (the interval is the sum of the three).
         minutes: minutes of the interval, a number >= 0.
         hours: hours of the interval, a number >= 0.
-        timeout: seconds a call may take; a call still running then counts as failed, the reconcile goes on, and the
-            timer does not run for that object again until that call returns (it cannot be stopped: Python cannot
-            kill a thread). None (the default): no limit, and a call that hangs holds its worker for good.
+        timeout: seconds a call may take; a call still running then counts as failed (and backs off), the reconcile
+            goes on, and the timer does not run for that object again until that call returns (it cannot be stopped:
+            Python cannot kill a thread), nor before the backoff its timeout started. None (the default): no limit,
+            and a call that hangs holds its worker for good.
         initial_delay: seconds from the object's first successful reconcile in this process (so again after a restart
             or a failover) to the timer's first call for it, instead of at once. None or 0: no delay.
         idle: seconds the object must have gone unchanged before each call: a change (of its generation — its spec —,
@@ -289,14 +293,23 @@ class Clock:
         with self._lock:
             self._overdue[(uid, name)] = started
 
-    def returned(self, uid: str, name: str, interval: float, sharp: bool = False) -> None:
+    def returned(self, uid: str, name: str, interval: float, sharp: bool = False) -> float | None:
         """Record that the call past its timeout of that timer for that object returned: its next call is due an
-        interval from now (with ``sharp``, at the next slot of its grid), unless the object is gone: its entry is not
-        brought back."""
+        interval from now (with ``sharp``, at the next slot of its grid) or when the backoff its timeout started says,
+        whichever is later, unless the object is gone: its entry is not brought back. Returns the seconds until that
+        call (None for an object gone).
+
+        The timeout was a failure, counted and logged with when the timer runs next: a return before then does not
+        bring that call earlier (it would call what hung again sooner than its backoff, and than the log said), and is
+        no success either, whatever the call returned: it keeps the failure count, and the next call's own result
+        resets it or adds to it. A return after then is followed by an interval of rest, as any call is."""
         with self._lock:
-            self._overdue.pop((uid, name), None)
-            if (uid, name) in self._next:
-                self._next[(uid, name)] = self._after((uid, name), interval, sharp)
+            key = (uid, name)
+            self._overdue.pop(key, None)
+            if key not in self._next:
+                return None
+            self._next[key] = max(self._next[key], self._after(key, interval, sharp))
+            return self._next[key] - self._now()
 
     def start(self, uid: str, name: str, initial_delay: float = 0.0) -> None:
         """The timer meets the object in a successful reconcile: the first time (in this process), its first call is
@@ -572,10 +585,12 @@ def _call(
 
     def late(seconds: float, outcome: str) -> None:
         # Its reconcile ended without it: what it answered or recorded is not acted on (the timer runs again on its
-        # schedule), but said, errors and asked requeue included.
-        clock.returned(uid, name, options.interval, options.sharp)
+        # schedule, the backoff its timeout started included), but said, errors and asked requeue included.
+        again_in = clock.returned(uid, name, options.interval, options.sharp)
         recorded = own.results
         said: dict[str, object] = {}
+        if again_in is not None:
+            said["again_in"] = round(again_in, 3)
         if recorded.entries:
             said["results"] = recorded.summary()
         if recorded.first_error is not None:

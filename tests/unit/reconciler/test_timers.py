@@ -373,6 +373,54 @@ def test_a_timer_does_not_run_again_for_an_object_while_its_call_past_the_timeou
     wait_for(lambda: reconciler.calls == 2, timeout=10, message="the timer to run again")
 
 
+class HangingEveryMinute(Hanging):
+    """:class:`Hanging`, every minute: short enough for its backoff to outgrow the interval."""
+
+    @okt.every(minutes=1, timeout=0.05)
+    def probe(self, ctx: okt.Context) -> None:
+        super().probe(ctx)
+
+
+def test_a_call_back_after_its_timeout_waits_out_the_backoff_its_timeout_started() -> None:
+    """The timeout is a failure, counted, backing off and logged with when the timer runs next: the call's return
+    later (here a success) does not bring that call earlier — one more call into what hung, an interval after it
+    came back — and it is not taken as the timer succeeding: the next call's own result is."""
+    reconciler, time = HangingEveryMinute(), FakeTime()
+    clock = timers.Clock(time)
+    clock.start("u1", "probe")
+    clock.failed("u1", "probe")  # an earlier call failed: this one's timeout is the second failure in a row
+    try:
+        with structlog.testing.capture_logs() as logged:
+            timers.run_due(reconciler, context_of(reconciler), clock)
+            assert reconciler.entered.wait(10)
+            assert clock.due("u1", "probe") == pytest.approx(120)  # twice the interval
+            time.now += 30
+            reconciler.release.set()
+            wait_for(lambda: clock.overdue() == 0, timeout=10, message="the late call to be counted back")
+    finally:
+        reconciler.release.set()
+
+    assert clock.due("u1", "probe") == pytest.approx(90)  # not 60 (an interval from its return): the backoff stands
+    [failed] = [entry for entry in logged if entry["event"] == "timer failed"]
+    [back] = [entry for entry in logged if entry["event"] == "timer call returned after its timeout"]
+    assert (failed["again_in"], back["again_in"]) == (120, 90)  # the same moment, said from each
+    assert clock.failed("u1", "probe") == 3  # the timeout stays counted
+
+
+def test_a_call_back_after_its_timeout_and_its_backoff_rests_an_interval() -> None:
+    """Back later than its backoff, the call is followed by an interval of rest, as any call is."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    clock.start("u1", "probe")
+    clock.went_overdue("u1", "probe", time.now)
+    clock.ran("u1", "probe", 60)
+    clock.again_in("u1", "probe", timers.retry_delay(60, clock.failed("u1", "probe")))
+    time.now += 3600
+
+    assert clock.returned("u1", "probe", 60) == pytest.approx(60)
+    assert clock.due("u1", "probe") == pytest.approx(60)
+
+
 class Prompt(okt.Reconciler):
     """A timer with a timeout that returns at once, setting a status field, asking for a requeue of the object in
     45 s and to run again in 30 s."""

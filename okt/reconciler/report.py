@@ -220,7 +220,12 @@ def on_error(ctx: context_mod.Context) -> None:
     reason = cond.as_reason(reason)
     message = finalize.blocked(ctx, message)
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
-    refused_move = ctx.bookkeeping.phase_refused is not None
+    # A move lost to a conflict (another writer between the read and the move) is a race the quick retry wins, not a
+    # failure to report: Ready would flap to False and back, two writes for nothing. Nothing is written, as for any
+    # write of a reconcile after a refused move.
+    refused_move = ctx.bookkeeping.phase_refused is not None and not isinstance(
+        ctx.bookkeeping.phase_refused, errors.Conflict
+    )
     if refused_move:
         # Nothing of the refused phase is reported: the conditions start again from what the object stores (the
         # lifecycle condition of the phase the annotation still holds), the error's alone set on them.
@@ -273,9 +278,10 @@ def _move_phase(ctx: context_mod.Context, annotations: dict[str, str | None]) ->
 
     A refusal (RBAC that lets the status be written but not the object patched, an admission policy, a conflict with
     another writer) is recorded as an error that says which move was refused; a later write of the same reconcile
-    sends nothing, and is refused alike — but for the ErrorManager's report, which writes the error's conditions and
-    count alone (:func:`write_status` with ``refused_move``). The retry reads the object again and makes the move
-    again, from the phase the annotation holds. A 404 is raised: the caller tells a deleted object apart."""
+    sends nothing, and is refused alike — but for the ErrorManager's report of a refusal other than a conflict, which
+    writes the error's conditions and count alone (:func:`write_status` with ``refused_move``). The retry reads the
+    object again and makes the move again, from the phase the annotation holds. A 404 is raised: the caller tells a
+    deleted object apart."""
     keeping = ctx.bookkeeping
     if keeping.phase_refused is not None:
         ctx.results.add(Operation.STATUS_UPDATE_ERROR, ctx.cr.name, keeping.phase_refused)

@@ -18,10 +18,11 @@ patches the annotations first, alone, and writes the status only once that patch
 (:func:`okt.reconciler.report.write_status`). A move the API server refuses (an RBAC role that may write the status but
 not patch the object, an admission policy, a conflict) is an error that names it, and nothing of the move is written —
 not the status that would report it, not, once a ``ctx.flush_status()`` made before the children failed, the children
-of the new phase — so the status never runs ahead of the phase. The ErrorManager's report of the refusal writes the
-status alone: the error's conditions over those the object stores (the lifecycle condition of the phase the annotation
-holds), and the error count in ``status.okt`` (:meth:`Bookkeeping.status_fields_while_refused`), so that Ready says the
-refusal and Degraded turns True while it goes on. The other way round, a status write refused after the move landed
+of the new phase — so the status never runs ahead of the phase. The ErrorManager's report of the refusal (but of a
+conflict, a race its quick retry wins) writes the status alone: the error's conditions over those the object stores
+(the lifecycle condition of the phase the annotation holds), and the error count in ``status.okt``
+(:meth:`Bookkeeping.status_fields_while_refused`), so that Ready says the refusal and Degraded turns True while it goes
+on. The other way round, a status write refused after the move landed
 leaves the status behind the annotation (the reconcile ends in the same error, its report tries the status once more,
 and the retry goes on from the phase the annotation holds).
 """
@@ -220,10 +221,11 @@ class Bookkeeping:
         """What the report of a reconcile whose phase move was refused merges into the status (annotation persistence):
         the error count, in ``status.okt`` beside what the status keeps there, since the object's annotations are
         what the API server refused — an RBAC role that may write the status but not patch the object, an admission
-        policy, a conflict —, and without it Degraded would never turn True while the move is refused. Nothing of the
-        phase: what the status keeps of one (a copy an operator version with status persistence left) stays as it is,
-        and the phase annotation keeps the one the refused move left. The next write that lands removes the field, the
-        count going to the annotation (:attr:`stored_error_count` reads both)."""
+        policy (a conflict is retried at once, and not reported) —, and without it Degraded would never turn True
+        while the move is refused. Nothing of the phase: what the status keeps of one (a copy an operator version with
+        status persistence left) stays as it is, and the phase annotation keeps the one the refused move left. The
+        next write that lands removes the field, the count going to the annotation (:attr:`stored_error_count` reads
+        both)."""
         kept = {**self._kept_in_status, "errorCount": self.error_count or None}
         return {STATUS_FIELD: {key: value for key, value in kept.items() if value is not None} or None}
 

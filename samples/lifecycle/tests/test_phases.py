@@ -221,3 +221,34 @@ def test_an_upgrade_that_fails_after_the_spec_asked_for_another_version_fails_it
     webapp = fake.stored(WEBAPP, "shop", "ns") or {}
     assert (webapp["metadata"]["annotations"]["okt.io/phase"], webapp["status"]["targetVersion"]) == ("Upgrading", "3")
     assert fake.stored(JOB, "shop-upgrade-3", "ns") is not None
+
+
+def test_a_phase_move_lost_to_a_conflict_writes_no_report_and_the_retry_makes_it() -> None:
+    fake = FakeClient(
+        kinds=[WEBAPP],
+        objects=[
+            {
+                "apiVersion": WEBAPP.api_version,
+                "kind": WEBAPP.kind,
+                "metadata": {"name": "shop", "namespace": "ns"},
+                "spec": {"version": "1"},
+            }
+        ],
+    )
+    reconciler = WebAppReconciler()
+    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Pending -> Provisioning: the setup Job
+    job = fake.stored(JOB, "shop-setup", "ns") or {}
+    fake.put({**job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}})
+    before = (fake.stored(WEBAPP, "shop", "ns") or {})["status"]
+    # Another writer changed the object between the read and the move: a race the quick retry wins, not a failure.
+    fake.fail("patch", "webapps", errors.ApiError.from_status(409, "Conflict", "the object has been modified"))
+
+    lost = okt.reconcile(reconciler, fake, None, "ns", "shop")
+
+    assert isinstance(lost.outcome.error, errors.Conflict)
+    assert (fake.stored(WEBAPP, "shop", "ns") or {})["status"] == before  # no Ready=False flapping, no count
+    okt.reconcile(reconciler, fake, None, "ns", "shop")
+    webapp = fake.stored(WEBAPP, "shop", "ns") or {}
+    assert webapp["metadata"]["annotations"]["okt.io/phase"] == "Running"
+    ready = next(c for c in webapp["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True"

@@ -12,8 +12,10 @@ Guarantees: server-defaulted fields never read as drift (they are not in the vie
 ``hashable_ref()`` is neither compared nor repaired; a built-in kind's quantity matches as okt wrote it or in its
 canonical form, in no other spelling; a built-in kind's keyed list matches when it holds okt's items by their keys, in
 the template's order, whatever other items it holds — told from the live object alone, so a restart over such a child
-writes nothing. Caveat: the server's forms are remembered in the process only: after a restart, a child holding one
-(a zero value the server left out) is written once more. A custom resource's lists are compared item by item, at the
+writes nothing; a key field of such a list the template leaves to the server (a port's ``protocol``) is compared as
+the server's default, whether the list is compared by key or item by item. Caveat: the server's forms are
+remembered in the process only: after a restart, a child holding one (a zero value the server left out) is written
+once more. A custom resource's lists are compared item by item, at the
 same index, whatever its CRD declares: another writer's item in one is drift.
 """
 
@@ -35,16 +37,16 @@ def _comparable(desired: Mapping[str, Any], *, marked: bool = True, keyed: bool 
     (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
     does), and its lists server-side apply merges by key marked so (:mod:`okt.resources.list_keys`: another
     manager's items in them are no drift) unless not ``keyed`` (children written by merge patches, which replace a
-    list whole: another manager's item is drift there). Marking copies the object, and only widens what matches:
-    unmarked, the view is the cheaper first look."""
+    list whole: another manager's item is drift there, and a key field the server defaults is spelled out in okt's
+    items, compared at their index). Marking copies the object: unmarked, the view is the cheaper first look, which
+    :func:`in_place` completes with :func:`list_keys.defaults_kept`."""
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     meta = desired.get("metadata") or {}
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
     if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
         body = objects.json_copy(body)
         quantities.convert_quantities(body, quantities.marked_quantity)
-        if keyed:
-            list_keys.mark(body)
+        list_keys.mark(body, keyed=keyed)
     return body
 
 
@@ -64,10 +66,17 @@ def drift_view(res: resource.Resource, *, keyed: bool = True) -> dict[str, Any]:
 def in_place(res: resource.Resource, live: Mapping[str, Any], *, keyed: bool = True) -> bool:
     """Whether ``live`` holds every field of :func:`drift_view` — ``checksum.is_subset(drift_view(res), live)`` in one
     walk, without building the view (every child of every reconcile is checked; drift is the rare case). The view's
-    quantities are marked only when the unmarked one differs from ``live``: a template's quantities written as the
-    server stores them (``memory: 64Mi``) then cost no copy of the object. ``keyed``: as for :func:`drift_view`."""
+    quantities and keyed lists are marked only when the unmarked one, compared item by item at the same index,
+    differs from ``live``: a template's quantities written as the server stores them (``memory: 64Mi``) then cost no
+    copy of the object. That first look counts a key field the template leaves to the server (a port's ``protocol``)
+    as its default (:func:`list_keys.defaults_kept`): okt's port made UDP is drift, as the marked view has it.
+    ``keyed``: as for :func:`drift_view`."""
     shape = drift_shape(res)
-    if shape is None or checksum.is_subset_within(_comparable(res.desired, marked=False), shape, live):
+    if shape is None:
+        return True
+    if checksum.is_subset_within(_comparable(res.desired, marked=False), shape, live) and list_keys.defaults_kept(
+        res.desired, shape, live
+    ):
         return True
     return kinds.is_builtin_group(str(res.desired.get("apiVersion") or "")) and checksum.is_subset_within(
         _comparable(res.desired, keyed=keyed), shape, live

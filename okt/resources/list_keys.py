@@ -84,15 +84,17 @@ def schema_of(api_version: str, kind: str) -> Schema | None:
     return KINDS.get((api_version.rpartition("/")[0], kind))
 
 
-def mark(body: dict[str, Any]) -> None:
+def mark(body: dict[str, Any], *, keyed: bool = True) -> None:
     """Replace, in place, each list of ``body`` (an object of its ``apiVersion`` and ``kind``) that server-side apply
-    merges by key with a :class:`~okt.resources.checksum.KeyedList` of the same items."""
+    merges by key with a :class:`~okt.resources.checksum.KeyedList` of the same items; unless not ``keyed`` (a child
+    written by merge patches, whose lists are compared whole): then each item of such a list that leaves out a key
+    field the server defaults gets that default spelled out, and is compared with it at its index."""
     schema = schema_of(str(body.get("apiVersion") or ""), str(body.get("kind") or ""))
     if schema is not None:
-        _mark(body, schema)
+        _mark(body, schema, keyed)
 
 
-def _mark(value: Any, schema: Schema) -> None:
+def _mark(value: Any, schema: Schema, keyed: bool) -> None:
     if not isinstance(value, dict):
         return
     for name, inner in schema.items():
@@ -100,7 +102,67 @@ def _mark(value: Any, schema: Schema) -> None:
         if isinstance(inner, Keyed):
             if isinstance(found, list):
                 for item in found:
-                    _mark(item, inner.items)
-                value[name] = checksum.KeyedList(found, inner.fields, inner.defaults)
+                    _mark(item, inner.items, keyed)
+                    if not keyed and isinstance(item, dict):
+                        item.update({k: v for k, v in inner.defaults.items() if item.get(k) is None})
+                if keyed:
+                    value[name] = checksum.KeyedList(found, inner.fields, inner.defaults)
         else:
-            _mark(found, inner)
+            _mark(found, inner, keyed)
+
+
+def defaults_kept(body: Mapping[str, Any], shape: Any, live: Any) -> bool:
+    """Whether ``live`` holds, at the index of each item of ``body``'s keyed lists that leaves out a key field the
+    server defaults, that default (or nothing) there — as far as ``shape`` covers ``body`` (see
+    :func:`okt.resources.checksum.narrowed`).
+
+    The item at the same index matching every field the item sets is not enough: ``{"port": 80}`` is ``(80, TCP)``,
+    which a live ``{"port": 80, "protocol": "UDP"}`` is not. This is what the drift check's first, positional look
+    adds to tell so, without copying the object; it walks only the lists of :data:`KINDS` with such a key field."""
+    schema = _DEFAULTED.get((str(body.get("apiVersion") or "").rpartition("/")[0], str(body.get("kind") or "")))
+    return schema is None or _kept(body, shape, live, schema)
+
+
+def _kept(value: Any, shape: Any, live: Any, schema: Schema) -> bool:
+    if not isinstance(value, Mapping) or not isinstance(live, Mapping):
+        return True  # nothing of the schema's there, or told apart by the positional look already
+    narrowing = isinstance(shape, Mapping)
+    for name, inner in schema.items():
+        if narrowing and name not in shape:
+            continue
+        within = shape[name] if narrowing else shape
+        found, there = value.get(name), live.get(name)
+        if not isinstance(inner, Keyed):
+            if not _kept(found, within, there, inner):
+                return False
+            continue
+        if not isinstance(found, list) or not isinstance(there, list):
+            continue
+        for item, other in zip(found, there, strict=False):
+            if not isinstance(item, Mapping) or not isinstance(other, Mapping):
+                continue
+            for field, default in inner.defaults.items():
+                if item.get(field) is None and other.get(field, default) != default:
+                    return False
+            if not _kept(item, None, other, inner.items):
+                return False
+    return True
+
+
+def _defaulted(schema: Schema) -> Schema:
+    """``schema`` cut down to the keyed lists with a defaulted key field, and the ways to them."""
+    kept: dict[str, Keyed | Schema] = {}
+    for name, inner in schema.items():
+        if isinstance(inner, Keyed):
+            items = _defaulted(inner.items)
+            if inner.defaults or items:
+                kept[name] = Keyed(inner.fields, inner.defaults, items)
+        elif found := _defaulted(inner):
+            kept[name] = found
+    return kept
+
+
+_DEFAULTED: Mapping[tuple[str, str], Schema] = {
+    kind: cut for kind, schema in KINDS.items() if (cut := _defaulted(schema))
+}
+"""The part of :data:`KINDS` :func:`defaults_kept` walks."""

@@ -1067,6 +1067,47 @@ def test_a_service_holding_another_managers_port_is_not_written_by_the_next_proc
     assert converge(exported_reconciler(), kube, widget_kind, namespace) == {}
 
 
+@pytest.mark.parametrize("by", ["the next reconcile", "a restarted operator", "merge patches"])
+def test_okts_port_made_udp_by_another_manager_is_put_back_by_the_next_reconcile(
+    by: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The template leaves the port's protocol to the server, TCP: the port made UDP holds every field the template
+    sets at the same index, but is another port (its key edited), and okt's own (11211, TCP) is gone. It is drift:
+    under apply repaired as any item whose key another manager edited (:func:`okt.resources.list_items.drop_rekeyed`),
+    under merge patches by one patch of the whole list. The protocol the server filled in is none, before and after."""
+    rec = exported_reconciler("merge" if by == "merge patches" else "apply")
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert len(converge(rec, kube, widget_kind, namespace)) == 1  # the create
+    assert converge(rec, kube, widget_kind, namespace) == {}
+    services = other_client.resolve("v1", "Service")
+    udp = [{"op": "replace", "path": "/spec/ports/0/protocol", "value": "UDP"}]
+    other_client.patch(services, NAME, udp, namespace, patch_type="json", field_manager="kubectl-patch")
+
+    if by == "a restarted operator":
+        cache = cache_mod.Cache(kube, [namespace])
+        controller = controller_mod.Controller(type(rec), kube, cache, workers=1)
+        controller.watch()
+        try:
+            assert cache.wait_for_sync(15)
+            before = kube.stats.snapshot()
+            assert controller.process((namespace, NAME)) == okt.Outcome.done()
+            sent = shared.write_requests(kube, before)
+        finally:
+            cache.stop()
+        writes = {key: n for key, n in sent.items() if key[1] != "widgets/status"}
+    else:
+        writes = converge(rec, kube, widget_kind, namespace)
+
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    assert [(p["name"], p["port"], p["protocol"]) for p in live["spec"]["ports"]] == [("memcached", 11211, "TCP")]
+    if by == "merge patches":
+        assert writes == {("patch", "services"): 1}
+    else:
+        assert ("apply", "services") in writes
+    assert converge(rec, kube, widget_kind, namespace) == {}
+
+
 def test_another_managers_port_is_drift_for_a_service_written_by_merge_patches_and_goes_with_one_write(
     kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
 ) -> None:

@@ -196,6 +196,73 @@ def test_an_edit_of_okts_items_or_of_a_list_compared_whole_is_drift(
     assert apply.decide(res, live, OWNER, NAMES) == apply.Decision(apply.Action.UPDATE, "drift", (drift,))
 
 
+def our_port_made_udp(live: dict[str, Any]) -> None:
+    live["spec"]["ports"][0]["protocol"] = "UDP"
+
+
+def our_container_port_made_udp(live: dict[str, Any]) -> None:
+    main(live)["ports"][0]["protocol"] = "UDP"
+
+
+PROTOCOL_EDITED: list[tuple[type[resource.Resource], Edit, str, str, str]] = [
+    (Front, our_port_made_udp, ".spec.ports", ".spec.ports[0].protocol", "service-port"),
+    (
+        Web,
+        our_container_port_made_udp,
+        ".spec.template.spec.containers[0].ports",
+        ".spec.template.spec.containers[0].ports[0].protocol",
+        "container-port",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "edit", "keyed_drift", "merged_drift"),
+    [pytest.param(*case[:4], id=case[4]) for case in PROTOCOL_EDITED],
+)
+def test_a_key_field_the_template_leaves_to_the_server_default_edited_is_drift(
+    cls: type[resource.Resource], edit: Edit, keyed_drift: str, merged_drift: str
+) -> None:
+    """A port without ``protocol`` is TCP: the live port of that number made UDP is not okt's any more, though the item
+    at its index holds every field the template sets. An apply puts okt's TCP port back; a merge patch writes the list
+    over, TCP again."""
+    res = prepared(cls)
+    live = as_live(res)
+    edit(live)
+
+    assert not drift_check.in_place(res, live)
+    assert apply.decide(res, live, OWNER, NAMES) == apply.Decision(apply.Action.UPDATE, "drift", (keyed_drift,))
+    assert not drift_check.in_place(res, live, keyed=False)
+    merged = apply.Decision(apply.Action.UPDATE, "drift", (merged_drift,))
+    assert apply.decide(res, live, OWNER, NAMES, keyed=False) == merged
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["applied", "merged"])
+@pytest.mark.parametrize("cls", [Front, Web])
+def test_a_key_field_the_server_filled_in_with_its_default_is_no_drift(
+    cls: type[resource.Resource], keyed: bool
+) -> None:
+    res = prepared(cls)
+    live = as_live(res)
+
+    assert drift_check.in_place(res, live, keyed=keyed)
+    decision = apply.decide(res, live, OWNER, NAMES, keyed=keyed)
+    assert decision == apply.Decision(apply.Action.UNCHANGED, "hash and fields match")
+
+
+def test_a_key_field_outside_hashable_ref_is_not_compared() -> None:
+    class Unhashed(Front):
+        def hashable_ref(self) -> Any:
+            return {"labels": self.desired["metadata"].get("labels")}
+
+    res = prepared(Unhashed)
+    live = as_live(res)
+    our_port_made_udp(live)
+
+    assert drift_check.in_place(res, live)
+    assert drift_check.in_place(res, live, keyed=False)
+
+
 def test_the_keyed_lists_of_a_workloads_pod_template_are_marked_with_their_keys() -> None:
     body = prepared(Web).desired
     view = copy.deepcopy(body)

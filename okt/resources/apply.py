@@ -66,7 +66,7 @@ from okt import errors
 from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.resources import checksum, drift_check, list_items, quantities, resource, take_over, writing
+from okt.resources import checksum, drift_check, list_items, list_keys, quantities, resource, take_over, writing
 
 DEFAULT_PREFIX = names_mod.DEFAULT_PREFIX
 
@@ -271,9 +271,12 @@ def apply_body(res: resource.Resource) -> dict[str, Any]:
     meta = body.setdefault("metadata", {})
     for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink"):
         meta.pop(field, None)
+    lists = type(res).keyed_lists
     if kinds.is_builtin_group(str(body.get("apiVersion") or "")):
         _default_port_protocols(body)
         quantities.convert_quantities(body, quantities.quantity_text)
+    elif lists is not None:
+        list_keys.spell_defaults(body, lists)  # as a port's protocol, for the same servers (below)
     return body
 
 

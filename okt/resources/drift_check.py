@@ -15,8 +15,9 @@ the template's order, whatever other items it holds — told from the live objec
 writes nothing; a key field of such a list the template leaves to the server (a port's ``protocol``) is compared as
 the server's default, whether the list is compared by key or item by item. Caveat: the server's forms are
 remembered in the process only: after a restart, a child holding one (a zero value the server left out) is written
-once more. A custom resource's lists are compared item by item, at the
-same index, whatever its CRD declares: another writer's item in one is drift.
+once more. A custom resource's lists are compared item by item, at the same index, unless its class carries its
+CRD's schema (:attr:`okt.resources.resource.Resource.openapi_schema`): without, another writer's item in one of its
+map lists is drift.
 """
 
 from __future__ import annotations
@@ -32,21 +33,36 @@ from okt.kube import kinds, objects
 from okt.resources import checksum, list_keys, quantities, resource
 
 
-def _comparable(desired: Mapping[str, Any], *, marked: bool = True, keyed: bool = True) -> dict[str, Any]:
+def keyed_lists(res: resource.Resource) -> list_keys.Lists | None:
+    """The lists of ``res``'s kind that server-side apply merges by key: okt's table's for a built-in kind
+    (:data:`okt.resources.list_keys.KINDS`), those its class declares for any other (:attr:`Resource.openapi_schema
+    <okt.resources.resource.Resource.openapi_schema>`, a custom resource's CRD), or None."""
+    api_version = str(res.desired.get("apiVersion") or "")
+    if kinds.is_builtin_group(api_version):
+        return list_keys.lists_of(api_version, str(res.desired.get("kind") or ""))
+    return type(res).keyed_lists
+
+
+def _comparable(
+    desired: Mapping[str, Any], lists: list_keys.Lists | None, *, marked: bool = True, keyed: bool = True
+) -> dict[str, Any]:
     """What the drift check compares of ``desired``; with ``marked``, a built-in kind's quantities marked as such
     (:class:`okt.resources.checksum.Quantity`: they match the canonical form the server stores, no other value
-    does), and its lists server-side apply merges by key marked so (:mod:`okt.resources.list_keys`: another
-    manager's items in them are no drift) unless not ``keyed`` (children written by merge patches, which replace a
-    list whole: another manager's item is drift there, and a key field the server defaults is spelled out in okt's
-    items, compared at their index). Marking copies the object: unmarked, the view is the cheaper first look, which
-    :func:`in_place` completes with :func:`list_keys.defaults_kept`."""
+    does), and its lists server-side apply merges by key (``lists``) marked so (:mod:`okt.resources.list_keys`:
+    another manager's items in them are no drift) unless not ``keyed`` (children written by merge patches, which
+    replace a list whole: another manager's item is drift there, and a key field the server defaults is spelled out
+    in okt's items, compared at their index). Marking copies the object: unmarked, the view is the cheaper first look,
+    which :func:`in_place` completes with :func:`list_keys.defaults_kept`."""
     body = {k: v for k, v in desired.items() if k not in ("status", "metadata")}
     meta = desired.get("metadata") or {}
     body["metadata"] = {k: meta[k] for k in ("labels", "annotations") if k in meta}
-    if marked and kinds.is_builtin_group(str(desired.get("apiVersion") or "")):
+    builtin = kinds.is_builtin_group(str(desired.get("apiVersion") or ""))
+    if marked and (builtin or lists is not None):
         body = objects.json_copy(body)
-        quantities.convert_quantities(body, quantities.marked_quantity)
-        list_keys.mark(body, keyed=keyed)
+        if builtin:
+            quantities.convert_quantities(body, quantities.marked_quantity)
+        if lists is not None:
+            list_keys.mark(body, keyed=keyed, lists=lists)
     return body
 
 
@@ -60,7 +76,7 @@ def drift_view(res: resource.Resource, *, keyed: bool = True) -> dict[str, Any]:
     the lists server-side apply merges by key are compared by key (False for a child written by merge patches).
     """
     shape = drift_shape(res)
-    return {} if shape is None else checksum.narrowed(_comparable(res.desired, keyed=keyed), shape)
+    return {} if shape is None else checksum.narrowed(_comparable(res.desired, keyed_lists(res), keyed=keyed), shape)
 
 
 def in_place(res: resource.Resource, live: Mapping[str, Any], *, keyed: bool = True) -> bool:
@@ -74,13 +90,13 @@ def in_place(res: resource.Resource, live: Mapping[str, Any], *, keyed: bool = T
     shape = drift_shape(res)
     if shape is None:
         return True
-    if checksum.is_subset_within(_comparable(res.desired, marked=False), shape, live) and list_keys.defaults_kept(
-        res.desired, shape, live
+    lists = keyed_lists(res)
+    if checksum.is_subset_within(_comparable(res.desired, lists, marked=False), shape, live) and (
+        lists is None or list_keys.defaults_kept(res.desired, shape, live, lists)
     ):
         return True
-    return kinds.is_builtin_group(str(res.desired.get("apiVersion") or "")) and checksum.is_subset_within(
-        _comparable(res.desired, keyed=keyed), shape, live
-    )
+    marks = lists is not None or kinds.is_builtin_group(str(res.desired.get("apiVersion") or ""))
+    return marks and checksum.is_subset_within(_comparable(res.desired, lists, keyed=keyed), shape, live)
 
 
 def drift_shape(res: resource.Resource) -> dict[str, Any] | None:

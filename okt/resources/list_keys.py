@@ -1,4 +1,4 @@
-"""The lists of built-in kinds that server-side apply merges by key, and the keys it merges them by.
+"""The lists of a kind that server-side apply merges by key (a built-in kind's, or a CRD's map lists), and their keys.
 
 Why this exists: the API server merges the items of such a list (``x-kubernetes-list-type: map`` with its
 ``x-kubernetes-list-map-keys``, or a ``patchMergeKey`` with the ``merge`` patch strategy) by their key, and keeps the
@@ -8,9 +8,11 @@ the drift check would write the child after every restart, for nothing — the a
 drift check marks these lists (:func:`mark`, :class:`okt.resources.checksum.KeyedList`) and compares them by key:
 okt's items must be there, as okt wrote them and in its order; other items are someone else's.
 
-Guarantees: only the lists of :data:`KINDS` are marked, at their paths; every other list — one of a custom
-resource (its CRD decides, and declares lists atomic unless it says otherwise), an atomic list of a built-in kind
-(``args``, ``tolerations``, an Ingress's ``rules``) — is compared whole, item by item, as before. The keys are those of
+Guarantees: only the lists of :data:`KINDS` are marked, at their paths, and those of a custom resource whose class
+carries its CRD's schema (:func:`from_openapi`: the lists it declares ``x-kubernetes-list-type: map``); every other
+list — one of a custom resource without (its CRD decides, and declares lists atomic unless it says otherwise), an
+atomic list of a built-in kind (``args``, ``tolerations``, an Ingress's ``rules``) — is compared whole, item by item,
+as before. The keys are those of
 the API's OpenAPI schema (``x-kubernetes-list-map-keys``, or the ``patchMergeKey`` server-side apply merges by where
 the schema names no list type); a key field the server defaults (a port's ``protocol``) stands for its default when a
 template leaves it out.
@@ -84,14 +86,33 @@ def schema_of(api_version: str, kind: str) -> Schema | None:
     return KINDS.get((api_version.rpartition("/")[0], kind))
 
 
-def mark(body: dict[str, Any], *, keyed: bool = True) -> None:
-    """Replace, in place, each list of ``body`` (an object of its ``apiVersion`` and ``kind``) that server-side apply
-    merges by key with a :class:`~okt.resources.checksum.KeyedList` of the same items; unless not ``keyed`` (a child
-    written by merge patches, whose lists are compared whole): then each item of such a list that leaves out a key
-    field the server defaults gets that default spelled out, and is compared with it at its index."""
-    schema = schema_of(str(body.get("apiVersion") or ""), str(body.get("kind") or ""))
-    if schema is not None:
-        _mark(body, schema, keyed)
+@dataclasses.dataclass(frozen=True)
+class Lists:
+    """The keyed lists of one kind, as the drift check walks them: all of them (``schema``), and the part of them
+    holding a key field the server defaults (``defaulted``: :func:`defaults_kept` walks only that)."""
+
+    schema: Schema
+    defaulted: Schema
+
+    @classmethod
+    def of(cls, schema: Schema) -> Lists:
+        return cls(schema, _defaulted(schema))
+
+
+def lists_of(api_version: str, kind: str) -> Lists | None:
+    """:func:`schema_of` as :class:`Lists`, or None for a kind of :data:`KINDS`' groups with none."""
+    return _TABLE.get((api_version.rpartition("/")[0], kind))
+
+
+def mark(body: dict[str, Any], *, keyed: bool = True, lists: Lists | None = None) -> None:
+    """Replace, in place, each list of ``body`` that server-side apply merges by key with a
+    :class:`~okt.resources.checksum.KeyedList` of the same items; unless not ``keyed`` (a child written by merge
+    patches, whose lists are compared whole): then each item of such a list that leaves out a key field the server
+    defaults gets that default spelled out, and is compared with it at its index. The lists are ``lists``, or when
+    None those of :data:`KINDS` for ``body``'s ``apiVersion`` and ``kind``."""
+    lists = lists or lists_of(str(body.get("apiVersion") or ""), str(body.get("kind") or ""))
+    if lists is not None:
+        _mark(body, lists.schema, keyed)
 
 
 def _mark(value: Any, schema: Schema, keyed: bool) -> None:
@@ -111,16 +132,24 @@ def _mark(value: Any, schema: Schema, keyed: bool) -> None:
             _mark(found, inner, keyed)
 
 
-def defaults_kept(body: Mapping[str, Any], shape: Any, live: Any) -> bool:
+def spell_defaults(body: dict[str, Any], lists: Lists) -> None:
+    """Fill in, in place, each key field the server defaults that an item of ``body``'s keyed lists leaves out.
+
+    Servers before 1.21 refuse an apply whose list item omits a key field; the server fills in that very value, so the
+    stored object is what it would be without."""
+    _mark(body, lists.defaulted, keyed=False)
+
+
+def defaults_kept(body: Mapping[str, Any], shape: Any, live: Any, lists: Lists | None = None) -> bool:
     """Whether ``live`` holds, at the index of each item of ``body``'s keyed lists that leaves out a key field the
     server defaults, that default (or nothing) there — as far as ``shape`` covers ``body`` (see
-    :func:`okt.resources.checksum.narrowed`).
+    :func:`okt.resources.checksum.narrowed`). The lists are ``lists``, or when None those of :data:`KINDS`.
 
     The item at the same index matching every field the item sets is not enough: ``{"port": 80}`` is ``(80, TCP)``,
     which a live ``{"port": 80, "protocol": "UDP"}`` is not. This is what the drift check's first, positional look
-    adds to tell so, without copying the object; it walks only the lists of :data:`KINDS` with such a key field."""
-    schema = _DEFAULTED.get((str(body.get("apiVersion") or "").rpartition("/")[0], str(body.get("kind") or "")))
-    return schema is None or _kept(body, shape, live, schema)
+    adds to tell so, without copying the object; it walks only the lists with such a key field."""
+    lists = lists or lists_of(str(body.get("apiVersion") or ""), str(body.get("kind") or ""))
+    return lists is None or not lists.defaulted or _kept(body, shape, live, lists.defaulted)
 
 
 def _kept(value: Any, shape: Any, live: Any, schema: Schema) -> bool:
@@ -162,7 +191,54 @@ def _defaulted(schema: Schema) -> Schema:
     return kept
 
 
-_DEFAULTED: Mapping[tuple[str, str], Schema] = {
-    kind: cut for kind, schema in KINDS.items() if (cut := _defaulted(schema))
-}
-"""The part of :data:`KINDS` :func:`defaults_kept` walks."""
+_TABLE: Mapping[tuple[str, str], Lists] = {kind: Lists.of(schema) for kind, schema in KINDS.items()}
+
+
+def from_openapi(schema: Mapping[str, Any]) -> Schema:
+    """The keyed lists of an object of the structural schema ``schema`` (a CRD version's ``openAPIV3Schema``): each
+    list it declares ``x-kubernetes-list-type: map``, keyed by its ``x-kubernetes-list-map-keys``, with the
+    ``default`` its items' schema gives a key field. Outside ``metadata`` (whose lists are the API's own), through
+    ``properties`` only: the items of a list of another type are its own whole (atomic) or scalars (set), and the
+    values of a map (``additionalProperties``) have no names to find them by.
+
+    Raises:
+        ValueError: a part of ``schema`` is not a mapping, or a map list names no keys, or keys that are not
+            strings; the message names where.
+    """
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"is not a mapping but a {type(schema).__name__}")
+    return _from_openapi(schema, "", top=True)
+
+
+def _from_openapi(schema: Mapping[str, Any], where: str, *, top: bool = False) -> Schema:
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, Mapping):
+        raise ValueError(f"{where or '.'}: properties is not a mapping")
+    found: dict[str, Keyed | Schema] = {}
+    for name, prop in properties.items():
+        path = f"{where}.{name}"
+        if top and name == "metadata":
+            continue
+        if not isinstance(prop, Mapping):
+            raise ValueError(f"{path}: is not a mapping but a {type(prop).__name__}")
+        if prop.get("type") != "array":
+            inner = _from_openapi(prop, path)
+            if inner:
+                found[name] = inner
+            continue
+        if prop.get("x-kubernetes-list-type") != "map":
+            continue
+        keys = prop.get("x-kubernetes-list-map-keys")
+        if not isinstance(keys, list) or not keys or not all(isinstance(key, str) for key in keys):
+            raise ValueError(f"{path}: x-kubernetes-list-type map needs x-kubernetes-list-map-keys, a list of names")
+        items = prop.get("items") or {}
+        if not isinstance(items, Mapping):
+            raise ValueError(f"{path}.items: is not a mapping but a {type(items).__name__}")
+        fields = items.get("properties") or {}
+        defaults = {
+            key: fields[key]["default"]
+            for key in keys
+            if isinstance(fields, Mapping) and isinstance(fields.get(key), Mapping) and "default" in fields[key]
+        }
+        found[name] = Keyed(tuple(keys), defaults, _from_openapi(items, f"{path}[]"))
+    return found

@@ -29,7 +29,7 @@ import pydantic
 
 from okt import errors
 from okt.kube import kinds, objects
-from okt.resources import templating
+from okt.resources import list_keys, templating
 
 
 def check_synchronous(cls: type) -> None:
@@ -96,10 +96,26 @@ class Resource:
     foreign_annotations: ClassVar[frozenset[str]] = frozenset()
     """Annotations that other controllers keep on objects of this kind (the Deployment controller's revision, say): a
     change to them alone does not wake the reconciler. okt never sets them, so they can never be drift."""
+    openapi_schema: ClassVar[Mapping[str, Any] | None] = None
+    """For a kind of no built-in group (a custom resource): its structural schema, the ``openAPIV3Schema`` of its
+    version in its CRD — or the part of it that leads to its lists. The lists it declares ``x-kubernetes-list-type:
+    map`` are merged by their ``x-kubernetes-list-map-keys`` by server-side apply, which keeps another manager's
+    items in them: the drift check compares them by key too (another manager's item is no drift), and a key field
+    the schema defaults stands for its default where the template leaves it out. Without one, each list of the kind is
+    compared whole, item by item (a CRD's lists are atomic unless it says otherwise). A built-in kind's lists are
+    okt's table's (:data:`okt.resources.list_keys.KINDS`), whatever this says."""
+    keyed_lists: ClassVar[list_keys.Lists | None] = None
+    """What okt made of :attr:`openapi_schema` when the class was defined; None without one."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_synchronous(cls)
+        if "openapi_schema" in vars(cls):
+            schema = vars(cls)["openapi_schema"]
+            try:
+                cls.keyed_lists = None if schema is None else list_keys.Lists.of(list_keys.from_openapi(schema))
+            except ValueError as exc:
+                raise ValueError(f"{cls.__qualname__}.openapi_schema {exc}") from None
         template = vars(cls).get("template")
         wrong = templating.syntax_error(template) if isinstance(template, str) else None
         if wrong is not None:

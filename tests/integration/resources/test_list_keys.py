@@ -1,5 +1,6 @@
 """okt's table of keyed lists against the API server's own schema: the lists server-side apply merges by key, with
-their keys, for each built-in kind of the table.
+their keys, for each built-in kind of the table; and a custom resource's, which its CRD declares, as a child whose
+class carries that schema.
 
 The server's OpenAPI document says how each list merges: ``x-kubernetes-list-type: map`` with its
 ``x-kubernetes-list-map-keys``, or, where it names no list type, the ``patchMergeKey`` of a ``merge`` patch strategy
@@ -14,10 +15,19 @@ from typing import Any
 
 import pytest
 
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
 from okt.resources import list_keys
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
 from okt.testing import envtest
+from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+other_client = shared.other_client
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +95,142 @@ def test_the_keyed_lists_of_each_kind_are_those_the_api_server_merges_by_key(
 NEWER_THAN_THE_TEST_SERVER = {("spec", "resourceClaims"), ("spec", "schedulingGates"), ("resources", "claims")}
 """The keyed lists of the table the test's server (Kubernetes 1.20) does not serve yet, by the last two steps of their
 path: a Pod's ``resourceClaims`` and ``schedulingGates``, a container's ``resources.claims``."""
+
+
+LISTENER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name", "protocol"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "port": {"type": "integer"},
+                            "protocol": {"type": "string", "default": "TCP"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+"""A custom resource's schema whose ``spec.ports`` server-side apply merges by name and protocol (TCP by default)."""
+
+LISTENER_GROUP = "keyed.test.okt.io"
+
+
+def listener_crd() -> dict[str, Any]:
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": LISTENER_SCHEMA}}
+    names = {"kind": "Listener", "plural": "listeners", "singular": "listener", "listKind": "ListenerList"}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"listeners.{LISTENER_GROUP}"},
+        "spec": {"group": LISTENER_GROUP, "names": names, "scope": "Namespaced", "versions": [version]},
+    }
+
+
+class Listener(okt.MutableResource):
+    """A child of a custom kind, its class carrying the schema of its CRD; its port leaves the protocol to the
+    schema's default."""
+
+    api_version = f"{LISTENER_GROUP}/v1"
+    kind = "Listener"
+    openapi_schema = LISTENER_SCHEMA
+    template = """
+apiVersion: keyed.test.okt.io/v1
+kind: Listener
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  ports:
+    - name: http
+      port: 80
+"""
+
+
+class ListenerReconciler(shared.WidgetReconciler):
+    owns = (Listener,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Listener(ctx.cr)]
+
+
+NAME = "keyed"
+
+
+@pytest.fixture(scope="module")
+def listener_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(listener_crd())
+    return kind
+
+
+def converge(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[tuple[str, str], int]:
+    """One reconcile reading from the API; the writes it sent, the Widget's status aside."""
+    before = kube.stats.snapshot()
+    run = shared.reconcile_widget(ListenerReconciler(), kube, kind, namespace, NAME)
+    assert run.outcome == okt.Outcome.done(), run.results.summary()
+    return {k: n for k, n in shared.write_requests(kube, before).items() if k[1] != "widgets/status"}
+
+
+def restarted(kube: kube_client.Client, namespace: str) -> dict[tuple[str, str], int]:
+    """One reconcile by a new operator (its cache filled anew, nothing remembered); the writes it sent."""
+    cache = cache_mod.Cache(kube, [namespace])
+    controller = controller_mod.Controller(ListenerReconciler, kube, cache, workers=1)
+    controller.watch()
+    try:
+        assert cache.wait_for_sync(15)
+        before = kube.stats.snapshot()
+        assert controller.process((namespace, NAME)) == okt.Outcome.done()
+        sent = shared.write_requests(kube, before)
+    finally:
+        cache.stop()
+    return {k: n for k, n in sent.items() if k[1] != "widgets/status"}
+
+
+def ports_of(kube: kube_client.Client, namespace: str) -> dict[str, tuple[int, str]]:
+    live = shared.get_child(kube, f"{LISTENER_GROUP}/v1", "Listener", namespace, NAME)
+    assert live is not None
+    return {p["name"]: (p["port"], p["protocol"]) for p in live["spec"]["ports"]}
+
+
+def test_another_managers_item_in_a_custom_resources_map_list_is_no_drift_and_okts_own_edited_is_repaired(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    listener_kind: kinds.Kind,
+) -> None:
+    """The CRD declares ``spec.ports`` a map list: server-side apply keeps another manager's port beside okt's, so it
+    is no drift, and a new operator over the converged child writes nothing (compared item by item, it was written
+    once per restart, for nothing). okt's own port made UDP (another port: okt's is gone) or edited is repaired."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert converge(kube, widget_kind, namespace) == {("apply", "listeners"): 1}
+    assert converge(kube, widget_kind, namespace) == {}, "the protocol the server filled in is no drift"
+    udp = [{"op": "replace", "path": "/spec/ports/0/protocol", "value": "UDP"}]
+    other_client.patch(listener_kind, NAME, udp, namespace, patch_type="json", field_manager="kubectl-edit")
+    assert converge(kube, widget_kind, namespace)
+    assert ports_of(kube, namespace) == {"http": (80, "TCP")}
+
+    metadata = {"name": NAME, "namespace": namespace}
+    metrics = {"name": "metrics", "port": 9150, "protocol": "TCP"}
+    theirs = {"apiVersion": listener_kind.api_version, "kind": "Listener", "metadata": metadata}
+    other_client.apply({**theirs, "spec": {"ports": [metrics]}}, listener_kind, field_manager="exporter")
+    assert ports_of(kube, namespace) == {"http": (80, "TCP"), "metrics": (9150, "TCP")}
+
+    assert restarted(kube, namespace) == {}
+    assert restarted(kube, namespace) == {}
+
+    ours = [{"op": "replace", "path": "/spec/ports/0/port", "value": 8080}]
+    other_client.patch(listener_kind, NAME, ours, namespace, patch_type="json", field_manager="kubectl-edit")
+    assert converge(kube, widget_kind, namespace) == {("apply", "listeners"): 1}
+    assert ports_of(kube, namespace) == {"http": (80, "TCP"), "metrics": (9150, "TCP")}
+    assert restarted(kube, namespace) == {}

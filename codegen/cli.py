@@ -261,6 +261,13 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     metavar="FILE",
     help="A kind dictionary that adds or overrides kinds (repeatable).",
 )
+@click.option(
+    "--crd",
+    "crd_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A child of a custom kind: its CRD, whose map lists the wrapper carries (compared by key).",
+)
 @click.option("--list", "list_kinds", is_flag=True, help="Print the kind dictionary and exit.")
 @click.argument("manifest", required=False, type=click.Path(dir_okay=False, path_type=Path))
 def resource_command(
@@ -270,6 +277,7 @@ def resource_command(
     version: str | None,
     out_dir: Path,
     dictionary_files: tuple[Path, ...],
+    crd_path: Path | None,
     list_kinds: bool,
     manifest: Path | None,
 ) -> None:
@@ -296,6 +304,7 @@ def resource_command(
         manifest_path=manifest,
         out_dir=out_dir,
         dictionary_files=dictionary_files,
+        crd_path=crd_path,
     )
     for result in results:
         note = " (yours: not touched)" if result.action is resource.Action.KEPT else ""

@@ -27,6 +27,7 @@ FLAGS = {
     "path": "--out",
     "out": "--out",
     "dictionary": "--dictionary",
+    "crd": "--crd",
 }
 """OKT flag name -> ``okt gen resource`` option (every one takes a value)."""
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import jinja2
 
-from okt.codegen import crd, dictionary, errors, manifest
+from okt.codegen import child_schema, crd, dictionary, errors, manifest
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 """Where the Jinja2 templates of the generated modules live."""
@@ -128,12 +128,15 @@ def regenerate_command(
     manifest_path: Path | str,
     out_dir: Path | str,
     dictionary_files: Sequence[Path | str] = (),
+    crd_path: Path | str | None = None,
 ) -> list[str]:
     """The ``okt gen resource`` command line that produces this wrapper, paths as the author gave them."""
     command = ["okt", "gen", "resource", "--type", resource_type, "--kind", cr_kind, "--group", group]
     command += ["--version", version, "--out", Path(out_dir).as_posix()]
     for path in dictionary_files:
         command += ["--dictionary", Path(path).as_posix()]
+    if crd_path is not None:
+        command += ["--crd", Path(crd_path).as_posix()]
     return [*command, Path(manifest_path).as_posix()]
 
 
@@ -147,6 +150,7 @@ def render(
     command: Sequence[str],
     line_length: int = DEFAULT_LINE_LENGTH,
     suffix: str = "",
+    openapi_assignment: str | None = None,
 ) -> Modules:
     """Render both modules of the wrapper (pure: no file is read or written).
 
@@ -163,6 +167,8 @@ def render(
             the template a ``# noqa`` (see :func:`_template_noqa`).
         suffix: what tells this wrapper's modules and classes apart from the first of its kind (see
             :func:`manifest_suffix`); empty for the first.
+        openapi_assignment: ``OPENAPI_SCHEMA`` and its value (:func:`okt.codegen.child_schema.assignment`), which
+            the class takes for its ``openapi_schema``; None for none.
     """
     gen_name, user_name = module_names(spec.kind, cr_kind, suffix)
     user_class = spec.kind + cr_kind + "".join(word.capitalize() for word in suffix.split("_"))
@@ -198,6 +204,7 @@ def render(
         "base_class_wrapped": len(f"class {base_class}(okt.{spec.base}):") > line_length,
         "user_class_wrapped": len(f"class {user_class}({base_class}):") > line_length,
         "hashed_assignment": _hashed_assignment(spec.hashed, line_length),
+        "openapi_assignment": openapi_assignment,
         "base_class": base_class,
         "user_class": user_class,
         "gen_module": gen_name,
@@ -225,8 +232,12 @@ def generate(
     manifest_path: Path,
     out_dir: Path,
     dictionary_files: Sequence[Path] = (),
+    crd_path: Path | None = None,
 ) -> list[FileResult]:
     """Generate the wrapper of ``resource_type`` owned by ``cr_kind`` from the manifest at ``manifest_path``.
+
+    ``crd_path``: for a child of a custom kind, the YAML file of its CustomResourceDefinition, whose map lists the
+    wrapper carries (``OPENAPI_SCHEMA``, see :mod:`okt.codegen.child_schema`).
 
     Writes ``<out_dir>/<type>_<crkind>_gen.py`` (always), ``<out_dir>/<type>_<crkind>.py`` (only when missing) and
     ``<out_dir>/__init__.py`` (only when missing). When ``<type>_<crkind>_gen.py`` was generated from another
@@ -240,13 +251,15 @@ def generate(
     Raises:
         CodegenError: unknown kind, invalid ``cr_kind``/``group``/``version``, a dictionary file or the manifest is
             unreadable or invalid, the manifest's kind or apiVersion differ from the dictionary's, both module names
-            are taken by wrappers of other manifests, or a file cannot be written.
+            are taken by wrappers of other manifests, the CRD is unreadable or holds no schema of the child's kind,
+            or a file cannot be written.
     """
     _check_names(cr_kind, group, version)
     _check_package(out_dir)
     kinds = dictionary.load(dictionary_files)
     spec = kinds.lookup(resource_type)
     child = manifest.read(manifest_path, spec)
+    schema = None if crd_path is None else child_schema.read(crd_path, spec)
     command = regenerate_command(
         resource_type=spec.kind,
         cr_kind=cr_kind,
@@ -255,7 +268,9 @@ def generate(
         manifest_path=manifest_path,
         out_dir=out_dir,
         dictionary_files=dictionary_files,
+        crd_path=crd_path,
     )
+    line_length = ruff_line_length(out_dir)
     modules = render(
         spec=spec,
         cr_kind=cr_kind,
@@ -263,8 +278,9 @@ def generate(
         version=version,
         template=manifest.to_template(child, spec),
         command=command,
-        line_length=ruff_line_length(out_dir),
+        line_length=line_length,
         suffix=_suffix(spec.kind, cr_kind, manifest_path, out_dir),
+        openapi_assignment=None if schema is None else child_schema.assignment(schema, line_length),
     )
     return _write(modules, out_dir)
 

@@ -242,3 +242,23 @@ def _from_openapi(schema: Mapping[str, Any], where: str, *, top: bool = False) -
         }
         found[name] = Keyed(tuple(keys), defaults, _from_openapi(items, f"{path}[]"))
     return found
+
+
+def to_openapi(schema: Schema) -> dict[str, Any]:
+    """The part of a structural schema that holds ``schema``'s keyed lists: the ways to them, each with its keys and
+    the ``default`` of its key fields, nothing else. ``from_openapi(to_openapi(s)) == s``: what a generated wrapper
+    carries of its CRD (``okt gen resource --crd``)."""
+    properties: dict[str, Any] = {}
+    for name, inner in schema.items():
+        if isinstance(inner, Keyed):
+            fields = {key: {"default": value} for key, value in inner.defaults.items()}
+            items = {"type": "object", "properties": {**fields, **to_openapi(inner.items).get("properties", {})}}
+            properties[name] = {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": list(inner.fields),
+                "items": items if items["properties"] else {"type": "object"},
+            }
+        else:
+            properties[name] = to_openapi(inner)
+    return {"type": "object", "properties": properties} if properties else {"type": "object"}

@@ -449,3 +449,14 @@ def test_the_apply_of_a_custom_resource_spells_out_the_key_fields_its_schema_def
         {"name": "http", "port": 80, "protocol": "TCP"}
     ]
     assert apply.apply_body(prepared(Listener))["spec"]["ports"] == [{"name": "http", "port": 80}]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [pytest.param(list_keys.from_openapi(ROUTES_SCHEMA), id="crd")]
+    + [pytest.param(schema, id=f"{group or 'core'}-{kind}") for (group, kind), schema in list_keys.KINDS.items()],
+)
+def test_the_part_of_a_schema_written_for_its_keyed_lists_reads_back_as_the_same_lists(
+    schema: list_keys.Schema,
+) -> None:
+    assert list_keys.from_openapi(list_keys.to_openapi(schema)) == schema

@@ -62,17 +62,20 @@ Limits, on purpose:
 * the lists the API server merges by key are merged by key in an apply: those of Kubernetes' own kinds in
   :data:`okt.resources.list_keys.KINDS` (a Service's ``ports`` by port and protocol, a pod template's ``containers`` and
   ``volumes`` by name, a container's ``env`` by name and ``ports`` by port and protocol, ...; a ``protocol`` left out is
-  ``TCP``), and ``metadata.finalizers`` (by value) and ``metadata.ownerReferences`` (by uid) of every kind. An item is
-  owned by its key, as the server's managedFields own ``k:{"port":80,"protocol":"TCP"}``: an applied item is merged
-  field by field into the stored item of its key; the items of other writers stay where they are; new items are appended
-  in the applied order (as on Kubernetes 1.20, which okt is tested on; newer servers put the applied items in the
-  applied order among the others); an item its manager applied before and no longer applies is removed, unless another
-  writer owns it (a field another writer set in it goes with it, as on the server). So another writer's finalizer or
-  owner reference stays, and okt's controller reference beside another controller's is a 422, as on the server. Every
-  other list is atomic (replaced whole): a custom resource's (its CRD's ``x-kubernetes-list-type`` is not read), a
-  built-in kind's list missing from that table, and a keyed list whose items cannot be keyed (an item without its key,
-  two items of one key: the server refuses such an apply); merge patches and strategic merge patches replace every
-  list whole;
+  ``TCP``), ``metadata.finalizers`` (by value) and ``metadata.ownerReferences`` (by uid) of every kind, and those of a
+  custom kind given as ``keyed_lists`` (its CRD's ``x-kubernetes-list-type: map`` lists, by their
+  ``x-kubernetes-list-map-keys``; a key field left out is its schema default): ``FakeClient(kinds=[...],
+  keyed_lists={CERTIFICATE: Certificate.keyed_lists})``, the ``keyed_lists`` okt made of the
+  :attr:`~okt.resources.resource.Resource.openapi_schema` of a child's class. An item is owned by its key, as the
+  server's managedFields own ``k:{"port":80,"protocol":"TCP"}``: an applied item is merged field by field into the
+  stored item of its key; the items of other writers stay where they are; new items are appended in the applied order
+  (as on Kubernetes 1.20, which okt is tested on; newer servers put the applied items in the applied order among the
+  others); an item its manager applied before and no longer applies is removed, unless another writer owns it (a field
+  another writer set in it goes with it, as on the server). So another writer's finalizer or owner reference stays, and
+  okt's controller reference beside another controller's is a 422, as on the server. Every other list is atomic
+  (replaced whole): a custom kind's not given so (the fake reads no CRD), a built-in kind's list missing from that
+  table, and a keyed list whose items cannot be keyed (an item without its key, two items of one key: the server refuses
+  such an apply); merge patches and strategic merge patches replace every list whole;
 * conflicts between field managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the
   server), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
   the owners they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion``
@@ -108,6 +111,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
+from okt.resources import list_keys
 from okt.testing import metadata, patching
 
 _Key = tuple[str, str, str, str]
@@ -145,9 +149,26 @@ class FakeClient(kube_client.Client):
     Args:
         kinds: kinds it serves besides Kubernetes' built-in ones (your custom resources).
         objects: objects stored up front, as :meth:`put` stores them.
+        keyed_lists: the lists an apply merges by key in an object of a custom kind, as its CRD's schema declares
+            them (``x-kubernetes-list-type: map``): what the class of a child of that kind makes of its
+            :attr:`~okt.resources.resource.Resource.openapi_schema`, its ``keyed_lists`` —
+            ``FakeClient(keyed_lists={CERTIFICATE: Certificate.keyed_lists})``. Each kind named is served; one given
+            None (a class without a schema), or not named, has every list replaced whole, as before.
+
+    Raises:
+        ValueError: ``keyed_lists`` names a kind of a built-in group (its lists are okt's table's,
+            :data:`okt.resources.list_keys.KINDS`, whatever a class declares).
+        TypeError: ``keyed_lists`` gives a kind something else than a :class:`okt.resources.list_keys.Lists` or None
+            (a CRD's schema itself: give the ``keyed_lists`` a class made of it).
     """
 
-    def __init__(self, *, kinds: Iterable[kinds_mod.Kind] = (), objects: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        kinds: Iterable[kinds_mod.Kind] = (),
+        objects: Iterable[Mapping[str, Any]] = (),
+        keyed_lists: Mapping[kinds_mod.Kind, list_keys.Lists | None] | None = None,
+    ) -> None:
         # No kubeconfig and no HTTP session: the base class's constructor is not called on purpose, every verb is
         # answered here.
         self.stats = kube_client.RequestStats()
@@ -159,8 +180,23 @@ class FakeClient(kube_client.Client):
         self._owners: dict[_Key, dict[_Path, set[_Writer]]] = {}
         self._version = itertools.count(1000)
         self._failures: list[list[Any]] = []
+        self._keyed: dict[tuple[str, str], list_keys.Schema] = {}
         for kind in kinds:
             self.serve(kind)
+        for kind, lists in (keyed_lists or {}).items():
+            named = f"keyed_lists: {kind.kind} of {kind.api_version}"
+            if lists is not None and not isinstance(lists, list_keys.Lists):
+                raise TypeError(
+                    f"{named}: a {type(lists).__name__}, not the keyed_lists of a Resource class (okt.resources."
+                    "list_keys.Lists) or None"
+                )
+            if lists is not None and kinds_mod.is_builtin_group(kind.api_version):
+                raise ValueError(
+                    f"{named} is a built-in kind: its keyed lists are okt's table's (okt.resources.list_keys.KINDS)"
+                )
+            self.serve(kind)
+            if lists is not None:
+                self._keyed[(kind.api_version, kind.kind)] = lists.schema
         for obj in objects:
             self.put(obj)
 
@@ -371,7 +407,7 @@ class FakeClient(kube_client.Client):
             if live is None and subresource is not None:
                 raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
             writer = ("Apply", field_manager, subresource or "")
-            schema = patching.schema_of(kind.api_version, kind.kind)
+            schema = self._schema(kind.api_version, kind.kind)
             applied = patching.fields(_scope(body, subresource), schema)
             if live is None:
                 if meta.get("uid"):  # a uid is a precondition: it names an object that does not exist
@@ -551,7 +587,7 @@ class FakeClient(kube_client.Client):
         """
         if key not in self._objects:
             return
-        schema = patching.schema_of(key[0], key[1])
+        schema = self._schema(key[0], key[1])
         was, now = patching.fields(before, schema), patching.fields(after, schema)
         owners = self._owners.setdefault(key, {})
         for path in [path for path in owners if path not in now]:
@@ -563,6 +599,11 @@ class FakeClient(kube_client.Client):
                 owners[path] = {writer}
             elif applied is not None:
                 owners.setdefault(path, set()).add(writer)
+
+    def _schema(self, api_version: str, kind: str) -> list_keys.Schema:
+        """The lists an apply merges by key in an object of ``kind``: :func:`okt.testing.patching.schema_of`'s, and
+        those given for a custom kind as ``keyed_lists`` (outside ``metadata``, whose lists are the API's own)."""
+        return {**patching.schema_of(api_version, kind), **self._keyed.get((api_version, kind), {})}
 
     def _mark_deleted(self, meta: dict[str, Any]) -> None:
         """Begin the deletion of an object with finalizers: it stays, marked, until the last one is removed."""

@@ -483,3 +483,120 @@ def test_it_neither_watches_nor_speaks_http(fake: FakeClient) -> None:
         next(iter(fake.watch(GADGET, "ns", resource_version="1")))
     with pytest.raises(NotImplementedError):
         fake.request("GET", "/version", verb="get", resource="version")
+
+
+# -- a custom kind's map lists ---------------------------------------------------------------------------------------
+
+RACK = kinds.Kind("toys.example.com/v1", "Rack", "racks")
+RACK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "slots": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name", "side"],
+                    "items": {"type": "object", "properties": {"side": {"type": "string", "default": "front"}}},
+                }
+            },
+        }
+    },
+}
+
+
+class RackChild(okt.Resource):
+    """A child of the custom kind, its class carrying the CRD's schema: ``spec.slots`` is a map list."""
+
+    api_version = RACK.api_version
+    kind = RACK.kind
+    openapi_schema = RACK_SCHEMA
+
+
+class SchemalessRackChild(okt.Resource):
+    api_version = RACK.api_version
+    kind = RACK.kind
+
+
+def rack(*slots: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": RACK.api_version,
+        "kind": RACK.kind,
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"slots": list(slots)},
+    }
+
+
+def slots_of(fake: FakeClient) -> list[dict[str, Any]]:
+    stored = fake.stored(RACK, "r", "ns")
+    assert stored is not None
+    return list(stored["spec"]["slots"])
+
+
+def test_another_manager_s_item_in_a_custom_kind_s_map_list_survives_okt_s_apply() -> None:
+    fake = FakeClient(keyed_lists={RACK: RackChild.keyed_lists})
+    fake.apply(rack({"name": "a", "size": 1}), field_manager="okt")
+    fake.apply(rack({"name": "probe", "side": "back"}), field_manager="monitor")
+
+    fake.apply(rack({"name": "a", "size": 2}), field_manager="okt")
+
+    assert slots_of(fake) == [{"name": "a", "size": 2}, {"name": "probe", "side": "back"}]
+
+
+def test_okt_s_own_item_in_a_custom_kind_s_map_list_is_replaced_by_key_and_one_it_no_longer_applies_goes() -> None:
+    fake = FakeClient(keyed_lists={RACK: RackChild.keyed_lists})
+    fake.apply(rack({"name": "a", "size": 1, "color": "red"}, {"name": "b", "size": 1}), field_manager="okt")
+    fake.patch(RACK, "r", {"spec": {"slots": [*slots_of(fake), {"name": "c", "size": 9}]}}, "ns")
+
+    # "side" left out is the schema's default, "front": the same key as the item stored with it.
+    fake.apply(rack({"name": "d", "size": 4}, {"name": "a", "side": "front", "size": 2}), field_manager="okt")
+
+    assert slots_of(fake) == [
+        {"name": "a", "side": "front", "size": 2},
+        {"name": "c", "size": 9},
+        {"name": "d", "size": 4},
+    ]
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param({}, id="none-given"),
+        pytest.param({"keyed_lists": {RACK: SchemalessRackChild.keyed_lists}}, id="class-without-schema"),
+    ],
+)
+def test_an_apply_replaces_a_custom_kind_s_list_whole_without_its_schema(given: dict[str, Any]) -> None:
+    fake = FakeClient(kinds=[RACK], **given)
+    fake.apply(rack({"name": "a", "size": 1}), field_manager="okt")
+    fake.apply(rack({"name": "probe", "side": "back"}), field_manager="monitor")
+
+    fake.apply(rack({"name": "a", "size": 2}), field_manager="okt")
+
+    assert slots_of(fake) == [{"name": "a", "size": 2}]
+
+
+def test_a_merge_patch_replaces_a_custom_kind_s_map_list_whole() -> None:
+    fake = FakeClient(keyed_lists={RACK: RackChild.keyed_lists})
+    fake.apply(rack({"name": "a", "size": 1}), field_manager="okt")
+
+    fake.patch(RACK, "r", {"spec": {"slots": [{"name": "b"}]}}, "ns")
+
+    assert slots_of(fake) == [{"name": "b"}]
+
+
+@pytest.mark.parametrize(
+    ("keyed_lists", "error", "message"),
+    [
+        pytest.param(
+            {kinds.CONFIG_MAP: RackChild.keyed_lists},
+            ValueError,
+            "ConfigMap of v1 is a built-in kind",
+            id="built-in-kind",
+        ),
+        pytest.param({RACK: RACK_SCHEMA}, TypeError, "Rack of toys.example.com/v1: a dict", id="schema-not-lists"),
+    ],
+)
+def test_keyed_lists_the_fake_cannot_take_are_refused(keyed_lists: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        FakeClient(keyed_lists=keyed_lists)

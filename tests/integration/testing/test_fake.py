@@ -3,7 +3,8 @@ plane, and asserts the one answer both give.
 
 A unit test of a reconciler on the fake passes or fails as the same reconcile on a cluster would only where the fake
 answers as the API server does; these tests pin that for every rule the fake's documentation says it keeps. The
-custom resource is a Widget (a schemaless CRD with a status subresource).
+custom resource is a Widget (a schemaless CRD with a status subresource); a Rack's CRD declares a map list, whose
+schema the fake is given.
 """
 
 from __future__ import annotations
@@ -1193,3 +1194,81 @@ def test_a_child_someone_else_edited_is_repaired_the_same_on_both(api: Api, reco
         assert repaired["data"]["theirs"] == "x"  # another manager's field, which apply never touches
     assert repaired["metadata"]["labels"]["theirs"] == "x"
     assert api.client.get(WIDGET, "w", api.namespace)["status"]["theirs"] == "x"
+
+
+# -- a custom kind's map lists, its schema given to the fake ---------------------------------------------------------
+
+RACK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "slots": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "size": {"type": "integer"},
+                            "color": {"type": "string"},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+"""A custom kind whose ``spec.slots`` server-side apply merges by name."""
+
+RACK = kinds.Kind(f"fake.{shared.GROUP}/v1", "Rack", "racks")
+
+
+class RackChild(okt.Resource):
+    api_version = RACK.api_version
+    kind = RACK.kind
+    openapi_schema = RACK_SCHEMA
+
+
+def rack_crd() -> dict[str, Any]:
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": RACK_SCHEMA}}
+    names = {"kind": "Rack", "plural": "racks", "singular": "rack", "listKind": "RackList"}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"racks.{RACK.group}"},
+        "spec": {"group": RACK.group, "names": names, "scope": "Namespaced", "versions": [version]},
+    }
+
+
+@pytest.fixture(params=["fake", "server"])
+def rack_api(request: pytest.FixtureRequest) -> Iterator[Api]:
+    if request.param == "fake":
+        fake = FakeClient(keyed_lists={RACK: RackChild.keyed_lists})
+        yield Api(fake, "ns")
+        fake.close()
+    else:
+        assert request.getfixturevalue("apply_crd")(rack_crd()) == RACK
+        yield Api(request.getfixturevalue("kube"), request.getfixturevalue("namespace"))
+
+
+def rack(api: Api, *slots: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": "r", "namespace": api.namespace}
+    return {"apiVersion": RACK.api_version, "kind": RACK.kind, "metadata": meta, "spec": {"slots": list(slots)}}
+
+
+def test_an_apply_merges_a_custom_kind_s_map_list_by_key_when_the_fake_is_given_its_schema(rack_api: Api) -> None:
+    api = rack_api
+    api.client.apply(rack(api, {"name": "a", "size": 1, "color": "red"}, {"name": "b", "size": 1}), field_manager="okt")
+    api.client.apply(rack(api, {"name": "probe", "size": 0}), field_manager="monitor")
+
+    applied = api.client.apply(rack(api, {"name": "d", "size": 4}, {"name": "a", "size": 2}), field_manager="okt")
+
+    assert applied["spec"]["slots"] == [
+        {"name": "a", "size": 2},
+        {"name": "probe", "size": 0},
+        {"name": "d", "size": 4},
+    ]

@@ -77,6 +77,12 @@ class Names:
         """Which conditions and status fields the daemons stated (annotation persistence)."""
         return f"{self.prefix}/daemons"
 
+    @property
+    def reported_error_annotation(self) -> str:
+        """A digest of the last error reported on the object and of the object as it was (``status = "off"``, where
+        no stored condition tells an error already reported from a new one)."""
+        return f"{self.prefix}/reported-error"
+
     def primary_annotations(self) -> frozenset[str]:
         """Every annotation okt writes on a primary: changes to them need no reconcile, but for a person's edit of the
         phase (the controller's event filter lets that one through)."""
@@ -88,6 +94,7 @@ class Names:
                 self.observed_generation_annotation,
                 self.status_annotation,
                 self.daemons_annotation,
+                self.reported_error_annotation,
             }
         )
 
@@ -100,9 +107,9 @@ class Names:
         return frozenset(name for names in self.legacy() for name in names.primary_annotations())
 
 
-REPORTS = frozenset({"error-count", "conditions", "observed-generation"})
+REPORTS = frozenset({"error-count", "conditions", "observed-generation", "reported-error"})
 """The names of okt's annotations on a primary that only report: a count of failures, the conditions, a generation
-seen. One of them changing is never a reason to reconcile, whatever its prefix."""
+seen, the digest of an error reported. One of them changing is never a reason to reconcile, whatever its prefix."""
 
 
 def is_report(annotation: str) -> bool:

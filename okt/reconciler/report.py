@@ -5,9 +5,11 @@ over a working copy of the conditions, so it is tested without a cluster; the wr
 when something changed — to the status subresource, to annotations or nowhere, as the reconciler's ``status`` says.
 
 Guarantees: nothing is written when nothing changed; a permanent error or a give-up already reported for this
-generation is not reported again (no error count, no Event: 0 writes while the object does not change), nor is a wait
-that says the same (``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; a recovery
-(Ready going from False to True) is worth a Normal Event, a first success is not.
+generation is not reported again (no error count, no Event: 0 writes while the object does not change, a restart of
+the operator included — with ``status = "off"``, where no stored condition says it, by the digest of the report kept
+beside the error count: :func:`reported_error`), nor is a wait that says the same (``TemporaryError.waiting``: a
+child's namespace being deleted), which is never counted; a recovery (Ready going from False to True) is worth a
+Normal Event, a first success is not.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import pydantic
 
 from okt import errors
 from okt.engines import results as results_mod
+from okt.kube import objects
 from okt.reconciler import children, finalize
-from okt.resources import helpers
+from okt.resources import checksum, helpers
 from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
 
@@ -160,6 +163,7 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
         degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error"), "degraded"),
     )
     ctx.bookkeeping.error_count = 0
+    ctx.bookkeeping.reported_error = None
 
     def write() -> None:
         # What the hook set after the built-in work fails the success as what it set before does (above), before
@@ -243,6 +247,12 @@ def on_error(ctx: context_mod.Context) -> None:
         # Ready stored as the object's schema keeps the one okt wrote (a hand-written CRD that prunes its
         # observedGeneration or cuts its message): the same report, no news.
         news = False
+    if ctx.settings.status_target is writer.Target.OFF:
+        # No condition is stored to say what was reported: the digest of the last report kept beside the error count
+        # does (written in the same patch), or every reconcile of the unchanged object — a restart, a resync, a
+        # child's event — would report it again, one Warning Event and one more failure counted each time.
+        ctx.bookkeeping.reported_error = reported_error(ctx.cr, reason, message)
+        news = ctx.bookkeeping.reported_error != ctx.bookkeeping.stored_reported_error
     # A permanent error or a give-up already reported for this generation (a restart, a resync, a child's event) is
     # reported once: no error count, no Event, so nothing is written while the object does not change. A permanent
     # error whose fix wakes no reconcile (an unknown persisted phase) is retried only to notice that fix: each of its
@@ -269,6 +279,20 @@ def on_error(ctx: context_mod.Context) -> None:
                 ctx.event(events.WARNING, reason, message)
 
     ctx.status_due.append(write)
+
+
+def reported_error(cr: objects.CustomResource, reason: str, message: str) -> str:
+    """The digest of an error reported on ``cr`` and of ``cr`` as it was: its generation, or for a kind the API server
+    keeps none for (a ConfigMap, a Secret), what it holds outside its metadata and status — what a generation counts.
+    The same error on the unchanged object is the report already made; a change of the object is reported anew.
+
+    A digest, not the values: a Secret's data never lands in an annotation, and the record stays 64 characters."""
+    seen: dict[str, Any] = {"reason": reason, "message": message}
+    if "generation" in cr.metadata:
+        seen["generation"] = cr.generation
+    else:
+        seen["content"] = {key: value for key, value in cr.raw.items() if key not in ("metadata", "status")}
+    return checksum.checksum(seen)
 
 
 def _move_phase(ctx: context_mod.Context, annotations: dict[str, str | None]) -> dict[str, Any] | None:

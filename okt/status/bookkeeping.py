@@ -1,4 +1,5 @@
-"""Where okt keeps its own per-object bookkeeping (consecutive error count, lifecycle phase).
+"""Where okt keeps its own per-object bookkeeping (consecutive error count, lifecycle phase; with ``status = "off"``,
+the digest of the last error reported, in ``<prefix>/reported-error``).
 
 Why this exists: Kopf learned that built-in kinds and strict schemas prune unknown status fields, so a single hard-coded
 place does not fit every resource. okt lets the reconciler choose: ``status`` (``status.okt``, written with the
@@ -67,11 +68,13 @@ class Bookkeeping:
             "errorCount": _count(kept.get("errorCount")),
             "phase": kept.get("phase"),
             "daemons": _record(kept.get("daemons")),
+            "reportedError": None,  # kept in annotations only: the status keeps the conditions that say it
         }
         from_annotations: dict[str, Any] = {
             "errorCount": _count(annotations.get(self.error_annotation)),
             "phase": annotations.get(self.phase_annotation),
             "daemons": _record(_json(annotations.get(self.daemons_annotation))),
+            "reportedError": _digest(annotations.get(self.reported_error_annotation)),
         }
         # okt's records under an earlier prefix of the operator: removed by the next write, and read until then where
         # the current name is missing (see :meth:`_taken_over`).
@@ -83,7 +86,12 @@ class Bookkeeping:
         self._taken = self._taken_over(annotations) if self._legacy_left else {}
         if self.persistence is Persistence.STATUS:
             self._loaded, elsewhere = from_status, from_annotations
-            left = (self.error_annotation, self.phase_annotation, self.daemons_annotation)
+            left = (
+                self.error_annotation,
+                self.phase_annotation,
+                self.daemons_annotation,
+                self.reported_error_annotation,
+            )
             self._left_elsewhere = [name for name in left if name in annotations]
             if elsewhere["phase"] is None:
                 elsewhere = {**elsewhere, "phase": self._taken.get("phase")}
@@ -133,6 +141,10 @@ class Bookkeeping:
         return self._names.daemons_annotation
 
     @property
+    def reported_error_annotation(self) -> str:
+        return self._names.reported_error_annotation
+
+    @property
     def daemons(self) -> dict[str, dict[str, list[str]]]:
         """Which condition types and status fields each daemon stated on the object (``{daemon: {"conditions":
         [...], "fields": [...]}}``): what okt removes once no daemon of that name is declared any more."""
@@ -157,6 +169,24 @@ class Bookkeeping:
         annotation was refused were counted there."""
         stored = int(self._loaded["errorCount"] or self._taken.get("errorCount") or 0)
         return max(stored, self._count_in_status)
+
+    @property
+    def reported_error(self) -> str | None:
+        """The digest of the last error reported on the object and of the object as it was then (annotation
+        persistence, for a reconciler whose ``status`` is "off": no stored condition says what was reported), or
+        None. See :func:`okt.reconciler.report.on_error`."""
+        digest: str | None = self._values["reportedError"]
+        return digest
+
+    @reported_error.setter
+    def reported_error(self, value: str | None) -> None:
+        self._values["reportedError"] = value
+
+    @property
+    def stored_reported_error(self) -> str | None:
+        """:attr:`reported_error` as the object carried it when the reconcile began."""
+        digest: str | None = self._loaded["reportedError"]
+        return digest
 
     @property
     def phase(self) -> str | None:
@@ -215,7 +245,7 @@ class Bookkeeping:
             and self._loaded["daemons"] is None
         ):
             return {}
-        return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None}}
+        return {STATUS_FIELD: {k: v for k, v in self._values.items() if v is not None and k != "reportedError"}}
 
     def status_fields_while_refused(self) -> dict[str, Any]:
         """What the report of a reconcile whose phase move was refused merges into the status (annotation persistence):
@@ -245,6 +275,8 @@ class Bookkeeping:
         if self._values["daemons"] != self._loaded["daemons"]:
             record = self._values["daemons"]
             annotations[self.daemons_annotation] = _compact(record) if record is not None else None
+        if self._values["reportedError"] != self._loaded["reportedError"]:
+            annotations[self.reported_error_annotation] = self._values["reportedError"]
         return annotations
 
     def annotation_patch(self, resource_version: str | None = None) -> dict[str, Any] | None:
@@ -290,6 +322,12 @@ def _json(text: str | None) -> Any:
 
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _digest(stored: Any) -> str | None:
+    """A digest as stored; None for what is not one (a hand edit, read as nothing reported: reported again once)."""
+    text = str(stored) if stored is not None else ""
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
 
 
 def _count(stored: Any) -> int:

@@ -18,13 +18,14 @@ from okt.codegen import rbac
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import backoff as backoff_mod
-from okt.status import conditions
+from okt.status import conditions, events
 from okt.testing import RunningOperator, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
 
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+widget_kind = shared.widget_kind
 KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -307,3 +308,114 @@ def test_a_report_too_large_for_the_annotations_is_said_once_without_its_fields_
     assert "262144" in stored["Ready"]["message"] and "table" in stored["Ready"]["message"]
     assert stored["Degraded"]["status"] == "True"  # a permanent error
     assert sum(len(value) for value in annotations.values()) < 10_000  # written without the field
+
+
+class Vetted(okt.Reconciler):
+    """Checks ConfigMaps; its status is "off" (a built-in kind's default): the Warning Events and the
+    error count are all that say its errors."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+
+    def check(self, ctx: okt.Context) -> None:
+        mode = ctx.cr.raw.get("data", {}).get("mode")
+        if mode == "remote":
+            raise okt.PermanentError("the backend refused this mode")
+        if mode == "none":
+            raise okt.GiveUp("nothing to do in this mode", alarming=True)
+        if mode not in {"fast", "safe"}:
+            raise okt.InvalidSpec("data.mode: must be fast or safe", field="data.mode")
+
+
+class VettedInAnnotations(Vetted):
+    status = "annotations"
+
+
+class WidgetUnreported(shared.WidgetReconciler):
+    """A Widget's reconciler whose status is "off": a custom resource, whose generation counts its changes."""
+
+    status = "off"
+
+
+def warnings_about(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> list[tuple[str, int]]:
+    """The Events about the object, as (reason, count)."""
+    uid = kube.get(kind, name, namespace)["metadata"]["uid"]
+    items, _ = kube.list(kinds.EVENT, namespace)
+    return sorted((item["reason"], item["count"]) for item in items if item["involvedObject"].get("uid") == uid)
+
+
+def reconcile_as_a_new_process(
+    control_plane: envtest.ControlPlane,
+    reconciler: okt.Reconciler,
+    kind: kinds.Kind,
+    namespace: str,
+    name: str,
+    times: int = 1,
+) -> dict[tuple[str, str], int]:
+    """Reconcile the object ``times`` with a client and a recorder of their own, as a restarted operator does (it
+    remembers no Event): the writes it sent."""
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    recorder = events.EventRecorder(client, "vetted")
+    for _ in range(times):
+        okt.reconcile(reconciler, client, None, namespace, name, kind=kind, recorder=recorder)
+    client.close()
+    return shared.write_requests(client, collections.Counter())
+
+
+@pytest.mark.parametrize("reconciler_cls", [Vetted, VettedInAnnotations], ids=["off", "annotations"])
+@pytest.mark.parametrize("mode", ["reckless", "remote", "none"], ids=["invalid spec", "permanent error", "give-up"])
+def test_a_permanent_error_reported_once_is_not_reported_again_by_a_restarted_operator(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    reconciler_cls: type[okt.Reconciler],
+    mode: str,
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+    kube.create({**body, "data": {"mode": mode}}, kinds.CONFIG_MAP)
+    reconcile_as_a_new_process(control_plane, reconciler_cls(), kinds.CONFIG_MAP, namespace, "s")
+    reported = warnings_about(kube, kinds.CONFIG_MAP, namespace, "s")
+    annotations = kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"]
+
+    restart_writes = reconcile_as_a_new_process(control_plane, reconciler_cls(), kinds.CONFIG_MAP, namespace, "s", 2)
+
+    assert len(reported) == 1 and reported[0][1] == 1, reported
+    assert annotations["okt.io/error-count"] == "1"
+    assert restart_writes == {}
+    assert warnings_about(kube, kinds.CONFIG_MAP, namespace, "s") == reported
+    assert kube.get(kinds.CONFIG_MAP, "s", namespace)["metadata"]["annotations"] == annotations
+
+
+@pytest.mark.parametrize("kind_of_primary", ["configmap", "widget"])
+def test_a_change_of_an_object_whose_error_was_reported_with_status_off_is_reported_anew(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    kind_of_primary: str,
+) -> None:
+    """The object changed (a ConfigMap's data, which no generation counts; a Widget's spec, its generation) to a value
+    refused with the same message: a new failure, counted and told in a Warning Event, then left alone again."""
+    reconciler: okt.Reconciler
+    if kind_of_primary == "configmap":
+        kind, reconciler = kinds.CONFIG_MAP, Vetted()
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": namespace}}
+        kube.create({**body, "data": {"mode": "reckless"}}, kinds.CONFIG_MAP)
+    else:
+        kind, reconciler = widget_kind, WidgetUnreported()
+        shared.make_widget(kube, widget_kind, namespace, "s", size=0)
+    reconcile_as_a_new_process(control_plane, reconciler, kind, namespace, "s")
+    reported = warnings_about(kube, kind, namespace, "s")
+    if kind_of_primary == "configmap":
+        kube.patch(kinds.CONFIG_MAP, "s", {"data": {"mode": "wild"}}, namespace)
+    else:
+        shared.patch_widget_spec(kube, widget_kind, namespace, "s", size=-1)
+
+    changed_writes = reconcile_as_a_new_process(control_plane, reconciler, kind, namespace, "s")
+    again_writes = reconcile_as_a_new_process(control_plane, reconciler, kind, namespace, "s")
+
+    assert len(reported) == 1 and reported[0][1] == 1, reported
+    assert changed_writes == {(("patch", kind.plural)): 1, ("create", "events"): 1}
+    assert kube.get(kind, "s", namespace)["metadata"]["annotations"]["okt.io/error-count"] == "2"
+    assert warnings_about(kube, kind, namespace, "s") == [reported[0], reported[0]]  # a new Event, not a count bump
+    assert again_writes == {}

@@ -172,7 +172,7 @@ def test_okt_owns_exactly_its_annotations_on_a_primary(prefix: str) -> None:
     assert {book.error_annotation, book.phase_annotation} == {f"{prefix}/error-count", f"{prefix}/phase"}
     assert Names(prefix).primary_annotations() == {
         f"{prefix}/{name}"
-        for name in ("error-count", "phase", "conditions", "observed-generation", "status", "daemons")
+        for name in ("error-count", "phase", "conditions", "observed-generation", "status", "daemons", "reported-error")
     }
 
 
@@ -360,3 +360,38 @@ def test_a_refused_phase_move_with_nothing_to_count_removes_the_count_from_the_s
     book.error_count = 0
 
     assert book.status_fields_while_refused() == {"okt": None}
+
+
+DIGEST = "0123456789abcdef" * 4
+
+
+def test_the_digest_of_the_error_reported_is_read_back_and_written_only_when_it_changes() -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations={"okt.io/reported-error": DIGEST}), ANNOTATIONS, PREFIX)
+
+    book.reported_error = DIGEST
+    unchanged = book.changed_annotations()
+    book.reported_error = "f" * 64
+    changed = book.changed_annotations()
+    book.reported_error = None
+    cleared = book.changed_annotations()
+
+    assert book.stored_reported_error == DIGEST
+    assert unchanged == {}
+    assert changed == {"okt.io/reported-error": "f" * 64}
+    assert cleared == {"okt.io/reported-error": None}
+
+
+@pytest.mark.parametrize("stored", ["", "yes", DIGEST.upper(), DIGEST + "0", "²" * 64])
+def test_a_hand_edited_digest_of_the_error_reported_reads_as_nothing_reported(stored: str) -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations={"okt.io/reported-error": stored}), ANNOTATIONS, PREFIX)
+
+    assert book.stored_reported_error is None
+
+
+def test_status_persistence_removes_the_digest_of_the_error_reported_and_keeps_it_out_of_the_status() -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations={"okt.io/reported-error": DIGEST}), STATUS, PREFIX)
+    book.error_count = 1
+
+    assert book.stored_reported_error is None
+    assert book.changed_annotations() == {"okt.io/reported-error": None}
+    assert book.status_fields() == {"okt": {"errorCount": 1}}

@@ -79,8 +79,9 @@ class Names:
 
     @property
     def reported_error_annotation(self) -> str:
-        """A digest of the last error reported on the object and of the object as it was (``status = "off"``, where
-        no stored condition tells an error already reported from a new one)."""
+        """A digest of the last error reported on the object and of the object as it was (``status = "off"``, or
+        ``"annotations"`` on a kind without a generation, where no stored condition tells an error already reported
+        from a new one)."""
         return f"{self.prefix}/reported-error"
 
     def primary_annotations(self) -> frozenset[str]:

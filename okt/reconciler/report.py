@@ -6,10 +6,11 @@ when something changed — to the status subresource, to annotations or nowhere,
 
 Guarantees: nothing is written when nothing changed; a permanent error or a give-up already reported for this
 generation is not reported again (no error count, no Event: 0 writes while the object does not change, a restart of
-the operator included — with ``status = "off"``, where no stored condition says it, by the digest of the report kept
-beside the error count: :func:`reported_error`), nor is a wait that says the same (``TemporaryError.waiting``: a
-child's namespace being deleted), which is never counted; a recovery (Ready going from False to True) is worth a
-Normal Event, a first success is not.
+the operator included — where no stored condition tells it, by the digest of the report kept beside the error count,
+:func:`reported_error`: with ``status = "off"``, and with ``status = "annotations"`` on a kind without a generation,
+whose Ready says the same of every value refused alike), nor is a wait that says the same
+(``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; a recovery (Ready going from
+False to True) is worth a Normal Event, a first success is not.
 """
 
 from __future__ import annotations
@@ -247,10 +248,13 @@ def on_error(ctx: context_mod.Context) -> None:
         # Ready stored as the object's schema keeps the one okt wrote (a hand-written CRD that prunes its
         # observedGeneration or cuts its message): the same report, no news.
         news = False
-    if ctx.settings.status_target is writer.Target.OFF:
-        # No condition is stored to say what was reported: the digest of the last report kept beside the error count
-        # does (written in the same patch), or every reconcile of the unchanged object — a restart, a resync, a
-        # child's event — would report it again, one Warning Event and one more failure counted each time.
+    if _reported_by_digest(ctx):
+        # No stored condition says what was reported — none is stored ("off"), or Ready's observedGeneration is 0
+        # whatever the object holds (a kind without a generation, its conditions in annotations: a change refused
+        # with the same message would say the same Ready, and go unreported). The digest of the last report kept
+        # beside the error count does (written in the same patch), or every reconcile of the unchanged object — a
+        # restart, a resync, a child's event — would report it again, one Warning Event and one more failure counted
+        # each time.
         ctx.bookkeeping.reported_error = reported_error(ctx.cr, reason, message)
         news = ctx.bookkeeping.reported_error != ctx.bookkeeping.stored_reported_error
     # A permanent error or a give-up already reported for this generation (a restart, a resync, a child's event) is
@@ -279,6 +283,15 @@ def on_error(ctx: context_mod.Context) -> None:
                 ctx.event(events.WARNING, reason, message)
 
     ctx.status_due.append(write)
+
+
+def _reported_by_digest(ctx: context_mod.Context) -> bool:
+    """Whether what was reported on the object is told by the digest of :func:`reported_error` rather than by its
+    stored Ready: with ``status = "off"`` (nothing stored), and with ``status = "annotations"`` on a kind the API
+    server keeps no generation for (a ConfigMap, a Secret: Ready's observedGeneration is always 0). A kind with a
+    generation under "annotations", or one whose status okt writes, has Ready say it."""
+    target = ctx.settings.status_target
+    return target is writer.Target.OFF or (target is writer.Target.ANNOTATIONS and "generation" not in ctx.cr.metadata)
 
 
 def reported_error(cr: objects.CustomResource, reason: str, message: str) -> str:

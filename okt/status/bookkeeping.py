@@ -1,5 +1,6 @@
 """Where okt keeps its own per-object bookkeeping (consecutive error count, lifecycle phase; with ``status = "off"``,
-the digest of the last error reported, in ``<prefix>/reported-error``).
+or ``"annotations"`` on a kind without a generation, the digest of the last error reported, in
+``<prefix>/reported-error``).
 
 Why this exists: Kopf learned that built-in kinds and strict schemas prune unknown status fields, so a single hard-coded
 place does not fit every resource. okt lets the reconciler choose: ``status`` (``status.okt``, written with the
@@ -173,8 +174,8 @@ class Bookkeeping:
     @property
     def reported_error(self) -> str | None:
         """The digest of the last error reported on the object and of the object as it was then (annotation
-        persistence, for a reconciler whose ``status`` is "off": no stored condition says what was reported), or
-        None. See :func:`okt.reconciler.report.on_error`."""
+        persistence, for a reconciler whose ``status`` is "off", or "annotations" on a kind without a generation: no
+        stored condition says what was reported), or None. See :func:`okt.reconciler.report.on_error`."""
         digest: str | None = self._values["reportedError"]
         return digest
 

@@ -32,7 +32,8 @@ def read(path: Path, spec: dictionary.KindSpec) -> dict[str, Any]:
     Raises:
         CodegenError: ``spec``'s kind is of a built-in group (its lists are okt's table's); the file is unreadable,
             not YAML, or holds no CustomResourceDefinition of that group and kind serving that version with a
-            schema; the schema is one okt cannot read (a map list without keys).
+            schema, or holds one with a value of another type where the schema is looked for (``versions`` not a
+            list, a ``schema`` not a mapping); the schema is one okt cannot read (a map list without keys).
     """
     group, _, version = spec.api_version.rpartition("/")
     if kinds.is_builtin_group(spec.api_version):
@@ -47,7 +48,10 @@ def read(path: Path, spec: dictionary.KindSpec) -> dict[str, Any]:
         raise errors.CodegenError(f"cannot read --crd {path}: {reason}") from exc
     except yaml.YAMLError as exc:
         raise errors.CodegenError(f"--crd {path} is not YAML: {exc}") from exc
-    schema = _schema_of(documents, group, spec.kind, version)
+    try:
+        schema = _schema_of(documents, group, spec.kind, version)
+    except ValueError as exc:
+        raise errors.CodegenError(f"--crd {path}: the CustomResourceDefinition of {spec.kind}: {exc}") from exc
     if schema is None:
         raise errors.CodegenError(
             f"--crd {path} holds no CustomResourceDefinition of {spec.kind} in group {group} serving {version} with "
@@ -60,6 +64,11 @@ def read(path: Path, spec: dictionary.KindSpec) -> dict[str, Any]:
 
 
 def _schema_of(documents: list[Any], group: str, kind: str, version: str) -> Any:
+    """The ``openAPIV3Schema`` of ``version`` in the CRD of ``group`` and ``kind`` among ``documents``, or None.
+
+    Raises:
+        ValueError: that CRD holds a value of another type where the schema is looked for; the message names where.
+    """
     for document in documents:
         if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
             continue
@@ -69,12 +78,23 @@ def _schema_of(documents: list[Any], group: str, kind: str, version: str) -> Any
         names = crd_spec.get("names")
         if not isinstance(names, dict) or names.get("kind") != kind:
             continue
-        for served in crd_spec.get("versions") or ():
-            if isinstance(served, dict) and served.get("name") == version:
-                found = (served.get("schema") or {}).get("openAPIV3Schema")
+        versions = _typed(crd_spec.get("versions") or [], list, "spec.versions")
+        for index, item in enumerate(versions):
+            served = _typed(item, dict, f"spec.versions[{index}]")
+            if served.get("name") == version:
+                found = _typed(served.get("schema") or {}, dict, f"spec.versions[{index}].schema")
+                if found.get("openAPIV3Schema") is not None:
+                    return found["openAPIV3Schema"]
                 # apiextensions.k8s.io/v1beta1 may give one schema for every version instead
-                return found if found is not None else (crd_spec.get("validation") or {}).get("openAPIV3Schema")
+                return _typed(crd_spec.get("validation") or {}, dict, "spec.validation").get("openAPIV3Schema")
     return None
+
+
+def _typed(value: Any, kind: type, where: str) -> Any:
+    if not isinstance(value, kind):
+        expected = "a list" if kind is list else "a mapping"
+        raise ValueError(f"{where} is not {expected} but a {type(value).__name__}")
+    return value
 
 
 def assignment(schema: Any, line_length: int) -> str:

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,13 @@ def crd(schema: Any = SCHEMA, *, kind: str = "Listener", version: str = "v1") ->
             "versions": [served],
         },
     }
+
+
+def malformed(edit: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+    """:func:`crd` with its ``spec`` edited by ``edit`` (a value of the wrong type somewhere)."""
+    written = crd()
+    edit(written["spec"])
+    return written
 
 
 def generate(workdir: Path, crd_text: str, **overrides: Any) -> list[resource.FileResult]:
@@ -184,6 +192,30 @@ def test_a_crd_without_map_lists_gives_an_empty_schema_which_compares_every_list
             ),
             "the openAPIV3Schema of Listener v1: .spec.ports: x-kubernetes-list-type map needs",
             id="no-keys",
+        ),
+        pytest.param(
+            yaml.safe_dump(malformed(lambda spec: spec["versions"][0].update(schema="oops"))),
+            "the CustomResourceDefinition of Listener: spec.versions[0].schema is not a mapping but a str",
+            id="schema-not-a-mapping",
+        ),
+        pytest.param(
+            yaml.safe_dump(malformed(lambda spec: spec.update(versions=3))),
+            "the CustomResourceDefinition of Listener: spec.versions is not a list but a int",
+            id="versions-not-a-list",
+        ),
+        pytest.param(
+            yaml.safe_dump(malformed(lambda spec: spec.update(versions=["v1"]))),
+            "the CustomResourceDefinition of Listener: spec.versions[0] is not a mapping but a str",
+            id="version-not-a-mapping",
+        ),
+        pytest.param(
+            yaml.safe_dump(
+                malformed(
+                    lambda spec: spec["versions"][0].update(schema=None, name="v1") or spec.update(validation=[1])
+                )
+            ),
+            "the CustomResourceDefinition of Listener: spec.validation is not a mapping but a list",
+            id="validation-not-a-mapping",
         ),
     ],
 )

@@ -227,7 +227,8 @@ def on_error(ctx: context_mod.Context) -> None:
     permanent = isinstance(error, errors.PermanentError) or ctx.results.give_up_alarming
     # A move lost to a conflict (another writer between the read and the move) is a race the quick retry wins, not a
     # failure to report: Ready would flap to False and back, two writes for nothing. Nothing is written, as for any
-    # write of a reconcile after a refused move.
+    # write of a reconcile after a refused move, and no Warning Event is recorded (the log line says it).
+    lost_race = isinstance(ctx.bookkeeping.phase_refused, errors.Conflict) and error is ctx.bookkeeping.phase_refused
     refused_move = ctx.bookkeeping.phase_refused is not None and not isinstance(
         ctx.bookkeeping.phase_refused, errors.Conflict
     )
@@ -279,7 +280,7 @@ def on_error(ctx: context_mod.Context) -> None:
                 ctx.status_fields.clear()
                 write_status(ctx)
         finally:
-            if not reported:
+            if not reported and not lost_race:
                 ctx.event(events.WARNING, reason, message)
 
     ctx.status_due.append(write)

@@ -17,6 +17,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.lifecycle import IllegalTransition, UnknownPhase
 from okt.reconciler import context as context_mod
+from okt.status import events
 from okt.testing import FakeClient
 from samples.lifecycle.lifecycle_operator import LIFECYCLE, Phase, WebAppReconciler, WebAppSpec
 from samples.lifecycle.lifecycle_operator.resources import JobState, JobWebApp, job_version
@@ -236,17 +237,20 @@ def test_a_phase_move_lost_to_a_conflict_writes_no_report_and_the_retry_makes_it
         ],
     )
     reconciler = WebAppReconciler()
-    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Pending -> Provisioning: the setup Job
+    recorder = events.EventRecorder(fake, "webapp")
+    okt.reconcile(reconciler, fake, None, "ns", "shop", recorder=recorder)  # Pending -> Provisioning: the setup Job
     job = fake.stored(JOB, "shop-setup", "ns") or {}
     fake.put({**job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}})
     before = (fake.stored(WEBAPP, "shop", "ns") or {})["status"]
     # Another writer changed the object between the read and the move: a race the quick retry wins, not a failure.
     fake.fail("patch", "webapps", errors.ApiError.from_status(409, "Conflict", "the object has been modified"))
 
-    lost = okt.reconcile(reconciler, fake, None, "ns", "shop")
+    lost = okt.reconcile(reconciler, fake, None, "ns", "shop", recorder=recorder)
 
     assert isinstance(lost.outcome.error, errors.Conflict)
     assert (fake.stored(WEBAPP, "shop", "ns") or {})["status"] == before  # no Ready=False flapping, no count
+    warnings = [event["reason"] for event in fake.list(kinds.EVENT, "ns")[0] if event["type"] == "Warning"]
+    assert warnings == []  # no Warning Event either
     okt.reconcile(reconciler, fake, None, "ns", "shop")
     webapp = fake.stored(WEBAPP, "shop", "ns") or {}
     assert webapp["metadata"]["annotations"]["okt.io/phase"] == "Running"

@@ -412,7 +412,10 @@ class Lifecycle(Generic[P]):
         detail = f": {move.message}" if move.message else ""
         self._report(ctx, move.dest, move.reason, f"{_head(move.dest)} ({origin}){detail}")
         forced = " (forced)" if move.forced else ""
-        ctx.event(events.NORMAL, move.reason, f"phase {move.source.value} -> {move.dest.value}{forced}{detail}")
+        # Recorded once a write stored the move (okt.reconciler.report.write_status), not before: a move the API
+        # server refuses, or one lost to another writer, is not announced.
+        told = f"phase {move.source.value} -> {move.dest.value}{forced}{detail}"
+        ctx.bookkeeping.moves_to_announce.append((move.reason, told))
         ctx.log.info(
             "lifecycle moved",
             phase=str(move.dest.value),

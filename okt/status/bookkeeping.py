@@ -60,6 +60,9 @@ class Bookkeeping:
         # The API server's refusal of this reconcile's phase move, once refused: the later writes of the reconcile
         # send nothing but the ErrorManager's report of it (see okt.reconciler.report.write_status).
         self.phase_refused: Exception | None = None
+        # The Normal Events of this reconcile's phase moves, (reason, message), recorded once a write stored the move
+        # (see okt.reconciler.report.write_status): a move refused or lost is not announced.
+        self.moves_to_announce: list[tuple[str, str]] = []
         self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept

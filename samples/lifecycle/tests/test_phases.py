@@ -249,9 +249,13 @@ def test_a_phase_move_lost_to_a_conflict_writes_no_report_and_the_retry_makes_it
 
     assert isinstance(lost.outcome.error, errors.Conflict)
     assert (fake.stored(WEBAPP, "shop", "ns") or {})["status"] == before  # no Ready=False flapping, no count
-    warnings = [event["reason"] for event in fake.list(kinds.EVENT, "ns")[0] if event["type"] == "Warning"]
-    assert warnings == []  # no Warning Event either
-    okt.reconcile(reconciler, fake, None, "ns", "shop")
+    said = [(event["type"], event["message"]) for event in fake.list(kinds.EVENT, "ns")[0]]
+    assert [message for kind, message in said if kind == "Warning"] == []  # no Warning Event either
+    moves = [message.partition(":")[0] for kind, message in said if kind == "Normal" and message.startswith("phase ")]
+    assert moves == ["phase Pending -> Provisioning"]  # the move that did not land is not announced
+    okt.reconcile(reconciler, fake, None, "ns", "shop", recorder=recorder)
+    moved = [event["message"].partition(":")[0] for event in fake.list(kinds.EVENT, "ns")[0]]
+    assert "phase Provisioning -> Running" in moved  # once it landed
     webapp = fake.stored(WEBAPP, "shop", "ns") or {}
     assert webapp["metadata"]["annotations"]["okt.io/phase"] == "Running"
     ready = next(c for c in webapp["status"]["conditions"] if c["type"] == "Ready")

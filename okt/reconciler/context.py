@@ -142,7 +142,11 @@ class Context:
             stored = cr.status if settings.status_target is writer.Target.STATUS else {}
         self.conditions = conditions.Conditions.from_status(stored)
         self.bookkeeping = bookkeeping.Bookkeeping(
-            cr.raw, settings.persistence, settings.prefix, settings.legacy_prefixes
+            cr.raw,
+            settings.persistence,
+            settings.prefix,
+            settings.legacy_prefixes,
+            status_written=settings.status_target is writer.Target.STATUS,
         )
         self.status_fields: dict[str, Any] = {}
         """Extra status fields to write with the conditions (merged into ``status``)."""

@@ -50,10 +50,17 @@ class Persistence(enum.StrEnum):
 
 
 class Bookkeeping:
-    """A working copy of the bookkeeping of one object for one reconcile."""
+    """A working copy of the bookkeeping of one object for one reconcile. ``status_written``: whether okt writes the
+    object's status (its reconciler's ``status`` is "status"), where a refused phase move's report keeps the count."""
 
     def __init__(
-        self, raw: Mapping[str, Any], persistence: Persistence, prefix: str, legacy_prefixes: Sequence[str] = ()
+        self,
+        raw: Mapping[str, Any],
+        persistence: Persistence,
+        prefix: str,
+        legacy_prefixes: Sequence[str] = (),
+        *,
+        status_written: bool = True,
     ) -> None:
         self.persistence = Persistence(persistence)
         self._count_in_status = 0
@@ -104,8 +111,10 @@ class Bookkeeping:
             self._loaded, elsewhere = from_annotations, from_status
             self._left_elsewhere = [STATUS_FIELD] if in_status is not None else []
             # The count a refused phase move's report kept in the status, the object's annotations refused to it (see
-            # status_fields_while_refused); an operator version with status persistence left one there too.
-            self._count_in_status = from_status["errorCount"]
+            # status_fields_while_refused); an operator version with status persistence left one there too. Only
+            # where okt writes the status (``status_written``): elsewhere no write of its removes that copy, which
+            # would be counted on for ever.
+            self._count_in_status = from_status["errorCount"] if status_written else 0
         self._values = {**self._loaded, **self._taken}
         if self._values["phase"] is None:
             # Kept in the other place by an operator version with the other persistence: carried over (and moved by the

@@ -338,6 +338,16 @@ def test_the_count_a_refused_phase_moves_report_kept_in_the_status_is_counted_on
     assert book.stored_error_count == stored
 
 
+def test_a_count_left_in_a_status_okt_no_longer_writes_is_not_counted_on() -> None:
+    """Conditions kept in annotations (``status = "annotations"``): no write of okt's removes the status's copy an
+    operator version with status persistence left, and no refused move's report keeps a count there."""
+    left = obj({"okt": {"errorCount": 5}}, {"okt.io/error-count": "1"})
+
+    book = bookkeeping.Bookkeeping(left, ANNOTATIONS, PREFIX, status_written=False)
+
+    assert book.stored_error_count == 1
+
+
 def test_a_refused_phase_move_keeps_the_error_count_in_the_status_and_nothing_of_the_phase() -> None:
     kept = {"okt": {"phase": "Running", "errorCount": 1}}  # a copy of the phase an operator version kept in the status
     book = bookkeeping.Bookkeeping(obj(kept, {"okt.io/error-count": "2"}), ANNOTATIONS, PREFIX)

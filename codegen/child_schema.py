@@ -78,6 +78,9 @@ def _schema_of(documents: list[Any], group: str, kind: str, version: str) -> Any
         names = crd_spec.get("names")
         if not isinstance(names, dict) or names.get("kind") != kind:
             continue
+        if "versions" not in crd_spec and crd_spec.get("version") == version:
+            # apiextensions.k8s.io/v1beta1's CRD of one version: spec.version, its schema in spec.validation
+            return _typed(crd_spec.get("validation") or {}, dict, "spec.validation").get("openAPIV3Schema")
         versions = _typed(crd_spec.get("versions") or [], list, "spec.versions")
         for index, item in enumerate(versions):
             served = _typed(item, dict, f"spec.versions[{index}]")

@@ -142,6 +142,20 @@ def test_the_wrapper_of_a_custom_kind_carries_the_map_lists_of_its_crd(
     assert "--crd crd.yaml" in source, "regenerated from the CRD too"
 
 
+def test_the_one_schema_of_an_apiextensions_v1beta1_crd_serving_one_version_is_read(tmp_path: Path) -> None:
+    """apiextensions.k8s.io/v1beta1 (Kubernetes before 1.22) also spells a CRD of one version ``spec.version``, with
+    its schema in ``spec.validation``."""
+    legacy = crd()
+    spec = legacy["spec"]
+    del spec["versions"]
+    spec.update(version="v1", validation={"openAPIV3Schema": SCHEMA})
+    legacy["apiVersion"] = "apiextensions.k8s.io/v1beta1"
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(legacy))
+    listener = dictionary.load([_write(tmp_path / "extra.yaml", LISTENER_KIND)]).lookup("Listener")
+
+    assert child_schema.read(tmp_path / "crd.yaml", listener) == list_keys.to_openapi(list_keys.from_openapi(SCHEMA))
+
+
 @pytest.mark.parametrize("line_length", [88, 79])
 @pytest.mark.parametrize(
     "command",

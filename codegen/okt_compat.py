@@ -12,6 +12,7 @@ Guarantees: a translated command behaves exactly like ``okt gen resource`` (same
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 
@@ -35,8 +36,15 @@ SWITCHES = {"list": "--list", "h": "--help", "help": "--help"}
 """OKT flag name -> ``okt gen resource`` option (flags without a value)."""
 
 
-def translate(arguments: Sequence[str]) -> list[str]:
-    """OKT-style arguments -> ``okt gen resource`` arguments.
+GO_SPELLING = {option: f"-{name}" for name, option in FLAGS.items() if name != "out"}
+"""``okt gen resource`` option -> the OKT flag an error names it by when it was not typed (a missing option)."""
+
+_OPTION = re.compile(r"--(?:type|kind|group|version|out|dictionary|crd)\b")
+
+
+def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> list[str]:
+    """OKT-style arguments -> ``okt gen resource`` arguments; ``typed``, when given, is filled with each option
+    translated -> the flag as it was typed (``{"--out": "-path"}``), for the messages that name it.
 
     Raises:
         click.NoSuchOption: an unknown Go flag (``-bogus``, ``-typo=ConfigMap``), named as it was typed, with the
@@ -59,6 +67,8 @@ def translate(arguments: Sequence[str]) -> list[str]:
             translated.append(argument)
         elif name in FLAGS:
             translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
+            if typed is not None:
+                typed[FLAGS[name]] = argument.partition("=")[0]
             value_next = not has_value
         elif name in SWITCHES and not has_value:
             translated.append(SWITCHES[name])
@@ -77,10 +87,21 @@ def translate(arguments: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``okt-gen-resource`` with ``argv`` (default: the process arguments); exits like any click command."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    typed: dict[str, str] = {}
     try:
-        translated = translate(arguments)
-    except click.UsageError as exc:
-        error = cli.GenError(exc.format_message())
+        translated = translate(arguments, typed)
+        code = cli.resource_command.main(args=translated, prog_name="okt-gen-resource", standalone_mode=False)
+    except click.ClickException as exc:
+        # okt's messages name okt's options (``Invalid value for '--out'``, ``missing options --kind``): said in the
+        # spelling the user typed, or OKT's for an option not typed. An unknown double-dashed option is named as
+        # typed already, and the option meant in the same spelling.
+        message = exc.format_message()
+        if not isinstance(exc.__cause__ or exc, click.NoSuchOption):  # okt gen's commands say it as a GenError
+            message = _OPTION.sub(lambda found: typed.get(found[0], GO_SPELLING[found[0]]), message)
+        error = cli.GenError(message)
         error.show()
         sys.exit(error.exit_code)
-    cli.resource_command.main(args=translated, prog_name="okt-gen-resource")
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -120,3 +120,29 @@ def test_a_last_flag_without_its_value_is_named_as_it_was_typed(
     assert run(["-kind=MyKind", "m.yaml", flag]) == 2
     assert capsys.readouterr() == ("", f"Error: Option '{flag}' requires an argument.\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        pytest.param(
+            ["-type=ConfigMap", "-kind=MyKind", "-group=demo", "-version=v1", "-path=", "m.yaml"],
+            "Invalid value for '-path': it is empty: name a folder (. for this one)",
+            id="typed-path",
+        ),
+        pytest.param(
+            ["-type=ConfigMap", "-kind=MyKind", "-group=demo", "-version=v1", "-out=", "m.yaml"],
+            "Invalid value for '-out': it is empty: name a folder (. for this one)",
+            id="typed-out",
+        ),
+        pytest.param(["-type=ConfigMap", "m.yaml"], "missing options -kind, -group, -version", id="not-typed"),
+    ],
+)
+def test_an_option_okt_gen_resource_names_in_its_error_is_named_as_typed_or_in_okt_spelling(
+    arguments: list[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # okt gen resource's messages named its own options (--out, --kind), which no user of OKT's flags typed.
+    monkeypatch.chdir(tmp_path)
+    assert run(arguments) == 2
+    assert capsys.readouterr() == ("", f"Error: {said}\n")
+    assert list(tmp_path.iterdir()) == []

@@ -187,10 +187,16 @@ class Reader:
         ready = self.conditions(short, name)["Ready"]
         assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
         assert ready["message"] == "spec.image: 'memcached' has no tag"
-        events, _ = self.kube.list(kinds.EVENT, self.namespace)
-        assert any(
-            (e["type"], e["reason"], e["involvedObject"]["name"]) == ("Warning", "InvalidSpec", name) for e in events
-        ), [(e["type"], e["reason"]) for e in events]
+
+        def warned() -> bool:
+            events, _ = self.kube.list(kinds.EVENT, self.namespace)
+            return any(
+                (e["type"], e["reason"], e["involvedObject"]["name"]) == ("Warning", "InvalidSpec", name)
+                for e in events
+            )
+
+        # The Event is recorded once the status write the wait above saw has landed, a moment later.
+        wait_for(warned, timeout=10, message="the InvalidSpec Warning event")
 
     def stop_operator(self) -> None:
         """Ctrl-C, as the reader stops it."""

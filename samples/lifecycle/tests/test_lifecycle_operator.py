@@ -9,7 +9,7 @@ import pytest
 
 import okt
 from okt import errors
-from okt.testing import RunningOperator, condition
+from okt.testing import RunningOperator, condition, wait_for
 from samples.lifecycle.lifecycle_operator import WebAppReconciler
 from samples.lifecycle.lifecycle_operator.resources import setup_job_name, upgrade_job_name
 from samples.lifecycle.tests import harness
@@ -61,13 +61,15 @@ def test_a_webapp_walks_provisioning_running_upgrading_running(
     assert phase is not None
     assert (phase["status"], phase["reason"]) == ("True", "UpgradeSucceeded")
     assert phase["observedGeneration"] == obj["metadata"]["generation"]
-    moves = [(reason, message) for type_, reason, message in webapps.events("shop") if type_ == "Normal"]
-    assert [reason for reason, message in moves if message.startswith("phase ")] == [
-        "Provisioning",
-        "SetupSucceeded",
-        "UpgradeRequested",
-        "UpgradeSucceeded",
-    ]
+
+    def moves() -> list[str]:
+        said = webapps.events("shop")
+        return [reason for type_, reason, message in said if type_ == "Normal" and message.startswith("phase ")]
+
+    # A move's Event is recorded once the write that stores it has landed, a moment after the status waited for.
+    expected = ["Provisioning", "SetupSucceeded", "UpgradeRequested", "UpgradeSucceeded"]
+    wait_for(lambda: len(moves()) >= len(expected), timeout=10, message=lambda: f"the four moves' Events: {moves()}")
+    assert moves() == expected
 
 
 def test_a_failed_setup_job_leaves_the_webapp_failed_with_ready_false(

@@ -162,22 +162,20 @@ def test_a_failed_job_deleted_by_someone_is_not_run_again(installed: str | None,
     assert (fake.stored(WEBAPP, "shop", "ns") or {})["metadata"]["annotations"]["okt.io/phase"] == "Failed"
 
 
-def test_a_move_lost_to_an_api_failure_does_not_run_its_job_twice() -> None:
-    fake = FakeClient(
-        kinds=[WEBAPP],
-        objects=[
-            {
-                "apiVersion": WEBAPP.api_version,
-                "kind": WEBAPP.kind,
-                "metadata": {"name": "shop", "namespace": "ns"},
-                "spec": {"version": "1"},
-            }
-        ],
-    )
+def setup_done(fake: FakeClient, recorder: events.EventRecorder | None = None) -> WebAppReconciler:
+    """A new WebApp shop reconciled once (Pending -> Provisioning, its setup Job created), the Job then completed."""
+    meta = {"name": "shop", "namespace": "ns"}
+    fake.put({"apiVersion": WEBAPP.api_version, "kind": WEBAPP.kind, "metadata": meta, "spec": {"version": "1"}})
     reconciler = WebAppReconciler()
-    okt.reconcile(reconciler, fake, None, "ns", "shop")  # Pending -> Provisioning: the setup Job
+    okt.reconcile(reconciler, fake, None, "ns", "shop", recorder=recorder)
     job = fake.stored(JOB, "shop-setup", "ns") or {}
     fake.put({**job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}})
+    return reconciler
+
+
+def test_a_move_lost_to_an_api_failure_does_not_run_its_job_twice() -> None:
+    fake = FakeClient(kinds=[WEBAPP])
+    reconciler = setup_done(fake)
     # The API server fails every status write of the reconcile that sees the setup done (the report's and its retry).
     outage = errors.ApiError.from_status(500, "InternalError", "etcdserver: request timed out")
     fake.fail("apply", "webapps/status", outage, times=2)
@@ -225,22 +223,9 @@ def test_an_upgrade_that_fails_after_the_spec_asked_for_another_version_fails_it
 
 
 def test_a_phase_move_lost_to_a_conflict_writes_no_report_and_the_retry_makes_it() -> None:
-    fake = FakeClient(
-        kinds=[WEBAPP],
-        objects=[
-            {
-                "apiVersion": WEBAPP.api_version,
-                "kind": WEBAPP.kind,
-                "metadata": {"name": "shop", "namespace": "ns"},
-                "spec": {"version": "1"},
-            }
-        ],
-    )
-    reconciler = WebAppReconciler()
+    fake = FakeClient(kinds=[WEBAPP])
     recorder = events.EventRecorder(fake, "webapp")
-    okt.reconcile(reconciler, fake, None, "ns", "shop", recorder=recorder)  # Pending -> Provisioning: the setup Job
-    job = fake.stored(JOB, "shop-setup", "ns") or {}
-    fake.put({**job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}})
+    reconciler = setup_done(fake, recorder)
     before = (fake.stored(WEBAPP, "shop", "ns") or {})["status"]
     # Another writer changed the object between the read and the move: a race the quick retry wins, not a failure.
     fake.fail("patch", "webapps", errors.ApiError.from_status(409, "Conflict", "the object has been modified"))

@@ -228,10 +228,9 @@ def on_error(ctx: context_mod.Context) -> None:
     # A move lost to a conflict (another writer between the read and the move) is a race the quick retry wins, not a
     # failure to report: Ready would flap to False and back, two writes for nothing. Nothing is written, as for any
     # write of a reconcile after a refused move, and no Warning Event is recorded (the log line says it).
-    lost_race = isinstance(ctx.bookkeeping.phase_refused, errors.Conflict) and error is ctx.bookkeeping.phase_refused
-    refused_move = ctx.bookkeeping.phase_refused is not None and not isinstance(
-        ctx.bookkeeping.phase_refused, errors.Conflict
-    )
+    refused = ctx.bookkeeping.phase_refused
+    lost_race = isinstance(refused, errors.Conflict) and error is refused
+    refused_move = refused is not None and not isinstance(refused, errors.Conflict)
     if refused_move:
         # Nothing of the refused phase is reported: the conditions start again from what the object stores (the
         # lifecycle condition of the phase the annotation still holds), the error's alone set on them.

@@ -12,10 +12,9 @@ Guarantees: only the lists of :data:`KINDS` are marked, at their paths, and thos
 carries its CRD's schema (:func:`from_openapi`: the lists it declares ``x-kubernetes-list-type: map``); every other
 list — one of a custom resource without (its CRD decides, and declares lists atomic unless it says otherwise), an
 atomic list of a built-in kind (``args``, ``tolerations``, an Ingress's ``rules``) — is compared whole, item by item,
-as before. The keys are those of
-the API's OpenAPI schema (``x-kubernetes-list-map-keys``, or the ``patchMergeKey`` server-side apply merges by where
-the schema names no list type); a key field the server defaults (a port's ``protocol``) stands for its default when a
-template leaves it out.
+as before. The keys are those of the API's OpenAPI schema (``x-kubernetes-list-map-keys``, or the ``patchMergeKey``
+server-side apply merges by where the schema names no list type); a key field the server defaults (a port's
+``protocol``) stands for its default when a template leaves it out.
 """
 
 from __future__ import annotations

@@ -131,10 +131,21 @@ def find_etcd() -> pathlib.Path:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port free on loopback now (see :func:`free_ports` for more than one)."""
+    (port,) = free_ports(1)
+    return port
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports free on loopback now: each socket is held until all are bound, since two calls of
+    :func:`free_port` in a row may be given the same port, the first closed before the second asked."""
+    with contextlib.ExitStack() as held:
+        ports: list[int] = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+        return ports
 
 
 def write_private(path: pathlib.Path, text: str) -> None:
@@ -562,8 +573,7 @@ class ControlPlane:
         self.port = 0
 
     def _start_etcd(self, etcd: pathlib.Path) -> None:
-        self.etcd_port = free_port()
-        peer = free_port()
+        self.etcd_port, peer = free_ports(2)
         client = f"http://127.0.0.1:{self.etcd_port}"
         self._spawn(
             "etcd",

@@ -97,7 +97,7 @@ def test_trying_it_locally_leaves_okt_run_serving_and_a_bad_spec_refused_on_a_ne
 ) -> None:
     (tmp_path / "main.py").write_text(textwrap.dedent(OPERATOR))
     ca_file, crd_file, pid_file = tmp_path / "ca.crt", tmp_path / "crd.yaml", tmp_path / "okt.pid"
-    port, probes = envtest.free_port(), envtest.free_port()
+    port, probes = envtest.free_ports(2)
     script = (
         _block(PAGE.read_text())
         .replace("/tmp/okt-ca.crt", str(ca_file))

@@ -88,7 +88,7 @@ def overlay(
     base = yaml.safe_load((tmp_path / "config" / "base" / "manager.yaml").read_text())
     directory = tmp_path / "config" / "overlays" / "node"
     directory.mkdir()
-    patch = in_cluster.node_overlay(base, node_plane, envtest.free_port(), envtest.free_port())
+    patch = in_cluster.node_overlay(base, node_plane, *envtest.free_ports(2))
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",

@@ -158,7 +158,7 @@ def installed(
     base = yaml.safe_load((tmp_path / "config" / "base" / "manager.yaml").read_text())
     overlay = tmp_path / "config" / "overlays" / "node"
     overlay.mkdir()
-    patch = node_overlay(base, node_plane, envtest.free_port(), envtest.free_port())
+    patch = node_overlay(base, node_plane, *envtest.free_ports(2))
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",

@@ -138,6 +138,15 @@ def test_free_port_returns_a_port_that_can_be_bound_on_loopback_right_away() -> 
         assert sock.getsockname() == ("127.0.0.1", port)
 
 
+def test_free_ports_are_different_ports_each_free_on_loopback() -> None:
+    ports = envtest.free_ports(20)
+
+    assert len(set(ports)) == 20
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))
+
+
 def test_free_port_hands_out_different_ports_across_calls() -> None:
     ports = {envtest.free_port() for _ in range(20)}
 

@@ -422,16 +422,19 @@ def update(
             updated = _apply(client, kind, res, options, uid, live)
         except errors.Invalid as exc:
             # Refused for a duplicate: perhaps an item someone made of okt's beside the one okt applies again (a named
-            # port renumbered: two ports of one name). Whatever the template, okt's items win that clash. So does any
-            # refusal of a drift-only write: the API server took this very template before, so what it refuses now is
-            # what the edits made of it (the only port of a Service renumbered: two ports without a name). A refusal
-            # for anything else (a value of okt's own template) is reported as it is, touching nothing of anyone's.
+            # port renumbered: two ports of one name). Whatever the template, okt's items win that clash: the item
+            # holding okt's value in the field refused twice goes, if nothing else tells it for okt's (drop_rekeyed). So
+            # does any refusal of a drift-only write: the API server took this very template before, so what it refuses
+            # now is what the edits made of it (the only port of a Service renumbered: two ports without a name). A
+            # refusal for anything else (a value of okt's own template) is reported as it is, touching nothing of
+            # anyone's.
             if not drift_only and not any(cause.reason == list_items.DUPLICATE for cause in exc.causes):
                 raise
             current = client.get(kind, res.name, res.namespace)
             if (current.get("metadata") or {}).get("uid") != uid:
                 raise writing.replaced(res, uid, exc) from exc
-            if list_items.drop_rekeyed(client, kind, apply_body(res), current, current, options) is None:
+            unique = list_items.duplicated(exc)
+            if list_items.drop_rekeyed(client, kind, apply_body(res), current, current, options, unique=unique) is None:
                 raise
             updated = _apply(client, kind, res, options, uid, current)
         else:

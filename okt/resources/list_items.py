@@ -10,13 +10,15 @@ Guarantees: each patch first tests the items it rests on (:func:`okt.kube.patche
 workload's controller keeps bumping, and is worked out again from a new read when another writer changed them in
 between; nothing is changed, only okt's own items put back in order, or the items another writer made of okt's
 removed with okt's missing items put back beside them in the same patch (a list the API server requires, a Service's
-ports, is never left empty); lists in which every item of okt's is in place are never touched.
+ports, is never left empty); another manager's items, which look like none of okt's, are never removed; lists in
+which every item of okt's is in place are never touched.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from okt import errors
@@ -63,17 +65,26 @@ def drop_rekeyed(
     before: Mapping[str, Any],
     after: dict[str, Any],
     options: writing.WriteOptions,
+    *,
+    unique: Collection[str] = (),
 ) -> dict[str, Any] | None:
     """Remove the items another writer made of okt's: the answer to that one more write, or None when there are none.
 
     An item of a keyed list (a port by ``containerPort``, an env var by ``name``) whose key someone edited (a port
     renumbered by ``kubectl edit``, an env var renamed) is another manager's item from then on: an apply adds okt's
     item back beside it, and cannot remove it. So in each list of ``desired`` that ``before`` (the object okt
-    wrote over) lacks one of okt's items in, the items of ``before`` that okt's template does not hold are removed
-    from ``after``, by one JSON patch. The same patch appends okt's items that ``after`` lacks (an apply refused for
-    the duplicate has not added them yet): removed alone, the only port of a Service would leave it without ports,
-    which the API server refuses. Items of other managers in lists where all of okt's items are in place are never
-    touched. A list's keys are read from ``after``'s ``managedFields``: a list no manager keys there is left as it is.
+    wrote over) lacks one of okt's items in, the item of ``before`` made of each such item of okt's is removed from
+    ``after``, by one JSON patch: an item whose key okt's template does not hold that still holds every other field
+    okt's item sets (:func:`checksum.is_subset`), at most one for each of okt's items, the one at the same index
+    first. Other managers' items in that list (a port an exporter added, an env var a webhook injected) stay, as
+    server-side apply keeps them. An item edited beyond its key (an env var renamed and given another value) looks like
+    none of okt's and stays too, okt's own added back beside it; unless the API server refused that for a value it
+    takes once in the list (``unique``: the fields a :data:`DUPLICATE` cause names, a Service port's ``name``): then
+    the item of ``before`` that holds okt's item's value in one of those fields is the one removed. The same patch
+    appends okt's items that ``after`` lacks (an apply refused for the duplicate has not added them yet): removed
+    alone, the only port of a Service would leave it without ports, which the API server refuses. Items of other
+    managers in lists where all of okt's items are in place are never touched. A list's keys are read from
+    ``after``'s ``managedFields``: a list no manager keys there is left as it is.
 
     The patch tests, before it removes anything, that each index still holds the item of that key
     (:func:`patches.guard`), not the object's resourceVersion: a workload's controller rewrites the status many times
@@ -84,7 +95,7 @@ def drop_rekeyed(
     """
 
     def plan(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-        found = _rekeyed(desired, before, obj, _list_keys(obj), (), "")
+        found = _rekeyed(desired, before, obj, _Lists(_list_keys(obj), frozenset(unique)), (), "")
         if not found:
             return []
         guard = patches.guard([each for _, item_keys in found for each in item_keys], obj.get("metadata") or {})
@@ -125,6 +136,15 @@ def _patch_guarded(
 DUPLICATE = "FieldValueDuplicate"
 """The cause the API server gives a value that must be unique in its list and is not (a port's name)."""
 
+_LAST_FIELD = re.compile(r"([^.\[\]]+)(?:\[\d+\])*$")
+
+
+def duplicated(exc: errors.ApiError) -> frozenset[str]:
+    """The names of the fields ``exc`` refuses a :data:`DUPLICATE` value of (``name`` for ``spec.ports[1].name``)."""
+    found = (_LAST_FIELD.search(cause.field) for cause in exc.causes if cause.reason == DUPLICATE)
+    return frozenset(match.group(1) for match in found if match)
+
+
 _ITEM = 0
 """Stands for any item of a list in a :func:`_list_keys` path (field names are strings)."""
 
@@ -154,26 +174,37 @@ def _list_keys(obj: Mapping[str, Any]) -> dict[tuple[str | int, ...], tuple[str,
     return keys
 
 
+class _Lists:
+    """What :func:`_rekeyed` knows of the object's lists: the key fields of each keyed list, by path
+    (:func:`_list_keys`), and the fields the API server takes one value of in a list (:func:`duplicated`)."""
+
+    __slots__ = ("keys", "unique")
+
+    def __init__(self, keys: Mapping[tuple[str | int, ...], tuple[str, ...]], unique: frozenset[str]) -> None:
+        self.keys = keys
+        self.unique = unique
+
+
 def _rekeyed(
     desired: Any,
     before: Any,
     after: Any,
-    keys: Mapping[tuple[str | int, ...], tuple[str, ...]],
+    lists: _Lists,
     path: tuple[str | int, ...],
     pointer: str,
 ) -> list[tuple[dict[str, Any], list[tuple[str, Any]]]]:
     """The JSON patch operations of :func:`drop_rekeyed` on ``after``, in an order one patch can apply them: inside an
-    item before the item's own list; in each list, okt's missing items appended, then the other writer's removed from
-    the last to the first. Each removal comes with the pointer and value of each key field of its item (the patch's
-    tests); an append with none."""
+    item before the item's own list; in each list, okt's missing items appended, then the items made of okt's
+    (:func:`_made_of_ours`) removed from the last to the first. Each removal comes with the pointer and value of each
+    key field of its item (the patch's tests); an append with none."""
     if isinstance(desired, Mapping) and isinstance(after, Mapping):
         found: list[tuple[dict[str, Any], list[tuple[str, Any]]]] = []
         for key, value in desired.items():
             if key in after:
                 earlier = before.get(key) if isinstance(before, Mapping) else None
-                found.extend(_rekeyed(value, earlier, after[key], keys, (*path, key), f"{pointer}/{escaped(key)}"))
+                found.extend(_rekeyed(value, earlier, after[key], lists, (*path, key), f"{pointer}/{escaped(key)}"))
         return found
-    names = keys.get(path)
+    names = lists.keys.get(path)
     if names is None or not isinstance(desired, list) or not isinstance(after, list):
         return []
 
@@ -186,9 +217,14 @@ def _rekeyed(
     for index, item in enumerate(after):
         key = key_of(item)
         if key in ours:
-            found.extend(_rekeyed(ours[key], earlier.get(key), item, keys, (*path, _ITEM), f"{pointer}/{index}"))
+            found.extend(_rekeyed(ours[key], earlier.get(key), item, lists, (*path, _ITEM), f"{pointer}/{index}"))
     if ours.keys() - earlier.keys():
-        foreign = [i for i, item in enumerate(after) if key_of(item) not in ours and key_of(item) in earlier]
+        gone = [
+            (i, item) for i, item in enumerate(desired) if isinstance(item, Mapping) and key_of(item) not in earlier
+        ]
+        held = [(i, key_of(item)) for i, item in enumerate(after) if isinstance(item, Mapping)]
+        others = [i for i, key in held if key not in ours and key in earlier]
+        foreign = _made_of_ours(gone, after, others, names, lists.unique)
         if foreign:
             present = {key_of(item) for item in after}
             missing = [item for key, item in ours.items() if key not in present]
@@ -198,6 +234,33 @@ def _rekeyed(
             tests = [(f"{at}/{escaped(name)}", after[index].get(name)) for name in names]
             found.append(({"op": "remove", "path": at}, tests))
     return found
+
+
+def _made_of_ours(
+    gone: list[tuple[int, Mapping[str, Any]]],
+    after: list[Any],
+    others: list[int],
+    names: tuple[str, ...],
+    unique: frozenset[str],
+) -> list[int]:
+    """The indices, in order, of the items of ``after`` (among ``others``: not okt's, held before okt's write) made of
+    okt's items ``gone`` (each with its index in the template) by an edit of their key.
+
+    For each of okt's items in turn, the first of ``others`` not taken yet that holds every field of okt's item but
+    its key fields (``names``), the one at the item's index in the template first; failing that, one that holds okt's
+    item's value in a field of ``unique`` (the API server refused the item beside it for that value). An item looking
+    like none of okt's is another manager's, and is not taken."""
+    taken: list[int] = []
+    for place, item in gone:
+        left = [i for i in others if i not in taken]
+        rest = {name: value for name, value in item.items() if name not in names}
+        like = [i for i in left if checksum.is_subset(rest, after[i])]
+        if not like:
+            held = [name for name in unique if item.get(name) is not None]
+            like = [i for i in left if any(after[i].get(name) == item[name] for name in held)]
+        if like:
+            taken.append(place if place in like else like[0])
+    return sorted(taken)
 
 
 def escaped(key: object) -> str:

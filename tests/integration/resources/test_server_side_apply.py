@@ -473,6 +473,38 @@ def test_an_item_of_an_okt_list_whose_key_another_manager_edited_comes_back_to_t
     assert converge(ServedReconciler(), kube, widget_kind, namespace) == {}
 
 
+ENV_EDITS = {
+    "renamed": ([("name", "BAR")], {"FOO": "1", "THEIRS": "x"}),
+    "renamed and given another value": ([("name", "BAR"), ("value", "2")], {"FOO": "1", "BAR": "2", "THEIRS": "x"}),
+}
+
+
+@pytest.mark.parametrize("edit", ENV_EDITS)
+def test_okts_env_var_renamed_beside_an_injected_one_comes_back_and_the_injected_one_stays(
+    edit: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Only the env var made of okt's by the rename goes (it holds okt's value): the one another manager injected
+    stays. A var renamed and given another value looks like none of okt's: it stays too, okt's own back beside it, as
+    server-side apply keeps another manager's item."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    converge(ServedReconciler(), kube, widget_kind, namespace)
+    foreign_apply(other_client, namespace, "injector", spec=THEIRS)
+    env = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]["env"]
+    ours = next(i for i, e in enumerate(env) if e["name"] == "FOO")
+    changes, expected = ENV_EDITS[edit]
+    path = f"/spec/template/spec/containers/0/env/{ours}"
+    edited = [{"op": "replace", "path": f"{path}/{field}", "value": value} for field, value in changes]
+    deployments = other_client.resolve("apps/v1", "Deployment")
+    other_client.patch(deployments, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+
+    converge(ServedReconciler(), kube, widget_kind, namespace)
+
+    main = deployment(kube, namespace)["spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in main["env"]} == expected
+    assert [(p["name"], p["containerPort"]) for p in main["ports"]] == [("http", 8080)]
+    assert converge(ServedReconciler(), kube, widget_kind, namespace) == {}
+
+
 class OnePort(okt.ServiceResource):
     """A Service of one port, named or not: the API server refuses a Service without ports, and two ports of one
     name or without names."""
@@ -1105,6 +1137,45 @@ def test_okts_port_made_udp_by_another_manager_is_put_back_by_the_next_reconcile
         assert writes == {("patch", "services"): 1}
     else:
         assert ("apply", "services") in writes
+    assert converge(rec, kube, widget_kind, namespace) == {}
+
+
+OKTS_PORT_EDITS = {
+    "renumbered": [("port", 11212)],
+    "made UDP": [("protocol", "UDP")],
+    "renumbered and retargeted": [("port", 11212), ("targetPort", 8080)],
+}
+
+
+@pytest.mark.parametrize("edit", OKTS_PORT_EDITS)
+def test_okts_port_edited_beside_another_managers_port_is_put_back_and_the_other_port_stays(
+    edit: str, kube: kube_client.Client, other_client: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Another manager's port (an exporter's, applied with its own field manager) is not okt's to remove when someone
+    edits the key of okt's port: the repair removes only the port made of okt's (it holds every other field okt's
+    sets, or, edited beyond that, the name the API server refuses twice) and leaves the exporter's where it is."""
+    rec = exported_reconciler()
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    assert len(converge(rec, kube, widget_kind, namespace)) == 1  # the create
+    services = other_client.resolve("v1", "Service")
+    theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": NAME, "namespace": namespace}}
+    other_client.apply({**theirs, "spec": {"ports": [METRICS_PORT]}}, services, field_manager="exporter")
+    assert converge(rec, kube, widget_kind, namespace) == {}
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    ours = next(i for i, p in enumerate(live["spec"]["ports"]) if p["name"] == "memcached")
+    edited = [{"op": "replace", "path": f"/spec/ports/{ours}/{f}", "value": v} for f, v in OKTS_PORT_EDITS[edit]]
+    other_client.patch(services, NAME, edited, namespace, patch_type="json", field_manager="kubectl-edit")
+
+    writes = converge(rec, kube, widget_kind, namespace)
+
+    live = shared.get_child(kube, "v1", "Service", namespace, NAME)
+    assert live is not None
+    ports = {p["name"]: (p["port"], p["protocol"], p["targetPort"]) for p in live["spec"]["ports"]}
+    assert ports == {"memcached": (11211, "TCP", 11211), "metrics": (9150, "TCP", 9150)}
+    # The apply refused (two ports named memcached), the patch that removes the edited port and puts okt's back, the
+    # apply again, and the take-over of what that patch wrote.
+    assert writes == {("apply", "services"): 2, ("patch", "services"): 2}
     assert converge(rec, kube, widget_kind, namespace) == {}
 
 

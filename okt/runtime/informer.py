@@ -65,6 +65,11 @@ Guarantees:
   meanwhile is reconciled again — all of it once the whole list is in the store and :attr:`Informer.served` is True
   again (told page by page as it is stored, each change woke a reconcile that read the kind still refused by the
   cache, and failed);
+* **an API server that has just restarted** answers a custom kind ``404`` for a moment, until its CRD handlers are in
+  place (the built-in kinds at once): a ``404`` or ``405`` right after the list or watch was answered nothing at all
+  is retried as any failure (logged once, at info level), the kind still served, for :data:`STARTING_GRACE` from the
+  first of them; the list or watch that answers then is an ordinary one (a relist only diffs). One past the grace is
+  the kind no longer served, as above, and so is one after the API server answered again;
 * **a kind okt may no longer list or watch** (its role lost the rule: ``403``) is retried with the reconnect backoff,
   logged once as a warning, and :attr:`Informer.refusal` holds the refusal until a list is answered again: the store
   holds what was seen before it, which nothing refreshes meanwhile. That list is diffed against the store before the
@@ -147,6 +152,12 @@ _SHORTEST_WATCH = 1.0
 _NOT_SERVED = (404, 405)
 """The answers of a list or watch of a kind the API server does not serve (any more): not found (a CRD deleted, a
 version no longer served) or not allowed (a version that lost the verb)."""
+
+STARTING_GRACE = 30.0
+"""Seconds during which ``404`` or ``405`` answers that follow an outage of the API server (its list or watch answered
+nothing at all) are taken for an API server that has just started and not loaded its CRDs yet, counted from the first
+of them: it answers the built-in kinds at once, a custom kind only once its CRD handlers are in place, a moment later.
+One answered past the grace is the kind no longer served."""
 
 _REFUSED = 403
 """The answer of a list or watch the operator's role does not grant (any more)."""
@@ -243,6 +254,9 @@ class Informer:
             keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
             failed.
+        starting_grace: how long ``404`` or ``405`` answers right after an outage of the API server are retried as
+            an API server still loading its CRDs, before the kind is taken for no longer served (see
+            :data:`STARTING_GRACE`).
     """
 
     def __init__(
@@ -262,9 +276,12 @@ class Informer:
         field_owners: take_over.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         on_recovered: Callable[[], None] | None = None,
+        starting_grace: float = STARTING_GRACE,
     ) -> None:
         if resync is not None and resync <= 0:
             raise ValueError(f"resync must be > 0 seconds, got {resync!r}")
+        if not 0 <= starting_grace < float("inf"):
+            raise ValueError(f"starting_grace must be a finite number of seconds >= 0, got {starting_grace!r}")
         self.client = client
         self.kind = kind
         self.namespace = namespace if kind.namespaced else None
@@ -287,6 +304,12 @@ class Informer:
         # While not served: False once discovery said no version of the kind's group serves it (its CRD deleted, its
         # objects with it), True while another version serves it (or discovery could not say): its objects are kept.
         self._objects_kept = True
+        self._starting_grace = starting_grace
+        # The last list or watch that failed was answered nothing at all (the API server down, or restarting), and
+        # none was answered since: a 404 or 405 now may come from an API server that has not loaded its CRDs yet.
+        self._unanswered = False
+        # When the first 404 or 405 after such an outage came (time.monotonic()), None before it.
+        self._starting_since: float | None = None
         self._refusal: errors.ApiError | None = None  # the 403 of the last list or watch, until one is answered
         # The last relist's continue token expired between two pages: the next one asks for one answer.
         self._list_whole = False
@@ -497,6 +520,8 @@ class Informer:
             try:
                 if check_version and not need_list:
                     need_list = self._server_went_back()
+                    self._unanswered = False  # answered: the kind is served
+                    self._starting_since = None
                 check_version = False
                 if need_list:
                     self._relist(announce_unchanged=not self._served)
@@ -516,51 +541,7 @@ class Informer:
             except errors.ApiError as exc:
                 if self._stop.is_set():
                     return
-                self._failures += 1
-                self.reconnects += 1
-                self._failing = True
-                delay = self._backoff.delay(self._failures)
-                if exc.status in _NOT_SERVED:
-                    # The kind is gone from the API (a CRD deleted, a version no longer served): said once, as the
-                    # retries of an outage that may last for days would fill the log. The store is diffed against
-                    # the list that answers again: a watch from where this one stood would tell nothing of what the
-                    # CRD's deletion took with it, or of an object created again since.
-                    need_list = True
-                    if self._served:
-                        self._log.warning(
-                            "the API server does not serve the kind any more: reconciles that read it fail until it "
-                            "does, and it is listed again with backoff",
-                            cause=self._why_not_served(),
-                            error=str(exc),
-                            failures=self._failures,
-                            retry_in=round(delay, 2),
-                        )
-                    else:
-                        self._log.debug(
-                            "the API server does not serve the kind any more: listing it again with backoff",
-                            error=str(exc),
-                            failures=self._failures,
-                            retry_in=round(delay, 2),
-                        )
-                    self._served = False
-                elif exc.status == _REFUSED:
-                    # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
-                    # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
-                    # Listed again, not watched from where the watch stood: the refusal is lifted, and the reconciles
-                    # that failed on it retried, once the store holds what changed meanwhile.
-                    need_list = True
-                    (self._log.debug if self._refusal is not None else self._log.warning)(
-                        "the API server refuses to list or watch the kind: what the cache holds of it may be stale, "
-                        "and the reconciles that read it fail until it is granted again",
-                        error=str(exc),
-                        failures=self._failures,
-                        retry_in=round(delay, 2),
-                    )
-                    self._refusal = exc
-                else:
-                    self._said_failure(self._log.warning, "list or watch failed, retrying", exc, str(exc), delay)
-                    check_version = True
-                self._stop.wait(delay)
+                need_list, check_version = self._failed(exc, need_list)
             except Exception as exc:  # never let an unexpected answer kill the informer
                 self._failures += 1
                 self._failing = True
@@ -568,6 +549,92 @@ class Informer:
                 self._said_failure(self._log.error, "informer error, relisting", exc, repr(exc), delay)
                 need_list = True
                 self._stop.wait(delay)
+
+    def _failed(self, exc: errors.ApiError, need_list: bool) -> tuple[bool, bool]:
+        """Say a list or watch that failed (but for a ``410``) as it deserves, and wait the reconnect backoff; returns
+        whether to list next (``need_list`` as it was, or True) and whether to see first where the server stands."""
+        check_version = False
+        self._failures += 1
+        self.reconnects += 1
+        self._failing = True
+        starting = exc.status in _NOT_SERVED and self._starting()
+        delay = self._backoff.delay(self._failures)
+        if starting:
+            # Right after the API server answered nothing (restarted: a cluster upgrade, a control-plane node
+            # rolled), a 404 is most likely its CRD handlers not loaded yet: retried as any failure, and the
+            # list that answers then is an ordinary relist, or none (the watch resumes). Taken for a kind no
+            # longer served, its relist announced every object found unchanged: a sweep of the kind after
+            # every restart of the API server, and a warning of a CRD deleted.
+            self._said_failure(
+                self._log.info,
+                "the API server does not serve the kind yet (starting: its CRDs not loaded), retrying",
+                exc,
+                str(exc),
+                delay,
+            )
+            check_version = True
+        elif exc.status in _NOT_SERVED:
+            # The kind is gone from the API (a CRD deleted, a version no longer served): said once, as the
+            # retries of an outage that may last for days would fill the log. The store is diffed against
+            # the list that answers again: a watch from where this one stood would tell nothing of what the
+            # CRD's deletion took with it, or of an object created again since.
+            need_list = True
+            if self._served:
+                self._log.warning(
+                    "the API server does not serve the kind any more: reconciles that read it fail until it "
+                    "does, and it is listed again with backoff",
+                    cause=self._why_not_served(),
+                    error=str(exc),
+                    failures=self._failures,
+                    retry_in=round(delay, 2),
+                )
+            else:
+                self._log.debug(
+                    "the API server does not serve the kind any more: listing it again with backoff",
+                    error=str(exc),
+                    failures=self._failures,
+                    retry_in=round(delay, 2),
+                )
+            self._served = False
+        elif exc.status == _REFUSED:
+            # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
+            # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
+            # Listed again, not watched from where the watch stood: the refusal is lifted, and the reconciles
+            # that failed on it retried, once the store holds what changed meanwhile.
+            need_list = True
+            (self._log.debug if self._refusal is not None else self._log.warning)(
+                "the API server refuses to list or watch the kind: what the cache holds of it may be stale, "
+                "and the reconciles that read it fail until it is granted again",
+                error=str(exc),
+                failures=self._failures,
+                retry_in=round(delay, 2),
+            )
+            self._refusal = exc
+        else:
+            self._said_failure(self._log.warning, "list or watch failed, retrying", exc, str(exc), delay)
+            check_version = True
+            if isinstance(exc, errors.Unavailable):
+                self._unanswered = True  # the grace, once open, still counts from the outage's first 404
+        self._stop.wait(delay)
+        return need_list, check_version
+
+    def _starting(self) -> bool:
+        """Whether a ``404`` or ``405`` answered now is taken for an API server that has just started and not loaded
+        its CRDs yet: the last failure before it was no answer at all, the kind was served then, and the first such
+        answer since came less than the starting grace ago (:data:`STARTING_GRACE`). The first opens the grace, and
+        the backoff of the outage starts over (the API server answers again: its CRDs are a moment away); one past
+        the grace closes it (the kind is not served)."""
+        if not (self._unanswered and self._served):
+            return False
+        now = time.monotonic()
+        if self._starting_since is None:
+            self._starting_since = now
+            self._failures = 1
+        if now - self._starting_since < self._starting_grace:
+            return True
+        self._unanswered = False
+        self._starting_since = None
+        return False
 
     def _why_not_served(self) -> str:
         """Why the API server no longer serves the kind, as discovery tells it now (asked once per outage, when the
@@ -904,6 +971,8 @@ class Informer:
 
     def _answered(self) -> None:
         """A list or watch was answered: tell ``on_recovered`` when the one before had failed."""
+        self._unanswered = False
+        self._starting_since = None
         if not self._failing:
             return
         self._failing = False

@@ -47,6 +47,8 @@ class FakeApi:
         self.refusal: BaseException | None = None
         """While set, every list and watch raises it (a kind the server stopped serving)."""
         self.refused = 0
+        self.refusal_times: int | None = None
+        """How many lists and watches the refusal answers before it is lifted (None: until the test lifts it)."""
         self.served_elsewhere: list[str] = []
         """The other versions discovery says serve a kind (none: its CRD deleted)."""
 
@@ -159,6 +161,10 @@ class FakeApi:
             refusal = self.refusal
             if refusal is not None:
                 self.refused += 1
+                if self.refusal_times is not None:
+                    self.refusal_times -= 1
+                    if self.refusal_times <= 0:
+                        self.refusal, self.refusal_times = None, None
         if refusal is not None:
             raise refusal
 

@@ -303,6 +303,84 @@ def test_a_kind_no_longer_served_is_logged_once_and_listed_again_once_served(
     assert (refused_while_down, informer.served) == (False, True)
 
 
+NOT_FOUND = errors.ApiError.from_status(404, "NotFound", "404 page not found")
+RESTARTED = errors.ApiError.from_status(0, "Unavailable", "watch configmaps: Response ended prematurely")
+STARTING = "the API server does not serve the kind yet (starting: its CRDs not loaded), retrying"
+
+
+def said_of_serving(logged: list[Any]) -> list[tuple[str, str]]:
+    return [
+        (entry["event"], entry["log_level"])
+        for entry in logged
+        if entry["event"].startswith(("the API server does not serve", "the API server serves", "list or watch failed"))
+    ]
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_a_kind_answered_404_right_after_the_api_server_answered_nothing_stays_served_and_is_not_swept(
+    api: Any, recorder: Any, start: Any, obj: Obj, times: int
+) -> None:
+    """A restarted API server (a cluster upgrade, a control-plane node rolled) answers a custom kind 404 for a moment,
+    until its CRD handlers are in place: that is the API server starting, not the CRD deleted. Taken for a kind no
+    longer served, the list a second later announced every object of the kind again, as after a deletion of its CRD."""
+    api.put(CM, obj(CM, "a"))
+    api.put(CM, obj(CM, "b"))
+    with structlog.testing.capture_logs() as logged:
+        informer = start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+        api.refusal, api.refusal_times = NOT_FOUND, times
+        api.fail(CM, RESTARTED)
+        wait_for(lambda: len(api.watches) == 2, timeout=5, message=lambda: str(logged))
+        changed = api.put(CM, {**obj(CM, "a"), "data": {"v": "2"}})
+        api.emit(CM, "MODIFIED", changed)
+        wait_for(lambda: len(recorder.snapshot()) == 3, timeout=5, message=lambda: str(recorder.snapshot()))
+
+    assert recorder.types_by_name() == {"a": ["ADDED", "MODIFIED"], "b": ["ADDED"]}
+    assert said_of_serving(logged) == [("list or watch failed, retrying", "warning"), (STARTING, "info")] + [
+        (STARTING, "debug")
+    ] * (times - 1)
+    assert (api.refused, informer.served, informer.relists) == (times, True, 1)
+
+
+def test_a_404_persisting_past_the_starting_grace_after_the_api_server_answered_nothing_is_the_kind_not_served(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The CRD deleted while the API server was away: once the grace for its start is over, the kind is not served,
+    as a 404 out of the blue makes it, and the list that answers again announces every object found unchanged."""
+    api.put(CM, obj(CM, "kept"))
+    with structlog.testing.capture_logs() as logged:
+        informer = start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0), starting_grace=0.2)
+        api.refusal = NOT_FOUND
+        api.fail(CM, RESTARTED)
+        wait_for(lambda: not informer.served, timeout=5, message=lambda: str(logged))
+        api.refusal = None
+        wait_for(lambda: informer.served and informer.relists == 2, timeout=5)
+
+    said = said_of_serving(logged)
+    not_served = [n for n, (event, _) in enumerate(said) if "does not serve the kind any more" in event]
+    assert said[:2] == [("list or watch failed, retrying", "warning"), (STARTING, "info")], said
+    assert {level for event, level in said[2 : not_served[0]]} <= {"debug"}, said
+    assert [said[n][1] for n in not_served] == ["warning"] + ["debug"] * (len(not_served) - 1), said
+    assert said[-1] == ("the API server serves the kind again", "info"), said
+    assert recorder.types_by_name() == {"kept": ["ADDED", "RESYNC"]}
+
+
+def test_a_404_after_the_api_server_answered_again_is_the_kind_not_served_at_once(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """The API server restarted, answered the informer's list and watch, and a CRD deleted later answers 404: no grace
+    (the warning, and the cache's refusal of reads of the kind, waited for it)."""
+    api.put(CM, obj(CM, "a"))
+    with structlog.testing.capture_logs() as logged:
+        informer = start(backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0))
+        api.fail(CM, RESTARTED)
+        wait_for(lambda: len(api.watches) == 2, timeout=5)
+        api.refusal = NOT_FOUND
+        api.fail(CM, NOT_FOUND)
+        wait_for(lambda: not informer.served, timeout=5, message=lambda: str(logged))
+
+    assert STARTING not in [event for event, _ in said_of_serving(logged)]
+
+
 @pytest.mark.parametrize(
     "refusal",
     [

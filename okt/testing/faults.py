@@ -17,13 +17,22 @@ apiserver over TLS, injecting, with probability ``rate`` per request:
   API server that replays its stream may send. A client that moves its resourceVersion back with it resumes from
   there and is told again what it already knew. Not among the default kinds.
 
-Guarantees: the decisions come from a seeded RNG (reproducible runs); every injected fault is counted by kind in
-:attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
+One fault is scripted, not drawn: ``with proxy.restarting(not_served=("example.com",)): ...`` plays a kube-apiserver
+that has just restarted. On entering, every connection open through the proxy is cut at once, watches mid-stream
+included, with no answer (as the API server going down cuts them: the client sees a transport error); then, until
+the block ends, every request under ``/apis/<group>`` of a group in ``not_served`` is answered ``404`` with the API
+server's own body (``404 page not found``, ``text/plain``), as a restarted API server answers its custom kinds until
+their CRD handlers are loaded, while every other path (the built-in kinds) is relayed; after the block everything is
+relayed again. Counted in :attr:`FaultProxy.injected` as ``restart`` (one per block) and ``404`` (one per answer).
+
+Guarantees: the decisions come from a seeded RNG (reproducible runs), and the scripted fault uses none; every
+injected fault is counted by kind in :attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import http.client
 import http.server
 import json
@@ -33,6 +42,7 @@ import socket
 import ssl
 import threading
 import urllib.parse
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import yaml
@@ -42,6 +52,9 @@ from okt.testing import envtest
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze", "stale-bookmark"})
 """The faults the proxy knows how to inject (the module's list)."""
+NOT_FOUND_BODY = b"404 page not found\n"
+"""What the kube-apiserver answers a path it has no handler for (text/plain): a custom kind before its CRD's handler
+is in place."""
 _HOP_HEADERS = frozenset(
     {
         "connection",
@@ -107,6 +120,9 @@ class FaultProxy:
         self._kinds = kinds
         self.injected: collections.Counter[str] = collections.Counter()
         self.forwarded = 0
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()  # the connections open through the proxy
+        self._not_served: tuple[str, ...] = ()  # the groups answered 404 while restarting
         self._stopping = threading.Event()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -144,6 +160,43 @@ class FaultProxy:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @contextlib.contextmanager
+    def restarting(self, not_served: Iterable[str]) -> Iterator[FaultProxy]:
+        """A kube-apiserver that has just restarted, for the block (see the module docstring): every connection open
+        through the proxy is cut at once with no answer, then the paths under ``/apis/<group>`` of each group of
+        ``not_served`` are answered ``404 page not found`` until the block ends, every other path relayed (none
+        given: the cut alone, an API server whose CRDs are in place as soon as it answers)."""
+        if isinstance(not_served, str):  # its letters would be taken for groups, none of them ever answered 404
+            raise TypeError(f"not_served is a collection of API groups, got the string {not_served!r}")
+        groups = tuple(not_served)
+        if not all(isinstance(group, str) and group and "/" not in group for group in groups):
+            raise ValueError(f"not_served must hold API group names (as example.com), got {groups!r}")
+        with self._lock:
+            self._not_served = groups
+            open_connections = list(self._connections)
+        with self._rng_lock:
+            self.injected["restart"] += 1
+        for connection in open_connections:
+            with contextlib.suppress(OSError):  # closed by its handler meanwhile
+                connection.shutdown(socket.SHUT_RDWR)
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._not_served = ()
+
+    def _served(self, path: str) -> bool:
+        """Whether ``path`` (a request's, its query included) is relayed: not one under a group not served while the
+        API server restarts (counted as an injected ``404`` when it is not)."""
+        with self._lock:
+            groups = self._not_served
+        route = urllib.parse.urlsplit(path).path
+        if not any(route == f"/apis/{group}" or route.startswith(f"/apis/{group}/") for group in groups):
+            return True
+        with self._rng_lock:
+            self.injected["404"] += 1
+        return False
+
     def _choose(self, method: str, is_watch: bool) -> str | None:
         with self._rng_lock:
             if self.rate <= 0 or self._rng.random() >= self.rate:
@@ -179,11 +232,24 @@ class FaultProxy:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
+            def setup(self) -> None:
+                super().setup()
+                with proxy._lock:
+                    proxy._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy._lock:
+                    proxy._connections.discard(self.connection)
+                super().finish()
+
             def _relay(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 query = urllib.parse.urlsplit(self.path).query
                 is_watch = "watch=true" in query or "watch=1" in query
+                if not proxy._served(self.path):
+                    self._not_found()
+                    return
                 fault = proxy._choose(self.command, is_watch)
                 if fault == "reset":
                     self.close_connection = True
@@ -265,6 +331,15 @@ class FaultProxy:
             def _chunk(self, data: bytes) -> None:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
+
+            def _not_found(self) -> None:
+                """The API server's answer to a path it has no handler for (not a Status: plain text)."""
+                self.send_response(404)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("X-Content-Type-Options", "nosniff")
+                self.send_header("Content-Length", str(len(NOT_FOUND_BODY)))
+                self.end_headers()
+                self.wfile.write(NOT_FOUND_BODY)
 
             def _answer(self, code: int, reason: str, message: str) -> None:
                 payload = _status_body(code, reason, message)

@@ -1,0 +1,150 @@
+"""A kube-apiserver that has just restarted, against the real one behind okt's fault proxy: it cuts every connection,
+then answers a custom kind ``404 page not found`` for a moment, until its CRD handlers are loaded (the built-in kinds
+at once). okt retries as any failure, the kind still served, and resumes the watch where it stood: only what changed
+meanwhile is reconciled, not every primary of the kind, and no CRD is said deleted. A 404 that lasts past the
+starting grace is still the kind no longer served."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+import structlog
+
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
+from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
+from okt.runtime import informer as informer_mod
+from okt.testing import envtest, faults, wait_for
+
+pytestmark = pytest.mark.integration
+
+STARTING = "the API server does not serve the kind yet (starting: its CRDs not loaded), retrying"
+NOT_SERVED = "the API server does not serve the kind any more"
+
+
+def client_through(proxy: faults.FaultProxy, plane: envtest.ControlPlane, tmp_path: pathlib.Path) -> kube_client.Client:
+    return kube_client.Client.from_kubeconfig(proxy.kubeconfig(plane.kubeconfig, tmp_path / "kubeconfig-proxy"))
+
+
+def said(logged: list[dict[str, Any]], event: str) -> list[str]:
+    """The levels of the captured log lines that begin with ``event``, in order."""
+    return [entry["log_level"] for entry in logged if entry["event"].startswith(event)]
+
+
+def idle(controller: controller_mod.Controller) -> bool:
+    queue = controller.queue
+    return len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0
+
+
+def test_a_restarted_api_server_answering_the_primary_kind_404_a_moment_reconciles_only_what_changed_meanwhile(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    gadget_reconciler: Any,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """Taken for the kind no longer served, the 404 warned of a CRD deleted, the cache refused reads of the kind, and
+    the list that answered a moment later announced every primary of it: a sweep of the kind after every restart."""
+    make_gadget("kept-1")
+    make_gadget("kept-2")
+    make_gadget("changed")
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        reconcile = fake_reconcile()
+        cache = cache_mod.Cache(client, [namespace])
+        controller = controller_mod.Controller(
+            gadget_reconciler, client, cache, workers=2, reconcile=reconcile, record_events=False
+        )
+        try:
+            with structlog.testing.capture_logs() as logged:
+                controller.watch()
+                assert cache.wait_for_sync(30)
+                controller.start_workers()
+                make_gadget("kept-3")  # told by the watch: the watch is open when the API server goes down
+                wait_for(
+                    lambda: all(reconcile.count(f"kept-{n}") == 1 for n in (1, 2, 3)) and reconcile.count("changed"),
+                    timeout=30,
+                    message=lambda: f"the first reconciles: {reconcile.calls}",
+                )
+                wait_for(lambda: idle(controller), timeout=30, message="the first reconciles done")
+                first = reconcile.count()
+
+                with proxy.restarting(not_served=[gadget_kind.group]):
+                    wait_for(
+                        lambda: proxy.injected["404"] >= 2,
+                        timeout=30,
+                        message="the Gadgets' informer retried, answered 404 each time",
+                    )
+                    unserved_meanwhile = cache.unserved()
+                    make_gadget("made-meanwhile")
+                    kube.patch(gadget_kind, "changed", {"spec": {"size": 2}}, namespace)
+                # Named after the kept ones: a list that announced every Gadget would tell them before this one.
+                make_gadget("made-later")
+                wait_for(
+                    lambda: (
+                        (reconcile.count("made-meanwhile"), reconcile.count("made-later")) == (1, 1)
+                        and reconcile.count("changed") == 2
+                    ),
+                    timeout=60,
+                    message=lambda: f"the changes reconciled: {reconcile.calls}",
+                )
+                wait_for(lambda: idle(controller), timeout=30, message="the reconciles done")
+        finally:
+            controller.shutdown(5)
+            cache.stop()
+            client.close()
+
+    assert first == 4
+    assert {f"kept-{n}": reconcile.count(f"kept-{n}") for n in (1, 2, 3)} == {"kept-1": 1, "kept-2": 1, "kept-3": 1}
+    assert reconcile.count() == first + 3  # made-meanwhile, changed, made-later
+    assert unserved_meanwhile == []
+    assert proxy.injected["restart"] == 1
+    assert said(logged, NOT_SERVED) == []
+    assert said(logged, STARTING)[:1] == ["info"]
+
+
+def test_a_404_lasting_past_the_starting_grace_after_a_restart_is_the_kind_no_longer_served(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The CRD deleted while the API server was away: once the grace for its start is over, the kind is not served
+    (warned once), and served again once the list is answered."""
+    make_gadget("kept")
+    told: list[tuple[str, str]] = []
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        informer = informer_mod.Informer(
+            client,
+            gadget_kind,
+            namespace,
+            on_event=lambda event, obj, old: told.append((event, obj["metadata"]["name"])),
+            backoff=backoff_mod.Backoff(base=0.1, factor=2.0, cap=0.4, jitter=0.0),
+            starting_grace=1.0,
+        )
+        try:
+            with structlog.testing.capture_logs() as logged:
+                informer.start()
+                assert informer.has_synced.wait(30)
+                make_gadget("watched")  # told by the watch: the watch is open when the API server goes down
+                wait_for(lambda: ("ADDED", "watched") in told, timeout=30, message=lambda: str(told))
+                with proxy.restarting(not_served=[gadget_kind.group]):
+                    wait_for(lambda: not informer.served, timeout=30, message="the Gadgets reported unserved")
+                wait_for(lambda: informer.served, timeout=30, message="the Gadgets served again")
+        finally:
+            informer.stop(5)
+            client.close()
+
+    assert said(logged, STARTING)[:1] == ["info"]
+    assert said(logged, NOT_SERVED)[:1] == ["warning"]
+    assert sorted(told) == [("ADDED", "kept"), ("ADDED", "watched"), ("RESYNC", "kept"), ("RESYNC", "watched")]

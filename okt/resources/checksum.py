@@ -301,13 +301,17 @@ def _matches(desired: Any, live: Any) -> bool:
     if kind is str:
         return isinstance(live, str) and desired == live
     if kind is dict or (kind not in _SCALARS and isinstance(desired, Mapping)):
-        if not _is_mapping(live):
+        if type(live) is not dict and not isinstance(live, Mapping):  # _is_mapping(live), without the call
             return False
         for key, value in desired.items():
             if value is None:
                 continue
             if key in live:
-                if not _matches(value, live[key]):
+                if type(value) is str:  # most fields: compared here, without a call each
+                    found = live[key]
+                    if not (isinstance(found, str) and value == found):
+                        return False
+                elif not _matches(value, live[key]):
                     return False
             elif not _is_empty(value):
                 return False
@@ -320,12 +324,20 @@ def _matches(desired: Any, live: Any) -> bool:
     if kind is list or kind is tuple or (kind not in _SCALARS and isinstance(desired, list | tuple)):
         if not isinstance(live, list | tuple) or len(live) != len(desired):
             return False
-        return all(_matches(wanted, found) for wanted, found in zip(desired, live, strict=True))
+        # A loop, not all() over a generator, which costs a generator frame per list of every child's every reconcile.
+        for wanted, found in zip(desired, live, strict=True):  # noqa: SIM110
+            if not _matches(wanted, found):
+                return False
+        return True
     return _same_scalar(desired, live)
 
 
 def _matches_within(desired: Any, shape: Any, live: Any) -> bool:
     """:func:`_matches` of ``narrowed(desired, shape)`` and ``live``."""
+    if shape is desired:
+        # A value narrowed by itself is itself: ``hashable_ref()`` covering a part whole hands on the desired
+        # object's own value (the default does, for all but metadata), compared without the shape's walk.
+        return _matches(desired, live)
     scalar = type(desired) in _SCALARS or type(shape) in _SCALARS  # told apart first, without the ABC checks
     if scalar or not (_is_mapping(desired) and _is_mapping(shape)):
         return _matches(desired, live)  # narrowing keeps the desired value whole

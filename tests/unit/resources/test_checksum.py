@@ -409,6 +409,20 @@ def test_is_subset_within_is_is_subset_of_the_narrowed_value(
     assert checksum.is_subset_within(desired, own, live) is checksum.is_subset(view, live)
 
 
+@hypothesis.given(desired=_VALUES, live=_VALUES, data=st.data())
+def test_a_shape_holding_the_desired_values_themselves_compares_them_whole(
+    desired: Any, live: Any, data: st.DataObject
+) -> None:
+    """A ``hashable_ref()`` that hands on the desired object's own values (the default does) narrows nothing: the
+    one-walk check answers as ``is_subset`` of those values, whole or under a shape that keeps some of their keys."""
+    assert checksum.is_subset_within(desired, desired, live) is checksum.is_subset(desired, live)
+    if isinstance(desired, dict):
+        kept = {k: v for k, v in desired.items() if data.draw(st.booleans())}
+        assert checksum.is_subset_within(desired, kept, live) is checksum.is_subset(
+            checksum.narrowed(desired, kept), live
+        )
+
+
 def test_is_subset_within_compares_only_what_the_shape_holds() -> None:
     desired = {"spec": {"replicas": 2, "paused": False}, "kind": "Deployment"}
     shape = {"spec": {"replicas": 1}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -80,9 +81,10 @@ class Settings:
     """The reconciler's client-side filter (``annotation_selector``, ``when(obj)``): a lookup without the cache's
     index keeps only what it selects, as the cache does."""
 
-    @property
+    @functools.cached_property
     def names(self) -> names_mod.Names:
-        """okt's label and annotation names, from the prefix."""
+        """okt's label and annotation names, from the prefix (made once: read several times for every child of every
+        reconcile, and the fields it is made of never change)."""
         return names_mod.Names(self.prefix, self.legacy_prefixes)
 
     @property

@@ -19,6 +19,7 @@ import copy
 import dataclasses
 import functools
 import json
+import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -411,8 +412,7 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
     """
     if model is None or not fields:
         return _json_fields(dict(fields))
-    api_name = {name: field.alias or name for name, field in model.model_fields.items()}
-    api_name.update({alias: alias for alias in api_name.values()})
+    api_name, aliases = _api_names(model)
     # Given to the model under their API names: a model without populate_by_name ignores a Python name, and the field
     # set by it was dropped unvalidated (its default, None, then left out of the write). An API name given too wins.
     declared = sorted((k for k in fields if k in api_name), key=lambda k: api_name[k] == k)
@@ -423,10 +423,21 @@ def status_fields_view(fields: Mapping[str, Any], model: type[pydantic.BaseModel
         raise ValueError(str(readable)) from exc
     # The fields given only: the model's defaults of the others would put back what another writer set (a timer's
     # field, at every reconcile that does not run it; a daemon's), and it would set it again: writes for ever.
-    given = {name for name, field in model.model_fields.items() if name in fields or field.alias in fields}
+    given = {name for name, alias in aliases if name in fields or alias in fields}
     dumped = validated.model_dump(mode="json", by_alias=True, exclude_none=True, include=given)
     removed = {api_name[k]: None for k, v in fields.items() if v is None and k in api_name}  # None removes a field
     return _json_fields({**{k: v for k, v in fields.items() if k not in api_name}, **dumped, **removed})
+
+
+@functools.cache
+def _api_names(model: type[pydantic.BaseModel]) -> tuple[Mapping[str, str], tuple[tuple[str, str | None], ...]]:
+    """The API name of each name a status field of ``model`` is given by (its Python name, its alias), and each
+    field's (Python name, alias): read from the model's fields once per model, not at every status write (as
+    :func:`_piecewise`, a model's fields are taken as they were when it was first written)."""
+    api_name = {name: field.alias or name for name, field in model.model_fields.items()}
+    api_name.update({alias: alias for alias in api_name.values()})
+    aliases = tuple((name, field.alias) for name, field in model.model_fields.items())
+    return types.MappingProxyType(api_name), aliases
 
 
 @functools.cache
@@ -477,11 +488,17 @@ def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _without_none(value: Any) -> Any:
     """``value`` with the keys holding None of its mappings left out, at every depth (lists keep their items)."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _LEAVES:  # most of a status field's values: told apart before the ABC checks, several times slower
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {key: _without_none(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list | tuple):
+    if kind is list or isinstance(value, list | tuple):
         return [_without_none(item) for item in value]
     return value
 

@@ -99,6 +99,12 @@ class FakeReconcile:
             return sum(n for (_, key_name), n in self.calls.items() if name is None or key_name == name)
 
 
+def idle(controller: controller_mod.Controller) -> bool:
+    """Whether nothing of ``controller`` is queued, waiting for its delay, or running."""
+    queue = controller.queue
+    return len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0
+
+
 @pytest.fixture
 def fake_reconcile() -> type[FakeReconcile]:
     return FakeReconcile

@@ -18,6 +18,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.testing import envtest, faults, wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,7 @@ def controller_reference(kind: kinds.Kind, owner: dict[str, Any]) -> dict[str, A
 def settle(controller: controller_mod.Controller) -> None:
     """Give pending events time to arrive, then wait until nothing is queued, waiting for its delay, or running."""
     time.sleep(SETTLE)
-    queue = controller.queue
-    wait_for(lambda: len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0, timeout=10)
+    wait_for(lambda: shared.idle(controller), timeout=10)
 
 
 def test_one_key_is_never_reconciled_by_two_workers_at_once(

@@ -23,6 +23,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import deletions
 from okt.testing import wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -132,8 +133,7 @@ class ExpiringWatches:
 
 def settle(controller: controller_mod.Controller) -> None:
     time.sleep(SETTLE)
-    queue = controller.queue
-    wait_for(lambda: len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0, timeout=15)
+    wait_for(lambda: shared.idle(controller), timeout=15)
 
 
 def errors_counted(controller: controller_mod.Controller) -> float | None:

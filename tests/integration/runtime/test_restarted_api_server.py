@@ -19,6 +19,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import informer as informer_mod
 from okt.testing import envtest, faults, wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +34,6 @@ def client_through(proxy: faults.FaultProxy, plane: envtest.ControlPlane, tmp_pa
 def said(logged: list[dict[str, Any]], event: str) -> list[str]:
     """The levels of the captured log lines that begin with ``event``, in order."""
     return [entry["log_level"] for entry in logged if entry["event"].startswith(event)]
-
-
-def idle(controller: controller_mod.Controller) -> bool:
-    queue = controller.queue
-    return len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0
 
 
 def test_a_restarted_api_server_answering_the_primary_kind_404_a_moment_reconciles_only_what_changed_meanwhile(
@@ -73,7 +69,7 @@ def test_a_restarted_api_server_answering_the_primary_kind_404_a_moment_reconcil
                     timeout=30,
                     message=lambda: f"the first reconciles: {reconcile.calls}",
                 )
-                wait_for(lambda: idle(controller), timeout=30, message="the first reconciles done")
+                wait_for(lambda: shared.idle(controller), timeout=30, message="the first reconciles done")
                 first = reconcile.count()
 
                 with proxy.restarting(not_served=[gadget_kind.group]):
@@ -95,7 +91,7 @@ def test_a_restarted_api_server_answering_the_primary_kind_404_a_moment_reconcil
                     timeout=60,
                     message=lambda: f"the changes reconciled: {reconcile.calls}",
                 )
-                wait_for(lambda: idle(controller), timeout=30, message="the reconciles done")
+                wait_for(lambda: shared.idle(controller), timeout=30, message="the reconciles done")
         finally:
             controller.shutdown(5)
             cache.stop()

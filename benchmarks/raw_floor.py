@@ -69,6 +69,8 @@ class Api:
         self.session.trust_env = False
         self.session.verify = cluster.get("certificate-authority") or True
         self.session.headers.update({"Authorization": f"Bearer {user['token']}", "User-Agent": USER_AGENT})
+        if cluster.get("disable-compression"):  # as client-go reads the kubeconfig
+            self.session.headers["Accept-Encoding"] = "identity"
 
     def call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         response = self.session.request(

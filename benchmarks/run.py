@@ -206,9 +206,15 @@ class Bench:
 
     # -- the operator's life -----------------------------------------------------------------------------------------
 
+    def kubeconfig(self, m: Measurement) -> pathlib.Path:
+        """The contender's kubeconfig, as its token user. It sets ``disable-compression``: lists answered as they are
+        to an operator in the cluster (okt's in-cluster default), not gzipped; a client that does not read the field
+        asks for gzip as it always does."""
+        return self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}", compression=False)
+
     def launch(self, m: Measurement, tag: str) -> process.OperatorProcess:
         """Start the contender as its own process (under its token user), sampled for CPU; kept in ``m.running``."""
-        kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
+        kubeconfig = self.kubeconfig(m)
         proc = m.contender.launch(
             kubeconfig, m.namespace, self.settings.workers, self.logs, tag, self.bin_dir, sample_cpu=True
         )
@@ -377,7 +383,7 @@ class Bench:
         """Seconds from the start to the exit of a process of the floor's client that lists the custom resources and
         their children once (:func:`benchmarks.raw_floor.list_everything`): the least an operator that caches its
         children pays before a restart can tell a converged object from a drifted one."""
-        kubeconfig = self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}")
+        kubeconfig = self.kubeconfig(m)
         lister = contenders.LISTER.launch(kubeconfig, m.namespace, 1, self.logs, "list", self.bin_dir).start()
         try:
             ended = until(

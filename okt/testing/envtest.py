@@ -229,20 +229,25 @@ class ControlPlane:
     def audit_log_path(self) -> pathlib.Path:
         return self.directory / "audit.log"
 
-    def kubeconfig_for(self, user: TokenUser, path: pathlib.Path | None = None) -> pathlib.Path:
+    def kubeconfig_for(
+        self, user: TokenUser, path: pathlib.Path | None = None, *, compression: bool = True
+    ) -> pathlib.Path:
         """Write a kubeconfig authenticating as ``user`` (readable by its owner only) and return its path.
 
         Without ``path`` it goes into :attr:`directory`, named by a digest of the user's name and token: two users
         never share a file (tokens chosen by hand often begin alike), and the name gives away nothing of the token.
+        ``compression=False`` sets the cluster's ``disable-compression`` (answers as an in-cluster client of okt's
+        asks for them: not gzipped).
         """
         identity = hashlib.sha256(f"{user.name}\n{user.token}".encode()).hexdigest()[:16]
         target = path or self.directory / f"kubeconfig-{identity}"
+        cluster: dict[str, Any] = {"server": self.url, "certificate-authority": str(self.ca_file)}
+        if not compression:
+            cluster["disable-compression"] = True
         doc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {"name": "okt-envtest", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}
-            ],
+            "clusters": [{"name": "okt-envtest", "cluster": cluster}],
             "users": [{"name": user.name, "user": {"token": user.token}}],
             "contexts": [
                 {

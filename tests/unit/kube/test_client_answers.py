@@ -6,6 +6,8 @@ connection; the client under test is an ordinary :class:`okt.kube.client.Client`
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import pathlib
 import socket
@@ -74,10 +76,14 @@ def start(tmp_path: pathlib.Path) -> Iterator[Start]:
     opened: list[tuple[ScriptedServer, kube_client.Client]] = []
 
     def run(
-        answers: list[Answer], *, user: dict[str, str] | None = None, **options: object
+        answers: list[Answer],
+        *,
+        user: dict[str, str] | None = None,
+        cluster: dict[str, object] | None = None,
+        **options: object,
     ) -> tuple[ScriptedServer, kube_client.Client]:
         server = ScriptedServer(answers)
-        client = loopback.client_for(server.port, user=user, **options)
+        client = loopback.client_for(server.port, user=user, cluster=cluster, **options)
         opened.append((server, client))
         return server, client
 
@@ -312,3 +318,69 @@ def test_a_write_sent_again_with_a_renewed_token_waits_no_longer_than_its_fence_
         client.create(body, CONFIG_MAP)
 
     assert [b"Bearer second" in head for head in server.requests] == [False, True]
+
+
+def _list_answer(names: list[str], gzipped: bool) -> bytes:
+    body = json.dumps(
+        {
+            "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "7"},
+            "items": [{"metadata": {"name": n}} for n in names],
+        }
+    ).encode()
+    if gzipped:
+        return answer("200 OK", gzip.compress(body), "Content-Type: application/json", "Content-Encoding: gzip")
+    return answer("200 OK", body, "Content-Type: application/json")
+
+
+def _accepted_encoding(head: bytes) -> str:
+    fields = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line)
+    return fields.get(b"Accept-Encoding", b"").decode()
+
+
+def test_a_list_is_answered_gzipped_if_the_server_likes_unless_the_kubeconfig_disables_compression(
+    start: Start,
+) -> None:
+    server, client = start([_list_answer(["a", "b"], gzipped=True)])
+    assert client.compression
+    assert [item["metadata"]["name"] for item in client.list(CONFIG_MAP, "default")[0]] == ["a", "b"]
+    assert "gzip" in _accepted_encoding(server.requests[0])
+
+    server, client = start([_list_answer(["a", "b"], gzipped=False)], cluster={"disable-compression": True})
+    assert not client.compression
+    assert [item["metadata"]["name"] for item in client.list(CONFIG_MAP, "default")[0]] == ["a", "b"]
+    assert _accepted_encoding(server.requests[0]) == "identity"
+
+
+def test_compression_asked_of_the_client_overrides_the_kubeconfig(start: Start) -> None:
+    server, client = start(
+        [_list_answer(["a"], gzipped=False)], cluster={"disable-compression": False}, compression=False
+    )
+    client.list(CONFIG_MAP, "default")
+    assert _accepted_encoding(server.requests[0]) == "identity"
+
+
+@pytest.mark.parametrize("value", ["true", 1])
+def test_a_disable_compression_that_is_not_a_boolean_is_refused_naming_the_field(value: object) -> None:
+    with pytest.raises(okt.ConfigurationError, match="disable-compression must be true or false"):
+        loopback.client_for(1, cluster={"disable-compression": value})
+
+
+def test_the_in_cluster_client_asks_for_answers_uncompressed(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "namespace").write_text("default")
+    (tmp_path / "ca.crt").write_text("")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
+    client = kube_client.Client.in_cluster(tmp_path)
+    try:
+        assert not client.compression
+    finally:
+        client.close()
+    client = kube_client.Client.in_cluster(tmp_path, compression=True)
+    try:
+        assert client.compression
+    finally:
+        client.close()

@@ -26,6 +26,7 @@ The tree::
     │   ├── Unauthorized          401
     │   ├── Forbidden             403  (``namespace_terminating`` when a create's namespace is being deleted)
     │   ├── NotFound              404
+    │   │   └── NotServed         404 with no Status: no such path (a CRD not installed, or not loaded yet)
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
     │   ├── Invalid               422  (``size_bound``, ``immutable_fields``, ``depends_on_others``)
@@ -565,6 +566,7 @@ from okt.kube.errors import (  # noqa: E402
     Gone,
     Invalid,
     NotFound,
+    NotServed,
     RequestTooLarge,
     ServerError,
     StatusCause,
@@ -592,6 +594,7 @@ __all__ = [
     "NamespaceTerminating",
     "NotFound",
     "NotLeader",
+    "NotServed",
     "ObjectTooLarge",
     "OktError",
     "OwnedByAnother",

@@ -898,13 +898,16 @@ class Client:
         except ValueError:
             payload = None
         causes: list[errors.StatusCause] = []
-        if isinstance(payload, dict) and payload.get("kind") == "Status":
+        status = isinstance(payload, dict) and payload.get("kind") == "Status"
+        if status:
             reason = payload.get("reason") or reason
             message = payload.get("message") or message
             causes = _causes(payload)
         error = errors.ApiError.from_status(
             response.status_code, reason, _safe_message(message), method=method, url=path, causes=causes
         )
+        if response.status_code == 404 and not status:  # the API server's mux: no handler for the path
+            error = errors.NotServed(404, reason, _safe_message(message), method=method, url=path)
         if isinstance(error, errors.TooManyRequests):
             # A Status says it in its details; the API server's priority and fairness (and max-in-flight) refuse with
             # a text body and say it only in the Retry-After header.
@@ -1100,8 +1103,16 @@ class Client:
         return result
 
     def get_or_none(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or ``None`` when the API server says it does not exist.
+
+        Raises:
+            okt.errors.NotServed: the API server serves no such path (the kind's CRD not installed or not loaded
+                yet): nothing was said of the object.
+        """
         try:
             return self.get(kind, name, namespace)
+        except errors.NotServed:
+            raise
         except errors.NotFound:
             return None
 
@@ -1358,6 +1369,10 @@ class Client:
 
         ``uid`` and ``resource_version`` are preconditions: the server deletes only the object that has them, and
         answers 409 (:class:`okt.errors.Conflict`) when it has others.
+
+        Raises:
+            okt.errors.NotServed: the API server serves no such path (the kind's CRD not installed or not loaded
+                yet): the object may well exist.
         """
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         preconditions = {"uid": uid, "resourceVersion": resource_version}
@@ -1365,6 +1380,8 @@ class Client:
             body["preconditions"] = {key: value for key, value in preconditions.items() if value}
         try:
             self.request("DELETE", kind.path(name, namespace), verb="delete", resource=kind.plural, body=body)
+        except errors.NotServed:
+            raise  # not "already gone": the API server said nothing of the object
         except errors.NotFound:
             return False
         return True

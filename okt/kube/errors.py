@@ -17,6 +17,7 @@ is drawn; import them from there. This branch of it::
     ├── Unauthorized          401
     ├── Forbidden             403  (``namespace_terminating`` when a create's namespace is being deleted)
     ├── NotFound              404
+    │   └── NotServed         404 with no Status: no such path (a CRD not installed, or not loaded yet)
     ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     ├── Gone                  410
     ├── Invalid               422  (``size_bound``, ``immutable_fields``, ``depends_on_others``)
@@ -226,6 +227,15 @@ class NotFound(ApiError):
     installed)."""
 
     unserved: tuple[str, str] | None = None
+
+
+class NotServed(NotFound):
+    """404 with no Status in the answer ("404 page not found"): the API server serves no such path, so it said nothing
+    of the object. A kind whose CRD is not installed or was deleted, or one an API server that has just started has
+    not loaded yet (it answers custom kinds so for a moment, the built-in ones at once). Never "the object is gone":
+    :meth:`~okt.kube.client.Client.get_or_none` and :meth:`~okt.kube.client.Client.delete` raise it, and a cleanup
+    that deletes through them is not told its object is gone when it may not be. A ``NotFound``, so code that asks
+    whether a kind is served reads it as before."""
 
 
 class Conflict(ApiError):

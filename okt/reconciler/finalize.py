@@ -90,6 +90,8 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         try:
             finalizers.remove(ctx.client, ctx.kind, ctx.cr, finalizer, ctx.observe)
             ctx.results.add(Operation.FINALIZER_REMOVED, finalizer)
+        except errors.NotServed:
+            raise  # the object may still hold the finalizer: retried
         except errors.NotFound:
             ctx.results.add(Operation.FINALIZER_REMOVED, finalizer)
             return

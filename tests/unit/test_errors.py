@@ -22,6 +22,7 @@ EXPECTED_REASONS = {
     errors.Unauthorized: "ApiError",
     errors.Forbidden: "ApiError",
     errors.NotFound: "ApiError",
+    errors.NotServed: "ApiError",
     errors.Conflict: "ApiError",
     errors.Gone: "ApiError",
     errors.Invalid: "ApiError",

@@ -27,6 +27,7 @@ PINNED = {
     "MutationError",
     "NamespaceTerminating",
     "NotLeader",
+    "NotServed",
     "WriteRefused",
     "ObjectTooLarge",
     "ImmutableField",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import structlog
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import backoff as backoff_mod
@@ -144,3 +145,32 @@ def test_a_404_lasting_past_the_starting_grace_after_a_restart_is_the_kind_no_lo
     assert said(logged, STARTING)[:1] == ["info"]
     assert said(logged, NOT_SERVED)[:1] == ["warning"]
     assert sorted(told) == [("ADDED", "kept"), ("ADDED", "watched"), ("RESYNC", "kept"), ("RESYNC", "watched")]
+
+
+def test_while_the_restarted_api_server_does_not_serve_a_custom_kind_yet_no_object_of_it_reads_as_gone(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """Read as a 404 about the object, the API server's "404 page not found" made get_or_none() say a Gadget that
+    exists was not there, and delete() say it was already gone: a cleanup deleting through it in that moment was told
+    its job was done, and its finalizer came off with the object left behind."""
+    gadget = make_gadget("kept")
+    name, namespace = gadget["metadata"]["name"], gadget["metadata"]["namespace"]
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        try:
+            with proxy.restarting(not_served=[gadget_kind.group]):
+                with pytest.raises(errors.NotServed, match="404"):
+                    client.get_or_none(gadget_kind, name, namespace)
+                with pytest.raises(errors.NotServed):
+                    client.delete(gadget_kind, name, namespace)
+            assert client.get_or_none(gadget_kind, name, namespace) is not None
+            assert client.delete(gadget_kind, name, namespace) is True
+            assert client.get_or_none(gadget_kind, name, namespace) is None
+            assert client.delete(gadget_kind, name, namespace) is False  # a Status 404: gone indeed
+        finally:
+            client.close()
+    assert kube.get_or_none(gadget_kind, name, namespace) is None

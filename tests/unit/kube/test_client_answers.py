@@ -384,3 +384,36 @@ def test_the_in_cluster_client_asks_for_answers_uncompressed(
         assert client.compression
     finally:
         client.close()
+
+
+PAGE_NOT_FOUND = answer("404 Not Found", b"404 page not found\n", "Content-Type: text/plain; charset=utf-8")
+OBJECT_NOT_FOUND = answer(
+    "404 Not Found",
+    json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "NotFound",
+            "code": 404,
+            "message": 'configmaps "a" not found',
+        }
+    ).encode(),
+    "Content-Type: application/json",
+)
+
+
+def test_a_404_with_no_status_is_a_path_not_served_never_an_object_gone(start: Start) -> None:
+    _, client = start([PAGE_NOT_FOUND, PAGE_NOT_FOUND, PAGE_NOT_FOUND])
+    with pytest.raises(okt.NotServed, match="404 page not found"):
+        client.get_or_none(CONFIG_MAP, "a", "default")
+    with pytest.raises(okt.NotServed):
+        client.delete(CONFIG_MAP, "a", "default")
+    with pytest.raises(okt.NotFound):  # still a NotFound to code asking whether a kind is served
+        client.get(CONFIG_MAP, "a", "default")
+
+
+def test_a_404_status_is_the_object_gone(start: Start) -> None:
+    _, client = start([OBJECT_NOT_FOUND, OBJECT_NOT_FOUND])
+    assert client.get_or_none(CONFIG_MAP, "a", "default") is None
+    assert client.delete(CONFIG_MAP, "a", "default") is False

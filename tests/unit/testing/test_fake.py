@@ -259,6 +259,21 @@ def test_requests_fail_with_the_status_class_the_api_server_answers(
         call(fake)
 
 
+def test_a_path_not_served_made_to_fail_reads_as_no_answer_about_the_object_as_the_client_has_it(
+    fake: FakeClient,
+) -> None:
+    fake.create(gadget())
+    not_served = errors.NotServed(404, "Not Found", "404 page not found")
+    fake.fail("get", "gadgets", not_served)
+    fake.fail("delete", "gadgets", not_served)
+
+    with pytest.raises(errors.NotServed):
+        fake.get_or_none(GADGET, "g", "ns")
+    with pytest.raises(errors.NotServed):
+        fake.delete(GADGET, "g", "ns")
+    assert fake.get_or_none(GADGET, "g", "ns") is not None  # only the requests failed: the object is there
+
+
 @pytest.mark.parametrize(
     ("declared", "message"),
     [

@@ -64,6 +64,12 @@ _DISCOVERY_GRACE = 3.0
 CRD's kind a moment after the CRD is Established (tens of milliseconds, one time in four against Kubernetes 1.20),
 and an operator is often started right after its CRD is installed."""
 _DISCOVERY_POLL = 0.1
+_LOADING_GRACE = 60.0
+"""Seconds :meth:`Client.require_served` waits for a custom kind discovery does not list though its CRD is Established
+and serves its version: a kube-apiserver that has just started answers before it has loaded its CRDs (the built-in
+kinds at once, the custom ones a moment later), and an operator started with it — a cluster coming back — would be
+refused, exit, and be restarted by its Deployment with a growing back-off."""
+_LOADING_POLL = 0.5
 
 
 # Surrogate escapes of JSON (``\ud83d\ude00``), not preceded by an escaped backslash: a pair, or one alone.
@@ -939,7 +945,7 @@ class Client:
         # without it, would cost requests more each time): named as served in no version known.
         raise _not_served(api_version, kind)
 
-    def require_served(self, wanted: Iterable[kinds.Kind]) -> None:
+    def require_served(self, wanted: Iterable[kinds.Kind], waiting: Callable[[str], object] | None = None) -> None:
         """Check that the server serves every kind of ``wanted`` as declared and lets it be listed and watched, each
         group version's discovery read once when it does.
 
@@ -953,7 +959,11 @@ class Client:
 
         Caveats:
             A kind discovery does not list is read again for a few seconds before it is refused (a CRD Established
-            a moment ago may not be listed yet): an unserved kind is reported that much later.
+            a moment ago may not be listed yet): an unserved kind is reported that much later. One whose CRD exists,
+            is Established and serves its version, or a custom kind while the API server says it is not ready
+            (``/readyz`` fails), is waited for up to a minute (an API server that has just started loads its CRDs
+            after it answers), ``waiting`` told so once with a line that says why; a CRD okt may not read is as one
+            that does not exist.
 
         Raises:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
@@ -966,14 +976,37 @@ class Client:
             key = (kind.api_version, kind.kind)
             with self._kinds_lock:
                 served = self._kinds[key] if key in self._confirmed else None
-            deadline = time.monotonic() + _DISCOVERY_GRACE
+            deadline, poll, loading, crd = time.monotonic() + _DISCOVERY_GRACE, _DISCOVERY_POLL, "", ""
             while served is None:
                 served = next(
                     (found for found in self._group_version(kind.api_version) if found.kind == kind.kind), None
                 )
-                if served is not None or time.monotonic() >= deadline:
+                if served is not None:
                     break
-                time.sleep(_DISCOVERY_POLL)
+                if time.monotonic() >= deadline:
+                    if loading:
+                        break
+                    crd = self._established_crd(kind)
+                    if crd:
+                        loading = f"though its CRD {crd} is Established"
+                    elif not kinds.is_builtin_group(kind.api_version):  # the built-in kinds are served at once
+                        loading = self._unready()
+                    if not loading:
+                        break
+                    deadline, poll = time.monotonic() + _LOADING_GRACE, _LOADING_POLL
+                    if waiting is not None:
+                        waiting(
+                            f"the API server does not serve {kind.kind} in {kind.api_version} yet, {loading}: "
+                            f"waiting up to {_LOADING_GRACE:g} s for it to be loaded"
+                        )
+                time.sleep(poll)
+            if served is None and crd:
+                raise errors.ApiError.from_status(
+                    404,
+                    "NotFound",
+                    f"the server does not serve {kind.kind} in {kind.api_version}, though its CRD {crd} is "
+                    f"Established and serves that version: not loaded after {_LOADING_GRACE:g} s",
+                )
             if served is None:
                 elsewhere = self.versions_serving(kind)
                 if not elsewhere:
@@ -1022,6 +1055,37 @@ class Client:
                 self._kinds.setdefault(key, item.kind)
                 self._confirmed.add(key)
                 self._verbs[key] = item.verbs
+
+    def _established_crd(self, kind: kinds.Kind) -> str:
+        """The name of ``kind``'s CRD when it exists, is Established and serves ``kind``'s version (the API server
+        should serve the kind then), else "" (also when the CRD cannot be read: okt's role needs no rule for CRDs)."""
+        if not kind.group:
+            return ""
+        name = f"{kind.plural}.{kind.group}"
+        try:
+            crd = self.get_or_none(kinds.CRD, name)
+        except errors.ApiError:
+            return ""
+        spec = (crd or {}).get("spec") or {}
+        version = kind.api_version.rpartition("/")[2]
+        serves = (spec.get("names") or {}).get("kind") == kind.kind and any(
+            isinstance(v, dict) and v.get("name") == version and v.get("served") for v in spec.get("versions") or ()
+        )
+        conditions = ((crd or {}).get("status") or {}).get("conditions") or ()
+        established = any(
+            isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+        )
+        return name if serves and established else ""
+
+    def _unready(self) -> str:
+        """Why the API server says it is not ready (its ``/readyz`` fails: one that has just started, its CRDs not
+        all registered yet), else "" (ready, or no answer to go by: ``/readyz`` is open to every authenticated user,
+        unless a cluster took that away)."""
+        try:
+            answer = self.request("GET", "/readyz", verb="get", resource="readyz", check=False)
+        except errors.ApiError:
+            return ""
+        return "and it is not ready (its /readyz fails)" if answer.status_code >= 500 else ""
 
     def versions_serving(self, kind: kinds.Kind) -> list[str]:
         """The other versions of ``kind``'s group that serve it, in the order the group lists them (none for a kind

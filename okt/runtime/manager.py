@@ -402,9 +402,12 @@ class Manager:
             # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start
             # here, as a kind discovery cannot find does, instead of an informer listing it in vain for ever.
             self.client.require_served(
-                kind
-                for controller in self.controllers
-                for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
+                (
+                    kind
+                    for controller in self.controllers
+                    for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
+                ),
+                waiting=_log.info,
             )
             for controller in self.controllers:
                 # Before any kind is started: another controller may own this one's primary kind and start it first.

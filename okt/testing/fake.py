@@ -281,7 +281,7 @@ class FakeClient(kube_client.Client):
             raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         return found
 
-    def require_served(self, wanted: Iterable[kinds_mod.Kind]) -> None:
+    def require_served(self, wanted: Iterable[kinds_mod.Kind], waiting: Callable[[str], object] | None = None) -> None:
         """The client's check at start: a kind the fake does not serve (see :meth:`serve`), or serves under another
         plural or scope than ``wanted`` declares, is ``NotFound``."""
         for kind in wanted:

@@ -22,8 +22,9 @@ that has just restarted. On entering, every connection open through the proxy is
 included, with no answer (as the API server going down cuts them: the client sees a transport error); then, until
 the block ends, every request under ``/apis/<group>`` of a group in ``not_served`` is answered ``404`` with the API
 server's own body (``404 page not found``, ``text/plain``), as a restarted API server answers its custom kinds until
-their CRD handlers are loaded, while every other path (the built-in kinds) is relayed; after the block everything is
-relayed again. Counted in :attr:`FaultProxy.injected` as ``restart`` (one per block) and ``404`` (one per answer).
+their CRD handlers are loaded, and ``/readyz`` is answered ``500`` (its ``autoregister-completion`` check failing, as
+until those kinds are registered), while every other path (the built-in kinds) is relayed; after the block everything
+is relayed again. Counted in :attr:`FaultProxy.injected` as ``restart`` (one per block) and ``404`` (one per answer).
 
 Guarantees: the decisions come from a seeded RNG (reproducible runs), and the scripted fault uses none; every
 injected fault is counted by kind in :attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
@@ -53,6 +54,9 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze", "stale-bookmark"})
 """The faults the proxy knows how to inject (the module's list)."""
 NOT_FOUND_BODY = b"404 page not found\n"
+NOT_READY_BODY = b"[-]autoregister-completion failed: reason withheld\nreadyz check failed\n"
+"""What a kube-apiserver that has just started answers ``/readyz`` with (500, text/plain) until its CRDs' kinds are
+registered."""
 """What the kube-apiserver answers a path it has no handler for (text/plain): a custom kind before its CRD's handler
 is in place."""
 _HOP_HEADERS = frozenset(
@@ -185,6 +189,11 @@ class FaultProxy:
             with self._lock:
                 self._not_served = ()
 
+    def _starting(self) -> bool:
+        """Whether a block of :meth:`restarting` with groups not served yet is under way."""
+        with self._lock:
+            return bool(self._not_served)
+
     def _served(self, path: str) -> bool:
         """Whether ``path`` (a request's, its query included) is relayed: not one under a group not served while the
         API server restarts (counted as an injected ``404`` when it is not)."""
@@ -249,6 +258,9 @@ class FaultProxy:
                 is_watch = "watch=true" in query or "watch=1" in query
                 if not proxy._served(self.path):
                     self._not_found()
+                    return
+                if proxy._starting() and urllib.parse.urlsplit(self.path).path == "/readyz":
+                    self._text(500, NOT_READY_BODY)
                     return
                 fault = proxy._choose(self.command, is_watch)
                 if fault == "reset":
@@ -334,12 +346,15 @@ class FaultProxy:
 
             def _not_found(self) -> None:
                 """The API server's answer to a path it has no handler for (not a Status: plain text)."""
-                self.send_response(404)
+                self._text(404, NOT_FOUND_BODY)
+
+            def _text(self, code: int, body: bytes) -> None:
+                self.send_response(code)
                 self.send_header("Content-Type", "text/plain; charset=utf-8")
                 self.send_header("X-Content-Type-Options", "nosniff")
-                self.send_header("Content-Length", str(len(NOT_FOUND_BODY)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(NOT_FOUND_BODY)
+                self.wfile.write(body)
 
             def _answer(self, code: int, reason: str, message: str) -> None:
                 payload = _status_body(code, reason, message)

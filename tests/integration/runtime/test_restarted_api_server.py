@@ -6,7 +6,9 @@ starting grace is still the kind no longer served."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import pathlib
+import time
 from typing import Any
 
 import pytest
@@ -174,3 +176,67 @@ def test_while_the_restarted_api_server_does_not_serve_a_custom_kind_yet_no_obje
         finally:
             client.close()
     assert kube.get_or_none(gadget_kind, name, namespace) is None
+
+
+def test_an_operator_started_while_the_api_server_loads_its_crds_waits_for_its_kind_instead_of_being_refused(
+    control_plane: envtest.ControlPlane, gadget_kind: kinds.Kind, tmp_path: pathlib.Path
+) -> None:
+    """Discovery read again for a few seconds, then the kind refused as if its CRD were not installed: `okt run`
+    exited when started with an API server that had not loaded its CRDs yet (a cluster coming back), to be started
+    again by its Deployment after a growing back-off."""
+    told: list[str] = []
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                with proxy.restarting(not_served=[gadget_kind.group]):
+                    checked = pool.submit(client.require_served, [gadget_kind], told.append)
+                    time.sleep(5)  # past the few seconds discovery is read again for a CRD Established a moment ago
+                    assert not checked.done(), checked.exception()
+                checked.result(timeout=30)  # served once the block ends: no refusal
+        finally:
+            client.close()
+    assert told == [
+        f"the API server does not serve Gadget in {gadget_kind.api_version} yet, though its CRD "
+        f"{gadget_kind.plural}.{gadget_kind.group} is Established: waiting up to 60 s for it to be loaded"
+    ]
+
+
+def test_an_operator_that_may_not_read_crds_waits_while_the_api_server_is_not_ready(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    tmp_path: pathlib.Path,
+) -> None:
+    """A ServiceAccount with no rule at all (discovery and /readyz are every authenticated user's): its CRD cannot be
+    read, so what says the kind is coming is the API server's /readyz failing meanwhile."""
+    account = kinds.BUILTIN[("v1", "ServiceAccount")]
+    kube.create({"metadata": {"name": "starter", "namespace": namespace}}, account)
+    token = kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/starter/token",
+        verb="create",
+        resource="serviceaccounts/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+    ).json()["status"]["token"]
+    user = envtest.TokenUser(name=f"system:serviceaccount:{namespace}:starter", token=token)
+    own = control_plane.kubeconfig_for(user, tmp_path / "kubeconfig-starter")
+    told: list[str] = []
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(own, tmp_path / "kubeconfig-starter-proxy"))
+        try:
+            with pytest.raises(errors.Forbidden):
+                client.get(kinds.CRD, f"{gadget_kind.plural}.{gadget_kind.group}")
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                with proxy.restarting(not_served=[gadget_kind.group]):
+                    checked = pool.submit(client.require_served, [gadget_kind], told.append)
+                    time.sleep(5)
+                    assert not checked.done(), checked.exception()
+                checked.result(timeout=30)
+        finally:
+            client.close()
+    assert told == [
+        f"the API server does not serve Gadget in {gadget_kind.api_version} yet, and it is not ready (its /readyz "
+        "fails): waiting up to 60 s for it to be loaded"
+    ]

@@ -65,10 +65,10 @@ CRD's kind a moment after the CRD is Established (tens of milliseconds, one time
 and an operator is often started right after its CRD is installed."""
 _DISCOVERY_POLL = 0.1
 _LOADING_GRACE = 60.0
-"""Seconds :meth:`Client.require_served` waits for a custom kind discovery does not list though its CRD is Established
-and serves its version: a kube-apiserver that has just started answers before it has loaded its CRDs (the built-in
-kinds at once, the custom ones a moment later), and an operator started with it — a cluster coming back — would be
-refused, exit, and be restarted by its Deployment with a growing back-off."""
+"""Seconds :meth:`Client.require_served` waits for a kind discovery does not list though its CRD is Established and
+serves its version, or a custom kind while the API server is not ready: a kube-apiserver that has just started answers
+before it has loaded its CRDs (the built-in kinds at once, the custom ones a moment later), and an operator started
+with it — a cluster coming back — would be refused, exit, and be restarted by its Deployment with a growing back-off."""
 _LOADING_POLL = 0.5
 
 

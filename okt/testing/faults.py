@@ -54,11 +54,11 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze", "stale-bookmark"})
 """The faults the proxy knows how to inject (the module's list)."""
 NOT_FOUND_BODY = b"404 page not found\n"
+"""What the kube-apiserver answers a path it has no handler for (text/plain): a custom kind before its CRD's handler
+is in place."""
 NOT_READY_BODY = b"[-]autoregister-completion failed: reason withheld\nreadyz check failed\n"
 """What a kube-apiserver that has just started answers ``/readyz`` with (500, text/plain) until its CRDs' kinds are
 registered."""
-"""What the kube-apiserver answers a path it has no handler for (text/plain): a custom kind before its CRD's handler
-is in place."""
 _HOP_HEADERS = frozenset(
     {
         "connection",

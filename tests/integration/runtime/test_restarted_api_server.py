@@ -22,6 +22,7 @@ from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import informer as informer_mod
 from okt.testing import envtest, faults, wait_for
+from tests.integration import service_accounts
 from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -211,17 +212,8 @@ def test_an_operator_that_may_not_read_crds_waits_while_the_api_server_is_not_re
 ) -> None:
     """A ServiceAccount with no rule at all (discovery and /readyz are every authenticated user's): its CRD cannot be
     read, so what says the kind is coming is the API server's /readyz failing meanwhile."""
-    account = kinds.BUILTIN[("v1", "ServiceAccount")]
-    kube.create({"metadata": {"name": "starter", "namespace": namespace}}, account)
-    token = kube.request(
-        "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/starter/token",
-        verb="create",
-        resource="serviceaccounts/token",
-        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
-    ).json()["status"]["token"]
-    user = envtest.TokenUser(name=f"system:serviceaccount:{namespace}:starter", token=token)
-    own = control_plane.kubeconfig_for(user, tmp_path / "kubeconfig-starter")
+    kube.create({"metadata": {"name": "starter", "namespace": namespace}}, kinds.BUILTIN[("v1", "ServiceAccount")])
+    own = service_accounts.kubeconfig_of(kube, control_plane, namespace, "starter")
     told: list[str] = []
     with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
         client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(own, tmp_path / "kubeconfig-starter-proxy"))

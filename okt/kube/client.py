@@ -984,13 +984,9 @@ class Client:
                 if served is not None:
                     break
                 if time.monotonic() >= deadline:
-                    if loading:
+                    if loading:  # waited for it already
                         break
-                    crd = self._established_crd(kind)
-                    if crd:
-                        loading = f"though its CRD {crd} is Established"
-                    elif not kinds.is_builtin_group(kind.api_version):  # the built-in kinds are served at once
-                        loading = self._unready()
+                    loading, crd = self._coming(kind)
                     if not loading:
                         break
                     deadline, poll = time.monotonic() + _LOADING_GRACE, _LOADING_POLL
@@ -1056,36 +1052,33 @@ class Client:
                 self._confirmed.add(key)
                 self._verbs[key] = item.verbs
 
-    def _established_crd(self, kind: kinds.Kind) -> str:
-        """The name of ``kind``'s CRD when it exists, is Established and serves ``kind``'s version (the API server
-        should serve the kind then), else "" (also when the CRD cannot be read: okt's role needs no rule for CRDs)."""
-        if not kind.group:
-            return ""
-        name = f"{kind.plural}.{kind.group}"
-        try:
-            crd = self.get_or_none(kinds.CRD, name)
-        except errors.ApiError:
-            return ""
-        spec = (crd or {}).get("spec") or {}
-        version = kind.api_version.rpartition("/")[2]
-        serves = (spec.get("names") or {}).get("kind") == kind.kind and any(
-            isinstance(v, dict) and v.get("name") == version and v.get("served") for v in spec.get("versions") or ()
-        )
-        conditions = ((crd or {}).get("status") or {}).get("conditions") or ()
-        established = any(
-            isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-        )
-        return name if serves and established else ""
+    def _coming(self, kind: kinds.Kind) -> tuple[str, str]:
+        """Why the API server may yet serve ``kind``, which discovery does not list, and the name of its CRD when that
+        is why; ``("", "")`` when nothing says so.
 
-    def _unready(self) -> str:
-        """Why the API server says it is not ready (its ``/readyz`` fails: one that has just started, its CRDs not
-        all registered yet), else "" (ready, or no answer to go by: ``/readyz`` is open to every authenticated user,
-        unless a cluster took that away)."""
+        Its CRD exists, is Established and serves ``kind``'s version (read only if okt may: its role needs no rule for
+        CRDs); or, a custom kind (the built-in ones are served at once), the API server's ``/readyz`` fails, as it
+        does until the kinds of its CRDs are registered (``/readyz`` is open to every authenticated user)."""
+        if kind.group:
+            name = f"{kind.plural}.{kind.group}"
+            try:
+                crd = self.get_or_none(kinds.CRD, name)
+            except errors.ApiError:
+                crd = None
+            spec = (crd or {}).get("spec") or {}
+            version = kind.api_version.rpartition("/")[2]
+            serves = (spec.get("names") or {}).get("kind") == kind.kind and any(
+                isinstance(v, dict) and v.get("name") == version and v.get("served") for v in spec.get("versions") or ()
+            )
+            if serves and kinds.is_established(crd):
+                return f"though its CRD {name} is Established", name
+        if kinds.is_builtin_group(kind.api_version):
+            return "", ""
         try:
             answer = self.request("GET", "/readyz", verb="get", resource="readyz", check=False)
         except errors.ApiError:
-            return ""
-        return "and it is not ready (its /readyz fails)" if answer.status_code >= 500 else ""
+            return "", ""
+        return ("and it is not ready (its /readyz fails)", "") if answer.status_code >= 500 else ("", "")
 
     def versions_serving(self, kind: kinds.Kind) -> list[str]:
         """The other versions of ``kind``'s group that serve it, in the order the group lists them (none for a kind

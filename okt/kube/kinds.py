@@ -117,6 +117,13 @@ LEASE = BUILTIN[("coordination.k8s.io/v1", "Lease")]
 CRD = BUILTIN[("apiextensions.k8s.io/v1", "CustomResourceDefinition")]
 
 
+def is_established(crd: Mapping[str, Any] | None) -> bool:
+    """Whether the CRD object ``crd`` says it is Established (its names accepted: the API server serves its kind, or
+    will once it has loaded it)."""
+    conditions = ((crd or {}).get("status") or {}).get("conditions") or ()
+    return any(isinstance(c, dict) and c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
 def addressing_mismatch(declared: Kind, served: Kind) -> str | None:
     """What of ``declared``'s addressing differs from the way the server serves the same kind, as one line naming
     both (``the server serves Gadget in g/v1 as "gadgets", not "gadget"``), or None when its URLs are the server's.

@@ -112,9 +112,7 @@ def ensure_crd(
             )
 
     def established() -> bool:
-        live = client.get(kinds.CRD, name)
-        conditions = (live.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+        return kinds.is_established(client.get(kinds.CRD, name))
 
     waiting.wait_for(established, timeout=timeout, message=f"CRD {name} Established")
     # Discovery lists the kind a moment later (tens of milliseconds, one time in four): an operator started at once

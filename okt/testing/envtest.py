@@ -346,10 +346,7 @@ class ControlPlane:
                 ) from error
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            live = self.request("GET", f"{path}/{name}")
-            conditions = (live.get("status") or {}).get("conditions") or []
-            established = any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-            if established and lists_kind_of(crd, self._api_resources):
+            if kinds.is_established(self.request("GET", f"{path}/{name}")) and lists_kind_of(crd, self._api_resources):
                 return
             time.sleep(0.1)
         raise ControlPlaneError(f"CRD {name} not Established and listed by discovery after {timeout:.0f}s")

@@ -369,7 +369,7 @@ class Results:
         the object changes). A report that landed after a refused write (the status fields left out) counts as
         reported.
         """
-        reported = self._status_landed()
+        reported = self.status_refusal is None
         if self._gave_up is not None:
             if not reported and self._first_error is not None and self._first_error.error is not None:
                 # What the give-up left to write (the report of an alarming one, a lifecycle move before a quiet one)
@@ -388,12 +388,15 @@ class Results:
             return Outcome.requeue_after(delay)
         return Outcome.done()
 
-    def _status_landed(self) -> bool:
-        """Whether the last status write of the reconcile (if any) succeeded or had nothing to write."""
+    @property
+    def status_refusal(self) -> BaseException | None:
+        """The error of the reconcile's last status write when it failed (its report did not reach the object: a
+        permanent error is then retried, see :meth:`outcome`); ``None`` when it landed, had nothing to write, or
+        there was none."""
         for entry in reversed(self._entries):
             if entry.operation in _STATUS_WRITES:
-                return entry.operation is not Operation.STATUS_UPDATE_ERROR
-        return True
+                return entry.error if entry.operation is Operation.STATUS_UPDATE_ERROR else None
+        return None
 
     def summary(self) -> str:
         """A short line for logs: the children counts always, other operations when they occurred.

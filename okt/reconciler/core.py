@@ -234,12 +234,16 @@ def reconcile(
             "reconciled", path=run.path_str, outcome=str(run.outcome), results=ctx.results.summary()
         )
         return run
+    refusal = ctx.results.status_refusal
     log.warning(
         "reconciled",
         path=run.path_str,
         outcome=str(run.outcome),
         results=ctx.results.summary(),
-        error=f"{errors.reason_for(error)}: {errors.message_of(error)}",
+        error=_said(error),
+        # Why an error okt reports once is retried: its report was refused (a spec stored before its CRD got stricter
+        # has the API server refuse every write of the object, a conflict...), said nowhere else.
+        **({} if refusal is None or refusal is error else {"status_error": _said(refusal)}),
     )
     if not isinstance(error, errors.OktError) and _first_sighting(error):
         # A bug of the operator (a KeyError in a hook...): its traceback, once per distinct error, not per retry. A
@@ -248,6 +252,11 @@ def reconcile(
             "a hook raised an exception that is not okt's", error=errors.said(error), **errors.where_raised(error)
         )
     return run
+
+
+def _said(error: BaseException) -> str:
+    """An error as the line of a reconcile says it: its reason, then its message."""
+    return f"{errors.reason_for(error)}: {errors.message_of(error)}"
 
 
 def _apply_findings(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> findings.Applied | None:

@@ -10,14 +10,16 @@ from typing import Any
 
 import pydantic
 import pytest
+import structlog.testing
 
 import okt
+from okt import errors
 from okt.codegen import crd
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.testing import condition, crds
+from okt.testing import condition, crds, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -273,3 +275,63 @@ def test_status_annotations_too_large_to_write_turn_ready_false_once_and_wait_fo
     assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
     sent = {key: n for key, n in kube.stats.delta(before).items() if key[0] in kube_client.WRITE_VERBS}
     assert sent == {("patch", "reports"): 1}  # the annotations tried, refused
+
+
+def meter_crd(maximum: int | None) -> dict[str, Any]:
+    """A CRD whose ``spec.size`` is an integer; with ``maximum``, one that refuses what it stored before."""
+    crd = crds.schemaless_crd(PLAIN_GROUP, "Meter", "meters")
+    size: dict[str, Any] = {"type": "integer"} if maximum is None else {"type": "integer", "maximum": maximum}
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {"size": size}},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        }
+    }
+    return crd
+
+
+class MeterSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(le=10)
+
+
+class MeterReconciler(okt.Reconciler):
+    api_version = f"{PLAIN_GROUP}/v1"
+    kind = "Meter"
+    plural = "meters"
+    spec_model = MeterSpec
+
+
+def test_an_invalid_spec_whose_report_a_stricter_crd_refuses_names_the_refusal_in_its_retried_line(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    """A spec stored before its CRD got stricter has the API server refuse every write of the object, the status
+    write reporting the InvalidSpec too: the reconcile is retried (the report never landed), and its line says the
+    refusal, not only the InvalidSpec that is otherwise reported once and left alone."""
+    meter_kind: kinds.Kind = apply_crd(meter_crd(None))
+    shared.make_widget(kube, meter_kind, namespace, "m", size=100)
+    try:
+        apply_crd(meter_crd(10))
+
+        def refused() -> bool:
+            try:
+                kube.patch(meter_kind, "m", {"metadata": {"labels": {"probe": "x"}}}, namespace)
+            except okt.ApiError as exc:
+                return isinstance(exc, errors.Invalid)
+            return False
+
+        waiting.wait_for(refused, message="the stricter schema to be enforced")
+
+        with structlog.testing.capture_logs() as logged:
+            run = okt.reconcile(MeterReconciler(), kube, None, namespace, "m", kind=meter_kind)
+
+        assert run.outcome.kind is okt.OutcomeKind.RETRY
+        [line] = [entry for entry in logged if entry["event"] == "reconciled"]
+        assert line["error"].startswith("InvalidSpec: spec.size: Input should be less than or equal to 10")
+        assert line["status_error"].startswith("ApiError: ")
+        assert "spec.size in body should be less than or equal to 10" in line["status_error"]
+    finally:
+        apply_crd(meter_crd(None))
+        kube.delete(meter_kind, "m", namespace)

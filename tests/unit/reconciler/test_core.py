@@ -54,3 +54,51 @@ def test_an_object_that_is_there_is_still_reconciled_at_info_when_it_wrote() -> 
     assert run.outcome.kind is okt.OutcomeKind.DONE
     [line] = [entry for entry in logged if entry["event"] == "reconciled"]
     assert line["log_level"] == "info"  # its first status write
+
+
+class Hostless(WebApps):
+    def check(self, ctx: okt.Context) -> None:
+        raise okt.InvalidSpec("spec.host: must name a host", field="spec.host")
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        okt.ApiError.from_status(
+            422,
+            "Invalid",
+            'WebApp.apps.example.com "web" is invalid: spec.port: Invalid value: "string": spec.port in body must be '
+            'of type integer: "string"',
+        ),
+        okt.ApiError.from_status(409, "Conflict", "the object has been modified"),
+    ],
+    ids=["spec-refused-by-a-stricter-schema", "conflict"],
+)
+def test_a_permanent_error_retried_because_its_report_was_refused_says_why_in_its_line(
+    refusal: okt.ApiError,
+) -> None:
+    """An InvalidSpec is reported once, then left alone: unless its status write was refused (a spec stored before its
+    CRD got stricter makes the API server refuse every write of the object). The reconcile is then retried, and its
+    line said ``outcome=retry(InvalidSpec)``, ``error=InvalidSpec: ...`` and nothing of the refusal, which was the
+    reason for the retry: the line names it."""
+    fake = webapp()
+    fake.fail("apply", "webapps/status", refusal, times=10)
+
+    with structlog.testing.capture_logs() as logged:
+        run = okt.reconcile(Hostless(), fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY
+    [line] = [entry for entry in logged if entry["event"] == "reconciled"]
+    assert line["error"] == "InvalidSpec: spec.host: must name a host"
+    assert line["status_error"] == f"{refusal.reason}: {refusal}"
+
+
+def test_a_reconcile_whose_status_write_landed_has_no_status_error_in_its_line() -> None:
+    fake = webapp()
+
+    with structlog.testing.capture_logs() as logged:
+        run = okt.reconcile(Hostless(), fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    [line] = [entry for entry in logged if entry["event"] == "reconciled"]
+    assert "status_error" not in line

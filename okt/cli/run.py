@@ -156,6 +156,14 @@ def _grace_period(value: float) -> float:
     return value
 
 
+def _qps(value: float | None) -> float | None:
+    """``--qps``, a finite number of requests a second: NaN passes every range check, and neither it nor infinity
+    makes a rate (their default burst, 2 x qps, was a traceback)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"a finite number of requests a second > 0, got {value}")
+    return value
+
+
 def _namespace_name(value: str) -> str:
     """A ``--namespace`` or ``--lease-namespace`` as the API server would take it, or one line saying why not.
 
@@ -605,6 +613,7 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     "--qps",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
+    callback=lambda _ctx, _param, value: _qps(value),
     help="Client-side limit of API requests per second (default: none, as controller-runtime).",
 )
 @click.option(

@@ -297,3 +297,14 @@ def test_a_webhook_option_beside_no_webhooks_is_a_usage_error(option: str, value
     code, out = invoke("run", "x.py", "--no-webhooks", option, value)
     assert code == 2
     assert f"Error: --no-webhooks and {option} exclude each other" in out
+
+
+@pytest.mark.parametrize(
+    "args", [("--qps", "nan"), ("--qps", "inf"), ("--qps", "1e400"), ("--qps", "nan", "--burst", "5")]
+)
+def test_a_qps_that_is_no_finite_number_is_a_usage_error(args: tuple[str, ...]) -> None:
+    # NaN passes the range check and infinity is above 0: the default burst (2 x qps) was a traceback, and NaN with
+    # --burst one from the rate limit.
+    code, out = invoke("run", "x.py", *args)
+    assert code == 2
+    assert out == f"Error: Invalid value for '--qps': a finite number of requests a second > 0, got {float(args[1])}\n"

@@ -86,6 +86,11 @@ def _server_version(client: kube_client.Client) -> str:
                 "the API server failed the first request, retrying", error=str(exc), retry_in=round(delay, 2)
             )
             time.sleep(delay)
+        except errors.Unauthorized as exc:  # it answered: what failed is who okt says it is
+            raise errors.ConfigurationError(
+                f"the Kubernetes API server refused okt's credentials: {exc}: check the token or client certificate "
+                "the kubeconfig (or the in-cluster service account) gives, which may have expired"
+            ) from exc
         except errors.ApiError as exc:
             raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
 

@@ -53,11 +53,15 @@ def _where(exc: BaseException) -> str:
     return where + ")"
 
 
+def _folder(path: object) -> errors.ConfigurationError:
+    return errors.ConfigurationError(
+        f"{path} is a folder, not an operator file: run the .py file in it (main.py, say), or the package with -m"
+    )
+
+
 def _import_file(path: pathlib.Path) -> types.ModuleType:
     if path.is_dir():
-        raise errors.ConfigurationError(
-            f"{path} is a folder, not an operator file: run the .py file in it (main.py, say), or the package with -m"
-        )
+        raise _folder(path)
     if not path.is_file():
         raise errors.ConfigurationError(f"no such operator file: {path}")
     directory = str(path.parent.resolve())
@@ -124,7 +128,12 @@ def shadowed_stdlib_module(target: str, *, as_module: bool = False) -> str | Non
 
 def load_module(target: str, *, as_module: bool = False) -> types.ModuleType:
     if not _is_file_target(target, as_module):
-        return _import_module(target)
+        module = _import_module(target)
+        # A folder without __init__.py in the working directory imports as a namespace package, which defines nothing:
+        # "okt run operator" said the folder "defines no okt.Reconciler subclass", "okt run operator/" that it is one.
+        if not as_module and getattr(module, "__file__", None) is None and pathlib.Path(target).is_dir():
+            raise _folder(target)
+        return module
     return _import_file(pathlib.Path(target))
 
 

@@ -290,3 +290,21 @@ def test_a_module_name_python_cannot_import_is_refused_as_such(
     assert str(raised.value) == (
         f"{given!r} is not a module name: dotted Python identifiers such as my_operator.main are expected"
     )
+
+
+@pytest.mark.parametrize("given", ["operator_folder", "operator_folder/"])
+def test_a_folder_without_init_given_as_the_operator_is_named_as_a_folder_with_or_without_its_slash(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # Without the slash it was imported as a namespace package: "operator_folder defines no okt.Reconciler subclass".
+    (tmp_path / "operator_folder").mkdir()
+    write(tmp_path / "operator_folder", "main.py", BASE)
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(errors.ConfigurationError) as raised:
+        loader.load_module(given)
+
+    assert str(raised.value) == (
+        f"{given.rstrip('/')} is a folder, not an operator file: run the .py file in it (main.py, say), or the package "
+        "with -m"
+    )

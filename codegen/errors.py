@@ -25,9 +25,10 @@ class CodegenError(Exception):
         return str(self)
 
 
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """One line out of PyYAML's multi-line report: the problem and where it is (1-based line and column)."""
+def yaml_problem(exc: yaml.YAMLError, first_line: int = 1) -> str:
+    """One line out of PyYAML's multi-line report: the problem and where it is (1-based line and column), the text
+    parsed starting at line ``first_line`` of its file."""
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         mark = exc.problem_mark
-        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+        return f"{exc.problem} (line {mark.line + first_line}, column {mark.column + 1})"
     return " ".join(str(exc).split())

@@ -54,6 +54,8 @@ class Manifest:
     path: Path
     text: str
     document: dict[str, Any]
+    first_line: int = 1
+    """The file's line number of the text's first line (leading blank lines and ``---`` markers are trimmed)."""
 
 
 def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
@@ -68,8 +70,8 @@ def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise errors.CodegenError(f"cannot read manifest {path}: {reason}") from exc
-    text = _trim(raw)
-    documents = _load_all(path, text)
+    text, first_line = _trim(raw)
+    documents = _load_all(path, text, first_line)
     if not documents:
         raise errors.CodegenError(f"manifest {path} is empty: expected one Kubernetes object")
     if len(documents) > 1:
@@ -81,7 +83,7 @@ def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
     if not isinstance(document, dict):
         raise errors.CodegenError(f"manifest {path} is not a Kubernetes object (expected a mapping at the top level)")
     _check_identity(path, document, spec)
-    return Manifest(path=path, text=text, document=document)
+    return Manifest(path=path, text=text, document=document, first_line=first_line)
 
 
 def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
@@ -89,7 +91,7 @@ def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     _check_jinja2(manifest)
     expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
     edited = _edit_lines(manifest.text, spec)
-    if edited is not None and _load_all(manifest.path, edited) == [expected]:
+    if edited is not None and _load_all(manifest.path, edited, manifest.first_line) == [expected]:
         return _comment_openers_escaped(edited)
     if _EXPRESSION.search(manifest.text):
         raise errors.CodegenError(
@@ -106,8 +108,9 @@ def _check_jinja2(manifest: Manifest) -> None:
         jinja2.Environment(autoescape=False).parse(_comment_openers_escaped(manifest.text))  # noqa: S701 - YAML
     except jinja2.TemplateSyntaxError as exc:
         problem = _OFFSET.sub("", exc.message or "")
+        line = exc.lineno + manifest.first_line - 1
         raise errors.CodegenError(
-            f"manifest {manifest.path}: line {exc.lineno}: not a Jinja2 expression ({problem}): okt renders the "
+            f"manifest {manifest.path}: line {line}: not a Jinja2 expression ({problem}): okt renders the "
             "manifest with Jinja2, so write a literal {{ as {{ '{{' }} (or set the value in mutate_with_cr)"
         ) from exc
 
@@ -148,12 +151,15 @@ def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindS
         )
 
 
-def _trim(raw: str) -> str:
+def _trim(raw: str) -> tuple[str, int]:
+    """The text okt keeps of ``raw`` (see the module's guarantees), and the line of ``raw`` it starts at."""
     # Only the line breaks of source text: str.splitlines() and str.rstrip() also take a value's U+2028 for a line
     # break and a no-break space for a blank, which YAML keeps as characters of the value.
     lines = [line.rstrip(" \t") for line in raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    first_line = 1
     while lines and (not lines[0] or _DOCUMENT_MARKER.match(lines[0])):
         lines.pop(0)
+        first_line += 1
     # A marker followed only by comments (a file's closing ``---`` and a note) starts a second, empty document:
     # the object renders fine, but a template of two documents does not. The markers go, the comments stay.
     tail = len(lines)
@@ -162,7 +168,7 @@ def _trim(raw: str) -> str:
     lines = lines[:tail] + [line for line in lines[tail:] if not _DOCUMENT_MARKER.match(line)]
     while lines and not lines[-1]:
         lines.pop()
-    return "\n".join(lines) + "\n" if lines else ""
+    return ("\n".join(lines) + "\n" if lines else ""), first_line
 
 
 def neutral(expression: str) -> str:
@@ -178,11 +184,11 @@ def neutralized(text: str) -> str:
     return _EXPRESSION.sub(lambda match: neutral(match.group(0)), text)
 
 
-def _load_all(path: Path, text: str) -> list[Any]:
+def _load_all(path: Path, text: str, first_line: int) -> list[Any]:
     try:
         return [document for document in yaml.safe_load_all(neutralized(text)) if document is not None]
     except yaml.YAMLError as exc:
-        raise errors.CodegenError(f"manifest {path} is not valid YAML: {errors.yaml_problem(exc)}") from exc
+        raise errors.CodegenError(f"manifest {path} is not valid YAML: {errors.yaml_problem(exc, first_line)}") from exc
 
 
 def _with_placeholders(

@@ -915,3 +915,30 @@ def test_the_docstrings_of_a_wrapper_with_long_names_keep_to_the_line_length(
 
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "---\n\n" + BASE + "metadata:\n  name: a\ndata:\n  alert: '{{ $labels.instance }} is down'\n",
+            "manifest manifests/config_map.yaml: line 8: not a Jinja2 expression (unexpected char '$')",
+            id="jinja2",
+        ),
+        pytest.param(
+            "---\n# the settings\n\n" + BASE + "metadata: [a\n",
+            "manifest manifests/config_map.yaml is not valid YAML: expected ',' or ']', but got '<stream end>' "
+            "(line 7, column 1)",
+            id="yaml",
+        ),
+    ],
+)
+def test_a_line_named_in_an_error_is_the_files_own_after_leading_markers_and_blank_lines(
+    text: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The leading "---" and blank lines, trimmed from the template, were left out of the count: the line named was
+    # another, earlier one of the file.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.CodegenError) as caught:
+        generate_in(tmp_path, "ConfigMap", manifest_text=text)
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -378,3 +378,35 @@ def test_okt_init_failing_after_importing_the_project_leaves_no_bytecode_behind(
     assert result.exit_code == 2, result.output
     assert "kustomization.yaml" in result.output
     assert list(target.iterdir()) == []
+
+
+def test_data_added_to_the_scaffolded_manifest_reaches_the_child_beside_the_message(project: Path) -> None:
+    manifest = project / "manifests" / "widget" / "configmap.yaml"
+    manifest.write_text(manifest.read_text().replace('  message: ""\n', '  message: ""\n  color: blue\n'))
+    generated = project / "my_operator" / "widget" / "resources" / "config_map_widget_gen.py"
+    lines = generated.read_text().splitlines()
+    start = lines.index("# Regenerate with:") + 1
+    end = next(index for index in range(start, len(lines)) if not lines[index].endswith("\\"))
+    command = [word for line in lines[start : end + 1] for word in line[3:].rstrip(" \\").split()]
+    regenerated = subprocess.run(
+        [sys.executable, "-m", "okt", *command[1:]], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert regenerated.returncode == 0, regenerated.stderr
+    script = (
+        "import okt\n"
+        "from okt.kube import kinds\n"
+        "from okt.testing import FakeClient\n"
+        "from my_operator.widget.reconciler import WidgetReconciler\n"
+        "kind = kinds.Kind('example.com/v1alpha1', 'Widget', 'widgets')\n"
+        "client = FakeClient(kinds=[kind])\n"
+        "client.put({'apiVersion': 'example.com/v1alpha1', 'kind': 'Widget',\n"
+        "            'metadata': {'name': 'w', 'namespace': 'ns'}, 'spec': {'message': 'hi'}})\n"
+        "run = okt.reconcile(WidgetReconciler(), client, None, 'ns', 'w', kind=kind)\n"
+        "assert run.outcome == okt.Outcome.done(), run.outcome\n"
+        "print(sorted(client.get(client.resolve('v1', 'ConfigMap'), 'w-widget', 'ns')['data'].items()))\n"
+    )
+
+    ran = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True, text=True, check=False)
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[-1] == "[('color', 'blue'), ('message', 'hi')]"

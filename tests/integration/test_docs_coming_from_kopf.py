@@ -40,8 +40,10 @@ TOPICS = (
     "daemons",
     "timers",
     "indexing",
+    "observed-generation",
 )
-"""Kopf's example topics in page order (admission is prose: a spec is refused by the schema and ``check``)."""
+"""Kopf's example topics in page order (admission is prose: a spec is refused by the schema and ``check``), then the
+snippets of the sections on what Kopf lacks."""
 _SNIPPET = re.compile(r"<!-- snippet: kopf (?P<topic>[\w-]+) -->\n```python\n(?P<code>.*?)\n```", re.S)
 
 
@@ -186,6 +188,29 @@ def check_indexing(scene: Scene) -> None:
     wait_for(lambda: scene.get("ex").get("status", {}).get("level") == "debug", timeout=20)
 
 
+def check_observed_generation(scene: Scene) -> None:
+    scene.create("ex")
+    wait_for(lambda: scene.ready("ex") == "True", timeout=20)
+    scene.kube.patch(scene.kind, "ex", {"spec": {"field": "changed"}}, scene.namespace)
+
+    def describes(generation: int) -> bool:
+        status = scene.get("ex").get("status") or {}
+        conditions = status.get("conditions") or []
+        return status.get("observedGeneration") == generation and any(c["type"] == "FieldSeen" for c in conditions)
+
+    wait_for(lambda: describes(2), timeout=20)
+    conditions = scene.get("ex")["status"]["conditions"]
+    assert {c["type"]: c.get("observedGeneration") for c in conditions} == {
+        "Ready": 2,
+        "Available": 2,
+        "Progressing": 2,
+        "Degraded": 2,
+        "FieldSeen": 2,
+        "ReconciliationSuccess": 2,
+    }
+    assert next(c for c in conditions if c["type"] == "FieldSeen")["message"] == "field=changed"
+
+
 CHECKS: dict[str, Callable[[Scene], None]] = {
     "minimal": check_minimal,
     "children": check_children,
@@ -198,6 +223,7 @@ CHECKS: dict[str, Callable[[Scene], None]] = {
     "daemons": check_daemons,
     "timers": check_timers,
     "indexing": check_indexing,
+    "observed-generation": check_observed_generation,
 }
 
 

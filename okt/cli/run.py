@@ -31,7 +31,7 @@ from okt.runtime import backoff
 
 if TYPE_CHECKING:
     from okt.reconciler import reconciler
-    from okt.runtime import webhook_server
+    from okt.runtime import manager, webhook_server
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -255,6 +255,51 @@ def _warn_missing_namespaces(client: kube_client.Client, namespaces: Sequence[st
             )
         except errors.ApiError:
             continue
+
+
+def _check_combinations(ctx: click.Context) -> None:
+    """Refuse the options of ``okt run`` that exclude each other or need another (the webhook ones aside).
+
+    Raises:
+        click.UsageError: naming the options.
+    """
+    options = ctx.params
+    if bool(options["target"]) == bool(options["module"]):
+        raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
+    if options["all_namespaces"] and options["namespaces"]:
+        raise click.UsageError("--all-namespaces and --namespace exclude each other")
+    if options["burst"] is not None and options["qps"] is None:
+        raise click.UsageError("--burst needs --qps")
+    if not options["leader_elect"] and (options["lease_name"] or options["lease_namespace"]):
+        option = "--lease-name" if options["lease_name"] else "--lease-namespace"
+        raise click.UsageError(f"{option} needs --leader-elect (without it no Lease is taken)")
+
+
+def _warn_shadowing(target: str | None, module: str | None) -> None:
+    """Warn of an operator file or module named like a module of Python's standard library, which it hides."""
+    shadowed = loader.shadowed_stdlib_module(module or target or "", as_module=bool(module))
+    if shadowed:
+        click.echo(
+            f"okt: warning: {module or target} shadows Python's standard module {shadowed!r} wherever its folder is "
+            "on sys.path (PYTHONPATH=/app in an image): rename it" + ("" if module else ", e.g. main.py"),
+            err=True,
+        )
+
+
+def _refuse_unclean_stop(mgr: manager.Manager, grace_period: float) -> None:
+    """Exit non-zero when the stop was not clean, so that a supervisor knows: the lease was lost, or work still ran
+    past the grace period (half-way through, maybe).
+
+    Raises:
+        click.ClickException: saying which.
+    """
+    if mgr.lost_leadership:
+        raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
+    if mgr.left_running:
+        raise click.ClickException(
+            f"stopped with {'; '.join(mgr.left_running)} still running after the {grace_period:g} s grace period "
+            "(--grace-period): they end with the process, wherever they were"
+        )
 
 
 def _check_webhook_options(ctx: click.Context) -> None:
@@ -704,26 +749,12 @@ def run_command(
     """Run the reconcilers defined in TARGET (a .py file) or in -m MODULE."""
     from okt.runtime import logs, manager
 
-    if bool(target) == bool(module):
-        raise click.UsageError("give exactly one of TARGET (a file) or -m MODULE")
-    if all_namespaces and namespaces:
-        raise click.UsageError("--all-namespaces and --namespace exclude each other")
-    if burst is not None and qps is None:
-        raise click.UsageError("--burst needs --qps")
-    if not leader_elect and (lease_name or lease_namespace):
-        option = "--lease-name" if lease_name else "--lease-namespace"
-        raise click.UsageError(f"{option} needs --leader-elect (without it no Lease is taken)")
+    _check_combinations(click.get_current_context())
     _check_webhook_options(click.get_current_context())
     _check_spelling(metrics_bind_address, selector)
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
-    shadowed = loader.shadowed_stdlib_module(module or target or "", as_module=bool(module))
-    if shadowed:
-        click.echo(
-            f"okt: warning: {module or target} shadows Python's standard module {shadowed!r} wherever its folder is "
-            "on sys.path (PYTHONPATH=/app in an image): rename it" + ("" if module else ", e.g. main.py"),
-            err=True,
-        )
+    _warn_shadowing(target, module)
     reconcilers: list[type[reconciler.Reconciler]] = []
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
@@ -792,13 +823,6 @@ def run_command(
         # collector's full collections took 0.13-0.23 s instead of 0.62 s.
         gc.freeze()
         mgr.run()
-        if mgr.lost_leadership:
-            raise click.ClickException("lost the leader lease; exiting so the operator restarts cleanly")
-        if mgr.left_running:
-            # A supervisor must know the stop was not clean: what still ran may have been half-way through its work.
-            raise click.ClickException(
-                f"stopped with {'; '.join(mgr.left_running)} still running after the {grace_period:g} s grace period "
-                "(--grace-period): they end with the process, wherever they were"
-            )
+        _refuse_unclean_stop(mgr, grace_period)
     except errors.OktError as exc:
         raise click.ClickException(_with_remedy(exc, reconcilers, module or target or "")) from exc

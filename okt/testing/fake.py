@@ -31,18 +31,20 @@ What it does as the API server does:
   change of a Deployment's annotations; ConfigMaps, Secrets, Services, PersistentVolumeClaims, RBAC objects and a
   few more kinds have no generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty
   ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
-* 404 :class:`~okt.errors.NotFound` for a missing object or an unknown kind, 409 :class:`~okt.errors.Conflict` for a
-  create of an existing object (``already_exists``), a stale ``metadata.resourceVersion`` in a patch (merge or JSON),
-  apply or update, a wrong uid or resourceVersion precondition on delete or a wrong uid in an update's body, an apply
-  that would create an object naming a uid; 500 :class:`~okt.errors.ServerError` for a create naming a
-  ``metadata.resourceVersion`` (a body copied from another object); 400 :class:`~okt.errors.BadRequest` for a patch that
-  renames its object; 422 :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but
-  none for a failed ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a
-  patch or an apply changes the uid, a write adds a finalizer to an object being deleted, an update of a custom resource
-  names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write
-  holds a name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
-  ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
-  ``clean up``, an owner reference without a uid, a second controller reference);
+* 404 :class:`~okt.errors.NotFound` for a missing object, :class:`~okt.errors.NotServed` (``404 page not found``) for
+  a kind not served, from every verb, as the client raises the API server's answer for a kind whose CRD is not
+  installed; 409 :class:`~okt.errors.Conflict` for a create of an existing object (``already_exists``), a stale
+  ``metadata.resourceVersion`` in a patch (merge or JSON), apply or update, a wrong uid or resourceVersion
+  precondition on delete or a wrong uid in an update's body, an apply that would create an object naming a uid; 500
+  :class:`~okt.errors.ServerError` for a create naming a ``metadata.resourceVersion`` (a body copied from another
+  object); 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422 :class:`~okt.errors.Invalid`
+  (with the API server's ``causes``, one per refused field — but none for a failed ``test``: okt tells a refused write
+  from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a
+  finalizer to an object being deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create
+  names no object (neither ``name`` nor ``generateName``), or a write holds a name, a label, an annotation, a
+  finalizer or an owner reference the API server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a
+  Service named ``1a``, a label value of 64 characters, a finalizer ``clean up``, an owner reference without a uid, a
+  second controller reference);
 * every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
   resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
   leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
@@ -313,8 +315,7 @@ class FakeClient(kube_client.Client):
     ) -> Iterator[tuple[builtins.list[dict[str, Any]], str]]:
         with self._lock:  # one page, from one snapshot, whatever ``page_size`` and ``paged`` ask
             self._count("list", kind.plural)
-            if (kind.api_version, kind.kind) not in self._served:
-                raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")
+            self._check_served(kind)
             try:
                 wanted = selectors.matcher(label_selector)
             except ValueError as exc:  # what the API server says of a selector it cannot read
@@ -331,6 +332,7 @@ class FakeClient(kube_client.Client):
         body = _received(obj)
         with self._lock:
             self._count("create", kind.plural)
+            self._check_served(kind)
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -402,6 +404,7 @@ class FakeClient(kube_client.Client):
         meta = body.get("metadata") or {}
         with self._lock:
             self._count("apply", _label(kind, subresource))
+            self._check_served(kind)
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
@@ -477,6 +480,7 @@ class FakeClient(kube_client.Client):
     ) -> bool:
         with self._lock:
             self._count("delete", kind.plural)
+            self._check_served(kind)
             key = _key(kind, name, namespace)
             live = self._objects.get(key)
             if live is None:
@@ -515,9 +519,20 @@ class FakeClient(kube_client.Client):
                 error = failure[2]
                 raise error() if callable(error) else error
 
-    def _existing(self, kind: kinds_mod.Kind, name: str, namespace: str | None) -> dict[str, Any]:
+    def _check_served(self, kind: kinds_mod.Kind) -> None:
+        """A kind not served is a path the API server does not serve: its answer is ``404 page not found`` with no
+        Status, which the client raises as :class:`okt.errors.NotServed` (``get_or_none()`` and ``delete()`` too: they
+        learnt nothing of the object)."""
         if (kind.api_version, kind.kind) not in self._served:
-            raise _error(404, "NotFound", f"the server could not find the requested resource ({kind.plural})")
+            raise errors.NotServed(
+                404,
+                "Not Found",
+                f"404 page not found (FakeClient serves no {kind.kind} in {kind.api_version}: name it in "
+                "FakeClient(kinds=[...]) or serve() it, as installing its CRD would)",
+            )
+
+    def _existing(self, kind: kinds_mod.Kind, name: str, namespace: str | None) -> dict[str, Any]:
+        self._check_served(kind)
         found = self._objects.get(_key(kind, name, namespace))
         if found is None:
             raise _error(404, "NotFound", f'{kind.plural} "{name}" not found')

@@ -274,6 +274,34 @@ def test_a_path_not_served_made_to_fail_reads_as_no_answer_about_the_object_as_t
     assert fake.get_or_none(GADGET, "g", "ns") is not None  # only the requests failed: the object is there
 
 
+UNSERVED = kinds.Kind("toys.example.com/v1", "Doohickey", "doohickeys")
+DOOHICKEY = {"apiVersion": UNSERVED.api_version, "kind": UNSERVED.kind, "metadata": {"name": "d", "namespace": "ns"}}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f: f.get_or_none(UNSERVED, "d", "ns"),
+        lambda f: f.delete(UNSERVED, "d", "ns"),
+        lambda f: f.get(UNSERVED, "d", "ns"),
+        lambda f: f.list(UNSERVED, "ns"),
+        lambda f: f.create(DOOHICKEY, UNSERVED),
+        lambda f: f.apply(DOOHICKEY, UNSERVED, field_manager="test"),
+        lambda f: f.patch(UNSERVED, "d", {"spec": {}}, "ns"),
+        lambda f: f.replace(UNSERVED, DOOHICKEY),
+    ],
+    ids=["get_or_none", "delete", "get", "list", "create", "apply", "patch", "replace"],
+)
+def test_a_kind_not_served_is_a_path_not_served_as_the_api_server_answers_it(fake: FakeClient, call: Any) -> None:
+    # The API server answers a kind whose CRD is not installed "404 page not found", which the client raises as
+    # NotServed, from get_or_none() and delete() too: they were told nothing of the object.
+    with pytest.raises(errors.NotServed) as refused:
+        call(fake)
+
+    assert str(refused.value).startswith("404 Not Found: 404 page not found (FakeClient serves no Doohickey in ")
+    assert "FakeClient(kinds=[...]) or serve() it" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("declared", "message"),
     [

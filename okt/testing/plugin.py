@@ -16,6 +16,10 @@ Fixtures:
     the same three for tests whose Pods must really run: a separate control plane with the local node
     (:mod:`okt.testing.node`). Where no node can run (no Docker daemon, not root, cgroup v2), a test asking for
     them is skipped with one line saying why; the rest of the suite still runs.
+
+Marker: ``integration``, declared here for the tests that talk to the control plane (``-m integration`` selects
+them, ``-m "not integration"`` leaves them out), so a project marks them without declaring it, under
+``--strict-markers`` too.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ import pytest
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import crds, envtest, node
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: needs the real local control plane (okt.testing)")
 
 
 @pytest.fixture(scope="session")

@@ -81,3 +81,30 @@ def test_the_fake_client_example_passes_against_the_sample(sample_on_path: None)
     exec(compile(code, where, "exec"), example.__dict__)
 
     example.test_a_memcached_gets_its_config_map_and_is_ready()
+
+
+def _operator_files() -> list[tuple[str, ast.expr, str]]:
+    """``(where, expression, code)`` of the operator file each ``OperatorProcess.okt_run(...)`` of the page runs."""
+    found = []
+    for where, code in BLOCKS:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "okt_run":
+                found.append((where, node.args[0], code))
+    return found
+
+
+@pytest.mark.parametrize(("where", "expression", "code"), _operator_files(), ids=lambda value: str(value)[:40])
+def test_the_operator_file_an_okt_run_example_names_is_the_samples_wherever_pytest_runs(
+    where: str, expression: ast.expr, code: str
+) -> None:
+    # The example is a test file in the sample's tests/: a relative path is read from pytest's working directory (the
+    # repository's root, a CI checkout), where there is no main.py — okt run exited with "no such operator file".
+    example = types.ModuleType("testing_page_example")
+    example.__file__ = str(SAMPLE / "tests" / "test_example.py")
+    tree = ast.parse(code)
+    tree.body = [node for node in tree.body if not isinstance(node, ast.FunctionDef)]
+    exec(compile(tree, where, "exec"), example.__dict__)
+
+    operator = pathlib.Path(eval(compile(ast.Expression(expression), where, "eval"), example.__dict__))
+
+    assert operator.is_absolute() and operator == SAMPLE / "main.py", operator

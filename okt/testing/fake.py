@@ -37,14 +37,16 @@ What it does as the API server does:
   ``metadata.resourceVersion`` in a patch (merge or JSON), apply or update, a wrong uid or resourceVersion
   precondition on delete or a wrong uid in an update's body, an apply that would create an object naming a uid; 500
   :class:`~okt.errors.ServerError` for a create naming a ``metadata.resourceVersion`` (a body copied from another
-  object); 400 :class:`~okt.errors.BadRequest` for a patch that renames its object; 422 :class:`~okt.errors.Invalid`
-  (with the API server's ``causes``, one per refused field — but none for a failed ``test``: okt tells a refused write
-  from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a write adds a
-  finalizer to an object being deleted, an update of a custom resource names no ``metadata.resourceVersion``, a create
-  names no object (neither ``name`` nor ``generateName``), or a write holds a name, a label, an annotation, a
-  finalizer or an owner reference the API server refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a
-  Service named ``1a``, a label value of 64 characters, a finalizer ``clean up``, an owner reference without a uid, a
-  second controller reference);
+  object); 400 :class:`~okt.errors.BadRequest` for a patch that renames its object, a create or an update whose body
+  is of another kind than its path addresses (or names none, for a custom kind: the API server takes a built-in kind's
+  from the path), 500 for such an apply (as Kubernetes 1.20 answers it); 422 :class:`~okt.errors.Invalid` (with the
+  API server's ``causes``, one per refused field — but none for a failed ``test``: okt tells a refused write from a
+  lost race by them) when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a patch changes the
+  ``apiVersion`` or ``kind``, a write adds a finalizer to an object being deleted, an update of a custom resource
+  names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write
+  holds a name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
+  ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
+  ``clean up``, an owner reference without a uid, a second controller reference);
 * every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
   resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
   leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
@@ -333,6 +335,7 @@ class FakeClient(kube_client.Client):
         with self._lock:
             self._count("create", kind.plural)
             self._check_served(kind)
+            _check_kind(kind, body)
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -405,6 +408,14 @@ class FakeClient(kube_client.Client):
         with self._lock:
             self._count("apply", _label(kind, subresource))
             self._check_served(kind)
+            if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
+                # Kubernetes 1.20 fails to merge the two types: an error of its own (500), not a 4xx.
+                raise _error(
+                    500,
+                    "InternalError",
+                    f"failed to merge config: expected objects of the same type, but got a {body.get('kind')} of "
+                    f"{body.get('apiVersion')} and a {kind.kind} of {kind.api_version}",
+                )
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
@@ -448,6 +459,7 @@ class FakeClient(kube_client.Client):
         with self._lock:
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
+            _check_kind(kind, body)
             if not meta.get("resourceVersion") and kinds_mod.builtin(kind.api_version, kind.kind) is None:
                 # Kubernetes' own kinds take an update without a version (last write wins); custom resources do not.
                 raise _invalid(
@@ -727,8 +739,34 @@ def _desired_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return desired
 
 
+def _check_kind(kind: kinds_mod.Kind, body: Mapping[str, Any]) -> None:
+    """The object a create or an update sends is of the kind its path addresses (400 otherwise: a template whose
+    ``kind`` is not its class's is refused on the server, not stored as another kind). The API server takes a body
+    naming neither ``apiVersion`` nor ``kind`` as the path's kind for Kubernetes' own kinds, not for a custom one."""
+    api_version, named = body.get("apiVersion"), body.get("kind")
+    builtin = kinds_mod.builtin(kind.api_version, kind.kind) is not None
+    if builtin and api_version is None and named is None:
+        return
+    if (api_version, named) != (kind.api_version, kind.kind):
+        version = str(api_version or kind.api_version).rpartition("/")[2]
+        detail = "" if api_version and named else f": Object '{'Kind' if not named else 'apiVersion'}' is missing"
+        raise _error(
+            400,
+            "BadRequest",
+            f'{named or kind.kind} in version "{version}" cannot be handled as a {kind.kind}{detail}',
+        )
+
+
 def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subresource: str | None) -> None:
-    """A patch cannot move its object to another name or namespace (400), nor change its uid (422)."""
+    """A patch cannot move its object to another name or namespace (400), nor change its uid (422) or its type
+    (422)."""
+    if (patched.get("apiVersion"), patched.get("kind")) != (live.get("apiVersion"), live.get("kind")):
+        raise _invalid(
+            "FieldValueInvalid",
+            "patch",
+            f"Invalid value: {json.dumps(patched.get('kind'))}: a {patched.get('kind')} of {patched.get('apiVersion')} "
+            f"cannot be handled as a {live.get('kind')} of {live.get('apiVersion')}",
+        )
     was, now = live["metadata"], patched.get("metadata") or {}
     for field in ("name", "namespace"):
         if now.get(field) != was.get(field):

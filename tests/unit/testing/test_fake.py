@@ -274,6 +274,80 @@ def test_a_path_not_served_made_to_fail_reads_as_no_answer_about_the_object_as_t
     assert fake.get_or_none(GADGET, "g", "ns") is not None  # only the requests failed: the object is there
 
 
+SECRET = kinds.BUILTIN[("v1", "Secret")]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda f: f.create({**gadget(), "kind": "Gizmo"}, GADGET),
+            errors.BadRequest,
+            '400 BadRequest: Gizmo in version "v1" cannot be handled as a Gadget',
+        ),
+        (
+            lambda f: f.create({"metadata": {"name": "s", "namespace": "ns"}, "kind": "Secret"}, kinds.CONFIG_MAP),
+            errors.BadRequest,
+            "400 BadRequest: Secret in version \"v1\" cannot be handled as a ConfigMap: Object 'apiVersion' is missing",
+        ),
+        (
+            lambda f: f.create({"metadata": {"name": "g", "namespace": "ns"}, "spec": {"size": 1}}, GADGET),
+            errors.BadRequest,
+            "400 BadRequest: Gadget in version \"v1\" cannot be handled as a Gadget: Object 'Kind' is missing",
+        ),
+        (
+            lambda f: f.replace(
+                kinds.CONFIG_MAP, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c", "namespace": "ns"}}
+            ),
+            errors.BadRequest,
+            '400 BadRequest: Secret in version "v1" cannot be handled as a ConfigMap',
+        ),
+        (
+            lambda f: f.apply(
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}},
+                kinds.CONFIG_MAP,
+                field_manager="test",
+            ),
+            errors.ServerError,
+            "500 InternalError: failed to merge config: expected objects of the same type, but got a Secret of v1 and "
+            "a ConfigMap of v1",
+        ),
+        (
+            lambda f: f.patch(kinds.CONFIG_MAP, "c", {"kind": "Secret"}, "ns"),
+            errors.Invalid,
+            "422 Invalid: patch: invalid value: a Secret of v1 cannot be handled as a ConfigMap of v1",
+        ),
+    ],
+    ids=[
+        "create-another-kind",
+        "create-built-in-without-api-version",
+        "create-custom-without-kind",
+        "replace",
+        "apply",
+        "patch",
+    ],
+)
+def test_a_body_of_another_kind_than_its_path_addresses_is_refused_as_the_api_server_refuses_it(
+    fake: FakeClient, call: Any, error: type[errors.ApiError], message: str
+) -> None:
+    # It was stored as the body's kind (a Secret made through the ConfigMaps' path), or the stored ConfigMap became
+    # a Secret: a template whose kind is not its class's passed here and was refused on the server.
+    fake.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}})
+
+    with pytest.raises(error) as refused:
+        call(fake)
+
+    assert str(refused.value) == message
+    assert fake.objects(SECRET) == [] and fake.objects(GADGET) == []
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["kind"] == "ConfigMap"  # type: ignore[index]
+
+
+def test_a_body_of_a_built_in_kind_naming_no_type_is_taken_as_the_kind_of_its_path(fake: FakeClient) -> None:
+    created = fake.create({"metadata": {"name": "c", "namespace": "ns"}, "data": {"a": "1"}}, kinds.CONFIG_MAP)
+
+    assert (created["apiVersion"], created["kind"]) == ("v1", "ConfigMap")
+
+
 UNSERVED = kinds.Kind("toys.example.com/v1", "Doohickey", "doohickeys")
 DOOHICKEY = {"apiVersion": UNSERVED.api_version, "kind": UNSERVED.kind, "metadata": {"name": "d", "namespace": "ns"}}
 

@@ -353,7 +353,7 @@ class FakeClient(kube_client.Client):
                 raise _error(500, "InternalError", "resourceVersion should not be set on objects to be created")
             key = _key(kind, meta.get("name", ""), meta.get("namespace"))
             if key in self._objects:
-                raise _error(409, "AlreadyExists", f'{kind.plural} "{key[3]}" already exists')
+                raise _error(409, "AlreadyExists", f'{_resource(kind)} "{key[3]}" already exists')
             # The server sets the identity itself: a body copied from another object (a Secret copied into another
             # namespace) gets its own uid (but one naming its resourceVersion was refused above).
             for field in _SET_BY_SERVER:
@@ -387,7 +387,7 @@ class FakeClient(kube_client.Client):
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
             # The version the patched object names is the update's precondition, whichever patch set it.
-            _check_version(live, changed)
+            _check_version(kind, live, changed)
             _check_identity(live, changed, subresource)
             written = self._write(live, changed, subresource)
             self._own(_key(kind, name, namespace), live, written, _UPDATE)
@@ -419,7 +419,7 @@ class FakeClient(kube_client.Client):
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
-                raise _error(404, "NotFound", f'{kind.plural} "{meta["name"]}" not found')
+                raise _error(404, "NotFound", f'{_resource(kind)} "{meta["name"]}" not found')
             writer = ("Apply", field_manager, subresource or "")
             schema = self._schema(kind.api_version, kind.kind)
             applied = patching.fields(_scope(body, subresource), schema)
@@ -428,8 +428,8 @@ class FakeClient(kube_client.Client):
                     raise _error(
                         409,
                         "Conflict",
-                        f'Operation cannot be fulfilled on {kind.plural} "{meta["name"]}": uid mismatch: the provided '
-                        f"object specified uid {meta['uid']}, and no existing object was found",
+                        f'Operation cannot be fulfilled on {_resource(kind)} "{meta["name"]}": uid mismatch: the '
+                        f"provided object specified uid {meta['uid']}, and no existing object was found",
                     )
                 created = {k: v for k, v in body.items() if k != "status"}
                 for field in _SET_BY_SERVER:
@@ -441,7 +441,7 @@ class FakeClient(kube_client.Client):
                 created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 self._own(key, {}, created, writer, applied)
                 return created
-            _check_version(live, body)
+            _check_version(kind, live, body)
             if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
                 detail = f"Invalid value: {json.dumps(meta['uid'])}: field is immutable"
                 raise _invalid("FieldValueInvalid", "metadata.uid", detail)
@@ -467,7 +467,7 @@ class FakeClient(kube_client.Client):
                     "metadata.resourceVersion",
                     "Invalid value: 0x0: must be specified for an update",
                 )
-            _check_version(live, body)
+            _check_version(kind, live, body)
             if meta.get("uid") and meta["uid"] != live["metadata"].get("uid"):
                 # The body's uid is a precondition of an update: it names another incarnation of the object.
                 raise _error(
@@ -547,7 +547,7 @@ class FakeClient(kube_client.Client):
         self._check_served(kind)
         found = self._objects.get(_key(kind, name, namespace))
         if found is None:
-            raise _error(404, "NotFound", f'{kind.plural} "{name}" not found')
+            raise _error(404, "NotFound", f'{_resource(kind)} "{name}" not found')
         return found
 
     def _key_of(self, obj: Mapping[str, Any]) -> _Key:
@@ -681,6 +681,13 @@ def _key(kind: kinds_mod.Kind, name: str, namespace: str | None) -> _Key:
     return (kind.api_version, kind.kind, (namespace or "") if kind.namespaced else "", name)
 
 
+def _resource(kind: kinds_mod.Kind) -> str:
+    """The resource as the API server names it in its messages: qualified by its group, but for the core group's
+    (``configmaps``, ``deployments.apps``, ``memcacheds.cache.example.com``)."""
+    group = kind.api_version.rpartition("/")[0]
+    return f"{kind.plural}.{group}" if group else kind.plural
+
+
 def _label(kind: kinds_mod.Kind, subresource: str | None) -> str:
     return f"{kind.plural}/{subresource}" if subresource else kind.plural
 
@@ -795,12 +802,14 @@ def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         )
 
 
-def _check_version(live: Mapping[str, Any], body: Any) -> None:
-    """A body naming a ``metadata.resourceVersion`` other than the stored one is a conflict (optimistic locking)."""
+def _check_version(kind: kinds_mod.Kind, live: Mapping[str, Any], body: Any) -> None:
+    """A body naming a ``metadata.resourceVersion`` other than the stored one is a conflict (optimistic locking),
+    said as the API server says it."""
     wanted = ((body or {}).get("metadata") or {}).get("resourceVersion") if isinstance(body, Mapping) else None
     if wanted and wanted != live["metadata"].get("resourceVersion"):
         raise _error(
             409,
             "Conflict",
-            "the object has been modified; please apply your changes to the latest version and try again",
+            f'Operation cannot be fulfilled on {_resource(kind)} "{live["metadata"].get("name")}": the object has been '
+            "modified; please apply your changes to the latest version and try again",
         )

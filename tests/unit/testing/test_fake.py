@@ -274,6 +274,34 @@ def test_a_path_not_served_made_to_fail_reads_as_no_answer_about_the_object_as_t
     assert fake.get_or_none(GADGET, "g", "ns") is not None  # only the requests failed: the object is there
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda f: f.get(GADGET, "missing", "ns"), '404 NotFound: gadgets.toys.example.com "missing" not found'),
+        (lambda f: f.get(DEPLOYMENT, "missing", "ns"), '404 NotFound: deployments.apps "missing" not found'),
+        (lambda f: f.get(kinds.CONFIG_MAP, "missing", "ns"), '404 NotFound: configmaps "missing" not found'),
+        (lambda f: f.create(gadget()), '409 AlreadyExists: gadgets.toys.example.com "g" already exists'),
+        (
+            lambda f: f.patch(GADGET, "g", {"metadata": {"resourceVersion": "1"}}, "ns", subresource="status"),
+            '409 Conflict: Operation cannot be fulfilled on gadgets.toys.example.com "g": the object has been '
+            "modified; please apply your changes to the latest version and try again",
+        ),
+    ],
+    ids=["custom", "apps", "core", "already-exists", "stale"],
+)
+def test_a_refusal_names_the_resource_qualified_by_its_group_as_the_api_server_does(
+    fake: FakeClient, call: Any, message: str
+) -> None:
+    # The API server says deployments.apps "x" and gadgets.toys.example.com "x" (configmaps "x" for the core group):
+    # a test asserting on the message it would see on a cluster failed here, where the plural stood alone.
+    fake.create(gadget())
+
+    with pytest.raises(errors.ApiError) as refused:
+        call(fake)
+
+    assert str(refused.value) == message
+
+
 SECRET = kinds.BUILTIN[("v1", "Secret")]
 
 

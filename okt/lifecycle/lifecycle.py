@@ -412,16 +412,13 @@ class Lifecycle(Generic[P]):
         detail = f": {move.message}" if move.message else ""
         self._report(ctx, move.dest, move.reason, f"{_head(move.dest)} ({origin}){detail}")
         forced = " (forced)" if move.forced else ""
-        # Recorded once a write stored the move (okt.reconciler.report.write_status), not before: a move the API
-        # server refuses, or one lost to another writer, is not announced.
+        # Announced once a write stored the move (okt.reconciler.report.write_status), not before: a move the API
+        # server refuses, or one lost to another writer, is neither an Event nor a log line.
         told = f"phase {move.source.value} -> {move.dest.value}{forced}{detail}"
-        ctx.bookkeeping.moves_to_announce.append((move.reason, told))
-        ctx.log.info(
-            "lifecycle moved",
-            phase=str(move.dest.value),
-            previous=str(move.source.value),
-            reason=move.reason,
-            forced=move.forced,
+        ctx.bookkeeping.moves_to_announce.append(
+            bookkeeping.MoveAnnouncement(
+                move.reason, told, str(move.dest.value), str(move.source.value), forced=move.forced
+            )
         )
 
     def _report(self, ctx: context_mod.Context, phase: P, reason: str, message: str) -> None:

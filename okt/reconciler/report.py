@@ -625,8 +625,11 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None,
     if not refused_move:  # the annotations are still to be written: the move, the count
         keeping.written()  # a later write of this reconcile (the report after a flush) sends none of it again
         # A phase move is announced once it is stored: one refused or lost to a conflict never happened.
-        for reason, message in keeping.moves_to_announce:
-            ctx.event(events.NORMAL, reason, message)
+        for move in keeping.moves_to_announce:
+            ctx.event(events.NORMAL, move.reason, move.message)
+            ctx.log.info(
+                "lifecycle moved", phase=move.phase, previous=move.previous, reason=move.reason, forced=move.forced
+            )
         keeping.moves_to_announce.clear()
     ctx.conditions.written()  # and counts its conditions' transitions from what this one stored
     ctx.results.add(Operation.STATUS_UPDATED if written is not None else Operation.STATUS_UNCHANGED, ctx.cr.name)

@@ -32,6 +32,7 @@ and the retry goes on from the phase the annotation holds).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import json
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,18 @@ class Persistence(enum.StrEnum):
 
     STATUS = "status"
     ANNOTATIONS = "annotations"
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveAnnouncement:
+    """A phase move of a reconcile, as it is announced once stored: the Normal Event (``reason``, ``message``) and
+    the ``lifecycle moved`` log line (``phase``, ``previous``, ``reason``, ``forced``)."""
+
+    reason: str
+    message: str
+    phase: str
+    previous: str
+    forced: bool
 
 
 class Bookkeeping:
@@ -67,9 +80,9 @@ class Bookkeeping:
         # The API server's refusal of this reconcile's phase move, once refused: the later writes of the reconcile
         # send nothing but the ErrorManager's report of it (see okt.reconciler.report.write_status).
         self.phase_refused: Exception | None = None
-        # The Normal Events of this reconcile's phase moves, (reason, message), recorded once a write stored the move
-        # (see okt.reconciler.report.write_status): a move refused or lost is not announced.
-        self.moves_to_announce: list[tuple[str, str]] = []
+        # This reconcile's phase moves, announced (a Normal Event, a log line) once a write stored the move (see
+        # okt.reconciler.report.write_status): a move refused or lost is not announced.
+        self.moves_to_announce: list[MoveAnnouncement] = []
         self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept

@@ -102,7 +102,7 @@ class Recorder:
 
 def said(ctx: Any, recorder: Recorder) -> list[tuple[str, str, str]]:
     """The Events recorded, then those of the phase moves, recorded once a write stores the move (none here)."""
-    return [*recorder.events, *(("Normal", reason, message) for reason, message in ctx.bookkeeping.moves_to_announce)]
+    return [*recorder.events, *(("Normal", move.reason, move.message) for move in ctx.bookkeeping.moves_to_announce)]
 
 
 class NoReader:
@@ -605,6 +605,26 @@ def test_a_move_whose_write_failed_before_a_quiet_give_up_is_retried_until_it_is
 
     assert again.outcome == results_mod.Outcome.give_up("waiting")
     assert (fake.stored(KIND, "demo", "ns") or {})["status"]["okt"]["phase"] == "Provisioning"
+
+
+def test_a_move_is_logged_once_it_is_written_not_at_each_refused_try() -> None:
+    fake = FakeClient(kinds=[KIND], objects=[app()])
+    reconciler = cast(reconciler_mod.Reconciler, GivingUp())
+    fake.fail("apply", "apps/status", errors.ApiError.from_status(500, "InternalError", "etcd is away"))
+
+    with structlog.testing.capture_logs() as refused:
+        core.reconcile(reconciler, fake, None, "ns", "demo")
+    with structlog.testing.capture_logs() as written:
+        core.reconcile(reconciler, fake, None, "ns", "demo")
+
+    assert [line for line in refused if line["event"] == "lifecycle moved"] == []
+    (moved,) = [line for line in written if line["event"] == "lifecycle moved"]
+    assert (moved["phase"], moved["previous"], moved["reason"], moved["forced"]) == (
+        "Provisioning",
+        "Pending",
+        "Provisioning",
+        False,
+    )
 
 
 def test_an_exception_in_a_guard_propagates_and_keeps_earlier_moves() -> None:

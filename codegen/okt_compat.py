@@ -3,7 +3,8 @@
 Why it exists: OKT users know ``okt-gen-resource -type=ConfigMap -kind=MyKind -group=demo -version=v1alpha1
 -path=DIR manifest.yaml`` (Go's single-dash flags). This entry point accepts that spelling — ``-flag=value``,
 ``-flag value`` and the double-dash forms — and runs the same ``okt gen resource`` command, so existing scripts and
-habits keep working. OKT's ``-path`` is okt's ``--out``.
+habits keep working. OKT's ``-path`` is okt's ``--out``; OKT's own value for it, the operator's Go import path
+(``-path=github.com/example/memcached-operator``: OKT wrote its files into the current folder), is refused.
 
 Guarantees: a translated command behaves exactly like ``okt gen resource`` (same files, same messages, exit status
 2 on any error); arguments that are not flags pass through untouched, and so do a flag's value given apart (``-path
@@ -12,6 +13,7 @@ Guarantees: a translated command behaves exactly like ``okt gen resource`` (same
 
 from __future__ import annotations
 
+import pathlib
 import re
 import sys
 from collections.abc import Sequence
@@ -39,6 +41,9 @@ SWITCHES = {"list": "--list", "h": "--help", "help": "--help"}
 GO_SPELLING = {option: f"-{name}" for name, option in FLAGS.items() if name != "out"}
 """``okt gen resource`` option -> the OKT flag an error names it by when it was not typed (a missing option)."""
 
+_GO_IMPORT_PATH = re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/.+")
+"""A Go import path: a domain for first element (``github.com/...``, ``okt.op.orange/example``)."""
+
 _OPTION = re.compile(r"--(?:type|kind|group|version|out|dictionary|crd)\b")
 
 
@@ -53,12 +58,15 @@ def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> 
         click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), or a flag that takes one last
             with none after it (``-path``), named as it was typed (click named the option it was translated to,
             ``--out``).
+        click.BadParameter: ``-path`` given a Go import path, as OKT's generator took it (see
+            :func:`_check_path`).
     """
     translated: list[str] = []
     value_next = False  # the argument is the value of the flag before it (``-path DIR``): taken as it is, as Go does
     for index, argument in enumerate(arguments):
         name, has_value, value = argument.lstrip("-").partition("=")
         if value_next:
+            _check_path(arguments[index - 1], argument)
             translated.append(argument)
             value_next = False
         elif argument == "--":
@@ -66,6 +74,8 @@ def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> 
         elif not argument.startswith("-") or argument == "-":
             translated.append(argument)
         elif name in FLAGS:
+            if has_value:
+                _check_path(argument.partition("=")[0], value)
             translated += [f"{FLAGS[name]}={value}"] if has_value else [FLAGS[name]]
             if typed is not None:
                 typed[FLAGS[name]] = argument.partition("=")[0]
@@ -82,6 +92,26 @@ def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> 
         flag = arguments[-1]
         raise click.BadOptionUsage(flag, f"Option '{flag}' requires an argument.")
     return translated
+
+
+def _check_path(flag: str, value: str) -> None:
+    """Refuse OKT's ``-path`` value, the operator's Go import path, given to ``flag`` (``-path``, ``--path``).
+
+    Taken for okt's ``--out``, ``-path=okt.op.orange/example`` (OKT's own example) wrote into a new folder
+    ``okt.op.orange/example/``, which no Python imports as a package, where OKT wrote into the current folder. A value
+    whose first element is a folder that exists (``my.project/resources``) is a folder, and kept.
+
+    Raises:
+        click.BadParameter: ``value`` is a Go import path (a domain for first element) and no such folder exists.
+    """
+    first = value.partition("/")[0]
+    if flag.lstrip("-") != "path" or not _GO_IMPORT_PATH.fullmatch(value) or pathlib.Path(first).is_dir():
+        return
+    raise click.BadParameter(
+        f"{value!r} is a Go import path (OKT's -path named the operator's Go package; its files went to the current"
+        " folder): name the folder to write into with -out (default: resources)",
+        param_hint=f"'{flag}'",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -146,3 +146,44 @@ def test_an_option_okt_gen_resource_names_in_its_error_is_named_as_typed_or_in_o
     assert run(arguments) == 2
     assert capsys.readouterr() == ("", f"Error: {said}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param(["-path=okt.op.orange/example"], id="okt-s-own-makefile"),
+        pytest.param(["-path", "github.com/example/memcached_operator"], id="separate-value"),
+        pytest.param(["--path=github.com/example/memcached_operator"], id="double-dashed"),
+        pytest.param(["-path=example.com/op/api/v1alpha1"], id="the-api-package"),
+    ],
+)
+def test_okt_s_go_import_path_given_as_path_is_refused_and_writes_nothing(
+    arguments: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OKT's -path is the operator's Go import path; OKT wrote its files into the current folder. Taken for okt's
+    # --out, OKT's own example made a folder okt.op.orange/example/ (not a package Python imports) and wrote there.
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    common = ["-type=ConfigMap", "-kind=Memcached", "-group=cache", "-version=v1alpha1"]
+    assert run([*common, *arguments, "manifests/config_map.yaml"]) == 2
+    flag, _, value = arguments[-1].rpartition("=") if "=" in arguments[-1] else (arguments[0], "", arguments[1])
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()) == ("", [f"Error: Invalid value for '{flag}': {value!r} is a Go import path{MEANT}"])
+    assert [path.name for path in tmp_path.iterdir()] == ["manifests"]
+
+
+MEANT = (
+    " (OKT's -path named the operator's Go package; its files went to the current folder):"
+    " name the folder to write into with -out (default: resources)"
+)
+
+
+def test_a_path_with_a_dot_that_is_a_folder_is_written_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(MANIFESTS, tmp_path / "manifests")
+    (tmp_path / "my.project").mkdir()
+    common = ["-type=ConfigMap", "-kind=Memcached", "-group=cache", "-version=v1alpha1"]
+    assert run([*common, "-path=my.project/resources", "manifests/config_map.yaml"]) == 0
+    assert "written  my.project/resources/config_map_memcached_gen.py" in capsys.readouterr().out

@@ -32,6 +32,7 @@ import numbers
 from typing import Self
 
 from okt import errors
+from okt.resources import resource as resource_mod
 
 #: The longest requeue or retry delay, in seconds (6 hours).
 MAX_DELAY = 6 * 3600
@@ -118,6 +119,10 @@ class Entry:
     delay: float | None = None
 
     def __post_init__(self) -> None:
+        if self.resource is not None and not isinstance(self.resource, str):
+            raise TypeError(
+                f"an entry's resource must be a str (its key) or an okt.Resource, not {type(self.resource).__name__}"
+            )
         _check_delay(self.delay, "delay")
         if self.operation.is_error and self.error is None:
             raise ValueError(f"a {self.operation.value!r} entry needs the error")
@@ -224,18 +229,24 @@ class Results:
     def add(
         self,
         operation: Operation,
-        resource: str | None = None,
+        resource: str | resource_mod.Resource | None = None,
         error: BaseException | None = None,
         delay: float | None = None,
     ) -> Entry:
         """Record one operation and return its entry.
 
+        ``resource`` is what it concerns: its key (``"ConfigMap/default/cache"``), or the :class:`okt.Resource`
+        itself, recorded by its key (OKT's ``AddOp(res, ...)``).
+
         Raises:
+            TypeError: ``resource`` is neither a str nor an :class:`okt.Resource`.
             ValueError: the arguments contradict each other (see :class:`Entry`), or ``operation`` is ``GIVE_UP``
                 (use :meth:`give_up`, which keeps the give-up sticky).
         """
         if operation is Operation.GIVE_UP:
             raise ValueError("record a give-up with Results.give_up()")
+        if isinstance(resource, resource_mod.Resource):
+            resource = resource.describe()
         return self._append(Entry(operation, resource, error, delay))
 
     def give_up(self, reason: str, alarming: bool = False, error: BaseException | None = None) -> Entry:

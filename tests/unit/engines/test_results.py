@@ -2,6 +2,7 @@ import dataclasses
 
 import pytest
 
+import okt
 from okt import errors
 from okt.engines.results import MAX_DELAY, Entry, Operation, Outcome, OutcomeKind, Results
 
@@ -88,6 +89,21 @@ def test_add_returns_the_recorded_entry_in_order() -> None:
     second = results.add(Operation.UNCHANGED, "v1/Service ns/a", delay=10)
     assert results.entries == (first, second)
     assert second == Entry(Operation.UNCHANGED, "v1/Service ns/a", None, 10)
+
+
+def test_add_takes_the_resource_itself_as_okt_s_addop_does_and_records_its_key() -> None:
+    # OKT's engine.Results.AddOp(res, ...) is ctx.results.add(op, res, ...): the wrapper was stored as it was, where
+    # every other entry holds its key, and mypy refused the call the migration guide gives.
+    cr = okt.CustomResource({"apiVersion": "demo.example.com/v1", "kind": "MyKind", "metadata": {"name": "a"}})
+    res = okt.MutableResource(cr, name="a-data1", namespace="ns", body={"apiVersion": "v1", "kind": "ConfigMap"})
+    entry = Results().add(Operation.REGISTRATION_ABORTED, res, _boom())
+    assert entry.resource == "ConfigMap/ns/a-data1"
+
+
+@pytest.mark.parametrize("resource", [42, b"v1/ConfigMap ns/a", ("ConfigMap", "a")])
+def test_an_entry_refuses_a_resource_that_is_not_its_key(resource: object) -> None:
+    with pytest.raises(TypeError, match=r"resource must be a str \(its key\) or an okt.Resource, not "):
+        Results().add(Operation.CREATED, resource)  # type: ignore[arg-type]
 
 
 def test_a_give_up_cannot_be_added_as_a_plain_entry() -> None:

@@ -58,6 +58,8 @@ def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> 
         click.BadOptionUsage: a Go flag without a value given one (``-list=yes``), or a flag that takes one last
             with none after it (``-path``), named as it was typed (click named the option it was translated to,
             ``--out``).
+        click.UsageError: a flag written without its dash (``version=v1alpha1``, as OKT's README has it), which was
+            taken for the manifest, and the manifest named as an extra argument.
         click.BadParameter: ``-path`` given a Go import path, as OKT's generator took it (see
             :func:`_check_path`).
     """
@@ -71,6 +73,10 @@ def translate(arguments: Sequence[str], typed: dict[str, str] | None = None) -> 
             value_next = False
         elif argument == "--":
             return [*translated, *arguments[index:]]
+        elif not argument.startswith("-") and has_value and name in FLAGS:
+            raise click.UsageError(
+                f"{argument!r} is not a flag: did you mean '-{argument}'? (a file of that name: after --)"
+            )
         elif not argument.startswith("-") or argument == "-":
             translated.append(argument)
         elif name in FLAGS:

@@ -187,3 +187,19 @@ def test_a_path_with_a_dot_that_is_a_folder_is_written_into(
     common = ["-type=ConfigMap", "-kind=Memcached", "-group=cache", "-version=v1alpha1"]
     assert run([*common, "-path=my.project/resources", "manifests/config_map.yaml"]) == 0
     assert "written  my.project/resources/config_map_memcached_gen.py" in capsys.readouterr().out
+
+
+def test_a_flag_written_without_its_dash_is_named_with_the_flag_meant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OKT's README writes "version=<operator-api-version>": taken for the manifest, the real manifest was said to be
+    # "Got unexpected extra argument (m.yaml)", which named neither the mistake nor the flag.
+    monkeypatch.chdir(tmp_path)
+    assert run(["-type=ConfigMap", "-kind=MyKind", "-group=demo", "version=v1alpha1", "-path=out", "m.yaml"]) == 2
+    said = "'version=v1alpha1' is not a flag: did you mean '-version=v1alpha1'? (a file of that name: after --)"
+    assert capsys.readouterr() == ("", f"Error: {said}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_argument_after_dashes_that_looks_like_a_flag_is_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert okt_compat.translate(["-type=Pod", "--", "version=1.yaml"]) == ["--type=Pod", "--", "version=1.yaml"]

@@ -14,8 +14,10 @@ Guarantees:
   once, the next ones wait to be accepted (in the listen backlog) until one ends, so a storm of connections costs no
   more threads, and when one waits for its slot a silent connection (new, nothing sent) is closed for it, else one
   kept alive between requests, never one with a request in flight; a request not answered within the request
-  timeout of its first byte (a client trickling a body it never finishes) has its connection cut, so no client
-  holds a thread for ever (a hook that does not return does: :meth:`Server.held_past_deadline` counts those);
+  timeout of its first byte (a client trickling a body it never finishes), or within the ``timeout`` its caller
+  gives in the URL when sooner (the API server's ``?timeout=10s``: past it, it has given up), has its connection
+  cut, so no client holds a thread for ever (a hook that does not return does: :meth:`Server.held_past_deadline`
+  counts those, and the log names the review, once cut and once answered to no one);
 * once closing, the server answers nothing more, not even on a connection kept alive (the reviews in flight are
   answered first, each within its request timeout), and a connection still in its TLS handshake is cut;
 * an unknown path is a ``404``; a body refused by :mod:`okt.runtime.webhook_reviews` a ``400`` or ``413``; bodies
@@ -34,12 +36,14 @@ import contextlib
 import http.server
 import io
 import json
+import re
 import select
 import socket
 import ssl
 import threading
 import time
 import traceback
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -110,6 +114,8 @@ class Server(http.server.ThreadingHTTPServer):
         self.drained = threading.Condition(self.connections_lock)
         self.closing = False
         self.deadlines: dict[socket.socket, float] = {}
+        self.timeouts: dict[socket.socket, float] = {}  # the seconds each request in flight has, from its first byte
+        self.judged: dict[socket.socket, dict[str, Any]] = {}  # the reviews whose hooks run: what the log names
         self.fresh: dict[socket.socket, float] = {}  # in its handshake or waiting for its first request: since when
         self.idle: dict[socket.socket, float] = {}  # kept alive after a request, waiting for the next: since when
         # Cut past their request timeout while their review is still judged: a hook that does not return keeps its
@@ -197,11 +203,33 @@ class Server(http.server.ThreadingHTTPServer):
             if self.closing:
                 return False
             self.deadlines[connection] = time.monotonic() + self.request_timeout
+            self.timeouts[connection] = self.request_timeout
             return True
+
+    def caller_gives_up(self, connection: socket.socket, seconds: float) -> None:
+        """The caller of the request on ``connection`` waits ``seconds`` from its first byte (the API server's
+        ``?timeout=``): its deadline, when sooner than the request timeout. Past it no one reads the answer, and a
+        stopping server waiting for it would wait for no one."""
+        with self.connections_lock:
+            deadline = self.deadlines.get(connection)
+            if deadline is not None and seconds < self.timeouts[connection]:
+                self.deadlines[connection] = deadline - self.timeouts[connection] + seconds
+                self.timeouts[connection] = seconds
+
+    def judging(self, connection: socket.socket, review: dict[str, Any] | None) -> bool:
+        """The review on ``connection`` is being judged (``review``: what the log may name of it), or is no more
+        (``None``); True when its connection was cut meanwhile, past its deadline: its answer reaches no one."""
+        with self.connections_lock:
+            if review is None:
+                self.judged.pop(connection, None)
+            else:
+                self.judged[connection] = review
+            return connection in self.overdue
 
     def end_request(self, connection: socket.socket) -> None:
         with self.connections_lock:
             self.deadlines.pop(connection, None)
+            self.timeouts.pop(connection, None)
             self.idle[connection] = time.monotonic()
             self.drained.notify_all()
 
@@ -220,13 +248,24 @@ class Server(http.server.ThreadingHTTPServer):
         while not self.closed.wait(interval):
             now = time.monotonic()
             with self.connections_lock:
-                overdue = [connection for connection, deadline in self.deadlines.items() if deadline <= now]
-                for connection in overdue:
+                overdue = [
+                    (connection, self.timeouts.get(connection, self.request_timeout), self.judged.get(connection))
+                    for connection, deadline in self.deadlines.items()
+                    if deadline <= now
+                ]
+                for connection, *_ in overdue:
                     del self.deadlines[connection]
-                self.overdue.update(overdue)
+                    self.overdue.add(connection)
                 self.drained.notify_all()
-            for connection in overdue:
-                _log.debug("a webhook request passed its timeout: its connection is cut", timeout=self.request_timeout)
+            for connection, seconds, review in overdue:
+                if review is None:  # a client slow to send its request: the client's problem, not the operator's
+                    _log.debug("a webhook request passed its timeout: its connection is cut", timeout=seconds)
+                else:  # a hook that has not returned: the API server has given up on it and applies its policy
+                    _log.warning(
+                        "a webhook review was not answered within its timeout: its connection is cut, its hook runs on",
+                        timeout=seconds,
+                        **review,
+                    )
                 with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
 
@@ -261,6 +300,7 @@ class Server(http.server.ThreadingHTTPServer):
                 self.fresh.pop(wrapped, None)
                 self.idle.pop(wrapped, None)
                 self.overdue.discard(wrapped)
+                self.judged.pop(wrapped, None)
             # shutdown_request closes the raw socket; the TLS wrapper must be closed too.
             wrapped.close()
 
@@ -299,7 +339,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.end_request(self.connection)
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
+        seconds = caller_timeout(query)
+        if seconds is not None:
+            self.server.caller_gives_up(self.connection, seconds)
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -343,6 +386,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return 400, {"error": str(exc)}
         if not isinstance(body, dict):
             return 400, {"error": "the body is not a JSON object"}
+        named = _named(path, body)
+        started = time.monotonic()
+        self.server.judging(self.connection, named)
         try:
             answer = review(body)
         except (webhook_reviews.BadReview, RecursionError) as exc:  # RecursionError: nested past what okt walks
@@ -352,6 +398,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             # and the log where it was raised.
             _log.error("a webhook failed", path=path, error=type(exc).__name__, stack=_stack(exc))
             return 500, {"error": f"{type(exc).__name__}: the webhook failed inside the operator (its log says where)"}
+        finally:
+            if self.server.judging(self.connection, None):
+                _log.warning(
+                    "a webhook review was answered after its connection was cut: no one received the answer",
+                    seconds=round(time.monotonic() - started, 3),
+                    **named,
+                )
         _log.debug(
             "review answered",
             path=path,
@@ -372,6 +425,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return None  # one structured line per review instead (review answered)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def caller_timeout(query: str) -> float | None:
+    """The seconds a request's caller waits for its answer, from the ``timeout`` of its URL's ``query`` as the API
+    server writes it (a Go duration: ``10s``, ``1m0s``, ``1.5s``); None when there is none, or none that reads as one
+    above zero."""
+    values = urllib.parse.parse_qs(query).get("timeout")
+    if not values:
+        return None
+    parts = _DURATION.findall(values[0])
+    if not parts or "".join(number + unit for number, unit in parts) != values[0]:
+        return None
+    seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
+    return seconds if seconds > 0 else None
+
+
+def _named(path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the log may say of the review ``body`` at ``path``: its uid, and for an admission review the object's
+    namespace and name (never its content)."""
+    request = body.get("request")
+    request = request if isinstance(request, dict) else {}
+    named: dict[str, Any] = {"path": path}
+    for field in ("uid", "namespace", "name"):
+        if isinstance(request.get(field), str):
+            named[field] = request[field]
+    return named
 
 
 def _readable(connection: socket.socket) -> bool:

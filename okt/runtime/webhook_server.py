@@ -11,14 +11,14 @@ Guarantees:
 * it serves from :meth:`WebhookServer.start` to :meth:`WebhookServer.stop`, whatever the leader election says: a
   standby replica answers admission as the leader does (a review writes nothing); once stopped it answers nothing,
   not even on a connection the API server kept alive (the reviews in flight when it stops are answered first, each
-  within its request timeout), and a connection still in its TLS handshake is cut, not waited for;
+  within its request timeout or its caller's), and a connection still in its TLS handshake is cut, not waited for;
   :attr:`WebhookServer.serving` says whether it serves (the manager's ``/healthz`` and ``/readyz`` are ``503`` while
   it does not);
 * at most :attr:`Options.max_connections` connections are served at once, and a request not answered within
-  :attr:`Options.request_timeout` of its first byte has its connection cut (see
-  :mod:`okt.runtime.webhook_connections`); a review whose hook has not returned by then keeps its thread, and its
-  slot, until it does: while every slot is held so, the server accepts nothing and is not serving
-  (:attr:`WebhookServer.stalled`);
+  :attr:`Options.request_timeout` of its first byte, or within the ``?timeout=`` the API server gives when sooner,
+  has its connection cut (see :mod:`okt.runtime.webhook_connections`); a review whose hook has not returned by then
+  is logged, and keeps its thread, and its slot, until it does: while every slot is held so, the server accepts
+  nothing and is not serving (:attr:`WebhookServer.stalled`);
 * a certificate directory is read again for each new connection: a renewal written there (cert-manager's, into the
   mounted Secret) is served from the next one, without a restart; a certificate Secret is read again every
   :attr:`Options.reload_interval` seconds, and a rotation (cert-manager's) is served from the next connection after

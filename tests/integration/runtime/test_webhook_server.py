@@ -8,6 +8,7 @@ import datetime
 import json
 import pathlib
 import secrets
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -15,6 +16,7 @@ from typing import Any
 
 import pydantic
 import pytest
+import structlog.testing
 
 import okt
 from okt import errors
@@ -392,3 +394,75 @@ def test_the_api_server_calls_a_webhook_generated_for_a_scope_for_the_objects_of
         assert kube.get(gadget_kind, "two", namespace)["spec"] == {"image": "untagged"}
     finally:
         server.stop()
+
+
+released = threading.Event()
+
+
+class HangingGadgets(Gadgets):
+    """Gadgets whose ``check`` of a gadget named ``hang-...`` does not return until the test releases it (a call out
+    without a timeout)."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.name.startswith("hang-"):
+            assert released.wait(120), "the test never released the check"
+
+
+def logged_event(logged: list[dict[str, Any]], event: str) -> dict[str, Any] | None:
+    return next((entry for entry in list(logged) if entry["event"].startswith(event)), None)
+
+
+def test_a_hook_that_hangs_is_cut_when_the_api_server_gives_up_and_the_log_names_its_review_then_its_late_answer(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any
+) -> None:
+    released.clear()
+    manager = manager_mod.Manager(
+        kube,
+        [HangingGadgets],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=5,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    manager.start()
+    try:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle)  # timeoutSeconds: 5, under the server's 30 s request timeout
+        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+        with structlog.testing.capture_logs() as logged:
+            with pytest.raises(okt.ApiError, match="failed calling webhook"):
+                kube.create(gadget(namespace, "hang-1", "memcached:1.6"), gadget_kind)
+            # The API server gave up at its 5 s: the review's connection is cut then, and the log says which review
+            # hangs (its answer would reach no one), not 30 s later in a debug line.
+            cut = wait_for(
+                lambda: logged_event(logged, "a webhook review was not answered within its timeout"),
+                timeout=20,
+                message="the hanging review logged",
+            )
+            assert cut["log_level"] == "warning"
+            assert (cut["path"], cut["namespace"], cut["name"], cut["timeout"]) == (
+                "/validate/gadget",
+                namespace,
+                "hang-1",
+                5.0,
+            )
+            assert "spec" not in cut and "object" not in cut
+            assert not released.is_set()
+            # The server serves on beside the hung hook: another object is judged.
+            assert refused_by_webhook(kube, gadget_kind, namespace)
+            manager.stop()  # nothing waits for the hung review: its caller is gone
+            assert manager.join(20)
+            assert not released.is_set()
+            released.set()
+            late = wait_for(
+                lambda: logged_event(logged, "a webhook review was answered after its connection was cut"),
+                timeout=20,
+                message="the late answer logged",
+            )
+            assert (late["log_level"], late["name"], late["uid"]) == ("warning", "hang-1", cut["uid"])
+        assert kube.get_or_none(gadget_kind, "hang-1", namespace) is None
+    finally:
+        released.set()
+        manager.stop()
+        manager.join(10)

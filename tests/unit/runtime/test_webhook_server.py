@@ -1076,3 +1076,27 @@ def test_an_ipv6_host_is_bound_and_served_over_ipv6_with_the_generated_certifica
         assert running.url("/validate/widget", host="::1") == f"https://[::1]:{running.port}/validate/widget"
     finally:
         running.stop()
+
+
+@pytest.mark.parametrize(
+    ("query", "seconds"),
+    [
+        ("timeout=10s", 10.0),
+        ("timeout=30s", 30.0),
+        ("timeout=1m0s", 60.0),
+        ("timeout=1.5s", 1.5),
+        ("timeout=500ms", 0.5),
+        ("a=b&timeout=2s", 2.0),
+        ("", None),
+        ("timeout=", None),
+        ("timeout=0s", None),
+        ("timeout=10", None),
+        ("timeout=10s;drop", None),
+        ("timeout=-5s", None),
+        ("timeout=ten", None),
+    ],
+)
+def test_the_callers_timeout_is_read_from_the_go_duration_the_api_server_puts_in_the_url(
+    query: str, seconds: float | None
+) -> None:
+    assert webhook_connections.caller_timeout(query) == seconds

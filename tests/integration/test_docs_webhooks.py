@@ -9,6 +9,7 @@ webhooks', and the probes' the page leaves at their default) and the CA file's p
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import pathlib
@@ -20,11 +21,15 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import okt
+from okt.codegen import crd, webhooks
 from okt.kube import kinds
+from okt.runtime import manager as manager_mod
+from okt.runtime import webhook_server
 from okt.testing import envtest, wait_for
 
 pytestmark = pytest.mark.integration
@@ -170,3 +175,77 @@ def _stop(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     wait_for(lambda: _gone(pid), timeout=40, message="the operator stopped")
+
+
+def _python_blocks(page: str, section: str) -> list[str]:
+    body = page.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)\n```", body, re.DOTALL)
+
+
+def _with_defaults(validation: str, defaults: str) -> str:
+    """The page's validation example with what its Defaults example adds to each of its classes (their ``...`` is
+    the validation example's body)."""
+    module = ast.parse(validation)
+    classes = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
+    for node in ast.parse(defaults).body:
+        assert isinstance(node, ast.ClassDef) and node.name in classes, ast.unparse(node)
+        added = [
+            statement
+            for statement in node.body
+            if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        ]
+        classes[node.name].body.extend(added)
+    return ast.unparse(module)
+
+
+def test_the_defaults_example_fills_in_a_field_the_stored_object_keeps(
+    kube: okt.Client, apply_crd: Any, namespace: str
+) -> None:
+    page = PAGE.read_text()
+    group = f"defaults{secrets.token_hex(3)}.okt.example.com"
+    source = _with_defaults(_python_blocks(page, "Validation for free")[0], _python_blocks(page, "Defaults")[0])
+    scope: dict[str, Any] = {}
+    exec(compile(source.replace("cache.example.com", group), "webhooks.md", "exec"), scope)  # the page's own code
+    reconciler = scope["MemcachedReconciler"]
+    kind = apply_crd(crd.crd_for_reconciler(reconciler))
+    manager = manager_mod.Manager(
+        kube,
+        [reconciler],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=5,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    manager.start()
+    installed: list[tuple[kinds.Kind, str]] = []
+    try:
+        server = manager.webhook_server
+        assert server is not None
+        for document in webhooks.webhooks_for_reconcilers(
+            [reconciler],
+            name=f"memcached-{secrets.token_hex(3)}",
+            client_config=webhooks.ClientConfig(url=server.url(), ca_bundle=server.ca_bundle),
+        ):
+            configuration = next(c for c in CONFIGURATIONS if c.kind == document["kind"])
+            kube.create(document, configuration)
+            installed.append((configuration, document["metadata"]["name"]))
+
+        def created() -> dict[str, Any] | None:
+            name = f"m-{secrets.token_hex(3)}"
+            obj = {
+                "apiVersion": kind.api_version,
+                "kind": "Memcached",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"size": 1, "image": "memcached:1.6"},
+            }
+            kube.create(obj, kind)
+            stored: dict[str, Any] = kube.get(kind, name, namespace)
+            return stored if "displayName" in stored["spec"] else None  # the configuration not called yet
+
+        stored = wait_for(created, timeout=30, message="a Memcached defaulted by the page's default()")
+        assert stored["spec"]["displayName"] == f"memcached {stored['metadata']['name']}"
+    finally:
+        for configuration, name in installed:
+            kube.delete(configuration, name)
+        manager.stop()
+        manager.join(10)

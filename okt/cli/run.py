@@ -484,8 +484,11 @@ def _webhook_options(
         restores.append(functools.partial(write_configurations, missing_only=True))
     for trust in trusts:
         trust(bundle.ca_pem)
+    on_serving = None
     if ca_file:
-        _write_ca_file(pathlib.Path(ca_file), certs.unexpired(bundle.ca_pem))
+        # Written once the server listens, not before: a run that cannot bind its port (another run holds it) would
+        # leave a CA for the configurations to trust that no one serves, and the run holding the port refused.
+        on_serving = functools.partial(_write_unexpired_ca_file, pathlib.Path(ca_file))
         trusts.append(functools.partial(_rewrite_ca_file, pathlib.Path(ca_file)))
         restores.append(functools.partial(_restore_ca_file, pathlib.Path(ca_file)))
 
@@ -523,7 +526,15 @@ def _webhook_options(
         certificates=served,
         trust_ca=trust_ca if trusts else None,
         restore_ca=restore_ca if restores else None,
+        on_serving=on_serving,
     )
+
+
+def _write_unexpired_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
+    """Write the CAs of ``ca_pem`` that have not ended to ``path``, as the webhook server starts serving."""
+    from okt.runtime import certs
+
+    _write_ca_file(path, certs.unexpired(ca_pem))
 
 
 def _write_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
@@ -695,7 +706,7 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
 @click.option(
     "--webhook-ca-file",
     type=click.Path(dir_okay=False),
-    help="Write the webhook CA's PEM here (what `okt gen webhooks --ca-bundle` reads).",
+    help="Write the webhook CA's PEM here once the webhooks are served (what `okt gen webhooks --ca-bundle` reads).",
 )
 @click.option(
     "--webhook-service",

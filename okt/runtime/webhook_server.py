@@ -93,6 +93,9 @@ class Options:
             replace`` or a Helm upgrade, whose every call fails until they are back; the ``--webhook-ca-file``), and
             to drop those that have ended where they are. Every replica calls it with its own CAs: as long as each
             writes only where its own are missing, none undoes another's write.
+        on_serving: called once the server listens, with the served pair's CA (PEM), before :meth:`WebhookServer.start`
+            returns; what it raises stops the server and the start (okt run writes ``--webhook-ca-file`` there: a run
+            that cannot bind its ports writes no CA for the configurations to trust).
     """
 
     host: str = "0.0.0.0"
@@ -104,6 +107,7 @@ class Options:
     reload_interval: float = RELOAD_INTERVAL
     trust_ca: Callable[[bytes], None] | None = None
     restore_ca: Callable[[bytes], None] | None = None
+    on_serving: Callable[[bytes], None] | None = None
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -189,6 +193,7 @@ class WebhookServer:
         )
         self._watchdog = threading.Thread(target=self._server.cut_overdue, name="okt-webhooks-deadlines", daemon=True)
         self._stopped = threading.Event()
+        self._on_serving = options.on_serving
         # A Secret is read again on this thread, and the CAs restored where they went missing.
         self._reads_secret = isinstance(source, certs.SecretSource | certs.ServiceSource)
         self._reloader = (
@@ -238,6 +243,12 @@ class WebhookServer:
         if self._reloader is not None:
             self._reloader.start()
         _log.info("serving webhooks", port=self.port, paths=sorted(self.routes))
+        if self._on_serving is not None:
+            try:
+                self._on_serving(self.certificates.ca_pem)
+            except BaseException:
+                self.stop()
+                raise
 
     def stop(self) -> None:
         """Stop serving and close the socket: no new connection is accepted, the idle ones are cut, and the reviews

@@ -1,4 +1,5 @@
-"""A mistake in ``--metrics-bind-address`` stops ``okt run`` at start with one line, never a traceback."""
+"""A mistake in ``--metrics-bind-address`` stops ``okt run`` at start with one line, never a traceback; so does a port
+in use, and a run that cannot bind its ports writes no ``--webhook-ca-file``."""
 
 from __future__ import annotations
 
@@ -104,3 +105,40 @@ def test_a_grace_period_that_is_no_finite_number_of_seconds_is_one_line(
     assert code == 2
     assert "Invalid value for '--grace-period'" in out and said in out
     assert "Traceback" not in out
+
+
+WEBHOOK_OPERATOR = """
+import pydantic
+import okt
+
+class Spec(pydantic.BaseModel):
+    size: int
+
+class R(okt.Reconciler):
+    api_version = 'x.io/v1'
+    kind = 'X'
+    spec_model = Spec
+"""
+
+
+@pytest.mark.parametrize("taken_by", ["--metrics-bind-address", "--webhook-port"])
+def test_a_run_that_cannot_bind_its_ports_writes_no_webhook_ca_file(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, taken_by: str
+) -> None:
+    # Another okt run still serving on the port: a CA written by this one, which serves nothing, would be put into
+    # the configurations by the next commands, and the running operator's certificate refused by the API server.
+    operator = tmp_path / "webhook_operator.py"
+    operator.write_text(WEBHOOK_OPERATOR)
+    ca_file = tmp_path / "ca.crt"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        metrics = f"127.0.0.1:{port}" if taken_by == "--metrics-bind-address" else "0"
+        webhook_port = str(port) if taken_by == "--webhook-port" else "0"
+        args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check"]
+        args += ["--metrics-bind-address", metrics, "--webhook-host", "127.0.0.1", "--webhook-port", webhook_port]
+        result = CliRunner().invoke(cli_main.cli, [*args, "--webhook-ca-file", str(ca_file)])
+
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 1
+    assert f"127.0.0.1:{port}: Address already in use" in result.output
+    assert not ca_file.exists()

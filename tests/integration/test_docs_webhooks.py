@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -113,14 +114,7 @@ def test_trying_it_locally_leaves_okt_run_serving_and_a_bad_spec_refused_on_a_ne
     assert str(port) in script and str(probes) in script, script
     # The operator left running in the background is this test's to stop: its process id, as the shell knows it.
     script += f"\necho $! > {pid_file}\n"
-    python_bin = str(pathlib.Path(sys.executable).parent)
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl is not installed"
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(control_plane.kubeconfig),
-        "PATH": os.pathsep.join([python_bin, str(pathlib.Path(kubectl).parent), os.environ.get("PATH", "")]),
-    }
+    env = _environment(control_plane)
     log = (tmp_path / "operator.log").open("wb")
     try:
         ran = subprocess.run(
@@ -160,6 +154,18 @@ def test_trying_it_locally_leaves_okt_run_serving_and_a_bad_spec_refused_on_a_ne
         if pid_file.exists() and pid_file.read_text().strip():
             _stop(int(pid_file.read_text()))
         log.close()
+
+
+def _environment(control_plane: envtest.ControlPlane) -> dict[str, str]:
+    """The page's shell: this environment's ``okt``, ``kubectl``, and the control plane as the current cluster."""
+    python_bin = str(pathlib.Path(sys.executable).parent)
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl is not installed"
+    return {
+        **os.environ,
+        "KUBECONFIG": str(control_plane.kubeconfig),
+        "PATH": os.pathsep.join([python_bin, str(pathlib.Path(kubectl).parent), os.environ.get("PATH", "")]),
+    }
 
 
 def _gone(pid: int) -> bool:
@@ -249,3 +255,43 @@ def test_the_defaults_example_fills_in_a_field_the_stored_object_keeps(
             kube.delete(configuration, name)
         manager.stop()
         manager.join(10)
+
+
+def test_trying_it_locally_ends_when_okt_run_cannot_start_and_configures_nothing(
+    kube: okt.Client,
+    control_plane: envtest.ControlPlane,
+    tmp_path: pathlib.Path,
+    cleanup: None,
+) -> None:
+    # An earlier okt run still holds the port: this one stops at once, and the block must not wait for ever for a
+    # CA file it will never write, nor configure the webhooks with anything.
+    (tmp_path / "main.py").write_text(textwrap.dedent(OPERATOR))
+    ca_file, crd_file = tmp_path / "ca.crt", tmp_path / "crd.yaml"
+    (probes,) = envtest.free_ports(1)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        script = (
+            _block(PAGE.read_text())
+            .replace("/tmp/okt-ca.crt", str(ca_file))
+            .replace("/tmp/okt-crd.yaml", str(crd_file))
+            .replace("9443", str(port))
+            .replace("okt run main.py", f"okt run main.py --metrics-bind-address 127.0.0.1:{probes}")
+        )
+        try:
+            ran = subprocess.run(
+                ["bash", "-e", "-c", script],
+                cwd=tmp_path,
+                env=_environment(control_plane),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"the block still waits for the CA file: {exc.stderr!r}") from None
+    assert ran.returncode != 0
+    assert f"cannot serve webhooks on 127.0.0.1:{port}: Address already in use" in ran.stderr
+    assert f"cannot read {ca_file}" in ran.stderr
+    assert not ca_file.exists()
+    for kind in CONFIGURATIONS:
+        assert kube.get_or_none(kind, "gizmo-operator") is None

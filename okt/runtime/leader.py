@@ -26,9 +26,11 @@ Guarantees:
   (someone else wrote the lease since it read it) stops writing until it has read the lease again, at once;
 * every update carries the resourceVersion read just before (optimistic concurrency): two candidates can never both
   believe they won;
-* each API call is bounded to ``lease_duration - renew_deadline`` seconds, so a hung request cannot keep a stale
-  leader past the point where another candidate may take over; none waits at the client's rate limit (``okt run
-  --qps``) behind the workers' requests, which would make a leader under load miss its renew deadline;
+* each API call is bounded to ``lease_duration - renew_deadline`` seconds, and a leader's renewals end at its renew
+  deadline (client-go renews in a context that ends there): a leader whose renewals hang stops leading then, not a
+  request timeout and a retry period later, past the point where another candidate may take over; none waits at the
+  client's rate limit (``okt run --qps``) behind the workers' requests, which would make a leader under load miss its
+  renew deadline;
 * ``on_started_leading`` is called once when leadership is acquired, ``on_stopped_leading`` once when it is lost or
   released; both on the elector's thread (keep them short);
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
@@ -44,7 +46,6 @@ restarted); a new :class:`LeaderElector` can be started.
 from __future__ import annotations
 
 import datetime
-import functools
 import math
 import random
 import threading
@@ -66,6 +67,8 @@ user of it (a seeded simulation, a property-based test) from a background thread
 JITTER = 1.2
 EXPIRY_MARGIN = 0.05
 """Seconds past the moment another holder's lease runs out (on this clock) at which a candidate tries again."""
+LEAST_TIMEOUT = 0.05
+"""Seconds a request of a renewal is given at the least, however close its renew deadline."""
 
 _log = structlog.get_logger(__name__)
 
@@ -304,12 +307,16 @@ class LeaderElector:
         # Renew.
         at_once = False
         while not self._stop.is_set():
+            # The renew deadline ends the renewals: no wait nor request goes past it (only this thread moves it).
+            deadline = self._renewed_at + self.renew_deadline
             if not at_once:
-                self._stop.wait(self.retry_period)
+                self._stop.wait(max(min(self.retry_period, deadline - clock()), 0.0))
             if self._stop.is_set():
                 return
+            if clock() >= deadline:
+                break
             attempted_at = clock()
-            if self._try_acquire_or_renew():
+            if self._try_acquire_or_renew(deadline):
                 with self._lock:
                     self._renewed_at = attempted_at
                     self._contested = False
@@ -351,10 +358,11 @@ class LeaderElector:
             except Exception as exc:  # the elector's thread must finish its own bookkeeping
                 self._log.error("on_stopped_leading failed", error=repr(exc))
 
-    def _try_acquire_or_renew(self) -> bool:
-        """One attempt; True when we hold the lease afterwards."""
+    def _try_acquire_or_renew(self, deadline: float | None = None) -> bool:
+        """One attempt, its requests ended by ``deadline`` (a moment on :func:`clock`) if given; True when we hold the
+        lease afterwards."""
         try:
-            held = self._attempt()
+            held = self._attempt(deadline)
         except errors.Conflict:
             self._answered()
             with self._lock:
@@ -393,13 +401,13 @@ class LeaderElector:
             self._log.info("lease requests answered again", failures=self._failures)
         self._failures, self._failure_said = 0, ""
 
-    def _attempt(self) -> bool:
+    def _attempt(self, deadline: float | None) -> bool:
         now = micro_time()
-        lease = self._get()
+        lease = self._get(self._timeout(deadline))
         if lease is None:
             if self._held_by_other():
                 return False  # deleted by hand: its leader does not know yet and may still write
-            self._write((self.identity, now, now), functools.partial(self._create, now))
+            self._write((self.identity, now, now), lambda: self._create(now, self._timeout(deadline)))
             return True
         spec = lease.get("spec") or {}
         record = (
@@ -417,7 +425,7 @@ class LeaderElector:
             renewed["acquireTime"] = now
             renewed["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         written = (self.identity, now, str(renewed["acquireTime"] or ""))
-        self._write(written, functools.partial(self._replace, {**lease, "spec": renewed}))
+        self._write(written, lambda: self._replace({**lease, "spec": renewed}, self._timeout(deadline)))
         return True
 
     def _write(self, record: tuple[str, str, str], send: Callable[[], None]) -> None:
@@ -489,14 +497,21 @@ class LeaderElector:
 
     # -- requests (bounded in time) ------------------------------------------------------------------------------
 
-    def _get(self) -> dict[str, Any] | None:
+    def _timeout(self, deadline: float | None) -> float:
+        """The timeout of a request sent now: the elector's own, and no later than ``deadline`` (at least
+        :data:`LEAST_TIMEOUT`)."""
+        if deadline is None:
+            return self._request_timeout
+        return min(self._request_timeout, max(deadline - clock(), LEAST_TIMEOUT))
+
+    def _get(self, timeout: float | None = None) -> dict[str, Any] | None:
         try:
             response = self.client.request(
                 "GET",
                 kinds.LEASE.path(self.name, self.namespace),
                 verb="get",
                 resource=kinds.LEASE.plural,
-                timeout=self._request_timeout,
+                timeout=self._request_timeout if timeout is None else timeout,
                 limited=False,
             )
         except errors.NotFound:
@@ -504,7 +519,7 @@ class LeaderElector:
         lease: dict[str, Any] = response.json()
         return lease
 
-    def _create(self, now: str) -> None:
+    def _create(self, now: str, timeout: float | None = None) -> None:
         body = {
             "apiVersion": kinds.LEASE.api_version,
             "kind": kinds.LEASE.kind,
@@ -523,11 +538,11 @@ class LeaderElector:
             verb="create",
             resource=kinds.LEASE.plural,
             body=body,
-            timeout=self._request_timeout,
+            timeout=self._request_timeout if timeout is None else timeout,
             limited=False,
         ).close()
 
-    def _replace(self, lease: dict[str, Any]) -> None:
+    def _replace(self, lease: dict[str, Any], timeout: float | None = None) -> None:
         # The body carries metadata.resourceVersion as read: the API answers 409 if anyone wrote in between.
         self.client.request(
             "PUT",
@@ -535,6 +550,6 @@ class LeaderElector:
             verb="update",
             resource=kinds.LEASE.plural,
             body=lease,
-            timeout=self._request_timeout,
+            timeout=self._request_timeout if timeout is None else timeout,
             limited=False,
         ).close()

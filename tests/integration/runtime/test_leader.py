@@ -239,6 +239,64 @@ def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_
         assert not both.seen, f"the first could write for {both.span():.2f} s while the second led"
 
 
+class HangingProxy(faults.FaultProxy):
+    """Forwards every request; while :attr:`hang` is set, requests for the lease get no answer at all (the connection
+    is held open, then closed) — as when the API server is paused or the network drops its packets."""
+
+    def __init__(self, upstream: str, ca_file: str) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.hang = threading.Event()
+        self.done = threading.Event()
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if not ("/leases/" in self.path and proxy.hang.is_set()):
+                    super()._relay()
+                    return
+                proxy.done.wait(30)
+                self.close_connection = True
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler
+
+
+def test_a_leader_whose_renewals_hang_stops_leading_before_another_candidate_leads(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """A renewal whose request hangs ends at the renew deadline, as client-go's, whose renewals run in a context that
+    ends there: the leader stops leading then, before the lease can run out for the others. Waiting out each hung
+    request's own timeout and the retry period, it led on past the lease's end, beside the candidate that took it."""
+    proxy = HangingProxy(control_plane.url, str(control_plane.ca_file))
+    with proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        # A hung request is given up after lease_duration - renew_deadline (1 s): its retry (0.9 s later) would end
+        # past the lease (3 s) but for the renew deadline (2 s). The second looks often, so it sees each renewal.
+        first = leader.LeaderElector(through, namespace, "hung", "first", 3.0, 2.0, 0.9)
+        second = leader.LeaderElector(kube, namespace, "hung", "second", 3.0, 2.0, 0.1)
+        both = Overlaps(lambda: first.is_leader and second.is_leader)
+        try:
+            first.start()
+            wait_for(first.may_write, timeout=10)
+            second.start()
+            wait_for(lambda: second.holder == "first", timeout=10)
+            both.start()
+            proxy.hang.set()
+            wait_for(lambda: second.is_leader, timeout=10, message="the second takes the lease the first cannot renew")
+            wait_for(lambda: first.lost, timeout=5, message="the first stops leading")
+        finally:
+            both.stop()
+            proxy.done.set()
+            first.stop(release=False)
+            second.stop(release=True)
+            through.close()
+        assert not both.seen, f"the first led for {both.span():.2f} s beside the second"
+
+
 class GarblingProxy(faults.FaultProxy):
     """Forwards every request; while :attr:`garble` is set, reads of the lease are answered 200 with a body that is
     not JSON (as a misbehaving proxy or load balancer in front of the API server may answer)."""

@@ -7,6 +7,8 @@ The operator runs as a ServiceAccount whose Role the test edits, so every refusa
 
 from __future__ import annotations
 
+import pathlib
+import re
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -255,6 +257,7 @@ def test_a_kind_refused_before_the_first_sync_is_named_by_readiness_and_the_cont
             is_ready, reason = manager.readiness()
             assert not is_ready
             assert "ConfigMap" in reason and "grant list and watch on configmaps" in reason, reason
+            assert reason.startswith(running_guide_example(namespace)), reason
             assert ready_condition_absent(kube, gadget_kind, namespace)
         named = [e for e in logged if "grant list and watch on configmaps" in str(e.get("error", ""))]
         assert named and named[0]["log_level"] == "warning", logged
@@ -269,6 +272,15 @@ def test_a_kind_refused_before_the_first_sync_is_named_by_readiness_and_the_cont
     finally:
         manager.stop()
         manager.join(15)
+
+
+def running_guide_example(namespace: str) -> str:
+    """The beginning of the reason the Running guide quotes for a kind whose list is refused (in namespace shop), for
+    ``namespace``: what an operator author looks for in ``/readyz``'s answer (after its ``not ready: ``)."""
+    page = pathlib.Path(__file__).resolve().parents[3] / "docs" / "guide" / "running.md"
+    found = re.search(r"`not ready: (caches not synced: [^`]*?) \.\.\.`", " ".join(page.read_text().split()))
+    assert found, "the Running guide no longer quotes /readyz for a refused kind"
+    return found.group(1).replace("namespace shop", f"namespace {namespace}")
 
 
 def ready_condition_absent(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> bool:

@@ -619,7 +619,7 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     "--lease-namespace",
     default=None,
     callback=lambda _ctx, _param, value: None if value is None else _namespace_name(value),
-    help="Namespace of the Lease (default: the pod's own namespace, else the first watched one).",
+    help="Namespace of the Lease (default: the pod's own namespace, else the first watched one, else default).",
 )
 @click.option(
     "--lease-name",

@@ -514,7 +514,9 @@ class Controller:
             for namespace, name, daemon in self.daemons.running()
         ]
         if unfinished:
-            self._log.warning("reconciles still running after the grace period", running=unfinished, grace=grace)
+            self._log.warning(
+                "reconciles still running after the grace period", running=unfinished, grace=round(grace, 2)
+            )
             left.insert(0, f"{unfinished} reconcile{'s' if unfinished > 1 else ''} of {self.name}")
         return left
 

@@ -233,23 +233,45 @@ def _through_proxy(
         )
     except errors.Unavailable as exc:
         raise _no_answer(exc, shown, timeout, path) from exc
-    if answer.status_code >= 500:
-        unreachable = _proxy_failure(answer.content)
-        if unreachable:
-            raise errors.RemoteError(f"{shown}: no answer: {_without_query_values(unreachable, path)}")
+    if answer.status_code >= 400:
+        failed = _proxy_failure(answer.status_code, answer.content, target, method, shown, path)
+        if failed is not None:
+            raise failed
     return answer.status_code, answer.content
 
 
-def _proxy_failure(body: bytes) -> str | None:
-    """The API server's own message when its proxy could not reach the operand (a Status it wrote, not an answer)."""
+_UNREACHED = ("error trying to reach service", "no endpoints available for service", "no service port")
+"""How the API server's proxy starts the message of a 5xx it answers itself: it did not reach the operand (no
+connection, no ready endpoint, no such port of the Service)."""
+
+
+def _proxy_failure(
+    code: int, body: bytes, target: Target, method: str, shown: str, path: str
+) -> errors.RemoteError | errors.ApiError | None:
+    """The error of an answer the API server's proxy wrote itself instead of the operand's (a ``Status`` naming the
+    target missing, or saying it could not reach it); ``None`` for the operand's own answer.
+
+    Why: the operand did not answer these, and they are not what :class:`okt.errors.HttpError` reports (an operand's
+    404 or 503): a Pod that does not exist is the API's ``NotFound``, as on the direct route; a Service without a
+    ready endpoint is a :class:`okt.errors.RemoteError`, as on the direct route.
+    """
     try:
         status = json_mod.loads(body)
     except ValueError:
         return None
-    if isinstance(status, dict) and status.get("kind") == "Status" and status.get("apiVersion") == "v1":
-        message = str(status.get("message") or "")
-        if message.startswith("error trying to reach service"):
-            return message
+    if not (isinstance(status, dict) and status.get("kind") == "Status" and status.get("apiVersion") == "v1"):
+        return None
+    message = _without_query_values(str(status.get("message") or ""), path)
+    details = status.get("details") or {}
+    if (
+        code == 404
+        and status.get("reason") == "NotFound"
+        and isinstance(details, dict)
+        and (details.get("kind"), details.get("name")) == (target.resource, target.name)
+    ):
+        return errors.ApiError.from_status(code, "NotFound", message, method=method, url=shown.partition(" ")[2])
+    if code >= 500 and message.startswith(_UNREACHED):
+        return errors.RemoteError(f"{shown}: no answer: {message}")
     return None
 
 

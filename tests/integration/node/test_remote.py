@@ -187,3 +187,37 @@ def test_a_closed_port_raises_remote_error_naming_the_refusal(web: context.Conte
         web.http("pod/web", "/", port=8081, route=route)
 
     assert not isinstance(raised.value, okt.HttpError | okt.RemoteTimeout)
+
+
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+def test_a_service_without_a_ready_endpoint_raises_remote_error_not_an_operands_answer(
+    web: context.Context, route: Any
+) -> None:
+    client = web.client
+    client.create(web_service("idle", web.cr.namespace))  # selects app=idle: no Pod
+    endpoints = kinds.Kind("v1", "Endpoints", "endpoints", True)
+
+    try:
+        waiting.wait_for(lambda: client.get_or_none(endpoints, "idle", web.cr.namespace), timeout=START_TIMEOUT)
+        with pytest.raises(okt.RemoteError, match="endpoint") as raised:
+            web.http("service/idle", "/", route=route)
+    finally:
+        client.delete(kinds.BUILTIN[("v1", "Service")], "idle", web.cr.namespace)
+
+    assert not isinstance(raised.value, okt.HttpError | okt.RemoteTimeout)
+
+
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+def test_a_port_the_service_does_not_have_raises_remote_error_not_an_operands_answer(
+    web: context.Context, route: Any
+) -> None:
+    with pytest.raises(okt.RemoteError, match="port 81") as raised:
+        web.http("service/web", "/", port=81, route=route)
+
+    assert not isinstance(raised.value, okt.HttpError | okt.RemoteTimeout)
+
+
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+def test_a_missing_pod_raises_not_found_naming_it_on_both_routes(web: context.Context, route: Any) -> None:
+    with pytest.raises(okt.NotFound, match='pods "gone" not found'):
+        web.http("pod/gone", "/", port=8080, route=route)

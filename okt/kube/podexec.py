@@ -126,7 +126,13 @@ def run(
         okt.errors.RemoteError: the command could not start, or the stream broke before it ended.
         okt.errors.ApiError: the API server refused the exec (no such Pod or container, RBAC, Pod not running).
         okt.errors.NotLeader: the thread's leadership fence refuses writes.
+        TypeError: ``command`` is one string, not an argument list; nothing was sent.
     """
+    if isinstance(command, str | bytes):  # each character would be an argument: "ls -l" would run "l"
+        raise TypeError(
+            f"command {command!r}: an exec takes an argument list (['redis-cli', 'BGSAVE']), not one string; for a "
+            "shell's command line, ['sh', '-c', ...]"
+        )
     if not command:
         raise ValueError("an exec needs a command (a non-empty list of arguments)")
     if not timeout > 0:

@@ -195,3 +195,18 @@ def test_a_pod_name_from_the_custom_resource_never_leaves_the_pods_exec_path() -
 def test_a_namespace_that_is_no_namespaces_name_never_goes_into_an_exec_path(namespace: str) -> None:
     with pytest.raises(okt.InvalidSpec, match="not a valid namespace name"):
         podexec.exec_path(namespace, "web-0", None, ["true"])
+
+
+@pytest.mark.parametrize("command", ["redis-cli BGSAVE", b"redis-cli"])
+def test_a_command_given_as_one_string_is_refused_before_anything_is_sent(command: object) -> None:
+    """A ``str`` is a sequence of strings too: run as given, each character would be an argument (``r``, ``e``, ...),
+    and the exec would run ``r`` and report exit code 126 — with no word of the mistake."""
+    server = Recorder()
+    client = loopback.client_for(server.port)
+    try:
+        with pytest.raises(TypeError, match=r"an argument list.*\['sh', '-c', \.\.\.\]"):
+            podexec.run(client, "ns", "web", "web", command, timeout=10)  # type: ignore[arg-type]
+    finally:
+        client.close()
+        server.close()
+    assert server.received == []

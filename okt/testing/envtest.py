@@ -16,7 +16,8 @@ Guarantees:
 
 * with ``node=True`` it also runs kube-scheduler and one kubelet on the machine's Docker (:mod:`okt.testing.node`):
   ``start()`` returns once the Node ``localhost`` is Ready and schedulable; Pods run from local images
-  (:mod:`okt.testing.images`), and ``stop()`` removes their containers and unmounts the kubelet's directory.
+  (:mod:`okt.testing.images`), and ``stop()`` removes their containers and unmounts the kubelet's directory; unless
+  ``controllers`` says otherwise, the controllers running Pods need run too (:data:`NODE_CONTROLLERS`).
 
 Caveats: without ``node=True`` there is no scheduler and no kubelet: Pods stay Pending, Deployments never become
 available unless a test patches their status. It is Kubernetes 1.20: PodDisruptionBudget is policy/v1beta1, CronJob
@@ -53,6 +54,10 @@ from okt.kube import kinds
 from okt.testing import build, images, node
 
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace", "deployment", "replicaset")
+NODE_CONTROLLERS = ("statefulset", "endpoint", "root-ca-cert-publisher")
+"""Run too, by default, with ``node=True``, where Pods run: a StatefulSet gets its Pods; a Service its Endpoints, so
+the API server's Service proxy reaches its Pods (without them it answers ``services "NAME" not found``); every
+namespace the ``kube-root-ca.crt`` ConfigMap, so a Pod can mount the API server's CA beside a projected token."""
 ADMIN_USER = "okt-admin"
 START_TIMEOUT = 90.0
 PORT_ATTEMPTS = 5
@@ -176,7 +181,7 @@ class ControlPlane:
         self,
         *,
         assets: pathlib.Path | None = None,
-        controllers: Sequence[str] = DEFAULT_CONTROLLERS,
+        controllers: Sequence[str] | None = None,
         users: Sequence[TokenUser] = (),
         audit_log: bool = False,
         crds: Sequence[dict[str, Any]] = (),
@@ -189,6 +194,8 @@ class ControlPlane:
         self._node_root: pathlib.Path | None = None
         self.node_ready_seconds: float | None = None
         """With ``node=True``: seconds from the start of the node (after the API server) to the Node Ready."""
+        if controllers is None:  # what an operator's children need, and with a node what running Pods need
+            controllers = (*DEFAULT_CONTROLLERS, *NODE_CONTROLLERS) if node else DEFAULT_CONTROLLERS
         self._controllers = tuple(controllers)
         self.users = (TokenUser(ADMIN_USER, secrets.token_hex(16), ("system:masters",)), *users)
         self._audit = audit_log
@@ -201,6 +208,11 @@ class ControlPlane:
         self.port = 0
 
     # -- public surface ------------------------------------------------------------------------------------------
+
+    @property
+    def controllers(self) -> tuple[str, ...]:
+        """The kube-controller-manager's controllers this plane runs (none: no controller manager)."""
+        return self._controllers
 
     @property
     def url(self) -> str:

@@ -73,16 +73,13 @@ def apply_crd(kube: kube_client.Client, control_plane: envtest.ControlPlane) -> 
 @pytest.fixture(scope="session")
 def node_plane() -> Iterator[envtest.ControlPlane]:
     """A control plane with the local node, Ready and schedulable (the StatefulSet and Endpoints controllers run
-    too: Services have endpoints, so the API server's Service proxy reaches their Pods; and every namespace gets the
-    ``kube-root-ca.crt`` ConfigMap, so a Pod can mount the API server's CA beside a projected ServiceAccount token)."""
+    too, as on every plane with a node: Services have endpoints, so the API server's Service proxy reaches their Pods;
+    and every namespace gets the ``kube-root-ca.crt`` ConfigMap, so a Pod can mount the API server's CA beside a
+    projected ServiceAccount token)."""
     reason = node.unavailable()
     if reason is not None:
         pytest.skip(f"no local node: {reason}")
-    plane = envtest.ControlPlane(
-        node=True,
-        controllers=(*envtest.DEFAULT_CONTROLLERS, "statefulset", "endpoint", "root-ca-cert-publisher"),
-        out=lambda line: print(line, file=sys.stderr, flush=True),
-    )
+    plane = envtest.ControlPlane(node=True, out=lambda line: print(line, file=sys.stderr, flush=True))
     plane.start()
     print(f"local node Ready in {plane.node_ready_seconds:.1f}s", file=sys.stderr, flush=True)
     try:

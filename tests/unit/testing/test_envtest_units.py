@@ -489,3 +489,25 @@ def test_a_component_that_fails_to_start_is_told_with_a_log_that_outlives_the_pl
         assert log.read_text() == "etcd: unknown flag --quota-backend-bytes\n"
     finally:
         log.unlink(missing_ok=True)
+
+
+def test_a_plane_with_a_node_runs_the_controllers_its_pods_and_services_need() -> None:
+    """Without the endpoint controller a Service has no Endpoints: the API server's Service proxy (``ctx.http``'s
+    default route) answers ``services "NAME" not found`` for a Service that exists, its Pod ready."""
+    plane = envtest.ControlPlane(node=True)
+
+    assert set(plane.controllers) == {*envtest.DEFAULT_CONTROLLERS, "statefulset", "endpoint", "root-ca-cert-publisher"}
+
+
+@pytest.mark.parametrize(
+    ("options", "controllers"),
+    [
+        ({}, envtest.DEFAULT_CONTROLLERS),
+        ({"node": True, "controllers": ("namespace",)}, ("namespace",)),
+        ({"node": True, "controllers": ()}, ()),
+    ],
+)
+def test_controllers_given_are_the_ones_that_run_with_or_without_a_node(
+    options: dict[str, object], controllers: tuple[str, ...]
+) -> None:
+    assert envtest.ControlPlane(**options).controllers == controllers  # type: ignore[arg-type]

@@ -142,6 +142,14 @@ _COLUMN_TYPES = frozenset({"integer", "number", "string", "boolean", "date"})
 _COLUMN_KEYS = frozenset({"name", "type", "jsonPath", "description", "format", "priority"})
 _COLUMN_FORMATS = frozenset({"int32", "int64", "float", "double", "byte", "date", "date-time", "password"})
 """The ``format`` values the API server accepts on a printer column."""
+_COLUMN_FIELD_TYPES = {
+    "integer": frozenset({"integer", "number"}),
+    "number": frozenset({"integer", "number"}),
+    "boolean": frozenset({"boolean"}),
+    "date": frozenset({"string"}),
+}
+"""The schema types whose values the API server shows in a column of each type (a ``string`` column shows any value);
+another type shows as empty or ``<invalid>`` in every row."""
 
 _COPIED_KEYWORDS = (
     "minimum",
@@ -559,7 +567,7 @@ def _columns(extra: Sequence[Mapping[str, Any]], root: Mapping[str, Any] | None)
         if not str(column["jsonPath"]).startswith("."):
             raise errors.CodegenError(f"{where} ({column['name']}): jsonPath must start with '.', like .spec.size")
         if root is not None:
-            _check_column_path(f"{where} ({column['name']})", str(column["jsonPath"]), root)
+            _check_column_path(f"{where} ({column['name']})", str(column["jsonPath"]), str(column["type"]), root)
         if column["name"] in names:
             raise errors.CodegenError(f"{where}: a column named {column['name']!r} already exists")
         names.add(column["name"])
@@ -568,16 +576,20 @@ def _columns(extra: Sequence[Mapping[str, Any]], root: Mapping[str, Any] | None)
     return columns
 
 
-def _check_column_path(where: str, json_path: str, root: Mapping[str, Any]) -> None:
-    """Refuse a column whose path names a field the schema does not have: the API server takes any path, and the
-    column would stay empty for every object (a misspelled field, the Python name of an aliased one).
+def _check_column_path(where: str, json_path: str, column_type: str, root: Mapping[str, Any]) -> None:
+    """Refuse a column whose path names a field the schema does not have, or a field of a type the column cannot show:
+    the API server takes any path and type, and the column would stay empty (a misspelled field, the Python name of an
+    aliased one; an ``integer`` column of a string field) or read ``<invalid>`` (a ``date`` column of a number) for
+    every object.
 
     Only the leading ``.field`` steps are followed, and only through declared properties: a node that preserves
-    unknown fields, maps any key, or is not an object ends the check.
+    unknown fields, maps any key, or is not an object ends the check. The type is checked when those steps are the
+    whole path and its field has a ``type`` (not an int-or-string).
     """
     node = root
     steps = _FIELD_STEPS.match(json_path)
-    for name in (steps.group(0) if steps else "").split(".")[1:]:
+    walked = steps.group(0) if steps else ""
+    for name in walked.split(".")[1:]:
         properties = node.get("properties")
         if node.get(PRESERVE) or node.get("additionalProperties") or not properties:
             return
@@ -587,6 +599,17 @@ def _check_column_path(where: str, json_path: str, root: Mapping[str, Any]) -> N
                 f"{', '.join(sorted(properties))})"
             )
         node = properties[name]
+    shown = _COLUMN_FIELD_TYPES.get(column_type)
+    if walked == json_path and shown is not None and node.get("type") is not None and node["type"] not in shown:
+        raise errors.CodegenError(
+            f"{where}: type {column_type} cannot show {json_path}, a field of type {node['type']} (the column would "
+            f"be empty or <invalid> for every object): make the column's type {_column_type_for(node['type'])}"
+        )
+
+
+def _column_type_for(field_type: str) -> str:
+    """The column type that shows a field of ``field_type`` (``string`` shows any)."""
+    return field_type if field_type in ("integer", "number", "boolean") else "string"
 
 
 def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:

@@ -903,6 +903,24 @@ def test_spec_without_a_model_accepts_any_object() -> None:
             "printer column #1 (Max): jsonPath .spec.limits.maxConnections names no field of the schema",
         ),
         (
+            [{"name": "Image", "type": "integer", "jsonPath": ".spec.image"}],
+            "printer column #1 (Image): type integer cannot show .spec.image, a field of type string (the column would "
+            "be empty or <invalid> for every object): make the column's type string",
+        ),
+        (
+            [{"name": "Size", "type": "date", "jsonPath": ".spec.size"}],
+            "printer column #1 (Size): type date cannot show .spec.size, a field of type integer (the column would be "
+            "empty or <invalid> for every object): make the column's type integer",
+        ),
+        (
+            [{"name": "Ratio", "type": "boolean", "jsonPath": ".spec.limits.ratio"}],
+            "printer column #1 (Ratio): type boolean cannot show .spec.limits.ratio, a field of type number",
+        ),
+        (
+            [{"name": "Limits", "type": "number", "jsonPath": ".spec.limits"}],
+            "printer column #1 (Limits): type number cannot show .spec.limits, a field of type object",
+        ),
+        (
             [{"name": "Spec", "type": "string", "jsonPath": ".specs"}],
             "printer column #1 (Spec): jsonPath .specs names no field of the schema ('specs' is not one of apiVersion, "
             "kind, metadata, spec, status)",
@@ -930,6 +948,30 @@ def test_invalid_printer_columns_are_refused(columns: list[dict[str, Any]], mess
 )
 def test_printer_columns_may_name_declared_fields_map_keys_and_preserved_fields(json_path: str) -> None:
     column = {"name": "Column", "type": "string", "jsonPath": json_path}
+    (version,) = memcached_crd(printer_columns=[column])["spec"]["versions"]
+    assert column in version["additionalPrinterColumns"]
+
+
+@pytest.mark.parametrize(
+    ("column_type", "json_path"),
+    [
+        ("integer", ".spec.size"),
+        ("number", ".spec.size"),
+        ("integer", ".spec.limits.ratio"),
+        ("number", ".spec.limits.ratio"),
+        ("string", ".spec.size"),
+        ("string", ".spec.limits"),
+        ("date", ".spec.since"),
+        ("integer", ".spec.port"),
+        ("integer", ".spec.args[0]"),
+        ("boolean", ".spec.labels.enabled"),
+        ("integer", ".status.anything"),
+    ],
+)
+def test_printer_columns_may_show_fields_of_a_type_they_can_show_or_one_unknown(
+    column_type: str, json_path: str
+) -> None:
+    column = {"name": "Column", "type": column_type, "jsonPath": json_path}
     (version,) = memcached_crd(printer_columns=[column])["spec"]["versions"]
     assert column in version["additionalPrinterColumns"]
 

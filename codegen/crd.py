@@ -21,7 +21,8 @@ Guarantees (the conversion):
   none of the other members' fields;
 * kept: ``description``, ``required``, ``enum`` (``const`` becomes a one-value enum), ``default`` (a default its own
   field refuses is an error naming the field: the API server would refuse the CRD; one the field does not read back
-  from its JSON form, such as a ``SecretStr``'s, is left to the model),
+  from its JSON form, such as a ``SecretStr``'s, is left to the model; a ``default_factory`` that is the field's
+  model class gives ``{}``, which the API server fills with the nested defaults, another factory no default),
   ``minimum``/``maximum`` (JSON Schema's numeric ``exclusiveMinimum``/``exclusiveMaximum`` become OpenAPI's boolean
   form), ``multipleOf`` (of an integer: a float's is left to the model, which allows a rounding margin the API
   server does not), ``minLength``/``maxLength`` (of a string pydantic strips of white space before it measures it,
@@ -654,6 +655,24 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
             json_schema.setdefault("propertyNames", {})["type"] = key_type
         return json_schema
 
+    def get_default_value(self, schema: core_schema.WithDefaultSchema) -> Any:
+        """The field's default, and ``{}`` for a model made by its own class (``Field(default_factory=Limits)``).
+
+        pydantic's schema has no default for a ``default_factory``, which it would have to call. A model class made
+        with no arguments is the model of its own defaults: the API server, given ``{}``, fills in each of them as
+        the model does, so the stored object has the nested defaults (a printer column of one, ``kubectl get -o
+        yaml``) that a ``= Limits()`` default gives. A default the field does not read back as the factory's model is
+        left to the model (:func:`_reads_back`); any other factory is never called.
+        """
+        factory = schema.get("default_factory")
+        if (
+            isinstance(factory, type)
+            and issubclass(factory, pydantic.BaseModel)
+            and not schema.get("default_factory_takes_data")
+        ):
+            return {}
+        return super().get_default_value(schema)
+
     def str_schema(self, schema: core_schema.StringSchema) -> pydantic.json_schema.JsonSchemaValue:
         """pydantic's schema of a string, marked :data:`STRIPPED` when pydantic strips it (``strip_whitespace``, or the
         model's ``str_strip_whitespace``) before it checks its length and pattern."""
@@ -673,7 +692,8 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
             names = _field_names(name, field, by_name)
             declared = next((other for other in names if other in properties), None)
             if declared is not None and properties[declared].get("default") is not None:
-                _check_default(f"{model.__name__}.{name}", field)
+                if field.default_factory is None:
+                    _check_default(f"{model.__name__}.{name}", field)
                 if not _reads_back(field, properties[declared]["default"]):
                     del properties[declared]["default"]
             if declared is None or len(names) < 2:
@@ -707,11 +727,13 @@ def _reads_back(field: pydantic.fields.FieldInfo, default: Any) -> bool:
     Not so for a ``SecretStr`` (its JSON form is ``**********``: every custom resource would get that string, and the
     secret itself would be written in the CRD otherwise), a value whose JSON form reads back as another one, or one
     JSON cannot hold (``inf``). Such a default is left out: the API server leaves the field unset, and the model's
-    default applies.
+    default applies. A ``default_factory`` (a model class, see :meth:`_EveryNameSchema.get_default_value`) is called
+    for the value to compare with.
     """
     try:
         json.dumps(default, allow_nan=False)
-        return bool(pydantic.TypeAdapter(field.rebuild_annotation()).validate_python(default) == field.default)
+        made = field.get_default(call_default_factory=True) if field.default_factory is not None else field.default
+        return bool(pydantic.TypeAdapter(field.rebuild_annotation()).validate_python(default) == made)
     except (ValueError, pydantic.ValidationError):
         return False
 

@@ -294,6 +294,42 @@ def test_a_field_a_forbidding_model_does_not_declare_is_stored_for_the_model_to_
     assert [(error["type"], error["loc"]) for error in refused.value.errors()] == [("extra_forbidden", misspelled)]
 
 
+class Volume(pydantic.BaseModel):
+    size_gi: int = pydantic.Field(default=1, alias="sizeGi", ge=1)
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = pydantic.Field(default="ReadWriteOnce", alias="accessMode")
+    storage_class: str | None = pydantic.Field(default=None, alias="storageClass")
+
+
+class Stamp(pydantic.BaseModel):
+    uid: uuid.UUID = pydantic.Field(default_factory=uuid.uuid4)
+
+
+class FactorySpec(pydantic.BaseModel):
+    volume: Volume = pydantic.Field(default_factory=Volume)
+    spare: Volume | None = pydantic.Field(default_factory=Volume)
+    stamp: Stamp = pydantic.Field(default_factory=Stamp)
+    names: list[str] = pydantic.Field(default_factory=list)
+
+
+class FactoryReconciler:
+    api_version = "factory.okt.example.com/v1"
+    kind = "Factory"
+    spec_model = FactorySpec
+
+
+def test_a_nested_model_its_default_factory_makes_is_stored_with_the_defaults_the_model_fills_in(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(FactoryReconciler))
+
+    stored = create(kube, kind, namespace, {"spare": {"sizeGi": 5}})
+
+    volume = {"sizeGi": 1, "accessMode": "ReadWriteOnce"}
+    assert stored["spec"] == {"volume": volume, "spare": {**volume, "sizeGi": 5}}
+    read = FactorySpec.model_validate(stored["spec"])
+    assert (read.volume, read.spare) == (Volume(), Volume(sizeGi=5))
+
+
 class GaugeSpec(pydantic.BaseModel):
     size: int = pydantic.Field(ge=1)
 

@@ -194,6 +194,33 @@ def test_a_default_the_field_does_not_read_back_from_its_json_form_is_left_to_th
     assert "changeme" not in yamlout.dump_all([schema(Defaulted)])
 
 
+class Stamped(pydantic.BaseModel):
+    uid: uuid.UUID = pydantic.Field(default_factory=uuid.uuid4)
+
+
+class Required(pydantic.BaseModel):
+    name: str
+
+
+class Made(pydantic.BaseModel):
+    limits: Limits = pydantic.Field(default_factory=Limits)
+    backup: Limits | None = pydantic.Field(default_factory=Limits)
+    stamped: Stamped = pydantic.Field(default_factory=Stamped)
+    required: Required = pydantic.Field(default_factory=lambda: Required(name="x"))
+    sized: Limits = pydantic.Field(default_factory=lambda: Limits(memoryMB=32))
+    args: list[str] = pydantic.Field(default_factory=list)
+
+
+def test_a_model_its_own_class_makes_by_default_factory_defaults_to_an_object_the_api_server_fills_in() -> None:
+    properties = schema(Made)["properties"]
+
+    assert {name: field["default"] for name, field in properties.items() if "default" in field} == {
+        "limits": {},
+        "backup": {},
+    }
+    assert properties["limits"]["properties"]["memoryMB"]["default"] == 64
+
+
 class Stepped(pydantic.BaseModel):
     count: int = pydantic.Field(multiple_of=5)
     ratio: float = pydantic.Field(multiple_of=0.01)
@@ -239,6 +266,7 @@ def test_nested_models_are_inlined_with_aliases_and_exclusive_bounds() -> None:
     assert schema(MemcachedSpec)["properties"]["limits"] == {
         "description": "Resource limits of one instance.",
         "type": "object",
+        "default": {},
         "properties": {
             "memoryMB": {
                 "description": "Memory in MiB.",

@@ -103,11 +103,13 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @click.argument("operator")
     @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
     @click.option("--out", "out_file", type=_OUT_FILE, help="Write here, not stdout (- is stdout).")
+    @_name_option
     @_client_config_options
     def crd_command(
         operator: str,
         reconciler_name: str | None,
         out_file: Path | None,
+        name: str | None,
         namespace: str,
         url: str | None,
         ca_bundle: Path | None,
@@ -117,17 +119,17 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         A reconciler with converters gets its conversion webhook (--url, else the Service okt gen webhooks writes).
         """
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
-        documents = []
-        for cls in classes:
-            config = _client_config(cls, namespace, url, ca_bundle)
-            documents.append(crd.crd_for_reconciler(cls, webhooks.conversion_client_config(cls, config)))
+        # Every conversion webhook calls the one Service okt gen webhooks writes for the same reconcilers and --name
+        # (the first reconciler's <kind>-operator-webhooks by default, whichever reconciler has the converters).
+        name = webhooks.default_name(classes[0]) if name is None else _operator_name(classes, name)
+        config = _client_config(classes[0], namespace, url, ca_bundle, name)
+        documents = [crd.crd_for_reconciler(cls, webhooks.conversion_client_config(cls, config)) for cls in classes]
         _emit(crd.one_per_name(classes, documents), out_file)
 
     @gen.command("webhooks", cls=_Command)
     @click.argument("operator")
     @click.option("--reconciler", "reconciler_name", metavar="NAME", help="The reconciler class (default: all).")
-    @click.option("--name", metavar="NAME", help="The operator's name: its pods' app.kubernetes.io/name label, the "
-                  "configurations' name, the Service's prefix [default: <kind>-operator].")  # fmt: skip
+    @_name_option
     @click.option(
         "--failure-policy",
         type=click.Choice(["Fail", "Ignore"]),
@@ -176,12 +178,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         """Print the Validating/MutatingWebhookConfiguration (and the Service) of OPERATOR's admission webhooks."""
         scope = webhooks.scope_of(watch_namespaces, selector)
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
-        name = name or webhooks.default_name(classes[0])
-        if not _SERVICE_NAME.match(f"{name}-webhooks"):
-            raise errors.CodegenError(
-                f"invalid --name {name!r}: expected a DNS label that starts with a letter, at most 54 characters "
-                f"(its webhooks' Service is {name}-webhooks)"
-            )
+        name = _operator_name(classes, name)
         config = _client_config(classes[0], namespace, url, ca_bundle, name)
         documents = webhooks.webhooks_for_reconcilers(
             classes,
@@ -309,6 +306,27 @@ def resource_command(
     for result in results:
         note = " (yours: not touched)" if result.action is resource.Action.KEPT else ""
         click.echo(f"{result.action.value:<8} {result.path.as_posix()}{note}")
+
+
+def _name_option(command: Callable[..., None]) -> Callable[..., None]:
+    """``--name``, the operator's name (shared by ``crd`` and ``webhooks``: the Service both point at)."""
+    return click.option(
+        "--name",
+        metavar="NAME",
+        help="The operator's name: its pods' app.kubernetes.io/name label, the configurations' name, the Service's "
+        "prefix [default: <kind>-operator, of the first reconciler].",
+    )(command)
+
+
+def _operator_name(classes: Sequence[type[Any]], name: str | None) -> str:
+    """``--name``, or the first reconciler's ``<kind>-operator``, checked as its Service's prefix."""
+    name = name or webhooks.default_name(classes[0])
+    if not _SERVICE_NAME.match(f"{name}-webhooks"):
+        raise errors.CodegenError(
+            f"invalid --name {name!r}: expected a DNS label that starts with a letter, at most 54 characters "
+            f"(its webhooks' Service is {name}-webhooks)"
+        )
+    return name
 
 
 def _client_config_options(command: Callable[..., None]) -> Callable[..., None]:

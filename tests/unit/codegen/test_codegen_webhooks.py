@@ -356,3 +356,32 @@ def test_two_reconcilers_of_one_kind_under_their_own_names_get_a_webhook_each_un
         "https://127.0.0.1:9443/validate/checked",
         "https://127.0.0.1:9443/validate/checked-audit",
     ]
+
+
+@pytest.mark.parametrize("named", [[], ["--name", "shop-operator"]], ids=["default-name", "name"])
+def test_gen_crd_calls_the_service_gen_webhooks_writes(named: list[str]) -> None:
+    # With the reconciler of converters second in the file, okt gen crd named a Service of its own kind
+    # (memcached-operator-webhooks) where okt gen webhooks wrote checked-operator-webhooks; and it took no --name.
+    group = cli.make_gen_group(loader(Checked, Memcached))
+    service = invoke(["webhooks", "operator.py", "--namespace", "ops", *named], group)
+    definitions = invoke(["crd", "operator.py", "--namespace", "ops", *named], group)
+    assert service.exit_code == 0, service.output
+    assert definitions.exit_code == 0, definitions.output
+
+    written = next(document for document in yaml.safe_load_all(service.stdout) if document["kind"] == "Service")
+    called = [
+        definition["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+        for definition in yaml.safe_load_all(definitions.stdout)
+        if "conversion" in definition["spec"]
+    ]
+    assert called == [
+        {"name": written["metadata"]["name"], "namespace": "ops", "path": "/convert/memcached", "port": 443}
+    ]
+    assert written["metadata"]["name"] == (f"{named[1]}-webhooks" if named else "checked-operator-webhooks")
+
+
+def test_gen_crd_refuses_a_name_whose_service_is_no_dns_label() -> None:
+    result = CliRunner().invoke(cli.make_gen_group(loader(Memcached)), ["crd", "operator.py", "--name", "Shop"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: invalid --name 'Shop': expected a DNS label")
+    assert result.stdout == ""

@@ -8,16 +8,22 @@ must find it in the generated pods.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 import yaml
 
-from okt.codegen import manager, rbac
+import okt
+from okt.codegen import deploy, manager, rbac
 
 PAGE = pathlib.Path(__file__).resolve().parents[3] / "docs" / "guide" / "deploying.md"
+KUBECTL = "/usr/bin/kubectl"
 
 
 def _said_of(subject: str) -> set[str]:
@@ -91,3 +97,59 @@ def test_the_pages_security_settings_are_those_okt_gen_deploy_writes() -> None:
     assert _container(page)["resources"] == _container(generated)["resources"]
     grace = "terminationGracePeriodSeconds"
     assert page["spec"]["template"]["spec"][grace] == generated["spec"]["template"]["spec"][grace]
+
+
+class MemcachedSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(default=1, ge=1)
+
+
+class MemcachedReconciler(okt.Reconciler):
+    """The page's memcached operator as far as its tree goes: a spec model, so an admission webhook."""
+
+    api_version = "cache.example.com/v1alpha1"
+    kind = "Memcached"
+    spec_model = MemcachedSpec
+
+
+@pytest.mark.skipif(not os.access(KUBECTL, os.X_OK), reason="needs kubectl at /usr/bin/kubectl")
+def test_the_pages_name_prefix_overlay_renames_every_name_the_operator_is_given_and_granted(tmp_path: Path) -> None:
+    # The page said to patch --webhook-service only: --webhook-configuration still named the unprefixed configuration,
+    # and the webhooks' Role and ClusterRole granted the unprefixed Secret and configuration, so the operator, given
+    # the prefixed names, was refused them.
+    operator = deploy.Operator(
+        [MemcachedReconciler], "memcached-operator", "memcached-system", "registry.example.com/memcached-operator:0.1.0"
+    )
+    deploy.write(deploy.kustomize_tree(operator), tmp_path)
+    text = PAGE.read_text(encoding="utf-8")
+    found = re.search(r"^# config/overlays/blue/kustomization\.yaml\n(.*?)^```$", text, re.DOTALL | re.MULTILINE)
+    assert found, "the page has no namePrefix overlay"
+    (tmp_path / "overlays" / "blue").mkdir()
+    (tmp_path / "overlays" / "blue" / "kustomization.yaml").write_text(found.group(1))
+
+    built = subprocess.run(
+        [KUBECTL, "kustomize", str(tmp_path / "overlays" / "blue")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    documents = [document for document in yaml.safe_load_all(built.stdout) if document]
+    named = {(document["kind"], document["metadata"]["name"]): document for document in documents}
+    (deployment,) = (document for document in documents if document["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = dict(arg[2:].split("=", 1) for arg in container["args"] if arg.startswith("--webhook-") and "=" in arg)
+    namespace = deployment["metadata"]["namespace"]
+
+    service = named[("Service", args["webhook-service"])]
+    assert service["metadata"]["namespace"] == namespace
+    configuration = named[("ValidatingWebhookConfiguration", args["webhook-configuration"])]
+    assert {hook["clientConfig"]["service"]["name"] for hook in configuration["webhooks"]} == {args["webhook-service"]}
+    secrets = named[("Role", "blue-memcached-operator-webhooks")]
+    assert secrets["metadata"]["namespace"] == namespace
+    assert [rule["resourceNames"] for rule in secrets["rules"] if "resourceNames" in rule] == [
+        [f"{args['webhook-service']}-tls"]
+    ]
+    configurations = named[("ClusterRole", "blue-memcached-operator-webhooks")]
+    assert [rule["resourceNames"] for rule in configurations["rules"]] == [[args["webhook-configuration"]]]
+    assert args["webhook-configuration"] == "blue-memcached-operator"

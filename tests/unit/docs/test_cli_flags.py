@@ -19,7 +19,7 @@ SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((
 
 _COMMAND = re.compile(r"\bokt((?: [a-z]+)+)((?: +[^\s`|;&#)\"']+)*)")
 """``okt``, its subcommand words, then the words of the same command line (up to a backtick, pipe, ``;`` or ``&&``)."""
-_FLAG = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
+_FLAG = re.compile(r"(?<![\w>-])(--?[a-zA-Z][\w-]*)")
 
 
 def _command(words: list[str]) -> tuple[click.Command, list[str]]:

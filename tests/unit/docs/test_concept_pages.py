@@ -1,0 +1,61 @@
+"""The concept pages say what okt does: the claims a reader acts on, held to the behaviour they describe.
+
+``docs/concepts/stepper.md`` names what makes CRChecker add a finalizer (``finalizer``, not ``cleanup``: a cleanup
+alone adds none and is never called); ``docs/concepts/conditions.md``'s ``summary()`` line quotes the reasons a
+successful reconcile writes; ``docs/concepts/resources.md``'s write bound names the repair of a re-keyed item, which
+takes more than one write (``tests/integration/resources/test_server_side_apply.py`` counts them).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+
+import okt
+from okt.kube import kinds
+from okt.status import conditions
+from okt.testing import FakeClient
+
+CONCEPTS = pathlib.Path(__file__).resolve().parents[3] / "docs" / "concepts"
+BUCKET = kinds.Kind("storage.example.com/v1", "Bucket", "buckets")
+
+
+class CleanupOnly(okt.Reconciler):
+    api_version = BUCKET.api_version
+    kind = BUCKET.kind
+
+    def cleanup(self, ctx: okt.Context) -> None:
+        raise AssertionError("a cleanup without a finalizer is never called")
+
+
+def _bucket(fake: FakeClient) -> dict[str, Any]:
+    body = {"apiVersion": BUCKET.api_version, "kind": BUCKET.kind, "metadata": {"name": "b", "namespace": "ns"}}
+    fake.create(body, BUCKET)
+    okt.reconcile(CleanupOnly(), fake, None, "ns", "b")
+    return fake.get(BUCKET, "b", "ns")
+
+
+def test_the_stepper_page_says_a_finalizer_is_added_for_a_declared_finalizer_not_for_a_cleanup() -> None:
+    stored = _bucket(FakeClient(kinds=[BUCKET]))
+    assert not stored["metadata"].get("finalizers")
+    row = next(line for line in (CONCEPTS / "stepper.md").read_text().splitlines() if line.startswith("| `CRChecker`"))
+    assert "declared cleanup" not in row
+    assert "declares `finalizer`" in row
+
+
+def test_the_conditions_pages_summary_quotes_what_a_successful_reconcile_writes() -> None:
+    stored = _bucket(FakeClient(kinds=[BUCKET]))
+    written = conditions.Conditions.from_status(stored["status"]).summary().split(", ")
+    page = (CONCEPTS / "conditions.md").read_text()
+    quoted = re.search(r"`summary\(\)` \(one line for logs: `([^`]*)`\)", page)
+    assert quoted is not None
+    for part in quoted.group(1).split(", "):
+        assert part in written, (part, written)
+
+
+def test_the_resources_pages_write_bound_names_the_repair_of_a_rekeyed_item() -> None:
+    page = " ".join((CONCEPTS / "resources.md").read_text().split())
+    bound = page.split("**At most one write per child per reconcile**", 1)[1].split("- **", 1)[0]
+    assert "re-keyed" in bound
+    assert "JSON patch" in bound

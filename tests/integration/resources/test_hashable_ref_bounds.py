@@ -3,6 +3,9 @@ another controller, and okt leaves its value alone — no write, not even on dri
 
 from __future__ import annotations
 
+import base64
+import pathlib
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +19,8 @@ from tests.integration.reconciler import conftest as shared
 pytestmark = pytest.mark.integration
 
 widget_kind = shared.widget_kind
+
+SECRET = kinds.BUILTIN[("v1", "Secret")]
 
 
 class GreetingOnly(shared.WidgetConfig):
@@ -96,3 +101,69 @@ def test_okts_owner_label_removed_from_a_child_whose_hash_leaves_out_the_labels_
     }
     labels = kube.get(kinds.CONFIG_MAP, "b-config", namespace)["metadata"].get("labels") or {}
     assert labels.get(label) == owner["metadata"]["uid"], "without it, the child is never pruned"
+
+
+def _checksums_page_password_secret() -> type[okt.SecretResource]:
+    """The ``PasswordSecret`` of ``docs/concepts/checksums.md``, run as the page writes it."""
+    page = (pathlib.Path(__file__).resolve().parents[3] / "docs" / "concepts" / "checksums.md").read_text()
+    block = next(b for b in re.findall(r"^```python\n(.*?)^```", page, re.M | re.S) if "PasswordSecret" in b)
+    scope: dict[str, Any] = {"okt": okt}
+    exec(compile(block, "checksums.md", "exec"), scope)
+    page_class: type[okt.SecretResource] = scope["PasswordSecret"]
+    return page_class
+
+
+PagePasswordSecret = _checksums_page_password_secret()
+
+
+class Credentials(PagePasswordSecret):
+    template = """
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ name }}-credentials
+  namespace: {{ namespace }}
+  labels:
+    app: {{ name }}
+stringData:
+  user: admin
+  password: first
+"""
+
+
+class CredentialsReconciler(shared.WidgetReconciler):
+    owns = (Credentials,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Credentials(ctx.cr)]
+
+
+def test_the_checksums_pages_password_secret_leaves_a_rotated_password_and_repairs_the_username(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The page's example, a Secret whose ``hashable_ref()`` covers the labels and the username: it reconciles (it
+    read the ``stringData`` a SecretResource had folded into ``data``: a KeyError at every reconcile), a password
+    another controller rotates costs no write, and a username someone edits is put back."""
+
+    def reconcile() -> dict[tuple[str, str], int]:
+        before = kube.stats.snapshot()
+        run = shared.reconcile_widget(CredentialsReconciler(), kube, widget_kind, namespace, "c")
+        assert run.outcome == okt.Outcome.done(), run.results.summary()
+        return {k: n for k, n in shared.write_requests(kube, before).items() if k[1] != "widgets/status"}
+
+    def data() -> dict[str, str]:
+        stored = kube.get(SECRET, "c-credentials", namespace)["data"]
+        return {key: base64.b64decode(value).decode() for key, value in stored.items()}
+
+    shared.make_widget(kube, widget_kind, namespace, "c", size=1)
+    assert reconcile() == {("apply", "secrets"): 1}
+    assert data() == {"user": "admin", "password": "first"}
+
+    rotated = {"stringData": {"password": "rotated"}}
+    kube.patch(SECRET, "c-credentials", rotated, namespace, field_manager="rotator")
+    assert reconcile() == {}
+    assert data()["password"] == "rotated"
+
+    kube.patch(SECRET, "c-credentials", {"stringData": {"user": "root"}}, namespace, field_manager="someone")
+    assert reconcile() == {("apply", "secrets"): 1}
+    assert data()["user"] == "admin"

@@ -56,6 +56,14 @@ def documents(path: Path) -> list[dict[str, object]]:
     return [document for document in yaml.safe_load_all(path.read_text()) if document]
 
 
+def regenerate_command(wrapper: str) -> list[str]:
+    """The words of the command a generated wrapper's header says regenerates it (``okt gen resource ...``)."""
+    lines = wrapper.splitlines()
+    start = lines.index("# Regenerate with:") + 1
+    end = next(index for index in range(start, len(lines)) if not lines[index].endswith("\\"))
+    return [word for line in lines[start : end + 1] for word in line[3:].rstrip(" \\").split()]
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     directory = tmp_path / "my-operator"
@@ -92,10 +100,7 @@ def test_init_forgets_the_project_it_imported_to_generate_deploy(project: Path) 
 def test_the_child_wrapper_is_what_okt_gen_resource_writes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     generated = project / "my_operator" / "widget" / "resources" / "config_map_widget_gen.py"
     scaffolded = generated.read_text()
-    lines = scaffolded.splitlines()
-    start = lines.index("# Regenerate with:") + 1
-    end = next(index for index in range(start, len(lines)) if not lines[index].endswith("\\"))
-    command = [word for line in lines[start : end + 1] for word in line[3:].rstrip(" \\").split()]
+    command = regenerate_command(scaffolded)
     assert command[:3] == ["okt", "gen", "resource"]
     generated.unlink()
     monkeypatch.chdir(project)
@@ -384,10 +389,7 @@ def test_data_added_to_the_scaffolded_manifest_reaches_the_child_beside_the_mess
     manifest = project / "manifests" / "widget" / "configmap.yaml"
     manifest.write_text(manifest.read_text().replace('  message: ""\n', '  message: ""\n  color: blue\n'))
     generated = project / "my_operator" / "widget" / "resources" / "config_map_widget_gen.py"
-    lines = generated.read_text().splitlines()
-    start = lines.index("# Regenerate with:") + 1
-    end = next(index for index in range(start, len(lines)) if not lines[index].endswith("\\"))
-    command = [word for line in lines[start : end + 1] for word in line[3:].rstrip(" \\").split()]
+    command = regenerate_command(generated.read_text())
     regenerated = subprocess.run(
         [sys.executable, "-m", "okt", *command[1:]], cwd=project, capture_output=True, text=True, check=False
     )

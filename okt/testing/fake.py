@@ -37,16 +37,16 @@ What it does as the API server does:
   ``metadata.resourceVersion`` in a patch (merge or JSON), apply or update, a wrong uid or resourceVersion
   precondition on delete or a wrong uid in an update's body, an apply that would create an object naming a uid; 500
   :class:`~okt.errors.ServerError` for a create naming a ``metadata.resourceVersion`` (a body copied from another
-  object); 400 :class:`~okt.errors.BadRequest` for a patch that renames its object, a create or an update whose body
-  is of another kind than its path addresses (or names none, for a custom kind: the API server takes a built-in kind's
-  from the path), 500 for such an apply (as Kubernetes 1.20 answers it); 422 :class:`~okt.errors.Invalid` (with the
-  API server's ``causes``, one per refused field — but none for a failed ``test``: okt tells a refused write from a
-  lost race by them) when a JSON patch's ``test`` fails, a patch or an apply changes the uid, a patch changes the
-  ``apiVersion`` or ``kind``, a write adds a finalizer to an object being deleted, an update of a custom resource
-  names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor ``generateName``), or a write
-  holds a name, a label, an annotation, a finalizer or an owner reference the API server refuses (its rules in
-  ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64 characters, a finalizer
-  ``clean up``, an owner reference without a uid, a second controller reference);
+  object); 400 :class:`~okt.errors.BadRequest` for a patch that renames its object, a create or an update whose body is
+  of another kind than its path addresses (or names none, for a custom kind: the API server takes a built-in kind's
+  ``kind`` and ``apiVersion``, each, from the path), 500 for such an apply (as Kubernetes 1.20 answers it); 422
+  :class:`~okt.errors.Invalid` (with the API server's ``causes``, one per refused field — but none for a failed
+  ``test``: okt tells a refused write from a lost race by them) when a JSON patch's ``test`` fails, a patch or an apply
+  changes the uid, a patch changes the ``apiVersion`` or ``kind``, a write adds a finalizer to an object being deleted,
+  an update of a custom resource names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor
+  ``generateName``), or a write holds a name, a label, an annotation, a finalizer or an owner reference the API server
+  refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64
+  characters, a finalizer ``clean up``, an owner reference without a uid, a second controller reference);
 * every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
   resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
   leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
@@ -746,14 +746,15 @@ def _desired_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return desired
 
 
-def _check_kind(kind: kinds_mod.Kind, body: Mapping[str, Any]) -> None:
+def _check_kind(kind: kinds_mod.Kind, body: dict[str, Any]) -> None:
     """The object a create or an update sends is of the kind its path addresses (400 otherwise: a template whose
-    ``kind`` is not its class's is refused on the server, not stored as another kind). The API server takes a body
-    naming neither ``apiVersion`` nor ``kind`` as the path's kind for Kubernetes' own kinds, not for a custom one."""
+    ``kind`` is not its class's is refused on the server, not stored as another kind). For Kubernetes' own kinds the
+    API server takes a missing ``kind`` and a missing ``apiVersion`` each from the path (set in ``body``); a custom
+    kind's body must name both."""
+    if kinds_mod.builtin(kind.api_version, kind.kind) is not None:
+        body.setdefault("kind", kind.kind)
+        body.setdefault("apiVersion", kind.api_version)
     api_version, named = body.get("apiVersion"), body.get("kind")
-    builtin = kinds_mod.builtin(kind.api_version, kind.kind) is not None
-    if builtin and api_version is None and named is None:
-        return
     if (api_version, named) != (kind.api_version, kind.kind):
         version = str(api_version or kind.api_version).rpartition("/")[2]
         detail = "" if api_version and named else f": Object '{'Kind' if not named else 'apiVersion'}' is missing"

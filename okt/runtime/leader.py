@@ -307,7 +307,8 @@ class LeaderElector:
         # Renew.
         at_once = False
         while not self._stop.is_set():
-            # The renew deadline ends the renewals: no wait nor request goes past it (only this thread moves it).
+            # The renew deadline ends the renewals: no wait goes past it, nor a request by more than LEAST_TIMEOUT (only
+            # this thread moves it).
             deadline = self._renewed_at + self.renew_deadline
             if not at_once:
                 self._stop.wait(max(min(self.retry_period, deadline - clock()), 0.0))

@@ -103,6 +103,23 @@ class WidgetReconciler(okt.Reconciler):
         return [WidgetConfig(ctx.cr), WidgetService(ctx.cr), WidgetDeployment(ctx.cr)]
 
 
+def sized_crd(group: str, kind: str, plural: str, maximum: int | None) -> dict[str, Any]:
+    """A CRD whose ``spec.size`` is an integer; with ``maximum``, one that refuses what it stored before (a CRD made
+    stricter: every write of such an object, its status's too, is refused)."""
+    crd = crds.schemaless_crd(group, kind, plural)
+    size: dict[str, Any] = {"type": "integer"} if maximum is None else {"type": "integer", "maximum": maximum}
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {"size": size}},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        }
+    }
+    return crd
+
+
 @pytest.fixture(scope="session")
 def widget_kind(apply_crd: Any) -> kinds.Kind:
     kind: kinds.Kind = apply_crd(widget_crd())

@@ -20,7 +20,7 @@ from okt.kube import kinds
 from okt.reconciler import children
 from okt.runtime import certs
 from okt.status import events
-from okt.testing import condition, crds, waiting
+from okt.testing import condition, waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -431,22 +431,6 @@ def test_a_cleanup_that_answers_requeue_after_or_give_up_keeps_the_finalizer_unt
     wait_until_gone(kube, widget_kind, namespace)
 
 
-def gauge_crd(maximum: int | None) -> dict[str, Any]:
-    """A CRD whose ``spec.size`` has a schema; with ``maximum`` it refuses what it stored before."""
-    crd = crds.schemaless_crd(shared.GROUP, "Gauge", "gauges")
-    size: dict[str, Any] = {"type": "integer"} if maximum is None else {"type": "integer", "maximum": maximum}
-    crd["spec"]["versions"][0]["schema"] = {
-        "openAPIV3Schema": {
-            "type": "object",
-            "properties": {
-                "spec": {"type": "object", "properties": {"size": size}},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-        }
-    }
-    return crd
-
-
 class GaugeReconciler(okt.Reconciler):
     api_version = f"{shared.GROUP}/v1"
     kind = "Gauge"
@@ -457,7 +441,7 @@ class GaugeReconciler(okt.Reconciler):
 def test_a_finalizer_patch_the_api_server_finds_invalid_reports_why_instead_of_a_lost_race(
     kube: kube_client.Client, other_client: kube_client.Client, namespace: str, apply_crd: Any
 ) -> None:
-    gauge_kind: kinds.Kind = apply_crd(gauge_crd(None))
+    gauge_kind: kinds.Kind = apply_crd(shared.sized_crd(shared.GROUP, "Gauge", "gauges", None))
     kube.create(
         {
             "apiVersion": gauge_kind.api_version,
@@ -468,7 +452,8 @@ def test_a_finalizer_patch_the_api_server_finds_invalid_reports_why_instead_of_a
         gauge_kind,
     )
     try:
-        apply_crd(gauge_crd(10))  # the schema got stricter: every write of the stored object is now refused
+        # The schema got stricter: every write of the stored object is now refused.
+        apply_crd(shared.sized_crd(shared.GROUP, "Gauge", "gauges", 10))
 
         def refused() -> bool:
             try:
@@ -492,7 +477,7 @@ def test_a_finalizer_patch_the_api_server_finds_invalid_reports_why_instead_of_a
         warnings = [e["message"] for e in items if e["involvedObject"].get("uid") == uid and e["type"] == "Warning"]
         assert warnings and all("spec.size" in message for message in warnings)
     finally:
-        apply_crd(gauge_crd(None))
+        apply_crd(shared.sized_crd(shared.GROUP, "Gauge", "gauges", None))
         kube.delete(gauge_kind, NAME, namespace)
 
 

@@ -277,22 +277,6 @@ def test_status_annotations_too_large_to_write_turn_ready_false_once_and_wait_fo
     assert sent == {("patch", "reports"): 1}  # the annotations tried, refused
 
 
-def meter_crd(maximum: int | None) -> dict[str, Any]:
-    """A CRD whose ``spec.size`` is an integer; with ``maximum``, one that refuses what it stored before."""
-    crd = crds.schemaless_crd(PLAIN_GROUP, "Meter", "meters")
-    size: dict[str, Any] = {"type": "integer"} if maximum is None else {"type": "integer", "maximum": maximum}
-    crd["spec"]["versions"][0]["schema"] = {
-        "openAPIV3Schema": {
-            "type": "object",
-            "properties": {
-                "spec": {"type": "object", "properties": {"size": size}},
-                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-        }
-    }
-    return crd
-
-
 class MeterSpec(pydantic.BaseModel):
     size: int = pydantic.Field(le=10)
 
@@ -310,10 +294,10 @@ def test_an_invalid_spec_whose_report_a_stricter_crd_refuses_names_the_refusal_i
     """A spec stored before its CRD got stricter has the API server refuse every write of the object, the status
     write reporting the InvalidSpec too: the reconcile is retried (the report never landed), and its line says the
     refusal, not only the InvalidSpec that is otherwise reported once and left alone."""
-    meter_kind: kinds.Kind = apply_crd(meter_crd(None))
+    meter_kind: kinds.Kind = apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
     shared.make_widget(kube, meter_kind, namespace, "m", size=100)
     try:
-        apply_crd(meter_crd(10))
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", 10))
 
         def refused() -> bool:
             try:
@@ -333,5 +317,5 @@ def test_an_invalid_spec_whose_report_a_stricter_crd_refuses_names_the_refusal_i
         assert line["status_error"].startswith("ApiError: ")
         assert "spec.size in body should be less than or equal to 10" in line["status_error"]
     finally:
-        apply_crd(meter_crd(None))
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
         kube.delete(meter_kind, "m", namespace)

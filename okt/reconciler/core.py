@@ -92,19 +92,20 @@ def primary_kind(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_c
 
 
 def resolved(
-    reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client
+    reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client, kind: kinds.Kind | None = None
 ) -> type[reconciler_mod.Reconciler]:
     """``reconciler_cls`` with its primary kind spelled out: itself when it declares ``api_version``; else, for a
     ``kind`` named as kubectl names it (``"deploy"``, ``"memcacheds.cache.example.com"``), a subclass of the same
     name declaring the discovered ``api_version``, ``kind``, ``plural`` and ``namespaced`` — so everything derived
-    from the declaration (the status target of a built-in kind, the controller's name) sees the real kind.
+    from the declaration (the status target of a built-in kind, the controller's name) sees the real kind. A ``kind``
+    given is that kind, with no discovery.
 
     Raises:
         okt.ConfigurationError: the name is unknown or ambiguous.
     """
     if reconciler_cls.api_version:
         return reconciler_cls
-    kind = client.resolve_name(reconciler_cls.kind)
+    kind = kind or client.resolve_name(reconciler_cls.kind)
     attributes = {
         "api_version": kind.api_version,
         "kind": kind.kind,
@@ -158,8 +159,31 @@ def reconcile(
     logger: structlog.typing.FilteringBoundLogger | None = None,
     recorder: events.EventRecorder | None = None,
 ) -> stepper.Run:
-    """Reconcile one object once and return the run (path, outcome, results)."""
+    """Reconcile one object once and return the run (path, outcome, results).
+
+    Args:
+        reconciler: the reconciler. One whose ``kind`` is a name as kubectl takes it (no ``api_version``) is made,
+            at its first reconcile, an instance of the subclass :func:`resolved` declares for the kind discovery
+            finds (``kind`` when given), as ``okt run`` builds it: its status target, its controller's name are
+            the real kind's (a built-in kind's status stays its own controller's).
+        client: the API client (:class:`okt.testing.FakeClient` in a unit test).
+        reader: where the object and its children are read; ``None`` reads them from the API each time.
+        namespace: the object's namespace, ``None`` for a cluster-scoped kind.
+        name: the object's name.
+        kind: the primary kind's REST addressing; ``None`` resolves it (discovery, when ``plural`` or
+            ``api_version`` is not declared).
+        logger: the logger of the reconcile's lines (default: ``okt``'s).
+        recorder: where Events go (none are recorded without one, nor with ``record_events = False``).
+
+    Raises:
+        okt.ApiError, okt.ConfigurationError: only while ``kind`` is resolved (not given): a kind the server does not
+            serve (:class:`okt.NotFound`), a name it knows no kind by. The reconcile itself raises nothing for a
+            problem of the object or the API (see the module's guarantees).
+    """
     reader = reader or ApiReader(client)
+    if not type(reconciler).api_version:
+        # Resolved once: the instance keeps what it holds (its timers' clock), and the next reconcile asks nothing.
+        reconciler.__class__ = resolved(type(reconciler), client, kind)
     kind = kind or primary_kind(type(reconciler), client)
     # A reconcile the runtime runs has its id bound to the logging context already (the author's lines carry it):
     # okt's own lines of the same reconcile must carry that one, not a number of another count.

@@ -58,7 +58,8 @@ class Reconciler:
     kind: ClassVar[str] = ""
     """The primary resource's kind, e.g. ``"Memcached"``. Without ``api_version``, any name ``kubectl`` takes for a
     kind — ``"deploy"``, ``"deployments.apps"``, ``"Memcached"``, ``"memcacheds.cache.example.com"`` — resolved by
-    discovery when the controller starts (an unknown or ambiguous name stops the start with one line)."""
+    discovery when the controller starts, or at the first ``okt.reconcile`` of an instance (an unknown or ambiguous
+    name stops the start with one line, ``okt.ConfigurationError``)."""
     plural: ClassVar[str | None] = None
     """Its plural (default: discovery, or ``okt.kube.kinds.plural_of(kind)`` where no server is at hand)."""
     namespaced: ClassVar[bool] = True

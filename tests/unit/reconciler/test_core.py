@@ -11,6 +11,7 @@ import structlog.testing
 
 import okt
 from okt.status import events
+from okt.testing import FakeClient
 from tests.unit.reconciler.webapps import WEBAPP, webapp
 
 
@@ -102,3 +103,33 @@ def test_a_reconcile_whose_status_write_landed_has_no_status_error_in_its_line()
     assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
     [line] = [entry for entry in logged if entry["event"] == "reconciled"]
     assert "status_error" not in line
+
+
+class NamedAsKubectlNamesIt(okt.Reconciler):
+    kind = "deployments.apps"  # no api_version: discovery finds the kind
+
+
+def _deployment() -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}
+
+
+def test_a_kind_named_as_kubectl_names_it_is_reconciled_as_the_kind_discovery_finds() -> None:
+    """A Deployment's status is its controller's: a reconciler of Deployments writes none by default (``status`` is
+    "off" for a built-in kind), under ``okt run`` as under ``okt.reconcile``. Named as kubectl names it, the kind was
+    resolved for its address only: ``okt.reconcile`` applied okt's conditions to the Deployment's status, and called
+    the controller ``deployments.apps``."""
+    fake = FakeClient()
+    fake.put(_deployment())
+    reconciler = NamedAsKubectlNamesIt()
+    before = fake.stats.snapshot()
+
+    with structlog.testing.capture_logs() as logged:
+        run = okt.reconcile(reconciler, fake, None, "shop", "web")
+
+    assert run.outcome.kind is okt.OutcomeKind.DONE
+    assert fake.stats.writes(before) == 0
+    assert "status" not in fake.stored(fake.resolve("apps/v1", "Deployment"), "web", "shop")
+    [line] = [entry for entry in logged if entry["event"] == "reconciled"]
+    assert line["controller"] == "deployment"
+    assert isinstance(reconciler, NamedAsKubectlNamesIt)
+    assert type(reconciler).api_version == "apps/v1"  # resolved once: the next reconcile asks discovery nothing

@@ -37,9 +37,9 @@ The tree::
     ├── OwnedByAnother            "OwnedByAnother"      a child exists under another controller; okt never adopts it
     ├── WriteRefused              "WriteRefused"        a write refused in the process: an admission hook writes nothing
     │   └── NotLeader             "NotLeader"           a write refused in the process: it no longer holds the lease
-    ├── RegistrationError         "RegistrationAborted" the same resource key was registered twice
-    ├── MutationError             "MutateError"         a mutation changed a child's name or namespace
-    └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input
+    ├── RegistrationError         "RegistrationAborted" a child registered twice, of a kind not owned, or misplaced
+    ├── MutationError             "MutateError"         a child's template does not render, or a mutation renamed it
+    └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input, refused at start
 
 Guarantees:
 
@@ -458,19 +458,32 @@ class NotLeader(WriteRefused):
 
 
 class RegistrationError(OktError):
-    """The same resource key (apiVersion, kind, namespace, name) was registered twice in one reconcile."""
+    """A child of ``resources(ctx)`` cannot be registered (the ObjectsGetter's work): its resource key (apiVersion,
+    kind, namespace, name) is registered already in this reconcile, its kind is not in the reconciler's ``owns``, or
+    it carries a namespace while the server serves its kind cluster-scoped. The reconcile records it
+    (``Operation.REGISTRATION_ABORTED``), writes no child and is retried with backoff."""
 
     reason: ClassVar[str] = "RegistrationAborted"
 
 
 class MutationError(OktError):
-    """A mutation changed a child's identity (name or namespace), which would orphan the live object."""
+    """A child's desired state cannot be built: its template does not render (a Jinja2 error, YAML that is not a
+    mapping, a value okt will not place), it has no ``metadata.name``, or a mutation (``mutate_with_cr``) changed its
+    identity (name, namespace, apiVersion or kind), which would orphan the live object. How the reconcile ends
+    follows where it was raised: a template that does not render fails where the child is built (``resources(ctx)``,
+    in the ObjectsGetter), a hook's error retried with backoff; a mutation that changed the identity (the Mutator) is
+    an alarming give-up (``Ready=False``, one Warning Event, no retry until the object changes): the same code would
+    do it again."""
 
     reason: ClassVar[str] = "MutateError"
 
 
 class ConfigurationError(OktError):
-    """Bad command-line or configuration input; raised before anything talks to a cluster."""
+    """Bad command-line or configuration input, or a declaration okt cannot run, refused at start (by ``okt run``,
+    :class:`okt.Manager` and :class:`okt.Client`): an unreadable kubeconfig, a kind name discovery does not know or
+    finds ambiguous, two reconcilers of one controller name, an address that cannot be bound, a start-up hook that
+    failed. Some of these are found only once the cluster is asked (discovery, the start-up hooks). In a reconcile,
+    ``ctx.index`` raises it for an index the reconciler does not declare (retried with backoff, as any error is)."""
 
     reason: ClassVar[str] = "ConfigurationError"
 

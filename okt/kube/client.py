@@ -592,7 +592,9 @@ class Client:
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
-            okt.errors.NotLeader: a write the fence refused (see :func:`okt.kube.fence.fenced`); nothing was sent.
+            okt.errors.WriteRefused: a write the fence refused (see :func:`okt.kube.fence.fenced`); nothing was sent.
+                :class:`okt.errors.NotLeader`, its child, when the process no longer leads; ``WriteRefused`` itself
+                for a write sent from an admission hook.
             TypeError, ValueError: ``body`` is not JSON (a value of a type JSON does not have, a NaN or an infinity,
                 which JSON cannot write); nothing was sent.
         """

@@ -63,6 +63,9 @@ class Reconciler:
     plural: ClassVar[str | None] = None
     """Its plural (default: discovery, or ``okt.kube.kinds.plural_of(kind)`` where no server is at hand)."""
     namespaced: ClassVar[bool] = True
+    """Whether the primary kind is namespaced (``False``: cluster-scoped): the ``scope`` ``okt gen crd`` writes
+    (``okt gen rbac`` wants ``--cluster-wide`` for a cluster-scoped one), and how the kind is addressed when ``plural``
+    is declared too (otherwise discovery tells, as it does for a ``kind`` named as kubectl takes it)."""
     spec_model: ClassVar[type[pydantic.BaseModel] | None] = None
     """A pydantic model of ``spec``: ``ctx.spec`` is typed, and a spec it refuses ends ``Ready=False, InvalidSpec``."""
     status_model: ClassVar[type[pydantic.BaseModel] | None] = None

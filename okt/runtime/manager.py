@@ -349,7 +349,10 @@ class Manager:
             RuntimeError: the manager was already started, or stopped.
             okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery), or the server does not serve it.
             okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``,
-                two of one kind keep their records in the same place, or two have the same controller name.
+                two of one kind keep their records in the same place, or two have the same controller name; a kind
+                named as kubectl names it that discovery does not know; a start-up hook raised (the error names it,
+                the hook's exception as its cause); the probes', metrics' or webhooks' address cannot be bound, or
+                their certificate files cannot be read.
         """
         with self._lock:
             if self._started or self._stopping.is_set():

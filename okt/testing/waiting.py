@@ -10,7 +10,8 @@ T = TypeVar("T")
 
 
 class WaitTimeout(AssertionError):
-    """The awaited condition did not hold in time; the message says what was awaited and what was last seen."""
+    """The awaited condition did not hold in time; the message says what was awaited, and the exception the predicate
+    last raised when it raised one (a falsy value it returned is not repeated)."""
 
 
 def wait_for(

@@ -3,7 +3,9 @@
 ``docs/concepts/stepper.md`` names what makes CRChecker add a finalizer (``finalizer``, not ``cleanup``: a cleanup
 alone adds none and is never called); ``docs/concepts/conditions.md``'s ``summary()`` line quotes the reasons a
 successful reconcile writes; ``docs/concepts/resources.md``'s write bound names the repair of a re-keyed item, which
-takes more than one write (``tests/integration/resources/test_server_side_apply.py`` counts them).
+takes more than one write (``tests/integration/resources/test_server_side_apply.py`` counts them);
+``docs/concepts/results.md``'s table of operations says what a ``MutationError`` of the Mutator and a
+``RegistrationError`` end in, as the errors' docstrings (the reference page) do.
 """
 
 from __future__ import annotations
@@ -59,3 +61,56 @@ def test_the_resources_pages_write_bound_names_the_repair_of_a_rekeyed_item() ->
     bound = page.split("**At most one write per child per reconcile**", 1)[1].split("- **", 1)[0]
     assert "re-keyed" in bound
     assert "JSON patch" in bound
+
+
+class Settings(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n"
+
+
+class RenamedSettings(Settings):
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        self.desired["metadata"]["name"] = "renamed"
+
+
+class Renaming(okt.Reconciler):
+    api_version = BUCKET.api_version
+    kind = BUCKET.kind
+    owns = (RenamedSettings,)
+
+
+class Unowned(okt.Reconciler):
+    api_version = BUCKET.api_version
+    kind = BUCKET.kind
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Settings(ctx.cr)]  # a ConfigMap, which owns does not name: okt would not watch it
+
+
+def _operations(reconciler: okt.Reconciler) -> tuple[okt.Outcome, list[tuple[okt.Operation, str]]]:
+    fake = FakeClient(kinds=[BUCKET])
+    fake.create({"apiVersion": BUCKET.api_version, "kind": BUCKET.kind, "metadata": {"name": "b", "namespace": "ns"}})
+    run = okt.reconcile(reconciler, fake, None, "ns", "b")
+    return run.outcome, [(entry.operation, type(entry.error).__name__) for entry in run.results.entries]
+
+
+def _row(operation: okt.Operation) -> str:
+    rows = (CONCEPTS / "results.md").read_text().splitlines()
+    return next(line for line in rows if line.startswith(f"| `{operation.value}` |"))
+
+
+def test_the_results_pages_table_says_a_child_renamed_by_its_mutation_is_an_alarming_give_up() -> None:
+    outcome, recorded = _operations(Renaming())
+    assert outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert (okt.Operation.GIVE_UP, "MutationError") in recorded
+    assert "alarming give-up" in _row(okt.Operation.MUTATE_ERROR)
+    assert "alarming give-up" in (okt.MutationError.__doc__ or "")
+
+
+def test_the_results_pages_table_says_a_child_of_a_kind_not_owned_aborts_the_registration() -> None:
+    outcome, recorded = _operations(Unowned())
+    assert outcome.kind is okt.OutcomeKind.RETRY
+    assert (okt.Operation.REGISTRATION_ABORTED, "RegistrationError") in recorded
+    assert "not in `owns`" in _row(okt.Operation.REGISTRATION_ABORTED)
+    assert "``owns``" in (okt.RegistrationError.__doc__ or "")

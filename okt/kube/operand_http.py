@@ -169,7 +169,7 @@ def call(
     Raises:
         okt.errors.HttpError: the operand (or the API server's proxy) answered non-2xx.
         okt.errors.RemoteTimeout: no complete answer within ``timeout`` seconds.
-        okt.errors.RemoteError: no answer at all (refused, unreachable, no ready endpoint).
+        okt.errors.RemoteError: no answer at all (refused, unreachable, no ready endpoint, no endpoints yet).
         okt.errors.NotLeader: a call other than GET/HEAD while the thread's leadership fence refuses writes.
     """
     method = method.upper()
@@ -235,9 +235,23 @@ def _through_proxy(
         raise _no_answer(exc, shown, timeout, path) from exc
     if answer.status_code >= 400:
         failed = _proxy_failure(answer.status_code, answer.content, target, method, shown, path)
+        if isinstance(failed, errors.NotFound) and target.resource == "services" and _service_is_there(client, target):
+            # The proxy answers a Service without an Endpoints object (one just created, before the endpoint
+            # controller wrote it) as the Service not found: it is there, with no endpoint yet, as the direct route
+            # says it.
+            failed = errors.RemoteError(f"{shown}: no answer: {target} has no endpoints yet")
         if failed is not None:
             raise failed
     return answer.status_code, answer.content
+
+
+def _service_is_there(client: kube_client.Client, target: Target) -> bool:
+    """Whether the Service ``target`` exists; ``False`` when this operator may not read Services (a 404 naming it, or
+    its Endpoints, is then said as the API server said it)."""
+    try:
+        return client.get_or_none(_SERVICES, target.name, target.namespace) is not None
+    except errors.Forbidden:
+        return False
 
 
 _UNREACHED = ("error trying to reach service", "no endpoints available for service", "no service port")
@@ -457,7 +471,12 @@ def _address(client: kube_client.Client, target: Target, port: int | str | None)
         return str(ip), _port_number(port, _pod_ports(pod), 80, target)
     if isinstance(port, int):  # the Service's port: its Endpoints list the target port under the same name
         port = _service_port_name(client, target, port)
-    endpoints = client.get(_ENDPOINTS, target.name, target.namespace)
+    try:
+        endpoints = client.get(_ENDPOINTS, target.name, target.namespace)
+    except errors.NotFound as exc:
+        if _service_is_there(client, target):  # just created: the endpoint controller has not written them yet
+            raise errors.RemoteError(f"{target} has no endpoints yet") from exc
+        raise
     for subset in endpoints.get("subsets") or ():
         addresses = subset.get("addresses") or ()
         if addresses:

@@ -208,6 +208,35 @@ def test_a_direct_call_to_a_services_port_reaches_its_target_port(
     assert answer.text == "hello"
 
 
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+@pytest.mark.parametrize("port", [None, 80, "web"])
+def test_a_service_without_endpoints_yet_is_a_remote_error_on_both_routes(
+    kube: kube_client.Client, namespace: str, route: operand_http.Route, port: int | str | None
+) -> None:
+    """No endpoint controller runs here: the Service has no Endpoints object, as one just created has for a moment
+    (the API server's proxy answers that as the Service not found, the direct route read the Endpoints' 404)."""
+    meta = {"name": "web", "namespace": namespace}
+    kube.create(
+        {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": [{"name": "web", "port": 80}]}}
+    )
+
+    with pytest.raises(errors.RemoteError) as raised:
+        operand_http.call(kube, operand_http.Target("services", "web", namespace), "/", port=port, route=route)
+
+    assert f"service/{namespace}/web has no endpoints yet" in str(raised.value)
+
+
+@pytest.mark.parametrize("route", ["proxy", "direct"])
+@pytest.mark.parametrize("port", [None, 80])
+def test_a_missing_service_is_not_found_on_both_routes(
+    kube: kube_client.Client, namespace: str, route: operand_http.Route, port: int | None
+) -> None:
+    with pytest.raises(errors.NotFound) as raised:
+        operand_http.call(kube, operand_http.Target("services", "web", namespace), "/", port=port, route=route)
+
+    assert '"web" not found' in str(raised.value)  # the Service's 404, or on the direct route its Endpoints'
+
+
 def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership_is_not_sent(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str
 ) -> None:

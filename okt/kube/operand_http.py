@@ -43,6 +43,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import requests
 import urllib3
 
 from okt import errors
@@ -170,6 +171,7 @@ def call(
         okt.errors.HttpError: the operand (or the API server's proxy) answered non-2xx.
         okt.errors.RemoteTimeout: no complete answer within ``timeout`` seconds.
         okt.errors.RemoteError: no answer at all (refused, unreachable, no ready endpoint, no endpoints yet).
+        okt.errors.Unavailable: the API server was not reached (down, refused, unreachable), as for any request.
         okt.errors.NotLeader: a call other than GET/HEAD while the thread's leadership fence refuses writes.
     """
     method = method.upper()
@@ -232,6 +234,13 @@ def _through_proxy(
             deadline=time.monotonic() + timeout,
         )
     except errors.Unavailable as exc:
+        if _api_server_unreached(exc):
+            # Nothing reached the operand: the error of any request to an API server that is down or unreachable
+            # (ctx.exec's too), the call named with its query's values elided.
+            told = _without_query_values(exc.api_message, path)
+            raise errors.ApiError.from_status(
+                0, "Unavailable", f"the API server was not reached: {told}", method=method, url=shown.partition(" ")[2]
+            ) from exc
         raise _no_answer(exc, shown, timeout, path) from exc
     if answer.status_code >= 400:
         failed = _proxy_failure(answer.status_code, answer.content, target, method, shown, path)
@@ -252,6 +261,18 @@ def _service_is_there(client: kube_client.Client, target: Target) -> bool:
         return client.get_or_none(_SERVICES, target.name, target.namespace) is not None
     except errors.Forbidden:
         return False
+
+
+def _api_server_unreached(exc: errors.Unavailable) -> bool:
+    """Whether ``exc`` says no connection to the API server was made, or it closed one before answering (refused,
+    unreachable, its TLS handshake failed, the client's proxy failed): not that an answer took too long or was cut
+    short, which may be the operand's doing, its answer relayed as it comes."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, requests.ConnectionError):  # ConnectTimeout too; a ReadTimeout is none
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 _UNREACHED = ("error trying to reach service", "no endpoints available for service", "no service port")

@@ -326,9 +326,10 @@ class Context:
     ) -> operand_http.HttpResponse:
         """Call the operand: ``target`` is ``"service/NAME"`` (or a bare name) or ``"pod/NAME"``, by default through
         the API server's proxy. A non-2xx answer raises ``okt.HttpError``, no answer ``okt.RemoteTimeout`` or
-        ``okt.RemoteError``, a ``NAME`` or ``namespace`` that is no object's or namespace's name ``okt.InvalidSpec``
-        (before any request); see :mod:`okt.kube.operand_http` for the routes (``verify`` and ``server_name``: how an
-        ``https`` operand's certificate is checked on the direct route)."""
+        ``okt.RemoteError``, an API server not reached ``okt.Unavailable``, a ``NAME`` or ``namespace`` that is no
+        object's or namespace's name ``okt.InvalidSpec`` (before any request); see :mod:`okt.kube.operand_http` for
+        the routes (``verify`` and ``server_name``: how an ``https`` operand's certificate is checked on the direct
+        route)."""
         where = operand_http.Target.parse(target, namespace or self.cr.namespace or self.client.default_namespace)
         return operand_http.call(
             self.client,

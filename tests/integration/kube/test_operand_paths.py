@@ -27,7 +27,7 @@ from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, operand_http, podexec
 from okt.runtime import certs
-from okt.testing import envtest
+from okt.testing import envtest, faults
 
 pytestmark = pytest.mark.integration
 
@@ -235,6 +235,31 @@ def test_a_missing_service_is_not_found_on_both_routes(
         operand_http.call(kube, operand_http.Target("services", "web", namespace), "/", port=port, route=route)
 
     assert '"web" not found' in str(raised.value)  # the Service's 404, or on the direct route its Endpoints'
+
+
+@pytest.mark.parametrize("target", ["pods", "services"])
+def test_a_proxied_call_that_cannot_reach_the_api_server_is_unavailable_not_the_operands_failure(
+    control_plane: envtest.ControlPlane, tmp_path: pathlib.Path, namespace: str, target: str
+) -> None:
+    """The client's API server is gone (the port it was given is closed): nothing reached the operand, and the error
+    is the one every other request of okt raises then, its query's values left out as in any error of a call."""
+    proxy = faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0).start()
+    client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
+    proxy.stop()
+    try:
+        with pytest.raises(errors.Unavailable) as raised:
+            operand_http.call(
+                client,
+                operand_http.Target(target, "web", namespace),
+                "/admin?token=hunter2",
+                port=80,  # type: ignore[arg-type]
+            )
+    finally:
+        client.close()
+
+    assert not isinstance(raised.value, errors.RemoteError)
+    assert f"GET http://{target[:-1]}/{namespace}/web:80/admin?token=… -> no response" in str(raised.value)
+    assert "hunter2" not in str(raised.value)
 
 
 def test_a_direct_call_that_waited_at_the_rate_limit_past_the_loss_of_leadership_is_not_sent(

@@ -98,8 +98,8 @@ NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\nConnection: close\
         ("direct", NOT_FOUND, errors.HttpError),
         ("direct", None, errors.RemoteTimeout),
         ("direct", b"", errors.RemoteError),
-        ("proxy", b"", errors.RemoteError),
-        ("proxy-session", b"", errors.RemoteError),
+        ("proxy", b"", errors.Unavailable),  # nothing reached the operand: the API server's error, as for any request
+        ("proxy-session", b"", errors.Unavailable),
     ],
     ids=[
         "answered-403",
@@ -111,7 +111,7 @@ NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\nConnection: close\
     ],
 )
 def test_a_failed_calls_message_shows_the_querys_keys_and_none_of_its_values(
-    route: str, answer: bytes | None, raised: type[errors.RemoteError], monkeypatch: pytest.MonkeyPatch
+    route: str, answer: bytes | None, raised: type[errors.OktError], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A token given in the query must not reach the conditions, Events and logs the message goes to. Through a
     forward proxy, the request takes ``requests``' session, whose error quotes the URL."""

@@ -120,8 +120,10 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         """
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
         # Every conversion webhook calls the one Service okt gen webhooks writes for the same reconcilers and --name
-        # (the first reconciler's <kind>-operator-webhooks by default, whichever reconciler has the converters).
-        name = webhooks.default_name(classes[0]) if name is None else _operator_name(classes, name)
+        # (the first reconciler's <kind>-operator-webhooks by default, whichever reconciler has the converters). A
+        # default name is checked only where a CRD names that Service: a long kind without converters has none.
+        names_service = url is None and bool(webhooks.conversion_crds(classes))
+        name = _operator_name(classes, name) if name is not None or names_service else webhooks.default_name(classes[0])
         config = _client_config(classes[0], namespace, url, ca_bundle, name)
         documents = [crd.crd_for_reconciler(cls, webhooks.conversion_client_config(cls, config)) for cls in classes]
         _emit(crd.one_per_name(classes, documents), out_file)
@@ -319,8 +321,16 @@ def _name_option(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def _operator_name(classes: Sequence[type[Any]], name: str | None) -> str:
-    """``--name``, or the first reconciler's ``<kind>-operator``, checked as its Service's prefix."""
-    name = name or webhooks.default_name(classes[0])
+    """``--name``, or the first reconciler's ``<kind>-operator``, checked as its Service's prefix (a default too long
+    for it, from a long kind, is refused naming ``--name``: the user gave none)."""
+    if not name:
+        name = webhooks.default_name(classes[0])
+        if not _SERVICE_NAME.match(f"{name}-webhooks"):
+            raise errors.CodegenError(
+                f"the default name {name} (<kind>-operator, of the first reconciler) is too long for its webhooks' "
+                f"Service, {name}-webhooks: {len(name) + len('-webhooks')} characters, more than the 63 of a DNS "
+                "label; give a name of at most 54 characters with --name"
+            )
     if not _SERVICE_NAME.match(f"{name}-webhooks"):
         raise errors.CodegenError(
             f"invalid --name {name!r}: expected a DNS label that starts with a letter, at most 54 characters "

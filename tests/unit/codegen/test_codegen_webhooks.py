@@ -380,6 +380,53 @@ def test_gen_crd_calls_the_service_gen_webhooks_writes(named: list[str]) -> None
     assert written["metadata"]["name"] == (f"{named[1]}-webhooks" if named else "checked-operator-webhooks")
 
 
+class MemcachedOfAVeryLongKindNameThatMakesALongService(Memcached):
+    kind = "MemcachedOfAVeryLongKindNameThatMakesALongService"  # 49 characters: <kind>-operator-webhooks is 67
+
+
+class PlainOfAVeryLongKindNameThatMakesALongServiceName(Plain):
+    kind = "PlainOfAVeryLongKindNameThatMakesALongServiceName"
+
+
+@pytest.mark.parametrize("command", ["crd", "webhooks"])
+def test_a_default_name_whose_service_is_longer_than_a_dns_label_is_one_line_error_naming_the_name_option(
+    command: str,
+) -> None:
+    """Without --name, the Service is the first reconciler's <kind>-operator-webhooks: for a long kind longer than the
+    63 characters of a DNS label, which the API server refuses once the CRD is applied, not before."""
+    group = cli.make_gen_group(loader(MemcachedOfAVeryLongKindNameThatMakesALongService))
+
+    result = CliRunner().invoke(group, [command, "operator.py"])
+
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr == (
+        "Error: the default name memcachedofaverylongkindnamethatmakesalongservice-operator (<kind>-operator, of the "
+        "first reconciler) is too long for its webhooks' Service, "
+        "memcachedofaverylongkindnamethatmakesalongservice-operator-webhooks: 67 characters, more than the 63 of a DNS "
+        "label; give a name of at most 54 characters with --name\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "arguments"),
+    [
+        (PlainOfAVeryLongKindNameThatMakesALongServiceName, []),  # no conversion webhook: no Service named
+        (MemcachedOfAVeryLongKindNameThatMakesALongService, ["--url", "https://10.0.0.1:9443"]),  # called there
+        (MemcachedOfAVeryLongKindNameThatMakesALongService, ["--name", "shop-operator"]),
+    ],
+    ids=["no-converters", "url", "name"],
+)
+def test_gen_crd_of_a_long_kind_whose_crd_names_no_default_service_is_written(
+    reconciler: type[Any], arguments: list[str]
+) -> None:
+    result = invoke(["crd", "operator.py", *arguments], cli.make_gen_group(loader(reconciler)))
+
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["spec"]["names"]["kind"] == reconciler.kind
+
+
 def test_gen_crd_refuses_a_name_whose_service_is_no_dns_label() -> None:
     result = CliRunner().invoke(cli.make_gen_group(loader(Memcached)), ["crd", "operator.py", "--name", "Shop"])
     assert result.exit_code == 2, result.output

@@ -14,8 +14,9 @@ Two triggers are built from the same edges:
 
 Guarantees: a phase moves only along a declared edge; :meth:`PhaseMachine.edges` reads the edges back from the library
 object (in declaration order), so what is drawn is what runs; an exception raised by a guard propagates unchanged and
-leaves the phase where it was; a guard that returns an outcome (``okt.requeue_after(5)``, true as a bool) raises
-``TypeError`` instead of taking the edge.
+leaves the phase where it was; a guard that returns anything but a bool (``None`` from a function that forgot its
+``return``, an outcome such as ``okt.requeue_after(5)``, a number, a string, a numpy bool) raises ``TypeError`` naming
+the edge and what it returned, instead of reading its truth: neither that edge nor a later one is taken.
 
 Caveats: a ``transitions.Machine`` holds its current state and is not thread-safe. A ``PhaseMachine`` is built per
 evaluation (tens of microseconds for a dozen edges); the ``Lifecycle`` that owns the table is shared freely.
@@ -56,12 +57,8 @@ class _When(Generic[P]):
 
     def __call__(self, subject: Any) -> bool:
         held = self.edge.when(subject)
-        if isinstance(held, results.Outcome):
-            # True as a bool: ``okt.requeue_after(5)`` meant "not yet, look again", and the edge would be taken.
-            raise TypeError(
-                f"{self.edge.describe()}: its guard returned {held}; a guard returns True or False (an outcome is "
-                "returned by enter_in_state, check or cleanup)"
-            )
+        if not isinstance(held, bool):  # bool has no subclasses: True and False alone pass
+            raise TypeError(_refusal(self.edge, held))
         if not held:
             return False
         self.taken.edge = self.edge
@@ -80,6 +77,22 @@ class _Leads(Generic[P]):
             return False
         self.taken.edge = self.edge
         return True
+
+
+def _refusal(edge: transition_mod.Transition[Any], returned: object) -> str:
+    """Why a guard that returned ``returned`` instead of a bool is refused, and the likely mistake.
+
+    Truthiness is not asked for: ``None`` is a guard that forgot its ``return`` (read as "does not hold", the edge
+    would never be taken and nothing would say why), an outcome such as ``okt.requeue_after(5)`` is true as a bool
+    (meant as "not yet", the edge would be taken), a number or a string is a guard that returned what it read.
+    """
+    if returned is None:
+        shown, hint = "None", "a function without a return statement returns None"
+    elif isinstance(returned, results.Outcome):
+        shown, hint = str(returned), "an outcome is returned by enter_in_state, check or cleanup"
+    else:
+        shown, hint = repr(returned), f"a {type(returned).__name__}: return bool(...) if its truth is meant"
+    return f"{edge.describe()}: its guard returned {shown}; a guard returns True or False ({hint})"
 
 
 class _Model:

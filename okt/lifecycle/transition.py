@@ -35,7 +35,8 @@ P = TypeVar("P", bound=enum.Enum)
 """The author's phase Enum (its values must be strings: they are persisted and shown)."""
 
 Guard = Callable[["context.Context"], bool]
-"""Whether an edge may be taken now, asked with the reconcile's context; must not change anything."""
+"""Whether an edge may be taken now (``True`` or ``False``, nothing else), asked with the reconcile's context; must not
+change anything."""
 
 _REASON_RE = re.compile(conditions.REASON_PATTERN)
 
@@ -73,8 +74,9 @@ class Transition(Generic[P]):
         dest: the phase it enters (another phase of the same Enum).
         when: the guard; default: always. Guards are asked in declaration order and the first that holds wins, so
             put the more specific edge first. A guard must only read (the live children, the spec, the status): it
-            may be asked and then not taken. One that returns an outcome (``okt.requeue_after(5)``) raises
-            ``TypeError`` when asked.
+            may be asked and then not taken. It returns a bool: anything else (``None`` from a function that forgot
+            its ``return``, an outcome such as ``okt.requeue_after(5)``, a number, a string) raises ``TypeError``
+            naming the edge and what was returned when it is asked.
         reason: the condition reason and event reason of the move (CamelCase); default: the destination's name
             made into a reason (``"Running"``).
         message: a sentence explaining the move, added to the condition message and the event.

@@ -667,6 +667,55 @@ def test_a_guard_returning_an_outcome_is_refused_and_the_edge_not_taken(returned
     assert recorder.events == []
 
 
+class Truthy:
+    """Not a bool, though it answers one (as a numpy bool does)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "Truthy()"
+
+
+@pytest.mark.parametrize(
+    ("returned", "shown"),
+    [(None, "None"), (1, "1"), (0, "0"), ("yes", "'yes'"), ("", "''"), ([], "[]"), (Truthy(), "Truthy()")],
+    ids=repr,
+)
+def test_a_guard_returning_anything_but_a_bool_is_refused_naming_the_edge_and_what_it_returned(
+    returned: object, shown: str
+) -> None:
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Provisioning,
+        transitions=[
+            Transition(Phase.Provisioning, Phase.Running, when=lambda ctx: cast(bool, returned)),
+            Transition(Phase.Provisioning, Phase.Failed),
+        ],
+    )
+    ctx, recorder = make_ctx(app("Provisioning"))
+
+    with pytest.raises(TypeError) as refused:
+        lifecycle.advance(ctx)
+
+    assert str(refused.value).startswith(f"Provisioning -> Running: its guard returned {shown}; a guard returns True")
+    assert ctx.bookkeeping.phase == "Provisioning"  # neither this edge nor the next one was taken
+    assert said(ctx, recorder) == []
+
+
+def test_a_guard_without_a_return_is_told_so() -> None:
+    def forgot(ctx: context_mod.Context) -> bool:
+        facts(ctx).job_succeeded  # noqa: B018  (the return this test is about is missing)
+
+    lifecycle = Lifecycle(
+        Phase, initial=Phase.Provisioning, transitions=[Transition(Phase.Provisioning, Phase.Running, when=forgot)]
+    )
+    ctx, _ = make_ctx(app("Provisioning"), state=Facts(job_succeeded=True))
+
+    with pytest.raises(TypeError, match=r"returned None; .* \(a function without a return statement returns None\)"):
+        lifecycle.advance(ctx)
+
+
 # -- declaration -------------------------------------------------------------------------------------------------------
 
 

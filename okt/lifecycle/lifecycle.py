@@ -32,7 +32,8 @@ Guarantees:
   new name.
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
   ``failed`` phases, True otherwise; reason = the transition's reason; message ``phase Running (from Provisioning):
-  ...``) with the CR's generation, records a Normal event with the same reason, and logs the move.
+  ...``) with the CR's generation, records a Normal event with the same reason, and logs the move. With ``ready``,
+  the SuccessManager's Ready is False outside those phases, with the lifecycle condition's reason and message.
 * **Refusing, not crashing.** A persisted phase that names no phase (someone edited the annotation) raises
   :class:`~okt.lifecycle.transition.UnknownPhase`, whose message says what was found where and what is accepted.
   Raised in a hook, it is recorded like any error: the ErrorManager sets Ready=False with reason ``UnknownPhase``.
@@ -111,6 +112,10 @@ class Lifecycle(Generic[P]):
         transitions: the edges, in priority order: from one phase, the first edge whose guard holds is taken.
         condition_type: the condition that reports the phase; not one okt's built-in managers write (``Ready``...).
         failed: phases in which the application has failed: the lifecycle condition is False there.
+        ready: the phases in which the object may be Ready (``{Phase.Running}``): in any other, the SuccessManager's
+            report says Ready=False with the lifecycle condition's reason and message, whatever the reconciler's
+            ``ready(ctx)`` says; in these, ``ready(ctx)`` decides. Default (``None``): every phase, Ready is the
+            reconciler's choice alone.
         max_steps: the most moves one :meth:`advance` takes (>= 1).
         requeue_after: seconds after which to reconcile again when :meth:`advance` used its whole budget or
             :meth:`force` moved (``None``: never requeue for the lifecycle's sake).
@@ -119,10 +124,11 @@ class Lifecycle(Generic[P]):
             to, and is written under the new name by the next write of its bookkeeping.
 
     Raises:
-        TypeError: ``phases`` is not a string-valued Enum, or a phase or transition is of the wrong type.
-        ValueError: a transition or ``failed`` names a phase of another Enum, the condition type is invalid or
-            reserved, ``max_steps`` < 1, ``requeue_after`` is not a positive number, or a legacy name is empty or
-            still the name of a phase.
+        TypeError: ``phases`` is not a string-valued Enum, a phase or transition is of the wrong type, or ``ready``
+            is no collection of phases.
+        ValueError: a transition, ``failed`` or ``ready`` names a phase of another Enum, ``ready`` names none, the
+            condition type is invalid or reserved, ``max_steps`` < 1, ``requeue_after`` is not a positive number, or a
+            legacy name is empty or still the name of a phase.
 
     A ``Lifecycle`` holds no per-object state: declare it once at module level and share it between worker threads.
     """
@@ -135,6 +141,7 @@ class Lifecycle(Generic[P]):
         transitions: Iterable[transition_mod.Transition[P]],
         condition_type: str = DEFAULT_CONDITION_TYPE,
         failed: Iterable[P] = (),
+        ready: Iterable[P] | None = None,
         max_steps: int = 1,
         requeue_after: float | None = DEFAULT_REQUEUE_AFTER,
         legacy_phases: Mapping[str, P] | None = None,
@@ -153,6 +160,7 @@ class Lifecycle(Generic[P]):
             self._own(edge.source, f"transition {edge.describe()}: source")
         self._table = table
         self._failed = frozenset(self._own(phase, "failed phase") for phase in failed)
+        self._ready = None if ready is None else self._check_ready(ready)
         self._condition_type = _check_condition_type(condition_type)
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
@@ -193,6 +201,11 @@ class Lifecycle(Generic[P]):
         return self._failed
 
     @property
+    def ready(self) -> frozenset[P] | None:
+        """The phases in which the object may be Ready (``None``: every phase)."""
+        return self._ready
+
+    @property
     def max_steps(self) -> int:
         return self._max_steps
 
@@ -210,6 +223,10 @@ class Lifecycle(Generic[P]):
 
     def is_failed(self, phase: P) -> bool:
         return phase in self._failed
+
+    def may_be_ready(self, phase: P) -> bool:
+        """Whether an object in ``phase`` may be Ready (every phase may, without ``ready``)."""
+        return self._ready is None or self._own(phase, "phase") in self._ready
 
     # -- reading the persisted phase ----------------------------------------------------------------------------------
 
@@ -335,6 +352,14 @@ class Lifecycle(Generic[P]):
             raise ValueError(f"{what} {phase!r} is not a phase of {self._phases.__name__}")
         return phase
 
+    def _check_ready(self, ready: Iterable[P]) -> frozenset[P]:
+        if isinstance(ready, str | enum.Enum) or not isinstance(ready, Iterable):
+            raise TypeError(f"ready must be a collection of phases (like {{Phase.Running}}), got {ready!r}")
+        phases = frozenset(self._own(phase, "ready phase") for phase in ready)
+        if not phases:
+            raise ValueError("ready names no phase: no object of this lifecycle could ever be Ready")
+        return phases
+
     def _check_legacy(self, legacy: Mapping[str, P]) -> dict[str, P]:
         if not isinstance(legacy, Mapping):
             raise TypeError(f"legacy_phases must map old phase names to phases, got {legacy!r}")
@@ -423,6 +448,10 @@ class Lifecycle(Generic[P]):
 
     def _report(self, ctx: context_mod.Context, phase: P, reason: str, message: str) -> None:
         ctx.conditions.set(self._condition_type, phase not in self._failed, reason, message, ctx.cr.generation)
+        if self._ready is not None:
+            # Said at every report of the phase, a steady one's too: the SuccessManager's Ready follows the phase the
+            # reconcile ends in, with the same reason and message while it stays (no write for it).
+            ctx.not_ready = None if phase in self._ready else (reason, message)
 
     def _requeue(self, ctx: context_mod.Context) -> None:
         if self._requeue_after is not None:

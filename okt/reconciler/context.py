@@ -157,6 +157,10 @@ class Context:
         status write, so that what the hook sets after ``super().enter_in_state(state, ctx)`` is in it, then what
         reads the written status (the ClusterOperator's mirror)."""
         self.decisions: dict[kinds.ObjectKey, apply.Decision] = {}
+        self.not_ready: tuple[str, str] | None = None
+        """(reason, message) that hold Ready False in the SuccessManager's report whatever ``ready(ctx)`` says: set by
+        an ``okt.Lifecycle`` declared with ``ready=`` while the object is in a phase outside it (its condition's
+        reason and message), cleared in one of them."""
         # This reconcile's own mapping: a key a hook sets or removes must not reach later reconciles, nor those other
         # workers run at the same time, through the reconciler's class attribute.
         self._params = dict(settings.params)

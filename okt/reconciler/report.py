@@ -127,7 +127,8 @@ def error_conditions(
 
 def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """SuccessManager: the conditions from the reconciler's ``ready``/``available``/``progressing``/``degraded``
-    hooks, the bookkeeping reset; then, left due in ``ctx.status_due`` until the state's hook has returned, one
+    hooks (Ready False with ``ctx.not_ready``'s reason and message when a lifecycle phase holds it), the bookkeeping
+    reset; then, left due in ``ctx.status_due`` until the state's hook has returned, one
     status write if anything changed and an Event on recovery."""
     # Status fields the status model refuses (or that are no JSON) fail the reconcile here, before Ready=True is set:
     # the ErrorManager then reports them, and the refused values are never written.
@@ -137,6 +138,9 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     recovered = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}" if was_failing else ""
     available = reconciler.available(ctx)
     ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""), "ready")
+    if ctx.not_ready is not None:
+        # A lifecycle phase in which the object may not be Ready (``Lifecycle(ready=...)``): the phase says why.
+        ready = Signal(False, *ctx.not_ready)
     progressing = Signal.of(
         reconciler.progressing(ctx),
         ("RollingOut", "a rollout is under way"),

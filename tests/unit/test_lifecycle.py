@@ -756,6 +756,9 @@ def _declare(**overrides: Any) -> Lifecycle[Any]:
         (lambda: _declare(legacy_phases={"": Phase.Running}), ValueError, "non-empty string"),
         (lambda: _declare(legacy_phases={"Started": Other.Pending}), ValueError, "not a phase of Phase"),
         (lambda: _declare(legacy_phases=[("Started", Phase.Running)]), TypeError, "map old phase names"),
+        (lambda: _declare(ready={Other.Pending}), ValueError, "ready phase .* not a phase of Phase"),
+        (lambda: _declare(ready=Phase.Running), TypeError, "collection of phases"),
+        (lambda: _declare(ready=set()), ValueError, "could ever be Ready"),
     ],
 )
 def test_a_malformed_declaration_is_refused_up_front(
@@ -763,6 +766,36 @@ def test_a_malformed_declaration_is_refused_up_front(
 ) -> None:
     with pytest.raises(error, match=match):
         declare()
+
+
+@pytest.mark.parametrize(
+    ("facts", "phase", "not_ready"),
+    [
+        (Facts(), "Provisioning", ("Provisioning", "phase Provisioning (from Pending)")),
+        (Facts(job_succeeded=True), "Running", None),
+    ],
+    ids=["outside", "inside"],
+)
+def test_outside_its_ready_phases_a_lifecycle_holds_ready_false_with_its_condition(
+    facts: Facts, phase: str, not_ready: tuple[str, str] | None
+) -> None:
+    lifecycle = _declare(ready={Phase.Running}, max_steps=2)
+    ctx, _ = make_ctx(state=facts)
+
+    assert lifecycle.advance(ctx).phase is Phase[phase]
+
+    assert ctx.not_ready == not_ready
+    assert [lifecycle.may_be_ready(p) for p in Phase] == [p is Phase.Running for p in Phase]
+
+
+def test_without_ready_every_phase_may_be_ready_and_ready_is_left_to_the_reconciler() -> None:
+    ctx, _ = make_ctx()
+
+    LIFECYCLE.advance(ctx)
+
+    assert LIFECYCLE.ready is None
+    assert all(LIFECYCLE.may_be_ready(p) for p in Phase)
+    assert ctx.not_ready is None
 
 
 def test_an_edge_from_another_enum_is_refused() -> None:

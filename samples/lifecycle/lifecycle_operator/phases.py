@@ -192,5 +192,6 @@ LIFECYCLE: Lifecycle[Phase] = Lifecycle(
         ),
     ],
     failed={Phase.Failed},
+    ready={Phase.Running},  # elsewhere Ready=False, with the reason and message of the move that led there
 )
 """The WebApp lifecycle (see the module docstring)."""

@@ -15,7 +15,8 @@ and a move is written at once, before the Updater makes the children follow it:
 
 Children no longer registered are pruned by okt (a finished Job goes when its phase ends). Outside Running the
 SuccessManager reports the phase instead of okt's "every child is in its desired state": Ready is False with the
-reason of the transition that led there, Progressing is True on the way, Degraded is True in Failed.
+reason of the transition that led there (the lifecycle's ``ready={Phase.Running}``, no code here), Progressing is
+True on the way, Degraded is True in Failed.
 
 The phase is persisted in the ``okt.io/phase`` annotation (``persistence = ANNOTATIONS``), which ``kubectl get`` shows
 as a column. okt writes a move's annotation first and the status once it landed, so a refused move writes nothing;
@@ -122,11 +123,7 @@ class WebAppReconciler(okt.Reconciler):
         return children
 
     # -- what the conditions say outside Running: the phase, explained by the lifecycle condition --------------
-
-    def ready(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
-        if LIFECYCLE.current(ctx) is Phase.Running:
-            return super().ready(ctx)
-        return False, *explained(ctx)
+    # (Ready is the lifecycle's: ``ready={Phase.Running}`` holds it False with that condition outside Running.)
 
     def progressing(self, ctx: okt.Context) -> tuple[bool, str, str] | bool:
         phase = LIFECYCLE.current(ctx)

@@ -239,3 +239,58 @@ def test_a_phase_removed_from_the_status_is_restored_from_the_phase_condition_an
     told = "status.okt.phase was missing: phase Running restored from the Phase condition"
     assert warnings == [("PhaseRestored", told)]
     assert [e["phase"] for e in logs if e["event"] == "lifecycle phase restored"] == ["Running"]
+
+
+class Stage(enum.StrEnum):
+    Pending = "Pending"
+    Provisioning = "Provisioning"
+    Running = "Running"
+
+
+PROVISIONED = okt.Lifecycle(
+    Stage,
+    initial=Stage.Pending,
+    transitions=[
+        okt.Transition(Stage.Pending, Stage.Provisioning, reason="Provisioning", message="installing"),
+        okt.Transition(Stage.Provisioning, Stage.Running, when=lambda ctx: ctx.spec.size >= 2, reason="Installed"),
+    ],
+    ready={Stage.Running},
+    requeue_after=None,
+)
+
+
+@pytest.mark.parametrize("persistence", [okt.Persistence.STATUS, okt.Persistence.ANNOTATIONS], ids=str)
+def test_ready_is_false_with_the_phase_outside_the_ready_phases_and_the_reconcilers_in_them(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, persistence: okt.Persistence
+) -> None:
+    reconciler = advancing(PROVISIONED, persistence)()
+    shared.make_widget(kube, widget_kind, namespace, "w", size=1)
+
+    okt.reconcile(reconciler, kube, None, namespace, "w")
+
+    stored = kube.get(widget_kind, "w", namespace)
+    assert stored_phase(stored, persistence) == "Provisioning"
+    ready = condition(stored, "Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False",
+        "Provisioning",
+        "phase Provisioning (from Pending): installing",
+    )
+    before = kube.stats.snapshot()
+    okt.reconcile(reconciler, kube, None, namespace, "w")  # still Provisioning: the same report, not written again
+    assert shared.write_requests(kube, before) == {}
+
+    shared.patch_widget_spec(kube, widget_kind, namespace, "w", size=2)
+    okt.reconcile(reconciler, kube, None, namespace, "w")
+
+    stored = kube.get(widget_kind, "w", namespace)
+    assert stored_phase(stored, persistence) == "Running"
+    ready = condition(stored, "Ready")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "True",
+        "Reconciled",
+        "every child is in its desired state",
+    )
+    before = kube.stats.snapshot()
+    okt.reconcile(reconciler, kube, None, namespace, "w")
+    assert shared.write_requests(kube, before) == {}

@@ -85,11 +85,29 @@ def cli() -> None:
 
 
 @cli.command("graph")
-def graph_command() -> None:
-    """Print the Stepper state machine as a mermaid diagram (generated from the machine itself)."""
+@click.argument("target", required=False)
+@click.option("-m", "--module", "module", help="Import the operator as a module instead of a file.")
+def graph_command(target: str | None, module: str | None) -> None:
+    """Print the Stepper state machine as a mermaid diagram (generated from the machine itself); given an operator
+    (TARGET, a .py file, or -m MODULE), then the lifecycle each of its reconcilers declares, one diagram each."""
+    from okt import errors
     from okt.engines import graph
+    from okt.reconciler import loader
 
-    click.echo(graph.mermaid())
+    if target and module:
+        raise click.UsageError("give at most one of TARGET (a file) or -m MODULE")
+    diagrams = [graph.mermaid()]
+    where = module or target
+    if where:
+        try:
+            reconcilers = loader.reconcilers_of(loader.load_module(where, as_module=bool(module)), where)
+        except errors.ConfigurationError as exc:
+            raise click.ClickException(str(exc)) from exc
+        for cls in reconcilers:
+            if cls.lifecycle is not None:
+                title = f"the lifecycle of {cls.kind} ({cls.__name__}.lifecycle)"
+                diagrams.append(cls.lifecycle.mermaid(guards=True, title=title))
+    click.echo("\n\n".join(diagrams))
 
 
 def main() -> None:

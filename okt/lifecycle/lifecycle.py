@@ -323,16 +323,23 @@ class Lifecycle(Generic[P]):
 
     # -- documentation ------------------------------------------------------------------------------------------------
 
-    def mermaid(self) -> str:
+    def mermaid(self, *, guards: bool = False, title: str | None = None) -> str:
         """The lifecycle as a mermaid ``stateDiagram-v2`` (no trailing newline), generated from the machine.
 
-        Every edge is shown once, in priority order, labelled with its reason; the initial phase comes from
-        ``[*]``; phases no edge leaves go to ``[*]``; failed phases get the ``failed`` class.
+        Every edge is shown once, in priority order, labelled with its reason (and with ``guards``, the name of its
+        guard: ``SetupSucceeded when setup_succeeded``; an unconditional edge has none); the initial phase comes from
+        ``[*]``; phases no edge leaves go to ``[*]``; failed phases get the ``failed`` class. ``title`` is written as
+        a mermaid comment (``%%``) under the first line.
         """
         lines = ["stateDiagram-v2"]
+        if title is not None:
+            lines.append(f"    %% {' '.join(title.split())}")
         lines += [f'    state "{p.value}" as {p.name}' for p in self._phases if p.name != p.value]
         lines.append(f"    [*] --> {self._initial.name}")
-        lines += [f"    {e.source.name} --> {e.dest.name} : {e.reason}" for e in self._edges]
+        for edge in self._edges:
+            guard = edge.guard_name if guards else None
+            label = f"{edge.reason} when {guard}" if guard else edge.reason
+            lines.append(f"    {edge.source.name} --> {edge.dest.name} : {label}")
         sources = {edge.source for edge in self._edges}
         lines += [f"    {phase.name} --> [*]" for phase in self._phases if phase not in sources]
         if self._failed:

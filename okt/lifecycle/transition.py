@@ -113,6 +113,17 @@ class Transition(Generic[P]):
         """``"Provisioning -> Running"``."""
         return f"{self.source.value} -> {self.dest.value}"
 
+    @property
+    def guard_name(self) -> str | None:
+        """The guard's name as a diagram shows it (``"setup_succeeded"``; ``"lambda"`` for a lambda, the class's name
+        for a callable object); ``None`` for an unconditional edge."""
+        if self.when is always:
+            return None
+        name = getattr(self.when, "__name__", None)
+        if not isinstance(name, str):
+            return type(self.when).__name__
+        return "lambda" if name == "<lambda>" else name
+
 
 @dataclasses.dataclass(frozen=True)
 class Move(Generic[P]):

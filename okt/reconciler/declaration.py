@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic
 
@@ -27,6 +27,12 @@ from okt.status import bookkeeping
 
 if TYPE_CHECKING:
     from okt.reconciler.reconciler import Reconciler
+
+
+class Drawn(Protocol):
+    """What a reconciler's ``lifecycle`` is: an ``okt.Lifecycle``, seen from this layer (below it) as what draws it."""
+
+    def mermaid(self, *, guards: bool = False, title: str | None = None) -> str: ...
 
 
 def check(cls: type[Reconciler]) -> None:
@@ -44,6 +50,8 @@ def check(cls: type[Reconciler]) -> None:
     _check_mappings(cls)
     _check_annotation_selector(cls)
     _check_models(cls)
+    if cls.lifecycle is not None and not callable(getattr(cls.lifecycle, "mermaid", None)):
+        raise TypeError(f"{cls.__name__}.lifecycle = {cls.lifecycle!r}: expected an okt.Lifecycle")
     if not isinstance(cls.prefix, str) or not selectors.is_label_key(names_mod.Names(cls.prefix).owner_label):
         # Every reconcile with a child would fail on okt's own labels: the create, the prune's label selector.
         raise TypeError(f"{cls.__name__}.prefix = {cls.prefix!r}: expected a DNS subdomain, e.g. 'okt.io'")

@@ -99,6 +99,9 @@ class Reconciler:
     gets ``cleanup(ctx)`` on deletion and is released, never left stuck."""
     engine: ClassVar[stepper.Stepper | freestyle.FreeStyle] = stepper.Stepper()
     """How a reconcile is walked: the Stepper's states, or ``okt.FreeStyle()`` — one hook, ``reconcile_with_cr``."""
+    lifecycle: ClassVar[declaration.Drawn | None] = None
+    """The ``okt.Lifecycle`` the hooks advance, declared for ``okt graph`` to draw its phases beside the Stepper's
+    states. Declaring it changes no reconcile: the hooks call ``advance`` where the phase should move."""
     params: ClassVar[Mapping[str, Any]] = {}
     """Free parameters of the operator, read by hooks and resource templates as ``ctx.params``."""
     prune: ClassVar[bool] = True

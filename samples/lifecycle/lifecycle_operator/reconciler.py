@@ -59,6 +59,7 @@ class WebAppReconciler(okt.Reconciler):
     owns = (JobWebApp, DeploymentWebApp)
     persistence = okt.Persistence.ANNOTATIONS
     printer_columns = api.PRINTER_COLUMNS
+    lifecycle = LIFECYCLE  # what `okt graph samples/lifecycle/main.py` draws beside the Stepper
 
     def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
         if state is State.ObjectsGetter:

@@ -53,7 +53,7 @@ def test_run_mistakes_are_one_line(args: tuple[str, ...], expected: str) -> None
         (("create", "api"), "Missing option '--kind'."),
         (("envtest", "bogus"), "No such command 'bogus'."),
         (("envtest", "start", "--bogus"), "No such option '--bogus'."),
-        (("graph", "extra"), "Got unexpected extra argument (extra)"),
+        (("graph", "main.py", "extra"), "Got unexpected extra argument (extra)"),
     ],
 )
 def test_a_usage_mistake_of_any_command_is_one_line_with_exit_status_2(args: tuple[str, ...], expected: str) -> None:

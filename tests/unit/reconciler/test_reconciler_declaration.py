@@ -364,3 +364,9 @@ def test_an_annotation_selector_that_is_not_annotation_keys_to_values_is_refused
         type(
             "Picky", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "P", "annotation_selector": selector}
         )
+
+
+@pytest.mark.parametrize("lifecycle", ["Phase", object()], ids=repr)
+def test_a_lifecycle_that_is_not_an_okt_lifecycle_is_refused_when_the_class_is_defined(lifecycle: object) -> None:
+    with pytest.raises(TypeError, match=r"^Staged\.lifecycle = .*: expected an okt\.Lifecycle$"):
+        type("Staged", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "lifecycle": lifecycle})

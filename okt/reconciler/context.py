@@ -209,9 +209,12 @@ class Context:
             selects=self.settings.selects,
         )
 
-    def event(self, type_: str, reason: str, message: str) -> None:
+    def event(self, type_: str, reason: str, message: str, *, once: bool = False) -> None:
+        """Record a Kubernetes Event about the object (none when the reconciler records no events). A repeat of the
+        same type, reason and message counts one more on the Event; with ``once``, a repeat said of the object
+        unchanged since (its resourceVersion) is not even counted: no request."""
         if self.recorder is not None and self.exists:
-            self.recorder.record(self.cr, type_, reason, message)
+            self.recorder.record(self.cr, type_, reason, message, once=once)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Feed an object our own write returned into the reader (and the CR view when it is the primary: this

@@ -266,7 +266,8 @@ def on_error(ctx: context_mod.Context) -> None:
     # reported once: no error count, no Event, so nothing is written while the object does not change. A permanent
     # error whose fix wakes no reconcile (an unknown persisted phase) is retried only to notice that fix: each of its
     # reports would be one more write and one more Event saying the same thing too.
-    reported = (ctx.results.gave_up is not None or isinstance(error, errors.PermanentError) or waiting) and not news
+    said_once = ctx.results.gave_up is not None or isinstance(error, errors.PermanentError) or waiting
+    reported = said_once and not news
     ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported or waiting else failures
 
     def write() -> None:
@@ -285,7 +286,10 @@ def on_error(ctx: context_mod.Context) -> None:
                 write_status(ctx)
         finally:
             if not reported and not lost_race:
-                ctx.event(events.WARNING, reason, message)
+                # Said once too when its report is refused (an object stored before its CRD got stricter: every
+                # write of it is), which has the reconcile retried: each retry says the same of the unchanged object,
+                # and would count one more repeat on the Event, a write each time.
+                ctx.event(events.WARNING, reason, message, once=said_once)
 
     ctx.status_due.append(write)
 

@@ -2,7 +2,9 @@
 
 Why this exists: ``kubectl describe`` is where people look first. okt emits an Event when a reconcile changes the
 Ready condition or fails; a repeat of the same (object, type, reason, message) bumps the existing Event's count
-instead of creating a new one. Steady reconciles emit nothing (the caller only emits on change).
+instead of creating a new one. Steady reconciles emit nothing (the caller only emits on change). What okt reports once
+(a permanent error, a give-up) is recorded ``once``: repeated of the object unchanged since (its resourceVersion), it is
+not even counted — a report the API server refuses is retried with backoff, and would be one write per retry.
 
 Guarantees: failures to record an event are logged and swallowed — an Event is never a reason to fail a reconcile.
 What was said is remembered for a bounded number of (object, type, reason, message), a message by what its Event
@@ -43,6 +45,9 @@ REFILL_SECONDS = 300.0
 
 log = structlog.get_logger("okt.events")
 
+_Said = tuple[str, str, int, str]
+"""An Event recorded: its name, its namespace, its count, and the resourceVersion of the object it last said."""
+
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -58,28 +63,40 @@ class EventRecorder:
         self._lock = threading.Lock()
         # Per object uid: the Events it may still have recorded now, and when that was counted (the spam filter).
         self._allowance: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
-        self._seen: collections.OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = collections.OrderedDict()
+        self._seen: collections.OrderedDict[tuple[str, str, str, str], _Said] = collections.OrderedDict()
         # The keys of ``_seen`` by object uid, so that a deleted object's go at once (see forget).
         self._by_uid: dict[str, set[tuple[str, str, str, str]]] = {}
 
-    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
+    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str, *, once: bool = False) -> None:
+        """Record an Event about ``cr``, or count a repeat of one recorded already.
+
+        Args:
+            once: what okt reports once (a permanent error, a give-up): a repeat said of the object as it was when it
+                was recorded (the same resourceVersion) is not counted — no request at all. A report the API server
+                refuses (every write of an object stored before its CRD got stricter) is retried, and each retry
+                says the same of the same unchanged object. Once the object changed, a repeat is counted again.
+        """
         # Told apart by what the Event shows: two messages alike in their first 1024 characters are one Event, a
         # count; and what is remembered of each is that much, not the whole message (up to 32 KiB of a condition's).
         message = message[:_MESSAGE_SHOWN]
         key = (cr.uid, type_, reason, message)
         namespace = cr.namespace or "default"
         with self._lock:
+            said = self._seen.get(key)
+            if once and said is not None and said[3] == cr.resource_version:
+                self._seen.move_to_end(key)  # still said: kept as recently as a repeat counted would be
+                return
             if not self._spend_locked(cr.uid):
                 log.debug("event held back: too many for this object", reason=reason, name=cr.name)
                 return
             seen = self._seen.pop(key, None)
         try:
-            stored = self._bump(seen) if seen is not None else None
+            stored = self._bump(seen, cr.resource_version) if seen is not None else None
             if stored is None:
                 name = f"{cr.name}.{secrets.token_hex(8)}"
                 now = _now()
                 self._client.create(self._event(cr, name, namespace, type_, reason, message, now), kinds.EVENT)
-                stored = (name, namespace, 1)
+                stored = (name, namespace, 1, cr.resource_version)
         except errors.ApiError as exc:
             log.warning("event not recorded", reason=reason, error=str(exc))
             if seen is not None:
@@ -121,15 +138,16 @@ class EventRecorder:
             if not keys:
                 del self._by_uid[key[0]]
 
-    def _bump(self, seen: tuple[str, str, int]) -> tuple[str, str, int] | None:
-        """Count one more repeat on the Event ``seen`` (name, namespace, count); None when it is gone — the API server
-        removes an Event an hour after its last update (``--event-ttl``), and the repeat then needs a new one."""
-        name, namespace, count = seen
+    def _bump(self, seen: _Said, resource_version: str) -> _Said | None:
+        """Count one more repeat on the Event ``seen``, said of the object at ``resource_version``; None when it is
+        gone — the API server removes an Event an hour after its last update (``--event-ttl``), and the repeat then
+        needs a new one."""
+        name, namespace, count, _ = seen
         try:
             self._client.patch(kinds.EVENT, name, {"count": count + 1, "lastTimestamp": _now()}, namespace)
         except errors.NotFound:
             return None
-        return name, namespace, count + 1
+        return name, namespace, count + 1, resource_version
 
     def _event(
         self, cr: objects.CustomResource, name: str, namespace: str, type_: str, reason: str, message: str, now: str

@@ -6,12 +6,15 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+import pydantic
 import pytest
 
 import okt
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.status import events
+from okt.testing import waiting
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -185,3 +188,53 @@ def test_a_repeated_error_whose_event_expired_records_a_new_event(
     shared.reconcile_widget(Unreachable(), kube, widget_kind, namespace, NAME, recorder)
 
     assert [summary(event) for event in events_of(kube, widget_kind, namespace)] == [("Warning", "TemporaryError", 1)]
+
+
+STRICT_GROUP = "strict.okt.io"  # a group of its own: a CRD made stricter here leaves the Widget's REST mapping alone
+
+
+class SizeSpec(pydantic.BaseModel):
+    size: int = pydantic.Field(le=10)
+
+
+class GaugeReconciler(okt.Reconciler):
+    api_version = f"{STRICT_GROUP}/v1"
+    kind = "Gauge"
+    plural = "gauges"
+    spec_model = SizeSpec
+
+
+def test_a_permanent_error_whose_report_the_api_server_refuses_records_one_event_however_often_it_is_retried(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, recorder: events.EventRecorder
+) -> None:
+    """A spec stored before its CRD got stricter: every write of the object is refused, the report of its InvalidSpec
+    too, so it is retried; each retry says the same of the same unchanged object, and writes no Event."""
+    gauge_kind: kinds.Kind = apply_crd(shared.sized_crd(STRICT_GROUP, "Gauge", "gauges", None))
+    shared.make_widget(kube, gauge_kind, namespace, "g", size=100)
+    try:
+        apply_crd(shared.sized_crd(STRICT_GROUP, "Gauge", "gauges", 10))
+
+        def refused() -> bool:
+            try:
+                kube.patch(gauge_kind, "g", {"metadata": {"labels": {"probe": "x"}}}, namespace)
+            except okt.ApiError as exc:
+                return isinstance(exc, errors.Invalid)
+            return False
+
+        waiting.wait_for(refused, message="the stricter schema to be enforced")
+        first = okt.reconcile(GaugeReconciler(), kube, None, namespace, "g", kind=gauge_kind, recorder=recorder)
+        assert first.outcome.kind is okt.OutcomeKind.RETRY, first.outcome  # the report never landed
+        before = kube.stats.snapshot()
+
+        for _ in range(3):
+            run = okt.reconcile(GaugeReconciler(), kube, None, namespace, "g", kind=gauge_kind, recorder=recorder)
+            assert run.outcome.kind is okt.OutcomeKind.RETRY, run.outcome
+
+        assert event_requests(kube, before) == {}
+        uid = kube.get(gauge_kind, "g", namespace)["metadata"]["uid"]
+        items, _ = kube.list(kinds.EVENT, namespace)
+        said = [summary(item) for item in items if item["involvedObject"].get("uid") == uid]
+        assert said == [("Warning", "InvalidSpec", 1)]
+    finally:
+        apply_crd(shared.sized_crd(STRICT_GROUP, "Gauge", "gauges", None))
+        kube.delete(gauge_kind, "g", namespace)

@@ -14,12 +14,12 @@ SHOWN = 1024
 """The characters of a message an Event shows."""
 
 
-def _widget(uid: str = "uid-1") -> objects.CustomResource:
+def _widget(uid: str = "uid-1", resource_version: str = "7") -> objects.CustomResource:
     return objects.CustomResource(
         {
             "apiVersion": "test.okt.io/v1",
             "kind": "Widget",
-            "metadata": {"name": "web", "namespace": "shop", "uid": uid, "resourceVersion": "7"},
+            "metadata": {"name": "web", "namespace": "shop", "uid": uid, "resourceVersion": resource_version},
         }
     )
 
@@ -34,6 +34,29 @@ def test_messages_that_differ_only_past_what_an_event_shows_are_one_event_counte
 
     [event] = client.objects(kinds.EVENT)
     assert (event["message"], event["count"]) == (said, 2)
+
+
+def test_what_is_said_once_of_an_unchanged_object_is_not_counted_again() -> None:
+    client = fake_mod.FakeClient()
+    recorder = events.EventRecorder(client, "widget-controller")
+
+    for _ in range(3):
+        recorder.record(_widget(), events.WARNING, "InvalidSpec", "spec.size: too large", once=True)
+
+    [event] = client.objects(kinds.EVENT)
+    assert event["count"] == 1
+
+
+def test_what_is_said_once_is_counted_again_once_the_object_changed() -> None:
+    client = fake_mod.FakeClient()
+    recorder = events.EventRecorder(client, "widget-controller")
+
+    recorder.record(_widget(), events.WARNING, "InvalidSpec", "spec.size: too large", once=True)
+    recorder.record(_widget(resource_version="8"), events.WARNING, "InvalidSpec", "spec.size: too large", once=True)
+    recorder.record(_widget(resource_version="8"), events.WARNING, "InvalidSpec", "spec.size: too large", once=True)
+
+    [event] = client.objects(kinds.EVENT)
+    assert event["count"] == 2
 
 
 def _held_after_recording(length: int) -> int:

@@ -38,7 +38,7 @@ from okt import names as names_mod
 from okt.engines import freestyle, states, stepper
 from okt.engines import results as results_mod
 from okt.kube import kinds, objects
-from okt.reconciler import children, cluster_operator, declaration, finalize, findings, report, timers
+from okt.reconciler import children, cluster_operator, declaration, finalize, findings, report, spec_names, timers
 from okt.reconciler import context as context_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import helpers, resource, writing
@@ -491,9 +491,24 @@ def spec_from_data(model: type[ModelT], data: Any) -> ModelT:
 
     It is read as the JSON data it is (pydantic's JSON mode), as the CRD's schema describes it: a model in strict
     mode takes a datetime, a UUID or an enum member by its JSON form, where Python's strict mode would want the
-    object itself, which no custom resource can hold.
+    object itself, which no custom resource can hold. A field given under two of the names the model reads it by
+    (``populate_by_name``, ``AliasChoices``), with different values, is refused too, both keys named
+    (:func:`okt.reconciler.spec_names.given_twice`): pydantic would keep one and drop the other without a word.
     """
+    twice = spec_names.given_twice(model, data)
     try:
-        return model.model_validate_json(pydantic_core.to_json(data))
+        value = model.model_validate_json(pydantic_core.to_json(data))
     except pydantic.ValidationError as exc:
-        raise errors.InvalidSpec.from_validation_error(exc, model=model) from exc
+        refused = errors.InvalidSpec.from_validation_error(exc, model=model)
+        if not twice:
+            raise refused from exc
+        raise _invalid((*twice, *refused.causes)) from exc
+    if twice:
+        raise _invalid(twice)
+    return value
+
+
+def _invalid(causes: Sequence[errors.StatusCause]) -> errors.InvalidSpec:
+    """The InvalidSpec of ``causes``, said as :meth:`okt.InvalidSpec.from_validation_error` says its own."""
+    message = "; ".join(f"{cause.field}: {cause.message}" for cause in causes)
+    return errors.InvalidSpec(message, field=causes[0].field, causes=causes)

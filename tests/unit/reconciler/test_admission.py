@@ -81,6 +81,34 @@ def test_a_bad_spec_is_refused_with_the_message_ready_false_would_carry(spec: di
     assert (verdict.code, verdict.reason) == (422, "Invalid")
 
 
+class CamelSpec(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+    replica_count: int = pydantic.Field(1, alias="replicaCount")
+
+
+class CamelWidgets(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    spec_model = CamelSpec
+
+
+def test_a_field_given_by_its_alias_and_its_name_with_different_values_is_refused_as_ready_false_says() -> None:
+    obj = widget({"replicaCount": 2, "replica_count": 3})
+
+    verdict = admission.validate(CamelWidgets(), request(obj), FakeClient(kinds=[WIDGET]))
+
+    assert not verdict.allowed
+    assert (verdict.code, verdict.reason) == (422, "Invalid")
+    assert verdict.message.startswith("spec.replica_count: the same field as spec.replicaCount, given another value")
+    assert [(cause.reason, cause.field) for cause in verdict.causes] == [("FieldValueDuplicate", "spec.replica_count")]
+    fake = FakeClient(kinds=[WIDGET], objects=[obj])
+    okt.reconcile(CamelWidgets(), fake, None, "ns", "w")
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", "InvalidSpec", verdict.message)
+
+
 def test_a_good_spec_is_admitted() -> None:
     assert admission.validate(Widgets(), request(widget({"size": 3})), FakeClient()).allowed
 

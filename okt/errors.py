@@ -47,7 +47,8 @@ Guarantees:
 * ``str(exc)`` is always one readable line (newlines in messages are folded);
 * errors survive ``pickle`` and ``copy`` with all their attributes;
 * transport exceptions (requests, pykube) are never subclassed: the edge raises ``ApiError.from_status(...) from exc``
-  so the original stays reachable as ``__cause__``.
+  so the original stays reachable as ``__cause__`` — except where its text would carry what the message leaves out
+  (``ctx.http`` through the API server's proxy: the transport quotes the URL with its query's values).
 
 The ``ApiError`` branch, with :class:`StatusCause` and what okt reads in a refusal (a 422's causes, a 413, a 409), is
 the kube edge's, :mod:`okt.kube.errors`; every one of its names is importable from here as well.

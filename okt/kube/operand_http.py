@@ -234,14 +234,16 @@ def _through_proxy(
             deadline=time.monotonic() + timeout,
         )
     except errors.Unavailable as exc:
+        # Raised ``from None``: the transport's errors in the chain quote the URL whole, the query's values too, and
+        # the traceback of a hook that lets the error through is logged with every cause; the message says it all.
         if _api_server_unreached(exc):
             # Nothing reached the operand: the error of any request to an API server that is down or unreachable
             # (ctx.exec's too), the call named with its query's values elided.
             told = _without_query_values(exc.api_message, path)
             raise errors.ApiError.from_status(
                 0, "Unavailable", f"the API server was not reached: {told}", method=method, url=shown.partition(" ")[2]
-            ) from exc
-        raise _no_answer(exc, shown, timeout, path) from exc
+            ) from None
+        raise _no_answer(exc, shown, timeout, path) from None
     if answer.status_code >= 400:
         failed = _proxy_failure(answer.status_code, answer.content, target, method, shown, path)
         if isinstance(failed, errors.NotFound) and target.resource == "services" and _service_is_there(client, target):

@@ -555,6 +555,22 @@ def message_of(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def answered(exc: BaseException, hook: str) -> str:
+    """What a webhook tells the API server of ``exc``, raised by the operator's ``hook``: okt's errors and pydantic
+    ``ValidationError`` s by :func:`message_of` (a refusal said on purpose, or bad fields by their names), any other
+    exception as ``internal error in <hook>: <its class>``.
+
+    Why: the API server passes the answer to whoever sent the object (``kubectl`` prints it), and the text of an
+    exception that is not okt's may carry any data the hook held (a ``KeyError`` of a Secret's value, the repr of an
+    object). Such an exception is a bug of the operator, which its log says with where it was raised.
+    """
+    import pydantic
+
+    if isinstance(exc, OktError | pydantic.ValidationError):
+        return message_of(exc)
+    return f"internal error in {hook}: {type(exc).__name__}"
+
+
 def said(exc: BaseException) -> str:
     """An exception as a log line or an Event says it: its class, then :func:`message_of` (a pydantic
     ``ValidationError`` by its fields, never the values it was given)."""

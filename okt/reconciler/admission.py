@@ -19,10 +19,12 @@ Guarantees:
   ``when(obj)``). The others are never reconciled by it and may be another operator's (another release, another
   version), judged by its own webhook: they are admitted untouched, an object outside the scope with the reason in
   the audit annotation ``<webhook>/out-of-scope``;
-* a hook that raises refuses the object with its message, never crashes the server; so does a ``default(obj)`` that
-  returns what JSON cannot carry. An exception not of okt's tree, or a ``default(obj)`` returning what is not the
-  object as JSON data (a bug of the operator), is logged once, with where it was raised; a pydantic
-  ``ValidationError`` is said by its fields, never by the values it was given (see :func:`okt.errors.message_of`);
+* a hook that raises refuses the object, never crashes the server; so does a ``default(obj)`` that returns what JSON
+  cannot carry. okt's errors refuse with their message, and a pydantic ``ValidationError`` with its fields, never
+  the values it was given (see :func:`okt.errors.message_of`). Any other exception is a bug of the operator whose
+  text may carry data the hook held (a ``KeyError`` of a Secret's value): the API server is told ``internal error in
+  check: KeyError`` (a 500) and never that text. It, and a ``default(obj)`` returning what is not the object as JSON
+  data, is logged once at error level, with where it was raised (never the object);
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
 
 * ``check(ctx)`` writes nothing: the webhooks are declared ``sideEffects: None``, so the API server calls them for a
@@ -46,6 +48,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pydantic
 import structlog
 
 from okt import errors
@@ -128,12 +131,22 @@ class Verdict:
         return cls(True, out_of_scope=why)
 
     @classmethod
-    def refuse(cls, error: BaseException) -> Verdict:
-        """Refuse with the text ``Ready=False`` would carry: 422 ``Invalid`` for an invalid spec (with its causes, one
-        per bad field), else 403."""
+    def refuse(cls, error: BaseException, hook: str) -> Verdict:
+        """Refuse for what ``hook`` raised: 422 ``Invalid`` for an invalid spec (with its causes, one per bad field),
+        403 ``Forbidden`` with the message of another of okt's errors or of a pydantic ``ValidationError`` (its
+        fields), as ``Ready=False`` would carry it; any other exception, a bug of the operator, is a 500
+        ``InternalError`` naming the hook and the exception's class, never its text (see
+        :func:`okt.errors.answered`)."""
         if isinstance(error, errors.InvalidSpec):
             return cls(False, str(error), 422, "Invalid", causes=error.causes)
+        if not isinstance(error, errors.OktError | pydantic.ValidationError):
+            return cls(False, errors.answered(error, hook), 500, "InternalError")
         return cls(False, errors.message_of(error), 403, "Forbidden")
+
+    @classmethod
+    def forbid(cls, message: str) -> Verdict:
+        """Refuse with okt's own ``message`` (what a hook returned that okt cannot use), a 403."""
+        return cls(False, message, 403, "Forbidden")
 
 
 def validate(
@@ -158,7 +171,7 @@ def validate(
         typed = reconciler_mod.validate_spec(reconciler, cr.raw_spec)
     except Exception as exc:  # InvalidSpec, or what a validator raised past pydantic (a KeyError): refused as well
         _log_failure(reconciler, "spec_model", request, exc)
-        return Verdict.refuse(exc)
+        return Verdict.refuse(exc, "spec_model")
     ctx = context_mod.Context(
         settings=reconciler.settings(),
         client=client,
@@ -172,11 +185,13 @@ def validate(
     try:
         with fence_mod.fenced(_writes_nothing, errors.WriteRefused):
             ctx.results.follow(reconciler.check(ctx), "check")
-    except Exception as exc:  # recorded as CRChecker records it, so the message is the same
-        _log_failure(reconciler, "check", request, exc)
+    except Exception as exc:  # recorded as CRChecker records it, so okt's errors say the same
         ctx.results.record_exception(exc)
     error = ctx.results.first_error
-    return Verdict.allow() if error is None else Verdict.refuse(error)
+    if error is None:
+        return Verdict.allow()
+    _log_failure(reconciler, "check", request, error)  # raised, or what check returned that is no outcome
+    return Verdict.refuse(error, "check")
 
 
 def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope = EVERYTHING) -> Verdict:
@@ -190,12 +205,12 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
         returned = reconciler.default(working)
     except Exception as exc:
         _log_failure(reconciler, "default", request, exc)
-        return Verdict.refuse(exc)
+        return Verdict.refuse(exc, "default")
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
         bug = TypeError(f"default() returned {type(defaulted).__name__}, not the object")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.refuse(bug)
+        return Verdict.forbid(str(bug))
     try:
         patch = tuple(json_patch(obj, defaulted))
         # A value JSON cannot carry (a datetime, a model, NaN) is refused here with what it is, not answered as an
@@ -204,7 +219,7 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
     except (TypeError, ValueError) as exc:
         bug = TypeError(f"default() returned an object that is not JSON data: {exc}")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.refuse(bug)
+        return Verdict.forbid(str(bug))
     return Verdict.allow(patch)
 
 

@@ -466,3 +466,45 @@ def test_a_hook_that_hangs_is_cut_when_the_api_server_gives_up_and_the_log_names
         released.set()
         manager.stop()
         manager.join(10)
+
+
+class CarelessGadgets(Gadgets):
+    """Gadgets whose ``check`` of a gadget named ``careless-...`` has a bug: it looks up a value of the spec (a
+    password, say) where the key belongs, and the ``KeyError`` it raises says that value."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.name.startswith("careless-"):
+            {"memcached:1.6": "known"}[ctx.spec.image]
+
+
+def test_a_check_that_raises_a_bug_is_refused_as_an_internal_error_naming_its_class_not_its_text(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any
+) -> None:
+    manager = manager_mod.Manager(
+        kube,
+        [CarelessGadgets],
+        namespaces=[namespace],
+        metrics_bind="0",
+        grace_period=5,
+        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
+    )
+    manager.start()
+    try:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle)
+        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+        with structlog.testing.capture_logs() as logged, pytest.raises(okt.ApiError) as refused:
+            kube.create(gadget(namespace, "careless-1", "hunter2:secret"), gadget_kind)
+
+        assert (refused.value.status, refused.value.api_reason) == (500, "InternalError")
+        assert refused.value.api_message.endswith("denied the request: internal error in check: KeyError")
+        assert "hunter2" not in str(refused.value)
+        assert kube.get_or_none(gadget_kind, "careless-1", namespace) is None
+        (bug,) = [entry for entry in logged if entry["log_level"] == "error"]
+        assert (bug["hook"], bug["namespace"], bug["name"]) == ("check", namespace, "careless-1")
+        assert "ctx.spec.image]" in bug["stack"]  # where it was raised
+        assert "object" not in bug and "spec" not in bug
+    finally:
+        manager.stop()
+        manager.join(10)

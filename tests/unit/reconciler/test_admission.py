@@ -153,10 +153,10 @@ def test_defaulting_answers_a_json_patch_that_gives_the_defaulted_object() -> No
 def test_a_default_hook_that_raises_refuses_the_object() -> None:
     class Broken(Widgets):
         def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
-            raise ValueError("no default for you")
+            raise okt.PermanentError("no default for you")
 
     verdict = admission.mutate(Broken(), request(widget({"size": 2})))
-    assert (verdict.allowed, verdict.message) == (False, "no default for you")
+    assert (verdict.allowed, verdict.code, verdict.message) == (False, 403, "no default for you")
 
 
 @pytest.mark.parametrize(
@@ -178,7 +178,7 @@ def test_the_json_patch_turns_the_old_object_into_the_new_one(old: dict[str, Any
 
 def test_the_review_answer_carries_the_uid_status_and_base64_patch() -> None:
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request(widget({"size": 0}))}
-    refused = admission.respond(review, admission.Verdict.refuse(okt.InvalidSpec("bad")))
+    refused = admission.respond(review, admission.Verdict.refuse(okt.InvalidSpec("bad"), "check"))
     assert refused["response"] == {
         "uid": "u-1",
         "allowed": False,
@@ -245,17 +245,13 @@ class Tiered(okt.Reconciler):
     spec_model = TieredSpec
 
 
-def test_a_spec_model_whose_validation_raises_refuses_with_the_message_ready_false_would_carry() -> None:
+def test_a_spec_model_whose_validation_raises_past_pydantic_refuses_as_an_internal_error_of_the_spec_model() -> None:
     obj = widget({"size": 0, "replicas": 2})
 
     verdict = admission.validate(Tiered(), request(obj), FakeClient(kinds=[WIDGET]))
 
-    assert (verdict.allowed, verdict.code) == (False, 403)
-    fake = FakeClient(kinds=[WIDGET], objects=[obj])
-    okt.reconcile(Tiered(), fake, None, "ns", "w")
-    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
-    assert ready is not None and ready["status"] == "False"
-    assert verdict.message == ready["message"]
+    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 500, "InternalError")
+    assert verdict.message == "internal error in spec_model: KeyError"
 
 
 @pytest.mark.parametrize(
@@ -396,18 +392,42 @@ def test_a_hook_that_raises_a_validation_error_of_its_own_refuses_in_one_line_wi
     assert "read_credentials" in errors_logged[0]["stack"]  # where the operator's bug is
 
 
-def test_a_hook_that_raises_another_exception_refuses_with_its_message_and_logs_it_once() -> None:
+@pytest.mark.parametrize("hook", ["check", "default"])
+def test_a_hook_that_raises_another_exception_refuses_as_an_internal_error_naming_its_class_only_and_logs_it_once(
+    hook: str,
+) -> None:
     class Careless(Widgets):
+        """Looks a value of the object up where its key belongs: the KeyError says that value."""
+
+        def check(self, ctx: okt.Context) -> None:
+            {}[ctx.cr.raw_spec["mode"]]
+
         def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
-            return {"size": obj["spec"]["sizes"]}
+            return {"size": {}[obj["spec"]["mode"]]}
 
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": request(widget({"size": 2, "mode": "hunter2"})),
+    }
     with structlog.testing.capture_logs() as logged:
-        verdict = admission.mutate(Careless(), request(widget({"size": 2})))
+        if hook == "check":
+            verdict = admission.validate(Careless(), review["request"], FakeClient())
+        else:
+            verdict = admission.mutate(Careless(), review["request"])
+    status = admission.respond(review, verdict)["response"]["status"]
 
-    assert (verdict.allowed, verdict.message) == (False, "'sizes'")
-    assert [(line["hook"], line["error"]) for line in logged if line["log_level"] == "error"] == [
-        ("default", "KeyError: 'sizes'")
-    ]
+    assert status == {
+        "status": "Failure",
+        "code": 500,
+        "reason": "InternalError",
+        "message": f"internal error in {hook}: KeyError",
+    }
+    assert "hunter2" not in json.dumps(status)
+    errors_logged = [line for line in logged if line["log_level"] == "error"]
+    assert [line["hook"] for line in errors_logged] == [hook]
+    assert 'raw_spec["mode"]' in errors_logged[0]["stack"] or 'obj["spec"]["mode"]' in errors_logged[0]["stack"]
+    assert "object" not in errors_logged[0] and "spec" not in errors_logged[0]
 
 
 def test_a_hook_that_refuses_with_an_okt_error_is_an_answer_not_a_logged_failure() -> None:

@@ -30,10 +30,13 @@ Guarantees:
 * only an object that cannot be converted at all fails the review — a converter that raises (its message then says
   what the source's model refuses in the spec, if anything), a converted spec that is not JSON data, or a missing
   path between two versions: the API server needs every object of a review converted, so the whole review is
-  ``Failed``, with a message naming the object, the versions and the reason — never a half-converted answer; a
-  converter's exception that is not okt's (a bug of the operator) is logged once, with where it was raised, and a
-  pydantic ``ValidationError`` is said by its fields, never by the values it was given (see
-  :func:`okt.errors.message_of`);
+  ``Failure`` (HTTP 200: a review answered), with a message naming the object, the versions and the reason — never a
+  half-converted answer. The reason is an okt error's message (``okt.PermanentError("no v1 image for 'x'")``), a
+  pydantic ``ValidationError`` by its fields, never the values it was given (a model the converter builds that
+  refuses what it is given: ``SpecV1: replicas: Input should be greater than or equal to 1``); any other exception
+  is a bug of the operator whose text may carry the spec's data, said by its class only (``internal error in
+  converter v1alpha1->v1beta1: KeyError``, see :func:`okt.errors.answered`) and logged once, with where it was
+  raised;
 * a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
   target version and a round trip gives back what was stored — secret fields (``SecretStr``...) with their values,
   not pydantic's ``**********``.
@@ -152,9 +155,10 @@ def convert_object(
                 returned = reconciler.converters[(a, b)](source_spec)
             except Exception as exc:
                 _log_failure(reconciler, obj, (a, b), exc)
-                if refused is None:
-                    raise
-                said = f"{_reason(exc)} (a spec the {a} model refuses: {errors.message_of(refused)})"
+                # okt's errors and pydantic's by their message, a bug by its class only (see okt.errors.answered)
+                said = errors.answered(exc, f"converter {a}->{b}")
+                if refused is not None:
+                    said = f"{said} (a spec the {a} model refuses: {errors.message_of(refused)})"
                 raise ValueError(said) from exc
             spec = _as_data(returned, models.get(b))
         result["spec"] = spec
@@ -170,7 +174,7 @@ def respond(review: Mapping[str, Any], result: Result) -> dict[str, Any]:
         response["result"] = {"status": "Success"}
     else:
         response["convertedObjects"] = []
-        response["result"] = {"status": "Failed", "message": result.failure}
+        response["result"] = {"status": "Failure", "message": result.failure}
     api_version = review.get("apiVersion") or REVIEW_API_VERSION
     return {"apiVersion": api_version, "kind": "ConversionReview", "response": response}
 
@@ -328,5 +332,8 @@ def _describe(obj: Any, desired: str, exc: BaseException) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    said = errors.message_of(exc)
-    return said if isinstance(exc, errors.OktError | ValueError) else f"{type(exc).__name__}: {said}"
+    """What the review says of why an object was not converted: okt's words (a converter's exception is said as
+    :func:`okt.errors.answered` says it, in them), another exception of okt's by its class only, as a bug's."""
+    if isinstance(exc, errors.OktError | ValueError):
+        return errors.message_of(exc)
+    return errors.answered(exc, "conversion")

@@ -1,6 +1,6 @@
 """Conversion on the real API server: a CRD from ``okt gen crd`` with two versions and a renamed field, its conversion
 webhook served by okt on loopback. Created as v1alpha1, read as v1beta1 (stored) and back; a converter that raises
-makes the request fail with its message."""
+makes the request fail with its message, one with a bug naming its class only."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ class SpecBeta(pydantic.BaseModel):
 
 def up(spec: SpecAlpha) -> SpecBeta:
     if spec.imageName == "broken":
-        raise ValueError("no v1beta1 image for 'broken'")
+        raise okt.PermanentError("no v1beta1 image for 'broken'")
+    if spec.imageName.startswith("careless"):  # a bug: a value of the spec looked up where its key belongs
+        return {"size": spec.size, "image": {}[spec.imageName]}
     return SpecBeta(size=spec.size, image=spec.imageName)
 
 
@@ -109,3 +111,15 @@ def test_a_converter_that_raises_fails_the_request_with_its_message(
         kube.create(cache(ALPHA, namespace, "b", {"imageName": "broken"}), ALPHA)
     assert f"cannot convert {namespace}/b from {ALPHA.api_version} to {BETA.api_version}" in str(caught.value)
     assert kube.get_or_none(BETA, "b", namespace) is None
+
+
+def test_a_converter_with_a_bug_fails_the_request_naming_its_class_not_its_text(
+    kube: kube_client.Client, namespace: str, server: webhook_server.WebhookServer
+) -> None:
+    with pytest.raises(okt.ApiError) as caught:
+        kube.create(cache(ALPHA, namespace, "k", {"imageName": "careless-hunter2"}), ALPHA)
+
+    said = f"cannot convert {namespace}/k from {ALPHA.api_version} to {BETA.api_version}: "
+    assert f"{said}internal error in converter v1alpha1->v1beta1: KeyError" in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+    assert kube.get_or_none(BETA, "k", namespace) is None

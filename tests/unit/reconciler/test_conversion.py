@@ -97,7 +97,7 @@ def test_an_object_in_the_desired_version_is_returned_as_it_is() -> None:
 @pytest.mark.parametrize(
     ("desired", "obj", "reason"),
     [
-        ("v1", cache("v1beta1", {"image": "broken"}), "RuntimeError: cannot map this image"),
+        ("v1", cache("v1beta1", {"image": "broken"}), "internal error in converter v1beta1->v1: RuntimeError"),
         ("v1beta1", cache("v1alpha1", {"size": 2}), "spec.imageName: Field required"),
         ("v1alpha1", cache("v1", {"replicas": 1, "image": "x"}), "no converters lead from v1 to v1alpha1"),
     ],
@@ -113,7 +113,7 @@ def test_a_failed_conversion_fails_the_whole_review_naming_object_versions_and_r
     assert reason in result.failure
 
 
-def test_the_review_answer_is_success_with_objects_or_failed_with_a_message() -> None:
+def test_the_review_answer_is_success_with_objects_or_a_failure_with_a_message() -> None:
     review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u-9"}}
     ok = conversion.respond(review, conversion.Result(({"a": 1},)))
     assert ok == {
@@ -122,7 +122,7 @@ def test_the_review_answer_is_success_with_objects_or_failed_with_a_message() ->
         "response": {"uid": "u-9", "convertedObjects": [{"a": 1}], "result": {"status": "Success"}},
     }
     failed = conversion.respond(review, conversion.Result(failure="why"))["response"]
-    assert failed["result"] == {"status": "Failed", "message": "why"}
+    assert failed["result"] == {"status": "Failure", "message": "why"}
 
 
 @pytest.mark.parametrize(
@@ -222,8 +222,8 @@ def test_a_converter_that_cannot_convert_a_spec_its_model_refuses_fails_the_revi
         result = convert("v1beta1", cache("v1alpha1", {"size": 2}))
 
     assert result.failure == (
-        "cannot convert ns/c from example.com/v1alpha1 to example.com/v1beta1: AttributeError: 'SpecAlpha' object has "
-        "no attribute 'image_name' (a spec the v1alpha1 model refuses: spec.imageName: Field required)"
+        "cannot convert ns/c from example.com/v1alpha1 to example.com/v1beta1: internal error in converter "
+        "v1alpha1->v1beta1: AttributeError (a spec the v1alpha1 model refuses: spec.imageName: Field required)"
     )
     assert [line["converter"] for line in logged if line["log_level"] == "error"] == ["v1alpha1->v1beta1"]
 
@@ -423,3 +423,59 @@ def test_a_strict_model_reads_a_converters_data_by_the_json_forms_of_its_values(
     # Python's strict mode wanted a datetime object, which JSON data never holds: every review of it failed.
     assert result.failure is None
     assert [converted["spec"] for converted in result.objects] == [{"start": "2032-04-23T10:20:30Z"}]
+
+
+class SpecTwo(pydantic.BaseModel):
+    replicas: int = pydantic.Field(ge=1)
+
+
+class Sized(okt.Reconciler):
+    api_version = "example.com/v2"
+    kind = "Cache"
+    spec_model = SpecTwo
+    spec_models = {"v1beta1": SpecBeta}
+    converters = {("v1beta1", "v2"): lambda spec: SpecTwo(replicas=spec.size)}
+
+
+def test_a_converter_whose_model_refuses_what_it_builds_fails_the_review_naming_the_fields() -> None:
+    review = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {
+            "uid": "u",
+            "desiredAPIVersion": "example.com/v2",
+            "objects": [cache("v1beta1", {"size": 0, "image": "x"})],
+        },
+    }
+
+    answer = conversion.respond(review, conversion.convert(Sized, review["request"]))
+
+    assert answer["response"]["convertedObjects"] == []
+    assert answer["response"]["result"] == {
+        "status": "Failure",
+        "message": "cannot convert ns/c from example.com/v1beta1 to example.com/v2: "
+        "SpecTwo: replicas: Input should be greater than or equal to 1",
+    }
+
+
+class Careless(okt.Reconciler):
+    """A converter's bug: it looks a value of the spec (a password, say) up where its key belongs."""
+
+    api_version = "example.com/v2"
+    kind = "Cache"
+    spec_models = {"v1beta1": SpecBeta}
+    converters = {("v1beta1", "v2"): lambda spec: {"image": {}[spec.image]}}
+
+
+def test_a_converter_that_raises_a_bug_fails_the_review_naming_its_class_not_its_text_and_logs_it_once() -> None:
+    obj = cache("v1beta1", {"image": "hunter2"})
+    with structlog.testing.capture_logs() as logged:
+        result = conversion.convert(Careless, {"uid": "u", "desiredAPIVersion": "example.com/v2", "objects": [obj]})
+
+    assert result.failure == (
+        "cannot convert ns/c from example.com/v1beta1 to example.com/v2: "
+        "internal error in converter v1beta1->v2: KeyError"
+    )
+    errors_logged = [line for line in logged if line["log_level"] == "error"]
+    assert [line["converter"] for line in errors_logged] == ["v1beta1->v2"]
+    assert "spec.image]" in errors_logged[0]["stack"]

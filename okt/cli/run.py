@@ -40,6 +40,12 @@ STARTUP_PATIENCE = 15.0
 """Seconds of 5xx/429 answers to the first request before ``okt run`` gives up (a control plane being restarted)."""
 UNREACHABLE_ATTEMPTS = 3
 """Tries of the first request when no answer comes at all (refused or reset): a wrong address fails in seconds."""
+WEBHOOK_PORT_HELD = (
+    "another process holds it, another operator's webhook server perhaps: --webhook-port 0 serves them on a free "
+    "port, --no-webhooks serves none"
+)
+"""What ``okt run`` says of a webhook port another process holds: every operator with a ``check`` or a ``spec_model``
+serves on 9443 by default, so two run on one host collide there."""
 
 
 def _failed_tls(exc: BaseException) -> bool:
@@ -527,6 +533,7 @@ def _webhook_options(
         trust_ca=trust_ca if trusts else None,
         restore_ca=restore_ca if restores else None,
         on_serving=on_serving,
+        port_held=WEBHOOK_PORT_HELD,
     )
 
 

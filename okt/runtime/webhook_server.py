@@ -37,6 +37,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import pathlib
 import threading
@@ -96,6 +97,8 @@ class Options:
         on_serving: called once the server listens, with the served pair's CA (PEM), before :meth:`WebhookServer.start`
             returns; what it raises stops the server and the start (okt run writes ``--webhook-ca-file`` there: a run
             that cannot bind its ports writes no CA for the configurations to trust).
+        port_held: what the error of a port another process holds adds, in parentheses: the ways out the caller
+            gives (okt run names ``--webhook-port 0`` and ``--no-webhooks``).
     """
 
     host: str = "0.0.0.0"
@@ -108,6 +111,7 @@ class Options:
     trust_ca: Callable[[bytes], None] | None = None
     restore_ca: Callable[[bytes], None] | None = None
     on_serving: Callable[[bytes], None] | None = None
+    port_held: str = ""
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -187,6 +191,8 @@ class WebhookServer:
         except OSError as exc:
             self._server.server_close()
             message = f"cannot serve webhooks on {_joined(options.host, options.port)}: {exc.strerror or exc}"
+            if exc.errno == errno.EADDRINUSE and options.port_held:
+                message = f"{message} ({options.port_held})"
             raise errors.ConfigurationError(message) from exc
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True

@@ -142,3 +142,24 @@ def test_a_run_that_cannot_bind_its_ports_writes_no_webhook_ca_file(
     assert result.exit_code == 1
     assert f"127.0.0.1:{port}: Address already in use" in result.output
     assert not ca_file.exists()
+
+
+def test_a_webhook_port_another_process_holds_is_one_line_naming_the_port_and_the_ways_out(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path
+) -> None:
+    # Another operator on the host serving its webhooks on the port: each with a check or a spec_model takes 9443.
+    operator = tmp_path / "webhook_operator.py"
+    operator.write_text(WEBHOOK_OPERATOR)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check"]
+        args += ["--metrics-bind-address", "0", "--webhook-host", "127.0.0.1", "--webhook-port", str(port)]
+        result = CliRunner().invoke(cli_main.cli, args)
+
+    assert result.exit_code == 1
+    (line,) = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert line == (
+        f"Error: cannot serve webhooks on 127.0.0.1:{port}: Address already in use (another process holds it, another "
+        "operator's webhook server perhaps: --webhook-port 0 serves them on a free port, --no-webhooks serves none)"
+    )
+    assert "Traceback" not in result.output

@@ -96,7 +96,7 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
 
-    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str) -> None:
+    def record(self, cr: objects.CustomResource, type_: str, reason: str, message: str, *, once: bool = False) -> None:
         self.events.append((type_, reason, message))
 
 

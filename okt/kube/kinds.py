@@ -40,6 +40,23 @@ def check_namespace(namespace: str) -> None:
         )
 
 
+def check_name(kind: Kind, name: str) -> None:
+    """Refuse an empty name before it goes into a request's path, as client-go does.
+
+    The path of the name ``""`` is the kind's collection, not an object: a get of it answers the list (every Secret
+    of the namespace, with its data, taken for one object), a delete deletes every object of the collection. A name
+    often comes from the custom resource, where an empty string is easily written.
+
+    Raises:
+        okt.errors.InvalidSpec: naming the kind.
+    """
+    if not name:
+        raise errors.InvalidSpec(
+            f"{kind.kind} name {name!r}: an object's name may not be empty (it would address every {kind.plural} "
+            "object, not one)"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """A resource type as the REST API addresses it."""
@@ -68,7 +85,12 @@ class Kind:
     def path(self, name: str, namespace: str | None = None, subresource: str | None = None) -> str:
         """The object's URL path. The name is escaped: a ``?`` or ``#`` in it (some kinds allow them) would otherwise
         end the path there and address another object. A ``/`` is no part of any kind's name, and escaping it would
-        not help (the server decodes it and reads a subresource): a child's name is checked when it is built."""
+        not help (the server decodes it and reads a subresource): a child's name is checked when it is built.
+
+        Raises:
+            okt.errors.InvalidSpec: ``name`` is empty (:func:`check_name`).
+        """
+        check_name(self, name)
         tail = f"/{subresource}" if subresource else ""
         return f"{self.collection_path(namespace)}/{urllib.parse.quote(name, safe='')}{tail}"
 

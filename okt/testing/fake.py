@@ -407,6 +407,7 @@ class FakeClient(kube_client.Client):
         meta = body.get("metadata") or {}
         with self._lock:
             self._count("apply", _label(kind, subresource))
+            kinds_mod.check_name(kind, meta.get("name", ""))
             self._check_served(kind)
             if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
                 # Kubernetes 1.20 fails to merge the two types: an error of its own (500), not a 4xx.
@@ -492,6 +493,7 @@ class FakeClient(kube_client.Client):
     ) -> bool:
         with self._lock:
             self._count("delete", kind.plural)
+            kinds_mod.check_name(kind, name)
             self._check_served(kind)
             key = _key(kind, name, namespace)
             live = self._objects.get(key)
@@ -544,6 +546,7 @@ class FakeClient(kube_client.Client):
             )
 
     def _existing(self, kind: kinds_mod.Kind, name: str, namespace: str | None) -> dict[str, Any]:
+        kinds_mod.check_name(kind, name)
         self._check_served(kind)
         found = self._objects.get(_key(kind, name, namespace))
         if found is None:

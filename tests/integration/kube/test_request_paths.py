@@ -44,3 +44,36 @@ def test_a_namespace_that_is_no_namespaces_name_is_refused_before_it_reaches_ano
         VERBS[verb](kube, shape.format(ns=namespace))
 
     assert kube.get(SECRET, "db", namespace)["data"] == {"password": "aHVudGVyMg=="}
+
+
+NAMED: dict[str, Callable[[kube_client.Client, str], Any]] = {
+    "get": lambda kube, namespace: kube.get(SECRET, "", namespace),
+    "get_or_none": lambda kube, namespace: kube.get_or_none(SECRET, "", namespace),
+    "delete": lambda kube, namespace: kube.delete(SECRET, "", namespace),
+    "patch": lambda kube, namespace: kube.patch(SECRET, "", {"metadata": {"labels": {"a": "b"}}}, namespace),
+    "replace": lambda kube, namespace: kube.replace(
+        SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": namespace}}
+    ),
+    "apply": lambda kube, namespace: kube.apply(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": namespace}}, field_manager="okt"
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(NAMED))
+def test_an_empty_name_is_refused_before_it_reaches_the_whole_collection(
+    kube: kube_client.Client, namespace: str, verb: str
+) -> None:
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db", "namespace": namespace},
+            "stringData": {"password": "hunter2"},
+        }
+    )
+
+    with pytest.raises(okt.InvalidSpec, match="name '': an object's name may not be empty"):
+        NAMED[verb](kube, namespace)
+
+    assert kube.get(SECRET, "db", namespace)["data"] == {"password": "aHVudGVyMg=="}

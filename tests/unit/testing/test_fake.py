@@ -760,3 +760,28 @@ def test_a_merge_patch_replaces_a_custom_kind_s_map_list_whole() -> None:
 def test_keyed_lists_the_fake_cannot_take_are_refused(keyed_lists: Any, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         FakeClient(keyed_lists=keyed_lists)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f: f.get(SECRET, "", "ns"),
+        lambda f: f.get_or_none(SECRET, "", "ns"),
+        lambda f: f.patch(SECRET, "", {"metadata": {"labels": {"a": "b"}}}, "ns"),
+        lambda f: f.replace(
+            SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": "ns"}}
+        ),
+        lambda f: f.apply(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": "ns"}}, field_manager="okt"
+        ),
+        lambda f: f.delete(SECRET, "", "ns"),
+    ],
+    ids=["get", "get_or_none", "patch", "replace", "apply", "delete"],
+)
+def test_an_empty_name_is_refused_as_the_client_refuses_it(fake: FakeClient, call: Any) -> None:
+    fake.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ns"}})
+
+    with pytest.raises(okt.InvalidSpec, match="Secret name '': an object's name may not be empty"):
+        call(fake)
+
+    assert fake.stored(SECRET, "db", "ns") is not None

@@ -129,9 +129,12 @@ def run(
         TypeError: ``command`` is one string, not an argument list; nothing was sent.
     """
     if isinstance(command, str | bytes):  # each character would be an argument: "ls -l" would run "l"
+        # The string is not quoted: a command line often holds a password (redis-cli -a ...), and the error's text
+        # goes to the log, the Ready condition and an Event.
         raise TypeError(
-            f"command {command!r}: an exec takes an argument list (['redis-cli', 'BGSAVE']), not one string; for a "
-            "shell's command line, ['sh', '-c', ...]"
+            f"command given as one {type(command).__name__} of {len(command)} characters (its text left out): an "
+            "exec takes an argument list (['redis-cli', 'BGSAVE']), not one string; for a shell's command line, "
+            "['sh', '-c', ...]"
         )
     if not command:
         raise ValueError("an exec needs a command (a non-empty list of arguments)")

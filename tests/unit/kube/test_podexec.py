@@ -197,6 +197,16 @@ def test_a_namespace_that_is_no_namespaces_name_never_goes_into_an_exec_path(nam
         podexec.exec_path(namespace, "web-0", None, ["true"])
 
 
+@pytest.mark.parametrize("command", ["redis-cli -a hunter2 BGSAVE", b"redis-cli -a hunter2 BGSAVE"])
+def test_a_command_given_as_one_string_is_refused_without_its_text(command: object) -> None:
+    """The error's text goes to the log, the Ready condition and an Event: a command line often holds a password."""
+    with pytest.raises(TypeError) as refused:
+        podexec.run(None, "ns", "web", "web", command, timeout=10)  # type: ignore[arg-type]
+
+    assert "hunter2" not in str(refused.value)
+    assert "of 27 characters (its text left out): an exec takes an argument list" in str(refused.value)
+
+
 @pytest.mark.parametrize("command", ["redis-cli BGSAVE", b"redis-cli"])
 def test_a_command_given_as_one_string_is_refused_before_anything_is_sent(command: object) -> None:
     """A ``str`` is a sequence of strings too: run as given, each character would be an argument (``r``, ``e``, ...),

@@ -329,26 +329,20 @@ _BODY_QUOTE = re.compile(r"(, error found in #\d+ byte) of \.\.\.\|.*\|\.\.\.", 
 text around the error (``error found in #10 byte of ...|..."password":"hunter2"}}|..., bigger context ...|...|...``).
 It may be a Secret's data (clear text given as ``data``, which is base64): an error message goes to the log, a
 condition and an Event, so the quote is left out; what went wrong stays."""
-_APPLY_VALUE = re.compile(r"&value\.value\w*\{")
-"""Where server-side apply's typed patch quotes a value it could not take (``.data.pin: expected string, got
-&value.valueUnstructured{Value:987654}``): the request's own value, perhaps a Secret's, left out like the quote
-above."""
+_APPLY_VALUE = re.compile(r"&value\.value\w*\{|(?<=got )&\{")
+"""Where server-side apply's typed patch quotes a value it could not take, as Go prints it: ``.data.pin: expected
+string, got &value.valueUnstructured{Value:987654}``, ``.stringData: expected map, got &{the text placed there}``.
+The request's own value, perhaps a Secret's, is left out like the quote above."""
 
 
 def _without_quoted_values(message: str) -> str:
-    """``message`` with each value server-side apply quotes (see :data:`_APPLY_VALUE`, braces balanced) left out."""
-    parts = []
-    position = 0
-    for found in _APPLY_VALUE.finditer(message):
-        if found.start() < position:
-            continue
-        depth, end = 1, found.end()
-        while end < len(message) and depth:
-            depth += {"{": 1, "}": -1}.get(message[end], 0)
-            end += 1
-        parts.append(message[position : found.start()] + "a value (left out)")
-        position = end
-    return "".join(parts) + message[position:]
+    """``message`` without the first value server-side apply quotes (see :data:`_APPLY_VALUE`) and all that follows it.
+
+    Go prints the value as it is, its braces and line breaks unescaped: where it ends cannot be told from the text (a
+    value with a ``}`` in it would end early and the rest of it be kept), so the rest of the message goes with it. What
+    is lost is the next errors of the same refusal, if any: the first names its field, enough to act on."""
+    found = _APPLY_VALUE.search(message)
+    return message if found is None else message[: found.start()] + "a value (left out)"
 
 
 def _safe_message(message: object) -> str:

@@ -47,3 +47,29 @@ def test_a_secret_refused_by_apply_for_a_value_of_the_wrong_type_is_not_quoted_i
     assert "987654" not in str(raised.value)
     assert "987654" not in raised.value.api_message
     assert f".{field}.pin: expected string" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("data", "hunter2 {in} clear", ".data: expected map"),
+        ("stringData", ["hunter2"], ".stringData: expected map"),
+        ("stringData", "password: hunter2 }\n  .data: expected map, got &{x}", ".stringData: expected map"),
+        ("metadata", {"name": "credentials", "labels": ["hunter2"]}, ".metadata.labels: expected map"),
+    ],
+    ids=["data-text", "string-data-list", "string-data-unbalanced", "labels-list"],
+)
+def test_a_secret_refused_by_apply_for_a_field_that_is_no_map_is_not_quoted_in_the_error(
+    kube: kube_client.Client, namespace: str, field: str, value: object, said: str
+) -> None:
+    # A template that places a Secret's text where a mapping goes (stringData: {{ credentials }}): server-side apply's
+    # typed patch quotes the whole value as Go prints it (got &{...}), the braces of the value unescaped in it.
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "credentials", "namespace": namespace}}
+    secret[field] = {**value, "namespace": namespace} if isinstance(value, dict) else value
+
+    with pytest.raises(okt.ApiError) as raised:
+        kube.apply(secret, field_manager="okt")
+
+    assert "hunter2" not in str(raised.value)
+    assert "hunter2" not in raised.value.api_message
+    assert f"{said}, got a value (left out)" in str(raised.value)

@@ -400,7 +400,12 @@ class Cache:
     # -- the Reader protocol -------------------------------------------------------------------------------------
 
     def get(self, kind: kinds.Kind, name: str, namespace: str | None) -> dict[str, Any] | None:
-        """The object (a private copy), or ``None`` when it does not exist."""
+        """The object (a private copy), or ``None`` when it does not exist.
+
+        Raises:
+            okt.InvalidSpec: an empty ``name``, from the store as from a request (:func:`okt.kube.kinds.check_name`).
+        """
+        kinds.check_name(kind, name)
         informer = self._informer_for(kind, namespace if kind.namespaced else None)
         if informer is None:
             return self.client.get_or_none(kind, name, namespace if kind.namespaced else None)
@@ -409,7 +414,8 @@ class Cache:
 
     def uid(self, kind: kinds.Kind, name: str, namespace: str | None) -> str | None:
         """The uid of the object (``""`` when it has none), or ``None`` when it does not exist: from the store without
-        decoding the object, for a watched kind; read from the API otherwise."""
+        decoding the object, for a watched kind; read from the API otherwise. An empty ``name``: as :meth:`get`."""
+        kinds.check_name(kind, name)
         informer = self._informer_for(kind, namespace if kind.namespaced else None)
         if informer is None:
             found = self.get(kind, name, namespace)

@@ -237,6 +237,22 @@ def test_the_uid_of_an_object_is_what_the_store_holds_now_and_none_for_a_missing
     wait_for(lambda: cache.uid(CM, "a", "ns") == "u2", timeout=5)
 
 
+def test_an_empty_name_is_refused_for_a_watched_kind_as_a_request_refuses_it(api: Any, make_cache: Any) -> None:
+    """A name from the custom resource may be empty: the client refuses it before a request would address the whole
+    collection; the store must say the same, not ``None`` (an operator's test on the API would raise, ``okt run`` not).
+    """
+    cache = make_cache(["ns"])
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    for read in (cache.get, cache.uid):
+        with pytest.raises(errors.InvalidSpec, match="may not be empty"):
+            read(CM, "", "ns")  # watched: the store
+        with pytest.raises(errors.InvalidSpec, match="may not be empty"):
+            read(SECRET, "", "ns")  # not watched: the client
+    assert api.gets == []
+
+
 def test_kinds_and_namespaces_that_are_not_watched_are_read_from_the_api(api: Any, make_cache: Any, obj: Obj) -> None:
     api.put(SECRET, obj(SECRET, "s"))
     api.put(CM, obj(CM, "elsewhere", "other"))

@@ -57,7 +57,7 @@ class ApiReader:
     def list(
         self, kind: kinds.Kind, namespace: str | None, labels: Mapping[str, str] | None = None
     ) -> list[dict[str, Any]]:
-        selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items()) or None
+        selector = kinds.label_selector(labels)
         items, _ = self._client.list(kind, namespace, label_selector=selector)
         return items
 

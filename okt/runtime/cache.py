@@ -66,13 +66,6 @@ def labels_match(obj: Mapping[str, Any], labels: Mapping[str, str] | None) -> bo
     return all(have.get(k) == v for k, v in labels.items())
 
 
-def selector_of(labels: Mapping[str, str] | None) -> str | None:
-    """The equality label selector string for ``labels`` (``None`` when empty)."""
-    if not labels:
-        return None
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-
-
 class Cache:
     """Informers per kind, event fan-out, and the store-backed :class:`~okt.reconciler.core.Reader`.
 
@@ -445,7 +438,11 @@ class Cache:
         """The objects of ``kind`` in ``namespace`` (all watched namespaces when ``None``) carrying ``labels``.
 
         Served from the store, filtered in memory; from the API when the kind or namespace is not watched.
+
+        Raises:
+            okt.InvalidSpec: ``labels`` that are no selector's (:func:`okt.kube.kinds.label_selector`), either way.
         """
+        selector = kinds.label_selector(labels)
         with self._lock:
             scoped = dict(self._informers.get((kind.api_version, kind.kind), {}))
         if kind.namespaced and namespace is not None:
@@ -454,7 +451,7 @@ class Cache:
             chosen = list(scoped.values())
         if not chosen:
             scope = namespace if kind.namespaced else None
-            items, _ = self.client.list(kind, scope, label_selector=selector_of(labels))
+            items, _ = self.client.list(kind, scope, label_selector=selector)
             owners = self._status_owners.get((kind.api_version, kind.kind), False)
             field_owners = self._field_owners.get((kind.api_version, kind.kind))
             for item in items:

@@ -253,6 +253,36 @@ def test_an_empty_name_is_refused_for_a_watched_kind_as_a_request_refuses_it(api
     assert api.gets == []
 
 
+@pytest.mark.parametrize(
+    "labels",
+    [{"app": "x,tier!=y"}, {"app": "a b"}, {"app": "-x"}, {"app": "x" * 64}, {"a,b": "x"}, {"Bad.Prefix/app": "x"}],
+    ids=["selector-in-a-value", "space", "dash-first", "too-long", "comma-in-a-key", "uppercase-prefix"],
+)
+def test_labels_that_are_no_selector_are_refused_from_the_store_as_from_the_api(
+    api: Any, make_cache: Any, labels: dict[str, str]
+) -> None:
+    """A value from the custom resource holding ``,`` or ``!=`` would be read by the API server as more requirements,
+    while the store matches it as one text: the same call would answer two lists. Both refuse it."""
+    cache = make_cache(["ns"])
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    with pytest.raises(errors.InvalidSpec, match="label selector"):
+        cache.list(CM, "ns", labels)  # watched: matched in memory
+    with pytest.raises(errors.InvalidSpec, match="label selector"):
+        cache.list(SECRET, "ns", labels)  # not watched: a request
+    with pytest.raises(errors.InvalidSpec, match="label selector"):
+        core.ApiReader(api).list(CM, "ns", labels)
+    assert [listed for listed in api.lists if listed[0] == "secrets"] == []  # refused before any request
+
+
+def test_a_selector_of_valid_labels_is_their_equalities_sorted() -> None:
+    assert kinds.label_selector(None) is None
+    assert kinds.label_selector({}) is None
+    labels = {"b": "", "app.kubernetes.io/name": "web-1.x_y", "a": "A"}
+    assert kinds.label_selector(labels) == "a=A,app.kubernetes.io/name=web-1.x_y,b="
+
+
 def test_kinds_and_namespaces_that_are_not_watched_are_read_from_the_api(api: Any, make_cache: Any, obj: Obj) -> None:
     api.put(SECRET, obj(SECRET, "s"))
     api.put(CM, obj(CM, "elsewhere", "other"))

@@ -84,6 +84,10 @@ class Names:
         from a new one)."""
         return f"{self.prefix}/reported-error"
 
+    def status_annotations(self) -> frozenset[str]:
+        """The annotations that keep the status when the reconciler's ``status`` is ``"annotations"``."""
+        return frozenset({self.conditions_annotation, self.observed_generation_annotation, self.status_annotation})
+
     def primary_annotations(self) -> frozenset[str]:
         """Every annotation okt writes on a primary: changes to them need no reconcile, but for a person's edit of the
         phase (the controller's event filter lets that one through)."""

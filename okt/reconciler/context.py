@@ -140,8 +140,15 @@ class Context:
                     cr.annotations, settings.prefix, settings.legacy_prefixes
                 )
             }
+        elif settings.status_target is writer.Target.STATUS:
+            stored = cr.status
+            if not stored.get("conditions"):
+                # Kept in annotations by an operator version whose status went there (its CRD had no status
+                # subresource yet): carried over, their transition times kept; the next write removes that copy.
+                moved = writer.conditions_from_annotations(cr.annotations, settings.prefix, settings.legacy_prefixes)
+                stored = {**stored, "conditions": moved} if moved else stored
         else:
-            stored = cr.status if settings.status_target is writer.Target.STATUS else {}
+            stored = {}
         self.conditions = conditions.Conditions.from_status(stored)
         self.bookkeeping = bookkeeping.Bookkeeping(
             cr.raw,

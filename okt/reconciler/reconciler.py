@@ -152,7 +152,8 @@ class Reconciler:
     (JSON in ``<prefix>/conditions`` and ``<prefix>/observed-generation`` on the object), ``"off"`` (nowhere but
     logs and Events); ``True``/``False`` read as ``"status"``/``"off"``. Default (``None``): ``"status"`` for a custom
     resource, ``"off"`` for a built-in kind (a Deployment, a Service, a Namespace), whose status another controller
-    owns."""
+    owns. Moving from ``"annotations"`` to ``"status"`` carries the conditions over (their transition times kept) and
+    removes the annotations that kept them; the other way round leaves the status subresource as it was."""
     persistence: ClassVar[bookkeeping.Persistence] = bookkeeping.Persistence.STATUS
     """Where okt keeps its bookkeeping (error count, lifecycle phase); always the annotations when ``status`` does
     not go to the status subresource. Changing it keeps the lifecycle phases: each is carried over from the other

@@ -108,6 +108,12 @@ class Bookkeeping:
             else []
         )
         self._taken = self._taken_over(annotations) if self._legacy_left else {}
+        # The conditions, generation and status fields an operator version with ``status = "annotations"`` kept on
+        # the object, where okt now writes the status subresource: carried into it (see okt.reconciler.context), and
+        # removed by the next write, or they would go on saying what that version last said.
+        self._report_left = (
+            sorted(name for name in self._names.status_annotations() if name in annotations) if status_written else []
+        )
         if self.persistence is Persistence.STATUS:
             self._loaded, elsewhere = from_status, from_annotations
             left = (
@@ -246,6 +252,7 @@ class Bookkeeping:
         self._left_elsewhere = []
         self._count_in_status = 0
         self._legacy_left = []
+        self._report_left = []
         self._taken = {}
 
     def annotations_written(self) -> None:
@@ -253,6 +260,7 @@ class Bookkeeping:
         status still has to say (the removal of a copy kept there) is left for the status write."""
         self._loaded = dict(self._values)
         self._legacy_left = []
+        self._report_left = []
         self._taken = {}
 
     def status_fields(self) -> dict[str, Any]:
@@ -288,8 +296,10 @@ class Bookkeeping:
     def changed_annotations(self) -> dict[str, str | None]:
         """The annotations that changed (annotation persistence; ``None`` removes one), empty when none did; with
         status persistence, the removal of those an operator version with annotation persistence left. Either way,
-        the removal of okt's records under the legacy prefixes (the conditions there too)."""
-        annotations: dict[str, str | None] = dict.fromkeys(self._legacy_left)
+        the removal of okt's records under the legacy prefixes (the conditions there too), and, where okt writes the
+        status subresource, of the conditions, generation and status fields an operator version with ``status =
+        "annotations"`` kept in annotations."""
+        annotations: dict[str, str | None] = dict.fromkeys([*self._legacy_left, *self._report_left])
         if self.persistence is not Persistence.ANNOTATIONS:
             return {**dict.fromkeys(self._left_elsewhere), **annotations}
         if not self.changed:

@@ -9,6 +9,7 @@ changed: ``test_legacy_prefixes.py``; a field manager changed: ``test_legacy_fie
 from __future__ import annotations
 
 import collections
+import json
 from typing import Any
 
 import pydantic
@@ -293,6 +294,36 @@ def test_a_condition_of_the_old_version_stays_unless_retired_and_then_leaves_onc
     assert retired["status"]["observedGeneration"] == stored["metadata"]["generation"]
     before = kube.stats.snapshot()
     assert okt.reconcile(CacheV2Retired(), kube, None, namespace, "c").outcome == okt.Outcome.done()
+    assert shared.write_requests(kube, before) == {}
+
+
+class CacheV1InAnnotations(CacheV1):
+    """Version 1 kept its conditions in annotations (its CRD had no status subresource yet)."""
+
+    status = "annotations"
+
+
+def test_conditions_an_old_version_kept_in_annotations_move_to_the_status_with_their_times_and_leave_them(
+    kube: kube_client.Client, namespace: str, cache_kind: kinds.Kind
+) -> None:
+    make_cache(kube, cache_kind, namespace, "m")
+    assert okt.reconcile(CacheV1InAnnotations(), kube, None, namespace, "m").outcome == okt.Outcome.done()
+    annotations = kube.get(cache_kind, "m", namespace)["metadata"]["annotations"]
+    kept = json.loads(annotations["okt.io/conditions"])
+    for item in kept:  # as if version 1 had reconciled it long ago
+        item["lastTransitionTime"] = "2026-01-02T03:04:05Z"
+    kube.patch(cache_kind, "m", {"metadata": {"annotations": {"okt.io/conditions": json.dumps(kept)}}}, namespace)
+
+    run = okt.reconcile(CacheV1(), kube, None, namespace, "m")  # version 2 writes the status subresource
+
+    assert run.outcome == okt.Outcome.done(), run.path_str
+    moved = kube.get(cache_kind, "m", namespace)
+    assert moved["status"]["conditions"] == kept  # the same conditions, their transition times kept
+    assert moved["status"]["observedGeneration"] == moved["metadata"]["generation"]
+    left = moved["metadata"].get("annotations") or {}
+    assert not [name for name in left if name.startswith("okt.io/")]  # no stale copy saying what version 1 said
+    before = kube.stats.snapshot()
+    assert okt.reconcile(CacheV1(), kube, None, namespace, "m").outcome == okt.Outcome.done()
     assert shared.write_requests(kube, before) == {}
 
 

@@ -248,6 +248,35 @@ def test_without_legacy_prefixes_records_under_another_prefix_are_neither_read_n
     assert book.changed_annotations() == {}
 
 
+REPORTED_IN_ANNOTATIONS = {
+    "okt.io/conditions": "[]",
+    "okt.io/observed-generation": "3",
+    "okt.io/status": "{}",
+    "other.example.com/conditions": "[]",
+}
+
+
+@pytest.mark.parametrize("persistence", [STATUS, ANNOTATIONS])
+def test_writing_the_status_subresource_the_next_write_removes_the_status_an_earlier_version_kept_in_annotations(
+    persistence: bookkeeping.Persistence,
+) -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations=REPORTED_IN_ANNOTATIONS), persistence, PREFIX)
+
+    assert book.changed_annotations() == {
+        "okt.io/conditions": None,
+        "okt.io/observed-generation": None,
+        "okt.io/status": None,
+    }
+    book.written()
+    assert book.changed_annotations() == {}
+
+
+def test_where_okt_keeps_the_status_in_annotations_they_are_not_removed() -> None:
+    book = bookkeeping.Bookkeeping(obj(annotations=REPORTED_IN_ANNOTATIONS), ANNOTATIONS, PREFIX, status_written=False)
+
+    assert book.changed_annotations() == {}
+
+
 RECORD = {"probe": {"conditions": ["OperandHealthy"], "fields": ["probe"]}}
 
 

@@ -31,6 +31,7 @@ never to children, which do not carry the user's labels; a kind is started with 
 from __future__ import annotations
 
 import builtins
+import functools
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -107,6 +108,7 @@ class Cache:
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
+        self._served_listeners: dict[_KindKey, list[Callable[[], None]]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -203,6 +205,7 @@ class Cache:
                         field_owners=field_owners,
                         keep=keep,
                         on_recovered=self._recovered,
+                        on_served=functools.partial(self._served_changed, key),
                     )
                     for scope in scopes
                 }
@@ -254,6 +257,25 @@ class Cache:
             listeners = tuple(self._recovery_listeners)
         for listener in listeners:
             listener()
+
+    def on_served_changed(self, kind: kinds.Kind, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on an informer's thread) whenever an informer of ``kind`` finds the kind no longer
+        served, or served again (see :attr:`okt.runtime.informer.Informer.served`): it reads :meth:`served` then. Told
+        served again once the list that answers is in the store, before any of its changes."""
+        with self._lock:
+            listeners = self._served_listeners.setdefault((kind.api_version, kind.kind), [])
+            if listener not in listeners:
+                listeners.append(listener)
+
+    def _served_changed(self, key: _KindKey) -> None:
+        with self._lock:
+            listeners = tuple(self._served_listeners.get(key, ()))
+        for listener in listeners:
+            listener()
+
+    def served(self, kind: kinds.Kind) -> bool:
+        """Whether the API server serves ``kind`` to every informer of it (True when it is not watched)."""
+        return all(i.served for i in self.informers(kind))
 
     @property
     def synced(self) -> bool:

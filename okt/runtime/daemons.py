@@ -12,6 +12,11 @@ Guarantees:
 * it is **asked to stop** (its ``ctx.stop`` is set) when its object is deleted, gets a deletionTimestamp, or stops
   passing the reconciler's filters (``when``, ``annotation_selector``: the cache announces those as deletions), and
   when the supervisor stops (shutdown, lost lease);
+* **a kind the API server stops serving** (its CRD deleted, its version set to ``served: false``: see
+  :attr:`okt.runtime.informer.Informer.served`) stops the work of the kind: :meth:`Supervisor.suspend` asks every
+  daemon to stop, as a shutdown does (what they handed over is dropped, and each runs what follows its loop), and
+  none starts while it lasts; :meth:`Supervisor.resume`, once the API server lists the kind again, starts one for
+  every object the cache then holds, as at the start (one that had returned on its own stays done);
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again) gets a new daemon only once the old thread returned;
 * a daemon that **raises** (``sys.exit()`` included: it would end only the daemon's thread) is logged and started
@@ -103,6 +108,7 @@ class Supervisor:
         self._lock = threading.Lock()
         self._slots: dict[_SlotKey, _Slot] = {}
         self._active = False
+        self._suspended = False  # the API server does not serve the kind: no daemon runs (see suspend())
         self._watchdog: threading.Thread | None = None
         self._stops_asked = threading.Event()
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.daemons").bind(
@@ -140,6 +146,52 @@ class Supervisor:
             for slot in self._slots.values():
                 slot.again = False
                 self._ask_stop(slot)
+
+    def suspend(self) -> bool:
+        """The API server no longer serves the kind: ask every daemon to stop, as :meth:`halt` does, and start none
+        until :meth:`resume` (returns at once; True unless it was suspended already).
+
+        The objects the cache holds of the kind are as old as its last answer: their CRD deleted, they are gone; their
+        version no longer served, nothing tells what becomes of them. A daemon working from them would work from that
+        state, for as long as the kind is not served (days, a version left unserved), and hand over findings no
+        reconcile can write."""
+        with self._lock:
+            if self._suspended:
+                return False
+            self._suspended = True
+            if not self._active:
+                return True
+            running = sum(slot.thread is not None and not slot.stop.is_set() for slot in self._slots.values())
+            self.findings.clear()
+            for slot in self._slots.values():
+                slot.again = False
+                self._ask_stop(slot)
+        if running:
+            self._log.info(
+                "the API server does not serve the kind any more: its daemons are asked to stop", daemons=running
+            )
+        return True
+
+    def resume(self, objs: Iterable[Mapping[str, Any]]) -> bool:
+        """The API server serves the kind again: start the daemons of ``objs`` (the cache's content, listed again) and
+        of every later event, as :meth:`start` does (True unless it was not suspended). A daemon still stopping from
+        :meth:`suspend` is started again once its thread returned; one that had returned on its own stays done."""
+        with self._lock:
+            if not self._suspended:
+                return False
+            self._suspended = False
+            if not self._active:
+                return True
+            before = self.started_total
+            for obj in objs:
+                meta = obj.get("metadata") or {}
+                current = self._current(meta.get("namespace") or None, str(meta.get("name") or ""), meta.get("uid"))
+                if current is not None:
+                    self._observe_locked(informer_mod.ADDED, current)
+            started = self.started_total - before
+        if started:
+            self._log.info("the API server serves the kind again: its daemons start again", daemons=started)
+        return True
 
     def join(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did.
@@ -207,6 +259,8 @@ class Supervisor:
         for daemon_name in self.declared:
             key = (uid, daemon_name)
             slot = self._slots.get(key)
+            if wanted and self._suspended:
+                continue  # the kind not served: asked to stop already, and started by resume()
             if wanted and self._active:
                 if slot is None:
                     self._launch(key, _Slot(namespace, name))
@@ -251,7 +305,7 @@ class Supervisor:
             slot.thread = None
             if self._slots.get(key) is not slot:
                 return
-            if slot.again and self._active:
+            if slot.again and self._active and not self._suspended:
                 self._launch(key, _Slot(slot.namespace, slot.name))
             elif slot.stop.is_set():
                 del self._slots[key]

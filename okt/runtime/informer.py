@@ -64,7 +64,8 @@ Guarantees:
   leave, not as deleted), and every object it finds unchanged is announced as ``RESYNC``, so that what failed
   meanwhile is reconciled again — all of it once the whole list is in the store and :attr:`Informer.served` is True
   again (told page by page as it is stored, each change woke a reconcile that read the kind still refused by the
-  cache, and failed);
+  cache, and failed); ``on_served`` is called at each change of :attr:`Informer.served`, the second before any of
+  that list's changes is told (the kind's daemons are stopped meanwhile, and started again from that list);
 * **an API server that has just restarted** answers a custom kind ``404`` for a moment, until its CRD handlers are in
   place (the built-in kinds at once): a ``404`` or ``405`` right after the list or watch was answered nothing at all
   is retried as any failure (logged once, at info level), the kind still served, for :data:`STARTING_GRACE` from the
@@ -254,6 +255,8 @@ class Informer:
             keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
             failed.
+        on_served: called on the informer's thread when :attr:`served` changes, once it has: when the kind is found
+            no longer served, and when the list that answers again is in the store, before any of its changes is told.
         starting_grace: how long ``404`` or ``405`` answers right after an outage of the API server are retried as
             an API server still loading its CRDs, before the kind is taken for no longer served (see
             :data:`STARTING_GRACE`).
@@ -276,6 +279,7 @@ class Informer:
         field_owners: take_over.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         on_recovered: Callable[[], None] | None = None,
+        on_served: Callable[[], None] | None = None,
         starting_grace: float = STARTING_GRACE,
     ) -> None:
         if resync is not None and resync <= 0:
@@ -299,6 +303,7 @@ class Informer:
         self._field_owners = field_owners
         self._keep = keep
         self._on_recovered = on_recovered
+        self._on_served = on_served
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
         # While not served: False once discovery said no version of the kind's group serves it (its CRD deleted, its
@@ -595,7 +600,9 @@ class Informer:
                     failures=self._failures,
                     retry_in=round(delay, 2),
                 )
-            self._served = False
+            if self._served:
+                self._served = False
+                self._served_changed()
         elif exc.status == _REFUSED:
             # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
             # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
@@ -617,6 +624,15 @@ class Informer:
                 self._unanswered = True  # the grace, once open, still counts from the outage's first 404
         self._stop.wait(delay)
         return need_list, check_version
+
+    def _served_changed(self) -> None:
+        """Tell ``on_served`` that :attr:`served` changed; one that raises is logged and never stops the informer."""
+        if self._on_served is None:
+            return
+        try:
+            self._on_served()
+        except Exception:
+            self._log.exception("the handler of a change of the kind being served failed")
 
     def _starting(self) -> bool:
         """Whether a ``404`` or ``405`` answered now is taken for an API server that has just started and not loaded
@@ -763,6 +779,7 @@ class Informer:
             self._log.info(
                 "the API server serves the kind again", count=len(listed), deleted=len(gone) - left, left=left
             )
+            self._served_changed()
         if self._refusal is not None:
             self._refusal = None
             self._log.info("the API server lets okt list and watch the kind again")

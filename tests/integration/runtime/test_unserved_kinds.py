@@ -714,3 +714,65 @@ def test_okt_run_of_a_reconciler_whose_crd_is_not_installed_says_how_to_install_
         f"Error: 404 NotFound: the server does not serve Widget in {group}/v1: "
         f"install its CRD first: okt gen crd {operator} | kubectl apply -f -"
     ], done.stderr
+
+
+def _daemon_reconciler(group: str, version: str, lived: list[tuple[str, str]]) -> type[okt.Reconciler]:
+    """A reconciler of the Widgets of ``group`` in ``version`` whose daemon records ``("started", name)`` when it
+    starts and ``("stopped", name)`` after its loop, its cleanup."""
+
+    def follow(self: okt.Reconciler, ctx: okt.DaemonContext) -> None:
+        lived.append(("started", ctx.name))
+        while not ctx.stop.wait(0.1):
+            pass
+        lived.append(("stopped", ctx.name))
+
+    return types.new_class(
+        "FollowedWidgets",
+        (okt.Reconciler,),
+        exec_body=lambda body: body.update(
+            api_version=f"{group}/{version}", kind="Widget", plural="widgets", follow=okt.daemon(follow)
+        ),
+    )
+
+
+def test_the_daemons_of_a_version_no_longer_served_are_stopped_and_started_again_once_served(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A version set to ``served: false`` keeps its objects, and no watch tells them deleted: their daemons ran on for
+    as long as the version was not served, working from the objects as the cache held them."""
+    group = f"daemons{secrets.token_hex(4)}.okt.io"
+    crd = crds.schemaless_crd(group, "Widget", "widgets")
+    stored = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [stored, {**stored, "name": "v2", "storage": False}]
+    name = crd["metadata"]["name"]
+    kind = crds.ensure_crd(kube, crd)
+    lived: list[tuple[str, str]] = []
+
+    def serve_v2(served: bool) -> None:
+        live = kube.get(kinds.CRD, name)
+        live["spec"]["versions"][1]["served"] = served
+        kube.replace(kinds.CRD, live)
+
+    try:
+        _widget(kube, kind, namespace, "followed")
+        with (
+            structlog.testing.capture_logs() as logged,
+            RunningOperator.start(kube, _daemon_reconciler(group, "v2", lived), namespaces=[namespace]) as running,
+        ):
+            wait_for(lambda: lived == [("started", "followed")], message=lambda: str(lived))
+            serve_v2(False)
+            wait_for(lambda: running.manager.readiness()[1] != "ok", message=lambda: str(running.manager.readiness()))
+            wait_for(lambda: ("stopped", "followed") in lived, message=lambda: f"the daemon stopped: {lived}")
+            serve_v2(True)
+            wait_for(lambda: len(lived) == 3, message=lambda: f"the daemon started again: {lived}")
+            running_again = running.manager.controllers[0].daemons.running()
+    finally:
+        kube.delete(kinds.CRD, name)
+
+    assert lived[:3] == [("started", "followed"), ("stopped", "followed"), ("started", "followed")]
+    assert running_again == [(namespace, "followed", "follow")]
+    said = [entry["event"] for entry in logged if str(entry.get("event")).endswith(("to stop", "start again"))]
+    assert said == [
+        "the API server does not serve the kind any more: its daemons are asked to stop",
+        "the API server serves the kind again: its daemons start again",
+    ], said

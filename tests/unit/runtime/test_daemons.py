@@ -496,3 +496,47 @@ def test_a_daemon_that_raises_once_asked_to_stop_is_not_said_to_restart() -> Non
     [raised] = [entry for entry in logged if entry["event"] == "daemon raised once asked to stop"]
     assert raised["error"] == "ConnectionError: the stream was closed"
     assert events.count("daemon started") == 1
+
+
+def test_a_suspended_kind_stops_its_daemons_starts_none_and_resume_starts_those_that_had_not_returned() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"), thing("b", "u2"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 2)
+    reconciler.quit.set()  # both return on their own: done for their objects
+    wait_for(lambda: sup.running() == [])
+    reconciler.quit.clear()
+    store.objs["c"] = thing("c", "u3")
+    sup.observe(informer.ADDED, store.objs["c"])
+    wait_for(lambda: reconciler.starts == 3)
+
+    assert sup.suspend() is True
+    assert sup.suspend() is False
+    assert sup.join(5)
+    sup.observe(informer.MODIFIED, store.objs["c"])
+    store.objs["d"] = thing("d", "u4")
+    sup.observe(informer.ADDED, store.objs["d"])
+    stopped = (sup.running(), reconciler.starts)
+
+    assert sup.resume(store.objs.values()) is True
+    wait_for(lambda: reconciler.starts == 5)
+    assert stopped == ([], 3)
+    assert sup.running() == [("ns", "c", "run"), ("ns", "d", "run")]
+    sup.halt()
+    assert sup.join(5)
+
+
+def test_a_daemon_still_stopping_when_its_kind_is_served_again_starts_once_it_returned() -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    reconciler.release.clear()  # its stop takes until released
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 1)
+    sup.suspend()
+    sup.resume(store.objs.values())
+    assert reconciler.starts == 1  # never two at once
+    reconciler.release.set()
+    wait_for(lambda: reconciler.starts == 2)
+    assert sup.running() == [("ns", "a", "run")]
+    sup.halt()
+    assert sup.join(5)

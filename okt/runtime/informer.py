@@ -158,7 +158,12 @@ STARTING_GRACE = 30.0
 """Seconds during which ``404`` or ``405`` answers that follow an outage of the API server (its list or watch answered
 nothing at all) are taken for an API server that has just started and not loaded its CRDs yet, counted from the first
 of them: it answers the built-in kinds at once, a custom kind only once its CRD handlers are in place, a moment later.
-One answered past the grace is the kind no longer served."""
+One answered past the grace is the kind no longer served.
+
+Not shortened by a read: ``/readyz`` (its ``crd-informer-synced`` check) may be answered by another API server than the
+``404`` behind a load balancer, and a ``GET`` of the CRD that finds none cannot tell a CRD deleted during the outage
+from a kind no CRD serves (an aggregated API, ``404`` too until its APIService is registered); the role ``okt gen
+rbac`` writes grants no read of either. A CRD deleted while the API server was unreachable is told up to this late."""
 
 _REFUSED = 403
 """The answer of a list or watch the operator's role does not grant (any more)."""

@@ -10,7 +10,7 @@ Guarantees:
 
 * **event mapping** — a primary's ADDED event enqueues its key; a MODIFIED event only if it changed the generation, the
   deletionTimestamp, the finalizers, the labels or the annotations (a status-only write, ours included, never loops); a
-  DELETED primary's requeue and backoff are dropped unless the store holds it again (recreated), and it is not
+  DELETED primary's requeue and backoff are dropped (a recreated one's too: they were the old object's), and it is not
   reconciled (the core ran its finalizer before the API let it go) unless the store holds it again — or unless it went
   **with okt's finalizer still on it**: a deletion that did not wait for the finalizer (the API server can delete an
   object whose finalizer was added while the deletion was under way, Kubernetes issue 77988; or someone deleted it from
@@ -561,11 +561,16 @@ class Controller:
             if self._recorder is not None:
                 self._recorder.forget(uid)  # the Events said of it: the same, or repeats of live objects' became new
             told = self._note_deletion(key, obj)
-            # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
-            if self.cache.uid(self.kind, key[1], key[0]) is None:
+            stored = self.cache.uid(self.kind, key[1], key[0])
+            if stored != uid:
                 # Its requeue and backoff go with it (kept, they stayed for hours and woke a reconcile of nothing); a
-                # reconcile its deletion still needs is queued below, now.
+                # reconcile its deletion still needs is queued below, now. Also when another object of that name is
+                # stored already (deleted and created again while the watch was down: the relist tells the deletion
+                # after it stored the new one): the failures counted were the old object's, and the new one's first
+                # failure waited out the backoff they had climbed.
                 self.queue.discard(key)
+            # Gone for good unless it came back (recreated) in the meantime, or went with okt's finalizer on.
+            if stored is None:
                 last = gone_past_finalizers(obj, self._finalizers)
                 with self._held_lock:
                     # A standby's memory of a live change goes with its object: kept, it grew with every object

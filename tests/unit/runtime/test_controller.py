@@ -378,6 +378,38 @@ def test_a_primary_deleted_and_created_again_while_the_watch_was_down_is_reconci
         controller.cache.stop()
 
 
+def test_a_primary_deleted_and_created_again_while_the_watch_was_down_starts_without_the_old_ones_backoff(
+    offline_client: kube_client.Client, api: Any
+) -> None:
+    """The relist tells the old object's deletion with the new one already stored: the failures counted for the old
+    object, and its retry due after them, are not the new object's (kept, its first failure waited out the backoff
+    the old one had climbed, up to minutes)."""
+    api.put(WIDGET, primary(uid="u1"))
+    key = ("ns", "w")
+    controller = make_controller(
+        offline_client, lambda *a, **k: fake_run(Outcome.retry(RuntimeError("broken"))), reads=api
+    )
+    controller.watch()
+    try:
+        assert controller.queue.get(timeout=5) == key
+        for _ in range(5):
+            controller.process(key)
+        controller.queue.done(key)
+        assert controller.queue.failures(key) == 5  # the old object's next retry is 16 s away
+
+        api.remove(WIDGET, "ns", "w")
+        api.put(WIDGET, primary(uid="u2"))
+        api.emit(WIDGET, "ERROR", {"kind": "Status", "code": 410, "reason": "Expired"}, namespace=None)
+        assert controller.queue.get(timeout=5) == key  # the new object, at once
+        assert controller.queue.failures(key) == 0
+        assert controller.process(key).kind is results_mod.OutcomeKind.RETRY
+        controller.queue.done(key)
+        assert (controller.queue.failures(key), controller.queue.delayed_count) == (1, 1)
+        assert controller.queue.get(timeout=5) == key  # retried after the first failure's second, not 32 s
+    finally:
+        controller.cache.stop()
+
+
 def test_a_spec_change_the_watch_missed_before_okts_status_write_is_reconciled_after_the_relist(
     offline_client: kube_client.Client, api: Any
 ) -> None:

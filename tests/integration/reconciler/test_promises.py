@@ -3,13 +3,15 @@ in one Manager."""
 
 from __future__ import annotations
 
-from typing import Any
+import collections
+from typing import Any, ClassVar
 
 import pytest
 
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.runtime import backoff as backoff_mod
 from okt.testing import RunningOperator, condition, crds, wait_for
 from tests.integration.reconciler import conftest as shared
 
@@ -143,3 +145,57 @@ def test_a_label_selector_keeps_the_manager_off_the_objects_it_does_not_match(
     assert "status" not in theirs or not theirs["status"]
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "theirs-config") is None
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "mine-config") is not None
+
+
+class BuggyWidget(shared.WidgetReconciler):
+    """A reconciler whose hook raises for the Widget named ``bad`` while ``broken`` holds (a bug of its author's)."""
+
+    broken = True
+    calls: ClassVar[collections.Counter[str]] = collections.Counter()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        name = ctx.cr.name
+        type(self).calls[name] += 1
+        if name == "bad" and type(self).broken:
+            raise RuntimeError("a bug in the hook")
+        return super().resources(ctx)
+
+
+def test_a_hook_that_always_raises_for_one_object_backs_off_leaves_the_others_converging_and_heals_once_fixed(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Every reconcile of ``bad`` fails: it is retried after a growing delay, each retry one reconcile (no busy loop),
+    the other objects converge meanwhile, a change of its spec reconciles it without waiting out its backoff, and once
+    the hook stops raising it converges and its backoff is reset."""
+    BuggyWidget.broken = True
+    BuggyWidget.calls.clear()
+    for name in ("good-1", "bad", "good-2"):
+        shared.make_widget(kube, widget_kind, namespace, name, size=1)
+    backoff = backoff_mod.Backoff(base=0.5, factor=2.0, cap=60.0, jitter=0.0)
+    key = (namespace, "bad")
+    with RunningOperator.start(kube, BuggyWidget, namespaces=[namespace], grace_period=5, backoff=backoff) as operator:
+        queue = operator.manager.controllers[0].queue
+        for name in ("good-1", "good-2"):
+            wait_for(lambda name=name: ready_status(kube, widget_kind, namespace, name) == "True", timeout=60)
+        wait_for(lambda: queue.failures(key) >= 5, timeout=60, message="five failures of bad")  # the next in 8 s
+        failures = queue.failures(key)
+        assert BuggyWidget.calls["bad"] == failures  # one reconcile per retry, none in between
+        assert queue.delayed_count == 1 and not queue.processing(key)  # waiting out its backoff
+        ready = condition(kube.get(widget_kind, "bad", namespace), "Ready")
+        assert ready is not None and ready["status"] == "False" and "a bug in the hook" in ready["message"]
+        assert shared.get_child(kube, "v1", "ConfigMap", namespace, "bad-config") is None
+
+        kube.patch(widget_kind, "bad", {"spec": {"size": 2}}, namespace)
+        wait_for(lambda: BuggyWidget.calls["bad"] > failures, timeout=5, message="the reconcile of the new spec")
+
+        BuggyWidget.broken = False
+        kube.patch(widget_kind, "bad", {"spec": {"size": 3}}, namespace)
+        wait_for(lambda: ready_status(kube, widget_kind, namespace, "bad") == "True", timeout=30)
+        wait_for(lambda: queue.failures(key) == 0, timeout=10)
+    assert BuggyWidget.calls["good-1"] >= 1 and BuggyWidget.calls["good-2"] >= 1
+    config = shared.get_child(kube, "v1", "ConfigMap", namespace, "bad-config")
+    assert config is not None and config["data"]["size"] == "3"
+
+
+def ready_status(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> str | None:
+    return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status")

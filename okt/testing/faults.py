@@ -26,7 +26,13 @@ their CRD handlers are loaded, and ``/readyz`` is answered ``500`` (its ``autore
 until those kinds are registered), while every other path (the built-in kinds) is relayed; after the block everything
 is relayed again. Counted in :attr:`FaultProxy.injected` as ``restart`` (one per block) and ``404`` (one per answer).
 
-Guarantees: the decisions come from a seeded RNG (reproducible runs), and the scripted fault uses none; every
+Another is scripted: ``with proxy.refusing("configmaps", "429", retry_after=3) as refused: ...`` answers, until the
+block ends, every write (``POST``, ``PUT``, ``PATCH``, ``DELETE``) of that resource without forwarding it: ``500`` or
+``503`` as the API server fails, ``429`` as it throttles (its ``Retry-After`` header and ``retryAfterSeconds`` in the
+Status's details, as the API server gives them), or ``reset`` (the connection closed with no answer). ``refused``
+lists the monotonic time of each request so answered; each is counted in :attr:`FaultProxy.injected` by its answer.
+
+Guarantees: the decisions come from a seeded RNG (reproducible runs), and the scripted faults use none; every
 injected fault is counted by kind in :attr:`FaultProxy.injected`; ``rate=0`` makes the proxy a transparent pipe.
 """
 
@@ -42,6 +48,7 @@ import random
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -51,6 +58,8 @@ import yaml
 from okt.testing import envtest
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REFUSALS = frozenset({"500", "503", "429", "reset"})
+"""The answers :meth:`FaultProxy.refusing` gives the writes it refuses."""
 KINDS = frozenset({"500", "503", "lost-response", "409", "reset", "watch-drop", "watch-freeze", "stale-bookmark"})
 """The faults the proxy knows how to inject (the module's list)."""
 NOT_FOUND_BODY = b"404 page not found\n"
@@ -75,10 +84,38 @@ _HOP_HEADERS = frozenset(
 )
 
 
-def _status_body(code: int, reason: str, message: str) -> bytes:
-    return json.dumps(
-        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}
-    ).encode()
+def _status_body(code: int, reason: str, message: str, retry_after: int | None = None) -> bytes:
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if retry_after is not None:
+        status["details"] = {"retryAfterSeconds": retry_after}
+    return json.dumps(status).encode()
+
+
+def _resource_of(path: str) -> str:
+    """The resource a request's path names (``configmaps`` of ``/api/v1/namespaces/ns/configmaps/c``), or ``""``."""
+    parts = [part for part in urllib.parse.urlsplit(path).path.split("/") if part]
+    # /api/v1/... or /apis/<group>/<version>/..., then namespaces/<ns>/ for a namespaced resource.
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[0] if rest else ""
+
+
+class Refusal(list[float]):
+    """The monotonic times of the requests a :meth:`FaultProxy.refusing` block refused, in order."""
+
+    def __init__(self, resource: str, answer: str, retry_after: int | None) -> None:
+        super().__init__()
+        self.resource = resource
+        self.answer = answer
+        self.retry_after = retry_after
 
 
 def _bookmark(line: bytes, resource_version: str) -> bytes:
@@ -127,6 +164,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()  # the connections open through the proxy
         self._not_served: tuple[str, ...] = ()  # the groups answered 404 while restarting
+        self._refusals: list[Refusal] = []  # the writes refused by a block of refusing()
         self._stopping = threading.Event()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -188,6 +226,44 @@ class FaultProxy:
         finally:
             with self._lock:
                 self._not_served = ()
+
+    @contextlib.contextmanager
+    def refusing(self, resource: str, answer: str = "500", *, retry_after: int | None = None) -> Iterator[Refusal]:
+        """Refuse every write of ``resource`` (a plural, as ``configmaps``) with ``answer`` for the block: see the
+        module docstring. ``retry_after`` (whole seconds) goes with a ``429`` only.
+
+        Raises:
+            ValueError: ``answer`` is not one of :data:`REFUSALS`, or ``retry_after`` is given with another answer or
+                is not a positive number of seconds.
+        """
+        if answer not in REFUSALS:
+            raise ValueError(f"unknown refusal {answer!r}: the proxy refuses with {', '.join(sorted(REFUSALS))}")
+        if retry_after is not None and (answer != "429" or isinstance(retry_after, bool) or retry_after < 1):
+            raise ValueError(f"retry_after is a 429's whole number of seconds >= 1, got {retry_after!r} for {answer}")
+        if not resource or "/" in resource:
+            raise ValueError(f"resource must be a plural as configmaps, got {resource!r}")
+        refusal = Refusal(resource, answer, retry_after)
+        with self._lock:
+            self._refusals.append(refusal)
+        try:
+            yield refusal
+        finally:
+            with self._lock:
+                self._refusals.remove(refusal)
+
+    def _refusal(self, method: str, path: str) -> Refusal | None:
+        """The refusal of a block of :meth:`refusing` that answers this request (recorded and counted), if any."""
+        if method not in WRITE_METHODS:
+            return None
+        resource = _resource_of(path)
+        with self._lock:
+            refusal = next((r for r in self._refusals if r.resource == resource), None)
+            if refusal is not None:
+                refusal.append(time.monotonic())
+        if refusal is not None:
+            with self._rng_lock:
+                self.injected[refusal.answer] += 1
+        return refusal
 
     def _starting(self) -> bool:
         """Whether a block of :meth:`restarting` with groups not served yet is under way."""
@@ -256,11 +332,7 @@ class FaultProxy:
                 body = self.rfile.read(length) if length else None
                 query = urllib.parse.urlsplit(self.path).query
                 is_watch = "watch=true" in query or "watch=1" in query
-                if not proxy._served(self.path):
-                    self._not_found()
-                    return
-                if proxy._starting() and urllib.parse.urlsplit(self.path).path == "/readyz":
-                    self._text(500, NOT_READY_BODY)
+                if self._scripted():
                     return
                 fault = proxy._choose(self.command, is_watch)
                 if fault == "reset":
@@ -344,6 +416,37 @@ class FaultProxy:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
+            def _scripted(self) -> bool:
+                """Answer the request as a scripted fault does (:meth:`FaultProxy.restarting`,
+                :meth:`FaultProxy.refusing`), if one applies; whether one did."""
+                if not proxy._served(self.path):
+                    self._not_found()
+                    return True
+                if proxy._starting() and urllib.parse.urlsplit(self.path).path == "/readyz":
+                    self._text(500, NOT_READY_BODY)
+                    return True
+                refusal = proxy._refusal(self.command, self.path)
+                if refusal is not None:
+                    self._refuse(refusal)
+                    return True
+                return False
+
+            def _refuse(self, refusal: Refusal) -> None:
+                if refusal.answer == "reset":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                elif refusal.answer == "429":
+                    self._answer(
+                        429,
+                        "TooManyRequests",
+                        "injected throttling: the server has received too many requests and has asked us to try "
+                        "again later",
+                        retry_after=refusal.retry_after,
+                    )
+                else:
+                    code = int(refusal.answer)
+                    self._answer(code, "InternalError" if code == 500 else "ServiceUnavailable", "injected refusal")
+
             def _not_found(self) -> None:
                 """The API server's answer to a path it has no handler for (not a Status: plain text)."""
                 self._text(404, NOT_FOUND_BODY)
@@ -356,10 +459,12 @@ class FaultProxy:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def _answer(self, code: int, reason: str, message: str) -> None:
-                payload = _status_body(code, reason, message)
+            def _answer(self, code: int, reason: str, message: str, retry_after: int | None = None) -> None:
+                payload = _status_body(code, reason, message, retry_after)
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
+                if retry_after is not None:
+                    self.send_header("Retry-After", str(retry_after))
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)

@@ -69,3 +69,34 @@ def test_a_dropped_watch_stream_ends_early(
                 events.append(event)
     assert proxy.injected["watch-drop"] == 1
     assert len(events) < 30
+
+
+def test_a_refusal_answers_the_writes_of_its_resource_only_as_the_api_server_throttles(
+    control_plane: envtest.ControlPlane, namespace: str, kube: kube_client.Client, tmp_path: pathlib.Path
+) -> None:
+    kube.create(configmap("before", namespace), kinds.CONFIG_MAP)
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        with proxy.refusing("configmaps", "429", retry_after=7) as refused:
+            with pytest.raises(errors.TooManyRequests) as caught:
+                client.create(configmap("during", namespace), kinds.CONFIG_MAP)
+            assert client.get(kinds.CONFIG_MAP, "before", namespace)["metadata"]["name"] == "before"  # reads pass
+            secret = {**configmap("s", namespace), "kind": "Secret"}
+            client.create(secret, kinds.BUILTIN[("v1", "Secret")])  # another resource's write passes
+        client.create(configmap("after", namespace), kinds.CONFIG_MAP)
+    assert caught.value.retry_after == 7
+    assert (len(refused), proxy.injected["429"]) == (1, 1)
+    assert kube.get_or_none(kinds.CONFIG_MAP, "during", namespace) is None
+    assert kube.get_or_none(kinds.CONFIG_MAP, "after", namespace) is not None
+
+
+@pytest.mark.parametrize(("answer", "retry_after"), [("404", None), ("500", 3), ("429", 0)])
+def test_a_refusal_the_proxy_cannot_give_is_refused_before_the_block(
+    control_plane: envtest.ControlPlane, answer: str, retry_after: int | None
+) -> None:
+    proxy = faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0)
+    try:
+        with pytest.raises(ValueError), proxy.refusing("configmaps", answer, retry_after=retry_after):
+            pass
+    finally:
+        proxy.stop()

@@ -4,6 +4,8 @@ in one Manager."""
 from __future__ import annotations
 
 import collections
+import itertools
+import pathlib
 from typing import Any, ClassVar
 
 import pytest
@@ -12,7 +14,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import backoff as backoff_mod
-from okt.testing import RunningOperator, condition, crds, wait_for
+from okt.testing import RunningOperator, condition, crds, envtest, faults, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -199,3 +201,42 @@ def test_a_hook_that_always_raises_for_one_object_backs_off_leaves_the_others_co
 
 def ready_status(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> str | None:
     return (condition(kube.get(kind, name, namespace), "Ready") or {}).get("status")
+
+
+class ConfigWidget(shared.WidgetReconciler):
+    """A Widget with its ConfigMap only: nothing but the reconciles' own retries writes a ConfigMap."""
+
+    owns = (shared.WidgetConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+
+@pytest.mark.parametrize(("answer", "retry_after"), [("500", None), ("503", None), ("reset", None), ("429", 2)])
+def test_writes_of_one_kind_refused_for_a_while_are_retried_after_the_backoff_or_retry_after_and_nothing_is_lost(
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    kube: kube_client.Client,
+    tmp_path: pathlib.Path,
+    answer: str,
+    retry_after: int | None,
+) -> None:
+    """The API server fails, throttles or drops every ConfigMap write for a while: each retry waits at least the
+    key's backoff (a 429: its Retry-After too), and once the writes are accepted again the Widget converges."""
+    backoff = backoff_mod.Backoff(base=0.25, factor=2.0, cap=60.0, jitter=0.0)
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
+        with RunningOperator.start(client, ConfigWidget, namespaces=[namespace], grace_period=5, backoff=backoff):
+            with proxy.refusing("configmaps", answer, retry_after=retry_after) as refused:
+                shared.make_widget(kube, widget_kind, namespace, "refused", size=2)
+                wait_for(lambda: len(refused) >= 5, timeout=60, message="five refused writes")
+            during = list(refused)
+            assert ready_status(kube, widget_kind, namespace, "refused") == "False"
+            wait_for(lambda: ready_status(kube, widget_kind, namespace, "refused") == "True", timeout=60)
+    # Each refused write was the retry of the one before, after the backoff of that many failures at least.
+    for failures, (before, after) in enumerate(itertools.pairwise(during), start=1):
+        assert after - before >= max(backoff.delay(failures, rand=0.5), retry_after or 0) - 0.01, (failures, during)
+    assert proxy.injected[answer] == len(refused)
+    config = shared.get_child(kube, "v1", "ConfigMap", namespace, "refused-config")
+    assert config is not None and config["data"]["size"] == "2"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import itertools
 import pathlib
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -240,3 +241,42 @@ def test_writes_of_one_kind_refused_for_a_while_are_retried_after_the_backoff_or
     assert proxy.injected[answer] == len(refused)
     config = shared.get_child(kube, "v1", "ConfigMap", namespace, "refused-config")
     assert config is not None and config["data"]["size"] == "2"
+
+
+def test_an_object_deleted_while_it_waits_out_its_backoff_is_not_reconciled_again_and_no_child_comes_back(
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    kube: kube_client.Client,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The Widget's ConfigMap is created, its Service refused: it waits out its backoff when it is deleted, and the
+    garbage collector takes its ConfigMap. Nothing of it is written after that, though its Service would now be
+    accepted: no ConfigMap made again for an owner long gone, no status written, no retry."""
+    backoff = backoff_mod.Backoff(base=0.25, factor=2.0, cap=60.0, jitter=0.0)
+    key = (namespace, "doomed")
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
+        with RunningOperator.start(
+            client, shared.WidgetReconciler, namespaces=[namespace], grace_period=5, backoff=backoff
+        ) as operator:
+            controller = operator.manager.controllers[0]
+            with proxy.refusing("services", "500") as refused:
+                shared.make_widget(kube, widget_kind, namespace, "doomed", size=1)
+                wait_for(lambda: len(refused) >= 4, timeout=60, message="four refused Service writes")
+                assert shared.get_child(kube, "v1", "ConfigMap", namespace, "doomed-config") is not None
+                wait_for(lambda: controller.queue.delayed_count == 1 and controller.in_flight == 0, timeout=30)
+                kube.delete(widget_kind, "doomed", namespace)
+                wait_for(lambda: controller.cache.get(widget_kind, "doomed", namespace) is None, timeout=30)
+            before = client.stats.snapshot()
+            wait_for(
+                lambda: shared.get_child(kube, "v1", "ConfigMap", namespace, "doomed-config") is None,
+                timeout=60,
+                message="the garbage collector to delete the ConfigMap",
+            )
+            assert (controller.queue.failures(key), controller.queue.delayed_count) == (0, 0)
+            # Past the retry the backoff had scheduled (4 s after the fourth failure).
+            time.sleep(backoff.delay(len(refused) + 1, rand=0.5))
+            assert shared.write_requests(client, before) == {}
+    children = [("v1", "ConfigMap", "doomed-config"), ("v1", "Service", "doomed"), ("apps/v1", "Deployment", "doomed")]
+    assert [child for child in children if shared.get_child(kube, *child[:2], namespace, child[2])] == []

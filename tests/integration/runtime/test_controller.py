@@ -461,3 +461,62 @@ def test_a_child_deleted_and_a_primary_created_while_the_watches_were_down_are_r
         client.release.set()
         controller.shutdown(5)
         cache.stop()
+
+
+def test_a_primary_deleted_and_created_again_while_the_watches_were_down_starts_without_the_old_ones_backoff(
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    gadget_reconciler: Any,
+    make_gadget: Any,
+    fake_reconcile: Any,
+) -> None:
+    """The reconcile of ``g`` always fails; while the watches are down (the API server restarts: they are answered
+    410 Gone), ``g`` is deleted and created again. The relist tells both at once: the new object's first failure is
+    its first, retried after the backoff of one failure, not of the old object's six."""
+
+    def fail(namespace: str | None, name: str) -> None:
+        raise RuntimeError("the reconcile of g fails")
+
+    reconcile = fake_reconcile(action=fail)
+    make_gadget("g")
+    key = (namespace, "g")
+    client = HeldWatches(kube)
+    cache = cache_mod.Cache(client, [namespace])  # type: ignore[arg-type]
+    backoff = backoff_mod.Backoff(base=0.25, factor=2.0, cap=60.0, jitter=0.0)
+    controller = controller_mod.Controller(
+        gadget_reconciler, kube, cache, workers=1, reconcile=reconcile, backoff=backoff
+    )
+    try:
+        controller.watch()
+        assert cache.wait_for_sync(30)
+        controller.start_workers()
+        wait_for(lambda: controller.queue.failures(key) >= 6, timeout=30, message="six failures of the old g")
+
+        client.held = True
+        elsewhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "elsewhere", "namespace": "default"}}
+        kube.create(elsewhere, kinds.CONFIG_MAP)  # the cluster's resourceVersion moves past the informers'
+        kube.delete(kinds.CONFIG_MAP, "elsewhere", "default")
+        control_plane.restart_apiserver()
+        wait_for(lambda: client.waiting >= 2, timeout=30, message="both informers to try reconnecting")
+        # The restarted API server serves the CRD a moment after the built-in kinds.
+        wait_for(lambda: kube.get_or_none(gadget_kind, "g", namespace) is not None, timeout=30)
+        old_uid = kube.get(gadget_kind, "g", namespace)["metadata"]["uid"]
+        kube.delete(gadget_kind, "g", namespace)
+        wait_for(lambda: kube.get_or_none(gadget_kind, "g", namespace) is None, timeout=30)
+        new_uid = make_gadget("g")["metadata"]["uid"]
+        assert new_uid != old_uid
+        calls = reconcile.count("g")
+        client.release.set()
+
+        wait_for(lambda: cache.uid(gadget_kind, "g", namespace) == new_uid, timeout=30, message="the relist")
+        wait_for(lambda: reconcile.count("g") > calls, timeout=30, message="the new g's reconcile")
+        wait_for(lambda: not controller.queue.processing(key), timeout=10)
+        # The new g's own failures (its backoff took 7.75 s to reach six), not the old g's six and more.
+        assert 1 <= controller.queue.failures(key) < 6
+        assert all(informer.relists == 2 for informer in cache.informers(gadget_kind))
+    finally:
+        client.release.set()
+        controller.shutdown(5)
+        cache.stop()

@@ -24,7 +24,8 @@ Guarantees:
   exponential backoff over consecutive failures (a watch that delivered events, or lasted the longest pause, before
   it broke starts the count over); the watch resumes from the last resourceVersion, and a relist follows when the
   server no longer has it, or has not reached it (etcd restored from a backup: a list of at most one object, read
-  from etcd before the watch resumes, says where the server stands);
+  from etcd before the watch resumes, says where the server stands); a list or watch throttled (``429``) waits at
+  least the ``Retry-After`` the API server gave, up to the backoff's longest pause;
 * **out-of-order protection**: a stored object is only replaced by one with a higher resourceVersion (compared as
   integers when both are numeric, as the API server's always are); an event for an *older* version than the stored one
   is ignored entirely. A relist read from etcd is the exception: it is what the server holds, so a listed version
@@ -569,6 +570,10 @@ class Informer:
         self._failing = True
         starting = exc.status in _NOT_SERVED and self._starting()
         delay = self._backoff.delay(self._failures)
+        if isinstance(exc, errors.TooManyRequests) and exc.retry_after:
+            # The API server said when to come back (client-go's list and watch wait for it too); no longer than the
+            # backoff's longest pause, as whatever answered may ask for a day, and the store is stale meanwhile.
+            delay = max(delay, min(exc.retry_after, self._backoff.cap))
         if starting:
             # Right after the API server answered nothing (restarted: a cluster upgrade, a control-plane node
             # rolled), a 404 is most likely its CRD handlers not loaded yet: retried as any failure, and the

@@ -223,6 +223,23 @@ def test_a_list_or_watch_failing_again_the_same_way_in_a_row_is_a_warning_once_t
     assert reconnect_failures(logged) == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize(("retry_after", "waits"), [(2.0, 2.0), (3600.0, 30.0), (None, 0.01)])
+def test_a_list_or_watch_throttled_with_a_retry_after_waits_for_it_up_to_the_longest_reconnect_pause(
+    api: Any, start: Any, retry_after: float | None, waits: float
+) -> None:
+    """An API server that throttles a list or watch (429) says when to come back: its informer waits that long (a
+    proxy's day no longer than the backoff's longest pause), not its reconnect backoff's quick first retry."""
+    throttled = errors.ApiError.from_status(429, "TooManyRequests", "the server has received too many requests")
+    assert isinstance(throttled, errors.TooManyRequests)
+    throttled.retry_after = retry_after
+    api.fail(CM, throttled)
+    with structlog.testing.capture_logs() as logged:
+        start(backoff=backoff_mod.Backoff(base=0.01, factor=2.0, cap=30.0, jitter=0.0))
+        wait_for(lambda: reconnect_failures(logged) == [1], timeout=5, message=lambda: str(logged))
+
+    assert [entry["retry_in"] for entry in logged if entry["event"] == "list or watch failed, retrying"] == [waits]
+
+
 def refused_at(query: str, address: str) -> errors.ApiError:
     """What the client raises for a list or watch the API server's port refuses: the transport's text quotes the
     request's query and, with some urllib3 versions, the address of the connection object."""

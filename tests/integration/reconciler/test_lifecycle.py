@@ -182,9 +182,17 @@ def test_a_phase_renamed_by_a_new_operator_version_is_taken_under_its_new_name(
     okt.reconcile(advancing(BEFORE, persistence)(), kube, None, namespace, "w")
     assert stored_phase(kube.get(widget_kind, "w", namespace), persistence) == "Installing"
 
+    before = kube.stats.snapshot()
+
     run = okt.reconcile(advancing(AFTER, persistence)(), kube, None, namespace, "w")  # the operator upgraded
 
     assert run.outcome == okt.Outcome.done()
+    # The phase's new name and the condition that describes it, once: the status apply, and with annotations a
+    # metadata patch of the phase annotation.
+    moved = {("apply", "widgets/status"): 1}
+    if persistence is okt.Persistence.ANNOTATIONS:
+        moved[("patch", "widgets")] = 1
+    assert shared.write_requests(kube, before) == moved
     stored = kube.get(widget_kind, "w", namespace)
     assert stored_phase(stored, persistence) == "Provisioning"  # written under the new name
     assert condition(stored, "Ready")["status"] == "True"
@@ -194,6 +202,9 @@ def test_a_phase_renamed_by_a_new_operator_version_is_taken_under_its_new_name(
         "Installing",
         "phase Provisioning (from Pending): installing",
     )
+    before = kube.stats.snapshot()
+    assert okt.reconcile(advancing(AFTER, persistence)(), kube, None, namespace, "w").outcome == okt.Outcome.done()
+    assert shared.write_requests(kube, before) == {}
 
 
 class Launching(shared.WidgetReconciler):

@@ -288,6 +288,8 @@ def test_a_condition_of_the_old_version_stays_unless_retired_and_then_leaves_onc
 
     assert okt.reconcile(CacheV2Retired(), kube, None, namespace, "c").outcome == okt.Outcome.done()
 
+    assert shared.write_requests(kube, before) == {("apply", "caches/status"): 1}
+
     retired = kube.get(cache_kind, "c", namespace)
     assert condition(retired, "Warm") is None
     assert condition(retired, "Ready") == ready  # the others as they were, their transition times kept
@@ -314,9 +316,13 @@ def test_conditions_an_old_version_kept_in_annotations_move_to_the_status_with_t
         item["lastTransitionTime"] = "2026-01-02T03:04:05Z"
     kube.patch(cache_kind, "m", {"metadata": {"annotations": {"okt.io/conditions": json.dumps(kept)}}}, namespace)
 
+    before = kube.stats.snapshot()
+
     run = okt.reconcile(CacheV1(), kube, None, namespace, "m")  # version 2 writes the status subresource
 
     assert run.outcome == okt.Outcome.done(), run.path_str
+    # The status apply, and the metadata patch removing the annotations.
+    assert shared.write_requests(kube, before) == {("apply", "caches/status"): 1, ("patch", "caches"): 1}
     moved = kube.get(cache_kind, "m", namespace)
     assert moved["status"]["conditions"] == kept  # the same conditions, their transition times kept
     assert moved["status"]["observedGeneration"] == moved["metadata"]["generation"]

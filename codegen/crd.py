@@ -486,7 +486,9 @@ class Primary:
 def primary_of(cls: type[Any], *, custom: bool = True) -> Primary:
     """Read the primary resource's identity from a reconciler class (see :func:`crd_for_reconciler`).
 
-    With ``custom=False`` a built-in primary (a Deployment, a ConfigMap in the core group) is accepted too.
+    With ``custom=False`` a built-in primary (a Deployment, a ConfigMap in the core group) is accepted too; one okt
+    knows (``okt.kube.kinds.BUILTIN``) has the scope Kubernetes gives it, whatever ``namespaced`` says (a Namespace, a
+    Node, a ClusterRole are cluster-scoped).
 
     Raises:
         CodegenError: ``api_version`` or ``kind`` is missing or malformed, or (``custom``) names a built-in kind.
@@ -518,7 +520,9 @@ def primary_of(cls: type[Any], *, custom: bool = True) -> Primary:
         version=version,
         kind=kind,
         plural=plural,
-        namespaced=bool(getattr(cls, "namespaced", True)),
+        # a built-in kind's scope is Kubernetes' own: ``namespaced`` (True by default) cannot make a Namespace
+        # namespaced, and a role granted on that belief would grant the reconciler nothing it needs
+        namespaced=known.namespaced if known is not None else bool(getattr(cls, "namespaced", True)),
         finalizer=getattr(cls, "finalizer", None) is not None,
         status=_status_target(cls, api_version) is writer.Target.STATUS,
     )

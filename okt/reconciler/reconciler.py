@@ -65,7 +65,8 @@ class Reconciler:
     namespaced: ClassVar[bool] = True
     """Whether the primary kind is namespaced (``False``: cluster-scoped): the ``scope`` ``okt gen crd`` writes
     (``okt gen rbac`` wants ``--cluster-wide`` for a cluster-scoped one), and how the kind is addressed when ``plural``
-    is declared too (otherwise discovery tells, as it does for a ``kind`` named as kubectl takes it)."""
+    is declared too (otherwise discovery tells, as it does for a ``kind`` named as kubectl takes it). A built-in kind
+    okt knows keeps its own scope: a reconciler of Namespaces, Nodes or ClusterRoles need not declare it."""
     spec_model: ClassVar[type[pydantic.BaseModel] | None] = None
     """A pydantic model of ``spec``: ``ctx.spec`` is typed, and a spec it refuses ends ``Ready=False, InvalidSpec``."""
     status_model: ClassVar[type[pydantic.BaseModel] | None] = None

@@ -298,6 +298,11 @@ class ClusterScopedCustomOwner(okt.Reconciler):
     owns: ClassVar = [Tenant]
 
 
+class TeamNamespaces(okt.Reconciler):
+    api_version = "v1"
+    kind = "Namespace"  # namespaced left at its default: the scope of a built-in kind is Kubernetes'
+
+
 class NodeWatcher(okt.Reconciler):
     api_version = "x.example.com/v1"
     kind = "Thing"
@@ -320,6 +325,7 @@ class ClusterRoleWatcher(okt.Reconciler):
         ),
         (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
         (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),
+        (TeamNamespaces, "TeamNamespaces reconciles cluster-scoped Namespace: use --cluster-wide"),
         (
             ClusterScopedCustomOwner,
             "ClusterScopedCustomOwner.owns: 'Tenant': Tenant is cluster-scoped: use --cluster-wide",
@@ -332,6 +338,25 @@ def test_rbac_for_reconciler_refuses_what_it_cannot_grant_safely(cls: type[okt.R
     with pytest.raises(errors.CodegenError) as caught:
         rbac.rbac_for_reconciler(cls)
     assert str(caught.value) == message
+
+
+def test_a_built_in_cluster_scoped_primary_is_read_cluster_wide_and_its_children_written_where_they_are() -> None:
+    class Quota(okt.MutableResource):
+        api_version = "v1"
+        kind = "ResourceQuota"
+
+    class Teams(okt.Reconciler):
+        api_version = "v1"
+        kind = "Namespace"
+        owns: ClassVar = [Quota]
+
+    documents = rbac.rbac_for_reconciler(Teams, cluster_wide=True, metrics_auth=False)
+    assert [d["kind"] for d in documents] == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+    rules = {resource: rule["verbs"] for rule in documents[1]["rules"] for resource in rule["resources"]}
+    assert rules["namespaces"] == ["get", "list", "patch", "watch"]
+    assert rules["namespaces/finalizers"] == ["update"]  # blockOwnerDeletion on the children's owner reference
+    assert "namespaces/status" not in rules  # okt writes no status on a built-in kind
+    assert rules["resourcequotas"] == ["create", "delete", "get", "list", "patch", "watch"]
 
 
 def test_owned_kind_with_its_own_plural_needs_no_dictionary_entry() -> None:

@@ -72,8 +72,9 @@ import pydantic
 import pydantic.json_schema
 from pydantic_core import core_schema
 
+from okt import errors as okt_errors
 from okt.codegen import errors, patterns
-from okt.kube import kinds
+from okt.kube import discovery, kinds
 from okt.status import writer
 
 Scope = Literal["Namespaced", "Cluster"]
@@ -497,6 +498,11 @@ def primary_of(cls: type[Any], *, custom: bool = True) -> Primary:
     api_version = getattr(cls, "api_version", None)
     kind = getattr(cls, "kind", None)
     if not isinstance(api_version, str) or not api_version:
+        if isinstance(kind, str) and kind.strip():
+            raise errors.CodegenError(
+                f"{name}.kind {kind!r} without api_version is resolved by discovery when okt run starts; code "
+                f"generation works offline and needs both spelled out, such as {_spelled_out(kind)}"
+            )
         raise errors.CodegenError(f"{name}.api_version must be set, like 'cache.example.com/v1alpha1'")
     group, _, version = api_version.rpartition("/")
     builtin = kinds.is_builtin_group(api_version)
@@ -526,6 +532,17 @@ def primary_of(cls: type[Any], *, custom: bool = True) -> Primary:
         finalizer=getattr(cls, "finalizer", None) is not None,
         status=_status_target(cls, api_version) is writer.Target.STATUS,
     )
+
+
+def _spelled_out(name: str) -> str:
+    """The declaration of the built-in kind okt knows by the kubectl name ``name`` (its table's first version of
+    it: the one current clusters serve), or an example of a custom kind's."""
+    served = [discovery.Served(kind, kind.kind.lower()) for kind in kinds.BUILTIN.values()]
+    try:
+        known = discovery.match(name, served)
+    except okt_errors.ConfigurationError:
+        return 'api_version = "cache.example.com/v1alpha1", kind = "Memcached"'
+    return f'api_version = "{known.api_version}", kind = "{known.kind}"'
 
 
 def _status_target(cls: type[Any], api_version: str) -> writer.Target:

@@ -585,3 +585,24 @@ def test_no_cluster_operator_no_cluster_role() -> None:
     documents = rbac.rbac_for_reconciler(MemcachedReconciler, namespace="operators", metrics_auth=False)
 
     assert not [d for d in documents if d["kind"].startswith("Cluster")]
+
+
+@pytest.mark.parametrize(
+    ("name", "spelled"),
+    [
+        ("deployments.apps", 'api_version = "apps/v1", kind = "Deployment"'),
+        ("Namespace", 'api_version = "v1", kind = "Namespace"'),
+        ("configmaps", 'api_version = "v1", kind = "ConfigMap"'),
+        ("memcacheds.cache.example.com", 'api_version = "cache.example.com/v1alpha1", kind = "Memcached"'),
+    ],
+)
+def test_a_kind_named_as_kubectl_names_it_is_refused_with_the_declaration_to_write(name: str, spelled: str) -> None:
+    class Named(okt.Reconciler):
+        kind = name
+
+    with pytest.raises(errors.CodegenError) as caught:
+        rbac.rbac_for_reconciler(Named)
+    assert str(caught.value) == (
+        f"Named.kind {name!r} without api_version is resolved by discovery when okt run starts; code generation "
+        f"works offline and needs both spelled out, such as {spelled}"
+    )

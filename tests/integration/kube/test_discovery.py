@@ -93,3 +93,15 @@ def test_a_kind_the_server_does_not_serve_is_named_in_the_error_whether_its_grou
     with pytest.raises(okt.errors.NotFound) as caught:
         kube.resolve(api_version, "Thing")
     assert str(caught.value) == f"404 NotFound: the server does not serve Thing in {api_version}"
+
+
+def test_every_built_in_kind_okt_addresses_without_discovery_is_addressed_as_the_server_serves_it(
+    kube: kube_client.Client,
+) -> None:
+    """``okt.kube.kinds.BUILTIN`` spares a discovery round-trip, and decides the scope ``okt gen rbac`` grants: a
+    plural or a scope it gets wrong addresses URLs that do not exist, or asks a Role for a cluster-wide list."""
+    served = {(s.kind.api_version, s.kind.kind): s.kind for s in kube._discover()}
+    checked = [known for key, known in kinds.BUILTIN.items() if key in served]
+
+    assert [str(k) for k in checked if kinds.addressing_mismatch(k, served[(k.api_version, k.kind)])] == []
+    assert len(checked) >= len(kinds.BUILTIN) - 3  # all but versions this server is too old or too new to serve

@@ -303,6 +303,16 @@ class TeamNamespaces(okt.Reconciler):
     kind = "Namespace"  # namespaced left at its default: the scope of a built-in kind is Kubernetes'
 
 
+class Volumes(okt.Reconciler):
+    api_version = "v1"
+    kind = "PersistentVolume"
+
+
+class StorageClasses(okt.Reconciler):
+    api_version = "storage.k8s.io/v1"
+    kind = "StorageClass"
+
+
 class NodeWatcher(okt.Reconciler):
     api_version = "x.example.com/v1"
     kind = "Thing"
@@ -326,6 +336,8 @@ class ClusterRoleWatcher(okt.Reconciler):
         (ClusterOwner, "ClusterOwner.owns: 'Aggregate': ClusterRole is cluster-scoped: use --cluster-wide"),
         (ClusterScoped, "ClusterScoped reconciles cluster-scoped Thing: use --cluster-wide"),
         (TeamNamespaces, "TeamNamespaces reconciles cluster-scoped Namespace: use --cluster-wide"),
+        (Volumes, "Volumes reconciles cluster-scoped PersistentVolume: use --cluster-wide"),
+        (StorageClasses, "StorageClasses reconciles cluster-scoped StorageClass: use --cluster-wide"),
         (
             ClusterScopedCustomOwner,
             "ClusterScopedCustomOwner.owns: 'Tenant': Tenant is cluster-scoped: use --cluster-wide",

@@ -49,7 +49,9 @@ def label_selector(labels: Mapping[str, str] | None) -> str | None:
 
     Why checked: a value often comes from the custom resource, and one holding a ``,`` or a ``!`` (``x,tier!=y``)
     would be read as more requirements: the API server would answer one list, and a store that matches the same
-    labels in memory another (or the request a 400), for the same call.
+    labels in memory another (or the request a 400), for the same call. A value that is no string (``None`` read from
+    a field the object lacks, a number) is refused too: the request would say its text (``app=None``), and the store,
+    which compares values as they are, would match it to no label (``None``: to the objects without the label).
 
     Raises:
         okt.errors.InvalidSpec: a key that is no label key, a value that is no label value.
@@ -57,14 +59,20 @@ def label_selector(labels: Mapping[str, str] | None) -> str | None:
     if not labels:
         return None
     for key, value in labels.items():
+        if not isinstance(key, str):
+            raise errors.InvalidSpec(f"label selector: {key!r} is not a label key (a {type(key).__name__})")
         prefix, _, name = key.rpartition("/") if "/" in key else ("", "", key)
         if not (
             _LABEL_NAME.fullmatch(name) and ("/" not in key or (len(prefix) <= 253 and _LABEL_PREFIX.fullmatch(prefix)))
         ):
             raise errors.InvalidSpec(f"label selector: {key!r} is not a label key")
-        if value and not _LABEL_NAME.fullmatch(str(value)):
+        if not isinstance(value, str):
             raise errors.InvalidSpec(
-                f"label selector: the value {str(value)[:80]!r} of {key} is not a label value (at most 63 letters, "
+                f"label selector: the value of {key} is a {type(value).__name__}, not a label value (a string)"
+            )
+        if value and not _LABEL_NAME.fullmatch(value):
+            raise errors.InvalidSpec(
+                f"label selector: the value {value[:80]!r} of {key} is not a label value (at most 63 letters, "
                 "digits, '-', '_' or '.', a letter or digit at each end)"
             )
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -255,8 +255,28 @@ def test_an_empty_name_is_refused_for_a_watched_kind_as_a_request_refuses_it(api
 
 @pytest.mark.parametrize(
     "labels",
-    [{"app": "x,tier!=y"}, {"app": "a b"}, {"app": "-x"}, {"app": "x" * 64}, {"a,b": "x"}, {"Bad.Prefix/app": "x"}],
-    ids=["selector-in-a-value", "space", "dash-first", "too-long", "comma-in-a-key", "uppercase-prefix"],
+    [
+        {"app": "x,tier!=y"},
+        {"app": "a b"},
+        {"app": "-x"},
+        {"app": "x" * 64},
+        {"a,b": "x"},
+        {"Bad.Prefix/app": "x"},
+        {"app": None},
+        {"app": 3},
+        {3: "x"},
+    ],
+    ids=[
+        "selector-in-a-value",
+        "space",
+        "dash-first",
+        "too-long",
+        "comma-in-a-key",
+        "uppercase-prefix",
+        "none-value",
+        "number-value",
+        "number-key",
+    ],
 )
 def test_labels_that_are_no_selector_are_refused_from_the_store_as_from_the_api(
     api: Any, make_cache: Any, labels: dict[str, str]

@@ -13,6 +13,10 @@ tuple, a set or a mapping of them, ``Optional``), through the key the model read
 twice are found too. Names given twice with the same value are one value, not refused. Values are compared, never
 quoted: the message names the keys only (a Secret's value would otherwise land in the condition, an Event and the log).
 
+Cost: :func:`given_twice` runs at every reconcile (every spec is read through it). What a model can hold twice is
+read from the model once: a model none of whose fields, nested models' included, has two names reads nothing of the
+data, and a field whose value holds no such model is not walked into.
+
 Caveats: a union of several models (a discriminated union) is not walked into — which member reads the value is
 pydantic's to decide; an ``AliasPath`` into a nested value is no top-level name.
 """
@@ -42,7 +46,8 @@ def given_twice(model: type[pydantic.BaseModel], data: Any, prefix: str = "spec"
     model reads, with another value; the cause's field is that name's path, its message names the one read. In the
     model's order, a nested model's causes after its parent's field."""
     causes: list[errors.StatusCause] = []
-    _walk_model(model, data, prefix, causes)
+    if _may_repeat(model):
+        _walk_model(model, data, prefix, causes)
     return causes
 
 
@@ -66,15 +71,62 @@ def names(model: type[pydantic.BaseModel], name: str, field: pydantic.fields.Fie
 
 
 @functools.cache
-def _read_by(model: type[pydantic.BaseModel]) -> tuple[tuple[tuple[str, ...], Any], ...]:
-    """Each field's names (:func:`names`) and annotation, read from ``model`` once, not at every reconcile."""
-    return tuple((tuple(names(model, name, field)), field.annotation) for name, field in model.model_fields.items())
+def _read_by(model: type[pydantic.BaseModel]) -> tuple[tuple[tuple[str, ...], Any, bool], ...]:
+    """Each field's names (:func:`names`), annotation, and whether its value may hold a model with a field given twice
+    (walked into), read from ``model`` once, not at every reconcile."""
+    return tuple(
+        (
+            tuple(names(model, name, field)),
+            field.annotation,
+            any(_may_repeat(inner) for inner in _models_in(field.annotation)),
+        )
+        for name, field in model.model_fields.items()
+    )
+
+
+@functools.cache
+def _may_repeat(model: type[pydantic.BaseModel]) -> bool:
+    """Whether a field of ``model``, or of a model its fields hold as :func:`_walk` follows them, has two names."""
+    seen = {model}
+    pending = [model]
+    while pending:
+        current = pending.pop()
+        for name, field in current.model_fields.items():
+            if len(names(current, name, field)) > 1:
+                return True
+            for inner in _models_in(field.annotation):
+                if inner not in seen:
+                    seen.add(inner)
+                    pending.append(inner)
+    return False
+
+
+def _models_in(annotation: Any) -> list[type[pydantic.BaseModel]]:
+    """The models :func:`_walk` follows a value of ``annotation`` into (not those their own fields hold)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _models_in(args[0])
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return [annotation]
+    if origin is typing.Union or origin is types.UnionType:
+        members = [arg for arg in args if arg is not type(None)]
+        return _models_in(members[0]) if len(members) == 1 else []
+    if origin is tuple:
+        return [model for arg in args if arg is not Ellipsis for model in _models_in(arg)]
+    if origin in _SEQUENCES and args:
+        return _models_in(args[0])
+    if origin in _MAPPINGS and len(args) == 2:
+        return _models_in(args[1])
+    return []
 
 
 def _walk_model(model: type[pydantic.BaseModel], data: Any, path: str, causes: list[errors.StatusCause]) -> None:
     if not isinstance(data, Mapping):
         return
-    for keys, annotation in _read_by(model):
+    for keys, annotation, walked in _read_by(model):
+        if len(keys) == 1 and not walked:
+            continue  # one name, and no model with a field given twice below it: nothing to find
         given = [key for key in keys if key in data]
         if not given:
             continue
@@ -86,7 +138,8 @@ def _walk_model(model: type[pydantic.BaseModel], data: Any, path: str, causes: l
                     f"({model.__name__} reads {read!r} and would drop {other!r})"
                 )
                 causes.append(errors.StatusCause(DUPLICATE, said, _path(path, other)))
-        _walk(annotation, data[read], _path(path, read), causes)
+        if walked:
+            _walk(annotation, data[read], _path(path, read), causes)
 
 
 def _walk(annotation: Any, value: Any, path: str, causes: list[errors.StatusCause]) -> None:

@@ -102,3 +102,64 @@ def test_a_spec_given_a_field_twice_is_an_invalid_spec_naming_both_keys_beside_t
 
 def test_a_spec_given_a_field_twice_alike_is_read() -> None:
     assert reconciler_mod.spec_from_data(ByName, {"replicaCount": 2, "replica_count": 2}).replica_count == 2
+
+
+class _Watched(dict[str, Any]):
+    """Data that records each key looked up in it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.looked: list[str] = []
+
+    def __contains__(self, key: object) -> bool:
+        self.looked.append(str(key))
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self.looked.append(key)
+        return super().__getitem__(key)
+
+
+class Plain(pydantic.BaseModel):
+    replicas: int = 1
+    image: str = "x"
+
+
+class Plainly(pydantic.BaseModel):
+    pools: list[Plain] = []
+    main: Plain | None = None
+
+
+class HolderOfPlain(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+    replica_count: int = pydantic.Field(1, alias="replicaCount")
+    pools: list[Plain] = []
+
+
+class Tree(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+    child_nodes: list[Tree] = pydantic.Field(default_factory=list, alias="childNodes")
+
+
+@pytest.mark.parametrize("model", [Plain, Plainly, AliasOnly])
+def test_a_model_with_no_field_of_two_names_reads_nothing_of_the_spec(model: type[pydantic.BaseModel]) -> None:
+    """Every reconcile reads its spec through given_twice: a model that can hold nothing twice costs no walk."""
+    pool = _Watched(replicas=2, image="y")
+    data = _Watched(pools=[pool], main=_Watched(replicas=3), replicaCount=2, replica_count=3)
+
+    assert spec_names.given_twice(model, data) == []
+    assert (data.looked, pool.looked) == ([], [])
+
+
+def test_a_field_whose_value_holds_no_model_with_two_names_is_not_walked_into() -> None:
+    pool = _Watched(replicas=2, image="y")
+    data = {"replicaCount": 2, "replica_count": 3, "pools": [pool]}
+
+    assert _fields(HolderOfPlain, data) == ["spec.replica_count"]
+    assert pool.looked == []
+
+
+def test_a_model_that_holds_itself_is_walked_to_the_field_given_twice() -> None:
+    data = {"childNodes": [{"childNodes": [{"childNodes": [], "child_nodes": [{}]}]}]}
+
+    assert _fields(Tree, data) == ["spec.childNodes[0].childNodes[0].child_nodes"]

@@ -1388,7 +1388,7 @@ class Client:
         params = {"fieldManager": field_manager, **({"force": "true"} if force else {})}
         result: dict[str, Any] = self.request(
             "PATCH",
-            kind.path(meta["name"], meta.get("namespace"), subresource),
+            kind.path(str(meta.get("name") or ""), meta.get("namespace"), subresource),
             verb="apply",
             resource=_resource_label(kind, subresource),
             params=params,
@@ -1401,7 +1401,7 @@ class Client:
         meta = obj.get("metadata") or {}
         result: dict[str, Any] = self.request(
             "PUT",
-            kind.path(meta["name"], meta.get("namespace"), subresource),
+            kind.path(str(meta.get("name") or ""), meta.get("namespace"), subresource),
             verb="update",
             resource=_resource_label(kind, subresource),
             body=obj,

@@ -57,6 +57,13 @@ NAMED: dict[str, Callable[[kube_client.Client, str], Any]] = {
     "apply": lambda kube, namespace: kube.apply(
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": namespace}}, field_manager="okt"
     ),
+    # No name at all (a template that forgot it): the same refusal as FakeClient's, not a KeyError.
+    "replace-unnamed": lambda kube, namespace: kube.replace(
+        SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": namespace}}
+    ),
+    "apply-unnamed": lambda kube, namespace: kube.apply(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": namespace}}, field_manager="okt"
+    ),
 }
 
 

@@ -92,3 +92,36 @@ def test_every_family_the_tables_document_is_served_with_that_type_and_those_lab
 def test_every_family_served_is_in_the_tables() -> None:
     undocumented = {name: kind for name, kind in exposed().items() if name not in documented()}
     assert not undocumented, undocumented
+
+
+#: What passes a verb to the client's request counters in okt's code: a request's ``verb="..."``, a ``record("...")``.
+_VERB_IN_CODE = re.compile(r'\bverb="([a-z-]+)"|\bstats\.record\("([a-z-]+)"')
+
+
+def verbs_counted() -> set[str]:
+    """The ``verb`` values ``okt_api_requests_total`` can take: every verb okt's own requests are counted under
+    (okt.testing's helpers left out: they are not the operator's requests)."""
+    package = ROOT / "okt"
+    found: set[str] = set()
+    for source in package.rglob("*.py"):
+        if "testing" in source.relative_to(package).parts:
+            continue
+        found |= {a or b for a, b in _VERB_IN_CODE.findall(source.read_text(encoding="utf-8"))}
+    return found
+
+
+def verbs_documented() -> set[str]:
+    """The values the ``okt_api_requests_total`` row lists for ``verb``: the backticked names in the parentheses after
+    it."""
+    [row] = [line for line in RUNNING.read_text(encoding="utf-8").splitlines() if "`okt_api_requests_total`" in line]
+    listed = re.search(r"`verb` \(([^)]*)\)", row)
+    assert listed, f"the row does not list the values of verb: {row}"
+    return set(re.findall(r"`([a-z-]+)`", listed.group(1)))
+
+
+def test_the_api_requests_row_lists_every_verb_okt_counts_its_requests_under() -> None:
+    """A query for the writes (``verb=~"create|update|patch|delete"``) written from the table must not miss ``apply``,
+    okt's most frequent write (server-side apply of every child and status)."""
+    counted = verbs_counted()
+    assert {"get", "apply", "patch", "connect", "proxy"} <= counted  # the scan finds them
+    assert verbs_documented() == counted

@@ -44,8 +44,9 @@ FINALIZER = f"{api.GROUP}/inventory"
 """The finalizer that keeps a Memcached until its inventory entry is removed."""
 
 FINALIZER_ENV = "MEMCACHED_FINALIZER"
-"""Environment variable: ``off``/``false``/``no``/``0`` runs the operator without its finalizer (and inventory);
-``on``/``true``/``yes``/``1`` (the default) with it; any other value is refused."""
+"""Environment variable: ``off``/``false``/``no``/``0``/``disabled`` runs the operator without its finalizer (and
+inventory); ``on``/``true``/``yes``/``1``/``enabled`` or empty (the default) with it, in any case; any other value is
+refused."""
 
 APPLY_STRATEGY_ENV = "MEMCACHED_APPLY_STRATEGY"
 """Environment variable: ``merge`` writes the children with merge patches instead of server-side apply."""

@@ -33,6 +33,9 @@ OPERATOR = pathlib.Path(__file__).resolve().parents[1] / "main.py"
         ({FINALIZER_ENV: "false"}, False),
         ({FINALIZER_ENV: "no"}, False),
         ({FINALIZER_ENV: "0"}, False),
+        ({FINALIZER_ENV: "Disabled"}, False),
+        ({FINALIZER_ENV: "enabled"}, True),
+        ({FINALIZER_ENV: ""}, True),
     ],
 )
 def test_the_finalizer_is_on_unless_the_environment_turns_it_off(environ: dict[str, str], enabled: bool) -> None:

@@ -286,6 +286,8 @@ class Controller:
     """The events of watched kinds still to map, in the order their informers told them, at most one per watched
     object (see :meth:`on_related_event`), and markers set once the events before them are mapped. Made by
     :meth:`watch` for a reconciler with watches."""
+    _said_stuck = False
+    """Whether the log told the workers stuck, this spell (see :meth:`stuck`)."""
 
     def __init__(
         self,
@@ -529,11 +531,19 @@ class Controller:
             for namespace, name, daemon in self.daemons.running()
         ]
         if unfinished:
+            on = self.working_on()
             self._log.warning(
-                "reconciles still running after the grace period", running=unfinished, grace=round(grace, 2)
+                "reconciles still running after the grace period", running=unfinished, on=on, grace=round(grace, 2)
             )
-            left.insert(0, f"{unfinished} reconcile{'s' if unfinished > 1 else ''} of {self.name}")
+            left.insert(0, f"{unfinished} reconcile{'s' if unfinished > 1 else ''} of {self.name} ({on})")
         return left
+
+    def working_on(self, most: int = 5) -> str:
+        """The objects the workers reconcile now, as ``namespace/name`` (the first ``most``, then how many more):
+        what a stuck worker or a shutdown left running is on, for the log and the probes."""
+        keys = self.queue.processing_keys()
+        shown = [f"{namespace}/{name}" if namespace else name for namespace, name in keys[:most]]
+        return ", ".join(shown + ([f"{len(keys) - most} more"] if len(keys) > most else [])) or "nothing"
 
     @property
     def processed(self) -> int:
@@ -824,6 +834,23 @@ class Controller:
         if not self._threads:
             return 0.0
         return self.metrics.stalled_seconds(self.name, self.workers)
+
+    def stuck(self, after: float) -> str | None:
+        """Why ``/healthz`` fails when every worker has been on one reconcile for more than ``after`` seconds (naming
+        the objects they are on), or ``None``. Said once per spell in the log too, however often the probes ask: the
+        probe's answer goes to the kubelet, and the log is what stays after the restart it causes."""
+        stalled = self.stalled_for
+        if stalled <= after:
+            self._said_stuck = False
+            return None
+        said = (
+            f"every worker of the controller {self.name} has been on one reconcile for {stalled:.1f} s "
+            f"(more than {after:g} s): {self.working_on()}"
+        )
+        if not self._said_stuck:
+            self._said_stuck = True
+            self._log.warning("workers stuck", detail=said)
+        return said
 
     @property
     def workers_ended(self) -> int:

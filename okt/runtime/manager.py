@@ -285,12 +285,9 @@ class Manager:
             ended = controller.workers_ended
             if ended:
                 return False, f"{ended} of {controller.workers} workers of the controller {controller.name} ended"
-            stalled = controller.stalled_for
-            if self.stuck_after is not None and stalled > self.stuck_after:
-                return False, (
-                    f"every worker of the controller {controller.name} has been on one reconcile for {stalled:.0f} s "
-                    f"(more than {self.stuck_after:g} s)"
-                )
+            stuck = controller.stuck(self.stuck_after) if self.stuck_after is not None else None
+            if stuck is not None:
+                return False, stuck
         return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
@@ -550,7 +547,7 @@ class Manager:
             if self._stopping.is_set():
                 return
             self.elector.start()
-        _log.info("caches synced, competing for the lease", lease=self.lease_name)
+        _log.info("caches synced, competing for the lease", lease=f"{self.lease_namespace}/{self.lease_name}")
 
     def _reconciled(self) -> int:
         return sum(controller.processed for controller in self.controllers)

@@ -290,6 +290,11 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return key in self._processing
 
+    def processing_keys(self) -> list[K]:
+        """The keys handed out and not yet done, sorted (what the workers are on now)."""
+        with self._cond:
+            return sorted(self._processing)  # type: ignore[type-var]
+
     @property
     def processing_count(self) -> int:
         """How many keys are handed out and not yet done."""

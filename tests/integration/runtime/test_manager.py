@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import structlog.testing
 
 import okt
 from okt.kube import client as kube_client
@@ -132,12 +133,18 @@ def test_healthz_fails_while_every_worker_of_a_controller_is_stuck_on_one_reconc
     wait_for(lambda: manager.working, timeout=10)
 
     reconcile.release.clear()
-    make_gadget("g")
-    wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=10)
-    status, body = fetch(url + "/healthz")
+    gadget = make_gadget("g")
+    with structlog.testing.capture_logs() as logged:
+        wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=10)
+        status, body = fetch(url + "/healthz")
+        assert fetch(url + "/readyz")[0] == 503
     assert status == 503
     assert body.startswith("not ready: every worker of the controller gadget has been on one reconcile for ")
-    assert fetch(url + "/readyz")[0] == 503
+    where = f"{gadget['metadata']['namespace']}/g"
+    assert body.endswith(f" s): {where}")  # what an on-call engineer needs first: which object
+    # The log says it too, once however often the probes ask (the kubelet restarts the pod: its log is what stays).
+    stuck = [line for line in logged if line["event"] == "workers stuck"]
+    assert [(line["controller"], line["detail"].endswith(where)) for line in stuck] == [("gadget", True)]
 
     reconcile.release.set()
     wait_for(lambda: fetch(url + "/healthz") == (200, "ok"), timeout=10)

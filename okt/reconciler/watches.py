@@ -289,7 +289,7 @@ def _not_a_list(result: object, what: str) -> TypeError | None:
     if result is None:
         return None
     if isinstance(result, str | bytes):
-        return TypeError(f"a mapping function returns a list of {what}, got a string ({result!r})")
+        return TypeError(f"a mapping function returns a list of {what}, got {_said(result)}: return a list of keys")
     if isinstance(result, tuple) and len(result) == 2 and all(isinstance(part, str | None) for part in result):
         return TypeError(
             f"a mapping function returns a list of {what}, got one key {result!r}: return a list of keys, [{result!r}]"
@@ -301,7 +301,7 @@ def _not_a_list(result: object, what: str) -> TypeError | None:
             f"{meta.get('name')!r}): return a list of objects, [obj]"
         )
     if not isinstance(result, Iterable):
-        return TypeError(f"a mapping function returns a list of {what}, got {result!r}, which is not a list")
+        return TypeError(f"a mapping function returns a list of {what}, got {_said(result)}, which is not a list")
     return None
 
 
@@ -320,7 +320,7 @@ def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) 
     elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
         namespace, name = item
     else:
-        raise TypeError(f"a mapping function returns {what}, got {item!r}")
+        raise TypeError(f"a mapping function returns {what}, got {_said(item)}")
     primary = kind.kind if kind is not None else "primary"
     if not name:
         # An empty name (a field the mapping read left empty) names no object: left out silently, the primary the
@@ -332,6 +332,21 @@ def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) 
     if not (isinstance(namespace, str) and namespace):
         raise TypeError(f"a {primary} is namespaced: its key names its namespace, got {(namespace, name)!r}")
     return namespace, name
+
+
+def _said(value: object) -> str:
+    """What a mapping function returned that is no key nor object, said by its type, never its content: a mapping may
+    read a Secret, and return from it what it meant to read elsewhere (as an index value is said: :func:`index_text`).
+    """
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bytes):
+        return "bytes"
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    if isinstance(value, tuple | list):
+        return f"{article} {name} of {len(value)} items"
+    return f"{article} {name}"
 
 
 def _content(obj: Mapping[str, Any]) -> dict[str, Any]:

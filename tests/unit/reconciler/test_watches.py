@@ -197,8 +197,43 @@ def test_an_item_that_is_not_a_key_is_logged_and_the_keys_beside_it_are_still_re
 
     assert keys == [("ns", "a"), ("ns", "b")]
     assert [line["error"] for line in logs if line["log_level"] == "error"] == [
-        "TypeError: a mapping function returns (namespace, name) keys or Thing objects, got 'just-a-name'"
+        "TypeError: a mapping function returns (namespace, name) keys or Thing objects, got a string"
     ]
+
+
+def secret(**data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds", "namespace": "ns", "resourceVersion": "1"},
+        "data": data,
+    }
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [
+        lambda s, ctx: [s["data"]["password"]],  # an item
+        lambda s, ctx: [("ns", "a"), [s["data"]["password"], "x"]],  # a list in place of a key
+        lambda s, ctx: [("ns", "a"), ("ns", "b", s["data"]["password"])],  # a key of three
+        lambda s, ctx: s["data"]["password"],  # the result
+        lambda s, ctx: {s["data"]["password"]},  # a set of text
+        lambda s, ctx: iter([("ns", s["data"]["password"].encode())]),  # bytes as a name
+    ],
+)
+def test_what_a_mapping_returns_that_names_no_primary_is_said_by_its_type_never_its_content(
+    client: fake.FakeClient, mapping: Any
+) -> None:
+    """A mapping may read a Secret, and return from it what it meant to read elsewhere: the log line says what is
+    wrong, never the value, as an index value is said."""
+    with structlog.testing.capture_logs() as logs:
+        watches.keys_for_event(
+            okt.watch("secrets", map=mapping), "ADDED", secret(password="aHVudGVyMg=="), None, context(client)
+        )
+
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert len(errors) == 1
+    assert "aHVudGVyMg==" not in repr(errors)
 
 
 @pytest.mark.parametrize("namespace", [None, "", 3])
@@ -235,9 +270,9 @@ def test_a_mapping_that_raises_part_way_still_reconciles_the_keys_it_gave_before
     ("result", "said"),
     [
         (("ns", "a"), "one key ('ns', 'a'): return a list of keys, [('ns', 'a')]"),
-        ("ns/a", "a string ('ns/a')"),
+        ("ns/a", "got a string: return a list of keys"),
         (thing("a"), "one object (Thing 'a'): return a list of objects"),
-        (7, "7, which is not a list"),
+        (7, "got an int, which is not a list"),
     ],
 )
 def test_a_mapping_that_returns_one_key_or_object_instead_of_a_list_says_so(

@@ -37,6 +37,8 @@ PERSONS = envtest.TokenUser.service_account("depot-p", "person-operator")
 """Holds the permissions of an operator of a kind whose plural is irregular (Person, people)."""
 WATCHER = envtest.TokenUser.service_account("depot-v", "gizmo-operator")
 """Holds the permissions of an operator that watches people."""
+SECRETS_WATCHER = envtest.TokenUser.service_account("depot-s", "gizmo-operator")
+"""Holds the permissions of an operator that watches people, not those of the Secrets it watches too."""
 SCRAPED = envtest.TokenUser.service_account("depot-m", "gizmo-operator")
 """Serves ``/metrics`` beyond loopback, at first without the permission to review its scrapers' tokens."""
 GROUP = "perm.okt.io"
@@ -76,7 +78,7 @@ OPERATOR_SOURCE = textwrap.dedent(
 def plane() -> Iterator[envtest.ControlPlane]:
     """A control plane of its own: token users are declared when the API server starts."""
     plane = envtest.ControlPlane(
-        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS, WATCHER, SCRAPED),
+        users=(OPERATOR, HOLDER, WILDCARD, CONVERTER, PERSONS, WATCHER, SECRETS_WATCHER, SCRAPED),
         audit_log=True,
         crds=(crds.schemaless_crd(GROUP, "Gizmo", "gizmos"), crds.schemaless_crd(GROUP, "Person", "people")),
     )
@@ -434,6 +436,43 @@ def test_a_kind_watched_by_its_kubectl_name_is_checked_under_the_plural_the_serv
         )
 
         assert refused == []
+    finally:
+        client.close()
+        admin.close()
+
+
+def test_a_watched_kind_the_role_does_not_grant_is_named_with_its_rule(plane: envtest.ControlPlane) -> None:
+    people = kinds.Kind(f"{GROUP}/v1", "Person", "people")
+
+    class Granted(okt.Reconciler):
+        api_version = f"{GROUP}/v1"
+        kind = "Gizmo"
+        plural = "gizmos"
+        watches = (okt.watch(people, map=lambda obj, ctx: []),)
+
+    class AlsoSecrets(Granted):
+        watches = (*Granted.watches, okt.watch("secrets", map=lambda obj, ctx: []))
+
+    admin = kube_client.Client.from_kubeconfig(plane.kubeconfig)
+    client = kube_client.Client.from_kubeconfig(plane.kubeconfig_for(SECRETS_WATCHER))
+    try:
+        create_namespaces(admin, "depot-s")
+        apply(
+            admin,
+            rbac.rbac_for_reconcilers(
+                [Granted], namespace="depot-s", service_account="gizmo-operator", metrics_auth=False
+            ),
+        )
+
+        refused = permissions.missing(
+            client, [AlsoSecrets], ["depot-s"], leader_elect=False, lease_namespace="depot-s", warn=print
+        )
+
+        assert sorted(str(p) for p in refused) == [
+            f"missing permission: {verb} secrets (core) in namespace depot-s (a Role there, or a ClusterRole); rule: "
+            f'{{apiGroups: [""], resources: ["secrets"], verbs: ["{verb}"]}}'
+            for verb in ("get", "list", "watch")
+        ]
     finally:
         client.close()
         admin.close()

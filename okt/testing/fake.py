@@ -342,7 +342,9 @@ class FakeClient(kube_client.Client):
                 # The server keeps 58 characters of the prefix: with its 5 random ones, a name fits a DNS label.
                 meta["name"] = meta["generateName"][:58] + secrets.token_hex(3)[:5]
             if not meta.get("name"):
-                raise _error(422, "Invalid", "metadata.name: Required value: name or generateName is required")
+                raise _invalid(
+                    "FieldValueRequired", "metadata.name", "Required value: name or generateName is required"
+                )
             if kind.namespaced and not meta.get("namespace"):
                 raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
             if not kind.namespaced:

@@ -204,8 +204,11 @@ def test_a_create_of_an_existing_name_is_a_conflict_that_says_already_exists(api
 
 
 def test_a_create_without_a_name_or_a_generate_name_is_invalid(api: Api) -> None:
-    with pytest.raises(errors.Invalid):
+    with pytest.raises(errors.Invalid) as refused:
         api.client.create(api.config_map(metadata={"namespace": api.namespace}))
+
+    # A refused write, by its cause: no JSON patch test that failed (which has none), and so no race to retry.
+    assert {(cause.reason, cause.field) for cause in refused.value.causes} == {("FieldValueRequired", "metadata.name")}
 
     assert api.client.list(kinds.CONFIG_MAP, api.namespace)[0] == []
 

@@ -53,7 +53,8 @@ What it does as the API server does:
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
   ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
   finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
-  removed; a deleted object's dependents (by ``ownerReferences`` uid) go with it unless ``propagation="Orphan"`` or
+  removed (the write that removes it answers the object as it left it, with the ``resourceVersion`` it had: nothing
+  is stored); a deleted object's dependents (by ``ownerReferences`` uid) go with it unless ``propagation="Orphan"`` or
   another of their owners is still there (at once, where the garbage collector takes a moment; a dependent with
   finalizers is marked and stays until they are removed; one that stays loses its reference to the deleted owner).
 
@@ -596,11 +597,14 @@ class FakeClient(kube_client.Client):
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
             return copy.deepcopy(live)
-        new["metadata"]["resourceVersion"] = self._next_version()
         key = self._key_of(live)
-        self._objects[key] = new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            # The write that removes the last finalizer is not stored: the server deletes the object and answers it as
+            # the write left it, with the resourceVersion it had.
             self._remove(key, orphan=False)
+            return copy.deepcopy(new)
+        new["metadata"]["resourceVersion"] = self._next_version()
+        self._objects[key] = new
         return copy.deepcopy(new)
 
     def _own(

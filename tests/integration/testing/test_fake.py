@@ -613,9 +613,12 @@ def test_a_delete_of_an_object_with_finalizers_marks_it_and_the_last_finalizer_r
     assert api.client.delete(WIDGET, "w", api.namespace) is True
     assert api.client.get(WIDGET, "w", api.namespace)["metadata"] == marked["metadata"]
 
-    api.client.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, api.namespace)
+    answer = api.client.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, api.namespace)
 
     assert api.client.get_or_none(WIDGET, "w", api.namespace) is None
+    # The answer is the object as the patch left it, deleted then and never stored: no version written for it.
+    assert "finalizers" not in answer["metadata"]
+    assert answer["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
 
 
 def test_a_write_cannot_take_back_the_deletion_of_an_object(api: Api) -> None:

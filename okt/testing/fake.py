@@ -58,6 +58,9 @@ What it does as the API server does:
   another of their owners is still there (at once, where the garbage collector takes a moment; a dependent with
   finalizers is marked and stays until they are removed; one that stays loses its reference to the deleted owner).
 
+okt's tests run sequences of requests on the fake and on the API server and compare the answers
+(``tests/integration/testing/test_fake_parity.py``); the differences they leave out are those listed below.
+
 Limits, on purpose:
 
 * server-side apply is approximated: the applied object is merged into the stored one (a ``null`` is stored as a
@@ -84,11 +87,23 @@ Limits, on purpose:
 * conflicts between field managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the
   server), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
   the owners they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion``
-  (the server bumps it); an apply to ``status`` and one to the object are two owners even under one field manager,
-  as on Kubernetes 1.22 and later (1.20, which okt is tested on, keeps one entry for both: there one's apply can stop
-  owning what the other applied, which the next apply then leaves);
+  (the server bumps it), as does an update or a patch of the object whose body holds status fields its writer did not
+  own (dropped from the object, they are added to the writer's managedFields on Kubernetes 1.20); an apply to
+  ``status`` and one to the object are two owners even under one field manager, as on Kubernetes 1.22 and later (1.20,
+  which okt is tested on, keeps one entry for both: there one's apply can stop owning what the other applied, which
+  the next apply then leaves);
 * ``propagation="Foreground"`` deletes as ``"Background"`` does (the server keeps the object, with
   ``deletionTimestamp`` and the ``foregroundDeletion`` finalizer, until its dependents that block it are gone);
+  ``"Orphan"`` lets the dependents go at once (the server marks the object with the ``orphan`` finalizer until its
+  garbage collector has taken the references out);
+* there is no garbage collector but the deletion of an owner: an object whose every owner reference names an object
+  that is not stored (a uid made up in a test, an owner never created) stays, where the server's garbage collector
+  deletes it;
+* a write to the status of one of Kubernetes' own kinds changes nothing but the status, as a custom resource's does;
+  on the server some of its metadata goes through too, as the kind's status strategy lets it (a Deployment's
+  annotations and finalizers, not its labels);
+* ``metadata.generation`` is the fake's on every create; a kind without one (a ConfigMap) keeps on the server the
+  generation its create's body names (a body copied from a Deployment), which the fake drops;
 * namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
   ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
 * strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);

@@ -1,0 +1,407 @@
+"""okt.testing.FakeClient side by side with okt's client on the API server: one sequence of calls, two transcripts.
+
+Each case is a sequence of requests a reconciler (or its test) sends. It runs once on a FakeClient and once on the real
+control plane, each answer written down as the transcript of the run: the object returned (or the list, or what a
+delete answered), or the error raised (its class, status, API reason and the fields its causes name). The transcripts
+must be the same once what legitimately differs is put aside: uids, timestamps, a generated name's random suffix, the
+resourceVersion's value (but whether it changed is kept: each value is written as the order of its first appearance in
+the run) and ``managedFields`` (the fake keeps none, as its documentation says). Generations are compared as they are.
+
+A difference the fake's documentation lists as a limit (conflicts between field managers, strategic merge patches,
+the status subresource of a kind that has none...) is left out of these sequences; any other difference is a bug of
+the fake.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.testing import FakeClient, waiting
+from tests.integration.reconciler import conftest as shared
+
+pytestmark = pytest.mark.integration
+
+widget_kind = shared.widget_kind
+WIDGET = kinds.Kind(f"{shared.GROUP}/v1", "Widget", "widgets")
+CONFIG_MAP = kinds.CONFIG_MAP
+_TIMES = ("creationTimestamp", "deletionTimestamp")
+
+
+class Run:
+    """One run of a sequence on one client: what it asked and what it was answered, normalised as it goes."""
+
+    def __init__(self, client: kube_client.Client, namespace: str) -> None:
+        self.client = client
+        self.ns = namespace
+        self.transcript: list[tuple[str, Any]] = []
+        self._uids: dict[str, str] = {}
+        self._versions: dict[str, str] = {}
+
+    def step(self, label: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Send one request, ``call(*args, **kwargs)``: its answer (None when it raised) goes on, its normalised form
+        into the transcript."""
+        try:
+            answer = call(*args, **kwargs)
+        except errors.ApiError as exc:
+            # The API server may name one cause twice (validated twice): what is refused is the set of them.
+            causes = sorted({(cause.reason, cause.field) for cause in exc.causes})
+            self.transcript.append((label, ("raised", type(exc).__name__, exc.status, exc.api_reason, causes)))
+            return None
+        self.transcript.append((label, self._normal(answer)))
+        return answer
+
+    def eventually(self, label: str, call: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
+        """What ``call`` answers once ``done`` says so (the garbage collector works apart from the request on the API
+        server, at once in the fake): the last answer goes into the transcript."""
+        answers: list[Any] = []
+
+        def settled() -> bool:
+            answers.append(call())
+            return done(answers[-1])
+
+        waiting.wait_for(settled, timeout=60, message=label)
+        self.transcript.append((label, self._normal(answers[-1])))
+        return answers[-1]
+
+    def cm(self, name: str, **fields: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": self.ns}, **fields}
+
+    def widget(self, name: str, spec: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        meta = {"name": name, "namespace": self.ns}
+        return {"apiVersion": WIDGET.api_version, "kind": WIDGET.kind, "metadata": meta, "spec": spec or {}, **fields}
+
+    def _normal(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._normal(item) for item in value]
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], list):  # list(): items, version
+            return [self._normal(item) for item in value[0]]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, item in value.items():
+            if key == "metadata" and isinstance(item, dict):
+                out[key] = self._meta(item)
+            else:
+                out[key] = self._normal(item)
+        return out
+
+    def _meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in meta.items():
+            if key in ("managedFields", "selfLink"):
+                continue
+            if key in _TIMES:
+                out[key] = "<time>"
+            elif key == "uid":
+                out[key] = self._uid(value)
+            elif key == "resourceVersion":
+                out[key] = self._versions.setdefault(value, f"rv{len(self._versions) + 1}")
+            elif key == "name" and meta.get("generateName") and value.startswith(meta["generateName"]):
+                suffix = value[len(meta["generateName"]) :]
+                out[key] = meta["generateName"] + (
+                    "<5 random>" if re.fullmatch("[a-z0-9]{5}", suffix) else f"<{suffix}>"
+                )
+            elif key == "ownerReferences":
+                out[key] = [{**ref, "uid": self._uid(ref.get("uid"))} for ref in value]
+            else:
+                out[key] = self._normal(value)
+        return out
+
+    def _uid(self, uid: str) -> str:
+        return self._uids.setdefault(uid, f"uid{len(self._uids) + 1}")
+
+
+def _names(client: kube_client.Client, namespace: str, selector: str) -> list[str]:
+    return [item["metadata"]["name"] for item in client.list(CONFIG_MAP, namespace, label_selector=selector)[0]]
+
+
+# -- the sequences -------------------------------------------------------------------------------------------------
+
+
+def create_get_list(run: Run) -> None:
+    c = run.client
+    for name, labels in [("a", {"app": "web", "tier": "front"}), ("b", {"app": "db"}), ("c", {"tier": "front"})]:
+        run.step(f"create {name}", c.create, run.cm(name, data={"k": name}) | _labelled(run, name, labels))
+    run.step("get", lambda: c.get(CONFIG_MAP, "a", run.ns))
+    for selector in ["app=web", "app in (web,db)", "app!=web", "!app", "app", "tier=front,app=web", "app notin (db)"]:
+        run.step(f"list {selector}", _names, c, run.ns, selector)
+    run.step("list", lambda: c.list(WIDGET, run.ns))
+
+
+def _labelled(run: Run, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": run.ns, "labels": labels}}
+
+
+def generate_name(run: Run) -> None:
+    c = run.client
+    run.step("create cm", lambda: c.create({**run.cm(""), "metadata": {"generateName": "cfg-", "namespace": run.ns}}))
+    body = run.widget("", {"size": 1})
+    body["metadata"] = {"generateName": "w-", "namespace": run.ns}
+    run.step("create widget", lambda: c.create(body))
+    run.step("both name given", lambda: c.create({**run.cm("x"), "metadata": {**body["metadata"], "name": "named"}}))
+
+
+def replace_with_a_stale_version(run: Run) -> None:
+    c = run.client
+    created = run.step("create", lambda: c.create(run.widget("w", {"size": 1})))
+    run.step("patch", lambda: c.patch(WIDGET, "w", {"spec": {"size": 2}}, run.ns))
+    run.step("replace stale", lambda: c.replace(WIDGET, {**created, "spec": {"size": 3}}))
+    live = run.step("get", lambda: c.get(WIDGET, "w", run.ns))
+    run.step("replace", lambda: c.replace(WIDGET, {**live, "spec": {"size": 3}}))
+    run.step("replace same", lambda: c.replace(WIDGET, c.get(WIDGET, "w", run.ns)))
+    cm = run.step("create cm", lambda: c.create(run.cm("c", data={"a": "1"})))
+    run.step("replace cm without version", lambda: c.replace(CONFIG_MAP, run.cm("c", data={"a": "2"})))
+    run.step("replace cm stale", lambda: c.replace(CONFIG_MAP, {**cm, "data": {"a": "3"}}))
+    run.step("replace missing", lambda: c.replace(CONFIG_MAP, run.cm("nope", data={})))
+
+
+def merge_and_json_patches(run: Run) -> None:
+    c = run.client
+    run.step("create", lambda: c.create(run.widget("w", {"size": 1, "tags": ["a"], "extra": {"x": "1", "y": "2"}})))
+    run.step("merge", lambda: c.patch(WIDGET, "w", {"spec": {"tags": ["b", "c"], "extra": {"x": None}}}, run.ns))
+    run.step("merge nothing", lambda: c.patch(WIDGET, "w", {"spec": {"size": 1}}, run.ns))
+    run.step("merge labels", lambda: c.patch(WIDGET, "w", {"metadata": {"labels": {"l": "1"}}}, run.ns))
+    run.step("merge label gone", lambda: c.patch(WIDGET, "w", {"metadata": {"labels": {"l": None}}}, run.ns))
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/spec/size", "value": 1},
+        {"op": "add", "path": "/spec/tags/-", "value": "d"},
+        {"op": "remove", "path": "/spec/tags/0"},
+        {"op": "replace", "path": "/spec/size", "value": 5},
+        {"op": "add", "path": "/spec/new", "value": {"k": [1, 2]}},
+    ]
+    run.step("json", lambda: c.patch(WIDGET, "w", ops, run.ns, patch_type="json"))
+    failing = [{"op": "test", "path": "/spec/size", "value": 1}, {"op": "replace", "path": "/spec/size", "value": 9}]
+    run.step("json test fails", lambda: c.patch(WIDGET, "w", failing, run.ns, patch_type="json"))
+    run.step(
+        "json remove missing",
+        lambda: c.patch(WIDGET, "w", [{"op": "remove", "path": "/spec/none"}], run.ns, patch_type="json"),
+    )
+    run.step("merge missing", lambda: c.patch(WIDGET, "nope", {"spec": {}}, run.ns))
+    run.step("get", lambda: c.get(WIDGET, "w", run.ns))
+
+
+def apply_by_managers(run: Run) -> None:
+    c = run.client
+    run.step("a applies", lambda: c.apply(run.widget("w", {"size": 1, "x": "1", "y": "2"}), field_manager="a"))
+    run.step("a drops y", lambda: c.apply(run.widget("w", {"size": 1, "x": "1"}), field_manager="a"))
+    run.step("b applies z", lambda: c.apply(run.widget("w", {"z": "3"}), field_manager="b"))
+    run.step("a again", lambda: c.apply(run.widget("w", {"size": 1, "x": "1"}), field_manager="a"))
+    run.step("b forces size", lambda: c.apply(run.widget("w", {"z": "3", "size": 2}), field_manager="b"))
+    run.step("a drops size", lambda: c.apply(run.widget("w", {"x": "1"}), field_manager="a"))
+    run.step("b drops size", lambda: c.apply(run.widget("w", {"z": "3"}), field_manager="b"))
+    run.step(
+        "a labels",
+        lambda: c.apply(
+            run.widget("w", {"x": "1"}, metadata={"name": "w", "namespace": run.ns, "labels": {"l": "1"}}),
+            field_manager="a",
+        ),
+    )
+    run.step("a no labels", lambda: c.apply(run.widget("w", {"x": "1"}), field_manager="a"))
+    run.step("a status", lambda: c.apply(run.widget("w", status={"ok": True}), field_manager="a", subresource="status"))
+    run.step("get", lambda: c.get(WIDGET, "w", run.ns))
+    run.step("cm apply", lambda: c.apply(run.cm("c", data={"a": "1", "b": "2"}), field_manager="a"))
+    run.step("cm other", lambda: c.patch(CONFIG_MAP, "c", {"data": {"b": "2", "c": "3"}}, run.ns))
+    run.step("cm apply less", lambda: c.apply(run.cm("c", data={}), field_manager="a"))
+
+
+def status_subresource(run: Run) -> None:
+    c = run.client
+    run.step("create with status", lambda: c.create(run.widget("w", {"size": 1}, status={"phase": "x"})))
+    run.step("status patch", lambda: c.patch(WIDGET, "w", {"status": {"phase": "y"}}, run.ns, subresource="status"))
+    run.step(
+        "status patch with spec",
+        lambda: c.patch(WIDGET, "w", {"spec": {"size": 9}, "status": {"phase": "z"}}, run.ns, subresource="status"),
+    )
+    run.step("main patch with status", lambda: c.patch(WIDGET, "w", {"status": {"phase": "q"}}, run.ns))
+    run.step(
+        "main patch of both", lambda: c.patch(WIDGET, "w", {"spec": {"size": 2}, "status": {"phase": "q"}}, run.ns)
+    )
+    live = run.step("get", lambda: c.get(WIDGET, "w", run.ns))
+    run.step("status replace", lambda: c.replace(WIDGET, {**live, "spec": {"size": 7}, "status": {"r": 1}}, "status"))
+    run.step("status get", lambda: c.get(WIDGET, "w", run.ns, subresource="status"))
+    meta = {"labels": {"l": "1"}, "annotations": {"a": "1"}, "finalizers": ["x.io/f"]}
+    run.step(
+        "status patch with metadata",
+        lambda: c.patch(WIDGET, "w", {"metadata": meta, "status": {"m": 1}}, run.ns, subresource="status"),
+    )
+    run.step("status of missing", lambda: c.patch(WIDGET, "nope", {"status": {}}, run.ns, subresource="status"))
+
+
+def generation(run: Run) -> None:
+    c = run.client
+    run.step("create", lambda: c.create(run.widget("w", {"size": 1})))
+    run.step("spec", lambda: c.patch(WIDGET, "w", {"spec": {"size": 2}}, run.ns))
+    run.step("top-level field", lambda: c.patch(WIDGET, "w", {"other": {"a": 1}}, run.ns))
+    run.step("labels", lambda: c.patch(WIDGET, "w", {"metadata": {"labels": {"a": "b"}}}, run.ns))
+    run.step("annotations", lambda: c.patch(WIDGET, "w", {"metadata": {"annotations": {"a": "b"}}}, run.ns))
+    run.step("finalizers", lambda: c.patch(WIDGET, "w", {"metadata": {"finalizers": ["x.io/f"]}}, run.ns))
+    run.step("status", lambda: c.patch(WIDGET, "w", {"status": {"a": 1}}, run.ns, subresource="status"))
+    run.step("delete", lambda: c.delete(WIDGET, "w", run.ns))
+    run.step("get deleting", lambda: c.get(WIDGET, "w", run.ns))
+    run.step("spec while deleting", lambda: c.patch(WIDGET, "w", {"spec": {"size": 3}}, run.ns))
+    run.step("last finalizer", lambda: c.patch(WIDGET, "w", {"metadata": {"finalizers": None}}, run.ns))
+    run.step("gone", lambda: c.get_or_none(WIDGET, "w", run.ns))
+
+
+def finalizers(run: Run) -> None:
+    _finalizers_of(run, WIDGET, run.widget("o", {"a": 1}))
+    _finalizers_of(run, CONFIG_MAP, run.cm("o"))
+
+
+def _finalizers_of(run: Run, kind: kinds.Kind, body: dict[str, Any]) -> None:
+    c = run.client
+    body["metadata"]["finalizers"] = ["x.io/a", "x.io/b"]
+    run.step(f"{kind.kind} create", lambda: c.create(body))
+    run.step(f"{kind.kind} delete", lambda: c.delete(kind, "o", run.ns))
+    run.step(f"{kind.kind} get", lambda: c.get(kind, "o", run.ns))
+    run.step(f"{kind.kind} delete again", lambda: c.delete(kind, "o", run.ns))
+    run.step(f"{kind.kind} get again", lambda: c.get(kind, "o", run.ns))
+    more = {"metadata": {"finalizers": ["x.io/a", "x.io/b", "x.io/c"]}}
+    run.step(f"{kind.kind} add one", lambda: c.patch(kind, "o", more, run.ns))
+    run.step(f"{kind.kind} one less", lambda: c.patch(kind, "o", {"metadata": {"finalizers": ["x.io/b"]}}, run.ns))
+    ops = [{"op": "remove", "path": "/metadata/finalizers/0"}]
+    run.step(f"{kind.kind} the last", lambda: c.patch(kind, "o", ops, run.ns, patch_type="json"))
+    run.step(f"{kind.kind} gone", lambda: c.get_or_none(kind, "o", run.ns))
+    run.step(f"{kind.kind} delete gone", lambda: c.delete(kind, "o", run.ns))
+
+
+def delete_preconditions(run: Run) -> None:
+    c = run.client
+    created = run.step("create", lambda: c.create(run.cm("c", data={"a": "1"})))
+    uid, version = created["metadata"]["uid"], created["metadata"]["resourceVersion"]
+    run.step("patch", lambda: c.patch(CONFIG_MAP, "c", {"data": {"a": "2"}}, run.ns))
+    run.step("wrong uid", lambda: c.delete(CONFIG_MAP, "c", run.ns, uid="00000000-0000-0000-0000-000000000000"))
+    run.step("stale version", lambda: c.delete(CONFIG_MAP, "c", run.ns, resource_version=version))
+    live = run.step("get", lambda: c.get(CONFIG_MAP, "c", run.ns))
+    run.step(
+        "right",
+        lambda: c.delete(CONFIG_MAP, "c", run.ns, uid=uid, resource_version=live["metadata"]["resourceVersion"]),
+    )
+    run.step("gone", lambda: c.get_or_none(CONFIG_MAP, "c", run.ns))
+    run.step("again", lambda: c.delete(CONFIG_MAP, "c", run.ns, uid=uid))
+
+
+def owner_references(run: Run) -> None:
+    _owned_then_deleted(run, "Background")
+    _owned_then_deleted(run, "Orphan")
+
+
+def _owned_then_deleted(run: Run, propagation: str) -> None:
+    c = run.client
+    owner = run.step("owner", lambda: c.create(run.widget("owner", {"a": 1})))
+    ref = {"apiVersion": WIDGET.api_version, "kind": "Widget", "name": "owner", "uid": owner["metadata"]["uid"]}
+    for name, extra in [("plain", {}), ("controlled", {"controller": True, "blockOwnerDeletion": True})]:
+        body = run.cm(name)
+        body["metadata"]["ownerReferences"] = [{**ref, **extra}]
+        run.step(f"dependent {name}", c.create, body)
+    run.step(f"delete {propagation}", lambda: c.delete(WIDGET, "owner", run.ns, propagation=propagation))
+    run.eventually(f"owner gone {propagation}", lambda: c.get_or_none(WIDGET, "owner", run.ns), lambda o: o is None)
+    dependents = ("plain", "controlled")
+    if propagation == "Orphan":
+        run.eventually(
+            "orphans",
+            lambda: [c.get_or_none(CONFIG_MAP, name, run.ns) for name in dependents],
+            lambda found: all(d is not None and "ownerReferences" not in d["metadata"] for d in found),
+        )
+    else:
+        run.eventually(
+            "dependents gone",
+            lambda: [c.get_or_none(CONFIG_MAP, name, run.ns) for name in dependents],
+            lambda found: found == [None, None],
+        )
+
+
+def error_answers(run: Run) -> None:
+    c = run.client
+    run.step("get missing", lambda: c.get(CONFIG_MAP, "nope", run.ns))
+    run.step("get_or_none missing", lambda: c.get_or_none(WIDGET, "nope", run.ns))
+    run.step("create", lambda: c.create(run.cm("c")))
+    run.step("create again", lambda: c.create(run.cm("c")))
+    run.step("bad name", lambda: c.create(run.cm("Not_A_Name")))
+    run.step(
+        "bad label",
+        lambda: c.create({**run.cm("l"), "metadata": {"name": "l", "namespace": run.ns, "labels": {"a": "-x"}}}),
+    )
+    run.step("no name", lambda: c.create({**run.cm("x"), "metadata": {"namespace": run.ns}}))
+    run.step("bad finalizer", lambda: c.patch(CONFIG_MAP, "c", {"metadata": {"finalizers": ["clean up"]}}, run.ns))
+    run.step("delete missing", lambda: c.delete(CONFIG_MAP, "nope", run.ns))
+    run.step(
+        "apply status missing", lambda: c.apply(run.widget("nope", status={}), field_manager="a", subresource="status")
+    )
+    run.step("widget without version", lambda: c.replace(WIDGET, run.widget("w")))
+
+
+def writes_that_change_nothing(run: Run) -> None:
+    c = run.client
+    meta = {"name": "w", "namespace": run.ns, "labels": {"a": "b"}}
+    run.step("apply", lambda: c.apply(run.widget("w", {"size": 1}, metadata=meta), field_manager="a"))
+    run.step("apply again", lambda: c.apply(run.widget("w", {"size": 1}, metadata=meta), field_manager="a"))
+    run.step("same labels", lambda: c.patch(WIDGET, "w", {"metadata": {"labels": {"a": "b"}}}, run.ns))
+    run.step("set generation", lambda: c.patch(WIDGET, "w", {"metadata": {"generation": 9}}, run.ns))
+    live = run.step("get", lambda: c.get(WIDGET, "w", run.ns))
+    run.step("replace as is", lambda: c.replace(WIDGET, live))
+    ops = [{"op": "add", "path": "/metadata/annotations/x", "value": "1"}]
+    run.step("json add to a missing map", lambda: c.patch(WIDGET, "w", ops, run.ns, patch_type="json"))
+    version = {"resourceVersion": live["metadata"]["resourceVersion"]}
+    run.step("version named", lambda: c.patch(WIDGET, "w", {"metadata": version, "spec": {"size": 2}}, run.ns))
+    identity = {
+        "name": "i",
+        "namespace": run.ns,
+        "generation": 4,
+        "uid": "x",
+        "creationTimestamp": "2000-01-01T00:00:00Z",
+    }
+    run.step("create with identity", lambda: c.create(run.widget("i", {"size": 1}, metadata=identity)))
+
+
+SEQUENCES: list[Callable[[Run], None]] = [
+    create_get_list,
+    generate_name,
+    replace_with_a_stale_version,
+    merge_and_json_patches,
+    apply_by_managers,
+    status_subresource,
+    generation,
+    finalizers,
+    delete_preconditions,
+    owner_references,
+    error_answers,
+    writes_that_change_nothing,
+]
+
+
+@pytest.fixture
+def server(kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind) -> Iterator[Run]:
+    assert widget_kind == WIDGET
+    yield Run(kube, namespace)
+
+
+@pytest.mark.parametrize("sequence", SEQUENCES, ids=[s.__name__ for s in SEQUENCES])
+def test_the_fake_answers_a_sequence_as_the_api_server_does(server: Run, sequence: Callable[[Run], None]) -> None:
+    fake = Run(FakeClient(kinds=[WIDGET]), server.ns)
+    sequence(server)
+    sequence(fake)
+
+    assert fake.transcript == server.transcript, "\n".join(_differences(server.transcript, fake.transcript))
+
+
+def _differences(on_server: list[tuple[str, Any]], on_fake: list[tuple[str, Any]]) -> Iterator[str]:
+    """The steps whose answers differ, as a diff of their JSON (the API server's on the left, the fake's on the
+    right)."""
+    for (label, expected), (_, got) in zip(on_server, on_fake, strict=True):
+        if expected != got:
+            yield f"-- {label}"
+            yield from difflib.unified_diff(_lines(expected), _lines(got), "API server", "FakeClient", lineterm="")
+
+
+def _lines(answer: Any) -> list[str]:
+    return json.dumps(answer, indent=1, sort_keys=True, default=str).splitlines()

@@ -220,6 +220,17 @@ class LeaderElector:
                 return 0.0
             return max(self.renew_deadline - (clock() - self._renewed_at), 0.0)
 
+    def others_wait(self) -> float:
+        """Seconds from now before another replica may take the lease this one held and lost: the lease's duration
+        from its last renewal (counted from when it was sent, as :meth:`may_write` counts it), 0 when it was taken by
+        another holder (who may lead already) or emptied. What a deposed leader may still run (its daemons) must end
+        by then, or it runs beside the next leader's."""
+        with self._lock:
+            holder = self._observed[0] if self._observed else ""
+            if holder != self.identity:
+                return 0.0
+            return max(self.lease_duration - (clock() - self._renewed_at), 0.0)
+
     @property
     def healthy(self) -> bool:
         """Whether the API server answered one of our lease requests recently (a healthy standby or leader)."""

@@ -34,7 +34,9 @@ Guarantees:
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
-  shutdown was under way, it is said all the same);
+  shutdown was under way, it is said all the same), its reconciles and daemons waited for no longer than half the
+  time left before another replica may take the lease (:meth:`LeaderElector.others_wait`), so that the caller's exit
+  ends what still runs before the next leader starts its own daemons;
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves (not
   while each connection it can serve at once is held by a review past its request timeout, its hook still running),
   every worker started still runs, and no controller has had every worker on one reconcile for more than
@@ -598,9 +600,7 @@ class Manager:
                 # controller's daemons running (after a lost lease, beside the new leader's).
                 controller.daemons.halt()
             for controller in self.controllers:
-                self._left_running.extend(
-                    controller.shutdown(max(self.grace_period - (time.monotonic() - started), 0.0))
-                )
+                self._left_running.extend(controller.shutdown(self._grace_left(started)))
             if self._started_up:
                 self._clean_up()
             if self.trimmer is not None:
@@ -623,6 +623,16 @@ class Manager:
                 )
             finally:
                 self._stopped.set()
+
+    def _grace_left(self, started: float) -> float:
+        """Seconds the shutdown begun at ``started`` still waits for reconciles and daemons: what is left of the grace
+        period, and after a lost lease no more than half the time before another replica may take it (the other half
+        for this process to end): a daemon still running then ends with the process rather than run beside the one
+        the next leader starts for its object."""
+        left = max(self.grace_period - (time.monotonic() - started), 0.0)
+        if self._lost and self.elector is not None:
+            left = min(left, self.elector.others_wait() / 2)
+        return left
 
     def _clean_up(self) -> None:
         for hook in self._on_cleanup:

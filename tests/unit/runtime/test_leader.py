@@ -46,6 +46,7 @@ def test_a_new_elector_neither_leads_nor_has_reached_the_api() -> None:
     assert not elector.lost
     assert elector.holder == ""
     assert elector.write_time_left() == 0.0
+    assert elector.others_wait() == 0.0  # it never held the lease: nobody waits for it
     assert elector.release() is False
 
 

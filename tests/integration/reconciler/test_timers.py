@@ -244,3 +244,199 @@ def test_an_idle_timer_waits_for_a_real_change_to_settle_and_not_for_okts_own_wr
 
     assert any(name.startswith("okt.io/") for name in annotations), annotations
     assert first >= poked_at + 3
+
+
+class Counted(pydantic.BaseModel):
+    count: int = 0
+
+
+class Counting(shared.WidgetReconciler):
+    """A timer every second that waits for its Widget to be left alone 2 s and writes into its status: for "counting"
+    how many calls it made, for "same" the same number at every call. Each reconcile is counted."""
+
+    owns = ()
+    status_model = Counted
+    calls: ClassVar[collections.Counter[str]] = collections.Counter()
+    reconciles: ClassVar[collections.Counter[str]] = collections.Counter()
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.Mutator:
+            with self.lock:
+                self.reconciles[ctx.cr.name] += 1
+        return super().enter_in_state(state, ctx)
+
+    @okt.every(seconds=1, idle=2)
+    def count(self, ctx: okt.Context) -> None:
+        with self.lock:
+            self.calls[ctx.cr.name] += 1
+            calls = self.calls[ctx.cr.name]
+        ctx.status_fields["count"] = calls if ctx.cr.name == "counting" else 7
+
+
+def test_a_timer_writing_the_status_neither_holds_itself_back_nor_brings_more_reconciles_than_its_calls(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Its status writes are not changes: its ``idle`` wait is not started over by them (it would never be called
+    again, its interval shorter than the wait), and they reconcile nothing (one reconcile per call, the one that
+    requeued the object for it). A timer stating what the status says already writes nothing."""
+    Counting.calls.clear()
+    Counting.reconciles.clear()
+    for name in ("counting", "same"):
+        shared.make_widget(kube, widget_kind, namespace, name, size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(operator, [Counting], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: min(Counting.calls["counting"], Counting.calls["same"]) >= 2, timeout=60, message="2 calls")
+        before = operator.stats.snapshot()
+        with Counting.lock:
+            calls, reconciles = dict(Counting.calls), dict(Counting.reconciles)
+        wait_for(lambda: Counting.calls["counting"] >= calls["counting"] + 4, timeout=30, message="4 more calls")
+        with Counting.lock:
+            calls = {name: Counting.calls[name] - calls[name] for name in calls}
+            reconciles = {name: Counting.reconciles[name] - reconciles[name] for name in reconciles}
+        writes = shared.write_requests(operator, before)
+        status = shared.get_widget(kube, widget_kind, namespace, "counting")["status"]
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    # Read between a reconcile's start and its timer's call at most: one reconcile more than calls, never two.
+    assert 0 <= reconciles["counting"] - calls["counting"] <= 1
+    assert 0 <= reconciles["same"] - calls["same"] <= 1
+    assert calls["same"] >= 3
+    assert writes == {("apply", "widgets/status"): writes[("apply", "widgets/status")]}
+    assert calls["counting"] - 1 <= writes[("apply", "widgets/status")] <= calls["counting"] + 1
+    assert status["count"] >= 6
+
+
+class Lingering(shared.WidgetReconciler):
+    """A timer every half second and a daemon, each saying what it does in a journal."""
+
+    owns = ()
+    journal: ClassVar[list[tuple[str, str]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+    def say(self, name: str, what: str) -> None:
+        with self.lock:
+            self.journal.append((name, what))
+
+    @okt.every(seconds=0.5)
+    def tick(self, ctx: okt.Context) -> None:
+        self.say(ctx.cr.name, "tick")
+
+    @okt.daemon
+    def watch(self, ctx: okt.DaemonContext) -> None:
+        self.say(ctx.name, "started")
+        try:
+            ctx.stop.wait()
+        finally:
+            self.say(ctx.name, "cleaned up")
+
+
+def test_an_object_another_finalizer_holds_has_its_timer_and_daemon_stopped_at_its_deletion(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Being deleted (a deletionTimestamp, another controller's finalizer keeping it), the Widget is reconciled
+    without its timer, and its daemon is asked to stop and cleans up once, as for a Widget that goes at once."""
+    Lingering.journal.clear()
+    held = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        "metadata": {"name": "held", "namespace": namespace, "finalizers": ["example.com/hold"]},
+        "spec": {"size": 1},
+    }
+    kube.create(held, widget_kind)
+    shared.make_widget(kube, widget_kind, namespace, "plain", size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    manager = manager_mod.Manager(operator, [Lingering], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+
+    def said(name: str, what: str) -> int:
+        with Lingering.lock:
+            return Lingering.journal.count((name, what))
+
+    try:
+        wait_for(lambda: min(said("held", "tick"), said("plain", "tick")) >= 2, timeout=60, message="2 ticks each")
+        kube.delete(widget_kind, "held", namespace)
+        kube.delete(widget_kind, "plain", namespace)
+        wait_for(
+            lambda: min(said("held", "cleaned up"), said("plain", "cleaned up")) >= 1, timeout=30, message="cleanups"
+        )
+        ticks = said("held", "tick")
+        kube.patch(widget_kind, "held", {"metadata": {"annotations": {"poke": "1"}}}, namespace)  # reconciled again
+        time.sleep(2)  # four intervals of the timer
+        still_held = kube.get(widget_kind, "held", namespace)["metadata"]
+        after = said("held", "tick")
+        kube.patch(widget_kind, "held", {"metadata": {"finalizers": []}}, namespace)
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert still_held["finalizers"] == ["example.com/hold"] and still_held.get("deletionTimestamp")
+    assert after == ticks
+    for name in ("held", "plain"):
+        assert (said(name, "started"), said(name, "cleaned up")) == (1, 1)
+
+
+class Many(shared.WidgetReconciler):
+    """A sharp timer every second; each call counted by Widget, the threads it ran on named."""
+
+    owns = ()
+    calls: ClassVar[collections.Counter[str]] = collections.Counter()
+    threads: ClassVar[set[str]] = set()
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+    @okt.every(seconds=1, sharp=True)
+    def tick(self, ctx: okt.Context) -> None:
+        with self.lock:
+            self.calls[ctx.cr.name] += 1
+            self.threads.add(threading.current_thread().name)
+
+
+def test_two_hundred_objects_share_the_workers_each_called_once_per_interval(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """A timer holds no thread per object: its calls run on the reconcile workers, each object requeued for its next
+    slot, and none falls behind the others (a slot missed would be skipped, not made up) nor writes anything."""
+    Many.calls.clear()
+    Many.threads.clear()
+    names = [f"w{i}" for i in range(200)]
+    for name in names:
+        shared.make_widget(kube, widget_kind, namespace, name, size=1)
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    threads_before = threading.active_count()
+    manager = manager_mod.Manager(operator, [Many], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    try:
+        wait_for(lambda: all(Many.calls[name] >= 2 for name in names), timeout=120, message="2 calls each")
+        before = operator.stats.snapshot()
+        with Many.lock:
+            calls = dict(Many.calls)
+        time.sleep(5)
+        with Many.lock:
+            calls = {name: Many.calls[name] - calls[name] for name in names}
+        threads = threading.active_count() - threads_before
+        writes = shared.write_requests(operator, before)
+    finally:
+        manager.stop()
+        manager.join(15)
+        operator.close()
+
+    assert min(calls.values()) >= 4 and max(calls.values()) <= 6, sorted(calls.values())
+    assert writes == {}
+    assert all(name.startswith("okt-widget-worker-") for name in Many.threads), Many.threads
+    assert len(Many.threads) <= 4, Many.threads  # the Manager's default workers
+    assert threads < 20, threads

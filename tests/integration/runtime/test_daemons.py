@@ -232,7 +232,7 @@ def test_a_leader_that_loses_its_lease_stops_its_daemons(
     assert leader.join(30)
 
     assert leader.lost_leadership
-    # Asked to stop at once; the lease held by another, the manager does not wait for it (see test_run_lost_lease).
+    # Asked to stop at once; the lease held by another, the manager does not wait for it (see test_run_daemon_handover).
     wait_for(lambda: journal.running["g"] == 0, timeout=10, message="the daemon to return")
     assert journal.stops["g"] == 1
 

@@ -9,13 +9,17 @@ with its ``prefix``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 DEFAULT_PREFIX = "okt.io"
 
 
 @dataclasses.dataclass(frozen=True)
 class Names:
-    """The names under one prefix, and the earlier prefixes whose records okt takes over (``legacy_prefixes``)."""
+    """The names under one prefix, and the earlier prefixes whose records okt takes over (``legacy_prefixes``).
+
+    Each name is made once per instance (the fields never change), and :func:`of` shares one instance per prefixes:
+    a reconcile reads them several times for every child, and every reconcile the same ones."""
 
     prefix: str = DEFAULT_PREFIX
     legacy_prefixes: tuple[str, ...] = ()
@@ -24,17 +28,17 @@ class Names:
 
     # -- on children ---------------------------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def hash_annotation(self) -> str:
         """The checksum of what okt wants the child to be."""
         return f"{self.prefix}/okt-hash"
 
-    @property
+    @functools.cached_property
     def owner_label(self) -> str:
         """The uid of the object okt created the child for (what prunes, with the controller reference)."""
         return f"{self.prefix}/owner-uid"
 
-    @property
+    @functools.cached_property
     def owner_labels(self) -> tuple[str, ...]:
         """The owner label under the prefix, then under each legacy prefix: a child carrying any of them with the
         owner's uid is okt's."""
@@ -48,36 +52,36 @@ class Names:
 
     # -- on primaries --------------------------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def error_count_annotation(self) -> str:
         """Consecutive failed reconciles (annotation persistence)."""
         return f"{self.prefix}/error-count"
 
-    @property
+    @functools.cached_property
     def phase_annotation(self) -> str:
         """The lifecycle phase (annotation persistence)."""
         return f"{self.prefix}/phase"
 
-    @property
+    @functools.cached_property
     def conditions_annotation(self) -> str:
         """The conditions as JSON, when the reconciler's ``status`` is ``"annotations"``."""
         return f"{self.prefix}/conditions"
 
-    @property
+    @functools.cached_property
     def observed_generation_annotation(self) -> str:
         return f"{self.prefix}/observed-generation"
 
-    @property
+    @functools.cached_property
     def status_annotation(self) -> str:
         """``ctx.status_fields`` as JSON, when the reconciler's ``status`` is ``"annotations"``."""
         return f"{self.prefix}/status"
 
-    @property
+    @functools.cached_property
     def daemons_annotation(self) -> str:
         """Which conditions and status fields the daemons stated (annotation persistence)."""
         return f"{self.prefix}/daemons"
 
-    @property
+    @functools.cached_property
     def reported_error_annotation(self) -> str:
         """A digest of the last error reported on the object and of the object as it was (``status = "off"``, or
         ``"annotations"`` on a kind without a generation, where no stored condition tells an error already reported
@@ -110,6 +114,13 @@ class Names:
     def legacy_primary_annotations(self) -> frozenset[str]:
         """Every annotation okt wrote on a primary under a legacy prefix: removed by okt's next write of it."""
         return frozenset(name for names in self.legacy() for name in names.primary_annotations())
+
+
+@functools.lru_cache(maxsize=64)
+def of(prefix: str = DEFAULT_PREFIX, legacy_prefixes: tuple[str, ...] = ()) -> Names:
+    """The one :class:`Names` of these prefixes, shared (an operator has one or two sets of prefixes; the cache is
+    bounded all the same, and keyed by every field a Names is made of)."""
+    return Names(prefix, legacy_prefixes)
 
 
 REPORTS = frozenset({"error-count", "conditions", "observed-generation", "reported-error"})

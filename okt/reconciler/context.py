@@ -85,7 +85,7 @@ class Settings:
     def names(self) -> names_mod.Names:
         """okt's label and annotation names, from the prefix (made once: read several times for every child of every
         reconcile, and the fields it is made of never change)."""
-        return names_mod.Names(self.prefix, self.legacy_prefixes)
+        return names_mod.of(self.prefix, tuple(self.legacy_prefixes))
 
     @property
     def writes(self) -> writing.WriteOptions:

@@ -83,7 +83,7 @@ class Bookkeeping:
         # This reconcile's phase moves, announced (a Normal Event, a log line) once a write stored the move (see
         # okt.reconciler.report.write_status): a move refused or lost is not announced.
         self.moves_to_announce: list[MoveAnnouncement] = []
-        self._names = names_mod.Names(prefix, tuple(legacy_prefixes))  # built once: read for every object
+        self._names = names_mod.of(prefix, tuple(legacy_prefixes))  # shared: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
         self._kept_in_status = copy.deepcopy(dict(kept))

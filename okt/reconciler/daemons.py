@@ -50,7 +50,8 @@ class Options:
     """How one daemon is run.
 
     Attributes:
-        backoff: seconds before a daemon that raised is started again; doubled after each consecutive failure.
+        backoff: seconds before a daemon that raised is started again; doubled after each consecutive failure. A
+            daemon that raised ``okt.TemporaryError(msg, delay=s)`` is started again after ``s`` seconds instead.
         max_backoff: the cap of that doubling; a run that lasted this long or longer before it raised is not
             consecutive to the failures before it (the next pause is ``backoff`` again).
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.

@@ -21,8 +21,9 @@ Guarantees:
   (filtered out and in again) gets a new daemon only once the old thread returned;
 * a daemon that **raises** (``sys.exit()`` included: it would end only the daemon's thread) is logged and started
   again after a backoff (``Options.backoff``, doubled per consecutive failure up to ``max_backoff``; a run that
-  lasted ``max_backoff`` or longer before it raised starts the count over; the wait ends early when it is asked to
-  stop); each restart is logged, the traceback only at the first failure of each distinct error (see
+  lasted ``max_backoff`` or longer before it raised starts the count over; an ``okt.TemporaryError`` raised with a
+  ``delay`` is started again after that delay instead, counted as a failure all the same; the wait ends early when
+  it is asked to stop); each restart is logged, the traceback only at the first failure of each distinct error (see
   :func:`_traceback_once`); one that raises once asked to stop is not restarted, and is logged as such (a warning,
   not a restart); one that **returns** on its own is done for that object (not restarted until the object
   comes back);
@@ -406,6 +407,10 @@ class Supervisor:
                         healthy = time.monotonic() - started >= options.max_backoff
                         failures = 1 if healthy else failures + 1
                         delay = options.delay(failures)
+                        if isinstance(exc, errors.TemporaryError) and exc.delay is not None:
+                            # The daemon said when to try again, as a reconcile's hook does; the failures still
+                            # count, so a later failure of another kind waits out the backoff they reached.
+                            delay = exc.delay
                         log.error(
                             "daemon failed, restarting after a backoff",
                             error=errors.said(exc),

@@ -250,6 +250,38 @@ def test_a_daemon_that_ran_longer_than_its_max_backoff_before_failing_restarts_a
     assert [entry["attempt"] for entry in logged if entry["event"] == "daemon started"] == [1, 2, 3, 4, 5]
 
 
+class NotYet(okt.Reconciler):
+    """A daemon whose backend is not there for its first three starts: it says so with okt.TemporaryError and the
+    delay to wait, once without one; then it returns."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon(backoff=0.04, max_backoff=0.32)
+    def waiting(self, ctx: okt.DaemonContext) -> None:
+        if ctx.attempt <= 2:
+            raise okt.TemporaryError("the backend is not up yet", delay=0.01)
+        if ctx.attempt == 3:
+            raise okt.TemporaryError("the backend is not up yet")
+
+
+def test_a_daemon_raising_temporary_error_with_a_delay_is_started_again_after_that_delay() -> None:
+    """``okt.TemporaryError(msg, delay=s)`` says when to try again, in a daemon as in a reconcile (Kopf's daemons
+    honour it too): the daemon starts again after ``s`` seconds, not after its backoff; the failures still count, and
+    a TemporaryError without a delay, or any other exception, waits out the backoff they reached."""
+    reconciler, store = NotYet(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: any(entry["event"] == "daemon returned" for entry in logged), timeout=10)
+    sup.halt()
+    assert sup.join(5)
+
+    failed = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
+    assert [(entry["failures"], entry["delay"]) for entry in failed] == [(1, 0.01), (2, 0.01), (3, 0.16)]
+    assert [entry["error"] for entry in failed] == 3 * ["TemporaryError: the backend is not up yet"]
+
+
 class Exiting(okt.Reconciler):
     """A daemon that raises ``ending`` on its first run (``sys.exit()`` by default), then runs until it is asked to
     stop."""

@@ -411,12 +411,15 @@ class Supervisor:
                             # The daemon said when to try again, as a reconcile's hook does; the failures still
                             # count, so a later failure of another kind waits out the backoff they reached.
                             delay = exc.delay
-                        log.error(
+                        # okt's own errors (a TemporaryError raised on purpose, an ApiError) say what happened:
+                        # a warning without a traceback, as a reconcile's hook's are; anything else is a bug.
+                        own = isinstance(exc, errors.OktError)
+                        (log.warning if own else log.error)(
                             "daemon failed, restarting after a backoff",
                             error=errors.said(exc),
                             failures=failures,
                             delay=delay,
-                            **_traceback_once(exc, seen),
+                            **({} if own else _traceback_once(exc, seen)),
                         )
                         slot.stop.wait(delay)
                         continue

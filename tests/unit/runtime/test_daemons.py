@@ -280,6 +280,10 @@ def test_a_daemon_raising_temporary_error_with_a_delay_is_started_again_after_th
     failed = [entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff"]
     assert [(entry["failures"], entry["delay"]) for entry in failed] == [(1, 0.01), (2, 0.01), (3, 0.16)]
     assert [entry["error"] for entry in failed] == 3 * ["TemporaryError: the backend is not up yet"]
+    # Raised on purpose, an error of okt's says what happened: a warning, no traceback (a bug's is an error, with it).
+    assert [(entry["log_level"], "exc_info" in entry or "stack" in entry) for entry in failed] == 3 * [
+        ("warning", False)
+    ]
 
 
 class Exiting(okt.Reconciler):

@@ -188,6 +188,13 @@ class Context:
     def finalizing(self) -> bool:
         return self.exists and self.cr.deleting
 
+    @property
+    def attempt(self) -> int:
+        """Which consecutive attempt this reconcile is: 1 at the first and after a success, one more after each failed
+        reconcile of the object since (the count okt keeps on the object, so it survives a restart), as a daemon's
+        ``ctx.attempt``. A limit of retries is ``if ctx.attempt > 3: raise okt.PermanentError(...) from exc``."""
+        return self.bookkeeping.stored_error_count + 1
+
     def requeue_after(self, seconds: float) -> None:
         """Reconcile this object again after ``seconds`` (the shortest requested delay of a reconcile wins)."""
         self.results.follow(results_mod.Outcome.requeue_after(seconds), "requeue_after")

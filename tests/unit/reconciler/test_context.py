@@ -35,3 +35,29 @@ def test_a_hook_that_changes_params_changes_them_for_its_own_reconcile_only() ->
 
     assert Tagging.found == [{"tier": "web"}, {"tier": "web"}]
     assert Tagging.params == {"tier": "web"}
+
+
+class Flaky(okt.Reconciler):
+    """Fails its first two reconciles, and remembers the attempt each reconcile saw."""
+
+    api_version = WEBAPP.api_version
+    kind = WEBAPP.kind
+    seen: ClassVar[list[int]] = []
+    failing: ClassVar[int] = 2
+
+    def check(self, ctx: okt.Context) -> None:
+        self.seen.append(ctx.attempt)
+        if len(self.seen) <= self.failing:
+            raise RuntimeError("the backend is not up yet")
+
+
+def test_the_attempt_counts_the_failed_reconciles_before_this_one_and_starts_again_after_a_success() -> None:
+    """Kopf's ``retry`` (``ctx.attempt - 1``): a limit of retries written in a hook, from the count kept on the object
+    (so another process, after a restart, counts on)."""
+    fake = FakeClient(kinds=[WEBAPP])
+    fake.put({"apiVersion": WEBAPP.api_version, "kind": WEBAPP.kind, "metadata": {"name": "w", "namespace": "ns"}})
+
+    outcomes = [okt.reconcile(Flaky(), fake, None, "ns", "w").outcome.kind.value for _ in range(4)]
+
+    assert outcomes == ["retry", "retry", "done", "done"]
+    assert Flaky.seen == [1, 2, 3, 1]  # two failures, a success, then the count starts again

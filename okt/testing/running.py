@@ -13,6 +13,16 @@ Example::
         kube.create(memcached, kind)
         wait_for(lambda: kube.get_or_none(kinds.CONFIG_MAP, "cache-config", namespace))
 
+Given the operator's module (``from my_operator import main``) or its file, as ``okt run`` is, it runs what ``okt run``
+would: the reconcilers the module defines (or lists in ``__all__``) and its ``@okt.on_startup`` and ``@okt.on_cleanup``
+hooks::
+
+    from my_operator import main
+
+    with RunningOperator.start(kube, main, namespaces=[namespace]):  # its start-up hooks ran
+        ...
+    # its clean-up hooks ran
+
 Guarantees: :meth:`RunningOperator.start` returns only once the caches are synced and the workers run (with leader
 election: once this replica leads); if that does not happen in time, the manager is stopped before
 :class:`okt.testing.WaitTimeout` is raised, saying what the manager's readiness says (a watched kind the API server
@@ -25,11 +35,14 @@ including its memory tuning (``tune_memory=False`` to leave the test process's m
 
 from __future__ import annotations
 
+import os
+import types
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Self
 
+from okt import hooks
 from okt.kube import client as kube_client
+from okt.reconciler import loader
 from okt.reconciler import reconciler as reconciler_mod
 from okt.runtime import manager as manager_mod
 from okt.testing import waiting
@@ -48,7 +61,11 @@ class RunningOperator:
     def start(
         cls,
         client: kube_client.Client,
-        reconcilers: type[reconciler_mod.Reconciler] | Sequence[type[reconciler_mod.Reconciler]],
+        reconcilers: type[reconciler_mod.Reconciler]
+        | Sequence[type[reconciler_mod.Reconciler]]
+        | types.ModuleType
+        | str
+        | os.PathLike[str],
         *,
         namespaces: Sequence[str] | None = None,
         max_concurrent: int = 4,
@@ -60,21 +77,35 @@ class RunningOperator:
 
         Args:
             client: the client the operator uses (give it one of its own to count its requests apart).
-            reconcilers: one :class:`okt.Reconciler` subclass, or several.
+            reconcilers: one :class:`okt.Reconciler` subclass, or several; or the operator as ``okt run`` takes it: its
+                module, or its file (a path, or a string as ``okt run TARGET`` reads it: ``"main.py"``, a module's
+                dotted name), whose reconcilers run with its ``@okt.on_startup`` and ``@okt.on_cleanup`` hooks.
             namespaces: the namespaces to watch (all when None).
             max_concurrent: workers per controller.
             metrics_bind: the probe and metrics server's address (``"0"``: none).
             timeout: how long to wait for the caches to sync, in seconds.
-            options: any other :class:`~okt.runtime.manager.Manager` argument (``grace_period``, ``reconcile``...).
+            options: any other :class:`~okt.runtime.manager.Manager` argument (``grace_period``, ``reconcile``...);
+                ``on_startup``/``on_cleanup`` given with a module run after the module's own hooks.
 
         Raises:
             okt.testing.WaitTimeout: the workers did not start in time (the manager is stopped); its message carries
                 the manager's readiness reason, naming a watched kind the API server refuses and the rule to grant.
             okt.errors.ApiError: a reconciler's kind cannot be resolved.
+            okt.errors.ConfigurationError: the operator's file or module cannot be loaded or defines no reconciler
+                (as ``okt run`` says it), or one of its start-up hooks raised (nothing was watched).
         """
-        chosen = [reconcilers] if isinstance(reconcilers, type) else list(reconcilers)
+        chosen, startups, cleanups = _operator(reconcilers)
+        startups += options.pop("on_startup", ())
+        cleanups += options.pop("on_cleanup", ())
         manager = manager_mod.Manager(
-            client, chosen, namespaces=namespaces, max_concurrent=max_concurrent, metrics_bind=metrics_bind, **options
+            client,
+            chosen,
+            namespaces=namespaces,
+            max_concurrent=max_concurrent,
+            metrics_bind=metrics_bind,
+            on_startup=startups,
+            on_cleanup=cleanups,
+            **options,
         )
         manager.start()
 
@@ -100,7 +131,28 @@ class RunningOperator:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: types.TracebackType | None
     ) -> None:
         if not self.stop() and exc_type is None:
             raise waiting.WaitTimeout(f"the operator did not stop within {STOP_TIMEOUT:.0f}s")
+
+
+def _operator(
+    given: type[reconciler_mod.Reconciler]
+    | Sequence[type[reconciler_mod.Reconciler]]
+    | types.ModuleType
+    | str
+    | os.PathLike[str],
+) -> tuple[list[type[reconciler_mod.Reconciler]], list[hooks.StartupHook], list[hooks.CleanupHook]]:
+    """The reconcilers and the start-up and clean-up hooks to run: a module's or a file's as ``okt run`` finds them."""
+    if isinstance(given, type):
+        return [given], [], []
+    if isinstance(given, (str, os.PathLike)):
+        target = os.fspath(given)
+        module = loader.load_module(target)
+    elif isinstance(given, types.ModuleType):
+        target, module = given.__name__, given
+    else:
+        return list(given), [], []
+    startups, cleanups = hooks.collect(module)
+    return loader.reconcilers_of(module, target), startups, cleanups

@@ -1,9 +1,10 @@
 """Every Kopf example topic of ``docs/coming-from-kopf.md`` runs against the real control plane, and does what it says.
 
 Each snippet is a fenced ``python`` block marked by ``<!-- snippet: kopf TOPIC -->`` on the line before it. The test
-executes the block as a module of its own (as ``okt run`` would load the file), runs its reconcilers and hooks under
-a :class:`okt.Manager` watching the test namespace, and checks what the snippet's comments promise (``CHECKS``). A
-topic of Kopf's examples without a snippet, a snippet without a check, or a check that fails, fails the suite.
+executes the block as a module of its own (as ``okt run`` would load the file), runs it — its reconcilers and hooks —
+under :class:`okt.testing.RunningOperator` watching the test namespace, and checks what the snippet's comments promise
+(``CHECKS``). A topic of Kopf's examples without a snippet, a snippet without a check, or a check that fails, fails the
+suite.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ import pytest
 from okt import hooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.reconciler import loader
-from okt.runtime import manager as manager_mod
-from okt.testing import condition, crds, envtest, wait_for
+from okt.testing import RunningOperator, condition, crds, envtest, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -240,24 +239,22 @@ def kopf_kind(apply_crd: Callable[[dict[str, Any]], kinds.Kind]) -> kinds.Kind:
 
 @pytest.mark.parametrize("topic", TOPICS)
 def test_the_kopf_example_runs_and_does_what_it_says(
-    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, kopf_kind: kinds.Kind, topic: str
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    kopf_kind: kinds.Kind,
+    topic: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with load(topic) as module:
-        startups, cleanups = hooks.collect(module)
-        operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
-        manager = manager_mod.Manager(
-            operator,
-            loader.reconcilers_of(module, topic),
-            namespaces=[namespace],
-            metrics_bind="0",
-            grace_period=5,
-            on_startup=startups,
-            on_cleanup=cleanups,
-        )
-        manager.start()
-        try:
+    operator = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        # The module as okt run loads the file: its reconcilers, with its start-up and clean-up hooks.
+        with (
+            load(topic) as module,
+            RunningOperator.start(operator, module, namespaces=[namespace], grace_period=5, tune_memory=False),
+        ):
             CHECKS[topic](Scene(kube, namespace, kopf_kind, module))
-        finally:
-            manager.stop()
-            manager.join(15)
-            operator.close()
+    finally:
+        operator.close()
+    if topic == "hooks":
+        assert "operator stopped" in capsys.readouterr().out

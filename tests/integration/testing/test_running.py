@@ -1,6 +1,10 @@
-"""okt.testing.RunningOperator against a real kube-apiserver: a start that cannot finish says why."""
+"""okt.testing.RunningOperator against a real kube-apiserver: a start that cannot finish says why; an operator given
+as its module or its file runs with its start-up and clean-up hooks, as okt run runs it."""
 
 from __future__ import annotations
+
+import pathlib
+import types
 
 import pytest
 
@@ -9,6 +13,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import RunningOperator, WaitTimeout, envtest
 from tests.integration import service_accounts
+from tests.integration.testing import hooked_operator
 
 pytestmark = pytest.mark.integration
 
@@ -38,3 +43,27 @@ def test_a_start_timing_out_on_a_kind_the_api_server_refuses_names_the_kind_and_
     said = str(raised.value)
     assert "Secret" in said, said
     assert "grant list and watch on secrets" in said, said
+
+
+HOOKED_FILE = pathlib.Path(hooked_operator.__file__)
+
+
+@pytest.mark.parametrize(
+    "operator", [hooked_operator, HOOKED_FILE, str(HOOKED_FILE)], ids=["module", "path", "file name"]
+)
+def test_an_operator_given_as_its_module_or_file_runs_its_start_up_and_clean_up_hooks(
+    kube: kube_client.Client,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    operator: types.ModuleType | pathlib.Path | str,
+) -> None:
+    monkeypatch.setenv("HOOKED_OPERATOR_NAMESPACE", namespace)
+
+    def recorded() -> list[str]:
+        return sorted(note["metadata"]["name"] for note in kube.list(kinds.CONFIG_MAP, namespace)[0])
+
+    with RunningOperator.start(kube, operator, namespaces=[namespace], tune_memory=False) as running:
+        assert [cls.__name__ for cls in running.manager.reconcilers] == ["Secrets"]
+        assert "started-up" in recorded()
+        assert "cleaned-up" not in recorded()
+    assert {"started-up", "cleaned-up"} <= set(recorded())

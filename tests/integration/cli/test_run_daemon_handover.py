@@ -4,17 +4,16 @@ it; either way they never run beside the daemons the next leader starts."""
 
 from __future__ import annotations
 
-import http.server
 import pathlib
 import signal
-import threading
 from collections.abc import Callable
 
 import pytest
 
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import OperatorProcess, envtest, faults, wait_for
+from okt.testing import OperatorProcess, envtest, wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -44,32 +43,6 @@ class Maps(okt.Reconciler):
         time.sleep(12)  # what it does before it returns: more than the lease leaves a deposed leader
         say("returned")
 """
-
-
-class LeaseHangingProxy(faults.FaultProxy):
-    """Forwards every request; while :attr:`hang` is set, requests for a lease get no answer (the API server out of
-    reach for the lease's renewals only)."""
-
-    def __init__(self, upstream: str, ca_file: str) -> None:
-        super().__init__(upstream, ca_file, rate=0.0)
-        self.hang = threading.Event()
-        self.done = threading.Event()
-
-    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
-        proxy = self
-        base = super()._handler_class()
-
-        class Handler(base):  # type: ignore[valid-type, misc]
-            def _relay(self) -> None:
-                if not ("/leases/" in self.path and proxy.hang.is_set()):
-                    super()._relay()
-                    return
-                proxy.done.wait(60)
-                self.close_connection = True
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
-
-        return Handler
 
 
 class Journal:
@@ -136,7 +109,7 @@ def test_a_deposed_leader_ends_its_daemons_before_another_replica_may_start_them
     """The deposed leader waited up to its grace period (30 s) for its daemons, one running 12 s after its stop was
     asked, while the replica that took the lease 5 s after the deposition ran its own daemon of the same object."""
     journal, replica = setup(kube, namespace, tmp_path)
-    proxy = LeaseHangingProxy(control_plane.url, str(control_plane.ca_file))
+    proxy = shared.LeaseHangingProxy(control_plane.url, str(control_plane.ca_file))
     with proxy:
         through = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied")
         with replica("deposed", through) as deposed:

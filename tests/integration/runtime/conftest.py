@@ -7,6 +7,7 @@ probes), not what a reconcile does.
 from __future__ import annotations
 
 import collections
+import http.server
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.testing import crds
+from okt.testing import crds, faults
 
 GROUP = "runtime.okt.io"
 
@@ -134,3 +135,30 @@ def run_controller(
     for controller, cache in running:
         controller.shutdown(5)
         cache.stop()
+
+
+class LeaseHangingProxy(faults.FaultProxy):
+    """Forwards every request; while :attr:`hang` is set, requests for a lease get no answer at all (the connection is
+    held open until :attr:`done` or a minute, then closed) — the API server paused, or the network dropping the packets
+    of the lease's renewals only."""
+
+    def __init__(self, upstream: str, ca_file: str) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.hang = threading.Event()
+        self.done = threading.Event()
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if not ("/leases/" in self.path and proxy.hang.is_set()):
+                    super()._relay()
+                    return
+                proxy.done.wait(60)
+                self.close_connection = True
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler

@@ -14,6 +14,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import leader
 from okt.testing import envtest, faults, wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -239,39 +240,13 @@ def test_a_leader_whose_renewal_is_answered_late_does_not_write_beside_the_next_
         assert not both.seen, f"the first could write for {both.span():.2f} s while the second led"
 
 
-class HangingProxy(faults.FaultProxy):
-    """Forwards every request; while :attr:`hang` is set, requests for the lease get no answer at all (the connection
-    is held open, then closed) — as when the API server is paused or the network drops its packets."""
-
-    def __init__(self, upstream: str, ca_file: str) -> None:
-        super().__init__(upstream, ca_file, rate=0.0)
-        self.hang = threading.Event()
-        self.done = threading.Event()
-
-    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
-        proxy = self
-        base = super()._handler_class()
-
-        class Handler(base):  # type: ignore[valid-type, misc]
-            def _relay(self) -> None:
-                if not ("/leases/" in self.path and proxy.hang.is_set()):
-                    super()._relay()
-                    return
-                proxy.done.wait(30)
-                self.close_connection = True
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
-
-        return Handler
-
-
 def test_a_leader_whose_renewals_hang_stops_leading_before_another_candidate_leads(
     control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
 ) -> None:
     """A renewal whose request hangs ends at the renew deadline, as client-go's, whose renewals run in a context that
     ends there: the leader stops leading then, before the lease can run out for the others. Waiting out each hung
     request's own timeout and the retry period, it led on past the lease's end, beside the candidate that took it."""
-    proxy = HangingProxy(control_plane.url, str(control_plane.ca_file))
+    proxy = shared.LeaseHangingProxy(control_plane.url, str(control_plane.ca_file))
     with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         # A hung request is given up after lease_duration - renew_deadline (1 s): its retry (0.9 s later) would end

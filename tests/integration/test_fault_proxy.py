@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,9 +12,22 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.testing import envtest, faults
 
+_MADE: list[kube_client.Client] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """The clients a test made through its proxy are closed after it (left to the garbage collector, their sockets
+    were said unclosed during a later test, one that records the warnings it gets)."""
+    yield
+    while _MADE:
+        _MADE.pop().close()
+
 
 def client_through(proxy: faults.FaultProxy, plane: envtest.ControlPlane, tmp_path: pathlib.Path) -> kube_client.Client:
-    return kube_client.Client.from_kubeconfig(proxy.kubeconfig(plane.kubeconfig, tmp_path / "kubeconfig-proxy"))
+    client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(plane.kubeconfig, tmp_path / "kubeconfig-proxy"))
+    _MADE.append(client)
+    return client
 
 
 def configmap(name: str, namespace: str) -> dict[str, object]:

@@ -318,6 +318,7 @@ class FakeClient(kube_client.Client):
         self, kind: kinds_mod.Kind, name: str, namespace: str | None = None, subresource: str | None = None
     ) -> dict[str, Any]:
         with self._lock:
+            kinds_mod.check_name(kind, name)  # the client refuses it before any request: nothing counted
             self._count("get", _label(kind, subresource))
             return copy.deepcopy(self._existing(kind, name, namespace))
 
@@ -396,6 +397,7 @@ class FakeClient(kube_client.Client):
     ) -> dict[str, Any]:
         patch = _received(patch, patch_type)
         with self._lock:
+            kinds_mod.check_name(kind, name)
             self._count("patch", _label(kind, subresource))
             live = self._existing(kind, name, namespace)
             if patch_type == "json":
@@ -424,8 +426,8 @@ class FakeClient(kube_client.Client):
         body = _received(obj, "apply")
         meta = body.get("metadata") or {}
         with self._lock:
+            kinds_mod.check_name(kind, str(meta.get("name") or ""))
             self._count("apply", _label(kind, subresource))
-            kinds_mod.check_name(kind, meta.get("name", ""))
             self._check_served(kind)
             if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
                 # Kubernetes 1.20 fails to merge the two types: an error of its own (500), not a 4xx.
@@ -476,6 +478,7 @@ class FakeClient(kube_client.Client):
         body = _received(obj)
         meta = body.get("metadata") or {}
         with self._lock:
+            kinds_mod.check_name(kind, str(meta.get("name") or ""))
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
             _check_kind(kind, body)
@@ -510,8 +513,8 @@ class FakeClient(kube_client.Client):
         resource_version: str | None = None,
     ) -> bool:
         with self._lock:
-            self._count("delete", kind.plural)
             kinds_mod.check_name(kind, name)
+            self._count("delete", kind.plural)
             self._check_served(kind)
             key = _key(kind, name, namespace)
             live = self._objects.get(key)
@@ -564,7 +567,6 @@ class FakeClient(kube_client.Client):
             )
 
     def _existing(self, kind: kinds_mod.Kind, name: str, namespace: str | None) -> dict[str, Any]:
-        kinds_mod.check_name(kind, name)
         self._check_served(kind)
         found = self._objects.get(_key(kind, name, namespace))
         if found is None:

@@ -4,6 +4,7 @@ standby replica answers too, and with the operator down the configured ``failure
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import pathlib
@@ -124,20 +125,31 @@ def apply(control_plane: envtest.ControlPlane, obj: Mapping[str, Any], directory
     return kubectl.kubectl(control_plane.kubeconfig, "apply", "-f", str(manifest))
 
 
-@pytest.fixture
-def operator(kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind) -> Iterator[manager_mod.Manager]:
+@contextlib.contextmanager
+def serving(
+    kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler] = Gadgets
+) -> Iterator[manager_mod.Manager]:
+    """An operator of ``reconciler`` in ``namespace``, serving its webhooks on a free port; stopped after."""
     manager = manager_mod.Manager(
         kube,
-        [Gadgets],
+        [reconciler],
         namespaces=[namespace],
         metrics_bind="0",
         grace_period=5,
         webhooks=webhook_server.Options(host="127.0.0.1", port=0),
     )
     manager.start()
-    yield manager
-    manager.stop()
-    manager.join(10)
+    try:
+        yield manager
+    finally:
+        manager.stop()
+        manager.join(10)
+
+
+@pytest.fixture
+def operator(kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind) -> Iterator[manager_mod.Manager]:
+    with serving(kube, namespace) as manager:
+        yield manager
 
 
 def refused_by_webhook(
@@ -416,56 +428,46 @@ def test_a_hook_that_hangs_is_cut_when_the_api_server_gives_up_and_the_log_names
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any
 ) -> None:
     released.clear()
-    manager = manager_mod.Manager(
-        kube,
-        [HangingGadgets],
-        namespaces=[namespace],
-        metrics_bind="0",
-        grace_period=5,
-        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
-    )
-    manager.start()
     try:
-        server = manager.webhook_server
-        assert server is not None
-        configure(server.url(), server.ca_bundle)  # timeoutSeconds: 5, under the server's 30 s request timeout
-        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
-        with structlog.testing.capture_logs() as logged:
-            with pytest.raises(okt.ApiError, match="failed calling webhook"):
-                kube.create(gadget(namespace, "hang-1", "memcached:1.6"), gadget_kind)
-            # The API server gave up at its 5 s: the review's connection is cut then, and the log says which review
-            # hangs (its answer would reach no one), not 30 s later in a debug line.
-            cut = wait_for(
-                lambda: logged_event(logged, "a webhook review was not answered within its timeout"),
-                timeout=20,
-                message="the hanging review logged",
-            )
-            assert cut["log_level"] == "warning"
-            assert (cut["path"], cut["namespace"], cut["name"], cut["timeout"]) == (
-                "/validate/gadget",
-                namespace,
-                "hang-1",
-                5.0,
-            )
-            assert "spec" not in cut and "object" not in cut
-            assert not released.is_set()
-            # The server serves on beside the hung hook: another object is judged.
-            assert refused_by_webhook(kube, gadget_kind, namespace)
-            manager.stop()  # nothing waits for the hung review: its caller is gone
-            assert manager.join(20)
-            assert not released.is_set()
-            released.set()
-            late = wait_for(
-                lambda: logged_event(logged, "a webhook review was answered after its connection was cut"),
-                timeout=20,
-                message="the late answer logged",
-            )
-            assert (late["log_level"], late["name"], late["uid"]) == ("warning", "hang-1", cut["uid"])
-        assert kube.get_or_none(gadget_kind, "hang-1", namespace) is None
+        with serving(kube, namespace, HangingGadgets) as manager:
+            server = manager.webhook_server
+            assert server is not None
+            configure(server.url(), server.ca_bundle)  # timeoutSeconds: 5, under the server's 30 s request timeout
+            wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+            with structlog.testing.capture_logs() as logged:
+                with pytest.raises(okt.ApiError, match="failed calling webhook"):
+                    kube.create(gadget(namespace, "hang-1", "memcached:1.6"), gadget_kind)
+                # The API server gave up at its 5 s: the review's connection is cut then, and the log says which review
+                # hangs (its answer would reach no one), not 30 s later in a debug line.
+                cut = wait_for(
+                    lambda: logged_event(logged, "a webhook review was not answered within its timeout"),
+                    timeout=20,
+                    message="the hanging review logged",
+                )
+                assert cut["log_level"] == "warning"
+                assert (cut["path"], cut["namespace"], cut["name"], cut["timeout"]) == (
+                    "/validate/gadget",
+                    namespace,
+                    "hang-1",
+                    5.0,
+                )
+                assert "spec" not in cut and "object" not in cut
+                assert not released.is_set()
+                # The server serves on beside the hung hook: another object is judged.
+                assert refused_by_webhook(kube, gadget_kind, namespace)
+                manager.stop()  # nothing waits for the hung review: its caller is gone
+                assert manager.join(20)
+                assert not released.is_set()
+                released.set()
+                late = wait_for(
+                    lambda: logged_event(logged, "a webhook review was answered after its connection was cut"),
+                    timeout=20,
+                    message="the late answer logged",
+                )
+                assert (late["log_level"], late["name"], late["uid"]) == ("warning", "hang-1", cut["uid"])
+            assert kube.get_or_none(gadget_kind, "hang-1", namespace) is None
     finally:
-        released.set()
-        manager.stop()
-        manager.join(10)
+        released.set()  # a failed assertion must not leave the hook's thread waiting
 
 
 class CarelessGadgets(Gadgets):
@@ -480,16 +482,7 @@ class CarelessGadgets(Gadgets):
 def test_a_check_that_raises_a_bug_is_refused_as_an_internal_error_naming_its_class_not_its_text(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any
 ) -> None:
-    manager = manager_mod.Manager(
-        kube,
-        [CarelessGadgets],
-        namespaces=[namespace],
-        metrics_bind="0",
-        grace_period=5,
-        webhooks=webhook_server.Options(host="127.0.0.1", port=0),
-    )
-    manager.start()
-    try:
+    with serving(kube, namespace, CarelessGadgets) as manager:
         server = manager.webhook_server
         assert server is not None
         configure(server.url(), server.ca_bundle)
@@ -505,6 +498,3 @@ def test_a_check_that_raises_a_bug_is_refused_as_an_internal_error_naming_its_cl
         assert (bug["hook"], bug["namespace"], bug["name"]) == ("check", namespace, "careless-1")
         assert "ctx.spec.image]" in bug["stack"]  # where it was raised
         assert "object" not in bug and "spec" not in bug
-    finally:
-        manager.stop()
-        manager.join(10)

@@ -775,13 +775,17 @@ def test_keyed_lists_the_fake_cannot_take_are_refused(keyed_lists: Any, error: t
             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "", "namespace": "ns"}}, field_manager="okt"
         ),
         lambda f: f.delete(SECRET, "", "ns"),
+        lambda f: f.replace(SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "ns"}}),
+        lambda f: f.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "ns"}}, field_manager="okt"),
     ],
-    ids=["get", "get_or_none", "patch", "replace", "apply", "delete"],
+    ids=["get", "get_or_none", "patch", "replace", "apply", "delete", "replace-unnamed", "apply-unnamed"],
 )
 def test_an_empty_name_is_refused_as_the_client_refuses_it(fake: FakeClient, call: Any) -> None:
     fake.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ns"}})
+    before = fake.stats.snapshot()
 
     with pytest.raises(okt.InvalidSpec, match="Secret name '': an object's name may not be empty"):
         call(fake)
 
     assert fake.stored(SECRET, "db", "ns") is not None
+    assert fake.stats.delta(before) == {}  # refused before any request, as the client refuses it: nothing counted

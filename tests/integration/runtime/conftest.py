@@ -22,6 +22,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
+from okt.runtime import manager as manager_mod
 from okt.testing import crds, faults
 
 GROUP = "runtime.okt.io"
@@ -104,6 +105,26 @@ def idle(controller: controller_mod.Controller) -> bool:
     """Whether nothing of ``controller`` is queued, waiting for its delay, or running."""
     queue = controller.queue
     return len(queue) == 0 and queue.delayed_count == 0 and controller.in_flight == 0
+
+
+@pytest.fixture
+def start_manager(kube: kube_client.Client, namespace: str) -> Iterator[Callable[..., manager_mod.Manager]]:
+    """Start a Manager of one reconciler in the test's namespace (no metrics port); every one started is stopped after
+    the test."""
+    made: list[manager_mod.Manager] = []
+
+    def start(reconciler: type[okt.Reconciler], **options: Any) -> manager_mod.Manager:
+        manager = manager_mod.Manager(
+            kube, [reconciler], namespaces=[namespace], metrics_bind="0", grace_period=5, **options
+        )
+        made.append(manager)
+        manager.start()
+        return manager
+
+    yield start
+    for manager in made:
+        manager.stop()
+        manager.join(15)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ exactly the Gadgets that name it, through an index over the cached Gadgets, and 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -53,35 +53,17 @@ def indexed(controller: controller_mod.Controller, value: str) -> list[str]:
     return sorted(o["metadata"]["name"] for o in found)
 
 
-@pytest.fixture
-def operator(kube: kube_client.Client, namespace: str) -> Iterable[Callable[..., manager_mod.Manager]]:
-    made: list[manager_mod.Manager] = []
-
-    def start(reconcile: shared.FakeReconcile, reconciler: type[okt.Reconciler] = SecretUser) -> manager_mod.Manager:
-        manager = manager_mod.Manager(
-            kube, [reconciler], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
-        )
-        made.append(manager)
-        manager.start()
-        return manager
-
-    yield start
-    for manager in made:
-        manager.stop()
-        manager.join(15)
-
-
 def test_a_secret_created_changed_and_deleted_after_its_gadgets_reconciles_exactly_those_naming_it(
     kube: kube_client.Client,
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     for name, secret_name in (("a", "creds"), ("b", "creds"), ("c", "other")):
         make_gadget(name, secretName=secret_name)
     make_gadget("d")  # names no Secret
     reconcile = shared.FakeReconcile()
-    manager = operator(reconcile)
+    manager = start_manager(SecretUser, reconcile=reconcile)
     wait_for(lambda: manager.working and all(reconcile.count(n) == 1 for n in "abcd"), timeout=20)
 
     # Each step ends with a change of "other", which the same informer tells after those of "creds": once c is
@@ -106,13 +88,13 @@ def test_a_deleted_gadget_leaves_the_index_and_is_not_reconciled_by_its_secrets_
     namespace: str,
     gadget_kind: kinds.Kind,
     make_gadget: Callable[..., dict[str, Any]],
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     kube.create(secret(namespace, "creds"), SECRET)
     make_gadget("a", secretName="creds")
     make_gadget("b", secretName="creds")
     reconcile = shared.FakeReconcile()
-    manager = operator(reconcile)
+    manager = start_manager(SecretUser, reconcile=reconcile)
     wait_for(lambda: manager.working and reconcile.count("a") == 1 and reconcile.count("b") == 1, timeout=20)
     controller = manager.controllers[0]
     assert indexed(controller, f"{namespace}/creds") == ["a", "b"]
@@ -132,7 +114,7 @@ def test_a_mapping_that_returns_junk_is_counted_and_the_keys_beside_it_are_recon
     kube: kube_client.Client,
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     class Junk(SecretUser):
         watches = (
@@ -145,7 +127,7 @@ def test_a_mapping_that_returns_junk_is_counted_and_the_keys_beside_it_are_recon
     kube.create(secret(namespace, "creds"), SECRET)
     make_gadget("a", secretName="creds")
     reconcile = shared.FakeReconcile()
-    manager = operator(reconcile, Junk)
+    manager = start_manager(Junk, reconcile=reconcile)
     wait_for(lambda: manager.working and reconcile.count("a") == 1, timeout=20)
     controller = manager.controllers[0]
     sample = controller.metrics.registry.get_sample_value
@@ -165,7 +147,7 @@ def test_a_secret_of_a_namespace_the_operator_does_not_watch_reconciles_nothing(
     kube: kube_client.Client,
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     """The watched kind is watched in the operator's namespaces (``-n``) only, as its primaries and children: a
     Gadget naming a Secret of another namespace is not woken by its changes."""
@@ -184,7 +166,7 @@ def test_a_secret_of_a_namespace_the_operator_does_not_watch_reconciles_nothing(
         kube.create(secret(namespace, "near"), SECRET)
         make_gadget("a", secretName="creds")
         reconcile = shared.FakeReconcile()
-        manager = operator(reconcile, Far)
+        manager = start_manager(Far, reconcile=reconcile)
         wait_for(lambda: manager.working and reconcile.count("a") == 1, timeout=20)
         controller = manager.controllers[0]
         kube.patch(SECRET, "creds", {"stringData": {"k": "v"}}, other)

@@ -4,7 +4,7 @@ name it, found through an index over the cached Gadgets."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -38,29 +38,11 @@ def config_map(namespace: str, name: str, **data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
 
 
-@pytest.fixture
-def operator(kube: kube_client.Client, namespace: str) -> Iterable[Callable[..., manager_mod.Manager]]:
-    made: list[manager_mod.Manager] = []
-
-    def start(reconcile: shared.FakeReconcile) -> manager_mod.Manager:
-        manager = manager_mod.Manager(
-            kube, [Configured], namespaces=[namespace], metrics_bind="0", grace_period=5, reconcile=reconcile
-        )
-        made.append(manager)
-        manager.start()
-        return manager
-
-    yield start
-    for manager in made:
-        manager.stop()
-        manager.join(15)
-
-
 def test_a_shared_config_maps_change_reconciles_every_gadget_naming_it_and_no_other(
     kube: kube_client.Client,
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     kube.create(config_map(namespace, "shared", level="info"), kinds.CONFIG_MAP)
     kube.create(config_map(namespace, "other", level="info"), kinds.CONFIG_MAP)
@@ -69,7 +51,7 @@ def test_a_shared_config_maps_change_reconciles_every_gadget_naming_it_and_no_ot
         make_gadget(name, configMap=config)
     make_gadget("d")  # names no ConfigMap
     reconcile = shared.FakeReconcile()
-    manager = operator(reconcile)
+    manager = start_manager(Configured, reconcile=reconcile)
     wait_for(lambda: manager.working and all(reconcile.count(n) == 1 for n in "abcd"), timeout=20)
     controller = manager.controllers[0]
     indexed = controller.cache.by_index(controller.kind, "gadget/config", f"{namespace}/shared")
@@ -92,14 +74,14 @@ def test_a_gadget_that_stops_naming_a_config_map_is_no_longer_reconciled_by_its_
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
     gadget_kind: kinds.Kind,
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
     kube.create(config_map(namespace, "other"), kinds.CONFIG_MAP)
     make_gadget("a", configMap="shared")
     make_gadget("b", configMap="other")
     reconcile = shared.FakeReconcile()
-    manager = operator(reconcile)
+    manager = start_manager(Configured, reconcile=reconcile)
     wait_for(lambda: manager.working and reconcile.count("a") == 1 and reconcile.count("b") == 1, timeout=20)
 
     kube.patch(gadget_kind, "a", {"spec": {"configMap": "other"}}, namespace)  # the index follows the spec
@@ -118,7 +100,7 @@ def test_a_reconcile_looks_its_index_up_through_the_context(
     namespace: str,
     make_gadget: Callable[..., dict[str, Any]],
     gadget_kind: kinds.Kind,
-    operator: Callable[..., manager_mod.Manager],
+    start_manager: Callable[..., manager_mod.Manager],
 ) -> None:
     make_gadget("a", configMap="shared")
     make_gadget("b", configMap="shared")

@@ -56,33 +56,15 @@ data:
 class SettingsV2(Settings):
     """``mode`` dropped, ``port`` added, ``flavour`` now read from the spec (its default is what version 1 wrote)."""
 
-    template = """
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ name }}
-  namespace: {{ namespace }}
-data:
-  size: "{{ cr.spec.size }}"
-  port: "11211"
-  flavour: "{{ cr.spec.flavour }}"
-"""
+    template = Settings.template.replace(
+        "  mode: legacy\n  flavour: plain\n", '  port: "11211"\n  flavour: "{{ cr.spec.flavour }}"\n'
+    )
 
 
 class SettingsSameV2(Settings):
     """Version 2's template giving what version 1 gave, from the new field's default."""
 
-    template = """
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ name }}
-  namespace: {{ namespace }}
-data:
-  size: "{{ cr.spec.size }}"
-  mode: legacy
-  flavour: "{{ cr.spec.flavour }}"
-"""
+    template = Settings.template.replace("flavour: plain", 'flavour: "{{ cr.spec.flavour }}"')
 
 
 class SettingsRenamed(Settings):

@@ -378,7 +378,8 @@ class Results:
         give-up whose last status write failed: an *alarming* one's report (the ErrorManager reports it as it
         reports an error), or the bookkeeping a quiet one left to write (a lifecycle move, made again otherwise once
         the object changes). A report that landed after a refused write (the status fields left out) counts as
-        reported.
+        reported, and so does one not sent because the API server refused the same of the unchanged object already
+        (``status unchanged``: the retry would send nothing either).
         """
         reported = self.status_refusal is None
         if self._gave_up is not None:

@@ -9,8 +9,10 @@ generation is not reported again (no error count, no Event: 0 writes while the o
 the operator included — where no stored condition tells it, by the digest of the report kept beside the error count,
 :func:`reported_error`: with ``status = "off"``, and with ``status = "annotations"`` on a kind without a generation,
 whose Ready says the same of every value refused alike), nor is a wait that says the same
-(``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; a recovery (Ready going from
-False to True) is worth a Normal Event, a first success is not.
+(``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; such a report the API server
+refused for what the object holds (a spec stored before its CRD got stricter) is not sent again while the object does
+not change (:mod:`okt.reconciler.refused_reports`); a recovery (Ready going from False to True) is worth a Normal
+Event, a first success is not.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pydantic
 from okt import errors
 from okt.engines import results as results_mod
 from okt.kube import objects
-from okt.reconciler import children, finalize
+from okt.reconciler import children, finalize, refused_reports
 from okt.resources import checksum, helpers
 from okt.status import conditions as cond
 from okt.status import events, kstatus, writer
@@ -269,11 +271,14 @@ def on_error(ctx: context_mod.Context) -> None:
     said_once = ctx.results.gave_up is not None or isinstance(error, errors.PermanentError) or waiting
     reported = said_once and not news
     ctx.bookkeeping.error_count = ctx.bookkeeping.stored_error_count if reported or waiting else failures
+    report = refused_reports.digest(reason, message) if said_once else None
 
     def write() -> None:
         try:
             if refused_move:
                 write_status(ctx, {}, refused_move=True)
+                return
+            if _refused_before(ctx, report):
                 return
             # Status fields the API server refused (a CRD stricter than the status model, or none) are left out of
             # the report, as those the status model refuses are: written with them, the conditions would be refused
@@ -284,6 +289,7 @@ def on_error(ctx: context_mod.Context) -> None:
             if ctx.status_fields and _status_refused(ctx.results):
                 ctx.status_fields.clear()
                 write_status(ctx)
+            _remember_refusal(ctx, report)
         finally:
             if not reported and not lost_race:
                 # Said once too when its report is refused (an object stored before its CRD got stricter: every
@@ -292,6 +298,29 @@ def on_error(ctx: context_mod.Context) -> None:
                 ctx.event(events.WARNING, reason, message, once=said_once)
 
     ctx.status_due.append(write)
+
+
+def _refused_before(ctx: context_mod.Context, report: str | None) -> bool:
+    """Whether the report of digest ``report`` (None: not one okt makes once) was refused already for what the object
+    holds, the object unchanged since (a spec stored before its CRD got stricter): sent again, it would be refused the
+    same way, one write per retry. Then nothing is sent (recorded as the status unchanged), and the reconcile waits
+    for a change of the object, as a report that landed does: no retry could send anything else."""
+    if report is None or refused_reports.REFUSED.recall(ctx.cr.uid, ctx.cr.resource_version, report) is None:
+        return False
+    ctx.log.debug("status report not sent: refused already for the object as it is")
+    ctx.results.add(Operation.STATUS_UNCHANGED, ctx.cr.name)
+    return True
+
+
+def _remember_refusal(ctx: context_mod.Context, report: str | None) -> None:
+    """Remember a report (of digest ``report``, None when it is not one okt makes once) whose status write the API
+    server refused for what the object holds (422, or too large), so that it is not sent again while the object does
+    not change (:mod:`okt.reconciler.refused_reports`); forget the object's once a report of it landed."""
+    refusal = ctx.results.status_refusal
+    if refusal is None:
+        refused_reports.REFUSED.forget(ctx.cr.uid)
+    elif report is not None and isinstance(refusal, errors.Invalid | errors.ObjectTooLarge):
+        refused_reports.REFUSED.remember(ctx.cr.uid, ctx.cr.resource_version, report, refusal)
 
 
 def _reported_by_digest(ctx: context_mod.Context) -> bool:

@@ -90,7 +90,7 @@ from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
-from okt.reconciler import core, timers
+from okt.reconciler import core, refused_reports, timers
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import resource, take_over
@@ -568,6 +568,7 @@ class Controller:
             # And what its last status write left (another uid, if it comes back): kept, the residues of objects long
             # gone pushed out those of live ones, whose status was then written again at every reconcile.
             status_writer.RESIDUES.forget(uid)
+            refused_reports.REFUSED.forget(uid)  # and its report the API server refused, if it had one
             if self._recorder is not None:
                 self._recorder.forget(uid)  # the Events said of it: the same, or repeats of live objects' became new
             told = self._note_deletion(key, obj)

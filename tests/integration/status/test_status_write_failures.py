@@ -319,3 +319,68 @@ def test_an_invalid_spec_whose_report_a_stricter_crd_refuses_names_the_refusal_i
     finally:
         apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
         kube.delete(meter_kind, "m", namespace)
+
+
+def _stricter_schema_enforced(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str) -> None:
+    """Wait until the API server refuses every write of the object (its stored spec breaks the stricter CRD)."""
+
+    def refused() -> bool:
+        try:
+            kube.patch(kind, name, {"metadata": {"labels": {"probe": "x"}}}, namespace)
+        except okt.ApiError as exc:
+            return isinstance(exc, errors.Invalid)
+        return False
+
+    waiting.wait_for(refused, message="the stricter schema to be enforced")
+
+
+def _status_writes(kube: kube_client.Client, before: Any) -> int:
+    return sum(n for (_, resource), n in shared.write_requests(kube, before).items() if resource == "meters/status")
+
+
+def test_an_invalid_spec_whose_report_a_stricter_crd_refuses_sends_its_report_once_while_the_object_is_unchanged(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    """The refused report is not sent again by the reconciles that follow (the retry, a resync, a child's event) while
+    the object stays as it was: the same report would be refused the same way. The retry finds it refused already and
+    gives up until the object changes; an edit of the object has the report sent again."""
+    meter_kind: kinds.Kind = apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
+    shared.make_widget(kube, meter_kind, namespace, "q", size=100)
+    try:
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", 10))
+        _stricter_schema_enforced(kube, meter_kind, namespace, "q")
+        before = kube.stats.snapshot()
+
+        first = okt.reconcile(MeterReconciler(), kube, None, namespace, "q", kind=meter_kind)
+        assert first.outcome.kind is okt.OutcomeKind.RETRY, first.outcome  # the report never landed
+        again = [okt.reconcile(MeterReconciler(), kube, None, namespace, "q", kind=meter_kind) for _ in range(3)]
+
+        assert _status_writes(kube, before) == 1
+        assert [run.outcome.kind for run in again] == [okt.OutcomeKind.GIVE_UP] * 3
+        assert condition(kube.get(meter_kind, "q", namespace), "Ready") is None  # never reported: it was refused
+
+        # Edited (under the looser schema, the only one that takes a write of it), then refused again: a new object.
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
+        waiting.wait_for(
+            lambda: _patched(kube, meter_kind, namespace, "q", {"spec": {"size": 200}}),
+            message="the looser schema to take the edit",
+        )
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", 10))
+        _stricter_schema_enforced(kube, meter_kind, namespace, "q")
+        before = kube.stats.snapshot()
+
+        edited = okt.reconcile(MeterReconciler(), kube, None, namespace, "q", kind=meter_kind)
+
+        assert edited.outcome.kind is okt.OutcomeKind.RETRY, edited.outcome
+        assert _status_writes(kube, before) == 1
+    finally:
+        apply_crd(shared.sized_crd(PLAIN_GROUP, "Meter", "meters", None))
+        kube.delete(meter_kind, "q", namespace)
+
+
+def _patched(kube: kube_client.Client, kind: kinds.Kind, namespace: str, name: str, patch: dict[str, Any]) -> bool:
+    try:
+        kube.patch(kind, name, patch, namespace)
+    except errors.Invalid:
+        return False
+    return True

@@ -23,6 +23,7 @@ from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.reconciler import refused_reports
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import changes, logs, workqueue
@@ -1124,6 +1125,28 @@ def test_a_deleted_primary_leaves_no_status_residue_to_crowd_out_those_of_live_o
         client.delete(WIDGET, f"gone{i}", "ns")
         controller.on_primary_event("DELETED", obj, None)
     assert status_writer.RESIDUES.explain("live-uid", wanted, pruned["status"])
+
+
+def test_a_deleted_primary_leaves_no_refused_report_behind() -> None:
+    """A report the API server refused is remembered per uid, so that it is not sent again while the object stays as
+    it was; a deleted object's goes with it, or the memory kept entries of objects long gone until its bound."""
+    client = FakeClient(kinds=[WIDGET])
+    controller = controller_mod.Controller(
+        Widgets, client, cache_mod.Cache(client), reconcile=lambda *a, **k: fake_run(Outcome.done())
+    )
+    refusal = errors.ApiError.from_status(422, "Invalid", "spec.size in body should be less than or equal to 10")
+    report = refused_reports.digest("InvalidSpec", "spec.size: too large")
+    gone, live = client.put(primary(name="gone")), client.put(primary(name="live"))
+    for obj in (gone, live):
+        refused_reports.REFUSED.remember(obj["metadata"]["uid"], obj["metadata"]["resourceVersion"], report, refusal)
+    client.delete(WIDGET, "gone", "ns")
+
+    controller.on_primary_event("DELETED", gone, None)
+
+    assert refused_reports.REFUSED.recall(gone["metadata"]["uid"], gone["metadata"]["resourceVersion"], report) is None
+    live_meta = live["metadata"]
+    assert refused_reports.REFUSED.recall(live_meta["uid"], live_meta["resourceVersion"], report) is refusal
+    refused_reports.REFUSED.forget(live_meta["uid"])
 
 
 def test_a_deleted_primary_leaves_no_event_to_crowd_out_the_repeats_of_live_objects() -> None:

@@ -48,6 +48,7 @@ from okt.kube.operand_http import HttpResponse
 from okt.kube.podexec import ExecResult
 from okt.lifecycle.lifecycle import Lifecycle, Progress
 from okt.lifecycle.transition import IllegalTransition, Move, Transition, UnknownPhase
+from okt.reconciler.admission_request import Admission
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
 from okt.reconciler.daemons import DaemonContext, daemon
@@ -83,6 +84,7 @@ give_up = Outcome.give_up
 
 __all__ = [
     "AVAILABLE",
+    "Admission",
     "ApiError",
     "BadRequest",
     "Client",

@@ -25,7 +25,10 @@ Guarantees:
   text may carry data the hook held (a ``KeyError`` of a Secret's value): the API server is told ``internal error in
   check: KeyError`` (a 500) and never that text. It, and a ``default(obj)`` returning what is not the object as JSON
   data, is logged once at error level, with where it was raised (never the object);
-* values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text.
+* values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text;
+* ``check(ctx)`` is told of the request in ``ctx.admission``, and a ``default`` declaring a parameter ``admission``
+  there (:mod:`okt.reconciler.admission_request`): the warnings either gives are answered with its verdict, an
+  admission or a refusal alike.
 
 * ``check(ctx)`` writes nothing: the webhooks are declared ``sideEffects: None``, so the API server calls them for a
   dry run too (``kubectl apply --dry-run=server``), and an object they admit may still be refused by a later webhook
@@ -43,6 +46,8 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
+import functools
+import inspect
 import json
 import traceback
 from collections.abc import Callable, Mapping
@@ -55,8 +60,8 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
+from okt.reconciler import admission_request, core
 from okt.reconciler import context as context_mod
-from okt.reconciler import core
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
@@ -120,6 +125,7 @@ class Verdict:
     patch: tuple[dict[str, Any], ...] = ()
     causes: tuple[errors.StatusCause, ...] = ()
     out_of_scope: str = ""
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def allow(cls, patch: tuple[dict[str, Any], ...] = ()) -> Verdict:
@@ -147,6 +153,10 @@ class Verdict:
     def forbid(cls, message: str) -> Verdict:
         """Refuse with okt's own ``message`` (what a hook returned that okt cannot use), a 403."""
         return cls(False, message, 403, "Forbidden")
+
+    def warned(self, given: admission_request.Admission) -> Verdict:
+        """This verdict with the warnings a hook gave through ``given``."""
+        return dataclasses.replace(self, warnings=given.warnings) if given.warnings else self
 
 
 def validate(
@@ -182,6 +192,7 @@ def validate(
         logger=_log.bind(controller=type(reconciler).controller_name(), namespace=cr.namespace, name=cr.name),
         recorder=None,
     )
+    ctx.admission = admission_request.Admission.of(request)
     try:
         with fence_mod.fenced(_writes_nothing, errors.WriteRefused):
             ctx.results.follow(reconciler.check(ctx), "check")
@@ -189,9 +200,9 @@ def validate(
         ctx.results.record_exception(exc)
     error = ctx.results.first_error
     if error is None:
-        return Verdict.allow()
+        return Verdict.allow().warned(ctx.admission)
     _log_failure(reconciler, "check", request, error)  # raised, or what check returned that is no outcome
-    return Verdict.refuse(error, "check")
+    return Verdict.refuse(error, "check").warned(ctx.admission)
 
 
 def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope = EVERYTHING) -> Verdict:
@@ -201,16 +212,18 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
     if not isinstance(obj, Mapping):
         return obj
     working = copy.deepcopy(dict(obj))
+    given = admission_request.Admission.of(request)
     try:
-        returned = reconciler.default(working)
+        hook: Callable[..., Any] = reconciler.default
+        returned = hook(working, admission=given) if takes_admission(reconciler) else hook(working)
     except Exception as exc:
         _log_failure(reconciler, "default", request, exc)
-        return Verdict.refuse(exc, "default")
+        return Verdict.refuse(exc, "default").warned(given)
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
         bug = TypeError(f"default() returned {type(defaulted).__name__}, not the object")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.forbid(str(bug))
+        return Verdict.forbid(str(bug)).warned(given)
     try:
         patch = tuple(json_patch(obj, defaulted))
         # A value JSON cannot carry (a datetime, a model, NaN) is refused here with what it is, not answered as an
@@ -219,8 +232,22 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
     except (TypeError, ValueError) as exc:
         bug = TypeError(f"default() returned an object that is not JSON data: {exc}")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.forbid(str(bug))
-    return Verdict.allow(patch)
+        return Verdict.forbid(str(bug)).warned(given)
+    return Verdict.allow(patch).warned(given)
+
+
+def takes_admission(reconciler: reconciler_mod.Reconciler) -> bool:
+    """Whether the reconciler's ``default`` declares a parameter ``admission`` (it is given the request's
+    :class:`~okt.reconciler.admission_request.Admission` there)."""
+    return _declares_admission(type(reconciler).default)
+
+
+@functools.cache
+def _declares_admission(default: Callable[..., Any]) -> bool:
+    try:
+        return "admission" in inspect.signature(default).parameters
+    except (TypeError, ValueError):  # a callable without a signature Python can read: called with the object alone
+        return False
 
 
 def json_patch(old: Any, new: Any, path: str = "") -> list[dict[str, Any]]:
@@ -273,6 +300,8 @@ def respond(review: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
         }
         if verdict.causes:
             response["status"]["details"] = _details(request, verdict.causes)
+    if verdict.warnings:
+        response["warnings"] = list(verdict.warnings)
     if verdict.out_of_scope:
         response["auditAnnotations"] = {OUT_OF_SCOPE: verdict.out_of_scope}
     if verdict.patch:

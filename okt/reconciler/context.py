@@ -21,7 +21,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects, operand_http, podexec
-from okt.reconciler import watches
+from okt.reconciler import admission_request, watches
 from okt.resources import apply, registry, resource, writing
 from okt.status import bookkeeping, conditions, events, writer
 
@@ -168,6 +168,9 @@ class Context:
         """(reason, message) that hold Ready False in the SuccessManager's report whatever ``ready(ctx)`` says: set by
         an ``okt.Lifecycle`` declared with ``ready=`` while the object is in a phase outside it (its condition's
         reason and message), cleared in one of them."""
+        self.admission: admission_request.Admission | None = None
+        """The admission request ``check(ctx)`` runs for at the validating webhook (whether it is a dry run, who sends
+        it, ``ctx.admission.warn(message)`` to warn them), None in a reconcile."""
         # This reconcile's own mapping: a key a hook sets or removes must not reach later reconciles, nor those other
         # workers run at the same time, through the reconciler's class attribute.
         self._params = dict(settings.params)

@@ -329,13 +329,21 @@ class Reconciler:
             return False
 
     def check(self, ctx: context_mod.Context) -> Outcome | None:
-        """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it."""
+        """Semantic checks of the CR beyond its schema; raise ``okt.InvalidSpec`` (or any error) to refuse it.
+
+        It runs in each reconcile and at the validating webhook, where ``ctx.admission`` is the request
+        (:class:`okt.Admission`: ``dry_run``, ``username``, ``groups``, and ``warn(message)`` to warn whoever writes
+        the object, admitted or refused); in a reconcile ``ctx.admission`` is None."""
         return None
 
     def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
         """Admission defaulting (a mutating webhook is served when overridden): return the object with its defaults
         filled in (``obj`` is a copy: change it and return it, or build another; None keeps ``obj`` with the changes
-        made to it). okt sends the API server the JSON patch between the object and what it returns."""
+        made to it). okt sends the API server the JSON patch between the object and what it returns.
+
+        An override that declares a parameter ``admission`` (``def default(self, obj, admission: okt.Admission |
+        None = None)``) is given the request there, as ``check(ctx)`` is in ``ctx.admission``: its dry run, its
+        user, and ``admission.warn(message)``."""
         return None
 
     def cleanup(self, ctx: context_mod.Context) -> Outcome | None:

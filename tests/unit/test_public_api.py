@@ -11,6 +11,7 @@ PINNED = {
     "every",
     "daemon",
     "DaemonContext",
+    "Admission",
     "on_cleanup",
     "on_startup",
     "AVAILABLE",

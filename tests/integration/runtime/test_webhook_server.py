@@ -498,3 +498,58 @@ def test_a_check_that_raises_a_bug_is_refused_as_an_internal_error_naming_its_cl
         assert (bug["hook"], bug["namespace"], bug["name"]) == ("check", namespace, "careless-1")
         assert "ctx.spec.image]" in bug["stack"]  # where it was raised
         assert "object" not in bug and "spec" not in bug
+
+
+class WarnedGadgets(Gadgets):
+    """Warns of a :latest image at validation and of a displayName given at defaulting, and keeps what each
+    validation was told of its request."""
+
+    validated: list[tuple[bool, str, tuple[str, ...]]] = []
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.admission is None:
+            return
+        type(self).validated.append((ctx.admission.dry_run, ctx.admission.username, ctx.admission.groups))
+        if ctx.spec.image.endswith(":latest"):
+            ctx.admission.warn("spec.image: the :latest tag is deprecated\n(pin a version)")
+
+    def default(self, obj: dict[str, Any], admission: okt.Admission | None = None) -> Mapping[str, Any] | None:
+        if admission is not None and "displayName" in obj["spec"]:
+            admission.warn(f"spec.displayName is deprecated, set by {admission.username}")
+        return super().default(obj)
+
+
+def test_kubectl_prints_the_warnings_of_an_admitted_object_and_a_dry_run_is_one_to_check(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    configure: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    with serving(kube, namespace, WarnedGadgets) as manager:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle)
+        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+        WarnedGadgets.validated.clear()
+
+        latest = {**gadget(namespace, "latest", "memcached:latest")}
+        latest["spec"] = {**latest["spec"], "displayName": "mine"}
+        written = apply(control_plane, latest, tmp_path)
+
+        assert written.returncode == 0, written.stderr
+        assert "Warning: spec.image: the :latest tag is deprecated (pin a version)\n" in written.stderr
+        assert f"Warning: spec.displayName is deprecated, set by {envtest.ADMIN_USER}\n" in written.stderr
+        assert kube.get(gadget_kind, "latest", namespace)["spec"]["displayName"] == "mine"
+        (write,) = WarnedGadgets.validated
+        assert write[:2] == (False, envtest.ADMIN_USER) and "system:masters" in write[2]
+
+        manifest = tmp_path / "tried.json"
+        manifest.write_text(json.dumps(gadget(namespace, "tried", "memcached:latest")))
+        tried = kubectl.kubectl(control_plane.kubeconfig, "apply", "--dry-run=server", "-f", str(manifest))
+
+        assert tried.returncode == 0, tried.stderr
+        assert "Warning: spec.image: the :latest tag is deprecated (pin a version)\n" in tried.stderr
+        assert WarnedGadgets.validated[1][:2] == (True, envtest.ADMIN_USER)
+        assert kube.get_or_none(gadget_kind, "tried", namespace) is None

@@ -497,3 +497,70 @@ def test_an_update_writing_a_number_as_the_api_server_stores_it_is_not_judged_ag
     )
 
     assert admission.validate(Schemaless(), review, FakeClient()).allowed
+
+
+class Deprecating(Widgets):
+    """Warns of a deprecated mode, admitted or not, and refuses what a dry run by a robot sends."""
+
+    seen: list[okt.Admission | None] = []
+
+    def check(self, ctx: okt.Context) -> None:
+        type(self).seen.append(ctx.admission)
+        if ctx.admission is not None and ctx.spec.mode == "slow":
+            ctx.admission.warn("spec.mode slow is deprecated:\nuse fast")
+        if ctx.admission is not None and ctx.admission.dry_run and "robots" in ctx.admission.groups:
+            raise okt.PermanentError(f"no dry runs by {ctx.admission.username}")
+
+    def default(self, obj: dict[str, Any], admission: okt.Admission | None = None) -> Mapping[str, Any] | None:
+        assert admission is not None
+        if "size" in obj["spec"]:
+            admission.warn(f"spec.size is deprecated ({admission.operation} by {admission.username})")
+        return obj
+
+
+def test_a_check_warns_whoever_writes_an_admitted_object_and_the_answer_carries_it_as_one_line() -> None:
+    review = {"apiVersion": "admission.k8s.io/v1", "request": request(widget({"size": 1, "mode": "slow"}))}
+
+    verdict = admission.validate(Deprecating(), review["request"], FakeClient(kinds=[WIDGET]))
+
+    assert verdict.allowed
+    assert admission.respond(review, verdict)["response"]["warnings"] == ["spec.mode slow is deprecated: use fast"]
+
+
+def test_a_check_sees_the_dry_run_and_the_user_and_warns_with_its_refusal() -> None:
+    review = {
+        **request(widget({"size": 1, "mode": "slow"})),
+        "dryRun": True,
+        "userInfo": {"username": "system:serviceaccount:ci:bot", "groups": ["robots"]},
+    }
+
+    verdict = admission.validate(Deprecating(), review, FakeClient(kinds=[WIDGET]))
+
+    assert (verdict.allowed, verdict.message) == (False, "no dry runs by system:serviceaccount:ci:bot")
+    assert verdict.warnings == ("spec.mode slow is deprecated: use fast",)
+
+
+def test_a_check_run_by_a_reconcile_has_no_admission() -> None:
+    Deprecating.seen.clear()
+    fake = FakeClient(kinds=[WIDGET], objects=[widget({"size": 1, "mode": "slow"})])
+    okt.reconcile(Deprecating(), fake, None, "ns", "w")
+    assert Deprecating.seen and all(seen is None for seen in Deprecating.seen)
+
+
+def test_a_default_declaring_admission_is_given_the_request_and_its_warnings_are_answered() -> None:
+    review = {
+        "apiVersion": "admission.k8s.io/v1beta1",
+        "request": {**request(widget({"size": 1})), "userInfo": {"username": "jane"}},
+    }
+
+    verdict = admission.mutate(Deprecating(), review["request"])
+
+    assert verdict.allowed and not verdict.patch
+    assert admission.respond(review, verdict)["response"]["warnings"] == ["spec.size is deprecated (CREATE by jane)"]
+
+
+def test_a_default_with_the_object_alone_is_called_so_and_an_answer_without_warnings_has_none() -> None:
+    review = {"apiVersion": "admission.k8s.io/v1", "request": request(widget({"size": 1}))}
+    verdict = admission.mutate(Widgets(), review["request"])
+    assert verdict.allowed and verdict.patch
+    assert "warnings" not in admission.respond(review, verdict)["response"]

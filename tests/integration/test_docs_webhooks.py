@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
+import json
 import os
 import pathlib
 import re
@@ -31,7 +33,7 @@ from okt.codegen import crd, webhooks
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
 from okt.runtime import webhook_server
-from okt.testing import envtest, wait_for
+from okt.testing import envtest, kubectl, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -204,12 +206,18 @@ def _with_defaults(validation: str, defaults: str) -> str:
     return ast.unparse(module)
 
 
-def test_the_defaults_example_fills_in_a_field_the_stored_object_keeps(
-    kube: okt.Client, apply_crd: Any, namespace: str
-) -> None:
+@contextlib.contextmanager
+def page_operator(
+    kube: okt.Client, apply_crd: Any, namespace: str, *sections: str
+) -> Iterator[tuple[type[okt.Reconciler], kinds.Kind]]:
+    """The page's validation example, with what each example of ``sections`` adds to its class, run under a
+    kind of its own with its webhooks configured (the configurations reach the API server a moment later)."""
     page = PAGE.read_text()
-    group = f"defaults{secrets.token_hex(3)}.okt.example.com"
-    source = _with_defaults(_python_blocks(page, "Validation for free")[0], _python_blocks(page, "Defaults")[0])
+    group = f"docs{secrets.token_hex(3)}.okt.example.com"
+    source = _python_blocks(page, "Validation for free")[0]
+    for section in sections:
+        for block in _python_blocks(page, section):
+            source = _with_defaults(source, block)
     scope: dict[str, Any] = {}
     exec(compile(source.replace("cache.example.com", group), "webhooks.md", "exec"), scope)  # the page's own code
     reconciler = scope["MemcachedReconciler"]
@@ -235,26 +243,66 @@ def test_the_defaults_example_fills_in_a_field_the_stored_object_keeps(
             configuration = next(c for c in CONFIGURATIONS if c.kind == document["kind"])
             kube.create(document, configuration)
             installed.append((configuration, document["metadata"]["name"]))
-
-        def created() -> dict[str, Any] | None:
-            name = f"m-{secrets.token_hex(3)}"
-            obj = {
-                "apiVersion": kind.api_version,
-                "kind": "Memcached",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"size": 1, "image": "memcached:1.6"},
-            }
-            kube.create(obj, kind)
-            stored: dict[str, Any] = kube.get(kind, name, namespace)
-            return stored if "displayName" in stored["spec"] else None  # the configuration not called yet
-
-        stored = wait_for(created, timeout=30, message="a Memcached defaulted by the page's default()")
-        assert stored["spec"]["displayName"] == f"memcached {stored['metadata']['name']}"
+        yield reconciler, kind
     finally:
         for configuration, name in installed:
             kube.delete(configuration, name)
         manager.stop()
         manager.join(10)
+
+
+def memcached(kind: kinds.Kind, namespace: str, image: str = "memcached:1.6") -> dict[str, Any]:
+    return {
+        "apiVersion": kind.api_version,
+        "kind": "Memcached",
+        "metadata": {"name": f"m-{secrets.token_hex(3)}", "namespace": namespace},
+        "spec": {"size": 1, "image": image},
+    }
+
+
+def defaulted(kube: okt.Client, kind: kinds.Kind, namespace: str) -> dict[str, Any] | None:
+    """A Memcached created as the API server stores it, once the page's ``default()`` is called (else None)."""
+    obj = memcached(kind, namespace)
+    kube.create(obj, kind)
+    stored: dict[str, Any] = kube.get(kind, obj["metadata"]["name"], namespace)
+    return stored if "displayName" in stored["spec"] else None  # the configuration not called yet
+
+
+def test_the_defaults_example_fills_in_a_field_the_stored_object_keeps(
+    kube: okt.Client, apply_crd: Any, namespace: str
+) -> None:
+    with page_operator(kube, apply_crd, namespace, "Defaults") as (_, kind):
+        stored = wait_for(
+            lambda: defaulted(kube, kind, namespace),
+            timeout=30,
+            message="a Memcached defaulted by the page's default()",
+        )
+        assert stored["spec"]["displayName"] == f"memcached {stored['metadata']['name']}"
+
+
+def test_the_warnings_examples_are_printed_by_kubectl_for_the_objects_they_name(
+    kube: okt.Client, control_plane: envtest.ControlPlane, apply_crd: Any, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    section = "Warnings, dry runs and the requesting user"
+    page = PAGE.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    (printed,) = re.findall(r"\nWarning: (.*)\n", page)
+    with page_operator(kube, apply_crd, namespace, "Defaults", section) as (reconciler, kind):
+        assert "admission" in inspect.signature(reconciler.default).parameters
+        wait_for(lambda: defaulted(kube, kind, namespace), timeout=30, message="the page's webhooks in use")
+
+        said = {}
+        for image in ("memcached:latest", "memcached:1.5.22", "memcached:1.6"):
+            manifest = tmp_path / "memcached.json"
+            manifest.write_text(json.dumps(memcached(kind, namespace, image)))
+            applied = kubectl.kubectl(control_plane.kubeconfig, "apply", "-f", str(manifest))
+            assert applied.returncode == 0, applied.stderr
+            said[image] = re.findall(r"^Warning: (.*)$", applied.stderr, re.M)
+
+    assert said == {
+        "memcached:latest": [printed],
+        "memcached:1.5.22": ["spec.image: memcached 1.5 is no longer supported, use 1.6"],
+        "memcached:1.6": [],
+    }
 
 
 def test_trying_it_locally_ends_when_okt_run_cannot_start_and_configures_nothing(

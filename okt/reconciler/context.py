@@ -31,6 +31,9 @@ DELETED = "deleted during the reconcile"
 """The reason of the quiet give-up of a reconcile whose object went, or began to be deleted, before its children were
 written (see :meth:`Context.deleted_meanwhile`)."""
 
+Subject = resource.Resource | objects.CustomResource | Mapping[str, Any]
+"""What :meth:`Context.event` takes as ``about``: a child's resource (its live object), an object, or its view."""
+
 
 class Reader(Protocol):
     """What a reconcile reads through: the informer cache under ``okt run``, the API in a plain call."""
@@ -226,12 +229,28 @@ class Context:
             selects=self.settings.selects,
         )
 
-    def event(self, type_: str, reason: str, message: str, *, once: bool = False) -> None:
-        """Record a Kubernetes Event about the object (none when the reconciler records no events). A repeat of the
-        same type, reason and message counts one more on the Event; with ``once``, a repeat said of the object
-        unchanged since (its resourceVersion) is not even counted: no request."""
-        if self.recorder is not None and self.exists:
-            self.recorder.record(self.cr, type_, reason, message, once=once)
+    def event(self, type_: str, reason: str, message: str, *, once: bool = False, about: Subject | None = None) -> None:
+        """Record a Kubernetes Event about the object, or about ``about`` (none when the reconciler records no
+        events). A repeat of the same type, reason and message about the same object counts one more on the Event;
+        with ``once``, a repeat said of the object unchanged since (its resourceVersion) is not even counted: no
+        request.
+
+        Args:
+            about: another object the Event is about, as ``kubectl describe`` of it shows (Kopf's
+                ``kopf.event(child, ...)``): a child's ``okt.Resource`` once it was read or written (its ``live``
+                object: in the Updater's hook after ``super()``, in the SuccessManager's), an object as a mapping
+                (what ``ctx.reader`` and ``ctx.client`` answer) or an ``okt.CustomResource``. The Event's
+                ``involvedObject`` is its apiVersion, kind, name, namespace and uid, and it lives in its namespace
+                (``default`` for a cluster-scoped one); the spam filter counts its Events apart from the primary's.
+
+        Raises:
+            ValueError: ``about`` names no apiVersion, kind, name or uid (a desired body never written, a
+                resource not read yet): it says which of them it lacks, whether or not the reconciler records events.
+            TypeError: ``about`` is none of the above.
+        """
+        subject = self.cr if about is None else _subject(about)
+        if self.recorder is not None and (about is not None or self.exists):
+            self.recorder.record(subject, type_, reason, message, once=once)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Feed an object our own write returned into the reader (and the CR view when it is the primary: this
@@ -372,3 +391,41 @@ class Context:
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _subject(about: object) -> objects.CustomResource:
+    """The object ``about`` names, as an Event's ``involvedObject`` needs it: refused without an apiVersion, a kind,
+    a name or a uid (an Event about nothing the API server stores is one ``kubectl describe`` never shows)."""
+    if isinstance(about, resource.Resource):
+        if about.live is None:
+            raise ValueError(
+                f"ctx.event(about={about.describe()}): not read nor written yet in this reconcile (its live object is "
+                "None): record the Event once the Updater wrote it (after super().enter_in_state) or later"
+            )
+        subject = objects.CustomResource(about.live)
+    elif isinstance(about, objects.CustomResource):
+        subject = about
+    elif isinstance(about, Mapping):
+        subject = objects.CustomResource(about)
+    else:
+        raise TypeError(
+            f"ctx.event(about=...) takes an okt.Resource, an object as a mapping or an okt.CustomResource, "
+            f"not {type(about).__name__}"
+        )
+    lacks = [
+        field
+        for field, value in (
+            ("apiVersion", subject.api_version),
+            ("kind", subject.kind),
+            ("metadata.name", subject.name),
+            ("metadata.uid", subject.uid),
+        )
+        if not value
+    ]
+    if lacks:
+        named = f"{subject.kind or 'object'} {subject.name}".rstrip()
+        raise ValueError(
+            f"ctx.event(about={named}): no {', no '.join(lacks)}; an Event is about an object the API server "
+            "stores: one read or written (a resource's live object), not a desired body"
+        )
+    return subject

@@ -239,3 +239,78 @@ def test_a_permanent_error_whose_report_the_api_server_refuses_records_one_event
     finally:
         apply_crd(shared.sized_crd(STRICT_GROUP, "Gauge", "gauges", None))
         kube.delete(gauge_kind, "g", namespace)
+
+
+def _config_of(ctx: okt.Context) -> okt.Resource:
+    return next(res for res in ctx.registry if isinstance(res, shared.WidgetConfig))
+
+
+ABOUT_THE_CHILD: dict[str, Any] = {
+    "its resource": _config_of,
+    "its object as read": lambda ctx: ctx.reader.get(kinds.CONFIG_MAP, f"{ctx.cr.name}-config", ctx.cr.namespace),
+    "its view": lambda ctx: okt.CustomResource(_config_of(ctx).live or {}),
+}
+
+
+class Configuring(shared.WidgetReconciler):
+    """Says of the ConfigMap it made that it was configured, once the Updater wrote it."""
+
+    def __init__(self, about: Any, *, once: bool = False) -> None:
+        super().__init__()
+        self.about = about
+        self.once = once
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.SuccessManager:
+            ctx.event("Normal", "Configured", f"size {ctx.spec.size}", about=self.about(ctx), once=self.once)
+
+
+def events_about(kube: kube_client.Client, namespace: str, uid: str) -> list[dict[str, Any]]:
+    items, _ = kube.list(kinds.EVENT, namespace)
+    return [item for item in items if item["involvedObject"].get("uid") == uid]
+
+
+@pytest.mark.parametrize("about", list(ABOUT_THE_CHILD))
+def test_a_hook_records_an_event_about_a_child_it_made_and_its_repeat_counts_on_it(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder, about: str
+) -> None:
+    """Kopf's ``kopf.event(child, ...)``: ``kubectl describe configmap demo-config`` shows it, the Widget's does not."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+
+    for _ in range(2):
+        run = shared.reconcile_widget(Configuring(ABOUT_THE_CHILD[about]), kube, widget_kind, namespace, NAME, recorder)
+        assert run.outcome == okt.Outcome.done()
+
+    child = kube.get(kinds.CONFIG_MAP, f"{NAME}-config", namespace)
+    recorded = events_about(kube, namespace, child["metadata"]["uid"])
+    assert [summary(event) for event in recorded] == [("Normal", "Configured", 2)]
+    involved = dict(recorded[0]["involvedObject"])
+    assert involved.pop("resourceVersion")
+    assert involved == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": f"{NAME}-config",
+        "namespace": namespace,
+        "uid": child["metadata"]["uid"],
+    }
+    assert recorded[0]["metadata"]["namespace"] == namespace
+    assert recorded[0]["source"] == {"component": "widget-controller"}
+    assert events_of(kube, widget_kind, namespace) == []
+
+
+def test_an_event_said_once_about_an_unchanged_child_is_not_counted_again(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, recorder: events.EventRecorder
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    shared.reconcile_widget(Configuring(_config_of, once=True), kube, widget_kind, namespace, NAME, recorder)
+    before = kube.stats.snapshot()
+
+    for _ in range(2):
+        shared.reconcile_widget(Configuring(_config_of, once=True), kube, widget_kind, namespace, NAME, recorder)
+
+    assert event_requests(kube, before) == {}
+    child = kube.get(kinds.CONFIG_MAP, f"{NAME}-config", namespace)
+    assert [summary(event) for event in events_about(kube, namespace, child["metadata"]["uid"])] == [
+        ("Normal", "Configured", 1)
+    ]

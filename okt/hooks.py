@@ -6,7 +6,9 @@ Decorate module-level functions of the operator's file; ``okt run`` finds them t
 and :class:`okt.Manager` takes them as ``on_startup``/``on_cleanup``.
 
 Guarantees: start-up hooks run in definition order before the first watch, each with the API client; one that raises
-stops the start with an ``okt.ConfigurationError`` naming it, and nothing is watched. Clean-up hooks run after the
+``okt.TemporaryError`` is called again after the error's ``delay`` (or a backoff: :mod:`okt.runtime.startup`), the
+operator not ready meanwhile; one that raises anything else stops the start with an ``okt.ConfigurationError`` naming
+it, and nothing is watched. Clean-up hooks run after the
 last reconcile finished (or the grace period ended), on a graceful shutdown; one that raises is logged and the others
 still run. Both run on every replica, leader or not: they are about the process, not the objects.
 """
@@ -31,7 +33,8 @@ _MARK = "__okt_operator_hook__"
 
 
 def on_startup(fn: F) -> F:
-    """Run ``fn(client)`` once before the operator watches anything.
+    """Run ``fn(client)`` once before the operator watches anything; again, after a delay, while it raises
+    ``okt.TemporaryError`` (the error's ``delay``, or a backoff from 0.25 s to 5 minutes without one).
 
     Raises:
         TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`).

@@ -42,7 +42,8 @@ Guarantees:
   every worker started still runs, and no controller has had every worker on one reconcile for more than
   ``stuck_after`` seconds (a **watchdog** of the workers' progress: a reconcile that never returns, on every worker,
   reconciles nothing any more, and only a restart frees them);
-  ``/readyz`` is ``200`` while ``/healthz`` is, once every cache is synced and — with leader election — this replica
+  ``/readyz`` is ``200`` while ``/healthz`` is, once the start-up hooks returned (``503`` naming the hook while one's
+  retry waits) and every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
   version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
   until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod still serves every other kind, and its
@@ -80,7 +81,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
-from okt.runtime import memory, probe_server
+from okt.runtime import memory, probe_server, startup
 from okt.runtime import metrics as metrics_mod
 from okt.status import bookkeeping, writer
 
@@ -155,6 +156,9 @@ class Manager:
             would be refused, and retried for ever).
         TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited).
     """
+
+    _start_up_waits: str | None = None
+    """What the start waits for while a start-up hook's retry waits: ``/readyz``'s reason meanwhile."""
 
     def __init__(
         self,
@@ -316,6 +320,9 @@ class Manager:
         converting = self._serves_conversion
         # Until start() has started every watch and made the elector, the informers synced so far are not all there
         # will be: the cache's "every informer synced" says nothing yet (of no informer at all, it holds).
+        waits = self._start_up_waits
+        if waits is not None and not self._started_up:
+            return converting, waits
         if self.cache is None or not self._assembled or not self.cache.synced:
             # A kind the API server refuses syncs only once someone grants the rule: say which, and what to grant.
             blocked = "; ".join(str(refusal) for _, refusal in self.cache.blocked()) if self.cache else ""
@@ -341,17 +348,19 @@ class Manager:
         return probe_server.ProbeServer(address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer)
 
     def start(self) -> None:
-        """Start everything and return at once (workers follow once caches are synced and, if asked, leading). A
-        start that fails has shut down what it started when it raises (up to ``grace_period``).
+        """Start everything and return (workers follow once caches are synced and, if asked, leading). A start that
+        fails has shut down what it started when it raises (up to ``grace_period``). It returns once the start-up
+        hooks have: one that raises ``okt.TemporaryError`` is retried (:mod:`okt.runtime.startup`), the operator not
+        ready meanwhile; a stop asked then ends the start, nothing watched.
 
         Raises:
             RuntimeError: the manager was already started, or stopped.
             okt.errors.ApiError: a reconciler's kind cannot be resolved (discovery), or the server does not serve it.
             okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``,
                 two of one kind keep their records in the same place, or two have the same controller name; a kind
-                named as kubectl names it that discovery does not know; a start-up hook raised (the error names it,
-                the hook's exception as its cause); the probes', metrics' or webhooks' address cannot be bound, or
-                their certificate files cannot be read.
+                named as kubectl names it that discovery does not know; a start-up hook raised anything but an
+                ``okt.TemporaryError`` (the error names it, the hook's exception as its cause); the probes', metrics'
+                or webhooks' address cannot be bound, or their certificate files cannot be read.
         """
         with self._lock:
             if self._started or self._stopping.is_set():
@@ -374,13 +383,14 @@ class Manager:
                 self._serves_conversion = any(
                     e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)
                 )
-            for hook in self._on_startup:
-                try:
-                    hook(self.client)
-                except Exception as exc:
-                    raise errors.ConfigurationError(
-                        f"the start-up hook {hooks.name_of(hook)} failed: {type(exc).__name__}: {exc}"
-                    ) from exc
+            if not startup.run(
+                self._on_startup,
+                self.client,
+                stopping=self._stopping,
+                backoff=self._backoff or backoff_mod.Backoff(),
+                retrying=self._retrying_start_up,
+            ):
+                return  # stopped while a start-up hook's retry waited: the shutdown under way has nothing else to end
             self._started_up = True
             self.cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
             self.controllers = [
@@ -478,6 +488,9 @@ class Manager:
             self.join()
 
     # -- internals -----------------------------------------------------------------------------------------------
+
+    def _retrying_start_up(self, waits: str | None) -> None:
+        self._start_up_waits = waits
 
     def _begin_in_background(self) -> None:
         threading.Thread(target=self._begin, name="okt-manager-begin", daemon=True).start()

@@ -11,9 +11,9 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.testing import RunningOperator, WaitTimeout, envtest
+from okt.testing import RunningOperator, WaitTimeout, envtest, waiting
 from tests.integration import service_accounts
-from tests.integration.testing import hooked_operator
+from tests.integration.testing import hooked_operator, retried_operator
 
 pytestmark = pytest.mark.integration
 
@@ -67,3 +67,23 @@ def test_an_operator_given_as_its_module_or_file_runs_its_start_up_and_clean_up_
         assert "started-up" in recorded()
         assert "cleaned-up" not in recorded()
     assert {"started-up", "cleaned-up"} <= set(recorded())
+
+
+def test_a_start_up_hook_raising_a_temporary_error_is_retried_the_operator_not_ready_until_it_returns(
+    kube: kube_client.Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kopf's start-up handlers retried: the backend comes up at the third call, and the operator starts then."""
+    port = envtest.free_port()
+    monkeypatch.setenv("RETRIED_OPERATOR_NAMESPACE", namespace)
+    monkeypatch.setenv("RETRIED_OPERATOR_PROBES", f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(retried_operator, "readiness", [])
+
+    with RunningOperator.start(
+        kube, retried_operator, namespaces=[namespace], metrics_bind=f"127.0.0.1:{port}", tune_memory=False
+    ) as running:
+        assert running.manager.working
+        waiting.wait_for(lambda: running.manager.readiness() == (True, "ok"), timeout=15)
+        assert kube.get(kinds.CONFIG_MAP, "started-up", namespace)["metadata"]["name"] == "started-up"
+
+    retrying = "not ready: the start-up hook backend_up failed (TemporaryError), retried in 0.2 s"
+    assert retried_operator.readiness == [(503, "not ready: caches not synced"), (503, retrying), (503, retrying)]

@@ -1,0 +1,79 @@
+"""The operator's start-up hooks (``@okt.on_startup``), run before the first watch, and retried when they ask to be.
+
+Why this exists: a start-up hook often waits on something outside the operator — a backend that is not up yet, a
+Secret another system provisions, a dependency's CRD. Kopf calls its start-up handlers again when they raise
+``kopf.TemporaryError``; okt does the same for ``okt.TemporaryError``, so that an operator started beside its backend
+waits for it instead of exiting and being restarted by its pod's back-off.
+
+Guarantees: the hooks run one after the other, in their order, each with the API client. A hook that raises
+``okt.TemporaryError`` is called again after the error's ``delay``, or, without one, after the backoff of its
+consecutive failures (:class:`okt.runtime.backoff.Backoff`: 0.25 s, doubled per failure, up to 5 minutes), with one
+warning line each time naming the hook, its error and the delay; the hooks before it are not run again. Any other
+exception (an ``okt.PermanentError`` included) stops the start with an ``okt.ConfigurationError`` naming the hook, its
+exception as the cause. A stop asked while a retry waits (SIGTERM) ends the wait at once: no hook runs any more.
+
+Caveats: the retries have no limit — a hook that raises ``okt.TemporaryError`` for ever holds the start for ever, the
+operator not ready (``/readyz`` says which hook it waits for); a limit is the hook's own, raising another exception
+once it has been called enough. A hook that is running is not interrupted by a stop: the stop waits for it to return.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import structlog
+
+from okt import errors, hooks
+from okt.kube import client as kube_client
+from okt.runtime import backoff as backoff_mod
+
+_log = structlog.get_logger("okt.manager")
+
+
+def run(
+    startups: Sequence[hooks.StartupHook],
+    client: kube_client.Client,
+    *,
+    stopping: threading.Event,
+    backoff: backoff_mod.Backoff,
+    retrying: Callable[[str | None], None] = lambda _: None,
+) -> bool:
+    """Run ``startups`` with ``client``, each until it returns; False when ``stopping`` was set while a retry waited.
+
+    Args:
+        stopping: set to stop: a retry's wait ends at once, and no hook is called any more.
+        backoff: the delays of a hook's retries when its ``okt.TemporaryError`` names none.
+        retrying: told what the start waits for while a hook's retry waits (``/readyz``'s reason: the hook and the
+            delay, never the error's text), and None once the hook returned.
+
+    Raises:
+        okt.errors.ConfigurationError: a hook raised anything but an ``okt.TemporaryError`` (its cause).
+    """
+    for hook in startups:
+        name = hooks.name_of(hook)
+        failures = 0
+        while True:
+            try:
+                hook(client)
+            except errors.TemporaryError as exc:
+                failures += 1
+                delay = exc.delay if exc.delay is not None else backoff.delay(failures)
+                _log.warning(
+                    "start-up hook failed, retried",
+                    hook=name,
+                    error=f"{type(exc).__name__}: {exc}",
+                    retry_in=round(delay, 3),
+                    attempt=failures,
+                )
+                retrying(f"the start-up hook {name} failed ({type(exc).__name__}), retried in {delay:g} s")
+                if stopping.wait(delay):
+                    return False
+                continue
+            except Exception as exc:
+                raise errors.ConfigurationError(
+                    f"the start-up hook {name} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            break
+        retrying(None)
+    return True

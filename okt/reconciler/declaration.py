@@ -214,7 +214,7 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("prune", lambda v: isinstance(v, bool), "True or False"),
     ("related_objects", lambda v: isinstance(v, bool), "True or False"),
     ("record_events", lambda v: isinstance(v, bool), "True or False"),
-    ("degraded_after", _is_int, "an int (failed reconciles)"),
+    ("degraded_after", lambda v: _is_int(v) and v >= 1, "a positive int (failed reconciles)"),
     ("max_creates", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
     ("max_concurrent", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
     (
@@ -233,10 +233,11 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )
 """The plain settings of a Reconciler and what each must be. Each is read only at run time, far from the class: a
 ``prune = "false"`` pruned (a non-empty str is true), ``degraded_after = "3"`` raised in the ErrorManager before
-Ready=False was written, ``max_concurrent = "4"`` failed ``okt run``'s start with a traceback, ``finalizer = True``
-went into every object's ``metadata.finalizers`` (a list of names), and a name the API server refuses (it takes a
-qualified name, as a label key: ``"example.com/clean up"``) had every finalizer patch answered 422, read as a lost race
-and retried for ever, no child written; ``""`` silently meant no cleanup."""
+Ready=False was written (and ``0`` or ``-1`` silently meant 1: Degraded at the first failure), ``max_concurrent =
+"4"`` failed ``okt run``'s start with a traceback, ``finalizer = True`` went into every object's
+``metadata.finalizers`` (a list of names), and a name the API server refuses (it takes a qualified name, as a label
+key: ``"example.com/clean up"``) had every finalizer patch answered 422, read as a lost race and retried for ever, no
+child written; ``""`` silently meant no cleanup."""
 
 
 GARBAGE_COLLECTOR_FINALIZERS = frozenset({"orphan", "foregroundDeletion"})

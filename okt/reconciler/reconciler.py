@@ -122,8 +122,9 @@ class Reconciler:
     related_objects: ClassVar[bool] = True
     """Write ``status.relatedObjects`` (group, resource, namespace, name of every child), as OpenShift operators do."""
     degraded_after: ClassVar[int] = 3
-    """Consecutive failed reconciles before Degraded turns True: a transient error (a conflict, an API hiccup) is not
-    a degradation. A permanent error (``okt.InvalidSpec``) is Degraded at once."""
+    """Consecutive failed reconciles before Degraded turns True (an int >= 1: 1 is at the first failure): a transient
+    error (a conflict, an API hiccup) is not a degradation. A permanent error (``okt.InvalidSpec``) is Degraded at
+    once."""
     max_creates: ClassVar[int | None] = None
     """At most this many children created per reconcile (OKT's ``maxCreation``): the rest wait for the next
     reconcile, which is requeued at once, and Ready stays False until they exist. None: no limit."""

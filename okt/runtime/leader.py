@@ -112,6 +112,22 @@ def _duration(value: object, default: float) -> float:
     return default
 
 
+def check_timing(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """Refuse durations that break ``lease_duration > renew_deadline > retry_period > 0`` or are no finite numbers of
+    seconds (a bool is none; an infinite ``lease_duration`` cannot be written into the Lease).
+
+    Raises:
+        ValueError: one line naming the three values.
+    """
+    values = (lease_duration, renew_deadline, retry_period)
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+    if not (numbers and lease_duration > renew_deadline > retry_period > 0):
+        raise ValueError(
+            "need finite numbers of seconds, lease_duration > renew_deadline > retry_period > 0, got "
+            f"{lease_duration!r}, {renew_deadline!r}, {retry_period!r}"
+        )
+
+
 class LeaderElector:
     """Compete for, hold and release one Lease.
 
@@ -127,7 +143,8 @@ class LeaderElector:
         on_stopped_leading: called when it stops being the leader (lost or released).
 
     Raises:
-        ValueError: the durations break ``lease_duration > renew_deadline > retry_period > 0``.
+        ValueError: the durations break ``lease_duration > renew_deadline > retry_period > 0`` (see
+            :func:`check_timing`).
     """
 
     def __init__(
@@ -142,11 +159,7 @@ class LeaderElector:
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
     ) -> None:
-        if not lease_duration > renew_deadline > retry_period > 0:
-            raise ValueError(
-                "need lease_duration > renew_deadline > retry_period > 0, got "
-                f"{lease_duration}, {renew_deadline}, {retry_period}"
-            )
+        check_timing(lease_duration, renew_deadline, retry_period)
         if not identity:
             raise ValueError("identity must not be empty")
         self.client = client

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import re
 import signal
 import socket
@@ -66,7 +67,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import structlog
 
@@ -115,6 +116,41 @@ def default_lease_name(controller_names: Sequence[str]) -> str:
     return name
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)  # a bool is an int to Python: True would be 1
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)  # True is no number of seconds
+
+
+def _is_seconds(value: object) -> bool:
+    """A finite number: NaN compares false with every bound, and infinity is a wait the platform's clock refuses."""
+    return _is_number(value) and math.isfinite(value)
+
+
+def _check_counts_and_seconds(
+    max_concurrent: int,
+    stuck_after: float | None,
+    grace_period: float,
+    resync: float | None,
+    lease_timing: tuple[float, float, float],
+) -> None:
+    # Each refused here, in one line, before anything starts: a str failed inside a comparison (a TypeError that
+    # named no argument), True was one worker, and the lease's timing and resync were refused only once start()
+    # had run the start-up hooks and bound the probes, a negative or NaN grace period never at all.
+    if not _is_int(max_concurrent) or max_concurrent < 1:
+        raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent!r}")
+    # An infinite stuck_after is taken (okt run's --stuck-after inf): a watchdog that never fires, as None.
+    if stuck_after is not None and not (_is_number(stuck_after) and stuck_after > 0):
+        raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {stuck_after!r}")
+    if not (_is_seconds(grace_period) and grace_period >= 0):
+        raise ValueError(f"grace_period must be a finite number of seconds >= 0, got {grace_period!r}")
+    if resync is not None and not (_is_seconds(resync) and resync > 0):
+        raise ValueError(f"resync must be a finite number of seconds > 0, or None, got {resync!r}")
+    leader_mod.check_timing(*lease_timing)
+
+
 class Manager:
     """Runs reconcilers: cache, controllers, workers, probes, metrics and (optionally) leader election.
 
@@ -152,6 +188,10 @@ class Manager:
             ``namespaces`` and ``label_selector``, and admits the others untouched.
 
     Raises:
+        ValueError: no reconciler; ``max_concurrent`` is no int >= 1; ``stuck_after``, ``grace_period`` or
+            ``resync`` is no finite number of seconds (> 0, >= 0 and > 0, or None where None is taken); the lease's
+            timing breaks ``lease_duration > renew_deadline > retry_period > 0`` (whether or not ``leader_elect``);
+            ``metrics_bind`` is no ``HOST:PORT``.
         okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
             would be refused, and retried for ever).
         TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited).
@@ -190,10 +230,9 @@ class Manager:
     ) -> None:
         if not reconcilers:
             raise ValueError("a manager needs at least one reconciler")
-        if max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
-        if stuck_after is not None and not stuck_after > 0:  # NaN too: it would compare false, a watchdog of nothing
-            raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {stuck_after}")
+        _check_counts_and_seconds(
+            max_concurrent, stuck_after, grace_period, resync, (lease_duration, renew_deadline, retry_period)
+        )
         try:
             selectors.matcher(label_selector)
         except ValueError as exc:

@@ -33,10 +33,11 @@ def test_a_misspelt_write_choice_is_refused_when_the_class_is_defined(
         type("Typo", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Widget", attribute: value})
 
 
-@pytest.mark.parametrize("degraded_after", ["3", 2.5, None, True])
+@pytest.mark.parametrize("degraded_after", ["3", 2.5, None, True, 0, -1])
 def test_a_degraded_after_that_is_not_a_count_is_refused_when_the_class_is_defined(degraded_after: object) -> None:
-    # Accepted, the ErrorManager raised on it before Ready=False was written: a failing object kept saying Ready.
-    with pytest.raises(TypeError, match=r"^Flaky\.degraded_after = .*: expected an int \(failed reconciles\)$"):
+    # Accepted, the ErrorManager raised on it before Ready=False was written: a failing object kept saying Ready. A
+    # count below 1 silently meant 1: Degraded at the first failure, a conflict included.
+    with pytest.raises(TypeError, match=r"^Flaky\.degraded_after = .*: expected a positive int \(failed reconciles\)$"):
         type("Flaky", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "degraded_after": degraded_after})
 
 

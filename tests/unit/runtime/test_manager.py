@@ -63,6 +63,26 @@ def test_default_identities_are_unique_per_call() -> None:
         ([], {}, "at least one reconciler"),
         ([Widgets], {"max_concurrent": 0}, "max_concurrent"),
         ([Widgets], {"metrics_bind": "nonsense"}, "HOST:PORT"),
+        # Each of these was a TypeError naming no argument, taken as a count, or refused only once start() had run
+        # the start-up hooks and bound the probes (the lease's timing, resync), or never (a grace period):
+        ([Widgets], {"max_concurrent": "4"}, r"^max_concurrent must be an int >= 1, got '4'$"),
+        ([Widgets], {"max_concurrent": True}, r"^max_concurrent must be an int >= 1, got True$"),
+        ([Widgets], {"max_concurrent": 2.5}, r"^max_concurrent must be an int >= 1, got 2\.5$"),
+        ([Widgets], {"stuck_after": "600"}, r"^stuck_after must be a number of seconds > 0, or None, got '600'$"),
+        ([Widgets], {"stuck_after": float("nan")}, r"^stuck_after must be .*, got nan$"),
+        ([Widgets], {"grace_period": -1}, r"^grace_period must be a finite number of seconds >= 0, got -1$"),
+        ([Widgets], {"grace_period": float("nan")}, r"^grace_period must be .*, got nan$"),
+        ([Widgets], {"grace_period": float("inf")}, r"^grace_period must be .*, got inf$"),
+        ([Widgets], {"resync": 0}, r"^resync must be a finite number of seconds > 0, or None, got 0$"),
+        ([Widgets], {"resync": float("nan")}, r"^resync must be .*, got nan$"),
+        (
+            [Widgets],
+            {"lease_duration": 5.0},
+            r"lease_duration > renew_deadline > retry_period > 0, got 5\.0, 10\.0, 2\.0$",
+        ),
+        ([Widgets], {"retry_period": 0}, r"got 15\.0, 10\.0, 0$"),
+        ([Widgets], {"lease_duration": float("inf")}, r"^need finite numbers of seconds.*, got inf, 10\.0, 2\.0$"),
+        ([Widgets], {"renew_deadline": float("nan")}, r"got 15\.0, nan, 2\.0$"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_starts(
@@ -71,6 +91,21 @@ def test_bad_arguments_are_refused_before_anything_starts(
     client: Any = object()
     with pytest.raises(ValueError, match=message):
         manager.Manager(client, reconcilers, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"stuck_after": float("inf")},  # okt run's --stuck-after inf: a watchdog that never fires
+        {"stuck_after": None, "grace_period": 0, "resync": 0.5, "max_concurrent": 1},
+        {"lease_duration": 3, "renew_deadline": 2, "retry_period": 1},
+    ],
+)
+def test_sound_counts_and_seconds_are_taken(kwargs: dict[str, Any]) -> None:
+    client: Any = StatsOnly()
+    mgr = manager.Manager(client, [Widgets], **kwargs)
+    assert mgr.max_concurrent == kwargs.get("max_concurrent", 4)
+    assert mgr.stuck_after == kwargs.get("stuck_after", manager.DEFAULT_STUCK_AFTER)
 
 
 def test_a_label_selector_the_api_server_cannot_read_is_refused_before_anything_starts() -> None:

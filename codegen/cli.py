@@ -199,6 +199,12 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @click.option("--namespace", default="default", show_default=True, help="The operator's namespace.")
     @click.option("--cluster-wide", is_flag=True, help="ClusterRole/ClusterRoleBinding: watch every namespace.")
     @click.option("--leader-elect", is_flag=True, help="Grant the Lease permissions of leader election.")
+    @click.option(
+        "--lease-name",
+        metavar="NAME",
+        help="With --leader-elect: the Lease okt run leads on (its --lease-name, or the okt-<controllers> name it "
+        "derives); get and update are then granted on it alone [default: on every Lease of the namespace].",
+    )
     @click.option("--service-account", metavar="NAME", help="ServiceAccount name [default: <kind>-operator].")
     @click.option(
         "--metrics-auth/--no-metrics-auth",
@@ -215,11 +221,14 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
         namespace: str,
         cluster_wide: bool,
         leader_elect: bool,
+        lease_name: str | None,
         service_account: str | None,
         metrics_auth: bool,
         out_file: Path | None,
     ) -> None:
         """Print the least-privilege ServiceAccount, role and binding OPERATOR needs (a .py file or a module)."""
+        if lease_name is not None and not leader_elect:
+            raise click.UsageError("--lease-name names the Lease of leader election: give --leader-elect too")
         classes = _select(_load(load_reconcilers, operator), reconciler_name, operator)
         documents = rbac.rbac_for_reconcilers(
             classes,
@@ -228,6 +237,7 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
             leader_elect=leader_elect,
             service_account=service_account,
             metrics_auth=metrics_auth,
+            lease_name=lease_name,
         )
         _emit(documents, out_file)
 

@@ -136,7 +136,8 @@ class Operator:
 
     def rbac(self) -> list[dict[str, Any]]:
         """The ServiceAccount, the ClusterRole of the reconcilers' rules and the leader-election Role, as ``okt gen
-        rbac --cluster-wide --leader-elect --no-metrics-auth`` writes them (the review rules of ``/metrics`` are
+        rbac --cluster-wide --leader-elect --no-metrics-auth`` writes them, with ``--lease-name`` when the Deployment
+        names its Lease (:func:`okt.codegen.manager.lease_name`; the review rules of ``/metrics`` are
         :meth:`metrics_rbac`'s); the ClusterRole is bound in every namespace, or, for an operator serving some
         namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
         documents = rbac.rbac_for_reconcilers(
@@ -146,6 +147,7 @@ class Operator:
             leader_elect=True,
             service_account=self.name,
             metrics_auth=False,
+            lease_name=manager.lease_name(self.name, sorted(self.scope.namespaces or ()), self.scope.label_selector),
         )
         if not self.scope_bindings():
             return documents

@@ -32,6 +32,14 @@ _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 
+def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None) -> str | None:
+    """The Lease the Deployment's ``okt run`` leads on, when its command line names it: ``name`` for an operator
+    serving some namespaces or labels (``--lease-name``, so that another release of it leads apart). None otherwise:
+    ``okt run`` then derives it from the reconcilers the image's entry point loads, which the generator cannot know
+    for sure (the file in the image, or ``--reconciler``, may load others than it was given)."""
+    return name if watch_namespaces or selector else None
+
+
 def manager_manifests(
     *,
     name: str,
@@ -100,7 +108,7 @@ def manager_manifests(
             entry_point,
             *([f"--namespace={watched}" for watched in sorted(set(watch_namespaces))] or ["--all-namespaces"]),
             *([f"--selector={selector}"] if selector else []),
-            *([f"--lease-name={name}"] if watch_namespaces or selector else []),
+            *([f"--lease-name={lease}"] if (lease := lease_name(name, watch_namespaces, selector)) else []),
             "--leader-elect",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--log-format=json",

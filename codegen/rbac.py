@@ -23,7 +23,10 @@ what okt's runtime and engine use:
   children — ``pods/exec`` for ``ctx.exec``, the Pods it lists — never a wildcard; ``create`` or ``get`` on
   ``pods/exec``, ``pods/attach`` or ``pods/portforward`` gets both (:data:`WEBSOCKET_SUBRESOURCES`);
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
-* ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election;
+* ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election; get and update of the
+  Lease ``okt run`` leads on alone when its name is given (``lease_name``, ``okt gen rbac --lease-name``, and ``okt
+  gen deploy`` for an operator serving some namespaces or labels, whose Deployment passes ``--lease-name``), create
+  of any (RBAC cannot limit a create by name: the object has none until it exists) — see :func:`lease_rules`;
 * the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
   by name, ``create`` on Secrets, ``get``/``patch`` by name on the webhook configurations and on the CRDs whose
   conversion webhook it serves — only in ``okt gen deploy``'s tree, which passes those options;
@@ -67,6 +70,7 @@ READ_VERBS = ("get", "list", "watch")
 LEGACY_VERBS = ("delete", "get", "list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
+_LEASE_GROUP = "coordination.k8s.io"
 WEBSOCKET_SUBRESOURCES = frozenset({"pods/exec", "pods/attach", "pods/portforward"})
 """The Pod subresources a client reaches by websocket, an upgraded GET: API servers before 1.30 authorize it as
 ``get``, later ones as ``create``, so a declared permission on one gets both."""
@@ -102,6 +106,26 @@ class PrimaryKind(NamedTuple):
     plural: str
     owner: bool = True
     status: bool = True
+
+
+def lease_rules(lease_name: str | None) -> list[dict[str, Any]]:
+    """The rules of leader election on the Lease ``lease_name``: get and update of it alone, create of any (RBAC cannot
+    limit a create by name); every verb on every Lease of the namespace when the name is not known (``None``: an
+    ``okt run`` given its ``--lease-name`` beside the generator's knowledge, or a Deployment this generator did not
+    write, leads on a name only its command line says).
+
+    Raises:
+        CodegenError: ``lease_name`` is no name the API server takes for a Lease (a DNS subdomain).
+    """
+    resource = {"apiGroups": [_LEASE_GROUP], "resources": ["leases"]}
+    if lease_name is None:
+        return [{**resource, "verbs": sorted(LEASE_VERBS)}]
+    if len(lease_name) > 253 or not crd.DNS_SUBDOMAIN.fullmatch(lease_name):
+        raise errors.CodegenError(
+            f"invalid lease name {lease_name!r}: expected a DNS name of at most 253 characters, such as my-operator"
+        )
+    named = sorted(verb for verb in LEASE_VERBS if verb != "create")
+    return [{**resource, "verbs": ["create"]}, {**resource, "resourceNames": [lease_name], "verbs": named}]
 
 
 def rules_for(
@@ -145,7 +169,7 @@ def rules_for(
         grant(group, resource, asked)
     grant("", "events", EVENT_VERBS)
     if leases:
-        grant("coordination.k8s.io", "leases", LEASE_VERBS)
+        grant(_LEASE_GROUP, "leases", LEASE_VERBS)
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (group, resource), granted in verbs.items():
         grouped.setdefault((group, tuple(sorted(granted))), []).append(resource)
@@ -199,9 +223,11 @@ def rbac_for_primaries(
     service_account: str,
     watched: Sequence[tuple[str, str]] = (),
     declared: Sequence[tuple[str, str, Sequence[str]]] = (),
+    lease_name: str | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
-    ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for)."""
+    ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for;
+    ``lease_name``: the Lease leader election leads on, when known, see :func:`lease_rules`)."""
     if not crd.DNS_LABEL.fullmatch(namespace):
         raise errors.CodegenError(
             f"invalid namespace {namespace!r}: expected a DNS label of at most 63 characters, such as operators"
@@ -215,8 +241,14 @@ def rbac_for_primaries(
         "kind": "ServiceAccount",
         "metadata": {"name": service_account, "namespace": namespace},
     }
+    leases = lease_rules(lease_name) if leader_elect else []
     if not cluster_wide:
-        rules = rules_for(primaries=primaries, owned=owned, leases=leader_elect, watched=watched, declared=declared)
+        # A Lease known by name gets rules of its own: merged with the others, its get and update would reach every
+        # Lease of the namespace again.
+        merged = leader_elect and lease_name is None
+        rules = rules_for(primaries=primaries, owned=owned, leases=merged, watched=watched, declared=declared)
+        if not merged:
+            rules = sorted([*rules, *leases], key=lambda rule: (rule["apiGroups"][0], rule["resources"]))
         return [account, *_role_and_binding(service_account, namespace, rules, service_account)]
     documents = [
         account,
@@ -229,8 +261,7 @@ def rbac_for_primaries(
         ),
     ]
     if leader_elect:
-        lease_rules = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": sorted(LEASE_VERBS)}]
-        documents += _role_and_binding(f"{service_account}-leader-election", namespace, lease_rules, service_account)
+        documents += _role_and_binding(f"{service_account}-leader-election", namespace, leases, service_account)
     return documents
 
 
@@ -243,6 +274,7 @@ def rbac_for_reconcilers(
     service_account: str | None = None,
     kinds: dictionary.KindDictionary | None = None,
     metrics_auth: bool = True,
+    lease_name: str | None = None,
 ) -> list[dict[str, Any]]:
     """The RBAC of an operator running ``classes`` (``okt.Reconciler`` subclasses), read from their attributes.
 
@@ -254,11 +286,13 @@ def rbac_for_reconcilers(
     dictionary lacks counts as namespaced). ``service_account`` defaults to ``<kind>-operator`` (lowercased, first
     reconciler). ``metrics_auth`` (the default, as ``okt gen rbac``'s) adds :func:`metrics_auth_manifests`: what
     ``okt run`` needs to serve ``/metrics`` beyond loopback; ``False`` (``--no-metrics-auth``) for an operator run with
-    ``--no-metrics-secure`` or its metrics on loopback.
+    ``--no-metrics-secure`` or its metrics on loopback. ``lease_name``, with ``leader_elect``: the Lease ``okt run``
+    leads on (its ``--lease-name``), whose get and update are then granted on it alone (:func:`lease_rules`).
 
     Raises:
         CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a
-            cluster-scoped primary or owned kind without ``cluster_wide``, or a wildcard or empty permission.
+            cluster-scoped primary or owned kind without ``cluster_wide``, a wildcard or empty permission, or a
+            ``lease_name`` no Lease can have.
     """
     if not classes:
         raise errors.CodegenError("no reconciler to generate RBAC for")
@@ -290,6 +324,7 @@ def rbac_for_reconcilers(
         service_account=account,
         watched=watched,
         declared=declared,
+        lease_name=lease_name,
     )
     names = sorted({name for cls in classes if isinstance(name := getattr(cls, "cluster_operator", None), str)})
     if names:

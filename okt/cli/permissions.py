@@ -91,18 +91,26 @@ def required(
     *,
     leader_elect: bool,
     lease_namespace: str,
+    lease_name: str | None = None,
     extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> list[Permission]:
     """Every permission the operator running ``reconcilers`` needs, from the rules ``okt gen rbac`` generates, then
     those of ``extra`` (``(namespace or None for cluster-wide, rules)``: what ``okt run``'s options add, such as
-    :func:`okt.codegen.rbac.webhook_ca_rules`; a rule limited to ``resourceNames`` asks for each name).
+    :func:`okt.codegen.rbac.webhook_ca_rules`; a rule limited to ``resourceNames`` asks for each name). With
+    ``lease_name``, the Lease's get and update are asked of that Lease, as ``okt gen rbac --lease-name`` grants them
+    (a role granting them on every Lease holds them too).
 
     Raises:
         okt.codegen.errors.CodegenError: the rules cannot be derived (see :func:`rbac.rbac_for_reconcilers`).
     """
     # The reviews of /metrics are asked about on their own, only when it reviews tokens, and only warned of.
     documents = rbac.rbac_for_reconcilers(
-        reconcilers, namespace=lease_namespace, cluster_wide=True, leader_elect=leader_elect, metrics_auth=False
+        reconcilers,
+        namespace=lease_namespace,
+        cluster_wide=True,
+        leader_elect=leader_elect,
+        metrics_auth=False,
+        lease_name=lease_name if leader_elect else None,
     )
     where: list[str | None] = list(namespaces) if namespaces else [None]
     needed: list[Permission] = []
@@ -238,6 +246,7 @@ def missing(
     leader_elect: bool,
     lease_namespace: str,
     warn: Callable[[str], None],
+    lease_name: str | None = None,
     extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> list[Permission]:
     """The permissions the operator needs (``extra`` as for :func:`required`) and the API server refuses to the
@@ -248,6 +257,7 @@ def missing(
             namespaces,
             leader_elect=leader_elect,
             lease_namespace=lease_namespace,
+            lease_name=lease_name,
             extra=extra,
         )
     except codegen_errors.CodegenError as exc:

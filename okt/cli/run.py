@@ -195,6 +195,7 @@ def _check_permissions(
     namespaces: tuple[str, ...],
     leader_elect: bool,
     lease_namespace: str,
+    lease_name: str,
     extra: Sequence[tuple[str | None, Sequence[dict[str, Any]]]] = (),
 ) -> None:
     """Print one line per permission the API server refuses, then stop (see :mod:`okt.cli.permissions`)."""
@@ -204,6 +205,7 @@ def _check_permissions(
         namespaces,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
+        lease_name=lease_name,
         warn=lambda line: click.echo(f"okt: {line}", err=True),
         extra=extra,
     )
@@ -791,6 +793,9 @@ def run_command(
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         _warn_missing_namespaces(client, namespaces)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
+        # Named here, as the manager would name it: the permission check asks for this Lease, which a role of okt gen
+        # rbac --lease-name grants alone.
+        lease_name = lease_name or manager.default_lease_name([r.controller_name() for r in reconcilers])
         serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
         service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
         if not skip_permission_check:
@@ -800,7 +805,7 @@ def run_command(
                 if serves_webhooks
                 else []
             )
-            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, extra)
+            _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, lease_name, extra)
             _warn_unreviewable_metrics(client, metrics_bind_address, metrics_secure)
         webhooks = None
         if serves_webhooks:

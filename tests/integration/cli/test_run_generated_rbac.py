@@ -64,19 +64,29 @@ def ready_status(obj: dict[str, Any] | None) -> str | None:
     return next((c["status"] for c in conditions if c["type"] == "Ready"), None)
 
 
+# None: every Lease of the namespace; the name okt run derives (okt- and the controller's name): that Lease alone,
+# which okt run's permission check must then ask about by name (asked of every Lease, it was refused, and okt run
+# stopped).
+@pytest.mark.parametrize("lease_name", [None, "okt-gadget"], ids=["every-lease", "its-lease"])
 def test_okt_run_with_exactly_the_generated_rbac_reconciles_and_finalizes_without_a_refusal(
     kube: kube_client.Client,
     control_plane: envtest.ControlPlane,
     namespace: str,
     apply_crd: Any,
     tmp_path: pathlib.Path,
+    lease_name: str | None,
 ) -> None:
     operator_file = tmp_path / "gadget_operator.py"
     operator_file.write_text(OPERATOR_SOURCE)
     reconcilers = loader.load_reconcilers(str(operator_file))
     gadget: kinds.Kind = apply_crd(crd.crd_for_reconciler(reconcilers[0]))
     documents = rbac.rbac_for_reconcilers(
-        reconcilers, namespace=namespace, service_account="gadget-operator", leader_elect=True, metrics_auth=False
+        reconcilers,
+        namespace=namespace,
+        service_account="gadget-operator",
+        leader_elect=True,
+        metrics_auth=False,
+        lease_name=lease_name,
     )
     for document in documents:
         kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))

@@ -102,7 +102,12 @@ def test_the_tree_of_an_operator_serving_some_namespaces_binds_its_rules_there_o
         assert can("create", "configmaps", served)
     assert not can("list", "stalls.scope.okt.example.com", unserved)
     assert not can("create", "configmaps", unserved)
-    assert can("update", "leases.coordination.k8s.io", operator_namespace)
+    # Its okt run leads on the Lease --lease-name names: that one alone it may read and update, any it may create.
+    assert can("update", f"leases.coordination.k8s.io/{NAME}", operator_namespace)
+    assert can("get", f"leases.coordination.k8s.io/{NAME}", operator_namespace)
+    assert can("create", "leases.coordination.k8s.io", operator_namespace)
+    assert not can("update", "leases.coordination.k8s.io/kube-scheduler", operator_namespace)
+    assert not can("get", "leases.coordination.k8s.io/another-release", operator_namespace)
     deployment = kube.get(kube.resolve("apps/v1", "Deployment"), NAME, operator_namespace)
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert sorted(arg for arg in args if arg.startswith("--namespace=")) == [

@@ -13,8 +13,10 @@ import pytest
 import okt
 from okt.codegen import crd, rbac
 from okt.kube import client as kube_client
+from okt.kube import errors as kube_errors
 from okt.kube import kinds
-from okt.testing import envtest
+from okt.runtime import leader
+from okt.testing import envtest, wait_for
 from tests.integration import service_accounts
 
 pytestmark = pytest.mark.integration
@@ -139,3 +141,48 @@ def test_the_generated_service_account_prunes_the_children_of_a_kind_an_earlier_
     assert run.outcome == okt.Outcome.done(), run.path_str
     assert run.results.counts()[okt.Operation.PRUNED] == 1
     assert kube.get_or_none(kinds.CONFIG_MAP, "m-settings", namespace) is None
+
+
+def test_the_generated_lease_role_of_a_named_lease_lets_the_operator_lead_on_it_and_on_no_other(
+    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str
+) -> None:
+    """``okt gen rbac --leader-elect --lease-name``: get and update of that Lease alone, create of any. The operator
+    still wins its Lease (created, then renewed), and may neither read nor take over another one of its namespace."""
+    documents = rbac.rbac_for_reconcilers(
+        [BatchReconciler],
+        namespace=namespace,
+        leader_elect=True,
+        lease_name="okt-batch",
+        service_account="batch-operator",
+        metrics_auth=False,
+    )
+    for document in documents:
+        kube.create(document, kube.resolve(document["apiVersion"], document["kind"]))
+    other = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "another-controller", "namespace": namespace},
+        "spec": {"holderIdentity": "another", "leaseDurationSeconds": 3600},
+    }
+    kube.create(other, kinds.LEASE)
+    operator = client_of_service_account(kube, control_plane, namespace, "batch-operator")
+    elector = leader.LeaderElector(
+        operator, namespace, "okt-batch", "batch-1", lease_duration=3.0, renew_deadline=2.0, retry_period=0.5
+    )
+    elector.start()
+    try:
+        wait_for(lambda: elector.is_leader, timeout=10)
+        renewed = kube.get(kinds.LEASE, "okt-batch", namespace)["spec"]["renewTime"]
+        wait_for(lambda: kube.get(kinds.LEASE, "okt-batch", namespace)["spec"]["renewTime"] != renewed, timeout=10)
+        assert elector.is_leader
+
+        with pytest.raises(kube_errors.Forbidden):
+            operator.get(kinds.LEASE, "another-controller", namespace)
+        taken = kube.get(kinds.LEASE, "another-controller", namespace)
+        taken["spec"]["holderIdentity"] = "batch-1"
+        with pytest.raises(kube_errors.Forbidden):
+            operator.replace(kinds.LEASE, taken)  # the elector's own write: a PUT, authorized as update
+    finally:
+        elector.stop(release=True)
+        operator.close()
+    assert kube.get(kinds.LEASE, "another-controller", namespace)["spec"]["holderIdentity"] == "another"

@@ -36,6 +36,21 @@ def test_every_generated_rule_is_asked_in_every_watched_namespace_and_the_lease_
     assert len(needed) == len(set(needed))
 
 
+def test_the_lease_okt_run_leads_on_is_asked_by_name_but_its_create_of_any() -> None:
+    """okt run leading on a Lease a role of okt gen rbac --lease-name grants by name: asked without its name, the
+    get and update would be refused (a rule limited to names grants nothing on every Lease) and okt run would stop."""
+    needed = permissions.required(
+        [GizmoReconciler], ["a"], leader_elect=True, lease_namespace="ops", lease_name="okt-gizmo"
+    )
+
+    asked = {(p.verb, p.namespace, p.name) for p in needed if p.resource == "leases"}
+    assert asked == {("create", "ops", None), ("get", "ops", "okt-gizmo"), ("update", "ops", "okt-gizmo")}
+    limited = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["okt-gizmo"]}
+    for permission in needed:
+        if permission.resource == "leases" and permission.verb != "create":
+            assert permissions.covers({**limited, "verbs": ["get", "update"]}, permission)
+
+
 def test_all_namespaces_ask_cluster_wide_and_without_leader_election_no_lease() -> None:
     needed = permissions.required([GizmoReconciler], None, leader_elect=False, lease_namespace="ops")
 

@@ -266,6 +266,33 @@ def test_rbac_passes_its_options_through() -> None:
     )
 
 
+def test_rbac_limits_the_lease_rules_to_the_lease_name_it_is_given() -> None:
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    result = invoke(["rbac", "main.py", "--leader-elect", "--lease-name", "okt-memcached"], group)
+    assert result.exit_code == 0, result.output
+    (role,) = [document for document in yaml.safe_load_all(result.stdout) if document["kind"] == "Role"]
+    leases = [rule for rule in role["rules"] if rule["resources"] == ["leases"]]
+    assert [(rule.get("resourceNames"), rule["verbs"]) for rule in leases] == [
+        (None, ["create"]),
+        (["okt-memcached"], ["get", "update"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--lease-name", "okt-memcached"], "--lease-name names the Lease of leader election: give --leader-elect"),
+        (["--leader-elect", "--lease-name", "Okt_Memcached"], "invalid lease name 'Okt_Memcached'"),
+    ],
+)
+def test_rbac_refuses_a_lease_name_it_cannot_use_in_one_line(arguments: list[str], message: str) -> None:
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    result = invoke(["rbac", "main.py", *arguments], group)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
 def test_the_library_call_writes_by_default_what_okt_gen_rbac_writes_by_default() -> None:
     """From Python, the review rules of /metrics were left out unless asked for: an operator deployed with that RBAC
     answered every scrape 503."""

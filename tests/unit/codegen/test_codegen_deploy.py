@@ -495,7 +495,24 @@ def test_okt_gen_deploy_of_an_operator_serving_some_namespaces_and_labels_scopes
             "name": "gizmo-operator",
         }
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gizmo-operator", "namespace": "elsewhere"}]
-    assert ("Role", "elsewhere", "gizmo-operator-leader-election") in documents
+    # The Lease okt run is told to lead on is the only one it may read or update (any it may create: RBAC cannot
+    # limit a create by name).
+    role = documents[("Role", "elsewhere", "gizmo-operator-leader-election")]
+    assert [(rule.get("resourceNames"), rule["verbs"]) for rule in role["rules"]] == [
+        (None, ["create"]),
+        (["gizmo-operator"], ["get", "update"]),
+    ]
+
+
+def test_okt_gen_deploy_of_an_operator_serving_everything_grants_every_lease_of_its_namespace() -> None:
+    """Its okt run names no Lease: it derives the name from the reconcilers the image's file loads, which the
+    generator cannot know for sure, so the rule stays the namespace's Leases."""
+    (container,) = OPERATOR.deployment("gizmo:1")["spec"]["template"]["spec"]["containers"]
+    assert not any(arg.startswith("--lease-name") for arg in container["args"])
+    (role,) = [doc for doc in OPERATOR.rbac() if doc["kind"] == "Role"]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}
+    ]
 
 
 def test_okt_gen_bundle_of_an_operator_serving_some_labels_runs_and_calls_its_webhooks_for_those(

@@ -111,6 +111,63 @@ def test_cluster_wide_operator_gets_a_cluster_role_and_a_namespaced_lease_role()
     assert documents[4]["roleRef"]["name"] == "memcached-operator-leader-election"
 
 
+LEASE_CREATE = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]}
+LEASE_NAMED = {
+    "apiGroups": ["coordination.k8s.io"],
+    "resources": ["leases"],
+    "resourceNames": ["okt-memcached"],
+    "verbs": ["get", "update"],
+}
+
+
+def memcached_primaries_rbac(**overrides: Any) -> list[dict[str, Any]]:
+    arguments: dict[str, Any] = {
+        "primaries": [rbac.PrimaryKind("cache.example.com", "memcacheds")],
+        "owned": [("apps", "deployments")],
+        "namespace": "operators",
+        "cluster_wide": False,
+        "leader_elect": True,
+        "service_account": "memcached-operator",
+        "lease_name": "okt-memcached",
+    }
+    arguments.update(overrides)
+    return rbac.rbac_for_primaries(**arguments)
+
+
+@pytest.mark.parametrize("cluster_wide", [False, True])
+def test_a_known_lease_name_limits_get_and_update_to_that_lease(cluster_wide: bool) -> None:
+    """Granted on every Lease of the namespace, the operator could read and take over the Lease of any other
+    controller there (another operator's, the scheduler's in kube-system). A create cannot be limited by name."""
+    rules = rules_of(memcached_primaries_rbac(cluster_wide=cluster_wide), "Role")
+    leases = [rule for rule in rules if rule["resources"] == ["leases"]]
+    assert leases == [LEASE_CREATE, LEASE_NAMED]
+    assert LEASES not in rules
+
+
+def test_a_known_lease_name_is_not_merged_with_other_rules_of_its_group() -> None:
+    """A lease permission the reconciler declares itself stays a rule of its own, the named one too."""
+    documents = memcached_primaries_rbac(declared=[("coordination.k8s.io", "leases", ("list",))])
+    leases = [rule for rule in rules_of(documents, "Role") if rule["resources"] == ["leases"]]
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]} in leases
+    assert LEASE_NAMED in leases and LEASE_CREATE in leases
+    assert not any("resourceNames" not in rule and "update" in rule["verbs"] for rule in leases)
+
+
+def test_without_a_lease_name_every_lease_of_the_namespace_is_granted_as_before() -> None:
+    assert LEASES in rules_of(memcached_primaries_rbac(lease_name=None), "Role")
+
+
+def test_a_lease_name_without_leader_election_grants_no_lease() -> None:
+    rules = rules_of(memcached_primaries_rbac(leader_elect=False), "Role")
+    assert not any(rule["resources"] == ["leases"] for rule in rules)
+
+
+@pytest.mark.parametrize("name", ["", "Okt_Memcached", "-okt", "x" * 254])
+def test_a_lease_name_no_lease_can_have_is_refused(name: str) -> None:
+    with pytest.raises(errors.CodegenError, match=r"^invalid lease name .*: expected a DNS name"):
+        memcached_primaries_rbac(lease_name=name)
+
+
 @pytest.mark.parametrize("cluster_wide", [True, False])
 @pytest.mark.parametrize("leader_elect", [True, False])
 def test_no_wildcard_anywhere(cluster_wide: bool, leader_elect: bool) -> None:

@@ -513,18 +513,20 @@ class Controller:
         for key in self.cache.keys(self.kind):
             self.queue.add(key, low=True)  # a key queued live above stays in the live lane
 
-    def shutdown(self, grace: float = 30.0) -> list[str]:
+    def shutdown(self, grace: float | daemons_mod.Left = 30.0) -> list[str]:
         """Stop taking keys and wait up to ``grace`` seconds for in-flight reconciles and for the daemons, asked to
         stop; returns what still runs then (empty: they all finished): the reconciles counted, each daemon by name
-        (``namespace/name: daemon``)."""
+        (``namespace/name: daemon``). ``grace`` may say, asked again as the wait goes, how long it has left (the
+        manager's, cut short when the lease is lost meanwhile)."""
         if self._to_map is not None:
             self._to_map.close()
         self.queue.shutdown()
         self.daemons.halt()
-        deadline = time.monotonic() + grace
+        began = time.monotonic()
+        remaining = grace if callable(grace) else daemons_mod.fixed(grace)
         for thread in self._threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
-        self.daemons.join(max(deadline - time.monotonic(), 0.0))
+            daemons_mod.join(thread, remaining)
+        self.daemons.join(remaining)
         unfinished = sum(thread.is_alive() for thread in self._threads)
         left = [
             f"{namespace}/{name}: {daemon}" if namespace else f"{name}: {daemon}"
@@ -533,7 +535,10 @@ class Controller:
         if unfinished:
             on = self.working_on()
             self._log.warning(
-                "reconciles still running after the grace period", running=unfinished, on=on, grace=round(grace, 2)
+                "reconciles still running after the grace period",
+                running=unfinished,
+                on=on,
+                grace=round(time.monotonic() - began, 2),
             )
             left.insert(0, f"{unfinished} reconcile{'s' if unfinished > 1 else ''} of {self.name} ({on})")
         return left

@@ -58,6 +58,29 @@ from okt.runtime import informer as informer_mod
 _SlotKey = tuple[str, str]
 """``(uid, daemon name)``."""
 
+Left = Callable[[], float]
+"""Seconds a wait has left, asked again while it waits: a shutdown's wait may be cut short as it goes (the lease
+lost meanwhile)."""
+JOIN_SLICE = 0.1
+"""Seconds a wait of a :data:`Left` joins a thread at a time before it asks again how long it may still wait."""
+
+
+def join(thread: threading.Thread, left: Left) -> bool:
+    """Wait for ``thread`` to end for as long as ``left`` says, asked again at least every :data:`JOIN_SLICE`
+    seconds; returns whether it ended."""
+    while thread.is_alive():
+        wait = left()
+        if wait <= 0:
+            break
+        thread.join(min(wait, JOIN_SLICE))
+    return not thread.is_alive()
+
+
+def fixed(timeout: float) -> Left:
+    """The :data:`Left` of a wait of ``timeout`` seconds from now."""
+    deadline = time.monotonic() + timeout
+    return lambda: deadline - time.monotonic()
+
 
 @dataclasses.dataclass
 class _Slot:
@@ -194,13 +217,14 @@ class Supervisor:
             self._log.info("the API server serves the kind again: its daemons start again", daemons=started)
         return True
 
-    def join(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for every daemon thread to return; True if they all did.
+    def join(self, timeout: float | Left) -> bool:
+        """Wait up to ``timeout`` seconds (a :data:`Left`: for as long as it says) for every daemon thread to return;
+        True if they all did.
 
         The daemons still running then are logged by name (``namespace/name: daemon``): a shutdown leaves them
         behind, and its grace period may end before their own ``stop_timeout`` warning.
         """
-        deadline = time.monotonic() + timeout
+        left = timeout if callable(timeout) else fixed(timeout)
         with self._lock:
             threads = [
                 (slot.thread, f"{slot.namespace}/{slot.name}" if slot.namespace else slot.name, key[1])
@@ -208,7 +232,7 @@ class Supervisor:
                 if slot.thread is not None
             ]
         for thread, _, _ in threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
+            join(thread, left)
         stuck = sorted(f"{name}: {daemon_name}" for thread, name, daemon_name in threads if thread.is_alive())
         if stuck:
             self._log.warning("daemons still running after their stop was asked", running=len(stuck), daemons=stuck)

@@ -35,8 +35,9 @@ Guarantees:
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
   shutdown was under way, it is said all the same), its reconciles and daemons waited for no longer than half the
-  time left before another replica may take the lease (:meth:`LeaderElector.others_wait`), so that the caller's exit
-  ends what still runs before the next leader starts its own daemons;
+  time left, at the loss, before another replica may take the lease (:meth:`LeaderElector.others_wait`), so that the
+  caller's exit ends what still runs before the next leader starts its own daemons — a graceful shutdown's wait too
+  (the lease is renewed while it waits), cut short from the moment the lease is lost;
 * ``/healthz`` is ``200`` from :meth:`start` until shutdown begins, while the webhook server (if any) serves (not
   while each connection it can serve at once is held by a review past its request timeout, its hook still running),
   every worker started still runs, and no controller has had every worker on one reconcile for more than
@@ -199,6 +200,9 @@ class Manager:
 
     _start_up_waits: str | None = None
     """What the start waits for while a start-up hook's retry waits: ``/readyz``'s reason meanwhile."""
+    _lost_by: float | None = None
+    """When (``time.monotonic()``) a shutdown stops waiting for reconciles and daemons once the lease was lost:
+    half-way to the moment another replica may take it, from the loss (see :meth:`_grace_left`)."""
 
     def __init__(
         self,
@@ -637,8 +641,15 @@ class Manager:
         # Called for a release too (by the shutdown, which began it): only a loss is one.
         if self.elector is None or not self.elector.lost:
             return
+        others_wait = self.elector.others_wait()
+        self._lost_by = time.monotonic() + others_wait / 2
         self._lost = True  # during a shutdown too: the caller exits non-zero all the same
         if self._stopping.is_set():
+            # A SIGTERM's shutdown waiting for its reconciles and daemons: its wait is cut as a lost lease's is.
+            _log.error(
+                "leadership lost during the shutdown: reconciles and daemons still running end with the process",
+                waiting_at_most=round(others_wait / 2, 3),
+            )
             return
         _log.error("leadership lost, stopping")
         self.stop()
@@ -652,7 +663,7 @@ class Manager:
                 # controller's daemons running (after a lost lease, beside the new leader's).
                 controller.daemons.halt()
             for controller in self.controllers:
-                self._left_running.extend(controller.shutdown(self._grace_left(started)))
+                self._left_running.extend(controller.shutdown(lambda: self._grace_left(started)))
             if self._started_up:
                 self._clean_up()
             if self.trimmer is not None:
@@ -677,13 +688,16 @@ class Manager:
                 self._stopped.set()
 
     def _grace_left(self, started: float) -> float:
-        """Seconds the shutdown begun at ``started`` still waits for reconciles and daemons: what is left of the grace
-        period, and after a lost lease no more than half the time before another replica may take it (the other half
-        for this process to end): a daemon still running then ends with the process rather than run beside the one
-        the next leader starts for its object."""
-        left = max(self.grace_period - (time.monotonic() - started), 0.0)
-        if self._lost and self.elector is not None:
-            left = min(left, self.elector.others_wait() / 2)
+        """Seconds the shutdown begun at ``started`` still waits for reconciles and daemons, asked again as it waits:
+        what is left of the grace period, and once the lease is lost — before the shutdown or while it waits — no
+        more than half the time that was left, at the loss, before another replica may take it (the other half for
+        this process to end; none when another holder took it): a daemon still running then ends with the process
+        rather than run beside the one the next leader starts for its object."""
+        now = time.monotonic()
+        left = max(self.grace_period - (now - started), 0.0)
+        lost_by = self._lost_by
+        if lost_by is not None:
+            left = min(left, max(lost_by - now, 0.0))
         return left
 
     def _clean_up(self) -> None:

@@ -1,9 +1,12 @@
 """``okt run --leader-elect`` handing its daemons over: a leader stopped by SIGTERM lets its daemons return before it
-releases the lease, and one that could not renew its lease ends them with the process before another replica may take
-it; either way they never run beside the daemons the next leader starts."""
+releases the lease, and one that could not renew its lease — before or while a SIGTERM's shutdown waits for them —
+ends them with the process before another replica may take it; either way they never run beside the daemons the next
+leader starts. One still running after the grace period is not handed over by a release: the lease runs out after the
+process ended."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import signal
 from collections.abc import Callable
@@ -40,7 +43,7 @@ class Maps(okt.Reconciler):
         say("started")
         ctx.stop.wait()
         say("asked to stop")
-        time.sleep(12)  # what it does before it returns: more than the lease leaves a deposed leader
+        time.sleep({linger})  # what it does before it returns: more than the lease leaves a deposed leader
         say("returned")
 """
 
@@ -65,21 +68,22 @@ class Journal:
 
 
 def setup(
-    kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+    kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path, linger: float = 12
 ) -> tuple[Journal, Callable[..., OperatorProcess]]:
+    """The journal and a maker of replicas whose daemon takes ``linger`` seconds to return once asked to stop."""
     journal = Journal(tmp_path / "journal.txt")
     operator = tmp_path / "handover_operator.py"
-    operator.write_text(OPERATOR.format(journal=str(journal.path)))
+    operator.write_text(OPERATOR.format(journal=str(journal.path), linger=linger))
     kube.create(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": namespace}}, kinds.CONFIG_MAP
     )
 
-    def replica(name: str, kubeconfig: str | pathlib.Path) -> OperatorProcess:
+    def replica(name: str, kubeconfig: str | pathlib.Path, *args: str) -> OperatorProcess:
         return OperatorProcess.okt_run(
             operator,
             kubeconfig=kubeconfig,
             namespaces=[namespace],
-            args=["--leader-elect", "--lease-namespace", namespace],
+            args=["--leader-elect", "--lease-namespace", namespace, *args],
             log_path=tmp_path / f"{name}.log",
         )
 
@@ -124,3 +128,29 @@ def test_a_deposed_leader_ends_its_daemons_before_another_replica_may_start_them
     assert status == 1
     assert journal.lines()[:2] == [(str(deposed.pid), what) for what in ("started", "asked to stop")]
     assert [line for line in journal.after(following, "started") if line[0] == str(deposed.pid)] == []
+
+
+def test_a_leader_that_loses_its_lease_while_sigterm_waits_for_its_daemons_ends_them_before_another_may_start_them(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """Stopped by SIGTERM, the leader waits for its daemon (25 s returning, within the 30 s grace period); its renewals
+    go unanswered meanwhile: deposed at its renew deadline, it waits no longer than the lost-lease path does and exits
+    with its status. It waited its whole grace period, and its daemon returned after the next leader's had started."""
+    journal, replica = setup(kube, namespace, tmp_path, linger=25)
+    proxy = shared.LeaseHangingProxy(control_plane.url, str(control_plane.ca_file))
+    with proxy:
+        through = proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied")
+        with replica("stopping", through) as stopping:
+            wait_for(lambda: journal.said(stopping, "started"), timeout=60, message="the leader's daemon")
+            with replica("next", control_plane.kubeconfig) as following:
+                os.kill(stopping.pid, signal.SIGTERM)
+                wait_for(lambda: journal.said(stopping, "asked to stop"), timeout=30, message="the shutdown")
+                proxy.hang.set()  # the shutdown waits for the daemon, and the leader's renewals go unanswered
+                wait_for(lambda: journal.said(following, "started"), timeout=60, message="the next leader's daemon")
+                wait_for(lambda: not stopping.alive, timeout=60, message="the stopping leader to exit")
+                status = stopping.returncode
+            proxy.done.set()
+
+    assert status == 1
+    assert journal.lines()[:2] == [(str(stopping.pid), what) for what in ("started", "asked to stop")]
+    assert [line for line in journal.after(following, "started") if line[0] == str(stopping.pid)] == []

@@ -191,6 +191,26 @@ def test_a_shutdown_that_leaves_a_daemon_running_names_it() -> None:
     assert sup.join(5)
 
 
+def test_a_shutdown_whose_wait_is_cut_short_while_it_waits_stops_waiting_and_names_the_daemon_left() -> None:
+    """A wait that says how long it has left, asked again as it goes, ends once it says none (the lease lost while a
+    shutdown of 60 s waited), not when its first answer would have."""
+    reconciler, store = Deaf(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    assert reconciler.started.wait(5)
+    answers = iter([60.0, 60.0])
+    try:
+        with structlog.testing.capture_logs() as logged:
+            sup.halt()
+            assert not sup.join(lambda: next(answers, 0.0))
+        [entry] = [entry for entry in logged if entry["event"] == "daemons still running after their stop was asked"]
+        assert entry["daemons"] == ["ns/a: deaf"]
+        assert next(answers, None) is None  # asked again while it waited
+    finally:
+        reconciler.let_go.set()
+    assert sup.join(5)
+
+
 class Tagging(okt.Reconciler):
     """A daemon that puts its object's name in ``ctx.params`` after remembering what it found there first."""
 

@@ -109,6 +109,12 @@ def is_label_key(key: str) -> bool:
     return bool(_KEY.match(key)) and len(key) <= 317
 
 
+def is_label_value(value: str) -> bool:
+    """Whether the API server takes ``value`` as a label's value: empty, or up to 63 letters, digits, ``-``, ``_`` and
+    ``.``, a letter or digit at each end."""
+    return bool(_VALUE.match(value))
+
+
 _NO_KEY = re.compile(r"[\s()=!<>]")
 """What no label key holds and every other form of term does: a term with it that no form read is no term at all."""
 _FORMS = "write k=v, k!=v, k in (a, b), k notin (a, b), k, !k, k>n or k<n"

@@ -39,6 +39,7 @@ import structlog
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import findings as findings_mod
+from okt.reconciler import handler_filters
 from okt.status import conditions as cond
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +56,8 @@ class Options:
         max_backoff: the cap of that doubling; a run that lasted this long or longer before it raised is not
             consecutive to the failures before it (the next pause is ``backoff`` again).
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
+        filter: which objects the daemon runs for (None: every object the reconciler watches); an object that stops
+            passing it has its daemon stopped, as when the object goes away, and started again once it passes again.
 
     Raises:
         ValueError: a value is not a finite number of seconds (a bool is not one), ``backoff`` is not > 0,
@@ -64,6 +67,7 @@ class Options:
     backoff: float = 1.0
     max_backoff: float = 60.0
     stop_timeout: float = 10.0
+    filter: handler_filters.Filter | None = None
 
     def __post_init__(self) -> None:
         # Numbers, each of them (a string failed inside math.isfinite, naming no option; True was one second), and
@@ -93,7 +97,15 @@ def daemon(fn: F, /) -> F: ...
 
 
 @overload
-def daemon(*, backoff: float = 1.0, max_backoff: float = 60.0, stop_timeout: float = 10.0) -> Callable[[F], F]: ...
+def daemon(
+    *,
+    backoff: float = 1.0,
+    max_backoff: float = 60.0,
+    stop_timeout: float = 10.0,
+    labels: Mapping[str, str | None] | None = None,
+    annotations: Mapping[str, str | None] | None = None,
+    when: handler_filters.When | None = None,
+) -> Callable[[F], F]: ...
 
 
 def daemon(
@@ -103,21 +115,34 @@ def daemon(
     backoff: float = 1.0,
     max_backoff: float = 60.0,
     stop_timeout: float = 10.0,
+    labels: Mapping[str, str | None] | None = None,
+    annotations: Mapping[str, str | None] | None = None,
+    when: handler_filters.When | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a reconciler method ``name(self, ctx)`` as a daemon: one thread per object, stopped with its object.
 
     Used bare (``@okt.daemon``) or with options (``@okt.daemon(backoff=5)``, see :class:`Options`).
 
+    ``labels``, ``annotations`` and ``when`` (Kopf's filters of a daemon) run it only for the objects that pass them:
+    ``@okt.daemon(labels={"tier": "cache"}, when=lambda obj: ...)`` (key -> value, or key -> None: any value; see
+    :mod:`okt.reconciler.handler_filters`). They are looked at at each event of the object: one that stops passing has
+    its daemon asked to stop (its ``ctx.stop`` set, what it handed over dropped, as when its object goes away), and
+    one that passes again gets a new daemon once the old one returned. A ``when`` that raises counts as false, its
+    error logged once per object while it keeps raising.
+
     Raises:
-        TypeError: given something else than a method (an option given positionally).
+        TypeError: given something else than a method (an option given positionally); ``labels`` or ``annotations``
+            is not a mapping of keys to a ``str`` or None (a label's value one the API server takes), or ``when`` is
+            not a callable.
         ValueError: an option is refused (see :class:`Options`).
     """
     if fn is not None and not callable(fn):
         raise TypeError(
             f"@okt.daemon decorates a method; its options are keywords: @okt.daemon(backoff=..., max_backoff=..., "
-            f"stop_timeout=...), got {fn!r}"
+            f"stop_timeout=..., labels=..., annotations=..., when=...), got {fn!r}"
         )
-    options = Options(backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout)
+    filter_ = handler_filters.declare("@okt.daemon", labels, annotations, when)
+    options = Options(backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout, filter=filter_)
 
     def mark(method: F) -> F:
         setattr(method, _MARK, options)
@@ -144,8 +169,9 @@ class DaemonContext:
     """What a daemon receives: its object, its stop event, and the means to talk to the cluster.
 
     Attributes:
-        stop: set when the daemon must return — its object is deleted (or being deleted), filtered out, or the
-            operator shuts down or loses its lease. ``ctx.stop.wait(seconds)`` is the daemon's sleep.
+        stop: set when the daemon must return — its object is deleted (or being deleted), filtered out (by the
+            reconciler's filters or the daemon's own), or the operator shuts down or loses its lease.
+            ``ctx.stop.wait(seconds)`` is the daemon's sleep.
         kind: the primary kind.
         namespace: the object's namespace (None for a cluster-scoped kind).
         name: the object's name.

@@ -48,6 +48,10 @@ that took, a missed slot skipped. A failed call's backoff and a ``requeue_after`
 after them is off it; the next one back on it) and over the interval; an idle wait holds a backoff's call back further
 when it ends later.
 
+Filters (Kopf's ``labels=``, ``annotations=``, ``when=`` of a timer): ``@okt.every(..., labels={"tier": "cache"})``
+calls the timer only for the objects that pass them (see :mod:`okt.reconciler.handler_filters`), looked at in each
+reconcile that reaches the timers; the reconciler's own filters choose the objects reconciled at all.
+
 Caveat: the clock is the process's — after a restart or a failover every timer is due at once (but for its
 ``initial_delay``); the ticks missed meanwhile (the operator down, a standby, the object in error) make one call, not
 one each.
@@ -74,6 +78,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import objects
 from okt.reconciler import context as context_mod
+from okt.reconciler import handler_filters
 from okt.resources import registry as registry_mod
 from okt.status import events
 
@@ -120,6 +125,7 @@ class Options:
         initial_delay: seconds from the first successful reconcile of an object in this process to its first call.
         idle: seconds the object must have gone unchanged before each call (0: no such wait).
         sharp: the calls keep to a grid of the interval from the first call, whatever each takes.
+        filter: which objects the timer is called for (None: every object the reconciler reconciles).
     """
 
     interval: float
@@ -127,6 +133,7 @@ class Options:
     initial_delay: float = 0.0
     idle: float = 0.0
     sharp: bool = False
+    filter: handler_filters.Filter | None = None
 
 
 def every(
@@ -140,6 +147,9 @@ def every(
     initial_delay: float | None = None,
     idle: float | None = None,
     sharp: bool = False,
+    labels: Mapping[str, str | None] | None = None,
+    annotations: Mapping[str, str | None] | None = None,
+    when: handler_filters.When | None = None,
 ) -> Callable[[F], F]:
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
@@ -159,6 +169,16 @@ def every(
         sharp: keep the calls on a grid of the interval from the first call (due at the first call + n intervals),
             however long each takes, a slot missed (a call longer than the interval, a reconcile late) skipped rather
             than made up; by default the interval runs from the end of one call to the start of the next.
+        labels: labels an object must carry for the timer to be called for it: key -> value, or key -> None (any
+            value); see :mod:`okt.reconciler.handler_filters`.
+        annotations: annotations it must carry, likewise.
+        when: ``when(obj)``, called at each reconcile the timer is looked at in once the labels and annotations
+            matched: the timer is called for the object only when it returns something true. One that raises counts
+            as false, its error logged once per object while it keeps raising. While its object does not pass, the
+            timer is not called, and is looked at again at the object's next reconcile, an interval later at the
+            latest (a ``when`` may read what changes without reconciling the object: its status); its schedule goes
+            on meanwhile: once the object passes again, the timer is called as soon as it is due, at once if it came
+            due meanwhile.
 
     Raises:
         TypeError: ``@okt.every`` used bare, without its interval.
@@ -166,6 +186,8 @@ def every(
             three) is not a finite number of seconds > 0, the timeout is not None or a finite number of seconds
             > 0, ``initial_delay`` or ``idle`` is not None or a finite number of seconds >= 0, or ``sharp`` is not
             True or False.
+        TypeError: ``labels`` or ``annotations`` is not a mapping of keys to a ``str`` or None (a label's value one
+            the API server takes), or ``when`` is not a callable.
     """
     if bare is not None:
         raise TypeError(f"@okt.every needs its interval: @okt.every(seconds=..., minutes=..., hours=...), got {bare!r}")
@@ -188,7 +210,10 @@ def every(
         waits[option] = 0.0 if wait is None else float(wait)
     if not isinstance(sharp, bool):  # sharp="no" is true
         raise ValueError(f"a timer's sharp is True or False, got {sharp!r}")
-    options = Options(float(interval), None if timeout is None else float(timeout), sharp=sharp, **waits)
+    filter_ = handler_filters.declare("@okt.every", labels, annotations, when)
+    options = Options(
+        float(interval), None if timeout is None else float(timeout), sharp=sharp, filter=filter_, **waits
+    )
 
     def mark(fn: F) -> F:
         setattr(fn, _MARK, options)
@@ -252,6 +277,8 @@ class Clock:
         self._overdue: dict[tuple[str, str], float] = {}
         self._failures: dict[tuple[str, str], int] = {}
         self._on_failure: Callable[[str], None] | None = None
+        self.filter_errors = handler_filters.Raised()
+        """The objects whose timers' ``when`` raised, each said once while it keeps raising."""
 
     def now(self) -> float:
         return self._now()
@@ -385,12 +412,14 @@ class Clock:
     def forget(self, uid: str, names: Iterable[str]) -> None:
         """Drop the entries of the object ``uid`` for the timers ``names`` (its reconciler's: one lookup each, never a
         scan of every object's entries, which a mass deletion would repeat for each object)."""
+        names = tuple(names)
         with self._lock:
             for name in names:
                 self._next.pop((uid, name), None)
                 self._grid.pop((uid, name), None)
                 self._failures.pop((uid, name), None)
             self._changes.pop(uid, None)
+        self.filter_errors.forget(uid, names)
 
 
 def fingerprint(cr: objects.CustomResource, names: names_mod.Names) -> str:
@@ -439,6 +468,12 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
             # interval (the schedule's own "due" may be past already: no requeue at once, again and again).
             ctx.log.warning("timer skipped: its earlier call is still running", timer=name, seconds=round(running, 3))
             remaining = interval
+        elif options.filter is not None and not clock.filter_errors.passes(
+            options.filter, ctx.cr.raw, uid, name, ctx.log, "timer"
+        ):
+            # Not called while its object does not pass; looked at again at its next reconcile, an interval later at
+            # the latest (a when() may read what reconciles nothing), its schedule kept: due as soon as it passes.
+            remaining = max(clock.due(uid, name), interval)
         else:
             clock.start(uid, name, options.initial_delay)
             if changed is not None and options.idle:

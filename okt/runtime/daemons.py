@@ -10,15 +10,18 @@ Guarantees:
   which the controller does with its workers: once the caches are synced and, with leader election, once this
   replica leads (**never on a standby**);
 * it is **asked to stop** (its ``ctx.stop`` is set) when its object is deleted, gets a deletionTimestamp, or stops
-  passing the reconciler's filters (``when``, ``annotation_selector``: the cache announces those as deletions), and
-  when the supervisor stops (shutdown, lost lease);
+  passing the reconciler's filters (``when``, ``annotation_selector``: the cache announces those as deletions) or
+  the daemon's own (``@okt.daemon(labels=..., annotations=..., when=...)``, looked at at each event: one whose
+  ``when`` raises does not pass, said once per object while it keeps raising), and when the supervisor stops
+  (shutdown, lost lease);
 * **a kind the API server stops serving** (its CRD deleted, its version set to ``served: false``: see
   :attr:`okt.runtime.informer.Informer.served`) stops the work of the kind: :meth:`Supervisor.suspend` asks every
   daemon to stop, as a shutdown does (what they handed over is dropped, and each runs what follows its loop), and
   none starts while it lasts; :meth:`Supervisor.resume`, once the API server lists the kind again, starts one for
   every object the cache then holds, as at the start (one that had returned on its own stays done);
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
-  (filtered out and in again) gets a new daemon only once the old thread returned;
+  (filtered out and in again, by the reconciler's filters or the daemon's own) gets a new daemon only once the old
+  thread returned;
 * a daemon that **raises** (``sys.exit()`` included: it would end only the daemon's thread) is logged and started
   again after a backoff (``Options.backoff``, doubled per consecutive failure up to ``max_backoff``; a run that
   lasted ``max_backoff`` or longer before it raised starts the count over; an ``okt.TemporaryError`` raised with a
@@ -52,6 +55,7 @@ from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
 from okt.reconciler import daemons as declaration
+from okt.reconciler import handler_filters
 from okt.reconciler import reconciler as reconciler_mod
 from okt.runtime import informer as informer_mod
 
@@ -135,6 +139,7 @@ class Supervisor:
         self._suspended = False  # the API server does not serve the kind: no daemon runs (see suspend())
         self._watchdog: threading.Thread | None = None
         self._stops_asked = threading.Event()
+        self._filter_errors = handler_filters.Raised()
         self._log: structlog.typing.FilteringBoundLogger = structlog.get_logger("okt.daemons").bind(
             controller=controller
         )
@@ -281,12 +286,15 @@ class Supervisor:
         wanted = event_type != informer_mod.DELETED and not meta.get("deletionTimestamp")
         namespace = (meta.get("namespace") or None) if self.kind.namespaced else None
         name = str(meta.get("name") or "")
-        for daemon_name in self.declared:
+        if not wanted:
+            self._filter_errors.forget(uid, self.declared)
+        for daemon_name, options in self.declared.items():
             key = (uid, daemon_name)
             slot = self._slots.get(key)
             if wanted and self._suspended:
                 continue  # the kind not served: asked to stop already, and started by resume()
-            if wanted and self._active:
+            passes = wanted and self._active and self._passes(options, obj, uid, daemon_name, namespace, name)
+            if passes:
                 if slot is None:
                     self._launch(key, _Slot(namespace, name))
                 elif slot.stop.is_set() and slot.thread is not None:
@@ -296,10 +304,32 @@ class Supervisor:
                 # still hands over is dropped).
                 self.findings.close(uid, daemon_name)
                 if slot is not None:
+                    if wanted and self._active and slot.thread is not None and not slot.stop.is_set():
+                        self._log.info(
+                            "the object no longer passes the daemon's filter: it is asked to stop",
+                            daemon=daemon_name,
+                            namespace=namespace,
+                            name=name,
+                        )
                     slot.again = False
                     self._ask_stop(slot)
                     if slot.thread is None:
                         del self._slots[key]  # finished on its own: nothing to wait for
+
+    def _passes(
+        self,
+        options: declaration.Options,
+        obj: Mapping[str, Any],
+        uid: str,
+        daemon: str,
+        namespace: str | None,
+        name: str,
+    ) -> bool:
+        """Whether the object passes the daemon's own filter (one that has none: True)."""
+        if options.filter is None:
+            return True
+        log = self._log.bind(namespace=namespace, name=name)
+        return self._filter_errors.passes(options.filter, obj, uid, daemon, log, "daemon")
 
     def _ask_stop(self, slot: _Slot) -> None:
         """Set the slot's stop event; a running daemon is watched from then on (see :meth:`_watch_stops`)."""

@@ -81,7 +81,7 @@ def managers(
 ) -> Iterator[Callable[..., manager_mod.Manager]]:
     made: list[manager_mod.Manager] = []
 
-    def make(**kwargs: Any) -> manager_mod.Manager:
+    def make(reconcilers: list[type[okt.Reconciler]] | None = None, **kwargs: Any) -> manager_mod.Manager:
         options: dict[str, Any] = {
             "namespaces": [namespace],
             "metrics_bind": "0",
@@ -93,7 +93,7 @@ def managers(
             "reconcile": shared.FakeReconcile(),
             **kwargs,
         }
-        manager = manager_mod.Manager(kube, [watching], **options)
+        manager = manager_mod.Manager(kube, reconcilers or [watching], **options)
         made.append(manager)
         return manager
 
@@ -142,6 +142,53 @@ def test_one_daemon_runs_per_object_and_stops_when_its_object_is_deleted_or_filt
     assert journal.starts["skipped"] == 0
     assert max(journal.most_at_once.values()) == 1
     assert journal.stops["before"] == 0
+
+
+class Caching(shared.GadgetReconciler):
+    """Every Gadget is reconciled; those labelled ``tier=cache`` have a ``monitor`` daemon."""
+
+    journal: ClassVar[Journal] = Journal()
+
+    @okt.daemon(labels={"tier": "cache"})
+    def monitor(self, ctx: okt.DaemonContext) -> None:
+        self.journal.enter(ctx.name, ctx.attempt)
+        try:
+            ctx.stop.wait(120)
+        finally:
+            self.journal.leave(ctx.name, ctx.stop.is_set())
+
+
+def test_a_label_change_stops_a_daemon_filtered_by_its_labels_and_another_starts_it_again_the_object_reconciled(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+) -> None:
+    journal = Caching.journal = Journal()
+    reconcile = shared.FakeReconcile()
+    manager = managers(reconcilers=[Caching], reconcile=reconcile)
+    manager.start()
+    make_gadget("cache")
+    kube.patch(gadget_kind, "cache", {"metadata": {"labels": {"tier": "cache"}}}, namespace)
+    make_gadget("web")
+    kube.patch(gadget_kind, "web", {"metadata": {"labels": {"tier": "web"}}}, namespace)
+    wait_for(lambda: journal.running["cache"] == 1, timeout=20, message="the daemon of the Gadget labelled tier=cache")
+    wait_for(lambda: reconcile.count("web") >= 1, timeout=10, message="the other Gadget reconciled")
+
+    reconciles = reconcile.count("cache")
+    kube.patch(gadget_kind, "cache", {"metadata": {"labels": {"tier": "web"}}}, namespace)
+    wait_for(lambda: journal.stops["cache"] == 1, timeout=10, message="the daemon to stop once its label changed")
+    wait_for(lambda: reconcile.count("cache") > reconciles, timeout=10, message="the object still reconciled")
+    assert manager.controllers[0].daemons.running() == []
+
+    kube.patch(gadget_kind, "cache", {"metadata": {"labels": {"tier": "cache"}}}, namespace)
+    wait_for(lambda: journal.running["cache"] == 1 and journal.starts["cache"] == 2, timeout=10)
+    wait_for(lambda: manager.controllers[0].daemons.running() == [(namespace, "cache", "monitor")])
+
+    assert journal.starts["web"] == 0
+    assert journal.most_at_once["cache"] == 1
+    assert journal.attempts == [1, 1]  # a new lifetime, not a restart after a failure
 
 
 def test_the_shutdown_stops_every_daemon(

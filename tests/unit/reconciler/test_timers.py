@@ -901,3 +901,67 @@ def test_an_objects_change_record_goes_with_its_timers() -> None:
 
     assert clock.seen("u1", "a") == 1010
     assert len(clock) == 0
+
+
+class Caching(okt.Reconciler):
+    """A backup every minute of the Things labelled ``tier=cache`` whose spec has a size; a probe of every Thing."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.backups = 0
+        self.probes = 0
+
+    @okt.every(minutes=1, labels={"tier": "cache"}, when=lambda obj: obj["spec"]["size"] > 0)
+    def backup(self, ctx: okt.Context) -> None:
+        self.backups += 1
+
+    @okt.every(minutes=1)
+    def probe(self, ctx: okt.Context) -> None:
+        self.probes += 1
+
+
+def test_a_filtered_timer_is_not_called_while_its_object_does_not_pass_and_is_called_once_it_passes() -> None:
+    time = FakeTime()
+    reconciler, clock = Caching(), timers.Clock(time)
+    web = context_of(reconciler, thing(labels={"tier": "web"}))
+
+    timers.run_due(reconciler, web, clock)
+
+    assert (reconciler.backups, reconciler.probes) == (0, 1)  # the other timer runs for every object
+    # Looked at again an interval later at the latest (a when() may read what reconciles nothing).
+    assert web.results.min_delay == pytest.approx(60)
+
+    time.now += 5  # relabelled: the change reconciles it
+    timers.run_due(reconciler, context_of(reconciler, thing(labels={"tier": "cache"})), clock)
+    assert (reconciler.backups, reconciler.probes) == (1, 1)
+
+    time.now += 60
+    relabelled = context_of(reconciler, thing(labels={"tier": "web"}))
+    timers.run_due(reconciler, relabelled, clock)
+    assert (reconciler.backups, reconciler.probes) == (1, 2)
+    time.now += 30  # back in the filter, its call came due meanwhile: called at once
+    timers.run_due(reconciler, context_of(reconciler, thing(labels={"tier": "cache"})), clock)
+    assert (reconciler.backups, reconciler.probes) == (2, 2)
+
+
+def test_a_timers_when_that_raises_is_logged_once_per_object_and_its_object_does_not_pass() -> None:
+    time = FakeTime()
+    reconciler, clock = Caching(), timers.Clock(time)
+    sizeless = thing(labels={"tier": "cache"})
+    del sizeless["spec"]
+
+    with structlog.testing.capture_logs() as logged:
+        for _ in range(3):
+            timers.run_due(reconciler, context_of(reconciler, sizeless), clock)
+            time.now += 60
+
+    assert (reconciler.backups, reconciler.probes) == (0, 3)  # not a failure of the reconcile, nor of its other timer
+    said = [entry for entry in logged if entry["event"].startswith("when() of a timer raised")]
+    assert len(said) == 1
+    assert said[0]["timer"] == "backup"
+    assert said[0]["error"] == "KeyError: 'spec'"
+    assert len(clock.filter_errors) == 1
+    clock.forget("u1", timers.declared(Caching))
+    assert len(clock.filter_errors) == 0

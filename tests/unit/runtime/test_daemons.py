@@ -596,3 +596,77 @@ def test_a_daemon_still_stopping_when_its_kind_is_served_again_starts_once_it_re
     assert sup.running() == [("ns", "a", "run")]
     sup.halt()
     assert sup.join(5)
+
+
+class Tiered(okt.Reconciler):
+    """A daemon of the Things labelled ``tier=cache`` whose ``when`` reads ``spec.size`` (raising without one)."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.starts: list[str] = []
+        self.stops: list[str] = []
+
+    @okt.daemon(labels={"tier": "cache"}, when=lambda obj: obj["spec"]["size"] > 0)
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        with self.lock:
+            self.starts.append(ctx.name)
+        ctx.stop.wait(30)
+        with self.lock:
+            self.stops.append(ctx.name)
+
+
+def tiered(name: str, tier: str, **spec: Any) -> dict[str, Any]:
+    return {**thing(name, "u-" + name, labels={"tier": tier}), "spec": spec}
+
+
+def test_a_daemon_runs_only_for_the_objects_that_pass_its_filter_and_stops_and_starts_again_as_they_change() -> None:
+    reconciler = Tiered()
+    store = Store(tiered("cache", "cache", size=1), tiered("web", "web", size=1))
+    sup = supervisor(cast(Any, reconciler), store)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: reconciler.starts == ["cache"])
+        assert sup.running() == [("ns", "cache", "follow")]
+
+        sup.observe(informer.MODIFIED, tiered("cache", "web", size=1))  # relabelled: stopped, as if gone
+        wait_for(lambda: reconciler.stops == ["cache"] and sup.running() == [])
+        sup.observe(informer.MODIFIED, tiered("cache", "cache", size=0))  # labels pass, when() does not
+        sup.observe(informer.MODIFIED, tiered("web", "cache", size=2))
+        wait_for(lambda: reconciler.starts == ["cache", "web"])
+        sup.observe(informer.MODIFIED, tiered("cache", "cache", size=3))
+        wait_for(lambda: sorted(reconciler.starts) == ["cache", "cache", "web"])
+    sup.halt()
+    assert sup.join(5)
+
+    asked = [entry for entry in logged if entry["event"].startswith("the object no longer passes the daemon's filter")]
+    assert [(entry["name"], entry["daemon"]) for entry in asked] == [("cache", "follow")]
+
+
+def test_a_daemons_when_that_raises_keeps_it_stopped_and_is_logged_once_per_object() -> None:
+    reconciler = Tiered()
+    store = Store(tiered("a", "cache", size=1))
+    sup = supervisor(cast(Any, reconciler), store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == ["a"])
+    with structlog.testing.capture_logs() as logged:
+        for _ in range(3):
+            sup.observe(informer.MODIFIED, tiered("a", "cache"))  # no size: when() raises KeyError
+        wait_for(lambda: reconciler.stops == ["a"] and sup.running() == [])
+        sup.observe(informer.MODIFIED, tiered("b", "cache"))  # another object: said for it too
+    assert reconciler.starts == ["a"]
+    said = [
+        entry for entry in logged if entry["event"] == "when() of a daemon raised: the object does not pass its filter"
+    ]
+    assert [(entry["name"], entry["daemon"], entry["error"]) for entry in said] == [
+        ("a", "follow", "KeyError: 'size'"),
+        ("b", "follow", "KeyError: 'size'"),
+    ]
+    assert all(entry["log_level"] == "error" for entry in said)
+
+    sup.observe(informer.MODIFIED, tiered("a", "cache", size=1))  # fixed: passes, and runs again
+    wait_for(lambda: reconciler.starts == ["a", "a"])
+    sup.halt()
+    assert sup.join(5)

@@ -40,7 +40,7 @@ from okt.errors import (
     Unavailable,
     WriteRefused,
 )
-from okt.hooks import on_cleanup, on_startup
+from okt.hooks import on_cleanup, on_startup, probe
 from okt.kube.client import Client
 from okt.kube.kinds import Kind
 from okt.kube.objects import CustomResource
@@ -160,6 +160,7 @@ __all__ = [
     "give_up",
     "on_cleanup",
     "on_startup",
+    "probe",
     "reconcile",
     "ref_of",
     "requeue_after",

@@ -1,4 +1,4 @@
-"""Operator-wide start-up and clean-up hooks: ``@okt.on_startup`` and ``@okt.on_cleanup``.
+"""Operator-wide hooks: ``@okt.on_startup``, ``@okt.on_cleanup`` and ``@okt.probe``.
 
 Why this exists: some work belongs to the operator, not to one object — warm a client, check a dependency, register
 with a service on the way in; flush or deregister on the way out (Kopf's ``@kopf.on.startup``/``@kopf.on.cleanup``).
@@ -11,14 +11,22 @@ operator not ready meanwhile; one that raises anything else stops the start with
 it, and nothing is watched. Clean-up hooks run after the
 last reconcile finished (or the grace period ended), on a graceful shutdown; one that raises is logged and the others
 still run. Both run on every replica, leader or not: they are about the process, not the objects.
+
+A probe (Kopf's ``@kopf.on.probe``) is a function of no arguments whose JSON value the probe server adds to the
+JSON answer of ``/healthz`` under its name (:mod:`okt.runtime.probes` runs it: off the workers, with a timeout, its
+result kept a few seconds). A declaration okt could not run — not callable, ``async def``, needing an argument, a
+name already declared in its module — is refused where it is written.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from okt import errors
 
 if TYPE_CHECKING:
     from okt.kube import client as kube_client
@@ -27,9 +35,11 @@ if TYPE_CHECKING:
 else:  # okt.kube.client imports the okt package, which imports this module: no import cycle at run time
     StartupHook = Callable[[Any], Any]
 CleanupHook = Callable[[], Any]
+Probe = Callable[[], Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__okt_operator_hook__"
+_PROBE = "__okt_probe__"
 
 
 def on_startup(fn: F) -> F:
@@ -63,6 +73,92 @@ def check_synchronous(fn: Callable[..., Any]) -> None:
             f"{name_of(fn)} is 'async def', but okt's operator hooks are synchronous: okt calls them and never awaits "
             "them. Write 'def' (run async code with asyncio.run() inside it)."
         )
+
+
+def probe(name: str) -> Callable[[F], F]:
+    """Add ``fn()``'s value, under ``name``, to the JSON answer of ``/healthz`` (``Accept: application/json``)::
+
+        @okt.probe("queue_depth")
+        def queue_depth():
+            return len(QUEUE)
+
+    The value is JSON (a number, a string, a list, a mapping...). It never decides the probe's status: the kubelet's
+    plain ``/healthz`` never calls it; one that raises, does not return within its timeout or is no JSON is named
+    under ``failed``, by its exception's class only (see :mod:`okt.runtime.probes`).
+
+    Raises:
+        TypeError: ``name`` is not a string (``@okt.probe`` without its name); the decorated value is not callable,
+            is ``async def``, or needs an argument.
+        ValueError: ``name`` is empty, not printable or has spaces around it; another function of the same module
+            declares a probe of that name.
+    """
+    check_probe_name(name)
+
+    def declare(fn: F) -> F:
+        check_probe(name, fn)
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        for value in vars(module).values() if module is not None else ():
+            if getattr(value, _PROBE, None) == name and name_of(value) != name_of(fn):
+                raise ValueError(
+                    f"the probe {name!r} of {name_of(fn)} is declared already, by {name_of(value)}: give each probe "
+                    "a name of its own"
+                )
+        setattr(fn, _PROBE, name)
+        return fn
+
+    return declare
+
+
+def check_probe_name(name: object) -> None:
+    """Refuse a probe name that is no non-empty, printable string without spaces around it."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"a probe is declared with its name, @okt.probe('name'), got {type(name).__name__} "
+            f"{name_of(name) if callable(name) else ''}".rstrip()
+        )
+    if not name or not name.isprintable() or name.strip() != name:
+        raise ValueError(f"a probe's name is a non-empty printable string without spaces around it, got {name!r}")
+
+
+def check_probe(name: str, fn: object) -> None:
+    """Refuse what okt cannot call as the probe ``name``: not callable, ``async def``, needing an argument."""
+    if not callable(fn):
+        raise TypeError(f"the probe {name!r} is a function of no arguments, got {type(fn).__name__}")
+    check_synchronous(fn)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without one: called as it is
+        return
+    needed = [
+        parameter.name
+        for parameter in signature.parameters.values()
+        if parameter.default is inspect.Parameter.empty
+        and parameter.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+    if needed:
+        raise TypeError(
+            f"the probe {name!r} ({name_of(fn)}) needs arguments ({', '.join(needed)}), but okt calls a probe with none"
+        )
+
+
+def probes_of(module: types.ModuleType) -> dict[str, Probe]:
+    """The probes a module defines or imports, by name, in definition order.
+
+    Raises:
+        okt.errors.ConfigurationError: two functions of the module declare a probe of the same name (one imported
+            from another module: the decorator refuses two of the same module).
+    """
+    found: dict[str, Probe] = {}
+    for value in vars(module).values():
+        name = getattr(value, _PROBE, None) if callable(value) else None
+        if name is None or found.get(name) is value:
+            continue
+        if name in found:
+            raise errors.ConfigurationError(
+                f"{module.__name__} has two probes named {name!r}: {name_of(found[name])} and {name_of(value)}"
+            )
+        found[name] = value
+    return found
 
 
 def collect(module: types.ModuleType) -> tuple[list[StartupHook], list[CleanupHook]]:

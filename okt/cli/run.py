@@ -788,6 +788,7 @@ def run_command(
             loaded, module or target or "", only=reconciler_name, resolve=_discovery(connect)
         )
         startups, cleanups = hooks.collect(loaded)
+        probes = hooks.probes_of(loaded)
         client = connect()
         version = _server_version(client)
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
@@ -838,6 +839,7 @@ def run_command(
             grace_period=grace_period,
             on_startup=startups,
             on_cleanup=cleanups,
+            probes=probes,
             webhooks=webhooks,
         )
         # What exists now (modules, classes, the operator's code and settings: some 60,000 objects) lives as long as

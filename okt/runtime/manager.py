@@ -66,7 +66,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -85,6 +85,7 @@ from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
 from okt.runtime import memory, probe_server, startup
 from okt.runtime import metrics as metrics_mod
+from okt.runtime import probes as probes_mod
 from okt.status import bookkeeping, writer
 
 if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~8 MiB an operator without
@@ -183,6 +184,8 @@ class Manager:
         backoff: the per-key backoff of failed reconciles.
         tune_memory: cap malloc's arenas and trim the heap after bursts of work (glibc only; the manager is then
             the process's owner of memory settings — pass False when embedding it in a process that tunes its own).
+        probes: the operator's own probes by name (``@okt.probe``: :mod:`okt.runtime.probes`), whose values
+            ``/healthz`` adds to its JSON answer.
         webhooks: serve the reconcilers' admission and conversion webhooks (:mod:`okt.reconciler.webhooks`) this
             way, on every replica, leader or not; None: none are served. Nothing is served when no reconciler
             declares one. The server is :attr:`webhook_server` once started. Admission judges only the objects of
@@ -195,7 +198,9 @@ class Manager:
             ``metrics_bind`` is no ``HOST:PORT``.
         okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
             would be refused, and retried for ever).
-        TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited).
+        TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited); a
+            probe is not callable, is ``async def`` or needs an argument.
+        ValueError: a probe's name is empty, not printable or has spaces around it.
     """
 
     _start_up_waits: str | None = None
@@ -230,6 +235,7 @@ class Manager:
         tune_memory: bool = True,
         on_startup: Sequence[hooks.StartupHook] = (),
         on_cleanup: Sequence[hooks.CleanupHook] = (),
+        probes: Mapping[str, hooks.Probe] | None = None,
         webhooks: webhook_server.Options | None = None,
     ) -> None:
         if not reconcilers:
@@ -262,8 +268,8 @@ class Manager:
         for each in (on_startup, on_cleanup):
             for hook in each:
                 hooks.check_synchronous(hook)
-        self._on_startup = tuple(on_startup)
-        self._on_cleanup = tuple(on_cleanup)
+        self._on_startup, self._on_cleanup = tuple(on_startup), tuple(on_cleanup)
+        self._probes = probes_mod.Probes(probes or {})
         self._started_up = False
         self._assembled = False
         self.trimmer: memory.Trimmer | None = None
@@ -388,7 +394,9 @@ class Manager:
         """The metrics and probe server on ``address``, ``/metrics`` protected there as asked."""
         secure, cert_dir = self._metrics_protection
         tls, reviewer = probe_server.protection(address, self.client, secure=secure, cert_dir=cert_dir)
-        return probe_server.ProbeServer(address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer)
+        return probe_server.ProbeServer(
+            address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer, probes=self._probes.report
+        )
 
     def start(self) -> None:
         """Start everything and return (workers follow once caches are synced and, if asked, leading). A start that

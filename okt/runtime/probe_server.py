@@ -21,7 +21,10 @@ Guarantees:
   without an answer; the probes are unaffected;
 * ``/healthz`` answers ``200 ok`` while ``healthy()`` holds, ``/readyz`` ``200 ok`` while ``ready()`` holds (``200 ok
   (note)`` when it holds with a note other than ``ok``); otherwise ``503`` with a one-line reason; anything else is
-  ``404``.
+  ``404``;
+* ``/healthz`` asked for JSON (``Accept: application/json``; the kubelet asks for ``*/*``) answers the same status
+  with ``{"status": "ok" or the reason, "probes": {...}, "failed": {...}}``, the operator's own probes
+  (:mod:`okt.runtime.probes`), which never change the status.
 
 Bind addresses: ``"host:port"`` (``":8080"`` is every IPv4 interface, ``"[::]:8080"`` every IPv6 one, port ``0``
 picks a free one — see :attr:`ProbeServer.port`), or ``"0"`` to disable the server.
@@ -42,6 +45,7 @@ import functools
 import http.server
 import io
 import ipaddress
+import json
 import pathlib
 import socket
 import ssl
@@ -255,6 +259,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # Ready with a note (a kind the API server stopped serving) says so after the "ok".
             noted = "ok" if reason == "ok" else f"ok ({reason})"
             body = noted if ok else f"not ready: {reason}"
+            if path == "/healthz" and _asks_json(self.headers.get_all("Accept") or []):
+                report = _probe_report(self.server.probes)
+                answer = {"status": noted if ok else reason, **report}
+                self._send(200 if ok else 503, json.dumps(answer).encode(), "application/json")
+                return
             self._send(200 if ok else 503, body.encode(), "text/plain")
         else:
             self._send(404, b"not found", "text/plain")
@@ -282,6 +291,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         _log.debug("probe request", line=format % args)
 
 
+def _asks_json(accept: list[str]) -> bool:
+    """Whether a request's ``Accept`` headers name ``application/json`` itself (``*/*`` does not)."""
+    return any(
+        item.split(";", 1)[0].strip().lower() == "application/json" for each in accept for item in each.split(",")
+    )
+
+
+def _probe_report(probes: Callable[[], dict[str, dict[str, Any]]] | None) -> dict[str, dict[str, Any]]:
+    if probes is None:
+        return {"probes": {}, "failed": {}}
+    try:
+        return probes()
+    except Exception as exc:  # okt's own fault: the answer still says the status
+        _log.exception("the probes' report failed")
+        return {"probes": {}, "failed": {"okt": type(exc).__name__}}
+
+
 def _probe(check: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
     try:
         return check()
@@ -297,6 +323,7 @@ class _Server(http.server.ThreadingHTTPServer):
     metrics: metrics_mod.Metrics
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
+    probes: Callable[[], dict[str, dict[str, Any]]] | None = None
     read_timeout: float
     max_connections: int
     connections: threading.BoundedSemaphore
@@ -364,6 +391,8 @@ class ProbeServer:
         metrics: the metrics to expose.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
+        probes: returns the operator's probes' report (:meth:`okt.runtime.probes.Probes.report`) for ``/healthz``'s
+            JSON answer; none when ``None``.
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
         max_connections: connections held at once at most; one more is closed as soon as it is accepted.
@@ -389,6 +418,7 @@ class ProbeServer:
         max_connections: int = MAX_CONNECTIONS,
         tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         reviewer: metrics_auth.Reviewer | None = None,
+        probes: Callable[[], dict[str, dict[str, Any]]] | None = None,
     ) -> None:
         if reviewer is not None and tls is None:
             raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
@@ -402,6 +432,7 @@ class ProbeServer:
         self._server.metrics = metrics
         self._server.healthy = healthy
         self._server.ready = ready
+        self._server.probes = probes
         self._server.read_timeout = read_timeout
         self._server.max_connections = max_connections
         self._server.connections = threading.BoundedSemaphore(max_connections)

@@ -40,7 +40,7 @@ import types
 from collections.abc import Sequence
 from typing import Any, Self
 
-from okt import hooks
+from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.reconciler import loader
 from okt.reconciler import reconciler as reconciler_mod
@@ -79,24 +79,32 @@ class RunningOperator:
             client: the client the operator uses (give it one of its own to count its requests apart).
             reconcilers: one :class:`okt.Reconciler` subclass, or several; or the operator as ``okt run`` takes it: its
                 module, or its file (a path, or a string as ``okt run TARGET`` reads it: ``"main.py"``, a module's
-                dotted name), whose reconcilers run with its ``@okt.on_startup`` and ``@okt.on_cleanup`` hooks.
+                dotted name), whose reconcilers run with its ``@okt.on_startup`` and ``@okt.on_cleanup`` hooks and
+                its ``@okt.probe`` probes.
             namespaces: the namespaces to watch (all when None).
             max_concurrent: workers per controller.
             metrics_bind: the probe and metrics server's address (``"0"``: none).
             timeout: how long to wait for the caches to sync, in seconds.
             options: any other :class:`~okt.runtime.manager.Manager` argument (``grace_period``, ``reconcile``...);
-                ``on_startup``/``on_cleanup`` given with a module run after the module's own hooks.
+                ``on_startup``/``on_cleanup`` given with a module run after the module's own hooks; ``probes``
+                given with it are added to the module's.
 
         Raises:
             okt.testing.WaitTimeout: the workers did not start in time (the manager is stopped); its message carries
                 the manager's readiness reason, naming a watched kind the API server refuses and the rule to grant.
             okt.errors.ApiError: a reconciler's kind cannot be resolved.
             okt.errors.ConfigurationError: the operator's file or module cannot be loaded or defines no reconciler
-                (as ``okt run`` says it), or one of its start-up hooks raised (nothing was watched).
+                (as ``okt run`` says it), or one of its start-up hooks raised (nothing was watched), or ``probes``
+                names one of the module's own probes.
         """
-        chosen, startups, cleanups = _operator(reconcilers)
+        chosen, startups, cleanups, probes = _operator(reconcilers)
         startups += options.pop("on_startup", ())
         cleanups += options.pop("on_cleanup", ())
+        given = dict(options.pop("probes", None) or {})
+        twice = sorted(set(given) & set(probes))
+        if twice:
+            raise errors.ConfigurationError(f"probes= names probes the operator's module declares: {', '.join(twice)}")
+        probes.update(given)
         manager = manager_mod.Manager(
             client,
             chosen,
@@ -105,6 +113,7 @@ class RunningOperator:
             metrics_bind=metrics_bind,
             on_startup=startups,
             on_cleanup=cleanups,
+            probes=probes,
             **options,
         )
         manager.start()
@@ -143,16 +152,19 @@ def _operator(
     | types.ModuleType
     | str
     | os.PathLike[str],
-) -> tuple[list[type[reconciler_mod.Reconciler]], list[hooks.StartupHook], list[hooks.CleanupHook]]:
-    """The reconcilers and the start-up and clean-up hooks to run: a module's or a file's as ``okt run`` finds them."""
+) -> tuple[
+    list[type[reconciler_mod.Reconciler]], list[hooks.StartupHook], list[hooks.CleanupHook], dict[str, hooks.Probe]
+]:
+    """The reconcilers, the start-up and clean-up hooks and the probes to run: a module's or a file's as ``okt run``
+    finds them."""
     if isinstance(given, type):
-        return [given], [], []
+        return [given], [], [], {}
     if isinstance(given, (str, os.PathLike)):
         target = os.fspath(given)
         module = loader.load_module(target)
     elif isinstance(given, types.ModuleType):
         target, module = given.__name__, given
     else:
-        return list(given), [], []
+        return list(given), [], [], {}
     startups, cleanups = hooks.collect(module)
-    return loader.reconcilers_of(module, target), startups, cleanups
+    return loader.reconcilers_of(module, target), startups, cleanups, hooks.probes_of(module)

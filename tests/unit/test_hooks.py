@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import okt
 from okt import hooks
 from okt.reconciler import loader
 
@@ -60,3 +61,64 @@ async def _flush() -> None:
 def test_an_async_operator_hook_is_refused_where_it_is_declared(decorate: Any, fn: Any) -> None:
     with pytest.raises(TypeError, match=rf"^{fn.__name__} is 'async def', but okt's operator hooks are synchronous"):
         decorate(fn)
+
+
+PROBES = """
+import okt
+
+@okt.probe("depth")
+def depth():
+    return 3
+
+@okt.probe("last seen")
+def last_seen(default=None):
+    return default
+"""
+
+
+def test_the_probes_of_an_operator_file_are_found_by_name(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "main.py"
+    path.write_text(PROBES)
+
+    found = hooks.probes_of(loader.load_module(str(path)))
+
+    assert {name: fn() for name, fn in found.items()} == {"depth": 3, "last seen": None}
+
+
+def test_two_probes_of_one_name_in_a_module_are_refused_where_the_second_is_declared(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "main.py"
+    path.write_text(PROBES + '\n@okt.probe("depth")\ndef other():\n    return 4\n')
+
+    with pytest.raises(okt.ConfigurationError) as caught:
+        loader.load_module(str(path))
+
+    assert "the probe 'depth' of other is declared already, by depth: give each probe a name of its own" in str(
+        caught.value.__cause__ or caught.value
+    )
+
+
+def _needs(x: int) -> int:
+    return x
+
+
+async def _waits() -> int:
+    return 1
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "error", "match"),
+    [
+        ("n", 3, TypeError, r"^the probe 'n' is a function of no arguments, got int$"),
+        ("n", _needs, TypeError, r"^the probe 'n' \(_needs\) needs arguments \(x\), but okt calls a probe with none$"),
+        ("n", _waits, TypeError, r"^_waits is 'async def', but okt's operator hooks are synchronous"),
+        (_needs, None, TypeError, r"^a probe is declared with its name, @okt.probe\('name'\), got function _needs$"),
+        ("", None, ValueError, r"^a probe's name is a non-empty printable string without spaces around it, got ''$"),
+        (" n", None, ValueError, r"got ' n'$"),
+        ("a\nb", None, ValueError, r"got 'a\\nb'$"),
+    ],
+)
+def test_a_probe_okt_cannot_call_or_name_is_refused_where_it_is_declared(
+    name: Any, fn: Any, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        hooks.probe(name)(fn)

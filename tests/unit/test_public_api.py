@@ -14,6 +14,7 @@ PINNED = {
     "Admission",
     "on_cleanup",
     "on_startup",
+    "probe",
     "AVAILABLE",
     "DEGRADED",
     "PROGRESSING",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import struct
@@ -21,6 +22,7 @@ from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.runtime import metrics as metrics_mod
 from okt.runtime import probe_server
+from okt.runtime import probes as probes_mod
 from okt.testing import wait_for
 
 
@@ -448,3 +450,46 @@ def probe(url: str) -> tuple[int, str] | None:
     except OSError:  # urllib's URLError, a reset, a connection closed before the status line
         return None
     return status, body
+
+
+def _get(url: str, accept: str) -> tuple[int, str, str]:
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.headers["Content-Type"], response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+
+
+@pytest.mark.parametrize(
+    ("healthy", "status", "said"), [((True, "ok"), 200, "ok"), ((False, "shutting down"), 503, "shutting down")]
+)
+def test_healthz_asked_for_json_adds_the_operators_probes_which_never_change_its_status(
+    healthy: tuple[bool, str], status: int, said: str
+) -> None:
+    calls: list[str] = []
+
+    def depth() -> int:
+        calls.append("depth")
+        return 3
+
+    def database() -> None:
+        raise ConnectionError("postgres://admin:hunter2@db refused")
+
+    report = probes_mod.Probes({"depth": depth, "database": database}).report
+    server = probe_server.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: healthy, lambda: (True, "ok"), probes=report
+    )
+    server.start()
+    try:
+        plain = _get(server.url + "/healthz", "*/*")
+        called_by_plain = list(calls)
+        answer = _get(server.url + "/healthz", "text/html, application/json;q=0.9")
+    finally:
+        server.stop()
+
+    assert plain == (status, "text/plain", "ok" if status == 200 else f"not ready: {said}")
+    assert called_by_plain == []
+    assert answer[:2] == (status, "application/json")
+    assert json.loads(answer[2]) == {"status": said, "probes": {"depth": 3}, "failed": {"database": "ConnectionError"}}
+    assert "hunter2" not in answer[2]

@@ -288,6 +288,9 @@ class Manager:
         self._started = self._lost = False
         self._stopping = threading.Event()
         self._stopped = threading.Event()
+        # Cleared while the start-up hooks run: the shutdown waits for them (a running hook cannot be interrupted).
+        self._start_up_ended = threading.Event()
+        self._start_up_ended.set()
         self._working = threading.Event()
         self._left_running: list[str] = []
 
@@ -434,15 +437,8 @@ class Manager:
                 self._serves_conversion = any(
                     e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)
                 )
-            if not startup.run(
-                self._on_startup,
-                self.client,
-                stopping=self._stopping,
-                backoff=self._backoff or backoff_mod.Backoff(),
-                retrying=self._retrying_start_up,
-            ):
-                return  # stopped while a start-up hook's retry waited: the shutdown under way has nothing else to end
-            self._started_up = True
+            if not self._run_start_up_hooks():
+                return  # stopped while a start-up hook ran or its retry waited: the shutdown ends what was started
             self.cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
             self.controllers = [
                 controller_mod.Controller(
@@ -542,6 +538,27 @@ class Manager:
 
     def _retrying_start_up(self, waits: str | None) -> None:
         self._start_up_waits = waits
+
+    def _run_start_up_hooks(self) -> bool:
+        """Run the start-up hooks; whether the start goes on (False: a stop was asked before they all returned, or
+        while the last one ran). The shutdown waits for them (:attr:`_start_up_ended`): a stop asked while one runs
+        must not have its shutdown over, the clean-up hooks skipped, before the start goes on to watch."""
+        ran = False
+        self._start_up_ended.clear()
+        try:
+            ran = startup.run(
+                self._on_startup,
+                self.client,
+                stopping=self._stopping,
+                backoff=self._backoff or backoff_mod.Backoff(),
+                retrying=self._retrying_start_up,
+            )
+        finally:
+            # Every hook returned: the clean-up hooks undo what they did, whether or not the start goes on. (No lock:
+            # SIGTERM's handler, which takes it, may run on this very thread.)
+            self._started_up = ran
+            self._start_up_ended.set()
+        return ran and not self._stopping.is_set()
 
     def _begin_in_background(self) -> None:
         threading.Thread(target=self._begin, name="okt-manager-begin", daemon=True).start()
@@ -672,6 +689,8 @@ class Manager:
                 controller.daemons.halt()
             for controller in self.controllers:
                 self._left_running.extend(controller.shutdown(lambda: self._grace_left(started)))
+            if not self._start_up_ended.wait(self._grace_left(started)):
+                _log.warning("a start-up hook still runs past the grace period: the clean-up hooks are not run")
             if self._started_up:
                 self._clean_up()
             if self.trimmer is not None:

@@ -10,11 +10,13 @@ Guarantees: the hooks run one after the other, in their order, each with the API
 consecutive failures (:class:`okt.runtime.backoff.Backoff`: 0.25 s, doubled per failure, up to 5 minutes), with one
 warning line each time naming the hook, its error and the delay; the hooks before it are not run again. Any other
 exception (an ``okt.PermanentError`` included) stops the start with an ``okt.ConfigurationError`` naming the hook, its
-exception as the cause. A stop asked while a retry waits (SIGTERM) ends the wait at once: no hook runs any more.
+exception as the cause. A stop asked while a retry waits (SIGTERM) ends the wait at once, and one asked while a hook
+runs is seen as soon as it returns: no hook is called any more, the one retried included.
 
 Caveats: the retries have no limit — a hook that raises ``okt.TemporaryError`` for ever holds the start for ever, the
 operator not ready (``/readyz`` says which hook it waits for); a limit is the hook's own, raising another exception
-once it has been called enough. A hook that is running is not interrupted by a stop: the stop waits for it to return.
+once it has been called enough. A hook that is running is not interrupted by a stop: Python cannot interrupt it, and
+the manager's shutdown waits for it to return (up to its grace period) before it runs the clean-up hooks.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def run(
     backoff: backoff_mod.Backoff,
     retrying: Callable[[str | None], None] = lambda _: None,
 ) -> bool:
-    """Run ``startups`` with ``client``, each until it returns; False when ``stopping`` was set while a retry waited.
+    """Run ``startups`` with ``client``, each until it returns; False when ``stopping`` was set before every hook had
+    returned (while a retry waited, or while a hook ran: no later call is made).
 
     Args:
         stopping: set to stop: a retry's wait ends at once, and no hook is called any more.
@@ -54,6 +57,8 @@ def run(
         name = hooks.name_of(hook)
         failures = 0
         while True:
+            if stopping.is_set():  # asked while the hook before ran, or while this one's last call ran
+                return False
             try:
                 hook(client)
             except errors.TemporaryError as exc:

@@ -302,3 +302,61 @@ def test_a_failing_start_up_hook_stops_the_start_with_its_name_and_nothing_is_wa
     assert manager.join(15)
     assert not any(key[1] == "gadgets" for key in kube.stats.delta(before))
     assert cleaned == []
+
+
+def _start_stopped_while_a_hook_runs(
+    kube: kube_client.Client, manager: manager_mod.Manager, released: threading.Event, running: threading.Event
+) -> dict[tuple[str, str], int]:
+    """Start ``manager`` on a thread, stop it once its hook runs, let the hook return; the requests sent meanwhile."""
+    before = kube.stats.snapshot()
+    starting = threading.Thread(target=manager.start, name="test-start", daemon=True)
+    starting.start()
+    assert running.wait(15)
+    manager.stop()
+    released.set()
+    starting.join(15)
+    assert not starting.is_alive()
+    assert manager.join(15)
+    return {key: count for key, count in kube.stats.delta(before).items() if count}
+
+
+def test_a_stop_asked_while_a_start_up_hook_runs_calls_no_later_hook_and_watches_nothing(
+    kube: kube_client.Client, fake_reconcile: Any, managers: Any
+) -> None:
+    """SIGTERM during a hook that waits for its backend: the hooks after it were called, and every kind watched."""
+    running, released, order = threading.Event(), threading.Event(), []
+
+    def wait_for_the_backend(client: kube_client.Client) -> None:
+        order.append("waited")
+        running.set()
+        released.wait(15)
+
+    manager = managers(
+        fake_reconcile(),
+        on_startup=[wait_for_the_backend, lambda client: order.append("later")],
+        on_cleanup=[lambda: order.append("cleanup")],
+    )
+    sent = _start_stopped_while_a_hook_runs(kube, manager, released, running)
+
+    assert order == ["waited"]  # the start-up did not end: nothing to clean up
+    assert not any(key[1] == "gadgets" for key in sent)
+    assert manager.cache is None and manager.controllers == []
+
+
+def test_a_stop_asked_while_the_last_start_up_hook_runs_waits_for_it_and_runs_the_clean_up_hooks(
+    kube: kube_client.Client, fake_reconcile: Any, managers: Any
+) -> None:
+    """The hook registered the operator somewhere: the shutdown was over before it returned, its clean-up skipped."""
+    running, released, order = threading.Event(), threading.Event(), []
+
+    def register(client: kube_client.Client) -> None:
+        running.set()
+        released.wait(15)
+        order.append("registered")
+
+    manager = managers(fake_reconcile(), on_startup=[register], on_cleanup=[lambda: order.append("deregistered")])
+    sent = _start_stopped_while_a_hook_runs(kube, manager, released, running)
+
+    assert order == ["registered", "deregistered"]
+    assert not any(key[1] == "gadgets" for key in sent)
+    assert manager.cache is None and manager.controllers == []

@@ -120,3 +120,20 @@ def test_the_hooks_before_the_one_retried_are_not_run_again() -> None:
     assert startup.run([first, second, third], FakeClient(), stopping=Stop(), backoff=STEADY)
 
     assert (len(first_calls), len(second_calls), len(third_calls)) == (1, 3, 1)
+
+
+def test_a_stop_asked_while_a_hook_runs_calls_no_later_hook_nor_the_retry() -> None:
+    stop = Stop()
+    later, later_calls = failing(0, RuntimeError)
+
+    def stopped_meanwhile(client: Any) -> None:
+        stop.set()  # SIGTERM while the hook runs
+
+    retried, retried_calls = failing(1, lambda: okt.TemporaryError("the backend is not up yet", delay=0))
+
+    assert not startup.run([stopped_meanwhile, later], FakeClient(), stopping=stop, backoff=STEADY)
+    assert later_calls == []
+
+    stop = Stop(stop_at=1)  # asked during the retry's wait of no time: the retry is not called
+    assert not startup.run([retried], FakeClient(), stopping=stop, backoff=STEADY)
+    assert len(retried_calls) == 1

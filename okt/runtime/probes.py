@@ -17,7 +17,8 @@ Guarantees:
 * a probe that raises is named under ``failed`` by its exception's class only (``ConnectionError``): the endpoint is
   open to anyone who reaches the port, with no token, and an exception's text may carry what the probe read (a
   connection string, a Secret's value). The log says it as it says any exception of the operator's own code, with its
-  text, as a warning when a probe's failure changes (at debug level while it repeats);
+  text (a pydantic ``ValidationError`` by its fields, never the values it was given), as a warning when a probe's
+  failure changes (at debug level while it repeats);
 * a value that is no JSON (a set, an object, ``float('nan')``) is a failure too, named by its type
   (``not JSON: set``), never by its text.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from okt import hooks
+from okt import errors, hooks
 
 TIMEOUT = 2.0
 """Seconds a report waits for its probes, all of them at once."""
@@ -59,7 +60,9 @@ class _Call:
             value = fn()
         except Exception as exc:
             self.failure = type(exc).__name__
-            self.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+            # As okt logs any exception of the operator's code: a pydantic ValidationError by its fields, never the
+            # values it was given (a Secret's, read by the probe).
+            self.error = " ".join(errors.said(exc).split())
             return
         try:
             # Checked here, on the probe's thread: a value slow to encode is bounded by the timeout too.

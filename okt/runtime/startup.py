@@ -9,8 +9,9 @@ Guarantees: the hooks run one after the other, in their order, each with the API
 ``okt.TemporaryError`` is called again after the error's ``delay``, or, without one, after the backoff of its
 consecutive failures (:class:`okt.runtime.backoff.Backoff`: 0.25 s, doubled per failure, up to 5 minutes), with one
 warning line each time naming the hook, its error and the delay; the hooks before it are not run again. Any other
-exception (an ``okt.PermanentError`` included) stops the start with an ``okt.ConfigurationError`` naming the hook, its
-exception as the cause. A stop asked while a retry waits (SIGTERM) ends the wait at once, and one asked while a hook
+exception (an ``okt.PermanentError`` included) stops the start with an ``okt.ConfigurationError`` naming the hook and
+saying the exception as okt logs one (a pydantic ``ValidationError`` by its fields, never the values it was given), the
+exception as its cause. A stop asked while a retry waits (SIGTERM) ends the wait at once, and one asked while a hook
 runs is seen as soon as it returns: no hook is called any more, the one retried included.
 
 Caveats: the retries have no limit — a hook that raises ``okt.TemporaryError`` for ever holds the start for ever, the
@@ -76,9 +77,8 @@ def run(
                     return False
                 continue
             except Exception as exc:
-                raise errors.ConfigurationError(
-                    f"the start-up hook {name} failed: {type(exc).__name__}: {exc}"
-                ) from exc
+                # A pydantic ValidationError by its fields: its text repeats the values it was given (a Secret's).
+                raise errors.ConfigurationError(f"the start-up hook {name} failed: {errors.said(exc)}") from exc
             break
         retrying(None)
     return True

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pydantic
 import pytest
+import structlog
 
 from okt.runtime import probes as probes_mod
 from okt.testing import wait_for
@@ -32,6 +34,25 @@ def test_a_report_gives_each_probes_value_and_names_a_failure_by_its_class_only(
         "failed": {"database": "ConnectionError"},
     }
     assert "hunter2" not in repr(report)
+
+
+class Credentials(pydantic.BaseModel):
+    port: int
+
+
+def test_a_probe_failing_on_a_validation_error_is_logged_by_its_fields_never_the_values_it_was_given() -> None:
+    """pydantic's text repeats each input: a probe checking a Secret's data would log the Secret's value."""
+
+    def backend() -> int:
+        return Credentials.model_validate({"port": "s3cr3t-t0ken"}).port
+
+    with structlog.testing.capture_logs() as logs:
+        report = probes_mod.Probes({"backend": backend}).report()
+
+    assert report["failed"] == {"backend": "ValidationError"}
+    assert [(log["event"], log["probe"]) for log in logs] == [("a probe failed", "backend")]
+    assert "port" in logs[0]["error"]
+    assert "s3cr3t" not in repr(logs)
 
 
 @pytest.mark.parametrize(

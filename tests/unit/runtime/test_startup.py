@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
 import structlog
 
@@ -120,6 +121,23 @@ def test_the_hooks_before_the_one_retried_are_not_run_again() -> None:
     assert startup.run([first, second, third], FakeClient(), stopping=Stop(), backoff=STEADY)
 
     assert (len(first_calls), len(second_calls), len(third_calls)) == (1, 3, 1)
+
+
+class Credentials(pydantic.BaseModel):
+    port: int
+
+
+def test_a_hook_failing_on_a_validation_error_is_said_by_its_fields_never_the_values_it_was_given() -> None:
+    """okt run prints the error: a hook checking a Secret's data printed the Secret's value."""
+
+    def read_the_credentials(client: Any) -> None:
+        Credentials.model_validate({"port": "s3cr3t-t0ken"})
+
+    with pytest.raises(okt.ConfigurationError, match=r"read_the_credentials failed: ValidationError: .*port") as e:
+        startup.run([read_the_credentials], FakeClient(), stopping=Stop(), backoff=STEADY)
+
+    assert "s3cr3t" not in str(e.value)
+    assert type(e.value.__cause__) is pydantic.ValidationError
 
 
 def test_a_stop_asked_while_a_hook_runs_calls_no_later_hook_nor_the_retry() -> None:

@@ -84,7 +84,8 @@ def probe(name: str) -> Callable[[F], F]:
 
     The value is JSON (a number, a string, a list, a mapping...). It never decides the probe's status: the kubelet's
     plain ``/healthz`` never calls it; one that raises, does not return within its timeout or is no JSON is named
-    under ``failed``, by its exception's class only (see :mod:`okt.runtime.probes`).
+    under ``failed``, by its exception's class only (see :mod:`okt.runtime.probes`). The value is answered to anyone
+    who reaches the probe port, with no token: never a Secret's data, a credential or what a custom resource holds.
 
     Raises:
         TypeError: ``name`` is not a string (``@okt.probe`` without its name); the decorated value is not callable,

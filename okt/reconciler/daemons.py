@@ -126,8 +126,9 @@ def daemon(
     ``labels``, ``annotations`` and ``when`` (Kopf's filters of a daemon) run it only for the objects that pass them:
     ``@okt.daemon(labels={"tier": "cache"}, when=lambda obj: ...)`` (key -> value, or key -> None: any value; see
     :mod:`okt.reconciler.handler_filters`). They are looked at at each event of the object: one that stops passing has
-    its daemon asked to stop (its ``ctx.stop`` set, what it handed over dropped, as when its object goes away), and
-    one that passes again gets a new daemon once the old one returned. A ``when`` that raises counts as false, its
+    its daemon asked to stop (its ``ctx.stop`` set, what it stated removed from the status by the next reconcile, as
+    when it returns on its own: the object is still reconciled), and one that passes again gets a new daemon once the
+    old one returned. A ``when`` that raises counts as false, its
     error logged once per object while it keeps raising.
 
     Raises:

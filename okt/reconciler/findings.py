@@ -16,11 +16,13 @@ Guarantees:
   as are okt's own status fields (``conditions``, ``observedGeneration``), a field another daemon of the object
   states, and fields the ``status_model`` refuses;
 * findings are held only while their daemon runs: dropped when the object is deleted, begins to be deleted or is
-  filtered out, and when the supervisor stops (a shutdown, a lost lease: what was written stays on the object, and the
-  next leader's daemon states it again); what a daemon hands over once it was asked to stop is dropped;
-* a daemon that **returns on its own** (done for its object) has its conditions and fields removed from the status by
-  the next reconcile's write, those a daemon of its name stated before a restart too (it may return without stating
-  anything); they are forgotten once that write went through.
+  filtered out by the reconciler's filters, and when the supervisor stops (a shutdown, a lost lease: what was written
+  stays on the object, and the next leader's daemon states it again); what a daemon hands over once it was asked to
+  stop is dropped;
+* a daemon that **returns on its own** (done for its object), or is stopped as its object no longer passes the
+  daemon's own filter (``@okt.daemon(labels=..., when=...)``: the object is still reconciled), has its conditions and
+  fields removed from the status by the next reconcile's write, those a daemon of its name stated before a restart
+  too (it may return without stating anything); they are forgotten once that write went through.
 
 * which condition types and status fields each daemon stated is recorded in the object's bookkeeping
   (:data:`Record`), in the same write: a new process keeps what a daemon it still declares stated until that daemon
@@ -106,16 +108,18 @@ class Findings:
         with self._lock:
             self._held.setdefault(uid, {})[daemon] = _Held()
 
-    def close(self, uid: str, daemon: str | None = None) -> None:
-        """Forget what ``daemon`` (every daemon, when None) of the object ``uid`` handed over: it was asked to stop."""
+    def close(self, uid: str, daemon: str | None = None, *, keep_retired: bool = False) -> None:
+        """Forget what ``daemon`` (every daemon, when None) of the object ``uid`` handed over: it was asked to stop.
+        With ``keep_retired``, what a daemon done for the object stated (:meth:`retire`) is kept for the reconcile
+        that removes it."""
         with self._lock:
             held = self._held.get(uid)
             if held is None:
                 return
-            if daemon is None:
-                held.clear()
-            else:
-                held.pop(daemon, None)
+            for name in list(held) if daemon is None else [daemon]:
+                found = held.get(name)
+                if found is not None and not (keep_retired and found.retired):
+                    del held[name]
             if not held:
                 del self._held[uid]
 
@@ -125,7 +129,8 @@ class Findings:
             self._held.clear()
 
     def retire(self, uid: str, daemon: str) -> bool:
-        """``daemon`` returned on its own: what it stated is to be removed by the next reconcile, with what the
+        """``daemon`` returned on its own, or was stopped as its object no longer passes its own filter (the object
+        still reconciled): what it stated is to be removed by the next reconcile, with what the
         object's record says a daemon of that name stated before (an earlier process's: a daemon done at once after a
         restart states nothing). Returns whether a reconcile is needed (False once it was asked to stop)."""
         with self._lock:

@@ -32,8 +32,9 @@ Guarantees:
   comes back);
 * a daemon's writes go through the controller's write fence, as a reconcile's do;
 * what a daemon hands over for the status (:mod:`okt.reconciler.findings`) is held from its start until it is asked
-  to stop (then dropped, with what it hands over afterwards); when it returns on its own, the next reconcile removes
-  it from the status, and that reconcile is asked for.
+  to stop (then dropped, with what it hands over afterwards); when it returns on its own, or is stopped as its object
+  no longer passes its own filter (the object still reconciled), the next reconcile removes it from the status, and
+  that reconcile is asked for.
 
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
 ``stop_timeout`` seconds ago it is logged as stuck, once, and left behind (the threads are daemonic: they never keep
@@ -267,7 +268,11 @@ class Supervisor:
         if not self.declared:
             return
         with self._lock:
-            self._observe_locked(event_type, obj)
+            retired = self._observe_locked(event_type, obj)
+        if retired:
+            meta = obj.get("metadata") or {}
+            namespace = (meta.get("namespace") or None) if self.kind.namespaced else None
+            self._enqueue(namespace, str(meta.get("name") or ""))
 
     def _current(self, namespace: str | None, name: str, uid: Any) -> dict[str, Any] | None:
         """The object as the cache has it now, if it is still the one with that uid."""
@@ -278,11 +283,14 @@ class Supervisor:
 
     # -- internals (called with the lock held) -------------------------------------------------------------------
 
-    def _observe_locked(self, event_type: str, obj: Mapping[str, Any]) -> None:
+    def _observe_locked(self, event_type: str, obj: Mapping[str, Any]) -> bool:
+        """Start or stop the object's daemons; returns whether a reconcile is to remove what a daemon its object no
+        longer passes the filter of stated (to be asked once the lock is released)."""
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid") or "")
+        retired = False
         if not uid:
-            return
+            return retired
         wanted = event_type != informer_mod.DELETED and not meta.get("deletionTimestamp")
         namespace = (meta.get("namespace") or None) if self.kind.namespaced else None
         name = str(meta.get("name") or "")
@@ -299,12 +307,13 @@ class Supervisor:
                     self._launch(key, _Slot(namespace, name))
                 elif slot.stop.is_set() and slot.thread is not None:
                     slot.again = True  # started anew once the stopping thread returned
-            else:
-                # Gone, being deleted or filtered out: what its daemons stated goes with it (and what a stopping one
-                # still hands over is dropped).
-                self.findings.close(uid, daemon_name)
+            elif wanted and self._active:
+                # Its object still reconciled, no longer passing the daemon's own filter: what the daemon stated
+                # leaves the status with the next reconcile's write, as when it returns on its own (kept, it would
+                # say for good what nothing looks at any more); what it hands over while it stops is dropped.
+                retired = self.findings.retire(uid, daemon_name) or retired
                 if slot is not None:
-                    if wanted and self._active and slot.thread is not None and not slot.stop.is_set():
+                    if slot.thread is not None and not slot.stop.is_set():
                         self._log.info(
                             "the object no longer passes the daemon's filter: it is asked to stop",
                             daemon=daemon_name,
@@ -315,6 +324,16 @@ class Supervisor:
                     self._ask_stop(slot)
                     if slot.thread is None:
                         del self._slots[key]  # finished on its own: nothing to wait for
+            else:
+                # Gone, being deleted or filtered out by the reconciler's filters: what its daemons stated goes with it
+                # (and what a stopping one still hands over is dropped).
+                self.findings.close(uid, daemon_name)
+                if slot is not None:
+                    slot.again = False
+                    self._ask_stop(slot)
+                    if slot.thread is None:
+                        del self._slots[key]  # finished on its own: nothing to wait for
+        return retired
 
     def _passes(
         self,
@@ -364,7 +383,8 @@ class Supervisor:
                 self._launch(key, _Slot(slot.namespace, slot.name))
             elif slot.stop.is_set():
                 del self._slots[key]
-                self.findings.close(*key)
+                # What a daemon stopped by its own filter stated is left for the reconcile asked to remove it.
+                self.findings.close(*key, keep_retired=True)
             else:
                 slot.finished = True  # returned on its own: kept, so that later events do not start it again
                 # Done for its object: what it stated leaves the status with the next reconcile's write.

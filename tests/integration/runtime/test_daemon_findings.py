@@ -218,6 +218,50 @@ def test_a_daemon_that_returns_on_its_own_leaves_the_status_with_its_condition_a
     wait_for(lambda: not held.holds(obj["metadata"]["uid"]), timeout=5, message="the findings forgotten once written")
 
 
+class Selective(Probing):
+    """Probing, its daemon only for the Gadgets labelled ``probe=yes``."""
+
+    @okt.daemon(backoff=0.2, max_backoff=0.4, labels={"probe": "yes"})
+    def watch_operand(self, ctx: okt.DaemonContext) -> None:
+        Probing.watch_operand(self, ctx)
+
+
+def test_a_daemon_its_object_no_longer_passes_the_filter_of_leaves_the_status_and_states_again_once_it_passes(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "yes"}}}, namespace)
+    probe.go.set()
+    manager = managers([Selective])
+    manager.start()
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=20)
+    wait_for(lambda: "probe" in kube.get(gadget_kind, "g", namespace)["status"], timeout=10)
+
+    # Relabelled: the object is still reconciled, its daemon stopped; what it stated would say what nothing probes.
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "no"}}}, namespace)
+    wait_for(
+        lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+        timeout=10,
+        message="the stopped daemon's condition removed from the status",
+    )
+    obj = kube.get(gadget_kind, "g", namespace)
+    assert "probe" not in obj["status"]
+    assert (condition(obj, "Ready") or {}).get("status") == "True"
+    assert manager.controllers[0].daemons.running() == []
+    held = manager.controllers[0].reconciler.daemon_findings
+    wait_for(lambda: not held.holds(obj["metadata"]["uid"]), timeout=5, message="the findings forgotten once written")
+
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "yes"}}}, namespace)
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+    assert kube.get(gadget_kind, "g", namespace)["status"]["probe"] == {"healthy": True}
+    assert probe.identities["g"] == 2
+
+
 def test_only_the_leader_s_daemon_states_findings_and_a_failover_keeps_them_without_a_write(
     kube: kube_client.Client,
     operator_client: kube_client.Client,

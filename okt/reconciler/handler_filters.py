@@ -15,6 +15,10 @@ something true. There is no marker of a label that must be absent, nor a value t
 Guarantees: declaration mistakes are refused at decoration, naming the option (:func:`declare`); a ``when`` that
 raises is no crash: the object does not pass, and the error is logged once per object and timer or daemon while it
 keeps raising (:class:`Raised`), not at every reconcile or event.
+
+Caveat: ``when`` runs where the filter is looked at — a timer's in the reconcile, on its worker; a daemon's at each
+event of the kind, on the thread that tells them, while the supervisor holds its lock — so a slow one holds back the
+events of the kind and the starts and stops of the daemons meanwhile: keep it quick and pure, as the reconciler's own.
 """
 
 from __future__ import annotations

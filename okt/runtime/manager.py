@@ -732,7 +732,7 @@ class Manager:
             try:
                 hook()
             except Exception as exc:
-                _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=f"{type(exc).__name__}: {exc}")
+                _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=errors.said(exc))
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:

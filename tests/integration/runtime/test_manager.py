@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pydantic
 import pytest
 import structlog.testing
 
@@ -283,6 +284,33 @@ def test_start_up_hooks_run_before_the_first_watch_and_clean_up_hooks_after_the_
     assert order[0] == "startup"
     assert order[-1] == "cleanup"
     assert order.count("reconcile") >= 1 and order.count("startup") == order.count("cleanup") == 1
+
+
+class _Credentials(pydantic.BaseModel):
+    port: int
+
+
+def test_a_clean_up_hook_failing_on_a_validation_error_is_logged_by_its_fields_never_the_values_it_was_given(
+    kube: kube_client.Client, make_gadget: Any, fake_reconcile: Any, managers: Any
+) -> None:
+    """pydantic's text repeats each input: a clean-up hook checking a Secret's data logged the Secret's value."""
+
+    def deregister() -> None:
+        _Credentials.model_validate({"port": "s3cr3t-t0ken"})
+
+    reconcile = fake_reconcile()
+    make_gadget("c")
+    manager = managers(reconcile, on_cleanup=[deregister])
+    with structlog.testing.capture_logs() as logs:
+        manager.start()
+        wait_for(lambda: reconcile.count("c") >= 1, timeout=15)
+        manager.stop()
+        assert manager.join(15)
+
+    failed = [log for log in logs if log["event"] == "a clean-up hook failed"]
+    assert [log["hook"].rsplit(".", 1)[-1] for log in failed] == ["deregister"]
+    assert "port" in failed[0]["error"]
+    assert "s3cr3t" not in repr(logs)
 
 
 def test_a_failing_start_up_hook_stops_the_start_with_its_name_and_nothing_is_watched(

@@ -52,6 +52,7 @@ from okt.reconciler.admission_request import Admission
 from okt.reconciler.context import Context
 from okt.reconciler.core import reconcile
 from okt.reconciler.daemons import DaemonContext, daemon
+from okt.reconciler.indexes import Index
 from okt.reconciler.reconciler import Reconciler
 from okt.reconciler.timers import every
 from okt.reconciler.watches import MapContext, ref_of, watch
@@ -107,6 +108,7 @@ __all__ = [
     "HttpResponse",
     "IllegalTransition",
     "ImmutableField",
+    "Index",
     "Invalid",
     "InvalidChild",
     "InvalidSpec",

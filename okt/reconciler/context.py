@@ -21,7 +21,7 @@ from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects, operand_http, podexec
-from okt.reconciler import admission_request, watches
+from okt.reconciler import admission_request, indexes, watches
 from okt.resources import apply, registry, resource, writing
 from okt.status import bookkeeping, conditions, events, writer
 
@@ -80,6 +80,10 @@ class Settings:
     legacy_field_managers: tuple[str, ...] = ()
     status_model: type[pydantic.BaseModel] | None = None
     indexes: Mapping[str, watches.IndexFunction] = dataclasses.field(default_factory=dict)
+    watch_indexes: Mapping[str, tuple[kinds.Kind | str, watches.IndexFunction]] = dataclasses.field(
+        default_factory=dict
+    )
+    """The indexes of the watched kinds (``okt.watch(kind, indexes=...)``), by name: the kind and the function."""
     selects: Callable[[Mapping[str, Any]], bool] | None = None
     """The reconciler's client-side filter (``annotation_selector``, ``when(obj)``): a lookup without the cache's
     index keeps only what it selects, as the cache does."""
@@ -228,6 +232,17 @@ class Context:
             value,
             selects=self.settings.selects,
         )
+
+    def indexed(self, name: str) -> indexes.Index:
+        """The index ``name`` of a watched kind (``okt.watch(kind, indexes={name: fn})``, Kopf's ``@kopf.index``),
+        read whole as a mapping of key -> the objects, or the values ``fn`` returned, under it: ``len(index)``,
+        ``index.items()``, ``index[key]``. Kept by the cache on every change of the kind, read at once, fixed once
+        read (see :mod:`okt.reconciler.indexes`).
+
+        Raises:
+            okt.ConfigurationError: no watch of the reconciler declares an index of that name.
+        """
+        return indexes.read(self.reader, self.client, self.settings.controller, self.settings.watch_indexes, name)
 
     def event(self, type_: str, reason: str, message: str, *, once: bool = False, about: Subject | None = None) -> None:
         """Record a Kubernetes Event about the object, or about ``about`` (none when the reconciler records no

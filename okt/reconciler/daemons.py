@@ -36,10 +36,11 @@ from typing import Any, TypeVar, overload
 
 import structlog
 
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import findings as findings_mod
-from okt.reconciler import handler_filters
+from okt.reconciler import handler_filters, indexes
 from okt.status import conditions as cond
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -199,6 +200,7 @@ class DaemonContext:
     read: Callable[[], dict[str, Any] | None] = dataclasses.field(repr=False)
     enqueue: Callable[[], None] = dataclasses.field(repr=False)
     findings: findings_mod.Findings = dataclasses.field(repr=False)
+    read_index: Callable[[str], indexes.Index] | None = dataclasses.field(default=None, repr=False)
 
     @property
     def obj(self) -> dict[str, Any] | None:
@@ -208,6 +210,16 @@ class DaemonContext:
     def reconcile(self) -> None:
         """Ask for a reconcile of this object (e.g. when the daemon saw the outside world change)."""
         self.enqueue()
+
+    def indexed(self, name: str) -> indexes.Index:
+        """The index ``name`` of a watched kind, read whole as a reconcile's ``ctx.indexed(name)`` reads it.
+
+        Raises:
+            okt.ConfigurationError: no watch of the reconciler declares an index of that name.
+        """
+        if self.read_index is None:
+            raise errors.ConfigurationError(f"no index {name!r} of a watched kind can be read here")
+        return self.read_index(name)
 
     def set_condition(self, type: str, status: bool | cond.ConditionStatus, reason: str, message: str = "") -> bool:
         """State a condition of this daemon's own in the object's status, e.g. ``ctx.set_condition("OperandHealthy",

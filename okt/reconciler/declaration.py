@@ -167,6 +167,16 @@ def _check_watches(cls: type[Reconciler]) -> None:
         watched = (watched,)
     if not all(isinstance(w, watches_mod.Watch) for w in watched):
         raise TypeError(f"{cls.__name__}.watches = {cls.watches!r}: expected a tuple of okt.watch(kind, map=...)")
+    # One name, one index: ctx.indexed(name) and the cache's index names would say one of two.
+    seen = set(cls.indexes) if isinstance(cls.indexes, Mapping) else set()
+    for w in watched:
+        for name in w.indexes:
+            if name in seen:
+                raise TypeError(
+                    f"{cls.__name__}: index {name!r} is declared twice (in indexes or in two watches): name each "
+                    "index once"
+                )
+            seen.add(name)
 
 
 def _check_mappings(cls: type[Reconciler]) -> None:

@@ -175,7 +175,9 @@ class Reconciler:
     label selector (``okt run -l``, filtered by the server) and ``when(obj)``, what okt sees of the primaries."""
     watches: ClassVar[Sequence[watches_mod.Watch]] = ()
     """Related kinds whose changes reconcile the primaries a mapping function names: ``(okt.watch("configmaps",
-    map=fn),)``, controller-runtime's ``EnqueueRequestsFromMapFunc`` (see :mod:`okt.reconciler.watches`)."""
+    map=fn),)``, controller-runtime's ``EnqueueRequestsFromMapFunc`` (see :mod:`okt.reconciler.watches`); and whose
+    indexes the cache keeps, read whole with ``ctx.indexed(name)``: ``okt.watch("pods", indexes={name: fn})``, Kopf's
+    ``@kopf.index("pods")`` (see :mod:`okt.reconciler.indexes`)."""
     indexes: ClassVar[Mapping[str, watches_mod.IndexFunction]] = {}
     """Indexes over the primaries in the cache, ``name -> fn(obj) -> values`` (Kopf's indexes): ``ctx.index(name,
     value)`` in a reconcile or a mapping function is then a lookup, not a scan. Values are kept, and looked up, as
@@ -265,6 +267,7 @@ class Reconciler:
             legacy_field_managers=tuple(self.legacy_field_managers),
             status_model=self.status_model,
             indexes=dict(self.indexes),
+            watch_indexes={name: (w.kind, fn) for w in self.watches for name, fn in w.indexes.items()},
             selects=self.selects,
         )
 

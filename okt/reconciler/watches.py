@@ -15,9 +15,11 @@ naming the kind and how one of its objects maps to primaries::
 Why a value per kind (``okt.watch(kind, map=fn)``) and not a decorator on a method (``@kopf.on.event``): a watch is
 not a handler — it does no work but say *which* primaries to reconcile, and the reconcile stays the one place where
 work happens; a tuple reads like ``owns`` next to it, and ``okt gen rbac`` reads the kinds from it the same way.
-Why indexes on the *primaries* only: the question a mapping asks is always "which primaries name this object"; an
-index on the primary kind answers it from the store the controller keeps anyway (no extra informer), and the same
-index serves a reconcile (``ctx.index(name, value)``).
+Why the lookups are of indexes on the *primaries*: the question a mapping asks is always "which primaries name this
+object"; an index on the primary kind answers it from the store the controller keeps anyway (no extra informer), and
+the same index serves a reconcile (``ctx.index(name, value)``). An index of the watched kind itself, read whole as
+Kopf's handlers read ``@kopf.index("pods")``, is declared with its watch (``okt.watch(kind, indexes=...)``) and read
+with ``ctx.indexed(name)``: see :mod:`okt.reconciler.indexes`.
 
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every change
@@ -63,14 +65,19 @@ MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
 
 @dataclasses.dataclass(frozen=True)
 class Watch:
-    """A related kind whose changes reconcile the primaries ``map`` names (see :func:`watch`)."""
+    """A related kind whose changes reconcile the primaries ``map`` names, and whose ``indexes`` the cache keeps
+    (see :func:`watch`)."""
 
     kind: kinds.Kind | str
-    map: MapFunction
+    map: MapFunction | None
+    indexes: Mapping[str, IndexFunction] = dataclasses.field(default_factory=dict)
 
 
-def watch(kind: kinds.Kind | str, *, map: MapFunction) -> Watch:
-    """Declare a related kind: each change of one of its objects reconciles the primaries ``map(obj, ctx)`` returns.
+def watch(
+    kind: kinds.Kind | str, *, map: MapFunction | None = None, indexes: Mapping[str, IndexFunction] | None = None
+) -> Watch:
+    """Declare a related kind: each change of one of its objects reconciles the primaries ``map(obj, ctx)`` returns,
+    and the cache keeps its ``indexes``, read whole with ``ctx.indexed(name)``.
 
     Args:
         kind: a :class:`okt.Kind`, or the kind named as ``kubectl`` does (``"configmaps"``, ``"cm"``, ``"Secret"``,
@@ -78,11 +85,30 @@ def watch(kind: kinds.Kind | str, *, map: MapFunction) -> Watch:
         map: ``map(obj, ctx)`` with ``obj`` the watched object and ``ctx`` a :class:`MapContext`; returns keys
             ``(namespace, name)`` or primary objects. It runs on the controller's mapping thread, one event at a
             time in the order the watch told them (not on the informer's, which keeps up with the watch meanwhile):
-            a slow one delays the mappings after it, not the cache.
+            a slow one delays the mappings after it, not the cache. None: a change reconciles nothing (the kind is
+            watched for its indexes).
+        indexes: Kopf's ``@kopf.index(kind)``: ``name -> fn(obj)``, each an index over the kind's objects kept by
+            the cache and read whole, as a mapping, with ``ctx.indexed(name)`` in hooks, timers and daemons.
+            ``fn(obj)`` returns keys (the index holds the objects under them) or a mapping ``{key: value}`` (the
+            index holds the values): see :mod:`okt.reconciler.indexes`. Names are the reconciler's, apart from
+            its ``indexes``.
+
+    Raises:
+        TypeError: ``map`` or an index function is not a function, an index's name is no text, or neither ``map``
+            nor ``indexes`` is given (the watch would do nothing).
     """
-    if not callable(map):
+    if map is not None and not callable(map):
         raise TypeError(f"okt.watch(map=...) needs a function, got {map!r}")
-    return Watch(kind, map)
+    if indexes is not None and not isinstance(indexes, Mapping):
+        raise TypeError(f'okt.watch(indexes=...) needs a mapping of names to functions, {{"name": fn}}: {indexes!r}')
+    for name, function in (indexes or {}).items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"okt.watch(indexes=...): an index's name is text, got {name!r}")
+        if not callable(function):
+            raise TypeError(f"okt.watch(indexes=...): index {name!r} needs a function, got {function!r}")
+    if map is None and not indexes:
+        raise TypeError("okt.watch(kind) needs map=fn, indexes={name: fn}, or both: a watch of neither does nothing")
+    return Watch(kind, map, dict(indexes or {}))
 
 
 def resolve(client: kube_client.Client, kind: kinds.Kind | str) -> kinds.Kind:
@@ -369,7 +395,7 @@ def keys_for_event(
     names no primary (see :func:`keys_of`), or its raising, is logged and ``failed()`` called (the controller counts
     it), once per call, and the keys it did return are kept."""
     unchanged = old is not None and _content(obj) == _content(old)
-    if unchanged and event_type == "MODIFIED":
+    if watched.map is None or (unchanged and event_type == "MODIFIED"):
         return []
     found: dict[Key, None] = {}
     for version in (obj,) if old is None or unchanged else (obj, old):

@@ -42,6 +42,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
+from okt.reconciler import indexes
 from okt.resources import take_over
 from okt.runtime import informer as informer_mod
 from okt.runtime import packing
@@ -548,12 +549,31 @@ class Cache:
             return None
         return [obj for i in informers for obj in i.by_index(index, value)]
 
+    def whole_index(self, index: str) -> indexes.Index | None:
+        """The whole of ``index`` as it stands now, over every kind watched with it (see :class:`okt.Index`): under
+        each value, the payloads its function gave that value, or the objects where it gave values alone, decoded
+        only when read (the store keeps them once); None when no kind is watched with that index."""
+        with self._lock:
+            found = [i for i in self._all_informers() if i.has_index(index)]
+        if not found:
+            return None
+        entries: dict[str, builtins.list[Any]] = {}
+        for informer in found:
+            for value, held in informer.index_entries(index).items():
+                entries.setdefault(value, []).extend(held)
+        return indexes.Index(entries, decode=_decoded)
+
     def owned_by(
         self, kind: kinds.Kind, owner_uid: str, skip: Container[tuple[str, str]] = ()
     ) -> builtins.list[dict[str, Any]]:
         """The objects of ``kind`` whose controller ownerReference has ``owner_uid`` (private copies), but for those
         whose ``(namespace, name)`` is in ``skip``."""
         return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid, skip)]
+
+
+def _decoded(entry: Any) -> Any:
+    """An entry of an index read whole: a stored object decoded (a private copy), a payload as it is."""
+    return entry.unpack() if isinstance(entry, packing.Packed) else entry
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

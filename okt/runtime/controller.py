@@ -90,7 +90,7 @@ from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
 from okt.reconciler import context as context_mod
-from okt.reconciler import core, refused_reports, timers
+from okt.reconciler import core, indexes, refused_reports, timers
 from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import watches as watches_mod
 from okt.resources import resource, take_over
@@ -132,6 +132,10 @@ class ReconcileFunction(Protocol):
 
 
 # -- pure rules ------------------------------------------------------------------------------------------------
+
+
+def _unmapped(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The handler of a kind watched for its indexes alone: the cache keeps them, no change reconciles anything."""
 
 
 def key_of(obj: Mapping[str, Any], namespaced: bool = True) -> QueueKey:
@@ -381,6 +385,9 @@ class Controller:
             enqueue=lambda namespace, name: self.queue.add((namespace, name)),
             fence=lambda: self.write_fence,
             controller=self.name,
+            read_index=lambda name: indexes.read(
+                self.cache, client, self.name, self.reconciler.settings().watch_indexes, name
+            ),
         )
         """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""
         self.metrics.track_priorities(self.name, self.queue.depths)
@@ -429,15 +436,28 @@ class Controller:
         )
         for kind in self.owned:
             self.cache.start(kind, self.on_child_event, field_owners=self.field_owners, writer=self)
-        self.metrics.prepare_watches(self.name, [str(kind) for kind, _ in self.related], self.reconciler_cls.indexes)
-        if self.related:
+        watch_indexes = [name for _, watched in self.related for name in watched.indexes]
+        self.metrics.prepare_watches(
+            self.name, [str(kind) for kind, _ in self.related], [*self.reconciler_cls.indexes, *watch_indexes]
+        )
+        if any(watched.map is not None for _, watched in self.related):
             self._to_map = mapping_queue.MappingQueue()
             self.metrics.track_mapping(self.name, functools.partial(len, self._to_map))
             threading.Thread(
                 target=self._map_related, args=(self._to_map,), name=f"okt-{self.name}-mapper", daemon=True
             ).start()
         for kind, watched in self.related:
-            self.cache.start(kind, functools.partial(self.on_related_event, watched), writer=self)
+            self.cache.start(
+                kind,
+                functools.partial(self.on_related_event, watched) if watched.map is not None else _unmapped,
+                indexers={
+                    watches_mod.index_name(self.name, name): indexes.Indexer(
+                        name, function, failed=functools.partial(self.metrics.index_failed, self.name, name)
+                    )
+                    for name, function in watched.indexes.items()
+                },
+                writer=self,
+            )
         # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
         for kind in (self.kind, *self.owned, *(kind for kind, _ in self.related)):
             self.metrics.track_sync(str(kind), *self.cache.progress(kind))

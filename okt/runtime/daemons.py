@@ -56,7 +56,7 @@ from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
 from okt.reconciler import daemons as declaration
-from okt.reconciler import handler_filters
+from okt.reconciler import handler_filters, indexes
 from okt.reconciler import reconciler as reconciler_mod
 from okt.runtime import informer as informer_mod
 
@@ -125,8 +125,10 @@ class Supervisor:
         enqueue: Callable[[str | None, str], None],
         fence: Callable[[], fence_mod.WriteFence | None] = lambda: None,
         controller: str = "",
+        read_index: Callable[[str], indexes.Index] | None = None,
     ) -> None:
         self.reconciler = reconciler
+        self._read_index = read_index
         self.declared = declaration.declared(type(reconciler))
         self.findings = reconciler.daemon_findings
         self.client = client
@@ -457,6 +459,7 @@ class Supervisor:
                         read=lambda: self._current(slot.namespace, slot.name, uid),
                         enqueue=lambda: self._enqueue(slot.namespace, slot.name),
                         findings=self.findings,
+                        read_index=self._read_index,
                     )
                     log.info("daemon started", attempt=attempt)
                     started = time.monotonic()

@@ -441,6 +441,24 @@ class Informer:
     def has_index(self, index: str) -> bool:
         return index in self._indexers
 
+    def index_entries(self, index: str) -> dict[str, list[Any]]:
+        """The whole of ``index`` as it stands: each value it holds, with what it holds under it, from every stored
+        object: the payload the index function gave that value (an indexer returning a mapping), else the object's
+        :class:`~okt.runtime.packing.Packed` entry, not decoded (the caller decodes what it reads)."""
+        with self._lock:
+            position = list(self._indexers).index(index)
+            entries: dict[str, list[Any]] = {}
+            for value, bucket in self._indexes[index].items():
+                held = entries[value] = []
+                for key in bucket:
+                    packed = self._store[key]
+                    payloads = packed.payloads_of(position, value)
+                    if payloads is None:
+                        held.append(packed)
+                    else:
+                        held.extend(payloads)
+            return entries
+
     def add_indexers(self, indexers: Mapping[str, packing.Indexer]) -> None:
         """Keep more indexes, built at once over what is stored (an index of that name already kept is left as is)."""
         with self._lock:
@@ -451,9 +469,9 @@ class Informer:
             for name in added:
                 self._indexes[name] = {}
             for key, packed in self._store.items():
-                obj = packed.unpack()
-                extra = tuple(tuple(indexer(obj)) for indexer in added.values())
-                packed.index = (*packed.index, *extra)  # in the order of ``_indexers``, the added ones last
+                before = len(packed.index)
+                packed.add_index(packed.unpack(), added.values())  # in the order of ``_indexers``, the added last
+                extra = packed.index[before:]
                 for name, values in zip(added, extra, strict=True):
                     index = self._indexes[name]
                     for value in values:

@@ -34,7 +34,9 @@ _WINDOW_BITS = 12
 """Raw deflate with a 4 KiB window: the dictionary and an object's repeats of it fit, and the state stays small."""
 
 Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
-"""A secondary index of an informer's store: an object's values under it, kept with it (:attr:`Packed.index`)."""
+"""A secondary index of an informer's store: an object's values under it, kept with it (:attr:`Packed.index`). One
+that returns a mapping ``{value: payload}`` keeps its payloads too (:attr:`Packed.payloads`): what a whole read of the
+index gives under each value instead of the object, without a second copy of the object."""
 
 
 def resource_version(obj: Mapping[str, Any]) -> str:
@@ -98,14 +100,36 @@ class Packed:
     """One stored object, kept encoded and compressed: a small fraction of the memory of nested dicts, and every read
     decodes a private copy (which a reconcile may then change freely)."""
 
-    __slots__ = ("codec", "data", "index", "rv", "uid")
+    __slots__ = ("codec", "data", "index", "payloads", "rv", "uid")
 
     def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer], codec: Codec) -> None:
         self.codec = codec
         self.data = codec.pack(obj)
         self.rv = resource_version(obj)
         self.uid = uid(obj)
-        self.index: tuple[tuple[str, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
+        self.index: tuple[tuple[str, ...], ...] = ()
+        self.payloads: tuple[tuple[Any, ...] | None, ...] | None = None
+        """Per index, in the order of :attr:`index`: the payloads of its values, one each, or None where the indexer
+        returned values alone (a whole read gives the object); None for all when none returned a mapping (no slot of
+        a tuple spent on every object of every kind)."""
+        self.add_index(obj, indexers.values())
+
+    def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
+        """Keep the values (and payloads) of ``indexers`` too, after those kept already."""
+        results = [indexer(obj) for indexer in indexers]
+        before = len(self.index)
+        self.index = (*self.index, *(tuple(result) for result in results))
+        added = tuple(tuple(result.values()) if isinstance(result, Mapping) else None for result in results)
+        if self.payloads is not None or any(p is not None for p in added):
+            self.payloads = (*(self.payloads or (None,) * before), *added)
+
+    def payloads_of(self, position: int, value: str) -> tuple[Any, ...] | None:
+        """The payloads the indexer at ``position`` gave ``value``, None when it gave values alone."""
+        if self.payloads is None or self.payloads[position] is None:
+            return None
+        payloads = self.payloads[position]
+        assert payloads is not None
+        return tuple(p for v, p in zip(self.index[position], payloads, strict=True) if v == value)
 
     def unpack(self) -> dict[str, Any]:
         return self.codec.unpack(self.data)

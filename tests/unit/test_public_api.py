@@ -33,6 +33,7 @@ PINNED = {
     "WriteRefused",
     "ObjectTooLarge",
     "ImmutableField",
+    "Index",
     "InvalidChild",
     "OwnedByAnother",
     "RegistrationError",

@@ -13,6 +13,7 @@ import structlog
 
 from okt import errors
 from okt.kube import kinds, selectors
+from okt.reconciler import indexes
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import informer as informer_mod
 from okt.runtime import packing
@@ -1224,3 +1225,72 @@ def test_events_from_the_list_are_delivered_as_the_sweep_and_watch_events_are_no
     wait_for(lambda: len(seen) == 2, timeout=5)
     assert seen == [("listed", True), ("watched", False)]
     assert not informer_mod.sweeping()
+
+
+def _node_phase(o: dict[str, Any]) -> dict[str, Any]:
+    data = o.get("data") or {}
+    return {data["node"]: data["phase"]}
+
+
+def _whole(informer: informer_mod.Informer, index: str) -> dict[str, list[Any]]:
+    """An index read whole as the cache reads it: the payloads, or the names of the objects held."""
+    return {
+        value: sorted(h.unpack()["metadata"]["name"] if isinstance(h, packing.Packed) else h for h in held)
+        for value, held in informer.index_entries(index).items()
+    }
+
+
+def test_an_index_of_values_follows_every_change_and_a_relist_replaces_it_whole(
+    api: Any, start: Any, obj: Obj, gone: Any
+) -> None:
+    api.put(CM, {**obj(CM, "a"), "data": {"node": "n1", "phase": "Running"}})
+    api.put(CM, {**obj(CM, "b"), "data": {"node": "n1", "phase": "Pending"}})
+    informer = start(indexers={"phases": indexes.Indexer("phases", _node_phase)})
+    assert _whole(informer, "phases") == {"n1": ["Pending", "Running"]}
+
+    api.emit(CM, "MODIFIED", api.put(CM, {**obj(CM, "a"), "data": {"node": "n2", "phase": "Running"}}))
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "c"), "data": {"node": "n1", "phase": "Succeeded"}}))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "b"))
+    wait_for(lambda: _whole(informer, "phases") == {"n1": ["Succeeded"], "n2": ["Running"]}, timeout=5)
+
+    # What changes while the watch is broken reaches the index through the relist: what it lacks leaves it.
+    api.put(CM, {**obj(CM, "a"), "data": {"node": "n3", "phase": "Running"}})
+    api.remove(CM, "ns", "c")
+    api.put(CM, {**obj(CM, "d"), "data": {"node": "n2", "phase": "Failed"}})
+    api.fail(CM, gone())
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert _whole(informer, "phases") == {"n3": ["Running"], "n2": ["Failed"]}
+
+
+def test_an_index_of_keys_holds_the_stored_objects_and_loses_those_a_relist_lacks(
+    api: Any, start: Any, obj: Obj, gone: Any
+) -> None:
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    api.put(CM, obj(CM, "b", labels={"team": "x"}))
+    informer = start(indexers={"teams": indexes.Indexer("teams", lambda o: o["metadata"]["labels"]["team"])})
+    assert _whole(informer, "teams") == {"x": ["a", "b"]}
+    api.remove(CM, "ns", "a")
+    api.put(CM, obj(CM, "b", labels={"team": "y"}))
+    api.fail(CM, gone())
+    wait_for(lambda: informer.relists == 2, timeout=5)
+    assert _whole(informer, "teams") == {"y": ["b"]}
+
+
+def test_an_index_function_that_raises_is_said_once_per_object_which_is_left_out_until_it_succeeds(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    failed: list[None] = []
+    api.put(CM, {**obj(CM, "good", uid="u1"), "data": {"node": "n1", "phase": "Running"}})
+    with structlog.testing.capture_logs() as logged:
+        informer = start(
+            indexers={"phases": indexes.Indexer("phases", _node_phase, failed=lambda: failed.append(None))}
+        )
+        for version in ("1", "2"):  # changed twice, raising each time: said once
+            api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "bad", uid="u2"), "data": {"secret": version}}))
+        wait_for(lambda: len(failed) == 2, timeout=5)
+        api.emit(CM, "MODIFIED", api.put(CM, {**obj(CM, "bad", uid="u2"), "data": {"node": "n2", "phase": "Pending"}}))
+        wait_for(lambda: _whole(informer, "phases") == {"n1": ["Running"], "n2": ["Pending"]}, timeout=5)
+    said = [e for e in logged if e["event"].startswith("an index function raised")]
+    assert [(e["name"], e["index"]) for e in said] == [("bad", "phases")]
+    assert "secret" not in str(said) and "'1'" not in str(said)  # the error is said by its type, not the data
+    assert informer.get("ns", "bad") is not None  # the store keeps it: only the index leaves it out

@@ -1,0 +1,203 @@
+"""Indexes of watched kinds, read whole: a mapping of key -> the objects (or values) under it, kept by the cache.
+
+Why this exists: Kopf's ``@kopf.index("pods")`` keeps an index over the objects of another kind, and its handlers
+read it as a mapping (``len(index)``, ``index.items()``, ``index[key]``): the Pods of each node, the phase of each
+Pod. okt's ``indexes`` are over the primaries and answer lookups (``ctx.index(name, value)``); an index of a watched
+kind is declared with the watch, in the shape of the primaries' ones::
+
+    class NodeReconciler(okt.Reconciler):
+        watches = (okt.watch("pods", indexes={"phases": lambda pod: {okt.ref_of(pod): pod["status"].get("phase")}}),)
+
+        @okt.every(seconds=30)
+        def count(self, ctx: okt.Context) -> None:
+            phases = ctx.indexed("phases")  # an okt.Index: {"ns/name": ("Running",), ...}
+            ctx.status_fields["running"] = sum(phase == "Running" for (phase,) in phases.values())
+
+The function is given each object of the kind and returns its keys, as a primary index's function does (text, a
+number, a tuple of them, or a list of those; None for none): the index holds, under each key, the objects that
+returned it. Or it returns a mapping ``{key: value}``: the index holds, under each key, the values returned for it
+(Kopf's ``return {key: value}``), and not the object.
+
+Guarantees:
+
+* the index is kept by the kind's informer with its store, on every change of it: an object added, modified or
+  deleted, and a relist (after ``410 Gone``, a reconnect, a kind served again) replacing what the store held — what
+  the relist lacks leaves the index as it leaves the store. Nothing scans the objects at a read;
+* a read (``ctx.indexed(name)``) is taken at once, under the informer's lock, and does not change afterwards: it is
+  safe from any thread (hooks, timers, daemons), and a later read sees the later changes;
+* memory: the objects under a key are the cache's own, decoded into private copies only when a key is read; a value
+  an index function returns is kept once, with the stored object, and leaves with it;
+* an index function that raises for an object is logged once for that object (its uid), until it succeeds for it
+  again, and counted (``okt_index_errors_total``); that object is left out of the index, the others kept, and the
+  informer carries on. A key an index cannot hold (a mapping, a list) is left out the same way.
+
+Caveats: keys are kept as their text, as the primaries' index values are (:func:`okt.reconciler.watches.index_text`):
+iterating gives texts (a tuple key as its JSON array), and ``index[key]`` looks a key up by its text (``1``, ``1.0``
+and ``"1"`` are one key). Values are the ones the function returned, shared by every read: do not change them.
+Without a running operator's cache (a plain ``okt.reconcile`` call), a read lists the kind from the API and builds the
+index from it, with the same answer.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.reconciler import watches
+
+if TYPE_CHECKING:
+    from okt.reconciler import context as context_mod
+
+_REMEMBERED = 4096
+"""How many objects whose index function raised are remembered, not to say it again at each of their changes (a
+deleted object's uid leaves once more have raised since; one said again after that costs a log line)."""
+
+
+def _as_is(entry: Any) -> Any:
+    return entry
+
+
+class Index(Mapping[str, tuple[Any, ...]]):
+    """An index of a watched kind, read whole (see :mod:`okt.reconciler.indexes`): key -> a tuple of the objects
+    (private copies) or of the values its function returned for that key. Read-only, and fixed when read."""
+
+    __slots__ = ("_decode", "_entries")
+
+    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = _as_is) -> None:
+        self._entries = {key: tuple(held) for key, held in entries.items() if held}
+        self._decode = decode
+
+    @classmethod
+    def of(cls, objs: Iterable[Mapping[str, Any]], function: Callable[[Mapping[str, Any]], Any]) -> Index:
+        """The index ``function`` (an :class:`Indexer`) makes of ``objs``."""
+        entries: dict[str, list[Any]] = {}
+        for obj in objs:
+            kept = function(obj)
+            pairs = kept.items() if isinstance(kept, Mapping) else ((key, obj) for key in dict.fromkeys(kept))
+            for key, value in pairs:
+                entries.setdefault(key, []).append(value)
+        return cls(entries)
+
+    def __getitem__(self, key: object) -> tuple[Any, ...]:
+        """The objects (private copies) or values under ``key``, looked up by its text.
+
+        Raises:
+            KeyError: no object is under ``key``.
+            TypeError: ``key`` is not one an index holds (a mapping, a list...).
+        """
+        return tuple(self._decode(entry) for entry in self._entries[watches.index_text(key)])
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return watches.index_text(key) in self._entries
+        except TypeError:
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        # Keys and values may come from a Secret: said by their number only.
+        return f"okt.Index({len(self._entries)} keys)"
+
+
+class Indexer:
+    """One index of a watched kind as the informer keeps it: ``function`` called safely on each object, its keys as
+    text; what it returns for one object is a tuple of keys (the object is held under each), or a mapping of keys to
+    the values held. A call that raises is logged once per object and counted with ``failed()``: the object is left
+    out of the index."""
+
+    def __init__(self, name: str, function: watches.IndexFunction, *, failed: Callable[[], None] | None = None) -> None:
+        self.name = name
+        self.function = function
+        self._failed = failed
+        self._lock = threading.Lock()
+        self._raised: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def __call__(self, obj: Mapping[str, Any]) -> tuple[str, ...] | dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        who = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+        try:
+            result = self.function(obj)
+        except Exception as exc:
+            self._raised_for(who, meta, exc)
+            return ()
+        with self._lock:
+            self._raised.pop(who, None)
+        if not isinstance(result, Mapping):
+            return watches.safe_index(lambda _: result, obj, failed=self._failed)
+        kept: dict[str, Any] = {}
+        refused = 0
+        for key, value in result.items():
+            try:
+                kept[watches.index_text(key)] = value
+            except TypeError:
+                refused += 1
+        if refused:
+            structlog.get_logger("okt.indexes").warning(
+                "an index function returned a key an index cannot hold: that key is left out of the index",
+                index=self.name,
+                name=meta.get("name"),
+                namespace=meta.get("namespace"),
+                keys=refused,
+            )
+            if self._failed is not None:
+                self._failed()
+        return kept
+
+    def _raised_for(self, who: str, meta: Mapping[str, Any], exc: Exception) -> None:
+        with self._lock:
+            said = who in self._raised
+            self._raised[who] = None
+            self._raised.move_to_end(who)
+            while len(self._raised) > _REMEMBERED:
+                self._raised.popitem(last=False)
+        if self._failed is not None:
+            self._failed()
+        if not said:
+            structlog.get_logger("okt.indexes").warning(
+                "an index function raised: the object is left out of the index until it changes and the function "
+                "succeeds for it (said once per object)",
+                index=self.name,
+                name=meta.get("name"),
+                namespace=meta.get("namespace"),
+                error=errors.said(exc),
+            )
+
+
+def read(
+    reader: context_mod.Reader,
+    client: kube_client.Client,
+    controller: str,
+    declared: Mapping[str, tuple[kinds.Kind | str, watches.IndexFunction]],
+    name: str,
+) -> Index:
+    """The index ``name`` of a watched kind, read whole: from the cache, which keeps it; without one (a plain
+    ``okt.reconcile`` call), built from a list of the kind.
+
+    Raises:
+        okt.ConfigurationError: no watch of the reconciler declares an index of that name.
+    """
+    found = declared.get(name)
+    if found is None:
+        raise errors.ConfigurationError(
+            f"no index {name!r} of a watched kind is declared (declared: {sorted(declared) or 'none'}): "
+            'okt.watch(kind, indexes={"name": fn})'
+        )
+    whole = getattr(reader, "whole_index", None)
+    if whole is not None:
+        index: Index | None = whole(watches.index_name(controller, name))
+        if index is not None:
+            return index
+    kind, function = found
+    return Index.of(reader.list(watches.resolve(client, kind), None), Indexer(name, function))

@@ -1,0 +1,144 @@
+"""Indexes of watched kinds read whole: the mapping a read gives, the index function's safe call, the declaration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import structlog
+
+import okt
+from okt.kube import kinds
+from okt.reconciler import core, indexes
+from okt.testing import fake
+
+CM = kinds.CONFIG_MAP
+
+
+def cm(name: str, uid: str = "", **data: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "ns", **({"uid": uid} if uid else {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def node_phase(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {obj["data"]["node"]: obj["data"]["phase"]}
+
+
+def test_an_index_of_values_reads_as_a_mapping_of_each_key_to_the_values_under_it() -> None:
+    index = indexes.Index.of(
+        [cm("a", node="n1", phase="Running"), cm("b", node="n1", phase="Pending"), cm("c", node="n2", phase="Failed")],
+        indexes.Indexer("phases", node_phase),
+    )
+    assert len(index) == 2
+    assert sorted(index) == ["n1", "n2"]
+    assert {key: sorted(values) for key, values in index.items()} == {"n1": ["Pending", "Running"], "n2": ["Failed"]}
+    assert index["n2"] == ("Failed",)
+    assert "n1" in index and "n9" not in index and {"not": "a key"} not in index
+    with pytest.raises(KeyError):
+        index["n9"]
+    assert index.get("n9") is None
+
+
+def test_an_index_of_keys_holds_each_object_once_under_each_key_it_returned() -> None:
+    index = indexes.Index.of(
+        [cm("a", teams="x y x"), cm("b", teams="y")], indexes.Indexer("teams", lambda o: o["data"]["teams"].split())
+    )
+    assert {key: [o["metadata"]["name"] for o in objs] for key, objs in index.items()} == {"x": ["a"], "y": ["a", "b"]}
+
+
+def test_an_index_key_is_looked_up_by_its_text_as_a_primary_index_value_is() -> None:
+    index = indexes.Index.of([cm("a", port="8080")], indexes.Indexer("ports", lambda o: {int(o["data"]["port"]): 1}))
+    assert list(index) == ["8080"]
+    assert index[8080] == index[8080.0] == index["8080"] == (1,)
+
+
+def test_a_read_index_is_fixed_and_says_no_key_nor_value_in_its_repr() -> None:
+    entries = {"secret-key": ["secret-value"]}
+    index = indexes.Index(entries)
+    entries["other"] = ["x"]
+    assert list(index) == ["secret-key"]
+    assert "secret" not in repr(index)
+    with pytest.raises(TypeError):
+        index["new"] = ("x",)  # type: ignore[index]
+
+
+def test_an_index_function_that_raises_leaves_the_object_out_and_is_said_once_per_object_until_it_succeeds() -> None:
+    failed: list[None] = []
+    indexer = indexes.Indexer("phases", node_phase, failed=lambda: failed.append(None))
+    with structlog.testing.capture_logs() as logged:
+        assert indexer(cm("bad", uid="u1", token="s3cr3t")) == ()
+        assert indexer(cm("bad", uid="u1", token="again")) == ()
+        assert indexer(cm("other", uid="u2")) == ()
+        assert indexer(cm("bad", uid="u1", node="n1", phase="Running")) == {"n1": "Running"}
+        assert indexer(cm("bad", uid="u1")) == ()  # raising again after a success is said again
+    said = [(e["name"], e["index"]) for e in logged if e["event"].startswith("an index function raised")]
+    assert said == [("bad", "phases"), ("other", "phases"), ("bad", "phases")]
+    assert len(failed) == 4
+    assert "s3cr3t" not in str(logged)
+
+
+def test_a_key_an_index_cannot_hold_is_left_out_and_the_others_kept() -> None:
+    failed: list[None] = []
+    indexer = indexes.Indexer(
+        "odd", lambda o: {("ok", 1): "kept", ("bad", frozenset()): "dropped"}, failed=lambda: failed.append(None)
+    )
+    with structlog.testing.capture_logs() as logged:
+        assert indexer(cm("a")) == {'["ok",1]': "kept"}
+    assert [e["keys"] for e in logged] == [1]
+    assert failed == [None]
+
+
+def test_without_a_cache_an_index_is_read_from_a_list_of_the_kind() -> None:
+    client = fake.FakeClient(objects=[cm("a", node="n1", phase="Running"), cm("b", node="n2", phase="Pending")])
+    index = indexes.read(core.ApiReader(client), client, "ctl", {"phases": ("configmaps", node_phase)}, "phases")
+    assert dict(index) == {"n1": ("Running",), "n2": ("Pending",)}
+
+
+def test_reading_an_index_no_watch_declares_is_a_configuration_error_naming_those_declared() -> None:
+    client = fake.FakeClient()
+    with pytest.raises(okt.ConfigurationError, match=r"'nodes'.*\['phases'\]"):
+        indexes.read(core.ApiReader(client), client, "ctl", {"phases": (CM, node_phase)}, "nodes")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({}, "needs map=fn, indexes="),
+        ({"indexes": {}}, "needs map=fn, indexes="),
+        ({"indexes": ["phases"]}, "needs a mapping"),
+        ({"indexes": {"phases": "node_phase"}}, "index 'phases' needs a function"),
+        ({"indexes": {"": node_phase}}, "an index's name is text"),
+    ],
+)
+def test_a_watch_that_would_do_nothing_or_cannot_index_is_refused_where_it_is_written(
+    kwargs: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(TypeError, match=said):
+        okt.watch("pods", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"indexes": {"phases": node_phase}, "watches": (okt.watch("pods", indexes={"phases": node_phase}),)},
+        {
+            "watches": (
+                okt.watch("pods", indexes={"phases": node_phase}),
+                okt.watch("cm", indexes={"phases": node_phase}),
+            )
+        },
+    ],
+)
+def test_an_index_name_declared_twice_is_refused_when_the_class_is_defined(declared: dict[str, Any]) -> None:
+    with pytest.raises(TypeError, match="index 'phases' is declared twice"):
+        type("Twice", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Thing", **declared})
+
+
+def test_a_reconcilers_watch_indexes_reach_its_settings() -> None:
+    class Nodes(okt.Reconciler):
+        api_version = "example.com/v1"
+        kind = "Thing"
+        watches = (okt.watch("pods", indexes={"phases": node_phase}),)
+
+    assert Nodes().settings().watch_indexes == {"phases": ("pods", node_phase)}

@@ -183,8 +183,11 @@ def check_indexing(scene: Scene) -> None:
     scene.create("ex", {"configMap": "settings"})
     scene.create("other", {"configMap": "elsewhere"})
     wait_for(lambda: scene.get("ex").get("status", {}).get("level") == "info", timeout=20)
+    key = f"{scene.namespace}/settings"
+    assert scene.get("ex")["status"]["levels"] == {key: ["info"]}  # the ConfigMaps' index, read whole
     scene.kube.patch(kinds.CONFIG_MAP, "settings", {"data": {"level": "debug"}}, scene.namespace)
     wait_for(lambda: scene.get("ex").get("status", {}).get("level") == "debug", timeout=20)
+    assert scene.get("ex")["status"]["levels"] == {key: ["debug"]}  # kept by the cache before the change reconciles
 
 
 def check_observed_generation(scene: Scene) -> None:

@@ -365,13 +365,19 @@ class Cache:
                 return False
         return True
 
-    def stop(self) -> None:
-        """Stop every informer (no event is delivered afterwards); the stores stay readable."""
+    def stop(self, wait: float | Callable[[], float] = 0.0) -> None:
+        """Stop every informer (no event is delivered afterwards, no list or watch begins); the stores stay readable.
+
+        ``wait`` bounds, in seconds, the wait for their threads to end (a list under way when the stop came is
+        answered first: it cannot be interrupted); a callable is asked again before each thread."""
         with self._lock:
             self._stopped = True
             informers = self._all_informers()
         for informer in informers:
             informer.stop()
+        left = wait if callable(wait) else (lambda: wait)
+        for informer in informers:
+            informer.join(left())
 
     def progress(self, kind: kinds.Kind) -> tuple[Callable[[], int], Callable[[], bool], Callable[[], bool]]:
         """How far the sync of ``kind`` is: a count of its stored objects, whether every informer has listed, and

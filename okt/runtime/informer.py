@@ -371,6 +371,13 @@ class Informer:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the threads of a stopped informer to end; whether they all did."""
+        for thread in list(self._threads):
+            if thread is not threading.current_thread() and thread.ident is not None:
+                thread.join(timeout)
+        return not any(thread.is_alive() for thread in self._threads)
+
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
@@ -556,6 +563,8 @@ class Informer:
                     self._relist(announce_unchanged=not self._served)
                     need_list = False
                     self._answered()
+                if self._stop.is_set():  # a list answered after the stop opens no watch
+                    return
                 self._watch()
                 self._failures = expired = 0
             except errors.Gone:

@@ -66,7 +66,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -205,6 +205,8 @@ class Manager:
 
     _start_up_waits: str | None = None
     """What the start waits for while a start-up hook's retry waits: ``/readyz``'s reason meanwhile."""
+    _helpers: tuple[threading.Thread, ...] = ()
+    """The manager's own threads (beginning the work, the campaign), which the shutdown waits for."""
     _lost_by: float | None = None
     """When (``time.monotonic()``) a shutdown stops waiting for reconciles and daemons once the lease was lost:
     half-way to the moment another replica may take it, from the loss (see :meth:`_grace_left`)."""
@@ -288,9 +290,12 @@ class Manager:
         self._started = self._lost = False
         self._stopping = threading.Event()
         self._stopped = threading.Event()
-        # Cleared while the start-up hooks run: the shutdown waits for them (a running hook cannot be interrupted).
-        self._start_up_ended = threading.Event()
-        self._start_up_ended.set()
+        # Cleared while start() runs: the shutdown waits for it (a start-up hook, a discovery request cannot be
+        # interrupted), so that what the start makes is there for the shutdown to end. The start makes each thing
+        # under _start_lock, once it saw no stop asked: the shutdown, taking it after the wait, has seen all it made.
+        self._start_ended = threading.Event()
+        self._start_ended.set()
+        self._start_lock, self._helpers_lock = threading.Lock(), threading.Lock()
         self._working = threading.Event()
         self._left_running: list[str] = []
 
@@ -420,9 +425,27 @@ class Manager:
             if self._started or self._stopping.is_set():
                 raise RuntimeError("a manager starts once, and never after stop()")
             self._started = True
+            self._start_ended.clear()
+        try:
+            self._assemble()
+        except BaseException:
+            # Shut down before raising: the caller reports the failure at once (okt run prints one line), when
+            # nothing of this start may still be running or logging.
+            self._start_ended.set()
+            self.stop()
+            self.join(self.grace_period)
+            raise
+        finally:
+            self._start_ended.set()
+
+    def _assemble(self) -> None:
+        """What :meth:`start` starts, in order; it returns as soon as it sees a stop asked, before the next step: the
+        shutdown, which waits for it, ends what was started so far, and nothing is started after it."""
         if self._tune_memory:
             memory.limit_arenas()  # before this manager starts any thread
-        try:
+        with self._start_lock:
+            if self._stopping.is_set():
+                return
             if self._bind is not None:
                 self.probes = self._probe_server(self._bind)
                 self.probes.start()
@@ -437,76 +460,83 @@ class Manager:
                 self._serves_conversion = any(
                     e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)
                 )
-            if not self._run_start_up_hooks():
-                return  # stopped while a start-up hook ran or its retry waited: the shutdown ends what was started
-            self.cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
-            self.controllers = [
-                controller_mod.Controller(
-                    reconciler_cls,
-                    self.client,
-                    self.cache,
-                    workers=self.max_concurrent,
-                    reconcile=self._reconcile,
-                    metrics=self.metrics,
-                    backoff=self._backoff,
-                    standby=self.leader_elect,
-                )
-                for reconciler_cls in self.reconcilers
-            ]
-            _check_cluster_operators(self.controllers)
-            _check_records(self.controllers)
-            _check_names(self.controllers)
-            # Some kinds are addressed without asking discovery: Kubernetes' own from okt's table, written for current
-            # servers, and custom ones declared with their plural (or as an okt.Kind). One the server does not serve
-            # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start
-            # here, as a kind discovery cannot find does, instead of an informer listing it in vain for ever.
-            self.client.require_served(
-                (
-                    kind
-                    for controller in self.controllers
-                    for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
-                ),
-                waiting=_log.info,
-            )
-            for controller in self.controllers:
-                # Before any kind is started: another controller may own this one's primary kind and start it first.
-                if controller.reconciler_cls.applies_status():
-                    self.cache.keep_status_owners(controller.kind)
-                owners = controller.field_owners
-                if owners is not None:
-                    for kind in controller.owned:
-                        self.cache.keep_field_owners(kind, owners)
-            for controller in self.controllers:
-                controller.watch()
-        except BaseException:
-            # Shut down before raising: the caller reports the failure at once (okt run prints one line), when
-            # nothing of this start may still be running or logging.
-            self.stop()
-            self.join(self.grace_period)
-            raise
-        if self.leader_elect:
-            duration, deadline, retry = self._lease_timing
-            self.elector = leader_mod.LeaderElector(
+        if not self._run_start_up_hooks():
+            return  # stopped while a start-up hook ran or its retry waited: the shutdown ends what was started
+        cache = cache_mod.Cache(self.client, self.namespaces, self.label_selector, resync=self._resync)
+        with self._start_lock:
+            if self._stopping.is_set():
+                return
+            self.cache = cache  # /readyz says not synced while the controllers are built (discovery may take seconds)
+        controllers = [
+            controller_mod.Controller(
+                reconciler_cls,
                 self.client,
-                self.lease_namespace,
-                self.lease_name,
-                self.identity,
-                lease_duration=duration,
-                renew_deadline=deadline,
-                retry_period=retry,
-                on_started_leading=self._begin_in_background,
-                on_stopped_leading=self._on_stopped_leading,
+                cache,
+                workers=self.max_concurrent,
+                reconcile=self._reconcile,
+                metrics=self.metrics,
+                backoff=self._backoff,
+                standby=self.leader_elect,
             )
-            for controller in self.controllers:
-                controller.write_fence = self._fence
-            self.metrics.track_leader(self.lease_name, lambda: self.elector is not None and self.elector.is_leader)
-            threading.Thread(target=self._campaign, name="okt-manager-campaign", daemon=True).start()
-        else:
-            self._begin_in_background()
-        self._assembled = True
+            for reconciler_cls in self.reconcilers
+        ]
+        _check_cluster_operators(controllers)
+        _check_records(controllers)
+        _check_names(controllers)
+        with self._start_lock:
+            if self._stopping.is_set():
+                return
+            self.controllers = controllers
+        # Some kinds are addressed without asking discovery: Kubernetes' own from okt's table, written for current
+        # servers, and custom ones declared with their plural (or as an okt.Kind). One the server does not serve
+        # (CronJob in batch/v1 on Kubernetes 1.20, a CRD not installed or of another version) stops the start here,
+        # as a kind discovery cannot find does, instead of an informer listing it in vain for ever.
+        self.client.require_served(
+            (
+                kind
+                for controller in controllers
+                for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
+                if not self._stopping.is_set()  # a stop asked meanwhile: no more discovery
+            ),
+            waiting=_log.info,
+        )
+        for controller in controllers:
+            # Before any kind is started: another controller may own this one's primary kind and start it first.
+            if controller.reconciler_cls.applies_status():
+                cache.keep_status_owners(controller.kind)
+            owners = controller.field_owners
+            if owners is not None:
+                for kind in controller.owned:
+                    cache.keep_field_owners(kind, owners)
+        with self._start_lock:
+            # A stop asked during the discovery above: nothing is watched (the stopped cache would refuse it).
+            if self._stopping.is_set():
+                return
+            for controller in controllers:
+                controller.watch()
+            if self.leader_elect:
+                duration, deadline, retry = self._lease_timing
+                self.elector = leader_mod.LeaderElector(
+                    self.client,
+                    self.lease_namespace,
+                    self.lease_name,
+                    self.identity,
+                    lease_duration=duration,
+                    renew_deadline=deadline,
+                    retry_period=retry,
+                    on_started_leading=self._begin_in_background,
+                    on_stopped_leading=self._on_stopped_leading,
+                )
+                for controller in controllers:
+                    controller.write_fence = self._fence
+                self.metrics.track_leader(self.lease_name, lambda: self.elector is not None and self.elector.is_leader)
+                self._helper(self._campaign, "okt-manager-campaign")
+            else:
+                self._begin_in_background()
+            self._assembled = True
         _log.info(
             "manager started",
-            controllers=[c.name for c in self.controllers],
+            controllers=[c.name for c in controllers],
             namespaces=list(self.namespaces) if self.namespaces else "all",
             leader_elect=self.leader_elect,
             identity=self.identity if self.leader_elect else None,
@@ -541,10 +571,9 @@ class Manager:
 
     def _run_start_up_hooks(self) -> bool:
         """Run the start-up hooks; whether the start goes on (False: a stop was asked before they all returned, or
-        while the last one ran). The shutdown waits for them (:attr:`_start_up_ended`): a stop asked while one runs
-        must not have its shutdown over, the clean-up hooks skipped, before the start goes on to watch."""
+        while the last one ran). The shutdown waits for them, as for the whole start (:attr:`_start_ended`): a stop
+        asked while one runs must not have its shutdown over, the clean-up hooks skipped, before the start goes on."""
         ran = False
-        self._start_up_ended.clear()
         try:
             ran = startup.run(
                 self._on_startup,
@@ -557,11 +586,26 @@ class Manager:
             # Every hook returned: the clean-up hooks undo what they did, whether or not the start goes on. (No lock:
             # SIGTERM's handler, which takes it, may run on this very thread.)
             self._started_up = ran
-            self._start_up_ended.set()
         return ran and not self._stopping.is_set()
 
     def _begin_in_background(self) -> None:
-        threading.Thread(target=self._begin, name="okt-manager-begin", daemon=True).start()
+        self._helper(self._begin, "okt-manager-begin")
+
+    def _helper(self, target: Callable[[], None], name: str) -> None:
+        """Run ``target`` on a thread of the manager's own, which the shutdown waits for (:meth:`_join_helpers`)."""
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        with self._helpers_lock:
+            self._helpers = (*self._helpers, thread)
+            thread.start()
+
+    def _join_helpers(self, started: float) -> None:
+        """Wait, up to the grace left, for the manager's own threads: each returns once it sees the stop (within
+        :data:`_SYNC_POLL`), or, beginning the work, once it started the workers it had seen no stop for."""
+        with self._helpers_lock:
+            helpers = list(self._helpers)
+        for thread in helpers:
+            if thread is not threading.current_thread():
+                thread.join(self._grace_left(started))
 
     def _begin(self) -> None:
         """Start each controller's workers once its kinds are synced and no other first list is under way; the
@@ -682,6 +726,14 @@ class Manager:
     def _shutdown(self) -> None:
         started = time.monotonic()
         try:
+            if not self._start_ended.wait(self._grace_left(started)):
+                _log.warning(
+                    "the start still runs past the grace period: it starts nothing more"
+                    + ("" if self._started_up else ", and the clean-up hooks are not run (a start-up hook runs)")
+                )
+            with self._start_lock:
+                pass  # from here on the start sees the stop before each step: whatever it started is here to end
+            self._join_helpers(started)
             for controller in self.controllers:
                 controller.queue.shutdown()
                 # Every daemon is asked now, before any controller waits: a slow one must not keep another
@@ -689,16 +741,16 @@ class Manager:
                 controller.daemons.halt()
             for controller in self.controllers:
                 self._left_running.extend(controller.shutdown(lambda: self._grace_left(started)))
-            if not self._start_up_ended.wait(self._grace_left(started)):
-                _log.warning("a start-up hook still runs past the grace period: the clean-up hooks are not run")
             if self._started_up:
                 self._clean_up()
             if self.trimmer is not None:
                 self.trimmer.stop()
             if self.elector is not None:
                 self.elector.stop(release=not self._lost and self._writes_settled())
+            self._join_helpers(started)  # a lease taken as the elector stopped began the work
             if self.cache is not None:
-                self.cache.stop()
+                # Its informers waited for: one whose list was answered after the stop watches nothing.
+                self.cache.stop(lambda: self._grace_left(started))
             if self.probes is not None:
                 self.probes.stop()
             if self.webhook_server is not None:

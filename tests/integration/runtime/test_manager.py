@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
 import os
+import pathlib
 import signal
 import threading
 import time
@@ -19,7 +21,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import wait_for
+from okt.testing import envtest, faults, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +40,7 @@ def managers(
 ) -> Iterator[Callable[..., manager_mod.Manager]]:
     made: list[manager_mod.Manager] = []
 
-    def make(reconcile: Any, **kwargs: Any) -> manager_mod.Manager:
+    def make(reconcile: Any, client: kube_client.Client | None = None, **kwargs: Any) -> manager_mod.Manager:
         options: dict[str, Any] = {
             "namespaces": [namespace],
             "metrics_bind": "127.0.0.1:0",
@@ -49,7 +51,7 @@ def managers(
             "grace_period": 10.0,
             **kwargs,
         }
-        manager = manager_mod.Manager(kube, [gadget_reconciler], reconcile=reconcile, **options)
+        manager = manager_mod.Manager(client or kube, [gadget_reconciler], reconcile=reconcile, **options)
         made.append(manager)
         return manager
 
@@ -388,3 +390,109 @@ def test_a_stop_asked_while_the_last_start_up_hook_runs_waits_for_it_and_runs_th
     assert order == ["registered", "deregistered"]
     assert not any(key[1] == "gadgets" for key in sent)
     assert manager.cache is None and manager.controllers == []
+
+
+class HoldingProxy(faults.FaultProxy):
+    """Forwards every request; the first one whose method and path ``holds`` accepts waits for :attr:`release`
+    before it is forwarded, :attr:`held` set once it arrived: the operator is provably in the step that sends it."""
+
+    def __init__(self, plane: envtest.ControlPlane, holds: Callable[[str, str], bool]) -> None:
+        super().__init__(plane.url, str(plane.ca_file), rate=0.0)
+        self.holds = holds
+        self.held, self.release = threading.Event(), threading.Event()
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                if not proxy.held.is_set() and proxy.holds(self.command, self.path):
+                    proxy.held.set()
+                    proxy.release.wait(30)
+                super()._relay()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler
+
+
+def _okt_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("okt-") and t.name != "okt-fault-proxy")
+
+
+def _stopped_while_held(proxy: HoldingProxy, client: kube_client.Client, manager: manager_mod.Manager) -> Any:
+    """Start ``manager`` on a thread, stop it once the proxy holds its request, then let the request through; what the
+    start raised (None), the okt threads alive once join() returned, the requests sent after the stop and after join."""
+    raised: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            manager.start()
+        except BaseException as exc:
+            raised.append(exc)
+
+    before = _okt_threads()
+    starting = threading.Thread(target=start, name="test-start", daemon=True)
+    starting.start()
+    assert proxy.held.wait(30)
+    at_stop = client.stats.snapshot()
+    manager.stop()
+    # Once told, an informer whose list is held must open no watch when the list is answered.
+    informers = manager.cache.informers(manager.controllers[0].kind) if manager.cache is not None else []
+    wait_for(lambda: all(informer.stopped for informer in informers), timeout=15)
+    proxy.release.set()
+    assert manager.join(manager.grace_period + 5)
+    at_join = client.stats.snapshot()
+    alive = [name for name in _okt_threads() if name not in before]
+    starting.join(30)
+    assert not starting.is_alive()
+    after_stop = {key: count for key, count in client.stats.delta(at_stop).items() if count}
+    after_join = {key: count for key, count in client.stats.delta(at_join).items() if count}
+    return (raised[0] if raised else None), alive, after_stop, after_join
+
+
+def _gadgets_path(method: str, path: str) -> bool:
+    return method == "GET" and "/gadgets" in path and "watch=" not in path
+
+
+@pytest.mark.parametrize(
+    ("step", "holds", "leader_elect"),
+    [
+        ("discovery", lambda method, path: path.split("?")[0] == "/apis/runtime.okt.io/v1", False),
+        ("first list", _gadgets_path, False),
+        ("first list, electing", _gadgets_path, True),
+    ],
+)
+def test_a_stop_asked_while_the_start_discovers_or_lists_leaves_nothing_running_and_cleans_up_once(
+    control_plane: envtest.ControlPlane,
+    gadget_kind: kinds.Kind,
+    fake_reconcile: Any,
+    managers: Any,
+    tmp_path: pathlib.Path,
+    step: str,
+    holds: Callable[[str, str], bool],
+    leader_elect: bool,
+) -> None:
+    """SIGTERM past the start-up hooks, while the start discovers its kinds or lists the first: the shutdown was over
+    while the start went on (it raised "the cache is stopped"), and an informer whose list was answered after the
+    stop opened its watch, its thread alive after join() returned."""
+    cleaned: list[str] = []
+    with HoldingProxy(control_plane, holds) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
+        manager = managers(
+            fake_reconcile(),
+            client=client,
+            leader_elect=leader_elect,
+            identity="stopped",
+            on_startup=[lambda client: None],
+            on_cleanup=[lambda: cleaned.append("cleaned")],
+        )
+        raised, alive, after_stop, after_join = _stopped_while_held(proxy, client, manager)
+
+    assert raised is None
+    assert alive == []
+    assert after_join == {}
+    # The request held was sent before the stop; the other kind's informer may have been opening its watch as it came.
+    assert not {key: count for key, count in after_stop.items() if key[1] != "configmaps"}
+    assert cleaned == ["cleaned"]

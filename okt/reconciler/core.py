@@ -298,7 +298,9 @@ def _apply_findings(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Cont
         ctx.status_fields,
         stored,
         record=record,
-        declared=daemons.declared(type(reconciler)),
+        # A daemon its object no longer passes the filter of never runs for it (filtered out while no process ran,
+        # or its retirement's reconcile never ran: a lost lease): what the record says it stated goes.
+        concerned=daemons.concerning(type(reconciler), cr.raw),
         carry=in_annotations,  # the annotation is written whole: what the daemons stated is carried into it
         live=not cr.deleting,
     )

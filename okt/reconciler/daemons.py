@@ -166,6 +166,20 @@ def declared(cls: type) -> dict[str, Options]:
     return found
 
 
+def concerning(cls: type, obj: Mapping[str, Any]) -> set[str]:
+    """The daemons of a reconciler class that run for ``obj``: those it passes the filter of, as the supervisor looks
+    at it. A ``when`` that raises counts as false here too, unlogged: the supervisor logs it, at the object's event."""
+    names: set[str] = set()
+    for name, options in declared(cls).items():
+        try:
+            passes = options.filter is None or options.filter.passes(obj)
+        except Exception:  # the operator's when(): said by the supervisor, at the object's event
+            passes = False
+        if passes:
+            names.add(name)
+    return names
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonContext:
     """What a daemon receives: its object, its stop event, and the means to talk to the cluster.

@@ -27,7 +27,10 @@ Guarantees:
 * which condition types and status fields each daemon stated is recorded in the object's bookkeeping
   (:data:`Record`), in the same write: a new process keeps what a daemon it still declares stated until that daemon
   states otherwise (a restart over converged objects writes nothing, the status annotation written whole included),
-  and removes, once, what a daemon it no longer declares (removed from the code, renamed) stated;
+  and removes, once, what a daemon that never runs for the object again stated: one it no longer declares (removed
+  from the code, renamed), or one whose own filter the object does not pass (filtered out of it while no process
+  ran, or before the reconcile that was to remove what it stated ran: a lost lease, a shutdown). Each reconcile of
+  an object holding such a record looks at the daemons' filters (``when(obj)`` called once more);
 * a still-declared daemon that states a condition type the record does not list for it (its new version renamed
   one) has the types the record lists for it and it has not stated since it started removed, in the write carrying
   the new one; its status fields likewise. While it states only names the record lists, the others are kept: it may
@@ -235,7 +238,7 @@ class Findings:
         stored: Mapping[str, Any],
         *,
         record: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-        declared: Collection[str] = (),
+        concerned: Collection[str] = (),
         carry: bool = False,
         live: bool = True,
     ) -> Applied:
@@ -245,9 +248,12 @@ class Findings:
 
         Args:
             record: what the object's bookkeeping says daemons stated (:data:`Record`), by a process before this one
-                too: what a daemon no longer ``declared`` stated there is removed; what a declared one stated is kept
+                too: what a daemon not ``concerned`` stated there is removed; what a concerned one stated is kept
                 until it states otherwise or is done.
-            declared: the names of the reconciler's daemons.
+            concerned: the names of the reconciler's daemons that run for the object: declared, and passed by the
+                object (their own filter). Another never runs for it again while it stays as it is (gone from the
+                code, renamed, or the object filtered out of it while no process ran, or before the reconcile asked to
+                remove what it stated did).
             carry: the status fields are written whole (``status = "annotations"``): the fields the record's kept
                 daemons stated are carried from ``stored`` into ``status_fields``, so that the write keeps them.
             live: False while the object is being deleted: nothing is set nor removed, the record is kept as it is.
@@ -264,8 +270,10 @@ class Findings:
         gone_fields: set[str] = set()
         for name, entry in record.items():
             types, keys = set(entry.get("conditions") or ()), set(entry.get("fields") or ())
-            if live and name not in declared:
-                gone_types |= types  # its daemon is gone from the code (removed, renamed): what it stated goes
+            if live and name not in concerned:
+                # Its daemon is gone from the code (removed, renamed), or does not run for the object as it is: what
+                # it stated goes (a daemon of that name running still states its own again, below).
+                gone_types |= types
                 gone_fields |= keys
             else:
                 kept[name] = (types, keys)

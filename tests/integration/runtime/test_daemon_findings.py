@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import pathlib
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -422,6 +423,125 @@ def test_what_a_daemon_stated_before_a_restart_leaves_the_status_when_it_returns
         assert client.stats.writes() == 1
     finally:
         client.close()
+
+
+def test_what_a_daemon_stated_leaves_the_status_once_when_its_object_left_its_filter_while_no_operator_ran(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "yes"}}}, namespace)
+    probe.go.set()
+    first = managers([Selective])
+    first.start()
+    wait_for(lambda: "probe" in kube.get(gadget_kind, "g", namespace)["status"], timeout=20, message="the finding")
+    wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+    wait_for(lambda: idle(first), timeout=10)
+    first.stop()
+    assert first.join(15)
+
+    # Relabelled while no operator runs: the next process never starts the daemon, which is to state nothing again.
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "no"}}}, namespace)
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        second = managers([Selective], client=client)
+        second.start()
+        wait_for(
+            lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+            timeout=20,
+            message="the condition of the daemon its object no longer passes the filter of removed",
+        )
+        wait_for(lambda: idle(second), timeout=10)
+        obj = kube.get(gadget_kind, "g", namespace)
+        assert "probe" not in obj["status"]
+        assert "daemons" not in obj["status"]["okt"]
+        assert (condition(obj, "Ready") or {}).get("status") == "True"
+        assert probe.identities["g"] == 1
+        assert status_writes(client) == 1
+        # Once: the reconciles after it find nothing to remove.
+        processed = second.controllers[0].processed
+        second.controllers[0].queue.add((namespace, "g"))
+        wait_for(lambda: second.controllers[0].processed > processed and idle(second), timeout=10)
+        assert client.stats.writes() == 1
+    finally:
+        client.close()
+
+
+class Gated(Selective):
+    """Selective, whose reconcile of the Gadget ``h`` waits, once :attr:`hold` is set, until :attr:`release` is."""
+
+    hold: ClassVar[threading.Event] = threading.Event()
+    held: ClassVar[threading.Event] = threading.Event()
+    release: ClassVar[threading.Event] = threading.Event()
+
+    def ready(self, ctx: okt.Context) -> bool | tuple[bool, str, str]:
+        if ctx.cr.name == "h" and self.hold.is_set():
+            self.held.set()
+            self.release.wait(30)
+        return super().ready(ctx)
+
+
+def test_what_a_daemon_stated_leaves_the_status_when_the_lease_was_lost_before_the_reconcile_removing_it_ran(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+    tmp_path: pathlib.Path,
+) -> None:
+    Gated.hold, Gated.held, Gated.release = threading.Event(), threading.Event(), threading.Event()
+    make_gadget("g")
+    make_gadget("h")
+    kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "yes"}}}, namespace)
+    probe.go.set()
+    proxy = shared.LeaseHangingProxy(control_plane.url, str(control_plane.ca_file))
+    client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
+    with proxy:
+        through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
+        try:
+            first = managers([Gated], client=through, leader_elect=True, identity="first", max_concurrent=1)
+            first.start()
+            wait_for(lambda: "probe" in kube.get(gadget_kind, "g", namespace)["status"], timeout=20)
+            wait_for(lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None, timeout=10)
+            wait_for(lambda: idle(first), timeout=10)
+
+            # The one worker busy with h: the reconcile asked to remove what g's stopped daemon stated waits.
+            Gated.hold.set()
+            first.controllers[0].queue.add((namespace, "h"))
+            wait_for(Gated.held.is_set, timeout=10, message="the worker held by h's reconcile")
+            kube.patch(gadget_kind, "g", {"metadata": {"labels": {"probe": "no"}}}, namespace)
+            wait_for(lambda: first.controllers[0].daemons.running() == [], timeout=10, message="the daemon stopped")
+            proxy.hang.set()
+            wait_for(lambda: first.lost_leadership, timeout=15, message="the lease lost")
+            Gated.release.set()
+            assert first.join(15)
+            assert condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is not None  # the reconcile never ran
+
+            second = managers([Gated], client=client, leader_elect=True, identity="second")
+            second.start()
+            wait_for(
+                lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+                timeout=20,
+                message="the condition of the daemon its object no longer passes the filter of removed",
+            )
+            wait_for(lambda: idle(second), timeout=10)
+            obj = kube.get(gadget_kind, "g", namespace)
+            assert "probe" not in obj["status"]
+            assert "daemons" not in obj["status"]["okt"]
+            assert probe.identities["g"] == 1
+            assert status_writes(client) == 1
+        finally:
+            proxy.done.set()
+            Gated.release.set()
+            through.close()
+            client.close()
 
 
 REACHABLE = "OperandReachable"

@@ -98,3 +98,36 @@ def test_a_daemon_given_something_else_than_a_method_says_how_options_are_given(
     """``@okt.daemon(5)`` handed 5 to the bare form, which failed setting an attribute on it."""
     with pytest.raises(TypeError, match=r"@okt.daemon decorates a method; its options are keywords: @okt.daemon\("):
         okt.daemon(5)  # type: ignore[call-overload]
+
+
+class Filtered(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+    @okt.daemon(labels={"tier": "cache"})
+    def cache(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+    @okt.daemon(when=lambda obj: obj["spec"]["watched"])
+    def watched(self, ctx: okt.DaemonContext) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("labels", "spec", "concerned"),
+    [
+        ({"tier": "cache"}, {"watched": True}, {"follow", "cache", "watched"}),
+        ({"tier": "web"}, {"watched": True}, {"follow", "watched"}),
+        ({}, {"watched": False}, {"follow"}),
+        ({"tier": "cache"}, {}, {"follow", "cache"}),  # a when that raises (KeyError): it does not pass
+    ],
+)
+def test_the_daemons_concerning_an_object_are_those_whose_filter_it_passes(
+    labels: dict[str, str], spec: dict[str, bool], concerned: set[str]
+) -> None:
+    obj = {"metadata": {"name": "a", "labels": labels}, "spec": spec}
+    assert daemons.concerning(Filtered, obj) == concerned

@@ -218,7 +218,7 @@ def recorded(
 ) -> tuple[findings.Applied, cond.Conditions, dict[str, Any]]:
     conditions = cond.Conditions.from_status(STORED, now=lambda: NOW)
     fields: dict[str, Any] = {}
-    applied = store.apply("u1", conditions, fields, STORED, record=RECORD, declared=declared, carry=carry, live=live)
+    applied = store.apply("u1", conditions, fields, STORED, record=RECORD, concerned=declared, carry=carry, live=live)
     return applied, conditions, fields
 
 
@@ -288,3 +288,18 @@ def test_nothing_is_removed_while_the_object_is_being_deleted() -> None:
     applied, conditions, _ = recorded(findings.Findings(), (), live=False)
     assert (applied.changed, applied.record) == (False, RECORD)
     assert "OperandHealthy" in conditions
+
+
+def test_what_a_daemon_not_concerning_the_object_stated_before_goes_and_what_it_states_while_it_runs_stays() -> None:
+    """The object no longer passes its filter as the reconcile reads it, its supervisor not told yet: what the record
+    lists and the daemon has not stated since it started goes; what it states is its own until it is stopped."""
+    applied, conditions, fields = recorded(findings.Findings(), ())
+    assert applied.changed and applied.record == {}
+    assert "OperandHealthy" not in conditions and fields == {"probe": None}
+
+    store = held("probe")
+    store.set_condition("u1", "probe", "OperandHealthy", True, "Answers")
+    applied, conditions, fields = recorded(store, ())
+    assert applied.record == {"probe": {"conditions": ["OperandHealthy"]}}
+    assert conditions["OperandHealthy"].status is cond.ConditionStatus.TRUE
+    assert fields == {"probe": None}

@@ -472,6 +472,44 @@ def test_what_a_daemon_stated_leaves_the_status_once_when_its_object_left_its_fi
         client.close()
 
 
+def test_what_a_daemon_stated_leaves_the_status_once_when_the_next_version_gives_it_a_filter_its_object_fails(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+    probe: Probe,
+) -> None:
+    make_gadget("g")
+    make_gadget("kept")
+    kube.patch(gadget_kind, "kept", {"metadata": {"labels": {"probe": "yes"}}}, namespace)
+    probe.go.set()
+    first = converged(managers, lambda: kube.get(gadget_kind, "g", namespace))
+    wait_for(lambda: condition(kube.get(gadget_kind, "kept", namespace), HEALTHY) is not None, timeout=10)
+    stated = condition(kube.get(gadget_kind, "kept", namespace), HEALTHY)
+
+    second, client = restarted(control_plane, managers, first, Selective)  # N+1: the daemon for probe=yes only
+    try:
+        wait_for(
+            lambda: condition(kube.get(gadget_kind, "g", namespace), HEALTHY) is None,
+            timeout=20,
+            message="the condition of the daemon the object does not pass the new filter of removed",
+        )
+        wait_for(lambda: probe.identities["kept"] == 2, timeout=10, message="the daemon of the object that passes")
+        probe.more_rounds("kept")
+        wait_for(lambda: idle(second), timeout=10)
+        obj = kube.get(gadget_kind, "g", namespace)
+        assert "probe" not in obj["status"]
+        assert "daemons" not in obj["status"]["okt"]
+        assert probe.identities["g"] == 1
+        # The object that passes keeps what its daemon states, unwritten: one status write in all, g's.
+        assert condition(kube.get(gadget_kind, "kept", namespace), HEALTHY) == stated
+        assert status_writes(client) == 1
+    finally:
+        client.close()
+
+
 class Gated(Selective):
     """Selective, whose reconcile of the Gadget ``h`` waits, once :attr:`hold` is set, until :attr:`release` is."""
 

@@ -117,6 +117,9 @@ class Indexer:
     the values held. A call that raises is logged once per object and counted with ``failed()``: the object is left
     out of the index."""
 
+    keeps_payloads = True
+    """What it returns may be a mapping whose values the store keeps (:func:`okt.runtime.packing.keeps_payloads`)."""
+
     def __init__(self, name: str, function: watches.IndexFunction, *, failed: Callable[[], None] | None = None) -> None:
         self.name = name
         self.function = function

@@ -304,6 +304,11 @@ class Informer:
         self._watch_timeout = max(int(watch_timeout), 1)
         self._inactivity_timeout = inactivity_timeout
         self._indexers = dict(indexers or {})
+        # What the store keeps of each object: its payloads too only when an indexer keeps some, so that every other
+        # informer stores objects as it did before indexes could keep payloads (no extra work, no extra slot).
+        self._packing: type[packing.Packed] = (
+            packing.WithPayloads if packing.keeps_payloads(self._indexers.values()) else packing.Packed
+        )
         self._backoff = backoff
         self._status_owners = status_owners
         self._field_owners = field_owners
@@ -475,7 +480,12 @@ class Informer:
             self._indexers.update(added)
             for name in added:
                 self._indexes[name] = {}
-            for key, packed in self._store.items():
+            if packing.keeps_payloads(added.values()):
+                self._packing = packing.WithPayloads
+            for key, stored in self._store.items():
+                packed = stored
+                if self._packing is packing.WithPayloads and not isinstance(stored, packing.WithPayloads):
+                    packed = self._store[key] = packing.WithPayloads.of(stored)
                 before = len(packed.index)
                 packed.add_index(packed.unpack(), added.values())  # in the order of ``_indexers``, the added last
                 extra = packed.index[before:]
@@ -1168,7 +1178,7 @@ class Informer:
     def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: packing.Packed | None) -> packing.Packed:
         if current is not None:
             self._unindex_locked(key, current)
-        packed = packing.Packed(obj, self._indexers, self._codec)
+        packed = self._packing(obj, self._indexers, self._codec)
         self._store[key] = packed
         for name, values in zip(self._indexers, packed.index, strict=True):
             index = self._indexes[name]

@@ -35,8 +35,9 @@ _WINDOW_BITS = 12
 
 Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
 """A secondary index of an informer's store: an object's values under it, kept with it (:attr:`Packed.index`). One
-that returns a mapping ``{value: payload}`` keeps its payloads too (:attr:`Packed.payloads`): what a whole read of the
-index gives under each value instead of the object, without a second copy of the object."""
+that says so (:func:`keeps_payloads`) and returns a mapping ``{value: payload}`` keeps its payloads too
+(:attr:`WithPayloads.payloads`): what a whole read of the index gives under each value instead of the object, without a
+second copy of the object."""
 
 
 def resource_version(obj: Mapping[str, Any]) -> str:
@@ -98,30 +99,25 @@ def _encode(obj: Any) -> bytes:
 
 class Packed:
     """One stored object, kept encoded and compressed: a small fraction of the memory of nested dicts, and every read
-    decodes a private copy (which a reconcile may then change freely)."""
+    decodes a private copy (which a reconcile may then change freely). Its index values alone: an informer none of
+    whose indexers keeps payloads (:func:`keeps_payloads`) stores these, and pays nothing for payloads."""
 
-    __slots__ = ("codec", "data", "index", "payloads", "rv", "uid")
+    __slots__ = ("codec", "data", "index", "rv", "uid")
+
+    payloads: tuple[tuple[Any, ...] | None, ...] | None = None
+    """Per index, in the order of :attr:`index`: the payloads of its values, one each, or None where the indexer
+    returned values alone (a whole read gives the object); None for all here (see :class:`WithPayloads`)."""
 
     def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer], codec: Codec) -> None:
         self.codec = codec
         self.data = codec.pack(obj)
         self.rv = resource_version(obj)
         self.uid = uid(obj)
-        self.index: tuple[tuple[str, ...], ...] = ()
-        self.payloads: tuple[tuple[Any, ...] | None, ...] | None = None
-        """Per index, in the order of :attr:`index`: the payloads of its values, one each, or None where the indexer
-        returned values alone (a whole read gives the object); None for all when none returned a mapping (no slot of
-        a tuple spent on every object of every kind)."""
-        self.add_index(obj, indexers.values())
+        self.index: tuple[tuple[str, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
 
     def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
-        """Keep the values (and payloads) of ``indexers`` too, after those kept already."""
-        results = [indexer(obj) for indexer in indexers]
-        before = len(self.index)
-        self.index = (*self.index, *(tuple(result) for result in results))
-        added = tuple(tuple(result.values()) if isinstance(result, Mapping) else None for result in results)
-        if self.payloads is not None or any(p is not None for p in added):
-            self.payloads = (*(self.payloads or (None,) * before), *added)
+        """Keep the values of ``indexers`` too, after those kept already."""
+        self.index = (*self.index, *(tuple(indexer(obj)) for indexer in indexers))
 
     def payloads_of(self, position: int, value: str) -> tuple[Any, ...] | None:
         """The payloads the indexer at ``position`` gave ``value``, None when it gave values alone."""
@@ -133,6 +129,45 @@ class Packed:
 
     def unpack(self) -> dict[str, Any]:
         return self.codec.unpack(self.data)
+
+
+class WithPayloads(Packed):
+    """A stored object of an informer one of whose indexers keeps payloads (:func:`keeps_payloads`): the payloads an
+    indexer returning a mapping ``{value: payload}`` gave it are kept with it, in :attr:`payloads`."""
+
+    __slots__ = ("payloads",)
+
+    def __init__(self, obj: Mapping[str, Any], indexers: Mapping[str, Indexer], codec: Codec) -> None:
+        self.codec = codec
+        self.data = codec.pack(obj)
+        self.rv = resource_version(obj)
+        self.uid = uid(obj)
+        self.index = ()
+        self.payloads = None
+        self.add_index(obj, indexers.values())
+
+    @classmethod
+    def of(cls, packed: Packed) -> WithPayloads:
+        """``packed`` as one that can keep payloads too (an indexer that keeps them added to its informer)."""
+        made = cls.__new__(cls)
+        made.codec, made.data, made.rv, made.uid = packed.codec, packed.data, packed.rv, packed.uid
+        made.index, made.payloads = packed.index, packed.payloads
+        return made
+
+    def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
+        """Keep the values (and payloads) of ``indexers`` too, after those kept already."""
+        results = [indexer(obj) for indexer in indexers]
+        before = len(self.index)
+        self.index = (*self.index, *(tuple(result) for result in results))
+        added = tuple(tuple(result.values()) if isinstance(result, Mapping) else None for result in results)
+        if self.payloads is not None or any(p is not None for p in added):
+            self.payloads = (*(self.payloads or (None,) * before), *added)
+
+
+def keeps_payloads(indexers: Iterable[Indexer]) -> bool:
+    """Whether one of ``indexers`` may return a mapping ``{value: payload}`` whose payloads are kept: one says so with
+    a true attribute ``keeps_payloads`` (:class:`okt.reconciler.indexes.Indexer` does)."""
+    return any(getattr(indexer, "keeps_payloads", False) for indexer in indexers)
 
 
 def strip(

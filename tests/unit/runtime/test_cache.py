@@ -12,7 +12,7 @@ import structlog.testing
 
 from okt import errors
 from okt.kube import kinds, objects
-from okt.reconciler import core, watches
+from okt.reconciler import core, indexes, watches
 from okt.resources import take_over
 from okt.runtime import cache as cache_mod
 from okt.testing import wait_for
@@ -511,3 +511,25 @@ def test_a_kind_whose_watch_is_refused_or_unserved_is_named_for_the_namespaces_o
     assert isinstance(cache.refusal(CM, None), expected)  # every watched namespace
     assert cache.refusal(CM, "other") is None
     assert cache.refusal(SECRET, "ns") is None  # not watched: read from the API
+
+
+def _settings_of(cm: dict[str, Any]) -> dict[str, Any]:
+    """An index of values: each ConfigMap's data (a mapping), under its name."""
+    return {cm["metadata"]["name"]: cm["data"]}
+
+
+def test_an_index_of_values_added_to_a_kind_already_stored_without_one_keeps_its_values(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    # The watched kind is also the primary or a child kind: its store was started without any index of values.
+    api.put(CM, {**obj(CM, "a"), "data": {"level": "info"}})
+    cache = make_cache()
+    cache.start(CM, lambda *_: None, indexers={"plain": lambda cm: (cm["metadata"]["name"],)})
+    assert cache.wait_for_sync(5)
+    cache.start(CM, lambda *_: None, indexers={"settings": indexes.Indexer("settings", _settings_of)})
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "b"), "data": {"level": "debug"}}), namespace=None)
+    wait_for(lambda: "b" in (cache.whole_index("settings") or {}), timeout=5)
+    settings = cache.whole_index("settings")
+    assert settings is not None
+    assert dict(settings) == {"a": ({"level": "info"},), "b": ({"level": "debug"},)}
+    assert [o["metadata"]["name"] for o in cache.whole_index("plain")["a"]] == ["a"]

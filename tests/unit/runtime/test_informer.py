@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -1294,3 +1295,19 @@ def test_an_index_function_that_raises_is_said_once_per_object_which_is_left_out
     assert [(e["name"], e["index"]) for e in said] == [("bad", "phases")]
     assert "secret" not in str(said) and "'1'" not in str(said)  # the error is said by its type, not the data
     assert informer.get("ns", "bad") is not None  # the store keeps it: only the index leaves it out
+
+
+def test_a_store_whose_indexers_keep_no_values_spends_no_room_on_them_for_any_object(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    plain = start(indexers={"teams": lambda o: (o["metadata"]["labels"]["team"],)})
+    with_values = start(indexers={"phases": indexes.Indexer("phases", lambda o: {o["metadata"]["name"]: "v"})})
+
+    def slots(packed: packing.Packed) -> set[str]:
+        return {slot for cls in type(packed).__mro__ for slot in getattr(cls, "__slots__", ())}
+
+    assert "payloads" not in slots(plain._store[("ns", "a")])
+    assert sys.getsizeof(plain._store[("ns", "a")]) < sys.getsizeof(with_values._store[("ns", "a")])
+    assert _whole(plain, "teams") == {"x": ["a"]}
+    assert _whole(with_values, "phases") == {"a": ["v"]}

@@ -26,14 +26,18 @@ Guarantees:
 * a read (``ctx.indexed(name)``) is taken at once, under the informer's lock, and does not change afterwards: it is
   safe from any thread (hooks, timers, daemons), and a later read sees the later changes;
 * memory: the objects under a key are the cache's own, decoded into private copies only when a key is read; a value
-  an index function returns is kept once, with the stored object, and leaves with it;
+  an index function returns is copied when kept (the object it came from goes on to the handlers, which may change
+  it), kept once, with the stored object, and leaves with it; each read of it gives a copy of its own, as of an
+  object: a reader may change what it read, and no other read sees it;
 * an index function that raises for an object is logged once for that object (its uid), until it succeeds for it
   again, and counted (``okt_index_errors_total``); that object is left out of the index, the others kept, and the
   informer carries on. A key an index cannot hold (a mapping, a list) is left out the same way.
 
 Caveats: keys are kept as their text, as the primaries' index values are (:func:`okt.reconciler.watches.index_text`):
 iterating gives texts (a tuple key as its JSON array), and ``index[key]`` looks a key up by its text (``1``, ``1.0``
-and ``"1"`` are one key). Values are the ones the function returned, shared by every read: do not change them.
+and ``"1"`` are one key). A value is copied when kept and at each read (``copy.deepcopy``): keep values small
+(a phase, a name, a few fields rather than the whole object); one that cannot be copied is left out as a key an
+index cannot hold is.
 Without a running operator's cache (a plain ``okt.reconcile`` call), a read lists the kind from the API and builds the
 index from it, with the same answer.
 """
@@ -41,6 +45,7 @@ index from it, with the same answer.
 from __future__ import annotations
 
 import collections
+import copy
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -60,8 +65,9 @@ _REMEMBERED = 4096
 deleted object's uid leaves once more have raised since; one said again after that costs a log line)."""
 
 
-def _as_is(entry: Any) -> Any:
-    return entry
+def copied(entry: Any) -> Any:
+    """A value an index holds, as a read gives it: a copy of its own (one reader's change is never another's)."""
+    return copy.deepcopy(entry)
 
 
 class Index(Mapping[str, tuple[Any, ...]]):
@@ -70,7 +76,7 @@ class Index(Mapping[str, tuple[Any, ...]]):
 
     __slots__ = ("_decode", "_entries")
 
-    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = _as_is) -> None:
+    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = copied) -> None:
         self._entries = {key: tuple(held) for key, held in entries.items() if held}
         self._decode = decode
 
@@ -143,12 +149,15 @@ class Indexer:
         refused = 0
         for key, value in result.items():
             try:
-                kept[watches.index_text(key)] = value
-            except TypeError:
+                # A copy: the object the function was given goes on to the handlers and the mapping functions, which
+                # may change it, and a value of it kept as is would change with it.
+                kept[watches.index_text(key)] = copy.deepcopy(value)
+            except (TypeError, copy.Error):
                 refused += 1
         if refused:
             structlog.get_logger("okt.indexes").warning(
-                "an index function returned a key an index cannot hold: that key is left out of the index",
+                "an index function returned a key an index cannot hold, or a value it cannot copy: that key is left "
+                "out of the index",
                 index=self.name,
                 name=meta.get("name"),
                 namespace=meta.get("namespace"),

@@ -578,8 +578,8 @@ class Cache:
 
 
 def _decoded(entry: Any) -> Any:
-    """An entry of an index read whole: a stored object decoded (a private copy), a payload as it is."""
-    return entry.unpack() if isinstance(entry, packing.Packed) else entry
+    """An entry of an index read whole: a stored object decoded, a payload copied (either a private copy)."""
+    return entry.unpack() if isinstance(entry, packing.Packed) else indexes.copied(entry)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -142,3 +142,12 @@ def test_a_reconcilers_watch_indexes_reach_its_settings() -> None:
         watches = (okt.watch("pods", indexes={"phases": node_phase}),)
 
     assert Nodes().settings().watch_indexes == {"phases": ("pods", node_phase)}
+
+
+def test_each_read_of_a_value_gives_a_copy_of_its_own_apart_from_the_object_it_came_from() -> None:
+    listed = cm("a", node="n1", phase="Running")
+    index = indexes.Index.of([listed], indexes.Indexer("nodes", lambda o: {o["data"]["node"]: o["data"]}))
+    listed["data"]["phase"] = "changed where it came from"
+    index["n1"][0]["phase"] = "changed by a reader"
+    assert index["n1"] == ({"node": "n1", "phase": "Running"},)
+    assert dict(index) == {"n1": ({"node": "n1", "phase": "Running"},)}

@@ -518,6 +518,24 @@ def _settings_of(cm: dict[str, Any]) -> dict[str, Any]:
     return {cm["metadata"]["name"]: cm["data"]}
 
 
+def test_a_value_an_index_keeps_is_read_as_a_private_copy_kept_apart_from_the_object_the_handlers_are_given(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    api.put(CM, {**obj(CM, "a"), "data": {"level": "info"}})
+    cache = make_cache()
+
+    def changes_what_it_is_given(event_type: str, cm: dict[str, Any], old: dict[str, Any] | None) -> None:
+        cm["data"]["level"] = "changed by a handler"  # the handlers' object is theirs to change
+
+    cache.start(CM, changes_what_it_is_given, indexers={"settings": indexes.Indexer("settings", _settings_of)})
+    assert cache.wait_for_sync(5)
+    read = cache.whole_index("settings")
+    assert read is not None and read["a"] == ({"level": "info"},)
+    read["a"][0]["level"] = "changed by a reader"
+    assert read["a"] == ({"level": "info"},)
+    assert cache.whole_index("settings")["a"] == ({"level": "info"},)
+
+
 def test_an_index_of_values_added_to_a_kind_already_stored_without_one_keeps_its_values(
     api: Any, make_cache: Any, obj: Obj
 ) -> None:

@@ -236,8 +236,9 @@ class Context:
     def indexed(self, name: str) -> indexes.Index:
         """The index ``name`` of a watched kind (``okt.watch(kind, indexes={name: fn})``, Kopf's ``@kopf.index``),
         read whole as a mapping of key -> the objects, or the values ``fn`` returned, under it: ``len(index)``,
-        ``index.items()``, ``index[key]``. Kept by the cache on every change of the kind, read at once, fixed once
-        read (see :mod:`okt.reconciler.indexes`).
+        ``index.items()``, ``index[key]``. Kept by the cache on every change of the kind; a lookup of one key reads it
+        as it stands then, the first whole read takes one snapshot read from then on (see
+        :mod:`okt.reconciler.indexes`).
 
         Raises:
             okt.ConfigurationError: no watch of the reconciler declares an index of that name.

@@ -23,12 +23,18 @@ Guarantees:
 * the index is kept by the kind's informer with its store, on every change of it: an object added, modified or
   deleted, and a relist (after ``410 Gone``, a reconnect, a kind served again) replacing what the store held — what
   the relist lacks leaves the index as it leaves the store. Nothing scans the objects at a read;
-* a read (``ctx.indexed(name)``) is taken at once, under the informer's lock, and does not change afterwards: it is
-  safe from any thread (hooks, timers, daemons), and a later read sees the later changes;
-* memory: the objects under a key are the cache's own, decoded into private copies only when a key is read; a value
-  an index function returns is copied when kept (the object it came from goes on to the handlers, which may change
-  it), kept once, with the stored object, and leaves with it; each read of it gives a copy of its own, as of an
-  object: a reader may change what it read, and no other read sees it;
+* reads are cheap and hold the informer's lock briefly, safe from any thread (hooks, timers, daemons).
+  ``ctx.indexed(name)`` reads nothing yet. A lookup of one key (``index[key]``, ``index.get(key)``, ``key in index``)
+  reads the index as it stands at that lookup, the lock held while that key's entries alone are taken: two lookups may
+  see two moments. The first whole read (``len``, iteration, ``keys()``, ``items()``, ``values()``, ``==``) takes one
+  snapshot of the keys and of the stored entries under them (under the lock, a copy of the index's table and of the
+  store's, nothing decoded), and every later read of that index answers from it, lookups included; a later
+  ``ctx.indexed(name)`` sees the later changes. A kind watched in several namespaces has an informer each: a whole
+  read takes their snapshots one after the other;
+* memory: the objects under a key are the cache's own, decoded into private copies only when that key is read, and
+  without the lock; a value an index function returns is copied when kept (the object it came from goes on to the
+  handlers, which may change it), kept once, with the stored object, and leaves with it; each read of it gives a copy
+  of its own, as of an object: a reader may change what it read, and no other read sees it;
 * an index function that raises for an object is logged once for that object (its uid), until it succeeds for it
   again, and counted (``okt_index_errors_total``); that object is left out of the index, the others kept, and the
   informer carries on. A key an index cannot hold (a mapping, a list) is left out the same way.
@@ -37,9 +43,11 @@ Caveats: keys are kept as their text, as the primaries' index values are (:func:
 iterating gives texts (a tuple key as its JSON array), and ``index[key]`` looks a key up by its text (``1``, ``1.0``
 and ``"1"`` are one key). A value is copied when kept and at each read (``copy.deepcopy``): keep values small
 (a phase, a name, a few fields rather than the whole object); one that cannot be copied is left out as a key an
-index cannot hold is.
-Without a running operator's cache (a plain ``okt.reconcile`` call), a read lists the kind from the API and builds the
-index from it, with the same answer.
+index cannot hold is. ``if key in index: index[key]`` on an index not read whole looks twice, and the key may leave
+in between: ``index.get(key)`` looks once. An index read whole holds the entries stored at its snapshot (references,
+not copies) for as long as it is kept: read one whole when needed rather than keeping it.
+Without a running operator's cache (a plain ``okt.reconcile`` call), ``ctx.indexed(name)`` lists the kind from the API
+and builds the index from it, with the same answer: fixed at once, as an index read whole is.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ import collections
 import copy
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -70,15 +78,76 @@ def copied(entry: Any) -> Any:
     return copy.deepcopy(entry)
 
 
-class Index(Mapping[str, tuple[Any, ...]]):
-    """An index of a watched kind, read whole (see :mod:`okt.reconciler.indexes`): key -> a tuple of the objects
-    (private copies) or of the values its function returned for that key. Read-only, and fixed when read."""
+class Source(Protocol):
+    """Where an :class:`Index` reads what it holds: the cache's store of a watched kind (one per informer), or the
+    entries of an index built at once. What it hands over is undecoded (a stored object's entry, a kept value), and
+    :meth:`decoded` makes each a private copy when a reader reaches its key."""
+
+    def held(self, key: str) -> Sequence[Any]:
+        """What is under ``key`` now, undecoded (empty for none): it costs that key's entries, not the index's."""
+        ...
+
+    def snapshot(self) -> Mapping[str, Sequence[Any]]:
+        """Every key with what is under it, taken at once (one pass over the keys), undecoded; never empty under a
+        key."""
+        ...
+
+    def decoded(self, key: str, entry: Any) -> Iterable[Any]:
+        """Private copies of what ``entry`` holds under ``key``: its object, or the values its function gave."""
+        ...
+
+
+class _Fixed:
+    """The entries of an index built at once (:meth:`Index.of`, a plain ``okt.reconcile`` call): never changed."""
 
     __slots__ = ("_decode", "_entries")
 
-    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = copied) -> None:
+    def __init__(self, entries: Mapping[str, Sequence[Any]], decode: Callable[[Any], Any]) -> None:
         self._entries = {key: tuple(held) for key, held in entries.items() if held}
         self._decode = decode
+
+    def held(self, key: str) -> Sequence[Any]:
+        return self._entries.get(key, ())
+
+    def snapshot(self) -> Mapping[str, Sequence[Any]]:
+        return self._entries
+
+    def decoded(self, key: str, entry: Any) -> Iterable[Any]:
+        return (self._decode(entry),)
+
+
+_Whole = tuple[list[tuple[Source, Mapping[str, Sequence[Any]]]], Mapping[str, Any]]
+"""An index read whole: each source with its snapshot, and every key of them (in the order the sources give them)."""
+
+
+class Index(Mapping[str, tuple[Any, ...]]):
+    """An index of a watched kind (see :mod:`okt.reconciler.indexes`): key -> a tuple of the objects (private copies)
+    or of the values its function returned for that key. Read-only.
+
+    A lookup of one key (``index[key]``, ``index.get(key)``, ``key in index``) reads the store as it stands then, and
+    costs that key's entries alone. The first whole read (``len``, iteration, ``keys()``, ``items()``, ``values()``,
+    ``==``) takes one snapshot of the keys and of the entries under each, and every read of this index answers from it
+    from then on, lookups included; objects are decoded and values copied only when their key is reached.
+    """
+
+    __slots__ = ("_lock", "_sources", "_whole")
+
+    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = copied) -> None:
+        """An index fixed at once: ``entries`` (copied), each entry given to ``decode`` when its key is read."""
+        fixed = _Fixed(entries, decode)
+        self._sources: tuple[Source, ...] = (fixed,)
+        self._whole: _Whole | None = ([(fixed, fixed.snapshot())], fixed.snapshot())
+        self._lock = threading.Lock()
+
+    @classmethod
+    def over(cls, sources: Sequence[Source]) -> Index:
+        """The index that ``sources`` hold (a watched kind's informers: one per watched namespace), read from them
+        when read."""
+        made = cls.__new__(cls)
+        made._sources = tuple(sources)
+        made._whole = None
+        made._lock = threading.Lock()
+        return made
 
     @classmethod
     def of(cls, objs: Iterable[Mapping[str, Any]], function: Callable[[Mapping[str, Any]], Any]) -> Index:
@@ -98,23 +167,48 @@ class Index(Mapping[str, tuple[Any, ...]]):
             KeyError: no object is under ``key``.
             TypeError: ``key`` is not one an index holds (a mapping, a list...).
         """
-        return tuple(self._decode(entry) for entry in self._entries[watches.index_text(key)])
+        text = watches.index_text(key)
+        held = self._held(text)
+        if not held:
+            raise KeyError(text)
+        return tuple(item for source, entries in held for entry in entries for item in source.decoded(text, entry))
 
     def __contains__(self, key: object) -> bool:
         try:
-            return watches.index_text(key) in self._entries
+            text = watches.index_text(key)
         except TypeError:
             return False
+        return bool(self._held(text))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter(self._read_whole()[1])
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._read_whole()[1])
 
     def __repr__(self) -> str:
-        # Keys and values may come from a Secret: said by their number only.
-        return f"okt.Index({len(self._entries)} keys)"
+        # Keys and values may come from a Secret: said by their number only. A repr reads nothing.
+        whole = self._whole
+        return "okt.Index(not read whole)" if whole is None else f"okt.Index({len(whole[1])} keys)"
+
+    def _held(self, text: str) -> list[tuple[Source, Sequence[Any]]]:
+        """What each source holds under ``text``: from the snapshot once there is one, else as each stands now."""
+        whole = self._whole
+        if whole is None:
+            found = [(source, source.held(text)) for source in self._sources]
+        else:
+            found = [(source, snapshot.get(text, ())) for source, snapshot in whole[0]]
+        return [(source, entries) for source, entries in found if entries]
+
+    def _read_whole(self) -> _Whole:
+        with self._lock:
+            if self._whole is None:
+                parts = [(source, source.snapshot()) for source in self._sources]
+                keys: Mapping[str, Any] = (
+                    parts[0][1] if len(parts) == 1 else dict.fromkeys(key for _, part in parts for key in part)
+                )
+                self._whole = (parts, keys)
+            return self._whole
 
 
 class Indexer:

@@ -556,18 +556,14 @@ class Cache:
         return [obj for i in informers for obj in i.by_index(index, value)]
 
     def whole_index(self, index: str) -> indexes.Index | None:
-        """The whole of ``index`` as it stands now, over every kind watched with it (see :class:`okt.Index`): under
-        each value, the payloads its function gave that value, or the objects where it gave values alone, decoded
-        only when read (the store keeps them once); None when no kind is watched with that index."""
+        """``index`` over every kind watched with it (see :class:`okt.Index`), read from the stores when read: under
+        each value, the payloads its function gave that value, or the objects where it gave values alone, decoded or
+        copied only when read (the store keeps them once); None when no kind is watched with that index."""
         with self._lock:
             found = [i for i in self._all_informers() if i.has_index(index)]
         if not found:
             return None
-        entries: dict[str, builtins.list[Any]] = {}
-        for informer in found:
-            for value, held in informer.index_entries(index).items():
-                entries.setdefault(value, []).extend(held)
-        return indexes.Index(entries, decode=_decoded)
+        return indexes.Index.over([_StoredIndex(informer, index) for informer in found])
 
     def owned_by(
         self, kind: kinds.Kind, owner_uid: str, skip: Container[tuple[str, str]] = ()
@@ -577,9 +573,30 @@ class Cache:
         return [obj for i in self.informers(kind) for obj in i.by_index(OWNER_INDEX, owner_uid, skip)]
 
 
-def _decoded(entry: Any) -> Any:
-    """An entry of an index read whole: a stored object decoded, a payload copied (either a private copy)."""
-    return entry.unpack() if isinstance(entry, packing.Packed) else indexes.copied(entry)
+class _StoredIndex:
+    """One informer's index as an :class:`okt.Index` reads it (an :class:`okt.reconciler.indexes.Source`): its entries
+    taken under the informer's lock, decoded without it."""
+
+    __slots__ = ("_index", "_informer", "_position")
+
+    def __init__(self, informer: informer_mod.Informer, index: str) -> None:
+        self._informer = informer
+        self._index = index
+        self._position = informer.index_position(index)
+
+    def held(self, key: str) -> tuple[packing.Packed, ...]:
+        return self._informer.index_held(self._index, key)
+
+    def snapshot(self) -> informer_mod.IndexSnapshot:
+        return self._informer.index_snapshot(self._index)
+
+    def decoded(self, key: str, entry: packing.Packed) -> tuple[Any, ...]:
+        """The payloads ``entry`` has under ``key``, copied, or its object decoded where its function gave keys alone
+        (either a private copy)."""
+        payloads = entry.payloads_of(self._position, key)
+        if payloads is None:
+            return (entry.unpack(),)
+        return tuple(indexes.copied(payload) for payload in payloads)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -238,6 +238,27 @@ def _unpacked(packed: packing.Packed | None) -> dict[str, Any] | None:
     return None if packed is None else packed.unpack()
 
 
+class IndexSnapshot(Mapping[str, tuple[packing.Packed, ...]]):
+    """An index of an informer's store and the store, as they stood at one moment (:meth:`Informer.index_snapshot`):
+    value -> the stored entries under it, looked up when read (none decoded)."""
+
+    __slots__ = ("_store", "_table")
+
+    def __init__(self, table: Mapping[str, Bucket], store: Mapping[StoreKey, packing.Packed]) -> None:
+        self._table = table
+        self._store = store
+
+    def __getitem__(self, value: str) -> tuple[packing.Packed, ...]:
+        store = self._store
+        return tuple([store[key] for key in self._table[value]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
 class Informer:
     """List+watch of one kind in one namespace scope (``None``: all namespaces, or a cluster-scoped kind).
 
@@ -453,23 +474,36 @@ class Informer:
     def has_index(self, index: str) -> bool:
         return index in self._indexers
 
-    def index_entries(self, index: str) -> dict[str, list[Any]]:
-        """The whole of ``index`` as it stands: each value it holds, with what it holds under it, from every stored
-        object: the payload the index function gave that value (an indexer returning a mapping), else the object's
-        :class:`~okt.runtime.packing.Packed` entry, not decoded (the caller decodes what it reads)."""
+    def index_position(self, index: str) -> int:
+        """Where ``index`` stands among the store's indexes: the position of its values and payloads in each stored
+        entry (:attr:`~okt.runtime.packing.Packed.index`), which never changes once the index is kept."""
         with self._lock:
-            position = list(self._indexers).index(index)
-            entries: dict[str, list[Any]] = {}
-            for value, bucket in self._indexes[index].items():
-                held = entries[value] = []
-                for key in bucket:
-                    packed = self._store[key]
-                    payloads = packed.payloads_of(position, value)
-                    if payloads is None:
-                        held.append(packed)
-                    else:
-                        held.extend(payloads)
-            return entries
+            return list(self._indexers).index(index)
+
+    def index_held(self, index: str, value: str) -> tuple[packing.Packed, ...]:
+        """The stored entries whose ``index`` holds ``value``, as they stand, none decoded: under the lock, one lookup
+        per entry under that value, whatever the size of the rest of the index."""
+        with self._lock:
+            store = self._store
+            return tuple([store[key] for key in self._indexes[index].get(value, ())])
+
+    def index_snapshot(self, index: str) -> IndexSnapshot:
+        """The whole of ``index`` as it stands: each value it holds, with the stored entries under it, none decoded.
+
+        Under the lock, a copy of the index's table and of the store's (each at C speed: a fraction of a millisecond
+        at 20,000 objects) and one pass over the index's values, copying the keys of the buckets changed in place
+        (those past :data:`_SMALL_BUCKET`); nothing is decoded, and the entries under a value are looked up when it is
+        read. A stored entry is replaced when its object changes, never changed (but for the values of an index added
+        after it, appended), so the entries the snapshot hands out keep what they held when it was taken, and the
+        caller decodes the objects and copies the payloads (:meth:`~okt.runtime.packing.Packed.payloads_of`) it reads
+        without the lock."""
+        with self._lock:
+            table = dict(self._indexes[index])
+            store = dict(self._store)
+            for value, bucket in table.items():
+                if bucket.__class__ is set:
+                    table[value] = tuple(bucket)
+        return IndexSnapshot(table, store)
 
     def add_indexers(self, indexers: Mapping[str, packing.Indexer]) -> None:
         """Keep more indexes, built at once over what is stored (an index of that name already kept is left as is)."""

@@ -151,3 +151,60 @@ def test_each_read_of_a_value_gives_a_copy_of_its_own_apart_from_the_object_it_c
     index["n1"][0]["phase"] = "changed by a reader"
     assert index["n1"] == ({"node": "n1", "phase": "Running"},)
     assert dict(index) == {"n1": ({"node": "n1", "phase": "Running"},)}
+
+
+class Store:
+    """A source of an index as the cache's store is one: what it holds now, read by key or whole, each read noted."""
+
+    def __init__(self, entries: dict[str, list[str]]) -> None:
+        self.entries = entries
+        self.reads: list[str] = []
+
+    def held(self, key: str) -> tuple[str, ...]:
+        self.reads.append(f"held {key}")
+        return tuple(self.entries.get(key, ()))
+
+    def snapshot(self) -> dict[str, tuple[str, ...]]:
+        self.reads.append("snapshot")
+        return {key: tuple(held) for key, held in self.entries.items() if held}
+
+    def decoded(self, key: str, entry: str) -> tuple[dict[str, str], ...]:
+        self.reads.append(f"decoded {entry}")
+        return ({"key": key, "entry": entry},)
+
+
+def test_a_lookup_reads_that_key_alone_as_the_source_holds_it_then_and_decodes_only_its_entries() -> None:
+    store = Store({"n1": ["a", "b"], "n2": ["c"]})
+    index = indexes.Index.over([store])
+    assert index["n1"] == ({"key": "n1", "entry": "a"}, {"key": "n1", "entry": "b"})
+    store.entries["n1"] = ["d"]
+    assert index.get("n1") == ({"key": "n1", "entry": "d"},) and "n2" in index and "n9" not in index
+    with pytest.raises(KeyError):
+        index["n9"]
+    assert {"not": "a key"} not in index
+    assert store.reads == ["held n1", "decoded a", "decoded b", "held n1", "decoded d", "held n2", "held n9", "held n9"]
+    assert repr(index) == "okt.Index(not read whole)"
+
+
+def test_the_first_whole_read_is_one_snapshot_every_later_read_answers_from_decoding_only_what_is_reached() -> None:
+    store = Store({"n1": ["a", "b"], "n2": ["c"]})
+    index = indexes.Index.over([store])
+    assert len(index) == 2
+    store.entries.update({"n1": [], "n3": ["e"]})
+    assert sorted(index) == ["n1", "n2"] and "n3" not in index
+    assert index["n2"] == ({"key": "n2", "entry": "c"},)
+    assert [entry["entry"] for entry in index["n1"]] == ["a", "b"]
+    assert store.reads == ["snapshot", "decoded c", "decoded a", "decoded b"]
+    assert repr(index) == "okt.Index(2 keys)"
+
+
+def test_an_index_over_several_sources_holds_each_key_once_with_the_entries_of_every_source() -> None:
+    here, there = Store({"n1": ["a"], "n2": ["b"]}), Store({"n1": ["c"], "n3": ["d"]})
+    live, whole = indexes.Index.over([here, there]), indexes.Index.over([here, there])
+    assert [entry["entry"] for entry in live["n1"]] == ["a", "c"] and "n3" in live
+    assert len(whole) == 3 and list(whole) == ["n1", "n2", "n3"]
+    assert {key: [entry["entry"] for entry in held] for key, held in whole.items()} == {
+        "n1": ["a", "c"],
+        "n2": ["b"],
+        "n3": ["d"],
+    }

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
 
 import pydantic
 import pytest
@@ -551,3 +551,70 @@ def test_an_index_of_values_added_to_a_kind_already_stored_without_one_keeps_its
     assert settings is not None
     assert dict(settings) == {"a": ({"level": "info"},), "b": ({"level": "debug"},)}
     assert [o["metadata"]["name"] for o in cache.whole_index("plain")["a"]] == ["a"]
+
+
+class _Key(str):
+    """An index key that notes each comparison made with it: the work a read of the index does on its entries."""
+
+    compared: ClassVar[list[str]] = []
+
+    def __eq__(self, other: object) -> bool:
+        _Key.compared.append(str(self))
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+class _NodeOfEach:
+    """An indexer keeping a value per object (its node, under its name), its keys noting the comparisons made."""
+
+    keeps_payloads = True
+
+    def __call__(self, cm: Mapping[str, Any]) -> dict[str, Any]:
+        return {_Key(cm["metadata"]["name"]): cm["data"]["node"]}
+
+
+def test_a_lookup_of_one_key_of_an_index_looks_at_that_keys_entries_alone_and_a_whole_read_at_none_under_the_lock(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    for n in range(50):
+        api.put(CM, {**obj(CM, f"cm-{n:02d}"), "data": {"node": f"n{n % 5}"}})
+    cache = make_cache()
+    cache.start(CM, lambda *_: None, indexers={"nodes": _NodeOfEach()})
+    assert cache.wait_for_sync(5)
+    _Key.compared.clear()
+
+    index = cache.whole_index("nodes")
+    assert index is not None and index.get("cm-07") == ("n2",) and "cm-08" in index
+    assert set(_Key.compared) <= {"cm-07", "cm-08"}  # the other 48 keys' entries were not looked at
+
+    _Key.compared.clear()
+    index = cache.whole_index("nodes")
+    assert len(index) == 50
+    assert _Key.compared == []  # the whole read took the keys and their entries, nothing of them read yet
+    assert index["cm-09"] == ("n4",)
+    assert set(_Key.compared) <= {"cm-09"}
+
+
+def test_a_lookup_reads_the_index_as_it_stands_and_the_first_whole_read_is_one_snapshot_read_from_then_on(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    api.put(CM, {**obj(CM, "a"), "data": {"level": "info"}})
+    cache = make_cache()
+    cache.start(CM, lambda *_: None, indexers={"settings": indexes.Indexer("settings", _settings_of)})
+    assert cache.wait_for_sync(5)
+    read = cache.whole_index("settings")
+    assert read is not None and read["a"] == ({"level": "info"},)
+
+    api.emit(CM, "MODIFIED", api.put(CM, {**obj(CM, "a"), "data": {"level": "debug"}}), namespace=None)
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "b"), "data": {"level": "warning"}}), namespace=None)
+    wait_for(lambda: "b" in read, timeout=5)  # each lookup reads the store as it is then
+    assert read["a"] == ({"level": "debug"},)
+
+    assert dict(read) == {"a": ({"level": "debug"},), "b": ({"level": "warning"},)}  # the snapshot, from now on
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "b"), namespace=None)
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "c"), "data": {"level": "error"}}), namespace=None)
+    wait_for(lambda: "c" in (cache.whole_index("settings") or {}), timeout=5)
+    assert sorted(read) == ["a", "b"] and "c" not in read and read.get("c") is None
+    assert read["b"] == ({"level": "warning"},)  # what the snapshot holds is still read, decoded when reached
+    assert sorted(cache.whole_index("settings") or {}) == ["a", "c"]

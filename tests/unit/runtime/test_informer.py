@@ -1235,9 +1235,15 @@ def _node_phase(o: dict[str, Any]) -> dict[str, Any]:
 
 def _whole(informer: informer_mod.Informer, index: str) -> dict[str, list[Any]]:
     """An index read whole as the cache reads it: the payloads, or the names of the objects held."""
+    position = informer.index_position(index)
+
+    def read(value: str, packed: packing.Packed) -> list[Any]:
+        payloads = packed.payloads_of(position, value)
+        return [packed.unpack()["metadata"]["name"]] if payloads is None else list(payloads)
+
     return {
-        value: sorted(h.unpack()["metadata"]["name"] if isinstance(h, packing.Packed) else h for h in held)
-        for value, held in informer.index_entries(index).items()
+        value: sorted(h for packed in held for h in read(value, packed))
+        for value, held in informer.index_snapshot(index).items()
     }
 
 
@@ -1311,3 +1317,26 @@ def test_a_store_whose_indexers_keep_no_values_spends_no_room_on_them_for_any_ob
     assert sys.getsizeof(plain._store[("ns", "a")]) < sys.getsizeof(with_values._store[("ns", "a")])
     assert _whole(plain, "teams") == {"x": ["a"]}
     assert _whole(with_values, "phases") == {"a": ["v"]}
+
+
+def test_an_index_snapshot_keeps_its_keys_and_entries_as_they_were_while_the_store_changes_and_a_lookup_reads_now(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    names = [f"cm-{n:02d}" for n in range(informer_mod._SMALL_BUCKET + 2)]  # a bucket past the small ones
+    for name in names:
+        api.put(CM, {**obj(CM, name, labels={"team": "x"}), "data": {"v": "1"}})
+    informer = start(indexers={"teams": indexes.Indexer("teams", lambda o: o["metadata"]["labels"]["team"])})
+    snapshot = informer.index_snapshot("teams")
+
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "new", labels={"team": "x"}), "data": {"v": "1"}}))
+    api.emit(CM, "MODIFIED", api.put(CM, {**obj(CM, names[0], labels={"team": "x"}), "data": {"v": "2"}}))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", names[1]))
+    api.emit(CM, "ADDED", api.put(CM, {**obj(CM, "other", labels={"team": "y"}), "data": {"v": "1"}}))
+    wait_for(lambda: len(informer.index_held("teams", "y")) == 1, timeout=5)
+
+    assert list(snapshot) == ["x"]
+    assert sorted(p.unpack()["metadata"]["name"] for p in snapshot["x"]) == names
+    assert {p.unpack()["data"]["v"] for p in snapshot["x"]} == {"1"}
+    now = {p.unpack()["metadata"]["name"]: p.unpack()["data"]["v"] for p in informer.index_held("teams", "x")}
+    assert sorted(now) == sorted([*names[2:], names[0], "new"]) and now[names[0]] == "2"
+    assert informer.index_held("teams", "z") == ()

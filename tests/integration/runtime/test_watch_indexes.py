@@ -42,7 +42,9 @@ class Reading(shared.GadgetReconciler):
     @okt.every(seconds=0.2)
     def look(self, ctx: okt.Context) -> None:
         levels, teams = ctx.indexed("levels"), ctx.indexed("teams")
+        team_x = ctx.indexed("teams").get("x", ())  # one key looked up, the index not read whole
         with self.lock:
+            self.read["team x"] = sorted(o["metadata"]["name"] for o in team_x)
             self.read["timer"] = dict(levels)
             self.read["teams"] = {team: sorted(o["metadata"]["name"] for o in objs) for team, objs in teams.items()}
 
@@ -79,6 +81,7 @@ def test_a_timer_and_a_daemon_read_the_index_of_config_maps_as_they_are_created_
     first = {f"{namespace}/a": ("info",), f"{namespace}/b": ("debug",)}
     wait_for(lambda: read_as(first), timeout=30, message=lambda: str(Reading.read))
     assert Reading.read["teams"] == {"x": ["a", "b"]}
+    wait_for(lambda: Reading.read["team x"] == ["a", "b"], timeout=10, message=lambda: str(Reading.read))
 
     kube.patch(kinds.CONFIG_MAP, "a", {"data": {"level": "warning"}, "metadata": {"labels": {"team": "y"}}}, namespace)
     kube.delete(kinds.CONFIG_MAP, "b", namespace)
@@ -87,6 +90,7 @@ def test_a_timer_and_a_daemon_read_the_index_of_config_maps_as_they_are_created_
     then = {f"{namespace}/a": ("warning",), f"{namespace}/c": ("error",)}
     wait_for(lambda: read_as(then), timeout=20, message=lambda: str(Reading.read))
     wait_for(lambda: Reading.read["teams"] == {"y": ["a"]}, timeout=10, message=lambda: str(Reading.read))
+    wait_for(lambda: Reading.read["team x"] == [], timeout=10, message=lambda: str(Reading.read))
 
     # The function succeeds for the broken one once it changes: it joins the index.
     kube.patch(kinds.CONFIG_MAP, "broken", {"data": {"broken": None}}, namespace)

@@ -286,7 +286,8 @@ class Manager:
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
         self._serves_conversion = False
-        self._lock = threading.Lock()
+        # Re-entrant: SIGTERM's handler calls stop() on the main thread, which may hold it then (in start()).
+        self._lock = threading.RLock()
         self._started = self._lost = False
         self._stopping = threading.Event()
         self._stopped = threading.Event()

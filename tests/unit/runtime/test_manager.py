@@ -148,6 +148,23 @@ def test_the_manager_stopped_line_is_logged_before_join_returns() -> None:
         assert "manager stopped" in [event["event"] for event in logged]
 
 
+def test_a_stop_asked_by_a_signal_handler_while_its_thread_holds_the_managers_lock_returns() -> None:
+    """SIGTERM's handler calls stop() on the main thread, between any two of its bytecodes: start() holding the
+    manager's lock there (its check that it was not started nor stopped) would have the handler wait for itself."""
+    client: Any = StatsOnly()
+    mgr = manager.Manager(client, [Widgets], metrics_bind="0")
+    returned = threading.Event()
+
+    def interrupted_while_locked() -> None:
+        with mgr._lock:  # where start() is when the signal comes
+            mgr.stop()
+        returned.set()
+
+    threading.Thread(target=interrupted_while_locked, daemon=True).start()
+    assert returned.wait(5)
+    assert mgr.join(5)
+
+
 def test_a_stopped_manager_cannot_be_started() -> None:
     client: Any = StatsOnly()
     stopped = manager.Manager(client, [Widgets], metrics_bind="0")

@@ -50,7 +50,9 @@ when it ends later.
 
 Filters (Kopf's ``labels=``, ``annotations=``, ``when=`` of a timer): ``@okt.every(..., labels={"tier": "cache"})``
 calls the timer only for the objects that pass them (see :mod:`okt.reconciler.handler_filters`), looked at in each
-reconcile that reaches the timers; the reconciler's own filters choose the objects reconciled at all.
+reconcile that reaches the timers; an object that does not pass is requeued for the timer an interval later only when
+the filter has a ``when`` (which may read what reconciles nothing), never for labels and annotations alone, whose
+change reconciles it. The reconciler's own filters choose the objects reconciled at all.
 
 Caveat: the clock is the process's — after a restart or a failover every timer is due at once (but for its
 ``initial_delay``); the ticks missed meanwhile (the operator down, a standby, the object in error) make one call, not
@@ -175,10 +177,11 @@ def every(
         when: ``when(obj)``, called at each reconcile the timer is looked at in once the labels and annotations
             matched: the timer is called for the object only when it returns something true. One that raises counts
             as false, its error logged once per object while it keeps raising. While its object does not pass, the
-            timer is not called, and is looked at again at the object's next reconcile, an interval later at the
-            latest (a ``when`` may read what changes without reconciling the object: its status); its schedule goes
-            on meanwhile: once the object passes again, the timer is called as soon as it is due, at once if it came
-            due meanwhile.
+            timer is not called, and is looked at again at the object's next reconcile: with a ``when``, an interval
+            later at the latest (it may read what changes without reconciling the object: its status); with labels
+            and annotations alone, no requeue is asked for (a change of them reconciles the object). Its schedule
+            goes on meanwhile: once the object passes again, the timer is called as soon as it is due, at once if it
+            came due meanwhile.
 
     Raises:
         TypeError: ``@okt.every`` used bare, without its interval.
@@ -471,8 +474,12 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
         elif options.filter is not None and not clock.filter_errors.passes(
             options.filter, ctx.cr.raw, uid, name, ctx.log, "timer"
         ):
-            # Not called while its object does not pass; looked at again at its next reconcile, an interval later at
-            # the latest (a when() may read what reconciles nothing), its schedule kept: due as soon as it passes.
+            # Not called while its object does not pass; looked at again at its next reconcile, its schedule kept: due
+            # as soon as it passes. Labels and annotations alone ask for none: a change of them reconciles the object
+            # (a requeue would reconcile every object out of the filter each interval for nothing). A when() may read
+            # what reconciles nothing (the status): an interval later at the latest.
+            if options.filter.when is None:
+                continue
             remaining = max(clock.due(uid, name), interval)
         else:
             clock.start(uid, name, options.initial_delay)

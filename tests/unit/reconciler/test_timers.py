@@ -965,3 +965,38 @@ def test_a_timers_when_that_raises_is_logged_once_per_object_and_its_object_does
     assert len(clock.filter_errors) == 1
     clock.forget("u1", timers.declared(Caching))
     assert len(clock.filter_errors) == 0
+
+
+@pytest.mark.parametrize(
+    ("filter_", "asked"),
+    [
+        ({"labels": {"tier": "cache"}}, None),
+        ({"annotations": {"example.com/backup": None}}, None),
+        ({"when": lambda obj: obj["metadata"].get("labels", {}).get("tier") == "cache"}, 60),
+        ({"labels": {"tier": "cache"}, "when": lambda obj: obj["spec"]["size"] > 0}, 60),
+    ],
+    ids=["labels", "annotations", "when", "labels and when"],
+)
+def test_a_timer_filtered_by_labels_or_annotations_alone_asks_for_no_requeue_while_its_object_does_not_pass(
+    filter_: dict[str, Any], asked: float | None
+) -> None:
+    """A change of labels or annotations reconciles the object, which looks at the filter again: a filter of them alone
+    asks for nothing while its object does not pass (a requeue every interval reconciled each object out of it for
+    nothing). With a ``when``, which may read what reconciles nothing (the status), the object is looked at again an
+    interval later."""
+    time = FakeTime()
+    clock = timers.Clock(time)
+    reconciler = timed(**filter_)(time)
+    out = context_of(reconciler, thing())
+
+    timers.run_due(reconciler, out, clock)
+
+    assert reconciler.calls == []
+    assert out.results.min_delay == (None if asked is None else pytest.approx(asked))
+
+    time.now += 5  # labelled and annotated into the filter: the change reconciles it
+    into = context_of(reconciler, thing(labels={"tier": "cache"}, annotations={"example.com/backup": "daily"}))
+    timers.run_due(reconciler, into, clock)
+
+    assert reconciler.calls == [1005]
+    assert into.results.min_delay == pytest.approx(60)

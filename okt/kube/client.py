@@ -941,7 +941,12 @@ class Client:
         # without it, would cost requests more each time): named as served in no version known.
         raise _not_served(api_version, kind)
 
-    def require_served(self, wanted: Iterable[kinds.Kind], waiting: Callable[[str], object] | None = None) -> None:
+    def require_served(
+        self,
+        wanted: Iterable[kinds.Kind],
+        waiting: Callable[[str], object] | None = None,
+        stopping: threading.Event | None = None,
+    ) -> None:
         """Check that the server serves every kind of ``wanted`` as declared and lets it be listed and watched, each
         group version's discovery read once when it does.
 
@@ -959,7 +964,9 @@ class Client:
             is Established and serves its version, or a custom kind while the API server says it is not ready
             (``/readyz`` fails), is waited for up to a minute (an API server that has just started loads its CRDs
             after it answers), ``waiting`` told so once with a line that says why; a CRD okt may not read is as one
-            that does not exist.
+            that does not exist. ``stopping`` set (the manager's stop, SIGTERM) ends either wait at once: the check
+            returns, the kind neither refused nor known to be served, and no later kind is checked; the caller, which
+            stops, must look at ``stopping`` before it goes on.
 
         Raises:
             okt.errors.NotFound: one line naming the first kind not served, its apiVersion and the versions of its
@@ -969,6 +976,8 @@ class Client:
                 let be listed or watched (TokenReview, ComponentStatus), with the verbs it allows.
         """
         for kind in wanted:
+            if stopping is not None and stopping.is_set():
+                return
             key = (kind.api_version, kind.kind)
             with self._kinds_lock:
                 served = self._kinds[key] if key in self._confirmed else None
@@ -991,7 +1000,10 @@ class Client:
                             f"the API server does not serve {kind.kind} in {kind.api_version} yet, {loading}: "
                             f"waiting up to {_LOADING_GRACE:g} s for it to be loaded"
                         )
-                time.sleep(poll)
+                if stopping is None:
+                    time.sleep(poll)
+                elif stopping.wait(poll):
+                    return  # stopped while waiting: the caller starts nothing more
             if served is None and crd:
                 raise errors.ApiError.from_status(
                     404,

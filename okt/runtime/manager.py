@@ -500,6 +500,7 @@ class Manager:
                 if not self._stopping.is_set()  # a stop asked meanwhile: no more discovery
             ),
             waiting=_log.info,
+            stopping=self._stopping,  # its wait for a CRD being loaded, up to a minute, ends at once
         )
         for controller in controllers:
             # Before any kind is started: another controller may own this one's primary kind and start it first.

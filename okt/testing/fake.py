@@ -301,9 +301,15 @@ class FakeClient(kube_client.Client):
             raise errors.ApiError.from_status(404, "NotFound", f"the server does not serve {kind} in {api_version}")
         return found
 
-    def require_served(self, wanted: Iterable[kinds_mod.Kind], waiting: Callable[[str], object] | None = None) -> None:
+    def require_served(
+        self,
+        wanted: Iterable[kinds_mod.Kind],
+        waiting: Callable[[str], object] | None = None,
+        stopping: threading.Event | None = None,
+    ) -> None:
         """The client's check at start: a kind the fake does not serve (see :meth:`serve`), or serves under another
-        plural or scope than ``wanted`` declares, is ``NotFound``."""
+        plural or scope than ``wanted`` declares, is ``NotFound``, at once: the fake waits for no CRD being loaded,
+        so ``stopping`` has no wait to end."""
         for kind in wanted:
             mismatch = kinds_mod.addressing_mismatch(kind, self.resolve(kind.api_version, kind.kind))
             if mismatch:

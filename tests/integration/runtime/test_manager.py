@@ -496,3 +496,46 @@ def test_a_stop_asked_while_the_start_discovers_or_lists_leaves_nothing_running_
     # The request held was sent before the stop; the other kind's informer may have been opening its watch as it came.
     assert not {key: count for key, count in after_stop.items() if key[1] != "configmaps"}
     assert cleaned == ["cleaned"]
+
+
+def test_a_stop_asked_while_the_start_waits_for_a_crd_being_loaded_ends_the_wait_at_once(
+    control_plane: envtest.ControlPlane,
+    gadget_kind: kinds.Kind,
+    fake_reconcile: Any,
+    managers: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """SIGTERM while the start waited (up to a minute) for the kind of a CRD Established but not served yet, as an API
+    server that has just started answers: the wait went on to its end, and the shutdown waited for it the whole grace
+    period, the kind still not served."""
+    cleaned: list[str] = []
+    raised: list[BaseException] = []
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
+        manager = managers(
+            fake_reconcile(), client=client, grace_period=30.0, on_cleanup=[lambda: cleaned.append("cleaned")]
+        )
+
+        def start() -> None:
+            try:
+                manager.start()
+            except BaseException as exc:
+                raised.append(exc)
+
+        waits = f"the API server does not serve Gadget in {gadget_kind.api_version} yet"
+        with proxy.restarting(not_served=[gadget_kind.group]), structlog.testing.capture_logs() as logged:
+            starting = threading.Thread(target=start, name="test-start", daemon=True)
+            starting.start()
+            wait_for(lambda: any(str(line["event"]).startswith(waits) for line in logged), timeout=30)
+            at_stop = client.stats.snapshot()
+            manager.stop()
+            # Still not served: only the stop can end the wait, 60 s long, while the shutdown waits 30 s for it.
+            assert manager.join(10)
+            starting.join(10)
+            assert not starting.is_alive()
+        after_stop = {key: count for key, count in client.stats.delta(at_stop).items() if count}
+
+    assert raised == []
+    assert not any(key[1] == "gadgets" for key in after_stop)  # nothing listed nor watched after the stop
+    assert cleaned == ["cleaned"]
+    assert manager.cache is not None and manager.controllers[0].kind == gadget_kind

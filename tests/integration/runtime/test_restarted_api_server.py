@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import pathlib
+import threading
 import time
 from typing import Any
 
@@ -232,3 +233,22 @@ def test_an_operator_that_may_not_read_crds_waits_while_the_api_server_is_not_re
         f"the API server does not serve Gadget in {gadget_kind.api_version} yet, and it is not ready (its /readyz "
         "fails): waiting up to 60 s for it to be loaded"
     ]
+
+
+def test_a_stop_ends_the_wait_for_a_kind_being_loaded_at_once_with_nothing_refused(
+    control_plane: envtest.ControlPlane, gadget_kind: kinds.Kind, tmp_path: pathlib.Path
+) -> None:
+    """The manager's stop could not end require_served's wait, up to a minute: its shutdown waited for it."""
+    told: list[str] = []
+    stopping = threading.Event()
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = client_through(proxy, control_plane, tmp_path)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool, proxy.restarting(not_served=[gadget_kind.group]):
+                checked = pool.submit(client.require_served, [gadget_kind], told.append, stopping)
+                wait_for(lambda: len(told) == 1, timeout=30)
+                stopping.set()
+                # Still not served, the wait 60 s long: only the stop ends it, and it refuses nothing.
+                assert checked.result(timeout=10) is None
+        finally:
+            client.close()

@@ -87,7 +87,12 @@ class FakeApi:
 
     # -- the client surface the runtime uses -------------------------------------------------------------------
 
-    def require_served(self, wanted: Iterable[kinds.Kind], waiting: Callable[[str], object] | None = None) -> None:
+    def require_served(
+        self,
+        wanted: Iterable[kinds.Kind],
+        waiting: Callable[[str], object] | None = None,
+        stopping: threading.Event | None = None,
+    ) -> None:
         """Every kind is served here: the manager's check at start passes."""
 
     def versions_serving(self, kind: kinds.Kind) -> list[str]:

@@ -35,7 +35,11 @@ Guarantees:
   released; both on the elector's thread (keep them short);
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
   and sets ``leaseDurationSeconds`` to 1, so a standby takes over about a second after it sees the release instead
-  of waiting for expiry.
+  of waiting for expiry;
+* once stopped, the elector sends no write of the lease (create, take, renew): each write looks at the stop under the
+  elector's lock right before it leaves, so a stop that comes between a read of the lease and its write ends the
+  attempt; a write already on the wire may still take the lease, which the elector does not lead on and releases once
+  its answer comes (when the stop asked for a release; otherwise it runs out).
 
 Caveats: a candidate that never saw the Lease (one started right after it was deleted by hand) creates a missing one
 at once, as client-go's does, and the leader may write until its renewals find the lease taken. Once leadership is
@@ -128,6 +132,10 @@ def check_timing(lease_duration: float, renew_deadline: float, retry_period: flo
         )
 
 
+class _Stopped(Exception):
+    """A write of the lease not sent: the elector is stopped."""
+
+
 class LeaderElector:
     """Compete for, hold and release one Lease.
 
@@ -175,7 +183,12 @@ class LeaderElector:
         self._lease_seconds = max(math.ceil(lease_duration), 1)  # the API field is whole seconds
         self._lock = threading.Lock()
         self._leading = False
+        # Set under the lock: each write of the lease looks at it under the lock right before it is sent.
         self._stop = threading.Event()
+        # A write of the lease is on the wire (sent, not answered), and whether the stop that came meanwhile asked for
+        # the lease to be released: the elector's thread then releases it once the write's answer came.
+        self._writing = False
+        self._release_after_write = False
         self._thread: threading.Thread | None = None
         # What the lease said when we last saw it change, and when (on :func:`clock`): the basis of expiry.
         self._observed: tuple[str, str, str] | None = None
@@ -266,7 +279,12 @@ class LeaderElector:
             self._thread.start()
 
     def stop(self, release: bool = True, timeout: float | None = None) -> None:
-        """Stop competing; with ``release``, hand the lease over at once if we hold it."""
+        """Stop competing; with ``release``, hand the lease over at once if we hold it.
+
+        No write of the lease (create, take, renew) is sent once the stop has come: each looks at it right before it
+        leaves. One already on the wire may still take the lease: the elector does not lead on it, and with
+        ``release`` it is released once its answer comes (by the elector's thread when the stop's wait for that
+        thread, ``timeout`` seconds, ended first); without, it is left to run out."""
         self._halt(timeout)
         if release:
             self._give_up(False)
@@ -287,8 +305,20 @@ class LeaderElector:
         """Release the lease if we led (``was_leading``) or lead now, the elector's thread being stopped."""
         with self._lock:  # the thread may have acquired the lease before it stopped
             was_leading, self._leading = was_leading or self._leading, False
-        if not was_leading:
-            return False
+            # A write sent before the stop and answered since may have taken the lease, the thread not leading on it.
+            may_hold = was_leading or bool(self._ours and not self._lost)
+            if self._writing:
+                self._release_after_write = True  # the thread releases it once the write's answer came
+                may_hold = False
+        released = self._release_held() if may_hold else False
+        if was_leading:
+            self._log.info("leadership released")
+            self._notify_stopped()
+        return released
+
+    def _release_held(self) -> bool:
+        """Empty the lease if it holds our identity (duration 1 s); whether it did. Best effort: the others wait for a
+        lease not released to run out."""
         released = False
         try:
             lease = self._get()
@@ -297,20 +327,31 @@ class LeaderElector:
                 spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
                 self._replace({**lease, "spec": spec})
                 released = True
+                with self._lock:
+                    self._ours = ()  # none of our records is in the lease any more
         except (errors.ApiError, ValueError) as exc:  # ValueError: an answer that is not JSON
             self._log.warning("lease not released, the others wait for it to expire", error=str(exc))
-        self._log.info("leadership released")
-        self._notify_stopped()
         return released
 
     def _halt(self, timeout: float | None) -> None:
-        self._stop.set()
+        with self._lock:  # a write about to leave sees it
+            self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout if timeout is not None else self._request_timeout * 2 + self.retry_period)
 
     # -- the loop ------------------------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._compete()
+        finally:
+            with self._lock:
+                release, self._release_after_write = self._release_after_write, False
+            if release:
+                # A write on the wire when the stop came, which asked for a release: it may have taken the lease.
+                self._release_held()
+
+    def _compete(self) -> None:
         # A renewal counts from the moment its attempt began, not from its answer: the others may have seen the
         # lease renewed (and started counting its duration) any time after the request left, and an answer can come
         # late (a slow network, this process paused between the write and its answer).
@@ -323,6 +364,8 @@ class LeaderElector:
         else:
             return
         with self._lock:
+            if self._stop.is_set():
+                return  # acquired by a write sent before the stop: released by the stop (or its answer), not led on
             self._leading = True
             self._renewed_at = attempted_at
         self._log.info("became leader")
@@ -388,6 +431,8 @@ class LeaderElector:
         lease afterwards."""
         try:
             held = self._attempt(deadline)
+        except _Stopped:
+            return False
         except errors.Conflict:
             self._answered()
             with self._lock:
@@ -455,15 +500,26 @@ class LeaderElector:
 
     def _write(self, record: tuple[str, str, str], send: Callable[[], None]) -> None:
         """Send one write of the lease, which will hold ``record``; remember it as ours from the moment it may have
-        been applied (a write without an answer may have been)."""
+        been applied (a write without an answer may have been). None is sent once the elector is stopped: the stop
+        is looked at under the lock it is set under, right before the write leaves.
+
+        Raises:
+            _Stopped: the elector was stopped; nothing was sent.
+        """
+        with self._lock:
+            if self._stop.is_set():
+                raise _Stopped
+            self._writing = True
+            self._ours = (*self._ours, record)
         try:
             send()
         except errors.Conflict:
-            raise  # refused: the lease is someone else's
-        except BaseException:
-            with self._lock:
-                self._ours = (*self._ours, record)
+            with self._lock:  # refused: the lease is someone else's
+                self._ours = tuple(ours for ours in self._ours if ours != record)
             raise
+        finally:
+            with self._lock:
+                self._writing = False
         with self._lock:
             self._ours = (record,)
         self._see(record, self.lease_duration)

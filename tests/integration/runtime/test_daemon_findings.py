@@ -133,6 +133,14 @@ def idle(manager: manager_mod.Manager) -> bool:
     return queue.processing_count == 0 and len(queue) == 0
 
 
+def reconciled_again(manager: manager_mod.Manager, namespace: str, name: str) -> None:
+    """Reconcile the object once more, and wait until the manager is idle again."""
+    controller = manager.controllers[0]
+    processed = controller.processed
+    controller.queue.add((namespace, name))
+    wait_for(lambda: controller.processed > processed and idle(manager), timeout=10)
+
+
 def status_writes(client: kube_client.Client) -> int:
     return sum(
         n
@@ -386,9 +394,7 @@ def test_what_a_daemon_gone_from_the_code_stated_leaves_the_status_once_after_a_
         assert (condition(obj, "Ready") or {}).get("status") == "True"
         assert client.stats.writes() == 1
         # Once: the reconciles after it find nothing to remove.
-        processed = second.controllers[0].processed
-        second.controllers[0].queue.add((namespace, "g"))
-        wait_for(lambda: second.controllers[0].processed > processed and idle(second), timeout=10)
+        reconciled_again(second, namespace, "g")
         assert client.stats.writes() == 1
     finally:
         client.close()
@@ -464,9 +470,7 @@ def test_what_a_daemon_stated_leaves_the_status_once_when_its_object_left_its_fi
         assert probe.identities["g"] == 1
         assert status_writes(client) == 1
         # Once: the reconciles after it find nothing to remove.
-        processed = second.controllers[0].processed
-        second.controllers[0].queue.add((namespace, "g"))
-        wait_for(lambda: second.controllers[0].processed > processed and idle(second), timeout=10)
+        reconciled_again(second, namespace, "g")
         assert client.stats.writes() == 1
     finally:
         client.close()

@@ -54,6 +54,11 @@ class Filter:
 
     def passes(self, obj: Mapping[str, Any]) -> bool:
         """Whether ``obj`` passes; raises what ``when`` raises."""
+        return self.labels_match(obj) and (self.when is None or bool(self.when(obj)))
+
+    def labels_match(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj``'s labels and annotations match (``when`` not called): only a change of them, which
+        reconciles the object, can make one that does not match pass."""
         meta = obj.get("metadata") or {}
         for wanted, held in (
             (self.labels, meta.get("labels") or {}),
@@ -62,7 +67,7 @@ class Filter:
             for key, value in wanted.items():
                 if key not in held or (value is not None and held[key] != value):
                     return False
-        return self.when is None or bool(self.when(obj))
+        return True
 
 
 def declare(

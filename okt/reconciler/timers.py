@@ -51,8 +51,9 @@ when it ends later.
 Filters (Kopf's ``labels=``, ``annotations=``, ``when=`` of a timer): ``@okt.every(..., labels={"tier": "cache"})``
 calls the timer only for the objects that pass them (see :mod:`okt.reconciler.handler_filters`), looked at in each
 reconcile that reaches the timers; an object that does not pass is requeued for the timer an interval later only when
-the filter has a ``when`` (which may read what reconciles nothing), never for labels and annotations alone, whose
-change reconciles it. The reconciler's own filters choose the objects reconciled at all.
+its labels and annotations match and the filter's ``when`` says no (it may read what reconciles nothing), never for
+labels or annotations that do not match, whose change reconciles it. The reconciler's own filters choose the objects
+reconciled at all.
 
 Caveat: the clock is the process's — after a restart or a failover every timer is due at once (but for its
 ``initial_delay``); the ticks missed meanwhile (the operator down, a standby, the object in error) make one call, not
@@ -475,10 +476,11 @@ def run_due(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context, clo
             options.filter, ctx.cr.raw, uid, name, ctx.log, "timer"
         ):
             # Not called while its object does not pass; looked at again at its next reconcile, its schedule kept: due
-            # as soon as it passes. Labels and annotations alone ask for none: a change of them reconciles the object
-            # (a requeue would reconcile every object out of the filter each interval for nothing). A when() may read
-            # what reconciles nothing (the status): an interval later at the latest.
-            if options.filter.when is None:
+            # as soon as it passes. Labels and annotations that do not match ask for none: only a change of them,
+            # which reconciles the object, can make it pass (a requeue would reconcile every object out of the filter
+            # each interval for nothing). A when() may read what reconciles nothing (the status): an interval later
+            # at the latest.
+            if options.filter.when is None or not options.filter.labels_match(ctx.cr.raw):
                 continue
             remaining = max(clock.due(uid, name), interval)
         else:

@@ -973,17 +973,18 @@ def test_a_timers_when_that_raises_is_logged_once_per_object_and_its_object_does
         ({"labels": {"tier": "cache"}}, None),
         ({"annotations": {"example.com/backup": None}}, None),
         ({"when": lambda obj: obj["metadata"].get("labels", {}).get("tier") == "cache"}, 60),
-        ({"labels": {"tier": "cache"}, "when": lambda obj: obj["spec"]["size"] > 0}, 60),
+        ({"labels": {"tier": "cache"}, "when": lambda obj: obj["spec"]["size"] > 0}, None),
+        ({"when": lambda obj: obj["metadata"].get("annotations", {}).get("example.com/backup") == "daily"}, 60),
     ],
-    ids=["labels", "annotations", "when", "labels and when"],
+    ids=["labels", "annotations", "when", "labels unmatched, and when", "when of annotations"],
 )
-def test_a_timer_filtered_by_labels_or_annotations_alone_asks_for_no_requeue_while_its_object_does_not_pass(
+def test_a_timer_whose_object_does_not_match_its_labels_or_annotations_asks_for_no_requeue_while_it_does_not(
     filter_: dict[str, Any], asked: float | None
 ) -> None:
-    """A change of labels or annotations reconciles the object, which looks at the filter again: a filter of them alone
-    asks for nothing while its object does not pass (a requeue every interval reconciled each object out of it for
-    nothing). With a ``when``, which may read what reconciles nothing (the status), the object is looked at again an
-    interval later."""
+    """A change of labels or annotations reconciles the object, which looks at the filter again: labels or annotations
+    that do not match ask for nothing, with a ``when`` too (a requeue every interval reconciled each object out of the
+    filter for nothing). A ``when`` that says no, which may read what reconciles nothing (the status), has the object
+    looked at again an interval later."""
     time = FakeTime()
     clock = timers.Clock(time)
     reconciler = timed(**filter_)(time)

@@ -183,3 +183,35 @@ class LeaseHangingProxy(faults.FaultProxy):
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
 
         return Handler
+
+
+class HoldingProxy(faults.FaultProxy):
+    """Forwards every request; the first one whose method and path ``holds`` accepts waits for :attr:`release` before
+    it is forwarded (:attr:`held` set once it arrived: the client is provably in the step that sends it), and
+    :attr:`answered` is set once its answer went back. Notes each request's method, path and arrival
+    (:attr:`requests`)."""
+
+    def __init__(self, upstream: str, ca_file: str, holds: Callable[[str, str], bool]) -> None:
+        super().__init__(upstream, ca_file, rate=0.0)
+        self.holds = holds
+        self.held, self.release, self.answered = threading.Event(), threading.Event(), threading.Event()
+        self.requests: list[tuple[str, str, float]] = []
+
+    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def _relay(self) -> None:
+                proxy.requests.append((self.command, self.path, time.monotonic()))
+                if proxy.held.is_set() or not proxy.holds(self.command, self.path):
+                    super()._relay()
+                    return
+                proxy.held.set()
+                proxy.release.wait(60)
+                super()._relay()
+                proxy.answered.set()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
+
+        return Handler

@@ -560,41 +560,16 @@ def test_a_leader_whose_renewal_is_refused_as_a_conflict_stops_writing_until_it_
             through.close()
 
 
-class HoldingProxy(faults.FaultProxy):
-    """Forwards every request; while :attr:`hold` is set, the first lease request of :attr:`method` is held (neither
-    forwarded nor answered) until :attr:`let_go`, then forwarded and answered (:attr:`answered`). Notes the moment
-    each lease write (create or update) arrives."""
+def _first_lease(method: str) -> Callable[[str, str], bool]:
+    return lambda command, path: command == method and "/leases" in path
 
-    def __init__(self, upstream: str, ca_file: str, method: str) -> None:
-        super().__init__(upstream, ca_file, rate=0.0)
-        self.method = method
-        self.hold = threading.Event()
-        self.held = threading.Event()
-        self.let_go = threading.Event()
-        self.answered = threading.Event()
-        self.writes: list[tuple[str, float]] = []
 
-    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
-        proxy = self
-        base = super()._handler_class()
-
-        class Handler(base):  # type: ignore[valid-type, misc]
-            def _relay(self) -> None:
-                lease = "/leases" in self.path
-                if lease and self.command in ("POST", "PUT"):
-                    proxy.writes.append((self.command, time.monotonic()))
-                if not (lease and self.command == proxy.method and proxy.hold.is_set()):
-                    super()._relay()
-                    return
-                proxy.hold.clear()
-                proxy.held.set()
-                proxy.let_go.wait(60)
-                super()._relay()
-                proxy.answered.set()
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
-
-        return Handler
+def _lease_writes_since(proxy: shared.HoldingProxy, at: float) -> list[str]:
+    return [
+        method
+        for method, path, when in proxy.requests
+        if "/leases" in path and method in ("POST", "PUT") and when >= at
+    ]
 
 
 def _elector_thread_ended(name: str) -> bool:
@@ -608,23 +583,22 @@ def test_a_candidate_stopped_while_it_reads_the_lease_does_not_write_it_afterwar
     missing is not created once the stop has returned, and nobody is told it leads. It was created after the stop,
     held under the stopped elector's identity, and released only if its thread ended within the stop's wait."""
     started = threading.Event()
-    proxy = HoldingProxy(control_plane.url, str(control_plane.ca_file), "GET")
+    proxy = shared.HoldingProxy(control_plane.url, str(control_plane.ca_file), _first_lease("GET"))
     with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         elector = leader.LeaderElector(through, namespace, "read-then-stopped", "first", on_started_leading=started.set)
         try:
-            proxy.hold.set()
             elector.start()
             assert proxy.held.wait(10), "the elector reads the lease"
             elector.stop(release=True, timeout=0.1)
             stopped_at = time.monotonic()
-            proxy.let_go.set()
+            proxy.release.set()
             assert proxy.answered.wait(10)
             wait_for(lambda: _elector_thread_ended("read-then-stopped"), timeout=10, message="the thread ends")
         finally:
-            proxy.let_go.set()
+            proxy.release.set()
             through.close()
-        assert [method for method, at in proxy.writes if at >= stopped_at] == []
+        assert _lease_writes_since(proxy, stopped_at) == []
         holders = [lease["spec"].get("holderIdentity") for lease in kube.list(kinds.LEASE, namespace)[0]]
         assert "first" not in holders
         assert not started.is_set()
@@ -642,20 +616,19 @@ def test_a_lease_created_by_a_write_on_the_wire_when_the_stop_came_is_not_left_h
     """A create already sent when the stop came may be applied after the stop returned: the lease it took is released
     (``stop(release=True)``) once its answer comes, or left to run out; the elector does not lead on it either way."""
     started = threading.Event()
-    proxy = HoldingProxy(control_plane.url, str(control_plane.ca_file), "POST")
+    proxy = shared.HoldingProxy(control_plane.url, str(control_plane.ca_file), _first_lease("POST"))
     with proxy:
         through = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "proxied"))
         elector = leader.LeaderElector(through, namespace, "sent-then-stopped", "first", on_started_leading=started.set)
         try:
-            proxy.hold.set()
             elector.start()
             assert proxy.held.wait(10), "the elector creates the lease"
             elector.stop(release=release, timeout=0.1)
-            proxy.let_go.set()
+            proxy.release.set()
             assert proxy.answered.wait(10)
             wait_for(lambda: _elector_thread_ended("sent-then-stopped"), timeout=10, message="the thread ends")
         finally:
-            proxy.let_go.set()
+            proxy.release.set()
             through.close()
         spec = kube.get(kinds.LEASE, "sent-then-stopped", namespace)["spec"]
         if release:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import os
 import pathlib
 import signal
@@ -22,6 +21,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
 from okt.testing import envtest, faults, wait_for
+from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
 
@@ -392,36 +392,11 @@ def test_a_stop_asked_while_the_last_start_up_hook_runs_waits_for_it_and_runs_th
     assert manager.cache is None and manager.controllers == []
 
 
-class HoldingProxy(faults.FaultProxy):
-    """Forwards every request; the first one whose method and path ``holds`` accepts waits for :attr:`release`
-    before it is forwarded, :attr:`held` set once it arrived: the operator is provably in the step that sends it."""
-
-    def __init__(self, plane: envtest.ControlPlane, holds: Callable[[str, str], bool]) -> None:
-        super().__init__(plane.url, str(plane.ca_file), rate=0.0)
-        self.holds = holds
-        self.held, self.release = threading.Event(), threading.Event()
-
-    def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
-        proxy = self
-        base = super()._handler_class()
-
-        class Handler(base):  # type: ignore[valid-type, misc]
-            def _relay(self) -> None:
-                if not proxy.held.is_set() and proxy.holds(self.command, self.path):
-                    proxy.held.set()
-                    proxy.release.wait(30)
-                super()._relay()
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _relay  # noqa: N815 - stdlib dispatch names
-
-        return Handler
-
-
 def _okt_threads() -> list[str]:
     return sorted(t.name for t in threading.enumerate() if t.name.startswith("okt-") and t.name != "okt-fault-proxy")
 
 
-def _stopped_while_held(proxy: HoldingProxy, client: kube_client.Client, manager: manager_mod.Manager) -> Any:
+def _stopped_while_held(proxy: shared.HoldingProxy, client: kube_client.Client, manager: manager_mod.Manager) -> Any:
     """Start ``manager`` on a thread, stop it once the proxy holds its request, then let the request through; what the
     start raised (None), the okt threads alive once join() returned, the requests sent after the stop and after join."""
     raised: list[BaseException] = []
@@ -478,7 +453,7 @@ def test_a_stop_asked_while_the_start_discovers_or_lists_leaves_nothing_running_
     while the start went on (it raised "the cache is stopped"), and an informer whose list was answered after the
     stop opened its watch, its thread alive after join() returned."""
     cleaned: list[str] = []
-    with HoldingProxy(control_plane, holds) as proxy:
+    with shared.HoldingProxy(control_plane.url, str(control_plane.ca_file), holds) as proxy:
         client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(control_plane.kubeconfig, tmp_path / "kubeconfig"))
         manager = managers(
             fake_reconcile(),

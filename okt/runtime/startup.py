@@ -68,7 +68,7 @@ def run(
                 _log.warning(
                     "start-up hook failed, retried",
                     hook=name,
-                    error=f"{type(exc).__name__}: {exc}",
+                    error=errors.said(exc),
                     retry_in=round(delay, 3),
                     attempt=failures,
                 )

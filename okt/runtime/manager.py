@@ -497,10 +497,9 @@ class Manager:
                 kind
                 for controller in controllers
                 for kind in (controller.kind, *controller.owned, *(related for related, _ in controller.related))
-                if not self._stopping.is_set()  # a stop asked meanwhile: no more discovery
             ),
             waiting=_log.info,
-            stopping=self._stopping,  # its wait for a CRD being loaded, up to a minute, ends at once
+            stopping=self._stopping,  # a stop asked meanwhile: no more discovery, a wait for a CRD being loaded ends
         )
         for controller in controllers:
             # Before any kind is started: another controller may own this one's primary kind and start it first.

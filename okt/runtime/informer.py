@@ -32,8 +32,8 @@ Guarantees:
   other than the stored one replaces it even when its number is lower (etcd restored from a backup takes the versions
   back: the watch from before is answered 410 Gone, as Kubernetes' restore procedure makes sure, and the relist finds
   the objects as the backup held them), but for okt's own answer newer than the list;
-* events from a list (and resyncs) are delivered with :func:`sweeping` true on the informer's thread, so a handler
-  can put the sweep over every object behind what the watch says now;
+* events from a list (and resyncs) are delivered with :func:`sweeping` true on the thread that tells them, so a
+  handler can put the sweep over every object behind what the watch says now;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
 * the store holds each object encoded (marshal) and compressed against a dictionary shared by the informer's objects
   (:class:`~okt.runtime.packing.Packed`, :class:`~okt.runtime.packing.Codec`: objects of one kind repeat most of each
@@ -80,9 +80,11 @@ Guarantees:
   after it opened, and the reconciles retried at its opening read the store from before. The changes of such a list
   are held encoded, as the store holds objects, until they are told.
 
-Caveats: events are delivered on the informer's own thread, one at a time: handlers must be quick (enqueue a key and
-return). ``stop()`` returns at once, closes the open watch stream, and no event is delivered after it; the thread is a
-daemon and never keeps the process alive.
+Caveats: events are delivered one at a time — the watch's and the lists' on the informer's own thread, the resyncs'
+on a thread of their own, never at the same time as the others, each object as stored when its turn comes (one
+deleted meanwhile is not told again): handlers must be quick (enqueue a key and return). ``stop()`` returns at once,
+closes the open watch stream, and no event is delivered after it; the threads are daemons and never keep the process
+alive.
 """
 
 from __future__ import annotations
@@ -354,6 +356,10 @@ class Informer:
         # The last of them (its event and _failure_kind): a repeat in a row is logged at debug level.
         self._failure_said: tuple[str, ...] = ()
         self._lock = threading.RLock()
+        # Held from a change of the store to the end of its announcement (an event of the watch, a whole list), and
+        # by the resync for each object it reads and announces: it runs on a thread of its own, and must never tell
+        # a state older than one the watch or a list told already.
+        self._delivering = threading.Lock()
         self._store: dict[StoreKey, packing.Packed] = {}
         self._codec = packing.Codec()
         self._indexes: dict[str, dict[str, Bucket]] = {name: {} for name in self._indexers}
@@ -604,7 +610,8 @@ class Informer:
                     self._starting_since = None
                 check_version = False
                 if need_list:
-                    self._relist(announce_unchanged=not self._served)
+                    with self._delivering:
+                        self._relist(announce_unchanged=not self._served)
                     need_list = False
                     self._answered()
                 if self._stop.is_set():  # a list answered after the stop opens no watch
@@ -1102,7 +1109,8 @@ class Informer:
             for event in stream:
                 if self._stop.is_set():
                     return
-                self._handle(str(event.get("type", "")), event.get("object") or {})
+                with self._delivering:
+                    self._handle(str(event.get("type", "")), event.get("object") or {})
                 delivered += 1
         finally:
             # A watch that streamed, or lasted as long as the longest pause, before it broke — a load balancer
@@ -1190,7 +1198,17 @@ class Informer:
         while not self._stop.wait(self._resync):
             if not self.has_synced.is_set():
                 continue
-            self._announce_sweep((RESYNC, obj, obj) for obj in self.items())  # _emit stops once stopped
+            for key in self.stored_keys():
+                if self._stop.is_set():
+                    return
+                # Each object as stored when it is told, not as a list of them taken before: the watch's thread
+                # tells its changes meanwhile, and a deletion told before this object's turn came was followed by
+                # a RESYNC of the object gone (its daemons started again, for good).
+                with self._delivering:
+                    packed = self._store.get(key)
+                    if packed is not None:
+                        obj = packed.unpack()
+                        self._announce_sweep(((RESYNC, obj, obj),))
 
     def _emit(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, echo: object | None = None

@@ -1138,6 +1138,33 @@ def test_resync_reannounces_stored_objects(api: Any, recorder: Any, start: Any, 
     assert resync[2] == resync[3]
 
 
+def test_a_resync_never_announces_an_object_after_the_watch_told_its_deletion(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    # The resync runs on a thread of its own: announced from a list of the objects taken before the deletion, the
+    # deleted one came back to the handlers as RESYNC after its DELETED (a daemon started again for an object gone,
+    # a mapping merging the stale state over the last one told).
+    api.put(CM, obj(CM, "a"))
+    api.put(CM, obj(CM, "b"))
+    resyncing, release = threading.Event(), threading.Event()
+
+    def handler(event_type: str, changed: dict[str, Any], old: dict[str, Any] | None) -> None:
+        recorder(event_type, changed, old)
+        if event_type == "RESYNC" and changed["metadata"]["name"] == "a" and not resyncing.is_set():
+            resyncing.set()
+            release.wait(5)  # the resync's handler is slow: the watch tells a deletion meanwhile
+
+    start(on_event=handler, resync=0.05)
+    assert resyncing.wait(5)
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "b"))
+    time.sleep(0.3)  # the watch's thread delivers the deletion if it may
+    release.set()
+    wait_for(lambda: "DELETED" in recorder.types_by_name()["b"], timeout=5)
+    time.sleep(0.3)  # the resync ends, and others follow
+    told = recorder.types_by_name()["b"]
+    assert told[told.index("DELETED") :] == ["DELETED"], told
+
+
 def test_no_event_is_delivered_after_stop(api: Any, recorder: Any, start: Any, obj: Obj) -> None:
     informer = start()
     informer.stop(timeout=0.1)

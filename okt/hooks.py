@@ -7,10 +7,16 @@ and :class:`okt.Manager` takes them as ``on_startup``/``on_cleanup``.
 
 Guarantees: start-up hooks run in definition order before the first watch, each with the API client; one that raises
 ``okt.TemporaryError`` is called again after the error's ``delay`` (or a backoff: :mod:`okt.runtime.startup`), the
-operator not ready meanwhile; one that raises anything else stops the start with an ``okt.ConfigurationError`` naming
-it, and nothing is watched. Clean-up hooks run after the
-last reconcile finished (or the grace period ended), on a graceful shutdown; one that raises is logged and the others
-still run. Both run on every replica, leader or not: they are about the process, not the objects.
+operator not ready meanwhile, up to the limits its ``@okt.on_startup(retries=, timeout=)`` declares (Kopf's); one that
+raises anything else, or reaches a limit, stops the start with an ``okt.ConfigurationError`` naming it, and nothing is
+watched. Clean-up hooks run after the last reconcile finished (or the grace period ended), on a graceful shutdown,
+each called once; one that raises is logged and the others still run. Both run on every replica, leader or not: they
+are about the process, not the objects.
+
+Caveats: ``@okt.on_cleanup`` takes no ``retries=``, ``timeout=`` nor ``backoff=``, where Kopf's ``@kopf.on.cleanup``
+does: a clean-up hook is never retried (retries would hold the exit), and the grace period does not bound it — a hook
+that hangs holds the exit until a second SIGTERM or SIGINT (which exits at once) or the kubelet's kill at the end of
+the pod's ``terminationGracePeriodSeconds``; a hook that may wait bounds its own waits.
 
 A probe (Kopf's ``@kopf.on.probe``) is a function of no arguments whose JSON value the probe server adds to the
 JSON answer of ``/healthz`` under its name (:mod:`okt.runtime.probes` runs it: off the workers, with a timeout, its
@@ -20,11 +26,13 @@ name already declared in its module — is refused where it is written.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import math
 import sys
 import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from okt import errors
 
@@ -40,18 +48,111 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__okt_operator_hook__"
 _PROBE = "__okt_probe__"
+_LIMITS = "__okt_retry_limits__"
 
 
-def on_startup(fn: F) -> F:
-    """Run ``fn(client)`` once before the operator watches anything; again, after a delay, while it raises
-    ``okt.TemporaryError`` (the error's ``delay``, or a backoff from 0.25 s to 5 minutes without one).
+@dataclasses.dataclass(frozen=True)
+class RetryLimits:
+    """How long a start-up hook raising ``okt.TemporaryError`` is retried (Kopf's ``retries``, ``timeout``, ``backoff``
+    of ``@kopf.on.startup``); None: no limit, or the default backoff.
+
+    Attributes:
+        retries: the calls of the hook at most, its first included, as Kopf counts them: ``retries=3`` is the first
+            call and 2 retries (an int >= 1; 1: a temporary error stops the start as any other exception).
+        timeout: the seconds, from the first call's start, past which no retry is called: a retry that would be called
+            then is not waited for (a number > 0).
+        backoff: the seconds between two calls when the ``okt.TemporaryError`` names no ``delay`` (a number > 0), in
+            place of okt's backoff (0.25 s, doubled per failure, up to 5 minutes).
 
     Raises:
-        TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`).
+        TypeError: a value is no int (``retries``) or no number (``timeout``, ``backoff``), ``True`` and ``False``
+            included.
+        ValueError: a value is out of range, or not finite.
     """
-    check_synchronous(fn)
-    setattr(fn, _MARK, "startup")
-    return fn
+
+    retries: int | None = None
+    timeout: float | None = None
+    backoff: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.retries is not None:
+            if isinstance(self.retries, bool) or not isinstance(self.retries, int):
+                raise TypeError(f"retries= is the calls of the hook at most, an int >= 1, got {self.retries!r}")
+            if self.retries < 1:
+                raise ValueError(
+                    f"retries= is the calls of the hook at most, its first included: >= 1, got {self.retries}"
+                )
+        for option, value, what in (
+            ("timeout", self.timeout, "the seconds past which no retry is called"),
+            ("backoff", self.backoff, "the seconds between two calls"),
+        ):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{option}= is {what}, a number > 0, got {value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{option}= is {what}, a finite number > 0, got {value!r}")
+
+
+@overload
+def on_startup(fn: F, /) -> F: ...
+
+
+@overload
+def on_startup(
+    *, retries: int | None = None, timeout: float | None = None, backoff: float | None = None
+) -> Callable[[F], F]: ...
+
+
+def on_startup(
+    fn: F | None = None, /, *, retries: int | None = None, timeout: float | None = None, backoff: float | None = None
+) -> F | Callable[[F], F]:
+    """Run ``fn(client)`` once before the operator watches anything; again, after a delay, while it raises
+    ``okt.TemporaryError`` (the error's ``delay``, or ``backoff`` seconds, or okt's backoff from 0.25 s to 5 minutes),
+    up to ``retries`` calls in all and ``timeout`` seconds from the first (:class:`RetryLimits`; no limit without them).
+    Bare (``@okt.on_startup``) or with its limits::
+
+        @okt.on_startup(retries=5, timeout=120, backoff=2.0)
+        def backend_up(client): ...
+
+    Args:
+        retries: the calls of the hook at most, its first included, as Kopf counts them: ``retries=3`` is the first
+            call and 2 retries (an int >= 1).
+        timeout: the seconds, from the first call's start, past which no retry is called: a retry that would be called
+            then is not waited for (> 0). It bounds the retries, not a call: a running hook is never interrupted.
+        backoff: the seconds between two calls when the ``okt.TemporaryError`` names no ``delay`` (> 0).
+
+    A hook that reaches a limit stops the start as one raising any other exception does: an ``okt.ConfigurationError``
+    names it, its calls, the seconds since its first and its last error (``okt run`` prints it and exits 1).
+
+    Raises:
+        TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`), or no function (a limit given by position); a
+            limit is no number (see :class:`RetryLimits`).
+        ValueError: a limit is out of range.
+    """
+    limits = RetryLimits(retries=retries, timeout=timeout, backoff=backoff)
+
+    def declare(fn: F) -> F:
+        check_synchronous(fn)
+        setattr(fn, _MARK, "startup")
+        setattr(fn, _LIMITS, limits)
+        return fn
+
+    if fn is None:
+        return declare
+    if not callable(fn):
+        raise TypeError(
+            f"@okt.on_startup takes its limits by name, @okt.on_startup(retries=5, timeout=120, backoff=2.0), got "
+            f"{fn!r}"
+        )
+    return declare(fn)
+
+
+def retry_limits_of(hook: StartupHook) -> RetryLimits:
+    """The limits of ``hook``'s retries: those of its ``@okt.on_startup(...)``, none for a function not decorated
+    (given to :class:`okt.Manager` as it is)."""
+    limits = getattr(hook, _LIMITS, None)
+    return limits if isinstance(limits, RetryLimits) else RetryLimits()
 
 
 def on_cleanup(fn: F) -> F:

@@ -63,6 +63,60 @@ def test_an_async_operator_hook_is_refused_where_it_is_declared(decorate: Any, f
         decorate(fn)
 
 
+def test_a_start_up_hook_is_declared_bare_or_with_the_limits_of_its_retries() -> None:
+    def bare(client: object) -> None: ...
+
+    def limited(client: object) -> None: ...
+
+    assert hooks.on_startup(bare) is bare
+    assert hooks.on_startup(retries=5, timeout=120, backoff=2.0)(limited) is limited
+
+    assert hooks.retry_limits_of(bare) == hooks.RetryLimits()
+    assert hooks.retry_limits_of(limited) == hooks.RetryLimits(retries=5, timeout=120, backoff=2.0)
+    assert hooks.retry_limits_of(lambda client: None) == hooks.RetryLimits()  # given to the Manager undecorated
+
+
+@pytest.mark.parametrize(
+    ("limits", "refused", "said"),
+    [
+        ({"retries": 0}, ValueError, "retries= is the calls of the hook at most, its first included: >= 1, got 0"),
+        ({"retries": -2}, ValueError, "retries= is the calls of the hook at most, its first included: >= 1, got -2"),
+        ({"retries": 2.5}, TypeError, "retries= is the calls of the hook at most, an int >= 1, got 2.5"),
+        ({"retries": True}, TypeError, "retries= is the calls of the hook at most, an int >= 1, got True"),
+        ({"retries": "3"}, TypeError, "retries= is the calls of the hook at most, an int >= 1, got '3'"),
+        (
+            {"timeout": 0},
+            ValueError,
+            "timeout= is the seconds past which no retry is called, a finite number > 0, got 0",
+        ),
+        ({"timeout": -1.5}, ValueError, "timeout= is the seconds past which no retry is called, a finite number > 0, "),
+        ({"timeout": float("inf")}, ValueError, "timeout= is the seconds past which no retry is called, a finite "),
+        ({"timeout": float("nan")}, ValueError, "timeout= is the seconds past which no retry is called, a finite "),
+        ({"timeout": "60"}, TypeError, "timeout= is the seconds past which no retry is called, a number > 0, got '60'"),
+        (
+            {"timeout": False},
+            TypeError,
+            "timeout= is the seconds past which no retry is called, a number > 0, got False",
+        ),
+        ({"backoff": 0.0}, ValueError, "backoff= is the seconds between two calls, a finite number > 0, got 0.0"),
+        ({"backoff": True}, TypeError, "backoff= is the seconds between two calls, a number > 0, got True"),
+    ],
+)
+def test_a_start_up_hooks_limit_okt_could_not_keep_is_refused_where_it_is_declared(
+    limits: dict[str, Any], refused: type[Exception], said: str
+) -> None:
+    with pytest.raises(refused) as e:
+        hooks.on_startup(**limits)
+
+    assert str(e.value).startswith(said)
+    assert "\n" not in str(e.value)
+
+
+def test_a_start_up_hooks_limit_given_by_position_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"^@okt.on_startup takes its limits by name, @okt.on_startup\(retries=5, "):
+        hooks.on_startup(5)
+
+
 PROBES = """
 import okt
 

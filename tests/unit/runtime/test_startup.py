@@ -1,5 +1,6 @@
-"""Start-up hooks: one raising okt.TemporaryError is called again after its delay (or the backoff), said each time; any
-other exception stops the start; a stop asked while a retry waits ends the start."""
+"""Start-up hooks: one raising okt.TemporaryError is called again after its delay (or the backoff), said each time, up
+to the limits of its ``@okt.on_startup(retries=, timeout=, backoff=)``; any other exception stops the start; a stop
+asked while a retry waits ends the start."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import structlog
 
 import okt
+from okt import hooks
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import startup
 from okt.testing import FakeClient
@@ -19,16 +21,29 @@ from okt.testing import FakeClient
 STEADY = backoff_mod.Backoff(jitter=0.0)
 
 
-class Stop(threading.Event):
-    """A stop that remembers each wait instead of sleeping it, and is asked for at the ``stop_at``-th wait."""
+class Clock:
+    """Seconds that pass only when a :class:`Stop` waits."""
 
-    def __init__(self, stop_at: int | None = None) -> None:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Stop(threading.Event):
+    """A stop that remembers each wait instead of sleeping it (moving ``clock`` on by it), and is asked for at the
+    ``stop_at``-th wait."""
+
+    def __init__(self, stop_at: int | None = None, clock: Clock | None = None) -> None:
         super().__init__()
         self.waited: list[float | None] = []
         self.stop_at = stop_at
+        self.clock = clock or Clock()
 
     def wait(self, timeout: float | None = None) -> bool:
         self.waited.append(timeout)
+        self.clock.now += timeout or 0.0
         if len(self.waited) == self.stop_at:
             self.set()
         return self.is_set()
@@ -155,3 +170,132 @@ def test_a_stop_asked_while_a_hook_runs_calls_no_later_hook_nor_the_retry() -> N
     stop = Stop(stop_at=1)  # asked during the retry's wait of no time: the retry is not called
     assert not startup.run([retried], FakeClient(), stopping=stop, backoff=STEADY)
     assert len(retried_calls) == 1
+
+
+def limited(hook: Callable[[Any], None], **limits: Any) -> Callable[[Any], None]:
+    return hooks.on_startup(**limits)(hook)
+
+
+def temporary(delay: float | None = None) -> Callable[[], Exception]:
+    """An ``okt.TemporaryError`` that says which call raised it."""
+    raised = 0
+
+    def error() -> Exception:
+        nonlocal raised
+        raised += 1
+        return okt.TemporaryError(f"the backend is not up yet (call {raised})", delay=delay)
+
+    return error
+
+
+def test_a_hook_that_reaches_its_retries_stops_the_start_naming_its_calls_and_its_last_error() -> None:
+    hook, calls = failing(100, temporary(delay=1))
+    later, later_calls = failing(0, RuntimeError)
+    stop = Stop()
+
+    with pytest.raises(okt.ConfigurationError) as e:
+        startup.run([limited(hook, retries=3), later], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+
+    assert str(e.value) == (
+        "the start-up hook failing.<locals>.backend_up failed 3 times in 2.0 s, and retries=3 allows no more calls: "
+        "TemporaryError: the backend is not up yet (call 3)"
+    )
+    assert type(e.value.__cause__) is okt.TemporaryError and "(call 3)" in str(e.value.__cause__)
+    assert (len(calls), later_calls, stop.waited) == (3, [], [1.0, 1.0])
+
+
+def test_a_hook_of_one_retry_is_called_once_as_kopf_counts_its_retries() -> None:
+    hook, calls = failing(100, temporary(delay=1))
+    stop = Stop()
+
+    with pytest.raises(okt.ConfigurationError, match=r"backend_up failed once in 0\.0 s, and retries=1 allows no more"):
+        startup.run([limited(hook, retries=1)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+
+    assert (len(calls), stop.waited) == (1, [])
+
+
+def test_a_hook_that_succeeds_at_its_last_call_allowed_goes_on_with_the_start() -> None:
+    hook, calls = failing(2, temporary(delay=1))
+    later, later_calls = failing(0, RuntimeError)
+    stop = Stop()
+
+    assert startup.run([limited(hook, retries=3), later], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+
+    assert (len(calls), len(later_calls)) == (3, 1)
+
+
+def test_a_retry_that_would_pass_the_timeout_is_not_waited_for_and_stops_the_start() -> None:
+    """Kopf's look-ahead: the call at 9 s fails, the next would be at 12 s, past 10 s: the start stops at 9 s."""
+    hook, calls = failing(100, temporary(delay=3))
+    stop = Stop()
+
+    with pytest.raises(okt.ConfigurationError) as e:
+        startup.run([limited(hook, timeout=10)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+
+    assert str(e.value) == (
+        "the start-up hook failing.<locals>.backend_up failed 4 times in 9.0 s, and a retry in 3 s would pass its "
+        "timeout=10 s: TemporaryError: the backend is not up yet (call 4)"
+    )
+    assert type(e.value.__cause__) is okt.TemporaryError
+    assert (len(calls), stop.waited) == (4, [3.0, 3.0, 3.0])
+
+
+def test_the_timeout_counts_the_time_of_the_calls_from_the_first_calls_start() -> None:
+    clock = Clock()
+    stop = Stop(clock=clock)
+    calls: list[Any] = []
+
+    def slow_backend(client: Any) -> None:
+        calls.append(client)
+        clock.now += 4  # the call itself took 4 s
+        raise okt.TemporaryError("the backend is not up yet", delay=1)
+
+    with pytest.raises(okt.ConfigurationError, match=r"slow_backend failed 2 times in 9\.0 s, and a retry in 1 s"):
+        startup.run([limited(slow_backend, timeout=10)], FakeClient(), stopping=stop, backoff=STEADY, clock=clock)
+
+    assert (len(calls), stop.waited) == (2, [1.0])
+
+
+def test_the_hooks_backoff_spaces_its_retries_when_the_error_names_no_delay_and_the_errors_delay_wins() -> None:
+    hook, calls = failing(3, temporary())
+    stop = Stop()
+
+    assert startup.run([limited(hook, backoff=2.0)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+    assert (len(calls), stop.waited) == (4, [2.0, 2.0, 2.0])
+
+    named, _ = failing(1, temporary(delay=7))
+    stop = Stop()
+    assert startup.run([limited(named, backoff=2.0)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+    assert stop.waited == [7.0]
+
+
+def test_the_hooks_backoff_counts_in_its_timeout() -> None:
+    hook, calls = failing(100, temporary())
+    stop = Stop()
+
+    with pytest.raises(okt.ConfigurationError, match=r"failed 3 times in 10\.0 s, and a retry in 5 s would pass its "):
+        startup.run(
+            [limited(hook, backoff=5, timeout=15)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock
+        )
+
+    assert (len(calls), stop.waited) == (3, [5.0, 5.0])
+
+
+def test_a_stop_asked_while_a_limited_retry_waits_ends_the_start_without_an_error() -> None:
+    hook, calls = failing(100, temporary(delay=30))
+    stop = Stop(stop_at=1)
+
+    hook = limited(hook, retries=5, timeout=600)
+    assert not startup.run([hook], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+    assert (len(calls), stop.waited) == (1, [30.0])
+
+
+@pytest.mark.parametrize("decorate", [hooks.on_startup, hooks.on_startup()], ids=["bare", "no limits"])
+def test_a_hook_declared_without_limits_is_retried_for_as_long_as_it_fails(decorate: Any) -> None:
+    hook, calls = failing(1000, temporary())
+    stop = Stop()
+
+    assert startup.run([decorate(hook)], FakeClient(), stopping=stop, backoff=STEADY, clock=stop.clock)
+
+    assert len(calls) == 1001
+    assert stop.waited[:3] == [0.25, 0.5, 1.0] and max(w or 0 for w in stop.waited) == 300.0

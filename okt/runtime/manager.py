@@ -419,8 +419,9 @@ class Manager:
             okt.errors.ConfigurationError: two reconcilers of different kinds declare the same ``cluster_operator``,
                 two of one kind keep their records in the same place, or two have the same controller name; a kind
                 named as kubectl names it that discovery does not know; a start-up hook raised anything but an
-                ``okt.TemporaryError`` (the error names it, the hook's exception as its cause); the probes', metrics'
-                or webhooks' address cannot be bound, or their certificate files cannot be read.
+                ``okt.TemporaryError``, or reached the limits of its retries (the error names it, the hook's exception
+                as its cause); the probes', metrics' or webhooks' address cannot be bound, or their certificate files
+                cannot be read.
         """
         with self._lock:
             if self._started or self._stopping.is_set():

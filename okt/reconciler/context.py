@@ -220,8 +220,8 @@ class Context:
         return report.write_status(self)
 
     def index(self, name: str, value: object) -> builtins.list[dict[str, Any]]:
-        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``, looked up as its text as
-        index values are kept (:func:`okt.reconciler.watches.index_text`: ``1``, ``1.0`` and ``"1"`` are one value):
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value``, looked up as a dict
+        looks a key up (:func:`okt.reconciler.watches.index_key`: ``1`` finds ``1.0``, never ``"1"``):
         a lookup in the cache, not a scan (a plain ``okt.reconcile`` reading from the API filters a list instead)."""
         return watches.lookup(
             self.reader,

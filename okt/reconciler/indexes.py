@@ -13,10 +13,17 @@ kind is declared with the watch, in the shape of the primaries' ones::
             phases = ctx.indexed("phases")  # an okt.Index: {"ns/name": ("Running",), ...}
             ctx.status_fields["running"] = sum(phase == "Running" for (phase,) in phases.values())
 
-The function is given each object of the kind and returns its keys, as a primary index's function does (text, a
-number, a tuple of them, or a list of those; None for none): the index holds, under each key, the objects that
-returned it. Or it returns a mapping ``{key: value}``: the index holds, under each key, the values returned for it
-(Kopf's ``return {key: value}``), and not the object.
+The function is given each object of the kind and returns its keys, as a primary index's function does (one key:
+text, a number, None or a tuple of them; several: a list of those; nothing: None or an empty list): the index holds,
+under each key, the objects that returned it. Or it returns a mapping ``{key: value}``: the index holds, under each
+key, the values returned for it (Kopf's ``return {key: value}``), and not the object. Keys read back as the function
+returned them, as the keys of a dict do (Kopf's index is one)::
+
+    def app_of(pod):  # the index: {(namespace, app): (name, ...)}
+        return {(pod["metadata"]["namespace"], pod["metadata"]["labels"].get("app")): pod["metadata"]["name"]}
+
+    for (namespace, app), names in ctx.indexed("apps").items(): ...
+    ctx.indexed("apps").get(("default", "web"), ())
 
 Guarantees:
 
@@ -35,17 +42,23 @@ Guarantees:
   without the lock; a value an index function returns is copied when kept (the object it came from goes on to the
   handlers, which may change it), kept once, with the stored object, and leaves with it; each read of it gives a copy
   of its own, as of an object: a reader may change what it read, and no other read sees it;
+* keys are those the function returned, kept once each (no text of them beside), by the rule of the primaries'
+  index values (:func:`okt.reconciler.watches.index_key`): iterating gives each as it was returned — a tuple as a
+  tuple, a number as that number, a text as text (plain ``str``, ``int``, ``float`` and ``tuple``: an enum member as
+  its value, a named tuple as a plain tuple) — and a lookup finds it by any value Python finds equal, as a dict does;
 * an index function that raises for an object is logged once for that object (its uid), until it succeeds for it
   again, and counted (``okt_index_errors_total``); that object is left out of the index, the others kept, and the
-  informer carries on. A key an index cannot hold (a mapping, a list) is left out the same way.
+  informer carries on. A key an index cannot hold (a mapping, a list, NaN) is left out the same way.
 
-Caveats: keys are kept as their text, as the primaries' index values are (:func:`okt.reconciler.watches.index_text`):
-iterating gives texts (a tuple key as its JSON array), and ``index[key]`` looks a key up by its text (``1``, ``1.0``
-and ``"1"`` are one key). A value is copied when kept and at each read (``copy.deepcopy``): keep values small
-(a phase, a name, a few fields rather than the whole object); one that cannot be copied is left out as a key an
-index cannot hold is. ``if key in index: index[key]`` on an index not read whole looks twice, and the key may leave
-in between: ``index.get(key)`` looks once. An index read whole holds the entries stored at its snapshot (references,
-not copies) for as long as it is kept: read one whole when needed rather than keeping it.
+Caveats: keys are Python's dict keys: ``1``, ``1.0`` and ``True`` are one key (where objects returned equal keys of
+two types, the one the index held first is iterated), the text ``"1"`` another, as the tuples ``("ns", 1)`` and
+``("ns", "1")`` are: a number read from a label or an annotation is text, and a lookup by a number does not find it
+(return ``int(...)`` of it). A list returned is several keys, never one: a key of several parts is a tuple. A value
+is copied when kept and at each read (``copy.deepcopy``): keep values small (a phase, a name, a few fields rather
+than the whole object); one that cannot be copied is left out as a key an index cannot hold is. ``if key in index:
+index[key]`` on an index not read whole looks twice, and the key may leave in between: ``index.get(key)`` looks once.
+An index read whole holds the entries stored at its snapshot (references, not copies) for as long as it is kept: read
+one whole when needed rather than keeping it.
 Without a running operator's cache (a plain ``okt.reconcile`` call), ``ctx.indexed(name)`` lists the kind from the API
 and builds the index from it, with the same answer: fixed at once, as an index read whole is.
 """
@@ -83,16 +96,16 @@ class Source(Protocol):
     entries of an index built at once. What it hands over is undecoded (a stored object's entry, a kept value), and
     :meth:`decoded` makes each a private copy when a reader reaches its key."""
 
-    def held(self, key: str) -> Sequence[Any]:
+    def held(self, key: watches.IndexKey) -> Sequence[Any]:
         """What is under ``key`` now, undecoded (empty for none): it costs that key's entries, not the index's."""
         ...
 
-    def snapshot(self) -> Mapping[str, Sequence[Any]]:
+    def snapshot(self) -> Mapping[watches.IndexKey, Sequence[Any]]:
         """Every key with what is under it, taken at once (one pass over the keys), undecoded; never empty under a
         key."""
         ...
 
-    def decoded(self, key: str, entry: Any) -> Iterable[Any]:
+    def decoded(self, key: watches.IndexKey, entry: Any) -> Iterable[Any]:
         """Private copies of what ``entry`` holds under ``key``: its object, or the values its function gave."""
         ...
 
@@ -102,27 +115,28 @@ class _Fixed:
 
     __slots__ = ("_decode", "_entries")
 
-    def __init__(self, entries: Mapping[str, Sequence[Any]], decode: Callable[[Any], Any]) -> None:
+    def __init__(self, entries: Mapping[watches.IndexKey, Sequence[Any]], decode: Callable[[Any], Any]) -> None:
         self._entries = {key: tuple(held) for key, held in entries.items() if held}
         self._decode = decode
 
-    def held(self, key: str) -> Sequence[Any]:
+    def held(self, key: watches.IndexKey) -> Sequence[Any]:
         return self._entries.get(key, ())
 
-    def snapshot(self) -> Mapping[str, Sequence[Any]]:
+    def snapshot(self) -> Mapping[watches.IndexKey, Sequence[Any]]:
         return self._entries
 
-    def decoded(self, key: str, entry: Any) -> Iterable[Any]:
+    def decoded(self, key: watches.IndexKey, entry: Any) -> Iterable[Any]:
         return (self._decode(entry),)
 
 
-_Whole = tuple[list[tuple[Source, Mapping[str, Sequence[Any]]]], Mapping[str, Any]]
+_Whole = tuple[list[tuple[Source, Mapping[watches.IndexKey, Sequence[Any]]]], Mapping[watches.IndexKey, Any]]
 """An index read whole: each source with its snapshot, and every key of them (in the order the sources give them)."""
 
 
-class Index(Mapping[str, tuple[Any, ...]]):
+class Index(Mapping[watches.IndexKey, tuple[Any, ...]]):
     """An index of a watched kind (see :mod:`okt.reconciler.indexes`): key -> a tuple of the objects (private copies)
-    or of the values its function returned for that key. Read-only.
+    or of the values its function returned for that key. Read-only. Keys are those the function returned (a tuple as
+    a tuple), looked up as a dict looks its keys up.
 
     A lookup of one key (``index[key]``, ``index.get(key)``, ``key in index``) reads the store as it stands then, and
     costs that key's entries alone. The first whole read (``len``, iteration, ``keys()``, ``items()``, ``values()``,
@@ -132,8 +146,11 @@ class Index(Mapping[str, tuple[Any, ...]]):
 
     __slots__ = ("_lock", "_sources", "_whole")
 
-    def __init__(self, entries: Mapping[str, Sequence[Any]], *, decode: Callable[[Any], Any] = copied) -> None:
-        """An index fixed at once: ``entries`` (copied), each entry given to ``decode`` when its key is read."""
+    def __init__(
+        self, entries: Mapping[watches.IndexKey, Sequence[Any]], *, decode: Callable[[Any], Any] = copied
+    ) -> None:
+        """An index fixed at once: ``entries`` (copied), each entry given to ``decode`` when its key is read; keys
+        as :func:`okt.reconciler.watches.index_key` keeps them."""
         fixed = _Fixed(entries, decode)
         self._sources: tuple[Source, ...] = (fixed,)
         self._whole: _Whole | None = ([(fixed, fixed.snapshot())], fixed.snapshot())
@@ -152,7 +169,7 @@ class Index(Mapping[str, tuple[Any, ...]]):
     @classmethod
     def of(cls, objs: Iterable[Mapping[str, Any]], function: Callable[[Mapping[str, Any]], Any]) -> Index:
         """The index ``function`` (an :class:`Indexer`) makes of ``objs``."""
-        entries: dict[str, list[Any]] = {}
+        entries: dict[watches.IndexKey, list[Any]] = {}
         for obj in objs:
             kept = function(obj)
             pairs = kept.items() if isinstance(kept, Mapping) else ((key, obj) for key in dict.fromkeys(kept))
@@ -161,26 +178,27 @@ class Index(Mapping[str, tuple[Any, ...]]):
         return cls(entries)
 
     def __getitem__(self, key: object) -> tuple[Any, ...]:
-        """The objects (private copies) or values under ``key``, looked up by its text.
+        """The objects (private copies) or values under ``key``, looked up as a dict looks a key up (``("ns", 1)``
+        finds ``("ns", 1.0)``, never ``("ns", "1")``).
 
         Raises:
             KeyError: no object is under ``key``.
             TypeError: ``key`` is not one an index holds (a mapping, a list...).
         """
-        text = watches.index_text(key)
-        held = self._held(text)
+        found = watches.index_key(key)
+        held = self._held(found)
         if not held:
-            raise KeyError(text)
-        return tuple(item for source, entries in held for entry in entries for item in source.decoded(text, entry))
+            raise KeyError(key)
+        return tuple(item for source, entries in held for entry in entries for item in source.decoded(found, entry))
 
     def __contains__(self, key: object) -> bool:
         try:
-            text = watches.index_text(key)
+            found = watches.index_key(key)
         except TypeError:
             return False
-        return bool(self._held(text))
+        return bool(self._held(found))
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[watches.IndexKey]:
         return iter(self._read_whole()[1])
 
     def __len__(self) -> int:
@@ -191,20 +209,20 @@ class Index(Mapping[str, tuple[Any, ...]]):
         whole = self._whole
         return "okt.Index(not read whole)" if whole is None else f"okt.Index({len(whole[1])} keys)"
 
-    def _held(self, text: str) -> list[tuple[Source, Sequence[Any]]]:
-        """What each source holds under ``text``: from the snapshot once there is one, else as each stands now."""
+    def _held(self, key: watches.IndexKey) -> list[tuple[Source, Sequence[Any]]]:
+        """What each source holds under ``key``: from the snapshot once there is one, else as each stands now."""
         whole = self._whole
         if whole is None:
-            found = [(source, source.held(text)) for source in self._sources]
+            found = [(source, source.held(key)) for source in self._sources]
         else:
-            found = [(source, snapshot.get(text, ())) for source, snapshot in whole[0]]
+            found = [(source, snapshot.get(key, ())) for source, snapshot in whole[0]]
         return [(source, entries) for source, entries in found if entries]
 
     def _read_whole(self) -> _Whole:
         with self._lock:
             if self._whole is None:
                 parts = [(source, source.snapshot()) for source in self._sources]
-                keys: Mapping[str, Any] = (
+                keys: Mapping[watches.IndexKey, Any] = (
                     parts[0][1] if len(parts) == 1 else dict.fromkeys(key for _, part in parts for key in part)
                 )
                 self._whole = (parts, keys)
@@ -212,10 +230,10 @@ class Index(Mapping[str, tuple[Any, ...]]):
 
 
 class Indexer:
-    """One index of a watched kind as the informer keeps it: ``function`` called safely on each object, its keys as
-    text; what it returns for one object is a tuple of keys (the object is held under each), or a mapping of keys to
-    the values held. A call that raises is logged once per object and counted with ``failed()``: the object is left
-    out of the index."""
+    """One index of a watched kind as the informer keeps it: ``function`` called safely on each object, its keys kept
+    as :func:`okt.reconciler.watches.index_key` keeps them; what it returns for one object is a tuple of keys (the
+    object is held under each), or a mapping of keys to the values held. A call that raises is logged once per
+    object and counted with ``failed()``: the object is left out of the index."""
 
     keeps_payloads = True
     """What it returns may be a mapping whose values the store keeps (:func:`okt.runtime.packing.keeps_payloads`)."""
@@ -227,7 +245,7 @@ class Indexer:
         self._lock = threading.Lock()
         self._raised: collections.OrderedDict[str, None] = collections.OrderedDict()
 
-    def __call__(self, obj: Mapping[str, Any]) -> tuple[str, ...] | dict[str, Any]:
+    def __call__(self, obj: Mapping[str, Any]) -> tuple[watches.IndexKey, ...] | dict[watches.IndexKey, Any]:
         meta = obj.get("metadata") or {}
         who = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         try:
@@ -239,13 +257,13 @@ class Indexer:
             self._raised.pop(who, None)
         if not isinstance(result, Mapping):
             return watches.safe_index(lambda _: result, obj, failed=self._failed)
-        kept: dict[str, Any] = {}
+        kept: dict[watches.IndexKey, Any] = {}
         refused = 0
         for key, value in result.items():
             try:
                 # A copy: the object the function was given goes on to the handlers and the mapping functions, which
                 # may change it, and a value of it kept as is would change with it.
-                kept[watches.index_text(key)] = copy.deepcopy(value)
+                kept[watches.index_key(key)] = copy.deepcopy(value)
             except (TypeError, copy.Error):
                 refused += 1
         if refused:

@@ -180,9 +180,9 @@ class Reconciler:
     ``@kopf.index("pods")`` (see :mod:`okt.reconciler.indexes`)."""
     indexes: ClassVar[Mapping[str, watches_mod.IndexFunction]] = {}
     """Indexes over the primaries in the cache, ``name -> fn(obj) -> values`` (Kopf's indexes): ``ctx.index(name,
-    value)`` in a reconcile or a mapping function is then a lookup, not a scan. Values are kept, and looked up, as
-    their text (:func:`okt.reconciler.watches.index_text`): ``1``, ``1.0`` and ``"1"`` are one value, ``True`` is
-    ``"true"`` and never ``1``."""
+    value)`` in a reconcile or a mapping function is then a lookup, not a scan. Values are kept as themselves, and
+    looked up as a dict looks up its keys (:func:`okt.reconciler.watches.index_key`): ``1``, ``1.0`` and ``True`` are
+    one value, ``"1"`` another; a tuple returned is one value of several parts, a list several values."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
     status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""

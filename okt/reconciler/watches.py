@@ -37,7 +37,7 @@ object, maps to nothing).
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,11 +52,14 @@ if TYPE_CHECKING:
 
 Key = tuple[str | None, str]
 """``(namespace, name)`` of a primary object."""
-IndexFunction = Callable[[Mapping[str, Any]], Iterable[Any] | int | float | None]
-"""``fn(obj) -> index values`` of one primary object (none: the object is not in the index; a string or a number: one
-value); each value text, a number, a boolean, None or a tuple of them, kept as its text (:func:`index_text`: numbers
-as JSON writes them, so ``1`` and ``1.0`` are one value and find ``"1"``; ``True`` is ``true``, never ``1``); a
-lookup is by the same text."""
+IndexKey = str | int | float | None | tuple["IndexKey", ...]
+"""What an index keeps under each object, and a lookup looks up (:func:`index_key`): text, a number (a boolean is one),
+None, or a tuple of them; two are one key exactly when Python's ``==`` says so, as for the keys of a dict."""
+IndexFunction = Callable[[Mapping[str, Any]], Iterable[Any] | int | float | tuple[Any, ...] | None]
+"""``fn(obj) -> index values`` of one primary object: none (None, or an empty list) leaves the object out of the
+index; a string, a number or a tuple is one value; a list (a set, any other iterable) holds several. Each value is
+text, a number, a boolean, None or a tuple of them, kept as itself (:func:`index_key`): a lookup finds it by a value
+Python finds equal (``1`` by ``1.0``, never by ``"1"``)."""
 MapResult = Iterable["Key | Mapping[str, Any]"]
 """What a mapping function returns: keys ``(namespace, name)``, or primary objects (e.g. from ``ctx.index``)."""
 MapFunction = Callable[[Mapping[str, Any], "MapContext"], MapResult]
@@ -142,17 +145,18 @@ def lookup(
 ) -> list[dict[str, Any]]:
     """The primaries whose index ``name`` holds ``value``: from the cache's index, or by filtering a list — of the
     objects ``selects`` keeps (the reconciler's filters, which decide what the cache, and so its index, holds).
-    Index values are kept as text (:func:`index_text`), so ``value`` is looked up as its text: a port number finds
-    what the index function returned as that number, as a float of the same value, or as its text.
+    Index values are kept as themselves (:func:`index_key`), and ``value`` is looked up as a dict looks a key up: a
+    port number finds what the index function returned as that number or as a float of the same value, not as its
+    text (a label's ``"8080"``: the function returns ``int(...)`` of it, or the lookup is by text).
 
     Raises:
         okt.ConfigurationError: the reconciler declares no index of that name.
-        TypeError: ``value`` is not one an index holds (a mapping, a list...: see :func:`index_text`).
+        TypeError: ``value`` is not one an index holds (a mapping, a list...: see :func:`index_key`).
     """
     function = indexes.get(name)
     if function is None:
         raise errors.ConfigurationError(f"no index {name!r} is declared (declared: {sorted(indexes) or 'none'})")
-    value = index_text(value)
+    value = index_key(value)
     by_index = getattr(reader, "by_index", None)
     if by_index is not None:
         found: list[dict[str, Any]] | None = by_index(kind, index_name(controller, name), value)
@@ -167,23 +171,24 @@ def lookup(
 
 def safe_index(
     function: IndexFunction, obj: Mapping[str, Any], *, failed: Callable[[], None] | None = None
-) -> tuple[str, ...]:
-    """The index values of ``obj`` as text (:func:`index_text`); none when the function raises (a bad object must not
-    stop the informer), and without those an index cannot hold (a mapping, a list, a set): either is logged, by the
-    value's type, never its content, and ``failed()`` called (the controller counts it).
+) -> tuple[IndexKey, ...]:
+    """The index values of ``obj``, each as an index keeps it (:func:`index_key`); none when the function raises (a
+    bad object must not stop the informer), and without those an index cannot hold (a mapping, a list, a set): either
+    is logged, by the value's type, never its content, and ``failed()`` called (the controller counts it).
 
-    A string or a number returned alone is one value: a string is an iterable of strings too, and indexing its
-    characters would make every lookup of the value miss, silently."""
+    A string, a number or a tuple returned alone is one value: a string is an iterable of strings too, and indexing
+    its characters would make every lookup of the value miss, silently; a tuple is a key of several parts, as in a
+    dict (``(namespace, app)``), and a list (any other iterable) holds several values."""
     meta = obj.get("metadata") or {}
     try:
         values = function(obj)
         if values is None:
             return ()
-        kept: list[str] = []
+        kept: list[IndexKey] = []
         refused: list[TypeError] = []
-        for value in (values,) if isinstance(values, str | int | float) else values:
+        for value in (values,) if isinstance(values, str | int | float | tuple) else values:
             try:
-                kept.append(index_text(value))
+                kept.append(index_key(value))
             except TypeError as exc:
                 refused.append(exc)
     except Exception as exc:
@@ -209,46 +214,54 @@ def safe_index(
     return tuple(kept)
 
 
-def index_text(value: object) -> str:
-    """The text an index keeps for ``value``, and a lookup looks ``value`` up by: both are written by this one rule,
-    and two values are the same index value exactly when their texts are equal.
+def index_key(value: object) -> IndexKey:
+    """The key an index keeps for ``value``, and a lookup looks ``value`` up by: both are made by this one rule, and
+    two values are one key exactly when Python's ``==`` says so, as two keys of a dict are.
 
-    * a string is itself (a ``str`` enum member its value, not ``Tier.GOLD``);
-    * a number is written as JSON writes it, an integral float as the integer: ``1``, ``1.0`` and ``"1"`` are all
-      ``1`` (numbers equal in Python find each other, and a number finds the text a label or annotation holds);
-    * a boolean is ``true`` or ``false`` and None is ``null``, as in JSON: ``True`` is never the number ``1``;
-    * a tuple is the JSON array of its items, each written so: ``("ns", 1)`` is ``["ns",1]``, and finds
-      ``("ns", 1.0)``.
+    * a string is itself (a ``str`` enum member its value: ``Tier.GOLD`` is ``"gold"``);
+    * a number or a boolean is itself (an ``int`` enum member its value); as in a dict, ``1``, ``1.0`` and ``True``
+      are one key, and the text ``"1"`` is another;
+    * None is itself;
+    * a tuple is the tuple of its items, each kept so (a named tuple as a plain one): ``("ns", 1)`` finds
+      ``("ns", 1.0)``, never ``("ns", "1")`` nor the text ``'["ns", 1]'``.
+
+    Why the value itself and not its text: an index read whole (:class:`okt.Index`) gives its keys back as the
+    function returned them, a tuple as a tuple, which no text can be read back into without a second copy of each;
+    and a text mixes keys Python tells apart (the tuple ``("a", "b")`` and the string ``'["a","b"]'``). Kept as a
+    plain ``str``, ``int``, ``float`` or ``tuple``, a key compares and hashes as Python's own types do, whatever class
+    the function returned (an enum member, a subclass with an ``__eq__`` of its own).
 
     Raises:
-        TypeError: ``value`` is (or a tuple holds) a mapping, a list, a set or another object: its text follows the
-            order it was built in (a selector and an object's labels are equal in any order) or its identity, so a
-            lookup would miss, silently. Said by its type, never its content (an index may read a Secret).
+        TypeError: ``value`` is (or a tuple holds) a mapping, a list, a set or another object (a mutable value
+            has no lasting hash, another class compares as it chooses, by identity often, so a lookup would miss,
+            silently), or NaN, which equals nothing, itself included. Said by its type, never its content (an index
+            may read a Secret).
     """
     wrong = _unindexable(value)
     if wrong is not None:
         raise TypeError(f"an index value is text, a number or a tuple of them, got a {wrong}")
-    if isinstance(value, str):
-        return str.__str__(value)
-    return json.dumps(_json_value(value), ensure_ascii=False, separators=(",", ":"))
+    return _plain(value)
 
 
-def _json_value(value: object) -> object:
-    """``value`` as :func:`index_text` writes it into JSON: an integral float as its integer, a tuple as a list."""
+def _plain(value: object) -> IndexKey:
+    """``value`` (which :func:`_unindexable` accepts) as Python's own types: ``str``, ``int`` (``bool``), ``float``,
+    None, ``tuple``."""
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        return int(value)
+        return int.__int__(value)
     if isinstance(value, float):
-        return int(value) if value.is_integer() else float(value)
+        return float.__float__(value)
     assert isinstance(value, tuple)
-    return [_json_value(item) for item in value]
+    return tuple(_plain(item) for item in value)
 
 
 def _unindexable(value: object) -> str | None:
     """The type of what makes ``value`` unfit for an index, or None."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
     if value is None or isinstance(value, str | int | float):
         return None
     if isinstance(value, tuple):
@@ -272,8 +285,8 @@ class MapContext:
     find: Callable[[str, object], list[dict[str, Any]]] = dataclasses.field(repr=False)
 
     def index(self, name: str, value: object) -> list[dict[str, Any]]:
-        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value`` (looked up as its text,
-        as index values are kept: see :func:`index_text`): a lookup, no scan."""
+        """The primaries whose index ``name`` (the reconciler's ``indexes``) holds ``value`` (looked up as a dict looks
+        a key up: see :func:`index_key`): a lookup, no scan."""
         return self.find(name, value)
 
 
@@ -362,7 +375,7 @@ def _key_of(item: object, namespaced: bool, kind: kinds.Kind | None, what: str) 
 
 def _said(value: object) -> str:
     """What a mapping function returned that is no key nor object, said by its type, never its content: a mapping may
-    read a Secret, and return from it what it meant to read elsewhere (as an index value is said: :func:`index_text`).
+    read a Secret, and return from it what it meant to read elsewhere (as an index value is said: :func:`index_key`).
     """
     if isinstance(value, str):
         return "a string"

@@ -35,14 +35,14 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.reconciler import indexes
+from okt.reconciler import indexes, watches
 from okt.resources import take_over
 from okt.runtime import informer as informer_mod
 from okt.runtime import packing
@@ -547,7 +547,7 @@ class Cache:
             if namespace is None or not kind.namespaced or _namespace(obj) == namespace
         ]
 
-    def by_index(self, kind: kinds.Kind, index: str, value: str) -> builtins.list[dict[str, Any]] | None:
+    def by_index(self, kind: kinds.Kind, index: str, value: watches.IndexKey) -> builtins.list[dict[str, Any]] | None:
         """The stored objects of ``kind`` whose ``index`` holds ``value`` (private copies); None when ``kind`` is not
         watched with that index."""
         informers = self.informers(kind)
@@ -584,13 +584,14 @@ class _StoredIndex:
         self._index = index
         self._position = informer.index_position(index)
 
-    def held(self, key: str) -> tuple[packing.Packed, ...]:
+    def held(self, key: watches.IndexKey) -> tuple[packing.Packed, ...]:
         return self._informer.index_held(self._index, key)
 
-    def snapshot(self) -> informer_mod.IndexSnapshot:
-        return self._informer.index_snapshot(self._index)
+    def snapshot(self) -> Mapping[watches.IndexKey, tuple[packing.Packed, ...]]:
+        # The informer keeps any hashable value; this index's are the keys its Indexer made (watches.index_key).
+        return cast(Mapping[watches.IndexKey, tuple[packing.Packed, ...]], self._informer.index_snapshot(self._index))
 
-    def decoded(self, key: str, entry: packing.Packed) -> tuple[Any, ...]:
+    def decoded(self, key: watches.IndexKey, entry: packing.Packed) -> tuple[Any, ...]:
         """The payloads ``entry`` has under ``key``, copied, or its object decoded where its function gave keys alone
         (either a private copy)."""
         payloads = entry.payloads_of(self._position, key)

@@ -94,7 +94,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -240,21 +240,21 @@ def _unpacked(packed: packing.Packed | None) -> dict[str, Any] | None:
     return None if packed is None else packed.unpack()
 
 
-class IndexSnapshot(Mapping[str, tuple[packing.Packed, ...]]):
+class IndexSnapshot(Mapping[Hashable, tuple[packing.Packed, ...]]):
     """An index of an informer's store and the store, as they stood at one moment (:meth:`Informer.index_snapshot`):
     value -> the stored entries under it, looked up when read (none decoded)."""
 
     __slots__ = ("_store", "_table")
 
-    def __init__(self, table: Mapping[str, Bucket], store: Mapping[StoreKey, packing.Packed]) -> None:
+    def __init__(self, table: Mapping[Hashable, Bucket], store: Mapping[StoreKey, packing.Packed]) -> None:
         self._table = table
         self._store = store
 
-    def __getitem__(self, value: str) -> tuple[packing.Packed, ...]:
+    def __getitem__(self, value: Hashable) -> tuple[packing.Packed, ...]:
         store = self._store
         return tuple([store[key] for key in self._table[value]])
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Hashable]:
         return iter(self._table)
 
     def __len__(self) -> int:
@@ -362,7 +362,7 @@ class Informer:
         self._delivering = threading.Lock()
         self._store: dict[StoreKey, packing.Packed] = {}
         self._codec = packing.Codec()
-        self._indexes: dict[str, dict[str, Bucket]] = {name: {} for name in self._indexers}
+        self._indexes: dict[str, dict[Hashable, Bucket]] = {name: {} for name in self._indexers}
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
         self._shadowed: dict[StoreKey, packing.Packed | None] = {}
@@ -470,7 +470,7 @@ class Informer:
             packed = list(self._store.values())
         return (p.unpack() for p in packed)
 
-    def by_index(self, index: str, value: str, skip: Container[StoreKey] = ()) -> list[dict[str, Any]]:
+    def by_index(self, index: str, value: Hashable, skip: Container[StoreKey] = ()) -> list[dict[str, Any]]:
         """Private copies of the stored objects whose ``index`` function returned ``value``, but for those whose
         ``(namespace, name)`` is in ``skip`` (never decoded: the caller holds them already)."""
         with self._lock:
@@ -486,7 +486,7 @@ class Informer:
         with self._lock:
             return list(self._indexers).index(index)
 
-    def index_held(self, index: str, value: str) -> tuple[packing.Packed, ...]:
+    def index_held(self, index: str, value: Hashable) -> tuple[packing.Packed, ...]:
         """The stored entries whose ``index`` holds ``value``, as they stand, none decoded: under the lock, one lookup
         per entry under that value, whatever the size of the rest of the index."""
         with self._lock:

@@ -20,7 +20,7 @@ import json
 import marshal
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from okt.resources import take_over
@@ -33,8 +33,9 @@ _MARSHAL_FORMAT = 2
 _WINDOW_BITS = 12
 """Raw deflate with a 4 KiB window: the dictionary and an object's repeats of it fit, and the state stays small."""
 
-Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
-"""A secondary index of an informer's store: an object's values under it, kept with it (:attr:`Packed.index`). One
+Indexer = Callable[[Mapping[str, Any]], Iterable[Hashable]]
+"""A secondary index of an informer's store: an object's values under it (any hashable value, kept as it is given: a
+uid's text, a key of an index of a watched kind), kept with it (:attr:`Packed.index`). One
 that says so (:func:`keeps_payloads`) and returns a mapping ``{value: payload}`` keeps its payloads too
 (:attr:`WithPayloads.payloads`): what a whole read of the index gives under each value instead of the object, without a
 second copy of the object."""
@@ -113,13 +114,13 @@ class Packed:
         self.data = codec.pack(obj)
         self.rv = resource_version(obj)
         self.uid = uid(obj)
-        self.index: tuple[tuple[str, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
+        self.index: tuple[tuple[Hashable, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
 
     def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
         """Keep the values of ``indexers`` too, after those kept already."""
         self.index = (*self.index, *(tuple(indexer(obj)) for indexer in indexers))
 
-    def payloads_of(self, position: int, value: str) -> tuple[Any, ...] | None:
+    def payloads_of(self, position: int, value: Hashable) -> tuple[Any, ...] | None:
         """The payloads the indexer at ``position`` gave ``value``, None when it gave values alone."""
         if self.payloads is None or self.payloads[position] is None:
             return None

@@ -47,10 +47,63 @@ def test_an_index_of_keys_holds_each_object_once_under_each_key_it_returned() ->
     assert {key: [o["metadata"]["name"] for o in objs] for key, objs in index.items()} == {"x": ["a"], "y": ["a", "b"]}
 
 
-def test_an_index_key_is_looked_up_by_its_text_as_a_primary_index_value_is() -> None:
-    index = indexes.Index.of([cm("a", port="8080")], indexes.Indexer("ports", lambda o: {int(o["data"]["port"]): 1}))
-    assert list(index) == ["8080"]
-    assert index[8080] == index[8080.0] == index["8080"] == (1,)
+def app_of(obj: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """Kopf's idiom: ``{(namespace, app): name}``."""
+    return {(obj["metadata"]["namespace"], obj["data"]["app"]): obj["metadata"]["name"]}
+
+
+def test_tuple_keys_read_back_as_tuples_and_are_looked_up_by_the_tuple() -> None:
+    index = indexes.Index.of(
+        [cm("a", app="web"), cm("b", app="web"), cm("c", app="db")], indexes.Indexer("apps", app_of)
+    )
+    assert list(index) == [("ns", "web"), ("ns", "db")]
+    assert {app: sorted(names) for (namespace, app), names in index.items()} == {"web": ["a", "b"], "db": ["c"]}
+    assert index[("ns", "web")] == ("a", "b") and index.get(("ns", "db")) == ("c",)
+    assert ("ns", "db") in index and ("ns", "x") not in index and index.get(("ns", "x")) is None
+    assert '["ns","web"]' not in index and "ns" not in index
+
+
+def test_a_tuple_returned_alone_is_one_key_and_a_list_several() -> None:
+    index = indexes.Index.of(
+        [cm("a", app="web"), cm("b", app="db")],
+        indexes.Indexer("apps", lambda o: (o["metadata"]["namespace"], o["data"]["app"])),
+    )
+    assert {key: [o["metadata"]["name"] for o in objs] for key, objs in index.items()} == {
+        ("ns", "web"): ["a"],
+        ("ns", "db"): ["b"],
+    }
+    several = indexes.Index.of([cm("a", app="web")], indexes.Indexer("parts", lambda o: ["ns", ("ns", "web")]))
+    assert list(several) == ["ns", ("ns", "web")]
+
+
+def test_numeric_keys_read_back_as_numbers_and_are_looked_up_as_a_dict_looks_them_up() -> None:
+    index = indexes.Index.of(
+        [cm("a", port="8080"), cm("b", port="2.5")], indexes.Indexer("ports", lambda o: {float(o["data"]["port"]): 1})
+    )
+    assert list(index) == [8080.0, 2.5] and [type(key) for key in index] == [float, float]
+    ints = indexes.Index.of([cm("a", port="8080")], indexes.Indexer("ports", lambda o: {int(o["data"]["port"]): 1}))
+    assert list(ints) == [8080] and type(next(iter(ints))) is int
+    assert ints[8080] == ints[8080.0] == (1,)
+    assert "8080" not in ints and ints.get("8080") is None  # a number's text is another key, as in a dict
+
+
+def test_keys_of_every_kind_mixed_in_one_index_are_python_dict_keys() -> None:
+    """``1``, ``1.0`` and ``True`` are one key (the first the index held is the one iterated), ``"1"`` another, as
+    ``("ns", 1)`` and ``("ns", "1")`` are; an object returning two equal keys is held once under them."""
+    index = indexes.Index.of(
+        [cm("a"), cm("b")],
+        indexes.Indexer(
+            "mixed",
+            lambda o: [1, "1", ("ns", 1), ("ns", "1"), None] if o["metadata"]["name"] == "a" else [1.0, True, "x"],
+        ),
+    )
+    assert list(index) == [1, "1", ("ns", 1), ("ns", "1"), None, "x"]
+    assert [type(key) for key in index] == [int, str, tuple, tuple, type(None), str]
+    assert [o["metadata"]["name"] for o in index[True]] == ["a", "b"]
+    assert [o["metadata"]["name"] for o in index[1.0]] == ["a", "b"]
+    assert [o["metadata"]["name"] for o in index["1"]] == ["a"]
+    assert [o["metadata"]["name"] for o in index[("ns", 1.0)]] == ["a"]
+    assert [o["metadata"]["name"] for o in index[None]] == ["a"]
 
 
 def test_a_read_index_is_fixed_and_says_no_key_nor_value_in_its_repr() -> None:
@@ -81,11 +134,13 @@ def test_an_index_function_that_raises_leaves_the_object_out_and_is_said_once_pe
 def test_a_key_an_index_cannot_hold_is_left_out_and_the_others_kept() -> None:
     failed: list[None] = []
     indexer = indexes.Indexer(
-        "odd", lambda o: {("ok", 1): "kept", ("bad", frozenset()): "dropped"}, failed=lambda: failed.append(None)
+        "odd",
+        lambda o: {("ok", 1): "kept", ("bad", frozenset()): "dropped", float("nan"): "dropped"},
+        failed=lambda: failed.append(None),
     )
     with structlog.testing.capture_logs() as logged:
-        assert indexer(cm("a")) == {'["ok",1]': "kept"}
-    assert [e["keys"] for e in logged] == [1]
+        assert indexer(cm("a")) == {("ok", 1): "kept"}
+    assert [e["keys"] for e in logged] == [2]
     assert failed == [None]
 
 

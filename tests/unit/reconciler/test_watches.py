@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import structlog
@@ -319,40 +319,93 @@ class Tier(str, enum.Enum):  # noqa: UP042 -- not StrEnum: str() of this member 
     GOLD = "gold"
 
 
+class Port(enum.IntEnum):
+    HTTP = 80
+
+
+class Pair(NamedTuple):
+    namespace: str
+    app: str
+
+
 @pytest.mark.parametrize(
     ("stored", "looked_up", "found"),
     [
         (1, 1.0, True),
         (1.0, 1, True),
-        (80, "80", True),
         (1e20, 10**20, True),
-        (2.5, "2.5", True),
-        (True, "true", True),
-        (True, 1, False),
-        (1, True, False),
-        (None, "None", False),
+        (True, 1, True),
+        (1, True, True),
+        (None, None, True),
         (Tier.GOLD, "gold", True),
+        (Port.HTTP, 80, True),
         (("ns", 1), ("ns", 1.0), True),
+        (Pair("ns", "web"), ("ns", "web"), True),
+        (80, "80", False),
+        (2.5, "2.5", False),
+        (True, "true", False),
+        (None, "null", False),
+        (("ns", 1), ("ns", "1"), False),
+        (("a", "b"), '["a","b"]', False),
+        ('["a","b"]', ("a", "b"), False),
         (("a,b",), ("a", "b"), False),
     ],
 )
-def test_an_index_value_and_a_lookup_match_when_their_text_is_the_same(
-    stored: Any, looked_up: Any, found: bool
-) -> None:
-    """Index values are kept as text, and a lookup is by its text: a number as JSON writes it (1.0 is 1), a boolean
-    as true or false (never the number 1), a string as itself; storing and looking up write it alike."""
+def test_an_index_value_and_a_lookup_match_as_two_keys_of_a_dict_do(stored: Any, looked_up: Any, found: bool) -> None:
+    """Index values are kept as themselves, and a lookup finds a value Python finds equal: ``1.0`` finds ``1`` and
+    ``True`` (one key of a dict), the text ``"1"`` does not; a tuple finds a tuple, never its JSON text."""
     reader = core.ApiReader(fake.FakeClient(kinds=[THING], objects=[thing("a")]))
     indexes = {"by": lambda obj: [stored]}
 
     names = [o["metadata"]["name"] for o in watches.lookup(reader, THING, "thing", indexes, "by", looked_up)]
 
     assert names == (["a"] if found else [])
-    assert (watches.index_text(stored) == watches.index_text(looked_up)) is found
+    assert (stored == looked_up) is found
+    assert (watches.index_key(stored) == watches.index_key(looked_up)) is found
 
 
-def test_an_index_function_returning_one_number_indexes_that_number() -> None:
-    """As one string is one value: a port number returned alone is not "not iterable", leaving the object out."""
-    assert watches.safe_index(lambda obj: 443, thing("a")) == ("443",)
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("x", "x"),
+        (Tier.GOLD, "gold"),
+        (Port.HTTP, 80),
+        (1.5, 1.5),
+        (True, True),
+        (None, None),
+        (Pair("ns", "web"), ("ns", "web")),
+        (("ns", (Tier.GOLD, Port.HTTP)), ("ns", ("gold", 80))),
+    ],
+)
+def test_an_index_keeps_a_value_as_pythons_own_type_equal_to_it(value: Any, kept: Any) -> None:
+    """A key compares and hashes as ``str``, ``int``, ``float`` and ``tuple`` do, whatever class the function
+    returned: an enum member as its value, a named tuple as a plain one."""
+
+    def types(of: Any) -> Any:
+        return tuple(map(types, of)) if isinstance(of, tuple) else type(of)
+
+    key = watches.index_key(value)
+
+    assert key == kept and types(key) == types(kept)
+
+
+def test_an_index_function_returning_one_number_or_one_tuple_indexes_that_one_value() -> None:
+    """As one string is one value: a port number returned alone is not "not iterable", leaving the object out, and a
+    tuple returned alone is a key of several parts (``(namespace, app)``), not several keys; a list holds several."""
+    assert watches.safe_index(lambda obj: 443, thing("a")) == (443,)
+    assert watches.safe_index(lambda obj: ("ns", "web"), thing("a")) == (("ns", "web"),)
+    assert watches.safe_index(lambda obj: ["ns", ("ns", "web"), 1], thing("a")) == ("ns", ("ns", "web"), 1)
+
+
+def test_nan_is_no_index_value_it_equals_nothing_and_a_lookup_by_it_is_a_type_error(client: fake.FakeClient) -> None:
+    failed: list[None] = []
+    with structlog.testing.capture_logs():
+        kept = watches.safe_index(
+            lambda obj: [float("nan"), ("ns", float("nan")), "kept"], thing("a"), failed=lambda: failed.append(None)
+        )
+    assert kept == ("kept",) and failed == [None]
+    with pytest.raises(TypeError, match="got a NaN"):
+        context(client).index("config", float("nan"))
 
 
 @pytest.mark.parametrize("value", [{"app": "x"}, ["ns", "a"]])

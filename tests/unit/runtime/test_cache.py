@@ -461,11 +461,25 @@ def test_an_index_looked_up_by_a_number_finds_the_objects_whose_index_function_r
     assert [o["metadata"]["name"] for o in from_list] == ["web"]
 
 
-@pytest.mark.parametrize(("stored", "looked_up"), [(1, 1.0), (1.0, 1), (True, "true"), (("ns", 1), ("ns", 1.0))])
-def test_the_cache_index_finds_a_value_looked_up_by_another_of_the_same_text(
-    api: Any, make_cache: Callable[..., cache_mod.Cache], obj: Obj, stored: Any, looked_up: Any
+@pytest.mark.parametrize(
+    ("stored", "looked_up", "found"),
+    [
+        (1, 1.0, True),
+        (1.0, 1, True),
+        (True, 1, True),
+        (("ns", 1), ("ns", 1.0), True),
+        (("ns", "web"), ("ns", "web"), True),
+        (80, "80", False),
+        (("ns", 1), ("ns", "1"), False),
+        ('["ns","web"]', ("ns", "web"), False),
+        (("ns", "web"), '["ns","web"]', False),
+    ],
+)
+def test_the_cache_index_finds_a_value_looked_up_by_one_python_finds_equal_as_a_filtered_list_does(
+    api: Any, make_cache: Callable[..., cache_mod.Cache], obj: Obj, stored: Any, looked_up: Any, found: bool
 ) -> None:
-    """The cache's index keeps each value's text as the lookup writes it, and answers as a filtered list does."""
+    """The cache's index keeps each value as itself (a tuple as a tuple, never its JSON text, which a string could
+    equal), and answers as a filtered list does."""
     indexes = {"by": lambda obj: [stored] if obj["metadata"]["name"] == "web" else ["other"]}
     api.put(CM, obj(CM, "web"))
     api.put(CM, obj(CM, "db"))
@@ -477,8 +491,8 @@ def test_the_cache_index_finds_a_value_looked_up_by_another_of_the_same_text(
     from_cache = watches.lookup(cache, CM, "c", indexes, "by", looked_up)  # type: ignore[arg-type]
     from_list = watches.lookup(core.ApiReader(api), CM, "c", indexes, "by", looked_up)  # type: ignore[arg-type]
 
-    assert [o["metadata"]["name"] for o in from_cache] == ["web"]
-    assert [o["metadata"]["name"] for o in from_list] == ["web"]
+    assert [o["metadata"]["name"] for o in from_cache] == (["web"] if found else [])
+    assert [o["metadata"]["name"] for o in from_list] == (["web"] if found else [])
 
 
 REFUSED = errors.Forbidden(403, "Forbidden", "configmaps is forbidden")
@@ -551,6 +565,44 @@ def test_an_index_of_values_added_to_a_kind_already_stored_without_one_keeps_its
     assert settings is not None
     assert dict(settings) == {"a": ({"level": "info"},), "b": ({"level": "debug"},)}
     assert [o["metadata"]["name"] for o in cache.whole_index("plain")["a"]] == ["a"]
+
+
+def _app_of(cm: Mapping[str, Any]) -> tuple[str, str]:
+    """An index of keys: each ConfigMap under ``(namespace, app)``, one tuple returned alone."""
+    return (cm["metadata"]["namespace"], cm["data"]["app"])
+
+
+def _port_of(cm: Mapping[str, Any]) -> dict[Any, str]:
+    """An index of values: each ConfigMap's name under its port, a number, and under ``(namespace, port)``."""
+    port = int(cm["data"]["port"])
+    return {port: cm["metadata"]["name"], (cm["metadata"]["namespace"], port): cm["metadata"]["name"]}
+
+
+def test_a_whole_index_of_the_cache_gives_its_keys_back_as_the_function_returned_them_tuples_as_tuples(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    for name, app, port in [("a", "web", "80"), ("b", "web", "8080"), ("c", "db", "5432")]:
+        api.put(CM, {**obj(CM, name), "data": {"app": app, "port": port}})
+    cache = make_cache()
+    cache.start(
+        CM,
+        lambda *_: None,
+        indexers={"apps": indexes.Indexer("apps", _app_of), "ports": indexes.Indexer("ports", _port_of)},
+    )
+    assert cache.wait_for_sync(5)
+
+    apps, ports = cache.whole_index("apps"), cache.whole_index("ports")
+    assert apps is not None and ports is not None
+    assert [o["metadata"]["name"] for o in apps[("ns", "web")]] == ["a", "b"]  # looked up before a whole read
+    assert ("ns", "db") in apps and '["ns","db"]' not in apps and "ns" not in apps
+    assert {key: sorted(o["metadata"]["name"] for o in objs) for key, objs in apps.items()} == {
+        ("ns", "web"): ["a", "b"],
+        ("ns", "db"): ["c"],
+    }
+    assert all(type(key) is tuple for key in apps)
+    assert sorted(key for key in ports if isinstance(key, int)) == [80, 5432, 8080]
+    assert ports[80] == ports[80.0] == ("a",) and ports[("ns", 8080)] == ("b",)
+    assert "80" not in ports and ("ns", "8080") not in ports
 
 
 class _Key(str):

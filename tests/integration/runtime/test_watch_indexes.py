@@ -12,6 +12,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import watches
 from okt.runtime import manager as manager_mod
 from okt.testing import wait_for
 from tests.integration.runtime import conftest as shared
@@ -96,4 +97,76 @@ def test_a_timer_and_a_daemon_read_the_index_of_config_maps_as_they_are_created_
     kube.patch(kinds.CONFIG_MAP, "broken", {"data": {"broken": None}}, namespace)
     fixed = {**then, f"{namespace}/broken": ("info",)}
     wait_for(lambda: read_as(fixed), timeout=20, message=lambda: str(Reading.read))
+    assert manager.working
+
+
+def app_of(cm: Mapping[str, Any]) -> tuple[str, str] | None:
+    """One key of two parts, ``(namespace, app)``, returned alone: the index holds each ConfigMap under it."""
+    app = ((cm.get("metadata") or {}).get("labels") or {}).get("app")
+    return (cm["metadata"]["namespace"], app) if app else None
+
+
+def port_of(cm: Mapping[str, Any]) -> dict[tuple[str, int], str] | None:
+    """Kopf's idiom, ``{(namespace, port): name}``: the port a number read from the ConfigMap's text."""
+    port = (cm.get("data") or {}).get("port")
+    return {(cm["metadata"]["namespace"], int(port)): cm["metadata"]["name"]} if port else None
+
+
+class ReadingTuples(shared.GadgetReconciler):
+    """Gadgets whose timer reads indexes of ConfigMaps keyed by tuples, and looks the Gadgets up by a tuple too."""
+
+    owns = ()
+    indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {
+        "gadget app": lambda gadget: (gadget["metadata"]["namespace"], (gadget.get("spec") or {}).get("app"))
+    }
+    watches = (okt.watch("configmaps", indexes={"apps": app_of, "ports": port_of}),)
+    lock: ClassVar[threading.Lock] = threading.Lock()
+    read: ClassVar[dict[str, Any]] = {}
+
+    @okt.every(seconds=0.2)
+    def look(self, ctx: okt.Context) -> None:
+        namespace = ctx.cr.namespace
+        apps, ports = ctx.indexed("apps"), ctx.indexed("ports")
+        web = [o["metadata"]["name"] for o in ctx.indexed("apps").get((namespace, "web"), ())]  # not read whole
+        with self.lock:
+            self.read["web"] = sorted(web)
+            self.read["apps"] = {
+                (ns, app): sorted(o["metadata"]["name"] for o in objs) for (ns, app), objs in apps.items()
+            }
+            self.read["ports"] = {key: sorted(names) for key, names in ports.items()}
+            self.read["port 8080"] = ports.get((namespace, 8080.0))
+            self.read["gadgets"] = sorted(g["metadata"]["name"] for g in ctx.index("gadget app", (namespace, "web")))
+
+
+def test_a_running_operator_reads_tuple_keys_back_as_tuples_and_looks_them_up_by_the_tuple(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    start_manager: Callable[..., manager_mod.Manager],
+) -> None:
+    ReadingTuples.read = {}
+
+    def read(key: str) -> Any:
+        with ReadingTuples.lock:
+            return ReadingTuples.read.get(key)
+
+    kube.create(config_map(namespace, "a", {"app": "web"}, port="8080"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "b", {"app": "web"}, port="9090"), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "c", {"app": "db"}), kinds.CONFIG_MAP)
+    make_gadget("g", app="web")
+    make_gadget("h", app="db")
+    manager = start_manager(ReadingTuples)
+    apps = {(namespace, "web"): ["a", "b"], (namespace, "db"): ["c"]}
+    wait_for(lambda: read("apps") == apps, timeout=30, message=lambda: str(ReadingTuples.read))
+    assert read("ports") == {(namespace, 8080): ["a"], (namespace, 9090): ["b"]}
+    assert read("port 8080") == ("a",) and read("web") == ["a", "b"] and read("gadgets") == ["g"]
+
+    kube.patch(kinds.CONFIG_MAP, "b", {"metadata": {"labels": {"app": "db"}}, "data": {"port": "8080"}}, namespace)
+    kube.delete(kinds.CONFIG_MAP, "c", namespace)
+    then = {(namespace, "web"): ["a"], (namespace, "db"): ["b"]}
+    wait_for(lambda: read("apps") == then, timeout=20, message=lambda: str(ReadingTuples.read))
+    wait_for(
+        lambda: read("ports") == {(namespace, 8080): ["a", "b"]}, timeout=10, message=lambda: str(ReadingTuples.read)
+    )
+    wait_for(lambda: read("web") == ["a"], timeout=10, message=lambda: str(ReadingTuples.read))
     assert manager.working

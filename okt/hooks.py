@@ -20,8 +20,9 @@ the pod's ``terminationGracePeriodSeconds``; a hook that may wait bounds its own
 
 A probe (Kopf's ``@kopf.on.probe``) is a function of no arguments whose JSON value the probe server adds to the
 JSON answer of ``/healthz`` under its name (:mod:`okt.runtime.probes` runs it: off the workers, with a timeout, its
-result kept a few seconds). A declaration okt could not run — not callable, ``async def``, needing an argument, a
-name already declared in its module — is refused where it is written.
+result kept a few seconds). Each may be ``async def`` (Kopf's usually are): okt runs its coroutine to its end on the
+calling thread's own event loop (:mod:`okt.coroutines`). A declaration okt could not run — not callable, an async
+generator, needing an argument, a name already declared in its module — is refused where it is written.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from okt import errors
+from okt import coroutines, errors
 
 if TYPE_CHECKING:
     from okt.kube import client as kube_client
@@ -63,6 +64,8 @@ class RetryLimits:
             then is not waited for (a number > 0).
         backoff: the seconds between two calls when the ``okt.TemporaryError`` names no ``delay`` (a number > 0), in
             place of okt's backoff (0.25 s, doubled per failure, up to 5 minutes).
+
+    ``fn`` may be ``async def``: its coroutine runs to its end on the start's thread (:mod:`okt.coroutines`).
 
     Raises:
         TypeError: a value is no int (``retries``) or no number (``timeout``, ``backoff``), ``True`` and ``False``
@@ -153,27 +156,32 @@ def retry_limits_of(hook: StartupHook) -> RetryLimits:
     (given to :class:`okt.Manager` as it is)."""
     limits = getattr(hook, _LIMITS, None)
     return limits if isinstance(limits, RetryLimits) else RetryLimits()
+        TypeError: ``fn`` is an async generator (see :func:`on_cleanup`).
+    """
+    check_callable(fn)
+    setattr(fn, _MARK, "startup")
+    return fn
 
 
 def on_cleanup(fn: F) -> F:
     """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown.
 
+    ``fn`` may be ``async def``, as Kopf's ``@kopf.on.cleanup`` may: its coroutine runs to its end on the shutdown's
+    thread (:mod:`okt.coroutines`).
+
     Raises:
-        TypeError: ``fn`` is ``async def``: okt calls its hooks and never awaits them, so its body would never run
-            (Kopf's ``@kopf.on.startup`` takes coroutines; these do not).
+        TypeError: ``fn`` is an async generator (``async def`` with ``yield``): okt awaits a hook, it never iterates
+            one, so its body would never run.
     """
-    check_synchronous(fn)
+    check_callable(fn)
     setattr(fn, _MARK, "cleanup")
     return fn
 
 
-def check_synchronous(fn: Callable[..., Any]) -> None:
-    """Refuse an ``async def`` hook (TypeError): okt would call it and never await it."""
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        raise TypeError(
-            f"{name_of(fn)} is 'async def', but okt's operator hooks are synchronous: okt calls them and never awaits "
-            "them. Write 'def' (run async code with asyncio.run() inside it)."
-        )
+def check_callable(fn: Callable[..., Any]) -> None:
+    """Refuse a hook okt could call and never run (TypeError): an async generator, which okt would never iterate.
+    An ``async def`` hook is awaited (:func:`okt.coroutines.call`)."""
+    coroutines.refuse_async_generator(fn, name_of(fn))
 
 
 def probe(name: str) -> Callable[[F], F]:
@@ -183,14 +191,15 @@ def probe(name: str) -> Callable[[F], F]:
         def queue_depth():
             return len(QUEUE)
 
-    The value is JSON (a number, a string, a list, a mapping...). It never decides the probe's status: the kubelet's
+    The value is JSON (a number, a string, a list, a mapping...), or what an ``async def`` probe's coroutine returns
+    (run on the probe's thread: :mod:`okt.coroutines`). It never decides the probe's status: the kubelet's
     plain ``/healthz`` never calls it; one that raises, does not return within its timeout or is no JSON is named
     under ``failed``, by its exception's class only (see :mod:`okt.runtime.probes`). The value is answered to anyone
     who reaches the probe port, with no token: never a Secret's data, a credential or what a custom resource holds.
 
     Raises:
         TypeError: ``name`` is not a string (``@okt.probe`` without its name); the decorated value is not callable,
-            is ``async def``, or needs an argument.
+            is an async generator, or needs an argument.
         ValueError: ``name`` is empty, not printable or has spaces around it; another function of the same module
             declares a probe of that name.
     """
@@ -223,10 +232,10 @@ def check_probe_name(name: object) -> None:
 
 
 def check_probe(name: str, fn: object) -> None:
-    """Refuse what okt cannot call as the probe ``name``: not callable, ``async def``, needing an argument."""
+    """Refuse what okt cannot call as the probe ``name``: not callable, an async generator, needing an argument."""
     if not callable(fn):
         raise TypeError(f"the probe {name!r} is a function of no arguments, got {type(fn).__name__}")
-    check_synchronous(fn)
+    check_callable(fn)
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin without one: called as it is

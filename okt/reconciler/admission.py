@@ -56,7 +56,7 @@ from typing import Any
 import pydantic
 import structlog
 
-from okt import errors
+from okt import coroutines, errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
@@ -195,7 +195,7 @@ def validate(
     ctx.admission = admission_request.Admission.of(request)
     try:
         with fence_mod.fenced(_writes_nothing, errors.WriteRefused):
-            ctx.results.follow(reconciler.check(ctx), "check")
+            ctx.results.follow(coroutines.call(reconciler.check, ctx), "check")
     except Exception as exc:  # recorded as CRChecker records it, so okt's errors say the same
         ctx.results.record_exception(exc)
     error = ctx.results.first_error
@@ -215,7 +215,11 @@ def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], sc
     given = admission_request.Admission.of(request)
     try:
         hook: Callable[..., Any] = reconciler.default
-        returned = hook(working, admission=given) if takes_admission(reconciler) else hook(working)
+        returned = (
+            coroutines.call(functools.partial(hook, admission=given), working)
+            if takes_admission(reconciler)
+            else coroutines.call(hook, working)
+        )
     except Exception as exc:
         _log_failure(reconciler, "default", request, exc)
         return Verdict.refuse(exc, "default").warned(given)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from okt import errors
+from okt import coroutines, errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import kinds
@@ -36,7 +36,7 @@ CONFLICT_DELAY = 0.2
 
 def register(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """ObjectsGetter: register the reconciler's children and read each one's live state (from the informer store)."""
-    for res in reconciler.resources(ctx):
+    for res in coroutines.call(reconciler.resources, ctx):
         try:
             check_owned(res, ctx.settings.owns, type(reconciler).__name__)
             check_scope(res, ctx.client.kind_of(res.desired))

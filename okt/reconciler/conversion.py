@@ -61,7 +61,7 @@ import pydantic
 import pydantic_core
 import structlog
 
-from okt import errors
+from okt import coroutines, errors
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
@@ -152,7 +152,7 @@ def convert_object(
             model = models.get(a)
             source_spec, refused = (spec, None) if model is None else _read(model, spec)
             try:
-                returned = reconciler.converters[(a, b)](source_spec)
+                returned = coroutines.call(reconciler.converters[(a, b)], source_spec)
             except Exception as exc:
                 _log_failure(reconciler, obj, (a, b), exc)
                 # okt's errors and pydantic's by their message, a bug by its class only (see okt.errors.answered)

@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from okt import errors
+from okt import coroutines, errors
 from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
@@ -375,7 +375,10 @@ class _Steps:
         if state is State.CRChecker and not self._prologue():
             return
         self._then_due(
-            state, lambda: self.ctx.results.follow(self.reconciler.enter_in_state(state, self.ctx), "enter_in_state")
+            state,
+            lambda: self.ctx.results.follow(
+                coroutines.call(self.reconciler.enter_in_state, state, self.ctx), "enter_in_state"
+            ),
         )
 
     def builtin(self, state: states.State) -> None:
@@ -407,7 +410,7 @@ class _Steps:
             step()
 
     def reconcile(self) -> None:
-        self.ctx.results.follow(self.reconciler.reconcile_with_cr(self.ctx), "reconcile_with_cr")
+        self.ctx.results.follow(coroutines.call(self.reconciler.reconcile_with_cr, self.ctx), "reconcile_with_cr")
 
     def finalizing(self) -> bool:
         return self.ctx.finalizing

@@ -20,9 +20,20 @@ What a daemon finds for the object's status it hands over (``ctx.set_condition(.
 rather than writing it: the reconcile it asks for writes it, in its one status write (see
 :mod:`okt.reconciler.findings`).
 
+A daemon may be ``async def``, as Kopf's usually are: it runs on its thread's own event loop (:mod:`okt.coroutines`),
+and once asked to stop it is given ``cancel_after`` seconds to return before okt cancels it (an
+``asyncio.CancelledError`` raised where it awaits, its ``finally`` blocks run), as Kopf cancels its own::
+
+    @okt.daemon
+    async def monitor(self, ctx: okt.DaemonContext) -> None:
+        while True:  # cancelled once its object goes away
+            ...
+            await asyncio.sleep(10)
+
 Guarantees: see :mod:`okt.runtime.daemons`; a deleted object is finalized only once its daemons returned. Caveat:
-Python cannot kill a thread — a daemon that never looks at ``ctx.stop`` keeps running and holds its object's
-finalization (okt logs it, and never starts a second one for that object).
+Python cannot kill a thread — a ``def`` daemon that never looks at ``ctx.stop`` (an ``async def`` one that swallows
+its cancellation, or blocks its loop) keeps running and holds its object's finalization (okt logs it, and never
+starts a second one for that object).
 """
 
 from __future__ import annotations
@@ -57,29 +68,40 @@ class Options:
         max_backoff: the cap of that doubling; a run that lasted this long or longer before it raised is not
             consecutive to the failures before it (the next pause is ``backoff`` again).
         stop_timeout: seconds a stopping daemon is waited for before okt logs that it ignores its stop event.
+        cancel_after: seconds an ``async def`` daemon asked to stop is given to return on its own before okt cancels
+            it (``asyncio.CancelledError`` raised where it awaits, as Kopf cancels its async daemons); 0 cancels it at
+            once. A ``def`` daemon cannot be cancelled: this does not concern it.
         filter: which objects the daemon runs for (None: every object the reconciler watches); an object that stops
             passing it has its daemon stopped, as when the object goes away, and started again once it passes again.
 
     Raises:
         ValueError: a value is not a finite number of seconds (a bool is not one), ``backoff`` is not > 0,
-            ``max_backoff`` is below it, or ``stop_timeout`` is negative.
+            ``max_backoff`` is below it, or ``stop_timeout`` or ``cancel_after`` is negative.
     """
 
     backoff: float = 1.0
     max_backoff: float = 60.0
     stop_timeout: float = 10.0
     filter: handler_filters.Filter | None = None
+    cancel_after: float = 1.0
 
     def __post_init__(self) -> None:
         # Numbers, each of them (a string failed inside math.isfinite, naming no option; True was one second), and
         # finite: a cap that is NaN caps nothing (it compares false), and a stop timeout that is not finite is a wait
         # too long for the platform's clock (the watchdog's thread ended on it).
-        values = (self.backoff, self.max_backoff, self.stop_timeout)
+        values = (self.backoff, self.max_backoff, self.stop_timeout, self.cancel_after)
         numeric = all(isinstance(value, numbers.Real) and not isinstance(value, bool) for value in values)
         finite = numeric and all(math.isfinite(value) for value in values)
-        if not finite or not self.backoff > 0 or self.max_backoff < self.backoff or self.stop_timeout < 0:
+        if (
+            not finite
+            or not self.backoff > 0
+            or self.max_backoff < self.backoff
+            or self.stop_timeout < 0
+            or self.cancel_after < 0
+        ):
             raise ValueError(
-                f"a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff and stop_timeout >= 0, "
+                "a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff, stop_timeout >= 0 and "
+                f"cancel_after >= 0, "
                 f"got {self!r}",
             )
 
@@ -103,6 +125,7 @@ def daemon(
     backoff: float = 1.0,
     max_backoff: float = 60.0,
     stop_timeout: float = 10.0,
+    cancel_after: float = 1.0,
     labels: Mapping[str, str | None] | None = None,
     annotations: Mapping[str, str | None] | None = None,
     when: handler_filters.When | None = None,
@@ -116,6 +139,7 @@ def daemon(
     backoff: float = 1.0,
     max_backoff: float = 60.0,
     stop_timeout: float = 10.0,
+    cancel_after: float = 1.0,
     labels: Mapping[str, str | None] | None = None,
     annotations: Mapping[str, str | None] | None = None,
     when: handler_filters.When | None = None,
@@ -141,10 +165,12 @@ def daemon(
     if fn is not None and not callable(fn):
         raise TypeError(
             f"@okt.daemon decorates a method; its options are keywords: @okt.daemon(backoff=..., max_backoff=..., "
-            f"stop_timeout=..., labels=..., annotations=..., when=...), got {fn!r}"
+            f"stop_timeout=..., cancel_after=..., labels=..., annotations=..., when=...), got {fn!r}"
         )
     filter_ = handler_filters.declare("@okt.daemon", labels, annotations, when)
-    options = Options(backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout, filter=filter_)
+    options = Options(
+        backoff=backoff, max_backoff=max_backoff, stop_timeout=stop_timeout, filter=filter_, cancel_after=cancel_after
+    )
 
     def mark(method: F) -> F:
         setattr(method, _MARK, options)

@@ -12,12 +12,14 @@ API server takes, no choice okt does not know); nothing here reads the cluster.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic
 
+from okt import coroutines
 from okt import names as names_mod
 from okt.engines import freestyle, stepper
 from okt.kube import kinds, selectors
@@ -35,9 +37,51 @@ class Drawn(Protocol):
     def mermaid(self, *, guards: bool = False, title: str | None = None) -> str: ...
 
 
+AWAITED = frozenset(
+    {
+        "enter_in_state",
+        "reconcile_with_cr",
+        "resources",
+        "check",
+        "default",
+        "cleanup",
+        "on_deleted",
+        "ready",
+        "available",
+        "progressing",
+        "target_versions",
+        "degraded",
+    }
+)
+"""The reconciler's hooks okt calls through :func:`okt.coroutines.call`: each may be ``async def``."""
+FILTERS = frozenset({"when", "selects"})
+"""The reconciler's filters: called by the informer at every event of the watch, as plain predicates."""
+
+
+def _check_coroutines(cls: type[Reconciler]) -> None:
+    """Refuse an ``async def`` okt would call and never await: a filter, or another method of okt's that is no hook
+    (an ``async def`` hook, timer or daemon is awaited; one of the operator's own methods is the operator's to
+    await). An async generator is refused everywhere."""
+    for name, member in vars(cls).items():
+        function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+        where = f"{cls.__qualname__}.{name}"
+        coroutines.refuse_async_generator(function, where)
+        if not inspect.iscoroutinefunction(function) or name in AWAITED:
+            continue
+        if name in FILTERS:
+            raise TypeError(
+                f"{where} is 'async def', but it is a filter: okt's informer calls it at every event of the watch, "
+                "as a plain predicate. Write 'def'."
+            )
+        if any(name in vars(base) for base in cls.__mro__[1:] if base.__module__.startswith("okt.")):
+            raise TypeError(
+                f"{where} is 'async def', but okt calls {name} as a plain function and never awaits it. Write 'def'."
+            )
+
+
 def check(cls: type[Reconciler]) -> None:
     """Refuse ``cls``'s declaration where it is wrong (a ``TypeError`` naming the attribute and what it expects)."""
-    resource.check_synchronous(cls)  # an "async def" hook would silently never run
+    _check_coroutines(cls)
     try:
         cls.status_target()
     except ValueError as exc:

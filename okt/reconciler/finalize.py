@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from okt import errors
+from okt import coroutines, errors
 from okt.engines import results as results_mod
 from okt.reconciler import children
 from okt.status import conditions as cond
@@ -49,7 +49,7 @@ def check_in(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         "okt has started reconciling this object",
         ctx.cr.generation,
     )
-    ctx.results.follow(reconciler.check(ctx), "check")
+    ctx.results.follow(coroutines.call(reconciler.check, ctx), "check")
 
 
 def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
@@ -63,7 +63,7 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
     answer = None
     requeues = ctx.results.count(Operation.REQUEUE)
     try:
-        answer = reconciler.cleanup(ctx)
+        answer = coroutines.call(reconciler.cleanup, ctx)
         ctx.results.follow(answer, "cleanup")
     except errors.GiveUp as exc:
         ctx.results.record_exception(exc)  # a give-up, as raised from any other hook

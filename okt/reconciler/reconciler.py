@@ -18,7 +18,10 @@ ErrorManager    Ready=False with the error's reason and message, status write if
 CRFinalizer     ``cleanup(ctx)``; okt's finalizers are removed only if cleanup recorded no error
 ==============  =======================================================================================
 
-A hook may return an outcome — ``okt.requeue_after(60)``, ``okt.give_up("why")`` — or ``None`` to carry on.
+A hook may return an outcome — ``okt.requeue_after(60)``, ``okt.give_up("why")`` — or ``None`` to carry on. A hook
+may be ``async def`` (Kopf's handlers usually are): okt awaits it on the worker's own event loop, and what the
+coroutine returns or raises counts as a ``def`` hook's (:mod:`okt.coroutines`). The filters ``when`` and ``selects``
+are plain functions: an ``async def`` one is refused where the class is written.
 
 Guarantees: hooks never crash a worker (exceptions become results entries); a reconcile that changes nothing sends no
 request; the status is written only when it changes.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from okt import errors
+from okt import coroutines, errors
 from okt.engines import results as results_mod
 from okt.kube import objects
 from okt.reconciler import children, finalize, refused_reports
@@ -138,13 +138,13 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     was_failing = ctx.conditions.is_false(cond.READY)
     # What a recovery's Event says, as things stand before the conditions are written (read only then).
     recovered = f"generation {ctx.cr.generation} reconciled: {ctx.results.summary()}" if was_failing else ""
-    available = reconciler.available(ctx)
-    ready = Signal.of(reconciler.ready(ctx), ("Reconciled", ""), ("NotReady", ""), "ready")
+    available = coroutines.call(reconciler.available, ctx)
+    ready = Signal.of(coroutines.call(reconciler.ready, ctx), ("Reconciled", ""), ("NotReady", ""), "ready")
     if ctx.not_ready is not None:
         # A lifecycle phase in which the object may not be Ready (``Lifecycle(ready=...)``): the phase says why.
         ready = Signal(False, *ctx.not_ready)
     progressing = Signal.of(
-        reconciler.progressing(ctx),
+        coroutines.call(reconciler.progressing, ctx),
         ("RollingOut", "a rollout is under way"),
         ("Settled", "nothing to roll out"),
         "progressing",
@@ -152,7 +152,7 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     in_status = ctx.settings.status_target is writer.Target.STATUS  # not in a built-in kind's annotations
     if in_status and ctx.settings.related_objects:
         ctx.status_fields.setdefault("relatedObjects", related_objects(ctx))
-    versions = reconciler.target_versions(ctx)
+    versions = coroutines.call(reconciler.target_versions, ctx)
     if in_status and versions:
         progressing = _versions(ctx, versions, progressing)
     success_conditions(
@@ -168,7 +168,9 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
             "available",
         ),
         progressing=progressing,
-        degraded=Signal.of(reconciler.degraded(ctx), ("Degraded", "degraded"), ("AsExpected", "no error"), "degraded"),
+        degraded=Signal.of(
+            coroutines.call(reconciler.degraded, ctx), ("Degraded", "degraded"), ("AsExpected", "no error"), "degraded"
+        ),
     )
     ctx.bookkeeping.error_count = 0
     ctx.bookkeeping.reported_error = None

@@ -76,7 +76,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from okt import errors
+from okt import coroutines, errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import objects
@@ -573,7 +573,7 @@ class _Call:
     def run(self) -> None:
         started = time.monotonic()
         try:
-            self.answer = self._method(self._ctx)
+            self.answer = coroutines.call(self._method, self._ctx)
         except BaseException as exc:  # handed to the worker, which raises it (or, past the timeout, logs it)
             self.error = exc
         with self._ctx.fence:
@@ -614,7 +614,7 @@ def _call(
     long. Returns its answer; raises what it raised, or ``TimeoutError`` when it did not return in time."""
     method = getattr(reconciler, name)
     if options.timeout is None:
-        return method(ctx)
+        return coroutines.call(method, ctx)
     # The call may go on past the reconcile: it works on a copy of what the reconcile uses or writes after it, taken
     # back only when it returned in time (see _CallContext).
     own = _CallContext(ctx)

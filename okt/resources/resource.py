@@ -33,9 +33,11 @@ from okt.resources import list_keys, templating
 
 
 def check_synchronous(cls: type) -> None:
-    """Refuse a class that defines an ``async def`` method: okt calls hooks from worker threads, never awaits them.
+    """Refuse a resource class that defines an ``async def`` method: a resource's methods shape its desired object,
+    okt calls them as plain functions and never awaits them (a reconciler's hooks may be ``async def``: the
+    reconcile awaits them, see :mod:`okt.coroutines`).
 
-    Without this, ``async def enter_in_state`` would return a coroutine nobody awaits: the hook silently never runs.
+    Without this, ``async def mutate_with_cr`` would return a coroutine nobody awaits: its body silently never runs.
 
     Raises:
         TypeError: naming the method, when the class is defined.
@@ -44,8 +46,9 @@ def check_synchronous(cls: type) -> None:
         function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
         if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
             raise TypeError(
-                f"{cls.__qualname__}.{name} is 'async def', but okt hooks are synchronous: okt calls them from its "
-                "worker threads and never awaits them. Write 'def' (run async code with asyncio.run() inside it)."
+                f"{cls.__qualname__}.{name} is 'async def', but a resource's methods are synchronous: they shape its "
+                "desired object, and okt never awaits them. Write 'def' (read what they need in an 'async def' hook "
+                "of the reconciler, and give it to the resource)."
             )
 
 

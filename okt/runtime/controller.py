@@ -82,7 +82,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from okt import errors
+from okt import coroutines, errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -997,7 +997,7 @@ class Controller:
             self._log.debug("left the selection, not deleted: no on_deleted", namespace=key[0], name=key[1])
             return True
         try:
-            self.reconciler.on_deleted(objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
+            coroutines.call(self.reconciler.on_deleted, objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
         except BaseException:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
             self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
             self._log.exception(

@@ -36,14 +36,27 @@ Guarantees:
   no longer passes its own filter (the object still reconciled), the next reconcile removes it from the status, and
   that reconcile is asked for.
 
+* an ``async def`` daemon runs on its thread's own event loop (:mod:`okt.coroutines`; a restart after a failure
+  reuses it, the thread's end closes it); asked to stop, it is given its ``cancel_after`` seconds to return on its
+  own, then its task is cancelled from the watchdog's thread (``loop.call_soon_threadsafe(task.cancel)``: an
+  ``asyncio.CancelledError`` raised where it awaits), logged as a cancellation, not a failure, and not restarted. Its
+  thread ends once the coroutine did: a cancellation changes nothing of the other guarantees (never two at once,
+  a deleted object finalized once it returned).
+
 Caveats: a daemon that ignores its stop event cannot be killed (Python threads cannot be); once it was asked to stop
 ``stop_timeout`` seconds ago it is logged as stuck, once, and left behind (the threads are daemonic: they never keep
-the process alive). The finalization of its deleted object waits for it all the same.
+the process alive). The finalization of its deleted object waits for it all the same. An ``async def`` daemon is
+cancelled, but a cancellation is raised only where it awaits: one that swallows it, or blocks its loop in a plain
+call, runs on as a ``def`` daemon would.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import functools
+import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -51,7 +64,7 @@ from typing import Any
 
 import structlog
 
-from okt import errors
+from okt import coroutines, errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
@@ -100,6 +113,10 @@ class _Slot:
     stop_asked: float | None = None
     """When (``time.monotonic()``) it was first asked to stop while running, for the stuck-daemon warning."""
     reported: bool = False
+    task: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+    """An ``async def`` daemon's loop and task while its coroutine runs, for its cancellation."""
+    cancelled: bool = False
+    """Whether its task was cancelled (once asked to stop, past its ``cancel_after``)."""
 
 
 class Supervisor:
@@ -358,10 +375,22 @@ class Supervisor:
         if slot.thread is None or slot.stop_asked is not None:
             return
         slot.stop_asked = time.monotonic()
+        self._watch()
+
+    def _watch(self) -> None:
+        """Have the watchdog look at the stopping daemons again (started if none runs)."""
         self._stops_asked.set()
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch_stops, name="okt-daemon-watchdog", daemon=True)
             self._watchdog.start()
+
+    def _running(self, slot: _Slot, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        """An ``async def`` daemon's coroutine starts as ``task`` on ``loop``: one asked to stop meanwhile is
+        cancelled after its ``cancel_after`` all the same."""
+        with self._lock:
+            slot.task = (loop, task)
+            if slot.stop_asked is not None:
+                self._watch()
 
     def _launch(self, key: _SlotKey, slot: _Slot) -> None:
         slot.thread = threading.Thread(
@@ -397,7 +426,8 @@ class Supervisor:
     # -- the watchdog --------------------------------------------------------------------------------------------
 
     def _watch_stops(self) -> None:
-        """Log, once each, the daemons still running ``stop_timeout`` seconds after they were asked to stop.
+        """Cancel the ``async def`` daemons still running ``cancel_after`` seconds after they were asked to stop, and
+        log, once each, the daemons still running ``stop_timeout`` seconds after.
 
         One thread per supervisor, alive only while some daemon is stopping: a stuck daemon holds its object's
         finalization, and nothing else would tell why.
@@ -408,7 +438,15 @@ class Supervisor:
                 now = time.monotonic()
                 wake: float | None = None
                 for (_, daemon_name), slot in self._slots.items():
-                    if slot.thread is None or slot.stop_asked is None or slot.reported:
+                    if slot.thread is None or slot.stop_asked is None:
+                        continue
+                    if slot.task is not None and not slot.cancelled:
+                        cancel_at = slot.stop_asked + self.declared[daemon_name].cancel_after
+                        if cancel_at > now:
+                            wake = cancel_at if wake is None else min(wake, cancel_at)
+                        else:
+                            self._cancel(slot, daemon_name)
+                    if slot.reported:
                         continue
                     timeout = self.declared[daemon_name].stop_timeout
                     deadline = slot.stop_asked + timeout
@@ -428,6 +466,21 @@ class Supervisor:
                     self._watchdog = None
                     return
             self._stops_asked.wait(max(wake - now, 0.0))
+
+    def _cancel(self, slot: _Slot, daemon_name: str) -> None:
+        """Cancel an ``async def`` daemon's task from this thread: its loop raises ``CancelledError`` in it."""
+        assert slot.task is not None
+        loop, task = slot.task
+        slot.cancelled = True
+        self._log.info(
+            "async daemon still running after its cancel_after: cancelled",
+            daemon=daemon_name,
+            namespace=slot.namespace,
+            name=slot.name,
+            cancel_after=self.declared[daemon_name].cancel_after,
+        )
+        with contextlib.suppress(RuntimeError):  # its loop closed just now: the coroutine is over
+            loop.call_soon_threadsafe(task.cancel)
 
     # -- the daemon thread ---------------------------------------------------------------------------------------
 
@@ -464,12 +517,21 @@ class Supervisor:
                     log.info("daemon started", attempt=attempt)
                     started = time.monotonic()
                     try:
-                        method(ctx)
+                        returned = method(ctx)
+                        if inspect.iscoroutine(returned):
+                            try:
+                                coroutines.run(returned, functools.partial(self._running, slot))
+                            finally:
+                                with self._lock:
+                                    slot.task = None
                     except BaseException as exc:
                         # Whatever it is: a daemon's sys.exit() (SystemExit), asyncio.run() of a task cancelled
                         # (CancelledError), a KeyboardInterrupt raised by hand end only this thread — a SystemExit
                         # silently, as threading ignores it — and its object would be left without the daemon for
                         # good. Signals reach the main thread only, which runs no daemon.
+                        if slot.cancelled and isinstance(exc, asyncio.CancelledError):
+                            log.info("daemon cancelled once asked to stop")
+                            return
                         if slot.stop.is_set():
                             # Asked to stop, it is not started again: said as what it is, not as a restart (a
                             # daemon's blocking call often fails once the stop closed what it waited on).
@@ -503,7 +565,10 @@ class Supervisor:
                     log.info("daemon returned", stopped=slot.stop.is_set())
                     return
         finally:
-            self._ended(key, slot)
+            try:
+                coroutines.close()  # what an async daemon left on its loop cancelled, on its own thread
+            finally:
+                self._ended(key, slot)
 
 
 _SEEN_LIMIT = 64

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import structlog
 
-from okt import errors, hooks
+from okt import coroutines, errors, hooks
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, selectors
@@ -198,8 +198,9 @@ class Manager:
             ``metrics_bind`` is no ``HOST:PORT``.
         okt.errors.ConfigurationError: ``label_selector`` is one the API server cannot read (every list and watch
             would be refused, and retried for ever).
-        TypeError: a hook of ``on_startup`` or ``on_cleanup`` is ``async def`` (it would be called, never awaited); a
-            probe is not callable, is ``async def`` or needs an argument.
+        TypeError: a hook of ``on_startup`` or ``on_cleanup`` is an async generator (it would be called, never
+            iterated); a probe is not callable, is an async generator or needs an argument (an ``async def`` hook or
+            probe is awaited: :mod:`okt.coroutines`).
         ValueError: a probe's name is empty, not printable or has spaces around it.
     """
 
@@ -269,7 +270,7 @@ class Manager:
         self._tune_memory = tune_memory
         for each in (on_startup, on_cleanup):
             for hook in each:
-                hooks.check_synchronous(hook)
+                hooks.check_callable(hook)
         self._on_startup, self._on_cleanup = tuple(on_startup), tuple(on_cleanup)
         self._probes = probes_mod.Probes(probes or {})
         self._started_up = False
@@ -784,7 +785,7 @@ class Manager:
     def _clean_up(self) -> None:
         for hook in self._on_cleanup:
             try:
-                hook()
+                coroutines.call(hook)
             except Exception as exc:
                 _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=errors.said(exc))
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from okt import errors, hooks
+from okt import coroutines, errors, hooks
 
 TIMEOUT = 2.0
 """Seconds a report waits for its probes, all of them at once."""
@@ -57,7 +57,7 @@ class _Call:
 
     def _run(self, fn: hooks.Probe) -> None:
         try:
-            value = fn()
+            value = coroutines.call(fn)
         except Exception as exc:
             self.failure = type(exc).__name__
             # As okt logs any exception of the operator's code: a pydantic ValidationError by its fields, never the

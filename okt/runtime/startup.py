@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from okt import errors, hooks
+from okt import coroutines, errors, hooks
 from okt.kube import client as kube_client
 from okt.runtime import backoff as backoff_mod
 
@@ -74,7 +74,7 @@ def run(
             if stopping.is_set():  # asked while the hook before ran, or while this one's last call ran
                 return False
             try:
-                hook(client)
+                coroutines.call(hook, client)
             except errors.TemporaryError as exc:
                 failures += 1
                 if exc.delay is not None:

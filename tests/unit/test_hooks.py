@@ -57,10 +57,19 @@ async def _flush() -> None:
     return None
 
 
+async def _streams() -> Any:
+    yield None
+
+
 @pytest.mark.parametrize(("decorate", "fn"), [(hooks.on_startup, _warm), (hooks.on_cleanup, _flush)])
-def test_an_async_operator_hook_is_refused_where_it_is_declared(decorate: Any, fn: Any) -> None:
-    with pytest.raises(TypeError, match=rf"^{fn.__name__} is 'async def', but okt's operator hooks are synchronous"):
-        decorate(fn)
+def test_an_async_operator_hook_is_accepted_where_it_is_declared(decorate: Any, fn: Any) -> None:
+    assert decorate(fn) is fn
+
+
+@pytest.mark.parametrize("decorate", [hooks.on_startup, hooks.on_cleanup])
+def test_an_async_generator_operator_hook_is_refused_where_it_is_declared(decorate: Any) -> None:
+    with pytest.raises(TypeError, match=r"^_streams is an async generator \('async def' with 'yield'\)"):
+        decorate(_streams)
 
 
 def test_a_start_up_hook_is_declared_bare_or_with_the_limits_of_its_retries() -> None:
@@ -130,6 +139,13 @@ def last_seen(default=None):
 """
 
 
+def test_an_async_probe_is_accepted_where_it_is_declared() -> None:
+    async def depth() -> int:
+        return 1
+
+    assert hooks.probe("depth")(depth) is depth
+
+
 def test_the_probes_of_an_operator_file_are_found_by_name(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "main.py"
     path.write_text(PROBES)
@@ -155,16 +171,12 @@ def _needs(x: int) -> int:
     return x
 
 
-async def _waits() -> int:
-    return 1
-
-
 @pytest.mark.parametrize(
     ("name", "fn", "error", "match"),
     [
         ("n", 3, TypeError, r"^the probe 'n' is a function of no arguments, got int$"),
         ("n", _needs, TypeError, r"^the probe 'n' \(_needs\) needs arguments \(x\), but okt calls a probe with none$"),
-        ("n", _waits, TypeError, r"^_waits is 'async def', but okt's operator hooks are synchronous"),
+        ("n", _streams, TypeError, r"^_streams is an async generator"),
         (_needs, None, TypeError, r"^a probe is declared with its name, @okt.probe\('name'\), got function _needs$"),
         ("", None, ValueError, r"^a probe's name is a non-empty printable string without spaces around it, got ''$"),
         (" n", None, ValueError, r"got ' n'$"),

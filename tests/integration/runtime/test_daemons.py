@@ -3,6 +3,7 @@ stopped with the object (deletion, a filter), the shutdown or the lease; a faili
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import datetime
 import threading
@@ -15,6 +16,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.reconciler import core
 from okt.runtime import manager as manager_mod
 from okt.testing import wait_for
 from tests.integration.runtime import conftest as shared
@@ -466,3 +468,61 @@ def test_a_daemon_of_a_leader_that_lost_its_lease_writes_nothing(
     assert leader.lost_leadership
     assert len(Writing.outcomes) == 1 and isinstance(Writing.outcomes[0], okt.NotLeader), Writing.outcomes
     assert "flushed" not in (kube.get(gadget_kind, "g", namespace)["metadata"].get("labels") or {})
+
+
+class Awaiting(shared.GadgetReconciler):
+    """Kopf's way: an ``async def`` daemon that never looks at its stop event, and an ``async def`` timer."""
+
+    journal: ClassVar[Journal] = Journal()
+    cancelled: ClassVar[collections.Counter[str]] = collections.Counter()
+    ticks: ClassVar[list[tuple[str, int]]] = []
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []  # no child: the reconciles succeed, and the timer runs within them
+
+    @okt.daemon(cancel_after=0.5)
+    async def monitor(self, ctx: okt.DaemonContext) -> None:
+        self.journal.enter(ctx.name, ctx.attempt)
+        try:
+            while True:
+                await asyncio.sleep(3600)  # cancelled once its object goes away
+        except asyncio.CancelledError:
+            with self.journal.lock:
+                self.cancelled[ctx.name] += 1
+            raise
+        finally:
+            self.journal.leave(ctx.name, ctx.stop.is_set())
+
+    @okt.every(seconds=0.5)
+    async def tick(self, ctx: okt.Context) -> None:
+        await asyncio.sleep(0)
+        with self.journal.lock:
+            self.ticks.append((ctx.cr.name, id(asyncio.get_running_loop())))
+
+
+def test_an_async_daemon_is_cancelled_when_its_object_is_deleted_and_an_async_timer_ticks_on_its_workers_loop(
+    kube: kube_client.Client,
+    namespace: str,
+    make_gadget: Callable[..., dict[str, Any]],
+    gadget_kind: kinds.Kind,
+    managers: Callable[..., manager_mod.Manager],
+) -> None:
+    Awaiting.journal, Awaiting.cancelled, Awaiting.ticks = Journal(), collections.Counter(), []
+    journal = Awaiting.journal
+    manager = managers([Awaiting], reconcile=core.reconcile, max_concurrent=1)
+    manager.start()
+    make_gadget("kept")
+    make_gadget("gone")
+    wait_for(lambda: journal.running["kept"] == 1 and journal.running["gone"] == 1, timeout=20)
+    wait_for(lambda: [name for name, _ in Awaiting.ticks].count("kept") >= 3, timeout=20, message="the timer's ticks")
+
+    kube.delete(gadget_kind, "gone", namespace)
+    wait_for(lambda: journal.stops["gone"] == 1, timeout=10, message="the async daemon to end after the deletion")
+
+    assert Awaiting.cancelled == {"gone": 1}
+    assert journal.running["kept"] == 1 and journal.most_at_once == {"kept": 1, "gone": 1}
+    wait_for(lambda: manager.controllers[0].daemons.running() == [(namespace, "kept", "monitor")], timeout=10)
+    assert len({loop for _, loop in Awaiting.ticks}) == 1  # one worker: its one loop, tick after tick
+    manager.stop()
+    assert manager.join(15)
+    assert Awaiting.cancelled == {"gone": 1, "kept": 1}  # the shutdown cancels it too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import threading
@@ -1001,3 +1002,31 @@ def test_a_timer_whose_object_does_not_match_its_labels_or_annotations_asks_for_
 
     assert reconciler.calls == [1005]
     assert into.results.min_delay == pytest.approx(60)
+
+
+class AsyncAnswering(Answering):
+    """The same timer ``async def``, with and without a timeout (its own thread then)."""
+
+    @okt.every(minutes=10)
+    async def probe(self, ctx: okt.Context) -> object:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return self.answer
+
+    @okt.every(minutes=10, timeout=5)
+    async def bounded(self, ctx: okt.Context) -> object:
+        await asyncio.sleep(0)
+        return self.answer
+
+
+def test_an_async_timer_is_awaited_and_its_outcome_is_the_reconciles_as_a_def_timers_is() -> None:
+    reconciler, fake = AsyncAnswering(okt.requeue_after(30)), webapp()
+
+    run = okt.reconcile(reconciler, fake, None, "shop", "web", recorder=events.EventRecorder(fake, "webapp"))
+
+    assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER
+    assert run.outcome.delay == pytest.approx(30, abs=1)
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None
+    uid = stored["metadata"]["uid"]
+    assert 0 < reconciler.timer_clock.due(uid, "probe") <= 30
+    assert 0 < reconciler.timer_clock.due(uid, "bounded") <= 30

@@ -1,5 +1,6 @@
-"""okt calls hooks from worker threads and never awaits them: an ``async def`` hook is refused when its class is
-defined, instead of returning a coroutine nobody awaits (the hook would silently never run)."""
+"""A resource's methods shape its desired object and okt never awaits them: an ``async def`` one is refused when its
+class is defined, instead of returning a coroutine nobody awaits (its body would silently never run). A reconciler's
+hooks may be ``async def``: see tests/unit/reconciler/test_async_hooks.py."""
 
 from __future__ import annotations
 
@@ -10,46 +11,21 @@ import pytest
 import okt
 
 
-def test_an_async_enter_in_state_is_refused_when_the_reconciler_is_defined() -> None:
-    with pytest.raises(
-        TypeError, match=r"AsyncReconciler\.enter_in_state is 'async def', but okt hooks are synchronous"
-    ):
-
-        class AsyncReconciler(okt.Reconciler):
-            async def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:  # type: ignore[override]
-                return None
-
-
-@pytest.mark.parametrize("hook", ["check", "cleanup", "resources", "reconcile_with_cr"])
-def test_every_async_hook_of_a_reconciler_is_refused(hook: str) -> None:
-    async def coroutine(self: Any, ctx: Any) -> None:
+@pytest.mark.parametrize("method", ["mutate_with_cr", "mutate_with_initial_data", "hashable_ref"])
+def test_an_async_method_of_a_resource_is_refused(method: str) -> None:
+    async def coroutine(self: Any, *args: Any) -> None:
         return None
 
-    with pytest.raises(TypeError, match=f"{hook} is 'async def'"):
-        type("Hooked", (okt.Reconciler,), {hook: coroutine})
+    with pytest.raises(TypeError, match=rf"^Config\.{method} is 'async def', but a resource's methods are synchronous"):
+        type("Config", (okt.MutableResource,), {method: coroutine})
 
 
-def test_an_async_generator_hook_is_refused_too() -> None:
-    async def resources(self: Any, ctx: Any) -> Any:
-        yield None
+def test_synchronous_methods_of_a_resource_are_accepted() -> None:
+    class Config(okt.MutableResource):
+        api_version = "v1"
+        kind = "ConfigMap"
 
-    with pytest.raises(TypeError, match="resources is 'async def'"):
-        type("Generating", (okt.Reconciler,), {"resources": resources})
-
-
-def test_an_async_mutate_with_cr_of_a_resource_is_refused() -> None:
-    async def mutate_with_cr(self: Any, cr: Any) -> None:
-        return None
-
-    with pytest.raises(TypeError, match=r"Config\.mutate_with_cr is 'async def'"):
-        type("Config", (okt.MutableResource,), {"mutate_with_cr": mutate_with_cr})
-
-
-def test_synchronous_hooks_and_plain_attributes_are_accepted() -> None:
-    class Fine(okt.Reconciler):
-        kind = "Fine"
-
-        def check(self, ctx: okt.Context) -> None:
+        def mutate_with_cr(self, cr: Any) -> None:
             return None
 
-    assert Fine.kind == "Fine"
+    assert Config.kind == "ConfigMap"

@@ -670,3 +670,82 @@ def test_a_daemons_when_that_raises_keeps_it_stopped_and_is_logged_once_per_obje
     wait_for(lambda: reconciler.starts == ["a", "a"])
     sup.halt()
     assert sup.join(5)
+
+
+class Awaiting(okt.Reconciler):
+    """An ``async def`` daemon, Kopf's way: it never looks at its stop event, and is cancelled once asked to stop."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loops: list[asyncio.AbstractEventLoop] = []
+        self.cancelled = 0
+        self.running = 0
+        self.most_at_once = 0
+        self.failures_left = 0
+
+    @okt.daemon(backoff=0.05, max_backoff=0.1, cancel_after=0.2)
+    async def watch(self, ctx: okt.DaemonContext) -> None:
+        with self.lock:
+            self.loops.append(asyncio.get_running_loop())
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            if self.failures_left:
+                self.failures_left -= 1
+                raise RuntimeError("down")
+            while True:
+                await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_an_async_daemon_asked_to_stop_is_cancelled_after_its_cancel_after_and_not_restarted() -> None:
+    reconciler, store = Awaiting(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.running == 1)
+
+    with structlog.testing.capture_logs() as logs:
+        asked = time.monotonic()
+        sup.observe(informer.DELETED, store.objs["a"])
+        assert sup.join(5)
+        took = time.monotonic() - asked
+
+    assert 0.2 <= took < 2
+    assert reconciler.cancelled == 1 and reconciler.running == 0
+    said = [log["event"] for log in logs if log.get("daemon") == "watch"]
+    assert "async daemon still running after its cancel_after: cancelled" in said
+    assert "daemon cancelled once asked to stop" in said
+    assert not [log for log in logs if log["log_level"] in ("warning", "error")]
+    assert reconciler.loops[0].is_closed()  # the daemon's thread ended, its loop with it
+
+
+def test_an_async_daemon_that_raises_is_restarted_on_its_threads_loop_and_never_runs_twice() -> None:
+    reconciler, store = Awaiting(), Store(thing("a", "u1"))
+    reconciler.failures_left = 2
+    sup = daemons.Supervisor(reconciler, cast(Any, None), KIND, read=store.read, enqueue=lambda namespace, name: None)
+    sup.start(store.objs.values())
+    wait_for(lambda: len(reconciler.loops) == 3 and reconciler.running == 1)
+
+    sup.observe(informer.DELETED, store.objs["a"])
+    sup.observe(informer.ADDED, store.objs["a"])  # back while the old one stops: a new one only once it returned
+    wait_for(lambda: len(reconciler.loops) == 4 and reconciler.running == 1)
+    sup.halt()
+    assert sup.join(5)
+
+    first, second, third, fourth = reconciler.loops
+    assert first is second is third  # the restarts: the same thread, its same loop
+    assert fourth is not first  # a new thread for the new lifetime
+    assert reconciler.most_at_once == 1
+
+
+def test_a_cancel_after_that_is_no_number_of_seconds_is_refused() -> None:
+    with pytest.raises(ValueError, match="cancel_after >= 0"):
+        okt.daemon(cancel_after=-1)

@@ -115,12 +115,12 @@ def test_a_label_selector_the_api_server_cannot_read_is_refused_before_anything_
 
 
 @pytest.mark.parametrize("which", ["on_startup", "on_cleanup"])
-def test_an_async_hook_given_to_the_manager_is_refused_before_anything_starts(which: str) -> None:
-    async def warm_up(*args: Any) -> None:
-        return None
+def test_an_async_generator_hook_given_to_the_manager_is_refused_before_anything_starts(which: str) -> None:
+    async def warm_up(*args: Any) -> Any:
+        yield None
 
     client: Any = object()
-    with pytest.raises(TypeError, match="'async def'"):
+    with pytest.raises(TypeError, match="is an async generator"):
         manager.Manager(client, [Widgets], **{which: [warm_up]})
 
 

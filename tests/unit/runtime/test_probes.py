@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -132,3 +133,17 @@ def test_a_probe_okt_cannot_call_is_refused_by_the_manager_s_probes(
 ) -> None:
     with pytest.raises(error, match=match):
         probes_mod.Probes({name: fn})
+
+
+def test_an_async_probe_is_awaited_and_its_value_reported() -> None:
+    async def queue_depth() -> int:
+        await asyncio.sleep(0)
+        return 4
+
+    async def database() -> None:
+        await asyncio.sleep(0)
+        raise ConnectionError("refused")
+
+    report = probes_mod.Probes({"depth": queue_depth, "database": database}).report()
+
+    assert report == {"probes": {"depth": 4}, "failed": {"database": "ConnectionError"}}

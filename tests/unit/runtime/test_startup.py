@@ -4,6 +4,7 @@ asked while a retry waits ends the start."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -299,3 +300,17 @@ def test_a_hook_declared_without_limits_is_retried_for_as_long_as_it_fails(decor
 
     assert len(calls) == 1001
     assert stop.waited[:3] == [0.25, 0.5, 1.0] and max(w or 0 for w in stop.waited) == 300.0
+def test_an_async_hook_raising_a_temporary_error_is_awaited_and_called_again_as_a_def_one_is() -> None:
+    calls: list[Any] = []
+
+    async def backend_up(client: Any) -> None:
+        await asyncio.sleep(0)
+        calls.append(client)
+        if len(calls) == 1:
+            raise okt.TemporaryError("the backend is not up yet", delay=2)
+
+    client, stop = FakeClient(), Stop()
+
+    assert startup.run([backend_up], client, stopping=stop, backoff=STEADY)
+    assert calls == [client, client]
+    assert stop.waited == [2.0]

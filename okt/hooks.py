@@ -65,8 +65,6 @@ class RetryLimits:
         backoff: the seconds between two calls when the ``okt.TemporaryError`` names no ``delay`` (a number > 0), in
             place of okt's backoff (0.25 s, doubled per failure, up to 5 minutes).
 
-    ``fn`` may be ``async def``: its coroutine runs to its end on the start's thread (:mod:`okt.coroutines`).
-
     Raises:
         TypeError: a value is no int (``retries``) or no number (``timeout``, ``backoff``), ``True`` and ``False``
             included.
@@ -128,15 +126,17 @@ def on_startup(
     A hook that reaches a limit stops the start as one raising any other exception does: an ``okt.ConfigurationError``
     names it, its calls, the seconds since its first and its last error (``okt run`` prints it and exits 1).
 
+    ``fn`` may be ``async def``: its coroutine runs to its end on the start's thread (:mod:`okt.coroutines`).
+
     Raises:
-        TypeError: ``fn`` is ``async def`` (see :func:`on_cleanup`), or no function (a limit given by position); a
+        TypeError: ``fn`` is an async generator (see :func:`on_cleanup`), or no function (a limit given by position); a
             limit is no number (see :class:`RetryLimits`).
         ValueError: a limit is out of range.
     """
     limits = RetryLimits(retries=retries, timeout=timeout, backoff=backoff)
 
     def declare(fn: F) -> F:
-        check_synchronous(fn)
+        check_callable(fn)
         setattr(fn, _MARK, "startup")
         setattr(fn, _LIMITS, limits)
         return fn
@@ -156,11 +156,6 @@ def retry_limits_of(hook: StartupHook) -> RetryLimits:
     (given to :class:`okt.Manager` as it is)."""
     limits = getattr(hook, _LIMITS, None)
     return limits if isinstance(limits, RetryLimits) else RetryLimits()
-        TypeError: ``fn`` is an async generator (see :func:`on_cleanup`).
-    """
-    check_callable(fn)
-    setattr(fn, _MARK, "startup")
-    return fn
 
 
 def on_cleanup(fn: F) -> F:

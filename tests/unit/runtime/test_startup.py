@@ -300,6 +300,8 @@ def test_a_hook_declared_without_limits_is_retried_for_as_long_as_it_fails(decor
 
     assert len(calls) == 1001
     assert stop.waited[:3] == [0.25, 0.5, 1.0] and max(w or 0 for w in stop.waited) == 300.0
+
+
 def test_an_async_hook_raising_a_temporary_error_is_awaited_and_called_again_as_a_def_one_is() -> None:
     calls: list[Any] = []
 

@@ -61,12 +61,15 @@ async def _streams() -> Any:
     yield None
 
 
-@pytest.mark.parametrize(("decorate", "fn"), [(hooks.on_startup, _warm), (hooks.on_cleanup, _flush)])
+@pytest.mark.parametrize(
+    ("decorate", "fn"),
+    [(hooks.on_startup, _warm), (hooks.on_startup(retries=2, backoff=1.0), _warm), (hooks.on_cleanup, _flush)],
+)
 def test_an_async_operator_hook_is_accepted_where_it_is_declared(decorate: Any, fn: Any) -> None:
     assert decorate(fn) is fn
 
 
-@pytest.mark.parametrize("decorate", [hooks.on_startup, hooks.on_cleanup])
+@pytest.mark.parametrize("decorate", [hooks.on_startup, hooks.on_startup(timeout=5.0), hooks.on_cleanup])
 def test_an_async_generator_operator_hook_is_refused_where_it_is_declared(decorate: Any) -> None:
     with pytest.raises(TypeError, match=r"^_streams is an async generator \('async def' with 'yield'\)"):
         decorate(_streams)

@@ -24,13 +24,14 @@ Guarantees:
   renewal is older than the renew deadline — before another process can acquire the lease — so in-flight reconciles
   of a deposed leader send nothing more (their writes fail with ``okt.NotLeader``);
 * a **graceful shutdown** stops every queue and asks every daemon to stop first (no new reconcile starts), waits for
-  in-flight reconciles and daemons up to ``grace_period`` seconds, releases the lease, stops the informers and closes
-  the probe server; what still runs past the grace period (a reconcile, a daemon that ignores its stop) is logged and
-  named in :attr:`Manager.left_running` (``okt run`` then exits non-zero: the stop was not clean); before the
-  release, no write of a reconcile or daemon leaves any more and those already on the wire — an exec until its
-  command ended, a call to the operand until it answered — are waited for (up to the client's request timeout): one
-  not answered by then, or one that ended without an answer, may still reach its target, and the lease is left to
-  expire instead of being released;
+  in-flight reconciles and daemons up to ``grace_period`` seconds, runs the clean-up hooks within what is left of
+  it (:mod:`okt.runtime.cleanup`: one that hangs is left running, the later ones not started), releases the lease,
+  stops the informers and closes the probe server; what still runs past the grace period (a reconcile, a daemon that
+  ignores its stop, a clean-up hook) is logged and named in :attr:`Manager.left_running` (``okt run`` then exits
+  non-zero: the stop was not clean); before the release, no write of a reconcile, daemon or clean-up hook leaves any
+  more and those already on the wire — an exec until its command ended, a call to the operand until it answered —
+  are waited for (up to the client's request timeout): one not answered by then, or one that ended without an answer,
+  may still reach its target, and the lease is left to expire instead of being released;
 * a standby never reconciles and queues nothing (its queue depth is 0: an alert on it fires on no standby); once
   it leads, every object of its warm caches is queued at once; **losing the lease** stops the workers and the whole
   manager (:attr:`Manager.lost_leadership` tells the caller, who should exit non-zero and be restarted; lost while a
@@ -72,7 +73,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import structlog
 
-from okt import coroutines, errors, hooks
+from okt import errors, hooks
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, selectors
@@ -81,6 +82,7 @@ from okt.reconciler import reconciler as reconciler_mod
 from okt.reconciler import webhooks as webhooks_mod
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
+from okt.runtime import cleanup as cleanup_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import leader as leader_mod
 from okt.runtime import memory, probe_server, startup
@@ -173,7 +175,8 @@ class Manager:
             is rotated; a self-signed one when ``None``.
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
-        grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, in seconds.
+        grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, then for the clean-up
+            hooks (in what is left of it), in seconds.
         stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
             than this many seconds; ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
@@ -281,8 +284,13 @@ class Manager:
         self.cache: cache_mod.Cache | None = None
         self.controllers: list[controller_mod.Controller] = []
         self.elector: leader_mod.LeaderElector | None = None
-        # The reconciles' and daemons' write fence with leader election: closed before the lease is released.
-        self._fence = fence_mod.Fence(self._write_fence, self._write_time_left)
+        # The reconciles' and daemons' write fence with leader election, and the clean-up hooks' (open on a standby
+        # too: they are about the process), closed once a hook is left running: both closed before the lease is
+        # released, and their writes on the wire waited for.
+        self._fence, self._cleanup_fence = (
+            fence_mod.Fence(self._write_fence, self._write_time_left),
+            fence_mod.Fence(lambda verb, resource: None),
+        )
         self.probes: probe_server.ProbeServer | None = None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
@@ -321,8 +329,8 @@ class Manager:
     @property
     def left_running(self) -> tuple[str, ...]:
         """What the shutdown left running past its grace period (empty: a clean stop): reconciles counted per
-        controller, daemons by name (``namespace/name: daemon``). Python cannot kill a thread: they end with the
-        process, wherever they are."""
+        controller, daemons by name (``namespace/name: daemon``), a clean-up hook by name (``the clean-up hook
+        NAME``). Python cannot kill a thread: they end with the process, wherever they are."""
         return tuple(self._left_running)
 
     def health(self) -> tuple[bool, str]:
@@ -696,15 +704,18 @@ class Manager:
         return self.elector.write_time_left() if self.elector is not None else None
 
     def _writes_settled(self) -> bool:
-        """Close the write fence and wait, up to the client's request timeout, for the writes it let through to end;
-        whether the lease may be released. A reconcile still running past the grace period may have a write on the
-        wire: released at once, the lease would let a standby write before the API server received it."""
-        self._fence.close("this process is shutting down")
-        if self._fence.settle(self.client.timeout):
+        """Close the write fences (the reconciles' and daemons', the clean-up hooks') and wait, up to the client's
+        request timeout each, for the writes they let through to end; whether the lease may be released. A reconcile
+        or a clean-up hook still running past the grace period may have a write on the wire: released at once, the
+        lease would let a standby write before the API server received it."""
+        fences = (self._fence, self._cleanup_fence)
+        for fence in fences:
+            fence.close("this process is shutting down")
+        if all(fence.settle(self.client.timeout) for fence in fences):
             return True
         _log.warning(
             "writes may still reach the API server: the lease is not released, the others wait for it to expire",
-            in_flight=self._fence.in_flight,
+            in_flight=sum(fence.in_flight for fence in fences),
             waited=self.client.timeout,
         )
         return False
@@ -745,7 +756,9 @@ class Manager:
             for controller in self.controllers:
                 self._left_running.extend(controller.shutdown(lambda: self._grace_left(started)))
             if self._started_up:
-                self._clean_up()
+                self._left_running.extend(
+                    cleanup_mod.run(self._on_cleanup, left=lambda: self._grace_left(started), fence=self._cleanup_fence)
+                )
             if self.trimmer is not None:
                 self.trimmer.stop()
             if self.elector is not None:
@@ -781,13 +794,6 @@ class Manager:
         if lost_by is not None:
             left = min(left, max(lost_by - now, 0.0))
         return left
-
-    def _clean_up(self) -> None:
-        for hook in self._on_cleanup:
-            try:
-                coroutines.call(hook)
-            except Exception as exc:
-                _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=errors.said(exc))
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:

@@ -315,6 +315,51 @@ def test_a_clean_up_hook_failing_on_a_validation_error_is_logged_by_its_fields_n
     assert "s3cr3t" not in repr(logs)
 
 
+def test_a_clean_up_hook_that_hangs_is_left_running_and_the_leader_exits_in_its_grace_period_releasing_the_lease(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, fake_reconcile: Any, managers: Any
+) -> None:
+    """A backend that does not answer: the hook held the shutdown for ever, the elector renewing the lease meanwhile, so
+    no standby took over. Left running, it writes nothing more: released at once, the lease has no second writer."""
+    backend, refused, later = threading.Event(), [], []
+    marker = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deregistered", "namespace": namespace}}
+
+    def deregister() -> None:
+        backend.wait()  # never answers while the shutdown waits
+        try:
+            kube.create(marker, kinds.CONFIG_MAP)
+        except okt.WriteRefused as exc:
+            refused.append(exc)
+
+    manager = managers(
+        fake_reconcile(),
+        leader_elect=True,
+        identity="hanging",
+        grace_period=2.0,
+        on_cleanup=[deregister, lambda: later.append("closed")],
+    )
+    manager.start()
+    wait_for(lambda: manager.working, timeout=15)
+    began = time.monotonic()
+    with structlog.testing.capture_logs() as logs:
+        manager.stop()
+        assert manager.join(manager.grace_period + 3)
+    took = time.monotonic() - began
+
+    assert manager.grace_period <= took < manager.grace_period + 3
+    assert [name.rsplit(".", 1)[-1] for name in manager.left_running] == ["deregister"]
+    assert manager.left_running[0].startswith("the clean-up hook ")
+    assert later == []
+    assert [line["hook"].rsplit(".", 1)[-1] for line in logs if line["event"].startswith("a clean-up hook still")] == [
+        "deregister"
+    ]
+    lease = kube.get(kinds.LEASE, manager.lease_name, namespace)
+    assert lease["spec"]["holderIdentity"] == ""  # released: a standby takes over at once
+
+    backend.set()  # the backend answers at last: the hook's write is refused, nothing sent
+    wait_for(lambda: len(refused) == 1, timeout=10)
+    assert kube.get_or_none(kinds.CONFIG_MAP, "deregistered", namespace) is None
+
+
 def test_a_failing_start_up_hook_stops_the_start_with_its_name_and_nothing_is_watched(
     kube: kube_client.Client, fake_reconcile: Any, managers: Any
 ) -> None:

@@ -10,13 +10,17 @@ Guarantees: start-up hooks run in definition order before the first watch, each 
 operator not ready meanwhile, up to the limits its ``@okt.on_startup(retries=, timeout=)`` declares (Kopf's); one that
 raises anything else, or reaches a limit, stops the start with an ``okt.ConfigurationError`` naming it, and nothing is
 watched. Clean-up hooks run after the last reconcile finished (or the grace period ended), on a graceful shutdown,
-each called once; one that raises is logged and the others still run. Both run on every replica, leader or not: they
-are about the process, not the objects.
+in definition order, each called once, within what is left of the shutdown's grace period (:mod:`okt.runtime.cleanup`);
+one that raises is logged and the others still run. Both run on every replica, leader or not: they are about the
+process, not the objects.
 
 Caveats: ``@okt.on_cleanup`` takes no ``retries=``, ``timeout=`` nor ``backoff=``, where Kopf's ``@kopf.on.cleanup``
-does: a clean-up hook is never retried (retries would hold the exit), and the grace period does not bound it — a hook
-that hangs holds the exit until a second SIGTERM or SIGINT (which exits at once) or the kubelet's kill at the end of
-the pod's ``terminationGracePeriodSeconds``; a hook that may wait bounds its own waits.
+does: a clean-up hook is never retried (retries would hold the exit), and the shutdown's grace period bounds it as it
+bounds the reconciles (Kopf's cleanup has no bound of its own but the pod's kill). A hook still running when the grace
+period is over (a backend that does not answer) is left running — Python cannot interrupt it; it ends with the process
+— with an error line naming it; the hooks after it are not started, its writes through okt's client are refused from
+then on, and the shutdown goes on (the lease released, ``okt run`` exiting non-zero). A hook that may wait bounds its
+own waits, shorter than the grace period.
 
 A probe (Kopf's ``@kopf.on.probe``) is a function of no arguments whose JSON value the probe server adds to the
 JSON answer of ``/healthz`` under its name (:mod:`okt.runtime.probes` runs it: off the workers, with a timeout, its
@@ -159,7 +163,8 @@ def retry_limits_of(hook: StartupHook) -> RetryLimits:
 
 
 def on_cleanup(fn: F) -> F:
-    """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown.
+    """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown, within what is left of its grace
+    period: one still running then is left running, and the hooks after it are not run (:mod:`okt.runtime.cleanup`).
 
     ``fn`` may be ``async def``, as Kopf's ``@kopf.on.cleanup`` may: its coroutine runs to its end on the shutdown's
     thread (:mod:`okt.coroutines`).

@@ -143,3 +143,15 @@ def test_the_wait_for_a_hook_ends_as_soon_as_its_time_is_cut_short() -> None:
 
     assert time.monotonic() - began < 2
     never.set()
+
+
+def test_an_async_hook_is_awaited_on_its_own_thread() -> None:
+    ran: list[str] = []
+
+    async def flush() -> None:
+        ran.append(threading.current_thread().name)
+
+    left = cleanup.run([flush], left=daemons.fixed(5), fence=open_fence())
+
+    assert left == []
+    assert len(ran) == 1 and ran[0] != threading.current_thread().name

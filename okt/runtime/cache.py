@@ -16,7 +16,9 @@ Guarantees:
   reconcile can read any object; only watched kinds are cached);
 * :meth:`Cache.observe` writes okt's own write answers through to the store, if newer; the watch's echo of such a
   write is delivered to every handler but those of its writer (another controller watching the kind learns of it);
-* a handler added to a kind that is already watched first receives an ``ADDED`` event for every stored object;
+* a handler added to a kind that is already watched receives an ``ADDED`` event for every stored object, on the
+  caller's thread, each as stored when its turn comes while the informer's thread waits (that thread may have told
+  the handler of it already): never one the watch told deleted meanwhile, nor a state older than one told;
 * a handler that raises is logged (the kind, the event and the object's name, nothing of its content) and keeps the
   event from no other handler of the kind: one controller's bug leaves the others sharing the informer informed.
 * a kind whose list or watch the API server refuses (``403``: the operator's role lost the rule; or ``404``/``405``:
@@ -141,7 +143,7 @@ class Cache:
             RuntimeError: the cache is stopped.
         """
         key = (kind.api_version, kind.kind)
-        replay: list[dict[str, Any]] = []
+        replay: list[informer_mod.Informer] = []
         with self._lock:
             if self._stopped:
                 raise RuntimeError("the cache is stopped")
@@ -176,10 +178,11 @@ class Cache:
                         "two reconcilers in separate processes, or drop the narrowing"
                     )
                 # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
-                # duplicate ADDED is harmless where a missed one is not.
+                # duplicate ADDED is harmless where a missed one is not. The handler joins first: what the store no
+                # longer holds when the replay reaches it, its events told the handler.
                 for existing in self._informers[key].values():
                     existing.add_indexers(indexers or {})
-                replay = [obj for i in self._informers[key].values() for obj in i.items()]
+                replay = list(self._informers[key].values())
                 self._handlers[key].append((on_event, writer))
                 new: list[informer_mod.Informer] = []
             else:
@@ -213,8 +216,12 @@ class Cache:
                 self._informers[key] = informers
                 new = list(informers.values())
         # A handler joining a synced kind learns what is already there; later events follow on the informer thread.
-        for obj in replay:
-            _deliver(kind, on_event, informer_mod.ADDED, obj, None)
+        # Each object as stored when its turn comes, while that thread waits (see Informer.replay), and without the
+        # cache's lock, which the thread takes to deliver: taken from a list of the objects read before, the replay
+        # told one deleted meanwhile after its DELETED (a reconcile of an object gone), and a state older than the one
+        # a MODIFIED had told (a watch's mapping named the primaries the object named before).
+        for informer in replay:
+            informer.replay(lambda obj: _deliver(kind, on_event, informer_mod.ADDED, obj, None))
         for informer in new:
             informer.start()
 

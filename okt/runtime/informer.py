@@ -81,8 +81,9 @@ Guarantees:
   are held encoded, as the store holds objects, until they are told.
 
 Caveats: events are delivered one at a time — the watch's and the lists' on the informer's own thread, the resyncs'
-on a thread of their own, never at the same time as the others, each object as stored when its turn comes (one
-deleted meanwhile is not told again): handlers must be quick (enqueue a key and return). ``stop()`` returns at once,
+on a thread of their own and a :meth:`Informer.replay`'s on its caller's, never at the same time as the others, each
+object as stored when its turn comes (one deleted meanwhile is not told again): handlers must be quick (enqueue a key
+and return). ``stop()`` returns at once,
 closes the open watch stream, and no event is delivered after it; the threads are daemons and never keep the process
 alive.
 """
@@ -537,6 +538,24 @@ class Informer:
     def __len__(self) -> int:
         with self._lock:
             return len(self._store)
+
+    def replay(self, tell: Callable[[dict[str, Any]], None]) -> None:
+        """Hand ``tell`` a private copy of every stored object, on the caller's thread, each read from the store when
+        its turn comes and told while the watch's and the lists' events wait (nothing once stopped).
+
+        For whoever tells the objects again beside the watch (the periodic resync, a handler joining a kind already
+        watched): each is told as the handlers last heard of it, or newer (okt's own write, stored before its echo),
+        never as a state older than an event told them — and one the watch told deleted is not told at all. Taken
+        from a list of the objects read before, one deleted meanwhile was told after its ``DELETED``, as if it had
+        come back. A list under way is waited for: its changes are in the store before the next object is read.
+        """
+        for key in self.stored_keys():
+            if self._stop.is_set():
+                return
+            with self._delivering:
+                packed = self._store.get(key)
+                if packed is not None:
+                    tell(packed.unpack())
 
     # -- writes from okt itself ----------------------------------------------------------------------------------
 
@@ -1198,17 +1217,10 @@ class Informer:
         while not self._stop.wait(self._resync):
             if not self.has_synced.is_set():
                 continue
-            for key in self.stored_keys():
-                if self._stop.is_set():
-                    return
-                # Each object as stored when it is told, not as a list of them taken before: the watch's thread
-                # tells its changes meanwhile, and a deletion told before this object's turn came was followed by
-                # a RESYNC of the object gone (its daemons started again, for good).
-                with self._delivering:
-                    packed = self._store.get(key)
-                    if packed is not None:
-                        obj = packed.unpack()
-                        self._announce_sweep(((RESYNC, obj, obj),))
+            # Each object as stored when it is told, not as a list of them taken before: the watch's thread tells
+            # its changes meanwhile, and a deletion told before this object's turn came was followed by a RESYNC of
+            # the object gone (its daemons started again, for good).
+            self.replay(lambda obj: self._announce_sweep(((RESYNC, obj, obj),)))
 
     def _emit(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, echo: object | None = None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -382,6 +384,42 @@ def test_every_handler_of_a_kind_gets_every_event_and_a_late_one_gets_a_replay(
     wait_for(lambda: len(recorder.snapshot()) == 2 and len(early) == 2, timeout=5)
     assert early == ["ADDED existing", "ADDED new"]
     assert [(t, n) for t, n, _, _ in recorder.snapshot()] == [("ADDED", "existing"), ("ADDED", "new")]
+
+
+def test_a_late_handlers_replay_never_tells_an_object_older_than_the_watch_told_it(
+    api: Any, make_cache: Any, recorder: Any, obj: Obj
+) -> None:
+    # Two controllers sharing a kind: the second joins while the informer's thread delivers events. Replayed from a
+    # list of the objects taken before them, a deletion the watch told meanwhile was followed by an ADDED of the
+    # object gone (a reconcile of nothing), and a change by the state from before it.
+    for name in ("a", "b", "c"):
+        api.put(CM, obj(CM, name))
+    cache = make_cache()
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    replaying, release = threading.Event(), threading.Event()
+
+    def late(event_type: str, changed: dict[str, Any], old: dict[str, Any] | None) -> None:
+        recorder(event_type, changed, old)
+        if changed["metadata"]["name"] == "a" and not replaying.is_set():
+            replaying.set()
+            release.wait(5)  # the replay is slow: the watch tells a deletion and a change meanwhile
+
+    joining = threading.Thread(target=cache.start, args=(CM, late))
+    joining.start()
+    assert replaying.wait(5)
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "b"), namespace=None)
+    changed = api.put(CM, {**obj(CM, "c"), "data": {"new": "yes"}})
+    api.emit(CM, "MODIFIED", changed, namespace=None)
+    time.sleep(0.3)  # the watch's thread delivers them if it may
+    release.set()
+    joining.join(5)
+    wait_for(lambda: "DELETED" in recorder.types_by_name().get("b", ()), timeout=5)
+    wait_for(lambda: changed["metadata"]["resourceVersion"] in {rv for _, n, rv, _ in recorder.snapshot()}, timeout=5)
+    told = recorder.types_by_name()["b"]
+    assert told[told.index("DELETED") :] == ["DELETED"], told
+    told_c = [rv for _, name, rv, _ in recorder.snapshot() if name == "c"]
+    assert told_c[-1] == changed["metadata"]["resourceVersion"], told_c
 
 
 def test_a_handler_that_raises_keeps_no_event_from_the_other_handlers_of_its_kind(

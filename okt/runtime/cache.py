@@ -18,7 +18,8 @@ Guarantees:
   write is delivered to every handler but those of its writer (another controller watching the kind learns of it);
 * a handler added to a kind that is already watched receives an ``ADDED`` event for every stored object, on the
   caller's thread, each as stored when its turn comes while the informer's thread waits (that thread may have told
-  the handler of it already): never one the watch told deleted meanwhile, nor a state older than one told;
+  the handler of it already): never one the watch told deleted meanwhile, nor a state older than one told; it is the
+  handler's sweep, told with :func:`okt.runtime.informer.sweeping` true, as a list's events are;
 * a handler that raises is logged (the kind, the event and the object's name, nothing of its content) and keeps the
   event from no other handler of the kind: one controller's bug leaves the others sharing the informer informed.
 * a kind whose list or watch the API server refuses (``403``: the operator's role lost the rule; or ``404``/``405``:

@@ -32,8 +32,8 @@ Guarantees:
   other than the stored one replaces it even when its number is lower (etcd restored from a backup takes the versions
   back: the watch from before is answered 410 Gone, as Kubernetes' restore procedure makes sure, and the relist finds
   the objects as the backup held them), but for okt's own answer newer than the list;
-* events from a list (and resyncs) are delivered with :func:`sweeping` true on the thread that tells them, so a
-  handler can put the sweep over every object behind what the watch says now;
+* events from a list (and resyncs, and replays: :meth:`Informer.replay`) are delivered with :func:`sweeping` true
+  on the thread that tells them, so a handler can put the sweep over every object behind what the watch says now;
 * ``has_synced`` is set once the first list is in the store and its ``ADDED`` events were delivered;
 * the store holds each object encoded (marshal) and compressed against a dictionary shared by the informer's objects
   (:class:`~okt.runtime.packing.Packed`, :class:`~okt.runtime.packing.Codec`: objects of one kind repeat most of each
@@ -179,7 +179,8 @@ _delivery = threading.local()
 
 def sweeping() -> bool:
     """Whether the event being delivered on this thread comes from a list (the sweep over every object after a start
-    or a relist) or a periodic resync rather than from the watch: a handler may give it a lower priority."""
+    or a relist), a periodic resync or a replay (a handler joining a kind already watched) rather than from the watch:
+    a handler may give it a lower priority."""
     return bool(getattr(_delivery, "sweep", False))
 
 
@@ -541,7 +542,9 @@ class Informer:
 
     def replay(self, tell: Callable[[dict[str, Any]], None]) -> None:
         """Hand ``tell`` a private copy of every stored object, on the caller's thread, each read from the store when
-        its turn comes and told while the watch's and the lists' events wait (nothing once stopped).
+        its turn comes and told while the watch's and the lists' events wait (nothing once stopped), with
+        :func:`sweeping` true: it goes over every object, as a list does, and a handler puts it behind what the watch
+        says now.
 
         For whoever tells the objects again beside the watch (the periodic resync, a handler joining a kind already
         watched): each is told as the handlers last heard of it, or newer (okt's own write, stored before its echo),
@@ -554,8 +557,13 @@ class Informer:
                 return
             with self._delivering:
                 packed = self._store.get(key)
-                if packed is not None:
+                if packed is None:
+                    continue
+                was, _delivery.sweep = sweeping(), True
+                try:
                     tell(packed.unpack())
+                finally:
+                    _delivery.sweep = was
 
     # -- writes from okt itself ----------------------------------------------------------------------------------
 
@@ -1220,7 +1228,7 @@ class Informer:
             # Each object as stored when it is told, not as a list of them taken before: the watch's thread tells
             # its changes meanwhile, and a deletion told before this object's turn came was followed by a RESYNC of
             # the object gone (its daemons started again, for good).
-            self.replay(lambda obj: self._announce_sweep(((RESYNC, obj, obj),)))
+            self.replay(lambda obj: self._emit(RESYNC, obj, obj))
 
     def _emit(
         self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None, echo: object | None = None

@@ -976,6 +976,30 @@ def test_what_a_watched_kinds_list_maps_to_waits_in_the_sweep_lane_behind_live_e
         controller.cache.stop()
 
 
+def test_what_a_controller_joining_kinds_watched_already_is_replayed_waits_in_the_sweep_lane_behind_live_events(
+    offline_client: kube_client.Client, api: Any, obj: Any
+) -> None:
+    """A controller whose primary kind and watched kind another controller watches already learns of their objects by
+    the cache's replay, not by a list: that is its sweep all the same (in the live lane, every object it was replayed
+    went ahead of a fresh change, and a standby took each for a change made at the failover)."""
+    api.put(WIDGET, owner_w())
+    api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "settings"))
+    cache = cache_mod.Cache(api)
+    cache.start(WIDGET, lambda *_: None, status_owners=True)  # another controller's, and a ConfigMap it owns
+    cache.start(kinds.CONFIG_MAP, lambda *_: None)
+    assert cache.wait_for_sync(5)
+    controller = controller_mod.Controller(
+        WidgetsMappedFromConfigMaps, offline_client, cache, reconcile=lambda *a, **k: None
+    )
+    controller.watch()
+    try:  # no worker started: the queue holds what the replay filled it with
+        wait_for(lambda: sum(controller.queue.depths()) == 1, timeout=5)
+        time.sleep(0.1)  # the mapping thread maps the replayed ConfigMap
+        assert controller.queue.depths() == (0, 1)
+    finally:
+        cache.stop()
+
+
 def test_a_standby_forgets_the_changes_it_saw_of_objects_deleted_while_it_stood_by(api: Any) -> None:
     """A standby runs for months over objects created and deleted all the time: what it remembers of a live change
     goes with the object, or it would grow for ever, and once it leads it would reconcile every object long gone."""

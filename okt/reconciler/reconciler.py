@@ -389,7 +389,9 @@ class Reconciler:
         the client) that drops the state of the objects no longer there. Keep it quick: it runs on a worker.
 
         Errors: an exception is logged and counted (``okt_on_deleted_errors_total``), and the call is made again after
-        the key's backoff, at most 10 times in all; then the deletion is dropped.
+        the key's backoff, at most 10 times in all; then the deletion is dropped. An API server that does not answer
+        the read before the call (whether the object is gone: down, a 5xx, a 429) spends none of them: the read is made
+        again after a backoff, as long as the outage lasts.
         """
         return None
 

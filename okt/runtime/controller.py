@@ -34,7 +34,7 @@ Guarantees:
   gone (not for one that merely left the selection, nor for one deleted after it left it: the ``DELETED`` of an object
   out of the selection, as the event tells it, is no deletion of the operator's), and reconciles nothing when no
   object is left to reconcile; a hook that raises is logged, counted and called again after the key's backoff, a
-  bounded number of times;
+  bounded number of times (a read the API server did not answer is no call: it is made again until it is answered);
 * **one reconcile per key at a time**, whatever the number of workers (the queue's guarantee);
 * **a standby queues nothing** (``standby=True``, a leader-elected replica before it leads): its events change its
   cache only, and its queue stays empty; once it leads, :meth:`Controller.start_workers` queues first the primaries
@@ -962,9 +962,14 @@ class Controller:
         due = self._deletions.take(key)
         retry_in = None
         for deletion in due:
-            if self._tell(key, deletion):
-                continue
-            again = deletion.failed()
+            try:
+                if self._tell(key, deletion):
+                    continue
+            except deletions_mod.UNANSWERED:
+                # No call of the hook: an outage spends none of its attempts (it lost the deletions seen before it).
+                again: deletions_mod.Deletion | None = deletion.unanswered_once()
+            else:
+                again = deletion.failed()
             if again is None:
                 self._log.error(
                     "on_deleted failed for the last time: this deletion is not told again",
@@ -981,7 +986,12 @@ class Controller:
 
     def _tell(self, key: QueueKey, deletion: deletions_mod.Deletion) -> bool:
         """Call ``on_deleted`` for ``deletion`` if its object is in fact gone; False when it must be called again (it
-        raised, or the API could not say whether the object is gone)."""
+        raised, or the API refused to say whether the object is gone).
+
+        Raises:
+            deletions_mod.UNANSWERED: the API server did not answer whether the object is gone (the hook is not
+                called).
+        """
         try:
             there = self.client.get_or_none(self.kind, key[1], key[0])
         except errors.ApiError as exc:
@@ -991,6 +1001,8 @@ class Controller:
                 name=key[1],
                 error=str(exc),
             )
+            if isinstance(exc, deletions_mod.UNANSWERED):
+                raise
             return False
         if there is not None and packing.uid(there) == deletion.uid:
             # A watch says DELETED of an object that left the selection, too: that one is still there.

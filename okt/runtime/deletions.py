@@ -14,6 +14,9 @@ Guarantees:
   one is reconciled (the worker takes the key's deletions before it reconciles);
 * **bounded retries**: a hook that raises is called again after the key's backoff, at most :data:`ATTEMPTS` times in
   all, then dropped; its deletion is never retried for ever;
+* **an outage loses nothing**: a read of the API server that does not say whether the object is gone (no answer, a
+  5xx, a 429: :data:`UNANSWERED`) calls no hook and spends none of its attempts; it is made again after a backoff of
+  its own, as long as the outage lasts (spent, an outage of two minutes dropped every deletion seen before it);
 * **only the operator's objects**: a ``DELETED`` whose object, as the event tells it, is out of the operator's
   selection (the label selector, ``annotation_selector``, ``when``) notes nothing: whatever becomes of an object once
   okt's own filters refuse it is no longer the operator's — as Kopf calls its deletion handlers only for the objects
@@ -36,21 +39,28 @@ import threading
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
+from okt import errors
 from okt.runtime import backoff as backoff_mod
 
 ATTEMPTS = 10
 """How many times a raising ``on_deleted`` is called for one object before its deletion is dropped (with the
 controller's default backoff, about two minutes of retries)."""
 
+UNANSWERED = (errors.Unavailable, errors.ServerError, errors.TooManyRequests)
+"""The errors of a read that says nothing of the object: the API server down, failing (an etcd outage) or
+overloaded. The hook is not called, so no attempt of it is spent (see :meth:`Deletion.unanswered_once`)."""
+
 KeyT = TypeVar("KeyT", bound=Hashable)
 
 
 @dataclasses.dataclass(frozen=True)
 class Deletion:
-    """One deleted object: its last state as the watch told it, and how many calls of its hook failed so far."""
+    """One deleted object: its last state as the watch told it, how many calls of its hook failed so far, and how many
+    reads of the API left unsaid whether it is gone (:data:`UNANSWERED`)."""
 
     obj: Mapping[str, Any]
     failures: int = 0
+    unanswered: int = 0
 
     @property
     def uid(self) -> str:
@@ -60,6 +70,11 @@ class Deletion:
         """This deletion after one more failed call: None once it has used its :data:`ATTEMPTS`."""
         failures = self.failures + 1
         return None if failures >= ATTEMPTS else dataclasses.replace(self, failures=failures)
+
+    def unanswered_once(self) -> Deletion:
+        """This deletion after one more read of the API that did not say whether its object is gone: kept whatever
+        the count (the hook was not called; its :data:`ATTEMPTS` are its own), to be asked again later."""
+        return dataclasses.replace(self, unanswered=self.unanswered + 1)
 
 
 class Deletions(Generic[KeyT]):
@@ -106,8 +121,9 @@ class Deletions(Generic[KeyT]):
                 due.insert(0, deletion)
 
     def delay(self, deletion: Deletion) -> float:
-        """Seconds before the hook of ``deletion``, which failed, is called again."""
-        return self._backoff.delay(max(deletion.failures, 1))
+        """Seconds before the hook of ``deletion``, which failed or could not be called, is called again (the
+        unanswered reads back off too: an outage is not asked about at every key's first backoff step)."""
+        return self._backoff.delay(max(deletion.failures + deletion.unanswered, 1))
 
     def __contains__(self, key: object) -> bool:
         with self._lock:

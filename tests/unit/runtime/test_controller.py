@@ -26,7 +26,7 @@ from okt.kube import kinds, objects
 from okt.reconciler import refused_reports
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
-from okt.runtime import changes, logs, workqueue
+from okt.runtime import changes, deletions, logs, workqueue
 from okt.runtime import controller as controller_mod
 from okt.status import writer as status_writer
 from okt.testing import FakeClient, wait_for
@@ -1087,6 +1087,60 @@ def test_the_last_state_of_an_object_gone_past_okts_finalizer_goes_once_its_clea
     for i in range(20):
         controller.process(("ns", f"w{i}"))
     assert seen[20:] == [None] * 20
+
+
+class ForgettingWidgets(Widgets):
+    """Widgets whose per-object state goes with each deleted one (``on_deleted``)."""
+
+    def __init__(self) -> None:
+        self.told: list[str] = []
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        self.told.append(cr.uid)
+
+
+@pytest.mark.parametrize(
+    "unanswered",
+    [
+        errors.Unavailable(0, "Unavailable", "connection refused"),
+        errors.ApiError.from_status(503, "ServiceUnavailable", "the API server is restarting"),
+        errors.ApiError.from_status(504, "Timeout", "etcd did not answer"),
+        errors.ApiError.from_status(429, "TooManyRequests", "the API server is overloaded"),
+    ],
+    ids=["no-answer", "503", "504", "429"],
+)
+def test_an_api_server_unanswered_longer_than_on_deleteds_attempts_still_tells_the_deletion_once_it_answers(
+    unanswered: errors.ApiError,
+) -> None:
+    """The read that says whether the object is gone before ``on_deleted`` is called is no call of the hook: an API
+    server that does not answer it spends none of the hook's bounded attempts (spent, an outage of a few minutes
+    dropped every deletion seen before it, its hook never called), and the wait still backs off."""
+    client = FakeClient(kinds=[WIDGET])
+    controller = controller_mod.Controller(
+        ForgettingWidgets,
+        client,
+        cache_mod.Cache(client),
+        reconcile=lambda *args, **kwargs: fake_run(Outcome.done()),
+        backoff=NO_JITTER,
+    )
+    reconciler = controller.reconciler
+    assert isinstance(reconciler, ForgettingWidgets)
+    controller.watch()  # the store is what the controller asks whether a reconcile is due besides the hook
+    assert controller.cache.wait_for_sync(5)
+    controller.on_primary_event("DELETED", primary(uid="u1"), None)
+    outage = deletions.ATTEMPTS + 2
+    client.fail("get", "widgets", unanswered, times=outage)
+
+    for _ in range(outage):
+        controller.process(("ns", "w"))
+    assert reconciler.told == []
+    assert controller.queue.delayed_count == 1  # asked again later, not dropped
+    metric = controller.metrics.registry.get_sample_value
+    errors_counted = metric("okt_on_deleted_errors_total", {"controller": "widget"})
+    assert errors_counted in (None, 0)  # the hook never raised
+
+    controller.process(("ns", "w"))  # the API server answers again: the object is gone
+    assert reconciler.told == ["u1"]
 
 
 class MirroredWidgets(Widgets):

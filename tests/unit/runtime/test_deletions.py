@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from okt.runtime import backoff as backoff_mod
 from okt.runtime import deletions
 
 KEY = ("ns", "c")
@@ -75,3 +76,16 @@ def test_a_deletion_of_an_object_out_of_the_selection_is_not_kept() -> None:
     assert not due.note(KEY, left)
     assert due.note(KEY, kept)
     assert [d.uid for d in due.take(KEY)] == ["u2"]
+
+
+def test_reads_the_api_server_left_unanswered_spend_no_attempt_of_the_hook_and_back_off() -> None:
+    """An outage is no failure of the hook, which it did not call: however long it lasts, the hook keeps its
+    attempts, and the reads wait longer as it goes on."""
+    due: deletions.Deletions[tuple[str, str]] = deletions.Deletions(backoff_mod.Backoff(jitter=0.0))
+    deletion = deletions.Deletion(deleted("u1"))
+    first = deletion.unanswered_once()
+    for _ in range(deletions.ATTEMPTS * 3):
+        deletion = deletion.unanswered_once()
+
+    assert deletion.failed() is not None
+    assert due.delay(first) < due.delay(deletion) == due.delay(deletion.unanswered_once())  # up to the cap

@@ -301,13 +301,19 @@ def _default_port_protocols(value: Any) -> None:
             _default_port_protocols(item)
 
 
-def _pristine_view(res: resource.Resource) -> dict[str, Any] | None:
+def _pristine_view(res: resource.Resource, options: writing.WriteOptions) -> dict[str, Any] | None:
     """The drift view as the next reconcile builds it — without the initial data — when the write's
     ``mutate_with_initial_data()`` may change it; None when the resource keeps the default one, which changes nothing
     (the view is then built only if the answer differs)."""
     if type(res).mutate_with_initial_data is resource.Resource.mutate_with_initial_data:
         return None
-    return drift_check.drift_view(res)
+    return drift_check.drift_view(res, keyed=_keyed(options))
+
+
+def _keyed(options: writing.WriteOptions) -> bool:
+    """Whether the next reconcile's drift check compares ``options``' writes by key (:func:`decide`'s ``keyed``): the
+    server's forms are remembered against the view it builds, or they would never explain its drift."""
+    return options.strategy is writing.Strategy.APPLY
 
 
 def create(
@@ -330,7 +336,7 @@ def create(
     """
     if options.strategy is writing.Strategy.APPLY:
         _check_unanswered(client, res)
-    view = _pristine_view(res)
+    view = _pristine_view(res, options)
     res.mutate_with_initial_data()
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -345,7 +351,7 @@ def create(
         UNANSWERED_CREATES.discard(key)
     else:
         created = client.create(res.desired, kind)
-    drift_check.SERVER_FORMS.remember(view, res, created)
+    drift_check.SERVER_FORMS.remember(view, res, created, keyed=_keyed(options))
     res.live = created
     observe(created)
     return created
@@ -410,7 +416,7 @@ def update(
     """Write ``res`` over ``live``. ``drift_only`` (:attr:`Decision.drift_only`): the template is the one okt last
     wrote, so an item of okt's lists missing from ``live`` was taken away by someone, and an apply the API server
     refuses was refused for what someone made of okt's items (:func:`list_items.drop_rekeyed`)."""
-    view = _pristine_view(res)
+    view = _pristine_view(res, options)
     _keep_initial_data(res, live)
     res.check_identity()
     kind = client.kind_of(res.desired)
@@ -448,7 +454,7 @@ def update(
     else:
         res.preserve_from_live(live)
         updated = client.patch(kind, res.name, update_patch(res, live, owner, options), res.namespace)
-    drift_check.SERVER_FORMS.remember(view, res, updated)
+    drift_check.SERVER_FORMS.remember(view, res, updated, keyed=_keyed(options))
     res.live = updated
     observe(updated)
     return updated

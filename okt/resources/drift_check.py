@@ -138,16 +138,20 @@ class ServerForms:
             collections.OrderedDict()
         )
 
-    def remember(self, view: Mapping[str, Any] | None, res: resource.Resource, written: Mapping[str, Any]) -> None:
+    def remember(
+        self, view: Mapping[str, Any] | None, res: resource.Resource, written: Mapping[str, Any], *, keyed: bool = True
+    ) -> None:
         """Record what differs between the drift view okt wrote from (``view``; None: :func:`drift_view` of ``res``,
-        whose desired object its write left as the next reconcile builds it) and the server's answer."""
+        whose desired object its write left as the next reconcile builds it) and the server's answer. ``keyed``: as
+        for :func:`drift_view`, as the next reconcile's drift check builds it — a view built otherwise (a key field
+        the server defaults spelled out, or not) has another checksum, and would never explain that drift."""
         uid = (written.get("metadata") or {}).get("uid")
         if not uid:
             return
-        if view is None and in_place(res, written):
+        if view is None and in_place(res, written, keyed=keyed):
             found = []  # the usual case, on every write: the answer holds what okt wrote (one walk, no view built)
         else:
-            view = drift_view(res) if view is None else view
+            view = drift_view(res, keyed=keyed) if view is None else view
             found = checksum.mismatches(view, written)
         with self._lock:
             if not found:

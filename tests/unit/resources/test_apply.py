@@ -902,6 +902,42 @@ def test_a_write_the_server_stored_as_sent_forgets_the_earlier_form() -> None:
     assert not forms.explain(left_out(res), view, checksum.mismatches(view, left_out(res)))
 
 
+class FlaggedService(resource.MutableResource):
+    """A Service whose port leaves its protocol to the server, and that sets a zero value the server leaves out."""
+
+    api_version = "v1"
+    kind = "Service"
+    template = """
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ name }}-web
+  namespace: {{ namespace }}
+spec:
+  ports:
+    - port: 80
+  publishNotReadyAddresses: false
+"""
+
+
+@pytest.mark.parametrize("strategy", list(writing.Strategy))
+def test_what_the_server_made_of_a_write_is_remembered_as_the_strategys_drift_check_compares(
+    strategy: writing.Strategy,
+) -> None:
+    forms = drift_check.ServerForms()
+    res = prepared(FlaggedService)
+    keyed = strategy is writing.Strategy.APPLY
+    written = as_live(res)
+    written["spec"]["ports"][0]["protocol"] = "TCP"
+    del written["spec"]["publishNotReadyAddresses"]
+    forms.remember(None, res, written, keyed=keyed)
+    view = drift_check.drift_view(res, keyed=keyed)
+    found = checksum.mismatches(view, written)
+
+    assert found == [(".spec.publishNotReadyAddresses", None)]
+    assert forms.explain(written, view, found)
+
+
 def test_the_memory_keeps_only_the_newest_objects() -> None:
     forms = drift_check.ServerForms(limit=2)
     res = prepared(Flagged)

@@ -225,13 +225,18 @@ class Resource:
         """What the checksum covers. Default: the desired object without metadata, plus its labels and annotations.
 
         Annotations count only when the template sets some (so children without any keep the hash they always had):
-        one dropped from the template must change the hash, or no write would remove it.
+        one dropped from the template must change the hash, or no write would remove it. So do the owner references the
+        template or a mutation sets beside okt's controller reference (a second, non-controller owner): one added to
+        or dropped from an existing child's template must change the hash, or it would never be written.
         """
         meta = self.desired.get("metadata") or {}
         body = {k: v for k, v in self.desired.items() if k not in ("metadata", "status")}
         body["labels"] = meta.get("labels") or {}
         if meta.get("annotations"):
             body["annotations"] = meta["annotations"]
+        owners = [ref for ref in meta.get("ownerReferences") or () if not ref.get("controller")]
+        if owners:
+            body["ownerReferences"] = owners
         return body
 
     @classmethod

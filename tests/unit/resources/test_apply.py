@@ -126,6 +126,19 @@ def test_prepare_keeps_the_owner_references_the_author_set_beside_okts() -> None
     assert res.desired["metadata"]["ownerReferences"] == [shared_by, OWNER.owner_reference()]
 
 
+@pytest.mark.parametrize("change", ["added", "removed"])
+def test_an_owner_reference_the_author_adds_or_drops_is_written_to_the_child(change: str) -> None:
+    shared_by = {"apiVersion": "v1", "kind": "ConfigMap", "name": "catalog", "uid": "uid-9"}
+    before, after = Config(OWNER), Config(OWNER)
+    (after if change == "added" else before).desired["metadata"]["ownerReferences"] = [shared_by]
+    apply.prepare(before, OWNER, LABELS)
+    apply.prepare(after, OWNER, LABELS)
+
+    decision = apply.decide(after, as_live(before), OWNER, LABELS)
+
+    assert (decision.action, decision.reason) == (apply.Action.UPDATE, "hash changed")
+
+
 def test_prepare_without_owner_only_stamps_the_hash() -> None:
     res = Config(OWNER)
 

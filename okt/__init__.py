@@ -8,6 +8,7 @@ from okt.engines.results import Operation, Outcome, OutcomeKind
 from okt.engines.states import State
 from okt.engines.stepper import Run, Stepper
 from okt.errors import (
+    AdmissionRefused,
     ApiError,
     BadRequest,
     ConfigurationError,
@@ -86,6 +87,7 @@ give_up = Outcome.give_up
 __all__ = [
     "AVAILABLE",
     "Admission",
+    "AdmissionRefused",
     "ApiError",
     "BadRequest",
     "Client",

@@ -15,6 +15,7 @@ The tree::
     │   └── NamespaceTerminating  "NamespaceTerminating" a child's namespace is being deleted: its creates are refused
     ├── PermanentError            "PermanentError"      retrying as-is will not help
     │   ├── InvalidSpec           "InvalidSpec"         the custom resource's spec does not validate
+    │   ├── AdmissionRefused      "AdmissionRefused"    a check refuses the object (at admission: with its own code)
     │   ├── ObjectTooLarge        "ObjectTooLarge"      a child the API server refuses for its size (RequestTooLarge)
     │   ├── InvalidChild          "InvalidChild"        a child the API server refuses as invalid (422), for good
     │   │   └── ImmutableField    "ImmutableField"      a child's change the API server refuses: its field is immutable
@@ -189,6 +190,39 @@ class InvalidSpec(PermanentError):
             return cls(f"{prefix or 'object'}: invalid", field=prefix or None)
         message = "; ".join(f"{cause.field}: {cause.message}" for cause in causes)
         return cls(message, field=causes[0].field, causes=causes)
+
+
+ADMISSION_CODES = range(400, 600)
+"""The codes a refusal at admission may carry: an HTTP error status (the API server turns a refusal below 400 into a
+400, and Go's HTTP server refuses to write one past 999)."""
+
+
+class AdmissionRefused(PermanentError):
+    """A check refuses the object, with an HTTP status of its own for the refusal at admission (Kopf's
+    ``AdmissionError``): ``409`` for a name another object holds, ``429`` for a quota of the operator's own, ...
+
+    At admission (``check(ctx)``, ``default(obj)``) the API server answers the write with ``code`` and ``message``,
+    and the Status reason the API gives that code (``Conflict`` for 409; none for a code without one), so a client
+    tells the refusals apart by their code (``kubectl`` prints ``Error from server (Conflict): admission webhook ...
+    denied the request: <message>``). In a reconcile it is a permanent error like any other: ``Ready=False``, reason
+    ``AdmissionRefused``, until the object changes.
+
+    Args:
+        message: why the object is refused (shown to whoever wrote it: name the field, never quote a Secret's value).
+        code: the HTTP status of the refusal, 400 to 599 (default 403, ``Forbidden``, as any other of okt's errors
+            refuses).
+
+    Raises:
+        ValueError: ``code`` is not an int from 400 to 599.
+    """
+
+    reason: ClassVar[str] = "AdmissionRefused"
+
+    def __init__(self, message: str, code: int = 403) -> None:
+        if isinstance(code, bool) or not isinstance(code, int) or code not in ADMISSION_CODES:
+            raise ValueError(f"an admission refusal's code is an HTTP error status from 400 to 599, not {code!r}")
+        self.code = code
+        super().__init__(message)
 
 
 class ObjectTooLarge(PermanentError):

@@ -27,8 +27,10 @@ Guarantees:
   data, is logged once at error level, with where it was raised (never the object);
 * values from the object are data: the patch is computed structurally (JSON pointers escaped), never from text;
 * ``check(ctx)`` is told of the request in ``ctx.admission``, and a ``default`` declaring a parameter ``admission``
-  there (:mod:`okt.reconciler.admission_request`): the warnings either gives are answered with its verdict, an
-  admission or a refusal alike.
+  there (:mod:`okt.reconciler.admission_request`), with the HTTP headers it came in: the warnings either gives are
+  answered with its verdict, an admission or a refusal alike;
+* a hook refuses with a code of its own by raising :class:`okt.AdmissionRefused` (``code=409``): the API server
+  answers the write with that code, and the API's reason for it.
 
 * ``check(ctx)`` writes nothing: the webhooks are declared ``sideEffects: None``, so the API server calls them for a
   dry run too (``kubectl apply --dry-run=server``), and an object they admit may still be refused by a later webhook
@@ -70,6 +72,25 @@ REVIEW_API_VERSIONS = (REVIEW_API_VERSION, "admission.k8s.io/v1beta1")
 JUDGED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
 OUT_OF_SCOPE = "out-of-scope"
 """The audit annotation (after the webhook's name and a slash) saying why an object was admitted unjudged."""
+STATUS_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Gone",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+"""The Status reason the API gives each HTTP code it uses (``k8s.io/apimachinery``'s ``StatusReason``): a refusal's
+code of its own is answered with it, so a client's ``IsConflict(err)`` holds for a 409; a code without one, none."""
 _log = structlog.get_logger("okt.admission")
 
 
@@ -139,12 +160,14 @@ class Verdict:
     @classmethod
     def refuse(cls, error: BaseException, hook: str) -> Verdict:
         """Refuse for what ``hook`` raised: 422 ``Invalid`` for an invalid spec (with its causes, one per bad field),
-        403 ``Forbidden`` with the message of another of okt's errors or of a pydantic ``ValidationError`` (its
-        fields), as ``Ready=False`` would carry it; any other exception, a bug of the operator, is a 500
-        ``InternalError`` naming the hook and the exception's class, never its text (see
-        :func:`okt.errors.answered`)."""
+        an :class:`okt.AdmissionRefused`'s own code (with the API's reason for it), 403 ``Forbidden`` with the message
+        of another of okt's errors or of a pydantic ``ValidationError`` (its fields), as ``Ready=False`` would carry
+        it; any other exception, a bug of the operator, is a 500 ``InternalError`` naming the hook and the exception's
+        class, never its text (see :func:`okt.errors.answered`)."""
         if isinstance(error, errors.InvalidSpec):
             return cls(False, str(error), 422, "Invalid", causes=error.causes)
+        if isinstance(error, errors.AdmissionRefused):
+            return cls(False, str(error), error.code, STATUS_REASONS.get(error.code, ""))
         if not isinstance(error, errors.OktError | pydantic.ValidationError):
             return cls(False, errors.answered(error, hook), 500, "InternalError")
         return cls(False, errors.message_of(error), 403, "Forbidden")
@@ -164,6 +187,7 @@ def validate(
     request: Mapping[str, Any],
     client: kube_client.Client,
     scope: Scope = EVERYTHING,
+    headers: admission_request.Headers = admission_request.NO_HEADERS,
 ) -> Verdict:
     """The validating webhook: ``spec_model`` validation, then ``check(ctx)``, as CRChecker runs them.
 
@@ -172,6 +196,7 @@ def validate(
         request: the ``request`` of an AdmissionReview.
         client: the API client ``check(ctx)`` reads through.
         scope: the objects the operator serves (default: all); the others are admitted unjudged.
+        headers: the HTTP headers the review came with (``ctx.admission.headers``).
     """
     obj = _judged(reconciler, request, scope)
     if not isinstance(obj, Mapping):
@@ -192,7 +217,7 @@ def validate(
         logger=_log.bind(controller=type(reconciler).controller_name(), namespace=cr.namespace, name=cr.name),
         recorder=None,
     )
-    ctx.admission = admission_request.Admission.of(request)
+    ctx.admission = admission_request.Admission.of(request, headers)
     try:
         with fence_mod.fenced(_writes_nothing, errors.WriteRefused):
             ctx.results.follow(coroutines.call(reconciler.check, ctx), "check")
@@ -205,14 +230,20 @@ def validate(
     return Verdict.refuse(error, "check").warned(ctx.admission)
 
 
-def mutate(reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope = EVERYTHING) -> Verdict:
+def mutate(
+    reconciler: reconciler_mod.Reconciler,
+    request: Mapping[str, Any],
+    scope: Scope = EVERYTHING,
+    headers: admission_request.Headers = admission_request.NO_HEADERS,
+) -> Verdict:
     """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch (only for the
-    objects of ``scope``, default all, that the reconciler selects)."""
+    objects of ``scope``, default all, that the reconciler selects); a ``default`` declaring ``admission`` is given
+    the request, with the HTTP ``headers`` it came with."""
     obj = _judged(reconciler, request, scope)
     if not isinstance(obj, Mapping):
         return obj
     working = copy.deepcopy(dict(obj))
-    given = admission_request.Admission.of(request)
+    given = admission_request.Admission.of(request, headers)
     try:
         hook: Callable[..., Any] = reconciler.default
         returned = (

@@ -25,9 +25,11 @@ Guarantees:
   :data:`BODIES_AT_ONCE` at most, the others wait their turn (within the request timeout, else a ``503``), so many
   connections each sending a large review cost no more; a review is never a ``500`` for a problem of the object
   (refusals are answers, see the review modules);
-* no object content is logged, only the review's uid, path and verdict; a review that fails inside okt (a bug, not
-  the object's problem) is a ``500`` saying the error's type and a fixed message, logged once with the type and the
-  stack of it and of the exceptions it came from, never their text (it may hold what the review carried).
+* no object content is logged, only the review's uid, path and verdict, and no header (the API server's credentials
+  for its webhook calls travel there: they are given, read-only, to the admission hooks); a review that fails inside
+  okt (a bug, not the object's problem) is a ``500`` saying the error's type and a fixed message, logged once with
+  the type and the stack of it and of the exceptions it came from, never their text (it may hold what the review
+  carried).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import Any, cast
 
 import structlog
 
+from okt.reconciler import admission_request
 from okt.runtime import webhook_reviews
 
 BODIES_AT_ONCE = 16 * 1024 * 1024
@@ -390,7 +393,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         started = time.monotonic()
         self.server.judging(self.connection, named)
         try:
-            answer = review(body)
+            answer = review(body, admission_request.Headers(self.headers.items()))
         except (webhook_reviews.BadReview, RecursionError) as exc:  # RecursionError: nested past what okt walks
             return 400, {"error": str(exc)}
         except Exception as exc:  # a bug of okt, not of the object: the API server applies the failurePolicy

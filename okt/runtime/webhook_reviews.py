@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from okt.kube import client as kube_client
-from okt.reconciler import admission, conversion, webhooks
+from okt.reconciler import admission, admission_request, conversion, webhooks
 from okt.reconciler import reconciler as reconciler_mod
 
 MAX_BODY = 16 * 1024 * 1024
@@ -39,7 +39,8 @@ of its limit. The API server's JSON has about one per 12 to 18 bytes (managedFie
 some 10 times its size; a body of small values (``[{},{},...]``) would cost up to 130 bytes of memory each, 30 times
 its size and more, so past this count it is refused before it is decoded."""
 
-Review = Callable[[Mapping[str, Any]], dict[str, Any]]
+Review = Callable[[Mapping[str, Any], admission_request.Headers], dict[str, Any]]
+"""Answers a review (its decoded body), sent with those HTTP headers (an admission hook's ``admission.headers``)."""
 
 
 def reviews_of(
@@ -61,14 +62,14 @@ def _review(
     scope: admission.Scope,
 ) -> Review:
     if endpoint.purpose is webhooks.Purpose.VALIDATING:
-        return lambda review: admission.respond(
-            review, admission.validate(reconciler, _request(review, *_ADMISSION), client, scope)
+        return lambda review, headers: admission.respond(
+            review, admission.validate(reconciler, _request(review, *_ADMISSION), client, scope, headers)
         )
     if endpoint.purpose is webhooks.Purpose.MUTATING:
-        return lambda review: admission.respond(
-            review, admission.mutate(reconciler, _request(review, *_ADMISSION), scope)
+        return lambda review, headers: admission.respond(
+            review, admission.mutate(reconciler, _request(review, *_ADMISSION), scope, headers)
         )
-    return lambda review: conversion.respond(
+    return lambda review, headers: conversion.respond(  # a converter is told of nothing but the objects
         review, conversion.convert(endpoint.reconciler, _request(review, *_CONVERSION))
     )
 

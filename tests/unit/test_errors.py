@@ -42,6 +42,7 @@ EXPECTED_REASONS = {
     errors.ObjectTooLarge: "ObjectTooLarge",
     errors.ImmutableField: "ImmutableField",
     errors.InvalidChild: "InvalidChild",
+    errors.AdmissionRefused: "AdmissionRefused",
     errors.RequestTooLarge: "ApiError",
 }
 
@@ -426,6 +427,24 @@ def test_temporary_error_refuses_a_delay_that_is_not_a_duration(delay: float) ->
         errors.TemporaryError("later", delay=delay)
 
 
+@pytest.mark.parametrize("code", [400, 409, 422, 429, 599])
+def test_an_admission_refusal_keeps_its_code_and_is_permanent(code: int) -> None:
+    refused = errors.AdmissionRefused("spec.name: taken by another widget", code=code)
+    assert (refused.code, str(refused), isinstance(refused, errors.PermanentError)) == (
+        code,
+        "spec.name: taken by another widget",
+        True,
+    )
+    assert errors.AdmissionRefused("no").code == 403
+
+
+@pytest.mark.parametrize("code", [200, 399, 600, 999, True, 409.0, "409", None])
+def test_an_admission_refusal_refuses_a_code_that_is_no_http_error_status_in_one_line(code: object) -> None:
+    with pytest.raises(ValueError) as refused:
+        errors.AdmissionRefused("no", code=code)  # type: ignore[arg-type]
+    assert str(refused.value) == f"an admission refusal's code is an HTTP error status from 400 to 599, not {code!r}"
+
+
 @pytest.mark.parametrize("alarming", [False, True])
 def test_give_up_keeps_its_reason_text_and_alarm(alarming: bool) -> None:
     exc = errors.GiveUp("the custom resource is gone", alarming=alarming)
@@ -529,6 +548,7 @@ def test_invalid_spec_shortens_long_bad_values() -> None:
         ),
         errors.RegistrationError("twice"),
         errors.HttpError("GET pod/x -> 404: gone", status=404, body="gone"),
+        errors.AdmissionRefused("the name is taken", code=409),
     ],
     ids=lambda exc: type(exc).__name__,
 )

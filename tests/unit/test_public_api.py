@@ -12,6 +12,7 @@ PINNED = {
     "daemon",
     "DaemonContext",
     "Admission",
+    "AdmissionRefused",
     "on_cleanup",
     "on_startup",
     "probe",

@@ -553,3 +553,47 @@ def test_kubectl_prints_the_warnings_of_an_admitted_object_and_a_dry_run_is_one_
         assert "Warning: spec.image: the :latest tag is deprecated (pin a version)\n" in tried.stderr
         assert WarnedGadgets.validated[1][:2] == (True, envtest.ADMIN_USER)
         assert kube.get_or_none(gadget_kind, "tried", namespace) is None
+
+
+class ReservedGadgets(Gadgets):
+    """Refuses a gadget of a reserved name with 409 ``Conflict``, and keeps what each validation was told."""
+
+    told: list[okt.Admission] = []
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.admission is None:
+            return
+        type(self).told.append(ctx.admission)
+        if ctx.cr.name.startswith("reserved-"):
+            raise okt.AdmissionRefused(f"metadata.name: {ctx.cr.name} is reserved", code=409)
+
+
+def test_a_check_refuses_with_a_code_of_its_own_that_the_client_and_kubectl_see_and_reads_the_calls_headers(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    configure: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    with serving(kube, namespace, ReservedGadgets) as manager:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle)
+        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+        ReservedGadgets.told.clear()
+
+        with pytest.raises(okt.Conflict) as refused:
+            kube.create(gadget(namespace, "reserved-1", "memcached:1.6"), gadget_kind)
+        applied = apply(control_plane, gadget(namespace, "reserved-2", "memcached:1.6"), tmp_path)
+
+    assert (refused.value.status, refused.value.api_reason) == (409, "Conflict")
+    assert refused.value.api_message.endswith("denied the request: metadata.name: reserved-1 is reserved")
+    assert applied.returncode != 0
+    assert "Error from server (Conflict): " in applied.stderr
+    assert "denied the request: metadata.name: reserved-2 is reserved" in applied.stderr
+    assert kube.get_or_none(gadget_kind, "reserved-1", namespace) is None
+    told = ReservedGadgets.told[0]
+    assert (told.username, told.user_uid) == (envtest.ADMIN_USER, envtest.ADMIN_USER)  # the token file's uid column
+    assert told.headers["content-type"] == "application/json"
+    assert told.headers["user-agent"].startswith("kube-apiserver-admission")

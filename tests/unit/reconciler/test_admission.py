@@ -15,7 +15,7 @@ import structlog.testing
 
 import okt
 from okt.kube import kinds
-from okt.reconciler import admission
+from okt.reconciler import admission, admission_request
 from okt.testing import FakeClient, condition
 
 WIDGET = kinds.Kind("example.com/v1", "Widget", "widgets")
@@ -120,6 +120,77 @@ def test_a_check_that_fails_otherwise_refuses_with_403_and_its_message() -> None
 
     verdict = admission.validate(Strict(), request(widget({"size": 3})), FakeClient())
     assert (verdict.allowed, verdict.code, verdict.message) == (False, 403, "the quota service is down")
+
+
+class Quota(Widgets):
+    """Refuses a widget past a quota of its own with 429, and one of a taken name with a code the API has no reason
+    for."""
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.spec.size > 5:
+            raise okt.AdmissionRefused("spec.size: past the quota of 5 widgets' replicas", code=429)
+        if ctx.spec.mode == "odd":
+            raise okt.AdmissionRefused("spec.mode: odd is kept for later", code=418)
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "reason"), [({"size": 6}, 429, "TooManyRequests"), ({"size": 1, "mode": "odd"}, 418, "")]
+)
+def test_a_check_refusing_with_a_code_of_its_own_is_answered_with_it_and_the_apis_reason_for_it(
+    spec: dict[str, Any], code: int, reason: str
+) -> None:
+    review = {"apiVersion": "admission.k8s.io/v1", "request": request(widget(spec))}
+
+    verdict = admission.validate(Quota(), review["request"], FakeClient(kinds=[WIDGET]))
+
+    status = admission.respond(review, verdict)["response"]["status"]
+    assert (status["code"], status["reason"], status["message"]) == (code, reason, verdict.message)
+    assert verdict.message.startswith("spec.")
+    assert "details" not in status
+
+
+def test_a_default_refusing_with_a_code_of_its_own_is_answered_with_it() -> None:
+    class Taken(Widgets):
+        def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+            raise okt.AdmissionRefused("metadata.name: w is taken", code=409)
+
+    verdict = admission.mutate(Taken(), request(widget({"size": 1})))
+    assert (verdict.allowed, verdict.code, verdict.reason, verdict.message) == (
+        False,
+        409,
+        "Conflict",
+        "metadata.name: w is taken",
+    )
+
+
+def test_a_check_refusing_with_a_code_in_a_reconcile_is_ready_false_admission_refused() -> None:
+    fake = FakeClient(kinds=[WIDGET], objects=[widget({"size": 6})])
+    okt.reconcile(Quota(), fake, None, "ns", "w")
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "AdmissionRefused")
+    assert ready["message"] == "spec.size: past the quota of 5 widgets' replicas"
+
+
+def test_a_check_reads_the_users_uid_extra_and_the_headers_of_the_call() -> None:
+    seen: list[okt.Admission] = []
+
+    class Reading(Widgets):
+        def check(self, ctx: okt.Context) -> None:
+            assert ctx.admission is not None
+            seen.append(ctx.admission)
+
+    review = {**request(widget({"size": 1})), "userInfo": {"username": "jane", "uid": "7", "extra": {"k": ["v"]}}}
+    headers = admission_request.Headers([("User-Agent", "kube-apiserver-admission")])
+
+    assert admission.validate(Reading(), review, FakeClient(kinds=[WIDGET]), headers=headers).allowed
+
+    (given,) = seen
+    assert (given.user_uid, dict(given.extra), given.headers["user-agent"]) == (
+        "7",
+        {"k": ("v",)},
+        "kube-apiserver-admission",
+    )
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,57 @@ def test_the_request_says_its_operation_dry_run_and_user() -> None:
     )
 
 
+def test_the_request_says_its_users_uid_and_extra_read_only() -> None:
+    pod = "authentication.kubernetes.io/pod-name"
+    given = okt.Admission.of(
+        {
+            "uid": "u-1",
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:ops:deployer", "uid": "9f3c", "extra": {pod: ["web-0"]}},
+        }
+    )
+    assert (given.user_uid, dict(given.extra)) == ("9f3c", {pod: ("web-0",)})
+    with pytest.raises(TypeError):
+        given.extra[pod] = ("another",)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("extra", "kept"),
+    [
+        (None, {}),
+        (["scopes"], {}),
+        ({"scopes": "user:info"}, {}),
+        ({"scopes": ["user:info", 3, None], "empty": []}, {"scopes": ("user:info",), "empty": ()}),
+    ],
+    ids=["absent", "a-list", "a-value-not-a-list", "values-not-strings"],
+)
+def test_an_extra_of_other_types_keeps_only_lists_of_strings(extra: Any, kept: dict[str, tuple[str, ...]]) -> None:
+    given = okt.Admission.of({"operation": "CREATE", "userInfo": {"uid": 42, "extra": extra}})
+    assert (given.user_uid, dict(given.extra)) == ("", kept)
+
+
+def test_the_headers_are_read_by_any_case_and_a_repeated_one_is_one_value_joined_as_http_joins_them() -> None:
+    headers = admission_request.Headers(
+        [("Content-Type", "application/json"), ("X-Trace", "a"), ("x-trace", "b"), ("User-Agent", "kube-apiserver")]
+    )
+    given = okt.Admission.of({"operation": "CREATE"}, headers)
+
+    assert given.headers["content-type"] == given.headers["CONTENT-TYPE"] == "application/json"
+    assert given.headers.get("X-TRACE") == "a, b"
+    assert list(given.headers) == ["content-type", "x-trace", "user-agent"]
+    assert "user-agent" in given.headers and 3 not in given.headers and given.headers.get(3) is None  # type: ignore
+    assert okt.Admission.of({"operation": "CREATE"}).headers == {}
+
+
+def test_neither_the_headers_nor_the_extra_show_in_a_repr() -> None:
+    headers = admission_request.Headers([("Authorization", "Bearer hunter2")])
+    given = okt.Admission.of({"operation": "CREATE", "userInfo": {"extra": {"scopes": ["secret-scope"]}}}, headers)
+    assert "hunter2" not in repr(given) and "secret-scope" not in repr(given)
+    assert repr(headers) == "Headers(['authorization'])"
+    with pytest.raises(TypeError):
+        headers["authorization"] = "Bearer other"  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
     "request_",
     [

@@ -565,7 +565,7 @@ def test_a_review_failing_inside_okt_is_a_500_naming_the_errors_type_logged_once
 ) -> None:
     secret_value = "czNjcjN0LXBhc3N3b3Jk"  # a Secret's data, as a review of a Secret carries it
 
-    def failing_review(body: Any) -> dict[str, Any]:
+    def failing_review(body: Any, headers: Any) -> dict[str, Any]:
         data = {"password": secret_value}
         try:
             return {"response": data["token"]}
@@ -1100,3 +1100,42 @@ def test_the_callers_timeout_is_read_from_the_go_duration_the_api_server_puts_in
     query: str, seconds: float | None
 ) -> None:
     assert webhook_connections.caller_timeout(query) == seconds
+
+
+class Reserved(okt.Reconciler):
+    """Refuses a widget of a reserved name with 409, and keeps what each check was told of its call."""
+
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    spec_model = Spec
+    told: list[okt.Admission] = []
+
+    def check(self, ctx: okt.Context) -> None:
+        assert ctx.admission is not None
+        type(self).told.append(ctx.admission)
+        if ctx.cr.name == "w":
+            raise okt.AdmissionRefused("metadata.name: w is reserved", code=409)
+
+
+def test_a_refusal_with_its_own_code_comes_back_over_tls_and_the_check_reads_the_calls_headers_never_logged() -> None:
+    running = webhook_server.WebhookServer(webhook_server.Options(host="127.0.0.1", port=0), [Reserved], FakeClient())
+    running.start()
+    Reserved.told.clear()
+    context = ssl.create_default_context(cadata=running.certificates.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", running.port, context=context, timeout=10)
+    try:
+        with structlog.testing.capture_logs() as logs:
+            headers = {"Content-Type": "application/json", "Authorization": "Bearer hunter2", "X-Trace": "t-1"}
+            connection.request("POST", "/validate/widget", body=json.dumps(review({"size": 2})), headers=headers)
+            answer = json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
+        running.stop()
+
+    status = answer["response"]["status"]
+    assert (answer["response"]["allowed"], status["code"], status["reason"]) == (False, 409, "Conflict")
+    assert status["message"] == "metadata.name: w is reserved"
+    (told,) = Reserved.told
+    assert (told.headers["authorization"], told.headers["x-trace"]) == ("Bearer hunter2", "t-1")
+    assert logs and "hunter2" not in repr(logs)

@@ -305,6 +305,42 @@ def test_the_warnings_examples_are_printed_by_kubectl_for_the_objects_they_name(
     }
 
 
+def past_the_quota(kind: kinds.Kind, namespace: str) -> dict[str, Any]:
+    return {**memcached(kind, namespace), "spec": {"size": 6, "image": "memcached:1.6"}}
+
+
+def refused_past_the_quota(kube: okt.Client, kind: kinds.Kind, namespace: str) -> okt.ApiError | None:
+    """What the API server answers a create of a Memcached past the page's quota (None: admitted, the configuration
+    not called yet; the object is deleted again)."""
+    obj = past_the_quota(kind, namespace)
+    try:
+        kube.create(obj, kind)
+    except okt.ApiError as exc:
+        return exc
+    kube.delete(kind, obj["metadata"]["name"], namespace)
+    return None
+
+
+def test_the_refusal_code_example_is_the_refusal_kubectl_prints(
+    kube: okt.Client, control_plane: envtest.ControlPlane, apply_crd: Any, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    section = "A refusal's code of your own"
+    page = PAGE.read_text().split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    (printed,) = re.findall(r'\nError from server \((\w+)\): error when creating "memcached.yaml": (.*)\n', page)
+    with page_operator(kube, apply_crd, namespace, section) as (_, kind):
+        refused = wait_for(
+            lambda: refused_past_the_quota(kube, kind, namespace), timeout=30, message="the page's webhook in use"
+        )
+        manifest = tmp_path / "memcached.yaml"
+        manifest.write_text(json.dumps(past_the_quota(kind, namespace)))
+        applied = kubectl.kubectl(control_plane.kubeconfig, "apply", "-f", str(manifest))
+
+    assert isinstance(refused, okt.TooManyRequests)
+    assert (refused.status, refused.api_reason) == (429, "TooManyRequests")
+    said = re.findall(r'^Error from server \((\w+)\): error when creating "[^"]*": (.*)$', applied.stderr, re.M)
+    assert said == [(printed[0], printed[1].replace("cache.example.com", kind.group))]
+
+
 def test_trying_it_locally_ends_when_okt_run_cannot_start_and_configures_nothing(
     kube: okt.Client,
     control_plane: envtest.ControlPlane,

@@ -137,7 +137,7 @@ def _request(review: Mapping[str, Any], kind: str, api_versions: Sequence[str]) 
         raise BadReview("request.operation is missing or not a string (CREATE, UPDATE, DELETE or CONNECT)")
     if kind == "ConversionReview" and not _GROUP_VERSION.fullmatch(str(request.get("desiredAPIVersion"))):
         raise BadReview(f"request.desiredAPIVersion {request.get('desiredAPIVersion')!r} is not a group/version")
-    for field in ("object", "oldObject", "resource"):
+    for field in ("object", "oldObject", "resource", "kind"):  # kind: what a refusal's details name
         if request.get(field) is not None and not isinstance(request[field], Mapping):
             raise BadReview(f"request.{field} is not a JSON object")
     objects = request.get("objects")

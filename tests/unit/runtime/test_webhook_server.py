@@ -174,6 +174,11 @@ widget = review({"size": 1})["request"]["object"]
             admission_review(operation="UPDATE", object=widget, oldObject={**widget, "metadata": {"namespace": 1}}),
             "request.oldObject.metadata.namespace",
         ),
+        (
+            "/validate/widget",
+            admission_review(operation="CREATE", object={**widget, "spec": {"size": 0}}, kind="Widget"),
+            "request.kind",
+        ),
     ],
     ids=[
         "metadata",
@@ -195,6 +200,7 @@ widget = review({"size": 1})["request"]["object"]
         "label-a-list",
         "annotations-a-number",
         "old-namespace-a-number",
+        "kind-a-string",
     ],
 )
 def test_a_review_of_the_wrong_shape_is_a_client_error_naming_what_is_wrong(path: str, body: Any, named: str) -> None:

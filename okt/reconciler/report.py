@@ -622,8 +622,17 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None,
                 return False
             written = status_written or written
         elif settings.status_target is writer.Target.ANNOTATIONS:
+            # The annotation is written whole: the fields it keeps that this write does not state (a timer's, set at
+            # its interval; a hook's, set at some reconciles) are carried, as the status subresource keeps them, and
+            # only a field stated as None is removed. Left out, each went at the next reconcile, and came back at the
+            # next call that set it: a field missing in between, and two writes for nothing.
             annotations = writer.annotations_patch(
-                ctx.cr.annotations, ctx.conditions, ctx.cr.generation, extra, settings.prefix, alongside=bookkeeping
+                ctx.cr.annotations,
+                ctx.conditions,
+                ctx.cr.generation,
+                {**writer.status_fields_from_annotations(ctx.cr.annotations, settings.prefix), **extra},
+                settings.prefix,
+                alongside=bookkeeping,
             )
         annotations.update(bookkeeping)
         if annotations:

@@ -238,3 +238,53 @@ def test_a_reconciler_that_writes_no_status_and_sets_no_status_field_succeeds() 
 
     assert not run.results.has_error
     assert run.outcome.kind is okt.OutcomeKind.REQUEUE_AFTER  # the timer's next call
+
+
+class Backups(okt.Reconciler):
+    """A WebApp reconciler whose SuccessManager sets ``ctx.status_fields`` only as told (as a timer does at its
+    interval, or a hook at some reconciles)."""
+
+    api_version = "apps.example.com/v1alpha1"
+    kind = "WebApp"
+
+    def __init__(self, fields: dict[str, object]) -> None:
+        self.fields = fields
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        answer = super().enter_in_state(state, ctx)
+        if state is okt.State.SuccessManager:
+            ctx.status_fields.update(self.fields)
+        return answer
+
+
+class AnnotatedBackups(Backups):
+    status = "annotations"
+
+
+def _stored_fields(fake: okt.testing.FakeClient, status: str) -> dict[str, object]:
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None
+    if status == "status":
+        return {key: value for key, value in (stored.get("status") or {}).items() if key == "lastBackup"}
+    return dict(json.loads(stored["metadata"].get("annotations", {}).get("okt.io/status", "{}")))
+
+
+@pytest.mark.parametrize("status", ["status", "annotations"])
+def test_a_status_field_set_by_an_earlier_reconcile_stays_until_one_removes_it_wherever_the_status_is_kept(
+    status: str,
+) -> None:
+    """A field a timer or a hook set once (``lastBackup``) is kept by the reconciles that do not set it, and removed
+    by one that sets it to None — in okt's annotations (``status = "annotations"``, written whole) as on the status
+    subresource: the annotation lost it at the next reconcile, and the timer wrote it back at its next call."""
+    fake = webapp()
+    reconciler = Backups if status == "status" else AnnotatedBackups
+
+    okt.reconcile(reconciler({"lastBackup": "2026-11-30T12:00:00Z"}), fake, None, "shop", "web")
+    assert _stored_fields(fake, status) == {"lastBackup": "2026-11-30T12:00:00Z"}
+
+    run = okt.reconcile(reconciler({}), fake, None, "shop", "web")
+    assert not run.results.has_error
+    assert _stored_fields(fake, status) == {"lastBackup": "2026-11-30T12:00:00Z"}
+
+    okt.reconcile(reconciler({"lastBackup": None}), fake, None, "shop", "web")
+    assert _stored_fields(fake, status) == {}

@@ -570,9 +570,22 @@ def _fields_and_bookkeeping(
     if refused_move:
         return {}, ctx.bookkeeping.status_fields_while_refused()
     fields = _fields_to_write(ctx, fields)
+    if not in_status:
+        return fields, fields
+    # The fields an operator version with ``status = "annotations"`` kept in ``<prefix>/status`` (a timer's, set at its
+    # interval) that the status does not hold are carried into it, as the conditions are (see okt.reconciler.context):
+    # the same write removes that annotation, and they were lost with it until the next call that set them.
+    left = {key: value for key, value in _kept_in_annotations(ctx).items() if key not in ctx.cr.status}
     # The bookkeeping's part goes to a status okt writes only: elsewhere the bookkeeping is kept in annotations, and all
     # it could say of the status is to remove the copy an operator version that wrote the status left in it.
-    return fields, ({**fields, **ctx.bookkeeping.status_fields()} if in_status else fields)
+    return fields, {**left, **fields, **ctx.bookkeeping.status_fields()}
+
+
+def _kept_in_annotations(ctx: context_mod.Context) -> dict[str, Any]:
+    """The status fields okt's annotation ``<prefix>/status`` keeps (under a legacy prefix, where the current one keeps
+    none)."""
+    settings = ctx.settings
+    return writer.status_fields_from_annotations(ctx.cr.annotations, settings.prefix, settings.legacy_prefixes)
 
 
 def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None, *, refused_move: bool = False) -> bool:
@@ -630,7 +643,7 @@ def write_status(ctx: context_mod.Context, fields: dict[str, Any] | None = None,
                 ctx.cr.annotations,
                 ctx.conditions,
                 ctx.cr.generation,
-                {**writer.status_fields_from_annotations(ctx.cr.annotations, settings.prefix), **extra},
+                {**_kept_in_annotations(ctx), **extra},
                 settings.prefix,
                 alongside=bookkeeping,
             )

@@ -77,10 +77,17 @@ def conditions_from_annotations(
     return items if isinstance(items, list) else []
 
 
-def status_fields_from_annotations(annotations: Mapping[str, str] | None, prefix: str) -> dict[str, Any]:
-    """The status fields kept in ``<prefix>/status`` (``status = "annotations"``); a missing or unreadable annotation
-    reads as empty."""
-    raw = (annotations or {}).get(names_mod.Names(prefix).status_annotation)
+def status_fields_from_annotations(
+    annotations: Mapping[str, str] | None, prefix: str, legacy_prefixes: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The status fields kept in ``<prefix>/status`` (``status = "annotations"``) — or, where it is missing, in the
+    first of the ``legacy_prefixes`` that keeps one, as :func:`conditions_from_annotations` reads them; a missing or
+    unreadable annotation reads as empty."""
+    annotations = annotations or {}
+    raw = annotations.get(names_mod.Names(prefix).status_annotation)
+    if raw is None and legacy_prefixes:
+        legacy = (names_mod.Names(p).status_annotation for p in legacy_prefixes)
+        raw = next((annotations[name] for name in legacy if name in annotations), None)
     try:
         fields = json.loads(raw) if raw else {}
     except ValueError:

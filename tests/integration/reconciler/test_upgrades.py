@@ -315,6 +315,29 @@ def test_conditions_an_old_version_kept_in_annotations_move_to_the_status_with_t
     assert shared.write_requests(kube, before) == {}
 
 
+def test_status_fields_an_old_version_kept_in_annotations_move_to_the_status_with_its_conditions(
+    kube: kube_client.Client, namespace: str, cache_kind: kinds.Kind
+) -> None:
+    """A field version 1 kept in ``<prefix>/status`` (a timer's ``lastBackup``, set at its interval) is carried into
+    the status subresource by the write that moves the conditions and removes the annotation: it was removed with
+    the annotation, and missing until the timer's next call."""
+    make_cache(kube, cache_kind, namespace, "f")
+    assert okt.reconcile(CacheV1InAnnotations(), kube, None, namespace, "f").outcome == okt.Outcome.done()
+    backup = {"lastBackup": "2026-01-02T03:04:05Z"}  # as version 1's timer wrote it
+    kube.patch(cache_kind, "f", {"metadata": {"annotations": {"okt.io/status": json.dumps(backup)}}}, namespace)
+
+    run = okt.reconcile(CacheV1(), kube, None, namespace, "f")  # version 2 writes the status subresource
+
+    assert run.outcome == okt.Outcome.done(), run.path_str
+    moved = kube.get(cache_kind, "f", namespace)
+    assert moved["status"].get("lastBackup") == backup["lastBackup"]
+    assert condition(moved, "Ready")["status"] == "True"
+    assert not [name for name in moved["metadata"].get("annotations") or {} if name.startswith("okt.io/")]
+    before = kube.stats.snapshot()
+    assert okt.reconcile(CacheV1(), kube, None, namespace, "f").outcome == okt.Outcome.done()
+    assert shared.write_requests(kube, before) == {}
+
+
 class StoreV1(CacheV1):
     kind = "Store"
     plural = "stores"

@@ -288,3 +288,37 @@ def test_a_status_field_set_by_an_earlier_reconcile_stays_until_one_removes_it_w
 
     okt.reconcile(reconciler({"lastBackup": None}), fake, None, "shop", "web")
     assert _stored_fields(fake, status) == {}
+
+
+class RenamedBackups(Backups):
+    legacy_prefixes = ("old.example.com",)
+
+
+class RenamedAnnotatedBackups(AnnotatedBackups):
+    legacy_prefixes = ("old.example.com",)
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "status", "kept"),
+    [
+        pytest.param(Backups, "status", "okt.io/status", id="to the status subresource"),
+        pytest.param(RenamedBackups, "status", "old.example.com/status", id="to the status under a new prefix"),
+        pytest.param(RenamedAnnotatedBackups, "annotations", "old.example.com/status", id="under a new prefix"),
+    ],
+)
+def test_status_fields_an_earlier_version_kept_in_annotations_are_carried_where_the_status_is_kept_now(
+    reconciler: type[Backups], status: str, kept: str
+) -> None:
+    """The fields an operator version kept in okt's annotation (``status = "annotations"``, or under a prefix since
+    changed) go on where this one keeps the status, as the conditions do, by the write that removes that annotation:
+    they left with it, missing until the next call that set them (a timer's, at its interval)."""
+    fake = webapp()
+    fake.patch(WEBAPP, "web", {"metadata": {"annotations": {kept: '{"lastBackup":"2026-11-30T12:00:00Z"}'}}}, "shop")
+
+    run = okt.reconcile(reconciler({}), fake, None, "shop", "web")
+
+    assert not run.results.has_error
+    assert _stored_fields(fake, status) == {"lastBackup": "2026-11-30T12:00:00Z"}
+    stored = fake.stored(WEBAPP, "web", "shop")
+    assert stored is not None
+    assert kept not in (stored["metadata"].get("annotations") or {})  # the copy that said it is gone

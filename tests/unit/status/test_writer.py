@@ -388,6 +388,22 @@ def test_conditions_under_a_legacy_prefix_are_read_where_the_current_prefix_keep
     assert writer.conditions_from_annotations({"old.example.com/conditions": "[]"}, "okt.io") == []
 
 
+@pytest.mark.parametrize(
+    ("annotations", "read"),
+    [
+        pytest.param({"old.example.com/status": '{"lastBackup":"t1"}'}, {"lastBackup": "t1"}, id="legacy"),
+        pytest.param({"okt.io/status": "{}", "old.example.com/status": '{"lastBackup":"t1"}'}, {}, id="current"),
+    ],
+)
+def test_status_fields_under_a_legacy_prefix_are_read_where_the_current_prefix_keeps_none(
+    annotations: dict[str, str], read: dict[str, Any]
+) -> None:
+    """As the conditions are: a prefix changed, the fields an earlier version kept go on (its next write removes the
+    legacy annotation, and carries them into the one it writes)."""
+    assert writer.status_fields_from_annotations(annotations, "okt.io", ("old.example.com",)) == read
+    assert writer.status_fields_from_annotations({"old.example.com/status": '{"a":1}'}, "okt.io") == {}
+
+
 # -- the status by apply -----------------------------------------------------------------------------------------
 
 MANAGED = [

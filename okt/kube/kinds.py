@@ -79,11 +79,15 @@ def label_selector(labels: Mapping[str, str] | None) -> str | None:
 
 
 def check_name(kind: Kind, name: str) -> None:
-    """Refuse an empty name before it goes into a request's path, as client-go does.
+    """Refuse a name that is no path segment's before it goes into a request's path, as client-go does: an empty
+    one, ``.`` or ``..``, one holding a ``/`` or a ``%``.
 
     The path of the name ``""`` is the kind's collection, not an object: a get of it answers the list (every Secret
-    of the namespace, with its data, taken for one object), a delete deletes every object of the collection. A name
-    often comes from the custom resource, where an empty string is easily written.
+    of the namespace, with its data, taken for one object), a delete deletes every object of the collection. A ``/``
+    is no part of any object's name, and escaping it does not help (the API server decodes it): ``db/`` addresses the
+    object ``db``, ``web/status`` and ``web/scale`` the status and the scale of ``web`` (a delete of ``db/`` deleted
+    ``db`` and answered ``True``, a patch of ``web/scale`` scaled ``web``). A name often comes from the custom
+    resource, where such a value is easily written.
 
     Raises:
         okt.errors.InvalidSpec: naming the kind.
@@ -92,6 +96,11 @@ def check_name(kind: Kind, name: str) -> None:
         raise errors.InvalidSpec(
             f"{kind.kind} name {name!r}: an object's name may not be empty (it would address every {kind.plural} "
             "object, not one)"
+        )
+    if name in (".", "..") or "/" in name or "%" in name:
+        raise errors.InvalidSpec(
+            f"{kind.kind} name {name[:80]!r}: an object's name may not be '.' or '..', nor hold '/' or '%' (it "
+            "would address another object, or a part of one)"
         )
 
 
@@ -123,10 +132,11 @@ class Kind:
     def path(self, name: str, namespace: str | None = None, subresource: str | None = None) -> str:
         """The object's URL path. The name is escaped: a ``?`` or ``#`` in it (some kinds allow them) would otherwise
         end the path there and address another object. A ``/`` is no part of any kind's name, and escaping it would
-        not help (the server decodes it and reads a subresource): a child's name is checked when it is built.
+        not help (the server decodes it and reads a subresource): such a name is refused (:func:`check_name`).
 
         Raises:
-            okt.errors.InvalidSpec: ``name`` is empty (:func:`check_name`).
+            okt.errors.InvalidSpec: ``name`` is no path segment's (empty, ``.``, ``..``, a ``/`` or ``%`` in it:
+                :func:`check_name`).
         """
         check_name(self, name)
         tail = f"/{subresource}" if subresource else ""

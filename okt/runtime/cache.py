@@ -433,7 +433,8 @@ class Cache:
         """The object (a private copy), or ``None`` when it does not exist.
 
         Raises:
-            okt.InvalidSpec: an empty ``name``, from the store as from a request (:func:`okt.kube.kinds.check_name`).
+            okt.InvalidSpec: a ``name`` no object can have (empty, ``db/``), from the store as from a request
+                (:func:`okt.kube.kinds.check_name`).
         """
         kinds.check_name(kind, name)
         informer = self._informer_for(kind, namespace if kind.namespaced else None)
@@ -444,7 +445,8 @@ class Cache:
 
     def uid(self, kind: kinds.Kind, name: str, namespace: str | None) -> str | None:
         """The uid of the object (``""`` when it has none), or ``None`` when it does not exist: from the store without
-        decoding the object, for a watched kind; read from the API otherwise. An empty ``name``: as :meth:`get`."""
+        decoding the object, for a watched kind; read from the API otherwise. A ``name`` no object can have: as
+        :meth:`get`."""
         kinds.check_name(kind, name)
         informer = self._informer_for(kind, namespace if kind.namespaced else None)
         if informer is None:

@@ -3,6 +3,7 @@ it, perhaps out of a custom resource) is refused before anything is sent, never 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -84,3 +85,71 @@ def test_an_empty_name_is_refused_before_it_reaches_the_whole_collection(
         NAMED[verb](kube, namespace)
 
     assert kube.get(SECRET, "db", namespace)["data"] == {"password": "aHVudGVyMg=="}
+
+
+APPS = kinds.BUILTIN[("apps/v1", "Deployment")]
+
+
+@pytest.mark.parametrize("name", ["db/", "db/status", "x/../db", ".", "..", "db%"])
+@pytest.mark.parametrize("verb", sorted(set(NAMED) - {"replace-unnamed", "apply-unnamed"}))
+def test_a_name_that_is_no_path_segment_is_refused_before_it_reaches_another_object(
+    kube: kube_client.Client, namespace: str, verb: str, name: str
+) -> None:
+    """A ``/`` the API server decodes: ``db/`` was the Secret ``db`` (read, patched, deleted and answered ``True``)."""
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db", "namespace": namespace},
+            "stringData": {"password": "hunter2"},
+        }
+    )
+    call = {
+        "get": lambda: kube.get(SECRET, name, namespace),
+        "get_or_none": lambda: kube.get_or_none(SECRET, name, namespace),
+        "delete": lambda: kube.delete(SECRET, name, namespace),
+        "patch": lambda: kube.patch(SECRET, name, {"metadata": {"labels": {"a": "b"}}}, namespace),
+        "replace": lambda: kube.replace(
+            SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}}
+        ),
+        "apply": lambda: kube.apply(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}},
+            field_manager="okt",
+        ),
+    }[verb]
+    before = kube.stats.snapshot()
+
+    with pytest.raises(
+        okt.InvalidSpec, match=re.escape("an object's name may not be '.' or '..', nor hold '/' or '%'")
+    ):
+        call()
+
+    assert kube.stats.delta(before) == {}  # nothing sent
+    secret = kube.get(SECRET, "db", namespace)
+    assert secret["data"] == {"password": "aHVudGVyMg=="}
+    assert "labels" not in secret["metadata"]
+
+
+def test_a_name_ending_in_a_subresource_does_not_scale_another_object(kube: kube_client.Client, namespace: str) -> None:
+    """``web/scale`` was the scale of the Deployment ``web``: a patch of it scaled ``web`` to 0."""
+    labels = {"app": "web"}
+    kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": "registry.invalid/web"}]},
+                },
+            },
+        }
+    )
+
+    with pytest.raises(okt.InvalidSpec, match="Deployment name 'web/scale'"):
+        kube.patch(APPS, "web/scale", {"spec": {"replicas": 0}}, namespace)
+
+    assert kube.get(APPS, "web", namespace)["spec"]["replicas"] == 2

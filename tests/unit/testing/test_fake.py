@@ -6,6 +6,7 @@ import datetime
 import enum
 import logging
 import math
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -789,3 +790,27 @@ def test_an_empty_name_is_refused_as_the_client_refuses_it(fake: FakeClient, cal
 
     assert fake.stored(SECRET, "db", "ns") is not None
     assert fake.stats.delta(before) == {}  # refused before any request, as the client refuses it: nothing counted
+
+
+@pytest.mark.parametrize("name", ["db/", "db/status", ".", "..", "db%2F"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f, name: f.get(SECRET, name, "ns"),
+        lambda f, name: f.get_or_none(SECRET, name, "ns"),
+        lambda f, name: f.patch(SECRET, name, {"metadata": {"labels": {"a": "b"}}}, "ns"),
+        lambda f, name: f.delete(SECRET, name, "ns"),
+    ],
+    ids=["get", "get_or_none", "patch", "delete"],
+)
+def test_a_name_that_is_no_path_segment_is_refused_as_the_client_refuses_it(
+    fake: FakeClient, call: Any, name: str
+) -> None:
+    fake.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ns"}})
+
+    with pytest.raises(
+        okt.InvalidSpec, match=re.escape("an object's name may not be '.' or '..', nor hold '/' or '%'")
+    ):
+        call(fake, name)
+
+    assert fake.stored(SECRET, "db", "ns") is not None

@@ -89,10 +89,10 @@ written without the ``?`` indicator only within 1024 characters of its start."""
 
 def _has_long_key(value: Any) -> bool:
     """Whether a mapping in ``value`` has a key of more than :data:`_LONG_KEY` characters once written as JSON (a
-    character is at most six)."""
+    character is at most twelve: one beyond the BMP is a surrogate pair of ``\\u`` escapes)."""
     if isinstance(value, dict):
         return any(
-            (isinstance(key, str) and len(key) * 6 + 2 > _LONG_KEY and len(json.dumps(key)) > _LONG_KEY)
+            (isinstance(key, str) and len(key) * 12 + 2 > _LONG_KEY and len(json.dumps(key)) > _LONG_KEY)
             or _has_long_key(item)
             for key, item in value.items()
         )

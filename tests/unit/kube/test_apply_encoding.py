@@ -31,6 +31,13 @@ def test_a_key_longer_than_yaml_reads_without_a_key_indicator_reads_back_unchang
     assert yaml.safe_load(yaml_safe_json(value)) == value
 
 
+def test_a_key_of_characters_beyond_the_bmp_longer_than_yaml_reads_reads_back_unchanged() -> None:
+    # Each such character is twelve characters of JSON (a surrogate pair), ten once written for YAML: 110 of them
+    # are 1,102 characters, past YAML's 1024, though 110 characters at six each would not be.
+    value = {"spec": {"\U0001f600" * 110: "v"}}
+    assert yaml.safe_load(yaml_safe_json(value)) == value
+
+
 KEYS = st.text(max_size=20)
 
 

@@ -423,12 +423,18 @@ class Client:
 
         Raises:
             okt.errors.ConfigurationError: the token file cannot be read, the credential plugin gives no token, or
-                ``insecure-skip-tls-verify`` or ``disable-compression`` is not a boolean (kubectl refuses them too).
+                ``insecure-skip-tls-verify`` or ``disable-compression`` is not a boolean (kubectl refuses them too), or
+                ``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` is set but empty.
         """
         for field in ("insecure-skip-tls-verify", "disable-compression"):
             value = config.cluster.get(field, False)
             if not isinstance(value, bool):  # pykube would read any text, "false" too, as true
                 raise errors.ConfigurationError(f"the kubeconfig's {field} must be true or false, got {value!r}")
+        if os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") == "":  # requests reads an empty CA as "verify nothing"
+            raise errors.ConfigurationError(
+                "PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty, which would turn TLS verification off: "
+                "unset it, or name a CA file"
+            )
         if compression is None:
             compression = not config.cluster.get("disable-compression", False)
         transport.keep_inline_files_private(config)

@@ -105,3 +105,14 @@ def test_insecure_skip_tls_verify_turns_verification_off_only_when_true(
         client = kube_client.Client(config(tmp_path, {"token": "t"}, {"insecure-skip-tls-verify": value}))
 
     assert client.tls.verify is verify
+
+
+def test_an_empty_ca_in_the_environment_is_refused_at_start_not_read_as_verify_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pykube hands the variable's value to requests as ``verify``, where "" reads as False: no verification at all.
+    monkeypatch.setenv("PYKUBE_SSL_CERTIFICATE_AUTHORITY", "")
+    kubeconfig = config(tmp_path, {"token": "t"})
+
+    with pytest.raises(errors.ConfigurationError, match="PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty"):
+        kube_client.Client(kubeconfig)

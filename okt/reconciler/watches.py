@@ -23,9 +23,10 @@ with ``ctx.indexed(name)``: see :mod:`okt.reconciler.indexes`.
 
 Guarantees: an index is kept in step with the cache (no scan at lookup; a reader without indexes — a plain
 ``okt.reconcile`` call — falls back to filtering a list, with the same answer); the mapping function sees every change
-of a watched object (for a modification, both the old and the new object are mapped, so a primary that named the object
-before the change is reconciled too; the changes of one object that wait together for a slow mapping are mapped as one,
-from the state before the first to the state after the last: see :mod:`okt.runtime.mapping_queue`); a mapping
+of a watched object, the controller's own writes of it included (for a modification, both the old and the new object
+are mapped, so a primary that named the object before the change is reconciled too; the changes of one object that
+wait together for a slow mapping are mapped as one, from the state before the first to the state after the last: see
+:mod:`okt.runtime.mapping_queue`); a mapping
 function that raises, or returns items that name no primary (not a key, a key or object whose name is empty, or a key
 without the namespace a namespaced primary needs), is logged and counted (``okt_watch_map_errors_total``), and the keys
 it did return are still reconciled; an index function that raises for an object is logged and counted

@@ -42,7 +42,9 @@ Guarantees:
   relist), with the objects deleted meanwhile whose reconcile is still due;
 * **no reconcile for okt's own echo**: an event arriving while its primary is being reconciled is held until that
   reconcile ends; it then requeues the key unless it announced exactly a version the reconcile itself wrote (the
-  watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual;
+  watch is often faster than the answer to the write) — any other change, or a deletion, requeues as usual. A kind
+  the reconciler ``watches`` is mapped for its own writes too (a child one primary owns and others name): the
+  primaries the mapping names are reconciled, the writer's among them when it names it;
 * **outcome → queue**: ``done`` forgets the key's backoff; ``requeue_after(s)`` forgets it and schedules the key in
   ``s``; ``retry`` counts one more failure of the key and schedules it after the larger of the per-key exponential
   backoff and the delay the error asked for (a ``TemporaryError``'s, a conflict's, a 429's ``retryAfterSeconds``,
@@ -184,7 +186,8 @@ def apply_outcome(
 class _Writes:
     """The cache as one controller's reconciles read it: what they write goes through to the store as that
     controller's, so the watch's echo of it wakes every other controller watching the kind (a child of this one that
-    is another's primary, a kind another one ``okt.watch``-es) and not this one, which knows what it wrote.
+    is another's primary, a kind another one ``okt.watch``-es) and not this one's primary and child handlers, which
+    know what it wrote — but its own ``okt.watch`` of the kind maps it: the primaries it names read what was written.
 
     A read of a kind the API server no longer lets okt list or watch, or no longer serves, raises
     :meth:`okt.runtime.cache.Cache.refusal`'s error: what the store holds of it is as old as the refusal, and a
@@ -456,7 +459,12 @@ class Controller:
                     )
                     for name, function in watched.indexes.items()
                 },
-                writer=self,
+                # Speaking for no writer: the echo of this controller's own write of a watched object (a child it owns
+                # that other primaries name, an object of its own kind another one names) is news to the primaries
+                # the mapping names, which the reconcile that wrote it is not. Said for this controller, it was
+                # swallowed with the echo its primary and child handlers need not hear, whenever the write's answer
+                # reached the store before the watch told it: those primaries kept what they had read.
+                writer=None,
             )
         # Every kind the cache's sync (and so /readyz) waits for, the watched ones too.
         for kind in (self.kind, *self.owned, *(kind for kind, _ in self.related)):

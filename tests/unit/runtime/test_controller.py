@@ -688,6 +688,48 @@ def test_a_write_of_one_controller_reaches_the_watch_of_another_and_stays_quiet_
         cache.stop()
 
 
+def test_a_write_of_a_controller_reaches_its_own_watch_of_that_kind_and_reconciles_the_other_primaries_it_names(
+    offline_client: kube_client.Client, api: Any, obj: Any
+) -> None:
+    """A controller that owns ConfigMaps and watches them too (a primary naming another's child in its spec): the
+    reconcile of the owner wrote its child through to the store before the watch told it, and the echo is nothing
+    new to that reconcile — but it is news to the primaries the mapping names, which read the child."""
+    api.put(WIDGET, owner_w())
+    api.put(WIDGET, {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "v", "namespace": "ns"}})
+    cache = cache_mod.Cache(api)
+    calls: list[str] = []
+    mapped: list[str] = []
+
+    def reader_of(cm: Any, ctx: Any) -> list[Any]:
+        mapped.append(cm["metadata"]["name"])
+        return [("ns", "v")]  # v reads the ConfigMap w owns
+
+    class OwningAndWatching(WidgetsWithConfig):
+        watches = (okt.watch(kinds.CONFIG_MAP, map=reader_of),)
+
+    def reconcile(reconciler: Any, client: Any, reader: Any, namespace: Any, name: str, **kwargs: Any) -> stepper.Run:
+        calls.append(name)
+        if name == "w" and calls.count("w") == 1:
+            ref = {"apiVersion": "example.io/v1", "kind": "Widget", "name": "w", "uid": "u", "controller": True}
+            written = api.put(kinds.CONFIG_MAP, obj(kinds.CONFIG_MAP, "c", ownerReferences=[ref]))
+            reader.observe(written)  # as every write of a reconcile does, before the watch tells it
+            api.emit(kinds.CONFIG_MAP, "ADDED", written, namespace=None)
+        return fake_run(Outcome.done())
+
+    controller = controller_mod.Controller(OwningAndWatching, offline_client, cache, reconcile=reconcile)
+    controller.watch()
+    assert cache.wait_for_sync(5)
+    controller.start_workers()
+    try:
+        wait_for(lambda: "c" in mapped, timeout=5, message="the controller's own watch mapped the ConfigMap it wrote")
+        wait_for(lambda: calls.count("v") == 2 and not controller.in_flight and not len(controller.queue), timeout=5)
+        time.sleep(0.2)  # room for a wrong extra reconcile to show up
+        assert sorted(calls) == ["v", "v", "w"]  # the writer's own echo woke the writer's child handler nothing
+    finally:
+        controller.shutdown(grace=5)
+        cache.stop()
+
+
 @pytest.mark.parametrize(
     ("finalizers", "deleting", "cleanup_due"),
     [

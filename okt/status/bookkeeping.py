@@ -125,6 +125,8 @@ class Bookkeeping:
             self._left_elsewhere = [name for name in left if name in annotations]
             if elsewhere["phase"] is None:
                 elsewhere = {**elsewhere, "phase": self._taken.get("phase")}
+            if elsewhere["daemons"] is None:
+                elsewhere = {**elsewhere, "daemons": self._taken.get("daemons")}
             self._taken = {}  # a count in annotations is not carried into the status, under any prefix
         else:
             self._loaded, elsewhere = from_annotations, from_status
@@ -143,18 +145,28 @@ class Bookkeeping:
             self._values["daemons"] = elsewhere["daemons"]  # what daemons stated, removed once gone: carried too
 
     def _taken_over(self, annotations: Mapping[str, str]) -> dict[str, Any]:
-        """The error count and phase kept under a legacy prefix (the first one listed that has it) where the current
-        prefix keeps none: the phase so that the lifecycle goes on where the earlier version left it, the count so
-        that failures that go on still turn Degraded True after ``degraded_after`` of them, as they would have."""
+        """The records kept under a legacy prefix (the first one listed that has each) where the current prefix keeps
+        none: the phase so that the lifecycle goes on where the earlier version left it, the count so that failures
+        that go on still turn Degraded True after ``degraded_after`` of them, as they would have, what the daemons
+        stated so that what a daemon no longer declared stated is still removed, and the digest of the error reported
+        so that it is not reported again. The next write removes them all from the legacy prefix: one not read here
+        would be lost."""
         taken: dict[str, Any] = {}
         for field, current, read in (
             ("errorCount", self.error_annotation, _count),
             ("phase", self.phase_annotation, lambda value: value),
+            ("daemons", self.daemons_annotation, lambda value: _record(_json(value))),
+            ("reportedError", self.reported_error_annotation, _digest),
         ):
             if current in annotations:
                 continue
             for legacy in self._names.legacy():
-                name = legacy.error_count_annotation if field == "errorCount" else legacy.phase_annotation
+                name = {
+                    "errorCount": legacy.error_count_annotation,
+                    "phase": legacy.phase_annotation,
+                    "daemons": legacy.daemons_annotation,
+                    "reportedError": legacy.reported_error_annotation,
+                }[field]
                 if name in annotations:
                     taken[field] = read(annotations[name])
                     break
@@ -216,8 +228,8 @@ class Bookkeeping:
 
     @property
     def stored_reported_error(self) -> str | None:
-        """:attr:`reported_error` as the object carried it when the reconcile began."""
-        digest: str | None = self._loaded["reportedError"]
+        """:attr:`reported_error` as the object carried it when the reconcile began (under a legacy prefix too)."""
+        digest: str | None = self._loaded["reportedError"] or self._taken.get("reportedError")
         return digest
 
     @property

@@ -307,6 +307,30 @@ def test_the_record_of_what_daemons_stated_is_kept_where_the_bookkeeping_is_and_
     )
 
 
+LEGACY_RECORD = '{"probe":{"conditions":["OperandHealthy"],"fields":["probe"]}}'
+DIGEST = "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("persistence", [STATUS, ANNOTATIONS])
+def test_the_record_of_what_daemons_stated_under_a_legacy_prefix_is_carried_where_the_next_write_removes_it(
+    persistence: bookkeeping.Persistence,
+) -> None:
+    # Read as nothing, the record went with the old annotation: the conditions a daemon removed in the same upgrade
+    # stated stayed on the object for ever, nothing left to say they were its.
+    raw = obj(annotations={"old.example.com/daemons": LEGACY_RECORD, "old.example.com/reported-error": DIGEST})
+    book = bookkeeping.Bookkeeping(raw, persistence, PREFIX, LEGACY)
+
+    assert book.daemons == RECORD
+    annotations = book.changed_annotations()
+    assert annotations["old.example.com/daemons"] is None
+    if persistence is STATUS:
+        assert book.status_fields() == {"okt": {"errorCount": 0, "daemons": RECORD}}
+    else:
+        assert book.reported_error == book.stored_reported_error == DIGEST
+        assert annotations["okt.io/daemons"] == LEGACY_RECORD
+        assert annotations["okt.io/reported-error"] == DIGEST
+
+
 @pytest.mark.parametrize(
     "stored", ["not json", '["probe"]', '{"probe": "OperandHealthy"}', '{"probe": {"conditions": 3}}']
 )

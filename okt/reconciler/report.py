@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import functools
 import json
+import math
 import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -517,6 +518,13 @@ def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
         if type(value) in _SCALARS:  # nearly every field: no encoding to pay for
             continue
         try:
+            # Plain JSON (relatedObjects, versions: the usual case) is told so by the walk that drops its None keys,
+            # without encoding it; anything else is judged by the encoder, as the client will send it.
+            fields[key] = _plain_json(value)
+            continue
+        except _NotPlain:
+            pass
+        try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ValueError(
@@ -528,6 +536,37 @@ def _json_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    """A value :func:`_plain_json` leaves to the JSON encoder to judge."""
+
+
+def _plain_json(value: Any, depth: int = 0) -> Any:
+    """:func:`_without_none` of ``value`` when it is plain JSON — dicts with string keys, lists, tuples, strings,
+    integers, booleans, None and finite floats, of exactly those types, nested less than 64 deep — which the encoder
+    takes as it is; raises :class:`_NotPlain` for anything else (a subclass, another type, a NaN, a key of another
+    type, a deeper or circular value), whose verdict is the encoder's."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        raise _NotPlain
+    if depth >= 64:
+        raise _NotPlain
+    if kind is dict:
+        plain = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            if item is not None:
+                plain[key] = _plain_json(item, depth + 1)
+        return plain
+    if kind is list or kind is tuple:
+        return [_plain_json(item, depth + 1) for item in value]
+    raise _NotPlain
 
 
 def _without_none(value: Any) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
+from typing import Any
 
 import pydantic
 import pytest
@@ -156,6 +158,46 @@ def test_a_none_inside_a_status_field_s_value_is_left_out_and_a_field_set_to_non
         "probe": {"healthy": True, "ports": [{"port": 1}, None]},
         "gone": None,
     }
+
+
+class _Labels(dict[str, Any]):
+    """A mapping of another type than dict: the encoder, not the plain-JSON walk, judges it."""
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        pytest.param([{"group": "", "name": "a", "x": None}], [{"group": "", "name": "a"}], id="list-of-objects"),
+        pytest.param(("a", 1, 2.5, True, None), ["a", 1, 2.5, True, None], id="tuple-as-list"),
+        pytest.param({"a": {"b": {"c": None, "d": [None, {}]}}}, {"a": {"b": {"d": [None, {}]}}}, id="nested"),
+        pytest.param(_Labels(a="1", b=None), {"a": "1"}, id="dict-subclass"),
+        pytest.param({1: "one", "two": None}, {1: "one"}, id="a-key-json-writes-as-text"),
+        pytest.param(json.loads("[" * 80 + "]" * 80), json.loads("[" * 80 + "]" * 80), id="deep"),
+    ],
+)
+def test_a_status_field_of_json_data_is_written_without_its_none_keys(value: Any, written: Any) -> None:
+    assert report.status_fields_view({"field": value}, None) == {"field": written}
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        pytest.param([1.0, float("nan")], "Out of range float values are not JSON compliant", id="nan"),
+        pytest.param({"at": {"when": datetime.datetime(2026, 1, 1)}}, "not JSON serializable", id="datetime"),
+        pytest.param({"tags": {"a"}}, "not JSON serializable", id="set"),
+        pytest.param({(1, 2): "pair"}, "keys must be str, int, float, bool or None", id="tuple-key"),
+    ],
+)
+def test_a_status_field_that_is_no_json_fails_naming_it(value: Any, said: str) -> None:
+    with pytest.raises(ValueError, match=rf"status\.field: .*{re.escape(said)}"):
+        report.status_fields_view({"field": value}, None)
+
+
+def test_a_status_field_holding_itself_fails_as_the_encoder_says() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match=r"status\.field: Circular reference detected"):
+        report.status_fields_view({"field": looped}, None)
 
 
 def test_a_status_field_not_set_is_not_written_as_the_model_s_default() -> None:

@@ -36,16 +36,19 @@ CONFLICT_DELAY = 0.2
 
 def register(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) -> None:
     """ObjectsGetter: register the reconciler's children and read each one's live state (from the informer store)."""
+    resolved: dict[int, kinds.Kind] = {}  # by the id of a child the registry holds (each one's kind resolved once)
     for res in coroutines.call(reconciler.resources, ctx):
         try:
             check_owned(res, ctx.settings.owns, type(reconciler).__name__)
-            check_scope(res, ctx.client.kind_of(res.desired))
+            kind = ctx.client.kind_of(res.desired)
+            check_scope(res, kind)
             ctx.registry.register(res)
         except errors.RegistrationError as exc:
             ctx.results.add(Operation.REGISTRATION_ABORTED, res.describe(), exc)
             return
+        resolved[id(res)] = kind
     for res in ctx.registry:
-        kind = ctx.client.kind_of(res.desired)
+        kind = resolved.get(id(res)) or ctx.client.kind_of(res.desired)
         res.live = ctx.reader.get(kind, res.name, res.namespace)
 
 
@@ -111,12 +114,13 @@ def _keyed(ctx: context_mod.Context) -> bool:
 
 def mutate(ctx: context_mod.Context) -> None:
     """Mutator: ``mutate_with_cr``, normalise, hash and decide create / update / unchanged for every child."""
+    names, keyed = ctx.settings.names, _keyed(ctx)
     for res in ctx.registry:
         try:
             res.mutate_with_cr(ctx.cr)
             check_watched(res, ctx)
-            apply.prepare(res, ctx.cr, ctx.settings.names)
-            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, ctx.settings.names, keyed=_keyed(ctx))
+            apply.prepare(res, ctx.cr, names)
+            ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, names, keyed=keyed)
         except errors.MutationError as exc:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help
             # (OKT gives up too). Alarming: Ready=False, a Warning Event, no requeue until the object changes.

@@ -544,16 +544,19 @@ class Cache:
 
         Kinds the cache does not watch are listed from the API with ``labels`` and filtered by controller.
         """
-        if not self.informers(kind):
+        informers = self.informers(kind)
+        if not informers:
             items = self.list(kind, namespace, labels)
             return [
                 obj
                 for obj in items
                 if objects.controller_uid(obj) == owner_uid and informer_mod.store_key(obj) not in skip
             ]
+        # The informers just taken: every reconcile's prune asks this of each kind it owns, one lock taken is enough.
         return [
             obj
-            for obj in self.owned_by(kind, owner_uid, skip)
+            for i in informers
+            for obj in i.by_index(OWNER_INDEX, owner_uid, skip)
             if namespace is None or not kind.namespaced or _namespace(obj) == namespace
         ]
 

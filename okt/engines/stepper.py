@@ -92,10 +92,17 @@ class Run:
 
         A FreeStyle run shows its hook as ``reconcile``: ``">reconcile>End"``.
         """
-        steps = [state.value for state in self.path]
-        if self.engine is Engine.FREESTYLE:
-            steps.insert(0, FREESTYLE_MARKER)
-        return "".join(f">{step}" for step in steps)
+        return _path_text(self.path, self.engine)
+
+
+@functools.lru_cache(maxsize=256)
+def _path_text(path: tuple[State, ...], engine: Engine) -> str:
+    """:attr:`Run.path_str` of a path: made once per distinct path (a metric's label and a log field of every
+    reconcile, and nearly every reconcile takes one of a few paths)."""
+    steps = [state.value for state in path]
+    if engine is Engine.FREESTYLE:
+        steps.insert(0, FREESTYLE_MARKER)
+    return "".join(f">{step}" for step in steps)
 
 
 @dataclasses.dataclass(frozen=True)

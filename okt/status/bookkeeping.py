@@ -31,7 +31,6 @@ and the retry goes on from the phase the annotation holds).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
 import json
@@ -39,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from okt import names as names_mod
+from okt.kube import objects
 
 STATUS_FIELD = "okt"
 
@@ -86,7 +86,7 @@ class Bookkeeping:
         self._names = names_mod.of(prefix, tuple(legacy_prefixes))  # shared: read for every object
         in_status = (raw.get("status") or {}).get(STATUS_FIELD)
         kept = in_status if isinstance(in_status, Mapping) else {}  # a hand edit of the status: read as nothing kept
-        self._kept_in_status = copy.deepcopy(dict(kept))
+        self._kept_in_status = objects.json_copy(dict(kept))
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
         from_status: dict[str, Any] = {
             "errorCount": _count(kept.get("errorCount")),
@@ -192,7 +192,7 @@ class Bookkeeping:
     def daemons(self) -> dict[str, dict[str, list[str]]]:
         """Which condition types and status fields each daemon stated on the object (``{daemon: {"conditions":
         [...], "fields": [...]}}``): what okt removes once no daemon of that name is declared any more."""
-        return copy.deepcopy(self._values["daemons"] or {})
+        return objects.json_copy(self._values["daemons"] or {})  # type: ignore[no-any-return]
 
     @daemons.setter
     def daemons(self, value: Mapping[str, Mapping[str, Sequence[str]]]) -> None:

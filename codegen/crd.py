@@ -56,7 +56,9 @@ columns, then ``Age``.
 ``status`` always accepts what okt writes: ``conditions`` (the ``metav1.Condition`` shape, a list-map keyed by
 ``type``, which the status model's own ``conditions`` stays too) and ``observedGeneration`` are added when the status
 model lacks them, its required fields are not required (a failing reconcile reports before they are set), and unknown
-status fields are preserved (okt may keep bookkeeping there; see the design notes on persistence).
+status fields are preserved (okt may keep bookkeeping there; see the design notes on persistence). Each field of the
+status model is declared under the name okt writes it by too (its ``serialization_alias``, or its Python name beside
+a ``validation_alias``), as a field read by several names is.
 """
 
 from __future__ import annotations
@@ -368,13 +370,14 @@ def _version(
 def status_schema(status_model: type[pydantic.BaseModel] | None) -> dict[str, Any]:
     """The schema of ``status``: the model's (when given) with okt's ``conditions`` and ``observedGeneration``.
 
-    The model's required fields are not required here: the status is written piecewise (okt's conditions of a
-    reconcile that failed before the reconciler set anything, another writer's key), and the API server would refuse
-    each such write for a field that is not there yet.
+    Each field is declared under the name okt writes it by too (:class:`_WrittenSchema`). The model's required fields
+    are not required here: the status is written piecewise (okt's conditions of a reconcile that failed before the
+    reconciler set anything, another writer's key), and the API server would refuse each such write for a field that
+    is not there yet.
     """
     schema: dict[str, Any] = {"type": "object"}
     if status_model is not None:
-        schema = _model_schema(status_model, "status")
+        schema = _model_schema(status_model, "status", _WrittenSchema)
         schema.pop("required", None)
     properties = schema.setdefault("properties", {})
     properties["conditions"] = _keyed_by_type(properties.get("conditions"))
@@ -634,9 +637,15 @@ def _column_type_for(field_type: str) -> str:
     return field_type if field_type in ("integer", "number", "boolean") else "string"
 
 
-def _model_schema(model: type[pydantic.BaseModel], path: str) -> dict[str, Any]:
+def _model_schema(
+    model: type[pydantic.BaseModel], path: str, generator: type[_EveryNameSchema] | None = None
+) -> dict[str, Any]:
+    """The structural schema of ``model``: of what it reads (``generator`` None), or of what okt writes too
+    (:class:`_WrittenSchema`)."""
     try:
-        schema = model.model_json_schema(mode="validation", by_alias=True, schema_generator=_EveryNameSchema)
+        schema = model.model_json_schema(
+            mode="validation", by_alias=True, schema_generator=generator or _EveryNameSchema
+        )
     except pydantic.PydanticUserError as exc:
         raise errors.CodegenError(f"{path}: {model.__name__} has no JSON schema: {exc}") from exc
     except errors.CodegenError as exc:
@@ -665,6 +674,9 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
     model's default applies all the same), and the field is required under none of them (the schema cannot require
     one name of several; okt's ``InvalidSpec`` names the field when the custom resource sets it under none).
     """
+
+    written = False
+    """Whether a field is declared under the name okt writes it by too (:class:`_WrittenSchema`)."""
 
     def dict_schema(self, schema: core_schema.DictSchema) -> pydantic.json_schema.JsonSchemaValue:
         """pydantic's schema of a map, saying the JSON type of keys that are no strings (``dict[int, X]`` refuses the
@@ -711,6 +723,8 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
         by_name = bool(model.model_config.get("validate_by_name") or model.model_config.get("populate_by_name"))
         for name, field in model.model_fields.items():
             names = _field_names(name, field, by_name)
+            if self.written:
+                names = list(dict.fromkeys([*names, field.serialization_alias or name]))
             declared = next((other for other in names if other in properties), None)
             if declared is not None and properties[declared].get("default") is not None:
                 if field.default_factory is None:
@@ -728,6 +742,18 @@ class _EveryNameSchema(pydantic.json_schema.GenerateJsonSchema):
             else:
                 json_schema.pop("required", None)
         return json_schema
+
+
+class _WrittenSchema(_EveryNameSchema):
+    """:class:`_EveryNameSchema` of a model okt writes (the status): each field also under the name it is dumped by.
+
+    okt writes the status fields as the model dumps them (``model_dump(by_alias=True)``): under a field's
+    ``serialization_alias``, the name of a field read by a ``validation_alias`` alone. Declared only under the names
+    the model reads, such a field of a nested model was pruned by the API server at each write, without a word (and
+    its default added under the name okt never wrote).
+    """
+
+    written = True
 
 
 def _check_default(where: str, field: pydantic.fields.FieldInfo) -> None:

@@ -364,6 +364,42 @@ def test_a_status_model_with_a_required_field_takes_the_conditions_of_a_reconcil
     assert [(c["status"], c["reason"]) for c in ready] == [("False", "TemporaryError")]
 
 
+class Endpoint(pydantic.BaseModel):
+    host_name: str = pydantic.Field(default="", serialization_alias="hostName")
+    port: int = pydantic.Field(default=0, validation_alias="portNumber")
+
+
+class DirectoryStatus(pydantic.BaseModel):
+    endpoints: list[Endpoint] = []
+    ready_replicas: int = pydantic.Field(default=0, serialization_alias="readyReplicas")
+
+
+class DirectoryReconciler(okt.Reconciler):
+    """Reports its endpoints through a status model that writes other names than it reads."""
+
+    api_version = "directory.okt.example.com/v1"
+    kind = "Directory"
+    status_model = DirectoryStatus
+
+    def check(self, ctx: okt.Context) -> None:
+        ctx.status_fields["endpoints"] = [Endpoint(host_name="db", portNumber=5432)]
+        ctx.status_fields["ready_replicas"] = 2
+
+
+def test_a_status_field_is_stored_under_the_name_the_status_model_writes_it_by(
+    kube: kube_client.Client, namespace: str, apply_crd: Any
+) -> None:
+    kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(DirectoryReconciler))
+    body = {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "d", "namespace": namespace}}
+    kube.create({**body, "spec": {}}, kind)
+
+    okt.reconcile(DirectoryReconciler(), kube, None, namespace, "d", kind=kind)
+
+    status = kube.get(kind, "d", namespace)["status"]
+    assert status["endpoints"] == [{"hostName": "db", "port": 5432}]
+    assert (status["readyReplicas"], "ready_replicas" in status) == (2, False)
+
+
 PATTERN_TEXT = strategies.text(
     strategies.sampled_from("az_-.Z09 \t\u00a0\u2003éü٣\u0301\u24b6\u203f\u00b2!/"), min_size=1, max_size=6
 )

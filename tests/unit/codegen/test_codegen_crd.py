@@ -21,6 +21,7 @@ import yaml
 
 import okt
 from okt.codegen import crd, errors, yamlout
+from okt.reconciler import report
 
 GOLDEN = Path(__file__).parent / "golden" / "crd_memcached.yaml"
 TYPES = {"object", "array", "string", "integer", "number", "boolean"}
@@ -879,6 +880,35 @@ def test_conditions_the_status_model_declares_stay_a_list_merged_by_type(model: 
     assert conditions["x-kubernetes-list-map-keys"] == ["type"]
     assert conditions["items"]["properties"]["type"]["type"] == "string"
     assert "type" in conditions["items"]["required"]
+    assert_structural(status)
+
+
+class Endpoint(pydantic.BaseModel):
+    host_name: str = pydantic.Field(default="", serialization_alias="hostName")
+    port: int = pydantic.Field(default=0, validation_alias="portNumber")
+
+
+class WrittenStatus(pydantic.BaseModel):
+    endpoints: list[Endpoint] = []
+    ready_replicas: int = pydantic.Field(default=0, serialization_alias="readyReplicas")
+
+
+def test_the_status_declares_each_field_under_the_name_okt_writes_it_by() -> None:
+    """okt writes the status as the model dumps it (``by_alias``, the serialization alias): a nested field declared
+    only under the name the model reads would be pruned by the API server, and its default added under that name."""
+    written = report.status_fields_view(
+        {"endpoints": [Endpoint(host_name="db", port=5432)], "ready_replicas": 2}, WrittenStatus
+    )
+    status = crd.status_schema(WrittenStatus)
+
+    endpoint = status["properties"]["endpoints"]["items"]["properties"]
+    assert set(written["endpoints"][0]) <= set(endpoint)
+    assert set(written) <= set(status["properties"])
+    assert endpoint["hostName"] == endpoint["host_name"] == {"type": "string"}  # no default under a name not read
+    assert "default" not in status["properties"]["readyReplicas"]
+    assert (
+        WrittenStatus.model_validate({"endpoints": [{"host_name": "db", "portNumber": 5432}]}).endpoints[0].port == 5432
+    )
     assert_structural(status)
 
 

@@ -107,7 +107,9 @@ Limits, on purpose:
 * namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
   ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
 * strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);
-* no schema, no defaulting, no validation (but of metadata, above), no admission; no watch
+* no schema, no defaulting, no validation (but of metadata, above, and of the fields of Kubernetes' own kinds that
+  never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a StatefulSet's
+  ``volumeClaimTemplates`` or the data of an ``immutable`` ConfigMap is the server's 422), no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -132,7 +134,7 @@ from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.resources import list_keys
-from okt.testing import metadata, patching
+from okt.testing import immutable, metadata, patching
 
 _Key = tuple[str, str, str, str]
 _Path = patching.Path
@@ -617,6 +619,7 @@ class FakeClient(kube_client.Client):
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
             metadata.check(self.kind_of(live), meta, name=False)
+            immutable.check(self.kind_of(live), live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
             return copy.deepcopy(live)

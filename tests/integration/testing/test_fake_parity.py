@@ -33,6 +33,12 @@ pytestmark = pytest.mark.integration
 widget_kind = shared.widget_kind
 WIDGET = kinds.Kind(f"{shared.GROUP}/v1", "Widget", "widgets")
 CONFIG_MAP = kinds.CONFIG_MAP
+SECRET = kinds.BUILTIN[("v1", "Secret")]
+DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+REPLICA_SET = kinds.BUILTIN[("apps/v1", "ReplicaSet")]
+DAEMON_SET = kinds.BUILTIN[("apps/v1", "DaemonSet")]
+STATEFUL_SET = kinds.BUILTIN[("apps/v1", "StatefulSet")]
+JOB = kinds.BUILTIN[("batch/v1", "Job")]
 _TIMES = ("creationTimestamp", "deletionTimestamp")
 
 
@@ -363,6 +369,71 @@ def writes_that_change_nothing(run: Run) -> None:
     run.step("create with identity", lambda: c.create(run.widget("i", {"size": 1}, metadata=identity)))
 
 
+def _workload(run: Run, kind: str, name: str, app: str, **spec: Any) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": run.ns},
+        "spec": {"selector": {"matchLabels": {"app": app}}, "template": template, **spec},
+    }
+
+
+def _selector_changed(run: Run, kind: kinds.Kind) -> None:
+    c = run.client
+    moved = {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}}
+    run.step(f"{kind.kind} create", lambda: c.create(_workload(run, kind.kind, "w", "a"))["spec"]["selector"])
+    run.step(f"{kind.kind} selector", lambda: c.patch(kind, "w", moved, run.ns))
+    run.step(f"{kind.kind} selector applied", lambda: c.apply(_workload(run, kind.kind, "w", "b"), field_manager="a"))
+    labels = {"metadata": {"labels": {"x": "1"}}}
+    run.step(f"{kind.kind} labels", lambda: c.patch(kind, "w", labels, run.ns)["metadata"]["labels"])
+
+
+def immutable_fields(run: Run) -> None:
+    """A change of a field the API server never changes in place is a 422 naming it; the rest of the object still
+    changes. (The answers of the writes that pass are reduced to what they changed: the API server defaults the rest
+    of a workload, the fake does not.)"""
+    c = run.client
+    for kind in (DEPLOYMENT, REPLICA_SET, DAEMON_SET):
+        _selector_changed(run, kind)
+    sts = _workload(run, "StatefulSet", "s", "a", serviceName="s", replicas=1)
+    run.step("sts create", lambda: c.create(sts)["spec"]["serviceName"])
+    run.step("sts service", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"serviceName": "t"}}, run.ns))
+    claims = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
+    run.step("sts claims", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"volumeClaimTemplates": claims}}, run.ns))
+    run.step("sts replicas", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"replicas": 2}}, run.ns)["spec"]["replicas"])
+    image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}}
+    run.step("sts template", lambda: c.patch(STATEFUL_SET, "s", image, run.ns)["metadata"]["generation"])
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": run.ns},
+        "spec": {
+            "completions": 1,
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    run.step("job create", lambda: c.create(job)["spec"]["completions"])
+    run.step("job template", lambda: c.patch(JOB, "j", image, run.ns))
+    run.step("job completions", lambda: c.patch(JOB, "j", {"spec": {"completions": 2}}, run.ns))
+    run.step("job parallelism", lambda: c.patch(JOB, "j", {"spec": {"parallelism": 3}}, run.ns)["spec"]["parallelism"])
+    run.step("cm create", lambda: c.create(run.cm("c", data={"a": "1"}, immutable=True)))
+    run.step("cm data", lambda: c.patch(CONFIG_MAP, "c", {"data": {"a": "2"}}, run.ns))
+    run.step("cm binary", lambda: c.patch(CONFIG_MAP, "c", {"binaryData": {"b": "eA=="}}, run.ns))
+    run.step("cm mutable", lambda: c.patch(CONFIG_MAP, "c", {"immutable": False}, run.ns))
+    run.step("cm labels", lambda: c.patch(CONFIG_MAP, "c", {"metadata": {"labels": {"x": "1"}}}, run.ns))
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": run.ns}, "immutable": True}
+    run.step("secret create", lambda: c.create({**secret, "data": {"a": "eA=="}})["data"])
+    run.step("secret data", lambda: c.patch(SECRET, "s", {"data": {"a": "eQ=="}}, run.ns))
+    run.step("secret string data", lambda: c.patch(SECRET, "s", {"stringData": {"b": "y"}}, run.ns))
+    run.step("cm made immutable", lambda: c.create(run.cm("m", data={"a": "1"})))
+    run.step(
+        "cm made immutable with data", lambda: c.patch(CONFIG_MAP, "m", {"data": {"a": "2"}, "immutable": True}, run.ns)
+    )
+
+
 SEQUENCES: list[Callable[[Run], None]] = [
     create_get_list,
     generate_name,
@@ -376,6 +447,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     owner_references,
     error_answers,
     writes_that_change_nothing,
+    immutable_fields,
 ]
 
 

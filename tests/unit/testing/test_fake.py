@@ -18,7 +18,7 @@ import structlog.testing
 import okt
 from okt import errors
 from okt.kube import kinds
-from okt.testing import FakeClient, condition
+from okt.testing import FakeClient, condition, patching
 
 GADGET = kinds.Kind("toys.example.com/v1", "Gadget", "gadgets")
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
@@ -814,3 +814,141 @@ def test_a_name_that_is_no_path_segment_is_refused_as_the_client_refuses_it(
         call(fake, name)
 
     assert fake.stored(SECRET, "db", "ns") is not None
+
+
+# -- fields that never change in place -------------------------------------------------------------------------------
+
+
+def _workload(kind: str, app: str) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": app}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"app": app}}, "template": template, "serviceName": "w"},
+    }
+
+
+_IMMUTABLE_CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w", "namespace": "ns"}}
+_IMMUTABLE_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "w", "namespace": "ns"}}
+
+
+@pytest.mark.parametrize(
+    ("created", "change", "refused"),
+    [
+        (_workload("Deployment", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
+        (_workload("ReplicaSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
+        (_workload("DaemonSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
+        (_workload("StatefulSet", "a"), {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "d"}}]}}, ["spec"]),
+        (_workload("StatefulSet", "a"), {"spec": {"serviceName": "other"}}, ["spec"]),
+        (
+            _workload("Job", "a") | {"apiVersion": "batch/v1"},
+            {"spec": {"template": {"metadata": {"labels": {"app": "b"}}}, "completions": 2}},
+            ["spec.template", "spec.completions"],
+        ),
+        ({**_IMMUTABLE_CM, "immutable": True, "data": {"a": "1"}}, {"data": {"a": "2"}}, ["data"]),
+        (
+            {**_IMMUTABLE_CM, "immutable": True},
+            {"binaryData": {"b": "eA=="}, "immutable": False},
+            ["binaryData", "immutable"],
+        ),
+        ({**_IMMUTABLE_SECRET, "immutable": True, "data": {"a": "eA=="}}, {"stringData": {"a": "y"}}, ["data"]),
+    ],
+    ids=[
+        "deployment",
+        "replica-set",
+        "daemon-set",
+        "stateful-set-claims",
+        "stateful-set-service",
+        "job",
+        "config-map",
+        "config-map-binary-data",
+        "secret-string-data",
+    ],
+)
+@pytest.mark.parametrize("verb", ["patch", "apply", "replace"])
+def test_a_write_changing_a_field_that_never_changes_in_place_is_refused_naming_it_as_the_api_server_does(
+    fake: FakeClient, created: dict[str, Any], change: dict[str, Any], refused: list[str], verb: str
+) -> None:
+    kind = fake.kind_of(created)
+    stored = fake.create(created)
+    name, namespace = "w", "ns"
+
+    with pytest.raises(errors.Invalid) as raised:
+        if verb == "patch":
+            fake.patch(kind, name, change, namespace)
+        elif verb == "apply":
+            fake.apply(patching.merge_patch(created, change), field_manager="okt")
+        else:
+            fake.replace(kind, patching.merge_patch(stored, change))
+
+    assert [cause.field for cause in raised.value.causes] == refused
+    assert fake.stored(kind, name, namespace) == stored
+
+
+@pytest.mark.parametrize(
+    ("created", "change"),
+    [
+        (_workload("Deployment", "a"), {"spec": {"replicas": 3}, "metadata": {"labels": {"x": "1"}}}),
+        (_workload("StatefulSet", "a"), {"spec": {"replicas": 3, "template": {"metadata": {"labels": {"v": "2"}}}}}),
+        (_workload("StatefulSet", "a"), {"spec": {"updateStrategy": {"type": "OnDelete"}}}),
+        ({**_IMMUTABLE_CM, "data": {"a": "1"}}, {"data": {"a": "2"}, "immutable": True}),
+        ({**_IMMUTABLE_CM, "immutable": True, "data": {"a": "1"}}, {"metadata": {"labels": {"x": "1"}}}),
+    ],
+    ids=[
+        "deployment-replicas",
+        "stateful-set-template",
+        "stateful-set-strategy",
+        "config-map-made-immutable",
+        "immutable-config-map-labels",
+    ],
+)
+def test_a_write_changing_only_what_may_change_goes_through(
+    fake: FakeClient, created: dict[str, Any], change: dict[str, Any]
+) -> None:
+    kind = fake.kind_of(created)
+    fake.create(created)
+
+    written = fake.patch(kind, "w", change, "ns")
+
+    assert fake.stored(kind, "w", "ns") == written == patching.merge_patch(written, change)
+
+
+class GadgetDeployment(okt.MutableResource):
+    """A child whose selector follows the custom resource's size: a change of the size cannot be made in place."""
+
+    api_version = "apps/v1"
+    kind = "Deployment"
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  selector: {matchLabels: {app: "{{ name }}", size: "{{ cr.spec.size }}"}}
+  template:
+    metadata: {labels: {app: "{{ name }}", size: "{{ cr.spec.size }}"}}
+    spec: {containers: [{name: app, image: busybox}]}
+"""
+
+
+class DeployingGadgetReconciler(GadgetReconciler):
+    owns = (GadgetDeployment,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GadgetDeployment(ctx.cr)]
+
+
+def test_a_reconcile_whose_template_changes_a_child_s_selector_reports_it_immutable_and_leaves_the_child(
+    fake: FakeClient,
+) -> None:
+    fake.put(gadget(size=1))
+    assert reconcile(fake, DeployingGadgetReconciler()).outcome.kind is okt.OutcomeKind.DONE
+    before = fake.stored(DEPLOYMENT, "g", "ns")
+    fake.patch(GADGET, "g", {"spec": {"size": 2}}, "ns")
+
+    reconcile(fake, DeployingGadgetReconciler())
+
+    assert (ready(fake)["status"], ready(fake)["reason"]) == ("False", "ImmutableField")
+    assert fake.stored(DEPLOYMENT, "g", "ns") == before

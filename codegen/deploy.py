@@ -109,6 +109,9 @@ class Operator:
     every piece: the Deployment's ``okt run --namespace/--selector`` (and a Lease of its own, ``--lease-name``), the
     admission webhooks' ``namespaceSelector``/``objectSelector``, and, for some namespaces, RoleBindings of the
     operator's ClusterRole in each of them instead of a ClusterRoleBinding (:meth:`rbac`).
+
+    ``reconciler``: the class name ``--reconciler`` chose ``classes`` by, when the operator file holds others: the
+    Deployment runs that one alone (``okt run --reconciler``), as the CRDs and the RBAC serve it alone.
     """
 
     classes: Sequence[type[Any]]
@@ -116,6 +119,7 @@ class Operator:
     namespace: str
     image: str
     scope: admission.Scope = admission.EVERYTHING
+    reconciler: str | None = None
 
     def __post_init__(self) -> None:
         # okt run refuses to start two reconcilers under one controller name: nothing is generated for them.
@@ -208,6 +212,7 @@ class Operator:
             namespace=self.namespace,
             image=image,
             service_account=self.name,
+            reconciler=self.reconciler,
             webhooks=webhooks,
             webhook_cert_dir=webhook_cert_dir,
             watch_namespaces=sorted(self.scope.namespaces or ()),

@@ -59,7 +59,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
         """Write OPERATOR's kustomize tree: base (CRDs, RBAC, manager) and overlays/default (namespace, image)."""
         scope = webhooks.scope_of(watch_namespaces, selector)
         classes = load(operator, reconciler_name)
-        operator_facts = deploy.Operator(classes, name, namespace, image, scope)
+        operator_facts = deploy.Operator(classes, name, namespace, image, scope, reconciler_name)
         _report(deploy.write(deploy.kustomize_tree(operator_facts), out_dir))
 
     @click.command("bundle", cls=command_class)
@@ -84,7 +84,7 @@ def commands(load: Load, command_class: type[click.Command]) -> list[click.Comma
         """Write OPERATOR's OLM bundle: a ClusterServiceVersion, its CRDs and metadata/annotations.yaml."""
         scope = webhooks.scope_of((), selector)
         classes = load(operator, reconciler_name)
-        operator_facts = deploy.Operator(classes, name, deploy.BUNDLE_NAMESPACE, image, scope)
+        operator_facts = deploy.Operator(classes, name, deploy.BUNDLE_NAMESPACE, image, scope, reconciler_name)
         _report(deploy.write(deploy.bundle(operator_facts, version=bundle_version, channel=channel), out_dir))
 
     return [deploy_command, bundle_command]

@@ -47,6 +47,7 @@ def manager_manifests(
     image: str,
     service_account: str,
     entry_point: str = "/app/main.py",
+    reconciler: str | None = None,
     replicas: int = 2,
     webhooks: bool = False,
     webhook_cert_dir: str | None = None,
@@ -62,6 +63,9 @@ def manager_manifests(
         image: the operator's container image.
         service_account: the ServiceAccount of the RBAC generator's output.
         entry_point: the operator file inside the image.
+        reconciler: the one reconciler of ``entry_point`` the artifacts were generated for (``okt run
+            --reconciler``; None: every reconciler the file binds): a run of the others would reconcile kinds without
+            their CRDs and rules.
         replicas: 1 or more; above 1, the others wait as standbys.
         webhooks: the operator serves admission or conversion webhooks: on the ``webhooks`` port
             (:data:`WEBHOOK_PORT`), behind the Service ``<name>-webhooks`` (:func:`webhook_service_name`), with a
@@ -106,6 +110,7 @@ def manager_manifests(
         "image": image,
         "args": [
             entry_point,
+            *([f"--reconciler={reconciler}"] if reconciler else []),
             *([f"--namespace={watched}" for watched in sorted(set(watch_namespaces))] or ["--all-namespaces"]),
             *([f"--selector={selector}"] if selector else []),
             *([f"--lease-name={lease}"] if (lease := lease_name(name, watch_namespaces, selector)) else []),

@@ -657,3 +657,25 @@ def test_the_tree_lets_the_operator_review_scrapers_tokens_and_ships_the_role_to
     bundle = deploy.bundle(PLAIN, version="0.1.0")
     (reader,) = load(bundle["manifests/gizmo-operator-metrics-reader.clusterrole.yaml"])
     assert reader == documents["ClusterRole", "gizmo-operator-metrics-reader"]
+
+
+def test_the_deployment_of_a_tree_or_bundle_of_one_reconciler_runs_that_reconciler_alone(tmp_path: Path) -> None:
+    # The file holds two reconcilers; the tree and the bundle are generated for one, its CRD and its rules alone. The
+    # Deployment ran the whole file: okt run loaded the other too, its kind without a CRD and its rules ungranted.
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler, GadgetReconciler])
+    chosen = ["main.py", "--reconciler", "GizmoReconciler", "--name", "gizmo-operator", "--image", "gizmo:1"]
+
+    tree = CliRunner().invoke(group, ["deploy", *chosen, "--namespace", "gizmo-system", "--out", str(tmp_path / "c")])
+    bundled = CliRunner().invoke(group, ["bundle", *chosen, "--version", "0.1.0", "--out", str(tmp_path / "b")])
+
+    assert tree.exit_code == 0, tree.output
+    assert bundled.exit_code == 0, bundled.output
+    (deployment,) = load((tmp_path / "c" / "base" / "manager.yaml").read_text())
+    (csv,) = load((tmp_path / "b" / "manifests" / "gizmo-operator.clusterserviceversion.yaml").read_text())
+    (installed,) = csv["spec"]["install"]["spec"]["deployments"]
+    for spec in (deployment["spec"], installed["spec"]):
+        (container,) = spec["template"]["spec"]["containers"]
+        assert container["args"][:2] == ["/app/main.py", "--reconciler=GizmoReconciler"]
+    assert [crd["spec"]["names"]["kind"] for crd in load((tmp_path / "c" / "base" / "crd.yaml").read_text())] == [
+        "Gizmo"
+    ]

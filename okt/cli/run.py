@@ -354,6 +354,30 @@ def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
         raise click.BadParameter(str(exc), param_hint="'--selector'") from None
 
 
+def _check_metrics_certificate(metrics_bind_address: str, metrics_secure: bool, metrics_cert_dir: str | None) -> None:
+    """Refuse ``--metrics-cert-dir`` where ``/metrics`` is not served over https: disabled, on a loopback address, or
+    with ``--no-metrics-secure``. The folder was taken and never read, without a word: a run meant to serve its
+    metrics over https (``--no-metrics-secure --metrics-cert-dir``) served them over plain http, to anyone.
+
+    Raises:
+        click.UsageError: saying why ``/metrics`` is served without it.
+    """
+    from okt.runtime import probe_server
+
+    if metrics_cert_dir is None:
+        return
+    address = probe_server.parse_bind(metrics_bind_address)
+    if address is None:
+        why = f"--metrics-bind-address {metrics_bind_address} serves no /metrics"
+    elif not metrics_secure:
+        why = "--no-metrics-secure serves /metrics over plain http"
+    elif probe_server.is_loopback(address[0]):
+        why = f"/metrics on the loopback address {metrics_bind_address} is served over plain http"
+    else:
+        return
+    raise click.UsageError(f"--metrics-cert-dir is the certificate of /metrics over https, and {why}")
+
+
 def _configuration_kinds(reconcilers: Sequence[type[Any]]) -> list[str]:
     """The webhook configuration kinds the reconcilers need (validating, mutating): the ones ``okt gen`` writes."""
     purposes = {endpoint.purpose for endpoint in webhooks_mod.all_endpoints(reconcilers)}
@@ -772,6 +796,7 @@ def run_command(
     _check_combinations(click.get_current_context())
     _check_webhook_options(click.get_current_context())
     _check_spelling(metrics_bind_address, selector)
+    _check_metrics_certificate(metrics_bind_address, metrics_secure, metrics_cert_dir)
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     _warn_shadowing(target, module)

@@ -88,6 +88,26 @@ def test_a_webhook_secret_that_is_not_namespace_slash_name_is_a_usage_error(secr
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (("--metrics-bind-address", "0"), "--metrics-bind-address 0 serves no /metrics"),
+        (
+            ("--metrics-bind-address", ":8080", "--no-metrics-secure"),
+            "--no-metrics-secure serves /metrics over plain http",
+        ),
+        ((), "/metrics on the loopback address 127.0.0.1:8080 is served over plain http"),
+    ],
+)
+def test_a_metrics_certificate_where_metrics_is_not_served_over_https_is_a_usage_error(
+    tmp_path: pathlib.Path, options: tuple[str, ...], why: str
+) -> None:
+    # The folder was taken and never read: --no-metrics-secure --metrics-cert-dir served /metrics over plain http.
+    code, out = invoke("run", "x.py", "--metrics-cert-dir", str(tmp_path), *options)
+    assert code == 2
+    assert out == f"Error: --metrics-cert-dir is the certificate of /metrics over https, and {why}\n"
+
+
 def test_a_module_without_a_reconciler_is_refused(tmp_path: pathlib.Path) -> None:
     operator = tmp_path / "empty_operator.py"
     operator.write_text("VALUE = 1\n")

@@ -502,7 +502,8 @@ class Client:
 
         Raises:
             okt.errors.ConfigurationError: the file cannot be read or parsed, or its context cannot be used (none
-                chosen, or one that names a cluster or user the file does not define).
+                chosen, or one that names a cluster or user the file does not define); a ``context`` asked for when
+                there is no kubeconfig to choose it from (the in-cluster configuration has none).
         """
         try:
             if path is not None:
@@ -511,6 +512,13 @@ class Client:
                 config = kubeconfig.read_listed(os.environ["KUBECONFIG"])
             elif pathlib.Path("~/.kube/config").expanduser().exists():
                 config = kubeconfig.read_file(str(pathlib.Path("~/.kube/config").expanduser()))
+            elif context:
+                # kubectl refuses it too: the in-cluster service account has no contexts, and the one asked for would
+                # be dropped without a word, the pod's own identity used instead.
+                raise errors.ConfigurationError(
+                    f"cannot use the context {context!r}: no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config), "
+                    "and the in-cluster service account has no contexts"
+                )
             else:
                 return cls.in_cluster(pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
             if context:

@@ -189,3 +189,17 @@ def test_kubeconfig_whose_files_all_are_missing_is_refused_naming_them(
         kube_client.Client.from_kubeconfig()
 
     assert str(raised.value) == f"cannot load kubeconfig from {listed}: none of its files exists"
+
+
+def test_a_context_asked_for_without_a_kubeconfig_is_refused_rather_than_dropped_for_the_in_cluster_identity(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # okt run --context prod in a pod (no kubeconfig) ran as the pod's service account, the context dropped unsaid.
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(errors.ConfigurationError) as raised:
+        kube_client.Client.from_kubeconfig(context="prod")
+    assert str(raised.value) == (
+        "cannot use the context 'prod': no kubeconfig found ($KUBECONFIG unset, no ~/.kube/config), and the "
+        "in-cluster service account has no contexts"
+    )

@@ -50,6 +50,12 @@ What it does as the API server does:
 * every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
   resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
   leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
+* an apply with ``force=False`` that sets a field another field manager owns (applied, or written by a create, a
+  patch or an update: under the ``field_manager`` a patch names, else ``okt``, the client's) to another value is a 409
+  :class:`~okt.errors.Conflict`, nothing stored, with one ``FieldManagerConflict`` cause per field and manager and the
+  API server's message (``Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1:
+  .spec.replicas``); applying the value the field holds shares it; ``force=True`` takes the field from its other
+  owners;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
   ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
   finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
@@ -84,8 +90,7 @@ Limits, on purpose:
   (replaced whole): a custom kind's not given so (the fake reads no CRD), a built-in kind's list missing from that
   table, and a keyed list whose items cannot be keyed (an item without its key, two items of one key: the server refuses
   such an apply); merge patches and strategic merge patches replace every list whole;
-* conflicts between field managers are never reported (as if ``force=True``; ``force=False`` is a 409 on the
-  server), and ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
+* ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
   the owners they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion``
   (the server bumps it), as does an update or a patch of the object whose body holds status fields its writer did not
   own (dropped from the object, they are added to the writer's managedFields on Kubernetes 1.20); an apply to
@@ -140,8 +145,10 @@ _Key = tuple[str, str, str, str]
 _Path = patching.Path
 _SET_BY_SERVER = ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp")
 """The fields of ``metadata`` the server sets itself on a create (an apply's too), whatever the body says."""
-_Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or _UPDATE
-_UPDATE: _Writer = ("Update",)  # every create, patch and update: none of them ever removes a field it stops setting
+_Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or ("Update", field manager): see _updater
+_CLIENT_MANAGER = "okt"
+"""The field manager the API server records a create, patch or update under when it names none: the first word of
+the request's User-Agent, which okt's client sends as ``okt``."""
 # Kubernetes' own kinds whose objects have no metadata.generation, on every version of the API server: nothing in
 # them is a desired state a controller reports having observed. (Custom resources, Deployments, Ingresses,
 # PodDisruptionBudgets... have one.)
@@ -389,7 +396,7 @@ class FakeClient(kube_client.Client):
             body.setdefault("kind", kind.kind)
             _leave_out_empty(meta)
             created = self.put(body)
-            self._own(key, {}, created, _UPDATE)
+            self._own(key, {}, created, _updater(None))
             return created
 
     def patch(
@@ -418,7 +425,7 @@ class FakeClient(kube_client.Client):
             _check_version(kind, live, changed)
             _check_identity(live, changed, subresource)
             written = self._write(live, changed, subresource)
-            self._own(_key(kind, name, namespace), live, written, _UPDATE)
+            self._own(_key(kind, name, namespace), live, written, _updater(field_manager))
             return written
 
     def apply(
@@ -474,8 +481,10 @@ class FakeClient(kube_client.Client):
             if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
                 detail = f"Invalid value: {json.dumps(meta['uid'])}: field is immutable"
                 raise _invalid("FieldValueInvalid", "metadata.uid", detail)
-            # What this manager applied before and no longer applies goes, unless another writer owns it too.
             owners = self._owners.get(key, {})
+            if not force:
+                _check_conflicts(kind, owners, writer, live, body, subresource, schema)
+            # What this manager applied before and no longer applies goes, unless another writer owns it too.
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
             changed = patching.apply_merge(patching.without(live, gone, schema), body, schema)
             written = self._write(live, changed, subresource)
@@ -507,7 +516,7 @@ class FakeClient(kube_client.Client):
                     f"UID in object meta: {meta['uid']}",
                 )
             written = self._write(live, body, subresource)
-            self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _UPDATE)
+            self._own(_key(kind, meta["name"], meta.get("namespace")), live, written, _updater(None))
             return written
 
     def delete(
@@ -836,6 +845,64 @@ def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             "metadata.finalizers",
             f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added}",
         )
+
+
+def _updater(field_manager: str | None) -> _Writer:
+    """The owner of what a create, a patch or an update writes: its field manager, the client's by default. Each
+    field it changes becomes its own alone, as the API server records it (an ``Update`` entry of managedFields); it
+    never removes a field it stops setting, as an apply does."""
+    return ("Update", field_manager or _CLIENT_MANAGER)
+
+
+def _check_conflicts(
+    kind: kinds_mod.Kind,
+    owners: Mapping[_Path, set[_Writer]],
+    writer: _Writer,
+    live: Mapping[str, Any],
+    body: Mapping[str, Any],
+    subresource: str | None,
+    schema: list_keys.Schema,
+) -> None:
+    """An apply without force may not change a field another manager owns (by an apply or an update): 409
+    ``Conflict``, one ``FieldManagerConflict`` cause per field and manager, worded as the API server words them, and
+    nothing written. A field applied with the value it holds is shared, no conflict; a field no one else owns, or one
+    new to the object (an item of a keyed list another writer does not hold), is free.
+
+    What is compared is the stored object and the applied one merged into it, before the fields the manager no longer
+    applies are removed: removing one's own field conflicts with no one, as on the server.
+    """
+    before = patching.fields(_scope(live, subresource), schema)
+    merged = patching.apply_merge(_scope(live, subresource), _scope(body, subresource), schema)
+    conflicts = sorted(
+        (other[1], other[0], patching.text(path))
+        for path, value in patching.fields(merged, schema).items()
+        if path in before and before[path] != value
+        for other in owners.get(path, ())
+        if other != writer
+    )
+    if not conflicts:
+        return
+
+    def manager(name: str, operation: str) -> str:
+        # An applier is its name; an updater its name and the version it wrote (Kubernetes' printManager).
+        return json.dumps(name) + (f" using {kind.api_version}" if operation == "Update" else "")
+
+    causes = tuple(
+        errors.StatusCause("FieldManagerConflict", f"conflict with {manager(name, op)}", field)
+        for name, op, field in conflicts
+    )
+    if len(conflicts) == 1:
+        name, op, field = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {manager(name, op)}: {field}"
+    else:
+        lines: list[str] = []
+        for name, op, field in conflicts:
+            heading = f"conflicts with {manager(name, op)}:"
+            if heading not in lines:
+                lines.append(heading)
+            lines.append(f"- {field}")
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    raise _error(409, "Conflict", message, causes=causes)
 
 
 def _check_version(kind: kinds_mod.Kind, live: Mapping[str, Any], body: Any) -> None:

@@ -153,6 +153,21 @@ def fields(obj: Mapping[str, Any], schema: list_keys.Schema | None = None, prefi
     return found
 
 
+def text(path: Path) -> str:
+    """A field's path as the API server writes it in a conflict: ``.spec.replicas``,
+    ``.spec.template.spec.containers[name="app"].image``, ``.spec.ports[port=80,protocol="TCP"].name``, an item of a
+    set ``.metadata.finalizers[="a/b"]``."""
+    parts: list[str] = []
+    for step in path:
+        if not isinstance(step, Item):
+            parts.append(f".{step}")
+        elif len(step.key) == 1 and not step.key[0][0]:
+            parts.append(f"[={json.dumps(step.key[0][1])}]")
+        else:
+            parts.append("[" + ",".join(f"{name}={json.dumps(value)}" for name, value in sorted(step.key)) + "]")
+    return "".join(parts)
+
+
 def without(obj: Mapping[str, Any], paths: Iterable[Path], schema: list_keys.Schema | None = None) -> dict[str, Any]:
     """A copy of ``obj`` without the fields at ``paths``; an object one of these removals leaves empty goes too (as
     an apply's removal of its manager's last key of ``labels`` leaves no ``labels: {}``).

@@ -496,6 +496,91 @@ def test_an_apply_removes_what_the_same_manager_no_longer_applies_and_keeps_what
     assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"a": "1", "theirs": "x"}  # type: ignore[index]
 
 
+_CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+
+
+def test_an_apply_without_force_of_another_manager_s_field_is_a_conflict_naming_it_and_stores_nothing(
+    fake: FakeClient,
+) -> None:
+    applied = fake.apply({**_CM, "data": {"x": "1", "y": "2"}}, field_manager="a")
+
+    with pytest.raises(errors.Conflict) as raised:
+        fake.apply({**_CM, "data": {"x": "2", "y": "3", "z": "0"}}, field_manager="b", force=False)
+
+    assert raised.value.api_message == 'Apply failed with 2 conflicts: conflicts with "a":\n- .data.x\n- .data.y'
+    assert raised.value.causes == (
+        errors.StatusCause("FieldManagerConflict", 'conflict with "a"', ".data.x"),
+        errors.StatusCause("FieldManagerConflict", 'conflict with "a"', ".data.y"),
+    )
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns") == applied
+
+
+def test_an_apply_without_force_of_a_field_another_manager_wrote_names_that_manager_and_its_version(
+    fake: FakeClient,
+) -> None:
+    fake.create({**_CM, "data": {"x": "1"}})
+    fake.patch(kinds.CONFIG_MAP, "c", {"data": {"z": "1"}}, "ns", field_manager="kubectl-edit")
+
+    with pytest.raises(errors.Conflict) as raised:
+        fake.apply({**_CM, "data": {"x": "2", "z": "2"}}, field_manager="b", force=False)
+
+    assert raised.value.api_message == (
+        'Apply failed with 2 conflicts: conflicts with "kubectl-edit" using v1:\n- .data.z\nconflicts with "okt" '
+        "using v1:\n- .data.x"
+    )
+
+
+def test_an_apply_without_force_of_the_value_another_manager_applied_shares_the_field(fake: FakeClient) -> None:
+    fake.apply({**_CM, "data": {"x": "1", "y": "2"}}, field_manager="a")
+    fake.apply({**_CM, "data": {"x": "1"}}, field_manager="b", force=False)
+
+    fake.apply({**_CM, "data": {"y": "2"}}, field_manager="a", force=False)  # x stays, b owns it
+
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"x": "1", "y": "2"}  # type: ignore[index]
+    with pytest.raises(errors.Conflict, match=r'conflict with "b": \.data\.x'):
+        fake.apply({**_CM, "data": {"x": "3"}}, field_manager="a", force=False)
+
+
+def test_a_forced_apply_takes_another_manager_s_field_which_then_conflicts_with_its_old_owner(
+    fake: FakeClient,
+) -> None:
+    fake.apply({**_CM, "data": {"x": "1"}}, field_manager="a")
+
+    fake.apply({**_CM, "data": {"x": "2"}}, field_manager="b", force=True)
+
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns")["data"] == {"x": "2"}  # type: ignore[index]
+    with pytest.raises(errors.Conflict, match=r'conflict with "b": \.data\.x'):
+        fake.apply({**_CM, "data": {"x": "1"}}, field_manager="a", force=False)
+
+
+def test_an_apply_without_force_conflicts_on_a_field_of_another_manager_s_keyed_list_item(fake: FakeClient) -> None:
+    def deployment(*images: str) -> dict[str, Any]:
+        containers = [{"name": image.partition(":")[0], "image": image} for image in images]
+        spec = {"selector": {"matchLabels": {"app": "d"}}, "template": {"spec": {"containers": containers}}}
+        meta = {"name": "d", "namespace": "ns"}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+
+    fake.apply(deployment("app:1"), field_manager="a")
+    fake.apply(deployment("side:1"), field_manager="b", force=False)  # an item no one else holds is free
+
+    with pytest.raises(errors.Conflict) as raised:
+        fake.apply(deployment("app:1", "side:2"), field_manager="a", force=False)
+
+    assert [cause.field for cause in raised.value.causes] == ['.spec.template.spec.containers[name="side"].image']
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        (("spec", "replicas"), ".spec.replicas"),
+        (("spec", "ports", patching.Item((("protocol", "TCP"), ("port", 80)))), '.spec.ports[port=80,protocol="TCP"]'),
+        (("metadata", "finalizers", patching.Item((("", "a/b"),))), '.metadata.finalizers[="a/b"]'),
+    ],
+)
+def test_a_field_s_path_is_written_as_the_api_server_writes_it_in_a_conflict(path: Any, text: str) -> None:
+    assert patching.text(path) == text
+
+
 def test_an_object_stored_again_with_put_keeps_what_each_manager_applied(fake: FakeClient) -> None:
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
     applied = fake.apply({**body, "data": {"a": "1", "b": "2"}}, field_manager="okt")

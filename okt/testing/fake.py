@@ -56,6 +56,9 @@ What it does as the API server does:
   API server's message (``Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1:
   .spec.replicas``); applying the value the field holds shares it; ``force=True`` takes the field from its other
   owners;
+* a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
+  every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
+  a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
   ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
   finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
@@ -123,6 +126,7 @@ Limits, on purpose:
 
 from __future__ import annotations
 
+import base64
 import builtins
 import copy
 import datetime
@@ -238,14 +242,16 @@ class FakeClient(kube_client.Client):
 
     def put(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
         """Store ``obj`` as given, status included (create or replace, not counted in :attr:`stats`); returns it as
-        stored. ``kind`` is served from now on; without it, the object's kind must be served already.
+        stored. ``kind`` is served from now on; without it, the object's kind must be served already. A Secret's
+        ``stringData`` is written into its ``data``, as the API server holds it.
 
         Raises:
-            TypeError, ValueError: ``obj`` is not JSON, so no API server could hold it (see :func:`_received`).
+            TypeError, ValueError: ``obj`` is not JSON, so no API server could hold it (see :func:`_received`), or a
+                Secret whose ``stringData`` is not a mapping of strings.
         """
         if kind is not None:
             self.serve(kind)
-        stored = _received(obj)
+        stored = _fold_string_data(_received(obj), _unstorable)
         with self._lock:
             meta = stored.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
@@ -368,6 +374,7 @@ class FakeClient(kube_client.Client):
             self._count("create", kind.plural)
             self._check_served(kind)
             _check_kind(kind, body)
+            body = _fold_string_data(body, _undecodable)
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -421,6 +428,7 @@ class FakeClient(kube_client.Client):
                 changed = patching.merge_patch(live, patch)
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
+            changed = _fold_string_data(changed, _unpatchable)
             # The version the patched object names is the update's precondition, whichever patch set it.
             _check_version(kind, live, changed)
             _check_identity(live, changed, subresource)
@@ -452,6 +460,7 @@ class FakeClient(kube_client.Client):
                     f"failed to merge config: expected objects of the same type, but got a {body.get('kind')} of "
                     f"{body.get('apiVersion')} and a {kind.kind} of {kind.api_version}",
                 )
+            _fold_string_data(copy.deepcopy(body), _untyped)  # refused before it is merged
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
@@ -486,7 +495,9 @@ class FakeClient(kube_client.Client):
                 _check_conflicts(kind, owners, writer, live, body, subresource, schema)
             # What this manager applied before and no longer applies goes, unless another writer owns it too.
             gone = [path for path, writers in owners.items() if writers == {writer} and path not in applied]
-            changed = patching.apply_merge(patching.without(live, gone, schema), body, schema)
+            changed = _fold_string_data(
+                patching.apply_merge(patching.without(live, gone, schema), body, schema), _untyped
+            )
             written = self._write(live, changed, subresource)
             self._own(key, live, written, writer, applied)
             return written
@@ -499,6 +510,7 @@ class FakeClient(kube_client.Client):
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
             _check_kind(kind, body)
+            body = _fold_string_data(body, _undecodable)
             if not meta.get("resourceVersion") and kinds_mod.builtin(kind.api_version, kind.kind) is None:
                 # Kubernetes' own kinds take an update without a version (last write wins); custom resources do not.
                 raise _invalid(
@@ -845,6 +857,47 @@ def _check_finalizers(live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
             "metadata.finalizers",
             f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added}",
         )
+
+
+def _fold_string_data(obj: dict[str, Any], refused: Callable[[str], Exception]) -> dict[str, Any]:
+    """``obj`` as the API server decodes it: a Secret's ``stringData`` written into its ``data``, each value encoded
+    in base64 (of its UTF-8) over the one ``data`` holds under its key, and ``stringData`` itself gone — never stored,
+    never answered (code that reads back ``stringData`` finds nothing on a cluster). A ``stringData`` that is not a
+    mapping of strings raises ``refused(what)``, the answer of the verb that sent it."""
+    if (obj.get("apiVersion"), obj.get("kind")) != ("v1", "Secret") or "stringData" not in obj:
+        return obj
+    string_data = obj.pop("stringData")
+    if string_data is None:
+        return obj
+    if not isinstance(string_data, dict):
+        raise refused(f".stringData: expected map, got {type(string_data).__name__}")
+    for key, value in string_data.items():
+        if not isinstance(value, str):
+            raise refused(f".stringData.{key}: expected string, got {type(value).__name__}")
+    obj["data"] = {
+        **(obj.get("data") or {}),
+        **{key: base64.b64encode(value.encode()).decode() for key, value in string_data.items()},
+    }
+    return obj
+
+
+def _undecodable(what: str) -> errors.ApiError:
+    """How a create or an update of a body the API server cannot decode as its kind is answered."""
+    return _error(400, "BadRequest", f'Secret in version "v1" cannot be handled as a Secret: {what}')
+
+
+def _unpatchable(what: str) -> errors.ApiError:
+    """How a patch that leaves its object undecodable as its kind is answered."""
+    return _invalid("FieldValueInvalid", "patch", f"Invalid value: the patched Secret: {what}")
+
+
+def _untyped(what: str) -> errors.ApiError:
+    """How Kubernetes 1.20 answers an apply of a body its schema cannot type: an error of its own (500)."""
+    return _error(500, "InternalError", f"failed to create typed patch object: {what}")
+
+
+def _unstorable(what: str) -> Exception:
+    return ValueError(f"FakeClient.put: no API server holds this Secret ({what})")
 
 
 def _updater(field_manager: str | None) -> _Writer:

@@ -273,6 +273,35 @@ def apply_conflicts(run: Run) -> None:
     apply("b names it", {**port, "spec": {"ports": [http]}}, "b", **names)
 
 
+def secret_string_data(run: Run) -> None:
+    """A Secret's ``stringData`` is written into its ``data`` (base64, over a key ``data`` holds too) by every write,
+    and never answered nor stored."""
+    c = run.client
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": run.ns}, "type": "Opaque"}
+    run.step("create", lambda: c.create({**secret, "data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "y"}}))
+    run.step("get", lambda: c.get(SECRET, "s", run.ns))
+    run.step("merge patch", lambda: c.patch(SECRET, "s", {"stringData": {"c": "zé"}}, run.ns))
+    run.step("same value", lambda: c.patch(SECRET, "s", {"stringData": {"c": "zé"}}, run.ns))
+    live = run.step("get again", lambda: c.get(SECRET, "s", run.ns))
+    run.step("update", lambda: c.replace(SECRET, {**live, "stringData": {"a": ""}}))
+    run.step(
+        "json patch",
+        lambda: c.patch(
+            SECRET, "s", [{"op": "add", "path": "/stringData", "value": {"d": "1"}}], run.ns, patch_type="json"
+        ),
+    )
+    run.step("apply", lambda: c.apply({**secret, "stringData": {"e": "2"}}, field_manager="a"))
+    run.step("apply without it", lambda: c.apply({**secret, "data": {"f": "eA=="}}, field_manager="a"))
+    run.step(
+        "apply creates",
+        lambda: c.apply(
+            {**secret, "metadata": {"name": "t", "namespace": run.ns}, "stringData": {"g": "3"}}, field_manager="a"
+        ),
+    )
+    run.step("not a string", lambda: c.patch(SECRET, "s", {"stringData": {"h": 4}}, run.ns))
+    run.step("list", lambda: c.list(SECRET, run.ns, label_selector=""))
+
+
 def status_subresource(run: Run) -> None:
     c = run.client
     run.step("create with status", lambda: c.create(run.widget("w", {"size": 1}, status={"phase": "x"})))
@@ -495,6 +524,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     merge_and_json_patches,
     apply_by_managers,
     apply_conflicts,
+    secret_string_data,
     status_subresource,
     generation,
     finalizers,

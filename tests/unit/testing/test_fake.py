@@ -581,6 +581,49 @@ def test_a_field_s_path_is_written_as_the_api_server_writes_it_in_a_conflict(pat
     assert patching.text(path) == text
 
 
+_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}}
+
+
+def test_a_secret_s_string_data_is_written_into_its_data_by_every_write_and_never_answered(fake: FakeClient) -> None:
+    created = fake.create({**_SECRET, "data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "y"}})
+    patched = fake.patch(SECRET, "s", {"stringData": {"c": "zé"}}, "ns")
+    applied = fake.apply({**_SECRET, "stringData": {"d": "1"}}, field_manager="a")
+    fake.apply({**_SECRET, "data": {"e": "eA=="}}, field_manager="a")  # d was never a's to remove
+
+    assert created["data"] == {"a": "eA==", "b": "eQ=="}
+    assert patched["data"] == {"a": "eA==", "b": "eQ==", "c": "esOp"}
+    assert applied["data"] == {"a": "eA==", "b": "eQ==", "c": "esOp", "d": "MQ=="}
+    stored = fake.stored(SECRET, "s", "ns")
+    assert stored is not None and "stringData" not in stored and "stringData" not in created
+    assert stored["data"] == {"a": "eA==", "b": "eQ==", "c": "esOp", "d": "MQ==", "e": "eA=="}
+
+
+@pytest.mark.parametrize(
+    ("verb", "refused"),
+    [
+        ("create", errors.BadRequest),
+        ("update", errors.BadRequest),
+        ("patch", errors.Invalid),
+        ("apply", errors.ServerError),
+    ],
+)
+def test_a_secret_s_string_data_value_that_is_no_string_is_refused_as_the_api_server_refuses_it(
+    fake: FakeClient, verb: str, refused: type[errors.ApiError]
+) -> None:
+    live = fake.create(_SECRET)
+    body = {**_SECRET, "stringData": {"n": 4}}
+    send = {
+        "create": lambda: fake.create({**body, "metadata": {"name": "t", "namespace": "ns"}}),
+        "update": lambda: fake.replace(SECRET, {**live, "stringData": {"n": 4}}),
+        "patch": lambda: fake.patch(SECRET, "s", {"stringData": {"n": 4}}, "ns"),
+        "apply": lambda: fake.apply(body, field_manager="a"),
+    }[verb]
+
+    with pytest.raises(refused, match="stringData"):
+        send()
+    assert fake.stored(SECRET, "s", "ns") == live
+
+
 def test_an_object_stored_again_with_put_keeps_what_each_manager_applied(fake: FakeClient) -> None:
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
     applied = fake.apply({**body, "data": {"a": "1", "b": "2"}}, field_manager="okt")

@@ -12,7 +12,7 @@ whose Ready says the same of every value refused alike), nor is a wait that says
 (``TemporaryError.waiting``: a child's namespace being deleted), which is never counted; such a report the API server
 refused for what the object holds (a spec stored before its CRD got stricter) is not sent again while the object does
 not change (:mod:`okt.reconciler.refused_reports`); a recovery (Ready going from False to True) is worth a Normal
-Event, a first success is not.
+Event once its status write landed, a first success is not.
 """
 
 from __future__ import annotations
@@ -180,8 +180,10 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
         # What the hook set after the built-in work fails the success as what it set before does (above), before
         # Ready=True is written; the view is the one written.
         write_status(ctx, status_fields_view(ctx.status_fields, ctx.settings.status_model))
-        if ready.status and was_failing:
-            # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write).
+        if ready.status and was_failing and not ctx.results.has_error:
+            # A recovery is worth an Event; a first success is not (it is in the conditions, and costs a write). One
+            # whose write the API server refused is no recovery: Ready stays False, the ErrorManager reports the
+            # refusal, and each retry would say "reconciled" again beside its Warning.
             ctx.event(events.NORMAL, "Reconciled", recovered)
 
     ctx.status_due.append(write)

@@ -19,6 +19,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
+from okt.status import events
 from okt.testing import condition, crds, waiting
 from tests.integration.reconciler import conftest as shared
 
@@ -151,6 +152,26 @@ def test_a_refused_success_keeps_the_transition_time_of_a_ready_that_stays_false
     reconciling = condition(live, "Reconciling")
     assert reconciling is not None and reconciling["lastTransitionTime"] == OLD_TRANSITION, reconciling
     assert [item["type"] for item in live["status"]["conditions"]] == [item["type"] for item in stored]
+
+
+@pytest.mark.parametrize("retries", [1, 3])
+def test_a_refused_success_of_a_failing_object_records_no_recovery_event(
+    kube: kube_client.Client, namespace: str, apply_crd: Any, retries: int
+) -> None:
+    tally_kind: kinds.Kind = apply_crd(crd.crd_for_reconciler(Tally))
+    reconciler = LooseTally()
+    recorder = events.EventRecorder(kube, "tally-controller")
+    body = {"apiVersion": tally_kind.api_version, "kind": "Tally", "metadata": {"name": "t", "namespace": namespace}}
+    uid = kube.create({**body, "spec": {"size": 99}}, tally_kind)["metadata"]["uid"]
+    okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind, recorder=recorder)
+
+    for _ in range(retries):
+        run = okt.reconcile(reconciler, kube, None, namespace, "t", kind=tally_kind, recorder=recorder)
+
+    assert isinstance(run.outcome.error, okt.Invalid)  # Ready stays False: nothing recovered
+    items, _ = kube.list(kinds.EVENT, namespace)
+    said = [(item["type"], item["reason"]) for item in items if item["involvedObject"].get("uid") == uid]
+    assert ("Normal", "Reconciled") not in said, said
 
 
 class Stamping(shared.WidgetReconciler):

@@ -7,7 +7,9 @@ the ServiceAccount the RBAC generator binds, the image), and it must agree with 
 one place, next to the CRD and RBAC generators.
 
 Guarantees: an unprivileged, read-only container (the operator only talks to the API server); two replicas under
-leader election (one reconciles, the other is a warm standby); every name checked before anything is built.
+leader election (one reconciles, the other is a warm standby); every name checked before anything is built; the
+Deployment, its Pods (so its ReplicaSets) and its Namespace carry :data:`okt.names.OPERATOR_LABEL`, which the
+operator's own webhooks of built-in kinds leave out (an operator that is down never refuses its own fix).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from okt import names
 from okt.codegen import crd, errors
 
 METRICS_PORT = 8080
@@ -97,6 +100,9 @@ def manager_manifests(
             f"webhooks' Service {webhook_service_name(name)} must be one)"
         )
     labels = {"app.kubernetes.io/name": name}  # copied where it goes: editing one object's labels changes no other
+    # What the operator's own webhooks of built-in kinds leave out (names.OPERATOR_LABEL). Not in the Deployment's
+    # selector: that one is immutable, and an installed operator's would no longer apply.
+    own = {**labels, names.OPERATOR_LABEL: name}
     webhook_args = [f"--webhook-port={WEBHOOK_PORT}"]
     if webhook_cert_dir is not None:
         webhook_args.append(f"--webhook-cert-dir={webhook_cert_dir}")
@@ -134,12 +140,12 @@ def manager_manifests(
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(own)},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": dict(labels)},
             "template": {
-                "metadata": {"labels": dict(labels)},
+                "metadata": {"labels": dict(own)},
                 "spec": {
                     "serviceAccountName": service_account,
                     "securityContext": {
@@ -158,7 +164,7 @@ def manager_manifests(
     namespace_object = {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": namespace, "labels": dict(labels)},
+        "metadata": {"name": namespace, "labels": dict(own)},
     }
     return [namespace_object, deployment]
 

@@ -18,7 +18,10 @@ name: one longer than 253 characters is refused); two reconcilers under one cont
 would serve at one path and which it refuses to start, are refused here too; ``admissionReviewVersions: [v1]``,
 ``sideEffects: None``, ``matchPolicy: Equivalent`` (a request in another served version is converted to the reconciled
 one first, so the models judge what they know); CREATE and UPDATE of the primary only (never its ``/status``); the
-``failurePolicy`` given (``Fail`` by default: no object is admitted unjudged); output is deterministic.
+``failurePolicy`` given (``Fail`` by default: no object is admitted unjudged); output is deterministic. The webhook of
+a built-in kind leaves out the operator's own workload (its Deployment, ReplicaSets and Pods carry
+:data:`okt.names.OPERATOR_LABEL`, which its ``objectSelector`` excludes): under ``Fail``, an operator that is down
+would otherwise refuse the very update that fixes its Deployment.
 
 An operator that serves some namespaces or a label selection only (``okt run -n/-l``; another release of it may serve
 the others) gets the same scope here: ``scope`` becomes each admission webhook's ``namespaceSelector`` (the namespaces'
@@ -32,6 +35,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from okt import names
 from okt.codegen import crd, errors
 from okt.reconciler import admission, webhooks
 
@@ -224,7 +228,12 @@ def service(
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": service_name, "namespace": namespace, "labels": {"app.kubernetes.io/name": app}},
+        # Labelled the operator's own: its webhooks of Services leave it out (names.OPERATOR_LABEL).
+        "metadata": {
+            "name": service_name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": app, names.OPERATOR_LABEL: app},
+        },
         "spec": {
             "selector": {"app.kubernetes.io/name": app},
             "ports": [{"name": "webhooks", "port": SERVICE_PORT, "targetPort": target_port, "protocol": "TCP"}],
@@ -253,7 +262,8 @@ def _webhook(
             "most 253 characters (shorten the API group, or the controller's name)"
         )
     # An empty selector is every object, as the API server defaults it: left out, as without a scope.
-    chosen = {key: value for key, value in webhooks.selectors_of(scope, namespaced=primary.namespaced).items() if value}
+    selected = webhooks.selectors_of(scope, namespaced=primary.namespaced, api_version=cls.api_version)
+    chosen = {key: value for key, value in selected.items() if value}
     return {
         "name": name,
         "admissionReviewVersions": ["v1"],

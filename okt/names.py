@@ -13,6 +13,20 @@ import functools
 
 DEFAULT_PREFIX = "okt.io"
 
+OPERATOR_LABEL = f"{DEFAULT_PREFIX}/operator"
+"""The label of the operator's own workload (``okt gen deploy``: its Deployment, the Pods of its template and so their
+ReplicaSets, its Namespace and webhook Service; the certificate Secret ``okt run --webhook-service`` makes), valued with
+the operator's name (the Secret: with its Service's).
+
+Why: an admission webhook of a built-in kind (an operator of Deployments, of Pods) would otherwise judge the operator's
+own objects, under ``failurePolicy: Fail``: with the operator down, the update that would fix its Deployment, the
+creation of its ReplicaSet and Pods, are all refused, as nothing answers — a deadlock only deleting the webhook
+configuration ends. Such a webhook's ``objectSelector`` leaves out every object carrying this label
+(:func:`okt.reconciler.webhooks.selectors_of`). One key for every operator, whatever its reconcilers' ``prefix``: the
+workload is one per operator, however many prefixes its reconcilers use, and an okt operator never judges another's
+workload either (two operators down, each refusing the other's fix). A key of its own, not ``app.kubernetes.io/name``:
+kustomize's ``commonLabels`` rewrites that one's value, ``namePrefix`` the names, and neither touches this key."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Names:

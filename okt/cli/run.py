@@ -412,7 +412,8 @@ def _scope_fields(
     reconcilers: Sequence[type[Any]], namespaces: Sequence[str], selector: str | None, server_version: str
 ) -> dict[str, dict[str, Any]]:
     """The ``namespaceSelector`` and ``objectSelector`` of each admission webhook (by its path) that make the API
-    server call it for the objects this run serves only (``-n``, ``-l``), for ``--webhook-configuration``.
+    server call it for the objects this run serves only (``-n``, ``-l``), for ``--webhook-configuration`` — those of a
+    built-in kind without the operator's own workload, as ``okt gen deploy`` writes them (:func:`selectors_of`).
 
     An API server before Kubernetes 1.21 does not label namespaces with their name: a namespaceSelector naming them
     would match none, and the webhook would never be called; there the one written is left as it is (admission still
@@ -424,7 +425,9 @@ def _scope_fields(
     fields: dict[str, dict[str, Any]] = {}
     for endpoint in webhooks_mod.all_endpoints(reconcilers):
         if endpoint.purpose is not webhooks_mod.Purpose.CONVERSION:
-            chosen = webhooks_mod.selectors_of(scope, namespaced=endpoint.reconciler.namespaced)
+            chosen = webhooks_mod.selectors_of(
+                scope, namespaced=endpoint.reconciler.namespaced, api_version=endpoint.reconciler.api_version
+            )
             fields[endpoint.path] = chosen if labelled else {"objectSelector": chosen["objectSelector"]}
     return fields
 

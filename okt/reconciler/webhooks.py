@@ -14,7 +14,9 @@ as in logs and metrics).
 
 Which objects the API server sends to an admission webhook is the operator's scope (:class:`admission.Scope`: the
 namespaces and the label selector of ``okt run``), said as the webhook's ``namespaceSelector`` and ``objectSelector``
-(:func:`selectors_of`), so that objects another instance of the operator serves are not even sent to this one.
+(:func:`selectors_of`), so that objects another instance of the operator serves are not even sent to this one; a
+webhook of a built-in kind also leaves out the operator's own workload (:data:`okt.names.OPERATOR_LABEL`), so that it
+never locks out the Deployment that serves it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import dataclasses
 import enum
 from typing import Any
 
-from okt.kube import selectors
+from okt import names as names_mod
+from okt.kube import kinds, selectors
 from okt.reconciler import admission
 from okt.reconciler import reconciler as reconciler_mod
 
@@ -73,20 +76,31 @@ def all_endpoints(reconcilers: Any) -> tuple[Endpoint, ...]:
     return tuple(e for r in reconcilers for e in endpoints(r))
 
 
-def selectors_of(scope: admission.Scope, *, namespaced: bool) -> dict[str, dict[str, Any]]:
+def selectors_of(scope: admission.Scope, *, namespaced: bool, api_version: str) -> dict[str, dict[str, Any]]:
     """The ``namespaceSelector`` and ``objectSelector`` of an admission webhook called only for the objects of
-    ``scope`` (``{}``: every one) of a kind ``namespaced`` or not.
+    ``scope`` (``{}``: every one) of a kind ``namespaced`` or not, in ``api_version``.
 
     The namespaces are matched by their ``kubernetes.io/metadata.name`` label (for a cluster-scoped kind, whose
     objects have no namespace, none is said). A label selector term no LabelSelector can say (``k>n``, ``k<n``) is
     left out: the webhook is called for some more objects, and admits them untouched
     (:mod:`okt.reconciler.admission`).
+
+    A kind of Kubernetes itself (:func:`okt.kube.kinds.is_builtin_group`: a Deployment, a Pod, a Secret) is one the
+    operator's own workload may be made of: objects labelled :data:`okt.names.OPERATOR_LABEL` are left out, so that
+    an operator that is down never refuses the update of its own Deployment, nor the creation of its ReplicaSets and
+    Pods (see there). A custom kind's webhooks are left as they were: okt makes no object of one for itself.
     """
     namespace_selector: dict[str, Any] = {}
     if scope.namespaces and namespaced:
         names = sorted(scope.namespaces)
         namespace_selector = {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": names}]}
-    return {"namespaceSelector": namespace_selector, "objectSelector": selectors.label_selector(scope.label_selector)}
+    object_selector = selectors.label_selector(scope.label_selector)
+    expressions = list(object_selector.get("matchExpressions") or ())
+    # A scope that names the label itself (-l okt.io/operator=...) says which of those objects the operator serves.
+    if kinds.is_builtin_group(api_version) and all(e["key"] != names_mod.OPERATOR_LABEL for e in expressions):
+        expressions.append({"key": names_mod.OPERATOR_LABEL, "operator": "DoesNotExist"})
+        object_selector = {**object_selector, "matchExpressions": expressions}
+    return {"namespaceSelector": namespace_selector, "objectSelector": object_selector}
 
 
 def _overrides(reconciler: type[reconciler_mod.Reconciler], hook: str) -> bool:

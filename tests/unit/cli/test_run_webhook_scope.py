@@ -8,6 +8,7 @@ import pydantic
 import pytest
 
 import okt
+from okt import names
 from okt.cli import run
 
 
@@ -59,3 +60,37 @@ def test_a_run_serving_everything_selects_every_object_again() -> None:
     fields = run._scope_fields([Gadgets], (), None, "v1.30.0")
 
     assert fields["/validate/gadget"] == {"namespaceSelector": {}, "objectSelector": {}}
+
+
+class Deployments(okt.Reconciler):
+    api_version = "apps/v1"
+    kind = "Deployment"
+
+    def check(self, ctx: okt.Context) -> None:
+        return None
+
+
+OWN = {"key": names.OPERATOR_LABEL, "operator": "DoesNotExist"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expressions"),
+    [(None, [OWN]), ("release=one", [*RELEASE["matchExpressions"], OWN])],
+)
+def test_the_webhook_of_a_built_in_kind_leaves_out_the_operator_s_own_workload_as_the_generator_does(
+    selector: str | None, expressions: list[dict[str, Any]]
+) -> None:
+    fields = run._scope_fields([Deployments], (), selector, "v1.30.0")
+
+    # Written over the configuration at start: without it, okt run would undo what okt gen deploy wrote.
+    assert fields == {
+        "/validate/deployment": {"namespaceSelector": {}, "objectSelector": {"matchExpressions": expressions}}
+    }
+
+
+def test_a_scope_that_names_the_operator_label_itself_is_kept_as_said() -> None:
+    fields = run._scope_fields([Deployments], (), f"{names.OPERATOR_LABEL}=shop", "v1.30.0")
+
+    assert fields["/validate/deployment"]["objectSelector"] == {
+        "matchExpressions": [{"key": names.OPERATOR_LABEL, "operator": "In", "values": ["shop"]}]
+    }

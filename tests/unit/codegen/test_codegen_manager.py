@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from okt import names
 from okt.cli import run as run_cli
 from okt.codegen import errors, manager
 
@@ -15,7 +16,10 @@ def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
     assert namespace == {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": "ops", "labels": {"app.kubernetes.io/name": "my-operator"}},
+        "metadata": {
+            "name": "ops",
+            "labels": {"app.kubernetes.io/name": "my-operator", names.OPERATOR_LABEL: "my-operator"},
+        },
     }
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -68,6 +72,19 @@ def test_the_deployment_labels_and_its_selector_are_separate_objects() -> None:
 
     deployment["metadata"]["labels"]["app.kubernetes.io/version"] = "0.2.0"
 
+    own = {"app.kubernetes.io/name": "my-operator", names.OPERATOR_LABEL: "my-operator"}
     assert deployment["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "my-operator"}
-    assert deployment["spec"]["template"]["metadata"]["labels"] == {"app.kubernetes.io/name": "my-operator"}
-    assert namespace["metadata"]["labels"] == {"app.kubernetes.io/name": "my-operator"}
+    assert deployment["spec"]["template"]["metadata"]["labels"] == own
+    assert namespace["metadata"]["labels"] == own
+
+
+def test_the_operator_s_own_workload_is_labelled_as_its_webhooks_leave_it_out_and_its_selector_is_not() -> None:
+    namespace, deployment = manager.manager_manifests(
+        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+    )
+
+    # The Deployment, its Pods (so its ReplicaSets) and its Namespace: never judged by its own webhooks.
+    for labelled in (deployment["metadata"], deployment["spec"]["template"]["metadata"], namespace["metadata"]):
+        assert labelled["labels"][names.OPERATOR_LABEL] == "my-operator"
+    # The selector is immutable: an installed operator's Deployment must still apply.
+    assert names.OPERATOR_LABEL not in deployment["spec"]["selector"]["matchLabels"]

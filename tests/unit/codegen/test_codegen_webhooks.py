@@ -176,7 +176,7 @@ def test_gen_webhooks_reads_the_ca_bundle_and_passes_its_options(tmp_path: Path)
     assert service["metadata"] == {
         "name": "checked-operator-webhooks",
         "namespace": "ops",
-        "labels": {"app.kubernetes.io/name": "checked-operator"},
+        "labels": {"app.kubernetes.io/name": "checked-operator", "okt.io/operator": "checked-operator"},
     }
     (hook,) = validating["webhooks"]
     assert hook["failurePolicy"] == "Ignore"
@@ -432,3 +432,26 @@ def test_gen_crd_refuses_a_name_whose_service_is_no_dns_label() -> None:
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("Error: invalid --name 'Shop': expected a DNS label")
     assert result.stdout == ""
+
+
+class Deployments(okt.Reconciler):
+    api_version = "apps/v1"
+    kind = "Deployment"
+
+    def check(self, ctx: okt.Context) -> None:
+        return None
+
+
+def test_the_webhook_of_a_built_in_kind_leaves_out_the_operator_s_own_workload_within_its_scope() -> None:
+    everything = invoke(["webhooks", "operator.py"], cli.make_gen_group(loader(Deployments, Memcached)))
+    scoped = invoke(["webhooks", "operator.py", "-l", "tier"], cli.make_gen_group(loader(Deployments)))
+    assert everything.exit_code == 0 and scoped.exit_code == 0, everything.output + scoped.output
+
+    hooks = {hook["name"]: hook for doc in yaml.safe_load_all(everything.stdout) for hook in doc.get("webhooks", [])}
+    own = {"key": "okt.io/operator", "operator": "DoesNotExist"}
+    assert hooks["validate.deployments.apps"]["objectSelector"] == {"matchExpressions": [own]}
+    assert hooks["validate.deployments.apps"]["failurePolicy"] == "Fail"
+    # a custom kind: okt makes no object of it for itself, its webhooks judge every object as before
+    assert "objectSelector" not in hooks["validate.memcacheds.cache.example.com"]
+    (hook,) = [hook for doc in yaml.safe_load_all(scoped.stdout) for hook in doc.get("webhooks", [])]
+    assert hook["objectSelector"] == {"matchExpressions": [{"key": "tier", "operator": "Exists"}, own]}

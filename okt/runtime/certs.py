@@ -50,6 +50,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from okt import errors
+from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
@@ -286,7 +287,9 @@ def for_service(
     restart and every read again of a running server (:class:`ServiceSource`), read it. A kept certificate that ends
     within :data:`RENEW_BEFORE` of ``now``, or does not name the Service, is replaced (an update of its three keys
     only, guarded by the Secret's resourceVersion); the new ``ca.crt`` holds the new CA first, then the old CAs that
-    have not ended (the replicas that have not read the renewal yet serve the old certificate). A kept ``ca.crt``
+    have not ended (the replicas that have not read the renewal yet serve the old certificate). The Secret is made
+    labelled :data:`okt.names.OPERATOR_LABEL` (valued with the Service's name), which the operator's own webhook of
+    Secrets leaves out: it is not served yet when the Secret is made. A kept ``ca.crt``
     holding a CA that has ended is written again without it (its pair kept). Two replicas racing to create, renew or
     write it both end up serving the one the API server kept.
 
@@ -326,7 +329,11 @@ def for_service(
     encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
     # A renewal replaces the three keys only: the metadata (with its resourceVersion, the guard) and the other keys
     # are the live Secret's, so labels, annotations or keys another writer put there stay.
-    kept_metadata, kept_data = (live["metadata"], live.get("data") or {}) if live is not None else ({}, {})
+    # A new one is labelled the operator's own: the operator's webhook of Secrets, if it has one, leaves it out
+    # (names_mod.OPERATOR_LABEL) — that webhook is not served before this Secret exists, and under failurePolicy
+    # Fail the create would be refused at every start.
+    own: dict[str, Any] = {"labels": {names_mod.OPERATOR_LABEL: service}}
+    kept_metadata, kept_data = (live["metadata"], live.get("data") or {}) if live is not None else (own, {})
     body = {
         "apiVersion": "v1",
         "kind": "Secret",

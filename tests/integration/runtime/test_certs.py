@@ -19,7 +19,11 @@ import structlog.testing
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+import okt
+from okt import errors
+from okt import names as names_mod
 from okt.cli import run
+from okt.codegen import webhooks as codegen_webhooks
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import certs, webhook_server
@@ -428,3 +432,50 @@ def test_an_old_ca_that_has_ended_leaves_the_configurations_and_the_secret_while
         assert server.certificates.cert_pem == served.cert_pem
     finally:
         server.stop()
+
+
+class SecretGuard(okt.Reconciler):
+    api_version = "v1"
+    kind = "Secret"
+
+    def check(self, ctx: okt.Context) -> None:
+        return None
+
+
+def test_the_certificate_secret_is_made_while_the_operator_s_own_webhook_of_secrets_is_not_served_yet(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    # An operator of Secrets, starting: its webhook, as okt gen webhooks writes it, calls a Service nothing serves
+    # yet (narrowed to this test's namespace, as the control plane is shared).
+    (validating,) = codegen_webhooks.webhooks_for_reconcilers(
+        [SecretGuard],
+        name=f"guard-{namespace}",
+        client_config=codegen_webhooks.ClientConfig(service="guard-webhooks", namespace=namespace),
+    )[1:]
+    kube.patch(kinds.NAMESPACE, namespace, {"metadata": {"labels": {"okt-guarded": namespace}}})
+    validating["webhooks"][0]["namespaceSelector"] = {"matchLabels": {"okt-guarded": namespace}}
+    configurations = kube.resolve("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
+    kube.create(validating, configurations)
+    try:
+        wait_for(
+            lambda: _refused(kube, namespace),
+            timeout=30,
+            message="the webhook judging (and refusing) other Secrets",
+        )
+
+        certs.for_service(kube, namespace, "guard-webhooks", "guard-webhooks-tls")
+
+        stored = kube.get(SECRET, "guard-webhooks-tls", namespace)
+        assert stored["metadata"]["labels"] == {names_mod.OPERATOR_LABEL: "guard-webhooks"}
+    finally:
+        kube.delete(configurations, validating["metadata"]["name"])
+
+
+def _refused(kube: kube_client.Client, namespace: str) -> bool:
+    """Whether an ordinary Secret's create is refused, unjudged (the configuration has reached the API server)."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"generateName": "plain-", "namespace": namespace}}
+    try:
+        kube.create(secret, SECRET)
+    except errors.ApiError as exc:
+        return "failed calling webhook" in str(exc)
+    return False

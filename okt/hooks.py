@@ -9,9 +9,11 @@ Guarantees: start-up hooks run in definition order before the first watch, each 
 ``okt.TemporaryError`` is called again after the error's ``delay`` (or a backoff: :mod:`okt.runtime.startup`), the
 operator not ready meanwhile, up to the limits its ``@okt.on_startup(retries=, timeout=)`` declares (Kopf's); one that
 raises anything else, or reaches a limit, stops the start with an ``okt.ConfigurationError`` naming it, and nothing is
-watched. Clean-up hooks run after the last reconcile finished (or the grace period ended), on a graceful shutdown,
-in definition order, each called once, within what is left of the shutdown's grace period (:mod:`okt.runtime.cleanup`);
-one that raises is logged and the others still run. Both run on every replica, leader or not: they are about the
+watched; one still running when a shutdown's grace period is over is left running, its writes through okt's client
+refused (``okt run`` exiting non-zero at once). Clean-up hooks run after the last reconcile finished (or the grace
+period ended), on a graceful shutdown, in definition order, each called once, within what is left of the shutdown's
+grace period (:mod:`okt.runtime.cleanup`); one that raises is logged, the others still run, and ``okt run`` exits
+non-zero. Both run on every replica, leader or not: they are about the
 process, not the objects.
 
 Caveats: ``@okt.on_cleanup`` takes no ``retries=``, ``timeout=`` nor ``backoff=``, where Kopf's ``@kopf.on.cleanup``
@@ -164,9 +166,10 @@ def retry_limits_of(hook: StartupHook) -> RetryLimits:
 
 def on_cleanup(fn: F) -> F:
     """Run ``fn()`` once after the operator's last reconcile, on a graceful shutdown, within what is left of its grace
-    period: one still running then is left running, and the hooks after it are not run (:mod:`okt.runtime.cleanup`).
+    period: one still running then is left running, and the hooks after it are not run (:mod:`okt.runtime.cleanup`);
+    one that raises is logged, and the stop is not clean (``okt run`` exits 1, :attr:`okt.Manager.failed_cleanups`).
 
-    ``fn`` may be ``async def``, as Kopf's ``@kopf.on.cleanup`` may: its coroutine runs to its end on the shutdown's
+    ``fn`` may be ``async def``, as Kopf's ``@kopf.on.cleanup`` may: its coroutine runs to its end on the hook's own
     thread (:mod:`okt.coroutines`).
 
     Raises:

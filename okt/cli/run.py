@@ -295,8 +295,8 @@ def _warn_shadowing(target: str | None, module: str | None) -> None:
 
 
 def _refuse_unclean_stop(mgr: manager.Manager, grace_period: float) -> None:
-    """Exit non-zero when the stop was not clean, so that a supervisor knows: the lease was lost, or work still ran
-    past the grace period (half-way through, maybe).
+    """Exit non-zero when the stop was not clean, so that a supervisor knows: the lease was lost, work still ran
+    past the grace period (half-way through, maybe), or a clean-up hook raised (what it was to undo may not be).
 
     Raises:
         click.ClickException: saying which.
@@ -308,6 +308,8 @@ def _refuse_unclean_stop(mgr: manager.Manager, grace_period: float) -> None:
             f"stopped with {'; '.join(mgr.left_running)} still running after the {grace_period:g} s grace period "
             "(--grace-period): they end with the process, wherever they were"
         )
+    if mgr.failed_cleanups:
+        raise click.ClickException("; ".join(mgr.failed_cleanups))
 
 
 def _check_webhook_options(ctx: click.Context) -> None:

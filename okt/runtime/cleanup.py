@@ -8,7 +8,8 @@ Kubernetes). So each hook runs on a thread of its own, waited for up to what is 
 and the shutdown goes on without it when that runs out.
 
 Guarantees: the hooks run one after the other, in their order, each called once, never retried; one that raises is
-logged (as okt logs errors: :func:`okt.errors.said`) and the next one runs. The wait for each asks again how long it
+logged (as okt logs errors: :func:`okt.errors.said`), told to the caller (``okt run`` then exits non-zero: what it was
+to undo may not be undone), and the next one runs. The wait for each asks again how long it
 has left as it goes (the manager's grace is cut short when the lease is lost). A hook still running when the time runs
 out is left running, and one error line names it and the hooks after it, which are **not started**: the hooks run in
 their order because a later one may need what an earlier one did (a flush before the connection it flushes to is
@@ -29,7 +30,7 @@ fenced. Threads a hook starts are fenced only when they run in a copy of its con
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -43,10 +44,17 @@ LEFT_RUNNING = "the shutdown's grace period is over: this clean-up hook was left
 _log = structlog.get_logger("okt.manager")
 
 
-def run(cleanups: Sequence[hooks.CleanupHook], *, left: daemons_mod.Left, fence: fence_mod.Fence) -> list[str]:
+def run(
+    cleanups: Sequence[hooks.CleanupHook],
+    *,
+    left: daemons_mod.Left,
+    fence: fence_mod.Fence,
+    failed: Callable[[str], None] = lambda _: None,
+) -> list[str]:
     """Run ``cleanups`` one after the other, each on a thread of its own behind ``fence``, waited for for as long as
     ``left`` says (asked again as each wait goes); returns what is left running: ``["the clean-up hook NAME"]``, or
-    nothing once every hook started returned."""
+    nothing once every hook started returned. ``failed`` is told each hook that raised before its wait ended
+    (``"the clean-up hook NAME failed: ERROR"``, the error as :func:`okt.errors.said` says it)."""
     for index, hook in enumerate(cleanups):
         not_run = [hooks.name_of(later) for later in cleanups[index + 1 :]]
         if left() <= 0:
@@ -55,7 +63,8 @@ def run(cleanups: Sequence[hooks.CleanupHook], *, left: daemons_mod.Left, fence:
             )
             return []
         name = hooks.name_of(hook)
-        thread = threading.Thread(target=_call, args=(hook, fence), name=f"okt-cleanup-{name}", daemon=True)
+        raised: list[str] = []
+        thread = threading.Thread(target=_call, args=(hook, fence, raised), name=f"okt-cleanup-{name}", daemon=True)
         thread.start()
         if not daemons_mod.join(thread, left):
             fence.close(LEFT_RUNNING)
@@ -66,12 +75,15 @@ def run(cleanups: Sequence[hooks.CleanupHook], *, left: daemons_mod.Left, fence:
                 **({"not_run": not_run} if not_run else {}),
             )
             return [f"the clean-up hook {name}"]
+        for error in raised:
+            failed(f"the clean-up hook {name} failed: {error}")
     return []
 
 
-def _call(hook: hooks.CleanupHook, fence: fence_mod.Fence) -> None:
+def _call(hook: hooks.CleanupHook, fence: fence_mod.Fence, raised: list[str]) -> None:
     with fence_mod.fenced(fence, errors.WriteRefused):
         try:
             coroutines.call(hook)  # an async def hook runs on this thread's own loop
         except Exception as exc:
             _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=errors.said(exc))
+            raised.append(errors.said(exc))

@@ -27,8 +27,9 @@ Guarantees:
   in-flight reconciles and daemons up to ``grace_period`` seconds, runs the clean-up hooks within what is left of
   it (:mod:`okt.runtime.cleanup`: one that hangs is left running, the later ones not started), releases the lease,
   stops the informers and closes the probe server; what still runs past the grace period (a reconcile, a daemon that
-  ignores its stop, a clean-up hook) is logged and named in :attr:`Manager.left_running` (``okt run`` then exits
-  non-zero: the stop was not clean); before the release, no write of a reconcile, daemon or clean-up hook leaves any
+  ignores its stop, a start-up or a clean-up hook) is logged and named in :attr:`Manager.left_running`, and a
+  clean-up hook that raised in :attr:`Manager.failed_cleanups` (``okt run`` then exits non-zero: the stop was not
+  clean); before the release, no write of a reconcile, daemon or clean-up hook leaves any
   more and those already on the wire — an exec until its command ended, a call to the operand until it answered —
   are waited for (up to the client's request timeout): one not answered by then, or one that ended without an answer,
   may still reach its target, and the lease is left to expire instead of being released;
@@ -59,6 +60,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import math
 import re
@@ -209,6 +211,8 @@ class Manager:
 
     _start_up_waits: str | None = None
     """What the start waits for while a start-up hook's retry waits: ``/readyz``'s reason meanwhile."""
+    _start_up_calls: str | None = None
+    """The start-up hook called last: the one a shutdown past its grace period leaves running."""
     _helpers: tuple[threading.Thread, ...] = ()
     """The manager's own threads (beginning the work, the campaign), which the shutdown waits for."""
     _lost_by: float | None = None
@@ -276,8 +280,7 @@ class Manager:
                 hooks.check_callable(hook)
         self._on_startup, self._on_cleanup = tuple(on_startup), tuple(on_cleanup)
         self._probes = probes_mod.Probes(probes or {})
-        self._started_up = False
-        self._assembled = False
+        self._started_up = self._assembled = False
         self.trimmer: memory.Trimmer | None = None
         self.metrics = metrics_mod.Metrics()
         self.metrics.watch_client(client)
@@ -286,9 +289,11 @@ class Manager:
         self.elector: leader_mod.LeaderElector | None = None
         # The reconciles' and daemons' write fence with leader election, and the clean-up hooks' (open on a standby
         # too: they are about the process), closed once a hook is left running: both closed before the lease is
-        # released, and their writes on the wire waited for.
-        self._fence, self._cleanup_fence = (
+        # released, and their writes on the wire waited for. The start-up hooks' is closed when one is left running
+        # (the lease is not competed for before they all returned).
+        self._fence, self._cleanup_fence, self._start_up_fence = (
             fence_mod.Fence(self._write_fence, self._write_time_left),
+            fence_mod.Fence(lambda verb, resource: None),
             fence_mod.Fence(lambda verb, resource: None),
         )
         self.probes: probe_server.ProbeServer | None = None
@@ -306,8 +311,11 @@ class Manager:
         self._start_ended = threading.Event()
         self._start_ended.set()
         self._start_lock, self._helpers_lock = threading.Lock(), threading.Lock()
-        self._working = threading.Event()
+        # Set once the start-up hooks returned, or once the shutdown left one running past its grace period, under
+        # _start_up_lock: whichever comes first decides, and the start goes on at once.
+        self._start_up_over, self._start_up_lock, self._working = threading.Event(), threading.Lock(), threading.Event()
         self._left_running: list[str] = []
+        self._failed_cleanups: list[str] = []
 
     # -- state ---------------------------------------------------------------------------------------------------
 
@@ -329,9 +337,17 @@ class Manager:
     @property
     def left_running(self) -> tuple[str, ...]:
         """What the shutdown left running past its grace period (empty: a clean stop): reconciles counted per
-        controller, daemons by name (``namespace/name: daemon``), a clean-up hook by name (``the clean-up hook
-        NAME``). Python cannot kill a thread: they end with the process, wherever they are."""
+        controller, daemons by name (``namespace/name: daemon``), a start-up or clean-up hook by name (``the start-up
+        hook NAME``, ``the clean-up hook NAME``). Python cannot kill a thread: they end with the process, wherever
+        they are."""
         return tuple(self._left_running)
+
+    @property
+    def failed_cleanups(self) -> tuple[str, ...]:
+        """The clean-up hooks of the shutdown that raised (empty: none did), each ``the clean-up hook NAME failed:
+        ERROR`` (the error as okt logs one): what they were to undo may not be undone, and ``okt run`` exits
+        non-zero."""
+        return tuple(self._failed_cleanups)
 
     def health(self) -> tuple[bool, str]:
         """``/healthz``: ok while running, while the webhook server (if any) serves, while every worker started
@@ -420,7 +436,8 @@ class Manager:
         """Start everything and return (workers follow once caches are synced and, if asked, leading). A start that
         fails has shut down what it started when it raises (up to ``grace_period``). It returns once the start-up
         hooks have: one that raises ``okt.TemporaryError`` is retried (:mod:`okt.runtime.startup`), the operator not
-        ready meanwhile; a stop asked then ends the start, nothing watched.
+        ready meanwhile; a stop asked then ends the start, nothing watched, and it returns once the hook running
+        returned, or once the shutdown left it running past its grace period (:attr:`left_running`).
 
         Raises:
             RuntimeError: the manager was already started, or stopped.
@@ -581,23 +598,63 @@ class Manager:
         self._start_up_waits = waits
 
     def _run_start_up_hooks(self) -> bool:
-        """Run the start-up hooks; whether the start goes on (False: a stop was asked before they all returned, or
-        while the last one ran). The shutdown waits for them, as for the whole start (:attr:`_start_ended`): a stop
-        asked while one runs must not have its shutdown over, the clean-up hooks skipped, before the start goes on."""
-        ran = False
-        try:
-            ran = startup.run(
-                self._on_startup,
-                self.client,
-                stopping=self._stopping,
-                backoff=self._backoff or backoff_mod.Backoff(),
-                retrying=self._retrying_start_up,
-            )
-        finally:
-            # Every hook returned: the clean-up hooks undo what they did, whether or not the start goes on. (No lock:
-            # SIGTERM's handler, which takes it, may run on this very thread.)
-            self._started_up = ran
-        return ran and not self._stopping.is_set()
+        """Run the start-up hooks on a thread of their own, behind their fence; whether the start goes on (False: a
+        stop was asked before they all returned, or while the last one ran). The shutdown waits for them, as for the
+        whole start (:attr:`_start_ended`): a stop asked while one runs must not have its shutdown over, the clean-up
+        hooks skipped, before the start goes on. Past its grace period it leaves the hook running
+        (:meth:`_leave_start_up_hook`) and this returns at once: on ``okt run``'s main thread, a hook that hung held
+        the exit for as long as it ran, and the exit status was 0."""
+        outcome: list[bool | BaseException] = []
+
+        def run() -> None:
+            result: bool | BaseException = False
+            try:
+                with fence_mod.fenced(self._start_up_fence, errors.WriteRefused):
+                    result = startup.run(
+                        self._on_startup,
+                        self.client,
+                        stopping=self._stopping,
+                        backoff=self._backoff or backoff_mod.Backoff(),
+                        retrying=self._retrying_start_up,
+                        calling=self._calling_start_up,
+                    )
+            except BaseException as exc:  # raised where the start runs, as it was when the hooks ran there
+                result = exc
+            finally:
+                with self._start_up_lock:
+                    if not self._start_up_over.is_set():  # else left running: what it did is not the start's
+                        outcome.append(result)
+                        self._start_up_over.set()
+
+        # In a copy of the start's context, as they ran in it (a caller's structlog context, say).
+        threading.Thread(target=contextvars.copy_context().run, args=(run,), name="okt-startup", daemon=True).start()
+        self._start_up_over.wait()
+        if outcome and isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        # Every hook returned: the clean-up hooks undo what they did, whether or not the start goes on. (No lock:
+        # SIGTERM's handler, which takes it, may run on this very thread.)
+        self._started_up = outcome == [True]
+        return self._started_up and not self._stopping.is_set()
+
+    def _calling_start_up(self, name: str) -> None:
+        self._start_up_calls = name
+
+    def _leave_start_up_hook(self) -> bool:
+        """Leave the start-up hook still running past the shutdown's grace period running (Python cannot interrupt
+        it): named in :attr:`left_running`, its later writes refused, the start going on at once, which calls no other
+        hook and starts nothing more; whether one was left (not once the hooks returned)."""
+        with self._start_up_lock:
+            if self._start_up_over.is_set() or self._start_up_calls is None:
+                return False
+            self._start_up_over.set()
+        self._start_up_fence.close(startup.LEFT_RUNNING)
+        self._left_running.append(f"the start-up hook {self._start_up_calls}")
+        _log.error(
+            "a start-up hook still runs after the grace period: it is left running, its writes refused, and the "
+            "clean-up hooks are not run",
+            hook=self._start_up_calls,
+        )
+        return True
 
     def _begin_in_background(self) -> None:
         self._helper(self._begin, "okt-manager-begin")
@@ -740,11 +797,10 @@ class Manager:
     def _shutdown(self) -> None:
         started = time.monotonic()
         try:
-            if not self._start_ended.wait(self._grace_left(started)):
-                _log.warning(
-                    "the start still runs past the grace period: it starts nothing more"
-                    + ("" if self._started_up else ", and the clean-up hooks are not run (a start-up hook runs)")
-                )
+            # Past the grace period a start-up hook is left running; another step (a discovery request) sees the stop
+            # once it returns.
+            if not self._start_ended.wait(self._grace_left(started)) and not self._leave_start_up_hook():
+                _log.warning("the start still runs past the grace period: it starts nothing more")
             with self._start_lock:
                 pass  # from here on the start sees the stop before each step: whatever it started is here to end
             self._join_helpers(started)
@@ -757,7 +813,12 @@ class Manager:
                 self._left_running.extend(controller.shutdown(lambda: self._grace_left(started)))
             if self._started_up:
                 self._left_running.extend(
-                    cleanup_mod.run(self._on_cleanup, left=lambda: self._grace_left(started), fence=self._cleanup_fence)
+                    cleanup_mod.run(
+                        self._on_cleanup,
+                        left=lambda: self._grace_left(started),
+                        fence=self._cleanup_fence,
+                        failed=self._failed_cleanups.append,
+                    )
                 )
             if self.trimmer is not None:
                 self.trimmer.stop()
@@ -776,6 +837,8 @@ class Manager:
             # being written from this thread would run into it.
             try:
                 said: dict[str, object] = {"left_running": self._left_running} if self._left_running else {}
+                if self._failed_cleanups:
+                    said["failed_cleanups"] = self._failed_cleanups
                 _log.info(
                     "manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost, **said
                 )

@@ -22,8 +22,8 @@ one retried included.
 Caveats: without ``retries=`` or ``timeout=`` the retries have no limit — a hook that raises ``okt.TemporaryError``
 for ever holds the start for ever, the operator not ready (``/readyz`` says which hook it waits for). ``timeout=``
 bounds the retries, not a call: a hook that is running is not interrupted, by its timeout nor by a stop (Python cannot
-interrupt it), and the manager's shutdown waits for it to return (up to its grace period) before it runs the clean-up
-hooks.
+interrupt it), and the manager's shutdown waits for it to return up to its grace period, and then leaves it running
+(:class:`okt.Manager`: named in ``left_running``, its writes through okt's client refused, no clean-up hook run).
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from okt import coroutines, errors, hooks
 from okt.kube import client as kube_client
 from okt.runtime import backoff as backoff_mod
 
+LEFT_RUNNING = "the shutdown's grace period is over: this start-up hook was left running"
+"""Why the manager's fence of the start-up hooks refuses the writes of a hook left running."""
+
 _log = structlog.get_logger("okt.manager")
 
 
@@ -48,6 +51,7 @@ def run(
     stopping: threading.Event,
     backoff: backoff_mod.Backoff,
     retrying: Callable[[str | None], None] = lambda _: None,
+    calling: Callable[[str], None] = lambda _: None,
     clock: Callable[[], float] = time.monotonic,
 ) -> bool:
     """Run ``startups`` with ``client``, each until it returns; False when ``stopping`` was set before every hook had
@@ -59,6 +63,8 @@ def run(
             ``@okt.on_startup`` no ``backoff=``.
         retrying: told what the start waits for while a hook's retry waits (``/readyz``'s reason: the hook and the
             delay, never the error's text), and None once the hook returned.
+        calling: told the name of each hook just before each of its calls (what a shutdown that leaves it running
+            names).
         clock: the seconds a hook's ``timeout=`` is measured on.
 
     Raises:
@@ -73,6 +79,7 @@ def run(
         while True:
             if stopping.is_set():  # asked while the hook before ran, or while this one's last call ran
                 return False
+            calling(name)
             try:
                 coroutines.call(hook, client)
             except errors.TemporaryError as exc:

@@ -39,6 +39,23 @@ def test_the_hooks_run_in_their_order_and_one_that_raises_is_logged_and_the_next
     ]
 
 
+def test_a_hook_that_raises_is_told_to_the_caller_by_name_and_error_and_one_that_returns_is_not() -> None:
+    """okt run exits non-zero then: what the hook was to undo (a registration, a flush) may not be undone."""
+
+    def deregister() -> None:
+        raise RuntimeError("the registry did not answer")
+
+    failed: list[str] = []
+    with structlog.testing.capture_logs():
+        assert (
+            cleanup.run([lambda: None, deregister], left=daemons.fixed(5), fence=open_fence(), failed=failed.append)
+            == []
+        )
+
+    name = deregister.__qualname__
+    assert failed == [f"the clean-up hook {name} failed: RuntimeError: the registry did not answer"]
+
+
 def test_a_hook_still_running_when_the_time_runs_out_is_left_running_and_the_later_hooks_are_not_started() -> None:
     """A backend that does not answer: the hook held the whole shutdown, and with it the lease."""
     never, later = threading.Event(), []

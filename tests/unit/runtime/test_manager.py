@@ -19,8 +19,9 @@ import okt
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
+from okt.kube import fence as fence_mod
 from okt.kube import kinds
-from okt.runtime import manager, webhook_server
+from okt.runtime import manager, startup, webhook_server
 from okt.status import writer
 from okt.testing import wait_for
 
@@ -163,6 +164,46 @@ def test_a_stop_asked_by_a_signal_handler_while_its_thread_holds_the_managers_lo
     threading.Thread(target=interrupted_while_locked, daemon=True).start()
     assert returned.wait(5)
     assert mgr.join(5)
+
+
+def test_a_start_up_hook_still_running_past_the_grace_period_is_left_running_named_and_its_writes_refused() -> None:
+    """On okt run's main thread, the hook held the exit until it returned, however long, and the exit status was 0:
+    the stop was no cleaner than one leaving a clean-up hook running."""
+    running, released, refused, cleaned = threading.Event(), threading.Event(), [], []
+
+    def backend_up(client: Any) -> None:
+        running.set()
+        released.wait(15)
+        try:
+            with fence_mod.sending("create", "configmaps"):
+                pass
+        except okt.WriteRefused as exc:
+            refused.append(exc)
+
+    client: Any = StatsOnly()
+    mgr = manager.Manager(
+        client,
+        [Widgets],
+        metrics_bind="0",
+        tune_memory=False,
+        grace_period=0.3,
+        on_startup=[backend_up],
+        on_cleanup=[lambda: cleaned.append("cleaned")],
+    )
+    starting = threading.Thread(target=mgr.start, name="test-start", daemon=True)
+    starting.start()
+    assert running.wait(5)
+    mgr.stop()
+    starting.join(3)
+
+    assert not starting.is_alive()
+    assert mgr.join(3)
+    assert mgr.left_running == (f"the start-up hook {backend_up.__qualname__}",)
+    released.set()
+    wait_for(lambda: bool(refused), timeout=5, message="the hook's write")
+    assert [str(exc) for exc in refused] == [f"create configmaps not sent: {startup.LEFT_RUNNING}"]
+    assert cleaned == []  # the hook did not return: nothing of it to undo
+    assert mgr.cache is None and mgr.controllers == []
 
 
 def test_a_stopped_manager_cannot_be_started() -> None:

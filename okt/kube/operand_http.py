@@ -492,7 +492,9 @@ def _address(client: kube_client.Client, target: Target, port: int | str | None)
         if not ip:
             raise errors.RemoteError(f"{target} has no IP yet (phase {(pod.get('status') or {}).get('phase')})")
         return str(ip), _port_number(port, _pod_ports(pod), 80, target)
-    if isinstance(port, int):  # the Service's port: its Endpoints list the target port under the same name
+    if port is None or isinstance(port, int):
+        # The Service's port (its first by default, as on the proxy route): its Endpoints list the target port under
+        # the same name, in an order of their own (the endpoint controller sorts a subset's ports by their hash).
         port = _service_port_name(client, target, port)
     try:
         endpoints = client.get(_ENDPOINTS, target.name, target.namespace)
@@ -507,10 +509,14 @@ def _address(client: kube_client.Client, target: Target, port: int | str | None)
     raise errors.RemoteError(f"{target} has no ready endpoint")
 
 
-def _service_port_name(client: kube_client.Client, target: Target, number: int) -> str | None:
-    """The name of ``target``'s port ``number`` (``None`` for a Service's one unnamed port), as the API server's proxy
-    resolves it: the number is the Service's, not the one its endpoints listen on."""
-    for entry in (client.get(_SERVICES, target.name, target.namespace).get("spec") or {}).get("ports") or ():
+def _service_port_name(client: kube_client.Client, target: Target, number: int | None) -> str | None:
+    """The name of ``target``'s port ``number``, or of its first port when ``number`` is None (``None`` for a Service's
+    one unnamed port, or for one without ports), as the API server's proxy resolves it: the number is the Service's,
+    not the one its endpoints listen on."""
+    ports = (client.get(_SERVICES, target.name, target.namespace).get("spec") or {}).get("ports") or ()
+    if number is None:
+        return (ports[0].get("name") or None) if ports else None
+    for entry in ports:
         if entry.get("port") == number:
             return entry.get("name") or None
     raise errors.RemoteError(f"{target} has no port {number}")

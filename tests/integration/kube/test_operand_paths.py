@@ -208,6 +208,41 @@ def test_a_direct_call_to_a_services_port_reaches_its_target_port(
     assert answer.text == "hello"
 
 
+def test_a_direct_call_to_a_service_without_a_port_reaches_its_first_port_as_the_proxy_does(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The endpoint controller sorts an Endpoints subset's ports by their hash, not in the Service's order: the
+    Service's first port is found there by its name (as the proxied call names it), not taken for the subset's
+    first."""
+    address = outside_address()
+
+    def answering(text: bytes) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
+        def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(len(text)))
+            handler.end_headers()
+            handler.wfile.write(text)
+
+        return answer
+
+    with http_server(address, answering(b"web")) as web, http_server(address, answering(b"metrics")) as metrics:
+        meta = {"name": "operand", "namespace": namespace}
+        ports = [
+            {"name": "web", "port": 80, "targetPort": web},
+            {"name": "metrics", "port": 9090, "targetPort": metrics},
+        ]
+        kube.create({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": ports}})
+        subset = {
+            "addresses": [{"ip": address}],
+            "ports": [{"name": "metrics", "port": metrics}, {"name": "web", "port": web}],
+        }
+        kube.create({"apiVersion": "v1", "kind": "Endpoints", "metadata": meta, "subsets": [subset]}, ENDPOINTS)
+
+        answer = operand_http.call(kube, operand_http.Target("services", "operand", namespace), "/", route="direct")
+
+    assert answer.text == "web"
+
+
 @pytest.mark.parametrize("route", ["proxy", "direct"])
 @pytest.mark.parametrize("port", [None, 80, "web"])
 def test_a_service_without_endpoints_yet_is_a_remote_error_on_both_routes(

@@ -12,10 +12,11 @@ its work) runs. Two routes, chosen per call:
     so it works without kube-proxy. Caveat: the API server does not verify an ``https`` operand's certificate on its
     hop; use the direct route where that matters.
 ``route="direct"``
-    to the Pod's IP (a Service: the first ready address of its Endpoints) and the port, from this process. For an
-    in-cluster operator; ``https`` is verified (``verify=True``: the system's CAs; a CA file path; ``False`` only by
-    explicit choice) against the address called, or against ``server_name`` (sent as SNI too) when the operand's
-    certificate names a host — ``NAME.NAMESPACE.svc`` for most in-cluster certificates — rather than its Pod's IP.
+    to the Pod's IP (a Service: the first ready address of its Endpoints that serves the port) and the port, from this
+    process. For an in-cluster operator; ``https`` is verified (``verify=True``: the system's CAs; a CA file path;
+    ``False`` only by explicit choice) against the address called, or against ``server_name`` (sent as SNI too) when
+    the operand's certificate names a host — ``NAME.NAMESPACE.svc`` for most in-cluster certificates — rather than its
+    Pod's IP.
 
 Guarantees: every call has a ``timeout``, a deadline for the whole answer (not for each read: an operand trickling
 its answer does not hold the caller past it); a non-2xx answer raises :class:`okt.errors.HttpError`
@@ -485,7 +486,7 @@ class _Watchdog:
 
 
 def _address(client: kube_client.Client, target: Target, port: int | str | None) -> tuple[str, int]:
-    """The IP and port number to call ``target`` at directly (a Service: its first ready endpoint)."""
+    """The IP and port number to call ``target`` at directly (a Service: its first ready endpoint serving the port)."""
     if target.resource == "pods":
         pod = client.get(_PODS, target.name, target.namespace)
         ip = (pod.get("status") or {}).get("podIP")
@@ -502,10 +503,18 @@ def _address(client: kube_client.Client, target: Target, port: int | str | None)
         if _service_is_there(client, target):  # just created: the endpoint controller has not written them yet
             raise errors.RemoteError(f"{target} has no endpoints yet") from exc
         raise
-    for subset in endpoints.get("subsets") or ():
-        addresses = subset.get("addresses") or ()
-        if addresses:
-            return str(addresses[0]["ip"]), _port_number(port, subset.get("ports") or [], None, target)
+    # One subset per set of ports its Pods serve (a rollout adding a port: the old Pods serve fewer): the first with a
+    # ready address and the port, as the API server's proxy looks for one.
+    serving = [
+        subset
+        for subset in endpoints.get("subsets") or ()
+        if subset.get("addresses")
+        and (port is None or any(entry.get("name") == port for entry in subset.get("ports") or ()))
+    ]
+    if serving:
+        return str(serving[0]["addresses"][0]["ip"]), _port_number(port, serving[0].get("ports") or [], None, target)
+    if port is not None and any(subset.get("addresses") for subset in endpoints.get("subsets") or ()):
+        raise errors.RemoteError(f"{target} has no ready endpoint serving port {port!r}")
     raise errors.RemoteError(f"{target} has no ready endpoint")
 
 

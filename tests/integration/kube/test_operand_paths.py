@@ -243,6 +243,35 @@ def test_a_direct_call_to_a_service_without_a_port_reaches_its_first_port_as_the
     assert answer.text == "web"
 
 
+def test_a_direct_call_to_a_services_port_reaches_the_endpoints_that_serve_it(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """An Endpoints object holds one subset per set of ports its Pods serve (a rollout that adds a port: the old Pods
+    serve one port, the new ones two); the call goes to a ready address of a subset with the port asked for, as the
+    API server's proxy looks for one, not to the first subset's."""
+    address = outside_address()
+
+    def hello(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "5")
+        handler.end_headers()
+        handler.wfile.write(b"hello")
+
+    with http_server(address, hello) as metrics:
+        meta = {"name": "operand", "namespace": namespace}
+        ports = [{"name": "web", "port": 80, "targetPort": 8080}, {"name": "metrics", "port": 9090}]
+        kube.create({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": ports}})
+        old = {"addresses": [{"ip": "192.0.2.7"}], "ports": [{"name": "web", "port": 8080}]}
+        new = {"addresses": [{"ip": address}], "ports": [{"name": "metrics", "port": metrics}]}
+        kube.create({"apiVersion": "v1", "kind": "Endpoints", "metadata": meta, "subsets": [old, new]}, ENDPOINTS)
+
+        answer = operand_http.call(
+            kube, operand_http.Target("services", "operand", namespace), "/", port=9090, route="direct"
+        )
+
+    assert answer.text == "hello"
+
+
 @pytest.mark.parametrize("route", ["proxy", "direct"])
 @pytest.mark.parametrize("port", [None, 80, "web"])
 def test_a_service_without_endpoints_yet_is_a_remote_error_on_both_routes(

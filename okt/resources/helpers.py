@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from okt import errors
 from okt.resources import resource
 
 
@@ -29,6 +30,14 @@ class SecretResource(resource.MutableResource):
         if string_data:
             data = dict(self.desired.get("data") or {})
             for key, value in string_data.items():
+                if value is None or isinstance(value, bool):
+                    # Its Python spelling ("None", "True") would be the Secret's value: a password left out stored
+                    # as the text None. A number is the text it reads as.
+                    spelled = "null" if value is None else str(value).lower()
+                    raise errors.InvalidSpec(
+                        f"{self.describe()}: stringData.{key} is {spelled}, not a string (quote it in the template)",
+                        f"stringData.{key}",
+                    )
                 data[key] = base64.b64encode(str(value).encode()).decode()
             self.desired["data"] = data
 

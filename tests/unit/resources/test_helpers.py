@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from okt import errors
 from okt.names import Names
 from okt.resources import apply, helpers
 from okt.resources import resource as okt_resource
@@ -56,6 +57,17 @@ def test_a_secret_folds_string_data_into_base64_data(fields: dict[str, Any], dat
 
     assert res.desired["data"] == data
     assert "stringData" not in res.desired
+
+
+@pytest.mark.parametrize(("value", "spelled"), [(None, "null"), (True, "true"), (False, "false")])
+def test_a_string_data_value_that_is_no_text_is_an_invalid_spec_not_its_python_spelling(
+    value: Any, spelled: str
+) -> None:
+    # folded as str(value), it was the Secret's value: the password "None" for one left out, "True" for a YAML true
+    res = secret(stringData={"user": "admin", "password": value})
+
+    with pytest.raises(errors.InvalidSpec, match=rf"^Secret/ns/creds: stringData.password is {spelled}, not a string"):
+        res.normalize()
 
 
 def test_an_empty_string_data_leaves_no_trace() -> None:

@@ -55,7 +55,8 @@ from okt.reconciler import handler_filters, indexes
 from okt.status import conditions as cond
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MARK = "__okt_daemon__"
+MARK = "__okt_daemon__"
+"""The attribute ``@okt.daemon`` sets on the method it declares a daemon: its :class:`Options`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +174,7 @@ def daemon(
     )
 
     def mark(method: F) -> F:
-        setattr(method, _MARK, options)
+        setattr(method, MARK, options)
         return method
 
     return mark(fn) if fn is not None else mark
@@ -184,7 +185,7 @@ def declared(cls: type) -> dict[str, Options]:
     found: dict[str, Options] = {}
     for klass in reversed(cls.__mro__):
         for name, member in vars(klass).items():
-            options = getattr(member, _MARK, None)
+            options = getattr(member, MARK, None)
             if isinstance(options, Options):
                 found[name] = options
             elif name in found:

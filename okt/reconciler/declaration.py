@@ -3,8 +3,10 @@
 Why this exists: a Reconciler's class attributes are read at run time, far from the class — in every reconcile, at the
 start of ``okt run``, in an informer's filter — where a wrong one (``owns = (ConfigMapRes)`` without its comma,
 ``prune = "false"``, ``finalizer = True``, a set for ``annotation_selector``) failed with a traceback unrelated to the
-declaration, or silently did something else. :func:`check`, called by ``Reconciler.__init_subclass__``, refuses each
-such declaration where it is written, with a ``TypeError`` naming the attribute, the value and what is expected.
+declaration, or silently did something else; a name one slip from okt's (``def on_delete``, ``finaliser = ...``) was
+an attribute of the class's own, never called nor read. :func:`check`, called by ``Reconciler.__init_subclass__``,
+refuses each such declaration where it is written, with a ``TypeError`` naming the attribute, the value and what is
+expected (the name meant, for a slip).
 
 Guarantees: a class that passes is one every later read of its declaration can rely on (kinds of values, names the
 API server takes, no choice okt does not know); nothing here reads the cluster.
@@ -12,6 +14,7 @@ API server takes, no choice okt does not know); nothing here reads the cluster.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +26,7 @@ from okt import coroutines
 from okt import names as names_mod
 from okt.engines import freestyle, stepper
 from okt.kube import kinds, selectors
+from okt.reconciler import daemons, timers
 from okt.reconciler import watches as watches_mod
 from okt.resources import resource, writing
 from okt.status import bookkeeping
@@ -56,6 +60,8 @@ AWAITED = frozenset(
 """The reconciler's hooks okt calls through :func:`okt.coroutines.call`: each may be ``async def``."""
 FILTERS = frozenset({"when", "selects"})
 """The reconciler's filters: called by the informer at every event of the watch, as plain predicates."""
+HOOKS = AWAITED | FILTERS
+"""The methods of a reconciler an author overrides, each called by its name."""
 
 
 def _check_coroutines(cls: type[Reconciler]) -> None:
@@ -79,9 +85,91 @@ def _check_coroutines(cls: type[Reconciler]) -> None:
             )
 
 
+def _distance(a: str, b: str) -> int:
+    """The edits (a letter inserted, removed, replaced, or two neighbours swapped) that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, previous2[j - 2] + 1)
+            current.append(cost)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def near_miss(name: str, known: Iterable[str], *, any_case: bool = True) -> str | None:
+    """The one of okt's ``known`` names ``name`` is a slip of, if any: the same but for its case (with ``any_case``),
+    or one typo away (two for a name of 8 letters or more) and alike as :mod:`difflib` sees it. A name further off
+    is the author's own."""
+    lowered = name.lower() if any_case else name
+    allowed = 2 if len(name) >= 8 else 1
+    for candidate in difflib.get_close_matches(lowered, known, n=3, cutoff=0.85):
+        if candidate != name and _distance(lowered, candidate) <= allowed:
+            return candidate
+    return None
+
+
+def _could_be(value: object, default: object) -> bool:
+    """Whether ``value`` is of the kind of value a setting whose default is ``default`` takes (loosely: a slip of its
+    name is refused only then). ``namespace = "team-a"`` beside ``namespaced`` (a bool), ``version = "1.4"`` beside
+    ``versions`` (a mapping), ``stats = {}`` beside ``status`` are values of the author's own, not slips."""
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    if isinstance(default, int | float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(default, Mapping):
+        return isinstance(value, Mapping)
+    if isinstance(default, Sequence):
+        return (isinstance(value, Sequence) and not isinstance(value, str)) or isinstance(value, type)
+    if default is None:  # a name, a model class, a count, where the status goes
+        return value is None or isinstance(value, str | int | type)
+    return True
+
+
+def _check_near_misses(cls: type[Reconciler]) -> None:
+    """Refuse a method or attribute whose name is a slip of one of okt's: ``def on_delete`` for ``on_deleted``,
+    ``def enter_in_sate``, ``finaliser = ...``, ``own = [...]``, ``apply_stratgy = "merge"``, ``Kind = ...``.
+
+    Why: okt reads its hooks and settings by name; one misspelt is an attribute of the author's own, which okt never
+    calls nor reads: the operator ran without the cleanup, the children or the strategy written, and nothing said
+    so. A method is compared with okt's hooks, any other value with its settings (when it is of the kind of value the
+    setting takes); names starting with ``_``, names of okt's and timers and daemons (called by their own name) are
+    the author's to choose."""
+    okt_names = {name for base in cls.__mro__ if base.__module__.startswith("okt.") for name in vars(base)}
+    settings = {
+        name
+        for base in cls.__mro__
+        if base.__module__.startswith("okt.")
+        for name in getattr(base, "__annotations__", {})
+    }
+    for name, member in vars(cls).items():
+        if name.startswith("_") or name in okt_names:
+            continue
+        function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+        if getattr(function, timers.MARK, None) is not None or getattr(function, daemons.MARK, None) is not None:
+            continue
+        is_method = inspect.isfunction(function)
+        # A class nested in the reconciler (``class Status(pydantic.BaseModel)``) is named in CamelCase: its case
+        # says it is the author's own.
+        meant = near_miss(name, HOOKS if is_method else settings, any_case=not isinstance(member, type))
+        if meant is None or not (is_method or _could_be(member, getattr(cls, meant))):
+            continue
+        what = "calls" if is_method else "reads"
+        raise TypeError(
+            f"{cls.__qualname__}.{name}: did you mean {meant}? okt never {what} {name} (a name of your own that "
+            "only looks like okt's: start it with '_')"
+        )
+
+
 def check(cls: type[Reconciler]) -> None:
     """Refuse ``cls``'s declaration where it is wrong (a ``TypeError`` naming the attribute and what it expects)."""
     _check_coroutines(cls)
+    _check_near_misses(cls)
     try:
         cls.status_target()
     except ValueError as exc:

@@ -54,7 +54,12 @@ State = states.State
 
 
 class Reconciler:
-    """Subclass me. Class attributes declare what is reconciled; methods are the hooks."""
+    """Subclass me. Class attributes declare what is reconciled; methods are the hooks.
+
+    Both are read by name: a method or attribute whose name is one slip from a hook's or a declaration's (``def
+    on_delete``, ``finaliser = ...``, ``Kind = ...``) is refused when the class is defined, with a ``TypeError``
+    naming the one meant (a helper of the author's own that only looks like one takes a leading ``_``).
+    """
 
     api_version: ClassVar[str] = ""
     """The primary resource's apiVersion, e.g. ``"cache.example.com/v1alpha1"``."""

@@ -89,7 +89,8 @@ if TYPE_CHECKING:
     from okt.reconciler import reconciler as reconciler_mod
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MARK = "__okt_every__"
+MARK = "__okt_every__"
+"""The attribute ``@okt.every`` sets on the method it declares a timer: its :class:`Options`."""
 
 _LEAST_DELAY = 0.25
 """The first wait after a failed call whose error asked for none (``delay=0``): the reconcile backoff's first."""
@@ -220,7 +221,7 @@ def every(
     )
 
     def mark(fn: F) -> F:
-        setattr(fn, _MARK, options)
+        setattr(fn, MARK, options)
         return fn
 
     return mark
@@ -239,7 +240,7 @@ def declared(cls: type) -> Mapping[str, Options]:
     found: dict[str, Options] = {}
     for klass in reversed(cls.__mro__):
         for name, member in vars(klass).items():
-            options = getattr(member, _MARK, None)
+            options = getattr(member, MARK, None)
             if isinstance(options, Options):
                 found[name] = options
     known = _declared[cls] = types.MappingProxyType(found)

@@ -371,3 +371,60 @@ def test_an_annotation_selector_that_is_not_annotation_keys_to_values_is_refused
 def test_a_lifecycle_that_is_not_an_okt_lifecycle_is_refused_when_the_class_is_defined(lifecycle: object) -> None:
     with pytest.raises(TypeError, match=r"^Staged\.lifecycle = .*: expected an okt\.Lifecycle$"):
         type("Staged", (okt.Reconciler,), {"api_version": "v1", "kind": "ConfigMap", "lifecycle": lifecycle})
+
+
+def _declare(members: Mapping[str, Any]) -> type[okt.Reconciler]:
+    return type("Slip", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Widget", **members})
+
+
+def _hook(self: okt.Reconciler, ctx: okt.Context) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("members", "meant", "verb"),
+    [
+        ({"on_delete": _hook}, "on_deleted", "calls"),
+        ({"enter_in_sate": _hook}, "enter_in_state", "calls"),
+        ({"resource": _hook}, "resources", "calls"),
+        ({"clean_up": _hook}, "cleanup", "calls"),
+        ({"wen": staticmethod(lambda obj: False)}, "when", "calls"),
+        ({"finaliser": "example.com/cleanup"}, "finalizer", "reads"),
+        ({"own": ()}, "owns", "reads"),
+        ({"own": okt.ServiceResource}, "owns", "reads"),
+        ({"status_models": None}, "status_model", "reads"),
+        ({"apply_stratgy": "merge"}, "apply_strategy", "reads"),
+        ({"Kind": "Widget"}, "kind", "reads"),
+    ],
+)
+def test_a_misspelt_hook_or_setting_is_refused_with_the_name_meant(
+    members: Mapping[str, Any], meant: str, verb: str
+) -> None:
+    # Accepted, it was an attribute of the author's own: okt never called the hook nor read the setting, and the
+    # operator ran without the cleanup, the children or the strategy written.
+    (name,) = members
+    with pytest.raises(TypeError, match=rf"^Slip\.{name}: did you mean {meant}\? okt never {verb} {name} \("):
+        _declare(members)
+
+
+def test_the_authors_own_names_are_not_taken_for_slips() -> None:
+    class Status(pydantic.BaseModel):
+        ready: bool = False
+
+    @okt.every(seconds=30)
+    def checks(self: okt.Reconciler, ctx: okt.Context) -> None:
+        return None
+
+    _declare(
+        {
+            "_on_delete": _hook,  # a leading underscore: the author's, whatever it looks like
+            "sources": _hook,  # two edits from resources: a word of its own
+            "cleanups": [],  # a value, not a method: compared with the settings, none of which it is near
+            "Status": Status,  # a class in CamelCase: not the setting status
+            "checks": checks,  # a timer, called by its own name
+            "read_config": _hook,
+            "namespace": "team-a",  # near namespaced, but a str is no value of it: a value of the author's own
+            "version": "1.4.0",  # near versions (a mapping)
+            "stats": {"reconciles": 0},  # near status (a target's name)
+        }
+    )

@@ -288,5 +288,14 @@ def collect(module: types.ModuleType) -> tuple[list[StartupHook], list[CleanupHo
     return startups, cleanups
 
 
+def decorator_of(value: object) -> str | None:
+    """The operator-wide decorator ``value`` carries (``"@okt.on_startup"``, ``"@okt.on_cleanup"``, ``"@okt.probe"``),
+    if any: okt looks for those among a module's functions only, so one on a method is one okt never calls."""
+    mark = getattr(value, _MARK, None)
+    if mark is not None:
+        return f"@okt.on_{mark}"
+    return "@okt.probe" if getattr(value, _PROBE, None) is not None else None
+
+
 def name_of(hook: Callable[..., Any]) -> str:
     return str(getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook))

@@ -15,6 +15,7 @@ API server takes, no choice okt does not know); nothing here reads the cluster.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic
 
-from okt import coroutines
+from okt import coroutines, hooks
 from okt import names as names_mod
 from okt.engines import freestyle, stepper
 from okt.kube import kinds, selectors
@@ -166,10 +167,46 @@ def _check_near_misses(cls: type[Reconciler]) -> None:
         )
 
 
+def _unwrapped(member: object) -> object:
+    """The function a ``staticmethod``, ``classmethod``, ``property`` or ``cached_property`` holds (``member`` else)."""
+    if isinstance(member, property):
+        return member.fget
+    if isinstance(member, functools.cached_property):
+        return member.func
+    if isinstance(member, staticmethod | classmethod):
+        return member.__func__
+    return member
+
+
+def _check_hidden_handlers(cls: type[Reconciler]) -> None:
+    """Refuse a decorator of okt's put where okt never looks for it, in the class: ``@okt.every`` or ``@okt.daemon``
+    under ``@staticmethod``, ``@classmethod`` or ``@property`` (the mark is on the function those wrap, which okt does
+    not see), and ``@okt.on_startup``, ``@okt.on_cleanup`` or ``@okt.probe`` on a method (okt finds those among the
+    module's functions). Accepted, the timer, daemon or hook was never called, and nothing said so."""
+    for name, member in vars(cls).items():
+        where = f"{cls.__qualname__}.{name}"
+        function = _unwrapped(member)
+        if function is not member:
+            wrapper = f"@{type(member).__name__}"
+            for mark, decorator in ((timers.MARK, "@okt.every"), (daemons.MARK, "@okt.daemon")):
+                if getattr(function, mark, None) is not None:
+                    raise TypeError(
+                        f"{where}: {decorator} under {wrapper} is never seen, so never called: okt calls a timer or "
+                        f"a daemon as a method of the reconciler, def {name}(self, ctx); drop {wrapper}"
+                    )
+        hook = hooks.decorator_of(function)
+        if hook is not None:
+            raise TypeError(
+                f"{where}: {hook} on a method is never called: okt finds it among the operator module's "
+                f"functions; define {name} at the top level of the module, outside the class"
+            )
+
+
 def check(cls: type[Reconciler]) -> None:
     """Refuse ``cls``'s declaration where it is wrong (a ``TypeError`` naming the attribute and what it expects)."""
     _check_coroutines(cls)
     _check_near_misses(cls)
+    _check_hidden_handlers(cls)
     try:
         cls.status_target()
     except ValueError as exc:

@@ -1,7 +1,8 @@
 """Find the reconcilers of an operator: a Python file (``okt run main.py``) or a module (``okt run -m pkg.op``).
 
 Errors are :class:`okt.errors.ConfigurationError` with one readable line: a missing file, a module that fails to
-import (its exception, not a traceback) or exits while importing, a module without a Reconciler subclass.
+import (its exception, not a traceback) or exits while importing, a module without a Reconciler subclass, a timer or
+a daemon declared at its top level (never called there).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from okt import errors
 from okt.kube import kinds
-from okt.reconciler import reconciler
+from okt.reconciler import daemons, reconciler, timers
 
 _EXITED = "start anything it runs as a script under if __name__ == '__main__':"
 
@@ -195,6 +196,31 @@ def _refuse_kindless(module: types.ModuleType, target: str) -> None:
         )
 
 
+def _refuse_module_level_handlers(module: types.ModuleType, target: str) -> None:
+    """Refuse a function of the module's top level declared ``@okt.every`` or ``@okt.daemon`` (as Kopf's
+    ``@kopf.timer`` and ``@kopf.daemon`` are declared) that no class of the module holds.
+
+    Why: okt finds a timer or a daemon among a reconciler's methods only; one at the top level was never called, and
+    the operator ran without it, not a word said.
+    """
+    held = {
+        id(member)
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        for klass in value.__mro__
+        for member in vars(klass).values()
+    }
+    for name, value in vars(module).items():
+        if not inspect.isfunction(value) or value.__module__ != module.__name__ or id(value) in held:
+            continue
+        for mark, decorator in ((timers.MARK, "@okt.every"), (daemons.MARK, "@okt.daemon")):
+            if getattr(value, mark, None) is not None:
+                raise errors.ConfigurationError(
+                    f"{target}: {name} is declared {decorator} at the top level of the module, where okt never "
+                    f"calls it: a timer or a daemon is a method of a Reconciler class, def {name}(self, ctx)"
+                )
+
+
 def _by_kind_name(
     found: list[type[reconciler.Reconciler]], name: str, resolve: Callable[[str], kinds.Kind]
 ) -> list[type[reconciler.Reconciler]]:
@@ -248,6 +274,7 @@ def reconcilers_of(
     takes for the kind (``deploy``, ``memcacheds.cache.example.com``), compared by API group and kind.
     """
     _refuse_kindless(module, target)
+    _refuse_module_level_handlers(module, target)
     found = reconcilers_in(module)
     if only is not None:
         candidates = {value for value in vars(module).values() if _is_reconciler(value)} | set(found)

@@ -308,3 +308,30 @@ def test_a_folder_without_init_given_as_the_operator_is_named_as_a_folder_with_o
         f"{given.rstrip('/')} is a folder, not an operator file: run the .py file in it (main.py, say), or the package "
         "with -m"
     )
+
+
+@pytest.mark.parametrize(
+    ("decorator", "said"), [("@okt.every(seconds=30)", "@okt.every"), ("@okt.daemon", "@okt.daemon")]
+)
+def test_a_timer_or_daemon_at_the_top_level_of_the_module_is_refused(
+    tmp_path: pathlib.Path, decorator: str, said: str
+) -> None:
+    # Declared as Kopf's @kopf.timer is, at the top level: okt looks for timers among a reconciler's methods only, so
+    # it was never called, and the operator ran without it.
+    path = write(
+        tmp_path,
+        "main.py",
+        BASE + f"\n{decorator}\ndef tick(ctx):\n    pass\n",
+    )
+    with pytest.raises(
+        errors.ConfigurationError,
+        match=rf"^{path}: tick is declared {said} at the top level of the module, where okt never calls it: a timer "
+        r"or a daemon is a method of a Reconciler class, def tick\(self, ctx\)$",
+    ):
+        loader.load_reconcilers(str(path))
+
+
+def test_a_timer_defined_at_the_top_level_and_held_by_a_reconciler_is_run(tmp_path: pathlib.Path) -> None:
+    text = "import okt\n\n@okt.every(seconds=30)\ndef tick(self, ctx):\n    pass\n\n" + BASE.replace("import okt\n", "")
+    path = write(tmp_path, "main.py", text + "    tick = tick\n")
+    assert names(loader.load_reconcilers(str(path))) == ["Base"]

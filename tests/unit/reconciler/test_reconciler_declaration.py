@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 import okt
 from okt.kube import kinds
+from okt.reconciler import timers
 
 
 def test_a_misspelt_status_target_is_refused_when_the_class_is_defined() -> None:
@@ -428,3 +431,47 @@ def test_the_authors_own_names_are_not_taken_for_slips() -> None:
             "stats": {"reconciles": 0},  # near status (a target's name)
         }
     )
+
+
+def _timer(self: okt.Reconciler, ctx: okt.Context) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("decorator", "wrapper", "said"),
+    [
+        (okt.every(seconds=30), staticmethod, "@okt.every under @staticmethod"),
+        (okt.every(seconds=30), classmethod, "@okt.every under @classmethod"),
+        (okt.every(seconds=30), property, "@okt.every under @property"),
+        (okt.daemon, staticmethod, "@okt.daemon under @staticmethod"),
+        (okt.daemon(backoff=5), functools.cached_property, "@okt.daemon under @cached_property"),
+    ],
+)
+def test_a_timer_or_daemon_a_wrapper_hides_is_refused(decorator: Any, wrapper: Any, said: str) -> None:
+    # The mark is on the function the wrapper holds, which okt never looks at: the timer was never called.
+    function = types.FunctionType(_timer.__code__, globals(), "tick")
+    with pytest.raises(
+        TypeError, match=rf"^Slip\.tick: {said} is never seen, so never called: .*def tick\(self, ctx\)"
+    ):
+        _declare({"tick": wrapper(decorator(function))})
+
+
+@pytest.mark.parametrize(
+    ("decorate", "said"),
+    [
+        (okt.on_startup, "@okt.on_startup"),
+        (okt.on_cleanup, "@okt.on_cleanup"),
+        (okt.probe("depth"), "@okt.probe"),
+    ],
+)
+def test_an_operator_wide_hook_declared_on_a_method_is_refused(decorate: Any, said: str) -> None:
+    # okt finds those among the module's functions: on a method, it was never called.
+    def warm() -> None:
+        return None
+
+    with pytest.raises(TypeError, match=rf"^Slip\.warm: {said} on a method is never called: .*outside the class$"):
+        _declare({"warm": decorate(warm)})
+
+
+def test_a_timer_above_staticmethod_is_seen_and_accepted() -> None:
+    assert "tick" in timers.declared(_declare({"tick": okt.every(seconds=30)(staticmethod(lambda ctx: None))}))

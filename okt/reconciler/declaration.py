@@ -330,8 +330,15 @@ def _check_legacy_prefixes(cls: type[Reconciler]) -> None:
 
 def _check_watches(cls: type[Reconciler]) -> None:
     """Refuse ``watches`` that are not a sequence of :func:`okt.watch` declarations (a kind's name, or a kind, given
-    without its ``map``): the start of ``okt run`` would fail on it with an AttributeError far from the declaration."""
+    without its ``map``): the start of ``okt run`` would fail on it with an AttributeError far from the declaration. A
+    lone ``okt.watch(...)`` (``watches = (okt.watch(...))`` lacks its comma) failed every reconcile and that start
+    with ``'Watch' object is not iterable``."""
     watched = cls.watches
+    if isinstance(watched, watches_mod.Watch):
+        raise TypeError(
+            f"{cls.__name__}.watches = {watched!r}: expected a tuple of okt.watch(kind, map=...): "
+            "(okt.watch(...),), with its comma"
+        )
     if isinstance(watched, str) or not isinstance(watched, Sequence):
         watched = (watched,)
     if not all(isinstance(w, watches_mod.Watch) for w in watched):

@@ -185,7 +185,8 @@ class Reconciler:
     """Related kinds whose changes reconcile the primaries a mapping function names: ``(okt.watch("configmaps",
     map=fn),)``, controller-runtime's ``EnqueueRequestsFromMapFunc`` (see :mod:`okt.reconciler.watches`); and whose
     indexes the cache keeps, read whole with ``ctx.indexed(name)``: ``okt.watch("pods", indexes={name: fn})``, Kopf's
-    ``@kopf.index("pods")`` (see :mod:`okt.reconciler.indexes`)."""
+    ``@kopf.index("pods")`` (see :mod:`okt.reconciler.indexes`). A tuple, even of one: a lone ``okt.watch(...)``
+    (its comma forgotten) is refused when the class is defined."""
     indexes: ClassVar[Mapping[str, watches_mod.IndexFunction]] = {}
     """Indexes over the primaries in the cache, ``name -> fn(obj) -> values`` (Kopf's indexes): ``ctx.index(name,
     value)`` in a reconcile or a mapping function is then a lookup, not a scan. Values are kept as themselves, and

@@ -118,6 +118,16 @@ def test_watches_that_are_not_a_sequence_of_okt_watch_are_refused_when_the_class
         type("Watcher", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Watcher", "watches": watches})
 
 
+def test_a_lone_watch_without_its_comma_is_refused_when_the_class_is_defined() -> None:
+    # watches = (okt.watch(...)) is one Watch, not a tuple: accepted, every reconcile (and the start of okt run)
+    # failed on "'Watch' object is not iterable".
+    watched = okt.watch("configmaps", map=lambda obj, ctx: [])
+    with pytest.raises(
+        TypeError, match=r"^Watcher\.watches = Watch\(kind='configmaps'.*\(okt\.watch\(\.\.\.\),\), with its"
+    ):
+        type("Watcher", (okt.Reconciler,), {"api_version": "example.com/v1", "kind": "Watcher", "watches": watched})
+
+
 @pytest.mark.parametrize("legacy", ["example.com/old-cleanup", ("example.com/old-cleanup", 3)])
 def test_legacy_finalizers_that_are_not_a_sequence_of_names_are_refused_when_the_class_is_defined(
     legacy: object,

@@ -5,8 +5,8 @@ start of ``okt run``, in an informer's filter — where a wrong one (``owns = (C
 ``prune = "false"``, ``finalizer = True``, a set for ``annotation_selector``) failed with a traceback unrelated to the
 declaration, or silently did something else; a name one slip from okt's (``def on_delete``, ``finaliser = ...``) was
 an attribute of the class's own, never called nor read. :func:`check`, called by ``Reconciler.__init_subclass__``,
-refuses each such declaration where it is written, with a ``TypeError`` naming the attribute, the value and what is
-expected (the name meant, for a slip).
+refuses each wrong declaration where it is written, with a ``TypeError`` naming the attribute, the value and what is
+expected, and warns of a slip (:class:`DeclarationWarning`, naming the name meant).
 
 Guarantees: a class that passes is one every later read of its declaration can rely on (kinds of values, names the
 API server takes, no choice okt does not know); nothing here reads the cluster.
@@ -18,6 +18,7 @@ import difflib
 import functools
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -132,8 +133,12 @@ def _could_be(value: object, default: object) -> bool:
     return True
 
 
+class DeclarationWarning(UserWarning):
+    """A Reconciler's method or attribute whose name is one slip from one of okt's hooks or declarations."""
+
+
 def _check_near_misses(cls: type[Reconciler]) -> None:
-    """Refuse a method or attribute whose name is a slip of one of okt's: ``def on_delete`` for ``on_deleted``,
+    """Warn of a method or attribute whose name is a slip of one of okt's: ``def on_delete`` for ``on_deleted``,
     ``def enter_in_sate``, ``finaliser = ...``, ``own = [...]``, ``apply_stratgy = "merge"``, ``Kind = ...``.
 
     Why: okt reads its hooks and settings by name; one misspelt is an attribute of the author's own, which okt never
@@ -161,9 +166,13 @@ def _check_near_misses(cls: type[Reconciler]) -> None:
         if meant is None or not (is_method or _could_be(member, getattr(cls, meant))):
             continue
         what = "calls" if is_method else "reads"
-        raise TypeError(
+        # Said, not refused: the likeness is a guess, and a helper of the author's own (``def resource``) that only
+        # looks like a hook must not stop the operator from loading.
+        warnings.warn(
             f"{cls.__qualname__}.{name}: did you mean {meant}? okt never {what} {name} (a name of your own that "
-            "only looks like okt's: start it with '_')"
+            "only looks like okt's: start it with '_')",
+            DeclarationWarning,
+            stacklevel=4,  # the class statement: here, check, __init_subclass__, the class's creation
         )
 
 

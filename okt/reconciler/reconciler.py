@@ -57,8 +57,8 @@ class Reconciler:
     """Subclass me. Class attributes declare what is reconciled; methods are the hooks.
 
     Both are read by name: a method or attribute whose name is one slip from a hook's or a declaration's (``def
-    on_delete``, ``finaliser = ...``, ``Kind = ...``) is refused when the class is defined, with a ``TypeError``
-    naming the one meant (a helper of the author's own that only looks like one takes a leading ``_``).
+    on_delete``, ``finaliser = ...``, ``Kind = ...``) is warned of when the class is defined, naming the one meant
+    (a ``DeclarationWarning``; a helper of the author's own that only looks like one takes a leading ``_``).
     """
 
     api_version: ClassVar[str] = ""

@@ -13,7 +13,7 @@ import pytest
 
 import okt
 from okt.kube import kinds
-from okt.reconciler import timers
+from okt.reconciler import declaration, timers
 
 
 def test_a_misspelt_status_target_is_refused_when_the_class_is_defined() -> None:
@@ -410,13 +410,15 @@ def _hook(self: okt.Reconciler, ctx: okt.Context) -> None:
         ({"Kind": "Widget"}, "kind", "reads"),
     ],
 )
-def test_a_misspelt_hook_or_setting_is_refused_with_the_name_meant(
+def test_a_misspelt_hook_or_setting_is_said_with_the_name_meant(
     members: Mapping[str, Any], meant: str, verb: str
 ) -> None:
-    # Accepted, it was an attribute of the author's own: okt never called the hook nor read the setting, and the
-    # operator ran without the cleanup, the children or the strategy written.
+    # Accepted without a word, it was an attribute of the author's own: okt never called the hook nor read the
+    # setting, and the operator ran without the cleanup, the children or the strategy written.
     (name,) = members
-    with pytest.raises(TypeError, match=rf"^Slip\.{name}: did you mean {meant}\? okt never {verb} {name} \("):
+    with pytest.warns(
+        declaration.DeclarationWarning, match=rf"^Slip\.{name}: did you mean {meant}\? okt never {verb} {name} \("
+    ):
         _declare(members)
 
 

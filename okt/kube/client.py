@@ -1085,7 +1085,7 @@ class Client:
             name = f"{kind.plural}.{kind.group}"
             try:
                 crd = self.get_or_none(kinds.CRD, name)
-            except errors.ApiError:
+            except (errors.ApiError, errors.InvalidSpec):  # InvalidSpec: a group no CRD's name holds ("v1/")
                 crd = None
             spec = (crd or {}).get("spec") or {}
             version = kind.api_version.rpartition("/")[2]

@@ -421,10 +421,16 @@ class Client:
         list as it is instead of compressing it, and okt does not decompress it: on a local network, CPU saved on
         both sides for bytes that cost little (the control plane's own controllers run so).
 
+        The cluster's ``proxy-url`` carries every request, watch and exec, in place of ``HTTPS_PROXY``
+        (:func:`okt.kube.kubeconfig.proxy_url`); the user's ``as``, ``as-uid``, ``as-groups`` and ``as-user-extra``
+        make every one act as that user (:func:`okt.kube.kubeconfig.impersonation`).
+
         Raises:
             okt.errors.ConfigurationError: the token file cannot be read, the credential plugin gives no token, or
                 ``insecure-skip-tls-verify`` or ``disable-compression`` is not a boolean (kubectl refuses them too), or
-                ``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` is set but empty.
+                ``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` is set but empty; the ``proxy-url`` or the impersonation cannot be
+                used, or the kubeconfig says something okt would not do as kubectl does
+                (:func:`okt.kube.kubeconfig.refuse_unhonoured`).
         """
         for field in ("insecure-skip-tls-verify", "disable-compression"):
             value = config.cluster.get(field, False)
@@ -435,10 +441,16 @@ class Client:
                 "PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty, which would turn TLS verification off: "
                 "unset it, or name a CA file"
             )
+        kubeconfig.refuse_unhonoured(config)
+        proxy = kubeconfig.proxy_url(config)
+        self.impersonation = kubeconfig.impersonation(config)
+        """The header fields that make every request act as the kubeconfig user's ``as`` (empty: as itself)."""
         if compression is None:
             compression = not config.cluster.get("disable-compression", False)
         transport.keep_inline_files_private(config)
-        adapter = transport.SessionAdapter(config, pool_connections=4, pool_maxsize=pool_size)
+        adapter = transport.SessionAdapter(
+            config, impersonation=self.impersonation, pool_connections=4, pool_maxsize=pool_size
+        )
         self._http = pykube.HTTPClient(config, timeout=timeout, http_adapter=adapter)
         self._base = self._http.url.rstrip("/")
         self.host: str = urllib.parse.urlsplit(self._base).netloc
@@ -449,8 +461,9 @@ class Client:
             self._session.headers["Accept-Encoding"] = "identity"
         self.compression = compression
         """Whether the API server may gzip its answers (see ``compression`` above)."""
-        # requests re-reads the proxy environment on every request (about half a millisecond each); read it once.
-        self._proxies = requests.utils.get_environ_proxies(self._base)
+        # The cluster's proxy-url, in place of the environment's, as kubectl has it; requests re-reads the proxy
+        # environment on every request (about half a millisecond each): it is read once.
+        self._proxies = {"http": proxy, "https": proxy} if proxy else requests.utils.get_environ_proxies(self._base)
         self._verify = self._session.verify
         cluster_config = config.cluster
         insecure = cluster_config.get("insecure-skip-tls-verify") and "certificate-authority" not in cluster_config
@@ -466,6 +479,7 @@ class Client:
             "okt",
             pool_size=pool_size,
             changing_token=self._token is not None,
+            impersonation=self.impersonation,
         )
         self._timeout = timeout
         self._config = config

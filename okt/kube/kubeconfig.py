@@ -11,14 +11,17 @@ is read through :mod:`okt.kube.tokens` (:func:`token_source`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pykube
 import yaml
 
+from okt import errors
 from okt.kube import tokens
 
 
@@ -168,3 +171,164 @@ def unusable_context(config: pykube.KubeConfig) -> str | None:
         if context.get(part) and context[part] not in defined:
             return f"context {name!r} names the {part} {context[part]!r}, which it does not define"
     return None
+
+
+# -- what the kubeconfig says beyond where the token comes from ----------------------------------------------------
+
+PROXY_SCHEMES = ("http", "https", "socks5")
+"""The schemes of a cluster's ``proxy-url`` that kubectl accepts."""
+
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+"""The characters of an HTTP header name (RFC 7230's ``tchar``) a key of ``as-user-extra`` keeps as it is."""
+
+
+def proxy_url(config: pykube.KubeConfig) -> str | None:
+    """The cluster's ``proxy-url`` as ``requests`` takes it, or None when it sets none.
+
+    kubectl sends every request to the cluster through it, in place of ``HTTPS_PROXY`` and ``NO_PROXY``. A
+    ``socks5://`` one is given as ``socks5h://``: as Go's SOCKS dialer, the proxy resolves the API server's name.
+
+    Raises:
+        okt.errors.ConfigurationError: it is not an http, https or socks5 URL with a host (kubectl refuses it too), or
+            it is a socks5 one and PySocks, which ``requests`` speaks SOCKS with, is not installed. The URL is never
+            quoted: it may carry the proxy's password.
+    """
+    given = config.cluster.get("proxy-url")
+    if given is None or given == "":
+        return None
+    value = given if isinstance(given, str) else ""
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme not in PROXY_SCHEMES or not parts.hostname:
+        scheme = f"{parts.scheme}://" if parts.scheme else "no scheme"
+        raise errors.ConfigurationError(
+            f"the kubeconfig's proxy-url must be an http://, https:// or socks5:// URL with a host, got {scheme}"
+        )
+    if parts.scheme == "socks5":
+        if not _installed("socks"):
+            raise errors.ConfigurationError(
+                "the kubeconfig's proxy-url is a socks5:// proxy, which needs PySocks: pip install PySocks"
+            )
+        return "socks5h" + value[len("socks5") :]
+    return value
+
+
+def impersonation(config: pykube.KubeConfig) -> tuple[tuple[str, str], ...]:
+    """The headers that ask the API server to act as the kubeconfig user's ``as``, ``as-uid``, ``as-groups`` and
+    ``as-user-extra`` (kubectl's ``--as`` flags), in the order kubectl sends them: ``Impersonate-User``,
+    ``Impersonate-Uid``, one ``Impersonate-Group`` per group, one ``Impersonate-Extra-<key>`` per value (the key
+    percent-encoded where a header name cannot hold a character, as client-go writes it and the API server reads it).
+    Sent with every request, the API server authorizes each one as that user: none is sent as the kubeconfig's own.
+
+    Raises:
+        okt.errors.ConfigurationError: a uid, groups or extras without ``as`` (kubectl refuses them too: the API server
+            impersonates a user, not groups alone), a value of the wrong type, or one no header can carry.
+    """
+    user = config.user
+    name, uid = user.get("as"), user.get("as-uid")
+    groups, extra = user.get("as-groups"), user.get("as-user-extra")
+    if not name and (uid or groups or extra):
+        raise errors.ConfigurationError(
+            "the kubeconfig's user asks for as-uid, as-groups or as-user-extra without as (the user to impersonate); "
+            "kubectl refuses that too"
+        )
+    if not name:
+        return ()
+    if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) for g in groups)):
+        raise errors.ConfigurationError("the kubeconfig's as-groups must be a list of group names")
+    if extra is not None and (
+        not isinstance(extra, dict)
+        or not all(
+            isinstance(key, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
+            for key, values in extra.items()
+        )
+    ):
+        raise errors.ConfigurationError("the kubeconfig's as-user-extra must map names to lists of values")
+    headers: list[tuple[str, str]] = [("Impersonate-User", _header_value("as", name))]
+    if uid:
+        headers.append(("Impersonate-Uid", _header_value("as-uid", uid)))
+    headers += [("Impersonate-Group", _header_value("as-groups", group)) for group in groups or ()]
+    for key, values in (extra or {}).items():
+        escaped = "".join(c if c in _TOKEN_CHARS and c != "%" else _percent(c) for c in key)
+        headers += [(f"Impersonate-Extra-{escaped}", _header_value("as-user-extra", value)) for value in values]
+    return tuple(headers)
+
+
+def _percent(char: str) -> str:
+    return "".join(f"%{byte:02X}" for byte in char.encode())
+
+
+def _header_value(field: str, value: object) -> str:
+    """``value`` of the kubeconfig's ``field`` as a header carries it; a ConfigurationError for one it cannot carry."""
+    if not isinstance(value, str):
+        raise errors.ConfigurationError(f"the kubeconfig's {field} must be text, got {type(value).__name__}")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise errors.ConfigurationError(f"the kubeconfig's {field} holds characters a header cannot carry") from None
+    if value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise errors.ConfigurationError(f"the kubeconfig's {field} holds control characters or surrounding spaces")
+    return value
+
+
+def refuse_unhonoured(config: pykube.KubeConfig) -> None:
+    """Refuse what the kubeconfig's cluster and user say that okt would not do as kubectl does — connect elsewhere,
+    less securely, or as someone else — rather than do something else without a word. What only the interactive
+    ``kubectl`` reads (``preferences``, ``extensions``) is left unread; the Running guide lists each field.
+
+    Raises:
+        okt.errors.ConfigurationError: one line naming the field: a certificate or key given both as a file and
+            inline, a client certificate without its key, a token beside a username and password, a credential plugin
+            beside an auth provider (kubectl refuses each of those), an auth provider okt cannot run (only ``oidc``
+            and, with ``google-auth`` installed, ``gcp``: another would send every request anonymously).
+    """
+    cluster, user = _entry(config, "clusters", "cluster"), _entry(config, "users", "user")
+    for body, field in ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key")):
+        if body.get(field) and body.get(f"{field}-data"):
+            raise errors.ConfigurationError(
+                f"the kubeconfig sets both {field} and {field}-data; give one (kubectl refuses both too)"
+            )
+    certificate = user.get("client-certificate") or user.get("client-certificate-data")
+    if certificate and not (user.get("client-key") or user.get("client-key-data")):
+        raise errors.ConfigurationError(
+            "the kubeconfig's user has a client-certificate but no client-key (or client-key-data) to prove it with"
+        )
+    if user.get("token") and (user.get("username") or user.get("password")):
+        raise errors.ConfigurationError(
+            "the kubeconfig's user sets both a token and a username/password; keep one (kubectl refuses both too)"
+        )
+    provider = user.get("auth-provider")
+    if provider is not None and "exec" in user:
+        raise errors.ConfigurationError(
+            "the kubeconfig's user sets both exec and auth-provider; keep one (kubectl refuses both too)"
+        )
+    if provider is not None:
+        name = provider.get("name") if isinstance(provider, dict) else None
+        if name not in ("oidc", "gcp"):
+            raise errors.ConfigurationError(
+                f"the kubeconfig's auth-provider {name!r} is not one okt can run (oidc, gcp): use a credential "
+                "plugin (user.exec) instead, as kubectl now asks"
+            )
+        if name == "gcp" and not _installed("google.auth"):
+            raise errors.ConfigurationError(
+                "the kubeconfig's auth-provider gcp needs google-auth (pip install new-pykube[gcp]); kubectl replaced "
+                "it with the gke-gcloud-auth-plugin credential plugin (user.exec)"
+            )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # its parent package is not there
+        return False
+
+
+def _entry(config: pykube.KubeConfig, section: str, inner: str) -> Mapping[str, Any]:
+    """The current context's cluster or user as the kubeconfig's document has it (pykube's parsed one has folded
+    ``<field>-data`` into ``<field>``, so it cannot say that both were given)."""
+    context = config.contexts.get(config.current_context) or {}
+    name = context.get(inner)
+    for entry in config.doc.get(section) or ():
+        if isinstance(entry, dict) and entry.get("name") == name and isinstance(entry.get(inner), dict):
+            body: Mapping[str, Any] = entry[inner]
+            return body
+    return {}

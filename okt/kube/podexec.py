@@ -174,7 +174,7 @@ def _connect(client: kube_client.Client, path: str, where: str, timeout: float) 
     url = ("wss" + base[len("https") :] if base.startswith("https") else "ws" + base[len("http") :]) + path
     # The credentials first: a credential plugin run again for a token about to expire may take long, and the
     # connection's ready (the write fence) is asked once it is made, just before the upgrade request is written.
-    headers = client.credential_headers()
+    headers = [f"{name}: {value}" for name, value in (*client.credential_headers().items(), *client.impersonation)]
     try:
         sock = client.open_socket(timeout)  # the client's TLS settings and proxy; the thread's ready asked once made
     except TimeoutError as exc:

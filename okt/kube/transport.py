@@ -16,6 +16,8 @@ Guarantees:
   ``insecure-skip-tls-verify``, the client certificate and ``tls-server-name`` (:class:`TLS`);
 * :meth:`DirectTransport.for_config` answers ``None`` — use the session — for credentials pykube refreshes (auth
   providers, a credential plugin that gives a client certificate: pykube retries them on 401) and for a proxy;
+* the kubeconfig's impersonation (:func:`okt.kube.kubeconfig.impersonation`) goes with every request, on the direct
+  path as on the session (:class:`SessionAdapter`), a header repeated once per value;
 * the request target is percent-encoded where it must be: no value (an object's name) can end the request line or
   add a header;
 * no retries and no redirects: a failure is the caller's to classify (:class:`okt.errors.ApiError`); the answer is
@@ -45,12 +47,13 @@ import threading
 import urllib.parse
 import weakref
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pykube
 import pykube.config
 import pykube.http
+import requests
 import urllib3
 import urllib3.connection
 
@@ -118,7 +121,14 @@ _POOLS: dict[str, type[urllib3.HTTPConnectionPool]] = {"http": _HTTPPool, "https
 
 class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  # pykube is untyped
     """pykube's adapter (its credentials, refreshed as pykube does) whose connections ask :func:`connected` once made,
-    directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked)."""
+    directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked), and whose requests
+    all carry ``impersonation``'s headers (see :func:`okt.kube.kubeconfig.impersonation`)."""
+
+    def __init__(
+        self, kube_config: pykube.KubeConfig, *, impersonation: Sequence[tuple[str, str]] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(kube_config, **kwargs)
+        self.impersonation = tuple(impersonation)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -128,7 +138,21 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if not proxy.lower().startswith("socks"):
             manager.pool_classes_by_scheme = _POOLS
+        name = self.kube_config.cluster.get("tls-server-name")
+        if name:  # pykube gives it to its direct pools only: through a proxy, the server's name is checked as well
+            manager.connection_pool_kw.update(server_hostname=name, assert_hostname=name)
         return manager
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        if self.impersonation:
+            # urllib3 writes a header dict's repeated fields one line each: one Impersonate-Group per group, as the
+            # API server reads them (groups joined with commas would be one group of that name).
+            headers = urllib3.HTTPHeaderDict(request.headers)
+            for name, value in self.impersonation:
+                headers.add(name, value)
+            request.headers = headers  # type: ignore[assignment]  # a case-insensitive mapping as requests' own
+        response: requests.Response = super().send(request, **kwargs)
+        return response
 
 
 def open_socket(
@@ -290,9 +314,11 @@ class DirectTransport:
         tls: TLS | None = None,
         *,
         pool_size: int = 10,
+        impersonation: Sequence[tuple[str, str]] = (),
     ) -> None:
         """``headers`` hold the credentials of a token that never changes; one that can is given to each
-        :meth:`send` instead."""
+        :meth:`send` instead. ``impersonation``: header fields sent with every request after ``headers``, a name
+        perhaps repeated (see :func:`okt.kube.kubeconfig.impersonation`)."""
         parts = urllib.parse.urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base!r}")
@@ -303,7 +329,8 @@ class DirectTransport:
         self.headers = dict(headers)
         """Sent with every request (credentials included): built once."""
         host = parts.netloc.rpartition("@")[2]
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **self.headers}.items())
+        fields = [*{"Host": host, **self.headers}.items(), *impersonation]
+        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fields)
         self._tls = (tls or TLS()) if parts.scheme == "https" else None
         self._context: ssl.SSLContext | None = None
         """Made at the first connection: a CA file that cannot be read fails that request, not the client's making."""
@@ -322,11 +349,12 @@ class DirectTransport:
         *,
         pool_size: int = 10,
         changing_token: bool = False,
+        impersonation: Sequence[tuple[str, str]] = (),
     ) -> DirectTransport | None:
         """The direct path for ``config``, or ``None`` when the session must be used (credentials a plugin
         refreshes, a proxy, a header that could not be sent as it is). ``changing_token``: the bearer token comes
         from a file read again now and then or from a credential plugin (:mod:`okt.kube.tokens`), and is given to
-        each :meth:`send`; none from the kubeconfig is built in."""
+        each :meth:`send`; none from the kubeconfig is built in. ``impersonation``: as :meth:`__init__` takes it."""
         user = config.user
         refreshing = ("exec" in user and not changing_token) or "auth-provider" in user
         if refreshing or proxies or not base.startswith(("http://", "https://")):
@@ -339,7 +367,7 @@ class DirectTransport:
             headers["Authorization"] = basic["authorization"]
         if any(c in value for value in headers.values() for c in "\r\n\0"):
             return None  # the session refuses such a header with its own error
-        return cls(base, headers, TLS.of(config), pool_size=pool_size)
+        return cls(base, headers, TLS.of(config), pool_size=pool_size, impersonation=impersonation)
 
     def send(
         self,

@@ -1,0 +1,207 @@
+"""What a kubeconfig says of who okt is and how it reaches the API server, done as kubectl does it: the user's ``as``
+and ``as-groups`` make every request act as that user (refused, as the API server's RBAC refuses that user, or
+allowed by a binding to that user's group), and the cluster's ``proxy-url`` carries every request, watch and exec.
+
+Both are checked on every way a request leaves: answered whole (okt's direct path), a list and a watch (the session),
+an exec (a websocket). The control plane authorizes with RBAC; the admin of its kubeconfig (``system:masters``) may
+impersonate anyone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import select
+import socket
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from okt import errors
+from okt.kube import client as kube_client
+from okt.kube import kinds, podexec
+from okt.testing import envtest
+
+pytestmark = pytest.mark.integration
+
+
+def kubeconfig_with(
+    control_plane: envtest.ControlPlane,
+    target: pathlib.Path,
+    user: dict[str, Any] | None = None,
+    cluster: dict[str, Any] | None = None,
+) -> pathlib.Path:
+    """The admin's kubeconfig with ``user`` and ``cluster`` fields added, written to ``target``."""
+    doc = yaml.safe_load(control_plane.kubeconfig.read_text())
+    doc["users"][0]["user"].update(user or {})
+    doc["clusters"][0]["cluster"].update(cluster or {})
+    envtest.write_private(target, yaml.safe_dump(doc))
+    return target
+
+
+def every_way(client: kube_client.Client, namespace: str) -> dict[str, BaseException | None]:
+    """What each way a request leaves raised (None: it went through): a get (the direct path), a list and a watch
+    (the session), an exec (a websocket)."""
+
+    def watch() -> None:
+        for _ in client.watch(kinds.CONFIG_MAP, namespace, resource_version="0", timeout_seconds=1):
+            return
+
+    ways = {
+        "get": lambda: client.get_or_none(kinds.CONFIG_MAP, "settings", namespace),
+        "list": lambda: client.list(kinds.CONFIG_MAP, namespace),
+        "watch": watch,
+        "exec": lambda: podexec.run(client, namespace, "absent", None, ["true"], timeout=30),
+    }
+    outcomes: dict[str, BaseException | None] = {}
+    for way, call in ways.items():
+        try:
+            call()
+        except errors.OktError as exc:
+            outcomes[way] = exc
+        else:
+            outcomes[way] = None
+    return outcomes
+
+
+def test_a_user_with_as_is_refused_as_the_impersonated_user_on_every_way_a_request_leaves(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    path = kubeconfig_with(control_plane, tmp_path / "kubeconfig", {"as": "someone"})
+    client = kube_client.Client.from_kubeconfig(path)
+    try:
+        outcomes = every_way(client, namespace)
+    finally:
+        client.close()
+
+    assert {way: type(exc).__name__ for way, exc in outcomes.items()} == dict.fromkeys(outcomes, "Forbidden")
+    for exc in outcomes.values():
+        assert 'User "someone" cannot' in str(exc)
+
+
+def test_a_user_with_as_groups_gets_what_a_binding_to_one_of_its_groups_grants(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """Bound to the second of two groups: the groups go one header each (joined, they would be one group named
+    ``readers-a, readers-b``, bound to nothing)."""
+    kube.create(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "reader", "namespace": namespace},
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["pods", "pods/exec"], "verbs": ["get", "create"]},
+            ],
+        }
+    )
+    kube.create(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "reader", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "readers-b"}],
+        }
+    )
+    user = {"as": "someone", "as-groups": ["readers-a", "readers-b"], "as-user-extra": {"team": ["a"]}}
+    client = kube_client.Client.from_kubeconfig(kubeconfig_with(control_plane, tmp_path / "kubeconfig", user))
+    try:
+        outcomes = every_way(client, namespace)
+        with pytest.raises(errors.Forbidden, match='User "someone" cannot list resource "configmaps"'):
+            client.list(kinds.CONFIG_MAP, "default")  # bound in its namespace only
+    finally:
+        client.close()
+
+    assert {way: exc for way, exc in outcomes.items() if way != "exec"} == dict.fromkeys(("get", "list", "watch"))
+    assert isinstance(outcomes["exec"], errors.NotFound)  # allowed to ask: the Pod is not there
+
+
+class CountingProxy:
+    """A forward proxy that tunnels each ``CONNECT`` to ``upstream`` (whatever host it names) and keeps the targets
+    it was asked for, one per tunnelled connection."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self._upstream = upstream
+        self.targets: list[str] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._lock = threading.Lock()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+
+    def _tunnel(self, conn: socket.socket) -> None:
+        with conn:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                chunk = conn.recv(1)
+                if not chunk:
+                    return
+                head += chunk
+            method, target = head.split()[:2]
+            if method != b"CONNECT":
+                conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                return
+            with self._lock:
+                self.targets.append(target.decode())
+            with socket.create_connection(self._upstream) as upstream:
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                while True:
+                    ready, _, _ = select.select([conn, upstream], [], [])
+                    for source in ready:
+                        data = source.recv(65536)
+                        if not data:
+                            return
+                        (upstream if source is conn else conn).sendall(data)
+
+
+@contextlib.contextmanager
+def counting_proxy(control_plane: envtest.ControlPlane) -> Iterator[CountingProxy]:
+    parts = urllib.parse.urlsplit(control_plane.url)
+    proxy = CountingProxy((parts.hostname or "127.0.0.1", parts.port or 443))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def test_a_cluster_with_proxy_url_is_reached_through_that_proxy_on_every_way_a_request_leaves(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's name is one only the proxy resolves (``.invalid`` never does): a request that went around the
+    proxy would fail. The environment's proxy, which leads nowhere, is not used: proxy-url replaces it."""
+    port = urllib.parse.urlsplit(control_plane.url).port
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with counting_proxy(control_plane) as proxy:
+        cluster = {"server": f"https://api.okt.invalid:{port}", "tls-server-name": "kubernetes", "proxy-url": proxy.url}
+        client = kube_client.Client.from_kubeconfig(
+            kubeconfig_with(control_plane, tmp_path / "kubeconfig", None, cluster)
+        )
+        try:
+            outcomes = every_way(client, namespace)
+        finally:
+            client.close()
+
+    assert {way: exc for way, exc in outcomes.items() if way != "exec"} == dict.fromkeys(("get", "list", "watch"))
+    assert isinstance(outcomes["exec"], errors.NotFound)  # the API server's answer, through the tunnel
+    assert set(proxy.targets) == {f"api.okt.invalid:{port}"}
+    assert len(proxy.targets) >= 2  # the exec's websocket is a connection of its own

@@ -828,12 +828,19 @@ class Client:
         """Through the ``requests`` session and pykube's adapter (refreshing credentials, proxies, streams), with
         ``token`` (else the token source's of the moment, if any); a 401 is sent once more when the token source gives
         another token (counted as ``verb`` on ``resource``; a ``limited`` request waits its turn in the rate limit
-        again and a ``write`` asks the fence again first), waiting ``again()`` when given (else ``timeout`` again)."""
+        again and a ``write`` asks the fence again first), waiting ``again()`` when given (else ``timeout`` again).
+        The refused answer is closed before it is sent again, and when the renewal raises."""
         sent = functools.partial(self._through_session, method, path, params, data, content_type, stream=stream)
         used = token if token is not None or self._token is None else self._token.token()
         answer = sent(used, timeout=timeout)
         if answer.status_code == 401:
-            renewed = self._renewed_token(method, verb, resource, used, write, limited=limited)
+            try:
+                renewed = self._renewed_token(method, verb, resource, used, write, limited=limited)
+            except BaseException:
+                # The renewal raised (the plugin failed, the fence refuses): the refused answer is nobody's to close.
+                # Streamed and left open, its connection would never go back to the session's pool.
+                answer.close()
+                raise
             if renewed is not None:
                 answer.close()
                 answer = sent(renewed, timeout=again() if again is not None else timeout)

@@ -309,3 +309,56 @@ def test_an_exec_whose_expiring_token_was_renewed_past_the_loss_of_leadership_is
             podexec.run(client, account, "operand", None, ["sh", "-c", "flush"], timeout=30)
     finally:
         client.close()
+
+
+FAILING_PLUGIN = """#!/bin/sh
+if [ -e "$DOWN" ]; then echo "the identity provider is down" >&2; exit 1; fi
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "%s"}}' \\
+    "$(cat "$TOKEN")"
+"""
+"""A plugin that fails once the file ``$DOWN`` exists (a cloud's identity provider down)."""
+
+
+def connections_taken(client: kube_client.Client) -> int:
+    """How many connections of the client's session to the API server are out of its pool: held by an answer not
+    closed (never given back, however the answer ends)."""
+    pools = client._session.get_adapter(client.base_url).poolmanager.pools
+    keys = pools.keys()  # urllib3's container of pools has no iteration of its own
+    return sum(pools[key].pool.maxsize - pools[key].pool.qsize() for key in keys)
+
+
+def test_a_streamed_answer_refused_for_its_token_is_closed_when_the_renewal_fails(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    """The credential plugin fails when run again: the 401 of a list, a watch or a request read by a deadline (all
+    streamed through the session) is closed, its connection given back, however often it happens."""
+    token_path, down = tmp_path / "token", tmp_path / "down"
+    token_path.write_text(bound_token(kube, account, "failing"))
+    _with_plugin(control_plane, tmp_path, FAILING_PLUGIN, DOWN=down, TOKEN=token_path)
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        client.list(kinds.CONFIG_MAP, account)
+        taken_before = connections_taken(client)
+        invalidate(control_plane, kube, account, "failing", _held(client))
+        down.touch()
+        path = kinds.CONFIG_MAP.collection_path(account)
+        streamed = {
+            "list": lambda: client.list(kinds.CONFIG_MAP, account),
+            "watch": lambda: next(client.watch(kinds.CONFIG_MAP, account, resource_version="0")),
+            "read by a deadline": lambda: client.request(
+                "GET", path, verb="list", resource="configmaps", deadline=time.monotonic() + 10
+            ),
+        }
+        refusals = []
+        for read in [*streamed.values()] * 3:
+            with pytest.raises(okt.Unauthorized) as refused:
+                read()
+            refusals.append(str(refused.value))
+        taken = connections_taken(client)
+    finally:
+        client.close()
+
+    assert all("the identity provider is down" in said for said in refusals), refusals
+    assert taken_before == 0
+    assert taken == 0  # each refused answer closed, though the renewal raised

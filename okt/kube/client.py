@@ -925,6 +925,24 @@ class Client:
             headers["Authorization"] = str(probe.headers["Authorization"])
         return headers
 
+    def renewed_credential_headers(self, refused: Mapping[str, str]) -> dict[str, str] | None:
+        """After the API server answered 401 to a connection the session does not make (a websocket's upgrade), made
+        with the headers ``refused`` (:meth:`credential_headers` then): the headers with the other token the token
+        source now gives (the file read again, the plugin run again — once for connections refused together, as for
+        every other request), or None when no other comes (credentials that cannot change, the same token again):
+        the refusal stands. The caller connects once more with them; its new connection is counted and asks the
+        thread's fence once made, as the first did.
+
+        Raises:
+            okt.errors.Unauthorized: the credential plugin, run again, gave no token.
+        """
+        sent = refused.get("Authorization", "")
+        if self._token is None or not sent.startswith("Bearer "):
+            return None
+        if not self._token.renew(sent.removeprefix("Bearer ")):
+            return None
+        return self.credential_headers()
+
     @staticmethod
     def _error(
         response: transport.Response, method: str, path: str, *, sent: bytes | str | None = None

@@ -19,6 +19,9 @@ Guarantees:
 * a missing Pod or container raises the API's answer (:class:`okt.errors.NotFound`, :class:`okt.errors.BadRequest`)
   with a message naming both; a command that cannot start raises :class:`okt.errors.RemoteError`, and so does a
   stream that ends before the command's Status came (``v4.channel.k8s.io``);
+* an upgrade refused with 401 is tried once more, on a new connection, when the client's token source gives another
+  token (a token file read again, a credential plugin run again), as every other request of the client is; nothing
+  ran on the refused connection;
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
   operand. It is asked again once the websocket's connection is made (through the client's HTTP proxy, if any),
   before the upgrade request is written; the exec is counted as a write on its way until the command's exit status
@@ -36,7 +39,7 @@ import json
 import re
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import websocket
@@ -152,7 +155,7 @@ def run(
                 # Its command starts once the API server has the request: it waits for the upgrade no longer than
                 # the fence allows a write (the command itself then runs for ``timeout``).
                 path = exec_path(namespace, pod, container, command)
-                socket = _connect(client, path, where, sent.within(timeout))
+                socket = _connect(client, path, where, lambda: sent.within(deadline - time.monotonic()))
         except errors.ApiError as exc:
             sent.answered = exc.status > 0  # the API server refused the upgrade: nothing ran
             raise
@@ -169,12 +172,34 @@ def run(
     return ExecResult(out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace"), code)
 
 
-def _connect(client: kube_client.Client, path: str, where: str, timeout: float) -> websocket.WebSocket:
-    base = client.base_url
-    url = ("wss" + base[len("https") :] if base.startswith("https") else "ws" + base[len("http") :]) + path
+def _connect(client: kube_client.Client, path: str, where: str, timeout: Callable[[], float]) -> websocket.WebSocket:
+    """The websocket of the exec at ``path``, upgraded; ``timeout()`` says how long each connection may take to be
+    made and upgraded. An upgrade refused with 401 is tried once more when the client's token source gives another
+    token (a token file rotated, a credential plugin's token expired early), as every other request is."""
+    url = _websocket_url(client.base_url) + path
     # The credentials first: a credential plugin run again for a token about to expire may take long, and the
     # connection's ready (the write fence) is asked once it is made, just before the upgrade request is written.
     headers = [f"{name}: {value}" for name, value in (*client.credential_headers().items(), *client.impersonation)]
+    try:
+        return _upgraded(client, url, headers, where, timeout())
+    except errors.Unauthorized:
+        renewed = client.renewed_credential_headers(headers)
+        if renewed is None:
+            raise
+    # Nothing ran on the refused connection: the command is sent once, on this one (its fence asked once it is made).
+    return _upgraded(client, url, renewed, where, timeout())
+
+
+def _websocket_url(base: str) -> str:
+    return "wss" + base[len("https") :] if base.startswith("https") else "ws" + base[len("http") :]
+
+
+def _upgraded(
+    client: kube_client.Client, url: str, headers: dict[str, str], where: str, timeout: float
+) -> websocket.WebSocket:
+    """One connection to the API server, upgraded to the exec's websocket with ``headers`` within ``timeout``."""
+    if timeout <= 0:
+        raise errors.RemoteTimeout(f"exec in {where}: the time for the whole call ran out before it was sent")
     try:
         sock = client.open_socket(timeout)  # the client's TLS settings and proxy; the thread's ready asked once made
     except TimeoutError as exc:

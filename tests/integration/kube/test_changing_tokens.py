@@ -362,3 +362,30 @@ def test_a_streamed_answer_refused_for_its_token_is_closed_when_the_renewal_fail
     assert all("the identity provider is down" in said for said in refusals), refusals
     assert taken_before == 0
     assert taken == 0  # each refused answer closed, though the renewal raised
+
+
+def test_an_exec_whose_token_is_refused_is_sent_again_with_the_token_the_plugin_gives_again(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, account: str, tmp_path: pathlib.Path
+) -> None:
+    """The websocket's upgrade refused with 401 runs the plugin again, as any other request does, and is sent once
+    more with its token: the API server then looks for the Pod (there is none: NotFound), not Unauthorized."""
+    token_path, runs = tmp_path / "token", tmp_path / "runs"
+    token_path.write_text(bound_token(kube, account, "exec-1"))
+    _with_plugin(control_plane, tmp_path, PLUGIN, RUNS=runs, TOKEN=token_path)
+
+    client = kube_client.Client.from_kubeconfig(tmp_path / "kubeconfig")
+    try:
+        held = _held(client)
+        token_path.write_text(bound_token(kube, account, "exec-2"))
+        invalidate(control_plane, kube, account, "exec-1", held)
+        with pytest.raises(okt.ApiError) as answered:
+            podexec.run(client, account, "operand", None, ["true"], timeout=30)
+        renewed = _held(client)
+        connections = client.stats.snapshot()[("connect", "pods/exec")]
+    finally:
+        client.close()
+
+    assert type(answered.value) is okt.NotFound, answered.value
+    assert len(runs.read_text().splitlines()) == 2  # once at start, once when the upgrade was refused
+    assert renewed != held
+    assert connections == 2  # the refused upgrade, and the one sent again

@@ -9,7 +9,8 @@ and the shutdown goes on without it when that runs out.
 
 Guarantees: the hooks run one after the other, in their order, each called once, never retried; one that raises is
 logged (as okt logs errors: :func:`okt.errors.said`), told to the caller (``okt run`` then exits non-zero: what it was
-to undo may not be undone), and the next one runs. The wait for each asks again how long it
+to undo may not be undone), and the next one runs; one left running (below) that raises later is logged and told the
+same way, once, whenever it does. The wait for each asks again how long it
 has left as it goes (the manager's grace is cut short when the lease is lost). A hook still running when the time runs
 out is left running, and one error line names it and the hooks after it, which are **not started**: the hooks run in
 their order because a later one may need what an earlier one did (a flush before the connection it flushes to is
@@ -53,8 +54,9 @@ def run(
 ) -> list[str]:
     """Run ``cleanups`` one after the other, each on a thread of its own behind ``fence``, waited for for as long as
     ``left`` says (asked again as each wait goes); returns what is left running: ``["the clean-up hook NAME"]``, or
-    nothing once every hook started returned. ``failed`` is told each hook that raised before its wait ended
-    (``"the clean-up hook NAME failed: ERROR"``, the error as :func:`okt.errors.said` says it)."""
+    nothing once every hook started returned. ``failed`` is told each hook that raised (``"the clean-up hook NAME
+    failed: ERROR"``, the error as :func:`okt.errors.said` says it), from the hook's thread: before the wait for it
+    ended, or whenever a hook left running raises, after this returned (it must not raise)."""
     for index, hook in enumerate(cleanups):
         not_run = [hooks.name_of(later) for later in cleanups[index + 1 :]]
         if left() <= 0:
@@ -63,8 +65,7 @@ def run(
             )
             return []
         name = hooks.name_of(hook)
-        raised: list[str] = []
-        thread = threading.Thread(target=_call, args=(hook, fence, raised), name=f"okt-cleanup-{name}", daemon=True)
+        thread = threading.Thread(target=_call, args=(hook, fence, failed), name=f"okt-cleanup-{name}", daemon=True)
         thread.start()
         if not daemons_mod.join(thread, left):
             fence.close(LEFT_RUNNING)
@@ -75,15 +76,16 @@ def run(
                 **({"not_run": not_run} if not_run else {}),
             )
             return [f"the clean-up hook {name}"]
-        for error in raised:
-            failed(f"the clean-up hook {name} failed: {error}")
     return []
 
 
-def _call(hook: hooks.CleanupHook, fence: fence_mod.Fence, raised: list[str]) -> None:
+def _call(hook: hooks.CleanupHook, fence: fence_mod.Fence, failed: Callable[[str], None]) -> None:
     with fence_mod.fenced(fence, errors.WriteRefused):
         try:
             coroutines.call(hook)  # an async def hook runs on this thread's own loop
         except Exception as exc:
-            _log.error("a clean-up hook failed", hook=hooks.name_of(hook), error=errors.said(exc))
-            raised.append(errors.said(exc))
+            # Told from here, not by the wait: a hook left running that raises later is a failure all the same, and
+            # the one line logged for it is this one.
+            name, said = hooks.name_of(hook), errors.said(exc)
+            _log.error("a clean-up hook failed", hook=name, error=said)
+            failed(f"the clean-up hook {name} failed: {said}")

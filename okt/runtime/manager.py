@@ -346,7 +346,9 @@ class Manager:
     def failed_cleanups(self) -> tuple[str, ...]:
         """The clean-up hooks of the shutdown that raised (empty: none did), each ``the clean-up hook NAME failed:
         ERROR`` (the error as okt logs one): what they were to undo may not be undone, and ``okt run`` exits
-        non-zero."""
+        non-zero. A hook the shutdown left running (:attr:`left_running`) that raises later is added when it does,
+        after :meth:`join` returned: the exit status was non-zero already for leaving it, but its failure is not
+        lost (it is logged once, as the others are)."""
         return tuple(self._failed_cleanups)
 
     def health(self) -> tuple[bool, str]:
@@ -838,7 +840,8 @@ class Manager:
             try:
                 said: dict[str, object] = {"left_running": self._left_running} if self._left_running else {}
                 if self._failed_cleanups:
-                    said["failed_cleanups"] = self._failed_cleanups
+                    # A copy: a clean-up hook left running may add its failure while the line is written.
+                    said["failed_cleanups"] = list(self._failed_cleanups)
                 _log.info(
                     "manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost, **said
                 )

@@ -13,6 +13,7 @@ import structlog
 import okt
 from okt.kube import fence as fence_mod
 from okt.runtime import cleanup, daemons
+from okt.testing import wait_for
 
 
 def open_fence() -> fence_mod.Fence:
@@ -85,6 +86,29 @@ def test_a_hook_still_running_when_the_time_runs_out_is_left_running_and_the_lat
     assert line["hook"].endswith(".deregister")
     assert [name.rsplit(".", 1)[-1] for name in line["not_run"]] == ["close"]
     never.set()
+
+
+def test_a_hook_left_running_that_raises_later_is_told_to_the_caller_and_logged_once() -> None:
+    """Its failure came after the wait: it was logged, and lost to the caller (okt run's exit status, a program's
+    ``Manager.failed_cleanups``)."""
+    released, failed = threading.Event(), []
+
+    def deregister() -> None:
+        released.wait(15)
+        raise RuntimeError("the registry did not answer")
+
+    with structlog.testing.capture_logs() as logs:
+        assert cleanup.run([deregister], left=daemons.fixed(0.3), fence=open_fence(), failed=failed.append)
+        told_by_the_wait = list(failed)
+        released.set()
+        wait_for(lambda: bool(failed), timeout=5, message="the failure of the hook left running")
+
+    assert told_by_the_wait == []
+    assert failed == [f"the clean-up hook {deregister.__qualname__} failed: RuntimeError: the registry did not answer"]
+    assert [(log["event"], log.get("error")) for log in logs] == [
+        ("a clean-up hook still runs after the grace period: it is left running, its writes refused", None),
+        ("a clean-up hook failed", "RuntimeError: the registry did not answer"),
+    ]
 
 
 def test_a_hook_left_running_writes_nothing_more_and_its_write_on_the_wire_is_waited_for() -> None:

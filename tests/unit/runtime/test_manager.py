@@ -206,6 +206,37 @@ def test_a_start_up_hook_still_running_past_the_grace_period_is_left_running_nam
     assert mgr.cache is None and mgr.controllers == []
 
 
+def test_a_clean_up_hook_left_running_that_raises_later_is_in_failed_cleanups(api: Any) -> None:
+    """Left running, then failing: the stop was not clean for both reasons, and a program running the manager reads
+    the failure where it reads the others' (it was only logged)."""
+    running, released = threading.Event(), threading.Event()
+
+    def deregister() -> None:
+        running.set()
+        released.wait(15)
+        raise RuntimeError("the registry did not answer")
+
+    api.stats = kube_client.RequestStats()
+    api.resolve = lambda api_version, kind: kinds.Kind(api_version, kind, "widgets")
+    mgr = manager.Manager(
+        api, [Widgets], metrics_bind="0", tune_memory=False, grace_period=0.3, on_cleanup=[deregister]
+    )
+    mgr.start()
+    mgr.stop()
+    assert mgr.join(5)
+    assert running.is_set()
+    left_running, failed_at_stop = mgr.left_running, mgr.failed_cleanups
+
+    released.set()
+    wait_for(lambda: bool(mgr.failed_cleanups), timeout=5, message="the failure of the hook left running")
+
+    assert left_running == (f"the clean-up hook {deregister.__qualname__}",)
+    assert failed_at_stop == ()
+    assert mgr.failed_cleanups == (
+        f"the clean-up hook {deregister.__qualname__} failed: RuntimeError: the registry did not answer",
+    )
+
+
 def test_a_stopped_manager_cannot_be_started() -> None:
     client: Any = StatsOnly()
     stopped = manager.Manager(client, [Widgets], metrics_bind="0")

@@ -59,6 +59,7 @@ import pydantic
 import structlog
 
 from okt import coroutines, errors
+from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, objects, selectors
@@ -198,7 +199,7 @@ def validate(
         scope: the objects the operator serves (default: all); the others are admitted unjudged.
         headers: the HTTP headers the review came with (``ctx.admission.headers``).
     """
-    obj = _judged(reconciler, request, scope)
+    obj = _judged(reconciler, request, scope, spec_changes_only=True)
     if not isinstance(obj, Mapping):
         return obj
     cr = objects.CustomResource(obj)
@@ -238,12 +239,31 @@ def mutate(
 ) -> Verdict:
     """The mutating webhook: ``default(obj)`` on a copy of the object, answered as a JSON patch (only for the
     objects of ``scope``, default all, that the reconciler selects); a ``default`` declaring ``admission`` is given
-    the request, with the HTTP ``headers`` it came with."""
-    obj = _judged(reconciler, request, scope)
+    the request, with the HTTP ``headers`` it came with.
+
+    Every CREATE and UPDATE is defaulted, as controller-runtime's Defaulter is: one that leaves the spec as it was
+    too (a label a default derives from changed; an object stored before the webhook existed). Such an UPDATE is
+    never refused: a ``default`` (or a ``when``) that fails on it leaves the object untouched, saying so in a
+    warning. okt's own finalizers and annotations are left as the request has them (:func:`_keeping_okts_own`)."""
+    given = admission_request.Admission.of(request, headers)
+    verdict = _defaulted(reconciler, request, scope, given)
+    if not verdict.allowed and leaves_spec(request):
+        # Refusing it would refuse every edit of the object's metadata, okt's own finalizer and bookkeeping too.
+        given.warn(f"not defaulted: {verdict.message}")
+        verdict = Verdict.allow()
+    return verdict.warned(given)
+
+
+def _defaulted(
+    reconciler: reconciler_mod.Reconciler,
+    request: Mapping[str, Any],
+    scope: Scope,
+    given: admission_request.Admission,
+) -> Verdict:
+    obj = _judged(reconciler, request, scope, spec_changes_only=False)
     if not isinstance(obj, Mapping):
         return obj
     working = copy.deepcopy(dict(obj))
-    given = admission_request.Admission.of(request, headers)
     try:
         hook: Callable[..., Any] = reconciler.default
         returned = (
@@ -253,22 +273,64 @@ def mutate(
         )
     except Exception as exc:
         _log_failure(reconciler, "default", request, exc)
-        return Verdict.refuse(exc, "default").warned(given)
+        return Verdict.refuse(exc, "default")
     defaulted = working if returned is None else returned
     if not isinstance(defaulted, Mapping):
         bug = TypeError(f"default() returned {type(defaulted).__name__}, not the object")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.forbid(str(bug)).warned(given)
+        return Verdict.forbid(str(bug))
     try:
-        patch = tuple(json_patch(obj, defaulted))
+        patch = tuple(json_patch(obj, _keeping_okts_own(reconciler, request, obj, defaulted)))
         # A value JSON cannot carry (a datetime, a model, NaN) is refused here with what it is, not answered as an
         # error of the server (which the failurePolicy turns into a refusal saying nothing, or an admission).
         json.dumps(patch, allow_nan=False)
     except (TypeError, ValueError) as exc:
         bug = TypeError(f"default() returned an object that is not JSON data: {exc}")
         _log_failure(reconciler, "default", request, bug)
-        return Verdict.forbid(str(bug)).warned(given)
-    return Verdict.allow(patch).warned(given)
+        return Verdict.forbid(str(bug))
+    return Verdict.allow(patch)
+
+
+def _keeping_okts_own(
+    reconciler: reconciler_mod.Reconciler,
+    request: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    defaulted: Mapping[str, Any],
+) -> Mapping[str, Any]:
+    """``defaulted`` with okt's own finalizers and annotations (its bookkeeping, under its prefixes) as ``obj`` has
+    them. okt writes them through the same webhook (an UPDATE adding its finalizer is defaulted too): a ``default``
+    that left them out (one building the metadata anew) would undo okt's write, which okt would send again at the next
+    reconcile, and again, a loop of writes. A change of them is a bug of ``default``: put back, and logged."""
+    before, after = obj.get("metadata"), defaulted.get("metadata")
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return defaulted  # no metadata to keep, or none the API server would store
+    names = names_mod.of(reconciler.prefix, tuple(reconciler.legacy_prefixes))
+    own_annotations = names.primary_annotations() | names.legacy_primary_annotations()
+    own_finalizers = {f for f in (reconciler.finalizer, *reconciler.legacy_finalizers) if f}
+    meta = dict(after)
+    changed: list[str] = []
+    had, has = before.get("annotations") or {}, meta.get("annotations") or {}
+    if isinstance(had, Mapping) and isinstance(has, Mapping):
+        kept = {key: value for key, value in has.items() if key not in own_annotations}
+        kept.update({key: value for key, value in had.items() if key in own_annotations})
+        changed += sorted(key for key in own_annotations if had.get(key) != has.get(key))
+        if changed:
+            meta["annotations"] = kept
+    had, has = before.get("finalizers") or [], meta.get("finalizers") or []
+    if isinstance(had, list) and isinstance(has, list):
+        ours = [f for f in had if f in own_finalizers]
+        if ours != [f for f in has if f in own_finalizers]:
+            changed.append("finalizers")
+            meta["finalizers"] = [f for f in has if f not in own_finalizers] + ours
+    if not changed:
+        return defaulted
+    _log.error(
+        "default() changed okt's own metadata: it is kept as it was",
+        controller=type(reconciler).controller_name(),
+        uid=request.get("uid"),
+        changed=changed,
+    )
+    return {**defaulted, "metadata": meta}
 
 
 def takes_admission(reconciler: reconciler_mod.Reconciler) -> bool:
@@ -363,9 +425,10 @@ def _details(request: Mapping[str, Any], causes: tuple[errors.StatusCause, ...])
 
 
 def _judged(
-    reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope
+    reconciler: reconciler_mod.Reconciler, request: Mapping[str, Any], scope: Scope, *, spec_changes_only: bool
 ) -> Mapping[str, Any] | Verdict:
-    """The object to judge, or the verdict letting the request through unjudged."""
+    """The object to judge, or the verdict letting the request through unjudged (with ``spec_changes_only``, an
+    UPDATE that leaves the spec as it was too) — or refusing it, when the reconciler's ``when`` raised."""
     obj = request.get("object")
     if request.get("operation") not in JUDGED_OPERATIONS or not isinstance(obj, Mapping):
         return Verdict.allow()
@@ -375,14 +438,27 @@ def _judged(
     why = scope.excludes(obj, request.get("namespace") or None)
     if why is not None:
         return Verdict.unjudged(why)
-    old = request.get("oldObject")
-    if (
+    if spec_changes_only and leaves_spec(request):
+        return Verdict.allow()
+    try:
+        selected = reconciler_mod.selects_or_raises(reconciler, obj)
+    except Exception as exc:  # a filter that cannot tell whether the object is the operator's: never admitted unseen
+        hook = "when" if type(reconciler).selects is reconciler_mod.Reconciler.selects else "selects"
+        _log_failure(reconciler, hook, request, exc)
+        return Verdict.refuse(exc, hook)
+    return obj if selected else Verdict.allow()
+
+
+def leaves_spec(request: Mapping[str, Any]) -> bool:
+    """Whether ``request`` is an UPDATE whose object has the spec its old object had, as the API server stores it
+    (:func:`same_json`)."""
+    old, new = request.get("oldObject"), request.get("object")
+    return (
         request.get("operation") == "UPDATE"
         and isinstance(old, Mapping)
-        and same_json(old.get("spec"), obj.get("spec"))
-    ):
-        return Verdict.allow()
-    return obj if reconciler.selects(obj) else Verdict.allow()
+        and isinstance(new, Mapping)
+        and same_json(old.get("spec"), new.get("spec"))
+    )
 
 
 def _log_failure(

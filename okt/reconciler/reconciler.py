@@ -317,20 +317,12 @@ class Reconciler:
 
     def selects(self, obj: Mapping[str, Any]) -> bool:
         """The whole client-side filter: ``annotation_selector``, then ``when(obj)`` — or okt's finalizer on an object
-        being deleted."""
-        meta = obj.get("metadata") or {}
-        finalizers = meta.get("finalizers") or ()
-        if meta.get("deletionTimestamp") and any(
-            f in finalizers for f in (self.finalizer, *self.legacy_finalizers) if f
-        ):
-            return True
-        annotations = meta.get("annotations") or {}
-        for key, value in self.annotation_selector.items():
-            if key not in annotations or (value is not None and annotations[key] != value):
-                return False
+        being deleted. A ``when`` that raises leaves the object out (logged); at admission it refuses the object
+        instead (see :func:`selects_or_raises`)."""
         try:
-            return bool(self.when(obj))
+            return _filters_pass(self, obj)
         except Exception as exc:
+            meta = obj.get("metadata") or {}
             # A bug of when() must not stop the watch (the informer would relist forever): the object is left out.
             _log.warning(
                 "when() raised: the object is left out",
@@ -494,6 +486,30 @@ def builtin_work(reconciler: Reconciler, state: states.State, ctx: context_mod.C
     work = BUILTIN_WORK.get(state)
     if work is not None:
         work(reconciler, ctx)
+
+
+def selects_or_raises(reconciler: Reconciler, obj: Mapping[str, Any]) -> bool:
+    """What :meth:`Reconciler.selects` says of ``obj``, raising what ``when(obj)`` raises rather than leaving the object
+    out: admission tells the writer of a filter that cannot judge the object, where the watch can only log it (an
+    override of ``selects`` is called as it is, raising what it raises)."""
+    if type(reconciler).selects is not Reconciler.selects:
+        return bool(reconciler.selects(obj))
+    return _filters_pass(reconciler, obj)
+
+
+def _filters_pass(reconciler: Reconciler, obj: Mapping[str, Any]) -> bool:
+    """The filters of :meth:`Reconciler.selects`, raising what ``when(obj)`` raises."""
+    meta = obj.get("metadata") or {}
+    finalizers = meta.get("finalizers") or ()
+    if meta.get("deletionTimestamp") and any(
+        f in finalizers for f in (reconciler.finalizer, *reconciler.legacy_finalizers) if f
+    ):
+        return True
+    annotations = meta.get("annotations") or {}
+    for key, value in reconciler.annotation_selector.items():
+        if key not in annotations or (value is not None and annotations[key] != value):
+            return False
+    return bool(reconciler.when(obj))
 
 
 def validate_spec(reconciler: Reconciler, raw_spec: Mapping[str, Any]) -> Any:

@@ -635,3 +635,158 @@ def test_a_default_with_the_object_alone_is_called_so_and_an_answer_without_warn
     verdict = admission.mutate(Widgets(), review["request"])
     assert verdict.allowed and verdict.patch
     assert "warnings" not in admission.respond(review, verdict)["response"]
+
+
+class ByTier(Widgets):
+    """Defaults ``spec.mode`` from the label ``example.com/tier``, and keeps okt's finalizer on the objects."""
+
+    finalizer = "example.com/cleanup"
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        tier = (obj["metadata"].get("labels") or {}).get("example.com/tier")
+        obj["spec"]["mode"] = "slow" if tier == "archive" else "fast"
+        return obj
+
+
+def test_an_update_that_leaves_the_spec_as_it_was_is_defaulted_again_from_the_label_it_changed() -> None:
+    old = widget({"size": 2, "mode": "fast"})
+    new = widget({"size": 2, "mode": "fast"}, labels={"example.com/tier": "archive"})
+
+    verdict = admission.mutate(ByTier(), request(new, "UPDATE", old=old))
+
+    assert verdict.allowed
+    assert jsonpatch.apply_patch(new, list(verdict.patch))["spec"] == {"size": 2, "mode": "slow"}
+
+
+def test_an_object_stored_before_the_webhook_is_defaulted_at_its_next_update_okts_finalizer_kept() -> None:
+    # okt's own write (its finalizer added) of an object stored without its defaults: defaulted, the finalizer kept.
+    old = widget({"size": 2})
+    new = widget({"size": 2}, finalizers=["example.com/cleanup"])
+
+    verdict = admission.mutate(ByTier(), request(new, "UPDATE", old=old))
+
+    patched = jsonpatch.apply_patch(new, list(verdict.patch))
+    assert patched["spec"] == {"size": 2, "mode": "fast"}
+    assert patched["metadata"]["finalizers"] == ["example.com/cleanup"]
+
+
+class Rebuilding(Widgets):
+    """A default building the metadata anew, from the name and labels alone: okt's finalizer and annotations are not
+    in what it returns."""
+
+    finalizer = "example.com/cleanup"
+    legacy_prefixes = ("old.example.com",)
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        meta = obj["metadata"]
+        labels = {**(meta.get("labels") or {}), "example.com/defaulted": "yes"}
+        return {**obj, "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels}}
+
+
+def test_a_default_that_drops_okts_own_finalizer_and_annotations_leaves_them_as_the_request_has_them() -> None:
+    own = {"okt.io/error-count": "2", "okt.io/phase": "Running", "old.example.com/phase": "Running"}
+    new = widget(
+        {"size": 2},
+        finalizers=["other.example.com/keep", "example.com/cleanup"],
+        annotations={**own, "example.com/note": "n"},
+    )
+
+    with structlog.testing.capture_logs() as logged:
+        verdict = admission.mutate(Rebuilding(), request(new, "UPDATE", old=widget({"size": 2})))
+
+    meta = jsonpatch.apply_patch(new, list(verdict.patch))["metadata"]
+    assert meta["finalizers"] == ["example.com/cleanup"]  # another's finalizer is default()'s to drop, not okt's
+    assert meta["annotations"] == own
+    assert meta["labels"] == {"example.com/defaulted": "yes"}
+    (bug,) = [line for line in logged if line["log_level"] == "error"]
+    assert bug["changed"] == ["okt.io/error-count", "okt.io/phase", "old.example.com/phase", "finalizers"]
+    assert "Running" not in repr(bug)
+
+
+def test_a_default_that_leaves_okts_own_metadata_alone_is_answered_as_it_returned_it() -> None:
+    new = widget({"size": 2}, finalizers=["example.com/cleanup"], annotations={"okt.io/phase": "Running"})
+
+    with structlog.testing.capture_logs() as logged:
+        verdict = admission.mutate(ByTier(), request(new, "UPDATE", old=widget({"size": 2})))
+
+    assert list(verdict.patch) == [{"op": "add", "path": "/spec/mode", "value": "fast"}]
+    assert logged == []
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [okt.PermanentError("no default for you"), KeyError("hunter2")],
+    ids=["okt-error", "bug"],
+)
+def test_an_update_that_leaves_the_spec_is_admitted_untouched_when_default_fails_saying_so_in_a_warning(
+    raised: Exception,
+) -> None:
+    class Failing(Widgets):
+        def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+            raise raised
+
+    new = widget({"size": 0}, labels={"a": "b"})
+    spec_unchanged = admission.mutate(Failing(), request(new, "UPDATE", old=widget({"size": 0})))
+    spec_changed = admission.mutate(Failing(), request(new, "UPDATE", old=widget({"size": 1})))
+
+    said = "no default for you" if isinstance(raised, okt.OktError) else "internal error in default: KeyError"
+    assert (spec_unchanged.allowed, spec_unchanged.patch) == (True, ())
+    assert spec_unchanged.warnings == (f"not defaulted: {said}",)
+    assert (spec_changed.allowed, spec_changed.message) == (False, said)
+
+
+class Filtering(Widgets):
+    """Reconciles the widgets of class ``a``, reading the annotation that says so where it may be missing: its
+    ``when`` raises a KeyError naming the key it looked for (a value, where a lookup of the object's data failed)."""
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return bool({"a": True}[obj["metadata"]["annotations"]["example.com/class"]])
+
+
+@pytest.mark.parametrize("webhook", ["validate", "mutate"])
+def test_a_when_that_raises_refuses_the_object_as_an_internal_error_naming_its_class_not_its_text_and_logs_it_once(
+    webhook: str,
+) -> None:
+    review = request(widget({"size": 2}, annotations={"example.com/class": "hunter2"}))
+
+    with structlog.testing.capture_logs() as logged:
+        if webhook == "validate":
+            verdict = admission.validate(Filtering(), review, FakeClient())
+        else:
+            verdict = admission.mutate(Filtering(), review)
+
+    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 500, "InternalError")
+    assert verdict.message == "internal error in when: KeyError"
+    (bug,) = [line for line in logged if line["log_level"] == "error"]
+    assert (bug["hook"], bug["controller"]) == ("when", "widget")
+    assert 'obj["metadata"]["annotations"]' in bug["stack"]
+
+
+def test_a_when_that_raises_on_an_update_leaving_the_spec_admits_it_untouched_with_a_warning() -> None:
+    review = request(widget({"size": 2}, labels={"a": "b"}), "UPDATE", old=widget({"size": 2}))
+
+    assert admission.validate(Filtering(), review, FakeClient()) == admission.Verdict.allow()
+    assert admission.mutate(Filtering(), review) == admission.Verdict(
+        True, warnings=("not defaulted: internal error in when: KeyError",)
+    )
+
+
+def test_a_when_that_refuses_with_an_okt_error_is_answered_with_its_message() -> None:
+    class Refusing(Widgets):
+        def when(self, obj: Mapping[str, Any]) -> bool:
+            raise okt.AdmissionRefused("widgets need a class", code=422)
+
+    verdict = admission.validate(Refusing(), request(widget({"size": 2})), FakeClient())
+
+    assert (verdict.allowed, verdict.code, verdict.message) == (False, 422, "widgets need a class")
+
+
+def test_a_selects_of_the_authors_own_that_raises_refuses_the_object_and_the_watch_still_leaves_it_out() -> None:
+    class Selecting(Widgets):
+        def selects(self, obj: Mapping[str, Any]) -> bool:
+            raise KeyError("hunter2")
+
+    verdict = admission.validate(Selecting(), request(widget({"size": 2})), FakeClient())
+
+    assert (verdict.allowed, verdict.message) == (False, "internal error in selects: KeyError")
+    assert Filtering().selects(widget({"size": 2})) is False  # the watch: left out, logged

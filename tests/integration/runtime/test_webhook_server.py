@@ -10,6 +10,7 @@ import json
 import pathlib
 import secrets
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -597,3 +598,85 @@ def test_a_check_refuses_with_a_code_of_its_own_that_the_client_and_kubectl_see_
     assert (told.username, told.user_uid) == (envtest.ADMIN_USER, envtest.ADMIN_USER)  # the token file's uid column
     assert told.headers["content-type"] == "application/json"
     assert told.headers["user-agent"].startswith("kube-apiserver-admission")
+
+
+class DisplayedGadgets(Gadgets):
+    """Shows a gadget by its label ``display`` where it has one (a default derived from a label, recomputed when the
+    label changes), and cleans up after it (okt's finalizer: okt's own write goes through the webhook too)."""
+
+    finalizer = f"{GROUP}/cleanup"
+
+    def default(self, obj: dict[str, Any]) -> Mapping[str, Any] | None:
+        shown = (obj["metadata"].get("labels") or {}).get("display")
+        obj["spec"]["displayName"] = shown or f"gadget {obj['metadata']['name']}"
+        return obj
+
+
+def test_a_default_derived_from_a_label_follows_the_label_and_reaches_an_object_stored_before_the_webhook(
+    kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any
+) -> None:
+    kube.create(gadget(namespace, "legacy-1", "memcached:1.6"), gadget_kind)  # no webhook yet: stored undefaulted
+
+    def shown() -> Any:
+        return kube.get(gadget_kind, "legacy-1", namespace)["spec"].get("displayName")
+
+    with serving(kube, namespace, DisplayedGadgets) as manager:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle)
+        wait_for(lambda: refused_by_webhook(kube, gadget_kind, namespace), timeout=30, message="the webhook in use")
+        assert shown() is None
+
+        for display, expected in (("blue", "blue"), ("green", "green"), (None, "gadget legacy-1")):
+            kube.patch(gadget_kind, "legacy-1", {"metadata": {"labels": {"display": display}}}, namespace)
+            assert shown() == expected  # the spec was left as it was: defaulted all the same
+
+        # okt's finalizer is kept through every defaulted write, and okt's writes settle: no loop.
+        wait_for(
+            lambda: (
+                DisplayedGadgets.finalizer
+                in kube.get(gadget_kind, "legacy-1", namespace)["metadata"].get("finalizers", ())
+            ),
+            timeout=20,
+            message="okt's finalizer on the gadget",
+        )
+        settled = kube.get(gadget_kind, "legacy-1", namespace)["metadata"]["resourceVersion"]
+        time.sleep(2)
+        assert kube.get(gadget_kind, "legacy-1", namespace)["metadata"]["resourceVersion"] == settled
+        kube.delete(gadget_kind, "legacy-1", namespace)  # while the operator serves: its finalizer goes
+        wait_for(lambda: kube.get_or_none(gadget_kind, "legacy-1", namespace) is None, timeout=20, message="deleted")
+
+
+class TeamGadgets(Gadgets):
+    """Reconciles the gadgets of the teams it knows, read from a label that may be missing or name another team: its
+    ``when`` then raises a KeyError, whose text is the label's value."""
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return {"blue": True}[obj["metadata"]["labels"]["team"]]
+
+
+@pytest.mark.parametrize("failure_policy", ["Fail", "Ignore"])
+def test_a_when_that_raises_refuses_the_object_naming_its_class_whatever_the_failure_policy(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    configure: Any,
+    failure_policy: webhooks.FailurePolicy,
+) -> None:
+    with serving(kube, namespace, TeamGadgets) as manager:
+        server = manager.webhook_server
+        assert server is not None
+        configure(server.url(), server.ca_bundle, failure_policy=failure_policy)
+        wait_for(
+            lambda: refused_by_webhook(kube, gadget_kind, namespace, team="blue"),
+            timeout=30,
+            message="the webhook in use",
+        )
+        with structlog.testing.capture_logs() as logged, pytest.raises(okt.ApiError) as refused:
+            kube.create(labelled(gadget(namespace, "team-1", "memcached:1.6"), team="hunter2"), gadget_kind)
+
+    assert (refused.value.status, refused.value.api_reason) == (500, "InternalError")
+    assert refused.value.api_message.endswith("denied the request: internal error in when: KeyError")
+    assert "hunter2" not in str(refused.value)
+    assert kube.get_or_none(gadget_kind, "team-1", namespace) is None
+    assert [(e["hook"], e["name"]) for e in logged if e["log_level"] == "error"] == [("when", "team-1")]

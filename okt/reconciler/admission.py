@@ -14,11 +14,17 @@ Guarantees:
   finalizers go), and so is an UPDATE that leaves ``spec`` as it was (an object stored before the webhook existed can
   still get its labels, annotations and finalizers edited), as the API server stores it (:func:`same_json`: ``1``
   and ``true`` differ, ``1`` and ``1.0`` do not);
+* every CREATE and UPDATE is defaulted, as controller-runtime's Defaulter is, an UPDATE leaving the spec as it was
+  too (a default derived from a label follows it; an object stored before the webhook gets its defaults at its next
+  write): such an UPDATE is still never refused — a ``default`` that fails on it leaves it untouched, saying so in a
+  warning. okt's own finalizers and annotations are okt's: whatever ``default`` returns, they stay as the request has
+  them, so that it never undoes okt's write (which okt would send again, a loop);
 * only the objects this operator reconciles are judged or defaulted: those in the :class:`Scope` it runs with (the
   namespaces and the label selector of ``okt run -n/-l``) that the reconciler selects (``annotation_selector``,
   ``when(obj)``). The others are never reconciled by it and may be another operator's (another release, another
   version), judged by its own webhook: they are admitted untouched, an object outside the scope with the reason in
-  the audit annotation ``<webhook>/out-of-scope``;
+  the audit annotation ``<webhook>/out-of-scope``. A ``when`` that raises cannot tell: the object is refused as for a
+  ``check`` that raises (``internal error in when: KeyError``), never admitted unseen;
 * a hook that raises refuses the object, never crashes the server; so does a ``default(obj)`` that returns what JSON
   cannot carry. okt's errors refuse with their message, and a pydantic ``ValidationError`` with its fields, never
   the values it was given (see :func:`okt.errors.message_of`). Any other exception is a bug of the operator whose

@@ -311,7 +311,8 @@ class Reconciler:
         Objects it refuses are not kept in the cache and never reconciled; one that stops passing is forgotten, one
         that starts passing is reconciled at once. An object being deleted with okt's finalizer still on it is always
         kept, so that its cleanup runs and the finalizer goes. Keep it quick and pure: it runs on every event. One
-        that raises leaves the object out (logged), never stops the watch.
+        that raises leaves the object out (logged), never stops the watch; at admission it refuses the object
+        (``internal error in when: KeyError``, the exception's class, never its text), as a ``check`` that raises.
         """
         return True
 
@@ -345,6 +346,11 @@ class Reconciler:
         """Admission defaulting (a mutating webhook is served when overridden): return the object with its defaults
         filled in (``obj`` is a copy: change it and return it, or build another; None keeps ``obj`` with the changes
         made to it). okt sends the API server the JSON patch between the object and what it returns.
+
+        It runs on every CREATE and UPDATE of the objects okt serves, one changing only the labels or annotations
+        too (okt's own write of its finalizer included): keep it idempotent. okt's finalizers and annotations stay as
+        the request has them, whatever it returns; on an UPDATE leaving the spec as it was, a ``default`` that raises
+        leaves the object untouched, with a warning, rather than refusing the edit.
 
         An override that declares a parameter ``admission`` (``def default(self, obj, admission: okt.Admission |
         None = None)``) is given the request there, as ``check(ctx)`` is in ``ctx.admission``: its dry run, its

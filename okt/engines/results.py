@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 import enum
 import math
 import numbers
@@ -91,8 +92,32 @@ _SUMMARY_ALWAYS = (Operation.CREATED, Operation.UPDATED, Operation.UNCHANGED, Op
 
 def _check_delay(delay: float | None, what: str) -> None:
     # A bool is a number to Python: ``delay=True`` would be one second.
-    if delay is not None and (isinstance(delay, bool) or not math.isfinite(delay) or delay < 0):
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {delay!r}")
+    if delay is not None and (isinstance(delay, bool) or not _finite(delay) or delay < 0):
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {_said(delay)}")
+
+
+def _finite(seconds: float) -> bool:
+    """Whether ``seconds`` is a finite number (a number that is not one raises TypeError, as :func:`math.isfinite`).
+
+    An int past a float's range (``2 ** ctx.attempt`` after a thousand attempts) is finite: it is capped at
+    :data:`MAX_DELAY` as ``10 ** 20`` is, where :func:`math.isfinite` raises ``OverflowError`` converting it."""
+    if isinstance(seconds, numbers.Integral):
+        return True
+    try:
+        return math.isfinite(seconds)
+    except OverflowError:  # a Fraction or a Decimal past a float's range: finite too
+        return True
+
+
+def _said(value: object) -> str:
+    """``value`` as a refusal names it: its repr, but for an int too long to read (Python refuses to print one of
+    more than 4300 digits) and a timedelta, which is said with what to pass instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        sign = "a negative" if value < 0 else "an"
+        return f"{sign} int of about {math.floor(value.bit_length() * math.log10(2)) + 1} digits"
+    if isinstance(value, datetime.timedelta):
+        return f"{value!r} (pass its .total_seconds())"
+    return repr(value)
 
 
 def _capped(delay: float) -> float:
@@ -176,17 +201,20 @@ class Outcome:
 
     @classmethod
     def requeue_after(cls, seconds: float) -> Self:
-        """Reconcile again after ``seconds`` (> 0; capped at :data:`MAX_DELAY`).
+        """Reconcile again after ``seconds`` (> 0; capped at :data:`MAX_DELAY`, an int past a float's range too:
+        ``requeue_after(2 ** ctx.attempt)`` after a thousand attempts waits 6 hours as ``10 ** 20`` does).
 
         Raises:
-            ValueError: ``seconds`` is not finite or not > 0; ``TypeError``: it is not a number, or it is a bool
-                (Python counts ``True`` as 1: ``requeue_after(True)`` would requeue after one second). One message for
-                all, saying what is needed: the hook's author reads it where the call is, not deep in the queue.
+            ValueError: ``seconds`` is not finite or not > 0; ``TypeError``: it is not a number (a ``timedelta`` is
+                told to pass its ``total_seconds()``), or it is a bool (Python counts ``True`` as 1:
+                ``requeue_after(True)`` would requeue after one second). One message for all, saying what is needed
+                and naming the value (an int too long to print by its number of digits): the hook's author reads it
+                where the call is, not deep in the queue.
         """
         number = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
-        if not number or not math.isfinite(seconds) or seconds <= 0:
+        if not number or not _finite(seconds) or seconds <= 0:
             wrong = ValueError if number else TypeError
-            raise wrong(f"requeue_after needs a finite number of seconds > 0, got {seconds!r}")
+            raise wrong(f"requeue_after needs a finite number of seconds > 0, got {_said(seconds)}")
         return cls(OutcomeKind.REQUEUE_AFTER, delay=_capped(seconds))
 
     @classmethod

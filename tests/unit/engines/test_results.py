@@ -1,4 +1,6 @@
 import dataclasses
+import datetime
+import fractions
 
 import pytest
 
@@ -478,6 +480,38 @@ def test_a_retry_refuses_a_delay_that_is_not_a_duration(delay: float) -> None:
 
 def test_requeue_after_caps_its_delay() -> None:
     assert Outcome.requeue_after(MAX_DELAY * 3).delay == MAX_DELAY
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [10**20, 10**400, 2**5000, fractions.Fraction(10**400), 1e308],
+    ids=["10**20", "10**400", "2**5000", "fraction-10**400", "1e308"],
+)
+def test_a_delay_past_a_float_s_range_is_a_long_delay_capped_as_any_other(seconds: float) -> None:
+    """``okt.requeue_after(2 ** ctx.attempt)`` after a thousand attempts is an int no float holds: finite, so capped
+    as ``10 ** 20`` is — never an OverflowError out of the check, reported as the hook's error."""
+    assert Outcome.requeue_after(seconds).delay == MAX_DELAY
+    assert Outcome.retry(_boom(), delay=seconds).delay == MAX_DELAY
+    results = Results()
+    results.add(Operation.REQUEUE, delay=seconds)
+    assert results.outcome() == Outcome.requeue_after(MAX_DELAY)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "error", "said"),
+    [
+        (-(10**400), ValueError, "a negative int of about 401 digits"),
+        (-(10**5000), ValueError, "a negative int of about 5001 digits"),  # past what Python prints of an int
+        (datetime.timedelta(seconds=30), TypeError, "datetime.timedelta(seconds=30) (pass its .total_seconds())"),
+    ],
+    ids=["-10**400", "-10**5000", "timedelta"],
+)
+def test_a_wrong_requeue_delay_python_cannot_print_or_that_is_a_timedelta_is_named_readably(
+    seconds: object, error: type[Exception], said: str
+) -> None:
+    with pytest.raises(error) as refused:
+        Outcome.requeue_after(seconds)  # type: ignore[arg-type]
+    assert str(refused.value) == f"requeue_after needs a finite number of seconds > 0, got {said}"
 
 
 def test_an_outcome_is_immutable() -> None:

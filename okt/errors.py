@@ -325,8 +325,9 @@ class InvalidChild(PermanentError):
 class ImmutableField(InvalidChild):
     """A change of a child the API server refuses because it alters a field it never lets change in place (a
     Deployment's ``spec.selector``, a Service's ``spec.clusterIP``, a Job's pod template, a PersistentVolumeClaim's
-    spec): the same custom resource makes the same change, so the reconcile reports it once and waits for a change of
-    the object. okt does not delete the child: deleted, it is created again from the template.
+    spec, a StatefulSet's spec but for its replicas, template and update strategy): the same custom resource makes
+    the same change, so the reconcile reports it once and waits for a change of the object. okt does not delete the
+    child: deleted, it is created again from the template.
 
     Args:
         message: names the child, the fields and the way out.
@@ -343,7 +344,10 @@ class ImmutableField(InvalidChild):
         fields = exc.immutable_fields
         if not fields:
             return None
-        named = ", ".join(fields)
+        within = exc.mutable_within
+        named = ", ".join(
+            f"{field} (but for {', '.join(within[field])})" if within.get(field) else field for field in fields
+        )
         verb = "is" if len(fields) == 1 else "are"
         error = cls(
             f"{what} cannot be changed in place: {named} {verb} immutable and the template changes it; delete {what} "

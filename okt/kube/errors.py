@@ -295,9 +295,22 @@ class Invalid(ApiError):
     def immutable_fields(self) -> tuple[str, ...]:
         """The fields, in the causes' order and each once, that the API server refused to change because they are
         immutable (``field is immutable``, ``may not change once set``, a PersistentVolumeClaim's ``spec is immutable
-        after creation``); empty when no cause says so."""
+        after creation``, a StatefulSet's ``spec`` but the fields :attr:`mutable_within` names); empty when no cause
+        says so."""
         found = (cause.field or "(object)" for cause in self.causes if _says_immutable(cause))
         return tuple(dict.fromkeys(found))
+
+    @property
+    def mutable_within(self) -> dict[str, tuple[str, ...]]:
+        """The fields of an immutable field (:attr:`immutable_fields`) that a cause says may change all the same, by
+        that field: ``{"spec": ("replicas", "template", "updateStrategy")}`` for a StatefulSet's spec; none for a
+        field immutable whole."""
+        within = {}
+        for cause in self.causes:
+            found = _FORBIDDEN_BUT.search(_first_line(cause)) if cause.reason == "FieldValueForbidden" else None
+            if found:
+                within[cause.field or "(object)"] = tuple(re.findall(r"'([^']+)'", found.group(1)))
+        return within
 
     @property
     def depends_on_others(self) -> bool:
@@ -310,11 +323,16 @@ def _says_immutable(cause: StatusCause) -> bool:
     """Whether ``cause`` refuses a change of an immutable field. Its message is the API's: ``Invalid value: <the
     request's value>: field is immutable`` (or ``may not change once set``) — read at its end, so that a value saying
     "immutable" is not taken for it — or ``Forbidden: spec is immutable after creation ...`` then a diff of values,
-    read in its first line."""
-    text = cause.message.strip()
+    read in its first line, or a StatefulSet's ``Forbidden: updates to statefulset spec for fields other than ...
+    are forbidden``, which names the fields that may change and never says "immutable" of the others."""
     if cause.reason == "FieldValueForbidden":
-        return _IMMUTABLE.search(text.split("\n", 1)[0]) is not None
-    return _IMMUTABLE_AT_END.search(text) is not None
+        first = _first_line(cause)
+        return _IMMUTABLE.search(first) is not None or _FORBIDDEN_BUT.search(first) is not None
+    return _IMMUTABLE_AT_END.search(cause.message.strip()) is not None
+
+
+def _first_line(cause: StatusCause) -> str:
+    return cause.message.strip().split("\n", 1)[0]
 
 
 _ALLOCATED = re.compile(r"\balready allocated\b|\brange is full\b")
@@ -323,6 +341,10 @@ allocated``) or of a pool with none left: the same request may succeed once that
 _IMMUTABLE = re.compile(r"\bimmutable\b")
 """What a refusal of a field that never changes says (apimachinery's ``field is immutable``, ``spec is immutable
 after creation``, ``field is immutable when `immutable` is set``)."""
+_FORBIDDEN_BUT = re.compile(r"^Forbidden: updates to \w+ spec for fields other than (.+) are forbidden\b")
+"""What the API server says of a change of a StatefulSet's spec but for the fields it names (``updates to
+statefulset spec for fields other than 'replicas', 'template', and 'updateStrategy' are forbidden``; later versions
+name more of them): the rest of that spec is immutable, though the word is not said."""
 _IMMUTABLE_AT_END = re.compile(r"(?:\bfield is immutable|\bmay not change once set)$")
 """The same at the end of an invalid value's cause, after the value quoted (``may not change once set``: a Service's
 allocated ``clusterIP``)."""

@@ -205,6 +205,13 @@ _SELECTOR = errors.StatusCause(
     "spec.selector",
 )
 
+_STATEFUL_SET_SPEC = errors.StatusCause(
+    "FieldValueForbidden",
+    "Forbidden: updates to statefulset spec for fields other than 'replicas', 'template', and 'updateStrategy' are "
+    "forbidden",
+    "spec",
+)
+
 
 @pytest.mark.parametrize(
     ("causes", "fields"),
@@ -244,6 +251,19 @@ _SELECTOR = errors.StatusCause(
                 )
             ],
             ("data",),
+        ),
+        # A StatefulSet's spec but the fields the cause names (1.20's three; later versions name more).
+        ([_STATEFUL_SET_SPEC], ("spec",)),
+        (
+            [
+                errors.StatusCause(
+                    "FieldValueForbidden",
+                    "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+                    "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+                    "spec",
+                )
+            ],
+            ("spec",),
         ),
         (
             [
@@ -298,6 +318,20 @@ def test_an_immutable_field_names_the_child_the_fields_and_the_way_out_but_never
     plain = errors.ApiError.from_status(422, "Invalid", "refused", causes=[])
     assert isinstance(plain, errors.Invalid)
     assert errors.ImmutableField.from_invalid("Deployment/ns/web", plain, "then") is None
+
+
+def test_a_statefulset_s_forbidden_spec_change_is_an_immutable_field_naming_what_may_change() -> None:
+    exc = errors.ApiError.from_status(422, "Invalid", 'StatefulSet.apps "db" is invalid', causes=[_STATEFUL_SET_SPEC])
+    assert isinstance(exc, errors.Invalid)
+
+    error = errors.ImmutableField.from_invalid("StatefulSet/ns/db", exc, "reconciled again once it changes")
+
+    assert error is not None and error.fields == ("spec",)
+    assert exc.mutable_within == {"spec": ("replicas", "template", "updateStrategy")}
+    assert str(error).startswith(
+        "StatefulSet/ns/db cannot be changed in place: spec (but for replicas, template, updateStrategy) is immutable "
+        "and the template changes it; delete StatefulSet/ns/db"
+    ), str(error)
 
 
 @pytest.mark.parametrize(

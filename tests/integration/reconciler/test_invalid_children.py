@@ -98,6 +98,41 @@ class Porter(okt.Reconciler):
         return [PickerService(ctx.cr)]
 
 
+class PickerStatefulSet(okt.StatefulSetResource):
+    template = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  replicas: 0
+  serviceName: {{ cr.spec.tier }}
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+    spec:
+      containers:
+        - name: main
+          image: busybox
+"""
+
+
+class Keeper(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerStatefulSet,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerStatefulSet(ctx.cr)]
+
+
 @pytest.fixture(scope="module")
 def picker_kind(apply_crd: Any) -> kinds.Kind:
     kind: kinds.Kind = apply_crd(crds.schemaless_crd(GROUP, "Picker", "pickers"))
@@ -142,6 +177,40 @@ def test_a_change_of_an_immutable_field_is_reported_once_and_the_deleted_child_i
     assert live is not None and live["spec"]["selector"]["matchLabels"] == {"app": "second"}
     ready = condition(kube.get(picker_kind, name, namespace), "Ready")
     assert ready is not None and ready["status"] == "True", ready
+
+
+def test_a_change_of_a_statefulset_s_spec_the_api_server_forbids_is_an_immutable_field_reported_once(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    """A StatefulSet's spec but its replicas, template and update strategy never changes in place: the API server
+    says so with a Forbidden cause on ``spec`` ("updates to statefulset spec for fields other than ... are
+    forbidden"), which never says "immutable" — the same refusal as a Deployment's selector all the same."""
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"tier": "web"}}, picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+    created = okt.reconcile(Keeper(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+    assert created.outcome.kind is okt.OutcomeKind.DONE, created.outcome
+
+    kube.patch(picker_kind, name, {"spec": {"tier": "db"}}, namespace)
+    refused = okt.reconcile(Keeper(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ImmutableField"), ready
+    message = ready["message"]
+    assert message.startswith(f"StatefulSet/{namespace}/{name} cannot be changed in place: spec"), message
+    assert "replicas, template, updateStrategy" in message and "delete" in message, message
+    before = kube.stats.snapshot()
+
+    again = okt.reconcile(Keeper(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+    assert shared.write_requests(kube, before) == {}  # the same change refused before is not sent again
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "ImmutableField", 1)
+    live = shared.get_child(kube, "apps/v1", "StatefulSet", namespace, name)
+    assert live is not None and live["spec"]["serviceName"] == "web"  # never deleted by okt
 
 
 def test_a_value_the_api_server_refuses_is_reported_once_naming_the_field_and_reconciled_again_once_fixed(

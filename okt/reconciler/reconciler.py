@@ -442,7 +442,9 @@ class Reconciler:
     def degraded(self, ctx: context_mod.Context) -> tuple[bool, str, str] | bool:
         """Whether the application is degraded although the reconcile succeeded (an error is Degraded anyway).
         Default: True, reason ``ProgressDeadlineExceeded``, while a workload child's rollout is stuck (its controller
-        saw no progress within ``progressDeadlineSeconds``: an image that cannot start, a crash loop); else False."""
+        saw no progress within ``progressDeadlineSeconds``: an image that cannot start, a crash loop); else False.
+        Only the controller's verdict on the child's latest spec counts (its ``status.observedGeneration``): a
+        template just fixed is rolling out, not Degraded for the spec it replaced."""
         for child in ctx.registry:
             if isinstance(child, helpers.DeploymentResource | helpers.StatefulSetResource):
                 stalled = child.readiness().stalled

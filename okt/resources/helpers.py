@@ -5,7 +5,8 @@
 * Service: ``clusterIP``/``clusterIPs`` and each port's ``nodePort`` are assigned by the server; an update keeps them
   (a changed clusterIP is rejected, a dropped nodePort would be re-allocated).
 * Deployment / StatefulSet: readiness counts from the live status, for the Available/Progressing conditions, and a
-  Deployment's stuck rollout (``ProgressDeadlineExceeded``) for Degraded.
+  Deployment's stuck rollout (``ProgressDeadlineExceeded``) for Degraded — each only from a status that describes the
+  latest spec (its ``observedGeneration``): right after a write, the status is the controller's on the spec before.
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ class Readiness:
     observed: bool
     stalled: str | None = None
     """Why the rollout is stuck — the message of a Deployment's ``Progressing=False, ProgressDeadlineExceeded``
-    condition (no progress within ``progressDeadlineSeconds``) — or None while it is not."""
+    condition (no progress within ``progressDeadlineSeconds``) — or None while it is not, or while the controller has
+    not observed the latest spec (``status.observedGeneration < metadata.generation``): the condition is then its
+    verdict on the spec before, which a fixed template has just replaced. kstatus reads such a status as
+    *InProgress*, not *Failed*; so does okt (``progressing``), until the controller has seen the new spec."""
     replicas: int = 0
     """The Pods the controller keeps, of every revision (``status.replicas``): more than ``updated`` while Pods of the
     previous spec still run — a surge Pod of the new spec counts as updated before it is ready, and the old Pod as
@@ -125,6 +129,7 @@ class Readiness:
         spec = live.get("spec") or {}
         status = live.get("status") or {}
         generation = (live.get("metadata") or {}).get("generation") or 0
+        observed = int(status.get("observedGeneration") or 0) >= int(generation)
         desired = int(spec.get("replicas", 1))
         ready = int(status.get("readyReplicas") or 0)
         available = status.get("availableReplicas")
@@ -137,8 +142,8 @@ class Readiness:
             ready=ready,
             available=int(available or 0),
             updated=int(status.get("updatedReplicas") or 0),
-            observed=int(status.get("observedGeneration") or 0) >= int(generation),
-            stalled=_stalled(status),
+            observed=observed,
+            stalled=_stalled(status) if observed else None,
             replicas=int(status.get("replicas") or 0),
             kept=_kept(spec, desired),
         )

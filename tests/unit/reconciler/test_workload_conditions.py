@@ -90,6 +90,42 @@ def test_a_rollout_past_its_progress_deadline_is_no_longer_progressing_and_its_v
     assert "versions" not in stored["status"]
 
 
+class FixedWebDeployment(okt.DeploymentResource):
+    """The same Deployment with a fixed image: a new template, so a new generation of the Deployment."""
+
+    template = TEMPLATE.replace("web:2", "web:3")
+
+
+class FixedWebAppReconciler(WebAppReconciler):
+    owns = (FixedWebDeployment,)
+
+
+def test_a_fixed_template_is_rolling_out_not_degraded_until_the_controller_judges_it() -> None:
+    """Right after the fix is written, the Deployment's status is still its controller's verdict on the spec before
+    (``observedGeneration`` one behind): the owner is Progressing, not Degraded for a spec that is already fixed."""
+    fake = webapp()
+    reconciled(fake)
+    deployment_reports(
+        fake,
+        replicas=2,
+        updatedReplicas=2,
+        conditions=[{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "x"}],
+    )
+    stuck = condition(reconciled(fake), "Degraded")
+
+    okt.reconcile(FixedWebAppReconciler(), fake, None, "shop", "web")
+
+    stored = fake.stored(WEBAPP, "web", "shop")
+    deployment = fake.stored(DEPLOYMENT, "web", "shop")
+    assert stuck is not None and (stuck["status"], stuck["reason"]) == ("True", "ProgressDeadlineExceeded")
+    assert stored is not None and deployment is not None
+    assert deployment["metadata"]["generation"] == deployment["status"]["observedGeneration"] + 1
+    progressing, degraded = condition(stored, "Progressing"), condition(stored, "Degraded")
+    assert progressing is not None and degraded is not None
+    assert (progressing["status"], progressing["reason"]) == ("True", "Upgrading")  # toward the versions not reached
+    assert (degraded["status"], degraded["reason"]) == ("False", "AsExpected")
+
+
 def test_a_rollout_that_completes_reports_its_versions_and_settles() -> None:
     fake = webapp()
     reconciled(fake)

@@ -401,13 +401,16 @@ def test_a_deployment_past_its_progress_deadline_is_not_progressing() -> None:
 
 
 def test_a_stalled_condition_the_controller_has_not_reconsidered_yet_leaves_the_new_spec_progressing() -> None:
-    """A new generation the controller has not observed yet restarts the rollout (and resets its deadline)."""
+    """A new generation the controller has not observed yet restarts the rollout (and resets its deadline): the
+    condition is its verdict on the spec before, not on this one — kstatus's *InProgress*, not *Failed*."""
     live = workload(2, 3, observedGeneration=2, replicas=3, updatedReplicas=1, readyReplicas=2, availableReplicas=2)
     live["status"]["conditions"] = [
         {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"}
     ]
 
-    assert helpers.Readiness.of(live).progressing
+    readiness = helpers.Readiness.of(live)
+
+    assert (readiness.progressing, readiness.stalled, readiness.available_all) == (True, None, False)
 
 
 def test_a_deployment_whose_last_pods_are_ready_but_not_yet_available_is_still_rolling_out() -> None:

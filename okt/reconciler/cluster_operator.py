@@ -12,7 +12,11 @@ after a reconcile that finds its custom resource gone (so a deleted one no longe
   message (prefixed with its namespace/name); else Unknown when any one's is Unknown (same reason rule: OpenShift
   alerts on Available=False, and a resource whose availability is not known says neither); else True;
 * ``Progressing`` — True when any is Progressing; ``Degraded`` — True when any is Degraded; else Unknown when any
-  one's is Unknown, else False (same reason rule: the union of OpenShift's operators);
+  one's is Unknown, else False (same reason rule: the union of OpenShift's operators). Progressing is True too, reason
+  ``VersionsDiffer``, while they report different ``status.versions`` though none is Progressing itself (one
+  settled at the new version, another not reconciled by it yet): OpenShift's Progressing is True while the operator
+  moves from one version to another, and the mirror's ``versions`` still says the old ones. The message names each
+  set of versions, how many report it and the first of them;
 * ``versions`` — the custom resources' ``status.versions`` when they all report the same, else left as it was (a
   rollout is under way: OpenShift reports a version only once it is reached; or one reports an entry that is not a
   name and a version);
@@ -46,7 +50,11 @@ Guarantees:
   object whose owner was read: two operators adopting one at once, the second's write fails and, read again, is
   refused); the refusal is logged once per name and owner at error level, not at every reconcile.
 
-Caveats: the object is created when missing (``spec: {}``); it is never deleted by okt. An entry another writer
+Caveats: versions each object chooses (``target_versions`` read from its spec) that differ for good keep the mirror
+Progressing, as they keep its ``versions`` from being reported: a ClusterOperator has one version per name. Report
+such an operand's version in the object's own status field rather than in ``status.versions``. A resource that
+reports no versions (its first rollout stuck) is compared with none. The object is created when missing
+(``spec: {}``); it is never deleted by okt. An entry another writer
 lists that the mirror lists too is the mirror's: it leaves with the mirror's. A mirror written before okt recorded
 its entries has none recorded: at its first write, the entries of the mirrored kind naming a custom resource it sums
 up or one that no longer exists (deleted before the upgrade) are taken as its own, and leave unless it lists them
@@ -81,6 +89,10 @@ ABSENT_RECHECK = 300.0
 """Seconds before a client that found no ClusterOperator CRD asks discovery again."""
 MAX_RELATED_OBJECTS = 500
 """The most entries of the mirror's ``relatedObjects``: past it, namespaced objects are named by their namespaces."""
+VERSIONS_DIFFER = "VersionsDiffer"
+"""The reason of the mirror's Progressing=True while the custom resources report different versions."""
+VERSIONS_NAMED = 5
+"""The most sets of versions the message of :data:`VERSIONS_DIFFER` names (one per object, thousands, say nothing)."""
 EXTENSION_KEY = "okt"
 """The key of ``status.extension`` under which the mirror records its owner and which ``relatedObjects`` entries are
 its own."""
@@ -220,14 +232,20 @@ def desired_status(
     ordered = sorted(primaries, key=lambda p: ((p.get("metadata") or {}).get("namespace") or "", p["metadata"]["name"]))
     working = cond.Conditions.from_status(current)
     count = f"{len(ordered)} {kind.kind}"
+    reported = [_versions((p.get("status") or {}).get("versions")) for p in ordered]
     for type_, expected, said in (
         (cond.AVAILABLE, "True", "all available"),
         (cond.PROGRESSING, "False", "settled"),
         (cond.DEGRADED, "False", "none degraded"),
     ):
-        working.set(type_, *_union(ordered, type_, expected, ("AsExpected", f"{count}: {said}")))
+        summed = _union(ordered, type_, expected, ("AsExpected", f"{count}: {said}"))
+        differ = _versions_differ(ordered, reported, kind) if type_ == cond.PROGRESSING else None
+        if differ is not None and summed[0] is not cond.ConditionStatus.TRUE:
+            # OpenShift's Progressing: True while the operator moves from one version to another. Resources that each
+            # settled at another version are that move half done, though none of them is rolling out itself.
+            summed = (cond.ConditionStatus.TRUE, VERSIONS_DIFFER, differ)
+        working.set(type_, *summed)
     status: dict[str, Any] = {"conditions": working.to_list()}
-    reported = [_versions((p.get("status") or {}).get("versions")) for p in ordered]
     if reported and reported[0] and all(v == reported[0] for v in reported):
         status["versions"] = reported[0]
     elif (current or {}).get("versions"):
@@ -244,6 +262,30 @@ def desired_status(
     after = {k: status.get(k) for k in ("versions", "relatedObjects")}
     changed = working.changed or before != after or _recorded(current) != own
     return status, changed or (owner is not None and not same_owner(recorded_owner(current), record["owner"]))
+
+
+def _versions_differ(
+    primaries: Sequence[Mapping[str, Any]], reported: Sequence[list[dict[str, str]] | None], kind: kinds.Kind
+) -> str | None:
+    """What Progressing says while ``primaries`` (in order) report different ``status.versions`` (``reported``,
+    each read by :func:`_versions`), or None when they report the same or one each at most: each set of versions with
+    how many report it and the first of them, at most :data:`VERSIONS_NAMED` sets. A resource that reports none (not
+    rolled out yet, or stuck at its first rollout, which its own conditions say) is no version to compare."""
+    groups: dict[str, list[str]] = {}
+    for primary, versions in zip(primaries, reported, strict=True):
+        if versions:
+            meta = primary.get("metadata") or {}
+            where = "/".join(part for part in (meta.get("namespace"), meta.get("name")) if part)
+            groups.setdefault(", ".join(f"{v['name']} {v['version']}" for v in versions), []).append(where)
+    if len(groups) < 2:
+        return None
+    said = [
+        f"{versions} ({where[0]}{f' and {len(where) - 1} more' if len(where) > 1 else ''})"
+        for versions, where in list(groups.items())[:VERSIONS_NAMED]
+    ]
+    if len(groups) > VERSIONS_NAMED:
+        said.append(f"{len(groups) - VERSIONS_NAMED} other sets of versions")
+    return f"{kind.kind} resources report different versions: {'; '.join(said)}"
 
 
 def _recorded(current: Mapping[str, Any] | None) -> list[dict[str, str]] | None:

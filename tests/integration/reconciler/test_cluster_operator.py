@@ -181,6 +181,55 @@ def test_a_deleted_custom_resource_leaves_the_clusteroperator_and_its_degradatio
         running.join(15)
 
 
+class Doohickeys(Gizmos):
+    """A kind no other test creates: the mirror, summing up every object of the kind, sums up this test's only."""
+
+    kind = "Doohickey"
+    plural = "doohickeys"
+    cluster_operator = "doohickey-operator"
+    versions: ClassVar[dict[str, str]] = {"operator": "1"}
+
+
+class UpgradedDoohickeys(Doohickeys):
+    versions: ClassVar[dict[str, str]] = {"operator": "2"}
+
+
+@pytest.fixture(scope="module")
+def doohickey_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crds.schemaless_crd(shared.GROUP, "Doohickey", "doohickeys"))
+    return kind
+
+
+def test_resources_settled_at_different_versions_keep_the_clusteroperator_progressing_until_all_are_upgraded(
+    clusteroperator_crd: None, kube: kube_client.Client, namespace: str, doohickey_kind: kinds.Kind
+) -> None:
+    """An upgraded operator reconciles its objects one by one; each settles at once at the new version (no workload
+    rolls out), so none is Progressing. The operator is still moving from one version to another: OpenShift's
+    Progressing=True, while the ClusterOperator's versions stay the old ones."""
+    name = Doohickeys.cluster_operator or ""
+    for each in ("a", "b"):
+        shared.make_widget(kube, doohickey_kind, namespace, each, size=1)
+        shared.reconcile_widget(Doohickeys(), kube, doohickey_kind, namespace, each)
+    try:
+        before = (co_conditions(kube, name)["Progressing"], co_status(kube, name)["versions"])
+
+        shared.reconcile_widget(UpgradedDoohickeys(), kube, doohickey_kind, namespace, "a")
+        midway = co_status(kube, name)
+        shared.reconcile_widget(UpgradedDoohickeys(), kube, doohickey_kind, namespace, "b")
+
+        assert before == (("False", "AsExpected"), [{"name": "operator", "version": "1"}])
+        progressing = next(c for c in midway["conditions"] if c["type"] == "Progressing")
+        assert (progressing["status"], progressing["reason"]) == ("True", "VersionsDiffer"), progressing
+        assert progressing["message"] == (
+            f"Doohickey resources report different versions: operator 2 ({namespace}/a); operator 1 ({namespace}/b)"
+        )
+        assert midway["versions"] == [{"name": "operator", "version": "1"}]
+        assert co_conditions(kube, name)["Progressing"] == ("False", "AsExpected")
+        assert co_status(kube, name)["versions"] == [{"name": "operator", "version": "2"}]
+    finally:
+        kube.delete(CLUSTER_OPERATOR, name)
+
+
 def test_related_objects_and_versions_the_clusteroperator_schema_refuses_or_prunes_are_left_out_of_the_mirror(
     clusteroperator_crd: None, fresh_client: kube_client.Client, namespace: str, gizmo_kind: kinds.Kind
 ) -> None:

@@ -73,6 +73,53 @@ def test_versions_are_reported_only_when_every_resource_reached_the_same() -> No
     assert (reached["versions"], midway["versions"], done["versions"]) == (V1, V1, V2)
 
 
+HEALTHY = {"Available": ("True", "Ok"), "Progressing": ("False", "Settled"), "Degraded": ("False", "Ok")}
+
+
+def test_resources_settled_at_different_versions_are_progressing_and_the_message_names_the_versions() -> None:
+    primaries = [primary("a", V2, **HEALTHY), primary("b", V1, **HEALTHY), primary("c", V1, **HEALTHY)]
+
+    status, changed = cluster_operator.desired_status(primaries, KIND, {"versions": V1})
+
+    assert changed and status["versions"] == V1
+    assert summary(status)["Progressing"] == (
+        "True",
+        "VersionsDiffer",
+        "Memcached resources report different versions: operator 2 (ns/a); operator 1 (ns/b and 1 more)",
+    )
+
+
+def test_a_resource_rolling_out_itself_names_the_progress_rather_than_the_versions() -> None:
+    rolling = {**HEALTHY, "Progressing": ("True", "Upgrading")}
+    primaries = [primary("a", V1, **rolling), primary("b", V2, **HEALTHY)]
+
+    status, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    assert summary(status)["Progressing"] == ("True", "Upgrading", "Memcached ns/a: Progressing of a")
+
+
+@pytest.mark.parametrize(
+    "versions",
+    [[V1, V1], [V1, None], [None, None]],
+    ids=["same", "one-reports-none", "none-report"],
+)
+def test_resources_at_one_version_or_reporting_none_are_settled(versions: list[list[dict[str, str]] | None]) -> None:
+    primaries = [primary(name, v, **HEALTHY) for name, v in zip("ab", versions, strict=True)]
+
+    status, _ = cluster_operator.desired_status(primaries, KIND, None)
+
+    assert summary(status)["Progressing"] == ("False", "AsExpected", "2 Memcached: settled")
+
+
+def test_the_versions_named_while_they_differ_are_bounded() -> None:
+    many = [primary(f"r{n:02}", [{"name": "operator", "version": str(n)}], **HEALTHY) for n in range(12)]
+
+    status, _ = cluster_operator.desired_status(many, KIND, None)
+
+    message = summary(status)["Progressing"][2]
+    assert message.endswith("operator 4 (ns/r04); 7 other sets of versions"), message
+
+
 @pytest.mark.parametrize(
     "edited",
     [[{"name": "operator"}], [{"name": "operator", "version": 2}], [V1[0], "2"], [{"version": "1"}]],

@@ -179,11 +179,11 @@ def _connect(client: kube_client.Client, path: str, where: str, timeout: Callabl
     url = _websocket_url(client.base_url) + path
     # The credentials first: a credential plugin run again for a token about to expire may take long, and the
     # connection's ready (the write fence) is asked once it is made, just before the upgrade request is written.
-    headers = [f"{name}: {value}" for name, value in (*client.credential_headers().items(), *client.impersonation)]
+    credentials = client.credential_headers()
     try:
-        return _upgraded(client, url, headers, where, timeout())
+        return _upgraded(client, url, credentials, where, timeout())
     except errors.Unauthorized:
-        renewed = client.renewed_credential_headers(headers)
+        renewed = client.renewed_credential_headers(credentials)
         if renewed is None:
             raise
     # Nothing ran on the refused connection: the command is sent once, on this one (its fence asked once it is made).
@@ -195,9 +195,11 @@ def _websocket_url(base: str) -> str:
 
 
 def _upgraded(
-    client: kube_client.Client, url: str, headers: dict[str, str], where: str, timeout: float
+    client: kube_client.Client, url: str, credentials: dict[str, str], where: str, timeout: float
 ) -> websocket.WebSocket:
-    """One connection to the API server, upgraded to the exec's websocket with ``headers`` within ``timeout``."""
+    """One connection to the API server, upgraded to the exec's websocket with ``credentials`` and the client's
+    impersonation (one line per value, as every other request carries it) within ``timeout``."""
+    headers = [f"{name}: {value}" for name, value in (*credentials.items(), *client.impersonation)]
     if timeout <= 0:
         raise errors.RemoteTimeout(f"exec in {where}: the time for the whole call ran out before it was sent")
     try:

@@ -27,7 +27,9 @@ What it does as the API server does:
   client raises (``TypeError`` for a ``datetime``, a set, bytes, a plain ``Enum`` member; ``ValueError`` for a NaN or
   an infinity), nothing counted; a tuple is stored as a list, an int key as a string;
 * objects are keyed by (apiVersion, kind, namespace, name); every write that changes one bumps a global
-  ``resourceVersion``, and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
+  ``resourceVersion`` (an apply that changes only who owns a field too: a second field manager applying the value a
+  field holds, a manager no longer applying a field another owns — the server writes the managedFields it changed),
+  and a change outside ``metadata`` and ``status`` bumps ``metadata.generation`` (so does a
   change of a Deployment's annotations; ConfigMaps, Secrets, Services, PersistentVolumeClaims, RBAC objects and a
   few more kinds have no generation); ``uid`` and ``creationTimestamp`` are set on create (an apply's too); empty
   ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are left out;
@@ -94,9 +96,10 @@ Limits, on purpose:
   table, and a keyed list whose items cannot be keyed (an item without its key, two items of one key: the server refuses
   such an apply); merge patches and strategic merge patches replace every list whole;
 * ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
-  the owners they had, or have none), so an apply that changes only who owns a field keeps the ``resourceVersion``
-  (the server bumps it), as does an update or a patch of the object whose body holds status fields its writer did not
-  own (dropped from the object, they are added to the writer's managedFields on Kubernetes 1.20); an apply to
+  the owners they had, or have none; no one owns ``apiVersion``, ``kind``, nor the name and the identity in
+  ``metadata``), so an update or a patch of the object whose body holds status fields its writer did not own keeps the
+  ``resourceVersion`` (dropped from the object, they are added to the writer's managedFields on Kubernetes 1.20, which
+  bumps it), as does an apply naming only an empty object another writer filled (``spec: {}``); an apply to
   ``status`` and one to the object are two owners even under one field manager, as on Kubernetes 1.22 and later (1.20,
   which okt is tested on, keeps one entry for both: there one's apply can stop owning what the other applied, which
   the next apply then leaves);
@@ -117,7 +120,10 @@ Limits, on purpose:
 * strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);
 * no schema, no defaulting, no validation (but of metadata, above, and of the fields of Kubernetes' own kinds that
   never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a StatefulSet's
-  ``volumeClaimTemplates`` or the data of an ``immutable`` ConfigMap is the server's 422), no admission; no watch
+  ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an ``immutable``
+  ConfigMap is the server's 422; those fields are compared with the defaults the server gives them, so a write that
+  spells one out is accepted — and stored as a change, a new ``resourceVersion`` and ``generation``, where the server
+  finds none); a Service is given a cluster IP (:mod:`okt.testing.services`), no node port; no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -143,13 +149,18 @@ from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.resources import list_keys
-from okt.testing import immutable, metadata, patching
+from okt.testing import immutable, metadata, patching, services
 
 _Key = tuple[str, str, str, str]
 _Path = patching.Path
 _SET_BY_SERVER = ("resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp")
 """The fields of ``metadata`` the server sets itself on a create (an apply's too), whatever the body says."""
 _Writer = tuple[str, ...]  # ("Apply", field manager, subresource) or ("Update", field manager): see _updater
+_UNOWNED: frozenset[_Path] = frozenset(
+    {("apiVersion",), ("kind",), *(("metadata", field) for field in ("name", "namespace", *_SET_BY_SERVER))}
+)
+"""The fields no writer owns: the API server leaves them out of managedFields (an apply naming only its object owns
+nothing)."""
 _CLIENT_MANAGER = "okt"
 """The field manager the API server records a create, patch or update under when it names none: the first word of
 the request's User-Agent, which okt's client sends as ``okt``."""
@@ -402,8 +413,11 @@ class FakeClient(kube_client.Client):
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)
             _leave_out_empty(meta)
+            written = copy.deepcopy(body)  # what its writer owns: not the cluster IP the server allocates
+            if services.is_service(body):
+                services.allocate(body, self._cluster_ips())
             created = self.put(body)
-            self._own(key, {}, created, _updater(None))
+            self._own(key, {}, written, _updater(None))
             return created
 
     def patch(
@@ -483,7 +497,10 @@ class FakeClient(kube_client.Client):
                     created["metadata"].pop("namespace", None)
                 metadata.check(kind, created["metadata"])
                 _leave_out_empty(created["metadata"])
-                created = self.put({"apiVersion": kind.api_version, "kind": kind.kind, **created})
+                created = {"apiVersion": kind.api_version, "kind": kind.kind, **created}
+                if services.is_service(created):
+                    services.allocate(created, self._cluster_ips())
+                created = self.put(created)
                 self._own(key, {}, created, writer, applied)
                 return created
             _check_version(kind, live, body)
@@ -498,8 +515,13 @@ class FakeClient(kube_client.Client):
             changed = _fold_string_data(
                 patching.apply_merge(patching.without(live, gone, schema), body, schema), _untyped
             )
+            owned_before = _owned(owners)
             written = self._write(live, changed, subresource)
             self._own(key, live, written, writer, applied)
+            if key in self._objects and _owned(self._owners.get(key, {})) != owned_before and written == live:
+                # Who owns what changed, and nothing else: the server still writes the object (its managedFields
+                # changed), with a new resourceVersion a watcher sees.
+                written = self._touch(key)
             return written
 
     def replace(self, kind: kinds_mod.Kind, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
@@ -640,6 +662,8 @@ class FakeClient(kube_client.Client):
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
             metadata.check(self.kind_of(live), meta, name=False)
+            if services.is_service(live):
+                services.settle(live, new, self._cluster_ips())
             immutable.check(self.kind_of(live), live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
@@ -676,12 +700,25 @@ class FakeClient(kube_client.Client):
         for path in [path for path in owners if path not in now]:
             del owners[path]
         for path, value in now.items():
+            if path in _UNOWNED:
+                continue
             if applied is not None and path not in applied:
                 owners.get(path, set()).discard(writer)
             elif path not in was or was[path] != value:
                 owners[path] = {writer}
             elif applied is not None:
                 owners.setdefault(path, set()).add(writer)
+
+    def _touch(self, key: _Key) -> dict[str, Any]:
+        """Give the object at ``key`` a new ``resourceVersion`` (a write that changed only its managedFields, which
+        the fake does not keep); returns it as stored."""
+        stored = self._objects[key]
+        stored["metadata"]["resourceVersion"] = self._next_version()
+        return copy.deepcopy(stored)
+
+    def _cluster_ips(self) -> set[str]:
+        """The cluster IPs the stored Services hold: none is allocated twice."""
+        return {ip for obj in self._objects.values() for ip in services.cluster_ips(obj)}
 
     def _schema(self, api_version: str, kind: str) -> list_keys.Schema:
         """The lists an apply merges by key in an object of ``kind``: :func:`okt.testing.patching.schema_of`'s, and
@@ -956,6 +993,11 @@ def _check_conflicts(
             lines.append(f"- {field}")
         message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
     raise _error(409, "Conflict", message, causes=causes)
+
+
+def _owned(owners: Mapping[_Path, set[_Writer]]) -> dict[_Path, frozenset[_Writer]]:
+    """Who owns what, as the API server's managedFields say it (a field no writer holds is in none of them)."""
+    return {path: frozenset(writers) for path, writers in owners.items() if writers}
 
 
 def _check_version(kind: kinds_mod.Kind, live: Mapping[str, Any], body: Any) -> None:

@@ -1,11 +1,17 @@
 """The API server's rules for the fields of Kubernetes' own kinds that never change in place once the object exists.
 
 Why this exists: a template that changes a Deployment's selector, a StatefulSet's ``volumeClaimTemplates``, a Job's
-pod template or the data of an ``immutable`` ConfigMap is a 422 on every cluster, every time — okt reports the first
-as :class:`okt.errors.ImmutableField` and the child stays as it was. :class:`okt.testing.FakeClient` refuses such a
-write too, with the API server's causes, so a test that changes them fails as the operator would (it wrote them
-before, as asked). These are Kubernetes 1.20's rules (``k8s.io/kubernetes/pkg/apis/*/validation``), pure functions
-over plain dicts; a field the server defaults is compared as the write gives it (the fake defaults nothing).
+pod template, a Service's ``clusterIP``, a PersistentVolumeClaim's spec or the data of an ``immutable`` ConfigMap is a
+422 on every cluster, every time — okt reports the first as :class:`okt.errors.ImmutableField` and the child stays as
+it was. :class:`okt.testing.FakeClient` refuses such a write too, with the API server's causes, so a test that changes
+them fails as the operator would (it wrote them before, as asked). These are Kubernetes 1.20's rules
+(``k8s.io/kubernetes/pkg/apis/*/validation``), pure functions over plain dicts.
+
+The fake stores no server defaults, so the fields compared here are compared as the server compares them: each side
+with the defaults Kubernetes 1.20 fills in (a StatefulSet's ``podManagementPolicy: OrderedReady`` and
+``revisionHistoryLimit: 10``, its claim templates' ``volumeMode: Filesystem``, a claim's ``volumeMode``, a Job's
+``completions: 1``) — a write that spells out a default the server filled in is no change, as on the server, not a
+refusal.
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, or nothing; it changes
 nothing.
@@ -14,6 +20,7 @@ nothing.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +34,10 @@ _STATEFUL_SET_SPEC = (
     "Forbidden: updates to statefulset spec for fields other than 'replicas', 'template', and 'updateStrategy' are "
     "forbidden"
 )
+_CLAIM_SPEC = "Forbidden: spec is immutable after creation except resources.requests for bound claims"
+_CLUSTER_IP_SET = "may not change once set"
+_CLUSTER_IP_UNSET = "primary clusterIP can not be unset"
+_CLUSTER_IP_MATCH = "element [0] must match clusterIP"
 _STATEFUL_SET_MUTABLE = ("replicas", "template", "updateStrategy")
 
 # The fields of each kind's spec that an update may not change (their cause: FieldValueInvalid, field is immutable).
@@ -41,13 +52,21 @@ _SPEC_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """Refuse the update of ``live`` into ``new`` (an object of ``kind``) as the API server would where it changes a
     field that never changes: a workload's selector, a Job's pod template and completions, a StatefulSet's spec but
-    for its replicas, template and update strategy, the data of a ConfigMap or a Secret marked ``immutable``.
+    for its replicas, template and update strategy, a Service's cluster IPs once allocated (``new`` as
+    :func:`okt.testing.services.settle` leaves it), a PersistentVolumeClaim's spec but for the ``volumeName`` that
+    binds an unbound claim and the storage a bound claim requests, the data of a ConfigMap or a Secret marked
+    ``immutable``. Each side is compared with the defaults the server gives it.
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each.
     """
     causes: list[errors.StatusCause] = []
-    was, now = live.get("spec") or {}, new.get("spec") or {}
+    was, now = _defaulted(kind, live.get("spec") or {}), _defaulted(kind, new.get("spec") or {})
+    # The server gave a Job its completions when it was created (1, where neither they nor its parallelism were
+    # given); the fake keeps none, so a later write's 1, or none, is taken as that default.
+    job = (kind.api_version, kind.kind) == ("batch/v1", "Job")
+    if job and "completions" not in (live.get("spec") or {}) and now.get("completions") in (None, 1):
+        was["completions"] = now.get("completions")
     for field in _SPEC_FIELDS.get((kind.api_version, kind.kind), ()):
         if now.get(field) != was.get(field):
             message = f"Invalid value: {json.dumps(now.get(field), sort_keys=True)}: {_IMMUTABLE}"
@@ -55,6 +74,10 @@ def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> 
     stateful_set = (kind.api_version, kind.kind) == ("apps/v1", "StatefulSet")
     if stateful_set and _without(now, _STATEFUL_SET_MUTABLE) != _without(was, _STATEFUL_SET_MUTABLE):
         causes.append(errors.StatusCause("FieldValueForbidden", _STATEFUL_SET_SPEC, "spec"))
+    if (kind.api_version, kind.kind) == ("v1", "Service"):
+        causes += _cluster_ips(was, now)
+    if (kind.api_version, kind.kind) == ("v1", "PersistentVolumeClaim"):
+        causes += _claim(was, now, bound=((live.get("status") or {}).get("phase") == "Bound"))
     if (kind.api_version, kind.kind) in (("v1", "ConfigMap"), ("v1", "Secret")) and live.get("immutable") is True:
         fields = ("data", "binaryData") if kind.kind == "ConfigMap" else ("data",)
         changed = [field for field in fields if _data(new, field) != _data(live, field)]
@@ -79,3 +102,102 @@ def _data(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
         for key, value in (obj.get("stringData") or {}).items():
             data[key] = base64.b64encode(str(value).encode()).decode()
     return data
+
+
+def _defaulted(kind: kinds.Kind, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` (a spec) with the defaults Kubernetes 1.20 gives the fields :func:`check` compares, where it leaves
+    them out (a copy): the server compares the two objects once both are defaulted, so spelling out a default it
+    filled in changes nothing."""
+    spec = copy.deepcopy(dict(given))
+    which = (kind.api_version, kind.kind)
+    if which == ("apps/v1", "StatefulSet"):
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("revisionHistoryLimit", 10)
+        claims = spec.get("volumeClaimTemplates")
+        if isinstance(claims, list):
+            spec["volumeClaimTemplates"] = [_claim_template(claim) for claim in claims]
+    elif which == ("v1", "PersistentVolumeClaim"):
+        spec.setdefault("volumeMode", "Filesystem")
+    elif which == ("batch/v1", "Job") and "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1  # a Job naming neither runs one Pod to completion
+    return spec
+
+
+def _claim_template(claim: Any) -> Any:
+    """A StatefulSet's claim template as the server stores it: a PersistentVolumeClaim with its defaults."""
+    if not isinstance(claim, Mapping):
+        return claim
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claim}
+    claim["metadata"] = {"creationTimestamp": None, **(claim.get("metadata") or {})}
+    claim["spec"] = {"volumeMode": "Filesystem", **(claim.get("spec") or {})}
+    claim["status"] = {"phase": "Pending", **(claim.get("status") or {})}
+    return claim
+
+
+def _cluster_ips(was: Mapping[str, Any], now: Mapping[str, Any]) -> list[errors.StatusCause]:
+    """A Service's cluster IPs never change once allocated (a headless Service's ``None`` included); an ExternalName
+    Service has none. Kubernetes 1.20 (single-stack) says it of ``spec.clusterIPs[0]``, whichever of ``clusterIP``
+    and ``clusterIPs`` the write changed (the first is written into the second before it is validated: see
+    :func:`okt.testing.services.settle`)."""
+    if "ExternalName" in (was.get("type"), now.get("type")):
+        return []
+    old, new = list(was.get("clusterIPs") or []), list(now.get("clusterIPs") or [])
+    if old == new == ["None"]:
+        return []
+    field, value = "spec.clusterIPs[0]", _go_strings(new)
+    causes: list[errors.StatusCause] = []
+    if len(old) == len(new):
+        causes += [
+            errors.StatusCause(
+                "FieldValueInvalid", f"Invalid value: {value}: {_CLUSTER_IP_SET}", f"spec.clusterIPs[{i}]"
+            )
+            for i, ip in enumerate(old)
+            if ip != new[i]
+        ]
+    elif len(old) > len(new) and not new:
+        causes.append(errors.StatusCause("FieldValueInvalid", f"Invalid value: {value}: {_CLUSTER_IP_UNSET}", field))
+    elif old and new[0] != old[0]:
+        causes.append(errors.StatusCause("FieldValueInvalid", f"Invalid value: {value}: {_CLUSTER_IP_SET}", field))
+    if new and new[0] != (now.get("clusterIP") or ""):
+        causes.append(
+            errors.StatusCause("FieldValueInvalid", f"Invalid value: {value}: {_CLUSTER_IP_MATCH}", "spec.clusterIPs")
+        )
+    return causes
+
+
+def _go_strings(values: list[Any]) -> str:
+    """A list of strings as the API server quotes it in a message (Go's ``%#v``)."""
+    if not values:
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(json.dumps(str(value)) for value in values) + "}"
+
+
+def _claim(was: Mapping[str, Any], now: Mapping[str, Any], *, bound: bool) -> list[errors.StatusCause]:
+    """A PersistentVolumeClaim's spec never changes once created, but for its ``volumeName`` while it names none (the
+    binding of the claim) and, once bound, the storage it requests (an expansion). The server adds a diff of the two
+    specs to the message (Go's, of its types); this one names the fields that differ, the write's value then the
+    stored one."""
+    old, new = copy.deepcopy(dict(was)), copy.deepcopy(dict(now))
+    if not old.get("volumeName"):
+        old.pop("volumeName", None)
+        if "volumeName" in new:
+            old["volumeName"] = new["volumeName"]
+    if bound:
+        storage = ((old.get("resources") or {}).get("requests") or {}).get("storage")
+        requests = (new.get("resources") or {}).get("requests")
+        if isinstance(requests, dict) and storage is not None:
+            requests["storage"] = storage
+    causes: list[errors.StatusCause] = []
+    if old != new:
+        lines = [
+            f"{sign}\t{field}: {json.dumps(side.get(field), sort_keys=True)}"
+            for field in sorted(set(old) | set(new))
+            if old.get(field) != new.get(field)
+            for sign, side in (("-", new), ("+", old))
+        ]
+        causes.append(errors.StatusCause("FieldValueForbidden", "\n".join([_CLAIM_SPEC, *lines]), "spec"))
+    if was.get("volumeMode") != now.get("volumeMode"):
+        # (Kubernetes 1.20 names it without its spec.)
+        message = f"Invalid value: {json.dumps(now.get('volumeMode'))}: {_IMMUTABLE}"
+        causes.append(errors.StatusCause("FieldValueInvalid", message, "volumeMode"))
+    return causes

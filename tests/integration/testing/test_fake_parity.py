@@ -7,16 +7,15 @@ must be the same once what legitimately differs is put aside: uids, timestamps, 
 resourceVersion's value (but whether it changed is kept: each value is written as the order of its first appearance in
 the run) and ``managedFields`` (the fake keeps none, as its documentation says). Generations are compared as they are.
 
-A difference the fake's documentation lists as a limit (strategic merge patches, the resourceVersion of a write that
-changes only who owns a field, the status subresource of a kind that has none...) is left out of these sequences; any
-other difference is a bug of the fake.
+A difference the fake's documentation lists as a limit (strategic merge patches, the defaults the server fills in, the
+status subresource of a kind that has none...) is left out of these sequences; any other difference is a bug of the
+fake.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import operator
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,6 +39,8 @@ REPLICA_SET = kinds.BUILTIN[("apps/v1", "ReplicaSet")]
 DAEMON_SET = kinds.BUILTIN[("apps/v1", "DaemonSet")]
 STATEFUL_SET = kinds.BUILTIN[("apps/v1", "StatefulSet")]
 JOB = kinds.BUILTIN[("batch/v1", "Job")]
+SERVICE = kinds.BUILTIN[("v1", "Service")]
+CLAIM = kinds.BUILTIN[("v1", "PersistentVolumeClaim")]
 _TIMES = ("creationTimestamp", "deletionTimestamp")
 
 
@@ -237,15 +238,18 @@ def apply_conflicts(run: Run) -> None:
 
         run.step(label, call)
 
-    data = operator.itemgetter("data")  # a write that changes only who owns what: the fake keeps its resourceVersion
+    # A write that changes only who owns what is a write: a new resourceVersion, the object as it was.
     apply("a applies", run.cm("c", data={"x": "1", "y": "2"}), "a")
-    apply("b applies x as a does", run.cm("c", data={"x": "1"}), "b", part=data)
+    apply("b applies x as a does", run.cm("c", data={"x": "1"}), "b")
+    apply("b applies x again", run.cm("c", data={"x": "1"}), "b")
+    apply("d applies only the name", run.cm("c"), "d")
     apply("b applies another x", run.cm("c", data={"x": "2"}), "b")
     apply("b applies another x and y", run.cm("c", data={"x": "2", "y": "3", "w": "0"}), "b")
     run.step("c patches z", lambda: c.patch(CONFIG_MAP, "c", {"data": {"z": "1"}}, run.ns, field_manager="c"))
     apply("b applies another z", run.cm("c", data={"z": "2"}), "b")
-    apply("b applies z as c wrote it", run.cm("c", data={"x": "1", "z": "1"}), "b", part=data)
-    apply("a drops x, b keeps it", run.cm("c", data={"y": "2"}), "a", part=data)
+    apply("b applies z as c wrote it", run.cm("c", data={"x": "1", "z": "1"}), "b")
+    apply("a drops x, b keeps it", run.cm("c", data={"y": "2"}), "a")
+    apply("b forces x as it is", run.cm("c", data={"x": "1", "y": "2", "z": "1"}), "b", force=True)
     apply("a applies another x", run.cm("c", data={"x": "3", "y": "2"}), "a")
     apply("b forces x and z", run.cm("c", data={"x": "2", "z": "2"}), "b", force=True)
     apply("a applies x again", run.cm("c", data={"x": "1", "y": "2"}), "a")
@@ -487,6 +491,33 @@ def immutable_fields(run: Run) -> None:
     run.step("sts replicas", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"replicas": 2}}, run.ns)["spec"]["replicas"])
     image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}}
     run.step("sts template", lambda: c.patch(STATEFUL_SET, "s", image, run.ns)["metadata"]["generation"])
+    # The defaults the server filled in, spelt out: no change of an immutable field (the fake compares both sides with
+    # them; it does not store them, so its write is a change — a resourceVersion, a generation — where the server's
+    # is none: its answers are reduced to the fields at stake).
+    spelt = {"podManagementPolicy": "OrderedReady", "revisionHistoryLimit": 10}
+    run.step(
+        "sts defaults spelt",
+        lambda: _fields(c.patch(STATEFUL_SET, "s", {"spec": spelt}, run.ns), *spelt, metadata=False),
+    )
+    run.step("sts policy", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"podManagementPolicy": "Parallel"}}, run.ns))
+    run.step("sts history", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"revisionHistoryLimit": 3}}, run.ns))
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    with_claims = _workload(run, "StatefulSet", "v", "v", serviceName="v", volumeClaimTemplates=[claim])
+    run.step("sts with claims", lambda: c.create(with_claims)["spec"]["serviceName"])
+    as_stored = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "creationTimestamp": None},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"},
+        "status": {"phase": "Pending"},
+    }
+    as_stored_patch = {"spec": {"volumeClaimTemplates": [as_stored], **spelt}}
+    run.step(
+        "sts claims as stored",
+        lambda: _fields(c.patch(STATEFUL_SET, "v", as_stored_patch, run.ns), "podManagementPolicy", metadata=False),
+    )
+    block = {"spec": {"volumeClaimTemplates": [{**as_stored, "spec": {**as_stored["spec"], "volumeMode": "Block"}}]}}
+    run.step("sts claims block", lambda: c.patch(STATEFUL_SET, "v", block, run.ns))
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -502,6 +533,14 @@ def immutable_fields(run: Run) -> None:
     run.step("job template", lambda: c.patch(JOB, "j", image, run.ns))
     run.step("job completions", lambda: c.patch(JOB, "j", {"spec": {"completions": 2}}, run.ns))
     run.step("job parallelism", lambda: c.patch(JOB, "j", {"spec": {"parallelism": 3}}, run.ns)["spec"]["parallelism"])
+    # A Job given neither completions nor parallelism runs one Pod: its completions, 1, spelt out later are no change.
+    plain = {**job, "metadata": {"name": "k", "namespace": run.ns}, "spec": {"template": job["spec"]["template"]}}
+    run.step("job k create", lambda: c.create(plain)["spec"]["template"]["spec"]["restartPolicy"])
+    run.step(
+        "job k parallelism", lambda: c.patch(JOB, "k", {"spec": {"parallelism": 2}}, run.ns)["spec"]["parallelism"]
+    )
+    run.step("job k one", lambda: c.patch(JOB, "k", {"spec": {"completions": 1}}, run.ns)["spec"]["completions"])
+    run.step("job k two", lambda: c.patch(JOB, "k", {"spec": {"completions": 2}}, run.ns))
     run.step("cm create", lambda: c.create(run.cm("c", data={"a": "1"}, immutable=True)))
     run.step("cm data", lambda: c.patch(CONFIG_MAP, "c", {"data": {"a": "2"}}, run.ns))
     run.step("cm binary", lambda: c.patch(CONFIG_MAP, "c", {"binaryData": {"b": "eA=="}}, run.ns))
@@ -514,6 +553,100 @@ def immutable_fields(run: Run) -> None:
     run.step("cm made immutable", lambda: c.create(run.cm("m", data={"a": "1"})))
     run.step(
         "cm made immutable with data", lambda: c.patch(CONFIG_MAP, "m", {"data": {"a": "2"}, "immutable": True}, run.ns)
+    )
+
+
+def _fields(obj: dict[str, Any], *names: str, metadata: bool = True) -> dict[str, Any]:
+    """The fields of ``obj``'s spec named, and its metadata (unless ``metadata`` is False: where the fake's
+    resourceVersion and generation differ, as documented, from the server's)."""
+    spec = {name: obj["spec"].get(name) for name in names}
+    return {"metadata": obj["metadata"], "spec": spec} if metadata else {"spec": spec}
+
+
+def _service(answer: dict[str, Any]) -> dict[str, Any]:
+    """A Service as answered, its cluster IPs said by their shape (the server allocates one at random), without the
+    spec's defaults (the fake fills in none)."""
+    spec = answer["spec"]
+    ips, ip = spec.get("clusterIPs"), spec.get("clusterIP")
+    shape = ips if ips in (None, ["None"]) else ("allocated" if ips == [ip] and ip.startswith("10.") else ips)
+    ports = [{k: v for k, v in port.items() if k != "targetPort"} for port in spec.get("ports") or ()]
+    return {
+        "metadata": answer["metadata"],
+        "type": spec.get("type") or "ClusterIP",
+        "clusterIPs": shape,
+        "ports": ports,
+    }
+
+
+def service_cluster_ip(run: Run) -> None:
+    """A Service's cluster IP is allocated on create and never changes after: each way of changing it, or of leaving
+    it out of an update, is a 422 naming ``spec.clusterIPs`` as Kubernetes 1.20 does."""
+    c = run.client
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": run.ns}}
+    port = {"port": 80, "protocol": "TCP"}
+    created = run.step("create", lambda: _service(c.create({**body, "spec": {"ports": [port]}})))
+    ip = c.get(SERVICE, "s", run.ns)["spec"]["clusterIP"]
+    other = "10.96.0.77" if ip != "10.96.0.77" else "10.96.0.78"
+    assert created is not None
+    for label, spec in [
+        ("another clusterIP", {"clusterIP": other}),
+        ("another clusterIPs", {"clusterIPs": [other]}),
+        ("both", {"clusterIP": other, "clusterIPs": [other]}),
+        ("clusterIP removed", {"clusterIP": None}),
+        ("clusterIP empty", {"clusterIP": ""}),
+        ("both removed", {"clusterIP": None, "clusterIPs": None}),
+        ("clusterIPs removed", {"clusterIPs": None}),
+        ("the same clusterIP", {"clusterIP": ip}),
+    ]:
+        run.step(label, lambda spec=spec: _service(c.patch(SERVICE, "s", {"spec": spec}, run.ns)))
+    live = c.get(SERVICE, "s", run.ns)
+    without = {k: v for k, v in live["spec"].items() if k not in ("clusterIP", "clusterIPs")}
+    run.step("update without it", lambda: _service(c.replace(SERVICE, {**live, "spec": without})))
+    kept = {**live["spec"], "ports": [{"port": 81, "protocol": "TCP"}]}
+    run.step("update keeping it", lambda: _service(c.replace(SERVICE, {**live, "spec": kept})))
+    applied = {**body, "spec": {"ports": [{"port": 81, "protocol": "TCP"}]}}
+    run.step("apply without it", lambda: _service(c.apply(applied, field_manager="a")))
+    moved = {**body, "spec": {"clusterIP": other, "ports": [{"port": 81, "protocol": "TCP"}]}}
+    run.step("apply another", lambda: _service(c.apply(moved, field_manager="a", force=True)))
+    taken = {**body, "metadata": {"name": "t", "namespace": run.ns}, "spec": {"clusterIP": ip, "ports": [port]}}
+    run.step("create with its clusterIP", lambda: _service(c.create(taken)))
+    headless = {**body, "metadata": {"name": "h", "namespace": run.ns}, "spec": {"clusterIP": "None", "ports": [port]}}
+    run.step("create headless", lambda: _service(c.create(headless)))
+    run.step("headless given one", lambda: _service(c.patch(SERVICE, "h", {"spec": {"clusterIP": other}}, run.ns)))
+    external = {"type": "ExternalName", "externalName": "db.example.com"}
+    run.step("made ExternalName", lambda: _service(c.patch(SERVICE, "s", {"spec": external}, run.ns)))
+    back = {"type": "ClusterIP", "externalName": None}
+    run.step("made ClusterIP again", lambda: _service(c.patch(SERVICE, "s", {"spec": back}, run.ns)))
+
+
+def claim_spec(run: Run) -> None:
+    """A PersistentVolumeClaim's spec is immutable once created, but for the volume that binds an unbound claim (a
+    bound claim may request more storage: not here, no volume binds on this control plane)."""
+    c = run.client
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "p", "namespace": run.ns}}
+    shown = ("accessModes", "resources", "storageClassName", "volumeName")
+
+    def claim(answer: dict[str, Any]) -> dict[str, Any]:
+        # (Without the kubernetes.io/pvc-protection finalizer the server's admission adds: the fake admits all.)
+        meta = {k: v for k, v in answer["metadata"].items() if k != "finalizers"}
+        return _fields({**answer, "metadata": meta}, *shown)
+
+    run.step("create", lambda: claim(c.create({**body, "spec": spec})))
+    for label, change in [
+        ("more storage", {"resources": {"requests": {"storage": "2Gi"}}}),
+        ("a limit", {"resources": {"limits": {"storage": "3Gi"}}}),
+        ("another class", {"storageClassName": "b"}),
+        ("other access modes", {"accessModes": ["ReadWriteMany"]}),
+        ("block", {"volumeMode": "Block"}),
+        ("class and modes", {"storageClassName": "b", "accessModes": ["ReadWriteMany"]}),
+        ("its volume", {"volumeName": "pv1"}),
+        ("another volume", {"volumeName": "pv2"}),
+    ]:
+        run.step(label, lambda change=change: claim(c.patch(CLAIM, "p", {"spec": change}, run.ns)))
+    run.step("labels", lambda: claim(c.patch(CLAIM, "p", {"metadata": {"labels": {"a": "b"}}}, run.ns)))
+    run.step(
+        "apply another class", lambda: c.apply({**body, "spec": {**spec, "storageClassName": "c"}}, field_manager="a")
     )
 
 
@@ -533,6 +666,8 @@ SEQUENCES: list[Callable[[Run], None]] = [
     error_answers,
     writes_that_change_nothing,
     immutable_fields,
+    service_cluster_ip,
+    claim_spec,
 ]
 
 

@@ -1080,3 +1080,123 @@ def test_a_reconcile_whose_template_changes_a_child_s_selector_reports_it_immuta
 
     assert (ready(fake)["status"], ready(fake)["reason"]) == ("False", "ImmutableField")
     assert fake.stored(DEPLOYMENT, "g", "ns") == before
+
+
+def test_an_apply_that_changes_only_who_owns_a_field_is_a_write_with_a_new_resource_version(fake: FakeClient) -> None:
+    applied = fake.apply({**_CM, "data": {"x": "1", "y": "2"}}, field_manager="a")
+    shared = fake.apply({**_CM, "data": {"x": "1"}}, field_manager="b")
+    again = fake.apply({**_CM, "data": {"x": "1"}}, field_manager="b")
+    named = fake.apply(_CM, field_manager="c")  # owns nothing: the server keeps no name in managedFields
+    dropped = fake.apply({**_CM, "data": {"y": "2"}}, field_manager="a")  # x stays: b owns it too
+
+    versions = [answer["metadata"]["resourceVersion"] for answer in (applied, shared, again, named, dropped)]
+    assert versions[1] != versions[0] and versions[2] == versions[3] == versions[1] and versions[4] != versions[1]
+    assert dropped["data"] == applied["data"]
+    assert fake.stored(kinds.CONFIG_MAP, "c", "ns") == dropped
+
+
+SERVICE = kinds.BUILTIN[("v1", "Service")]
+_SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"}}
+
+
+def test_a_service_gets_a_cluster_ip_of_its_own_that_no_write_changes(fake: FakeClient) -> None:
+    first = fake.create({**_SERVICE, "spec": {"ports": [{"port": 80}]}})
+    second = fake.apply({**_SERVICE, "metadata": {"name": "t", "namespace": "ns"}}, field_manager="a")
+    ip = first["spec"]["clusterIP"]
+
+    assert first["spec"]["clusterIPs"] == [ip] and second["spec"]["clusterIPs"] == [second["spec"]["clusterIP"]]
+    assert ip != second["spec"]["clusterIP"] and ip.startswith("10.96.")
+    with pytest.raises(errors.Invalid) as raised:
+        fake.patch(SERVICE, "s", {"spec": {"clusterIP": "10.96.0.77"}}, "ns")
+    assert raised.value.immutable_fields == ("spec.clusterIPs[0]",)
+    assert raised.value.api_message == (
+        'Service "s" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.0.77"}: may not change once set'
+    )
+    live = fake.get(SERVICE, "s", "ns")
+    without = {k: v for k, v in live["spec"].items() if k not in ("clusterIP", "clusterIPs")}
+    with pytest.raises(errors.Invalid, match=r"primary clusterIP can not be unset"):
+        fake.replace(SERVICE, {**live, "spec": without})
+    with pytest.raises(errors.Invalid, match=r"provided IP is already allocated"):
+        fake.create({**_SERVICE, "metadata": {"name": "u", "namespace": "ns"}, "spec": {"clusterIP": ip}})
+    assert fake.patch(SERVICE, "s", {"spec": {"clusterIPs": None}}, "ns") == live
+
+
+CLAIM = kinds.BUILTIN[("v1", "PersistentVolumeClaim")]
+
+
+@pytest.mark.parametrize(
+    ("change", "fields"),
+    [
+        ({"resources": {"requests": {"storage": "2Gi"}}}, ("spec",)),
+        ({"storageClassName": "fast"}, ("spec",)),
+        ({"volumeMode": "Block"}, ("spec", "volumeMode")),
+    ],
+)
+def test_an_unbound_claim_s_spec_does_not_change(fake: FakeClient, change: dict[str, Any], fields: Any) -> None:
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    created = fake.create({**_CM, "kind": "PersistentVolumeClaim", "spec": spec})
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.patch(CLAIM, "c", {"spec": change}, "ns")
+
+    assert raised.value.immutable_fields == fields
+    assert fake.stored(CLAIM, "c", "ns") == created
+
+
+def test_a_claim_takes_its_volume_once_and_a_bound_claim_more_storage(fake: FakeClient) -> None:
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    fake.create({**_CM, "kind": "PersistentVolumeClaim", "spec": spec})
+
+    fake.patch(CLAIM, "c", {"spec": {"volumeName": "pv1"}}, "ns")
+    with pytest.raises(errors.Invalid):
+        fake.patch(CLAIM, "c", {"spec": {"volumeName": "pv2"}}, "ns")
+    fake.patch(CLAIM, "c", {"status": {"phase": "Bound"}}, "ns", subresource="status")
+    grown = fake.patch(CLAIM, "c", {"spec": {"resources": {"requests": {"storage": "2Gi"}}}}, "ns")
+
+    assert grown["spec"]["resources"] == {"requests": {"storage": "2Gi"}}
+
+
+STATEFUL_SET = kinds.BUILTIN[("apps/v1", "StatefulSet")]
+
+
+def test_a_stateful_set_update_that_spells_out_the_server_s_defaults_is_no_change_of_its_immutable_spec(
+    fake: FakeClient,
+) -> None:
+    template = {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    spec = {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": template}
+    fake.create(
+        {**_CM, "apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {**spec, "volumeClaimTemplates": [claim]}}
+    )
+    as_the_server_holds_it = {
+        "podManagementPolicy": "OrderedReady",
+        "revisionHistoryLimit": 10,
+        "volumeClaimTemplates": [
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "data", "creationTimestamp": None},
+                "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"},
+                "status": {"phase": "Pending"},
+            }
+        ],
+    }
+
+    written = fake.patch(STATEFUL_SET, "c", {"spec": as_the_server_holds_it}, "ns")
+
+    assert written["spec"]["podManagementPolicy"] == "OrderedReady"
+    with pytest.raises(errors.Invalid, match="updates to statefulset spec"):
+        fake.patch(STATEFUL_SET, "c", {"spec": {"podManagementPolicy": "Parallel"}}, "ns")
+
+
+def test_a_job_s_completions_spelt_out_as_the_server_defaulted_them_are_no_change(fake: FakeClient) -> None:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    fake.create({**_CM, "apiVersion": "batch/v1", "kind": "Job", "spec": {"template": template}})
+    job = kinds.BUILTIN[("batch/v1", "Job")]
+
+    fake.patch(job, "c", {"spec": {"parallelism": 2}}, "ns")
+    fake.patch(job, "c", {"spec": {"completions": 1}}, "ns")
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.patch(job, "c", {"spec": {"completions": 2}}, "ns")
+    assert raised.value.immutable_fields == ("spec.completions",)

@@ -1,0 +1,97 @@
+"""A Service's cluster IP as the API server allocates it and keeps it.
+
+Why this exists: the API server gives every Service but an ExternalName one a cluster IP when it is created, and
+never changes it after — a template that sets another one later, or an update that leaves it out, is a 422 (see
+:func:`okt.testing.immutable.check`); okt's Service helper keeps the live one for that reason. A fake that allocated
+none could refuse neither, so :class:`okt.testing.FakeClient` allocates one as the server does, from the service range
+of okt.testing's control plane, the lowest address no other Service holds (the server picks one at random). These are
+Kubernetes 1.20's rules (single-stack: ``clusterIPs`` holds one address, ``clusterIP``'s), pure functions over plain
+dicts; node ports are not allocated.
+
+Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP`` and
+``clusterIPs``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from okt import errors
+
+SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
+"""The range cluster IPs are allocated from: okt.testing's control plane's ``--service-cluster-ip-range``."""
+_FIRST = 2
+"""The first address handed out: the range's first host is the ``kubernetes`` Service's."""
+
+
+def is_service(obj: Mapping[str, Any]) -> bool:
+    return (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Service")
+
+
+def cluster_ips(obj: Mapping[str, Any]) -> list[str]:
+    """The cluster IPs ``obj`` holds (none but a Service's)."""
+    if not is_service(obj):
+        return []
+    return [str(ip) for ip in (obj.get("spec") or {}).get("clusterIPs") or () if ip != "None"]
+
+
+def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:
+    """What a create does to a Service's ``spec``: a ``clusterIP`` it names is written into ``clusterIPs`` too, one
+    it names none gets the first free address of :data:`SERVICE_RANGE`; an ExternalName Service gets none.
+
+    Raises:
+        okt.errors.Invalid: the ``clusterIP`` named is another Service's (the API server's 422).
+    """
+    spec = service.setdefault("spec", {})
+    if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
+        return
+    named = spec.get("clusterIP") or ""
+    if named and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [named]
+    if named in in_use:
+        value = '[]string{"' + named + '"}'
+        message = f"Invalid value: {value}: failed to allocated ip:{named} with error:provided IP is already allocated"
+        name = (service.get("metadata") or {}).get("name", "")
+        raise errors.ApiError.from_status(
+            422,
+            "Invalid",
+            f'Service "{name}" is invalid: spec.clusterIPs: {message}',
+            causes=(errors.StatusCause("FieldValueInvalid", message, "spec.clusterIPs"),),
+        )
+    if not named and not spec.get("clusterIPs"):
+        free = next(
+            str(ip)
+            for index, ip in enumerate(SERVICE_RANGE.hosts(), start=1)
+            if index >= _FIRST and str(ip) not in in_use
+        )
+        spec["clusterIP"], spec["clusterIPs"] = free, [free]
+
+
+def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]) -> None:
+    """What an update does to a Service's cluster IPs before it is validated (Kubernetes' ``normalizeClusterIPs``):
+    ``clusterIPs`` left out while ``clusterIP`` is kept is given back; a ``clusterIP`` cleared or changed while
+    ``clusterIPs`` is kept takes ``clusterIPs`` along (so the refusal names ``spec.clusterIPs[0]``, as the server's
+    does). A Service made ExternalName loses its cluster IPs; one made something else gets one allocated."""
+    was, now = live.get("spec") or {}, new.get("spec")
+    if not isinstance(now, dict):
+        return
+    old_ip, new_ip = was.get("clusterIP") or "", now.get("clusterIP") or ""
+    old_ips = list(was.get("clusterIPs") or [])
+    if old_ips and not now.get("clusterIPs") and old_ip == new_ip:
+        now["clusterIPs"] = old_ips
+    if old_ip != new_ip and list(now.get("clusterIPs") or []) == old_ips:
+        if old_ip and not new_ip:
+            now.pop("clusterIPs", None)
+        else:
+            now["clusterIPs"] = [new_ip]
+    if not now.get("clusterIPs"):
+        now.pop("clusterIPs", None)
+    if not new_ip:
+        now.pop("clusterIP", None)
+    if now.get("type") == "ExternalName" and was.get("type") != "ExternalName":
+        now.pop("clusterIP", None)
+        now.pop("clusterIPs", None)
+    elif was.get("type") == "ExternalName" and now.get("type") != "ExternalName":
+        allocate(new, in_use)

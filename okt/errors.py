@@ -617,11 +617,44 @@ def said(exc: BaseException) -> str:
 
 def where_raised(exc: BaseException) -> dict[str, Any]:
     """What a log line of a user hook's exception carries of where it was raised: ``exc_info`` (structlog writes the
-    traceback, the exception's text last) — or, for a pydantic ``ValidationError``, whose text repeats every input it
-    was given (a Secret's value), the ``stack`` alone."""
-    if message_of(exc) != str(exc):
-        return {"stack": "".join(traceback.format_tb(exc.__traceback__))}
-    return {"exc_info": exc}
+    traceback, the exception's text last, and so the text of each exception it was raised from or during) — or, when
+    one of them is a pydantic ``ValidationError``, whose text repeats every input it was given (a Secret's value), the
+    ``stack`` alone: each exception of the chain where it was raised, said as :func:`said` says it.
+
+    The whole chain is looked at: ``raise RuntimeError("the login Secret is unreadable") from exc`` (or the same
+    ``raise`` inside the ``except``) of a ``ValidationError`` has the traceback print the ``ValidationError`` too."""
+    chain = _chain(exc)
+    if all(message_of(link) == str(link) for link in chain):
+        return {"exc_info": exc}
+    return {"stack": _stack(chain)}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, then the exception it was raised from or during, and so on: what a traceback prints, newest first."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and all(link is not seen for seen in chain):
+        chain.append(link)
+        link = link.__cause__ if link.__cause__ is not None else None if link.__suppress_context__ else link.__context__
+    return chain
+
+
+def _stack(chain: list[BaseException]) -> str:
+    """The traceback of ``chain`` (newest first, from :func:`_chain`) as Python lays it out, oldest first, each
+    exception said as :func:`said` says it (never pydantic's own text)."""
+    parts: list[str] = []
+    for index in range(len(chain) - 1, -1, -1):
+        link = chain[index]
+        parts.append("Traceback (most recent call last):\n" + "".join(traceback.format_tb(link.__traceback__)))
+        parts.append(said(link) + "\n")
+        if index:
+            caused = chain[index - 1].__cause__ is link
+            parts.append(f"\n{_CAUSED if caused else _DURING}\n\n")
+    return "".join(parts)
+
+
+_CAUSED = "The above exception was the direct cause of the following exception:"
+_DURING = "During handling of the above exception, another exception occurred:"
 
 
 # The API's answers as errors, and what okt reads in a refusal, are the kube edge's (okt.kube.errors): children of

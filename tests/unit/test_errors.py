@@ -1,13 +1,16 @@
 import copy
+import io
 import pickle
 import re
 import typing
 
 import pydantic
 import pytest
+import structlog
 
 from okt import errors
 from okt.kube import errors as kube_errors
+from okt.runtime import logs
 
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
@@ -754,3 +757,57 @@ def test_an_invalid_object_says_each_field_and_what_is_wrong_never_the_value_the
 def test_the_api_errors_are_importable_from_okt_errors_as_the_same_classes() -> None:
     for name in ("ApiError", "Invalid", "RequestTooLarge", "StatusCause", "refused_fields", "without_values"):
         assert getattr(errors, name) is getattr(kube_errors, name) and name in errors.__all__
+
+
+class _Login(pydantic.BaseModel):
+    port: int
+
+
+def _login_read(data: dict[str, str]) -> _Login:
+    try:
+        return _Login.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise RuntimeError("the login Secret is unreadable") from exc
+
+
+def _login_read_without_from(data: dict[str, str]) -> _Login:
+    try:
+        return _Login.model_validate(data)
+    except pydantic.ValidationError:
+        raise RuntimeError("the login Secret is unreadable")  # noqa: B904 - the other way a hook writes it
+
+
+@pytest.mark.parametrize("format", ["json", "console"])
+@pytest.mark.parametrize("read", [_login_read, _login_read_without_from], ids=["from", "during"])
+def test_a_logged_traceback_never_says_the_values_a_validation_error_it_came_of_was_given(
+    format: logs.Format, read: typing.Callable[[dict[str, str]], _Login]
+) -> None:
+    """A hook turning a ``ValidationError`` into its own error keeps it in the chain the traceback prints, with
+    pydantic's text, which repeats every input (the Secret's value the hook validated): the log line says each
+    exception of the chain as :func:`okt.errors.said` does, where it was raised, and no value."""
+    password = "-".join(("hunter2", "s3cret"))  # decoded from a Secret's data (no literal of a traceback's line)
+    stream = io.StringIO()
+    logs.configure(format, stream=stream)
+    try:
+        try:
+            read({"port": password})
+        except RuntimeError as exc:
+            structlog.get_logger().error("a hook raised", error=errors.said(exc), **errors.where_raised(exc))
+    finally:
+        structlog.reset_defaults()
+
+    out = stream.getvalue()
+    assert "hunter2" not in out
+    assert "ValidationError: _Login: port: Input should be a valid integer" in out
+    assert "_Login.model_validate(data)" in out  # where the chain began, by its line
+    assert "RuntimeError: the login Secret is unreadable" in out
+
+
+def test_a_logged_traceback_of_no_validation_error_is_the_exception_itself() -> None:
+    try:
+        try:
+            raise KeyError("mode")
+        except KeyError as exc:
+            raise RuntimeError("no mode") from exc
+    except RuntimeError as exc:
+        assert errors.where_raised(exc) == {"exc_info": exc}

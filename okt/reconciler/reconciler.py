@@ -392,7 +392,8 @@ class Reconciler:
         needs a ``finalizer`` and ``cleanup(ctx)``, or a pass of your own at start (``@okt.on_startup``, given
         the client) that drops the state of the objects no longer there. Keep it quick: it runs on a worker.
 
-        Errors: an exception is logged and counted (``okt_on_deleted_errors_total``), and the call is made again after
+        Errors: an exception is logged (with where it was raised; a pydantic ``ValidationError`` by its fields, never
+        the values it was given) and counted (``okt_on_deleted_errors_total``), and the call is made again after
         the key's backoff, at most 10 times in all; then the deletion is dropped. An API server that does not answer
         the read before the call (whether the object is gone: down, a 5xx, a 429) spends none of them: the read is made
         again after a backoff, as long as the outage lasts.

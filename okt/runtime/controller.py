@@ -1018,10 +1018,18 @@ class Controller:
             return True
         try:
             coroutines.call(self.reconciler.on_deleted, objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
-        except BaseException:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
+        except BaseException as exc:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
             self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
-            self._log.exception(
-                "on_deleted raised", namespace=key[0], name=key[1], uid=deletion.uid, failures=deletion.failures + 1
+            # Said as a hook's exception is (a pydantic ValidationError by its fields, never the spec's values it was
+            # given), with where it was raised.
+            self._log.error(
+                "on_deleted raised",
+                namespace=key[0],
+                name=key[1],
+                uid=deletion.uid,
+                failures=deletion.failures + 1,
+                error=errors.said(exc),
+                **errors.where_raised(exc),
             )
             return False
         return True

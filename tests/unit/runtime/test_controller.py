@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import pydantic
 import pytest
 import structlog
 import structlog.testing
@@ -1183,6 +1184,46 @@ def test_an_api_server_unanswered_longer_than_on_deleteds_attempts_still_tells_t
 
     controller.process(("ns", "w"))  # the API server answers again: the object is gone
     assert reconciler.told == ["u1"]
+
+
+class _Backend(pydantic.BaseModel):
+    port: int
+
+
+class WidgetsLoggingOutOfTheirBackend(Widgets):
+    """Widgets whose ``on_deleted`` reads the deleted object's spec with a model of its own, which it does not fit."""
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        _Backend.model_validate(cr.spec)
+
+
+def test_an_on_deleted_failing_on_a_validation_error_is_logged_by_its_fields_never_the_values_it_was_given() -> None:
+    """A pydantic ``ValidationError``'s text repeats every input it was given (the spec's password the hook read):
+    the ``on_deleted raised`` line says it by its fields, with where it was raised, as a hook's or a timer's is."""
+    password = "-".join(("hunter2", "s3cret"))  # no literal of a traceback's line
+    client = FakeClient(kinds=[WIDGET])
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    controller = controller_mod.Controller(
+        WidgetsLoggingOutOfTheirBackend,
+        client,
+        cache_mod.Cache(client),
+        reconcile=lambda *args, **kwargs: fake_run(Outcome.done()),
+        backoff=NO_JITTER,
+    )
+    try:
+        controller.watch()
+        assert controller.cache.wait_for_sync(5)
+        controller.on_primary_event("DELETED", {**primary(uid="u1"), "spec": {"port": password}}, None)
+        controller.process(("ns", "w"))
+    finally:
+        controller.cache.stop()
+        structlog.reset_defaults()
+
+    assert "hunter2" not in stream.getvalue()
+    [line] = [json.loads(text) for text in stream.getvalue().splitlines() if '"on_deleted raised"' in text]
+    assert line["error"].startswith("ValidationError: _Backend: port: Input should be a valid integer")
+    assert "_Backend.model_validate(cr.spec)" in line["stack"]  # where the operator's bug is
 
 
 class MirroredWidgets(Widgets):

@@ -31,16 +31,32 @@ class SecretResource(resource.MutableResource):
         if string_data:
             data = dict(self.desired.get("data") or {})
             for key, value in string_data.items():
-                if value is None or isinstance(value, bool):
-                    # Its Python spelling ("None", "True") would be the Secret's value: a password left out stored
-                    # as the text None. A number is the text it reads as.
-                    spelled = "null" if value is None else str(value).lower()
+                spelled = _no_text(value)
+                if spelled is not None:
                     raise errors.InvalidSpec(
                         f"{self.describe()}: stringData.{key} is {spelled}, not a string (quote it in the template)",
                         f"stringData.{key}",
                     )
                 data[key] = base64.b64encode(str(value).encode()).decode()
             self.desired["data"] = data
+
+
+def _no_text(value: Any) -> str | None:
+    """How a ``stringData`` value that is no text is said (``null``, ``true``, ``a mapping``, ``a list``), None for
+    text or a number (the text it reads as).
+
+    Why: folded as ``str(value)``, its Python spelling would be the Secret's value — a password left out stored as
+    the text ``None``, a YAML ``true`` as ``True``, a mapping placed whole as Python's text of it, which nothing reads
+    back (the API server refuses a mapping or a list there)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return None
 
 
 class ServiceResource(resource.MutableResource):

@@ -59,11 +59,15 @@ def test_a_secret_folds_string_data_into_base64_data(fields: dict[str, Any], dat
     assert "stringData" not in res.desired
 
 
-@pytest.mark.parametrize(("value", "spelled"), [(None, "null"), (True, "true"), (False, "false")])
+@pytest.mark.parametrize(
+    ("value", "spelled"),
+    [(None, "null"), (True, "true"), (False, "false"), ({"user": "admin"}, "a mapping"), (["a", "b"], "a list")],
+)
 def test_a_string_data_value_that_is_no_text_is_an_invalid_spec_not_its_python_spelling(
     value: Any, spelled: str
 ) -> None:
-    # folded as str(value), it was the Secret's value: the password "None" for one left out, "True" for a YAML true
+    # folded as str(value), it was the Secret's value: the password "None" for one left out, "True" for a YAML true,
+    # "{'user': 'admin'}" for a mapping placed whole
     res = secret(stringData={"user": "admin", "password": value})
 
     with pytest.raises(errors.InvalidSpec, match=rf"^Secret/ns/creds: stringData.password is {spelled}, not a string"):

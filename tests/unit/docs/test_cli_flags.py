@@ -15,10 +15,18 @@ import pytest
 from okt.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "okt").rglob("*.py"))]
+SOURCES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "samples").glob("*/README.md")),
+    *sorted((ROOT / "okt").rglob("*.py")),
+]
 
-_COMMAND = re.compile(r"\bokt((?: [a-z]+)+)((?: +[^\s`|;&#)\"']+)*)")
-"""``okt``, its subcommand words, then the words of the same command line (up to a backtick, pipe, ``;`` or ``&&``)."""
+_COMMAND = re.compile(r"\bokt((?: [a-z]+(?=[\s`|;&#)\"']|$))+)((?: +[^\s`|;&#)\"']+)*)")
+"""``okt``, its subcommand words, then the words of the same command line (up to a backtick, pipe, ``;`` or ``&&``).
+
+A subcommand word is a whole word: ``okt run main.py --leader-elect`` is ``run`` then ``main.py --leader-elect``, not
+``run main`` then nothing (the flags after an operator file would go unchecked)."""
 _FLAG = re.compile(r"(?<![\w>-])(--?[a-zA-Z][\w-]*)")
 
 
@@ -36,11 +44,26 @@ def _command(words: list[str]) -> tuple[click.Command, list[str]]:
     return command, used
 
 
+def _joined_lines(text: str) -> list[tuple[int, str]]:
+    """``(number, line)`` of each line of ``text``, a shell line continued with a final ``\\`` joined to the next
+    (``okt gen rbac main.py --cluster-wide \\`` then ``--out deploy/rbac.yaml``: one command line)."""
+    joined: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        start, whole = (number, line) if pending is None else (pending[0], f"{pending[1]} {line.strip()}")
+        if whole.endswith("\\"):
+            pending = (start, whole[:-1].rstrip())
+            continue
+        pending = None
+        joined.append((start, whole))
+    return joined
+
+
 def _written_command_lines() -> list[tuple[str, str, list[str]]]:
     """``(where, command, flags)`` for every okt command line with flags in the sources."""
     found = []
     for source in SOURCES:
-        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
+        for number, line in _joined_lines(source.read_text(encoding="utf-8")):
             for match in _COMMAND.finditer(line):
                 _, used = _command(match.group(1).split())
                 flags = _FLAG.findall(match.group(0))

@@ -485,7 +485,9 @@ class Manager:
 
                 # Admission judges what this manager reconciles: another release may serve other namespaces.
                 scope = admission.Scope(frozenset(self.namespaces or ()), self.label_selector)
-                self.webhook_server = webhook_server.WebhookServer(self._webhooks, self.reconcilers, self.client, scope)
+                self.webhook_server = webhook_server.WebhookServer(
+                    self._webhooks, self.reconcilers, self.client, scope, self.metrics
+                )
                 self.webhook_server.start()
                 self._serves_conversion = any(
                     e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)

@@ -1,8 +1,8 @@
 """Prometheus metrics: what okt's runtime reports, in controller-runtime's families and its own.
 
 Why this exists: an operator in production is watched by Prometheus. okt's runtime reports what an SRE needs to see —
-reconciles by result, their duration, errors, queue depth, busy workers, API requests; :mod:`okt.runtime.probe_server`
-serves them on ``/metrics``, beside the kubelet's probes.
+reconciles by result, their duration, errors, queue depth, busy workers, API requests, webhook requests;
+:mod:`okt.runtime.probe_server` serves them on ``/metrics``, beside the kubelet's probes.
 
 Two families side by side:
 
@@ -11,7 +11,7 @@ Two families side by side:
   dashboards and alerts written for Go operators work unchanged — :data:`CONTROLLER_RUNTIME` lists them;
 * **okt's own** (``okt_*``), which say what those cannot: the outcome kinds (``give_up``), the Stepper path of each
   reconcile, the children left alone because their checksum matched, the status writes that failed, the requests
-  by verb and resource.
+  by verb and resource, what the webhooks' answers said.
 
 Guarantees:
 
@@ -23,6 +23,8 @@ Guarantees:
   ``workqueue_longest_running_processor_seconds`` are computed at scrape time, as is
   ``leader_election_master_status``;
 * every series of a controller exists (at zero) from the moment it is prepared, before the first reconcile;
+* a webhook's series are labelled with the path it is served on, never with a path a request named (a scanner's
+  paths would each make a series);
 * ``/metrics`` serves no ``_created`` series of okt's families (prometheus_client's, which controller-runtime has not).
 """
 
@@ -91,7 +93,19 @@ CONTROLLER_RUNTIME: dict[str, tuple[str, tuple[str, ...]]] = {
     "workqueue_longest_running_processor_seconds": ("gauge", ("name",)),
     "leader_election_master_status": ("gauge", ("name",)),
     "rest_client_requests_total": ("counter", ("code", "method", "host")),
+    "controller_runtime_webhook_requests_total": ("counter", ("webhook", "code")),
+    "controller_runtime_webhook_latency_seconds": ("histogram", ("webhook",)),
+    "controller_runtime_webhook_requests_in_flight": ("gauge", ("webhook",)),
 }
+
+#: ``controller_runtime_webhook_latency_seconds`` buckets: Prometheus' default ones (controller-runtime's), and past
+#: them up to 30 s, the longest the API server waits for a webhook (its ``timeoutSeconds``, 10 by default): a review
+#: that takes 12 s fails every call of a webhook left at the default, and those buckets put it with one of 25 s.
+WEBHOOK_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0)
+
+#: The ``verdict`` label values of ``okt_webhook_reviews_total``: an admission review ``allowed`` or ``refused``, a
+#: conversion ``converted`` or ``failed``; keyed by what the answer says (:func:`okt.runtime.webhook_reviews.verdict`).
+WEBHOOK_VERDICTS = {"allowed": "allowed", "refused": "refused", "Success": "converted", "Failure": "failed"}
 
 _log = structlog.get_logger(__name__)
 
@@ -303,6 +317,13 @@ class Metrics:
             ("kind",),
             registry=self.registry,
         )
+        self.webhook_reviews_total = prometheus_client.Counter(
+            "okt_webhook_reviews",
+            "Reviews a webhook answered, by what the answer said: allowed or refused (admission), converted or failed "
+            "(conversion).",
+            ("webhook", "verdict"),
+            registry=self.registry,
+        )
         self._controller_runtime(self.registry)
         self._api: ApiRequestsCollector | None = None
 
@@ -379,6 +400,25 @@ class Metrics:
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
             ("name",),
+            registry=registry,
+        )
+        self.webhook_requests_total = prometheus_client.Counter(
+            "controller_runtime_webhook_requests",
+            "Total number of admission requests by HTTP status code.",
+            ("webhook", "code"),
+            registry=registry,
+        )
+        self.webhook_latency_seconds = prometheus_client.Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ("webhook",),
+            buckets=WEBHOOK_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.webhook_requests_in_flight = prometheus_client.Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ("webhook",),
             registry=registry,
         )
 
@@ -492,6 +532,36 @@ class Metrics:
         finally:
             for gauge in gauges:
                 gauge.dec()
+
+    def prepare_webhooks(self, webhooks: Iterable[str]) -> None:
+        """Create the series of the webhooks served on these paths at zero (their requests by code come with the
+        first answer of each code)."""
+        for webhook in webhooks:
+            self.webhook_latency_seconds.labels(webhook=webhook)
+            self.webhook_requests_in_flight.labels(webhook=webhook).set(0)
+
+    @contextlib.contextmanager
+    def webhook_request(self, webhook: str) -> Iterator[Callable[[int, str | None], None]]:
+        """Count one request to the webhook served on the path ``webhook`` as in flight for the duration of the
+        block, which calls what it is given once, with the answer's HTTP status code and, for a review answered, what
+        the answer says (:func:`okt.runtime.webhook_reviews.verdict`), before writing it: the answer is counted and
+        timed then (so a caller that has read it finds it counted, and one gone meanwhile was answered all the same);
+        a request that ends unanswered (its body never came whole, its connection cut first) is not."""
+        in_flight = self._labelled(self.webhook_requests_in_flight, webhook)
+        started = time.monotonic()
+
+        def answered(code: int, verdict: str | None) -> None:
+            self._labelled(self.webhook_latency_seconds, webhook).observe(time.monotonic() - started)
+            self._labelled(self.webhook_requests_total, webhook, str(code)).inc()
+            said = WEBHOOK_VERDICTS.get(verdict or "")
+            if said is not None:
+                self._labelled(self.webhook_reviews_total, webhook, said).inc()
+
+        in_flight.inc()
+        try:
+            yield answered
+        finally:
+            in_flight.dec()
 
     def _labelled(self, family: Any, *values: str) -> Any:
         """``family.labels(*values)``, remembered: the metrics of every reconcile take the same few label values, and

@@ -52,6 +52,7 @@ from typing import Any, cast
 import structlog
 
 from okt.reconciler import admission_request
+from okt.runtime import metrics as metrics_mod
 from okt.runtime import webhook_reviews
 
 BODIES_AT_ONCE = 16 * 1024 * 1024
@@ -109,6 +110,7 @@ class Server(http.server.ThreadingHTTPServer):
     request_timeout: float
     slots: threading.BoundedSemaphore
     bodies: Budget
+    metrics: metrics_mod.Metrics
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -341,7 +343,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         finally:
             self.server.end_request(self.connection)
 
+    answered: Callable[[int, str | None], None] | None = None
+    """Counts the answer to the request in flight (see :meth:`okt.runtime.metrics.Metrics.webhook_request`)."""
+
     def do_POST(self) -> None:
+        path = self.path.partition("?")[0]
+        if path not in self.server.routes:
+            # No webhook to count it under (a scan, a stale configuration: as controller-runtime, whose metrics are
+            # those of the webhooks it serves).
+            self.answered = None
+            self._post()
+            return
+        with self.server.metrics.webhook_request(path) as self.answered:
+            self._post()
+
+    def _post(self) -> None:
         path, _, query = self.path.partition("?")
         seconds = caller_timeout(query)
         if seconds is not None:
@@ -417,6 +433,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return 200, answer
 
     def _send(self, status: int, payload: Mapping[str, Any]) -> None:
+        if self.answered is not None:
+            self.answered(status, webhook_reviews.verdict(payload) if status == 200 else None)
         body = json.dumps(payload).encode()
         self.send_response(status)
         if self.server.closing:  # the last answer of a stopping server: the client must not send another here

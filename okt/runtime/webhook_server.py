@@ -50,6 +50,7 @@ from okt.kube import client as kube_client
 from okt.reconciler import admission
 from okt.reconciler import reconciler as reconciler_mod
 from okt.runtime import certs, served_certificate, webhook_connections, webhook_reviews
+from okt.runtime import metrics as metrics_mod
 
 DEFAULT_PORT = 9443
 """The webhook port controller-runtime uses (and kubebuilder's Services target)."""
@@ -150,6 +151,9 @@ class WebhookServer:
         scope: the objects the operator serves (its namespaces and label selector): admission judges and defaults
             only those, and admits the others untouched (conversion converts every object: the API server stores
             and serves all of the kind).
+        metrics: where the requests are counted and timed, by webhook (controller-runtime's
+            ``controller_runtime_webhook_*`` and ``okt_webhook_reviews_total``); a private
+            :class:`~okt.runtime.metrics.Metrics` when ``None``.
     """
 
     def __init__(
@@ -158,6 +162,7 @@ class WebhookServer:
         reconcilers: Sequence[type[reconciler_mod.Reconciler]],
         client: kube_client.Client,
         scope: admission.Scope = admission.EVERYTHING,
+        metrics: metrics_mod.Metrics | None = None,
     ) -> None:
         source = options.certificates
         if isinstance(source, pathlib.Path):
@@ -180,6 +185,8 @@ class WebhookServer:
         # handshake waits for the API server.
         self._server.tls = self._served.reread if isinstance(source, pathlib.Path) else self._served.context
         self._server.routes = self.routes
+        self._server.metrics = metrics if metrics is not None else metrics_mod.Metrics()
+        self._server.metrics.prepare_webhooks(self.routes)
         self._server.limits = webhook_reviews.limits_of(reconcilers)
         self._server.request_timeout = options.request_timeout
         self._server.slots = threading.BoundedSemaphore(options.max_connections)

@@ -120,6 +120,10 @@ def test_okt_run_serves_the_validating_webhook_with_its_generated_ca(
                 return False
 
             wait_for(refused, timeout=30, message="okt run refusing an odd size")
+            # The refusal is on okt run's /metrics, under the webhook's path.
+            metrics = operator.metrics()
+            assert 'okt_webhook_reviews_total{verdict="refused",webhook="/validate/thing"}' in metrics
+            assert 'controller_runtime_webhook_requests_total{code="200",webhook="/validate/thing"}' in metrics
         finally:
             kube.delete(VALIDATING, name)
 

@@ -192,6 +192,16 @@ def test_kubectl_apply_of_a_bad_spec_fails_with_the_field_path_and_defaults_land
     stored = kube.get(gadget_kind, "good", namespace)
     assert stored["spec"] == {"image": "memcached:1.6", "displayName": "gadget good"}
 
+    # The API server's calls are on the operator's /metrics: the refusals (the probes' and the bad spec's) too.
+    sample = operator.metrics.registry.get_sample_value
+    validate, mutate = {"webhook": "/validate/gadget"}, {"webhook": "/mutate/gadget"}
+    assert (sample("okt_webhook_reviews_total", {**validate, "verdict": "refused"}) or 0) >= 2
+    assert (sample("okt_webhook_reviews_total", {**validate, "verdict": "allowed"}) or 0) >= 1
+    assert (sample("okt_webhook_reviews_total", {**mutate, "verdict": "allowed"}) or 0) >= 2
+    answered = sample("controller_runtime_webhook_requests_total", {**validate, "code": "200"}) or 0
+    assert answered >= 3
+    assert sample("controller_runtime_webhook_latency_seconds_count", validate) == answered
+
 
 def test_a_standby_replica_serves_admission(
     kube: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, configure: Any

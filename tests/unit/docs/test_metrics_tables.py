@@ -50,7 +50,7 @@ class StatsOnly:
 
 def exposed() -> dict[str, tuple[str, set[str]]]:
     """``{name as queried: (type, label names)}`` of okt's families on ``/metrics``, each series of one controller,
-    one watched kind, one index, one timer and one lease created, as a running operator creates them."""
+    one watched kind, one index, one timer, one lease and one webhook's created, as a running operator creates them."""
     metrics = metrics_mod.Metrics()
     metrics.prepare("widget")
     metrics.prepare_watches("widget", ["Gadget.v1"], ["by-owner"])
@@ -65,6 +65,9 @@ def exposed() -> dict[str, tuple[str, set[str]]]:
     metrics.track_sync("Widget.example.com/v1", lambda: 1, lambda: True, lambda: True)
     metrics.track_leader("widget-operator", lambda: True)
     metrics.reconcile_paths_total.labels(controller="widget", path=">CRChecker>End")
+    metrics.prepare_webhooks(["/validate/widget"])
+    with metrics.webhook_request("/validate/widget") as answered:
+        answered(200, "allowed")
     client: Any = StatsOnly()
     client.stats.record("patch", "widgets/status")
     client.stats.answered(200, "PATCH")

@@ -27,6 +27,7 @@ import okt
 from okt.cli import run
 from okt.reconciler import admission
 from okt.runtime import certs, webhook_connections, webhook_server
+from okt.runtime import metrics as metrics_mod
 from okt.testing import FakeClient, wait_for
 
 
@@ -1145,3 +1146,65 @@ def test_a_refusal_with_its_own_code_comes_back_over_tls_and_the_check_reads_the
     (told,) = Reserved.told
     assert (told.headers["authorization"], told.headers["x-trace"]) == ("Bearer hunter2", "t-1")
     assert logs and "hunter2" not in repr(logs)
+
+
+class CountedWidgets(Widgets):
+    kind = "CountedWidget"
+    plural = "countedwidgets"
+
+    def check(self, ctx: okt.Context) -> None:
+        if ctx.cr.name == "slow":
+            checking.set()
+            assert checked.wait(30), "the test never let the check end"
+
+
+def counted(kind: str, name: str, size: int) -> dict[str, Any]:
+    body = review({"size": size})
+    body["request"]["object"] = {**body["request"]["object"], "kind": kind, "metadata": {"name": name}}
+    return body
+
+
+def test_each_webhook_counts_its_requests_by_code_and_its_reviews_by_verdict_times_them_and_shows_those_in_flight() -> (
+    None
+):
+    """An SRE alerts on a webhook refusing, failing or nearing the API server's timeout, as on controller-runtime's:
+    with ``failurePolicy: Fail`` every write of the kind across the cluster goes through it."""
+    checking.clear()
+    checked.clear()
+    metrics = metrics_mod.Metrics()
+    running = webhook_server.WebhookServer(
+        webhook_server.Options(host="127.0.0.1", port=0), [CountedWidgets, Gadgets], FakeClient(), metrics=metrics
+    )
+    sample = metrics.registry.get_sample_value
+    validate = {"webhook": "/validate/countedwidget"}
+    running.start()
+    slow = threading.Thread(target=post, args=(running, "/validate/countedwidget", counted("CountedWidget", "slow", 1)))
+    try:
+        assert sample("controller_runtime_webhook_requests_in_flight", {"webhook": "/mutate/gadget"}) == 0
+        slow.start()
+        assert checking.wait(10)
+        assert sample("controller_runtime_webhook_requests_in_flight", validate) == 1
+        checked.set()
+        slow.join(10)
+        assert (
+            post(running, "/validate/countedwidget", counted("CountedWidget", "w", 0))[1]["response"]["allowed"]
+            is False
+        )
+        assert post(running, "/validate/countedwidget", ["not", "a", "review"])[0] == 400
+        assert post(running, "/convert/gadget", conversion_review([gadget()]))[0] == 200
+        assert post(running, "/validate/nothing", counted("CountedWidget", "w", 1))[0] == 404
+    finally:
+        checked.set()
+        running.stop()
+
+    # Out of flight once its answer is written, a moment after the caller may have read it.
+    wait_for(lambda: sample("controller_runtime_webhook_requests_in_flight", validate) == 0, timeout=5)
+    assert sample("controller_runtime_webhook_requests_total", {**validate, "code": "200"}) == 2
+    assert sample("controller_runtime_webhook_requests_total", {**validate, "code": "400"}) == 1
+    assert sample("controller_runtime_webhook_latency_seconds_count", validate) == 3
+    assert sample("okt_webhook_reviews_total", {**validate, "verdict": "allowed"}) == 1
+    assert sample("okt_webhook_reviews_total", {**validate, "verdict": "refused"}) == 1
+    assert sample("okt_webhook_reviews_total", {"webhook": "/convert/gadget", "verdict": "converted"}) == 1
+    # A path no webhook is served on has no series: a scanner's requests would make one per path it tries.
+    exposed = metrics.exposition().decode()
+    assert "/validate/nothing" not in exposed

@@ -11,7 +11,7 @@ T = TypeVar("T")
 
 class WaitTimeout(AssertionError):
     """The awaited condition did not hold in time; the message says what was awaited, and the exception the predicate
-    last raised when it raised one (a falsy value it returned is not repeated)."""
+    raised when its last call raised one (a falsy value it returned is not repeated)."""
 
 
 def wait_for(
@@ -22,7 +22,8 @@ def wait_for(
 ) -> T:
     """Call ``predicate`` until it returns something truthy (returned) or ``timeout`` seconds pass (WaitTimeout).
 
-    Exceptions raised by the predicate count as "not yet" and the last one is reported on timeout.
+    Exceptions raised by the predicate count as "not yet"; the one its last call raised is reported on timeout (none
+    when that call returned: an object missing at first and there since is not reported as missing).
     """
     deadline = time.monotonic() + timeout
     last: BaseException | None = None
@@ -34,6 +35,7 @@ def wait_for(
         else:
             if value:
                 return value
+            last = None
         if time.monotonic() >= deadline:
             what = message() if callable(message) else message
             detail = f" (last error: {last!r})" if last is not None else ""

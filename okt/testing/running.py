@@ -27,6 +27,9 @@ Guarantees: :meth:`RunningOperator.start` returns only once the caches are synce
 election: once this replica leads); if that does not happen in time, the manager is stopped before
 :class:`okt.testing.WaitTimeout` is raised, saying what the manager's readiness says (a watched kind the API server
 refuses to list or watch, with the rule to grant; a lease it cannot reach). :meth:`RunningOperator.stop` is idempotent.
+The end of a ``with`` block fails the test where ``okt run`` would exit 1: a stop that did not end in time, a lost
+lease, a reconcile, daemon or hook still running after the grace period, a clean-up hook that raised
+(:meth:`RunningOperator.unclean_stop` says which) — unless the block already raised.
 
 Caveats: no probe or metrics server by default (``metrics_bind="0"``), and the test process's SIGTERM and SIGINT are
 left alone — use :class:`okt.testing.OperatorProcess` to test those. The manager's defaults apply otherwise,
@@ -139,11 +142,33 @@ class RunningOperator:
     def __enter__(self) -> Self:
         return self
 
+    def unclean_stop(self) -> str | None:
+        """Why the stop was not clean, as ``okt run`` would say before exiting 1 (None: it was clean, or it has not
+        stopped): the lease was lost, work still ran past the grace period, or a clean-up hook raised."""
+        manager = self.manager
+        if manager.lost_leadership:
+            return "the operator lost the leader lease"
+        if manager.left_running:
+            return (
+                f"the operator stopped with {'; '.join(manager.left_running)} still running after the "
+                f"{manager.grace_period:g} s grace period (grace_period=)"
+            )
+        if manager.failed_cleanups:
+            return "; ".join(manager.failed_cleanups)
+        return None
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: types.TracebackType | None
     ) -> None:
-        if not self.stop() and exc_type is None:
+        stopped = self.stop()
+        if exc_type is not None:
+            return  # the test's own failure says more than how the operator stopped after it
+        if not stopped:
             raise waiting.WaitTimeout(f"the operator did not stop within {STOP_TIMEOUT:.0f}s")
+        # The shutdown ends in time by leaving work behind: okt run exits 1 there, so the test fails here.
+        unclean = self.unclean_stop()
+        if unclean is not None:
+            raise AssertionError(f"the operator did not stop cleanly: {unclean}")
 
 
 def _operator(

@@ -4,6 +4,7 @@ as its module or its file runs with its start-up and clean-up hooks, as okt run 
 from __future__ import annotations
 
 import pathlib
+import threading
 import types
 
 import pytest
@@ -87,3 +88,61 @@ def test_a_start_up_hook_raising_a_temporary_error_is_retried_the_operator_not_r
 
     retrying = "not ready: the start-up hook backend_up failed (TemporaryError), retried in 0.2 s"
     assert retried_operator.readiness == [(503, "not ready: caches not synced"), (503, retrying), (503, retrying)]
+
+
+def test_a_clean_up_hook_that_raises_fails_the_test_at_the_end_of_the_block_as_okt_run_exits_1(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The shutdown ended in time, so the block ended quietly: the test passed where ``okt run`` exits 1."""
+
+    def deregister() -> None:
+        raise RuntimeError("the registry refused")
+
+    with (
+        pytest.raises(AssertionError, match=r"did not stop cleanly: the clean-up hook .*deregister failed") as raised,
+        RunningOperator.start(kube, Secrets, namespaces=[namespace], on_cleanup=[deregister], tune_memory=False),
+    ):
+        pass
+    assert "the registry refused" in str(raised.value)
+
+
+def test_a_reconcile_still_running_after_the_grace_period_fails_the_test_at_the_end_of_the_block(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The shutdown leaves a reconcile it cannot interrupt running once the grace period is over, and reports itself
+    finished: the block ended quietly, and the next test ran beside a reconcile of this one."""
+    entered, released = threading.Event(), threading.Event()
+
+    class Stuck(okt.Reconciler):
+        api_version = "v1"
+        kind = "Secret"
+
+        def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+            entered.set()
+            released.wait(30)
+            return None
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "held", "namespace": namespace}}
+    try:
+        with (
+            pytest.raises(AssertionError, match=r"still running after the 0\.5 s grace period") as raised,
+            RunningOperator.start(kube, Stuck, namespaces=[namespace], grace_period=0.5, tune_memory=False),
+        ):
+            kube.create(secret, kinds.BUILTIN[("v1", "Secret")])
+            assert entered.wait(15)
+    finally:
+        released.set()
+    assert namespace in str(raised.value)
+
+
+def test_a_failure_inside_the_block_is_the_one_reported_however_the_operator_stopped(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    def deregister() -> None:
+        raise RuntimeError("the registry refused")
+
+    with (
+        pytest.raises(KeyError, match="the test's own"),
+        RunningOperator.start(kube, Secrets, namespaces=[namespace], on_cleanup=[deregister], tune_memory=False),
+    ):
+        raise KeyError("the test's own")

@@ -24,7 +24,8 @@ Guarantees:
 * with ``tie_to_parent`` (the default) the kernel kills the process when this Python process dies
   (``PR_SET_PDEATHSIG``), so a crashed test run leaves no operator behind;
 * :meth:`OperatorProcess.wait_ready` raises :class:`okt.testing.WaitTimeout` at once when the process exits instead
-  of becoming ready, with the end of its log;
+  of becoming ready, with the end of its log; a failure of a ``with`` block after the process exited by itself (not
+  stopped or killed by the test) gets a note with its exit status and the end of its log;
 * the log (stdout and stderr together) goes to ``log_path`` and stays there after the process ends.
 
 Caveats: the kernel tie follows the *thread* that started the process — start it from a thread that outlives it (the
@@ -103,6 +104,8 @@ class OperatorProcess:
         self.final_memory_kib: tuple[int, int] | None = None
         self.final_cpu_seconds: float | None = None
         self._tie = tie_to_parent
+        self._ended_here = False
+        """Whether :meth:`stop` or :meth:`kill` was called: an exit before neither was the process's own."""
         self._sample_cpu = sample_cpu
         self._proc: subprocess.Popen[bytes] | None = None
         self._samples: list[tuple[float, float]] = []
@@ -235,6 +238,7 @@ class OperatorProcess:
         proc = self._proc
         if proc is None:
             return None
+        self._ended_here = True
         if proc.poll() is None:
             with contextlib.suppress(OSError, ValueError, IndexError):
                 self.final_memory_kib = self.memory_kib()
@@ -254,7 +258,7 @@ class OperatorProcess:
     def kill(self) -> bool:
         """SIGKILL its process group (``kill -9``); returns whether it was still running."""
         was_alive = self.alive
-        self.killed = True
+        self.killed = self._ended_here = True
         self._signal(signal.SIGKILL)
         if self._proc is not None:
             self._proc.wait(10)
@@ -267,7 +271,12 @@ class OperatorProcess:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Stop it; a failure of the block after it exited by itself carries its exit status and its log's end."""
+        exited = self._proc is not None and not self._ended_here and not self.alive
         self.stop()
+        if exc is not None and exited:
+            # The test waited for something the dead operator would never do; its failure says what it awaited.
+            exc.add_note(f"{self.name} had exited by itself, with status {self.returncode}{self._log_end()}")
 
     def _signal(self, signum: int) -> None:
         if self._proc is not None:

@@ -2,7 +2,8 @@
 
 The operator here is a small Python program standing in for ``okt run``: it serves ``/readyz`` and ``/metrics``,
 logs JSON lines, and behaves as the test asks (``exit`` at once, ``stubborn``: ignore SIGTERM, ``converting``: ready
-before its caches sync, which it does once a file ``synced`` is beside it).
+before its caches sync, which it does once a file ``synced`` is beside it); in any mode it exits with status 4 once a
+file ``crash`` is beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from okt.testing import OperatorProcess, WaitTimeout, audit, envtest, process, w
 
 STAND_IN = textwrap.dedent(
     """
-    import http.server, json, pathlib, signal, sys, threading
+    import http.server, json, os, pathlib, signal, sys, threading, time
 
     mode, port = sys.argv[1], int(sys.argv[2])
     print(json.dumps({"event": "starting", "mode": mode}), flush=True)
@@ -44,6 +45,13 @@ STAND_IN = textwrap.dedent(
         def log_message(self, *args):
             pass
 
+    def crash_when_told():
+        while not (pathlib.Path(__file__).parent / "crash").exists():
+            time.sleep(0.05)
+        print("fatal: the watch of widgets failed for good", flush=True)
+        os._exit(4)
+
+    threading.Thread(target=crash_when_told, daemon=True).start()
     server = http.server.HTTPServer(("127.0.0.1", port), Probe)
     print(json.dumps({"event": "caches synced, reconciling"}), flush=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -109,6 +117,29 @@ def test_waiting_for_an_operator_that_exits_fails_at_once_with_its_log(tmp_path:
 
     assert "not json" in str(failed.value)
     assert operator.exit_status == 3
+
+
+def test_a_failure_in_the_block_after_it_exited_by_itself_carries_its_exit_status_and_its_log(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The test waited for a child the dead operator would never make: its timeout said what was awaited, and
+    nothing of the operator's exit, which was the reason."""
+    with pytest.raises(WaitTimeout) as failed, stand_in(tmp_path) as operator:
+        (tmp_path / "crash").touch()
+        wait_for(lambda: not operator.alive, timeout=10)
+        wait_for(lambda: False, timeout=0.1, message="the operator to create cache-config")
+
+    notes = "\n".join(getattr(failed.value, "__notes__", ()))
+    assert "stand-in (serve) had exited by itself, with status 4" in notes, notes
+    assert "fatal: the watch of widgets failed for good" in notes, notes
+
+
+def test_a_failure_in_the_block_after_the_test_stopped_it_carries_no_note(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(WaitTimeout) as failed, stand_in(tmp_path) as operator:
+        operator.stop()
+        wait_for(lambda: False, timeout=0.1)
+
+    assert not getattr(failed.value, "__notes__", ())
 
 
 def test_an_operator_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path: pathlib.Path) -> None:

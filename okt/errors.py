@@ -57,11 +57,12 @@ the kube edge's, :mod:`okt.kube.errors`; every one of its names is importable fr
 
 from __future__ import annotations
 
-import math
 import traceback
 import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from okt import delays
 
 if TYPE_CHECKING:
     import pydantic
@@ -110,10 +111,13 @@ class TemporaryError(OktError):
 
     Args:
         message: what went wrong.
-        delay: seconds to wait before the retry; ``None`` lets the work queue's exponential backoff decide.
+        delay: seconds to wait before the retry, capped at :data:`okt.delays.MAX_DELAY` (6 hours) as every retry
+            is, an int past a float's range too (``delay=2 ** attempts``); ``None`` lets the work queue's exponential
+            backoff decide.
 
     Raises:
-        ValueError: ``delay`` is negative, not finite, or a bool (Python counts ``True`` as 1 second).
+        ValueError: ``delay`` is negative, not finite, or no number (a bool: Python counts ``True`` as 1 second; a
+            ``timedelta``: pass its ``total_seconds()``), said in one line naming it.
     """
 
     reason: ClassVar[str] = "TemporaryError"
@@ -123,9 +127,9 @@ class TemporaryError(OktError):
     same, reported once (no error count, no Event: no write per retry)."""
 
     def __init__(self, message: str, delay: float | None = None) -> None:
-        if delay is not None and (isinstance(delay, bool) or not math.isfinite(delay) or delay < 0):
-            raise ValueError(f"delay must be a finite number of seconds >= 0, got {delay!r}")
-        self.delay = None if delay is None else float(delay)
+        if delay is not None and not delays.is_seconds(delay, zero=True):
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {delays.said(delay)}")
+        self.delay = None if delay is None else delays.capped(delay)
         super().__init__(message)
 
 

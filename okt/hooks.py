@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from okt import coroutines, errors
+from okt import coroutines, delays, errors
 
 if TYPE_CHECKING:
     from okt.kube import client as kube_client
@@ -69,7 +68,8 @@ class RetryLimits:
         timeout: the seconds, from the first call's start, past which no retry is called: a retry that would be called
             then is not waited for (a number > 0).
         backoff: the seconds between two calls when the ``okt.TemporaryError`` names no ``delay`` (a number > 0), in
-            place of okt's backoff (0.25 s, doubled per failure, up to 5 minutes).
+            place of okt's backoff (0.25 s, doubled per failure, up to 5 minutes); capped at 6 hours
+            (:data:`okt.delays.MAX_DELAY`) as every retry is, and ``timeout`` at :data:`okt.delays.LONGEST_WAIT`.
 
     Raises:
         TypeError: a value is no int (``retries``) or no number (``timeout``, ``backoff``), ``True`` and ``False``
@@ -89,16 +89,19 @@ class RetryLimits:
                 raise ValueError(
                     f"retries= is the calls of the hook at most, its first included: >= 1, got {self.retries}"
                 )
-        for option, value, what in (
-            ("timeout", self.timeout, "the seconds past which no retry is called"),
-            ("backoff", self.backoff, "the seconds between two calls"),
+        for option, value, what, longest in (
+            ("timeout", self.timeout, "the seconds past which no retry is called", delays.LONGEST_WAIT),
+            ("backoff", self.backoff, "the seconds between two calls", delays.MAX_DELAY),
         ):
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{option}= is {what}, a number > 0, got {value!r}")
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{option}= is {what}, a finite number > 0, got {value!r}")
+            if not delays.is_number(value):
+                raise TypeError(f"{option}= is {what}, a number > 0, got {delays.said(value)}")
+            if not delays.is_seconds(value):
+                raise ValueError(f"{option}= is {what}, a finite number > 0, got {delays.said(value)}")
+            # An int past a float's range is a long wait, not an OverflowError; a pause longer than a thread can
+            # wait ended the start on one.
+            object.__setattr__(self, option, delays.capped(value, longest))
 
 
 @overload

@@ -26,17 +26,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import datetime
 import enum
-import math
-import numbers
 from typing import Self
 
-from okt import errors
+from okt import delays, errors
 from okt.resources import resource as resource_mod
 
-#: The longest requeue or retry delay, in seconds (6 hours).
-MAX_DELAY = 6 * 3600
+#: The longest requeue or retry delay, in seconds (6 hours): :data:`okt.delays.MAX_DELAY`.
+MAX_DELAY = delays.MAX_DELAY
 
 
 class Operation(enum.StrEnum):
@@ -91,37 +88,8 @@ _SUMMARY_ALWAYS = (Operation.CREATED, Operation.UPDATED, Operation.UNCHANGED, Op
 
 
 def _check_delay(delay: float | None, what: str) -> None:
-    # A bool is a number to Python: ``delay=True`` would be one second.
-    if delay is not None and (isinstance(delay, bool) or not _finite(delay) or delay < 0):
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {_said(delay)}")
-
-
-def _finite(seconds: float) -> bool:
-    """Whether ``seconds`` is a finite number (a number that is not one raises TypeError, as :func:`math.isfinite`).
-
-    An int past a float's range (``2 ** ctx.attempt`` after a thousand attempts) is finite: it is capped at
-    :data:`MAX_DELAY` as ``10 ** 20`` is, where :func:`math.isfinite` raises ``OverflowError`` converting it."""
-    if isinstance(seconds, numbers.Integral):
-        return True
-    try:
-        return math.isfinite(seconds)
-    except OverflowError:  # a Fraction or a Decimal past a float's range: finite too
-        return True
-
-
-def _said(value: object) -> str:
-    """``value`` as a refusal names it: its repr, but for an int too long to read (Python refuses to print one of
-    more than 4300 digits) and a timedelta, which is said with what to pass instead."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        sign = "a negative" if value < 0 else "an"
-        return f"{sign} int of about {math.floor(value.bit_length() * math.log10(2)) + 1} digits"
-    if isinstance(value, datetime.timedelta):
-        return f"{value!r} (pass its .total_seconds())"
-    return repr(value)
-
-
-def _capped(delay: float) -> float:
-    return float(min(delay, MAX_DELAY))
+    if delay is not None and not delays.is_seconds(delay, zero=True):
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {delays.said(delay)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,17 +179,16 @@ class Outcome:
                 and naming the value (an int too long to print by its number of digits): the hook's author reads it
                 where the call is, not deep in the queue.
         """
-        number = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
-        if not number or not _finite(seconds) or seconds <= 0:
-            wrong = ValueError if number else TypeError
-            raise wrong(f"requeue_after needs a finite number of seconds > 0, got {_said(seconds)}")
-        return cls(OutcomeKind.REQUEUE_AFTER, delay=_capped(seconds))
+        if not delays.is_seconds(seconds):
+            wrong = ValueError if delays.is_number(seconds) else TypeError
+            raise wrong(f"requeue_after needs a finite number of seconds > 0, got {delays.said(seconds)}")
+        return cls(OutcomeKind.REQUEUE_AFTER, delay=delays.capped(seconds))
 
     @classmethod
     def retry(cls, error: BaseException, delay: float | None = None) -> Self:
         """Reconcile again because of ``error``: after ``delay`` (capped) if given, else after the queue's backoff."""
         _check_delay(delay, "delay")
-        return cls(OutcomeKind.RETRY, delay=None if delay is None else _capped(delay), error=error)
+        return cls(OutcomeKind.RETRY, delay=None if delay is None else delays.capped(delay), error=error)
 
     @classmethod
     def give_up(cls, reason: str) -> Self:
@@ -385,12 +352,12 @@ class Results:
     @property
     def min_delay(self) -> float | None:
         """The smallest delay > 0 among non-error entries, capped at :data:`MAX_DELAY`; ``None`` if there is none."""
-        delays = [
+        asked = [
             entry.delay
             for entry in self._entries
             if not entry.operation.is_error and entry.delay is not None and entry.delay > 0
         ]
-        return _capped(min(delays)) if delays else None
+        return delays.capped(min(asked)) if asked else None
 
     @property
     def changed_anything(self) -> bool:

@@ -51,11 +51,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
 
+from okt import delays
 from okt.engines import results
 from okt.lifecycle import machine as machine_mod
 from okt.lifecycle import transition as transition_mod
@@ -118,7 +118,8 @@ class Lifecycle(Generic[P]):
             reconciler's choice alone.
         max_steps: the most moves one :meth:`advance` takes (>= 1).
         requeue_after: seconds after which to reconcile again when :meth:`advance` used its whole budget or
-            :meth:`force` moved (``None``: never requeue for the lifecycle's sake).
+            :meth:`force` moved (``None``: never requeue for the lifecycle's sake); capped at 6 hours
+            (:data:`okt.delays.MAX_DELAY`) as every requeue is, an int past a float's range too.
         legacy_phases: the names an earlier version of the operator gave phases that now have another name
             (``{"Installing": Phase.Provisioning}``): an object persisted under an old name is in the phase it maps
             to, and is written under the new name by the next write of its bookkeeping.
@@ -127,8 +128,8 @@ class Lifecycle(Generic[P]):
         TypeError: ``phases`` is not a string-valued Enum, a phase or transition is of the wrong type, or ``ready``
             is no collection of phases.
         ValueError: a transition, ``failed`` or ``ready`` names a phase of another Enum, ``ready`` names none, the
-            condition type is invalid or reserved, ``max_steps`` < 1, ``requeue_after`` is not a positive number, or a
-            legacy name is empty or still the name of a phase.
+            condition type is invalid or reserved, ``max_steps`` < 1, ``requeue_after`` is not a finite number of
+            seconds > 0 (a bool and a ``timedelta`` are none), or a legacy name is empty or still the name of a phase.
 
     A ``Lifecycle`` holds no per-object state: declare it once at module level and share it between worker threads.
     """
@@ -165,9 +166,11 @@ class Lifecycle(Generic[P]):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
         self._max_steps = max_steps
-        if requeue_after is not None and (not math.isfinite(requeue_after) or requeue_after <= 0):
-            raise ValueError(f"requeue_after must be a finite number of seconds > 0 or None, got {requeue_after!r}")
-        self._requeue_after = requeue_after
+        if requeue_after is not None and not delays.is_seconds(requeue_after):
+            raise ValueError(
+                f"requeue_after must be a finite number of seconds > 0 or None, got {delays.said(requeue_after)}"
+            )
+        self._requeue_after = None if requeue_after is None else delays.capped(requeue_after)
         self._legacy = self._check_legacy(legacy_phases or {})
         self._edges = self._machine(self._initial).edges()
 

@@ -40,14 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 import structlog
 
-from okt import errors
+from okt import delays, errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import findings as findings_mod
@@ -75,6 +74,9 @@ class Options:
         filter: which objects the daemon runs for (None: every object the reconciler watches); an object that stops
             passing it has its daemon stopped, as when the object goes away, and started again once it passes again.
 
+    ``backoff`` and ``max_backoff`` are capped at 6 hours (:data:`okt.delays.MAX_DELAY`) as every requeue and retry
+    is, ``stop_timeout`` and ``cancel_after`` at :data:`okt.delays.LONGEST_WAIT`; an int past a float's range too.
+
     Raises:
         ValueError: a value is not a finite number of seconds (a bool is not one), ``backoff`` is not > 0,
             ``max_backoff`` is below it, or ``stop_timeout`` or ``cancel_after`` is negative.
@@ -89,22 +91,30 @@ class Options:
     def __post_init__(self) -> None:
         # Numbers, each of them (a string failed inside math.isfinite, naming no option; True was one second), and
         # finite: a cap that is NaN caps nothing (it compares false), and a stop timeout that is not finite is a wait
-        # too long for the platform's clock (the watchdog's thread ended on it).
-        values = (self.backoff, self.max_backoff, self.stop_timeout, self.cancel_after)
-        numeric = all(isinstance(value, numbers.Real) and not isinstance(value, bool) for value in values)
-        finite = numeric and all(math.isfinite(value) for value in values)
+        # too long for the platform's clock (the watchdog's thread ended on it). An int past a float's range is
+        # finite: a long delay, capped below, not an OverflowError out of this check.
+        values = {
+            "backoff": self.backoff,
+            "max_backoff": self.max_backoff,
+            "stop_timeout": self.stop_timeout,
+            "cancel_after": self.cancel_after,
+        }
         if (
-            not finite
+            not all(delays.is_seconds(value, zero=True) for value in values.values())
             or not self.backoff > 0
             or self.max_backoff < self.backoff
-            or self.stop_timeout < 0
-            or self.cancel_after < 0
         ):
+            got = ", ".join(f"{option}={delays.said(value)}" for option, value in values.items())
             raise ValueError(
-                "a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff, stop_timeout >= 0 and "
-                f"cancel_after >= 0, "
-                f"got {self!r}",
+                f"a daemon needs finite numbers of seconds, 0 < backoff <= max_backoff, stop_timeout >= 0 and "
+                f"cancel_after >= 0, got {got}"
             )
+        # A restart's pause is a delay as a requeue is (capped at 6 hours); a wait longer than a thread can wait
+        # (1e20 seconds) ended the daemon's thread, or the watchdog's, on OverflowError.
+        for option in ("backoff", "max_backoff"):
+            object.__setattr__(self, option, delays.capped(getattr(self, option)))
+        for option in ("stop_timeout", "cancel_after"):
+            object.__setattr__(self, option, delays.capped(getattr(self, option), delays.LONGEST_WAIT))
 
     def delay(self, failures: int) -> float:
         """The pause before the next start after ``failures`` consecutive failures (>= 1)."""

@@ -17,14 +17,13 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic
 
-from okt import coroutines, hooks
+from okt import coroutines, delays, hooks
 from okt import names as names_mod
 from okt.engines import freestyle, stepper
 from okt.kube import kinds, selectors
@@ -414,7 +413,7 @@ _SETTINGS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("max_concurrent", lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None"),
     (
         "child_change_delay",
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+        lambda v: delays.is_seconds(v, zero=True),
         "a number of seconds >= 0",
     ),
     (
@@ -444,7 +443,7 @@ def _check_settings(cls: type[Reconciler]) -> None:
     for attribute, valid, expected in _SETTINGS:
         value = getattr(cls, attribute)
         if not valid(value):
-            raise TypeError(f"{cls.__name__}.{attribute} = {value!r}: expected {expected}")
+            raise TypeError(f"{cls.__name__}.{attribute} = {delays.said(value)}: expected {expected}")
 
 
 def _check_write_choices(cls: type[Reconciler]) -> None:

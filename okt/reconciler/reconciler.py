@@ -194,7 +194,8 @@ class Reconciler:
     one value, ``"1"`` another; a tuple returned is one value of several parts, a list several values."""
     child_change_delay: ClassVar[float] = 0.5
     """Seconds a modified child waits before its owner is reconciled, so that a burst of changes (a Deployment's
-    status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it."""
+    status during a rollout) costs one reconcile; a child added or deleted is acted on at once. 0 disables it; capped at
+    6 hours (:data:`okt.delays.MAX_DELAY`) as every requeue is."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -68,7 +68,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import numbers
 import threading
 import time
 import types
@@ -76,7 +75,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from okt import coroutines, errors
+from okt import coroutines, delays, errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import objects
@@ -158,7 +157,9 @@ def every(
     """Mark a reconciler method ``name(self, ctx)`` as a timer that runs for each object every so often.
 
     Args:
-        seconds: seconds of the interval, a number >= 0 (the interval is the sum of the three).
+        seconds: seconds of the interval, a number >= 0 (the interval is the sum of the three; longer than
+            :data:`okt.delays.LONGEST_WAIT`, about 292 years, it is that long — an int past a float's range too —, as
+            are a timeout, an initial delay and an idle wait).
         minutes: minutes of the interval, a number >= 0.
         hours: hours of the interval, a number >= 0.
         timeout: seconds a call may take; a call still running then counts as failed (and backs off), the reconcile
@@ -199,25 +200,34 @@ def every(
     for part, value in (("seconds", seconds), ("minutes", minutes), ("hours", hours)):
         # Checked one by one: a string failed deep in the sum below, True counted as 1, and a negative part was taken
         # off the others (seconds=-30, minutes=1 ran every 30 s).
-        if not _number(value) or value < 0:
-            raise ValueError(f"a timer's {part} is a number >= 0, got {value!r}")
-    interval = seconds + 60 * minutes + 3600 * hours
+        if not delays.is_number(value) or value < 0:
+            raise ValueError(f"a timer's {part} is a number >= 0, got {delays.said(value)}")
+    # Each finite part a float no longer than the longest wait before the sum: an int past a float's range
+    # (seconds=10 ** 400) added to a float (minutes=0.5) raised OverflowError. NaN and infinity are refused below.
+    interval = sum(
+        delays.capped(part, delays.LONGEST_WAIT) if delays.is_seconds(part, zero=True) else part
+        for part in (seconds, 60 * minutes, 3600 * hours)
+    )
     # Not finite, the interval would make the next run's requeue delay not finite either: refused by every reconcile.
-    if not (math.isfinite(interval) and interval > 0):
+    if not delays.is_seconds(interval):
         raise ValueError(f"a timer needs a positive interval, got {interval!r} seconds")
-    if timeout is not None and not (_number(timeout) and math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"a timer's timeout is None or a positive number of seconds, got {timeout!r}")
+    if timeout is not None and not delays.is_seconds(timeout):
+        raise ValueError(f"a timer's timeout is None or a positive number of seconds, got {delays.said(timeout)}")
     waits = {}
     for option, wait in (("initial_delay", initial_delay), ("idle", idle)):
         # Not finite, the wait would be a requeue delay no reconcile accepts; negative, a wait that is none.
-        if wait is not None and not (_number(wait) and math.isfinite(wait) and wait >= 0):
-            raise ValueError(f"a timer's {option} is None or a number of seconds >= 0, got {wait!r}")
-        waits[option] = 0.0 if wait is None else float(wait)
+        if wait is not None and not delays.is_seconds(wait, zero=True):
+            raise ValueError(f"a timer's {option} is None or a number of seconds >= 0, got {delays.said(wait)}")
+        waits[option] = 0.0 if wait is None else delays.capped(wait, delays.LONGEST_WAIT)
     if not isinstance(sharp, bool):  # sharp="no" is true
         raise ValueError(f"a timer's sharp is True or False, got {sharp!r}")
     filter_ = handler_filters.declare("@okt.every", labels, annotations, when)
     options = Options(
-        float(interval), None if timeout is None else float(timeout), sharp=sharp, filter=filter_, **waits
+        delays.capped(interval, delays.LONGEST_WAIT),
+        None if timeout is None else delays.capped(timeout, delays.LONGEST_WAIT),
+        sharp=sharp,
+        filter=filter_,
+        **waits,
     )
 
     def mark(fn: F) -> F:
@@ -225,11 +235,6 @@ def every(
         return fn
 
     return mark
-
-
-def _number(value: object) -> bool:
-    """Whether ``value`` is a number of seconds (a real number; a bool is not one, whatever Python says)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def declared(cls: type) -> Mapping[str, Options]:

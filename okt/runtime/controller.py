@@ -84,7 +84,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from okt import coroutines, errors
+from okt import coroutines, delays, errors
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -346,7 +346,7 @@ class Controller:
         self.write_fence: fence_mod.WriteFence | None = None
         """Asked before every write of a reconcile (the leader-elected manager sets it; see ``fence_mod.fenced``)."""
         self._threads: list[threading.Thread] = []
-        self._child_delay = max(float(reconciler_cls.child_change_delay), 0.0)
+        self._child_delay = delays.capped(reconciler_cls.child_change_delay)
         # Events held while their primary is reconciled: (kind, namespace, name, resourceVersion), delay per key.
         self._held: dict[QueueKey, list[tuple[tuple[kinds.Kind, str | None, str, str], float]]] = {}
         self._held_lock = threading.Lock()

@@ -22,6 +22,7 @@ import click
 
 import okt
 from okt.codegen import crd, deploy_cli, dictionary, errors, options, rbac, resource, webhooks, yamlout
+from okt.runtime import manager as runtime_manager
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
@@ -202,8 +203,9 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     @click.option(
         "--lease-name",
         metavar="NAME",
-        help="With --leader-elect: the Lease okt run leads on (its --lease-name, or the okt-<controllers> name it "
-        "derives); get and update are then granted on it alone [default: on every Lease of the namespace].",
+        help="With --leader-elect: the Lease okt run leads on (its --lease-name); get and update are granted on it "
+        "alone [default: the okt-<controllers> name okt run derives from the reconcilers given here, as without "
+        "--lease-name].",
     )
     @click.option("--service-account", metavar="NAME", help="ServiceAccount name [default: <kind>-operator].")
     @click.option(
@@ -237,7 +239,8 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
             leader_elect=leader_elect,
             service_account=service_account,
             metrics_auth=metrics_auth,
-            lease_name=lease_name,
+            # Named as okt run names it when not told (the same function): get and update of that Lease alone.
+            lease_name=lease_name or runtime_manager.default_lease_name([cls.controller_name() for cls in classes]),
         )
         _emit(documents, out_file)
 

@@ -140,8 +140,8 @@ class Operator:
 
     def rbac(self) -> list[dict[str, Any]]:
         """The ServiceAccount, the ClusterRole of the reconcilers' rules and the leader-election Role, as ``okt gen
-        rbac --cluster-wide --leader-elect --no-metrics-auth`` writes them, with ``--lease-name`` when the Deployment
-        names its Lease (:func:`okt.codegen.manager.lease_name`; the review rules of ``/metrics`` are
+        rbac --cluster-wide --leader-elect --lease-name --no-metrics-auth`` writes them for the Lease the Deployment
+        names (:meth:`lease_name`: get and update of it alone; the review rules of ``/metrics`` are
         :meth:`metrics_rbac`'s); the ClusterRole is bound in every namespace, or, for an operator serving some
         namespaces (:attr:`scope`), in each of those only (:meth:`scope_bindings`)."""
         documents = rbac.rbac_for_reconcilers(
@@ -151,11 +151,21 @@ class Operator:
             leader_elect=True,
             service_account=self.name,
             metrics_auth=False,
-            lease_name=manager.lease_name(self.name, sorted(self.scope.namespaces or ()), self.scope.label_selector),
+            lease_name=self.lease_name(),
         )
         if not self.scope_bindings():
             return documents
         return [doc for doc in documents if (doc["kind"], doc["metadata"]["name"]) != ("ClusterRoleBinding", self.name)]
+
+    def lease_name(self) -> str:
+        """The Lease the Deployment's ``okt run --lease-name`` leads on (:func:`okt.codegen.manager.lease_name`)."""
+        return manager.lease_name(
+            self.name, sorted(self.scope.namespaces or ()), self.scope.label_selector, self.controllers()
+        )
+
+    def controllers(self) -> list[str]:
+        """The controller names of the reconcilers the Deployment runs, as ``okt run`` names them."""
+        return [cls.controller_name() for cls in self.classes]
 
     def scope_bindings(self) -> list[dict[str, Any]]:
         """For an operator serving some namespaces, the RoleBinding ``<name>`` of its ClusterRole in each of them (none
@@ -217,6 +227,7 @@ class Operator:
             webhook_cert_dir=webhook_cert_dir,
             watch_namespaces=sorted(self.scope.namespaces or ()),
             selector=self.scope.label_selector,
+            controllers=self.controllers(),
         )
         return deployment
 

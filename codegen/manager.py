@@ -20,6 +20,7 @@ from typing import Any
 
 from okt import names
 from okt.codegen import crd, errors
+from okt.runtime import manager as runtime_manager
 
 METRICS_PORT = 8080
 """The port of ``/metrics``, ``/healthz`` and ``/readyz`` inside the container."""
@@ -35,12 +36,14 @@ _SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 
-def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None) -> str | None:
-    """The Lease the Deployment's ``okt run`` leads on, when its command line names it: ``name`` for an operator
-    serving some namespaces or labels (``--lease-name``, so that another release of it leads apart). None otherwise:
-    ``okt run`` then derives it from the reconcilers the image's entry point loads, which the generator cannot know
-    for sure (the file in the image, or ``--reconciler``, may load others than it was given)."""
-    return name if watch_namespaces or selector else None
+def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None, controllers: Sequence[str]) -> str:
+    """The Lease the Deployment's ``okt run`` leads on, which its command line names (``--lease-name``), so that the
+    RBAC grants that Lease alone: ``name`` for an operator serving some namespaces or labels (another release of it
+    serving others from the same namespace leads apart); otherwise the name ``okt run`` derives from the controller
+    names of the reconcilers it runs (:func:`okt.runtime.manager.default_lease_name`, ``okt-<controllers>``), so an
+    operator deployed before it was named keeps leading on the same Lease through the rollout. Named on the command
+    line, it stays the Lease the rules grant even if the file in the image comes to load other reconcilers."""
+    return name if watch_namespaces or selector else runtime_manager.default_lease_name(controllers)
 
 
 def manager_manifests(
@@ -56,6 +59,7 @@ def manager_manifests(
     webhook_cert_dir: str | None = None,
     watch_namespaces: Sequence[str] = (),
     selector: str | None = None,
+    controllers: Sequence[str],
 ) -> list[dict[str, Any]]:
     """The operator's Namespace and Deployment (``okt run ENTRY_POINT`` on every namespace, or on
     ``watch_namespaces``, leader-elected).
@@ -77,9 +81,11 @@ def manager_manifests(
         webhook_cert_dir: with ``webhooks``, serve the certificate mounted in this directory instead
             (``--webhook-cert-dir``: OLM mounts one at :data:`OLM_CERT_DIR` and writes the CA itself).
         watch_namespaces: the namespaces the operator serves (``okt run --namespace``; none: every namespace).
-        selector: the label selector of the objects it serves (``okt run --selector``). A scoped operator also leads
-            on a Lease of its own, named ``name`` (``okt run --lease-name``): another release of it serving other
-            namespaces or labels from the same namespace leads apart.
+        selector: the label selector of the objects it serves (``okt run --selector``).
+        controllers: the controller names of the reconcilers it runs (``cls.controller_name()``). ``okt run`` is told
+            the Lease it leads on (``--lease-name``, :func:`lease_name`): the one it derives from these, or, for an
+            operator serving some namespaces or labels, one of its own named ``name`` (another release of it serving
+            others from the same namespace leads apart).
 
     Raises:
         CodegenError: a name that is not a DNS label (with ``webhooks`` and no ``webhook_cert_dir``, one that makes
@@ -119,7 +125,7 @@ def manager_manifests(
             *([f"--reconciler={reconciler}"] if reconciler else []),
             *([f"--namespace={watched}" for watched in sorted(set(watch_namespaces))] or ["--all-namespaces"]),
             *([f"--selector={selector}"] if selector else []),
-            *([f"--lease-name={lease}"] if (lease := lease_name(name, watch_namespaces, selector)) else []),
+            f"--lease-name={lease_name(name, watch_namespaces, selector, controllers)}",
             "--leader-elect",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--log-format=json",

@@ -24,9 +24,10 @@ what okt's runtime and engine use:
   ``pods/exec``, ``pods/attach`` or ``pods/portforward`` gets both (:data:`WEBSOCKET_SUBRESOURCES`);
 * ``events`` in the core group: create, patch — the events ``kubectl describe`` shows;
 * ``leases`` in ``coordination.k8s.io``: get, create, update — only with leader election; get and update of the
-  Lease ``okt run`` leads on alone when its name is given (``lease_name``, ``okt gen rbac --lease-name``, and ``okt
-  gen deploy`` for an operator serving some namespaces or labels, whose Deployment passes ``--lease-name``), create
-  of any (RBAC cannot limit a create by name: the object has none until it exists) — see :func:`lease_rules`;
+  Lease ``okt run`` leads on alone when its name is known (``lease_name``: ``okt gen rbac``'s ``--lease-name``, or
+  the name ``okt run`` derives from the reconcilers it was given; ``okt gen deploy``'s, whose Deployment passes
+  ``--lease-name``), create of any (RBAC cannot limit a create by name: the object has none until it exists) — see
+  :func:`lease_rules`;
 * the webhook CA (:func:`webhook_ca_rules`, for ``okt run --webhook-service --webhook-configuration``): its Secret
   by name, ``create`` on Secrets, ``get``/``patch`` by name on the webhook configurations and on the CRDs whose
   conversion webhook it serves — only in ``okt gen deploy``'s tree, which passes those options;
@@ -110,9 +111,14 @@ class PrimaryKind(NamedTuple):
 
 def lease_rules(lease_name: str | None) -> list[dict[str, Any]]:
     """The rules of leader election on the Lease ``lease_name``: get and update of it alone, create of any (RBAC cannot
-    limit a create by name); every verb on every Lease of the namespace when the name is not known (``None``: an
-    ``okt run`` given its ``--lease-name`` beside the generator's knowledge, or a Deployment this generator did not
-    write, leads on a name only its command line says).
+    limit a create by name).
+
+    ``None``, every verb on every Lease of the namespace: only for a caller of the Python API that cannot know the
+    name, as when the rules go to an ``okt run`` whose command line no generator writes or reads — its
+    ``--lease-name`` chosen at deployment time, or several operators of different reconcilers sharing one role. The
+    generators always know it: ``okt gen deploy`` and ``okt gen bundle`` write the ``--lease-name`` of the
+    Deployment (:func:`okt.codegen.manager.lease_name`), and ``okt gen rbac`` takes its ``--lease-name`` or the name
+    ``okt run`` derives from the reconcilers it is given (:func:`okt.runtime.manager.default_lease_name`).
 
     Raises:
         CodegenError: ``lease_name`` is no name the API server takes for a Lease (a DNS subdomain).
@@ -287,7 +293,8 @@ def rbac_for_reconcilers(
     reconciler). ``metrics_auth`` (the default, as ``okt gen rbac``'s) adds :func:`metrics_auth_manifests`: what
     ``okt run`` needs to serve ``/metrics`` beyond loopback; ``False`` (``--no-metrics-auth``) for an operator run with
     ``--no-metrics-secure`` or its metrics on loopback. ``lease_name``, with ``leader_elect``: the Lease ``okt run``
-    leads on (its ``--lease-name``), whose get and update are then granted on it alone (:func:`lease_rules`).
+    leads on (its ``--lease-name``, or the name it derives: :func:`okt.runtime.manager.default_lease_name`), whose get
+    and update are then granted on it alone; ``None``: every Lease of the namespace (see :func:`lease_rules`).
 
     Raises:
         CodegenError: no reconciler, a malformed attribute, an owned kind missing from the dictionary, a

@@ -8,6 +8,7 @@ import os
 import pathlib
 
 from okt.codegen import crd, rbac, yamlout
+from okt.runtime import manager as runtime_manager
 from samples.capability import main as operator
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]
@@ -36,6 +37,8 @@ def test_the_rbac_is_generated_from_what_the_reconciler_owns_and_declares() -> N
         cluster_wide=True,
         leader_elect=True,
         metrics_auth=True,
+        # okt gen rbac --leader-elect names the Lease okt run derives from the same reconcilers.
+        lease_name=runtime_manager.default_lease_name([operator.CacheReconciler.controller_name()]),
     )
 
     check_golden(SAMPLE / "deploy" / "rbac.yaml", yamlout.dump_all(documents))

@@ -76,7 +76,11 @@ def entry_point() -> list[str]:
 
 def test_the_images_entry_point_runs_the_arguments_of_deploy_and_of_okt_gen_deploy() -> None:
     (generated,) = manager.manager_manifests(
-        name=harness.SERVICE_ACCOUNT, namespace=harness.OPERATOR_NAMESPACE, image="op:1", service_account="op"
+        name=harness.SERVICE_ACCOUNT,
+        namespace=harness.OPERATOR_NAMESPACE,
+        image="op:1",
+        service_account="op",
+        controllers=["memcached"],
     )[1:]
     for deployment in (operator_deployment(), generated):
         (container,) = deployment["spec"]["template"]["spec"]["containers"]

@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 from okt.codegen import crd, rbac, resource, yamlout
+from okt.runtime import manager as runtime_manager
 from samples.memcached.memcached_operator import MemcachedReconciler
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]
@@ -38,7 +39,13 @@ def test_the_crd_is_generated_from_the_reconcilers_models() -> None:
 
 def test_the_rbac_is_generated_from_what_the_reconciler_owns() -> None:
     documents = rbac.rbac_for_reconcilers(
-        [MemcachedReconciler], namespace=OPERATOR_NAMESPACE, cluster_wide=True, leader_elect=True, metrics_auth=True
+        [MemcachedReconciler],
+        namespace=OPERATOR_NAMESPACE,
+        cluster_wide=True,
+        leader_elect=True,
+        metrics_auth=True,
+        # okt gen rbac --leader-elect names the Lease okt run derives from the same reconcilers.
+        lease_name=runtime_manager.default_lease_name([MemcachedReconciler.controller_name()]),
     )
 
     check_golden(SAMPLE / "deploy" / "rbac.yaml", yamlout.dump_all(documents))

@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 
 import okt
 from okt.codegen import cli, crd, dictionary, rbac, yamlout
+from okt.runtime import manager as runtime_manager
 
 MANIFESTS = Path(__file__).parent / "manifests"
 GOLDEN = Path(__file__).parent / "golden"
@@ -263,7 +264,23 @@ def test_rbac_passes_its_options_through() -> None:
         leader_elect=True,
         service_account="cache-operator",
         metrics_auth=True,
+        lease_name="okt-memcached",
     )
+
+
+def test_rbac_without_a_lease_name_grants_the_lease_okt_run_derives_from_the_same_reconcilers_alone() -> None:
+    """``okt run`` on the same operator, told no ``--lease-name``, leads on the name it derives from its reconcilers'
+    controller names (the same function): that Lease alone is granted. It was every Lease of the namespace."""
+    group = cli.make_gen_group(fake_loader(MemcachedReconciler))
+    result = invoke(["rbac", "main.py", "--leader-elect"], group)
+    assert result.exit_code == 0, result.output
+    (role,) = [document for document in yaml.safe_load_all(result.stdout) if document["kind"] == "Role"]
+    leases = [rule for rule in role["rules"] if rule["resources"] == ["leases"]]
+    derived = runtime_manager.default_lease_name([MemcachedReconciler.controller_name()])
+    assert [(rule.get("resourceNames"), rule["verbs"]) for rule in leases] == [
+        (None, ["create"]),
+        ([derived], ["get", "update"]),
+    ]
 
 
 def test_rbac_limits_the_lease_rules_to_the_lease_name_it_is_given() -> None:

@@ -14,7 +14,9 @@ import yaml
 from click.testing import CliRunner
 
 import okt
+from okt.cli import run as run_cli
 from okt.codegen import cli, crd, deploy, errors, manager, rbac
+from okt.runtime import manager as runtime_manager
 
 KUBECTL = "/usr/bin/kubectl"
 
@@ -79,6 +81,7 @@ def test_the_base_holds_the_generators_output_and_no_webhook_without_webhooks() 
         leader_elect=True,
         service_account="gizmo-operator",
         metrics_auth=False,
+        lease_name="okt-gizmo",
     )
     (deployment,) = load(tree["base/manager.yaml"])
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
@@ -180,6 +183,7 @@ def test_the_csv_owns_the_crds_and_installs_the_manager_with_the_generated_rules
         service_account="gizmo-operator",
         webhooks=True,  # the validating webhook of the spec model, with the certificate OLM mounts
         webhook_cert_dir=manager.OLM_CERT_DIR,
+        controllers=["gizmo"],
     )
     assert install["spec"]["deployments"] == [{"name": "gizmo-operator", "spec": expected["spec"]}]
     roles = {document["kind"]: document for document in OPERATOR.rbac()}
@@ -504,14 +508,44 @@ def test_okt_gen_deploy_of_an_operator_serving_some_namespaces_and_labels_scopes
     ]
 
 
-def test_okt_gen_deploy_of_an_operator_serving_everything_grants_every_lease_of_its_namespace() -> None:
-    """Its okt run names no Lease: it derives the name from the reconcilers the image's file loads, which the
-    generator cannot know for sure, so the rule stays the namespace's Leases."""
+def test_okt_gen_deploy_of_an_operator_serving_everything_grants_the_lease_okt_run_derives_alone() -> None:
+    """Its okt run is told the Lease it leads on: the one it would derive from its reconcilers' controller names
+    (``okt-gizmo``, so an operator deployed before it was named keeps its Lease), named by the same function. Its
+    get and update were granted on every Lease of the namespace: another operator's in it too."""
     (container,) = OPERATOR.deployment("gizmo:1")["spec"]["template"]["spec"]["containers"]
-    assert not any(arg.startswith("--lease-name") for arg in container["args"])
+    derived = runtime_manager.default_lease_name([GizmoReconciler.controller_name()])
+    assert derived == "okt-gizmo"
+    assert f"--lease-name={derived}" in container["args"]
+    assert run_cli.run_command.make_context("run", list(container["args"])).params["lease_name"] == derived
     (role,) = [doc for doc in OPERATOR.rbac() if doc["kind"] == "Role"]
     assert role["rules"] == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [derived],
+            "verbs": ["get", "update"],
+        },
+    ]
+
+
+def test_okt_gen_bundle_of_an_operator_serving_everything_names_the_lease_its_permissions_grant(
+    tmp_path: Path,
+) -> None:
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = ["bundle", "main.py", "--name", "gizmo-operator", "--version", "0.1.0", "--image", "gizmo:1"]
+
+    result = CliRunner().invoke(group, [*arguments, "--out", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    (csv,) = load((tmp_path / "manifests" / "gizmo-operator.clusterserviceversion.yaml").read_text())
+    (deployment,) = csv["spec"]["install"]["spec"]["deployments"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--lease-name=okt-gizmo" in container["args"]
+    (permission,) = csv["spec"]["install"]["spec"]["permissions"]
+    assert [(rule.get("resourceNames"), rule["verbs"]) for rule in permission["rules"]] == [
+        (None, ["create"]),
+        (["okt-gizmo"], ["get", "update"]),
     ]
 
 

@@ -11,7 +11,11 @@ from okt.codegen import errors, manager
 
 def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
     namespace, deployment = manager.manager_manifests(
-        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+        name="my-operator",
+        namespace="ops",
+        image="my-operator:0.1.0",
+        service_account="my-operator",
+        controllers=["widget"],
     )
     assert namespace == {
         "apiVersion": "v1",
@@ -37,7 +41,12 @@ def test_the_deployment_runs_okt_run_with_probes_on_the_metrics_port() -> None:
 
 def test_an_operator_with_webhooks_serves_them_on_a_named_port_for_its_service_and_configurations() -> None:
     _namespace, deployment = manager.manager_manifests(
-        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator", webhooks=True
+        name="my-operator",
+        namespace="ops",
+        image="my-operator:0.1.0",
+        service_account="my-operator",
+        webhooks=True,
+        controllers=["widget"],
     )
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert {"name": "webhooks", "containerPort": manager.WEBHOOK_PORT, "protocol": "TCP"} in container["ports"]
@@ -60,14 +69,24 @@ def test_an_operator_with_webhooks_serves_them_on_a_named_port_for_its_service_a
     ],
 )
 def test_bad_names_are_refused(options: dict[str, object], message: str) -> None:
-    arguments: dict[str, object] = {"name": "op", "namespace": "ops", "image": "op:1", "service_account": "op"}
+    arguments: dict[str, object] = {
+        "name": "op",
+        "namespace": "ops",
+        "image": "op:1",
+        "service_account": "op",
+        "controllers": ["widget"],
+    }
     with pytest.raises(errors.CodegenError, match=message):
         manager.manager_manifests(**{**arguments, **options})  # type: ignore[arg-type]
 
 
 def test_the_deployment_labels_and_its_selector_are_separate_objects() -> None:
     namespace, deployment = manager.manager_manifests(
-        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+        name="my-operator",
+        namespace="ops",
+        image="my-operator:0.1.0",
+        service_account="my-operator",
+        controllers=["widget"],
     )
 
     deployment["metadata"]["labels"]["app.kubernetes.io/version"] = "0.2.0"
@@ -80,7 +99,11 @@ def test_the_deployment_labels_and_its_selector_are_separate_objects() -> None:
 
 def test_the_operator_s_own_workload_is_labelled_as_its_webhooks_leave_it_out_and_its_selector_is_not() -> None:
     namespace, deployment = manager.manager_manifests(
-        name="my-operator", namespace="ops", image="my-operator:0.1.0", service_account="my-operator"
+        name="my-operator",
+        namespace="ops",
+        image="my-operator:0.1.0",
+        service_account="my-operator",
+        controllers=["widget"],
     )
 
     # The Deployment, its Pods (so its ReplicaSets) and its Namespace: never judged by its own webhooks.

@@ -62,6 +62,7 @@ def _generated_deployment() -> dict[str, Any]:
         namespace="memcached-system",
         image="registry.example.com/memcached-operator:0.1.0",
         service_account="memcached-operator",
+        controllers=["memcached"],
     )
     (deployment,) = (document for document in documents if document["kind"] == "Deployment")
     return deployment

@@ -134,7 +134,8 @@ def deployed(bare_plane: envtest.ControlPlane) -> Iterator[tuple[okt.Client, okt
 
 
 def allowed(admin: okt.Client, user: envtest.TokenUser, rule: dict[str, Any], namespace: str) -> bool:
-    """Whether ``user`` may use the first verb of ``rule`` on its first resource in ``namespace``."""
+    """Whether ``user`` may use the first verb of ``rule`` on its first resource in ``namespace`` (on its first
+    object, for a rule limited to some by name: the Lease ``okt run`` leads on)."""
     resource, _, subresource = rule["resources"][0].partition("/")
     attributes = {
         "group": rule["apiGroups"][0],
@@ -142,6 +143,7 @@ def allowed(admin: okt.Client, user: envtest.TokenUser, rule: dict[str, Any], na
         "subresource": subresource,
         "verb": rule["verbs"][0],
         "namespace": namespace,
+        **({"name": rule["resourceNames"][0]} if rule.get("resourceNames") else {}),
     }
     review = admin.create(
         {

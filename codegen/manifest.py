@@ -35,6 +35,7 @@ import jinja2
 import yaml
 
 from okt.codegen import dictionary, errors
+from okt.resources import template_skeleton
 
 NAME_EXPRESSION = "{{ name }}"
 NAMESPACE_EXPRESSION = "{{ namespace }}"
@@ -186,7 +187,10 @@ def neutralized(text: str) -> str:
 
 def _load_all(path: Path, text: str, first_line: int) -> list[Any]:
     try:
-        return [document for document in yaml.safe_load_all(neutralized(text)) if document is not None]
+        # Read as the rendered template will be, as kubectl reads it: a date or a time of day is its text (PyYAML's
+        # date objects made the fallback's re-dump write another text).
+        loaded = yaml.load_all(neutralized(text), Loader=template_skeleton.KubectlLoader)
+        return [document for document in loaded if document is not None]
     except yaml.YAMLError as exc:
         raise errors.CodegenError(f"manifest {path} is not valid YAML: {errors.yaml_problem(exc, first_line)}") from exc
 

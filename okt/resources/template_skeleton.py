@@ -38,7 +38,12 @@ class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
         self.okt_slots: dict[int, template_placement.Slot] = {}
 
 
-class _TaggedLoader(yaml.SafeLoader):
+class KubectlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader reading plain scalars as kubectl reads them (see :func:`_construct_number`): for the YAML
+    of a child read outside a render (``okt gen resource``'s manifest)."""
+
+
+class _TaggedLoader(KubectlLoader):
     """Skeletons with tags: the Python parser, which tells ``!!str {{ v }}`` from an untagged plain scalar."""
 
     def __init__(self, stream: str) -> None:
@@ -58,6 +63,28 @@ def _construct_slot(loader: _FastLoader | _TaggedLoader, node: yaml.Node) -> tem
     return loader.okt_slots[id(node)]
 
 
+def _construct_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return loader.construct_scalar(node)
+
+
+def _construct_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML 1.1 number, but its base-60 form (``02:30``), which kubectl reads as the text it is.
+
+    The template's own text reads as kubectl (sigs.k8s.io/yaml, go-yaml v2) reads it: a plain scalar that looks like a
+    date or a time of day is that text. PyYAML read a date, a datetime or a number of seconds instead, which no JSON
+    body holds (every reconcile failed on hashing it) or the API server refuses where it wants a string."""
+    if ":" in node.value:
+        return _construct_text(loader, node)
+    if node.tag == _INT:
+        return loader.construct_yaml_int(node)
+    return loader.construct_yaml_float(node)
+
+
+_INT = "tag:yaml.org,2002:int"
+for _loader in (_FastLoader, KubectlLoader):  # before _TaggedLoader's own, which copies KubectlLoader's table then
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
+    _loader.add_constructor(_INT, _construct_number)
+    _loader.add_constructor("tag:yaml.org,2002:float", _construct_number)
 _FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
 _TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
 

@@ -264,6 +264,14 @@ def test_flow_style_metadata_falls_back_to_a_redumped_manifest(tmp_path: Path) -
     }
 
 
+def test_a_redumped_manifest_keeps_the_text_of_a_date_or_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE + "metadata: {name: a}\ndata:\n  since: 2024-05-01T10:00:00Z\n  at: 12:30\n")
+    template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+    rendered = templating.render_template(template, {"name": "a", "namespace": "b"})
+    assert rendered["data"] == {"since": "2024-05-01T10:00:00Z", "at": "12:30"}  # was "2024-05-01 10:00:00+00:00"
+
+
 def test_cluster_scoped_kinds_get_no_namespace_placeholder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     generate_in(tmp_path, "ClusterRole")

@@ -569,6 +569,29 @@ def test_every_template_gives_what_its_whole_text_means_for_an_ordinary_value(te
     assert json.loads(json.dumps(rendered, default=str)) == whole_text(template, variables)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01", "2024-05-01"),  # was a date, which no JSON body holds: every reconcile failed on hashing it
+        ("2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z"),  # was a datetime
+        ("2001-12-14 21:59:43.10 -5", "2001-12-14 21:59:43.10 -5"),
+        ("!!timestamp 2024-05-01", "2024-05-01"),
+        ("12:30", "12:30"),  # was the number 750, which the API server refuses where a string goes
+        ("190:20:30.15", "190:20:30.15"),  # was a float
+        ("012", 10),
+        ("0x1F", 31),
+        ("1_000", 1000),
+        ("-1.5", -1.5),
+        (".inf", math.inf),
+        ("yes", True),
+    ],
+)
+def test_a_plain_scalar_of_the_template_reads_as_kubectl_reads_it(text: str, expected: Any) -> None:
+    rendered = templating.render_template(f"kind: X\nat: {text}\nname: {{{{ v }}}}\n", {"v": "x"})
+    assert rendered["at"] == expected
+    assert type(rendered["at"]) is type(expected)
+
+
 def test_a_value_under_an_explicit_string_tag_stays_a_string() -> None:
     assert templating.render_template("kind: X\nspec: !!str {{ v }}\n", {"v": 3}) == {"kind": "X", "spec": "3"}
 

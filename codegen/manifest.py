@@ -16,7 +16,8 @@ Guarantees:
   the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, ...), the template falls back to
   the manifest re-dumped by PyYAML, which loses comments but never meaning;
 * trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
-  renders to exactly one document;
+  renders to exactly one document — unless the blanks belong to a value (a block scalar's line ending with spaces,
+  the closing blank lines of a ``|+`` one): then every line keeps them, and the value is the manifest's;
 * a ``{#`` of the manifest's text (a shell script's ``${#NAME}``) is written ``{{ "{#" }}``, so it renders as the text
   it is instead of opening a Jinja2 comment;
 * a manifest Jinja2 cannot read (a literal ``{{ $labels.instance }}`` of an alerting rule, a Go template) is a
@@ -71,8 +72,13 @@ def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise errors.CodegenError(f"cannot read manifest {path}: {reason}") from exc
-    text, first_line = _trim(raw)
+    text, exact, first_line = _trim(raw)
     documents = _load_all(path, text, first_line)
+    exact_documents = _meaning(path, exact, first_line) if exact != text else None
+    if exact_documents is not None and exact_documents != documents:
+        # A block scalar's line that ends with blanks (Markdown's line break), or a kept ("|+") value's closing blank
+        # lines: trimmed, the value would silently lose them.
+        text, documents = exact, exact_documents
     if not documents:
         raise errors.CodegenError(f"manifest {path} is empty: expected one Kubernetes object")
     if len(documents) > 1:
@@ -152,24 +158,33 @@ def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindS
         )
 
 
-def _trim(raw: str) -> tuple[str, int]:
-    """The text okt keeps of ``raw`` (see the module's guarantees), and the line of ``raw`` it starts at."""
+def _trim(raw: str) -> tuple[str, str, int]:
+    """The text okt keeps of ``raw`` (see the module's guarantees), the same text with each line's trailing blanks and
+    the file's trailing blank lines as ``raw`` has them, and the line of ``raw`` both start at."""
     # Only the line breaks of source text: str.splitlines() and str.rstrip() also take a value's U+2028 for a line
     # break and a no-break space for a blank, which YAML keeps as characters of the value.
-    lines = [line.rstrip(" \t") for line in raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    first_line = 1
-    while lines and (not lines[0] or _DOCUMENT_MARKER.match(lines[0])):
-        lines.pop(0)
-        first_line += 1
+    source = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = [line.rstrip(" \t") for line in source]
+    start = 0
+    while start < len(lines) and (not lines[start] or _DOCUMENT_MARKER.match(lines[start])):
+        start += 1
     # A marker followed only by comments (a file's closing ``---`` and a note) starts a second, empty document:
     # the object renders fine, but a template of two documents does not. The markers go, the comments stay.
     tail = len(lines)
-    while tail and (not lines[tail - 1] or lines[tail - 1].startswith("#") or _DOCUMENT_MARKER.match(lines[tail - 1])):
+    while tail > start and (
+        not lines[tail - 1] or lines[tail - 1].startswith("#") or _DOCUMENT_MARKER.match(lines[tail - 1])
+    ):
         tail -= 1
-    lines = lines[:tail] + [line for line in lines[tail:] if not _DOCUMENT_MARKER.match(line)]
-    while lines and not lines[-1]:
-        lines.pop()
-    return ("\n".join(lines) + "\n" if lines else ""), first_line
+    kept = [
+        *range(start, tail),
+        *(index for index in range(tail, len(lines)) if not _DOCUMENT_MARKER.match(lines[index])),
+    ]
+    end = len(kept)
+    while end and not lines[kept[end - 1]]:
+        end -= 1
+    text = "".join(lines[index] + "\n" for index in kept[:end])
+    exact = "\n".join(source[index] for index in kept)
+    return text, (exact if exact.endswith("\n") or not exact else exact + "\n"), start + 1
 
 
 def neutral(expression: str) -> str:
@@ -183,6 +198,14 @@ def neutral(expression: str) -> str:
 def neutralized(text: str) -> str:
     """``text`` with every ``{{ ... }}`` expression replaced by its :func:`neutral` scalar."""
     return _EXPRESSION.sub(lambda match: neutral(match.group(0)), text)
+
+
+def _meaning(path: Path, text: str, first_line: int) -> list[Any] | None:
+    """The documents of ``text``, or None when it is no YAML."""
+    try:
+        return _load_all(path, text, first_line)
+    except errors.CodegenError:
+        return None
 
 
 def _load_all(path: Path, text: str, first_line: int) -> list[Any]:

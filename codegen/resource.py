@@ -63,6 +63,7 @@ _CR_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*\Z")
 _VERSION = re.compile(r"^v[0-9]+((alpha|beta)[0-9]+)?\Z")
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _FILE_NAME_WORD = re.compile(r"[A-Za-z0-9]+")
+_TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
 _COMMAND_LINE = "#   "  # a line of the header's command: the other header lines start with "# " and a word
 _PACKAGE_DOCSTRING = '"""Wrappers from ``okt gen resource`` and their authors\' subclasses."""\n'
 
@@ -497,11 +498,12 @@ def _hashed_assignment(values: Sequence[str], line_length: int) -> str:
 def _triple_quoted_body(text: str) -> str:
     """``text`` escaped to sit verbatim between triple double quotes.
 
-    A tab (a Makefile or a tab-separated file in a ConfigMap) is written ``\\t`` and a zero-width space
-    ``\\u200b``: ruff refuses both unescaped in source (E101/W191, PLE2515), and the two escapes read back as the
-    characters themselves.
+    A tab (a Makefile or a tab-separated file in a ConfigMap) is written ``\\t``, a zero-width space ``\\u200b``
+    and a space that ends a line (a block scalar's, which the manifest keeps) ``\\x20``: ruff refuses them unescaped
+    in source (E101/W191, PLE2515, W291), and the escapes read back as the characters themselves.
     """
     escaped = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\u200b", "\\u200b")
+    escaped = _TRAILING_SPACES.sub(lambda match: "\\x20" * len(match.group(0)), escaped)
     if '"""' in escaped:
         escaped = escaped.replace('"', '\\"')
     return escaped

@@ -101,6 +101,24 @@ data:
     }
 
 
+def test_a_block_scalar_of_the_manifest_is_its_value_in_the_child_trailing_blanks_and_kept_lines_included(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kube: kube_client.Client,
+    widget_kind: kinds.Kind,
+    namespace: str,
+) -> None:
+    # Markdown ends a line with two spaces for a line break; "|+" keeps the blank lines that end a value.
+    package = generate(
+        tmp_path,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
+        "  readme.md: |\n    first line  \n    second line\t\n  tail: |+\n    kept\n\n\n",
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    live = reconcile(wrapper(package, monkeypatch), kube, widget_kind, namespace)
+    assert live["data"] == {"readme.md": "first line  \nsecond line\t\n", "tail": "kept\n\n\n"}
+
+
 def test_regenerating_after_a_key_left_the_manifest_keeps_the_authors_module_and_the_key_leaves_the_child(
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,

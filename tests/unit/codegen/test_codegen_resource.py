@@ -288,6 +288,27 @@ def test_template_keeps_backslashes_and_triple_quotes_verbatim(tmp_path: Path, m
     assert template == text.replace("name: a", 'name: "{{ name }}"\n  namespace: "{{ namespace }}"')
 
 
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("  readme.md: |\n    first  \n    second\n", {"readme.md": "first  \nsecond\n"}),  # was "first\nsecond\n"
+        ("  tab: |\n    a\t\n", {"tab": "a\t\n"}),
+        ("  kept: |+\n    a\n\n\n", {"kept": "a\n\n\n"}),  # was "a\n"
+        ("  plain: a   \n  other: b\t\n\n\n", {"plain": "a", "other": "b"}),
+    ],
+    ids=["markdown line break", "tab", "kept blank lines", "meaningless blanks"],
+)
+def test_a_block_scalar_keeps_the_blanks_that_end_its_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: str, expected: dict[str, str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    generate_in(tmp_path, "ConfigMap", manifest_text=BASE + "metadata:\n  name: a\ndata:\n" + data)
+    source = (tmp_path / "resources" / "config_map_memcached_gen.py").read_text()
+    rendered = templating.render_template(template_of(source), {"cr": None, "name": "n", "namespace": "ns"})
+    assert rendered["data"] == expected
+    assert not [line for line in source.split("\n") if line != line.rstrip()]  # ruff's W291: escaped as \x20
+
+
 def test_a_jinja2_comment_opener_in_the_manifest_renders_as_the_text_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

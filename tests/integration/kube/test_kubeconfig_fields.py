@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
-import select
-import socket
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +22,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
 from okt.testing import envtest
+from tests.integration.connect_proxy import ConnectProxy, connect_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -121,65 +119,12 @@ def test_a_user_with_as_groups_gets_what_a_binding_to_one_of_its_groups_grants(
     assert isinstance(outcomes["exec"], errors.NotFound)  # allowed to ask: the Pod is not there
 
 
-class CountingProxy:
-    """A forward proxy that tunnels each ``CONNECT`` to ``upstream`` (whatever host it names) and keeps the targets
-    it was asked for, one per tunnelled connection."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self._upstream = upstream
-        self.targets: list[str] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._lock = threading.Lock()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    def close(self) -> None:
-        self._listener.close()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
-
-    def _tunnel(self, conn: socket.socket) -> None:
-        with conn:
-            head = b""
-            while not head.endswith(b"\r\n\r\n"):
-                chunk = conn.recv(1)
-                if not chunk:
-                    return
-                head += chunk
-            method, target = head.split()[:2]
-            if method != b"CONNECT":
-                conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-                return
-            with self._lock:
-                self.targets.append(target.decode())
-            with socket.create_connection(self._upstream) as upstream:
-                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                while True:
-                    ready, _, _ = select.select([conn, upstream], [], [])
-                    for source in ready:
-                        data = source.recv(65536)
-                        if not data:
-                            return
-                        (upstream if source is conn else conn).sendall(data)
-
-
 @contextlib.contextmanager
-def counting_proxy(control_plane: envtest.ControlPlane) -> Iterator[CountingProxy]:
+def counting_proxy(control_plane: envtest.ControlPlane) -> Iterator[ConnectProxy]:
+    """A proxy tunnelling every connection to the control plane, whatever host it is asked for."""
     parts = urllib.parse.urlsplit(control_plane.url)
-    proxy = CountingProxy((parts.hostname or "127.0.0.1", parts.port or 443))
-    try:
+    with connect_proxy((parts.hostname or "127.0.0.1", parts.port or 443)) as proxy:
         yield proxy
-    finally:
-        proxy.close()
 
 
 def test_a_cluster_with_proxy_url_is_reached_through_that_proxy_on_every_way_a_request_leaves(

@@ -14,7 +14,6 @@ import contextlib
 import functools
 import http.server
 import pathlib
-import select
 import socket
 import threading
 import time
@@ -28,49 +27,11 @@ from okt.kube import fence as fence_mod
 from okt.kube import kinds, operand_http, podexec
 from okt.runtime import certs
 from okt.testing import envtest, faults
+from tests.integration.connect_proxy import connect_proxy
 
 pytestmark = pytest.mark.integration
 
 ENDPOINTS = kinds.Kind("v1", "Endpoints", "endpoints", True)
-
-
-@contextlib.contextmanager
-def connect_proxy() -> Iterator[str]:
-    """A forward proxy that tunnels each ``CONNECT`` to its address; yields its URL."""
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def tunnel(conn: socket.socket) -> None:
-        with conn:
-            head = b""
-            while not head.endswith(b"\r\n\r\n"):
-                chunk = conn.recv(1)
-                if not chunk:
-                    return
-                head += chunk
-            host, port = head.split()[1].decode().rsplit(":", 1)
-            with socket.create_connection((host, int(port))) as upstream:
-                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                while True:
-                    ready, _, _ = select.select([conn, upstream], [], [])
-                    for source in ready:
-                        data = source.recv(65536)
-                        if not data:
-                            return
-                        (upstream if source is conn else conn).sendall(data)
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=tunnel, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        listener.close()
 
 
 @pytest.mark.parametrize(
@@ -86,7 +47,7 @@ def test_dot_segments_in_an_operand_path_never_reach_another_resource(
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "keys", "namespace": namespace}}
     kube.create({**secret, "stringData": {"password": "hunter2"}})
     with connect_proxy() as proxy:
-        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
@@ -169,7 +130,7 @@ def test_a_redirect_the_operand_answers_is_its_answer_and_is_not_followed(
         status = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
         kube.patch(kinds.BUILTIN[("v1", "Pod")], "operand", status, namespace, subresource="status")
         if through_proxy:
-            monkeypatch.setenv("HTTPS_PROXY", stack.enter_context(connect_proxy()))
+            monkeypatch.setenv("HTTPS_PROXY", stack.enter_context(connect_proxy()).url)
             monkeypatch.delenv("NO_PROXY", raising=False)
             monkeypatch.delenv("no_proxy", raising=False)
         client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)
@@ -435,7 +396,7 @@ def test_an_exec_reaches_the_api_server_through_the_https_proxy_the_session_uses
     """An exec's websocket is tunnelled through the proxy as the client's other requests are (the Pod does not
     exist: the API server's answer, NotFound naming it, came back through the tunnel)."""
     with connect_proxy() as proxy:
-        monkeypatch.setenv("HTTPS_PROXY", proxy)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         client = kube_client.Client.from_kubeconfig(control_plane.kubeconfig)

@@ -890,22 +890,26 @@ class Client:
         """The API server's URL (with the path prefix a proxy in front of it may add), without a trailing slash."""
         return str(self._base)
 
-    def open_socket(self, timeout: float) -> socket.socket:
+    def open_socket(self, timeout: float) -> transport.Socket:
         """A connection to the API server for a stream the session does not carry (a websocket): TLS as every other
         connection (:attr:`tls`), through the proxy the session would use, and the thread's ``ready`` asked once it
         is made (see :func:`okt.kube.transport.asked_once_connected`).
 
         Raises:
             OSError: it could not be made.
-            ValueError: the session's proxy for the API server is not ``http://``.
+            ValueError: the session's proxy for the API server is none :func:`okt.kube.transport.open_socket` can
+                tunnel through (a SOCKS one without PySocks).
         """
         parts = urllib.parse.urlsplit(self._base)
         host = parts.hostname or ""
         https = parts.scheme == "https"
         context = self.tls.context() if https else None
         proxy = requests.utils.select_proxy(self._base, self._proxies)
+        proxy_context = self.tls.proxy_context() if proxy and proxy.lower().startswith("https:") else None
         port = parts.port or (443 if https else 80)
-        return transport.open_socket(host, port, context, self.tls.server_name or host, timeout, proxy=proxy)
+        return transport.open_socket(
+            host, port, context, self.tls.server_name or host, timeout, proxy=proxy, proxy_context=proxy_context
+        )
 
     def credential_headers(self) -> dict[str, str]:
         """The headers proving who we are, for a connection the session does not make (a websocket).

@@ -23,7 +23,9 @@ Guarantees:
   token (a token file read again, a credential plugin run again), as every other request of the client is; nothing
   ran on the refused connection;
 * an exec is refused (``okt.NotLeader``) when the thread's leadership fence refuses writes: a command may change the
-  operand. It is asked again once the websocket's connection is made (through the client's HTTP proxy, if any),
+  operand. It is asked again once the websocket's connection is made (through the client's proxy, if any:
+  ``http://``, ``https://`` — the API server's TLS inside the proxy's — or ``socks5://``, see
+  :func:`okt.kube.transport.open_socket`),
   before the upgrade request is written; the exec is counted as a write on its way until the command's exit status
   came (see :func:`okt.kube.fence.sending`): a stopping leader does not release its lease while it runs.
 

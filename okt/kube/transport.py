@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import importlib
 import json
 import os
 import pathlib
@@ -56,6 +57,7 @@ import pykube.http
 import requests
 import urllib3
 import urllib3.connection
+import urllib3.util.ssltransport
 
 TimeoutSpec = float | tuple[float, float]
 
@@ -155,6 +157,32 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         return response
 
 
+class TLSInTLS(urllib3.util.ssltransport.SSLTransport):
+    """The API server's TLS inside the TLS connection to an ``https://`` proxy (urllib3's :class:`SSLTransport`, the
+    layer the session's requests tunnel through such a proxy with): a socket as far as a websocket uses one.
+
+    Why a class of its own: websocket-client closes a socket only once it sees it open (its ``_closed``), which the
+    transport does not say; read here from the connection to the proxy, the stream's end closes it at once too.
+    """
+
+    @property
+    def _closed(self) -> bool:
+        closed: bool = getattr(self.socket, "_closed", False)
+        return closed
+
+    def shutdown(self, how: int) -> None:
+        """Shut the connection to the proxy down (the tunnel with it)."""
+        self.socket.shutdown(how)
+
+
+Socket = socket.socket | TLSInTLS
+"""A connection made by :func:`open_socket`: a socket, or the API server's TLS inside an ``https://`` proxy's."""
+
+_TUNNELLING = ("http", "https", "socks4", "socks4a", "socks5", "socks5h")
+"""The schemes of the proxies :func:`open_socket` tunnels through, those the session's requests take (SOCKS with
+PySocks)."""
+
+
 def open_socket(
     host: str,
     port: int,
@@ -163,33 +191,74 @@ def open_socket(
     timeout: float,
     *,
     proxy: str | None = None,
-) -> socket.socket:
+    proxy_context: ssl.SSLContext | None = None,
+) -> Socket:
     """A connection to ``host:port`` (TLS with ``context`` when given), made, then :func:`connected` asked.
 
-    ``proxy``: an ``http://`` proxy's URL (its user and password, if any, sent as basic auth) through which the
-    connection is tunnelled (``CONNECT``), as the session's are.
+    ``proxy``: the URL of the proxy through which the connection is tunnelled, as the session's are: ``http://`` and
+    ``https://`` with ``CONNECT`` (its user and password, if any, sent as basic auth), an ``https://`` one reached over
+    TLS with ``proxy_context`` under the proxy's own name, the API server's TLS then inside it (:class:`TLSInTLS`);
+    ``socks5://`` (``socks5h://``: the proxy resolves ``host``), ``socks4://`` or ``socks4a://`` through PySocks.
 
     Raises:
-        OSError: the connection could not be made (refused, timed out, the proxy refused the tunnel, the TLS
+        OSError: the connection could not be made (refused, timed out, the proxy refused the tunnel, a TLS
             handshake failed).
-        ValueError: a proxy that is not ``http://``.
+        ValueError: a proxy of another scheme or without a host, an ``https://`` one without ``proxy_context``, or a
+            SOCKS one without PySocks installed.
     """
     via = urllib.parse.urlsplit(proxy) if proxy else None
-    if via is not None and (via.scheme != "http" or not via.hostname):
-        raise ValueError(f"only an http:// proxy can tunnel this connection, got {via.scheme}://")
-    where = (via.hostname or "", via.port or 80) if via is not None else (host, port)
-    sock = socket.create_connection(where, timeout=timeout)
+    if via is not None and (via.scheme not in _TUNNELLING or not via.hostname):
+        raise ValueError(f"a proxy must be a {'://, '.join(_TUNNELLING)}:// URL with a host, got {via.scheme}://")
+    if via is not None and via.scheme == "https" and proxy_context is None:
+        raise ValueError("an https:// proxy needs the TLS settings to check it with")
+    if via is not None and via.scheme.startswith("socks"):
+        sock = _socks_connection(host, port, via, timeout)
+    else:
+        where = (via.hostname or "", via.port or _PROXY_PORTS[via.scheme]) if via is not None else (host, port)
+        sock = socket.create_connection(where, timeout=timeout)
+    made: Socket = sock
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if via is not None:
+        if via is not None and via.scheme == "https" and proxy_context is not None:
+            sock = proxy_context.wrap_socket(sock, server_hostname=via.hostname)
+            made = sock
+        if via is not None and via.scheme.startswith("http"):
             _tunnel(sock, host, port, via)
         if context is not None:
-            sock = context.wrap_socket(sock, server_hostname=server_name)
+            if isinstance(sock, ssl.SSLSocket):  # the proxy's TLS: the API server's goes inside it
+                made = TLSInTLS(sock, context, server_hostname=server_name)
+            else:
+                made = sock = context.wrap_socket(sock, server_hostname=server_name)
         connected()
     except BaseException:
-        sock.close()
+        made.close()
         raise
-    return sock
+    return made
+
+
+_PROXY_PORTS = {"http": 80, "https": 443}
+"""The port of a proxy whose URL names none, as urllib3 takes it (the URL's scheme's)."""
+
+
+def _socks_connection(host: str, port: int, via: urllib.parse.SplitResult, timeout: float) -> socket.socket:
+    """A connection to ``host:port`` through the SOCKS proxy ``via`` (PySocks, as the session's requests speak it;
+    ``socks5h`` and ``socks4a`` leave resolving ``host`` to the proxy)."""
+    try:
+        socks: Any = importlib.import_module("socks")
+    except ImportError:
+        raise ValueError(f"a {via.scheme}:// proxy needs PySocks: pip install PySocks") from None
+    kind = socks.SOCKS5 if via.scheme.startswith("socks5") else socks.SOCKS4
+    made: socket.socket = socks.create_connection(
+        (host, port),
+        timeout=timeout,
+        proxy_type=kind,
+        proxy_addr=via.hostname,
+        proxy_port=via.port or 1080,
+        proxy_rdns=via.scheme in ("socks5h", "socks4a"),
+        proxy_username=urllib.parse.unquote(via.username) if via.username is not None else None,
+        proxy_password=urllib.parse.unquote(via.password) if via.password is not None else None,
+    )
+    return made
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +288,13 @@ class TLS:
         elif "insecure-skip-tls-verify" in cluster:
             verify = not cluster["insecure-skip-tls-verify"]
         return cls(verify, cert, cluster.get("tls-server-name"))
+
+    def proxy_context(self) -> ssl.SSLContext:
+        """An ``ssl`` context for the connection to an ``https://`` proxy: its certificate checked as the API
+        server's is (the same CA file, the system's CAs without one, nothing with ``insecure-skip-tls-verify``), for
+        the proxy's own name, as the session's requests (urllib3) and kubectl check it; no client certificate offered
+        (urllib3 offers none to a proxy: it proves who we are to the API server, inside the tunnel)."""
+        return dataclasses.replace(self, cert=None).context()
 
     def context(self) -> ssl.SSLContext:
         """An ``ssl`` context with these settings (for connections ``requests`` does not make: the direct path,
@@ -508,7 +584,7 @@ class _Connection:
 
     __slots__ = ("reader", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: Socket) -> None:
         self.sock = sock
         self.reader = sock.makefile("rb")
 

@@ -9,10 +9,9 @@ impersonate anyone.
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import pathlib
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
 from okt.testing import envtest
-from tests.integration.connect_proxy import ConnectProxy, connect_proxy
+from tests.integration import connect_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -119,34 +118,50 @@ def test_a_user_with_as_groups_gets_what_a_binding_to_one_of_its_groups_grants(
     assert isinstance(outcomes["exec"], errors.NotFound)  # allowed to ask: the Pod is not there
 
 
-@contextlib.contextmanager
-def counting_proxy(control_plane: envtest.ControlPlane) -> Iterator[ConnectProxy]:
-    """A proxy tunnelling every connection to the control plane, whatever host it is asked for."""
-    parts = urllib.parse.urlsplit(control_plane.url)
-    with connect_proxy((parts.hostname or "127.0.0.1", parts.port or 443)) as proxy:
-        yield proxy
-
-
+@pytest.mark.parametrize("scheme", connect_proxy.SCHEMES)
 def test_a_cluster_with_proxy_url_is_reached_through_that_proxy_on_every_way_a_request_leaves(
-    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
 ) -> None:
-    """The server's name is one only the proxy resolves (``.invalid`` never does): a request that went around the
-    proxy would fail. The environment's proxy, which leads nowhere, is not used: proxy-url replaces it."""
+    """The server's name is one only the proxy resolves: a request that went around the proxy would fail. The
+    environment's proxy, which leads nowhere, is not used: proxy-url replaces it. Through an https proxy, the API
+    server's TLS goes inside the proxy's (TLS in TLS), the proxy's certificate checked against the kubeconfig's CAs;
+    through a socks5 one, the proxy resolves the server's name."""
+    if scheme == "socks5" and importlib.util.find_spec("socks") is None:
+        pytest.skip("PySocks is not installed: a socks5 proxy-url is refused at start (tests/unit/kube)")
     port = urllib.parse.urlsplit(control_plane.url).port
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    with counting_proxy(control_plane) as proxy:
-        cluster = {"server": f"https://api.okt.invalid:{port}", "tls-server-name": "kubernetes", "proxy-url": proxy.url}
-        client = kube_client.Client.from_kubeconfig(
-            kubeconfig_with(control_plane, tmp_path / "kubeconfig", None, cluster)
-        )
+    with connect_proxy.proxied_kubeconfig(control_plane, tmp_path, scheme) as (proxy, kubeconfig):
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
         try:
             outcomes = every_way(client, namespace)
         finally:
             client.close()
 
+    assert proxy.url.startswith(f"{scheme}://")
     assert {way: exc for way, exc in outcomes.items() if way != "exec"} == dict.fromkeys(("get", "list", "watch"))
     assert isinstance(outcomes["exec"], errors.NotFound)  # the API server's answer, through the tunnel
     assert set(proxy.targets) == {f"api.okt.invalid:{port}"}
     assert len(proxy.targets) >= 2  # the exec's websocket is a connection of its own
+
+
+def test_an_https_proxy_whose_certificate_the_kubeconfigs_cas_do_not_vouch_for_is_refused_on_every_way(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """Its certificate is checked as the API server's is, as kubectl checks it: no request, watch or exec goes
+    through a proxy that could read them all."""
+    with connect_proxy.proxied_kubeconfig(control_plane, tmp_path, "https", trusted=False) as (proxy, kubeconfig):
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
+        try:
+            outcomes = every_way(client, namespace)
+        finally:
+            client.close()
+
+    assert {way: type(exc).__name__ for way, exc in outcomes.items()} == dict.fromkeys(outcomes, "Unavailable")
+    assert "CERTIFICATE_VERIFY_FAILED" in str(outcomes["exec"])
+    assert proxy.targets == []  # refused before asking for any tunnel

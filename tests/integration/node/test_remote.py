@@ -6,7 +6,9 @@ Every Pod here is started by the test (busybox from the machine's packages); eve
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import pathlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,9 +17,10 @@ import structlog
 
 import okt
 from okt.kube import client as kube_client
-from okt.kube import kinds, objects
+from okt.kube import kinds, objects, podexec
 from okt.reconciler import context
-from okt.testing import images, waiting
+from okt.testing import envtest, images, waiting
+from tests.integration import connect_proxy
 
 pytestmark = pytest.mark.integration
 
@@ -112,6 +115,27 @@ def test_a_failing_command_returns_its_exit_code_not_an_exception(web: context.C
     assert result.exit_code == 3
     assert result.stdout == "half-done\n"
     assert not result.ok
+
+
+@pytest.mark.parametrize("scheme", connect_proxy.SCHEMES)
+def test_exec_through_the_kubeconfigs_proxy_returns_the_commands_whole_output_and_exit_code(
+    web: context.Context, node_plane: envtest.ControlPlane, tmp_path: pathlib.Path, scheme: str
+) -> None:
+    """Each way a ``proxy-url`` tunnels: through an https proxy, the API server's TLS inside the proxy's (TLS in
+    TLS); through a socks5 one, the name resolved by the proxy. Output of many TLS records each way (the stream
+    read through both layers to its end), stderr apart, the exit code; the exec's connection is the proxy's."""
+    if scheme == "socks5" and importlib.util.find_spec("socks") is None:
+        pytest.skip("PySocks is not installed: a socks5 proxy-url is refused at start (tests/unit/kube)")
+    command = ["sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo; echo err >&2; exit 4"]
+    with connect_proxy.proxied_kubeconfig(node_plane, tmp_path, scheme) as (proxy, kubeconfig):
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
+        try:
+            result = podexec.run(client, web.cr.namespace or "", "web", "web", command, timeout=30)
+        finally:
+            client.close()
+
+    assert (result.stdout, result.stderr, result.exit_code) == ("x" * 300000 + "\n", "err\n", 4)
+    assert len(proxy.targets) == 1  # the exec's connection, nothing else sent
 
 
 def open_sockets() -> int:

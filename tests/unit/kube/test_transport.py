@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import pathlib
+import re
 import stat
 import warnings
 from typing import Any
@@ -116,3 +117,23 @@ def test_an_empty_ca_in_the_environment_is_refused_at_start_not_read_as_verify_n
 
     with pytest.raises(errors.ConfigurationError, match="PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty"):
         kube_client.Client(kubeconfig)
+
+
+@pytest.mark.parametrize(
+    ("proxy", "said"),
+    [
+        (
+            "ftp://proxy.example:21",
+            "a proxy must be a http://, https://, socks4://, socks4a://, socks5://, socks5h:// URL",
+        ),
+        ("http://", "with a host, got http://"),
+        ("https://proxy.example:3128", "an https:// proxy needs the TLS settings to check it with"),
+    ],
+)
+def test_a_connection_through_a_proxy_it_cannot_tunnel_through_is_refused_in_one_line_before_connecting(
+    proxy: str, said: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(said)) as refused:
+        transport.open_socket("api.example", 443, None, "api.example", 1.0, proxy=proxy)
+
+    assert "\n" not in str(refused.value)

@@ -15,6 +15,8 @@ import dataclasses
 import math
 import random
 
+from okt import delays
+
 _JITTER = random.Random()
 """okt's own source of jitter: drawing from the module-level generator would move the state of every other
 user of it (a seeded simulation, a property-based test) from a background thread."""
@@ -25,9 +27,10 @@ class Backoff:
     """Exponential backoff with a cap and a proportional jitter.
 
     Attributes:
-        base: the delay after the first failure, in seconds (> 0).
+        base: the delay after the first failure, in seconds (> 0; capped at :data:`okt.delays.MAX_DELAY`).
         factor: the growth per further failure (>= 1).
-        cap: the longest delay, in seconds (>= base).
+        cap: the longest delay, in seconds (>= base; capped at :data:`okt.delays.MAX_DELAY`, 6 hours, as every
+            retry is).
         jitter: the relative spread, in [0, 1): 0.1 means ±10 %.
 
     Raises:
@@ -40,12 +43,17 @@ class Backoff:
     jitter: float = 0.1
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.base) and self.base > 0):
-            raise ValueError(f"base must be > 0, got {self.base!r}")
-        if not (math.isfinite(self.factor) and self.factor >= 1):
-            raise ValueError(f"factor must be >= 1, got {self.factor!r}")
-        if not (math.isfinite(self.cap) and self.cap >= self.base):
-            raise ValueError(f"cap must be >= base, got {self.cap!r}")
+        # Checked as every delay of okt is (okt.delays): an int past a float's range is finite, and a long delay
+        # capped at MAX_DELAY, where math.isfinite raised OverflowError out of the check. A factor is no number of
+        # seconds, but the same finite real number.
+        if not delays.is_seconds(self.base):
+            raise ValueError(f"base must be a finite number of seconds > 0, got {delays.said(self.base)}")
+        if not (delays.is_seconds(self.factor) and self.factor >= 1):
+            raise ValueError(f"factor must be a finite number >= 1, got {delays.said(self.factor)}")
+        if not (delays.is_seconds(self.cap) and self.cap >= self.base):
+            raise ValueError(f"cap must be a finite number of seconds >= base, got {delays.said(self.cap)}")
+        object.__setattr__(self, "base", delays.capped(self.base))
+        object.__setattr__(self, "cap", delays.capped(self.cap))
         if not 0 <= self.jitter < 1:
             raise ValueError(f"jitter must be in [0, 1), got {self.jitter!r}")
 

@@ -59,7 +59,7 @@ from typing import Any
 
 import structlog
 
-from okt import errors
+from okt import delays, errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 
@@ -116,19 +116,30 @@ def _duration(value: object, default: float) -> float:
     return default
 
 
+LONGEST_LEASE = 2**31 - 1
+"""The longest ``lease_duration``, in seconds: the Lease's ``leaseDurationSeconds`` is an int32 (about 68 years), and
+a longer one would be refused by the API server at every write of the lease."""
+
+
 def check_timing(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
     """Refuse durations that break ``lease_duration > renew_deadline > retry_period > 0`` or are no finite numbers of
-    seconds (a bool is none; an infinite ``lease_duration`` cannot be written into the Lease).
+    seconds (:func:`okt.delays.is_seconds`: a bool is none; an infinite ``lease_duration`` cannot be written into the
+    Lease), or a ``lease_duration`` longer than :data:`LONGEST_LEASE` — refused rather than capped: capped, it could
+    end equal to the renew deadline it must exceed. The two others are then shorter than any wait's limit.
 
     Raises:
         ValueError: one line naming the three values.
     """
     values = (lease_duration, renew_deadline, retry_period)
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
-    if not (numbers and lease_duration > renew_deadline > retry_period > 0):
+    if not (all(delays.is_seconds(v) for v in values) and lease_duration > renew_deadline > retry_period):
         raise ValueError(
             "need finite numbers of seconds, lease_duration > renew_deadline > retry_period > 0, got "
-            f"{lease_duration!r}, {renew_deadline!r}, {retry_period!r}"
+            f"{', '.join(delays.said(v) for v in values)}"
+        )
+    if lease_duration > LONGEST_LEASE:
+        raise ValueError(
+            f"lease_duration must be at most {LONGEST_LEASE} seconds (the Lease's leaseDurationSeconds is an int32), "
+            f"got {delays.said(lease_duration)}"
         )
 
 

@@ -62,7 +62,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
-import math
 import re
 import signal
 import socket
@@ -75,7 +74,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import structlog
 
-from okt import errors, hooks
+from okt import delays, errors, hooks
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, selectors
@@ -126,15 +125,6 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)  # a bool is an int to Python: True would be 1
 
 
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)  # True is no number of seconds
-
-
-def _is_seconds(value: object) -> bool:
-    """A finite number: NaN compares false with every bound, and infinity is a wait the platform's clock refuses."""
-    return _is_number(value) and math.isfinite(value)
-
-
 def _check_counts_and_seconds(
     max_concurrent: int,
     stuck_after: float | None,
@@ -144,16 +134,18 @@ def _check_counts_and_seconds(
 ) -> None:
     # Each refused here, in one line, before anything starts: a str failed inside a comparison (a TypeError that
     # named no argument), True was one worker, and the lease's timing and resync were refused only once start()
-    # had run the start-up hooks and bound the probes, a negative or NaN grace period never at all.
+    # had run the start-up hooks and bound the probes, a negative or NaN grace period never at all. Seconds are
+    # checked as every delay of okt is (okt.delays): an int past a float's range is a long wait, not an
+    # OverflowError out of the check.
     if not _is_int(max_concurrent) or max_concurrent < 1:
         raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent!r}")
     # An infinite stuck_after is taken (okt run's --stuck-after inf): a watchdog that never fires, as None.
-    if stuck_after is not None and not (_is_number(stuck_after) and stuck_after > 0):
-        raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {stuck_after!r}")
-    if not (_is_seconds(grace_period) and grace_period >= 0):
-        raise ValueError(f"grace_period must be a finite number of seconds >= 0, got {grace_period!r}")
-    if resync is not None and not (_is_seconds(resync) and resync > 0):
-        raise ValueError(f"resync must be a finite number of seconds > 0, or None, got {resync!r}")
+    if stuck_after is not None and not (delays.is_number(stuck_after) and stuck_after > 0):
+        raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {delays.said(stuck_after)}")
+    if not delays.is_seconds(grace_period, zero=True):
+        raise ValueError(f"grace_period must be a finite number of seconds >= 0, got {delays.said(grace_period)}")
+    if resync is not None and not delays.is_seconds(resync):
+        raise ValueError(f"resync must be a finite number of seconds > 0, or None, got {delays.said(resync)}")
     leader_mod.check_timing(*lease_timing)
 
 
@@ -178,14 +170,15 @@ class Manager:
         identity: the leader-election identity, unique per process (a second process given the same one waits for
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, then for the clean-up
-            hooks (in what is left of it), in seconds.
+            hooks (in what is left of it), in seconds (capped at :data:`okt.delays.LONGEST_WAIT`).
         stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
             than this many seconds; ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
         lease_duration: see :class:`okt.runtime.leader.LeaderElector`.
         renew_deadline: see :class:`okt.runtime.leader.LeaderElector`.
         retry_period: see :class:`okt.runtime.leader.LeaderElector`.
-        resync: re-announce every cached object every ``resync`` seconds (``None``: never).
+        resync: re-announce every cached object every ``resync`` seconds (``None``: never; capped at
+            :data:`okt.delays.LONGEST_WAIT`).
         backoff: the per-key backoff of failed reconciles.
         tune_memory: cap malloc's arenas and trim the heap after bursts of work (glibc only; the manager is then
             the process's owner of memory settings — pass False when embedding it in a process that tunes its own).
@@ -266,13 +259,14 @@ class Manager:
         self.lease_namespace = lease_namespace
         self.lease_name = lease_name or default_lease_name([r.controller_name() for r in self.reconcilers])
         self.identity = identity or default_identity()
-        self.grace_period = grace_period
-        self.stuck_after = stuck_after
+        # Capped as every schedule and time limit is (okt.delays): a thread given a longer wait ends on OverflowError.
+        self.grace_period = delays.capped(grace_period, delays.LONGEST_WAIT)
+        self.stuck_after = stuck_after  # only compared with how long workers stalled: no wait, no cap
         self._bind = probe_server.parse_bind(metrics_bind)
         self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
-        self._resync = resync
+        self._resync = None if resync is None else delays.capped(resync, delays.LONGEST_WAIT)
         self._backoff = backoff
         self._tune_memory = tune_memory
         for each in (on_startup, on_cleanup):

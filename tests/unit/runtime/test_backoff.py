@@ -1,9 +1,11 @@
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from okt import delays
 from okt.runtime.backoff import Backoff
 
 
@@ -79,3 +81,26 @@ def test_its_jitter_leaves_the_module_level_random_generator_as_it_was() -> None
 
     assert random.getstate() == before
     assert len(delays) > 1  # jittered all the same
+
+
+@pytest.mark.parametrize("seconds", [10**400, 1e300], ids=["10**400", "1e300"])
+def test_a_base_and_cap_too_long_for_a_float_or_a_wait_are_the_longest_delay(seconds: float) -> None:
+    """``math.isfinite(10 ** 400)`` raised a bare ``OverflowError`` out of the check: a delay past a float's range is
+    capped at ``MAX_DELAY`` as every retry is (okt.delays)."""
+    backoff = Backoff(base=seconds, cap=seconds, factor=10**400)
+    assert (backoff.base, backoff.cap) == (delays.MAX_DELAY, delays.MAX_DELAY)
+    assert backoff.delay(10**6, rand=0.5) == delays.MAX_DELAY
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"base": -(10**400)}, r"^base must be .*, got a negative int of about 401 digits$"),
+        ({"base": True}, r"^base must be .*, got True$"),
+        ({"base": 10**401, "cap": 10**400}, r"^cap must be .* >= base, got an int of about 401 digits$"),
+        ({"factor": float("nan")}, r"^factor must be a finite number >= 1, got nan$"),
+    ],
+)
+def test_out_of_range_parameters_are_refused_in_one_line(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Backoff(**kwargs)

@@ -16,6 +16,7 @@ import pytest
 import structlog
 
 import okt
+from okt import delays
 from okt.engines import results as results_mod
 from okt.engines import stepper
 from okt.kube import client as kube_client
@@ -107,6 +108,48 @@ def test_sound_counts_and_seconds_are_taken(kwargs: dict[str, Any]) -> None:
     mgr = manager.Manager(client, [Widgets], **kwargs)
     assert mgr.max_concurrent == kwargs.get("max_concurrent", 4)
     assert mgr.stuck_after == kwargs.get("stuck_after", manager.DEFAULT_STUCK_AFTER)
+
+
+@pytest.mark.parametrize("seconds", [10**400, 10**20, 1e20], ids=["10**400", "10**20", "1e20"])
+def test_a_grace_period_or_resync_too_long_for_a_wait_is_the_longest_wait_not_an_overflow_error(
+    seconds: float,
+) -> None:
+    """``math.isfinite(10 ** 400)`` raised a bare ``OverflowError`` out of the check, and a wait of ``1e20`` s ends
+    the thread given it: both are checked and capped as every delay is (okt.delays)."""
+    client: Any = StatsOnly()
+    mgr = manager.Manager(client, [Widgets], grace_period=seconds, resync=seconds)
+    assert mgr.grace_period == delays.LONGEST_WAIT
+    assert mgr._resync == delays.LONGEST_WAIT  # what the cache's informers are given
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"grace_period": -(10**5000)}, r"^grace_period must be .*, got a negative int of about 5001 digits$"),
+        ({"resync": -(10**400)}, r"^resync must be .*, got a negative int of about 401 digits$"),
+        ({"stuck_after": True}, r"^stuck_after must be .*, got True$"),
+        (
+            {"lease_duration": 10**400, "renew_deadline": 10, "retry_period": 2},
+            r"^lease_duration must be at most 2147483647 seconds .*, got an int of about 401 digits$",
+        ),
+        ({"lease_duration": 2**31, "renew_deadline": 10}, r"^lease_duration must be at most 2147483647 seconds"),
+        (
+            {"lease_duration": 15, "renew_deadline": 10**400},
+            r"^need finite numbers of seconds.*, got 15, an int of about 401 digits, 2\.0$",
+        ),
+    ],
+)
+def test_seconds_past_a_floats_range_are_refused_in_one_line_when_out_of_bounds(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    client: Any = object()
+    with pytest.raises(ValueError, match=message):
+        manager.Manager(client, [Widgets], **kwargs)
+
+
+def test_a_stuck_after_past_a_floats_range_is_a_watchdog_that_never_fires() -> None:
+    client: Any = StatsOnly()
+    assert manager.Manager(client, [Widgets], stuck_after=10**400).stuck_after == 10**400
 
 
 def test_a_label_selector_the_api_server_cannot_read_is_refused_before_anything_starts() -> None:

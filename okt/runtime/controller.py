@@ -902,7 +902,6 @@ class Controller:
             outcome = results_mod.Outcome.requeue_after(DAEMON_STOP_POLL)
             apply_outcome(self.queue, key, outcome)
             return outcome
-        started = time.monotonic()
         run = None
         gone = None
         reader: _Writes | None = None
@@ -918,6 +917,9 @@ class Controller:
                 if retry_in is not None:
                     self.queue.add_after(key, retry_in)
                 return results_mod.Outcome.done()
+            # The reconcile's duration begins here: on_deleted calls of the same turn are no part of it (a slow
+            # clean-up was seen as slow reconciles).
+            started = time.monotonic()
             try:
                 gone = self._gone_object(key)
             except errors.ApiError as exc:

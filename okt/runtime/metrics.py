@@ -224,7 +224,8 @@ class Metrics:
         )
         self.reconcile_duration_seconds = prometheus_client.Histogram(
             "okt_reconcile_duration_seconds",
-            "How long one reconcile took.",
+            "How long one reconcile took (not the on_deleted calls a worker makes before it in the same turn, which "
+            "no duration counts).",
             ("controller",),
             buckets=DURATION_BUCKETS,
             registry=self.registry,

@@ -1365,3 +1365,39 @@ def test_a_timer_call_that_fails_is_counted_by_controller_and_timer() -> None:
     }
     assert before == {"backup": 0.0, "check": 0.0}
     assert after == {"backup": 1.0, "check": 0.0}
+
+
+class SlowToForgetWidgets(Widgets):
+    """Widgets whose ``on_deleted`` takes a while (a remote clean-up)."""
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        time.sleep(0.5)
+
+
+def test_the_reconcile_duration_measures_the_reconcile_alone_not_an_on_deleted_called_in_the_same_turn() -> None:
+    """A key whose old object was deleted and whose new one (same name) is due calls ``on_deleted`` then reconciles,
+    in one turn of a worker: ``okt_reconcile_duration_seconds`` counted the hook's time too, a slow clean-up seen as
+    slow reconciles (and ``controller_runtime_reconcile_time_seconds`` with it)."""
+    client = FakeClient(kinds=[WIDGET], objects=[primary(uid="u2")])  # the object recreated under the same name
+    controller = controller_mod.Controller(
+        SlowToForgetWidgets,
+        client,
+        cache_mod.Cache(client),
+        reconcile=lambda *args, **kwargs: fake_run(Outcome.done()),
+        backoff=NO_JITTER,
+    )
+    try:
+        controller.watch()
+        assert controller.cache.wait_for_sync(5)
+        controller.on_primary_event("DELETED", primary(uid="u1"), None)  # the old one's deletion, still to be told
+        began = time.monotonic()
+        controller.process(("ns", "w"))
+        assert time.monotonic() - began >= 0.5  # on_deleted was called in this turn
+    finally:
+        controller.cache.stop()
+
+    metric = controller.metrics.registry.get_sample_value
+    labels = {"controller": "widget"}
+    assert metric("okt_reconcile_duration_seconds_count", labels) == 1  # the reconcile of the new object
+    assert metric("okt_reconcile_duration_seconds_sum", labels) < 0.25
+    assert metric("controller_runtime_reconcile_time_seconds_sum", labels) < 0.25

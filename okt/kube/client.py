@@ -13,7 +13,10 @@ Guarantees:
   the original exception as ``__cause__``;
 * every request is counted in :attr:`Client.stats` by verb and resource (``create configmaps``,
   ``patch memcacheds/status``): benchmarks and tests assert "0 writes" against these counters; every answer is
-  counted by status code and method too (client-go's ``rest_client_requests_total``);
+  counted by status code and method too (client-go's ``rest_client_requests_total``). A request is counted once it
+  can no longer be refused — when it ends (one answered 401 and sent again with another token: when the 401 came,
+  then when it ends) — and never taken back: the counts are Prometheus counters (``okt_api_requests_total``), which a
+  decrease would reset for every reader;
 * the session's connection pool is large enough for the configured number of workers (no connection churn).
 
 Caveats: one ``Client`` is shared by all workers; ``requests.Session``, urllib3's pool and the direct path's pool are
@@ -229,11 +232,6 @@ class RequestStats:
     def record(self, verb: str, resource: str) -> None:
         with self._lock:
             self._counts[(verb, resource)] += 1
-
-    def withdraw(self, verb: str, resource: str) -> None:
-        """Uncount a request :meth:`record` counted that was not sent after all."""
-        with self._lock:
-            self._counts[(verb, resource)] -= 1
 
     def answered(self, code: int, method: str) -> None:
         """Count one answer by HTTP status code and method (client-go's ``rest_client_requests_total``); code 0 (no
@@ -636,27 +634,36 @@ class Client:
             base = timeout if timeout is not None else self._timeout
             timeout = sent.within(base)
             deadline = sent.by(deadline) if deadline is not None else None
-            self.stats.record(verb, resource)
             # Asked again once a connection is made, whichever way the request leaves (making one may take up to the
             # timeout): leadership may have been lost meanwhile, and the next leader be writing.
-            with transport.asked_once_connected(
-                functools.partial(self._check_fence_again, verb, resource) if write else None
-            ):
-                response = self._sent(
-                    method,
-                    path,
-                    verb=verb,
-                    resource=resource,
-                    params=params,
-                    data=data,
-                    content_type=content_type,
-                    timeout=timeout,
-                    again=functools.partial(self._time_left, sent, base, verb, resource),
-                    write=write,
-                    deadline=deadline,
-                    limited=limited,
-                    token=used,
-                )
+            try:
+                with transport.asked_once_connected(
+                    functools.partial(fence.check_fence, verb, resource) if write else None
+                ):
+                    response = self._sent(
+                        method,
+                        path,
+                        verb=verb,
+                        resource=resource,
+                        params=params,
+                        data=data,
+                        content_type=content_type,
+                        timeout=timeout,
+                        again=functools.partial(sent.within, base),
+                        write=write,
+                        deadline=deadline,
+                        limited=limited,
+                        token=used,
+                    )
+            except errors.WriteRefused:
+                # Refused once connected, or before it was sent once more after a 401: this send never left, and is
+                # not counted. Counted before its connection and taken back here, a scrape between the two saw
+                # okt_api_requests_total go down by one, which Prometheus reads as a restart of the process.
+                raise
+            except BaseException:
+                self.stats.record(verb, resource)  # sent, or tried (no connection, no answer in time)
+                raise
+            self.stats.record(verb, resource)
             sent.answered = True
         self.stats.answered(response.status_code, method)
         if check and response.status_code >= 400:
@@ -768,28 +775,13 @@ class Client:
             self.stats.answered(0, method)
             raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
 
-    def _time_left(self, sent: fence.Sending, timeout: float, verb: str, resource: str) -> float:
-        """``sent.within(timeout)`` for a request sent once more: one it refuses is not counted as sent again."""
-        try:
-            return sent.within(timeout)
-        except errors.WriteRefused:
-            self.stats.withdraw(verb, resource)
-            raise
-
-    def _check_fence_again(self, verb: str, resource: str) -> None:
-        """:func:`okt.kube.fence.check_fence` for a request already counted: one it refuses is not counted as sent."""
-        try:
-            fence.check_fence(verb, resource)
-        except errors.WriteRefused:
-            self.stats.withdraw(verb, resource)
-            raise
-
     def _renewed_token(
         self, method: str, verb: str, resource: str, refused: str | None, write: bool, *, limited: bool
     ) -> str | None:
         """After a 401 to a request sent with ``refused``: the other token the token source now gives (the file read
         again, the plugin run again — once for requests refused together), or None. If one came, the refused answer
-        is counted and the request counted again: the caller sends it once more, with that token. A ``limited``
+        and its request are counted (it was sent), and the caller sends it once more with that token (:meth:`request`
+        counts that one when it ends). A ``limited``
         request first waits its turn in the rate limit again: sent once more, it is one more request (requests
         refused together would otherwise all go again at once, past the limit's burst).
 
@@ -800,12 +792,12 @@ class Client:
         if self._token is None or refused is None or not self._token.renew(refused):
             return None
         self.stats.answered(401, method)
+        self.stats.record(verb, resource)
         if limited and self.rate_limit is not None:
             self.rate_limit.acquire()
         token = self._token.token()  # before the fence: a token expiring as it came runs the plugin again
         if write:  # after the rate limit's wait and the token: leadership may have been lost during them
             fence.check_fence(verb, resource)
-        self.stats.record(verb, resource)
         return token
 
     def _send(

@@ -15,6 +15,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds, operand_http, podexec
+from okt.runtime import metrics as metrics_mod
 from okt.testing import envtest
 from tests.integration.relay import Relay
 
@@ -171,6 +172,56 @@ def test_a_write_through_the_session_whose_connection_was_made_after_the_loss_of
         assert isinstance(outcome, errors.NotLeader)
         assert kube.get_or_none(kinds.CONFIG_MAP, "late", namespace) is None
         assert client.stats.writes() == 0
+    finally:
+        relay.close()
+        client.close()
+
+
+def test_a_write_refused_once_connected_is_never_counted_then_taken_back(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """``okt_api_requests_total`` counted a write before its connection was made and took it back when the fence
+    refused it there: a scrape meanwhile read a count one higher than the next one, a decrease Prometheus reads as a
+    restart of the process (``rate()`` then counts the whole count again)."""
+    relay, client = _relayed_client(control_plane, tmp_path)
+    metrics = metrics_mod.Metrics()
+    metrics.watch_client(client)
+    lost = threading.Event()
+    scraped: list[float | None] = []
+
+    def scrape() -> float:
+        value = metrics.registry.get_sample_value(
+            "okt_api_requests_total", {"verb": "create", "resource": "configmaps"}
+        )
+        return value or 0.0
+
+    def fence(verb: str, resource: str) -> str | None:
+        return "leadership lost" if lost.is_set() else None
+
+    outcome: list[BaseException | None] = []
+
+    def write() -> None:
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late", "namespace": namespace}}
+        try:
+            with fence_mod.fenced(fence):
+                client.create(body, kinds.CONFIG_MAP)
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        writer.start()
+        assert relay.connected.wait(10), "the write connects"
+        scraped.append(scrape())  # a scrape while the connection is being made
+        lost.set()
+        relay.proceed.set()
+        writer.join(30)
+        scraped.append(scrape())
+        assert len(outcome) == 1
+        assert isinstance(outcome[0], errors.NotLeader)
+        assert scraped == [0.0, 0.0]  # nothing left the process: never counted, so never taken back
     finally:
         relay.close()
         client.close()

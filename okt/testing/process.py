@@ -26,7 +26,13 @@ Guarantees:
 * :meth:`OperatorProcess.wait_ready` raises :class:`okt.testing.WaitTimeout` at once when the process exits instead
   of becoming ready, with the end of its log; a failure of a ``with`` block after the process exited by itself (not
   stopped or killed by the test) gets a note with its exit status and the end of its log;
-* the log (stdout and stderr together) goes to ``log_path`` and stays there after the process ends.
+* the log (stdout and stderr together) goes to ``log_path`` and stays there after the process ends;
+* :meth:`OperatorProcess.okt_run`'s probe port is free when picked, and taken again when another process took it
+  before ``okt run`` could bind it (its log says so: it needs ``log_path``): waiting for readiness starts it again on
+  a fresh port, up to :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all;
+* ``okt run`` is given its kubeconfig twice, ``--kubeconfig`` and ``$KUBECONFIG``: operator code that builds a client
+  of its own from the environment (``okt.Client.from_kubeconfig()``, ``pykube.KubeConfig.from_env()``) talks to the
+  cluster the operator runs against, not to the one the test runner's ``$KUBECONFIG`` names.
 
 Caveats: the kernel tie follows the *thread* that started the process — start it from a thread that outlives it (the
 main thread, as pytest fixtures do) or pass ``tie_to_parent=False``. CPU and memory figures read ``/proc`` (Linux).
@@ -35,6 +41,7 @@ main thread, as pytest fixtures do) or pass ``tie_to_parent=False``. CPU and mem
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -47,7 +54,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
@@ -111,6 +118,11 @@ class OperatorProcess:
         self._samples: list[tuple[float, float]] = []
         self._samples_lock = threading.Lock()
         self._sampler: threading.Thread | None = None
+        self._pick_port: Callable[[], int] | None = None
+        """Where :meth:`okt_run`'s probe port came from, asked again for a start on a fresh one."""
+        self._starts = 0
+        self._log_offset = 0
+        """The size of the log when the process was last started: what it logged since is read from there."""
 
     @classmethod
     def okt_run(
@@ -128,10 +140,15 @@ class OperatorProcess:
         log_path: pathlib.Path | None = None,
         sample_cpu: bool = False,
         tie_to_parent: bool = True,
+        pick_port: Callable[[], int] = envtest.free_port,
     ) -> OperatorProcess:
-        """``okt run OPERATOR --kubeconfig K [--namespace N]... ARGS``, its probes (and webhooks) on free ports.
+        """``okt run OPERATOR --kubeconfig K [--namespace N]... ARGS``, its probes (and webhooks) on free ports, with
+        ``$KUBECONFIG`` set to ``K`` too (unless ``env`` sets it).
 
-        Not started yet: use it as a context manager (started and ready) or call :meth:`start`.
+        Not started yet: use it as a context manager (started and ready) or call :meth:`start`. A port free when
+        picked may be taken by another process (a connection given it by the kernel) before ``okt run`` binds it:
+        when ``okt run`` exits saying so in its log (``log_path`` given), :meth:`wait_ready` starts it again on a
+        port picked afresh, up to :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all.
 
         Args:
             operator: the operator file (or module) ``okt run`` loads.
@@ -140,25 +157,30 @@ class OperatorProcess:
             args: more ``okt run`` options (``--leader-elect``, ``--max-concurrent 8``...).
             log_format: ``json`` (what :meth:`records` reads) or ``console``.
             command: the ``okt`` command (default: :func:`okt_command`).
+            pick_port: gives the probe port of each start (default: a port free on loopback now).
 
         ``name``, ``env``, ``cwd``, ``log_path``, ``sample_cpu`` and ``tie_to_parent`` are as for the class.
         """
-        probe_url = f"http://127.0.0.1:{envtest.free_port()}"
+        probe_url = f"http://127.0.0.1:{pick_port()}"
         argv = [command or okt_command(), "run", os.fspath(operator), "--kubeconfig", os.fspath(kubeconfig)]
         for namespace in namespaces:
             argv += ["--namespace", namespace]
         argv += ["--metrics-bind-address", probe_url.removeprefix("http://"), "--webhook-port", "0"]  # free ports
         argv += ["--log-format", log_format, *args]
-        return cls(
+        operator_process = cls(
             argv,
             name=name,
-            env=env,
+            # The operator's code may build a client of its own from the environment: it must find the cluster
+            # okt run is given, not the one of the test runner's $KUBECONFIG (a developer's real cluster, maybe).
+            env={"KUBECONFIG": os.fspath(kubeconfig), **(env or {})},
             cwd=cwd,
             log_path=log_path,
             probe_url=probe_url,
             sample_cpu=sample_cpu,
             tie_to_parent=tie_to_parent,
         )
+        operator_process._pick_port = pick_port
+        return operator_process
 
     # -- life --------------------------------------------------------------------------------------------------------
 
@@ -173,10 +195,23 @@ class OperatorProcess:
         """
         if self._proc is not None:
             raise RuntimeError(f"{self.name} was already started")
+        self._spawn()
+        if ready_within is not None:
+            try:
+                self.wait_ready(ready_within)
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def _spawn(self) -> None:
+        """Start the process (and its CPU sampler)."""
         log: IO[bytes] | None = None
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             log = self.log_path.open("ab")
+            self._log_offset = log.tell()
+        self._starts += 1
         try:
             self.started_at = time.time()
             self._proc = subprocess.Popen(
@@ -195,13 +230,36 @@ class OperatorProcess:
         if self._sample_cpu:
             self._sampler = threading.Thread(target=self._sample, name=f"cpu-{self.name}", daemon=True)
             self._sampler.start()
-        if ready_within is not None:
-            try:
-                self.wait_ready(ready_within)
-            except BaseException:
-                self.stop()
-                raise
-        return self
+
+    def _started_again_on_a_fresh_port(self) -> bool:
+        """Start the process again on a probe port picked afresh when it exited because the one picked was taken
+        (:meth:`okt_run`'s, said in its log since it was started); False when it exited for anything else, or once
+        :data:`okt.testing.envtest.PORT_ATTEMPTS` starts were tried."""
+        if self._pick_port is None or self.probe_url is None or self._starts >= envtest.PORT_ATTEMPTS:
+            return False
+        bind = self.probe_url.removeprefix("http://")
+        refusal = f"cannot serve metrics and probes on {bind}: {os.strerror(errno.EADDRINUSE)}"
+        if refusal not in self._logged_since_start():
+            return False
+        self._signal(signal.SIGKILL)  # what it started, if anything, goes with it
+        if self._sampler is not None:
+            self._sampler.join(timeout=2)  # it ends with the process; one sampler at a time
+        bind = f"127.0.0.1:{self._pick_port()}"
+        self.argv[self.argv.index("--metrics-bind-address") + 1] = bind
+        self.probe_url = f"http://{bind}"
+        self._spawn()
+        return True
+
+    def _logged_since_start(self) -> str:
+        """What it logged since it was last started ("" when it has no log)."""
+        if self.log_path is None:
+            return ""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self._log_offset)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def ready(self) -> bool:
         """Whether its ``/readyz`` answers 200 (okt: caches synced; with leader election, leading or a healthy
@@ -210,7 +268,8 @@ class OperatorProcess:
         return self.alive and self.probe_url is not None and answers_ready(self.probe_url)
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> float:
-        """Wait until :meth:`ready`; returns the seconds since the start.
+        """Wait until :meth:`ready`; returns the seconds since the (last) start. :meth:`okt_run`'s process refused
+        its probe port, taken by another process since it was picked, is started again on a fresh one meanwhile.
 
         Raises:
             okt.testing.WaitTimeout: not ready within ``timeout`` seconds, or it exited first (the message ends with
@@ -221,6 +280,8 @@ class OperatorProcess:
             raise RuntimeError(f"{self.name} has no probe to wait for" if self._proc else f"{self.name} is not started")
         deadline = time.monotonic() + timeout
         while not self.ready():
+            if not self.alive and self._started_again_on_a_fresh_port():
+                continue
             if not self.alive:
                 raise waiting.WaitTimeout(f"{self.name} exited with status {self.returncode}{self._log_end()}")
             if time.monotonic() >= deadline:

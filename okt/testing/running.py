@@ -33,7 +33,10 @@ lease, a reconcile, daemon or hook still running after the grace period, a clean
 
 Caveats: no probe or metrics server by default (``metrics_bind="0"``), and the test process's SIGTERM and SIGINT are
 left alone — use :class:`okt.testing.OperatorProcess` to test those. The manager's defaults apply otherwise,
-including its memory tuning (``tune_memory=False`` to leave the test process's malloc settings alone).
+including its memory tuning (``tune_memory=False`` to leave the test process's malloc settings alone). Operator code
+that builds a client of its own from the environment (``okt.Client.from_kubeconfig()``) reads the test process's
+``$KUBECONFIG``, not the client given here: set it for the test (``monkeypatch.setenv``), or run the operator with
+:class:`okt.testing.OperatorProcess`, whose ``okt run`` finds its ``--kubeconfig`` in ``$KUBECONFIG`` too.
 """
 
 from __future__ import annotations

@@ -196,6 +196,22 @@ def test_okt_run_builds_the_command_users_type_with_probes_on_a_free_port(tmp_pa
         "--namespace", "a", "--namespace", "b",
         "--metrics-bind-address", bind, "--webhook-port", "0", "--log-format", "json", "--leader-elect",
     ]  # fmt: skip
+    assert operator.env["KUBECONFIG"] == str(tmp_path / "kubeconfig")  # for a client the operator builds itself
+
+
+def test_okt_run_leaves_a_kubeconfig_the_test_sets_in_its_env_alone(tmp_path: pathlib.Path) -> None:
+    operator = process.OperatorProcess.okt_run(
+        "main.py", kubeconfig=tmp_path / "a", env={"KUBECONFIG": str(tmp_path / "b")}, command="okt"
+    )
+    assert operator.env["KUBECONFIG"] == str(tmp_path / "b")
+
+
+def test_okt_run_puts_its_probes_on_the_port_it_is_given(tmp_path: pathlib.Path) -> None:
+    operator = process.OperatorProcess.okt_run(
+        "main.py", kubeconfig=tmp_path / "a", command="okt", pick_port=lambda: 4321
+    )
+    assert operator.probe_url == "http://127.0.0.1:4321"
+    assert "127.0.0.1:4321" in operator.argv
 
 
 LEAVES_A_CHILD = textwrap.dedent(

@@ -381,6 +381,41 @@ _DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 1
 _NANO = 10**9
 
 
+def quantity_amount(value: object) -> fractions.Fraction | None:
+    """The amount a quantity written as ``value`` stands for (``"1Gi"`` and ``"1073741824"`` one and the same), or
+    None when ``value`` is no quantity: what the API server compares when it validates a change of one."""
+    return _parsed(value)[0]
+
+
+def _parsed(value: object) -> tuple[fractions.Fraction | None, str | None, str | None]:
+    """The amount of a quantity and the suffix family it was written in (its binary suffix, its exponent), or None
+    for an amount where ``value`` is no quantity."""
+    if isinstance(value, bool):
+        return None, None, None
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            return None, None, None
+        text = repr(value)  # what json.dumps sends
+    elif isinstance(value, str):
+        text = value
+    else:
+        return None, None, None
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        return None, None, None
+    number, binary, exponent, decimal = match.groups()
+    amount = fractions.Fraction(decimal_mod.Decimal(number))
+    if binary is not None:
+        amount *= 1024 ** _BINARY_SUFFIXES.index(binary)
+    elif exponent is not None:
+        amount *= fractions.Fraction(10) ** int(exponent)
+    else:
+        amount *= fractions.Fraction(10) ** next(k for k, v in _DECIMAL_SUFFIXES.items() if v == decimal)
+    return amount, binary, exponent
+
+
 def canonical_quantity(value: object) -> str | None:
     """The text the API server stores for ``value`` written in a resource quantity field (``resources.limits.cpu``,
     a ResourceQuota's ``hard``), or None when ``value`` is no quantity.
@@ -393,29 +428,9 @@ def canonical_quantity(value: object) -> str | None:
     beyond the suffixes' range gives None too: such a value is compared as written. (The server keeps a spelling
     that is short already as written — ``1E3``, ``+1`` — which the comparison matches as it is.)
     """
-    if isinstance(value, bool):
+    amount, binary, exponent = _parsed(value)
+    if amount is None:
         return None
-    if isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        text = repr(value)  # what json.dumps sends
-    elif isinstance(value, str):
-        text = value
-    else:
-        return None
-    match = _QUANTITY.fullmatch(text)
-    if match is None:
-        return None
-    number, binary, exponent, decimal = match.groups()
-    amount = fractions.Fraction(decimal_mod.Decimal(number))
-    if binary is not None:
-        amount *= 1024 ** _BINARY_SUFFIXES.index(binary)
-    elif exponent is not None:
-        amount *= fractions.Fraction(10) ** int(exponent)
-    else:
-        amount *= fractions.Fraction(10) ** next(k for k, v in _DECIMAL_SUFFIXES.items() if v == decimal)
     if amount == 0:
         return "0"
     if (amount * _NANO).denominator != 1:

@@ -58,6 +58,14 @@ What it does as the API server does:
   API server's message (``Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1:
   .spec.replicas``); applying the value the field holds shares it; ``force=True`` takes the field from its other
   owners;
+* every write of an object fills in the server's defaults of one table, :data:`okt.testing.defaults.DEFAULTS` (a
+  Deployment's ``strategy``, a pod template's ``restartPolicy``, a container's ``imagePullPolicy`` and
+  ``terminationMessagePath``, a Service's ``sessionAffinity``...), and stores the quantities of Kubernetes' own kinds in
+  their canonical form (``1024Mi`` as ``1Gi``, ``1000m`` as ``1``): a write that spells out a default, or another
+  spelling of a quantity, is no change (same ``resourceVersion``, no new ``generation``), as on the server;
+* a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
+  for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
+  leaves them out;
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
@@ -118,12 +126,14 @@ Limits, on purpose:
 * namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
   ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
 * strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);
-* no schema, no defaulting, no validation (but of metadata, above, and of the fields of Kubernetes' own kinds that
-  never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a StatefulSet's
-  ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an ``immutable``
-  ConfigMap is the server's 422; those fields are compared with the defaults the server gives them, so a write that
-  spells one out is accepted — and stored as a change, a new ``resourceVersion`` and ``generation``, where the server
-  finds none); a Service is given a cluster IP (:mod:`okt.testing.services`), no node port; no admission; no watch
+* no schema, no defaulting but that table's (a Job's, a DaemonSet's, a CronJob's or a Pod's defaults are not filled
+  in), no validation (but of metadata, above, and of the fields of Kubernetes' own kinds that never change in place,
+  :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a StatefulSet's ``volumeClaimTemplates``, a
+  Service's cluster IP, a PersistentVolumeClaim's spec or the data of an ``immutable`` ConfigMap is the server's 422;
+  those fields are compared with the defaults the server gives them, so a write that spells out one the table does not
+  fill in, a Job's ``completions: 1``, is accepted — and stored as a change, a new ``resourceVersion`` and
+  ``generation``, where the server finds none); a node port named that another Service holds is not refused; no
+  admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -149,7 +159,7 @@ from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.resources import list_keys
-from okt.testing import immutable, metadata, patching, services
+from okt.testing import defaults, immutable, metadata, patching, services
 
 _Key = tuple[str, str, str, str]
 _Path = patching.Path
@@ -174,6 +184,7 @@ _WITHOUT_GENERATION = frozenset(
         ("v1", "Service"),
         ("v1", "ServiceAccount"),
         ("v1", "PersistentVolumeClaim"),
+        ("v1", "PodTemplate"),
         ("v1", "Endpoints"),
         ("v1", "Event"),
         ("v1", "Namespace"),
@@ -223,6 +234,7 @@ class FakeClient(kube_client.Client):
         self._objects: dict[_Key, dict[str, Any]] = {}
         self._owners: dict[_Key, dict[_Path, set[_Writer]]] = {}
         self._version = itertools.count(1000)
+        self._handed_out: set[int] = set()  # every node port allocated so far: see _node_ports
         self._failures: list[list[Any]] = []
         self._keyed: dict[tuple[str, str], list_keys.Schema] = {}
         for kind in kinds:
@@ -413,9 +425,13 @@ class FakeClient(kube_client.Client):
             body.setdefault("apiVersion", kind.api_version)
             body.setdefault("kind", kind.kind)
             _leave_out_empty(meta)
-            written = copy.deepcopy(body)  # what its writer owns: not the cluster IP the server allocates
+            # What its writer owns: the defaults the server filled in (it decoded them into the body), not the
+            # cluster IP and the node ports it allocates.
+            body = defaults.fill(body)
+            written = copy.deepcopy(body)
             if services.is_service(body):
                 services.allocate(body, self._cluster_ips())
+                services.allocate_node_ports(body, self._node_ports())
             created = self.put(body)
             self._own(key, {}, written, _updater(None))
             return created
@@ -497,9 +513,10 @@ class FakeClient(kube_client.Client):
                     created["metadata"].pop("namespace", None)
                 metadata.check(kind, created["metadata"])
                 _leave_out_empty(created["metadata"])
-                created = {"apiVersion": kind.api_version, "kind": kind.kind, **created}
+                created = defaults.fill({"apiVersion": kind.api_version, "kind": kind.kind, **created})
                 if services.is_service(created):
                     services.allocate(created, self._cluster_ips())
+                    services.allocate_node_ports(created, self._node_ports())
                 created = self.put(created)
                 self._own(key, {}, created, writer, applied)
                 return created
@@ -658,12 +675,15 @@ class FakeClient(kube_client.Client):
                 else:
                     meta.pop(field, None)
             _leave_out_empty(meta)
+            new = defaults.fill(new)
+            meta = new["metadata"]
             if _desired_of(new) != _desired_of(live) and "generation" in live["metadata"]:
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
             metadata.check(self.kind_of(live), meta, name=False)
             if services.is_service(live):
                 services.settle(live, new, self._cluster_ips())
+                services.allocate_node_ports(new, self._node_ports())
             immutable.check(self.kind_of(live), live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
@@ -719,6 +739,14 @@ class FakeClient(kube_client.Client):
     def _cluster_ips(self) -> set[str]:
         """The cluster IPs the stored Services hold: none is allocated twice."""
         return {ip for obj in self._objects.values() for ip in services.cluster_ips(obj)}
+
+    def _node_ports(self) -> set[int]:
+        """The node ports not to allocate: those the stored Services hold (none is allocated twice) and, until the
+        range runs out, every one allocated before — the server picks a free one at random, so a port just released
+        is not handed out again at once, to another Service or to the one that left it out."""
+        held = {port for obj in self._objects.values() for port in services.node_ports(obj)}
+        self._handed_out |= held
+        return held | self._handed_out if len(self._handed_out) < len(services.NODE_PORTS) else held
 
     def _schema(self, api_version: str, kind: str) -> list_keys.Schema:
         """The lists an apply merges by key in an object of ``kind``: :func:`okt.testing.patching.schema_of`'s, and

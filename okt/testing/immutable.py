@@ -27,6 +27,7 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
+from okt.resources import checksum, quantities
 
 _IMMUTABLE = "field is immutable"
 _WHEN_SET = "Forbidden: field is immutable when `immutable` is set"
@@ -172,6 +173,19 @@ def _go_strings(values: list[Any]) -> str:
     return "[]string{" + ", ".join(json.dumps(str(value)) for value in values) + "}"
 
 
+def _amounts(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with each of its quantities as the amount it stands for: the server compares quantities by value, so
+    ``1073741824`` written where ``1Gi`` is stored changes no claim (it is stored as written, a change of its text)."""
+    found = copy.deepcopy(dict(spec))
+    quantities.convert_quantities(found, _amount)
+    return found
+
+
+def _amount(value: Any) -> Any:
+    amount = checksum.quantity_amount(value)
+    return value if amount is None else amount
+
+
 def _claim(was: Mapping[str, Any], now: Mapping[str, Any], *, bound: bool) -> list[errors.StatusCause]:
     """A PersistentVolumeClaim's spec never changes once created, but for its ``volumeName`` while it names none (the
     binding of the claim) and, once bound, the storage it requests (an expansion). The server adds a diff of the two
@@ -188,11 +202,12 @@ def _claim(was: Mapping[str, Any], now: Mapping[str, Any], *, bound: bool) -> li
         if isinstance(requests, dict) and storage is not None:
             requests["storage"] = storage
     causes: list[errors.StatusCause] = []
-    if old != new:
+    old_amounts, new_amounts = _amounts(old), _amounts(new)
+    if old_amounts != new_amounts:
         lines = [
             f"{sign}\t{field}: {json.dumps(side.get(field), sort_keys=True)}"
             for field in sorted(set(old) | set(new))
-            if old.get(field) != new.get(field)
+            if old_amounts.get(field) != new_amounts.get(field)
             for sign, side in (("-", new), ("+", old))
         ]
         causes.append(errors.StatusCause("FieldValueForbidden", "\n".join([_CLAIM_SPEC, *lines]), "spec"))

@@ -1,4 +1,4 @@
-"""A Service's cluster IP as the API server allocates it and keeps it.
+"""A Service's cluster IP and node ports as the API server allocates them and keeps them.
 
 Why this exists: the API server gives every Service but an ExternalName one a cluster IP when it is created, and
 never changes it after — a template that sets another one later, or an update that leaves it out, is a 422 (see
@@ -6,10 +6,14 @@ never changes it after — a template that sets another one later, or an update 
 none could refuse neither, so :class:`okt.testing.FakeClient` allocates one as the server does, from the service range
 of okt.testing's control plane, the lowest address no other Service holds (the server picks one at random). These are
 Kubernetes 1.20's rules (single-stack: ``clusterIPs`` holds one address, ``clusterIP``'s), pure functions over plain
-dicts; node ports are not allocated.
+dicts. A Service reached through its nodes' ports (``NodePort``, ``LoadBalancer``) is given a node port for each of its
+ports that names none, and a ``LoadBalancer`` one whose ``externalTrafficPolicy`` is ``Local`` a
+``healthCheckNodePort``: the lowest free ones of :data:`NODE_PORTS` (the server picks them at random too). They stay
+while a write keeps them (an apply that leaves them out keeps them: no one applied them); an update that leaves one
+out gets another, as on Kubernetes 1.20.
 
-Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP`` and
-``clusterIPs``.
+Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP``,
+``clusterIPs``, its ports' ``nodePort`` and its ``healthCheckNodePort``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from okt import errors
 
 SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
 """The range cluster IPs are allocated from: okt.testing's control plane's ``--service-cluster-ip-range``."""
+NODE_PORTS = range(30000, 32768)
+"""The range node ports are allocated from: the API server's default ``--service-node-port-range``."""
 _FIRST = 2
 """The first address handed out: the range's first host is the ``kubernetes`` Service's."""
 
@@ -35,6 +41,34 @@ def cluster_ips(obj: Mapping[str, Any]) -> list[str]:
     if not is_service(obj):
         return []
     return [str(ip) for ip in (obj.get("spec") or {}).get("clusterIPs") or () if ip != "None"]
+
+
+def node_ports(obj: Mapping[str, Any]) -> list[int]:
+    """The node ports ``obj`` holds, its health check node port included (none but a Service's)."""
+    if not is_service(obj):
+        return []
+    spec = obj.get("spec") or {}
+    found = [port.get("nodePort") for port in spec.get("ports") or () if isinstance(port, Mapping)]
+    found.append(spec.get("healthCheckNodePort"))
+    return [port for port in found if isinstance(port, int) and port]
+
+
+def allocate_node_ports(service: dict[str, Any], in_use: Collection[int]) -> None:
+    """Give each port of a ``NodePort`` or ``LoadBalancer`` Service that names no ``nodePort`` the lowest one of
+    :data:`NODE_PORTS` no Service holds (``in_use``, this one's ports included: an update that leaves a port's out is
+    given another), and a ``LoadBalancer`` whose ``externalTrafficPolicy`` is ``Local`` its ``healthCheckNodePort``
+    (which its nodes' load balancer probes). Any other Service is left as it is."""
+    spec = service.get("spec")
+    if not isinstance(spec, dict) or spec.get("type") not in ("NodePort", "LoadBalancer"):
+        return
+    taken = {*in_use, *node_ports(service)}
+    free = (port for port in NODE_PORTS if port not in taken)
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict) and not port.get("nodePort"):
+            port["nodePort"] = next(free)
+    local = spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+    if local and not spec.get("healthCheckNodePort"):
+        spec["healthCheckNodePort"] = next(free)
 
 
 def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:

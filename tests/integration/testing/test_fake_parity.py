@@ -7,9 +7,9 @@ must be the same once what legitimately differs is put aside: uids, timestamps, 
 resourceVersion's value (but whether it changed is kept: each value is written as the order of its first appearance in
 the run) and ``managedFields`` (the fake keeps none, as its documentation says). Generations are compared as they are.
 
-A difference the fake's documentation lists as a limit (strategic merge patches, the defaults the server fills in, the
-status subresource of a kind that has none...) is left out of these sequences; any other difference is a bug of the
-fake.
+A difference the fake's documentation lists as a limit (strategic merge patches, the defaults the server fills in
+beyond okt.testing.defaults' table, the status subresource of a kind that has none...) is left out of these sequences;
+any other difference is a bug of the fake.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ STATEFUL_SET = kinds.BUILTIN[("apps/v1", "StatefulSet")]
 JOB = kinds.BUILTIN[("batch/v1", "Job")]
 SERVICE = kinds.BUILTIN[("v1", "Service")]
 CLAIM = kinds.BUILTIN[("v1", "PersistentVolumeClaim")]
+POD_TEMPLATE = kinds.Kind("v1", "PodTemplate", "podtemplates")
 _TIMES = ("creationTimestamp", "deletionTimestamp")
 
 
@@ -650,6 +651,231 @@ def claim_spec(run: Run) -> None:
     )
 
 
+def _at_stake(answer: dict[str, Any], spec: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """An answer reduced to its metadata (whether the write changed the object: its resourceVersion, its generation)
+    and the fields the write is about."""
+    return {"metadata": answer["metadata"], "at stake": spec(answer["spec"])}
+
+
+def _pod_defaults(pod: dict[str, Any]) -> dict[str, Any]:
+    shown = ("image", "imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy", "resources")
+    return {
+        "pod": {
+            k: pod.get(k) for k in ("restartPolicy", "dnsPolicy", "schedulerName", "terminationGracePeriodSeconds")
+        },
+        "containers": [{k: c.get(k) for k in shown} for c in pod["containers"]],
+    }
+
+
+def spelt_out_defaults(run: Run) -> None:
+    """A write that spells out a value the server gives the field anyway is no change: the same resourceVersion, no
+    new generation; leaving it out again is none either. (A Deployment's controller writes its status and an
+    annotation meanwhile, on the server alone: its answers are reduced to its generation and spec.)"""
+    c = run.client
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": run.ns}}
+
+    def pod_template(container: dict[str, Any], **pod: Any) -> dict[str, Any]:
+        return {**template, "template": {"spec": {"containers": [{"name": "c", **container}], **pod}}}
+
+    def shown(answer: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": answer["metadata"], "at stake": _pod_defaults(answer["template"]["spec"])}
+
+    def apply(label: str, body: dict[str, Any]) -> None:
+        run.step(label, lambda: shown(c.apply(body, field_manager="a")))
+
+    apply("pod template", pod_template({"image": "busybox:1.32"}))
+    spelt = {
+        "image": "busybox:1.32",
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
+    apply("again", pod_template({"image": "busybox:1.32"}))
+    apply("container defaults", pod_template(spelt))
+    apply("container defaults again", pod_template(spelt))
+    pod = {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"}
+    apply("pod defaults", pod_template(spelt, terminationGracePeriodSeconds=30, **pod))
+    apply("left out again", pod_template({"image": "busybox:1.32"}))
+    apply("left out once more", pod_template({"image": "busybox:1.32"}))
+    apply("latest", pod_template({"image": "busybox"}))
+    apply("latest spelt", pod_template({"image": "busybox", "imagePullPolicy": "Always"}))
+    apply("digest", pod_template({"image": "registry:5000/busybox@sha256:" + "0" * 64}))
+    apply("another policy", pod_template({"image": "busybox", "imagePullPolicy": "Never"}))
+
+    def deployment(**spec: Any) -> dict[str, Any]:
+        return _workload(run, "Deployment", "d", "a", **spec)
+
+    def desired(answer: dict[str, Any]) -> dict[str, Any]:
+        spec = answer["spec"]
+        return {"generation": answer["metadata"]["generation"], "strategy": spec.get("strategy")} | {
+            k: spec.get(k) for k in ("replicas", "revisionHistoryLimit", "progressDeadlineSeconds")
+        }
+
+    rolling = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    for label, spec in [
+        ("deployment", {}),
+        ("strategy type", {"strategy": {"type": "RollingUpdate"}}),
+        ("rolling update", {"strategy": rolling, "replicas": 1, "revisionHistoryLimit": 10}),
+        ("left out", {}),
+        ("left out again", {}),
+    ]:
+        run.step(f"{label}", lambda spec=spec: desired(c.apply(deployment(**spec), field_manager="a")))
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": run.ns}}
+
+    def service_fields(answer: dict[str, Any]) -> dict[str, Any]:
+        spec = answer["spec"]
+        return {"metadata": answer["metadata"]} | {k: spec.get(k) for k in ("type", "sessionAffinity", "ports")}
+
+    port = {"port": 80, "protocol": "TCP"}
+    for label, spec in [
+        ("service", {}),
+        ("session affinity", {"sessionAffinity": "None"}),
+        ("session affinity again", {"sessionAffinity": "None"}),
+        ("type", {"type": "ClusterIP", "sessionAffinity": "None"}),
+        ("target port", {"ports": [{**port, "targetPort": 80}]}),
+        ("target port again", {"ports": [{**port, "targetPort": 80}]}),
+        ("another affinity", {"sessionAffinity": "ClientIP"}),
+    ]:
+        body = {**service, "spec": {"ports": [port], **spec}}
+        run.step(label, lambda body=body: service_fields(c.apply(body, field_manager="a")))
+    patch = {"spec": {"sessionAffinity": "None"}}
+    run.step("patched back", lambda: service_fields(c.patch(SERVICE, "s", patch, run.ns)))
+    run.step("patched as it is", lambda: service_fields(c.patch(SERVICE, "s", patch, run.ns)))
+
+
+def defaults_filled(run: Run) -> None:
+    """The spec of each kind the fake defaults, as created from a minimal body: the server's defaults, all of them
+    (a Service's cluster IP said by its shape)."""
+    c = run.client
+    for kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        extra = {"serviceName": "s"} if kind == "StatefulSet" else {}
+        run.step(kind, lambda kind=kind, extra=extra: c.create(_workload(run, kind, "w", "a", **extra))["spec"])
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": run.ns}}
+    containers = [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}]}]
+    run.step(
+        "PodTemplate", lambda: c.create({**template, "template": {"spec": {"containers": containers}}})["template"]
+    )
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": run.ns}}
+
+    def spec_of(answer: dict[str, Any]) -> dict[str, Any]:
+        spec = answer["spec"]
+        return {**spec, "clusterIP": "<ip>", "clusterIPs": ["<ip>"]}
+
+    run.step("Service", lambda: spec_of(c.create({**service, "spec": {"ports": [{"port": 80}]}})))
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "p", "namespace": run.ns}}
+    requests = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    run.step("PersistentVolumeClaim", lambda: c.create({**claim, "spec": requests})["spec"])
+
+
+def quantities(run: Run) -> None:
+    """Quantities are stored in their canonical form, and compared so: another spelling of the same quantity is no
+    change."""
+    c = run.client
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "p", "namespace": run.ns}}
+
+    def storage(spec: dict[str, Any]) -> Any:
+        return spec["resources"]
+
+    def claim_spec(size: str) -> dict[str, Any]:
+        return {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}
+
+    def without_finalizers(answer: dict[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in answer["metadata"].items() if k != "finalizers"}
+        return _at_stake({**answer, "metadata": meta}, storage)
+
+    run.step("claim", lambda: without_finalizers(c.apply({**claim, "spec": claim_spec("1024Mi")}, field_manager="a")))
+    # (On Kubernetes 1.20 the first write after a claim's create is a new resourceVersion whatever it writes, which
+    # the fake does not copy: a write that changes the claim comes first.)
+    labelled = {"metadata": {"labels": {"a": "b"}}}
+    run.step("labelled", lambda: without_finalizers(c.patch(CLAIM, "p", labelled, run.ns)))
+    run.step("claim 1Gi", lambda: without_finalizers(c.apply({**claim, "spec": claim_spec("1Gi")}, field_manager="a")))
+    patch = {"spec": {"resources": {"requests": {"storage": "1073741824"}}}}
+    run.step("claim in bytes", lambda: without_finalizers(c.patch(CLAIM, "p", patch, run.ns)))
+    run.step("claim 2Gi", lambda: without_finalizers(c.apply({**claim, "spec": claim_spec("2Gi")}, field_manager="a")))
+
+    # (A PodTemplate's containers, where no controller writes meanwhile, as a Deployment's does on the server.)
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": run.ns}}
+
+    def pod_template(resources: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **template,
+            "template": {"spec": {"containers": [{"name": "c", "image": "x:1", "resources": resources}]}},
+        }
+
+    def container(answer: dict[str, Any]) -> Any:
+        return {"metadata": answer["metadata"], "at stake": answer["template"]["spec"]["containers"][0]["resources"]}
+
+    for label, resources in [
+        ("resources", {"requests": {"cpu": "1000m", "memory": "0.5Gi"}, "limits": {"cpu": "1.5", "memory": "1e9"}}),
+        (
+            "resources again",
+            {"requests": {"cpu": "1000m", "memory": "0.5Gi"}, "limits": {"cpu": "1.5", "memory": "1e9"}},
+        ),
+        (
+            "same, spelt otherwise",
+            {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"cpu": "1500m", "memory": "1000e6"}},
+        ),
+        ("another family", {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"cpu": "1500m", "memory": "1G"}}),
+    ]:
+        body = pod_template(resources)
+        run.step(label, lambda body=body: container(c.apply(body, field_manager="a")))
+    # A patch takes a number where a quantity goes (an apply does not, on Kubernetes 1.20: a 500).
+    number = [{"op": "replace", "path": "/template/spec/containers/0/resources/requests/cpu", "value": 0.5}]
+    run.step("a number", lambda: container(c.patch(POD_TEMPLATE, "t", number, run.ns, patch_type="json")))
+    run.step("cm data", lambda: c.create(run.cm("c", data={"size": "1024Mi"}))["data"])
+
+
+def node_ports(run: Run) -> None:
+    """A NodePort or LoadBalancer Service's ports are given node ports by the server, kept by writes that leave them
+    out; a LoadBalancer whose external traffic policy is Local is given a health check node port."""
+    c = run.client
+    ports: dict[int, str] = {}
+
+    def port_of(value: Any) -> Any:
+        if not isinstance(value, int):
+            return value
+        return ports.setdefault(value, f"port{len(ports) + 1}" if 30000 <= value <= 32767 else str(value))
+
+    def shown(answer: dict[str, Any]) -> dict[str, Any]:
+        spec = answer["spec"]
+        return {
+            "metadata": answer["metadata"],
+            "type": spec.get("type"),
+            "ports": [{**p, "nodePort": port_of(p.get("nodePort"))} for p in spec.get("ports") or ()],
+            "healthCheckNodePort": port_of(spec.get("healthCheckNodePort")),
+            "externalTrafficPolicy": spec.get("externalTrafficPolicy"),
+        }
+
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "n", "namespace": run.ns}}
+    web = {"name": "web", "port": 80, "protocol": "TCP", "targetPort": 80}
+    admin = {"name": "admin", "port": 81, "protocol": "TCP", "targetPort": 81}
+    run.step(
+        "node port", lambda: shown(c.apply({**body, "spec": {"type": "NodePort", "ports": [web]}}, field_manager="a"))
+    )
+    run.step("again", lambda: shown(c.apply({**body, "spec": {"type": "NodePort", "ports": [web]}}, field_manager="a")))
+    run.step(
+        "another port",
+        lambda: shown(c.apply({**body, "spec": {"type": "NodePort", "ports": [web, admin]}}, field_manager="a")),
+    )
+    live = c.get(SERVICE, "n", run.ns)
+    stripped = [{k: v for k, v in p.items() if k != "nodePort"} for p in live["spec"]["ports"]]
+    run.step("update without", lambda: shown(c.replace(SERVICE, {**live, "spec": {**live["spec"], "ports": stripped}})))
+    lb = {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [web]}
+    run.step(
+        "load balancer",
+        lambda: shown(c.apply({**body, "metadata": {"name": "l", "namespace": run.ns}, "spec": lb}, field_manager="a")),
+    )
+    run.step(
+        "load balancer again",
+        lambda: shown(c.apply({**body, "metadata": {"name": "l", "namespace": run.ns}, "spec": lb}, field_manager="a")),
+    )
+    run.step(
+        "cluster",
+        lambda: shown(c.create({**body, "metadata": {"name": "c", "namespace": run.ns}, "spec": {"ports": [web]}})),
+    )
+    run.step("made node port", lambda: shown(c.patch(SERVICE, "c", {"spec": {"type": "NodePort"}}, run.ns)))
+
+
 SEQUENCES: list[Callable[[Run], None]] = [
     create_get_list,
     generate_name,
@@ -668,6 +894,10 @@ SEQUENCES: list[Callable[[Run], None]] = [
     immutable_fields,
     service_cluster_ip,
     claim_spec,
+    spelt_out_defaults,
+    defaults_filled,
+    quantities,
+    node_ports,
 ]
 
 
@@ -679,7 +909,7 @@ def server(kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind) ->
 
 @pytest.mark.parametrize("sequence", SEQUENCES, ids=[s.__name__ for s in SEQUENCES])
 def test_the_fake_answers_a_sequence_as_the_api_server_does(server: Run, sequence: Callable[[Run], None]) -> None:
-    fake = Run(FakeClient(kinds=[WIDGET]), server.ns)
+    fake = Run(FakeClient(kinds=[WIDGET, POD_TEMPLATE]), server.ns)
     sequence(server)
     sequence(fake)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
 import enum
 import logging
@@ -1200,3 +1201,33 @@ def test_a_job_s_completions_spelt_out_as_the_server_defaulted_them_are_no_chang
     with pytest.raises(errors.Invalid) as raised:
         fake.patch(job, "c", {"spec": {"completions": 2}}, "ns")
     assert raised.value.immutable_fields == ("spec.completions",)
+
+
+def test_a_write_spelling_out_a_default_or_a_quantity_otherwise_is_no_change(fake: FakeClient) -> None:
+    container = {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "1000m"}}}
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [container]}}
+    body = {**_CM, "apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": template}}
+    created = fake.apply(body, field_manager="a")
+    spelt = copy.deepcopy(body)
+    spelt["spec"]["strategy"] = {"type": "RollingUpdate"}
+    spelt["spec"]["template"]["spec"]["containers"][0].update(
+        imagePullPolicy="IfNotPresent", resources={"requests": {"cpu": "1"}}
+    )
+
+    patched = fake.patch(DEPLOYMENT, "c", {"spec": {"strategy": {"type": "RollingUpdate"}}}, "ns")
+    replaced = fake.replace(DEPLOYMENT, {**spelt, "metadata": created["metadata"]})
+
+    assert created["spec"]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+    assert patched == replaced == created
+
+
+def test_a_node_port_service_keeps_its_node_ports_through_an_apply_that_leaves_them_out(fake: FakeClient) -> None:
+    body = {**_SERVICE, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+    created = fake.apply(body, field_manager="a")
+    other = fake.create({**body, "metadata": {"name": "t", "namespace": "ns"}})
+
+    again = fake.apply(body, field_manager="a")
+
+    assert again == created
+    assert created["spec"]["ports"][0]["nodePort"] != other["spec"]["ports"][0]["nodePort"]
+    assert created["spec"]["externalTrafficPolicy"] == "Cluster"

@@ -1,0 +1,169 @@
+"""The values the API server gives the fields of Kubernetes' own kinds a write leaves out, and the form it stores
+their quantities in.
+
+Why this exists: the API server defaults every object it decodes before it compares it with the stored one, so a
+write that spells out a default (a Deployment's ``strategy.type: RollingUpdate``, a Service's ``sessionAffinity:
+None``, a container's ``imagePullPolicy``) or writes a quantity in another spelling (``1024Mi`` for ``1Gi``) changes
+nothing: same ``resourceVersion``, no watch event, no new generation. A fake that stored what it was given would see a
+change in each, and a reconciler that writes one on every pass — for ever, on a cluster, where each write it believes
+it makes is none, or the other way round — would pass its unit tests. :class:`okt.testing.FakeClient` fills in these
+defaults (Kubernetes 1.20's, ``k8s.io/kubernetes/pkg/apis/*/v1/defaults.go``) and writes quantities as the server
+stores them on every write of an object, from one table, :data:`DEFAULTS`.
+
+Guarantees: :func:`fill` changes nothing it is given (it answers a copy); it sets a field only where the write left
+it out, and only in the mapping that would hold it (a default never creates the object above it unless the table says
+so, as a Deployment's ``strategy``); the quantities of a kind that is not Kubernetes' own are left as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from okt.kube import kinds
+from okt.resources import checksum, quantities
+
+NONE: Any = object()
+"""What a :class:`Default`'s function answers where the field has no default."""
+EACH = "*"
+"""A step of a :class:`Default`'s path meaning every item of a list."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Default:
+    """The value a field takes when a write leaves it out.
+
+    ``path`` names the field from the object's root (:data:`EACH` for every item of a list); ``value`` is the default,
+    or a function of the mapping that holds the field answering it (:data:`NONE`: no default there — a Deployment's
+    ``rollingUpdate`` exists only for its ``RollingUpdate`` strategy). A mapping or a list default is copied each time.
+    """
+
+    path: tuple[str, ...]
+    value: Any
+
+
+def _pull_policy(container: Mapping[str, Any]) -> str:
+    """A container's ``imagePullPolicy``: ``Always`` for an image tagged ``latest`` or not tagged (which means
+    ``latest``), else ``IfNotPresent``; an image named by its digest is never pulled again."""
+    image = str(container.get("image") or "")
+    if "@" in image:
+        return "IfNotPresent"
+    tag = image.rpartition("/")[2].partition(":")[2]  # a registry's port (host:5000/app) is before the last /
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _when(field: str, wanted: str, value: Any) -> Callable[[Mapping[str, Any]], Any]:
+    """A default that exists only while the holder's ``field`` is ``wanted``."""
+    return lambda holder: copy.deepcopy(value) if holder.get(field) == wanted else NONE
+
+
+def _node_traffic(spec: Mapping[str, Any]) -> Any:
+    """A Service reached through its nodes' ports routes them to every node's endpoints unless it says Local."""
+    return "Cluster" if spec.get("type") in ("NodePort", "LoadBalancer") else NONE
+
+
+def _container(prefix: tuple[str, ...]) -> tuple[Default, ...]:
+    return (
+        Default((*prefix, "terminationMessagePath"), "/dev/termination-log"),
+        Default((*prefix, "terminationMessagePolicy"), "File"),
+        Default((*prefix, "imagePullPolicy"), _pull_policy),
+        Default((*prefix, "resources"), {}),
+        Default((*prefix, "ports", EACH, "protocol"), "TCP"),
+    )
+
+
+def _pod_template(prefix: tuple[str, ...]) -> tuple[Default, ...]:
+    """The defaults of a pod template at ``prefix``: its metadata is always answered, with a null
+    ``creationTimestamp`` (the server's encoding of an object's metadata that was never stored on its own)."""
+    return (
+        Default((*prefix, "metadata"), {}),
+        Default((*prefix, "metadata", "creationTimestamp"), None),
+        *_pod_spec((*prefix, "spec")),
+    )
+
+
+def _pod_spec(prefix: tuple[str, ...]) -> tuple[Default, ...]:
+    return (
+        Default((*prefix, "restartPolicy"), "Always"),
+        Default((*prefix, "terminationGracePeriodSeconds"), 30),
+        Default((*prefix, "dnsPolicy"), "ClusterFirst"),
+        Default((*prefix, "securityContext"), {}),
+        Default((*prefix, "schedulerName"), "default-scheduler"),
+        *_container((*prefix, "containers", EACH)),
+        *_container((*prefix, "initContainers", EACH)),
+    )
+
+
+_TEMPLATE = ("spec", "template")
+_CLAIM_SPEC = (Default(("spec", "volumeMode"), "Filesystem"),)
+
+DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
+    ("apps/v1", "Deployment"): (
+        Default(("spec", "replicas"), 1),
+        Default(("spec", "strategy"), {}),
+        Default(("spec", "strategy", "type"), "RollingUpdate"),
+        Default(("spec", "strategy", "rollingUpdate"), _when("type", "RollingUpdate", {})),
+        Default(("spec", "strategy", "rollingUpdate", "maxUnavailable"), "25%"),
+        Default(("spec", "strategy", "rollingUpdate", "maxSurge"), "25%"),
+        Default(("spec", "revisionHistoryLimit"), 10),
+        Default(("spec", "progressDeadlineSeconds"), 600),
+        *_pod_template(_TEMPLATE),
+    ),
+    ("apps/v1", "StatefulSet"): (
+        Default(("spec", "replicas"), 1),
+        Default(("spec", "podManagementPolicy"), "OrderedReady"),
+        Default(("spec", "updateStrategy"), {}),
+        Default(("spec", "updateStrategy", "type"), "RollingUpdate"),
+        Default(("spec", "updateStrategy", "rollingUpdate"), _when("type", "RollingUpdate", {"partition": 0})),
+        Default(("spec", "revisionHistoryLimit"), 10),
+        *_pod_template(_TEMPLATE),
+    ),
+    ("apps/v1", "ReplicaSet"): (Default(("spec", "replicas"), 1), *_pod_template(_TEMPLATE)),
+    ("v1", "PodTemplate"): _pod_template(("template",)),
+    ("v1", "Service"): (
+        Default(("spec", "type"), "ClusterIP"),
+        Default(("spec", "sessionAffinity"), "None"),
+        Default(("spec", "ports", EACH, "protocol"), "TCP"),
+        Default(("spec", "ports", EACH, "targetPort"), lambda port: port.get("port")),
+        Default(("spec", "externalTrafficPolicy"), _node_traffic),
+    ),
+    ("v1", "PersistentVolumeClaim"): _CLAIM_SPEC,
+}
+"""Each kind's defaults, in the order they are filled in (a field's holder before the field)."""
+
+
+def fill(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` as the API server stores it once decoded: a copy with :data:`DEFAULTS` filled in where it leaves them
+    out and, for Kubernetes' own kinds, each quantity (a container's ``resources``, a claim's requested storage, a
+    ResourceQuota's ``hard``...) in its canonical form (``1024Mi`` as ``1Gi``, ``1000m`` as ``1``, ``0.5`` as
+    ``500m``; see :func:`okt.resources.checksum.canonical_quantity`; one that is no quantity is left as written)."""
+    result: dict[str, Any] = copy.deepcopy(dict(obj))
+    api_version, kind = str(result.get("apiVersion") or ""), str(result.get("kind") or "")
+    for default in DEFAULTS.get((api_version, kind), ()):
+        _fill(result, default.path, default.value)
+    if kinds.is_builtin_group(api_version):
+        quantities.convert_quantities(result, _canonical)
+    return result
+
+
+def _canonical(value: Any) -> Any:
+    canonical = checksum.canonical_quantity(value)
+    return value if canonical is None else canonical
+
+
+def _fill(holder: Any, path: tuple[str, ...], value: Any) -> None:
+    step, rest = path[0], path[1:]
+    if step == EACH:
+        for item in holder if isinstance(holder, list) else ():
+            _fill(item, rest, value)
+        return
+    if not isinstance(holder, dict):
+        return
+    if rest:
+        _fill(holder.get(step), rest, value)
+    elif step not in holder:
+        found = value(holder) if callable(value) else copy.deepcopy(value)
+        if found is not NONE:
+            holder[step] = found

@@ -97,7 +97,7 @@ def _pod_spec(prefix: tuple[str, ...]) -> tuple[Default, ...]:
 
 
 _TEMPLATE = ("spec", "template")
-_CLAIM_SPEC = (Default(("spec", "volumeMode"), "Filesystem"),)
+_CLAIM_TEMPLATE = ("spec", "volumeClaimTemplates", EACH)
 
 DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
     ("apps/v1", "Deployment"): (
@@ -119,6 +119,16 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
         Default(("spec", "updateStrategy", "rollingUpdate"), _when("type", "RollingUpdate", {"partition": 0})),
         Default(("spec", "revisionHistoryLimit"), 10),
         *_pod_template(_TEMPLATE),
+        # A claim template is stored as a whole PersistentVolumeClaim, as the server's type holds it.
+        Default((*_CLAIM_TEMPLATE, "apiVersion"), "v1"),
+        Default((*_CLAIM_TEMPLATE, "kind"), "PersistentVolumeClaim"),
+        Default((*_CLAIM_TEMPLATE, "metadata"), {}),
+        Default((*_CLAIM_TEMPLATE, "metadata", "creationTimestamp"), None),
+        Default((*_CLAIM_TEMPLATE, "spec"), {}),
+        Default((*_CLAIM_TEMPLATE, "spec", "resources"), {}),
+        Default((*_CLAIM_TEMPLATE, "spec", "volumeMode"), "Filesystem"),
+        Default((*_CLAIM_TEMPLATE, "status"), {}),
+        Default((*_CLAIM_TEMPLATE, "status", "phase"), "Pending"),
     ),
     ("apps/v1", "ReplicaSet"): (Default(("spec", "replicas"), 1), *_pod_template(_TEMPLATE)),
     ("v1", "PodTemplate"): _pod_template(("template",)),
@@ -129,7 +139,14 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
         Default(("spec", "ports", EACH, "targetPort"), lambda port: port.get("port")),
         Default(("spec", "externalTrafficPolicy"), _node_traffic),
     ),
-    ("v1", "PersistentVolumeClaim"): _CLAIM_SPEC,
+    ("batch/v1", "Job"): (
+        # A Job naming neither its completions nor its parallelism runs one Pod to completion.
+        Default(("spec", "completions"), lambda spec: 1 if "parallelism" not in spec else NONE),
+        Default(("spec", "parallelism"), 1),
+        Default(("spec", "backoffLimit"), 6),
+        *_pod_template(_TEMPLATE),
+    ),
+    ("v1", "PersistentVolumeClaim"): (Default(("spec", "volumeMode"), "Filesystem"),),
 }
 """Each kind's defaults, in the order they are filled in (a field's holder before the field)."""
 

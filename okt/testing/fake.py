@@ -126,14 +126,12 @@ Limits, on purpose:
 * namespaces are not checked: an object is created in a namespace no Namespace object names (the server answers 404
   ``namespaces "x" not found``), and a deleted Namespace leaves its objects (the server deletes them first);
 * strategic merge patches are treated as merge patches (lists replaced whole, never merged by key);
-* no schema, no defaulting but that table's (a Job's, a DaemonSet's, a CronJob's or a Pod's defaults are not filled
-  in), no validation (but of metadata, above, and of the fields of Kubernetes' own kinds that never change in place,
-  :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a StatefulSet's ``volumeClaimTemplates``, a
-  Service's cluster IP, a PersistentVolumeClaim's spec or the data of an ``immutable`` ConfigMap is the server's 422;
-  those fields are compared with the defaults the server gives them, so a write that spells out one the table does not
-  fill in, a Job's ``completions: 1``, is accepted — and stored as a change, a new ``resourceVersion`` and
-  ``generation``, where the server finds none); a node port named that another Service holds is not refused; no
-  admission; no watch
+* no schema, no defaulting but that table's (a DaemonSet's, a CronJob's or a Pod's defaults are not filled in: a write
+  spelling one out is stored as a change), no validation (but of metadata, above, and of the fields of Kubernetes' own
+  kinds that never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a
+  StatefulSet's ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an
+  ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults); a node port named that
+  another Service holds is not refused; no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with

@@ -7,11 +7,11 @@ it was. :class:`okt.testing.FakeClient` refuses such a write too, with the API s
 them fails as the operator would (it wrote them before, as asked). These are Kubernetes 1.20's rules
 (``k8s.io/kubernetes/pkg/apis/*/validation``), pure functions over plain dicts.
 
-The fake stores no server defaults, so the fields compared here are compared as the server compares them: each side
-with the defaults Kubernetes 1.20 fills in (a StatefulSet's ``podManagementPolicy: OrderedReady`` and
+The fields compared here are compared as the server compares them: each side with the defaults Kubernetes 1.20 fills
+in (:data:`okt.testing.defaults.DEFAULTS`: a StatefulSet's ``podManagementPolicy: OrderedReady`` and
 ``revisionHistoryLimit: 10``, its claim templates' ``volumeMode: Filesystem``, a claim's ``volumeMode``, a Job's
-``completions: 1``) — a write that spells out a default the server filled in is no change, as on the server, not a
-refusal.
+``completions: 1``), and a claim's quantities by their amount — a write that spells out a default the server filled in
+is no change, as on the server, not a refusal.
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, or nothing; it changes
 nothing.
@@ -28,6 +28,7 @@ from typing import Any
 from okt import errors
 from okt.kube import kinds
 from okt.resources import checksum, quantities
+from okt.testing import defaults
 
 _IMMUTABLE = "field is immutable"
 _WHEN_SET = "Forbidden: field is immutable when `immutable` is set"
@@ -63,11 +64,6 @@ def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> 
     """
     causes: list[errors.StatusCause] = []
     was, now = _defaulted(kind, live.get("spec") or {}), _defaulted(kind, new.get("spec") or {})
-    # The server gave a Job its completions when it was created (1, where neither they nor its parallelism were
-    # given); the fake keeps none, so a later write's 1, or none, is taken as that default.
-    job = (kind.api_version, kind.kind) == ("batch/v1", "Job")
-    if job and "completions" not in (live.get("spec") or {}) and now.get("completions") in (None, 1):
-        was["completions"] = now.get("completions")
     for field in _SPEC_FIELDS.get((kind.api_version, kind.kind), ()):
         if now.get(field) != was.get(field):
             message = f"Invalid value: {json.dumps(now.get(field), sort_keys=True)}: {_IMMUTABLE}"
@@ -106,33 +102,12 @@ def _data(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
 
 
 def _defaulted(kind: kinds.Kind, given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` (a spec) with the defaults Kubernetes 1.20 gives the fields :func:`check` compares, where it leaves
-    them out (a copy): the server compares the two objects once both are defaulted, so spelling out a default it
-    filled in changes nothing."""
-    spec = copy.deepcopy(dict(given))
-    which = (kind.api_version, kind.kind)
-    if which == ("apps/v1", "StatefulSet"):
-        spec.setdefault("podManagementPolicy", "OrderedReady")
-        spec.setdefault("revisionHistoryLimit", 10)
-        claims = spec.get("volumeClaimTemplates")
-        if isinstance(claims, list):
-            spec["volumeClaimTemplates"] = [_claim_template(claim) for claim in claims]
-    elif which == ("v1", "PersistentVolumeClaim"):
-        spec.setdefault("volumeMode", "Filesystem")
-    elif which == ("batch/v1", "Job") and "completions" not in spec and "parallelism" not in spec:
-        spec["completions"] = 1  # a Job naming neither runs one Pod to completion
+    """``given`` (a spec) with the defaults the server gives it (:data:`okt.testing.defaults.DEFAULTS`), where it
+    leaves them out (a copy): the server compares the two objects once both are defaulted, so spelling out a default
+    it filled in changes nothing (the fake's own objects hold them already; one stored with ``put`` may not)."""
+    filled = defaults.fill({"apiVersion": kind.api_version, "kind": kind.kind, "spec": copy.deepcopy(dict(given))})
+    spec: dict[str, Any] = filled["spec"]
     return spec
-
-
-def _claim_template(claim: Any) -> Any:
-    """A StatefulSet's claim template as the server stores it: a PersistentVolumeClaim with its defaults."""
-    if not isinstance(claim, Mapping):
-        return claim
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claim}
-    claim["metadata"] = {"creationTimestamp": None, **(claim.get("metadata") or {})}
-    claim["spec"] = {"volumeMode": "Filesystem", **(claim.get("spec") or {})}
-    claim["status"] = {"phase": "Pending", **(claim.get("status") or {})}
-    return claim
 
 
 def _cluster_ips(was: Mapping[str, Any], now: Mapping[str, Any]) -> list[errors.StatusCause]:

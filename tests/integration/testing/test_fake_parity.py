@@ -492,9 +492,8 @@ def immutable_fields(run: Run) -> None:
     run.step("sts replicas", lambda: c.patch(STATEFUL_SET, "s", {"spec": {"replicas": 2}}, run.ns)["spec"]["replicas"])
     image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}}
     run.step("sts template", lambda: c.patch(STATEFUL_SET, "s", image, run.ns)["metadata"]["generation"])
-    # The defaults the server filled in, spelt out: no change of an immutable field (the fake compares both sides with
-    # them; it does not store them, so its write is a change — a resourceVersion, a generation — where the server's
-    # is none: its answers are reduced to the fields at stake).
+    # The defaults the server filled in, spelt out: no change of an immutable field (the answers are reduced to the
+    # fields at stake: the StatefulSet's controller writes its status meanwhile, on the server alone).
     spelt = {"podManagementPolicy": "OrderedReady", "revisionHistoryLimit": 10}
     run.step(
         "sts defaults spelt",
@@ -747,9 +746,23 @@ def defaults_filled(run: Run) -> None:
     """The spec of each kind the fake defaults, as created from a minimal body: the server's defaults, all of them
     (a Service's cluster IP said by its shape)."""
     c = run.client
+    claims = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
     for kind in ("Deployment", "StatefulSet", "ReplicaSet"):
-        extra = {"serviceName": "s"} if kind == "StatefulSet" else {}
+        extra = {"serviceName": "s", "volumeClaimTemplates": claims} if kind == "StatefulSet" else {}
         run.step(kind, lambda kind=kind, extra=extra: c.create(_workload(run, kind, "w", "a", **extra))["spec"])
+    job = _workload(run, "Job", "j", "a")
+    job["apiVersion"] = "batch/v1"
+    del job["spec"]["selector"], job["spec"]["template"]["metadata"]
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+
+    def job_spec(answer: dict[str, Any]) -> dict[str, Any]:
+        # (Without the selector and the labels the server's Job strategy makes up: the fake makes up none.)
+        spec = {k: v for k, v in answer["spec"].items() if k != "selector"}
+        return {**spec, "template": {**spec["template"], "metadata": {}}}
+
+    run.step("Job", lambda: job_spec(c.create(job)))
+    parallel = {**job, "metadata": {"name": "k", "namespace": run.ns}, "spec": {**job["spec"], "parallelism": 2}}
+    run.step("Job with its parallelism", lambda: job_spec(c.create(parallel)))
     template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": run.ns}}
     containers = [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}]}]
     run.step(

@@ -143,3 +143,30 @@ def test_a_local_load_balancer_gets_a_health_check_node_port_and_a_cluster_ip_se
 
     assert balancer["spec"]["ports"][0]["nodePort"] == 30000 and balancer["spec"]["healthCheckNodePort"] == 30001
     assert cluster["spec"]["ports"] == [{"port": 80}]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [({}, (1, 1)), ({"parallelism": 2}, (None, 2)), ({"completions": 3}, (3, 1))],
+)
+def test_a_job_runs_one_pod_to_completion_unless_it_names_its_parallelism(
+    given: dict[str, Any], expected: tuple[Any, Any]
+) -> None:
+    spec = defaults.fill({"apiVersion": "batch/v1", "kind": "Job", "spec": given})["spec"]
+
+    assert (spec.get("completions"), spec["parallelism"], spec["backoffLimit"]) == (*expected, 6)
+
+
+def test_a_stateful_set_s_claim_templates_are_stored_as_whole_claims() -> None:
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"volumeClaimTemplates": [claim]}}
+
+    assert defaults.fill(sts)["spec"]["volumeClaimTemplates"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "creationTimestamp": None},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {}, "volumeMode": "Filesystem"},
+            "status": {"phase": "Pending"},
+        }
+    ]

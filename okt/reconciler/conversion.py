@@ -28,7 +28,8 @@ Guarantees:
   (and each nested model) as they are stored; a converter's result the target's model refuses is answered as the
   JSON data it is;
 * only an object that cannot be converted at all fails the review — a converter that raises (its message then says
-  what the source's model refuses in the spec, if anything), a converted spec that is not JSON data, or a missing
+  what the source's model refuses in the spec, if anything), one that returns no spec (``None``, its ``return``
+  forgotten; or a list, a text... for a spec that is an object), a converted spec that is not JSON data, or a missing
   path between two versions: the API server needs every object of a review converted, so the whole review is
   ``Failure`` (HTTP 200: a review answered), with a message naming the object, the versions and the reason — never a
   half-converted answer. The reason is an okt error's message (``okt.PermanentError("no v1 image for 'x'")``), a
@@ -160,6 +161,16 @@ def convert_object(
                 if refused is not None:
                     said = f"{said} (a spec the {a} model refuses: {errors.message_of(refused)})"
                 raise ValueError(said) from exc
+            if returned is None or (
+                isinstance(spec, Mapping) and not isinstance(returned, Mapping | pydantic.BaseModel)
+            ):
+                # A converter without its return (or returning a field of the spec, not the spec) answered the object
+                # with a spec of null: shown to every client reading that version, and stored when one writes it.
+                # Said by its type only: the value may be a Secret's.
+                raise ValueError(
+                    f"converter {a}->{b} returned {_a_type(returned)}: a converter returns the converted spec (a "
+                    "model, or a mapping)"
+                )
             spec = _as_data(returned, models.get(b))
         result["spec"] = spec
     return result
@@ -238,6 +249,14 @@ def _loose(annotation: Any, value: Any) -> Any:
     if origin in (dict, Mapping) and isinstance(value, Mapping) and len(args) == 2:
         return {key: _loose(args[1], item) for key, item in value.items()}
     return value
+
+
+def _a_type(value: object) -> str:
+    """What a converter returned instead of a spec, by its type alone (``None``, ``a list``)."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _json_data(value: Any) -> Any:

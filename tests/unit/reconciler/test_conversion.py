@@ -479,3 +479,35 @@ def test_a_converter_that_raises_a_bug_fails_the_review_naming_its_class_not_its
     errors_logged = [line for line in logged if line["log_level"] == "error"]
     assert [line["converter"] for line in errors_logged] == ["v1beta1->v2"]
     assert "spec.image]" in errors_logged[0]["stack"]
+
+
+@pytest.mark.parametrize(
+    ("returned", "said"),
+    [(None, "returned None"), (["x"], "returned a list"), ("x", "returned a str")],
+    ids=["none", "list", "text"],
+)
+def test_a_converter_that_returns_no_object_fails_the_review_rather_than_answering_a_spec_lost(
+    returned: Any, said: str
+) -> None:
+    class Forgetful(okt.Reconciler):
+        """A converter without its ``return`` (the spec lost): answered, the object came back with ``spec: null``."""
+
+        api_version = "example.com/v1beta1"
+        kind = "Cache"
+        spec_model = SpecBeta
+        spec_models = {"v1alpha1": SpecAlpha, "v1": None}
+        converters = {("v1alpha1", "v1beta1"): lambda spec: returned, ("v1", "v1beta1"): lambda spec: returned}
+
+    for source in ("v1alpha1", "v1"):
+        request = {
+            "uid": "u",
+            "desiredAPIVersion": "example.com/v1beta1",
+            "objects": [cache(source, {"size": 2, "imageName": "secret-image"})],
+        }
+
+        result = conversion.convert(Forgetful, request)
+
+        assert result.objects == ()
+        assert result.failure is not None
+        assert f"converter {source}->v1beta1 {said}" in result.failure
+        assert "secret-image" not in result.failure

@@ -242,6 +242,8 @@ class Context:
 
         Raises:
             okt.ConfigurationError: no watch of the reconciler declares an index of that name.
+            okt.ApiError: the API server no longer lets okt list and watch the kind, or no longer serves it (a
+                ``Forbidden``, a ``NotFound``): the index is as old as its last answer.
         """
         return indexes.read(self.reader, self.client, self.settings.controller, self.settings.watch_indexes, name)
 

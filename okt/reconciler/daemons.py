@@ -267,6 +267,8 @@ class DaemonContext:
 
         Raises:
             okt.ConfigurationError: no watch of the reconciler declares an index of that name.
+            okt.ApiError: the API server no longer lets okt list and watch the kind, or no longer serves it (a
+                ``Forbidden``, a ``NotFound``): the index is as old as its last answer.
         """
         if self.read_index is None:
             raise errors.ConfigurationError(f"no index {name!r} of a watched kind can be read here")

@@ -46,6 +46,10 @@ Guarantees:
   index values (:func:`okt.reconciler.watches.index_key`): iterating gives each as it was returned — a tuple as a
   tuple, a number as that number, a text as text (plain ``str``, ``int``, ``float`` and ``tuple``: an enum member as
   its value, a named tuple as a plain tuple) — and a lookup finds it by any value Python finds equal, as a dict does;
+* an index of a kind the API server no longer lets okt list and watch, or no longer serves, is not read: a running
+  operator's ``ctx.indexed(name)`` (a reconcile's, a timer's, a daemon's) raises the ``okt.Forbidden`` or
+  ``okt.NotFound`` a read of that kind raises then (:meth:`okt.runtime.cache.Cache.refusal`), until it is listed
+  again — kept from the watch, the index holds what was there at the refusal, objects deleted since included;
 * an index function that raises for an object is logged once for that object (its uid), until it succeeds for it
   again, and counted (``okt_index_errors_total``); that object is left out of the index, the others kept, and the
   informer carries on. A key an index cannot hold (a mapping, a list, NaN) is left out the same way.

@@ -578,6 +578,18 @@ class Cache:
             return None
         return indexes.Index.over([_StoredIndex(informer, index) for informer in found])
 
+    def index_refusal(self, index: str) -> errors.ApiError | None:
+        """Why ``index`` cannot be trusted: the :meth:`refusal` of a kind watched with it (its informers keep it from
+        their watch, as their store: refused or not served, it holds what was there then, objects deleted since
+        included). None when every such kind is served to okt, or none is watched with it."""
+        with self._lock:
+            found = {(i.kind.api_version, i.kind.kind): i.kind for i in self._all_informers() if i.has_index(index)}
+        for kind in found.values():
+            refused = self.refusal(kind, None)
+            if refused is not None:
+                return refused
+        return None
+
     def owned_by(
         self, kind: kinds.Kind, owner_uid: str, skip: Container[tuple[str, str]] = ()
     ) -> builtins.list[dict[str, Any]]:

@@ -189,9 +189,10 @@ class _Writes:
     is another's primary, a kind another one ``okt.watch``-es) and not this one's primary and child handlers, which
     know what it wrote — but its own ``okt.watch`` of the kind maps it: the primaries it names read what was written.
 
-    A read of a kind the API server no longer lets okt list or watch, or no longer serves, raises
-    :meth:`okt.runtime.cache.Cache.refusal`'s error: what the store holds of it is as old as the refusal, and a
-    reconcile that took it for current would find a child deleted meanwhile unchanged, and say Ready."""
+    A read of a kind the API server no longer lets okt list or watch, or no longer serves (an index of such a kind
+    read whole too), raises :meth:`okt.runtime.cache.Cache.refusal`'s error: what the store holds of it is as old as
+    the refusal, and a reconcile that took it for current would find a child deleted meanwhile unchanged, and say
+    Ready."""
 
     def __init__(self, cache: cache_mod.Cache, writer: object) -> None:
         self._cache = cache
@@ -228,6 +229,13 @@ class _Writes:
     ) -> builtins.list[dict[str, Any]]:
         self._check(kind, namespace)
         return self._cache.owned(kind, namespace, owner_uid, labels, skip)
+
+    def whole_index(self, index: str) -> indexes.Index | None:
+        refused = self._cache.index_refusal(index)
+        if refused is not None:
+            self.refused = refused
+            raise refused
+        return self._cache.whole_index(index)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         self._cache.observe(obj, self._writer)
@@ -388,8 +396,9 @@ class Controller:
             enqueue=lambda namespace, name: self.queue.add((namespace, name)),
             fence=lambda: self.write_fence,
             controller=self.name,
+            # Through the reconciles' view: an index of a kind refused to okt raises, as in a reconcile.
             read_index=lambda name: indexes.read(
-                self.cache, client, self.name, self.reconciler.settings().watch_indexes, name
+                _Writes(self.cache, self), client, self.name, self.reconciler.settings().watch_indexes, name
             ),
         )
         """The ``@okt.daemon`` threads of the primaries: started with the workers, stopped with them."""

@@ -11,7 +11,7 @@ import pathlib
 import re
 import secrets
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import structlog
@@ -221,6 +221,74 @@ def test_a_reconcile_that_failed_on_a_refused_watch_is_retried_once_the_watch_is
             message="the retry once the watch is answered again",
         )
         wait_for(lambda: gadgets.queue.failures((namespace, "g")) == 0, timeout=10, message="the failures forgotten")
+    finally:
+        gadgets.shutdown(5)
+        cache.stop()
+
+
+def level_of(cm: dict[str, Any]) -> dict[str, str] | None:
+    data = cm.get("data") or {}
+    return {okt.ref_of(cm): data["level"]} if "level" in data else None
+
+
+class IndexReadingGadgets(okt.Reconciler):
+    """Gadgets whose reconcile reads the index of the ConfigMaps whole (owning none: no other read of them)."""
+
+    api_version = f"{runtime.GROUP}/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    watches = (okt.watch("configmaps", indexes={"levels": level_of}),)
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.ObjectsGetter:
+            self.seen.append(dict(ctx.indexed("levels")))
+
+
+def test_an_index_of_a_kind_whose_watch_is_refused_fails_the_reconcile_that_reads_it_rather_than_answer_stale(
+    kube: kube_client.Client, operator: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, make_gadget: Any
+) -> None:
+    """The index is kept from the watch as the store is: once the watch is refused, a ConfigMap deleted meanwhile
+    stays in it, as in the store, which every other read of the kind refuses to answer from."""
+    IndexReadingGadgets.seen = []
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": namespace},
+            "data": {"level": "info"},
+        },
+        kinds.CONFIG_MAP,
+    )
+    cache = cache_mod.Cache(operator, [namespace], watch_timeout=2)
+    gadgets = controller_mod.Controller(IndexReadingGadgets, operator, cache, workers=1)
+    make_gadget("g", size=1)
+    try:
+        gadgets.watch()
+        assert cache.wait_for_sync(30)
+        gadgets.start_workers()
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "True",
+            timeout=30,
+            message="the first reconcile",
+        )
+        assert IndexReadingGadgets.seen[-1] == {f"{namespace}/c": ("info",)}
+
+        set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_WRITES])
+        (informer,) = cache.informers(kinds.CONFIG_MAP)
+        wait_for(lambda: informer.refusal is not None, timeout=30, message="the refused watch of ConfigMaps")
+        kube.delete(kinds.CONFIG_MAP, "c", namespace)  # the informer cannot see it go
+        kube.patch(gadget_kind, "g", {"metadata": {"labels": {"looked-at": "again"}}}, namespace)
+
+        wait_for(
+            lambda: (ready(kube, gadget_kind, namespace, 1) or {}).get("status") == "False",
+            timeout=30,
+            message="the reconcile failing on the refusal, not reading the deleted ConfigMap in the index",
+        )
+        refused = ready(kube, gadget_kind, namespace, 1)
+        assert refused is not None
+        assert "ConfigMap" in refused["message"] and "watch" in refused["message"], refused
     finally:
         gadgets.shutdown(5)
         cache.stop()

@@ -38,7 +38,8 @@ Guarantees:
   is a bug of the operator whose text may carry the spec's data, said by its class only (``internal error in
   converter v1alpha1->v1beta1: KeyError``, see :func:`okt.errors.answered`) and logged once, with where it was
   raised;
-* a converted spec keeps only the fields that were set (``exclude_unset``), so defaults are left to the schema of the
+* a converted spec keeps only the fields that were set (``exclude_unset``) — given, assigned, or changed in place
+  from their default (``spec.backup.at = ...`` on a default ``backup``) —, so defaults are left to the schema of the
   target version and a round trip gives back what was stored — secret fields (``SecretStr``...) with their values,
   not pydantic's ``**********``.
 
@@ -306,10 +307,45 @@ def _as_data(value: Any, model: type[pydantic.BaseModel] | None) -> Any:
 def _dumped(model: pydantic.BaseModel) -> Any:
     """``model``'s set fields as JSON data, secrets included: pydantic's JSON dump masks a ``SecretStr`` as
     ``**********``, and a converted spec is what the API server serves to clients, and stores when one writes."""
+    model = _filled(model)
     # A model built unvalidated (a spec its model refuses) may hold values of other types than its fields': said as
     # they are, without pydantic's warning that they are not what the field's type serializes.
     data = model.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
     return _revealed(data, model.model_dump(by_alias=True, exclude_unset=True, warnings=False))
+
+
+def _filled(model: pydantic.BaseModel) -> pydantic.BaseModel:
+    """A copy of ``model`` in which each field left unset but changed in place since its default (``spec.backup.at =
+    ...`` on a default ``backup``, ``spec.tags.append(...)`` on a default ``tags``), in it or in a model it holds,
+    counts as set: pydantic counts a field as set only when it was given or assigned, and ``exclude_unset`` dropped
+    what the converter wrote there. A default left as it is stays unset (the schema's to apply)."""
+    copied = model.model_copy(deep=True)
+    _mark_filled(copied)
+    return copied
+
+
+def _mark_filled(value: Any) -> None:
+    if isinstance(value, pydantic.BaseModel):
+        for name, field in type(value).model_fields.items():
+            inner = getattr(value, name, None)
+            if name not in value.model_fields_set and _changed(field, inner):
+                value.model_fields_set.add(name)
+            _mark_filled(inner)
+    elif isinstance(value, Mapping):
+        for inner in value.values():
+            _mark_filled(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            _mark_filled(inner)
+
+
+def _changed(field: pydantic.fields.FieldInfo, value: Any) -> bool:
+    """Whether ``value`` differs from the default of ``field`` (a default that cannot be made or compared: no)."""
+    try:
+        default = field.get_default(call_default_factory=True)
+        return bool(value != default)
+    except Exception:  # a factory that needs the other fields' data, a value whose == raises
+        return False
 
 
 def _revealed(data: Any, python: Any) -> Any:

@@ -511,3 +511,55 @@ def test_a_converter_that_returns_no_object_fails_the_review_rather_than_answeri
         assert result.failure is not None
         assert f"converter {source}->v1beta1 {said}" in result.failure
         assert "secret-image" not in result.failure
+
+
+class Schedule(pydantic.BaseModel):
+    at: str = "daily"
+    keep: int = 7
+
+
+class PlainSpec(pydantic.BaseModel):
+    schedule: str | None = None
+    tags: list[str] = []
+
+
+class NestedSpec(pydantic.BaseModel):
+    backup: Schedule = pydantic.Field(default_factory=Schedule)
+    tags: list[str] = []
+    replicas: int = 1
+
+
+def nest(spec: PlainSpec) -> NestedSpec:
+    """Written as Python is: the target built with its defaults, then filled in place."""
+    nested = NestedSpec()
+    if spec.schedule is not None:
+        nested.backup.at = spec.schedule
+    nested.tags.extend(spec.tags)
+    return nested
+
+
+class Nesting(okt.Reconciler):
+    api_version = "example.com/v2"
+    kind = "Cache"
+    spec_model = NestedSpec
+    spec_models = {"v1": PlainSpec}
+    converters = {("v1", "v2"): nest}
+
+
+def test_what_a_converter_fills_in_place_in_a_default_of_its_model_is_converted_not_lost() -> None:
+    """Pydantic counts a field as set only when it was given or assigned: ``nested.backup.at = ...`` on a default
+    ``backup``, ``nested.tags.extend(...)`` on a default ``tags``, left them unset, and the spec went out without them.
+    A default left as it is stays unset: the schema's to apply."""
+    request = {
+        "uid": "u",
+        "desiredAPIVersion": "example.com/v2",
+        "objects": [
+            cache("v1", {"schedule": "hourly", "tags": ["a", "b"]}, name="filled"),
+            cache("v1", {}, name="defaults"),
+        ],
+    }
+
+    filled, defaults = conversion.convert(Nesting, request).objects
+
+    assert filled["spec"] == {"backup": {"at": "hourly"}, "tags": ["a", "b"]}
+    assert defaults["spec"] == {}

@@ -266,5 +266,7 @@ def _edit_lines(text: str, spec: dictionary.KindSpec) -> str | None:
 def _redump(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     name, namespace = neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION)
     document = _with_placeholders(manifest.document, spec, name, namespace)
-    text = yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    text = yaml.dump(
+        document, Dumper=template_skeleton.KubectlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
     return text.replace(name, f'"{NAME_EXPRESSION}"').replace(namespace, f'"{NAMESPACE_EXPRESSION}"')

@@ -10,6 +10,7 @@ from it.
 
 from __future__ import annotations
 
+import decimal
 import functools
 import re
 import secrets
@@ -29,7 +30,65 @@ PLACEHOLDER = "okt" + NONCE + "s{}x"
 _PLACEHOLDER_RE = re.compile("okt" + NONCE + r"s(\d+)x")
 
 
-class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
+class _KubectlScalars:
+    """Plain scalars typed as kubectl (sigs.k8s.io/yaml, go-yaml v2) types them, for the loaders below.
+
+    PyYAML follows YAML 1.1's patterns, go-yaml its own rules: ``0o17``, ``1e3``, ``1.5e3``, ``+0o17``, ``08``, ``y``
+    and ``n`` were text to PyYAML and a number or a boolean to kubectl, ``2024-05-01`` and ``12:30`` a date and a number
+    of seconds to PyYAML and text to kubectl. A manifest that ``kubectl apply`` takes means the same to okt."""
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return _plain_tag(value)
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+
+
+def _plain_tag(text: str) -> str:
+    """The tag go-yaml v2 resolves an untagged plain scalar to (its ``resolve``): the words of its table, else for a
+    scalar starting with a digit or a sign a Go integer (``0x``, ``0o``, ``0b`` or a leading ``0`` for octal, every
+    ``_`` dropped), else a decimal float; else text. A date or a time of day is text, as sigs.k8s.io/yaml writes it."""
+    word = _WORDS.get(text)
+    if word is not None:
+        return word[0]
+    first = text[:1]
+    if first == ".":
+        return _FLOAT if _DOT_FLOAT.match(text) else _STR
+    if first.isdigit() or first in "+-":
+        digits = text.replace("_", "")
+        if _GO_INT.match(digits):
+            return _INT
+        if _DECIMAL_FLOAT.match(digits):
+            return _FLOAT
+    return _STR
+
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
+_WORDS: dict[str, tuple[str, Any]] = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), (_BOOL, True)),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), (_BOOL, False)),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), (_NULL, None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), (_FLOAT, None)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), (_FLOAT, None)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (_FLOAT, None)),
+    "<<": (_MERGE, None),
+}
+"""go-yaml v2's table of plain scalars: its booleans (``y`` and ``n`` too), nulls, infinities and NaNs, merge key."""
+_GO_INT = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)\Z")
+"""Go's ``strconv.ParseInt(text, 0, 64)``: a leading ``0`` alone says octal (``08`` is no integer; it is a float)."""
+_DECIMAL_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
+"""go-yaml v2's ``yamlStyleFloat``: ``1e3``, ``1.``, ``.5``, ``08``."""
+_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?\Z")
+"""What Go's ``strconv.ParseFloat`` reads of a scalar starting with a dot (go-yaml drops no ``_`` there)."""
+_LARGEST_EXACT = 1e21
+"""Go's JSON writes a float of a smaller magnitude without exponent: an integral one (``1e3``, ``1.0``) is the
+integer it writes, ``1000``, which the API server reads as an integer."""
+
+
+class _FastLoader(_KubectlScalars, _BaseLoader):  # type: ignore[valid-type,misc]
     """Skeletons without a ``!``: the C parser (no tag anywhere, so every plain scalar is untagged)."""
 
     def __init__(self, stream: str) -> None:
@@ -38,9 +97,15 @@ class _FastLoader(_BaseLoader):  # type: ignore[valid-type,misc]
         self.okt_slots: dict[int, template_placement.Slot] = {}
 
 
-class KubectlLoader(yaml.SafeLoader):
-    """PyYAML's safe loader reading plain scalars as kubectl reads them (see :func:`_construct_number`): for the YAML
+class KubectlLoader(_KubectlScalars, yaml.SafeLoader):
+    """PyYAML's safe loader reading plain scalars as kubectl reads them (see :class:`_KubectlScalars`): for the YAML
     of a child read outside a render (``okt gen resource``'s manifest)."""
+
+
+class KubectlDumper(_KubectlScalars, yaml.SafeDumper):
+    """PyYAML's safe dumper writing plain only the strings kubectl reads back as strings: ``"1e3"``, ``"y"`` and
+    ``"0o17"`` are quoted (PyYAML wrote them plain, as its own patterns read them as text, and kubectl read a number
+    or a boolean)."""
 
 
 class _TaggedLoader(KubectlLoader):
@@ -67,29 +132,53 @@ def _construct_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return loader.construct_scalar(node)
 
 
+def _construct_word(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A boolean or a null of go-yaml's table (``!!bool y`` too); PyYAML's own reading of any other text."""
+    word = _WORDS.get(node.value)
+    if word is None or word[0] != node.tag:
+        return loader.construct_yaml_null(node) if node.tag == _NULL else loader.construct_yaml_bool(node)
+    return word[1]
+
+
 def _construct_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-    """A YAML 1.1 number, but its base-60 form (``02:30``), which kubectl reads as the text it is.
+    """The number kubectl sends for the scalar: a Go integer (``0o17``, ``017``, ``0x1F``, ``1_000``), or a float,
+    integral ones written as the integer Go's JSON writes (``1e3``, ``1.0``: ``1000``, ``1``).
 
-    The template's own text reads as kubectl (sigs.k8s.io/yaml, go-yaml v2) reads it: a plain scalar that looks like a
-    date or a time of day is that text. PyYAML read a date, a datetime or a number of seconds instead, which no JSON
-    body holds (every reconcile failed on hashing it) or the API server refuses where it wants a string."""
-    if ":" in node.value:
-        return _construct_text(loader, node)
-    if node.tag == _INT:
-        return loader.construct_yaml_int(node)
-    return loader.construct_yaml_float(node)
+    A NaN or an infinity (``.inf``) is refused, as kubectl refuses it: no JSON body holds it."""
+    text = node.value
+    if _WORDS.get(text, ("",))[0] == _FLOAT:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"found {text}, a number JSON cannot write (kubectl refuses it too): quote it for the text",
+            node.start_mark,
+        )
+    digits = text.replace("_", "")
+    if _GO_INT.match(digits):
+        unsigned = digits.lstrip("+-")
+        octal = unsigned[:1] == "0" and unsigned[1:2].isdigit()  # Go's 017, Python's 0o17
+        integer = int("0o" + unsigned[1:] if octal else unsigned, 0)
+        integer = -integer if digits[0] == "-" else integer
+        if -(2**63) <= integer < 2**63:  # else a float, as kubectl's object reads it
+            return integer
+    if ":" in text or not (_DECIMAL_FLOAT.match(digits) or _DOT_FLOAT.match(text)):
+        return loader.construct_scalar(node)  # an explicit !!int or !!float over text go-yaml reads no number in
+    number = float(digits)
+    if number.is_integer() and abs(number) < _LARGEST_EXACT:
+        return int(decimal.Decimal(repr(number)))  # its shortest digits, as Go writes them: 1e3 is 1000
+    return number
 
 
-_INT = "tag:yaml.org,2002:int"
 for _loader in (_FastLoader, KubectlLoader):  # before _TaggedLoader's own, which copies KubectlLoader's table then
     _loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
     _loader.add_constructor(_INT, _construct_number)
-    _loader.add_constructor("tag:yaml.org,2002:float", _construct_number)
+    _loader.add_constructor(_FLOAT, _construct_number)
+    _loader.add_constructor(_BOOL, _construct_word)
+    _loader.add_constructor(_NULL, _construct_word)
 _FastLoader.add_constructor(_SLOT_TAG, _construct_slot)
 _TaggedLoader.add_constructor(_SLOT_TAG, _construct_slot)
 
 
-_MERGE = "tag:yaml.org,2002:merge"
 _UNDER_MERGE_KEY = (
     "template error: a value cannot stand under a YAML merge key (<<), which takes the template's own mappings "
     "(an anchored one's alias); place the value under a key of its own, or its mapping whole"

@@ -20,8 +20,10 @@ or block scalar, a scalar tagged ``!!str``, a plain scalar joining values and te
 ``{{ major }}.{{ minor }}``) — the value's text is placed, and the scalar is that string, never what YAML would read
 in it (``{{ h }}:{{ m }}`` is not a sexagesimal number). Keys are always strings. ``{{ value | to_yaml }}`` places
 the value with its own structure too, and so does ``tojson`` (whose text is JSON, which YAML reads as that value); in a
-string context both give their text. The template's own text reads as ``kubectl`` reads it: a plain scalar that looks
-like a date or a time of day (``2024-05-01``, ``12:30``) is that text, never a date or a number of seconds.
+string context both give their text. The template's own text reads as ``kubectl`` reads it (go-yaml's rules, see
+:class:`okt.resources.template_skeleton.KubectlLoader`): a plain scalar that looks like a date or a time of day
+(``2024-05-01``, ``12:30``) is that text, never a date or a number of seconds; ``1e3`` and ``0o17`` are numbers, ``y``
+a boolean, and a plain ``.inf`` or ``.nan`` a :class:`okt.errors.MutationError`.
 
 Guarantees:
 

@@ -226,8 +226,8 @@ kind: ConfigMap
             id="namespace-added-after-name",
         ),
         pytest.param(
-            "metadata:\n  labels:\n    x: y\n",
-            'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n  labels:\n    x: y\n',
+            "metadata:\n  labels:\n    x: z\n",
+            'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\n  labels:\n    x: z\n',
             id="name-and-namespace-added",
         ),
         pytest.param(
@@ -250,14 +250,14 @@ def test_placeholders_replace_only_the_identity_lines(metadata: str, expected: s
 
 def test_flow_style_metadata_falls_back_to_a_redumped_manifest(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
-    path.write_text(BASE + "metadata: {name: a, labels: {x: y}}\ndata:\n  k: v\n")
+    path.write_text(BASE + "metadata: {name: a, labels: {x: z}}\ndata:\n  k: v\n")
     template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
     assert yaml.safe_load(manifest.neutralized(template)) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
             "name": manifest.neutral("{{ name }}"),
-            "labels": {"x": "y"},
+            "labels": {"x": "z"},
             "namespace": manifest.neutral("{{ namespace }}"),
         },
         "data": {"k": "v"},
@@ -270,6 +270,15 @@ def test_a_redumped_manifest_keeps_the_text_of_a_date_or_a_time(tmp_path: Path) 
     template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
     rendered = templating.render_template(template, {"name": "a", "namespace": "b"})
     assert rendered["data"] == {"since": "2024-05-01T10:00:00Z", "at": "12:30"}  # was "2024-05-01 10:00:00+00:00"
+
+
+def test_a_redumped_manifest_keeps_the_text_kubectl_would_read_as_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    quoted = {"mode": "0o17", "size": "1e3", "answer": "y", "zip": "08", "half": "-.5"}
+    path.write_text(BASE + "metadata: {name: a}\ndata:\n" + "".join(f'  {k}: "{v}"\n' for k, v in quoted.items()))
+    template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+    rendered = templating.render_template(template, {"name": "a", "namespace": "b"})
+    assert rendered["data"] == quoted
 
 
 def test_cluster_scoped_kinds_get_no_namespace_placeholder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

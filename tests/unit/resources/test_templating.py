@@ -582,14 +582,64 @@ def test_every_template_gives_what_its_whole_text_means_for_an_ordinary_value(te
         ("0x1F", 31),
         ("1_000", 1000),
         ("-1.5", -1.5),
-        (".inf", math.inf),
         ("yes", True),
+        # each as `kubectl annotate --local -o json` (kubectl 1.32, sigs.k8s.io/yaml) printed it:
+        ("0o17", 15),  # was the text "0o17"
+        ("+0o17", 15),  # was text
+        ("0o19", "0o19"),
+        ("017", 15),
+        ("08", 8),  # was the text "08"
+        ("00", 0),
+        ("0", 0),
+        ("-0", 0),
+        ("0x_1F", 31),
+        ("-0x1F", -31),
+        ("+0x1F", 31),
+        ("0b101", 5),
+        ("0b1_01", 5),
+        ("1e3", 1000),  # was the text "1e3"
+        ("1E3", 1000),  # was text
+        ("12e03", 12000),  # was text
+        ("1.5e3", 1500),  # was text
+        ("1.0e+3", 1000),  # was the float 1000.0, which Go's JSON writes 1000
+        ("1.", 1),  # was 1.0
+        ("0.", 0),
+        ("6.8523015e+5", 685230.15),
+        ("685.230_15e+03", 685230.15),
+        ("1_0.5", 10.5),
+        ("1__0", 10),
+        ("+12", 12),
+        (".5", 0.5),
+        ("-.5", -0.5),  # was the text "-.5"
+        ("9223372036854775808", 9223372036854776000),  # beyond int64: a float, as Go writes it
+        ("on", True),
+        ("Yes", True),
+        ("y", True),  # was the text "y"
+        ("n", False),  # was text
+        ("off", False),
+        ("NO", False),
+        ("True", True),
+        ("~", None),
+        ("Null", None),
+        ("NULL", None),
+        ("2024-05-01 10:00:00", "2024-05-01 10:00:00"),
+        ('"1e3"', "1e3"),
     ],
 )
 def test_a_plain_scalar_of_the_template_reads_as_kubectl_reads_it(text: str, expected: Any) -> None:
     rendered = templating.render_template(f"kind: X\nat: {text}\nname: {{{{ v }}}}\n", {"v": "x"})
     assert rendered["at"] == expected
     assert type(rendered["at"]) is type(expected)
+    tagged = templating.render_template(f"kind: X\nat: {text}\nname: !!str {{{{ v }}}}\n", {"v": "x"})
+    assert tagged["at"] == expected  # the Python parser's too
+    assert type(tagged["at"]) is type(expected)
+
+
+@pytest.mark.parametrize("text", [".inf", "-.Inf", "+.INF", ".NaN", ".nan", "!!float .inf"])
+def test_a_plain_infinity_or_nan_of_the_template_is_refused_as_kubectl_refuses_it(text: str) -> None:
+    # kubectl: "error converting YAML to JSON: json: unsupported value: +Inf"; was the float, which no body holds
+    with pytest.raises(errors.MutationError, match="a number JSON cannot write"):
+        templating.render_template(f"kind: X\nat: {text}\nname: {{{{ v }}}}\n", {"v": "x"})
 
 
 def test_a_value_under_an_explicit_string_tag_stays_a_string() -> None:

@@ -13,8 +13,9 @@ Guarantees:
 * the manifest is one YAML document holding one mapping with ``apiVersion`` and ``kind``, and that kind and
   apiVersion are the ones the dictionary says — otherwise a one-line :class:`~okt.codegen.errors.CodegenError`;
 * the template is checked after it is built: parsed again, it equals the manifest with the two placeholders set. When
-  the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, ...), the template falls back to
-  the manifest re-dumped by PyYAML, which loses comments but never meaning;
+  the line-based edit cannot guarantee that (flow-style metadata, a multi-line name, an anchored name whose aliases
+  mean its value: ``name: &app web`` and ``app: *app``), the template falls back to the manifest re-dumped by PyYAML,
+  which loses comments but never meaning;
 * trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
   renders to exactly one document — unless the blanks belong to a value (a block scalar's line ending with spaces,
   the closing blank lines of a ``|+`` one): then every line keeps them, and the value is the manifest's;
@@ -98,13 +99,16 @@ def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     _check_jinja2(manifest)
     expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
     edited = _edit_lines(manifest.text, spec)
-    if edited is not None and _load_all(manifest.path, edited, manifest.first_line) == [expected]:
+    # The edit drops an anchor the name or namespace held (name: &app web): its aliases (app: *app) are then no YAML,
+    # and the re-dump writes the anchored value at each of them.
+    if edited is not None and _meaning(manifest.path, edited, manifest.first_line) == [expected]:
         return _comment_openers_escaped(edited)
     if _EXPRESSION.search(manifest.text):
         raise errors.CodegenError(
             f"manifest {manifest.path}: cannot place the name and namespace placeholders without reformatting the "
             "manifest, which would change its Jinja2 expressions: write metadata as a block (metadata:, then "
-            "name: and namespace: on their own lines)"
+            "name: and namespace: on their own lines, with no anchor: write an anchored name's value at each of "
+            "its aliases, or {{ name }} where the child's own name is meant)"
         )
     return _comment_openers_escaped(_redump(manifest, spec))
 

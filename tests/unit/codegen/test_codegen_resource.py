@@ -272,6 +272,33 @@ def test_a_redumped_manifest_keeps_the_text_of_a_date_or_a_time(tmp_path: Path) 
     assert rendered["data"] == {"since": "2024-05-01T10:00:00Z", "at": "12:30"}  # was "2024-05-01 10:00:00+00:00"
 
 
+def test_an_anchored_name_keeps_its_value_at_each_alias(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE + "metadata:\n  name: &app web\n  labels:\n    app: *app\ndata:\n  owner: *app\n")
+    # was: manifest m.yaml is not valid YAML: found undefined alias 'app' (line 7, column 10), of a manifest kubectl
+    # applies: the edit had dropped the anchor with the name
+    template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+    rendered = templating.render_template(template, {"name": "a", "namespace": "b"})
+    assert rendered["metadata"] == {"name": "a", "namespace": "b", "labels": {"app": "web"}}
+    assert rendered["data"] == {"owner": "web"}
+
+
+def test_an_anchored_name_beside_expressions_is_refused_saying_how_to_write_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        BASE + "metadata:\n  name: &app web\n  labels:\n    app: *app\ndata:\n  size: '{{ cr.spec.size }}'\n"
+    )
+    with pytest.raises(errors.CodegenError, match="with no anchor: write an anchored name's value at each of its"):
+        manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+
+
+def test_an_unused_anchor_on_the_name_is_dropped_with_the_line_alone(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE + "metadata:\n  name: &app web  # the app\ndata:\n  k: v  # kept\n")
+    template = manifest.to_template(manifest.read(path, spec_for("ConfigMap")), spec_for("ConfigMap"))
+    assert template == BASE + 'metadata:\n  name: "{{ name }}"\n  namespace: "{{ namespace }}"\ndata:\n  k: v  # kept\n'
+
+
 def test_a_redumped_manifest_keeps_the_text_kubectl_would_read_as_a_number(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     quoted = {"mode": "0o17", "size": "1e3", "answer": "y", "zip": "08", "half": "-.5"}

@@ -726,7 +726,8 @@ MANY = BASE + "metadata:\n  name: a\n---\n" + BASE + "metadata:\n  name: b\n"
             BASE + "metadata: {name: a}\ndata:\n  k: '{{ cr.name }}'\n",
             "manifest manifests/config_map.yaml: cannot place the name and namespace placeholders without "
             "reformatting the manifest, which would change its Jinja2 expressions: write metadata as a block "
-            "(metadata:, then name: and namespace: on their own lines)",
+            "(metadata:, then name: and namespace: on their own lines, with no anchor: write an anchored name's value "
+            "at each of its aliases, or {{ name }} where the child's own name is meant)",
             id="flow-metadata-with-expressions",
         ),
         pytest.param(

@@ -5,8 +5,9 @@ Why it exists: an author writes the child object once, as plain Kubernetes YAML 
 custom resources, so the template is the manifest **verbatim** — comments, key order, quoting and all — except
 ``metadata.name`` and ``metadata.namespace``, which become the ``{{ name }}`` and ``{{ namespace }}`` placeholders
 (``namespace`` is added to namespaced kinds that lack it). A manifest may already hold ``{{ ... }}`` expressions in
-its values (rendered with ``cr``, ``name``, ``namespace`` and the reconciler's params); Jinja2 statements
-(``{% ... %}``) are not supported because the manifest must stay parseable YAML.
+its values (rendered with ``cr``, ``name``, ``namespace`` and the reconciler's params, see :func:`is_expression`); any
+other ``{{``, and every ``{%`` and ``{#``, is the manifest's text (Jinja2 statements are not supported: the manifest
+must stay parseable YAML).
 
 Guarantees:
 
@@ -19,10 +20,9 @@ Guarantees:
 * trailing blanks are stripped from every line and leading or trailing ``---`` markers are dropped, so the template
   renders to exactly one document — unless the blanks belong to a value (a block scalar's line ending with spaces,
   the closing blank lines of a ``|+`` one): then every line keeps them, and the value is the manifest's;
-* a ``{#`` of the manifest's text (a shell script's ``${#NAME}``) is written ``{{ "{#" }}``, so it renders as the text
-  it is instead of opening a Jinja2 comment;
-* a manifest Jinja2 cannot read (a literal ``{{ $labels.instance }}`` of an alerting rule, a Go template) is a
-  one-line :class:`~okt.codegen.errors.CodegenError` naming its line: the wrapper would fail on every render.
+* the child holds the manifest's text as written but for okt's expressions: a ``{{``, ``{%`` or ``{#`` of its text (an
+  alerting rule's ``{{ $labels.instance }}``, a Go template's ``{{ range .Alerts }}`` and ``{{ end }}``, a shell
+  script's ``${#NAME}``) is written as the expression that renders it (``{{ "{{" }}``), never run or refused.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.nodes
 import yaml
 
 from okt.codegen import dictionary, errors
@@ -46,8 +47,14 @@ _EXPRESSION = re.compile(r"\{\{.*?\}\}")
 _METADATA_LINE = re.compile(r"^metadata:[ \t]*(#.*)?$")
 _DOCUMENT_MARKER = re.compile(r"^(---|\.\.\.)[ \t]*(#.*)?$")
 _BLOCK_SCALAR = re.compile(r"^[|>]")
-_COMMENT_OPENER = '{{ "{#" }}'
-_OFFSET = re.compile(r" at \d+$")  # Jinja2's offset in the whole text: the line number says where
+_OPENER = re.compile(r"\{[{%#]")
+_PARSER = jinja2.Environment(autoescape=False)  # noqa: S701 - it parses YAML, and renders nothing
+_GO_TEMPLATE_WORDS = frozenset(
+    {"if", "else", "end", "range", "break", "continue", "with", "define", "template", "block", "nil"}
+    | {"and", "or", "not", "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "call"}
+    | {"eq", "ne", "lt", "le", "gt", "ge"}
+)
+"""The keywords and functions of Go's text/template (Helm, Prometheus and Alertmanager templates are Go's)."""
 
 
 @dataclass(frozen=True)
@@ -96,45 +103,56 @@ def read(path: Path, spec: dictionary.KindSpec) -> Manifest:
 
 def to_template(manifest: Manifest, spec: dictionary.KindSpec) -> str:
     """The manifest's text with the name and namespace replaced by Jinja2 placeholders (see the module docstring)."""
-    _check_jinja2(manifest)
     expected = _with_placeholders(manifest.document, spec, neutral(NAME_EXPRESSION), neutral(NAMESPACE_EXPRESSION))
     edited = _edit_lines(manifest.text, spec)
     # The edit drops an anchor the name or namespace held (name: &app web): its aliases (app: *app) are then no YAML,
     # and the re-dump writes the anchored value at each of them.
     if edited is not None and _meaning(manifest.path, edited, manifest.first_line) == [expected]:
-        return _comment_openers_escaped(edited)
-    if _EXPRESSION.search(manifest.text):
+        return literal_text_escaped(edited)
+    if any(is_expression(match.group(0)) for match in _EXPRESSION.finditer(manifest.text)):
         raise errors.CodegenError(
             f"manifest {manifest.path}: cannot place the name and namespace placeholders without reformatting the "
             "manifest, which would change its Jinja2 expressions: write metadata as a block (metadata:, then "
             "name: and namespace: on their own lines, with no anchor: write an anchored name's value at each of "
             "its aliases, or {{ name }} where the child's own name is meant)"
         )
-    return _comment_openers_escaped(_redump(manifest, spec))
+    return literal_text_escaped(_redump(manifest, spec))
 
 
-def _check_jinja2(manifest: Manifest) -> None:
-    """Refuse a manifest whose ``{{ }}`` or ``{% %}`` Jinja2 cannot parse, with the manifest's own line number."""
-    try:
-        jinja2.Environment(autoescape=False).parse(_comment_openers_escaped(manifest.text))  # noqa: S701 - YAML
-    except jinja2.TemplateSyntaxError as exc:
-        problem = _OFFSET.sub("", exc.message or "")
-        line = exc.lineno + manifest.first_line - 1
-        raise errors.CodegenError(
-            f"manifest {manifest.path}: line {line}: not a Jinja2 expression ({problem}): okt renders the "
-            "manifest with Jinja2, so write a literal {{ as {{ '{{' }} (or set the value in mutate_with_cr)"
-        ) from exc
+def is_expression(candidate: str) -> bool:
+    """Whether ``candidate``, a ``{{ ... }}`` of the manifest, is okt's expression rather than text of the manifest.
 
-
-def _comment_openers_escaped(text: str) -> str:
-    """``text`` with each ``{#`` outside an expression written as the expression ``{{ "{#" }}``.
-
-    ``{#`` opens a Jinja2 comment, and a manifest holds it as plain text often enough (a shell script's ``${#}`` or
-    ``${#NAME}`` in a ConfigMap): left as it is, rendering fails on every reconcile ("Missing end of comment tag"), or
-    drops the text up to the next ``#}``. The expression renders the two characters themselves.
+    It is when Jinja2 reads it as one expression reading no word of Go's templates (``{{ end }}``, ``{{ range .Items
+    }}``, which Jinja2 reads as the name ``end`` and the attribute ``range.Items``): a Prometheus rule's
+    ``{{ $labels.instance }}``, a Helm or Go template's ``{{ .Values.image }}`` or ``{{ end }}`` is text. An okt
+    expression reads ``cr``, ``name``, ``namespace`` or a param, and no param is named like Go's keywords and functions.
     """
-    parts = re.split(f"({_EXPRESSION.pattern})", text)  # text, expression, text, ..., text
-    return "".join(part if index % 2 else part.replace("{#", _COMMENT_OPENER) for index, part in enumerate(parts))
+    try:
+        parsed = _PARSER.parse(candidate)
+    except jinja2.TemplateSyntaxError:
+        return False
+    nodes = parsed.body[0].nodes if len(parsed.body) == 1 and isinstance(parsed.body[0], jinja2.nodes.Output) else []
+    if len(nodes) != 1 or isinstance(nodes[0], jinja2.nodes.TemplateData):
+        return False
+    return all(node.name not in _GO_TEMPLATE_WORDS for node in parsed.find_all(jinja2.nodes.Name))
+
+
+def literal_text_escaped(text: str) -> str:
+    """``text`` with each ``{{``, ``{%`` and ``{#`` outside okt's expressions written as the expression that renders it
+    (``{{ "{{" }}``), so Jinja2 renders the manifest's text as it is written.
+
+    A manifest holds such text often: an alerting rule's ``{{ $labels.instance }}``, a Helm or Go template, an
+    Alertmanager template, a shell script's ``${#NAME}`` in a ConfigMap. Left as it was, Jinja2 refused it (the
+    generator refused the manifest), ran it (``{% if %}``, ``{{ end }}``: undefined on every render), or dropped the
+    text up to the next ``#}``.
+    """
+    parts = re.split(f"({_EXPRESSION.pattern})", text)  # text, candidate, text, ..., text
+    return "".join(
+        part
+        if index % 2 and is_expression(part)
+        else _OPENER.sub(lambda opener: f'{{{{ "{opener.group(0)}" }}}}', part)
+        for index, part in enumerate(parts)
+    )
 
 
 def _check_identity(path: Path, document: dict[str, Any], spec: dictionary.KindSpec) -> None:
@@ -201,7 +219,9 @@ def neutral(expression: str) -> str:
 
 def neutralized(text: str) -> str:
     """``text`` with every ``{{ ... }}`` expression replaced by its :func:`neutral` scalar."""
-    return _EXPRESSION.sub(lambda match: neutral(match.group(0)), text)
+    return _EXPRESSION.sub(
+        lambda match: neutral(match.group(0)) if is_expression(match.group(0)) else match.group(0), text
+    )
 
 
 def _meaning(path: Path, text: str, first_line: int) -> list[Any] | None:

@@ -101,6 +101,91 @@ data:
     }
 
 
+ALERTING = """\
+groups:
+- name: node
+  rules:
+  - alert: NodeDown
+    annotations:
+      summary: "Instance {{ $labels.instance }} of {{ $labels.job }} is down ({{ $value | humanize }})"
+"""
+ALERTMANAGER = """\
+{{ define "slack.title" }}{{ range .Alerts }}{{ .Labels.severity }} {{ end }}{{ end }}
+{{/* a Go comment */}}{{- if eq .Status "firing" -}}fire{{- else -}}ok{{- end }}
+"""
+ANSIBLE_LIKE = "{% if enabled %}on{% endif %} {# a note #} ${#NAME}\n"
+
+
+def test_template_text_of_the_manifest_that_is_not_okts_reaches_the_child_as_written(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kube: kube_client.Client,
+    widget_kind: kinds.Kind,
+    namespace: str,
+) -> None:
+    # An alerting rule's {{ $labels.instance }} was refused by the generator (not a Jinja2 expression); a Go
+    # template's {{ range .Alerts }} or {{ end }}, and {% if %}, ran as Jinja2 on every render.
+    package = generate(
+        tmp_path,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rules\ndata:\n"
+        "  size: 'size {{ cr.spec.size }}'\n"
+        "  rules.yaml: |\n"
+        + "".join(f"    {line}\n" for line in ALERTING.splitlines())
+        + "  slack.tmpl: |\n"
+        + "".join(f"    {line}\n" for line in ALERTMANAGER.splitlines())
+        + "  other.j2: |\n"
+        + "".join(f"    {line}\n" for line in ANSIBLE_LIKE.splitlines())
+        + "  inline: Instance {{ $labels.instance }} down\n",
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=3)
+    live = reconcile(wrapper(package, monkeypatch), kube, widget_kind, namespace)
+    assert live["data"] == {
+        "size": "size 3",
+        "rules.yaml": ALERTING,
+        "slack.tmpl": ALERTMANAGER,
+        "other.j2": ANSIBLE_LIKE,
+        "inline": "Instance {{ $labels.instance }} down",
+    }
+
+
+def test_an_anchored_name_of_the_manifest_is_its_value_at_each_alias_in_the_child(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kube: kube_client.Client,
+    widget_kind: kinds.Kind,
+    namespace: str,
+) -> None:
+    # kubectl applies it; the generator refused it as YAML that is not valid ("found undefined alias 'app'").
+    package = generate(
+        tmp_path,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &app web\n  labels:\n    app: *app\n"
+        "data:\n  owner: *app\n",
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    live = reconcile(wrapper(package, monkeypatch), kube, widget_kind, namespace)
+    assert live["metadata"]["name"] == NAME
+    assert live["metadata"]["labels"]["app"] == "web"
+    assert live["data"] == {"owner": "web"}
+
+
+def test_a_plain_scalar_of_the_manifest_is_what_kubectl_sends_for_it(
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kube: kube_client.Client,
+    widget_kind: kinds.Kind,
+    namespace: str,
+) -> None:
+    # kubectl sends `immutable: n` as false (go-yaml reads y and n as booleans); PyYAML read the text "n", which the
+    # API server refuses where a boolean goes.
+    package = generate(
+        tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flags\nimmutable: n\ndata:\n  a: b\n"
+    )
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    live = reconcile(wrapper(package, monkeypatch), kube, widget_kind, namespace)
+    assert live.get("immutable", False) is False
+    assert live["data"] == {"a": "b"}
+
+
 def test_a_block_scalar_of_the_manifest_is_its_value_in_the_child_trailing_blanks_and_kept_lines_included(
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,

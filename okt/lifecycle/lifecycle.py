@@ -27,7 +27,10 @@ Guarantees:
   is recorded) on an object without the lifecycle condition (a new one); with it, the phase was lost (``status.okt``
   removed, the status replaced) and is restored from the condition's message (reason ``PhaseRestored``), or starts
   again from the initial one when the message names no phase (``PhaseLost``), with a Warning event and a log line
-  either way. One kept in the other place, by an operator version with the other persistence, is carried over;
+  either way. One kept in the other place, by an operator version with the other persistence, is carried over —
+  with ``status`` persistence, only to an object whose status holds the lifecycle condition: whoever may edit an
+  object sets its annotations, so on a new one a phase annotation (or a lifecycle condition in ``<prefix>/conditions``)
+  says nothing, and is ignored with a warning line;
   one kept under a name an earlier version gave it (``legacy_phases``) is read as its phase and written under the
   new name.
 * **Reported.** Every move sets the lifecycle condition (type ``condition_type``, default ``Phase``; status False in
@@ -251,12 +254,14 @@ class Lifecycle(Generic[P]):
         """The object's current phase, from ``ctx.bookkeeping``.
 
         When none is persisted: the phase the lifecycle condition describes, if the object has one (the persisted
-        phase was lost, e.g. ``status.okt`` removed), else the initial phase (a new object).
+        phase was lost, e.g. ``status.okt`` removed), else the initial phase (a new object). With ``status``
+        persistence only the status counts: a phase annotation on an object whose status holds no lifecycle
+        condition (a new object, created with it), and a condition kept in annotations alone, are no phase of it.
 
         Raises:
             UnknownPhase: the persisted value names no phase.
         """
-        if ctx.bookkeeping.phase is None:
+        if ctx.bookkeeping.phase is None or self._unfounded(ctx):
             return self._described(ctx) or self._initial
         return self.phase_of(ctx.bookkeeping.phase, _where(ctx))
 
@@ -392,9 +397,18 @@ class Lifecycle(Generic[P]):
         """Read the current phase; record it when new or kept under an old name, and keep the condition describing
         it."""
         phase = self.current(ctx)
-        if ctx.bookkeeping.phase is None:
+        unfounded = self._unfounded(ctx)
+        if ctx.bookkeeping.phase is None or unfounded:
+            if unfounded:
+                ctx.log.warning(
+                    "lifecycle phase annotation ignored",
+                    annotation=ctx.bookkeeping.phase_annotation,
+                    value=ctx.bookkeeping.phase,
+                    reason=f"the status holds no {self._condition_type} condition: a new object starts in "
+                    f"{phase.value}",
+                )
             ctx.bookkeeping.phase = str(phase.value)
-            if ctx.conditions.get(self._condition_type) is None:
+            if self._recorded(ctx) is None:
                 self._report(ctx, phase, INITIAL_REASON, f"{_head(phase)} (initial)")
             else:
                 self._lost(ctx, phase)
@@ -415,9 +429,24 @@ class Lifecycle(Generic[P]):
             self._report(ctx, phase, condition.reason, condition.message)
         return phase
 
+    def _recorded(self, ctx: context_mod.Context) -> conditions.Condition | None:
+        """The lifecycle condition as a record of the object's past: with status persistence, only the one its status
+        stores. One the reconcile carried from an annotation (``<prefix>/conditions``, kept by an operator version
+        whose status went there) is no such record then: whoever may edit the object sets its annotations, not its
+        status, and the reconciler's author chose the status so that they could not set the phase."""
+        if ctx.bookkeeping.persistence is bookkeeping.Persistence.STATUS:
+            return conditions.Conditions.from_status(ctx.cr.status).get(self._condition_type)
+        return ctx.conditions.get(self._condition_type)
+
+    def _unfounded(self, ctx: context_mod.Context) -> bool:
+        """Whether the phase is one read from an annotation though it is kept in the status, on an object whose status
+        holds no lifecycle condition: never reconciled under this lifecycle (a new object, created with the annotation
+        by whoever may create it), so the annotation is no phase an operator version kept, and not its phase."""
+        return ctx.bookkeeping.phase_from_annotations and self._recorded(ctx) is None
+
     def _described(self, ctx: context_mod.Context) -> P | None:
         """The phase the lifecycle condition describes (an old name in ``legacy_phases`` too), if any."""
-        condition = ctx.conditions.get(self._condition_type)
+        condition = self._recorded(ctx)
         if condition is None:
             return None
         # The longest name that fits, should one phase's value begin with another's ("Up" and "Up to date").

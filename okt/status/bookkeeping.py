@@ -137,10 +137,15 @@ class Bookkeeping:
             # would be counted on for ever.
             self._count_in_status = from_status["errorCount"] if status_written else 0
         self._values = {**self._loaded, **self._taken}
+        # Whether the phase was read from an annotation (current or legacy prefix) though this persistence keeps it in
+        # the status: whoever may edit the object sets an annotation, so a lifecycle trusts it only on an object whose
+        # status says it was reconciled before (see okt.lifecycle.lifecycle.Lifecycle.current).
+        self._phase_from_annotations = False
         if self._values["phase"] is None:
             # Kept in the other place by an operator version with the other persistence: carried over (and moved by the
             # next write), not read as a new object's — which would start its lifecycle again.
             self._values["phase"] = elsewhere["phase"]
+            self._phase_from_annotations = self.persistence is Persistence.STATUS and elsewhere["phase"] is not None
         if self._values["daemons"] is None:
             self._values["daemons"] = elsewhere["daemons"]  # what daemons stated, removed once gone: carried too
 
@@ -240,6 +245,14 @@ class Bookkeeping:
     @phase.setter
     def phase(self, value: str | None) -> None:
         self._values["phase"] = value
+        self._phase_from_annotations = False
+
+    @property
+    def phase_from_annotations(self) -> bool:
+        """Whether :attr:`phase` was read from an annotation although this persistence (``status``) keeps it in
+        ``status.okt``: left there by an operator version with annotation persistence — or set by whoever may edit
+        the object, who may not write its status. False once the reconcile set the phase or a write stored it."""
+        return self._phase_from_annotations
 
     @property
     def stored_phase(self) -> str | None:
@@ -261,6 +274,7 @@ class Bookkeeping:
     def written(self) -> None:
         """Take the working copy as what the object keeps, once a write stored it."""
         self._loaded = dict(self._values)
+        self._phase_from_annotations = False
         self._left_elsewhere = []
         self._count_in_status = 0
         self._legacy_left = []

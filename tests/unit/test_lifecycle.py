@@ -3,6 +3,7 @@ import concurrent.futures
 import copy
 import dataclasses
 import enum
+import json
 import math
 import pickle
 from collections.abc import Callable, Mapping
@@ -1003,3 +1004,64 @@ def test_a_lost_phase_the_condition_does_not_name_starts_again_from_the_initial_
         "PhaseLost",
         "status.okt.phase was missing and the Phase condition named no phase: started again from Pending",
     )
+
+
+# -- what an object's own metadata cannot say under status persistence --------------------------------------------
+
+
+def annotated(annotations: dict[str, str], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An object created with ``annotations`` (anyone who may create it sets them), its status as given."""
+    raw = app(None)
+    raw["metadata"]["annotations"] = annotations
+    if status is not None:
+        raw["status"] = status
+    return raw
+
+
+@pytest.mark.parametrize("annotation", ["okt.io/phase", "old.example.com/phase"])
+def test_a_phase_annotation_on_an_object_whose_status_never_held_the_lifecycle_is_not_its_phase(
+    annotation: str,
+) -> None:
+    raw = annotated({annotation: "Running"})
+    recorder = Recorder()
+    settings = dataclasses.replace(
+        _reconciler(Persistence.STATUS).settings(), params={FACTS_KEY: Facts()}, legacy_prefixes=("old.example.com",)
+    )
+    ctx = context_mod.Context(
+        settings=settings,
+        client=cast(kube_client.Client, None),
+        reader=NoReader(),
+        kind=KIND,
+        cr=objects.CustomResource(raw),
+        exists=True,
+        logger=structlog.get_logger("test"),
+        recorder=cast(Any, recorder),
+    )
+
+    assert LIFECYCLE.current(ctx) is Phase.Pending  # a new object: the annotation skips no phase
+    progress = LIFECYCLE.advance(ctx)
+
+    assert (progress.start, progress.phase) == (Phase.Pending, Phase.Provisioning)
+    stored = persisted(ctx)
+    assert stored["status"]["okt"]["phase"] == "Provisioning"
+    assert annotation not in stored["metadata"]["annotations"]  # removed by the write that stores the phase
+
+
+def test_a_lifecycle_condition_kept_only_in_annotations_restores_no_phase_under_status_persistence() -> None:
+    said_running = json.dumps([{"type": "Phase", "status": "True", "reason": "Started", "message": "phase Running"}])
+    ctx, recorder = make_ctx(annotated({"okt.io/conditions": said_running}))
+
+    assert LIFECYCLE.current(ctx) is Phase.Pending
+    assert LIFECYCLE.advance(ctx).start is Phase.Pending
+    assert [reason for _, reason, _ in recorder.events] == []  # a new object: nothing lost, nothing restored
+
+
+def test_a_phase_annotation_is_carried_over_when_the_status_holds_the_lifecycle_condition() -> None:
+    # An operator version with annotation persistence reconciled the object: its status says the phase too.
+    raw = lost("phase Running (from Provisioning)")
+    raw["metadata"]["annotations"] = {"okt.io/phase": "Running"}
+    ctx, recorder = make_ctx(raw)
+
+    assert LIFECYCLE.current(ctx) is Phase.Running
+    assert LIFECYCLE.advance(ctx).start is Phase.Running
+    assert recorder.events == []

@@ -305,3 +305,50 @@ def test_ready_is_false_with_the_phase_outside_the_ready_phases_and_the_reconcil
     before = kube.stats.snapshot()
     okt.reconcile(reconciler, kube, None, namespace, "w")
     assert shared.write_requests(kube, before) == {}
+
+
+GATED = okt.Lifecycle(
+    Phase,
+    initial=Phase.Pending,
+    transitions=[okt.Transition(Phase.Pending, Phase.Running, when=lambda ctx: False, reason="Approved")],
+)
+
+
+class Gated(shared.WidgetReconciler):
+    """Keeps the phase in the status, so that only what may write the status moves it; nothing approves the move."""
+
+    owns = ()
+    persistence = okt.Persistence.STATUS
+
+    def __init__(self) -> None:
+        self.progress: list[okt.Progress[Phase]] = []
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.ObjectsGetter:
+            self.progress.append(GATED.advance(ctx))
+        return super().enter_in_state(state, ctx)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return []
+
+
+def test_a_phase_annotation_a_new_object_is_created_with_is_not_its_phase_under_status_persistence(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    body = {
+        "apiVersion": widget_kind.api_version,
+        "kind": widget_kind.kind,
+        # What anyone who may create a Widget (and not write its status) can send.
+        "metadata": {"name": "w", "namespace": namespace, "annotations": {"okt.io/phase": "Running"}},
+        "spec": {"size": 1},
+    }
+    kube.create(body, widget_kind)
+    reconciler = Gated()
+
+    okt.reconcile(reconciler, kube, None, namespace, "w")
+
+    assert reconciler.progress[0].start is Phase.Pending
+    stored = kube.get(widget_kind, "w", namespace)
+    assert stored["status"]["okt"]["phase"] == "Pending"
+    assert "okt.io/phase" not in (stored["metadata"].get("annotations") or {})
+    assert condition(stored, "Phase")["message"] == "phase Pending (initial)"

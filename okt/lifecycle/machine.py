@@ -14,7 +14,8 @@ Two triggers are built from the same edges:
 
 Guarantees: a phase moves only along a declared edge; :meth:`PhaseMachine.edges` reads the edges back from the library
 object (in declaration order), so what is drawn is what runs; an exception raised by a guard propagates unchanged and
-leaves the phase where it was; a guard that returns anything but a bool (``None`` from a function that forgot its
+leaves the phase where it was; an ``async def`` guard is awaited (:func:`okt.coroutines.call`), as every hook of the
+operator's is; a guard that returns anything but a bool (``None`` from a function that forgot its
 ``return``, an outcome such as ``okt.requeue_after(5)``, a number, a string, a numpy bool) raises ``TypeError`` naming
 the edge and what it returned, instead of reading its truth: neither that edge nor a later one is taken.
 
@@ -31,6 +32,7 @@ from typing import Any, Generic, TypeVar
 
 import transitions
 
+from okt import coroutines
 from okt.engines import results
 from okt.lifecycle import transition as transition_mod
 
@@ -56,7 +58,7 @@ class _When(Generic[P]):
     taken: _Taken[P]
 
     def __call__(self, subject: Any) -> bool:
-        held = self.edge.when(subject)
+        held = coroutines.call(self.edge.when, subject)  # an ``async def`` guard is awaited, as every hook is
         if not isinstance(held, bool):  # bool has no subclasses: True and False alone pass
             raise TypeError(_refusal(self.edge, held))
         if not held:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from okt import errors
+from okt import coroutines, errors
 from okt.status import conditions
 
 if TYPE_CHECKING:
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 P = TypeVar("P", bound=enum.Enum)
 """The author's phase Enum (its values must be strings: they are persisted and shown)."""
 
-Guard = Callable[["context.Context"], bool]
+Guard = Callable[["context.Context"], bool | Coroutine[Any, Any, bool]]
 """Whether an edge may be taken now (``True`` or ``False``, nothing else), asked with the reconcile's context; must not
-change anything."""
+change anything. An ``async def`` guard is awaited (on the calling thread's loop, as every ``async def`` hook is)."""
 
 _REASON_RE = re.compile(conditions.REASON_PATTERN)
 
@@ -74,15 +74,16 @@ class Transition(Generic[P]):
         dest: the phase it enters (another phase of the same Enum).
         when: the guard; default: always. Guards are asked in declaration order and the first that holds wins, so
             put the more specific edge first. A guard must only read (the live children, the spec, the status): it
-            may be asked and then not taken. It returns a bool: anything else (``None`` from a function that forgot
-            its ``return``, an outcome such as ``okt.requeue_after(5)``, a number, a string) raises ``TypeError``
-            naming the edge and what was returned when it is asked.
+            may be asked and then not taken. It may be ``async def`` (okt awaits it). It returns a bool: anything
+            else (``None`` from a function that forgot its ``return``, an outcome such as ``okt.requeue_after(5)``, a
+            number, a string) raises ``TypeError`` naming the edge and what was returned when it is asked.
         reason: the condition reason and event reason of the move (CamelCase); default: the destination's name
             made into a reason (``"Running"``).
         message: a sentence explaining the move, added to the condition message and the event.
 
     Raises:
-        TypeError: a phase is not a member of a string-valued Enum, or ``when`` is not callable.
+        TypeError: a phase is not a member of a string-valued Enum, or ``when`` is not callable or is an async
+            generator.
         ValueError: the phases belong to different Enums, the edge does not change the phase, or the reason is not a
             valid condition reason.
     """
@@ -106,6 +107,7 @@ class Transition(Generic[P]):
             raise ValueError(f"{self.source.value} -> {self.dest.value}: a transition must change the phase")
         if not callable(self.when):
             raise TypeError(f"{self.describe()}: when must be a callable taking the context, got {self.when!r}")
+        coroutines.refuse_async_generator(self.when, f"the guard of {self.describe()}")
         reason = self.reason or conditions.to_reason(str(self.dest.value))
         object.__setattr__(self, "reason", check_reason(reason, self.describe()))
 

@@ -1,3 +1,4 @@
+import asyncio
 import builtins
 import concurrent.futures
 import copy
@@ -6,7 +7,7 @@ import enum
 import json
 import math
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar, cast
 
 import pytest
@@ -715,6 +716,51 @@ def test_a_guard_without_a_return_is_told_so() -> None:
 
     with pytest.raises(TypeError, match=r"returned None; .* \(a function without a return statement returns None\)"):
         lifecycle.advance(ctx)
+
+
+@pytest.mark.parametrize(("holds", "expected"), [(True, Phase.Running), (False, Phase.Provisioning)])
+def test_an_async_guard_is_awaited_as_every_async_def_hook_is(holds: bool, expected: Phase) -> None:
+    async def setup_succeeded(ctx: context_mod.Context) -> bool:
+        await asyncio.sleep(0)
+        return holds
+
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Provisioning,
+        transitions=[
+            Transition(Phase.Provisioning, Phase.Running, when=setup_succeeded),
+        ],
+    )
+    ctx, _ = make_ctx(app("Provisioning"))
+
+    assert lifecycle.advance(ctx).phase is expected
+
+
+def test_an_async_guard_is_awaited_inside_an_async_hook() -> None:
+    """As an ``async def enter_in_state`` calls ``advance``: the guard's coroutine runs beside the hook's loop."""
+
+    async def setup_succeeded(ctx: context_mod.Context) -> bool:
+        return True
+
+    lifecycle = Lifecycle(
+        Phase,
+        initial=Phase.Provisioning,
+        transitions=[Transition(Phase.Provisioning, Phase.Running, when=setup_succeeded)],
+    )
+    ctx, _ = make_ctx(app("Provisioning"))
+
+    async def hook() -> Progress[Phase]:
+        return lifecycle.advance(ctx)
+
+    assert asyncio.run(hook()).phase is Phase.Running
+
+
+def test_an_async_generator_guard_is_refused_where_the_transition_is_declared() -> None:
+    async def setup_succeeded(ctx: context_mod.Context) -> AsyncIterator[bool]:
+        yield True
+
+    with pytest.raises(TypeError, match=r"the guard of Provisioning -> Running is an async generator"):
+        Transition(Phase.Provisioning, Phase.Running, when=cast(transition_mod.Guard, setup_succeeded))
 
 
 # -- declaration -------------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
-from okt.reconciler import cluster_operator, daemons, declaration, findings, report, watches
+from okt.reconciler import cluster_operator, daemons, declaration, finalize, findings, report, watches
 from okt.reconciler import context as context_mod
 from okt.reconciler import reconciler as reconciler_mod
 from okt.status import events, writer
@@ -374,12 +374,20 @@ class _Steps:
     def enter(self, state: states.State) -> None:
         if state is State.CRChecker and not self._prologue():
             return
-        self._then_due(
-            state,
-            lambda: self.ctx.results.follow(
-                coroutines.call(self.reconciler.enter_in_state, state, self.ctx), "enter_in_state"
-            ),
-        )
+
+        def work() -> None:
+            self.ctx.results.follow(coroutines.call(self.reconciler.enter_in_state, state, self.ctx), "enter_in_state")
+
+        if state is not State.CRFinalizer:
+            self._then_due(state, work)
+            return
+        try:
+            self._then_due(state, work)
+        except errors.GiveUp as exc:
+            self.ctx.results.record_exception(exc)  # recorded here, as the engine would, to be judged below
+        # The hook of CRFinalizer is OKT's place for the cleanup: its give-up holds the object in deletion as the
+        # ``cleanup`` hook's does, and is said on the object as that one is.
+        finalize.alarm_if_held(self.ctx)
 
     def builtin(self, state: states.State) -> None:
         if state is State.CRChecker and not self._prologue():

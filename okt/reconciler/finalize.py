@@ -5,7 +5,8 @@ Why this exists: it is OKT's CRChecker and CRFinalizer. On every reconcile of a 
 ``cleanup(ctx)`` and removes its finalizer only when cleanup returned ``None`` (or ``Outcome.done()``) and recorded no
 error; until then, what the ErrorManager says of an error starts with the deletion it blocks (:func:`blocked`). A
 cleanup that gives up holds the object in deletion until a human acts: its give-up is always alarming, so the
-ErrorManager says why on the object (Ready=False, reason ``GiveUp``, a Warning Event), once.
+ErrorManager says why on the object (Ready=False, reason ``GiveUp``, a Warning Event), once — and so does a give-up of
+the CRFinalizer state's hook that leaves the finalizer on (:func:`alarm_if_held`).
 
 Guarantees: a finalizer patch is guarded (a concurrent change of the object ends in a quick retry, never in a lost
 finalizer of someone else); a finalizer the operator used to add (``legacy_finalizers``) is cleaned up and released
@@ -81,10 +82,7 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         # ``ctx.give_up()``, or raising ``okt.GiveUp``: ``requeue_after`` (an external deletion under way, look again
         # later) or ``give_up`` (it needs a human). ``Outcome.done()`` says it is finished, as ``None`` does: kept, the
         # finalizer would hold the object for ever, with nothing requeued and nothing reported.
-        if ctx.results.gave_up is not None and not ctx.results.give_up_alarming:
-            # A cleanup that gives up holds the object in deletion (and its namespace with it) until a human acts:
-            # never quiet, the ErrorManager says why on the object (Ready=False, a Warning Event), once.
-            ctx.results.give_up(ctx.results.gave_up, alarming=True)
+        alarm_if_held(ctx)
         return
     for finalizer in mine:
         try:
@@ -98,6 +96,15 @@ def finalize(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) ->
         except (errors.Conflict, errors.Invalid) as exc:
             refused(ctx, exc)
             return
+
+
+def alarm_if_held(ctx: context_mod.Context) -> None:
+    """Make a quiet give-up alarming when okt's finalizer still holds the object in deletion: whether the cleanup gave
+    up or the hook of the CRFinalizer state did (before or instead of the built-in work), the object and its namespace
+    stay held until a human acts, so the ErrorManager says why on the object (Ready=False, a Warning Event), once. A
+    give-up once the finalizer went holds nothing, and stays quiet."""
+    if ctx.results.gave_up is not None and not ctx.results.give_up_alarming and holding(ctx):
+        ctx.results.give_up(ctx.results.gave_up, alarming=True)
 
 
 def holding(ctx: context_mod.Context) -> list[str]:

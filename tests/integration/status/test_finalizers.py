@@ -505,6 +505,18 @@ class GivingUpCleanupWidgetReconciler(shared.WidgetReconciler):
         raise errors.PermanentError(LEGAL_HOLD)
 
 
+class GivingUpOnEnteringCRFinalizer(GivingUpCleanupWidgetReconciler):
+    """OKT's way: the cleanup written on entering CRFinalizer, giving up before okt's built-in work (``hook-returned``,
+    ``hook-raised``), until ``finished`` flips."""
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.CRFinalizer and not self.finished:
+            if self.how == "hook-raised":
+                raise okt.GiveUp(LEGAL_HOLD)
+            return okt.give_up(LEGAL_HOLD)
+        return super().enter_in_state(state, ctx)
+
+
 LEGAL_HOLD = "the bucket holds objects under legal hold"
 BLOCKED = f"deletion blocked by finalizer {FINALIZER}: "
 
@@ -517,12 +529,15 @@ BLOCKED = f"deletion blocked by finalizer {FINALIZER}: "
         ("raised", "GiveUp"),
         ("alarming", "GiveUp"),
         ("permanent", "PermanentError"),
+        ("hook-returned", "GiveUp"),
+        ("hook-raised", "GiveUp"),
     ],
 )
 def test_a_cleanup_that_gives_up_says_why_on_the_object_once(
     kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, how: str, reason: str
 ) -> None:
-    reconciler = GivingUpCleanupWidgetReconciler(how)
+    hooked = how.startswith("hook-")
+    reconciler = (GivingUpOnEnteringCRFinalizer if hooked else GivingUpCleanupWidgetReconciler)(how)
     recorder = events.EventRecorder(kube, "widget-controller")
     create_widget(kube, widget_kind, namespace)
     shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME, recorder)

@@ -97,3 +97,65 @@ def test_a_cleanup_that_asks_through_ctx_or_raises_give_up_keeps_the_finalizer_a
     assert run.outcome == outcome
     stored = fake.stored(VAULT, "v", "ns")
     assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]
+
+
+class HookReturningGiveUp(VaultReconciler):
+    """OKT's way: the cleanup written on entering CRFinalizer, giving up before okt's built-in work removes anything."""
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.CRFinalizer:
+            return okt.give_up("the bucket needs a human")
+        return super().enter_in_state(state, ctx)
+
+
+class HookRaisingGiveUp(VaultReconciler):
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.CRFinalizer:
+            raise okt.GiveUp("the bucket needs a human")
+        return super().enter_in_state(state, ctx)
+
+
+class HookCallingGiveUp(VaultReconciler):
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.CRFinalizer:
+            ctx.give_up("the bucket needs a human")
+            return None
+        return super().enter_in_state(state, ctx)
+
+
+@pytest.mark.parametrize(
+    "reconciler",
+    [HookReturningGiveUp(), HookRaisingGiveUp(), HookCallingGiveUp(), RaisingGiveUp()],
+    ids=["hook-returns", "hook-raises", "hook-ctx.give_up", "cleanup-raises"],
+)
+def test_a_give_up_that_leaves_the_object_held_in_deletion_is_said_on_it_whichever_hook_gave_up(
+    reconciler: okt.Reconciler,
+) -> None:
+    fake = deleted_vault()
+
+    run = okt.reconcile(reconciler, fake, None, "ns", "v")
+
+    assert run.path_str == ">CRChecker>CRFinalizer>ErrorManager>GiveupManager>End"
+    assert run.outcome == okt.give_up("the bucket needs a human")
+    stored = fake.stored(VAULT, "v", "ns")
+    assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]
+    ready = next(c for c in stored["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "GiveUp")
+    assert ready["message"] == f"deletion blocked by finalizer {FINALIZER}: the bucket needs a human"
+
+
+class HookGivingUpOnceDone(VaultReconciler):
+    """Gives up after okt's built-in work removed the finalizer: nothing holds the object, nothing to say."""
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        return okt.give_up("done here") if state is okt.State.CRFinalizer else None
+
+
+def test_a_give_up_after_the_finalizer_went_stays_quiet() -> None:
+    fake = deleted_vault()
+
+    run = okt.reconcile(HookGivingUpOnceDone(), fake, None, "ns", "v")
+
+    assert run.path_str == ">CRChecker>CRFinalizer>GiveupManager>End"
+    assert fake.stored(VAULT, "v", "ns") is None
